@@ -1,0 +1,112 @@
+# Every entry point of the project: make, make test, make bench-*, make deps.
+#
+# Knobs:  DEBUG=1                 -O0, asserts on
+#         SANITIZER=a,b           any -fsanitize= list gcc takes (own build dir)
+#         V=1                     show commands
+#         WERROR=1                -Werror (on by default when CI=true)
+#         FUZZ_SECONDS=N          length of the fuzz run in `make test`
+
+SHELL := /bin/bash
+CC ?= gcc
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+CLANG ?= clang
+FUZZ_SECONDS ?= 20
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+ifneq ($(SANITIZER),)
+BUILD ?= build/san
+SANFLAGS := -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+BUILD ?= build
+SANFLAGS :=
+endif
+
+ifeq ($(DEBUG),1)
+OPTFLAGS := -O0 -g3
+else
+OPTFLAGS := -O2 -g -DNDEBUG
+endif
+
+ifeq ($(CI),true)
+WERROR ?= 1
+endif
+ifeq ($(WERROR),1)
+WFLAGS := -Wall -Wextra -Werror
+else
+WFLAGS := -Wall -Wextra
+endif
+
+CFLAGS_BASE := -std=gnu11 $(OPTFLAGS) $(WFLAGS) $(SANFLAGS) -D_GNU_SOURCE -pthread -I. -Iengine
+LDLIBS := -luring -lxxhash -lzstd -lpthread
+
+# Debian packages the project needs (make deps installs what is missing).
+DEB_PACKAGES := build-essential pkg-config liburing-dev libxxhash-dev libzstd-dev \
+                libfiu-dev fiu-utils libcriterion-dev clang libclang-rt-14-dev python3
+
+ENGINE_SRC := $(filter-out engine/tool.c,$(wildcard engine/*.c))
+ENGINE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC))
+TEST_SRC   := $(wildcard tests/test_*.c)
+TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+.PHONY: all deps test clean fuzz demo check-deps
+all: deps $(BUILD)/libengine.a $(BUILD)/engine-tool
+
+# Install missing Debian packages (as root, or through sudo).  A stamp
+# records the package list that was satisfied, so later runs cost nothing.
+DEPS_STAMP := build/.deps-ok
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): Makefile
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null || \
+	    { echo "deps: apt-get install failed for:$$missing" >&2; exit 3; }; \
+	fi
+	@mkdir -p build && touch $@
+
+$(BUILD)/obj/%.o: %.c $(wildcard engine/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -c $< -o $@
+
+$(BUILD)/libengine.a: $(ENGINE_OBJ)
+	@$(if $(Q),echo "  AR $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/engine-tool: $(BUILD)/obj/engine/tool.o $(BUILD)/libengine.a
+	@$(if $(Q),echo "  LD $@")
+	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libengine.a $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -Itests -o $@ $< $(BUILD)/libengine.a $(LDLIBS) -lcriterion
+
+# libFuzzer target: clang, engine sources compiled into the fuzzer itself.
+FUZZ_BIN := build/fuzz/fuzz_decoders
+$(FUZZ_BIN): tests/fuzz/fuzz_decoders.c $(ENGINE_SRC) $(wildcard engine/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ $@")
+	$(Q)$(CLANG) -std=gnu11 -O1 -g -D_GNU_SOURCE -DENG_FUZZING -pthread -I. -Iengine \
+	  -fsanitize=fuzzer,address,undefined -o $@ $< $(ENGINE_SRC) $(LDLIBS)
+fuzz: $(FUZZ_BIN)
+
+# make test: every suite, one combined "N passed, N failed" last line.
+test: all $(TEST_BIN) $(FUZZ_BIN)
+	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run_all.sh
+
+demo: all
+	$(Q)BUILD=$(BUILD) tests/demo.sh
+
+clean:
+	rm -rf build

@@ -1,0 +1,271 @@
+/*
+ * engine.h -- the storage engine's one public header.
+ *
+ * An ordered key-value store: binary keys compared with memcmp (shorter key
+ * first on a common prefix), keys of 1..ENG_MAX_KEY bytes, values of
+ * 0..ENG_MAX_VALUE bytes (large values live in overflow pages).
+ *
+ * Everything else under engine/ is internal.  The engine knows nothing of
+ * faults/, oracle/ or stress/; what they need from it is here:
+ *   - the status codes and the corruption report (with its callback),
+ *   - the I/O hook interface (eng_io_hooks) through which a fault library
+ *     sees and alters every read, write, sync and metadata operation,
+ *   - the cache debug hook (eng_debug_frame_bytes) for in-memory bit flips.
+ *
+ * Threading: one handle may be used from many threads.  Writers (put,
+ * delete) are serialized inside the engine; readers (get, iterators,
+ * verify) run concurrently with them and with each other, synchronized by
+ * page latches, never by a tree-wide lock.
+ *
+ * Contract for every call: it returns an eng_status; 0 (ENG_OK) is success.
+ * A call that returns ENG_CORRUPTION has also delivered at least one
+ * eng_corruption report to the callback (if one is set) and remembers the
+ * last one for eng_last_corruption().  No call ever returns bytes that
+ * failed a check as data.
+ */
+#ifndef ENGINE_H
+#define ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ENG_MAX_KEY 1024u
+#define ENG_MAX_VALUE (64u << 20) /* 64 MiB: overflow chains, no hard limit below */
+
+/* One status enum for the whole engine.  OS errors are translated once, at
+ * the syscall / io_uring completion boundary (see engine/io.c). */
+typedef enum eng_status {
+    ENG_OK = 0,
+    ENG_NOTFOUND,   /* key absent; not an error */
+    ENG_CORRUPTION, /* bytes failed a check: a report was delivered */
+    ENG_IOERR,      /* read/write/sync failed (EIO, short I/O that cannot be completed) */
+    ENG_NOSPACE,    /* ENOSPC or EDQUOT */
+    ENG_INVALID,    /* bad argument or option; nothing was changed */
+    ENG_BUSY,       /* the database is locked by another process */
+    ENG_NOMEM,
+    ENG_READONLY,   /* write on a handle opened read-only */
+    ENG_POISONED,   /* an earlier write or sync failed; reopen to recover */
+    ENG_NOTSUP,     /* the operation is not supported by this build or file */
+    ENG_STATUS_COUNT
+} eng_status;
+
+/* Stable lower-case name of a status ("ok", "corruption", ...). */
+const char *eng_strerror(int status);
+
+/* ---- corruption reports --------------------------------------------- */
+
+/* Which check noticed the problem.  Names (eng_layer_name) are stable and
+ * appear in tool output and stress reports. */
+typedef enum eng_layer {
+    ENG_LAYER_PAGE_CHECKSUM = 0, /* "page_checksum": XXH3 mismatch */
+    ENG_LAYER_ZERO_PAGE,         /* "zero_page": all-zero page below the high-water mark */
+    ENG_LAYER_PAGE_HEADER,       /* "page_header": header fields out of range */
+    ENG_LAYER_STRUCTURE,         /* "structure": slots, cells, order, tree shape */
+    ENG_LAYER_OVERFLOW,          /* "overflow": overflow chain broken */
+    ENG_LAYER_CONTROL,           /* "control": control file */
+    ENG_LAYER_WAL,               /* "wal_record": WAL record checksum or framing */
+    ENG_LAYER_KV_PROTECTION,     /* "kv_protection": per key-value code in the pool */
+    ENG_LAYER_COUNT
+} eng_layer;
+
+const char *eng_layer_name(int layer);
+
+typedef struct eng_corruption {
+    int layer;         /* eng_layer */
+    char file[64];     /* relative to the database dir: "data", "control", ... */
+    int64_t block;     /* page number, or -1 */
+    int64_t offset;    /* byte offset in the file (or in the page for structure), or -1 */
+    int32_t entry;     /* slot / entry index within the page, or -1 */
+    uint64_t expected; /* e.g. stored checksum, expected block */
+    uint64_t found;    /* e.g. computed checksum, found value */
+    char detail[160];  /* one human-readable line, no newline */
+} eng_corruption;
+
+/* Called for every corruption report as it happens, from the thread that
+ * noticed it.  Must not call back into the engine. */
+typedef void (*eng_corruption_fn)(void *ctx, const eng_corruption *report);
+
+/* Format a report as one line: "corruption: layer=... file=... block=N ...". */
+int eng_corruption_format(const eng_corruption *r, char *buf, size_t cap);
+
+/* ---- I/O hooks (DESIGN 2): the fault library's window into the engine -- */
+
+typedef enum eng_io_kind {
+    ENG_IO_READ = 0,
+    ENG_IO_WRITE,
+    ENG_IO_SYNC,      /* fsync / fdatasync of a file */
+    ENG_IO_CREATE,    /* create (open O_CREAT) a file */
+    ENG_IO_RENAME,
+    ENG_IO_UNLINK,
+    ENG_IO_TRUNCATE,
+    ENG_IO_DIRSYNC,   /* fsync of a directory */
+    ENG_IO_KIND_COUNT
+} eng_io_kind;
+
+/* What the engine is about to do, or just did.  A hook called "before" may
+ * change the fields marked (mutable) to inject a fault:
+ *   buf     (mutable, writes) the bytes about to be written: flip bits;
+ *   offset  (mutable, writes) redirect the write elsewhere (misdirected);
+ *   len     (mutable, reads and writes) shorten it (short I/O, torn write);
+ *   skip    (mutable) 1 = do not issue the operation, report it as done
+ *           (a lost write or a sync that silently does nothing).
+ * A "before" hook returns 0 to proceed or a negative errno (-EIO,
+ * -ENOSPC ...) to fail the operation without issuing it.
+ * An "after" hook sees the result (bytes done, or negative errno) and, for
+ * reads, the bytes read (buf, mutable: in-flight corruption after the read
+ * completes); it may replace the result with a negative errno. */
+typedef struct eng_io_op {
+    int kind;            /* eng_io_kind */
+    int file_id;         /* stable small id of the file within this database */
+    const char *path;    /* path as opened (absolute or relative to cwd) */
+    const char *path2;   /* rename target, else NULL */
+    void *buf;
+    uint64_t offset;
+    size_t len;
+    int skip;
+    int64_t result;      /* after: bytes transferred or -errno */
+} eng_io_op;
+
+typedef struct eng_io_hooks {
+    void *ctx;
+    int (*before)(void *ctx, eng_io_op *op);
+    void (*after)(void *ctx, eng_io_op *op);
+} eng_io_hooks;
+
+/* ---- options ----------------------------------------------------------- */
+
+typedef enum eng_io_backend {
+    ENG_IO_URING = 0, /* default: liburing */
+    ENG_IO_PSYNC,     /* pread/pwrite/fsync */
+} eng_io_backend;
+
+typedef struct eng_options {
+    /* Creation-time (stored in the control file; ignored when opening an
+     * existing database, whose stored values win). */
+    uint32_t page_size;     /* 4096, 8192 (default) or 16384 */
+    int data_checksums;     /* 1 (default) or 0 */
+
+    /* Open-time. */
+    size_t cache_size;      /* buffer pool bytes; default 64 MiB; min 16 pages */
+    int io_backend;         /* eng_io_backend */
+    int create_if_missing;  /* default 1 */
+    int error_if_exists;    /* default 0 */
+    int read_only;          /* default 0 */
+    eng_corruption_fn on_corruption;
+    void *on_corruption_ctx;
+    const eng_io_hooks *io_hooks; /* may be NULL; must outlive the handle */
+} eng_options;
+
+void eng_options_init(eng_options *o);
+
+/* ---- the store --------------------------------------------------------- */
+
+typedef struct eng_db eng_db;
+
+/* Open or create the database in directory DIR (created if missing and
+ * create_if_missing).  Takes an exclusive lock on DIR/LOCK: a second open,
+ * in this process or another, gets ENG_BUSY.  On failure *out is NULL and
+ * nothing on disk was changed unless the database was being created. */
+int eng_open(const char *dir, const eng_options *opts, eng_db **out);
+
+/* Write back every dirty page, sync, update the control file, release the
+ * lock and free the handle.  The handle is freed even on error. */
+int eng_close(eng_db *db);
+
+/* Make every change so far durable: write back dirty pages, fsync the data
+ * file, then record the high-water mark in the control file. */
+int eng_sync(eng_db *db);
+
+/* Caller-owned growable buffer for values. */
+typedef struct eng_buf {
+    void *data;
+    size_t len;
+    size_t cap;
+} eng_buf;
+void eng_buf_free(eng_buf *b);
+
+int eng_put(eng_db *db, const void *key, size_t klen, const void *val, size_t vlen);
+int eng_delete(eng_db *db, const void *key, size_t klen); /* ENG_NOTFOUND if absent */
+int eng_get(eng_db *db, const void *key, size_t klen, eng_buf *val);
+
+/* Iterators see a consistent view of each leaf they visit (a leaf is copied
+ * while latched), not a snapshot of the whole tree: a key written during
+ * the scan may or may not be seen.  They hold no latch between calls, so
+ * they never block the writer. */
+typedef struct eng_iter eng_iter;
+typedef struct eng_iter_options {
+    const void *lower; size_t lower_len; /* inclusive; NULL = unbounded */
+    const void *upper; size_t upper_len; /* exclusive; NULL = unbounded */
+} eng_iter_options;
+
+int eng_iter_open(eng_db *db, const eng_iter_options *o, eng_iter **out);
+int eng_iter_first(eng_iter *it);                       /* smallest key >= lower */
+int eng_iter_last(eng_iter *it);                        /* largest key < upper */
+int eng_iter_seek(eng_iter *it, const void *k, size_t kl);     /* first key >= k */
+int eng_iter_seek_prev(eng_iter *it, const void *k, size_t kl);/* last key <= k */
+int eng_iter_next(eng_iter *it);
+int eng_iter_prev(eng_iter *it);
+int eng_iter_valid(const eng_iter *it);                 /* 1 if positioned */
+const void *eng_iter_key(const eng_iter *it, size_t *klen);
+const void *eng_iter_value(const eng_iter *it, size_t *vlen);
+void eng_iter_close(eng_iter *it);
+/* Movement calls return ENG_OK when positioned, ENG_NOTFOUND when the
+ * iterator ran off its bounds (then !valid), or an error. */
+
+/* ---- verify, stats, debug ------------------------------------------------ */
+
+/* Read every page (through the buffer pool, so a page being written is
+ * never taken for a torn one), check checksums, headers, cells, order,
+ * tree shape, sibling links and overflow chains, and report each problem
+ * to FN (and to the corruption callback).  *problems gets the count.
+ * Returns ENG_OK when clean, ENG_CORRUPTION when problems were found, or
+ * another status when verification itself could not proceed. */
+int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems);
+
+/* Verify a database directory that may be too damaged to open normally:
+ * opens it read-only if it can and runs eng_verify; if the open fails on
+ * corruption, scans every block's checksum instead. */
+int eng_verify_dir(const char *dir, const eng_options *opts,
+                   eng_corruption_fn fn, void *ctx, uint64_t *problems);
+
+typedef struct eng_stats {
+    uint32_t page_size;
+    int data_checksums;
+    int io_backend;
+    uint64_t cache_size;        /* bytes of page frames */
+    uint64_t cache_pages;
+    uint64_t data_file_bytes;
+    uint64_t nblocks;           /* blocks allocated in the data file */
+    uint64_t high_water_mark;   /* durable: blocks ever written and synced */
+    uint64_t page_reads, page_writes, cache_hits, cache_misses, evictions;
+    uint64_t syncs;
+    uint64_t puts, deletes, gets;
+    uint64_t overflow_pages_written;
+    uint64_t corruption[ENG_LAYER_COUNT]; /* reports per layer */
+} eng_stats;
+
+int eng_get_stats(eng_db *db, eng_stats *st);
+
+/* The last corruption report delivered on this handle (any thread);
+ * returns 0 if there was none. */
+int eng_last_corruption(eng_db *db, eng_corruption *out);
+
+/* Debug hook for in-memory fault injection (cache bit flips): if BLOCK is
+ * resident, pin it and return a pointer to its frame bytes and the page
+ * size; the caller must call eng_debug_frame_release.  NULL if not
+ * resident.  Writing through the pointer bypasses every latch on purpose:
+ * it models a memory fault. */
+void *eng_debug_frame_bytes(eng_db *db, uint64_t block, size_t *page_size);
+void eng_debug_frame_release(eng_db *db, uint64_t block);
+
+/* Largest block number + 1 currently allocated (for injectors). */
+uint64_t eng_debug_nblocks(eng_db *db);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ENGINE_H */

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs every test suite and prints one combined "N passed, N failed" line last.
+#   - Criterion binaries $BUILD/tests/test_*      (counted from their synthesis line)
+#   - shell suites tests/t_*.sh                   (lines "ok NAME" / "not ok NAME")
+#   - Python unittest suites tests/test_*.py      (counted from unittest's summary)
+#   - the libFuzzer target for FUZZ_SECONDS       (one test: no crash found)
+# Environment: BUILD (default build), FUZZ_SECONDS (default 20).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+export BUILD
+passed=0; failed=0
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+add() { passed=$((passed + $1)); failed=$((failed + $2)); }
+
+for t in "$BUILD"/tests/test_*; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  echo "== $name"
+  "$t" --jobs=1 >"$log/$name.out" 2>&1
+  rc=$?
+  cat "$log/$name.out" | grep -vE '^\[----\] |^$' | tail -n 40
+  syn=$(grep -E 'Synthesis: Tested: ' "$log/$name.out" | tail -n 1)
+  if [ -n "$syn" ]; then
+    p=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$syn")
+    f=$(sed -E 's/.*Failing: ([0-9]+).*/\1/' <<<"$syn")
+    c=$(sed -E 's/.*Crashing: ([0-9]+).*/\1/' <<<"$syn")
+    add "$p" "$((f + c))"
+  else
+    echo "   $name produced no synthesis line (rc=$rc): counted as one failure"
+    add 0 1
+  fi
+  [ $rc -eq 0 ] || [ -n "$syn" ] || true
+done
+
+for t in tests/t_*.sh; do
+  [ -f "$t" ] || continue
+  echo "== $t"
+  bash "$t" >"$log/sh.out" 2>&1
+  rc=$?
+  cat "$log/sh.out"
+  p=$(grep -cE '^ok ' "$log/sh.out"); f=$(grep -cE '^not ok ' "$log/sh.out")
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "   $t exited $rc"; fi
+  add "$p" "$f"
+done
+
+for t in tests/test_*.py; do
+  [ -f "$t" ] || continue
+  echo "== $t"
+  python3 -m unittest -v "tests.$(basename "$t" .py)" >"$log/py.out" 2>&1
+  rc=$?
+  cat "$log/py.out" | tail -n 60
+  run=$(grep -E '^Ran [0-9]+ test' "$log/py.out" | sed -E 's/Ran ([0-9]+).*/\1/')
+  run=${run:-0}
+  bad=$(grep -E '^FAILED \(' "$log/py.out" | grep -oE '(failures|errors)=[0-9]+' | awk -F= '{s+=$2} END{print s+0}')
+  bad=${bad:-0}
+  if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+  add "$((run - bad < 0 ? 0 : run - bad))" "$bad"
+done
+
+fuzz=build/fuzz/fuzz_decoders
+if [ -x "$fuzz" ] && [ "$FUZZ_SECONDS" -gt 0 ]; then
+  echo "== fuzz_decoders (${FUZZ_SECONDS}s)"
+  mkdir -p build/fuzz/corpus
+  if "$fuzz" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 build/fuzz/corpus tests/fuzz/seeds \
+       >"$log/fuzz.out" 2>&1; then
+    tail -n 3 "$log/fuzz.out"; echo "ok fuzz_decoders"; add 1 0
+  else
+    tail -n 40 "$log/fuzz.out"; echo "not ok fuzz_decoders"; add 0 1
+  fi
+fi
+
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
