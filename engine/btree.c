@@ -1,0 +1,917 @@
+/*
+ * btree.c -- B+tree (shape, merge policy and latching in btree.h).
+ *
+ * Every page reaching this file passed page_verify when it was loaded, so
+ * cells are well formed; what can still be wrong across pages (a child of
+ * the wrong level or type, a pointer past the end, a broken overflow
+ * chain) is checked here and reported as structure / overflow corruption.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btree.h"
+#include "page.h"
+
+#define MAX_DEPTH 32
+#define META_BLOCK 0u
+#define ROOT_BLOCK 1u
+
+struct bt_tree {
+    bt_config cfg;
+    bp_pool *bp;
+    uint32_t ps;
+    size_t max_inline;        /* largest leaf cell stored inline */
+    size_t ovfl_cap;          /* payload bytes per overflow page */
+    _Atomic uint32_t nblocks; /* mirror of meta.nblocks for readers' checks */
+};
+
+static int corrupt(bt_tree *t, int layer, uint32_t block, int32_t entry, uint64_t exp,
+                   uint64_t found, const char *what) {
+    return eng_report(&t->cfg.reporter, layer, t->cfg.file, block,
+                      (int64_t)block * t->ps, entry, exp, found, "%s", what);
+}
+
+/* ---- creation and meta ---- */
+
+int bt_create(bp_pool *bp, uint32_t page_size) {
+    bp_frame *m, *r;
+    int rc = bp_new(bp, META_BLOCK, &m);
+    if (rc) return rc;
+    page_init(m->data, page_size, META_BLOCK, PAGE_META, 0);
+    meta_fields mf = {.magic = META_MAGIC, .root = ROOT_BLOCK, .nblocks = 2, .freelist = 0, .height = 1};
+    meta_write(m->data, &mf);
+    bp_release(bp, m, BP_EXCL);
+    rc = bp_new(bp, ROOT_BLOCK, &r);
+    if (rc) return rc;
+    page_init(r->data, page_size, ROOT_BLOCK, PAGE_LEAF, 0);
+    bp_release(bp, r, BP_EXCL);
+    return ENG_OK;
+}
+
+int bt_open(const bt_config *cfg, bt_tree **out) {
+    *out = NULL;
+    bt_tree *t = calloc(1, sizeof *t);
+    if (!t) return ENG_NOMEM;
+    t->cfg = *cfg;
+    t->bp = cfg->bp;
+    t->ps = cfg->page_size;
+    t->max_inline = (t->ps - PAGE_HDR) / 4 - 2;
+    t->ovfl_cap = t->ps - PAGE_HDR;
+    bp_frame *m;
+    int rc = bp_get(t->bp, META_BLOCK, BP_SHARED, &m);
+    if (rc) { free(t); return rc; }
+    meta_fields mf;
+    meta_read(m->data, &mf);
+    int type = ph_get_type(m->data);
+    bp_release(t->bp, m, BP_SHARED);
+    if (type != PAGE_META) {
+        rc = corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, PAGE_META, (uint64_t)type,
+                     "block 0 is not the meta page");
+    } else if (mf.root != ROOT_BLOCK) {
+        rc = corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, ROOT_BLOCK, mf.root,
+                     "meta page names a root other than block 1");
+    }
+    if (rc) { free(t); return rc; }
+    atomic_store(&t->nblocks, mf.nblocks);
+    *out = t;
+    return ENG_OK;
+}
+
+void bt_close(bt_tree *t) { free(t); }
+
+uint32_t bt_nblocks(bt_tree *t) { return atomic_load(&t->nblocks); }
+
+/* ---- descent ---- */
+
+/* Child of internal page P for KEY under MODE (GE/GT descend toward the
+ * leaf that holds the first key >= KEY; LE/LT toward the last key <= or <
+ * KEY).  Also returns the chosen slot (-1 = leftmost child). */
+static uint32_t child_for(const uint8_t *p, const void *key, size_t klen, int mode, int *slot) {
+    unsigned n = ph_get_nslots(p);
+    int i;
+    if (!key) {
+        i = (mode == BT_GE || mode == BT_GT) ? -1 : (int)n - 1;
+    } else {
+        int exact = 0;
+        unsigned idx = page_search(p, key, klen, &exact);
+        /* Cells hold separators s: child covers [s, next s).  For LT, the
+         * subtree of a separator equal to KEY holds nothing below KEY. */
+        if (mode == BT_LT) i = (int)idx - 1;
+        else i = exact ? (int)idx : (int)idx - 1;
+    }
+    *slot = i;
+    if (i < 0) return ph_get_aux(p);
+    internal_cell c;
+    page_internal_cell(p, (unsigned)i, &c);
+    return c.child;
+}
+
+/* Check that CHILD, reached from PARENT at LEVEL, may be followed. */
+static int check_child_ptr(bt_tree *t, uint32_t parent, uint32_t child, int slot) {
+    if (child <= ROOT_BLOCK || child >= atomic_load(&t->nblocks))
+        return corrupt(t, ENG_LAYER_STRUCTURE, parent, slot, atomic_load(&t->nblocks), child,
+                       "child pointer out of range");
+    return ENG_OK;
+}
+
+static int check_child_page(bt_tree *t, const bp_frame *f, uint32_t parent, int level) {
+    const uint8_t *p = f->data;
+    int want = level == 0 ? PAGE_LEAF : PAGE_INTERNAL;
+    if (ph_get_type(p) != want || ph_get_level(p) != level)
+        return corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), -1,
+                       (uint64_t)want << 16 | (unsigned)level,
+                       (uint64_t)ph_get_type(p) << 16 | ph_get_level(p),
+                       parent == ROOT_BLOCK ? "child of the root has the wrong type or level"
+                                            : "child page has the wrong type or level");
+    return ENG_OK;
+}
+
+static int check_root(bt_tree *t, const bp_frame *f) {
+    const uint8_t *p = f->data;
+    int type = ph_get_type(p);
+    if ((type == PAGE_LEAF && ph_get_level(p) == 0) ||
+        (type == PAGE_INTERNAL && ph_get_level(p) > 0 && ph_get_level(p) < MAX_DEPTH))
+        return ENG_OK;
+    return corrupt(t, ENG_LAYER_STRUCTURE, ROOT_BLOCK, -1, PAGE_LEAF, (uint64_t)type,
+                   "root is neither a leaf nor an internal page");
+}
+
+/* Crab down with shared latches to the leaf for KEY/MODE; the leaf is
+ * returned latched in LEAF_MODE.  Fences of the chosen path are returned
+ * when asked: the separator to the right (lo==NULL) or left of the leaf. */
+typedef struct fence {
+    uint8_t key[ENG_MAX_KEY];
+    size_t len;
+    int set;
+} fence;
+
+static int descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode,
+                   bp_frame **out, fence *hi, fence *lo) {
+    *out = NULL;
+    if (hi) hi->set = 0;
+    if (lo) lo->set = 0;
+    bp_frame *f;
+    int rc = bp_get(t->bp, ROOT_BLOCK, BP_SHARED, &f);
+    if (rc) return rc;
+    if ((rc = check_root(t, f))) { bp_release(t->bp, f, BP_SHARED); return rc; }
+    int level = ph_get_level(f->data);
+    if (level == 0 && leaf_mode == BP_EXCL) {
+        /* Only the writer asks for an exclusive leaf, and only the writer
+         * changes the root's level: re-latching cannot race. */
+        bp_release(t->bp, f, BP_SHARED);
+        if ((rc = bp_get(t->bp, ROOT_BLOCK, BP_EXCL, &f))) return rc;
+        if ((rc = check_root(t, f))) { bp_release(t->bp, f, BP_EXCL); return rc; }
+    }
+    while (level > 0) {
+        int slot;
+        uint32_t blk = atomic_load(&f->block);
+        uint32_t child = child_for(f->data, key, klen, mode, &slot);
+        unsigned n = ph_get_nslots(f->data);
+        if (hi && slot + 1 < (int)n) {
+            internal_cell c;
+            page_internal_cell(f->data, (unsigned)(slot + 1), &c);
+            memcpy(hi->key, c.key, c.klen); hi->len = c.klen; hi->set = 1;
+        }
+        if (lo && slot >= 0) {
+            internal_cell c;
+            page_internal_cell(f->data, (unsigned)slot, &c);
+            memcpy(lo->key, c.key, c.klen); lo->len = c.klen; lo->set = 1;
+        }
+        if ((rc = check_child_ptr(t, blk, child, slot))) { bp_release(t->bp, f, BP_SHARED); return rc; }
+        bp_frame *c;
+        int cmode = level == 1 ? leaf_mode : BP_SHARED;
+        rc = bp_get(t->bp, child, cmode, &c);
+        if (rc == ENG_OK && (rc = check_child_page(t, c, blk, level - 1)))
+            bp_release(t->bp, c, cmode);
+        bp_release(t->bp, f, BP_SHARED);
+        if (rc) return rc;
+        f = c;
+        level--;
+    }
+    *out = f;
+    return ENG_OK;
+}
+
+/* ---- overflow chains ---- */
+
+static int ovfl_pages(const bt_tree *t, uint32_t vlen) {
+    return (int)((vlen + t->ovfl_cap - 1) / t->ovfl_cap);
+}
+
+/* Walk the chain of a cell, copying the value into OUT (if non-NULL) and
+ * the chain's blocks into BLOCKS (if non-NULL, sized ovfl_pages).  Pages are
+ * latched in MODE one at a time (the leaf latch held by the caller keeps the
+ * chain from changing). */
+static int ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t vlen,
+                     uint8_t *out, uint32_t *blocks) {
+    uint32_t blk = first, done = 0;
+    int npages = ovfl_pages(t, vlen);
+    for (int i = 0; i < npages; i++) {
+        if (blk <= ROOT_BLOCK || blk >= atomic_load(&t->nblocks))
+            return corrupt(t, ENG_LAYER_OVERFLOW, leaf, slot, atomic_load(&t->nblocks), blk,
+                           "overflow pointer out of range");
+        bp_frame *f;
+        int rc = bp_get(t->bp, blk, BP_SHARED, &f);
+        if (rc) return rc;
+        const uint8_t *p = f->data;
+        uint32_t len = ph_get_aux(p), want = vlen - done < t->ovfl_cap ? vlen - done : (uint32_t)t->ovfl_cap;
+        uint32_t next = ph_get_next(p);
+        if (ph_get_type(p) != PAGE_OVERFLOW || len != want || (i + 1 < npages) != (next != 0)) {
+            uint64_t ty = ph_get_type(p);
+            bp_release(t->bp, f, BP_SHARED);
+            return corrupt(t, ENG_LAYER_OVERFLOW, blk, -1, want, ty == PAGE_OVERFLOW ? len : ty << 32,
+                           ty != PAGE_OVERFLOW ? "overflow chain reaches a page that is not an overflow page"
+                                               : "overflow page length or link disagrees with the value length");
+        }
+        if (out) memcpy(out + done, p + PAGE_HDR, len);
+        if (blocks) blocks[i] = blk;
+        bp_release(t->bp, f, BP_SHARED);
+        done += len;
+        blk = next;
+    }
+    return ENG_OK;
+}
+
+static int buf_reserve(eng_buf *b, size_t n) {
+    if (b->cap >= n && b->data) return ENG_OK;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < n) cap *= 2;
+    void *d = realloc(b->data, cap);
+    if (!d) return ENG_NOMEM;
+    b->data = d;
+    b->cap = cap;
+    return ENG_OK;
+}
+
+/* Copy the value of cell C at SLOT of leaf F into DST (sized c->vlen). */
+static int cell_value(bt_tree *t, const bp_frame *f, int slot, const leaf_cell *c, uint8_t *dst) {
+    if (!(c->cflags & CELL_OVERFLOW)) {
+        if (c->vlen) memcpy(dst, c->val, c->vlen);
+        return ENG_OK;
+    }
+    return ovfl_walk(t, atomic_load(&f->block), slot, c->ovfl, c->vlen, dst, NULL);
+}
+
+/* ---- reads ---- */
+
+int bt_get(bt_tree *t, const void *key, size_t klen, eng_buf *out) {
+    bp_frame *f;
+    int rc = descend(t, key, klen, BT_GE, BP_SHARED, &f, NULL, NULL);
+    if (rc) return rc;
+    int exact = 0;
+    unsigned idx = page_search(f->data, key, klen, &exact);
+    if (!exact) { bp_release(t->bp, f, BP_SHARED); return ENG_NOTFOUND; }
+    leaf_cell c;
+    page_leaf_cell(f->data, idx, &c);
+    rc = buf_reserve(out, c.vlen ? c.vlen : 1);
+    if (rc == ENG_OK) rc = cell_value(t, f, (int)idx, &c, out->data);
+    if (rc == ENG_OK) out->len = c.vlen;
+    bp_release(t->bp, f, BP_SHARED);
+    return rc;
+}
+
+static int lc_push(bt_leafcopy *lc, const leaf_cell *c) {
+    if (lc->n == lc->ecap) {
+        size_t cap = lc->ecap ? lc->ecap * 2 : 64;
+        bt_entry *e = realloc(lc->e, cap * sizeof *e);
+        if (!e) return ENG_NOMEM;
+        lc->e = e; lc->ecap = cap;
+    }
+    size_t need = lc->blen + c->klen + c->vlen;
+    if (need > lc->bcap) {
+        size_t cap = lc->bcap ? lc->bcap : 4096;
+        while (cap < need) cap *= 2;
+        uint8_t *b = realloc(lc->buf, cap);
+        if (!b) return ENG_NOMEM;
+        lc->buf = b; lc->bcap = cap;
+    }
+    bt_entry *e = &lc->e[lc->n++];
+    e->koff = lc->blen; e->klen = c->klen;
+    memcpy(lc->buf + lc->blen, c->key, c->klen);
+    lc->blen += c->klen;
+    e->voff = lc->blen; e->vlen = c->vlen;
+    lc->blen += c->vlen;
+    return ENG_OK;
+}
+
+int bt_seek(bt_tree *t, const void *key, size_t klen, int mode, bt_leafcopy *lc) {
+    int fwd = mode == BT_GE || mode == BT_GT;
+    lc->n = 0; lc->blen = 0; lc->forward = fwd;
+    fence fc, cur;
+    const void *k = key;
+    size_t kl = klen;
+    for (int hops = 0;; hops++) {
+        bp_frame *f;
+        int rc = descend(t, k, kl, mode, BP_SHARED, &f, fwd ? &fc : NULL, fwd ? NULL : &fc);
+        if (rc) return rc;
+        const uint8_t *p = f->data;
+        int n = ph_get_nslots(p), start;
+        if (!k) {
+            start = fwd ? 0 : n - 1;
+        } else {
+            int exact = 0;
+            int idx = (int)page_search(p, k, kl, &exact);
+            if (mode == BT_GE) start = idx;
+            else if (mode == BT_GT) start = idx + (exact ? 1 : 0);
+            else if (mode == BT_LE) start = exact ? idx : idx - 1;
+            else start = idx - 1;
+        }
+        for (int i = start; rc == ENG_OK && i >= 0 && i < n; i += fwd ? 1 : -1) {
+            leaf_cell c;
+            page_leaf_cell(p, (unsigned)i, &c);
+            rc = lc_push(lc, &c);
+            if (rc == ENG_OK) rc = cell_value(t, f, i, &c, lc->buf + lc->e[lc->n - 1].voff);
+        }
+        bp_release(t->bp, f, BP_SHARED);
+        if (rc) { lc->n = 0; return rc; }
+        if (lc->n || !fc.set) return ENG_OK;
+        /* An empty stretch (lazily unmerged leaves): continue at the fence,
+         * which strictly advances, so this ends. */
+        if (hops > (int)atomic_load(&t->nblocks) + 1)
+            return corrupt(t, ENG_LAYER_STRUCTURE, ROOT_BLOCK, -1, 0, (uint64_t)hops,
+                           "separator keys do not advance (cycle in the tree)");
+        cur = fc;
+        k = cur.key; kl = cur.len;
+        mode = fwd ? BT_GE : BT_LT;
+    }
+}
+
+void bt_leafcopy_free(bt_leafcopy *lc) {
+    free(lc->e);
+    free(lc->buf);
+    memset(lc, 0, sizeof *lc);
+}
+
+/* ---- allocation (writer only; meta latched last, L2) ---- */
+
+static int meta_get(bt_tree *t, bp_frame **m, meta_fields *mf) {
+    int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, m);
+    if (rc) return rc;
+    meta_read((*m)->data, mf);
+    return ENG_OK;
+}
+
+static int alloc_page(bt_tree *t, int type, int level, bp_frame **out) {
+    bp_frame *m;
+    meta_fields mf;
+    int rc = meta_get(t, &m, &mf);
+    if (rc) return rc;
+    bp_frame *f;
+    uint32_t blk;
+    if (mf.freelist) {
+        blk = mf.freelist;
+        if (blk <= ROOT_BLOCK || blk >= mf.nblocks) {
+            bp_release(t->bp, m, BP_EXCL);
+            return corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, mf.nblocks, blk,
+                           "free list head out of range");
+        }
+        rc = bp_get(t->bp, blk, BP_EXCL, &f);
+        if (rc) { bp_release(t->bp, m, BP_EXCL); return rc; }
+        if (ph_get_type(f->data) != PAGE_FREE) {
+            uint64_t ty = ph_get_type(f->data);
+            bp_release(t->bp, f, BP_EXCL);
+            bp_release(t->bp, m, BP_EXCL);
+            return corrupt(t, ENG_LAYER_STRUCTURE, blk, -1, PAGE_FREE, ty,
+                           "free list reaches a page that is not free");
+        }
+        mf.freelist = ph_get_next(f->data);
+    } else {
+        if (mf.nblocks == UINT32_MAX) { bp_release(t->bp, m, BP_EXCL); return ENG_NOSPACE; }
+        blk = mf.nblocks;
+        rc = bp_new(t->bp, blk, &f);
+        if (rc) { bp_release(t->bp, m, BP_EXCL); return rc; }
+        mf.nblocks++;
+        atomic_store(&t->nblocks, mf.nblocks);
+    }
+    page_init(f->data, t->ps, blk, type, level);
+    bp_mark_dirty(f);
+    meta_write(m->data, &mf);
+    bp_mark_dirty(m);
+    bp_release(t->bp, m, BP_EXCL);
+    *out = f;
+    return ENG_OK;
+}
+
+/* Put the N blocks in BLOCKS on the free list. */
+static int free_pages(bt_tree *t, const uint32_t *blocks, int n) {
+    if (n == 0) return ENG_OK;
+    bp_frame *m;
+    meta_fields mf;
+    int rc = meta_get(t, &m, &mf);
+    if (rc) return rc;
+    for (int i = 0; i < n && rc == ENG_OK; i++) {
+        bp_frame *f;
+        /* Latch order: these pages come after the leaf, before... the meta
+         * page is already held, but no reader ever waits for the meta page,
+         * and free pages are reachable by no reader. */
+        rc = bp_get(t->bp, blocks[i], BP_EXCL, &f);
+        if (rc) break;
+        page_init(f->data, t->ps, blocks[i], PAGE_FREE, 0);
+        ph_set_next(f->data, mf.freelist);
+        bp_mark_dirty(f);
+        bp_release(t->bp, f, BP_EXCL);
+        mf.freelist = blocks[i];
+    }
+    meta_write(m->data, &mf);
+    bp_mark_dirty(m);
+    bp_release(t->bp, m, BP_EXCL);
+    return rc;
+}
+
+/* Write VAL into a new overflow chain; *first gets its head. */
+static int ovfl_write(bt_tree *t, const uint8_t *val, uint32_t vlen, uint32_t *first) {
+    int npages = ovfl_pages(t, vlen);
+    uint32_t prev_blk = 0;
+    bp_frame *prev = NULL;
+    *first = 0;
+    /* Written front to back, each page linked from its predecessor while
+     * the predecessor is still latched, so only one extra latch is held. */
+    for (int i = 0; i < npages; i++) {
+        bp_frame *f;
+        int rc = alloc_page(t, PAGE_OVERFLOW, 0, &f);
+        if (rc) { if (prev) bp_release(t->bp, prev, BP_EXCL); return rc; }
+        uint32_t blk = atomic_load(&f->block);
+        size_t off = (size_t)i * t->ovfl_cap, len = vlen - off < t->ovfl_cap ? vlen - off : t->ovfl_cap;
+        memcpy(f->data + PAGE_HDR, val + off, len);
+        ph_set_aux(f->data, (uint32_t)len);
+        if (prev) { ph_set_next(prev->data, blk); bp_release(t->bp, prev, BP_EXCL); }
+        else *first = blk;
+        prev = f;
+        prev_blk = blk;
+    }
+    (void)prev_blk;
+    if (prev) bp_release(t->bp, prev, BP_EXCL);
+    return ENG_OK;
+}
+
+/* ---- writes ---- */
+
+typedef struct newcell {
+    uint8_t bytes[LEAF_CELL_HDR + ENG_MAX_KEY + 4 + 4096]; /* inline cells are < page/4 */
+    size_t size;
+} newcell;
+
+/* Gather the cells of P plus NEW at IDX (replacing IDX if REPLACE) into
+ * pointers/sizes (cells are copied to SCRATCH so P can be rebuilt). */
+typedef struct cellref { const uint8_t *p; size_t size; } cellref;
+
+static size_t gather(const uint8_t *p, uint8_t *scratch, size_t ps, unsigned idx, int replace,
+                     const uint8_t *cell, size_t csize, cellref *out) {
+    memcpy(scratch, p, ps);
+    unsigned n = ph_get_nslots(scratch);
+    size_t k = 0;
+    for (unsigned i = 0; i <= n; i++) {
+        if (i == idx) out[k++] = (cellref){cell, csize};
+        if (i == n) break;
+        if (i == idx && replace) continue;
+        size_t sz;
+        const uint8_t *c = page_cell_bytes(scratch, i, &sz);
+        out[k++] = (cellref){c, sz};
+    }
+    return k;
+}
+
+/* Split point: the index m that balances bytes with both halves fitting in
+ * CAP (cells of at most CAP/2 bytes guarantee one exists).  For internal
+ * splits the cell at m moves up (PUSHUP) and belongs to neither half. */
+static size_t split_point(const cellref *c, size_t n, size_t cap, int pushup) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += c[i].size + 2;
+    size_t best = n / 2, bestdiff = (size_t)-1, left = 0;
+    for (size_t m = 1; m < n; m++) {
+        left += c[m - 1].size + 2;
+        size_t right = total - left - (pushup ? c[m].size + 2 : 0);
+        if (left > cap || right > cap) continue;
+        if (pushup && m == n - 1 && right == 0) continue; /* right page needs a child */
+        size_t diff = left > right ? left - right : right - left;
+        if (diff < bestdiff) { bestdiff = diff; best = m; }
+    }
+    return best;
+}
+
+static void fill(uint8_t *p, size_t ps, const cellref *c, size_t from, size_t to) {
+    for (size_t i = from; i < to; i++)
+        page_insert_cell(p, ps, (unsigned)(i - from), c[i].p, c[i].size);
+}
+
+/* Shortest prefix of B that is > A (A < B): suffix truncation. */
+static size_t sep_len(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
+    size_t i = 0;
+    while (i < al && i < bl && a[i] == b[i]) i++;
+    return i + 1 <= bl ? i + 1 : bl;
+}
+
+typedef struct pathent { bp_frame *f; } pathent;
+
+/* Insert CELL at IDX of the page at path[d] (replacing if REPLACE),
+ * splitting and recursing into path[d-1] as needed.  All path frames are
+ * latched exclusively by the caller. */
+static int insert_at(bt_tree *t, pathent *path, int d, unsigned idx, int replace,
+                     const uint8_t *cell, size_t csize) {
+    bp_frame *f = path[d].f;
+    uint8_t *p = f->data;
+    size_t ps = t->ps;
+    size_t oldsz = 0;
+    if (replace) page_cell_bytes(p, idx, &oldsz);
+    if (page_reclaimable(p) + (replace ? oldsz + 2 : 0) >= csize + 2) {
+        if (replace) page_remove_cell(p, idx);
+        if (page_free(p) < csize + 2) page_compact(p, ps);
+        page_insert_cell(p, ps, idx, cell, csize);
+        bp_mark_dirty(f);
+        return ENG_OK;
+    }
+    int leaf = ph_get_type(p) == PAGE_LEAF;
+    int level = ph_get_level(p);
+    uint8_t *scratch = malloc(ps);
+    cellref *cells = malloc(sizeof(cellref) * (ps / 2 + 2));
+    uint8_t *sepbuf = malloc(INTERNAL_CELL_HDR + ENG_MAX_KEY);
+    if (!scratch || !cells || !sepbuf) { free(scratch); free(cells); free(sepbuf); return ENG_NOMEM; }
+    size_t n = gather(p, scratch, ps, idx, replace, cell, csize, cells);
+    size_t cap = ps - PAGE_HDR;
+    size_t m = split_point(cells, n, cap, !leaf);
+
+    /* Separator going up, and the right page's leftmost child. */
+    const uint8_t *sk; size_t skl; uint32_t right_aux = 0;
+    if (leaf) {
+        leaf_cell a, b;
+        /* Decode the two bracketing cells straight from their bytes. */
+        a.klen = rd16(cells[m - 1].p); a.key = cells[m - 1].p + LEAF_CELL_HDR;
+        b.klen = rd16(cells[m].p); b.key = cells[m].p + LEAF_CELL_HDR;
+        sk = b.key; skl = sep_len(a.key, a.klen, b.key, b.klen);
+    } else {
+        skl = rd16(cells[m].p); sk = cells[m].p + INTERNAL_CELL_HDR;
+        right_aux = rd32(cells[m].p + 2);
+    }
+
+    int rc;
+    bp_frame *rf = NULL, *lf = NULL;
+    uint32_t old_next = ph_get_next(p), old_aux = ph_get_aux(p);
+    if (d == 0) {
+        /* Root split: root keeps block 1 and becomes the parent. */
+        rc = alloc_page(t, leaf ? PAGE_LEAF : PAGE_INTERNAL, level, &lf);
+        if (rc == ENG_OK) rc = alloc_page(t, leaf ? PAGE_LEAF : PAGE_INTERNAL, level, &rf);
+        if (rc) goto out;
+        uint32_t lb = atomic_load(&lf->block), rb = atomic_load(&rf->block);
+        fill(lf->data, ps, cells, 0, m);
+        fill(rf->data, ps, cells, leaf ? m : m + 1, n);
+        if (leaf) { ph_set_next(lf->data, rb); ph_set_next(rf->data, 0); }
+        else { ph_set_aux(lf->data, old_aux); ph_set_aux(rf->data, right_aux);
+               ph_set_next(lf->data, rb); ph_set_next(rf->data, 0); }
+        bp_mark_dirty(lf); bp_mark_dirty(rf);
+        page_init(p, ps, ROOT_BLOCK, PAGE_INTERNAL, level + 1);
+        ph_set_aux(p, lb);
+        size_t sz = internal_cell_encode(sepbuf, sk, skl, rb);
+        page_insert_cell(p, ps, 0, sepbuf, sz);
+        bp_mark_dirty(f);
+        goto out;
+    }
+    rc = alloc_page(t, leaf ? PAGE_LEAF : PAGE_INTERNAL, level, &rf);
+    if (rc) goto out;
+    uint32_t rb = atomic_load(&rf->block);
+    fill(rf->data, ps, cells, leaf ? m : m + 1, n);
+    ph_set_next(rf->data, old_next);
+    if (!leaf) ph_set_aux(rf->data, right_aux);
+    /* Rebuild the left half in place (cells live in scratch). */
+    page_init(p, ps, atomic_load(&f->block), leaf ? PAGE_LEAF : PAGE_INTERNAL, level);
+    fill(p, ps, cells, 0, m);
+    ph_set_next(p, rb);
+    if (!leaf) ph_set_aux(p, old_aux);
+    bp_mark_dirty(f); bp_mark_dirty(rf);
+    {
+        size_t sz = internal_cell_encode(sepbuf, sk, skl, rb);
+        /* sepbuf now owns the key bytes; scratch may go. */
+        bp_release(t->bp, rf, BP_EXCL);
+        rf = NULL;
+        uint8_t *pp = path[d - 1].f->data;
+        int exact = 0;
+        unsigned pidx = page_search(pp, sepbuf + INTERNAL_CELL_HDR, skl, &exact);
+        if (exact) {
+            rc = corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&path[d - 1].f->block), (int32_t)pidx, 0, 0,
+                         "separator already present in parent");
+            goto out;
+        }
+        rc = insert_at(t, path, d - 1, pidx, 0, sepbuf, sz);
+    }
+out:
+    if (lf) bp_release(t->bp, lf, BP_EXCL);
+    if (rf) bp_release(t->bp, rf, BP_EXCL);
+    free(scratch); free(cells); free(sepbuf);
+    return rc;
+}
+
+/* Pessimistic path: exclusive latches from the root down. */
+static int put_pessimistic(bt_tree *t, const void *key, size_t klen, const uint8_t *cell, size_t csize,
+                           uint32_t *old_ovfl, uint32_t *old_vlen) {
+    pathent path[MAX_DEPTH];
+    int d = 0, rc;
+    rc = bp_get(t->bp, ROOT_BLOCK, BP_EXCL, &path[0].f);
+    if (rc) return rc;
+    if ((rc = check_root(t, path[0].f))) { bp_release(t->bp, path[0].f, BP_EXCL); return rc; }
+    while (ph_get_level(path[d].f->data) > 0) {
+        int slot;
+        uint32_t blk = atomic_load(&path[d].f->block);
+        int level = ph_get_level(path[d].f->data);
+        uint32_t child = child_for(path[d].f->data, key, klen, BT_GE, &slot);
+        if ((rc = check_child_ptr(t, blk, child, slot))) goto out;
+        if (d + 1 >= MAX_DEPTH) { rc = corrupt(t, ENG_LAYER_STRUCTURE, blk, -1, MAX_DEPTH, d, "tree too deep"); goto out; }
+        rc = bp_get(t->bp, child, BP_EXCL, &path[d + 1].f);
+        if (rc) goto out;
+        d++;
+        if ((rc = check_child_page(t, path[d].f, blk, level - 1))) { bp_release(t->bp, path[d].f, BP_EXCL); d--; goto out; }
+    }
+    {
+        uint8_t *p = path[d].f->data;
+        int exact = 0;
+        unsigned idx = page_search(p, key, klen, &exact);
+        *old_ovfl = 0;
+        if (exact) {
+            leaf_cell c;
+            page_leaf_cell(p, idx, &c);
+            if (c.cflags & CELL_OVERFLOW) { *old_ovfl = c.ovfl; *old_vlen = c.vlen; }
+        }
+        rc = insert_at(t, path, d, idx, exact, cell, csize);
+    }
+out:
+    for (int i = d; i >= 0; i--) bp_release(t->bp, path[i].f, BP_EXCL);
+    return rc;
+}
+
+/* Collect (and so validate) the old chain of a cell before anything
+ * changes, so a broken chain fails the write cleanly. */
+static int old_chain(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t vlen, uint32_t **blocks, int *n) {
+    *n = ovfl_pages(t, vlen);
+    *blocks = malloc(sizeof(uint32_t) * (size_t)(*n ? *n : 1));
+    if (!*blocks) return ENG_NOMEM;
+    int rc = ovfl_walk(t, leaf, slot, first, vlen, NULL, *blocks);
+    if (rc) { free(*blocks); *blocks = NULL; }
+    return rc;
+}
+
+int bt_put(bt_tree *t, const void *key, size_t klen, const void *val, size_t vlen) {
+    newcell nc;
+    uint32_t ovfl = 0;
+    int rc;
+    int overflow = leaf_cell_size(klen, vlen, 0) > t->max_inline;
+    if (overflow && (rc = ovfl_write(t, val, (uint32_t)vlen, &ovfl))) return rc;
+    nc.size = leaf_cell_encode(nc.bytes, key, klen, (uint32_t)vlen, val, overflow, ovfl);
+
+    /* Optimistic: shared latches down, exclusive leaf. */
+    bp_frame *f;
+    rc = descend(t, key, klen, BT_GE, BP_EXCL, &f, NULL, NULL);
+    if (rc) return rc;
+    uint8_t *p = f->data;
+    int exact = 0;
+    unsigned idx = page_search(p, key, klen, &exact);
+    uint32_t *oldb = NULL;
+    int oldn = 0;
+    leaf_cell c;
+    size_t oldsz = 0;
+    if (exact) {
+        page_leaf_cell(p, idx, &c);
+        oldsz = c.size;
+        if ((c.cflags & CELL_OVERFLOW) &&
+            (rc = old_chain(t, atomic_load(&f->block), (int)idx, c.ovfl, c.vlen, &oldb, &oldn))) {
+            bp_release(t->bp, f, BP_EXCL);
+            return rc;
+        }
+    }
+    if (page_reclaimable(p) + (exact ? oldsz + 2 : 0) >= nc.size + 2) {
+        pathent path[1] = {{f}};
+        rc = insert_at(t, path, 0, idx, exact, nc.bytes, nc.size);
+        bp_release(t->bp, f, BP_EXCL);
+    } else {
+        bp_release(t->bp, f, BP_EXCL);
+        free(oldb); oldb = NULL; oldn = 0;
+        uint32_t old_ovfl = 0, old_vlen = 0;
+        rc = put_pessimistic(t, key, klen, nc.bytes, nc.size, &old_ovfl, &old_vlen);
+        if (rc == ENG_OK && old_ovfl) {
+            /* The old chain is unreachable now; collecting it cannot race
+             * with readers (none can reach it) or the writer (us). */
+            rc = old_chain(t, 0, -1, old_ovfl, old_vlen, &oldb, &oldn);
+        }
+    }
+    if (rc == ENG_OK && oldn) rc = free_pages(t, oldb, oldn);
+    free(oldb);
+    return rc;
+}
+
+int bt_delete(bt_tree *t, const void *key, size_t klen) {
+    bp_frame *f;
+    int rc = descend(t, key, klen, BT_GE, BP_EXCL, &f, NULL, NULL);
+    if (rc) return rc;
+    int exact = 0;
+    unsigned idx = page_search(f->data, key, klen, &exact);
+    if (!exact) { bp_release(t->bp, f, BP_EXCL); return ENG_NOTFOUND; }
+    leaf_cell c;
+    page_leaf_cell(f->data, idx, &c);
+    uint32_t *oldb = NULL;
+    int oldn = 0;
+    if ((c.cflags & CELL_OVERFLOW) &&
+        (rc = old_chain(t, atomic_load(&f->block), (int)idx, c.ovfl, c.vlen, &oldb, &oldn))) {
+        bp_release(t->bp, f, BP_EXCL);
+        return rc;
+    }
+    page_remove_cell(f->data, idx);
+    bp_mark_dirty(f);
+    bp_release(t->bp, f, BP_EXCL);
+    if (oldn) rc = free_pages(t, oldb, oldn);
+    free(oldb);
+    return rc;
+}
+
+/* ---- verify ---- */
+
+enum { USE_NONE = 0, USE_META, USE_TREE, USE_OVFL, USE_FREE };
+
+typedef struct vstate {
+    bt_tree *t;
+    const eng_reporter *rep;
+    uint64_t problems;
+    uint32_t nblocks;
+    uint8_t *use;     /* per block: what references it */
+    uint8_t *bad;     /* per block: failed its own checks */
+    uint32_t prev_leaf;
+    int leaves_seen;
+} vstate;
+
+static void vreport(vstate *v, int layer, uint32_t block, int32_t entry, uint64_t exp, uint64_t found,
+                    const char *fmt, const char *arg) {
+    char detail[160];
+    snprintf(detail, sizeof detail, fmt, arg ? arg : "");
+    eng_report(v->rep, layer, v->t->cfg.file, block, (int64_t)block * v->t->ps, entry, exp, found, "%s", detail);
+    v->problems++;
+}
+
+/* Claim block B for USE; a second claim is a shared or cyclic pointer. */
+static int claim(vstate *v, uint32_t b, int use, uint32_t from) {
+    if (b >= v->nblocks || b == META_BLOCK) {
+        vreport(v, ENG_LAYER_STRUCTURE, from, -1, v->nblocks, b, "%spointer out of range", "");
+        return 0;
+    }
+    if (v->use[b]) {
+        vreport(v, ENG_LAYER_STRUCTURE, b, -1, v->use[b], (uint64_t)use,
+                "%sblock referenced twice (shared or cyclic pointer)", "");
+        return 0;
+    }
+    v->use[b] = (uint8_t)use;
+    return !v->bad[b];
+}
+
+static void verify_chain(vstate *v, uint32_t leaf, int slot, uint32_t first, uint32_t vlen) {
+    bt_tree *t = v->t;
+    uint32_t blk = first, done = 0;
+    int npages = ovfl_pages(t, vlen);
+    for (int i = 0; i < npages; i++) {
+        if (!claim(v, blk, USE_OVFL, leaf)) return;
+        bp_frame *f;
+        if (bp_get(t->bp, blk, BP_SHARED, &f)) return;
+        const uint8_t *p = f->data;
+        uint32_t want = vlen - done < t->ovfl_cap ? vlen - done : (uint32_t)t->ovfl_cap;
+        int ok = ph_get_type(p) == PAGE_OVERFLOW && ph_get_aux(p) == want &&
+                 (i + 1 < npages) == (ph_get_next(p) != 0);
+        uint32_t next = ph_get_next(p), got = ph_get_aux(p);
+        bp_release(t->bp, f, BP_SHARED);
+        if (!ok) {
+            vreport(v, ENG_LAYER_OVERFLOW, blk, slot, want, got,
+                    "%soverflow chain page has the wrong type, length or link", "");
+            return;
+        }
+        done += want;
+        blk = next;
+    }
+}
+
+/* Check the subtree at BLK (LEVEL expected) whose keys lie in [lo, hi). */
+static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, size_t lol,
+                        const uint8_t *hi, size_t hil, uint32_t parent) {
+    bt_tree *t = v->t;
+    if (!claim(v, blk, USE_TREE, parent)) return;
+    bp_frame *f;
+    if (bp_get(t->bp, blk, BP_SHARED, &f)) return;
+    uint8_t *p = malloc(t->ps);
+    if (!p) { bp_release(t->bp, f, BP_SHARED); return; }
+    memcpy(p, f->data, t->ps);
+    bp_release(t->bp, f, BP_SHARED);
+    int want = level == 0 ? PAGE_LEAF : PAGE_INTERNAL;
+    if (ph_get_type(p) != want || ph_get_level(p) != level) {
+        vreport(v, ENG_LAYER_STRUCTURE, blk, -1, (uint64_t)want << 16 | (unsigned)level,
+                (uint64_t)ph_get_type(p) << 16 | ph_get_level(p), "%spage has the wrong type or level for its place", "");
+        free(p);
+        return;
+    }
+    unsigned n = ph_get_nslots(p);
+    for (unsigned i = 0; i < n; i++) {
+        const uint8_t *k; size_t kl;
+        if (level == 0) { leaf_cell c; page_leaf_cell(p, i, &c); k = c.key; kl = c.klen; }
+        else { internal_cell c; page_internal_cell(p, i, &c); k = c.key; kl = c.klen; }
+        if ((lo && key_cmp(k, kl, lo, lol) < 0) || (hi && key_cmp(k, kl, hi, hil) >= 0)) {
+            vreport(v, ENG_LAYER_STRUCTURE, blk, (int32_t)i, 0, 0, "%skey outside the range its parent gives", "");
+            break;
+        }
+    }
+    if (level == 0) {
+        if (v->leaves_seen && v->prev_leaf) {
+            /* prev leaf's next link is checked when we see this one */
+        }
+        v->leaves_seen++;
+        for (unsigned i = 0; i < n; i++) {
+            leaf_cell c;
+            page_leaf_cell(p, i, &c);
+            if (c.cflags & CELL_OVERFLOW) verify_chain(v, blk, (int)i, c.ovfl, c.vlen);
+            else if (c.vlen > t->max_inline)
+                vreport(v, ENG_LAYER_STRUCTURE, blk, (int32_t)i, t->max_inline, c.vlen, "%sinline value too large", "");
+        }
+        /* Leaf chain: this leaf must be the successor named by the last. */
+        if (v->prev_leaf != UINT32_MAX) {
+            bp_frame *pf;
+            if (!v->bad[v->prev_leaf] && bp_get(t->bp, v->prev_leaf, BP_SHARED, &pf) == ENG_OK) {
+                uint32_t nx = ph_get_next(pf->data);
+                bp_release(t->bp, pf, BP_SHARED);
+                if (nx != blk)
+                    vreport(v, ENG_LAYER_STRUCTURE, v->prev_leaf, -1, blk, nx, "%sleaf sibling link skips a leaf", "");
+            }
+        }
+        v->prev_leaf = blk;
+        free(p);
+        return;
+    }
+    /* Internal: children left to right with their fences. */
+    uint32_t child = ph_get_aux(p);
+    const uint8_t *clo = lo; size_t clol = lol;
+    for (unsigned i = 0; i <= n; i++) {
+        const uint8_t *chi = hi; size_t chil = hil;
+        internal_cell c = {0};
+        if (i < n) { page_internal_cell(p, i, &c); chi = c.key; chil = c.klen; }
+        verify_node(v, child, level - 1, clo, clol, chi, chil, blk);
+        if (i < n) { clo = c.key; clol = c.klen; child = c.child; }
+    }
+    free(p);
+}
+
+int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
+    vstate v = {.t = t, .rep = rep, .nblocks = atomic_load(&t->nblocks), .prev_leaf = UINT32_MAX};
+    v.use = calloc(v.nblocks ? v.nblocks : 1, 1);
+    v.bad = calloc(v.nblocks ? v.nblocks : 1, 1);
+    uint8_t *buf = malloc(t->ps);
+    if (!v.use || !v.bad || !buf) { free(v.use); free(v.bad); free(buf); return ENG_NOMEM; }
+
+    /* 1. Every block as stored (pg_checksums). */
+    for (uint32_t b = 0; b < v.nblocks; b++) {
+        page_problem pr;
+        int rc = bp_check_block(t->bp, b, buf, &pr);
+        if (rc == ENG_CORRUPTION) {
+            eng_report(rep, pr.layer, t->cfg.file, b,
+                       (int64_t)b * t->ps + (pr.offset >= 0 ? pr.offset : 0), pr.entry,
+                       pr.expected, pr.found, "%s", pr.detail);
+            v.problems++;
+            v.bad[b] = 1;
+        } else if (rc != ENG_OK) {
+            free(v.use); free(v.bad); free(buf);
+            return rc;
+        }
+    }
+    /* 2. The tree (amcheck): shape, order, fences, chains, leaf links. */
+    v.use[META_BLOCK] = USE_META;
+    if (!v.bad[META_BLOCK] && !v.bad[ROOT_BLOCK]) {
+        bp_frame *r;
+        if (bp_get(t->bp, ROOT_BLOCK, BP_SHARED, &r) == ENG_OK) {
+            int level = ph_get_level(r->data);
+            bp_release(t->bp, r, BP_SHARED);
+            verify_node(&v, ROOT_BLOCK, level, NULL, 0, NULL, 0, META_BLOCK);
+            if (v.prev_leaf != UINT32_MAX && !v.bad[v.prev_leaf]) {
+                bp_frame *lf;
+                if (bp_get(t->bp, v.prev_leaf, BP_SHARED, &lf) == ENG_OK) {
+                    uint32_t nx = ph_get_next(lf->data);
+                    bp_release(t->bp, lf, BP_SHARED);
+                    if (nx != 0)
+                        vreport(&v, ENG_LAYER_STRUCTURE, v.prev_leaf, -1, 0, nx, "%slast leaf has a right sibling", "");
+                }
+            }
+        }
+        /* 3. The free list. */
+        bp_frame *m;
+        if (bp_get(t->bp, META_BLOCK, BP_SHARED, &m) == ENG_OK) {
+            meta_fields mf;
+            meta_read(m->data, &mf);
+            bp_release(t->bp, m, BP_SHARED);
+            for (uint32_t b = mf.freelist; b; ) {
+                if (!claim(&v, b, USE_FREE, META_BLOCK)) break;
+                bp_frame *f;
+                if (bp_get(t->bp, b, BP_SHARED, &f)) break;
+                int ok = ph_get_type(f->data) == PAGE_FREE;
+                uint32_t next = ph_get_next(f->data);
+                bp_release(t->bp, f, BP_SHARED);
+                if (!ok) { vreport(&v, ENG_LAYER_STRUCTURE, b, -1, PAGE_FREE, 0, "%sfree list reaches a page that is not free", ""); break; }
+                b = next;
+            }
+        }
+        /* 4. Leaks: allocated blocks nothing refers to. */
+        for (uint32_t b = 0; b < v.nblocks; b++)
+            if (!v.use[b] && !v.bad[b])
+                vreport(&v, ENG_LAYER_STRUCTURE, b, -1, 0, 0, "%sblock is allocated but unreachable", "");
+    }
+    free(v.use); free(v.bad); free(buf);
+    *problems = v.problems;
+    return v.problems ? ENG_CORRUPTION : ENG_OK;
+}

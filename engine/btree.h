@@ -1,0 +1,87 @@
+/*
+ * btree.h -- the B+tree over the buffer pool.
+ *
+ * Shape: block 0 is the meta page, block 1 is always the root (a root split
+ * moves the root's contents into two new children, so the root never
+ * moves and readers need no meta page).  Leaves hold key-value cells;
+ * values larger than a quarter page go to overflow chains.  Internal cells
+ * hold separator keys, cut to the shortest prefix that still separates
+ * (suffix truncation).  Leaves are linked left to right (ph_next) for
+ * verification; readers never follow the links: an iterator moves by
+ * descending again from the root with the fence key of the leaf it left,
+ * so it needs no latch between calls and is immune to splits.
+ *
+ * Merge policy (lazy, documented): pages are never merged.  A leaf emptied
+ * by deletes stays in the tree and takes later inserts of its key range;
+ * overflow pages are freed to a free list on update and delete and reused.
+ *
+ * Concurrency: one writer at a time (the caller serializes bt_put and
+ * bt_delete), any number of readers.  Readers crab down with shared
+ * latches.  The writer descends optimistically with shared latches and an
+ * exclusive latch on the leaf; only when the leaf must split does it
+ * restart holding exclusive latches on the whole path.  Overflow chains
+ * are read under the leaf's shared latch, so the writer cannot free a chain
+ * a reader is following.
+ */
+#ifndef ENGINE_BTREE_H
+#define ENGINE_BTREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bufpool.h"
+#include "status.h"
+
+typedef struct bt_tree bt_tree;
+
+typedef struct bt_config {
+    bp_pool *bp;
+    uint32_t page_size;
+    eng_reporter reporter;
+    const char *file; /* data file name for reports */
+} bt_config;
+
+/* Write the meta page and an empty root leaf into the pool (new database). */
+int bt_create(bp_pool *bp, uint32_t page_size);
+
+/* Read and check the meta page. */
+int bt_open(const bt_config *cfg, bt_tree **out);
+void bt_close(bt_tree *t);
+
+/* Blocks allocated (meta.nblocks). */
+uint32_t bt_nblocks(bt_tree *t);
+
+int bt_get(bt_tree *t, const void *key, size_t klen, eng_buf *out);
+/* Writer only (caller holds the write lock). */
+int bt_put(bt_tree *t, const void *key, size_t klen, const void *val, size_t vlen);
+int bt_delete(bt_tree *t, const void *key, size_t klen);
+
+/* ---- iteration: a copy of one leaf's entries in travel order ---- */
+
+enum bt_seek { BT_GE, BT_GT, BT_LE, BT_LT };
+
+typedef struct bt_entry {
+    size_t koff, klen, voff, vlen; /* into bt_leafcopy.buf */
+} bt_entry;
+
+typedef struct bt_leafcopy {
+    bt_entry *e;
+    size_t n, ecap;
+    uint8_t *buf;
+    size_t blen, bcap;
+    int forward; /* entries ascending (BT_GE/GT) or descending (BT_LE/LT) */
+} bt_leafcopy;
+
+/* Position on the first entry >= / > KEY (BT_GE/BT_GT: entries ascend from
+ * there to the end of that leaf) or the last entry <= / < KEY (BT_LE/BT_LT:
+ * entries descend from there to the start of that leaf).  KEY NULL with
+ * BT_GE means -inf, with BT_LE means +inf.  Leaves without a matching entry
+ * are skipped.  lc->n == 0 means nothing in that direction. */
+int bt_seek(bt_tree *t, const void *key, size_t klen, int mode, bt_leafcopy *lc);
+void bt_leafcopy_free(bt_leafcopy *lc);
+
+/* Check the whole file and tree (the caller holds the write lock so the
+ * tree holds still); every problem goes to REP; *problems counts them. */
+int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems);
+
+#endif

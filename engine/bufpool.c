@@ -1,0 +1,420 @@
+/*
+ * bufpool.c -- buffer pool (contract and latching protocol in bufpool.h).
+ *
+ * Concurrency: the hash table is split into NPART partitions, each with a
+ * mutex guarding the chains of its buckets and the pin counts taken through
+ * them.  A frame is claimed for a new block by the clock hand with a CAS of
+ * its pin count from 0 to 1 under the partition mutex of the block it
+ * caches, so a reader pinning through the hash and an evictor can never
+ * both win.  Counters are striped per thread so two readers do not bounce
+ * one cache line on every page access.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bufpool.h"
+#include "page.h"
+
+#define NPART 64u
+#define NSTRIPE 16u
+#define BATCH 32u
+
+enum { ST_FREE = 0, ST_LOADING = 1, ST_VALID = 2 };
+enum { C_READS, C_WRITES, C_HITS, C_MISSES, C_EVICTIONS, C_COUNT };
+
+struct part {
+    pthread_mutex_t mu;
+} __attribute__((aligned(64)));
+
+struct stripe {
+    _Atomic uint64_t c[C_COUNT];
+} __attribute__((aligned(64)));
+
+struct bp_pool {
+    bp_config cfg;
+    size_t nframes;
+    bp_frame *frames;
+    uint8_t *mem;
+    bp_frame **buckets;
+    size_t bucket_mask;
+    struct part parts[NPART];
+    _Atomic size_t hand;
+    struct stripe stripes[NSTRIPE];
+};
+
+static _Atomic unsigned stripe_seq;
+static __thread unsigned my_stripe = ~0u;
+
+static inline void count(bp_pool *bp, int which, uint64_t n) {
+    if (my_stripe == ~0u) my_stripe = atomic_fetch_add(&stripe_seq, 1) % NSTRIPE;
+    atomic_fetch_add_explicit(&bp->stripes[my_stripe].c[which], n, memory_order_relaxed);
+}
+
+static inline size_t bucket_of(const bp_pool *bp, uint32_t block) {
+    return (size_t)(((uint64_t)block * 0x9E3779B97F4A7C15ull) >> 20) & bp->bucket_mask;
+}
+static inline struct part *part_of(bp_pool *bp, size_t bucket) { return &bp->parts[bucket % NPART]; }
+
+int bp_create(const bp_config *cfg, bp_pool **out) {
+    *out = NULL;
+    bp_pool *bp = calloc(1, sizeof *bp);
+    if (!bp) return ENG_NOMEM;
+    bp->cfg = *cfg;
+    bp->nframes = cfg->nframes;
+    size_t nb = 1;
+    while (nb < bp->nframes * 2) nb <<= 1;
+    bp->bucket_mask = nb - 1;
+    bp->frames = calloc(bp->nframes, sizeof *bp->frames);
+    bp->buckets = calloc(nb, sizeof *bp->buckets);
+    if (posix_memalign((void **)&bp->mem, 4096, bp->nframes * cfg->page_size)) bp->mem = NULL;
+    if (!bp->frames || !bp->buckets || !bp->mem) {
+        free(bp->frames); free(bp->buckets); free(bp->mem); free(bp);
+        return ENG_NOMEM;
+    }
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* The single writer must not starve behind a stream of readers. */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    for (size_t i = 0; i < bp->nframes; i++) {
+        bp_frame *f = &bp->frames[i];
+        pthread_rwlock_init(&f->latch, &ra);
+        f->data = bp->mem + i * cfg->page_size;
+    }
+    pthread_rwlockattr_destroy(&ra);
+    for (unsigned i = 0; i < NPART; i++) pthread_mutex_init(&bp->parts[i].mu, NULL);
+    *out = bp;
+    return ENG_OK;
+}
+
+void bp_destroy(bp_pool *bp) {
+    if (!bp) return;
+    for (size_t i = 0; i < bp->nframes; i++) pthread_rwlock_destroy(&bp->frames[i].latch);
+    for (unsigned i = 0; i < NPART; i++) pthread_mutex_destroy(&bp->parts[i].mu);
+    free(bp->frames);
+    free(bp->buckets);
+    free(bp->mem);
+    free(bp);
+}
+
+/* Chain helpers: caller holds the partition mutex of the bucket. */
+static bp_frame *chain_find(bp_pool *bp, size_t b, uint32_t block) {
+    for (bp_frame *f = bp->buckets[b]; f; f = f->hnext)
+        if (atomic_load_explicit(&f->block, memory_order_relaxed) == block) return f;
+    return NULL;
+}
+static void chain_remove(bp_pool *bp, size_t b, bp_frame *f) {
+    for (bp_frame **pp = &bp->buckets[b]; *pp; pp = &(*pp)->hnext)
+        if (*pp == f) { *pp = f->hnext; f->hnext = NULL; return; }
+}
+
+static void frame_problem_report(bp_pool *bp, uint32_t block, const page_problem *pr) {
+    uint64_t base = (uint64_t)block * bp->cfg.page_size;
+    eng_report(&bp->cfg.reporter, pr->layer, bp->cfg.file->name, block,
+               (int64_t)(base + (pr->offset >= 0 ? (uint64_t)pr->offset : 0)), pr->entry,
+               pr->expected, pr->found, "%s", pr->detail);
+}
+
+/* Read BLOCK from disk into BUF (zero-filled past end of file) and verify. */
+static int read_verify(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) {
+    size_t ps = bp->cfg.page_size, done = 0;
+    int rc = io_read(bp->cfg.io, bp->cfg.file, buf, ps, (uint64_t)block * ps, &done);
+    count(bp, C_READS, 1);
+    if (rc != ENG_OK) return rc;
+    if (done < ps) memset(buf + done, 0, ps - done);
+    int is_zero = 0;
+    return page_verify(buf, ps, block,
+                       atomic_load_explicit(bp->cfg.hwm, memory_order_acquire),
+                       bp->cfg.checksums, &is_zero, pr);
+}
+
+/* Stamp the block and checksum on a private copy and write it. */
+static void prepare_write(bp_pool *bp, uint32_t block, uint8_t *copy) {
+    ph_set_block(copy, block);
+    if (bp->cfg.checksums)
+        page_set_checksum(copy, bp->cfg.page_size, block);
+    else
+        ph_set_checksum(copy, 0);
+}
+
+/* Pin a resident frame of BLOCK through the hash (no latch).  NULL if not
+ * resident or not valid. */
+static bp_frame *pin_if_valid(bp_pool *bp, uint32_t block) {
+    size_t b = bucket_of(bp, block);
+    struct part *p = part_of(bp, b);
+    pthread_mutex_lock(&p->mu);
+    bp_frame *f = chain_find(bp, b, block);
+    if (f && atomic_load(&f->state) == ST_VALID)
+        atomic_fetch_add(&f->pin, 1);
+    else
+        f = NULL;
+    pthread_mutex_unlock(&p->mu);
+    return f;
+}
+
+/* Write back up to n pinned frames, each share-latched during its write
+ * (L3).  Frames that fail stay dirty.  Returns the first error.  With
+ * TRY, a frame whose latch is taken is skipped: an evicting reader may hold
+ * latches of its own, and waiting on an arbitrary victim's latch could
+ * close a cycle with the writer (L2). */
+static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try) {
+    size_t ps = bp->cfg.page_size;
+    uint8_t *bufs = NULL;
+    if (posix_memalign((void **)&bufs, 4096, n * ps)) return ENG_NOMEM;
+    io_req reqs[BATCH];
+    size_t nreq = 0;
+    bp_frame *latched[BATCH];
+    for (size_t i = 0; i < n; i++) {
+        bp_frame *f = fs[i];
+        if (try) {
+            if (pthread_rwlock_tryrdlock(&f->latch) != 0) continue;
+        } else {
+            pthread_rwlock_rdlock(&f->latch);
+        }
+        if (!atomic_exchange(&f->dirty, 0) || atomic_load(&f->state) != ST_VALID) {
+            pthread_rwlock_unlock(&f->latch);
+            continue;
+        }
+        uint8_t *copy = bufs + nreq * ps;
+        memcpy(copy, f->data, ps);
+        uint32_t block = atomic_load(&f->block);
+        prepare_write(bp, block, copy);
+        reqs[nreq] = (io_req){.f = bp->cfg.file, .buf = copy, .len = ps,
+                              .offset = (uint64_t)block * ps};
+        latched[nreq++] = f;
+    }
+    int rc = ENG_OK;
+    if (nreq) {
+        rc = io_write_batch(bp->cfg.io, reqs, nreq);
+        count(bp, C_WRITES, nreq);
+    }
+    for (size_t i = 0; i < nreq; i++) {
+        if (reqs[i].status != ENG_OK) atomic_store(&latched[i]->dirty, 1);
+        pthread_rwlock_unlock(&latched[i]->latch);
+    }
+    free(bufs);
+    return rc;
+}
+
+/* Take a frame for reuse: returns it pinned once (pin == 1), detached from
+ * the hash, state FREE.  Dirty victims are written back first (L4). */
+static int claim_frame(bp_pool *bp, bp_frame **out) {
+    size_t n = bp->nframes;
+    for (size_t spins = 0; spins < 64 * n + 1024; spins++) {
+        size_t i = atomic_fetch_add_explicit(&bp->hand, 1, memory_order_relaxed) % n;
+        bp_frame *f = &bp->frames[i];
+        if (atomic_load_explicit(&f->pin, memory_order_relaxed) != 0) continue;
+        uint8_t st = atomic_load(&f->state);
+        if (st == ST_FREE) {
+            uint32_t zero = 0;
+            if (atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
+                if (atomic_load(&f->state) == ST_FREE) { *out = f; return ENG_OK; }
+                atomic_fetch_sub(&f->pin, 1);
+            }
+            continue;
+        }
+        if (st != ST_VALID) continue;
+        if (atomic_exchange_explicit(&f->ref, 0, memory_order_relaxed)) continue;
+        uint32_t block = atomic_load(&f->block);
+        if (atomic_load(&f->dirty)) {
+            bp_frame *g = pin_if_valid(bp, block);
+            if (g != f) { if (g) bp_unpin(bp, g); continue; }
+            int rc = write_back(bp, &f, 1, 1);
+            bp_unpin(bp, f);
+            if (rc != ENG_OK) return rc;
+        }
+        size_t b = bucket_of(bp, block);
+        struct part *p = part_of(bp, b);
+        pthread_mutex_lock(&p->mu);
+        uint32_t zero = 0;
+        if (atomic_load(&f->block) == block && atomic_load(&f->state) == ST_VALID &&
+            !atomic_load(&f->dirty) && atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
+            chain_remove(bp, b, f);
+            atomic_store(&f->state, ST_FREE);
+            pthread_mutex_unlock(&p->mu);
+            count(bp, C_EVICTIONS, 1);
+            *out = f;
+            return ENG_OK;
+        }
+        pthread_mutex_unlock(&p->mu);
+        if ((spins + 1) % n == 0) sched_yield();
+    }
+    return ENG_BUSY; /* every frame pinned: the pool is far too small */
+}
+
+/* Latch F in MODE and confirm it still caches BLOCK (it may have failed to
+ * load while we waited).  Returns 1 when it does; else unlatched+unpinned. */
+static int latch_confirm(bp_pool *bp, bp_frame *f, uint32_t block, int mode) {
+    if (mode == BP_EXCL) pthread_rwlock_wrlock(&f->latch);
+    else pthread_rwlock_rdlock(&f->latch);
+    if (atomic_load(&f->state) == ST_VALID && atomic_load(&f->block) == block) return 1;
+    pthread_rwlock_unlock(&f->latch);
+    bp_unpin(bp, f);
+    return 0;
+}
+
+int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
+    *out = NULL;
+    size_t b = bucket_of(bp, block);
+    struct part *p = part_of(bp, b);
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        bp_frame *f = chain_find(bp, b, block);
+        if (f) {
+            atomic_fetch_add(&f->pin, 1);
+            pthread_mutex_unlock(&p->mu);
+            if (!atomic_load_explicit(&f->ref, memory_order_relaxed))
+                atomic_store_explicit(&f->ref, 1, memory_order_relaxed);
+            count(bp, C_HITS, 1);
+            if (latch_confirm(bp, f, block, mode)) { *out = f; return ENG_OK; }
+            continue;
+        }
+        pthread_mutex_unlock(&p->mu);
+
+        bp_frame *nf;
+        int rc = claim_frame(bp, &nf);
+        if (rc != ENG_OK) return rc;
+        pthread_mutex_lock(&p->mu);
+        f = chain_find(bp, b, block);
+        if (f) { /* someone loaded it meanwhile: give ours back */
+            atomic_fetch_add(&f->pin, 1);
+            pthread_mutex_unlock(&p->mu);
+            bp_unpin(bp, nf);
+            if (latch_confirm(bp, f, block, mode)) { *out = f; return ENG_OK; }
+            continue;
+        }
+        atomic_store(&nf->block, block);
+        atomic_store(&nf->state, ST_LOADING);
+        atomic_store(&nf->dirty, 0);
+        atomic_store(&nf->ref, 1);
+        nf->hnext = bp->buckets[b];
+        bp->buckets[b] = nf;
+        /* Never blocks: nobody latches a frame it could not pin (L1). */
+        pthread_rwlock_wrlock(&nf->latch);
+        pthread_mutex_unlock(&p->mu);
+        count(bp, C_MISSES, 1);
+
+        page_problem pr;
+        rc = read_verify(bp, block, nf->data, &pr);
+        if (rc != ENG_OK) {
+            pthread_mutex_lock(&p->mu);
+            chain_remove(bp, b, nf);
+            atomic_store(&nf->state, ST_FREE);
+            pthread_mutex_unlock(&p->mu);
+            pthread_rwlock_unlock(&nf->latch);
+            bp_unpin(bp, nf);
+            if (rc == ENG_CORRUPTION) frame_problem_report(bp, block, &pr);
+            return rc;
+        }
+        atomic_store(&nf->state, ST_VALID);
+        if (mode == BP_SHARED) { /* downgrade: nobody can slip in a write */
+            pthread_rwlock_unlock(&nf->latch);
+            if (!latch_confirm(bp, nf, block, mode)) continue;
+        }
+        *out = nf;
+        return ENG_OK;
+    }
+}
+
+int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
+    *out = NULL;
+    size_t b = bucket_of(bp, block);
+    struct part *p = part_of(bp, b);
+    bp_frame *nf;
+    int rc = claim_frame(bp, &nf);
+    if (rc != ENG_OK) return rc;
+    pthread_mutex_lock(&p->mu);
+    bp_frame *f = chain_find(bp, b, block);
+    if (f) {
+        /* A stale image of a block past the end (read as a zero page by a
+         * reader that followed a bad pointer): reuse its frame. */
+        atomic_fetch_add(&f->pin, 1);
+        pthread_mutex_unlock(&p->mu);
+        bp_unpin(bp, nf);
+        pthread_rwlock_wrlock(&f->latch);
+        nf = f;
+    } else {
+        atomic_store(&nf->block, block);
+        nf->hnext = bp->buckets[b];
+        bp->buckets[b] = nf;
+        pthread_rwlock_wrlock(&nf->latch);
+        pthread_mutex_unlock(&p->mu);
+    }
+    memset(nf->data, 0, bp->cfg.page_size);
+    atomic_store(&nf->ref, 1);
+    atomic_store(&nf->dirty, 1);
+    atomic_store(&nf->state, ST_VALID);
+    *out = nf;
+    return ENG_OK;
+}
+
+void bp_release(bp_pool *bp, bp_frame *f, int mode) {
+    (void)mode;
+    pthread_rwlock_unlock(&f->latch);
+    bp_unpin(bp, f);
+}
+
+void bp_unpin(bp_pool *bp, bp_frame *f) {
+    (void)bp;
+    atomic_fetch_sub_explicit(&f->pin, 1, memory_order_release);
+}
+
+bp_frame *bp_pin_resident(bp_pool *bp, uint32_t block) { return pin_if_valid(bp, block); }
+
+int bp_flush_all(bp_pool *bp) {
+    int first = ENG_OK;
+    bp_frame *batch[BATCH];
+    size_t n = 0;
+    for (size_t i = 0; i <= bp->nframes; i++) {
+        if (i < bp->nframes) {
+            bp_frame *f = &bp->frames[i];
+            if (!atomic_load(&f->dirty) || atomic_load(&f->state) != ST_VALID) continue;
+            bp_frame *g = pin_if_valid(bp, atomic_load(&f->block));
+            if (g != f) { if (g) bp_unpin(bp, g); continue; }
+            batch[n++] = f;
+            if (n < BATCH) continue;
+        }
+        if (!n) continue;
+        int rc = write_back(bp, batch, n, 0);
+        for (size_t j = 0; j < n; j++) bp_unpin(bp, batch[j]);
+        n = 0;
+        if (rc != ENG_OK && first == ENG_OK) first = rc;
+    }
+    return first;
+}
+
+int bp_check_block(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) {
+    bp_frame *f = pin_if_valid(bp, block);
+    if (f) {
+        pthread_rwlock_wrlock(&f->latch);
+        if (atomic_load(&f->state) == ST_VALID && atomic_load(&f->block) == block) {
+            int rc;
+            if (atomic_load(&f->dirty)) {
+                memcpy(buf, f->data, bp->cfg.page_size);
+                rc = page_check_structure(buf, bp->cfg.page_size, pr);
+            } else {
+                rc = read_verify(bp, block, buf, pr);
+            }
+            pthread_rwlock_unlock(&f->latch);
+            bp_unpin(bp, f);
+            return rc;
+        }
+        pthread_rwlock_unlock(&f->latch);
+        bp_unpin(bp, f);
+    }
+    return read_verify(bp, block, buf, pr);
+}
+
+void bp_get_stats(bp_pool *bp, bp_stats *st) {
+    uint64_t c[C_COUNT] = {0};
+    for (unsigned s = 0; s < NSTRIPE; s++)
+        for (unsigned k = 0; k < C_COUNT; k++) c[k] += atomic_load(&bp->stripes[s].c[k]);
+    st->reads = c[C_READS];
+    st->writes = c[C_WRITES];
+    st->hits = c[C_HITS];
+    st->misses = c[C_MISSES];
+    st->evictions = c[C_EVICTIONS];
+    st->frames = bp->nframes;
+}

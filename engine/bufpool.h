@@ -1,0 +1,108 @@
+/*
+ * bufpool.h -- the buffer pool: cached pages of the data file.
+ *
+ * A fixed array of frames, a partitioned hash table from block to frame,
+ * clock eviction, dirty tracking and write-back.  Pages are verified
+ * (page_verify: zero rule, checksum, block, structure) right after every
+ * read, before any byte is trusted; a page that fails is never cached and
+ * its reader gets ENG_CORRUPTION with a report.  Checksums are set on a
+ * private copy right before every write, so the frame may keep changing
+ * under a shared latch (hint bits, later) while it is written.
+ *
+ * Frame life cycle (state, guarded by the partition mutex of its block):
+ *
+ *     FREE --claim--> LOADING --read+verify ok--> VALID --evict--> FREE
+ *                        |                          ^
+ *                        +--verify/read failed------+--> FREE
+ *     (bp_new: FREE --> VALID directly, page zeroed, dirty)
+ *
+ * Latching protocol (deadlock freedom rests on it):
+ *   L1  a frame is latched only while pinned; a pinned frame is never evicted
+ *   L2  latches are taken top-down in the tree (parent before child), leaf
+ *       before its overflow pages, and the meta page last; nobody waits for
+ *       a latch while holding a partition mutex
+ *   L3  write-back holds the frame pinned and share-latched, so a frame is
+ *       never written while it is being changed (writers latch exclusively)
+ *       and eng_verify, which latches exclusively, never reads a block from
+ *       disk while it is being written
+ *   L4  a dirty frame is written back while still in the hash table, then
+ *       evicted only if it is still clean and unpinned
+ */
+#ifndef ENGINE_BUFPOOL_H
+#define ENGINE_BUFPOOL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io.h"
+#include "page.h"
+#include "status.h"
+
+typedef struct bp_pool bp_pool;
+
+enum { BP_SHARED = 0, BP_EXCL = 1 };
+
+typedef struct bp_frame {
+    pthread_rwlock_t latch;
+    _Atomic uint32_t pin;
+    _Atomic uint32_t block;
+    _Atomic uint8_t state;
+    _Atomic uint8_t ref;    /* clock reference bit */
+    _Atomic uint8_t dirty;
+    struct bp_frame *hnext; /* hash chain, under the partition mutex */
+    uint8_t *data;          /* page_size bytes */
+} bp_frame;
+
+typedef struct bp_config {
+    io_ctx *io;
+    io_file *file;               /* the data file */
+    uint32_t page_size;
+    size_t nframes;
+    int checksums;
+    _Atomic uint64_t *hwm;       /* durable high-water mark (blocks) */
+    eng_reporter reporter;
+} bp_config;
+
+typedef struct bp_stats {
+    uint64_t reads, writes, hits, misses, evictions, frames;
+} bp_stats;
+
+int bp_create(const bp_config *cfg, bp_pool **out);
+/* Frees the pool without writing anything back (call bp_flush_all first). */
+void bp_destroy(bp_pool *bp);
+
+/* Pin BLOCK, latch it in MODE, reading and verifying it if not resident.
+ * ENG_CORRUPTION (reported) if the page fails verification; the frame is
+ * then not cached and *out is NULL. */
+int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out);
+
+/* A frame for a block that has never been written (beyond the allocated
+ * end of the file): zeroed, dirty, pinned and latched exclusively. */
+int bp_new(bp_pool *bp, uint32_t block, bp_frame **out);
+
+/* Unlatch and unpin. */
+void bp_release(bp_pool *bp, bp_frame *f, int mode);
+
+static inline void bp_mark_dirty(bp_frame *f) {
+    atomic_store_explicit(&f->dirty, 1, memory_order_release);
+}
+
+/* Write back every dirty frame (batched).  Does not sync. */
+int bp_flush_all(bp_pool *bp);
+
+/* For eng_verify: check BLOCK as it is now.  If resident and dirty, the
+ * frame's structure is checked (the disk copy is stale by design); else the
+ * disk copy is read into BUF and fully verified, under the frame's
+ * exclusive latch when resident so no write-back runs meanwhile (L3).
+ * Returns ENG_OK or ENG_CORRUPTION with *pr filled (not reported). */
+int bp_check_block(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr);
+
+void bp_get_stats(bp_pool *bp, bp_stats *st);
+
+/* Debug hook (engine.h eng_debug_frame_bytes): pin BLOCK if resident. */
+bp_frame *bp_pin_resident(bp_pool *bp, uint32_t block);
+void bp_unpin(bp_pool *bp, bp_frame *f);
+
+#endif

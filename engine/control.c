@@ -1,0 +1,81 @@
+/*
+ * control.c -- read and atomically replace the control file (layout in
+ * control.h).
+ */
+#include <errno.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "control.h"
+#include "page.h"
+
+#define CT_MAGIC 0x31304c5443474e45ull /* "ENGCTL01" */
+#define CT_VERSION 1u
+#define CT_SUM_OFF (CONTROL_SIZE - 8u)
+
+void control_encode(const control *c, uint8_t buf[CONTROL_SIZE]) {
+    memset(buf, 0, CONTROL_SIZE);
+    wr64(buf + 0, CT_MAGIC);
+    wr32(buf + 8, CT_VERSION);
+    wr32(buf + 12, c->page_size);
+    wr32(buf + 16, c->flags);
+    wr64(buf + 24, c->hwm);
+    wr64(buf + 32, c->checkpoint_lsn);
+    wr64(buf + CT_SUM_OFF, XXH3_64bits(buf, CT_SUM_OFF));
+}
+
+int control_decode(const uint8_t buf[CONTROL_SIZE], control *c, const char **why) {
+    uint64_t sum = XXH3_64bits(buf, CT_SUM_OFF);
+    if (rd64(buf + CT_SUM_OFF) != sum) { *why = "checksum mismatch"; return ENG_CORRUPTION; }
+    if (rd64(buf) != CT_MAGIC) { *why = "bad magic"; return ENG_CORRUPTION; }
+    if (rd32(buf + 8) != CT_VERSION) { *why = "unknown version"; return ENG_CORRUPTION; }
+    c->page_size = rd32(buf + 12);
+    c->flags = rd32(buf + 16);
+    c->hwm = rd64(buf + 24);
+    c->checkpoint_lsn = rd64(buf + 32);
+    if (c->page_size != 4096 && c->page_size != 8192 && c->page_size != 16384) {
+        *why = "page size out of range";
+        return ENG_CORRUPTION;
+    }
+    if (c->flags & ~CONTROL_FLAG_CHECKSUMS) { *why = "unknown flags"; return ENG_CORRUPTION; }
+    if (c->hwm > UINT32_MAX) { *why = "high-water mark out of range"; return ENG_CORRUPTION; }
+    return ENG_OK;
+}
+
+int control_read(io_ctx *io, const char *dir, control *c, const eng_reporter *rep) {
+    io_file f;
+    int rc = io_open(io, dir, CONTROL_NAME, -1, 0, 1, &f);
+    if (rc != ENG_OK) return io_last_errno(io) == ENOENT ? ENG_NOTFOUND : rc;
+    uint8_t buf[CONTROL_SIZE];
+    size_t done = 0;
+    rc = io_read(io, &f, buf, sizeof buf, 0, &done);
+    io_close(io, &f);
+    if (rc != ENG_OK) return rc;
+    if (done != CONTROL_SIZE)
+        return eng_report(rep, ENG_LAYER_CONTROL, CONTROL_NAME, -1, (int64_t)done, -1,
+                          CONTROL_SIZE, done, "control file is %zu bytes, expected %u",
+                          done, CONTROL_SIZE);
+    const char *why = NULL;
+    rc = control_decode(buf, c, &why);
+    if (rc != ENG_OK)
+        return eng_report(rep, ENG_LAYER_CONTROL, CONTROL_NAME, -1, 0, -1,
+                          rd64(buf + CT_SUM_OFF), XXH3_64bits(buf, CT_SUM_OFF),
+                          "control file: %s", why);
+    return ENG_OK;
+}
+
+int control_write(io_ctx *io, const char *dir, const control *c) {
+    static const char tmp[] = CONTROL_NAME ".tmp";
+    uint8_t buf[CONTROL_SIZE];
+    control_encode(c, buf);
+    io_unlink(io, dir, tmp); /* a leftover from a crash; absent is fine */
+    io_file f;
+    int rc = io_open(io, dir, tmp, -1, 1, 0, &f);
+    if (rc != ENG_OK) return rc;
+    rc = io_write(io, &f, buf, sizeof buf, 0);
+    if (rc == ENG_OK) rc = io_sync(io, &f);
+    io_close(io, &f);
+    if (rc == ENG_OK) rc = io_rename(io, dir, tmp, CONTROL_NAME);
+    if (rc == ENG_OK) rc = io_dirsync(io, dir);
+    return rc;
+}
