@@ -85,11 +85,13 @@ static void db_report(void *ctx, const eng_corruption *r) {
     if (db->opts.on_corruption) db->opts.on_corruption(db->opts.on_corruption_ctx, r);
 }
 
-static int take_lock(eng_db *db) {
+/* The lock file is created only by an open that may create the database:
+ * a read-only look at a directory that holds none changes nothing. */
+static int take_lock(eng_db *db, int create) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", db->dir, LOCK_NAME);
-    db->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (db->lockfd < 0) return io_status_from_errno(errno);
+    db->lockfd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+    if (db->lockfd < 0) return errno == ENOENT ? ENG_NOTFOUND : io_status_from_errno(errno);
     if (flock(db->lockfd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         close(db->lockfd);
@@ -202,7 +204,7 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
     }
 
     int rc = io_ctx_create(opts->io_backend, opts->io_hooks, &db->io);
-    if (rc == ENG_OK) rc = take_lock(db);
+    if (rc == ENG_OK) rc = take_lock(db, opts->create_if_missing && !opts->read_only);
     if (rc == ENG_OK) {
         rc = control_read(db->io, dir, &db->ctl, &db->rep);
         if (rc == ENG_NOTFOUND) {
@@ -490,6 +492,18 @@ static int scan_blocks(const char *dir, const eng_options *opts, const control *
     return *problems ? ENG_CORRUPTION : ENG_OK;
 }
 
+/* Reports that failed an open, held back so the block scan that follows
+ * does not print the same block twice. */
+typedef struct held_reports {
+    eng_corruption r[8];
+    int n;
+} held_reports;
+
+static void hold_report(void *ctx, const eng_corruption *r) {
+    held_reports *h = ctx;
+    if (h->n < 8) h->r[h->n++] = *r;
+}
+
 int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx,
                    uint64_t *problems) {
     uint64_t dummy;
@@ -499,24 +513,23 @@ int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn f
     if (opts) o = *opts; else eng_options_init(&o);
     o.read_only = 1;
     o.create_if_missing = 0;
-    verify_fwd vf = {NULL, fn, ctx};
-    eng_reporter rep = {verify_report, &vf};
-    /* Open failures on corruption are reported through FN too. */
-    eng_corruption_fn saved = o.on_corruption;
-    void *saved_ctx = o.on_corruption_ctx;
-    o.on_corruption = fn;
-    o.on_corruption_ctx = ctx;
+    held_reports held = {.n = 0};
+    eng_corruption_fn user_fn = o.on_corruption;
+    void *user_ctx = o.on_corruption_ctx;
+    o.on_corruption = hold_report;
+    o.on_corruption_ctx = &held;
     eng_db *db;
     int rc = eng_open(dir, &o, &db);
     if (rc == ENG_OK) {
-        db->opts.on_corruption = saved;
-        db->opts.on_corruption_ctx = saved_ctx;
+        db->opts.on_corruption = user_fn;
+        db->opts.on_corruption_ctx = user_ctx;
         rc = eng_verify(db, fn, ctx, problems);
         eng_close(db);
         return rc;
     }
     if (rc != ENG_CORRUPTION) return rc;
-    (*problems)++; /* the report that failed the open */
+    verify_fwd vf = {NULL, fn, ctx};
+    eng_reporter rep = {verify_report, &vf};
     control ctl;
     io_ctx *io;
     int have = 0;
@@ -525,11 +538,19 @@ int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn f
         have = control_read(io, dir, &ctl, &quiet) == ENG_OK;
         io_ctx_destroy(io);
     }
+    /* What the open tripped on, unless the scan reports that block itself. */
+    for (int i = 0; i < held.n; i++) {
+        if (have && held.r[i].block >= 0 && strcmp(held.r[i].file, DATA_NAME) == 0 &&
+            held.r[i].layer != ENG_LAYER_STRUCTURE && held.r[i].layer != ENG_LAYER_OVERFLOW)
+            continue;
+        verify_report(&vf, &held.r[i]);
+        (*problems)++;
+    }
     uint64_t more = 0;
     int rc2 = scan_blocks(dir, &o, &ctl, have, &rep, &more);
     *problems += more;
     if (rc2 != ENG_OK && rc2 != ENG_CORRUPTION) return rc2;
-    return ENG_CORRUPTION;
+    return *problems ? ENG_CORRUPTION : ENG_OK;
 }
 
 /* ---- stats and debug ---- */

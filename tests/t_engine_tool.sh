@@ -1,0 +1,358 @@
+#!/usr/bin/env bash
+# t_engine_tool.sh -- engine-tool end to end: load/check round trips, the
+# corruption it must catch on disk (bit flip, misplaced block, zeroed
+# block), usage errors that must create nothing, dump-page and stat output.
+#
+# Run from the repository root (tests/run_all.sh does) with BUILD set
+# (default build).  Prints "ok NAME" / "not ok NAME" (with diagnostics
+# indented under it) per test; exits nonzero if any test failed.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$root/$BUILD ;; esac
+TOOL=$BUILD/engine-tool
+
+if [ ! -x "$TOOL" ]; then
+  echo "not ok engine_tool_built"
+  echo "#   $TOOL is missing: run make first"
+  exit 1
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/t_engine_tool.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+failed=0
+
+# ---- helpers -------------------------------------------------------------
+
+# run_test NAME FUNCTION [ARGS]: a test function returns nonzero on failure
+# after printing why; its output is shown only then.
+run_test() {
+  local name=$1 out; shift
+  if out=$("$@" 2>&1); then
+    echo "ok $name"
+  else
+    echo "not ok $name"
+    sed 's/^/#   /' <<<"$out"
+    failed=$((failed + 1))
+  fi
+}
+
+# expect WANT_RC CMD...: run CMD, keep its output in $T/out and $T/err,
+# fail (showing both) unless it exits WANT_RC.
+expect() {
+  local want=$1 rc; shift
+  "$@" >"$T/out" 2>"$T/err"
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "command: $*"
+    echo "expected exit $want, got $rc"
+    echo "--- stdout:"; head -c 3000 "$T/out"
+    echo "--- stderr:"; head -c 3000 "$T/err"
+    return 1
+  fi
+}
+
+# has FILE REGEX: FILE (out or err in $T) contains a line matching REGEX.
+has() {
+  if ! grep -qE -- "$2" "$T/$1"; then
+    echo "expected a line matching '$2' in std$1, got:"
+    head -c 3000 "$T/$1"
+    return 1
+  fi
+}
+
+# flip FILE OFFSET [MASK]: xor one byte in place.
+flip() {
+  python3 - "$1" "$2" "${3:-1}" <<'EOF'
+import sys
+path, off, mask = sys.argv[1], int(sys.argv[2]), int(sys.argv[3], 0)
+with open(path, "r+b") as f:
+    f.seek(off); b = f.read(1)
+    f.seek(off); f.write(bytes([b[0] ^ mask]))
+EOF
+}
+
+page_size_of() { # DIR
+  "$TOOL" stat "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["options"]["page_size"])'
+}
+
+# leaf_blocks DIR: every block whose dump-page type is leaf, one a line.
+leaf_blocks() {
+  local dir=$1 ps n b
+  ps=$(page_size_of "$dir") || return 1
+  n=$(( $(stat -c %s "$dir/data") / ps ))
+  for ((b = 1; b < n; b++)); do
+    "$TOOL" dump-page "$dir" "$b" 2>/dev/null | grep -q '^type: leaf ' && echo "$b"
+  done
+}
+
+# first_key DIR BLOCK: the key in slot 0 of a leaf.
+first_key() {
+  "$TOOL" dump-page "$1" "$2" | awk '/^slots:/ {s = 1; next} s && $1 == "0" {print $NF; exit}'
+}
+
+# fresh NAME [load options]: a new database with 3000 keys, in $T/NAME.
+fresh() {
+  local name=$1; shift
+  rm -rf "${T:?}/$name"
+  expect 0 "$TOOL" load "$T/$name" --keys 3000 "$@" || return 1
+}
+
+# ---- tests -----------------------------------------------------------------
+
+t_roundtrip() { # PAGE_SIZE BACKEND
+  local d=$T/rt_$1_$2
+  expect 0 "$TOOL" load "$d" --keys 3000 --value-size 120 --seed 42 \
+    --page-size "$1" --io-backend "$2" || return 1
+  has out '^loaded 3000 keys$' || return 1
+  expect 0 "$TOOL" check "$d" --keys 3000 --value-size 120 --seed 42 --io-backend "$2" || return 1
+  has out '^present=3000$' || return 1
+  [ "$(page_size_of "$d")" = "$1" ] || { echo "stat page_size is not $1"; return 1; }
+  # More keys asked for than loaded: the missing tail is fine.
+  expect 0 "$TOOL" check "$d" --keys 3500 --value-size 120 --seed 42 || return 1
+  has out '^present=3000$' || return 1
+  # Another seed means other values.
+  expect 1 "$TOOL" check "$d" --keys 3000 --value-size 120 --seed 43 || return 1
+  has out '^wrong value: key=k000000000000000 ' || return 1
+  # Another value size is a wrong value too.
+  expect 1 "$TOOL" check "$d" --keys 3000 --value-size 100 --seed 42 || return 1
+  has out '^wrong value: ' || return 1
+  # Fewer keys asked for than present: the rest are extra.
+  expect 1 "$TOOL" check "$d" --keys 2000 --value-size 120 --seed 42 || return 1
+  has out '^extra key: key=k000000000002000' || return 1
+  rm -rf "$d"
+}
+
+t_load_again_and_get() {
+  local d=$T/again
+  expect 0 "$TOOL" load "$d" --keys 100 --page-size 4096 || return 1
+  expect 0 "$TOOL" load "$d" --keys 200 || return 1      # reopen, extend
+  expect 0 "$TOOL" check "$d" --keys 200 || return 1
+  has out '^present=200$' || return 1
+  expect 0 "$TOOL" load "$d" --keys 0 || return 1
+  expect 0 "$TOOL" get "$d" k000000000000150 || return 1
+  [ "$(stat -c %s "$T/out")" = 100 ] || { echo "get printed $(stat -c %s "$T/out") bytes, not 100"; return 1; }
+  expect 1 "$TOOL" get "$d" k000000000000250 || return 1
+  has err '^not found$' || return 1
+  [ ! -s "$T/out" ] || { echo "get of an absent key wrote to stdout"; return 1; }
+}
+
+t_no_checksums_roundtrip() {
+  local d=$T/nocsum
+  expect 0 "$TOOL" load "$d" --keys 2000 --no-data-checksums --page-size 8192 || return 1
+  expect 0 "$TOOL" check "$d" --keys 2000 || return 1
+  expect 0 "$TOOL" stat "$d" || return 1
+  has out '"data_checksums": false' || return 1
+  expect 0 "$TOOL" verify "$d" || return 1
+}
+
+t_verify_clean() {
+  fresh clean --page-size 4096 || return 1
+  expect 0 "$TOOL" verify "$T/clean" || return 1
+  has out '^verify: 0 problems$' || return 1
+  if grep -q '^corruption:' "$T/out"; then echo "corruption line on a clean db"; return 1; fi
+}
+
+t_bitflip_leaf() {
+  local d=$T/flip ps leaf key rc
+  fresh flip --page-size 4096 || return 1
+  ps=$(page_size_of "$d")
+  leaf=$(leaf_blocks "$d" | sed -n 3p)
+  [ -n "$leaf" ] || { echo "no leaf block found"; return 1; }
+  key=$(first_key "$d" "$leaf")
+  [ -n "$key" ] || { echo "no key in slot 0 of block $leaf"; return 1; }
+  "$TOOL" get "$d" "$key" >"$T/good" || { echo "get $key failed before the flip"; return 1; }
+
+  flip "$d/data" $((leaf * ps + 200)) 4
+  expect 1 "$TOOL" verify "$d" || return 1
+  has out "^corruption:.*block=$leaf( |$)" || return 1
+  has out '^verify: [1-9][0-9]* problems$' || return 1
+
+  # get never prints a wrong value: either the right bytes, or nothing
+  # and a failure (with checksums on, it must be the failure).
+  "$TOOL" get "$d" "$key" >"$T/out" 2>"$T/err"
+  rc=$?
+  if [ -s "$T/out" ] && ! cmp -s "$T/out" "$T/good"; then
+    echo "get $key printed a wrong value (exit $rc)"; return 1
+  fi
+  [ "$rc" -eq 1 ] || { echo "get $key after the flip exited $rc, not 1"; cat "$T/err"; return 1; }
+  has err "^corruption:.*block=$leaf( |$)" || return 1
+  [ ! -s "$T/out" ] || { echo "get printed bytes despite corruption"; return 1; }
+
+  # dump-page shows the mismatch and exits 1.
+  expect 1 "$TOOL" dump-page "$d" "$leaf" || return 1
+  has out '^checksum: .*MISMATCH' || return 1
+  has out '^verify: CORRUPT layer=page_checksum' || return 1
+}
+
+t_check_after_corruption() {
+  local d=$T/chk ps leaf
+  fresh chk --page-size 16384 || return 1
+  ps=$(page_size_of "$d")
+  leaf=$(leaf_blocks "$d" | sed -n 2p)
+  [ -n "$leaf" ] || { echo "no leaf block found"; return 1; }
+  flip "$d/data" $((leaf * ps + ps - 10)) 0x80
+  expect 1 "$TOOL" check "$d" --keys 3000 || return 1
+  has out '^corruption:.*page_checksum.*' || return 1
+  has out "block=$leaf( |$)" || return 1
+}
+
+t_block_copied() {
+  local d=$T/copy ps leaves src dst
+  fresh copy --page-size 4096 || return 1
+  ps=$(page_size_of "$d")
+  leaves=$(leaf_blocks "$d")
+  src=$(sed -n 2p <<<"$leaves"); dst=$(sed -n 5p <<<"$leaves")
+  [ -n "$src" ] && [ -n "$dst" ] || { echo "not enough leaves: $leaves"; return 1; }
+  dd if="$d/data" of="$d/data" bs="$ps" skip="$src" seek="$dst" count=1 conv=notrunc status=none
+  expect 1 "$TOOL" verify "$d" || return 1
+  has out "^corruption:.*block=$dst( |$)" || return 1
+  expect 1 "$TOOL" dump-page "$d" "$dst" || return 1
+  has out "^block: $src \(MISMATCH" || return 1
+}
+
+t_block_zeroed() {
+  local d=$T/zero ps leaf
+  fresh zero --page-size 4096 || return 1
+  ps=$(page_size_of "$d")
+  leaf=$(leaf_blocks "$d" | sed -n 4p)
+  [ -n "$leaf" ] || { echo "no leaf block found"; return 1; }
+  dd if=/dev/zero of="$d/data" bs="$ps" seek="$leaf" count=1 conv=notrunc status=none
+  expect 1 "$TOOL" verify "$d" || return 1
+  has out "^corruption:.*zero_page.*block=$leaf( |$)|^corruption:.*block=$leaf( |$).*zero_page" || return 1
+  expect 1 "$TOOL" check "$d" --keys 3000 || return 1
+  has out '^corruption:' || return 1
+}
+
+t_usage_errors() {
+  local x=$T/never
+  expect 2 "$TOOL" load "$x" --keys abc || return 1
+  [ ! -e "$x" ] || { echo "load with --keys abc created $x"; return 1; }
+  has err 'keys' || return 1
+  [ ! -s "$T/out" ] || { echo "usage error wrote to stdout"; return 1; }
+  local bad
+  for bad in "--keys -5" "--keys 12x" "--keys 99999999999999999999999" "--keys ''" \
+             "--keys 10 --page-size 1000" "--keys 10 --value-size -1" "--keys 10 --seed 1.5" \
+             "--keys 10 --io-backend aio" "--keys 10 --bogus" "--keys 10 --cache-size 0" \
+             "--value-size 10" "--keys" "--keys 10 extra-arg" "--keys 10 --no-data-checksums=1"; do
+    eval "set -- $bad"
+    expect 2 "$TOOL" load "$x" "$@" || { echo "(args: $bad)"; return 1; }
+    [ ! -e "$x" ] || { echo "load $bad created $x"; return 1; }
+  done
+  expect 2 "$TOOL" frobnicate "$x" || return 1
+  has err 'unknown command' || return 1
+  expect 2 "$TOOL" || return 1
+  expect 2 "$TOOL" verify || return 1
+  expect 2 "$TOOL" load --keys 5 || return 1
+  expect 2 "$TOOL" check --keys 5 || return 1
+  expect 2 "$TOOL" get "$x" || return 1
+  expect 2 "$TOOL" dump-page "$x" || return 1
+  expect 2 "$TOOL" dump-page "$x" minus1 || return 1
+  expect 2 "$TOOL" verify "$x" || return 1
+  has err "open $x" || return 1
+  expect 2 "$TOOL" check "$x" --keys 5 || return 1
+  expect 2 "$TOOL" stat "$x" || return 1
+  expect 2 "$TOOL" get "$x" k || return 1
+  [ ! -e "$x" ] || { echo "a read command created $x"; return 1; }
+  expect 0 "$TOOL" --help || return 1
+  has out '^usage: engine-tool' || return 1
+  expect 0 "$TOOL" -h || return 1
+  expect 0 "$TOOL" load --help || return 1
+}
+
+t_options_anywhere() {
+  local d=$T/anywhere
+  expect 0 "$TOOL" load --keys 50 --page-size 8192 "$d" --seed=9 || return 1
+  expect 0 "$TOOL" check --seed 9 "$d" --keys=50 || return 1
+  has out '^present=50$' || return 1
+}
+
+t_dump_page() {
+  local d=$T/dump leaf n ps
+  fresh dump --page-size 4096 || return 1
+  leaf=$(leaf_blocks "$d" | head -n 1)
+  [ -n "$leaf" ] || { echo "no leaf block found"; return 1; }
+  expect 0 "$TOOL" dump-page "$d" "$leaf" || return 1
+  has out '^type: leaf \(2\)$' || return 1
+  has out '^verify: OK$' || return 1
+  has out '^checksum: stored 0x[0-9a-f]+ computed 0x[0-9a-f]+ \(match\)$' || return 1
+  has out '^ +0 +[0-9]+ +[0-9]+ +16 +100 +inline +k[0-9]{15}$' || return 1
+  n=$(grep -cE ' inline +k[0-9]{15}$' "$T/out")
+  [ "$n" -gt 10 ] || { echo "only $n key lines"; return 1; }
+  expect 0 "$TOOL" dump-page "$d" 0 || return 1
+  has out '^type: meta ' || return 1
+  has out '^  magic: 0x[0-9a-f]+ \(ok\)$' || return 1
+  has out '^  root: [0-9]+$' || return 1
+  ps=$(page_size_of "$d")
+  n=$(( $(stat -c %s "$d/data") / ps ))
+  expect 2 "$TOOL" dump-page "$d" "$n" || return 1
+  has err 'beyond the end' || return 1
+  expect 2 "$TOOL" dump-page "$d" 99999999999 || return 1
+  # Garbage never crashes it: a page of random bytes is corrupt, exit 1.
+  head -c "$ps" /dev/urandom | dd of="$d/data" bs="$ps" seek="$leaf" count=1 conv=notrunc status=none
+  expect 1 "$TOOL" dump-page "$d" "$leaf" || return 1
+  has out '^verify: CORRUPT ' || return 1
+  # Random bytes with a plausible leaf header and garbage slots.
+  python3 - "$d/data" "$((leaf * ps))" <<'EOF' || return 1
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]) + 20)
+    f.write(struct.pack("<BBHHHHH", 2, 0, 600, 40 + 2 * 600, 50, 0, 0))
+EOF
+  expect 1 "$TOOL" dump-page "$d" "$leaf" || return 1
+  has out '^type: leaf ' || return 1
+  # The engine must refuse the page too, and say so.
+  expect 1 "$TOOL" verify "$d" || return 1
+  has out "block=$leaf( |$)" || return 1
+}
+
+t_stat_json() {
+  fresh statdb --page-size 16384 --io-backend psync || return 1
+  expect 0 "$TOOL" stat "$T/statdb" --io-backend psync || return 1
+  python3 -m json.tool "$T/out" >/dev/null || { echo "stat output is not JSON:"; cat "$T/out"; return 1; }
+  python3 - "$T/out" <<'EOF' || return 1
+import json, sys
+s = json.load(open(sys.argv[1]))
+o, z, c = s["options"], s["sizes"], s["counters"]
+assert o["page_size"] == 16384, o
+assert o["data_checksums"] is True, o
+assert o["io_backend"] == "psync", o
+assert isinstance(o["cache_size"], int) and o["cache_size"] > 0, o
+assert z["nblocks"] > 2 and z["data_file_bytes"] >= 3 * 16384, z
+assert z["high_water_mark"] <= z["nblocks"], z
+for k in ("page_reads", "page_writes", "cache_hits", "cache_misses", "evictions", "syncs"):
+    assert isinstance(c[k], int), k
+for k in ("page_checksum", "zero_page", "page_header", "structure", "overflow", "control"):
+    assert c["corruption"][k] == 0, c["corruption"]
+EOF
+}
+
+t_large_values() {
+  local d=$T/big
+  expect 0 "$TOOL" load "$d" --keys 40 --value-size 20000 --page-size 4096 || return 1
+  expect 0 "$TOOL" check "$d" --keys 40 --value-size 20000 || return 1
+  has out '^present=40$' || return 1
+  expect 0 "$TOOL" verify "$d" || return 1
+  expect 0 "$TOOL" get "$d" k000000000000039 || return 1
+  [ "$(stat -c %s "$T/out")" = 20000 ] || { echo "get printed $(stat -c %s "$T/out") bytes"; return 1; }
+}
+
+for ps in 4096 16384; do
+  for be in psync uring; do
+    run_test "load_check_roundtrip_${ps}_${be}" t_roundtrip "$ps" "$be"
+  done
+done
+run_test load_reopen_extend_and_get t_load_again_and_get
+run_test load_check_no_data_checksums t_no_checksums_roundtrip
+run_test verify_clean_exits_0 t_verify_clean
+run_test bitflip_in_leaf_caught_and_get_never_wrong t_bitflip_leaf
+run_test check_after_corruption_exits_1 t_check_after_corruption
+run_test block_copied_over_another_caught_at_destination t_block_copied
+run_test zeroed_block_below_hwm_caught t_block_zeroed
+run_test usage_errors_exit_2_and_create_nothing t_usage_errors
+run_test options_before_or_after_dir t_options_anywhere
+run_test dump_page_shows_leaf_keys t_dump_page
+run_test stat_prints_json t_stat_json
+run_test overflow_values_roundtrip t_large_values
+
+[ "$failed" -eq 0 ]
