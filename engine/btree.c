@@ -24,7 +24,10 @@ struct bt_tree {
     size_t max_inline;        /* largest leaf cell stored inline */
     size_t ovfl_cap;          /* payload bytes per overflow page */
     _Atomic uint32_t nblocks; /* mirror of meta.nblocks for readers' checks */
+    _Atomic uint64_t ovfl_written;
 };
+
+uint64_t bt_overflow_pages(bt_tree *t) { return atomic_load(&t->ovfl_written); }
 
 static int corrupt(bt_tree *t, int layer, uint32_t block, int32_t entry, uint64_t exp,
                    uint64_t found, const char *what) {
@@ -71,6 +74,21 @@ int bt_open(const bt_config *cfg, bt_tree **out) {
     } else if (mf.root != ROOT_BLOCK) {
         rc = corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, ROOT_BLOCK, mf.root,
                      "meta page names a root other than block 1");
+    } else if (mf.nblocks > cfg->file_blocks && mf.nblocks > cfg->hwm) {
+        /* Allocated blocks are written before a meta page that counts them
+         * can be: a count past both the file's end and the high-water
+         * mark is damage, and trusting it would send verify across
+         * billions of blocks.  (A file cut short below the high-water mark
+         * opens; each missing block reports as a zero page when read.) */
+        uint64_t end = cfg->file_blocks > cfg->hwm ? cfg->file_blocks : cfg->hwm;
+        rc = eng_report(&t->cfg.reporter, ENG_LAYER_STRUCTURE, t->cfg.file, (int64_t)end,
+                        (int64_t)(end * t->ps), -1, end, mf.nblocks,
+                        "meta page counts %u blocks but the data file ends at block %llu "
+                        "and the high-water mark is %llu",
+                        mf.nblocks, (unsigned long long)cfg->file_blocks, (unsigned long long)cfg->hwm);
+    } else if (mf.nblocks < cfg->hwm) {
+        rc = corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, cfg->hwm, mf.nblocks,
+                     "meta page counts fewer blocks than the high-water mark");
     }
     if (rc) { free(t); return rc; }
     atomic_store(&t->nblocks, mf.nblocks);
@@ -435,6 +453,7 @@ static int ovfl_write(bt_tree *t, const uint8_t *val, uint32_t vlen, uint32_t *f
         size_t off = (size_t)i * t->ovfl_cap, len = vlen - off < t->ovfl_cap ? vlen - off : t->ovfl_cap;
         memcpy(f->data + PAGE_HDR, val + off, len);
         ph_set_aux(f->data, (uint32_t)len);
+        atomic_fetch_add_explicit(&t->ovfl_written, 1, memory_order_relaxed);
         if (prev) { ph_set_next(prev->data, blk); bp_release(t->bp, prev, BP_EXCL); }
         else *first = blk;
         prev = f;

@@ -39,6 +39,8 @@ typedef struct bt_config {
     uint32_t page_size;
     eng_reporter reporter;
     const char *file; /* data file name for reports */
+    uint64_t file_blocks; /* whole blocks in the data file at open */
+    uint64_t hwm;         /* durable high-water mark from control */
 } bt_config;
 
 /* Write the meta page and an empty root leaf into the pool (new database). */
@@ -50,6 +52,8 @@ void bt_close(bt_tree *t);
 
 /* Blocks allocated (meta.nblocks). */
 uint32_t bt_nblocks(bt_tree *t);
+/* Overflow pages written since open. */
+uint64_t bt_overflow_pages(bt_tree *t);
 
 int bt_get(bt_tree *t, const void *key, size_t klen, eng_buf *out);
 /* Writer only (caller holds the write lock). */

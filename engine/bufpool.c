@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bufpool.h"
 #include "page.h"
@@ -202,7 +203,14 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try) {
  * the hash, state FREE.  Dirty victims are written back first (L4). */
 static int claim_frame(bp_pool *bp, bp_frame **out) {
     size_t n = bp->nframes;
-    for (size_t spins = 0; spins < 64 * n + 1024; spins++) {
+    /* Frames are pinned only for the span of one operation, so an empty
+     * sweep means waiting, not failure; give up (ENG_BUSY) only after
+     * about ten seconds of finding every frame pinned. */
+    for (size_t spins = 0; spins < 10000 * n + 1024; spins++) {
+        if (spins && spins % n == 0) {
+            if (spins > 16 * n) usleep(1000);
+            else sched_yield();
+        }
         size_t i = atomic_fetch_add_explicit(&bp->hand, 1, memory_order_relaxed) % n;
         bp_frame *f = &bp->frames[i];
         if (atomic_load_explicit(&f->pin, memory_order_relaxed) != 0) continue;
@@ -223,8 +231,10 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
              * ahead of the hand, which it would meet next: one submission
              * of many pages costs io_uring a fraction of single writes. */
             bp_frame *batch[BATCH];
-            size_t nb = 0;
-            for (size_t j = 0; j < 4 * BATCH && j < n && nb < BATCH; j++) {
+            size_t nb = 0, most = n / 8 ? (n / 8 < BATCH ? n / 8 : BATCH) : 1;
+            /* At most an eighth of the pool is pinned for one write-back,
+             * so other threads always find frames to claim. */
+            for (size_t j = 0; j < 4 * BATCH && j < n && nb < most; j++) {
                 bp_frame *c = &bp->frames[(i + j) % n];
                 if (!atomic_load(&c->dirty) || atomic_load(&c->state) != ST_VALID ||
                     atomic_load_explicit(&c->pin, memory_order_relaxed) != 0)
@@ -255,7 +265,6 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
             return ENG_OK;
         }
         pthread_mutex_unlock(&p->mu);
-        if ((spins + 1) % n == 0) sched_yield();
     }
     return ENG_BUSY; /* every frame pinned: the pool is far too small */
 }

@@ -36,7 +36,7 @@
 #define DATA_NAME "data"
 #define LOCK_NAME "LOCK"
 #define DATA_FILE_ID 0
-#define MIN_FRAMES 32u
+#define MIN_FRAMES 16u
 
 struct eng_db {
     char dir[4096];
@@ -204,7 +204,15 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
     }
 
     int rc = io_ctx_create(opts->io_backend, opts->io_hooks, &db->io);
-    if (rc == ENG_OK) rc = take_lock(db, opts->create_if_missing && !opts->read_only);
+    if (rc == ENG_OK) {
+        /* A directory holding a database (control present) gets its LOCK
+         * back if it was copied without one; any other directory is
+         * touched only by an open that may create. */
+        char cpath[4200];
+        snprintf(cpath, sizeof cpath, "%s/%s", dir, CONTROL_NAME);
+        int is_db = access(cpath, F_OK) == 0;
+        rc = take_lock(db, is_db || (opts->create_if_missing && !opts->read_only));
+    }
     if (rc == ENG_OK) {
         rc = control_read(db->io, dir, &db->ctl, &db->rep);
         if (rc == ENG_NOTFOUND) {
@@ -219,7 +227,10 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
         }
     }
     if (rc == ENG_OK) {
-        bt_config tc = {.bp = db->bp, .page_size = db->ctl.page_size, .reporter = db->rep, .file = DATA_NAME};
+        uint64_t size = 0;
+        io_size(db->io, &db->data, &size);
+        bt_config tc = {.bp = db->bp, .page_size = db->ctl.page_size, .reporter = db->rep, .file = DATA_NAME,
+                        .file_blocks = size / db->ctl.page_size, .hwm = db->ctl.hwm};
         rc = bt_open(&tc, &db->bt);
     }
     if (rc != ENG_OK) {
@@ -568,6 +579,7 @@ int eng_get_stats(eng_db *db, eng_stats *st) {
     io_size(db->io, &db->data, &size);
     st->data_file_bytes = size;
     st->nblocks = bt_nblocks(db->bt);
+    st->overflow_pages_written = bt_overflow_pages(db->bt);
     st->high_water_mark = atomic_load(&db->hwm);
     st->page_reads = b.reads;
     st->page_writes = b.writes;

@@ -45,7 +45,8 @@ typedef enum eng_status {
     ENG_IOERR,      /* read/write/sync failed (EIO, short I/O that cannot be completed) */
     ENG_NOSPACE,    /* ENOSPC or EDQUOT */
     ENG_INVALID,    /* bad argument or option; nothing was changed */
-    ENG_BUSY,       /* the database is locked by another process */
+    ENG_BUSY,       /* the database is locked by another handle, or every
+                     * cache frame stayed pinned for seconds (cache far too small) */
     ENG_NOMEM,
     ENG_READONLY,   /* write on a handle opened read-only */
     ENG_POISONED,   /* an earlier write or sync failed; reopen to recover */
@@ -150,7 +151,7 @@ typedef struct eng_options {
     int data_checksums;     /* 1 (default) or 0 */
 
     /* Open-time. */
-    size_t cache_size;      /* buffer pool bytes; default 64 MiB; min 16 pages */
+    size_t cache_size;      /* buffer pool bytes; default 64 MiB; at least 16 pages are used */
     int io_backend;         /* eng_io_backend */
     int create_if_missing;  /* default 1 */
     int error_if_exists;    /* default 0 */
