@@ -49,13 +49,14 @@ LDLIBS := -luring -lxxhash -lzstd -lpthread
 # Debian packages the project needs (make deps installs what is missing).
 DEB_PACKAGES := build-essential pkg-config liburing-dev libxxhash-dev libzstd-dev \
                 libfiu-dev fiu-utils libcriterion-dev clang libclang-rt-14-dev python3
+BENCH_PACKAGES := rocksdb-tools
 
 ENGINE_SRC := $(filter-out engine/tool.c,$(wildcard engine/*.c))
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC))
 TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all deps test clean fuzz demo check-deps
+.PHONY: all deps test clean fuzz demo bench-deps bench-engine
 all: deps $(BUILD)/libengine.a $(BUILD)/engine-tool
 
 # Install missing Debian packages (as root, or through sudo).  A stamp
@@ -104,6 +105,22 @@ fuzz: $(FUZZ_BIN)
 # make test: every suite, one combined "N passed, N failed" last line.
 test: all $(TEST_BIN) $(FUZZ_BIN)
 	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run_all.sh
+
+# Benchmarks (bench/): figures as JSON in build/bench/, never timed tests.
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libengine.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $< $(BUILD)/libengine.a $(LDLIBS)
+
+bench-deps: deps
+	@for p in $(BENCH_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || { \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$p >/dev/null; }; \
+	done
+
+bench-engine: all bench-deps $(BUILD)/bench/bench_engine
+	$(Q)BUILD=$(BUILD) bench/run_engine.sh
 
 demo: all
 	$(Q)BUILD=$(BUILD) tests/demo.sh

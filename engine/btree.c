@@ -12,6 +12,8 @@
 
 #include "btree.h"
 #include "page.h"
+#include "pageop.h"
+#include "wal.h"
 
 #define MAX_DEPTH 32
 #define META_BLOCK 0u
@@ -25,7 +27,14 @@ struct bt_tree {
     size_t ovfl_cap;          /* payload bytes per overflow page */
     _Atomic uint32_t nblocks; /* mirror of meta.nblocks for readers' checks */
     _Atomic uint64_t ovfl_written;
+    _Atomic uint64_t images, image_bytes, image_raw_bytes; /* full-page images */
 };
+
+void bt_image_stats(bt_tree *t, uint64_t *n, uint64_t *bytes, uint64_t *raw) {
+    *n = atomic_load(&t->images);
+    *bytes = atomic_load(&t->image_bytes);
+    *raw = atomic_load(&t->image_raw_bytes);
+}
 
 uint64_t bt_overflow_pages(bt_tree *t) { return atomic_load(&t->ovfl_written); }
 
@@ -361,131 +370,294 @@ void bt_leafcopy_free(bt_leafcopy *lc) {
     memset(lc, 0, sizeof *lc);
 }
 
-/* ---- allocation (writer only; meta latched last, L2) ---- */
+/* ---- the writer's operation context ----
+ *
+ * Every page change of one tree operation goes through act(): the action
+ * is appended to the operation's record and applied by pa_apply, the same
+ * code redo runs.  Pages that existed before the operation are marked
+ * pending (never written back) until the record is in the log and their
+ * LSN is stamped (the write-ahead rule); their first change after a
+ * checkpoint logs a full-page image first when full_page_writes is on.
+ * Blocks allocated past the end during the operation (>= fresh_from) need
+ * neither: nothing durable refers to them until the record is durable, so
+ * writing them early is harmless, and they are not pinned, which lets an
+ * overflow chain larger than the pool pass through it.
+ */
+#define MAX_TOUCHED 64
 
-static int meta_get(bt_tree *t, bp_frame **m, meta_fields *mf) {
-    int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, m);
-    if (rc) return rc;
-    meta_read((*m)->data, mf);
+struct bt_wctx {
+    bt_tree *t;
+    const pa_batch *batch;
+    uint32_t op;
+    pa_buf rec;
+    uint32_t fresh_from;
+    bp_frame *touched[MAX_TOUCHED];
+    int ntouched;
+    uint8_t *zscratch;
+};
+
+static int wctx_init(bt_wctx *w, bt_tree *t, const pa_batch *batch, uint32_t op, uint64_t batch_lsn) {
+    memset(w, 0, sizeof *w);
+    w->t = t;
+    w->batch = batch;
+    w->op = op;
+    w->fresh_from = atomic_load(&t->nblocks);
+    w->zscratch = malloc(t->ps);
+    if (!w->zscratch) return ENG_NOMEM;
+    /* PAGES record header: batch LSN, op index (filled now, actions follow). */
+    pa_buf_reset(&w->rec);
+    uint8_t hdr[PA_REC_HDR];
+    wr64(hdr, batch_lsn);
+    wr32(hdr + 8, op);
+    if (w->rec.cap < 4096) {
+        w->rec.p = malloc(4096);
+        if (!w->rec.p) { free(w->zscratch); return ENG_NOMEM; }
+        w->rec.cap = 4096;
+    }
+    memcpy(w->rec.p, hdr, PA_REC_HDR);
+    w->rec.len = PA_REC_HDR;
     return ENG_OK;
 }
 
-static int alloc_page(bt_tree *t, int type, int level, bp_frame **out) {
-    bp_frame *m;
-    meta_fields mf;
-    int rc = meta_get(t, &m, &mf);
+static int touched_has(const bt_wctx *w, const bp_frame *f) {
+    for (int i = 0; i < w->ntouched; i++) if (w->touched[i] == f) return 1;
+    return 0;
+}
+
+/* Before an action on F: register it, and log its image if this is its
+ * first change since the checkpoint.  Returns the offset the action will
+ * start at. */
+static int act_begin(bt_wctx *w, bp_frame *f, int creating, size_t *at) {
+    uint32_t blk = atomic_load(&f->block);
+    if (blk < w->fresh_from && !touched_has(w, f)) {
+        if (w->ntouched == MAX_TOUCHED)
+            return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, MAX_TOUCHED, MAX_TOUCHED,
+                           "one operation touches too many existing pages");
+        bp_pin_again(f);
+        atomic_store(&f->pending, 1);
+        w->touched[w->ntouched++] = f;
+        bt_tree *t = w->t;
+        if (!creating && t->cfg.full_page_writes &&
+            atomic_load(&f->lsn) <= atomic_load(t->cfg.redo_lsn)) {
+            size_t before = w->rec.len;
+            size_t raw = pa_put_image(&w->rec, blk, f->data, t->ps, t->cfg.wal_compression);
+            atomic_fetch_add_explicit(&t->images, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&t->image_bytes, w->rec.len - before, memory_order_relaxed);
+            atomic_fetch_add_explicit(&t->image_raw_bytes, raw, memory_order_relaxed);
+        }
+    }
+    *at = w->rec.len;
+    return w->rec.oom ? ENG_NOMEM : ENG_OK;
+}
+
+static int act_apply(bt_wctx *w, bp_frame *f, size_t at) {
+    if (w->rec.oom) return ENG_NOMEM;
+    const char *why = "";
+    uint32_t blk = atomic_load(&f->block);
+    int rc = pa_apply(f->data, w->t->ps, blk, w->rec.p + at, w->rec.len - at, w->batch, w->zscratch, &why);
+    if (rc) return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, 0, 0, why);
+    bp_mark_dirty(f);
+    return ENG_OK;
+}
+
+/* Append the record and stamp the pages; on failure they stay pending (the
+ * handle is poisoned by the caller and never writes them). */
+static int wctx_commit(bt_wctx *w, int ok) {
+    int rc = ENG_OK;
+    uint64_t start = 0, end = 0;
+    if (ok && w->rec.len > PA_REC_HDR) {
+        rc = w->t->cfg.log_append(w->t->cfg.log_ctx, WAL_REC_PAGES, w->rec.p, w->rec.len, &start, &end);
+        if (rc == ENG_OK) {
+            for (int i = 0; i < w->ntouched; i++) {
+                atomic_store(&w->touched[i]->lsn, end);
+                atomic_store(&w->touched[i]->pending, 0);
+            }
+        }
+    } else if (ok) {
+        for (int i = 0; i < w->ntouched; i++) atomic_store(&w->touched[i]->pending, 0);
+    }
+    for (int i = 0; i < w->ntouched; i++) bp_unpin(w->t->bp, w->touched[i]);
+    w->ntouched = 0;
+    free(w->rec.p);
+    free(w->zscratch);
+    return rc;
+}
+
+/* ---- allocation (writer only; meta latched after the tree pages, L2) ---- */
+
+/* Allocate a block: from the free list while the operation can still pin
+ * it, else past the end.  Returns the new page's frame latched
+ * exclusively, its contents to be defined by the caller's creating
+ * action (which registers it: pending unless fresh).
+ *
+ * The free list is a chain of trunk pages listing free blocks (page.h).
+ * A reused block is pending like any existing page, so it reaches disk
+ * only after the record that reuses it, and so after the record that
+ * freed it: until then the tree on disk may still point at it. */
+static int alloc_page(bt_wctx *w, bp_frame **out) {
+    bt_tree *t = w->t;
+    bp_frame *m, *f = NULL, *tr = NULL;
+    int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m);
     if (rc) return rc;
-    bp_frame *f;
-    uint32_t blk;
-    if (mf.freelist) {
-        blk = mf.freelist;
-        if (blk <= ROOT_BLOCK || blk >= mf.nblocks) {
+    meta_fields mf;
+    meta_read(m->data, &mf);
+    size_t at;
+    int from_free = mf.freelist != 0 && w->ntouched < MAX_TOUCHED - 8 &&
+                    (size_t)w->ntouched + 4 < bp_nframes(t->bp) / 4;
+    if (from_free) {
+        uint32_t trunk = mf.freelist;
+        if (trunk <= ROOT_BLOCK || trunk >= mf.nblocks) {
             bp_release(t->bp, m, BP_EXCL);
-            return corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, mf.nblocks, blk,
-                           "free list head out of range");
+            return corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, mf.nblocks, trunk, "free list head out of range");
         }
-        rc = bp_get(t->bp, blk, BP_EXCL, &f);
-        if (rc) { bp_release(t->bp, m, BP_EXCL); return rc; }
-        if (ph_get_type(f->data) != PAGE_FREE) {
-            uint64_t ty = ph_get_type(f->data);
-            bp_release(t->bp, f, BP_EXCL);
+        if ((rc = bp_get(t->bp, trunk, BP_EXCL, &tr))) { bp_release(t->bp, m, BP_EXCL); return rc; }
+        uint32_t n = ph_get_aux(tr->data);
+        if (ph_get_type(tr->data) != PAGE_FREE) {
+            uint64_t ty = ph_get_type(tr->data);
+            bp_release(t->bp, tr, BP_EXCL);
             bp_release(t->bp, m, BP_EXCL);
-            return corrupt(t, ENG_LAYER_STRUCTURE, blk, -1, PAGE_FREE, ty,
-                           "free list reaches a page that is not free");
+            return corrupt(t, ENG_LAYER_STRUCTURE, trunk, -1, PAGE_FREE, ty, "free list reaches a page that is not a trunk");
         }
-        mf.freelist = ph_get_next(f->data);
+        if (n == 0) {
+            /* An empty trunk is itself the free page. */
+            mf.freelist = ph_get_next(tr->data);
+            f = tr;
+            tr = NULL;
+        } else {
+            uint32_t blk = rd32(tr->data + PAGE_HDR + 4u * (n - 1));
+            if (blk <= ROOT_BLOCK || blk >= mf.nblocks) {
+                bp_release(t->bp, tr, BP_EXCL);
+                bp_release(t->bp, m, BP_EXCL);
+                return corrupt(t, ENG_LAYER_STRUCTURE, trunk, (int32_t)(n - 1), mf.nblocks, blk,
+                               "free-list entry out of range");
+            }
+            if ((rc = act_begin(w, tr, 0, &at)) == ENG_OK) {
+                pa_put_popfree(&w->rec, trunk);
+                rc = act_apply(w, tr, at);
+            }
+            bp_release(t->bp, tr, BP_EXCL);
+            /* Its old contents do not matter: the caller defines it. */
+            if (rc == ENG_OK) rc = bp_new(t->bp, blk, &f);
+            if (rc) { bp_release(t->bp, m, BP_EXCL); return rc; }
+        }
     } else {
         if (mf.nblocks == UINT32_MAX) { bp_release(t->bp, m, BP_EXCL); return ENG_NOSPACE; }
-        blk = mf.nblocks;
-        rc = bp_new(t->bp, blk, &f);
+        rc = bp_new(t->bp, mf.nblocks, &f);
         if (rc) { bp_release(t->bp, m, BP_EXCL); return rc; }
         mf.nblocks++;
-        atomic_store(&t->nblocks, mf.nblocks);
     }
-    page_init(f->data, t->ps, blk, type, level);
-    bp_mark_dirty(f);
-    meta_write(m->data, &mf);
-    bp_mark_dirty(m);
+    if ((rc = act_begin(w, m, 0, &at)) == ENG_OK) {
+        pa_put_meta(&w->rec, mf.nblocks, mf.freelist);
+        rc = act_apply(w, m, at);
+    }
+    if (rc == ENG_OK) atomic_store(&t->nblocks, mf.nblocks);
     bp_release(t->bp, m, BP_EXCL);
+    if (rc) { bp_release(t->bp, f, BP_EXCL); return rc; }
     *out = f;
     return ENG_OK;
 }
 
-/* Put the N blocks in BLOCKS on the free list. */
-static int free_pages(bt_tree *t, const uint32_t *blocks, int n) {
+/* Put the N blocks in BLOCKS on the free list: appended to the head trunk
+ * (the pages themselves are not written); a block that finds the trunk
+ * full becomes the new head trunk. */
+static int free_pages(bt_wctx *w, const uint32_t *blocks, int n) {
+    bt_tree *t = w->t;
     if (n == 0) return ENG_OK;
-    bp_frame *m;
-    meta_fields mf;
-    int rc = meta_get(t, &m, &mf);
+    bp_frame *m, *tr = NULL;
+    int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m);
     if (rc) return rc;
+    meta_fields mf;
+    meta_read(m->data, &mf);
+    size_t at;
+    uint32_t cap = FREE_TRUNK_CAP(t->ps);
     for (int i = 0; i < n && rc == ENG_OK; i++) {
+        /* Readers never wait for the meta page, and none can reach these
+         * pages any more, so taking them after the meta page is safe. */
+        if (!tr && mf.freelist) {
+            if ((rc = bp_get(t->bp, mf.freelist, BP_EXCL, &tr))) break;
+            if (ph_get_type(tr->data) != PAGE_FREE) {
+                rc = corrupt(t, ENG_LAYER_STRUCTURE, mf.freelist, -1, PAGE_FREE, ph_get_type(tr->data),
+                             "free list reaches a page that is not a trunk");
+                break;
+            }
+        }
+        if (tr && ph_get_aux(tr->data) < cap) {
+            if ((rc = act_begin(w, tr, 0, &at)) == ENG_OK) {
+                pa_put_pushfree(&w->rec, mf.freelist, blocks[i]);
+                rc = act_apply(w, tr, at);
+            }
+            continue;
+        }
         bp_frame *f;
-        /* Latch order: these pages come after the leaf, before... the meta
-         * page is already held, but no reader ever waits for the meta page,
-         * and free pages are reachable by no reader. */
-        rc = bp_get(t->bp, blocks[i], BP_EXCL, &f);
-        if (rc) break;
-        page_init(f->data, t->ps, blocks[i], PAGE_FREE, 0);
-        ph_set_next(f->data, mf.freelist);
-        bp_mark_dirty(f);
-        bp_release(t->bp, f, BP_EXCL);
-        mf.freelist = blocks[i];
+        if ((rc = bp_new(t->bp, blocks[i], &f))) break;
+        if ((rc = act_begin(w, f, 1, &at)) == ENG_OK) {
+            pa_put_free(&w->rec, blocks[i], mf.freelist);
+            rc = act_apply(w, f, at);
+        }
+        if (tr) bp_release(t->bp, tr, BP_EXCL);
+        tr = f;
+        if (rc == ENG_OK) mf.freelist = blocks[i];
     }
-    meta_write(m->data, &mf);
-    bp_mark_dirty(m);
+    if (tr) bp_release(t->bp, tr, BP_EXCL);
+    if (rc == ENG_OK && (rc = act_begin(w, m, 0, &at)) == ENG_OK) {
+        pa_put_meta(&w->rec, mf.nblocks, mf.freelist);
+        rc = act_apply(w, m, at);
+    }
     bp_release(t->bp, m, BP_EXCL);
     return rc;
 }
 
-/* Write VAL into a new overflow chain; *first gets its head. */
-static int ovfl_write(bt_tree *t, const uint8_t *val, uint32_t vlen, uint32_t *first) {
-    int npages = ovfl_pages(t, vlen);
-    uint32_t prev_blk = 0;
-    bp_frame *prev = NULL;
-    *first = 0;
-    /* Written front to back, each page linked from its predecessor while
-     * the predecessor is still latched, so only one extra latch is held. */
-    for (int i = 0; i < npages; i++) {
+/* Write op's value into a new overflow chain, back to front so each page
+ * is created knowing its successor; *first gets the head. */
+static int ovfl_write(bt_wctx *w, uint32_t *first) {
+    bt_tree *t = w->t;
+    const pa_op *o = &w->batch->ops[w->op];
+    int npages = ovfl_pages(t, o->vlen);
+    uint32_t next = 0;
+    for (int i = npages - 1; i >= 0; i--) {
         bp_frame *f;
-        int rc = alloc_page(t, PAGE_OVERFLOW, 0, &f);
-        if (rc) { if (prev) bp_release(t->bp, prev, BP_EXCL); return rc; }
+        int rc = alloc_page(w, &f);
+        if (rc) return rc;
         uint32_t blk = atomic_load(&f->block);
-        size_t off = (size_t)i * t->ovfl_cap, len = vlen - off < t->ovfl_cap ? vlen - off : t->ovfl_cap;
-        memcpy(f->data + PAGE_HDR, val + off, len);
-        ph_set_aux(f->data, (uint32_t)len);
+        size_t off = (size_t)i * t->ovfl_cap, len = o->vlen - off < t->ovfl_cap ? o->vlen - off : t->ovfl_cap;
+        size_t at;
+        if ((rc = act_begin(w, f, 1, &at)) == ENG_OK) {
+            pa_put_ovfl(&w->rec, blk, next, NULL, (uint32_t)len, w->op, (uint32_t)off);
+            rc = act_apply(w, f, at);
+        }
+        bp_release(t->bp, f, BP_EXCL);
+        if (rc) return rc;
         atomic_fetch_add_explicit(&t->ovfl_written, 1, memory_order_relaxed);
-        if (prev) { ph_set_next(prev->data, blk); bp_release(t->bp, prev, BP_EXCL); }
-        else *first = blk;
-        prev = f;
-        prev_blk = blk;
+        next = blk;
     }
-    (void)prev_blk;
-    if (prev) bp_release(t->bp, prev, BP_EXCL);
+    *first = next;
     return ENG_OK;
 }
 
 /* ---- writes ---- */
 
+/* A cell to insert: its bytes (for sizes and splits) and how the action
+ * names it (from the batch op, or explicit bytes for separators). */
 typedef struct newcell {
-    uint8_t bytes[LEAF_CELL_HDR + ENG_MAX_KEY + 4 + 4096]; /* inline cells are < page/4 */
+    uint8_t bytes[LEAF_CELL_HDR + ENG_MAX_KEY + 4096 + 8];
     size_t size;
+    int from_op;
+    uint32_t ovfl;
 } newcell;
 
-/* Gather the cells of P plus NEW at IDX (replacing IDX if REPLACE) into
- * pointers/sizes (cells are copied to SCRATCH so P can be rebuilt). */
 typedef struct cellref { const uint8_t *p; size_t size; } cellref;
 
-static size_t gather(const uint8_t *p, uint8_t *scratch, size_t ps, unsigned idx, int replace,
-                     const uint8_t *cell, size_t csize, cellref *out) {
-    memcpy(scratch, p, ps);
-    unsigned n = ph_get_nslots(scratch);
+/* Cells of P with NEW at IDX (replacing IDX if REPLACE). */
+static size_t gather(const uint8_t *p, unsigned idx, int replace, const uint8_t *cell, size_t csize,
+                     cellref *out) {
+    unsigned n = ph_get_nslots(p);
     size_t k = 0;
     for (unsigned i = 0; i <= n; i++) {
         if (i == idx) out[k++] = (cellref){cell, csize};
         if (i == n) break;
         if (i == idx && replace) continue;
         size_t sz;
-        const uint8_t *c = page_cell_bytes(scratch, i, &sz);
+        const uint8_t *c = page_cell_bytes(p, i, &sz);
         out[k++] = (cellref){c, sz};
     }
     return k;
@@ -493,25 +665,27 @@ static size_t gather(const uint8_t *p, uint8_t *scratch, size_t ps, unsigned idx
 
 /* Split point: the index m that balances bytes with both halves fitting in
  * CAP (cells of at most CAP/2 bytes guarantee one exists).  For internal
- * splits the cell at m moves up (PUSHUP) and belongs to neither half. */
-static size_t split_point(const cellref *c, size_t n, size_t cap, int pushup) {
+ * splits the cell at m moves up (PUSHUP) and belongs to neither half.  An
+ * append at the end of the rightmost page (sequential load) splits at the
+ * new cell, leaving the left page full. */
+static size_t split_point(const cellref *c, size_t n, size_t cap, int pushup, int append) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) total += c[i].size + 2;
+    if (append) {
+        size_t m = pushup ? n - 2 : n - 1, left = 0;
+        for (size_t i = 0; i < m; i++) left += c[i].size + 2;
+        if (m >= 1 && left <= cap) return m;
+    }
     size_t best = n / 2, bestdiff = (size_t)-1, left = 0;
     for (size_t m = 1; m < n; m++) {
         left += c[m - 1].size + 2;
         size_t right = total - left - (pushup ? c[m].size + 2 : 0);
         if (left > cap || right > cap) continue;
-        if (pushup && m == n - 1 && right == 0) continue; /* right page needs a child */
+        if (pushup && m == n - 1 && right == 0) continue;
         size_t diff = left > right ? left - right : right - left;
         if (diff < bestdiff) { bestdiff = diff; best = m; }
     }
     return best;
-}
-
-static void fill(uint8_t *p, size_t ps, const cellref *c, size_t from, size_t to) {
-    for (size_t i = from; i < to; i++)
-        page_insert_cell(p, ps, (unsigned)(i - from), c[i].p, c[i].size);
 }
 
 /* Shortest prefix of B that is > A (A < B): suffix truncation. */
@@ -523,105 +697,122 @@ static size_t sep_len(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) 
 
 typedef struct pathent { bp_frame *f; } pathent;
 
-/* Insert CELL at IDX of the page at path[d] (replacing if REPLACE),
+static void put_cell_action(bt_wctx *w, int split, uint32_t blk, unsigned idx, int replace,
+                            unsigned m, uint32_t next, const newcell *nc) {
+    const uint8_t *cell = nc->from_op ? NULL : nc->bytes;
+    if (split) pa_put_split(&w->rec, blk, idx, replace, m, next, cell, nc->size, w->op, nc->ovfl);
+    else pa_put_insert(&w->rec, blk, idx, replace, cell, nc->size, w->op, nc->ovfl);
+}
+
+/* Insert NC at IDX of the page at path[d] (replacing if REPLACE),
  * splitting and recursing into path[d-1] as needed.  All path frames are
  * latched exclusively by the caller. */
-static int insert_at(bt_tree *t, pathent *path, int d, unsigned idx, int replace,
-                     const uint8_t *cell, size_t csize) {
+static int insert_at(bt_wctx *w, pathent *path, int d, unsigned idx, int replace, const newcell *nc) {
+    bt_tree *t = w->t;
     bp_frame *f = path[d].f;
     uint8_t *p = f->data;
-    size_t ps = t->ps;
-    size_t oldsz = 0;
+    size_t ps = t->ps, at, oldsz = 0;
+    uint32_t blk = atomic_load(&f->block);
+    int rc;
     if (replace) page_cell_bytes(p, idx, &oldsz);
-    if (page_reclaimable(p) + (replace ? oldsz + 2 : 0) >= csize + 2) {
-        if (replace) page_remove_cell(p, idx);
-        if (page_free(p) < csize + 2) page_compact(p, ps);
-        page_insert_cell(p, ps, idx, cell, csize);
-        bp_mark_dirty(f);
-        return ENG_OK;
+    if (page_reclaimable(p) + (replace ? oldsz + 2 : 0) >= nc->size + 2) {
+        if ((rc = act_begin(w, f, 0, &at))) return rc;
+        put_cell_action(w, 0, blk, idx, replace, 0, 0, nc);
+        return act_apply(w, f, at);
     }
     int leaf = ph_get_type(p) == PAGE_LEAF;
     int level = ph_get_level(p);
-    uint8_t *scratch = malloc(ps);
     cellref *cells = malloc(sizeof(cellref) * (ps / 2 + 2));
-    uint8_t *sepbuf = malloc(INTERNAL_CELL_HDR + ENG_MAX_KEY);
-    if (!scratch || !cells || !sepbuf) { free(scratch); free(cells); free(sepbuf); return ENG_NOMEM; }
-    size_t n = gather(p, scratch, ps, idx, replace, cell, csize, cells);
-    size_t cap = ps - PAGE_HDR;
-    size_t m = split_point(cells, n, cap, !leaf);
-
-    /* Separator going up, and the right page's leftmost child. */
-    const uint8_t *sk; size_t skl; uint32_t right_aux = 0;
-    if (leaf) {
-        leaf_cell a, b;
-        /* Decode the two bracketing cells straight from their bytes. */
-        a.klen = rd16(cells[m - 1].p); a.key = cells[m - 1].p + LEAF_CELL_HDR;
-        b.klen = rd16(cells[m].p); b.key = cells[m].p + LEAF_CELL_HDR;
-        sk = b.key; skl = sep_len(a.key, a.klen, b.key, b.klen);
-    } else {
-        skl = rd16(cells[m].p); sk = cells[m].p + INTERNAL_CELL_HDR;
-        right_aux = rd32(cells[m].p + 2);
-    }
-
-    int rc;
+    uint8_t *right = malloc(ps), *lefti = malloc(ps);
+    newcell *sep = malloc(sizeof *sep);
     bp_frame *rf = NULL, *lf = NULL;
-    uint32_t old_next = ph_get_next(p), old_aux = ph_get_aux(p);
-    if (d == 0) {
-        /* Root split: root keeps block 1 and becomes the parent. */
-        rc = alloc_page(t, leaf ? PAGE_LEAF : PAGE_INTERNAL, level, &lf);
-        if (rc == ENG_OK) rc = alloc_page(t, leaf ? PAGE_LEAF : PAGE_INTERNAL, level, &rf);
-        if (rc) goto out;
-        uint32_t lb = atomic_load(&lf->block), rb = atomic_load(&rf->block);
-        fill(lf->data, ps, cells, 0, m);
-        fill(rf->data, ps, cells, leaf ? m : m + 1, n);
-        if (leaf) { ph_set_next(lf->data, rb); ph_set_next(rf->data, 0); }
-        else { ph_set_aux(lf->data, old_aux); ph_set_aux(rf->data, right_aux);
-               ph_set_next(lf->data, rb); ph_set_next(rf->data, 0); }
-        bp_mark_dirty(lf); bp_mark_dirty(rf);
-        page_init(p, ps, ROOT_BLOCK, PAGE_INTERNAL, level + 1);
-        ph_set_aux(p, lb);
-        size_t sz = internal_cell_encode(sepbuf, sk, skl, rb);
-        page_insert_cell(p, ps, 0, sepbuf, sz);
-        bp_mark_dirty(f);
+    if (!cells || !right || !lefti || !sep) { rc = ENG_NOMEM; goto out; }
+    size_t n = gather(p, idx, replace, nc->bytes, nc->size, cells);
+    int append = !replace && idx == ph_get_nslots(p) && ph_get_next(p) == 0 && d > 0;
+    size_t m = split_point(cells, n, ps - PAGE_HDR, !leaf, append);
+
+    /* The separator going up (built before the page changes). */
+    const uint8_t *sk;
+    size_t skl;
+    if (leaf) {
+        const uint8_t *a = cells[m - 1].p, *b = cells[m].p;
+        sk = b + LEAF_CELL_HDR;
+        skl = sep_len(a + LEAF_CELL_HDR, rd16(a), sk, rd16(b));
+    } else {
+        sk = cells[m].p + INTERNAL_CELL_HDR;
+        skl = rd16(cells[m].p);
+    }
+    uint8_t skey[ENG_MAX_KEY];
+    memcpy(skey, sk, skl);
+
+    /* Both halves as pages, from a copy: the right (and, for a root split,
+     * the left) become images; a plain split logs the left as PA_SPLIT. */
+    memcpy(lefti, p, ps);
+    if (pa_split_cells(lefti, (uint32_t)ps, idx, replace, nc->bytes, nc->size, (unsigned)m, right, 0)) {
+        rc = corrupt(t, ENG_LAYER_STRUCTURE, blk, -1, 0, 0, "split halves do not fit");
         goto out;
     }
-    rc = alloc_page(t, leaf ? PAGE_LEAF : PAGE_INTERNAL, level, &rf);
-    if (rc) goto out;
+    if (d == 0) {
+        /* Root split: the root keeps block 1 and becomes the parent. */
+        if ((rc = alloc_page(w, &lf)) || (rc = alloc_page(w, &rf))) goto out;
+        uint32_t lb = atomic_load(&lf->block), rb = atomic_load(&rf->block);
+        ph_set_block(lefti, lb);
+        ph_set_next(lefti, rb);
+        ph_set_block(right, rb);
+        ph_set_next(right, 0);
+        if ((rc = act_begin(w, lf, 1, &at))) goto out;
+        pa_put_image(&w->rec, lb, lefti, (uint32_t)ps, t->cfg.wal_compression);
+        if ((rc = act_apply(w, lf, at))) goto out;
+        if ((rc = act_begin(w, rf, 1, &at))) goto out;
+        pa_put_image(&w->rec, rb, right, (uint32_t)ps, t->cfg.wal_compression);
+        if ((rc = act_apply(w, rf, at))) goto out;
+        if ((rc = act_begin(w, f, 1, &at))) goto out;
+        pa_put_init(&w->rec, ROOT_BLOCK, PAGE_INTERNAL, level + 1, 0, lb);
+        if ((rc = act_apply(w, f, at))) goto out;
+        sep->size = internal_cell_encode(sep->bytes, skey, skl, rb);
+        sep->from_op = 0;
+        sep->ovfl = 0;
+        if ((rc = act_begin(w, f, 0, &at))) goto out;
+        put_cell_action(w, 0, ROOT_BLOCK, 0, 0, 0, 0, sep);
+        rc = act_apply(w, f, at);
+        goto out;
+    }
+    if ((rc = alloc_page(w, &rf))) goto out;
     uint32_t rb = atomic_load(&rf->block);
-    fill(rf->data, ps, cells, leaf ? m : m + 1, n);
-    ph_set_next(rf->data, old_next);
-    if (!leaf) ph_set_aux(rf->data, right_aux);
-    /* Rebuild the left half in place (cells live in scratch). */
-    page_init(p, ps, atomic_load(&f->block), leaf ? PAGE_LEAF : PAGE_INTERNAL, level);
-    fill(p, ps, cells, 0, m);
-    ph_set_next(p, rb);
-    if (!leaf) ph_set_aux(p, old_aux);
-    bp_mark_dirty(f); bp_mark_dirty(rf);
+    ph_set_block(right, rb);
+    if ((rc = act_begin(w, rf, 1, &at))) goto out;
+    pa_put_image(&w->rec, rb, right, (uint32_t)ps, t->cfg.wal_compression);
+    if ((rc = act_apply(w, rf, at))) goto out;
+    bp_release(t->bp, rf, BP_EXCL);
+    rf = NULL;
+    if ((rc = act_begin(w, f, 0, &at))) goto out;
+    put_cell_action(w, 1, blk, idx, replace, (unsigned)m, rb, nc);
+    if ((rc = act_apply(w, f, at))) goto out;
     {
-        size_t sz = internal_cell_encode(sepbuf, sk, skl, rb);
-        /* sepbuf now owns the key bytes; scratch may go. */
-        bp_release(t->bp, rf, BP_EXCL);
-        rf = NULL;
+        sep->size = internal_cell_encode(sep->bytes, skey, skl, rb);
+        sep->from_op = 0;
+        sep->ovfl = 0;
         uint8_t *pp = path[d - 1].f->data;
         int exact = 0;
-        unsigned pidx = page_search(pp, sepbuf + INTERNAL_CELL_HDR, skl, &exact);
+        unsigned pidx = page_search(pp, skey, skl, &exact);
         if (exact) {
             rc = corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&path[d - 1].f->block), (int32_t)pidx, 0, 0,
                          "separator already present in parent");
             goto out;
         }
-        rc = insert_at(t, path, d - 1, pidx, 0, sepbuf, sz);
+        rc = insert_at(w, path, d - 1, pidx, 0, sep);
     }
 out:
     if (lf) bp_release(t->bp, lf, BP_EXCL);
     if (rf) bp_release(t->bp, rf, BP_EXCL);
-    free(scratch); free(cells); free(sepbuf);
+    free(cells); free(right); free(lefti); free(sep);
     return rc;
 }
 
-/* Pessimistic path: exclusive latches from the root down. */
-static int put_pessimistic(bt_tree *t, const void *key, size_t klen, const uint8_t *cell, size_t csize,
-                           uint32_t *old_ovfl, uint32_t *old_vlen) {
+/* Pessimistic path: exclusive latches from the root down, kept to the end. */
+static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t *old_ovfl, uint32_t *old_vlen) {
+    bt_tree *t = w->t;
+    const pa_op *o = &w->batch->ops[w->op];
     pathent path[MAX_DEPTH];
     int d = 0, rc;
     rc = bp_get(t->bp, ROOT_BLOCK, BP_EXCL, &path[0].f);
@@ -631,7 +822,7 @@ static int put_pessimistic(bt_tree *t, const void *key, size_t klen, const uint8
         int slot;
         uint32_t blk = atomic_load(&path[d].f->block);
         int level = ph_get_level(path[d].f->data);
-        uint32_t child = child_for(path[d].f->data, key, klen, BT_GE, &slot);
+        uint32_t child = child_for(path[d].f->data, o->key, o->klen, BT_GE, &slot);
         if ((rc = check_child_ptr(t, blk, child, slot))) goto out;
         if (d + 1 >= MAX_DEPTH) { rc = corrupt(t, ENG_LAYER_STRUCTURE, blk, -1, MAX_DEPTH, d, "tree too deep"); goto out; }
         rc = bp_get(t->bp, child, BP_EXCL, &path[d + 1].f);
@@ -642,14 +833,14 @@ static int put_pessimistic(bt_tree *t, const void *key, size_t klen, const uint8
     {
         uint8_t *p = path[d].f->data;
         int exact = 0;
-        unsigned idx = page_search(p, key, klen, &exact);
+        unsigned idx = page_search(p, o->key, o->klen, &exact);
         *old_ovfl = 0;
         if (exact) {
             leaf_cell c;
             page_leaf_cell(p, idx, &c);
             if (c.cflags & CELL_OVERFLOW) { *old_ovfl = c.ovfl; *old_vlen = c.vlen; }
         }
-        rc = insert_at(t, path, d, idx, exact, cell, csize);
+        rc = insert_at(w, path, d, idx, exact, nc);
     }
 out:
     for (int i = d; i >= 0; i--) bp_release(t->bp, path[i].f, BP_EXCL);
@@ -667,26 +858,29 @@ static int old_chain(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32
     return rc;
 }
 
-int bt_put(bt_tree *t, const void *key, size_t klen, const void *val, size_t vlen) {
+static int do_put(bt_wctx *w) {
+    bt_tree *t = w->t;
+    const pa_op *o = &w->batch->ops[w->op];
     newcell nc;
-    uint32_t ovfl = 0;
     int rc;
-    int overflow = leaf_cell_size(klen, vlen, 0) > t->max_inline;
-    if (overflow && (rc = ovfl_write(t, val, (uint32_t)vlen, &ovfl))) return rc;
-    nc.size = leaf_cell_encode(nc.bytes, key, klen, (uint32_t)vlen, val, overflow, ovfl);
+    nc.from_op = 1;
+    nc.ovfl = 0;
+    if (leaf_cell_size(o->klen, o->vlen, 0) > t->max_inline && (rc = ovfl_write(w, &nc.ovfl))) return rc;
+    nc.size = pa_op_cell(w->batch, w->op, nc.ovfl, nc.bytes, sizeof nc.bytes);
+    if (!nc.size) return ENG_INVALID;
 
     /* Optimistic: shared latches down, exclusive leaf. */
     bp_frame *f;
-    rc = descend(t, key, klen, BT_GE, BP_EXCL, &f, NULL, NULL);
+    rc = descend(t, o->key, o->klen, BT_GE, BP_EXCL, &f, NULL, NULL);
     if (rc) return rc;
     uint8_t *p = f->data;
     int exact = 0;
-    unsigned idx = page_search(p, key, klen, &exact);
+    unsigned idx = page_search(p, o->key, o->klen, &exact);
     uint32_t *oldb = NULL;
     int oldn = 0;
-    leaf_cell c;
     size_t oldsz = 0;
     if (exact) {
+        leaf_cell c;
         page_leaf_cell(p, idx, &c);
         oldsz = c.size;
         if ((c.cflags & CELL_OVERFLOW) &&
@@ -697,46 +891,62 @@ int bt_put(bt_tree *t, const void *key, size_t klen, const void *val, size_t vle
     }
     if (page_reclaimable(p) + (exact ? oldsz + 2 : 0) >= nc.size + 2) {
         pathent path[1] = {{f}};
-        rc = insert_at(t, path, 0, idx, exact, nc.bytes, nc.size);
+        rc = insert_at(w, path, 0, idx, exact, &nc);
         bp_release(t->bp, f, BP_EXCL);
     } else {
         bp_release(t->bp, f, BP_EXCL);
         free(oldb); oldb = NULL; oldn = 0;
         uint32_t old_ovfl = 0, old_vlen = 0;
-        rc = put_pessimistic(t, key, klen, nc.bytes, nc.size, &old_ovfl, &old_vlen);
-        if (rc == ENG_OK && old_ovfl) {
-            /* The old chain is unreachable now; collecting it cannot race
-             * with readers (none can reach it) or the writer (us). */
-            rc = old_chain(t, 0, -1, old_ovfl, old_vlen, &oldb, &oldn);
-        }
+        rc = put_pessimistic(w, &nc, &old_ovfl, &old_vlen);
+        /* The old chain is unreachable now; collecting it races with no
+         * reader (none can reach it) and no writer (we are the one). */
+        if (rc == ENG_OK && old_ovfl) rc = old_chain(t, 0, -1, old_ovfl, old_vlen, &oldb, &oldn);
     }
-    if (rc == ENG_OK && oldn) rc = free_pages(t, oldb, oldn);
+    if (rc == ENG_OK && oldn) rc = free_pages(w, oldb, oldn);
     free(oldb);
     return rc;
 }
 
-int bt_delete(bt_tree *t, const void *key, size_t klen) {
+static int do_delete(bt_wctx *w) {
+    bt_tree *t = w->t;
+    const pa_op *o = &w->batch->ops[w->op];
     bp_frame *f;
-    int rc = descend(t, key, klen, BT_GE, BP_EXCL, &f, NULL, NULL);
+    int rc = descend(t, o->key, o->klen, BT_GE, BP_EXCL, &f, NULL, NULL);
     if (rc) return rc;
     int exact = 0;
-    unsigned idx = page_search(f->data, key, klen, &exact);
+    unsigned idx = page_search(f->data, o->key, o->klen, &exact);
     if (!exact) { bp_release(t->bp, f, BP_EXCL); return ENG_NOTFOUND; }
     leaf_cell c;
     page_leaf_cell(f->data, idx, &c);
     uint32_t *oldb = NULL;
     int oldn = 0;
+    size_t at;
     if ((c.cflags & CELL_OVERFLOW) &&
         (rc = old_chain(t, atomic_load(&f->block), (int)idx, c.ovfl, c.vlen, &oldb, &oldn))) {
         bp_release(t->bp, f, BP_EXCL);
         return rc;
     }
-    page_remove_cell(f->data, idx);
-    bp_mark_dirty(f);
+    if ((rc = act_begin(w, f, 0, &at)) == ENG_OK) {
+        pa_put_remove(&w->rec, atomic_load(&f->block), idx);
+        rc = act_apply(w, f, at);
+    }
     bp_release(t->bp, f, BP_EXCL);
-    if (oldn) rc = free_pages(t, oldb, oldn);
+    if (rc == ENG_OK && oldn) rc = free_pages(w, oldb, oldn);
     free(oldb);
     return rc;
+}
+
+int bt_apply_op(bt_tree *t, const pa_batch *batch, uint32_t op, uint64_t batch_lsn, int *changed) {
+    *changed = 0;
+    if (!batch || op >= batch->nops) return ENG_INVALID;
+    bt_wctx w;
+    int rc = wctx_init(&w, t, batch, op, batch_lsn);
+    if (rc) return rc;
+    rc = batch->ops[op].kind == BOP_PUT ? do_put(&w) : do_delete(&w);
+    int ok = rc == ENG_OK || rc == ENG_NOTFOUND;
+    *changed = w.rec.len > PA_REC_HDR || w.ntouched > 0;
+    int crc = wctx_commit(&w, ok);
+    return crc ? crc : rc;
 }
 
 /* ---- verify ---- */
@@ -908,7 +1118,7 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
                 }
             }
         }
-        /* 3. The free list. */
+        /* 3. The free list: trunks and the blocks they list. */
         bp_frame *m;
         if (bp_get(t->bp, META_BLOCK, BP_SHARED, &m) == ENG_OK) {
             meta_fields mf;
@@ -919,9 +1129,15 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
                 bp_frame *f;
                 if (bp_get(t->bp, b, BP_SHARED, &f)) break;
                 int ok = ph_get_type(f->data) == PAGE_FREE;
-                uint32_t next = ph_get_next(f->data);
+                uint32_t next = ph_get_next(f->data), cnt = ok ? ph_get_aux(f->data) : 0;
+                uint32_t *ents = malloc(sizeof(uint32_t) * (cnt ? cnt : 1));
+                for (uint32_t i = 0; ents && i < cnt; i++) ents[i] = rd32(f->data + PAGE_HDR + 4u * i);
                 bp_release(t->bp, f, BP_SHARED);
-                if (!ok) { vreport(&v, ENG_LAYER_STRUCTURE, b, -1, PAGE_FREE, 0, "%sfree list reaches a page that is not free", ""); break; }
+                if (!ok) { free(ents); vreport(&v, ENG_LAYER_STRUCTURE, b, -1, PAGE_FREE, 0, "%sfree list reaches a page that is not a trunk", ""); break; }
+                /* Listed blocks keep stale contents: only their checksums
+                 * (step 1) and their single ownership are checked. */
+                for (uint32_t i = 0; ents && i < cnt; i++) claim(&v, ents[i], USE_FREE, b);
+                free(ents);
                 b = next;
             }
         }

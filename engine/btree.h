@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "bufpool.h"
+#include "pageop.h"
 #include "status.h"
 
 typedef struct bt_tree bt_tree;
@@ -41,6 +42,13 @@ typedef struct bt_config {
     const char *file; /* data file name for reports */
     uint64_t file_blocks; /* whole blocks in the data file at open */
     uint64_t hwm;         /* durable high-water mark from control */
+    /* Logging: every tree operation's page actions go out as one record. */
+    int (*log_append)(void *ctx, int type, const void *payload, size_t len,
+                      uint64_t *start, uint64_t *end);
+    void *log_ctx;
+    _Atomic uint64_t *redo_lsn;  /* pages with LSN <= this get an image first */
+    int full_page_writes;
+    int wal_compression;         /* 1: zstd images */
 } bt_config;
 
 /* Write the meta page and an empty root leaf into the pool (new database). */
@@ -52,13 +60,22 @@ void bt_close(bt_tree *t);
 
 /* Blocks allocated (meta.nblocks). */
 uint32_t bt_nblocks(bt_tree *t);
+/* Full-page images logged since open: count, bytes, bytes before compression. */
+void bt_image_stats(bt_tree *t, uint64_t *n, uint64_t *bytes, uint64_t *raw);
 /* Overflow pages written since open. */
 uint64_t bt_overflow_pages(bt_tree *t);
 
 int bt_get(bt_tree *t, const void *key, size_t klen, eng_buf *out);
-/* Writer only (caller holds the write lock). */
-int bt_put(bt_tree *t, const void *key, size_t klen, const void *val, size_t vlen);
-int bt_delete(bt_tree *t, const void *key, size_t klen);
+
+/* Writer only (caller holds the write lock): apply operation OP of BATCH
+ * (whose WAL_REC_BATCH record is at BATCH_LSN), logging its page actions
+ * as one WAL_REC_PAGES record.  A delete of an absent key is ENG_NOTFOUND
+ * and changes nothing.  On any other failure *changed says whether pages
+ * were changed (then unlogged and pending: the caller must poison the
+ * handle); when it is 0 nothing happened and the op can be abandoned. */
+struct pa_batch;
+int bt_apply_op(bt_tree *t, const struct pa_batch *batch, uint32_t op, uint64_t batch_lsn, int *changed);
+typedef struct bt_wctx bt_wctx;
 
 /* ---- iteration: a copy of one leaf's entries in travel order ---- */
 

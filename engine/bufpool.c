@@ -131,9 +131,10 @@ static int read_verify(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *
                        bp->cfg.checksums, &is_zero, pr);
 }
 
-/* Stamp the block and checksum on a private copy and write it. */
-static void prepare_write(bp_pool *bp, uint32_t block, uint8_t *copy) {
+/* Stamp block, LSN and checksum on a private copy about to be written. */
+static void prepare_write(bp_pool *bp, uint32_t block, uint64_t lsn, uint8_t *copy) {
     ph_set_block(copy, block);
+    ph_set_lsn(copy, lsn);
     if (bp->cfg.checksums)
         page_set_checksum(copy, bp->cfg.page_size, block);
     else
@@ -167,32 +168,50 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try) {
     io_req reqs[BATCH];
     size_t nreq = 0;
     bp_frame *latched[BATCH];
+    uint64_t maxlsn = 0;
     for (size_t i = 0; i < n; i++) {
         bp_frame *f = fs[i];
         if (try) {
+            if (atomic_load(&f->pending)) continue;
             if (pthread_rwlock_tryrdlock(&f->latch) != 0) continue;
         } else {
+            pthread_rwlock_rdlock(&f->latch);
+        }
+        /* Pending: its operation's record is not in the log yet.  The
+         * writer clears it without this latch, so wait it out (flush) or
+         * pass (eviction). */
+        while (atomic_load(&f->pending)) {
+            pthread_rwlock_unlock(&f->latch);
+            if (try) goto next;
+            sched_yield();
             pthread_rwlock_rdlock(&f->latch);
         }
         if (!atomic_exchange(&f->dirty, 0) || atomic_load(&f->state) != ST_VALID) {
             pthread_rwlock_unlock(&f->latch);
             continue;
         }
-        uint8_t *copy = bufs + nreq * ps;
-        memcpy(copy, f->data, ps);
-        uint32_t block = atomic_load(&f->block);
-        prepare_write(bp, block, copy);
-        reqs[nreq] = (io_req){.f = bp->cfg.file, .buf = copy, .len = ps,
-                              .offset = (uint64_t)block * ps};
-        latched[nreq++] = f;
+        {
+            uint8_t *copy = bufs + nreq * ps;
+            memcpy(copy, f->data, ps);
+            uint32_t block = atomic_load(&f->block);
+            uint64_t lsn = atomic_load(&f->lsn);
+            if (lsn > maxlsn) maxlsn = lsn;
+            prepare_write(bp, block, lsn, copy);
+            reqs[nreq] = (io_req){.f = bp->cfg.file, .buf = copy, .len = ps,
+                                  .offset = (uint64_t)block * ps};
+            latched[nreq++] = f;
+        }
+    next:;
     }
     int rc = ENG_OK;
-    if (nreq) {
+    /* Write-ahead rule: the log first, up to the newest page's LSN. */
+    if (nreq && maxlsn && bp->cfg.wal_flush) rc = bp->cfg.wal_flush(bp->cfg.wal_ctx, maxlsn);
+    if (nreq && rc == ENG_OK) {
         rc = io_write_batch(bp->cfg.io, reqs, nreq);
         count(bp, C_WRITES, nreq);
     }
     for (size_t i = 0; i < nreq; i++) {
-        if (reqs[i].status != ENG_OK) atomic_store(&latched[i]->dirty, 1);
+        if (rc != ENG_OK || reqs[i].status != ENG_OK) atomic_store(&latched[i]->dirty, 1);
         pthread_rwlock_unlock(&latched[i]->latch);
     }
     free(bufs);
@@ -237,6 +256,7 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
             for (size_t j = 0; j < 4 * BATCH && j < n && nb < most; j++) {
                 bp_frame *c = &bp->frames[(i + j) % n];
                 if (!atomic_load(&c->dirty) || atomic_load(&c->state) != ST_VALID ||
+                    atomic_load(&c->pending) ||
                     atomic_load_explicit(&c->pin, memory_order_relaxed) != 0)
                     continue;
                 bp_frame *g = pin_if_valid(bp, atomic_load(&c->block));
@@ -333,6 +353,7 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             if (rc == ENG_CORRUPTION) frame_problem_report(bp, block, &pr);
             return rc;
         }
+        atomic_store(&nf->lsn, ph_get_lsn(nf->data));
         atomic_store(&nf->state, ST_VALID);
         if (mode == BP_SHARED) { /* downgrade: nobody can slip in a write */
             pthread_rwlock_unlock(&nf->latch);
@@ -341,6 +362,14 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
         *out = nf;
         return ENG_OK;
     }
+}
+
+size_t bp_nframes(const bp_pool *bp) { return bp->nframes; }
+
+int bp_overwrite(bp_pool *bp, uint32_t block, bp_frame **out) {
+    /* Same as a new block: the frame is claimed (or the resident one
+     * reused) without reading, zeroed, and the caller defines it. */
+    return bp_new(bp, block, out);
 }
 
 int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
@@ -368,6 +397,7 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
         pthread_mutex_unlock(&p->mu);
     }
     memset(nf->data, 0, bp->cfg.page_size);
+    atomic_store(&nf->lsn, 0);
     atomic_store(&nf->ref, 1);
     atomic_store(&nf->dirty, 1);
     atomic_store(&nf->state, ST_VALID);

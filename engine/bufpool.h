@@ -51,6 +51,11 @@ typedef struct bp_frame {
     _Atomic uint8_t state;
     _Atomic uint8_t ref;    /* clock reference bit */
     _Atomic uint8_t dirty;
+    _Atomic uint8_t pending; /* changed by a tree operation whose WAL record
+                              * is not appended yet: never written (W-rule) */
+    _Atomic uint64_t lsn;    /* page LSN: end of the last record that changed
+                              * it; the authority (ph_lsn is stamped from it
+                              * on every write) */
     struct bp_frame *hnext; /* hash chain, under the partition mutex */
     uint8_t *data;          /* page_size bytes */
 } bp_frame;
@@ -63,6 +68,10 @@ typedef struct bp_config {
     int checksums;
     _Atomic uint64_t *hwm;       /* durable high-water mark (blocks) */
     eng_reporter reporter;
+    /* Write-ahead rule: called before any page with LSN <= UPTO is
+     * written; must make the WAL durable up to UPTO.  NULL: no WAL. */
+    int (*wal_flush)(void *ctx, uint64_t upto);
+    void *wal_ctx;
 } bp_config;
 
 typedef struct bp_stats {
@@ -82,6 +91,16 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out);
  * end of the file): zeroed, dirty, pinned and latched exclusively. */
 int bp_new(bp_pool *bp, uint32_t block, bp_frame **out);
 
+/* A frame for BLOCK whose old contents do not matter (redo of an action
+ * that defines the whole page: the block may hold a torn page): never
+ * read from disk, pinned and latched exclusively, contents undefined. */
+int bp_overwrite(bp_pool *bp, uint32_t block, bp_frame **out);
+
+size_t bp_nframes(const bp_pool *bp);
+
+/* One more pin on a frame the caller already has pinned. */
+static inline void bp_pin_again(bp_frame *f) { atomic_fetch_add(&f->pin, 1); }
+
 /* Unlatch and unpin. */
 void bp_release(bp_pool *bp, bp_frame *f, int mode);
 
@@ -89,7 +108,8 @@ static inline void bp_mark_dirty(bp_frame *f) {
     atomic_store_explicit(&f->dirty, 1, memory_order_release);
 }
 
-/* Write back every dirty frame (batched).  Does not sync. */
+/* Write back every dirty frame (batched), waiting for frames that are
+ * pending (their operation is about to log them).  Does not sync. */
 int bp_flush_all(bp_pool *bp);
 
 /* For eng_verify: check BLOCK as it is now.  If resident and dirty, the

@@ -10,7 +10,7 @@
 #include "page.h"
 
 #define CT_MAGIC 0x31304c5443474e45ull /* "ENGCTL01" */
-#define CT_VERSION 1u
+#define CT_VERSION 2u
 #define CT_SUM_OFF (CONTROL_SIZE - 8u)
 
 void control_encode(const control *c, uint8_t buf[CONTROL_SIZE]) {
@@ -21,6 +21,10 @@ void control_encode(const control *c, uint8_t buf[CONTROL_SIZE]) {
     wr32(buf + 16, c->flags);
     wr64(buf + 24, c->hwm);
     wr64(buf + 32, c->checkpoint_lsn);
+    wr64(buf + 40, c->redo_lsn);
+    wr64(buf + 48, c->last_seq);
+    wr64(buf + 56, c->seg_size);
+    wr32(buf + 64, c->wal_gen);
     wr64(buf + CT_SUM_OFF, XXH3_64bits(buf, CT_SUM_OFF));
 }
 
@@ -33,6 +37,15 @@ int control_decode(const uint8_t buf[CONTROL_SIZE], control *c, const char **why
     c->flags = rd32(buf + 16);
     c->hwm = rd64(buf + 24);
     c->checkpoint_lsn = rd64(buf + 32);
+    c->redo_lsn = rd64(buf + 40);
+    c->last_seq = rd64(buf + 48);
+    c->seg_size = rd64(buf + 56);
+    c->wal_gen = rd32(buf + 64);
+    if (c->seg_size < (64u << 10) || c->seg_size > (1ull << 32) || (c->seg_size & (c->seg_size - 1))) {
+        *why = "WAL segment size out of range";
+        return ENG_CORRUPTION;
+    }
+    if (c->redo_lsn > c->checkpoint_lsn) { *why = "redo point after the checkpoint"; return ENG_CORRUPTION; }
     if (c->page_size != 4096 && c->page_size != 8192 && c->page_size != 16384) {
         *why = "page size out of range";
         return ENG_CORRUPTION;

@@ -13,8 +13,14 @@
  *   20     4    (zero)
  *   24     8    ct_hwm            durable high-water mark: every block below
  *                                 it has been written and synced at least once
- *   32     8    ct_checkpoint_lsn (0 until the WAL exists)
- *   40     464  (zero)
+ *   32     8    ct_checkpoint_lsn LSN of the last checkpoint record
+ *   40     8    ct_redo_lsn       where recovery starts replaying
+ *   48     8    ct_last_seq       last commit sequence at the redo point
+ *   56     8    ct_seg_size       WAL segment bytes
+ *   64     4    ct_wal_gen        WAL generation: raised (and this file
+ *                                 rewritten) on every open, before any
+ *                                 WAL block is written
+ *   68     436  (zero)
  *   504    8    ct_checksum       XXH3-64 of bytes [0, 504)
  */
 #ifndef ENGINE_CONTROL_H
@@ -33,6 +39,10 @@ typedef struct control {
     uint32_t flags;
     uint64_t hwm;
     uint64_t checkpoint_lsn;
+    uint64_t redo_lsn;
+    uint64_t last_seq;
+    uint64_t seg_size;
+    uint32_t wal_gen;
 } control;
 
 /* Read and check DIR/control.  ENG_NOTFOUND if it does not exist;

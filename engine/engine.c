@@ -1,21 +1,40 @@
 /*
- * engine.c -- the handle: open/create, the public calls, verify and stats.
+ * engine.c -- the handle: open (create or recover), writes and commit,
+ * checkpoints, the public calls, verify and stats.
  *
  * Files of a database directory:
  *   LOCK     flock()ed exclusively while a handle is open (dies with the
  *            process, so a crashed holder never blocks recovery)
  *   control  creation options and durable marks (control.h)
  *   data     the pages (page.h); block 0 meta, block 1 root
+ *   wal/     the log segments (wal.h)
  *
- * Creation order: data pages written and synced first, control last; a
- * directory without a valid control file holds no database, so a crash
- * during creation leaves nothing half made.
+ * Creation order: data pages written and synced, then the log with a first
+ * checkpoint record, synced, then control last: a directory without a
+ * valid control file holds no database, so a crash during creation leaves
+ * nothing half made.
  *
- * Durability in this version: changes reach disk when pages are evicted
- * and at eng_sync / eng_close (write back, fsync data, then raise the
- * high-water mark in control).  A failed write or fsync poisons the handle
- * (ENG_POISONED for every later write and sync) until it is reopened: the
- * kernel may have dropped the dirty data, so retrying would lie.
+ * A write (eng_write) under the writer lock:
+ *   1. logs its batch as one WAL_REC_BATCH record: this is the commit;
+ *   2. applies each operation to the tree, each logging its page actions
+ *      as one WAL_REC_PAGES record (atomic multi-page changes);
+ *   3. by sync_mode: commit fsyncs the log before releasing the lock;
+ *      group releases the lock and then waits for an fsync that covers its
+ *      batch (one fsync serves every writer waiting); off returns at once.
+ * Recovery replays pages from the redo point, then completes a last batch
+ * whose commit reached the log before all its operations did: a batch is
+ * all or nothing.
+ *
+ * Checkpoint: under the writer lock take redo = end of log (a batch
+ * boundary) and make every later first change of a page log its image;
+ * write back every dirty page; fsync the data file; log a checkpoint
+ * record, fsync; replace control (redo point, high-water mark); drop the
+ * segments below redo.
+ *
+ * Poisoning: a failed write or fsync of the log or of a page write-back
+ * poisons the handle (ENG_POISONED for every later write, sync and
+ * checkpoint) until it is reopened: the kernel may have dropped the dirty
+ * data, so retrying would lie.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,15 +50,20 @@
 #include "control.h"
 #include "io.h"
 #include "page.h"
+#include "pageop.h"
+#include "recovery.h"
 #include "status.h"
+#include "wal.h"
 
 #define DATA_NAME "data"
 #define LOCK_NAME "LOCK"
 #define DATA_FILE_ID 0
 #define MIN_FRAMES 16u
+#define SEQ_RING 4096u
 
 struct eng_db {
     char dir[4096];
+    char archive_dir[4096];
     eng_options opts;
     int lockfd;
     io_ctx *io;
@@ -47,22 +71,40 @@ struct eng_db {
     int data_open;
     control ctl;
     _Atomic uint64_t hwm;
+    _Atomic uint64_t redo_lsn;
     bp_pool *bp;
     bt_tree *bt;
+    wal *wal;
     pthread_mutex_t write_mu;
+    pthread_mutex_t ckpt_mu;
     _Atomic int poisoned;
     eng_reporter rep;
     pthread_mutex_t last_mu;
     eng_corruption last;
     int has_last;
     _Atomic uint64_t corruption[ENG_LAYER_COUNT];
-    _Atomic uint64_t puts, deletes, gets, syncs;
+    _Atomic uint64_t puts, deletes, gets, syncs, batches, checkpoints;
+    _Atomic uint64_t wal_bytes, wal_records;
+    /* Commit sequences: last assigned, and which are durable. */
+    _Atomic uint64_t seq;
+    _Atomic uint64_t durable_seq;
+    pthread_mutex_t seq_mu;
+    struct { uint64_t end, seq; } ring[SEQ_RING];
+    size_t ring_head, ring_len;
+    _Atomic int ckpt_due;
+    eng_recovery_info rinfo;
 };
 
 void eng_options_init(eng_options *o) {
     memset(o, 0, sizeof *o);
     o->page_size = 8192;
     o->data_checksums = 1;
+    o->wal_segment_size = 16u << 20;
+    o->sync_mode = ENG_SYNC_COMMIT;
+    o->full_page_writes = 1;
+    o->wal_compression = ENG_WAL_COMPRESSION_NONE;
+    o->checkpoint_wal_bytes = 64u << 20;
+    o->wal_buffer_size = 1u << 20;
     o->cache_size = 64u << 20;
     o->io_backend = ENG_IO_URING;
     o->create_if_missing = 1;
@@ -103,37 +145,128 @@ static int take_lock(eng_db *db, int create) {
 
 static void free_handle(eng_db *db) {
     if (db->bt) bt_close(db->bt);
+    if (db->wal) wal_close(db->wal);
     if (db->bp) bp_destroy(db->bp);
     if (db->data_open) io_close(db->io, &db->data);
     if (db->io) io_ctx_destroy(db->io);
     if (db->lockfd >= 0) close(db->lockfd); /* releases the flock */
     pthread_mutex_destroy(&db->write_mu);
+    pthread_mutex_destroy(&db->ckpt_mu);
     pthread_mutex_destroy(&db->last_mu);
+    pthread_mutex_destroy(&db->seq_mu);
     free(db);
 }
 
 static int valid_page_size(uint32_t ps) { return ps == 4096 || ps == 8192 || ps == 16384; }
 
-/* Write back, fsync, then raise the durable high-water mark.  Caller holds
- * write_mu (or is single-threaded in open/close). */
-static int sync_locked(eng_db *db) {
+static int poison(eng_db *db, int rc) {
+    if (rc == ENG_IOERR || rc == ENG_NOSPACE || rc == ENG_POISONED || rc == ENG_NOMEM)
+        atomic_store(&db->poisoned, 1);
+    return rc;
+}
+
+/* ---- the log, as the lower layers see it ---- */
+
+static int log_append(void *ctx, int type, const void *payload, size_t len, uint64_t *start, uint64_t *end) {
+    eng_db *db = ctx;
+    int rc = wal_append(db->wal, type, payload, len, start, end);
+    if (rc == ENG_OK) {
+        atomic_fetch_add_explicit(&db->wal_bytes, len + WAL_REC_HDR, memory_order_relaxed);
+        atomic_fetch_add_explicit(&db->wal_records, 1, memory_order_relaxed);
+    }
+    return rc;
+}
+
+/* Write-ahead rule for page write-back.  During recovery (no log open)
+ * every record being replayed was fsynced by its first pass. */
+static int pool_wal_flush(void *ctx, uint64_t upto) {
+    eng_db *db = ctx;
+    if (!db->wal) return ENG_OK;
+    int rc = wal_flush(db->wal, upto);
+    return rc ? poison(db, rc) : ENG_OK;
+}
+
+/* Durable sequences: batches' record ends in commit order; the front
+ * entries the log's durable point has passed are durable. */
+static void seq_note(eng_db *db, uint64_t end, uint64_t seq) {
+    pthread_mutex_lock(&db->seq_mu);
+    if (db->ring_len == SEQ_RING) { /* forget the oldest: conservative */
+        db->ring_head = (db->ring_head + 1) % SEQ_RING;
+        db->ring_len--;
+    }
+    size_t at = (db->ring_head + db->ring_len) % SEQ_RING;
+    db->ring[at].end = end;
+    db->ring[at].seq = seq;
+    db->ring_len++;
+    pthread_mutex_unlock(&db->seq_mu);
+}
+
+uint64_t eng_durable_seq(eng_db *db) {
+    if (!db->wal) return atomic_load(&db->durable_seq);
+    uint64_t d = wal_durable_lsn(db->wal);
+    pthread_mutex_lock(&db->seq_mu);
+    while (db->ring_len && db->ring[db->ring_head].end <= d) {
+        if (db->ring[db->ring_head].seq > atomic_load(&db->durable_seq))
+            atomic_store(&db->durable_seq, db->ring[db->ring_head].seq);
+        db->ring_head = (db->ring_head + 1) % SEQ_RING;
+        db->ring_len--;
+    }
+    pthread_mutex_unlock(&db->seq_mu);
+    return atomic_load(&db->durable_seq);
+}
+
+uint64_t eng_last_seq(eng_db *db) { return atomic_load(&db->seq); }
+
+/* ---- checkpoint ---- */
+
+static int checkpoint(eng_db *db) {
     if (atomic_load(&db->poisoned)) return ENG_POISONED;
+    pthread_mutex_lock(&db->ckpt_mu);
+    pthread_mutex_lock(&db->write_mu);
+    uint64_t redo = wal_insert_lsn(db->wal);
+    uint64_t last_seq = atomic_load(&db->seq);
     uint32_t nblocks = bt_nblocks(db->bt);
+    /* From here every first change of a page logs its image. */
+    atomic_store(&db->redo_lsn, redo);
+    atomic_store(&db->ckpt_due, 0);
+    pthread_mutex_unlock(&db->write_mu);
+
     int rc = bp_flush_all(db->bp);
     if (rc == ENG_OK) rc = io_sync(db->io, &db->data);
     atomic_fetch_add(&db->syncs, 1);
-    if (rc == ENG_OK && nblocks > db->ctl.hwm) {
+    uint64_t cstart = 0, cend = 0;
+    if (rc == ENG_OK) {
+        uint8_t rec[24];
+        wr64(rec, redo);
+        wr64(rec + 8, last_seq);
+        wr64(rec + 16, nblocks);
+        rc = log_append(db, WAL_REC_CHECKPOINT, rec, sizeof rec, &cstart, &cend);
+    }
+    if (rc == ENG_OK) rc = wal_flush(db->wal, cend);
+    if (rc == ENG_OK) {
         control c = db->ctl;
-        c.hwm = nblocks;
+        c.redo_lsn = redo;
+        c.checkpoint_lsn = cstart;
+        c.last_seq = last_seq;
+        if (nblocks > c.hwm) c.hwm = nblocks;
         rc = control_write(db->io, db->dir, &c);
         if (rc == ENG_OK) {
             db->ctl = c;
             atomic_store(&db->hwm, c.hwm);
+            atomic_fetch_add(&db->checkpoints, 1);
+            rc = wal_remove_before(db->wal, redo);
         }
     }
-    if (rc != ENG_OK && rc != ENG_CORRUPTION) atomic_store(&db->poisoned, 1);
-    return rc;
+    pthread_mutex_unlock(&db->ckpt_mu);
+    return rc == ENG_CORRUPTION ? rc : poison(db, rc);
 }
+
+int eng_checkpoint(eng_db *db) {
+    if (db->opts.read_only) return ENG_READONLY;
+    return checkpoint(db);
+}
+
+/* ---- open: create, or recover ---- */
 
 static int start_pool(eng_db *db) {
     size_t nframes = db->opts.cache_size / db->ctl.page_size;
@@ -141,19 +274,44 @@ static int start_pool(eng_db *db) {
     bp_config bc = {
         .io = db->io, .file = &db->data, .page_size = db->ctl.page_size, .nframes = nframes,
         .checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0, .hwm = &db->hwm,
-        .reporter = db->rep,
+        .reporter = db->rep, .wal_flush = pool_wal_flush, .wal_ctx = db,
     };
     return bp_create(&bc, &db->bp);
+}
+
+static int open_wal(eng_db *db, uint64_t start, uint64_t prev) {
+    wal_config wc = {
+        .io = db->io, .dir = db->dir, .seg_size = db->ctl.seg_size,
+        .buffer_size = db->opts.wal_buffer_size, .gen = db->ctl.wal_gen,
+        .start_lsn = start, .prev_lsn = prev,
+        .archive_dir = db->archive_dir[0] ? db->archive_dir : NULL, .reporter = db->rep,
+    };
+    return wal_open(&wc, &db->wal);
+}
+
+static int open_tree(eng_db *db) {
+    uint64_t size = 0;
+    io_size(db->io, &db->data, &size);
+    bt_config tc = {
+        .bp = db->bp, .page_size = db->ctl.page_size, .reporter = db->rep, .file = DATA_NAME,
+        .file_blocks = size / db->ctl.page_size, .hwm = db->ctl.hwm,
+        .log_append = log_append, .log_ctx = db, .redo_lsn = &db->redo_lsn,
+        .full_page_writes = db->opts.full_page_writes,
+        .wal_compression = db->opts.wal_compression == ENG_WAL_COMPRESSION_ZSTD,
+    };
+    return bt_open(&tc, &db->bt);
 }
 
 static int create_db(eng_db *db) {
     db->ctl.page_size = db->opts.page_size;
     db->ctl.flags = db->opts.data_checksums ? CONTROL_FLAG_CHECKSUMS : 0;
-    db->ctl.hwm = 0;
-    db->ctl.checkpoint_lsn = 0;
+    db->ctl.seg_size = db->opts.wal_segment_size;
+    db->ctl.wal_gen = 1;
     atomic_store(&db->hwm, 0);
-    /* A data file without control is debris of an interrupted creation. */
+    /* Data or log without control is debris of an interrupted creation. */
     io_unlink(db->io, db->dir, DATA_NAME);
+    char wdir[4200];
+    snprintf(wdir, sizeof wdir, "%s/%s", db->dir, WAL_DIR);
     int rc = io_open(db->io, db->dir, DATA_NAME, DATA_FILE_ID, 1, 0, &db->data);
     if (rc) return rc;
     db->data_open = 1;
@@ -161,11 +319,83 @@ static int create_db(eng_db *db) {
     if ((rc = bt_create(db->bp, db->ctl.page_size))) return rc;
     if ((rc = bp_flush_all(db->bp))) return rc;
     if ((rc = io_sync(db->io, &db->data))) return rc;
-    if ((rc = io_dirsync(db->io, db->dir))) return rc;
     db->ctl.hwm = 2;
+    atomic_store(&db->hwm, 2);
+    /* A fresh log: remove any old segments, start at the first record. */
+    if (mkdir(wdir, 0755) != 0 && errno != EEXIST) return io_status_from_errno(errno);
+    for (uint64_t s = 0; s < 64 * db->ctl.seg_size; s += db->ctl.seg_size) {
+        char name[32];
+        snprintf(name, sizeof name, "%016llx", (unsigned long long)s);
+        io_unlink(db->io, wdir, name);
+    }
+    if ((rc = open_wal(db, WAL_BLOCK_HDR, 0))) return rc;
+    uint8_t rec[24] = {0};
+    uint64_t start, end;
+    wr64(rec, WAL_BLOCK_HDR);
+    wr64(rec + 16, 2);
+    if ((rc = log_append(db, WAL_REC_CHECKPOINT, rec, sizeof rec, &start, &end))) return rc;
+    if ((rc = wal_flush(db->wal, end))) return rc;
+    if ((rc = io_dirsync(db->io, wdir))) return rc;
+    if ((rc = io_dirsync(db->io, db->dir))) return rc;
+    db->ctl.redo_lsn = WAL_BLOCK_HDR;
+    db->ctl.checkpoint_lsn = start;
+    db->ctl.last_seq = 0;
     if ((rc = control_write(db->io, db->dir, &db->ctl))) return rc;
+    atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
+    return open_tree(db);
+}
+
+static int recover_db(eng_db *db) {
+    int rc = io_open(db->io, db->dir, DATA_NAME, DATA_FILE_ID, 0, db->opts.read_only, &db->data);
+    if (rc) return rc;
+    db->data_open = 1;
     atomic_store(&db->hwm, db->ctl.hwm);
-    return ENG_OK;
+    if ((rc = start_pool(db))) return rc;
+    rec_result rr;
+    rc = recovery_redo(db->io, db->dir, db->ctl.seg_size, db->ctl.redo_lsn, db->ctl.last_seq,
+                       db->bp, db->ctl.page_size, &db->rep, &rr);
+    if (rc) { rec_result_free(&rr); return rc; }
+    db->rinfo = (eng_recovery_info){
+        .redo_lsn = db->ctl.redo_lsn, .end_lsn = rr.end_lsn, .recovered_lsn = rr.last_lsn,
+        .recovered_seq = rr.last_seq, .records = rr.records, .actions_applied = rr.actions_applied,
+        .actions_skipped = rr.actions_skipped, .images_restored = rr.images_restored,
+        .trimmed = rr.trimmed,
+    };
+    atomic_store(&db->seq, rr.last_seq);
+    atomic_store(&db->durable_seq, rr.last_seq);
+    atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
+    if (db->opts.read_only) {
+        /* Redo stays in the pool (never written back): a read-only open
+         * shows the recovered state and changes nothing on disk. */
+        rec_result_free(&rr);
+        return open_tree(db);
+    }
+    /* A new generation, durable before any block of it is written. */
+    db->ctl.wal_gen = (rr.max_gen > db->ctl.wal_gen ? rr.max_gen : db->ctl.wal_gen) + 1;
+    if ((rc = control_write(db->io, db->dir, &db->ctl))) { rec_result_free(&rr); return rc; }
+    if ((rc = open_wal(db, rr.end_lsn, rr.last_lsn))) { rec_result_free(&rr); return rc; }
+    if ((rc = open_tree(db))) { rec_result_free(&rr); return rc; }
+    if (rr.batch_payload) {
+        /* The last batch committed but not all its operations were logged:
+         * complete it (operations are idempotent as whole puts/deletes). */
+        pa_batch b = {0};
+        b.ops = calloc(rr.nops, sizeof *b.ops);
+        if (!b.ops) { rec_result_free(&rr); return ENG_NOMEM; }
+        pa_batch_decode(rr.batch_payload, rr.batch_len, &b);
+        for (uint32_t i = rr.ops_done; i < rr.nops && rc == ENG_OK; i++) {
+            int changed;
+            rc = bt_apply_op(db->bt, &b, i, rr.batch_lsn, &changed);
+            if (rc == ENG_NOTFOUND) rc = ENG_OK;
+            db->rinfo.batch_ops_completed++;
+        }
+        free(b.ops);
+    }
+    rec_result_free(&rr);
+    if (rc) return rc;
+    /* End-of-recovery checkpoint: the replayed state becomes the new
+     * starting point, so a crash now does not replay it all again. */
+    if (db->rinfo.records > 1 || db->rinfo.batch_ops_completed) rc = checkpoint(db);
+    return rc;
 }
 
 int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
@@ -175,15 +405,26 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
     if (!dir || !*dir || strlen(dir) >= 4000) return ENG_INVALID;
     if (opts->io_backend != ENG_IO_URING && opts->io_backend != ENG_IO_PSYNC) return ENG_INVALID;
     if (!valid_page_size(opts->page_size)) return ENG_INVALID;
-    if (opts->read_only && opts->create_if_missing && access(dir, F_OK) != 0) return ENG_INVALID;
+    if (opts->sync_mode < ENG_SYNC_COMMIT || opts->sync_mode > ENG_SYNC_OFF) return ENG_INVALID;
+    if (opts->wal_compression != ENG_WAL_COMPRESSION_NONE && opts->wal_compression != ENG_WAL_COMPRESSION_ZSTD)
+        return ENG_INVALID;
+    if (opts->wal_segment_size < (64u << 10) || opts->wal_segment_size > (1ull << 32) ||
+        (opts->wal_segment_size & (opts->wal_segment_size - 1)))
+        return ENG_INVALID;
+    if (opts->wal_buffer_size < 4 * WAL_BLOCK) return ENG_INVALID;
+    if (opts->archive_dir && strlen(opts->archive_dir) >= 4000) return ENG_INVALID;
 
     eng_db *db = calloc(1, sizeof *db);
     if (!db) return ENG_NOMEM;
     snprintf(db->dir, sizeof db->dir, "%s", dir);
+    if (opts->archive_dir) snprintf(db->archive_dir, sizeof db->archive_dir, "%s", opts->archive_dir);
     db->opts = *opts;
+    db->opts.archive_dir = NULL; /* kept in db->archive_dir */
     db->lockfd = -1;
     pthread_mutex_init(&db->write_mu, NULL);
+    pthread_mutex_init(&db->ckpt_mu, NULL);
     pthread_mutex_init(&db->last_mu, NULL);
+    pthread_mutex_init(&db->seq_mu, NULL);
     db->rep = (eng_reporter){db_report, db};
 
     struct stat st;
@@ -202,6 +443,11 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
         free_handle(db);
         return ENG_INVALID;
     }
+    if (db->archive_dir[0] && mkdir(db->archive_dir, 0755) != 0 && errno != EEXIST) {
+        int rc = io_status_from_errno(errno);
+        free_handle(db);
+        return rc;
+    }
 
     int rc = io_ctx_create(opts->io_backend, opts->io_hooks, &db->io);
     if (rc == ENG_OK) {
@@ -219,19 +465,8 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
             if (opts->read_only || !opts->create_if_missing) rc = ENG_NOTFOUND;
             else rc = create_db(db);
         } else if (rc == ENG_OK) {
-            if (opts->error_if_exists) rc = ENG_INVALID;
-            atomic_store(&db->hwm, db->ctl.hwm);
-            if (rc == ENG_OK) rc = io_open(db->io, dir, DATA_NAME, DATA_FILE_ID, 0, opts->read_only, &db->data);
-            if (rc == ENG_OK) db->data_open = 1;
-            if (rc == ENG_OK) rc = start_pool(db);
+            rc = opts->error_if_exists ? ENG_INVALID : recover_db(db);
         }
-    }
-    if (rc == ENG_OK) {
-        uint64_t size = 0;
-        io_size(db->io, &db->data, &size);
-        bt_config tc = {.bp = db->bp, .page_size = db->ctl.page_size, .reporter = db->rep, .file = DATA_NAME,
-                        .file_blocks = size / db->ctl.page_size, .hwm = db->ctl.hwm};
-        rc = bt_open(&tc, &db->bt);
     }
     if (rc != ENG_OK) {
         free_handle(db);
@@ -244,53 +479,121 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
 int eng_close(eng_db *db) {
     if (!db) return ENG_INVALID;
     int rc = ENG_OK;
-    if (!db->opts.read_only) {
-        pthread_mutex_lock(&db->write_mu);
-        rc = sync_locked(db);
-        pthread_mutex_unlock(&db->write_mu);
-    }
+    if (!db->opts.read_only && !atomic_load(&db->poisoned)) rc = checkpoint(db);
+    else if (atomic_load(&db->poisoned)) rc = ENG_POISONED;
     free_handle(db);
     return rc;
 }
 
 int eng_sync(eng_db *db) {
     if (db->opts.read_only) return ENG_READONLY;
-    pthread_mutex_lock(&db->write_mu);
-    int rc = sync_locked(db);
-    pthread_mutex_unlock(&db->write_mu);
-    return rc;
+    if (atomic_load(&db->poisoned)) return ENG_POISONED;
+    int rc = wal_flush(db->wal, wal_insert_lsn(db->wal));
+    return rc ? poison(db, rc) : ENG_OK;
 }
+
+/* ---- writes ---- */
 
 static int check_key(const void *key, size_t klen) {
     return (!key || klen == 0 || klen > ENG_MAX_KEY) ? ENG_INVALID : ENG_OK;
 }
 
-/* A write error anywhere below may have left the pool or file half done. */
-static int write_result(eng_db *db, int rc) {
-    if (rc == ENG_IOERR || rc == ENG_NOSPACE) atomic_store(&db->poisoned, 1);
-    return rc;
+int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
+    if (seqp) *seqp = 0;
+    if (!ops || n == 0 || n > ENG_MAX_BATCH_OPS) return ENG_INVALID;
+    uint64_t vbytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (check_key(ops[i].key, ops[i].klen)) return ENG_INVALID;
+        if (ops[i].kind == ENG_OP_PUT) {
+            if ((ops[i].vlen && !ops[i].val) || ops[i].vlen > ENG_MAX_VALUE) return ENG_INVALID;
+            vbytes += ops[i].vlen + ops[i].klen;
+        } else if (ops[i].kind != ENG_OP_DELETE) {
+            return ENG_INVALID;
+        }
+    }
+    if (vbytes > WAL_MAX_RECORD / 2) return ENG_INVALID;
+    if (db->opts.read_only) return ENG_READONLY;
+
+    pa_op stackops[8];
+    pa_op *pops = n <= 8 ? stackops : malloc(sizeof *pops * n);
+    if (!pops) return ENG_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        pops[i] = (pa_op){.kind = ops[i].kind == ENG_OP_PUT ? BOP_PUT : BOP_DELETE,
+                          .key = ops[i].key, .klen = (uint32_t)ops[i].klen,
+                          .val = ops[i].kind == ENG_OP_PUT ? ops[i].val : NULL,
+                          .vlen = ops[i].kind == ENG_OP_PUT ? (uint32_t)ops[i].vlen : 0};
+    }
+    pa_batch batch = {.nops = (uint32_t)n, .ops = pops};
+    size_t blen = pa_batch_size(pops, (uint32_t)n);
+    uint8_t stackrec[512];
+    uint8_t *rec = blen <= sizeof stackrec ? stackrec : malloc(blen);
+    if (!rec) { if (pops != stackops) free(pops); return ENG_NOMEM; }
+
+    int rc = ENG_OK, notfound = 0;
+    uint64_t bstart = 0, bend = 0, seq = 0;
+    pthread_mutex_lock(&db->write_mu);
+    if (atomic_load(&db->poisoned)) {
+        rc = ENG_POISONED;
+    } else {
+        seq = atomic_load(&db->seq) + 1;
+        batch.seq = seq;
+        pa_batch_encode(rec, seq, pops, (uint32_t)n);
+        rc = log_append(db, WAL_REC_BATCH, rec, blen, &bstart, &bend);
+        if (rc == ENG_OK) {
+            atomic_store(&db->seq, seq);
+            seq_note(db, bend, seq);
+            int changed = 0, abandoned = 0;
+            for (uint32_t i = 0; i < n && rc == ENG_OK; i++) {
+                rc = bt_apply_op(db->bt, &batch, i, bstart, &changed);
+                if (rc == ENG_NOTFOUND) { notfound = 1; rc = ENG_OK; }
+                if (rc != ENG_OK && i == 0 && !changed) {
+                    /* Failed before changing anything (a corrupt page on
+                     * the way down): log the batch as abandoned, so
+                     * recovery does not complete it, and stay usable. */
+                    uint8_t ab[PA_REC_HDR];
+                    uint64_t s0, e0;
+                    wr64(ab, bstart);
+                    wr32(ab + 8, PA_OP_ABORT);
+                    abandoned = log_append(db, WAL_REC_PAGES, ab, sizeof ab, &s0, &e0) == ENG_OK;
+                }
+            }
+            if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_COMMIT) rc = wal_flush(db->wal, bend);
+            if (rc != ENG_OK && !abandoned) poison(db, rc == ENG_CORRUPTION ? ENG_POISONED : rc);
+        } else {
+            poison(db, rc);
+        }
+        uint64_t every = db->opts.checkpoint_wal_bytes;
+        if (every && wal_insert_lsn(db->wal) - atomic_load(&db->redo_lsn) > every)
+            atomic_store(&db->ckpt_due, 1);
+    }
+    pthread_mutex_unlock(&db->write_mu);
+    if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_GROUP) {
+        rc = wal_flush(db->wal, bend);
+        if (rc) poison(db, rc);
+    }
+    if (rc == ENG_OK && db->opts.sync_mode != ENG_SYNC_OFF) {
+        uint64_t d = atomic_load(&db->durable_seq);
+        while (d < seq && !atomic_compare_exchange_weak(&db->durable_seq, &d, seq)) {}
+    }
+    if (rec != stackrec) free(rec);
+    if (pops != stackops) free(pops);
+    atomic_fetch_add_explicit(&db->batches, 1, memory_order_relaxed);
+    if (rc == ENG_OK && atomic_load(&db->ckpt_due) && atomic_exchange(&db->ckpt_due, 0))
+        rc = checkpoint(db);
+    if (seqp && seq && (rc == ENG_OK || rc == ENG_NOTFOUND)) *seqp = seq;
+    return rc == ENG_OK && notfound && n == 1 ? ENG_NOTFOUND : rc;
 }
 
-int eng_put(eng_db *db, const void *key, size_t klen, const void *val, size_t vlen) {
-    if (check_key(key, klen) || (vlen && !val) || vlen > ENG_MAX_VALUE) return ENG_INVALID;
-    if (db->opts.read_only) return ENG_READONLY;
-    pthread_mutex_lock(&db->write_mu);
-    int rc = atomic_load(&db->poisoned) ? ENG_POISONED
-                                        : write_result(db, bt_put(db->bt, key, klen, val, vlen));
-    pthread_mutex_unlock(&db->write_mu);
+int eng_put(eng_db *db, const void *key, size_t klen, const void *val, size_t vlen, uint64_t *seq) {
+    eng_op op = {.kind = ENG_OP_PUT, .key = key, .klen = klen, .val = val, .vlen = vlen};
     atomic_fetch_add_explicit(&db->puts, 1, memory_order_relaxed);
-    return rc;
+    return eng_write(db, &op, 1, seq);
 }
 
-int eng_delete(eng_db *db, const void *key, size_t klen) {
-    if (check_key(key, klen)) return ENG_INVALID;
-    if (db->opts.read_only) return ENG_READONLY;
-    pthread_mutex_lock(&db->write_mu);
-    int rc = atomic_load(&db->poisoned) ? ENG_POISONED
-                                        : write_result(db, bt_delete(db->bt, key, klen));
-    pthread_mutex_unlock(&db->write_mu);
+int eng_delete(eng_db *db, const void *key, size_t klen, uint64_t *seq) {
+    eng_op op = {.kind = ENG_OP_DELETE, .key = key, .klen = klen};
     atomic_fetch_add_explicit(&db->deletes, 1, memory_order_relaxed);
-    return rc;
+    return eng_write(db, &op, 1, seq);
 }
 
 int eng_get(eng_db *db, const void *key, size_t klen, eng_buf *val) {
@@ -298,6 +601,8 @@ int eng_get(eng_db *db, const void *key, size_t klen, eng_buf *val) {
     atomic_fetch_add_explicit(&db->gets, 1, memory_order_relaxed);
     return bt_get(db->bt, key, klen, val);
 }
+
+void eng_get_recovery_info(eng_db *db, eng_recovery_info *out) { *out = db->rinfo; }
 
 /* ---- iterators ---- */
 
@@ -419,6 +724,7 @@ const void *eng_iter_value(const eng_iter *it, size_t *vlen) {
     return it->lc.buf + e->voff;
 }
 
+/* ---- verify ---- */
 /* ---- verify ---- */
 
 typedef struct verify_fwd {
@@ -586,10 +892,34 @@ int eng_get_stats(eng_db *db, eng_stats *st) {
     st->cache_hits = b.hits;
     st->cache_misses = b.misses;
     st->evictions = b.evictions;
-    st->syncs = atomic_load(&db->syncs);
+    st->syncs = atomic_load(&db->syncs); /* + the log's, below */
     st->puts = atomic_load(&db->puts);
     st->deletes = atomic_load(&db->deletes);
     st->gets = atomic_load(&db->gets);
+    st->batches = atomic_load(&db->batches);
+    st->last_seq = atomic_load(&db->seq);
+    st->durable_seq = eng_durable_seq(db);
+    st->sync_mode = db->opts.sync_mode;
+    st->full_page_writes = db->opts.full_page_writes;
+    st->wal_compression = db->opts.wal_compression;
+    st->wal_segment_size = db->ctl.seg_size;
+    st->wal_bytes = atomic_load(&db->wal_bytes);
+    st->wal_records = atomic_load(&db->wal_records);
+    bt_image_stats(db->bt, &st->images, &st->image_bytes, &st->image_raw_bytes);
+    st->checkpoints = atomic_load(&db->checkpoints);
+    if (db->wal) {
+        wal_stats ws;
+        wal_get_stats(db->wal, &ws);
+        st->wal_written_bytes = ws.bytes_written;
+        st->wal_syncs = ws.syncs;
+        st->syncs += ws.syncs;
+        st->archive_bytes = ws.archive_bytes;
+        st->segments_archived = ws.segments_archived;
+        st->segments_removed = ws.segments_removed;
+        st->segments_recycled = ws.segments_recycled;
+        st->wal_insert_lsn = wal_insert_lsn(db->wal);
+        st->wal_durable_lsn = wal_durable_lsn(db->wal);
+    }
     for (int i = 0; i < ENG_LAYER_COUNT; i++) st->corruption[i] = atomic_load(&db->corruption[i]);
     return ENG_OK;
 }

@@ -144,11 +144,36 @@ typedef enum eng_io_backend {
     ENG_IO_PSYNC,     /* pread/pwrite/fsync */
 } eng_io_backend;
 
+typedef enum eng_sync_mode {
+    ENG_SYNC_COMMIT = 0, /* fsync the log before acknowledging each write (default) */
+    ENG_SYNC_GROUP,      /* log in order under the writer lock, fsync outside it:
+                          * one fsync acknowledges every write it covers */
+    ENG_SYNC_OFF,        /* acknowledge at once; durable at the next sync,
+                          * checkpoint or write-back that flushes the log */
+} eng_sync_mode;
+
+typedef enum eng_wal_compression {
+    ENG_WAL_COMPRESSION_NONE = 0,
+    ENG_WAL_COMPRESSION_ZSTD, /* full-page images compressed with zstd */
+} eng_wal_compression;
+
 typedef struct eng_options {
     /* Creation-time (stored in the control file; ignored when opening an
      * existing database, whose stored values win). */
     uint32_t page_size;     /* 4096, 8192 (default) or 16384 */
     int data_checksums;     /* 1 (default) or 0 */
+    uint64_t wal_segment_size; /* power of two >= 64 KiB; default 16 MiB */
+
+    /* Durability (open-time). */
+    int sync_mode;              /* eng_sync_mode */
+    int full_page_writes;       /* default 1: image of a page on its first
+                                 * change after each checkpoint */
+    int wal_compression;        /* eng_wal_compression */
+    uint64_t checkpoint_wal_bytes; /* checkpoint after this much log; default
+                                    * 64 MiB; 0 = only explicit checkpoints */
+    size_t wal_buffer_size;     /* default 1 MiB */
+    const char *archive_dir;    /* finished segments copied here before they
+                                 * are removed; NULL = no archiving */
 
     /* Open-time. */
     size_t cache_size;      /* buffer pool bytes; default 64 MiB; at least 16 pages are used */
@@ -189,9 +214,50 @@ typedef struct eng_buf {
 } eng_buf;
 void eng_buf_free(eng_buf *b);
 
-int eng_put(eng_db *db, const void *key, size_t klen, const void *val, size_t vlen);
-int eng_delete(eng_db *db, const void *key, size_t klen); /* ENG_NOTFOUND if absent */
+/* Writes.  Each write is a batch with a commit sequence number (1, 2, ...
+ * in commit order), returned in *seq when SEQ is not NULL.  A batch is
+ * atomic across crashes: after recovery it is wholly present or absent.
+ * When a write returns ENG_OK its sequence is durable per sync_mode.  When
+ * it fails with ENG_IOERR, ENG_NOSPACE or ENG_CORRUPTION after it reached
+ * the log, the handle is poisoned and the batch is in doubt: after reopen
+ * it is either wholly present or absent, like a write cut by a crash. */
+typedef enum eng_op_kind { ENG_OP_PUT = 1, ENG_OP_DELETE = 2 } eng_op_kind;
+typedef struct eng_op {
+    int kind;
+    const void *key;
+    size_t klen;
+    const void *val;  /* puts */
+    size_t vlen;
+} eng_op;
+
+#define ENG_MAX_BATCH_OPS 65536u
+
+int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seq);
+int eng_put(eng_db *db, const void *key, size_t klen, const void *val, size_t vlen, uint64_t *seq);
+/* ENG_NOTFOUND if absent (the delete is still logged and gets a sequence). */
+int eng_delete(eng_db *db, const void *key, size_t klen, uint64_t *seq);
 int eng_get(eng_db *db, const void *key, size_t klen, eng_buf *val);
+
+/* The highest commit sequence known durable (its batch record is on disk
+ * and fsynced), and the highest assigned. */
+uint64_t eng_durable_seq(eng_db *db);
+uint64_t eng_last_seq(eng_db *db);
+
+/* Write back every dirty page, then log a checkpoint and record it in
+ * control; older log segments are archived (if set) and removed. */
+int eng_checkpoint(eng_db *db);
+
+/* What the last open's recovery did. */
+typedef struct eng_recovery_info {
+    uint64_t redo_lsn;        /* replay started here */
+    uint64_t end_lsn;         /* the log ended here (appending resumed) */
+    uint64_t recovered_lsn;   /* LSN of the last record recovered */
+    uint64_t recovered_seq;   /* commit sequence of the last batch recovered */
+    uint64_t records, actions_applied, actions_skipped, images_restored;
+    uint32_t batch_ops_completed; /* ops of a cut-short last batch redone */
+    int trimmed;              /* a torn tail after end_lsn was cut */
+} eng_recovery_info;
+void eng_get_recovery_info(eng_db *db, eng_recovery_info *out);
 
 /* Iterators see a consistent view of each leaf they visit (a leaf is copied
  * while latched), not a snapshot of the whole tree: a key written during
@@ -243,8 +309,18 @@ typedef struct eng_stats {
     uint64_t nblocks;           /* blocks allocated in the data file */
     uint64_t high_water_mark;   /* durable: blocks ever written and synced */
     uint64_t page_reads, page_writes, cache_hits, cache_misses, evictions;
-    uint64_t syncs;
-    uint64_t puts, deletes, gets;
+    uint64_t syncs;             /* data file fsyncs */
+    uint64_t puts, deletes, gets, batches;
+    uint64_t last_seq, durable_seq;
+    int sync_mode, full_page_writes, wal_compression;
+    uint64_t wal_segment_size;
+    uint64_t wal_bytes;         /* record bytes appended since open */
+    uint64_t wal_written_bytes; /* block bytes written to segments */
+    uint64_t wal_records, wal_syncs, wal_insert_lsn, wal_durable_lsn;
+    uint64_t images, image_bytes, image_raw_bytes; /* full-page images: count,
+                                 * bytes logged, bytes before compression */
+    uint64_t checkpoints;
+    uint64_t archive_bytes, segments_archived, segments_removed, segments_recycled;
     uint64_t overflow_pages_written;
     uint64_t corruption[ENG_LAYER_COUNT]; /* reports per layer */
 } eng_stats;

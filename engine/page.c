@@ -324,6 +324,10 @@ int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_AUX, page_size - PAGE_HDR,
                        ph_get_aux(page), "overflow page claims %u payload bytes, room for %zu",
                        ph_get_aux(page), page_size - PAGE_HDR);
+    if (type == PAGE_FREE && ph_get_aux(page) > FREE_TRUNK_CAP(page_size))
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_AUX, FREE_TRUNK_CAP(page_size),
+                       ph_get_aux(page), "free-list trunk claims %u entries, room for %zu",
+                       ph_get_aux(page), (size_t)FREE_TRUNK_CAP(page_size));
     return ENG_OK;
 }
 

@@ -33,7 +33,10 @@
  * Meta page (block 0), after the header:
  *                 u64 magic | u32 root | u32 nblocks | u32 freelist | u32 height
  * Overflow page:  payload of ph_aux bytes right after the header.
- * Free page:      ph_next links the free list.
+ * Free-list trunk (PAGE_FREE): ph_next links the next trunk, ph_aux counts
+ *                 the u32 block numbers of free pages right after the
+ *                 header.  A free page listed in a trunk keeps whatever it
+ *                 held: freeing a page never writes it.
  *
  * Invariants (numbered so tests can name them):
  *   P1  HDR <= lower <= upper <= page_size, lower == HDR + 2*nslots
@@ -66,6 +69,7 @@ enum page_type {
 };
 
 #define CELL_OVERFLOW 0x01u
+#define FREE_TRUNK_CAP(ps) (((ps) - PAGE_HDR) / 4u)
 #define LEAF_CELL_HDR 7u      /* u16 klen, u8 cflags, u32 vlen */
 #define INTERNAL_CELL_HDR 6u  /* u16 klen, u32 child */
 #define META_MAGIC 0x31415441454d4745ull /* "EGMETA11" */

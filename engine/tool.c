@@ -13,10 +13,15 @@
  *   check DIR --keys N ...  prove the keys present are exactly 0..m-1 with
  *                           the values load wrote
  *   get DIR KEY             one value, raw bytes on stdout
+ *   checkpoint DIR          open, eng_checkpoint, close
+ *   waldump DIR             every WAL record from the redo point, one line
+ *                           each, decoded (pg_waldump style)
  *
- * It uses only the public API of engine/engine.h, plus engine/page.h to
- * decode a raw block for dump-page (which reads the data file itself, so
- * it can show a page the engine refuses to load).
+ * It uses the public API of engine/engine.h for everything that opens the
+ * database.  What must work on a database the engine refuses to open reads
+ * the files itself, through the engine's own decoders: engine/page.h for a
+ * raw block (dump-page); control.h, wal.h and pageop.h for the log
+ * (waldump, and the log pass of verify).  Those never write anything.
  *
  * Exit codes (other tools read them; keep them stable):
  *   0  success / clean / found
@@ -25,18 +30,26 @@
  *      nothing at all was written (every argument is parsed and validated
  *      before anything is opened or created)
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
+#include "control.h"
 #include "engine.h"
+#include "io.h"
 #include "page.h"
+#include "pageop.h"
+#include "status.h"
+#include "wal.h"
 
 #define EXIT_OK 0
 #define EXIT_PROBLEM 1
@@ -47,6 +60,9 @@
 #define DEFAULT_VALUE_SIZE 100u
 #define MAX_REPORTED 10                 /* per kind of problem in check */
 #define SHOW_KEY_BYTES 48               /* dump-page truncates longer keys */
+#define WALDUMP_OPS 3                   /* waldump shows this many ops of a batch */
+#define MAX_WAL_SEG_SIZE (1ull << 32)   /* the engine's limit */
+#define MIN_WAL_SEG_SIZE (64ull << 10)
 
 /* ---- arguments ------------------------------------------------------------ */
 
@@ -58,8 +74,18 @@ enum tool_opt {
     OPT_NO_CHECKSUMS = 1u << 4,
     OPT_CACHE_SIZE = 1u << 5,
     OPT_IO_BACKEND = 1u << 6,
+    OPT_SYNC = 1u << 7,
+    OPT_FULL_PAGE_WRITES = 1u << 8,
+    OPT_WAL_COMPRESSION = 1u << 9,
+    OPT_WAL_SEGMENT_SIZE = 1u << 10,
+    OPT_ARCHIVE_DIR = 1u << 11,
+    OPT_CHECKPOINT_WAL_BYTES = 1u << 12,
+    OPT_FROM = 1u << 13,
+    OPT_LIMIT = 1u << 14,
 };
 #define OPT_OPEN_TIME (OPT_CACHE_SIZE | OPT_IO_BACKEND)
+#define OPT_LOG (OPT_SYNC | OPT_FULL_PAGE_WRITES | OPT_WAL_COMPRESSION | OPT_WAL_SEGMENT_SIZE | \
+                 OPT_ARCHIVE_DIR | OPT_CHECKPOINT_WAL_BYTES)
 
 typedef struct tool_args {
     const char *dir;
@@ -72,6 +98,16 @@ typedef struct tool_args {
     int data_checksums;
     uint64_t cache_size;
     int io_backend;
+    int sync_mode;              /* eng_sync_mode */
+    int full_page_writes;
+    int wal_compression;        /* eng_wal_compression */
+    uint64_t wal_segment_size;
+    const char *archive_dir;
+    uint64_t checkpoint_wal_bytes;
+    uint64_t from;              /* waldump: start LSN */
+    const char *from_str;       /* as given */
+    int from_oldest;            /* waldump --from oldest */
+    uint64_t limit;             /* waldump: records to show */
     uint64_t block;             /* dump-page, parsed from arg2 */
 } tool_args;
 
@@ -87,6 +123,14 @@ static const struct tool_opt_def {
     {"--no-data-checksums", OPT_NO_CHECKSUMS, 0},
     {"--cache-size", OPT_CACHE_SIZE, 1},
     {"--io-backend", OPT_IO_BACKEND, 1},
+    {"--sync", OPT_SYNC, 1},
+    {"--full-page-writes", OPT_FULL_PAGE_WRITES, 1},
+    {"--wal-compression", OPT_WAL_COMPRESSION, 1},
+    {"--wal-segment-size", OPT_WAL_SEGMENT_SIZE, 1},
+    {"--archive-dir", OPT_ARCHIVE_DIR, 1},
+    {"--checkpoint-wal-bytes", OPT_CHECKPOINT_WAL_BYTES, 1},
+    {"--from", OPT_FROM, 1},
+    {"--limit", OPT_LIMIT, 1},
 };
 
 static int cmd_verify(const tool_args *a);
@@ -95,6 +139,8 @@ static int cmd_dump_page(const tool_args *a);
 static int cmd_load(const tool_args *a);
 static int cmd_check(const tool_args *a);
 static int cmd_get(const tool_args *a);
+static int cmd_checkpoint(const tool_args *a);
+static int cmd_waldump(const tool_args *a);
 
 static const struct tool_cmd {
     const char *name;
@@ -108,13 +154,21 @@ static const struct tool_cmd {
     {"stat", 1, OPT_OPEN_TIME, 0, cmd_stat, "stat DIR"},
     {"dump-page", 2, OPT_PAGE_SIZE, 0, cmd_dump_page, "dump-page DIR BLOCK [--page-size B]"},
     {"load", 1,
-     OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_PAGE_SIZE | OPT_NO_CHECKSUMS | OPT_OPEN_TIME,
+     OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_PAGE_SIZE | OPT_NO_CHECKSUMS | OPT_OPEN_TIME |
+         OPT_LOG,
      OPT_KEYS, cmd_load,
      "load DIR --keys N [--value-size B] [--seed S] [--page-size 4096|8192|16384]\n"
-     "                   [--no-data-checksums] [--cache-size BYTES] [--io-backend uring|psync]"},
-    {"check", 1, OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_OPEN_TIME, OPT_KEYS, cmd_check,
-     "check DIR --keys N [--value-size B] [--seed S]"},
+     "                   [--no-data-checksums] [--cache-size BYTES] [--io-backend uring|psync]\n"
+     "                   [--sync commit|group|off] [--full-page-writes on|off]\n"
+     "                   [--wal-compression none|zstd] [--wal-segment-size BYTES]\n"
+     "                   [--archive-dir DIR] [--checkpoint-wal-bytes N]"},
+    {"check", 1, OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_OPEN_TIME | OPT_SYNC, OPT_KEYS,
+     cmd_check, "check DIR --keys N [--value-size B] [--seed S] [--sync commit|group|off]"},
     {"get", 2, OPT_OPEN_TIME, 0, cmd_get, "get DIR KEY"},
+    {"checkpoint", 1, OPT_OPEN_TIME | OPT_ARCHIVE_DIR, 0, cmd_checkpoint,
+     "checkpoint DIR [--archive-dir DIR]"},
+    {"waldump", 1, OPT_FROM | OPT_LIMIT, 0, cmd_waldump,
+     "waldump DIR [--from LSN|oldest] [--limit N]"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -125,13 +179,37 @@ static void usage(FILE *f)
         fprintf(f, "  engine-tool %s\n", commands[i].synopsis);
     fprintf(f,
             "\n"
-            "verify, stat, check and get also take --cache-size BYTES and\n"
+            "verify, stat, check, get and checkpoint also take --cache-size BYTES and\n"
             "--io-backend uring|psync.  Options may come before or after DIR;\n"
             "\"--\" ends them (for a KEY that starts with '-').\n"
             "\n"
             "load writes keys \"k\" + 15-digit index (0..N-1) with --value-size bytes\n"
-            "(default %u) derived from (index, --seed); check proves the present keys\n"
-            "are exactly 0..m-1 with those values and prints present=m.\n"
+            "(default %u) derived from (index, --seed), one commit (eng_put) per key,\n"
+            "and prints \"loaded N keys, last_seq=S durable_seq=D\" (the sequences as\n"
+            "the engine reported them before the closing checkpoint); check proves\n"
+            "the present keys are exactly 0..m-1 with those values and prints\n"
+            "present=m.\n"
+            "\n"
+            "Log options: --sync commit (fsync per commit, default), group (one fsync\n"
+            "for every waiting commit) or off (durable at the next sync or\n"
+            "checkpoint); --full-page-writes on|off (default on); --wal-compression\n"
+            "none|zstd (full-page images); --wal-segment-size BYTES (a power of two,\n"
+            "at least 65536; taken when the database is created; default 16 MiB);\n"
+            "--archive-dir DIR (finished segments are copied there before removal);\n"
+            "--checkpoint-wal-bytes N (checkpoint after N bytes of log; 0 = only\n"
+            "explicit checkpoints and close).\n"
+            "\n"
+            "verify checks every page, then reads every WAL record from the redo\n"
+            "point; a damaged record in the synced part of the log is a problem.\n"
+            "\n"
+            "waldump reads the log itself (no engine open, nothing written), from\n"
+            "the control file's redo point or --from (a record's LSN, in hex as\n"
+            "printed, 0x optional; \"oldest\" = first record of the oldest segment),\n"
+            "one line per record:\n"
+            "  lsn=0x.. len=N type=batch|pages|checkpoint prev=0x.. SUMMARY\n"
+            "(len counts the 32-byte record header), then \"end of log at lsn=0x..\"\n"
+            "with \"(torn tail trimmed)\" if invalid bytes after the end were cut.  A\n"
+            "damaged record in the synced part prints a \"corruption:\" line, exit 1.\n"
             "\n"
             "exit status: 0 ok, 1 corruption / check failed / key not found,\n"
             "             2 usage, I/O, busy or invalid database\n",
@@ -158,6 +236,20 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
     if (errno != 0 || end == s || *end != '\0' || v > max)
         return -1;
     *out = v;
+    return 0;
+}
+
+/* Parse an LSN: hexadecimal digits, "0x" optional (waldump prints LSNs in
+ * hex), no overflow.  Returns 0 on success. */
+static int parse_lsn(const char *s, uint64_t *out)
+{
+    if (s == NULL)
+        return -1;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        s += 2;
+    if (s[0] == '\0' || strspn(s, "0123456789abcdefABCDEF") != strlen(s) || strlen(s) > 16)
+        return -1;
+    *out = strtoull(s, NULL, 16);
     return 0;
 }
 
@@ -197,6 +289,63 @@ static int set_option(tool_args *a, const struct tool_opt_def *def, const char *
             a->io_backend = ENG_IO_PSYNC;
         else
             return usage_error("--io-backend: must be uring or psync, not '%s'", v);
+        break;
+    case OPT_SYNC:
+        if (strcmp(v, "commit") == 0)
+            a->sync_mode = ENG_SYNC_COMMIT;
+        else if (strcmp(v, "group") == 0)
+            a->sync_mode = ENG_SYNC_GROUP;
+        else if (strcmp(v, "off") == 0)
+            a->sync_mode = ENG_SYNC_OFF;
+        else
+            return usage_error("--sync: must be commit, group or off, not '%s'", v);
+        break;
+    case OPT_FULL_PAGE_WRITES:
+        if (strcmp(v, "on") == 0)
+            a->full_page_writes = 1;
+        else if (strcmp(v, "off") == 0)
+            a->full_page_writes = 0;
+        else
+            return usage_error("--full-page-writes: must be on or off, not '%s'", v);
+        break;
+    case OPT_WAL_COMPRESSION:
+        if (strcmp(v, "none") == 0)
+            a->wal_compression = ENG_WAL_COMPRESSION_NONE;
+        else if (strcmp(v, "zstd") == 0)
+            a->wal_compression = ENG_WAL_COMPRESSION_ZSTD;
+        else
+            return usage_error("--wal-compression: must be none or zstd, not '%s'", v);
+        break;
+    case OPT_WAL_SEGMENT_SIZE:
+        if (parse_u64(v, MAX_WAL_SEG_SIZE, &n) || n < MIN_WAL_SEG_SIZE || (n & (n - 1)))
+            return usage_error("--wal-segment-size: must be a power of two from 65536 to "
+                               "4294967296 bytes, not '%s'", v);
+        a->wal_segment_size = n;
+        break;
+    case OPT_ARCHIVE_DIR:
+        if (v[0] == '\0' || strlen(v) >= 4000)
+            return usage_error("--archive-dir: must be a directory path, not '%s'", v);
+        a->archive_dir = v;
+        break;
+    case OPT_CHECKPOINT_WAL_BYTES:
+        if (parse_u64(v, UINT64_MAX, &a->checkpoint_wal_bytes))
+            return usage_error("--checkpoint-wal-bytes: not a number of bytes: '%s'", v);
+        break;
+    case OPT_FROM:
+        a->from_str = v;
+        if (strcmp(v, "oldest") == 0) {
+            a->from_oldest = 1;
+        } else if (parse_lsn(v, &a->from)) {
+            return usage_error("--from: not an LSN (hex, as waldump prints it) or 'oldest': '%s'",
+                               v);
+        } else if ((a->from & 7) || (a->from % WAL_BLOCK != 0 && a->from % WAL_BLOCK < WAL_BLOCK_HDR)) {
+            return usage_error("--from: %s cannot start a record (LSNs of records are 8-aligned "
+                               "and never inside a block header)", v);
+        }
+        break;
+    case OPT_LIMIT:
+        if (parse_u64(v, UINT64_MAX, &a->limit) || a->limit == 0)
+            return usage_error("--limit: not a number of records (1 or more): '%s'", v);
         break;
     }
     a->given |= def->bit;
@@ -349,11 +498,18 @@ static void explain_failure(FILE *f, const char *what, const char *dir, int st, 
         print_report(f, &r);
 }
 
-static void base_options(const tool_args *a, eng_options *o, int create)
+/* How a command opens the database. */
+enum tool_open_mode {
+    TOOL_READ,      /* read-only; the database must exist */
+    TOOL_WRITE,     /* read-write; the database must exist */
+    TOOL_CREATE,    /* read-write, created if missing */
+};
+
+static void base_options(const tool_args *a, eng_options *o, int mode)
 {
     eng_options_init(o);
-    o->create_if_missing = create;
-    o->read_only = !create;
+    o->create_if_missing = mode == TOOL_CREATE;
+    o->read_only = mode == TOOL_READ;
     if (a->given & OPT_PAGE_SIZE)
         o->page_size = a->page_size;
     if (a->given & OPT_NO_CHECKSUMS)
@@ -362,6 +518,18 @@ static void base_options(const tool_args *a, eng_options *o, int create)
         o->cache_size = (size_t)a->cache_size;
     if (a->given & OPT_IO_BACKEND)
         o->io_backend = a->io_backend;
+    if (a->given & OPT_SYNC)
+        o->sync_mode = a->sync_mode;
+    if (a->given & OPT_FULL_PAGE_WRITES)
+        o->full_page_writes = a->full_page_writes;
+    if (a->given & OPT_WAL_COMPRESSION)
+        o->wal_compression = a->wal_compression;
+    if (a->given & OPT_WAL_SEGMENT_SIZE)
+        o->wal_segment_size = a->wal_segment_size;
+    if (a->given & OPT_ARCHIVE_DIR)
+        o->archive_dir = a->archive_dir;
+    if (a->given & OPT_CHECKPOINT_WAL_BYTES)
+        o->checkpoint_wal_bytes = a->checkpoint_wal_bytes;
     o->on_corruption = remember_report;
     o->on_corruption_ctx = NULL;
 }
@@ -382,19 +550,18 @@ static int require_dir(const char *dir)
     return 0;
 }
 
-/* Open DIR read-only (or create/open read-write when CREATE).  Returns 0
- * with *db set, or an exit code after explaining the failure; reports go to
- * REPORT_TO. */
-static int tool_open(const tool_args *a, int create, FILE *report_to, eng_db **db)
+/* Open DIR as MODE says.  Returns 0 with *db set, or an exit code after
+ * explaining the failure; reports go to REPORT_TO. */
+static int tool_open(const tool_args *a, int mode, FILE *report_to, eng_db **db)
 {
     *db = NULL;
-    if (!create) {
+    if (mode != TOOL_CREATE) {
         int rc = require_dir(a->dir);
         if (rc)
             return rc;
     }
     eng_options o;
-    base_options(a, &o, create);
+    base_options(a, &o, mode);
     int st = eng_open(a->dir, &o, db);
     if (st != ENG_OK) {
         *db = NULL;
@@ -450,104 +617,13 @@ static const char *escape_key(const uint8_t *k, size_t len, size_t maxshow, char
     return out;
 }
 
-/* ---- verify ------------------------------------------------------------------ */
+/* ---- the log ------------------------------------------------------------------ */
 
-typedef struct verify_ctx {
-    pthread_mutex_t mu;
-    uint64_t seen;
-} verify_ctx;
+/* waldump and the log pass of verify read DIR/wal themselves, with the
+ * engine's reader (wal.h) and decoders (pageop.h), so they work on a
+ * database the engine will not open and never write anything. */
 
-static void verify_report(void *ctx, const eng_corruption *r)
-{
-    verify_ctx *v = ctx;
-    char line[512];
-    eng_corruption_format(r, line, sizeof line);
-    pthread_mutex_lock(&v->mu);
-    v->seen++;
-    printf("%s\n", line);
-    pthread_mutex_unlock(&v->mu);
-}
-
-static int cmd_verify(const tool_args *a)
-{
-    int rc = require_dir(a->dir);
-    if (rc)
-        return rc;
-    eng_options o;
-    base_options(a, &o, 0);
-    o.on_corruption = NULL;     /* FN gets every report; once is enough */
-    verify_ctx v = {PTHREAD_MUTEX_INITIALIZER, 0};
-    uint64_t problems = 0;
-    int st = eng_verify_dir(a->dir, &o, verify_report, &v, &problems);
-    if (problems < v.seen)
-        problems = v.seen;
-    if (st != ENG_OK && st != ENG_CORRUPTION) {
-        fprintf(stderr, "engine-tool: verify %s: %s\n", a->dir, eng_strerror(st));
-        if (problems)
-            printf("verify: %" PRIu64 " problems (incomplete)\n", problems);
-        return EXIT_ERROR;
-    }
-    printf("verify: %" PRIu64 " problems\n", problems);
-    return (st == ENG_CORRUPTION || problems) ? EXIT_PROBLEM : EXIT_OK;
-}
-
-/* ---- stat ---------------------------------------------------------------------- */
-
-static int cmd_stat(const tool_args *a)
-{
-    eng_db *db;
-    int rc = tool_open(a, 0, stderr, &db);
-    if (rc)
-        return rc;
-    eng_stats s;
-    memset(&s, 0, sizeof s);
-    int st = eng_get_stats(db, &s);
-    if (st != ENG_OK) {
-        explain_failure(stderr, "stat", a->dir, st, db);
-        eng_close(db);
-        return status_exit(st);
-    }
-    printf("{\n");
-    printf("  \"options\": {\n");
-    printf("    \"page_size\": %" PRIu32 ",\n", s.page_size);
-    printf("    \"data_checksums\": %s,\n", s.data_checksums ? "true" : "false");
-    printf("    \"io_backend\": \"%s\",\n", s.io_backend == ENG_IO_PSYNC ? "psync" : "uring");
-    printf("    \"cache_size\": %" PRIu64 ",\n", s.cache_size);
-    printf("    \"cache_pages\": %" PRIu64 "\n", s.cache_pages);
-    printf("  },\n");
-    printf("  \"sizes\": {\n");
-    printf("    \"data_file_bytes\": %" PRIu64 ",\n", s.data_file_bytes);
-    printf("    \"nblocks\": %" PRIu64 ",\n", s.nblocks);
-    printf("    \"high_water_mark\": %" PRIu64 "\n", s.high_water_mark);
-    printf("  },\n");
-    printf("  \"counters\": {\n");
-    printf("    \"page_reads\": %" PRIu64 ",\n", s.page_reads);
-    printf("    \"page_writes\": %" PRIu64 ",\n", s.page_writes);
-    printf("    \"cache_hits\": %" PRIu64 ",\n", s.cache_hits);
-    printf("    \"cache_misses\": %" PRIu64 ",\n", s.cache_misses);
-    printf("    \"evictions\": %" PRIu64 ",\n", s.evictions);
-    printf("    \"syncs\": %" PRIu64 ",\n", s.syncs);
-    printf("    \"puts\": %" PRIu64 ",\n", s.puts);
-    printf("    \"deletes\": %" PRIu64 ",\n", s.deletes);
-    printf("    \"gets\": %" PRIu64 ",\n", s.gets);
-    printf("    \"overflow_pages_written\": %" PRIu64 ",\n", s.overflow_pages_written);
-    printf("    \"corruption\": {");
-    for (int l = 0; l < ENG_LAYER_COUNT; l++) {
-        const char *name = eng_layer_name(l);
-        printf("%s\n      \"%s\": %" PRIu64, l ? "," : "", name ? name : "unknown", s.corruption[l]);
-    }
-    printf("\n    }\n");
-    printf("  }\n");
-    printf("}\n");
-    st = eng_close(db);
-    if (st != ENG_OK) {
-        explain_failure(stderr, "close", a->dir, st, NULL);
-        return status_exit(st);
-    }
-    return EXIT_OK;
-}
-
-/* ---- dump-page ---------------------------------------------------------------- */
+#define WAL_BLOCK_MAGIC 0xA11Eu /* wb_magic (wal.h block header) */
 
 /* Read exactly LEN bytes at OFF.  Returns 0, or -1 with errno (0 = EOF). */
 static int pread_full(int fd, void *buf, size_t len, uint64_t off)
@@ -567,6 +643,618 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
     }
     return 0;
 }
+
+static const char *sync_mode_name(int mode)
+{
+    switch (mode) {
+    case ENG_SYNC_COMMIT: return "commit";
+    case ENG_SYNC_GROUP: return "group";
+    case ENG_SYNC_OFF: return "off";
+    default: return "unknown";
+    }
+}
+
+/* printf to F, or nothing when F is NULL (verify decodes without printing). */
+static void outf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void outf(FILE *f, const char *fmt, ...)
+{
+    if (f == NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+}
+
+/* A key as one space-free token: bytes outside '!'..'~' and the backslash
+ * as \xNN, at most MAXSHOW bytes then "...".  OUT needs 4 * MAXSHOW + 4
+ * bytes. */
+static const char *escape_token(const uint8_t *k, size_t len, size_t maxshow, char *out)
+{
+    size_t o = 0, n = len < maxshow ? len : maxshow;
+    for (size_t i = 0; i < n; i++) {
+        if (k[i] > 0x20 && k[i] < 0x7f && k[i] != '\\')
+            out[o++] = (char)k[i];
+        else
+            o += (size_t)sprintf(out + o, "\\x%02x", k[i]);
+    }
+    if (len > n) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static const char *rec_type_name(int type)
+{
+    switch (type) {
+    case WAL_REC_BATCH: return "batch";
+    case WAL_REC_PAGES: return "pages";
+    case WAL_REC_CHECKPOINT: return "checkpoint";
+    default: return NULL;
+    }
+}
+
+/* WAL_REC_BATCH: "seq=S ops=N" and the first WALDUMP_OPS operations.
+ * Returns NULL, or why the payload does not decode. */
+static const char *describe_batch(FILE *f, const uint8_t *p, size_t len)
+{
+    uint32_t nops = 0;
+    if (pa_batch_count(p, len, &nops))
+        return "batch payload does not decode";
+    pa_batch b = {0, 0, calloc(nops, sizeof(pa_op))};
+    if (b.ops == NULL)
+        return "out of memory decoding a batch";
+    if (pa_batch_decode(p, len, &b)) {
+        free(b.ops);
+        return "batch payload does not decode";
+    }
+    outf(f, " seq=%" PRIu64 " ops=%" PRIu32, b.seq, b.nops);
+    char shown[4 * SHOW_KEY_BYTES + 4];
+    for (uint32_t i = 0; i < b.nops && i < WALDUMP_OPS; i++) {
+        const pa_op *o = &b.ops[i];
+        if (o->kind == BOP_PUT)
+            outf(f, " put k=%s vlen=%" PRIu32, escape_token(o->key, o->klen, SHOW_KEY_BYTES, shown),
+                 o->vlen);
+        else
+            outf(f, " del k=%s", escape_token(o->key, o->klen, SHOW_KEY_BYTES, shown));
+    }
+    if (b.nops > WALDUMP_OPS)
+        outf(f, " ...(%" PRIu32 " more)", b.nops - WALDUMP_OPS);
+    free(b.ops);
+    return NULL;
+}
+
+/* One page action, fields per the encoding at the top of pageop.h.  Q is
+ * the action past its common prefix (kind, block); pa_parse has checked
+ * that every field read here lies inside the record. */
+static void describe_action(FILE *f, int kind, uint32_t block, const uint8_t *q)
+{
+    switch (kind) {
+    case PA_IMAGE:
+        outf(f, " image(block=%" PRIu32 " hole=%u+%u codec=%s bytes=%" PRIu32 ")", block,
+             (unsigned)rd16(q), (unsigned)rd16(q + 2), q[4] == 0 ? "raw" : q[4] == 1 ? "zstd" : "unknown",
+             rd32(q + 5));
+        break;
+    case PA_INIT: {
+        const char *t = q[0] <= PAGE_TYPE_MAX ? page_type_name(q[0]) : NULL;
+        outf(f, " init(block=%" PRIu32 " type=%s level=%u next=%" PRIu32 " aux=%" PRIu32 ")", block,
+             t ? t : "unknown", (unsigned)rd16(q + 1), rd32(q + 3), rd32(q + 7));
+        break;
+    }
+    case PA_FREE:
+        outf(f, " free(block=%" PRIu32 " next=%" PRIu32 ")", block, rd32(q));
+        break;
+    case PA_OVFL:
+        outf(f, " ovfl(block=%" PRIu32 " next=%" PRIu32 " len=%" PRIu32 " src=%s)", block, rd32(q),
+             rd32(q + 4), q[8] == 0 ? "bytes" : "op");
+        break;
+    case PA_INSERT:
+        outf(f, " insert(block=%" PRIu32 " idx=%u src=%s)", block, (unsigned)rd16(q),
+             q[3] == 0 ? "bytes" : "op");
+        break;
+    case PA_REMOVE:
+        outf(f, " remove(block=%" PRIu32 " idx=%u)", block, (unsigned)rd16(q));
+        break;
+    case PA_SPLIT:
+        outf(f, " split(block=%" PRIu32 " m=%u next=%" PRIu32 ")", block, (unsigned)rd16(q + 3),
+             rd32(q + 5));
+        break;
+    case PA_META:
+        outf(f, " meta(nblocks=%" PRIu32 " freelist=%" PRIu32 ")", rd32(q), rd32(q + 4));
+        break;
+    case PA_SETNEXT:
+        outf(f, " setnext(block=%" PRIu32 " next=%" PRIu32 ")", block, rd32(q));
+        break;
+    }
+}
+
+/* WAL_REC_PAGES: "batch=<lsn> op=I" and every action. */
+static const char *describe_pages(FILE *f, const uint8_t *p, size_t len)
+{
+    if (len < PA_REC_HDR)
+        return "page record shorter than its header";
+    outf(f, " batch=0x%" PRIx64 " op=%" PRIu32, rd64(p), rd32(p + 8));
+    size_t off = PA_REC_HDR;
+    if (off == len)
+        return "page record without actions";
+    while (off < len) {
+        int kind = 0;
+        uint32_t block = 0;
+        size_t n = pa_parse(p + off, len - off, &kind, &block);
+        if (n == 0)
+            return "malformed page action";
+        describe_action(f, kind, block, p + off + 5);
+        if (kind == PA_META && block != 0)
+            return "meta action names a block other than 0";
+        off += n;
+    }
+    return NULL;
+}
+
+/* WAL_REC_CHECKPOINT: u64 redo | u64 last_seq | u64 nblocks. */
+static const char *describe_checkpoint(FILE *f, const uint8_t *p, size_t len)
+{
+    if (len != 24)
+        return "checkpoint record is not 24 bytes";
+    outf(f, " redo=0x%" PRIx64 " last_seq=%" PRIu64 " nblocks=%" PRIu64, rd64(p), rd64(p + 8),
+         rd64(p + 16));
+    return NULL;
+}
+
+/* Report, as the reader does, a problem with the record at LSN. */
+static void report_record(const eng_reporter *rep, uint64_t seg_size, uint64_t lsn,
+                          uint64_t expected, uint64_t found, const char *fmt, const char *why)
+{
+    uint64_t seg = lsn & ~(seg_size - 1);
+    char file[64];
+    snprintf(file, sizeof file, "%s/%016" PRIx64, WAL_DIR, seg);
+    eng_report(rep, ENG_LAYER_WAL, file, (int64_t)((lsn - seg) / WAL_BLOCK), (int64_t)(lsn - seg),
+               -1, expected, found, fmt, (unsigned long long)lsn, why);
+}
+
+typedef struct log_walk {
+    uint64_t records;   /* records read */
+    uint64_t malformed; /* records that passed their checksum but do not decode */
+    uint64_t end;       /* at the end: just past the last good record */
+    int trimmed;        /* a torn tail after END was cut */
+    int limited;        /* stopped by the limit, the next record at END */
+} log_walk;
+
+/* Read the log of DIR (segments of SEG_SIZE) from FROM with wal_reader,
+ * decoding every record; with OUT, print one line per record.  Reports (a
+ * damaged record in the synced part, a payload that does not decode) go
+ * to REP.  LIMIT > 0 stops after that many records.  Returns ENG_OK at
+ * the end of the log or the limit (W->malformed counts undecodable
+ * records), ENG_CORRUPTION when the reader stopped at a damaged record,
+ * or the status that stopped it. */
+static int walk_log(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t from, uint64_t limit,
+                    FILE *out, const eng_reporter *rep, log_walk *w)
+{
+    memset(w, 0, sizeof *w);
+    w->end = from;
+    wal_reader *r = NULL;
+    int st = wal_reader_open(io, dir, seg_size, from, 0, rep, &r);
+    if (st != ENG_OK)
+        return st;
+    wal_record rec;
+    while ((st = wal_reader_next(r, &rec)) == ENG_OK) {
+        w->records++;
+        w->end = rec.end;
+        const char *name = rec_type_name(rec.type);
+        outf(out, "lsn=0x%" PRIx64 " len=%zu type=", rec.lsn, rec.len + WAL_REC_HDR);
+        if (name)
+            outf(out, "%s", name);
+        else
+            outf(out, "unknown(%d)", rec.type);
+        outf(out, " prev=0x%" PRIx64, rec.prev);
+        const char *why = NULL;
+        if (rec.type == WAL_REC_BATCH)
+            why = describe_batch(out, rec.payload, rec.len);
+        else if (rec.type == WAL_REC_PAGES)
+            why = describe_pages(out, rec.payload, rec.len);
+        else if (rec.type == WAL_REC_CHECKPOINT)
+            why = describe_checkpoint(out, rec.payload, rec.len);
+        if (why)
+            outf(out, " MALFORMED: %s", why);
+        outf(out, "\n");
+        if (why) {
+            w->malformed++;
+            report_record(rep, seg_size, rec.lsn, 0, (uint64_t)rec.type,
+                          "record at LSN 0x%llx passes its checksum but does not decode: %s", why);
+        }
+        if (limit && w->records >= limit) {
+            w->limited = 1;
+            break;
+        }
+    }
+    if (st == ENG_NOTFOUND) {
+        wal_reader_end(r, &w->end, NULL, NULL, &w->trimmed);
+        st = ENG_OK;
+    }
+    wal_reader_close(r);
+    return st;
+}
+
+/* Recovery needs a record at the redo point (the checkpoint's own, or the
+ * first change after it): report its absence the way recovery does. */
+static void report_no_redo_record(const eng_reporter *rep, uint64_t redo, uint64_t end)
+{
+    eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)redo, -1, redo, end,
+               "the log holds no record at the redo point (LSN %llu): the checkpoint's "
+               "record is missing", (unsigned long long)redo);
+}
+
+/* The first record of the oldest segment of DIR/wal (segments of SEG_SIZE):
+ * past the continuation (wb_cont) of a record begun in an older, removed
+ * segment.  Returns 0 with *LSN, or -1 (no segment).  A block header that
+ * does not check ends the search at the segment's first record position;
+ * the reader then says what is wrong there. */
+static int oldest_record(const char *dir, uint64_t seg_size, uint64_t *lsn)
+{
+    char waldir[4200];
+    snprintf(waldir, sizeof waldir, "%s/%s", dir, WAL_DIR);
+    DIR *d = opendir(waldir);
+    if (d == NULL)
+        return -1;
+    uint64_t base = UINT64_MAX;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        uint64_t v;
+        if (strlen(e->d_name) == 16 && strspn(e->d_name, "0123456789abcdef") == 16 &&
+            parse_lsn(e->d_name, &v) == 0 && (v & (seg_size - 1)) == 0 && v < base)
+            base = v;
+    }
+    closedir(d);
+    if (base == UINT64_MAX)
+        return -1;
+    *lsn = base + WAL_BLOCK_HDR;
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%016" PRIx64, waldir, base);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    for (uint64_t b = 0; b < seg_size; b += WAL_BLOCK) {
+        uint8_t h[WAL_BLOCK_HDR];
+        if (pread_full(fd, h, sizeof h, b) != 0 || XXH3_64bits(h, 24) != rd64(h + 24) ||
+            rd16(h + 22) != WAL_BLOCK_MAGIC || rd64(h) != base + b)
+            break;
+        uint16_t cont = rd16(h + 20);
+        if (cont < WAL_BLOCK - WAL_BLOCK_HDR) {
+            *lsn = (base + b + WAL_BLOCK_HDR + cont + 7) & ~(uint64_t)7;
+            break;
+        }
+    }
+    close(fd);
+    return 0;
+}
+
+/* Reports of a log read: counted, and the first one kept. */
+typedef struct log_reports {
+    uint64_t count;
+    eng_corruption first;
+} log_reports;
+
+/* Print each report as it comes (waldump). */
+static void print_log_report(void *ctx, const eng_corruption *r)
+{
+    log_reports *lr = ctx;
+    if (lr->count++ == 0)
+        lr->first = *r;
+    print_report(stdout, r);
+}
+
+/* Only keep it (a report that is a note, not the result). */
+static void keep_report(void *ctx, const eng_corruption *r)
+{
+    log_reports *lr = ctx;
+    if (lr->count++ == 0)
+        lr->first = *r;
+}
+
+static int cmd_waldump(const tool_args *a)
+{
+    int rc = require_dir(a->dir);
+    if (rc)
+        return rc;
+    io_ctx *io = NULL;
+    int st = io_ctx_create(ENG_IO_PSYNC, NULL, &io);
+    if (st != ENG_OK) {
+        fprintf(stderr, "engine-tool: waldump %s: %s\n", a->dir, eng_strerror(st));
+        return EXIT_ERROR;
+    }
+    control c;
+    memset(&c, 0, sizeof c);
+    log_reports noted;
+    memset(&noted, 0, sizeof noted);
+    eng_reporter ctl_rep = {keep_report, &noted};
+    uint64_t seg_size = 0, start = 0;
+    int from_redo = 0, oldest = a->from_oldest;
+    st = control_read(io, a->dir, &c, &ctl_rep);
+    if (st == ENG_OK) {
+        seg_size = c.seg_size;
+        start = c.redo_lsn;
+        from_redo = !(a->given & OPT_FROM);
+    } else if (st == ENG_NOTFOUND || st == ENG_CORRUPTION) {
+        if (st == ENG_NOTFOUND) {
+            fprintf(stderr, "engine-tool: note: %s has no control file\n", a->dir);
+        } else {
+            char line[512];
+            eng_corruption_format(&noted.first, line, sizeof line);
+            fprintf(stderr, "engine-tool: note: %s: control file unreadable: %s\n", a->dir,
+                    noted.count ? line : "corruption");
+        }
+        seg_size = wal_guess_seg_size(a->dir);
+        if (seg_size == 0) {
+            fprintf(stderr, "engine-tool: waldump %s: no WAL segments in %s/%s\n", a->dir, a->dir,
+                    WAL_DIR);
+            io_ctx_destroy(io);
+            return EXIT_ERROR;
+        }
+        fprintf(stderr, "engine-tool: note: WAL segment size %" PRIu64
+                " guessed from the segment files\n", seg_size);
+        if (!(a->given & OPT_FROM))
+            oldest = 1;
+    } else {
+        fprintf(stderr, "engine-tool: waldump %s: reading the control file: %s\n", a->dir,
+                eng_strerror(st));
+        io_ctx_destroy(io);
+        return EXIT_ERROR;
+    }
+    if (oldest) {
+        if (oldest_record(a->dir, seg_size, &start) != 0) {
+            fprintf(stderr, "engine-tool: waldump %s: no WAL segments in %s/%s\n", a->dir, a->dir,
+                    WAL_DIR);
+            io_ctx_destroy(io);
+            return EXIT_ERROR;
+        }
+        if (!a->from_oldest)
+            fprintf(stderr, "engine-tool: note: starting at the oldest segment's first record, "
+                    "lsn=0x%" PRIx64 "\n", start);
+    } else if (a->given & OPT_FROM) {
+        start = a->from;
+    }
+
+    log_reports shown;
+    memset(&shown, 0, sizeof shown);
+    eng_reporter rep = {print_log_report, &shown};
+    log_walk w;
+    st = walk_log(io, a->dir, seg_size, start, a->limit, stdout, &rep, &w);
+    io_ctx_destroy(io);
+    if (st == ENG_OK && w.limited) {
+        printf("stopped after %" PRIu64 " records (--limit); next lsn=0x%" PRIx64 "\n", w.records,
+               w.end);
+    } else if (st == ENG_OK) {
+        if (from_redo && w.records == 0)
+            report_no_redo_record(&rep, start, w.end);
+        printf("end of log at lsn=0x%" PRIx64 "%s\n", w.end, w.trimmed ? " (torn tail trimmed)" : "");
+    } else if (st != ENG_CORRUPTION) {
+        fprintf(stderr, "engine-tool: waldump %s: reading the log after %" PRIu64 " records: %s\n",
+                a->dir, w.records, eng_strerror(st));
+        return EXIT_ERROR;
+    }
+    if (st == ENG_CORRUPTION && shown.count == 0)
+        printf("corruption: (no report recorded)\n");
+    if (st == ENG_CORRUPTION && w.records == 0 && (a->given & OPT_FROM) && !a->from_oldest)
+        fprintf(stderr, "engine-tool: note: is --from %s the LSN of a record?  The first record "
+                "did not read\n", a->from_str);
+    return (st == ENG_CORRUPTION || shown.count) ? EXIT_PROBLEM : EXIT_OK;
+}
+
+/* ---- verify ------------------------------------------------------------------ */
+
+#define VERIFY_WAL_KEPT 8
+
+typedef struct verify_ctx {
+    pthread_mutex_t mu;
+    uint64_t seen;
+    uint64_t log_new;           /* problems only the log pass found */
+    /* wal_record reports printed, so that the log pass does not print
+     * again what the engine's open already reported (its recovery reads
+     * the same log from the same point) */
+    eng_corruption wal[VERIFY_WAL_KEPT];
+    int nwal;
+} verify_ctx;
+
+static int same_report(const eng_corruption *x, const eng_corruption *y)
+{
+    return x->layer == y->layer && x->block == y->block && x->offset == y->offset &&
+           x->entry == y->entry && x->expected == y->expected && x->found == y->found &&
+           strcmp(x->file, y->file) == 0 && strcmp(x->detail, y->detail) == 0;
+}
+
+static void verify_report(void *ctx, const eng_corruption *r)
+{
+    verify_ctx *v = ctx;
+    char line[512];
+    eng_corruption_format(r, line, sizeof line);
+    pthread_mutex_lock(&v->mu);
+    v->seen++;
+    if (r->layer == ENG_LAYER_WAL && v->nwal < VERIFY_WAL_KEPT)
+        v->wal[v->nwal++] = *r;
+    printf("%s\n", line);
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* A report of the log pass: printed and counted unless already printed. */
+static void verify_log_report(void *ctx, const eng_corruption *r)
+{
+    verify_ctx *v = ctx;
+    pthread_mutex_lock(&v->mu);
+    int dup = 0;
+    for (int i = 0; i < v->nwal && !dup; i++)
+        dup = same_report(&v->wal[i], r);
+    pthread_mutex_unlock(&v->mu);
+    if (dup)
+        return;
+    verify_report(v, r);
+    pthread_mutex_lock(&v->mu);
+    v->log_new++;
+    pthread_mutex_unlock(&v->mu);
+}
+
+/* The log pass of verify: every record from the redo point, as recovery
+ * and waldump read them (eng_verify_dir checks the pages).  Returns
+ * ENG_OK (problems went to V), or the status that stopped it after a
+ * message.  Without a readable control file there is no redo point: the
+ * page pass has reported that already. */
+static int verify_log(const char *dir, verify_ctx *v)
+{
+    io_ctx *io = NULL;
+    int st = io_ctx_create(ENG_IO_PSYNC, NULL, &io);
+    if (st != ENG_OK)
+        return st;
+    control c;
+    eng_reporter quiet = {NULL, NULL};
+    st = control_read(io, dir, &c, &quiet);
+    if (st != ENG_OK) {
+        io_ctx_destroy(io);
+        return st == ENG_CORRUPTION || st == ENG_NOTFOUND ? ENG_OK : st;
+    }
+    eng_reporter rep = {verify_log_report, v};
+    log_walk w;
+    st = walk_log(io, dir, c.seg_size, c.redo_lsn, 0, NULL, &rep, &w);
+    io_ctx_destroy(io);
+    if (st == ENG_OK && w.records == 0)
+        report_no_redo_record(&rep, c.redo_lsn, w.end);
+    return st == ENG_CORRUPTION ? ENG_OK : st;
+}
+
+static int cmd_verify(const tool_args *a)
+{
+    int rc = require_dir(a->dir);
+    if (rc)
+        return rc;
+    eng_options o;
+    base_options(a, &o, TOOL_READ);
+    o.on_corruption = NULL;     /* FN gets every report; once is enough */
+    verify_ctx v = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {{0}}, 0};
+    uint64_t problems = 0;
+    int st = eng_verify_dir(a->dir, &o, verify_report, &v, &problems);
+    if (problems < v.seen)
+        problems = v.seen;
+    if (st == ENG_OK || st == ENG_CORRUPTION) {
+        int lst = verify_log(a->dir, &v);
+        problems += v.log_new;
+        if (lst != ENG_OK) {
+            fprintf(stderr, "engine-tool: verify %s: reading the log: %s\n", a->dir,
+                    eng_strerror(lst));
+            st = lst;
+        } else if (v.log_new) {
+            st = ENG_CORRUPTION;
+        }
+    }
+    if (st != ENG_OK && st != ENG_CORRUPTION) {
+        fprintf(stderr, "engine-tool: verify %s: %s\n", a->dir, eng_strerror(st));
+        if (problems)
+            printf("verify: %" PRIu64 " problems (incomplete)\n", problems);
+        return EXIT_ERROR;
+    }
+    printf("verify: %" PRIu64 " problems\n", problems);
+    return (st == ENG_CORRUPTION || problems) ? EXIT_PROBLEM : EXIT_OK;
+}
+
+/* ---- stat ---------------------------------------------------------------------- */
+
+static int cmd_stat(const tool_args *a)
+{
+    eng_db *db;
+    int rc = tool_open(a, TOOL_READ, stderr, &db);
+    if (rc)
+        return rc;
+    eng_stats s;
+    memset(&s, 0, sizeof s);
+    int st = eng_get_stats(db, &s);
+    if (st != ENG_OK) {
+        explain_failure(stderr, "stat", a->dir, st, db);
+        eng_close(db);
+        return status_exit(st);
+    }
+    eng_recovery_info ri;
+    memset(&ri, 0, sizeof ri);
+    eng_get_recovery_info(db, &ri);
+    printf("{\n");
+    printf("  \"options\": {\n");
+    printf("    \"page_size\": %" PRIu32 ",\n", s.page_size);
+    printf("    \"data_checksums\": %s,\n", s.data_checksums ? "true" : "false");
+    printf("    \"io_backend\": \"%s\",\n", s.io_backend == ENG_IO_PSYNC ? "psync" : "uring");
+    printf("    \"cache_size\": %" PRIu64 ",\n", s.cache_size);
+    printf("    \"cache_pages\": %" PRIu64 ",\n", s.cache_pages);
+    printf("    \"sync_mode\": \"%s\",\n", sync_mode_name(s.sync_mode));
+    printf("    \"full_page_writes\": %s,\n", s.full_page_writes ? "true" : "false");
+    printf("    \"wal_compression\": \"%s\",\n",
+           s.wal_compression == ENG_WAL_COMPRESSION_ZSTD ? "zstd" : "none");
+    printf("    \"wal_segment_size\": %" PRIu64 "\n", s.wal_segment_size);
+    printf("  },\n");
+    printf("  \"sizes\": {\n");
+    printf("    \"data_file_bytes\": %" PRIu64 ",\n", s.data_file_bytes);
+    printf("    \"nblocks\": %" PRIu64 ",\n", s.nblocks);
+    printf("    \"high_water_mark\": %" PRIu64 "\n", s.high_water_mark);
+    printf("  },\n");
+    printf("  \"counters\": {\n");
+    printf("    \"page_reads\": %" PRIu64 ",\n", s.page_reads);
+    printf("    \"page_writes\": %" PRIu64 ",\n", s.page_writes);
+    printf("    \"cache_hits\": %" PRIu64 ",\n", s.cache_hits);
+    printf("    \"cache_misses\": %" PRIu64 ",\n", s.cache_misses);
+    printf("    \"evictions\": %" PRIu64 ",\n", s.evictions);
+    printf("    \"syncs\": %" PRIu64 ",\n", s.syncs);
+    printf("    \"puts\": %" PRIu64 ",\n", s.puts);
+    printf("    \"deletes\": %" PRIu64 ",\n", s.deletes);
+    printf("    \"gets\": %" PRIu64 ",\n", s.gets);
+    printf("    \"batches\": %" PRIu64 ",\n", s.batches);
+    printf("    \"overflow_pages_written\": %" PRIu64 ",\n", s.overflow_pages_written);
+    printf("    \"corruption\": {");
+    for (int l = 0; l < ENG_LAYER_COUNT; l++) {
+        const char *name = eng_layer_name(l);
+        printf("%s\n      \"%s\": %" PRIu64, l ? "," : "", name ? name : "unknown", s.corruption[l]);
+    }
+    printf("\n    }\n");
+    printf("  },\n");
+    printf("  \"wal\": {\n");
+    printf("    \"bytes\": %" PRIu64 ",\n", s.wal_bytes);
+    printf("    \"written_bytes\": %" PRIu64 ",\n", s.wal_written_bytes);
+    printf("    \"records\": %" PRIu64 ",\n", s.wal_records);
+    printf("    \"syncs\": %" PRIu64 ",\n", s.wal_syncs);
+    printf("    \"insert_lsn\": %" PRIu64 ",\n", s.wal_insert_lsn);
+    printf("    \"durable_lsn\": %" PRIu64 ",\n", s.wal_durable_lsn);
+    printf("    \"last_seq\": %" PRIu64 ",\n", s.last_seq);
+    printf("    \"durable_seq\": %" PRIu64 ",\n", s.durable_seq);
+    printf("    \"checkpoints\": %" PRIu64 ",\n", s.checkpoints);
+    printf("    \"segments_removed\": %" PRIu64 ",\n", s.segments_removed);
+    printf("    \"segments_recycled\": %" PRIu64 "\n", s.segments_recycled);
+    printf("  },\n");
+    printf("  \"images\": {\n");
+    printf("    \"count\": %" PRIu64 ",\n", s.images);
+    printf("    \"bytes\": %" PRIu64 ",\n", s.image_bytes);
+    printf("    \"raw_bytes\": %" PRIu64 "\n", s.image_raw_bytes);
+    printf("  },\n");
+    printf("  \"archive\": {\n");
+    printf("    \"bytes\": %" PRIu64 ",\n", s.archive_bytes);
+    printf("    \"segments\": %" PRIu64 "\n", s.segments_archived);
+    printf("  },\n");
+    printf("  \"recovery\": {\n");
+    printf("    \"redo_lsn\": %" PRIu64 ",\n", ri.redo_lsn);
+    printf("    \"end_lsn\": %" PRIu64 ",\n", ri.end_lsn);
+    printf("    \"recovered_lsn\": %" PRIu64 ",\n", ri.recovered_lsn);
+    printf("    \"recovered_seq\": %" PRIu64 ",\n", ri.recovered_seq);
+    printf("    \"records\": %" PRIu64 ",\n", ri.records);
+    printf("    \"actions_applied\": %" PRIu64 ",\n", ri.actions_applied);
+    printf("    \"actions_skipped\": %" PRIu64 ",\n", ri.actions_skipped);
+    printf("    \"images_restored\": %" PRIu64 ",\n", ri.images_restored);
+    printf("    \"batch_ops_completed\": %" PRIu32 ",\n", ri.batch_ops_completed);
+    printf("    \"trimmed\": %s\n", ri.trimmed ? "true" : "false");
+    printf("  }\n");
+    printf("}\n");
+    st = eng_close(db);
+    if (st != ENG_OK) {
+        explain_failure(stderr, "close", a->dir, st, NULL);
+        return status_exit(st);
+    }
+    return EXIT_OK;
+}
+
+/* ---- dump-page ---------------------------------------------------------------- */
 
 /* Page size of a data file the engine would not open: the size at which
  * block 0 is a meta page with a matching checksum, else (checksums off)
@@ -745,7 +1433,7 @@ static int cmd_dump_page(const tool_args *a)
     int checksums = -1, hwm_known = 0;
     eng_options o;
     eng_db *db = NULL;
-    base_options(a, &o, 0);
+    base_options(a, &o, TOOL_READ);
     int st = eng_open(a->dir, &o, &db);
     eng_stats s;
     memset(&s, 0, sizeof s);
@@ -824,25 +1512,30 @@ static int cmd_load(const tool_args *a)
         return EXIT_ERROR;
     }
     eng_db *db;
-    int rc = tool_open(a, 1, stderr, &db);
+    int rc = tool_open(a, TOOL_CREATE, stderr, &db);
     if (rc) {
         free(val);
         return rc;
     }
     eng_stats s;
-    if ((a->given & (OPT_PAGE_SIZE | OPT_NO_CHECKSUMS)) && eng_get_stats(db, &s) == ENG_OK) {
+    if ((a->given & (OPT_PAGE_SIZE | OPT_NO_CHECKSUMS | OPT_WAL_SEGMENT_SIZE)) &&
+        eng_get_stats(db, &s) == ENG_OK) {
         if ((a->given & OPT_PAGE_SIZE) && s.page_size != a->page_size)
             fprintf(stderr, "engine-tool: note: %s already has page size %" PRIu32
                     "; --page-size %" PRIu32 " ignored\n", a->dir, s.page_size, a->page_size);
         if ((a->given & OPT_NO_CHECKSUMS) && s.data_checksums)
             fprintf(stderr, "engine-tool: note: %s already has data checksums; "
                     "--no-data-checksums ignored\n", a->dir);
+        if ((a->given & OPT_WAL_SEGMENT_SIZE) && s.wal_segment_size != a->wal_segment_size)
+            fprintf(stderr, "engine-tool: note: %s already has WAL segments of %" PRIu64
+                    " bytes; --wal-segment-size %" PRIu64 " ignored\n", a->dir,
+                    s.wal_segment_size, a->wal_segment_size);
     }
     for (uint64_t i = 0; i < a->keys; i++) {
         char key[KEY_LEN + 8];
         key_for(i, key);
         value_for(i, a->seed, val, vsize);
-        int st = eng_put(db, key, KEY_LEN, val, vsize);
+        int st = eng_put(db, key, KEY_LEN, val, vsize, NULL);
         if (st != ENG_OK) {
             char what[64];
             snprintf(what, sizeof what, "put %s in", key);
@@ -853,12 +1546,16 @@ static int cmd_load(const tool_args *a)
         }
     }
     free(val);
+    /* As the engine acknowledged them: under --sync off the durable
+     * sequence may trail; the closing checkpoint then makes all durable. */
+    uint64_t last_seq = eng_last_seq(db), durable_seq = eng_durable_seq(db);
     int st = eng_close(db);
     if (st != ENG_OK) {
         explain_failure(stderr, "close", a->dir, st, NULL);
         return status_exit(st);
     }
-    printf("loaded %" PRIu64 " keys\n", a->keys);
+    printf("loaded %" PRIu64 " keys, last_seq=%" PRIu64 " durable_seq=%" PRIu64 "\n", a->keys,
+           last_seq, durable_seq);
     return EXIT_OK;
 }
 
@@ -927,7 +1624,7 @@ static int cmd_check(const tool_args *a)
         return EXIT_ERROR;
     }
     eng_db *db;
-    int rc = tool_open(a, 0, stdout, &db);
+    int rc = tool_open(a, TOOL_READ, stdout, &db);
     if (rc) {
         free(want);
         return rc;
@@ -1006,7 +1703,7 @@ static int cmd_check(const tool_args *a)
 static int cmd_get(const tool_args *a)
 {
     eng_db *db;
-    int rc = tool_open(a, 0, stderr, &db);
+    int rc = tool_open(a, TOOL_READ, stderr, &db);
     if (rc)
         return rc;
     eng_buf v = {NULL, 0, 0};
@@ -1028,6 +1725,29 @@ static int cmd_get(const tool_args *a)
         rc = status_exit(st);
     }
     return rc;
+}
+
+/* ---- checkpoint ------------------------------------------------------------------ */
+
+static int cmd_checkpoint(const tool_args *a)
+{
+    eng_db *db;
+    int rc = tool_open(a, TOOL_WRITE, stderr, &db);
+    if (rc)
+        return rc;
+    int st = eng_checkpoint(db);
+    if (st != ENG_OK) {
+        explain_failure(stderr, "checkpoint", a->dir, st, db);
+        eng_close(db);
+        return status_exit(st);
+    }
+    st = eng_close(db);
+    if (st != ENG_OK) {
+        explain_failure(stderr, "close", a->dir, st, NULL);
+        return status_exit(st);
+    }
+    printf("checkpoint done\n");
+    return EXIT_OK;
 }
 
 /* ---- main ------------------------------------------------------------------------ */

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # t_engine_tool.sh -- engine-tool end to end: load/check round trips, the
 # corruption it must catch on disk (bit flip, misplaced block, zeroed
-# block), usage errors that must create nothing, dump-page and stat output.
+# block), usage errors that must create nothing, dump-page and stat output;
+# the write-ahead log: sync modes, checkpoint, waldump, a damaged record in
+# the synced log caught by waldump and verify, recovery after a kill.
 #
 # Run from the repository root (tests/run_all.sh does) with BUILD set
 # (default build).  Prints "ok NAME" / "not ok NAME" (with diagnostics
@@ -104,7 +106,7 @@ t_roundtrip() { # PAGE_SIZE BACKEND
   local d=$T/rt_$1_$2
   expect 0 "$TOOL" load "$d" --keys 3000 --value-size 120 --seed 42 \
     --page-size "$1" --io-backend "$2" || return 1
-  has out '^loaded 3000 keys$' || return 1
+  has out '^loaded 3000 keys, last_seq=3000 durable_seq=3000$' || return 1
   expect 0 "$TOOL" check "$d" --keys 3000 --value-size 120 --seed 42 --io-backend "$2" || return 1
   has out '^present=3000$' || return 1
   [ "$(page_size_of "$d")" = "$1" ] || { echo "stat page_size is not $1"; return 1; }
@@ -337,6 +339,268 @@ t_large_values() {
   [ "$(stat -c %s "$T/out")" = 20000 ] || { echo "get printed $(stat -c %s "$T/out") bytes"; return 1; }
 }
 
+# ---- the write-ahead log ---------------------------------------------------
+
+SEG=65536          # small segments: a few thousand keys span several
+FIRST_SEG=0000000000000000
+
+# stat_field DIR OBJECT KEY: one value of stat's JSON.
+stat_field() {
+  "$TOOL" stat "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]][sys.argv[2]])' "$2" "$3"
+}
+
+# crash_load NAME [load options]: a database in $T/NAME whose load was
+# killed (SIGKILL) once the log reached its third segment, so the log from
+# the redo point (LSN 0x20: no checkpoint since creation) holds whole
+# segments of synced records.  Each commit is fsynced (--sync commit), so
+# where exactly the kill lands does not matter.
+crash_load() {
+  local name=$1 d=$T/$1 pid i rc; shift
+  rm -rf "$d"
+  "$TOOL" load "$d" --keys 100000000 --sync commit --wal-segment-size "$SEG" \
+    --checkpoint-wal-bytes 0 "$@" >"$T/crash.out" 2>&1 &
+  pid=$!
+  for ((i = 0; i < 6000; i++)); do
+    [ -e "$d/wal/0000000000020000" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid"
+  rc=$?
+  if [ "$rc" -ne 137 ] || [ ! -e "$d/wal/0000000000020000" ]; then
+    echo "crash_load $name: load exited $rc before its log reached a third segment:"
+    cat "$T/crash.out"
+    return 1
+  fi
+}
+
+# record_at_or_after DIR OFFSET: the LSN (decimal) of the first record in
+# the first segment at or after OFFSET whose 32-byte header and first
+# payload bytes lie in one block (so a flip there is inside that record).
+record_at_or_after() {
+  "$TOOL" waldump "$1" | python3 -c '
+import re, sys
+want = int(sys.argv[1])
+for line in sys.stdin:
+    m = re.match(r"lsn=0x([0-9a-f]+) ", line)
+    if m:
+        v = int(m.group(1), 16)
+        if v >= want and v % 4096 <= 4096 - 48 and v < 65536:
+            print(v)
+            break
+' "$2"
+}
+
+t_sync_modes() {
+  local m d
+  for m in commit group off; do
+    d=$T/sync_$m
+    expect 0 "$TOOL" load "$d" --keys 1500 --sync "$m" --wal-segment-size "$SEG" || return 1
+    has out '^loaded 1500 keys, last_seq=1500 durable_seq=[0-9]+$' || return 1
+    if [ "$m" != off ]; then
+      has out 'durable_seq=1500$' || return 1
+    fi
+    expect 0 "$TOOL" check "$d" --keys 1500 --sync "$m" || return 1
+    has out '^present=1500$' || return 1
+    # Reopen and extend: sequences go on from the log.
+    expect 0 "$TOOL" load "$d" --keys 2000 --sync "$m" || return 1
+    has out '^loaded 2000 keys, last_seq=3500 durable_seq=[0-9]+$' || return 1
+    expect 0 "$TOOL" check "$d" --keys 2000 --sync "$m" || return 1
+    has out '^present=2000$' || return 1
+    expect 0 "$TOOL" verify "$d" || return 1
+    rm -rf "$d"
+  done
+}
+
+t_log_options() {
+  local d=$T/logopts
+  expect 0 "$TOOL" load "$d" --keys 2000 --full-page-writes off --wal-compression zstd \
+    --wal-segment-size "$SEG" --checkpoint-wal-bytes 100000 --archive-dir "$T/logopts_arch" || return 1
+  expect 0 "$TOOL" check "$d" --keys 2000 || return 1
+  has out '^present=2000$' || return 1
+  ls "$T/logopts_arch" | grep -qE '^[0-9a-f]{16}$' || {
+    echo "no segment archived in $T/logopts_arch:"; ls -la "$T/logopts_arch"; return 1; }
+  [ "$(stat_field "$d" options wal_segment_size)" = 65536 ] || { echo "segment size is not 65536"; return 1; }
+  # Creation-time: a later --wal-segment-size is noted and ignored.
+  expect 0 "$TOOL" load "$d" --keys 2000 --wal-segment-size 131072 || return 1
+  has err 'ignored' || return 1
+  [ "$(stat_field "$d" options wal_segment_size)" = 65536 ] || { echo "segment size changed"; return 1; }
+  # zstd images show in the log of a killed load.
+  crash_load zimg --wal-compression zstd || return 1
+  expect 0 "$TOOL" waldump "$T/zimg" || return 1
+  has out ' image\(block=[0-9]+ hole=[0-9]+\+[0-9]+ codec=zstd bytes=[0-9]+\)' || return 1
+}
+
+t_checkpoint() {
+  local d=$T/ckpt r1
+  expect 0 "$TOOL" load "$d" --keys 2000 --wal-segment-size "$SEG" || return 1
+  r1=$(stat_field "$d" recovery redo_lsn) || return 1
+  expect 0 "$TOOL" checkpoint "$d" || return 1
+  has out '^checkpoint done$' || return 1
+  expect 0 "$TOOL" stat "$d" || return 1
+  python3 - "$T/out" "$r1" <<'EOF' || return 1
+import json, sys
+s = json.load(open(sys.argv[1]))
+w = s["wal"]
+assert isinstance(w["checkpoints"], int), w
+# The checkpoint (and the close after it) moved the redo point on.
+assert s["recovery"]["redo_lsn"] > int(sys.argv[2]), (s["recovery"], sys.argv[2])
+EOF
+  expect 0 "$TOOL" waldump "$d" || return 1
+  has out '^lsn=0x[0-9a-f]+ len=56 type=checkpoint prev=0x[0-9a-f]+ redo=0x[0-9a-f]+ last_seq=2000 nblocks=[0-9]+$' || return 1
+  has out '^end of log at lsn=0x[0-9a-f]+$' || return 1
+  expect 0 "$TOOL" check "$d" --keys 2000 || return 1
+  # Not a database: exit 2, nothing created.
+  expect 2 "$TOOL" checkpoint "$T/ckpt_none" || return 1
+  [ ! -e "$T/ckpt_none" ] || { echo "checkpoint created $T/ckpt_none"; return 1; }
+  mkdir "$T/ckpt_empty"
+  expect 2 "$TOOL" checkpoint "$T/ckpt_empty" || return 1
+  [ -z "$(ls -A "$T/ckpt_empty")" ] || { echo "checkpoint wrote into an empty dir:"; ls -A "$T/ckpt_empty"; return 1; }
+}
+
+t_waldump() {
+  local d=$T/wdump n next
+  crash_load wdump || return 1
+  expect 0 "$TOOL" waldump "$d" || return 1
+  has out '^lsn=0x20 len=56 type=checkpoint prev=0x0 redo=0x20 last_seq=0 nblocks=2$' || return 1
+  has out '^lsn=0x[0-9a-f]+ len=[0-9]+ type=batch prev=0x20 seq=1 ops=1 put k=k000000000000000 vlen=100$' || return 1
+  has out '^lsn=0x[0-9a-f]+ len=[0-9]+ type=pages prev=0x[0-9a-f]+ batch=0x[0-9a-f]+ op=0 image\(block=1 hole=[0-9]+\+[0-9]+ codec=raw bytes=[0-9]+\) insert\(block=1 idx=0 src=op\)$' || return 1
+  has out ' split\(block=[0-9]+ m=[0-9]+ next=[0-9]+\)| meta\(nblocks=[0-9]+ freelist=[0-9]+\)' || return 1
+  has out '^end of log at lsn=0x[0-9a-f]+( \(torn tail trimmed\))?$' || return 1
+  n=$(grep -c ' type=batch ' "$T/out")
+  [ "$n" -gt 300 ] || { echo "only $n batch records"; return 1; }
+  if grep -qE '^corruption:|MALFORMED' "$T/out"; then echo "a problem reported on a sound log:"; grep -E '^corruption:|MALFORMED' "$T/out" | head -5; return 1; fi
+  # --limit, and --from where it stopped.
+  # (checkpoint, batch 1, its pages: then batch 2)
+  expect 0 "$TOOL" waldump "$d" --limit 3 || return 1
+  [ "$(grep -c '^lsn=' "$T/out")" = 3 ] || { echo "--limit 3 printed other than 3 records"; return 1; }
+  has out '^stopped after 3 records \(--limit\); next lsn=0x[0-9a-f]+$' || return 1
+  next=$(sed -n 's/^stopped after 3 records (--limit); next lsn=\(0x[0-9a-f]*\)$/\1/p' "$T/out")
+  expect 0 "$TOOL" waldump "$d" --from "$next" --limit 1 || return 1
+  has out "^lsn=$next len=[0-9]+ type=batch prev=0x[0-9a-f]+ seq=2 ops=1 put k=k000000000000001 vlen=100$" || return 1
+  # Reading changes nothing: two dumps are the same.
+  expect 0 "$TOOL" waldump "$d" || return 1
+  cp "$T/out" "$T/dump1"
+  expect 0 "$TOOL" waldump "$d" || return 1
+  cmp -s "$T/out" "$T/dump1" || { echo "two waldumps differ"; return 1; }
+  # A cleanly closed database: from the redo point the log is its last
+  # checkpoint; --from oldest shows what is left before it.
+  expect 0 "$TOOL" load "$T/wclean" --keys 3000 --wal-segment-size "$SEG" || return 1
+  expect 0 "$TOOL" waldump "$T/wclean" || return 1
+  has out '^lsn=0x[0-9a-f]+ len=56 type=checkpoint .* last_seq=3000 ' || return 1
+  has out '^end of log at lsn=0x[0-9a-f]+$' || return 1
+  expect 0 "$TOOL" waldump "$T/wclean" --from oldest || return 1
+  has out ' type=batch .* seq=[0-9]+ ops=1 put k=k[0-9]{15} vlen=100$' || return 1
+  has out ' type=pages .* insert\(block=[0-9]+ idx=[0-9]+ src=op\)' || return 1
+  has out '^end of log at lsn=0x[0-9a-f]+$' || return 1
+}
+
+t_crash_recovers() {
+  local d=$T/crashed
+  crash_load crashed || return 1
+  expect 0 "$TOOL" verify "$d" || return 1
+  has out '^verify: 0 problems$' || return 1
+  expect 0 "$TOOL" check "$d" --keys 100000000 || return 1
+  has out '^present=[1-9][0-9]+$' || return 1
+  expect 0 "$TOOL" stat "$d" || return 1
+  python3 - "$T/out" <<'EOF' || return 1
+import json, sys
+r = json.load(open(sys.argv[1]))["recovery"]
+assert r["redo_lsn"] == 0x20, r
+assert r["records"] > 600 and r["actions_applied"] > 0 and r["images_restored"] > 0, r
+assert r["recovered_seq"] > 300 and r["end_lsn"] > 2 * 65536, r
+EOF
+}
+
+t_wal_record_flip() {
+  local d=$T/walflip lsn
+  crash_load walflip || return 1
+  lsn=$(record_at_or_after "$d" 40000)
+  [ -n "$lsn" ] || { echo "no record found after offset 40000 of the first segment"; return 1; }
+  flip "$d/wal/$FIRST_SEG" $((lsn + 40)) 1     # a payload byte of that record
+  expect 1 "$TOOL" waldump "$d" || return 1
+  has out "^corruption: layer=wal_record file=wal/$FIRST_SEG .*offset=$lsn " || return 1
+  if grep -q "^lsn=$(printf '0x%x' "$lsn") " "$T/out"; then echo "the damaged record was printed"; return 1; fi
+  if grep -q '^end of log' "$T/out"; then echo "a damaged synced record taken for the end of the log"; return 1; fi
+  expect 1 "$TOOL" verify "$d" || return 1
+  has out "^corruption: layer=wal_record file=wal/$FIRST_SEG .*offset=$lsn " || return 1
+  has out '^verify: [1-9][0-9]* problems$' || return 1
+  expect 1 "$TOOL" checkpoint "$d" || return 1
+  has err '^corruption: layer=wal_record' || return 1
+}
+
+t_stat_wal_json() {
+  local d=$T/statwal
+  expect 0 "$TOOL" load "$d" --keys 2000 --wal-segment-size "$SEG" --wal-compression zstd || return 1
+  expect 0 "$TOOL" stat "$d" || return 1
+  python3 -m json.tool "$T/out" >/dev/null || { echo "stat output is not JSON:"; cat "$T/out"; return 1; }
+  python3 - "$T/out" <<'EOF' || return 1
+import json, sys
+s = json.load(open(sys.argv[1]))
+o = s["options"]
+assert o["sync_mode"] in ("commit", "group", "off"), o
+assert o["full_page_writes"] is True, o
+assert o["wal_compression"] in ("none", "zstd"), o
+assert o["wal_segment_size"] == 65536, o
+w = s["wal"]
+for k in ("bytes", "written_bytes", "records", "syncs", "insert_lsn", "durable_lsn",
+          "last_seq", "durable_seq", "checkpoints"):
+    assert isinstance(w[k], int) and not isinstance(w[k], bool), (k, w)
+assert w["last_seq"] == 2000 and w["durable_seq"] == 2000, w
+for k in ("count", "bytes", "raw_bytes"):
+    assert isinstance(s["images"][k], int), s["images"]
+for k in ("bytes", "segments"):
+    assert isinstance(s["archive"][k], int), s["archive"]
+r = s["recovery"]
+for k in ("redo_lsn", "end_lsn", "recovered_lsn", "recovered_seq", "records", "actions_applied",
+          "actions_skipped", "images_restored", "batch_ops_completed"):
+    assert isinstance(r[k], int), (k, r)
+assert r["trimmed"] in (True, False), r
+assert r["recovered_seq"] == 2000 and r["records"] >= 1 and r["end_lsn"] > r["redo_lsn"], r
+assert s["counters"]["corruption"]["wal_record"] == 0, s["counters"]
+EOF
+}
+
+t_usage_log_options() {
+  local x=$T/never_wal bad
+  for bad in "--keys 10 --sync always" "--keys 10 --sync" "--keys 10 --full-page-writes yes" \
+             "--keys 10 --wal-compression lz4" "--keys 10 --wal-segment-size 1000" \
+             "--keys 10 --wal-segment-size 100000" "--keys 10 --wal-segment-size 32768" \
+             "--keys 10 --wal-segment-size 8589934592" "--keys 10 --wal-segment-size 64k" \
+             "--keys 10 --checkpoint-wal-bytes -1" "--keys 10 --archive-dir ''" \
+             "--keys 10 --archive-dir $T/never_arch --sync fast" "--keys 10 --from 0x20" \
+             "--keys 10 --limit 5"; do
+    eval "set -- $bad"
+    expect 2 "$TOOL" load "$x" "$@" || { echo "(args: $bad)"; return 1; }
+    [ ! -e "$x" ] && [ ! -e "$T/never_arch" ] || { echo "load $bad created something"; return 1; }
+    [ ! -s "$T/out" ] || { echo "usage error wrote to stdout (args: $bad)"; return 1; }
+  done
+  for bad in "--keys 10 --full-page-writes on" "--keys 10 --wal-segment-size 65536" \
+             "--keys 10 --sync sometimes" "--keys 10 --archive-dir $T/never_arch"; do
+    eval "set -- $bad"
+    expect 2 "$TOOL" check "$x" "$@" || { echo "(check args: $bad)"; return 1; }
+  done
+  for bad in "--from xyz" "--from 0x21" "--from 0x1008" "--from -1" "--from 0x" \
+             "--from 0x10000000000000000" "--limit 0" "--limit x" "--keys 5" "--sync off" "a b"; do
+    eval "set -- $bad"
+    expect 2 "$TOOL" waldump "$x" "$@" || { echo "(waldump args: $bad)"; return 1; }
+  done
+  for bad in "--sync off" "--keys 5" "--from 0x20" "--archive-dir ''" "a b"; do
+    eval "set -- $bad"
+    expect 2 "$TOOL" checkpoint "$x" "$@" || { echo "(checkpoint args: $bad)"; return 1; }
+  done
+  expect 2 "$TOOL" waldump || return 1
+  expect 2 "$TOOL" checkpoint || return 1
+  expect 2 "$TOOL" waldump "$x" || return 1
+  has err "$x" || return 1
+  [ ! -e "$x" ] && [ ! -e "$T/never_arch" ] || { echo "a usage error created something"; return 1; }
+  expect 0 "$TOOL" --help || return 1
+  has out 'engine-tool waldump DIR' || return 1
+  has out 'engine-tool checkpoint DIR' || return 1
+  has out '--sync commit\|group\|off' || return 1
+}
+
 for ps in 4096 16384; do
   for be in psync uring; do
     run_test "load_check_roundtrip_${ps}_${be}" t_roundtrip "$ps" "$be"
@@ -354,5 +618,13 @@ run_test options_before_or_after_dir t_options_anywhere
 run_test dump_page_shows_leaf_keys t_dump_page
 run_test stat_prints_json t_stat_json
 run_test overflow_values_roundtrip t_large_values
+run_test load_check_each_sync_mode t_sync_modes
+run_test load_log_options_and_archive t_log_options
+run_test checkpoint_exits_0_and_moves_redo t_checkpoint
+run_test waldump_prints_batch_pages_checkpoint_and_end t_waldump
+run_test killed_load_recovers_verifies_and_checks t_crash_recovers
+run_test wal_record_flip_in_synced_log_caught t_wal_record_flip
+run_test stat_json_has_wal_images_archive_recovery t_stat_wal_json
+run_test log_option_usage_errors_exit_2_and_create_nothing t_usage_log_options
 
 [ "$failed" -eq 0 ]

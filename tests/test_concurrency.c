@@ -133,13 +133,13 @@ static void *writer(void *arg) {
         size_t kl = tu_key(k, i);
         int rc;
         if (is_delete(i, v)) {
-            rc = eng_delete(S.db, k, kl);
+            rc = eng_delete(S.db, k, kl, NULL);
             int want = M[i].present ? ENG_OK : ENG_NOTFOUND;
             if (rc != want) { fail("writer op %d: delete key %u v%u: %s, expected %s", op, i, v, eng_strerror(rc), eng_strerror(want)); break; }
             M[i].present = 0;
         } else {
             size_t len = make_value(buf, i, v);
-            rc = eng_put(S.db, k, kl, buf, len);
+            rc = eng_put(S.db, k, kl, buf, len, NULL);
             if (rc != ENG_OK) { fail("writer op %d: put key %u v%u: %s", op, i, v, eng_strerror(rc)); break; }
             M[i].present = 1;
             M[i].ver = v;

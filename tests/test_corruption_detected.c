@@ -74,7 +74,7 @@ static void load(const char *dir, int backend, uint32_t ps, tu_model *m, uint64_
         size_t kl = key_of(kb, k);
         size_t vl = k % 100 == 7 ? tu_range(&r, 10000, 40000) : tu_range(&r, 10, 200);
         tu_fill(v, vl, seed ^ ((uint64_t)k << 20));
-        cr_assert_eq(eng_put(db, kb, kl, v, vl), ENG_OK);
+        cr_assert_eq(eng_put(db, kb, kl, v, vl, NULL), ENG_OK);
         tu_model_put(m, kb, kl, v, vl);
     }
     tu_close(db);
@@ -433,7 +433,7 @@ TU_BACKEND_TEST(corruption, torn_page_half_old_or_zero_is_detected, T_TIMEOUT) {
         tu_kv *kv = &F.m.a[i];
         if (kv->vl > 1000) continue; /* keep overflow chains where they are */
         tu_fill(kv->v, kv->vl, tu_next(&r));
-        cr_assert_eq(eng_put(db, kv->k, kv->kl, kv->v, kv->vl), ENG_OK);
+        cr_assert_eq(eng_put(db, kv->k, kv->kl, kv->v, kv->vl, NULL), ENG_OK);
     }
     tu_close(db);
     map_blocks(&F);

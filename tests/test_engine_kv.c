@@ -42,8 +42,8 @@ TU_BACKEND_TEST(kv, put_get_delete_round_trip, T_TIMEOUT) {
     eng_db *db = tu_open(dir, &o);
 
     expect_notfound(db, "alpha");
-    cr_assert_eq(eng_put(db, "alpha", 5, "one", 3), ENG_OK);
-    cr_assert_eq(eng_put(db, "beta", 4, "two", 3), ENG_OK);
+    cr_assert_eq(eng_put(db, "alpha", 5, "one", 3, NULL), ENG_OK);
+    cr_assert_eq(eng_put(db, "beta", 4, "two", 3, NULL), ENG_OK);
     expect_get(db, "alpha", "one", 3);
     expect_get(db, "beta", "two", 3);
     expect_notfound(db, "alph");
@@ -51,35 +51,35 @@ TU_BACKEND_TEST(kv, put_get_delete_round_trip, T_TIMEOUT) {
     expect_notfound(db, "gamma");
 
     /* overwrite, same and different sizes */
-    cr_assert_eq(eng_put(db, "alpha", 5, "uno", 3), ENG_OK);
+    cr_assert_eq(eng_put(db, "alpha", 5, "uno", 3, NULL), ENG_OK);
     expect_get(db, "alpha", "uno", 3);
-    cr_assert_eq(eng_put(db, "alpha", 5, "a much longer value", 19), ENG_OK);
+    cr_assert_eq(eng_put(db, "alpha", 5, "a much longer value", 19, NULL), ENG_OK);
     expect_get(db, "alpha", "a much longer value", 19);
-    cr_assert_eq(eng_put(db, "alpha", 5, "x", 1), ENG_OK);
+    cr_assert_eq(eng_put(db, "alpha", 5, "x", 1, NULL), ENG_OK);
     expect_get(db, "alpha", "x", 1);
 
     /* delete; delete of a missing key */
-    cr_assert_eq(eng_delete(db, "alpha", 5), ENG_OK);
+    cr_assert_eq(eng_delete(db, "alpha", 5, NULL), ENG_OK);
     expect_notfound(db, "alpha");
-    cr_assert_eq(eng_delete(db, "alpha", 5), ENG_NOTFOUND);
-    cr_assert_eq(eng_delete(db, "never", 5), ENG_NOTFOUND);
+    cr_assert_eq(eng_delete(db, "alpha", 5, NULL), ENG_NOTFOUND);
+    cr_assert_eq(eng_delete(db, "never", 5, NULL), ENG_NOTFOUND);
     expect_get(db, "beta", "two", 3);
 
     /* re-insert after delete */
-    cr_assert_eq(eng_put(db, "alpha", 5, "again", 5), ENG_OK);
+    cr_assert_eq(eng_put(db, "alpha", 5, "again", 5, NULL), ENG_OK);
     expect_get(db, "alpha", "again", 5);
 
     /* empty value is a value, not an absence */
-    cr_assert_eq(eng_put(db, "empty", 5, "", 0), ENG_OK);
+    cr_assert_eq(eng_put(db, "empty", 5, "", 0, NULL), ENG_OK);
     expect_get(db, "empty", "", 0);
-    cr_assert_eq(eng_put(db, "empty2", 6, NULL, 0), ENG_OK);
+    cr_assert_eq(eng_put(db, "empty2", 6, NULL, 0, NULL), ENG_OK);
     expect_get(db, "empty2", "", 0);
-    cr_assert_eq(eng_delete(db, "empty", 5), ENG_OK);
+    cr_assert_eq(eng_delete(db, "empty", 5, NULL), ENG_OK);
     expect_notfound(db, "empty");
 
     /* binary keys with NUL bytes; shorter key first on a common prefix */
-    cr_assert_eq(eng_put(db, "k\0a", 3, "1", 1), ENG_OK);
-    cr_assert_eq(eng_put(db, "k\0", 2, "2", 1), ENG_OK);
+    cr_assert_eq(eng_put(db, "k\0a", 3, "1", 1, NULL), ENG_OK);
+    cr_assert_eq(eng_put(db, "k\0", 2, "2", 1, NULL), ENG_OK);
     eng_buf b = { 0 };
     cr_assert_eq(eng_get(db, "k\0a", 3, &b), ENG_OK);
     cr_assert(tu_bytes_eq(b.data, b.len, "1", 1));
@@ -122,7 +122,7 @@ TU_BACKEND_TEST(kv, max_key_accepted_longer_rejected_unchanged, T_TIMEOUT) {
     /* ENG_MAX_KEY accepted, many of them (several per page), read back */
     for (int i = 0; i < 40; i++) {
         k[0] = (uint8_t)i;
-        cr_assert_eq(eng_put(db, k, ENG_MAX_KEY, &i, sizeof i), ENG_OK, "put 1024-byte key %d", i);
+        cr_assert_eq(eng_put(db, k, ENG_MAX_KEY, &i, sizeof i, NULL), ENG_OK, "put 1024-byte key %d", i);
     }
     for (int i = 0; i < 40; i++) {
         k[0] = (uint8_t)i;
@@ -133,9 +133,9 @@ TU_BACKEND_TEST(kv, max_key_accepted_longer_rejected_unchanged, T_TIMEOUT) {
 
     /* 1025 rejected with INVALID, nothing changed */
     k[0] = 3;
-    int rc = eng_put(db, k, ENG_MAX_KEY + 1, "zz", 2);
+    int rc = eng_put(db, k, ENG_MAX_KEY + 1, "zz", 2, NULL);
     cr_assert_eq(rc, ENG_INVALID, "put of 1025-byte key: %s", eng_strerror(rc));
-    rc = eng_put(db, k, ENG_MAX_KEY + 1, NULL, 0);
+    rc = eng_put(db, k, ENG_MAX_KEY + 1, NULL, 0, NULL);
     cr_assert_eq(rc, ENG_INVALID, "put of 1025-byte key, empty value: %s", eng_strerror(rc));
     cr_assert_eq(count_keys(db), 40, "a rejected put changed the key count");
     int three = 3;
@@ -143,16 +143,16 @@ TU_BACKEND_TEST(kv, max_key_accepted_longer_rejected_unchanged, T_TIMEOUT) {
     cr_assert(tu_bytes_eq(b.data, b.len, &three, sizeof three), "the 1024-byte prefix key was changed");
     rc = eng_get(db, k, ENG_MAX_KEY + 1, &b);
     cr_assert(rc == ENG_INVALID || rc == ENG_NOTFOUND, "get of 1025-byte key: %s", eng_strerror(rc));
-    rc = eng_delete(db, k, ENG_MAX_KEY + 1);
+    rc = eng_delete(db, k, ENG_MAX_KEY + 1, NULL);
     cr_assert(rc == ENG_INVALID || rc == ENG_NOTFOUND, "delete of 1025-byte key: %s", eng_strerror(rc));
 
     /* empty key rejected */
-    rc = eng_put(db, "", 0, "v", 1);
+    rc = eng_put(db, "", 0, "v", 1, NULL);
     cr_assert_eq(rc, ENG_INVALID, "put of empty key: %s", eng_strerror(rc));
     cr_assert_eq(count_keys(db), 40);
 
     /* value over ENG_MAX_VALUE rejected before touching the buffer */
-    rc = eng_put(db, "big", 3, k, (size_t)ENG_MAX_VALUE + 1);
+    rc = eng_put(db, "big", 3, k, (size_t)ENG_MAX_VALUE + 1, NULL);
     cr_assert_eq(rc, ENG_INVALID, "put of ENG_MAX_VALUE+1 value: %s", eng_strerror(rc));
     cr_assert_eq(count_keys(db), 40);
 
@@ -181,10 +181,10 @@ TU_BACKEND_TEST(kv, large_values_round_trip_grow_shrink_delete, T_TIMEOUT) {
     for (size_t i = 0; i < ns; i++) {
         tu_fill(v, sizes[i], 1000 + i);
         snprintf(key, sizeof key, "big%02zu", i);
-        cr_assert_eq(eng_put(db, key, strlen(key), v, sizes[i]), ENG_OK, "put %zu bytes", sizes[i]);
+        cr_assert_eq(eng_put(db, key, strlen(key), v, sizes[i], NULL), ENG_OK, "put %zu bytes", sizes[i]);
         tu_model_put(&m, key, strlen(key), v, sizes[i]);
         snprintf(key, sizeof key, "big%02zu-small", i);
-        cr_assert_eq(eng_put(db, key, strlen(key), "s", 1), ENG_OK);
+        cr_assert_eq(eng_put(db, key, strlen(key), "s", 1, NULL), ENG_OK);
         tu_model_put(&m, key, strlen(key), "s", 1);
     }
     tu_check_gets(db, &m, "after first puts");
@@ -198,7 +198,7 @@ TU_BACKEND_TEST(kv, large_values_round_trip_grow_shrink_delete, T_TIMEOUT) {
             size_t sz = round == 0 ? sizes[(i + 1) % ns] : sizes[(i + ns - 1) % ns];
             tu_fill(v, sz, 5000 + 100 * round + i);
             snprintf(key, sizeof key, "big%02zu", i);
-            cr_assert_eq(eng_put(db, key, strlen(key), v, sz), ENG_OK, "update to %zu bytes", sz);
+            cr_assert_eq(eng_put(db, key, strlen(key), v, sz, NULL), ENG_OK, "update to %zu bytes", sz);
             tu_model_put(&m, key, strlen(key), v, sz);
         }
         tu_check_gets(db, &m, round == 0 ? "after growing" : "after shrinking");
@@ -213,7 +213,7 @@ TU_BACKEND_TEST(kv, large_values_round_trip_grow_shrink_delete, T_TIMEOUT) {
     eng_buf b = { 0 };
     for (size_t i = 0; i < ns; i++) {
         snprintf(key, sizeof key, "big%02zu", i);
-        cr_assert_eq(eng_delete(db, key, strlen(key)), ENG_OK);
+        cr_assert_eq(eng_delete(db, key, strlen(key), NULL), ENG_OK);
         tu_model_del(&m, key, strlen(key));
         cr_assert_eq(eng_get(db, key, strlen(key), &b), ENG_NOTFOUND);
     }
@@ -228,7 +228,7 @@ TU_BACKEND_TEST(kv, large_values_round_trip_grow_shrink_delete, T_TIMEOUT) {
     for (size_t i = 0; i < ns; i++) {
         tu_fill(v, sizes[i], 9000 + i);
         snprintf(key, sizeof key, "big%02zu", i);
-        cr_assert_eq(eng_put(db, key, strlen(key), v, sizes[i]), ENG_OK);
+        cr_assert_eq(eng_put(db, key, strlen(key), v, sizes[i], NULL), ENG_OK);
         tu_model_put(&m, key, strlen(key), v, sizes[i]);
     }
     cr_assert_eq(eng_sync(db), ENG_OK);
@@ -293,12 +293,12 @@ static void random_ops(int backend, uint32_t page_size, size_t cache_pages, uint
             else if (big < 15) vl = tu_range(&r, 600, 9000);  /* around a page */
             else vl = tu_range(&r, 0, 600);
             tu_fill(v, vl, tu_next(&r));
-            rc = eng_put(db, k, kl, v, vl);
+            rc = eng_put(db, k, kl, v, vl, NULL);
             nputs++;
             cr_assert_eq(rc, ENG_OK, "%s: put (%zu bytes): %s", what, vl, eng_strerror(rc));
             tu_model_put(&m, k, kl, v, vl);
         } else if (dice < 600) {
-            rc = eng_delete(db, k, kl);
+            rc = eng_delete(db, k, kl, NULL);
             ndels++;
             int had = tu_model_del(&m, k, kl);
             cr_assert_eq(rc, had ? ENG_OK : ENG_NOTFOUND, "%s: delete: %s (model had it: %d)", what,
@@ -421,7 +421,7 @@ static void build_even_keys(eng_db *db, tu_model *m, int n, int bigevery) {
         size_t kl = tu_key(k, (uint64_t)2 * i);
         size_t vl = (bigevery && i % bigevery == 0) ? 20000 + (size_t)i : (size_t)(i % 50);
         tu_fill(v, vl, (uint64_t)i);
-        cr_assert_eq(eng_put(db, k, kl, v, vl), ENG_OK);
+        cr_assert_eq(eng_put(db, k, kl, v, vl, NULL), ENG_OK);
         tu_model_put(m, k, kl, v, vl);
     }
 }
@@ -576,11 +576,11 @@ TU_BACKEND_TEST(kv, close_reopen_keeps_everything_all_page_sizes, T_TIMEOUT) {
             size_t kl = tu_key(k, tu_below(&r, 100000));
             size_t vl = i % 200 == 0 ? tu_range(&r, ps, 60000) : tu_range(&r, 0, 300);
             tu_fill(v, vl, tu_next(&r));
-            cr_assert_eq(eng_put(db, k, kl, v, vl), ENG_OK);
+            cr_assert_eq(eng_put(db, k, kl, v, vl, NULL), ENG_OK);
             tu_model_put(&m, k, kl, v, vl);
             if (i % 5 == 0) {
                 kl = tu_key(k, tu_below(&r, 100000));
-                int rc = eng_delete(db, k, kl);
+                int rc = eng_delete(db, k, kl, NULL);
                 cr_assert_eq(rc, tu_model_del(&m, k, kl) ? ENG_OK : ENG_NOTFOUND);
             }
         }
@@ -601,7 +601,7 @@ TU_BACKEND_TEST(kv, close_reopen_keeps_everything_all_page_sizes, T_TIMEOUT) {
         for (int i = 0; i < 300; i++) {
             char k[16];
             size_t kl = tu_key(k, 200000 + (uint64_t)i);
-            cr_assert_eq(eng_put(db, k, kl, k, kl), ENG_OK);
+            cr_assert_eq(eng_put(db, k, kl, k, kl, NULL), ENG_OK);
             tu_model_put(&m, k, kl, k, kl);
         }
         tu_close(db);
@@ -618,14 +618,14 @@ TU_BACKEND_TEST(kv, second_open_of_open_db_is_busy, T_TIMEOUT) {
     const char *dir = tu_tmpdir();
     eng_options o = tu_opts(*backend, 0, 0, NULL);
     eng_db *db = tu_open(dir, &o);
-    cr_assert_eq(eng_put(db, "k", 1, "v", 1), ENG_OK);
+    cr_assert_eq(eng_put(db, "k", 1, "v", 1, NULL), ENG_OK);
     eng_db *db2 = (eng_db *)&o; /* must be reset to NULL */
     int rc = eng_open(dir, &o, &db2);
     cr_assert_eq(rc, ENG_BUSY, "second open: %s", eng_strerror(rc));
     cr_assert_null(db2, "failed open left *out non-NULL");
     /* the first handle is unaffected */
     expect_get(db, "k", "v", 1);
-    cr_assert_eq(eng_put(db, "k2", 2, "v2", 2), ENG_OK);
+    cr_assert_eq(eng_put(db, "k2", 2, "v2", 2, NULL), ENG_OK);
     tu_close(db);
     /* after close, open works */
     db = tu_open(dir, &o);
@@ -642,7 +642,7 @@ TU_BACKEND_TEST(kv, sync_then_reopen_and_stats, T_TIMEOUT) {
         char k[16], v[64];
         size_t kl = tu_key(k, (uint64_t)i * 7919 % 2000);
         size_t vl = (size_t)snprintf(v, sizeof v, "value-%d", i);
-        cr_assert_eq(eng_put(db, k, kl, v, vl), ENG_OK);
+        cr_assert_eq(eng_put(db, k, kl, v, vl, NULL), ENG_OK);
         tu_model_put(&m, k, kl, v, vl);
     }
     cr_assert_eq(eng_sync(db), ENG_OK);
@@ -689,7 +689,7 @@ TU_BACKEND_TEST(kv, existing_db_without_lock_file_opens, T_TIMEOUT) {
     const char *dir = tu_tmpdir();
     eng_options o = tu_opts(*backend, 0, 0, NULL);
     eng_db *db = tu_open(dir, &o);
-    cr_assert_eq(eng_put(db, "a", 1, "1", 1), ENG_OK);
+    cr_assert_eq(eng_put(db, "a", 1, "1", 1, NULL), ENG_OK);
     tu_close(db);
     char p[4096];
     cr_assert_eq(unlink(tu_path(p, sizeof p, dir, "LOCK")), 0);
@@ -711,14 +711,14 @@ TU_BACKEND_TEST(kv, read_only_handle_reads_and_refuses_writes, T_TIMEOUT) {
     const char *dir = tu_tmpdir();
     eng_options o = tu_opts(*backend, 0, 0, NULL);
     eng_db *db = tu_open(dir, &o);
-    cr_assert_eq(eng_put(db, "a", 1, "1", 1), ENG_OK);
+    cr_assert_eq(eng_put(db, "a", 1, "1", 1, NULL), ENG_OK);
     tu_close(db);
     o.read_only = 1;
     db = tu_open(dir, &o);
     expect_get(db, "a", "1", 1);
-    int rc = eng_put(db, "b", 1, "2", 1);
+    int rc = eng_put(db, "b", 1, "2", 1, NULL);
     cr_assert_eq(rc, ENG_READONLY, "put on read-only handle: %s", eng_strerror(rc));
-    rc = eng_delete(db, "a", 1);
+    rc = eng_delete(db, "a", 1, NULL);
     cr_assert_eq(rc, ENG_READONLY, "delete on read-only handle: %s", eng_strerror(rc));
     expect_get(db, "a", "1", 1);
     tu_close(db);

@@ -1,8 +1,9 @@
 /*
  * fuzz_decoders.c -- libFuzzer target for the on-disk decoders.
  *
- * Feeds arbitrary bytes to the page decoders of engine/page.h (and, later,
- * to other decoders of bytes read from disk).  Two kinds of bug end a run:
+ * Feeds arbitrary bytes to the page decoders of engine/page.h and to the
+ * decoders of WAL record payloads (engine/pageop.h: batch records and page
+ * actions, as recovery applies them).  Two kinds of bug end a run:
  *   - a read or write outside the page (ASan), undefined behaviour (UBSan),
  *     a crash or a hang on any input: the decoders must answer nonsense
  *     with ENG_CORRUPTION;
@@ -21,6 +22,13 @@
  *   16..   page bytes (page_size of them; the rest, if any, is the search
  *          key, else the key is taken from the start of the page bytes)
  * The seeds in tests/fuzz/seeds/ follow this layout.
+ *
+ * With bit 7 of byte 0 set the input is a WAL payload instead: byte 1
+ * selects a batch record (even) or a page-actions record (odd) and the
+ * rest is the payload.  Page actions are applied, as redo does, to a valid
+ * leaf page (first a batch decoded from the input's tail, if any, serves
+ * as their cell source); after each applied action the page must still
+ * pass page_check_structure or the action must have been refused.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +36,7 @@
 #include <string.h>
 
 #include "page.h"
+#include "pageop.h"
 
 #define PREFIX 16u
 
@@ -211,8 +220,67 @@ static void edit(const uint8_t *orig, size_t ps, uint8_t choice, const uint8_t *
     free(page);
 }
 
+static void fuzz_wal_payload(const uint8_t *data, size_t size)
+{
+    static const uint32_t ps = 4096;
+    uint32_t nops = 0;
+    if (size < 1)
+        return;
+    int pages = data[0] & 1;
+    data++;
+    size--;
+    if (!pages) {
+        if (pa_batch_count(data, size, &nops) == 0) {
+            pa_batch b = {0};
+            b.ops = calloc(nops, sizeof *b.ops);
+            if (!b.ops)
+                abort();
+            if (pa_batch_decode(data, size, &b) == 0) {
+                for (uint32_t i = 0; i < b.nops; i++)
+                    if (b.ops[i].key + b.ops[i].klen > data + size ||
+                        b.ops[i].val + b.ops[i].vlen > data + size)
+                        fail("batch op outside the record", i);
+            }
+            free(b.ops);
+        }
+        return;
+    }
+    uint8_t *page = calloc(1, ps), *z = calloc(1, ps);
+    if (!page || !z)
+        abort();
+    page_init(page, ps, 7, PAGE_LEAF, 0);
+    const uint8_t *p = data, *end = data + size;
+    while (p < end) {
+        int kind;
+        uint32_t block;
+        size_t n = pa_parse(p, (size_t)(end - p), &kind, &block);
+        if (!n)
+            break;
+        if (p + n > end)
+            fail("pa_parse overran its input", 0);
+        const char *why = NULL;
+        uint8_t save[4096];
+        memcpy(save, page, ps);
+        int rc = pa_apply(page, ps, 7, p, n, NULL, z, &why);
+        if (rc == ENG_OK) {
+            page_problem pr;
+            if (page_check_structure(page, ps, &pr) != ENG_OK)
+                memcpy(page, save, ps); /* redo refuses such a result */
+        } else if (rc != ENG_CORRUPTION || !why) {
+            fail("pa_apply returned an unexpected status", (unsigned)rc);
+        }
+        p += n;
+    }
+    free(page);
+    free(z);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    if (size && (data[0] & 0x80)) {
+        fuzz_wal_payload(data + 1, size - 1);
+        return 0;
+    }
     static const size_t sizes[4] = {4096, 8192, 16384, 4096};
     uint8_t hdr[PREFIX] = {0};
     size_t ps, body, klen;

@@ -1,0 +1,442 @@
+/*
+ * pageop.c -- page actions: encoding, bounds-checked decoding and the one
+ * apply function shared by the writer and redo (formats in pageop.h).
+ *
+ * Decoding never trusts a byte: a record passed its checksum, but a
+ * checksum proves only that the bytes are the ones written, and with a bug
+ * or a hash collision the apply must still fail cleanly (ENG_CORRUPTION
+ * with a reason), never write outside the page.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "pageop.h"
+
+/* ---- batch records ---- */
+
+size_t pa_batch_size(const pa_op *ops, uint32_t nops) {
+    size_t n = 12;
+    for (uint32_t i = 0; i < nops; i++) n += 7 + ops[i].klen + ops[i].vlen;
+    return n;
+}
+
+void pa_batch_encode(uint8_t *buf, uint64_t seq, const pa_op *ops, uint32_t nops) {
+    wr64(buf, seq);
+    wr32(buf + 8, nops);
+    uint8_t *p = buf + 12;
+    for (uint32_t i = 0; i < nops; i++) {
+        *p = (uint8_t)ops[i].kind;
+        wr16(p + 1, (uint16_t)ops[i].klen);
+        wr32(p + 3, ops[i].vlen);
+        p += 7;
+        memcpy(p, ops[i].key, ops[i].klen);
+        p += ops[i].klen;
+        if (ops[i].vlen) memcpy(p, ops[i].val, ops[i].vlen);
+        p += ops[i].vlen;
+    }
+}
+
+int pa_batch_count(const uint8_t *p, size_t len, uint32_t *nops) {
+    if (len < 12) return -1;
+    *nops = rd32(p + 8);
+    if (*nops == 0 || *nops > len / 8) return -1;
+    return 0;
+}
+
+int pa_batch_decode(const uint8_t *p, size_t len, pa_batch *b) {
+    uint32_t n;
+    if (pa_batch_count(p, len, &n)) return -1;
+    b->seq = rd64(p);
+    b->nops = n;
+    size_t off = 12;
+    for (uint32_t i = 0; i < n; i++) {
+        if (len - off < 7) return -1;
+        pa_op *o = &b->ops[i];
+        o->kind = p[off];
+        o->klen = rd16(p + off + 1);
+        o->vlen = rd32(p + off + 3);
+        off += 7;
+        if ((o->kind != BOP_PUT && o->kind != BOP_DELETE) || o->klen == 0 || o->klen > ENG_MAX_KEY ||
+            (o->kind == BOP_DELETE && o->vlen != 0) || len - off < (size_t)o->klen + o->vlen)
+            return -1;
+        o->key = p + off;
+        off += o->klen;
+        o->val = p + off;
+        off += o->vlen;
+    }
+    return off == len ? 0 : -1;
+}
+
+/* ---- encoders ---- */
+
+void pa_buf_reset(pa_buf *b) { b->len = 0; b->oom = 0; }
+void pa_buf_free(pa_buf *b) { free(b->p); memset(b, 0, sizeof *b); }
+
+static uint8_t *grow(pa_buf *b, size_t n) {
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        uint8_t *p = realloc(b->p, cap);
+        if (!p) { b->oom = 1; return NULL; }
+        b->p = p;
+        b->cap = cap;
+    }
+    uint8_t *at = b->p + b->len;
+    b->len += n;
+    return at;
+}
+
+static uint8_t *head(pa_buf *b, int kind, uint32_t block, size_t body) {
+    uint8_t *p = grow(b, 5 + body);
+    if (!p) return NULL;
+    p[0] = (uint8_t)kind;
+    wr32(p + 1, block);
+    return p + 5;
+}
+
+static size_t cellsrc_size(const uint8_t *cell, size_t clen) { return cell ? 3 + clen : 9; }
+static void cellsrc_put(uint8_t *p, const uint8_t *cell, size_t clen, uint32_t op, uint32_t ovfl) {
+    if (cell) { p[0] = 0; wr16(p + 1, (uint16_t)clen); memcpy(p + 3, cell, clen); }
+    else { p[0] = 1; wr32(p + 1, op); wr32(p + 5, ovfl); }
+}
+
+/* The unused middle of a slotted page; overflow pages have their tail. */
+static void hole_of(const uint8_t *page, uint32_t ps, uint16_t *off, uint16_t *len) {
+    int type = ph_get_type(page);
+    *off = 0; *len = 0;
+    if (type == PAGE_LEAF || type == PAGE_INTERNAL) {
+        uint16_t lo = ph_get_lower(page), up = ph_get_upper(page);
+        if (lo >= PAGE_HDR && lo <= up && up <= ps) { *off = lo; *len = (uint16_t)(up - lo); }
+    } else if (type == PAGE_OVERFLOW) {
+        uint32_t used = PAGE_HDR + ph_get_aux(page);
+        if (used <= ps) { *off = (uint16_t)used; *len = (uint16_t)(ps - used); }
+    } else if (type == PAGE_FREE) {
+        uint32_t used = PAGE_HDR + 4u * ph_get_aux(page);
+        if (used <= ps) { *off = (uint16_t)used; *len = (uint16_t)(ps - used); }
+    } else if (type == PAGE_META) {
+        *off = PAGE_HDR + 24; *len = (uint16_t)(ps - PAGE_HDR - 24);
+    }
+}
+
+size_t pa_put_image(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps, int compress) {
+    uint16_t hoff, hlen;
+    hole_of(page, ps, &hoff, &hlen);
+    size_t raw = ps - hlen;
+    if (compress) {
+        size_t bound = ZSTD_compressBound(raw);
+        uint8_t *tmp = malloc(raw + bound);
+        if (tmp) {
+            memcpy(tmp, page, hoff);
+            memcpy(tmp + hoff, page + hoff + hlen, ps - hoff - hlen);
+            size_t z = ZSTD_compress(tmp + raw, bound, tmp, raw, 1);
+            if (!ZSTD_isError(z) && z < raw) {
+                uint8_t *p = head(b, PA_IMAGE, block, 9 + z);
+                if (p) {
+                    wr16(p, hoff); wr16(p + 2, hlen); p[4] = 1; wr32(p + 5, (uint32_t)z);
+                    memcpy(p + 9, tmp + raw, z);
+                }
+                free(tmp);
+                return raw;
+            }
+            free(tmp);
+        }
+    }
+    uint8_t *p = head(b, PA_IMAGE, block, 9 + raw);
+    if (!p) return raw;
+    wr16(p, hoff); wr16(p + 2, hlen); p[4] = 0; wr32(p + 5, (uint32_t)raw);
+    memcpy(p + 9, page, hoff);
+    memcpy(p + 9 + hoff, page + hoff + hlen, ps - hoff - hlen);
+    return raw;
+}
+
+void pa_put_init(pa_buf *b, uint32_t block, int type, int level, uint32_t next, uint32_t aux) {
+    uint8_t *p = head(b, PA_INIT, block, 11);
+    if (!p) return;
+    p[0] = (uint8_t)type; wr16(p + 1, (uint16_t)level); wr32(p + 3, next); wr32(p + 7, aux);
+}
+
+void pa_put_free(pa_buf *b, uint32_t block, uint32_t next) {
+    uint8_t *p = head(b, PA_FREE, block, 4);
+    if (p) wr32(p, next);
+}
+
+void pa_put_ovfl(pa_buf *b, uint32_t block, uint32_t next, const uint8_t *bytes, uint32_t len,
+                 uint32_t op, uint32_t off) {
+    int explicit_ = op == UINT32_MAX;
+    uint8_t *p = head(b, PA_OVFL, block, 9 + (explicit_ ? len : 8));
+    if (!p) return;
+    wr32(p, next); wr32(p + 4, len);
+    if (explicit_) { p[8] = 0; memcpy(p + 9, bytes, len); }
+    else { p[8] = 1; wr32(p + 9, op); wr32(p + 13, off); }
+}
+
+void pa_put_insert(pa_buf *b, uint32_t block, unsigned idx, int replace, const uint8_t *cell,
+                   size_t clen, uint32_t op, uint32_t ovfl) {
+    uint8_t *p = head(b, PA_INSERT, block, 3 + cellsrc_size(cell, clen));
+    if (!p) return;
+    wr16(p, (uint16_t)idx); p[2] = (uint8_t)replace;
+    cellsrc_put(p + 3, cell, clen, op, ovfl);
+}
+
+void pa_put_remove(pa_buf *b, uint32_t block, unsigned idx) {
+    uint8_t *p = head(b, PA_REMOVE, block, 2);
+    if (p) wr16(p, (uint16_t)idx);
+}
+
+void pa_put_split(pa_buf *b, uint32_t block, unsigned idx, int replace, unsigned m, uint32_t next,
+                  const uint8_t *cell, size_t clen, uint32_t op, uint32_t ovfl) {
+    uint8_t *p = head(b, PA_SPLIT, block, 9 + cellsrc_size(cell, clen));
+    if (!p) return;
+    wr16(p, (uint16_t)idx); p[2] = (uint8_t)replace; wr16(p + 3, (uint16_t)m); wr32(p + 5, next);
+    cellsrc_put(p + 9, cell, clen, op, ovfl);
+}
+
+void pa_put_meta(pa_buf *b, uint32_t nblocks, uint32_t freelist) {
+    uint8_t *p = head(b, PA_META, 0, 8);
+    if (p) { wr32(p, nblocks); wr32(p + 4, freelist); }
+}
+
+void pa_put_setnext(pa_buf *b, uint32_t block, uint32_t next) {
+    uint8_t *p = head(b, PA_SETNEXT, block, 4);
+    if (p) wr32(p, next);
+}
+
+void pa_put_pushfree(pa_buf *b, uint32_t trunk, uint32_t freed) {
+    uint8_t *p = head(b, PA_PUSHFREE, trunk, 4);
+    if (p) wr32(p, freed);
+}
+
+void pa_put_popfree(pa_buf *b, uint32_t trunk) { head(b, PA_POPFREE, trunk, 0); }
+
+/* ---- decoding ---- */
+
+static size_t cellsrc_parse(const uint8_t *p, size_t len) {
+    if (len < 1) return 0;
+    if (p[0] == 0) {
+        if (len < 3) return 0;
+        size_t n = 3 + rd16(p + 1);
+        return n <= len ? n : 0;
+    }
+    return p[0] == 1 && len >= 9 ? 9 : 0;
+}
+
+size_t pa_parse(const uint8_t *p, size_t len, int *kind, uint32_t *block) {
+    if (len < 5) return 0;
+    *kind = p[0];
+    *block = rd32(p + 1);
+    const uint8_t *q = p + 5;
+    size_t rest = len - 5, n;
+    switch (*kind) {
+    case PA_IMAGE:
+        if (rest < 9) return 0;
+        n = 9 + (size_t)rd32(q + 5);
+        return n <= rest ? 5 + n : 0;
+    case PA_INIT: return rest >= 11 ? 16 : 0;
+    case PA_FREE: return rest >= 4 ? 9 : 0;
+    case PA_OVFL:
+        if (rest < 9) return 0;
+        n = q[8] == 0 ? 9 + (size_t)rd32(q + 4) : q[8] == 1 ? 17 : (size_t)-1;
+        return n <= rest ? 5 + n : 0;
+    case PA_INSERT:
+        if (rest < 3) return 0;
+        n = cellsrc_parse(q + 3, rest - 3);
+        return n ? 5 + 3 + n : 0;
+    case PA_REMOVE: return rest >= 2 ? 7 : 0;
+    case PA_SPLIT:
+        if (rest < 9) return 0;
+        n = cellsrc_parse(q + 9, rest - 9);
+        return n ? 5 + 9 + n : 0;
+    case PA_META: return rest >= 8 ? 13 : 0;
+    case PA_SETNEXT: return rest >= 4 ? 9 : 0;
+    case PA_PUSHFREE: return rest >= 4 ? 9 : 0;
+    case PA_POPFREE: return 5;
+    default: return 0;
+    }
+}
+
+int pa_creates(int kind) {
+    return kind == PA_IMAGE || kind == PA_INIT || kind == PA_FREE || kind == PA_OVFL;
+}
+
+size_t pa_op_cell(const pa_batch *batch, uint32_t op, uint32_t ovfl, uint8_t *out, size_t cap) {
+    if (!batch || op >= batch->nops || batch->ops[op].kind != BOP_PUT) return 0;
+    const pa_op *o = &batch->ops[op];
+    size_t need = leaf_cell_size(o->klen, o->vlen, ovfl != 0);
+    if (need > cap) return 0;
+    return leaf_cell_encode(out, o->key, o->klen, o->vlen, o->val, ovfl != 0, ovfl);
+}
+
+/* Resolve a cellsrc into bytes (pointing into the record or into TMP). */
+static int cellsrc_get(const uint8_t *p, const pa_batch *batch, uint8_t *tmp, size_t cap,
+                       const uint8_t **cell, size_t *clen) {
+    if (p[0] == 0) { *cell = p + 3; *clen = rd16(p + 1); return *clen ? 0 : -1; }
+    *clen = pa_op_cell(batch, rd32(p + 1), rd32(p + 5), tmp, cap);
+    *cell = tmp;
+    return *clen ? 0 : -1;
+}
+
+int pa_split_cells(uint8_t *page, uint32_t ps, unsigned idx, int replace, const uint8_t *c,
+                   size_t clen, unsigned m, uint8_t *right, uint32_t rblock) {
+    unsigned n = ph_get_nslots(page);
+    unsigned total = n + 1 - (replace ? 1 : 0);
+    if (idx > n || (replace && idx >= n) || m == 0 || m > total) return -1;
+    uint8_t *old = malloc(ps);
+    const uint8_t **cp = malloc(sizeof *cp * (total + 1));
+    size_t *sz = malloc(sizeof *sz * (total + 1));
+    if (!old || !cp || !sz) { free(old); free(cp); free(sz); return -1; }
+    memcpy(old, page, ps);
+    /* Combined order: the old cells with C at idx (replacing idx). */
+    unsigned k = 0;
+    for (unsigned i = 0; i <= n; i++) {
+        if (i == idx) { cp[k] = c; sz[k++] = clen; }
+        if (i == n) break;
+        if (i == idx && replace) continue;
+        cp[k] = page_cell_bytes(old, i, &sz[k]);
+        k++;
+    }
+    int leaf = ph_get_type(old) == PAGE_LEAF, rc = 0;
+    page_init(page, ps, ph_get_block(old), ph_get_type(old), ph_get_level(old));
+    ph_set_next(page, ph_get_next(old));
+    ph_set_aux(page, ph_get_aux(old));
+    ph_set_lsn(page, ph_get_lsn(old));
+    for (unsigned i = 0; i < m && rc == 0; i++) {
+        if (page_reclaimable(page) < sz[i] + 2) rc = -1;
+        else page_insert_cell(page, ps, i, cp[i], sz[i]);
+    }
+    if (right && rc == 0) {
+        page_init(right, ps, rblock, ph_get_type(old), ph_get_level(old));
+        ph_set_next(right, ph_get_next(old));
+        unsigned from = m;
+        if (!leaf && m < total) {
+            /* Internal split: cell m's key moves up; its child becomes the
+             * right page's leftmost child. */
+            ph_set_aux(right, rd32(cp[m] + 2));
+            from = m + 1;
+        }
+        for (unsigned i = from; i < total && rc == 0; i++) {
+            if (page_reclaimable(right) < sz[i] + 2) rc = -1;
+            else page_insert_cell(right, ps, i - from, cp[i], sz[i]);
+        }
+    }
+    free(old); free(cp); free(sz);
+    return rc;
+}
+
+/* ---- apply ---- */
+
+int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_t alen,
+             const pa_batch *batch, uint8_t *zscratch, const char **why) {
+    int kind;
+    uint32_t blk;
+    size_t n = pa_parse(a, alen, &kind, &blk);
+    if (!n || blk != block) { *why = "malformed page action"; return ENG_CORRUPTION; }
+    const uint8_t *q = a + 5;
+    uint8_t cellbuf[LEAF_CELL_HDR + ENG_MAX_KEY + 4096 + 8];
+    const uint8_t *cell;
+    size_t clen;
+    switch (kind) {
+    case PA_IMAGE: {
+        uint16_t hoff = rd16(q), hlen = rd16(q + 2);
+        uint32_t stored = rd32(q + 5);
+        size_t raw = (size_t)ps - hlen;
+        if ((size_t)hoff + hlen > ps) { *why = "image hole outside the page"; return ENG_CORRUPTION; }
+        const uint8_t *src = q + 9;
+        if (q[4] == 1) {
+            size_t z = ZSTD_decompress(zscratch, ps, src, stored);
+            if (ZSTD_isError(z) || z != raw) { *why = "compressed image does not decompress to its size"; return ENG_CORRUPTION; }
+            src = zscratch;
+        } else if (q[4] != 0 || stored != raw) {
+            *why = "image length disagrees with its hole"; return ENG_CORRUPTION;
+        }
+        if (src == page) return ENG_OK;
+        memmove(page, src, hoff);
+        memset(page + hoff, 0, hlen);
+        memcpy(page + hoff + hlen, src + hoff, ps - hoff - hlen);
+        return ENG_OK;
+    }
+    case PA_INIT:
+        if (q[0] < PAGE_META || q[0] > PAGE_TYPE_MAX) { *why = "bad page type"; return ENG_CORRUPTION; }
+        page_init(page, ps, block, q[0], rd16(q + 1));
+        ph_set_next(page, rd32(q + 3));
+        ph_set_aux(page, rd32(q + 7));
+        return ENG_OK;
+    case PA_FREE:
+        page_init(page, ps, block, PAGE_FREE, 0);
+        ph_set_next(page, rd32(q));
+        return ENG_OK;
+    case PA_OVFL: {
+        uint32_t len = rd32(q + 4);
+        if (len > ps - PAGE_HDR) { *why = "overflow payload larger than a page"; return ENG_CORRUPTION; }
+        const uint8_t *src;
+        if (q[8] == 0) {
+            src = q + 9;
+        } else {
+            uint32_t op = rd32(q + 9), off = rd32(q + 13);
+            if (!batch || op >= batch->nops || off > batch->ops[op].vlen ||
+                batch->ops[op].vlen - off < len) {
+                *why = "overflow payload outside its batch value"; return ENG_CORRUPTION;
+            }
+            src = batch->ops[op].val + off;
+        }
+        page_init(page, ps, block, PAGE_OVERFLOW, 0);
+        ph_set_next(page, rd32(q));
+        ph_set_aux(page, len);
+        memcpy(page + PAGE_HDR, src, len);
+        return ENG_OK;
+    }
+    case PA_INSERT: {
+        unsigned idx = rd16(q), nslots = ph_get_nslots(page);
+        int replace = q[2];
+        if (cellsrc_get(q + 3, batch, cellbuf, sizeof cellbuf, &cell, &clen)) { *why = "cell source missing"; return ENG_CORRUPTION; }
+        if (idx > nslots || (replace && idx >= nslots)) { *why = "insert slot out of range"; return ENG_CORRUPTION; }
+        size_t oldsz = 0;
+        if (replace) page_cell_bytes(page, idx, &oldsz);
+        if (page_reclaimable(page) + (replace ? oldsz + 2 : 0) < clen + 2) { *why = "cell does not fit the page"; return ENG_CORRUPTION; }
+        if (replace) page_remove_cell(page, idx);
+        page_insert_cell(page, ps, idx, cell, clen);
+        return ENG_OK;
+    }
+    case PA_REMOVE: {
+        unsigned idx = rd16(q);
+        if (idx >= ph_get_nslots(page)) { *why = "remove slot out of range"; return ENG_CORRUPTION; }
+        page_remove_cell(page, idx);
+        return ENG_OK;
+    }
+    case PA_SPLIT: {
+        if (cellsrc_get(q + 9, batch, cellbuf, sizeof cellbuf, &cell, &clen)) { *why = "cell source missing"; return ENG_CORRUPTION; }
+        if (pa_split_cells(page, ps, rd16(q), q[2], cell, clen, rd16(q + 3), NULL, 0)) {
+            *why = "split does not fit the page"; return ENG_CORRUPTION;
+        }
+        ph_set_next(page, rd32(q + 5));
+        return ENG_OK;
+    }
+    case PA_META: {
+        meta_fields m;
+        meta_read(page, &m);
+        m.nblocks = rd32(q);
+        m.freelist = rd32(q + 4);
+        meta_write(page, &m);
+        return ENG_OK;
+    }
+    case PA_SETNEXT:
+        ph_set_next(page, rd32(q));
+        return ENG_OK;
+    case PA_PUSHFREE: {
+        uint32_t n = ph_get_aux(page);
+        if (ph_get_type(page) != PAGE_FREE || n >= FREE_TRUNK_CAP(ps)) { *why = "free-list trunk full or not a trunk"; return ENG_CORRUPTION; }
+        wr32(page + PAGE_HDR + 4u * n, rd32(q));
+        ph_set_aux(page, n + 1);
+        return ENG_OK;
+    }
+    case PA_POPFREE: {
+        uint32_t n = ph_get_aux(page);
+        if (ph_get_type(page) != PAGE_FREE || n == 0 || n > FREE_TRUNK_CAP(ps)) { *why = "free-list trunk empty or not a trunk"; return ENG_CORRUPTION; }
+        wr32(page + PAGE_HDR + 4u * (n - 1), 0);
+        ph_set_aux(page, n - 1);
+        return ENG_OK;
+    }
+    }
+    *why = "unknown page action";
+    return ENG_CORRUPTION;
+}

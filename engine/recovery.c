@@ -1,0 +1,173 @@
+/*
+ * recovery.c -- redo from the last checkpoint (passes and rules in
+ * recovery.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "page.h"
+#include "recovery.h"
+#include "wal.h"
+
+void rec_result_free(rec_result *r) {
+    free(r->batch_payload);
+    r->batch_payload = NULL;
+}
+
+/* Pass 1: find the end; fsync what was read. */
+static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn,
+                    const eng_reporter *rep, rec_result *out) {
+    wal_reader *r;
+    int rc = wal_reader_open(io, dir, seg_size, redo_lsn, 0, rep, &r);
+    if (rc) return rc;
+    wal_record rec;
+    while ((rc = wal_reader_next(r, &rec)) == ENG_OK) out->records++;
+    if (rc == ENG_NOTFOUND) {
+        wal_reader_end(r, &out->end_lsn, &out->last_lsn, &out->max_gen, &out->trimmed);
+        rc = ENG_OK;
+    }
+    wal_reader_close(r);
+    if (rc) return rc;
+    if (out->records == 0)
+        return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)redo_lsn, -1, redo_lsn, out->end_lsn,
+                          "the log holds no record at the redo point (LSN %llu): the checkpoint's "
+                          "record is missing", (unsigned long long)redo_lsn);
+    char wdir[4200];
+    snprintf(wdir, sizeof wdir, "%s/%s", dir, WAL_DIR);
+    for (uint64_t s = redo_lsn & ~(seg_size - 1); s < out->end_lsn; s += seg_size) {
+        char name[32];
+        snprintf(name, sizeof name, "%016llx", (unsigned long long)s);
+        io_file f;
+        if ((rc = io_open(io, wdir, name, -1, 0, 0, &f))) return rc;
+        rc = io_sync(io, &f);
+        io_close(io, &f);
+        if (rc) return rc;
+    }
+    return ENG_OK;
+}
+
+typedef struct applied {
+    uint32_t blocks[128];
+    int n;
+} applied;
+
+static int was_applied(const applied *a, uint32_t b) {
+    for (int i = 0; i < a->n; i++) if (a->blocks[i] == b) return 1;
+    return 0;
+}
+
+static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch,
+                       uint8_t *zscratch, const eng_reporter *rep, rec_result *out) {
+    const uint8_t *p = rec->payload + PA_REC_HDR, *end = rec->payload + rec->len;
+    applied ap = {.n = 0};
+    while (p < end) {
+        int kind;
+        uint32_t block;
+        size_t n = pa_parse(p, (size_t)(end - p), &kind, &block);
+        if (!n || (kind == PA_META) != (block == 0))
+            return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec->lsn, -1, 0, 0,
+                              "record at LSN %llu holds a malformed page action",
+                              (unsigned long long)rec->lsn);
+        bp_frame *f;
+        int rc, creates = pa_creates(kind);
+        rc = creates ? bp_overwrite(bp, block, &f) : bp_get(bp, block, BP_EXCL, &f);
+        if (rc) return rc;
+        if (!creates && atomic_load(&f->lsn) >= rec->end && !was_applied(&ap, block)) {
+            out->actions_skipped++;
+        } else {
+            const char *why = "";
+            page_problem pr;
+            rc = pa_apply(f->data, ps, block, p, n, batch, zscratch, &why);
+            /* A record passed its checksum, so its bytes are the ones the
+             * writer logged; the page it lands on must still make sense
+             * (a stale or damaged page would make the action nonsense). */
+            if (rc == ENG_OK && page_check_structure(f->data, ps, &pr) != ENG_OK) {
+                rc = ENG_CORRUPTION;
+                why = pr.detail;
+            }
+            if (rc) {
+                bp_release(bp, f, BP_EXCL);
+                return eng_report(rep, ENG_LAYER_STRUCTURE, "data", block, (int64_t)block * ps, -1,
+                                  rec->lsn, atomic_load(&f->lsn),
+                                  "redo of the record at LSN %llu: %s", (unsigned long long)rec->lsn, why);
+            }
+            atomic_store(&f->lsn, rec->end);
+            bp_mark_dirty(f);
+            if (ap.n < 128 && !was_applied(&ap, block)) ap.blocks[ap.n++] = block;
+            out->actions_applied++;
+            if (kind == PA_IMAGE) out->images_restored++;
+        }
+        bp_release(bp, f, BP_EXCL);
+        p += n;
+    }
+    return ENG_OK;
+}
+
+int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn,
+                  uint64_t last_seq, bp_pool *bp, uint32_t page_size,
+                  const eng_reporter *rep, rec_result *out) {
+    memset(out, 0, sizeof *out);
+    out->last_seq = last_seq;
+    int rc = scan_end(io, dir, seg_size, redo_lsn, rep, out);
+    if (rc) return rc;
+
+    wal_reader *r;
+    if ((rc = wal_reader_open(io, dir, seg_size, redo_lsn, 0, rep, &r))) return rc;
+    uint8_t *zscratch = malloc(page_size);
+    pa_batch batch = {0};
+    size_t ops_cap = 0;
+    if (!zscratch) { wal_reader_close(r); return ENG_NOMEM; }
+    wal_record rec;
+    uint64_t seen = 0;
+    while (rc == ENG_OK && seen < out->records && (rc = wal_reader_next(r, &rec)) == ENG_OK) {
+        seen++;
+        if (rec.type == WAL_REC_BATCH) {
+            uint32_t nops;
+            if (pa_batch_count(rec.payload, rec.len, &nops)) { rc = -1; }
+            else {
+                if (nops > ops_cap) {
+                    pa_op *o = realloc(batch.ops, sizeof *o * nops);
+                    if (!o) { rc = ENG_NOMEM; break; }
+                    batch.ops = o;
+                    ops_cap = nops;
+                }
+                uint8_t *copy = malloc(rec.len);
+                if (!copy) { rc = ENG_NOMEM; break; }
+                memcpy(copy, rec.payload, rec.len);
+                free(out->batch_payload);
+                out->batch_payload = copy;
+                out->batch_len = rec.len;
+                out->batch_lsn = rec.lsn;
+                out->ops_done = 0;
+                if (pa_batch_decode(copy, rec.len, &batch)) rc = -1;
+                else { out->nops = batch.nops; out->last_seq = batch.seq; }
+            }
+            if (rc == -1)
+                rc = eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec.lsn, -1, 0, 0,
+                                "batch record at LSN %llu does not decode", (unsigned long long)rec.lsn);
+        } else if (rec.type == WAL_REC_PAGES) {
+            uint64_t blsn = rec.len >= PA_REC_HDR ? rd64(rec.payload) : 0;
+            uint32_t op = rec.len >= PA_REC_HDR ? rd32(rec.payload + 8) : UINT32_MAX - 1;
+            if (op == PA_OP_ABORT && rec.len == PA_REC_HDR && out->batch_payload && blsn == out->batch_lsn)
+                out->ops_done = out->nops; /* abandoned: nothing to complete */
+            else if (!out->batch_payload || blsn != out->batch_lsn || op >= out->nops)
+                rc = eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec.lsn, -1, out->batch_lsn, blsn,
+                                "page record at LSN %llu names a batch or operation not in the log",
+                                (unsigned long long)rec.lsn);
+            else {
+                rc = apply_pages(bp, page_size, &rec, &batch, zscratch, rep, out);
+                if (op + 1 > out->ops_done) out->ops_done = op + 1;
+            }
+        }
+    }
+    if (rc == ENG_NOTFOUND) rc = ENG_OK; /* cannot happen: pass 1 counted */
+    wal_reader_close(r);
+    free(zscratch);
+    free(batch.ops);
+    if (rc == ENG_OK && out->batch_payload && out->ops_done >= out->nops) {
+        free(out->batch_payload); /* complete: nothing for the caller */
+        out->batch_payload = NULL;
+    }
+    return rc;
+}

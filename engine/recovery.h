@@ -1,0 +1,52 @@
+/*
+ * recovery.h -- redo from the last checkpoint (DESIGN 3.8).
+ *
+ * Two passes over the log from the redo point:
+ *   1. read to the end, so a corrupted record in the synced part (wal.h W3)
+ *      fails the open before any page is touched, and fsync the segments
+ *      read (their bytes may sit only in the page cache after a crash, and
+ *      pages rebuilt from them must not reach disk before they do);
+ *   2. apply every WAL_REC_PAGES record's actions (pageop.h): creating
+ *      actions (images, new pages) without reading the block, so a page
+ *      torn by the crash is rebuilt from its image; modifying actions only
+ *      when the page's LSN is below the record's end (a change the page
+ *      already has is skipped).
+ * The last batch may have been cut short by the crash after its
+ * WAL_REC_BATCH record (the commit) reached the log: the caller completes
+ * it from the ops the result returns, so a batch is all or nothing.
+ */
+#ifndef ENGINE_RECOVERY_H
+#define ENGINE_RECOVERY_H
+
+#include <stdint.h>
+
+#include "bufpool.h"
+#include "io.h"
+#include "pageop.h"
+#include "status.h"
+
+typedef struct rec_result {
+    uint64_t end_lsn;      /* just past the last good record: appending resumes here */
+    uint64_t last_lsn;     /* the last good record */
+    uint64_t last_seq;     /* commit sequence of the last batch recovered */
+    uint64_t records;      /* records read from the redo point */
+    uint64_t actions_applied, actions_skipped, images_restored;
+    uint32_t max_gen;
+    int trimmed;           /* a torn tail after end_lsn was cut */
+    /* The last batch, if its operations were not all logged: */
+    uint8_t *batch_payload; /* owned (free with rec_result_free) */
+    size_t batch_len;
+    uint64_t batch_lsn;
+    uint32_t ops_done;      /* operations with a WAL_REC_PAGES record */
+    uint32_t nops;
+} rec_result;
+
+/* Replay DIR's log from REDO_LSN into the pages of BP.  LAST_SEQ is the
+ * commit sequence at the redo point (from control).  ENG_CORRUPTION (with
+ * reports) when the log or a page cannot be trusted. */
+int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn,
+                  uint64_t last_seq, bp_pool *bp, uint32_t page_size,
+                  const eng_reporter *rep, rec_result *out);
+void rec_result_free(rec_result *r);
+
+#endif
