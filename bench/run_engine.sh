@@ -23,13 +23,15 @@ e_r8=$(eng "$work/eng" --num "$NUM" --phase read --reads "$READS" --cache-size $
 
 common=(--num="$NUM" --reads="$READS" --key_size=32 --value_size=200 --compression_type=none
         --sync=0 --disable_wal=0 --threads=1 --db="$work/rocks" --statistics=0)
-rops() { awk '$1 == "'"$1"'" && $2 == ":" { for (i=1;i<=NF;i++) if ($(i+1) == "ops/sec;") print $i }' ; }
+rops() { awk '$1 == "'"$1"'" && $2 == ":" { for (i=1;i<NF;i++) if ($(i+1) ~ /^ops\/sec;?$/) print $i }' ; }
+# db_bench's progress lines go to stderr: keep them out of the table.
+rb() { db_bench "$@" 2>>"$work/db_bench.stderr" || { cat "$work/db_bench.stderr" >&2; exit 3; }; }
 echo "rocksdb: fillseq ..."
-r_fill=$(db_bench "${common[@]}" --benchmarks=fillseq --cache_size=$big | rops fillseq)
+r_fill=$(rb "${common[@]}" --benchmarks=fillseq --cache_size=$big | rops fillseq)
 echo "rocksdb: readrandom, whole database cached ..."
-r_rc=$(db_bench "${common[@]}" --use_existing_db=1 --benchmarks=readtocache,readrandom --cache_size=$big | rops readrandom)
+r_rc=$(rb "${common[@]}" --use_existing_db=1 --benchmarks=readtocache,readrandom --cache_size=$big | rops readrandom)
 echo "rocksdb: readrandom, 8 MiB cache ..."
-r_r8=$(db_bench "${common[@]}" --use_existing_db=1 --benchmarks=readtocache,readrandom --cache_size=$small | rops readrandom)
+r_r8=$(rb "${common[@]}" --use_existing_db=1 --benchmarks=readtocache,readrandom --cache_size=$small | rops readrandom)
 
 python3 - "$out/engine.json" "$e_fill" "$e_rc" "$e_r8" "$r_fill" "$r_rc" "$r_r8" <<'PY'
 import json, sys

@@ -204,8 +204,9 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try) {
     next:;
     }
     int rc = ENG_OK;
+    if (nreq && bp->cfg.read_only) rc = ENG_READONLY;
     /* Write-ahead rule: the log first, up to the newest page's LSN. */
-    if (nreq && maxlsn && bp->cfg.wal_flush) rc = bp->cfg.wal_flush(bp->cfg.wal_ctx, maxlsn);
+    if (rc == ENG_OK && nreq && maxlsn && bp->cfg.wal_flush) rc = bp->cfg.wal_flush(bp->cfg.wal_ctx, maxlsn);
     if (nreq && rc == ENG_OK) {
         rc = io_write_batch(bp->cfg.io, reqs, nreq);
         count(bp, C_WRITES, nreq);

@@ -72,6 +72,9 @@ typedef struct bp_config {
      * written; must make the WAL durable up to UPTO.  NULL: no WAL. */
     int (*wal_flush)(void *ctx, uint64_t upto);
     void *wal_ctx;
+    /* Read-only handle: dirty frames (redo replayed in memory) are never
+     * written; needing to write one fails with ENG_READONLY. */
+    int read_only;
 } bp_config;
 
 typedef struct bp_stats {

@@ -275,6 +275,7 @@ static int start_pool(eng_db *db) {
         .io = db->io, .file = &db->data, .page_size = db->ctl.page_size, .nframes = nframes,
         .checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0, .hwm = &db->hwm,
         .reporter = db->rep, .wal_flush = pool_wal_flush, .wal_ctx = db,
+        .read_only = db->opts.read_only,
     };
     return bp_create(&bc, &db->bp);
 }
@@ -289,9 +290,11 @@ static int open_wal(eng_db *db, uint64_t start, uint64_t prev) {
     return wal_open(&wc, &db->wal);
 }
 
-static int open_tree(eng_db *db) {
+/* EXTENT: blocks redo rebuilt in memory that the file may not hold yet. */
+static int open_tree(eng_db *db, uint64_t extent) {
     uint64_t size = 0;
     io_size(db->io, &db->data, &size);
+    if (size / db->ctl.page_size < extent) size = extent * db->ctl.page_size;
     bt_config tc = {
         .bp = db->bp, .page_size = db->ctl.page_size, .reporter = db->rep, .file = DATA_NAME,
         .file_blocks = size / db->ctl.page_size, .hwm = db->ctl.hwm,
@@ -342,7 +345,7 @@ static int create_db(eng_db *db) {
     db->ctl.last_seq = 0;
     if ((rc = control_write(db->io, db->dir, &db->ctl))) return rc;
     atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
-    return open_tree(db);
+    return open_tree(db, 0);
 }
 
 static int recover_db(eng_db *db) {
@@ -366,15 +369,17 @@ static int recover_db(eng_db *db) {
     atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
     if (db->opts.read_only) {
         /* Redo stays in the pool (never written back): a read-only open
-         * shows the recovered state and changes nothing on disk. */
+         * shows the recovered state and changes nothing on disk.  A replay
+         * larger than the cache fails with ENG_READONLY: open read-write
+         * (or with a larger cache) to recover. */
         rec_result_free(&rr);
-        return open_tree(db);
+        return open_tree(db, rr.meta_nblocks);
     }
     /* A new generation, durable before any block of it is written. */
     db->ctl.wal_gen = (rr.max_gen > db->ctl.wal_gen ? rr.max_gen : db->ctl.wal_gen) + 1;
     if ((rc = control_write(db->io, db->dir, &db->ctl))) { rec_result_free(&rr); return rc; }
     if ((rc = open_wal(db, rr.end_lsn, rr.last_lsn))) { rec_result_free(&rr); return rc; }
-    if ((rc = open_tree(db))) { rec_result_free(&rr); return rc; }
+    if ((rc = open_tree(db, rr.meta_nblocks))) { rec_result_free(&rr); return rc; }
     if (rr.batch_payload) {
         /* The last batch committed but not all its operations were logged:
          * complete it (operations are idempotent as whole puts/deletes). */
@@ -739,16 +744,42 @@ static void verify_report(void *ctx, const eng_corruption *r) {
     if (v->fn) v->fn(v->ctx, r);
 }
 
+/* Read every record of the log from the redo point (pg_waldump's walk):
+ * a damaged record in the synced part is a problem (wal.h W3); a torn
+ * tail is not. */
+static int verify_log(io_ctx *io, const char *dir, const control *ctl, const eng_reporter *rep,
+                      uint64_t *problems) {
+    wal_reader *r;
+    int rc = wal_reader_open(io, dir, ctl->seg_size, ctl->redo_lsn, 0, rep, &r);
+    if (rc) return rc;
+    wal_record rec;
+    while ((rc = wal_reader_next(r, &rec)) == ENG_OK) {}
+    wal_reader_close(r);
+    if (rc == ENG_CORRUPTION) { (*problems)++; return ENG_CORRUPTION; }
+    return rc == ENG_NOTFOUND ? ENG_OK : rc;
+}
+
 int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems) {
     uint64_t dummy;
     if (!problems) problems = &dummy;
     *problems = 0;
     verify_fwd vf = {db, fn, ctx};
     eng_reporter rep = {verify_report, &vf};
-    /* The write lock holds the tree still; readers go on. */
+    /* The write lock holds the tree still and the log's end in place (the
+     * checkpoint lock keeps segments from going away); readers go on. */
+    pthread_mutex_lock(&db->ckpt_mu);
     pthread_mutex_lock(&db->write_mu);
     int rc = bt_verify(db->bt, &rep, problems);
+    if ((rc == ENG_OK || rc == ENG_CORRUPTION) && db->wal) {
+        /* Records still in the buffer are not on disk: write them out so
+         * the walk sees the whole log. */
+        int wrc = wal_write_out(db->wal);
+        if (wrc == ENG_OK) wrc = verify_log(db->io, db->dir, &db->ctl, &rep, problems);
+        if (wrc == ENG_CORRUPTION) rc = ENG_CORRUPTION;
+        else if (wrc != ENG_OK && rc == ENG_OK) rc = wrc;
+    }
     pthread_mutex_unlock(&db->write_mu);
+    pthread_mutex_unlock(&db->ckpt_mu);
     return rc;
 }
 
@@ -855,17 +886,31 @@ int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn f
         have = control_read(io, dir, &ctl, &quiet) == ENG_OK;
         io_ctx_destroy(io);
     }
-    /* What the open tripped on, unless the scan reports that block itself. */
-    for (int i = 0; i < held.n; i++) {
-        if (have && held.r[i].block >= 0 && strcmp(held.r[i].file, DATA_NAME) == 0 &&
-            held.r[i].layer != ENG_LAYER_STRUCTURE && held.r[i].layer != ENG_LAYER_OVERFLOW)
-            continue;
-        verify_report(&vf, &held.r[i]);
-        (*problems)++;
-    }
     uint64_t more = 0;
     int rc2 = scan_blocks(dir, &o, &ctl, have, &rep, &more);
     *problems += more;
+    held_reports logrep = {.n = 0};
+    if (have && (rc2 == ENG_OK || rc2 == ENG_CORRUPTION) && io_ctx_create(o.io_backend, NULL, &io) == ENG_OK) {
+        eng_reporter lr = {hold_report, &logrep};
+        uint64_t wp = 0;
+        verify_log(io, dir, &ctl, &lr, &wp);
+        io_ctx_destroy(io);
+        for (int i = 0; i < logrep.n; i++) { verify_report(&vf, &logrep.r[i]); (*problems)++; }
+    }
+    /* What the open tripped on, unless a scan above reported the same
+     * thing itself: a page's own checksum (the block scan) or a record
+     * (the log walk).  Problems met only while replaying stay. */
+    for (int i = 0; i < held.n; i++) {
+        const eng_corruption *h = &held.r[i];
+        int dup = have && h->block >= 0 && strcmp(h->file, DATA_NAME) == 0 &&
+                  h->layer != ENG_LAYER_STRUCTURE && h->layer != ENG_LAYER_OVERFLOW;
+        for (int j = 0; j < logrep.n && !dup; j++)
+            dup = logrep.r[j].layer == h->layer && logrep.r[j].offset == h->offset &&
+                  strcmp(logrep.r[j].file, h->file) == 0;
+        if (dup) continue;
+        verify_report(&vf, h);
+        (*problems)++;
+    }
     if (rc2 != ENG_OK && rc2 != ENG_CORRUPTION) return rc2;
     return *problems ? ENG_CORRUPTION : ENG_OK;
 }

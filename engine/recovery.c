@@ -65,7 +65,7 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
         int kind;
         uint32_t block;
         size_t n = pa_parse(p, (size_t)(end - p), &kind, &block);
-        if (!n || (kind == PA_META) != (block == 0))
+        if (!n || (kind == PA_META && block != 0) || (block == 0 && kind != PA_META && kind != PA_IMAGE))
             return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec->lsn, -1, 0, 0,
                               "record at LSN %llu holds a malformed page action",
                               (unsigned long long)rec->lsn);
@@ -97,6 +97,11 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
             if (ap.n < 128 && !was_applied(&ap, block)) ap.blocks[ap.n++] = block;
             out->actions_applied++;
             if (kind == PA_IMAGE) out->images_restored++;
+            if (block == 0) { /* the meta page as redo leaves it */
+                meta_fields mf;
+                meta_read(f->data, &mf);
+                out->meta_nblocks = mf.nblocks;
+            }
         }
         bp_release(bp, f, BP_EXCL);
         p += n;

@@ -32,6 +32,7 @@ typedef struct rec_result {
     uint64_t records;      /* records read from the redo point */
     uint64_t actions_applied, actions_skipped, images_restored;
     uint32_t max_gen;
+    uint32_t meta_nblocks; /* block count of the meta page after redo (0: not redone) */
     int trimmed;           /* a torn tail after end_lsn was cut */
     /* The last batch, if its operations were not all logged: */
     uint8_t *batch_payload; /* owned (free with rec_result_free) */
