@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "bufpool.h"
+#include "faultpoints.h"
 #include "page.h"
 
 #define NPART 64u
@@ -210,6 +211,7 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try) {
     if (nreq && rc == ENG_OK) {
         rc = io_write_batch(bp->cfg.io, reqs, nreq);
         count(bp, C_WRITES, nreq);
+        ENG_KILL_POINT(FP_KILL_PAGE_WRITE);
     }
     for (size_t i = 0; i < nreq; i++) {
         if (rc != ENG_OK || reqs[i].status != ENG_OK) atomic_store(&latched[i]->dirty, 1);

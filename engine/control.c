@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include "control.h"
+#include "faultpoints.h"
 #include "page.h"
 
 #define CT_MAGIC 0x31304c5443474e45ull /* "ENGCTL01" */
@@ -88,6 +89,7 @@ int control_write(io_ctx *io, const char *dir, const control *c) {
     rc = io_write(io, &f, buf, sizeof buf, 0);
     if (rc == ENG_OK) rc = io_sync(io, &f);
     io_close(io, &f);
+    if (rc == ENG_OK) ENG_KILL_POINT(FP_KILL_CONTROL);
     if (rc == ENG_OK) rc = io_rename(io, dir, tmp, CONTROL_NAME);
     if (rc == ENG_OK) rc = io_dirsync(io, dir);
     return rc;

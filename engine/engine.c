@@ -48,6 +48,7 @@
 #include "btree.h"
 #include "bufpool.h"
 #include "control.h"
+#include "faultpoints.h"
 #include "io.h"
 #include "page.h"
 #include "pageop.h"
@@ -234,6 +235,7 @@ static int checkpoint(eng_db *db) {
     int rc = bp_flush_all(db->bp);
     if (rc == ENG_OK) rc = io_sync(db->io, &db->data);
     atomic_fetch_add(&db->syncs, 1);
+    if (rc == ENG_OK) ENG_KILL_POINT(FP_KILL_CKPT_DATA);
     uint64_t cstart = 0, cend = 0;
     if (rc == ENG_OK) {
         uint8_t rec[24];
@@ -243,6 +245,11 @@ static int checkpoint(eng_db *db) {
         rc = log_append(db, WAL_REC_CHECKPOINT, rec, sizeof rec, &cstart, &cend);
     }
     if (rc == ENG_OK) rc = wal_flush(db->wal, cend);
+    if (rc == ENG_OK) {
+        ENG_KILL_POINT(FP_KILL_CKPT_RECORD);
+        int injected = ENG_FAULT(FP_CKPT_CONTROL);
+        if (injected) rc = io_status_from_errno(injected);
+    }
     if (rc == ENG_OK) {
         control c = db->ctl;
         c.redo_lsn = redo;
@@ -397,6 +404,7 @@ static int recover_db(eng_db *db) {
     }
     rec_result_free(&rr);
     if (rc) return rc;
+    ENG_KILL_POINT(FP_KILL_RECOVERY_END);
     /* End-of-recovery checkpoint: the replayed state becomes the new
      * starting point, so a crash now does not replay it all again. */
     if (db->rinfo.records > 1 || db->rinfo.batch_ops_completed) rc = checkpoint(db);
@@ -547,8 +555,10 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
         if (rc == ENG_OK) {
             atomic_store(&db->seq, seq);
             seq_note(db, bend, seq);
+            ENG_KILL_POINT(FP_KILL_COMMIT);
             int changed = 0, abandoned = 0;
             for (uint32_t i = 0; i < n && rc == ENG_OK; i++) {
+                if (i) ENG_KILL_POINT(FP_KILL_OP);
                 rc = bt_apply_op(db->bt, &batch, i, bstart, &changed);
                 if (rc == ENG_NOTFOUND) { notfound = 1; rc = ENG_OK; }
                 if (rc != ENG_OK && i == 0 && !changed) {
@@ -914,6 +924,25 @@ int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn f
     if (rc2 != ENG_OK && rc2 != ENG_CORRUPTION) return rc2;
     return *problems ? ENG_CORRUPTION : ENG_OK;
 }
+
+/* ---- fault points ---- */
+
+#define FP_ENTRY(id, name, what) [id] = {name, what},
+const eng_fault_point eng_fault_points[FP_COUNT] = {ENG_FAULT_POINTS(FP_ENTRY)};
+#undef FP_ENTRY
+
+#ifdef FIU_ENABLE
+_Atomic int eng_faults_armed_flag;
+int eng_faults_compiled(void) { return 1; }
+void eng_faults_arm(int on) { atomic_store(&eng_faults_armed_flag, on != 0); }
+#else
+int eng_faults_compiled(void) { return 0; }
+void eng_faults_arm(int on) { (void)on; }
+#endif
+
+size_t eng_fault_point_count(void) { return FP_COUNT; }
+const char *eng_fault_point_name(size_t i) { return i < FP_COUNT ? eng_fault_points[i].name : NULL; }
+const char *eng_fault_point_what(size_t i) { return i < FP_COUNT ? eng_fault_points[i].what : NULL; }
 
 /* ---- stats and debug ---- */
 

@@ -339,6 +339,16 @@ int eng_last_corruption(eng_db *db, eng_corruption *out);
 void *eng_debug_frame_bytes(eng_db *db, uint64_t block, size_t *page_size);
 void eng_debug_frame_release(eng_db *db, uint64_t block);
 
+/* Fault points (catalogue: engine/faultpoints.h).  Compiled in only in
+ * the fault build (build/libengine-fiu.a, -DFIU_ENABLE); disarmed, each
+ * costs one relaxed load.  Arming is process-wide; libfiu must have been
+ * initialized (fiu_init) by the caller first. */
+int eng_faults_compiled(void);
+void eng_faults_arm(int on);
+size_t eng_fault_point_count(void);
+const char *eng_fault_point_name(size_t i);
+const char *eng_fault_point_what(size_t i);
+
 /* Largest block number + 1 currently allocated (for injectors). */
 uint64_t eng_debug_nblocks(eng_db *db);
 

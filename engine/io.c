@@ -42,6 +42,7 @@
  *        for the same requests.
  */
 #include "io.h"
+#include "faultpoints.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -131,6 +132,13 @@ int io_last_errno(const io_ctx *io)
  * that errno rather than ignored, so a sign slip cannot swallow a fault). */
 static int hook_before(io_ctx *io, eng_io_op *op)
 {
+    /* The engine's own fault points come first: they model the call
+     * failing in the kernel, before any hook sees it issued. */
+    int fp = op->kind == ENG_IO_READ ? FP_IO_READ : op->kind == ENG_IO_WRITE ? FP_IO_WRITE
+           : op->kind == ENG_IO_SYNC ? FP_IO_FSYNC : FP_IO_META;
+    int injected = ENG_FAULT(fp);
+    if (injected)
+        return -injected;
     const eng_io_hooks *h = io->hooks;
     if (!h || !h->before)
         return 0;
@@ -313,11 +321,15 @@ static void rw_progress(int kind, rw_state *s, long res)
     }
 }
 
-/* Bytes to ask for in the next transfer of S. */
+/* Bytes to ask for in the next transfer of S.  The short-I/O point halves
+ * one transfer, as a kernel may: the loop must finish the range. */
 static size_t rw_chunk(const rw_state *s)
 {
     size_t left = s->op.len - s->pos;
-    return left < IO_MAX_XFER ? left : IO_MAX_XFER;
+    size_t n = left < IO_MAX_XFER ? left : IO_MAX_XFER;
+    if (n > 1 && ENG_FAULT(FP_IO_SHORT))
+        n /= 2;
+    return n;
 }
 
 /* Run after() for S and fill REQ; returns REQ's status. */
@@ -362,6 +374,9 @@ static void psync_issue(int kind, io_req *reqs, rw_state *s, size_t m, unsigned 
 /* Queue the next transfer of S[I] on R. */
 static int ring_queue(io_ring *r, int kind, int fd, rw_state *s, size_t i)
 {
+    int injected = ENG_FAULT(FP_URING_SUBMIT);
+    if (injected)
+        return -injected;
     struct io_uring_sqe *sqe = ring_sqe(r);
     if (!sqe)
         return -EBUSY;
@@ -413,6 +428,9 @@ static void ring_issue(io_ctx *io, int kind, io_req *reqs, rw_state *s, size_t m
         }
         size_t i = (size_t)io_uring_cqe_get_data64(cqe);
         int res = cqe->res;
+        int injected = ENG_FAULT(FP_URING_COMPLETE);
+        if (injected)
+            res = -injected; /* the transfer may have happened: as with EIO */
         io_uring_cqe_seen(&r->ring, cqe);
         inflight--;
         rw_progress(kind, &s[i], res);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "faultpoints.h"
 #include "page.h"
 #include "recovery.h"
 #include "wal.h"
@@ -127,6 +128,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
     uint64_t seen = 0;
     while (rc == ENG_OK && seen < out->records && (rc = wal_reader_next(r, &rec)) == ENG_OK) {
         seen++;
+        if (seen == out->records / 2 + 1) ENG_KILL_POINT(FP_KILL_RECOVERY_REDO);
         if (rec.type == WAL_REC_BATCH) {
             uint32_t nops;
             if (pa_batch_count(rec.payload, rec.len, &nops)) { rc = -1; }

@@ -49,6 +49,7 @@
  * then looks at every block from L's own block to the end of the
  * consecutive segment files for a witness above L.
  */
+#include "faultpoints.h"
 #include "wal.h"
 
 #include <dirent.h>
@@ -618,6 +619,11 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
         return ENG_INVALID;
     if (is_poisoned(w))
         return ENG_POISONED;
+    int injected = ENG_FAULT(FP_WAL_APPEND);
+    if (injected) {
+        wal_poison(w); /* as a failed write of the buffer would */
+        return io_status_from_errno(injected);
+    }
     uint64_t total = WAL_REC_HDR + len;
 
     pthread_mutex_lock(&w->ins_mu);
@@ -738,6 +744,7 @@ static int write_snapshot(wal *w, int sync)
     if (!sync || rc != ENG_OK)
         return rc;
 
+    ENG_KILL_POINT(FP_KILL_WAL_WRITE_SYNC);
     /* Outside the locks: appenders go on, and a buffer-full write-out may
      * land in a segment being synced; it is not claimed by this flush. */
     for (size_t i = 0; i < nsync && rc == ENG_OK; i++) {
@@ -756,6 +763,8 @@ static int write_snapshot(wal *w, int sync)
     seg_cleanup(w);
     pthread_mutex_unlock(&w->write_mu);
 
+    if (rc == ENG_OK)
+        ENG_KILL_POINT(FP_KILL_WAL_SYNC);
     if (rc == ENG_OK && S > atomic_load(&w->durable_lsn))
         atomic_store(&w->durable_lsn, S); /* only the token holder publishes */
     return rc;
