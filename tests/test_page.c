@@ -941,6 +941,8 @@ static int ref_valid(const uint8_t *p, size_t ps)
             return 0;
         if (type == PAGE_OVERFLOW)
             return aux <= ps - 40;
+        if (type == PAGE_FREE) /* a free-list trunk: aux entries of 4 bytes */
+            return aux <= (ps - 40) / 4;
         if (type == PAGE_META) {
             uint32_t root = rd32(p + 48), nb = rd32(p + 52), fl = rd32(p + 56), h = rd32(p + 60);
             return rd64(p + 40) == META_MAGIC && nb >= 2 && root >= 1 && root < nb && fl < nb &&
