@@ -93,6 +93,7 @@ struct eng_db {
     struct { uint64_t end, seq; } ring[SEQ_RING];
     size_t ring_head, ring_len;
     _Atomic int ckpt_due;
+    _Atomic int writers_waiting;
     eng_recovery_info rinfo;
 };
 
@@ -544,7 +545,9 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
 
     int rc = ENG_OK, notfound = 0;
     uint64_t bstart = 0, bend = 0, seq = 0;
+    atomic_fetch_add(&db->writers_waiting, 1);
     pthread_mutex_lock(&db->write_mu);
+    atomic_fetch_sub(&db->writers_waiting, 1);
     if (atomic_load(&db->poisoned)) {
         rc = ENG_POISONED;
     } else {
@@ -775,8 +778,11 @@ int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems) 
     *problems = 0;
     verify_fwd vf = {db, fn, ctx};
     eng_reporter rep = {verify_report, &vf};
-    /* The write lock holds the tree still and the log's end in place (the
-     * checkpoint lock keeps segments from going away); readers go on. */
+    /* The write lock holds the tree still while pages are checked and the
+     * log's end in place while it is walked (a log read while records are
+     * being added would see a block not yet written before a block that
+     * already witnesses it: a false alarm); the checkpoint lock keeps
+     * segments from going away.  Readers go on throughout. */
     pthread_mutex_lock(&db->ckpt_mu);
     pthread_mutex_lock(&db->write_mu);
     int rc = bt_verify(db->bt, &rep, problems);
@@ -790,6 +796,9 @@ int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems) 
     }
     pthread_mutex_unlock(&db->write_mu);
     pthread_mutex_unlock(&db->ckpt_mu);
+    /* A writer that queued behind this verify goes first, so a caller
+     * verifying in a loop cannot starve writes (mutexes are not fair). */
+    for (int spins = 0; atomic_load(&db->writers_waiting) && spins < 1000; spins++) usleep(100);
     return rc;
 }
 
