@@ -53,11 +53,18 @@ BENCH_PACKAGES := rocksdb-tools
 
 ENGINE_SRC := $(filter-out engine/tool.c,$(wildcard engine/*.c))
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC))
+# The fault build: the same sources with libfiu points compiled in.
+ENGINE_FIU_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(ENGINE_SRC))
+LDLIBS_FIU := $(LDLIBS) -lfiu
+FAULTS_SRC := $(filter-out faults/powerloss.c,$(wildcard faults/*.c))
+FAULTS_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(FAULTS_SRC))
 TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+# Suites of the fault library link the fault build of the engine.
+FAULT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_faults*.c tests/test_powerloss*.c))
 
 .PHONY: all deps test clean fuzz demo bench-deps bench-engine
-all: deps $(BUILD)/libengine.a $(BUILD)/engine-tool
+all: deps $(BUILD)/libengine.a $(BUILD)/libengine-fiu.a $(BUILD)/libfaults.a $(BUILD)/engine-tool $(BUILD)/powerloss
 
 # Install missing Debian packages (as root, or through sudo).  A stamp
 # records the package list that was satisfied, so later runs cost nothing.
@@ -84,9 +91,36 @@ $(BUILD)/libengine.a: $(ENGINE_OBJ)
 	@$(if $(Q),echo "  AR $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(BUILD)/obj-fiu/%.o: %.c $(wildcard engine/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $< (fiu)")
+	$(Q)$(CC) $(CFLAGS_BASE) -DFIU_ENABLE -c $< -o $@
+
+$(BUILD)/libengine-fiu.a: $(ENGINE_FIU_OBJ)
+	@$(if $(Q),echo "  AR $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/obj-fiu/faults/%.o: faults/%.c $(wildcard faults/*.h engine/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -Ifaults -DFIU_ENABLE -c $< -o $@
+
+$(BUILD)/libfaults.a: $(FAULTS_OBJ)
+	@$(if $(Q),echo "  AR $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/powerloss: faults/powerloss.c $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(wildcard faults/*.h)
+	@$(if $(Q),echo "  LD $@")
+	$(Q)$(CC) $(CFLAGS_BASE) -Ifaults -DFIU_ENABLE -o $@ $< $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU)
+
 $(BUILD)/engine-tool: $(BUILD)/obj/engine/tool.o $(BUILD)/libengine.a
 	@$(if $(Q),echo "  LD $@")
 	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $^ $(LDLIBS)
+
+$(FAULT_TESTS): $(BUILD)/tests/%: tests/%.c $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(wildcard tests/*.h faults/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -Itests -Ifaults -DFIU_ENABLE -o $@ $< $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU) -lcriterion
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libengine.a $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
@@ -122,8 +156,54 @@ bench-deps: deps
 bench-engine: all bench-deps $(BUILD)/bench/bench_engine
 	$(Q)BUILD=$(BUILD) bench/run_engine.sh
 
+# What compiled-in, disarmed fault points cost: one source, built against
+# the plain engine and against the fault build (libfiu initialized, no
+# point enabled, never armed).
+.PHONY: bench-faults
+$(BUILD)/bench/bench_faults_plain: bench/bench_faults.c $(BUILD)/libengine.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $< (plain)")
+	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $< $(BUILD)/libengine.a $(LDLIBS)
+
+$(BUILD)/bench/bench_faults_fiu: bench/bench_faults.c $(BUILD)/libengine-fiu.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $< (fiu)")
+	$(Q)$(CC) $(CFLAGS_BASE) -DFIU_ENABLE -DBENCH_FIU -o $@ $< $(BUILD)/libengine-fiu.a $(LDLIBS_FIU)
+
+bench-faults: all $(BUILD)/bench/bench_faults_plain $(BUILD)/bench/bench_faults_fiu
+	$(Q)BUILD=$(BUILD) bench/run_faults.sh
+
 demo: all
 	$(Q)BUILD=$(BUILD) tests/demo.sh
 
 clean:
 	rm -rf build
+
+# ---- the oracle and the stress driver (stress/, oracle/) ----
+ORACLE_SRC := $(wildcard oracle/*.c)
+ORACLE_OBJ := $(patsubst %.c,$(BUILD)/obj-oracle/%.o,$(ORACLE_SRC))
+STRESS_SRC := $(wildcard stress/*.c)
+STRESS_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(STRESS_SRC))
+
+$(BUILD)/obj-oracle/oracle/%.o: oracle/%.c $(wildcard oracle/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -c $< -o $@
+
+$(BUILD)/liboracle.a: $(ORACLE_OBJ)
+	@$(if $(Q),echo "  AR $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/obj-fiu/stress/%.o: stress/%.c $(wildcard stress/*.h oracle/*.h faults/*.h engine/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -DFIU_ENABLE -c $< -o $@
+
+$(BUILD)/stress: $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a
+	@$(if $(Q),echo "  LD $@")
+	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU)
+
+# make bench-stress: verified ops/s against the bare engine (build/bench/stress.json).
+.PHONY: bench-stress
+bench-stress: all $(BUILD)/stress $(BUILD)/bench/bench_stress_bare
+	$(Q)BUILD=$(BUILD) bench/run_stress.sh

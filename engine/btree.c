@@ -136,7 +136,8 @@ static uint32_t child_for(const uint8_t *p, const void *key, size_t klen, int mo
 
 /* Check that CHILD, reached from PARENT at LEVEL, may be followed. */
 static int check_child_ptr(bt_tree *t, uint32_t parent, uint32_t child, int slot) {
-    if (child <= ROOT_BLOCK || child >= atomic_load(&t->nblocks))
+    /* child == parent would latch a frame this thread holds (a cycle). */
+    if (child <= ROOT_BLOCK || child >= atomic_load(&t->nblocks) || child == parent)
         return corrupt(t, ENG_LAYER_STRUCTURE, parent, slot, atomic_load(&t->nblocks), child,
                        "child pointer out of range");
     return ENG_OK;
@@ -542,6 +543,15 @@ static int alloc_page(bt_wctx *w, bp_frame **out) {
         }
     } else {
         if (mf.nblocks == UINT32_MAX) { bp_release(t->bp, m, BP_EXCL); return ENG_NOSPACE; }
+        if (mf.nblocks < atomic_load(&t->nblocks)) {
+            /* The meta page went back in time (a lost write, or a stale
+             * page read back): its block count would hand out blocks in
+             * use. */
+            uint32_t have = atomic_load(&t->nblocks);
+            bp_release(t->bp, m, BP_EXCL);
+            return corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, have, mf.nblocks,
+                           "meta page counts fewer blocks than are allocated (a stale meta page)");
+        }
         rc = bp_new(t->bp, mf.nblocks, &f);
         if (rc) { bp_release(t->bp, m, BP_EXCL); return rc; }
         mf.nblocks++;
@@ -824,6 +834,11 @@ static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t *old_ovfl, ui
         int level = ph_get_level(path[d].f->data);
         uint32_t child = child_for(path[d].f->data, o->key, o->klen, BT_GE, &slot);
         if ((rc = check_child_ptr(t, blk, child, slot))) goto out;
+        for (int i = 0; i < d; i++) /* every ancestor is latched: a cycle would wait on itself */
+            if (atomic_load(&path[i].f->block) == child) {
+                rc = corrupt(t, ENG_LAYER_STRUCTURE, blk, slot, 0, child, "child pointer names an ancestor (a cycle)");
+                goto out;
+            }
         if (d + 1 >= MAX_DEPTH) { rc = corrupt(t, ENG_LAYER_STRUCTURE, blk, -1, MAX_DEPTH, d, "tree too deep"); goto out; }
         rc = bp_get(t->bp, child, BP_EXCL, &path[d + 1].f);
         if (rc) goto out;

@@ -386,11 +386,17 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
     bp_frame *f = chain_find(bp, b, block);
     if (f) {
         /* A stale image of a block past the end (read as a zero page by a
-         * reader that followed a bad pointer): reuse its frame. */
+         * reader that followed a bad pointer): reuse its frame.  If someone
+         * holds it, the block is in use and the allocator was misled (a
+         * stale meta page or free list): waiting could be waiting on
+         * ourselves, so refuse. */
         atomic_fetch_add(&f->pin, 1);
         pthread_mutex_unlock(&p->mu);
         bp_unpin(bp, nf);
-        pthread_rwlock_wrlock(&f->latch);
+        if (pthread_rwlock_trywrlock(&f->latch) != 0) {
+            bp_unpin(bp, f);
+            return ENG_BUSY;
+        }
         nf = f;
     } else {
         atomic_store(&nf->block, block);

@@ -202,8 +202,8 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out);
  * lock and free the handle.  The handle is freed even on error. */
 int eng_close(eng_db *db);
 
-/* Make every change so far durable: write back dirty pages, fsync the data
- * file, then record the high-water mark in the control file. */
+/* Make every write so far durable: write and fsync the log up to its end
+ * (pages follow at checkpoints; the log is what makes a write durable). */
 int eng_sync(eng_db *db);
 
 /* Caller-owned growable buffer for values. */

@@ -1,0 +1,142 @@
+/*
+ * bench_faults.c -- the engine's side of `make bench-faults`: what the
+ * fault points cost when they are compiled in but nothing is enabled.
+ *
+ * Built twice from this file (Makefile):
+ *   bench_faults_plain  against build/libengine.a (no fault points)
+ *   bench_faults_fiu    against build/libengine-fiu.a with -DBENCH_FIU:
+ *                       fiu_init is called, no point is enabled and
+ *                       eng_faults_arm(1) is NOT called, so every point
+ *                       costs the engine one relaxed load of its armed flag
+ *
+ *   bench_faults DIR --num N [--phase fill|read] [--reads R] [--cache-size B]
+ *
+ * fill:  fillseq of N keys (32 bytes) with 200-byte values into a fresh
+ *        DIR, sync off, then close (prints fillseq_ops)
+ * read:  open DIR with the cache (default 1 GiB: the whole database),
+ *        warm it with one full scan, then R random gets (prints
+ *        readrandom_ops); every value is checked, so a wrong answer fails
+ *        the run instead of flattering it.
+ * Output: one line "NAME ops_per_sec" per measurement; run_faults.sh
+ * interleaves the two builds and takes medians.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+
+#ifdef BENCH_FIU
+#include <fiu.h>
+#define BUILD_NAME "fiu"
+#else
+#define BUILD_NAME "plain"
+#endif
+
+#define KEY_LEN 32
+#define VALUE_LEN 200
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void key_of(uint64_t i, char *k) { snprintf(k, KEY_LEN + 1, "%032llu", (unsigned long long)i); }
+
+static void value_of(uint64_t i, uint8_t *v) {
+    uint64_t x = i * 0x9E3779B97F4A7C15ull + 1;
+    for (int j = 0; j < VALUE_LEN; j++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        v[j] = (uint8_t)x;
+    }
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_rand(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+
+static int fail(const char *what, int rc) {
+    fprintf(stderr, "bench_faults (%s): %s: %s\n", BUILD_NAME, what, eng_strerror(rc));
+    return 3;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_faults DIR --num N [--phase fill|read] [--reads R] [--cache-size B]\n");
+        return 2;
+    }
+    const char *dir = argv[1], *phase = "fill";
+    uint64_t num = 200000, cache = 1ull << 30, reads = 0;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--num")) num = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--cache-size")) cache = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--phase")) phase = argv[i + 1];
+        else if (!strcmp(argv[i], "--reads")) reads = strtoull(argv[i + 1], NULL, 10);
+        else { fprintf(stderr, "bench_faults: unknown option %s\n", argv[i]); return 2; }
+    }
+    if (!reads) reads = num;
+    if (!num) { fprintf(stderr, "bench_faults: --num must be > 0\n"); return 2; }
+
+#ifdef BENCH_FIU
+    /* The fault build as a stress run would have it before any point is
+     * enabled: libfiu initialized, the engine's points disarmed. */
+    if (fiu_init(0) != 0) { fprintf(stderr, "bench_faults: fiu_init failed\n"); return 3; }
+    if (!eng_faults_compiled()) { fprintf(stderr, "bench_faults: not linked against the fault build\n"); return 3; }
+#else
+    if (eng_faults_compiled()) { fprintf(stderr, "bench_faults: the plain build has fault points\n"); return 3; }
+#endif
+
+    eng_options o;
+    eng_options_init(&o);
+    o.cache_size = cache;
+    o.sync_mode = ENG_SYNC_OFF;
+    o.checkpoint_wal_bytes = 256u << 20;
+    eng_db *db;
+    int rc = eng_open(dir, &o, &db);
+    if (rc) return fail("open", rc);
+    char k[KEY_LEN + 1];
+    uint8_t v[VALUE_LEN];
+    if (!strcmp(phase, "fill")) {
+        double t0 = now();
+        for (uint64_t i = 0; i < num; i++) {
+            key_of(i, k);
+            value_of(i, v);
+            if ((rc = eng_put(db, k, KEY_LEN, v, VALUE_LEN, NULL))) return fail("put", rc);
+        }
+        double t1 = now();
+        printf("fillseq_ops %.0f\n", (double)num / (t1 - t0));
+    } else if (!strcmp(phase, "read")) {
+        eng_iter *it;
+        if ((rc = eng_iter_open(db, NULL, &it))) return fail("iter", rc);
+        uint64_t n = 0;
+        for (rc = eng_iter_first(it); rc == ENG_OK; rc = eng_iter_next(it)) n++;
+        eng_iter_close(it);
+        if (n != num) {
+            fprintf(stderr, "bench_faults: warm scan saw %llu keys, expected %llu\n", (unsigned long long)n,
+                    (unsigned long long)num);
+            return 1;
+        }
+        eng_buf b = {0};
+        double t0 = now();
+        for (uint64_t i = 0; i < reads; i++) {
+            uint64_t x = next_rand() % num;
+            key_of(x, k);
+            if ((rc = eng_get(db, k, KEY_LEN, &b)) || b.len != VALUE_LEN) {
+                fprintf(stderr, "bench_faults: get: %s\n", eng_strerror(rc));
+                return 1;
+            }
+            value_of(x, v);
+            if (memcmp(b.data, v, VALUE_LEN)) { fprintf(stderr, "bench_faults: wrong value\n"); return 1; }
+        }
+        double t1 = now();
+        printf("readrandom_ops %.0f\n", (double)reads / (t1 - t0));
+        eng_buf_free(&b);
+    } else {
+        fprintf(stderr, "bench_faults: unknown phase %s\n", phase);
+        return 2;
+    }
+    rc = eng_close(db);
+    if (rc) return fail("close", rc);
+    return 0;
+}

@@ -1,0 +1,323 @@
+/*
+ * faults.c -- the fault library's frame: options, open and close, the
+ * per-thread PRNG streams, counts and the ledger helper.  The injectors
+ * live in fiu.c (libfiu points) and inject.c (I/O hooks, flt_tick); what
+ * they share is in faults_int.h.
+ *
+ * Context life:
+ *
+ *   flt_open --> [running] <--flt_pause(0)-- [paused] --> flt_close
+ *                    |                          ^
+ *                    +-------flt_pause(1)-------+
+ *
+ *   running  hooks and callbacks draw and inject; the engine's points are
+ *            armed if any libfiu point was enabled
+ *   paused   every injector answers "no fault" without drawing; the points
+ *            stay enabled but the engine is disarmed (one relaxed load per
+ *            point again); the journal keeps recording
+ *
+ * Invariants:
+ *   F1  an injection is in the ledger before it takes effect, and is
+ *       counted exactly when its line was written (counts == ledger lines
+ *       per class, for this process)
+ *   F2  a thread's decisions depend only on (seed, its index, its own
+ *       sequence of opportunities)
+ *   F3  at most one context has libfiu points enabled at a time (libfiu's
+ *       table is process-wide)
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "faults_int.h"
+
+/* ---- names ---- */
+
+static const char *const class_names[FLT_CLASS_COUNT] = {
+#define FLT_NAME(id, key, opt) key,
+    FLT_CLASSES(FLT_NAME)
+#undef FLT_NAME
+};
+static const char *const class_options[FLT_CLASS_COUNT] = {
+#define FLT_OPT(id, key, opt) opt,
+    FLT_CLASSES(FLT_OPT)
+#undef FLT_OPT
+};
+
+const char *flt_class_name(int cls) {
+    return cls >= 0 && cls < FLT_CLASS_COUNT ? class_names[cls] : NULL;
+}
+
+const char *flt_class_option(int cls) {
+    return cls >= 0 && cls < FLT_CLASS_COUNT ? class_options[cls] : NULL;
+}
+
+void flt_options_init(flt_options *o) {
+    memset(o, 0, sizeof *o);
+    /* Every class off, seed 0, the ledger's "run" phase, all kill points
+     * (when kill_random_test is set). */
+    o->kill_points = NULL;
+}
+
+/* ---- per-thread state ---- */
+
+static _Atomic uint64_t ctx_gen; /* 0 is never a context's gen */
+static __thread uint64_t tls_gen;
+static __thread flt_thr *tls_thr;
+
+flt_thr *flt_thr_get(flt_ctx *f) {
+    if (tls_gen == f->gen)
+        return tls_thr;
+    flt_thr *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL; /* callers then inject nothing */
+    t->thread = -1;
+    atomic_init(&t->op, -1);
+    pthread_mutex_lock(&f->mu);
+    t->next = f->threads;
+    f->threads = t;
+    pthread_mutex_unlock(&f->mu);
+    tls_gen = f->gen;
+    tls_thr = t;
+    return t;
+}
+
+void flt_thread_start(flt_ctx *f, int thread) {
+    if (!f)
+        return;
+    flt_thr *t = flt_thr_get(f);
+    if (!t)
+        return;
+    /* A negative index joins the shared streams of thread -1. */
+    t->thread = thread < 0 ? -1 : thread;
+    for (int c = 0; c < FLT_CLASS_COUNT; c++)
+        flt_rng_seed(&t->rng[c], f->o.seed, t->thread, c);
+    atomic_store_explicit(&t->op, -1, memory_order_relaxed);
+}
+
+void flt_op(flt_ctx *f, uint64_t op) {
+    if (!f)
+        return;
+    flt_thr *t = flt_thr_get(f);
+    if (t)
+        atomic_store_explicit(&t->op, (int64_t)op, memory_order_relaxed);
+}
+
+uint64_t flt_below(flt_ctx *f, flt_thr *t, int cls, uint64_t n) {
+    if (t && t->thread >= 0)
+        return flt_rng_below(&t->rng[cls], n);
+    pthread_mutex_lock(&f->mu);
+    uint64_t v = flt_rng_below(&f->anon_rng[cls], n);
+    pthread_mutex_unlock(&f->mu);
+    return v;
+}
+
+int flt_draw(flt_ctx *f, flt_thr *t, int cls) {
+    uint64_t n = f->o.one_in[cls];
+    if (!n || flt_paused(f))
+        return 0;
+    return flt_below(f, t, cls, n) == 0;
+}
+
+flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point) {
+    flt_event e = flt_event_none(class_names[cls], point);
+    e.phase = f->o.phase_recovery ? "recovery" : NULL;
+    if (t) {
+        e.op = atomic_load_explicit(&t->op, memory_order_relaxed);
+        e.thread = t->thread;
+    }
+    return e;
+}
+
+int flt_record(flt_ctx *f, int cls, const flt_event *e) {
+    int rc = flt_ledger_append(f->ledger, e);
+    if (rc == 0)
+        atomic_fetch_add_explicit(&f->injected[cls], 1, memory_order_relaxed);
+    return rc;
+}
+
+/* ---- open / close ---- */
+
+static _Atomic int fiu_owned; /* F3 */
+
+static int status_of_errno(int e) {
+    if (e < 0)
+        e = -e;
+    return e == ENOSPC || e == EDQUOT ? ENG_NOSPACE : e == ENOMEM ? ENG_NOMEM : ENG_IOERR;
+}
+
+static char *dup_or_null(const char *s, int *oom) {
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *oom = 1;
+    return d;
+}
+
+/* Options that make no sense: ENG_INVALID.  Also folds the two classes
+ * configured outside one_in[] into it (the stress driver may fill one_in[]
+ * from option names generically, so either place is accepted; both set
+ * and different is nonsense). */
+static int normalize(const flt_options *in, flt_options *o) {
+    *o = *in;
+    if (!o->run_dir || !*o->run_dir)
+        return ENG_INVALID;
+    uint64_t k = o->one_in[FLT_KILL];
+    if (k && o->kill_random_test && k != o->kill_random_test)
+        return ENG_INVALID;
+    if (!o->kill_random_test)
+        o->kill_random_test = k;
+    o->one_in[FLT_KILL] = o->kill_random_test;
+    if (o->one_in[FLT_POWER_LOSS])
+        o->sync_fault_injection = 1;
+    o->one_in[FLT_POWER_LOSS] = 0; /* not drawn here: the power-loss step decides */
+    if (o->sync_fault_injection != 0 && o->sync_fault_injection != 1)
+        o->sync_fault_injection = 1;
+    if (o->kill_points && !o->kill_random_test)
+        return ENG_INVALID; /* a list of points that would never be armed */
+    if (o->kill_points && !flt_kill_points_valid(o->kill_points))
+        return ENG_INVALID;
+    /* Injectors that work on files by name need the database directory. */
+    if ((o->one_in[FLT_BITFLIP_PAGE] || o->one_in[FLT_BITFLIP_WAL] || o->sync_fault_injection) &&
+        (!o->db_dir || !*o->db_dir))
+        return ENG_INVALID;
+    return ENG_OK;
+}
+
+int flt_open(const flt_options *opts, flt_ctx **out) {
+    if (!out)
+        return ENG_INVALID;
+    *out = NULL;
+    if (!opts)
+        return ENG_INVALID;
+    flt_options o;
+    int rc = normalize(opts, &o);
+    if (rc)
+        return rc;
+    int want_fiu = flt_fiu_wanted(&o);
+    if (want_fiu && !eng_faults_compiled())
+        return ENG_NOTSUP;
+    if (want_fiu) {
+        int expect = 0;
+        if (!atomic_compare_exchange_strong(&fiu_owned, &expect, 1))
+            return ENG_BUSY;
+    }
+
+    flt_ctx *f = calloc(1, sizeof *f);
+    if (!f) {
+        rc = ENG_NOMEM;
+        goto fail_owned;
+    }
+    f->owns_fiu = want_fiu;
+    f->gen = atomic_fetch_add(&ctx_gen, 1) + 1;
+    pthread_mutex_init(&f->mu, NULL);
+    int oom = 0;
+    f->run_dir = dup_or_null(o.run_dir, &oom);
+    f->db_dir = dup_or_null(o.db_dir, &oom);
+    f->kill_points = dup_or_null(o.kill_points, &oom);
+    if (oom) {
+        rc = ENG_NOMEM;
+        goto fail;
+    }
+    /* The copy in f->o points at our own strings, not the caller's. */
+    f->o = o;
+    f->o.run_dir = f->run_dir;
+    f->o.db_dir = f->db_dir;
+    f->o.kill_points = f->kill_points;
+    if (f->db_dir) {
+        f->db_dir_len = strlen(f->db_dir);
+        while (f->db_dir_len > 1 && f->db_dir[f->db_dir_len - 1] == '/')
+            f->db_dir[--f->db_dir_len] = 0;
+    }
+    for (int c = 0; c < FLT_CLASS_COUNT; c++)
+        flt_rng_seed(&f->anon_rng[c], o.seed, -1, c);
+
+    int e = flt_ledger_open(f->run_dir, &f->ledger);
+    if (e < 0) {
+        rc = status_of_errno(e);
+        goto fail;
+    }
+    if (o.sync_fault_injection) {
+        e = flt_journal_open(f->run_dir, f->db_dir, &f->journal);
+        if (e < 0) {
+            rc = status_of_errno(e);
+            goto fail;
+        }
+    }
+    flt_hooks_init(f);
+    rc = flt_fiu_setup(f);
+    if (rc)
+        goto fail;
+    *out = f;
+    return ENG_OK;
+
+fail:
+    flt_close(f);
+    return rc;
+fail_owned:
+    if (want_fiu)
+        atomic_store(&fiu_owned, 0);
+    return rc;
+}
+
+void flt_close(flt_ctx *f) {
+    if (!f)
+        return;
+    /* Disarm first: no engine thread reaches libfiu while the points go. */
+    if (f->armed) {
+        eng_faults_arm(0);
+        f->armed = 0;
+    }
+    flt_fiu_teardown(f);
+    if (f->owns_fiu)
+        atomic_store(&fiu_owned, 0);
+    if (f->journal)
+        flt_journal_close(f->journal);
+    if (f->ledger)
+        flt_ledger_close(f->ledger);
+    for (flt_thr *t = f->threads, *n; t; t = n) {
+        n = t->next;
+        flt_thr_free_bufs(t);
+        free(t);
+    }
+    pthread_mutex_destroy(&f->mu);
+    free(f->run_dir);
+    free(f->db_dir);
+    free(f->kill_points);
+    free(f);
+}
+
+const eng_io_hooks *flt_hooks(flt_ctx *f) {
+    return f ? &f->hooks : NULL;
+}
+
+void flt_pause(flt_ctx *f, int paused) {
+    if (!f)
+        return;
+    atomic_store(&f->paused, paused != 0);
+    /* Disarmed, a point costs the engine one relaxed load instead of a
+     * libfiu lookup; the points stay enabled for flt_pause(0). */
+    if (f->armed)
+        eng_faults_arm(!paused);
+}
+
+void flt_get_counts(flt_ctx *f, flt_counts *out) {
+    memset(out, 0, sizeof *out);
+    if (!f)
+        return;
+    for (int c = 0; c < FLT_CLASS_COUNT; c++)
+        out->injected[c] = atomic_load(&f->injected[c]);
+    for (int i = 0; i < FLT_MAX_POINTS; i++) {
+        out->point_hits[i] = atomic_load(&f->point_hits[i]);
+        out->point_checks[i] = atomic_load(&f->point_checks[i]);
+    }
+}
+
+flt_ledger *flt_get_ledger(flt_ctx *f) {
+    return f ? f->ledger : NULL;
+}
+
+flt_journal *flt_get_journal(flt_ctx *f) {
+    return f ? f->journal : NULL;
+}

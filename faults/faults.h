@@ -1,0 +1,114 @@
+/*
+ * faults.h -- the fault library's interface for the stress driver.
+ *
+ * One call configures every injector from one seed and the per-class
+ * options of DESIGN 4; the library then works through two windows into
+ * the engine, and nothing else:
+ *   - the engine's I/O hooks (eng_io_hooks, from flt_hooks): in-flight bit
+ *     flips, torn, lost, misdirected and zeroed writes, fsync failures
+ *     that drop the dirty data as Linux may, and the power-loss journal;
+ *   - the engine's libfiu fault points (engine/faultpoints.h), enabled by
+ *     exact name with an external callback: read and write errors, ENOSPC,
+ *     short transfers, and the kill points of whitebox crash tests;
+ * plus, between operations (flt_tick), bit flips in pages and WAL blocks
+ * on disk and in cached pages (through eng_debug_frame_bytes).
+ *
+ * Determinism: every decision comes from the run's seed through a PRNG
+ * stream per thread (never libfiu's global generator): stream = f(seed,
+ * thread index, class).  With one thread and a deterministic engine (ops
+ * counted, not timed), one seed gives the same faults at the same points.
+ *
+ * Every injection is appended to the ledger (ledger.h) with its exact
+ * location before it takes effect; counts per class and per point are
+ * kept for the report.
+ */
+#ifndef FAULTS_FAULTS_H
+#define FAULTS_FAULTS_H
+
+#include <stdint.h>
+
+#include "engine.h"
+#include "journal.h"
+#include "ledger.h"
+
+/* Fault classes: the report keys of DESIGN 4, in this order. */
+#define FLT_CLASSES(X)                                          \
+    X(FLT_BITFLIP_PAGE, "bitflip_page", "bitflip_page_one_in")   \
+    X(FLT_BITFLIP_WAL, "bitflip_wal", "bitflip_wal_one_in")      \
+    X(FLT_BITFLIP_CACHE, "bitflip_cache", "bitflip_cache_one_in") \
+    X(FLT_BITFLIP_INFLIGHT, "bitflip_inflight", "bitflip_inflight_one_in") \
+    X(FLT_TORN_WRITE, "torn_write", "torn_write_one_in")         \
+    X(FLT_MISDIRECTED_WRITE, "misdirected_write", "misdirected_write_one_in") \
+    X(FLT_LOST_WRITE, "lost_write", "lost_write_one_in")         \
+    X(FLT_ZERO_PAGE, "zero_page", "zero_page_one_in")            \
+    X(FLT_READ_ERROR, "read_error", "read_fault_one_in")         \
+    X(FLT_WRITE_ERROR, "write_error", "write_fault_one_in")      \
+    X(FLT_NOSPACE, "nospace", "nospace_one_in")                  \
+    X(FLT_SHORT_IO, "short_io", "short_io_one_in")               \
+    X(FLT_SYNC_ERROR, "sync_error", "sync_fault_one_in")         \
+    X(FLT_POWER_LOSS, "power_loss", "sync_fault_injection")      \
+    X(FLT_KILL, "kill", "kill_random_test")
+
+enum flt_class {
+#define FLT_ENUM(id, key, opt) id,
+    FLT_CLASSES(FLT_ENUM)
+#undef FLT_ENUM
+    FLT_CLASS_COUNT
+};
+
+const char *flt_class_name(int cls);   /* report key */
+const char *flt_class_option(int cls); /* stress option (without "--") */
+
+typedef struct flt_options {
+    uint64_t seed;
+    const char *run_dir;          /* ledger and journal live here */
+    const char *db_dir;           /* the database directory */
+    /* 1 in N chance per opportunity; 0 = off.  Indexed by enum flt_class
+     * (FLT_POWER_LOSS and FLT_KILL use the two fields below instead). */
+    uint64_t one_in[FLT_CLASS_COUNT];
+    int sync_fault_injection;     /* journal every write for power-loss simulation */
+    uint64_t kill_random_test;    /* each kill point hit kills with odds 1 in N */
+    const char *kill_points;      /* comma list of kill point names (NULL: all) */
+    int phase_recovery;           /* this process is recovering: ledger phase */
+} flt_options;
+
+void flt_options_init(flt_options *o);
+
+typedef struct flt_ctx flt_ctx;
+
+/* Set everything up: fiu_init, the libfiu points (by exact name), the
+ * ledger and (with sync_fault_injection) the journal; arms the engine's
+ * points (eng_faults_arm) when any point is enabled.  The engine must be
+ * the fault build (eng_faults_compiled()) when libfiu classes or kill
+ * points are asked for: else ENG_NOTSUP.  Returns an eng_status. */
+int flt_open(const flt_options *o, flt_ctx **out);
+void flt_close(flt_ctx *f);
+
+/* Hooks to pass in eng_options.io_hooks; valid until flt_close. */
+const eng_io_hooks *flt_hooks(flt_ctx *f);
+
+/* Per thread: call once when a worker starts (index 0..), then before each
+ * operation with its number (the ledger's op and thread fields, and the
+ * points at which in-process injectors act). */
+void flt_thread_start(flt_ctx *f, int thread);
+void flt_op(flt_ctx *f, uint64_t op);
+
+/* Between operations, in the calling thread: maybe flip a bit in a cached
+ * page (bitflip_cache), in a page of the data file or in a WAL block on
+ * disk (bitflip_page, bitflip_wal).  DB may be NULL (no cache flips). */
+void flt_tick(flt_ctx *f, eng_db *db);
+
+/* Stop injecting (a final verify, or shutdown); arming stays off. */
+void flt_pause(flt_ctx *f, int paused);
+
+typedef struct flt_counts {
+    uint64_t injected[FLT_CLASS_COUNT];
+    uint64_t point_hits[64];   /* per fault point (faultpoints.h order): times it fired */
+    uint64_t point_checks[64]; /* times it was reached while armed */
+} flt_counts;
+void flt_get_counts(flt_ctx *f, flt_counts *out);
+
+flt_ledger *flt_get_ledger(flt_ctx *f);
+flt_journal *flt_get_journal(flt_ctx *f);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * faults_int.h -- what the fault library's own files share (faults.c,
+ * fiu.c, inject.c); nothing outside faults/ includes it.
+ *
+ *   faults.c  options, open/close, per-thread state and PRNG streams,
+ *             counts, the ledger helper
+ *   fiu.c     the libfiu points: enabling by exact name, the external
+ *             callback (read/write errors, ENOSPC, short I/O, kill points)
+ *   inject.c  the engine's I/O hooks (in-flight flips, torn, lost,
+ *             misdirected and zeroed writes, fsync failures, the journal
+ *             calls) and flt_tick (flips on disk and in cached pages)
+ *
+ * Determinism (faults.h): every decision is a draw from a stream owned by
+ * (seed, thread index, class).  A thread that called flt_thread_start owns
+ * its streams outright; every other thread (engine-internal paths, a
+ * process that never registered) shares the streams of thread index -1,
+ * under a mutex.  A class's stream is drawn once per opportunity of that
+ * class and, when the fault fires, again for its parameters (which bit,
+ * which block ...), so enabling another class never moves the points at
+ * which this one fires.
+ */
+#ifndef FAULTS_FAULTS_INT_H
+#define FAULTS_FAULTS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "faults.h"
+
+#define FLT_MAX_POINTS 64 /* flt_counts.point_hits has 64 slots */
+
+/* On-disk page layout, mirrored from the format drawn in engine/page.h
+ * (faults/ reaches the engine through engine.h only; the layout is a
+ * documented file format, not an engine internal). */
+#define FLT_PAGE_HDR 40u
+#define FLT_PH_TYPE 20u   /* u8 */
+#define FLT_PH_LOWER 24u  /* u16: end of the slot array */
+#define FLT_PH_UPPER 26u  /* u16: start of the cells */
+#define FLT_PH_AUX 36u    /* u32: overflow payload bytes, trunk entries */
+enum { FLT_PAGE_META = 1, FLT_PAGE_LEAF = 2, FLT_PAGE_INTERNAL = 3, FLT_PAGE_OVERFLOW = 4,
+       FLT_PAGE_FREE = 5 };
+#define FLT_META_PAYLOAD 24u /* magic, root, nblocks, freelist, height */
+#define FLT_WAL_BLOCK 4096u  /* engine/wal.h */
+/* DIR/control: u32 page size at byte 12 (engine/control.h), the fallback
+ * when no data-file I/O has shown the page size yet. */
+#define FLT_CONTROL_PAGE_SIZE_OFF 12
+
+/* ---- PRNG: one splitmix64 stream per (seed, thread, class) ---- */
+
+typedef struct flt_rng {
+    uint64_t s;
+} flt_rng;
+
+static inline uint64_t flt_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static inline void flt_rng_seed(flt_rng *r, uint64_t seed, int thread, int cls) {
+    uint64_t t = (uint64_t)(int64_t)thread;
+    r->s = flt_mix64(flt_mix64(flt_mix64(seed) ^ (t * 0x9e3779b97f4a7c15ull + 0x7f4a7c15ull)) ^
+                     ((uint64_t)cls * 0xd1b54a32d192ed03ull + 1));
+}
+
+static inline uint64_t flt_rng_next(flt_rng *r) {
+    return flt_mix64(r->s += 0x9e3779b97f4a7c15ull);
+}
+
+/* Uniform in [0, n) (n > 0), by multiply-high: no modulo bias worth the name. */
+static inline uint64_t flt_rng_below(flt_rng *r, uint64_t n) {
+    return (uint64_t)(((unsigned __int128)flt_rng_next(r) * n) >> 64);
+}
+
+/* ---- per-thread state ---- */
+
+/* A buffer of the hooks' own that a replaced op->buf points at (an
+ * in-flight flip's copy, a zeroed page) until the op's after().  With
+ * batched I/O up to a window of requests are between before() and after()
+ * at once, so a thread keeps several. */
+typedef struct flt_buf {
+    void *p;
+    size_t cap;
+    int used;
+} flt_buf;
+
+typedef struct flt_thr {
+    int thread;               /* index from flt_thread_start, or -1 */
+    _Atomic int64_t op;       /* from flt_op; -1 before the first */
+    flt_rng rng[FLT_CLASS_COUNT]; /* unused when thread == -1 (shared streams) */
+    flt_buf *bufs;
+    size_t nbufs;
+    struct flt_thr *next;     /* every state of the context, for flt_close */
+} flt_thr;
+
+/* One libfiu point the context enabled; its failinfo. */
+typedef struct flt_point {
+    struct flt_ctx *f;
+    int idx;                  /* eng_fault_point index */
+    int kind;                 /* FLT_PK_* */
+    const char *name;
+    int enabled;
+} flt_point;
+
+enum { FLT_PK_NONE = 0, FLT_PK_READ, FLT_PK_WRITE, FLT_PK_SHORT, FLT_PK_KILL };
+
+struct flt_ctx {
+    uint64_t gen;             /* unique per context: keys the thread-local cache */
+    flt_options o;            /* copy; strings below are owned copies */
+    char *run_dir, *db_dir, *kill_points;
+    size_t db_dir_len;
+    flt_ledger *ledger;
+    flt_journal *journal;
+    eng_io_hooks hooks;
+
+    _Atomic int paused;
+    int armed;                /* we called eng_faults_arm(1) */
+    int owns_fiu;             /* F3: this context holds libfiu's table */
+    _Atomic uint32_t page_size; /* learned from data-file I/O; 0 = not yet */
+
+    flt_point points[FLT_MAX_POINTS];
+    size_t npoints;
+
+    pthread_mutex_t mu;       /* the thread list and the shared streams */
+    flt_thr *threads;
+    flt_rng anon_rng[FLT_CLASS_COUNT]; /* thread index -1 */
+
+    _Atomic uint64_t injected[FLT_CLASS_COUNT];
+    _Atomic uint64_t point_hits[FLT_MAX_POINTS];
+    _Atomic uint64_t point_checks[FLT_MAX_POINTS];
+};
+
+/* faults.c */
+flt_thr *flt_thr_get(flt_ctx *f);   /* the calling thread's state (created on demand) */
+/* One opportunity of class CLS: 1 with odds 1 in one_in[CLS], else 0 (and
+ * 0 without drawing when the class is off or injection is paused). */
+int flt_draw(flt_ctx *f, flt_thr *t, int cls);
+/* A parameter draw in [0, n) from the class's stream (n > 0). */
+uint64_t flt_below(flt_ctx *f, flt_thr *t, int cls, uint64_t n);
+/* An event for class CLS at POINT with the thread's op and index filled
+ * in (and the phase). */
+flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point);
+/* Append E to the ledger and count it for CLS.  0, or -errno when the
+ * line could not be written: the caller must then not inject (a fault
+ * the ledger does not know would be judged a failure of the engine). */
+int flt_record(flt_ctx *f, int cls, const flt_event *e);
+static inline int flt_paused(flt_ctx *f) {
+    return atomic_load_explicit(&f->paused, memory_order_relaxed);
+}
+
+/* fiu.c */
+int flt_fiu_setup(flt_ctx *f);      /* enable the points the options ask for */
+void flt_fiu_teardown(flt_ctx *f);  /* disable them */
+int flt_fiu_wanted(const flt_options *o); /* 1 if some libfiu point is asked for */
+int flt_kill_points_valid(const char *list);
+
+/* inject.c */
+void flt_hooks_init(flt_ctx *f);
+void flt_thr_free_bufs(flt_thr *t);
+
+#endif

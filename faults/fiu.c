@@ -1,0 +1,203 @@
+/*
+ * fiu.c -- the engine's libfiu points (engine/faultpoints.h), driven by
+ * the run's seed.
+ *
+ * Each point a class needs is enabled by its exact name with one external
+ * callback whose failinfo is the point's flt_point, because libfiu tells
+ * the callback the enabled name, not the point that fired:
+ *
+ *   class                  point              failnum
+ *   read_error             engine/io/read     EIO
+ *   write_error, nospace   engine/io/write    EIO or ENOSPC, set per firing
+ *   short_io               engine/io/short    (any: the engine halves one
+ *                                             transfer and finishes the rest)
+ *   kill                   kill/... (all,     the callback never returns:
+ *                          or kill_points)    ledger line, then SIGKILL
+ *
+ * libfiu calls the callback every time an enabled point is reached (with
+ * the engine armed), so the callback counts checks there, draws from the
+ * calling thread's stream of the class, and on a firing writes the ledger
+ * line first (F1), counts the hit, and only then lets the fault happen.
+ * libfiu's own random generator is never used.
+ *
+ * Limitation: libfiu keeps one failnum per enabled point and reads it
+ * after the callback returns, so when two threads fire engine/io/write at
+ * the same instant, one with EIO and one with ENOSPC, one of them may be
+ * handed the other's errno (the ledger then names the wrong one).  With
+ * one thread, or with only one of the two classes on, it is exact.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <fiu-control.h>
+#include <fiu.h>
+
+#include "faults_int.h"
+
+int flt_fiu_wanted(const flt_options *o) {
+    return o->one_in[FLT_READ_ERROR] || o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE] ||
+           o->one_in[FLT_SHORT_IO] || o->kill_random_test || o->one_in[FLT_KILL];
+}
+
+static int is_kill_point(const char *name) {
+    return strncmp(name, "kill/", 5) == 0;
+}
+
+/* 1 if NAME is one of the comma-separated names of LIST (spaces around a
+ * name are ignored). */
+static int list_has(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *s = list; *s;) {
+        while (*s == ' ' || *s == ',')
+            s++;
+        const char *e = s;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > s && t[-1] == ' ')
+            t--;
+        if ((size_t)(t - s) == n && n && memcmp(s, name, n) == 0)
+            return 1;
+        s = e;
+    }
+    return 0;
+}
+
+int flt_kill_points_valid(const char *list) {
+    /* Every name must be a kill point of the catalogue, and there must be
+     * at least one. */
+    int names = 0;
+    for (const char *s = list; *s;) {
+        while (*s == ' ' || *s == ',')
+            s++;
+        if (!*s)
+            break;
+        const char *e = s;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > s && t[-1] == ' ')
+            t--;
+        int known = 0;
+        for (size_t i = 0; i < eng_fault_point_count() && !known; i++) {
+            const char *nm = eng_fault_point_name(i);
+            known = is_kill_point(nm) && strlen(nm) == (size_t)(t - s) && memcmp(nm, s, (size_t)(t - s)) == 0;
+        }
+        if (!known)
+            return 0;
+        names++;
+        s = e;
+    }
+    return names > 0;
+}
+
+/* libfiu's external callback (external_cb_t). */
+static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int *flags) {
+    (void)name;
+    (void)flags;
+    flt_point *p = *failinfo;
+    flt_ctx *f = p->f;
+    atomic_fetch_add_explicit(&f->point_checks[p->idx], 1, memory_order_relaxed);
+    if (flt_paused(f))
+        return 0;
+    flt_thr *t = flt_thr_get(f);
+    int cls = -1, err = 0;
+    switch (p->kind) {
+    case FLT_PK_READ:
+        if (flt_draw(f, t, FLT_READ_ERROR))
+            cls = FLT_READ_ERROR, err = EIO;
+        break;
+    case FLT_PK_WRITE: {
+        /* Both streams draw at every write, so each class fires at the
+         * same writes whether or not the other is on. */
+        int eio = flt_draw(f, t, FLT_WRITE_ERROR);
+        int enospc = flt_draw(f, t, FLT_NOSPACE);
+        if (eio)
+            cls = FLT_WRITE_ERROR, err = EIO;
+        else if (enospc)
+            cls = FLT_NOSPACE, err = ENOSPC;
+        break;
+    }
+    case FLT_PK_SHORT:
+        if (flt_draw(f, t, FLT_SHORT_IO))
+            cls = FLT_SHORT_IO;
+        break;
+    case FLT_PK_KILL:
+        if (flt_draw(f, t, FLT_KILL))
+            cls = FLT_KILL;
+        break;
+    default:
+        break;
+    }
+    if (cls < 0)
+        return 0;
+    flt_event e = flt_event_for(f, t, cls, p->name);
+    if (err)
+        e.err = err == ENOSPC ? "ENOSPC" : "EIO";
+    if (flt_record(f, cls, &e) != 0)
+        return 0; /* F1: no line, no fault */
+    atomic_fetch_add_explicit(&f->point_hits[p->idx], 1, memory_order_relaxed);
+    if (cls == FLT_KILL) {
+        /* The ledger line is in the page cache (one write(2) returned):
+         * it survives the kill. */
+        raise(SIGKILL);
+        for (;;)
+            pause(); /* not reached: SIGKILL cannot be caught */
+    }
+    if (err)
+        *failnum = err;
+    return 1;
+}
+
+int flt_fiu_setup(flt_ctx *f) {
+    const flt_options *o = &f->o;
+    if (!flt_fiu_wanted(o))
+        return ENG_OK;
+    if (fiu_init(0) != 0)
+        return ENG_NOMEM;
+    size_t n = eng_fault_point_count();
+    if (n > FLT_MAX_POINTS)
+        n = FLT_MAX_POINTS;
+    f->npoints = n;
+    int got_read = 0, got_write = 0, got_short = 0, got_kill = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = eng_fault_point_name(i);
+        int kind = FLT_PK_NONE;
+        if (!strcmp(name, "engine/io/read") && o->one_in[FLT_READ_ERROR])
+            kind = FLT_PK_READ, got_read = 1;
+        else if (!strcmp(name, "engine/io/write") && (o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE]))
+            kind = FLT_PK_WRITE, got_write = 1;
+        else if (!strcmp(name, "engine/io/short") && o->one_in[FLT_SHORT_IO])
+            kind = FLT_PK_SHORT, got_short = 1;
+        else if (is_kill_point(name) && o->kill_random_test &&
+                 (!o->kill_points || list_has(o->kill_points, name)))
+            kind = FLT_PK_KILL, got_kill = 1;
+        if (kind == FLT_PK_NONE)
+            continue;
+        flt_point *p = &f->points[i];
+        *p = (flt_point){.f = f, .idx = (int)i, .kind = kind, .name = name};
+        if (fiu_enable_external(name, EIO, p, 0, fiu_cb) != 0)
+            return ENG_NOMEM; /* flt_close disables what was enabled */
+        p->enabled = 1;
+    }
+    /* A class whose point the catalogue lacks cannot be injected: say so
+     * rather than run a test that silently tests nothing. */
+    if ((o->one_in[FLT_READ_ERROR] && !got_read) ||
+        ((o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE]) && !got_write) ||
+        (o->one_in[FLT_SHORT_IO] && !got_short) || (o->kill_random_test && !got_kill))
+        return ENG_NOTSUP;
+    eng_faults_arm(!flt_paused(f));
+    f->armed = 1;
+    return ENG_OK;
+}
+
+void flt_fiu_teardown(flt_ctx *f) {
+    for (size_t i = 0; i < f->npoints; i++) {
+        if (f->points[i].enabled) {
+            fiu_disable(f->points[i].name);
+            f->points[i].enabled = 0;
+        }
+    }
+}

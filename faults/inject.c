@@ -1,0 +1,531 @@
+/*
+ * inject.c -- the in-process injectors: the engine's I/O hooks (flt_hooks)
+ * and the between-operations flips of flt_tick.
+ *
+ * Hooks (eng_io_hooks; engine/io.c calls before() once per logical
+ * operation and after() once it completed, on the same thread):
+ *
+ *   before(WRITE of DIR/data)  every enabled class draws once, in this
+ *                              order; the first that fires acts, the
+ *                              others' firings at the same write are
+ *                              dropped (one fault per write keeps each one
+ *                              provable):
+ *     lost_write         op->skip = 1
+ *     misdirected_write  op->offset = another block of the file's
+ *                        allocated range (never the same block)
+ *     zero_page          op->buf = a zeroed buffer of our own
+ *     torn_write         op->len = k * 512 for a random k in [1, len/512)
+ *     bitflip_inflight   op->buf = our copy of the page with one bit
+ *                        flipped (the caller's buffer may be a cache
+ *                        frame: never written)
+ *   before(SYNC of any file)   sync_error: fail with -EIO
+ *   after(READ of DIR/data)    bitflip_inflight: flip one bit of the bytes
+ *                              read, before the engine checks them
+ *   and, with sync_fault_injection, flt_journal_before(op) with the final
+ *   op right before it is issued and flt_journal_after(op) once it
+ *   completed, for every operation of every file (paused or not).
+ *
+ * Ledger lines (F1: written before the fault takes effect):
+ *   class               point       file  block     offset         len        bit/mask
+ *   lost_write          hook/write  data  the block its offset     page size  -
+ *   misdirected_write   hook/write  data  INTENDED  where it went  page size  -
+ *                                         block     (other block)  (note "to block T")
+ *   zero_page           hook/write  data  block     its offset     page size  -
+ *   torn_write          hook/write  data  block     first byte     bytes not  -
+ *                                                   NOT written    written    (note "wrote N of M")
+ *   bitflip_inflight    hook/write  data  block     its offset     page size  yes
+ *                       hook/read   data  block     its offset     bytes read yes
+ *   sync_error          hook/sync   rel. path, err EIO
+ *   bitflip_cache       tick/cache  data  block     block * ps     page size  yes
+ *   bitflip_page        tick/data   data  block     block * ps     page size  yes
+ *   bitflip_wal         tick/wal    wal/NAME  4 KiB block of the segment,
+ *                                         offset and len of that block (the
+ *                                         last one may be partial)  yes
+ * "bit" is the bit's index within [offset, offset + len): the byte at
+ * offset + bit / 8 was XORed with mask = 1 << (bit % 8).
+ *
+ * Limitation (sync_error): Linux may drop the dirty pages of a file whose
+ * fsync failed, and DESIGN 4 asks for that too.  journal.h has no call
+ * that rolls a file's unsynced writes back, so a failed fsync here only
+ * fails: the engine poisons its handle either way, and the power-loss
+ * step (which rolls back unsynced writes) covers the dropped-data case
+ * after a crash.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "faults_int.h"
+
+#define SECTOR 512u
+
+/* ---- files and sizes ---- */
+
+static int is_data_file(const eng_io_op *op) {
+    if (op->file_id != 0 || !op->path)
+        return 0;
+    size_t n = strlen(op->path);
+    return (n >= 5 && strcmp(op->path + n - 5, "/data") == 0) || strcmp(op->path, "data") == 0;
+}
+
+/* PATH relative to the database directory, for the ledger. */
+static const char *rel_path(flt_ctx *f, const char *path) {
+    if (!path)
+        return NULL;
+    if (f->db_dir && strncmp(path, f->db_dir, f->db_dir_len) == 0 && path[f->db_dir_len] == '/')
+        return path + f->db_dir_len + 1;
+    /* Opened through another spelling of the directory: keep "wal/NAME"
+     * for segments, else the base name. */
+    const char *b = strrchr(path, '/');
+    if (!b)
+        return path;
+    if (b - path >= 4 && strncmp(b - 4, "/wal", 4) == 0)
+        return b - 3;
+    if (b - path == 3 && strncmp(path, "wal", 3) == 0)
+        return path;
+    return b + 1;
+}
+
+static int page_size_ok(uint64_t v) {
+    return v == 4096 || v == 8192 || v == 16384;
+}
+
+/* Data-file requests are one page at a page-aligned offset: that is where
+ * the page size is learned. */
+static void learn_page_size(flt_ctx *f, const eng_io_op *op) {
+    if (page_size_ok(op->len) && op->offset % op->len == 0 &&
+        atomic_load_explicit(&f->page_size, memory_order_relaxed) != op->len)
+        atomic_store(&f->page_size, (uint32_t)op->len);
+}
+
+/* The page size, or 0 if no data-file I/O has shown it and DIR/control
+ * cannot tell either. */
+static uint32_t page_size_of(flt_ctx *f) {
+    uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
+    if (ps || !f->db_dir)
+        return ps;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/control", f->db_dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    uint8_t b[4];
+    if (pread(fd, b, 4, FLT_CONTROL_PAGE_SIZE_OFF) == 4) {
+        uint32_t v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+        if (page_size_ok(v))
+            ps = v;
+    }
+    close(fd);
+    if (ps)
+        atomic_store(&f->page_size, ps);
+    return ps;
+}
+
+/* Flip MASK in the byte at OFF of the file at PATH with our own
+ * descriptor.  0 or -errno. */
+static int flip_file_byte(const char *path, uint64_t off, uint8_t mask) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    uint8_t b;
+    int rc = 0;
+    if (pread(fd, &b, 1, (off_t)off) != 1) {
+        rc = -EIO;
+    } else {
+        b ^= mask;
+        if (pwrite(fd, &b, 1, (off_t)off) != 1)
+            rc = -EIO;
+    }
+    close(fd);
+    return rc;
+}
+
+/* ---- the hooks' own buffers ---- */
+
+static void *buf_take(flt_thr *t, size_t len) {
+    if (!t)
+        return NULL;
+    flt_buf *spare = NULL;
+    for (size_t i = 0; i < t->nbufs; i++) {
+        flt_buf *b = &t->bufs[i];
+        if (b->used)
+            continue;
+        if (b->cap >= len) {
+            b->used = 1;
+            return b->p;
+        }
+        spare = b;
+    }
+    if (!spare) {
+        flt_buf *nb = realloc(t->bufs, (t->nbufs + 1) * sizeof *nb);
+        if (!nb)
+            return NULL;
+        t->bufs = nb;
+        spare = &t->bufs[t->nbufs++];
+        *spare = (flt_buf){0};
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, len ? len : 1) != 0)
+        return NULL;
+    free(spare->p);
+    spare->p = p;
+    spare->cap = len;
+    spare->used = 1;
+    return p;
+}
+
+/* Give back the buffer P if it is one of ours (else nothing). */
+static void buf_give(flt_thr *t, const void *p) {
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->nbufs; i++)
+        if (t->bufs[i].used && t->bufs[i].p == p) {
+            t->bufs[i].used = 0;
+            return;
+        }
+}
+
+void flt_thr_free_bufs(flt_thr *t) {
+    for (size_t i = 0; i < t->nbufs; i++)
+        free(t->bufs[i].p);
+    free(t->bufs);
+    t->bufs = NULL;
+    t->nbufs = 0;
+}
+
+/* ---- before(WRITE of the data file) ---- */
+
+static flt_event page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block,
+                            uint64_t offset, uint64_t len) {
+    flt_event e = flt_event_for(f, t, cls, point);
+    e.file = "data";
+    e.block = (int64_t)block;
+    e.offset = (int64_t)offset;
+    e.len = (int64_t)len;
+    return e;
+}
+
+static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
+    uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
+    if (!ps || op->len != ps || op->offset % ps != 0)
+        return; /* not a page write: nothing here models a fault of it */
+    uint64_t block = op->offset / ps;
+    size_t len = op->len;
+    char note[96];
+    int done = 0;
+
+    if (flt_draw(f, t, FLT_LOST_WRITE) && !done) {
+        flt_event e = page_event(f, t, FLT_LOST_WRITE, "hook/write", block, op->offset, len);
+        if (flt_record(f, FLT_LOST_WRITE, &e) == 0)
+            op->skip = 1, done = 1;
+    }
+    if (flt_draw(f, t, FLT_MISDIRECTED_WRITE) && !done) {
+        struct stat st;
+        uint64_t nblocks = stat(op->path, &st) == 0 ? (uint64_t)st.st_size / ps : 0;
+        uint64_t others = nblocks - (block < nblocks ? 1 : 0);
+        if (nblocks && others) {
+            uint64_t target = flt_below(f, t, FLT_MISDIRECTED_WRITE, others);
+            if (block < nblocks && target >= block)
+                target++;
+            flt_event e = page_event(f, t, FLT_MISDIRECTED_WRITE, "hook/write", block, target * ps, len);
+            snprintf(note, sizeof note, "meant for block %llu at offset %llu, written to block %llu",
+                     (unsigned long long)block, (unsigned long long)op->offset, (unsigned long long)target);
+            e.note = note;
+            if (flt_record(f, FLT_MISDIRECTED_WRITE, &e) == 0)
+                op->offset = target * ps, done = 1;
+        }
+    }
+    if (flt_draw(f, t, FLT_ZERO_PAGE) && !done) {
+        void *z = buf_take(t, len);
+        if (z) {
+            memset(z, 0, len);
+            flt_event e = page_event(f, t, FLT_ZERO_PAGE, "hook/write", block, op->offset, len);
+            if (flt_record(f, FLT_ZERO_PAGE, &e) == 0)
+                op->buf = z, done = 1;
+            else
+                buf_give(t, z);
+        }
+    }
+    if (flt_draw(f, t, FLT_TORN_WRITE) && !done && len >= 2 * SECTOR) {
+        size_t sectors = len / SECTOR;
+        size_t keep = (1 + (size_t)flt_below(f, t, FLT_TORN_WRITE, sectors - 1)) * SECTOR;
+        flt_event e = page_event(f, t, FLT_TORN_WRITE, "hook/write", block, op->offset + keep, len - keep);
+        snprintf(note, sizeof note, "wrote %zu of %zu bytes", keep, len);
+        e.note = note;
+        if (flt_record(f, FLT_TORN_WRITE, &e) == 0)
+            op->len = keep, done = 1;
+    }
+    if (flt_draw(f, t, FLT_BITFLIP_INFLIGHT) && !done) {
+        uint64_t bit = flt_below(f, t, FLT_BITFLIP_INFLIGHT, (uint64_t)len * 8);
+        uint8_t *copy = buf_take(t, len);
+        if (copy) {
+            memcpy(copy, op->buf, len);
+            uint8_t mask = (uint8_t)(1u << (bit % 8));
+            flt_event e = page_event(f, t, FLT_BITFLIP_INFLIGHT, "hook/write", block, op->offset, len);
+            e.bit = (int64_t)bit;
+            e.mask = mask;
+            if (flt_record(f, FLT_BITFLIP_INFLIGHT, &e) == 0) {
+                copy[bit / 8] ^= mask;
+                op->buf = copy;
+                done = 1;
+            } else {
+                buf_give(t, copy);
+            }
+        }
+    }
+}
+
+static int hook_before(void *ctx, eng_io_op *op) {
+    flt_ctx *f = ctx;
+    flt_thr *t = NULL;
+    int data = is_data_file(op);
+    if (data && (op->kind == ENG_IO_WRITE || op->kind == ENG_IO_READ))
+        learn_page_size(f, op);
+    if (!flt_paused(f)) {
+        if (data && op->kind == ENG_IO_WRITE) {
+            t = flt_thr_get(f);
+            write_faults(f, t, op);
+        } else if (op->kind == ENG_IO_SYNC) {
+            t = flt_thr_get(f);
+            if (flt_draw(f, t, FLT_SYNC_ERROR)) {
+                flt_event e = flt_event_for(f, t, FLT_SYNC_ERROR, "hook/sync");
+                e.file = rel_path(f, op->path);
+                e.err = "EIO";
+                /* Not issued, so not journaled: no after() follows. */
+                if (flt_record(f, FLT_SYNC_ERROR, &e) == 0)
+                    return -EIO;
+            }
+        }
+    }
+    if (f->journal) {
+        int rc = flt_journal_before(f->journal, op);
+        if (rc < 0) {
+            /* Not issued after all: no after() will give the buffer back. */
+            buf_give(t, op->buf);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void hook_after(void *ctx, eng_io_op *op) {
+    flt_ctx *f = ctx;
+    if (op->kind == ENG_IO_READ && op->result > 0 && is_data_file(op) && !flt_paused(f)) {
+        flt_thr *t = flt_thr_get(f);
+        if (flt_draw(f, t, FLT_BITFLIP_INFLIGHT)) {
+            uint64_t n = (uint64_t)op->result;
+            uint64_t bit = flt_below(f, t, FLT_BITFLIP_INFLIGHT, n * 8);
+            uint32_t ps = page_size_of(f);
+            uint8_t mask = (uint8_t)(1u << (bit % 8));
+            flt_event e = flt_event_for(f, t, FLT_BITFLIP_INFLIGHT, "hook/read");
+            e.file = "data";
+            e.block = ps ? (int64_t)(op->offset / ps) : -1;
+            e.offset = (int64_t)op->offset;
+            e.len = (int64_t)n;
+            e.bit = (int64_t)bit;
+            e.mask = mask;
+            if (flt_record(f, FLT_BITFLIP_INFLIGHT, &e) == 0)
+                ((uint8_t *)op->buf)[bit / 8] ^= mask;
+        }
+    }
+    if (f->journal)
+        flt_journal_after(f->journal, op);
+    if (op->kind == ENG_IO_WRITE && op->buf)
+        buf_give(flt_thr_get(f), op->buf);
+}
+
+void flt_hooks_init(flt_ctx *f) {
+    f->hooks = (eng_io_hooks){.ctx = f, .before = hook_before, .after = hook_after};
+}
+
+/* ---- flt_tick ---- */
+
+static uint16_t rd16(const uint8_t *p) {
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+static uint32_t rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static size_t clamp(size_t v, size_t lo, size_t hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The bytes of a cached page that hold something: the header, then for
+ * leaves and internal pages the slot array [HDR, lower) and the cells
+ * [upper, ps); for other types the payload their header says they carry.
+ * Fills R with up to three [start, end) ranges; returns their count.  The
+ * header fields are read from memory a fault may already have changed, so
+ * every range is clamped to the page. */
+static int used_ranges(const uint8_t *p, size_t ps, size_t r[3][2]) {
+    int n = 0;
+    size_t hdr = FLT_PAGE_HDR;
+    r[n][0] = 0, r[n][1] = hdr, n++;
+    switch (p[FLT_PH_TYPE]) {
+    case FLT_PAGE_LEAF:
+    case FLT_PAGE_INTERNAL: {
+        size_t lower = clamp(rd16(p + FLT_PH_LOWER), hdr, ps);
+        size_t upper = clamp(rd16(p + FLT_PH_UPPER), lower, ps);
+        if (lower > hdr)
+            r[n][0] = hdr, r[n][1] = lower, n++;
+        if (upper < ps)
+            r[n][0] = upper, r[n][1] = ps, n++;
+        break;
+    }
+    case FLT_PAGE_OVERFLOW:
+        r[0][1] = hdr + clamp(rd32(p + FLT_PH_AUX), 0, ps - hdr);
+        break;
+    case FLT_PAGE_META:
+        r[0][1] = hdr + FLT_META_PAYLOAD;
+        break;
+    case FLT_PAGE_FREE:
+        r[0][1] = hdr + 4 * clamp(rd32(p + FLT_PH_AUX), 0, (ps - hdr) / 4);
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
+static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
+    uint64_t nblocks = eng_debug_nblocks(db);
+    if (!nblocks)
+        return;
+    uint64_t block = flt_below(f, t, FLT_BITFLIP_CACHE, nblocks);
+    size_t ps = 0;
+    uint8_t *p = eng_debug_frame_bytes(db, block, &ps);
+    if (!p)
+        return; /* not resident: nothing to flip, no line */
+    size_t r[3][2];
+    int n = used_ranges(p, ps, r);
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += r[i][1] - r[i][0];
+    uint64_t k = flt_below(f, t, FLT_BITFLIP_CACHE, total * 8);
+    uint64_t byte = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t sz = r[i][1] - r[i][0];
+        if (k < sz * 8) {
+            byte = r[i][0] + k / 8;
+            break;
+        }
+        k -= sz * 8;
+    }
+    uint64_t bit = byte * 8 + k % 8;
+    uint8_t mask = (uint8_t)(1u << (bit % 8));
+    flt_event e = page_event(f, t, FLT_BITFLIP_CACHE, "tick/cache", block, block * ps, ps);
+    e.bit = (int64_t)bit;
+    e.mask = mask;
+    if (flt_record(f, FLT_BITFLIP_CACHE, &e) == 0)
+        p[byte] ^= mask;
+    eng_debug_frame_release(db, block);
+}
+
+static void tick_page(flt_ctx *f, flt_thr *t) {
+    uint32_t ps = page_size_of(f);
+    if (!ps)
+        return;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/data", f->db_dir);
+    struct stat st;
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ps)
+        return;
+    uint64_t nblocks = (uint64_t)st.st_size / ps;
+    uint64_t block = flt_below(f, t, FLT_BITFLIP_PAGE, nblocks);
+    uint64_t bit = flt_below(f, t, FLT_BITFLIP_PAGE, (uint64_t)ps * 8);
+    uint8_t mask = (uint8_t)(1u << (bit % 8));
+    flt_event e = page_event(f, t, FLT_BITFLIP_PAGE, "tick/data", block, block * ps, ps);
+    e.bit = (int64_t)bit;
+    e.mask = mask;
+    if (flt_record(f, FLT_BITFLIP_PAGE, &e) == 0)
+        flip_file_byte(path, block * ps + bit / 8, mask);
+}
+
+static int is_segment_name(const char *s) {
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+            return 0;
+    return n == 16;
+}
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp((const char *)a, (const char *)b);
+}
+
+static void tick_wal(flt_ctx *f, flt_thr *t) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/wal", f->db_dir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    /* Sorted, so the choice does not depend on the directory's order. */
+    char(*names)[17] = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!is_segment_name(de->d_name))
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            char(*nn)[17] = realloc(names, nc * sizeof *nn);
+            if (!nn)
+                break;
+            names = nn, cap = nc;
+        }
+        memcpy(names[n++], de->d_name, 17);
+    }
+    closedir(d);
+    /* Empty segments have nothing to flip: leave them out of the choice. */
+    uint64_t *sizes = n ? malloc(n * sizeof *sizes) : NULL;
+    size_t m = 0;
+    char path[4300];
+    if (n)
+        qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; i < n && sizes; i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+            memmove(names[m], names[i], 17);
+            sizes[m++] = (uint64_t)st.st_size;
+        }
+    }
+    if (m) {
+        size_t s = (size_t)flt_below(f, t, FLT_BITFLIP_WAL, m);
+        uint64_t pos = flt_below(f, t, FLT_BITFLIP_WAL, sizes[s] * 8); /* a bit of the file */
+        uint64_t block = pos / 8 / FLT_WAL_BLOCK, start = block * FLT_WAL_BLOCK;
+        uint64_t len = sizes[s] - start < FLT_WAL_BLOCK ? sizes[s] - start : FLT_WAL_BLOCK;
+        uint64_t bit = pos - start * 8;
+        uint8_t mask = (uint8_t)(1u << (bit % 8));
+        char rel[32];
+        snprintf(rel, sizeof rel, "wal/%s", names[s]);
+        snprintf(path, sizeof path, "%s/%s", dir, names[s]);
+        flt_event e = flt_event_for(f, t, FLT_BITFLIP_WAL, "tick/wal");
+        e.file = rel;
+        e.block = (int64_t)block;
+        e.offset = (int64_t)start;
+        e.len = (int64_t)len;
+        e.bit = (int64_t)bit;
+        e.mask = mask;
+        if (flt_record(f, FLT_BITFLIP_WAL, &e) == 0)
+            flip_file_byte(path, start + bit / 8, mask);
+    }
+    free(sizes);
+    free(names);
+}
+
+void flt_tick(flt_ctx *f, eng_db *db) {
+    if (!f || flt_paused(f))
+        return;
+    flt_thr *t = flt_thr_get(f);
+    if (db && flt_draw(f, t, FLT_BITFLIP_CACHE))
+        tick_cache(f, t, db);
+    if (flt_draw(f, t, FLT_BITFLIP_PAGE))
+        tick_page(f, t);
+    if (flt_draw(f, t, FLT_BITFLIP_WAL))
+        tick_wal(f, t);
+}

@@ -1,0 +1,954 @@
+/*
+ * journal.c -- the crash-simulation journal of journal.h: what the
+ * engine's I/O hooks record so that build/powerloss can put a crashed
+ * database directory into a state a power cut could have left.
+ *
+ * Record layout: journal_int.h (drawn there, shared with the reader).
+ *
+ * What each hooked operation leaves (before() / after()):
+ *
+ *   WRITE     WRITE_B{path, offset, len, old size, old bytes} / DONE
+ *   SYNC      SYNC_B{path}                                    / DONE
+ *   CREATE    CREATE_B{path}                                  / DONE
+ *   RENAME    [target hard-linked to journal.d/S-ID] RENAME_B{from, to, saved} / DONE
+ *   UNLINK    [file hard-linked to journal.d/S-ID]   UNLINK_B{path, saved}     / DONE
+ *   TRUNCATE  TRUNCATE_B{path, old size, new size, tail}      / DONE
+ *   DIRSYNC   DIRSYNC_B{dir}                                  / DONE
+ *   READ      nothing
+ *
+ * An operation a fault hook skipped (op->skip: a lost write, a sync that
+ * does nothing) is not journaled at all: it never reached the disk, so
+ * there is nothing to undo, and a skipped sync must not count as one.
+ * Operations on paths outside the database directory (an archive
+ * directory elsewhere) are not journaled: the power-loss step only works
+ * on the database directory.
+ *
+ * Ordering: the journal's order is the order of the appends.  A BEGIN is
+ * appended before the operation is issued and its DONE after it
+ * completed, so "DONE of a write precedes BEGIN of a sync" in the file
+ * means the write had completed before the sync was issued (the io_uring
+ * rule: a sync covers only writes already completed).  Appends need no
+ * lock: one write(2) on an O_APPEND descriptor is atomic with respect to
+ * other appenders, and ids come from an atomic counter.
+ *
+ * Invariants:
+ *   J1  A DONE is appended only for an operation whose BEGIN was appended
+ *       (the in-flight table maps the op to its BEGIN id).
+ *   J2  Old bytes are read before the write is issued, from the inode the
+ *       path names at that moment: a cached read descriptor is dropped by
+ *       every create, rename and unlink that may change what a path names
+ *       (before and after the operation), and a descriptor opened while
+ *       one of those ran is not cached (the generation check).
+ *   J3  Once an append fails or is cut short, every later before() fails
+ *       with -EIO: a journal with a hole would make the power-loss step
+ *       undo the wrong things, so the engine must stop writing instead.
+ *   J4  A file saved in journal.d/ is removed as soon as the operation
+ *       that saved it failed, or became durable by the power-loss step's
+ *       own rule (a dirsync of each parent directory began after its DONE
+ *       and succeeded): only undoing a non-durable operation reads it, and
+ *       without this every WAL segment a checkpoint removes would stay on
+ *       disk for the whole run.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "journal.h"
+#include "journal_int.h"
+
+/* Read descriptors kept open for old-byte reads: the data file and the
+ * few WAL segments being written fit; more would only cost descriptors. */
+#define FC_SLOTS 16
+
+typedef struct fc_entry {
+    char *rel; /* NULL = free */
+    int fd;
+} fc_entry;
+
+/* In-flight operations: op pointer -> id of its BEGIN (open addressing,
+ * linear probing, backward-shift deletion; key 0 = empty). */
+typedef struct inflight {
+    uintptr_t *key;
+    uint64_t *id;
+    size_t cap, n;
+} inflight;
+
+/* A file kept in journal.d/ until the rename or unlink that needed it is
+ * durable (J4). */
+typedef struct saved_ent {
+    uint64_t id;         /* BEGIN id of the operation */
+    char name[64];       /* in journal.d/ */
+    char *dir[2];        /* parent directories it touched (dir[1] NULL: one) */
+    int covered[2];      /* a later dirsync of dir[k] made it durable there */
+    uint64_t done_seq;   /* 0 until its DONE was appended */
+} saved_ent;
+
+/* A dirsync in flight: what it will cover if it succeeds. */
+typedef struct dsync_ent {
+    uint64_t id;
+    char *dir;
+    uint64_t snap;       /* done_seq of the last DONE appended before its BEGIN */
+} dsync_ent;
+
+struct flt_journal {
+    int fd;               /* RUN_DIR/journal, O_APPEND */
+    char *run_dir;
+    char *saved_dir;      /* RUN_DIR/journal.d */
+    char *db;             /* db_dir as given, without trailing slashes */
+    char *db_real;        /* realpath(db_dir) or NULL */
+    uint64_t session;
+    _Atomic uint64_t next_id;
+    atomic_int broken;    /* J3 */
+
+    pthread_mutex_t fl_mu;
+    inflight fl;
+
+    pthread_mutex_t sv_mu; /* saved, dsync, done_seq (J4) */
+    saved_ent *saved;
+    size_t nsaved, capsaved;
+    dsync_ent *dsync;
+    size_t ndsync, capdsync;
+    uint64_t done_seq;
+
+    pthread_rwlock_t fc_lock;
+    fc_entry fc[FC_SLOTS];
+    unsigned fc_next;     /* round-robin victim */
+    _Atomic uint64_t fc_gen; /* bumped by every invalidation (J2) */
+};
+
+/* ---- little-endian encoding ------------------------------------------------ */
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t get32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+/* A record being built: header space first, then the payload. */
+typedef struct recbuf {
+    uint8_t *p;
+    size_t len, cap;
+    uint8_t small[512]; /* most records (all but writes and truncates) */
+} recbuf;
+
+static int rb_init(recbuf *b, size_t payload_cap) {
+    b->cap = JR_HDR + payload_cap;
+    b->len = JR_HDR;
+    if (b->cap <= sizeof b->small) {
+        b->p = b->small;
+        b->cap = sizeof b->small;
+        return 0;
+    }
+    b->p = malloc(b->cap);
+    return b->p ? 0 : -ENOMEM;
+}
+
+static void rb_free(recbuf *b) {
+    if (b->p != b->small) free(b->p);
+}
+
+static void rb_u64(recbuf *b, uint64_t v) { put64(b->p + b->len, v); b->len += 8; }
+
+static void rb_str(recbuf *b, const char *s) {
+    size_t n = strlen(s);
+    put16(b->p + b->len, (uint16_t)n);
+    memcpy(b->p + b->len + 2, s, n);
+    b->len += 2 + n;
+}
+
+/* Bytes a str field of S takes. */
+static size_t str_sz(const char *s) { return 2 + strlen(s); }
+
+/* The record checksum: the payload hashed with the hash of the header's
+ * first 24 bytes as seed (no streaming state needed). */
+static uint64_t rec_sum(const uint8_t *hdr, const uint8_t *payload, size_t len) {
+    return XXH3_64bits_withSeed(payload, len, XXH3_64bits(hdr, JR_SUM_OFF));
+}
+
+/* Fill the header, checksum, and append the record with one write(2). */
+static int rb_append(flt_journal *j, recbuf *b, int kind, uint64_t id) {
+    uint8_t *h = b->p;
+    put32(h, JR_MAGIC);
+    h[4] = (uint8_t)kind;
+    h[5] = JR_VERSION;
+    put16(h + 6, 0);
+    put32(h + 8, (uint32_t)(b->len - JR_HDR));
+    put32(h + 12, 0);
+    put64(h + 16, id);
+    put64(h + JR_SUM_OFF, rec_sum(h, h + JR_HDR, b->len - JR_HDR));
+    ssize_t w;
+    do
+        w = write(j->fd, b->p, b->len);
+    while (w < 0 && errno == EINTR);
+    if (w == (ssize_t)b->len) return 0;
+    atomic_store(&j->broken, 1); /* J3 */
+    return w < 0 ? -errno : -EIO;
+}
+
+/* ---- decoding (for powerloss.c) -------------------------------------------- */
+
+/* Take a str field at *P within END; 0 if it does not fit. */
+static int take_str(const uint8_t **p, const uint8_t *end, jr_str *s) {
+    if (end - *p < 2) return 0;
+    s->len = get16(*p);
+    if ((size_t)(end - *p - 2) < s->len) return 0;
+    s->p = (const char *)*p + 2;
+    *p += 2 + s->len;
+    return 1;
+}
+
+static int take_u64(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+    if (end - *p < 8) return 0;
+    *v = get64(*p);
+    *p += 8;
+    return 1;
+}
+
+size_t flt_jr_decode(const uint8_t *buf, size_t avail, jr_rec *r) {
+    if (avail < JR_HDR || get32(buf) != JR_MAGIC || buf[5] != JR_VERSION) return 0;
+    uint32_t len = get32(buf + 8);
+    if (len > avail - JR_HDR) return 0;
+    if (rec_sum(buf, buf + JR_HDR, len) != get64(buf + JR_SUM_OFF)) return 0;
+
+    memset(r, 0, sizeof *r);
+    r->kind = buf[4];
+    r->id = get64(buf + 16);
+    const uint8_t *p = buf + JR_HDR, *end = p + len;
+    int ok = 1;
+    switch (r->kind) {
+    case JR_SESSION:
+        ok = take_u64(&p, end, &r->session) && take_u64(&p, end, &r->pid) &&
+             take_u64(&p, end, &r->time_ns) && take_str(&p, end, &r->path);
+        break;
+    case JR_WRITE_B:
+        ok = take_u64(&p, end, &r->offset) && take_u64(&p, end, &r->len) &&
+             take_u64(&p, end, &r->old_size) && take_str(&p, end, &r->path);
+        if (ok) {
+            r->old = p;
+            r->old_len = (uint64_t)(end - p);
+            /* The old bytes are exactly [offset, max(offset, old_size)). */
+            uint64_t want = r->old_size > r->offset ? r->old_size - r->offset : 0;
+            ok = r->old_size <= r->offset + r->len && want == r->old_len && r->offset + r->len >= r->offset;
+        }
+        break;
+    case JR_TRUNCATE_B:
+        ok = take_u64(&p, end, &r->old_size) && take_u64(&p, end, &r->new_size) &&
+             take_str(&p, end, &r->path);
+        if (ok) {
+            r->old = p;
+            r->old_len = (uint64_t)(end - p);
+            ok = r->old_len == (r->old_size > r->new_size ? r->old_size - r->new_size : 0);
+        }
+        break;
+    case JR_SYNC_B:
+    case JR_CREATE_B:
+    case JR_DIRSYNC_B:
+        ok = take_str(&p, end, &r->path);
+        break;
+    case JR_RENAME_B:
+        ok = take_str(&p, end, &r->path) && take_str(&p, end, &r->path2) && take_str(&p, end, &r->saved);
+        break;
+    case JR_UNLINK_B:
+        ok = take_str(&p, end, &r->path) && take_str(&p, end, &r->saved);
+        break;
+    case JR_DONE: {
+        uint64_t v;
+        ok = take_u64(&p, end, &v);
+        r->result = (int64_t)v;
+        break;
+    }
+    default:
+        ok = 0;
+    }
+    return ok ? JR_HDR + len : 0;
+}
+
+/* ---- paths ------------------------------------------------------------------- */
+
+/* Normalize REST (a path below the database directory) into OUT: no empty
+ * or "." components, ".." resolved, "." for the directory itself.
+ * Returns 0, or -1 if it climbs out of the directory or does not fit. */
+static int norm_rel(const char *rest, char *out, size_t cap) {
+    size_t n = 0;
+    const char *s = rest;
+    while (*s) {
+        while (*s == '/') s++;
+        if (!*s) break;
+        const char *e = strchr(s, '/');
+        size_t cl = e ? (size_t)(e - s) : strlen(s);
+        if (cl == 1 && s[0] == '.') {
+            /* skip */
+        } else if (cl == 2 && s[0] == '.' && s[1] == '.') {
+            if (n == 0) return -1;
+            while (n > 0 && out[n - 1] != '/') n--;
+            if (n > 0) n--; /* the slash */
+        } else {
+            if (n + (n ? 1 : 0) + cl + 1 > cap) return -1;
+            if (n) out[n++] = '/';
+            memcpy(out + n, s, cl);
+            n += cl;
+        }
+        s += cl;
+    }
+    if (n == 0) {
+        if (cap < 2) return -1;
+        out[n++] = '.';
+    }
+    out[n] = 0;
+    return 0;
+}
+
+/* If PATH starts with directory PREFIX, the rest (starting at '/' or
+ * NUL); else NULL. */
+static const char *under(const char *path, const char *prefix) {
+    size_t pl = strlen(prefix);
+    if (strncmp(path, prefix, pl) != 0) return NULL;
+    if (path[pl] != '/' && path[pl] != 0 && !(pl > 0 && prefix[pl - 1] == '/')) return NULL;
+    return path + pl;
+}
+
+/* PATH relative to the database directory, into OUT.  Returns 1 if PATH
+ * is inside it, 0 if not (or too long).  The engine builds every path as
+ * "DIR/name" from the directory it was given, so the textual match is the
+ * common case; realpath is the fallback for a differently spelled DIR. */
+static int rel_of(const flt_journal *j, const char *path, char *out, size_t cap) {
+    const char *rest = under(path, j->db);
+    if (!rest && j->db_real) rest = under(path, j->db_real);
+    if (rest) return norm_rel(rest, out, cap) == 0;
+    if (!j->db_real) return 0;
+    /* Resolve the parent (the file itself may not exist yet). */
+    char tmp[PATH_MAX], res[PATH_MAX];
+    if (strlen(path) >= sizeof tmp) return 0;
+    strcpy(tmp, path);
+    char *slash = strrchr(tmp, '/');
+    const char *base;
+    if (slash) {
+        *slash = 0;
+        base = slash + 1;
+        if (!realpath(tmp[0] ? tmp : "/", res)) return 0;
+    } else {
+        base = tmp;
+        if (!realpath(".", res)) return 0;
+    }
+    size_t rl = strlen(res);
+    if (rl + 1 + strlen(base) + 1 > sizeof res) return 0;
+    res[rl] = '/';
+    strcpy(res + rl + 1, base);
+    rest = under(res, j->db_real);
+    return rest && norm_rel(rest, out, cap) == 0;
+}
+
+/* ---- in-flight table ----------------------------------------------------------- */
+
+static size_t fl_slot(uintptr_t k, size_t cap) {
+    uint64_t h = (uint64_t)k * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & (cap - 1);
+}
+
+static int fl_grow(inflight *t) {
+    size_t ncap = t->cap ? 2 * t->cap : 256;
+    uintptr_t *nk = calloc(ncap, sizeof *nk);
+    uint64_t *ni = calloc(ncap, sizeof *ni);
+    if (!nk || !ni) {
+        free(nk);
+        free(ni);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->key[i]) continue;
+        size_t s = fl_slot(t->key[i], ncap);
+        while (nk[s]) s = (s + 1) & (ncap - 1);
+        nk[s] = t->key[i];
+        ni[s] = t->id[i];
+    }
+    free(t->key);
+    free(t->id);
+    t->key = nk;
+    t->id = ni;
+    t->cap = ncap;
+    return 0;
+}
+
+/* Insert or replace (a stale entry of an op whose after() never came,
+ * because a later hook failed it, is simply overwritten). */
+static int fl_put(inflight *t, uintptr_t k, uint64_t id) {
+    if ((t->n + 1) * 2 > t->cap) {
+        int rc = fl_grow(t);
+        if (rc) return rc;
+    }
+    size_t s = fl_slot(k, t->cap);
+    while (t->key[s] && t->key[s] != k) s = (s + 1) & (t->cap - 1);
+    if (!t->key[s]) t->n++;
+    t->key[s] = k;
+    t->id[s] = id;
+    return 0;
+}
+
+/* Remove K; returns 1 and its id in *ID if it was there. */
+static int fl_take(inflight *t, uintptr_t k, uint64_t *id) {
+    if (!t->cap) return 0;
+    size_t s = fl_slot(k, t->cap);
+    while (t->key[s] && t->key[s] != k) s = (s + 1) & (t->cap - 1);
+    if (!t->key[s]) return 0;
+    *id = t->id[s];
+    /* Backward shift: keep every later entry of the run reachable. */
+    size_t hole = s, i = s;
+    for (;;) {
+        i = (i + 1) & (t->cap - 1);
+        if (!t->key[i]) break;
+        size_t home = fl_slot(t->key[i], t->cap);
+        /* Move it if its home is not in (hole, i] cyclically. */
+        int stay = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+        if (stay) continue;
+        t->key[hole] = t->key[i];
+        t->id[hole] = t->id[i];
+        hole = i;
+    }
+    t->key[hole] = 0;
+    t->n--;
+    return 1;
+}
+
+/* ---- read-descriptor cache (J2) --------------------------------------------------- */
+
+static int fc_find(flt_journal *j, const char *rel) {
+    for (int i = 0; i < FC_SLOTS; i++)
+        if (j->fc[i].rel && strcmp(j->fc[i].rel, rel) == 0) return j->fc[i].fd;
+    return -1;
+}
+
+static void fc_drop_slot(fc_entry *e) {
+    if (!e->rel) return;
+    close(e->fd);
+    free(e->rel);
+    e->rel = NULL;
+    e->fd = -1;
+}
+
+/* Forget REL (NULL: everything). */
+static void fc_invalidate(flt_journal *j, const char *rel) {
+    pthread_rwlock_wrlock(&j->fc_lock);
+    atomic_fetch_add(&j->fc_gen, 1);
+    for (int i = 0; i < FC_SLOTS; i++)
+        if (j->fc[i].rel && (!rel || strcmp(j->fc[i].rel, rel) == 0)) fc_drop_slot(&j->fc[i]);
+    pthread_rwlock_unlock(&j->fc_lock);
+}
+
+/* Keep FD for REL if nothing was invalidated since GEN; else close it. */
+static void fc_insert(flt_journal *j, const char *rel, int fd, uint64_t gen) {
+    pthread_rwlock_wrlock(&j->fc_lock);
+    char *copy = NULL;
+    if (atomic_load(&j->fc_gen) == gen && fc_find(j, rel) < 0 && (copy = strdup(rel)) != NULL) {
+        fc_entry *e = &j->fc[j->fc_next++ % FC_SLOTS];
+        fc_drop_slot(e);
+        e->rel = copy;
+        e->fd = fd;
+        fd = -1;
+    }
+    pthread_rwlock_unlock(&j->fc_lock);
+    if (fd >= 0) close(fd);
+}
+
+/* pread until LEN bytes, EOF or an error: bytes read or -errno. */
+static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -errno;
+        if (n == 0) break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+/* Old bytes of [OFF, OFF+LEN) of the file at PATH (REL) into BUF; *OLD_SIZE
+ * gets the file size clamped to OFF+LEN.  Returns bytes read or -errno. */
+static ssize_t read_old(flt_journal *j, const char *path, const char *rel, void *buf, size_t len,
+                        uint64_t off, uint64_t *old_size) {
+    ssize_t n;
+    struct stat st;
+    pthread_rwlock_rdlock(&j->fc_lock);
+    int fd = fc_find(j, rel);
+    if (fd >= 0) {
+        n = pread_full(fd, buf, len, off);
+        if (n == 0 && fstat(fd, &st) != 0) n = -errno;
+        pthread_rwlock_unlock(&j->fc_lock);
+    } else {
+        pthread_rwlock_unlock(&j->fc_lock);
+        uint64_t gen = atomic_load(&j->fc_gen);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return -errno;
+        n = pread_full(fd, buf, len, off);
+        if (n == 0 && fstat(fd, &st) != 0) n = -errno;
+        fc_insert(j, rel, fd, gen);
+    }
+    if (n < 0) return n;
+    /* pread stops exactly at EOF, so a short read gives the size; only a
+     * write wholly beyond EOF needs the size itself (it leaves a hole). */
+    if ((size_t)n == len) *old_size = off + len;
+    else if (n > 0) *old_size = off + (uint64_t)n;
+    else *old_size = (uint64_t)st.st_size < off ? (uint64_t)st.st_size : off;
+    return n;
+}
+
+/* ---- saved files ------------------------------------------------------------------- */
+
+/* Copy SRC to DST (a new file): for runs whose journal.d is on another
+ * file system than the database, where a hard link is impossible. */
+static int copy_file(const char *src, const char *dst) {
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) return -errno;
+    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out < 0) {
+        int e = errno;
+        close(in);
+        return -e;
+    }
+    char buf[65536];
+    int rc = 0;
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) { rc = -errno; break; }
+        if (n == 0) break;
+        for (ssize_t w = 0; w < n;) {
+            ssize_t k = write(out, buf + w, (size_t)(n - w));
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) { rc = k < 0 ? -errno : -EIO; break; }
+            w += k;
+        }
+        if (rc) break;
+    }
+    close(in);
+    if (close(out) != 0 && !rc) rc = -errno;
+    if (rc) unlink(dst);
+    return rc;
+}
+
+/* Keep the file at PATH as journal.d/NAME (NAME filled in).  Returns 1 if
+ * saved, 0 if PATH does not exist (NAME = ""), or -errno. */
+static int save_file(flt_journal *j, const char *path, uint64_t id, char *name, size_t cap) {
+    snprintf(name, cap, "%016llx-%llu", (unsigned long long)j->session, (unsigned long long)id);
+    char dst[PATH_MAX];
+    if (snprintf(dst, sizeof dst, "%s/%s", j->saved_dir, name) >= (int)sizeof dst) return -ENAMETOOLONG;
+    if (link(path, dst) == 0) return 1;
+    int e = errno;
+    if (e == ENOENT) {
+        name[0] = 0;
+        return 0;
+    }
+    if (e == EXDEV || e == EPERM || e == EMLINK || e == ENOTSUP) {
+        int rc = copy_file(path, dst);
+        if (rc == -ENOENT) {
+            name[0] = 0;
+            return 0;
+        }
+        return rc < 0 ? rc : 1;
+    }
+    return -e;
+}
+
+/* ---- saved files that are no longer needed (J4) ----------------------------------------- */
+
+/* The directory holding REL ("." for top level), malloc'd. */
+static char *parent_of(const char *rel) {
+    const char *slash = strrchr(rel, '/');
+    return slash ? strndup(rel, (size_t)(slash - rel)) : strdup(".");
+}
+
+static void sv_drop(flt_journal *j, size_t i, int remove_file) {
+    saved_ent *e = &j->saved[i];
+    if (remove_file) {
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s", j->saved_dir, e->name);
+        unlink(p);
+    }
+    free(e->dir[0]);
+    free(e->dir[1]);
+    j->saved[i] = j->saved[--j->nsaved];
+}
+
+/* Forget every entry (REMOVE_FILES: and their files).  sv_mu held or the
+ * journal private. */
+static void sv_clear(flt_journal *j, int remove_files) {
+    while (j->nsaved) sv_drop(j, j->nsaved - 1, remove_files);
+    for (size_t i = 0; i < j->ndsync; i++) free(j->dsync[i].dir);
+    j->ndsync = 0;
+}
+
+/* Remember the file saved for operation ID on REL (and REL2). */
+static void sv_add(flt_journal *j, uint64_t id, const char *name, const char *rel, const char *rel2) {
+    pthread_mutex_lock(&j->sv_mu);
+    if (j->nsaved == j->capsaved) {
+        size_t ncap = j->capsaved ? 2 * j->capsaved : 16;
+        saved_ent *n = realloc(j->saved, ncap * sizeof *n);
+        if (!n) goto out; /* the file then stays until reset: harmless */
+        j->saved = n;
+        j->capsaved = ncap;
+    }
+    saved_ent *e = &j->saved[j->nsaved];
+    memset(e, 0, sizeof *e);
+    e->id = id;
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->dir[0] = parent_of(rel);
+    if (rel2) {
+        e->dir[1] = parent_of(rel2);
+        if (e->dir[1] && e->dir[0] && !strcmp(e->dir[0], e->dir[1])) {
+            free(e->dir[1]);
+            e->dir[1] = NULL;
+        }
+    }
+    if (!e->dir[0]) {
+        free(e->dir[1]);
+        goto out;
+    }
+    j->nsaved++;
+out:
+    pthread_mutex_unlock(&j->sv_mu);
+}
+
+/* The DONE of rename / unlink ID was appended with RESULT. */
+static void sv_done(flt_journal *j, uint64_t id, int64_t result) {
+    pthread_mutex_lock(&j->sv_mu);
+    uint64_t seq = ++j->done_seq;
+    for (size_t i = 0; i < j->nsaved; i++) {
+        if (j->saved[i].id != id) continue;
+        if (result < 0) sv_drop(j, i, 1); /* nothing was destroyed */
+        else j->saved[i].done_seq = seq;
+        break;
+    }
+    pthread_mutex_unlock(&j->sv_mu);
+}
+
+/* A dirsync of REL gets id ID: note what it can cover (before its BEGIN
+ * is appended). */
+static void sv_dirsync_begin(flt_journal *j, uint64_t id, const char *rel) {
+    char *dir = strdup(rel);
+    if (!dir) return;
+    pthread_mutex_lock(&j->sv_mu);
+    if (j->ndsync == j->capdsync) {
+        size_t ncap = j->capdsync ? 2 * j->capdsync : 8;
+        dsync_ent *n = realloc(j->dsync, ncap * sizeof *n);
+        if (!n) {
+            pthread_mutex_unlock(&j->sv_mu);
+            free(dir);
+            return;
+        }
+        j->dsync = n;
+        j->capdsync = ncap;
+    }
+    j->dsync[j->ndsync++] = (dsync_ent){ id, dir, j->done_seq };
+    pthread_mutex_unlock(&j->sv_mu);
+}
+
+/* The dirsync ID finished with RESULT: files of operations it made
+ * durable go. */
+static void sv_dirsync_done(flt_journal *j, uint64_t id, int64_t result) {
+    pthread_mutex_lock(&j->sv_mu);
+    for (size_t d = 0; d < j->ndsync; d++) {
+        if (j->dsync[d].id != id) continue;
+        dsync_ent ds = j->dsync[d];
+        j->dsync[d] = j->dsync[--j->ndsync];
+        if (result >= 0) {
+            for (size_t i = 0; i < j->nsaved;) {
+                saved_ent *e = &j->saved[i];
+                if (e->done_seq && e->done_seq <= ds.snap)
+                    for (int k = 0; k < 2; k++)
+                        if (e->dir[k] && !strcmp(e->dir[k], ds.dir)) e->covered[k] = 1;
+                if (e->covered[0] && (!e->dir[1] || e->covered[1])) sv_drop(j, i, 1);
+                else i++;
+            }
+        }
+        free(ds.dir);
+        break;
+    }
+    pthread_mutex_unlock(&j->sv_mu);
+}
+
+/* ---- the API ------------------------------------------------------------------------- */
+
+static int append_session(flt_journal *j) {
+    recbuf b;
+    int rc = rb_init(&b, 24 + str_sz(j->db));
+    if (rc) return rc;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    rb_u64(&b, j->session);
+    rb_u64(&b, (uint64_t)getpid());
+    rb_u64(&b, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+    rb_str(&b, j->db);
+    rc = rb_append(j, &b, JR_SESSION, atomic_fetch_add(&j->next_id, 1));
+    rb_free(&b);
+    return rc;
+}
+
+int flt_journal_open(const char *run_dir, const char *db_dir, flt_journal **out) {
+    *out = NULL;
+    if (!run_dir || !db_dir || !*db_dir || strlen(db_dir) > 32000) return -EINVAL;
+    flt_journal *j = calloc(1, sizeof *j);
+    if (!j) return -ENOMEM;
+    j->fd = -1;
+    pthread_mutex_init(&j->fl_mu, NULL);
+    pthread_mutex_init(&j->sv_mu, NULL);
+    pthread_rwlock_init(&j->fc_lock, NULL);
+    for (int i = 0; i < FC_SLOTS; i++) j->fc[i].fd = -1;
+    atomic_init(&j->next_id, 1);
+    atomic_init(&j->broken, 0);
+    atomic_init(&j->fc_gen, 0);
+
+    int rc = 0;
+    size_t dl = strlen(db_dir);
+    while (dl > 1 && db_dir[dl - 1] == '/') dl--; /* "db/" and "db" name one directory */
+    j->db = strndup(db_dir, dl);
+    j->run_dir = strdup(run_dir);
+    char path[PATH_MAX];
+    if (!j->db || !j->run_dir) rc = -ENOMEM;
+    if (!rc) {
+        char res[PATH_MAX];
+        if (realpath(j->db, res)) j->db_real = strdup(res);
+        snprintf(path, sizeof path, "%s/%s", run_dir, JR_SAVED_DIR);
+        j->saved_dir = strdup(path);
+        if (!j->saved_dir) rc = -ENOMEM;
+    }
+    if (!rc && mkdir(j->saved_dir, 0755) != 0 && errno != EEXIST) rc = -errno;
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/%s", run_dir, JR_FILE);
+        j->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (j->fd < 0) rc = -errno;
+    }
+    if (!rc) {
+        /* Names in journal.d/ must not collide with those of an earlier
+         * session whose journal was not reset. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        j->session = XXH3_64bits_withSeed(&ts, sizeof ts, (uint64_t)getpid());
+        rc = append_session(j);
+    }
+    if (rc) {
+        flt_journal_close(j);
+        return rc;
+    }
+    *out = j;
+    return 0;
+}
+
+void flt_journal_close(flt_journal *j) {
+    if (!j) return;
+    if (j->fd >= 0) close(j->fd);
+    for (int i = 0; i < FC_SLOTS; i++) fc_drop_slot(&j->fc[i]);
+    free(j->fl.key);
+    free(j->fl.id);
+    sv_clear(j, 0);
+    free(j->saved);
+    free(j->dsync);
+    pthread_mutex_destroy(&j->fl_mu);
+    pthread_mutex_destroy(&j->sv_mu);
+    pthread_rwlock_destroy(&j->fc_lock);
+    free(j->db);
+    free(j->db_real);
+    free(j->run_dir);
+    free(j->saved_dir);
+    free(j);
+}
+
+/* Remember that OP's BEGIN has id ID, for its DONE (J1). */
+static int track(flt_journal *j, const eng_io_op *op, uint64_t id) {
+    pthread_mutex_lock(&j->fl_mu);
+    int rc = fl_put(&j->fl, (uintptr_t)op, id);
+    pthread_mutex_unlock(&j->fl_mu);
+    return rc;
+}
+
+static int before_write(flt_journal *j, const eng_io_op *op, const char *rel) {
+    recbuf b;
+    size_t fixed = 24 + str_sz(rel);
+    int rc = rb_init(&b, fixed + op->len);
+    if (rc) return rc;
+    uint64_t old_size = 0;
+    /* Old bytes go straight into the record, after the fixed fields. */
+    ssize_t n = read_old(j, op->path, rel, b.p + JR_HDR + fixed, op->len, op->offset, &old_size);
+    if (n < 0) {
+        rb_free(&b);
+        return (int)n;
+    }
+    rb_u64(&b, op->offset);
+    rb_u64(&b, op->len);
+    rb_u64(&b, old_size);
+    rb_str(&b, rel);
+    b.len += (size_t)n;
+    uint64_t id = atomic_fetch_add(&j->next_id, 1);
+    rc = track(j, op, id);
+    if (!rc) rc = rb_append(j, &b, JR_WRITE_B, id);
+    rb_free(&b);
+    return rc;
+}
+
+static int before_truncate(flt_journal *j, const eng_io_op *op, const char *rel) {
+    struct stat st;
+    if (stat(op->path, &st) != 0) return -errno;
+    uint64_t old = (uint64_t)st.st_size, nsz = op->offset;
+    size_t tail = old > nsz ? (size_t)(old - nsz) : 0;
+    recbuf b;
+    size_t fixed = 16 + str_sz(rel);
+    int rc = rb_init(&b, fixed + tail);
+    if (rc) return rc;
+    if (tail) {
+        int fd = open(op->path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -errno : pread_full(fd, b.p + JR_HDR + fixed, tail, nsz);
+        if (fd >= 0) close(fd);
+        if (n >= 0 && (size_t)n != tail) n = -EIO; /* shrunk meanwhile */
+        if (n < 0) {
+            rb_free(&b);
+            return (int)n;
+        }
+    }
+    rb_u64(&b, old);
+    rb_u64(&b, nsz);
+    rb_str(&b, rel);
+    b.len += tail;
+    uint64_t id = atomic_fetch_add(&j->next_id, 1);
+    rc = track(j, op, id);
+    if (!rc) rc = rb_append(j, &b, JR_TRUNCATE_B, id);
+    rb_free(&b);
+    return rc;
+}
+
+/* SYNC, CREATE, DIRSYNC: one path. */
+static int before_simple(flt_journal *j, const eng_io_op *op, int kind, const char *rel) {
+    recbuf b;
+    int rc = rb_init(&b, str_sz(rel));
+    if (rc) return rc;
+    rb_str(&b, rel);
+    uint64_t id = atomic_fetch_add(&j->next_id, 1);
+    rc = track(j, op, id);
+    if (!rc && kind == JR_DIRSYNC_B) sv_dirsync_begin(j, id, rel);
+    if (!rc) rc = rb_append(j, &b, kind, id);
+    rb_free(&b);
+    return rc;
+}
+
+/* RENAME (REL2 = target) and UNLINK: save what the operation destroys. */
+static int before_destroy(flt_journal *j, const eng_io_op *op, int kind, const char *rel, const char *rel2) {
+    uint64_t id = atomic_fetch_add(&j->next_id, 1);
+    char saved[64];
+    int rc = save_file(j, kind == JR_RENAME_B ? op->path2 : op->path, id, saved, sizeof saved);
+    if (rc < 0) return rc;
+    if (rc == 1) sv_add(j, id, saved, rel, rel2);
+    recbuf b;
+    rc = rb_init(&b, str_sz(rel) + (rel2 ? str_sz(rel2) : 0) + str_sz(saved));
+    if (rc) return rc;
+    rb_str(&b, rel);
+    if (rel2) rb_str(&b, rel2);
+    rb_str(&b, saved);
+    rc = track(j, op, id);
+    if (!rc) rc = rb_append(j, &b, kind, id);
+    rb_free(&b);
+    return rc;
+}
+
+/* OP is not journaled: drop a stale entry an earlier operation at the
+ * same address may have left (its after() never came because a later
+ * hook failed it), so this op's after() appends no DONE (J1). */
+static int untrack(flt_journal *j, const eng_io_op *op) {
+    uint64_t id;
+    pthread_mutex_lock(&j->fl_mu);
+    fl_take(&j->fl, (uintptr_t)op, &id);
+    pthread_mutex_unlock(&j->fl_mu);
+    return 0;
+}
+
+int flt_journal_before(flt_journal *j, const eng_io_op *op) {
+    if (!j || op->kind == ENG_IO_READ) return 0;
+    if (op->skip) return untrack(j, op);
+    if (atomic_load(&j->broken)) return -EIO; /* J3 */
+    char rel[PATH_MAX], rel2[PATH_MAX];
+    if (!op->path || !rel_of(j, op->path, rel, sizeof rel)) return untrack(j, op);
+    if (strlen(rel) > UINT16_MAX) return untrack(j, op);
+    switch (op->kind) {
+    case ENG_IO_WRITE:
+        if (op->len == 0) return untrack(j, op);
+        return before_write(j, op, rel);
+    case ENG_IO_SYNC:
+        return before_simple(j, op, JR_SYNC_B, rel);
+    case ENG_IO_DIRSYNC:
+        return before_simple(j, op, JR_DIRSYNC_B, rel);  /* notes itself for J4 */
+    case ENG_IO_CREATE: {
+        fc_invalidate(j, rel);
+        /* io_open falls back to a plain open when the file exists: that is
+         * no creation, and undoing it would remove a file that was there. */
+        struct stat st;
+        if (stat(op->path, &st) == 0) return untrack(j, op);
+        return before_simple(j, op, JR_CREATE_B, rel);
+    }
+    case ENG_IO_TRUNCATE:
+        return before_truncate(j, op, rel);
+    case ENG_IO_UNLINK:
+        fc_invalidate(j, rel);
+        return before_destroy(j, op, JR_UNLINK_B, rel, NULL);
+    case ENG_IO_RENAME:
+        if (!op->path2 || !rel_of(j, op->path2, rel2, sizeof rel2) || strlen(rel2) > UINT16_MAX)
+            return untrack(j, op); /* out of the directory: not ours to undo */
+        fc_invalidate(j, rel);
+        fc_invalidate(j, rel2);
+        return before_destroy(j, op, JR_RENAME_B, rel, rel2);
+    default:
+        return untrack(j, op);
+    }
+}
+
+void flt_journal_after(flt_journal *j, const eng_io_op *op) {
+    if (!j || op->kind == ENG_IO_READ) return;
+    uint64_t id;
+    pthread_mutex_lock(&j->fl_mu);
+    int had = fl_take(&j->fl, (uintptr_t)op, &id);
+    pthread_mutex_unlock(&j->fl_mu);
+    if (op->kind == ENG_IO_CREATE || op->kind == ENG_IO_RENAME || op->kind == ENG_IO_UNLINK) {
+        /* J2: a descriptor opened while the operation ran may name the old
+         * inode. */
+        fc_invalidate(j, NULL);
+    }
+    if (!had) return; /* J1: not journaled (skipped, outside, or READ) */
+    recbuf b;
+    rb_init(&b, 8); /* fits the inline buffer: cannot fail */
+    rb_u64(&b, (uint64_t)op->result);
+    int rc = rb_append(j, &b, JR_DONE, id); /* a failure marks the journal broken (J3) */
+    rb_free(&b);
+    if (rc) return;
+    if (op->kind == ENG_IO_RENAME || op->kind == ENG_IO_UNLINK) sv_done(j, id, op->result);
+    else if (op->kind == ENG_IO_DIRSYNC) sv_dirsync_done(j, id, op->result);
+}
+
+int flt_journal_reset(flt_journal *j) {
+    if (!j) return -EINVAL;
+    if (ftruncate(j->fd, 0) != 0) return -errno;
+    pthread_mutex_lock(&j->sv_mu);
+    sv_clear(j, 0); /* the files go below, with any of earlier sessions */
+    pthread_mutex_unlock(&j->sv_mu);
+    DIR *d = opendir(j->saved_dir);
+    if (d) {
+        struct dirent *e;
+        char p[PATH_MAX];
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.') continue;
+            snprintf(p, sizeof p, "%s/%s", j->saved_dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    atomic_store(&j->broken, 0);
+    return append_session(j);
+}

@@ -1,0 +1,104 @@
+/*
+ * ledger.c -- the fault ledger (format and guarantees in ledger.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ledger.h"
+
+struct flt_ledger {
+    int fd;
+    _Atomic uint64_t seq;
+};
+
+flt_event flt_event_none(const char *cls, const char *point) {
+    return (flt_event){.cls = cls, .point = point, .block = -1, .offset = -1, .len = -1,
+                       .bit = -1, .op = -1, .thread = -1};
+}
+
+int flt_ledger_open(const char *run_dir, flt_ledger **out) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ledger", run_dir);
+    flt_ledger *l = calloc(1, sizeof *l);
+    if (!l) return -ENOMEM;
+    l->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (l->fd < 0) {
+        int e = errno;
+        free(l);
+        return -e;
+    }
+    *out = l;
+    return 0;
+}
+
+void flt_ledger_close(flt_ledger *l) {
+    if (!l) return;
+    close(l->fd);
+    free(l);
+}
+
+/* JSON string body: the strings here are names and paths, but escape
+ * anyway so a odd path cannot break the line. */
+static size_t esc(char *o, size_t cap, const char *s) {
+    size_t n = 0;
+    for (; *s && n + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') { o[n++] = '\\'; o[n++] = (char)c; }
+        else if (c < 0x20) n += (size_t)snprintf(o + n, cap - n, "\\u%04x", c);
+        else o[n++] = (char)c;
+    }
+    o[n] = 0;
+    return n;
+}
+
+int flt_ledger_append(flt_ledger *l, const flt_event *e) {
+    char line[2048], tmp[600];
+    size_t n = 0;
+#define PUT(...) n += (size_t)snprintf(line + n, sizeof line - n, __VA_ARGS__)
+#define PUTS(key, val) do { if (val) { esc(tmp, sizeof tmp, val); PUT(",\"%s\":\"%s\"", key, tmp); } } while (0)
+#define PUTI(key, val) do { if ((val) >= 0) PUT(",\"%s\":%lld", key, (long long)(val)); } while (0)
+    PUT("{\"seq\":%llu", (unsigned long long)atomic_fetch_add(&l->seq, 1));
+    PUTS("phase", e->phase ? e->phase : "run");
+    PUTS("class", e->cls);
+    PUTS("point", e->point);
+    PUTS("file", e->file);
+    PUTI("block", e->block);
+    PUTI("offset", e->offset);
+    PUTI("len", e->len);
+    if (e->mask) PUT(",\"mask\":\"0x%llx\"", (unsigned long long)e->mask);
+    PUTI("bit", e->bit);
+    PUTI("op", e->op);
+    PUTI("thread", (int64_t)e->thread);
+    PUTS("err", e->err);
+    PUTS("note", e->note);
+    PUT("}\n");
+#undef PUT
+#undef PUTS
+#undef PUTI
+    if (n >= sizeof line) n = sizeof line - 1, line[n - 1] = '\n';
+    ssize_t w = write(l->fd, line, n);
+    return w == (ssize_t)n ? 0 : (w < 0 ? -errno : -EIO);
+}
+
+int flt_ledger_read(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ledger", run_dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return errno == ENOENT ? 0 : -errno;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        if (line[len - 1] == '\n') line[len - 1] = 0;
+        fn(ctx, line);
+    }
+    free(line);
+    fclose(f);
+    return 0;
+}

@@ -1,0 +1,57 @@
+/*
+ * ledger.h -- the fault ledger: every injection, with its exact location,
+ * appended before the fault takes effect.
+ *
+ * One file per run (RUN_DIR/ledger), shared by the running stress
+ * process, the power-loss step and the restarted run, so verdicts can be
+ * reached across crashes.  One JSON object per line, written with one
+ * write(2) on an O_APPEND descriptor: lines from several processes or
+ * threads never interleave, and a line is complete once write returns
+ * (a SIGKILL after that cannot lose it; the page cache keeps it).
+ *
+ * Line keys (absent when not meaningful):
+ *   seq     order within the writing process
+ *   phase   "run", "powerloss" or "recovery"
+ *   class   a fault class of DESIGN 4 (bitflip_page, torn_write, ...)
+ *   point   the fault point or injector that fired
+ *   file    path relative to the database directory ("data", "wal/000...")
+ *   block   page or WAL block number; offset, len: byte range in the file
+ *   mask    XOR mask of a bit flip (hex); bit: its bit index in the range
+ *   op      operation number of the thread; thread: thread index
+ *   err     injected errno name ("EIO", "ENOSPC")
+ *   note    free text
+ */
+#ifndef FAULTS_LEDGER_H
+#define FAULTS_LEDGER_H
+
+#include <stdint.h>
+
+typedef struct flt_ledger flt_ledger;
+
+typedef struct flt_event {
+    const char *phase;   /* NULL: "run" */
+    const char *cls;
+    const char *point;
+    const char *file;
+    int64_t block, offset, len; /* -1: absent */
+    uint64_t mask;              /* 0: absent */
+    int64_t bit;                /* -1: absent */
+    int64_t op;                 /* -1: absent */
+    int thread;                 /* -1: absent */
+    const char *err;
+    const char *note;
+} flt_event;
+
+/* An event with every optional field absent. */
+flt_event flt_event_none(const char *cls, const char *point);
+
+/* Open (create) the ledger in RUN_DIR for appending.  0 or -errno. */
+int flt_ledger_open(const char *run_dir, flt_ledger **out);
+void flt_ledger_close(flt_ledger *l);
+/* Append one line; thread-safe.  0 or -errno. */
+int flt_ledger_append(flt_ledger *l, const flt_event *e);
+
+/* Reading (oracle, tests): call FN for each line's raw JSON text. */
+int flt_ledger_read(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx);
+
+#endif

@@ -1,0 +1,1258 @@
+/*
+ * powerloss.c -- build/powerloss: put a crashed database directory into a
+ * state a power cut could have left (DESIGN 4, "Crash simulation").
+ *
+ *   build/powerloss DIR --run-dir RUN --seed S [--variants K]
+ *                   [--mode rollback|tear|mixed|keep] [--out-prefix P]
+ *
+ * Input: RUN/journal and RUN/journal.d/ (journal.h; byte layout in
+ * journal_int.h), written by the I/O hooks of the process that crashed.
+ * Output: DIR changed in place, or with --variants K the copies
+ * DIR.pl0 .. DIR.pl{K-1} (P0 .. P{K-1} with --out-prefix P), each with its
+ * own decisions, DIR untouched.  Every decision to undo something is
+ * appended to RUN/ledger (phase "powerloss") before it is applied.
+ * Exit: 0 done; 2 usage (nothing changed); 3 refused (DIR/LOCK held) or
+ * an I/O error.
+ *
+ * Step 1, forward over the journal: what was durable.
+ *
+ *     journal:  W1.B W1.D  S.B  W2.B W2.D  S.D(ok)  C.B C.D  DS.B DS.D(ok)
+ *               |<-- W1 done before S began: synced -->|   |<- C done before
+ *                              W2 completed after S began: unsynced   DS began: durable
+ *
+ *   - A write or truncate is durable iff its DONE precedes the BEGIN of a
+ *     SYNC of the same inode whose DONE reports success.  Inodes are
+ *     followed through renames (a sync of "control" after renaming
+ *     "control.tmp" onto it covers the writes made as "control.tmp").
+ *   - A create, rename or unlink is durable iff it succeeded and a
+ *     DIRSYNC of its parent directory (both parents for a rename) began
+ *     after its DONE and succeeded.
+ *   - A failed operation (DONE < 0) of the metadata kind changed nothing;
+ *     a write or truncate that failed, or any operation without a DONE
+ *     (cut by the crash), may or may not have reached the disk.
+ *
+ * Step 2, backward over the journal (per variant, from its own seed):
+ * every operation, newest first, is kept or undone, so each undo sees the
+ * directory as it was right after the operation:
+ *
+ *     write     durable, keep mode: kept.  rollback: kept or rolled back
+ *               (p = 1/2).  tear: a random subset of its sectors kept (at
+ *               least one kept and one not when it spans two or more).
+ *               mixed: keep, roll back or tear (p = 1/3 each).
+ *     truncate, create, rename, unlink: durable or keep mode: kept;
+ *               else undone with p = 1/2 (a directory entry may or may
+ *               not have reached the disk).
+ *
+ * Rules that make the result a state the disk could really hold:
+ *   P1  Rolling back restores the old bytes only outside the ranges that
+ *       later kept (or durable) writes of the same inode cover (an
+ *       interval set per file), so a kept later write wins over an undone
+ *       earlier one; a durable write is never touched, nor anything a
+ *       durable or kept truncate decided.
+ *   P2  A write that extended the file is undone by truncating back to
+ *       its old size, or to the end of the last byte later kept writes
+ *       need; the bytes in between it no longer holds read as zeros.
+ *   P3  A name is followed through renames to the file that now carries
+ *       it on disk; writes to an inode later unlinked or replaced (and
+ *       kept so) are skipped: that inode is gone.
+ *   P4  Once a later operation on a name is kept, every earlier metadata
+ *       operation on that name is kept too (a rename of "x.tmp" that
+ *       reached the disk implies the creation of "x.tmp" did).
+ *   P5  The tear unit is the 512-byte sector at absolute file offsets
+ *       (doubled until a write spans at most 1024 units); the ledger note
+ *       "unit=U kept=HEX" lists the kept units, hex digit i holding units
+ *       4i..4i+3, least significant bit first.  Write lines carry
+ *       "write=N", the write's rank (from 0) among the journal's writes,
+ *       since one range is often written many times.
+ *
+ * Assumed of the journaled process: writes to overlapping ranges are not
+ * in flight at the same time (the engine serializes them per page and
+ * per WAL block), so each write's old bytes are its predecessors' result.
+ *
+ * After an in-place run the journal is reset (truncated, journal.d/
+ * emptied) so the restarted process starts a fresh one; after making
+ * variants it is left as it is, for more variants.  An in-place run cut
+ * short leaves DIR half changed (it says so): make variants when the
+ * crashed state must survive the step.  DIR/LOCK is held during an
+ * in-place run so no engine opens the directory half way.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "journal_int.h"
+#include "ledger.h"
+
+#define EXIT_USAGE 2
+#define EXIT_IO 3
+
+enum pl_mode { MODE_ROLLBACK, MODE_TEAR, MODE_MIXED, MODE_KEEP };
+static const char *const mode_names[] = { "rollback", "tear", "mixed", "keep" };
+
+/* ---- errors ------------------------------------------------------------------- */
+
+/* The directory being changed in place, once changes began (for the
+ * message of a failure half way). */
+static const char *g_changing;
+
+/* I/O failure: message and exit 3. */
+static void __attribute__((noreturn, format(printf, 1, 2))) die_io(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("powerloss: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    if (g_changing)
+        fprintf(stderr, "powerloss: %s is half changed and the journal was kept: start again from a copy "
+                        "of the crashed directory\n", g_changing);
+    exit(EXIT_IO);
+}
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) die_io("out of memory");
+    return p;
+}
+
+static void *xcalloc(size_t n, size_t sz) {
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (!p) die_io("out of memory");
+    return p;
+}
+
+static void *xrealloc(void *p, size_t n) {
+    p = realloc(p, n ? n : 1);
+    if (!p) die_io("out of memory");
+    return p;
+}
+
+static char *xstrndup(const char *s, size_t n) {
+    char *p = xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+/* ---- PRNG: xoshiro256** seeded through splitmix64 --------------------------------- */
+
+typedef struct rng {
+    uint64_t s[4];
+} rng;
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(rng *r, uint64_t seed) {
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(rng *r) {
+    uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return res;
+}
+
+/* Uniform in [0, n) (n small: the modulo bias is below 2^-50). */
+static uint64_t rng_below(rng *r, uint64_t n) { return rng_next(r) % n; }
+
+/* The seed of variant V: in-place runs use variant 0's. */
+static uint64_t variant_seed(uint64_t seed, unsigned v) {
+    uint64_t x = seed ^ (0xD1B54A32D192ED03ull * (v + 1));
+    return splitmix64(&x);
+}
+
+/* ---- string map (names -> small ints) -------------------------------------------- */
+
+typedef struct strmap {
+    char **key;
+    int *val;
+    size_t cap, n;
+} strmap;
+
+static size_t sm_slot(const char *k, size_t len, size_t cap) {
+    return (size_t)XXH3_64bits(k, len) & (cap - 1);
+}
+
+static void sm_grow(strmap *m) {
+    size_t ncap = m->cap ? 2 * m->cap : 64;
+    char **nk = xcalloc(ncap, sizeof *nk);
+    int *nv = xcalloc(ncap, sizeof *nv);
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->key[i]) continue;
+        size_t s = sm_slot(m->key[i], strlen(m->key[i]), ncap);
+        while (nk[s]) s = (s + 1) & (ncap - 1);
+        nk[s] = m->key[i];
+        nv[s] = m->val[i];
+    }
+    free(m->key);
+    free(m->val);
+    m->key = nk;
+    m->val = nv;
+    m->cap = ncap;
+}
+
+/* The slot of K (LEN bytes): found (*found = 1) or where it would go. */
+static size_t sm_find(strmap *m, const char *k, size_t len, int *found) {
+    if ((m->n + 1) * 2 > m->cap) sm_grow(m);
+    size_t s = sm_slot(k, len, m->cap);
+    while (m->key[s] && !(strlen(m->key[s]) == len && memcmp(m->key[s], k, len) == 0))
+        s = (s + 1) & (m->cap - 1);
+    *found = m->key[s] != NULL;
+    return s;
+}
+
+/* Value of K, or -1. */
+static int sm_get(strmap *m, const char *k, size_t len) {
+    int f;
+    size_t s = sm_find(m, k, len, &f);
+    return f ? m->val[s] : -1;
+}
+
+/* Set K to V (-1 works as "absent" for every user here). */
+static void sm_set(strmap *m, const char *k, size_t len, int v) {
+    int f;
+    size_t s = sm_find(m, k, len, &f);
+    if (!f) {
+        m->key[s] = xstrndup(k, len);
+        m->n++;
+    }
+    m->val[s] = v;
+}
+
+static void sm_free(strmap *m) {
+    for (size_t i = 0; i < m->cap; i++) free(m->key[i]);
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- id map (BEGIN ids of one session -> op index) --------------------------------- */
+
+typedef struct idmap {
+    uint64_t *key; /* id + 1; 0 = empty */
+    size_t *val;
+    size_t cap, n;
+} idmap;
+
+static size_t im_slot(uint64_t k, size_t cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1); }
+
+static void im_put(idmap *m, uint64_t id, size_t v) {
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t ncap = m->cap ? 2 * m->cap : 1024;
+        uint64_t *nk = xcalloc(ncap, sizeof *nk);
+        size_t *nv = xcalloc(ncap, sizeof *nv);
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->key[i]) continue;
+            size_t s = im_slot(m->key[i], ncap);
+            while (nk[s]) s = (s + 1) & (ncap - 1);
+            nk[s] = m->key[i];
+            nv[s] = m->val[i];
+        }
+        free(m->key);
+        free(m->val);
+        m->key = nk;
+        m->val = nv;
+        m->cap = ncap;
+    }
+    uint64_t k = id + 1;
+    size_t s = im_slot(k, m->cap);
+    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
+    if (!m->key[s]) m->n++;
+    m->key[s] = k;
+    m->val[s] = v;
+}
+
+static int im_get(const idmap *m, uint64_t id, size_t *v) {
+    if (!m->cap) return 0;
+    uint64_t k = id + 1;
+    size_t s = im_slot(k, m->cap);
+    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
+    if (!m->key[s]) return 0;
+    *v = m->val[s];
+    return 1;
+}
+
+static void im_clear(idmap *m) {
+    if (m->cap) memset(m->key, 0, m->cap * sizeof *m->key);
+    m->n = 0;
+}
+
+/* ---- the journal, read -------------------------------------------------------------- */
+
+/* One journaled operation (a BEGIN and what its DONE and the syncs after
+ * it say). */
+typedef struct pl_op {
+    jr_rec r;
+    int has_done;
+    int64_t result;
+    int durable;
+    /* forward-pass bookkeeping */
+    int tok;              /* inode token: writes, truncates, syncs */
+    uint64_t done_pos;    /* writes, truncates: rank among the inode's DONEs;
+                           * metadata: among its first directory's */
+    uint64_t done_pos2;   /* metadata: among its second directory's */
+    int dir1, dir2;       /* metadata: parent directory tokens (-1: none) */
+    uint64_t snap;        /* SYNC / DIRSYNC: DONE count when it began */
+    uint64_t write_no;    /* WRITE_B: its rank among the journal's writes
+                           * (the ledger's "write=N": offsets repeat) */
+} pl_op;
+
+/* A synced-ness counter per inode (files) or per directory. */
+typedef struct counter {
+    uint64_t done;        /* DONEs seen so far */
+    uint64_t synced_upto; /* DONEs below this rank are durable */
+} counter;
+
+typedef struct journal_view {
+    uint8_t *map;
+    size_t size;
+    size_t torn;          /* bytes of torn records skipped */
+    pl_op *ops;
+    size_t nops, cap;
+    uint64_t records, writes, sessions;
+} journal_view;
+
+static void jv_add(journal_view *jv, const jr_rec *r) {
+    if (jv->nops == jv->cap) {
+        jv->cap = jv->cap ? 2 * jv->cap : 1024;
+        jv->ops = xrealloc(jv->ops, jv->cap * sizeof *jv->ops);
+    }
+    pl_op *o = &jv->ops[jv->nops++];
+    memset(o, 0, sizeof *o);
+    o->r = *r;
+    o->tok = o->dir1 = o->dir2 = -1;
+}
+
+/* Map RUN/journal and decode its records.  A record that does not
+ * verify is a torn tail: the writer died while appending it.  If a valid
+ * record follows, it must open a new session (a restarted process went
+ * on appending after the torn bytes): the journal resumes there.  Any
+ * other valid record after damage means the journal is broken in the
+ * middle, where holes could hide operations, so no power-loss state can
+ * be trusted (exit 3). */
+static void journal_load(const char *run, journal_view *jv) {
+    memset(jv, 0, sizeof *jv);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", run, JR_FILE);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die_io("cannot open the journal %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) die_io("stat %s: %s", path, strerror(errno));
+    jv->size = (size_t)st.st_size;
+    if (jv->size) {
+        jv->map = mmap(NULL, jv->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (jv->map == MAP_FAILED) die_io("mmap %s: %s", path, strerror(errno));
+    }
+    close(fd);
+    size_t pos = 0;
+    jr_rec r;
+    while (pos < jv->size) {
+        size_t n = flt_jr_decode(jv->map + pos, jv->size - pos, &r);
+        if (!n) {
+            size_t p = pos + 1;
+            while (p < jv->size &&
+                   !(jv->map[p] == (JR_MAGIC & 0xff) && flt_jr_decode(jv->map + p, jv->size - p, &r)))
+                p++;
+            jv->torn += p - pos;
+            if (p < jv->size && r.kind != JR_SESSION)
+                die_io("%s is damaged at byte %zu but holds valid records of the same session after it (byte %zu): "
+                       "refusing to guess",
+                       path, pos, p);
+            pos = p;
+            continue;
+        }
+        r.pos = pos;
+        jv->records++;
+        jv_add(jv, &r);
+        if (r.kind == JR_WRITE_B) jv->ops[jv->nops - 1].write_no = jv->writes++;
+        if (r.kind == JR_SESSION) jv->sessions++;
+        pos += n;
+    }
+}
+
+/* ---- step 1: durability --------------------------------------------------------------- */
+
+typedef struct fwd {
+    strmap names;   /* name -> inode token */
+    counter *tok;
+    size_t ntok, captok;
+    strmap dirs;    /* directory -> counter index */
+    counter *dir;
+    size_t ndir, capdir;
+} fwd;
+
+static int new_counter(counter **a, size_t *n, size_t *cap) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *a = xrealloc(*a, *cap * sizeof **a);
+    }
+    (*a)[*n] = (counter){ 0, 0 };
+    return (int)(*n)++;
+}
+
+/* Token of the inode NAME denotes now (a new one for a name not seen). */
+static int tok_of(fwd *f, jr_str s) {
+    int t = sm_get(&f->names, s.p, s.len);
+    if (t < 0) {
+        t = new_counter(&f->tok, &f->ntok, &f->captok);
+        sm_set(&f->names, s.p, s.len, t);
+    }
+    return t;
+}
+
+static int dir_tok(fwd *f, const char *d, size_t len) {
+    int t = sm_get(&f->dirs, d, len);
+    if (t < 0) {
+        t = new_counter(&f->dir, &f->ndir, &f->capdir);
+        sm_set(&f->dirs, d, len, t);
+    }
+    return t;
+}
+
+/* Counter of the directory holding the file NAME ("." for top level). */
+static int parent_tok(fwd *f, jr_str s) {
+    const char *slash = memrchr(s.p, '/', s.len);
+    if (!slash) return dir_tok(f, ".", 1);
+    return dir_tok(f, s.p, (size_t)(slash - s.p));
+}
+
+static void durability(journal_view *jv) {
+    fwd f;
+    memset(&f, 0, sizeof f);
+    idmap ids;
+    memset(&ids, 0, sizeof ids);
+    for (size_t i = 0; i < jv->nops; i++) {
+        pl_op *o = &jv->ops[i];
+        switch (o->r.kind) {
+        case JR_SESSION:
+            im_clear(&ids); /* DONEs match BEGINs of their own session */
+            continue;
+        case JR_DONE: {
+            size_t bi;
+            if (!im_get(&ids, o->r.id, &bi)) continue; /* its BEGIN was reset away */
+            pl_op *b = &jv->ops[bi];
+            if (b->has_done) continue;
+            b->has_done = 1;
+            b->result = o->r.result;
+            switch (b->r.kind) {
+            case JR_WRITE_B:
+            case JR_TRUNCATE_B:
+                b->done_pos = f.tok[b->tok].done++;
+                break;
+            case JR_SYNC_B:
+                if (b->result >= 0 && f.tok[b->tok].synced_upto < b->snap) f.tok[b->tok].synced_upto = b->snap;
+                break;
+            case JR_DIRSYNC_B:
+                if (b->result >= 0 && f.dir[b->dir1].synced_upto < b->snap) f.dir[b->dir1].synced_upto = b->snap;
+                break;
+            case JR_CREATE_B:
+            case JR_RENAME_B:
+            case JR_UNLINK_B:
+                if (b->result < 0) break;
+                b->done_pos = f.dir[b->dir1].done++;
+                if (b->dir2 >= 0) b->done_pos2 = f.dir[b->dir2].done++;
+                /* The names now denote other inodes. */
+                if (b->r.kind == JR_CREATE_B) {
+                    sm_set(&f.names, b->r.path.p, b->r.path.len,
+                           new_counter(&f.tok, &f.ntok, &f.captok));
+                } else if (b->r.kind == JR_RENAME_B) {
+                    int t = tok_of(&f, b->r.path);
+                    sm_set(&f.names, b->r.path2.p, b->r.path2.len, t);
+                    sm_set(&f.names, b->r.path.p, b->r.path.len, -1);
+                } else {
+                    sm_set(&f.names, b->r.path.p, b->r.path.len, -1);
+                }
+                break;
+            }
+            continue;
+        }
+        case JR_WRITE_B:
+        case JR_TRUNCATE_B:
+            o->tok = tok_of(&f, o->r.path);
+            break;
+        case JR_SYNC_B:
+            o->tok = tok_of(&f, o->r.path);
+            o->snap = f.tok[o->tok].done;
+            break;
+        case JR_DIRSYNC_B:
+            o->dir1 = dir_tok(&f, o->r.path.p, o->r.path.len);
+            o->snap = f.dir[o->dir1].done;
+            break;
+        case JR_CREATE_B:
+        case JR_UNLINK_B:
+            o->dir1 = parent_tok(&f, o->r.path);
+            break;
+        case JR_RENAME_B:
+            o->dir1 = parent_tok(&f, o->r.path);
+            o->dir2 = parent_tok(&f, o->r.path2);
+            if (o->dir2 == o->dir1) o->dir2 = -1;
+            break;
+        default:
+            continue;
+        }
+        im_put(&ids, o->r.id, i);
+    }
+    for (size_t i = 0; i < jv->nops; i++) {
+        pl_op *o = &jv->ops[i];
+        if (!o->has_done) continue;
+        switch (o->r.kind) {
+        case JR_WRITE_B:
+        case JR_TRUNCATE_B:
+            o->durable = o->done_pos < f.tok[o->tok].synced_upto;
+            break;
+        case JR_CREATE_B:
+        case JR_RENAME_B:
+        case JR_UNLINK_B:
+            o->durable = o->result >= 0 && o->done_pos < f.dir[o->dir1].synced_upto &&
+                         (o->dir2 < 0 || o->done_pos2 < f.dir[o->dir2].synced_upto);
+            break;
+        }
+    }
+    sm_free(&f.names);
+    sm_free(&f.dirs);
+    free(f.tok);
+    free(f.dir);
+    free(ids.key);
+    free(ids.val);
+}
+
+/* ---- interval sets ------------------------------------------------------------------- */
+
+typedef struct ivl {
+    uint64_t a, b; /* [a, b) */
+} ivl;
+
+typedef struct ivset {
+    ivl *v;
+    size_t n, cap;
+} ivset;
+
+/* Add [A, B), merging with neighbours. */
+static void iv_add(ivset *s, uint64_t a, uint64_t b) {
+    if (a >= b) return;
+    size_t i = 0;
+    while (i < s->n && s->v[i].b < a) i++; /* first that touches or follows */
+    size_t j = i;
+    while (j < s->n && s->v[j].a <= b) {
+        if (s->v[j].a < a) a = s->v[j].a;
+        if (s->v[j].b > b) b = s->v[j].b;
+        j++;
+    }
+    /* Replace v[i..j) by one interval. */
+    if (i == j) {
+        if (s->n == s->cap) {
+            s->cap = s->cap ? 2 * s->cap : 16;
+            s->v = xrealloc(s->v, s->cap * sizeof *s->v);
+        }
+        memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
+        s->n++;
+    } else if (j - i > 1) {
+        memmove(&s->v[i + 1], &s->v[j], (s->n - j) * sizeof *s->v);
+        s->n -= j - i - 1;
+    }
+    s->v[i] = (ivl){ a, b };
+}
+
+static uint64_t iv_max_end(const ivset *s) { return s->n ? s->v[s->n - 1].b : 0; }
+
+/* Where the set covers everything to the end (a kept truncate decided
+ * the size and all bytes from there on), or UINT64_MAX. */
+static uint64_t iv_fixed_from(const ivset *s) {
+    return s->n && s->v[s->n - 1].b == UINT64_MAX ? s->v[s->n - 1].a : UINT64_MAX;
+}
+
+/* Call FN for each maximal sub-range of [A, B) that S does not cover. */
+static void iv_uncovered(const ivset *s, uint64_t a, uint64_t b, void (*fn)(void *, uint64_t, uint64_t),
+                         void *ctx) {
+    size_t i = 0;
+    while (i < s->n && s->v[i].b <= a) i++;
+    uint64_t x = a;
+    for (; i < s->n && s->v[i].a < b && x < b; i++) {
+        if (s->v[i].a > x) fn(ctx, x, s->v[i].a);
+        if (s->v[i].b > x) x = s->v[i].b;
+    }
+    if (x < b) fn(ctx, x, b);
+}
+
+/* ---- step 2: one variant ---------------------------------------------------------------- */
+
+/* A file as step 2 follows it backwards (P3). */
+typedef struct pfile {
+    char *disk;   /* where it is now, relative to the root */
+    int gone;     /* no longer reachable: its changes need no undo */
+    ivset kept;   /* ranges whose bytes later kept changes decided (P1) */
+} pfile;
+
+typedef struct stats {
+    uint64_t unsynced, rolled_back, torn, kept_unsynced;
+    uint64_t meta_unsynced, meta_undone;
+} stats;
+
+typedef struct variant {
+    int root;              /* dirfd of the directory being changed */
+    const char *root_path;
+    const char *run;
+    unsigned index;
+    int mode;
+    rng rng;
+    flt_ledger *ledger;
+    strmap names;          /* journal name -> index in files */
+    pfile **files;
+    size_t nfiles, capfiles;
+    strmap pinned;         /* names with a later kept operation (P4) */
+    stats st;
+} variant;
+
+static int pf_new(variant *v, const char *disk, size_t len, int gone) {
+    if (v->nfiles == v->capfiles) {
+        v->capfiles = v->capfiles ? 2 * v->capfiles : 64;
+        v->files = xrealloc(v->files, v->capfiles * sizeof *v->files);
+    }
+    pfile *f = xcalloc(1, sizeof *f);
+    f->disk = xstrndup(disk, len);
+    f->gone = gone;
+    v->files[v->nfiles] = f;
+    return (int)v->nfiles++;
+}
+
+/* The file NAME denotes at this point of the backward walk. */
+static pfile *pf_lookup(variant *v, jr_str name) {
+    int i = sm_get(&v->names, name.p, name.len);
+    if (i < 0) {
+        i = pf_new(v, name.p, name.len, 0);
+        sm_set(&v->names, name.p, name.len, i);
+    }
+    return v->files[i];
+}
+
+static void pf_bind(variant *v, jr_str name, int idx) { sm_set(&v->names, name.p, name.len, idx); }
+
+static int pinned(variant *v, jr_str name) { return sm_get(&v->pinned, name.p, name.len) > 0; }
+static void pin(variant *v, jr_str name) { sm_set(&v->pinned, name.p, name.len, 1); }
+
+static char *str0(jr_str s, char *buf, size_t cap) {
+    size_t n = s.len < cap - 1 ? s.len : cap - 1;
+    memcpy(buf, s.p, n);
+    buf[n] = 0;
+    return buf;
+}
+
+/* Append one decision to the ledger before it is applied. */
+static void ledger_note(variant *v, const char *cls, const char *point, jr_str file, int64_t off, int64_t len,
+                        const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static void ledger_note(variant *v, const char *cls, const char *point, jr_str file, int64_t off, int64_t len,
+                        const char *fmt, ...) {
+    char name[PATH_MAX], note[700];
+    int n = snprintf(note, sizeof note, "variant=%u ", v->index);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note + n, sizeof note - (size_t)n, fmt, ap);
+    va_end(ap);
+    flt_event e = flt_event_none(cls, point);
+    e.phase = "powerloss";
+    e.file = str0(file, name, sizeof name);
+    e.offset = off;
+    e.len = len;
+    e.note = note;
+    int rc = flt_ledger_append(v->ledger, &e);
+    if (rc) die_io("cannot append to %s/ledger: %s (nothing of this decision was applied)", v->run, strerror(-rc));
+}
+
+static int open_rw(variant *v, const char *disk) {
+    int fd = openat(v->root, disk, O_RDWR | O_CLOEXEC);
+    if (fd < 0) die_io("open %s/%s: %s", v->root_path, disk, strerror(errno));
+    return fd;
+}
+
+static void pwrite_all(int fd, const void *buf, size_t len, uint64_t off, const char *what) {
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) die_io("pwrite %s at %" PRIu64 ": %s", what, off + done, n < 0 ? strerror(errno) : "no progress");
+        done += (size_t)n;
+    }
+}
+
+static uint64_t fd_size(int fd, const char *what) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) die_io("stat %s: %s", what, strerror(errno));
+    return (uint64_t)st.st_size;
+}
+
+static void set_size(int fd, uint64_t size, const char *what) {
+    if (ftruncate(fd, (off_t)size) != 0) die_io("truncate %s to %" PRIu64 ": %s", what, size, strerror(errno));
+}
+
+static void write_zeros(int fd, uint64_t a, uint64_t b, const char *what) {
+    static const uint8_t zero[65536];
+    while (a < b) {
+        size_t n = b - a < sizeof zero ? (size_t)(b - a) : sizeof zero;
+        pwrite_all(fd, zero, n, a, what);
+        a += n;
+    }
+}
+
+/* Restoring the old bytes of one write (or truncate tail) where nothing
+ * later decided them. */
+typedef struct restore {
+    int fd;
+    const char *what;
+    const uint8_t *old;   /* old bytes of [base, old_end) */
+    uint64_t base, old_end;
+    uint64_t size;        /* file size now */
+    ivset absent;         /* undone bytes at or beyond old_end */
+} restore;
+
+static void restore_cb(void *ctx, uint64_t x, uint64_t y) {
+    restore *r = ctx;
+    uint64_t m = y < r->old_end ? y : r->old_end;
+    if (x < m) pwrite_all(r->fd, r->old + (x - r->base), (size_t)(m - x), x, r->what);
+    if (m < x) m = x;
+    if (m < y) iv_add(&r->absent, m, y);
+}
+
+/* P2: after undoing bytes of a write that ended at END beyond its old size
+ * OLD_END, shrink the file to what is still needed and zero the undone
+ * bytes that stay inside it. */
+static void finish_absent(pfile *f, restore *r, uint64_t end) {
+    if (r->old_end < end) {
+        uint64_t keep = iv_max_end(&f->kept);
+        uint64_t target = keep > r->old_end ? keep : r->old_end;
+        if (r->size > target) {
+            set_size(r->fd, target, r->what);
+            r->size = target;
+        }
+    }
+    for (size_t i = 0; i < r->absent.n; i++) {
+        uint64_t a = r->absent.v[i].a, b = r->absent.v[i].b;
+        if (b > r->size) b = r->size;
+        if (a < b) write_zeros(r->fd, a, b, r->what);
+    }
+    free(r->absent.v);
+}
+
+/* Hex bitmap of units (P5). */
+static void hex_units(const uint8_t *kept, size_t n, char *out, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 1 < cap; i += 4) {
+        unsigned d = 0;
+        for (size_t k = 0; k < 4 && i + k < n; k++) d |= (unsigned)kept[i + k] << k;
+        out[o++] = "0123456789abcdef"[d];
+    }
+    out[o] = 0;
+}
+
+enum { W_KEEP, W_ROLLBACK, W_TEAR };
+
+static void step_write(variant *v, const pl_op *o) {
+    const jr_rec *r = &o->r;
+    pfile *f = pf_lookup(v, r->path);
+    uint64_t end = r->offset + r->len;
+    if (f->gone) return; /* P3: that inode is no longer reachable */
+    if (o->durable || v->mode == MODE_KEEP) {
+        if (!o->durable) v->st.unsynced++, v->st.kept_unsynced++;
+        iv_add(&f->kept, r->offset, end);
+        return;
+    }
+    v->st.unsynced++;
+    int d;
+    switch (v->mode) {
+    case MODE_ROLLBACK: d = rng_below(&v->rng, 2) ? W_ROLLBACK : W_KEEP; break;
+    case MODE_TEAR: d = W_TEAR; break;
+    default: d = (int)rng_below(&v->rng, 3); break; /* W_KEEP, W_ROLLBACK, W_TEAR */
+    }
+    /* Units of the write (P5): absolute sectors, doubled until at most
+     * 1024 of them. */
+    uint64_t unit = 512, first, last;
+    for (;;) {
+        first = r->offset / unit;
+        last = (end - 1) / unit;
+        if (last - first + 1 <= 1024) break;
+        unit *= 2;
+    }
+    size_t nu = (size_t)(last - first + 1);
+    if (d == W_TEAR && nu == 1) /* one unit cannot tear: it stays or goes */
+        d = rng_below(&v->rng, 2) ? W_ROLLBACK : W_KEEP;
+    if (d == W_KEEP) {
+        v->st.kept_unsynced++;
+        iv_add(&f->kept, r->offset, end);
+        return;
+    }
+    uint8_t kept[1025];
+    memset(kept, 0, nu);
+    char disk_note[PATH_MAX + 8] = "";
+    if (strlen(f->disk) != r->path.len || memcmp(f->disk, r->path.p, r->path.len) != 0)
+        snprintf(disk_note, sizeof disk_note, " disk=%s", f->disk);
+    if (d == W_TEAR) {
+        size_t nk = 0;
+        for (size_t i = 0; i < nu; i++) nk += kept[i] = (uint8_t)rng_below(&v->rng, 2);
+        /* A tear keeps some and loses some: all or nothing is keep or
+         * rollback, which the other modes cover. */
+        if (nu >= 2 && (nk == 0 || nk == nu)) {
+            size_t flip = (size_t)rng_below(&v->rng, nu);
+            kept[flip] ^= 1;
+        }
+        char hex[260];
+        hex_units(kept, nu, hex, sizeof hex);
+        ledger_note(v, "torn_write", "powerloss/tear", r->path, (int64_t)r->offset, (int64_t)r->len,
+                    "write=%" PRIu64 " unit=%" PRIu64 " kept=%s%s", o->write_no, unit, hex, disk_note);
+        v->st.torn++;
+    } else {
+        ledger_note(v, "power_loss", "powerloss/rollback", r->path, (int64_t)r->offset, (int64_t)r->len,
+                    "write=%" PRIu64 "%s", o->write_no, disk_note);
+        v->st.rolled_back++;
+    }
+
+    /* Kept units first, so the undone ones leave them alone (P1). */
+    for (size_t i = 0; i < nu; i++) {
+        if (!kept[i]) continue;
+        uint64_t a = (first + i) * unit, b = a + unit;
+        iv_add(&f->kept, a > r->offset ? a : r->offset, b < end ? b : end);
+    }
+    char what[PATH_MAX + 64];
+    snprintf(what, sizeof what, "%s/%s", v->root_path, f->disk);
+    restore rs = { .fd = open_rw(v, f->disk), .what = what, .old = r->old, .base = r->offset,
+                   .old_end = r->old_size };
+    rs.size = fd_size(rs.fd, what);
+    for (size_t i = 0; i < nu; i++) {
+        if (kept[i]) continue;
+        uint64_t a = (first + i) * unit, b = a + unit;
+        iv_uncovered(&f->kept, a > r->offset ? a : r->offset, b < end ? b : end, restore_cb, &rs);
+    }
+    finish_absent(f, &rs, end);
+    close(rs.fd);
+}
+
+/* Coin for an unsynced metadata operation: 1 = undo. */
+static int undo_coin(variant *v) { return v->mode != MODE_KEEP && rng_below(&v->rng, 2) == 1; }
+
+static void step_truncate(variant *v, const pl_op *o) {
+    const jr_rec *r = &o->r;
+    pfile *f = pf_lookup(v, r->path);
+    if (f->gone || (o->has_done && o->result < 0)) return;
+    uint64_t lo = r->new_size < r->old_size ? r->new_size : r->old_size;
+    if (!o->durable) v->st.meta_unsynced++;
+    if (o->durable || !undo_coin(v)) {
+        iv_add(&f->kept, lo, UINT64_MAX); /* what lies beyond was decided by it and later */
+        return;
+    }
+    ledger_note(v, "power_loss", "powerloss/undo_truncate", r->path, (int64_t)r->new_size,
+                (int64_t)(r->old_size > r->new_size ? r->old_size - r->new_size : r->new_size - r->old_size),
+                "old_size=%" PRIu64 " new_size=%" PRIu64, r->old_size, r->new_size);
+    v->st.meta_undone++;
+    char what[PATH_MAX + 64];
+    snprintf(what, sizeof what, "%s/%s", v->root_path, f->disk);
+    restore rs = { .fd = open_rw(v, f->disk), .what = what, .old = r->old, .base = r->new_size,
+                   .old_end = r->old_size };
+    rs.size = fd_size(rs.fd, what);
+    if (r->old_size > r->new_size) {
+        /* Grow back, but not into what a later kept truncate decided. */
+        uint64_t fixed = iv_fixed_from(&f->kept), want = r->old_size < fixed ? r->old_size : fixed;
+        if (rs.size < want) {
+            set_size(rs.fd, want, what);
+            rs.size = want;
+        }
+        iv_uncovered(&f->kept, r->new_size, r->old_size, restore_cb, &rs);
+        free(rs.absent.v);
+    } else {
+        rs.base = rs.old_end = r->old_size;
+        finish_absent(f, &rs, r->new_size);
+    }
+    close(rs.fd);
+}
+
+static int disk_exists(variant *v, const char *disk) {
+    struct stat st;
+    return fstatat(v->root, disk, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Put a copy of RUN/journal.d/SAVED at DISK (a new name). */
+static void restore_saved(variant *v, jr_str saved, const char *disk) {
+    char src[PATH_MAX], name[256];
+    snprintf(src, sizeof src, "%s/%s/%s", v->run, JR_SAVED_DIR, str0(saved, name, sizeof name));
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0) die_io("open %s: %s", src, strerror(errno));
+    int out = openat(v->root, disk, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) die_io("create %s/%s: %s", v->root_path, disk, strerror(errno));
+    uint8_t buf[1 << 16];
+    uint64_t off = 0;
+    for (;;) {
+        ssize_t n = pread(in, buf, sizeof buf, (off_t)off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) die_io("read %s: %s", src, strerror(errno));
+        if (n == 0) break;
+        pwrite_all(out, buf, (size_t)n, off, disk);
+        off += (uint64_t)n;
+    }
+    close(in);
+    close(out);
+}
+
+static void step_create(variant *v, const pl_op *o) {
+    const jr_rec *r = &o->r;
+    if (o->has_done && o->result < 0) return; /* nothing was created */
+    pfile *f = pf_lookup(v, r->path);
+    if (!o->durable) v->st.meta_unsynced++;
+    if (o->durable || f->gone || pinned(v, r->path) || !undo_coin(v)) {
+        pin(v, r->path);
+        pf_bind(v, r->path, pf_new(v, r->path.p, r->path.len, 1)); /* before it: no file */
+        return;
+    }
+    ledger_note(v, "power_loss", "powerloss/undo_create", r->path, -1, -1, "%s", "remove");
+    v->st.meta_undone++;
+    if (unlinkat(v->root, f->disk, 0) != 0 && errno != ENOENT)
+        die_io("unlink %s/%s: %s", v->root_path, f->disk, strerror(errno));
+    f->gone = 1;
+}
+
+static void step_rename(variant *v, const pl_op *o) {
+    const jr_rec *r = &o->r;
+    if (o->has_done && o->result < 0) return;
+    char from[PATH_MAX];
+    str0(r->path, from, sizeof from);
+    pfile *fb = pf_lookup(v, r->path2);
+    /* Cut by the crash: if the source is still there, it did not happen. */
+    if (!o->has_done && disk_exists(v, from)) return;
+    if (!o->durable) v->st.meta_unsynced++;
+    int keep = o->durable || pinned(v, r->path) || pinned(v, r->path2) || fb->gone || disk_exists(v, from) ||
+               !undo_coin(v);
+    if (keep) {
+        pin(v, r->path);
+        pin(v, r->path2);
+        int ib = sm_get(&v->names, r->path2.p, r->path2.len);
+        pf_bind(v, r->path, ib);                                           /* P3 */
+        pf_bind(v, r->path2, pf_new(v, r->path2.p, r->path2.len, 1));     /* the replaced inode */
+        return;
+    }
+    char to[PATH_MAX], sv[256];
+    ledger_note(v, "power_loss", "powerloss/undo_rename", r->path, -1, -1, "to=%s restored_target=%s",
+                str0(r->path2, to, sizeof to), r->saved.len ? str0(r->saved, sv, sizeof sv) : "none");
+    v->st.meta_undone++;
+    if (renameat(v->root, fb->disk, v->root, from) != 0)
+        die_io("rename %s/%s back to %s: %s", v->root_path, fb->disk, from, strerror(errno));
+    int ib = sm_get(&v->names, r->path2.p, r->path2.len);
+    free(fb->disk);
+    fb->disk = xstrndup(from, strlen(from));
+    pf_bind(v, r->path, ib);
+    if (r->saved.len) {
+        restore_saved(v, r->saved, to);
+        pf_bind(v, r->path2, pf_new(v, r->path2.p, r->path2.len, 0));
+    } else {
+        pf_bind(v, r->path2, pf_new(v, r->path2.p, r->path2.len, 1));
+    }
+}
+
+static void step_unlink(variant *v, const pl_op *o) {
+    const jr_rec *r = &o->r;
+    if ((o->has_done && o->result < 0) || r->saved.len == 0) return; /* nothing was removed */
+    char p[PATH_MAX];
+    str0(r->path, p, sizeof p);
+    if (!o->has_done && disk_exists(v, p)) return; /* cut by the crash before it happened */
+    if (!o->durable) v->st.meta_unsynced++;
+    if (o->durable || pinned(v, r->path) || disk_exists(v, p) || !undo_coin(v)) {
+        pin(v, r->path);
+        pf_bind(v, r->path, pf_new(v, r->path.p, r->path.len, 1));
+        return;
+    }
+    ledger_note(v, "power_loss", "powerloss/undo_unlink", r->path, -1, -1, "%s", "restore");
+    v->st.meta_undone++;
+    restore_saved(v, r->saved, p);
+    pf_bind(v, r->path, pf_new(v, r->path.p, r->path.len, 0));
+}
+
+static void run_variant(variant *v, const journal_view *jv) {
+    for (size_t i = jv->nops; i-- > 0;) {
+        const pl_op *o = &jv->ops[i];
+        switch (o->r.kind) {
+        case JR_WRITE_B: step_write(v, o); break;
+        case JR_TRUNCATE_B: step_truncate(v, o); break;
+        case JR_CREATE_B: step_create(v, o); break;
+        case JR_RENAME_B: step_rename(v, o); break;
+        case JR_UNLINK_B: step_unlink(v, o); break;
+        default: break;
+        }
+    }
+}
+
+static void variant_free(variant *v) {
+    for (size_t i = 0; i < v->nfiles; i++) {
+        free(v->files[i]->disk);
+        free(v->files[i]->kept.v);
+        free(v->files[i]);
+    }
+    free(v->files);
+    sm_free(&v->names);
+    sm_free(&v->pinned);
+}
+
+/* ---- copies --------------------------------------------------------------------------------- */
+
+static void copy_tree(const char *src, const char *dst) {
+    struct stat st;
+    if (stat(src, &st) != 0) die_io("stat %s: %s", src, strerror(errno));
+    if (mkdir(dst, st.st_mode & 07777) != 0) die_io("mkdir %s: %s", dst, strerror(errno));
+    DIR *d = opendir(src);
+    if (!d) die_io("opendir %s: %s", src, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char s[PATH_MAX], t[PATH_MAX];
+        snprintf(s, sizeof s, "%s/%s", src, e->d_name);
+        snprintf(t, sizeof t, "%s/%s", dst, e->d_name);
+        if (lstat(s, &st) != 0) die_io("stat %s: %s", s, strerror(errno));
+        if (S_ISDIR(st.st_mode)) {
+            copy_tree(s, t);
+            continue;
+        }
+        if (!S_ISREG(st.st_mode)) continue;
+        int in = open(s, O_RDONLY | O_CLOEXEC);
+        if (in < 0) die_io("open %s: %s", s, strerror(errno));
+        int out = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0777);
+        if (out < 0) die_io("create %s: %s", t, strerror(errno));
+        uint64_t left = (uint64_t)st.st_size;
+        while (left) {
+            ssize_t n = copy_file_range(in, NULL, out, NULL, left < (1u << 30) ? (size_t)left : (1u << 30), 0);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break; /* fall back below */
+            left -= (uint64_t)n;
+        }
+        if (left) {
+            off_t off = (off_t)((uint64_t)st.st_size - left);
+            uint8_t buf[1 << 16];
+            while (left) {
+                ssize_t n = pread(in, buf, sizeof buf, off);
+                if (n < 0 && errno == EINTR) continue;
+                if (n <= 0) die_io("copy %s: %s", s, n < 0 ? strerror(errno) : "file shrank");
+                pwrite_all(out, buf, (size_t)n, (uint64_t)off, t);
+                off += n;
+                left -= (uint64_t)n < left ? (uint64_t)n : left;
+            }
+        }
+        close(in);
+        if (close(out) != 0) die_io("close %s: %s", t, strerror(errno));
+    }
+    closedir(d);
+}
+
+/* ---- journal reset ------------------------------------------------------------------------- */
+
+static void journal_reset(const char *run) {
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", run, JR_FILE);
+    if (truncate(p, 0) != 0) die_io("reset %s: %s", p, strerror(errno));
+    snprintf(p, sizeof p, "%s/%s", run, JR_SAVED_DIR);
+    DIR *d = opendir(p);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char f[PATH_MAX + 300];
+        snprintf(f, sizeof f, "%s/%s", p, e->d_name);
+        if (unlink(f) != 0) die_io("remove %s: %s", f, strerror(errno));
+    }
+    closedir(d);
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+static void usage(FILE *to) {
+    fputs("usage: powerloss DIR --run-dir RUN --seed S [--variants K]\n"
+          "                 [--mode rollback|tear|mixed|keep] [--out-prefix P]\n"
+          "Put the crashed database DIR into a state a power cut could have left,\n"
+          "from the journal RUN/journal (and RUN/journal.d/) of the crashed run.\n"
+          "  --seed S        decisions come from S (decimal or 0x hex)\n"
+          "  --mode M        rollback (default): unsynced writes kept or rolled back;\n"
+          "                  tear: unsynced writes torn at 512-byte sectors;\n"
+          "                  mixed: per write keep, roll back or tear;\n"
+          "                  keep: change nothing (a process crash, not a power loss)\n"
+          "                  Unsynced creates, renames, unlinks and truncates are\n"
+          "                  undone with p=1/2 in every mode but keep.\n"
+          "  --variants K    make K copies DIR.pl0..DIR.pl{K-1}, one state each, and\n"
+          "                  leave DIR and the journal untouched\n"
+          "  --out-prefix P  name the copies P0..P{K-1} (needs --variants)\n"
+          "Every undo is appended to RUN/ledger (phase powerloss) before it is\n"
+          "applied.  Refuses (exit 3) while a process holds DIR/LOCK.\n"
+          "Exit: 0 done, 2 usage, 3 refused or I/O error.\n",
+          to);
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2))) die_usage(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("powerloss: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    usage(stderr);
+    exit(EXIT_USAGE);
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s || *s == '-') return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || !end || *end) return 0;
+    *out = v;
+    return 1;
+}
+
+/* --opt VALUE or --opt=VALUE; advances *I past the value. */
+static const char *opt_val(int argc, char **argv, int *i, const char *name) {
+    size_t nl = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, nl) != 0) return NULL;
+    if (a[nl] == '=') return a + nl + 1;
+    if (a[nl] != 0) return NULL;
+    if (*i + 1 >= argc) die_usage("%s needs a value", name);
+    return argv[++*i];
+}
+
+int main(int argc, char **argv) {
+    const char *dir = NULL, *run = NULL, *prefix = NULL, *v;
+    uint64_t seed = 0, variants = 0;
+    int have_seed = 0, have_variants = 0, mode = MODE_ROLLBACK;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else if ((v = opt_val(argc, argv, &i, "--run-dir"))) {
+            run = v;
+        } else if ((v = opt_val(argc, argv, &i, "--seed"))) {
+            if (!parse_u64(v, &seed)) die_usage("bad --seed '%s'", v);
+            have_seed = 1;
+        } else if ((v = opt_val(argc, argv, &i, "--variants"))) {
+            if (!parse_u64(v, &variants) || variants < 1 || variants > 10000)
+                die_usage("bad --variants '%s' (1..10000)", v);
+            have_variants = 1;
+        } else if ((v = opt_val(argc, argv, &i, "--mode"))) {
+            mode = -1;
+            for (int m = 0; m < 4; m++)
+                if (!strcmp(v, mode_names[m])) mode = m;
+            if (mode < 0) die_usage("bad --mode '%s'", v);
+        } else if ((v = opt_val(argc, argv, &i, "--out-prefix"))) {
+            if (!*v) die_usage("empty --out-prefix");
+            prefix = v;
+        } else if (argv[i][0] == '-') {
+            die_usage("unknown option '%s'", argv[i]);
+        } else if (!dir) {
+            dir = argv[i];
+        } else {
+            die_usage("more than one directory ('%s', '%s')", dir, argv[i]);
+        }
+    }
+    if (!dir) die_usage("no database directory given");
+    if (!run) die_usage("--run-dir is required");
+    if (!have_seed) die_usage("--seed is required");
+    if (prefix && !have_variants) die_usage("--out-prefix needs --variants");
+
+    struct stat st;
+    if (stat(dir, &st) != 0) die_usage("%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) die_usage("%s is not a directory", dir);
+    if (stat(run, &st) != 0 || !S_ISDIR(st.st_mode)) die_usage("run directory %s is not a directory", run);
+    char lockpath[PATH_MAX];
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') dl--;
+    if (dl + 32 >= sizeof lockpath) die_usage("directory name too long");
+    char outp[PATH_MAX];
+    for (uint64_t k = 0; k < variants; k++) {
+        if (prefix) snprintf(outp, sizeof outp, "%s%" PRIu64, prefix, k);
+        else snprintf(outp, sizeof outp, "%.*s.pl%" PRIu64, (int)dl, dir, k);
+        if (lstat(outp, &st) == 0) die_usage("%s exists: remove it first (variants are never overwritten)", outp);
+    }
+
+    /* A live process would go on writing into whatever this step makes;
+     * the engine's flock on LOCK dies with its holder. */
+    snprintf(lockpath, sizeof lockpath, "%.*s/LOCK", (int)dl, dir);
+    int lockfd = open(lockpath, O_RDONLY | O_CLOEXEC);
+    if (lockfd >= 0) {
+        if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            close(lockfd);
+            if (e == EWOULDBLOCK)
+                die_io("refusing: %s is held: a process still has the database open (kill it first)", lockpath);
+            die_io("flock %s: %s", lockpath, strerror(e));
+        }
+        /* In place, hold it while the directory changes so no engine
+         * opens a half-made state; copies leave DIR alone. */
+        if (have_variants) {
+            close(lockfd);
+            lockfd = -1;
+        }
+    } else if (errno != ENOENT) {
+        die_io("open %s: %s", lockpath, strerror(errno));
+    }
+
+    journal_view jv;
+    journal_load(run, &jv);
+    durability(&jv);
+    if (jv.torn)
+        printf("powerloss: journal: ignoring %zu bytes of torn tail (%" PRIu64 " records, %" PRIu64 " sessions)\n",
+               jv.torn, jv.records, jv.sessions);
+
+    flt_ledger *ledger = NULL;
+    int rc = flt_ledger_open(run, &ledger);
+    if (rc) die_io("cannot open %s/ledger: %s", run, strerror(-rc));
+
+    uint64_t nvar = have_variants ? variants : 1;
+    for (uint64_t k = 0; k < nvar; k++) {
+        const char *root = dir;
+        char rootbuf[PATH_MAX];
+        if (have_variants) {
+            if (prefix) snprintf(rootbuf, sizeof rootbuf, "%s%" PRIu64, prefix, k);
+            else snprintf(rootbuf, sizeof rootbuf, "%.*s.pl%" PRIu64, (int)dl, dir, k);
+            copy_tree(dir, rootbuf);
+            root = rootbuf;
+        }
+        variant var;
+        memset(&var, 0, sizeof var);
+        var.root = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (var.root < 0) die_io("open %s: %s", root, strerror(errno));
+        var.root_path = root;
+        var.run = run;
+        var.index = (unsigned)k;
+        var.mode = mode;
+        var.ledger = ledger;
+        uint64_t vs = variant_seed(seed, (unsigned)k);
+        rng_seed(&var.rng, vs);
+        if (!have_variants) g_changing = root;
+        run_variant(&var, &jv);
+        printf("powerloss: %s: mode %s, seed %" PRIu64 " variant %u: %" PRIu64 " writes journaled, %" PRIu64
+               " unsynced, %" PRIu64 " rolled back, %" PRIu64 " torn, %" PRIu64 " kept; %" PRIu64
+               " unsynced metadata operations, %" PRIu64 " undone\n",
+               root, mode_names[mode], seed, (unsigned)k, jv.writes, var.st.unsynced, var.st.rolled_back,
+               var.st.torn, var.st.kept_unsynced, var.st.meta_unsynced, var.st.meta_undone);
+        close(var.root);
+        variant_free(&var);
+    }
+    flt_ledger_close(ledger);
+    if (!have_variants) journal_reset(run);
+    if (jv.map) munmap(jv.map, jv.size);
+    free(jv.ops);
+    if (lockfd >= 0) close(lockfd);
+    return 0;
+}

@@ -1,0 +1,243 @@
+/*
+ * expected.c -- the oracle's expected state (format and protocol in
+ * expected.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "expected.h"
+
+#define MAGIC 0x313058455043524full /* "ORCEXP01" */
+#define HDR 64u
+#define NSTRIPE 1024u
+
+struct orc_state {
+    int fd, tfd;
+    uint8_t *map;
+    size_t maplen;
+    uint64_t max_key;
+    _Atomic uint64_t *entries; /* cur | pending << 32 */
+    pthread_mutex_t stripes[NSTRIPE];
+    pthread_mutex_t trace_mu;
+    char dir[4096];
+};
+
+static uint64_t *hdr64(const orc_state *s, unsigned i) { return (uint64_t *)(s->map + 8 * i); }
+
+static int open_trace(orc_state *s, int truncate) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trace", s->dir);
+    if (s->tfd >= 0) close(s->tfd);
+    s->tfd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+    return s->tfd < 0 ? -errno : 0;
+}
+
+int orc_open(const char *exp_dir, uint64_t max_key, uint64_t seed, int fresh, orc_state **out) {
+    *out = NULL;
+    if (max_key == 0 || max_key > (1ull << 40)) return -EINVAL;
+    if (mkdir(exp_dir, 0755) != 0 && errno != EEXIST) return -errno;
+    orc_state *s = calloc(1, sizeof *s);
+    if (!s) return -ENOMEM;
+    s->tfd = -1;
+    snprintf(s->dir, sizeof s->dir, "%s", exp_dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/expected", exp_dir);
+    s->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (s->fd < 0) { int e = errno; free(s); return -e; }
+    struct stat st;
+    fstat(s->fd, &st);
+    s->maplen = HDR + 8 * max_key;
+    int init = fresh || st.st_size == 0;
+    if (!init && (size_t)st.st_size != s->maplen) { close(s->fd); free(s); return -EINVAL; }
+    if (init && ftruncate(s->fd, 0) != 0) { int e = errno; close(s->fd); free(s); return -e; }
+    if (init && ftruncate(s->fd, (off_t)s->maplen) != 0) { int e = errno; close(s->fd); free(s); return -e; }
+    s->map = mmap(NULL, s->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+    if (s->map == MAP_FAILED) { int e = errno; close(s->fd); free(s); return -e; }
+    if (init) {
+        *hdr64(s, 0) = MAGIC;
+        *hdr64(s, 1) = max_key;
+        *hdr64(s, 2) = seed;
+    } else if (*hdr64(s, 0) != MAGIC || *hdr64(s, 1) != max_key) {
+        munmap(s->map, s->maplen); close(s->fd); free(s);
+        return -EINVAL;
+    }
+    s->max_key = max_key;
+    s->entries = (_Atomic uint64_t *)(s->map + HDR);
+    for (unsigned i = 0; i < NSTRIPE; i++) pthread_mutex_init(&s->stripes[i], NULL);
+    pthread_mutex_init(&s->trace_mu, NULL);
+    int rc = open_trace(s, init);
+    if (rc) { orc_close(s); return rc; }
+    *out = s;
+    return 0;
+}
+
+void orc_close(orc_state *s) {
+    if (!s) return;
+    msync(s->map, s->maplen, MS_SYNC);
+    munmap(s->map, s->maplen);
+    close(s->fd);
+    if (s->tfd >= 0) close(s->tfd);
+    for (unsigned i = 0; i < NSTRIPE; i++) pthread_mutex_destroy(&s->stripes[i]);
+    pthread_mutex_destroy(&s->trace_mu);
+    free(s);
+}
+
+uint64_t orc_max_key(const orc_state *s) { return s->max_key; }
+uint64_t orc_seed(const orc_state *s) { return *hdr64(s, 2); }
+
+unsigned orc_nstripes(const orc_state *s) { (void)s; return NSTRIPE; }
+unsigned orc_stripe(const orc_state *s, uint64_t key) { (void)s; return (unsigned)(key % NSTRIPE); }
+void orc_lock_stripe(orc_state *s, unsigned i) { pthread_mutex_lock(&s->stripes[i]); }
+void orc_unlock_stripe(orc_state *s, unsigned i) { pthread_mutex_unlock(&s->stripes[i]); }
+void orc_lock(orc_state *s, uint64_t key) { orc_lock_stripe(s, orc_stripe(s, key)); }
+void orc_unlock(orc_state *s, uint64_t key) { orc_unlock_stripe(s, orc_stripe(s, key)); }
+
+static orc_entry unpack(uint64_t x) { return (orc_entry){(uint32_t)x, (uint32_t)(x >> 32)}; }
+static uint64_t pack(orc_entry e) { return (uint64_t)e.cur | (uint64_t)e.pending << 32; }
+
+orc_entry orc_get(const orc_state *s, uint64_t key) {
+    return unpack(atomic_load_explicit(&s->entries[key], memory_order_acquire));
+}
+
+void orc_mark_pending(orc_state *s, uint64_t key, uint32_t new_v) {
+    orc_entry e = orc_get(s, key);
+    e.pending = new_v;
+    atomic_store_explicit(&s->entries[key], pack(e), memory_order_release);
+}
+
+int orc_settle(orc_state *s, uint64_t key, uint64_t seq) {
+    orc_entry e = orc_get(s, key);
+    orc_trace_rec r = {.seq = seq, .key = key, .old_v = e.cur,
+                       .new_v = e.pending == ORC_DEL ? 0 : e.pending};
+    /* Trace first: a crash between the two leaves the key pending, which
+     * orc_rewind still handles (it undoes by the trace, pending or not). */
+    pthread_mutex_lock(&s->trace_mu);
+    ssize_t w = write(s->tfd, &r, sizeof r);
+    uint64_t *last = hdr64(s, 4);
+    if (seq > *last) *last = seq;
+    pthread_mutex_unlock(&s->trace_mu);
+    e.cur = r.new_v;
+    e.pending = 0;
+    atomic_store_explicit(&s->entries[key], pack(e), memory_order_release);
+    return w == (ssize_t)sizeof r ? 0 : -EIO;
+}
+
+void orc_resolve(orc_state *s, uint64_t key, uint32_t v) {
+    atomic_store_explicit(&s->entries[key], pack((orc_entry){v, 0}), memory_order_release);
+}
+
+uint32_t orc_next_value(orc_state *s, uint64_t key, uint64_t rnd) {
+    orc_entry e = orc_get(s, key);
+    uint32_t v = (uint32_t)(rnd % 0xfffffffdu) + 1; /* 1 .. ORC_DEL-1 */
+    if (v == e.cur) v = v % 0xfffffffdu + 1;
+    return v;
+}
+
+void orc_note_durable(orc_state *s, uint64_t seq) {
+    pthread_mutex_lock(&s->trace_mu);
+    uint64_t *d = hdr64(s, 3);
+    if (seq > *d) *d = seq;
+    pthread_mutex_unlock(&s->trace_mu);
+}
+uint64_t orc_durable_seq(const orc_state *s) { return *hdr64(s, 3); }
+uint64_t orc_last_seq(const orc_state *s) { return *hdr64(s, 4); }
+
+int64_t orc_rewind(orc_state *s, uint64_t r) {
+    if (r < orc_durable_seq(s)) return -1;
+    off_t size = lseek(s->tfd, 0, SEEK_END);
+    size_t n = size > 0 ? (size_t)size / sizeof(orc_trace_rec) : 0; /* a torn tail record is dropped */
+    orc_trace_rec *recs = n ? malloc(n * sizeof *recs) : NULL;
+    if (n && !recs) return -1;
+    if (n && pread(s->tfd, recs, n * sizeof *recs, 0) != (ssize_t)(n * sizeof *recs)) { free(recs); return -1; }
+    int64_t undone = 0;
+    for (size_t i = n; i-- > 0;) {
+        if (recs[i].seq <= r || recs[i].key >= s->max_key) continue;
+        orc_entry e = orc_get(s, recs[i].key);
+        /* The write never happened as far as the database goes; if the key
+         * is still pending (crashed mid-write), it stays so. */
+        e.cur = recs[i].old_v;
+        atomic_store_explicit(&s->entries[recs[i].key], pack(e), memory_order_release);
+        undone++;
+    }
+    free(recs);
+    return undone;
+}
+
+int orc_checkpoint_trace(orc_state *s, uint64_t r) {
+    pthread_mutex_lock(&s->trace_mu);
+    *hdr64(s, 3) = r;
+    *hdr64(s, 4) = r;
+    int rc = open_trace(s, 1);
+    pthread_mutex_unlock(&s->trace_mu);
+    msync(s->map, s->maplen, MS_ASYNC);
+    return rc;
+}
+
+/* ---- values ---- */
+
+static uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+size_t orc_value_len(uint64_t key, uint32_t v, size_t min_len, size_t max_len) {
+    if (min_len < 12) min_len = 12;
+    if (max_len < min_len) max_len = min_len;
+    return min_len + (size_t)(mix(key * 0x100000001b3ull ^ v) % (max_len - min_len + 1));
+}
+
+void orc_value(uint64_t key, uint32_t v, uint8_t *buf, size_t len) {
+    uint64_t k = key;
+    memcpy(buf, &k, 8);
+    memcpy(buf + 8, &v, 4);
+    uint64_t x = mix(key ^ ((uint64_t)v << 32));
+    for (size_t i = 12; i < len; i += 8) {
+        x = mix(x);
+        size_t n = len - i < 8 ? len - i : 8;
+        memcpy(buf + i, &x, n);
+    }
+}
+
+int orc_value_ok(uint64_t key, uint32_t v, const uint8_t *buf, size_t len, size_t min_len, size_t max_len) {
+    if (len != orc_value_len(key, v, min_len, max_len)) return 0;
+    uint8_t tmp[4096];
+    uint8_t *want = len <= sizeof tmp ? tmp : malloc(len);
+    if (!want) return 0;
+    orc_value(key, v, want, len);
+    int ok = memcmp(want, buf, len) == 0;
+    if (want != tmp) free(want);
+    return ok;
+}
+
+int orc_value_whose(const uint8_t *buf, size_t len, uint64_t *key, uint32_t *v) {
+    if (len < 12) return -1;
+    memcpy(key, buf, 8);
+    memcpy(v, buf + 8, 4);
+    return 0;
+}
+
+void orc_key(uint64_t key, char out[ORC_KEY_LEN + 1]) {
+    snprintf(out, ORC_KEY_LEN + 1, "k%015llu", (unsigned long long)key);
+}
+
+int orc_key_parse(const void *k, size_t len, uint64_t *key) {
+    const char *p = k;
+    if (len != ORC_KEY_LEN || p[0] != 'k') return -1;
+    uint64_t x = 0;
+    for (size_t i = 1; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9') return -1;
+        x = x * 10 + (uint64_t)(p[i] - '0');
+    }
+    *key = x;
+    return 0;
+}

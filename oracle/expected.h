@@ -1,0 +1,122 @@
+/*
+ * expected.h -- the oracle's expected state: for every key in [0, max_key)
+ * the value it must hold, in a memory-mapped file that survives SIGKILL.
+ * Pure model: it knows no engine, only keys, value seeds and commit
+ * sequence numbers that the driver reports to it.
+ *
+ * File EXP_DIR/expected (little-endian):
+ *   0    8   magic "ORCEXP01"
+ *   8    8   max_key
+ *   16   8   seed of the run that created it
+ *   24   8   durable_seq: the highest commit sequence the engine called
+ *            durable (recovery must reach at least this)
+ *   32   8   last_seq: the highest sequence acknowledged to the driver
+ *   40   24  (zero)
+ *   64   8*max_key  one entry per key: u32 cur | u32 pending
+ *     cur      0 = absent, else the value seed the key holds
+ *     pending  0 = none, ORC_DEL = a delete in flight, else the value seed
+ *              of a put in flight
+ * File EXP_DIR/trace: 24-byte records u64 seq | u64 key | u32 old | u32 new
+ * (orc_trace_rec), one per key of each acknowledged write, appended with
+ * one write(2) after the engine acknowledged it (SIGKILL keeps it).
+ *
+ * Protocol for a write (the driver holds the key's lock, orc_lock):
+ *   1. orc_mark_pending(key, new)   before the engine sees the write
+ *   2. the engine call
+ *   3. ok:  orc_settle(key, seq)    cur = new, pending = 0, trace += (seq, key, old, new)
+ *      err: leave it pending: after a crash or reopen the key may hold
+ *           either value (orc_resolve settles it to what the engine shows)
+ * After a crash, recovery reports the last sequence it recovered, R:
+ *   orc_rewind(R) undoes, newest first, every traced write with seq > R,
+ *   so the expected state is the state at R exactly (a prefix of history),
+ *   except for keys still pending, which may hold either value.
+ *   R must be >= durable_seq: a synced commit was lost otherwise.
+ *
+ * Invariants:
+ *   E1  a key's cur changes only under its lock (orc_lock)
+ *   E2  the trace holds every acknowledged write since the last
+ *       orc_checkpoint_trace, in commit order per key
+ *   E3  readers (no lock) take orc_get before and after their engine read:
+ *       the engine's answer must match one of the values seen (cur or
+ *       pending, before or after)
+ */
+#ifndef ORACLE_EXPECTED_H
+#define ORACLE_EXPECTED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ORC_DEL 0xffffffffu
+#define ORC_KEY_LEN 16 /* "k" + 15 digits: the same keys engine-tool load writes */
+
+typedef struct orc_state orc_state;
+
+typedef struct orc_entry {
+    uint32_t cur;
+    uint32_t pending;
+} orc_entry;
+
+typedef struct orc_trace_rec {
+    uint64_t seq;
+    uint64_t key;
+    uint32_t old_v;
+    uint32_t new_v;
+} orc_trace_rec;
+
+/* Open EXP_DIR/expected for MAX_KEY keys, creating it (all absent) when
+ * missing or when FRESH.  An existing file with another max_key is an
+ * error (-EINVAL).  Returns 0 or -errno. */
+int orc_open(const char *exp_dir, uint64_t max_key, uint64_t seed, int fresh, orc_state **out);
+void orc_close(orc_state *s);
+
+uint64_t orc_max_key(const orc_state *s);
+uint64_t orc_seed(const orc_state *s);
+
+/* Key stripes: a writer locks a key (or a sorted group) before marking it
+ * pending and until it has settled it. */
+void orc_lock(orc_state *s, uint64_t key);
+void orc_unlock(orc_state *s, uint64_t key);
+/* Stripe index of a key, so a batch can lock each stripe once, in order. */
+unsigned orc_stripe(const orc_state *s, uint64_t key);
+void orc_lock_stripe(orc_state *s, unsigned stripe);
+void orc_unlock_stripe(orc_state *s, unsigned stripe);
+unsigned orc_nstripes(const orc_state *s);
+
+orc_entry orc_get(const orc_state *s, uint64_t key);
+void orc_mark_pending(orc_state *s, uint64_t key, uint32_t new_v);
+/* Settle a pending write acknowledged with commit sequence SEQ. */
+int orc_settle(orc_state *s, uint64_t key, uint64_t seq);
+/* Settle a pending key to what the engine shows (present with value seed
+ * V, or absent: V = 0); the caller checked V is cur or pending. */
+void orc_resolve(orc_state *s, uint64_t key, uint32_t v);
+
+/* A fresh value seed for KEY (never 0 or ORC_DEL, differs from cur). */
+uint32_t orc_next_value(orc_state *s, uint64_t key, uint64_t rnd);
+
+void orc_note_durable(orc_state *s, uint64_t seq);
+uint64_t orc_durable_seq(const orc_state *s);
+uint64_t orc_last_seq(const orc_state *s);
+
+/* After a crash: undo traced writes with seq > R.  Returns the number
+ * undone, or -1 when R < durable_seq (a synced commit was lost: the
+ * caller reports `lost`). */
+int64_t orc_rewind(orc_state *s, uint64_t r);
+/* After the post-crash check passed: the state is settled, start a new
+ * trace (and set durable_seq = last_seq = R). */
+int orc_checkpoint_trace(orc_state *s, uint64_t r);
+
+/* Values: derived from (key, value seed) alone, so checking needs no
+ * stored copy.  Length in [min_len, max_len]; the first 12 bytes encode
+ * key and seed so a wrong value can be named ("value of key K, seed V"). */
+size_t orc_value_len(uint64_t key, uint32_t v, size_t min_len, size_t max_len);
+void orc_value(uint64_t key, uint32_t v, uint8_t *buf, size_t len);
+/* 1 if BUF is exactly the value of (key, v) within the length bounds. */
+int orc_value_ok(uint64_t key, uint32_t v, const uint8_t *buf, size_t len, size_t min_len, size_t max_len);
+/* Decode the (key, value seed) a value claims to be, for messages. */
+int orc_value_whose(const uint8_t *buf, size_t len, uint64_t *key, uint32_t *v);
+
+void orc_key(uint64_t key, char out[ORC_KEY_LEN + 1]);
+/* Parse a key; 0 on success. */
+int orc_key_parse(const void *k, size_t len, uint64_t *key);
+
+#endif
