@@ -207,3 +207,22 @@ $(BUILD)/stress: $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD
 .PHONY: bench-stress
 bench-stress: all $(BUILD)/stress $(BUILD)/bench/bench_stress_bare
 	$(Q)BUILD=$(BUILD) bench/run_stress.sh
+
+# ---- deliberately broken engines (test-only switches) ----
+# Each links the stress driver against an engine with one bug compiled in,
+# so tests prove the oracle catches what it claims: build/stress-broken-X.
+define broken_rules
+$(BUILD)/obj-broken-$(1)/%.o: %.c $(wildcard engine/*.h) | $(DEPS_STAMP)
+	@mkdir -p $$(dir $$@)
+	@$$(if $(Q),echo "  CC $$< (broken-$(1))")
+	$(Q)$$(CC) $$(CFLAGS_BASE) -DFIU_ENABLE -D$(2) -c $$< -o $$@
+$(BUILD)/libengine-broken-$(1).a: $(patsubst %.c,$(BUILD)/obj-broken-$(1)/%.o,$(ENGINE_SRC))
+	$(Q)rm -f $$@ && ar rcs $$@ $$^
+$(BUILD)/stress-broken-$(1): $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-broken-$(1).a
+	@$$(if $(Q),echo "  LD $$@")
+	$(Q)$$(CC) $$(CFLAGS_BASE) -o $$@ $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-broken-$(1).a $$(LDLIBS_FIU)
+endef
+$(eval $(call broken_rules,checksum,ENG_BROKEN_SKIP_CHECKSUM))
+$(eval $(call broken_rules,recovery,ENG_BROKEN_DROP_SYNCED_COMMIT))
+$(eval $(call broken_rules,stale,ENG_BROKEN_STALE_VALUE))
+BROKEN_STRESS := $(BUILD)/stress-broken-checksum $(BUILD)/stress-broken-recovery $(BUILD)/stress-broken-stale

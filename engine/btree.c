@@ -6,6 +6,7 @@
  * the wrong level or type, a pointer past the end, a broken overflow
  * chain) is checked here and reported as structure / overflow corruption.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,7 +284,26 @@ static int cell_value(bt_tree *t, const bp_frame *f, int slot, const leaf_cell *
 
 /* ---- reads ---- */
 
+#ifdef ENG_BROKEN_STALE_VALUE
+/* Test-only broken build: the value a put replaced is remembered and
+ * returned by the next gets of that key (stress proves the oracle reports
+ * the wrong value). */
+static pthread_mutex_t stale_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t stale_key[ENG_MAX_KEY], stale_val[4096];
+static size_t stale_klen, stale_vlen;
+#endif
+
 int bt_get(bt_tree *t, const void *key, size_t klen, eng_buf *out) {
+#ifdef ENG_BROKEN_STALE_VALUE
+    pthread_mutex_lock(&stale_mu);
+    if (stale_klen == klen && memcmp(stale_key, key, klen) == 0 && buf_reserve(out, stale_vlen + 1) == ENG_OK) {
+        memcpy(out->data, stale_val, stale_vlen);
+        out->len = stale_vlen;
+        pthread_mutex_unlock(&stale_mu);
+        return ENG_OK;
+    }
+    pthread_mutex_unlock(&stale_mu);
+#endif
     bp_frame *f;
     int rc = descend(t, key, klen, BT_GE, BP_SHARED, &f, NULL, NULL);
     if (rc) return rc;
@@ -898,6 +918,16 @@ static int do_put(bt_wctx *w) {
         leaf_cell c;
         page_leaf_cell(p, idx, &c);
         oldsz = c.size;
+#ifdef ENG_BROKEN_STALE_VALUE
+        if (!(c.cflags & CELL_OVERFLOW) && c.vlen <= sizeof stale_val) {
+            pthread_mutex_lock(&stale_mu);
+            memcpy(stale_key, c.key, c.klen);
+            stale_klen = c.klen;
+            memcpy(stale_val, c.val, c.vlen);
+            stale_vlen = c.vlen;
+            pthread_mutex_unlock(&stale_mu);
+        }
+#endif
         if ((c.cflags & CELL_OVERFLOW) &&
             (rc = old_chain(t, atomic_load(&f->block), (int)idx, c.ovfl, c.vlen, &oldb, &oldn))) {
             bp_release(t->bp, f, BP_EXCL);

@@ -127,9 +127,16 @@ static int read_verify(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *
     if (rc != ENG_OK) return rc;
     if (done < ps) memset(buf + done, 0, ps - done);
     int is_zero = 0;
+#ifdef ENG_BROKEN_SKIP_CHECKSUM
+    /* Test-only broken build (stress proves the oracle catches it): the
+     * checksum is never checked on read. */
+    const int checksums = 0;
+#else
+    const int checksums = bp->cfg.checksums;
+#endif
     return page_verify(buf, ps, block,
                        atomic_load_explicit(bp->cfg.hwm, memory_order_acquire),
-                       bp->cfg.checksums, &is_zero, pr);
+                       checksums, &is_zero, pr);
 }
 
 /* Stamp block, LSN and checksum on a private copy about to be written. */

@@ -40,6 +40,7 @@ typedef struct rec_result {
     uint64_t batch_lsn;
     uint32_t ops_done;      /* operations with a WAL_REC_PAGES record */
     uint32_t nops;
+    uint64_t broken_last_batch; /* test-only broken build: record number of the last batch */
 } rec_result;
 
 /* Replay DIR's log from REDO_LSN into the pages of BP.  LAST_SEQ is the
