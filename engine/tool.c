@@ -1044,25 +1044,10 @@ static int cmd_waldump(const tool_args *a)
 
 /* ---- verify ------------------------------------------------------------------ */
 
-#define VERIFY_WAL_KEPT 8
-
 typedef struct verify_ctx {
     pthread_mutex_t mu;
     uint64_t seen;
-    uint64_t log_new;           /* problems only the log pass found */
-    /* wal_record reports printed, so that the log pass does not print
-     * again what the engine's open already reported (its recovery reads
-     * the same log from the same point) */
-    eng_corruption wal[VERIFY_WAL_KEPT];
-    int nwal;
 } verify_ctx;
-
-static int same_report(const eng_corruption *x, const eng_corruption *y)
-{
-    return x->layer == y->layer && x->block == y->block && x->offset == y->offset &&
-           x->entry == y->entry && x->expected == y->expected && x->found == y->found &&
-           strcmp(x->file, y->file) == 0 && strcmp(x->detail, y->detail) == 0;
-}
 
 static void verify_report(void *ctx, const eng_corruption *r)
 {
@@ -1071,54 +1056,8 @@ static void verify_report(void *ctx, const eng_corruption *r)
     eng_corruption_format(r, line, sizeof line);
     pthread_mutex_lock(&v->mu);
     v->seen++;
-    if (r->layer == ENG_LAYER_WAL && v->nwal < VERIFY_WAL_KEPT)
-        v->wal[v->nwal++] = *r;
     printf("%s\n", line);
     pthread_mutex_unlock(&v->mu);
-}
-
-/* A report of the log pass: printed and counted unless already printed. */
-static void verify_log_report(void *ctx, const eng_corruption *r)
-{
-    verify_ctx *v = ctx;
-    pthread_mutex_lock(&v->mu);
-    int dup = 0;
-    for (int i = 0; i < v->nwal && !dup; i++)
-        dup = same_report(&v->wal[i], r);
-    pthread_mutex_unlock(&v->mu);
-    if (dup)
-        return;
-    verify_report(v, r);
-    pthread_mutex_lock(&v->mu);
-    v->log_new++;
-    pthread_mutex_unlock(&v->mu);
-}
-
-/* The log pass of verify: every record from the redo point, as recovery
- * and waldump read them (eng_verify_dir checks the pages).  Returns
- * ENG_OK (problems went to V), or the status that stopped it after a
- * message.  Without a readable control file there is no redo point: the
- * page pass has reported that already. */
-static int verify_log(const char *dir, verify_ctx *v)
-{
-    io_ctx *io = NULL;
-    int st = io_ctx_create(ENG_IO_PSYNC, NULL, &io);
-    if (st != ENG_OK)
-        return st;
-    control c;
-    eng_reporter quiet = {NULL, NULL};
-    st = control_read(io, dir, &c, &quiet);
-    if (st != ENG_OK) {
-        io_ctx_destroy(io);
-        return st == ENG_CORRUPTION || st == ENG_NOTFOUND ? ENG_OK : st;
-    }
-    eng_reporter rep = {verify_log_report, v};
-    log_walk w;
-    st = walk_log(io, dir, c.seg_size, c.redo_lsn, 0, NULL, &rep, &w);
-    io_ctx_destroy(io);
-    if (st == ENG_OK && w.records == 0)
-        report_no_redo_record(&rep, c.redo_lsn, w.end);
-    return st == ENG_CORRUPTION ? ENG_OK : st;
 }
 
 static int cmd_verify(const tool_args *a)
@@ -1129,22 +1068,13 @@ static int cmd_verify(const tool_args *a)
     eng_options o;
     base_options(a, &o, TOOL_READ);
     o.on_corruption = NULL;     /* FN gets every report; once is enough */
-    verify_ctx v = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {{0}}, 0};
+    verify_ctx v = {PTHREAD_MUTEX_INITIALIZER, 0};
     uint64_t problems = 0;
+    /* Pages, then every log record from the redo point (the engine's
+     * verify walks the log as recovery and waldump read it). */
     int st = eng_verify_dir(a->dir, &o, verify_report, &v, &problems);
     if (problems < v.seen)
         problems = v.seen;
-    if (st == ENG_OK || st == ENG_CORRUPTION) {
-        int lst = verify_log(a->dir, &v);
-        problems += v.log_new;
-        if (lst != ENG_OK) {
-            fprintf(stderr, "engine-tool: verify %s: reading the log: %s\n", a->dir,
-                    eng_strerror(lst));
-            st = lst;
-        } else if (v.log_new) {
-            st = ENG_CORRUPTION;
-        }
-    }
     if (st != ENG_OK && st != ENG_CORRUPTION) {
         fprintf(stderr, "engine-tool: verify %s: %s\n", a->dir, eng_strerror(st));
         if (problems)
