@@ -238,7 +238,10 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
         rc = status_of_errno(e);
         goto fail;
     }
-    if (o.sync_fault_injection) {
+    /* The journal: for power-loss simulation, and for sync_error, whose
+     * drop of a file's unsynced writes it alone can tell (without a
+     * database directory there is none: a failed fsync only fails). */
+    if (o.sync_fault_injection || (o.one_in[FLT_SYNC_ERROR] && f->db_dir && *f->db_dir)) {
         e = flt_journal_open(f->run_dir, f->db_dir, &f->journal);
         if (e < 0) {
             rc = status_of_errno(e);

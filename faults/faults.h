@@ -77,7 +77,8 @@ void flt_options_init(flt_options *o);
 typedef struct flt_ctx flt_ctx;
 
 /* Set everything up: fiu_init, the libfiu points (by exact name), the
- * ledger and (with sync_fault_injection) the journal; arms the engine's
+ * ledger and (with sync_fault_injection, or sync_fault_one_in so a failed
+ * fsync can drop dirty data) the journal; arms the engine's
  * points (eng_faults_arm) when any point is enabled.  The engine must be
  * the fault build (eng_faults_compiled()) when libfiu classes or kill
  * points are asked for: else ENG_NOTSUP.  Returns an eng_status. */

@@ -18,10 +18,13 @@
  *     bitflip_inflight   op->buf = our copy of the page with one bit
  *                        flipped (the caller's buffer may be a cache
  *                        frame: never written)
- *   before(SYNC of any file)   sync_error: fail with -EIO
+ *   before(SYNC of any file)   sync_error: fail with -EIO, and first (with
+ *                              the journal) roll the file's unsynced writes
+ *                              back: Linux's "dirty data dropped"
  *   after(READ of DIR/data)    bitflip_inflight: flip one bit of the bytes
  *                              read, before the engine checks them
- *   and, with sync_fault_injection, flt_journal_before(op) with the final
+ *   and, with the journal open (sync_fault_injection, or sync_fault_one_in
+ *   for the drops below), flt_journal_before(op) with the final
  *   op right before it is issued and flt_journal_after(op) once it
  *   completed, for every operation of every file (paused or not).
  *
@@ -36,6 +39,9 @@
  *   bitflip_inflight    hook/write  data  block     its offset     page size  yes
  *                       hook/read   data  block     its offset     bytes read yes
  *   sync_error          hook/sync   rel. path, err EIO
+ *                       sync/drop_dirty  rel. path  -  offset and len of one
+ *                                  write rolled back (one line each, newest
+ *                                  first, after the hook/sync line)
  *   bitflip_cache       tick/cache  data  block     block * ps     page size  yes
  *   bitflip_page        tick/data   data  block     block * ps     page size  yes
  *   bitflip_wal         tick/wal    wal/NAME  4 KiB block of the segment,
@@ -44,12 +50,19 @@
  * "bit" is the bit's index within [offset, offset + len): the byte at
  * offset + bit / 8 was XORed with mask = 1 << (bit % 8).
  *
- * Limitation (sync_error): Linux may drop the dirty pages of a file whose
- * fsync failed, and DESIGN 4 asks for that too.  journal.h has no call
- * that rolls a file's unsynced writes back, so a failed fsync here only
- * fails: the engine poisons its handle either way, and the power-loss
- * step (which rolls back unsynced writes) covers the dropped-data case
- * after a crash.
+ * sync_error and dropped data: Linux may drop the dirty pages of a file
+ * whose fsync failed (they are marked clean; a later read may see the old
+ * data), so an engine that retries the fsync, or trusts what it wrote
+ * before, loses data silently.  When the fsync of a file fails here, every
+ * write to that file that completed and that no successful fsync covers
+ * (the power-loss step's rule, journal.h) is rolled back on disk right
+ * then, the harsher of what Linux may do (it may also keep the new data in
+ * the page cache), each with its own ledger line before it (counted as
+ * sync_error: counts stay equal to ledger lines).  That needs the journal,
+ * which flt_open opens whenever sync_fault_one_in > 0 and the database
+ * directory is known; without it only the fsync failure is injected.  A
+ * drop that fails half way (I/O error, broken journal) still fails the
+ * fsync: its ledger lines say which writes went back.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -297,8 +310,15 @@ static int hook_before(void *ctx, eng_io_op *op) {
                 e.file = rel_path(f, op->path);
                 e.err = "EIO";
                 /* Not issued, so not journaled: no after() follows. */
-                if (flt_record(f, FLT_SYNC_ERROR, &e) == 0)
+                if (flt_record(f, FLT_SYNC_ERROR, &e) == 0) {
+                    if (f->journal) {
+                        flt_event d = flt_event_for(f, t, FLT_SYNC_ERROR, "sync/drop_dirty");
+                        uint64_t n = 0;
+                        flt_journal_drop_unsynced(f->journal, op->path, f->ledger, &d, &n);
+                        atomic_fetch_add_explicit(&f->injected[FLT_SYNC_ERROR], n, memory_order_relaxed);
+                    }
                     return -EIO;
+                }
             }
         }
     }

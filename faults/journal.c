@@ -16,6 +16,10 @@
  *   DIRSYNC   DIRSYNC_B{dir}                                  / DONE
  *   READ      nothing
  *
+ * and flt_journal_drop_unsynced (an injected fsync failure) one
+ * DROP{offset, len, path} per write it rolls back, carrying the write's
+ * BEGIN id, appended right before the old bytes go back.
+ *
  * An operation a fault hook skipped (op->skip: a lost write, a sync that
  * does nothing) is not journaled at all: it never reached the disk, so
  * there is nothing to undo, and a skipped sync must not count as one.
@@ -48,6 +52,16 @@
  *       and succeeded): only undoing a non-durable operation reads it, and
  *       without this every WAL segment a checkpoint removes would stay on
  *       disk for the whole run.
+ *   J5  A drop reads this session's records and rolls writes back under
+ *       drop_lk held for writing, while every before() holds it for
+ *       reading: a write it does not see journaled is issued after it and
+ *       reads its old bytes from the dropped state; one it sees journaled
+ *       but not done is left alone with its range.
+ *
+ * The analysis (journal_int.h, end of this file) is step 1 of the
+ * power-loss step, shared with powerloss.c so that a drop and a later
+ * power loss apply one rule of what is durable, and one way of undoing a
+ * write (P1, P2 of powerloss.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -58,6 +72,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +122,7 @@ struct flt_journal {
     char *db;             /* db_dir as given, without trailing slashes */
     char *db_real;        /* realpath(db_dir) or NULL */
     uint64_t session;
+    uint64_t session_pos; /* where this session's SESSION record starts */
     _Atomic uint64_t next_id;
     atomic_int broken;    /* J3 */
 
@@ -119,6 +135,11 @@ struct flt_journal {
     dsync_ent *dsync;
     size_t ndsync, capdsync;
     uint64_t done_seq;
+
+    /* Every before() holds it for reading, a drop (and reset) for
+     * writing: no operation is journaled while a drop reads the journal and
+     * rolls writes back (J5). */
+    pthread_rwlock_t drop_lk;
 
     pthread_rwlock_t fc_lock;
     fc_entry fc[FC_SLOTS];
@@ -198,7 +219,7 @@ static int rb_append(flt_journal *j, recbuf *b, int kind, uint64_t id) {
     return w < 0 ? -errno : -EIO;
 }
 
-/* ---- decoding (for powerloss.c) -------------------------------------------- */
+/* ---- decoding (for powerloss.c and the drop) -------------------------------- */
 
 /* Take a str field at *P within END; 0 if it does not fit. */
 static int take_str(const uint8_t **p, const uint8_t *end, jr_str *s) {
@@ -270,6 +291,9 @@ size_t flt_jr_decode(const uint8_t *buf, size_t avail, jr_rec *r) {
         r->result = (int64_t)v;
         break;
     }
+    case JR_DROP:
+        ok = take_u64(&p, end, &r->offset) && take_u64(&p, end, &r->len) && take_str(&p, end, &r->path);
+        break;
     default:
         ok = 0;
     }
@@ -692,6 +716,12 @@ static int append_session(flt_journal *j) {
     rb_u64(&b, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
     rb_str(&b, j->db);
     rc = rb_append(j, &b, JR_SESSION, atomic_fetch_add(&j->next_id, 1));
+    if (!rc) {
+        /* O_APPEND left the offset at the end of what we appended. */
+        off_t end = lseek(j->fd, 0, SEEK_CUR);
+        if (end < (off_t)b.len) rc = -EIO;
+        else j->session_pos = (uint64_t)end - b.len;
+    }
     rb_free(&b);
     return rc;
 }
@@ -705,6 +735,12 @@ int flt_journal_open(const char *run_dir, const char *db_dir, flt_journal **out)
     pthread_mutex_init(&j->fl_mu, NULL);
     pthread_mutex_init(&j->sv_mu, NULL);
     pthread_rwlock_init(&j->fc_lock, NULL);
+    /* A drop must not wait for ever behind a stream of before()s. */
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&j->drop_lk, &ra);
+    pthread_rwlockattr_destroy(&ra);
     for (int i = 0; i < FC_SLOTS; i++) j->fc[i].fd = -1;
     atomic_init(&j->next_id, 1);
     atomic_init(&j->broken, 0);
@@ -758,6 +794,7 @@ void flt_journal_close(flt_journal *j) {
     pthread_mutex_destroy(&j->fl_mu);
     pthread_mutex_destroy(&j->sv_mu);
     pthread_rwlock_destroy(&j->fc_lock);
+    pthread_rwlock_destroy(&j->drop_lk);
     free(j->db);
     free(j->db_real);
     free(j->run_dir);
@@ -871,8 +908,7 @@ static int untrack(flt_journal *j, const eng_io_op *op) {
     return 0;
 }
 
-int flt_journal_before(flt_journal *j, const eng_io_op *op) {
-    if (!j || op->kind == ENG_IO_READ) return 0;
+static int before_locked(flt_journal *j, const eng_io_op *op) {
     if (op->skip) return untrack(j, op);
     if (atomic_load(&j->broken)) return -EIO; /* J3 */
     char rel[PATH_MAX], rel2[PATH_MAX];
@@ -910,6 +946,14 @@ int flt_journal_before(flt_journal *j, const eng_io_op *op) {
     }
 }
 
+int flt_journal_before(flt_journal *j, const eng_io_op *op) {
+    if (!j || op->kind == ENG_IO_READ) return 0;
+    pthread_rwlock_rdlock(&j->drop_lk); /* J5 */
+    int rc = before_locked(j, op);
+    pthread_rwlock_unlock(&j->drop_lk);
+    return rc;
+}
+
 void flt_journal_after(flt_journal *j, const eng_io_op *op) {
     if (!j || op->kind == ENG_IO_READ) return;
     uint64_t id;
@@ -932,8 +976,17 @@ void flt_journal_after(flt_journal *j, const eng_io_op *op) {
     else if (op->kind == ENG_IO_DIRSYNC) sv_dirsync_done(j, id, op->result);
 }
 
+static int reset_locked(flt_journal *j);
+
 int flt_journal_reset(flt_journal *j) {
     if (!j) return -EINVAL;
+    pthread_rwlock_wrlock(&j->drop_lk); /* no drop maps the journal meanwhile */
+    int rc = reset_locked(j);
+    pthread_rwlock_unlock(&j->drop_lk);
+    return rc;
+}
+
+static int reset_locked(flt_journal *j) {
     if (ftruncate(j->fd, 0) != 0) return -errno;
     pthread_mutex_lock(&j->sv_mu);
     sv_clear(j, 0); /* the files go below, with any of earlier sessions */
@@ -951,4 +1004,620 @@ int flt_journal_reset(flt_journal *j) {
     }
     atomic_store(&j->broken, 0);
     return append_session(j);
+}
+
+/* ---- the analysis (journal_int.h; shared with powerloss.c) ------------------------ */
+
+/* String map: open addressing, linear probing, load at most 1/2. */
+
+static size_t sm_slot(const char *k, size_t len, size_t cap) {
+    return (size_t)XXH3_64bits(k, len) & (cap - 1);
+}
+
+static int sm_grow(jr_strmap *m) {
+    size_t ncap = m->cap ? 2 * m->cap : 64;
+    char **nk = calloc(ncap, sizeof *nk);
+    int *nv = calloc(ncap, sizeof *nv);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->key[i]) continue;
+        size_t s = sm_slot(m->key[i], strlen(m->key[i]), ncap);
+        while (nk[s]) s = (s + 1) & (ncap - 1);
+        nk[s] = m->key[i];
+        nv[s] = m->val[i];
+    }
+    free(m->key);
+    free(m->val);
+    m->key = nk;
+    m->val = nv;
+    m->cap = ncap;
+    return 0;
+}
+
+/* The slot of K (LEN bytes): found (*found = 1) or where it would go.
+ * M->cap > 0. */
+static size_t sm_find(const jr_strmap *m, const char *k, size_t len, int *found) {
+    size_t s = sm_slot(k, len, m->cap);
+    while (m->key[s] && !(strlen(m->key[s]) == len && memcmp(m->key[s], k, len) == 0))
+        s = (s + 1) & (m->cap - 1);
+    *found = m->key[s] != NULL;
+    return s;
+}
+
+int flt_jr_sm_get(const jr_strmap *m, const char *k, size_t len) {
+    if (!m->cap) return -1;
+    int f;
+    size_t s = sm_find(m, k, len, &f);
+    return f ? m->val[s] : -1;
+}
+
+int flt_jr_sm_set(jr_strmap *m, const char *k, size_t len, int v) {
+    if ((m->n + 1) * 2 > m->cap) {
+        int rc = sm_grow(m);
+        if (rc) return rc;
+    }
+    int f;
+    size_t s = sm_find(m, k, len, &f);
+    if (!f) {
+        char *d = strndup(k, len);
+        if (!d) return -ENOMEM;
+        m->key[s] = d;
+        m->n++;
+    }
+    m->val[s] = v;
+    return 0;
+}
+
+void flt_jr_sm_free(jr_strmap *m) {
+    for (size_t i = 0; i < m->cap; i++) free(m->key[i]);
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
+/* Id map: BEGIN ids of one session -> op index. */
+
+typedef struct idmap {
+    uint64_t *key; /* id + 1; 0 = empty */
+    size_t *val;
+    size_t cap, n;
+} idmap;
+
+static size_t im_slot(uint64_t k, size_t cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1); }
+
+static int im_put(idmap *m, uint64_t id, size_t v) {
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t ncap = m->cap ? 2 * m->cap : 1024;
+        uint64_t *nk = calloc(ncap, sizeof *nk);
+        size_t *nv = calloc(ncap, sizeof *nv);
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->key[i]) continue;
+            size_t s = im_slot(m->key[i], ncap);
+            while (nk[s]) s = (s + 1) & (ncap - 1);
+            nk[s] = m->key[i];
+            nv[s] = m->val[i];
+        }
+        free(m->key);
+        free(m->val);
+        m->key = nk;
+        m->val = nv;
+        m->cap = ncap;
+    }
+    uint64_t k = id + 1;
+    size_t s = im_slot(k, m->cap);
+    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
+    if (!m->key[s]) m->n++;
+    m->key[s] = k;
+    m->val[s] = v;
+    return 0;
+}
+
+static int im_get(const idmap *m, uint64_t id, size_t *v) {
+    if (!m->cap) return 0;
+    uint64_t k = id + 1;
+    size_t s = im_slot(k, m->cap);
+    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
+    if (!m->key[s]) return 0;
+    *v = m->val[s];
+    return 1;
+}
+
+static void im_clear(idmap *m) {
+    if (m->cap) memset(m->key, 0, m->cap * sizeof *m->key);
+    m->n = 0;
+}
+
+/* Interval sets. */
+
+int flt_jr_iv_add(jr_ivset *s, uint64_t a, uint64_t b) {
+    if (a >= b) return 0;
+    size_t i = 0;
+    while (i < s->n && s->v[i].b < a) i++; /* first that touches or follows */
+    size_t j = i;
+    while (j < s->n && s->v[j].a <= b) {
+        if (s->v[j].a < a) a = s->v[j].a;
+        if (s->v[j].b > b) b = s->v[j].b;
+        j++;
+    }
+    /* Replace v[i..j) by one interval. */
+    if (i == j) {
+        if (s->n == s->cap) {
+            size_t ncap = s->cap ? 2 * s->cap : 16;
+            jr_ivl *nv = realloc(s->v, ncap * sizeof *nv);
+            if (!nv) return -ENOMEM;
+            s->v = nv;
+            s->cap = ncap;
+        }
+        memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
+        s->n++;
+    } else if (j - i > 1) {
+        memmove(&s->v[i + 1], &s->v[j], (s->n - j) * sizeof *s->v);
+        s->n -= j - i - 1;
+    }
+    s->v[i] = (jr_ivl){ a, b };
+    return 0;
+}
+
+uint64_t flt_jr_iv_max_end(const jr_ivset *s) { return s->n ? s->v[s->n - 1].b : 0; }
+
+uint64_t flt_jr_iv_fixed_from(const jr_ivset *s) {
+    return s->n && s->v[s->n - 1].b == UINT64_MAX ? s->v[s->n - 1].a : UINT64_MAX;
+}
+
+void flt_jr_iv_free(jr_ivset *s) {
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+/* Loading. */
+
+static int jv_add(jr_view *v, const jr_rec *r) {
+    if (v->nops == v->cap) {
+        size_t ncap = v->cap ? 2 * v->cap : 1024;
+        jr_op *n = realloc(v->ops, ncap * sizeof *n);
+        if (!n) return -ENOMEM;
+        v->ops = n;
+        v->cap = ncap;
+    }
+    jr_op *o = &v->ops[v->nops++];
+    memset(o, 0, sizeof *o);
+    o->r = *r;
+    o->tok = o->dir1 = o->dir2 = -1;
+    if (r->kind == JR_WRITE_B) o->write_no = v->writes++;
+    if (r->kind == JR_SESSION) v->sessions++;
+    v->records++;
+    return 0;
+}
+
+int flt_jr_load(jr_view *v, const uint8_t *buf, size_t size, int whole) {
+    memset(v, 0, sizeof *v);
+    size_t pos = 0;
+    jr_rec r;
+    while (pos < size) {
+        size_t n = flt_jr_decode(buf + pos, size - pos, &r);
+        if (!n) {
+            if (!whole) {
+                v->torn = size - pos;
+                break;
+            }
+            size_t p = pos + 1;
+            while (p < size && !(buf[p] == (JR_MAGIC & 0xff) && flt_jr_decode(buf + p, size - p, &r))) p++;
+            v->torn += p - pos;
+            if (p < size && r.kind != JR_SESSION) {
+                v->bad_at = pos;
+                v->bad_next = p;
+                return -EBADMSG;
+            }
+            pos = p;
+            continue;
+        }
+        r.pos = pos;
+        int rc = jv_add(v, &r);
+        if (rc) return rc;
+        pos += n;
+    }
+    return 0;
+}
+
+void flt_jr_view_free(jr_view *v) {
+    free(v->ops);
+    memset(v, 0, sizeof *v);
+}
+
+/* Step 1: durability. */
+
+/* A synced-ness counter per inode (files) or per directory. */
+typedef struct counter {
+    uint64_t done;        /* DONEs seen so far */
+    uint64_t synced_upto; /* DONEs below this rank are durable */
+} counter;
+
+typedef struct fwd {
+    jr_strmap names;   /* name -> inode token */
+    counter *tok;
+    size_t ntok, captok;
+    jr_strmap dirs;    /* directory -> counter index */
+    counter *dir;
+    size_t ndir, capdir;
+    int err;           /* first -ENOMEM */
+} fwd;
+
+/* A new counter's index, or -1 (F->err set). */
+static int new_counter(fwd *f, counter **a, size_t *n, size_t *cap) {
+    if (*n == *cap) {
+        size_t ncap = *cap ? 2 * *cap : 64;
+        counter *na = realloc(*a, ncap * sizeof *na);
+        if (!na) {
+            f->err = -ENOMEM;
+            return -1;
+        }
+        *a = na;
+        *cap = ncap;
+    }
+    (*a)[*n] = (counter){ 0, 0 };
+    return (int)(*n)++;
+}
+
+static void fwd_set(fwd *f, jr_strmap *m, const char *k, size_t len, int v) {
+    int rc = flt_jr_sm_set(m, k, len, v);
+    if (rc && !f->err) f->err = rc;
+}
+
+/* Token of the inode NAME denotes now (a new one for a name not seen). */
+static int tok_of(fwd *f, jr_str s) {
+    int t = flt_jr_sm_get(&f->names, s.p, s.len);
+    if (t < 0) {
+        t = new_counter(f, &f->tok, &f->ntok, &f->captok);
+        if (t >= 0) fwd_set(f, &f->names, s.p, s.len, t);
+    }
+    return t;
+}
+
+static int dir_tok(fwd *f, const char *d, size_t len) {
+    int t = flt_jr_sm_get(&f->dirs, d, len);
+    if (t < 0) {
+        t = new_counter(f, &f->dir, &f->ndir, &f->capdir);
+        if (t >= 0) fwd_set(f, &f->dirs, d, len, t);
+    }
+    return t;
+}
+
+/* Counter of the directory holding the file NAME ("." for top level). */
+static int parent_tok(fwd *f, jr_str s) {
+    const char *slash = memrchr(s.p, '/', s.len);
+    if (!slash) return dir_tok(f, ".", 1);
+    return dir_tok(f, s.p, (size_t)(slash - s.p));
+}
+
+int flt_jr_durability(jr_view *v, jr_strmap *names) {
+    fwd f;
+    memset(&f, 0, sizeof f);
+    idmap ids;
+    memset(&ids, 0, sizeof ids);
+    for (size_t i = 0; i < v->nops && !f.err; i++) {
+        jr_op *o = &v->ops[i];
+        switch (o->r.kind) {
+        case JR_SESSION:
+            im_clear(&ids); /* DONEs match BEGINs of their own session */
+            continue;
+        case JR_DROP: {
+            size_t bi;
+            if (im_get(&ids, o->r.id, &bi) && v->ops[bi].r.kind == JR_WRITE_B) v->ops[bi].dropped = 1;
+            continue;
+        }
+        case JR_DONE: {
+            size_t bi;
+            if (!im_get(&ids, o->r.id, &bi)) continue; /* its BEGIN was reset away */
+            jr_op *b = &v->ops[bi];
+            if (b->has_done) continue;
+            b->has_done = 1;
+            b->result = o->r.result;
+            switch (b->r.kind) {
+            case JR_WRITE_B:
+            case JR_TRUNCATE_B:
+                b->done_pos = f.tok[b->tok].done++;
+                break;
+            case JR_SYNC_B:
+                if (b->result >= 0 && f.tok[b->tok].synced_upto < b->snap) f.tok[b->tok].synced_upto = b->snap;
+                break;
+            case JR_DIRSYNC_B:
+                if (b->result >= 0 && f.dir[b->dir1].synced_upto < b->snap) f.dir[b->dir1].synced_upto = b->snap;
+                break;
+            case JR_CREATE_B:
+            case JR_RENAME_B:
+            case JR_UNLINK_B:
+                if (b->result < 0) break;
+                b->done_pos = f.dir[b->dir1].done++;
+                if (b->dir2 >= 0) b->done_pos2 = f.dir[b->dir2].done++;
+                /* The names now denote other inodes. */
+                if (b->r.kind == JR_CREATE_B) {
+                    int t = new_counter(&f, &f.tok, &f.ntok, &f.captok);
+                    if (t >= 0) fwd_set(&f, &f.names, b->r.path.p, b->r.path.len, t);
+                } else if (b->r.kind == JR_RENAME_B) {
+                    int t = tok_of(&f, b->r.path);
+                    fwd_set(&f, &f.names, b->r.path2.p, b->r.path2.len, t);
+                    fwd_set(&f, &f.names, b->r.path.p, b->r.path.len, -1);
+                } else {
+                    fwd_set(&f, &f.names, b->r.path.p, b->r.path.len, -1);
+                }
+                break;
+            }
+            continue;
+        }
+        case JR_WRITE_B:
+        case JR_TRUNCATE_B:
+            o->tok = tok_of(&f, o->r.path);
+            break;
+        case JR_SYNC_B:
+            o->tok = tok_of(&f, o->r.path);
+            if (o->tok >= 0) o->snap = f.tok[o->tok].done;
+            break;
+        case JR_DIRSYNC_B:
+            o->dir1 = dir_tok(&f, o->r.path.p, o->r.path.len);
+            if (o->dir1 >= 0) o->snap = f.dir[o->dir1].done;
+            break;
+        case JR_CREATE_B:
+        case JR_UNLINK_B:
+            o->dir1 = parent_tok(&f, o->r.path);
+            break;
+        case JR_RENAME_B:
+            o->dir1 = parent_tok(&f, o->r.path);
+            o->dir2 = parent_tok(&f, o->r.path2);
+            if (o->dir2 == o->dir1) o->dir2 = -1;
+            break;
+        default:
+            continue;
+        }
+        if (f.err) break;
+        int rc = im_put(&ids, o->r.id, i);
+        if (rc) f.err = rc;
+    }
+    for (size_t i = 0; i < v->nops && !f.err; i++) {
+        jr_op *o = &v->ops[i];
+        if (!o->has_done) continue;
+        switch (o->r.kind) {
+        case JR_WRITE_B:
+        case JR_TRUNCATE_B:
+            o->durable = o->done_pos < f.tok[o->tok].synced_upto;
+            break;
+        case JR_CREATE_B:
+        case JR_RENAME_B:
+        case JR_UNLINK_B:
+            o->durable = o->result >= 0 && o->done_pos < f.dir[o->dir1].synced_upto &&
+                         (o->dir2 < 0 || o->done_pos2 < f.dir[o->dir2].synced_upto);
+            break;
+        }
+    }
+    int rc = f.err;
+    if (names && !rc) *names = f.names;
+    else flt_jr_sm_free(&f.names);
+    flt_jr_sm_free(&f.dirs);
+    free(f.tok);
+    free(f.dir);
+    free(ids.key);
+    free(ids.val);
+    return rc;
+}
+
+/* Undoing a write or truncate tail. */
+
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off) {
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pwrite(fd, (const char *)buf + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n < 0 ? -errno : -EIO;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+static int write_zeros(int fd, uint64_t a, uint64_t b) {
+    static const uint8_t zero[65536];
+    while (a < b) {
+        size_t n = b - a < sizeof zero ? (size_t)(b - a) : sizeof zero;
+        int rc = pwrite_all(fd, zero, n, a);
+        if (rc) return rc;
+        a += n;
+    }
+    return 0;
+}
+
+int flt_jr_undo_begin(jr_undo *u, int fd, const uint8_t *old, uint64_t base, uint64_t old_end) {
+    memset(u, 0, sizeof *u);
+    u->fd = fd;
+    u->old = old;
+    u->base = base;
+    u->old_end = old_end;
+    struct stat st;
+    if (fstat(fd, &st) != 0) return u->err = -errno;
+    u->size = (uint64_t)st.st_size;
+    return 0;
+}
+
+/* Restore the old bytes of [X, Y) (not covered by the kept set); what lies
+ * at or beyond old_end did not exist before: remember it for finish. */
+static void undo_piece(jr_undo *u, uint64_t x, uint64_t y) {
+    if (u->err) return;
+    uint64_t m = y < u->old_end ? y : u->old_end;
+    if (x < m) u->err = pwrite_all(u->fd, u->old + (x - u->base), (size_t)(m - x), x);
+    if (m < x) m = x;
+    if (!u->err && m < y) u->err = flt_jr_iv_add(&u->absent, m, y);
+}
+
+int flt_jr_undo_range(jr_undo *u, const jr_ivset *kept, uint64_t a, uint64_t b) {
+    size_t i = 0;
+    while (i < kept->n && kept->v[i].b <= a) i++;
+    uint64_t x = a;
+    for (; i < kept->n && kept->v[i].a < b && x < b; i++) {
+        if (kept->v[i].a > x) undo_piece(u, x, kept->v[i].a);
+        if (kept->v[i].b > x) x = kept->v[i].b;
+    }
+    if (x < b) undo_piece(u, x, b);
+    return u->err;
+}
+
+int flt_jr_undo_finish(jr_undo *u, const jr_ivset *kept, uint64_t end) {
+    if (!u->err && u->old_end < end) {
+        uint64_t keep = flt_jr_iv_max_end(kept);
+        uint64_t target = keep > u->old_end ? keep : u->old_end;
+        if (u->size > target) {
+            if (ftruncate(u->fd, (off_t)target) != 0) u->err = -errno;
+            else u->size = target;
+        }
+    }
+    for (size_t i = 0; i < u->absent.n && !u->err; i++) {
+        uint64_t a = u->absent.v[i].a, b = u->absent.v[i].b;
+        if (b > u->size) b = u->size;
+        if (a < b) u->err = write_zeros(u->fd, a, b);
+    }
+    flt_jr_iv_free(&u->absent);
+    return u->err;
+}
+
+/* ---- dropping the unsynced writes of a file whose fsync failed ------------------------ */
+
+/* Append DROP{offset, len, path} for the write O (J3 on failure). */
+static int append_drop(flt_journal *j, const jr_op *o) {
+    recbuf b;
+    int rc = rb_init(&b, 16 + 2 + (size_t)o->r.path.len);
+    if (rc) return rc;
+    rb_u64(&b, o->r.offset);
+    rb_u64(&b, o->r.len);
+    put16(b.p + b.len, o->r.path.len);
+    memcpy(b.p + b.len + 2, o->r.path.p, o->r.path.len);
+    b.len += 2 + (size_t)o->r.path.len;
+    rc = rb_append(j, &b, JR_DROP, o->r.id);
+    rb_free(&b);
+    return rc;
+}
+
+/* Undo, newest first, the writes of inode TOK in V that completed but are
+ * not durable (drop_lk held for writing, the file open as FD). */
+static int drop_writes(flt_journal *j, const jr_view *v, int tok, int fd, const char *rel, flt_ledger *ledger,
+                       const flt_event *tmpl, uint64_t *ndropped) {
+    jr_ivset kept;
+    memset(&kept, 0, sizeof kept);
+    int rc = 0;
+    for (size_t i = v->nops; i-- > 0 && !rc;) {
+        const jr_op *o = &v->ops[i];
+        if (o->tok != tok) continue;
+        const jr_rec *r = &o->r;
+        if (r->kind == JR_TRUNCATE_B) {
+            /* Done or in flight, it decided the size and all beyond. */
+            if (!(o->has_done && o->result < 0))
+                rc = flt_jr_iv_add(&kept, r->new_size < r->old_size ? r->new_size : r->old_size, UINT64_MAX);
+            continue;
+        }
+        if (r->kind != JR_WRITE_B || o->dropped) continue;
+        uint64_t end = r->offset + r->len;
+        if (!o->has_done || o->durable) {
+            /* In flight (its I/O may be running now): left alone, and so
+             * is its range.  Durable: never touched. */
+            rc = flt_jr_iv_add(&kept, r->offset, end);
+            continue;
+        }
+        /* The ledger first, then the journal, then the disk (F1; a crash in
+         * between leaves a state a power cut may leave too: the write
+         * unsynced and still there). */
+        char note[PATH_MAX + 80];
+        int nl = snprintf(note, sizeof note, "unsynced write rolled back after the failed fsync");
+        if (r->path.len != strlen(rel) || memcmp(r->path.p, rel, r->path.len) != 0)
+            snprintf(note + nl, sizeof note - (size_t)nl, ", written as %.*s", (int)r->path.len, r->path.p);
+        flt_event e = tmpl ? *tmpl : flt_event_none("sync_error", "sync/drop_dirty");
+        e.file = rel;
+        e.offset = (int64_t)r->offset;
+        e.len = (int64_t)r->len;
+        e.note = note;
+        if (ledger && (rc = flt_ledger_append(ledger, &e)) != 0) break;
+        if (ndropped) ++*ndropped;
+        if ((rc = append_drop(j, o)) != 0) break;
+        jr_undo u;
+        rc = flt_jr_undo_begin(&u, fd, r->old, r->offset, r->old_size);
+        if (!rc) rc = flt_jr_undo_range(&u, &kept, r->offset, end);
+        int rc2 = flt_jr_undo_finish(&u, &kept, end);
+        if (!rc) rc = rc2;
+    }
+    flt_jr_iv_free(&kept);
+    return rc;
+}
+
+int flt_journal_drop_unsynced(flt_journal *j, const char *path, flt_ledger *ledger, const flt_event *tmpl,
+                              uint64_t *ndropped) {
+    if (ndropped) *ndropped = 0;
+    if (!j || !path) return -EINVAL;
+    char rel[PATH_MAX];
+    if (!rel_of(j, path, rel, sizeof rel) || strlen(rel) > UINT16_MAX) return 0; /* never journaled */
+    pthread_rwlock_wrlock(&j->drop_lk);
+    int rc = 0, fd = -1, jfd = -1;
+    uint8_t *map = NULL;
+    size_t maplen = 0;
+    jr_view v;
+    memset(&v, 0, sizeof v);
+    jr_strmap names;
+    memset(&names, 0, sizeof names);
+    if (atomic_load(&j->broken)) {
+        rc = -EIO; /* J3: a journal with a hole cannot say what is unsynced */
+        goto out;
+    }
+    /* This session's records as they stand: with drop_lk held no BEGIN is
+     * appended meanwhile, so every write not seen here is issued after the
+     * drop and reads its old bytes from the dropped state.  DONEs may still
+     * come (an op not done here counts as in flight). */
+    char jp[PATH_MAX];
+    snprintf(jp, sizeof jp, "%s/%s", j->run_dir, JR_FILE);
+    jfd = open(jp, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (jfd < 0 || fstat(jfd, &st) != 0) {
+        rc = -errno;
+        goto out;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    if (size <= j->session_pos) {
+        rc = -EIO; /* our own SESSION record is gone: truncated under us */
+        goto out;
+    }
+    uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), start = j->session_pos / pg * pg;
+    maplen = (size_t)(size - start);
+    map = mmap(NULL, maplen, PROT_READ, MAP_SHARED, jfd, (off_t)start);
+    if (map == MAP_FAILED) {
+        map = NULL;
+        rc = -errno;
+        goto out;
+    }
+    const uint8_t *sess = map + (j->session_pos - start);
+    rc = flt_jr_load(&v, sess, (size_t)(size - j->session_pos), 0);
+    if (!rc && (v.nops == 0 || v.ops[0].r.kind != JR_SESSION || v.ops[0].r.session != j->session)) rc = -EIO;
+    if (!rc) rc = flt_jr_durability(&v, &names);
+    if (rc) goto out;
+    int tok = flt_jr_sm_get(&names, rel, strlen(rel));
+    if (tok < 0) goto out; /* nothing journaled of that file in this session */
+    int any = 0;
+    for (size_t i = 0; i < v.nops && !any; i++)
+        any = v.ops[i].tok == tok && v.ops[i].r.kind == JR_WRITE_B && v.ops[i].has_done && !v.ops[i].durable &&
+              !v.ops[i].dropped;
+    if (!any) goto out;
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        rc = -errno;
+        goto out;
+    }
+    rc = drop_writes(j, &v, tok, fd, rel, ledger, tmpl, ndropped);
+out:
+    if (fd >= 0) close(fd);
+    flt_jr_sm_free(&names);
+    flt_jr_view_free(&v);
+    if (map) munmap(map, maplen);
+    if (jfd >= 0) close(jfd);
+    pthread_rwlock_unlock(&j->drop_lk);
+    return rc;
 }

@@ -14,7 +14,9 @@
  * Exit: 0 done; 2 usage (nothing changed); 3 refused (DIR/LOCK held) or
  * an I/O error.
  *
- * Step 1, forward over the journal: what was durable.
+ * Step 1, forward over the journal: what was durable (flt_jr_durability
+ * in journal.c, shared with the drop of an injected fsync failure, so both
+ * apply one rule).
  *
  *     journal:  W1.B W1.D  S.B  W2.B W2.D  S.D(ok)  C.B C.D  DS.B DS.D(ok)
  *               |<-- W1 done before S began: synced -->|   |<- C done before
@@ -30,6 +32,8 @@
  *   - A failed operation (DONE < 0) of the metadata kind changed nothing;
  *     a write or truncate that failed, or any operation without a DONE
  *     (cut by the crash), may or may not have reached the disk.
+ *   - A write a DROP record names was rolled back by an injected fsync
+ *     failure while the process ran (flt_journal_drop_unsynced).
  *
  * Step 2, backward over the journal (per variant, from its own seed):
  * every operation, newest first, is kept or undone, so each undo sees the
@@ -64,6 +68,9 @@
  *       4i..4i+3, least significant bit first.  Write lines carry
  *       "write=N", the write's rank (from 0) among the journal's writes,
  *       since one range is often written many times.
+ *   P6  A dropped write is neither kept nor undone: its old bytes were put
+ *       back when its fsync failed, and every later record was made on
+ *       top of that (it adds nothing to the kept ranges of P1 either).
  *
  * Assumed of the journaled process: writes to overlapping ranges are not
  * in flight at the same time (the engine serializes them per page and
@@ -184,175 +191,41 @@ static uint64_t variant_seed(uint64_t seed, unsigned v) {
     return splitmix64(&x);
 }
 
-/* ---- string map (names -> small ints) -------------------------------------------- */
+/* ---- the shared analysis (journal_int.h), with exits on failure -------------------- */
 
-typedef struct strmap {
-    char **key;
-    int *val;
-    size_t cap, n;
-} strmap;
+/* The interval sets and the undo of a write (P1, P2) are journal.c's too:
+ * flt_jr_iv_*, flt_jr_undo_*. */
 
-static size_t sm_slot(const char *k, size_t len, size_t cap) {
-    return (size_t)XXH3_64bits(k, len) & (cap - 1);
-}
+typedef jr_strmap strmap;
+typedef jr_ivset ivset;
+typedef jr_op pl_op;
 
-static void sm_grow(strmap *m) {
-    size_t ncap = m->cap ? 2 * m->cap : 64;
-    char **nk = xcalloc(ncap, sizeof *nk);
-    int *nv = xcalloc(ncap, sizeof *nv);
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->key[i]) continue;
-        size_t s = sm_slot(m->key[i], strlen(m->key[i]), ncap);
-        while (nk[s]) s = (s + 1) & (ncap - 1);
-        nk[s] = m->key[i];
-        nv[s] = m->val[i];
-    }
-    free(m->key);
-    free(m->val);
-    m->key = nk;
-    m->val = nv;
-    m->cap = ncap;
-}
-
-/* The slot of K (LEN bytes): found (*found = 1) or where it would go. */
-static size_t sm_find(strmap *m, const char *k, size_t len, int *found) {
-    if ((m->n + 1) * 2 > m->cap) sm_grow(m);
-    size_t s = sm_slot(k, len, m->cap);
-    while (m->key[s] && !(strlen(m->key[s]) == len && memcmp(m->key[s], k, len) == 0))
-        s = (s + 1) & (m->cap - 1);
-    *found = m->key[s] != NULL;
-    return s;
-}
-
-/* Value of K, or -1. */
-static int sm_get(strmap *m, const char *k, size_t len) {
-    int f;
-    size_t s = sm_find(m, k, len, &f);
-    return f ? m->val[s] : -1;
-}
+static int sm_get(strmap *m, const char *k, size_t len) { return flt_jr_sm_get(m, k, len); }
 
 /* Set K to V (-1 works as "absent" for every user here). */
 static void sm_set(strmap *m, const char *k, size_t len, int v) {
-    int f;
-    size_t s = sm_find(m, k, len, &f);
-    if (!f) {
-        m->key[s] = xstrndup(k, len);
-        m->n++;
-    }
-    m->val[s] = v;
+    if (flt_jr_sm_set(m, k, len, v)) die_io("out of memory");
 }
 
-static void sm_free(strmap *m) {
-    for (size_t i = 0; i < m->cap; i++) free(m->key[i]);
-    free(m->key);
-    free(m->val);
-    memset(m, 0, sizeof *m);
-}
+static void sm_free(strmap *m) { flt_jr_sm_free(m); }
 
-/* ---- id map (BEGIN ids of one session -> op index) --------------------------------- */
-
-typedef struct idmap {
-    uint64_t *key; /* id + 1; 0 = empty */
-    size_t *val;
-    size_t cap, n;
-} idmap;
-
-static size_t im_slot(uint64_t k, size_t cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1); }
-
-static void im_put(idmap *m, uint64_t id, size_t v) {
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t ncap = m->cap ? 2 * m->cap : 1024;
-        uint64_t *nk = xcalloc(ncap, sizeof *nk);
-        size_t *nv = xcalloc(ncap, sizeof *nv);
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->key[i]) continue;
-            size_t s = im_slot(m->key[i], ncap);
-            while (nk[s]) s = (s + 1) & (ncap - 1);
-            nk[s] = m->key[i];
-            nv[s] = m->val[i];
-        }
-        free(m->key);
-        free(m->val);
-        m->key = nk;
-        m->val = nv;
-        m->cap = ncap;
-    }
-    uint64_t k = id + 1;
-    size_t s = im_slot(k, m->cap);
-    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
-    if (!m->key[s]) m->n++;
-    m->key[s] = k;
-    m->val[s] = v;
-}
-
-static int im_get(const idmap *m, uint64_t id, size_t *v) {
-    if (!m->cap) return 0;
-    uint64_t k = id + 1;
-    size_t s = im_slot(k, m->cap);
-    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
-    if (!m->key[s]) return 0;
-    *v = m->val[s];
-    return 1;
-}
-
-static void im_clear(idmap *m) {
-    if (m->cap) memset(m->key, 0, m->cap * sizeof *m->key);
-    m->n = 0;
+static void iv_add(ivset *s, uint64_t a, uint64_t b) {
+    if (flt_jr_iv_add(s, a, b)) die_io("out of memory");
 }
 
 /* ---- the journal, read -------------------------------------------------------------- */
 
-/* One journaled operation (a BEGIN and what its DONE and the syncs after
- * it say). */
-typedef struct pl_op {
-    jr_rec r;
-    int has_done;
-    int64_t result;
-    int durable;
-    /* forward-pass bookkeeping */
-    int tok;              /* inode token: writes, truncates, syncs */
-    uint64_t done_pos;    /* writes, truncates: rank among the inode's DONEs;
-                           * metadata: among its first directory's */
-    uint64_t done_pos2;   /* metadata: among its second directory's */
-    int dir1, dir2;       /* metadata: parent directory tokens (-1: none) */
-    uint64_t snap;        /* SYNC / DIRSYNC: DONE count when it began */
-    uint64_t write_no;    /* WRITE_B: its rank among the journal's writes
-                           * (the ledger's "write=N": offsets repeat) */
-} pl_op;
-
-/* A synced-ness counter per inode (files) or per directory. */
-typedef struct counter {
-    uint64_t done;        /* DONEs seen so far */
-    uint64_t synced_upto; /* DONEs below this rank are durable */
-} counter;
-
 typedef struct journal_view {
     uint8_t *map;
     size_t size;
-    size_t torn;          /* bytes of torn records skipped */
-    pl_op *ops;
-    size_t nops, cap;
-    uint64_t records, writes, sessions;
+    jr_view v;            /* ops, torn, records, writes, sessions */
 } journal_view;
 
-static void jv_add(journal_view *jv, const jr_rec *r) {
-    if (jv->nops == jv->cap) {
-        jv->cap = jv->cap ? 2 * jv->cap : 1024;
-        jv->ops = xrealloc(jv->ops, jv->cap * sizeof *jv->ops);
-    }
-    pl_op *o = &jv->ops[jv->nops++];
-    memset(o, 0, sizeof *o);
-    o->r = *r;
-    o->tok = o->dir1 = o->dir2 = -1;
-}
-
-/* Map RUN/journal and decode its records.  A record that does not
- * verify is a torn tail: the writer died while appending it.  If a valid
- * record follows, it must open a new session (a restarted process went
- * on appending after the torn bytes): the journal resumes there.  Any
- * other valid record after damage means the journal is broken in the
- * middle, where holes could hide operations, so no power-loss state can
- * be trusted (exit 3). */
+/* Map RUN/journal and decode its records (flt_jr_load, whole): a torn
+ * tail is skipped, and so are torn bytes a restarted process appended a
+ * new session after; a journal broken in the middle, where holes could
+ * hide operations, gives no power-loss state that can be trusted (exit
+ * 3).  Then step 1 (flt_jr_durability). */
 static void journal_load(const char *run, journal_view *jv) {
     memset(jv, 0, sizeof *jv);
     char path[PATH_MAX];
@@ -367,235 +240,16 @@ static void journal_load(const char *run, journal_view *jv) {
         if (jv->map == MAP_FAILED) die_io("mmap %s: %s", path, strerror(errno));
     }
     close(fd);
-    size_t pos = 0;
-    jr_rec r;
-    while (pos < jv->size) {
-        size_t n = flt_jr_decode(jv->map + pos, jv->size - pos, &r);
-        if (!n) {
-            size_t p = pos + 1;
-            while (p < jv->size &&
-                   !(jv->map[p] == (JR_MAGIC & 0xff) && flt_jr_decode(jv->map + p, jv->size - p, &r)))
-                p++;
-            jv->torn += p - pos;
-            if (p < jv->size && r.kind != JR_SESSION)
-                die_io("%s is damaged at byte %zu but holds valid records of the same session after it (byte %zu): "
-                       "refusing to guess",
-                       path, pos, p);
-            pos = p;
-            continue;
-        }
-        r.pos = pos;
-        jv->records++;
-        jv_add(jv, &r);
-        if (r.kind == JR_WRITE_B) jv->ops[jv->nops - 1].write_no = jv->writes++;
-        if (r.kind == JR_SESSION) jv->sessions++;
-        pos += n;
-    }
+    int rc = flt_jr_load(&jv->v, jv->map, jv->size, 1);
+    if (rc == -EBADMSG)
+        die_io("%s is damaged at byte %zu but holds valid records of the same session after it (byte %zu): "
+               "refusing to guess",
+               path, jv->v.bad_at, jv->v.bad_next);
+    if (rc) die_io("reading %s: %s", path, strerror(-rc));
+    rc = flt_jr_durability(&jv->v, NULL);
+    if (rc) die_io("analysing %s: %s", path, strerror(-rc));
 }
 
-/* ---- step 1: durability --------------------------------------------------------------- */
-
-typedef struct fwd {
-    strmap names;   /* name -> inode token */
-    counter *tok;
-    size_t ntok, captok;
-    strmap dirs;    /* directory -> counter index */
-    counter *dir;
-    size_t ndir, capdir;
-} fwd;
-
-static int new_counter(counter **a, size_t *n, size_t *cap) {
-    if (*n == *cap) {
-        *cap = *cap ? 2 * *cap : 64;
-        *a = xrealloc(*a, *cap * sizeof **a);
-    }
-    (*a)[*n] = (counter){ 0, 0 };
-    return (int)(*n)++;
-}
-
-/* Token of the inode NAME denotes now (a new one for a name not seen). */
-static int tok_of(fwd *f, jr_str s) {
-    int t = sm_get(&f->names, s.p, s.len);
-    if (t < 0) {
-        t = new_counter(&f->tok, &f->ntok, &f->captok);
-        sm_set(&f->names, s.p, s.len, t);
-    }
-    return t;
-}
-
-static int dir_tok(fwd *f, const char *d, size_t len) {
-    int t = sm_get(&f->dirs, d, len);
-    if (t < 0) {
-        t = new_counter(&f->dir, &f->ndir, &f->capdir);
-        sm_set(&f->dirs, d, len, t);
-    }
-    return t;
-}
-
-/* Counter of the directory holding the file NAME ("." for top level). */
-static int parent_tok(fwd *f, jr_str s) {
-    const char *slash = memrchr(s.p, '/', s.len);
-    if (!slash) return dir_tok(f, ".", 1);
-    return dir_tok(f, s.p, (size_t)(slash - s.p));
-}
-
-static void durability(journal_view *jv) {
-    fwd f;
-    memset(&f, 0, sizeof f);
-    idmap ids;
-    memset(&ids, 0, sizeof ids);
-    for (size_t i = 0; i < jv->nops; i++) {
-        pl_op *o = &jv->ops[i];
-        switch (o->r.kind) {
-        case JR_SESSION:
-            im_clear(&ids); /* DONEs match BEGINs of their own session */
-            continue;
-        case JR_DONE: {
-            size_t bi;
-            if (!im_get(&ids, o->r.id, &bi)) continue; /* its BEGIN was reset away */
-            pl_op *b = &jv->ops[bi];
-            if (b->has_done) continue;
-            b->has_done = 1;
-            b->result = o->r.result;
-            switch (b->r.kind) {
-            case JR_WRITE_B:
-            case JR_TRUNCATE_B:
-                b->done_pos = f.tok[b->tok].done++;
-                break;
-            case JR_SYNC_B:
-                if (b->result >= 0 && f.tok[b->tok].synced_upto < b->snap) f.tok[b->tok].synced_upto = b->snap;
-                break;
-            case JR_DIRSYNC_B:
-                if (b->result >= 0 && f.dir[b->dir1].synced_upto < b->snap) f.dir[b->dir1].synced_upto = b->snap;
-                break;
-            case JR_CREATE_B:
-            case JR_RENAME_B:
-            case JR_UNLINK_B:
-                if (b->result < 0) break;
-                b->done_pos = f.dir[b->dir1].done++;
-                if (b->dir2 >= 0) b->done_pos2 = f.dir[b->dir2].done++;
-                /* The names now denote other inodes. */
-                if (b->r.kind == JR_CREATE_B) {
-                    sm_set(&f.names, b->r.path.p, b->r.path.len,
-                           new_counter(&f.tok, &f.ntok, &f.captok));
-                } else if (b->r.kind == JR_RENAME_B) {
-                    int t = tok_of(&f, b->r.path);
-                    sm_set(&f.names, b->r.path2.p, b->r.path2.len, t);
-                    sm_set(&f.names, b->r.path.p, b->r.path.len, -1);
-                } else {
-                    sm_set(&f.names, b->r.path.p, b->r.path.len, -1);
-                }
-                break;
-            }
-            continue;
-        }
-        case JR_WRITE_B:
-        case JR_TRUNCATE_B:
-            o->tok = tok_of(&f, o->r.path);
-            break;
-        case JR_SYNC_B:
-            o->tok = tok_of(&f, o->r.path);
-            o->snap = f.tok[o->tok].done;
-            break;
-        case JR_DIRSYNC_B:
-            o->dir1 = dir_tok(&f, o->r.path.p, o->r.path.len);
-            o->snap = f.dir[o->dir1].done;
-            break;
-        case JR_CREATE_B:
-        case JR_UNLINK_B:
-            o->dir1 = parent_tok(&f, o->r.path);
-            break;
-        case JR_RENAME_B:
-            o->dir1 = parent_tok(&f, o->r.path);
-            o->dir2 = parent_tok(&f, o->r.path2);
-            if (o->dir2 == o->dir1) o->dir2 = -1;
-            break;
-        default:
-            continue;
-        }
-        im_put(&ids, o->r.id, i);
-    }
-    for (size_t i = 0; i < jv->nops; i++) {
-        pl_op *o = &jv->ops[i];
-        if (!o->has_done) continue;
-        switch (o->r.kind) {
-        case JR_WRITE_B:
-        case JR_TRUNCATE_B:
-            o->durable = o->done_pos < f.tok[o->tok].synced_upto;
-            break;
-        case JR_CREATE_B:
-        case JR_RENAME_B:
-        case JR_UNLINK_B:
-            o->durable = o->result >= 0 && o->done_pos < f.dir[o->dir1].synced_upto &&
-                         (o->dir2 < 0 || o->done_pos2 < f.dir[o->dir2].synced_upto);
-            break;
-        }
-    }
-    sm_free(&f.names);
-    sm_free(&f.dirs);
-    free(f.tok);
-    free(f.dir);
-    free(ids.key);
-    free(ids.val);
-}
-
-/* ---- interval sets ------------------------------------------------------------------- */
-
-typedef struct ivl {
-    uint64_t a, b; /* [a, b) */
-} ivl;
-
-typedef struct ivset {
-    ivl *v;
-    size_t n, cap;
-} ivset;
-
-/* Add [A, B), merging with neighbours. */
-static void iv_add(ivset *s, uint64_t a, uint64_t b) {
-    if (a >= b) return;
-    size_t i = 0;
-    while (i < s->n && s->v[i].b < a) i++; /* first that touches or follows */
-    size_t j = i;
-    while (j < s->n && s->v[j].a <= b) {
-        if (s->v[j].a < a) a = s->v[j].a;
-        if (s->v[j].b > b) b = s->v[j].b;
-        j++;
-    }
-    /* Replace v[i..j) by one interval. */
-    if (i == j) {
-        if (s->n == s->cap) {
-            s->cap = s->cap ? 2 * s->cap : 16;
-            s->v = xrealloc(s->v, s->cap * sizeof *s->v);
-        }
-        memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof *s->v);
-        s->n++;
-    } else if (j - i > 1) {
-        memmove(&s->v[i + 1], &s->v[j], (s->n - j) * sizeof *s->v);
-        s->n -= j - i - 1;
-    }
-    s->v[i] = (ivl){ a, b };
-}
-
-static uint64_t iv_max_end(const ivset *s) { return s->n ? s->v[s->n - 1].b : 0; }
-
-/* Where the set covers everything to the end (a kept truncate decided
- * the size and all bytes from there on), or UINT64_MAX. */
-static uint64_t iv_fixed_from(const ivset *s) {
-    return s->n && s->v[s->n - 1].b == UINT64_MAX ? s->v[s->n - 1].a : UINT64_MAX;
-}
-
-/* Call FN for each maximal sub-range of [A, B) that S does not cover. */
-static void iv_uncovered(const ivset *s, uint64_t a, uint64_t b, void (*fn)(void *, uint64_t, uint64_t),
-                         void *ctx) {
-    size_t i = 0;
-    while (i < s->n && s->v[i].b <= a) i++;
-    uint64_t x = a;
-    for (; i < s->n && s->v[i].a < b && x < b; i++) {
-        if (s->v[i].a > x) fn(ctx, x, s->v[i].a);
-        if (s->v[i].b > x) x = s->v[i].b;
-    }
-    if (x < b) fn(ctx, x, b);
-}
 
 /* ---- step 2: one variant ---------------------------------------------------------------- */
 
@@ -607,6 +261,7 @@ typedef struct pfile {
 } pfile;
 
 typedef struct stats {
+    uint64_t dropped;     /* writes a failed fsync rolled back (P6) */
     uint64_t unsynced, rolled_back, torn, kept_unsynced;
     uint64_t meta_unsynced, meta_undone;
 } stats;
@@ -697,62 +352,13 @@ static void pwrite_all(int fd, const void *buf, size_t len, uint64_t off, const 
     }
 }
 
-static uint64_t fd_size(int fd, const char *what) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) die_io("stat %s: %s", what, strerror(errno));
-    return (uint64_t)st.st_size;
-}
-
 static void set_size(int fd, uint64_t size, const char *what) {
     if (ftruncate(fd, (off_t)size) != 0) die_io("truncate %s to %" PRIu64 ": %s", what, size, strerror(errno));
 }
 
-static void write_zeros(int fd, uint64_t a, uint64_t b, const char *what) {
-    static const uint8_t zero[65536];
-    while (a < b) {
-        size_t n = b - a < sizeof zero ? (size_t)(b - a) : sizeof zero;
-        pwrite_all(fd, zero, n, a, what);
-        a += n;
-    }
-}
-
-/* Restoring the old bytes of one write (or truncate tail) where nothing
- * later decided them. */
-typedef struct restore {
-    int fd;
-    const char *what;
-    const uint8_t *old;   /* old bytes of [base, old_end) */
-    uint64_t base, old_end;
-    uint64_t size;        /* file size now */
-    ivset absent;         /* undone bytes at or beyond old_end */
-} restore;
-
-static void restore_cb(void *ctx, uint64_t x, uint64_t y) {
-    restore *r = ctx;
-    uint64_t m = y < r->old_end ? y : r->old_end;
-    if (x < m) pwrite_all(r->fd, r->old + (x - r->base), (size_t)(m - x), x, r->what);
-    if (m < x) m = x;
-    if (m < y) iv_add(&r->absent, m, y);
-}
-
-/* P2: after undoing bytes of a write that ended at END beyond its old size
- * OLD_END, shrink the file to what is still needed and zero the undone
- * bytes that stay inside it. */
-static void finish_absent(pfile *f, restore *r, uint64_t end) {
-    if (r->old_end < end) {
-        uint64_t keep = iv_max_end(&f->kept);
-        uint64_t target = keep > r->old_end ? keep : r->old_end;
-        if (r->size > target) {
-            set_size(r->fd, target, r->what);
-            r->size = target;
-        }
-    }
-    for (size_t i = 0; i < r->absent.n; i++) {
-        uint64_t a = r->absent.v[i].a, b = r->absent.v[i].b;
-        if (b > r->size) b = r->size;
-        if (a < b) write_zeros(r->fd, a, b, r->what);
-    }
-    free(r->absent.v);
+/* The shared undo (journal_int.h) failed: nothing more can be trusted. */
+static void undo_check(int rc, const char *what) {
+    if (rc) die_io("restoring %s: %s", what, strerror(-rc));
 }
 
 /* Hex bitmap of units (P5). */
@@ -773,6 +379,12 @@ static void step_write(variant *v, const pl_op *o) {
     pfile *f = pf_lookup(v, r->path);
     uint64_t end = r->offset + r->len;
     if (f->gone) return; /* P3: that inode is no longer reachable */
+    if (o->dropped) {
+        /* P6: rolled back already by a failed fsync; what came later was
+         * made on top of that. */
+        v->st.dropped++;
+        return;
+    }
     if (o->durable || v->mode == MODE_KEEP) {
         if (!o->durable) v->st.unsynced++, v->st.kept_unsynced++;
         iv_add(&f->kept, r->offset, end);
@@ -835,16 +447,16 @@ static void step_write(variant *v, const pl_op *o) {
     }
     char what[PATH_MAX + 64];
     snprintf(what, sizeof what, "%s/%s", v->root_path, f->disk);
-    restore rs = { .fd = open_rw(v, f->disk), .what = what, .old = r->old, .base = r->offset,
-                   .old_end = r->old_size };
-    rs.size = fd_size(rs.fd, what);
+    jr_undo u;
+    int fd = open_rw(v, f->disk);
+    undo_check(flt_jr_undo_begin(&u, fd, r->old, r->offset, r->old_size), what);
     for (size_t i = 0; i < nu; i++) {
         if (kept[i]) continue;
         uint64_t a = (first + i) * unit, b = a + unit;
-        iv_uncovered(&f->kept, a > r->offset ? a : r->offset, b < end ? b : end, restore_cb, &rs);
+        undo_check(flt_jr_undo_range(&u, &f->kept, a > r->offset ? a : r->offset, b < end ? b : end), what);
     }
-    finish_absent(f, &rs, end);
-    close(rs.fd);
+    undo_check(flt_jr_undo_finish(&u, &f->kept, end), what); /* P2 */
+    close(fd);
 }
 
 /* Coin for an unsynced metadata operation: 1 = undo. */
@@ -866,23 +478,25 @@ static void step_truncate(variant *v, const pl_op *o) {
     v->st.meta_undone++;
     char what[PATH_MAX + 64];
     snprintf(what, sizeof what, "%s/%s", v->root_path, f->disk);
-    restore rs = { .fd = open_rw(v, f->disk), .what = what, .old = r->old, .base = r->new_size,
-                   .old_end = r->old_size };
-    rs.size = fd_size(rs.fd, what);
+    jr_undo u;
+    int fd = open_rw(v, f->disk);
     if (r->old_size > r->new_size) {
+        undo_check(flt_jr_undo_begin(&u, fd, r->old, r->new_size, r->old_size), what);
         /* Grow back, but not into what a later kept truncate decided. */
-        uint64_t fixed = iv_fixed_from(&f->kept), want = r->old_size < fixed ? r->old_size : fixed;
-        if (rs.size < want) {
-            set_size(rs.fd, want, what);
-            rs.size = want;
+        uint64_t fixed = flt_jr_iv_fixed_from(&f->kept), want = r->old_size < fixed ? r->old_size : fixed;
+        if (u.size < want) {
+            set_size(fd, want, what);
+            u.size = want;
         }
-        iv_uncovered(&f->kept, r->new_size, r->old_size, restore_cb, &rs);
-        free(rs.absent.v);
+        undo_check(flt_jr_undo_range(&u, &f->kept, r->new_size, r->old_size), what);
+        undo_check(flt_jr_undo_finish(&u, &f->kept, r->old_size), what); /* nothing beyond old_size */
     } else {
-        rs.base = rs.old_end = r->old_size;
-        finish_absent(f, &rs, r->new_size);
+        /* It grew the file: back to the old size, or what later kept
+         * changes still need. */
+        undo_check(flt_jr_undo_begin(&u, fd, NULL, r->old_size, r->old_size), what);
+        undo_check(flt_jr_undo_finish(&u, &f->kept, r->new_size), what);
     }
-    close(rs.fd);
+    close(fd);
 }
 
 static int disk_exists(variant *v, const char *disk) {
@@ -985,8 +599,8 @@ static void step_unlink(variant *v, const pl_op *o) {
 }
 
 static void run_variant(variant *v, const journal_view *jv) {
-    for (size_t i = jv->nops; i-- > 0;) {
-        const pl_op *o = &jv->ops[i];
+    for (size_t i = jv->v.nops; i-- > 0;) {
+        const pl_op *o = &jv->v.ops[i];
         switch (o->r.kind) {
         case JR_WRITE_B: step_write(v, o); break;
         case JR_TRUNCATE_B: step_truncate(v, o); break;
@@ -1209,10 +823,9 @@ int main(int argc, char **argv) {
 
     journal_view jv;
     journal_load(run, &jv);
-    durability(&jv);
-    if (jv.torn)
+    if (jv.v.torn)
         printf("powerloss: journal: ignoring %zu bytes of torn tail (%" PRIu64 " records, %" PRIu64 " sessions)\n",
-               jv.torn, jv.records, jv.sessions);
+               jv.v.torn, jv.v.records, jv.v.sessions);
 
     flt_ledger *ledger = NULL;
     int rc = flt_ledger_open(run, &ledger);
@@ -1243,16 +856,16 @@ int main(int argc, char **argv) {
         run_variant(&var, &jv);
         printf("powerloss: %s: mode %s, seed %" PRIu64 " variant %u: %" PRIu64 " writes journaled, %" PRIu64
                " unsynced, %" PRIu64 " rolled back, %" PRIu64 " torn, %" PRIu64 " kept; %" PRIu64
-               " unsynced metadata operations, %" PRIu64 " undone\n",
-               root, mode_names[mode], seed, (unsigned)k, jv.writes, var.st.unsynced, var.st.rolled_back,
-               var.st.torn, var.st.kept_unsynced, var.st.meta_unsynced, var.st.meta_undone);
+               " unsynced metadata operations, %" PRIu64 " undone; %" PRIu64 " dropped by failed fsyncs\n",
+               root, mode_names[mode], seed, (unsigned)k, jv.v.writes, var.st.unsynced, var.st.rolled_back,
+               var.st.torn, var.st.kept_unsynced, var.st.meta_unsynced, var.st.meta_undone, var.st.dropped);
         close(var.root);
         variant_free(&var);
     }
     flt_ledger_close(ledger);
     if (!have_variants) journal_reset(run);
     if (jv.map) munmap(jv.map, jv.size);
-    free(jv.ops);
+    flt_jr_view_free(&jv.v);
     if (lockfd >= 0) close(lockfd);
     return 0;
 }

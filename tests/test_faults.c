@@ -13,6 +13,13 @@
  * touched cannot be judged from the disk and is left out (counted as
  * unverifiable; every test still needs verified events).
  *
+ * sync_error drops (Linux's "fsync failed, dirty data dropped"): a
+ * watcher arms the fault for one fsync of the data file and copies the
+ * file around it, so the test sees every unsynced page go back to what the
+ * last good fsync made durable, one ledger line each; and a stress of
+ * failed fsyncs on every file proves the reopened engine holds exactly the
+ * prefix recovery reports, never less than what it called durable.
+ *
  * Only static helpers here; the shared ones are testutil.h/crashutil.h.
  */
 #include <signal.h>
@@ -1038,11 +1045,19 @@ TU_BACKEND_TEST(faults, sync_error_fails_and_poisons, T_OPTS) {
     flt_op(f, 1);
     int rc = eng_sync(db);
     cr_assert_eq(rc, ENG_IOERR, "sync: %s", eng_strerror(rc));
-    check_last(run, "sync_error", "hook/sync", "EIO");
+    /* The failure, then the drop of the segment's unsynced block (the
+     * batch of "a"), which the journal (opened for sync_error) knew. */
+    cr_assert_not_null(flt_get_journal(f));
     lg l = lg_read(run);
-    char file[64];
-    cr_assert(jstr(l.lines[l.n - 1], "file", file, sizeof file) && !strncmp(file, "wal/", 4), "%s", l.lines[l.n - 1]);
-    cr_assert_eq(jnum(l.lines[l.n - 1], "op"), 1);
+    cr_assert_eq(l.n, 2, "want the failure and one drop, got %zu lines", l.n);
+    const char *fail = l.lines[0], *drop = l.lines[1];
+    cr_assert(line_is(fail, "point", "hook/sync") && line_is(fail, "err", "EIO"), "%s", fail);
+    char file[64], file2[64];
+    cr_assert(jstr(fail, "file", file, sizeof file) && !strncmp(file, "wal/", 4), "%s", fail);
+    cr_assert_eq(jnum(fail, "op"), 1);
+    cr_assert(line_is(drop, "class", "sync_error") && line_is(drop, "point", "sync/drop_dirty"), "%s", drop);
+    cr_assert(jstr(drop, "file", file2, sizeof file2) && !strcmp(file, file2), "%s", drop);
+    cr_assert(jnum(drop, "offset") == 0 && jnum(drop, "len") > 0 && jnum(drop, "op") == 1, "%s", drop);
     lg_free(&l);
     flt_pause(f, 1);
     cr_assert_eq(eng_put(db, "b", 1, "2", 1, NULL), ENG_POISONED);
@@ -1050,6 +1065,339 @@ TU_BACKEND_TEST(faults, sync_error_fails_and_poisons, T_OPTS) {
     eng_close(db);
     check_counts(f, run);
     flt_close(f);
+}
+
+/* ---- sync_error: the dirty data of the failed file is dropped ------------------------------- */
+
+/* A watcher around the fault library's hooks that keeps it paused except
+ * for the fsync of the data file when armed (so sync_fault_one_in = 1
+ * fails exactly that one), lists the data-file writes that completed
+ * since the last successful fsync of the data file, and copies the data
+ * file right before and right after a failed one. */
+#define DW_MAX 8192
+typedef struct dw {
+    const eng_io_hooks *inner;
+    eng_io_hooks hooks;
+    flt_ctx *f;
+    int armed, failed;
+    struct { uint64_t off, len; } w[DW_MAX];
+    size_t nw, nw_at_fail;
+    uint8_t *pre, *post;
+    size_t pre_len, post_len;
+} dw;
+
+static int is_data(const eng_io_op *op) {
+    size_t n = op->path ? strlen(op->path) : 0;
+    return op->file_id == 0 && n >= 5 && !strcmp(op->path + n - 5, "/data");
+}
+
+static size_t first_diff(const uint8_t *a, const uint8_t *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return i;
+    return n;
+}
+
+static uint8_t *slurp(const char *path, size_t *len) {
+    int fd = open(path, O_RDONLY);
+    cr_assert(fd >= 0, "open %s: %s", path, strerror(errno));
+    struct stat st;
+    cr_assert(fstat(fd, &st) == 0);
+    uint8_t *b = malloc((size_t)st.st_size + 1);
+    cr_assert(b != NULL);
+    cr_assert_eq(cu_read_all(fd, b, (size_t)st.st_size), (size_t)st.st_size);
+    close(fd);
+    *len = (size_t)st.st_size;
+    return b;
+}
+
+static int dw_before(void *ctx, eng_io_op *op) {
+    dw *w = ctx;
+    if (!(w->armed && op->kind == ENG_IO_SYNC && is_data(op))) return w->inner->before(w->inner->ctx, op);
+    w->pre = slurp(op->path, &w->pre_len);
+    w->nw_at_fail = w->nw;
+    flt_pause(w->f, 0);
+    int rc = w->inner->before(w->inner->ctx, op);
+    flt_pause(w->f, 1);
+    w->armed = 0;
+    if (rc < 0) {
+        w->failed = 1;
+        w->post = slurp(op->path, &w->post_len);
+    }
+    return rc;
+}
+
+static void dw_after(void *ctx, eng_io_op *op) {
+    dw *w = ctx;
+    w->inner->after(w->inner->ctx, op);
+    if (!is_data(op)) return;
+    if (op->kind == ENG_IO_WRITE && op->result >= 0 && !op->skip) {
+        cr_assert(w->nw < DW_MAX);
+        w->w[w->nw].off = op->offset;
+        w->w[w->nw].len = op->len;
+        w->nw++;
+    } else if (op->kind == ENG_IO_SYNC && op->result == 0) {
+        w->nw = 0; /* single-threaded: every listed write completed before it began */
+    }
+}
+
+/* Every key of M reads back (gets and a full scan), and verify is clean. */
+static void check_reopened(const char *dir, int backend, const tu_model *m, const char *what) {
+    eng_options o = eopts(backend, NULL, NULL);
+    eng_db *db = tu_open(dir, &o);
+    tu_check_gets(db, m, what);
+    tu_check_scan(db, m, what);
+    uint64_t problems = 99;
+    cr_assert_eq(eng_verify(db, NULL, NULL, &problems), ENG_OK, "%s: verify", what);
+    cr_assert_eq(problems, 0, "%s: verify found %llu problems", what, (unsigned long long)problems);
+    tu_close(db);
+}
+
+/* Puts, a good checkpoint (the data file synced), more puts through a
+ * 16-frame cache (evictions write pages back: unsynced writes), all of
+ * them made durable in the log (commit: each put; off: eng_sync), then a
+ * checkpoint whose fsync of the data file fails.  The data file must be
+ * back to what the good checkpoint synced, byte for byte: every write
+ * since then rolled back, one ledger line each (newest first), nothing
+ * else changed; the handle poisoned; and the reopened database must hold
+ * every acknowledged put: the engine never trusted the dropped pages. */
+static void drop_case(int backend, int sync_mode) {
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+    flt_options fo = fopts(run, dir, 47);
+    fo.one_in[FLT_SYNC_ERROR] = 1;
+    flt_ctx *f = fopen_ok(&fo);
+    cr_assert_not_null(flt_get_journal(f), "sync_error opens the journal");
+    flt_pause(f, 1);
+    flt_thread_start(f, 0);
+    dw *w = calloc(1, sizeof *w);
+    cr_assert(w != NULL);
+    w->inner = flt_hooks(f);
+    w->f = f;
+    w->hooks = (eng_io_hooks){.ctx = w, .before = dw_before, .after = dw_after};
+    eng_options o = eopts(backend, &w->hooks, NULL);
+    o.sync_mode = sync_mode;
+    eng_db *db = tu_open(dir, &o);
+    tu_model m = {0};
+    char k[32], path[4096];
+    uint8_t v[512];
+    size_t kl, vl;
+    for (uint64_t i = 0; i < 300; i++) {
+        kv(i, 0, k, &kl, v, &vl);
+        cr_assert_eq(eng_put(db, k, kl, v, vl, NULL), ENG_OK);
+        tu_model_put(&m, k, kl, v, vl);
+    }
+    cr_assert_eq(eng_checkpoint(db), ENG_OK);
+    cr_assert_eq(w->nw, 0, "the checkpoint synced every data write");
+    size_t synced_len;
+    uint8_t *synced = slurp(tu_path(path, sizeof path, dir, "data"), &synced_len);
+    for (uint64_t i = 0; i < 400; i++) {
+        uint64_t key = (i * 7) % 500;
+        kv(key, 1, k, &kl, v, &vl);
+        cr_assert_eq(eng_put(db, k, kl, v, vl, NULL), ENG_OK);
+        tu_model_put(&m, k, kl, v, vl);
+    }
+    cr_assert(w->nw > 0, "no page was written back before the checkpoint: grow the workload");
+    if (sync_mode == ENG_SYNC_OFF) cr_assert_eq(eng_sync(db), ENG_OK);
+    w->armed = 1;
+    flt_op(f, 1);
+    int rc = eng_checkpoint(db);
+    cr_assert(w->failed, "the data file's fsync was not failed");
+    cr_assert_eq(rc, ENG_IOERR, "checkpoint: %s", eng_strerror(rc));
+
+    /* The disk: the synced state again, though it had changed. */
+    cr_assert(w->pre_len != synced_len || memcmp(w->pre, synced, synced_len) != 0,
+              "the unsynced writes changed nothing: nothing to prove");
+    cr_assert_eq(w->post_len, synced_len, "data file is %zu bytes after the drop, %zu when last synced", w->post_len,
+                 synced_len);
+    size_t d = first_diff(w->post, synced, synced_len);
+    cr_assert_eq(d, synced_len, "data file byte %zu (block %zu) is not what the last fsync made durable", d, d / PS);
+
+    /* The ledger: the failure, then one drop per unsynced write, newest
+     * first; bytes no drop names did not change. */
+    lg l = lg_read(run);
+    cr_assert_eq(l.n, 1 + w->nw_at_fail, "ledger: %zu lines for %zu unsynced writes", l.n, w->nw_at_fail);
+    cr_assert(line_is(l.lines[0], "point", "hook/sync") && line_is(l.lines[0], "file", "data"), "%s", l.lines[0]);
+    uint8_t *named = calloc(w->pre_len > synced_len ? w->pre_len : synced_len, 1);
+    cr_assert(named != NULL);
+    for (size_t i = 0; i < w->nw_at_fail; i++) {
+        const char *line = l.lines[1 + i];
+        size_t wi = w->nw_at_fail - 1 - i;
+        cr_assert(line_is(line, "class", "sync_error") && line_is(line, "point", "sync/drop_dirty") &&
+                      line_is(line, "file", "data"),
+                  "%s", line);
+        cr_assert(jnum(line, "offset") == (int64_t)w->w[wi].off && jnum(line, "len") == (int64_t)w->w[wi].len,
+                  "drop %zu names %lld+%lld, the write was %llu+%llu: %s", i, (long long)jnum(line, "offset"),
+                  (long long)jnum(line, "len"), (unsigned long long)w->w[wi].off, (unsigned long long)w->w[wi].len,
+                  line);
+        cr_assert_eq(jnum(line, "op"), 1, "%s", line);
+        cr_assert_eq(jnum(line, "thread"), 0, "%s", line);
+        for (uint64_t x = w->w[wi].off; x < w->w[wi].off + w->w[wi].len && x < w->pre_len; x++) named[x] = 1;
+    }
+    for (size_t x = 0; x < w->pre_len && x < synced_len; x++)
+        if (!named[x])
+            cr_assert_eq(w->pre[x], w->post[x], "byte %zu (block %zu) changed though no drop names it", x, x / PS);
+    free(named);
+    lg_free(&l);
+
+    /* Poisoned: never retried as if the fsync had been safe. */
+    kv(1, 2, k, &kl, v, &vl);
+    cr_assert_eq(eng_put(db, k, kl, v, vl, NULL), ENG_POISONED);
+    cr_assert_eq(eng_sync(db), ENG_POISONED);
+    cr_assert_eq(eng_checkpoint(db), ENG_POISONED);
+    cr_assert_eq(eng_close(db), ENG_POISONED);
+    check_counts(f, run);
+    flt_close(f);
+    check_reopened(dir, backend, &m, sync_mode == ENG_SYNC_OFF ? "sync off, after eng_sync" : "sync commit");
+    tu_model_free(&m);
+    free(synced);
+    free(w->pre);
+    free(w->post);
+    free(w);
+}
+
+TU_BACKEND_TEST(faults, sync_error_drops_unsynced_writes_sync_off, T_OPTS) {
+    drop_case(*backend, ENG_SYNC_OFF);
+}
+
+TU_BACKEND_TEST(faults, sync_error_drops_unsynced_writes_sync_commit, T_OPTS) {
+    drop_case(*backend, ENG_SYNC_COMMIT);
+}
+
+/* Open DIR with O, retrying while recovery itself meets failed fsyncs;
+ * counts the failures in *FAILED. */
+static eng_db *open_retrying(const char *dir, const eng_options *o, int *failed, uint64_t op) {
+    eng_db *db = NULL;
+    for (int tries = 0;; tries++) {
+        int rc = eng_open(dir, o, &db);
+        if (rc == ENG_OK) return db;
+        db = NULL;
+        ++*failed;
+        cr_assert(rc == ENG_IOERR, "op %llu: open: %s", (unsigned long long)op, eng_strerror(rc));
+        cr_assert(tries < 50, "op %llu: open keeps failing", (unsigned long long)op);
+    }
+}
+
+/* Failed fsyncs anywhere (log segments, the data file, control), each
+ * dropping its file's unsynced writes, under puts, deletes, syncs and
+ * checkpoints; every failure is met by closing the poisoned handle and
+ * reopening (recovery runs with faults too: a failed open is retried).
+ * Then recovery must report a commit sequence at least the durable one
+ * the engine last announced (every put acknowledged under sync_mode
+ * commit) and at most the last assigned, and hold exactly that prefix of
+ * the writes: no durable write lost, none resurrected or made up, even
+ * though the pages and log blocks the engine wrote went back to their old
+ * contents under it. */
+static void drop_stress(int backend, int sync_mode) {
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+    flt_options fo = fopts(run, dir, 48);
+    fo.one_in[FLT_SYNC_ERROR] = 6;
+    flt_ctx *f = fopen_ok(&fo);
+    flt_thread_start(f, 0);
+    eng_options o = eopts(backend, flt_hooks(f), NULL);
+    o.sync_mode = sync_mode;
+    enum { NK = 300, NOPS = 900 };
+    /* Per key: its generation as last verified (-1: absent); then every
+     * write since, with its sequence (acknowledged or failed). */
+    static int64_t base[NK];
+    static struct { uint64_t seq; uint32_t key; int64_t gen; } log[NOPS];
+    size_t nlog = 0;
+    for (int i = 0; i < NK; i++) base[i] = -1;
+    tu_rng r = {48 + (uint64_t)sync_mode};
+    int reopens = 0, failed_opens = 0;
+    char k[32];
+    uint8_t v[512];
+    size_t kl, vl;
+    eng_buf b = {0};
+    eng_db *db = open_retrying(dir, &o, &failed_opens, 0);
+    for (uint64_t i = 0; i < NOPS; i++) {
+        flt_op(f, i);
+        int rc;
+        if (i % 37 == 36) {
+            rc = eng_checkpoint(db);
+        } else if (sync_mode == ENG_SYNC_OFF && i % 11 == 10) {
+            rc = eng_sync(db);
+        } else {
+            uint32_t key = (uint32_t)tu_below(&r, NK);
+            int del = tu_below(&r, 5) == 0;
+            kv(key, (uint32_t)i + 1, k, &kl, v, &vl);
+            uint64_t before = eng_last_seq(db), seq = 0;
+            rc = del ? eng_delete(db, k, kl, &seq) : eng_put(db, k, kl, v, vl, &seq);
+            if (rc == ENG_NOTFOUND && del) rc = ENG_OK;
+            if (rc != ENG_OK) seq = eng_last_seq(db) > before ? eng_last_seq(db) : 0; /* logged, then failed */
+            if (seq) log[nlog++] = (__typeof__(log[0])){seq, key, del ? -1 : (int64_t)i + 1};
+        }
+        if (rc == ENG_OK) continue;
+        cr_assert(rc == ENG_IOERR || rc == ENG_POISONED, "op %llu: %s", (unsigned long long)i, eng_strerror(rc));
+        uint64_t durable = eng_durable_seq(db), last = eng_last_seq(db);
+        cr_assert_eq(eng_close(db), ENG_POISONED);
+        reopens++;
+        db = open_retrying(dir, &o, &failed_opens, i);
+        eng_recovery_info ri;
+        eng_get_recovery_info(db, &ri);
+        cr_assert(ri.recovered_seq >= durable && ri.recovered_seq <= last,
+                  "op %llu, reopen %d: recovered to sequence %llu; durable was %llu, last assigned %llu",
+                  (unsigned long long)i, reopens, (unsigned long long)ri.recovered_seq,
+                  (unsigned long long)durable, (unsigned long long)last);
+        for (size_t w = 0; w < nlog && log[w].seq <= ri.recovered_seq; w++) base[log[w].key] = log[w].gen;
+        nlog = 0;
+        for (uint32_t x = 0; x < NK; x++) {
+            kv(x, 0, k, &kl, v, &vl);
+            int grc = eng_get(db, k, kl, &b);
+            cr_assert(grc == ENG_OK || grc == ENG_NOTFOUND, "key %u after reopen %d: %s", x, reopens,
+                      eng_strerror(grc));
+            if (base[x] < 0) {
+                cr_assert_eq(grc, ENG_NOTFOUND, "key %u after reopen %d (recovered to %llu): resurrected or made up",
+                             x, reopens, (unsigned long long)ri.recovered_seq);
+                continue;
+            }
+            cr_assert_eq(grc, ENG_OK, "key %u after reopen %d (recovered to %llu): lost (generation %lld)", x,
+                         reopens, (unsigned long long)ri.recovered_seq, (long long)base[x]);
+            kv(x, (uint32_t)base[x], k, &kl, v, &vl);
+            cr_assert(tu_bytes_eq(b.data, b.len, v, vl),
+                      "key %u after reopen %d (recovered to %llu): not generation %lld", x, reopens,
+                      (unsigned long long)ri.recovered_seq, (long long)base[x]);
+        }
+    }
+    flt_pause(f, 1);
+    uint64_t durable = eng_durable_seq(db);
+    cr_assert_eq(eng_sync(db), ENG_OK);
+    cr_assert(eng_durable_seq(db) >= durable);
+    for (size_t w = 0; w < nlog; w++) base[log[w].key] = log[w].gen; /* all durable now */
+    tu_close(db);
+    check_counts(f, run);
+    lg l = lg_read(run);
+    size_t drops = 0, wal = 0, data = 0, other = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        if (!line_is(l.lines[i], "point", "sync/drop_dirty")) continue;
+        char file[64] = "";
+        jstr(l.lines[i], "file", file, sizeof file);
+        drops++;
+        if (!strncmp(file, "wal/", 4)) wal++;
+        else if (!strcmp(file, "data")) data++;
+        else other++;
+    }
+    lg_free(&l);
+    cr_assert(reopens >= 10 && wal >= 5 && data >= 5,
+              "only %d reopens (%d failed opens); %zu drops: %zu of log writes, %zu of pages, %zu of others",
+              reopens, failed_opens, drops, wal, data, other);
+    flt_close(f);
+    /* And a clean reopen without faults holds exactly that state. */
+    tu_model m = {0};
+    for (uint32_t x = 0; x < NK; x++) {
+        if (base[x] < 0) continue;
+        kv(x, (uint32_t)base[x], k, &kl, v, &vl);
+        tu_model_put(&m, k, kl, v, vl);
+    }
+    check_reopened(dir, backend, &m, "final");
+    tu_model_free(&m);
+    eng_buf_free(&b);
+}
+
+TU_BACKEND_TEST(faults, sync_error_drops_keep_exact_prefix_sync_commit, T_OPTS) {
+    drop_stress(*backend, ENG_SYNC_COMMIT);
+}
+
+TU_BACKEND_TEST(faults, sync_error_drops_keep_exact_prefix_sync_off, T_OPTS) {
+    drop_stress(*backend, ENG_SYNC_OFF);
 }
 
 TU_BACKEND_TEST(faults, short_io_is_retried, T_OPTS) {

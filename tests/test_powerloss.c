@@ -41,6 +41,11 @@
  *   reset_forgets_the_journal
  *   concurrent_journaling_is_whole_and_ordered     8 threads, each one's synced pages kept
  *   engine_survives_every_power_loss_state         per I/O backend, end to end
+ *   dropped_writes_stay_dropped_in_every_variant   failed fsyncs drop unsynced writes
+ *                                                  (flt_journal_drop_unsynced) mid-run; each
+ *                                                  drop exact on the spot; then E L S D, P6
+ *   drop_spares_in_flight_truncated_and_synced     in-flight write, truncate, rename, other
+ *                                                  file, outside path; power loss after
  * Seeds derive from CU_SEED (environment); messages name them.
  *
  * build/powerloss is found as $BUILD/powerloss (BUILD defaults to build),
@@ -351,6 +356,7 @@ typedef struct mwrite {
     size_t len;
     uint8_t *data;
     int synced;
+    int dropped; /* rolled back by flt_journal_drop_unsynced (a failed fsync) */
 } mwrite;
 
 typedef struct model {
@@ -375,7 +381,7 @@ static int m_file(model *m, const char *name, size_t size, uint64_t seed) {
 static void m_write(fx *f, model *m, int file, uint64_t off, size_t len, uint64_t seed) {
     cr_assert(m->nw < MAXW && off + len <= FMAX);
     mwrite *w = &m->w[m->nw++];
-    *w = (mwrite){ file, off, len, malloc(len), 0 };
+    *w = (mwrite){ file, off, len, malloc(len), 0, 0 };
     tu_fill(w->data, len, seed);
     j_write(f, m->name[file], off, w->data, len);
     if (off + len > m->size[file]) m->size[file] = off + len;
@@ -384,7 +390,7 @@ static void m_write(fx *f, model *m, int file, uint64_t off, size_t len, uint64_
 static void m_sync(fx *f, model *m, int file) {
     j_sync(f, m->name[file]);
     for (int i = 0; i < m->nw; i++)
-        if (m->w[i].file == file) m->w[i].synced = 1;
+        if (m->w[i].file == file && !m->w[i].dropped) m->w[i].synced = 1;
 }
 
 static void m_free(model *m) {
@@ -404,7 +410,7 @@ typedef struct decision {
  * must agree with the write's file, offset and length.  Lines come newest
  * write first (the backward walk).  S: a line for a synced write fails. */
 static void decisions_of(const model *m, const lrecs *L, int v, decision *dec) {
-    for (int i = 0; i < m->nw; i++) dec[i].d = D_KEEP;
+    for (int i = 0; i < m->nw; i++) dec[i].d = m->w[i].dropped ? D_ROLLBACK : D_KEEP;
     int64_t last = INT64_MAX;
     for (size_t k = 0; k < L->n; k++) {
         const lrec *r = &L->r[k];
@@ -423,6 +429,8 @@ static void decisions_of(const model *m, const lrecs *L, int v, decision *dec) {
         last = r->write_no;
         cr_assert(!m->w[found].synced, "S: variant %d: %s of synced write #%d (%s@%llu+%zu)", v, r->point, found,
                   r->file, (unsigned long long)m->w[found].off, m->w[found].len);
+        cr_assert(!m->w[found].dropped, "P6: variant %d: %s of write #%d, which a failed fsync dropped", v, r->point,
+                  found);
         cr_assert_str_eq(r->cls, tear ? "torn_write" : "power_loss");
         decision *d = &dec[found];
         d->d = tear ? D_TEAR : D_ROLLBACK;
@@ -447,7 +455,7 @@ static size_t expect_file(const model *m, const decision *dec, int file, uint8_t
     size_t size = m->init_size[file];
     for (int i = 0; i < m->nw; i++) {
         const mwrite *w = &m->w[i];
-        if (w->file != file || dec[i].d == D_ROLLBACK) continue;
+        if (w->file != file || dec[i].d == D_ROLLBACK || w->dropped) continue;
         uint64_t end = w->off + w->len;
         if (dec[i].d == D_KEEP) {
             memcpy(out + w->off, w->data, w->len);
@@ -488,6 +496,31 @@ static size_t first_diff(const uint8_t *a, const uint8_t *b, size_t n) {
     return n;
 }
 
+/* The fsync of FILE failed: drop its unsynced writes through the journal
+ * (ledger lines into LEDGER).  Every unsynced write of the file must be
+ * rolled back, one line each, and the file must be exactly what its
+ * synced writes made. */
+static void m_drop(fx *f, model *m, int file, flt_ledger *ledger) {
+    int want = 0;
+    for (int i = 0; i < m->nw; i++)
+        if (m->w[i].file == file && !m->w[i].synced && !m->w[i].dropped) want++;
+    uint64_t n = 99;
+    int rc = flt_journal_drop_unsynced(f->j, dbp(f, m->name[file]), ledger, NULL, &n);
+    cr_assert_eq(rc, 0, "drop %s: %s", m->name[file], strerror(-rc));
+    cr_assert_eq(n, (uint64_t)want, "drop %s: %llu writes rolled back, %d were unsynced", m->name[file],
+                 (unsigned long long)n, want);
+    for (int i = 0; i < m->nw; i++)
+        if (m->w[i].file == file && !m->w[i].synced) m->w[i].dropped = 1;
+    static uint8_t want_b[FMAX], got[FMAX];
+    decision *dec = calloc((size_t)m->nw + 1, sizeof *dec);
+    size_t ws = expect_file(m, dec, file, want_b); /* dropped writes count as rolled back */
+    ssize_t gs = read_in(f->db, m->name[file], got);
+    cr_assert_eq(gs, (ssize_t)ws, "drop: %s is %zd bytes, its synced writes make %zu", m->name[file], gs, ws);
+    size_t d = first_diff(want_b, got, ws);
+    cr_assert_eq(d, ws, "drop: %s byte %zu is 0x%02x, synced 0x%02x", m->name[file], d, got[d], want_b[d]);
+    free(dec);
+}
+
 /* L: FILE of DIR is a legal power-loss state of the model, judged byte by
  * byte without the ledger. */
 static void assert_legal(const model *m, int file, const char *dir, const char *what) {
@@ -502,7 +535,7 @@ static void assert_legal(const model *m, int file, const char *dir, const char *
     for (size_t x = 0; x < FMAX; x++) last_syn[x] = -1;
     for (int i = 0; i < m->nw; i++) {
         const mwrite *w = &m->w[i];
-        if (w->file != file) continue;
+        if (w->file != file || w->dropped) continue;
         if (w->off + w->len > maxsize) maxsize = w->off + w->len;
         if (!w->synced) continue;
         memcpy(syn + w->off, w->data, w->len);
@@ -517,7 +550,8 @@ static void assert_legal(const model *m, int file, const char *dir, const char *
         int ok = 0;
         for (int i = m->nw - 1; i > last_syn[x] && !ok; i--) {
             const mwrite *w = &m->w[i];
-            if (w->file == file && x >= w->off && x < w->off + w->len && w->data[x - w->off] == got[x]) ok = 1;
+            if (w->file == file && !w->dropped && x >= w->off && x < w->off + w->len && w->data[x - w->off] == got[x])
+                ok = 1;
         }
         cr_assert(ok, "L: %s: %s byte %zu = 0x%02x is neither synced (0x%02x) nor from an unsynced write after it",
                   what, m->name[file], x, got[x], syn[x]);
@@ -557,8 +591,10 @@ static void count_decisions(const model *m, const lrecs *L, int v, int *nroll, i
 }
 
 /* A random workload on two pre-existing files: page writes and odd ones,
- * overlapping, some extending the file or leaving a hole, syncs between. */
-static void random_workload(fx *f, model *m, uint64_t seed, int nops) {
+ * overlapping, some extending the file or leaving a hole, syncs between.
+ * With DROPS (a ledger), some fsyncs fail instead and drop their file's
+ * unsynced writes (flt_journal_drop_unsynced), anywhere in the run. */
+static void random_workload(fx *f, model *m, uint64_t seed, int nops, flt_ledger *drops) {
     tu_rng rng = { seed };
     m_file(m, "data", 64u << 10, seed ^ 1);
     m_file(m, "wal/0000000000000000", 16u << 10, seed ^ 2);
@@ -568,9 +604,15 @@ static void random_workload(fx *f, model *m, uint64_t seed, int nops) {
         int file = (int)tu_below(&rng, 2);
         uint64_t r = tu_below(&rng, 10);
         /* Syncs only in the first two thirds: the rest stays unsynced. */
-        if (r < 2 && tu_below(&rng, 3) == 0 && i < 2 * nops / 3) {
-            m_sync(f, m, file);
-            continue;
+        if (r < 2 && tu_below(&rng, 3) == 0) {
+            if (drops && tu_below(&rng, 2) == 0) {
+                m_drop(f, m, file, drops);
+                continue;
+            }
+            if (i < 2 * nops / 3) {
+                m_sync(f, m, file);
+                continue;
+            }
         }
         size_t cur = m->size[file];
         uint64_t off;
@@ -593,14 +635,18 @@ static void random_workload(fx *f, model *m, uint64_t seed, int nops) {
 
 /* ---- 1. variants: exact, legal, synced never touched, different --------------- */
 
-static void variants_round(const char *mode, uint64_t seed) {
+static void variants_round(const char *mode, uint64_t seed, int with_drops) {
     fx f;
     fx_init(&f);
     model *m = calloc(1, sizeof *m);
-    random_workload(&f, m, seed, 160);
-    int unsynced = 0;
-    for (int i = 0; i < m->nw; i++) unsynced += !m->w[i].synced;
+    flt_ledger *dl = NULL;
+    if (with_drops) cr_assert_eq(flt_ledger_open(f.run, &dl), 0);
+    random_workload(&f, m, seed, 160, dl);
+    flt_ledger_close(dl);
+    int unsynced = 0, dropped = 0;
+    for (int i = 0; i < m->nw; i++) unsynced += !m->w[i].synced && !m->w[i].dropped, dropped += m->w[i].dropped;
     cr_assert(unsynced >= 4, "workload left only %d unsynced writes", unsynced);
+    if (with_drops) cr_assert(dropped >= 4, "seed %llu: only %d writes dropped", (unsigned long long)seed, dropped);
 
     /* The crashed directory as the test left it. */
     static uint8_t before[MAXF][FMAX];
@@ -657,15 +703,176 @@ static void variants_round(const char *mode, uint64_t seed) {
 }
 
 Test(powerloss, rollback_variants_restore_exact_old_bytes, T_OPTS) {
-    for (int r = 0; r < 3; r++) variants_round("rollback", cu_seed(0x10 + (uint64_t)r));
+    for (int r = 0; r < 3; r++) variants_round("rollback", cu_seed(0x10 + (uint64_t)r), 0);
 }
 
 Test(powerloss, tear_variants_keep_sector_subsets, T_OPTS) {
-    for (int r = 0; r < 3; r++) variants_round("tear", cu_seed(0x20 + (uint64_t)r));
+    for (int r = 0; r < 3; r++) variants_round("tear", cu_seed(0x20 + (uint64_t)r), 0);
 }
 
 Test(powerloss, mixed_variants_are_legal, T_OPTS) {
-    for (int r = 0; r < 3; r++) variants_round("mixed", cu_seed(0x30 + (uint64_t)r));
+    for (int r = 0; r < 3; r++) variants_round("mixed", cu_seed(0x30 + (uint64_t)r), 0);
+}
+
+/* Failed fsyncs drop their file's unsynced writes while the process runs
+ * (each drop checked on the spot by m_drop); then power-loss states of
+ * that journal, in every mode, are exact and legal with the dropped writes
+ * counted as never made: no ledger line undoes or tears one (P6), and
+ * none comes back. */
+Test(powerloss, dropped_writes_stay_dropped_in_every_variant, T_OPTS) {
+    static const char *const modes[] = { "rollback", "tear", "mixed" };
+    for (int r = 0; r < 3; r++) variants_round(modes[r], cu_seed(0xa0 + (uint64_t)r), 1);
+}
+
+/* Lines of the ledger, raw (drop lines have phase "run": lrec_cb skips them). */
+typedef struct rawlines {
+    char l[8][1024];
+    int n;
+} rawlines;
+
+static void raw_cb(void *ctx, const char *line) {
+    rawlines *r = ctx;
+    if (r->n < 8) snprintf(r->l[r->n], sizeof r->l[0], "%s", line);
+    r->n++;
+}
+
+/* Size of DIR/NAME, or -1 if it does not exist. */
+static int64_t size_or_absent(const char *dir, const char *name) {
+    char p[512];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* The edges of a drop: a write in flight (journaled, not done) is left
+ * alone with its range; a later truncate decides the bytes beyond it; a
+ * file reached through a rename drops the writes made under its old name;
+ * a synced write and another file are untouched; a second drop finds
+ * nothing.  Then a power-loss step neither keeps nor undoes a dropped
+ * write.  Documented edges (journal.h): the in-flight write's old bytes
+ * and the truncate's tail were journaled before the drop, so undoing them
+ * later shows what they saw then (dropped data included: Linux may have
+ * written those pages before the error, so such a state is possible). */
+Test(powerloss, drop_spares_in_flight_truncated_and_synced, T_OPTS) {
+    fx f;
+    fx_init(&f);
+    static uint8_t init[32768], other[8192], a[8192], b[8192], c[8192], d[8192], got[FMAX];
+    tu_fill(init, sizeof init, 1);
+    tu_fill(other, sizeof other, 2);
+    tu_fill(a, sizeof a, 3);
+    tu_fill(b, sizeof b, 4);
+    tu_fill(c, sizeof c, 5);
+    tu_fill(d, sizeof d, 6);
+    put_file(&f, "data", init, sizeof init);
+    put_file(&f, "wal/0000000000000000", other, sizeof other);
+    fx_open_journal(&f);
+    flt_ledger *lg = NULL;
+    cr_assert_eq(flt_ledger_open(f.run, &lg), 0);
+
+    j_write(&f, "data", 0, a, 4096);          /* synced below */
+    j_sync(&f, "data");
+    j_write(&f, "data", 4096, b, 8192);       /* unsynced: dropped */
+    j_write(&f, "wal/0000000000000000", 0, d, 4096); /* another file: untouched */
+    /* In flight over part of it: journaled and written, its after() not
+     * yet come. */
+    const char *dp = dbp(&f, "data");
+    int fd = open(dp, O_WRONLY);
+    cr_assert(fd >= 0);
+    eng_io_op fl = { .kind = ENG_IO_WRITE, .path = dp, .buf = c, .offset = 8192, .len = 4096 };
+    cr_assert_eq(flt_journal_before(f.j, &fl), 0);
+    fl.result = pwrite(fd, c, 4096, 8192);
+    cr_assert_eq(fl.result, 4096);
+    j_write(&f, "data", 32768, d, 8192);      /* extends the file */
+    j_write(&f, "data", 24576, a, 4096);      /* unsynced, partly cut by the truncate below */
+    j_truncate(&f, "data", 26624);            /* [26624, ...) decided by the truncate */
+
+    uint64_t n = 0;
+    cr_assert_eq(flt_journal_drop_unsynced(f.j, dp, lg, NULL, &n), 0);
+    cr_assert_eq(n, 3, "%llu writes dropped, want 3 (the in-flight one is not)", (unsigned long long)n);
+    static uint8_t want[32768];
+    memcpy(want, init, sizeof want);
+    memcpy(want, a, 4096);                    /* synced */
+    memcpy(want + 8192, c, 4096);             /* in flight: left alone */
+    ssize_t gs = read_in(f.db, "data", got);
+    cr_assert_eq(gs, 26624, "size %zd: the truncate decides it", gs);
+    size_t x = first_diff(want, got, 26624);
+    cr_assert_eq(x, 26624, "data byte %zu: 0x%02x, want 0x%02x", x, got[x], want[x]);
+    gs = read_in(f.db, "wal/0000000000000000", got);
+    cr_assert(gs == 8192 && !memcmp(got, d, 4096) && !memcmp(got + 4096, other + 4096, 4096), "the other file changed");
+    /* The ledger: three lines, newest first, each with its write's place. */
+    static rawlines rl;
+    rl.n = 0;
+    cr_assert_eq(flt_ledger_read(f.run, raw_cb, &rl), 0);
+    cr_assert_eq(rl.n, 3);
+    static const int64_t offs[3] = { 24576, 32768, 4096 }, lens[3] = { 4096, 8192, 8192 };
+    for (int i = 0; i < 3; i++) {
+        char v[64], num[32];
+        const char *line = rl.l[i];
+        cr_assert(json_field(line, "class", v, sizeof v) && !strcmp(v, "sync_error"), "%s", line);
+        cr_assert(json_field(line, "point", v, sizeof v) && !strcmp(v, "sync/drop_dirty"), "%s", line);
+        cr_assert(json_field(line, "file", v, sizeof v) && !strcmp(v, "data"), "%s", line);
+        cr_assert(json_field(line, "offset", num, sizeof num) && strtoll(num, NULL, 10) == offs[i], "%s", line);
+        cr_assert(json_field(line, "len", num, sizeof num) && strtoll(num, NULL, 10) == lens[i], "%s", line);
+    }
+    /* Nothing left to drop; the in-flight write completes. */
+    cr_assert_eq(flt_journal_drop_unsynced(f.j, dp, lg, NULL, &n), 0);
+    cr_assert_eq(n, 0);
+    flt_journal_after(f.j, &fl);
+    close(fd);
+    /* Outside the database directory: never journaled, nothing to drop. */
+    cr_assert_eq(flt_journal_drop_unsynced(f.j, "/tmp/not-the-db/data", lg, NULL, &n), 0);
+    cr_assert_eq(n, 0);
+
+    /* Through a rename: the writes made as control.tmp are control's. */
+    static uint8_t ctl[512];
+    tu_fill(ctl, sizeof ctl, 7);
+    j_create(&f, "control.tmp");
+    j_write(&f, "control.tmp", 0, ctl, sizeof ctl);
+    j_rename(&f, "control.tmp", "control");
+    cr_assert_eq(flt_journal_drop_unsynced(f.j, dbp(&f, "control"), lg, NULL, &n), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(size_or_absent(f.db, "control"), 0, "its only write was dropped: the new file is empty again");
+    rl.n = 0;
+    cr_assert_eq(flt_ledger_read(f.run, raw_cb, &rl), 0);
+    cr_assert_eq(rl.n, 4);
+    char note[256];
+    cr_assert(json_field(rl.l[3], "note", note, sizeof note) && strstr(note, "written as control.tmp"), "%s", rl.l[3]);
+    fx_close_journal(&f);
+    flt_ledger_close(lg);
+
+    /* A power loss now. */
+    char prefix[200];
+    snprintf(prefix, sizeof prefix, "%s/v", f.root);
+    pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "7", "--variants", "8", "--mode", "rollback",
+                     "--out-prefix", prefix, NULL));
+    lrecs L = { 0 };
+    ledger_load(&f, &L);
+    int saw_c = 0, saw_undone = 0;
+    for (int v = 0; v < 8; v++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s%d", prefix, v);
+        for (size_t k = 0; k < L.n; k++) {
+            if (L.r[k].variant != v || strcmp(L.r[k].file, "data")) continue;
+            cr_assert(!strcmp(L.r[k].point, "powerloss/undo_truncate") ||
+                          (!strcmp(L.r[k].point, "powerloss/rollback") && L.r[k].off == 8192),
+                      "variant %d: %s@%lld+%lld: only the truncate and the once in-flight write are unsynced", v,
+                      L.r[k].point, (long long)L.r[k].off, (long long)L.r[k].len);
+        }
+        gs = read_in(dir, "data", got);
+        cr_assert(gs == 26624 || gs == 40960, "variant %d: data is %zd bytes", v, gs);
+        cr_assert(!memcmp(got, a, 4096), "variant %d: the synced write is gone", v);
+        cr_assert(!memcmp(got + 4096, init + 4096, 4096), "variant %d: a dropped write came back", v);
+        if (!memcmp(got + 8192, c, 4096)) saw_c++;
+        else if (!memcmp(got + 8192, b + 4096, 4096)) saw_undone++; /* its old bytes, journaled before the drop */
+        else cr_assert_fail("variant %d: bytes at 8192 are neither the write's nor its old ones", v);
+        cr_assert(!memcmp(got + 12288, init + 12288, 26624 - 12288), "variant %d: a dropped write came back", v);
+        int64_t cs = size_or_absent(dir, "control"), ts = size_or_absent(dir, "control.tmp");
+        cr_assert(cs <= 0 && ts <= 0, "variant %d: control %lld, control.tmp %lld bytes: a dropped write came back", v,
+                  (long long)cs, (long long)ts);
+    }
+    cr_assert(saw_c && saw_undone, "the once in-flight write was kept %d and rolled back %d times in 8 variants",
+              saw_c, saw_undone);
+    free(L.r);
 }
 
 /* ---- 2. overlapping writes: a later kept write wins over an earlier undone one ----- */
@@ -864,7 +1071,7 @@ Test(powerloss, in_place_applies_and_resets_the_journal, T_OPTS) {
     fx f;
     fx_init(&f);
     model *m = calloc(1, sizeof *m);
-    random_workload(&f, m, cu_seed(0x40), 120);
+    random_workload(&f, m, cu_seed(0x40), 120, NULL);
     pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "99", "--mode", "mixed", NULL));
     lrecs L = { 0 };
     ledger_load(&f, &L);
@@ -888,7 +1095,7 @@ Test(powerloss, keep_mode_changes_nothing, T_OPTS) {
     fx f;
     fx_init(&f);
     model *m = calloc(1, sizeof *m);
-    random_workload(&f, m, cu_seed(0x50), 80);
+    random_workload(&f, m, cu_seed(0x50), 80, NULL);
     static uint8_t before[MAXF][FMAX], now[FMAX];
     ssize_t bs[MAXF];
     for (int i = 0; i < m->nf; i++) bs[i] = read_in(f.db, m->name[i], before[i]);
@@ -911,7 +1118,7 @@ Test(powerloss, refuses_while_lock_is_held, T_OPTS) {
     fx f;
     fx_init(&f);
     model *m = calloc(1, sizeof *m);
-    random_workload(&f, m, cu_seed(0x60), 60);
+    random_workload(&f, m, cu_seed(0x60), 60, NULL);
     char lp[256];
     snprintf(lp, sizeof lp, "%s/LOCK", f.db);
     int lfd = open(lp, O_RDWR | O_CREAT, 0644);
@@ -949,7 +1156,7 @@ Test(powerloss, usage_errors_exit_2_and_change_nothing, T_OPTS) {
     fx f;
     fx_init(&f);
     model *m = calloc(1, sizeof *m);
-    random_workload(&f, m, cu_seed(0x70), 40);
+    random_workload(&f, m, cu_seed(0x70), 40, NULL);
     uint64_t js = size_of(f.run, "journal");
     cr_assert_eq(run_pl(&f, NULL), 2);
     cr_assert_eq(run_pl(&f, f.db, "--seed", "1", NULL), 2);                          /* no --run-dir */
@@ -974,7 +1181,7 @@ Test(powerloss, torn_journal_tail_is_ignored, T_OPTS) {
     fx f;
     fx_init(&f);
     model *m = calloc(1, sizeof *m);
-    random_workload(&f, m, cu_seed(0x80), 100);
+    random_workload(&f, m, cu_seed(0x80), 100, NULL);
     /* The process died while appending the BEGIN of one more write: the
      * write never happened, and its record is cut in the middle. */
     fx_open_journal(&f);
