@@ -160,12 +160,12 @@ bench-engine: all bench-deps $(BUILD)/bench/bench_engine
 # the plain engine and against the fault build (libfiu initialized, no
 # point enabled, never armed).
 .PHONY: bench-faults
-$(BUILD)/bench/bench_faults_plain: bench/bench_faults.c $(BUILD)/libengine.a
+$(BUILD)/bench/bench_faults_plain: bench/bench_engine.c $(BUILD)/libengine.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $< (plain)")
 	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $< $(BUILD)/libengine.a $(LDLIBS)
 
-$(BUILD)/bench/bench_faults_fiu: bench/bench_faults.c $(BUILD)/libengine-fiu.a
+$(BUILD)/bench/bench_faults_fiu: bench/bench_engine.c $(BUILD)/libengine-fiu.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $< (fiu)")
 	$(Q)$(CC) $(CFLAGS_BASE) -DFIU_ENABLE -DBENCH_FIU -o $@ $< $(BUILD)/libengine-fiu.a $(LDLIBS_FIU)

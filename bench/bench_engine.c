@@ -1,15 +1,22 @@
 /*
- * bench_engine.c -- the engine's side of `make bench-engine`: the shape of
- * RocksDB's per-KV checksum PR (32-byte keys, 200-byte values, one thread,
- * sync off, no compression).
+ * bench_engine.c -- the engine's side of `make bench-engine` and
+ * `make bench-faults`: the shape of RocksDB's per-KV checksum PR (32-byte
+ * keys, 200-byte values, one thread, sync off, no compression).
  *
- *   bench_engine DIR --num N [--cache-size B] [--phase fill|read] [--reads R]
+ *   bench_engine DIR --num N [--phase fill|read] [--reads R] [--cache-size B]
  *
  * fill:  fillseq of N keys into a fresh DIR, then close (prints fillseq_ops)
- * read:  open DIR with the given cache, warm it (one full scan), then R
- *        random gets (prints readrandom_ops); every value is checked, so a
- *        wrong answer fails the run instead of flattering it.
+ * read:  open DIR with the cache (default 1 GiB: the whole database), warm
+ *        it with one full scan, then R random gets (prints readrandom_ops);
+ *        every value is checked, so a wrong answer fails the run instead of
+ *        flattering it.
  * Output: one line "NAME ops_per_sec" per measurement.
+ *
+ * Built three times (Makefile): bench_engine and bench_faults_plain against
+ * build/libengine.a; bench_faults_fiu against build/libengine-fiu.a with
+ * -DBENCH_FIU: fiu_init is called, no point is enabled and
+ * eng_faults_arm(1) is not, so every point costs one relaxed load of the
+ * engine's armed flag (what make bench-faults measures).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +24,13 @@
 #include <time.h>
 
 #include "engine.h"
+
+#ifdef BENCH_FIU
+#include <fiu.h>
+#define BUILD_NAME "fiu"
+#else
+#define BUILD_NAME "plain"
+#endif
 
 #define KEY_LEN 32
 #define VALUE_LEN 200
@@ -40,10 +54,18 @@ static void value_of(uint64_t i, uint8_t *v) {
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next_rand(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 
+static int fail(const char *what, int rc) {
+    fprintf(stderr, "bench_engine (%s): %s: %s\n", BUILD_NAME, what, eng_strerror(rc));
+    return 3;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2) { fprintf(stderr, "usage: bench_engine DIR --num N [--cache-size B] [--phase fill|read] [--reads R]\n"); return 2; }
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_engine DIR --num N [--phase fill|read] [--reads R] [--cache-size B]\n");
+        return 2;
+    }
     const char *dir = argv[1], *phase = "fill";
-    uint64_t num = 1000000, cache = 1ull << 30, reads = 0;
+    uint64_t num = 200000, cache = 1ull << 30, reads = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--num")) num = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--cache-size")) cache = strtoull(argv[i + 1], NULL, 10);
@@ -52,6 +74,17 @@ int main(int argc, char **argv) {
         else { fprintf(stderr, "bench_engine: unknown option %s\n", argv[i]); return 2; }
     }
     if (!reads) reads = num;
+    if (!num) { fprintf(stderr, "bench_engine: --num must be > 0\n"); return 2; }
+
+#ifdef BENCH_FIU
+    /* The fault build as a stress run would have it before any point is
+     * enabled: libfiu initialized, the engine's points disarmed. */
+    if (fiu_init(0) != 0) { fprintf(stderr, "bench_engine: fiu_init failed\n"); return 3; }
+    if (!eng_faults_compiled()) { fprintf(stderr, "bench_engine: not linked against the fault build\n"); return 3; }
+#else
+    if (eng_faults_compiled()) { fprintf(stderr, "bench_engine: the plain build has fault points\n"); return 3; }
+#endif
+
     eng_options o;
     eng_options_init(&o);
     o.cache_size = cache;
@@ -59,7 +92,7 @@ int main(int argc, char **argv) {
     o.checkpoint_wal_bytes = 256u << 20;
     eng_db *db;
     int rc = eng_open(dir, &o, &db);
-    if (rc) { fprintf(stderr, "bench_engine: open: %s\n", eng_strerror(rc)); return 3; }
+    if (rc) return fail("open", rc);
     char k[KEY_LEN + 1];
     uint8_t v[VALUE_LEN];
     if (!strcmp(phase, "fill")) {
@@ -67,20 +100,21 @@ int main(int argc, char **argv) {
         for (uint64_t i = 0; i < num; i++) {
             key_of(i, k);
             value_of(i, v);
-            if ((rc = eng_put(db, k, KEY_LEN, v, VALUE_LEN, NULL))) {
-                fprintf(stderr, "bench_engine: put: %s\n", eng_strerror(rc));
-                return 3;
-            }
+            if ((rc = eng_put(db, k, KEY_LEN, v, VALUE_LEN, NULL))) return fail("put", rc);
         }
         double t1 = now();
         printf("fillseq_ops %.0f\n", (double)num / (t1 - t0));
-    } else {
+    } else if (!strcmp(phase, "read")) {
         eng_iter *it;
-        eng_iter_open(db, NULL, &it);
+        if ((rc = eng_iter_open(db, NULL, &it))) return fail("iter", rc);
         uint64_t n = 0;
         for (rc = eng_iter_first(it); rc == ENG_OK; rc = eng_iter_next(it)) n++;
         eng_iter_close(it);
-        if (n != num) { fprintf(stderr, "bench_engine: warm scan saw %llu keys, expected %llu\n", (unsigned long long)n, (unsigned long long)num); return 1; }
+        if (n != num) {
+            fprintf(stderr, "bench_engine: warm scan saw %llu keys, expected %llu\n", (unsigned long long)n,
+                    (unsigned long long)num);
+            return 1;
+        }
         eng_buf b = {0};
         double t0 = now();
         for (uint64_t i = 0; i < reads; i++) {
@@ -96,8 +130,11 @@ int main(int argc, char **argv) {
         double t1 = now();
         printf("readrandom_ops %.0f\n", (double)reads / (t1 - t0));
         eng_buf_free(&b);
+    } else {
+        fprintf(stderr, "bench_engine: unknown phase %s\n", phase);
+        return 2;
     }
     rc = eng_close(db);
-    if (rc) { fprintf(stderr, "bench_engine: close: %s\n", eng_strerror(rc)); return 3; }
+    if (rc) return fail("close", rc);
     return 0;
 }
