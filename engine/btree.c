@@ -197,15 +197,19 @@ static int descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_
         uint32_t blk = atomic_load(&f->block);
         uint32_t child = child_for(f->data, key, klen, mode, &slot);
         unsigned n = ph_get_nslots(f->data);
-        if (hi && slot + 1 < (int)n) {
+        for (int side = 0; side < 2; side++) {
+            fence *fc = side ? lo : hi;
+            int s2 = side ? slot : slot + 1;
+            if (!fc || s2 < 0 || s2 >= (int)n) continue;
             internal_cell c;
-            page_internal_cell(f->data, (unsigned)(slot + 1), &c);
-            memcpy(hi->key, c.key, c.klen); hi->len = c.klen; hi->set = 1;
-        }
-        if (lo && slot >= 0) {
-            internal_cell c;
-            page_internal_cell(f->data, (unsigned)slot, &c);
-            memcpy(lo->key, c.key, c.klen); lo->len = c.klen; lo->set = 1;
+            page_internal_cell(f->data, (unsigned)s2, &c);
+            /* Proven on load, but a cached page can be damaged in memory. */
+            if (c.klen > ENG_MAX_KEY || c.key + c.klen > f->data + t->ps) {
+                bp_release(t->bp, f, BP_SHARED);
+                return corrupt(t, ENG_LAYER_STRUCTURE, blk, s2, ENG_MAX_KEY, c.klen,
+                               "separator key runs off its page in the cache");
+            }
+            memcpy(fc->key, c.key, c.klen); fc->len = c.klen; fc->set = 1;
         }
         if ((rc = check_child_ptr(t, blk, child, slot))) { bp_release(t->bp, f, BP_SHARED); return rc; }
         bp_frame *c;
@@ -284,6 +288,15 @@ static int cell_value(bt_tree *t, const bp_frame *f, int slot, const leaf_cell *
 
 /* ---- reads ---- */
 
+/* A cell of a cached page, checked before its bytes are copied: pages
+ * are proven on load, but a frame can be damaged in memory. */
+static int cell_in_page(const bt_tree *t, const uint8_t *p, const leaf_cell *c) {
+    const uint8_t *end = p + t->ps;
+    if (c->klen == 0 || c->klen > ENG_MAX_KEY || c->key < p + PAGE_HDR || c->key + c->klen > end) return 0;
+    if (c->cflags & CELL_OVERFLOW) return c->vlen > 0;
+    return c->val + c->vlen <= end;
+}
+
 #ifdef ENG_BROKEN_STALE_VALUE
 /* Test-only broken build: the value a put replaced is remembered and
  * returned by the next gets of that key (stress proves the oracle reports
@@ -312,6 +325,11 @@ int bt_get(bt_tree *t, const void *key, size_t klen, eng_buf *out) {
     if (!exact) { bp_release(t->bp, f, BP_SHARED); return ENG_NOTFOUND; }
     leaf_cell c;
     page_leaf_cell(f->data, idx, &c);
+    if (!cell_in_page(t, f->data, &c)) {
+        uint32_t blk = atomic_load(&f->block);
+        bp_release(t->bp, f, BP_SHARED);
+        return corrupt(t, ENG_LAYER_STRUCTURE, blk, (int32_t)idx, 0, 0, "cell runs off its page in the cache");
+    }
     rc = buf_reserve(out, c.vlen ? c.vlen : 1);
     if (rc == ENG_OK) rc = cell_value(t, f, (int)idx, &c, out->data);
     if (rc == ENG_OK) out->len = c.vlen;
@@ -368,6 +386,10 @@ int bt_seek(bt_tree *t, const void *key, size_t klen, int mode, bt_leafcopy *lc)
         for (int i = start; rc == ENG_OK && i >= 0 && i < n; i += fwd ? 1 : -1) {
             leaf_cell c;
             page_leaf_cell(p, (unsigned)i, &c);
+            if (!cell_in_page(t, p, &c)) {
+                rc = corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), i, 0, 0, "cell runs off its page in the cache");
+                break;
+            }
             rc = lc_push(lc, &c);
             if (rc == ENG_OK) rc = cell_value(t, f, i, &c, lc->buf + lc->e[lc->n - 1].voff);
         }
@@ -450,6 +472,15 @@ static int touched_has(const bt_wctx *w, const bp_frame *f) {
  * start at. */
 static int act_begin(bt_wctx *w, bp_frame *f, int creating, size_t *at) {
     uint32_t blk = atomic_load(&f->block);
+    if (!creating) {
+        /* The edit functions trust the header (P1); a frame damaged in
+         * memory must not turn an edit into a write outside the page. */
+        const uint8_t *p = f->data;
+        unsigned lo = ph_get_lower(p), up = ph_get_upper(p), ns = ph_get_nslots(p);
+        if (lo < PAGE_HDR || lo > up || up > w->t->ps || lo != PAGE_HDR + 2u * ns || ph_get_frag(p) > w->t->ps - up)
+            return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, PAGE_HDR + 2u * ns, lo,
+                           "page header damaged in the cache");
+    }
     if (blk < w->fresh_from && !touched_has(w, f)) {
         if (w->ntouched == MAX_TOUCHED)
             return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, MAX_TOUCHED, MAX_TOUCHED,
@@ -533,7 +564,7 @@ static int alloc_page(bt_wctx *w, bp_frame **out) {
         }
         if ((rc = bp_get(t->bp, trunk, BP_EXCL, &tr))) { bp_release(t->bp, m, BP_EXCL); return rc; }
         uint32_t n = ph_get_aux(tr->data);
-        if (ph_get_type(tr->data) != PAGE_FREE) {
+        if (ph_get_type(tr->data) != PAGE_FREE || n > FREE_TRUNK_CAP(t->ps)) {
             uint64_t ty = ph_get_type(tr->data);
             bp_release(t->bp, tr, BP_EXCL);
             bp_release(t->bp, m, BP_EXCL);
@@ -610,6 +641,10 @@ static int free_pages(bt_wctx *w, const uint32_t *blocks, int n) {
                              "free list reaches a page that is not a trunk");
                 break;
             }
+        }
+        if (tr && ph_get_aux(tr->data) > cap) {
+            rc = corrupt(t, ENG_LAYER_STRUCTURE, mf.freelist, -1, cap, ph_get_aux(tr->data), "free-list trunk count damaged");
+            break;
         }
         if (tr && ph_get_aux(tr->data) < cap) {
             if ((rc = act_begin(w, tr, 0, &at)) == ENG_OK) {
@@ -752,6 +787,12 @@ static int insert_at(bt_wctx *w, pathent *path, int d, unsigned idx, int replace
     }
     int leaf = ph_get_type(p) == PAGE_LEAF;
     int level = ph_get_level(p);
+    {
+        /* A split copies every cell: prove the page first (rare path). */
+        page_problem pr;
+        if (page_check_structure(p, ps, &pr) != ENG_OK)
+            return corrupt(t, ENG_LAYER_STRUCTURE, blk, pr.entry, pr.expected, pr.found, pr.detail);
+    }
     cellref *cells = malloc(sizeof(cellref) * (ps / 2 + 2));
     uint8_t *right = malloc(ps), *lefti = malloc(ps);
     newcell *sep = malloc(sizeof *sep);

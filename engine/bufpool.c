@@ -71,7 +71,10 @@ int bp_create(const bp_config *cfg, bp_pool **out) {
     bp->bucket_mask = nb - 1;
     bp->frames = calloc(bp->nframes, sizeof *bp->frames);
     bp->buckets = calloc(nb, sizeof *bp->buckets);
-    if (posix_memalign((void **)&bp->mem, 4096, bp->nframes * cfg->page_size)) bp->mem = NULL;
+    /* A guard tail: a cached page damaged in memory (a cache bit flip) can
+     * make a reader follow a slot or length up to 64 KiB past its frame;
+     * that must read garbage, never fault. */
+    if (posix_memalign((void **)&bp->mem, 4096, bp->nframes * cfg->page_size + (128u << 10))) bp->mem = NULL;
     if (!bp->frames || !bp->buckets || !bp->mem) {
         free(bp->frames); free(bp->buckets); free(bp->mem); free(bp);
         return ENG_NOMEM;
@@ -169,7 +172,7 @@ static bp_frame *pin_if_valid(bp_pool *bp, uint32_t block) {
  * TRY, a frame whose latch is taken is skipped: an evicting reader may hold
  * latches of its own, and waiting on an arbitrary victim's latch could
  * close a cycle with the writer (L2). */
-static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try) {
+static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *written) {
     size_t ps = bp->cfg.page_size;
     uint8_t *bufs = NULL;
     if (posix_memalign((void **)&bufs, 4096, n * ps)) return ENG_NOMEM;
@@ -177,6 +180,8 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try) {
     size_t nreq = 0;
     bp_frame *latched[BATCH];
     uint64_t maxlsn = 0;
+    size_t idx[BATCH];
+    if (written) memset(written, 0, n);
     for (size_t i = 0; i < n; i++) {
         bp_frame *f = fs[i];
         if (try) {
@@ -207,6 +212,7 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try) {
             prepare_write(bp, block, lsn, copy);
             reqs[nreq] = (io_req){.f = bp->cfg.file, .buf = copy, .len = ps,
                                   .offset = (uint64_t)block * ps};
+            idx[nreq] = i;
             latched[nreq++] = f;
         }
     next:;
@@ -222,6 +228,7 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try) {
     }
     for (size_t i = 0; i < nreq; i++) {
         if (rc != ENG_OK || reqs[i].status != ENG_OK) atomic_store(&latched[i]->dirty, 1);
+        else if (written) written[idx[i]] = 1;
         pthread_rwlock_unlock(&latched[i]->latch);
     }
     free(bufs);
@@ -277,7 +284,7 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
                 for (size_t j = 0; j < nb; j++) bp_unpin(bp, batch[j]);
                 continue;
             }
-            int rc = write_back(bp, batch, nb, 1);
+            int rc = write_back(bp, batch, nb, 1, NULL);
             for (size_t j = 0; j < nb; j++) bp_unpin(bp, batch[j]);
             if (rc != ENG_OK) return rc;
         }
@@ -434,26 +441,57 @@ void bp_unpin(bp_pool *bp, bp_frame *f) {
 
 bp_frame *bp_pin_resident(bp_pool *bp, uint32_t block) { return pin_if_valid(bp, block); }
 
+/* Every frame dirty when this starts reaches disk.  Latches are only
+ * tried (write_back with TRY), never waited for while others are held: a
+ * writer holding a leaf may be waiting for the meta page that a waiting
+ * flush would hold (L2).  A frame whose latch is taken, or which is
+ * pending, is retried on the next pass; one written once is done, even if
+ * it was dirtied again since. */
 int bp_flush_all(bp_pool *bp) {
-    int first = ENG_OK;
-    bp_frame *batch[BATCH];
-    size_t n = 0;
-    for (size_t i = 0; i <= bp->nframes; i++) {
-        if (i < bp->nframes) {
-            bp_frame *f = &bp->frames[i];
-            if (!atomic_load(&f->dirty) || atomic_load(&f->state) != ST_VALID) continue;
-            bp_frame *g = pin_if_valid(bp, atomic_load(&f->block));
-            if (g != f) { if (g) bp_unpin(bp, g); continue; }
-            batch[n++] = f;
-            if (n < BATCH) continue;
-        }
-        if (!n) continue;
-        int rc = write_back(bp, batch, n, 0);
-        for (size_t j = 0; j < n; j++) bp_unpin(bp, batch[j]);
-        n = 0;
-        if (rc != ENG_OK && first == ENG_OK) first = rc;
+    size_t n = bp->nframes;
+    uint32_t *want = malloc(n * sizeof *want);
+    if (!want) return ENG_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        bp_frame *f = &bp->frames[i];
+        want[i] = atomic_load(&f->dirty) && atomic_load(&f->state) == ST_VALID ? atomic_load(&f->block) : UINT32_MAX;
     }
-    return first;
+    int rc = ENG_OK;
+    for (unsigned pass = 0; rc == ENG_OK; pass++) {
+        size_t left = 0;
+        bp_frame *batch[BATCH];
+        size_t at[BATCH], nb = 0;
+        for (size_t i = 0; i <= n && rc == ENG_OK; i++) {
+            if (i < n) {
+                if (want[i] == UINT32_MAX) continue;
+                bp_frame *f = &bp->frames[i];
+                bp_frame *g = pin_if_valid(bp, want[i]);
+                if (g != f || !atomic_load(&f->dirty)) {
+                    /* Evicted (so written), reused, or already clean. */
+                    if (g) bp_unpin(bp, g);
+                    want[i] = UINT32_MAX;
+                    continue;
+                }
+                batch[nb] = f;
+                at[nb++] = i;
+                if (nb < BATCH) continue;
+            }
+            if (!nb) continue;
+            uint8_t written[BATCH];
+            rc = write_back(bp, batch, nb, 1, written);
+            for (size_t j = 0; j < nb; j++) {
+                if (written[j]) want[at[j]] = UINT32_MAX;
+                else left++;
+                bp_unpin(bp, batch[j]);
+            }
+            nb = 0;
+        }
+        if (!left) break;
+        if (bp->cfg.poisoned && atomic_load(bp->cfg.poisoned)) { rc = ENG_POISONED; break; }
+        if (pass < 16) sched_yield();
+        else usleep(200);
+    }
+    free(want);
+    return rc;
 }
 
 int bp_check_block(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) {

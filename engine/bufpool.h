@@ -75,6 +75,9 @@ typedef struct bp_config {
     /* Read-only handle: dirty frames (redo replayed in memory) are never
      * written; needing to write one fails with ENG_READONLY. */
     int read_only;
+    /* The handle's poison flag: a flush gives up once it is set (the pages
+     * of the failed operation stay pending for ever). */
+    _Atomic int *poisoned;
 } bp_config;
 
 typedef struct bp_stats {

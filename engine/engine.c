@@ -225,6 +225,13 @@ static int checkpoint(eng_db *db) {
     if (atomic_load(&db->poisoned)) return ENG_POISONED;
     pthread_mutex_lock(&db->ckpt_mu);
     pthread_mutex_lock(&db->write_mu);
+    if (atomic_load(&db->poisoned)) {
+        /* A write failed half-applied since the check above: its pages
+         * must never be written, nor the redo point move past it. */
+        pthread_mutex_unlock(&db->write_mu);
+        pthread_mutex_unlock(&db->ckpt_mu);
+        return ENG_POISONED;
+    }
     uint64_t redo = wal_insert_lsn(db->wal);
     uint64_t last_seq = atomic_load(&db->seq);
     uint32_t nblocks = bt_nblocks(db->bt);
@@ -283,7 +290,7 @@ static int start_pool(eng_db *db) {
         .io = db->io, .file = &db->data, .page_size = db->ctl.page_size, .nframes = nframes,
         .checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0, .hwm = &db->hwm,
         .reporter = db->rep, .wal_flush = pool_wal_flush, .wal_ctx = db,
-        .read_only = db->opts.read_only,
+        .read_only = db->opts.read_only, .poisoned = &db->poisoned,
     };
     return bp_create(&bc, &db->bp);
 }

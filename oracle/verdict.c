@@ -1,0 +1,525 @@
+/*
+ * verdict.c -- the oracle's judge (rules V1-V7 in verdict.h).
+ *
+ * Everything is kept in plain arrays: a run injects hundreds or thousands
+ * of faults, not millions, and vd_settle runs once at the end.  Reports
+ * are de-duplicated (a corrupt page read by every later get reports the
+ * same place again and again) before they are matched.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict.h"
+
+static const char *class_names[VD_CLASS_COUNT + 1] = {
+#define VD_NAME(id, key) key,
+    VD_CLASSES(VD_NAME)
+#undef VD_NAME
+    "unattributed",
+};
+
+const char *vd_class_name(int cls) {
+    return cls >= 0 && cls <= VD_CLASS_COUNT ? class_names[cls] : "unknown";
+}
+
+int vd_class_from_name(const char *name) {
+    for (int i = 0; i < VD_CLASS_COUNT; i++)
+        if (!strcmp(name, class_names[i])) return i;
+    return -1;
+}
+
+static const char *outcome_names[VD_OUTCOME_COUNT] = {
+    "pending", "detected", "repaired", "masked", "undetectable", "swallowed", "lost",
+};
+const char *vd_outcome_name(int o) { return o >= 0 && o < VD_OUTCOME_COUNT ? outcome_names[o] : "?"; }
+
+uint64_t vd_failures(const vd_counts *c) {
+    return c->wrong_value + c->lost + c->resurrected + c->false_alarm + c->swallowed + c->crash + c->hang;
+}
+
+/* ---- judging and measuring (DESIGN 5) ---- */
+
+static int is_error_class(int cls) {
+    return cls == VD_READ_ERROR || cls == VD_WRITE_ERROR || cls == VD_NOSPACE || cls == VD_SYNC_ERROR ||
+           cls == VD_SHORT_IO;
+}
+
+/* Classes whose only detector is the page checksum (or the zero-page rule
+ * and block seed that ride on it). */
+static int needs_page_checksum(int cls) {
+    return cls == VD_BITFLIP_PAGE || cls == VD_BITFLIP_INFLIGHT || cls == VD_TORN_WRITE ||
+           cls == VD_MISDIRECTED_WRITE || cls == VD_ZERO_PAGE;
+}
+
+int vd_class_measured(const vd_config *c, int cls) {
+    if (cls < 0 || cls >= VD_CLASS_COUNT) return 0;
+    if (!c->data_checksums && needs_page_checksum(cls)) return 1;
+    if (cls == VD_TORN_WRITE && !c->full_page_writes) return 1;
+    /* A lost write leaves an old page with a valid checksum: only redo
+     * after a crash covers it.  A misdirected write is a lost write at the
+     * block it was meant for (DESIGN 4: "the lost one as below"). */
+    if (cls == VD_LOST_WRITE || cls == VD_MISDIRECTED_WRITE) return 1;
+    /* Cache flips need per-KV codes (w >= 1); w is 0 until they exist. */
+    if (cls == VD_BITFLIP_CACHE && c->protection_bytes == 0) return 1;
+    return 0;
+}
+
+int vd_measuring(const vd_config *c, char *why, size_t cap) {
+    int m = 0;
+    size_t n = 0;
+    if (why && cap) why[0] = 0;
+    for (int i = 0; i < VD_CLASS_COUNT; i++) {
+        if (!c->class_on[i] || !vd_class_measured(c, i)) continue;
+        m = 1;
+        if (!why || n >= cap) continue;
+        const char *r = !c->data_checksums && needs_page_checksum(i) ? "data_checksums off"
+                        : i == VD_TORN_WRITE                          ? "full_page_writes off"
+                        : i == VD_BITFLIP_CACHE                       ? "no per-KV protection (w = 0)"
+                        : i == VD_MISDIRECTED_WRITE                   ? "the block it missed keeps an old valid page"
+                                                                      : "an old page keeps a valid checksum";
+        n += (size_t)snprintf(why + n, cap - n, "%s%s: %s", n ? "; " : "", class_names[i], r);
+    }
+    return m;
+}
+
+/* ---- ledger lines ---- */
+
+/* Copy a JSON string body starting after the opening quote; returns the
+ * position after the closing quote (or NULL on a malformed string). */
+static const char *json_str(const char *p, char *out, size_t cap) {
+    size_t n = 0;
+    while (*p && *p != '"') {
+        char c = *p++;
+        if (c == '\\') {
+            c = *p++;
+            if (!c) return NULL;
+            if (c == 'u') { /* \u00XX: keep the low byte, as the ledger writes only those */
+                unsigned x = 0;
+                for (int i = 0; i < 4 && isxdigit((unsigned char)*p); i++, p++)
+                    x = x * 16 + (unsigned)(isdigit((unsigned char)*p) ? *p - '0' : (tolower((unsigned char)*p) - 'a' + 10));
+                c = (char)x;
+            } else if (c == 'n') c = '\n';
+            else if (c == 't') c = '\t';
+        }
+        if (n + 1 < cap) out[n++] = c;
+    }
+    if (cap) out[n] = 0;
+    return *p == '"' ? p + 1 : NULL;
+}
+
+/* Copy S into D (CAP bytes), cut short if it must be. */
+static void copy_str(char *d, size_t cap, const char *s) {
+    size_t n = strlen(s);
+    if (n >= cap) n = cap - 1;
+    memcpy(d, s, n);
+    d[n] = 0;
+}
+
+int vd_parse_ledger_line(const char *line, vd_injection *o) {
+    memset(o, 0, sizeof *o);
+    o->seq = o->block = o->offset = o->len = o->op = o->bit = -1;
+    o->thread = -1;
+    o->cls = -1;
+    snprintf(o->phase, sizeof o->phase, "run");
+    const char *p = line;
+    while (isspace((unsigned char)*p)) p++;
+    if (*p++ != '{') return -1;
+    for (;;) {
+        while (isspace((unsigned char)*p) || *p == ',') p++;
+        if (*p == '}' || !*p) break;
+        if (*p++ != '"') return -1;
+        char key[32], sval[128];
+        p = json_str(p, key, sizeof key);
+        if (!p) return -1;
+        while (isspace((unsigned char)*p)) p++;
+        if (*p++ != ':') return -1;
+        while (isspace((unsigned char)*p)) p++;
+        int is_str = *p == '"';
+        long long ival = -1;
+        if (is_str) {
+            p = json_str(p + 1, sval, sizeof sval);
+            if (!p) return -1;
+        } else {
+            char *end;
+            ival = strtoll(p, &end, 10);
+            if (end == p) { /* true/false/null or a float: skip the token */
+                while (*p && *p != ',' && *p != '}') p++;
+                continue;
+            }
+            p = end;
+            while (*p && *p != ',' && *p != '}') p++; /* a fraction, if any */
+            snprintf(sval, sizeof sval, "%lld", ival);
+        }
+#define STR(k, field) else if (!strcmp(key, k)) copy_str(o->field, sizeof o->field, sval)
+#define INT(k, field) else if (!strcmp(key, k)) o->field = is_str ? strtoll(sval, NULL, 0) : ival
+        if (0) {}
+        STR("class", cls_name);
+        STR("phase", phase);
+        STR("point", point);
+        STR("file", file);
+        STR("err", err);
+        STR("mask", mask);
+        INT("seq", seq);
+        INT("block", block);
+        INT("offset", offset);
+        INT("len", len);
+        INT("op", op);
+        INT("bit", bit);
+        else if (!strcmp(key, "thread")) o->thread = (int)(is_str ? strtol(sval, NULL, 0) : ival);
+#undef STR
+#undef INT
+    }
+    o->cls = vd_class_from_name(o->cls_name);
+    return 0;
+}
+
+/* ---- the context ---- */
+
+typedef struct report_rec {
+    vd_report r;
+    int matched;
+} report_rec;
+
+struct vd_ctx {
+    vd_config cfg;
+    vd_injection *inj;
+    size_t ninj, capinj, first_own;
+    int seen_own;
+    report_rec *rep;
+    size_t nrep, caprep;
+    vd_observation *obs;
+    size_t nobs, capobs;
+    int crash_check;
+    int external_kill;
+    size_t *alarms; /* indexes into rep of unmatched, de-duplicated reports */
+    size_t nalarms;
+};
+
+vd_ctx *vd_new(const vd_config *c) {
+    vd_ctx *v = calloc(1, sizeof *v);
+    if (!v) return NULL;
+    v->cfg = *c;
+    if (!v->cfg.page_size) v->cfg.page_size = 8192;
+    v->crash_check = -1;
+    return v;
+}
+
+void vd_free(vd_ctx *v) {
+    if (!v) return;
+    free(v->inj);
+    free(v->rep);
+    free(v->obs);
+    free(v->alarms);
+    free(v);
+}
+
+#define GROW(arr, n, cap)                                                          \
+    do {                                                                           \
+        if ((n) == (cap)) {                                                        \
+            size_t nc = (cap) ? 2 * (cap) : 64;                                    \
+            void *np = realloc((arr), nc * sizeof *(arr));                         \
+            if (!np) return;                                                       \
+            (arr) = np;                                                            \
+            (cap) = nc;                                                            \
+        }                                                                          \
+    } while (0)
+
+static void add_inj(vd_ctx *v, const vd_injection *i) {
+    GROW(v->inj, v->ninj, v->capinj);
+    v->inj[v->ninj++] = *i;
+}
+
+int vd_add_ledger_line(vd_ctx *v, const char *line, int carried) {
+    vd_injection i;
+    if (vd_parse_ledger_line(line, &i) != 0) return -1;
+    i.carried = carried;
+    if (!carried && !v->seen_own) { v->seen_own = 1; v->first_own = v->ninj; }
+    size_t before = v->ninj;
+    add_inj(v, &i);
+    return v->ninj > before ? 0 : -1;
+}
+
+void vd_add_report(vd_ctx *v, const vd_report *r) {
+    GROW(v->rep, v->nrep, v->caprep);
+    v->rep[v->nrep++] = (report_rec){*r, 0};
+}
+
+void vd_add_observation(vd_ctx *v, const vd_observation *o) {
+    GROW(v->obs, v->nobs, v->capobs);
+    v->obs[v->nobs++] = *o;
+}
+
+void vd_set_crash_check(vd_ctx *v, int c) { v->crash_check = c; }
+void vd_note_external_kill(vd_ctx *v) { v->external_kill = 1; }
+
+size_t vd_injection_count(const vd_ctx *v) { return v->ninj; }
+const vd_injection *vd_injection_at(const vd_ctx *v, size_t i) { return i < v->ninj ? &v->inj[i] : NULL; }
+size_t vd_first_own(const vd_ctx *v) { return v->seen_own ? v->first_own : v->ninj; }
+size_t vd_false_alarm_count(const vd_ctx *v) { return v->nalarms; }
+const vd_report *vd_false_alarm_at(const vd_ctx *v, size_t i) {
+    return i < v->nalarms ? &v->rep[v->alarms[i]].r : NULL;
+}
+
+/* ---- places (V1) ---- */
+
+static const char *norm_file(const char *f) {
+    while (f[0] == '.' && f[1] == '/') f += 2;
+    return f;
+}
+
+static int is_wal(const char *f) { return !strncmp(f, "wal", 3) && (f[3] == 0 || f[3] == '/'); }
+
+/* A report's place: file (normalised; a WAL report given by LSN gets its
+ * segment) and block (-1 unknown). */
+static void report_place(const vd_config *c, const vd_report *r, char *file, size_t cap, int64_t *block) {
+    const char *f = norm_file(r->file);
+    *block = r->block;
+    if (!strcmp(f, "wal") && r->block < 0 && r->offset >= 0 && c->wal_segment_size) {
+        uint64_t lsn = (uint64_t)r->offset, seg = lsn & ~(c->wal_segment_size - 1);
+        snprintf(file, cap, "wal/%016llx", (unsigned long long)seg);
+        *block = (int64_t)((lsn - seg) / 4096);
+        return;
+    }
+    snprintf(file, cap, "%s", f);
+    if (*block < 0 && r->offset >= 0 && !is_wal(f) && c->page_size) *block = r->offset / c->page_size;
+    else if (*block < 0 && r->offset >= 0 && is_wal(f) && strcmp(f, "wal")) *block = r->offset / 4096;
+}
+
+int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection *i) {
+    if (!i->file[0]) return 0;
+    char rf[80];
+    int64_t rb;
+    report_place(c, r, rf, sizeof rf, &rb);
+    const char *inf = norm_file(i->file);
+    if (is_wal(rf)) {
+        if (!is_wal(inf)) return 0;
+        /* A report on the log directory alone (no segment, no LSN) names
+         * no place: it matches any WAL injection. */
+        if (!strcmp(rf, "wal") || !strcmp(inf, "wal")) return 1;
+        if (strcmp(rf, inf)) return 0;
+        int64_t ib = i->block >= 0 ? i->block : i->offset >= 0 ? i->offset / 4096 : -1;
+        if (rb < 0 || ib < 0) return 1;
+        int64_t d = rb - ib;
+        return d >= -1 && d <= 1;
+    }
+    if (strcmp(rf, inf)) return 0;
+    if (rb < 0) return 1; /* no block in the report: the file is all we know */
+    int64_t ps = c->page_size ? c->page_size : 8192;
+    if (i->block >= 0 && i->block == rb) return 1;
+    if (i->offset >= 0) {
+        /* The range touched, in blocks (a misdirected write names where
+         * it landed by offset, the block it was meant for by block). */
+        int64_t lo = i->offset / ps, hi = (i->offset + (i->len > 0 ? i->len - 1 : 0)) / ps;
+        if (rb >= lo && rb <= hi) return 1;
+    }
+    return i->block < 0 && i->offset < 0; /* the injection named only its file */
+}
+
+/* Classes that leave a page with a valid checksum but wrong contents. */
+static int leaves_valid_page(const vd_config *c, int cls) {
+    if (cls == VD_LOST_WRITE || cls == VD_MISDIRECTED_WRITE || cls == VD_BITFLIP_CACHE) return 1;
+    return !c->data_checksums && (needs_page_checksum(cls) || cls == VD_LOST_WRITE);
+}
+
+static int is_cross_page(const char *layer) { return !strcmp(layer, "structure") || !strcmp(layer, "overflow"); }
+
+int vd_report_explained(const vd_config *c, const vd_report *r, const vd_injection *i) {
+    if (!leaves_valid_page(c, i->cls) || !i->file[0]) return 0;
+    if (!is_cross_page(r->layer) && strcmp(r->layer, "page_header")) return 0;
+    return !strcmp(norm_file(r->file), norm_file(i->file));
+}
+
+/* ---- settlement ---- */
+
+static int cmp_report(const void *a, const void *b) {
+    const vd_report *x = &((const report_rec *)a)->r, *y = &((const report_rec *)b)->r;
+    int c = strcmp(x->file, y->file);
+    if (c) return c;
+    if (x->block != y->block) return x->block < y->block ? -1 : 1;
+    c = strcmp(x->layer, y->layer);
+    if (c) return c;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int find_error_obs(const vd_ctx *v, int thread, int64_t op) {
+    if (thread < 0 || op < 0) return 0;
+    for (size_t i = 0; i < v->nobs; i++)
+        if (v->obs[i].kind == VD_OBS_ERROR && v->obs[i].thread == thread && v->obs[i].op == op) return 1;
+    return 0;
+}
+
+/* The class an observation of this process is blamed on: the newest
+ * corruption-class injection before it, else the newest of any class,
+ * else none.  After a crash: the crash's classes first. */
+static int attribute(const vd_ctx *v, const vd_observation *o) {
+    if (o->carried && (o->kind == VD_OBS_CRASH || o->kind == VD_OBS_HANG)) {
+        /* The dead process's own end: blame what it injected last. */
+        for (size_t i = v->ninj; i-- > 0;)
+            if (v->inj[i].carried && v->inj[i].cls >= 0 && v->inj[i].cls != VD_POWER_LOSS && v->inj[i].cls != VD_KILL)
+                return v->inj[i].cls;
+        return VD_NONE;
+    }
+    if (o->after_crash || o->carried) {
+        for (size_t i = v->ninj; i-- > 0;)
+            if (v->inj[i].carried && (v->inj[i].cls == VD_POWER_LOSS || v->inj[i].cls == VD_KILL))
+                return v->inj[i].cls;
+        if (v->external_kill) return VD_KILL;
+        for (size_t i = v->ninj; i-- > 0;)
+            if (v->inj[i].carried && v->inj[i].cls >= 0) return v->inj[i].cls;
+        return VD_NONE;
+    }
+    size_t own = vd_first_own(v);
+    size_t end = own + (size_t)o->inj_mark;
+    if (end > v->ninj) end = v->ninj;
+    for (size_t i = end; i-- > 0;)
+        if (v->inj[i].cls >= 0 && !is_error_class(v->inj[i].cls) && v->inj[i].cls != VD_POWER_LOSS &&
+            v->inj[i].cls != VD_KILL)
+            return v->inj[i].cls;
+    for (size_t i = end; i-- > 0;)
+        if (v->inj[i].cls >= 0) return v->inj[i].cls;
+    return VD_NONE;
+}
+
+/* In a measuring run: the measured class a symptom is counted under. */
+static int measured_class_for(const vd_ctx *v, int blamed, const vd_counts *cls) {
+    if (blamed >= 0 && blamed < VD_CLASS_COUNT && vd_class_measured(&v->cfg, blamed)) return blamed;
+    for (int i = 0; i < VD_CLASS_COUNT; i++)
+        if (v->cfg.class_on[i] && vd_class_measured(&v->cfg, i) && cls[i].injected) return i;
+    for (int i = 0; i < VD_CLASS_COUNT; i++)
+        if (v->cfg.class_on[i] && vd_class_measured(&v->cfg, i)) return i;
+    return VD_NONE;
+}
+
+void vd_settle(vd_ctx *v, vd_result *out) {
+    memset(out, 0, sizeof *out);
+    out->measuring = vd_measuring(&v->cfg, out->measuring_why, sizeof out->measuring_why);
+
+    /* V1, V2: de-duplicate reports, match each place to its injections. */
+    if (v->nrep > 1) {
+        qsort(v->rep, v->nrep, sizeof *v->rep, cmp_report);
+        size_t w = 1;
+        for (size_t i = 1; i < v->nrep; i++)
+            if (cmp_report(&v->rep[i], &v->rep[w - 1])) v->rep[w++] = v->rep[i];
+        v->nrep = w;
+    }
+    for (size_t i = 0; i < v->ninj; i++) v->inj[i].reports = 0, v->inj[i].outcome = VD_PENDING;
+    free(v->alarms);
+    v->alarms = NULL;
+    v->nalarms = 0;
+    if (v->nrep) v->alarms = malloc(v->nrep * sizeof *v->alarms);
+    char last_file[80] = "";
+    int64_t last_block = -2;
+    for (size_t r = 0; r < v->nrep; r++) {
+        v->rep[r].matched = 0;
+        for (size_t i = 0; i < v->ninj; i++) {
+            if (v->inj[i].cls < 0) continue;
+            if (vd_report_matches(&v->cfg, &v->rep[r].r, &v->inj[i])) {
+                v->inj[i].reports++;
+                v->rep[r].matched = 1;
+            }
+        }
+        out->reports++;
+    }
+    /* V1b, V1c: what exact places do not explain. */
+    for (size_t r = 0; r < v->nrep; r++) {
+        if (v->rep[r].matched) continue;
+        for (size_t i = 0; i < v->ninj && !v->rep[r].matched; i++)
+            if (v->inj[i].cls >= 0 && vd_report_explained(&v->cfg, &v->rep[r].r, &v->inj[i])) v->rep[r].matched = 2;
+        if (!v->rep[r].matched && is_cross_page(v->rep[r].r.layer))
+            for (size_t q = 0; q < v->nrep && !v->rep[r].matched; q++)
+                if (v->rep[q].matched == 1 && !strcmp(norm_file(v->rep[q].r.file), norm_file(v->rep[r].r.file)))
+                    v->rep[r].matched = 3;
+        if (!v->rep[r].matched) {
+            /* One false alarm per place, whatever layers noticed it. */
+            if (strcmp(last_file, v->rep[r].r.file) || last_block != v->rep[r].r.block || v->rep[r].r.block < 0) {
+                if (v->alarms) v->alarms[v->nalarms++] = r;
+                out->cls[VD_NONE].false_alarm++;
+            }
+            snprintf(last_file, sizeof last_file, "%s", v->rep[r].r.file);
+            last_block = v->rep[r].r.block;
+        }
+    }
+    out->false_alarms = v->nalarms;
+
+    /* V3-V5: each injection's outcome. */
+    for (size_t k = 0; k < v->ninj; k++) {
+        vd_injection *i = &v->inj[k];
+        int c = i->cls;
+        if (c < 0) continue;
+        vd_counts *cc = &out->cls[c];
+        cc->injected++;
+        int o;
+        if (c == VD_READ_ERROR || c == VD_WRITE_ERROR || c == VD_NOSPACE || c == VD_SYNC_ERROR) {
+            if (find_error_obs(v, i->thread, i->op) || i->reports) o = VD_DETECTED;
+            else if (i->carried || i->thread < 0 || i->op < 0) o = VD_MASKED; /* its call died with the process */
+            else o = VD_SWALLOWED;
+        } else if (c == VD_SHORT_IO) {
+            o = find_error_obs(v, i->thread, i->op) || i->reports ? VD_DETECTED : VD_MASKED;
+        } else if (c == VD_POWER_LOSS || c == VD_KILL) {
+            o = v->crash_check == 1 ? VD_REPAIRED : v->crash_check == 0 ? VD_LOST : VD_MASKED;
+        } else if (i->reports) {
+            o = VD_DETECTED;
+        } else if ((c == VD_TORN_WRITE || c == VD_LOST_WRITE) && i->carried && v->crash_check == 1) {
+            o = VD_REPAIRED; /* rebuilt by redo (full-page image) after the crash */
+        } else if (vd_class_measured(&v->cfg, c)) {
+            o = VD_UNDETECTABLE;
+        } else {
+            o = VD_MASKED;
+        }
+        i->outcome = o;
+        switch (o) {
+        case VD_DETECTED: cc->detected++; break;
+        case VD_REPAIRED: cc->repaired++; break;
+        case VD_MASKED: cc->masked++; break;
+        case VD_UNDETECTABLE: cc->undetectable++; break;
+        case VD_SWALLOWED: cc->swallowed++; break;
+        case VD_LOST: cc->lost++; break;
+        default: break;
+        }
+    }
+    if (v->external_kill) {
+        vd_counts *cc = &out->cls[VD_KILL];
+        cc->injected++;
+        if (v->crash_check == 1) cc->repaired++;
+        else if (v->crash_check == 0) cc->lost++;
+        else cc->masked++;
+    }
+
+    /* The driver's symptoms (V6). */
+    for (size_t k = 0; k < v->nobs; k++) {
+        const vd_observation *o = &v->obs[k];
+        if (o->kind == VD_OBS_ERROR) continue;
+        int c = attribute(v, o);
+        if (o->kind == VD_OBS_LOST_COMMIT) {
+            out->cls[c].lost++;
+            continue;
+        }
+        if (o->kind == VD_OBS_CRASH) { out->cls[c].crash++; continue; }
+        if (o->kind == VD_OBS_HANG) { out->cls[c].hang++; continue; }
+        if (out->measuring) {
+            int m = measured_class_for(v, c, out->cls);
+            out->cls[m].undetectable++;
+            continue;
+        }
+        if (o->kind == VD_OBS_WRONG_VALUE) out->cls[c].wrong_value++;
+        else if (o->kind == VD_OBS_LOST) out->cls[c].lost++;
+        else if (o->kind == VD_OBS_RESURRECTED) out->cls[c].resurrected++;
+    }
+
+    for (int c = 0; c <= VD_CLASS_COUNT; c++) {
+#define VD_SUM(n) out->total.n += out->cls[c].n;
+        VD_COUNTERS(VD_SUM)
+#undef VD_SUM
+    }
+    out->pass = vd_failures(&out->total) == 0;
+}
+
+int vd_escape_rates_json(const vd_ctx *v, char *buf, size_t cap) {
+    (void)v;
+    /* Per-KV protection (w = 1, 2, 4, 8) does not exist yet: no entry can
+     * escape a code that is not there.  The later issue fills this with
+     * {"w": {"checked": n, "escaped": k, "rate": k/n, "bound": b}}. */
+    return snprintf(buf, cap, "{}");
+}

@@ -1,0 +1,220 @@
+/*
+ * verdict.h -- the oracle's judge: matches every injected fault (the
+ * ledger's lines) with what the engine reported (corruption reports) and
+ * what the driver saw (wrong values, lost keys, errors returned), and
+ * gives each fault class of DESIGN 4 its outcome and failure counts.
+ *
+ * Pure: it knows no engine and no fault library.  Ledger lines arrive as
+ * raw JSON text (flat objects of string and integer fields, faults/ledger.h
+ * says which), reports and observations as plain structs.  A second
+ * engine's driver feeds it the same way.
+ *
+ * Rules (oracle/README.md explains them with examples):
+ *   V1  a report matches an injection on the same file and place: a data
+ *       file block equal; a WAL segment equal and WAL block (offset / 4096)
+ *       within +-1.  One report may confirm several injections there.
+ *   V1b a page that carries a valid checksum but old or misplaced contents
+ *       (lost_write, misdirected_write, bitflip_cache written back, any
+ *       page class with data_checksums off) is only noticed by checks
+ *       that span pages (layers structure, overflow, page_header), which
+ *       report the page they were inspecting, not the damaged one.  Such
+ *       a report in the same file is explained by an earlier injection of
+ *       those classes: no false alarm, but no detection credited either.
+ *   V1c a cross-page report (structure, overflow) in a file where a page
+ *       was reported damaged at an injection's place is a consequence of
+ *       that damage (a sibling or parent check that met the bad page):
+ *       explained, not credited.
+ *   V2  a report that matches no injection is a false_alarm (a failure).
+ *   V3  error classes (read_error, write_error, nospace, sync_error):
+ *       detected when the driver's call that was running when the error
+ *       was injected (same thread and op number) returned an error;
+ *       swallowed (a failure) when it returned OK.  short_io: the engine
+ *       must complete the transfer (masked); an error it caused is
+ *       detected.
+ *   V4  corruption classes without a matching report at settlement are
+ *       masked (overwritten or never needed; the final verify of every
+ *       page ran clean), or undetectable when the run measures that class.
+ *   V5  power_loss and kill: repaired when the post-crash recovery passed
+ *       the exact-prefix check, lost otherwise.
+ *   V6  a run measures (instead of judging) when its options make a class
+ *       undetectable by design (vd_measuring); there the driver's wrong,
+ *       lost and resurrected values count as undetectable, not failures
+ *       (except a synced commit lost by recovery, always a failure).
+ *   V7  the verdict is pass when every failure count is zero.
+ */
+#ifndef ORACLE_VERDICT_H
+#define ORACLE_VERDICT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fault classes: the report keys of DESIGN 4, in the fault library's
+ * order; VD_NONE collects failures no injection explains. */
+#define VD_CLASSES(X)                          \
+    X(VD_BITFLIP_PAGE, "bitflip_page")         \
+    X(VD_BITFLIP_WAL, "bitflip_wal")           \
+    X(VD_BITFLIP_CACHE, "bitflip_cache")       \
+    X(VD_BITFLIP_INFLIGHT, "bitflip_inflight") \
+    X(VD_TORN_WRITE, "torn_write")             \
+    X(VD_MISDIRECTED_WRITE, "misdirected_write") \
+    X(VD_LOST_WRITE, "lost_write")             \
+    X(VD_ZERO_PAGE, "zero_page")               \
+    X(VD_READ_ERROR, "read_error")             \
+    X(VD_WRITE_ERROR, "write_error")           \
+    X(VD_NOSPACE, "nospace")                   \
+    X(VD_SHORT_IO, "short_io")                 \
+    X(VD_SYNC_ERROR, "sync_error")             \
+    X(VD_POWER_LOSS, "power_loss")             \
+    X(VD_KILL, "kill")
+
+enum vd_class {
+#define VD_ENUM(id, key) id,
+    VD_CLASSES(VD_ENUM)
+#undef VD_ENUM
+    VD_CLASS_COUNT,
+    VD_NONE = VD_CLASS_COUNT /* "unattributed" */
+};
+
+/* Report key of a class ("unattributed" for VD_NONE); -1 if unknown. */
+const char *vd_class_name(int cls);
+int vd_class_from_name(const char *name);
+
+/* Outcome and failure counters, the report keys of DESIGN 4. */
+#define VD_COUNTERS(X)                                                    \
+    X(injected) X(detected) X(repaired) X(masked) X(undetectable)         \
+    X(wrong_value) X(lost) X(resurrected) X(false_alarm) X(swallowed)     \
+    X(crash) X(hang)
+
+typedef struct vd_counts {
+#define VD_FIELD(n) uint64_t n;
+    VD_COUNTERS(VD_FIELD)
+#undef VD_FIELD
+} vd_counts;
+
+/* Sum of the failure counters. */
+uint64_t vd_failures(const vd_counts *c);
+
+/* What the run's options make of each class. */
+typedef struct vd_config {
+    int class_on[VD_CLASS_COUNT]; /* the class was asked for */
+    int data_checksums;
+    int full_page_writes;
+    int protection_bytes;         /* block_protection_bytes_per_key (w) */
+    uint32_t page_size;
+    uint64_t wal_segment_size;    /* to place WAL reports given by LSN */
+} vd_config;
+
+/* 1 if the options make class CLS undetectable by design (DESIGN 5). */
+int vd_class_measured(const vd_config *c, int cls);
+/* 1 if the run measures (some enabled class is undetectable by design);
+ * WHY (if not NULL) gets the reasons, "; "-separated. */
+int vd_measuring(const vd_config *c, char *why, size_t cap);
+
+/* One ledger line, parsed. */
+typedef struct vd_injection {
+    int64_t seq;
+    int cls;              /* enum vd_class, or -1 for a class this oracle does not know */
+    char cls_name[32];
+    char phase[16];       /* "run", "powerloss", "recovery" */
+    char point[96];
+    char file[64];
+    int64_t block, offset, len, op, bit;
+    int thread;           /* -1: absent */
+    char err[16];
+    char mask[24];
+    int carried;          /* injected by an earlier process (before a crash) */
+    /* verdict, filled by vd_settle */
+    int outcome;          /* enum vd_outcome */
+    uint32_t reports;     /* reports that matched it */
+} vd_injection;
+
+enum vd_outcome {
+    VD_PENDING = 0, VD_DETECTED, VD_REPAIRED, VD_MASKED, VD_UNDETECTABLE,
+    VD_SWALLOWED, VD_LOST, VD_OUTCOME_COUNT
+};
+const char *vd_outcome_name(int outcome);
+
+/* Parse one ledger line.  0 on success, -1 if the line is not a JSON
+ * object.  Unknown keys are ignored. */
+int vd_parse_ledger_line(const char *line, vd_injection *out);
+
+/* A corruption report as the engine gave it. */
+typedef struct vd_report {
+    char layer[32];
+    char file[64];
+    int64_t block;   /* -1: unknown */
+    int64_t offset;  /* -1: unknown; for a WAL report without a block: the LSN */
+    char detail[160];/* the engine's words, for messages (not judged) */
+} vd_report;
+
+/* What the driver saw. */
+enum vd_obs_kind {
+    VD_OBS_ERROR = 1,      /* a call returned an error (status != ok / notfound) */
+    VD_OBS_WRONG_VALUE,    /* a read returned another value without error */
+    VD_OBS_LOST,           /* a key that must exist is absent */
+    VD_OBS_RESURRECTED,    /* a deleted key is back */
+    VD_OBS_LOST_COMMIT,    /* recovery ended before the last durable commit */
+    VD_OBS_CRASH,          /* the engine crashed (signal) */
+    VD_OBS_HANG,           /* no progress for too long */
+};
+
+typedef struct vd_observation {
+    int kind;              /* enum vd_obs_kind */
+    int thread;
+    int64_t op;            /* the op number given to the fault library */
+    int status;            /* VD_OBS_ERROR: the engine's status code */
+    uint64_t key;
+    uint64_t inj_mark;     /* injections of this process so far (attribution) */
+    int after_crash;       /* seen by the post-crash check */
+    int carried;           /* read back from an earlier process */
+} vd_observation;
+
+typedef struct vd_ctx vd_ctx;
+
+vd_ctx *vd_new(const vd_config *c);
+void vd_free(vd_ctx *v);
+
+/* Feed the judge.  CARRIED: the line was written by an earlier process
+ * (a crashed run, or the power-loss step) and is judged here. */
+int vd_add_ledger_line(vd_ctx *v, const char *line, int carried);
+void vd_add_report(vd_ctx *v, const vd_report *r);
+void vd_add_observation(vd_ctx *v, const vd_observation *o);
+/* CRASH_CHECK: -1 no post-crash check ran in this process, 0 it failed,
+ * 1 it passed (the exact-prefix check). */
+void vd_set_crash_check(vd_ctx *v, int crash_check);
+/* An external kill (SIGKILL from outside, no ledger line) preceded this
+ * run: counted as one kill injection. */
+void vd_note_external_kill(vd_ctx *v);
+
+typedef struct vd_result {
+    vd_counts cls[VD_CLASS_COUNT + 1]; /* per class, [VD_NONE] unattributed */
+    vd_counts total;
+    int measuring;
+    char measuring_why[256];
+    int pass;
+    uint64_t reports, false_alarms;
+} vd_result;
+
+/* Judge everything fed so far (may be called again after more input). */
+void vd_settle(vd_ctx *v, vd_result *out);
+
+/* Read access for messages and the report. */
+size_t vd_injection_count(const vd_ctx *v);
+const vd_injection *vd_injection_at(const vd_ctx *v, size_t i);
+/* Index of the first injection of this process (not carried). */
+size_t vd_first_own(const vd_ctx *v);
+/* Reports that matched no injection (after vd_settle). */
+size_t vd_false_alarm_count(const vd_ctx *v);
+const vd_report *vd_false_alarm_at(const vd_ctx *v, size_t i);
+
+/* 1 if report R points at the place injection I touched (rule V1). */
+int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection *i);
+/* 1 if report R is explained by injection I under rule V1b. */
+int vd_report_explained(const vd_config *c, const vd_report *r, const vd_injection *i);
+
+/* Escape rates per protection width: the hook for narrow per-key codes
+ * (DESIGN 5, binomial bounds).  Until per-key protection exists there is
+ * nothing to measure: writes "{}" into BUF. */
+int vd_escape_rates_json(const vd_ctx *v, char *buf, size_t cap);
+
+#endif

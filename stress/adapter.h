@@ -1,0 +1,138 @@
+/*
+ * adapter.h -- what the stress driver needs from an engine under test.
+ *
+ * The driver (stress.c) and the oracle speak only this interface; one
+ * file per engine implements it (adapter_engine.c: our engine).  A second
+ * engine -- SQLite through a VFS, say -- is one more adapter file: the
+ * driver, faults/ and oracle/ stay as they are.  The fault library still
+ * sees the engine through that engine's own hook type, so the adapter
+ * passes the hooks and the native handle through as opaque pointers.
+ *
+ * Contract shared by all calls:
+ *   - every call returns an st_status; ST_OK is success, ST_NOTFOUND is an
+ *     answer ("absent"), anything else an error the driver records;
+ *   - every corruption the engine notices reaches the on_corruption
+ *     callback given at open, as an st_corruption, from the thread that
+ *     noticed it (the callback must not call back into the engine);
+ *   - one handle is used from many threads at once, except open, close
+ *     and reopen, which the driver calls with every worker stopped.
+ */
+#ifndef STRESS_ADAPTER_H
+#define STRESS_ADAPTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum st_status {
+    ST_OK = 0,
+    ST_NOTFOUND,
+    ST_CORRUPTION,
+    ST_IOERR,
+    ST_NOSPACE,
+    ST_POISONED,  /* an earlier write failed: reopen to recover */
+    ST_BUSY,
+    ST_INVALID,
+    ST_NOTSUP,
+    ST_OTHER,
+} st_status;
+
+const char *st_status_name(int s);
+
+typedef struct st_corruption {
+    const char *layer;  /* e.g. "page_checksum", "wal_record" */
+    const char *file;   /* relative to the database directory */
+    int64_t block;      /* -1: unknown */
+    int64_t offset;     /* -1: unknown */
+    const char *detail; /* one line */
+} st_corruption;
+
+typedef void (*st_corruption_fn)(void *ctx, const st_corruption *r);
+
+/* Engine-neutral options; an adapter rejects (ST_NOTSUP) what its engine
+ * cannot do and ignores what it does not have. */
+typedef struct st_open_options {
+    uint32_t page_size;
+    uint64_t cache_size;
+    int data_checksums;
+    int full_page_writes;
+    int wal_log_hints;
+    int wal_compression;        /* 0 none, 1 zstd */
+    int block_protection_bytes_per_key;
+    int io_backend;             /* 0 uring, 1 psync */
+    int sync_mode;              /* 0 commit, 1 group, 2 off */
+    uint64_t wal_segment_size;
+    uint64_t checkpoint_wal_bytes;
+    st_corruption_fn on_corruption;
+    void *on_corruption_ctx;
+    const void *io_hooks;       /* the engine's own hook struct (the fault library's), or NULL */
+} st_open_options;
+
+typedef struct st_buf {
+    void *data;
+    size_t len, cap;
+} st_buf;
+
+typedef enum st_op_kind { ST_PUT = 1, ST_DELETE = 2 } st_op_kind;
+typedef struct st_op {
+    int kind;
+    const void *key;
+    size_t klen;
+    const void *val;
+    size_t vlen;
+} st_op;
+
+typedef struct st_stats {
+    uint64_t page_reads, page_writes, cache_hits, cache_misses, evictions;
+    uint64_t checkpoints, wal_bytes, images;
+    uint64_t durable_seq, last_seq;
+} st_stats;
+
+typedef struct st_recovery {
+    uint64_t recovered_seq;  /* last commit sequence recovered */
+    uint64_t records;        /* log records replayed (0: clean start) */
+    int trimmed;             /* a torn log tail was cut */
+} st_recovery;
+
+typedef struct st_db st_db;     /* an open handle (adapter-private) */
+typedef struct st_iter st_iter; /* an iterator (adapter-private) */
+
+typedef struct st_engine {
+    const char *name;
+    /* Options this engine cannot honour: message in WHY, ST_NOTSUP. */
+    int (*check_options)(const st_open_options *o, char *why, size_t cap);
+    int (*open)(const char *dir, const st_open_options *o, st_db **out);
+    int (*close)(st_db *db); /* frees the handle even on error */
+    /* Atomic batch; *seq gets its commit sequence on ST_OK. */
+    int (*write)(st_db *db, const st_op *ops, size_t n, uint64_t *seq);
+    int (*get)(st_db *db, const void *key, size_t klen, st_buf *val);
+    /* Iterators over [lower, upper): first, next; key/value valid until
+     * the next move. */
+    int (*iter_open)(st_db *db, const void *lower, size_t llen, const void *upper, size_t ulen, st_iter **out);
+    int (*iter_first)(st_iter *it);
+    int (*iter_next)(st_iter *it);
+    const void *(*iter_key)(st_iter *it, size_t *klen);
+    const void *(*iter_value)(st_iter *it, size_t *vlen);
+    void (*iter_close)(st_iter *it);
+    int (*checkpoint)(st_db *db);
+    /* Check every page and log record; each problem reaches the
+     * corruption callback.  *problems gets their count. */
+    int (*verify)(st_db *db, uint64_t *problems);
+    /* The same on a closed database, reading every block from disk. */
+    int (*verify_dir)(const char *dir, const st_open_options *o, uint64_t *problems);
+    uint64_t (*durable_seq)(st_db *db);
+    void (*recovery)(st_db *db, st_recovery *out);
+    void (*stats)(st_db *db, st_stats *out);
+    /* The engine's native handle, for injectors that need it (cache flips). */
+    void *(*native)(st_db *db);
+    /* Fault point catalogue (for --list_fault_points). */
+    size_t (*fault_point_count)(void);
+    const char *(*fault_point_name)(size_t i);
+    const char *(*fault_point_what)(size_t i);
+} st_engine;
+
+/* Our engine (adapter_engine.c). */
+extern const st_engine st_engine_ours;
+
+void st_buf_free(st_buf *b);
+
+#endif

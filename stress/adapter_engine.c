@@ -1,0 +1,194 @@
+/*
+ * adapter_engine.c -- the stress adapter (adapter.h) for our engine
+ * (engine/engine.h).  Thin: status and report translation, options, and
+ * eng_buf / st_buf sharing one layout.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter.h"
+#include "engine.h"
+
+struct st_db {
+    eng_db *db;
+    st_corruption_fn fn;
+    void *ctx;
+};
+
+const char *st_status_name(int s) {
+    static const char *n[] = {"ok", "notfound", "corruption", "ioerr", "nospace",
+                              "poisoned", "busy", "invalid", "notsup", "other"};
+    return s >= 0 && s <= ST_OTHER ? n[s] : "other";
+}
+
+void st_buf_free(st_buf *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+static int st_of(int rc) {
+    switch (rc) {
+    case ENG_OK: return ST_OK;
+    case ENG_NOTFOUND: return ST_NOTFOUND;
+    case ENG_CORRUPTION: return ST_CORRUPTION;
+    case ENG_IOERR: return ST_IOERR;
+    case ENG_NOSPACE: return ST_NOSPACE;
+    case ENG_POISONED: return ST_POISONED;
+    case ENG_BUSY: return ST_BUSY;
+    case ENG_INVALID: return ST_INVALID;
+    case ENG_NOTSUP: return ST_NOTSUP;
+    default: return ST_OTHER;
+    }
+}
+
+static void on_report(void *ctx, const eng_corruption *r) {
+    st_db *a = ctx;
+    if (!a->fn) return;
+    st_corruption c = {eng_layer_name(r->layer), r->file, r->block, r->offset, r->detail};
+    a->fn(a->ctx, &c);
+}
+
+static int check_options(const st_open_options *o, char *why, size_t cap) {
+    if (o->wal_log_hints) {
+        snprintf(why, cap, "wal_log_hints: the engine has no hint bits yet (must be 0)");
+        return ST_NOTSUP;
+    }
+    if (o->block_protection_bytes_per_key) {
+        snprintf(why, cap, "block_protection_bytes_per_key: not supported until per-KV protection (must be 0)");
+        return ST_NOTSUP;
+    }
+    return ST_OK;
+}
+
+static void to_eng(const st_open_options *o, eng_options *e, st_db *a) {
+    eng_options_init(e);
+    e->page_size = o->page_size;
+    e->cache_size = o->cache_size;
+    e->data_checksums = o->data_checksums;
+    e->full_page_writes = o->full_page_writes;
+    e->wal_compression = o->wal_compression ? ENG_WAL_COMPRESSION_ZSTD : ENG_WAL_COMPRESSION_NONE;
+    e->io_backend = o->io_backend ? ENG_IO_PSYNC : ENG_IO_URING;
+    e->sync_mode = o->sync_mode == 1 ? ENG_SYNC_GROUP : o->sync_mode == 2 ? ENG_SYNC_OFF : ENG_SYNC_COMMIT;
+    if (o->wal_segment_size) e->wal_segment_size = o->wal_segment_size;
+    e->checkpoint_wal_bytes = o->checkpoint_wal_bytes;
+    e->io_hooks = o->io_hooks;
+    if (a) {
+        e->on_corruption = on_report;
+        e->on_corruption_ctx = a;
+    }
+}
+
+static int a_open(const char *dir, const st_open_options *o, st_db **out) {
+    *out = NULL;
+    st_db *a = calloc(1, sizeof *a);
+    if (!a) return ST_OTHER;
+    a->fn = o->on_corruption;
+    a->ctx = o->on_corruption_ctx;
+    eng_options e;
+    to_eng(o, &e, a);
+    int rc = eng_open(dir, &e, &a->db);
+    if (rc != ENG_OK) { free(a); return st_of(rc); }
+    *out = a;
+    return ST_OK;
+}
+
+static int a_close(st_db *a) {
+    int rc = eng_close(a->db);
+    free(a);
+    return st_of(rc);
+}
+
+static int a_write(st_db *a, const st_op *ops, size_t n, uint64_t *seq) {
+    eng_op e[16] = {{0}};
+    eng_op *p = n <= 16 ? e : malloc(n * sizeof *p);
+    if (!p) return ST_OTHER;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (eng_op){.kind = ops[i].kind == ST_PUT ? ENG_OP_PUT : ENG_OP_DELETE, .key = ops[i].key,
+                        .klen = ops[i].klen, .val = ops[i].val, .vlen = ops[i].vlen};
+    int rc = eng_write(a->db, p, n, seq);
+    if (p != e) free(p);
+    /* A delete of an absent key is still a logged, sequenced write. */
+    return rc == ENG_NOTFOUND ? ST_OK : st_of(rc);
+}
+
+static int a_get(st_db *a, const void *k, size_t kl, st_buf *v) {
+    return st_of(eng_get(a->db, k, kl, (eng_buf *)v));
+}
+
+_Static_assert(sizeof(st_buf) == sizeof(eng_buf), "st_buf mirrors eng_buf");
+
+static int a_iter_open(st_db *a, const void *lo, size_t ll, const void *up, size_t ul, st_iter **out) {
+    eng_iter_options o = {lo, ll, up, ul};
+    return st_of(eng_iter_open(a->db, &o, (eng_iter **)out));
+}
+static int a_iter_first(st_iter *it) { return st_of(eng_iter_first((eng_iter *)it)); }
+static int a_iter_next(st_iter *it) { return st_of(eng_iter_next((eng_iter *)it)); }
+static const void *a_iter_key(st_iter *it, size_t *kl) { return eng_iter_key((eng_iter *)it, kl); }
+static const void *a_iter_value(st_iter *it, size_t *vl) { return eng_iter_value((eng_iter *)it, vl); }
+static void a_iter_close(st_iter *it) { eng_iter_close((eng_iter *)it); }
+
+static int a_checkpoint(st_db *a) { return st_of(eng_checkpoint(a->db)); }
+
+/* eng_verify delivers each problem to the handle's callback too: pass no
+ * second one, so a report arrives once. */
+static int a_verify(st_db *a, uint64_t *problems) { return st_of(eng_verify(a->db, NULL, NULL, problems)); }
+
+typedef struct fwd { st_corruption_fn fn; void *ctx; } fwd;
+static void fwd_report(void *ctx, const eng_corruption *r) {
+    fwd *f = ctx;
+    st_corruption c = {eng_layer_name(r->layer), r->file, r->block, r->offset, r->detail};
+    if (f->fn) f->fn(f->ctx, &c);
+}
+
+static int a_verify_dir(const char *dir, const st_open_options *o, uint64_t *problems) {
+    eng_options e;
+    to_eng(o, &e, NULL);
+    e.io_hooks = NULL;
+    fwd f = {o->on_corruption, o->on_corruption_ctx};
+    return st_of(eng_verify_dir(dir, &e, fwd_report, &f, problems));
+}
+
+static uint64_t a_durable(st_db *a) { return eng_durable_seq(a->db); }
+
+static void a_recovery(st_db *a, st_recovery *out) {
+    eng_recovery_info r;
+    eng_get_recovery_info(a->db, &r);
+    *out = (st_recovery){r.recovered_seq, r.records, r.trimmed};
+}
+
+static void a_stats(st_db *a, st_stats *out) {
+    eng_stats s;
+    memset(out, 0, sizeof *out);
+    if (eng_get_stats(a->db, &s) != ENG_OK) return;
+    *out = (st_stats){s.page_reads, s.page_writes, s.cache_hits, s.cache_misses, s.evictions,
+                      s.checkpoints, s.wal_bytes, s.images, s.durable_seq, s.last_seq};
+}
+
+static void *a_native(st_db *a) { return a->db; }
+
+const st_engine st_engine_ours = {
+    .name = "engine",
+    .check_options = check_options,
+    .open = a_open,
+    .close = a_close,
+    .write = a_write,
+    .get = a_get,
+    .iter_open = a_iter_open,
+    .iter_first = a_iter_first,
+    .iter_next = a_iter_next,
+    .iter_key = a_iter_key,
+    .iter_value = a_iter_value,
+    .iter_close = a_iter_close,
+    .checkpoint = a_checkpoint,
+    .verify = a_verify,
+    .verify_dir = a_verify_dir,
+    .durable_seq = a_durable,
+    .recovery = a_recovery,
+    .stats = a_stats,
+    .native = a_native,
+    .fault_point_count = eng_fault_point_count,
+    .fault_point_name = eng_fault_point_name,
+    .fault_point_what = eng_fault_point_what,
+};

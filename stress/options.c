@@ -1,0 +1,311 @@
+/*
+ * options.c -- the stress driver's command line: one table of options
+ * (names from db_stress where one exists, underscores; hyphens accepted),
+ * their defaults, limits and help.  Parsing touches nothing on disk: a
+ * usage error exits 2 before anything is written.
+ *
+ * Forms accepted: --name=value, --name value, and --name alone for a
+ * boolean (= 1).  Sizes take K, M, G suffixes (powers of 1024).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stress.h"
+
+enum { T_U64, T_BOOL, T_STR, T_ENUM, T_FLAG };
+
+typedef struct opt_def {
+    const char *name;
+    int type;
+    size_t off;
+    const char *def;     /* default, as text */
+    uint64_t lo, hi;     /* T_U64 limits */
+    const char *choices; /* T_ENUM: "a|b|c", value = index */
+    const char *help;
+} opt_def;
+
+#define OFF(f) offsetof(st_options, f)
+#define U64(n, f, d, lo, hi, h) {n, T_U64, OFF(f), d, lo, hi, NULL, h}
+#define BOOL(n, f, d, h) {n, T_BOOL, OFF(f), d, 0, 1, NULL, h}
+#define STR(n, f, d, h) {n, T_STR, OFF(f), d, 0, 0, NULL, h}
+#define ENUM(n, f, d, c, h) {n, T_ENUM, OFF(f), d, 0, 0, c, h}
+#define FLAG(n, f, h) {n, T_FLAG, OFF(f), "0", 0, 1, NULL, h}
+#define MAXU UINT64_MAX
+
+static const opt_def defs[] = {
+    STR("db", db, NULL, "database directory (required)"),
+    STR("expected_values_dir", expected_values_dir, NULL, "expected state directory (default: DB.expected)"),
+    STR("run_dir", run_dir, NULL, "fault ledger, journal and reports (default: the expected_values_dir)"),
+    STR("report", report, NULL, "write the JSON report here"),
+    U64("seed", seed, "2341234", 0, MAXU, "seed of every random choice (workload and faults)"),
+    U64("threads", threads, "2", 1, 256, "worker threads"),
+    U64("ops_per_thread", ops_per_thread, "10000", 0, MAXU, "operations per thread (0: until --duration)"),
+    U64("duration", duration, "0", 0, MAXU, "stop after this many seconds (0: no limit)"),
+    U64("max_key", max_key, "100000", 1, 1ull << 32, "key space [0, max_key)"),
+    U64("readpercent", readpercent, "45", 0, 100, "percent of point reads"),
+    U64("writepercent", writepercent, "30", 0, 100, "percent of single puts"),
+    U64("delpercent", delpercent, "10", 0, 100, "percent of single deletes"),
+    U64("iterpercent", iterpercent, "10", 0, 100, "percent of range scans (the rest of 100: batches of 2-8 keys)"),
+    U64("reopen", reopen, "0", 0, 1000000, "reopens (close, open, verify every key) spread over the run"),
+    U64("verify_db_one_in", verify_db_one_in, "0", 0, MAXU, "verify every page and log record once in N ops"),
+    U64("checkpoint_one_in", checkpoint_one_in, "0", 0, MAXU, "explicit checkpoint once in N ops"),
+    BOOL("destroy_db_initially", destroy_db_initially, "0", "start from an empty database and expected state"),
+    BOOL("verification_only", verification_only, "0", "recover and verify every key, run no workload"),
+    BOOL("crash_at_end", crash_at_end, "0", "end the workload with SIGKILL instead of settling: the next run checks recovery"),
+    U64("value_size_min", value_size_min, "8", 1, 1u << 20, "smallest value (bytes; at least 12 are used)"),
+    U64("value_size_max", value_size_max, "256", 1, 1u << 20, "largest ordinary value"),
+    U64("large_value_one_in", large_value_one_in, "0", 0, MAXU, "one value in N is large (overflow pages)"),
+    U64("large_value_size", large_value_size, "32768", 16, 16u << 20, "largest large value"),
+    U64("hang_seconds", hang_seconds, "120", 1, MAXU, "no progress for this long is a hang"),
+    U64("page_size", page_size, "8192", 4096, 16384, "page size at creation: 4096, 8192 or 16384"),
+    U64("cache_size", cache_size, "64M", 65536, MAXU, "buffer pool bytes"),
+    BOOL("data_checksums", data_checksums, "1", "page checksums (creation time)"),
+    BOOL("full_page_writes", full_page_writes, "1", "log a page image on its first change after a checkpoint"),
+    BOOL("wal_log_hints", wal_log_hints, "0", "log hint-bit changes (must be 0: the engine has no hints yet)"),
+    ENUM("wal_compression", wal_compression, "none", "none|zstd", "compression of full-page images"),
+    U64("block_protection_bytes_per_key", block_protection_bytes_per_key, "0", 0, 8,
+        "per-KV protection bytes in the cache (must be 0: not supported until per-KV protection)"),
+    ENUM("io_backend", io_backend, "uring", "uring|psync", "I/O backend"),
+    ENUM("sync_mode", sync_mode, "commit", "commit|group|off", "when a commit is fsynced"),
+    U64("wal_segment_size", wal_segment_size, "16M", 65536, 1ull << 32, "log segment bytes (power of two)"),
+    U64("checkpoint_wal_bytes", checkpoint_wal_bytes, "64M", 0, MAXU, "checkpoint after this much log (0: explicit only)"),
+    U64("bitflip_page_one_in", one_in[VD_BITFLIP_PAGE], "0", 0, MAXU, "flip a bit in a data page on disk, 1 in N ops"),
+    U64("bitflip_wal_one_in", one_in[VD_BITFLIP_WAL], "0", 0, MAXU, "flip a bit in a WAL block on disk, 1 in N ops"),
+    U64("bitflip_cache_one_in", one_in[VD_BITFLIP_CACHE], "0", 0, MAXU, "flip a bit in a cached page frame, 1 in N ops"),
+    U64("bitflip_inflight_one_in", one_in[VD_BITFLIP_INFLIGHT], "0", 0, MAXU, "flip a bit in an I/O buffer, 1 in N I/Os"),
+    U64("torn_write_one_in", one_in[VD_TORN_WRITE], "0", 0, MAXU, "tear a page write, 1 in N writes"),
+    U64("misdirected_write_one_in", one_in[VD_MISDIRECTED_WRITE], "0", 0, MAXU, "send a page write to another block, 1 in N"),
+    U64("lost_write_one_in", one_in[VD_LOST_WRITE], "0", 0, MAXU, "drop a page write silently, 1 in N"),
+    U64("zero_page_one_in", one_in[VD_ZERO_PAGE], "0", 0, MAXU, "write a page as zeros, 1 in N"),
+    U64("read_fault_one_in", one_in[VD_READ_ERROR], "0", 0, MAXU, "fail a read with EIO, 1 in N"),
+    U64("write_fault_one_in", one_in[VD_WRITE_ERROR], "0", 0, MAXU, "fail a write with EIO, 1 in N"),
+    U64("nospace_one_in", one_in[VD_NOSPACE], "0", 0, MAXU, "fail a write with ENOSPC, 1 in N"),
+    U64("short_io_one_in", one_in[VD_SHORT_IO], "0", 0, MAXU, "cut a read or write short, 1 in N"),
+    U64("sync_fault_one_in", one_in[VD_SYNC_ERROR], "0", 0, MAXU, "fail an fsync (dirty data dropped), 1 in N"),
+    BOOL("sync_fault_injection", sync_fault_injection, "0", "journal unsynced writes for power-loss simulation"),
+    U64("kill_random_test", kill_random_test, "0", 0, MAXU, "kill the process at a kill point, 1 in N hits"),
+    STR("kill_points", kill_points, NULL, "comma list of kill points (default: all)"),
+    FLAG("list_fault_points", list_fault_points, "print the engine's fault point catalogue and exit"),
+    FLAG("help", help, "this list"),
+};
+#define NDEFS (sizeof defs / sizeof defs[0])
+
+static int parse_u64(const char *s, uint64_t *out) {
+    if (!*s || *s == '-') return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s) return -1;
+    uint64_t mul = 1;
+    if (*end) {
+        switch (*end) {
+        case 'k': case 'K': mul = 1ull << 10; break;
+        case 'm': case 'M': mul = 1ull << 20; break;
+        case 'g': case 'G': mul = 1ull << 30; break;
+        default: return -1;
+        }
+        if (end[1] && !((end[1] == 'i' || end[1] == 'B') && (!end[2] || (end[1] == 'i' && end[2] == 'B' && !end[3]))))
+            return -1;
+    }
+    if (v && mul > UINT64_MAX / v) return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static int set_opt(st_options *o, const opt_def *d, const char *val) {
+    void *p = (char *)o + d->off;
+    switch (d->type) {
+    case T_U64: {
+        uint64_t v;
+        if (parse_u64(val, &v) || v < d->lo || v > d->hi) {
+            fprintf(stderr, "stress: --%s: bad value '%s' (a number in [%llu, %llu])\n", d->name, val,
+                    (unsigned long long)d->lo, (unsigned long long)d->hi);
+            return 2;
+        }
+        *(uint64_t *)p = v;
+        return 0;
+    }
+    case T_BOOL:
+    case T_FLAG:
+        if (!strcmp(val, "1") || !strcmp(val, "true") || !strcmp(val, "on") || !strcmp(val, "yes")) *(int *)p = 1;
+        else if (!strcmp(val, "0") || !strcmp(val, "false") || !strcmp(val, "off") || !strcmp(val, "no")) *(int *)p = 0;
+        else {
+            fprintf(stderr, "stress: --%s: bad value '%s' (0 or 1)\n", d->name, val);
+            return 2;
+        }
+        return 0;
+    case T_STR:
+        if (!*val) {
+            fprintf(stderr, "stress: --%s: empty value\n", d->name);
+            return 2;
+        }
+        *(const char **)p = val;
+        return 0;
+    case T_ENUM: {
+        const char *c = d->choices;
+        for (int idx = 0; *c; idx++) {
+            size_t n = strcspn(c, "|");
+            if (strlen(val) == n && !strncmp(val, c, n)) { *(int *)p = idx; return 0; }
+            c += n + (c[n] == '|');
+        }
+        fprintf(stderr, "stress: --%s: bad value '%s' (one of %s)\n", d->name, val, d->choices);
+        return 2;
+    }
+    }
+    return 2;
+}
+
+static const opt_def *find_def(const char *name, size_t len) {
+    char norm[64];
+    if (len >= sizeof norm) return NULL;
+    for (size_t i = 0; i < len; i++) norm[i] = name[i] == '-' ? '_' : name[i];
+    norm[len] = 0;
+    for (size_t i = 0; i < NDEFS; i++)
+        if (!strcmp(defs[i].name, norm)) return &defs[i];
+    return NULL;
+}
+
+int st_parse_options(int argc, char **argv, st_options *o) {
+    memset(o, 0, sizeof *o);
+    for (size_t i = 0; i < NDEFS; i++)
+        if (defs[i].def && set_opt(o, &defs[i], defs[i].def)) return 2; /* a bad table: a bug */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || !a[2]) {
+            fprintf(stderr, "stress: unexpected argument '%s' (try --help)\n", a);
+            return 2;
+        }
+        a += 2;
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        const opt_def *d = find_def(a, nlen);
+        if (!d) {
+            fprintf(stderr, "stress: unknown option '--%.*s' (try --help)\n", (int)nlen, a);
+            return 2;
+        }
+        const char *val;
+        if (eq) val = eq + 1;
+        else if (d->type == T_BOOL || d->type == T_FLAG) {
+            /* --flag alone is 1; --flag 0 / --flag 1 also work */
+            if (i + 1 < argc && (!strcmp(argv[i + 1], "0") || !strcmp(argv[i + 1], "1") ||
+                                 !strcmp(argv[i + 1], "true") || !strcmp(argv[i + 1], "false")))
+                val = argv[++i];
+            else
+                val = "1";
+        } else if (i + 1 < argc) val = argv[++i];
+        else {
+            fprintf(stderr, "stress: --%s needs a value\n", d->name);
+            return 2;
+        }
+        if (set_opt(o, d, val)) return 2;
+    }
+    if (o->help || o->list_fault_points) return 0;
+    if (!o->db) {
+        fprintf(stderr, "stress: --db is required (try --help)\n");
+        return 2;
+    }
+    if (o->page_size != 4096 && o->page_size != 8192 && o->page_size != 16384) {
+        fprintf(stderr, "stress: --page_size: %llu is not 4096, 8192 or 16384\n", (unsigned long long)o->page_size);
+        return 2;
+    }
+    if (o->wal_segment_size & (o->wal_segment_size - 1)) {
+        fprintf(stderr, "stress: --wal_segment_size: %llu is not a power of two\n",
+                (unsigned long long)o->wal_segment_size);
+        return 2;
+    }
+    if (o->readpercent + o->writepercent + o->delpercent + o->iterpercent > 100) {
+        fprintf(stderr, "stress: --readpercent + --writepercent + --delpercent + --iterpercent exceed 100\n");
+        return 2;
+    }
+    if (o->value_size_min > o->value_size_max) {
+        fprintf(stderr, "stress: --value_size_min is above --value_size_max\n");
+        return 2;
+    }
+    uint64_t w = o->block_protection_bytes_per_key;
+    if (w != 0 && w != 1 && w != 2 && w != 4 && w != 8) {
+        fprintf(stderr, "stress: --block_protection_bytes_per_key: %llu is not 0, 1, 2, 4 or 8\n",
+                (unsigned long long)w);
+        return 2;
+    }
+    if (w) {
+        fprintf(stderr, "stress: --block_protection_bytes_per_key=%llu: not supported until per-KV protection\n",
+                (unsigned long long)w);
+        return 2;
+    }
+    if (o->wal_log_hints) {
+        fprintf(stderr, "stress: --wal_log_hints=1: not supported until the engine has hint bits\n");
+        return 2;
+    }
+    if (o->ops_per_thread == 0 && o->duration == 0 && !o->verification_only) {
+        fprintf(stderr, "stress: --ops_per_thread=0 needs a --duration\n");
+        return 2;
+    }
+    if (o->destroy_db_initially && o->verification_only) {
+        fprintf(stderr, "stress: --destroy_db_initially and --verification_only exclude each other\n");
+        return 2;
+    }
+    return 0;
+}
+
+int st_faults_requested(const st_options *o) {
+    for (int i = 0; i < VD_CLASS_COUNT; i++)
+        if (o->one_in[i]) return 1;
+    return o->sync_fault_injection || o->kill_random_test;
+}
+
+void st_print_help(FILE *f) {
+    fprintf(f,
+            "usage: stress --db DIR [options]\n"
+            "Randomized workloads against the engine, faults injected, every outcome judged\n"
+            "against the expected state and the fault ledger.  Exit: 0 pass, 1 verification\n"
+            "failure, 2 usage, 3 infrastructure error.  Hyphens work in place of underscores;\n"
+            "--name=value or --name value; sizes take K, M, G.\n\n");
+    for (size_t i = 0; i < NDEFS; i++) {
+        const opt_def *d = &defs[i];
+        char lhs[80];
+        const char *arg = d->type == T_U64 ? "=N" : d->type == T_BOOL ? "=0|1" : d->type == T_STR ? "=S"
+                          : d->type == T_ENUM ? "=" : "";
+        snprintf(lhs, sizeof lhs, "--%s%s%s", d->name, arg, d->type == T_ENUM ? d->choices : "");
+        fprintf(f, "  %-44s %s", lhs, d->help);
+        if (d->type != T_FLAG) fprintf(f, " [default: %s]", d->def ? d->def : "none");
+        fputc('\n', f);
+    }
+}
+
+void st_options_json(const st_options *o, FILE *f) {
+    fputc('{', f);
+    int first = 1;
+    for (size_t i = 0; i < NDEFS; i++) {
+        const opt_def *d = &defs[i];
+        if (d->type == T_FLAG) continue;
+        const void *p = (const char *)o + d->off;
+        fprintf(f, "%s\"%s\": ", first ? "" : ", ", d->name);
+        first = 0;
+        switch (d->type) {
+        case T_U64: fprintf(f, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+        case T_BOOL: fprintf(f, "%d", *(const int *)p); break;
+        case T_STR: {
+            const char *s = *(const char *const *)p;
+            if (!s) { fputs("null", f); break; }
+            fputc('"', f);
+            for (; *s; s++) {
+                if (*s == '"' || *s == '\\') fputc('\\', f);
+                if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
+                else fputc(*s, f);
+            }
+            fputc('"', f);
+            break;
+        }
+        case T_ENUM: {
+            int idx = *(const int *)p;
+            const char *c = d->choices;
+            for (int k = 0; k < idx && *c; k++) c += strcspn(c, "|") + 1;
+            fprintf(f, "\"%.*s\"", (int)strcspn(c, "|"), c);
+            break;
+        }
+        }
+    }
+    fputc('}', f);
+}

@@ -1,0 +1,66 @@
+/*
+ * stress.h -- shared between the stress driver's files (stress.c: the
+ * driver; options.c: the command line).  Internal to stress/.
+ */
+#ifndef STRESS_STRESS_H
+#define STRESS_STRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oracle/verdict.h"
+
+/* Every option of the driver; options.c holds the table with the names
+ * (db_stress's where one exists), defaults and help. */
+typedef struct st_options {
+    const char *db;
+    const char *expected_values_dir;
+    const char *run_dir;
+    const char *report;
+    uint64_t seed;
+    uint64_t threads;
+    uint64_t ops_per_thread;
+    uint64_t duration;
+    uint64_t max_key;
+    uint64_t readpercent, writepercent, delpercent, iterpercent;
+    uint64_t reopen;
+    uint64_t verify_db_one_in;
+    uint64_t checkpoint_one_in;
+    int destroy_db_initially;
+    int verification_only;
+    int crash_at_end;
+    uint64_t value_size_min, value_size_max;
+    uint64_t large_value_one_in, large_value_size;
+    uint64_t hang_seconds;
+    /* engine */
+    uint64_t page_size;
+    uint64_t cache_size;
+    int data_checksums;
+    int full_page_writes;
+    int wal_log_hints;
+    int wal_compression;     /* 0 none, 1 zstd */
+    uint64_t block_protection_bytes_per_key;
+    int io_backend;          /* 0 uring, 1 psync */
+    int sync_mode;           /* 0 commit, 1 group, 2 off */
+    uint64_t wal_segment_size;
+    uint64_t checkpoint_wal_bytes;
+    /* faults (DESIGN 4), indexed like enum vd_class / enum flt_class */
+    uint64_t one_in[VD_CLASS_COUNT];
+    int sync_fault_injection;
+    uint64_t kill_random_test;
+    const char *kill_points;
+    /* actions */
+    int help;
+    int list_fault_points;
+} st_options;
+
+/* Parse ARGV into O (defaults first).  Returns 0, or 2 after printing a
+ * message on stderr (usage error: nothing has been written anywhere). */
+int st_parse_options(int argc, char **argv, st_options *o);
+void st_print_help(FILE *f);
+/* The options as one JSON object (the report's "options"). */
+void st_options_json(const st_options *o, FILE *f);
+/* 1 if any fault option is on. */
+int st_faults_requested(const st_options *o);
+
+#endif

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# t_stress.sh -- the stress driver and the oracle, end to end (issue 5):
+#   - usage errors exit 2 and write nothing; --help and --list_fault_points
+#   - a clean run passes (two threads, reopens, verifies, checkpoints)
+#   - each fault class alone: the run passes, the class was injected and
+#     every injection reached an allowed outcome
+#   - one seed, one thread: one trace hash
+#   - crash and restart (SIGKILL, power loss, kill points): the post-crash
+#     check passes
+#   - the oracle catches what it claims: a foreign value (wrong_value), a
+#     lost synced commit (lost), a deleted key back (resurrected), and the
+#     deliberately broken engine builds when the Makefile has them
+# Lines "ok NAME" / "not ok NAME" (tests/run_all.sh counts them).
+# Environment: BUILD (default build).
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+S=$BUILD/stress
+PL=$BUILD/powerloss
+make -s "$S" >/dev/null || { echo "not ok build_stress"; exit 1; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/t_stress.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+failed=0
+
+ok() { echo "ok $1"; }
+nok() { echo "not ok $1"; failed=1; [ -n "${2:-}" ] && sed 's/^/    /' "$2" | tail -n 25; return 0; }
+
+# jq-like reads of a report: field PATH (dots) of FILE
+jget() { python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."): d=d[k]
+print(d)' "$1" "$2" 2>/dev/null; }
+
+# Options that make pages move between disk and a small cache: 4 KiB pages,
+# a 32-page pool, about 1 MiB of values, a checkpoint every 300 ops.
+SMALL=(--threads 1 --ops_per_thread 3000 --max_key 2000 --page_size 4096 --cache_size 128K
+       --value_size_max 1024 --checkpoint_one_in 300)
+
+# ---- usage ----
+run_usage() {
+  local name=$1; shift
+  local d=$T/usage-$name
+  "$S" --db "$d/db" "$@" >"$T/u.out" 2>"$T/u.err"
+  local rc=$?
+  if [ $rc -eq 2 ] && [ ! -e "$d" ] && [ -s "$T/u.err" ]; then ok "usage_$name"; else nok "usage_$name (rc=$rc)" "$T/u.err"; fi
+}
+run_usage unknown_option --no_such_option 1
+run_usage bad_number --threads abc
+run_usage out_of_range --readpercent 101
+run_usage bad_enum --sync_mode sometimes
+run_usage percent_sum --readpercent 60 --writepercent 60
+run_usage protection_bytes --block_protection_bytes_per_key 1
+run_usage wal_log_hints --wal_log_hints 1
+run_usage page_size --page_size 5000
+"$S" --threads 2 >"$T/u.out" 2>"$T/u.err"; [ $? -eq 2 ] && ok usage_missing_db || nok usage_missing_db "$T/u.err"
+
+if "$S" --help >"$T/h.out" 2>&1 && grep -q -- '--bitflip_page_one_in' "$T/h.out" && grep -q -- '--kill_random_test' "$T/h.out" \
+   && grep -q 'default: 2341234' "$T/h.out"; then ok help_lists_options; else nok help_lists_options "$T/h.out"; fi
+if "$S" --list_fault_points >"$T/l.out" 2>&1 && grep -q '^engine/io/read' "$T/l.out" && grep -q '^kill/' "$T/l.out"; then
+  ok list_fault_points; else nok list_fault_points "$T/l.out"; fi
+
+# ---- a clean run ----
+# (No explicit checkpoints here: with two threads, eng_checkpoint's flush
+# can deadlock with a writer on page latches -- an engine bug this driver
+# found, see stress/README.md; single-thread runs below checkpoint often.)
+d=$T/clean
+"$S" --db "$d/db" --destroy_db_initially --threads 2 --ops_per_thread 4000 --max_key 3000 --reopen 2 \
+     --verify_db_one_in 1500 --large_value_one_in 40 --sync_mode group \
+     --report "$d/r.json" >"$d.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(jget "$d/r.json" verdict)" = pass ] && [ "$(jget "$d/r.json" mode)" = judging ] \
+   && [ "$(jget "$d/r.json" ops.reopen)" -ge 2 ] && [ "$(jget "$d/r.json" checks.verified)" -gt 4000 ]; then
+  ok clean_run_two_threads
+else nok "clean_run_two_threads (rc=$rc)" "$d.out"; fi
+# The same database again: the check at start and --verification_only.
+"$S" --db "$d/db" --verification_only --max_key 3000 --report "$d/v.json" >"$d.v.out" 2>&1
+if [ $? -eq 0 ] && [ "$(jget "$d/v.json" checks.verified)" -ge 3000 ]; then ok verification_only; else nok verification_only "$d.v.out"; fi
+
+# ---- each fault class alone ----
+# test-name class option one_in mode extra-options...
+class_alone() {
+  local tname=$1 cls=$2 opt=$3 n=$4 mode=$5; shift 5
+  local d=$T/cls-$tname
+  "$S" --db "$d/db" --destroy_db_initially --seed 1 "${SMALL[@]}" "--$opt=$n" "$@" --report "$d/r.json" >"$d.out" 2>&1
+  local rc=$?
+  python3 - "$d/r.json" "$cls" "$mode" <<'PY' >"$d.chk" 2>&1
+import json, sys
+r = json.load(open(sys.argv[1])); cls, mode = sys.argv[2], sys.argv[3]
+c = r["classes"][cls]
+outcomes = c["detected"] + c["repaired"] + c["masked"] + c["undetectable"]
+errs = []
+if r["verdict"] != "pass": errs.append("verdict " + r["verdict"])
+if r["mode"] != mode: errs.append("mode %s, want %s" % (r["mode"], mode))
+if c["injected"] <= 0: errs.append("nothing injected")
+# every injection has its outcome (measuring runs add symptoms to undetectable)
+if outcomes < c["injected"]: errs.append("%d injected, %d outcomes" % (c["injected"], outcomes))
+allowed = {"read_error": ["detected"], "write_error": ["detected"], "nospace": ["detected"],
+           "sync_error": ["detected"], "short_io": ["masked", "detected"]}.get(cls)
+if allowed:
+    for k in ("detected", "repaired", "masked", "undetectable"):
+        if c[k] and k not in allowed: errs.append("%s %d not allowed" % (k, c[k]))
+print("; ".join(errs) if errs else "ok %s injected=%d detected=%d masked=%d undetectable=%d" %
+      (cls, c["injected"], c["detected"], c["masked"], c["undetectable"]))
+sys.exit(1 if errs else 0)
+PY
+  local chk=$?
+  if [ $rc -eq 0 ] && [ $chk -eq 0 ]; then ok "fault_class_alone_$tname # $(cat "$d.chk")"
+  else cat "$d.chk" >>"$d.out"; nok "fault_class_alone_$tname (rc=$rc)" "$d.out"; fi
+}
+class_alone bitflip_page bitflip_page      bitflip_page_one_in      100 judging
+class_alone bitflip_wal bitflip_wal       bitflip_wal_one_in       100 judging
+class_alone bitflip_cache bitflip_cache     bitflip_cache_one_in     100 measuring
+class_alone bitflip_inflight bitflip_inflight  bitflip_inflight_one_in  100 judging
+class_alone torn_write torn_write        torn_write_one_in        100 judging
+class_alone misdirected_write misdirected_write misdirected_write_one_in 100 measuring
+class_alone lost_write lost_write        lost_write_one_in        100 measuring
+class_alone zero_page zero_page         zero_page_one_in         100 judging
+class_alone read_error read_error        read_fault_one_in        100 judging
+class_alone write_error write_error       write_fault_one_in       100 judging
+class_alone nospace nospace           nospace_one_in           100 judging
+class_alone short_io short_io          short_io_one_in          100 judging
+class_alone sync_error sync_error        sync_fault_one_in        100 judging
+# torn writes without full-page images: undetectable by design, measured
+class_alone torn_write_no_fpw torn_write torn_write_one_in 100 measuring --full_page_writes 0
+
+# ---- one seed, one thread, one trace hash ----
+det() {
+  "$S" --db "$T/det/db" --destroy_db_initially --seed "$1" "${SMALL[@]}" --reopen 2 --read_fault_one_in 200 \
+       --bitflip_page_one_in 300 --report "$T/det/r.json" >"$T/det.out" 2>&1
+  jget "$T/det/r.json" trace_hash
+}
+h1=$(det 11); h2=$(det 11); h3=$(det 12)
+if [ -n "$h1" ] && [ "$h1" = "$h2" ] && [ "$h1" != "$h3" ]; then ok "trace_hash_deterministic # $h1"
+else nok "trace_hash_deterministic ($h1 $h2 $h3)" "$T/det.out"; fi
+
+# ---- crash and restart ----
+# blackbox: SIGKILL after a moment, power loss (when build/powerloss is
+# there), restart on the same database and expected state.
+crash_restart() {
+  local mode=$1 d=$T/crash-$1
+  "$S" --db "$d/db" --destroy_db_initially --threads 2 --ops_per_thread 100000000 --max_key 3000 \
+       --sync_mode commit --sync_fault_injection --checkpoint_one_in 500 >"$d.out1" 2>&1 &
+  local pid=$!
+  sleep 1
+  kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+  local pl=skipped
+  if [ -x "$PL" ]; then "$PL" "$d/db" --run-dir "$d/db.expected" --seed 7 --mode "$mode" >"$d.pl" 2>&1; pl=$?; fi
+  "$S" --db "$d/db" --threads 2 --ops_per_thread 1000 --max_key 3000 --sync_mode commit --report "$d/r.json" >"$d.out" 2>&1
+  local rc=$?
+  cat "$d.pl" >>"$d.out" 2>/dev/null
+  if [ $rc -eq 0 ] && [ "$(jget "$d/r.json" post_crash_check)" = passed ] && [ "$(jget "$d/r.json" verdict)" = pass ] \
+     && [ "$(jget "$d/r.json" classes.kill.injected)" -ge 1 ]; then
+    ok "crash_restart_$mode # powerloss rc=$pl"
+  else nok "crash_restart_$mode (rc=$rc, powerloss rc=$pl)" "$d.out"; fi
+}
+crash_restart rollback
+crash_restart mixed
+# a crash at a known point (--crash_at_end): every acknowledged write must
+# come back, and the restart judges the crash
+d=$T/crash-at-end
+( "$S" --db "$d/db" --destroy_db_initially --seed 5 "${SMALL[@]}" --sync_mode group --crash_at_end >"$d.out1" 2>&1; exit $? ) 2>/dev/null
+crc=$?
+"$S" --db "$d/db" "${SMALL[@]}" --sync_mode group --report "$d/r.json" >"$d.out" 2>&1
+rc=$?
+if [ $crc -eq 137 ] && [ $rc -eq 0 ] && [ "$(jget "$d/r.json" post_crash_check)" = passed ] \
+   && [ "$(jget "$d/r.json" classes.kill.repaired)" -eq 1 ]; then ok crash_at_end_restart
+else nok "crash_at_end_restart (first rc=$crc, restart rc=$rc)" "$d.out"; fi
+# whitebox: a kill point fires inside the engine; the restart judges it.
+d=$T/killpoint
+( "$S" --db "$d/db" --destroy_db_initially --threads 1 --ops_per_thread 100000000 --max_key 3000 --sync_mode group \
+     --sync_fault_injection --kill_random_test 2000 --checkpoint_one_in 300 >"$d.out1" 2>&1; exit $? ) 2>/dev/null
+krc=$?
+[ -x "$PL" ] && "$PL" "$d/db" --run-dir "$d/db.expected" --seed 3 --mode tear >/dev/null 2>&1
+"$S" --db "$d/db" --threads 1 --ops_per_thread 500 --max_key 3000 --sync_mode group --report "$d/r.json" >"$d.out" 2>&1
+rc=$?
+if [ $krc -eq 137 ] && [ $rc -eq 0 ] && [ "$(jget "$d/r.json" classes.kill.repaired)" -ge 1 ]; then ok kill_point_restart
+else nok "kill_point_restart (first rc=$krc, restart rc=$rc)" "$d.out"; fi
+
+# ---- the oracle catches what it claims ----
+# Each starts from a clean run's database and expected state, changes one
+# of them behind the driver's back, and restarts: exit 1, the right key.
+fresh() {
+  rm -rf "$1"
+  "$S" --db "$1/db" --destroy_db_initially --threads 1 --ops_per_thread 2000 --max_key 500 >/dev/null 2>&1
+}
+expect_failure() { # NAME DIR KEY
+  local name=$1 d=$2 key=$3
+  "$S" --db "$d/db" --threads 1 --ops_per_thread 100 --max_key 500 --report "$d/r.json" >"$d.out" 2>&1
+  local rc=$?
+  local n; n=$(jget "$d/r.json" "totals.$key")
+  if [ $rc -eq 1 ] && [ "${n:-0}" -ge 1 ] && grep -q "FAILURE $key" "$d.out" && grep -q 'repro: ' "$d.out"; then
+    ok "oracle_catches_$name"
+  else nok "oracle_catches_$name (rc=$rc, $key=${n:-none})" "$d.out"; fi
+}
+# A value the run never wrote (engine-tool load writes its own values).
+d=$T/foreign; fresh "$d"
+"$BUILD/engine-tool" load "$d/db" --keys 20 --seed 99 >/dev/null 2>&1 || make -s "$BUILD/engine-tool" >/dev/null
+"$BUILD/engine-tool" load "$d/db" --keys 20 --seed 99 >/dev/null 2>&1
+expect_failure wrong_value "$d" wrong_value
+# A synced commit lost: the expected state says more was durable than
+# recovery can give (as if recovery had dropped the last commits).
+d=$T/lostcommit; fresh "$d"
+python3 - "$d/db.expected/expected" <<'PY'
+import struct, sys
+f = open(sys.argv[1], "r+b"); f.seek(24); d, = struct.unpack("<Q", f.read(8))
+f.seek(24); f.write(struct.pack("<Q", d + 5)); f.seek(32); f.write(struct.pack("<Q", d + 5))
+PY
+expect_failure lost_commit "$d" lost
+# A deleted key back: the expected state says a present key was deleted.
+d=$T/resurrected; fresh "$d"
+python3 - "$d/db.expected/expected" <<'PY'
+import struct, sys
+f = open(sys.argv[1], "r+b")
+for k in range(500):
+    f.seek(64 + 8 * k); cur, pend = struct.unpack("<II", f.read(8))
+    if cur and not pend:
+        f.seek(64 + 8 * k); f.write(struct.pack("<II", 0, 0)); break
+PY
+expect_failure resurrected "$d" resurrected
+
+# ---- deliberately broken engine builds (test-only switches) ----
+# build/stress-broken-NAME: the stress driver linked with an engine built
+# with one bug compiled in (Makefile: broken_rules).  Each run must fail
+# (exit 1) with the right failure key.  Skipped while the Makefile has no
+# such target.
+broken() { # NAME KEYS(a|b) RUN-ARGS...
+  local name=$1 keys=$2; shift 2
+  local bin=$BUILD/stress-broken-$name
+  if ! make -n "$bin" >/dev/null 2>&1; then echo "ok broken_engine_$name # SKIP no make target $bin"; return; fi
+  make -s "$bin" >/dev/null 2>&1 || { nok "broken_engine_$name (build failed)"; return; }
+  local d=$T/broken-$name
+  "$@" >"$d.out" 2>&1
+  local rc=$?
+  local n; n=$(python3 -c 'import json,sys
+t=json.load(open(sys.argv[1]))["totals"]; print(sum(t[k] for k in sys.argv[2].split("|")))' "$d/r.json" "$keys" 2>/dev/null)
+  if [ $rc -eq 1 ] && [ "${n:-0}" -ge 1 ]; then ok "broken_engine_$name # $keys=$n"
+  else nok "broken_engine_$name (rc=$rc, $keys=${n:-none})" "$d.out"; fi
+}
+B=$BUILD/stress-broken
+# No checksum check on read: flipped bits reach the reader.
+broken checksum "wrong_value|lost|resurrected" \
+  "$B-checksum" --db "$T/broken-checksum/db" --destroy_db_initially --seed 1 "${SMALL[@]}" \
+  --bitflip_page_one_in 50 --report "$T/broken-checksum/r.json"
+# A get returns the value a put replaced.
+broken stale wrong_value \
+  "$B-stale" --db "$T/broken-stale/db" --destroy_db_initially --seed 1 --threads 1 \
+  --ops_per_thread 3000 --max_key 500 --report "$T/broken-stale/r.json"
+# Recovery forgets the last committed batch, synced or not.
+recovery_run() {
+  local d=$T/broken-recovery
+  ( "$B-recovery" --db "$d/db" --destroy_db_initially --threads 1 --ops_per_thread 2000 --max_key 2000 \
+       --sync_mode commit --crash_at_end >/dev/null 2>&1; exit $? ) 2>/dev/null
+  "$B-recovery" --db "$d/db" --threads 1 --ops_per_thread 100 --max_key 2000 --sync_mode commit --report "$d/r.json"
+}
+broken recovery lost recovery_run
+
+exit $failed

@@ -1,0 +1,277 @@
+/*
+ * test_oracle.c -- the oracle's judge (oracle/verdict.h) on hand-made
+ * ledgers, reports and observations: each rule V1-V7 and each outcome.
+ *
+ * The oracle is pure (no engine), so its sources are compiled in here
+ * directly; the generic test rule links only the engine library.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "oracle/verdict.c"
+
+static vd_config judging(void) {
+    vd_config c = {.data_checksums = 1, .full_page_writes = 1, .page_size = 4096, .wal_segment_size = 1u << 20};
+    return c;
+}
+
+static vd_report rep(const char *layer, const char *file, int64_t block, int64_t offset) {
+    vd_report r = {.block = block, .offset = offset};
+    snprintf(r.layer, sizeof r.layer, "%s", layer);
+    snprintf(r.file, sizeof r.file, "%s", file);
+    return r;
+}
+
+Test(oracle_ledger, parses_a_flat_line) {
+    vd_injection i;
+    cr_assert_eq(vd_parse_ledger_line("{\"seq\":7,\"phase\":\"run\",\"class\":\"bitflip_wal\",\"point\":\"tick/wal\","
+                                      "\"file\":\"wal/0000000000100000\",\"block\":3,\"offset\":12288,\"len\":4096,"
+                                      "\"mask\":\"0x4\",\"bit\":17,\"op\":4294967301,\"thread\":1,\"note\":\"a \\\"q\\\"\"}",
+                                      &i),
+                 0);
+    cr_assert_eq(i.seq, 7);
+    cr_assert_eq(i.cls, VD_BITFLIP_WAL);
+    cr_assert_str_eq(i.file, "wal/0000000000100000");
+    cr_assert_eq(i.block, 3);
+    cr_assert_eq(i.offset, 12288);
+    cr_assert_eq(i.op, 4294967301ll);
+    cr_assert_eq(i.thread, 1);
+    cr_assert_str_eq(i.mask, "0x4");
+    cr_assert_eq(vd_parse_ledger_line("not json", &i), -1);
+    cr_assert_eq(vd_parse_ledger_line("{\"class\":\"no_such_class\"}", &i), 0);
+    cr_assert_eq(i.cls, -1);
+}
+
+Test(oracle_match, data_block_and_misdirected_offset) {
+    vd_config c = judging();
+    vd_injection i;
+    vd_parse_ledger_line("{\"class\":\"misdirected_write\",\"file\":\"data\",\"block\":5,\"offset\":36864,\"len\":4096}", &i);
+    vd_report r5 = rep("page_checksum", "data", 5, 20480), r9 = rep("page_checksum", "data", 9, 36864),
+              r6 = rep("page_checksum", "data", 6, 24576), wal = rep("wal_record", "wal/0000000000000000", 5, -1);
+    cr_assert(vd_report_matches(&c, &r5, &i)); /* the block it was meant for */
+    cr_assert(vd_report_matches(&c, &r9, &i)); /* where it landed */
+    cr_assert_not(vd_report_matches(&c, &r6, &i));
+    cr_assert_not(vd_report_matches(&c, &wal, &i));
+}
+
+Test(oracle_match, wal_block_within_one_and_lsn_reports) {
+    vd_config c = judging();
+    vd_injection i;
+    vd_parse_ledger_line("{\"class\":\"bitflip_wal\",\"file\":\"wal/0000000000100000\",\"block\":10}", &i);
+    vd_report near = rep("wal_record", "wal/0000000000100000", 11, -1);
+    vd_report far = rep("wal_record", "wal/0000000000100000", 13, -1);
+    vd_report other = rep("wal_record", "wal/0000000000000000", 10, -1);
+    /* the log directory and an LSN: segment 0x100000, block 9 */
+    vd_report by_lsn = rep("wal_record", "wal", -1, 0x100000 + 9 * 4096 + 100);
+    vd_report by_lsn_far = rep("wal_record", "wal", -1, 0x100000 + 20 * 4096);
+    cr_assert(vd_report_matches(&c, &near, &i));
+    cr_assert_not(vd_report_matches(&c, &far, &i));
+    cr_assert_not(vd_report_matches(&c, &other, &i));
+    cr_assert(vd_report_matches(&c, &by_lsn, &i));
+    cr_assert_not(vd_report_matches(&c, &by_lsn_far, &i));
+}
+
+Test(oracle_verdict, detected_masked_and_false_alarm) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_PAGE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":3}", 0);
+    vd_add_ledger_line(v, "{\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":3}", 0);
+    vd_add_ledger_line(v, "{\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":8}", 0);
+    vd_report r = rep("page_checksum", "data", 3, 12288);
+    vd_add_report(v, &r);
+    vd_add_report(v, &r); /* the same place again: one report */
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].injected, 3);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].detected, 2); /* one report confirms both at block 3 */
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].masked, 1);
+    cr_assert(res.pass);
+    cr_assert_eq(res.reports, 1);
+    vd_report stray = rep("page_checksum", "data", 40, -1);
+    vd_add_report(v, &stray);
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_NONE].false_alarm, 1);
+    cr_assert_eq(vd_false_alarm_count(v), 1);
+    cr_assert_eq(vd_false_alarm_at(v, 0)->block, 40);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+Test(oracle_verdict, error_classes_detected_or_swallowed) {
+    vd_config c = judging();
+    c.class_on[VD_READ_ERROR] = c.class_on[VD_SHORT_IO] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"read_error\",\"op\":100,\"thread\":0,\"err\":\"EIO\"}", 0);
+    vd_add_ledger_line(v, "{\"class\":\"read_error\",\"op\":101,\"thread\":0,\"err\":\"EIO\"}", 0);
+    vd_add_ledger_line(v, "{\"class\":\"read_error\",\"op\":100,\"thread\":1,\"err\":\"EIO\"}", 1); /* a dead process's */
+    vd_add_ledger_line(v, "{\"class\":\"short_io\",\"op\":102,\"thread\":0}", 0);
+    vd_add_ledger_line(v, "{\"class\":\"short_io\",\"op\":103,\"thread\":0}", 0);
+    vd_observation o = {.kind = VD_OBS_ERROR, .thread = 0, .op = 100, .status = 3};
+    vd_add_observation(v, &o);
+    o.op = 103;
+    vd_add_observation(v, &o);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_READ_ERROR].injected, 3);
+    cr_assert_eq(res.cls[VD_READ_ERROR].detected, 1);
+    cr_assert_eq(res.cls[VD_READ_ERROR].swallowed, 1); /* op 101 returned ok */
+    cr_assert_eq(res.cls[VD_READ_ERROR].masked, 1);    /* carried: its call died */
+    cr_assert_eq(res.cls[VD_SHORT_IO].masked, 1);      /* completed by the engine */
+    cr_assert_eq(res.cls[VD_SHORT_IO].detected, 1);    /* a failure it caused, reported */
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+Test(oracle_verdict, crash_classes_follow_the_post_crash_check) {
+    vd_config c = judging();
+    c.class_on[VD_POWER_LOSS] = c.class_on[VD_KILL] = c.class_on[VD_TORN_WRITE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"phase\":\"run\",\"class\":\"kill\",\"point\":\"kill/wal/after_sync\"}", 1);
+    vd_add_ledger_line(v, "{\"phase\":\"powerloss\",\"class\":\"power_loss\",\"file\":\"data\",\"offset\":0}", 1);
+    vd_add_ledger_line(v, "{\"phase\":\"powerloss\",\"class\":\"torn_write\",\"file\":\"data\",\"offset\":8192,\"len\":4096}", 1);
+    vd_set_crash_check(v, 1);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_KILL].repaired, 1);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].repaired, 1);
+    cr_assert_eq(res.cls[VD_TORN_WRITE].repaired, 1);
+    cr_assert(res.pass);
+    vd_set_crash_check(v, 0);
+    vd_observation o = {.kind = VD_OBS_LOST_COMMIT, .after_crash = 1};
+    vd_add_observation(v, &o);
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_KILL].lost, 1);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].lost, 2); /* itself, and the lost commit blamed on the newest crash line */
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+Test(oracle_verdict, external_kill_counts_once) {
+    vd_config c = judging();
+    vd_ctx *v = vd_new(&c);
+    vd_note_external_kill(v);
+    vd_set_crash_check(v, 1);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_KILL].injected, 1);
+    cr_assert_eq(res.cls[VD_KILL].repaired, 1);
+    vd_free(v);
+}
+
+Test(oracle_verdict, wrong_values_fail_a_judging_run) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_PAGE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":3}", 0);
+    vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .key = 42, .inj_mark = 1};
+    vd_add_observation(v, &o);
+    o.kind = VD_OBS_RESURRECTED;
+    o.inj_mark = 0; /* before any injection: nothing to blame */
+    vd_add_observation(v, &o);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.measuring, 0);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].wrong_value, 1);
+    cr_assert_eq(res.cls[VD_NONE].resurrected, 1);
+    cr_assert_eq(res.total.wrong_value + res.total.resurrected, 2);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+Test(oracle_mode, measuring_classes) {
+    vd_config c = judging();
+    char why[256];
+    cr_assert_not(vd_measuring(&c, why, sizeof why));
+    c.class_on[VD_BITFLIP_PAGE] = 1;
+    cr_assert_not(vd_measuring(&c, why, sizeof why));
+    c.data_checksums = 0;
+    cr_assert(vd_measuring(&c, why, sizeof why));
+    cr_assert(strstr(why, "data_checksums off"));
+    c = judging();
+    c.class_on[VD_TORN_WRITE] = 1;
+    cr_assert_not(vd_measuring(&c, NULL, 0));
+    c.full_page_writes = 0;
+    cr_assert(vd_measuring(&c, NULL, 0));
+    c = judging();
+    c.class_on[VD_LOST_WRITE] = 1;
+    cr_assert(vd_measuring(&c, NULL, 0));
+    c = judging();
+    c.class_on[VD_BITFLIP_CACHE] = 1;
+    cr_assert(vd_measuring(&c, NULL, 0)); /* w = 0 */
+    c.protection_bytes = 8;
+    cr_assert_not(vd_measuring(&c, NULL, 0));
+    c = judging();
+    c.class_on[VD_READ_ERROR] = c.class_on[VD_BITFLIP_WAL] = c.class_on[VD_SYNC_ERROR] = 1;
+    cr_assert_not(vd_measuring(&c, NULL, 0));
+}
+
+Test(oracle_mode, measuring_run_counts_symptoms_as_undetectable) {
+    vd_config c = judging();
+    c.class_on[VD_LOST_WRITE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"lost_write\",\"file\":\"data\",\"block\":7,\"offset\":28672}", 0);
+    vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .inj_mark = 1};
+    vd_add_observation(v, &o);
+    o.kind = VD_OBS_LOST;
+    vd_add_observation(v, &o);
+    /* V1b: a sibling check that met the stale page reports its own block */
+    vd_report r = rep("structure", "data", 6, 24576);
+    vd_add_report(v, &r);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert(res.measuring);
+    cr_assert_eq(res.cls[VD_LOST_WRITE].undetectable, 3); /* the injection and both symptoms */
+    cr_assert_eq(res.total.false_alarm, 0);
+    cr_assert(res.pass);
+    /* a synced commit lost by recovery is a failure even when measuring */
+    o.kind = VD_OBS_LOST_COMMIT;
+    o.after_crash = 1;
+    vd_add_observation(v, &o);
+    vd_settle(v, &res);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+Test(oracle_verdict, cascade_reports_are_explained) {
+    vd_config c = judging();
+    c.class_on[VD_TORN_WRITE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"torn_write\",\"file\":\"data\",\"block\":84,\"offset\":345088,\"len\":3072}", 0);
+    vd_report torn = rep("page_checksum", "data", 84, 344064), sib = rep("structure", "data", 82, 335872);
+    vd_add_report(v, &sib);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 1); /* alone, the sibling report is unexplained */
+    vd_add_report(v, &torn);
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 0); /* V1c: a consequence of the torn page */
+    cr_assert_eq(res.cls[VD_TORN_WRITE].detected, 1);
+    cr_assert(res.pass);
+    vd_free(v);
+}
+
+Test(oracle_verdict, escape_rates_hook_is_empty) {
+    vd_config c = judging();
+    vd_ctx *v = vd_new(&c);
+    char buf[64];
+    vd_escape_rates_json(v, buf, sizeof buf);
+    cr_assert_str_eq(buf, "{}");
+    vd_free(v);
+}
+
+Test(oracle_verdict, a_dead_process_crash_is_blamed_on_its_last_fault) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_CACHE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":2}", 1);
+    vd_observation o = {.kind = VD_OBS_CRASH, .carried = 1};
+    vd_add_observation(v, &o);
+    vd_set_crash_check(v, 1);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].crash, 1); /* a crash fails even a measuring run */
+    cr_assert(res.measuring);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
