@@ -19,8 +19,18 @@
 #define HDR 64u
 #define NSTRIPE 1024u
 
+/* The trace is a memory-mapped file of records (stores to a MAP_SHARED
+ * mapping survive SIGKILL: they are in the page cache), with its record
+ * count in the expected file's header (slot 5).  Settling is then a few
+ * stores, no system call; the mapping grows by remapping under
+ * trace_mu. */
+#define TRACE_INITIAL (1u << 16) /* records */
+
 struct orc_state {
     int fd, tfd;
+    orc_trace_rec *trace;
+    size_t trace_cap;               /* records mapped */
+    pthread_rwlock_t trace_rw;      /* exclusive only to remap */
     uint8_t *map;
     size_t maplen;
     uint64_t max_key;
@@ -32,12 +42,34 @@ struct orc_state {
 
 static uint64_t *hdr64(const orc_state *s, unsigned i) { return (uint64_t *)(s->map + 8 * i); }
 
+static int map_trace(orc_state *s, size_t cap) {
+    if (s->trace) munmap(s->trace, s->trace_cap * sizeof *s->trace);
+    s->trace = NULL;
+    if (ftruncate(s->tfd, (off_t)(cap * sizeof(orc_trace_rec))) != 0) return -errno;
+    void *m = mmap(NULL, cap * sizeof(orc_trace_rec), PROT_READ | PROT_WRITE, MAP_SHARED, s->tfd, 0);
+    if (m == MAP_FAILED) return -errno;
+    s->trace = m;
+    s->trace_cap = cap;
+    return 0;
+}
+
+static _Atomic uint64_t *trace_count(const orc_state *s) { return (_Atomic uint64_t *)(s->map + 8 * 5); }
+
 static int open_trace(orc_state *s, int truncate) {
     char path[4200];
     snprintf(path, sizeof path, "%s/trace", s->dir);
+    if (s->trace) munmap(s->trace, s->trace_cap * sizeof *s->trace);
+    s->trace = NULL;
     if (s->tfd >= 0) close(s->tfd);
-    s->tfd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
-    return s->tfd < 0 ? -errno : 0;
+    s->tfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+    if (s->tfd < 0) return -errno;
+    if (truncate) atomic_store(trace_count(s), 0);
+    size_t cap = TRACE_INITIAL, need = (size_t)atomic_load(trace_count(s));
+    while (cap < need) cap *= 2;
+    struct stat st;
+    if (fstat(s->tfd, &st) == 0 && (size_t)st.st_size / sizeof(orc_trace_rec) > cap)
+        cap = (size_t)st.st_size / sizeof(orc_trace_rec);
+    return map_trace(s, cap);
 }
 
 int orc_open(const char *exp_dir, uint64_t max_key, uint64_t seed, int fresh, orc_state **out) {
@@ -73,6 +105,7 @@ int orc_open(const char *exp_dir, uint64_t max_key, uint64_t seed, int fresh, or
     s->entries = (_Atomic uint64_t *)(s->map + HDR);
     for (unsigned i = 0; i < NSTRIPE; i++) pthread_mutex_init(&s->stripes[i], NULL);
     pthread_mutex_init(&s->trace_mu, NULL);
+    pthread_rwlock_init(&s->trace_rw, NULL);
     int rc = open_trace(s, init);
     if (rc) { orc_close(s); return rc; }
     *out = s;
@@ -84,9 +117,11 @@ void orc_close(orc_state *s) {
     msync(s->map, s->maplen, MS_SYNC);
     munmap(s->map, s->maplen);
     close(s->fd);
+    if (s->trace) munmap(s->trace, s->trace_cap * sizeof *s->trace);
     if (s->tfd >= 0) close(s->tfd);
     for (unsigned i = 0; i < NSTRIPE; i++) pthread_mutex_destroy(&s->stripes[i]);
     pthread_mutex_destroy(&s->trace_mu);
+    pthread_rwlock_destroy(&s->trace_rw);
     free(s);
 }
 
@@ -118,16 +153,28 @@ int orc_settle(orc_state *s, uint64_t key, uint64_t seq) {
     orc_trace_rec r = {.seq = seq, .key = key, .old_v = e.cur,
                        .new_v = e.pending == ORC_DEL ? 0 : e.pending};
     /* Trace first: a crash between the two leaves the key pending, which
-     * orc_rewind still handles (it undoes by the trace, pending or not). */
-    pthread_mutex_lock(&s->trace_mu);
-    ssize_t w = write(s->tfd, &r, sizeof r);
-    uint64_t *last = hdr64(s, 4);
-    if (seq > *last) *last = seq;
-    pthread_mutex_unlock(&s->trace_mu);
+     * orc_rewind still handles (it undoes by the trace, pending or not).
+     * A record claimed but not yet stored reads as seq 0: never undone,
+     * and its key is still pending. */
+    int rc = 0;
+    uint64_t i = atomic_fetch_add(trace_count(s), 1);
+    pthread_rwlock_rdlock(&s->trace_rw);
+    while (i >= s->trace_cap) {
+        pthread_rwlock_unlock(&s->trace_rw);
+        pthread_rwlock_wrlock(&s->trace_rw);
+        if (i >= s->trace_cap) rc = map_trace(s, s->trace_cap * 2);
+        pthread_rwlock_unlock(&s->trace_rw);
+        if (rc) return rc;
+        pthread_rwlock_rdlock(&s->trace_rw);
+    }
+    s->trace[i] = r;
+    pthread_rwlock_unlock(&s->trace_rw);
+    uint64_t *last = hdr64(s, 4), cur = __atomic_load_n(last, __ATOMIC_RELAXED);
+    while (seq > cur && !__atomic_compare_exchange_n(last, &cur, seq, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     e.cur = r.new_v;
     e.pending = 0;
     atomic_store_explicit(&s->entries[key], pack(e), memory_order_release);
-    return w == (ssize_t)sizeof r ? 0 : -EIO;
+    return 0;
 }
 
 void orc_resolve(orc_state *s, uint64_t key, uint32_t v) {
@@ -152,30 +199,29 @@ uint64_t orc_last_seq(const orc_state *s) { return *hdr64(s, 4); }
 
 int64_t orc_rewind(orc_state *s, uint64_t r) {
     if (r < orc_durable_seq(s)) return -1;
-    off_t size = lseek(s->tfd, 0, SEEK_END);
-    size_t n = size > 0 ? (size_t)size / sizeof(orc_trace_rec) : 0; /* a torn tail record is dropped */
-    orc_trace_rec *recs = n ? malloc(n * sizeof *recs) : NULL;
-    if (n && !recs) return -1;
-    if (n && pread(s->tfd, recs, n * sizeof *recs, 0) != (ssize_t)(n * sizeof *recs)) { free(recs); return -1; }
+    size_t n = (size_t)atomic_load(trace_count(s));
+    if (n > s->trace_cap) n = s->trace_cap; /* claimed past the mapping: never stored */
     int64_t undone = 0;
     for (size_t i = n; i-- > 0;) {
-        if (recs[i].seq <= r || recs[i].key >= s->max_key) continue;
-        orc_entry e = orc_get(s, recs[i].key);
+        orc_trace_rec rec = s->trace[i];
+        if (rec.seq <= r || rec.key >= s->max_key) continue;
+        orc_entry e = orc_get(s, rec.key);
         /* The write never happened as far as the database goes; if the key
          * is still pending (crashed mid-write), it stays so. */
-        e.cur = recs[i].old_v;
-        atomic_store_explicit(&s->entries[recs[i].key], pack(e), memory_order_release);
+        e.cur = rec.old_v;
+        atomic_store_explicit(&s->entries[rec.key], pack(e), memory_order_release);
         undone++;
     }
-    free(recs);
     return undone;
 }
 
 int orc_checkpoint_trace(orc_state *s, uint64_t r) {
     pthread_mutex_lock(&s->trace_mu);
+    pthread_rwlock_wrlock(&s->trace_rw);
     *hdr64(s, 3) = r;
     *hdr64(s, 4) = r;
     int rc = open_trace(s, 1);
+    pthread_rwlock_unlock(&s->trace_rw);
     pthread_mutex_unlock(&s->trace_mu);
     msync(s->map, s->maplen, MS_ASYNC);
     return rc;

@@ -11,14 +11,16 @@
  *   24   8   durable_seq: the highest commit sequence the engine called
  *            durable (recovery must reach at least this)
  *   32   8   last_seq: the highest sequence acknowledged to the driver
- *   40   24  (zero)
+ *   40   8   trace records claimed (the trace's length)
+ *   48   16  (zero)
  *   64   8*max_key  one entry per key: u32 cur | u32 pending
  *     cur      0 = absent, else the value seed the key holds
  *     pending  0 = none, ORC_DEL = a delete in flight, else the value seed
  *              of a put in flight
  * File EXP_DIR/trace: 24-byte records u64 seq | u64 key | u32 old | u32 new
- * (orc_trace_rec), one per key of each acknowledged write, appended with
- * one write(2) after the engine acknowledged it (SIGKILL keeps it).
+ * (orc_trace_rec), one per key of each acknowledged write, stored after
+ * the engine acknowledged it into a MAP_SHARED mapping (SIGKILL keeps it:
+ * the page cache has it; no system call per write).
  *
  * Protocol for a write (the driver holds the key's lock, orc_lock):
  *   1. orc_mark_pending(key, new)   before the engine sees the write
