@@ -199,7 +199,9 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
             sched_yield();
             pthread_rwlock_rdlock(&f->latch);
         }
+        atomic_fetch_add(&f->writing, 1); /* before dirty clears (L5) */
         if (!atomic_exchange(&f->dirty, 0) || atomic_load(&f->state) != ST_VALID) {
+            atomic_fetch_sub(&f->writing, 1);
             pthread_rwlock_unlock(&f->latch);
             continue;
         }
@@ -229,6 +231,7 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
     for (size_t i = 0; i < nreq; i++) {
         if (rc != ENG_OK || reqs[i].status != ENG_OK) atomic_store(&latched[i]->dirty, 1);
         else if (written) written[idx[i]] = 1;
+        atomic_fetch_sub(&latched[i]->writing, 1);
         pthread_rwlock_unlock(&latched[i]->latch);
     }
     free(bufs);
@@ -407,7 +410,16 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
         atomic_fetch_add(&f->pin, 1);
         pthread_mutex_unlock(&p->mu);
         bp_unpin(bp, nf);
-        if (pthread_rwlock_trywrlock(&f->latch) != 0) {
+        /* A write-back may hold it for the length of one write (a freed
+         * page that was dirty): wait that out.  Held for longer, it is in
+         * use -- by this very thread, maybe -- so refuse rather than wait
+         * on ourselves. */
+        int got = 0;
+        for (int tries = 0; tries < 20000 && !got; tries++) {
+            got = pthread_rwlock_trywrlock(&f->latch) == 0;
+            if (!got) { if (tries < 100) sched_yield(); else usleep(50); }
+        }
+        if (!got) {
             bp_unpin(bp, f);
             return ENG_BUSY;
         }
@@ -465,10 +477,17 @@ int bp_flush_all(bp_pool *bp) {
                 if (want[i] == UINT32_MAX) continue;
                 bp_frame *f = &bp->frames[i];
                 bp_frame *g = pin_if_valid(bp, want[i]);
-                if (g != f || !atomic_load(&f->dirty)) {
-                    /* Evicted (so written), reused, or already clean. */
+                if (g != f) {
+                    /* Evicted (so written: L4) or reused. */
                     if (g) bp_unpin(bp, g);
                     want[i] = UINT32_MAX;
+                    continue;
+                }
+                if (!atomic_load(&f->dirty)) {
+                    /* Clean: done once no write of it is in flight (L5). */
+                    if (atomic_load(&f->writing)) left++;
+                    else want[i] = UINT32_MAX;
+                    bp_unpin(bp, f);
                     continue;
                 }
                 batch[nb] = f;

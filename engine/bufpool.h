@@ -27,6 +27,10 @@
  *       disk while it is being written
  *   L4  a dirty frame is written back while still in the hash table, then
  *       evicted only if it is still clean and unpinned
+ *   L5  a write-back marks the frame `writing` from the moment it clears
+ *       the dirty flag until the write completed: a flush counts a clean
+ *       frame as done only when no write of it is in flight (otherwise a
+ *       checkpoint's fsync could pass a write still under way)
  */
 #ifndef ENGINE_BUFPOOL_H
 #define ENGINE_BUFPOOL_H
@@ -51,6 +55,9 @@ typedef struct bp_frame {
     _Atomic uint8_t state;
     _Atomic uint8_t ref;    /* clock reference bit */
     _Atomic uint8_t dirty;
+    _Atomic uint8_t writing; /* a write-back of it is in flight (its dirty
+                              * flag is already clear): a checkpoint must
+                              * wait for it before its fsync */
     _Atomic uint8_t pending; /* changed by a tree operation whose WAL record
                               * is not appended yet: never written (W-rule) */
     _Atomic uint64_t lsn;    /* page LSN: end of the last record that changed

@@ -583,7 +583,10 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
                 }
             }
             if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_COMMIT) rc = wal_flush(db->wal, bend);
-            if (rc != ENG_OK && !abandoned) poison(db, rc == ENG_CORRUPTION ? ENG_POISONED : rc);
+            /* Any failure after the batch reached the log leaves it in
+             * doubt (maybe half applied in memory): poison, whatever the
+             * status, so nothing more is written and reopen decides. */
+            if (rc != ENG_OK && !abandoned) atomic_store(&db->poisoned, 1);
         } else {
             poison(db, rc);
         }
@@ -623,6 +626,9 @@ int eng_delete(eng_db *db, const void *key, size_t klen, uint64_t *seq) {
 
 int eng_get(eng_db *db, const void *key, size_t klen, eng_buf *val) {
     if (check_key(key, klen) || !val) return ENG_INVALID;
+    /* After a failed write or fsync the kernel may have dropped pages:
+     * a page read back now could be older than what was acknowledged. */
+    if (atomic_load(&db->poisoned)) return ENG_POISONED;
     atomic_fetch_add_explicit(&db->gets, 1, memory_order_relaxed);
     return bt_get(db->bt, key, klen, val);
 }
@@ -694,6 +700,7 @@ static int settle(eng_iter *it) {
 static int iter_seek_mode(eng_iter *it, const void *k, size_t kl, int mode) {
     it->valid = 0;
     it->pos = 0;
+    if (atomic_load(&it->db->poisoned)) return ENG_POISONED; /* as eng_get */
     int rc = bt_seek(it->db->bt, k, kl, mode, &it->lc);
     if (rc) return rc;
     return settle(it);

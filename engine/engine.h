@@ -49,7 +49,9 @@ typedef enum eng_status {
                      * cache frame stayed pinned for seconds (cache far too small) */
     ENG_NOMEM,
     ENG_READONLY,   /* write on a handle opened read-only */
-    ENG_POISONED,   /* an earlier write or sync failed; reopen to recover */
+    ENG_POISONED,   /* an earlier write or sync failed; reopen to recover.
+                     * Reads fail too: the kernel may have dropped pages, so
+                     * a page read back could be older than acknowledged */
     ENG_NOTSUP,     /* the operation is not supported by this build or file */
     ENG_STATUS_COUNT
 } eng_status;
@@ -80,7 +82,8 @@ typedef struct eng_corruption {
     char file[64];     /* relative to the database dir: "data", "control", ... */
     int64_t block;     /* page number, or -1 */
     int64_t offset;    /* byte offset in the file (or in the page for structure), or -1 */
-    int32_t entry;     /* slot / entry index within the page, or -1 */
+    int32_t entry;     /* slot / entry index within the page, or -1; for a WAL
+                        * record: how many blocks past its first it spans */
     uint64_t expected; /* e.g. stored checksum, expected block */
     uint64_t found;    /* e.g. computed checksum, found value */
     char detail[160];  /* one human-readable line, no newline */

@@ -1159,6 +1159,7 @@ struct wal_reader {
     uint64_t fail_lsn, fail_block;
     const char *fail_why;
     uint64_t fail_expected, fail_found;
+    uint64_t fail_end;      /* where the failing record ends, if its length was read (else fail_lsn) */
     int fail_block_bad; /* L's own block header was the problem */
 
     uint8_t *rec;
@@ -1219,6 +1220,7 @@ static int rd_fail(wal_reader *r, uint64_t L, uint64_t block, const char *why, u
                    uint64_t found, int block_bad)
 {
     r->fail_lsn = L;
+    r->fail_end = L;
     r->fail_block = block;
     r->fail_why = why;
     r->fail_expected = expected;
@@ -1355,8 +1357,11 @@ static int rd_record(wal_reader *r, wal_record *out)
     }
     put64(r->rec + XL_CHECK_OFF, 0);
     uint64_t sum = XXH3_64bits(r->rec, len);
-    if (sum != xcheck)
-        return rd_fail(r, L, b, "fails its checksum", xcheck, sum, 0);
+    if (sum != xcheck) {
+        rd_fail(r, L, b, "fails its checksum", xcheck, sum, 0);
+        r->fail_end = pos; /* the damage may lie anywhere up to here */
+        return RD_END;
+    }
     uint64_t end = align8(pos);
     if (end != pos) {
         rc = rd_block(r, blk_of(pos), &p);
@@ -1427,8 +1432,11 @@ static int rd_conclude(wal_reader *r)
                 seg_name(name, seg0);
                 snprintf(file, sizeof file, "%s/%s", WAL_DIR, name);
                 r->trimmed = 0;
+                /* entry: how many blocks past its first the record runs
+                 * (its damage may lie in any of them). */
+                int32_t span = r->fail_end > L ? (int32_t)((r->fail_end - 1) / WAL_BLOCK - L / WAL_BLOCK) : 0;
                 return eng_report(&r->rep, ENG_LAYER_WAL, file, (int64_t)((L - seg0) / WAL_BLOCK),
-                                  (int64_t)(L - seg0), -1, r->fail_expected, r->fail_found,
+                                  (int64_t)(L - seg0), span, r->fail_expected, r->fail_found,
                                   "record at LSN 0x%llx %s but block 0x%llx says the log was "
                                   "durable to 0x%llx",
                                   (unsigned long long)L, r->fail_why, (unsigned long long)x,

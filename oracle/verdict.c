@@ -301,8 +301,11 @@ int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection
         if (strcmp(rf, inf)) return 0;
         int64_t ib = i->block >= 0 ? i->block : i->offset >= 0 ? i->offset / 4096 : -1;
         if (rb < 0 || ib < 0) return 1;
-        int64_t d = rb - ib;
-        return d >= -1 && d <= 1;
+        /* A record fails its checksum as a whole: the damage may lie in
+         * any block it spans (the report's entry says how many past its
+         * first), or in the block before when a header straddles. */
+        int64_t d = ib - rb, span = r->entry > 0 ? r->entry : 0;
+        return d >= -1 && d <= 1 + span;
     }
     if (strcmp(rf, inf)) return 0;
     if (rb < 0) return 1; /* no block in the report: the file is all we know */

@@ -144,6 +144,8 @@ typedef struct vd_report {
     char file[64];
     int64_t block;   /* -1: unknown */
     int64_t offset;  /* -1: unknown; for a WAL report without a block: the LSN */
+    int32_t entry;   /* for a WAL record: blocks it spans past its first (its
+                      * damage may be in any); else -1 or the entry */
     char detail[160];/* the engine's words, for messages (not judged) */
 } vd_report;
 

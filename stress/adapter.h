@@ -44,6 +44,8 @@ typedef struct st_corruption {
     int64_t block;      /* -1: unknown */
     int64_t offset;     /* -1: unknown */
     const char *detail; /* one line */
+    int32_t entry;      /* entry in the page, or for a log record the blocks
+                         * it spans past its first; -1: unknown */
 } st_corruption;
 
 typedef void (*st_corruption_fn)(void *ctx, const st_corruption *r);

@@ -46,7 +46,7 @@ static int st_of(int rc) {
 static void on_report(void *ctx, const eng_corruption *r) {
     st_db *a = ctx;
     if (!a->fn) return;
-    st_corruption c = {eng_layer_name(r->layer), r->file, r->block, r->offset, r->detail};
+    st_corruption c = {eng_layer_name(r->layer), r->file, r->block, r->offset, r->detail, r->entry};
     a->fn(a->ctx, &c);
 }
 
@@ -138,7 +138,7 @@ static int a_verify(st_db *a, uint64_t *problems) { return st_of(eng_verify(a->d
 typedef struct fwd { st_corruption_fn fn; void *ctx; } fwd;
 static void fwd_report(void *ctx, const eng_corruption *r) {
     fwd *f = ctx;
-    st_corruption c = {eng_layer_name(r->layer), r->file, r->block, r->offset, r->detail};
+    st_corruption c = {eng_layer_name(r->layer), r->file, r->block, r->offset, r->detail, r->entry};
     if (f->fn) f->fn(f->ctx, &c);
 }
 

@@ -290,7 +290,7 @@ static void observe(int kind, int thread, uint64_t op, int status, uint64_t key,
 
 static void on_corruption(void *ctx, const st_corruption *r) {
     (void)ctx;
-    vd_report v = {.block = r->block, .offset = r->offset};
+    vd_report v = {.block = r->block, .offset = r->offset, .entry = r->entry};
     snprintf(v.layer, sizeof v.layer, "%s", r->layer ? r->layer : "");
     snprintf(v.file, sizeof v.file, "%s", r->file ? r->file : "");
     snprintf(v.detail, sizeof v.detail, "%s", r->detail ? r->detail : "");
@@ -302,8 +302,8 @@ static void on_corruption(void *ctx, const st_corruption *r) {
         if (p) g.reports = p, g.capreports = nc;
     }
     if (g.nreports < g.capreports) g.reports[g.nreports++] = v;
-    append_line(g.reports_fd, "{\"layer\":\"%s\",\"file\":\"%s\",\"block\":%lld,\"offset\":%lld}\n", v.layer, v.file,
-                (long long)v.block, (long long)v.offset);
+    append_line(g.reports_fd, "{\"layer\":\"%s\",\"file\":\"%s\",\"block\":%lld,\"offset\":%lld,\"entry\":%d}\n",
+                v.layer, v.file, (long long)v.block, (long long)v.offset, (int)v.entry);
     pthread_mutex_unlock(&g.mu);
 }
 
@@ -321,7 +321,9 @@ static int load_carried(vd_ctx *v) {
             vd_injection j; /* the ledger line parser reads any flat object */
             if (vd_parse_ledger_line(line, &j)) continue;
             if (which == 0) {
-                vd_report r = {.block = j.block, .offset = j.offset};
+                vd_report r = {.block = j.block, .offset = j.offset, .entry = -1};
+                char *ep = strstr(line, "\"entry\":");
+                if (ep) r.entry = atoi(ep + 8);
                 char *lp = strstr(line, "\"layer\":\"");
                 if (lp) sscanf(lp + 9, "%31[^\"]", r.layer);
                 snprintf(r.file, sizeof r.file, "%s", j.file);
