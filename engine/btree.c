@@ -594,14 +594,15 @@ static int alloc_page(bt_wctx *w, bp_frame **out) {
         }
     } else {
         if (mf.nblocks == UINT32_MAX) { bp_release(t->bp, m, BP_EXCL); return ENG_NOSPACE; }
-        if (mf.nblocks < atomic_load(&t->nblocks)) {
-            /* The meta page went back in time (a lost write, or a stale
-             * page read back): its block count would hand out blocks in
-             * use. */
+        if (mf.nblocks != atomic_load(&t->nblocks)) {
+            /* The meta page disagrees with the allocations this handle
+             * made: gone back in time (a lost write, a stale page read
+             * back) it would hand out blocks in use; damaged upwards (in
+             * the cache) it would leap to a block billions away. */
             uint32_t have = atomic_load(&t->nblocks);
             bp_release(t->bp, m, BP_EXCL);
             return corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, have, mf.nblocks,
-                           "meta page counts fewer blocks than are allocated (a stale meta page)");
+                           "meta page block count disagrees with the blocks allocated (a stale or damaged meta page)");
         }
         rc = bp_new(t->bp, mf.nblocks, &f);
         if (rc) { bp_release(t->bp, m, BP_EXCL); return rc; }

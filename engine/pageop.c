@@ -393,6 +393,12 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         size_t oldsz = 0;
         if (replace) page_cell_bytes(page, idx, &oldsz);
         if (page_reclaimable(page) + (replace ? oldsz + 2 : 0) < clen + 2) { *why = "cell does not fit the page"; return ENG_CORRUPTION; }
+        if (page_free(page) < clen + 2) {
+            /* The insert will compact, moving every cell by its size: prove
+             * the cells first (a cached page can be damaged in memory). */
+            page_problem pr;
+            if (page_check_structure(page, ps, &pr) != ENG_OK) { *why = "page damaged before compaction"; return ENG_CORRUPTION; }
+        }
         if (replace) page_remove_cell(page, idx);
         page_insert_cell(page, ps, idx, cell, clen);
         return ENG_OK;
