@@ -90,13 +90,106 @@ typedef struct fc_entry {
     int fd;
 } fc_entry;
 
-/* In-flight operations: op pointer -> id of its BEGIN (open addressing,
- * linear probing, backward-shift deletion; key 0 = empty). */
-typedef struct inflight {
-    uintptr_t *key;
-    uint64_t *id;
+/* u64 -> u64 map: open addressing, linear probing, grows at load 1/2,
+ * backward-shift deletion.  Key 0 = empty, so callers must never store 0
+ * (offset keys that can be 0).  Used for the in-flight table (op pointer
+ * -> id of its BEGIN) and the id map of flt_jr_durability (id + 1 -> op
+ * index). */
+typedef struct u64map {
+    uint64_t *key;
+    uint64_t *val;
     size_t cap, n;
-} inflight;
+} u64map;
+
+static size_t um_slot(uint64_t k, size_t cap) {
+    uint64_t h = k * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20) & (cap - 1);
+}
+
+static int um_grow(u64map *m) {
+    size_t ncap = m->cap ? 2 * m->cap : 256;
+    uint64_t *nk = calloc(ncap, sizeof *nk);
+    uint64_t *nv = calloc(ncap, sizeof *nv);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->key[i]) continue;
+        size_t s = um_slot(m->key[i], ncap);
+        while (nk[s]) s = (s + 1) & (ncap - 1);
+        nk[s] = m->key[i];
+        nv[s] = m->val[i];
+    }
+    free(m->key);
+    free(m->val);
+    m->key = nk;
+    m->val = nv;
+    m->cap = ncap;
+    return 0;
+}
+
+/* Insert or replace K (nonzero). */
+static int um_put(u64map *m, uint64_t k, uint64_t v) {
+    if ((m->n + 1) * 2 > m->cap) {
+        int rc = um_grow(m);
+        if (rc) return rc;
+    }
+    size_t s = um_slot(k, m->cap);
+    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
+    if (!m->key[s]) m->n++;
+    m->key[s] = k;
+    m->val[s] = v;
+    return 0;
+}
+
+/* Returns 1 and K's value in *V if K is there. */
+static int um_get(const u64map *m, uint64_t k, uint64_t *v) {
+    if (!m->cap) return 0;
+    size_t s = um_slot(k, m->cap);
+    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
+    if (!m->key[s]) return 0;
+    *v = m->val[s];
+    return 1;
+}
+
+/* Remove K; returns 1 and its value in *V if it was there. */
+static int um_take(u64map *m, uint64_t k, uint64_t *v) {
+    if (!m->cap) return 0;
+    size_t s = um_slot(k, m->cap);
+    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
+    if (!m->key[s]) return 0;
+    *v = m->val[s];
+    /* Backward shift: keep every later entry of the run reachable. */
+    size_t hole = s, i = s;
+    for (;;) {
+        i = (i + 1) & (m->cap - 1);
+        if (!m->key[i]) break;
+        size_t home = um_slot(m->key[i], m->cap);
+        /* Move it if its home is not in (hole, i] cyclically. */
+        int stay = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+        if (stay) continue;
+        m->key[hole] = m->key[i];
+        m->val[hole] = m->val[i];
+        hole = i;
+    }
+    m->key[hole] = 0;
+    m->n--;
+    return 1;
+}
+
+/* Empty the map, keeping its storage. */
+static void um_clear(u64map *m) {
+    if (m->cap) memset(m->key, 0, m->cap * sizeof *m->key);
+    m->n = 0;
+}
+
+static void um_free(u64map *m) {
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
 
 /* A file kept in journal.d/ until the rename or unlink that needed it is
  * durable (J4). */
@@ -127,7 +220,7 @@ struct flt_journal {
     atomic_int broken;    /* J3 */
 
     pthread_mutex_t fl_mu;
-    inflight fl;
+    u64map fl; /* in flight: op pointer -> id of its BEGIN */
 
     pthread_mutex_t sv_mu; /* saved, dsync, done_seq (J4) */
     saved_ent *saved;
@@ -373,77 +466,6 @@ static int rel_of(const flt_journal *j, const char *path, char *out, size_t cap)
     strcpy(res + rl + 1, base);
     rest = under(res, j->db_real);
     return rest && norm_rel(rest, out, cap) == 0;
-}
-
-/* ---- in-flight table ----------------------------------------------------------- */
-
-static size_t fl_slot(uintptr_t k, size_t cap) {
-    uint64_t h = (uint64_t)k * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h >> 20) & (cap - 1);
-}
-
-static int fl_grow(inflight *t) {
-    size_t ncap = t->cap ? 2 * t->cap : 256;
-    uintptr_t *nk = calloc(ncap, sizeof *nk);
-    uint64_t *ni = calloc(ncap, sizeof *ni);
-    if (!nk || !ni) {
-        free(nk);
-        free(ni);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < t->cap; i++) {
-        if (!t->key[i]) continue;
-        size_t s = fl_slot(t->key[i], ncap);
-        while (nk[s]) s = (s + 1) & (ncap - 1);
-        nk[s] = t->key[i];
-        ni[s] = t->id[i];
-    }
-    free(t->key);
-    free(t->id);
-    t->key = nk;
-    t->id = ni;
-    t->cap = ncap;
-    return 0;
-}
-
-/* Insert or replace (a stale entry of an op whose after() never came,
- * because a later hook failed it, is simply overwritten). */
-static int fl_put(inflight *t, uintptr_t k, uint64_t id) {
-    if ((t->n + 1) * 2 > t->cap) {
-        int rc = fl_grow(t);
-        if (rc) return rc;
-    }
-    size_t s = fl_slot(k, t->cap);
-    while (t->key[s] && t->key[s] != k) s = (s + 1) & (t->cap - 1);
-    if (!t->key[s]) t->n++;
-    t->key[s] = k;
-    t->id[s] = id;
-    return 0;
-}
-
-/* Remove K; returns 1 and its id in *ID if it was there. */
-static int fl_take(inflight *t, uintptr_t k, uint64_t *id) {
-    if (!t->cap) return 0;
-    size_t s = fl_slot(k, t->cap);
-    while (t->key[s] && t->key[s] != k) s = (s + 1) & (t->cap - 1);
-    if (!t->key[s]) return 0;
-    *id = t->id[s];
-    /* Backward shift: keep every later entry of the run reachable. */
-    size_t hole = s, i = s;
-    for (;;) {
-        i = (i + 1) & (t->cap - 1);
-        if (!t->key[i]) break;
-        size_t home = fl_slot(t->key[i], t->cap);
-        /* Move it if its home is not in (hole, i] cyclically. */
-        int stay = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
-        if (stay) continue;
-        t->key[hole] = t->key[i];
-        t->id[hole] = t->id[i];
-        hole = i;
-    }
-    t->key[hole] = 0;
-    t->n--;
-    return 1;
 }
 
 /* ---- read-descriptor cache (J2) --------------------------------------------------- */
@@ -786,8 +808,7 @@ void flt_journal_close(flt_journal *j) {
     if (!j) return;
     if (j->fd >= 0) close(j->fd);
     for (int i = 0; i < FC_SLOTS; i++) fc_drop_slot(&j->fc[i]);
-    free(j->fl.key);
-    free(j->fl.id);
+    um_free(&j->fl);
     sv_clear(j, 0);
     free(j->saved);
     free(j->dsync);
@@ -805,7 +826,7 @@ void flt_journal_close(flt_journal *j) {
 /* Remember that OP's BEGIN has id ID, for its DONE (J1). */
 static int track(flt_journal *j, const eng_io_op *op, uint64_t id) {
     pthread_mutex_lock(&j->fl_mu);
-    int rc = fl_put(&j->fl, (uintptr_t)op, id);
+    int rc = um_put(&j->fl, (uint64_t)(uintptr_t)op, id);
     pthread_mutex_unlock(&j->fl_mu);
     return rc;
 }
@@ -903,7 +924,7 @@ static int before_destroy(flt_journal *j, const eng_io_op *op, int kind, const c
 static int untrack(flt_journal *j, const eng_io_op *op) {
     uint64_t id;
     pthread_mutex_lock(&j->fl_mu);
-    fl_take(&j->fl, (uintptr_t)op, &id);
+    um_take(&j->fl, (uint64_t)(uintptr_t)op, &id);
     pthread_mutex_unlock(&j->fl_mu);
     return 0;
 }
@@ -958,7 +979,7 @@ void flt_journal_after(flt_journal *j, const eng_io_op *op) {
     if (!j || op->kind == ENG_IO_READ) return;
     uint64_t id;
     pthread_mutex_lock(&j->fl_mu);
-    int had = fl_take(&j->fl, (uintptr_t)op, &id);
+    int had = um_take(&j->fl, (uint64_t)(uintptr_t)op, &id);
     pthread_mutex_unlock(&j->fl_mu);
     if (op->kind == ENG_IO_CREATE || op->kind == ENG_IO_RENAME || op->kind == ENG_IO_UNLINK) {
         /* J2: a descriptor opened while the operation ran may name the old
@@ -1077,63 +1098,6 @@ void flt_jr_sm_free(jr_strmap *m) {
     free(m->key);
     free(m->val);
     memset(m, 0, sizeof *m);
-}
-
-/* Id map: BEGIN ids of one session -> op index. */
-
-typedef struct idmap {
-    uint64_t *key; /* id + 1; 0 = empty */
-    size_t *val;
-    size_t cap, n;
-} idmap;
-
-static size_t im_slot(uint64_t k, size_t cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1); }
-
-static int im_put(idmap *m, uint64_t id, size_t v) {
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t ncap = m->cap ? 2 * m->cap : 1024;
-        uint64_t *nk = calloc(ncap, sizeof *nk);
-        size_t *nv = calloc(ncap, sizeof *nv);
-        if (!nk || !nv) {
-            free(nk);
-            free(nv);
-            return -ENOMEM;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->key[i]) continue;
-            size_t s = im_slot(m->key[i], ncap);
-            while (nk[s]) s = (s + 1) & (ncap - 1);
-            nk[s] = m->key[i];
-            nv[s] = m->val[i];
-        }
-        free(m->key);
-        free(m->val);
-        m->key = nk;
-        m->val = nv;
-        m->cap = ncap;
-    }
-    uint64_t k = id + 1;
-    size_t s = im_slot(k, m->cap);
-    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
-    if (!m->key[s]) m->n++;
-    m->key[s] = k;
-    m->val[s] = v;
-    return 0;
-}
-
-static int im_get(const idmap *m, uint64_t id, size_t *v) {
-    if (!m->cap) return 0;
-    uint64_t k = id + 1;
-    size_t s = im_slot(k, m->cap);
-    while (m->key[s] && m->key[s] != k) s = (s + 1) & (m->cap - 1);
-    if (!m->key[s]) return 0;
-    *v = m->val[s];
-    return 1;
-}
-
-static void im_clear(idmap *m) {
-    if (m->cap) memset(m->key, 0, m->cap * sizeof *m->key);
-    m->n = 0;
 }
 
 /* Interval sets. */
@@ -1301,22 +1265,22 @@ static int parent_tok(fwd *f, jr_str s) {
 int flt_jr_durability(jr_view *v, jr_strmap *names) {
     fwd f;
     memset(&f, 0, sizeof f);
-    idmap ids;
+    u64map ids; /* BEGIN id + 1 -> op index, for the current session */
     memset(&ids, 0, sizeof ids);
     for (size_t i = 0; i < v->nops && !f.err; i++) {
         jr_op *o = &v->ops[i];
         switch (o->r.kind) {
         case JR_SESSION:
-            im_clear(&ids); /* DONEs match BEGINs of their own session */
+            um_clear(&ids); /* DONEs match BEGINs of their own session */
             continue;
         case JR_DROP: {
-            size_t bi;
-            if (im_get(&ids, o->r.id, &bi) && v->ops[bi].r.kind == JR_WRITE_B) v->ops[bi].dropped = 1;
+            uint64_t bi;
+            if (um_get(&ids, o->r.id + 1, &bi) && v->ops[bi].r.kind == JR_WRITE_B) v->ops[bi].dropped = 1;
             continue;
         }
         case JR_DONE: {
-            size_t bi;
-            if (!im_get(&ids, o->r.id, &bi)) continue; /* its BEGIN was reset away */
+            uint64_t bi;
+            if (!um_get(&ids, o->r.id + 1, &bi)) continue; /* its BEGIN was reset away */
             jr_op *b = &v->ops[bi];
             if (b->has_done) continue;
             b->has_done = 1;
@@ -1378,7 +1342,7 @@ int flt_jr_durability(jr_view *v, jr_strmap *names) {
             continue;
         }
         if (f.err) break;
-        int rc = im_put(&ids, o->r.id, i);
+        int rc = um_put(&ids, o->r.id + 1, i);
         if (rc) f.err = rc;
     }
     for (size_t i = 0; i < v->nops && !f.err; i++) {
@@ -1403,8 +1367,7 @@ int flt_jr_durability(jr_view *v, jr_strmap *names) {
     flt_jr_sm_free(&f.dirs);
     free(f.tok);
     free(f.dir);
-    free(ids.key);
-    free(ids.val);
+    um_free(&ids);
     return rc;
 }
 
