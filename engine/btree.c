@@ -1049,7 +1049,17 @@ typedef struct vstate {
     uint8_t *bad;     /* per block: failed its own checks */
     uint32_t prev_leaf;
     int leaves_seen;
+    int err;          /* first failure to read a page (not corruption): verify
+                       * could not finish and must say so, not pass */
 } vstate;
+
+/* A page of the walk: its own damage was reported (step 1, or by the pool
+ * now); any other failure stops the verify with that status. */
+static int vget(vstate *v, uint32_t blk, bp_frame **f) {
+    int rc = bp_get(v->t->bp, blk, BP_SHARED, f);
+    if (rc && rc != ENG_CORRUPTION && !v->err) v->err = rc;
+    return rc;
+}
 
 static void vreport(vstate *v, int layer, uint32_t block, int32_t entry, uint64_t exp, uint64_t found,
                     const char *fmt, const char *arg) {
@@ -1081,7 +1091,7 @@ static void verify_chain(vstate *v, uint32_t leaf, int slot, uint32_t first, uin
     for (int i = 0; i < npages; i++) {
         if (!claim(v, blk, USE_OVFL, leaf)) return;
         bp_frame *f;
-        if (bp_get(t->bp, blk, BP_SHARED, &f)) return;
+        if (vget(v, blk, &f)) return;
         const uint8_t *p = f->data;
         uint32_t want = vlen - done < t->ovfl_cap ? vlen - done : (uint32_t)t->ovfl_cap;
         int ok = ph_get_type(p) == PAGE_OVERFLOW && ph_get_aux(p) == want &&
@@ -1104,7 +1114,7 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
     bt_tree *t = v->t;
     if (!claim(v, blk, USE_TREE, parent)) return;
     bp_frame *f;
-    if (bp_get(t->bp, blk, BP_SHARED, &f)) return;
+    if (vget(v, blk, &f)) return;
     uint8_t *p = malloc(t->ps);
     if (!p) { bp_release(t->bp, f, BP_SHARED); return; }
     memcpy(p, f->data, t->ps);
@@ -1141,7 +1151,7 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
         /* Leaf chain: this leaf must be the successor named by the last. */
         if (v->prev_leaf != UINT32_MAX) {
             bp_frame *pf;
-            if (!v->bad[v->prev_leaf] && bp_get(t->bp, v->prev_leaf, BP_SHARED, &pf) == ENG_OK) {
+            if (!v->bad[v->prev_leaf] && vget(v, v->prev_leaf, &pf) == ENG_OK) {
                 uint32_t nx = ph_get_next(pf->data);
                 bp_release(t->bp, pf, BP_SHARED);
                 if (nx != blk)
@@ -1191,13 +1201,13 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
     v.use[META_BLOCK] = USE_META;
     if (!v.bad[META_BLOCK] && !v.bad[ROOT_BLOCK]) {
         bp_frame *r;
-        if (bp_get(t->bp, ROOT_BLOCK, BP_SHARED, &r) == ENG_OK) {
+        if (vget(&v, ROOT_BLOCK, &r) == ENG_OK) {
             int level = ph_get_level(r->data);
             bp_release(t->bp, r, BP_SHARED);
             verify_node(&v, ROOT_BLOCK, level, NULL, 0, NULL, 0, META_BLOCK);
             if (v.prev_leaf != UINT32_MAX && !v.bad[v.prev_leaf]) {
                 bp_frame *lf;
-                if (bp_get(t->bp, v.prev_leaf, BP_SHARED, &lf) == ENG_OK) {
+                if (vget(&v, v.prev_leaf, &lf) == ENG_OK) {
                     uint32_t nx = ph_get_next(lf->data);
                     bp_release(t->bp, lf, BP_SHARED);
                     if (nx != 0)
@@ -1207,14 +1217,14 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
         }
         /* 3. The free list: trunks and the blocks they list. */
         bp_frame *m;
-        if (bp_get(t->bp, META_BLOCK, BP_SHARED, &m) == ENG_OK) {
+        if (vget(&v, META_BLOCK, &m) == ENG_OK) {
             meta_fields mf;
             meta_read(m->data, &mf);
             bp_release(t->bp, m, BP_SHARED);
             for (uint32_t b = mf.freelist; b; ) {
                 if (!claim(&v, b, USE_FREE, META_BLOCK)) break;
                 bp_frame *f;
-                if (bp_get(t->bp, b, BP_SHARED, &f)) break;
+                if (vget(&v, b, &f)) break;
                 int ok = ph_get_type(f->data) == PAGE_FREE;
                 uint32_t next = ph_get_next(f->data), cnt = ok ? ph_get_aux(f->data) : 0;
                 uint32_t *ents = malloc(sizeof(uint32_t) * (cnt ? cnt : 1));
@@ -1235,5 +1245,6 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
     }
     free(v.use); free(v.bad); free(buf);
     *problems = v.problems;
+    if (v.err) return v.err;
     return v.problems ? ENG_CORRUPTION : ENG_OK;
 }
