@@ -64,7 +64,7 @@ TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 FAULT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_faults*.c tests/test_powerloss*.c))
 
 .PHONY: all deps test clean fuzz demo bench-deps bench-engine
-all: deps $(BUILD)/libengine.a $(BUILD)/libengine-fiu.a $(BUILD)/libfaults.a $(BUILD)/engine-tool $(BUILD)/powerloss
+all: deps $(BUILD)/libengine.a $(BUILD)/libengine-fiu.a $(BUILD)/libfaults.a $(BUILD)/engine-tool $(BUILD)/powerloss $(BUILD)/stress
 
 # Install missing Debian packages (as root, or through sudo).  A stamp
 # records the package list that was satisfied, so later runs cost nothing.
