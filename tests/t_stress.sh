@@ -154,8 +154,11 @@ crash_restart() {
   "$S" --db "$d/db" --threads 2 --ops_per_thread 1000 --max_key 3000 --sync_mode commit --report "$d/r.json" >"$d.out" 2>&1
   local rc=$?
   cat "$d.pl" >>"$d.out" 2>/dev/null
+  # The crash is judged: as the SIGKILL (an external kill) and/or the
+  # power-loss step's decisions, whichever the restarted run attributes it to.
+  local judged=$(( $(jget "$d/r.json" classes.kill.injected) + $(jget "$d/r.json" classes.power_loss.injected) ))
   if [ $rc -eq 0 ] && [ "$(jget "$d/r.json" post_crash_check)" = passed ] && [ "$(jget "$d/r.json" verdict)" = pass ] \
-     && [ "$(jget "$d/r.json" classes.kill.injected)" -ge 1 ]; then
+     && [ "$judged" -ge 1 ]; then
     ok "crash_restart_$mode # powerloss rc=$pl"
   else nok "crash_restart_$mode (rc=$rc, powerloss rc=$pl)" "$d.out"; fi
 }
