@@ -254,8 +254,8 @@ void orc_value(uint64_t key, uint32_t v, uint8_t *buf, size_t len) {
     }
 }
 
-int orc_value_ok(uint64_t key, uint32_t v, const uint8_t *buf, size_t len, size_t min_len, size_t max_len) {
-    if (len != orc_value_len(key, v, min_len, max_len)) return 0;
+int orc_value_is(uint64_t key, uint32_t v, const uint8_t *buf, size_t len, size_t want_len) {
+    if (len != want_len) return 0;
     uint8_t tmp[4096];
     uint8_t *want = len <= sizeof tmp ? tmp : malloc(len);
     if (!want) return 0;
@@ -263,6 +263,10 @@ int orc_value_ok(uint64_t key, uint32_t v, const uint8_t *buf, size_t len, size_
     int ok = memcmp(want, buf, len) == 0;
     if (want != tmp) free(want);
     return ok;
+}
+
+int orc_value_ok(uint64_t key, uint32_t v, const uint8_t *buf, size_t len, size_t min_len, size_t max_len) {
+    return orc_value_is(key, v, buf, len, orc_value_len(key, v, min_len, max_len));
 }
 
 int orc_value_whose(const uint8_t *buf, size_t len, uint64_t *key, uint32_t *v) {

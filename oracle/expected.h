@@ -112,6 +112,9 @@ int orc_checkpoint_trace(orc_state *s, uint64_t r);
  * key and seed so a wrong value can be named ("value of key K, seed V"). */
 size_t orc_value_len(uint64_t key, uint32_t v, size_t min_len, size_t max_len);
 void orc_value(uint64_t key, uint32_t v, uint8_t *buf, size_t len);
+/* 1 if BUF is exactly the WANT_LEN-byte value of (key, v) (a caller with
+ * its own length rule, such as occasional large values). */
+int orc_value_is(uint64_t key, uint32_t v, const uint8_t *buf, size_t len, size_t want_len);
 /* 1 if BUF is exactly the value of (key, v) within the length bounds. */
 int orc_value_ok(uint64_t key, uint32_t v, const uint8_t *buf, size_t len, size_t min_len, size_t max_len);
 /* Decode the (key, value seed) a value claims to be, for messages. */

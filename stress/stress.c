@@ -172,14 +172,7 @@ static size_t vlen_of(uint64_t key, uint32_t v) {
 
 /* 1 if BUF is exactly the value of (key, v). */
 static int value_is(uint64_t key, uint32_t v, const uint8_t *buf, size_t len) {
-    if (len != vlen_of(key, v)) return 0;
-    uint8_t tmp[4096];
-    uint8_t *want = len <= sizeof tmp ? tmp : malloc(len);
-    if (!want) return 0;
-    orc_value(key, v, want, len);
-    int ok = memcmp(want, buf, len) == 0;
-    if (want != tmp) free(want);
-    return ok;
+    return orc_value_is(key, v, buf, len, vlen_of(key, v));
 }
 
 /* ---- files of the run directory ---- */
