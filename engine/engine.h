@@ -72,6 +72,7 @@ typedef enum eng_layer {
     ENG_LAYER_CONTROL,           /* "control": control file */
     ENG_LAYER_WAL,               /* "wal_record": WAL record checksum or framing */
     ENG_LAYER_KV_PROTECTION,     /* "kv_protection": per key-value code in the pool */
+    ENG_LAYER_VERSION,           /* "version": version header, hint bits or commit log */
     ENG_LAYER_COUNT
 } eng_layer;
 
@@ -177,6 +178,20 @@ typedef struct eng_options {
     size_t wal_buffer_size;     /* default 1 MiB */
     const char *archive_dir;    /* finished segments copied here before they
                                  * are removed; NULL = no archiving */
+    int wal_log_hints;          /* default 0: 1 = hint-bit changes reach the
+                                 * WAL too (a compact record of the page's
+                                 * hint area at write-back; an image with
+                                 * hint_fpi), for tools that diff pages by WAL */
+    int hint_fpi;               /* default 0: hint bits live in the page's
+                                 * first 512-byte sector, which a torn write
+                                 * keeps or loses whole, so a hint-only write
+                                 * needs no WAL.  1 = PostgreSQL's rule: with
+                                 * data_checksums or wal_log_hints, the first
+                                 * hint-only write of a page after a checkpoint
+                                 * logs a full-page image (for measuring) */
+    uint64_t vacuum_freeze_min_age; /* default 50,000,000 transactions:
+                                 * vacuum freezes versions whose writer is
+                                 * older than this below the oldest snapshot */
 
     /* Open-time. */
     size_t cache_size;      /* buffer pool bytes; default 64 MiB; at least 16 pages are used */
@@ -217,13 +232,17 @@ typedef struct eng_buf {
 } eng_buf;
 void eng_buf_free(eng_buf *b);
 
-/* Writes.  Each write is a batch with a commit sequence number (1, 2, ...
- * in commit order), returned in *seq when SEQ is not NULL.  A batch is
- * atomic across crashes: after recovery it is wholly present or absent.
+/* Writes.  Each write is a batch, and each batch is a transaction with a
+ * commit sequence number (1, 2, ... in commit order; the sequence is also
+ * the transaction id its versions carry), returned in *seq when SEQ is not
+ * NULL.  One writer commits at a time; readers never block it.  A batch is
+ * atomic across crashes: after recovery it is wholly present or absent (a
+ * batch that had not committed at the crash is aborted by recovery).
  * When a write returns ENG_OK its sequence is durable per sync_mode.  When
- * it fails with ENG_IOERR, ENG_NOSPACE or ENG_CORRUPTION after it reached
- * the log, the handle is poisoned and the batch is in doubt: after reopen
- * it is either wholly present or absent, like a write cut by a crash. */
+ * it fails, either the batch was aborted (eng_poisoned() is 0: none of it
+ * is or will ever be visible, the handle goes on) or the failure left it in
+ * doubt (eng_poisoned() is 1: after reopen it is wholly present or absent,
+ * like a write cut by a crash).  Aborted batches consume their sequence. */
 typedef enum eng_op_kind { ENG_OP_PUT = 1, ENG_OP_DELETE = 2 } eng_op_kind;
 typedef struct eng_op {
     int kind;
@@ -241,6 +260,35 @@ int eng_put(eng_db *db, const void *key, size_t klen, const void *val, size_t vl
 int eng_delete(eng_db *db, const void *key, size_t klen, uint64_t *seq);
 int eng_get(eng_db *db, const void *key, size_t klen, eng_buf *val);
 
+/* 1 once a failure left the handle poisoned (every later write, sync and
+ * read fails with ENG_POISONED; reopen to recover). */
+int eng_poisoned(eng_db *db);
+
+/* ---- snapshots and vacuum ---------------------------------------------- */
+
+/* A snapshot sees exactly the batches committed before it was acquired
+ * (sequence <= eng_snapshot_seq), however long it is held and whatever is
+ * written or vacuumed meanwhile: vacuum keeps every version an acquired
+ * snapshot can see.  Release every snapshot before eng_close. */
+typedef struct eng_snapshot eng_snapshot;
+int eng_snapshot_acquire(eng_db *db, eng_snapshot **out);
+uint64_t eng_snapshot_seq(const eng_snapshot *s);
+void eng_snapshot_release(eng_db *db, eng_snapshot *s);
+/* eng_get as of snapshot S (NULL: the latest commit). */
+int eng_get_at(eng_db *db, const eng_snapshot *s, const void *key, size_t klen, eng_buf *val);
+
+/* Vacuum: one pass over every leaf (a writer: it waits for the write lock,
+ * readers go on).  Removes versions no snapshot can see (deleted or
+ * replaced before the oldest snapshot) and versions of aborted batches,
+ * frees their overflow pages, sets hint bits on what stays (unlogged, see
+ * hint_fpi), and freezes versions older than vacuum_freeze_min_age below
+ * the oldest snapshot (a logged change: readers then skip the commit log). */
+typedef struct eng_vacuum_stats {
+    uint64_t leaves, versions, removed, frozen, hinted, overflow_pages_freed;
+    uint64_t horizon;            /* oldest sequence a snapshot could still see */
+} eng_vacuum_stats;
+int eng_vacuum(eng_db *db, eng_vacuum_stats *st);
+
 /* The highest commit sequence known durable (its batch record is on disk
  * and fsynced), and the highest assigned. */
 uint64_t eng_durable_seq(eng_db *db);
@@ -257,19 +305,21 @@ typedef struct eng_recovery_info {
     uint64_t recovered_lsn;   /* LSN of the last record recovered */
     uint64_t recovered_seq;   /* commit sequence of the last batch recovered */
     uint64_t records, actions_applied, actions_skipped, images_restored;
-    uint32_t batch_ops_completed; /* ops of a cut-short last batch redone */
+    uint32_t batch_ops_completed; /* always 0: a batch cut short is aborted */
+    uint64_t txns_committed, txns_aborted; /* batches replayed: committed,
+                                 * and aborted (logged or cut by the crash) */
     int trimmed;              /* a torn tail after end_lsn was cut */
 } eng_recovery_info;
 void eng_get_recovery_info(eng_db *db, eng_recovery_info *out);
 
-/* Iterators see a consistent view of each leaf they visit (a leaf is copied
- * while latched), not a snapshot of the whole tree: a key written during
- * the scan may or may not be seen.  They hold no latch between calls, so
- * they never block the writer. */
+/* Iterators read a snapshot: the one given, or one acquired at open and
+ * released at close.  They hold no latch between calls, so they never
+ * block the writer. */
 typedef struct eng_iter eng_iter;
 typedef struct eng_iter_options {
     const void *lower; size_t lower_len; /* inclusive; NULL = unbounded */
     const void *upper; size_t upper_len; /* exclusive; NULL = unbounded */
+    const eng_snapshot *snapshot;        /* NULL = its own, taken at open */
 } eng_iter_options;
 
 int eng_iter_open(eng_db *db, const eng_iter_options *o, eng_iter **out);
@@ -325,6 +375,14 @@ typedef struct eng_stats {
     uint64_t checkpoints;
     uint64_t archive_bytes, segments_archived, segments_removed, segments_recycled;
     uint64_t overflow_pages_written;
+    uint64_t txn_commits, txn_aborts; /* since open */
+    uint64_t snapshots_active, oldest_snapshot_seq;
+    uint64_t hints_set;         /* hint nibbles set by readers and vacuum */
+    uint64_t hint_pages_written;/* write-backs whose only change was hints */
+    uint64_t hint_wal_records, hint_wal_bytes; /* wal_log_hints / hint_fpi */
+    uint64_t versions_pruned;   /* removed by writers making room, and vacuum */
+    uint64_t vacuums;
+    int wal_log_hints, hint_fpi;
     uint64_t corruption[ENG_LAYER_COUNT]; /* reports per layer */
 } eng_stats;
 
