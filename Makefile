@@ -156,6 +156,11 @@ bench-deps: deps
 bench-engine: all bench-deps $(BUILD)/bench/bench_engine
 	$(Q)BUILD=$(BUILD) bench/run_engine.sh
 
+# What data checksums cost in WAL and vacuum time (issue 6): build/bench/wal.json.
+.PHONY: bench-wal
+bench-wal: all $(BUILD)/bench/bench_wal
+	$(Q)BUILD=$(BUILD) bench/run_wal.sh
+
 # What compiled-in, disarmed fault points cost: one source, built against
 # the plain engine and against the fault build (libfiu initialized, no
 # point enabled, never armed).
