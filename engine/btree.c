@@ -29,7 +29,17 @@ struct bt_tree {
     _Atomic uint32_t nblocks; /* mirror of meta.nblocks for readers' checks */
     _Atomic uint64_t ovfl_written;
     _Atomic uint64_t images, image_bytes, image_raw_bytes; /* full-page images */
+    _Atomic uint64_t hints_set, pruned;
+    /* The commit log's directory (mirror of the meta page's; writer and
+     * open only). */
+    uint32_t *clog_dir;
+    uint32_t clog_n, clog_cap;
 };
+
+void bt_version_stats(bt_tree *t, uint64_t *hints_set, uint64_t *pruned) {
+    *hints_set = atomic_load(&t->hints_set);
+    *pruned = atomic_load(&t->pruned);
+}
 
 void bt_image_stats(bt_tree *t, uint64_t *n, uint64_t *bytes, uint64_t *raw) {
     *n = atomic_load(&t->images);
@@ -106,7 +116,131 @@ int bt_open(const bt_config *cfg, bt_tree **out) {
     return ENG_OK;
 }
 
-void bt_close(bt_tree *t) { free(t); }
+void bt_close(bt_tree *t) {
+    if (!t) return;
+    free(t->clog_dir);
+    free(t);
+}
+
+static int clog_dir_push(bt_tree *t, uint32_t blk) {
+    if (t->clog_n == t->clog_cap) {
+        uint32_t cap = t->clog_cap ? t->clog_cap * 2 : 16;
+        uint32_t *d = realloc(t->clog_dir, cap * sizeof *d);
+        if (!d) return ENG_NOMEM;
+        t->clog_dir = d;
+        t->clog_cap = cap;
+    }
+    t->clog_dir[t->clog_n++] = blk;
+    return ENG_OK;
+}
+
+int bt_load_clog(bt_tree *t) {
+    bp_frame *m;
+    int rc = bp_get(t->bp, META_BLOCK, BP_SHARED, &m);
+    if (rc) return rc;
+    meta_fields mf;
+    meta_read(m->data, &mf);
+    t->clog_n = 0;
+    for (uint32_t i = 0; i < mf.clog_pages && rc == ENG_OK; i++) rc = clog_dir_push(t, meta_clog_block(m->data, i));
+    bp_release(t->bp, m, BP_SHARED);
+    const uint32_t per = CLOG_PER_PAGE(t->ps);
+    for (uint32_t i = 0; i < t->clog_n && rc == ENG_OK; i++) {
+        bp_frame *f;
+        if ((rc = bp_get(t->bp, t->clog_dir[i], BP_SHARED, &f))) break;
+        if (ph_get_type(f->data) != PAGE_CLOG || ph_get_aux(f->data) != i) {
+            uint64_t ty = ph_get_type(f->data);
+            bp_release(t->bp, f, BP_SHARED);
+            rc = corrupt(t, ENG_LAYER_VERSION, t->clog_dir[i], -1, i, ty << 32 | ph_get_aux(f->data),
+                         "commit-log directory names a page that is not that commit-log page");
+            break;
+        }
+        for (uint32_t j = 0; j < per && rc == ENG_OK; j++) {
+            unsigned st = (f->data[PAGE_HDR + j / 4u] >> ((j % 4u) * 2u)) & 3u;
+            if (st != CLOG_IN_PROGRESS) rc = txn_set_status(t->cfg.txn, (uint64_t)i * per + j, (int)st);
+        }
+        bp_release(t->bp, f, BP_SHARED);
+    }
+    return rc;
+}
+
+/* ---- versions ---- */
+
+enum { V_INVISIBLE = 0, V_VISIBLE, V_DELETED };
+
+/* Learn a hint (a cache of commit status): only statuses that can never
+ * change, and a commit only once it is durable (a hint on disk must not
+ * outlive a commit lost in a crash). */
+static void hint_learn(bt_tree *t, bp_frame *f, unsigned slot, unsigned from, unsigned to) {
+    if (page_hint_cas(f->data, slot, from, to)) {
+        bp_mark_hint_dirty(f);
+        atomic_fetch_add_explicit(&t->hints_set, 1, memory_order_relaxed);
+    }
+}
+
+static int xid_committed(const bt_tree *t, uint64_t xid) {
+    return txn_status(t->cfg.txn, xid) == CLOG_COMMITTED;
+}
+
+/* State of the version at SLOT (cell C) of leaf F, latched, for a reader
+ * at snapshot S (every id <= S is finished, T1).  HINTS: set what is
+ * learned.  Returns V_* or -1 after reporting damaged hint bits. */
+static int version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell *c, uint64_t S, int hints) {
+    unsigned h = page_hint(f->data, slot);
+    if (!hint_valid(h)) {
+        corrupt(t, ENG_LAYER_VERSION, atomic_load(&f->block), (int32_t)slot, 0, h,
+                "hint bits are not a valid state (damaged in the cache)");
+        return -1;
+    }
+    uint64_t durable = t->cfg.durable_seq ? atomic_load(t->cfg.durable_seq) : 0;
+    if (c->xmin != 0) {
+        if (c->xmin > S) return V_INVISIBLE;
+        if (h == HINT_XMIN_A) return V_INVISIBLE;
+        if (h == HINT_NONE) {
+            if (!xid_committed(t, c->xmin)) {
+                if (hints) hint_learn(t, f, slot, HINT_NONE, HINT_XMIN_A);
+                return V_INVISIBLE;
+            }
+            if (hints && c->xmin <= durable) { hint_learn(t, f, slot, HINT_NONE, HINT_XMIN_C); h = HINT_XMIN_C; }
+        }
+    }
+    if (c->xmax == 0 || c->xmax > S) return V_VISIBLE;
+    if (h == HINT_XMAX_C) return V_DELETED;
+    if (h == HINT_XMAX_A) return V_VISIBLE;
+    if (xid_committed(t, c->xmax)) {
+        if (hints && h == HINT_XMIN_C && c->xmax <= durable) hint_learn(t, f, slot, HINT_XMIN_C, HINT_XMAX_C);
+        return V_DELETED;
+    }
+    if (hints && h == HINT_XMIN_C) hint_learn(t, f, slot, HINT_XMIN_C, HINT_XMAX_A);
+    return V_VISIBLE;
+}
+
+static int cell_in_page(const bt_tree *t, const uint8_t *p, const leaf_cell *c);
+
+/* Slots [first, *end) hold the versions of the key at FIRST; returns the
+ * slot visible at S, or -1 (absent at S), or -2 (reported damage). */
+static int resolve_key(bt_tree *t, bp_frame *f, unsigned first, uint64_t S, unsigned *end) {
+    const uint8_t *p = f->data;
+    unsigned n = ph_get_nslots(p), i;
+    leaf_cell c0;
+    page_leaf_cell(p, first, &c0);
+    int found = -1, decided = 0;
+    for (i = first; i < n; i++) {
+        leaf_cell c;
+        page_leaf_cell(p, i, &c);
+        if (!cell_in_page(t, p, &c)) {
+            corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), (int32_t)i, 0, 0, "cell runs off its page in the cache");
+            return -2;
+        }
+        if (i > first && key_cmp(c.key, c.klen, c0.key, c0.klen) != 0) break;
+        if (decided) continue;
+        int st = version_state(t, f, i, &c, S, 1);
+        if (st < 0) return -2;
+        if (st == V_VISIBLE) { found = (int)i; decided = 1; }
+        else if (st == V_DELETED) decided = 1;
+    }
+    *end = i;
+    return found;
+}
 
 uint32_t bt_nblocks(bt_tree *t) { return atomic_load(&t->nblocks); }
 
@@ -306,7 +440,7 @@ static uint8_t stale_key[ENG_MAX_KEY], stale_val[4096];
 static size_t stale_klen, stale_vlen;
 #endif
 
-int bt_get(bt_tree *t, const void *key, size_t klen, eng_buf *out) {
+int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out) {
 #ifdef ENG_BROKEN_STALE_VALUE
     pthread_mutex_lock(&stale_mu);
     if (stale_klen == klen && memcmp(stale_key, key, klen) == 0 && buf_reserve(out, stale_vlen + 1) == ENG_OK) {
@@ -321,8 +455,11 @@ int bt_get(bt_tree *t, const void *key, size_t klen, eng_buf *out) {
     int rc = descend(t, key, klen, BT_GE, BP_SHARED, &f, NULL, NULL);
     if (rc) return rc;
     int exact = 0;
-    unsigned idx = page_search(f->data, key, klen, &exact);
+    unsigned idx = page_search(f->data, key, klen, &exact), end;
     if (!exact) { bp_release(t->bp, f, BP_SHARED); return ENG_NOTFOUND; }
+    int vs = resolve_key(t, f, idx, snap ? snap : txn_last_committed(t->cfg.txn), &end);
+    if (vs < 0) { bp_release(t->bp, f, BP_SHARED); return vs == -1 ? ENG_NOTFOUND : ENG_CORRUPTION; }
+    idx = (unsigned)vs;
     leaf_cell c;
     page_leaf_cell(f->data, idx, &c);
     if (!cell_in_page(t, f->data, &c)) {
@@ -361,7 +498,7 @@ static int lc_push(bt_leafcopy *lc, const leaf_cell *c) {
     return ENG_OK;
 }
 
-int bt_seek(bt_tree *t, const void *key, size_t klen, int mode, bt_leafcopy *lc) {
+int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, bt_leafcopy *lc) {
     int fwd = mode == BT_GE || mode == BT_GT;
     lc->n = 0; lc->blen = 0; lc->forward = fwd;
     fence fc, cur;
@@ -372,26 +509,55 @@ int bt_seek(bt_tree *t, const void *key, size_t klen, int mode, bt_leafcopy *lc)
         int rc = descend(t, k, kl, mode, BP_SHARED, &f, fwd ? &fc : NULL, fwd ? NULL : &fc);
         if (rc) return rc;
         const uint8_t *p = f->data;
-        int n = ph_get_nslots(p), start;
-        if (!k) {
-            start = fwd ? 0 : n - 1;
-        } else {
-            int exact = 0;
-            int idx = (int)page_search(p, k, kl, &exact);
-            if (mode == BT_GE) start = idx;
-            else if (mode == BT_GT) start = idx + (exact ? 1 : 0);
-            else if (mode == BT_LE) start = exact ? idx : idx - 1;
-            else start = idx - 1;
-        }
-        for (int i = start; rc == ENG_OK && i >= 0 && i < n; i += fwd ? 1 : -1) {
-            leaf_cell c;
-            page_leaf_cell(p, (unsigned)i, &c);
-            if (!cell_in_page(t, p, &c)) {
-                rc = corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), i, 0, 0, "cell runs off its page in the cache");
-                break;
+        const uint64_t S = snap ? snap : txn_last_committed(t->cfg.txn);
+        int n = ph_get_nslots(p);
+        /* Key groups (versions of one key never span leaves) in travel
+         * order: [lo_i, hi_i) is the group of the key where travel starts. */
+        int exact = 0, idx = k ? (int)page_search(p, k, kl, &exact) : (fwd ? 0 : n);
+        int i;
+        if (fwd) {
+            i = idx;
+            if (k && mode == BT_GT && exact) {
+                unsigned e; /* skip K's group */
+                leaf_cell c0; page_leaf_cell(p, (unsigned)i, &c0);
+                for (e = (unsigned)i; e < (unsigned)n; e++) {
+                    leaf_cell c; page_leaf_cell(p, e, &c);
+                    if (!cell_in_page(t, p, &c) || key_cmp(c.key, c.klen, c0.key, c0.klen)) break;
+                }
+                i = (int)e;
             }
-            rc = lc_push(lc, &c);
-            if (rc == ENG_OK) rc = cell_value(t, f, i, &c, lc->buf + lc->e[lc->n - 1].voff);
+        } else {
+            /* LE: K's group counts; LT: start below it. */
+            i = idx;
+            if (k && mode == BT_LE && exact) {
+                leaf_cell c0; page_leaf_cell(p, (unsigned)i, &c0);
+                while (i < n) {
+                    leaf_cell c; page_leaf_cell(p, (unsigned)i, &c);
+                    if (!cell_in_page(t, p, &c) || key_cmp(c.key, c.klen, c0.key, c0.klen)) break;
+                    i++;
+                }
+            }
+            i--; /* last slot of the group before the travel start */
+        }
+        while (rc == ENG_OK && i >= 0 && i < n) {
+            unsigned first = (unsigned)i, end;
+            if (!fwd) { /* walk back to the group's newest version */
+                leaf_cell c0; page_leaf_cell(p, first, &c0);
+                while (first > 0) {
+                    leaf_cell c; page_leaf_cell(p, first - 1, &c);
+                    if (!cell_in_page(t, p, &c) || key_cmp(c.key, c.klen, c0.key, c0.klen)) break;
+                    first--;
+                }
+            }
+            int vs = resolve_key(t, f, first, S, &end);
+            if (vs == -2) { rc = ENG_CORRUPTION; break; }
+            if (vs >= 0) {
+                leaf_cell c;
+                page_leaf_cell(p, (unsigned)vs, &c);
+                rc = lc_push(lc, &c);
+                if (rc == ENG_OK) rc = cell_value(t, f, vs, &c, lc->buf + lc->e[lc->n - 1].voff);
+            }
+            i = fwd ? (int)end : (int)first - 1;
         }
         bp_release(t->bp, f, BP_SHARED);
         if (rc) { lc->n = 0; return rc; }
@@ -437,6 +603,7 @@ struct bt_wctx {
     bp_frame *touched[MAX_TOUCHED];
     int ntouched;
     uint8_t *zscratch;
+    uint64_t end;       /* end LSN of the record, once appended */
 };
 
 static int wctx_init(bt_wctx *w, bt_tree *t, const pa_batch *batch, uint32_t op, uint64_t batch_lsn) {
@@ -477,8 +644,9 @@ static int act_begin(bt_wctx *w, bp_frame *f, int creating, size_t *at) {
          * memory must not turn an edit into a write outside the page. */
         const uint8_t *p = f->data;
         unsigned lo = ph_get_lower(p), up = ph_get_upper(p), ns = ph_get_nslots(p);
-        if (lo < PAGE_HDR || lo > up || up > w->t->ps || lo != PAGE_HDR + 2u * ns || ph_get_frag(p) > w->t->ps - up)
-            return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, PAGE_HDR + 2u * ns, lo,
+        unsigned base = page_base_for(ph_get_type(p), w->t->ps);
+        if (lo < base || lo > up || up > w->t->ps || lo != base + 2u * ns || ph_get_frag(p) > w->t->ps - up)
+            return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, base + 2u * ns, lo,
                            "page header damaged in the cache");
     }
     if (blk < w->fresh_from && !touched_has(w, f)) {
@@ -519,6 +687,7 @@ static int wctx_commit(bt_wctx *w, int ok) {
     uint64_t start = 0, end = 0;
     if (ok && w->rec.len > PA_REC_HDR) {
         rc = w->t->cfg.log_append(w->t->cfg.log_ctx, WAL_REC_PAGES, w->rec.p, w->rec.len, &start, &end);
+        w->end = end;
         if (rc == ENG_OK) {
             for (int i = 0; i < w->ntouched; i++) {
                 atomic_store(&w->touched[i]->lsn, end);
@@ -754,6 +923,25 @@ static size_t split_point(const cellref *c, size_t n, size_t cap, int pushup, in
     return best;
 }
 
+/* The split index nearest M where the key changes (versions of one key
+ * stay in one leaf) with both halves fitting CAP; 0 if there is none. */
+static size_t key_boundary(const cellref *c, size_t n, size_t m, size_t cap) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) total += c[i].size + 2;
+    for (size_t d = 0; d < n; d++) {
+        for (int side = 0; side < 2; side++) {
+            size_t b = side ? m + d : m - d;
+            if ((side && m + d >= n) || (!side && d > m) || b == 0 || b >= n) continue;
+            if (key_cmp(c[b - 1].p + LEAF_CELL_HDR, rd16(c[b - 1].p), c[b].p + LEAF_CELL_HDR, rd16(c[b].p)) == 0)
+                continue;
+            size_t left = 0;
+            for (size_t i = 0; i < b; i++) left += c[i].size + 2;
+            if (left <= cap && total - left <= cap) return b;
+        }
+    }
+    return 0;
+}
+
 /* Shortest prefix of B that is > A (A < B): suffix truncation. */
 static size_t sep_len(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
     size_t i = 0;
@@ -801,7 +989,13 @@ static int insert_at(bt_wctx *w, pathent *path, int d, unsigned idx, int replace
     if (!cells || !right || !lefti || !sep) { rc = ENG_NOMEM; goto out; }
     size_t n = gather(p, idx, replace, nc->bytes, nc->size, cells);
     int append = !replace && idx == ph_get_nslots(p) && ph_get_next(p) == 0 && d > 0;
-    size_t m = split_point(cells, n, ps - PAGE_HDR, !leaf, append);
+    size_t m = split_point(cells, n, ps - page_slot_base(p), !leaf, append);
+    if (leaf && (m = key_boundary(cells, n, m, ps - page_slot_base(p))) == 0) {
+        /* Versions of one key never span leaves: pruning (do_put) left
+         * more versions of this key than a leaf holds. */
+        rc = ENG_NOSPACE;
+        goto out;
+    }
 
     /* The separator going up (built before the page changes). */
     const uint8_t *sk;
@@ -882,7 +1076,9 @@ out:
 }
 
 /* Pessimistic path: exclusive latches from the root down, kept to the end. */
-static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t *old_ovfl, uint32_t *old_vlen) {
+static int writer_resolve(bt_wctx *w, bp_frame *f, unsigned idx, int exact, int *live);
+static int make_room(bt_wctx *w, bp_frame *f, size_t need, int *live);
+static int put_pessimistic(bt_wctx *w, const newcell *nc) {
     bt_tree *t = w->t;
     const pa_op *o = &w->batch->ops[w->op];
     pathent path[MAX_DEPTH];
@@ -908,16 +1104,19 @@ static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t *old_ovfl, ui
         if ((rc = check_child_page(t, path[d].f, blk, level - 1))) { bp_release(t->bp, path[d].f, BP_EXCL); d--; goto out; }
     }
     {
-        uint8_t *p = path[d].f->data;
-        int exact = 0;
-        unsigned idx = page_search(p, o->key, o->klen, &exact);
-        *old_ovfl = 0;
-        if (exact) {
-            leaf_cell c;
-            page_leaf_cell(p, idx, &c);
-            if (c.cflags & CELL_OVERFLOW) { *old_ovfl = c.ovfl; *old_vlen = c.vlen; }
+        bp_frame *lf = path[d].f;
+        int exact = 0, live;
+        unsigned idx = page_search(lf->data, o->key, o->klen, &exact);
+        if ((rc = writer_resolve(w, lf, idx, exact, &live))) goto out;
+        if (page_reclaimable(lf->data) < nc->size + 2 && (rc = make_room(w, lf, nc->size + 2, &live))) goto out;
+        size_t at;
+        if (live >= 0) {
+            if ((rc = act_begin(w, lf, 0, &at))) goto out;
+            pa_put_setxmax(&w->rec, atomic_load(&lf->block), (unsigned)live, w->batch->seq);
+            if ((rc = act_apply(w, lf, at))) goto out;
         }
-        rc = insert_at(w, path, d, idx, exact, nc);
+        idx = page_search(lf->data, o->key, o->klen, &exact);
+        rc = insert_at(w, path, d, idx, 0, nc);
     }
 out:
     for (int i = d; i >= 0; i--) bp_release(t->bp, path[i].f, BP_EXCL);
@@ -935,6 +1134,115 @@ static int old_chain(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32
     return rc;
 }
 
+/* The writer's view of the versions of the op's key (leaf F latched
+ * exclusively, IDX the first slot >= key): *live gets the slot of the
+ * version a put replaces or a delete ends, -1 if the key is absent.  The
+ * newest version not written by an aborted transaction decides (T1: every
+ * other writer is finished; the batch's own id counts as committed). */
+static int writer_resolve(bt_wctx *w, bp_frame *f, unsigned idx, int exact, int *live) {
+    bt_tree *t = w->t;
+    const pa_op *o = &w->batch->ops[w->op];
+    const uint64_t me = w->batch->seq;
+    const uint8_t *p = f->data;
+    unsigned n = ph_get_nslots(p);
+    *live = -1;
+    for (unsigned i = idx; exact && i < n; i++) {
+        leaf_cell c;
+        page_leaf_cell(p, i, &c);
+        if (!cell_in_page(t, p, &c))
+            return corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), (int32_t)i, 0, 0, "cell runs off its page in the cache");
+        if (key_cmp(c.key, c.klen, o->key, o->klen) != 0) break;
+        if (c.xmin != me && !xid_committed(t, c.xmin)) continue; /* aborted */
+        if (c.xmax == 0 || (c.xmax != me && !xid_committed(t, c.xmax))) *live = (int)i;
+        break;
+    }
+    return ENG_OK;
+}
+
+/* A version no snapshot can see: its writer aborted, or its deleter
+ * committed at or below the horizon.  ME: the writer's own id (0: none). */
+static int version_dead(const bt_tree *t, const leaf_cell *c, uint64_t horizon, uint64_t me) {
+    if (c->xmin != 0 && c->xmin != me && !xid_committed(t, c->xmin)) return 1;
+    return c->xmax != 0 && c->xmax != me && c->xmax <= horizon && xid_committed(t, c->xmax);
+}
+
+/* Remove dead versions of leaf F (latched exclusively) and free their
+ * overflow chains; *live (a slot, or -1) is kept pointing at its version.
+ * KEEP_NEED: stop once NEED bytes are reclaimable (0: remove all). */
+static int prune_range(bt_wctx *w, bp_frame *f, uint64_t horizon, uint64_t me, size_t need, int *live,
+                       int lo, int hi, uint64_t *removed, uint64_t *freed) {
+    bt_tree *t = w->t;
+    uint8_t *p = f->data;
+    uint32_t blk = atomic_load(&f->block);
+    int rc = ENG_OK;
+    uint32_t *chains = NULL;
+    size_t nch = 0, cap = 0;
+    for (int i = hi - 1; i >= lo && rc == ENG_OK; i--) {
+        if (need && page_reclaimable(p) >= need) break;
+        leaf_cell c;
+        page_leaf_cell(p, (unsigned)i, &c);
+        if (!cell_in_page(t, p, &c)) {
+            rc = corrupt(t, ENG_LAYER_STRUCTURE, blk, i, 0, 0, "cell runs off its page in the cache");
+            break;
+        }
+        if (i == (live ? *live : -1) || !version_dead(t, &c, horizon, me)) continue;
+        if (c.cflags & CELL_OVERFLOW) {
+            uint32_t *b = NULL;
+            int nb = 0;
+            if ((rc = old_chain(t, blk, i, c.ovfl, c.vlen, &b, &nb))) break;
+            if (nch + (size_t)nb > cap) {
+                cap = (nch + (size_t)nb) * 2;
+                uint32_t *x = realloc(chains, cap * sizeof *x);
+                if (!x) { free(b); rc = ENG_NOMEM; break; }
+                chains = x;
+            }
+            memcpy(chains + nch, b, (size_t)nb * sizeof *b);
+            nch += (size_t)nb;
+            free(b);
+        }
+        size_t at;
+        if ((rc = act_begin(w, f, 0, &at))) break;
+        pa_put_remove(&w->rec, blk, (unsigned)i);
+        if ((rc = act_apply(w, f, at))) break;
+        if (live && *live > i) (*live)--;
+        if (removed) (*removed)++;
+        atomic_fetch_add_explicit(&t->pruned, 1, memory_order_relaxed);
+    }
+    if (rc == ENG_OK && nch) {
+        rc = free_pages(w, chains, (int)nch);
+        if (freed) *freed += nch;
+    }
+    free(chains);
+    return rc;
+}
+
+static int prune_leaf(bt_wctx *w, bp_frame *f, uint64_t horizon, uint64_t me, size_t need, int *live,
+                      uint64_t *removed, uint64_t *freed) {
+    return prune_range(w, f, horizon, me, need, live, 0, ph_get_nslots(f->data), removed, freed);
+}
+
+/* Prune the dead versions of the op's key (slots from IDX while the key
+ * matches): an update or delete reclaims what the previous ones left,
+ * without waiting for vacuum. */
+static int prune_key(bt_wctx *w, bp_frame *f, unsigned idx, int *live) {
+    const pa_op *o = &w->batch->ops[w->op];
+    const uint8_t *p = f->data;
+    unsigned n = ph_get_nslots(p), e = idx;
+    for (; e < n; e++) {
+        leaf_cell c;
+        page_leaf_cell(p, e, &c);
+        if (!cell_in_page(w->t, p, &c) || key_cmp(c.key, c.klen, o->key, o->klen)) break;
+    }
+    if (e <= idx + (live && *live >= 0 ? 1u : 0u)) return ENG_OK; /* nothing older to drop */
+    uint64_t h = txn_horizon(w->t->cfg.txn, NULL, NULL);
+    return prune_range(w, f, h, w->batch->seq, 0, live, (int)idx, (int)e, NULL, NULL);
+}
+
+static int make_room(bt_wctx *w, bp_frame *f, size_t need, int *live) {
+    uint64_t h = txn_horizon(w->t->cfg.txn, NULL, NULL);
+    return prune_leaf(w, f, h, w->batch->seq, need, live, NULL, NULL);
+}
+
 static int do_put(bt_wctx *w) {
     bt_tree *t = w->t;
     const pa_op *o = &w->batch->ops[w->op];
@@ -942,25 +1250,32 @@ static int do_put(bt_wctx *w) {
     int rc;
     nc.from_op = 1;
     nc.ovfl = 0;
-    if (leaf_cell_size(o->klen, o->vlen, 0) > t->max_inline && (rc = ovfl_write(w, &nc.ovfl))) return rc;
+    bp_frame *f;
+    int exact = 0, live;
+    unsigned idx;
+    if (leaf_cell_size(o->klen, o->vlen, 0) > t->max_inline) {
+        /* Free the key's dead chains before writing a new one, so an
+         * update of a large value reuses the pages of the one before. */
+        if ((rc = descend(t, o->key, o->klen, BT_GE, BP_EXCL, &f, NULL, NULL))) return rc;
+        idx = page_search(f->data, o->key, o->klen, &exact);
+        if ((rc = writer_resolve(w, f, idx, exact, &live)) == ENG_OK && exact) rc = prune_key(w, f, idx, &live);
+        bp_release(t->bp, f, BP_EXCL);
+        if (rc) return rc;
+        if ((rc = ovfl_write(w, &nc.ovfl))) return rc;
+    }
     nc.size = pa_op_cell(w->batch, w->op, nc.ovfl, nc.bytes, sizeof nc.bytes);
     if (!nc.size) return ENG_INVALID;
 
     /* Optimistic: shared latches down, exclusive leaf. */
-    bp_frame *f;
     rc = descend(t, o->key, o->klen, BT_GE, BP_EXCL, &f, NULL, NULL);
     if (rc) return rc;
-    uint8_t *p = f->data;
-    int exact = 0;
-    unsigned idx = page_search(p, o->key, o->klen, &exact);
-    uint32_t *oldb = NULL;
-    int oldn = 0;
-    size_t oldsz = 0;
-    if (exact) {
-        leaf_cell c;
-        page_leaf_cell(p, idx, &c);
-        oldsz = c.size;
+    idx = page_search(f->data, o->key, o->klen, &exact);
+    if ((rc = writer_resolve(w, f, idx, exact, &live)) == ENG_OK && exact) rc = prune_key(w, f, idx, &live);
+    if (rc) { bp_release(t->bp, f, BP_EXCL); return rc; }
 #ifdef ENG_BROKEN_STALE_VALUE
+    if (live >= 0) {
+        leaf_cell c;
+        page_leaf_cell(f->data, (unsigned)live, &c);
         if (!(c.cflags & CELL_OVERFLOW) && c.vlen <= sizeof stale_val) {
             pthread_mutex_lock(&stale_mu);
             memcpy(stale_key, c.key, c.klen);
@@ -969,29 +1284,28 @@ static int do_put(bt_wctx *w) {
             stale_vlen = c.vlen;
             pthread_mutex_unlock(&stale_mu);
         }
+    }
 #endif
-        if ((c.cflags & CELL_OVERFLOW) &&
-            (rc = old_chain(t, atomic_load(&f->block), (int)idx, c.ovfl, c.vlen, &oldb, &oldn))) {
-            bp_release(t->bp, f, BP_EXCL);
-            return rc;
+    if (page_reclaimable(f->data) < nc.size + 2 && (rc = make_room(w, f, nc.size + 2, &live))) {
+        bp_release(t->bp, f, BP_EXCL);
+        return rc;
+    }
+    if (page_reclaimable(f->data) >= nc.size + 2) {
+        size_t at;
+        if (live >= 0 && (rc = act_begin(w, f, 0, &at)) == ENG_OK) {
+            pa_put_setxmax(&w->rec, atomic_load(&f->block), (unsigned)live, w->batch->seq);
+            rc = act_apply(w, f, at);
         }
-    }
-    if (page_reclaimable(p) + (exact ? oldsz + 2 : 0) >= nc.size + 2) {
-        pathent path[1] = {{f}};
-        rc = insert_at(w, path, 0, idx, exact, &nc);
+        if (rc == ENG_OK) {
+            idx = page_search(f->data, o->key, o->klen, &exact);
+            pathent path[1] = {{f}};
+            rc = insert_at(w, path, 0, idx, 0, &nc);
+        }
         bp_release(t->bp, f, BP_EXCL);
-    } else {
-        bp_release(t->bp, f, BP_EXCL);
-        free(oldb); oldb = NULL; oldn = 0;
-        uint32_t old_ovfl = 0, old_vlen = 0;
-        rc = put_pessimistic(w, &nc, &old_ovfl, &old_vlen);
-        /* The old chain is unreachable now; collecting it races with no
-         * reader (none can reach it) and no writer (we are the one). */
-        if (rc == ENG_OK && old_ovfl) rc = old_chain(t, 0, -1, old_ovfl, old_vlen, &oldb, &oldn);
+        return rc;
     }
-    if (rc == ENG_OK && oldn) rc = free_pages(w, oldb, oldn);
-    free(oldb);
-    return rc;
+    bp_release(t->bp, f, BP_EXCL);
+    return put_pessimistic(w, &nc);
 }
 
 static int do_delete(bt_wctx *w) {
@@ -1000,26 +1314,23 @@ static int do_delete(bt_wctx *w) {
     bp_frame *f;
     int rc = descend(t, o->key, o->klen, BT_GE, BP_EXCL, &f, NULL, NULL);
     if (rc) return rc;
-    int exact = 0;
+    int exact = 0, live;
     unsigned idx = page_search(f->data, o->key, o->klen, &exact);
-    if (!exact) { bp_release(t->bp, f, BP_EXCL); return ENG_NOTFOUND; }
-    leaf_cell c;
-    page_leaf_cell(f->data, idx, &c);
-    uint32_t *oldb = NULL;
-    int oldn = 0;
-    size_t at;
-    if ((c.cflags & CELL_OVERFLOW) &&
-        (rc = old_chain(t, atomic_load(&f->block), (int)idx, c.ovfl, c.vlen, &oldb, &oldn))) {
-        bp_release(t->bp, f, BP_EXCL);
-        return rc;
-    }
-    if ((rc = act_begin(w, f, 0, &at)) == ENG_OK) {
-        pa_put_remove(&w->rec, atomic_load(&f->block), idx);
-        rc = act_apply(w, f, at);
+    if ((rc = writer_resolve(w, f, idx, exact, &live)) == ENG_OK && exact) rc = prune_key(w, f, idx, &live);
+    if (rc == ENG_OK) {
+        if (live < 0) {
+            rc = ENG_NOTFOUND;
+        } else {
+            /* The version stays for older snapshots; vacuum or a later
+             * prune removes it and frees its overflow chain. */
+            size_t at;
+            if ((rc = act_begin(w, f, 0, &at)) == ENG_OK) {
+                pa_put_setxmax(&w->rec, atomic_load(&f->block), (unsigned)live, w->batch->seq);
+                rc = act_apply(w, f, at);
+            }
+        }
     }
     bp_release(t->bp, f, BP_EXCL);
-    if (rc == ENG_OK && oldn) rc = free_pages(w, oldb, oldn);
-    free(oldb);
     return rc;
 }
 
@@ -1036,9 +1347,106 @@ int bt_apply_op(bt_tree *t, const pa_batch *batch, uint32_t op, uint64_t batch_l
     return crc ? crc : rc;
 }
 
+/* ---- the commit log ---- */
+
+int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t *end, int *changed) {
+    *changed = 0;
+    *end = 0;
+    const uint32_t per = CLOG_PER_PAGE(t->ps);
+    uint64_t pi = xid / per;
+    if (pi > t->clog_n || pi >= META_CLOG_CAP(t->ps)) return ENG_NOSPACE; /* ids come in order */
+    bt_wctx w;
+    int rc = wctx_init(&w, t, NULL, status == CLOG_COMMITTED ? PA_OP_COMMIT : PA_OP_ABORT, batch_lsn);
+    if (rc) return rc;
+    bp_frame *f = NULL, *m = NULL;
+    size_t at;
+    if (pi == t->clog_n) {
+        /* The first id of a new log page: create it and name it in the
+         * meta page's directory, in this same record. */
+        if ((rc = alloc_page(&w, &f)) == ENG_OK) {
+            uint32_t blk = atomic_load(&f->block);
+            if ((rc = act_begin(&w, f, 1, &at)) == ENG_OK) {
+                pa_put_init(&w.rec, blk, PAGE_CLOG, 0, 0, (uint32_t)pi);
+                rc = act_apply(&w, f, at);
+            }
+            if (rc == ENG_OK && (rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m)) == ENG_OK) {
+                if ((rc = act_begin(&w, m, 0, &at)) == ENG_OK) {
+                    pa_put_clogdir(&w.rec, (uint32_t)pi, blk);
+                    rc = act_apply(&w, m, at);
+                }
+                bp_release(t->bp, m, BP_EXCL);
+            }
+            if (rc == ENG_OK) rc = clog_dir_push(t, blk);
+        }
+    } else {
+        rc = bp_get(t->bp, t->clog_dir[pi], BP_EXCL, &f);
+        if (rc == ENG_OK && (ph_get_type(f->data) != PAGE_CLOG || ph_get_aux(f->data) != pi)) {
+            uint64_t found = (uint64_t)ph_get_type(f->data) << 32 | ph_get_aux(f->data);
+            bp_release(t->bp, f, BP_EXCL);
+            f = NULL;
+            rc = corrupt(t, ENG_LAYER_VERSION, t->clog_dir[pi], -1, pi, found,
+                         "commit-log directory names a page that is not that commit-log page");
+        }
+    }
+    if (rc == ENG_OK && (rc = act_begin(&w, f, 0, &at)) == ENG_OK) {
+        pa_put_clogset(&w.rec, atomic_load(&f->block), (uint32_t)(xid % per), status);
+        rc = act_apply(&w, f, at);
+    }
+    if (f) bp_release(t->bp, f, BP_EXCL);
+    *changed = w.rec.len > PA_REC_HDR || w.ntouched > 0;
+    int crc = wctx_commit(&w, rc == ENG_OK);
+    if (rc == ENG_OK && crc == ENG_OK) {
+        *end = w.end;
+        return txn_set_status(t->cfg.txn, xid, status);
+    }
+    return crc ? crc : rc;
+}
+
+/* ---- vacuum ---- */
+
+int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at_key, uint64_t horizon, uint64_t freeze_below,
+                   bt_cursor *next, bt_vac_stats *st, int *changed) {
+    *changed = 0;
+    next->set = 0;
+    fence hi;
+    bp_frame *f;
+    int rc = descend(t, at_key && at_key->set ? at_key->key : NULL, at_key && at_key->set ? at_key->len : 0,
+                     BT_GE, BP_EXCL, &f, &hi, NULL);
+    if (rc) return rc;
+    if (hi.set) { memcpy(next->key, hi.key, hi.len); next->len = hi.len; next->set = 1; }
+    bt_wctx w;
+    if ((rc = wctx_init(&w, t, NULL, PA_OP_MAINT, 0))) { bp_release(t->bp, f, BP_EXCL); return rc; }
+    st->leaves++;
+    rc = prune_leaf(&w, f, horizon, 0, 0, NULL, &st->removed, &st->freed);
+    uint8_t *p = f->data;
+    uint32_t blk = atomic_load(&f->block);
+    unsigned n = ph_get_nslots(p);
+    for (unsigned i = 0; i < n && rc == ENG_OK; i++) {
+        leaf_cell c;
+        page_leaf_cell(p, i, &c);
+        st->versions++;
+        if (c.xmin != 0 && c.xmin < freeze_below && c.xmin <= horizon && xid_committed(t, c.xmin)) {
+            size_t at;
+            if ((rc = act_begin(&w, f, 0, &at))) break;
+            pa_put_freeze(&w.rec, blk, i);
+            if ((rc = act_apply(&w, f, at))) break;
+            st->frozen++;
+            page_leaf_cell(p, i, &c);
+        }
+        /* Hints: what every snapshot would learn (horizon bounds it). */
+        uint64_t before = atomic_load(&t->hints_set);
+        if (version_state(t, f, i, &c, horizon, 1) < 0) { rc = ENG_CORRUPTION; break; }
+        st->hinted += atomic_load(&t->hints_set) - before;
+    }
+    bp_release(t->bp, f, BP_EXCL);
+    *changed = w.rec.len > PA_REC_HDR || w.ntouched > 0;
+    int crc = wctx_commit(&w, rc == ENG_OK);
+    return crc ? crc : rc;
+}
+
 /* ---- verify ---- */
 
-enum { USE_NONE = 0, USE_META, USE_TREE, USE_OVFL, USE_FREE };
+enum { USE_NONE = 0, USE_META, USE_TREE, USE_OVFL, USE_FREE, USE_CLOG };
 
 typedef struct vstate {
     bt_tree *t;
@@ -1141,9 +1549,30 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
             /* prev leaf's next link is checked when we see this one */
         }
         v->leaves_seen++;
+        const uint64_t lc = txn_last_committed(t->cfg.txn);
+        int live_in_group = 0;
         for (unsigned i = 0; i < n; i++) {
             leaf_cell c;
             page_leaf_cell(p, i, &c);
+            /* Versions against the commit log (amcheck's heapam checks). */
+            unsigned h = page_hint(p, i);
+            int xc = xid_committed(t, c.xmin);
+            if (i > 0) {
+                leaf_cell pc;
+                page_leaf_cell(p, i - 1, &pc);
+                if (key_cmp(pc.key, pc.klen, c.key, c.klen)) live_in_group = 0;
+            }
+            if (c.xmin != 0 && c.xmax != 0 && c.xmax < c.xmin)
+                vreport(v, ENG_LAYER_VERSION, blk, (int32_t)i, c.xmin, c.xmax, "%sversion deleted before it was written (xmax < xmin)", "");
+            if (c.xmin != 0 && c.xmin <= lc && h != HINT_NONE && (h == HINT_XMIN_A) == xc)
+                vreport(v, ENG_LAYER_VERSION, blk, (int32_t)i, xc, h, "%shint bits disagree with the commit log about xmin", "");
+            if (c.xmax != 0 && c.xmax <= lc && (h == HINT_XMAX_C || h == HINT_XMAX_A) &&
+                (h == HINT_XMAX_C) != xid_committed(t, c.xmax))
+                vreport(v, ENG_LAYER_VERSION, blk, (int32_t)i, xid_committed(t, c.xmax), h,
+                        "%shint bits disagree with the commit log about xmax", "");
+            if (xc && (c.xmax == 0 || !xid_committed(t, c.xmax)) && live_in_group++)
+                vreport(v, ENG_LAYER_VERSION, blk, (int32_t)i, 1, (uint64_t)live_in_group,
+                        "%smore than one live version of a key", "");
             if (c.cflags & CELL_OVERFLOW) verify_chain(v, blk, (int)i, c.ovfl, c.vlen);
             else if (c.vlen > t->max_inline)
                 vreport(v, ENG_LAYER_STRUCTURE, blk, (int32_t)i, t->max_inline, c.vlen, "%sinline value too large", "");
@@ -1220,7 +1649,19 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
         if (vget(&v, META_BLOCK, &m) == ENG_OK) {
             meta_fields mf;
             meta_read(m->data, &mf);
+            uint32_t *cl = calloc(mf.clog_pages + 1u, sizeof *cl);
+            for (uint32_t i = 0; cl && i < mf.clog_pages; i++) cl[i] = meta_clog_block(m->data, i);
             bp_release(t->bp, m, BP_SHARED);
+            /* The commit log's pages: each the page its directory names. */
+            for (uint32_t i = 0; cl && i < mf.clog_pages; i++) {
+                if (!claim(&v, cl[i], USE_CLOG, META_BLOCK)) continue;
+                bp_frame *f;
+                if (vget(&v, cl[i], &f)) continue;
+                int ok = ph_get_type(f->data) == PAGE_CLOG && ph_get_aux(f->data) == i;
+                bp_release(t->bp, f, BP_SHARED);
+                if (!ok) vreport(&v, ENG_LAYER_VERSION, cl[i], -1, i, 0, "%scommit-log directory names a page that is not that commit-log page", "");
+            }
+            free(cl);
             for (uint32_t b = mf.freelist; b; ) {
                 if (!claim(&v, b, USE_FREE, META_BLOCK)) break;
                 bp_frame *f;

@@ -32,6 +32,7 @@
 #include "bufpool.h"
 #include "pageop.h"
 #include "status.h"
+#include "txn.h"
 
 typedef struct bt_tree bt_tree;
 
@@ -49,6 +50,9 @@ typedef struct bt_config {
     _Atomic uint64_t *redo_lsn;  /* pages with LSN <= this get an image first */
     int full_page_writes;
     int wal_compression;         /* 1: zstd images */
+    txn_mgr *txn;                /* transaction status and snapshots */
+    _Atomic uint64_t *durable_seq; /* commits at or below are durable: only
+                                  * their versions get a "committed" hint */
 } bt_config;
 
 /* Write the meta page and an empty root leaf into the pool (new database). */
@@ -65,7 +69,32 @@ void bt_image_stats(bt_tree *t, uint64_t *n, uint64_t *bytes, uint64_t *raw);
 /* Overflow pages written since open. */
 uint64_t bt_overflow_pages(bt_tree *t);
 
-int bt_get(bt_tree *t, const void *key, size_t klen, eng_buf *out);
+/* Read the commit log's pages into the txn status copy (after recovery). */
+int bt_load_clog(bt_tree *t);
+
+/* Versions (page.h): a read at snapshot S sees, of each key, the newest
+ * version whose writer committed at or below S, unless a deleter committed
+ * at or below S.  S == 0: the latest commit, read once the leaf is latched
+ * (so no version it needs can have been pruned).  Readers set hint bits. */
+int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out);
+
+/* Writer only: record the fate of transaction XID (the batch at BATCH_LSN)
+ * in the commit log, as one WAL_REC_PAGES record (op index PA_OP_COMMIT or
+ * PA_OP_ABORT), and in the status copy.  *end gets the record's end LSN.
+ * *changed as for bt_apply_op. */
+int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t *end, int *changed);
+
+/* Vacuum one leaf (writer only): the leaf holding the first key >= KEY
+ * (NULL = the first leaf).  Removes dead versions, freezes versions with
+ * xmin < FREEZE_BELOW, sets hints; logs one PA_OP_MAINT record.  *next
+ * gets the fence key of the next leaf (next->set 0: that was the last). */
+typedef struct bt_cursor { uint8_t key[ENG_MAX_KEY]; size_t len; int set; } bt_cursor;
+typedef struct bt_vac_stats { uint64_t leaves, versions, removed, frozen, hinted, freed; } bt_vac_stats;
+int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at, uint64_t horizon, uint64_t freeze_below,
+                   bt_cursor *next, bt_vac_stats *st, int *changed);
+
+/* Hint bits set by readers and vacuum; versions pruned. */
+void bt_version_stats(bt_tree *t, uint64_t *hints_set, uint64_t *pruned);
 
 /* Writer only (caller holds the write lock): apply operation OP of BATCH
  * (whose WAL_REC_BATCH record is at BATCH_LSN), logging its page actions
@@ -98,7 +127,7 @@ typedef struct bt_leafcopy {
  * entries descend from there to the start of that leaf).  KEY NULL with
  * BT_GE means -inf, with BT_LE means +inf.  Leaves without a matching entry
  * are skipped.  lc->n == 0 means nothing in that direction. */
-int bt_seek(bt_tree *t, const void *key, size_t klen, int mode, bt_leafcopy *lc);
+int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, bt_leafcopy *lc);
 void bt_leafcopy_free(bt_leafcopy *lc);
 
 /* Check the whole file and tree (the caller holds the write lock so the

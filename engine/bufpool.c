@@ -25,7 +25,7 @@
 #define BATCH 32u
 
 enum { ST_FREE = 0, ST_LOADING = 1, ST_VALID = 2 };
-enum { C_READS, C_WRITES, C_HITS, C_MISSES, C_EVICTIONS, C_COUNT };
+enum { C_READS, C_WRITES, C_HITS, C_MISSES, C_EVICTIONS, C_HINT_WRITES, C_COUNT };
 
 struct part {
     pthread_mutex_t mu;
@@ -210,6 +210,32 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
             memcpy(copy, f->data, ps);
             uint32_t block = atomic_load(&f->block);
             uint64_t lsn = atomic_load(&f->lsn);
+            if (atomic_exchange(&f->hint_dirty, 0)) {
+                count(bp, C_HINT_WRITES, 1);
+                if (bp->cfg.hint_log && !bp->cfg.read_only) {
+                    uint64_t nl = lsn;
+                    int hr = bp->cfg.hint_log(bp->cfg.wal_ctx, block, copy, lsn, &nl);
+                    if (hr) {
+                        atomic_store(&f->hint_dirty, 1);
+                        atomic_store(&f->dirty, 1);
+                        atomic_fetch_sub(&f->writing, 1);
+                        pthread_rwlock_unlock(&f->latch);
+                        free(bufs);
+                        /* Frames already queued stay dirty: nothing was written. */
+                        for (size_t j = 0; j < nreq; j++) {
+                            atomic_store(&latched[j]->dirty, 1);
+                            atomic_fetch_sub(&latched[j]->writing, 1);
+                            pthread_rwlock_unlock(&latched[j]->latch);
+                        }
+                        return hr;
+                    }
+                    if (nl > lsn) {
+                        lsn = nl;
+                        uint64_t cur = atomic_load(&f->lsn);
+                        while (cur < nl && !atomic_compare_exchange_weak(&f->lsn, &cur, nl)) {}
+                    }
+                }
+            }
             if (lsn > maxlsn) maxlsn = lsn;
             prepare_write(bp, block, lsn, copy);
             reqs[nreq] = (io_req){.f = bp->cfg.file, .buf = copy, .len = ps,
@@ -353,6 +379,7 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
         atomic_store(&nf->block, block);
         atomic_store(&nf->state, ST_LOADING);
         atomic_store(&nf->dirty, 0);
+        atomic_store(&nf->hint_dirty, 0);
         atomic_store(&nf->ref, 1);
         nf->hnext = bp->buckets[b];
         bp->buckets[b] = nf;
@@ -435,6 +462,7 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
     atomic_store(&nf->lsn, 0);
     atomic_store(&nf->ref, 1);
     atomic_store(&nf->dirty, 1);
+    atomic_store(&nf->hint_dirty, 0);
     atomic_store(&nf->state, ST_VALID);
     *out = nf;
     return ENG_OK;
@@ -544,5 +572,6 @@ void bp_get_stats(bp_pool *bp, bp_stats *st) {
     st->hits = c[C_HITS];
     st->misses = c[C_MISSES];
     st->evictions = c[C_EVICTIONS];
+    st->hint_writes = c[C_HINT_WRITES];
     st->frames = bp->nframes;
 }

@@ -60,6 +60,8 @@ typedef struct bp_frame {
                               * wait for it before its fsync */
     _Atomic uint8_t pending; /* changed by a tree operation whose WAL record
                               * is not appended yet: never written (W-rule) */
+    _Atomic uint8_t hint_dirty; /* hint bits changed since the last write
+                              * (set by readers under a shared latch) */
     _Atomic uint64_t lsn;    /* page LSN: end of the last record that changed
                               * it; the authority (ph_lsn is stamped from it
                               * on every write) */
@@ -79,6 +81,12 @@ typedef struct bp_config {
      * written; must make the WAL durable up to UPTO.  NULL: no WAL. */
     int (*wal_flush)(void *ctx, uint64_t upto);
     void *wal_ctx;
+    /* Called (with wal_ctx) for a frame whose hint bits changed since its
+     * last write, on the private copy about to be written, before the
+     * write-ahead flush: it may log a record for it (wal_log_hints, or an
+     * image under hint_fpi) and returns the page LSN to stamp (LSN if it
+     * logged nothing).  NULL: hint-only changes are written as they are. */
+    int (*hint_log)(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out_lsn);
     /* Read-only handle: dirty frames (redo replayed in memory) are never
      * written; needing to write one fails with ENG_READONLY. */
     int read_only;
@@ -88,7 +96,7 @@ typedef struct bp_config {
 } bp_config;
 
 typedef struct bp_stats {
-    uint64_t reads, writes, hits, misses, evictions, frames;
+    uint64_t reads, writes, hits, misses, evictions, frames, hint_writes;
 } bp_stats;
 
 int bp_create(const bp_config *cfg, bp_pool **out);
@@ -118,6 +126,13 @@ static inline void bp_pin_again(bp_frame *f) { atomic_fetch_add(&f->pin, 1); }
 void bp_release(bp_pool *bp, bp_frame *f, int mode);
 
 static inline void bp_mark_dirty(bp_frame *f) {
+    atomic_store_explicit(&f->dirty, 1, memory_order_release);
+}
+/* A reader set hint bits (under a shared latch): the hint first, then the
+ * dirty flag, so a write-back that clears dirty and copies afterwards
+ * carries it or leaves the frame dirty again. */
+static inline void bp_mark_hint_dirty(bp_frame *f) {
+    atomic_store_explicit(&f->hint_dirty, 1, memory_order_release);
     atomic_store_explicit(&f->dirty, 1, memory_order_release);
 }
 

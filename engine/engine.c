@@ -54,6 +54,7 @@
 #include "pageop.h"
 #include "recovery.h"
 #include "status.h"
+#include "txn.h"
 #include "wal.h"
 
 #define DATA_NAME "data"
@@ -95,6 +96,8 @@ struct eng_db {
     _Atomic int ckpt_due;
     _Atomic int writers_waiting;
     eng_recovery_info rinfo;
+    txn_mgr *txn;
+    _Atomic uint64_t commits, aborts, vacuums, hint_records, hint_record_bytes;
 };
 
 void eng_options_init(eng_options *o) {
@@ -110,6 +113,7 @@ void eng_options_init(eng_options *o) {
     o->cache_size = 64u << 20;
     o->io_backend = ENG_IO_URING;
     o->create_if_missing = 1;
+    o->vacuum_freeze_min_age = 50000000;
 }
 
 void eng_buf_free(eng_buf *b) {
@@ -152,6 +156,7 @@ static void free_handle(eng_db *db) {
     if (db->data_open) io_close(db->io, &db->data);
     if (db->io) io_ctx_destroy(db->io);
     if (db->lockfd >= 0) close(db->lockfd); /* releases the flock */
+    txn_destroy(db->txn);
     pthread_mutex_destroy(&db->write_mu);
     pthread_mutex_destroy(&db->ckpt_mu);
     pthread_mutex_destroy(&db->last_mu);
@@ -185,6 +190,48 @@ static int pool_wal_flush(void *ctx, uint64_t upto) {
     eng_db *db = ctx;
     if (!db->wal) return ENG_OK;
     int rc = wal_flush(db->wal, upto);
+    return rc ? poison(db, rc) : ENG_OK;
+}
+
+/* A frame whose hint bits changed is about to be written (bufpool.h).
+ * Default: nothing to log (hints live in the first sector, see page.h).
+ * wal_log_hints: a compact record of the leaf's hint area.  hint_fpi with
+ * data_checksums or wal_log_hints: PostgreSQL's rule, an image on the
+ * first such write after the checkpoint began. */
+static int pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out) {
+    eng_db *db = ctx;
+    *out = lsn;
+    if (!db->wal || ph_get_type(copy) != PAGE_LEAF) return ENG_OK;
+    int checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0;
+    pa_buf b = {0};
+    uint8_t hdr[PA_REC_HDR];
+    wr64(hdr, 0);
+    wr32(hdr + 8, PA_OP_MAINT);
+    if (db->opts.hint_fpi && (checksums || db->opts.wal_log_hints)) {
+        if (lsn > atomic_load(&db->redo_lsn)) return ENG_OK; /* an image of this cycle exists */
+        uint8_t *h = malloc(PA_REC_HDR);
+        if (!h) return ENG_NOMEM;
+        memcpy(h, hdr, PA_REC_HDR);
+        b.p = h; b.len = b.cap = PA_REC_HDR;
+        pa_put_image(&b, block, copy, db->ctl.page_size, db->opts.wal_compression == ENG_WAL_COMPRESSION_ZSTD);
+    } else if (db->opts.wal_log_hints) {
+        uint8_t *h = malloc(PA_REC_HDR);
+        if (!h) return ENG_NOMEM;
+        memcpy(h, hdr, PA_REC_HDR);
+        b.p = h; b.len = b.cap = PA_REC_HDR;
+        pa_put_hints(&b, block, copy, db->ctl.page_size);
+    } else {
+        return ENG_OK;
+    }
+    if (b.oom) { pa_buf_free(&b); return ENG_NOMEM; }
+    uint64_t start, end;
+    int rc = log_append(db, WAL_REC_PAGES, b.p, b.len, &start, &end);
+    if (rc == ENG_OK) {
+        atomic_fetch_add_explicit(&db->hint_records, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&db->hint_record_bytes, b.len + WAL_REC_HDR, memory_order_relaxed);
+        *out = end;
+    }
+    pa_buf_free(&b);
     return rc ? poison(db, rc) : ENG_OK;
 }
 
@@ -253,6 +300,7 @@ static int checkpoint(eng_db *db) {
         rc = log_append(db, WAL_REC_CHECKPOINT, rec, sizeof rec, &cstart, &cend);
     }
     if (rc == ENG_OK) rc = wal_flush(db->wal, cend);
+    if (rc == ENG_OK) eng_durable_seq(db);
     if (rc == ENG_OK) {
         ENG_KILL_POINT(FP_KILL_CKPT_RECORD);
         int injected = ENG_FAULT(FP_CKPT_CONTROL);
@@ -289,7 +337,7 @@ static int start_pool(eng_db *db) {
     bp_config bc = {
         .io = db->io, .file = &db->data, .page_size = db->ctl.page_size, .nframes = nframes,
         .checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0, .hwm = &db->hwm,
-        .reporter = db->rep, .wal_flush = pool_wal_flush, .wal_ctx = db,
+        .reporter = db->rep, .wal_flush = pool_wal_flush, .wal_ctx = db, .hint_log = pool_hint_log,
         .read_only = db->opts.read_only, .poisoned = &db->poisoned,
     };
     return bp_create(&bc, &db->bp);
@@ -316,6 +364,7 @@ static int open_tree(eng_db *db, uint64_t extent) {
         .log_append = log_append, .log_ctx = db, .redo_lsn = &db->redo_lsn,
         .full_page_writes = db->opts.full_page_writes,
         .wal_compression = db->opts.wal_compression == ENG_WAL_COMPRESSION_ZSTD,
+        .txn = db->txn, .durable_seq = &db->durable_seq,
     };
     return bt_open(&tc, &db->bt);
 }
@@ -363,6 +412,17 @@ static int create_db(eng_db *db) {
     return open_tree(db, 0);
 }
 
+/* After redo and the commit log's load: every id up to MAX is finished
+ * (T1).  The sequence recovery reached is the last committed one, below
+ * any aborted ids at the end (they are used, never committed). */
+static void settle_recovered(eng_db *db, uint64_t max) {
+    txn_publish(db->txn, max);
+    uint64_t c = max;
+    while (c > 0 && txn_status(db->txn, c) != CLOG_COMMITTED) c--;
+    db->rinfo.recovered_seq = c;
+    atomic_store(&db->durable_seq, c);
+}
+
 static int recover_db(eng_db *db) {
     int rc = io_open(db->io, db->dir, DATA_NAME, DATA_FILE_ID, 0, db->opts.read_only, &db->data);
     if (rc) return rc;
@@ -377,9 +437,10 @@ static int recover_db(eng_db *db) {
         .redo_lsn = db->ctl.redo_lsn, .end_lsn = rr.end_lsn, .recovered_lsn = rr.last_lsn,
         .recovered_seq = rr.last_seq, .records = rr.records, .actions_applied = rr.actions_applied,
         .actions_skipped = rr.actions_skipped, .images_restored = rr.images_restored,
-        .trimmed = rr.trimmed,
+        .trimmed = rr.trimmed, .txns_committed = rr.txns_committed, .txns_aborted = rr.txns_aborted,
     };
-    atomic_store(&db->seq, rr.last_seq);
+    /* Ids are never reused: an aborted batch's versions keep its id. */
+    atomic_store(&db->seq, rr.max_seq);
     atomic_store(&db->durable_seq, rr.last_seq);
     atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
     if (db->opts.read_only) {
@@ -388,34 +449,24 @@ static int recover_db(eng_db *db) {
          * larger than the cache fails with ENG_READONLY: open read-write
          * (or with a larger cache) to recover. */
         rec_result_free(&rr);
-        return open_tree(db, rr.meta_nblocks);
+        if ((rc = open_tree(db, rr.meta_nblocks)) == ENG_OK && (rc = bt_load_clog(db->bt)) == ENG_OK)
+            settle_recovered(db, rr.max_seq);
+        return rc;
     }
     /* A new generation, durable before any block of it is written. */
     db->ctl.wal_gen = (rr.max_gen > db->ctl.wal_gen ? rr.max_gen : db->ctl.wal_gen) + 1;
     if ((rc = control_write(db->io, db->dir, &db->ctl))) { rec_result_free(&rr); return rc; }
     if ((rc = open_wal(db, rr.end_lsn, rr.last_lsn))) { rec_result_free(&rr); return rc; }
     if ((rc = open_tree(db, rr.meta_nblocks))) { rec_result_free(&rr); return rc; }
-    if (rr.batch_payload) {
-        /* The last batch committed but not all its operations were logged:
-         * complete it (operations are idempotent as whole puts/deletes). */
-        pa_batch b = {0};
-        b.ops = calloc(rr.nops, sizeof *b.ops);
-        if (!b.ops) { rec_result_free(&rr); return ENG_NOMEM; }
-        pa_batch_decode(rr.batch_payload, rr.batch_len, &b);
-        for (uint32_t i = rr.ops_done; i < rr.nops && rc == ENG_OK; i++) {
-            int changed;
-            rc = bt_apply_op(db->bt, &b, i, rr.batch_lsn, &changed);
-            if (rc == ENG_NOTFOUND) rc = ENG_OK;
-            db->rinfo.batch_ops_completed++;
-        }
-        free(b.ops);
-    }
     rec_result_free(&rr);
-    if (rc) return rc;
+    /* Every id up to max_seq is finished now (T1): committed per the log,
+     * the rest aborted. */
+    if ((rc = bt_load_clog(db->bt))) return rc;
+    settle_recovered(db, rr.max_seq);
     ENG_KILL_POINT(FP_KILL_RECOVERY_END);
     /* End-of-recovery checkpoint: the replayed state becomes the new
      * starting point, so a crash now does not replay it all again. */
-    if (db->rinfo.records > 1 || db->rinfo.batch_ops_completed) rc = checkpoint(db);
+    if (db->rinfo.records > 1) rc = checkpoint(db);
     return rc;
 }
 
@@ -470,7 +521,8 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
         return rc;
     }
 
-    int rc = io_ctx_create(opts->io_backend, opts->io_hooks, &db->io);
+    int rc = txn_create(&db->txn);
+    if (rc == ENG_OK) rc = io_ctx_create(opts->io_backend, opts->io_hooks, &db->io);
     if (rc == ENG_OK) {
         /* A directory holding a database (control present) gets its LOCK
          * back if it was copied without one; any other directory is
@@ -510,6 +562,7 @@ int eng_sync(eng_db *db) {
     if (db->opts.read_only) return ENG_READONLY;
     if (atomic_load(&db->poisoned)) return ENG_POISONED;
     int rc = wal_flush(db->wal, wal_insert_lsn(db->wal));
+    if (rc == ENG_OK) eng_durable_seq(db);
     return rc ? poison(db, rc) : ENG_OK;
 }
 
@@ -563,30 +616,46 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
         pa_batch_encode(rec, seq, pops, (uint32_t)n);
         rc = log_append(db, WAL_REC_BATCH, rec, blen, &bstart, &bend);
         if (rc == ENG_OK) {
+            /* The id is used from here on, committed or not. */
             atomic_store(&db->seq, seq);
-            seq_note(db, bend, seq);
-            ENG_KILL_POINT(FP_KILL_COMMIT);
-            int changed = 0, abandoned = 0;
+            int changed = 0, clean = 1;
             for (uint32_t i = 0; i < n && rc == ENG_OK; i++) {
                 if (i) ENG_KILL_POINT(FP_KILL_OP);
                 rc = bt_apply_op(db->bt, &batch, i, bstart, &changed);
                 if (rc == ENG_NOTFOUND) { notfound = 1; rc = ENG_OK; }
-                if (rc != ENG_OK && i == 0 && !changed) {
-                    /* Failed before changing anything (a corrupt page on
-                     * the way down): log the batch as abandoned, so
-                     * recovery does not complete it, and stay usable. */
-                    uint8_t ab[PA_REC_HDR];
-                    uint64_t s0, e0;
-                    wr64(ab, bstart);
-                    wr32(ab + 8, PA_OP_ABORT);
-                    abandoned = log_append(db, WAL_REC_PAGES, ab, sizeof ab, &s0, &e0) == ENG_OK;
-                }
+                if (rc != ENG_OK && changed) clean = 0;
             }
-            if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_COMMIT) rc = wal_flush(db->wal, bend);
-            /* Any failure after the batch reached the log leaves it in
-             * doubt (maybe half applied in memory): poison, whatever the
-             * status, so nothing more is written and reopen decides. */
-            if (rc != ENG_OK && !abandoned) atomic_store(&db->poisoned, 1);
+            if (rc == ENG_OK || clean) {
+                /* Commit, or abort an op that failed before changing a
+                 * page (a corrupt page on the way down): every change
+                 * made so far is logged, so the handle stays usable and
+                 * the batch's versions stay invisible (T3). */
+                int status = rc == ENG_OK ? CLOG_COMMITTED : CLOG_ABORTED, cchanged = 0;
+                uint64_t cend = 0;
+                int crc = bt_commit(db->bt, seq, bstart, status, &cend, &cchanged);
+                if (crc != ENG_OK) {
+                    if (rc == ENG_OK) rc = crc;
+                    atomic_store(&db->poisoned, 1); /* in doubt */
+                } else if (status == CLOG_COMMITTED) {
+                    bend = cend;
+                    seq_note(db, cend, seq);
+                    txn_publish(db->txn, seq);
+                    atomic_fetch_add_explicit(&db->commits, 1, memory_order_relaxed);
+                    ENG_KILL_POINT(FP_KILL_COMMIT);
+                } else {
+                    /* T1: the aborted id is finished; readers may move past. */
+                    txn_publish(db->txn, seq);
+                    atomic_fetch_add_explicit(&db->aborts, 1, memory_order_relaxed);
+                }
+            } else {
+                /* Pages changed without their record: in doubt until
+                 * reopen, where the batch (uncommitted) is aborted. */
+                atomic_store(&db->poisoned, 1);
+            }
+            if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_COMMIT) {
+                rc = wal_flush(db->wal, bend);
+                if (rc != ENG_OK) atomic_store(&db->poisoned, 1);
+            }
         } else {
             poison(db, rc);
         }
@@ -630,7 +699,70 @@ int eng_get(eng_db *db, const void *key, size_t klen, eng_buf *val) {
      * a page read back now could be older than what was acknowledged. */
     if (atomic_load(&db->poisoned)) return ENG_POISONED;
     atomic_fetch_add_explicit(&db->gets, 1, memory_order_relaxed);
-    return bt_get(db->bt, key, klen, val);
+    return bt_get(db->bt, 0, key, klen, val);
+}
+
+int eng_get_at(eng_db *db, const eng_snapshot *s, const void *key, size_t klen, eng_buf *val) {
+    if (check_key(key, klen) || !val) return ENG_INVALID;
+    if (atomic_load(&db->poisoned)) return ENG_POISONED;
+    atomic_fetch_add_explicit(&db->gets, 1, memory_order_relaxed);
+    /* Snapshot 0 (before any commit) sees nothing. */
+    if (s && txn_snapshot_seq(s) == 0) return ENG_NOTFOUND;
+    return bt_get(db->bt, s ? txn_snapshot_seq(s) : 0, key, klen, val);
+}
+
+int eng_poisoned(eng_db *db) { return atomic_load(&db->poisoned) != 0; }
+
+int eng_snapshot_acquire(eng_db *db, eng_snapshot **out) {
+    if (!db || !out) return ENG_INVALID;
+    return txn_snapshot_acquire(db->txn, out);
+}
+
+uint64_t eng_snapshot_seq(const eng_snapshot *s) { return s ? txn_snapshot_seq(s) : 0; }
+
+void eng_snapshot_release(eng_db *db, eng_snapshot *s) {
+    if (db && s) txn_snapshot_release(db->txn, s);
+}
+
+/* ---- vacuum ---- */
+
+int eng_vacuum(eng_db *db, eng_vacuum_stats *st) {
+    eng_vacuum_stats local;
+    if (!st) st = &local;
+    memset(st, 0, sizeof *st);
+    if (db->opts.read_only) return ENG_READONLY;
+    if (atomic_load(&db->poisoned)) return ENG_POISONED;
+    bt_cursor at = {.set = 0}, next;
+    bt_vac_stats vs = {0};
+    int rc = ENG_OK;
+    /* One leaf per turn of the write lock, so writers wait for a leaf, not
+     * for the whole pass; the horizon is taken anew each turn (T4). */
+    for (;;) {
+        pthread_mutex_lock(&db->write_mu);
+        if (atomic_load(&db->poisoned)) { pthread_mutex_unlock(&db->write_mu); rc = ENG_POISONED; break; }
+        uint64_t horizon = txn_horizon(db->txn, NULL, NULL);
+        uint64_t age = db->opts.vacuum_freeze_min_age;
+        uint64_t freeze_below = horizon > age ? horizon - age : 0;
+        if (age == 0) freeze_below = horizon + 1;
+        st->horizon = horizon;
+        /* Hints for commits need them durable: learn how far that is. */
+        eng_durable_seq(db);
+        int changed = 0;
+        rc = bt_vacuum_leaf(db->bt, &at, horizon, freeze_below, &next, &vs, &changed);
+        if (rc != ENG_OK && changed) atomic_store(&db->poisoned, 1);
+        pthread_mutex_unlock(&db->write_mu);
+        if (rc != ENG_OK || !next.set) break;
+        at = next;
+    }
+    st->leaves = vs.leaves;
+    st->versions = vs.versions;
+    st->removed = vs.removed;
+    st->frozen = vs.frozen;
+    st->hinted = vs.hinted;
+    st->overflow_pages_freed = vs.freed;
+    atomic_fetch_add(&db->vacuums, 1);
+    if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_COMMIT) rc = poison(db, eng_sync(db));
+    return rc;
 }
 
 void eng_get_recovery_info(eng_db *db, eng_recovery_info *out) { *out = db->rinfo; }
@@ -639,6 +771,8 @@ void eng_get_recovery_info(eng_db *db, eng_recovery_info *out) { *out = db->rinf
 
 struct eng_iter {
     eng_db *db;
+    const eng_snapshot *snap;
+    eng_snapshot *own; /* acquired at open when none was given */
     uint8_t *lower, *upper;
     size_t lower_len, upper_len;
     int has_lower, has_upper;
@@ -654,16 +788,23 @@ int eng_iter_open(eng_db *db, const eng_iter_options *o, eng_iter **out) {
     eng_iter *it = calloc(1, sizeof *it);
     if (!it) return ENG_NOMEM;
     it->db = db;
+    if (o && o->snapshot) {
+        it->snap = o->snapshot;
+    } else {
+        int rc = txn_snapshot_acquire(db->txn, &it->own);
+        if (rc) { free(it); return rc; }
+        it->snap = it->own;
+    }
     if (o && o->lower) {
         it->lower = malloc(o->lower_len ? o->lower_len : 1);
-        if (!it->lower) { free(it); return ENG_NOMEM; }
+        if (!it->lower) { eng_iter_close(it); return ENG_NOMEM; }
         memcpy(it->lower, o->lower, o->lower_len);
         it->lower_len = o->lower_len;
         it->has_lower = 1;
     }
     if (o && o->upper) {
         it->upper = malloc(o->upper_len ? o->upper_len : 1);
-        if (!it->upper) { free(it->lower); free(it); return ENG_NOMEM; }
+        if (!it->upper) { eng_iter_close(it); return ENG_NOMEM; }
         memcpy(it->upper, o->upper, o->upper_len);
         it->upper_len = o->upper_len;
         it->has_upper = 1;
@@ -675,6 +816,7 @@ int eng_iter_open(eng_db *db, const eng_iter_options *o, eng_iter **out) {
 void eng_iter_close(eng_iter *it) {
     if (!it) return;
     bt_leafcopy_free(&it->lc);
+    if (it->own) txn_snapshot_release(it->db->txn, it->own);
     free(it->lower);
     free(it->upper);
     free(it);
@@ -701,7 +843,9 @@ static int iter_seek_mode(eng_iter *it, const void *k, size_t kl, int mode) {
     it->valid = 0;
     it->pos = 0;
     if (atomic_load(&it->db->poisoned)) return ENG_POISONED; /* as eng_get */
-    int rc = bt_seek(it->db->bt, k, kl, mode, &it->lc);
+    uint64_t S = txn_snapshot_seq(it->snap);
+    if (S == 0) { it->lc.n = 0; return ENG_NOTFOUND; } /* before any commit */
+    int rc = bt_seek(it->db->bt, S, k, kl, mode, &it->lc);
     if (rc) return rc;
     return settle(it);
 }
@@ -1018,6 +1162,16 @@ int eng_get_stats(eng_db *db, eng_stats *st) {
         st->wal_durable_lsn = wal_durable_lsn(db->wal);
     }
     for (int i = 0; i < ENG_LAYER_COUNT; i++) st->corruption[i] = atomic_load(&db->corruption[i]);
+    st->txn_commits = atomic_load(&db->commits);
+    st->txn_aborts = atomic_load(&db->aborts);
+    txn_horizon(db->txn, &st->snapshots_active, &st->oldest_snapshot_seq);
+    bt_version_stats(db->bt, &st->hints_set, &st->versions_pruned);
+    st->hint_pages_written = b.hint_writes;
+    st->hint_wal_records = atomic_load(&db->hint_records);
+    st->hint_wal_bytes = atomic_load(&db->hint_record_bytes);
+    st->vacuums = atomic_load(&db->vacuums);
+    st->wal_log_hints = db->opts.wal_log_hints;
+    st->hint_fpi = db->opts.hint_fpi;
     return ENG_OK;
 }
 

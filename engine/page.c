@@ -53,6 +53,7 @@
 #define META_OFF_NBLOCKS (PAGE_HDR + 12)
 #define META_OFF_FREELIST (PAGE_HDR + 16)
 #define META_OFF_HEIGHT (PAGE_HDR + 20)
+#define META_OFF_CLOGN (PAGE_HDR + 24)
 
 static int page_size_ok(size_t page_size)
 {
@@ -180,8 +181,19 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
                        "internal page without a leftmost child (ph_aux = 0)");
 
     memset(used, 0, page_size / 8);
+    uint64_t prev_xmin = 0;
+    if (leaf) {
+        /* Hints: a valid state per slot, nothing beyond the last slot. */
+        for (unsigned i = 0; i < LEAF_HINT_BYTES(page_size) * 2u; i++) {
+            unsigned h = page_hint(page, i);
+            if (i < nslots ? !hint_valid(h) : h != 0)
+                return problem(pr, ENG_LAYER_VERSION, (int32_t)i, PAGE_HDR + i / 2, 0, h,
+                               "slot %u: hint bits 0x%x are not a valid state%s", i, h,
+                               i < nslots ? "" : " (beyond the last slot)");
+        }
+    }
     for (unsigned i = 0; i < nslots; i++) {
-        const int64_t slot_off = PAGE_HDR + 2 * (int64_t)i;
+        const int64_t slot_off = page_base_for((int)type, page_size) + 2 * (int64_t)i;
         const unsigned off = page_slot(page, i);
         unsigned klen;
         uint64_t size; /* 64 bits: a garbage vlen must not wrap the sum */
@@ -231,9 +243,21 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
         live += (size_t)size;
 
         key = page + off + chdr;
-        if (prev_key && key_cmp(prev_key, prev_klen, key, klen) >= 0)
+        if (leaf) {
+            const uint64_t xmin = rd64(page + off + LEAF_XMIN_OFF);
+            int c = prev_key ? key_cmp(prev_key, prev_klen, key, klen) : -1;
+            if (c > 0)
+                return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off, 0, 0,
+                               "slot %u: key smaller than slot %u's (P3)", i, i - 1);
+            if (c == 0 && !(xmin < prev_xmin || (xmin == 0 && prev_xmin == 0)))
+                return problem(pr, ENG_LAYER_VERSION, (int32_t)i, off + LEAF_XMIN_OFF, prev_xmin, xmin,
+                               "slot %u: version of the same key as slot %u not older (xmin %llu after %llu) (P3)",
+                               i, i - 1, (unsigned long long)xmin, (unsigned long long)prev_xmin);
+            prev_xmin = xmin;
+        } else if (prev_key && key_cmp(prev_key, prev_klen, key, klen) >= 0) {
             return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off, 0, 0,
                            "slot %u: key not greater than slot %u's (P3)", i, i - 1);
+        }
         prev_key = key;
         prev_klen = klen;
     }
@@ -247,7 +271,7 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
     return ENG_OK;
 }
 
-static int check_meta(const uint8_t *page, page_problem *pr)
+static int check_meta(const uint8_t *page, size_t page_size, page_problem *pr)
 {
     meta_fields m;
 
@@ -268,6 +292,29 @@ static int check_meta(const uint8_t *page, page_problem *pr)
     if (m.height < 1)
         return problem(pr, ENG_LAYER_STRUCTURE, -1, META_OFF_HEIGHT, 1, 0,
                        "meta tree height 0");
+    if (m.clog_pages > META_CLOG_CAP(page_size))
+        return problem(pr, ENG_LAYER_STRUCTURE, -1, META_OFF_CLOGN, META_CLOG_CAP(page_size), m.clog_pages,
+                       "meta commit-log directory claims %u pages, room for %zu", m.clog_pages,
+                       (size_t)META_CLOG_CAP(page_size));
+    for (unsigned i = 0; i < m.clog_pages; i++) {
+        uint32_t b = meta_clog_block(page, i);
+        if (b <= m.root || b >= m.nblocks)
+            return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, META_CLOG_OFF + 4 * i, m.nblocks, b,
+                           "meta commit-log page %u at block %u, outside 2..%u", i, b, m.nblocks - 1);
+    }
+    return ENG_OK;
+}
+
+static int check_clog(const uint8_t *page, size_t page_size, page_problem *pr)
+{
+    /* Status 3 is no status: a flipped bit with checksums off. */
+    for (size_t off = PAGE_HDR; off < page_size; off++) {
+        uint8_t b = page[off];
+        for (int k = 0; k < 4; k++)
+            if (((b >> (2 * k)) & 3u) == 3u)
+                return problem(pr, ENG_LAYER_VERSION, -1, (int64_t)off, 0, b,
+                               "commit-log byte %zu holds status 3 (none such)", off);
+    }
     return ENG_OK;
 }
 
@@ -300,11 +347,12 @@ int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr
     if (upper > page_size)
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_UPPER, page_size, upper,
                        "ph_upper %u beyond the page size %zu (P1)", upper, page_size);
-    if (lower < PAGE_HDR || lower > upper)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_LOWER, PAGE_HDR, lower,
-                       "ph_lower %u not in [%u, ph_upper %u] (P1)", lower, PAGE_HDR, upper);
-    if (lower != PAGE_HDR + 2 * nslots)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_NSLOTS, PAGE_HDR + 2 * nslots, lower,
+    const unsigned base = page_base_for((int)type, page_size);
+    if (lower < base || lower > upper)
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_LOWER, base, lower,
+                       "ph_lower %u not in [%u, ph_upper %u] (P1)", lower, base, upper);
+    if (lower != base + 2 * nslots)
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_NSLOTS, base + 2 * nslots, lower,
                        "ph_lower %u does not match %u slots (P1)", lower, nslots);
 
     switch (type) {
@@ -319,7 +367,9 @@ int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_NSLOTS, 0, nslots,
                        "%s page with %u slots", page_type_name((int)type), nslots);
     if (type == PAGE_META)
-        return check_meta(page, pr);
+        return check_meta(page, page_size, pr);
+    if (type == PAGE_CLOG)
+        return check_clog(page, page_size, pr);
     if (type == PAGE_OVERFLOW && ph_get_aux(page) > page_size - PAGE_HDR)
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_AUX, page_size - PAGE_HDR,
                        ph_get_aux(page), "overflow page claims %u payload bytes, room for %zu",
@@ -340,6 +390,8 @@ void page_leaf_cell(const uint8_t *page, unsigned slot, leaf_cell *c)
     c->klen = rd16(p);
     c->cflags = p[2];
     c->vlen = rd32(p + 3);
+    c->xmin = rd64(p + LEAF_XMIN_OFF);
+    c->xmax = rd64(p + LEAF_XMAX_OFF);
     c->key = p + LEAF_CELL_HDR;
     if (c->cflags & CELL_OVERFLOW) {
         c->val = NULL;
@@ -381,12 +433,15 @@ const uint8_t *page_cell_bytes(const uint8_t *page, unsigned idx, size_t *size)
 }
 
 size_t leaf_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t vlen,
-                        const void *val, int overflow, uint32_t ovfl_block)
+                        const void *val, int overflow, uint32_t ovfl_block,
+                        uint64_t xmin, uint64_t xmax)
 {
     assert(klen >= 1 && klen <= ENG_MAX_KEY);
     wr16(buf, (uint16_t)klen);
     buf[2] = overflow ? CELL_OVERFLOW : 0;
     wr32(buf + 3, vlen);
+    wr64(buf + LEAF_XMIN_OFF, xmin);
+    wr64(buf + LEAF_XMAX_OFF, xmax);
     memcpy(buf + LEAF_CELL_HDR, key, klen);
     if (overflow)
         wr32(buf + LEAF_CELL_HDR + klen, ovfl_block);
@@ -413,7 +468,7 @@ void page_init(uint8_t *page, size_t page_size, uint64_t block, int type, int le
     ph_set_block(page, (uint32_t)block);
     ph_set_type(page, (uint8_t)type);
     ph_set_level(page, (uint16_t)level);
-    ph_set_lower(page, PAGE_HDR);
+    ph_set_lower(page, (uint16_t)page_base_for(type, page_size));
     ph_set_upper(page, (uint16_t)page_size); /* 16384 still fits a u16 */
 }
 
@@ -456,8 +511,14 @@ void page_insert_cell(uint8_t *page, size_t page_size, unsigned idx, const uint8
 
     upper = ph_get_upper(page) - (unsigned)size;
     memcpy(page + upper, cell, size);
-    memmove(page + PAGE_HDR + 2 * (idx + 1), page + PAGE_HDR + 2 * idx, 2 * (size_t)(n - idx));
-    wr16(page + PAGE_HDR + 2 * idx, (uint16_t)upper);
+    const unsigned base = page_slot_base(page);
+    memmove(page + base + 2 * (idx + 1), page + base + 2 * idx, 2 * (size_t)(n - idx));
+    wr16(page + base + 2 * idx, (uint16_t)upper);
+    if (ph_get_type(page) == PAGE_LEAF) {
+        /* Hints follow their slots: shift up, the new version has none. */
+        for (unsigned i = n; i > idx; i--) page_hint_set(page, i, page_hint(page, i - 1));
+        page_hint_set(page, idx, HINT_NONE);
+    }
     ph_set_nslots(page, (uint16_t)(n + 1));
     ph_set_lower(page, (uint16_t)(ph_get_lower(page) + 2));
     ph_set_upper(page, (uint16_t)upper);
@@ -470,8 +531,13 @@ void page_remove_cell(uint8_t *page, unsigned idx)
 
     assert(idx < n);
     page_cell_bytes(page, idx, &size);
-    memmove(page + PAGE_HDR + 2 * idx, page + PAGE_HDR + 2 * (idx + 1),
+    const unsigned base = page_slot_base(page);
+    memmove(page + base + 2 * idx, page + base + 2 * (idx + 1),
             2 * (size_t)(n - idx - 1));
+    if (ph_get_type(page) == PAGE_LEAF) {
+        for (unsigned i = idx; i + 1 < n; i++) page_hint_set(page, i, page_hint(page, i + 1));
+        page_hint_set(page, n - 1, HINT_NONE);
+    }
     ph_set_nslots(page, (uint16_t)(n - 1));
     ph_set_lower(page, (uint16_t)(ph_get_lower(page) - 2));
     ph_set_frag(page, (uint16_t)(ph_get_frag(page) + size));
@@ -484,6 +550,7 @@ void page_compact(uint8_t *page, size_t page_size)
     static _Thread_local uint8_t tmp[PAGE_SIZE_MAX];
     const unsigned n = ph_get_nslots(page);
     const unsigned lower = ph_get_lower(page);
+    const unsigned base = page_slot_base(page);
     size_t pos = page_size;
 
     assert(page_size_ok(page_size));
@@ -493,7 +560,7 @@ void page_compact(uint8_t *page, size_t page_size)
         assert(pos >= lower + size);
         pos -= size;
         memcpy(tmp + pos, c, size);
-        wr16(page + PAGE_HDR + 2 * i, (uint16_t)pos);
+        wr16(page + base + 2 * i, (uint16_t)pos);
     }
     memcpy(page + pos, tmp + pos, page_size - pos);
     /* Zeroed free space keeps no stale bytes and compresses in FPIs. */
@@ -511,6 +578,7 @@ void meta_read(const uint8_t *page, meta_fields *m)
     m->nblocks = rd32(page + META_OFF_NBLOCKS);
     m->freelist = rd32(page + META_OFF_FREELIST);
     m->height = rd32(page + META_OFF_HEIGHT);
+    m->clog_pages = rd32(page + META_OFF_CLOGN);
 }
 
 /* Writes M->magic as given (callers set META_MAGIC), so tests can craft a
@@ -522,6 +590,7 @@ void meta_write(uint8_t *page, const meta_fields *m)
     wr32(page + META_OFF_NBLOCKS, m->nblocks);
     wr32(page + META_OFF_FREELIST, m->freelist);
     wr32(page + META_OFF_HEIGHT, m->height);
+    wr32(page + META_OFF_CLOGN, m->clog_pages);
 }
 
 const char *page_type_name(int type)
@@ -529,7 +598,7 @@ const char *page_type_name(int type)
     static const char *const names[] = {
         [PAGE_ZERO] = "zero",         [PAGE_META] = "meta",
         [PAGE_LEAF] = "leaf",         [PAGE_INTERNAL] = "internal",
-        [PAGE_OVERFLOW] = "overflow", [PAGE_FREE] = "free",
+        [PAGE_OVERFLOW] = "overflow", [PAGE_FREE] = "free", [PAGE_CLOG] = "clog",
     };
     if (type < 0 || type > PAGE_TYPE_MAX)
         return "unknown";

@@ -21,18 +21,39 @@
  *   32     4    ph_next      right sibling (leaf/internal), next overflow
  *                            page, next free page; 0 = none
  *   36     4    ph_aux       internal: leftmost child; overflow: payload bytes
- *   40          slot array: u16 cell offsets, in key order
+ *   40          leaf pages only: the hint area, LEAF_HINT_BYTES(page_size)
+ *               bytes, one nibble of hint bits per slot (slot i: byte i/2,
+ *               low nibble when i is even).  It lies inside the page's first
+ *               512-byte sector together with the header and checksum, so a
+ *               write that changed only hints is kept or lost whole by a
+ *               torn write (sectors are the device's atomic unit) and
+ *               needs no WAL to be repaired.
+ *   base        slot array: u16 cell offsets, in key order (base is 40, or
+ *               40 + LEAF_HINT_BYTES for leaves; lower = base + 2*nslots)
  *   ...         free space
  *   upper..end  cells
  *
- * Leaf cell:      u16 klen | u8 cflags | u32 vlen | key | value
+ * Leaf cell (one version of a key):
+ *                 u16 klen | u8 cflags | u32 vlen | u64 xmin | u64 xmax |
+ *                 key | value
+ *                 xmin: the transaction (= commit sequence) that wrote it,
+ *                 0 once frozen (committed, visible to every snapshot);
+ *                 xmax: the one that deleted or replaced it, 0 if none.
  *                 (cflags & CELL_OVERFLOW: value replaced by u32 first
  *                  overflow block; vlen is still the full value length)
+ *                 Versions of one key are adjacent, newest (largest xmin)
+ *                 first, and never span two leaves.
  * Internal cell:  u16 klen | u32 child | key     (child holds keys >= key;
  *                 keys below the first cell go to ph_aux)
  * Meta page (block 0), after the header:
- *                 u64 magic | u32 root | u32 nblocks | u32 freelist | u32 height
+ *                 u64 magic | u32 root | u32 nblocks | u32 freelist | u32 height |
+ *                 u32 clog_pages | u32 clog block[clog_pages] (the commit
+ *                 log's directory, META_CLOG_CAP(page_size) entries at most)
  * Overflow page:  payload of ph_aux bytes right after the header.
+ * Commit-log page (PAGE_CLOG): 2 bits per transaction after the header,
+ *                 CLOG_PER_PAGE(page_size) transactions per page, page i of
+ *                 the log (meta clog directory entry i) covering transaction
+ *                 ids [i*per, (i+1)*per); ph_aux = i.
  * Free-list trunk (PAGE_FREE): ph_next links the next trunk, ph_aux counts
  *                 the u32 block numbers of free pages right after the
  *                 header.  A free page listed in a trunk keeps whatever it
@@ -41,7 +62,9 @@
  * Invariants (numbered so tests can name them):
  *   P1  HDR <= lower <= upper <= page_size, lower == HDR + 2*nslots
  *   P2  every slot points to a cell that lies wholly inside [upper, size)
- *   P3  keys in slot order are strictly increasing (memcmp, shorter first)
+ *   P3  keys in slot order are strictly increasing (memcmp, shorter first);
+ *       on leaves, non-decreasing, equal keys (versions) with strictly
+ *       decreasing xmin (two frozen versions: both 0, allowed)
  *   P4  a page is valid only at its own block: the checksum is seeded with
  *       the block number and ph_block must equal it
  *   P5  an all-zero page is legal only at or beyond the durable high-water
@@ -65,14 +88,26 @@ enum page_type {
     PAGE_INTERNAL = 3,
     PAGE_OVERFLOW = 4,
     PAGE_FREE = 5,
-    PAGE_TYPE_MAX = 5
+    PAGE_CLOG = 6,
+    PAGE_TYPE_MAX = 6
 };
 
 #define CELL_OVERFLOW 0x01u
 #define FREE_TRUNK_CAP(ps) (((ps) - PAGE_HDR) / 4u)
-#define LEAF_CELL_HDR 7u      /* u16 klen, u8 cflags, u32 vlen */
+#define LEAF_CELL_HDR 23u     /* u16 klen, u8 cflags, u32 vlen, u64 xmin, u64 xmax */
+#define LEAF_XMIN_OFF 7u
+#define LEAF_XMAX_OFF 15u
+/* Hint area of a leaf: one nibble for each slot a page can hold (the
+ * smallest cell is LEAF_CELL_HDR + 1 key byte, plus its slot), rounded to
+ * 8 bytes; 80, 160 and 320 bytes for 4, 8 and 16 KiB pages. */
+#define LEAF_HINT_BYTES(ps) (((((ps) - PAGE_HDR) / (LEAF_CELL_HDR + 3u)) / 2u + 8u) & ~7u)
+#define LEAF_SLOT_BASE(ps) (PAGE_HDR + LEAF_HINT_BYTES(ps))
+#define CLOG_PER_PAGE(ps) (((ps) - PAGE_HDR) * 4u)
+#define META_CLOG_OFF (PAGE_HDR + 28u)
+#define META_CLOG_CAP(ps) (((ps) - META_CLOG_OFF) / 4u)
+enum clog_status { CLOG_IN_PROGRESS = 0, CLOG_COMMITTED = 1, CLOG_ABORTED = 2 };
 #define INTERNAL_CELL_HDR 6u  /* u16 klen, u32 child */
-#define META_MAGIC 0x31415441454d4745ull /* "EGMETA11" */
+#define META_MAGIC 0x32415441454d4745ull /* "EGMETA2" (versions, commit log) */
 
 /* Header accessors: pages are byte arrays, fields are read with memcpy so
  * alignment never matters. */
@@ -102,7 +137,48 @@ static inline void wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 static inline void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline void wr64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
-static inline uint16_t page_slot(const uint8_t *p, unsigned i) { return rd16(p + PAGE_HDR + 2u * i); }
+/* Start of the slot array, from the header (P1: lower = base + 2*nslots);
+ * a header damaged in the cache cannot move it before the header's end. */
+static inline unsigned page_slot_base(const uint8_t *p) {
+    unsigned lo = ph_get_lower(p), n2 = 2u * ph_get_nslots(p);
+    return lo >= PAGE_HDR + n2 ? lo - n2 : PAGE_HDR;
+}
+static inline unsigned page_base_for(int type, size_t ps) {
+    return type == PAGE_LEAF ? LEAF_SLOT_BASE((unsigned)ps) : PAGE_HDR;
+}
+static inline uint16_t page_slot(const uint8_t *p, unsigned i) { return rd16(p + page_slot_base(p) + 2u * i); }
+
+/* ---- hint bits (one nibble per leaf slot) ----
+ * Each state is an even-parity nibble, so a single flipped bit in the
+ * cache is never a valid state: 0 none, XMIN_C xmin committed, XMIN_A
+ * xmin aborted (the version is dead), XMAX_C xmin and xmax committed,
+ * XMAX_A xmin committed and xmax aborted. */
+enum hint_state { HINT_NONE = 0x0, HINT_XMIN_C = 0x3, HINT_XMIN_A = 0x5, HINT_XMAX_C = 0x6, HINT_XMAX_A = 0x9 };
+static inline int hint_valid(unsigned h) {
+    return h == HINT_NONE || h == HINT_XMIN_C || h == HINT_XMIN_A || h == HINT_XMAX_C || h == HINT_XMAX_A;
+}
+static inline unsigned page_hint(const uint8_t *p, unsigned slot) {
+    uint8_t b = __atomic_load_n(p + PAGE_HDR + slot / 2u, __ATOMIC_RELAXED);
+    return (slot & 1u) ? b >> 4 : b & 0xfu;
+}
+/* Set the hint of SLOT from OLD to NEW (readers race on one byte: CAS);
+ * returns 1 if this call changed it. */
+static inline int page_hint_cas(uint8_t *p, unsigned slot, unsigned old, unsigned nw) {
+    uint8_t *b = p + PAGE_HDR + slot / 2u;
+    unsigned sh = (slot & 1u) * 4u;
+    uint8_t cur = __atomic_load_n(b, __ATOMIC_RELAXED);
+    for (;;) {
+        if (((cur >> sh) & 0xfu) != old) return 0;
+        uint8_t want = (uint8_t)((cur & ~(0xfu << sh)) | (nw << sh));
+        if (__atomic_compare_exchange_n(b, &cur, want, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 1;
+    }
+}
+/* Writer-only (exclusive latch): set without a race. */
+static inline void page_hint_set(uint8_t *p, unsigned slot, unsigned h) {
+    uint8_t *b = p + PAGE_HDR + slot / 2u;
+    unsigned sh = (slot & 1u) * 4u;
+    *b = (uint8_t)((*b & ~(0xfu << sh)) | (h << sh));
+}
 
 /* Memory order of keys: memcmp, shorter first on a common prefix. */
 static inline int key_cmp(const void *a, size_t al, const void *b, size_t bl) {
@@ -151,6 +227,7 @@ typedef struct leaf_cell {
     uint16_t klen;
     uint8_t cflags;
     uint32_t vlen;          /* full value length */
+    uint64_t xmin, xmax;
     const uint8_t *val;     /* inline value, or NULL if overflow */
     uint32_t ovfl;          /* first overflow block if CELL_OVERFLOW */
     uint16_t size;          /* bytes of the cell */
@@ -165,6 +242,13 @@ typedef struct internal_cell {
 
 void page_leaf_cell(const uint8_t *page, unsigned slot, leaf_cell *c);
 void page_internal_cell(const uint8_t *page, unsigned slot, internal_cell *c);
+
+/* Version order on a leaf: key ascending, then xmin descending. */
+static inline int version_cmp(const void *a, size_t al, uint64_t ax, const void *b, size_t bl, uint64_t bx) {
+    int c = key_cmp(a, al, b, bl);
+    if (c) return c;
+    return (ax < bx) - (ax > bx);
+}
 
 /* Size in bytes of a leaf cell holding KLEN key bytes and an inline value
  * of VLEN bytes (or an overflow pointer if OVERFLOW). */
@@ -197,14 +281,18 @@ const uint8_t *page_cell_bytes(const uint8_t *page, unsigned idx, size_t *size);
 
 /* Encode cells into BUF (caller sizes it); return bytes written. */
 size_t leaf_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t vlen,
-                        const void *val, int overflow, uint32_t ovfl_block);
+                        const void *val, int overflow, uint32_t ovfl_block,
+                        uint64_t xmin, uint64_t xmax);
 size_t internal_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t child);
 
 /* Decode and sanity-check the meta page fields. */
 typedef struct meta_fields {
     uint64_t magic;
     uint32_t root, nblocks, freelist, height;
+    uint32_t clog_pages;          /* entries of the commit-log directory */
 } meta_fields;
+/* Commit-log directory entry I of the meta page (I < META_CLOG_CAP). */
+static inline uint32_t meta_clog_block(const uint8_t *meta, unsigned i) { return rd32(meta + META_CLOG_OFF + 4u * i); }
 void meta_read(const uint8_t *page, meta_fields *m);
 void meta_write(uint8_t *page, const meta_fields *m);
 

@@ -115,7 +115,8 @@ static void hole_of(const uint8_t *page, uint32_t ps, uint16_t *off, uint16_t *l
         uint32_t used = PAGE_HDR + 4u * ph_get_aux(page);
         if (used <= ps) { *off = (uint16_t)used; *len = (uint16_t)(ps - used); }
     } else if (type == PAGE_META) {
-        *off = PAGE_HDR + 24; *len = (uint16_t)(ps - PAGE_HDR - 24);
+        uint32_t n = rd32(page + PAGE_HDR + 24);
+        if (n <= META_CLOG_CAP(ps)) { *off = (uint16_t)(META_CLOG_OFF + 4u * n); *len = (uint16_t)(ps - *off); }
     }
 }
 
@@ -209,6 +210,32 @@ void pa_put_pushfree(pa_buf *b, uint32_t trunk, uint32_t freed) {
 
 void pa_put_popfree(pa_buf *b, uint32_t trunk) { head(b, PA_POPFREE, trunk, 0); }
 
+void pa_put_setxmax(pa_buf *b, uint32_t block, unsigned idx, uint64_t xid) {
+    uint8_t *p = head(b, PA_SETXMAX, block, 10);
+    if (p) { wr16(p, (uint16_t)idx); wr64(p + 2, xid); }
+}
+
+void pa_put_freeze(pa_buf *b, uint32_t block, unsigned idx) {
+    uint8_t *p = head(b, PA_FREEZE, block, 2);
+    if (p) wr16(p, (uint16_t)idx);
+}
+
+void pa_put_clogset(pa_buf *b, uint32_t block, uint32_t index, int status) {
+    uint8_t *p = head(b, PA_CLOGSET, block, 5);
+    if (p) { wr32(p, index); p[4] = (uint8_t)status; }
+}
+
+void pa_put_clogdir(pa_buf *b, uint32_t i, uint32_t clog_block) {
+    uint8_t *p = head(b, PA_CLOGDIR, 0, 8);
+    if (p) { wr32(p, i); wr32(p + 4, clog_block); }
+}
+
+void pa_put_hints(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps) {
+    uint16_t n = (uint16_t)LEAF_HINT_BYTES(ps);
+    uint8_t *p = head(b, PA_HINTS, block, 2u + n);
+    if (p) { wr16(p, n); memcpy(p + 2, page + PAGE_HDR, n); }
+}
+
 /* ---- decoding ---- */
 
 static size_t cellsrc_parse(const uint8_t *p, size_t len) {
@@ -251,6 +278,14 @@ size_t pa_parse(const uint8_t *p, size_t len, int *kind, uint32_t *block) {
     case PA_SETNEXT: return rest >= 4 ? 9 : 0;
     case PA_PUSHFREE: return rest >= 4 ? 9 : 0;
     case PA_POPFREE: return 5;
+    case PA_SETXMAX: return rest >= 10 ? 15 : 0;
+    case PA_FREEZE: return rest >= 2 ? 7 : 0;
+    case PA_CLOGSET: return rest >= 5 ? 10 : 0;
+    case PA_CLOGDIR: return rest >= 8 ? 13 : 0;
+    case PA_HINTS:
+        if (rest < 2) return 0;
+        n = 2 + (size_t)rd16(q);
+        return n <= rest ? 5 + n : 0;
     default: return 0;
     }
 }
@@ -264,7 +299,7 @@ size_t pa_op_cell(const pa_batch *batch, uint32_t op, uint32_t ovfl, uint8_t *ou
     const pa_op *o = &batch->ops[op];
     size_t need = leaf_cell_size(o->klen, o->vlen, ovfl != 0);
     if (need > cap) return 0;
-    return leaf_cell_encode(out, o->key, o->klen, o->vlen, o->val, ovfl != 0, ovfl);
+    return leaf_cell_encode(out, o->key, o->klen, o->vlen, o->val, ovfl != 0, ovfl, batch->seq, 0);
 }
 
 /* Resolve a cellsrc into bytes (pointing into the record or into TMP). */
@@ -440,6 +475,43 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         if (ph_get_type(page) != PAGE_FREE || n == 0 || n > FREE_TRUNK_CAP(ps)) { *why = "free-list trunk empty or not a trunk"; return ENG_CORRUPTION; }
         wr32(page + PAGE_HDR + 4u * (n - 1), 0);
         ph_set_aux(page, n - 1);
+        return ENG_OK;
+    }
+    case PA_SETXMAX:
+    case PA_FREEZE: {
+        unsigned idx = rd16(q);
+        if (ph_get_type(page) != PAGE_LEAF || idx >= ph_get_nslots(page)) { *why = "version slot out of range"; return ENG_CORRUPTION; }
+        size_t sz;
+        uint8_t *c = (uint8_t *)page_cell_bytes(page, idx, &sz);
+        if (!c || c < page + page_slot_base(page) || c + LEAF_CELL_HDR > page + ps) { *why = "version cell outside the page"; return ENG_CORRUPTION; }
+        if (kind == PA_FREEZE) { wr64(c + LEAF_XMIN_OFF, 0); return ENG_OK; }
+        wr64(c + LEAF_XMAX_OFF, rd64(q + 2));
+        /* A new xmax makes its hint stale; what is known of xmin stays. */
+        unsigned h = page_hint(page, idx);
+        if (h == HINT_XMAX_C || h == HINT_XMAX_A) page_hint_set(page, idx, HINT_XMIN_C);
+        return ENG_OK;
+    }
+    case PA_CLOGSET: {
+        uint32_t i = rd32(q);
+        if (ph_get_type(page) != PAGE_CLOG || i >= CLOG_PER_PAGE(ps) || q[4] > CLOG_ABORTED) { *why = "commit-log entry out of range"; return ENG_CORRUPTION; }
+        uint8_t *b = page + PAGE_HDR + i / 4u;
+        unsigned sh = (i % 4u) * 2u;
+        *b = (uint8_t)((*b & ~(3u << sh)) | ((unsigned)q[4] << sh));
+        return ENG_OK;
+    }
+    case PA_CLOGDIR: {
+        uint32_t i = rd32(q);
+        meta_fields m;
+        meta_read(page, &m);
+        if (ph_get_type(page) != PAGE_META || i >= META_CLOG_CAP(ps) || i > m.clog_pages) { *why = "commit-log directory entry out of range"; return ENG_CORRUPTION; }
+        wr32(page + META_CLOG_OFF + 4u * i, rd32(q + 4));
+        if (i == m.clog_pages) { m.clog_pages = i + 1; meta_write(page, &m); }
+        return ENG_OK;
+    }
+    case PA_HINTS: {
+        uint16_t n = rd16(q);
+        if (ph_get_type(page) != PAGE_LEAF || n != LEAF_HINT_BYTES(ps)) { *why = "hint record does not fit the page"; return ENG_CORRUPTION; }
+        memcpy(page + PAGE_HDR, q + 2, n);
         return ENG_OK;
     }
     }

@@ -27,6 +27,13 @@
  *                 another page's possibly newer state
  *   PA_META       u32 nblocks | u32 freelist                           (modifies)
  *   PA_SETNEXT    u32 next                                             (modifies)
+ *   PA_SETXMAX    u16 idx | u64 xid   the version at idx deleted or replaced
+ *                                     by transaction xid               (modifies)
+ *   PA_FREEZE     u16 idx             the version's xmin becomes 0     (modifies)
+ *   PA_CLOGSET    u32 index | u8 status   a commit-log entry           (modifies)
+ *   PA_CLOGDIR    u32 i | u32 block   meta: commit-log page i lives at block
+ *                                     (i == clog_pages appends)        (modifies)
+ *   PA_HINTS      u16 len | bytes     a leaf's hint area (wal_log_hints) (modifies)
  * cellsrc: u8 src | src 0: u16 len | bytes
  *                   src 1: u32 op | u32 ovfl   (a leaf cell built from op
  *                          OP of the record's batch: its key and value, or
@@ -48,8 +55,8 @@
 
 enum pa_kind {
     PA_IMAGE = 1, PA_INIT, PA_FREE, PA_OVFL, PA_INSERT, PA_REMOVE, PA_SPLIT, PA_META, PA_SETNEXT,
-    PA_PUSHFREE, PA_POPFREE,
-    PA_KIND_MAX = PA_POPFREE
+    PA_PUSHFREE, PA_POPFREE, PA_SETXMAX, PA_FREEZE, PA_CLOGSET, PA_CLOGDIR, PA_HINTS,
+    PA_KIND_MAX = PA_HINTS
 };
 
 /* One operation of a write batch, as the WAL_REC_BATCH record holds it. */
@@ -79,11 +86,17 @@ int pa_batch_count(const uint8_t *p, size_t len, uint32_t *nops);
 int pa_batch_decode(const uint8_t *p, size_t len, pa_batch *b);
 
 /* WAL_REC_PAGES payload: u64 batch_lsn | u32 op_index | actions...
- * op_index PA_OP_ABORT with no actions: the batch's first operation failed
- * before changing anything, the batch is abandoned (recovery must not
- * complete it). */
+ * op_index PA_OP_ABORT: an operation failed before changing anything,
+ * the batch is aborted (its actions, if any, set the commit-log entry). */
 #define PA_REC_HDR 12u
 #define PA_OP_ABORT 0xffffffffu
+/* The batch at batch_lsn committed: the record's actions set its
+ * commit-log entry (and create the log page it needs).  This record, not
+ * the batch record, is the commit. */
+#define PA_OP_COMMIT 0xfffffffeu
+/* Maintenance with no batch (vacuum, hint records, hint images):
+ * batch_lsn is 0 and no action refers to a batch op. */
+#define PA_OP_MAINT 0xfffffffdu
 
 /* Is the action at P (LEN bytes left) a creating one; its size; its block.
  * pa_parse checks bounds and returns the action size, or 0 on nonsense. */
@@ -127,6 +140,11 @@ void pa_put_meta(pa_buf *b, uint32_t nblocks, uint32_t freelist);
 void pa_put_setnext(pa_buf *b, uint32_t block, uint32_t next);
 void pa_put_pushfree(pa_buf *b, uint32_t trunk, uint32_t freed);
 void pa_put_popfree(pa_buf *b, uint32_t trunk);
+void pa_put_setxmax(pa_buf *b, uint32_t block, unsigned idx, uint64_t xid);
+void pa_put_freeze(pa_buf *b, uint32_t block, unsigned idx);
+void pa_put_clogset(pa_buf *b, uint32_t block, uint32_t index, int status);
+void pa_put_clogdir(pa_buf *b, uint32_t i, uint32_t clog_block);
+void pa_put_hints(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps);
 
 /* Build the leaf cell for op OP of BATCH into OUT (LEAF_CELL_HDR +
  * ENG_MAX_KEY + page bytes); returns its size, 0 if OP is not a put. */

@@ -71,7 +71,7 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
         int kind;
         uint32_t block;
         size_t n = pa_parse(p, (size_t)(end - p), &kind, &block);
-        if (!n || (kind == PA_META && block != 0) || (block == 0 && kind != PA_META && kind != PA_IMAGE))
+        if (!n || (kind == PA_META && block != 0) || (block == 0 && kind != PA_META && kind != PA_CLOGDIR && kind != PA_IMAGE))
             return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec->lsn, -1, 0, 0,
                               "record at LSN %llu holds a malformed page action",
                               (unsigned long long)rec->lsn);
@@ -120,6 +120,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
                   const eng_reporter *rep, rec_result *out) {
     memset(out, 0, sizeof *out);
     out->last_seq = last_seq;
+    out->max_seq = last_seq;
     int rc = scan_end(io, dir, seg_size, redo_lsn, rep, out);
     if (rc) return rc;
 
@@ -158,8 +159,10 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
                 out->batch_len = rec.len;
                 out->batch_lsn = rec.lsn;
                 out->ops_done = 0;
+                if (out->batch_open) out->txns_aborted++; /* never finished */
+                out->batch_open = 1;
                 if (pa_batch_decode(copy, rec.len, &batch)) rc = -1;
-                else { out->nops = batch.nops; out->last_seq = batch.seq; }
+                else { out->nops = batch.nops; if (batch.seq > out->max_seq) out->max_seq = batch.seq; }
             }
             if (rc == -1)
                 rc = eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec.lsn, -1, 0, 0,
@@ -167,15 +170,18 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
         } else if (rec.type == WAL_REC_PAGES) {
             uint64_t blsn = rec.len >= PA_REC_HDR ? rd64(rec.payload) : 0;
             uint32_t op = rec.len >= PA_REC_HDR ? rd32(rec.payload + 8) : UINT32_MAX - 1;
-            if (op == PA_OP_ABORT && rec.len == PA_REC_HDR && out->batch_payload && blsn == out->batch_lsn)
-                out->ops_done = out->nops; /* abandoned: nothing to complete */
-            else if (!out->batch_payload || blsn != out->batch_lsn || op >= out->nops)
+            if (op == PA_OP_MAINT) {
+                rc = apply_pages(bp, page_size, &rec, NULL, zscratch, rep, out);
+            } else if (!out->batch_payload || blsn != out->batch_lsn ||
+                       (op >= out->nops && op != PA_OP_COMMIT && op != PA_OP_ABORT)) {
                 rc = eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec.lsn, -1, out->batch_lsn, blsn,
                                 "page record at LSN %llu names a batch or operation not in the log",
                                 (unsigned long long)rec.lsn);
-            else {
+            } else {
                 rc = apply_pages(bp, page_size, &rec, &batch, zscratch, rep, out);
-                if (op + 1 > out->ops_done) out->ops_done = op + 1;
+                if (op == PA_OP_COMMIT) { out->last_seq = batch.seq; out->txns_committed++; out->batch_open = 0; }
+                else if (op == PA_OP_ABORT) { out->txns_aborted++; out->batch_open = 0; }
+                else if (op + 1 > out->ops_done) out->ops_done = op + 1;
             }
         }
     }
@@ -183,9 +189,12 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
     wal_reader_close(r);
     free(zscratch);
     free(batch.ops);
-    if (rc == ENG_OK && out->batch_payload && out->ops_done >= out->nops) {
-        free(out->batch_payload); /* complete: nothing for the caller */
-        out->batch_payload = NULL;
-    }
+    /* A batch without its commit record was cut by the crash: aborted
+     * (T3: its id has no commit-log entry, so its versions stay invisible
+     * until vacuum removes them). */
+    if (out->batch_open) { out->txns_aborted++; out->batch_open = 0; }
+    free(out->batch_payload);
+    out->batch_payload = NULL;
+    if (out->max_seq < out->last_seq) out->max_seq = out->last_seq;
     return rc;
 }

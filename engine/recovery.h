@@ -28,7 +28,11 @@
 typedef struct rec_result {
     uint64_t end_lsn;      /* just past the last good record: appending resumes here */
     uint64_t last_lsn;     /* the last good record */
-    uint64_t last_seq;     /* commit sequence of the last batch recovered */
+    uint64_t last_seq;     /* commit sequence of the last batch committed */
+    uint64_t max_seq;      /* the largest id any batch record used (aborted
+                            * ids are never reused: their versions remain) */
+    uint64_t txns_committed, txns_aborted;
+    int batch_open;        /* a batch record without its commit or abort */
     uint64_t records;      /* records read from the redo point */
     uint64_t actions_applied, actions_skipped, images_restored;
     uint32_t max_gen;

@@ -1522,7 +1522,7 @@ static int check_no_extra(eng_db *db, const char *dir, uint64_t n, check_state *
 {
     char lower[KEY_LEN + 8], kbuf[4 * SHOW_KEY_BYTES + 4];
     key_for(n, lower);
-    eng_iter_options io = {lower, strlen(lower), "l", 1};
+    eng_iter_options io = {lower, strlen(lower), "l", 1, NULL};
     eng_iter *it = NULL;
     int st = eng_iter_open(db, &io, &it);
     if (st == ENG_OK) {

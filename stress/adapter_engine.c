@@ -120,7 +120,7 @@ static int a_get(st_db *a, const void *k, size_t kl, st_buf *v) {
 _Static_assert(sizeof(st_buf) == sizeof(eng_buf), "st_buf mirrors eng_buf");
 
 static int a_iter_open(st_db *a, const void *lo, size_t ll, const void *up, size_t ul, st_iter **out) {
-    eng_iter_options o = {lo, ll, up, ul};
+    eng_iter_options o = {.lower = lo, .lower_len = ll, .upper = up, .upper_len = ul};
     return st_of(eng_iter_open(a->db, &o, (eng_iter **)out));
 }
 static int a_iter_first(st_iter *it) { return st_of(eng_iter_first((eng_iter *)it)); }

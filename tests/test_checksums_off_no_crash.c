@@ -402,7 +402,7 @@ static void run_round(int backend, round_ctx *x, tu_reports *rep) {
     do_scan(db, x, 0, &all);
     do_scan(db, x, 1, &all);
     char lo[16], hi[16];
-    eng_iter_options rng = { lo, tu_key(lo, tu_below(&r, NKEYS * 3)), hi, 0 };
+    eng_iter_options rng = { lo, tu_key(lo, tu_below(&r, NKEYS * 3)), hi, 0, NULL };
     rng.upper_len = tu_key(hi, strtoull(lo + 1, NULL, 10) + tu_below(&r, 300));
     do_scan(db, x, (int)tu_below(&r, 2), &rng);
 

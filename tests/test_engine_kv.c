@@ -447,14 +447,14 @@ TU_BACKEND_TEST(kv, iterator_empty_db_and_empty_ranges, T_TIMEOUT) {
     char lo[16], hi[16];
     /* bounds between two adjacent keys: nothing inside */
     size_t lol = tu_key(lo, 101), hil = tu_key(hi, 102);
-    eng_iter_options b1 = { lo, lol, hi, hil };
+    eng_iter_options b1 = { lo, lol, hi, hil, NULL };
     /* lower == upper */
-    eng_iter_options b2 = { hi, hil, hi, hil };
+    eng_iter_options b2 = { hi, hil, hi, hil, NULL };
     /* everything above the last key / below the first */
     char top[16];
     size_t topl = tu_key(top, 5000);
-    eng_iter_options b3 = { top, topl, NULL, 0 };
-    eng_iter_options b4 = { NULL, 0, "k", 1 };
+    eng_iter_options b3 = { top, topl, NULL, 0, NULL };
+    eng_iter_options b4 = { NULL, 0, "k", 1, NULL };
     const eng_iter_options *bs[] = { &b1, &b2, &b3, &b4 };
     for (int j = 0; j < 4; j++) {
         cr_assert_eq(eng_iter_open(db, bs[j], &it), ENG_OK);
@@ -484,7 +484,7 @@ TU_BACKEND_TEST(kv, iterator_bounds_seek_and_direction_changes_match_model, T_TI
     eng_iter *it;
     char lo[16], hi[16], k[16];
     size_t lol = tu_key(lo, 1001), hil = tu_key(hi, 1100);
-    eng_iter_options io = { lo, lol, hi, hil };
+    eng_iter_options io = { lo, lol, hi, hil, NULL };
     refit ri;
     ref_init(&ri, &m, &io);
     cr_assert_eq(eng_iter_open(db, &io, &it), ENG_OK);

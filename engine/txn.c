@@ -1,0 +1,111 @@
+/*
+ * txn.c -- transaction status and snapshots (contract in txn.h).
+ *
+ * The status copy is a two-level table of byte chunks, so readers never
+ * see it move: a chunk pointer is published once, with release order, and
+ * only the writer adds chunks.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "txn.h"
+
+#define CHUNK_BITS 16u
+#define CHUNK (1u << CHUNK_BITS)
+#define NCHUNKS (1u << 14) /* 2^30 transactions */
+
+struct eng_snapshot {
+    uint64_t seq;
+    struct eng_snapshot *prev, *next;
+};
+
+struct txn_mgr {
+    _Atomic(uint8_t *) chunk[NCHUNKS];
+    _Atomic uint64_t last_committed;
+    pthread_mutex_t mu;      /* the snapshot registry */
+    eng_snapshot *head;      /* oldest first: acquired in seq order */
+    eng_snapshot *tail;
+    uint64_t nsnap;
+};
+
+int txn_create(txn_mgr **out) {
+    txn_mgr *m = calloc(1, sizeof *m);
+    if (!m) return ENG_NOMEM;
+    pthread_mutex_init(&m->mu, NULL);
+    *out = m;
+    return ENG_OK;
+}
+
+void txn_destroy(txn_mgr *m) {
+    if (!m) return;
+    for (unsigned i = 0; i < NCHUNKS; i++) free(atomic_load(&m->chunk[i]));
+    for (eng_snapshot *s = m->head, *n; s; s = n) { n = s->next; free(s); }
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+int txn_status(const txn_mgr *m, uint64_t xid) {
+    if (xid == 0) return CLOG_COMMITTED;
+    uint64_t c = xid >> CHUNK_BITS;
+    if (c >= NCHUNKS) return CLOG_IN_PROGRESS;
+    uint8_t *p = atomic_load_explicit(&((txn_mgr *)m)->chunk[c], memory_order_acquire);
+    if (!p) return CLOG_IN_PROGRESS;
+    return __atomic_load_n(p + (xid & (CHUNK - 1)), __ATOMIC_ACQUIRE);
+}
+
+int txn_set_status(txn_mgr *m, uint64_t xid, int status) {
+    uint64_t c = xid >> CHUNK_BITS;
+    if (xid == 0 || c >= NCHUNKS) return ENG_NOSPACE;
+    uint8_t *p = atomic_load(&m->chunk[c]);
+    if (!p) {
+        if (!(p = calloc(CHUNK, 1))) return ENG_NOMEM;
+        atomic_store_explicit(&m->chunk[c], p, memory_order_release);
+    }
+    __atomic_store_n(p + (xid & (CHUNK - 1)), (uint8_t)status, __ATOMIC_RELEASE);
+    return ENG_OK;
+}
+
+uint64_t txn_last_committed(const txn_mgr *m) { return atomic_load(&((txn_mgr *)m)->last_committed); }
+
+void txn_publish(txn_mgr *m, uint64_t xid) {
+    pthread_mutex_lock(&m->mu); /* T4: horizon and acquire see one order */
+    atomic_store(&m->last_committed, xid);
+    pthread_mutex_unlock(&m->mu);
+}
+
+int txn_snapshot_acquire(txn_mgr *m, eng_snapshot **out) {
+    eng_snapshot *s = calloc(1, sizeof *s);
+    if (!s) return ENG_NOMEM;
+    pthread_mutex_lock(&m->mu);
+    s->seq = atomic_load(&m->last_committed);
+    s->prev = m->tail;
+    if (m->tail) m->tail->next = s; else m->head = s;
+    m->tail = s;
+    m->nsnap++;
+    pthread_mutex_unlock(&m->mu);
+    *out = s;
+    return ENG_OK;
+}
+
+void txn_snapshot_release(txn_mgr *m, eng_snapshot *s) {
+    if (!s) return;
+    pthread_mutex_lock(&m->mu);
+    if (s->prev) s->prev->next = s->next; else m->head = s->next;
+    if (s->next) s->next->prev = s->prev; else m->tail = s->prev;
+    m->nsnap--;
+    pthread_mutex_unlock(&m->mu);
+    free(s);
+}
+
+uint64_t txn_snapshot_seq(const eng_snapshot *s) { return s->seq; }
+
+uint64_t txn_horizon(txn_mgr *m, uint64_t *active, uint64_t *oldest) {
+    pthread_mutex_lock(&m->mu);
+    uint64_t h = atomic_load(&m->last_committed);
+    uint64_t o = m->head ? m->head->seq : 0;
+    if (m->head && o < h) h = o;
+    if (active) *active = m->nsnap;
+    if (oldest) *oldest = o;
+    pthread_mutex_unlock(&m->mu);
+    return h;
+}
