@@ -171,6 +171,7 @@ enum { V_INVISIBLE = 0, V_VISIBLE, V_DELETED };
  * change, and a commit only once it is durable (a hint on disk must not
  * outlive a commit lost in a crash). */
 static void hint_learn(bt_tree *t, bp_frame *f, unsigned slot, unsigned from, unsigned to) {
+    if (t->cfg.no_hints) return;
     if (page_hint_cas(f->data, slot, from, to)) {
         bp_mark_hint_dirty(f);
         atomic_fetch_add_explicit(&t->hints_set, 1, memory_order_relaxed);

@@ -53,6 +53,8 @@ typedef struct bt_config {
     txn_mgr *txn;                /* transaction status and snapshots */
     _Atomic uint64_t *durable_seq; /* commits at or below are durable: only
                                   * their versions get a "committed" hint */
+    int no_hints;                /* read-only handle: readers set no hints
+                                  * (nothing may be written back) */
 } bt_config;
 
 /* Write the meta page and an empty root leaf into the pool (new database). */

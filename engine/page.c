@@ -187,7 +187,7 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
         for (unsigned i = 0; i < LEAF_HINT_BYTES(page_size) * 2u; i++) {
             unsigned h = page_hint(page, i);
             if (i < nslots ? !hint_valid(h) : h != 0)
-                return problem(pr, ENG_LAYER_VERSION, (int32_t)i, PAGE_HDR + i / 2, 0, h,
+                return problem(pr, ENG_LAYER_VERSION, i < nslots ? (int32_t)i : -1, PAGE_HDR + i / 2, 0, h,
                                "slot %u: hint bits 0x%x are not a valid state%s", i, h,
                                i < nslots ? "" : " (beyond the last slot)");
         }
