@@ -141,6 +141,7 @@ static int cmd_check(const tool_args *a);
 static int cmd_get(const tool_args *a);
 static int cmd_checkpoint(const tool_args *a);
 static int cmd_waldump(const tool_args *a);
+static int cmd_vacuum(const tool_args *a);
 
 static const struct tool_cmd {
     const char *name;
@@ -169,6 +170,7 @@ static const struct tool_cmd {
      "checkpoint DIR [--archive-dir DIR]"},
     {"waldump", 1, OPT_FROM | OPT_LIMIT, 0, cmd_waldump,
      "waldump DIR [--from LSN|oldest] [--limit N]"},
+    {"vacuum", 1, OPT_OPEN_TIME | OPT_ARCHIVE_DIR, 0, cmd_vacuum, "vacuum DIR [--archive-dir DIR]"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -767,6 +769,28 @@ static void describe_action(FILE *f, int kind, uint32_t block, const uint8_t *q)
     case PA_SETNEXT:
         outf(f, " setnext(block=%" PRIu32 " next=%" PRIu32 ")", block, rd32(q));
         break;
+    case PA_PUSHFREE:
+        outf(f, " pushfree(trunk=%" PRIu32 " freed=%" PRIu32 ")", block, rd32(q));
+        break;
+    case PA_POPFREE:
+        outf(f, " popfree(trunk=%" PRIu32 ")", block);
+        break;
+    case PA_SETXMAX:
+        outf(f, " setxmax(block=%" PRIu32 " idx=%u xid=%" PRIu64 ")", block, (unsigned)rd16(q), rd64(q + 2));
+        break;
+    case PA_FREEZE:
+        outf(f, " freeze(block=%" PRIu32 " idx=%u)", block, (unsigned)rd16(q));
+        break;
+    case PA_CLOGSET:
+        outf(f, " clogset(block=%" PRIu32 " entry=%" PRIu32 " status=%s)", block, rd32(q),
+             q[4] == CLOG_COMMITTED ? "committed" : q[4] == CLOG_ABORTED ? "aborted" : "in-progress");
+        break;
+    case PA_CLOGDIR:
+        outf(f, " clogdir(page=%" PRIu32 " block=%" PRIu32 ")", rd32(q), rd32(q + 4));
+        break;
+    case PA_HINTS:
+        outf(f, " hints(block=%" PRIu32 " bytes=%u)", block, (unsigned)rd16(q));
+        break;
     }
 }
 
@@ -775,7 +799,11 @@ static const char *describe_pages(FILE *f, const uint8_t *p, size_t len)
 {
     if (len < PA_REC_HDR)
         return "page record shorter than its header";
-    outf(f, " batch=0x%" PRIx64 " op=%" PRIu32, rd64(p), rd32(p + 8));
+    uint32_t op = rd32(p + 8);
+    if (op == PA_OP_COMMIT) outf(f, " batch=0x%" PRIx64 " op=commit", rd64(p));
+    else if (op == PA_OP_ABORT) outf(f, " batch=0x%" PRIx64 " op=abort", rd64(p));
+    else if (op == PA_OP_MAINT) outf(f, " op=maint");
+    else outf(f, " batch=0x%" PRIx64 " op=%" PRIu32, rd64(p), op);
     size_t off = PA_REC_HDR;
     if (off == len)
         return "page record without actions";
@@ -786,7 +814,7 @@ static const char *describe_pages(FILE *f, const uint8_t *p, size_t len)
         if (n == 0)
             return "malformed page action";
         describe_action(f, kind, block, p + off + 5);
-        if (kind == PA_META && block != 0)
+        if ((kind == PA_META || kind == PA_CLOGDIR) && block != 0)
             return "meta action names a block other than 0";
         off += n;
     }
@@ -1134,6 +1162,12 @@ static int cmd_stat(const tool_args *a)
     printf("    \"gets\": %" PRIu64 ",\n", s.gets);
     printf("    \"batches\": %" PRIu64 ",\n", s.batches);
     printf("    \"overflow_pages_written\": %" PRIu64 ",\n", s.overflow_pages_written);
+    printf("    \"txn_commits\": %" PRIu64 ",\n", s.txn_commits);
+    printf("    \"txn_aborts\": %" PRIu64 ",\n", s.txn_aborts);
+    printf("    \"hints_set\": %" PRIu64 ",\n", s.hints_set);
+    printf("    \"hint_pages_written\": %" PRIu64 ",\n", s.hint_pages_written);
+    printf("    \"hint_wal_records\": %" PRIu64 ",\n", s.hint_wal_records);
+    printf("    \"versions_pruned\": %" PRIu64 ",\n", s.versions_pruned);
     printf("    \"corruption\": {");
     for (int l = 0; l < ENG_LAYER_COUNT; l++) {
         const char *name = eng_layer_name(l);
@@ -1677,6 +1711,35 @@ static int cmd_checkpoint(const tool_args *a)
         return status_exit(st);
     }
     printf("checkpoint done\n");
+    return EXIT_OK;
+}
+
+/* ---- vacuum ---------------------------------------------------------------------- */
+
+/* Vacuum and checkpoint, then print what it did as one line of counts. */
+static int cmd_vacuum(const tool_args *a)
+{
+    eng_db *db;
+    int rc = tool_open(a, TOOL_WRITE, stderr, &db);
+    if (rc)
+        return rc;
+    eng_vacuum_stats vs;
+    int st = eng_vacuum(db, &vs);
+    if (st == ENG_OK)
+        st = eng_checkpoint(db);
+    if (st != ENG_OK) {
+        explain_failure(stderr, "vacuum", a->dir, st, db);
+        eng_close(db);
+        return status_exit(st);
+    }
+    st = eng_close(db);
+    if (st != ENG_OK) {
+        explain_failure(stderr, "close", a->dir, st, NULL);
+        return status_exit(st);
+    }
+    printf("vacuum done: leaves=%" PRIu64 " versions=%" PRIu64 " removed=%" PRIu64 " frozen=%" PRIu64
+           " hinted=%" PRIu64 " overflow_pages_freed=%" PRIu64 " horizon=%" PRIu64 "\n",
+           vs.leaves, vs.versions, vs.removed, vs.frozen, vs.hinted, vs.overflow_pages_freed, vs.horizon);
     return EXIT_OK;
 }
 

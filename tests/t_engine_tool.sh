@@ -472,11 +472,12 @@ t_waldump() {
   [ "$n" -gt 300 ] || { echo "only $n batch records"; return 1; }
   if grep -qE '^corruption:|MALFORMED' "$T/out"; then echo "a problem reported on a sound log:"; grep -E '^corruption:|MALFORMED' "$T/out" | head -5; return 1; fi
   # --limit, and --from where it stopped.
-  # (checkpoint, batch 1, its pages: then batch 2)
-  expect 0 "$TOOL" waldump "$d" --limit 3 || return 1
-  [ "$(grep -c '^lsn=' "$T/out")" = 3 ] || { echo "--limit 3 printed other than 3 records"; return 1; }
-  has out '^stopped after 3 records \(--limit\); next lsn=0x[0-9a-f]+$' || return 1
-  next=$(sed -n 's/^stopped after 3 records (--limit); next lsn=\(0x[0-9a-f]*\)$/\1/p' "$T/out")
+  # (checkpoint, batch 1, its pages, its commit: then batch 2)
+  has out '^lsn=0x[0-9a-f]+ len=[0-9]+ type=pages prev=0x[0-9a-f]+ batch=0x[0-9a-f]+ op=commit .*clogset\(block=[0-9]+ entry=1 status=committed\)$' || return 1
+  expect 0 "$TOOL" waldump "$d" --limit 4 || return 1
+  [ "$(grep -c '^lsn=' "$T/out")" = 4 ] || { echo "--limit 4 printed other than 4 records"; return 1; }
+  has out '^stopped after 4 records \(--limit\); next lsn=0x[0-9a-f]+$' || return 1
+  next=$(sed -n 's/^stopped after 4 records (--limit); next lsn=\(0x[0-9a-f]*\)$/\1/p' "$T/out")
   expect 0 "$TOOL" waldump "$d" --from "$next" --limit 1 || return 1
   has out "^lsn=$next len=[0-9]+ type=batch prev=0x[0-9a-f]+ seq=2 ops=1 put k=k000000000000001 vlen=100$" || return 1
   # Reading changes nothing: two dumps are the same.
