@@ -430,9 +430,10 @@ def iteration_kind(mode, seed):
     return "whitebox", (low >> 1) & 3
 
 
-def draw_plan(seed, mode, interval, params, catalogue, measure=False, max_variants=3):
+def draw_plan(seed, mode, interval, params, catalogue, measure=False, max_variants=3, powerloss_modes=None):
     """The crash plan of one iteration: kind, kill timing or odds, power-loss
-    mode and variants, second crash.  Deterministic in SEED."""
+    mode and variants, second crash.  Deterministic in SEED.
+    POWERLOSS_MODES: the modes the user allows (None: all)."""
     rng = Rng(derive(seed, "plan"))
     kind, kmode = iteration_kind(mode, seed)
     plan = {"kind": kind, "kill_mode": kmode}
@@ -441,6 +442,9 @@ def draw_plan(seed, mode, interval, params, catalogue, measure=False, max_varian
     kill_at = rng.uniform(0.05, 0.6) if early else rng.uniform(0.25 * interval, interval)
     run_for = max(1, int(round(rng.uniform(0.5 * interval, interval))))
     modes = powerloss_modes_allowed(params, measure)
+    if powerloss_modes:
+        modes = [m for m in modes if m in powerloss_modes] or \
+            [m for m in ("rollback", "keep") if m in powerloss_modes] or ["rollback"]
     pl_mode = weighted(rng, [(m, w) for m, w in POWERLOSS_MODES if m in modes])
     variants = 1
     if rng.chance(1.0 / 3) and max_variants > 1:
@@ -994,7 +998,8 @@ class Executor:
         progress = [os.path.join(state, "exp", "expected"), ledger, os.path.join(state, "run", "journal")]
         limit = step.get("time_limit")
         res = run_process(argv, os.path.join(d, "output.txt"), d, kill_after=step.get("kill_after"),
-                          hang_seconds=self.hang_seconds + 30, progress_paths=progress, time_limit=limit)
+                          hang_seconds=self.hang_seconds + min(30, self.hang_seconds), progress_paths=progress,
+                          time_limit=limit)
         lock_ok = True
         if res.rc == -signal.SIGKILL or res.hung:
             lock_ok = wait_lock_released(os.path.join(state, "db"))
@@ -1182,7 +1187,17 @@ class CrashTest:
         a = self.a
         check_binary(self.stress, "stress")
         check_binary(self.powerloss, "powerloss")
-        info = stress_info(self.stress)
+        # The run uses copies: a rebuild while it runs (a developer's make)
+        # changes nothing under it, and a failure keeps the very binaries.
+        self.work = os.path.abspath(a.work_dir) if a.work_dir else tempfile.mkdtemp(prefix="crashtest-")
+        self.own_work = not a.work_dir
+        bindir = os.path.join(self.work, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        self.bin = {"@STRESS@": os.path.join(bindir, "stress"), "@POWERLOSS@": os.path.join(bindir, "powerloss")}
+        shutil.copy2(self.stress, self.bin["@STRESS@"])
+        shutil.copy2(self.powerloss, self.bin["@POWERLOSS@"])
+        self.identity = build_identity({"stress": self.stress, "powerloss": self.powerloss})
+        info = stress_info(self.bin["@STRESS@"])
         self.defaults = info["options"]
         self.catalogue = info["catalogue"]
         pinned = {}
@@ -1197,15 +1212,12 @@ class CrashTest:
                 raise UsageError("--set %s: %s has no option --%s (see %s --help)" % (name, self.stress, name,
                                                                                       self.stress))
             pinned[name] = value
-        self.work = os.path.abspath(a.work_dir) if a.work_dir else tempfile.mkdtemp(prefix="crashtest-")
-        os.makedirs(self.work, exist_ok=True)
-        self.own_work = not a.work_dir
         probe_dir = tempfile.mkdtemp(prefix="probe-", dir=self.work)
         values = list(PROBED)
-        results = probe_support(self.stress, probe_dir, values)
+        results = probe_support(self.bin["@STRESS@"], probe_dir, values)
         if pinned:
             pin_args = ["--%s=%s" % kv for kv in sorted(pinned.items())]
-            pr = probe_support(self.stress, probe_dir, [("seed", 1)], extra=pin_args)
+            pr = probe_support(self.bin["@STRESS@"], probe_dir, [("seed", 1)], extra=pin_args)
             ok, why = pr[("seed", 1)]
             if not ok:
                 raise UsageError("--set %s: %s rejects it: %s" % (" ".join(a.set), os.path.basename(self.stress), why))
@@ -1218,7 +1230,6 @@ class CrashTest:
         self.unsupported = sorted(unsupported, key=str)
         classes = self.parse_faults(a.faults)
         self.cfg = Config(self.defaults, unsupported, classes, pinned, a.measure, a.threads, a.max_key)
-        self.identity = build_identity({"stress": self.stress, "powerloss": self.powerloss})
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         self.report_dir = os.path.abspath(a.report_dir or os.path.join(
             REPO, "build", "crashtest", "%s-%s-%d" % (self.mode, stamp, os.getpid())))
@@ -1230,7 +1241,7 @@ class CrashTest:
             for name, value in sorted(unsupported, key=str):
                 by.setdefault(name, []).append(str(value))
             self.p.line("crashtest: note: %s does not support %s yet: left out of the draw"
-                        % (os.path.relpath(self.stress), ", ".join("--%s=%s" % (n, ",".join(v))
+                        % (nice_path(self.stress), ", ".join("--%s=%s" % (n, ",".join(v))
                                                                      for n, v in by.items())))
 
     def parse_faults(self, spec):
@@ -1328,6 +1339,7 @@ class CrashTest:
     def iteration(self, run, index, seed):
         a, cfg = self.a, self.cfg
         t0 = time.monotonic()
+        started = datetime.datetime.now().isoformat(timespec="seconds")
         iter_dir = os.path.join(run.dir, "iter-%d" % index)
         shutil.rmtree(iter_dir, ignore_errors=True)
         os.makedirs(iter_dir)
@@ -1345,7 +1357,8 @@ class CrashTest:
         params, notes = draw_iter_params(seed, cfg, db)
         merged = dict(db)
         merged.update(params)
-        plan = draw_plan(seed, self.mode, a.interval, merged, self.catalogue, a.measure, a.max_variants)
+        plan = draw_plan(seed, self.mode, a.interval, merged, self.catalogue, a.measure, a.max_variants,
+                         a.powerloss_modes)
         if plan["kind"] == "whitebox" and plan["kill_mode"] == 2 and not int(merged.get("checkpoint_one_in", 0)) \
                 and "checkpoint_one_in" not in cfg.pinned:
             params["checkpoint_one_in"] = Rng(derive(seed, "ckpt")).choice([100, 500, 2000])
@@ -1405,8 +1418,9 @@ class CrashTest:
 
         # Steps after the workload are planned once it ended: a crash needs
         # the power-loss step and a restart per variant.
-        ex = Executor({"@STATE@": run.state, "@ITER@": iter_dir, "@STRESS@": self.stress,
-                       "@POWERLOSS@": self.powerloss}, a.hang_seconds, log=self.p.line, echo=a.verbose)
+        env = {"@STATE@": run.state, "@ITER@": iter_dir}
+        env.update(self.bin)
+        ex = Executor(env, a.hang_seconds, log=self.p.line, echo=a.verbose)
         failure, fail_n = None, None
         executed = 0
         primary_state = None
@@ -1476,6 +1490,7 @@ class CrashTest:
         rid = "r%d-i%d-%d" % (run.index, index, seed)
         record = {
             "id": rid, "run": run.index, "run_seed": run.seed, "index": index, "seed": seed, "mode": self.mode,
+            "started": started,
             "kind": plan["kind"] + ("" if plan["kind"] == "blackbox" else "/" + KILL_MODES[plan["kill_mode"]][0]),
             "db": run.db_id, "db_age": run.db_age, "db_params": db, "params": params, "sanitizer_notes": notes,
             "plan": plan, "steps": [dict(s, result=r) for s, r in zip(steps, results)],
@@ -1491,8 +1506,8 @@ class CrashTest:
             run.fresh = True
             dest = self.save_failure(run, iter_dir, rid, record, crashed_after, ex)
             record["artifacts"] = dest
-            record["repro"] = "%s repro %s" % (shlex.quote(os.path.relpath(os.path.join(REPO, "crashtest.py"))),
-                                               shlex.quote(os.path.relpath(dest)))
+            record["repro"] = "%s repro %s" % (shlex.quote(nice_path(os.path.join(REPO, "crashtest.py"))),
+                                               shlex.quote(nice_path(dest)))
         else:
             run.db_age += 1
             run.fresh = False
@@ -1544,7 +1559,8 @@ class CrashTest:
             "params": record["params"], "plan": record["plan"], "max_key": self.a.max_key,
             "hang_seconds": self.a.hang_seconds, "steps": record["steps"], "failure": record["failure"],
             "crashed_after_step": crashed_after, "build": self.identity,
-            "binaries": {"@STRESS@": self.stress, "@POWERLOSS@": self.powerloss},
+            "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"},
+            "binaries_built_as": {"@STRESS@": self.stress, "@POWERLOSS@": self.powerloss},
             "paths": {"@STATE@": run.state, "@ITER@": iter_dir},
             "command_line": [sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
         }
@@ -1552,8 +1568,10 @@ class CrashTest:
             json.dump(meta, f, indent=1, sort_keys=True)
         with open(os.path.join(iter_dir, "commands.sh"), "w") as f:
             f.write("#!/bin/sh\n# Iteration %s: the commands as they ran (paths of the work directory, since\n"
-                    "# moved here: @STATE@ is crashed/ or start/, @ITER@ this folder).\n"
-                    "# Replay: %s repro %s\n\n" % (rid, os.path.join(REPO, "crashtest.py"), dest))
+                    "# moved here: @STATE@ is crashed/ or start/, @ITER@ this folder; the binaries are\n"
+                    "# copies of %s and %s, kept in bin/).\n"
+                    "# Replay: %s repro %s\n\n" % (rid, self.stress, self.powerloss,
+                                                    os.path.join(REPO, "crashtest.py"), dest))
             for i, s in enumerate(record["steps"]):
                 r = s.get("result") or {}
                 if s["type"] == "variant":
@@ -1563,6 +1581,9 @@ class CrashTest:
                                                         ", SIGKILL after %.3f s" % s["kill_after"]
                                                         if s.get("kill_after") is not None else ""))
                 f.write(shlex.join(subst(s["argv"], ex.env)) + "\n\n")
+        os.makedirs(os.path.join(iter_dir, "bin"), exist_ok=True)
+        for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
+            shutil.copy2(self.bin[k], os.path.join(iter_dir, "bin", name))
         with open(os.path.join(iter_dir, "build.json"), "w") as f:
             json.dump(self.identity, f, indent=1, sort_keys=True)
         shutil.move(iter_dir, dest)
@@ -1606,10 +1627,10 @@ class CrashTest:
             record["elapsed"]))
         if record["failure"]:
             self.p.line("    %s" % record["failure"]["message"])
-            self.p.line("    artifacts: %s" % os.path.relpath(record["artifacts"]))
+            self.p.line("    artifacts: %s" % nice_path(record["artifacts"]))
             self.p.line("    repro: %s" % record["repro"])
             self.p.line("    rerun its parameters on a fresh database: %s %s --iteration-seed %d%s"
-                        % (os.path.relpath(os.path.join(REPO, "crashtest.py")), self.mode, record["seed"],
+                        % (nice_path(os.path.join(REPO, "crashtest.py")), self.mode, record["seed"],
                            rerun_args(self.a)))
 
     # ---- the end ----
@@ -1692,8 +1713,20 @@ def rerun_args(a):
         out.append("--faults %s" % a.faults)
     if a.measure:
         out.append("--measure")
+    if a.powerloss_modes:
+        out.append("--powerloss-modes %s" % ",".join(a.powerloss_modes))
     out.append("--max-key %d --interval %g" % (a.max_key, a.interval))
     return " " + " ".join(out)
+
+
+def nice_path(p):
+    """P relative to the current directory when it lies below it, else
+    absolute; './x' for a bare name, so it can be pasted into a shell."""
+    p = os.path.abspath(p)
+    rel = os.path.relpath(p)
+    if rel.startswith(".."):
+        return p
+    return rel if "/" in rel else "./" + rel
 
 
 def hms(s):
@@ -1773,7 +1806,7 @@ def repro(a, printer):
     snap = os.path.join(d, "crashed" if start_from == "crashed" else "start")
     if not os.path.isdir(snap):
         raise UsageError("%s is missing" % snap)
-    binaries = dict(meta["binaries"])
+    binaries = {k: os.path.join(d, v) for k, v in meta["binaries"].items()}
     if a.stress_binary:
         binaries["@STRESS@"] = os.path.abspath(a.stress_binary)
     if a.powerloss_binary:
@@ -1907,6 +1940,15 @@ def positive_seconds(s):
     return v
 
 
+def powerloss_list(s):
+    modes = [m.strip() for m in s.split(",") if m.strip()]
+    names = [m for m, _ in POWERLOSS_MODES]
+    bad = [m for m in modes if m not in names]
+    if bad or not modes:
+        raise argparse.ArgumentTypeError("%r: want a comma list of %s" % (s, ", ".join(names)))
+    return modes
+
+
 def shard(s):
     m = re.fullmatch(r"(\d+)/(\d+)", s.strip())
     if not m:
@@ -1983,6 +2025,10 @@ def make_parser():
                        help="iterations on one database before a fresh one (new creation-time options)")
         g.add_argument("--max-variants", type=at_least_one, default=d["max_variants"], metavar="K",
                        help="most power-loss states judged per crash")
+        g.add_argument("--powerloss-modes", type=powerloss_list, default=None, metavar="LIST",
+                       help="power-loss modes to draw from: a comma list of rollback, tear, mixed, keep "
+                            "(default: all that keep the run judgeable; tearing needs checksums and "
+                            "full-page writes)")
         g = s.add_argument_group("files and binaries")
         g.add_argument("--report-dir", default=None, metavar="DIR",
                        help="summary.json, junit.xml, failures/ (default: build/crashtest/MODE-DATE-PID)")
@@ -1997,7 +2043,7 @@ def make_parser():
         g = s.add_argument_group("watchdog and output")
         g.add_argument("--hang-seconds", type=at_least_one, default=d["hang_seconds"], metavar="S",
                        help="no progress for S seconds is a hang (stress's own watchdog; crashtest's ends the "
-                            "process 30 s later)")
+                            "process min(S, 30) s later)")
         g.add_argument("-v", "--verbose", action="store_true", help="print every command")
         s.set_defaults(func=run_mode)
     r = sub.add_parser("repro", help=MODE_HELP["repro"], formatter_class=fmt,
