@@ -231,3 +231,10 @@ $(eval $(call broken_rules,checksum,ENG_BROKEN_SKIP_CHECKSUM))
 $(eval $(call broken_rules,recovery,ENG_BROKEN_DROP_SYNCED_COMMIT))
 $(eval $(call broken_rules,stale,ENG_BROKEN_STALE_VALUE))
 BROKEN_STRESS := $(BUILD)/stress-broken-checksum $(BUILD)/stress-broken-recovery $(BUILD)/stress-broken-stale
+
+# ---- crash tests (crashtest.py) ----
+# make crashtest: the short mixed run (./crashtest.py simple, a few minutes)
+# against this build; CRASHTEST_ARGS adds options, e.g. "--duration 600".
+.PHONY: crashtest
+crashtest: all
+	$(Q)./crashtest.py simple --stress-binary $(BUILD)/stress --powerloss-binary $(BUILD)/powerloss $(CRASHTEST_ARGS)
