@@ -94,9 +94,14 @@ for l, r in zip(labels, rows):
         v = r[k] / div
         num = f"{v:.1f}" if div != 1 else f"{v:.2f}"
         q = ratio(r, k)
-        qs = f"{q:5.2f}x" if q < 100 else f"{q:5.0f}x" if q < 1000 else ">999x"
+        # a base below 1 KB (vacuum WAL without hint logging: the checkpoint
+        # record alone) makes a ratio meaningless
+        qs = f"{q:5.2f}x" if base[k] >= 1024 or div == 1 or r[k] == base[k] else "  n/a "
         cells.append(f" {num:>9} ({qs})")
     print(f"{l:{w}}" + "".join(cells))
+if base["vacuum_wal_bytes"] < 1024:
+    print(f"(n/a: the first row's vacuum logged {base['vacuum_wal_bytes']} bytes, its checkpoint record; "
+          "a ratio to that says nothing)")
 print()
 print("what vacuum + checkpoint did (medians): hint-only page writes, hint WAL records (images with hint_fpi)"
       " and their MB, other images, WAL syncs, versions hinted and frozen")

@@ -61,6 +61,21 @@
  *       overflow values overwritten and deleted under a snapshot read back
  *       exactly; after release vacuum frees their pages, and six
  *       overwrite + vacuum cycles do not grow the file (pages reused).
+ *   snapshot_read_concurrently_with_writes_and_vacuums_stays_exact
+ *       a thread reads a snapshot (gets and scans) over and over while
+ *       the writer overwrites, deletes, inserts, vacuums (freezing all it
+ *       may) and checkpoints: every answer is the snapshot's.
+ *   crash_during_vacuum_changes_nothing_readers_see
+ *       vacuum (removing, freezing, evicting through a 16-page cache) cut
+ *       by a crash before a WAL write, before a data write, or with the
+ *       data write torn at 512-byte sectors: every value is right, verify
+ *       clean, and a second vacuum leaves exactly the live versions.
+ *   crash_among_hints_and_aborts_keeps_exact_commits  (parameterized:
+ *       checksums, wal_log_hints, hint_fpi) small batches with read errors
+ *       injected into writes (aborted, or poisoned when in doubt), reads
+ *       setting hints, a 16-page cache and frequent checkpoints, SIGKILL:
+ *       recovery keeps exactly the acknowledged commits, the batch in
+ *       doubt whole or not at all, no aborted batch.
  * Seeds derive from CU_SEED (environment); messages name them.
  */
 #include <stdatomic.h>
@@ -1609,4 +1624,324 @@ Test(mvcc, snapshot_read_concurrently_with_writes_and_vacuums_stays_exact, T_OPT
     tu_close(db);
     vf_reopen_clean(dir, &o, g, next_new, "reopened");
     free(g);
+}
+
+/* ========================================================================= */
+/* 10. A crash in the middle of a vacuum (removing, freeing overflow pages, */
+/*     freezing, hinting; pages evicted as it goes), with the page being    */
+/*     written torn at 512-byte sectors in some rounds, changes nothing a   */
+/*     reader sees, and verify is clean after recovery.                     */
+/* ========================================================================= */
+
+#define CV2_KEYS 3000u
+#define CV2_ROUNDS 9
+
+typedef struct vk_hook {
+    int armed;
+    int how; /* 0 count; 1 _exit before WAL write N; 2 _exit before data write N; 3 tear data write N, then die */
+    uint64_t target, wal_writes, data_writes;
+    int dying;
+    tu_rng rng;
+} vk_hook;
+
+static int vk_before(void *ctx, eng_io_op *op) {
+    vk_hook *h = ctx;
+    if (!h->armed || op->kind != ENG_IO_WRITE) return 0;
+    if (is_wal_file(op)) {
+        if (++h->wal_writes == h->target && h->how == 1) _exit(CU_EXIT_HOOK);
+    } else if (is_data_file(op)) {
+        if (++h->data_writes == h->target && h->how >= 2) {
+            if (h->how == 2) _exit(CU_EXIT_HOOK);
+            /* keep 1..7 of the first page's 8 sectors */
+            op->len = 512u * (size_t)tu_range(&h->rng, 1, PS / 512 - 1);
+            h->dying = 1;
+        }
+    }
+    return 0;
+}
+static void vk_after(void *ctx, eng_io_op *op) {
+    (void)op;
+    if (((vk_hook *)ctx)->dying) _exit(CU_EXIT_HOOK);
+}
+
+static eng_options vk_opts(void) {
+    eng_options o = mv_opts(ENG_IO_PSYNC, 16);
+    o.vacuum_freeze_min_age = 0;
+    return o;
+}
+
+static int vk_run(const char *dir, vk_hook *h, uint64_t counts[2]) {
+    int fds[2];
+    cu_pipe(fds);
+    pid_t pid = cu_fork();
+    if (pid == 0) {
+        close(fds[0]);
+        static eng_io_hooks hooks;
+        hooks = (eng_io_hooks){ h, vk_before, vk_after };
+        eng_options o = vk_opts();
+        o.io_hooks = &hooks;
+        eng_db *db = NULL;
+        if (eng_open(dir, &o, &db)) _exit(CU_EXIT_FAIL);
+        eng_vacuum_stats vs;
+        h->armed = 1;
+        int rc = eng_vacuum(db, &vs);
+        if (rc == ENG_OK) rc = eng_checkpoint(db);
+        h->armed = 0;
+        uint64_t m[2] = { h->wal_writes, h->data_writes };
+        if (rc || cu_write_all(fds[1], m, sizeof m)) _exit(CU_EXIT_FAIL);
+        _exit(eng_close(db) ? CU_EXIT_FAIL : CU_EXIT_DONE);
+    }
+    close(fds[1]);
+    counts[0] = counts[1] = 0;
+    cu_read_all(fds[0], counts, 2 * sizeof *counts);
+    close(fds[0]);
+    return cu_wait(pid);
+}
+
+Test(mvcc, crash_during_vacuum_changes_nothing_readers_see, T_OPTS) {
+    const char *root = tu_tmpdir();
+    char dir[256], base[256];
+    snprintf(dir, sizeof dir, "%s/db", root);
+    snprintf(base, sizeof base, "%s/base", root);
+    eng_options o = vk_opts();
+    int32_t *g = gens_new(CV2_KEYS + 1);
+    fresh_dir(base);
+    eng_db *db = tu_open(base, &o);
+    load_keys(db, g, 0, CV2_KEYS, 100);
+    /* overwrite half, delete a sixth: versions for vacuum to remove */
+    batch b;
+    batch_init(&b, 100);
+    for (uint64_t i = 0; i < CV2_KEYS; i += 100) {
+        b.n = 0;
+        for (uint64_t j = i; j < i + 100; j++) {
+            if (j % 2 == 0) continue;
+            g[j] = j % 3 == 0 ? -1 : 1;
+            batch_add(&b, j, g[j]);
+        }
+        cr_assert_eq(eng_write(db, b.ops, b.n, NULL), ENG_OK);
+    }
+    batch_free(&b);
+    tu_close(db); /* a checkpoint: vacuum's first change of each page logs its image */
+
+    tu_copy_dir(base, dir);
+    vk_hook h = { 0 };
+    uint64_t counts[2];
+    int st = vk_run(dir, &h, counts);
+    char sb[64];
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == CU_EXIT_DONE, "dry run: %s", cu_status_str(st, sb, sizeof sb));
+    cr_log_info("dry run: vacuum + checkpoint made %llu WAL writes and %llu data writes",
+                (unsigned long long)counts[0], (unsigned long long)counts[1]);
+    cr_assert_geq(counts[0], 2, "vacuum wrote almost no log");
+    cr_assert_geq(counts[1], 4, "vacuum wrote almost no pages");
+
+    for (int r = 0; r < CV2_ROUNDS; r++) {
+        uint64_t seed = cu_seed(0x7ac + (uint64_t)r);
+        tu_rng rng = { seed };
+        vk_hook c = { 0 };
+        c.how = 1 + r % 3;
+        c.target = tu_range(&rng, 1, c.how == 1 ? counts[0] : counts[1]);
+        c.rng.s = tu_next(&rng);
+        char what[200];
+        snprintf(what, sizeof what, "round %d seed 0x%llx: %s %s write %llu of %llu", r, (unsigned long long)seed,
+                 c.how == 3 ? "tear, then crash at" : "crash before", c.how == 1 ? "WAL" : "data",
+                 (unsigned long long)c.target, (unsigned long long)(c.how == 1 ? counts[0] : counts[1]));
+        tu_copy_dir(base, dir);
+        uint64_t unused[2];
+        st = vk_run(dir, &c, unused);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == CU_EXIT_HOOK, "%s: child ended with %s", what,
+                  cu_status_str(st, sb, sizeof sb));
+        tu_reports rep;
+        tu_reports_init(&rep);
+        db = open_checked(dir, &o, &rep, what);
+        eng_recovery_info ri;
+        eng_get_recovery_info(db, &ri);
+        check_all(db, NULL, g, CV2_KEYS + 1, what);
+        cu_verify_clean(db, what);
+        vacuum_leaves_only_live(db, gens_live(g, CV2_KEYS + 1), what);
+        cu_verify_clean(db, what);
+        tu_close(db);
+        char buf[2048];
+        cr_assert_eq(rep.total, 0, "%s: %zu corruption reports (images restored %llu):\n%s", what, rep.total,
+                     (unsigned long long)ri.images_restored, tu_reports_str(&rep, buf, sizeof buf));
+        vf_reopen_clean(dir, &o, g, CV2_KEYS + 1, what);
+    }
+    free(g);
+}
+
+/* ========================================================================= */
+/* 11. Crashes in a workload of small batches, aborted batches (read errors  */
+/*     injected into writes), reads that set hints and evictions, with      */
+/*     hints logged (wal_log_hints, hint_fpi) or not: recovery keeps        */
+/*     exactly the acknowledged commits, the batch in flight whole or not   */
+/*     at all, and no aborted one.                                          */
+/* ========================================================================= */
+
+#define CW_KEYS 1500u
+#define CW_MAXB 4000u
+#define CW_ROUNDS 3
+
+typedef struct cw_case { int checksums, log_hints, fpi; } cw_case;
+
+static struct {
+    int armed;
+    tu_rng rng;
+    uint64_t injected;
+} CW;
+
+static int cw_before(void *ctx, eng_io_op *op) {
+    (void)ctx;
+    if (CW.armed && op->kind == ENG_IO_READ && is_data_file(op) && tu_below(&CW.rng, 40) == 0) {
+        CW.injected++;
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Batch W of round SEED: 1..4 ops on keys below CW_KEYS (put at gen W or
+ * delete), no key twice. */
+static void cw_batch(uint64_t seed, uint32_t w, batch *b) {
+    tu_rng r = { tu_mix64(seed ^ (uint64_t)w * 0x9e37u) };
+    b->n = 0;
+    size_t ops = (size_t)tu_range(&r, 1, 4);
+    for (size_t j = 0; j < ops; j++) {
+        uint64_t i = tu_below(&r, CW_KEYS);
+        int dup = 0;
+        for (size_t q = 0; q < b->n; q++) dup |= cu_key_index(b->ops[q].key, b->ops[q].klen) == (int64_t)i;
+        if (!dup) batch_add(b, i, tu_below(&r, 5) == 0 ? -1 : (int32_t)w);
+    }
+}
+
+static eng_options cw_opts(const cw_case *c) {
+    eng_options o = mv_opts(ENG_IO_PSYNC, 16);
+    o.sync_mode = ENG_SYNC_COMMIT;
+    o.checkpoint_wal_bytes = 128u << 10; /* checkpoints among the hints */
+    o.data_checksums = c->checksums;
+    o.wal_log_hints = c->log_hints;
+    o.hint_fpi = c->fpi;
+    return o;
+}
+
+enum { CW_COMMITTED = 1, CW_ABORTED = 2, CW_POISONED = 3 };
+
+static void cw_child(const char *dir, const cw_case *c, uint64_t seed, int fd) {
+    static eng_io_hooks hooks = { NULL, cw_before, NULL };
+    eng_options o = cw_opts(c);
+    o.io_hooks = &hooks;
+    CW.rng.s = seed;
+    eng_db *db = NULL;
+    if (eng_open(dir, &o, &db)) _exit(CU_EXIT_FAIL);
+    batch b;
+    batch_init(&b, 4);
+    eng_buf vb = { 0 };
+    char k[CU_KLEN + 1];
+    tu_rng r = { seed ^ 0x77 };
+    for (uint32_t w = 1; w <= CW_MAXB; w++) {
+        cw_batch(seed, w, &b);
+        CW.armed = 1;
+        int rc = eng_write(db, b.ops, b.n, NULL);
+        CW.armed = 0;
+        uint32_t m[2] = { w, rc == ENG_OK ? CW_COMMITTED : eng_poisoned(db) ? CW_POISONED : CW_ABORTED };
+        if (cu_write_all(fd, m, sizeof m)) _exit(CU_EXIT_FAIL);
+        if (m[1] == CW_POISONED) _exit(CU_EXIT_DONE);
+        /* reads set hints on what they meet, and the 16-page cache evicts */
+        for (int j = 0; j < 6; j++) {
+            int g = eng_get(db, k, cu_key(k, tu_below(&r, CW_KEYS)), &vb);
+            if (g != ENG_OK && g != ENG_NOTFOUND) _exit(CU_EXIT_FAIL);
+        }
+    }
+    _exit(CU_EXIT_DONE);
+}
+
+ParameterizedTestParameters(mvcc, crash_among_hints_and_aborts_keeps_exact_commits) {
+    static cw_case cases[] = { { 1, 0, 0 }, { 0, 1, 0 }, { 1, 0, 1 } };
+    return cr_make_param_array(cw_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(cw_case *c, mvcc, crash_among_hints_and_aborts_keeps_exact_commits, T_OPTS) {
+    const char *root = tu_tmpdir();
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/db", root);
+    int32_t *g = gens_new(CW_KEYS + 1), *alt = gens_new(CW_KEYS + 1);
+    eng_options o = cw_opts(c);
+    batch b;
+    batch_init(&b, 4);
+    for (int r = 0; r < CW_ROUNDS; r++) {
+        uint64_t seed = cu_seed(0xc3 + (uint64_t)r * 17 + (uint64_t)c->log_hints * 3 + (uint64_t)c->fpi * 5);
+        tu_rng rng = { seed };
+        uint64_t kill_after = tu_range(&rng, 150, 600); /* acknowledgements */
+        char what[200];
+        snprintf(what, sizeof what, "checksums=%d wal_log_hints=%d hint_fpi=%d round %d seed 0x%llx", c->checksums,
+                 c->log_hints, c->fpi, r, (unsigned long long)seed);
+        int fds[2];
+        cu_pipe(fds);
+        pid_t pid = cu_fork();
+        if (pid == 0) {
+            close(fds[0]);
+            cw_child(dir, c, seed, fds[1]);
+        }
+        close(fds[1]);
+        /* Apply each reported batch to the model; kill the child after
+         * KILL_AFTER reports (it may have committed one more). */
+        uint32_t m[2], last = 0, aborted = 0, poisoned = 0;
+        while (cu_read_all(fds[0], m, sizeof m) == sizeof m) {
+            cr_assert_eq(m[0], last + 1, "%s: reports out of order", what);
+            last = m[0];
+            if (m[1] == CW_COMMITTED) {
+                cw_batch(seed, m[0], &b);
+                for (size_t j = 0; j < b.n; j++) {
+                    int64_t i = cu_key_index(b.ops[j].key, b.ops[j].klen);
+                    g[i] = b.ops[j].kind == ENG_OP_DELETE ? -1 : (int32_t)m[0];
+                }
+            } else if (m[1] == CW_ABORTED) {
+                aborted++;
+            } else {
+                poisoned = 1;
+            }
+            if (last == kill_after) kill(pid, SIGKILL);
+        }
+        close(fds[0]);
+        cu_wait(pid);
+        /* The batch in flight (after the last report, or the one that
+         * poisoned the handle) is in doubt: all of it or none. */
+        uint32_t doubt = poisoned ? last : last + 1;
+        memcpy(alt, g, (CW_KEYS + 1) * sizeof *g);
+        cw_batch(seed, doubt, &b);
+        for (size_t j = 0; j < b.n; j++) {
+            int64_t i = cu_key_index(b.ops[j].key, b.ops[j].klen);
+            alt[i] = b.ops[j].kind == ENG_OP_DELETE ? -1 : (int32_t)doubt;
+        }
+        tu_reports rep;
+        tu_reports_init(&rep);
+        eng_db *db = open_checked(dir, &o, &rep, what);
+        eng_recovery_info ri;
+        eng_get_recovery_info(db, &ri);
+        /* which way did the batch in doubt go?  Judge by its first op */
+        int64_t i0 = cu_key_index(b.ops[0].key, b.ops[0].klen);
+        eng_buf vb = { 0 };
+        char k[CU_KLEN + 1];
+        uint8_t want[CU_VMAX];
+        int rc = eng_get(db, k, cu_key(k, (uint64_t)i0), &vb);
+        int in = alt[i0] < 0 ? rc == ENG_NOTFOUND
+                             : rc == ENG_OK && tu_bytes_eq(vb.data, vb.len, want, mv_val(want, (uint64_t)i0, alt[i0]));
+        eng_buf_free(&vb);
+        if (alt[i0] == g[i0]) in = 0; /* no difference to judge by: the model without it must fit */
+        cr_log_info("%s: %u reports (%u aborted%s), batch %u in doubt %s; recovery: committed %llu aborted %llu", what,
+                    last, aborted, poisoned ? ", then poisoned" : "", doubt, in ? "kept" : "dropped",
+                    (unsigned long long)ri.txns_committed, (unsigned long long)ri.txns_aborted);
+        cr_assert_gt(aborted, 0, "%s: no batch was aborted by the injected read errors", what);
+        if (in) memcpy(g, alt, (CW_KEYS + 1) * sizeof *g);
+        check_all(db, NULL, g, CW_KEYS + 1, what);
+        cu_verify_clean(db, what);
+        tu_close(db);
+        char buf[2048];
+        cr_assert_eq(rep.total, 0, "%s: %zu corruption reports:\n%s", what, rep.total,
+                     tu_reports_str(&rep, buf, sizeof buf));
+        /* the next round goes on from here: gens are generation = batch
+         * number of its round, so restart from an empty database */
+        tu_rm_rf(dir);
+        for (uint64_t i = 0; i <= CW_KEYS; i++) g[i] = -1;
+    }
+    batch_free(&b);
+    free(g);
+    free(alt);
 }
