@@ -213,8 +213,9 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
             if (atomic_exchange(&f->hint_dirty, 0)) {
                 count(bp, C_HINT_WRITES, 1);
                 if (bp->cfg.hint_log && !bp->cfg.read_only) {
-                    uint64_t nl = lsn;
-                    int hr = bp->cfg.hint_log(bp->cfg.wal_ctx, block, copy, lsn, &nl);
+                    uint64_t nl = lsn, fl = 0;
+                    int hr = bp->cfg.hint_log(bp->cfg.wal_ctx, block, copy, lsn, &nl, &fl);
+                    if (fl > maxlsn) maxlsn = fl;
                     if (hr) {
                         atomic_store(&f->hint_dirty, 1);
                         atomic_store(&f->dirty, 1);

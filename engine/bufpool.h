@@ -84,9 +84,14 @@ typedef struct bp_config {
     /* Called (with wal_ctx) for a frame whose hint bits changed since its
      * last write, on the private copy about to be written, before the
      * write-ahead flush: it may log a record for it (wal_log_hints, or an
-     * image under hint_fpi) and returns the page LSN to stamp (LSN if it
-     * logged nothing).  NULL: hint-only changes are written as they are. */
-    int (*hint_log)(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out_lsn);
+     * image under hint_fpi).  It returns the page LSN to stamp (LSN, or
+     * an image's end: an image is the page's image of this checkpoint
+     * cycle) and the LSN the log must be durable to before the write (a
+     * compact hint record is not an image, so it must not move the page
+     * LSN past the redo point: the next logged change would skip its
+     * image).  NULL: hint-only changes are written as they are. */
+    int (*hint_log)(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *stamp_lsn,
+                    uint64_t *flush_lsn);
     /* Read-only handle: dirty frames (redo replayed in memory) are never
      * written; needing to write one fails with ENG_READONLY. */
     int read_only;

@@ -198,9 +198,12 @@ static int pool_wal_flush(void *ctx, uint64_t upto) {
  * wal_log_hints: a compact record of the leaf's hint area.  hint_fpi with
  * data_checksums or wal_log_hints: PostgreSQL's rule, an image on the
  * first such write after the checkpoint began. */
-static int pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out) {
+static int pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out,
+                         uint64_t *flush) {
     eng_db *db = ctx;
     *out = lsn;
+    *flush = 0;
+    int image = 0;
     if (!db->wal || ph_get_type(copy) != PAGE_LEAF) return ENG_OK;
     int checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0;
     pa_buf b = {0};
@@ -214,6 +217,7 @@ static int pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_
         memcpy(h, hdr, PA_REC_HDR);
         b.p = h; b.len = b.cap = PA_REC_HDR;
         pa_put_image(&b, block, copy, db->ctl.page_size, db->opts.wal_compression == ENG_WAL_COMPRESSION_ZSTD);
+        image = 1;
     } else if (db->opts.wal_log_hints) {
         uint8_t *h = malloc(PA_REC_HDR);
         if (!h) return ENG_NOMEM;
@@ -229,7 +233,8 @@ static int pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_
     if (rc == ENG_OK) {
         atomic_fetch_add_explicit(&db->hint_records, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&db->hint_record_bytes, b.len + WAL_REC_HDR, memory_order_relaxed);
-        *out = end;
+        *flush = end;
+        if (image) *out = end;
     }
     pa_buf_free(&b);
     return rc ? poison(db, rc) : ENG_OK;

@@ -75,6 +75,15 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
             return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec->lsn, -1, 0, 0,
                               "record at LSN %llu holds a malformed page action",
                               (unsigned long long)rec->lsn);
+        if (kind == PA_HINTS) {
+            /* A hint record serves WAL readers (wal_log_hints); redo
+             * needs none: hints are a cache, and a hint-only write is kept
+             * or lost whole (page.h).  Replaying it would read a page
+             * that may be torn before the image that repairs it. */
+            out->actions_skipped++;
+            p += n;
+            continue;
+        }
         bp_frame *f;
         int rc, creates = pa_creates(kind);
         rc = creates ? bp_overwrite(bp, block, &f) : bp_get(bp, block, BP_EXCL, &f);

@@ -58,6 +58,8 @@ typedef struct st_open_options {
     int data_checksums;
     int full_page_writes;
     int wal_log_hints;
+    int hint_fpi;               /* PostgreSQL's rule: an image before a hint-only write */
+    uint64_t vacuum_freeze_min_age;
     int wal_compression;        /* 0 none, 1 zstd */
     int block_protection_bytes_per_key;
     int io_backend;             /* 0 uring, 1 psync */
@@ -97,6 +99,7 @@ typedef struct st_recovery {
 
 typedef struct st_db st_db;     /* an open handle (adapter-private) */
 typedef struct st_iter st_iter; /* an iterator (adapter-private) */
+typedef struct st_snap st_snap; /* a snapshot (adapter-private) */
 
 typedef struct st_engine {
     const char *name;
@@ -106,6 +109,20 @@ typedef struct st_engine {
     int (*close)(st_db *db); /* frees the handle even on error */
     /* Atomic batch; *seq gets its commit sequence on ST_OK. */
     int (*write)(st_db *db, const st_op *ops, size_t n, uint64_t *seq);
+    /* After a failed write: 1 if the batch is in doubt (present or absent
+     * after a reopen), 0 if the engine aborted it (never visible).  NULL:
+     * always in doubt. */
+    int (*in_doubt)(st_db *db);
+    /* Snapshots (NULL if the engine has none): a read at a snapshot sees
+     * exactly the commits up to its sequence.  Released before close. */
+    int (*snapshot)(st_db *db, st_snap **out, uint64_t *seq);
+    void (*snapshot_release)(st_db *db, st_snap *s);
+    int (*get_at)(st_db *db, st_snap *s, const void *key, size_t klen, st_buf *val);
+    /* Iterators take a snapshot (NULL: the latest). */
+    int (*iter_open_at)(st_db *db, st_snap *s, const void *lower, size_t llen, const void *upper, size_t ulen,
+                        st_iter **out);
+    /* Garbage collection of old versions (NULL if none). */
+    int (*vacuum)(st_db *db);
     int (*get)(st_db *db, const void *key, size_t klen, st_buf *val);
     /* Iterators over [lower, upper): first, next; key/value valid until
      * the next move. */

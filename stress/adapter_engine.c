@@ -51,10 +51,6 @@ static void on_report(void *ctx, const eng_corruption *r) {
 }
 
 static int check_options(const st_open_options *o, char *why, size_t cap) {
-    if (o->wal_log_hints) {
-        snprintf(why, cap, "wal_log_hints: the engine has no hint bits yet (must be 0)");
-        return ST_NOTSUP;
-    }
     if (o->block_protection_bytes_per_key) {
         snprintf(why, cap, "block_protection_bytes_per_key: not supported until per-KV protection (must be 0)");
         return ST_NOTSUP;
@@ -73,6 +69,9 @@ static void to_eng(const st_open_options *o, eng_options *e, st_db *a) {
     e->sync_mode = o->sync_mode == 1 ? ENG_SYNC_GROUP : o->sync_mode == 2 ? ENG_SYNC_OFF : ENG_SYNC_COMMIT;
     if (o->wal_segment_size) e->wal_segment_size = o->wal_segment_size;
     e->checkpoint_wal_bytes = o->checkpoint_wal_bytes;
+    e->wal_log_hints = o->wal_log_hints;
+    e->hint_fpi = o->hint_fpi;
+    e->vacuum_freeze_min_age = o->vacuum_freeze_min_age;
     e->io_hooks = o->io_hooks;
     if (a) {
         e->on_corruption = on_report;
@@ -131,6 +130,26 @@ static void a_iter_close(st_iter *it) { eng_iter_close((eng_iter *)it); }
 
 static int a_checkpoint(st_db *a) { return st_of(eng_checkpoint(a->db)); }
 
+static int a_in_doubt(st_db *a) { return eng_poisoned(a->db); }
+
+static int a_snapshot(st_db *a, st_snap **out, uint64_t *seq) {
+    eng_snapshot *s;
+    int rc = eng_snapshot_acquire(a->db, &s);
+    if (rc) return st_of(rc);
+    *out = (st_snap *)s;
+    *seq = eng_snapshot_seq(s);
+    return ST_OK;
+}
+static void a_snapshot_release(st_db *a, st_snap *s) { eng_snapshot_release(a->db, (eng_snapshot *)s); }
+static int a_get_at(st_db *a, st_snap *s, const void *key, size_t klen, st_buf *val) {
+    return st_of(eng_get_at(a->db, (const eng_snapshot *)s, key, klen, (eng_buf *)val));
+}
+static int a_iter_open_at(st_db *a, st_snap *s, const void *lo, size_t ll, const void *up, size_t ul, st_iter **out) {
+    eng_iter_options o = {.lower = lo, .lower_len = ll, .upper = up, .upper_len = ul, .snapshot = (const eng_snapshot *)s};
+    return st_of(eng_iter_open(a->db, &o, (eng_iter **)out));
+}
+static int a_vacuum(st_db *a) { return st_of(eng_vacuum(a->db, NULL)); }
+
 /* eng_verify delivers each problem to the handle's callback too: pass no
  * second one, so a report arrives once. */
 static int a_verify(st_db *a, uint64_t *problems) { return st_of(eng_verify(a->db, NULL, NULL, problems)); }
@@ -174,6 +193,12 @@ const st_engine st_engine_ours = {
     .open = a_open,
     .close = a_close,
     .write = a_write,
+    .in_doubt = a_in_doubt,
+    .snapshot = a_snapshot,
+    .snapshot_release = a_snapshot_release,
+    .get_at = a_get_at,
+    .iter_open_at = a_iter_open_at,
+    .vacuum = a_vacuum,
     .get = a_get,
     .iter_open = a_iter_open,
     .iter_first = a_iter_first,

@@ -51,6 +51,10 @@ static const opt_def defs[] = {
     U64("reopen", reopen, "0", 0, 1000000, "reopens (close, open, verify every key) spread over the run"),
     U64("verify_db_one_in", verify_db_one_in, "0", 0, MAXU, "verify every page and log record once in N ops"),
     U64("checkpoint_one_in", checkpoint_one_in, "0", 0, MAXU, "explicit checkpoint once in N ops"),
+    U64("acquire_snapshot_one_in", acquire_snapshot_one_in, "0", 0, MAXU,
+        "take a snapshot once in N ops (a worker holds one at a time), record a few keys' values, re-read them through it later"),
+    U64("snapshot_hold_ops", snapshot_hold_ops, "200", 1, MAXU, "ops a worker holds its snapshot across before re-reading"),
+    U64("vacuum_one_in", vacuum_one_in, "0", 0, MAXU, "vacuum the database once in N ops"),
     BOOL("destroy_db_initially", destroy_db_initially, "0", "start from an empty database and expected state"),
     BOOL("verification_only", verification_only, "0", "recover and verify every key, run no workload"),
     BOOL("crash_at_end", crash_at_end, "0", "end the workload with SIGKILL instead of settling: the next run checks recovery"),
@@ -63,7 +67,9 @@ static const opt_def defs[] = {
     U64("cache_size", cache_size, "64M", 65536, MAXU, "buffer pool bytes"),
     BOOL("data_checksums", data_checksums, "1", "page checksums (creation time)"),
     BOOL("full_page_writes", full_page_writes, "1", "log a page image on its first change after a checkpoint"),
-    BOOL("wal_log_hints", wal_log_hints, "0", "log hint-bit changes (must be 0: the engine has no hints yet)"),
+    BOOL("wal_log_hints", wal_log_hints, "0", "log hint-bit changes (a compact hint record at write-back)"),
+    BOOL("hint_fpi", hint_fpi, "0", "PostgreSQL's rule: a full-page image before the first hint-only write after a checkpoint"),
+    U64("vacuum_freeze_min_age", vacuum_freeze_min_age, "1000", 0, MAXU, "vacuum freezes versions this many commits below the horizon"),
     ENUM("wal_compression", wal_compression, "none", "none|zstd", "compression of full-page images"),
     U64("block_protection_bytes_per_key", block_protection_bytes_per_key, "0", 0, 8,
         "per-KV protection bytes in the cache (must be 0: not supported until per-KV protection)"),
@@ -232,10 +238,6 @@ int st_parse_options(int argc, char **argv, st_options *o) {
     if (w) {
         fprintf(stderr, "stress: --block_protection_bytes_per_key=%llu: not supported until per-KV protection\n",
                 (unsigned long long)w);
-        return 2;
-    }
-    if (o->wal_log_hints) {
-        fprintf(stderr, "stress: --wal_log_hints=1: not supported until the engine has hint bits\n");
         return 2;
     }
     if (o->ops_per_thread == 0 && o->duration == 0 && !o->verification_only) {

@@ -69,12 +69,16 @@
 /* Exit codes (DESIGN 6). */
 enum { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INFRA = 3 };
 
-enum op_type { OP_GET, OP_PUT, OP_DEL, OP_BATCH, OP_SCAN, OP_CHECKPOINT, OP_VERIFY, OP_REOPEN, OP_TYPES };
-static const char *op_names[OP_TYPES] = {"get", "put", "delete", "batch", "scan", "checkpoint", "verify", "reopen"};
+enum op_type { OP_GET, OP_PUT, OP_DEL, OP_BATCH, OP_SCAN, OP_CHECKPOINT, OP_VERIFY, OP_REOPEN, OP_SNAPSHOT,
+               OP_VACUUM, OP_ABORTED, OP_TYPES };
+static const char *op_names[OP_TYPES] = {"get", "put", "delete", "batch", "scan", "checkpoint", "verify", "reopen",
+                                         "snapshot", "vacuum", "aborted"};
 
 #define MAX_BATCH 8
 #define MAX_SCAN 32
 #define MAX_DETAILED 10 /* failures printed in full; the rest are counted */
+
+#define SNAP_KEYS 8
 
 typedef struct worker {
     int id;
@@ -86,6 +90,14 @@ typedef struct worker {
     uint8_t *vbuf;               /* MAX_BATCH values of the largest size */
     st_buf rbuf;
     uint64_t wrote;              /* writes since the last durable note */
+    /* A held snapshot (at most one): SNAP_N consecutive keys from SNAP_KEY
+     * and the value seeds they held when it was taken (0: absent); keys
+     * in doubt then are not judged (snap_known).  Released by reopen. */
+    st_snap *snap;
+    uint64_t snap_seq, snap_until, snap_key;
+    int snap_n;
+    uint32_t snap_v[SNAP_KEYS];
+    uint8_t snap_known[SNAP_KEYS];
 } worker;
 
 static struct {
@@ -635,8 +647,10 @@ static int open_db(worker *w) {
 
 /* Close and open again (S3: the caller holds the handle exclusively).
  * POISONED: the handle failed a write (recovery will replay). */
+static void release_snapshots(void);
 static void reopen(worker *w, int poisoned) {
     if (g.flt) flt_op(g.flt, g.epoch << 32 | ++w->calls);
+    release_snapshots();
     int st = g.E->close(g.db);
     g.db = NULL;
     if (st != ST_OK && g.flt) observe(VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
@@ -824,12 +838,21 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
         keys[m] = keys[i];
         m++;
     }
-    int st = ST_OK;
+    int st = ST_OK, aborted = 0;
     uint64_t seq = 0;
     if (m) {
         for (size_t i = 0; i < m; i++) orc_mark_pending(g.exp, keys[i], vs[i]);
         st = g.E->write(g.db, ops, m, &seq);
-        if (st != ST_OK && m > 1) note_doubt(w, st, keys, vs, m);
+        if (st != ST_OK && st != ST_NOTFOUND && g.E->in_doubt && !g.E->in_doubt(g.db)) {
+            /* Aborted by the engine: none of it is, or will ever be,
+             * visible; the keys keep their values (checked by later
+             * reads, after crashes too). */
+            for (size_t i = 0; i < m; i++) orc_resolve(g.exp, keys[i], orc_get(g.exp, keys[i]).cur);
+            aborted = 1;
+            atomic_fetch_add_explicit(&g.ops[OP_ABORTED], 1, memory_order_relaxed);
+        } else if (st != ST_OK && m > 1) {
+            note_doubt(w, st, keys, vs, m);
+        }
         if (st == ST_OK) {
             for (size_t i = 0; i < m; i++) {
                 orc_settle(g.exp, keys[i], seq);
@@ -846,7 +869,108 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
     for (size_t i = 0; i < m; i++) hash_op(w, type, st, keys[i], vs[i], (unsigned)m);
     if (!m) hash_op(w, type, 0xff, keys[0], 0, 0);
     atomic_fetch_add_explicit(&g.ops[type], 1, memory_order_relaxed);
-    return st;
+    /* The error was judged (note_error); the handle goes on. */
+    return aborted ? ST_OK : st;
+}
+
+/* ---- snapshots ----
+ * Taking one: lock the stripes of SNAP_KEYS consecutive keys (no write of
+ * them can be between its pending mark and its settle), take the
+ * snapshot, record their values.  Some ops later the worker re-reads them
+ * through it, point reads and a scan, and each must be exactly what was
+ * recorded, whatever was written, vacuumed or checkpointed meanwhile. */
+static void snap_take(worker *w) {
+    uint64_t n = SNAP_KEYS < g.o.max_key ? SNAP_KEYS : g.o.max_key;
+    uint64_t k0 = below(w, g.o.max_key - n + 1);
+    unsigned stripes[SNAP_KEYS];
+    size_t ns = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        unsigned st = orc_stripe(g.exp, k0 + i);
+        size_t j = ns;
+        while (j > 0 && stripes[j - 1] > st) j--;
+        if (j > 0 && stripes[j - 1] == st) continue;
+        memmove(stripes + j + 1, stripes + j, (ns - j) * sizeof *stripes);
+        stripes[j] = st;
+        ns++;
+    }
+    for (size_t i = 0; i < ns; i++) orc_lock_stripe(g.exp, stripes[i]);
+    uint64_t seq = 0;
+    int st = g.E->snapshot(g.db, &w->snap, &seq);
+    if (st == ST_OK) {
+        for (uint64_t i = 0; i < n; i++) {
+            orc_entry e = orc_get(g.exp, k0 + i);
+            w->snap_known[i] = !e.pending;
+            w->snap_v[i] = e.cur == ORC_DEL ? 0 : e.cur;
+        }
+        w->snap_seq = seq;
+        w->snap_key = k0;
+        w->snap_n = (int)n;
+        w->snap_until = w->calls + 1 + below(w, 2 * g.o.snapshot_hold_ops);
+    } else {
+        w->snap = NULL;
+    }
+    for (size_t i = ns; i-- > 0;) orc_unlock_stripe(g.exp, stripes[i]);
+    note_error(w, st);
+    hash_op(w, OP_SNAPSHOT, st, k0, 0, 0);
+}
+
+static void snap_check(worker *w) {
+    char ks[ORC_KEY_LEN + 1];
+    char what[96];
+    snprintf(what, sizeof what, "read at a snapshot (seq %llu)", (unsigned long long)w->snap_seq);
+    for (int i = 0; i < w->snap_n; i++) {
+        uint64_t key = w->snap_key + (uint64_t)i;
+        key_of(key, ks);
+        int st = g.E->get_at(g.db, w->snap, ks, ORC_KEY_LEN, &w->rbuf);
+        note_error(w, st);
+        if (!w->snap_known[i]) continue;
+        orc_entry e = {w->snap_v[i], 0};
+        check_answer(w, key, st, w->rbuf.data, w->rbuf.len, e, e, 0, 0, what);
+    }
+    /* The same keys through an iterator on the snapshot. */
+    char lo[ORC_KEY_LEN + 1], hi[ORC_KEY_LEN + 1];
+    key_of(w->snap_key, lo);
+    key_of(w->snap_key + (uint64_t)w->snap_n, hi);
+    st_iter *it = NULL;
+    int seen[SNAP_KEYS] = {0};
+    int st = g.E->iter_open_at(g.db, w->snap, lo, ORC_KEY_LEN, hi, ORC_KEY_LEN, &it);
+    if (st == ST_OK) st = g.E->iter_first(it);
+    snprintf(what, sizeof what, "scan at a snapshot (seq %llu)", (unsigned long long)w->snap_seq);
+    while (st == ST_OK) {
+        size_t kl, vl;
+        const void *k = g.E->iter_key(it, &kl);
+        const void *v = g.E->iter_value(it, &vl);
+        uint64_t key;
+        if (orc_key_parse(k, kl, &key) || key < w->snap_key || key >= w->snap_key + (uint64_t)w->snap_n) break;
+        int i = (int)(key - w->snap_key);
+        seen[i] = 1;
+        if (w->snap_known[i]) {
+            orc_entry e = {w->snap_v[i], 0};
+            check_answer(w, key, ST_OK, v, vl, e, e, 0, 0, what);
+        }
+        st = g.E->iter_next(it);
+    }
+    if (it) g.E->iter_close(it);
+    note_error(w, st == ST_NOTFOUND ? ST_OK : st);
+    if (st == ST_NOTFOUND) /* a complete scan: keys it skipped are absent */
+        for (int i = 0; i < w->snap_n; i++)
+            if (!seen[i] && w->snap_known[i]) {
+                orc_entry e = {w->snap_v[i], 0};
+                check_answer(w, w->snap_key + (uint64_t)i, ST_NOTFOUND, NULL, 0, e, e, 0, 0, what);
+            }
+    g.E->snapshot_release(g.db, w->snap);
+    w->snap = NULL;
+    hash_op(w, OP_SNAPSHOT, 0, w->snap_key, 1, 0);
+    atomic_fetch_add_explicit(&g.ops[OP_SNAPSHOT], 1, memory_order_relaxed);
+}
+
+/* Reopen and close: every worker is stopped; their snapshots go first. */
+static void release_snapshots(void) {
+    for (uint64_t i = 0; g.w && i < g.o.threads; i++)
+        if (g.w[i].snap) {
+            if (g.db) g.E->snapshot_release(g.db, g.w[i].snap);
+            g.w[i].snap = NULL;
+        }
 }
 
 static void do_scan(worker *w, uint64_t start) {
@@ -947,6 +1071,18 @@ static void one_op(worker *w, uint64_t i) {
         note_error(w, st);
         hash_op(w, OP_CHECKPOINT, st, 0, 0, 0);
         atomic_fetch_add_explicit(&g.ops[OP_CHECKPOINT], 1, memory_order_relaxed);
+        if (needs_reopen(st)) reopen_from_worker(w, seen, 1);
+        return;
+    }
+    if (g.E->snapshot) {
+        if (w->snap && w->calls >= w->snap_until) { snap_check(w); return; }
+        if (!w->snap && one_in(w, g.o.acquire_snapshot_one_in)) { snap_take(w); return; }
+    }
+    if (g.E->vacuum && one_in(w, g.o.vacuum_one_in)) {
+        int st = g.E->vacuum(g.db);
+        note_error(w, st);
+        hash_op(w, OP_VACUUM, st, 0, 0, 0);
+        atomic_fetch_add_explicit(&g.ops[OP_VACUUM], 1, memory_order_relaxed);
         if (needs_reopen(st)) reopen_from_worker(w, seen, 1);
         return;
     }
@@ -1294,7 +1430,8 @@ int main(int argc, char **argv) {
     }
     g.eo = (st_open_options){
         .page_size = (uint32_t)g.o.page_size, .cache_size = g.o.cache_size, .data_checksums = g.o.data_checksums,
-        .full_page_writes = g.o.full_page_writes, .wal_log_hints = g.o.wal_log_hints,
+        .full_page_writes = g.o.full_page_writes, .wal_log_hints = g.o.wal_log_hints, .hint_fpi = g.o.hint_fpi,
+        .vacuum_freeze_min_age = g.o.vacuum_freeze_min_age,
         .wal_compression = g.o.wal_compression,
         .block_protection_bytes_per_key = (int)g.o.block_protection_bytes_per_key, .io_backend = g.o.io_backend,
         .sync_mode = g.o.sync_mode, .wal_segment_size = g.o.wal_segment_size,
@@ -1477,6 +1614,7 @@ int main(int argc, char **argv) {
         orc_note_durable(g.exp, g.E->durable_seq(g.db));
     }
     if (g.db) {
+        release_snapshots();
         st = g.E->close(g.db);
         g.db = NULL;
         closed_ok = st == ST_OK;

@@ -26,6 +26,8 @@ typedef struct st_options {
     uint64_t reopen;
     uint64_t verify_db_one_in;
     uint64_t checkpoint_one_in;
+    uint64_t acquire_snapshot_one_in, snapshot_hold_ops;
+    uint64_t vacuum_one_in;
     int destroy_db_initially;
     int verification_only;
     int crash_at_end;
@@ -38,6 +40,8 @@ typedef struct st_options {
     int data_checksums;
     int full_page_writes;
     int wal_log_hints;
+    int hint_fpi;
+    uint64_t vacuum_freeze_min_age;
     int wal_compression;     /* 0 none, 1 zstd */
     uint64_t block_protection_bytes_per_key;
     int io_backend;          /* 0 uring, 1 psync */

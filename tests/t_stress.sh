@@ -185,6 +185,32 @@ rc=$?
 if [ $krc -eq 137 ] && [ $rc -eq 0 ] && [ "$(jget "$d/r.json" classes.kill.repaired)" -ge 1 ]; then ok kill_point_restart
 else nok "kill_point_restart (first rc=$krc, restart rc=$rc)" "$d.out"; fi
 
+# versions: snapshots re-read across writes and vacuums, batches aborted by
+# injected read errors, a kill point (in recovery too) and torn unsynced
+# writes: with hints kept in the first sector (default), logged
+# (wal_log_hints) and imaged (hint_fpi), the restart judges everything.
+mvcc_crash() {
+  local name=$1; shift
+  local d=$T/mvcc-$name
+  ( "$S" --db "$d/db" --destroy_db_initially --threads 2 --ops_per_thread 100000000 --max_key 2000 --sync_mode group \
+       --page_size 4096 --cache_size 64k --sync_fault_injection --kill_random_test 3000 --checkpoint_one_in 400 \
+       --acquire_snapshot_one_in 20 --snapshot_hold_ops 100 --vacuum_one_in 300 --vacuum_freeze_min_age 50 \
+       --read_fault_one_in 400 "$@" >"$d.out1" 2>&1; exit $? ) 2>/dev/null
+  local krc=$?
+  [ -x "$PL" ] && "$PL" "$d/db" --run-dir "$d/db.expected" --seed 11 --mode tear >/dev/null 2>&1
+  "$S" --db "$d/db" --threads 2 --ops_per_thread 2000 --max_key 2000 --sync_mode group --cache_size 64k \
+       --acquire_snapshot_one_in 20 --vacuum_one_in 300 --read_fault_one_in 400 "$@" --report "$d/r.json" >"$d.out" 2>&1
+  local rc=$?
+  if [ $krc -eq 137 ] && [ $rc -eq 0 ] && [ "$(jget "$d/r.json" post_crash_check)" = passed ] \
+     && [ "$(jget "$d/r.json" verdict)" = pass ] && [ "$(jget "$d/r.json" ops.snapshot)" -ge 1 ] \
+     && [ "$(jget "$d/r.json" ops.aborted)" -ge 1 ]; then
+    ok "mvcc_crash_$name # snapshots=$(jget "$d/r.json" ops.snapshot) vacuums=$(jget "$d/r.json" ops.vacuum) aborted=$(jget "$d/r.json" ops.aborted)"
+  else nok "mvcc_crash_$name (first rc=$krc, restart rc=$rc)" "$d.out"; fi
+}
+mvcc_crash hints_in_sector0
+mvcc_crash wal_log_hints --wal_log_hints 1
+mvcc_crash hint_fpi --hint_fpi 1 --wal_compression zstd
+
 # ---- the oracle catches what it claims ----
 # Each starts from a clean run's database and expected state, changes one
 # of them behind the driver's back, and restarts: exit 1, the right key.
