@@ -84,6 +84,11 @@
  *   key_written_twice_in_a_committed_batch_recovers_after_crash
  *       the same batch acknowledged (sync commit), then a crash: the
  *       database opens and reads the last op's values.
+ *   aborted_delete_stays_undone_and_its_overflow_pages_are_freed
+ *       a batch (delete, a 20,000-byte value, a put whose leaf read fails)
+ *       aborts without poisoning: the deleted key stays visible through
+ *       reads, hints, checkpoint and vacuum; vacuum frees the aborted
+ *       value's overflow pages and the next value as large reuses them.
  *   iterator_reads_the_state_at_its_open
  *       an iterator half-way through while everything is overwritten,
  *       some keys deleted and vacuum runs: it goes on with the state at
@@ -2099,5 +2104,101 @@ Test(mvcc, key_written_twice_in_a_committed_batch_recovers_after_crash, T_OPTS) 
     cr_assert_eq(rc, ENG_OK, "the batch: %s", eng_strerror((int)rc));
     g[7] = 2;
     vf_reopen_clean(dir, &o, g, 40, "reopened after a crash that followed a batch writing a key twice");
+    free(g);
+}
+
+/* ========================================================================= */
+/* 13. An aborted batch that deleted a key and wrote a large value: the      */
+/*     deleted key stays visible (its xmax is an aborted id) through reads,  */
+/*     hints and vacuum, and vacuum frees the aborted value's overflow pages.*/
+/* ========================================================================= */
+
+Test(mvcc, aborted_delete_stays_undone_and_its_overflow_pages_are_freed, T_OPTS) {
+    const char *root = tu_tmpdir();
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/db", root);
+    static eng_io_hooks hooks = { NULL, re_before, NULL };
+    memset(&RE, 0, sizeof RE);
+    eng_options o = mv_opts(ENG_IO_PSYNC, 16);
+    o.io_hooks = &hooks;
+    const uint64_t k1 = 100, kbig = 1000, k2 = 2900, n = RE_KEYS + 1;
+    int32_t *g = gens_new(n);
+    eng_db *db = tu_open(dir, &o);
+    load_keys(db, g, 0, RE_KEYS, 100);
+    tu_close(db);
+
+    /* blocks a cold get of k2 reads that gets of k1 and kbig do not */
+    db = tu_open(dir, &o);
+    eng_buf vb = { 0 };
+    char k[CU_KLEN + 1];
+    RE.mode = 1;
+    cr_assert_eq(eng_get(db, k, cu_key(k, k1), &vb), ENG_OK);
+    cr_assert_eq(eng_get(db, k, cu_key(k, kbig), &vb), ENG_OK);
+    size_t n1 = RE.n;
+    uint64_t r1[RE_MAXB];
+    memcpy(r1, RE.blocks, sizeof r1);
+    RE.n = 0;
+    cr_assert_eq(eng_get(db, k, cu_key(k, k2), &vb), ENG_OK);
+    RE.mode = 0;
+    for (size_t i = 0; i < RE.n; i++)
+        for (size_t j = 0; j < n1; j++) cr_assert_neq(RE.blocks[i], r1[j]);
+    tu_close(db);
+
+    db = tu_open(dir, &o);
+    eng_stats s0 = stats_of(db);
+    static uint8_t big[20000];
+    tu_fill(big, sizeof big, 0xb16);
+    char kb1[CU_KLEN + 1], kbb[CU_KLEN + 1], kb2[CU_KLEN + 1];
+    uint8_t v2[CU_VMAX];
+    eng_op ops[3] = {
+        { .kind = ENG_OP_DELETE, .key = kb1, .klen = cu_key(kb1, k1) },
+        { .kind = ENG_OP_PUT, .key = kbb, .klen = cu_key(kbb, kbig), .val = big, .vlen = sizeof big },
+        { .kind = ENG_OP_PUT, .key = kb2, .klen = cu_key(kb2, k2), .val = v2, .vlen = mv_val(v2, k2, 5) },
+    };
+    RE.mode = 2;
+    int rc = eng_write(db, ops, 3, NULL);
+    RE.mode = 0;
+    cr_assert(RE.failed > 0 && rc != ENG_OK, "the read of the third op's leaf did not fail the batch (%s)",
+              eng_strerror(rc));
+    cr_assert(!eng_poisoned(db), "a read error before the third op changed anything poisoned the handle");
+    eng_stats s1 = stats_of(db);
+    cr_log_info("the aborted batch wrote %llu overflow pages", (unsigned long long)(s1.overflow_pages_written -
+                                                                                   s0.overflow_pages_written));
+    check_all(db, NULL, g, n, "after the aborted batch");          /* sets hints on the aborted xmax too */
+    cr_assert_eq(eng_checkpoint(db), ENG_OK);
+    eng_vacuum_stats v = vacuum(db, "after the aborted batch");
+    cr_assert_gt(v.removed, 0, "vacuum removed nothing of the aborted batch");
+    cr_assert_gt(v.overflow_pages_freed, 0, "vacuum freed none of the aborted large value's overflow pages");
+    check_all(db, NULL, g, n, "after vacuum: the aborted delete is still undone");
+    vacuum_leaves_only_live(db, gens_live(g, n), "vacuum again");
+    /* the freed pages are reused: the same large value again does not grow
+     * the file (with a cache of more than 16 pages: alloc_page takes from
+     * the free list only while the operation pins under a quarter of it) */
+    tu_close(db);
+    eng_options ob = o;
+    ob.cache_size = 256 * PS;
+    db = tu_open(dir, &ob);
+    uint64_t nb = eng_debug_nblocks(db);
+    cr_assert_eq(eng_put(db, kbb, cu_key(kbb, kbig), big, sizeof big, NULL), ENG_OK);
+    cr_assert_leq(eng_debug_nblocks(db), nb, "a value as large as the aborted one grew the file from %llu to %llu "
+                  "blocks", (unsigned long long)nb, (unsigned long long)eng_debug_nblocks(db));
+    cu_verify_clean(db, "after reuse");
+    tu_close(db);
+    eng_buf_free(&vb);
+    db = tu_open(dir, &o);
+    g[kbig] = -2; /* checked by hand below */
+    eng_buf b = { 0 };
+    cr_assert_eq(eng_get(db, kbb, cu_key(kbb, kbig), &b), ENG_OK);
+    cr_assert(tu_bytes_eq(b.data, b.len, big, sizeof big), "the large value reads back wrong after reopen");
+    eng_buf_free(&b);
+    g[kbig] = -1;
+    for (uint64_t i = 0; i < n; i++) if (i != kbig && g[i] >= 0) {
+        uint8_t w[CU_VMAX];
+        cr_assert_eq(eng_get(db, kb1, cu_key(kb1, i), &b), ENG_OK, "key %llu after reopen", (unsigned long long)i);
+        cr_assert(tu_bytes_eq(b.data, b.len, w, mv_val(w, i, g[i])), "key %llu after reopen", (unsigned long long)i);
+    }
+    eng_buf_free(&b);
+    cu_verify_clean(db, "reopened");
+    tu_close(db);
     free(g);
 }
