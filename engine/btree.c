@@ -1578,8 +1578,10 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
             else if (c.vlen > t->max_inline)
                 vreport(v, ENG_LAYER_STRUCTURE, blk, (int32_t)i, t->max_inline, c.vlen, "%sinline value too large", "");
         }
-        /* Leaf chain: this leaf must be the successor named by the last. */
-        if (v->prev_leaf != UINT32_MAX) {
+        /* Leaf chain: this leaf must be the successor named by the last
+         * (unless a page could not be read: leaves under it were skipped,
+         * and the gap they left is no finding). */
+        if (v->prev_leaf != UINT32_MAX && !v->err) {
             bp_frame *pf;
             if (!v->bad[v->prev_leaf] && vget(v, v->prev_leaf, &pf) == ENG_OK) {
                 uint32_t nx = ph_get_next(pf->data);
@@ -1635,7 +1637,7 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
             int level = ph_get_level(r->data);
             bp_release(t->bp, r, BP_SHARED);
             verify_node(&v, ROOT_BLOCK, level, NULL, 0, NULL, 0, META_BLOCK);
-            if (v.prev_leaf != UINT32_MAX && !v.bad[v.prev_leaf]) {
+            if (v.prev_leaf != UINT32_MAX && !v.bad[v.prev_leaf] && !v.err) {
                 bp_frame *lf;
                 if (vget(&v, v.prev_leaf, &lf) == ENG_OK) {
                     uint32_t nx = ph_get_next(lf->data);
@@ -1680,8 +1682,10 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
                 b = next;
             }
         }
-        /* 4. Leaks: allocated blocks nothing refers to. */
-        for (uint32_t b = 0; b < v.nblocks; b++)
+        /* 4. Leaks: allocated blocks nothing refers to (only after a
+         * complete walk: a page that could not be read hides what it
+         * refers to). */
+        for (uint32_t b = 0; b < v.nblocks && !v.err; b++)
             if (!v.use[b] && !v.bad[b])
                 vreport(&v, ENG_LAYER_STRUCTURE, b, -1, 0, 0, "%sblock is allocated but unreachable", "");
     }
