@@ -1079,7 +1079,8 @@ out:
 /* Pessimistic path: exclusive latches from the root down, kept to the end. */
 static int writer_resolve(bt_wctx *w, bp_frame *f, unsigned idx, int exact, int *live);
 static int make_room(bt_wctx *w, bp_frame *f, size_t need, int *live);
-static int put_pessimistic(bt_wctx *w, const newcell *nc) {
+static int leaf_put(bt_wctx *w, pathent *path, int d, const newcell *nc, int fits_only, uint32_t **oldb, int *oldn);
+static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t **oldb, int *oldn) {
     bt_tree *t = w->t;
     const pa_op *o = &w->batch->ops[w->op];
     pathent path[MAX_DEPTH];
@@ -1104,21 +1105,7 @@ static int put_pessimistic(bt_wctx *w, const newcell *nc) {
         d++;
         if ((rc = check_child_page(t, path[d].f, blk, level - 1))) { bp_release(t->bp, path[d].f, BP_EXCL); d--; goto out; }
     }
-    {
-        bp_frame *lf = path[d].f;
-        int exact = 0, live;
-        unsigned idx = page_search(lf->data, o->key, o->klen, &exact);
-        if ((rc = writer_resolve(w, lf, idx, exact, &live))) goto out;
-        if (page_reclaimable(lf->data) < nc->size + 2 && (rc = make_room(w, lf, nc->size + 2, &live))) goto out;
-        size_t at;
-        if (live >= 0) {
-            if ((rc = act_begin(w, lf, 0, &at))) goto out;
-            pa_put_setxmax(&w->rec, atomic_load(&lf->block), (unsigned)live, w->batch->seq);
-            if ((rc = act_apply(w, lf, at))) goto out;
-        }
-        idx = page_search(lf->data, o->key, o->klen, &exact);
-        rc = insert_at(w, path, d, idx, 0, nc);
-    }
+    rc = leaf_put(w, path, d, nc, 0, oldb, oldn);
 out:
     for (int i = d; i >= 0; i--) bp_release(t->bp, path[i].f, BP_EXCL);
     return rc;
@@ -1270,9 +1257,34 @@ static int do_put(bt_wctx *w) {
     /* Optimistic: shared latches down, exclusive leaf. */
     rc = descend(t, o->key, o->klen, BT_GE, BP_EXCL, &f, NULL, NULL);
     if (rc) return rc;
-    idx = page_search(f->data, o->key, o->klen, &exact);
-    if ((rc = writer_resolve(w, f, idx, exact, &live)) == ENG_OK && exact) rc = prune_key(w, f, idx, &live);
-    if (rc) { bp_release(t->bp, f, BP_EXCL); return rc; }
+    uint32_t *oldb = NULL;
+    int oldn = 0;
+    pathent path1[1] = {{f}};
+    rc = leaf_put(w, path1, 0, &nc, 1, &oldb, &oldn);
+    bp_release(t->bp, f, BP_EXCL);
+    if (rc == 1) rc = put_pessimistic(w, &nc, &oldb, &oldn);
+    /* The batch's own earlier version of the key was replaced: nobody
+     * could ever see it, so its chain is free at once. */
+    if (rc == ENG_OK && oldn) rc = free_pages(w, oldb, oldn);
+    free(oldb);
+    return rc;
+}
+
+/* Place the op's new version at leaf path[d] (latched exclusively): end
+ * the live version (xmax), or replace the batch's own earlier version of
+ * the key (versions of a key have distinct ids), making room by pruning
+ * first.  FITS_ONLY: return 1 when it would need a split (the caller
+ * retries with the whole path latched).  OLDB and OLDN get the overflow
+ * chain of a replaced own version. */
+static int leaf_put(bt_wctx *w, pathent *path, int d, const newcell *nc, int fits_only, uint32_t **oldb, int *oldn) {
+    bt_tree *t = w->t;
+    const pa_op *o = &w->batch->ops[w->op];
+    bp_frame *f = path[d].f;
+    const uint64_t me = w->batch->seq;
+    int exact = 0, live, rc;
+    unsigned idx = page_search(f->data, o->key, o->klen, &exact);
+    if ((rc = writer_resolve(w, f, idx, exact, &live))) return rc;
+    if (exact && (rc = prune_key(w, f, idx, &live))) return rc;
 #ifdef ENG_BROKEN_STALE_VALUE
     if (live >= 0) {
         leaf_cell c;
@@ -1287,26 +1299,38 @@ static int do_put(bt_wctx *w) {
         }
     }
 #endif
-    if (page_reclaimable(f->data) < nc.size + 2 && (rc = make_room(w, f, nc.size + 2, &live))) {
-        bp_release(t->bp, f, BP_EXCL);
-        return rc;
-    }
-    if (page_reclaimable(f->data) >= nc.size + 2) {
+    size_t need = nc->size + 2;
+    for (int pass = 0; pass < 2; pass++) {
+        idx = page_search(f->data, o->key, o->klen, &exact);
+        int own = -1;
+        size_t ownsz = 0;
+        leaf_cell oc;
+        if (exact) {
+            page_leaf_cell(f->data, idx, &oc);
+            if (oc.xmin == me) { own = (int)idx; ownsz = oc.size; }
+        }
+        size_t have = page_reclaimable(f->data) + (own >= 0 ? ownsz + 2 : 0);
+        if (have < need && pass == 0) {
+            if ((rc = make_room(w, f, need - (own >= 0 ? ownsz + 2 : 0), &live))) return rc;
+            continue;
+        }
+        if (have < need && fits_only) return 1;
         size_t at;
-        if (live >= 0 && (rc = act_begin(w, f, 0, &at)) == ENG_OK) {
-            pa_put_setxmax(&w->rec, atomic_load(&f->block), (unsigned)live, w->batch->seq);
-            rc = act_apply(w, f, at);
+        if (own >= 0) {
+            if ((oc.cflags & CELL_OVERFLOW) &&
+                (rc = old_chain(t, atomic_load(&f->block), own, oc.ovfl, oc.vlen, oldb, oldn)))
+                return rc;
+            return insert_at(w, path, d, (unsigned)own, 1, nc);
         }
-        if (rc == ENG_OK) {
-            idx = page_search(f->data, o->key, o->klen, &exact);
-            pathent path[1] = {{f}};
-            rc = insert_at(w, path, 0, idx, 0, &nc);
+        if (live >= 0) {
+            if ((rc = act_begin(w, f, 0, &at))) return rc;
+            pa_put_setxmax(&w->rec, atomic_load(&f->block), (unsigned)live, me);
+            if ((rc = act_apply(w, f, at))) return rc;
         }
-        bp_release(t->bp, f, BP_EXCL);
-        return rc;
+        idx = page_search(f->data, o->key, o->klen, &exact);
+        return insert_at(w, path, d, idx, 0, nc);
     }
-    bp_release(t->bp, f, BP_EXCL);
-    return put_pessimistic(w, &nc);
+    return ENG_OK;
 }
 
 static int do_delete(bt_wctx *w) {
