@@ -184,8 +184,11 @@ static void edit(const uint8_t *orig, size_t ps, uint8_t choice, const uint8_t *
         int exact, inserted = 0;
         unsigned idx = page_search(page, key, klen, &exact);
         size_t size;
-        if (exact)
+        /* Every version of the key goes, so the new one stands alone. */
+        while (exact) {
             page_remove_cell(page, idx);
+            idx = page_search(page, key, klen, &exact);
+        }
         if (type == PAGE_LEAF) {
             size_t room = page_reclaimable(page), vlen = 0;
             int ovfl = choice & 1;
@@ -196,7 +199,7 @@ static void edit(const uint8_t *orig, size_t ps, uint8_t choice, const uint8_t *
             }
             size = leaf_cell_size(klen, vlen, ovfl);
             if (room >= size + 2) {
-                leaf_cell_encode(cell, key, klen, (uint32_t)vlen, val_src, ovfl, 0x1234u);
+                leaf_cell_encode(cell, key, klen, (uint32_t)vlen, val_src, ovfl, 0x1234u, 7, 0);
                 page_insert_cell(page, ps, idx, cell, size);
                 must_be_valid(page, ps, "leaf insert");
                 inserted = 1;
