@@ -195,6 +195,15 @@ typedef struct eng_options {
 
     /* Open-time. */
     size_t cache_size;      /* buffer pool bytes; default 64 MiB; at least 16 pages are used */
+    int block_protection_bytes_per_key; /* 0 (default), 1, 2, 4 or 8: a code of
+                             * that many bytes per key-value of every cached
+                             * page (and 8 bytes over each page's header and
+                             * slot array), computed as the page enters the
+                             * pool, checked wherever the engine reads,
+                             * compares, copies or writes back an entry; a
+                             * mismatch is a kv_protection CORRUPTION report.
+                             * Nothing of it is stored on disk: it may change
+                             * from one open to the next */
     int io_backend;         /* eng_io_backend */
     int create_if_missing;  /* default 1 */
     int error_if_exists;    /* default 0 */
@@ -383,6 +392,11 @@ typedef struct eng_stats {
     uint64_t versions_pruned;   /* removed by writers making room, and vacuum */
     uint64_t vacuums;
     int wal_log_hints, hint_fpi;
+    int block_protection_bytes_per_key;
+    uint64_t kv_protection_bytes; /* memory the codes take now (pool accounting) */
+    uint64_t kv_protection_pages; /* cached pages carrying codes */
+    uint64_t kv_protection_keys;  /* entries covered */
+    uint64_t kv_checks;           /* entry and page codes verified */
     uint64_t corruption[ENG_LAYER_COUNT]; /* reports per layer */
 } eng_stats;
 
