@@ -140,8 +140,10 @@ static void check_gets(eng_db *db, const eng_snapshot *s, const int32_t *g, uint
         size_t kl = cu_key(k, i);
         int rc = eng_get_at(db, s, k, kl, &b);
         if (i == n || g[i] < 0) {
-            cr_assert_eq(rc, ENG_NOTFOUND, "%s: key %llu should be absent, get returned %s (len %zu)", what,
-                         (unsigned long long)i, eng_strerror(rc), b.len);
+            uint32_t h[3] = { 0, 0, 0 };
+            if (rc == ENG_OK && b.len >= sizeof h) memcpy(h, b.data, sizeof h);
+            cr_assert_eq(rc, ENG_NOTFOUND, "%s: key %llu should be absent, get returned %s (len %zu, header: "
+                         "index %u gen %u)", what, (unsigned long long)i, eng_strerror(rc), b.len, h[0], h[1]);
             continue;
         }
         cr_assert_eq(rc, ENG_OK, "%s: key %llu (gen %d): get returned %s", what, (unsigned long long)i, g[i],
@@ -1908,9 +1910,12 @@ ParameterizedTest(cw_case *c, mvcc, crash_among_hints_and_aborts_keeps_exact_com
         /* Apply each reported batch to the model; kill the child after
          * KILL_AFTER reports (it may have committed one more). */
         uint32_t m[2], last = 0, aborted = 0, poisoned = 0;
+        static uint8_t status[CW_MAXB + 2];
+        memset(status, 0, sizeof status);
         while (cu_read_all(fds[0], m, sizeof m) == sizeof m) {
             cr_assert_eq(m[0], last + 1, "%s: reports out of order", what);
             last = m[0];
+            status[m[0]] = (uint8_t)m[1];
             if (m[1] == CW_COMMITTED) {
                 cw_batch(seed, m[0], &b);
                 for (size_t j = 0; j < b.n; j++) {
@@ -1940,21 +1945,39 @@ ParameterizedTest(cw_case *c, mvcc, crash_among_hints_and_aborts_keeps_exact_com
         eng_db *db = open_checked(dir, &o, &rep, what);
         eng_recovery_info ri;
         eng_get_recovery_info(db, &ri);
-        /* which way did the batch in doubt go?  Judge by its first op */
-        int64_t i0 = cu_key_index(b.ops[0].key, b.ops[0].klen);
+        /* Which way did the batch in doubt go?  Judge by its first op that
+         * makes a difference (none: the model without it must fit). */
+        int64_t i0 = -1;
+        for (size_t j = 0; j < b.n && i0 < 0; j++) {
+            int64_t i = cu_key_index(b.ops[j].key, b.ops[j].klen);
+            if (alt[i] != g[i]) i0 = i;
+        }
         eng_buf vb = { 0 };
         char k[CU_KLEN + 1];
         uint8_t want[CU_VMAX];
-        int rc = eng_get(db, k, cu_key(k, (uint64_t)i0), &vb);
-        int in = alt[i0] < 0 ? rc == ENG_NOTFOUND
+        int rc = ENG_NOTFOUND, in = 0;
+        if (i0 >= 0) {
+            rc = eng_get(db, k, cu_key(k, (uint64_t)i0), &vb);
+            in = alt[i0] < 0 ? rc == ENG_NOTFOUND
                              : rc == ENG_OK && tu_bytes_eq(vb.data, vb.len, want, mv_val(want, (uint64_t)i0, alt[i0]));
-        eng_buf_free(&vb);
-        if (alt[i0] == g[i0]) in = 0; /* no difference to judge by: the model without it must fit */
+        }
         cr_log_info("%s: %u reports (%u aborted%s), batch %u in doubt %s; recovery: committed %llu aborted %llu", what,
                     last, aborted, poisoned ? ", then poisoned" : "", doubt, in ? "kept" : "dropped",
                     (unsigned long long)ri.txns_committed, (unsigned long long)ri.txns_aborted);
         cr_assert_gt(aborted, 0, "%s: no batch was aborted by the injected read errors", what);
         if (in) memcpy(g, alt, (CW_KEYS + 1) * sizeof *g);
+        /* Name the batch behind any wrong answer before the generic check. */
+        for (uint64_t i = 0; i < CW_KEYS; i++) {
+            rc = eng_get(db, k, cu_key(k, i), &vb);
+            uint32_t h[3] = { 0, 0, 0 };
+            if (rc == ENG_OK && vb.len >= sizeof h) memcpy(h, vb.data, sizeof h);
+            int ok = g[i] < 0 ? rc == ENG_NOTFOUND : rc == ENG_OK && h[1] == (uint32_t)g[i];
+            static const char *sname[] = { "never reported", "committed", "aborted", "poisoned" };
+            cr_assert(ok, "%s: key %llu: want %s%d, found %s gen %u, written by batch %u (%s%s); last report %u",
+                      what, (unsigned long long)i, g[i] < 0 ? "absent " : "gen ", g[i], eng_strerror(rc), h[1], h[1],
+                      h[1] <= CW_MAXB ? sname[status[h[1]]] : "?", h[1] == doubt ? ", in doubt" : "", last);
+        }
+        eng_buf_free(&vb);
         check_all(db, NULL, g, CW_KEYS + 1, what);
         cu_verify_clean(db, what);
         tu_close(db);
