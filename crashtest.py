@@ -157,6 +157,14 @@ FAULTS = {
     "sync_error": ("sync_fault_one_in", [200, 1000, 5000]),
 }
 FAULT_OPTIONS = {opt: cls for cls, (opt, _) in FAULTS.items()}
+# The I/O error classes trip open engine leads today (false alarms
+# "leaf sibling link skips a leaf", "block is allocated but unreachable",
+# "meta page counts N blocks but the data file ends at block M" after
+# injected read, write, ENOSPC and fsync errors: stress/README.md and the
+# crashtest section of README.md).  "--faults stable", simple's default,
+# leaves them out so a short CI run fails only on something new; the
+# nightly modes draw them.  Put them back here once the leads are fixed.
+UNSTABLE_FAULTS = ["read_error", "write_error", "nospace", "sync_error"]
 # Every class of the report, in DESIGN 4's order (the final table).
 CLASS_ORDER = list(FAULTS) + ["power_loss", "kill", "unattributed"]
 OUTCOMES = ["injected", "detected", "repaired", "masked", "undetectable"]
@@ -188,6 +196,12 @@ ITER_CHOICES = {
     "checkpoint_one_in": [0, 200, 2000, 20000],
     "checkpoint_wal_bytes": ["1M", "8M", "64M"],
     "verify_db_one_in": [0, 0, 0, 20000],
+    # Versions, snapshots, vacuum and hints (issue 6): drawn when the
+    # binary has the options (Config.known), left out otherwise.
+    "hint_fpi": [0, 1],
+    "vacuum_freeze_min_age": [0, 100, 1000],
+    "acquire_snapshot_one_in": [0, 0, 200, 2000],
+    "vacuum_one_in": [0, 0, 1000, 10000],
 }
 
 # Op mixes: (readpercent, writepercent, delpercent, iterpercent); the rest
@@ -327,8 +341,9 @@ class Config:
     values, the mode's sizes, the user's pins and fault selection."""
 
     def __init__(self, defaults=None, unsupported=(), fault_classes=None, pinned=None, measure=False,
-                 threads=0, max_key=20000):
+                 threads=0, max_key=20000, known=None):
         self.defaults = dict(defaults or {})
+        self.known_options = None if known is None else set(known)  # None: every option exists
         self.unsupported = set(unsupported)  # {(name, value)}
         self.fault_classes = list(FAULTS) if fault_classes is None else list(fault_classes)
         self.pinned = dict(pinned or {})
@@ -340,6 +355,11 @@ class Config:
         ok = [v for v in values if (name, v) not in self.unsupported
               and (name, str(v)) not in self.unsupported]
         return ok or [values[0]]
+
+    def known(self, name):
+        """The binary has option --NAME (a newer or older driver may lack
+        some of the table's)."""
+        return self.known_options is None or name in self.known_options
 
     def protection_widths(self):
         return [w for w in (1, 2, 4, 8) if ("block_protection_bytes_per_key", w) not in self.unsupported]
@@ -361,7 +381,7 @@ def draw_db_params(seed, cfg):
     for k, v in cfg.pinned.items():
         if k in DB_CHOICES or k in ("value_size_min", "large_value_size"):
             p[k] = v
-    return p
+    return {k: v for k, v in p.items() if cfg.known(k)}
 
 
 def draw_iter_params(seed, cfg, db):
@@ -394,7 +414,7 @@ def draw_iter_params(seed, cfg, db):
     merged.update(p)
     for k, v in cfg.pinned.items():
         merged[k] = v
-    eligible = [c for c in cfg.fault_classes if c in FAULTS]
+    eligible = [c for c in cfg.fault_classes if c in FAULTS and cfg.known(FAULTS[c][0])]
     if not cfg.measure:
         eligible = [c for c in eligible if not unjudgeable_reason(c, merged)]
     count = min(weighted(frng, FAULT_COUNT_WEIGHTS), len(eligible))
@@ -413,7 +433,7 @@ def draw_iter_params(seed, cfg, db):
     merged = dict(db)
     merged.update(p)
     merged, notes = sanitize(merged, cfg.pinned, cfg.measure, cfg.protection_widths())
-    out = {k: v for k, v in merged.items() if k not in db or k in p}
+    out = {k: v for k, v in merged.items() if (k not in db or k in p) and cfg.known(k)}
     return out, notes
 
 
@@ -1229,7 +1249,8 @@ class CrashTest:
                                  % (name, value, self.stress, results[(name, value)][1]))
         self.unsupported = sorted(unsupported, key=str)
         classes = self.parse_faults(a.faults)
-        self.cfg = Config(self.defaults, unsupported, classes, pinned, a.measure, a.threads, a.max_key)
+        self.cfg = Config(self.defaults, unsupported, classes, pinned, a.measure, a.threads, a.max_key,
+                          known=self.defaults.keys())
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         self.report_dir = os.path.abspath(a.report_dir or os.path.join(
             REPO, "build", "crashtest", "%s-%s-%d" % (self.mode, stamp, os.getpid())))
@@ -1249,11 +1270,14 @@ class CrashTest:
             return list(FAULTS)
         if spec == "none":
             return []
+        if spec == "stable":
+            return [c for c in FAULTS if c not in UNSTABLE_FAULTS]
         out = []
         for c in spec.split(","):
             c = c.strip()
             if c not in FAULTS:
-                raise UsageError("--faults: unknown class %r (classes: %s, or all / none)" % (c, ", ".join(FAULTS)))
+                raise UsageError("--faults: unknown class %r (classes: %s; or all, stable, none)"
+                                 % (c, ", ".join(FAULTS)))
             out.append(c)
         return out
 
@@ -1709,7 +1733,7 @@ def rerun_args(a):
         out.append("--stress-binary %s" % shlex.quote(a.stress_binary))
     for s in a.set or []:
         out.append("--set %s" % shlex.quote(s))
-    if a.faults not in (None, "all"):
+    if a.faults != MODE_DEFAULTS[a.mode]["faults"]:
         out.append("--faults %s" % a.faults)
     if a.measure:
         out.append("--measure")
@@ -1884,10 +1908,13 @@ def repro(a, printer):
 # ---------------------------------------------------------------------------
 
 MODE_DEFAULTS = {
-    # duration, interval, max_key, db_iterations, max_variants, hang_seconds
-    "blackbox": dict(duration=3600, interval=15.0, max_key=20000, db_iterations=20, max_variants=3, hang_seconds=120),
-    "whitebox": dict(duration=3600, interval=15.0, max_key=20000, db_iterations=20, max_variants=3, hang_seconds=120),
-    "simple": dict(duration=120, interval=3.0, max_key=2000, db_iterations=4, max_variants=2, hang_seconds=60),
+    # duration, interval, max_key, db_iterations, max_variants, hang_seconds, faults
+    "blackbox": dict(duration=3600, interval=15.0, max_key=20000, db_iterations=20, max_variants=3, hang_seconds=120,
+                     faults="all"),
+    "whitebox": dict(duration=3600, interval=15.0, max_key=20000, db_iterations=20, max_variants=3, hang_seconds=120,
+                     faults="all"),
+    "simple": dict(duration=120, interval=3.0, max_key=2000, db_iterations=4, max_variants=2, hang_seconds=60,
+                   faults="stable"),
 }
 
 MODE_HELP = {
@@ -2014,8 +2041,9 @@ def make_parser():
                        help="key space of stress, fixed for the run")
         g.add_argument("--threads", type=positive_int, default=0, metavar="N",
                        help="stress threads (0: drawn per iteration)")
-        g.add_argument("--faults", default="all", metavar="LIST",
-                       help="fault classes that may be drawn: all, none, or a comma list (%s)" % ", ".join(FAULTS))
+        g.add_argument("--faults", default=d["faults"], metavar="LIST",
+                       help="fault classes that may be drawn: all; stable (all but %s, which trip open engine "
+                            "leads); none; or a comma list of %s" % (", ".join(UNSTABLE_FAULTS), ", ".join(FAULTS)))
         g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                        help="pin a stress option for every iteration (repeatable), e.g. --set sync_mode=commit")
         g.add_argument("--measure", action="store_true",
