@@ -30,6 +30,7 @@ struct bt_tree {
     _Atomic uint64_t ovfl_written;
     _Atomic uint64_t images, image_bytes, image_raw_bytes; /* full-page images */
     _Atomic uint64_t hints_set, pruned;
+    unsigned kvw;             /* per-KV protection width (0: off) */
     /* The commit log's directory (mirror of the meta page's; writer and
      * open only). */
     uint32_t *clog_dir;
@@ -55,6 +56,13 @@ static int corrupt(bt_tree *t, int layer, uint32_t block, int32_t entry, uint64_
                       (int64_t)block * t->ps, entry, exp, found, "%s", what);
 }
 
+/* Per-KV checks (kvprot.h K1-K3); free when protection is off. */
+static inline int kv_page(bt_tree *t, bp_frame *f) { return t->kvw ? bp_kv_check_page(t->bp, f) : ENG_OK; }
+static inline int kv_entry(bt_tree *t, bp_frame *f, int slot) {
+    return t->kvw && slot >= 0 ? bp_kv_check_entry(t->bp, f, (unsigned)slot) : ENG_OK;
+}
+static inline int kv_all(bt_tree *t, bp_frame *f) { return t->kvw ? bp_kv_check_all(t->bp, f) : ENG_OK; }
+
 /* ---- creation and meta ---- */
 
 int bt_create(bp_pool *bp, uint32_t page_size) {
@@ -64,10 +72,12 @@ int bt_create(bp_pool *bp, uint32_t page_size) {
     page_init(m->data, page_size, META_BLOCK, PAGE_META, 0);
     meta_fields mf = {.magic = META_MAGIC, .root = ROOT_BLOCK, .nblocks = 2, .freelist = 0, .height = 1};
     meta_write(m->data, &mf);
+    bp_kv_update(bp, m);
     bp_release(bp, m, BP_EXCL);
     rc = bp_new(bp, ROOT_BLOCK, &r);
     if (rc) return rc;
     page_init(r->data, page_size, ROOT_BLOCK, PAGE_LEAF, 0);
+    bp_kv_update(bp, r);
     bp_release(bp, r, BP_EXCL);
     return ENG_OK;
 }
@@ -80,6 +90,7 @@ int bt_open(const bt_config *cfg, bt_tree **out) {
     t->bp = cfg->bp;
     t->ps = cfg->page_size;
     t->max_inline = (t->ps - PAGE_HDR) / 4 - 2;
+    t->kvw = bp_kv_width(cfg->bp);
     t->ovfl_cap = t->ps - PAGE_HDR;
     bp_frame *m;
     int rc = bp_get(t->bp, META_BLOCK, BP_SHARED, &m);
@@ -223,10 +234,12 @@ static int resolve_key(bt_tree *t, bp_frame *f, unsigned first, uint64_t S, unsi
     const uint8_t *p = f->data;
     unsigned n = ph_get_nslots(p), i;
     leaf_cell c0;
+    if (kv_entry(t, f, (int)first)) return -2;
     page_leaf_cell(p, first, &c0);
     int found = -1, decided = 0;
     for (i = first; i < n; i++) {
         leaf_cell c;
+        if (kv_entry(t, f, (int)i)) return -2; /* K2: every version read */
         page_leaf_cell(p, i, &c);
         if (!cell_in_page(t, p, &c)) {
             corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), (int32_t)i, 0, 0, "cell runs off its page in the cache");
@@ -330,8 +343,14 @@ static int descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_
     while (level > 0) {
         int slot;
         uint32_t blk = atomic_load(&f->block);
+        if ((rc = kv_page(t, f))) { bp_release(t->bp, f, BP_SHARED); return rc; }
         uint32_t child = child_for(f->data, key, klen, mode, &slot);
         unsigned n = ph_get_nslots(f->data);
+        /* K1: the chosen separator and the next prove the child. */
+        if ((rc = kv_entry(t, f, slot)) || (slot + 1 < (int)n && (rc = kv_entry(t, f, slot + 1)))) {
+            bp_release(t->bp, f, BP_SHARED);
+            return rc;
+        }
         for (int side = 0; side < 2; side++) {
             fence *fc = side ? lo : hi;
             int s2 = side ? slot : slot + 1;
@@ -357,6 +376,7 @@ static int descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_
         f = c;
         level--;
     }
+    if ((rc = kv_page(t, f))) { bp_release(t->bp, f, leaf_mode); return rc; }
     *out = f;
     return ENG_OK;
 }
@@ -382,6 +402,7 @@ static int ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32
         bp_frame *f;
         int rc = bp_get(t->bp, blk, BP_SHARED, &f);
         if (rc) return rc;
+        if ((rc = kv_page(t, f))) { bp_release(t->bp, f, BP_SHARED); return rc; }
         const uint8_t *p = f->data;
         uint32_t len = ph_get_aux(p), want = vlen - done < t->ovfl_cap ? vlen - done : (uint32_t)t->ovfl_cap;
         uint32_t next = ph_get_next(p);
@@ -457,6 +478,13 @@ int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out
     if (rc) return rc;
     int exact = 0;
     unsigned idx = page_search(f->data, key, klen, &exact), end;
+    /* K1: the entries around the position prove it (idx's in resolve_key;
+     * for "absent", the one at idx too). */
+    if ((rc = kv_entry(t, f, (int)idx - 1)) ||
+        (!exact && idx < ph_get_nslots(f->data) && (rc = kv_entry(t, f, (int)idx)))) {
+        bp_release(t->bp, f, BP_SHARED);
+        return rc;
+    }
     if (!exact) { bp_release(t->bp, f, BP_SHARED); return ENG_NOTFOUND; }
     int vs = resolve_key(t, f, idx, snap ? snap : txn_last_committed(t->cfg.txn), &end);
     if (vs < 0) { bp_release(t->bp, f, BP_SHARED); return vs == -1 ? ENG_NOTFOUND : ENG_CORRUPTION; }
@@ -509,6 +537,9 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
         bp_frame *f;
         int rc = descend(t, k, kl, mode, BP_SHARED, &f, fwd ? &fc : NULL, fwd ? NULL : &fc);
         if (rc) return rc;
+        /* K2: a scan copies (nearly) the whole rest of the leaf: prove it
+         * whole, once, rather than entry by entry. */
+        if ((rc = kv_all(t, f))) { bp_release(t->bp, f, BP_SHARED); lc->n = 0; return rc; }
         const uint8_t *p = f->data;
         const uint64_t S = snap ? snap : txn_last_committed(t->cfg.txn);
         int n = ph_get_nslots(p);
@@ -650,6 +681,10 @@ static int act_begin(bt_wctx *w, bp_frame *f, int creating, size_t *at) {
             return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, base + 2u * ns, lo,
                            "page header damaged in the cache");
     }
+    if (!creating && !touched_has(w, f)) {
+        int rc = kv_all(w->t, f); /* K3: proven before it changes */
+        if (rc) return rc;
+    }
     if (blk < w->fresh_from && !touched_has(w, f)) {
         if (w->ntouched == MAX_TOUCHED)
             return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, MAX_TOUCHED, MAX_TOUCHED,
@@ -677,6 +712,7 @@ static int act_apply(bt_wctx *w, bp_frame *f, size_t at) {
     uint32_t blk = atomic_load(&f->block);
     int rc = pa_apply(f->data, w->t->ps, blk, w->rec.p + at, w->rec.len - at, w->batch, w->zscratch, &why);
     if (rc) return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, 0, 0, why);
+    bp_kv_update(w->t->bp, f);
     bp_mark_dirty(f);
     return ENG_OK;
 }
@@ -721,6 +757,7 @@ static int alloc_page(bt_wctx *w, bp_frame **out) {
     bp_frame *m, *f = NULL, *tr = NULL;
     int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m);
     if (rc) return rc;
+    if ((rc = kv_page(t, m))) { bp_release(t->bp, m, BP_EXCL); return rc; }
     meta_fields mf;
     meta_read(m->data, &mf);
     size_t at;
@@ -733,6 +770,7 @@ static int alloc_page(bt_wctx *w, bp_frame **out) {
             return corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, mf.nblocks, trunk, "free list head out of range");
         }
         if ((rc = bp_get(t->bp, trunk, BP_EXCL, &tr))) { bp_release(t->bp, m, BP_EXCL); return rc; }
+        if ((rc = kv_page(t, tr))) { bp_release(t->bp, tr, BP_EXCL); bp_release(t->bp, m, BP_EXCL); return rc; }
         uint32_t n = ph_get_aux(tr->data);
         if (ph_get_type(tr->data) != PAGE_FREE || n > FREE_TRUNK_CAP(t->ps)) {
             uint64_t ty = ph_get_type(tr->data);
@@ -798,6 +836,7 @@ static int free_pages(bt_wctx *w, const uint32_t *blocks, int n) {
     bp_frame *m, *tr = NULL;
     int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m);
     if (rc) return rc;
+    if ((rc = kv_page(t, m))) { bp_release(t->bp, m, BP_EXCL); return rc; }
     meta_fields mf;
     meta_read(m->data, &mf);
     size_t at;
@@ -807,6 +846,7 @@ static int free_pages(bt_wctx *w, const uint32_t *blocks, int n) {
          * pages any more, so taking them after the meta page is safe. */
         if (!tr && mf.freelist) {
             if ((rc = bp_get(t->bp, mf.freelist, BP_EXCL, &tr))) break;
+            if ((rc = kv_page(t, tr))) break;
             if (ph_get_type(tr->data) != PAGE_FREE) {
                 rc = corrupt(t, ENG_LAYER_STRUCTURE, mf.freelist, -1, PAGE_FREE, ph_get_type(tr->data),
                              "free list reaches a page that is not a trunk");
@@ -977,6 +1017,7 @@ static int insert_at(bt_wctx *w, pathent *path, int d, unsigned idx, int replace
     }
     int leaf = ph_get_type(p) == PAGE_LEAF;
     int level = ph_get_level(p);
+    if ((rc = kv_all(t, f))) return rc; /* K3: a split copies every entry */
     {
         /* A split copies every cell: prove the page first (rare path). */
         page_problem pr;
@@ -1282,6 +1323,7 @@ static int leaf_put(bt_wctx *w, pathent *path, int d, const newcell *nc, int fit
     bp_frame *f = path[d].f;
     const uint64_t me = w->batch->seq;
     int exact = 0, live, rc;
+    if ((rc = kv_all(t, f))) return rc; /* the writer decides from its entries */
     unsigned idx = page_search(f->data, o->key, o->klen, &exact);
     if ((rc = writer_resolve(w, f, idx, exact, &live))) return rc;
     if (exact && (rc = prune_key(w, f, idx, &live))) return rc;
@@ -1339,6 +1381,7 @@ static int do_delete(bt_wctx *w) {
     bp_frame *f;
     int rc = descend(t, o->key, o->klen, BT_GE, BP_EXCL, &f, NULL, NULL);
     if (rc) return rc;
+    if ((rc = kv_all(t, f))) { bp_release(t->bp, f, BP_EXCL); return rc; }
     int exact = 0, live;
     unsigned idx = page_search(f->data, o->key, o->klen, &exact);
     if ((rc = writer_resolve(w, f, idx, exact, &live)) == ENG_OK && exact) rc = prune_key(w, f, idx, &live);
@@ -1439,6 +1482,7 @@ int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at_key, uint64_t horizon, uint64
                      BT_GE, BP_EXCL, &f, &hi, NULL);
     if (rc) return rc;
     if (hi.set) { memcpy(next->key, hi.key, hi.len); next->len = hi.len; next->set = 1; }
+    if ((rc = kv_all(t, f))) { bp_release(t->bp, f, BP_EXCL); return rc; }
     bt_wctx w;
     if ((rc = wctx_init(&w, t, NULL, PA_OP_MAINT, 0))) { bp_release(t->bp, f, BP_EXCL); return rc; }
     st->leaves++;
@@ -1548,6 +1592,7 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
     if (!claim(v, blk, USE_TREE, parent)) return;
     bp_frame *f;
     if (vget(v, blk, &f)) return;
+    if (kv_all(t, f)) { bp_release(t->bp, f, BP_SHARED); v->problems++; return; }
     uint8_t *p = malloc(t->ps);
     if (!p) { bp_release(t->bp, f, BP_SHARED); return; }
     memcpy(p, f->data, t->ps);

@@ -25,7 +25,7 @@
 #define BATCH 32u
 
 enum { ST_FREE = 0, ST_LOADING = 1, ST_VALID = 2 };
-enum { C_READS, C_WRITES, C_HITS, C_MISSES, C_EVICTIONS, C_HINT_WRITES, C_COUNT };
+enum { C_READS, C_WRITES, C_HITS, C_MISSES, C_EVICTIONS, C_HINT_WRITES, C_KV_CHECKS, C_COUNT };
 
 struct part {
     pthread_mutex_t mu;
@@ -45,6 +45,7 @@ struct bp_pool {
     struct part parts[NPART];
     _Atomic size_t hand;
     struct stripe stripes[NSTRIPE];
+    _Atomic int64_t kv_bytes, kv_pages, kv_keys;
 };
 
 static _Atomic unsigned stripe_seq;
@@ -53,6 +54,67 @@ static __thread unsigned my_stripe = ~0u;
 static inline void count(bp_pool *bp, int which, uint64_t n) {
     if (my_stripe == ~0u) my_stripe = atomic_fetch_add(&stripe_seq, 1) % NSTRIPE;
     atomic_fetch_add_explicit(&bp->stripes[my_stripe].c[which], n, memory_order_relaxed);
+}
+
+/* ---- per-KV codes ---- */
+
+unsigned bp_kv_width(const bp_pool *bp) { return bp->cfg.kv_width; }
+
+void bp_kv_update(bp_pool *bp, bp_frame *f) {
+    unsigned w = bp->cfg.kv_width;
+    if (!w) return;
+    int64_t n0 = f->kv_on ? (int64_t)f->kv.n : 0;
+    int64_t d = kv_compute(&f->kv, f->data, bp->cfg.page_size, w);
+    if (!f->kv_on) { d = (int64_t)kv_memory(f->kv.n, w); atomic_fetch_add(&bp->kv_pages, 1); }
+    atomic_fetch_add(&bp->kv_bytes, d);
+    atomic_fetch_add(&bp->kv_keys, (int64_t)f->kv.n - n0);
+    f->kv_on = 1;
+}
+
+static void kv_drop(bp_pool *bp, bp_frame *f) {
+    if (!f->kv_on) return;
+    atomic_fetch_sub(&bp->kv_bytes, (int64_t)kv_memory(f->kv.n, bp->cfg.kv_width));
+    atomic_fetch_sub(&bp->kv_keys, (int64_t)f->kv.n);
+    atomic_fetch_sub(&bp->kv_pages, 1);
+    f->kv_on = 0; /* the buffer stays for the frame's next page */
+}
+
+static int kv_fail(bp_pool *bp, uint32_t block, int32_t entry, uint64_t exp, uint64_t found, const char *what) {
+    uint32_t ps = bp->cfg.page_size;
+    return eng_report(&bp->cfg.reporter, ENG_LAYER_KV_PROTECTION, bp->cfg.file->name, block,
+                      (int64_t)block * ps, entry, exp, found, "%s", what);
+}
+
+int bp_kv_check_page(bp_pool *bp, bp_frame *f) {
+    unsigned w = bp->cfg.kv_width;
+    if (!w || !f->kv_on) return ENG_OK;
+    count(bp, C_KV_CHECKS, 1);
+    uint64_t e, g;
+    if (!kv_check_page(&f->kv, f->data, bp->cfg.page_size, w, &e, &g)) return ENG_OK;
+    return kv_fail(bp, atomic_load(&f->block), -1, e, g,
+                   "page header (or slot count) differs from its protection code in the cache");
+}
+
+int bp_kv_check_entry(bp_pool *bp, bp_frame *f, unsigned slot) {
+    unsigned w = bp->cfg.kv_width;
+    if (!w || !f->kv_on) return ENG_OK;
+    count(bp, C_KV_CHECKS, 1);
+    uint64_t e, g;
+    if (!kv_check_entry(&f->kv, f->data, bp->cfg.page_size, w, slot, &e, &g)) return ENG_OK;
+    return kv_fail(bp, atomic_load(&f->block), (int32_t)slot, e, g,
+                   "entry (key, value or its slot) differs from its protection code in the cache");
+}
+
+int bp_kv_check_all(bp_pool *bp, bp_frame *f) {
+    unsigned w = bp->cfg.kv_width;
+    if (!w || !f->kv_on) return ENG_OK;
+    count(bp, C_KV_CHECKS, 1 + f->kv.n);
+    uint64_t e, g;
+    int32_t entry;
+    if (!kv_check_all(&f->kv, f->data, bp->cfg.page_size, w, &entry, &e, &g)) return ENG_OK;
+    return kv_fail(bp, atomic_load(&f->block), entry, e, g,
+                   entry < 0 ? "page header differs from its protection code in the cache"
+                             : "entry (key, value, slot or hint bits) differs from its protection code in the cache");
 }
 
 static inline size_t bucket_of(const bp_pool *bp, uint32_t block) {
@@ -96,6 +158,7 @@ int bp_create(const bp_config *cfg, bp_pool **out) {
 
 void bp_destroy(bp_pool *bp) {
     if (!bp) return;
+    for (size_t i = 0; i < bp->nframes; i++) kv_free(&bp->frames[i].kv);
     for (size_t i = 0; i < bp->nframes; i++) pthread_rwlock_destroy(&bp->frames[i].latch);
     for (unsigned i = 0; i < NPART; i++) pthread_mutex_destroy(&bp->parts[i].mu);
     free(bp->frames);
@@ -181,6 +244,7 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
     bp_frame *latched[BATCH];
     uint64_t maxlsn = 0;
     size_t idx[BATCH];
+    int kv_bad = 0;
     if (written) memset(written, 0, n);
     for (size_t i = 0; i < n; i++) {
         bp_frame *f = fs[i];
@@ -209,6 +273,23 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
             uint8_t *copy = bufs + nreq * ps;
             memcpy(copy, f->data, ps);
             uint32_t block = atomic_load(&f->block);
+            if (bp->cfg.kv_width && f->kv_on) {
+                /* K4: a frame damaged in memory is never written: its fresh
+                 * checksum would make the damage permanent and invisible. */
+                uint64_t e, g;
+                int32_t entry;
+                count(bp, C_KV_CHECKS, 1 + f->kv.n);
+                if (kv_check_all(&f->kv, copy, (uint32_t)ps, bp->cfg.kv_width, &entry, &e, &g)) {
+                    kv_fail(bp, block, entry, e, g,
+                            "a dirty page differs from its protection codes before write-back: not written");
+                    if (bp->cfg.poisoned) atomic_store(bp->cfg.poisoned, 1);
+                    atomic_store(&f->dirty, 1);
+                    atomic_fetch_sub(&f->writing, 1);
+                    pthread_rwlock_unlock(&f->latch);
+                    kv_bad = 1;
+                    continue;
+                }
+            }
             uint64_t lsn = atomic_load(&f->lsn);
             if (atomic_exchange(&f->hint_dirty, 0)) {
                 count(bp, C_HINT_WRITES, 1);
@@ -246,8 +327,8 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
         }
     next:;
     }
-    int rc = ENG_OK;
-    if (nreq && bp->cfg.read_only) rc = ENG_READONLY;
+    int rc = kv_bad ? ENG_CORRUPTION : ENG_OK;
+    if (nreq && bp->cfg.read_only && !rc) rc = ENG_READONLY;
     /* Write-ahead rule: the log first, up to the newest page's LSN. */
     if (rc == ENG_OK && nreq && maxlsn && bp->cfg.wal_flush) rc = bp->cfg.wal_flush(bp->cfg.wal_ctx, maxlsn);
     if (nreq && rc == ENG_OK) {
@@ -325,6 +406,7 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
         if (atomic_load(&f->block) == block && atomic_load(&f->state) == ST_VALID &&
             !atomic_load(&f->dirty) && atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
             chain_remove(bp, b, f);
+            kv_drop(bp, f);
             atomic_store(&f->state, ST_FREE);
             pthread_mutex_unlock(&p->mu);
             count(bp, C_EVICTIONS, 1);
@@ -394,6 +476,7 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
         if (rc != ENG_OK) {
             pthread_mutex_lock(&p->mu);
             chain_remove(bp, b, nf);
+            kv_drop(bp, nf);
             atomic_store(&nf->state, ST_FREE);
             pthread_mutex_unlock(&p->mu);
             pthread_rwlock_unlock(&nf->latch);
@@ -402,6 +485,7 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             return rc;
         }
         atomic_store(&nf->lsn, ph_get_lsn(nf->data));
+        bp_kv_update(bp, nf); /* the codes, right after the checksum pass */
         atomic_store(&nf->state, ST_VALID);
         if (mode == BP_SHARED) { /* downgrade: nobody can slip in a write */
             pthread_rwlock_unlock(&nf->latch);
@@ -460,6 +544,7 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
         pthread_mutex_unlock(&p->mu);
     }
     memset(nf->data, 0, bp->cfg.page_size);
+    bp_kv_update(bp, nf);
     atomic_store(&nf->lsn, 0);
     atomic_store(&nf->ref, 1);
     atomic_store(&nf->dirty, 1);
@@ -574,5 +659,9 @@ void bp_get_stats(bp_pool *bp, bp_stats *st) {
     st->misses = c[C_MISSES];
     st->evictions = c[C_EVICTIONS];
     st->hint_writes = c[C_HINT_WRITES];
+    st->kv_checks = c[C_KV_CHECKS];
+    st->kv_bytes = (uint64_t)atomic_load(&bp->kv_bytes);
+    st->kv_pages = (uint64_t)atomic_load(&bp->kv_pages);
+    st->kv_keys = (uint64_t)atomic_load(&bp->kv_keys);
     st->frames = bp->nframes;
 }

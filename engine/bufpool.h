@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "io.h"
+#include "kvprot.h"
 #include "page.h"
 #include "status.h"
 
@@ -67,6 +68,9 @@ typedef struct bp_frame {
                               * on every write) */
     struct bp_frame *hnext; /* hash chain, under the partition mutex */
     uint8_t *data;          /* page_size bytes */
+    kv_codes kv;            /* per-KV codes (kvprot.h); changed only under
+                             * the exclusive latch, with the bytes */
+    uint8_t kv_on;
 } bp_frame;
 
 typedef struct bp_config {
@@ -98,10 +102,12 @@ typedef struct bp_config {
     /* The handle's poison flag: a flush gives up once it is set (the pages
      * of the failed operation stay pending for ever). */
     _Atomic int *poisoned;
+    unsigned kv_width;           /* block_protection_bytes_per_key (0: none) */
 } bp_config;
 
 typedef struct bp_stats {
     uint64_t reads, writes, hits, misses, evictions, frames, hint_writes;
+    uint64_t kv_bytes, kv_pages, kv_keys, kv_checks;
 } bp_stats;
 
 int bp_create(const bp_config *cfg, bp_pool **out);
@@ -153,6 +159,16 @@ int bp_flush_all(bp_pool *bp);
 int bp_check_block(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr);
 
 void bp_get_stats(bp_pool *bp, bp_stats *st);
+
+/* Per-KV protection (kvprot.h), for frames the caller has latched.  The
+ * checks report a kv_protection CORRUPTION for BLOCK and the entry and
+ * return ENG_CORRUPTION; with width 0 they return ENG_OK at once. */
+unsigned bp_kv_width(const bp_pool *bp);
+int bp_kv_check_page(bp_pool *bp, bp_frame *f);
+int bp_kv_check_entry(bp_pool *bp, bp_frame *f, unsigned slot);
+int bp_kv_check_all(bp_pool *bp, bp_frame *f);
+/* The frame's bytes changed (exclusive latch): recompute its codes. */
+void bp_kv_update(bp_pool *bp, bp_frame *f);
 
 /* Debug hook (engine.h eng_debug_frame_bytes): pin BLOCK if resident. */
 bp_frame *bp_pin_resident(bp_pool *bp, uint32_t block);

@@ -344,6 +344,7 @@ static int start_pool(eng_db *db) {
         .checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0, .hwm = &db->hwm,
         .reporter = db->rep, .wal_flush = pool_wal_flush, .wal_ctx = db, .hint_log = pool_hint_log,
         .read_only = db->opts.read_only, .poisoned = &db->poisoned,
+        .kv_width = (unsigned)db->opts.block_protection_bytes_per_key,
     };
     return bp_create(&bc, &db->bp);
 }
@@ -490,6 +491,10 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
         return ENG_INVALID;
     if (opts->wal_buffer_size < 4 * WAL_BLOCK) return ENG_INVALID;
     if (opts->archive_dir && strlen(opts->archive_dir) >= 4000) return ENG_INVALID;
+    {
+        int w = opts->block_protection_bytes_per_key;
+        if (w != 0 && w != 1 && w != 2 && w != 4 && w != 8) return ENG_INVALID;
+    }
 
     eng_db *db = calloc(1, sizeof *db);
     if (!db) return ENG_NOMEM;
@@ -1176,6 +1181,11 @@ int eng_get_stats(eng_db *db, eng_stats *st) {
     st->hint_wal_bytes = atomic_load(&db->hint_record_bytes);
     st->vacuums = atomic_load(&db->vacuums);
     st->wal_log_hints = db->opts.wal_log_hints;
+    st->block_protection_bytes_per_key = db->opts.block_protection_bytes_per_key;
+    st->kv_protection_bytes = b.kv_bytes;
+    st->kv_protection_pages = b.kv_pages;
+    st->kv_protection_keys = b.kv_keys;
+    st->kv_checks = b.kv_checks;
     st->hint_fpi = db->opts.hint_fpi;
     return ENG_OK;
 }

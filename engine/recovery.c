@@ -108,6 +108,7 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
                                   "redo of the record at LSN %llu: %s", (unsigned long long)rec->lsn, why);
             }
             atomic_store(&f->lsn, rec->end);
+            bp_kv_update(bp, f);
             bp_mark_dirty(f);
             if (ap.n < 128 && !was_applied(&ap, block)) ap.blocks[ap.n++] = block;
             out->actions_applied++;

@@ -51,8 +51,9 @@ static void on_report(void *ctx, const eng_corruption *r) {
 }
 
 static int check_options(const st_open_options *o, char *why, size_t cap) {
-    if (o->block_protection_bytes_per_key) {
-        snprintf(why, cap, "block_protection_bytes_per_key: not supported until per-KV protection (must be 0)");
+    int w = o->block_protection_bytes_per_key;
+    if (w != 0 && w != 1 && w != 2 && w != 4 && w != 8) {
+        snprintf(why, cap, "block_protection_bytes_per_key: %d is not 0, 1, 2, 4 or 8", w);
         return ST_NOTSUP;
     }
     return ST_OK;
@@ -70,6 +71,7 @@ static void to_eng(const st_open_options *o, eng_options *e, st_db *a) {
     if (o->wal_segment_size) e->wal_segment_size = o->wal_segment_size;
     e->checkpoint_wal_bytes = o->checkpoint_wal_bytes;
     e->wal_log_hints = o->wal_log_hints;
+    e->block_protection_bytes_per_key = o->block_protection_bytes_per_key;
     e->hint_fpi = o->hint_fpi;
     e->vacuum_freeze_min_age = o->vacuum_freeze_min_age;
     e->io_hooks = o->io_hooks;

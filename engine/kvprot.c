@@ -1,0 +1,137 @@
+/*
+ * kvprot.c -- per key-value codes of cached pages (contract in kvprot.h).
+ *
+ * Speed: the codes are checked on every lookup, so the hashes are small
+ * and inlined (XXH_INLINE_ALL: a call per 20-byte separator would cost as
+ * much as the hash); only whole-page codes of pages without slots use the
+ * dispatching entry point.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "kvprot.h"
+
+static inline unsigned parity(const uint8_t *p, size_t n) {
+    uint64_t x = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        x ^= w;
+    }
+    for (; i < n; i++) x ^= p[i];
+    return (unsigned)__builtin_parityll(x);
+}
+
+uint64_t kv_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w) {
+    uint64_t h = (XXH3_64bits_withSeed(p, len, seed) & ~1ull) | parity(p, len);
+    return w >= 8 ? h : h & ((1ull << (8 * w)) - 1);
+}
+
+static inline void put_code(uint8_t *dst, uint64_t v, unsigned w) { memcpy(dst, &v, w); /* little-endian */ }
+static inline uint64_t get_code(const uint8_t *src, unsigned w) {
+    uint64_t v = 0;
+    memcpy(&v, src, w);
+    return v;
+}
+
+static inline int slotted(int type) { return type == PAGE_LEAF || type == PAGE_INTERNAL; }
+
+/* Header fields that steer reads; for pages without slots, everything. */
+static uint32_t page_code(const uint8_t *page, uint32_t ps) {
+    size_t len = slotted(ph_get_type(page)) ? PAGE_HDR - 16 : ps - 16;
+    return (uint32_t)kv_code(page + 16, len, 0x6b76, 4);
+}
+
+/* Cell at SLOT: its bytes, clamped to the page (a damaged length hashes
+ * other bytes, which is a mismatch, never an overrun). */
+static void cell_span(const uint8_t *page, uint32_t ps, unsigned slot, const uint8_t **p, size_t *len,
+                      uint16_t *off) {
+    unsigned base = page_slot_base(page);
+    size_t so = base + 2u * slot;
+    uint16_t o = so + 2 <= ps ? rd16(page + so) : 0;
+    *off = o;
+    if (o < PAGE_HDR || o >= ps) { *p = page; *len = 0; return; }
+    size_t sz, klen = o + 2 <= ps ? rd16(page + o) : 0;
+    if (ph_get_type(page) == PAGE_LEAF)
+        sz = o + LEAF_CELL_HDR <= ps ? leaf_cell_size(klen, rd32(page + o + 3), page[o + 2] & CELL_OVERFLOW)
+                                     : ps - o;
+    else
+        sz = internal_cell_size(klen);
+    if (sz > ps - o) sz = ps - o;
+    *p = page + o;
+    *len = sz;
+}
+
+static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsigned w) {
+    const uint8_t *p;
+    size_t len;
+    uint16_t off;
+    cell_span(page, ps, slot, &p, &len, &off);
+    return kv_code(p, len, off, w);
+}
+
+int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w) {
+    int64_t before = c->code || c->n || c->page ? (int64_t)kv_memory(c->n, w) : 0;
+    if (!w) { kv_free(c); return -before; }
+    unsigned n = slotted(ph_get_type(page)) ? ph_get_nslots(page) : 0;
+    if (n > ps / 2) n = 0; /* a page that was proven has fewer; be safe */
+    if (n != c->n || (!c->code && n)) {
+        uint8_t *p = realloc(c->code, n ? (size_t)n * w : 1);
+        if (!p) { n = 0; } else c->code = p;
+    }
+    c->n = n;
+    c->page = page_code(page, ps);
+    for (unsigned i = 0; i < n; i++) put_code(c->code + (size_t)i * w, entry_code(page, ps, i, w), w);
+    return (int64_t)kv_memory(n, w) - before;
+}
+
+void kv_free(kv_codes *c) {
+    free(c->code);
+    c->code = NULL;
+    c->n = 0;
+    c->page = 0;
+}
+
+int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *exp, uint64_t *found) {
+    (void)w;
+    uint32_t pc = page_code(page, ps);
+    unsigned n = slotted(ph_get_type(page)) ? ph_get_nslots(page) : 0;
+    if (pc == c->page && n == c->n) return 0;
+    *exp = pc == c->page ? c->n : c->page;
+    *found = pc == c->page ? n : pc;
+    return 1;
+}
+
+int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, unsigned slot,
+                   uint64_t *exp, uint64_t *found) {
+    if (slot >= c->n) { *exp = c->n; *found = slot; return 1; }
+    uint64_t want = get_code(c->code + (size_t)slot * w, w), got = entry_code(page, ps, slot, w);
+    if (want == got) return 0;
+    *exp = want;
+    *found = got;
+    return 1;
+}
+
+int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, int32_t *entry,
+                 uint64_t *exp, uint64_t *found) {
+    *entry = -1;
+    if (kv_check_page(c, page, ps, w, exp, found)) return 1;
+    for (unsigned i = 0; i < c->n; i++)
+        if (kv_check_entry(c, page, ps, w, i, exp, found)) { *entry = (int32_t)i; return 1; }
+    if (ph_get_type(page) == PAGE_LEAF) {
+        for (unsigned i = 0; i < LEAF_HINT_BYTES(ps) * 2u; i++) {
+            unsigned h = page_hint(page, i);
+            if (i < c->n ? !hint_valid(h) : h != 0) {
+                *entry = (int32_t)(i < c->n ? i : -1);
+                *exp = 0;
+                *found = h;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}

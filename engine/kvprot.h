@@ -1,0 +1,74 @@
+/*
+ * kvprot.h -- per key-value protection of cached pages (DESIGN 3.6).
+ *
+ * With block_protection_bytes_per_key w in {1, 2, 4, 8}, every cached
+ * frame carries, beside its bytes (never on disk):
+ *   - one w-byte code per slot: a hash of the cell's bytes seeded with the
+ *     slot's offset value, so a code vouches for the slot that points at
+ *     the cell too (slot i is the i-th code);
+ *   - a 4-byte page code over the header fields [16, 40) (block, type,
+ *     slot count, bounds, level, links): the fields that steer every read;
+ *     for pages without slots (meta, overflow, free list, commit log) it
+ *     covers the whole page from byte 16;
+ *   - the number of codes (4 bytes): the slot count the codes were made
+ *     for, compared with the header's on every check.
+ * Frame overhead: 8 bytes of pointer plus these 8, so 16 bytes per page
+ * and w bytes per entry (kv_memory).  The leaf hint area is not covered:
+ * hints change under a shared latch without touching a code, and each
+ * hint state is an even-parity nibble, so a flipped bit there is caught
+ * by the state check instead (page.h).
+ *
+ * Each code is XXH3-64 of the bytes truncated to 8w bits, its lowest bit
+ * replaced by the parity of the bytes: any odd number of flipped bits, a
+ * single flip included, is always caught, whatever w; an even number
+ * escapes with odds 2^-(8w-1) (so w = 1 misses 1 in 128 double flips;
+ * RocksDB's truncated hash misses 1 in 256 of all flips at w = 1).
+ *
+ * The checks (btree.c, bufpool.c):
+ *   K1  a binary search is proven by its two bracketing entries (sorted
+ *       order does the rest: whatever garbage steered the search, two
+ *       adjacent verified keys around the target prove the position)
+ *   K2  every entry whose key or value is returned, compared or followed
+ *       is verified first (values, versions, scans, child pointers)
+ *   K3  a page an operation changes is verified whole before the change
+ *       and its codes recomputed after it (redo too)
+ *   K4  a dirty page is verified whole, on the copy about to be written,
+ *       before every write-back; a mismatch is never written (the handle
+ *       is poisoned: the log still holds the page's changes)
+ */
+#ifndef ENGINE_KVPROT_H
+#define ENGINE_KVPROT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "page.h"
+
+typedef struct kv_codes {
+    uint8_t *code;     /* n * w bytes */
+    uint32_t n;        /* codes made (the slot count then) */
+    uint32_t page;     /* page code */
+} kv_codes;
+
+/* The code of LEN bytes at P (SEED binds a cell to its slot), w bytes. */
+uint64_t kv_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w);
+
+/* Recompute every code of PAGE (PS bytes) into C for width W (0: free).
+ * Returns the change of allocated bytes (for the pool's accounting). */
+int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w);
+void kv_free(kv_codes *c);
+
+/* Checks; 0 when right, else 1 with *entry (-1: the page code) and the
+ * expected / found codes filled.  Bounds are clamped to the page, so a
+ * damaged header never sends a check outside it. */
+int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *exp, uint64_t *found);
+int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, unsigned slot,
+                   uint64_t *exp, uint64_t *found);
+/* Page code, every entry, and (leaves) the hint area's states. */
+int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, int32_t *entry,
+                 uint64_t *exp, uint64_t *found);
+
+/* Memory the codes of a page with N entries take at width W (0 if W 0). */
+static inline uint64_t kv_memory(uint32_t n, unsigned w) { return w ? 16u + (uint64_t)n * w : 0; }
+
+#endif
