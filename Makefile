@@ -44,7 +44,7 @@ WFLAGS := -Wall -Wextra
 endif
 
 CFLAGS_BASE := -std=gnu11 $(OPTFLAGS) $(WFLAGS) $(SANFLAGS) -D_GNU_SOURCE -pthread -I. -Iengine
-LDLIBS := -luring -lxxhash -lzstd -lpthread
+LDLIBS := -luring -lxxhash -lzstd -lpthread -lm
 
 # Debian packages the project needs (make deps installs what is missing).
 DEB_PACKAGES := build-essential pkg-config liburing-dev libxxhash-dev libzstd-dev \

@@ -251,7 +251,7 @@ Test(oracle_verdict, cascade_reports_are_explained) {
     vd_free(v);
 }
 
-Test(oracle_verdict, escape_rates_hook_is_empty) {
+Test(oracle_verdict, escape_rates_are_empty_without_codes) {
     vd_config c = judging();
     vd_ctx *v = vd_new(&c);
     char buf[64];
@@ -273,5 +273,71 @@ Test(oracle_verdict, a_dead_process_crash_is_blamed_on_its_last_fault) {
     cr_assert_eq(res.cls[VD_BITFLIP_CACHE].crash, 1); /* a crash fails even a measuring run */
     cr_assert(res.measuring);
     cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+/* Per-KV codes (issue 7): cache flips are judged once w >= 1; a single
+ * flipped bit can never escape (the parity bit), so at any width an
+ * escape of a one-bit flip fails the run; at w = 1 a few escapes of
+ * two-bit flips are the code's design, within the Poisson bound. */
+static vd_ctx *cache_flips(int w, const char *mask, int nflips, int escapes, vd_result *res) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_CACHE] = 1;
+    c.protection_bytes = w;
+    vd_ctx *v = vd_new(&c);
+    char line[160];
+    for (int i = 0; i < nflips; i++) {
+        snprintf(line, sizeof line, "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":%d,\"mask\":\"%s\"}", 5 + i, mask);
+        vd_add_ledger_line(v, line, 0);
+    }
+    for (int i = 0; i < escapes; i++) {
+        vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .key = (uint64_t)i, .inj_mark = nflips};
+        vd_add_observation(v, &o);
+    }
+    vd_settle(v, res);
+    return v;
+}
+
+Test(oracle_verdict, cache_flip_escape_fails_at_every_width_for_single_bits) {
+    const int ws[] = {1, 2, 4, 8};
+    for (int k = 0; k < 4; k++) {
+        vd_result res;
+        vd_ctx *v = cache_flips(ws[k], "0x10", 100, 1, &res);
+        cr_assert_eq(res.measuring, 0, "w=%d judges cache flips", ws[k]);
+        cr_assert_eq(res.cls[VD_BITFLIP_CACHE].wrong_value, 1, "w=%d", ws[k]);
+        cr_assert_not(res.pass);
+        char buf[160];
+        vd_escape_rates_json(v, buf, sizeof buf);
+        char want[96];
+        snprintf(want, sizeof want, "{\"%d\": {\"checked\": 100, \"escaped\": 1, \"rate\": 0.01, \"bound\": 0}}", ws[k]);
+        cr_assert_str_eq(buf, want);
+        vd_free(v);
+    }
+}
+
+Test(oracle_verdict, two_bit_cache_flip_escapes_within_the_bound_pass_at_w1) {
+    vd_result res;
+    /* 1000 two-bit flips at w = 1: lambda = 1000/128 ~ 7.8, bound 22. */
+    vd_ctx *v = cache_flips(1, "0x11", 1000, 10, &res);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].wrong_value, 0);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 10);
+    cr_assert(res.pass);
+    vd_free(v);
+    /* ... but not at w = 8, nor beyond the bound at w = 1. */
+    v = cache_flips(8, "0x11", 1000, 1, &res);
+    cr_assert_not(res.pass);
+    vd_free(v);
+    v = cache_flips(1, "0x11", 1000, 40, &res);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].wrong_value, 40);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+Test(oracle_verdict, cache_flips_measure_without_codes) {
+    vd_result res;
+    vd_ctx *v = cache_flips(0, "0x1", 10, 3, &res);
+    cr_assert_eq(res.measuring, 1);
+    cr_assert_geq(res.cls[VD_BITFLIP_CACHE].undetectable, 3); /* the symptoms, on top of unreported flips */
+    cr_assert(res.pass);
     vd_free(v);
 }
