@@ -508,6 +508,16 @@ def draw_plan(seed, mode, interval, params, catalogue, measure=False, max_varian
 # catalogue from --list_fault_points, support probes.
 # ---------------------------------------------------------------------------
 
+def usable_dir(path, what):
+    """PATH is (now) a writable directory, or a usage error."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=path, prefix=".crashtest-probe-")
+        probe.close()
+    except OSError as e:
+        raise UsageError("%s %s: %s" % (what, path, e.strerror or e))
+
+
 def sha256_of(path):
     h = hashlib.sha256()
     try:
@@ -1207,6 +1217,12 @@ class CrashTest:
         a = self.a
         check_binary(self.stress, "stress")
         check_binary(self.powerloss, "powerloss")
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.report_dir = os.path.abspath(a.report_dir or os.path.join(
+            REPO, "build", "crashtest", "%s-%s-%d" % (self.mode, stamp, os.getpid())))
+        usable_dir(self.report_dir, "--report-dir")
+        if a.work_dir:
+            usable_dir(a.work_dir, "--work-dir")
         # The run uses copies: a rebuild while it runs (a developer's make)
         # changes nothing under it, and a failure keeps the very binaries.
         self.work = os.path.abspath(a.work_dir) if a.work_dir else tempfile.mkdtemp(prefix="crashtest-")
@@ -1251,10 +1267,6 @@ class CrashTest:
         classes = self.parse_faults(a.faults)
         self.cfg = Config(self.defaults, unsupported, classes, pinned, a.measure, a.threads, a.max_key,
                           known=self.defaults.keys())
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        self.report_dir = os.path.abspath(a.report_dir or os.path.join(
-            REPO, "build", "crashtest", "%s-%s-%d" % (self.mode, stamp, os.getpid())))
-        os.makedirs(os.path.join(self.report_dir), exist_ok=True)
         self.p.log_f = open(os.path.join(self.report_dir, "log.txt"), "a")
         self.jsonl = open(os.path.join(self.report_dir, "iterations.jsonl"), "a")
         if unsupported:
