@@ -239,13 +239,16 @@ static int resolve_key(bt_tree *t, bp_frame *f, unsigned first, uint64_t S, unsi
     int found = -1, decided = 0;
     for (i = first; i < n; i++) {
         leaf_cell c;
-        if (kv_entry(t, f, (int)i)) return -2; /* K2: every version read */
         page_leaf_cell(p, i, &c);
         if (!cell_in_page(t, p, &c)) {
+            if (kv_entry(t, f, (int)i)) return -2; /* the code names it first */
             corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), (int32_t)i, 0, 0, "cell runs off its page in the cache");
             return -2;
         }
+        /* The first other key ends the group; only its key was read, and a
+         * damaged one that looked equal would be verified below. */
         if (i > first && key_cmp(c.key, c.klen, c0.key, c0.klen) != 0) break;
+        if (i > first && kv_entry(t, f, (int)i)) return -2; /* K2: every version read */
         if (decided) continue;
         int st = version_state(t, f, i, &c, S, 1);
         if (st < 0) return -2;

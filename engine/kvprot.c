@@ -27,7 +27,20 @@ static inline unsigned parity(const uint8_t *p, size_t n) {
 }
 
 uint64_t kv_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w) {
-    uint64_t h = (XXH3_64bits_withSeed(p, len, seed) & ~1ull) | parity(p, len);
+    /* The seed is mixed in after the hash: XXH3 with a seed derives a
+     * secret per call on inputs over 240 bytes (a 255-byte cell costs
+     * several times its hash).  Any change of the seed changes the code. */
+    /* Chunks of at most 240 bytes stay on XXH3's short-input paths; one
+     * long call would pay the long path's setup, several times the cost
+     * of a 255-byte cell's hash. */
+    size_t n = len < 240 ? len : 240;
+    uint64_t h = XXH3_64bits(p, n);
+    for (size_t off = n; off < len; off += n) {
+        n = len - off < 240 ? len - off : 240;
+        h = XXH3_64bits_withSeed(p + off, n, h);
+    }
+    h ^= seed * 0x9E3779B97F4A7C15ull;
+    h = (h & ~1ull) | parity(p, len);
     return w >= 8 ? h : h & ((1ull << (8 * w)) - 1);
 }
 
@@ -55,7 +68,7 @@ static void cell_span(const uint8_t *page, uint32_t ps, unsigned slot, const uin
     uint16_t o = so + 2 <= ps ? rd16(page + so) : 0;
     *off = o;
     if (o < PAGE_HDR || o >= ps) { *p = page; *len = 0; return; }
-    size_t sz, klen = o + 2 <= ps ? rd16(page + o) : 0;
+    size_t sz, klen = (uint32_t)o + 2u <= ps ? rd16(page + o) : 0;
     if (ph_get_type(page) == PAGE_LEAF)
         sz = o + LEAF_CELL_HDR <= ps ? leaf_cell_size(klen, rd32(page + o + 3), page[o + 2] & CELL_OVERFLOW)
                                      : ps - o;
@@ -79,7 +92,7 @@ int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w) {
     if (!w) { kv_free(c); return -before; }
     unsigned n = slotted(ph_get_type(page)) ? ph_get_nslots(page) : 0;
     if (n > ps / 2) n = 0; /* a page that was proven has fewer; be safe */
-    if (n != c->n || (!c->code && n)) {
+    if (n != c->n || (!c->code && n != 0)) {
         uint8_t *p = realloc(c->code, n ? (size_t)n * w : 1);
         if (!p) { n = 0; } else c->code = p;
     }
@@ -126,7 +139,7 @@ int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w
         for (unsigned i = 0; i < LEAF_HINT_BYTES(ps) * 2u; i++) {
             unsigned h = page_hint(page, i);
             if (i < c->n ? !hint_valid(h) : h != 0) {
-                *entry = (int32_t)(i < c->n ? i : -1);
+                *entry = i < c->n ? (int32_t)i : -1;
                 *exp = 0;
                 *found = h;
                 return 1;
