@@ -49,8 +49,8 @@ run_usage bad_number --threads abc
 run_usage out_of_range --readpercent 101
 run_usage bad_enum --sync_mode sometimes
 run_usage percent_sum --readpercent 60 --writepercent 60
-run_usage protection_bytes --block_protection_bytes_per_key 1
-run_usage wal_log_hints --wal_log_hints 1
+run_usage protection_bytes_not_a_width --block_protection_bytes_per_key 3
+run_usage protection_bytes_too_wide --block_protection_bytes_per_key 16
 run_usage page_size --page_size 5000
 "$S" --threads 2 >"$T/u.out" 2>"$T/u.err"; [ $? -eq 2 ] && ok usage_missing_db || nok usage_missing_db "$T/u.err"
 
