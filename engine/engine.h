@@ -293,7 +293,9 @@ int eng_get_at(eng_db *db, const eng_snapshot *s, const void *key, size_t klen, 
  * hint_fpi), and freezes versions older than vacuum_freeze_min_age below
  * the oldest snapshot (a logged change: readers then skip the commit log). */
 typedef struct eng_vacuum_stats {
-    uint64_t leaves, versions, removed, frozen, hinted, overflow_pages_freed;
+    uint64_t leaves;
+    uint64_t versions;           /* versions left in the leaves after removal */
+    uint64_t removed, frozen, hinted, overflow_pages_freed;
     uint64_t horizon;            /* oldest sequence a snapshot could still see */
 } eng_vacuum_stats;
 int eng_vacuum(eng_db *db, eng_vacuum_stats *st);

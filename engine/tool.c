@@ -1693,15 +1693,16 @@ static int cmd_get(const tool_args *a)
 
 /* ---- checkpoint ------------------------------------------------------------------ */
 
-static int cmd_checkpoint(const tool_args *a)
+/* Open for writing, run OP, close; failures explained as NAME. */
+static int run_on_db(const tool_args *a, const char *name, int (*op)(eng_db *db, void *ctx), void *ctx)
 {
     eng_db *db;
     int rc = tool_open(a, TOOL_WRITE, stderr, &db);
     if (rc)
         return rc;
-    int st = eng_checkpoint(db);
+    int st = op(db, ctx);
     if (st != ENG_OK) {
-        explain_failure(stderr, "checkpoint", a->dir, st, db);
+        explain_failure(stderr, name, a->dir, st, db);
         eng_close(db);
         return status_exit(st);
     }
@@ -1710,37 +1711,41 @@ static int cmd_checkpoint(const tool_args *a)
         explain_failure(stderr, "close", a->dir, st, NULL);
         return status_exit(st);
     }
-    printf("checkpoint done\n");
     return EXIT_OK;
+}
+
+static int op_checkpoint(eng_db *db, void *ctx)
+{
+    (void)ctx;
+    return eng_checkpoint(db);
+}
+
+static int cmd_checkpoint(const tool_args *a)
+{
+    int rc = run_on_db(a, "checkpoint", op_checkpoint, NULL);
+    if (rc == EXIT_OK)
+        printf("checkpoint done\n");
+    return rc;
 }
 
 /* ---- vacuum ---------------------------------------------------------------------- */
 
+static int op_vacuum(eng_db *db, void *ctx)
+{
+    int st = eng_vacuum(db, ctx);
+    return st == ENG_OK ? eng_checkpoint(db) : st;
+}
+
 /* Vacuum and checkpoint, then print what it did as one line of counts. */
 static int cmd_vacuum(const tool_args *a)
 {
-    eng_db *db;
-    int rc = tool_open(a, TOOL_WRITE, stderr, &db);
-    if (rc)
-        return rc;
     eng_vacuum_stats vs;
-    int st = eng_vacuum(db, &vs);
-    if (st == ENG_OK)
-        st = eng_checkpoint(db);
-    if (st != ENG_OK) {
-        explain_failure(stderr, "vacuum", a->dir, st, db);
-        eng_close(db);
-        return status_exit(st);
-    }
-    st = eng_close(db);
-    if (st != ENG_OK) {
-        explain_failure(stderr, "close", a->dir, st, NULL);
-        return status_exit(st);
-    }
-    printf("vacuum done: leaves=%" PRIu64 " versions=%" PRIu64 " removed=%" PRIu64 " frozen=%" PRIu64
-           " hinted=%" PRIu64 " overflow_pages_freed=%" PRIu64 " horizon=%" PRIu64 "\n",
-           vs.leaves, vs.versions, vs.removed, vs.frozen, vs.hinted, vs.overflow_pages_freed, vs.horizon);
-    return EXIT_OK;
+    int rc = run_on_db(a, "vacuum", op_vacuum, &vs);
+    if (rc == EXIT_OK)
+        printf("vacuum done: leaves=%" PRIu64 " versions=%" PRIu64 " removed=%" PRIu64 " frozen=%" PRIu64
+               " hinted=%" PRIu64 " overflow_pages_freed=%" PRIu64 " horizon=%" PRIu64 "\n",
+               vs.leaves, vs.versions, vs.removed, vs.frozen, vs.hinted, vs.overflow_pages_freed, vs.horizon);
+    return rc;
 }
 
 /* ---- main ------------------------------------------------------------------------ */

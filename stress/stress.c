@@ -1041,6 +1041,15 @@ static void do_scan(worker *w, uint64_t start) {
     atomic_fetch_add_explicit(&g.ops[OP_SCAN], 1, memory_order_relaxed);
 }
 
+/* A checkpoint or vacuum that ran with status ST: judge, count, reopen if
+ * it left the handle failed. */
+static void maintenance(worker *w, uint64_t seen, int type, int st) {
+    note_error(w, st);
+    hash_op(w, type, st, 0, 0, 0);
+    atomic_fetch_add_explicit(&g.ops[type], 1, memory_order_relaxed);
+    if (needs_reopen(st)) reopen_from_worker(w, seen, 1);
+}
+
 /* One workload op, under the handle lock (S3). */
 static void one_op(worker *w, uint64_t i) {
     uint64_t seen = atomic_load(&g.handle_epoch);
@@ -1066,26 +1075,12 @@ static void one_op(worker *w, uint64_t i) {
             return;
         }
     }
-    if (one_in(w, g.o.checkpoint_one_in)) {
-        int st = g.E->checkpoint(g.db);
-        note_error(w, st);
-        hash_op(w, OP_CHECKPOINT, st, 0, 0, 0);
-        atomic_fetch_add_explicit(&g.ops[OP_CHECKPOINT], 1, memory_order_relaxed);
-        if (needs_reopen(st)) reopen_from_worker(w, seen, 1);
-        return;
-    }
+    if (one_in(w, g.o.checkpoint_one_in)) { maintenance(w, seen, OP_CHECKPOINT, g.E->checkpoint(g.db)); return; }
     if (g.E->snapshot) {
         if (w->snap && w->calls >= w->snap_until) { snap_check(w); return; }
         if (!w->snap && one_in(w, g.o.acquire_snapshot_one_in)) { snap_take(w); return; }
     }
-    if (g.E->vacuum && one_in(w, g.o.vacuum_one_in)) {
-        int st = g.E->vacuum(g.db);
-        note_error(w, st);
-        hash_op(w, OP_VACUUM, st, 0, 0, 0);
-        atomic_fetch_add_explicit(&g.ops[OP_VACUUM], 1, memory_order_relaxed);
-        if (needs_reopen(st)) reopen_from_worker(w, seen, 1);
-        return;
-    }
+    if (g.E->vacuum && one_in(w, g.o.vacuum_one_in)) { maintenance(w, seen, OP_VACUUM, g.E->vacuum(g.db)); return; }
     if (one_in(w, g.o.verify_db_one_in)) {
         uint64_t problems = 0;
         int st = g.E->verify(g.db, &problems);
