@@ -1691,6 +1691,23 @@ class CrashTest:
                         row[k] += int((counts or {}).get(k, 0) or 0)
             for k, v in (r.get("points") or {}).items():
                 points[k] = points.get(k, 0) + v
+        # The protection-bytes fuzzing: iterations, cache flips checked and
+        # escapes per width w, against the 2^-8w a w-byte code lets through.
+        widths = {}
+        for r in recs:
+            try:
+                w = int(r["params"].get("block_protection_bytes_per_key", 0) or 0)
+            except (TypeError, ValueError):
+                continue
+            row = widths.setdefault(w, {"iterations": 0, "checked": 0, "escaped": 0})
+            row["iterations"] += 1
+            for s in r["steps"]:
+                rep = (s.get("result") or {}).get("report")
+                if not rep or not s.get("primary"):
+                    continue
+                e = (rep.get("escape_rate_per_protection_width") or {}).get(str(w)) or {}
+                row["checked"] += int(e.get("checked", 0) or 0)
+                row["escaped"] += int(e.get("escaped", 0) or 0)
         engine_points = list(self.catalogue)
         hit = [p for p in engine_points if points.get(p)]
         other = sorted(p for p in points if p not in engine_points)
@@ -1712,6 +1729,14 @@ class CrashTest:
             pl("%-18s %9d %9d %9d %9d %9d %9d%s" % (
                 c, row["injected"], row["detected"], row["repaired"], row["masked"], row["undetectable"], f,
                 "  (" + ", ".join("%s=%d" % (k, row[k]) for k in FAILURE_KEYS if row[k]) + ")" if f else ""))
+        if any(w for w in widths):
+            pl("%-18s %10s %11s %9s %11s %11s" % ("per-KV protection", "iterations", "cache flips", "escaped",
+                                                  "rate", "2^-8w"))
+            for w in sorted(widths):
+                row = widths[w]
+                rate = "%.3g" % (row["escaped"] / row["checked"]) if row["checked"] else "-"
+                pl("%-18s %10d %11d %9d %11s %11s" % ("w=%d" % w, row["iterations"], row["checked"], row["escaped"],
+                                                     rate, "%.3g" % 2.0 ** (-8 * w) if w else "(none)"))
         if engine_points:
             pl("fault points hit: %d of %d engine points%s" % (
                 len(hit), len(engine_points),
@@ -1729,6 +1754,7 @@ class CrashTest:
             "started": self.started_at, "elapsed_s": round(el, 3), "interrupted": interrupted,
             "iterations": recs, "failed": nfail, "measuring": measuring, "variants_judged": variants_judged,
             "classes": classes, "points_hit": points, "engine_points": engine_points,
+            "protection_widths": {str(w): v for w, v in sorted(widths.items())},
             "engine_points_never_hit": [p for p in engine_points if p not in hit],
             "verdict": "fail" if nfail or interrupted else "pass",
         }
