@@ -1061,6 +1061,11 @@ class Executor:
         offset = file_size(ledger) or 0
         if "--out-prefix" in argv:
             os.makedirs(os.path.dirname(argv[argv.index("--out-prefix") + 1]), exist_ok=True)
+        # A process killed before it opened its journal wrote nothing
+        # through the hooks: an empty journal says so (powerloss wants one).
+        journal = os.path.join(os.path.dirname(ledger), "journal")
+        if not os.path.exists(journal):
+            open(journal, "ab").close()
         res = run_process(argv, os.path.join(d, "output.txt"), d, hang_seconds=self.hang_seconds)
         failure = None
         if res.hung:
