@@ -302,13 +302,19 @@ int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection
         /* A report on the log directory alone (no segment, no LSN) names
          * no place: it matches any WAL injection. */
         if (!strcmp(rf, "wal") || !strcmp(inf, "wal")) return 1;
-        if (strcmp(rf, inf)) return 0;
         int64_t ib = i->block >= 0 ? i->block : i->offset >= 0 ? i->offset / 4096 : -1;
-        if (rb < 0 || ib < 0) return 1;
+        /* Segment files are named by the LSN they start at: compare
+         * positions in the log, so a record spanning several segments
+         * matches damage in any of them. */
+        unsigned long long rs = 0, is = 0;
+        int named = sscanf(rf, "wal/%llx", &rs) == 1 && sscanf(inf, "wal/%llx", &is) == 1;
+        if (!named && strcmp(rf, inf)) return 0;
+        if (rb < 0 || ib < 0) return named ? rs == is : 1;
         /* A record fails its checksum as a whole: the damage may lie in
          * any block it spans (the report's entry says how many past its
          * first), or in the block before when a header straddles. */
-        int64_t d = ib - rb, span = r->entry > 0 ? r->entry : 0;
+        int64_t d = (named ? (int64_t)(is / 4096) - (int64_t)(rs / 4096) : 0) + ib - rb;
+        int64_t span = r->entry > 0 ? r->entry : 0;
         return d >= -1 && d <= 1 + span;
     }
     if (strcmp(rf, inf)) return 0;

@@ -341,3 +341,30 @@ Test(oracle_verdict, cache_flips_measure_without_codes) {
     cr_assert(res.pass);
     vd_free(v);
 }
+
+/* A WAL record spanning segments (a large value in small segments): its
+ * checksum failure is reported at its first block, in its first segment;
+ * damage in a later segment it spans is the same record's. */
+Test(oracle_verdict, wal_report_matches_damage_in_a_later_segment_of_the_record) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_WAL] = 1;
+    c.wal_segment_size = 1u << 16;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"bitflip_wal\",\"file\":\"wal/00000000018f0000\",\"block\":9}", 0);
+    vd_report r = rep("wal_record", "wal/00000000018e0000", 4, 4 * 4096);
+    r.entry = 63; /* spans 63 blocks past its first: to 0x18e0000 + 67 blocks */
+    vd_add_report(v, &r);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_BITFLIP_WAL].detected, 1);
+    cr_assert_eq(res.total.false_alarm, 0);
+    cr_assert(res.pass);
+    vd_free(v);
+    /* Past the record's span it is another place: a false alarm. */
+    v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"bitflip_wal\",\"file\":\"wal/0000000001930000\",\"block\":9}", 0);
+    vd_add_report(v, &r);
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 1);
+    vd_free(v);
+}
