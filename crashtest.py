@@ -53,6 +53,7 @@ import datetime
 import fcntl
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -114,7 +115,6 @@ class Rng:
 
     def log_uniform(self, lo, hi):
         """An integer between lo and hi, uniform in log scale."""
-        import math
         return max(1, int(round(math.exp(self.uniform(math.log(lo), math.log(hi))))))
 
 
@@ -1509,7 +1509,8 @@ class CrashTest:
                                          I + "/pl2/db.")
                     to2 = "%s/v%dr" % (I, k)
                     variant_step(0, pl2, I + "/pl2/db.", to, to2)
-                    stress_step("verify-v%dr" % k, to2, ["--verification_only=1", "--seed=%d" % derive(seed, "verify2")],
+                    stress_step("verify-v%dr" % k, to2,
+                                ["--verification_only=1", "--seed=%d" % derive(seed, "verify2")],
                                 "exit0", primary=True, opts=verify_opts, time_limit=a.hang_seconds + 120)
                     execute_pending()
                     if failure is not None:
