@@ -685,8 +685,13 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
     if (rec != stackrec) free(rec);
     if (pops != stackops) free(pops);
     atomic_fetch_add_explicit(&db->batches, 1, memory_order_relaxed);
-    if (rc == ENG_OK && atomic_load(&db->ckpt_due) && atomic_exchange(&db->ckpt_due, 0))
+    if (rc == ENG_OK && atomic_load(&db->ckpt_due) && atomic_exchange(&db->ckpt_due, 0)) {
+        /* The batch is committed: a checkpoint that fails says so (its
+         * fault is this call's), but ENG_POISONED would say the batch was
+         * refused, which it was not (another thread's failure). */
         rc = checkpoint(db);
+        if (rc == ENG_POISONED) rc = ENG_OK;
+    }
     if (seqp && seq && (rc == ENG_OK || rc == ENG_NOTFOUND)) *seqp = seq;
     return rc == ENG_OK && notfound && n == 1 ? ENG_NOTFOUND : rc;
 }

@@ -132,6 +132,11 @@ static struct {
     struct doubt {
         uint64_t key[MAX_BATCH];
         uint32_t old_v[MAX_BATCH], new_v[MAX_BATCH];
+        /* Each key's answer, fixed when it was first resolved: 0 not yet,
+         * 1 old, 2 new, 3 tells nothing (a delete of an absent key).  A
+         * key resolved at one reopen may be written again before the last
+         * one of its batch resolves, so later values are not its answer. */
+        uint8_t seen[MAX_BATCH];
         int n, thread, status;
         uint64_t op;
     } *doubt;
@@ -617,7 +622,16 @@ static int post_open_check(worker *w, int after_crash, const char *what) {
         atomic_fetch_add(&g.failures, 1);
         return 1; /* the expected state cannot be rewound below durable */
     }
-    orc_rewind(g.exp, r);
+    if (orc_rewind(g.exp, r) > 0) {
+        /* Writes after R were undone: a batch in doubt since then was
+         * written over values that are gone; its "old" is what the
+         * expected state holds now. */
+        pthread_mutex_lock(&g.mu);
+        for (size_t i = 0; i < g.ndoubt; i++)
+            for (int k = 0; k < g.doubt[i].n; k++)
+                if (!g.doubt[i].seen[k]) g.doubt[i].old_v[k] = orc_get(g.exp, g.doubt[i].key[k]).cur;
+        pthread_mutex_unlock(&g.mu);
+    }
     if (g.flt) flt_pause(g.flt, 1);
     uint64_t before = atomic_load(&g.failures);
     verify_all(w, after_crash, what);
@@ -744,6 +758,7 @@ static void note_doubt(worker *w, int status, const uint64_t *keys, const uint32
         d->thread = w->id;
         d->status = status;
         d->op = g.epoch << 32 | w->calls;
+        memset(d->seen, 0, sizeof d->seen);
         for (size_t i = 0; i < m; i++) {
             d->key[i] = keys[i];
             d->old_v[i] = orc_get(g.exp, keys[i]).cur;
@@ -763,11 +778,13 @@ static void check_doubts(worker *w, int after_crash) {
         struct doubt *d = &g.doubt[i];
         int olds = 0, news = 0, open = 0;
         for (int k = 0; k < d->n; k++) {
-            orc_entry e = orc_get(g.exp, d->key[k]);
-            if (e.pending) open = 1;
-            else if (d->old_v[k] == d->new_v[k]) continue; /* a delete of an absent key tells nothing */
-            else if (e.cur == d->new_v[k]) news++;
-            else if (e.cur == d->old_v[k]) olds++;
+            if (!d->seen[k]) {
+                orc_entry e = orc_get(g.exp, d->key[k]);
+                if (e.pending) { open = 1; continue; }
+                d->seen[k] = d->old_v[k] == d->new_v[k] ? 3 : e.cur == d->new_v[k] ? 2 : e.cur == d->old_v[k] ? 1 : 3;
+            }
+            news += d->seen[k] == 2;
+            olds += d->seen[k] == 1;
         }
         if (open) { g.doubt[keep++] = *d; continue; }
         if (olds && news) {
@@ -786,8 +803,9 @@ static void check_doubts(worker *w, int after_crash) {
                     (unsigned long long)rec.records);
             for (int k = 0; k < d->n; k++) {
                 orc_entry e = orc_get(g.exp, d->key[k]);
-                fprintf(stderr, "      key %llu: old 0x%08x new 0x%08x now 0x%08x\n", (unsigned long long)d->key[k],
-                        d->old_v[k], d->new_v[k], e.cur);
+                fprintf(stderr, "      key %llu: old 0x%08x new 0x%08x resolved as %s, now 0x%08x\n",
+                        (unsigned long long)d->key[k], d->old_v[k], d->new_v[k],
+                        d->seen[k] == 1 ? "old" : d->seen[k] == 2 ? "new" : "neither", e.cur);
             }
         }
     }
@@ -843,7 +861,9 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
     if (m) {
         for (size_t i = 0; i < m; i++) orc_mark_pending(g.exp, keys[i], vs[i]);
         st = g.E->write(g.db, ops, m, &seq);
-        if (st != ST_OK && st != ST_NOTFOUND && g.E->in_doubt && !g.E->in_doubt(g.db)) {
+        /* ST_POISONED: refused at the door (an earlier failure), nothing
+         * of it reached the engine; otherwise the engine says. */
+        if (st != ST_OK && st != ST_NOTFOUND && (st == ST_POISONED || (g.E->in_doubt && !g.E->in_doubt(g.db)))) {
             /* Aborted by the engine: none of it is, or will ever be,
              * visible; the keys keep their values (checked by later
              * reads, after crashes too). */
