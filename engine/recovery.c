@@ -90,6 +90,15 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
         if (rc) return rc;
         if (!creates && atomic_load(&f->lsn) >= rec->end && !was_applied(&ap, block)) {
             out->actions_skipped++;
+            if (block == 0) {
+                /* The meta page on disk is newer than this record (written
+                 * without an image: full_page_writes off): it still says
+                 * how far the file reaches, blocks that redo recreates or
+                 * that were never written (zero, past the high-water mark). */
+                meta_fields mf;
+                meta_read(f->data, &mf);
+                if (mf.nblocks > out->meta_nblocks) out->meta_nblocks = mf.nblocks;
+            }
         } else {
             const char *why = "";
             page_problem pr;
