@@ -161,6 +161,12 @@ bench-engine: all bench-deps $(BUILD)/bench/bench_engine
 bench-wal: all $(BUILD)/bench/bench_wal
 	$(Q)BUILD=$(BUILD) bench/run_wal.sh
 
+# What per key-value protection in the pool costs (issue 7):
+# build/bench/protection.json.
+.PHONY: bench-protection
+bench-protection: all $(BUILD)/bench/bench_protection
+	$(Q)BUILD=$(BUILD) bench/run_protection.sh
+
 # What compiled-in, disarmed fault points cost: one source, built against
 # the plain engine and against the fault build (libfiu initialized, no
 # point enabled, never armed).

@@ -1,0 +1,251 @@
+/*
+ * bench_protection.c -- the engine's side of `make bench-protection`
+ * (issue 7): what block_protection_bytes_per_key costs in readrandom, the
+ * shape of RocksDB's PR 11287 (32-byte keys, 200-byte values).
+ *
+ *   bench_protection DIR --phase load --num N
+ *       fillseq of N keys into a fresh DIR (sync off), then vacuum (every
+ *       version hinted: later reads set no hint and dirty no page) and a
+ *       checkpoint, close.  Prints one JSON line: {"num", "data_bytes",
+ *       "page_size", "leaves_hinted", "load_s"}.
+ *   bench_protection DIR --phase read --num N --width W --cache-size B
+ *                    [--reads R] [--warm-reads X] [--threads T] [--seed S]
+ *       open DIR read-only with protection width W and a cache of B bytes;
+ *       warm the cache (one full scan, then X random gets, default R/4);
+ *       then R random gets spread over T threads (default 1), timed.  Every
+ *       value is checked, so a wrong answer fails the run instead of
+ *       flattering it; the run fails too if the reads wrote a page or set a
+ *       hint (the timed reads must read clean pages only).  Prints one JSON
+ *       line: {"width", "cache_size", "ops", "seconds", "cpu_ops" (gets per
+ *       CPU-second of the reader threads, times T), "kv_bytes",
+ *       "kv_pages", "kv_keys", "kv_checks", "cache_pages", "misses",
+ *       "hits"}: the kv_protection_* memory figures as the timed gets left
+ *       them; kv_checks, misses and hits counted over the timed gets.
+ *
+ * bench/run_protection.sh drives it (interleaving, medians, the table).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+
+#define KEY_LEN 32
+#define VALUE_LEN 200
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void key_of(uint64_t i, char *k) {
+    char tmp[KEY_LEN + 1];
+    snprintf(tmp, sizeof tmp, "%032llu", (unsigned long long)i);
+    memcpy(k, tmp, KEY_LEN);
+}
+
+static void value_of(uint64_t i, uint8_t *v) {
+    uint64_t x = i * 0x9E3779B97F4A7C15ull + 1;
+    for (int j = 0; j < VALUE_LEN; j++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        v[j] = (uint8_t)x;
+    }
+}
+
+static uint64_t xorshift(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    return *s = x;
+}
+
+static int fail(const char *what, int rc) {
+    fprintf(stderr, "bench_protection: %s: %s\n", what, eng_strerror(rc));
+    return 3;
+}
+
+typedef struct reader {
+    pthread_t th;
+    eng_db *db;
+    uint64_t num, n, seed;
+    double cpu;   /* CPU seconds of this thread (user + system) */
+    int rc;       /* engine status, or -1: wrong value */
+} reader;
+
+static double thread_cpu(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void *read_random(void *arg) {
+    reader *r = arg;
+    eng_buf b = { 0 };
+    char k[KEY_LEN];
+    uint8_t v[VALUE_LEN];
+    uint64_t s = r->seed | 1;
+    double c0 = thread_cpu();
+    for (uint64_t i = 0; i < r->n; i++) {
+        uint64_t x = xorshift(&s) % r->num;
+        key_of(x, k);
+        int rc = eng_get(r->db, k, KEY_LEN, &b);
+        if (rc) { r->rc = rc; break; }
+        value_of(x, v);
+        if (b.len != VALUE_LEN || memcmp(b.data, v, VALUE_LEN)) { r->rc = -1; break; }
+    }
+    r->cpu = thread_cpu() - c0;
+    eng_buf_free(&b);
+    return NULL;
+}
+
+/* N random gets on T threads; returns wall seconds (and the threads' CPU
+ * seconds in *CPU), or < 0 on failure. */
+static double run_gets(eng_db *db, uint64_t num, uint64_t n, int threads, uint64_t seed, double *cpu) {
+    reader rs[64];
+    double t0 = now();
+    for (int t = 0; t < threads; t++) {
+        rs[t] = (reader){ .db = db, .num = num, .n = n / (uint64_t)threads, .seed = seed * 0x9E3779B97F4A7C15ull + (uint64_t)t };
+        if (pthread_create(&rs[t].th, NULL, read_random, &rs[t])) return -1;
+    }
+    int bad = 0;
+    if (cpu) *cpu = 0;
+    for (int t = 0; t < threads; t++) {
+        pthread_join(rs[t].th, NULL);
+        if (cpu) *cpu += rs[t].cpu;
+        if (rs[t].rc) {
+            if (rs[t].rc < 0) fprintf(stderr, "bench_protection: wrong value\n");
+            else fprintf(stderr, "bench_protection: get: %s\n", eng_strerror(rs[t].rc));
+            bad = 1;
+        }
+    }
+    double t1 = now();
+    return bad ? -1 : t1 - t0;
+}
+
+static int phase_load(const char *dir, uint64_t num) {
+    eng_options o;
+    eng_options_init(&o);
+    o.sync_mode = ENG_SYNC_OFF;
+    o.checkpoint_wal_bytes = 256u << 20;
+    o.cache_size = 256u << 20;
+    o.error_if_exists = 1;
+    eng_db *db;
+    int rc = eng_open(dir, &o, &db);
+    if (rc) return fail("open", rc);
+    char k[KEY_LEN];
+    uint8_t v[VALUE_LEN];
+    double t0 = now();
+    for (uint64_t i = 0; i < num; i++) {
+        key_of(i, k);
+        value_of(i, v);
+        if ((rc = eng_put(db, k, KEY_LEN, v, VALUE_LEN, NULL))) return fail("put", rc);
+    }
+    eng_vacuum_stats vs;
+    if ((rc = eng_vacuum(db, &vs))) return fail("vacuum", rc);
+    if ((rc = eng_checkpoint(db))) return fail("checkpoint", rc);
+    double t1 = now();
+    if (vs.versions != num) {
+        fprintf(stderr, "bench_protection: vacuum saw %llu versions, expected %llu\n", (unsigned long long)vs.versions,
+                (unsigned long long)num);
+        return 1;
+    }
+    eng_stats st;
+    eng_get_stats(db, &st);
+    if ((rc = eng_close(db))) return fail("close", rc);
+    printf("{\"num\": %llu, \"data_bytes\": %llu, \"page_size\": %u, \"leaves_hinted\": %llu, \"load_s\": %.3f}\n",
+           (unsigned long long)num, (unsigned long long)st.data_file_bytes, st.page_size,
+           (unsigned long long)vs.leaves, t1 - t0);
+    return 0;
+}
+
+static int phase_read(const char *dir, uint64_t num, int width, uint64_t cache, uint64_t reads, uint64_t warm,
+                      int threads, uint64_t seed) {
+    eng_options o;
+    eng_options_init(&o);
+    o.cache_size = cache;
+    o.block_protection_bytes_per_key = width;
+    o.read_only = 1;          /* the timed reads can write nothing */
+    o.create_if_missing = 0;
+    eng_db *db;
+    int rc = eng_open(dir, &o, &db);
+    if (rc) return fail("open", rc);
+    /* warm: one full scan (every leaf passes through the pool), then
+     * random gets until the cache holds a random mix */
+    eng_iter *it;
+    if ((rc = eng_iter_open(db, NULL, &it))) return fail("iter", rc);
+    uint64_t n = 0;
+    for (rc = eng_iter_first(it); rc == ENG_OK; rc = eng_iter_next(it)) n++;
+    eng_iter_close(it);
+    if (rc != ENG_NOTFOUND) return fail("warm scan", rc);
+    if (n != num) {
+        fprintf(stderr, "bench_protection: warm scan saw %llu keys, expected %llu\n", (unsigned long long)n,
+                (unsigned long long)num);
+        return 1;
+    }
+    if (warm && run_gets(db, num, warm, threads, seed ^ 0x5741524dull, NULL) < 0) return 1;
+    eng_stats st0, st;
+    if ((rc = eng_get_stats(db, &st0))) return fail("stats", rc);
+    double cpu = 0, secs = run_gets(db, num, reads, threads, seed, &cpu);
+    if (secs < 0) return 1;
+    if ((rc = eng_get_stats(db, &st))) return fail("stats", rc);
+    if (st.page_writes || st.hints_set) {
+        fprintf(stderr, "bench_protection: the reads wrote %llu pages and set %llu hints: the database is not clean "
+                "(load it with --phase load, which vacuums and checkpoints)\n",
+                (unsigned long long)st.page_writes, (unsigned long long)st.hints_set);
+        return 1;
+    }
+    if (st.block_protection_bytes_per_key != width) {
+        fprintf(stderr, "bench_protection: the engine runs w=%d, asked for %d\n", st.block_protection_bytes_per_key,
+                width);
+        return 1;
+    }
+    uint64_t done = reads / (uint64_t)threads * (uint64_t)threads;
+    printf("{\"width\": %d, \"cache_size\": %llu, \"ops\": %.0f, \"seconds\": %.4f, \"cpu_ops\": %.0f, "
+           "\"kv_bytes\": %llu, "
+           "\"kv_pages\": %llu, \"kv_keys\": %llu, \"kv_checks\": %llu, \"cache_pages\": %llu, \"misses\": %llu, "
+           "\"hits\": %llu}\n",
+           width, (unsigned long long)cache, (double)done / secs, secs, (double)done * threads / cpu,
+           (unsigned long long)st.kv_protection_bytes,
+           (unsigned long long)st.kv_protection_pages, (unsigned long long)st.kv_protection_keys,
+           (unsigned long long)(st.kv_checks - st0.kv_checks), (unsigned long long)st.cache_pages,
+           (unsigned long long)(st.cache_misses - st0.cache_misses), (unsigned long long)(st.cache_hits - st0.cache_hits));
+    if ((rc = eng_close(db))) return fail("close", rc);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: bench_protection DIR --phase load|read --num N [--width W] [--cache-size B] "
+                        "[--reads R] [--warm-reads X] [--threads T] [--seed S]\n");
+        return 2;
+    }
+    const char *dir = argv[1], *phase = NULL;
+    uint64_t num = 0, cache = 64u << 20, reads = 200000, warm = UINT64_MAX, seed = 88172645463325252ull;
+    int width = 0, threads = 1;
+    for (int i = 2; i < argc; i += 2) {
+        if (i + 1 >= argc) { fprintf(stderr, "bench_protection: %s needs a value\n", argv[i]); return 2; }
+        const char *a = argv[i], *v = argv[i + 1];
+        if (!strcmp(a, "--phase")) phase = v;
+        else if (!strcmp(a, "--num")) num = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--width")) width = atoi(v);
+        else if (!strcmp(a, "--cache-size")) cache = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--reads")) reads = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--warm-reads")) warm = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--threads")) threads = atoi(v);
+        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
+        else { fprintf(stderr, "bench_protection: unknown option %s\n", a); return 2; }
+    }
+    if (!phase || !num) { fprintf(stderr, "bench_protection: --phase and --num are required\n"); return 2; }
+    if (threads < 1 || threads > 64) { fprintf(stderr, "bench_protection: --threads 1..64\n"); return 2; }
+    if (width != 0 && width != 1 && width != 2 && width != 4 && width != 8) {
+        fprintf(stderr, "bench_protection: --width 0, 1, 2, 4 or 8\n");
+        return 2;
+    }
+    if (warm == UINT64_MAX) warm = reads / 4;
+    if (!strcmp(phase, "load")) return phase_load(dir, num);
+    if (!strcmp(phase, "read")) return phase_read(dir, num, width, cache, reads, warm, threads, seed);
+    fprintf(stderr, "bench_protection: unknown phase %s\n", phase);
+    return 2;
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# make bench-protection: what per key-value protection in the buffer pool
+# costs (issue 7), the table of RocksDB's PR 11287 on this engine.
+#
+# One database of NUM keys (32-byte keys, 200-byte values: fillseq, then
+# vacuum and a checkpoint, so every page is clean and hinted) is built
+# once and opened read-only by every cell: nothing is ever written, and a
+# cell fails if its reads wrote a page or set a hint.  For each cache size
+# (100%, 90%, 80%, 50% of the data file, and 8 MiB), REPS rounds each open
+# the database once per width w in {0, 1, 2, 4, 8}, in an order rotated
+# every round (protection on and off interleaved), warm the cache (a full
+# scan, then READS/4 random gets) and time READS random gets on THREADS
+# threads, every value checked.  Each figure is the median of its REPS
+# cells; the ratio is to the w = 0 median of the same cache size.  Prints
+# the table and writes build/bench/protection.json.
+#   NUM (or $1)  keys (default 1,000,000)
+#   READS        timed gets per cell (default 200,000)
+#   REPS         rounds per cache size (default 5)
+#   THREADS      reader threads (default 1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+NUM=${1:-${NUM:-1000000}}
+READS=${READS:-200000}
+REPS=${REPS:-5}
+THREADS=${THREADS:-1}
+out=build/bench; mkdir -p "$out"
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-protection.XXXXXX"); trap 'rm -rf "$work"' EXIT
+B=$BUILD/bench/bench_protection
+widths=(0 1 2 4 8)
+fractions=(1.0 0.9 0.8 0.5 0)   # 0 = 8 MiB
+
+echo "load: $NUM keys (fillseq, vacuum, checkpoint) ..." >&2
+load=$("$B" "$work/db" --phase load --num "$NUM") || { echo "bench_protection load failed" >&2; exit 3; }
+data_bytes=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data_bytes"])' "$load")
+
+: >"$work/cells.jsonl"
+t0=$SECONDS
+for frac in "${fractions[@]}"; do
+  if [ "$frac" = 0 ]; then cache=$((8 << 20)); else
+    cache=$(python3 -c 'import sys; print(int(float(sys.argv[1]) * int(sys.argv[2])))' "$frac" "$data_bytes"); fi
+  for r in $(seq 0 $((REPS - 1))); do
+    for j in 0 1 2 3 4; do
+      w=${widths[$(( (j + r) % 5 ))]}
+      if [ -t 2 ]; then
+        printf '\rcache %s (%d MiB): round %d/%d, w=%d ...   ' "$frac" $((cache >> 20)) $((r + 1)) "$REPS" "$w" >&2
+      elif [ "$r$j" = 00 ]; then
+        echo "cache $frac of the data file ($((cache >> 20)) MiB): $REPS rounds x 5 widths ..." >&2
+      fi
+      line=$("$B" "$work/db" --phase read --num "$NUM" --width "$w" --cache-size "$cache" --reads "$READS" \
+             --threads "$THREADS" --seed $((r * 7919 + 1))) \
+        || { echo; echo "bench_protection failed: cache $cache, w=$w" >&2; exit 3; }
+      printf '{"cache_fraction": %s, "round": %d, "cell": %s}\n' "$frac" "$r" "$line" >>"$work/cells.jsonl"
+    done
+  done
+done
+[ -t 2 ] && printf '\r%60s\r' '' >&2
+echo "cells took $((SECONDS - t0)) s" >&2
+
+python3 - "$out/protection.json" "$work/cells.jsonl" "$load" "$NUM" "$READS" "$REPS" "$THREADS" <<'PY'
+import json, statistics, sys
+path, cells_path, load, num, reads, reps, threads = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), *map(int, sys.argv[4:])
+cells = [json.loads(l) for l in open(cells_path)]
+FRACS = [1.0, 0.9, 0.8, 0.5, 0.0]
+WIDTHS = [0, 1, 2, 4, 8]
+by = {}
+for c in cells:
+    by.setdefault((float(c["cache_fraction"]), c["cell"]["width"]), []).append(c["cell"])
+med = lambda xs: statistics.median(xs)
+rows, cache_of = [], {}
+for f in FRACS:
+    base = med([x["ops"] for x in by[(f, 0)]])
+    base_cpu = med([x["cpu_ops"] for x in by[(f, 0)]])
+    for w in WIDTHS:
+        xs = by[(f, w)]
+        cache_of[f] = xs[0]["cache_size"]
+        ops = med([x["ops"] for x in xs])
+        cpu = med([x["cpu_ops"] for x in xs])
+        kvb, kvp, kvk = (med([x[k] for x in xs]) for k in ("kv_bytes", "kv_pages", "kv_keys"))
+        rows.append({
+            "cache_fraction": f, "width": w, "ops": round(ops), "ratio": round(ops / base, 4),
+            "memory_bytes_per_page": round(kvb / kvp, 2) if kvp else 0.0,
+            "memory_bytes_per_key": round(kvb / kvk, 3) if kvk else 0.0,
+            # beyond the issue's fields: the same from the reader threads'
+            # CPU time (less sensitive to a busy machine), the cache, spread
+            "cpu_ops": round(cpu), "cpu_ratio": round(cpu / base_cpu, 4), "cache_bytes": xs[0]["cache_size"],
+            "ops_min": round(min(x["ops"] for x in xs)), "ops_max": round(max(x["ops"] for x in xs)),
+            "kv_bytes": round(kvb), "kv_pages": round(kvp), "kv_keys": round(kvk),
+            "hit_rate": round(med([x["hits"] / max(1, x["hits"] + x["misses"]) for x in xs]), 4),
+            "checks_per_get": round(med([x["kv_checks"] for x in xs]) / reads, 2),
+        })
+json.dump(rows, open(path, "w"), indent=2)
+
+R = {(r["cache_fraction"], r["width"]): r for r in rows}
+ROCKS = {1.0: -10.0, 0.9: -15.0, 0.8: -10.8, 0.5: -15.0, 0.0: -23.0}
+name = lambda f: "8 MiB" if f == 0 else f"{int(f * 100)}%"
+print(f"Per key-value protection in the buffer pool: readrandom, {num:,} keys (32-byte keys, 200-byte values, "
+      f"{load['data_bytes'] / 2**20:.0f} MiB data file, {load['page_size']} B pages), {threads} thread(s), "
+      f"{reads:,} timed gets per cell, median of {reps} interleaved cells")
+print("anchor, RocksDB PR 11287 (block_protection_bytes_per_key on vs off, readrandom, the issue's row): "
+      + ", ".join(f"{name(f)} {ROCKS[f]:+.1f}%" for f in FRACS)
+      + "  (Debian's RocksDB 7.8.3 predates the option: not run here)")
+print("aim (issue 7): at most 3% slower than w = 0 at every cache size and width; memory at most w bytes per key "
+      "+ 16 per cached page")
+print()
+hdr = f"{'cache':>14} " + "".join(f"{'w=' + str(w):>20}" for w in WIDTHS) + f"{'RocksDB':>10}"
+print("ops/s (ratio to w = 0 at the same cache size)")
+print(hdr)
+for f in FRACS:
+    mib = cache_of[f] / 2**20
+    line = f"{name(f):>6} {mib:>5.0f} MiB "
+    for w in WIDTHS:
+        r = R[(f, w)]
+        line += f"{r['ops']:>12,} ({r['ratio']:.3f})"
+    print(line + f"{ROCKS[f]:>+9.1f}%")
+print()
+print("the same from the reader threads' CPU time (gets per CPU-second; ratio to w = 0)")
+print(hdr[:-10])
+for f in FRACS:
+    line = f"{name(f):>6} {cache_of[f] / 2**20:>5.0f} MiB "
+    for w in WIDTHS:
+        r = R[(f, w)]
+        line += f"{r['cpu_ops']:>12,} ({r['cpu_ratio']:.3f})"
+    print(line)
+print()
+print("page hit rate of the timed gets, and codes checked per get (w = 4):")
+print("  " + "   ".join(f"{name(f)}: {R[(f, 4)]['hit_rate']:.3f}, {R[(f, 4)]['checks_per_get']:.1f}" for f in FRACS))
+print()
+print("memory of the codes (eng_stats.kv_protection_bytes over _pages and _keys, cache 100%): "
+      "bytes per cached page | per key")
+print("  " + "   ".join(f"w={w}: {R[(1.0, w)]['memory_bytes_per_page']:.1f} | {R[(1.0, w)]['memory_bytes_per_key']:.2f}"
+                         for w in WIDTHS))
+full = R[(1.0, 8)]
+print(f"  (cache 100%: {full['kv_pages']:,} pages, {full['kv_keys']:,} entries; at w = 8 the codes take "
+      f"{full['kv_bytes'] / 2**20:.1f} MiB beside {cache_of[1.0] / 2**20:.0f} MiB of frames)")
+worst = min((R[(f, w)]["ratio"], f, w) for f in FRACS for w in WIDTHS[1:])
+worst_cpu = min((R[(f, w)]["cpu_ratio"], f, w) for f in FRACS for w in WIDTHS[1:])
+met = lambda q: "met" if q >= 0.97 else "NOT met"
+print(f"\naim: worst ratio {worst[0]:.3f} (cache {name(worst[1])}, w={worst[2]}): {met(worst[0])}; "
+      f"by CPU time {worst_cpu[0]:.3f} (cache {name(worst_cpu[1])}, w={worst_cpu[2]}): {met(worst_cpu[0])}")
+mem_ok = all(R[(f, w)]["kv_bytes"] <= w * R[(f, w)]["kv_keys"] + 16 * R[(f, w)]["kv_pages"] for f in FRACS for w in WIDTHS)
+print(f"memory <= w * keys + 16 * pages in every cell: {'met' if mem_ok else 'NOT met'}")
+print(path)
+PY
