@@ -618,7 +618,7 @@ int bp_flush_all(bp_pool *bp) {
             }
             nb = 0;
         }
-        if (!left) break;
+        if (!left || rc != ENG_OK) break; /* the first failure is the answer */
         if (bp->cfg.poisoned && atomic_load(bp->cfg.poisoned)) { rc = ENG_POISONED; break; }
         if (pass < 16) sched_yield();
         else usleep(200);

@@ -26,6 +26,19 @@ static inline unsigned parity(const uint8_t *p, size_t n) {
     return (unsigned)__builtin_parityll(x);
 }
 
+/* Parity bits for an entry: bit 0 over the cell's fixed header (lengths,
+ * flags, xmin, xmax), bit 1 over the slot offset (SEED), bit 2 over the
+ * rest (key and value).  A single flipped bit anywhere changes exactly one
+ * of them with the span it was computed over intact: a flip in a length
+ * changes the span of the rest, but then its own header bit already
+ * differs; a flip in the slot changes the cell hashed, but its own bit
+ * differs.  So every single flip is caught, whatever the hash bits do. */
+static uint64_t entry_parity(const uint8_t *p, size_t len, size_t hdr, uint64_t seed) {
+    if (hdr > len) hdr = len;
+    return (uint64_t)parity(p, hdr) | (uint64_t)__builtin_parityll(seed) << 1 |
+           (uint64_t)parity(p + hdr, len - hdr) << 2;
+}
+
 uint64_t kv_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w) {
     /* The seed is mixed in after the hash: XXH3 with a seed derives a
      * secret per call on inputs over 240 bytes (a 255-byte cell costs
@@ -84,7 +97,9 @@ static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsi
     size_t len;
     uint16_t off;
     cell_span(page, ps, slot, &p, &len, &off);
-    return kv_code(p, len, off, w);
+    size_t hdr = ph_get_type(page) == PAGE_LEAF ? LEAF_CELL_HDR : INTERNAL_CELL_HDR;
+    uint64_t c = (kv_code(p, len, off, w) & ~7ull) | entry_parity(p, len, hdr, off);
+    return w >= 8 ? c : c & ((1ull << (8 * w)) - 1);
 }
 
 int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w) {

@@ -18,11 +18,13 @@
  * hint state is an even-parity nibble, so a flipped bit there is caught
  * by the state check instead (page.h).
  *
- * Each code is XXH3-64 of the bytes truncated to 8w bits, its lowest bit
- * replaced by the parity of the bytes: any odd number of flipped bits, a
- * single flip included, is always caught, whatever w; an even number
- * escapes with odds 2^-(8w-1) (so w = 1 misses 1 in 128 double flips;
- * RocksDB's truncated hash misses 1 in 256 of all flips at w = 1).
+ * Each entry code is XXH3-64 of the cell (the slot offset mixed in)
+ * truncated to 8w bits, its three lowest bits replaced by parities of the
+ * cell header, the slot offset, and the key and value: any single flipped
+ * bit, in a slot, a length or the bytes, is always caught, whatever w; two
+ * flips in one part escape with odds 2^-(8w-3) (1 in 32 at w = 1;
+ * RocksDB's truncated hash misses 1 in 256 of all flips at w = 1, single
+ * ones included).  The page code keeps one parity bit (2^-31 otherwise).
  *
  * The checks (btree.c, bufpool.c):
  *   K1  a binary search is proven by its two bracketing entries (sorted

@@ -521,13 +521,14 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         else if (o->kind == VD_OBS_RESURRECTED) out->cls[c].resurrected++;
     }
 
-    /* Narrow codes (w = 1, 2): a flip escapes with odds 2^-(8w-1) when it
-     * changes an even number of bits (the parity bit catches every odd
-     * count, a single flip included).  Escapes within the Poisson bound of
-     * the flips injected are the code's design, not failures. */
+    /* Narrow codes (w = 1, 2): a flip of an even number of bits escapes
+     * with odds up to 2^-(8w-3) (three of a code's bits are parities, of
+     * the cell header, the slot and the key and value, so every odd count,
+     * a single flip included, is caught).  Escapes within the Poisson
+     * bound of the flips injected are the code's design, not failures. */
     if (v->cfg.protection_bytes > 0 && !out->measuring) {
         vd_counts *cc = &out->cls[VD_BITFLIP_CACHE];
-        double lambda = 0, miss = ldexp(1.0, -(8 * v->cfg.protection_bytes - 1));
+        double lambda = 0, miss = ldexp(1.0, -(8 * v->cfg.protection_bytes - 3));
         uint64_t n = 0;
         for (size_t i = 0; i < v->ninj; i++) {
             if (v->inj[i].cls != VD_BITFLIP_CACHE) continue;

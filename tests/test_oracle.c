@@ -317,7 +317,7 @@ Test(oracle_verdict, cache_flip_escape_fails_at_every_width_for_single_bits) {
 
 Test(oracle_verdict, two_bit_cache_flip_escapes_within_the_bound_pass_at_w1) {
     vd_result res;
-    /* 1000 two-bit flips at w = 1: lambda = 1000/128 ~ 7.8, bound 22. */
+    /* 1000 two-bit flips at w = 1: lambda = 1000/32 ~ 31, bound 58. */
     vd_ctx *v = cache_flips(1, "0x11", 1000, 10, &res);
     cr_assert_eq(res.cls[VD_BITFLIP_CACHE].wrong_value, 0);
     cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 10);
@@ -327,8 +327,8 @@ Test(oracle_verdict, two_bit_cache_flip_escapes_within_the_bound_pass_at_w1) {
     v = cache_flips(8, "0x11", 1000, 1, &res);
     cr_assert_not(res.pass);
     vd_free(v);
-    v = cache_flips(1, "0x11", 1000, 40, &res);
-    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].wrong_value, 40);
+    v = cache_flips(1, "0x11", 1000, 80, &res);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].wrong_value, 80);
     cr_assert_not(res.pass);
     vd_free(v);
 }
