@@ -665,6 +665,7 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
             if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_COMMIT) {
                 rc = wal_flush(db->wal, bend);
                 if (rc != ENG_OK) atomic_store(&db->poisoned, 1);
+                if (rc == ENG_POISONED) rc = ENG_IOERR; /* committed, in doubt: not refused */
             }
         } else {
             poison(db, rc);
@@ -676,7 +677,10 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
     pthread_mutex_unlock(&db->write_mu);
     if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_GROUP) {
         rc = wal_flush(db->wal, bend);
-        if (rc) poison(db, rc);
+        if (rc) atomic_store(&db->poisoned, 1);
+        /* The batch committed (readers may have seen it) and its commit
+         * record may be on disk: in doubt, never "refused". */
+        if (rc == ENG_POISONED) rc = ENG_IOERR;
     }
     if (rc == ENG_OK && db->opts.sync_mode != ENG_SYNC_OFF) {
         uint64_t d = atomic_load(&db->durable_seq);

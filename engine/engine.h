@@ -251,7 +251,10 @@ void eng_buf_free(eng_buf *b);
  * it fails, either the batch was aborted (eng_poisoned() is 0: none of it
  * is or will ever be visible, the handle goes on) or the failure left it in
  * doubt (eng_poisoned() is 1: after reopen it is wholly present or absent,
- * like a write cut by a crash).  Aborted batches consume their sequence. */
+ * like a write cut by a crash).  Aborted batches consume their sequence.
+ * ENG_POISONED from a write means it was refused whole (an earlier failure
+ * poisoned the handle; nothing of it will ever be visible); a batch that
+ * committed and then failed its fsync returns the fsync's error. */
 typedef enum eng_op_kind { ENG_OP_PUT = 1, ENG_OP_DELETE = 2 } eng_op_kind;
 typedef struct eng_op {
     int kind;
