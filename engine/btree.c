@@ -1425,31 +1425,36 @@ int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t
     *end = 0;
     const uint32_t per = CLOG_PER_PAGE(t->ps);
     uint64_t pi = xid / per;
-    if (pi > t->clog_n || pi >= META_CLOG_CAP(t->ps)) return ENG_NOSPACE; /* ids come in order */
+    if (pi >= META_CLOG_CAP(t->ps)) return ENG_NOSPACE;
     bt_wctx w;
     int rc = wctx_init(&w, t, NULL, status == CLOG_COMMITTED ? PA_OP_COMMIT : PA_OP_ABORT, batch_lsn);
     if (rc) return rc;
     bp_frame *f = NULL, *m = NULL;
     size_t at;
-    if (pi == t->clog_n) {
-        /* The first id of a new log page: create it and name it in the
-         * meta page's directory, in this same record. */
-        if ((rc = alloc_page(&w, &f)) == ENG_OK) {
-            uint32_t blk = atomic_load(&f->block);
-            if ((rc = act_begin(&w, f, 1, &at)) == ENG_OK) {
-                pa_put_init(&w.rec, blk, PAGE_CLOG, 0, 0, (uint32_t)pi);
-                rc = act_apply(&w, f, at);
-            }
-            if (rc == ENG_OK && (rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m)) == ENG_OK) {
-                if ((rc = act_begin(&w, m, 0, &at)) == ENG_OK) {
-                    pa_put_clogdir(&w.rec, (uint32_t)pi, blk);
-                    rc = act_apply(&w, m, at);
-                }
-                bp_release(t->bp, m, BP_EXCL);
-            }
-            if (rc == ENG_OK) rc = clog_dir_push(t, blk);
+    /* The first id of a log page creates it (and, after a restart moved
+     * ids past the lease, any page skipped: empty, nobody committed there),
+     * named in the meta page's directory, in this same record. */
+    while (rc == ENG_OK && t->clog_n <= pi) {
+        bp_frame *g;
+        uint32_t idx = t->clog_n;
+        if ((rc = alloc_page(&w, &g)) != ENG_OK) break;
+        uint32_t blk = atomic_load(&g->block);
+        if ((rc = act_begin(&w, g, 1, &at)) == ENG_OK) {
+            pa_put_init(&w.rec, blk, PAGE_CLOG, 0, 0, idx);
+            rc = act_apply(&w, g, at);
         }
-    } else {
+        if (rc == ENG_OK && (rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m)) == ENG_OK) {
+            if ((rc = act_begin(&w, m, 0, &at)) == ENG_OK) {
+                pa_put_clogdir(&w.rec, idx, blk);
+                rc = act_apply(&w, m, at);
+            }
+            bp_release(t->bp, m, BP_EXCL);
+        }
+        if (rc == ENG_OK) rc = clog_dir_push(t, blk);
+        if (rc == ENG_OK && idx == pi) f = g;
+        else bp_release(t->bp, g, BP_EXCL);
+    }
+    if (rc == ENG_OK && !f) {
         rc = bp_get(t->bp, t->clog_dir[pi], BP_EXCL, &f);
         if (rc == ENG_OK && (ph_get_type(f->data) != PAGE_CLOG || ph_get_aux(f->data) != pi)) {
             uint64_t found = (uint64_t)ph_get_type(f->data) << 32 | ph_get_aux(f->data);

@@ -24,6 +24,7 @@ void control_encode(const control *c, uint8_t buf[CONTROL_SIZE]) {
     wr64(buf + 32, c->checkpoint_lsn);
     wr64(buf + 40, c->redo_lsn);
     wr64(buf + 48, c->last_seq);
+    wr64(buf + 72, c->xid_limit);
     wr64(buf + 56, c->seg_size);
     wr32(buf + 64, c->wal_gen);
     wr64(buf + CT_SUM_OFF, XXH3_64bits(buf, CT_SUM_OFF));
@@ -40,6 +41,7 @@ int control_decode(const uint8_t buf[CONTROL_SIZE], control *c, const char **why
     c->checkpoint_lsn = rd64(buf + 32);
     c->redo_lsn = rd64(buf + 40);
     c->last_seq = rd64(buf + 48);
+    c->xid_limit = rd64(buf + 72);
     c->seg_size = rd64(buf + 56);
     c->wal_gen = rd32(buf + 64);
     if (c->seg_size < (64u << 10) || c->seg_size > (1ull << 32) || (c->seg_size & (c->seg_size - 1))) {

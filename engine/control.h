@@ -20,7 +20,14 @@
  *   64     4    ct_wal_gen        WAL generation: raised (and this file
  *                                 rewritten) on every open, before any
  *                                 WAL block is written
- *   68     436  (zero)
+ *   68     4    (zero)
+ *   72     8    ct_xid_limit      transaction ids at or above it were never
+ *                                 used: raised (and this file rewritten)
+ *                                 before a batch takes an id at or above
+ *                                 it, so ids are never reused even when a
+ *                                 crash loses log records whose versions
+ *                                 reached a page (0 in older files)
+ *   80     424  (zero)
  *   504    8    ct_checksum       XXH3-64 of bytes [0, 504)
  */
 #ifndef ENGINE_CONTROL_H
@@ -43,6 +50,7 @@ typedef struct control {
     uint64_t last_seq;
     uint64_t seg_size;
     uint32_t wal_gen;
+    uint64_t xid_limit;
 } control;
 
 /* Read and check DIR/control.  ENG_NOTFOUND if it does not exist;

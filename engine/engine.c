@@ -62,6 +62,13 @@
 #define DATA_FILE_ID 0
 #define MIN_FRAMES 16u
 #define SEQ_RING 4096u
+/* Transaction ids are leased in blocks: control's xid_limit is raised (a
+ * control write) before an id at or above it is used, so after any crash
+ * ids restart above every id that could be on a page, even if the log
+ * records that used them were lost (a damaged record at the end of the log
+ * with no later witness is trimmed as a torn tail, W3): a reused id would
+ * make that batch's versions visible under another batch's commit. */
+#define XID_LEASE 1024u
 
 struct eng_db {
     char dir[4096];
@@ -79,6 +86,8 @@ struct eng_db {
     wal *wal;
     pthread_mutex_t write_mu;
     pthread_mutex_t ckpt_mu;
+    pthread_mutex_t ctl_mu;      /* db->ctl and the control file (a leaf lock:
+                                  * taken under write_mu or ckpt_mu) */
     _Atomic int poisoned;
     eng_reporter rep;
     pthread_mutex_t last_mu;
@@ -159,6 +168,7 @@ static void free_handle(eng_db *db) {
     txn_destroy(db->txn);
     pthread_mutex_destroy(&db->write_mu);
     pthread_mutex_destroy(&db->ckpt_mu);
+    pthread_mutex_destroy(&db->ctl_mu);
     pthread_mutex_destroy(&db->last_mu);
     pthread_mutex_destroy(&db->seq_mu);
     free(db);
@@ -273,7 +283,10 @@ uint64_t eng_last_seq(eng_db *db) { return atomic_load(&db->seq); }
 
 /* ---- checkpoint ---- */
 
-static int checkpoint(eng_db *db) {
+/* CLOSING: the last checkpoint of the handle (nothing is written after
+ * it), which may hand the unused ids of the lease back: every page and
+ * record is on disk, so no id above the last one used exists anywhere. */
+static int checkpoint_as(eng_db *db, int closing) {
     if (atomic_load(&db->poisoned)) return ENG_POISONED;
     pthread_mutex_lock(&db->ckpt_mu);
     pthread_mutex_lock(&db->write_mu);
@@ -312,14 +325,17 @@ static int checkpoint(eng_db *db) {
         if (injected) rc = io_status_from_errno(injected);
     }
     if (rc == ENG_OK) {
+        pthread_mutex_lock(&db->ctl_mu);
         control c = db->ctl;
         c.redo_lsn = redo;
         c.checkpoint_lsn = cstart;
         c.last_seq = last_seq;
+        if (closing) c.xid_limit = last_seq + 1;
         if (nblocks > c.hwm) c.hwm = nblocks;
         rc = control_write(db->io, db->dir, &c);
+        if (rc == ENG_OK) db->ctl = c;
+        pthread_mutex_unlock(&db->ctl_mu);
         if (rc == ENG_OK) {
-            db->ctl = c;
             atomic_store(&db->hwm, c.hwm);
             atomic_fetch_add(&db->checkpoints, 1);
             rc = wal_remove_before(db->wal, redo);
@@ -328,6 +344,8 @@ static int checkpoint(eng_db *db) {
     pthread_mutex_unlock(&db->ckpt_mu);
     return rc == ENG_CORRUPTION ? rc : poison(db, rc);
 }
+
+static int checkpoint(eng_db *db) { return checkpoint_as(db, 0); }
 
 int eng_checkpoint(eng_db *db) {
     if (db->opts.read_only) return ENG_READONLY;
@@ -413,6 +431,7 @@ static int create_db(eng_db *db) {
     db->ctl.redo_lsn = WAL_BLOCK_HDR;
     db->ctl.checkpoint_lsn = start;
     db->ctl.last_seq = 0;
+    db->ctl.xid_limit = 1 + XID_LEASE;
     if ((rc = control_write(db->io, db->dir, &db->ctl))) return rc;
     atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
     return open_tree(db, 0);
@@ -445,7 +464,9 @@ static int recover_db(eng_db *db) {
         .actions_skipped = rr.actions_skipped, .images_restored = rr.images_restored,
         .trimmed = rr.trimmed, .txns_committed = rr.txns_committed, .txns_aborted = rr.txns_aborted,
     };
-    /* Ids are never reused: an aborted batch's versions keep its id. */
+    /* Ids are never reused: an aborted batch's versions keep its id, and
+     * ids of the last lease may be on pages whose log records were lost. */
+    if (db->ctl.xid_limit > rr.max_seq + 1) rr.max_seq = db->ctl.xid_limit - 1;
     atomic_store(&db->seq, rr.max_seq);
     atomic_store(&db->durable_seq, rr.last_seq);
     atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
@@ -461,6 +482,7 @@ static int recover_db(eng_db *db) {
     }
     /* A new generation, durable before any block of it is written. */
     db->ctl.wal_gen = (rr.max_gen > db->ctl.wal_gen ? rr.max_gen : db->ctl.wal_gen) + 1;
+    db->ctl.xid_limit = rr.max_seq + 1 + XID_LEASE; /* the first lease, in the same write */
     if ((rc = control_write(db->io, db->dir, &db->ctl))) { rec_result_free(&rr); return rc; }
     if ((rc = open_wal(db, rr.end_lsn, rr.last_lsn))) { rec_result_free(&rr); return rc; }
     if ((rc = open_tree(db, rr.meta_nblocks))) { rec_result_free(&rr); return rc; }
@@ -505,6 +527,7 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
     db->lockfd = -1;
     pthread_mutex_init(&db->write_mu, NULL);
     pthread_mutex_init(&db->ckpt_mu, NULL);
+    pthread_mutex_init(&db->ctl_mu, NULL);
     pthread_mutex_init(&db->last_mu, NULL);
     pthread_mutex_init(&db->seq_mu, NULL);
     db->rep = (eng_reporter){db_report, db};
@@ -562,7 +585,7 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
 int eng_close(eng_db *db) {
     if (!db) return ENG_INVALID;
     int rc = ENG_OK;
-    if (!db->opts.read_only && !atomic_load(&db->poisoned)) rc = checkpoint(db);
+    if (!db->opts.read_only && !atomic_load(&db->poisoned)) rc = checkpoint_as(db, 1);
     else if (atomic_load(&db->poisoned)) rc = ENG_POISONED;
     free_handle(db);
     return rc;
@@ -624,7 +647,15 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
         seq = atomic_load(&db->seq) + 1;
         batch.seq = seq;
         pa_batch_encode(rec, seq, pops, (uint32_t)n);
-        rc = log_append(db, WAL_REC_BATCH, rec, blen, &bstart, &bend);
+        pthread_mutex_lock(&db->ctl_mu);
+        if (seq >= db->ctl.xid_limit) {
+            control c = db->ctl;
+            c.xid_limit = seq + XID_LEASE;
+            rc = control_write(db->io, db->dir, &c);
+            if (rc == ENG_OK) db->ctl = c;
+        }
+        pthread_mutex_unlock(&db->ctl_mu);
+        if (rc == ENG_OK) rc = log_append(db, WAL_REC_BATCH, rec, blen, &bstart, &bend);
         if (rc == ENG_OK) {
             /* The id is used from here on, committed or not. */
             atomic_store(&db->seq, seq);

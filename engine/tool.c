@@ -1260,7 +1260,8 @@ static void dump_leaf_cells(const uint8_t *p)
     char shown[4 * SHOW_KEY_BYTES + 4];
     unsigned n = ph_get_nslots(p);
     printf("slots:\n");
-    printf("  %5s %7s %6s %5s %9s %-16s %s\n", "slot", "offset", "size", "klen", "vlen", "value", "key");
+    printf("  %5s %7s %6s %5s %9s %-16s %10s %10s %4s %s\n", "slot", "offset", "size", "klen", "vlen", "value",
+           "xmin", "xmax", "hint", "key");
     for (unsigned i = 0; i < n; i++) {
         leaf_cell c;
         char where[32];
@@ -1269,8 +1270,8 @@ static void dump_leaf_cells(const uint8_t *p)
             snprintf(where, sizeof where, "overflow(%" PRIu32 ")", c.ovfl);
         else
             snprintf(where, sizeof where, "inline");
-        printf("  %5u %7u %6u %5u %9" PRIu32 " %-16s %s\n", i, page_slot(p, i), c.size, c.klen,
-               c.vlen, where, escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
+        printf("  %5u %7u %6u %5u %9" PRIu32 " %-16s %10" PRIu64 " %10" PRIu64 "  0x%x %s\n", i, page_slot(p, i), c.size,
+               c.klen, c.vlen, where, c.xmin, c.xmax, page_hint(p, i), escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
     }
 }
 
