@@ -417,6 +417,7 @@ static int ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32
                                                : "overflow page length or link disagrees with the value length");
         }
         if (out) memcpy(out + done, p + PAGE_HDR, len);
+        if (out && (rc = kv_page(t, f))) { bp_release(t->bp, f, BP_SHARED); return rc; } /* after the copy too */
         if (blocks) blocks[i] = blk;
         bp_release(t->bp, f, BP_SHARED);
         done += len;
@@ -501,6 +502,9 @@ int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out
     }
     rc = buf_reserve(out, c.vlen ? c.vlen : 1);
     if (rc == ENG_OK) rc = cell_value(t, f, (int)idx, &c, out->data);
+    /* K2 after the copy too: a bit flipped between the check and the copy
+     * (memory faults do not take latches) is caught, not returned. */
+    if (rc == ENG_OK) rc = kv_entry(t, f, (int)idx);
     if (rc == ENG_OK) out->len = c.vlen;
     bp_release(t->bp, f, BP_SHARED);
     return rc;
@@ -594,6 +598,9 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
             }
             i = fwd ? (int)end : (int)first - 1;
         }
+        /* K2 after the copy too: a bit flipped in the leaf between the
+         * check above and the copy is caught, not returned. */
+        if (rc == ENG_OK && lc->n) rc = kv_all(t, f);
         bp_release(t->bp, f, BP_SHARED);
         if (rc) { lc->n = 0; return rc; }
         if (lc->n || !fc.set) return ENG_OK;

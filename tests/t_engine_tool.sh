@@ -279,7 +279,7 @@ t_dump_page() {
   has out '^verify: OK$' || return 1
   has out '^checksum: stored 0x[0-9a-f]+ computed 0x[0-9a-f]+ \(match\)$' || return 1
   has out '^ +0 +[0-9]+ +[0-9]+ +16 +100 +inline +[0-9]+ +[0-9]+ +0x[0-9a-f] k[0-9]{15}$' || return 1
-  n=$(grep -cE ' inline +k[0-9]{15}$' "$T/out")
+  n=$(grep -cE ' inline +[0-9]+ +[0-9]+ +0x[0-9a-f] k[0-9]{15}$' "$T/out")
   [ "$n" -gt 10 ] || { echo "only $n key lines"; return 1; }
   expect 0 "$TOOL" dump-page "$d" 0 || return 1
   has out '^type: meta ' || return 1
