@@ -141,7 +141,7 @@ test: all $(TEST_BIN) $(FUZZ_BIN)
 	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run_all.sh
 
 # Benchmarks (bench/): figures as JSON in build/bench/, never timed tests.
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libengine.a
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libengine.a $(wildcard bench/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $< $(BUILD)/libengine.a $(LDLIBS)
@@ -171,12 +171,12 @@ bench-protection: all $(BUILD)/bench/bench_protection
 # the plain engine and against the fault build (libfiu initialized, no
 # point enabled, never armed).
 .PHONY: bench-faults
-$(BUILD)/bench/bench_faults_plain: bench/bench_engine.c $(BUILD)/libengine.a
+$(BUILD)/bench/bench_faults_plain: bench/bench_engine.c $(BUILD)/libengine.a $(wildcard bench/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $< (plain)")
 	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $< $(BUILD)/libengine.a $(LDLIBS)
 
-$(BUILD)/bench/bench_faults_fiu: bench/bench_engine.c $(BUILD)/libengine-fiu.a
+$(BUILD)/bench/bench_faults_fiu: bench/bench_engine.c $(BUILD)/libengine-fiu.a $(wildcard bench/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $< (fiu)")
 	$(Q)$(CC) $(CFLAGS_BASE) -DFIU_ENABLE -DBENCH_FIU -o $@ $< $(BUILD)/libengine-fiu.a $(LDLIBS_FIU)

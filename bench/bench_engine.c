@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "bench_util.h"
 
 #ifdef BENCH_FIU
 #include <fiu.h>
@@ -32,27 +33,7 @@
 #define BUILD_NAME "plain"
 #endif
 
-#define KEY_LEN 32
-#define VALUE_LEN 200
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void key_of(uint64_t i, char *k) { snprintf(k, KEY_LEN + 1, "%032llu", (unsigned long long)i); }
-
-static void value_of(uint64_t i, uint8_t *v) {
-    uint64_t x = i * 0x9E3779B97F4A7C15ull + 1;
-    for (int j = 0; j < VALUE_LEN; j++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        v[j] = (uint8_t)x;
-    }
-}
-
 static uint64_t rng = 88172645463325252ull;
-static uint64_t next_rand(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 
 static int fail(const char *what, int rc) {
     fprintf(stderr, "bench_engine (%s): %s: %s\n", BUILD_NAME, what, eng_strerror(rc));
@@ -93,16 +74,16 @@ int main(int argc, char **argv) {
     eng_db *db;
     int rc = eng_open(dir, &o, &db);
     if (rc) return fail("open", rc);
-    char k[KEY_LEN + 1];
-    uint8_t v[VALUE_LEN];
+    char k[BENCH_KEY_LEN + 1];
+    uint8_t v[BENCH_VALUE_LEN];
     if (!strcmp(phase, "fill")) {
-        double t0 = now();
+        double t0 = bench_now();
         for (uint64_t i = 0; i < num; i++) {
-            key_of(i, k);
-            value_of(i, v);
-            if ((rc = eng_put(db, k, KEY_LEN, v, VALUE_LEN, NULL))) return fail("put", rc);
+            bench_key(i, k);
+            bench_value(i, v);
+            if ((rc = eng_put(db, k, BENCH_KEY_LEN, v, BENCH_VALUE_LEN, NULL))) return fail("put", rc);
         }
-        double t1 = now();
+        double t1 = bench_now();
         printf("fillseq_ops %.0f\n", (double)num / (t1 - t0));
     } else if (!strcmp(phase, "read")) {
         eng_iter *it;
@@ -116,18 +97,18 @@ int main(int argc, char **argv) {
             return 1;
         }
         eng_buf b = {0};
-        double t0 = now();
+        double t0 = bench_now();
         for (uint64_t i = 0; i < reads; i++) {
-            uint64_t x = next_rand() % num;
-            key_of(x, k);
-            if ((rc = eng_get(db, k, KEY_LEN, &b)) || b.len != VALUE_LEN) {
+            uint64_t x = bench_xorshift(&rng) % num;
+            bench_key(x, k);
+            if ((rc = eng_get(db, k, BENCH_KEY_LEN, &b)) || b.len != BENCH_VALUE_LEN) {
                 fprintf(stderr, "bench_engine: get: %s\n", eng_strerror(rc));
                 return 1;
             }
-            value_of(x, v);
-            if (memcmp(b.data, v, VALUE_LEN)) { fprintf(stderr, "bench_engine: wrong value\n"); return 1; }
+            bench_value(x, v);
+            if (memcmp(b.data, v, BENCH_VALUE_LEN)) { fprintf(stderr, "bench_engine: wrong value\n"); return 1; }
         }
-        double t1 = now();
+        double t1 = bench_now();
         printf("readrandom_ops %.0f\n", (double)reads / (t1 - t0));
         eng_buf_free(&b);
     } else {

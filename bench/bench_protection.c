@@ -31,35 +31,7 @@
 #include <time.h>
 
 #include "engine.h"
-
-#define KEY_LEN 32
-#define VALUE_LEN 200
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void key_of(uint64_t i, char *k) {
-    char tmp[KEY_LEN + 1];
-    snprintf(tmp, sizeof tmp, "%032llu", (unsigned long long)i);
-    memcpy(k, tmp, KEY_LEN);
-}
-
-static void value_of(uint64_t i, uint8_t *v) {
-    uint64_t x = i * 0x9E3779B97F4A7C15ull + 1;
-    for (int j = 0; j < VALUE_LEN; j++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        v[j] = (uint8_t)x;
-    }
-}
-
-static uint64_t xorshift(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-    return *s = x;
-}
+#include "bench_util.h"
 
 static int fail(const char *what, int rc) {
     fprintf(stderr, "bench_protection: %s: %s\n", what, eng_strerror(rc));
@@ -83,17 +55,17 @@ static double thread_cpu(void) {
 static void *read_random(void *arg) {
     reader *r = arg;
     eng_buf b = { 0 };
-    char k[KEY_LEN];
-    uint8_t v[VALUE_LEN];
+    char k[BENCH_KEY_LEN];
+    uint8_t v[BENCH_VALUE_LEN];
     uint64_t s = r->seed | 1;
     double c0 = thread_cpu();
     for (uint64_t i = 0; i < r->n; i++) {
-        uint64_t x = xorshift(&s) % r->num;
-        key_of(x, k);
-        int rc = eng_get(r->db, k, KEY_LEN, &b);
+        uint64_t x = bench_xorshift(&s) % r->num;
+        bench_key(x, k);
+        int rc = eng_get(r->db, k, BENCH_KEY_LEN, &b);
         if (rc) { r->rc = rc; break; }
-        value_of(x, v);
-        if (b.len != VALUE_LEN || memcmp(b.data, v, VALUE_LEN)) { r->rc = -1; break; }
+        bench_value(x, v);
+        if (b.len != BENCH_VALUE_LEN || memcmp(b.data, v, BENCH_VALUE_LEN)) { r->rc = -1; break; }
     }
     r->cpu = thread_cpu() - c0;
     eng_buf_free(&b);
@@ -104,7 +76,7 @@ static void *read_random(void *arg) {
  * seconds in *CPU), or < 0 on failure. */
 static double run_gets(eng_db *db, uint64_t num, uint64_t n, int threads, uint64_t seed, double *cpu) {
     reader rs[64];
-    double t0 = now();
+    double t0 = bench_now();
     for (int t = 0; t < threads; t++) {
         rs[t] = (reader){ .db = db, .num = num, .n = n / (uint64_t)threads, .seed = seed * 0x9E3779B97F4A7C15ull + (uint64_t)t };
         if (pthread_create(&rs[t].th, NULL, read_random, &rs[t])) return -1;
@@ -120,7 +92,7 @@ static double run_gets(eng_db *db, uint64_t num, uint64_t n, int threads, uint64
             bad = 1;
         }
     }
-    double t1 = now();
+    double t1 = bench_now();
     return bad ? -1 : t1 - t0;
 }
 
@@ -134,18 +106,18 @@ static int phase_load(const char *dir, uint64_t num) {
     eng_db *db;
     int rc = eng_open(dir, &o, &db);
     if (rc) return fail("open", rc);
-    char k[KEY_LEN];
-    uint8_t v[VALUE_LEN];
-    double t0 = now();
+    char k[BENCH_KEY_LEN];
+    uint8_t v[BENCH_VALUE_LEN];
+    double t0 = bench_now();
     for (uint64_t i = 0; i < num; i++) {
-        key_of(i, k);
-        value_of(i, v);
-        if ((rc = eng_put(db, k, KEY_LEN, v, VALUE_LEN, NULL))) return fail("put", rc);
+        bench_key(i, k);
+        bench_value(i, v);
+        if ((rc = eng_put(db, k, BENCH_KEY_LEN, v, BENCH_VALUE_LEN, NULL))) return fail("put", rc);
     }
     eng_vacuum_stats vs;
     if ((rc = eng_vacuum(db, &vs))) return fail("vacuum", rc);
     if ((rc = eng_checkpoint(db))) return fail("checkpoint", rc);
-    double t1 = now();
+    double t1 = bench_now();
     if (vs.versions != num) {
         fprintf(stderr, "bench_protection: vacuum saw %llu versions, expected %llu\n", (unsigned long long)vs.versions,
                 (unsigned long long)num);

@@ -10,13 +10,11 @@
 # the medians and every run beside it.
 # NUM, READS and ROUNDS override the sizes.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
+source "$(dirname "$0")/lib.sh"
+bench_setup faults
 NUM=${NUM:-200000}
 READS=${READS:-1000000}
 ROUNDS=${ROUNDS:-7}
-out=build/bench; mkdir -p "$out"
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-faults.XXXXXX"); trap 'rm -rf "$work"' EXIT
 P=$BUILD/bench/bench_faults_plain
 F=$BUILD/bench/bench_faults_fiu
 

@@ -18,14 +18,12 @@
 #   REPS         rounds per cache size (default 5)
 #   THREADS      reader threads (default 1)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
+source "$(dirname "$0")/lib.sh"
+bench_setup protection
 NUM=${1:-${NUM:-1000000}}
 READS=${READS:-200000}
 REPS=${REPS:-5}
 THREADS=${THREADS:-1}
-out=build/bench; mkdir -p "$out"
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-protection.XXXXXX"); trap 'rm -rf "$work"' EXIT
 B=$BUILD/bench/bench_protection
 widths=(0 1 2 4 8)
 fractions=(1.0 0.9 0.8 0.5 0)   # 0 = 8 MiB

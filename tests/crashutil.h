@@ -7,7 +7,8 @@
  *     (alarm), and registers it so cu_fini() (the tests' .fini, which runs
  *     after a failed assertion too) kills and reaps whatever is left.  A
  *     child never returns into Criterion: it ends with _exit(), never calls
- *     cr_assert, and reports to the parent through a pipe with write(2).
+ *     cr_assert, and reports to the parent through a pipe with write(2)
+ *     (cu_fork_piped forks it with the pipe).
  *   - keys "k%015llu" (16 bytes, numeric order is key order) and values
  *     that are a pure function of (index, generation), so a scan can prove
  *     that the store holds exactly the keys 0..m-1 with the right values.
@@ -128,6 +129,19 @@ static inline size_t cu_read_all(int fd, void *buf, size_t len) {
 
 static inline void cu_pipe(int fds[2]) {
     cr_assert(pipe(fds) == 0, "pipe: %s", strerror(errno));
+}
+
+/* Fork a crash child (cu_fork) with a pipe from it to the parent.  In the
+ * child: returns 0, *FD is the write end.  In the parent: returns the
+ * child's pid, *FD is the read end (the caller closes it).  The other end
+ * is closed in each. */
+static inline pid_t cu_fork_piped(int *fd) {
+    int fds[2];
+    cu_pipe(fds);
+    pid_t pid = cu_fork();
+    close(fds[pid == 0 ? 0 : 1]);
+    *fd = fds[pid == 0 ? 1 : 0];
+    return pid;
 }
 
 static inline uint64_t cu_now_ms(void) {

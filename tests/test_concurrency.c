@@ -89,16 +89,7 @@ static uint32_t parse_value(const void *val, size_t len, uint32_t key, const cha
     return hdr[1];
 }
 
-static int key_index(const void *k, size_t kl) {
-    const uint8_t *p = k;
-    if (kl != 9 || p[0] != 'k') return -1;
-    int v = 0;
-    for (int j = 1; j < 9; j++) {
-        if (p[j] < '0' || p[j] > '9') return -1;
-        v = v * 10 + (p[j] - '0');
-    }
-    return v < NK ? v : -1;
-}
+static int key_index(const void *k, size_t kl) { return (int)tu_key_index(k, kl, NK); }
 
 /* C2-C4 for one observation of KEY with VALUE. */
 static int observe(uint32_t *seen, uint32_t key, const void *val, size_t len, const char *how) {

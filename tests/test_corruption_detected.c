@@ -51,15 +51,7 @@ static fixture F; /* one per test process (Criterion forks per test) */
 
 static size_t key_of(char *buf, int i) { return tu_key(buf, (uint64_t)i); }
 
-static int key_index(const uint8_t *k, size_t kl) {
-    if (kl != 9 || k[0] != 'k') return -1;
-    int v = 0;
-    for (size_t j = 1; j < 9; j++) {
-        if (k[j] < '0' || k[j] > '9') return -1;
-        v = v * 10 + (k[j] - '0');
-    }
-    return v < NKEYS ? v : -1;
-}
+static int key_index(const uint8_t *k, size_t kl) { return (int)tu_key_index(k, kl, NKEYS); }
 
 /* Load NKEYS keys; every 100th value spans several overflow pages. */
 static void load(const char *dir, int backend, uint32_t ps, tu_model *m, uint64_t seed) {

@@ -130,15 +130,7 @@ static size_t kv_val(uint8_t *buf, int i, int gen) {
     return len;
 }
 
-static int key_index(const uint8_t *k, size_t kl) {
-    if (kl != 9 || k[0] != 'k') return -1;
-    int v = 0;
-    for (size_t j = 1; j < 9; j++) {
-        if (k[j] < '0' || k[j] > '9') return -1;
-        v = v * 10 + (k[j] - '0');
-    }
-    return v < NKEYS ? v : -1;
-}
+static int key_index(const uint8_t *k, size_t kl) { return (int)tu_key_index(k, kl, NKEYS); }
 
 static eng_options kv_opts(int w, size_t cache_pages) {
     eng_options o = tu_opts(ENG_IO_URING, PS, cache_pages, &F.rep);
@@ -223,6 +215,12 @@ static eng_db *open_warm(int w) {
                  (unsigned long long)st.page_writes);
     cr_assert_eq(F.rep.total, 0, "the pristine copy reported corruption");
     return db;
+}
+
+/* A fresh fixture (fixture_build), its work copy opened warm (open_warm). */
+static eng_db *fixture_open_warm(int w) {
+    fixture_build();
+    return open_warm(w);
 }
 
 /* ---- frames and flips ------------------------------------------------------ */
@@ -426,8 +424,7 @@ static size_t cell_byte(const uint8_t *page, unsigned slot, int region, tu_rng *
 }
 
 static void leaf_cell_rounds(int w, int region, int rounds, uint64_t seed) {
-    fixture_build();
-    eng_db *db = open_warm(w);
+    eng_db *db = fixture_open_warm(w);
     tu_rng r = { seed + (uint64_t)w };
     uint8_t page[PS];
     int keys[512];
@@ -464,27 +461,30 @@ static void leaf_cell_rounds(int w, int region, int rounds, uint64_t seed) {
     reopen_check(w, "reopen after the flips");
 }
 
+/* A test run for w = 1, 2, 4 and 8: its body sees the width as `int w`. */
 #define KV_WIDTH_TEST(Name)                                                                         \
+    static void Name##_w_(int w);                                                                   \
     ParameterizedTestParameters(kvprot, Name) {                                                     \
         static int widths_[] = { 1, 2, 4, 8 };                                                      \
         return cr_make_param_array(int, widths_, 4);                                                \
     }                                                                                               \
-    ParameterizedTest(int *width, kvprot, Name, T_OPTS)
+    ParameterizedTest(int *width, kvprot, Name, T_OPTS) { Name##_w_(*width); }                      \
+    static void Name##_w_(int w)
 
 KV_WIDTH_TEST(flipped_bit_in_cached_key_is_reported_never_returned) {
-    leaf_cell_rounds(*width, R_KEY, 12, 0x6b6579ull);
+    leaf_cell_rounds(w, R_KEY, 12, 0x6b6579ull);
 }
 
 KV_WIDTH_TEST(flipped_bit_in_cached_value_is_reported_never_returned) {
-    leaf_cell_rounds(*width, R_VALUE, 12, 0x76616cull);
+    leaf_cell_rounds(w, R_VALUE, 12, 0x76616cull);
 }
 
 KV_WIDTH_TEST(flipped_bit_in_cached_version_ids_is_reported) {
-    leaf_cell_rounds(*width, R_IDS, 8, 0x786d696eull);
+    leaf_cell_rounds(w, R_IDS, 8, 0x786d696eull);
 }
 
 KV_WIDTH_TEST(flipped_bit_in_cell_lengths_or_flags_is_reported) {
-    leaf_cell_rounds(*width, R_LENGTHS, 14, 0x6c656eull);
+    leaf_cell_rounds(w, R_LENGTHS, 14, 0x6c656eull);
 }
 
 /* Every single-bit flip of the fields that decide which bytes an entry's
@@ -497,9 +497,7 @@ KV_WIDTH_TEST(flipped_bit_in_cell_lengths_or_flags_is_reported) {
  * names it counts as caught: a damaged overflow flag is sometimes stopped
  * by the overflow pointer's range check). */
 KV_WIDTH_TEST(every_single_bit_flip_of_a_slot_or_cell_length_is_reported) {
-    const int w = *width;
-    fixture_build();
-    eng_db *db = open_warm(w);
+    eng_db *db = fixture_open_warm(w);
     uint8_t page[PS];
     int keys[512];
     uint64_t flips = 0, wrong = 0, right = 0, notfound = 0, unreported = 0;
@@ -561,9 +559,7 @@ KV_WIDTH_TEST(every_single_bit_flip_of_a_slot_or_cell_length_is_reported) {
 /* ---- page code: header and slot array ------------------------------------------- */
 
 KV_WIDTH_TEST(flipped_bit_in_slot_array_or_header_is_reported) {
-    const int w = *width;
-    fixture_build();
-    eng_db *db = open_warm(w);
+    eng_db *db = fixture_open_warm(w);
     tu_rng r = { 0x736c6f74ull + (uint64_t)w };
     uint8_t page[PS];
     int keys[512];
@@ -616,9 +612,7 @@ KV_WIDTH_TEST(flipped_bit_in_slot_array_or_header_is_reported) {
 /* ---- internal pages: separators and child pointers -------------------------------- */
 
 KV_WIDTH_TEST(flipped_bit_in_internal_separator_or_child_is_caught_on_descent) {
-    const int w = *width;
-    fixture_build();
-    eng_db *db = open_warm(w);
+    eng_db *db = fixture_open_warm(w);
     tu_rng r = { 0x696e74ull + (uint64_t)w };
     uint8_t page[PS];
     frame_copy(db, 1, page);
@@ -688,7 +682,6 @@ static void expect_disk_leaf_right(const char *dir, uint64_t block, int alt, con
 }
 
 KV_WIDTH_TEST(put_into_leaf_with_flipped_bit_fails_and_copies_nothing) {
-    const int w = *width;
     fixture_build();
     tu_rng r = { 0x707574ull + (uint64_t)w };
     uint8_t page[PS], v[256];
@@ -797,7 +790,6 @@ static uint64_t dirty_flip(eng_db *db, int d, tu_rng *r, int *victim, flip *fl, 
 }
 
 KV_WIDTH_TEST(flip_in_dirty_page_is_caught_before_write_back) {
-    const int w = *width;
     fixture_build();
     tu_rng r = { 0x64697274ull + (uint64_t)w };
     char rs[4096], bad_status[300] = "";
@@ -1004,9 +996,7 @@ Test(kvprot, width_0_computes_nothing, T_OPTS) {
 /* ---- memory accounting ------------------------------------------------------------------------ */
 
 KV_WIDTH_TEST(memory_accounting_follows_the_documented_rule) {
-    const int w = *width;
-    fixture_build();
-    eng_db *db = open_warm(w);
+    eng_db *db = fixture_open_warm(w);
     tu_check_scan(db, &F.m, "scan");
     eng_stats st;
     cr_assert_eq(eng_get_stats(db, &st), ENG_OK);

@@ -343,6 +343,13 @@ static int ends_with(const char *s, const char *suffix) {
 static int is_data_file(const eng_io_op *op) { return ends_with(op->path, "/data"); }
 static int is_wal_file(const eng_io_op *op) { return op->path && strstr(op->path, "/wal/") != NULL; }
 
+/* In a crash child (it never asserts): DIR opened with O, or _exit. */
+static eng_db *child_open(const char *dir, const eng_options *o) {
+    eng_db *db = NULL;
+    if (eng_open(dir, o, &db)) _exit(CU_EXIT_FAIL);
+    return db;
+}
+
 /* ========================================================================= */
 /* 1a. A batch failed by a read error of its second op leaves no trace.      */
 /* ========================================================================= */
@@ -375,49 +382,61 @@ static int re_before(void *ctx, eng_io_op *op) {
     return 0;
 }
 
-static void batch_failed_by_read_error_leaves_no_trace_run(int backend);
-TU_BACKEND_TEST(mvcc, batch_failed_by_read_error_leaves_no_trace, T_OPTS) {
-    batch_failed_by_read_error_leaves_no_trace_run(*backend);
-}
-static void batch_failed_by_read_error_leaves_no_trace_run(int backend) {
-    const char *root = tu_tmpdir();
-    char dir[256], what[160];
-    snprintf(dir, sizeof dir, "%s/db", root);
-    snprintf(what, sizeof what, "%s", tu_backend_name(backend));
+/* Options with a 16-page cache and RE's hook, RE cleared. */
+static eng_options re_opts(int backend) {
     static eng_io_hooks hooks = { NULL, re_before, NULL };
     memset(&RE, 0, sizeof RE);
     eng_options o = mv_opts(backend, 16);
     o.io_hooks = &hooks;
-    const uint64_t k1 = 100, k2 = 1500, k3 = 2900, n = RE_KEYS + 10;
-    int32_t *g = gens_new(n);
+    return o;
+}
 
-    eng_db *db = tu_open(dir, &o);
+/* Loads keys 0..RE_KEYS-1 into a fresh database at DIR (G records them)
+ * and lists in RE the data blocks a cold get of key FAIL reads (after
+ * reopen) that cold gets of the NKEEP keys KEEP, made first, did not:
+ * FAIL's leaf, which mode 2 then fails to read.  Leaves the database
+ * closed, RE.mode 0 and at least one block listed. */
+static void re_load_and_list_blocks(const char *dir, const eng_options *o, int32_t *g, const uint64_t *keep,
+                                    size_t nkeep, uint64_t fail, const char *what) {
+    eng_db *db = tu_open(dir, o);
     load_keys(db, g, 0, RE_KEYS, 100);
     tu_close(db);
 
-    /* Which blocks does a get of k2 read that a get of k1 did not (cold
-     * cache, after reopen)?  Those hold the second op's leaf. */
-    db = tu_open(dir, &o);
+    db = tu_open(dir, o);
     eng_buf vb = { 0 };
     char k[CU_KLEN + 1];
     RE.mode = 1;
-    cr_assert_eq(eng_get(db, k, cu_key(k, k1), &vb), ENG_OK);
+    for (size_t i = 0; i < nkeep; i++) cr_assert_eq(eng_get(db, k, cu_key(k, keep[i]), &vb), ENG_OK);
     size_t n1 = RE.n;
     uint64_t r1[RE_MAXB];
     memcpy(r1, RE.blocks, sizeof r1);
     RE.n = 0;
-    cr_assert_eq(eng_get(db, k, cu_key(k, k2), &vb), ENG_OK);
+    cr_assert_eq(eng_get(db, k, cu_key(k, fail), &vb), ENG_OK);
     RE.mode = 0;
-    cr_assert(RE.n > 0, "%s: a cold get of key %llu read no data block", what, (unsigned long long)k2);
+    cr_assert(RE.n > 0, "%s: a cold get of key %llu read no data block", what, (unsigned long long)fail);
     for (size_t i = 0; i < RE.n; i++)
         for (size_t j = 0; j < n1; j++)
-            cr_assert_neq(RE.blocks[i], r1[j], "%s: keys %llu and %llu share block %llu", what,
-                          (unsigned long long)k1, (unsigned long long)k2, (unsigned long long)r1[j]);
+            cr_assert_neq(RE.blocks[i], r1[j], "%s: key %llu shares block %llu with a key read before it", what,
+                          (unsigned long long)fail, (unsigned long long)r1[j]);
+    eng_buf_free(&vb);
     tu_close(db);
+}
+
+TU_BACKEND_TEST_FN(mvcc, batch_failed_by_read_error_leaves_no_trace, T_OPTS) {
+    const char *dir = tu_tmpdir_db();
+    char what[160];
+    snprintf(what, sizeof what, "%s", tu_backend_name(backend));
+    eng_options o = re_opts(backend);
+    const uint64_t k1 = 100, k2 = 1500, k3 = 2900, n = RE_KEYS + 10;
+    int32_t *g = gens_new(n);
+
+    /* Which blocks does a get of k2 read that a get of k1 did not (cold
+     * cache, after reopen)?  Those hold the second op's leaf. */
+    re_load_and_list_blocks(dir, &o, g, &k1, 1, k2, what);
 
     /* The batch: overwrite k1, overwrite k2, delete k3, on a cold cache
      * whose read of k2's leaf fails. */
-    db = tu_open(dir, &o);
+    eng_db *db = tu_open(dir, &o);
     eng_stats s0 = stats_of(db);
     batch b;
     batch_init(&b, 4);
@@ -450,12 +469,12 @@ static void batch_failed_by_read_error_leaves_no_trace_run(int backend) {
         tu_close(db);
     } else {
         eng_buf tmp = { 0 };
+        char k[CU_KLEN + 1];
         cr_assert_eq(eng_get(db, k, cu_key(k, k1), &tmp), ENG_POISONED, "%s: poisoned handle still reads", what);
         eng_buf_free(&tmp);
         eng_close(db);
     }
     batch_free(&b);
-    eng_buf_free(&vb);
 
     tu_reports rep;
     tu_reports_init(&rep);
@@ -536,8 +555,7 @@ static void cb_child(const char *dir, int backend, cb_hook *h, int fd) {
     hooks = (eng_io_hooks){ h, cb_before, NULL };
     eng_options o = cb_opts(backend);
     o.io_hooks = &hooks;
-    eng_db *db = NULL;
-    if (eng_open(dir, &o, &db)) _exit(CU_EXIT_FAIL);
+    eng_db *db = child_open(dir, &o);
     batch b;
     b.ops = calloc(CB_OPS, sizeof *b.ops);
     b.keys = calloc(CB_OPS, sizeof *b.keys);
@@ -562,16 +580,11 @@ static void cb_child(const char *dir, int backend, cb_hook *h, int fd) {
  * WAL writes, data writes, WAL writes before the first data write) if it
  * sent one. */
 static int cb_run(const char *dir, int backend, cb_hook *h, uint64_t msg[4], int *reported) {
-    int fds[2];
-    cu_pipe(fds);
-    pid_t pid = cu_fork();
-    if (pid == 0) {
-        close(fds[0]);
-        cb_child(dir, backend, h, fds[1]);
-    }
-    close(fds[1]);
-    *reported = cu_read_all(fds[0], msg, 4 * sizeof *msg) == 4 * sizeof *msg;
-    close(fds[0]);
+    int fd;
+    pid_t pid = cu_fork_piped(&fd);
+    if (pid == 0) cb_child(dir, backend, h, fd);
+    *reported = cu_read_all(fd, msg, 4 * sizeof *msg) == 4 * sizeof *msg;
+    close(fd);
     return cu_wait(pid);
 }
 
@@ -579,8 +592,8 @@ Test(mvcc, batch_cut_by_crash_leaves_no_trace, T_OPTS) {
     const int backend = ENG_IO_PSYNC;
     const char *root = tu_tmpdir();
     char dir[256], base[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
-    snprintf(base, sizeof base, "%s/base", root);
+    tu_path(dir, sizeof dir, root, "db");
+    tu_path(base, sizeof base, root, "base");
     eng_options o = cb_opts(backend);
     const uint64_t n = CB_BASE + CB_NEW + 1;
     int32_t *g = gens_new(n);
@@ -689,9 +702,7 @@ Test(mvcc, batch_cut_by_crash_leaves_no_trace, T_OPTS) {
 Test(mvcc, snapshot_reads_old_values_across_writes_and_vacuum, T_OPTS) {
     uint64_t seed = cu_seed(0x5a);
     tu_rng rng = { seed };
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     eng_options o = mv_opts(ENG_IO_PSYNC, 64); /* a small cache: versions go to disk and back */
     const uint64_t n = SN_MAX;
     int32_t *g = gens_new(n);
@@ -1067,10 +1078,23 @@ static void vf_reopen_clean(const char *dir, const eng_options *o, const int32_t
     cr_assert_eq(rep.total, 0, "%s: %zu corruption reports", what, rep.total);
 }
 
+/* The end of a test that held snapshot S over DB (at DIR, opened with O):
+ * release it; a vacuum then leaves only the live versions of G, verify is
+ * clean, and after a clean close a reopen agrees with G. */
+static void release_vacuum_reopen_clean(eng_db *db, eng_snapshot *s, const char *dir, const eng_options *o,
+                                        const int32_t *g, uint64_t n, const char *what) {
+    char w[200];
+    eng_snapshot_release(db, s);
+    snprintf(w, sizeof w, "%s: vacuum after release", what);
+    vacuum_leaves_only_live(db, gens_live(g, n), w);
+    cu_verify_clean(db, w);
+    tu_close(db);
+    snprintf(w, sizeof w, "%s: reopened", what);
+    vf_reopen_clean(dir, o, g, n, w);
+}
+
 Test(mvcc, vacuum_freeze_min_age_0_freezes_every_version, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     int32_t *g = gens_new(VF_KEYS + 1);
     eng_options o;
     eng_db *db = vf_load(dir, 0, g, &o);
@@ -1093,9 +1117,7 @@ Test(mvcc, vacuum_freeze_min_age_0_freezes_every_version, T_OPTS) {
 }
 
 Test(mvcc, first_vacuum_after_load_sets_hints_not_freezes, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     int32_t *g = gens_new(VF_KEYS + 1);
     eng_options o;
     eng_db *db = vf_load(dir, UINT64_MAX, g, &o);
@@ -1119,9 +1141,7 @@ Test(mvcc, first_vacuum_after_load_sets_hints_not_freezes, T_OPTS) {
 }
 
 Test(mvcc, vacuum_freezes_only_versions_older_than_min_age, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     int32_t *g = gens_new(VF_KEYS + 1);
     eng_options o;
     const uint64_t age = 20;
@@ -1150,9 +1170,7 @@ Test(mvcc, vacuum_freezes_only_versions_older_than_min_age, T_OPTS) {
 }
 
 Test(mvcc, vacuum_freezes_nothing_a_snapshot_must_not_see, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     const uint64_t n = 2 * VF_KEYS + 1;
     int32_t *g = gens_new(n);
     eng_options o = mv_opts(ENG_IO_PSYNC, 256);
@@ -1278,9 +1296,7 @@ static void *rb_reader(void *arg) {
 }
 
 Test(mvcc, readers_during_a_batch_see_it_whole_and_hide_nothing_after_commit, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     eng_options o = mv_opts(ENG_IO_PSYNC, 64); /* the batch's pages are evicted and read back while it runs */
     int32_t *g = gens_new(RB_OPS + 1);
     eng_db *db = tu_open(dir, &o);
@@ -1327,9 +1343,7 @@ Test(mvcc, readers_during_a_batch_see_it_whole_and_hide_nothing_after_commit, T_
 #define HC_STRIDE 70u
 
 Test(mvcc, commit_hint_never_reaches_disk_before_the_commit, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     /* sync off, a log buffer that holds the batch, a cache far smaller
      * than the table: the batch's leaves are evicted (written) while its
      * commit may still be only in memory. */
@@ -1341,13 +1355,10 @@ Test(mvcc, commit_hint_never_reaches_disk_before_the_commit, T_OPTS) {
     tu_close(db);
 
     for (int r = 0; r < 2; r++) {
-        int fds[2];
-        cu_pipe(fds);
-        pid_t pid = cu_fork();
+        int fd;
+        pid_t pid = cu_fork_piped(&fd);
         if (pid == 0) {
-            close(fds[0]);
-            eng_db *c = NULL;
-            if (eng_open(dir, &o, &c)) _exit(CU_EXIT_FAIL);
+            eng_db *c = child_open(dir, &o);
             batch b;
             batch_init(&b, HC_KEYS);
             for (uint64_t j = 0; j < HC_KEYS; j++) batch_add(&b, j * HC_STRIDE, 1 + r);
@@ -1363,13 +1374,12 @@ Test(mvcc, commit_hint_never_reaches_disk_before_the_commit, T_OPTS) {
             eng_stats st;
             eng_get_stats(c, &st);
             uint64_t msg[4] = { seq, eng_durable_seq(c), st.page_writes, st.hints_set };
-            if (cu_write_all(fds[1], msg, sizeof msg)) _exit(CU_EXIT_FAIL);
+            if (cu_write_all(fd, msg, sizeof msg)) _exit(CU_EXIT_FAIL);
             _exit(CU_EXIT_HOOK); /* a crash: no sync, no close */
         }
-        close(fds[1]);
         uint64_t msg[4] = { 0 };
-        size_t got = cu_read_all(fds[0], msg, sizeof msg);
-        close(fds[0]);
+        size_t got = cu_read_all(fd, msg, sizeof msg);
+        close(fd);
         int st = cu_wait(pid);
         char sb[64];
         cr_assert(got == sizeof msg && WIFEXITED(st) && WEXITSTATUS(st) == CU_EXIT_HOOK, "round %d: child: %s", r,
@@ -1489,9 +1499,7 @@ static void lv_write(eng_db *db, const int32_t *g, const int32_t *old) {
 }
 
 Test(mvcc, large_values_snapshot_keeps_old_chains_and_vacuum_frees_them, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     eng_options o = mv_opts(ENG_IO_PSYNC, 64);
     int32_t g[LV_KEYS], gs[LV_KEYS], prev[LV_KEYS];
     for (uint64_t i = 0; i < LV_KEYS; i++) g[i] = 0;
@@ -1603,9 +1611,7 @@ static void *cv_reader(void *arg) {
 Test(mvcc, snapshot_read_concurrently_with_writes_and_vacuums_stays_exact, T_OPTS) {
     uint64_t seed = cu_seed(0xc5);
     tu_rng rng = { seed };
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     eng_options o = mv_opts(ENG_IO_PSYNC, 48);
     o.vacuum_freeze_min_age = 0; /* vacuum freezes all it may, right behind the snapshot */
     int32_t *g = gens_new(CV_KEYS * 2 + 1);
@@ -1645,11 +1651,7 @@ Test(mvcc, snapshot_read_concurrently_with_writes_and_vacuums_stays_exact, T_OPT
     cr_assert_eq(c.bad, 0, "seed 0x%llx: the snapshot reader saw %llu wrong answers; first: %s",
                  (unsigned long long)seed, (unsigned long long)c.bad, c.first_bad);
     check_all(db, NULL, g, next_new, "latest after the concurrent run");
-    eng_snapshot_release(db, s);
-    vacuum_leaves_only_live(db, gens_live(g, next_new), "vacuum after release");
-    cu_verify_clean(db, "after release and vacuum");
-    tu_close(db);
-    vf_reopen_clean(dir, &o, g, next_new, "reopened");
+    release_vacuum_reopen_clean(db, s, dir, &o, g, next_new, "after the concurrent run");
     free(g);
 }
 
@@ -1698,38 +1700,34 @@ static eng_options vk_opts(void) {
 }
 
 static int vk_run(const char *dir, vk_hook *h, uint64_t counts[2]) {
-    int fds[2];
-    cu_pipe(fds);
-    pid_t pid = cu_fork();
+    int fd;
+    pid_t pid = cu_fork_piped(&fd);
     if (pid == 0) {
-        close(fds[0]);
         static eng_io_hooks hooks;
         hooks = (eng_io_hooks){ h, vk_before, vk_after };
         eng_options o = vk_opts();
         o.io_hooks = &hooks;
-        eng_db *db = NULL;
-        if (eng_open(dir, &o, &db)) _exit(CU_EXIT_FAIL);
+        eng_db *db = child_open(dir, &o);
         eng_vacuum_stats vs;
         h->armed = 1;
         int rc = eng_vacuum(db, &vs);
         if (rc == ENG_OK) rc = eng_checkpoint(db);
         h->armed = 0;
         uint64_t m[2] = { h->wal_writes, h->data_writes };
-        if (rc || cu_write_all(fds[1], m, sizeof m)) _exit(CU_EXIT_FAIL);
+        if (rc || cu_write_all(fd, m, sizeof m)) _exit(CU_EXIT_FAIL);
         _exit(eng_close(db) ? CU_EXIT_FAIL : CU_EXIT_DONE);
     }
-    close(fds[1]);
     counts[0] = counts[1] = 0;
-    cu_read_all(fds[0], counts, 2 * sizeof *counts);
-    close(fds[0]);
+    cu_read_all(fd, counts, 2 * sizeof *counts);
+    close(fd);
     return cu_wait(pid);
 }
 
 Test(mvcc, crash_during_vacuum_changes_nothing_readers_see, T_OPTS) {
     const char *root = tu_tmpdir();
     char dir[256], base[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
-    snprintf(base, sizeof base, "%s/base", root);
+    tu_path(dir, sizeof dir, root, "db");
+    tu_path(base, sizeof base, root, "base");
     eng_options o = vk_opts();
     int32_t *g = gens_new(CV2_KEYS + 1);
     fresh_dir(base);
@@ -1855,8 +1853,7 @@ static void cw_child(const char *dir, const cw_case *c, uint64_t seed, int fd) {
     eng_options o = cw_opts(c);
     o.io_hooks = &hooks;
     CW.rng.s = seed;
-    eng_db *db = NULL;
-    if (eng_open(dir, &o, &db)) _exit(CU_EXIT_FAIL);
+    eng_db *db = child_open(dir, &o);
     batch b;
     batch_init(&b, 4);
     eng_buf vb = { 0 };
@@ -1885,9 +1882,7 @@ ParameterizedTestParameters(mvcc, crash_among_hints_and_aborts_keeps_exact_commi
 }
 
 ParameterizedTest(cw_case *c, mvcc, crash_among_hints_and_aborts_keeps_exact_commits, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     int32_t *g = gens_new(CW_KEYS + 1), *alt = gens_new(CW_KEYS + 1);
     eng_options o = cw_opts(c);
     batch b;
@@ -1899,20 +1894,15 @@ ParameterizedTest(cw_case *c, mvcc, crash_among_hints_and_aborts_keeps_exact_com
         char what[200];
         snprintf(what, sizeof what, "checksums=%d wal_log_hints=%d hint_fpi=%d round %d seed 0x%llx", c->checksums,
                  c->log_hints, c->fpi, r, (unsigned long long)seed);
-        int fds[2];
-        cu_pipe(fds);
-        pid_t pid = cu_fork();
-        if (pid == 0) {
-            close(fds[0]);
-            cw_child(dir, c, seed, fds[1]);
-        }
-        close(fds[1]);
+        int fd;
+        pid_t pid = cu_fork_piped(&fd);
+        if (pid == 0) cw_child(dir, c, seed, fd);
         /* Apply each reported batch to the model; kill the child after
          * KILL_AFTER reports (it may have committed one more). */
         uint32_t m[2], last = 0, aborted = 0, poisoned = 0;
         static uint8_t status[CW_MAXB + 2];
         memset(status, 0, sizeof status);
-        while (cu_read_all(fds[0], m, sizeof m) == sizeof m) {
+        while (cu_read_all(fd, m, sizeof m) == sizeof m) {
             cr_assert_eq(m[0], last + 1, "%s: reports out of order", what);
             last = m[0];
             status[m[0]] = (uint8_t)m[1];
@@ -1929,7 +1919,7 @@ ParameterizedTest(cw_case *c, mvcc, crash_among_hints_and_aborts_keeps_exact_com
             }
             if (last == kill_after) kill(pid, SIGKILL);
         }
-        close(fds[0]);
+        close(fd);
         cu_wait(pid);
         /* The batch in flight (after the last report, or the one that
          * poisoned the handle) is in doubt: all of it or none. */
@@ -1999,12 +1989,17 @@ ParameterizedTest(cw_case *c, mvcc, crash_among_hints_and_aborts_keeps_exact_com
 /*     readers, snapshots, vacuum and recovery.                             */
 /* ========================================================================= */
 
-Test(mvcc, same_key_twice_in_a_batch_last_op_wins, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+/* Both tests of a key written twice: a 64-page cache, sync commits (the
+ * second crashes right after one). */
+static eng_options twice_opts(void) {
     eng_options o = mv_opts(ENG_IO_PSYNC, 64);
     o.sync_mode = ENG_SYNC_COMMIT;
+    return o;
+}
+
+Test(mvcc, same_key_twice_in_a_batch_last_op_wins, T_OPTS) {
+    const char *dir = tu_tmpdir_db();
+    eng_options o = twice_opts();
     const uint64_t n = 400;
     int32_t *g = gens_new(n + 1);
     tu_reports rep;
@@ -2038,26 +2033,19 @@ Test(mvcc, same_key_twice_in_a_batch_last_op_wins, T_OPTS) {
     batch_free(&b);
     check_all(db, NULL, g, n, "latest after batches that write keys twice");
     check_all(db, s, gs, n, "a snapshot from before them");
-    eng_snapshot_release(db, s);
-    vacuum_leaves_only_live(db, gens_live(g, n), "vacuum after batches that write keys twice");
-    cu_verify_clean(db, "after vacuum");
-    eng_close(db);
-    vf_reopen_clean(dir, &o, g, n, "reopened after a clean close");
+    release_vacuum_reopen_clean(db, s, dir, &o, g, n, "after batches that write keys twice");
     free(gs);
     free(g);
 }
 
 /* An iterator reads the state at its open, whatever is written after. */
 Test(mvcc, iterator_reads_the_state_at_its_open, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+    const char *dir = tu_tmpdir_db();
     eng_options o = mv_opts(ENG_IO_PSYNC, 32);
     const uint64_t n = 3000;
     int32_t *g = gens_new(n + 1);
     eng_db *db = tu_open(dir, &o);
     load_keys(db, g, 0, 1500, 100);
-    int32_t *g0 = gens_dup(g, n + 1);
     eng_iter *it = NULL;
     cr_assert_eq(eng_iter_open(db, NULL, &it), ENG_OK);
     /* read half of it, then change everything, vacuum, read the rest */
@@ -2095,7 +2083,6 @@ Test(mvcc, iterator_reads_the_state_at_its_open, T_OPTS) {
     check_all(db, NULL, g, n, "latest");
     vacuum_leaves_only_live(db, gens_live(g, n), "vacuum after the iterator closed");
     tu_close(db);
-    free(g0);
     free(g);
 }
 
@@ -2103,20 +2090,14 @@ Test(mvcc, iterator_reads_the_state_at_its_open, T_OPTS) {
  * replays the batch (found: its redo reported P3 corruption, "version of
  * the same key not older", and the database would not open). */
 Test(mvcc, key_written_twice_in_a_committed_batch_recovers_after_crash, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
-    eng_options o = mv_opts(ENG_IO_PSYNC, 64);
-    o.sync_mode = ENG_SYNC_COMMIT;
+    const char *dir = tu_tmpdir_db();
+    eng_options o = twice_opts();
     int32_t *g = gens_new(41);
     tu_close(tu_open(dir, &o));
-    int fds[2];
-    cu_pipe(fds);
-    pid_t pid = cu_fork();
+    int fd;
+    pid_t pid = cu_fork_piped(&fd);
     if (pid == 0) {
-        close(fds[0]);
-        eng_db *db = NULL;
-        if (eng_open(dir, &o, &db)) _exit(CU_EXIT_FAIL);
+        eng_db *db = child_open(dir, &o);
         batch b;
         batch_init(&b, 4);
         batch_add(&b, 7, 1);
@@ -2124,13 +2105,12 @@ Test(mvcc, key_written_twice_in_a_committed_batch_recovers_after_crash, T_OPTS) 
         batch_add(&b, 9, 1);
         batch_add(&b, 9, -1);
         uint32_t rc = (uint32_t)eng_write(db, b.ops, b.n, NULL);
-        if (cu_write_all(fds[1], &rc, sizeof rc)) _exit(CU_EXIT_FAIL);
+        if (cu_write_all(fd, &rc, sizeof rc)) _exit(CU_EXIT_FAIL);
         _exit(CU_EXIT_HOOK); /* crash after the acknowledgement */
     }
-    close(fds[1]);
     uint32_t rc = 99;
-    cu_read_all(fds[0], &rc, sizeof rc);
-    close(fds[0]);
+    cu_read_all(fd, &rc, sizeof rc);
+    close(fd);
     cu_wait(pid);
     cr_assert_eq(rc, ENG_OK, "the batch: %s", eng_strerror((int)rc));
     g[7] = 2;
@@ -2145,37 +2125,15 @@ Test(mvcc, key_written_twice_in_a_committed_batch_recovers_after_crash, T_OPTS) 
 /* ========================================================================= */
 
 Test(mvcc, aborted_delete_stays_undone_and_its_overflow_pages_are_freed, T_OPTS) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
-    static eng_io_hooks hooks = { NULL, re_before, NULL };
-    memset(&RE, 0, sizeof RE);
-    eng_options o = mv_opts(ENG_IO_PSYNC, 16);
-    o.io_hooks = &hooks;
+    const char *dir = tu_tmpdir_db();
+    eng_options o = re_opts(ENG_IO_PSYNC);
     const uint64_t k1 = 100, kbig = 1000, k2 = 2900, n = RE_KEYS + 1;
     int32_t *g = gens_new(n);
-    eng_db *db = tu_open(dir, &o);
-    load_keys(db, g, 0, RE_KEYS, 100);
-    tu_close(db);
-
     /* blocks a cold get of k2 reads that gets of k1 and kbig do not */
-    db = tu_open(dir, &o);
-    eng_buf vb = { 0 };
-    char k[CU_KLEN + 1];
-    RE.mode = 1;
-    cr_assert_eq(eng_get(db, k, cu_key(k, k1), &vb), ENG_OK);
-    cr_assert_eq(eng_get(db, k, cu_key(k, kbig), &vb), ENG_OK);
-    size_t n1 = RE.n;
-    uint64_t r1[RE_MAXB];
-    memcpy(r1, RE.blocks, sizeof r1);
-    RE.n = 0;
-    cr_assert_eq(eng_get(db, k, cu_key(k, k2), &vb), ENG_OK);
-    RE.mode = 0;
-    for (size_t i = 0; i < RE.n; i++)
-        for (size_t j = 0; j < n1; j++) cr_assert_neq(RE.blocks[i], r1[j]);
-    tu_close(db);
+    const uint64_t keep[2] = { k1, kbig };
+    re_load_and_list_blocks(dir, &o, g, keep, 2, k2, "aborted delete");
 
-    db = tu_open(dir, &o);
+    eng_db *db = tu_open(dir, &o);
     eng_stats s0 = stats_of(db);
     static uint8_t big[20000];
     tu_fill(big, sizeof big, 0xb16);
@@ -2215,7 +2173,6 @@ Test(mvcc, aborted_delete_stays_undone_and_its_overflow_pages_are_freed, T_OPTS)
                   "blocks", (unsigned long long)nb, (unsigned long long)eng_debug_nblocks(db));
     cu_verify_clean(db, "after reuse");
     tu_close(db);
-    eng_buf_free(&vb);
     db = tu_open(dir, &o);
     g[kbig] = -2; /* checked by hand below */
     eng_buf b = { 0 };

@@ -895,39 +895,31 @@ Test(page_structure, rejects_bad_header_fields)
     const size_t ps = 8192;
     uint8_t *p;
 
+    page_problem pr;
+
+/* A fresh leaf damaged by the statements after WHAT must be refused as a
+ * page-header problem whose detail holds WORD. */
+#define LEAF_CASE(word, what, ...)                                                       \
+    do {                                                                                 \
+        p = fresh_leaf(ps);                                                              \
+        __VA_ARGS__;                                                                     \
+        expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, word, what);                        \
+        guarded_free(p, ps);                                                             \
+    } while (0)
+
     static const uint8_t bad_types[] = {PAGE_TYPE_MAX + 1, 0x80, 0xff};
-    for (unsigned i = 0; i < sizeof bad_types; i++) {
-        p = fresh_leaf(ps);
-        ph_set_type(p, bad_types[i]);
-        expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "unknown page type", "type out of range");
-        guarded_free(p, ps);
-    }
-    p = fresh_leaf(ps);
-    ph_set_type(p, PAGE_ZERO);
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "type 0", "type 0 with bytes");
-    guarded_free(p, ps);
-
-    p = fresh_leaf(ps);
-    ph_set_upper(p, (uint16_t)(ps + 1));
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "P1", "upper past the end");
-    guarded_free(p, ps);
-
-    p = fresh_leaf(ps);
-    ph_set_nslots(p, 0);
-    ph_set_lower(p, PAGE_HDR - 2);
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "P1", "lower inside the header");
-    guarded_free(p, ps);
+    for (unsigned i = 0; i < sizeof bad_types; i++)
+        LEAF_CASE("unknown page type", "type out of range", ph_set_type(p, bad_types[i]));
+    LEAF_CASE("type 0", "type 0 with bytes", ph_set_type(p, PAGE_ZERO));
+    LEAF_CASE("P1", "upper past the end", ph_set_upper(p, (uint16_t)(ps + 1)));
+    LEAF_CASE("P1", "lower inside the header",
+              ph_set_nslots(p, 0); ph_set_lower(p, PAGE_HDR - 2));
 
     /* A leaf's slots cannot start inside its hint area... */
-    p = fresh_leaf(ps);
-    ph_set_nslots(p, 0);
-    ph_set_lower(p, PAGE_HDR);
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "P1", "leaf slots over the hint area");
-    guarded_free(p, ps);
-    p = fresh_leaf(ps);
-    ph_set_lower(p, (uint16_t)(ph_get_lower(p) - 2 * 5 - 2)); /* 5 slots from one short */
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "P1", "leaf slot array one slot early");
-    guarded_free(p, ps);
+    LEAF_CASE("P1", "leaf slots over the hint area",
+              ph_set_nslots(p, 0); ph_set_lower(p, PAGE_HDR));
+    LEAF_CASE("P1", "leaf slot array one slot early", /* 5 slots from one short */
+              ph_set_lower(p, (uint16_t)(ph_get_lower(p) - 2 * 5 - 2)));
 
     /* ... and an internal page keeps no hint area: a leaf's base is wrong there. */
     p = guarded_page(ps);
@@ -937,49 +929,20 @@ Test(page_structure, rejects_bad_header_fields)
     guarded_free(p, ps);
 
     /* A leaf relabelled as another type no longer matches its layout. */
-    p = fresh_leaf(ps);
-    ph_set_type(p, PAGE_INTERNAL);
-    ph_set_level(p, 1);
-    ph_set_aux(p, 5);
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "P1", "leaf relabelled internal");
-    guarded_free(p, ps);
-    p = fresh_leaf(ps);
-    ph_set_type(p, PAGE_CLOG);
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "P1", "leaf relabelled clog");
-    guarded_free(p, ps);
+    LEAF_CASE("P1", "leaf relabelled internal",
+              ph_set_type(p, PAGE_INTERNAL); ph_set_level(p, 1); ph_set_aux(p, 5));
+    LEAF_CASE("P1", "leaf relabelled clog", ph_set_type(p, PAGE_CLOG));
 
-    p = fresh_leaf(ps);
-    ph_set_lower(p, (uint16_t)(ph_get_upper(p) + 2));
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "P1", "lower above upper");
-    guarded_free(p, ps);
-
-    p = fresh_leaf(ps);
-    ph_set_nslots(p, 4);
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "P1", "nslots disagrees with lower");
-    guarded_free(p, ps);
-
-    p = fresh_leaf(ps);
-    ph_set_nslots(p, 0xffff);
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "P1", "nslots 65535");
-    guarded_free(p, ps);
-
-    p = fresh_leaf(ps);
-    ph_set_level(p, 1);
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "level", "leaf at level 1");
-    guarded_free(p, ps);
-
-    p = fresh_leaf(ps);
-    ph_set_frag(p, (uint16_t)(ph_get_frag(p) + 1));
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "ph_frag", "frag too big");
-    guarded_free(p, ps);
-
-    p = fresh_leaf(ps);
-    page_remove_cell(p, 2);
-    page_problem pr;
-    cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
-    ph_set_frag(p, 0);
-    expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, "ph_frag", "dead bytes not counted");
-    guarded_free(p, ps);
+    LEAF_CASE("P1", "lower above upper", ph_set_lower(p, (uint16_t)(ph_get_upper(p) + 2)));
+    LEAF_CASE("P1", "nslots disagrees with lower", ph_set_nslots(p, 4));
+    LEAF_CASE("P1", "nslots 65535", ph_set_nslots(p, 0xffff));
+    LEAF_CASE("level", "leaf at level 1", ph_set_level(p, 1));
+    LEAF_CASE("ph_frag", "frag too big", ph_set_frag(p, (uint16_t)(ph_get_frag(p) + 1)));
+    LEAF_CASE("ph_frag", "dead bytes not counted",
+              page_remove_cell(p, 2);
+              cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
+              ph_set_frag(p, 0));
+#undef LEAF_CASE
 
     p = guarded_page(ps);
     build_internal(p, ps, 2);

@@ -201,14 +201,8 @@ static void child_commit_load(const char *dir, int backend, int fd) {
     _exit(CU_EXIT_DONE);
 }
 
-static void sigkill_during_commit_load_recovers_exact_prefix_run(int backend);
-TU_BACKEND_TEST(recovery, sigkill_during_commit_load_recovers_exact_prefix, T_OPTS) {
-    sigkill_during_commit_load_recovers_exact_prefix_run(*backend);
-}
-static void sigkill_during_commit_load_recovers_exact_prefix_run(int backend) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+TU_BACKEND_TEST_FN(recovery, sigkill_during_commit_load_recovers_exact_prefix, T_OPTS) {
+    const char *dir = tu_tmpdir_db();
     for (int r = 0; r < KILL_ROUNDS; r++) {
         uint64_t seed = cu_seed(0x100 + (uint64_t)backend * 16 + (uint64_t)r);
         tu_rng rng = { seed };
@@ -224,14 +218,9 @@ static void sigkill_during_commit_load_recovers_exact_prefix_run(int backend) {
                  (unsigned long long)(mode == 1 ? k_acks : delay));
         tu_rm_rf(dir); /* the child creates the database (mode 0 may kill it then) */
 
-        int fds[2];
-        cu_pipe(fds);
-        pid_t pid = cu_fork();
-        if (pid == 0) {
-            close(fds[0]);
-            child_commit_load(dir, backend, fds[1]);
-        }
-        close(fds[1]);
+        int fd;
+        pid_t pid = cu_fork_piped(&fd);
+        if (pid == 0) child_commit_load(dir, backend, fd);
         uint64_t t0 = cu_now_ms(), t_first = 0, nacks = 0;
         int64_t last = -1;
         int killed = 0;
@@ -251,11 +240,11 @@ static void sigkill_during_commit_load_recovers_exact_prefix_run(int backend) {
                 kill(pid, SIGKILL);
                 killed = 1;
             }
-            struct pollfd pf = { fds[0], POLLIN, 0 };
+            struct pollfd pf = { fd, POLLIN, 0 };
             int pr = poll(&pf, 1, killed ? 1000 : 2);
             if (pr < 0 && errno == EINTR) continue;
             if (pr == 0) continue;
-            ssize_t got = read(fds[0], mb + have, sizeof m - have);
+            ssize_t got = read(fd, mb + have, sizeof m - have);
             if (got < 0 && errno == EINTR) continue;
             if (got <= 0) break; /* EOF: the child is gone */
             have += (size_t)got;
@@ -268,7 +257,7 @@ static void sigkill_during_commit_load_recovers_exact_prefix_run(int backend) {
             nacks++;
             if (!t_first) t_first = cu_now_ms();
         }
-        close(fds[0]);
+        close(fd);
         int st = cu_wait(pid);
         char sb[64];
         cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: the child ended with %s, not by the kill",
@@ -407,17 +396,12 @@ static void torn_setup(int backend, int fpw, int zstd) {
         f->in_leaf[idx] = 1;
     }
 
-    int fds[2];
-    cu_pipe(fds);
-    pid_t pid = cu_fork();
-    if (pid == 0) {
-        close(fds[0]);
-        child_torn(f, fds[1]);
-    }
-    close(fds[1]);
+    int fd;
+    pid_t pid = cu_fork_piped(&fd);
+    if (pid == 0) child_torn(f, fd);
     msg msgs[16];
     size_t n;
-    int st = child_collect(pid, fds[0], msgs, 16, &n);
+    int st = child_collect(pid, fd, msgs, 16, &n);
     assert_no_child_fail(msgs, n < 16 ? n : 16, "torn-page child");
     char sb[64];
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == CU_EXIT_DONE, "torn-page child: %s",
@@ -522,11 +506,7 @@ TU_BACKEND_TEST(recovery, wal_compression_zstd_round_trip, T_OPTS) {
     torn_page_rebuilt_rounds(*backend, 1);
 }
 
-static void torn_page_without_image_is_detected_not_returned_run(int backend);
-TU_BACKEND_TEST(recovery, torn_page_without_image_is_detected_not_returned, T_OPTS) {
-    torn_page_without_image_is_detected_not_returned_run(*backend);
-}
-static void torn_page_without_image_is_detected_not_returned_run(int backend) {
+TU_BACKEND_TEST_FN(recovery, torn_page_without_image_is_detected_not_returned, T_OPTS) {
     torn_setup(backend, 0, 0);
     torn_fixture *f = &TF;
     const char *work = tu_tmpdir();
@@ -614,17 +594,12 @@ static void child_log_load(const char *dir, int backend, uint64_t until_lsn, uin
 }
 
 static void run_log_child(const char *dir, int backend, uint64_t until_lsn, uint64_t n_max, log_child_out *out) {
-    int fds[2];
-    cu_pipe(fds);
-    pid_t pid = cu_fork();
-    if (pid == 0) {
-        close(fds[0]);
-        child_log_load(dir, backend, until_lsn, n_max, fds[1]);
-    }
-    close(fds[1]);
+    int fd;
+    pid_t pid = cu_fork_piped(&fd);
+    if (pid == 0) child_log_load(dir, backend, until_lsn, n_max, fd);
     static msg msgs[8192];
     size_t n;
-    int st = child_collect(pid, fds[0], msgs, 8192, &n);
+    int st = child_collect(pid, fd, msgs, 8192, &n);
     cr_assert(n <= 8192);
     assert_no_child_fail(msgs, n, "log child");
     char sb[64];
@@ -651,11 +626,7 @@ static void assert_wal_unchanged(const char *dir, const cu_wal *before, const ch
 
 enum { FLIP_PAYLOAD, FLIP_REC_HEADER, FLIP_BLOCK_HEADER, FLIP_KINDS };
 
-static void corrupted_record_in_synced_middle_is_reported_run(int backend);
-TU_BACKEND_TEST(recovery, corrupted_record_in_synced_middle_is_reported, T_OPTS) {
-    corrupted_record_in_synced_middle_is_reported_run(*backend);
-}
-static void corrupted_record_in_synced_middle_is_reported_run(int backend) {
+TU_BACKEND_TEST_FN(recovery, corrupted_record_in_synced_middle_is_reported, T_OPTS) {
     const char *crashed = tu_tmpdir(), *work = tu_tmpdir();
     static log_child_out lo;
     run_log_child(crashed, backend, 4 * SEG + SEG / 2, 100000, &lo);
@@ -751,11 +722,7 @@ static void corrupted_record_in_synced_middle_is_reported_run(int backend) {
 
 enum { TAIL_ZERO, TAIL_GARBAGE, TAIL_TRUNCATE, TAIL_KINDS };
 
-static void torn_tail_is_trimmed_run(int backend);
-TU_BACKEND_TEST(recovery, torn_tail_is_trimmed, T_OPTS) {
-    torn_tail_is_trimmed_run(*backend);
-}
-static void torn_tail_is_trimmed_run(int backend) {
+TU_BACKEND_TEST_FN(recovery, torn_tail_is_trimmed, T_OPTS) {
     const char *crashed = tu_tmpdir(), *work = tu_tmpdir();
     static log_child_out lo;
     run_log_child(crashed, backend, 2 * SEG + SEG / 3, 4000, &lo);
@@ -929,17 +896,12 @@ static int run_batch_child(const char *dir, int backend, int small_cache, crash_
     fresh_dir(dir);
     eng_options o = batch_opts(backend, small_cache);
     tu_close(tu_open(dir, &o));
-    int fds[2];
-    cu_pipe(fds);
-    pid_t pid = cu_fork();
-    if (pid == 0) {
-        close(fds[0]);
-        child_batches(dir, backend, small_cache, h, fds[1]);
-    }
-    close(fds[1]);
+    int fd;
+    pid_t pid = cu_fork_piped(&fd);
+    if (pid == 0) child_batches(dir, backend, small_cache, h, fd);
     static msg msgs[BATCH_N + 8];
     size_t n;
-    int st = child_collect(pid, fds[0], msgs, BATCH_N + 8, &n);
+    int st = child_collect(pid, fd, msgs, BATCH_N + 8, &n);
     assert_no_child_fail(msgs, n, "batch child");
     *acks = 0;
     *count = 0;
@@ -953,14 +915,8 @@ static int run_batch_child(const char *dir, int backend, int small_cache, crash_
     return st;
 }
 
-static void batch_interrupted_by_crash_leaves_no_trace_run(int backend);
-TU_BACKEND_TEST(recovery, batch_interrupted_by_crash_leaves_no_trace, T_OPTS) {
-    batch_interrupted_by_crash_leaves_no_trace_run(*backend);
-}
-static void batch_interrupted_by_crash_leaves_no_trace_run(int backend) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+TU_BACKEND_TEST_FN(recovery, batch_interrupted_by_crash_leaves_no_trace, T_OPTS) {
+    const char *dir = tu_tmpdir_db();
     /* How many writes a whole run makes, with each cache size. */
     uint64_t total[2];
     for (int sc = 0; sc < 2; sc++) {
@@ -1042,14 +998,8 @@ static void child_recover(const char *dir, int backend, int small_cache, crash_h
     _exit(rc == ENG_OK ? CU_EXIT_DONE : CU_EXIT_FAIL); /* recovered: crash before doing anything else */
 }
 
-static void crash_during_recovery_reaches_the_same_state_run(int backend);
-TU_BACKEND_TEST(recovery, crash_during_recovery_reaches_the_same_state, T_OPTS) {
-    crash_during_recovery_reaches_the_same_state_run(*backend);
-}
-static void crash_during_recovery_reaches_the_same_state_run(int backend) {
-    const char *root = tu_tmpdir(), *ref = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+TU_BACKEND_TEST_FN(recovery, crash_during_recovery_reaches_the_same_state, T_OPTS) {
+    const char *dir = tu_tmpdir_db(), *ref = tu_tmpdir();
     uint64_t total[2];
     for (int sc = 0; sc < 2; sc++) {
         crash_hook h = { 0 };
@@ -1190,11 +1140,7 @@ static void *g6_thread(void *arg) {
     return NULL;
 }
 
-static void group_commit_acknowledges_nothing_before_its_fsync_run(int backend);
-TU_BACKEND_TEST(recovery, group_commit_acknowledges_nothing_before_its_fsync, T_OPTS) {
-    group_commit_acknowledges_nothing_before_its_fsync_run(*backend);
-}
-static void group_commit_acknowledges_nothing_before_its_fsync_run(int backend) {
+TU_BACKEND_TEST_FN(recovery, group_commit_acknowledges_nothing_before_its_fsync, T_OPTS) {
     const char *dir = tu_tmpdir();
     memset(&G6, 0, sizeof G6);
     pthread_mutex_init(&G6.mu, NULL);
@@ -1259,14 +1205,8 @@ static int g7_before(void *ctx, eng_io_op *op) {
     return 0;
 }
 
-static void failed_fsync_poisons_the_handle_run(int backend);
-TU_BACKEND_TEST(recovery, failed_fsync_poisons_the_handle, T_OPTS) {
-    failed_fsync_poisons_the_handle_run(*backend);
-}
-static void failed_fsync_poisons_the_handle_run(int backend) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+TU_BACKEND_TEST_FN(recovery, failed_fsync_poisons_the_handle, T_OPTS) {
+    const char *dir = tu_tmpdir_db();
     static eng_io_hooks hooks = { NULL, g7_before, NULL };
     for (int r = 0; r < POISON_ROUNDS; r++) {
         uint64_t seed = cu_seed(0x700 + (uint64_t)backend * 16 + (uint64_t)r);
@@ -1372,14 +1312,8 @@ static void child_sync_off(const char *dir, int backend, uint64_t ckpt, int fd) 
     _exit(CU_EXIT_DONE);
 }
 
-static void sync_off_survives_clean_close_and_recovers_after_crash_run(int backend);
-TU_BACKEND_TEST(recovery, sync_off_survives_clean_close_and_recovers_after_crash, T_OPTS) {
-    sync_off_survives_clean_close_and_recovers_after_crash_run(*backend);
-}
-static void sync_off_survives_clean_close_and_recovers_after_crash_run(int backend) {
-    const char *root = tu_tmpdir();
-    char dir[256];
-    snprintf(dir, sizeof dir, "%s/db", root);
+TU_BACKEND_TEST_FN(recovery, sync_off_survives_clean_close_and_recovers_after_crash, T_OPTS) {
+    const char *dir = tu_tmpdir_db();
 
     /* Clean close. */
     fresh_dir(dir);
@@ -1398,17 +1332,12 @@ static void sync_off_survives_clean_close_and_recovers_after_crash_run(int backe
         snprintf(what, sizeof what, "%s sync off, crash after eng_sync (checkpoint_wal_bytes %llu)",
                  tu_backend_name(backend), (unsigned long long)ckpt);
         fresh_dir(dir);
-        int fds[2];
-        cu_pipe(fds);
-        pid_t pid = cu_fork();
-        if (pid == 0) {
-            close(fds[0]);
-            child_sync_off(dir, backend, ckpt, fds[1]);
-        }
-        close(fds[1]);
+        int fd;
+        pid_t pid = cu_fork_piped(&fd);
+        if (pid == 0) child_sync_off(dir, backend, ckpt, fd);
         msg msgs[8];
         size_t n;
-        int st = child_collect(pid, fds[0], msgs, 8, &n);
+        int st = child_collect(pid, fd, msgs, 8, &n);
         assert_no_child_fail(msgs, n < 8 ? n : 8, what);
         char sb[64];
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == CU_EXIT_DONE, "%s: child %s", what,
@@ -1430,11 +1359,7 @@ static void sync_off_survives_clean_close_and_recovers_after_crash_run(int backe
 #define ARCH_PHASES 4
 #define ARCH_PUTS 800
 
-static void checkpoint_removes_and_archives_segments_run(int backend);
-TU_BACKEND_TEST(recovery, checkpoint_removes_and_archives_segments, T_OPTS) {
-    checkpoint_removes_and_archives_segments_run(*backend);
-}
-static void checkpoint_removes_and_archives_segments_run(int backend) {
+TU_BACKEND_TEST_FN(recovery, checkpoint_removes_and_archives_segments, T_OPTS) {
     const char *dir = tu_tmpdir(), *aroot = tu_tmpdir();
     char arch[256];
     snprintf(arch, sizeof arch, "%s/archive", aroot);

@@ -3,15 +3,18 @@
  * Criterion suites (test_engine_kv, test_corruption_detected,
  * test_checksums_off_no_crash, test_concurrency).  Not part of the engine.
  *
- *   - temp dirs: tu_tmpdir() makes /tmp/engtest-XXXXXX and registers it;
+ *   - temp dirs: tu_tmpdir() makes /tmp/engtest-XXXXXX and registers it
+ *     (tu_tmpdir_db(): a database path "db" in a new one);
  *     tu_cleanup() (used as the tests' .fini, so it also runs after a failed
  *     assertion) removes every registered dir with nftw.
- *   - a deterministic PRNG (splitmix64) and key/value generators.
+ *   - a deterministic PRNG (splitmix64) and key/value generators (and
+ *     tu_key_index, the inverse of tu_key).
  *   - raw page read/write of DIR/data at a block, directory copy (pristine
  *     snapshots for corruption rounds).
  *   - a corruption-report collector (eng_corruption_fn; mutex-guarded).
  *   - an in-memory model of the store: a sorted array of key/value pairs.
- *   - TU_BACKEND_TEST: a Criterion test run once per I/O backend.
+ *   - TU_BACKEND_TEST: a Criterion test run once per I/O backend
+ *     (TU_BACKEND_TEST_FN: its body sees the backend as an int).
  */
 #ifndef TESTS_TESTUTIL_H
 #define TESTS_TESTUTIL_H
@@ -44,6 +47,13 @@
         return cr_make_param_array(int, tu_backends_, 2);                      \
     }                                                                          \
     ParameterizedTest(int *backend, Suite, Name, ##__VA_ARGS__)
+
+/* The same, with the body a function of `backend`, the backend itself
+ * (an int, not a pointer to it). */
+#define TU_BACKEND_TEST_FN(Suite, Name, ...)                                   \
+    static void Suite##_##Name##_fn_(int backend);                             \
+    TU_BACKEND_TEST(Suite, Name, ##__VA_ARGS__) { Suite##_##Name##_fn_(*backend); } \
+    static void Suite##_##Name##_fn_(int backend)
 
 static inline const char *tu_backend_name(int b) {
     return b == ENG_IO_URING ? "io_uring" : b == ENG_IO_PSYNC ? "psync" : "?";
@@ -86,6 +96,14 @@ static inline void tu_cleanup(void) {
 static inline const char *tu_path(char *buf, size_t cap, const char *dir, const char *name) {
     snprintf(buf, cap, "%s/%s", dir, name);
     return buf;
+}
+
+/* A fresh temp dir (tu_tmpdir) and in it the path of a database, "db",
+ * not made yet.  The returned string lives until tu_cleanup(). */
+static inline const char *tu_tmpdir_db(void) {
+    static char dbs[TU_MAX_DIRS][80];
+    const char *root = tu_tmpdir();
+    return tu_path(dbs[tu_ndirs_ - 1], sizeof dbs[0], root, "db");
 }
 
 /* Copy the regular files (recursively, sub-dirs too) of SRC into DST,
@@ -151,6 +169,18 @@ static inline void tu_fill(void *buf, size_t len, uint64_t seed) {
  * numeric order. */
 static inline size_t tu_key(char *buf, uint64_t i) {
     return (size_t)snprintf(buf, 16, "k%08llu", (unsigned long long)i);
+}
+
+/* I if K is tu_key's key number I and I < N; else -1. */
+static inline int64_t tu_key_index(const void *k, size_t kl, uint64_t n) {
+    const uint8_t *c = k;
+    if (kl != 9 || c[0] != 'k') return -1;
+    uint64_t v = 0;
+    for (size_t j = 1; j < 9; j++) {
+        if (c[j] < '0' || c[j] > '9') return -1;
+        v = v * 10 + (uint64_t)(c[j] - '0');
+    }
+    return v < n ? (int64_t)v : -1;
 }
 
 /* ---- raw pages of DIR/data ---------------------------------------------------- */
