@@ -1980,18 +1980,19 @@ def positive_int(s):
     return v
 
 
-def seed_int(s):
-    v = positive_int(s)
-    if v >= 1 << 64:
-        raise argparse.ArgumentTypeError("%r does not fit 64 bits" % s)
-    return v
+def bounded(name, parse, ok, message):
+    """An argparse type: PARSE the text, then require OK(value)."""
+    def check(s):
+        v = parse(s)
+        if not ok(v):
+            raise argparse.ArgumentTypeError(message.replace("{text}", repr(s)))
+        return v
+    check.__name__ = name
+    return check
 
 
-def at_least_one(s):
-    v = positive_int(s)
-    if v < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return v
+seed_int = bounded("seed_int", positive_int, lambda v: v < 1 << 64, "{text} does not fit 64 bits")
+at_least_one = bounded("at_least_one", positive_int, lambda v: v >= 1, "must be at least 1")
 
 
 def seconds(s):
@@ -2004,11 +2005,7 @@ def seconds(s):
     return v
 
 
-def positive_seconds(s):
-    v = seconds(s)
-    if v < 0.5:
-        raise argparse.ArgumentTypeError("must be at least 0.5 s")
-    return v
+positive_seconds = bounded("positive_seconds", seconds, lambda v: v >= 0.5, "must be at least 0.5 s")
 
 
 def powerloss_list(s):
