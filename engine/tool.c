@@ -1345,6 +1345,21 @@ static int dump_page(const uint8_t *p, uint32_t ps, uint64_t block, uint64_t hwm
         printf("  nblocks: %" PRIu32 "\n", m.nblocks);
         printf("  freelist: %" PRIu32 "\n", m.freelist);
         printf("  height: %" PRIu32 "\n", m.height);
+        printf("  clog_pages: %" PRIu32 "\n", m.clog_pages);
+        for (uint32_t i = 0; i < m.clog_pages && i < META_CLOG_CAP(ps); i++)
+            printf("  clog page %" PRIu32 ": block %" PRIu32 "\n", i, meta_clog_block(p, i));
+    } else if (type == PAGE_CLOG) {
+        /* Transaction ids i*per .. : counts per status and the last of each. */
+        uint64_t per = CLOG_PER_PAGE(ps), first = (uint64_t)ph_get_aux(p) * per, n[4] = {0}, last[4] = {0};
+        for (uint64_t j = 0; j < per; j++) {
+            unsigned st = (p[PAGE_HDR + j / 4] >> ((j % 4) * 2)) & 3u;
+            n[st]++;
+            if (st) last[st] = first + j;
+        }
+        printf("clog: ids %" PRIu64 "..%" PRIu64 "\n", first, first + per - 1);
+        printf("  committed: %" PRIu64 " (last %" PRIu64 ")\n", n[CLOG_COMMITTED], last[CLOG_COMMITTED]);
+        printf("  aborted: %" PRIu64 " (last %" PRIu64 ")\n", n[CLOG_ABORTED], last[CLOG_ABORTED]);
+        printf("  no status: %" PRIu64 "%s\n", n[0], n[3] ? " (and some entries hold status 3: DAMAGED)" : "");
     } else if (type == PAGE_OVERFLOW) {
         uint32_t len = ph_get_aux(p);
         printf("overflow:\n");
