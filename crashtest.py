@@ -157,14 +157,19 @@ FAULTS = {
     "sync_error": ("sync_fault_one_in", [200, 1000, 5000]),
 }
 FAULT_OPTIONS = {opt: cls for cls, (opt, _) in FAULTS.items()}
-# The I/O error classes trip open engine leads today (false alarms
-# "leaf sibling link skips a leaf", "block is allocated but unreachable",
-# "meta page counts N blocks but the data file ends at block M" after
-# injected read, write, ENOSPC and fsync errors: stress/README.md and the
-# crashtest section of README.md).  "--faults stable", simple's default,
-# leaves them out so a short CI run fails only on something new; the
-# nightly modes draw them.  Put them back here once the leads are fixed.
-UNSTABLE_FAULTS = ["read_error", "write_error", "nospace", "sync_error"]
+# Classes kept out of "--faults stable", simple's default (so CI's short
+# run fails only on something new); the nightly modes draw them all.
+# - read_error, write_error, nospace, sync_error: the false alarms they
+#   tripped (verify after a failed read, the meta page's block count, a
+#   committed batch reported as refused, transaction-id reuse) are fixed;
+#   kept out until nightly runs with them come back clean.
+# - bitflip_wal: a known limit of the log.  A record damaged on disk after
+#   its fsync is told from a torn tail only by a later block's witness
+#   (engine/wal.h, W3); when the handle dies right after the fsync, with no
+#   later block written, recovery trims the whole last fsync group as a
+#   torn tail, and with sync_mode=off that group can hold thousands of
+#   acknowledged commits (stress reports them lost).
+UNSTABLE_FAULTS = ["read_error", "write_error", "nospace", "sync_error", "bitflip_wal"]
 # Every class of the report, in DESIGN 4's order (the final table).
 CLASS_ORDER = list(FAULTS) + ["power_loss", "kill", "unattributed"]
 OUTCOMES = ["injected", "detected", "repaired", "masked", "undetectable"]
