@@ -245,9 +245,14 @@ static int resolve_key(bt_tree *t, bp_frame *f, unsigned first, uint64_t S, unsi
             corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), (int32_t)i, 0, 0, "cell runs off its page in the cache");
             return -2;
         }
-        /* The first other key ends the group; only its key was read, and a
-         * damaged one that looked equal would be verified below. */
-        if (i > first && key_cmp(c.key, c.klen, c0.key, c0.klen) != 0) break;
+        /* The first other key ends the group.  A damaged key that looks
+         * equal is verified below; one that looks different would end the
+         * group early and hide an older version still to be decided, so
+         * the entry that ends an undecided group is proven too. */
+        if (i > first && key_cmp(c.key, c.klen, c0.key, c0.klen) != 0) {
+            if (!decided && kv_entry(t, f, (int)i)) return -2;
+            break;
+        }
         if (i > first && kv_entry(t, f, (int)i)) return -2; /* K2: every version read */
         if (decided) continue;
         int st = version_state(t, f, i, &c, S, 1);
@@ -1451,7 +1456,10 @@ int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t
             rc = act_apply(&w, g, at);
         }
         if (rc == ENG_OK && (rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m)) == ENG_OK) {
-            if ((rc = act_begin(&w, m, 0, &at)) == ENG_OK) {
+            /* K3 again: act_begin proves a page at its first change in an
+             * operation only, and the meta page was unlatched in between
+             * when this commit creates more than one log page. */
+            if ((rc = kv_page(t, m)) == ENG_OK && (rc = act_begin(&w, m, 0, &at)) == ENG_OK) {
                 pa_put_clogdir(&w.rec, idx, blk);
                 rc = act_apply(&w, m, at);
             }

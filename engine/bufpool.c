@@ -567,6 +567,8 @@ void bp_unpin(bp_pool *bp, bp_frame *f) {
 
 bp_frame *bp_pin_resident(bp_pool *bp, uint32_t block) { return pin_if_valid(bp, block); }
 
+int bp_latch_resident(bp_pool *bp, bp_frame *f, uint32_t block) { return latch_confirm(bp, f, block, BP_EXCL); }
+
 /* Every frame dirty when this starts reaches disk.  Latches are only
  * tried (write_back with TRY), never waited for while others are held: a
  * writer holding a leaf may be waiting for the meta page that a waiting

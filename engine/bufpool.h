@@ -170,8 +170,11 @@ int bp_kv_check_all(bp_pool *bp, bp_frame *f);
 /* The frame's bytes changed (exclusive latch): recompute its codes. */
 void bp_kv_update(bp_pool *bp, bp_frame *f);
 
-/* Debug hook (engine.h eng_debug_frame_bytes): pin BLOCK if resident. */
+/* Debug hook (engine.h eng_debug_frame_bytes): pin BLOCK if resident;
+ * latch the pinned F exclusively and confirm it still caches BLOCK
+ * (0: it does not, and F is unpinned). */
 bp_frame *bp_pin_resident(bp_pool *bp, uint32_t block);
+int bp_latch_resident(bp_pool *bp, bp_frame *f, uint32_t block);
 void bp_unpin(bp_pool *bp, bp_frame *f);
 
 #endif

@@ -1242,6 +1242,10 @@ void *eng_debug_frame_bytes(eng_db *db, uint64_t block, size_t *page_size) {
     if (block > UINT32_MAX) return NULL;
     bp_frame *f = bp_pin_resident(db->bp, (uint32_t)block);
     if (!f) return NULL;
+    /* Exclusive: the page is at rest (no operation between its check and
+     * its use, no reader setting a hint in the same byte).  The caller
+     * holds no latch, so waiting here closes no cycle (L2). */
+    if (!bp_latch_resident(db->bp, f, (uint32_t)block)) return NULL;
     if (page_size) *page_size = db->ctl.page_size;
     return f->data;
 }
@@ -1252,7 +1256,7 @@ void eng_debug_frame_release(eng_db *db, uint64_t block) {
     bp_frame *f = bp_pin_resident(db->bp, (uint32_t)block);
     if (!f) return;
     bp_unpin(db->bp, f);
-    bp_unpin(db->bp, f);
+    bp_release(db->bp, f, BP_EXCL);
 }
 
 uint64_t eng_debug_nblocks(eng_db *db) { return bt_nblocks(db->bt); }

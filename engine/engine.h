@@ -412,10 +412,14 @@ int eng_get_stats(eng_db *db, eng_stats *st);
 int eng_last_corruption(eng_db *db, eng_corruption *out);
 
 /* Debug hook for in-memory fault injection (cache bit flips): if BLOCK is
- * resident, pin it and return a pointer to its frame bytes and the page
- * size; the caller must call eng_debug_frame_release.  NULL if not
- * resident.  Writing through the pointer bypasses every latch on purpose:
- * it models a memory fault. */
+ * resident, pin it, latch it exclusively and return a pointer to its
+ * frame bytes and the page size; the caller must call
+ * eng_debug_frame_release.  NULL if not resident.  Writing through the
+ * pointer changes the bytes and none of the per-KV codes: it models a
+ * memory fault in a page at rest in the cache.  (The latch keeps the flip
+ * out of an operation's window between checking a page and using or
+ * recoding it, a window no code computed from the bytes can close; the
+ * caller must hold no latch or engine lock.) */
 void *eng_debug_frame_bytes(eng_db *db, uint64_t block, size_t *page_size);
 void eng_debug_frame_release(eng_db *db, uint64_t block);
 

@@ -485,8 +485,12 @@ unsigned page_search(const uint8_t *page, const void *key, size_t klen, int *exa
         if (cmp < 0) {
             lo = mid + 1;
         } else {
-            /* Keys are strictly increasing, so an equal key is the answer. */
-            found |= cmp == 0;
+            /* Whether the entry at hi equals KEY: the answer is lo == hi,
+             * so "exact" speaks of the entry returned.  (An equal entry met
+             * anywhere else is not the answer when a damaged key in the
+             * cache breaks the order, and callers verify only the entries
+             * around the position they get: kvprot.h K1.) */
+            found = cmp == 0;
             hi = mid;
         }
     }

@@ -266,7 +266,11 @@ static inline size_t page_reclaimable(const uint8_t *p) { return page_free(p) + 
 void page_init(uint8_t *page, size_t page_size, uint64_t block, int type, int level);
 
 /* Binary search a leaf or internal page for KEY: returns the index of the
- * first slot whose key is >= KEY and sets *exact when equal. */
+ * first slot whose key is >= KEY and sets *exact when that slot's key
+ * equals KEY.  On a page whose order is damaged (a flipped key in the
+ * cache) the two entries around the returned index are the ones the
+ * search compared last, so verifying them proves the answer (kvprot.h K1);
+ * *exact never speaks of any other entry. */
 unsigned page_search(const uint8_t *page, const void *key, size_t klen, int *exact);
 
 /* Insert CELL (SIZE bytes, already encoded) at slot IDX; caller guarantees

@@ -37,6 +37,19 @@
  *       in them changes the bytes hashed, not just one bit of them: the
  *       parity bit alone does not catch it, and kvprot.h promises that
  *       every single flip is caught whatever w.
+ *   flipped_key_byte_breaking_the_order_never_answers_for_another_key
+ *                                                               per width
+ *       exhaustively, every bit of every cached key: gets of that key, of
+ *       the key its bytes now spell and of its neighbours return the right
+ *       value, "not found" only for keys that do not exist, or CORRUPTION;
+ *       never another key's value (a binary search misled by the broken
+ *       order must not call an entry it passed "exact").
+ *   flipped_key_of_an_older_version_is_reported_to_a_snapshot_reader
+ *                                                               per width
+ *       a snapshot older than a key's newest version reads the version
+ *       below it; a flipped key byte in that version is CORRUPTION naming
+ *       the leaf and slot, not "not found" (the damaged key must not end
+ *       the key's versions early); a current read is right or CORRUPTION.
  *   flipped_bit_in_slot_array_or_header_is_reported             per width
  *       a bit of header bytes [16, 40) of a leaf or of the root (an
  *       internal page): the next get of any key under it returns
@@ -554,6 +567,132 @@ KV_WIDTH_TEST(every_single_bit_flip_of_a_slot_or_cell_length_is_reported) {
               (unsigned long long)wrong, first[0], (unsigned long long)right, first[1], (unsigned long long)notfound,
               first[2], (unsigned long long)unreported, first[3]);
     reopen_check(w, "reopen after every flip");
+}
+
+/* Every single-bit flip of every cached key byte, flips that break the
+ * leaf's key order included: gets of the damaged entry's key, of the key
+ * its bytes now spell, and of its two neighbours never answer with another
+ * key's value, never "not found" for a key that exists, and never a value
+ * for a key that does not.  Found by stress (2 threads, cache flips):
+ * page_search said "exact" of an equal entry it had met on the way rather
+ * than of the slot it returned, so with the order broken a get of the
+ * damaged key's new spelling returned its neighbour's value. */
+KV_WIDTH_TEST(flipped_key_byte_breaking_the_order_never_answers_for_another_key) {
+    eng_db *db = fixture_open_warm(w);
+    uint8_t page[PS];
+    int keys[512];
+    uint64_t flips = 0, gets = 0, bad = 0;
+    char first[600] = "";
+    eng_buf b = { 0 };
+    for (uint64_t block = 0; block < F.nblocks; block++) {
+        if (F.type[block] != PAGE_LEAF) continue;
+        frame_copy(db, block, page);
+        unsigned n = leaf_keys(page, keys, 512);
+        for (unsigned slot = 0; slot < n; slot++) {
+            size_t koff = page_slot(page, slot) + LEAF_CELL_HDR;
+            for (unsigned j = 0; j < 9; j++) {
+                for (int bit = 0; bit < 8; bit++) {
+                    flip f = flip_bit(db, block, koff + j, bit);
+                    char probe[4][16];
+                    kv_key(probe[0], keys[slot]);
+                    memcpy(probe[1], page + koff, 9);
+                    probe[1][j] ^= (char)(1u << bit);
+                    kv_key(probe[2], slot > 0 ? keys[slot - 1] : keys[slot]);
+                    kv_key(probe[3], slot + 1 < n ? keys[slot + 1] : keys[slot]);
+                    for (int q = 0; q < 4; q++) {
+                        const tu_kv *kv = tu_model_get(&F.m, probe[q], 9);
+                        int rc = eng_get(db, probe[q], 9, &b);
+                        int ok = rc == ENG_CORRUPTION || (rc == ENG_NOTFOUND && !kv) ||
+                                 (rc == ENG_OK && kv && tu_bytes_eq(b.data, b.len, kv->v, kv->vl));
+                        gets++;
+                        if (ok) continue;
+                        if (!first[0]) {
+                            int64_t whose = b.len >= 1 && rc == ENG_OK ? -1 : -2;
+                            snprintf(first, sizeof first,
+                                     "leaf %llu slot %u (key %d), bit %d of key byte %u: get of %.9s (%s) returned %s%s",
+                                     (unsigned long long)block, slot, keys[slot], bit, j, probe[q],
+                                     q == 0 ? "the damaged entry's key" : q == 1 ? "the key it now spells" : "a neighbour",
+                                     eng_strerror(rc),
+                                     whose == -1 ? (kv ? ": a WRONG value" : ": a value for a key that does not exist") : "");
+                        }
+                        bad++;
+                    }
+                    flip_undo(db, &f);
+                    flips++;
+                }
+            }
+        }
+    }
+    eng_buf_free(&b);
+    tu_close(db);
+    cr_assert(bad == 0, "w=%d: of %llu gets around %llu single-bit key flips, %llu answered wrong (first: %s)", w,
+              (unsigned long long)gets, (unsigned long long)flips, (unsigned long long)bad, first);
+    reopen_check(w, "reopen after every key flip");
+}
+
+/* A reader at a snapshot older than a key's newest version reads the
+ * version below it.  A flipped key byte in that older version must be
+ * reported, not taken for the end of the key's versions (which would
+ * answer "not found" for a key the snapshot sees). */
+KV_WIDTH_TEST(flipped_key_of_an_older_version_is_reported_to_a_snapshot_reader) {
+    eng_db *db = fixture_open_warm(w);
+    tu_rng r = { 0x6f6c6465ull + (uint64_t)w };
+    uint8_t page[PS], v[256];
+    eng_buf b = { 0 };
+    for (int round = 0; round < 12; round++) {
+        int i = (int)tu_below(&r, NKEYS);
+        char kb[16];
+        size_t kl = kv_key(kb, i);
+        const tu_kv *old = tu_model_get(&F.m, kb, kl);
+        cr_assert(old != NULL);
+        uint8_t oldv[256];
+        size_t oldvl = old->vl;
+        memcpy(oldv, old->v, oldvl);
+        eng_snapshot *s = NULL;
+        cr_assert_eq(eng_snapshot_acquire(db, &s), ENG_OK);
+        size_t vl = kv_val(v, i, round + 1);
+        cr_assert_eq(eng_put(db, kb, kl, v, vl, NULL), ENG_OK);
+        tu_model_put(&F.m, kb, kl, v, vl);
+        /* The key's versions, newest first, on one leaf (a put may split). */
+        uint64_t block = 0;
+        int older = -1;
+        for (uint64_t bl = 1; bl < eng_debug_nblocks(db) && older < 0; bl++) {
+            uint8_t *p = eng_debug_frame_bytes(db, bl, NULL);
+            if (!p) continue;
+            memcpy(page, p, PS);
+            eng_debug_frame_release(db, bl);
+            if (ph_get_type(page) != PAGE_LEAF) continue;
+            int seen = 0;
+            for (unsigned sl = 0; sl < ph_get_nslots(page); sl++) {
+                leaf_cell c;
+                page_leaf_cell(page, sl, &c);
+                if (c.klen == kl && !memcmp(c.key, kb, kl) && seen++ == 1) { older = (int)sl; block = bl; }
+            }
+        }
+        cr_assert(older > 0, "round %d: key %d has no second version in the cache", round, i);
+        size_t off = page_slot(page, (unsigned)older) + LEAF_CELL_HDR + kl - 1;
+        flip f = flip_bit(db, block, off, round % 3);
+        tu_reports_reset(&F.rep);
+        int rc = eng_get_at(db, s, kb, kl, &b);
+        cr_assert_eq(rc, ENG_CORRUPTION,
+                     "round %d: a snapshot get of key %d, whose older version's key is damaged, returned %s%s", round, i,
+                     eng_strerror(rc), rc == ENG_NOTFOUND ? " (the damaged key ended the versions early)" : "");
+        cr_assert(has_kvp_report((int64_t)block, older), "round %d: no kv_protection report names leaf %llu slot %d",
+                  round, (unsigned long long)block, older);
+        /* A current read decides at the newest version: right, or
+         * CORRUPTION when the search's bracket holds the damaged entry. */
+        rc = eng_get(db, kb, kl, &b);
+        cr_assert(rc == ENG_CORRUPTION || (rc == ENG_OK && tu_bytes_eq(b.data, b.len, v, vl)),
+                  "round %d: a current get of key %d returned %s%s", round, i, eng_strerror(rc),
+                  rc == ENG_OK ? " with a WRONG value" : "");
+        flip_undo(db, &f);
+        cr_assert_eq(eng_get_at(db, s, kb, kl, &b), ENG_OK);
+        cr_assert(tu_bytes_eq(b.data, b.len, oldv, oldvl), "round %d: the snapshot no longer reads the old value", round);
+        eng_snapshot_release(db, s);
+    }
+    eng_buf_free(&b);
+    tu_close(db);
+    reopen_check(w, "reopen after older-version flips");
 }
 
 /* ---- page code: header and slot array ------------------------------------------- */
