@@ -39,6 +39,10 @@
 #define FLT_PH_LOWER 24u  /* u16: end of the slot array */
 #define FLT_PH_UPPER 26u  /* u16: start of the cells */
 #define FLT_PH_AUX 36u    /* u32: overflow payload bytes, trunk entries */
+#define FLT_PH_NSLOTS 22u /* u16 */
+/* Leaves: the hint area (one nibble per slot) between the header and the
+ * slot array; LEAF_HINT_BYTES in engine/page.h (23-byte cell headers). */
+#define FLT_LEAF_HINT_BYTES(ps) (((((ps) - FLT_PAGE_HDR) / 26u) / 2u + 8u) & ~7u)
 enum { FLT_PAGE_META = 1, FLT_PAGE_LEAF = 2, FLT_PAGE_INTERNAL = 3, FLT_PAGE_OVERFLOW = 4,
        FLT_PAGE_FREE = 5 };
 #define FLT_META_PAYLOAD 24u /* magic, root, nblocks, freelist, height */

@@ -43,6 +43,9 @@
  *                                  write rolled back (one line each, newest
  *                                  first, after the hook/sync line)
  *   bitflip_cache       tick/cache  data  block     block * ps     page size  yes
+ *                       (part_offset, part_len: the bytes of the page one
+ *                        parity bit of the per-KV codes covers around the
+ *                        flipped bit: flip_part)
  *   bitflip_page        tick/data   data  block     block * ps     page size  yes
  *   bitflip_wal         tick/wal    wal/NAME  4 KiB block of the segment,
  *                                         offset and len of that block (the
@@ -411,6 +414,32 @@ static int used_ranges(const uint8_t *p, size_t ps, size_t r[3][2]) {
     return n;
 }
 
+/* The bytes around BYTE that one parity bit of the engine's per-KV codes
+ * covers, as far as the page's layout tells (engine/kvprot.h): the header,
+ * a leaf's hint byte, a slot, or a cell taken from its start to the next
+ * cell's (dead bytes between included: wider is safe); a page without
+ * slots is one part.  Two flips in one part may cancel in a code's parity
+ * and escape with the odds of its hash bits; in different parts never. */
+static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, size_t *len) {
+    unsigned type = p[FLT_PH_TYPE];
+    *off = 0, *len = ps;
+    if (byte < FLT_PAGE_HDR) { *len = FLT_PAGE_HDR; return; }
+    if (type != FLT_PAGE_LEAF && type != FLT_PAGE_INTERNAL) { *off = FLT_PAGE_HDR; *len = ps - FLT_PAGE_HDR; return; }
+    size_t base = FLT_PAGE_HDR + (type == FLT_PAGE_LEAF ? FLT_LEAF_HINT_BYTES(ps) : 0);
+    size_t lower = clamp(rd16(p + FLT_PH_LOWER), FLT_PAGE_HDR, ps);
+    if (byte < base) { *off = byte, *len = 1; return; }
+    if (byte < lower) { *off = base + (byte - base) / 2 * 2, *len = 2; return; }
+    size_t start = clamp(rd16(p + FLT_PH_UPPER), lower, ps), end = ps;
+    size_t n = clamp(rd16(p + FLT_PH_NSLOTS), 0, (ps - base) / 2);
+    for (size_t i = 0; i < n; i++) {
+        size_t o = rd16(p + base + 2 * i);
+        if (o <= byte && o > start) start = o;
+        if (o > byte && o < end) end = o;
+    }
+    if (start > byte) start = byte;
+    *off = start, *len = end - start;
+}
+
 static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     uint64_t nblocks = eng_debug_nblocks(db);
     if (!nblocks)
@@ -440,6 +469,10 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     flt_event e = page_event(f, t, FLT_BITFLIP_CACHE, "tick/cache", block, block * ps, ps);
     e.bit = (int64_t)bit;
     e.mask = mask;
+    size_t po, pl;
+    flip_part(p, ps, byte, &po, &pl);
+    e.part_offset = (int64_t)po;
+    e.part_len = (int64_t)pl;
     if (flt_record(f, FLT_BITFLIP_CACHE, &e) == 0)
         p[byte] ^= mask;
     eng_debug_frame_release(db, block);

@@ -19,7 +19,8 @@ struct flt_ledger {
 
 flt_event flt_event_none(const char *cls, const char *point) {
     return (flt_event){.cls = cls, .point = point, .block = -1, .offset = -1, .len = -1,
-                       .bit = -1, .op = -1, .thread = -1};
+                       .bit = -1, .op = -1, .thread = -1,
+                       .part_offset = -1, .part_len = -1};
 }
 
 int flt_ledger_open(const char *run_dir, flt_ledger **out) {
@@ -73,6 +74,8 @@ int flt_ledger_append(flt_ledger *l, const flt_event *e) {
     PUTI("len", e->len);
     if (e->mask) PUT(",\"mask\":\"0x%llx\"", (unsigned long long)e->mask);
     PUTI("bit", e->bit);
+    PUTI("part_offset", e->part_offset);
+    PUTI("part_len", e->part_len);
     PUTI("op", e->op);
     PUTI("thread", (int64_t)e->thread);
     PUTS("err", e->err);

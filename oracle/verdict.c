@@ -118,9 +118,23 @@ static void copy_str(char *d, size_t cap, const char *s) {
     d[n] = 0;
 }
 
+/* Cache flips grouped by page, in injection order (the escape bound). */
+static const vd_injection *sort_inj;
+static int cmp_page(const vd_injection *a, const vd_injection *b) {
+    int c = strcmp(a->file, b->file);
+    if (c) return c;
+    return (a->block > b->block) - (a->block < b->block);
+}
+static int by_page_then_order(const void *x, const void *y) {
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    int c = cmp_page(&sort_inj[i], &sort_inj[j]);
+    return c ? c : (i > j) - (i < j);
+}
+
 int vd_parse_ledger_line(const char *line, vd_injection *o) {
     memset(o, 0, sizeof *o);
     o->seq = o->block = o->offset = o->len = o->op = o->bit = -1;
+    o->part_offset = o->part_len = -1;
     o->thread = -1;
     o->cls = -1;
     snprintf(o->phase, sizeof o->phase, "run");
@@ -168,6 +182,8 @@ int vd_parse_ledger_line(const char *line, vd_injection *o) {
         INT("len", len);
         INT("op", op);
         INT("bit", bit);
+        INT("part_offset", part_offset);
+        INT("part_len", part_len);
         else if (!strcmp(key, "thread")) o->thread = (int)(is_str ? strtol(sval, NULL, 0) : ival);
 #undef STR
 #undef INT
@@ -500,7 +516,15 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         else cc->masked++;
     }
 
-    /* The driver's symptoms (V6). */
+    /* The driver's symptoms (V6).  Escapes of cache flips are counted as
+     * damaged entries, not as wrong keys: one entry (a separator or child
+     * pointer) can answer wrong for many keys, and a key can be read wrong
+     * again and again.  So an escape is one read (thread, op) that met a
+     * wrong key not blamed on an earlier escape. */
+    uint64_t *esc_keys = NULL;
+    size_t nkeys = 0, capesc = 0, nesc = 0;
+    int64_t esc_op = -1;
+    int esc_thread = -1, esc_counted = 0;
     for (size_t k = 0; k < v->nobs; k++) {
         const vd_observation *o = &v->obs[k];
         if (o->kind == VD_OBS_ERROR) continue;
@@ -519,35 +543,88 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         if (o->kind == VD_OBS_WRONG_VALUE) out->cls[c].wrong_value++;
         else if (o->kind == VD_OBS_LOST) out->cls[c].lost++;
         else if (o->kind == VD_OBS_RESURRECTED) out->cls[c].resurrected++;
+        else continue;
+        if (c == VD_BITFLIP_CACHE) {
+            if (o->op != esc_op || o->thread != esc_thread) esc_op = o->op, esc_thread = o->thread, esc_counted = 0;
+            size_t e = 0;
+            while (e < nkeys && esc_keys[e] != o->key) e++;
+            if (e < nkeys) continue; /* blamed already */
+            if (nkeys == capesc) {
+                size_t nc = capesc ? 2 * capesc : 16;
+                uint64_t *p = realloc(esc_keys, nc * sizeof *p);
+                if (p) esc_keys = p, capesc = nc;
+            }
+            if (nkeys < capesc) esc_keys[nkeys++] = o->key;
+            if (!esc_counted) nesc++, esc_counted = 1;
+        }
     }
+    free(esc_keys);
 
     /* Narrow codes (w = 1, 2): a flip of an even number of bits escapes
      * with odds up to 2^-(8w-3) (three of a code's bits are parities, of
      * the cell header, the slot and the key and value, so every odd count,
-     * a single flip included, is caught).  Escapes within the Poisson
-     * bound of the flips injected are the code's design, not failures. */
+     * a single flip included, is caught).  Flips add up: a one-bit flip
+     * into the part (ledger part_offset/part_len) of an earlier flip of the
+     * same page may make an even count there, so it counts as one that
+     * can escape (whether the first was found and dropped meanwhile is not
+     * known here: counting it anyway only widens the bound).  Escapes
+     * (wrong answers, each key once) within the Poisson bound of the
+     * flips injected are the code's design, not failures. */
     if (v->cfg.protection_bytes > 0 && !out->measuring) {
         vd_counts *cc = &out->cls[VD_BITFLIP_CACHE];
         double lambda = 0, miss = ldexp(1.0, -(8 * v->cfg.protection_bytes - 3));
         uint64_t n = 0;
-        for (size_t i = 0; i < v->ninj; i++) {
-            if (v->inj[i].cls != VD_BITFLIP_CACHE) continue;
-            n++;
-            unsigned long long m = strtoull(v->inj[i].mask, NULL, 0);
-            if (m == 0 || __builtin_popcountll(m) % 2 == 0) lambda += miss;
+        size_t *ix = malloc(sizeof *ix * (v->ninj ? v->ninj : 1));
+        for (size_t i = 0; i < v->ninj; i++)
+            if (v->inj[i].cls == VD_BITFLIP_CACHE && ix) ix[n++] = i;
+        if (ix) {
+            sort_inj = v->inj;
+            qsort(ix, n, sizeof *ix, by_page_then_order);
         }
+        /* Per page, in injection order: the bytes earlier flips' parts
+         * covered (a page without parts in the ledger is one part). */
+        uint8_t *seen = NULL;
+        size_t seen_cap = 0;
+        int whole = 0;
+        for (size_t g = 0; ix && g < n; g++) {
+            const vd_injection *a = &v->inj[ix[g]];
+            if (g == 0 || cmp_page(&v->inj[ix[g - 1]], a)) {
+                if (seen) memset(seen, 0, seen_cap);
+                whole = 0;
+            }
+            unsigned long long m = strtoull(a->mask, NULL, 0);
+            int even = m == 0 || __builtin_popcountll(m) % 2 == 0;
+            if (a->part_len <= 0 || a->part_offset < 0 || a->part_offset + a->part_len > (1 << 20)) {
+                even |= g > 0 && !cmp_page(&v->inj[ix[g - 1]], a);
+                whole = 1;
+            } else {
+                size_t hi = (size_t)(a->part_offset + a->part_len);
+                if (hi > seen_cap) {
+                    uint8_t *s2 = realloc(seen, hi);
+                    if (s2) { memset(s2 + seen_cap, 0, hi - seen_cap); seen = s2; seen_cap = hi; }
+                }
+                even |= whole;
+                for (size_t b = (size_t)a->part_offset; b < hi && b < seen_cap; b++) {
+                    even |= seen[b];
+                    seen[b] = 1;
+                }
+            }
+            if (even) lambda += miss;
+        }
+        free(seen);
+        free(ix);
         /* Smallest k with P(Poisson(lambda) > k) < 1e-6. */
         uint64_t k = 0;
         if (lambda > 0) {
             double term = exp(-lambda), cdf = term;
             while (1.0 - cdf >= 1e-6 && k < 1000000) { k++; term *= lambda / (double)k; cdf += term; }
         }
-        uint64_t escaped = cc->wrong_value + cc->lost + cc->resurrected;
+        uint64_t escaped = nesc;
         v->esc_checked = n;
         v->esc_escaped = escaped;
         v->esc_bound = k;
         if (escaped && escaped <= k) {
-            cc->undetectable += escaped;
+            cc->undetectable += cc->wrong_value + cc->lost + cc->resurrected;
             cc->wrong_value = cc->lost = cc->resurrected = 0;
         }
     }

@@ -119,6 +119,8 @@ typedef struct vd_injection {
     char point[96];
     char file[64];
     int64_t block, offset, len, op, bit;
+    int64_t part_offset, part_len; /* cache flips: bytes one parity bit of
+                                    * the per-KV codes covers (-1: absent) */
     int thread;           /* -1: absent */
     char err[16];
     char mask[24];

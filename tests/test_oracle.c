@@ -291,7 +291,7 @@ static vd_ctx *cache_flips(int w, const char *mask, int nflips, int escapes, vd_
         vd_add_ledger_line(v, line, 0);
     }
     for (int i = 0; i < escapes; i++) {
-        vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .key = (uint64_t)i, .inj_mark = nflips};
+        vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .op = i, .key = (uint64_t)i, .inj_mark = nflips};
         vd_add_observation(v, &o);
     }
     vd_settle(v, res);
@@ -330,6 +330,108 @@ Test(oracle_verdict, two_bit_cache_flip_escapes_within_the_bound_pass_at_w1) {
     v = cache_flips(1, "0x11", 1000, 80, &res);
     cr_assert_eq(res.cls[VD_BITFLIP_CACHE].wrong_value, 80);
     cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+/* Two one-bit flips in one part of one page (the ledger's part_offset and
+ * part_len) make an even count there, which the code misses with odds
+ * 2^-(8w-3): at w = 1 such a pair's escape is within the bound; the same
+ * flips in different parts (or pages) keep the bound at 0.  And a key read
+ * wrong again and again is one escape. */
+static vd_ctx *paired_flips(int w, int same_part, int reads, vd_result *res) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_CACHE] = 1;
+    c.protection_bytes = w;
+    vd_ctx *v = vd_new(&c);
+    char line[200];
+    for (int i = 0; i < 40; i++) {
+        /* flips on 20 pages; the second flip of a page lands in the
+         * first's cell [1000, 1200) or in the next cell [1200, 1400) */
+        int second = i >= 20, off = second && !same_part ? 1200 : 1000;
+        snprintf(line, sizeof line,
+                 "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":%d,\"mask\":\"0x4\","
+                 "\"part_offset\":%d,\"part_len\":200}",
+                 5 + i % 20, off);
+        vd_add_ledger_line(v, line, 0);
+    }
+    for (int i = 0; i < reads; i++) {
+        vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .key = 77, .inj_mark = 40};
+        vd_add_observation(v, &o);
+    }
+    vd_settle(v, res);
+    return v;
+}
+
+Test(oracle_verdict, two_flips_in_one_part_may_escape_within_the_bound_at_w1) {
+    vd_result res;
+    /* 20 pairs at w = 1: lambda = 20/32, bound 6; one key read wrong 3 times. */
+    vd_ctx *v = paired_flips(1, 1, 3, &res);
+    cr_assert(res.pass, "an escape of a two-flip pair at w = 1 failed the run");
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].wrong_value, 0);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 3, "undetectable %llu", (unsigned long long)res.cls[VD_BITFLIP_CACHE].undetectable);
+    char buf[160];
+    vd_escape_rates_json(v, buf, sizeof buf);
+    cr_assert(strstr(buf, "\"escaped\": 1,") != NULL, "one key is one escape: %s", buf);
+    cr_assert(strstr(buf, "\"bound\": 0}") == NULL, "pairs in one part leave the bound at 0: %s", buf);
+    vd_free(v);
+    /* The same flips in different parts: one-bit flips never escape. */
+    v = paired_flips(1, 0, 1, &res);
+    cr_assert_not(res.pass, "a one-bit flip alone in its part escaped, and the run passed");
+    vd_escape_rates_json(v, buf, sizeof buf);
+    cr_assert(strstr(buf, "\"bound\": 0}") != NULL, "%s", buf);
+    vd_free(v);
+    /* At w = 4 a pair misses with odds 2^-29: the bound stays 0. */
+    v = paired_flips(4, 1, 1, &res);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+/* One damaged entry (a child pointer, say) that escaped can answer wrong
+ * for many keys at once: an escape is one read that met keys not blamed
+ * before, not one key.  At w = 2 with two paired flips (odds 2 * 2^-13)
+ * the bound is one escape: a post-open check meeting 30 wrong keys in one
+ * pass is that one; 30 separate reads each meeting a new key are not. */
+static vd_ctx *spread_escape(int one_read, vd_result *res) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_CACHE] = 1;
+    c.protection_bytes = 2;
+    vd_ctx *v = vd_new(&c);
+    char line[200];
+    for (int i = 0; i < 4; i++) {
+        snprintf(line, sizeof line,
+                 "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":%d,\"mask\":\"0x8\","
+                 "\"part_offset\":40,\"part_len\":2}",
+                 7 + i % 2);
+        vd_add_ledger_line(v, line, 0);
+    }
+    for (int k = 0; k < 30; k++) {
+        vd_observation o = {.kind = k % 2 ? VD_OBS_LOST : VD_OBS_WRONG_VALUE, .thread = 1,
+                            .op = one_read ? 500 : 500 + k, .key = (uint64_t)(100 + k), .inj_mark = 4};
+        vd_add_observation(v, &o);
+    }
+    /* the same keys read wrong again later: nothing new */
+    for (int k = 0; k < 30; k++) {
+        vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .thread = 0, .op = 900 + k, .key = (uint64_t)(100 + k),
+                            .inj_mark = 4};
+        vd_add_observation(v, &o);
+    }
+    vd_settle(v, res);
+    return v;
+}
+
+Test(oracle_verdict, one_escaped_entry_answering_for_many_keys_is_one_escape) {
+    vd_result res;
+    char buf[160];
+    vd_ctx *v = spread_escape(1, &res);
+    vd_escape_rates_json(v, buf, sizeof buf);
+    cr_assert(res.pass, "one escape that damaged 30 keys failed the run: %s", buf);
+    cr_assert_str_eq(buf, "{\"2\": {\"checked\": 4, \"escaped\": 1, \"rate\": 0.25, \"bound\": 1}}");
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 60);
+    vd_free(v);
+    v = spread_escape(0, &res);
+    vd_escape_rates_json(v, buf, sizeof buf);
+    cr_assert_not(res.pass, "30 separate escapes passed: %s", buf);
+    cr_assert(strstr(buf, "\"escaped\": 30,") != NULL, "%s", buf);
     vd_free(v);
 }
 
