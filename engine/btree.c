@@ -203,6 +203,24 @@ static int version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell
                 "hint bits are not a valid state (damaged in the cache)");
         return -1;
     }
+    /* With per-KV protection on, a hint is used only if the status copy
+     * agrees: the hint area lies outside the entries' codes (readers set
+     * hints under a shared latch) and its even-parity nibbles catch one
+     * flipped bit, not two, which can make another valid state ("xmin
+     * aborted" for a committed version).  The copy is in memory, so the
+     * check costs a lookup or two, and hint damage is then reported or
+     * harmless, never an answer. */
+    if (t->kvw && h != HINT_NONE) {
+        int xc = c->xmin == 0 || xid_committed(t, c->xmin), bad;
+        if (h == HINT_XMIN_A) bad = xc;
+        else if (h == HINT_XMIN_C) bad = !xc;
+        else bad = !xc || c->xmax == 0 || xid_committed(t, c->xmax) != (h == HINT_XMAX_C);
+        if (bad) {
+            corrupt(t, ENG_LAYER_KV_PROTECTION, atomic_load(&f->block), (int32_t)slot, 0, h,
+                    "hint bits contradict the transaction status (damaged in the cache)");
+            return -1;
+        }
+    }
     uint64_t durable = t->cfg.durable_seq ? atomic_load(t->cfg.durable_seq) : 0;
     if (c->xmin != 0) {
         if (c->xmin > S) return V_INVISIBLE;

@@ -16,7 +16,9 @@
  * and w bytes per entry (kv_memory).  The leaf hint area is not covered:
  * hints change under a shared latch without touching a code, and each
  * hint state is an even-parity nibble, so a flipped bit there is caught
- * by the state check instead (page.h).
+ * by the state check instead (page.h); two flips in a nibble can make
+ * another valid state, so readers use a hint only where the transaction
+ * status copy agrees (btree.c version_state).
  *
  * Each entry code is XXH3-64 of the cell (the slot offset mixed in)
  * truncated to 8w bits, its three lowest bits replaced by parities of the

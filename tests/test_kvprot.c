@@ -50,6 +50,11 @@
  *       below it; a flipped key byte in that version is CORRUPTION naming
  *       the leaf and slot, not "not found" (the damaged key must not end
  *       the key's versions early); a current read is right or CORRUPTION.
+ *   two_flipped_bits_in_a_hint_nibble_never_hide_a_key           per width
+ *       two bits of one slot's hint nibble (another valid state: "xmin
+ *       aborted" on a committed version would hide the key): a get is
+ *       CORRUPTION (kv_protection, that leaf and slot, for "aborted") or
+ *       the right value; a scan from the key returns it or CORRUPTION.
  *   flipped_bit_in_slot_array_or_header_is_reported             per width
  *       a bit of header bytes [16, 40) of a leaf or of the root (an
  *       internal page): the next get of any key under it returns
@@ -693,6 +698,69 @@ KV_WIDTH_TEST(flipped_key_of_an_older_version_is_reported_to_a_snapshot_reader) 
     eng_buf_free(&b);
     tu_close(db);
     reopen_check(w, "reopen after older-version flips");
+}
+
+/* Two bits flipped in one hint nibble (the hint area lies outside the
+ * codes; its even-parity nibbles catch one flip, not two) can make another
+ * valid state: "xmin aborted" on a committed version would hide the key.
+ * With protection on, a hint is used only where the transaction status
+ * agrees, so such damage is CORRUPTION (kv_protection, the leaf and slot)
+ * or harmless, never "not found" and never a wrong value. */
+KV_WIDTH_TEST(two_flipped_bits_in_a_hint_nibble_never_hide_a_key) {
+    eng_db *db = fixture_open_warm(w);
+    tu_rng r = { 0x68696e74ull + (uint64_t)w };
+    uint8_t page[PS];
+    int keys[512];
+    eng_buf b = { 0 };
+    /* from XMIN_C (0x3, what vacuum left on every version) to NONE, XMIN_A,
+     * XMAX_C and XMAX_A */
+    static const unsigned masks[4] = { 0x3, 0x6, 0x5, 0xa };
+    for (int round = 0; round < 24; round++) {
+        uint64_t block = random_leaf(&r);
+        frame_copy(db, block, page);
+        unsigned n = leaf_keys(page, keys, 512), slot = (unsigned)tu_below(&r, n);
+        unsigned m = masks[round % 4], h = page_hint(page, slot);
+        cr_assert_eq(h, HINT_XMIN_C, "leaf %llu slot %u: the vacuumed fixture's hint is 0x%x", (unsigned long long)block,
+                     slot, h);
+        size_t off = PAGE_HDR + slot / 2;
+        int sh = (slot & 1) ? 4 : 0;
+        flip f1 = flip_bit(db, block, off, sh + __builtin_ctz(m));
+        flip f2 = flip_bit(db, block, off, sh + 31 - __builtin_clz(m));
+        char kb[16];
+        size_t kl = kv_key(kb, keys[slot]);
+        const tu_kv *kv = tu_model_get(&F.m, kb, kl);
+        tu_reports_reset(&F.rep);
+        int rc = eng_get(db, kb, kl, &b);
+        cr_assert(rc == ENG_CORRUPTION || (rc == ENG_OK && tu_bytes_eq(b.data, b.len, kv->v, kv->vl)),
+                  "round %d: hint 0x3 -> 0x%x on leaf %llu slot %u (key %d): get returned %s%s", round, 0x3 ^ m,
+                  (unsigned long long)block, slot, keys[slot], eng_strerror(rc), rc == ENG_OK ? " with a WRONG value" : "");
+        if (m == 0x6) /* "xmin aborted": the one that would hide the key */
+            cr_assert(rc == ENG_CORRUPTION && has_kvp_report((int64_t)block, (int32_t)slot),
+                      "round %d: an \"aborted\" hint on committed key %d was not reported (%s)", round, keys[slot],
+                      eng_strerror(rc));
+        /* A scan through the leaf never skips the key silently. */
+        eng_iter *it = NULL;
+        eng_iter_options io = { .lower = kb, .lower_len = kl };
+        cr_assert_eq(eng_iter_open(db, &io, &it), ENG_OK);
+        rc = eng_iter_first(it);
+        if (rc == ENG_OK) {
+            size_t ikl = 0;
+            const void *ik = eng_iter_key(it, &ikl);
+            cr_assert(ikl == kl && !memcmp(ik, kb, kl), "round %d: a scan from key %d skipped it (hint 0x%x)", round,
+                      keys[slot], 0x3 ^ m);
+        } else {
+            cr_assert_eq(rc, ENG_CORRUPTION, "round %d: a scan from key %d returned %s", round, keys[slot],
+                         eng_strerror(rc));
+        }
+        eng_iter_close(it);
+        flip_undo(db, &f2);
+        flip_undo(db, &f1);
+        cr_assert_eq(eng_get(db, kb, kl, &b), ENG_OK);
+        cr_assert(tu_bytes_eq(b.data, b.len, kv->v, kv->vl));
+    }
+    eng_buf_free(&b);
+    tu_close(db);
+    reopen_check(w, "reopen after hint flips");
 }
 
 /* ---- page code: header and slot array ------------------------------------------- */
