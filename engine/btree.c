@@ -357,6 +357,12 @@ static int descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_
     bp_frame *f;
     int rc = bp_get(t->bp, ROOT_BLOCK, BP_SHARED, &f);
     if (rc) return rc;
+    /* A writer that failed half-way poisoned the handle before it let go
+     * of the root (fail_op): its pages are not to be read. */
+    if (leaf_mode == BP_SHARED && t->cfg.poisoned && atomic_load(t->cfg.poisoned)) {
+        bp_release(t->bp, f, BP_SHARED);
+        return ENG_POISONED;
+    }
     if ((rc = check_root(t, f))) { bp_release(t->bp, f, BP_SHARED); return rc; }
     int level = ph_get_level(f->data);
     if (level == 0 && leaf_mode == BP_EXCL) {
@@ -699,6 +705,17 @@ static int touched_has(const bt_wctx *w, const bp_frame *f) {
     return 0;
 }
 
+/* Called with the operation's latches still held: an operation that
+ * fails after changing pages leaves them half-done (a split's halves
+ * without the parent's separator hides keys), so the handle is poisoned
+ * before any reader can latch them (descend tests the flag under the
+ * root's latch).  Returns RC. */
+static int fail_op(bt_wctx *w, int rc) {
+    if (rc != ENG_OK && rc != ENG_NOTFOUND && (w->rec.len > PA_REC_HDR || w->ntouched > 0) && w->t->cfg.poisoned)
+        atomic_store(w->t->cfg.poisoned, 1);
+    return rc;
+}
+
 /* Before an action on F: register it, and log its image if this is its
  * first change since the checkpoint.  Returns the offset the action will
  * start at. */
@@ -912,6 +929,7 @@ static int free_pages(bt_wctx *w, const uint32_t *blocks, int n) {
         pa_put_meta(&w->rec, mf.nblocks, mf.freelist);
         rc = act_apply(w, m, at);
     }
+    fail_op(w, rc);
     bp_release(t->bp, m, BP_EXCL);
     return rc;
 }
@@ -1181,6 +1199,7 @@ static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t **oldb, int *
     }
     rc = leaf_put(w, path, d, nc, 0, oldb, oldn);
 out:
+    fail_op(w, rc);
     for (int i = d; i >= 0; i--) bp_release(t->bp, path[i].f, BP_EXCL);
     return rc;
 }
@@ -1321,6 +1340,7 @@ static int do_put(bt_wctx *w) {
         if ((rc = descend(t, o->key, o->klen, BT_GE, BP_EXCL, &f, NULL, NULL))) return rc;
         idx = page_search(f->data, o->key, o->klen, &exact);
         if ((rc = writer_resolve(w, f, idx, exact, &live)) == ENG_OK && exact) rc = prune_key(w, f, idx, &live);
+        fail_op(w, rc);
         bp_release(t->bp, f, BP_EXCL);
         if (rc) return rc;
         if ((rc = ovfl_write(w, &nc.ovfl))) return rc;
@@ -1335,6 +1355,7 @@ static int do_put(bt_wctx *w) {
     int oldn = 0;
     pathent path1[1] = {{f}};
     rc = leaf_put(w, path1, 0, &nc, 1, &oldb, &oldn);
+    if (rc != 1) fail_op(w, rc);
     bp_release(t->bp, f, BP_EXCL);
     if (rc == 1) rc = put_pessimistic(w, &nc, &oldb, &oldn);
     /* The batch's own earlier version of the key was replaced: nobody
@@ -1431,6 +1452,7 @@ static int do_delete(bt_wctx *w) {
             }
         }
     }
+    fail_op(w, rc);
     bp_release(t->bp, f, BP_EXCL);
     return rc;
 }
@@ -1501,6 +1523,7 @@ int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t
         pa_put_clogset(&w.rec, atomic_load(&f->block), (uint32_t)(xid % per), status);
         rc = act_apply(&w, f, at);
     }
+    fail_op(&w, rc);
     if (f) bp_release(t->bp, f, BP_EXCL);
     *changed = w.rec.len > PA_REC_HDR || w.ntouched > 0;
     int crc = wctx_commit(&w, rc == ENG_OK);
@@ -1548,6 +1571,7 @@ int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at_key, uint64_t horizon, uint64
         if (version_state(t, f, i, &c, horizon, 1) < 0) { rc = ENG_CORRUPTION; break; }
         st->hinted += atomic_load(&t->hints_set) - before;
     }
+    fail_op(&w, rc);
     bp_release(t->bp, f, BP_EXCL);
     *changed = w.rec.len > PA_REC_HDR || w.ntouched > 0;
     int crc = wctx_commit(&w, rc == ENG_OK);

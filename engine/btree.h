@@ -55,6 +55,13 @@ typedef struct bt_config {
                                   * their versions get a "committed" hint */
     int no_hints;                /* read-only handle: readers set no hints
                                   * (nothing may be written back) */
+    _Atomic int *poisoned;       /* the handle's poison flag: a tree
+                                  * operation that fails after changing
+                                  * pages sets it before it lets go of its
+                                  * latches, and readers test it once they
+                                  * hold the root, so nobody reads a
+                                  * half-done operation (a split whose
+                                  * separator never reached the parent) */
 } bt_config;
 
 /* Write the meta page and an empty root leaf into the pool (new database). */

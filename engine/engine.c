@@ -389,6 +389,7 @@ static int open_tree(eng_db *db, uint64_t extent) {
         .full_page_writes = db->opts.full_page_writes,
         .wal_compression = db->opts.wal_compression == ENG_WAL_COMPRESSION_ZSTD,
         .txn = db->txn, .durable_seq = &db->durable_seq, .no_hints = db->opts.read_only,
+        .poisoned = &db->poisoned,
     };
     return bt_open(&tc, &db->bt);
 }
