@@ -397,7 +397,9 @@ static int attribute(const vd_ctx *v, const vd_observation *o) {
         if (v->external_kill) return VD_KILL;
         for (size_t i = v->ninj; i-- > 0;)
             if (v->inj[i].carried && v->inj[i].cls >= 0) return v->inj[i].cls;
-        return VD_NONE;
+        /* Nothing carried: a reopen of this process's own failed handle
+         * (the check after it runs as after a crash), so this process's
+         * injections are to blame, as below. */
     }
     size_t own = vd_first_own(v);
     size_t end = own + (size_t)o->inj_mark;

@@ -435,6 +435,31 @@ Test(oracle_verdict, one_escaped_entry_answering_for_many_keys_is_one_escape) {
     vd_free(v);
 }
 
+/* The check after reopening this process's own failed handle runs as
+ * after a crash, but nothing was carried over from an earlier process:
+ * what it finds is blamed on this process's injections, not left
+ * unattributed (found with cache flips at w = 2: an escape that reached
+ * disk was seen by the post-open check and by later reads). */
+Test(oracle_verdict, check_after_reopening_own_failed_handle_blames_own_injections) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_CACHE] = 1;
+    c.protection_bytes = 2;
+    vd_ctx *v = vd_new(&c);
+    for (int i = 0; i < 2; i++)
+        vd_add_ledger_line(v, "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":9,\"mask\":\"0x2\","
+                              "\"part_offset\":300,\"part_len\":21}", 0);
+    vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .thread = 0, .op = 77, .key = 5, .inj_mark = 2, .after_crash = 1};
+    vd_add_observation(v, &o);
+    o.kind = VD_OBS_LOST, o.key = 6;
+    vd_add_observation(v, &o);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_NONE].wrong_value + res.cls[VD_NONE].lost, 0, "left unattributed");
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 2, "one escape of a paired flip, within the bound");
+    cr_assert(res.pass);
+    vd_free(v);
+}
+
 Test(oracle_verdict, cache_flips_measure_without_codes) {
     vd_result res;
     vd_ctx *v = cache_flips(0, "0x1", 10, 3, &res);
