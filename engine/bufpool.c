@@ -581,7 +581,12 @@ int bp_flush_all(bp_pool *bp) {
     if (!want) return ENG_NOMEM;
     for (size_t i = 0; i < n; i++) {
         bp_frame *f = &bp->frames[i];
-        want[i] = atomic_load(&f->dirty) && atomic_load(&f->state) == ST_VALID ? atomic_load(&f->block) : UINT32_MAX;
+        /* Dirty, or clean with a write-back in flight (an eviction clears
+         * dirty before its write completes: L5): the caller's fsync must
+         * not pass that write.  Dirty is read first: a write-back raises
+         * writing before it clears dirty, so one of the two is seen. */
+        int d = atomic_load(&f->dirty), wr = atomic_load(&f->writing);
+        want[i] = (d || wr) && atomic_load(&f->state) == ST_VALID ? atomic_load(&f->block) : UINT32_MAX;
     }
     int rc = ENG_OK;
     for (unsigned pass = 0; rc == ENG_OK; pass++) {
