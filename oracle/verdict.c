@@ -119,15 +119,14 @@ static void copy_str(char *d, size_t cap, const char *s) {
 }
 
 /* Cache flips grouped by page, in injection order (the escape bound). */
-static const vd_injection *sort_inj;
 static int cmp_page(const vd_injection *a, const vd_injection *b) {
     int c = strcmp(a->file, b->file);
     if (c) return c;
     return (a->block > b->block) - (a->block < b->block);
 }
-static int by_page_then_order(const void *x, const void *y) {
+static int by_page_then_order(const void *x, const void *y, void *inj) {
     size_t i = *(const size_t *)x, j = *(const size_t *)y;
-    int c = cmp_page(&sort_inj[i], &sort_inj[j]);
+    int c = cmp_page(&((const vd_injection *)inj)[i], &((const vd_injection *)inj)[j]);
     return c ? c : (i > j) - (i < j);
 }
 
@@ -579,10 +578,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         size_t *ix = malloc(sizeof *ix * (v->ninj ? v->ninj : 1));
         for (size_t i = 0; i < v->ninj; i++)
             if (v->inj[i].cls == VD_BITFLIP_CACHE && ix) ix[n++] = i;
-        if (ix) {
-            sort_inj = v->inj;
-            qsort(ix, n, sizeof *ix, by_page_then_order);
-        }
+        if (ix) qsort_r(ix, n, sizeof *ix, by_page_then_order, v->inj);
         /* Per page, in injection order: the bytes earlier flips' parts
          * covered (a page without parts in the ledger is one part). */
         uint8_t *seen = NULL;
