@@ -172,8 +172,8 @@ FAULT_OPTIONS = {opt: cls for cls, (opt, _) in FAULTS.items()}
 UNSTABLE_FAULTS = ["read_error", "write_error", "nospace", "sync_error", "bitflip_wal"]
 # Every class of the report, in DESIGN 4's order (the final table).
 CLASS_ORDER = list(FAULTS) + ["power_loss", "kill", "unattributed"]
-OUTCOMES = ["injected", "detected", "repaired", "masked", "undetectable"]
-FAILURE_KEYS = ["wrong_value", "lost", "resurrected", "false_alarm", "swallowed", "crash", "hang"]
+OUTCOMES = ["injected", "detected", "repaired", "masked", "undetectable", "unrecoverable_by_design"]
+FAILURE_KEYS = ["wrong_value", "lost", "resurrected", "false_alarm", "swallowed", "unrecoverable", "crash", "hang"]
 
 # How many fault classes an iteration turns on: (count, weight).
 FAULT_COUNT_WEIGHTS = [(0, 25), (1, 35), (2, 25), (3, 15)]
@@ -1544,6 +1544,11 @@ class CrashTest:
             "verdict": "fail" if failure else "pass", "failure": None, "elapsed": round(elapsed, 3),
             "totals": totals, "judging_mode": "/".join(mode_names) or None,
             "points": self.points_of([r.get("report") for r in results if r and r.get("report")]),
+            # Restarts that did not come back, explained by an earlier
+            # injection (the oracle's V8): counted apart, never a pass in
+            # disguise, so a rising count shows.
+            "by_design": [r["report"]["unrecoverable_by_design"] for st, r in zip(steps, results)
+                          if r and st["type"] == "stress" and (r.get("report") or {}).get("unrecoverable_by_design")],
         }
         if failure:
             record["failure"] = dict(failure, step=fail_n, step_name=steps[fail_n]["name"])
@@ -1665,6 +1670,8 @@ class CrashTest:
                                                                    t["masked"])
         if t["undetectable"]:
             counts += " undetectable=%d" % t["undetectable"]
+        for d in record.get("by_design") or []:
+            counts += " unrecoverable_by_design=[%s]" % d
         if record["judging_mode"] and record["judging_mode"] != "judging":
             counts += " (%s)" % record["judging_mode"]
         verdict = "pass" if not record["failure"] else "FAIL %s at %s" % (record["failure"]["kind"],
@@ -1723,22 +1730,29 @@ class CrashTest:
         hit = [p for p in engine_points if points.get(p)]
         other = sorted(p for p in points if p not in engine_points)
         nfail = sum(1 for r in recs if r["failure"])
+        by_design = [r for r in recs if r.get("by_design")]
+        by_design_what = {}
+        for r in by_design:
+            for d in r["by_design"]:
+                what = d.split(" file=")[0]
+                by_design_what[what] = by_design_what.get(what, 0) + 1
         measuring = sum(1 for r in recs if r.get("judging_mode") and "measuring" in r["judging_mode"])
         el = time.monotonic() - self.t0
         pl = self.p.line
         pl("")
         pl("crashtest: %s: %d iterations, %d failed, %d measuring, %d extra power-loss variants judged, %s"
            % (self.mode, len(recs), nfail, measuring, variants_judged, hms(el)))
-        hdr = "%-18s %9s %9s %9s %9s %9s %9s" % ("class", "injected", "detected", "repaired", "masked",
-                                                "undetect.", "failures")
+        hdr = "%-18s %9s %9s %9s %9s %9s %9s %9s" % ("class", "injected", "detected", "repaired", "masked",
+                                                     "undetect.", "by design", "failures")
         pl(hdr)
         for c in sorted(classes, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99):
             row = classes[c]
             f = sum(row[k] for k in FAILURE_KEYS)
             if not any(row.values()):
                 continue
-            pl("%-18s %9d %9d %9d %9d %9d %9d%s" % (
-                c, row["injected"], row["detected"], row["repaired"], row["masked"], row["undetectable"], f,
+            pl("%-18s %9d %9d %9d %9d %9d %9d %9d%s" % (
+                c, row["injected"], row["detected"], row["repaired"], row["masked"], row["undetectable"],
+                row["unrecoverable_by_design"], f,
                 "  (" + ", ".join("%s=%d" % (k, row[k]) for k in FAILURE_KEYS if row[k]) + ")" if f else ""))
         if any(w for w in widths):
             pl("%-18s %10s %11s %9s %11s %11s" % ("per-KV protection", "iterations", "cache flips", "escaped",
@@ -1748,6 +1762,9 @@ class CrashTest:
                 rate = "%.3g" % (row["escaped"] / row["checked"]) if row["checked"] else "-"
                 pl("%-18s %10d %11d %9d %11s %11s" % ("w=%d" % w, row["iterations"], row["checked"], row["escaped"],
                                                      rate, "%.3g" % 2.0 ** (-8 * w) if w else "(none)"))
+        pl("unrecoverable_by_design: %d of %d iterations%s" % (
+            len(by_design), len(recs),
+            " (" + ", ".join("%s x%d" % kv for kv in sorted(by_design_what.items())) + ")" if by_design_what else ""))
         if engine_points:
             pl("fault points hit: %d of %d engine points%s" % (
                 len(hit), len(engine_points),
@@ -1764,6 +1781,7 @@ class CrashTest:
             "build": self.identity, "unsupported_values": [list(u) for u in self.unsupported],
             "started": self.started_at, "elapsed_s": round(el, 3), "interrupted": interrupted,
             "iterations": recs, "failed": nfail, "measuring": measuring, "variants_judged": variants_judged,
+            "unrecoverable_by_design": {"iterations": len(by_design), "explained_by": by_design_what},
             "classes": classes, "points_hit": points, "engine_points": engine_points,
             "protection_widths": {str(w): v for w, v in sorted(widths.items())},
             "engine_points_never_hit": [p for p in engine_points if p not in hit],

@@ -33,11 +33,13 @@ int vd_class_from_name(const char *name) {
 
 static const char *outcome_names[VD_OUTCOME_COUNT] = {
     "pending", "detected", "repaired", "masked", "undetectable", "swallowed", "lost",
+    "unrecoverable", "unrecoverable_by_design",
 };
 const char *vd_outcome_name(int o) { return o >= 0 && o < VD_OUTCOME_COUNT ? outcome_names[o] : "?"; }
 
 uint64_t vd_failures(const vd_counts *c) {
-    return c->wrong_value + c->lost + c->resurrected + c->false_alarm + c->swallowed + c->crash + c->hang;
+    return c->wrong_value + c->lost + c->resurrected + c->false_alarm + c->swallowed + c->unrecoverable + c->crash +
+           c->hang;
 }
 
 /* ---- judging and measuring (DESIGN 5) ---- */
@@ -209,6 +211,7 @@ struct vd_ctx {
     size_t nobs, capobs;
     int crash_check;
     int external_kill;
+    int reopen_failed; /* this process's own failed handle did not reopen */
     size_t *alarms; /* indexes into rep of unmatched, de-duplicated reports */
     size_t nalarms;
     /* Per-KV codes (w = protection_bytes): cache flips checked, values
@@ -272,6 +275,7 @@ void vd_add_observation(vd_ctx *v, const vd_observation *o) {
 
 void vd_set_crash_check(vd_ctx *v, int c) { v->crash_check = c; }
 void vd_note_external_kill(vd_ctx *v) { v->external_kill = 1; }
+void vd_note_reopen_failed(vd_ctx *v) { v->reopen_failed = 1; }
 
 size_t vd_injection_count(const vd_ctx *v) { return v->ninj; }
 const vd_injection *vd_injection_at(const vd_ctx *v, size_t i) { return i < v->ninj ? &v->inj[i] : NULL; }
@@ -306,8 +310,18 @@ static void report_place(const vd_config *c, const vd_report *r, char *file, siz
     else if (*block < 0 && r->offset >= 0 && is_wal(f) && strcmp(f, "wal")) *block = r->offset / 4096;
 }
 
+int vd_injection_explains(const vd_config *c, const vd_injection *i) {
+    if (i->cls < 0) return 0;
+    int step = !strcmp(i->phase, "powerloss") || !strncmp(i->point, "powerloss/", 10) ||
+               !strcmp(i->point, "sync/drop_dirty");
+    if (!step) return 1;
+    /* With full_page_writes off there is no image to rebuild a torn page:
+     * a tear at the crash is detected at its block, not repaired. */
+    return i->cls == VD_TORN_WRITE && !c->full_page_writes;
+}
+
 int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection *i) {
-    if (!i->file[0]) return 0;
+    if (!i->file[0] || !vd_injection_explains(c, i)) return 0;
     char rf[80];
     int64_t rb;
     report_place(c, r, rf, sizeof rf, &rb);
@@ -354,7 +368,7 @@ static int leaves_valid_page(const vd_config *c, int cls) {
 static int is_cross_page(const char *layer) { return !strcmp(layer, "structure") || !strcmp(layer, "overflow"); }
 
 int vd_report_explained(const vd_config *c, const vd_report *r, const vd_injection *i) {
-    if (!leaves_valid_page(c, i->cls) || !i->file[0]) return 0;
+    if (!leaves_valid_page(c, i->cls) || !i->file[0] || !vd_injection_explains(c, i)) return 0;
     if (!is_cross_page(r->layer) && strcmp(r->layer, "page_header")) return 0;
     return !strcmp(norm_file(r->file), norm_file(i->file));
 }
@@ -422,6 +436,12 @@ static int measured_class_for(const vd_ctx *v, int blamed, const vd_counts *cls)
     return VD_NONE;
 }
 
+/* V8: a database that did not open is unrecoverable by design only when
+ * every report of that open is explained by an earlier injection. */
+static int open_outcome(uint64_t unexplained, uint64_t explained, size_t design_inj) {
+    return !unexplained && explained && design_inj != (size_t)-1 ? VD_UNRECOVERABLE_BY_DESIGN : VD_UNRECOVERABLE;
+}
+
 void vd_settle(vd_ctx *v, vd_result *out) {
     memset(out, 0, sizeof *out);
     out->measuring = vd_measuring(&v->cfg, out->measuring_why, sizeof out->measuring_why);
@@ -430,8 +450,10 @@ void vd_settle(vd_ctx *v, vd_result *out) {
     if (v->nrep > 1) {
         qsort(v->rep, v->nrep, sizeof *v->rep, cmp_report);
         size_t w = 1;
-        for (size_t i = 1; i < v->nrep; i++)
+        for (size_t i = 1; i < v->nrep; i++) {
             if (cmp_report(&v->rep[i], &v->rep[w - 1])) v->rep[w++] = v->rep[i];
+            else v->rep[w - 1].r.after_crash |= v->rep[i].r.after_crash; /* V8 judges the place once */
+        }
         v->nrep = w;
     }
     for (size_t i = 0; i < v->ninj; i++) v->inj[i].reports = 0, v->inj[i].outcome = VD_PENDING;
@@ -441,6 +463,12 @@ void vd_settle(vd_ctx *v, vd_result *out) {
     if (v->nrep) v->alarms = malloc(v->nrep * sizeof *v->alarms);
     char last_file[80] = "";
     int64_t last_block = -2;
+    /* V8, per kind of open (after_crash 1: after a crash; 2: after this
+     * process's own failed handle): the injection that explains its first
+     * report, and how many reports were explained or not. */
+    size_t design_inj[3] = {(size_t)-1, (size_t)-1, (size_t)-1};
+    uint64_t after_unexplained[3] = {0}, after_explained[3] = {0};
+    const vd_report *first_unexplained[3] = {NULL};
     for (size_t r = 0; r < v->nrep; r++) {
         v->rep[r].matched = 0;
         for (size_t i = 0; i < v->ninj; i++) {
@@ -448,30 +476,88 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             if (vd_report_matches(&v->cfg, &v->rep[r].r, &v->inj[i])) {
                 v->inj[i].reports++;
                 v->rep[r].matched = 1;
+                int a = v->rep[r].r.after_crash;
+                if (a > 0 && a < 3 && design_inj[a] == (size_t)-1) design_inj[a] = i;
             }
         }
         out->reports++;
     }
     /* V1b, V1c: what exact places do not explain. */
     for (size_t r = 0; r < v->nrep; r++) {
-        if (v->rep[r].matched) continue;
+        int a = v->rep[r].r.after_crash > 0 && v->rep[r].r.after_crash < 3 ? v->rep[r].r.after_crash : 0;
+        if (v->rep[r].matched) {
+            after_explained[a]++;
+            continue;
+        }
         for (size_t i = 0; i < v->ninj && !v->rep[r].matched; i++)
-            if (v->inj[i].cls >= 0 && vd_report_explained(&v->cfg, &v->rep[r].r, &v->inj[i])) v->rep[r].matched = 2;
+            if (v->inj[i].cls >= 0 && vd_report_explained(&v->cfg, &v->rep[r].r, &v->inj[i])) {
+                v->rep[r].matched = 2;
+                if (a && design_inj[a] == (size_t)-1) design_inj[a] = i;
+            }
         if (!v->rep[r].matched && is_cross_page(v->rep[r].r.layer))
             for (size_t q = 0; q < v->nrep && !v->rep[r].matched; q++)
-                if (v->rep[q].matched == 1 && !strcmp(norm_file(v->rep[q].r.file), norm_file(v->rep[r].r.file)))
+                if (v->rep[q].matched == 1 && !strcmp(norm_file(v->rep[q].r.file), norm_file(v->rep[r].r.file))) {
                     v->rep[r].matched = 3;
-        if (!v->rep[r].matched) {
-            /* One false alarm per place, whatever layers noticed it. */
-            if (strcmp(last_file, v->rep[r].r.file) || last_block != v->rep[r].r.block || v->rep[r].r.block < 0) {
-                if (v->alarms) v->alarms[v->nalarms++] = r;
-                out->cls[VD_NONE].false_alarm++;
-            }
-            snprintf(last_file, sizeof last_file, "%s", v->rep[r].r.file);
-            last_block = v->rep[r].r.block;
+                    for (size_t i = 0; i < v->ninj && a && design_inj[a] == (size_t)-1; i++)
+                        if (vd_report_matches(&v->cfg, &v->rep[q].r, &v->inj[i])) design_inj[a] = i;
+                }
+        if (v->rep[r].matched) {
+            after_explained[a]++;
+            continue;
         }
+        if (a) {
+            /* V8: recovery met damage nothing injected explains (or only
+             * what the power-loss step did): the engine did not come back.
+             * Counted once below as unrecoverable, not as a false alarm. */
+            v->rep[r].matched = 4;
+            if (!first_unexplained[a]) first_unexplained[a] = &v->rep[r].r;
+            after_unexplained[a]++;
+            continue;
+        }
+        /* One false alarm per place, whatever layers noticed it. */
+        if (strcmp(last_file, v->rep[r].r.file) || last_block != v->rep[r].r.block || v->rep[r].r.block < 0) {
+            if (v->alarms) v->alarms[v->nalarms++] = r;
+            out->cls[VD_NONE].false_alarm++;
+        }
+        snprintf(last_file, sizeof last_file, "%s", v->rep[r].r.file);
+        last_block = v->rep[r].r.block;
     }
     out->false_alarms = v->nalarms;
+
+    /* V5, V8: what the open after a crash came to.  Never masked: a
+     * crash is a state the engine must recover from. */
+    int crash_o;
+    switch (v->crash_check) {
+    case VD_CHECK_PASSED: crash_o = after_unexplained[1] ? VD_UNRECOVERABLE : VD_REPAIRED; break;
+    case VD_CHECK_LOST: crash_o = VD_LOST; break;
+    case VD_CHECK_NO_OPEN: crash_o = open_outcome(after_unexplained[1], after_explained[1], design_inj[1]); break;
+    default: crash_o = VD_UNRECOVERABLE; break; /* no open after the crash shows it recovered */
+    }
+    /* The same for reopening this process's own failed handle. */
+    int own_o = v->reopen_failed ? open_outcome(after_unexplained[2], after_explained[2], design_inj[2])
+                : after_unexplained[2] ? VD_UNRECOVERABLE
+                                       : VD_PENDING;
+    int crash_unrec = v->crash_check == VD_CHECK_NO_OPEN || after_unexplained[1];
+    out->unrecoverable = crash_unrec || own_o != VD_PENDING;
+    for (int a = 1; a < 3; a++) {
+        int o = a == 1 ? (crash_unrec ? crash_o : VD_PENDING) : own_o;
+        if (o == VD_UNRECOVERABLE_BY_DESIGN && !out->by_design[0]) {
+            const vd_injection *d = &v->inj[design_inj[a]];
+            snprintf(out->by_design, sizeof out->by_design, "%.31s at %.95s file=%.63s block=%lld (%s)", d->cls_name,
+                     d->point[0] ? d->point : "?", d->file[0] ? d->file : "?", (long long)d->block,
+                     d->carried ? "before the crash" : "this process");
+        } else if (o == VD_UNRECOVERABLE && !out->unrecoverable_why[0]) {
+            const vd_report *u = first_unexplained[a];
+            if (u)
+                snprintf(out->unrecoverable_why, sizeof out->unrecoverable_why,
+                         "%s: corruption no injection explains: layer=%.31s file=%.63s block=%lld: %.159s",
+                         a == 1 ? "after the crash" : "after reopening a failed handle", u->layer, u->file,
+                         (long long)u->block, u->detail);
+            else
+                snprintf(out->unrecoverable_why, sizeof out->unrecoverable_why, "%s: the database did not open",
+                         a == 1 ? "after the crash" : "after reopening a failed handle");
+        }
+    }
 
     /* V3-V5: each injection's outcome. */
     for (size_t k = 0; k < v->ninj; k++) {
@@ -488,7 +574,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         } else if (c == VD_SHORT_IO) {
             o = find_error_obs(v, i->thread, i->op) || i->reports ? VD_DETECTED : VD_MASKED;
         } else if (c == VD_POWER_LOSS || c == VD_KILL) {
-            o = v->crash_check == 1 ? VD_REPAIRED : v->crash_check == 0 ? VD_LOST : VD_MASKED;
+            o = crash_o;
         } else if (i->reports) {
             o = VD_DETECTED;
         } else if ((c == VD_TORN_WRITE || c == VD_LOST_WRITE) && i->carried && v->crash_check == 1) {
@@ -506,15 +592,35 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         case VD_UNDETECTABLE: cc->undetectable++; break;
         case VD_SWALLOWED: cc->swallowed++; break;
         case VD_LOST: cc->lost++; break;
+        case VD_UNRECOVERABLE: cc->unrecoverable++; break;
+        case VD_UNRECOVERABLE_BY_DESIGN: cc->unrecoverable_by_design++; break;
         default: break;
         }
     }
+    int crash_judged = v->external_kill;
+    for (size_t k = 0; k < v->ninj; k++) crash_judged |= v->inj[k].cls == VD_POWER_LOSS || v->inj[k].cls == VD_KILL;
     if (v->external_kill) {
         vd_counts *cc = &out->cls[VD_KILL];
         cc->injected++;
-        if (v->crash_check == 1) cc->repaired++;
-        else if (v->crash_check == 0) cc->lost++;
-        else cc->masked++;
+        switch (crash_o) {
+        case VD_REPAIRED: cc->repaired++; break;
+        case VD_LOST: cc->lost++; break;
+        case VD_UNRECOVERABLE_BY_DESIGN: cc->unrecoverable_by_design++; break;
+        default: cc->unrecoverable++; break;
+        }
+    }
+    if (crash_unrec && !crash_judged) {
+        /* Recovery reported damage with no crash to judge (cannot happen
+         * with the stress driver; a direct caller may): unattributed. */
+        if (crash_o == VD_UNRECOVERABLE_BY_DESIGN) out->cls[v->inj[design_inj[1]].cls].unrecoverable_by_design++;
+        else out->cls[VD_NONE].unrecoverable++;
+    }
+    if (own_o != VD_PENDING) {
+        /* This process's own failed handle did not come back: blamed like
+         * a symptom (the newest corruption injection before it). */
+        vd_observation o = {.kind = VD_OBS_LOST, .inj_mark = (uint64_t)(v->ninj - vd_first_own(v))};
+        if (own_o == VD_UNRECOVERABLE_BY_DESIGN) out->cls[v->inj[design_inj[2]].cls].unrecoverable_by_design++;
+        else out->cls[attribute(v, &o)].unrecoverable++;
     }
 
     /* The driver's symptoms (V6).  Escapes of cache flips are counted as

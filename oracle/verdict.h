@@ -9,7 +9,13 @@
  * says which), reports and observations as plain structs.  A second
  * engine's driver feeds it the same way.
  *
- * Rules (oracle/README.md explains them with examples):
+ * Rules (oracle/README.md explains them with examples, and for each the
+ * engine bug it could hide and why it cannot):
+ *   V0  what the power-loss step did (rollbacks, tears, undone creations
+ *       and renames) and the dirty data a failed fsync dropped explain no
+ *       report: the engine must recover from every such state.  Only a
+ *       power-loss tear with full_page_writes off (no image to rebuild the
+ *       page) may explain a report at its own block.
  *   V1  a report matches an injection on the same file and place: a data
  *       file block equal; a WAL segment equal and WAL block (offset / 4096)
  *       within +-1.  One report may confirm several injections there.
@@ -35,12 +41,22 @@
  *       masked (overwritten or never needed; the final verify of every
  *       page ran clean), or undetectable when the run measures that class.
  *   V5  power_loss and kill: repaired when the post-crash recovery passed
- *       the exact-prefix check, lost otherwise.
+ *       the exact-prefix check with no unexplained report (V8), lost when
+ *       the check failed, unrecoverable when the database did not open or
+ *       reported corruption no earlier injection explains; never masked.
  *   V6  a run measures (instead of judging) when its options make a class
  *       undetectable by design (vd_measuring); there the driver's wrong,
  *       lost and resurrected values count as undetectable, not failures
  *       (except a synced commit lost by recovery, always a failure).
  *   V7  the verdict is pass when every failure count is zero.
+ *   V8  a report made while opening after a crash (or after this
+ *       process's own failed handle), or by the check right after, is
+ *       explained only by an earlier injection of a corruption class at
+ *       its place (V0-V1c): damage the engine cannot repair by design.
+ *       Otherwise it is an unrecoverable failure (not also a false alarm).
+ *       A database that does not open is unrecoverable unless every report
+ *       of that open is so explained: then unrecoverable_by_design, naming
+ *       the injection, counted apart and not failed.
  */
 #ifndef ORACLE_VERDICT_H
 #define ORACLE_VERDICT_H
@@ -82,8 +98,9 @@ int vd_class_from_name(const char *name);
 /* Outcome and failure counters, the report keys of DESIGN 4. */
 #define VD_COUNTERS(X)                                                    \
     X(injected) X(detected) X(repaired) X(masked) X(undetectable)         \
+    X(unrecoverable_by_design)                                            \
     X(wrong_value) X(lost) X(resurrected) X(false_alarm) X(swallowed)     \
-    X(crash) X(hang)
+    X(unrecoverable) X(crash) X(hang)
 
 typedef struct vd_counts {
 #define VD_FIELD(n) uint64_t n;
@@ -132,7 +149,7 @@ typedef struct vd_injection {
 
 enum vd_outcome {
     VD_PENDING = 0, VD_DETECTED, VD_REPAIRED, VD_MASKED, VD_UNDETECTABLE,
-    VD_SWALLOWED, VD_LOST, VD_OUTCOME_COUNT
+    VD_SWALLOWED, VD_LOST, VD_UNRECOVERABLE, VD_UNRECOVERABLE_BY_DESIGN, VD_OUTCOME_COUNT
 };
 const char *vd_outcome_name(int outcome);
 
@@ -149,6 +166,10 @@ typedef struct vd_report {
     int32_t entry;   /* for a WAL record: blocks it spans past its first (its
                       * damage may be in any); else -1 or the entry */
     char detail[160];/* the engine's words, for messages (not judged) */
+    int after_crash; /* made while the database was opened (recovered), or by
+                      * the check right after that open: 1 after a crash,
+                      * 2 after this process's own failed handle, 0 other
+                      * (rule V8) */
 } vd_report;
 
 /* What the driver saw. */
@@ -183,9 +204,18 @@ void vd_free(vd_ctx *v);
 int vd_add_ledger_line(vd_ctx *v, const char *line, int carried);
 void vd_add_report(vd_ctx *v, const vd_report *r);
 void vd_add_observation(vd_ctx *v, const vd_observation *o);
-/* CRASH_CHECK: -1 no post-crash check ran in this process, 0 it failed,
- * 1 it passed (the exact-prefix check). */
+/* What the open after a crash (or after this process's own failed handle)
+ * came to. */
+enum vd_crash_check {
+    VD_CHECK_NONE = -1,   /* no open after a crash in this process */
+    VD_CHECK_LOST = 0,    /* opened; the exact-prefix check failed */
+    VD_CHECK_PASSED = 1,  /* opened; the exact-prefix check passed */
+    VD_CHECK_NO_OPEN = 2, /* the database did not open (corruption reported) */
+};
 void vd_set_crash_check(vd_ctx *v, int crash_check);
+/* Reopening this process's own failed (poisoned) handle did not open the
+ * database: recovery without a crash failed (V8). */
+void vd_note_reopen_failed(vd_ctx *v);
 /* An external kill (SIGKILL from outside, no ledger line) preceded this
  * run: counted as one kill injection. */
 void vd_note_external_kill(vd_ctx *v);
@@ -197,6 +227,12 @@ typedef struct vd_result {
     char measuring_why[256];
     int pass;
     uint64_t reports, false_alarms;
+    /* V8: the open after a crash failed or reported corruption.  BY_DESIGN
+     * names the earlier injection that explains it ("" when nothing does:
+     * then it is an unrecoverable failure). */
+    int unrecoverable;
+    char by_design[240];
+    char unrecoverable_why[400]; /* when it is a failure: what recovery met */
 } vd_result;
 
 /* Judge everything fed so far (may be called again after more input). */
@@ -215,6 +251,14 @@ const vd_report *vd_false_alarm_at(const vd_ctx *v, size_t i);
 int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection *i);
 /* 1 if report R is explained by injection I under rule V1b. */
 int vd_report_explained(const vd_config *c, const vd_report *r, const vd_injection *i);
+
+/* 1 if injection I may explain a corruption report (V0): the power-loss
+ * step's own decisions (phase "powerloss": rollbacks, undone metadata,
+ * tears) and the dirty data an fsync failure dropped ("sync/drop_dirty")
+ * are states the engine must recover from, so they explain nothing; the
+ * one exception is a power-loss tear with full_page_writes off, where no
+ * image exists to rebuild the page (torn_write is measured there). */
+int vd_injection_explains(const vd_config *c, const vd_injection *i);
 
 /* Escape rates per protection width: the hook for narrow per-key codes
  * (DESIGN 5, binomial bounds).  Until per-key protection exists there is

@@ -114,7 +114,10 @@ static struct {
     uint64_t epoch;              /* this process's number among the run's processes */
     size_t ledger_settled, ledger_start; /* lines: judged before; present at our start */
     int crashed_before;          /* the previous process did not finish */
-    int crash_check;             /* -1 none, 0 failed, 1 passed */
+    int crash_check;             /* enum vd_crash_check: the open after a crash (or at start) */
+    _Atomic int recovering;      /* reports now are V8's: 1 the open at start (after a crash)
+                                  * and its check, 2 a reopen and its check, 0 other */
+    int reopen_failed;           /* a reopen of this process's handle did not open */
     int measuring;               /* DESIGN 5: wrong values are measured, not failures */
     vd_config vc;                /* what the options make of each fault class */
     uint64_t vmin, vmax, large_one_in, large_max;
@@ -300,7 +303,7 @@ static void observe(int kind, int thread, uint64_t op, int status, uint64_t key,
 
 static void on_corruption(void *ctx, const st_corruption *r) {
     (void)ctx;
-    vd_report v = {.block = r->block, .offset = r->offset, .entry = r->entry};
+    vd_report v = {.block = r->block, .offset = r->offset, .entry = r->entry, .after_crash = atomic_load(&g.recovering)};
     snprintf(v.layer, sizeof v.layer, "%s", r->layer ? r->layer : "");
     snprintf(v.file, sizeof v.file, "%s", r->file ? r->file : "");
     snprintf(v.detail, sizeof v.detail, "%s", r->detail ? r->detail : "");
@@ -312,8 +315,9 @@ static void on_corruption(void *ctx, const st_corruption *r) {
         if (p) g.reports = p, g.capreports = nc;
     }
     if (g.nreports < g.capreports) g.reports[g.nreports++] = v;
-    append_line(g.reports_fd, "{\"layer\":\"%s\",\"file\":\"%s\",\"block\":%lld,\"offset\":%lld,\"entry\":%d}\n",
-                v.layer, v.file, (long long)v.block, (long long)v.offset, (int)v.entry);
+    append_line(g.reports_fd,
+                "{\"layer\":\"%s\",\"file\":\"%s\",\"block\":%lld,\"offset\":%lld,\"entry\":%d,\"after_crash\":%d}\n",
+                v.layer, v.file, (long long)v.block, (long long)v.offset, (int)v.entry, v.after_crash);
     pthread_mutex_unlock(&g.mu);
 }
 
@@ -334,6 +338,8 @@ static int load_carried(vd_ctx *v) {
                 vd_report r = {.block = j.block, .offset = j.offset, .entry = -1};
                 char *ep = strstr(line, "\"entry\":");
                 if (ep) r.entry = atoi(ep + 8);
+                char *ap = strstr(line, "\"after_crash\":");
+                if (ap) r.after_crash = atoi(ap + 14);
                 char *lp = strstr(line, "\"layer\":\"");
                 if (lp) sscanf(lp + 9, "%31[^\"]", r.layer);
                 snprintf(r.file, sizeof r.file, "%s", j.file);
@@ -668,11 +674,14 @@ static void reopen(worker *w, int poisoned) {
     int st = g.E->close(g.db);
     g.db = NULL;
     if (st != ST_OK && g.flt) observe(VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
+    atomic_store(&g.recovering, 2);
     st = open_db(w);
     if (st != ST_OK) {
+        atomic_store(&g.recovering, 0);
         if (st == ST_CORRUPTION) {
             fprintf(stderr, "stress: the database no longer opens (corruption reported): ending the run\n");
             atomic_store(&g.unrecoverable, 1);
+            g.reopen_failed = 1;
         } else {
             fprintf(stderr, "stress: reopen failed: %s\n", st_status_name(st));
             atomic_store(&g.infra, 1);
@@ -683,6 +692,7 @@ static void reopen(worker *w, int poisoned) {
     atomic_fetch_add(&g.handle_epoch, 1);
     atomic_fetch_add(&g.ops[OP_REOPEN], 1);
     post_open_check(w, poisoned, poisoned ? "after reopening a failed handle" : "after reopen");
+    atomic_store(&g.recovering, 0);
 }
 
 /* From a worker holding the handle shared: reopen unless another thread
@@ -1271,8 +1281,18 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
     fprintf(f, "  \"reports\": %llu,\n  \"false_alarms\": %llu,\n", (unsigned long long)res->reports,
             (unsigned long long)res->false_alarms);
     fprintf(f, "  \"post_crash_check\": \"%s\",\n",
-            g.crash_check < 0 ? "none" : g.crash_check ? "passed" : "failed");
-    fprintf(f, "  \"unrecoverable\": %s,\n", atomic_load(&g.unrecoverable) ? "true" : "false");
+            g.crash_check == VD_CHECK_NONE     ? "none"
+            : g.crash_check == VD_CHECK_PASSED ? "passed"
+            : g.crash_check == VD_CHECK_NO_OPEN ? "no_open"
+                                                : "failed");
+    fprintf(f, "  \"unrecoverable\": %s,\n", atomic_load(&g.unrecoverable) || res->unrecoverable ? "true" : "false");
+    fprintf(f, "  \"unrecoverable_by_design\": ");
+    if (res->by_design[0]) json_str_to(f, res->by_design);
+    else fprintf(f, "null");
+    fprintf(f, ",\n  \"unrecoverable_why\": ");
+    if (res->unrecoverable_why[0]) json_str_to(f, res->unrecoverable_why);
+    else fprintf(f, "null");
+    fprintf(f, ",\n");
     fprintf(f, "  \"trace_hash\": \"%016llx\",\n", (unsigned long long)trace_hash);
     fprintf(f, "  \"elapsed_s\": %.3f,\n", now() - g.t0);
     uint64_t wops = 0;
@@ -1411,6 +1431,7 @@ static vd_ctx *judge(vd_result *res, uint64_t *trace_hash) {
     for (size_t i = 0; i < g.nobs; i++) vd_add_observation(v, &g.obs[i]);
     pthread_mutex_unlock(&g.mu);
     vd_set_crash_check(v, g.crash_check);
+    if (g.reopen_failed) vd_note_reopen_failed(v);
     vd_settle(v, res);
     return v;
 }
@@ -1565,11 +1586,13 @@ int main(int argc, char **argv) {
     /* The main thread is fault-library thread 0 too: its calls are
      * numbered from the top of the range so they never meet worker 0's. */
     worker main_w = {.id = 0, .calls = 0xf0000000u};
+    atomic_store(&g.recovering, 1);
     int st = open_db(&main_w);
     int failed = 0;
     if (st == ST_CORRUPTION) {
         fprintf(stderr, "stress: the database does not open: corruption reported (judged below)\n");
         atomic_store(&g.unrecoverable, 1);
+        g.crash_check = VD_CHECK_NO_OPEN;
     } else if (st != ST_OK) {
         fprintf(stderr, "stress: cannot open %s: %s\n", g.o.db, st_status_name(st));
         return EXIT_INFRA;
@@ -1579,8 +1602,9 @@ int main(int argc, char **argv) {
         int after_crash = g.crashed_before;
         int bad = post_open_check(&main_w, after_crash, after_crash ? "post-crash check" : "check at start");
         if (bad > 0) failed = 1;
-        if (after_crash) g.crash_check = bad ? 0 : 1;
+        if (after_crash) g.crash_check = bad ? VD_CHECK_LOST : VD_CHECK_PASSED;
     }
+    atomic_store(&g.recovering, 0);
 
     /* ---- the workload ---- */
     g.w = calloc(g.o.threads, sizeof *g.w);
@@ -1667,6 +1691,11 @@ int main(int argc, char **argv) {
                     j->cls_name, j->point, j->thread, (long long)(j->op >> 32), (long long)(j->op & 0xffffffff),
                     g.repro);
     }
+    if (res.unrecoverable && res.by_design[0])
+        fprintf(stderr, "stress: unrecoverable_by_design: the database did not come back, explained by %s\n",
+                res.by_design);
+    else if (res.unrecoverable && res.unrecoverable_why[0])
+        fprintf(stderr, "stress: FAILURE unrecoverable: %s\n    repro: %s\n", res.unrecoverable_why, g.repro);
     write_report(&res, v, trace_hash, 0);
     int pass = res.pass && !failed && !atomic_load(&g.infra);
     uint64_t ops = 0;

@@ -495,3 +495,244 @@ Test(oracle_verdict, wal_report_matches_damage_in_a_later_segment_of_the_record)
     cr_assert_eq(res.total.false_alarm, 1);
     vd_free(v);
 }
+
+/* ---- V0 and V8: the power-loss step explains nothing; a database that
+ * does not come back after a crash is a failure unless an earlier
+ * injection explains it by design.  Each test names the engine bug the
+ * rule could otherwise hide. */
+
+static vd_report rep_after(const char *layer, const char *file, int64_t block, int after) {
+    vd_report r = rep(layer, file, block, -1);
+    r.after_crash = after;
+    return r;
+}
+
+#define PL_ROLLBACK "{\"phase\":\"powerloss\",\"class\":\"power_loss\",\"point\":\"powerloss/rollback\",\"file\":\"data\",\"offset\":20480,\"len\":4096}"
+#define PL_TEAR "{\"phase\":\"powerloss\",\"class\":\"torn_write\",\"point\":\"powerloss/tear\",\"file\":\"data\",\"offset\":20480,\"len\":4096}"
+#define RUN_FLIP "{\"phase\":\"run\",\"class\":\"bitflip_page\",\"point\":\"tick/page\",\"file\":\"data\",\"block\":5}"
+
+/* Hides: recovery that does not repair a page the power-loss step rolled
+ * back or tore (a missing full-page image at the redo point). */
+Test(oracle_recovery, a_report_at_a_block_the_power_loss_step_tore_is_unrecoverable) {
+    vd_config c = judging();
+    c.class_on[VD_POWER_LOSS] = c.class_on[VD_TORN_WRITE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    vd_add_ledger_line(v, PL_TEAR, 1);
+    vd_report r = rep_after("page_checksum", "data", 5, 1);
+    vd_add_report(v, &r);
+    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable, 1);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].masked, 0);
+    cr_assert_eq(res.cls[VD_TORN_WRITE].detected, 0, "the power-loss step's tear explains nothing (V0)");
+    cr_assert_eq(res.total.false_alarm, 0, "counted once, as unrecoverable");
+    cr_assert(res.unrecoverable);
+    cr_assert_str_eq(res.by_design, "");
+    cr_assert(strstr(res.unrecoverable_why, "block=5") != NULL);
+    vd_free(v);
+}
+
+/* Hides: the same bug when the database opens but a page stays torn. */
+Test(oracle_recovery, an_opened_database_reporting_a_torn_page_is_unrecoverable) {
+    vd_config c = judging();
+    c.class_on[VD_POWER_LOSS] = c.class_on[VD_TORN_WRITE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, PL_TEAR, 1);
+    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    vd_report r = rep_after("page_checksum", "data", 5, 1);
+    vd_add_report(v, &r);
+    vd_set_crash_check(v, VD_CHECK_PASSED);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable, 1);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].repaired, 0);
+    vd_free(v);
+}
+
+/* Hides: a torn page later read by the workload (not by the check right
+ * after the open) when recovery left it torn. */
+Test(oracle_recovery, a_later_report_at_a_block_the_power_loss_step_changed_is_a_false_alarm) {
+    vd_config c = judging();
+    c.class_on[VD_POWER_LOSS] = c.class_on[VD_TORN_WRITE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, PL_TEAR, 1);
+    vd_set_crash_check(v, VD_CHECK_PASSED);
+    vd_report r = rep("page_checksum", "data", 5, 20480);
+    vd_add_report(v, &r);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.total.false_alarm, 1);
+    vd_free(v);
+}
+
+/* With full_page_writes off no image exists: a power-loss tear is a
+ * detected torn page, and a database it keeps from opening is
+ * unrecoverable by design, named. */
+Test(oracle_recovery, a_power_loss_tear_without_full_page_writes_is_unrecoverable_by_design) {
+    vd_config c = judging();
+    c.full_page_writes = 0;
+    c.class_on[VD_POWER_LOSS] = c.class_on[VD_TORN_WRITE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    vd_add_ledger_line(v, PL_TEAR, 1);
+    vd_report r = rep_after("page_checksum", "data", 5, 1);
+    vd_add_report(v, &r);
+    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert(res.pass);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable_by_design, 1);
+    cr_assert(strstr(res.by_design, "torn_write at powerloss/tear") != NULL, "%s", res.by_design);
+    vd_free(v);
+}
+
+/* A page flipped on disk before the crash that recovery had to read is
+ * damage no option repairs: unrecoverable by design, named, not failed. */
+Test(oracle_recovery, a_page_flipped_before_the_crash_explains_a_database_that_does_not_open) {
+    vd_config c = judging();
+    c.class_on[VD_POWER_LOSS] = c.class_on[VD_BITFLIP_PAGE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, RUN_FLIP, 1);
+    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    vd_report r = rep_after("page_checksum", "data", 5, 1);
+    vd_add_report(v, &r);
+    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert(res.pass);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable_by_design, 1);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].masked, 0);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].detected, 1);
+    cr_assert(strstr(res.by_design, "bitflip_page at tick/page file=data block=5 (before the crash)") != NULL, "%s",
+              res.by_design);
+    vd_free(v);
+}
+
+/* Hides: recovery failing on one page while an unrelated injection
+ * elsewhere is used as the excuse.  Every report of the failed open must
+ * be explained. */
+Test(oracle_recovery, one_unexplained_report_keeps_a_failed_open_unrecoverable) {
+    vd_config c = judging();
+    c.class_on[VD_POWER_LOSS] = c.class_on[VD_BITFLIP_PAGE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, RUN_FLIP, 1);
+    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    vd_report a = rep_after("page_checksum", "data", 5, 1), b = rep_after("page_checksum", "data", 9, 1);
+    vd_add_report(v, &a);
+    vd_add_report(v, &b);
+    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable, 1);
+    cr_assert(strstr(res.unrecoverable_why, "block=9") != NULL, "%s", res.unrecoverable_why);
+    vd_free(v);
+}
+
+/* Hides: an engine that fails to open after a crash without saying why. */
+Test(oracle_recovery, a_database_that_does_not_open_without_a_report_is_unrecoverable) {
+    vd_config c = judging();
+    vd_ctx *v = vd_new(&c);
+    vd_note_external_kill(v);
+    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.cls[VD_KILL].unrecoverable, 1);
+    cr_assert_eq(res.cls[VD_KILL].masked, 0);
+    vd_free(v);
+}
+
+/* Hides: anything, by calling a crash that was never checked masked. */
+Test(oracle_recovery, a_crash_is_never_masked) {
+    vd_config c = judging();
+    c.class_on[VD_POWER_LOSS] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    vd_result res;
+    vd_settle(v, &res); /* no open after the crash was judged */
+    cr_assert_eq(res.cls[VD_POWER_LOSS].masked, 0);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable, 1);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+/* Hides: recovery after an fsync failure that does not rebuild the data
+ * the kernel dropped (the drop is a state to recover from, V0). */
+Test(oracle_recovery, dirty_data_dropped_by_a_failed_fsync_explains_nothing) {
+    vd_config c = judging();
+    c.class_on[VD_SYNC_ERROR] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"sync_error\",\"point\":\"sync/drop_dirty\",\"file\":\"data\",\"offset\":20480,"
+                          "\"len\":4096,\"thread\":0,\"op\":7}", 0);
+    vd_report r = rep_after("page_checksum", "data", 5, 2);
+    vd_add_report(v, &r);
+    vd_note_reopen_failed(v);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.total.unrecoverable, 1);
+    cr_assert_eq(res.cls[VD_SYNC_ERROR].detected, 0);
+    vd_free(v);
+}
+
+/* V1 for the crash classes: a WAL report next to a block the power-loss
+ * step rolled back is not explained by it (a damaged synced record
+ * would hide there). */
+Test(oracle_recovery, a_wal_report_next_to_a_rolled_back_block_is_unrecoverable) {
+    vd_config c = judging();
+    c.class_on[VD_POWER_LOSS] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"phase\":\"powerloss\",\"class\":\"power_loss\",\"point\":\"powerloss/rollback\","
+                          "\"file\":\"wal/0000000000100000\",\"offset\":40960,\"len\":4096}", 1);
+    vd_report r = rep_after("wal_record", "wal/0000000000100000", 11, 1);
+    vd_add_report(v, &r);
+    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable, 1);
+    vd_free(v);
+}
+
+/* V1b for the crash classes: with checksums off a power-loss tear leaves
+ * a page with no checksum to fail; a structure report it would have
+ * explained is now the engine's (full_page_writes on must rebuild it). */
+Test(oracle_recovery, a_structure_report_after_a_power_loss_tear_with_checksums_off_is_not_explained) {
+    vd_config c = judging();
+    c.data_checksums = 0;
+    c.class_on[VD_POWER_LOSS] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, PL_TEAR, 1);
+    vd_set_crash_check(v, VD_CHECK_PASSED);
+    vd_report r = rep("structure", "data", 7, -1);
+    vd_add_report(v, &r);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 1);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
+/* The check after reopening this process's own failed handle: a report
+ * of its own earlier flip explains a failed reopen (by design, named). */
+Test(oracle_recovery, a_failed_reopen_explained_by_an_own_flip_is_by_design) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_PAGE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, RUN_FLIP, 0);
+    vd_report r = rep_after("page_checksum", "data", 5, 2);
+    vd_add_report(v, &r);
+    vd_note_reopen_failed(v);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert(res.pass);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].unrecoverable_by_design, 1);
+    cr_assert(strstr(res.by_design, "(this process)") != NULL, "%s", res.by_design);
+    vd_free(v);
+}
