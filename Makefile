@@ -239,7 +239,9 @@ endef
 $(eval $(call broken_rules,checksum,ENG_BROKEN_SKIP_CHECKSUM))
 $(eval $(call broken_rules,recovery,ENG_BROKEN_DROP_SYNCED_COMMIT))
 $(eval $(call broken_rules,stale,ENG_BROKEN_STALE_VALUE))
-BROKEN_STRESS := $(BUILD)/stress-broken-checksum $(BUILD)/stress-broken-recovery $(BUILD)/stress-broken-stale
+$(eval $(call broken_rules,image,ENG_BROKEN_REDO_READS_BEFORE_IMAGE))
+BROKEN_STRESS := $(BUILD)/stress-broken-checksum $(BUILD)/stress-broken-recovery $(BUILD)/stress-broken-stale \
+                 $(BUILD)/stress-broken-image
 
 # ---- crash tests (crashtest.py) ----
 # make crashtest: the short mixed run (./crashtest.py simple, a few minutes)

@@ -46,6 +46,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -491,10 +492,21 @@ static int rw_run(io_ctx *io, int kind, io_req *reqs, size_t n)
     return first;
 }
 
+/* R1 (io.h): after a read of F, wait out any fsync of F in flight; if one
+ * failed, the bytes read may predate writes the kernel dropped. */
+static int read_settle(io_file *f)
+{
+    while (atomic_load_explicit(&f->syncs_active, memory_order_acquire) > 0)
+        sched_yield();
+    return atomic_load_explicit(&f->sync_failed, memory_order_acquire) ? ENG_POISONED : ENG_OK;
+}
+
 int io_read(io_ctx *io, io_file *f, void *buf, size_t len, uint64_t offset, size_t *done)
 {
     io_req r = { .f = f, .buf = buf, .len = len, .offset = offset };
     int rc = rw_run(io, ENG_IO_READ, &r, 1);
+    if (rc == ENG_OK)
+        rc = read_settle(f);
     if (done)
         *done = r.done;
     return rc;
@@ -515,7 +527,10 @@ int io_write_batch(io_ctx *io, io_req *reqs, size_t n)
 
 int io_read_batch(io_ctx *io, io_req *reqs, size_t n)
 {
-    return rw_run(io, ENG_IO_READ, reqs, n);
+    int rc = rw_run(io, ENG_IO_READ, reqs, n);
+    for (size_t i = 0; i < n && rc == ENG_OK; i++)
+        rc = read_settle(reqs[i].f);
+    return rc;
 }
 
 /* ---- syncs --------------------------------------------------------------- */
@@ -539,7 +554,12 @@ static int do_sync(io_ctx *io, eng_io_op *op, void *arg)
 int io_sync(io_ctx *io, io_file *f)
 {
     eng_io_op op = { .kind = ENG_IO_SYNC, .file_id = f->file_id, .path = f->path };
-    return hooked_op(io, &op, do_sync, &f->fd);
+    atomic_fetch_add_explicit(&f->syncs_active, 1, memory_order_acq_rel);
+    int rc = hooked_op(io, &op, do_sync, &f->fd);
+    if (rc != ENG_OK) /* before the count drops: R1's readers must see it */
+        atomic_store_explicit(&f->sync_failed, 1, memory_order_release);
+    atomic_fetch_sub_explicit(&f->syncs_active, 1, memory_order_acq_rel);
+    return rc;
 }
 
 static int do_dirsync(io_ctx *io, eng_io_op *op, void *arg)
@@ -588,6 +608,8 @@ int io_open(io_ctx *io, const char *dir, const char *name, int file_id,
 {
     f->fd = -1;
     f->file_id = file_id;
+    atomic_init(&f->syncs_active, 0);
+    atomic_init(&f->sync_failed, 0);
     if (strlen(name) >= sizeof f->name)
         return ENG_INVALID;
     strcpy(f->name, name);

@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <sys/types.h>
 
 #include "engine.h"
@@ -40,6 +41,16 @@ typedef struct io_file {
     int file_id;
     char name[64];
     char path[4096];
+    /* R1 (reads against a failing fsync): a failed fsync may have dropped
+     * the file's dirty pages, so a read that completed while an fsync of
+     * the file was in flight may hold contents older than what was
+     * written.  io_read and io_read_batch wait for such fsyncs to end and
+     * fail the read with ENG_POISONED if one failed: stale bytes never
+     * reach a caller.  SYNC_FAILED stays set (the handle is poisoned by
+     * its caller anyway); reads cost one atomic load while no fsync of
+     * the file is in flight. */
+    _Atomic int syncs_active;
+    _Atomic int sync_failed;
 } io_file;
 
 /* One write or read in a batch. */

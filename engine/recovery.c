@@ -86,6 +86,12 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
         }
         bp_frame *f;
         int rc, creates = pa_creates(kind);
+#ifdef ENG_BROKEN_REDO_READS_BEFORE_IMAGE
+        /* Test-only broken build: a full-page image is applied over the
+         * page read from disk, whose checksum a tear at the crash broke:
+         * the database does not reopen after a torn write (oracle V8). */
+        if (kind == PA_IMAGE) creates = 0;
+#endif
         rc = creates ? bp_overwrite(bp, block, &f) : bp_get(bp, block, BP_EXCL, &f);
         if (rc) return rc;
         if (!creates && atomic_load(&f->lsn) >= rec->end && !was_applied(&ap, block)) {

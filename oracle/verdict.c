@@ -310,11 +310,14 @@ static void report_place(const vd_config *c, const vd_report *r, char *file, siz
     else if (*block < 0 && r->offset >= 0 && is_wal(f) && strcmp(f, "wal")) *block = r->offset / 4096;
 }
 
+/* A decision of the power-loss step (rollbacks, tears, undone metadata). */
+static int from_powerloss_step(const vd_injection *i) {
+    return !strcmp(i->phase, "powerloss") || !strncmp(i->point, "powerloss/", 10);
+}
+
 int vd_injection_explains(const vd_config *c, const vd_injection *i) {
     if (i->cls < 0) return 0;
-    int step = !strcmp(i->phase, "powerloss") || !strncmp(i->point, "powerloss/", 10) ||
-               !strcmp(i->point, "sync/drop_dirty");
-    if (!step) return 1;
+    if (!from_powerloss_step(i) && strcmp(i->point, "sync/drop_dirty")) return 1;
     /* With full_page_writes off there is no image to rebuild a torn page:
      * a tear at the crash is detected at its block, not repaired. */
     return i->cls == VD_TORN_WRITE && !c->full_page_writes;
@@ -573,8 +576,8 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             else o = VD_SWALLOWED;
         } else if (c == VD_SHORT_IO) {
             o = find_error_obs(v, i->thread, i->op) || i->reports ? VD_DETECTED : VD_MASKED;
-        } else if (c == VD_POWER_LOSS || c == VD_KILL) {
-            o = crash_o;
+        } else if (c == VD_POWER_LOSS || c == VD_KILL || (from_powerloss_step(i) && !i->reports)) {
+            o = crash_o; /* what the power-loss step did shares the crash's outcome */
         } else if (i->reports) {
             o = VD_DETECTED;
         } else if ((c == VD_TORN_WRITE || c == VD_LOST_WRITE) && i->carried && v->crash_check == 1) {

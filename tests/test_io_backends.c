@@ -53,6 +53,7 @@ typedef struct hook_cfg {
     int flip_write;      /* redirect op->buf to a copy with byte 0 flipped */
     int flip_read_after; /* flip byte 0 of the read buffer in after() */
     int after_err;       /* after(): replace result with this negative errno */
+    int drop_and_read;   /* failing sync: roll the file back, start a reader */
 } hook_cfg;
 
 static struct {
@@ -107,6 +108,37 @@ static int test_before(void *ctx, eng_io_op *op)
     return 0;
 }
 
+/* A failing fsync that drops the dirty page as Linux may (the file goes
+ * back to its old contents), with a reader of that page running while the
+ * fsync has not yet returned (io.h R1). */
+static struct {
+    io_file *f;
+    pthread_t th;
+    int rc;
+    unsigned char buf[4096];
+    const unsigned char *old;
+} DR;
+
+static void *dr_reader(void *arg)
+{
+    (void)arg;
+    size_t done = 0;
+    DR.rc = io_read(T.io, DR.f, DR.buf, sizeof DR.buf, 0, &done);
+    return NULL;
+}
+
+static void drop_and_read_during_sync(void)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", T.dir, DR.f->name);
+    int fd = open(p, O_WRONLY);
+    if (fd < 0 || pwrite(fd, DR.old, 4096, 0) != 4096)
+        abort();
+    close(fd);
+    pthread_create(&DR.th, NULL, dr_reader, NULL);
+    usleep(50000); /* the read completes while this fsync is still in flight */
+}
+
 static void test_after(void *ctx, eng_io_op *op)
 {
     (void)ctx;
@@ -115,6 +147,8 @@ static void test_after(void *ctx, eng_io_op *op)
         return;
     if (T.cfg.flip_read_after && op->result > 0)
         ((unsigned char *)op->buf)[0] ^= 0xFF;
+    if (T.cfg.drop_and_read && op->kind == ENG_IO_SYNC)
+        drop_and_read_during_sync();
     if (T.cfg.after_err)
         op->result = T.cfg.after_err;
 }
@@ -765,4 +799,33 @@ IO_TEST(no_hooks_round_trip)
     io_close(plain, &f);
     io_ctx_destroy(plain);
     cr_assert_eq(T.nrec, 0);
+}
+
+/* R1: a read that overlaps an fsync of its file that fails never returns
+ * the contents the failure dropped (here: the old page), whatever the
+ * timing: it waits for the fsync and fails with ENG_POISONED. */
+IO_TEST(read_overlapping_a_failed_fsync_never_returns_dropped_contents)
+{
+    (void)backend;
+    io_file f;
+    open_file("data", 1, &f);
+    unsigned char page[4096], w[4096];
+    base_page(&f, page);
+    cr_assert_eq(io_sync(T.io, &f), ENG_OK);
+    fill(w, sizeof w, 9);
+    cr_assert_eq(io_write(T.io, &f, w, sizeof w, 0), ENG_OK);
+    DR.f = &f;
+    DR.old = page;
+    DR.rc = -12345;
+    T.cfg.kind = ENG_IO_SYNC;
+    T.cfg.drop_and_read = 1;
+    T.cfg.after_err = -EIO;
+    cr_assert_eq(io_sync(T.io, &f), ENG_IOERR);
+    pthread_join(DR.th, NULL);
+    cr_assert_eq(DR.rc, ENG_POISONED, "the read saw the dropped page (rc %d)", DR.rc);
+    T.cfg.kind = -1;
+    size_t done = 0;
+    unsigned char r[4096];
+    cr_assert_eq(io_read(T.io, &f, r, sizeof r, 0, &done), ENG_POISONED, "and every later read of the file");
+    io_close(T.io, &f);
 }
