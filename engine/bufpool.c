@@ -263,7 +263,19 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
             sched_yield();
             pthread_rwlock_rdlock(&f->latch);
         }
-        atomic_fetch_add(&f->writing, 1); /* before dirty clears (L5) */
+        /* L6: one write of a frame in flight at a time.  Readers set hint
+         * bits (and dirty) under a shared latch, so a second write-back
+         * could start while the first is still under way: the two writes
+         * of one block would land in either order, and the power-loss
+         * journal's pre-image of the second could catch the first half
+         * copied (a torn page the crash never made). */
+        for (uint8_t expect = 0; !atomic_compare_exchange_strong(&f->writing, &expect, 1); expect = 0) {
+            pthread_rwlock_unlock(&f->latch);
+            if (try) goto next;
+            sched_yield();
+            pthread_rwlock_rdlock(&f->latch);
+        }
+        /* writing is set before dirty clears (L5) */
         if (!atomic_exchange(&f->dirty, 0) || atomic_load(&f->state) != ST_VALID) {
             atomic_fetch_sub(&f->writing, 1);
             pthread_rwlock_unlock(&f->latch);

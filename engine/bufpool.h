@@ -31,6 +31,10 @@
  *       the dirty flag until the write completed: a flush counts a clean
  *       frame as done only when no write of it is in flight (otherwise a
  *       checkpoint's fsync could pass a write still under way)
+ *   L6  at most one write of a frame is in flight: a write-back takes the
+ *       frame's `writing` mark (0 -> 1) or, eviction, passes it by; readers
+ *       setting hints re-dirty a frame under a shared latch, so without L6
+ *       two writes of one block could overlap and land in either order
  */
 #ifndef ENGINE_BUFPOOL_H
 #define ENGINE_BUFPOOL_H
