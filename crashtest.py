@@ -284,7 +284,7 @@ def unjudgeable_reason(cls, p):
         return "data_checksums off"
     if cls == "torn_write" and not fpw:
         return "full_page_writes off"
-    if cls in ("lost_write", "misdirected_write"):
+    if cls == "lost_write":
         return "an old page keeps a valid checksum (undetectable by design)"
     if cls == "bitflip_cache" and w == 0:
         return "no per-KV protection (w = 0)"
@@ -311,7 +311,7 @@ def powerloss_modes_allowed(p, measure=False):
 def sanitize(params, pinned=(), measure=False, protection_widths=(1, 2, 4, 8)):
     """Keep a judging run judgeable: no page-checksum faults with checksums
     off, no torn writes without full-page writes, no cache flips at w = 0,
-    no lost or misdirected writes (undetectable by design).  An unpinned
+    no lost writes (undetectable by design).  An unpinned
     offending fault is dropped; for a pinned one the enabling option is
     turned on instead when it is not pinned itself.  With MEASURE nothing
     changes.  Returns (params, notes)."""

@@ -61,9 +61,11 @@ int vd_class_measured(const vd_config *c, int cls) {
     if (!c->data_checksums && needs_page_checksum(cls)) return 1;
     if (cls == VD_TORN_WRITE && !c->full_page_writes) return 1;
     /* A lost write leaves an old page with a valid checksum: only redo
-     * after a crash covers it.  A misdirected write is a lost write at the
-     * block it was meant for (DESIGN 4: "the lost one as below"). */
-    if (cls == VD_LOST_WRITE || cls == VD_MISDIRECTED_WRITE) return 1;
+     * after a crash covers it.  A misdirected write is judged: the page
+     * that landed at the wrong block fails its block-seeded checksum there;
+     * the block that missed it is a lost write, whose symptoms count as
+     * undetectable (V6b) without making the run measure. */
+    if (cls == VD_LOST_WRITE) return 1;
     /* Cache flips need per-KV codes (w >= 1); w is 0 until they exist. */
     if (cls == VD_BITFLIP_CACHE && c->protection_bytes == 0) return 1;
     return 0;
@@ -80,7 +82,6 @@ int vd_measuring(const vd_config *c, char *why, size_t cap) {
         const char *r = !c->data_checksums && needs_page_checksum(i) ? "data_checksums off"
                         : i == VD_TORN_WRITE                          ? "full_page_writes off"
                         : i == VD_BITFLIP_CACHE                       ? "no per-KV protection (w = 0)"
-                        : i == VD_MISDIRECTED_WRITE                   ? "the block it missed keeps an old valid page"
                                                                       : "an old page keeps a valid checksum";
         n += (size_t)snprintf(why + n, cap - n, "%s%s: %s", n ? "; " : "", class_names[i], r);
     }
@@ -439,6 +440,17 @@ static int measured_class_for(const vd_ctx *v, int blamed, const vd_counts *cls)
     return VD_NONE;
 }
 
+/* V6b: the newest misdirected write before observation O (carried ones
+ * count whenever O came after a crash or from a carried process, own
+ * ones up to O's injection mark), or (size_t)-1. */
+static size_t misdirected_before(const vd_ctx *v, const vd_observation *o) {
+    size_t own = vd_first_own(v), end = own + (size_t)o->inj_mark;
+    if (end > v->ninj) end = v->ninj;
+    for (size_t i = end; i-- > 0;)
+        if (v->inj[i].cls == VD_MISDIRECTED_WRITE) return i;
+    return (size_t)-1;
+}
+
 /* V8: a database that did not open is unrecoverable by design only when
  * every report of that open is explained by an earlier injection. */
 static int open_outcome(uint64_t unexplained, uint64_t explained, size_t design_inj) {
@@ -527,12 +539,34 @@ void vd_settle(vd_ctx *v, vd_result *out) {
     }
     out->false_alarms = v->nalarms;
 
+    /* V6b for the post-crash check: which misdirected write explains its
+     * failures, if every one is a value symptom it explains. */
+    size_t crash_design_inj = (size_t)-1;
+    if (v->crash_check == VD_CHECK_LOST && !out->measuring) {
+        int all = 0;
+        for (size_t k = 0; k < v->nobs; k++) {
+            const vd_observation *o = &v->obs[k];
+            if (!o->after_crash || o->carried || o->kind == VD_OBS_ERROR) continue;
+            size_t m = misdirected_before(v, o);
+            int value = o->kind == VD_OBS_WRONG_VALUE || o->kind == VD_OBS_LOST || o->kind == VD_OBS_RESURRECTED;
+            if (!value || m == (size_t)-1) { all = -1; break; }
+            if (crash_design_inj == (size_t)-1) crash_design_inj = m;
+            all = 1;
+        }
+        if (all != 1) crash_design_inj = (size_t)-1;
+    }
+
     /* V5, V8: what the open after a crash came to.  Never masked: a
      * crash is a state the engine must recover from. */
     int crash_o;
     switch (v->crash_check) {
     case VD_CHECK_PASSED: crash_o = after_unexplained[1] ? VD_UNRECOVERABLE : VD_REPAIRED; break;
-    case VD_CHECK_LOST: crash_o = VD_LOST; break;
+    case VD_CHECK_LOST:
+        /* V6b: the check failed only on values a misdirected write before
+         * the crash explains (no synced commit lost): by design. */
+        crash_o = VD_LOST;
+        if (crash_design_inj != (size_t)-1) crash_o = VD_UNRECOVERABLE_BY_DESIGN, design_inj[1] = crash_design_inj;
+        break;
     case VD_CHECK_NO_OPEN: crash_o = open_outcome(after_unexplained[1], after_explained[1], design_inj[1]); break;
     default: crash_o = VD_UNRECOVERABLE; break; /* no open after the crash shows it recovered */
     }
@@ -580,7 +614,8 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             o = crash_o; /* what the power-loss step did shares the crash's outcome */
         } else if (i->reports) {
             o = VD_DETECTED;
-        } else if ((c == VD_TORN_WRITE || c == VD_LOST_WRITE) && i->carried && v->crash_check == 1) {
+        } else if ((c == VD_TORN_WRITE || c == VD_LOST_WRITE || c == VD_MISDIRECTED_WRITE) && i->carried &&
+                   v->crash_check == VD_CHECK_PASSED) {
             o = VD_REPAIRED; /* rebuilt by redo (full-page image) after the crash */
         } else if (vd_class_measured(&v->cfg, c)) {
             o = VD_UNDETECTABLE;
@@ -648,6 +683,14 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         if (out->measuring) {
             int m = measured_class_for(v, c, out->cls);
             out->cls[m].undetectable++;
+            continue;
+        }
+        if (misdirected_before(v, o) != (size_t)-1 &&
+            (o->kind == VD_OBS_WRONG_VALUE || o->kind == VD_OBS_LOST || o->kind == VD_OBS_RESURRECTED)) {
+            /* V6b: a block that missed its write keeps an old page with a
+             * valid checksum, read any time later (after crashes too): a
+             * lost write's symptom, undetectable by design. */
+            out->cls[VD_MISDIRECTED_WRITE].undetectable++;
             continue;
         }
         if (o->kind == VD_OBS_WRONG_VALUE) out->cls[c].wrong_value++;

@@ -48,6 +48,10 @@
  *       undetectable by design (vd_measuring); there the driver's wrong,
  *       lost and resurrected values count as undetectable, not failures
  *       (except a synced commit lost by recovery, always a failure).
+ *   V6b misdirected_write is judged: the page that landed on the wrong
+ *       block must be reported there (its block-seeded checksum); a wrong,
+ *       lost or resurrected value blamed on it came from the block that
+ *       missed its write (a lost write there) and counts as undetectable.
  *   V7  the verdict is pass when every failure count is zero.
  *   V8  a report made while opening after a crash (or after this
  *       process's own failed handle), or by the check right after, is

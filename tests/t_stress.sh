@@ -96,6 +96,8 @@ if c["injected"] <= 0: errs.append("nothing injected")
 if outcomes < c["injected"]: errs.append("%d injected, %d outcomes" % (c["injected"], outcomes))
 allowed = {"read_error": ["detected"], "write_error": ["detected"], "nospace": ["detected"],
            "sync_error": ["detected"], "short_io": ["masked", "detected"]}.get(cls)
+if cls == "misdirected_write" and c["detected"] <= 0:
+    errs.append("no misdirected page was detected at the block it landed on")
 if allowed:
     for k in ("detected", "repaired", "masked", "undetectable"):
         if c[k] and k not in allowed: errs.append("%s %d not allowed" % (k, c[k]))
@@ -112,7 +114,7 @@ class_alone bitflip_wal bitflip_wal       bitflip_wal_one_in       100 judging
 class_alone bitflip_cache bitflip_cache     bitflip_cache_one_in     100 measuring
 class_alone bitflip_inflight bitflip_inflight  bitflip_inflight_one_in  100 judging
 class_alone torn_write torn_write        torn_write_one_in        100 judging
-class_alone misdirected_write misdirected_write misdirected_write_one_in 100 measuring
+class_alone misdirected_write misdirected_write misdirected_write_one_in 100 judging
 class_alone lost_write lost_write        lost_write_one_in        100 measuring
 class_alone zero_page zero_page         zero_page_one_in         100 judging
 class_alone read_error read_error        read_fault_one_in        100 judging

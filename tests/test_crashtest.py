@@ -131,7 +131,7 @@ class TestDraw(unittest.TestCase):
         self.assertGreater(len(seen["checkpoint_one_in"]), 2)
         self.assertGreater(len(seen["readpercent"]), 4)
         for cls, (opt, _) in ct.FAULTS.items():
-            if cls in ("lost_write", "misdirected_write"):
+            if cls == "lost_write":
                 continue  # undetectable by design: only in measuring runs
             self.assertIn(opt, seen, "fault class %s is never drawn" % cls)
 
@@ -214,7 +214,6 @@ class TestSanitizer(unittest.TestCase):
             ({"full_page_writes": 0, "torn_write_one_in": 100}, "torn_write_one_in"),
             ({"block_protection_bytes_per_key": 0, "bitflip_cache_one_in": 100}, "bitflip_cache_one_in"),
             ({"lost_write_one_in": 100}, "lost_write_one_in"),
-            ({"misdirected_write_one_in": 100}, "misdirected_write_one_in"),
         ]
         for params, dropped in cases:
             p, notes = ct.sanitize(params)

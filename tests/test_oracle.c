@@ -197,6 +197,11 @@ Test(oracle_mode, measuring_classes) {
     c.class_on[VD_LOST_WRITE] = 1;
     cr_assert(vd_measuring(&c, NULL, 0));
     c = judging();
+    c.class_on[VD_MISDIRECTED_WRITE] = 1;
+    cr_assert_not(vd_measuring(&c, NULL, 0), "judged: the landing block is detected (V6b)");
+    c.data_checksums = 0;
+    cr_assert(vd_measuring(&c, NULL, 0));
+    c = judging();
     c.class_on[VD_BITFLIP_CACHE] = 1;
     cr_assert(vd_measuring(&c, NULL, 0)); /* w = 0 */
     c.protection_bytes = 8;
@@ -734,5 +739,31 @@ Test(oracle_recovery, a_failed_reopen_explained_by_an_own_flip_is_by_design) {
     cr_assert(res.pass);
     cr_assert_eq(res.cls[VD_BITFLIP_PAGE].unrecoverable_by_design, 1);
     cr_assert(strstr(res.by_design, "(this process)") != NULL, "%s", res.by_design);
+    vd_free(v);
+}
+
+/* V6b: a judging run injects misdirected writes.  The page that landed at
+ * the wrong block is detected there; a value read from the block that
+ * missed its write is a lost write's symptom (undetectable), and the run
+ * still judges everything else: a false alarm elsewhere still fails it. */
+Test(oracle_verdict, misdirected_writes_are_judged_at_the_block_they_land_on) {
+    vd_config c = judging();
+    c.class_on[VD_MISDIRECTED_WRITE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"misdirected_write\",\"file\":\"data\",\"block\":5,\"offset\":36864,\"len\":4096}", 0);
+    vd_report landed = rep("page_checksum", "data", 9, 36864);
+    vd_add_report(v, &landed);
+    vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .inj_mark = 1, .key = 3};
+    vd_add_observation(v, &o);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_not(res.measuring);
+    cr_assert(res.pass);
+    cr_assert_eq(res.cls[VD_MISDIRECTED_WRITE].detected, 1);
+    cr_assert_eq(res.cls[VD_MISDIRECTED_WRITE].undetectable, 1);
+    vd_report other = rep("page_checksum", "data", 12, -1);
+    vd_add_report(v, &other);
+    vd_settle(v, &res);
+    cr_assert_not(res.pass, "a report at a block nothing touched still fails the run");
     vd_free(v);
 }
