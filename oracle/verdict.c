@@ -318,6 +318,11 @@ static int from_powerloss_step(const vd_injection *i) {
 
 int vd_injection_explains(const vd_config *c, const vd_injection *i) {
     if (i->cls < 0) return 0;
+    /* An I/O error changes no byte on disk (a failed write is failed
+     * before it is issued; a short transfer is completed by the engine): it
+     * explains no corruption report, and an fsync failure's dropped data
+     * is a state to recover from (below).  Crashes are judged by V5/V8. */
+    if (is_error_class(i->cls) || i->cls == VD_POWER_LOSS || i->cls == VD_KILL) return 0;
     if (!from_powerloss_step(i) && strcmp(i->point, "sync/drop_dirty")) return 1;
     /* With full_page_writes off there is no image to rebuild a torn page:
      * a tear at the crash is detected at its block, not repaired. */

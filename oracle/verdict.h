@@ -13,7 +13,9 @@
  * engine bug it could hide and why it cannot):
  *   V0  what the power-loss step did (rollbacks, tears, undone creations
  *       and renames) and the dirty data a failed fsync dropped explain no
- *       report: the engine must recover from every such state.  Only a
+ *       report: the engine must recover from every such state.  Nor do
+ *       the I/O error classes (they change no byte on disk) nor the
+ *       crash classes themselves.  Only a
  *       power-loss tear with full_page_writes off (no image to rebuild the
  *       page) may explain a report at its own block.
  *   V1  a report matches an injection on the same file and place: a data

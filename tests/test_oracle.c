@@ -767,3 +767,23 @@ Test(oracle_verdict, misdirected_writes_are_judged_at_the_block_they_land_on) {
     cr_assert_not(res.pass, "a report at a block nothing touched still fails the run");
     vd_free(v);
 }
+
+/* Hides: any corruption in a file where an fsync failed (the injection
+ * names only its file, so V1 would match every block of it).  An I/O
+ * error changes no byte: it explains no report (V0). */
+Test(oracle_recovery, an_fsync_failure_explains_no_report_in_its_file) {
+    vd_config c = judging();
+    c.class_on[VD_SYNC_ERROR] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"sync_error\",\"point\":\"hook/sync\",\"file\":\"data\",\"thread\":0,\"op\":7}", 1);
+    vd_note_external_kill(v);
+    vd_report r = rep_after("page_checksum", "data", 5, 1);
+    vd_add_report(v, &r);
+    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.cls[VD_KILL].unrecoverable, 1);
+    cr_assert_str_eq(res.by_design, "");
+    vd_free(v);
+}
