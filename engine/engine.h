@@ -366,6 +366,20 @@ int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems);
 int eng_verify_dir(const char *dir, const eng_options *opts,
                    eng_corruption_fn fn, void *ctx, uint64_t *problems);
 
+/* What an open of DIR would find, changing nothing and taking no lock (so
+ * ask it of a directory nobody has open).  Rules F1-F5 of engine/engine.c:
+ *   ENG_OK          a database (control, its data file and the log up to
+ *                   its checkpoint record are present; the open may still
+ *                   find damage inside them)
+ *   ENG_NOTFOUND    no database: nothing of one, or the debris of an
+ *                   interrupted creation (a writable open with
+ *                   create_if_missing creates one)
+ *   ENG_CORRUPTION  files of a database with one missing (control, data or
+ *                   a WAL segment): every open refuses it; FN gets the
+ *                   report saying what is missing and what is present
+ * or the status of a directory that cannot be read. */
+int eng_probe_dir(const char *dir, eng_corruption_fn fn, void *ctx);
+
 typedef struct eng_stats {
     uint32_t page_size;
     int data_checksums;
