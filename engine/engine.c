@@ -1119,9 +1119,15 @@ static int verify_log(io_ctx *io, const char *dir, const control *ctl, const eng
 }
 
 int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems) {
-    uint64_t dummy;
-    if (!problems) problems = &dummy;
-    *problems = 0;
+    eng_verify_info info;
+    int rc = eng_verify_ex(db, fn, ctx, &info);
+    if (problems) *problems = info.problems;
+    return rc;
+}
+
+int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *info) {
+    memset(info, 0, sizeof *info);
+    uint64_t *problems = &info->problems;
     verify_fwd vf = {db, fn, ctx};
     eng_reporter rep = {verify_report, &vf};
     /* The write lock holds the tree still while pages are checked and the
@@ -1131,7 +1137,7 @@ int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems) 
      * segments from going away.  Readers go on throughout. */
     pthread_mutex_lock(&db->ckpt_mu);
     pthread_mutex_lock(&db->write_mu);
-    int rc = bt_verify(db->bt, &rep, problems);
+    int rc = bt_verify(db->bt, &rep, problems, info);
     if ((rc == ENG_OK || rc == ENG_CORRUPTION) && db->wal) {
         /* Records still in the buffer are not on disk: write them out so
          * the walk sees the whole log. */
@@ -1149,8 +1155,13 @@ int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems) 
 }
 
 /* Checksum scan of a file too damaged to open (pg_checksums alone). */
+static void note_unchecked(eng_verify_info *info, uint64_t b) {
+    if (info->unchecked < ENG_VERIFY_UNCHECKED_LIST) info->unchecked_blocks[info->unchecked] = b;
+    info->unchecked++;
+}
+
 static int scan_blocks(const char *dir, const eng_options *opts, const control *ctl, int have_ctl,
-                       eng_reporter *rep, uint64_t *problems) {
+                       eng_reporter *rep, uint64_t *problems, eng_verify_info *info) {
     io_ctx *io;
     int rc = io_ctx_create(opts->io_backend, NULL, &io);
     if (rc) return rc;
@@ -1179,6 +1190,7 @@ static int scan_blocks(const char *dir, const eng_options *opts, const control *
             eng_report(rep, ENG_LAYER_PAGE_HEADER, DATA_NAME, 0, 0, -1, 0, 0,
                        "cannot tell the page size: control file and block 0 both unreadable");
             (*problems)++;
+            note_unchecked(info, 0);
             free(buf); io_close(io, &f); io_ctx_destroy(io);
             return ENG_CORRUPTION;
         }
@@ -1198,6 +1210,7 @@ static int scan_blocks(const char *dir, const eng_options *opts, const control *
             eng_report(rep, pr.layer, DATA_NAME, (int64_t)b, (int64_t)(b * ps) + (pr.offset >= 0 ? pr.offset : 0),
                        pr.entry, pr.expected, pr.found, "%s", pr.detail);
             (*problems)++;
+            note_unchecked(info, b);
         }
     }
     free(buf);
@@ -1221,9 +1234,16 @@ static void hold_report(void *ctx, const eng_corruption *r) {
 
 int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx,
                    uint64_t *problems) {
-    uint64_t dummy;
-    if (!problems) problems = &dummy;
-    *problems = 0;
+    eng_verify_info info;
+    int rc = eng_verify_dir_ex(dir, opts, fn, ctx, &info);
+    if (problems) *problems = info.problems;
+    return rc;
+}
+
+int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx,
+                      eng_verify_info *info) {
+    memset(info, 0, sizeof *info);
+    uint64_t *problems = &info->problems;
     eng_options o;
     if (opts) o = *opts; else eng_options_init(&o);
     o.read_only = 1;
@@ -1238,11 +1258,14 @@ int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn f
     if (rc == ENG_OK) {
         db->opts.on_corruption = user_fn;
         db->opts.on_corruption_ctx = user_ctx;
-        rc = eng_verify(db, fn, ctx, problems);
+        rc = eng_verify_ex(db, fn, ctx, info);
         eng_close(db);
         return rc;
     }
     if (rc != ENG_CORRUPTION) return rc;
+    /* Not open: each block's own bytes are all that is checked. */
+    info->tree_skipped = 1;
+    info->leaks_skipped = 1;
     verify_fwd vf = {NULL, fn, ctx};
     eng_reporter rep = {verify_report, &vf};
     control ctl;
@@ -1254,7 +1277,7 @@ int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn f
         io_ctx_destroy(io);
     }
     uint64_t more = 0;
-    int rc2 = scan_blocks(dir, &o, &ctl, have, &rep, &more);
+    int rc2 = scan_blocks(dir, &o, &ctl, have, &rep, &more, info);
     if (rc2 == ENG_NOTFOUND) rc2 = ENG_OK;
     *problems += more;
     held_reports logrep = {.n = 0};

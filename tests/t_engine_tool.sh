@@ -190,6 +190,28 @@ t_bitflip_leaf() {
   has out '^verify: CORRUPT layer=page_checksum' || return 1
 }
 
+# One flipped bit in a leaf between two others: verify reports that block
+# alone (its neighbours' sibling links are not blamed) and names it as the
+# page it could not check.
+t_verify_blames_only_the_damaged_leaf() {
+  local d=$T/onlyleaf ps leaf n
+  fresh onlyleaf --page-size 4096 || return 1
+  ps=$(page_size_of "$d")
+  leaf=$(leaf_blocks "$d" | sed -n 5p)
+  [ -n "$leaf" ] || { echo "no fifth leaf block found"; return 1; }
+  flip "$d/data" $((leaf * ps + 300)) 16
+  expect 1 "$TOOL" verify "$d" || return 1
+  n=$(grep -c '^corruption:' "$T/out")
+  [ "$n" -eq 1 ] || { echo "$n corruption lines, want exactly one (block $leaf):"; cat "$T/out"; return 1; }
+  has out "^corruption: layer=page_checksum file=data block=$leaf " || return 1
+  has out "^unchecked: blocks=$leaf skipped=leaf-links-across-them,unreachable-blocks$" || return 1
+  has out '^verify: 1 problems$' || return 1
+  # A clean database prints no unchecked line.
+  fresh onlyleaf_clean --page-size 4096 || return 1
+  expect 0 "$TOOL" verify "$T/onlyleaf_clean" || return 1
+  if grep -q '^unchecked:' "$T/out"; then echo "unchecked line on a clean database"; return 1; fi
+}
+
 t_check_after_corruption() {
   local d=$T/chk ps leaf
   fresh chk --page-size 16384 || return 1
@@ -663,6 +685,7 @@ run_test load_reopen_extend_and_get t_load_again_and_get
 run_test load_check_no_data_checksums t_no_checksums_roundtrip
 run_test verify_clean_exits_0 t_verify_clean
 run_test bitflip_in_leaf_caught_and_get_never_wrong t_bitflip_leaf
+run_test verify_blames_only_the_damaged_leaf_and_names_it t_verify_blames_only_the_damaged_leaf
 run_test check_after_corruption_exits_1 t_check_after_corruption
 run_test block_copied_over_another_caught_at_destination t_block_copied
 run_test zeroed_block_below_hwm_caught t_block_zeroed
