@@ -1154,12 +1154,14 @@ int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *
     return rc;
 }
 
-/* Checksum scan of a file too damaged to open (pg_checksums alone). */
+/* A block whose own bytes failed, for eng_verify_info's list. */
 static void note_unchecked(eng_verify_info *info, uint64_t b) {
     if (info->unchecked < ENG_VERIFY_UNCHECKED_LIST) info->unchecked_blocks[info->unchecked] = b;
     info->unchecked++;
 }
 
+/* Checksum scan of a file too damaged to open (pg_checksums alone).
+ * ENG_NOTFOUND if there is no data file at all. */
 static int scan_blocks(const char *dir, const eng_options *opts, const control *ctl, int have_ctl,
                        eng_reporter *rep, uint64_t *problems, eng_verify_info *info) {
     io_ctx *io;
