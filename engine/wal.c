@@ -1409,8 +1409,14 @@ static int rd_conclude(wal_reader *r)
     uint64_t mask = r->seg_size - 1;
     uint64_t seg0 = L & ~mask, b0 = blk_of(L);
     int trimmed = 0;
-    /* Every segment file from L's on, across gaps: a segment lost in the
-     * middle of the log must not hide the witnesses after it. */
+    /* Every segment file from L's on.  Once the walk has read a block of
+     * the log, across gaps: a segment lost in the middle of the log must
+     * not hide the witnesses after it.  A walk that found nothing at all
+     * started in history removed below a redo point (open checks the
+     * segments from the redo point first, F4 in engine.c): then only the
+     * consecutive files after L's own look, as before. */
+    int cross_gaps = r->vblock != UINT64_MAX;
+    uint64_t next = seg0;
     uint64_t *segs;
     size_t nsegs;
     int rc = seg_list(r->waldir, &segs, &nsegs);
@@ -1420,6 +1426,12 @@ static int rd_conclude(wal_reader *r)
         uint64_t seg = segs[si];
         if (seg < seg0 || (seg & mask))
             continue;
+        if (!cross_gaps) {
+            /* L's own segment may be the missing one */
+            if (seg != next && !(next == seg0 && seg == seg0 + r->seg_size))
+                break;
+            next = seg + r->seg_size;
+        }
         rc = rd_seg_open(r, seg);
         if (rc != ENG_OK)
             break;

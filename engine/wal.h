@@ -45,9 +45,10 @@
  *       newer generation, at its own position, whose witness is above L:
  *       if there is one, L lay in the synced part of the log and the reader
  *       returns ENG_CORRUPTION (reported, layer wal_record); if not, L is a
- *       torn tail and the log ends there (trim).  The scan crosses missing
- *       segment files: when L lies in one, the report names that file (a
- *       segment lost from the middle of the log)
+ *       torn tail and the log ends there (trim).  Once the walk has read
+ *       a block, the scan crosses missing segment files: when the walk
+ *       needed one, the report names that file (a segment lost from the
+ *       middle of the log)
  *   W4  a failed write or fsync poisons the log: every later append and
  *       flush fails with ENG_POISONED (the kernel may have dropped pages)
  */
