@@ -60,8 +60,9 @@ FAULTS_SRC := $(filter-out faults/powerloss.c,$(wildcard faults/*.c))
 FAULTS_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(FAULTS_SRC))
 TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
-# Suites of the fault library link the fault build of the engine.
-FAULT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_faults*.c tests/test_powerloss*.c))
+# Suites of the fault library (and those that use its power-loss journal)
+# link the fault build of the engine.
+FAULT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_faults*.c tests/test_powerloss*.c tests/test_lost_files*.c))
 
 .PHONY: all deps test clean fuzz demo bench-deps bench-engine
 all: deps $(BUILD)/libengine.a $(BUILD)/libengine-fiu.a $(BUILD)/libfaults.a $(BUILD)/engine-tool $(BUILD)/powerloss $(BUILD)/stress

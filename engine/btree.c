@@ -1580,26 +1580,48 @@ int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at_key, uint64_t horizon, uint64
 
 /* ---- verify ---- */
 
-enum { USE_NONE = 0, USE_META, USE_TREE, USE_OVFL, USE_FREE, USE_CLOG };
+/* What references a block (a free list's trunk pages are USE_FREE, the
+ * blocks they list USE_FREED: only the first kind refers to others). */
+enum { USE_NONE = 0, USE_META, USE_TREE, USE_OVFL, USE_FREE, USE_CLOG, USE_FREED };
 
+/* Unchecked pages.  A page whose own bytes failed (checksum, header, zero,
+ * a per-entry code) or could not be read is reported once, for itself,
+ * and then treated as unknown: no check that needs its contents runs, and
+ * no check that pairs it with another page blames the other one.
+ *   V1  a subtree that is not walked (its page unchecked, or not a node
+ *       of its place) leaves the leaf chain unknown across it: the next
+ *       leaf's predecessor is not compared (its link may rightly name a
+ *       leaf the walk skipped);
+ *   V2  an unchecked page that refers to others (a tree node, an overflow
+ *       page, a free-list trunk) hides what it refers to: the
+ *       unreachable-block check is skipped, not run to blame those blocks;
+ *   V3  the unchecked pages are listed (eng_verify_info), so a verify with
+ *       them is never read as a complete check of the rest. */
 typedef struct vstate {
     bt_tree *t;
     const eng_reporter *rep;
     uint64_t problems;
     uint32_t nblocks;
     uint8_t *use;     /* per block: what references it */
-    uint8_t *bad;     /* per block: failed its own checks */
-    uint32_t prev_leaf;
+    uint8_t *bad;     /* per block: failed its own checks or could not be
+                       * read (unchecked) */
+    uint32_t prev_leaf; /* UINT32_MAX: none, or unknown (V1) */
     int leaves_seen;
+    int refs_unknown; /* V2 */
     int err;          /* first failure to read a page (not corruption): verify
                        * could not finish and must say so, not pass */
 } vstate;
 
 /* A page of the walk: its own damage was reported (step 1, or by the pool
- * now); any other failure stops the verify with that status. */
+ * now); any other failure stops the verify with that status.  Either way
+ * the page is unchecked from here on. */
 static int vget(vstate *v, uint32_t blk, bp_frame **f) {
     int rc = bp_get(v->t->bp, blk, BP_SHARED, f);
     if (rc && rc != ENG_CORRUPTION && !v->err) v->err = rc;
+    if (rc && blk < v->nblocks) {
+        v->bad[blk] = 1;
+        if (v->use[blk] != USE_CLOG && v->use[blk] != USE_FREED) v->refs_unknown = 1; /* V2 */
+    }
     return rc;
 }
 
@@ -1623,6 +1645,7 @@ static int claim(vstate *v, uint32_t b, int use, uint32_t from) {
         return 0;
     }
     v->use[b] = (uint8_t)use;
+    if (v->bad[b] && use != USE_CLOG && use != USE_FREED) v->refs_unknown = 1; /* V2 */
     return !v->bad[b];
 }
 
@@ -1654,12 +1677,21 @@ static void verify_chain(vstate *v, uint32_t leaf, int slot, uint32_t first, uin
 static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, size_t lol,
                         const uint8_t *hi, size_t hil, uint32_t parent) {
     bt_tree *t = v->t;
-    if (!claim(v, blk, USE_TREE, parent)) return;
+    /* Any return before this node is walked leaves the leaf chain unknown
+     * across it (V1). */
+    if (!claim(v, blk, USE_TREE, parent)) { v->prev_leaf = UINT32_MAX; return; }
     bp_frame *f;
-    if (vget(v, blk, &f)) return;
-    if (kv_all(t, f)) { bp_release(t->bp, f, BP_SHARED); v->problems++; return; }
+    if (vget(v, blk, &f)) { v->prev_leaf = UINT32_MAX; return; }
+    if (kv_all(t, f)) {
+        bp_release(t->bp, f, BP_SHARED);
+        v->problems++;
+        v->bad[blk] = 1;
+        v->refs_unknown = 1;
+        v->prev_leaf = UINT32_MAX;
+        return;
+    }
     uint8_t *p = malloc(t->ps);
-    if (!p) { bp_release(t->bp, f, BP_SHARED); return; }
+    if (!p) { bp_release(t->bp, f, BP_SHARED); if (!v->err) v->err = ENG_NOMEM; return; }
     memcpy(p, f->data, t->ps);
     bp_release(t->bp, f, BP_SHARED);
     int want = level == 0 ? PAGE_LEAF : PAGE_INTERNAL;
@@ -1667,6 +1699,8 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
         vreport(v, ENG_LAYER_STRUCTURE, blk, -1, (uint64_t)want << 16 | (unsigned)level,
                 (uint64_t)ph_get_type(p) << 16 | ph_get_level(p), "%spage has the wrong type or level for its place", "");
         free(p);
+        v->refs_unknown = 1; /* its children, if it has any, are not followed */
+        v->prev_leaf = UINT32_MAX;
         return;
     }
     unsigned n = ph_get_nslots(p);
@@ -1680,9 +1714,6 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
         }
     }
     if (level == 0) {
-        if (v->leaves_seen && v->prev_leaf) {
-            /* prev leaf's next link is checked when we see this one */
-        }
         v->leaves_seen++;
         const uint64_t lc = txn_last_committed(t->cfg.txn);
         int live_in_group = 0;
@@ -1713,8 +1744,7 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
                 vreport(v, ENG_LAYER_STRUCTURE, blk, (int32_t)i, t->max_inline, c.vlen, "%sinline value too large", "");
         }
         /* Leaf chain: this leaf must be the successor named by the last
-         * (unless a page could not be read: leaves under it were skipped,
-         * and the gap they left is no finding). */
+         * (unless the walk skipped something since: V1). */
         if (v->prev_leaf != UINT32_MAX && !v->err) {
             bp_frame *pf;
             if (!v->bad[v->prev_leaf] && vget(v, v->prev_leaf, &pf) == ENG_OK) {
@@ -1741,7 +1771,7 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
     free(p);
 }
 
-int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
+int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verify_info *info) {
     vstate v = {.t = t, .rep = rep, .nblocks = atomic_load(&t->nblocks), .prev_leaf = UINT32_MAX};
     v.use = calloc(v.nblocks ? v.nblocks : 1, 1);
     v.bad = calloc(v.nblocks ? v.nblocks : 1, 1);
@@ -1811,18 +1841,30 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems) {
                 if (!ok) { free(ents); vreport(&v, ENG_LAYER_STRUCTURE, b, -1, PAGE_FREE, 0, "%sfree list reaches a page that is not a trunk", ""); break; }
                 /* Listed blocks keep stale contents: only their checksums
                  * (step 1) and their single ownership are checked. */
-                for (uint32_t i = 0; ents && i < cnt; i++) claim(&v, ents[i], USE_FREE, b);
+                for (uint32_t i = 0; ents && i < cnt; i++) claim(&v, ents[i], USE_FREED, b);
                 free(ents);
                 b = next;
             }
         }
         /* 4. Leaks: allocated blocks nothing refers to (only after a
-         * complete walk: a page that could not be read hides what it
-         * refers to). */
-        for (uint32_t b = 0; b < v.nblocks && !v.err; b++)
-            if (!v.use[b] && !v.bad[b])
-                vreport(&v, ENG_LAYER_STRUCTURE, b, -1, 0, 0, "%sblock is allocated but unreachable", "");
+         * complete walk: an unchecked page hides what it refers to, V2). */
+        if (v.err || v.refs_unknown) {
+            if (info) info->leaks_skipped = 1;
+        } else {
+            for (uint32_t b = 0; b < v.nblocks; b++)
+                if (!v.use[b] && !v.bad[b])
+                    vreport(&v, ENG_LAYER_STRUCTURE, b, -1, 0, 0, "%sblock is allocated but unreachable", "");
+        }
+    } else if (info) {
+        info->tree_skipped = 1;
+        info->leaks_skipped = 1;
     }
+    if (info) /* V3 */
+        for (uint32_t b = 0; b < v.nblocks; b++)
+            if (v.bad[b]) {
+                if (info->unchecked < ENG_VERIFY_UNCHECKED_LIST) info->unchecked_blocks[info->unchecked] = b;
+                info->unchecked++;
+            }
     free(v.use); free(v.bad); free(buf);
     *problems = v.problems;
     if (v.err) return v.err;

@@ -9,10 +9,40 @@
  *   data     the pages (page.h); block 0 meta, block 1 root
  *   wal/     the log segments (wal.h)
  *
- * Creation order: data pages written and synced, then the log with a first
- * checkpoint record, synced, then control last: a directory without a
- * valid control file holds no database, so a crash during creation leaves
- * nothing half made.
+ *   CREATING the creation marker: present only while a database is being
+ *            created (F2)
+ *
+ * Which directory holds what (rules F1-F5; eng_open and eng_probe_dir
+ * apply them, tests/test_lost_files_refused.c proves them):
+ *   F1  DIR/control is the database: a directory holds one exactly when it
+ *       holds control.  LOCK is no file of the database: it says nothing,
+ *       is never removed, and an open that refuses a directory does not
+ *       create it.
+ *   F2  Creation writes, in this order: CREATING (created, fsynced, the
+ *       directory fsynced), data (pages, fsync), wal/ with the first
+ *       checkpoint record (fsync, directory fsyncs), control (temp, fsync,
+ *       rename, directory fsync: the commit point), then unlinks CREATING
+ *       (directory fsync).  A crash anywhere leaves either no control and
+ *       CREATING durable (or nothing at all), or a whole database.
+ *   F3  Without control, the files of a database are data, control.tmp and
+ *       the segment files in wal/.  None of them: an empty directory (as
+ *       far as the engine goes): a writable open with create_if_missing
+ *       creates; any other open gets ENG_NOTFOUND.  CREATING with them:
+ *       debris of an interrupted creation, which a writable
+ *       create_if_missing open removes before creating afresh (any other
+ *       open: ENG_NOTFOUND, nothing touched).  Them without CREATING: a lost
+ *       control file.  The open fails with ENG_CORRUPTION (layer control,
+ *       saying what is missing and what is present) and nothing is
+ *       created, truncated, removed or renamed, LOCK included.
+ *   F4  With control: the data file must exist, and every WAL segment from
+ *       the redo point's to the checkpoint record's (all synced before
+ *       control named them); else ENG_CORRUPTION (layer control for data,
+ *       wal_record for a segment, naming the missing file).  A segment
+ *       missing further on is found by the log's own rule W3 (wal.h): a
+ *       later block witnessing the log durable past the gap.
+ *   F5  A CREATING left beside a valid control (a crash after the rename,
+ *       before the unlink) is stale: a writable open removes it after the
+ *       database opened.
  *
  * A write (eng_write) under the writer lock:
  *   1. logs its batch as one WAL_REC_BATCH record: this is the commit;
@@ -59,6 +89,7 @@
 
 #define DATA_NAME "data"
 #define LOCK_NAME "LOCK"
+#define CREATING_NAME "CREATING"
 #define DATA_FILE_ID 0
 #define MIN_FRAMES 16u
 #define SEQ_RING 4096u
@@ -394,17 +425,110 @@ static int open_tree(eng_db *db, uint64_t extent) {
     return bt_open(&tc, &db->bt);
 }
 
-static int create_db(eng_db *db) {
+/* ---- what a directory holds (F1-F5 at the top of this file) ---- */
+
+typedef struct dir_files {
+    int control, control_tmp, creating, data;
+    uint64_t data_bytes;
+    size_t nsegs;             /* segment files in wal/ */
+    uint64_t seg_first, seg_last;
+} dir_files;
+
+static int dir_has(const char *dir, const char *name, uint64_t *bytes) {
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (lstat(path, &st) != 0) return 0;
+    if (bytes) *bytes = (uint64_t)st.st_size;
+    return 1;
+}
+
+/* Look, change nothing (stat and readdir are not hooked: they write
+ * nothing).  ENG_OK, or the status of a directory that cannot be read. */
+static int look_at_dir(const char *dir, dir_files *f) {
+    memset(f, 0, sizeof *f);
+    f->control = dir_has(dir, CONTROL_NAME, NULL);
+    f->control_tmp = dir_has(dir, CONTROL_NAME ".tmp", NULL);
+    f->creating = dir_has(dir, CREATING_NAME, NULL);
+    f->data = dir_has(dir, DATA_NAME, &f->data_bytes);
+    uint64_t *v;
+    size_t n;
+    int rc = wal_list_segments(dir, &v, &n);
+    if (rc != ENG_OK) return rc;
+    f->nsegs = n;
+    if (n) { f->seg_first = v[0]; f->seg_last = v[n - 1]; }
+    free(v);
+    return ENG_OK;
+}
+
+/* F3: files of a database without control, and no creation marker. */
+static int lost_control(const dir_files *f) {
+    return !f->control && !f->creating && (f->data || f->control_tmp || f->nsegs);
+}
+
+/* The report of F3's refusal: what is missing and what is present. */
+static int report_lost_control(const eng_reporter *rep, const dir_files *f) {
+    char part[3][64];
+    int n = 0;
+    if (f->data) snprintf(part[n++], sizeof part[0], "data (%llu bytes)", (unsigned long long)f->data_bytes);
+    if (f->nsegs == 1)
+        snprintf(part[n++], sizeof part[0], "WAL segment wal/%016llx", (unsigned long long)f->seg_first);
+    else if (f->nsegs > 1)
+        snprintf(part[n++], sizeof part[0], "%zu WAL segments (wal/%016llx..%llx)", f->nsegs,
+                 (unsigned long long)f->seg_first, (unsigned long long)f->seg_last);
+    if (f->control_tmp) snprintf(part[n++], sizeof part[0], "control.tmp");
+    return eng_report(rep, ENG_LAYER_CONTROL, CONTROL_NAME, -1, -1, -1, 0, f->data_bytes,
+                      "control file is missing; present: %s%s%s%s%s (refused: nothing created or changed)", part[0],
+                      n > 1 ? ", " : "", n > 1 ? part[1] : "", n > 2 ? ", " : "", n > 2 ? part[2] : "");
+}
+
+/* F4's data-file rule (the segments: wal_check_segments). */
+static int check_data_present(const eng_reporter *rep, const dir_files *f, const control *c) {
+    if (f->data) return ENG_OK;
+    return eng_report(rep, ENG_LAYER_CONTROL, DATA_NAME, -1, -1, -1, c->hwm, 0,
+                      "data file is missing: control names a database of %u-byte pages, %llu blocks "
+                      "synced (high-water mark)", c->page_size, (unsigned long long)c->hwm);
+}
+
+/* F2, first step: the marker, durable before any other file of the
+ * database can be.  A marker left by an earlier attempt is reused. */
+static int write_creating(eng_db *db, int exists) {
+    if (exists) return ENG_OK;
+    static const char text[] = "a database is being created here (engine/engine.c F2)\n";
+    io_file f;
+    int rc = io_open(db->io, db->dir, CREATING_NAME, -1, 1, 0, &f);
+    if (rc) return rc;
+    rc = io_write(db->io, &f, text, sizeof text - 1, 0);
+    if (rc == ENG_OK) rc = io_sync(db->io, &f);
+    io_close(db->io, &f);
+    if (rc == ENG_OK) rc = io_dirsync(db->io, db->dir);
+    return rc;
+}
+
+/* F3: debris of an interrupted creation (the marker stays: it still
+ * covers everything until control is in place). */
+static int remove_debris(eng_db *db, const dir_files *f) {
+    int rc = ENG_OK;
+    if (f->data) rc = io_unlink(db->io, db->dir, DATA_NAME);
+    if (rc == ENG_OK && f->control_tmp) rc = io_unlink(db->io, db->dir, CONTROL_NAME ".tmp");
+    if (rc == ENG_OK && f->nsegs) rc = wal_remove_segments(db->io, db->dir);
+    return rc;
+}
+
+/* F2.  F: what the directory holds (no control; maybe debris under a
+ * marker).  On error the marker stays, so the next open cleans up. */
+static int create_db(eng_db *db, const dir_files *f) {
     db->ctl.page_size = db->opts.page_size;
     db->ctl.flags = db->opts.data_checksums ? CONTROL_FLAG_CHECKSUMS : 0;
     db->ctl.seg_size = db->opts.wal_segment_size;
     db->ctl.wal_gen = 1;
     atomic_store(&db->hwm, 0);
-    /* Data or log without control is debris of an interrupted creation. */
-    io_unlink(db->io, db->dir, DATA_NAME);
     char wdir[4200];
     snprintf(wdir, sizeof wdir, "%s/%s", db->dir, WAL_DIR);
-    int rc = io_open(db->io, db->dir, DATA_NAME, DATA_FILE_ID, 1, 0, &db->data);
+    int rc = write_creating(db, f->creating);
+    if (rc == ENG_OK) rc = remove_debris(db, f);
+    if (rc) return rc;
+    rc = io_open(db->io, db->dir, DATA_NAME, DATA_FILE_ID, 1, 0, &db->data);
     if (rc) return rc;
     db->data_open = 1;
     if ((rc = start_pool(db))) return rc;
@@ -413,13 +537,7 @@ static int create_db(eng_db *db) {
     if ((rc = io_sync(db->io, &db->data))) return rc;
     db->ctl.hwm = 2;
     atomic_store(&db->hwm, 2);
-    /* A fresh log: remove any old segments, start at the first record. */
     if (mkdir(wdir, 0755) != 0 && errno != EEXIST) return io_status_from_errno(errno);
-    for (uint64_t s = 0; s < 64 * db->ctl.seg_size; s += db->ctl.seg_size) {
-        char name[32];
-        snprintf(name, sizeof name, "%016llx", (unsigned long long)s);
-        io_unlink(db->io, wdir, name);
-    }
     if ((rc = open_wal(db, WAL_BLOCK_HDR, 0))) return rc;
     uint8_t rec[24] = {0};
     uint64_t start, end;
@@ -434,6 +552,9 @@ static int create_db(eng_db *db) {
     db->ctl.last_seq = 0;
     db->ctl.xid_limit = 1 + XID_LEASE;
     if ((rc = control_write(db->io, db->dir, &db->ctl))) return rc;
+    /* The database exists from here; the marker is now stale (F5). */
+    if ((rc = io_unlink(db->io, db->dir, CREATING_NAME))) return rc;
+    if ((rc = io_dirsync(db->io, db->dir))) return rc;
     atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
     return open_tree(db, 0);
 }
@@ -557,22 +678,38 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
 
     int rc = txn_create(&db->txn);
     if (rc == ENG_OK) rc = io_ctx_create(opts->io_backend, opts->io_hooks, &db->io);
-    if (rc == ENG_OK) {
+    dir_files f;
+    if (rc == ENG_OK) rc = look_at_dir(dir, &f);
+    if (rc == ENG_OK && lost_control(&f)) {
+        /* F3: refused before the lock, so not even LOCK is created. */
+        rc = report_lost_control(&db->rep, &f);
+    } else if (rc == ENG_OK) {
         /* A directory holding a database (control present) gets its LOCK
          * back if it was copied without one; any other directory is
          * touched only by an open that may create. */
-        char cpath[4200];
-        snprintf(cpath, sizeof cpath, "%s/%s", dir, CONTROL_NAME);
-        int is_db = access(cpath, F_OK) == 0;
-        rc = take_lock(db, is_db || (opts->create_if_missing && !opts->read_only));
-    }
-    if (rc == ENG_OK) {
-        rc = control_read(db->io, dir, &db->ctl, &db->rep);
-        if (rc == ENG_NOTFOUND) {
-            if (opts->read_only || !opts->create_if_missing) rc = ENG_NOTFOUND;
-            else rc = create_db(db);
+        int writable_create = opts->create_if_missing && !opts->read_only;
+        rc = take_lock(db, f.control || writable_create);
+        /* No LOCK and none made: nobody holds this directory, and what is
+         * in it decides below (ENG_NOTFOUND or F3's refusal). */
+        if (rc == ENG_NOTFOUND) rc = ENG_OK;
+        /* Look again under the lock: a creator may have finished since. */
+        if (rc == ENG_OK) rc = look_at_dir(dir, &f);
+        if (rc == ENG_OK && f.control) {
+            rc = control_read(db->io, dir, &db->ctl, &db->rep);
+            if (rc == ENG_NOTFOUND) rc = ENG_IOERR; /* it was there a moment ago */
+            if (rc == ENG_OK && opts->error_if_exists) rc = ENG_INVALID;
+            if (rc == ENG_OK) rc = check_data_present(&db->rep, &f, &db->ctl);
+            if (rc == ENG_OK)
+                rc = wal_check_segments(dir, db->ctl.seg_size, db->ctl.redo_lsn, db->ctl.checkpoint_lsn, &db->rep);
+            if (rc == ENG_OK) rc = recover_db(db);
+            if (rc == ENG_OK && f.creating && !opts->read_only) {
+                rc = io_unlink(db->io, dir, CREATING_NAME); /* F5 */
+                if (rc == ENG_OK) rc = io_dirsync(db->io, dir);
+            }
+        } else if (rc == ENG_OK && lost_control(&f)) {
+            rc = report_lost_control(&db->rep, &f);
         } else if (rc == ENG_OK) {
-            rc = opts->error_if_exists ? ENG_INVALID : recover_db(db);
+            rc = writable_create ? create_db(db, &f) : ENG_NOTFOUND;
         }
     }
     if (rc != ENG_OK) {
@@ -982,9 +1119,15 @@ static int verify_log(io_ctx *io, const char *dir, const control *ctl, const eng
 }
 
 int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems) {
-    uint64_t dummy;
-    if (!problems) problems = &dummy;
-    *problems = 0;
+    eng_verify_info info;
+    int rc = eng_verify_ex(db, fn, ctx, &info);
+    if (problems) *problems = info.problems;
+    return rc;
+}
+
+int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *info) {
+    memset(info, 0, sizeof *info);
+    uint64_t *problems = &info->problems;
     verify_fwd vf = {db, fn, ctx};
     eng_reporter rep = {verify_report, &vf};
     /* The write lock holds the tree still while pages are checked and the
@@ -994,7 +1137,7 @@ int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems) 
      * segments from going away.  Readers go on throughout. */
     pthread_mutex_lock(&db->ckpt_mu);
     pthread_mutex_lock(&db->write_mu);
-    int rc = bt_verify(db->bt, &rep, problems);
+    int rc = bt_verify(db->bt, &rep, problems, info);
     if ((rc == ENG_OK || rc == ENG_CORRUPTION) && db->wal) {
         /* Records still in the buffer are not on disk: write them out so
          * the walk sees the whole log. */
@@ -1011,14 +1154,23 @@ int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems) 
     return rc;
 }
 
-/* Checksum scan of a file too damaged to open (pg_checksums alone). */
+/* A block whose own bytes failed, for eng_verify_info's list. */
+static void note_unchecked(eng_verify_info *info, uint64_t b) {
+    if (info->unchecked < ENG_VERIFY_UNCHECKED_LIST) info->unchecked_blocks[info->unchecked] = b;
+    info->unchecked++;
+}
+
+/* Checksum scan of a file too damaged to open (pg_checksums alone).
+ * ENG_NOTFOUND if there is no data file at all. */
 static int scan_blocks(const char *dir, const eng_options *opts, const control *ctl, int have_ctl,
-                       eng_reporter *rep, uint64_t *problems) {
+                       eng_reporter *rep, uint64_t *problems, eng_verify_info *info) {
     io_ctx *io;
     int rc = io_ctx_create(opts->io_backend, NULL, &io);
     if (rc) return rc;
     io_file f;
     rc = io_open(io, dir, DATA_NAME, DATA_FILE_ID, 0, 1, &f);
+    /* No data file: nothing to scan (the open's report, F3 or F4, says so). */
+    if (rc && io_last_errno(io) == ENOENT) rc = ENG_NOTFOUND;
     if (rc) { io_ctx_destroy(io); return rc; }
     uint64_t size = 0;
     io_size(io, &f, &size);
@@ -1040,6 +1192,7 @@ static int scan_blocks(const char *dir, const eng_options *opts, const control *
             eng_report(rep, ENG_LAYER_PAGE_HEADER, DATA_NAME, 0, 0, -1, 0, 0,
                        "cannot tell the page size: control file and block 0 both unreadable");
             (*problems)++;
+            note_unchecked(info, 0);
             free(buf); io_close(io, &f); io_ctx_destroy(io);
             return ENG_CORRUPTION;
         }
@@ -1059,6 +1212,7 @@ static int scan_blocks(const char *dir, const eng_options *opts, const control *
             eng_report(rep, pr.layer, DATA_NAME, (int64_t)b, (int64_t)(b * ps) + (pr.offset >= 0 ? pr.offset : 0),
                        pr.entry, pr.expected, pr.found, "%s", pr.detail);
             (*problems)++;
+            note_unchecked(info, b);
         }
     }
     free(buf);
@@ -1082,9 +1236,16 @@ static void hold_report(void *ctx, const eng_corruption *r) {
 
 int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx,
                    uint64_t *problems) {
-    uint64_t dummy;
-    if (!problems) problems = &dummy;
-    *problems = 0;
+    eng_verify_info info;
+    int rc = eng_verify_dir_ex(dir, opts, fn, ctx, &info);
+    if (problems) *problems = info.problems;
+    return rc;
+}
+
+int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx,
+                      eng_verify_info *info) {
+    memset(info, 0, sizeof *info);
+    uint64_t *problems = &info->problems;
     eng_options o;
     if (opts) o = *opts; else eng_options_init(&o);
     o.read_only = 1;
@@ -1099,11 +1260,14 @@ int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn f
     if (rc == ENG_OK) {
         db->opts.on_corruption = user_fn;
         db->opts.on_corruption_ctx = user_ctx;
-        rc = eng_verify(db, fn, ctx, problems);
+        rc = eng_verify_ex(db, fn, ctx, info);
         eng_close(db);
         return rc;
     }
     if (rc != ENG_CORRUPTION) return rc;
+    /* Not open: each block's own bytes are all that is checked. */
+    info->tree_skipped = 1;
+    info->leaks_skipped = 1;
     verify_fwd vf = {NULL, fn, ctx};
     eng_reporter rep = {verify_report, &vf};
     control ctl;
@@ -1115,7 +1279,8 @@ int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn f
         io_ctx_destroy(io);
     }
     uint64_t more = 0;
-    int rc2 = scan_blocks(dir, &o, &ctl, have, &rep, &more);
+    int rc2 = scan_blocks(dir, &o, &ctl, have, &rep, &more, info);
+    if (rc2 == ENG_NOTFOUND) rc2 = ENG_OK;
     *problems += more;
     held_reports logrep = {.n = 0};
     if (have && (rc2 == ENG_OK || rc2 == ENG_CORRUPTION) && io_ctx_create(o.io_backend, NULL, &io) == ENG_OK) {
@@ -1141,6 +1306,29 @@ int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn f
     }
     if (rc2 != ENG_OK && rc2 != ENG_CORRUPTION) return rc2;
     return *problems ? ENG_CORRUPTION : ENG_OK;
+}
+
+int eng_probe_dir(const char *dir, eng_corruption_fn fn, void *ctx) {
+    if (!dir || !*dir) return ENG_INVALID;
+    struct stat st;
+    if (stat(dir, &st) != 0) return errno == ENOENT ? ENG_NOTFOUND : io_status_from_errno(errno);
+    if (!S_ISDIR(st.st_mode)) return ENG_INVALID;
+    verify_fwd vf = {NULL, fn, ctx};
+    eng_reporter rep = {verify_report, &vf};
+    dir_files f;
+    int rc = look_at_dir(dir, &f);
+    if (rc) return rc;
+    if (lost_control(&f)) return report_lost_control(&rep, &f);
+    if (!f.control) return ENG_NOTFOUND;
+    io_ctx *io;
+    if ((rc = io_ctx_create(ENG_IO_PSYNC, NULL, &io))) return rc;
+    control c;
+    rc = control_read(io, dir, &c, &rep);
+    io_ctx_destroy(io);
+    if (rc == ENG_NOTFOUND) rc = ENG_IOERR; /* it was there a moment ago */
+    if (rc == ENG_OK) rc = check_data_present(&rep, &f, &c);
+    if (rc == ENG_OK) rc = wal_check_segments(dir, c.seg_size, c.redo_lsn, c.checkpoint_lsn, &rep);
+    return rc;
 }
 
 /* ---- fault points ---- */

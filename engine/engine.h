@@ -366,6 +366,45 @@ int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems);
 int eng_verify_dir(const char *dir, const eng_options *opts,
                    eng_corruption_fn fn, void *ctx, uint64_t *problems);
 
+/* What a verify could not check.  A page whose own bytes fail (checksum,
+ * header, an all-zero page, a per-entry code) or cannot be read is
+ * reported once, for itself; then no check that needs its contents runs
+ * (what it refers to, its keys), and no check that pairs it with another
+ * page (a sibling link, blocks nothing else refers to) is reported against
+ * the intact one.  Those pages are listed here, so a verify that met them
+ * is not taken for a complete check of the rest. */
+#define ENG_VERIFY_UNCHECKED_LIST 32
+typedef struct eng_verify_info {
+    uint64_t problems;        /* reports delivered */
+    uint64_t unchecked;       /* pages not checked beyond their own bytes */
+    uint64_t unchecked_blocks[ENG_VERIFY_UNCHECKED_LIST]; /* the first ones, ascending */
+    int tree_skipped;         /* no walk of the tree at all (meta or root
+                               * unchecked, or the database did not open:
+                               * only each block's own bytes were checked) */
+    int leaks_skipped;        /* the check for blocks nothing refers to was
+                               * skipped: an unchecked page may refer to them */
+} eng_verify_info;
+
+/* eng_verify and eng_verify_dir, telling INFO (not NULL) what could not be
+ * checked; INFO->problems is their *problems. */
+int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *info);
+int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx,
+                      eng_verify_info *info);
+
+/* What an open of DIR would find, changing nothing and taking no lock (so
+ * ask it of a directory nobody has open).  Rules F1-F5 of engine/engine.c:
+ *   ENG_OK          a database (control, its data file and the log up to
+ *                   its checkpoint record are present; the open may still
+ *                   find damage inside them)
+ *   ENG_NOTFOUND    no database: nothing of one, or the debris of an
+ *                   interrupted creation (a writable open with
+ *                   create_if_missing creates one)
+ *   ENG_CORRUPTION  files of a database with one missing (control, data or
+ *                   a WAL segment): every open refuses it; FN gets the
+ *                   report saying what is missing and what is present
+ * or the status of a directory that cannot be read. */
+int eng_probe_dir(const char *dir, eng_corruption_fn fn, void *ctx);
+
 typedef struct eng_stats {
     uint32_t page_size;
     int data_checksums;

@@ -5,7 +5,9 @@
  * operator (or a test script, or the stress driver's triage) would:
  *
  *   verify DIR              every page checked; one "corruption:" line per
- *                           problem, then "verify: N problems"
+ *                           problem, an "unchecked:" line naming the pages
+ *                           that could not be checked (if any), then
+ *                           "verify: N problems"
  *   stat DIR                options, sizes and counters as JSON
  *   dump-page DIR BLOCK     one raw block decoded, pageinspect style
  *   load DIR --keys N ...   write keys k000000000000000.. with values
@@ -1088,6 +1090,26 @@ static void verify_report(void *ctx, const eng_corruption *r)
     pthread_mutex_unlock(&v->mu);
 }
 
+/* The pages verify could not check, and what it skipped because of them:
+ * "unchecked: blocks=5,9 skipped=leaf-links,unreachable-blocks" (none: no
+ * line).  Their own damage is among the corruption lines above. */
+static void print_unchecked(const eng_verify_info *info)
+{
+    if (!info->unchecked && !info->tree_skipped)
+        return;
+    printf("unchecked: blocks=");
+    uint64_t shown = info->unchecked < ENG_VERIFY_UNCHECKED_LIST ? info->unchecked : ENG_VERIFY_UNCHECKED_LIST;
+    for (uint64_t i = 0; i < shown; i++)
+        printf("%s%" PRIu64, i ? "," : "", info->unchecked_blocks[i]);
+    if (!shown)
+        printf("none");
+    if (info->unchecked > shown)
+        printf(",... (%" PRIu64 " in all)", info->unchecked);
+    printf(" skipped=%s%s\n",
+           info->tree_skipped ? "tree" : "leaf-links-across-them",
+           info->leaks_skipped ? ",unreachable-blocks" : "");
+}
+
 static int cmd_verify(const tool_args *a)
 {
     int rc = require_dir(a->dir);
@@ -1097,12 +1119,14 @@ static int cmd_verify(const tool_args *a)
     base_options(a, &o, TOOL_READ);
     o.on_corruption = NULL;     /* FN gets every report; once is enough */
     verify_ctx v = {PTHREAD_MUTEX_INITIALIZER, 0};
-    uint64_t problems = 0;
+    eng_verify_info info;
     /* Pages, then every log record from the redo point (the engine's
      * verify walks the log as recovery and waldump read it). */
-    int st = eng_verify_dir(a->dir, &o, verify_report, &v, &problems);
+    int st = eng_verify_dir_ex(a->dir, &o, verify_report, &v, &info);
+    uint64_t problems = info.problems;
     if (problems < v.seen)
         problems = v.seen;
+    print_unchecked(&info);
     if (st != ENG_OK && st != ENG_CORRUPTION) {
         fprintf(stderr, "engine-tool: verify %s: %s\n", a->dir, eng_strerror(st));
         if (problems)

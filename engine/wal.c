@@ -47,7 +47,7 @@
  * record chain (xl_lsn, xl_prev, block positions, generations, wb_cont).
  * The first record that cannot be read ends the log at L; the W3 scan
  * then looks at every block from L's own block to the end of the
- * consecutive segment files for a witness above L.
+ * segment files after it (across gaps) for a witness above L.
  */
 #include "faultpoints.h"
 #include "wal.h"
@@ -1161,6 +1161,8 @@ struct wal_reader {
     uint64_t fail_expected, fail_found;
     uint64_t fail_end;      /* where the failing record ends, if its length was read (else fail_lsn) */
     int fail_block_bad; /* L's own block header was the problem */
+    uint64_t fail_seg;  /* the segment the walk needed next ... */
+    int fail_seg_missing; /* ... has no file */
 
     uint8_t *rec;
     size_t rec_cap;
@@ -1237,8 +1239,15 @@ static int rd_enter(wal_reader *r, uint64_t b, uint64_t L, const uint8_t **p)
     int rc = rd_block(r, b, p);
     if (rc != ENG_OK)
         return rc;
-    if (!*p)
-        return rd_fail(r, L, b, "is missing (the log ends)", 0, 0, 1);
+    if (!*p) {
+        rd_fail(r, L, b, "is missing (the log ends)", 0, 0, 1);
+        /* Past the end of a segment file, or no file at all: only the
+         * second can be a lost file (W3 then names it if later blocks
+         * prove the log went on). */
+        r->fail_seg = b & ~(r->seg_size - 1);
+        r->fail_seg_missing = r->f_state == 2 && r->f_base == r->fail_seg;
+        return RD_END;
+    }
     if (b == r->vblock)
         return ENG_OK;
     wb_hdr h;
@@ -1387,7 +1396,7 @@ static int rd_record(wal_reader *r, wal_record *out)
 }
 
 /* W3: the log stopped at L.  Scan from L's block through the rest of the
- * consecutive segment files for a block valid at its own position, of
+ * segment files (across missing ones) for a block valid at its own position, of
  * this generation or newer, whose witness says L was durable: then L lay
  * in the synced log and this is corruption, else a torn tail.  L's own
  * block counts when its header is valid: a header is only rewritten with
@@ -1400,20 +1409,39 @@ static int rd_conclude(wal_reader *r)
     uint64_t mask = r->seg_size - 1;
     uint64_t seg0 = L & ~mask, b0 = blk_of(L);
     int trimmed = 0;
-    for (uint64_t seg = seg0;; seg += r->seg_size) {
-        int rc = rd_seg_open(r, seg);
-        if (rc != ENG_OK)
-            return rc;
-        if (r->f_state != 1) {
-            if (seg == seg0)
-                continue; /* L at a missing segment: a later one may still witness */
-            break;
+    /* Every segment file from L's on.  Once the walk has read a block of
+     * the log, across gaps: a segment lost in the middle of the log must
+     * not hide the witnesses after it.  A walk that found nothing at all
+     * started in history removed below a redo point (open checks the
+     * segments from the redo point first, F4 in engine.c): then only the
+     * consecutive files after L's own look, as before. */
+    int cross_gaps = r->vblock != UINT64_MAX;
+    uint64_t next = seg0;
+    uint64_t *segs;
+    size_t nsegs;
+    int rc = seg_list(r->waldir, &segs, &nsegs);
+    if (rc != ENG_OK)
+        return rc;
+    for (size_t si = 0; si < nsegs; si++) {
+        uint64_t seg = segs[si];
+        if (seg < seg0 || (seg & mask))
+            continue;
+        if (!cross_gaps) {
+            /* L's own segment may be the missing one */
+            if (seg != next && !(next == seg0 && seg == seg0 + r->seg_size))
+                break;
+            next = seg + r->seg_size;
         }
+        rc = rd_seg_open(r, seg);
+        if (rc != ENG_OK)
+            break;
+        if (r->f_state != 1)
+            continue; /* gone since it was listed */
         for (uint64_t x = seg == seg0 ? b0 : seg; x < seg + r->seg_size; x += WAL_BLOCK) {
             const uint8_t *p;
             rc = rd_block(r, x, &p);
             if (rc != ENG_OK)
-                return rc;
+                break;
             if (!p)
                 break;
             if (seg == seg0 && !trimmed) {
@@ -1427,11 +1455,22 @@ static int rd_conclude(wal_reader *r)
             if (h.gen > r->max_gen)
                 r->max_gen = h.gen;
             if (h.gen >= r->gen && h.durable > L) {
+                free(segs);
                 char file[64];
                 char name[17];
+                r->trimmed = 0;
+                if (r->fail_seg_missing) {
+                    /* a lost file, not a damaged record: name it */
+                    seg_name(name, r->fail_seg);
+                    snprintf(file, sizeof file, "%s/%s", WAL_DIR, name);
+                    return eng_report(&r->rep, ENG_LAYER_WAL, file, -1, -1, -1, r->fail_seg, 0,
+                                      "WAL segment %s is missing: the log runs into it at LSN 0x%llx, "
+                                      "and block 0x%llx says the log was durable to 0x%llx",
+                                      file, (unsigned long long)L, (unsigned long long)x,
+                                      (unsigned long long)h.durable);
+                }
                 seg_name(name, seg0);
                 snprintf(file, sizeof file, "%s/%s", WAL_DIR, name);
-                r->trimmed = 0;
                 /* entry: how many blocks past its first the record runs
                  * (its damage may lie in any of them). */
                 int32_t span = r->fail_end > L ? (int32_t)((r->fail_end - 1) / WAL_BLOCK - L / WAL_BLOCK) : 0;
@@ -1443,7 +1482,12 @@ static int rd_conclude(wal_reader *r)
                                   (unsigned long long)h.durable);
             }
         }
+        if (rc != ENG_OK)
+            break;
     }
+    free(segs);
+    if (rc != ENG_OK)
+        return rc;
     r->trimmed = trimmed;
     return ENG_NOTFOUND;
 }
@@ -1553,4 +1597,65 @@ uint64_t wal_guess_seg_size(const char *dir)
     free(v);
     free(waldir);
     return guess;
+}
+
+int wal_list_segments(const char *dir, uint64_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    char *waldir = path_join(dir, WAL_DIR);
+    if (!waldir)
+        return ENG_NOMEM;
+    int rc = seg_list(waldir, out, n);
+    free(waldir);
+    return rc;
+}
+
+int wal_check_segments(const char *dir, uint64_t seg_size, uint64_t from, uint64_t to,
+                       const eng_reporter *rep)
+{
+    if (!valid_seg_size(seg_size) || to < from)
+        return ENG_INVALID;
+    uint64_t *v;
+    size_t n;
+    int rc = wal_list_segments(dir, &v, &n);
+    if (rc != ENG_OK)
+        return rc;
+    uint64_t mask = seg_size - 1;
+    for (uint64_t s = from & ~mask; s <= (to & ~mask) && rc == ENG_OK; s += seg_size) {
+        int found = 0;
+        for (size_t i = 0; i < n && !found; i++)
+            found = v[i] == s;
+        if (found)
+            continue;
+        char name[17], file[64];
+        seg_name(name, s);
+        snprintf(file, sizeof file, "%s/%s", WAL_DIR, name);
+        rc = eng_report(rep, ENG_LAYER_WAL, file, -1, -1, -1, s, 0,
+                        "WAL segment %s is missing: the log from the redo point 0x%llx to the "
+                        "checkpoint record 0x%llx that control names must be whole",
+                        file, (unsigned long long)from, (unsigned long long)to);
+    }
+    free(v);
+    return rc;
+}
+
+int wal_remove_segments(io_ctx *io, const char *dir)
+{
+    uint64_t *v;
+    size_t n;
+    int rc = wal_list_segments(dir, &v, &n);
+    if (rc != ENG_OK)
+        return rc;
+    char *waldir = path_join(dir, WAL_DIR);
+    if (!waldir)
+        rc = ENG_NOMEM;
+    for (size_t i = 0; i < n && rc == ENG_OK; i++) {
+        char name[17];
+        seg_name(name, v[i]);
+        rc = io_unlink(io, waldir, name);
+    }
+    free(waldir);
+    free(v);
+    return rc;
 }

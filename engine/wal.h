@@ -45,7 +45,10 @@
  *       newer generation, at its own position, whose witness is above L:
  *       if there is one, L lay in the synced part of the log and the reader
  *       returns ENG_CORRUPTION (reported, layer wal_record); if not, L is a
- *       torn tail and the log ends there (trim)
+ *       torn tail and the log ends there (trim).  Once the walk has read
+ *       a block, the scan crosses missing segment files: when the walk
+ *       needed one, the report names that file (a segment lost from the
+ *       middle of the log)
  *   W4  a failed write or fsync poisons the log: every later append and
  *       flush fails with ENG_POISONED (the kernel may have dropped pages)
  */
@@ -150,5 +153,22 @@ void wal_reader_close(wal_reader *r);
 
 /* Segment size found from the segment files of DIR/wal (for tools), or 0. */
 uint64_t wal_guess_seg_size(const char *dir);
+
+/* ---- the segment files, for open's look at a directory ---- */
+
+/* The start LSNs of DIR/wal's segment files, ascending, into *OUT
+ * (malloc'd; NULL when *N is 0).  A missing wal/ is an empty list. */
+int wal_list_segments(const char *dir, uint64_t **out, size_t *n);
+
+/* Every segment file from the one holding FROM to the one holding TO must
+ * exist: the log between a checkpoint's redo point and its record was
+ * synced before control named them.  ENG_CORRUPTION (reported, layer
+ * wal_record, file "wal/NAME" of the first missing one) if one does not. */
+int wal_check_segments(const char *dir, uint64_t seg_size, uint64_t from, uint64_t to,
+                       const eng_reporter *rep);
+
+/* Unlink every segment file of DIR/wal (debris of an interrupted
+ * creation; the caller syncs the directory). */
+int wal_remove_segments(io_ctx *io, const char *dir);
 
 #endif

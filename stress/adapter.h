@@ -138,6 +138,11 @@ typedef struct st_engine {
     int (*verify)(st_db *db, uint64_t *problems);
     /* The same on a closed database, reading every block from disk. */
     int (*verify_dir)(const char *dir, const st_open_options *o, uint64_t *problems);
+    /* What opening DIR would find, changing nothing: ST_OK a database,
+     * ST_NOTFOUND none (an open creates one), ST_CORRUPTION files of a
+     * database the engine refuses to open or to create over (why in WHY).
+     * NULL: the driver cannot ask, and opens. */
+    int (*probe_dir)(const char *dir, char *why, size_t cap);
     uint64_t (*durable_seq)(st_db *db);
     void (*recovery)(st_db *db, st_recovery *out);
     void (*stats)(st_db *db, st_stats *out);

@@ -171,6 +171,18 @@ static int a_verify_dir(const char *dir, const st_open_options *o, uint64_t *pro
     return st_of(eng_verify_dir(dir, &e, fwd_report, &f, problems));
 }
 
+typedef struct why_buf { char *p; size_t cap; } why_buf;
+static void first_detail(void *ctx, const eng_corruption *r) {
+    why_buf *w = ctx;
+    if (w->cap && !w->p[0]) snprintf(w->p, w->cap, "%s: %s", r->file, r->detail);
+}
+
+static int a_probe_dir(const char *dir, char *why, size_t cap) {
+    why_buf w = {why, cap};
+    if (cap) why[0] = 0;
+    return st_of(eng_probe_dir(dir, first_detail, &w));
+}
+
 static uint64_t a_durable(st_db *a) { return eng_durable_seq(a->db); }
 
 static void a_recovery(st_db *a, st_recovery *out) {
@@ -211,6 +223,7 @@ const st_engine st_engine_ours = {
     .checkpoint = a_checkpoint,
     .verify = a_verify,
     .verify_dir = a_verify_dir,
+    .probe_dir = a_probe_dir,
     .durable_seq = a_durable,
     .recovery = a_recovery,
     .stats = a_stats,

@@ -1508,6 +1508,20 @@ int main(int argc, char **argv) {
     g.vc = vc;
     g.measuring = vd_measuring(&vc, NULL, 0);
 
+    /* A directory the engine refuses (files of a database with one of
+     * them lost: control, data, a WAL segment) is left exactly as it is:
+     * nothing of it is created over, and nothing is written beside it.
+     * Only --destroy_db_initially starts a new database there. */
+    if (!g.o.destroy_db_initially && g.E->probe_dir) {
+        char why[320];
+        if (g.E->probe_dir(g.o.db, why, sizeof why) == ST_CORRUPTION) {
+            fprintf(stderr, "stress: %s: the engine refuses this directory: %s\n"
+                    "stress: nothing was changed; --destroy_db_initially removes it and creates a new database\n",
+                    g.o.db, why);
+            return EXIT_INFRA;
+        }
+    }
+
     /* ---- from here on, things are written ---- */
     if (g.o.destroy_db_initially) {
         rm_rf(g.o.db);

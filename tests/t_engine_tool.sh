@@ -3,7 +3,10 @@
 # corruption it must catch on disk (bit flip, misplaced block, zeroed
 # block), usage errors that must create nothing, dump-page and stat output;
 # the write-ahead log: sync modes, checkpoint, waldump, a damaged record in
-# the synced log caught by waldump and verify, recovery after a kill.
+# the synced log caught by waldump and verify, recovery after a kill; lost
+# files (control, data, a WAL segment) refused by load and reported by
+# verify, the directory left unchanged; verify after a damaged leaf blames
+# that leaf alone and names it as not checked.
 #
 # Run from the repository root (tests/run_all.sh does) with BUILD set
 # (default build).  Prints "ok NAME" / "not ok NAME" (with diagnostics
@@ -187,6 +190,28 @@ t_bitflip_leaf() {
   has out '^verify: CORRUPT layer=page_checksum' || return 1
 }
 
+# One flipped bit in a leaf between two others: verify reports that block
+# alone (its neighbours' sibling links are not blamed) and names it as the
+# page it could not check.
+t_verify_blames_only_the_damaged_leaf() {
+  local d=$T/onlyleaf ps leaf n
+  fresh onlyleaf --page-size 4096 || return 1
+  ps=$(page_size_of "$d")
+  leaf=$(leaf_blocks "$d" | sed -n 5p)
+  [ -n "$leaf" ] || { echo "no fifth leaf block found"; return 1; }
+  flip "$d/data" $((leaf * ps + 300)) 16
+  expect 1 "$TOOL" verify "$d" || return 1
+  n=$(grep -c '^corruption:' "$T/out")
+  [ "$n" -eq 1 ] || { echo "$n corruption lines, want exactly one (block $leaf):"; cat "$T/out"; return 1; }
+  has out "^corruption: layer=page_checksum file=data block=$leaf " || return 1
+  has out "^unchecked: blocks=$leaf skipped=leaf-links-across-them,unreachable-blocks$" || return 1
+  has out '^verify: 1 problems$' || return 1
+  # A clean database prints no unchecked line.
+  fresh onlyleaf_clean --page-size 4096 || return 1
+  expect 0 "$TOOL" verify "$T/onlyleaf_clean" || return 1
+  if grep -q '^unchecked:' "$T/out"; then echo "unchecked line on a clean database"; return 1; fi
+}
+
 t_check_after_corruption() {
   local d=$T/chk ps leaf
   fresh chk --page-size 16384 || return 1
@@ -354,22 +379,23 @@ stat_field() {
 # the redo point (LSN 0x20: no checkpoint since creation) holds whole
 # segments of synced records.  Each commit is fsynced (--sync commit), so
 # where exactly the kill lands does not matter.
+# CRASH_UNTIL (a segment name) waits for a later segment instead.
 crash_load() {
-  local name=$1 d=$T/$1 pid i rc; shift
+  local name=$1 d=$T/$1 pid i rc until=${CRASH_UNTIL:-0000000000020000}; shift
   rm -rf "$d"
   "$TOOL" load "$d" --keys 100000000 --sync commit --wal-segment-size "$SEG" \
     --checkpoint-wal-bytes 0 "$@" >"$T/crash.out" 2>&1 &
   pid=$!
   for ((i = 0; i < 6000; i++)); do
-    [ -e "$d/wal/0000000000020000" ] && break
+    [ -e "$d/wal/$until" ] && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.01
   done
   kill -9 "$pid" 2>/dev/null
   wait "$pid"
   rc=$?
-  if [ "$rc" -ne 137 ] || [ ! -e "$d/wal/0000000000020000" ]; then
-    echo "crash_load $name: load exited $rc before its log reached a third segment:"
+  if [ "$rc" -ne 137 ] || [ ! -e "$d/wal/$until" ]; then
+    echo "crash_load $name: load exited $rc before its log reached segment $until:"
     cat "$T/crash.out"
     return 1
   fi
@@ -531,6 +557,54 @@ t_wal_record_flip() {
   has err '^corruption: layer=wal_record' || return 1
 }
 
+# listing DIR: every file under DIR with its size and sha256, sorted (LOCK
+# included: a refused open must not even create it).
+listing() {
+  (cd "$1" && find . -type f -printf '%P %s\n' | sort && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+}
+
+# refused DIR LAYER FILE WORDS: load, check and verify all refuse DIR with a
+# report of LAYER on FILE saying WORDS; nothing under DIR changes.
+refused() {
+  local d=$1 layer=$2 file=$3 words=$4
+  listing "$d" >"$T/before"
+  expect 1 "$TOOL" load "$d" --keys 1 || return 1
+  has err "^corruption: layer=$layer file=$file .*$words" || return 1
+  if grep -q '^loaded' "$T/out"; then echo "load says it loaded"; return 1; fi
+  expect 1 "$TOOL" check "$d" --keys 1 || return 1
+  expect 1 "$TOOL" verify "$d" || return 1
+  has out "^corruption: layer=$layer file=$file .*$words" || return 1
+  has out '^verify: [1-9][0-9]* problems$' || return 1
+  listing "$d" >"$T/after"
+  if ! cmp -s "$T/before" "$T/after"; then
+    echo "the directory changed:"; diff "$T/before" "$T/after"; return 1
+  fi
+}
+
+t_lost_control_refused() {
+  local d=$T/lostctl
+  fresh lostctl --page-size 4096 || return 1
+  rm "$d/control"
+  refused "$d" control control 'control file is missing; present: data \(' || return 1
+  rm "$d/LOCK"    # a copy without the lock file: not even LOCK is made
+  refused "$d" control control 'control file is missing' || return 1
+  [ ! -e "$d/LOCK" ] || { echo "a refused open created LOCK"; return 1; }
+}
+
+t_lost_data_refused() {
+  local d=$T/lostdata
+  fresh lostdata --page-size 4096 || return 1
+  rm "$d/data"
+  refused "$d" control data 'data file is missing' || return 1
+}
+
+t_lost_segment_refused() {
+  local d=$T/lostseg
+  CRASH_UNTIL=0000000000030000 crash_load lostseg || return 1
+  rm "$d/wal/0000000000010000"
+  refused "$d" wal_record wal/0000000000010000 'WAL segment wal/0000000000010000 is missing' || return 1
+}
+
 t_stat_wal_json() {
   local d=$T/statwal
   expect 0 "$TOOL" load "$d" --keys 2000 --wal-segment-size "$SEG" --wal-compression zstd || return 1
@@ -611,6 +685,7 @@ run_test load_reopen_extend_and_get t_load_again_and_get
 run_test load_check_no_data_checksums t_no_checksums_roundtrip
 run_test verify_clean_exits_0 t_verify_clean
 run_test bitflip_in_leaf_caught_and_get_never_wrong t_bitflip_leaf
+run_test verify_blames_only_the_damaged_leaf_and_names_it t_verify_blames_only_the_damaged_leaf
 run_test check_after_corruption_exits_1 t_check_after_corruption
 run_test block_copied_over_another_caught_at_destination t_block_copied
 run_test zeroed_block_below_hwm_caught t_block_zeroed
@@ -627,5 +702,8 @@ run_test killed_load_recovers_verifies_and_checks t_crash_recovers
 run_test wal_record_flip_in_synced_log_caught t_wal_record_flip
 run_test stat_json_has_wal_images_archive_recovery t_stat_wal_json
 run_test log_option_usage_errors_exit_2_and_create_nothing t_usage_log_options
+run_test lost_control_refused_by_load_and_verify_dir_unchanged t_lost_control_refused
+run_test lost_data_refused_by_load_and_verify_dir_unchanged t_lost_data_refused
+run_test lost_wal_segment_refused_by_load_and_verify_dir_unchanged t_lost_segment_refused
 
 [ "$failed" -eq 0 ]

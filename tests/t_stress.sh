@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # t_stress.sh -- the stress driver and the oracle, end to end (issue 5):
 #   - usage errors exit 2 and write nothing; --help and --list_fault_points
+#   - a directory the engine refuses (a lost control or data file) exits 3
+#     and is left unchanged; --destroy_db_initially starts over there
 #   - a clean run passes (two threads, reopens, verifies, checkpoints)
 #   - each fault class alone: the run passes, the class was injected and
 #     every injection reached an allowed outcome
@@ -75,6 +77,31 @@ else nok "clean_run_two_threads (rc=$rc)" "$d.out"; fi
 # The same database again: the check at start and --verification_only.
 "$S" --db "$d/db" --verification_only --max_key 3000 --report "$d/v.json" >"$d.v.out" 2>&1
 if [ $? -eq 0 ] && [ "$(jget "$d/v.json" checks.verified)" -ge 3000 ]; then ok verification_only; else nok verification_only "$d.v.out"; fi
+
+# ---- a directory the engine refuses: exit 3, nothing changed (issue 12) ----
+# listing DIR: every entry under DIR (type, size) and every file's sha256.
+listing() { (cd "$1" && find . -printf '%P %y %s\n' | sort && find . -type f -print0 | sort -z | xargs -0 -r sha256sum); }
+refused_run() { # NAME DIR WORDS: stress on DIR exits 3 saying WORDS; DIR's parent unchanged
+  local name=$1 d=$2 words=$3 top; top=$(dirname "$d")
+  listing "$top" >"$T/$name.before"
+  "$S" --db "$d" --threads 1 --ops_per_thread 200 --max_key 200 >"$T/$name.out" 2>&1
+  local rc=$?
+  listing "$top" >"$T/$name.after"
+  if [ $rc -eq 3 ] && cmp -s "$T/$name.before" "$T/$name.after" && grep -q -- "$words" "$T/$name.out" \
+     && grep -q -- '--destroy_db_initially' "$T/$name.out"; then ok "$name"
+  else diff "$T/$name.before" "$T/$name.after" >>"$T/$name.out"; nok "$name (rc=$rc)" "$T/$name.out"; fi
+}
+mkdir -p "$T/foreign/db" && head -c 100000 /dev/urandom >"$T/foreign/db/data"
+refused_run refuses_a_folder_with_a_data_file_exit_3_unchanged "$T/foreign/db" 'control file is missing; present: data (100000 bytes)'
+# stress's own database, its expected state beside it, control lost
+cp -a "$T/clean" "$T/lostctl" && rm "$T/lostctl/db/control"
+refused_run refuses_its_own_database_without_control_exit_3_unchanged "$T/lostctl/db" 'control file is missing'
+cp -a "$T/clean" "$T/lostdata" && rm "$T/lostdata/db/data"
+refused_run refuses_a_database_without_its_data_file_exit_3_unchanged "$T/lostdata/db" 'data file is missing'
+# --destroy_db_initially starts a new database there
+"$S" --db "$T/foreign/db" --destroy_db_initially --threads 1 --ops_per_thread 200 --max_key 200 >"$T/foreign.out" 2>&1
+if [ $? -eq 0 ] && [ -e "$T/foreign/db/control" ]; then ok destroy_db_initially_recreates_a_refused_folder
+else nok destroy_db_initially_recreates_a_refused_folder "$T/foreign.out"; fi
 
 # ---- each fault class alone ----
 # test-name class option one_in mode extra-options...
