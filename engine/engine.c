@@ -401,10 +401,13 @@ static int create_db(eng_db *db) {
     db->ctl.wal_gen = 1;
     atomic_store(&db->hwm, 0);
     /* Data or log without control is debris of an interrupted creation. */
-    io_unlink(db->io, db->dir, DATA_NAME);
+    /* Absent is fine; any other failure may have left the file, and the
+     * creation would then build on its old pages. */
+    int rc = io_unlink(db->io, db->dir, DATA_NAME);
+    if (rc != ENG_OK && rc != ENG_NOTFOUND) return rc;
     char wdir[4200];
     snprintf(wdir, sizeof wdir, "%s/%s", db->dir, WAL_DIR);
-    int rc = io_open(db->io, db->dir, DATA_NAME, DATA_FILE_ID, 1, 0, &db->data);
+    rc = io_open(db->io, db->dir, DATA_NAME, DATA_FILE_ID, 1, 0, &db->data);
     if (rc) return rc;
     db->data_open = 1;
     if ((rc = start_pool(db))) return rc;
@@ -418,7 +421,8 @@ static int create_db(eng_db *db) {
     for (uint64_t s = 0; s < 64 * db->ctl.seg_size; s += db->ctl.seg_size) {
         char name[32];
         snprintf(name, sizeof name, "%016llx", (unsigned long long)s);
-        io_unlink(db->io, wdir, name);
+        rc = io_unlink(db->io, wdir, name);
+        if (rc != ENG_OK && rc != ENG_NOTFOUND) return rc; /* an old segment the new log would read */
     }
     if ((rc = open_wal(db, WAL_BLOCK_HDR, 0))) return rc;
     uint8_t rec[24] = {0};

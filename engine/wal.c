@@ -1108,6 +1108,8 @@ int wal_remove_before(wal *w, uint64_t lsn)
                 }
             } else {
                 rc = io_unlink(w->io, w->waldir, name);
+                if (rc == ENG_NOTFOUND)
+                    rc = ENG_IOERR; /* listed a moment ago: someone else's doing */
                 if (rc == ENG_OK)
                     stat_add(&w->st_segments_removed, 1);
             }
