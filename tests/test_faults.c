@@ -25,6 +25,9 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <fiu-control.h>
+#include <fiu.h>
+
 #include "crashutil.h"
 #include "faults.h"
 
@@ -1149,6 +1152,178 @@ TU_BACKEND_TEST(faults, sync_error_fails_and_poisons, T_OPTS) {
  * its line (naming the file) before the drop's (detected, never swallowed). */
 TU_BACKEND_TEST(faults, sync_error_at_engine_fsync_point_fails_and_poisons, T_OPTS) {
     sync_error_case(*backend, "engine/io/fsync");
+}
+
+/* ---- the points each class reaches: fired, in the ledger, detected ------------------------ */
+
+/* A workload of puts (sync commit), gets (a cache of 16 frames over 600
+ * keys: reads miss) and checkpoints, one call per op number, with CLS at
+ * 1 in ONE_IN, until POINT has fired (at most MAX_OPS ops).  A failed call
+ * closes the handle and opens it again (each open attempt is a call of
+ * its own: recovery meets the faults too).  Then every error the ledger
+ * holds must have failed the call it was injected into (V3's "detected";
+ * a call that returned ok would be "swallowed"), and the point's lines
+ * name it with the class. */
+static void point_case(int backend, int cls, uint64_t one_in, const char *point, uint64_t seed) {
+    enum { MAX_OPS = 6000 };
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+    populate(dir, backend, 600);
+    flt_options fo = fopts(run, dir, seed);
+    fo.one_in[cls] = one_in;
+    flt_ctx *f = fopen_ok(&fo);
+    flt_thread_start(f, 0);
+    eng_options o = eopts(backend, flt_hooks(f), NULL);
+    o.sync_mode = ENG_SYNC_COMMIT;
+    static int rcs[MAX_OPS + 64];
+    uint64_t op = 0;
+    int idx = point_index(point), failures = 0;
+    flt_counts c;
+    eng_db *db = NULL;
+    eng_buf b = {0};
+    tu_rng r = {seed};
+    char k[32];
+    uint8_t v[512];
+    size_t kl, vl;
+    for (;;) {
+        flt_get_counts(f, &c);
+        if (c.point_hits[idx] || op >= MAX_OPS) break;
+        flt_op(f, op);
+        int rc;
+        if (!db) {
+            rc = eng_open(dir, &o, &db);
+            if (rc != ENG_OK) db = NULL;
+        } else {
+            uint64_t x = tu_below(&r, 100), key = tu_below(&r, 600);
+            kv(key, (uint32_t)op, k, &kl, v, &vl);
+            if (x < 50) rc = eng_put(db, k, kl, v, vl, NULL);
+            else if (x < 75) rc = eng_get(db, k, kl, &b);
+            else rc = eng_checkpoint(db);
+            if (rc == ENG_NOTFOUND) rc = ENG_OK;
+            if (rc != ENG_OK) {
+                failures++;
+                eng_close(db); /* poisoned or not: start again from recovery */
+                db = NULL;
+            }
+        }
+        rcs[op++] = rc;
+    }
+    flt_pause(f, 1);
+    if (db) eng_close(db);
+    eng_buf_free(&b);
+    cr_assert(c.point_hits[idx] > 0, "%s never fired in %llu ops (%d failed calls)", point, (unsigned long long)op,
+              failures);
+    check_counts(f, run);
+    lg l = lg_read(run);
+    size_t at_point = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        const char *line = l.lines[i];
+        int64_t lop = jnum(line, "op");
+        cr_assert(lop >= 0 && (uint64_t)lop < op, "%s", line);
+        cr_assert_eq(jnum(line, "thread"), 0, "%s", line);
+        cr_assert_neq(rcs[lop], ENG_OK, "swallowed: op %lld returned ok: %s", (long long)lop, line);
+        if (line_is(line, "point", point)) {
+            at_point++;
+            cr_assert(line_is(line, "class", flt_class_name(cls)), "%s", line);
+            cr_assert(line_is(line, "err", cls == FLT_NOSPACE ? "ENOSPC" : "EIO"), "%s", line);
+        }
+    }
+    cr_assert_eq(at_point, c.point_hits[idx]);
+    lg_free(&l);
+    flt_close(f);
+}
+
+TU_BACKEND_TEST(faults, write_error_reaches_engine_io_meta_and_is_detected, T_OPTS) {
+    point_case(*backend, FLT_WRITE_ERROR, 6, "engine/io/meta", 61);
+}
+
+TU_BACKEND_TEST(faults, write_error_reaches_checkpoint_control_and_is_detected, T_OPTS) {
+    point_case(*backend, FLT_WRITE_ERROR, 6, "engine/checkpoint/control", 62);
+}
+
+TU_BACKEND_TEST(faults, write_error_reaches_wal_append_and_is_detected, T_OPTS) {
+    point_case(*backend, FLT_WRITE_ERROR, 6, "engine/wal/append", 63);
+}
+
+TU_BACKEND_TEST(faults, nospace_reaches_wal_append_and_is_detected, T_OPTS) {
+    point_case(*backend, FLT_NOSPACE, 6, "engine/wal/append", 64);
+}
+
+/* The uring points: reached only with io_uring, each read's or write's
+ * class by the kind of the request. */
+Test(faults, read_error_reaches_uring_submit_and_is_detected, T_OPTS) {
+    point_case(ENG_IO_URING, FLT_READ_ERROR, 6, "engine/io/uring/submit", 65);
+}
+
+Test(faults, read_error_reaches_uring_complete_and_is_detected, T_OPTS) {
+    point_case(ENG_IO_URING, FLT_READ_ERROR, 6, "engine/io/uring/complete", 66);
+}
+
+Test(faults, write_error_reaches_uring_submit_and_is_detected, T_OPTS) {
+    point_case(ENG_IO_URING, FLT_WRITE_ERROR, 6, "engine/io/uring/submit", 67);
+}
+
+Test(faults, write_error_reaches_uring_complete_and_is_detected, T_OPTS) {
+    point_case(ENG_IO_URING, FLT_WRITE_ERROR, 6, "engine/io/uring/complete", 68);
+}
+
+TU_BACKEND_TEST(faults, sync_error_reaches_engine_io_fsync_and_is_detected, T_OPTS) {
+    point_case(*backend, FLT_SYNC_ERROR, 6, "engine/io/fsync", 69);
+}
+
+/* The psync backend never reaches the uring points: enabled, never checked. */
+Test(faults, uring_points_are_not_reached_with_psync, T_OPTS) {
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+    flt_options fo = fopts(run, dir, 70);
+    fo.one_in[FLT_READ_ERROR] = 1000000;
+    fo.one_in[FLT_WRITE_ERROR] = 1000000;
+    flt_ctx *f = fopen_ok(&fo);
+    flt_thread_start(f, 0);
+    eng_options o = eopts(ENG_IO_PSYNC, flt_hooks(f), NULL);
+    eng_db *db = tu_open(dir, &o);
+    for (int i = 0; i < 200; i++) cr_assert_eq(eng_put(db, "k", 1, "v", 1, NULL), ENG_OK);
+    tu_close(db);
+    flt_counts c;
+    flt_get_counts(f, &c);
+    cr_assert(c.point_checks[point_index("engine/io/write")] > 0);
+    cr_assert_eq(c.point_checks[point_index("engine/io/uring/submit")], 0);
+    cr_assert_eq(c.point_checks[point_index("engine/io/uring/complete")], 0);
+    flt_close(f);
+}
+
+/* Engine bugs found by mapping write_error to engine/io/meta: two
+ * unlinks of leftovers ignored every error, not only "absent", so the
+ * oracle judged an injected EIO swallowed (the call returned ok) and the
+ * engine went on over what the failed unlink may have left.  libfiu
+ * directly, once: the first metadata operation of the open fails. */
+static int open_with_first_meta_failing(const char *dir, int backend) {
+    cr_assert_eq(fiu_init(0), 0);
+    cr_assert_eq(fiu_enable("engine/io/meta", EIO, NULL, FIU_ONETIME), 0);
+    eng_faults_arm(1);
+    eng_options o = eopts(backend, NULL, NULL);
+    eng_db *db = NULL;
+    int rc = eng_open(dir, &o, &db);
+    eng_faults_arm(0);
+    fiu_disable("engine/io/meta");
+    if (db) eng_close(db);
+    return rc;
+}
+
+/* control_write unlinks control.tmp first (a leftover of a crash): the
+ * first metadata operation of a recovery. */
+TU_BACKEND_TEST(faults, control_write_fails_when_unlinking_its_leftover_fails, T_OPTS) {
+    const char *dir = tu_tmpdir();
+    populate(dir, *backend, 10);
+    int rc = open_with_first_meta_failing(dir, *backend);
+    cr_assert_eq(rc, ENG_IOERR, "open (recovery writes control): %s", eng_strerror(rc));
+}
+
+/* Creation unlinks a data file without control (debris of an interrupted
+ * creation) first: creating over it would build on its old pages. */
+TU_BACKEND_TEST(faults, create_fails_when_unlinking_old_debris_fails, T_OPTS) {
+    char dir[4096];
+    tu_path(dir, sizeof dir, tu_tmpdir(), "new");
+    int rc = open_with_first_meta_failing(dir, *backend);
+    cr_assert_eq(rc, ENG_IOERR, "open (creates): %s", eng_strerror(rc));
 }
 
 /* ---- sync_error: the dirty data of the failed file is dropped ------------------------------- */
