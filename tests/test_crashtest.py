@@ -292,6 +292,41 @@ class TestPlan(unittest.TestCase):
             self.assertEqual(s["kill_points"], "kill/recovery/mid_redo,kill/recovery/before_end_checkpoint")
 
 
+    # The engine's kill points (stress --list_fault_points).
+    ALL_KILL = ["kill/wal/after_write_before_sync", "kill/wal/after_sync", "kill/commit/after_batch_record",
+                "kill/commit/between_ops", "kill/page/mid_write_back", "kill/checkpoint/after_data_before_control",
+                "kill/checkpoint/after_record", "kill/control/after_temp_before_rename", "kill/recovery/mid_redo",
+                "kill/recovery/before_end_checkpoint"]
+
+    def test_log_kill_points_get_a_group_of_their_own(self):
+        # A 5-minute simple run never hit kill/wal/*: at "all points" odds a
+        # short iteration rarely kills, and no narrower group held them.
+        plans = [ct.draw_plan(ct.iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL) for i in range(400)]
+        log = [p for p in plans if p.get("kill_points") == "kill/wal/after_write_before_sync,kill/wal/after_sync"]
+        mode0 = [p for p in plans if p.get("kill_mode") == 0]
+        self.assertTrue(mode0)
+        self.assertGreater(len(log), len(mode0) // 4)
+        self.assertLess(len(log), len(mode0))  # "all points" keeps the rest of mode 0
+        for p in log:
+            self.assertEqual(p["kill_mode_name"], "log write and sync points")
+            self.assertLessEqual(p["kill_random_test"], 20000)
+        self.assertEqual(plans, [ct.draw_plan(ct.iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL)
+                                 for i in range(400)])  # still a function of the seed
+
+    def test_every_kill_point_is_in_a_narrow_group(self):
+        # Each kill point is armed, at odds of at most 20000, by some
+        # whitebox group (the workload's or the second crash's in recovery).
+        covered = set()
+        for i in range(200):
+            p = ct.draw_plan(ct.iteration_seed(9, i), "whitebox", 10, {}, self.ALL_KILL)
+            if p.get("kill_points") and p["kill_random_test"] <= 20000:
+                covered |= set(p["kill_points"].split(","))
+            if p.get("second_crash", {}).get("how") == "kill_point":
+                covered |= set(p["second_crash"]["kill_points"].split(","))
+        missing = set(self.ALL_KILL) - covered - {"kill/commit/after_batch_record", "kill/commit/between_ops"}
+        self.assertEqual(missing, set())
+
+
 class TestJudge(unittest.TestCase):
     PASS = {"verdict": "pass", "totals": {}}
 
@@ -514,7 +549,8 @@ class TestRealEngine(unittest.TestCase):
         kinds = [it["kind"] for it in s["iterations"]]
         self.assertEqual(len(kinds), 4)
         self.assertIn("whitebox/reopen without a kill", kinds)
-        self.assertIn("whitebox/all points", kinds)
+        # mode 0: every point, or (half of its iterations) the log's points
+        self.assertTrue({"whitebox/all points", "whitebox/log write and sync points"} & set(kinds), kinds)
         self.assertTrue(all(it["verdict"] == "pass" for it in s["iterations"]))
 
     def test_iteration_seed_and_shards(self):
