@@ -237,12 +237,14 @@ KILL_MODES = [
     ("checkpoint and control points", ["kill/checkpoint/", "kill/control/"], (3, 300)),
     ("reopen without a kill", None, None),
 ]
-# Drawn in place of mode 0 in half of its iterations (a stream of its own,
-# so the other draws do not move).  The log's kill points are reached once
-# per group-commit flush, as often as the commit points, yet at mode 0's
-# odds an iteration of a few seconds rarely kills at all, and no other
-# group holds them: a 5-minute simple run never hit either.
-LOG_KILL_MODE = ("log write and sync points", ["kill/wal/"], (20, 20000))
+# Drawn in place of mode 0 in two thirds of its iterations, one each (a
+# stream of their own, so the other draws do not move).  At mode 0's odds
+# an iteration of a few seconds rarely kills at all, and no other group
+# holds the log's or the commit path's points: a 5-minute simple run never
+# hit kill/wal/*, and with the log group alone a 10-minute one missed
+# kill/commit/between_ops (reached only between the ops of a batch).
+NARROW_KILL_MODES = [("log write and sync points", ["kill/wal/"], (20, 20000)),
+                     ("commit points", ["kill/commit/"], (20, 20000))]
 RECOVERY_PREFIX = "kill/recovery/"
 
 POWERLOSS_MODES = [("rollback", 3), ("tear", 2), ("mixed", 3), ("keep", 1)]
@@ -493,8 +495,10 @@ def draw_plan(seed, mode, interval, params, catalogue, measure=False, max_varian
         return plan
     plan["duration"] = run_for
     name, prefixes, odds = KILL_MODES[kmode]
-    if kmode == 0 and Rng(derive(seed, "kill group")).chance(0.5):
-        name, prefixes, odds = LOG_KILL_MODE
+    if kmode == 0:
+        g = Rng(derive(seed, "kill group")).below(len(NARROW_KILL_MODES) + 1)
+        if g < len(NARROW_KILL_MODES):
+            name, prefixes, odds = NARROW_KILL_MODES[g]
     plan["kill_mode_name"] = name
     if odds is None:
         plan["reopen"] = 2 + Rng(odds_x).below(9)

@@ -97,9 +97,11 @@ typedef struct flt_thr {
     flt_buf *bufs;
     size_t nbufs;
     /* Set by the hooks, read by fiu.c's callback on the same thread: */
-    int io_kind;              /* ENG_IO_READ or ENG_IO_WRITE of the last read
-                               * or write before() (uring points: which
-                               * class a submission or completion belongs to) */
+    int io_kind;              /* 1 + ENG_IO_READ or 1 + ENG_IO_WRITE of the
+                               * last read or write before(), 0 before any
+                               * (uring points: which class a submission or
+                               * completion belongs to; without the hooks
+                               * installed, none) */
     int sync_fiu;             /* before(SYNC) drew a sync_error for the
                                * engine/io/fsync point: it fires next */
     const char *sync_path;    /* the file of that fsync (valid until after()) */

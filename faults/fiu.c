@@ -153,9 +153,9 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
         }
         break;
     case FLT_PK_URING:
-        if (t && t->io_kind == ENG_IO_READ && flt_draw(f, t, FLT_READ_ERROR))
+        if (t && t->io_kind == 1 + ENG_IO_READ && flt_draw(f, t, FLT_READ_ERROR))
             cls = FLT_READ_ERROR, err = EIO;
-        else if (t && t->io_kind == ENG_IO_WRITE && flt_draw(f, t, FLT_WRITE_ERROR))
+        else if (t && t->io_kind == 1 + ENG_IO_WRITE && flt_draw(f, t, FLT_WRITE_ERROR))
             cls = FLT_WRITE_ERROR, err = EIO;
         break;
     case FLT_PK_KILL:

@@ -322,7 +322,7 @@ static int hook_before(void *ctx, eng_io_op *op) {
          * with no op of their own to look at. */
         t = flt_thr_get(f);
         if (t)
-            t->io_kind = op->kind;
+            t->io_kind = 1 + op->kind;
     }
     int data = is_data_file(op);
     if (data && (op->kind == ENG_IO_WRITE || op->kind == ENG_IO_READ))
