@@ -84,9 +84,12 @@ int control_write(io_ctx *io, const char *dir, const control *c) {
     static const char tmp[] = CONTROL_NAME ".tmp";
     uint8_t buf[CONTROL_SIZE];
     control_encode(c, buf);
-    io_unlink(io, dir, tmp); /* a leftover from a crash; absent is fine */
+    /* A leftover from a crash; absent is fine, any other failure is the
+     * caller's (an unlink that failed may have left the file). */
+    int rc = io_unlink(io, dir, tmp);
+    if (rc != ENG_OK && rc != ENG_NOTFOUND) return rc;
     io_file f;
-    int rc = io_open(io, dir, tmp, -1, 1, 0, &f);
+    rc = io_open(io, dir, tmp, -1, 1, 0, &f);
     if (rc != ENG_OK) return rc;
     rc = io_write(io, &f, buf, sizeof buf, 0);
     if (rc == ENG_OK) rc = io_sync(io, &f);

@@ -508,9 +508,13 @@ static int write_creating(eng_db *db, int exists) {
 /* F3: debris of an interrupted creation (the marker stays: it still
  * covers everything until control is in place). */
 static int remove_debris(eng_db *db, const dir_files *f) {
+    /* Absent is fine; any other failure may have left the file, and the
+     * creation would then build on its old pages. */
     int rc = ENG_OK;
     if (f->data) rc = io_unlink(db->io, db->dir, DATA_NAME);
+    if (rc == ENG_NOTFOUND) rc = ENG_OK;
     if (rc == ENG_OK && f->control_tmp) rc = io_unlink(db->io, db->dir, CONTROL_NAME ".tmp");
+    if (rc == ENG_NOTFOUND) rc = ENG_OK;
     if (rc == ENG_OK && f->nsegs) rc = wal_remove_segments(db->io, db->dir);
     return rc;
 }

@@ -13,6 +13,9 @@
  *   engine/...  an I/O or log failure: when the point fires, the operation
  *               fails with errno = the failnum it was enabled with (EIO,
  *               ENOSPC ...), before it is issued, as the kernel would say it
+ *               (engine/io/fsync in the sync call itself, after the I/O
+ *               hooks' before(): their after() sees the failure, so a fault
+ *               library can drop the file's dirty data as Linux may)
  *   kill/...    a crash site: the point only asks; the fault library's
  *               callback ends the process (SIGKILL) when it decides to
  * libfiu tells an external callback the enabled name, not the point that
@@ -30,7 +33,7 @@ typedef struct eng_fault_point {
 #define ENG_FAULT_POINTS(X)                                                                      \
     X(FP_IO_READ, "engine/io/read", "a read (pread or io_uring read submission) fails")          \
     X(FP_IO_WRITE, "engine/io/write", "a write fails before it is issued")                       \
-    X(FP_IO_FSYNC, "engine/io/fsync", "an fsync of a file fails (the kernel may drop its dirty pages)") \
+    X(FP_IO_FSYNC, "engine/io/fsync", "an fsync of a file fails in the sync call, after the hooks saw it begin (the kernel may drop its dirty pages)") \
     X(FP_IO_SHORT, "engine/io/short", "one read or write syscall transfers only part of its range") \
     X(FP_IO_META, "engine/io/meta", "create, rename, unlink, truncate or directory fsync fails") \
     X(FP_URING_SUBMIT, "engine/io/uring/submit", "io_uring submission fails")                   \

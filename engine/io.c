@@ -134,12 +134,16 @@ int io_last_errno(const io_ctx *io)
 static int hook_before(io_ctx *io, eng_io_op *op)
 {
     /* The engine's own fault points come first: they model the call
-     * failing in the kernel, before any hook sees it issued. */
-    int fp = op->kind == ENG_IO_READ ? FP_IO_READ : op->kind == ENG_IO_WRITE ? FP_IO_WRITE
-           : op->kind == ENG_IO_SYNC ? FP_IO_FSYNC : FP_IO_META;
-    int injected = ENG_FAULT(fp);
-    if (injected)
-        return -injected;
+     * failing in the kernel, before any hook sees it issued.  Except an
+     * fsync's (do_sync): the hooks see that one issued and its failure in
+     * after(), where a fault library may drop the file's dirty data as
+     * Linux may when an fsync fails. */
+    if (op->kind != ENG_IO_SYNC) {
+        int fp = op->kind == ENG_IO_READ ? FP_IO_READ : op->kind == ENG_IO_WRITE ? FP_IO_WRITE : FP_IO_META;
+        int injected = ENG_FAULT(fp);
+        if (injected)
+            return -injected;
+    }
     const eng_io_hooks *h = io->hooks;
     if (!h || !h->before)
         return 0;
@@ -548,6 +552,11 @@ static int backend_fsync(io_ctx *io, int fd)
 static int do_sync(io_ctx *io, eng_io_op *op, void *arg)
 {
     (void)op;
+    /* The kernel's answer, in place of the call: before() has run, so
+     * after() sees the failure (and the journal the sync begin). */
+    int injected = ENG_FAULT(FP_IO_FSYNC);
+    if (injected)
+        return -injected;
     return backend_fsync(io, *(int *)arg);
 }
 
@@ -719,7 +728,12 @@ int io_unlink(io_ctx *io, const char *dir, const char *name)
     if (join_path(a, sizeof a, dir, name) != ENG_OK)
         return ENG_INVALID;
     eng_io_op op = { .kind = ENG_IO_UNLINK, .file_id = -1, .path = a };
-    return hooked_op(io, &op, do_unlink, NULL);
+    int rc = hooked_op(io, &op, do_unlink, NULL);
+    /* Told apart from a failure: callers that clear leftovers ignore only
+     * this (an unlink that failed with EIO may have left the file). */
+    if (rc != ENG_OK && op.result == -ENOENT)
+        return ENG_NOTFOUND;
+    return rc;
 }
 
 /* ---- context ----------------------------------------------------------- */

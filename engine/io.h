@@ -96,7 +96,9 @@ int io_size(io_ctx *io, io_file *f, uint64_t *size);
 
 int io_truncate(io_ctx *io, io_file *f, uint64_t size);
 
-/* Metadata operations on DIR/NAME, each hooked. */
+/* Metadata operations on DIR/NAME, each hooked.  io_unlink returns
+ * ENG_NOTFOUND when NAME does not exist (the kernel said ENOENT), so a
+ * caller clearing a leftover can ignore exactly that and no other error. */
 int io_rename(io_ctx *io, const char *dir, const char *from, const char *to);
 int io_unlink(io_ctx *io, const char *dir, const char *name);
 int io_dirsync(io_ctx *io, const char *dir);

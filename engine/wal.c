@@ -1108,6 +1108,8 @@ int wal_remove_before(wal *w, uint64_t lsn)
                 }
             } else {
                 rc = io_unlink(w->io, w->waldir, name);
+                if (rc == ENG_NOTFOUND)
+                    rc = ENG_IOERR; /* listed a moment ago: someone else's doing */
                 if (rc == ENG_OK)
                     stat_add(&w->st_segments_removed, 1);
             }
@@ -1654,6 +1656,7 @@ int wal_remove_segments(io_ctx *io, const char *dir)
         char name[17];
         seg_name(name, v[i]);
         rc = io_unlink(io, waldir, name);
+        if (rc == ENG_NOTFOUND) rc = ENG_OK; /* gone already: what we wanted */
     }
     free(waldir);
     free(v);

@@ -96,6 +96,16 @@ typedef struct flt_thr {
     flt_rng rng[FLT_CLASS_COUNT]; /* unused when thread == -1 (shared streams) */
     flt_buf *bufs;
     size_t nbufs;
+    /* Set by the hooks, read by fiu.c's callback on the same thread: */
+    int io_kind;              /* 1 + ENG_IO_READ or 1 + ENG_IO_WRITE of the
+                               * last read or write before(), 0 before any
+                               * (uring points: which class a submission or
+                               * completion belongs to; without the hooks
+                               * installed, none) */
+    int sync_fiu;             /* before(SYNC) drew a sync_error for the
+                               * engine/io/fsync point: it fires next */
+    const char *sync_path;    /* the file of that fsync (valid until after()) */
+    int sync_fiu_fired;       /* it fired: after(SYNC) drops dirty data */
     struct flt_thr *next;     /* every state of the context, for flt_close */
 } flt_thr;
 
@@ -108,7 +118,12 @@ typedef struct flt_point {
     int enabled;
 } flt_point;
 
-enum { FLT_PK_NONE = 0, FLT_PK_READ, FLT_PK_WRITE, FLT_PK_SHORT, FLT_PK_KILL };
+/* What a point injects (fiu.c's table): READ read_error; WRITE
+ * write_error or nospace; EIO write_error only; SHORT short_io; FSYNC the
+ * sync_error before(SYNC) decided; URING read_error or write_error by the
+ * thread's io_kind; KILL kill. */
+enum { FLT_PK_NONE = 0, FLT_PK_READ, FLT_PK_WRITE, FLT_PK_EIO, FLT_PK_SHORT, FLT_PK_FSYNC, FLT_PK_URING,
+       FLT_PK_KILL };
 
 struct flt_ctx {
     uint64_t gen;             /* unique per context: keys the thread-local cache */
@@ -126,6 +141,8 @@ struct flt_ctx {
 
     flt_point points[FLT_MAX_POINTS];
     size_t npoints;
+    int fsync_point;          /* engine/io/fsync is enabled: sync_error
+                               * splits its firings with hook/sync */
 
     pthread_mutex_t mu;       /* the thread list and the shared streams */
     flt_thr *threads;
@@ -162,6 +179,7 @@ int flt_kill_points_valid(const char *list);
 
 /* inject.c */
 void flt_hooks_init(flt_ctx *f);
+const char *flt_rel_path(flt_ctx *f, const char *path); /* for the ledger's file field */
 void flt_thr_free_bufs(flt_thr *t);
 
 #endif

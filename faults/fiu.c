@@ -6,13 +6,27 @@
  * callback whose failinfo is the point's flt_point, because libfiu tells
  * the callback the enabled name, not the point that fired:
  *
- *   class                  point              failnum
- *   read_error             engine/io/read     EIO
- *   write_error, nospace   engine/io/write    EIO or ENOSPC, set per firing
- *   short_io               engine/io/short    (any: the engine halves one
- *                                             transfer and finishes the rest)
- *   kill                   kill/... (all,     the callback never returns:
- *                          or kill_points)    ledger line, then SIGKILL
+ *   class                  point                      failnum
+ *   read_error             engine/io/read             EIO
+ *   write_error, nospace   engine/io/write            EIO or ENOSPC, set per firing
+ *                          engine/wal/append          (the engine poisons the log
+ *                                                     as a failed write of it would)
+ *   write_error            engine/io/meta             EIO (create, rename, unlink,
+ *                                                     truncate, directory fsync)
+ *                          engine/checkpoint/control  EIO (before control is written)
+ *   read_error or          engine/io/uring/submit     EIO, by the kind of the calling
+ *   write_error            engine/io/uring/complete   thread's last read or write
+ *                                                     (io_kind, set by before(); only
+ *                                                     io_backend=uring reaches them)
+ *   sync_error             engine/io/fsync            EIO: fires when before(SYNC)
+ *                                                     drew a sync_error and gave it
+ *                                                     to this point (half of them,
+ *                                                     inject.c); after(SYNC) then
+ *                                                     drops dirty data as for hook/sync
+ *   short_io               engine/io/short            (any: the engine halves one
+ *                                                     transfer and finishes the rest)
+ *   kill                   kill/... (all,             the callback never returns:
+ *                          or kill_points)            ledger line, then SIGKILL
  *
  * libfiu calls the callback every time an enabled point is reached (with
  * the engine armed), so the callback counts checks there, draws from the
@@ -37,8 +51,11 @@
 #include "faults_int.h"
 
 int flt_fiu_wanted(const flt_options *o) {
+    /* sync_error works through the hooks alone in the plain build; with
+     * the points compiled in, half of it goes through engine/io/fsync. */
     return o->one_in[FLT_READ_ERROR] || o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE] ||
-           o->one_in[FLT_SHORT_IO] || o->kill_random_test || o->one_in[FLT_KILL];
+           o->one_in[FLT_SHORT_IO] || o->kill_random_test || o->one_in[FLT_KILL] ||
+           (o->one_in[FLT_SYNC_ERROR] && eng_faults_compiled());
 }
 
 static int is_kill_point(const char *name) {
@@ -120,9 +137,26 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
             cls = FLT_NOSPACE, err = ENOSPC;
         break;
     }
+    case FLT_PK_EIO:
+        if (flt_draw(f, t, FLT_WRITE_ERROR))
+            cls = FLT_WRITE_ERROR, err = EIO;
+        break;
     case FLT_PK_SHORT:
         if (flt_draw(f, t, FLT_SHORT_IO))
             cls = FLT_SHORT_IO;
+        break;
+    case FLT_PK_FSYNC:
+        /* Drawn already, by before(SYNC) on this thread (inject.c). */
+        if (t && t->sync_fiu) {
+            t->sync_fiu = 0;
+            cls = FLT_SYNC_ERROR, err = EIO;
+        }
+        break;
+    case FLT_PK_URING:
+        if (t && t->io_kind == 1 + ENG_IO_READ && flt_draw(f, t, FLT_READ_ERROR))
+            cls = FLT_READ_ERROR, err = EIO;
+        else if (t && t->io_kind == 1 + ENG_IO_WRITE && flt_draw(f, t, FLT_WRITE_ERROR))
+            cls = FLT_WRITE_ERROR, err = EIO;
         break;
     case FLT_PK_KILL:
         if (flt_draw(f, t, FLT_KILL))
@@ -136,6 +170,8 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
     flt_event e = flt_event_for(f, t, cls, p->name);
     if (err)
         e.err = err == ENOSPC ? "ENOSPC" : "EIO";
+    if (cls == FLT_SYNC_ERROR)
+        e.file = flt_rel_path(f, t->sync_path); /* as hook/sync's line */
     if (flt_record(f, cls, &e) != 0)
         return 0; /* F1: no line, no fault */
     atomic_fetch_add_explicit(&f->point_hits[p->idx], 1, memory_order_relaxed);
@@ -146,6 +182,8 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
         for (;;)
             pause(); /* not reached: SIGKILL cannot be caught */
     }
+    if (cls == FLT_SYNC_ERROR)
+        t->sync_fiu_fired = 1; /* after(SYNC) drops the file's dirty data */
     if (err)
         *failnum = err;
     return 1;
@@ -162,13 +200,23 @@ int flt_fiu_setup(flt_ctx *f) {
         n = FLT_MAX_POINTS;
     f->npoints = n;
     int got_read = 0, got_write = 0, got_short = 0, got_kill = 0;
+    int rd = o->one_in[FLT_READ_ERROR] != 0, wr = o->one_in[FLT_WRITE_ERROR] != 0;
     for (size_t i = 0; i < n; i++) {
         const char *name = eng_fault_point_name(i);
         int kind = FLT_PK_NONE;
-        if (!strcmp(name, "engine/io/read") && o->one_in[FLT_READ_ERROR])
+        if (!strcmp(name, "engine/io/read") && rd)
             kind = FLT_PK_READ, got_read = 1;
-        else if (!strcmp(name, "engine/io/write") && (o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE]))
+        else if (!strcmp(name, "engine/io/write") && (wr || o->one_in[FLT_NOSPACE]))
             kind = FLT_PK_WRITE, got_write = 1;
+        else if (!strcmp(name, "engine/wal/append") && (wr || o->one_in[FLT_NOSPACE]))
+            kind = FLT_PK_WRITE;
+        else if ((!strcmp(name, "engine/io/meta") || !strcmp(name, "engine/checkpoint/control")) && wr)
+            kind = FLT_PK_EIO;
+        else if ((!strcmp(name, "engine/io/uring/submit") || !strcmp(name, "engine/io/uring/complete")) &&
+                 (rd || wr))
+            kind = FLT_PK_URING;
+        else if (!strcmp(name, "engine/io/fsync") && o->one_in[FLT_SYNC_ERROR])
+            kind = FLT_PK_FSYNC, f->fsync_point = 1;
         else if (!strcmp(name, "engine/io/short") && o->one_in[FLT_SHORT_IO])
             kind = FLT_PK_SHORT, got_short = 1;
         else if (is_kill_point(name) && o->kill_random_test &&

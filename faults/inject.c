@@ -20,7 +20,13 @@
  *                        frame: never written)
  *   before(SYNC of any file)   sync_error: fail with -EIO, and first (with
  *                              the journal) roll the file's unsynced writes
- *                              back: Linux's "dirty data dropped"
+ *                              back: Linux's "dirty data dropped".  With the
+ *                              engine's points compiled in, half of these
+ *                              firings (a parameter draw) go to the point
+ *                              engine/io/fsync instead: before() marks the
+ *                              thread, the point fails the fsync in the
+ *                              kernel's place (ledger line by fiu.c), and
+ *                              after(SYNC) drops the dirty data the same way
  *   after(READ of DIR/data)    bitflip_inflight: flip one bit of the bytes
  *                              read, before the engine checks them
  *   and, with the journal open (sync_fault_injection, or sync_fault_one_in
@@ -39,6 +45,7 @@
  *   bitflip_inflight    hook/write  data  block     its offset     page size  yes
  *                       hook/read   data  block     its offset     bytes read yes
  *   sync_error          hook/sync   rel. path, err EIO
+ *                       engine/io/fsync  (fiu.c's line) rel. path, err EIO
  *                       sync/drop_dirty  rel. path  -  offset and len of one
  *                                  write rolled back (one line each, newest
  *                                  first, after the hook/sync line)
@@ -90,7 +97,7 @@ static int is_data_file(const eng_io_op *op) {
 }
 
 /* PATH relative to the database directory, for the ledger. */
-static const char *rel_path(flt_ctx *f, const char *path) {
+const char *flt_rel_path(flt_ctx *f, const char *path) {
     if (!path)
         return NULL;
     if (f->db_dir && strncmp(path, f->db_dir, f->db_dir_len) == 0 && path[f->db_dir_len] == '/')
@@ -296,9 +303,27 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
     }
 }
 
+/* A failed fsync: the file's unsynced writes rolled back (with the
+ * journal), each drop in the ledger first; counted as sync_error. */
+static void drop_dirty(flt_ctx *f, flt_thr *t, const char *path) {
+    if (!f->journal)
+        return;
+    flt_event d = flt_event_for(f, t, FLT_SYNC_ERROR, "sync/drop_dirty");
+    uint64_t n = 0;
+    flt_journal_drop_unsynced(f->journal, path, f->ledger, &d, &n);
+    atomic_fetch_add_explicit(&f->injected[FLT_SYNC_ERROR], n, memory_order_relaxed);
+}
+
 static int hook_before(void *ctx, eng_io_op *op) {
     flt_ctx *f = ctx;
     flt_thr *t = NULL;
+    if (op->kind == ENG_IO_READ || op->kind == ENG_IO_WRITE) {
+        /* For the uring points, which fire for this op (or its batch)
+         * with no op of their own to look at. */
+        t = flt_thr_get(f);
+        if (t)
+            t->io_kind = 1 + op->kind;
+    }
     int data = is_data_file(op);
     if (data && (op->kind == ENG_IO_WRITE || op->kind == ENG_IO_READ))
         learn_page_size(f, op);
@@ -309,18 +334,21 @@ static int hook_before(void *ctx, eng_io_op *op) {
         } else if (op->kind == ENG_IO_SYNC) {
             t = flt_thr_get(f);
             if (flt_draw(f, t, FLT_SYNC_ERROR)) {
-                flt_event e = flt_event_for(f, t, FLT_SYNC_ERROR, "hook/sync");
-                e.file = rel_path(f, op->path);
-                e.err = "EIO";
-                /* Not issued, so not journaled: no after() follows. */
-                if (flt_record(f, FLT_SYNC_ERROR, &e) == 0) {
-                    if (f->journal) {
-                        flt_event d = flt_event_for(f, t, FLT_SYNC_ERROR, "sync/drop_dirty");
-                        uint64_t n = 0;
-                        flt_journal_drop_unsynced(f->journal, op->path, f->ledger, &d, &n);
-                        atomic_fetch_add_explicit(&f->injected[FLT_SYNC_ERROR], n, memory_order_relaxed);
+                if (t && f->fsync_point && flt_below(f, t, FLT_SYNC_ERROR, 2)) {
+                    /* The engine's own point fails this fsync in the
+                     * kernel's place (fiu.c writes its line); after()
+                     * drops the dirty data. */
+                    t->sync_fiu = 1;
+                    t->sync_path = op->path;
+                } else {
+                    flt_event e = flt_event_for(f, t, FLT_SYNC_ERROR, "hook/sync");
+                    e.file = flt_rel_path(f, op->path);
+                    e.err = "EIO";
+                    /* Not issued, so not journaled: no after() follows. */
+                    if (flt_record(f, FLT_SYNC_ERROR, &e) == 0) {
+                        drop_dirty(f, t, op->path);
+                        return -EIO;
                     }
-                    return -EIO;
                 }
             }
         }
@@ -354,6 +382,15 @@ static void hook_after(void *ctx, eng_io_op *op) {
             e.mask = mask;
             if (flt_record(f, FLT_BITFLIP_INFLIGHT, &e) == 0)
                 ((uint8_t *)op->buf)[bit / 8] ^= mask;
+        }
+    }
+    if (op->kind == ENG_IO_SYNC) {
+        flt_thr *t = flt_thr_get(f);
+        if (t) {
+            int fired = t->sync_fiu_fired;
+            t->sync_fiu = t->sync_fiu_fired = 0; /* also when the point never ran (paused) */
+            if (fired && op->result < 0)
+                drop_dirty(f, t, op->path); /* before the engine hears of the failure */
         }
     }
     if (f->journal)

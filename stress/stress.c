@@ -1284,6 +1284,23 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
             fprintf(f, ": %llu", (unsigned long long)counts[k]);
         }
     }
+    /* Per engine point this process armed: times reached (checked while
+     * armed) and fired (the fault library's counts; a point not enabled
+     * is never reached, a killed process writes no report). */
+    fprintf(f, "},\n  \"fault_points_reached\": {");
+    {
+        flt_counts fc;
+        flt_get_counts(g.flt, &fc);
+        int first = 1;
+        for (size_t i = 0; i < eng_fault_point_count() && i < 64; i++) {
+            if (!fc.point_checks[i] && !fc.point_hits[i]) continue;
+            fprintf(f, "%s", first ? "" : ", ");
+            json_str_to(f, eng_fault_point_name(i));
+            fprintf(f, ": {\"reached\": %llu, \"fired\": %llu}", (unsigned long long)fc.point_checks[i],
+                    (unsigned long long)fc.point_hits[i]);
+            first = 0;
+        }
+    }
     char esc[256] = "{}";
     if (v) vd_escape_rates_json(v, esc, sizeof esc);
     fprintf(f, "},\n  \"escape_rate_per_protection_width\": %s,\n", esc);

@@ -291,6 +291,43 @@ class TestPlan(unittest.TestCase):
             self.assertEqual(s["kill_points"], "kill/recovery/mid_redo,kill/recovery/before_end_checkpoint")
 
 
+    # The engine's kill points (stress --list_fault_points).
+    ALL_KILL = ["kill/wal/after_write_before_sync", "kill/wal/after_sync", "kill/commit/after_batch_record",
+                "kill/commit/between_ops", "kill/page/mid_write_back", "kill/checkpoint/after_data_before_control",
+                "kill/checkpoint/after_record", "kill/control/after_temp_before_rename", "kill/recovery/mid_redo",
+                "kill/recovery/before_end_checkpoint"]
+
+    def test_log_and_commit_kill_points_get_groups_of_their_own(self):
+        # A 5-minute simple run never hit kill/wal/*, a 10-minute one with
+        # only the log group missed kill/commit/between_ops: at "all points"
+        # odds a short iteration rarely kills, and no narrower group held them.
+        plans = [ct.draw_plan(ct.iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL) for i in range(600)]
+        mode0 = [p for p in plans if p.get("kill_mode") == 0]
+        self.assertTrue(mode0)
+        for name, pts in (("log write and sync points", "kill/wal/after_write_before_sync,kill/wal/after_sync"),
+                          ("commit points", "kill/commit/after_batch_record,kill/commit/between_ops")):
+            got = [p for p in plans if p.get("kill_points") == pts]
+            self.assertGreater(len(got), len(mode0) // 6, name)
+            for p in got:
+                self.assertEqual(p["kill_mode_name"], name)
+                self.assertLessEqual(p["kill_random_test"], 20000)
+        self.assertTrue([p for p in mode0 if p["kill_mode_name"] == "all points"])
+        self.assertEqual(plans, [ct.draw_plan(ct.iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL)
+                                 for i in range(600)])  # still a function of the seed
+
+    def test_every_kill_point_is_in_a_narrow_group(self):
+        # Each kill point is armed, at odds of at most 20000, by some
+        # whitebox group (the workload's or the second crash's in recovery).
+        covered = set()
+        for i in range(200):
+            p = ct.draw_plan(ct.iteration_seed(9, i), "whitebox", 10, {}, self.ALL_KILL)
+            if p.get("kill_points") and p["kill_random_test"] <= 20000:
+                covered |= set(p["kill_points"].split(","))
+            if p.get("second_crash", {}).get("how") == "kill_point":
+                covered |= set(p["second_crash"]["kill_points"].split(","))
+        self.assertEqual(set(self.ALL_KILL) - covered, set())
+
+
 class TestJudge(unittest.TestCase):
     PASS = {"verdict": "pass", "totals": {}}
 
@@ -513,7 +550,9 @@ class TestRealEngine(unittest.TestCase):
         kinds = [it["kind"] for it in s["iterations"]]
         self.assertEqual(len(kinds), 4)
         self.assertIn("whitebox/reopen without a kill", kinds)
-        self.assertIn("whitebox/all points", kinds)
+        # mode 0: every point, or (two thirds of its iterations) the log's or the commit path's
+        self.assertTrue({"whitebox/all points", "whitebox/log write and sync points", "whitebox/commit points"}
+                        & set(kinds), kinds)
         self.assertTrue(all(it["verdict"] == "pass" for it in s["iterations"]))
 
     def test_iteration_seed_and_shards(self):

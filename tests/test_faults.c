@@ -25,6 +25,9 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <fiu-control.h>
+#include <fiu.h>
+
 #include "crashutil.h"
 #include "faults.h"
 
@@ -420,7 +423,7 @@ Test(faults, names_and_options, T_OPTS) {
 #define DET_KEYS 500
 
 typedef struct det_result {
-    int rcs[2 * DET_OPS + 2];
+    int rcs[4 * DET_OPS + 8];
     size_t nrc;
 } det_result;
 
@@ -433,6 +436,19 @@ static const uint64_t det_mix[FLT_CLASS_COUNT] = {
     [FLT_ZERO_PAGE] = 150, [FLT_READ_ERROR] = 250, [FLT_WRITE_ERROR] = 400,
     [FLT_NOSPACE] = 400, [FLT_SHORT_IO] = 40, [FLT_SYNC_ERROR] = 150, [FLT_LOST_WRITE] = 150,
 };
+
+/* Open, retrying failures injected into recovery (create, unlink and
+ * control writes meet write faults too); every result is recorded. */
+static int det_open(const char *dir, const eng_options *o, eng_db **db, det_result *out) {
+    int rc = ENG_IOERR;
+    for (int tries = 0; tries < 4 && rc != ENG_OK; tries++) {
+        *db = NULL;
+        rc = eng_open(dir, o, db);
+        if (out->nrc < sizeof out->rcs / sizeof out->rcs[0]) out->rcs[out->nrc++] = rc;
+        if (rc == ENG_CORRUPTION) break;
+    }
+    return rc;
+}
 
 /* IN_CHILD: a crash child, which must not assert (crashutil.h). */
 static void det_run(const char *run, const char *dir, int backend, uint64_t seed, int sync_mode,
@@ -450,8 +466,7 @@ static void det_run(const char *run, const char *dir, int backend, uint64_t seed
     o.sync_mode = sync_mode;
     memset(out, 0, sizeof *out);
     eng_db *db = NULL;
-    int rc = eng_open(dir, &o, &db);
-    out->rcs[out->nrc++] = rc;
+    int rc = det_open(dir, &o, &db, out);
     tu_rng r = {seed ^ 0x5eed};
     char k[32];
     uint8_t v[512];
@@ -465,13 +480,12 @@ static void det_run(const char *run, const char *dir, int backend, uint64_t seed
         else if (x < 60) rc = eng_put(db, k, kl, v, vl, NULL);
         else if (x < 90) rc = eng_get(db, k, kl, &b);
         else rc = eng_delete(db, k, kl, NULL);
-        out->rcs[out->nrc++] = rc;
+        if (out->nrc < sizeof out->rcs / sizeof out->rcs[0]) out->rcs[out->nrc++] = rc;
         flt_tick(f, db);
         if (rc == ENG_POISONED) {
             eng_close(db);
             db = NULL;
-            rc = eng_open(dir, &o, &db);
-            out->rcs[out->nrc++] = rc; /* a failed recovery ends the run */
+            rc = det_open(dir, &o, &db, out); /* a recovery that keeps failing ends the run */
             if (rc != ENG_OK) db = NULL;
         }
     }
@@ -919,6 +933,32 @@ Test(faults, wal_flip_is_one_bit_of_a_segment, T_OPTS) {
 
 /* ---- libfiu classes --------------------------------------------------------------------- */
 
+/* The first seed from FROM on whose first sync_error firing on thread 0
+ * goes to POINT ("hook/sync" or "engine/io/fsync": the library splits
+ * firings between the two by a draw of the class's stream).  Probed by
+ * calling the library's before() and after() on an fsync of a file that
+ * does not exist (nothing to drop). */
+static uint64_t seed_for_sync_route(uint64_t from, const char *point) {
+    int want_fiu = !strcmp(point, "engine/io/fsync");
+    for (uint64_t seed = from; seed < from + 64; seed++) {
+        const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+        flt_options fo = fopts(run, dir, seed);
+        fo.one_in[FLT_SYNC_ERROR] = 1;
+        flt_ctx *f = fopen_ok(&fo);
+        flt_thread_start(f, 0);
+        const eng_io_hooks *h = flt_hooks(f);
+        char path[4096];
+        eng_io_op op = {.kind = ENG_IO_SYNC, .file_id = 99, .path = tu_path(path, sizeof path, dir, "none")};
+        int rc = h->before(h->ctx, &op);
+        op.result = rc;
+        if (rc == 0) h->after(h->ctx, &op);
+        flt_close(f);
+        if ((rc == 0) == want_fiu) return seed;
+    }
+    cr_assert_fail("no seed sends sync_error to %s", point);
+    return 0;
+}
+
 /* The last ledger line must be CLS at POINT with ERR. */
 static void check_last(const char *run, const char *cls, const char *point, const char *err) {
     lg l = lg_read(run);
@@ -965,22 +1005,35 @@ TU_BACKEND_TEST(faults, read_error_is_reported, T_OPTS) {
     flt_close(f);
 }
 
-static void write_error_case(int backend, int cls, int want_rc, const char *err) {
+/* With CLS at odds 1, the first opportunity of the call fails it: at
+ * POINT "engine/io/write" the log write of an eng_sync (the put before it
+ * ran paused, sync off), at "engine/wal/append" the put's own batch record
+ * (sync commit).  Either way the call returns WANT_RC (detected) and the
+ * handle is poisoned. */
+static void write_error_case(int backend, int cls, int want_rc, const char *err, const char *point) {
     const char *run = tu_tmpdir(), *dir = tu_tmpdir();
     flt_options fo = fopts(run, dir, 42);
     fo.one_in[cls] = 1;
     flt_ctx *f = fopen_ok(&fo);
     flt_pause(f, 1);
     eng_options o = eopts(backend, flt_hooks(f), NULL);
-    o.sync_mode = ENG_SYNC_COMMIT; /* each put writes the log */
+    int at_write = !strcmp(point, "engine/io/write");
+    o.sync_mode = at_write ? ENG_SYNC_OFF : ENG_SYNC_COMMIT;
     eng_db *db = tu_open(dir, &o);
     cr_assert_eq(eng_put(db, "a", 1, "1", 1, NULL), ENG_OK);
+    if (at_write) cr_assert_eq(eng_put(db, "b", 1, "2", 1, NULL), ENG_OK); /* appended, not written */
     flt_pause(f, 0);
     flt_thread_start(f, 0);
     flt_op(f, 1);
-    int rc = eng_put(db, "b", 1, "2", 1, NULL);
-    cr_assert_eq(rc, want_rc, "put: %s", eng_strerror(rc));
-    check_last(run, flt_class_name(cls), "engine/io/write", err);
+    int rc = at_write ? eng_sync(db) : eng_put(db, "b", 1, "2", 1, NULL);
+    cr_assert_eq(rc, want_rc, "%s: %s", at_write ? "sync" : "put", eng_strerror(rc));
+    check_last(run, flt_class_name(cls), point, err);
+    lg l = lg_read(run); /* every request of the failed call's batch may fail */
+    for (size_t i = 0; i < l.n; i++) {
+        cr_assert(line_is(l.lines[i], "point", point), "%s", l.lines[i]);
+        cr_assert_eq(jnum(l.lines[i], "op"), 1, "%s", l.lines[i]);
+    }
+    lg_free(&l);
     flt_pause(f, 1);
     rc = eng_put(db, "c", 1, "3", 1, NULL);
     cr_assert_eq(rc, ENG_POISONED, "after a failed log write: %s", eng_strerror(rc));
@@ -990,11 +1043,19 @@ static void write_error_case(int backend, int cls, int want_rc, const char *err)
 }
 
 TU_BACKEND_TEST(faults, write_error_is_reported, T_OPTS) {
-    write_error_case(*backend, FLT_WRITE_ERROR, ENG_IOERR, "EIO");
+    write_error_case(*backend, FLT_WRITE_ERROR, ENG_IOERR, "EIO", "engine/io/write");
 }
 
 TU_BACKEND_TEST(faults, nospace_is_reported, T_OPTS) {
-    write_error_case(*backend, FLT_NOSPACE, ENG_NOSPACE, "ENOSPC");
+    write_error_case(*backend, FLT_NOSPACE, ENG_NOSPACE, "ENOSPC", "engine/io/write");
+}
+
+TU_BACKEND_TEST(faults, write_error_at_wal_append_fails_the_put_and_poisons, T_OPTS) {
+    write_error_case(*backend, FLT_WRITE_ERROR, ENG_IOERR, "EIO", "engine/wal/append");
+}
+
+TU_BACKEND_TEST(faults, nospace_at_wal_append_fails_the_put_and_poisons, T_OPTS) {
+    write_error_case(*backend, FLT_NOSPACE, ENG_NOSPACE, "ENOSPC", "engine/wal/append");
 }
 
 /* Both classes on one point: each failure carries the errno its ledger
@@ -1029,7 +1090,9 @@ Test(faults, write_error_and_nospace_share_a_point, T_OPTS) {
             cr_assert(rc == ENG_IOERR || rc == ENG_NOSPACE, "%s", eng_strerror(rc));
             int match = 0;
             for (size_t k = l.n >= 2 ? l.n - 2 : 0; k < l.n; k++) {
-                cr_assert(line_is(l.lines[k], "point", "engine/io/write"), "%s", l.lines[k]);
+                cr_assert(line_is(l.lines[k], "point", "engine/io/write") ||
+                              line_is(l.lines[k], "point", "engine/wal/append"),
+                          "%s", l.lines[k]);
                 match |= line_is(l.lines[k], "err", err);
             }
             cr_assert(match, "%s returned, last injection %s", err, l.lines[l.n - 1]);
@@ -1043,13 +1106,13 @@ Test(faults, write_error_and_nospace_share_a_point, T_OPTS) {
     flt_close(f);
 }
 
-TU_BACKEND_TEST(faults, sync_error_fails_and_poisons, T_OPTS) {
+static void sync_error_case(int backend, const char *point) {
     const char *run = tu_tmpdir(), *dir = tu_tmpdir();
-    flt_options fo = fopts(run, dir, 44);
+    flt_options fo = fopts(run, dir, seed_for_sync_route(44, point));
     fo.one_in[FLT_SYNC_ERROR] = 1;
     flt_ctx *f = fopen_ok(&fo);
     flt_pause(f, 1);
-    eng_options o = eopts(*backend, flt_hooks(f), NULL);
+    eng_options o = eopts(backend, flt_hooks(f), NULL);
     eng_db *db = tu_open(dir, &o);
     flt_pause(f, 0);
     flt_thread_start(f, 0);
@@ -1064,7 +1127,8 @@ TU_BACKEND_TEST(faults, sync_error_fails_and_poisons, T_OPTS) {
     lg l = lg_read(run);
     cr_assert_eq(l.n, 2, "want the failure and one drop, got %zu lines", l.n);
     const char *fail = l.lines[0], *drop = l.lines[1];
-    cr_assert(line_is(fail, "point", "hook/sync") && line_is(fail, "err", "EIO"), "%s", fail);
+    cr_assert(line_is(fail, "class", "sync_error") && line_is(fail, "point", point) && line_is(fail, "err", "EIO"),
+              "%s", fail);
     char file[64], file2[64];
     cr_assert(jstr(fail, "file", file, sizeof file) && !strncmp(file, "wal/", 4), "%s", fail);
     cr_assert_eq(jnum(fail, "op"), 1);
@@ -1080,6 +1144,188 @@ TU_BACKEND_TEST(faults, sync_error_fails_and_poisons, T_OPTS) {
     flt_close(f);
 }
 
+TU_BACKEND_TEST(faults, sync_error_fails_and_poisons, T_OPTS) {
+    sync_error_case(*backend, "hook/sync");
+}
+
+/* engine/io/fsync: sync_error's other point fails the call the same way,
+ * its line (naming the file) before the drop's (detected, never swallowed). */
+TU_BACKEND_TEST(faults, sync_error_at_engine_fsync_point_fails_and_poisons, T_OPTS) {
+    sync_error_case(*backend, "engine/io/fsync");
+}
+
+/* ---- the points each class reaches: fired, in the ledger, detected ------------------------ */
+
+/* A workload of puts (sync commit), gets (a cache of 16 frames over 600
+ * keys: reads miss) and checkpoints, one call per op number, with CLS at
+ * 1 in ONE_IN, until POINT has fired (at most MAX_OPS ops).  A failed call
+ * closes the handle and opens it again (each open attempt is a call of
+ * its own: recovery meets the faults too).  Then every error the ledger
+ * holds must have failed the call it was injected into (V3's "detected";
+ * a call that returned ok would be "swallowed"), and the point's lines
+ * name it with the class. */
+static void point_case(int backend, int cls, uint64_t one_in, const char *point, uint64_t seed) {
+    enum { MAX_OPS = 6000 };
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+    populate(dir, backend, 600);
+    flt_options fo = fopts(run, dir, seed);
+    fo.one_in[cls] = one_in;
+    flt_ctx *f = fopen_ok(&fo);
+    flt_thread_start(f, 0);
+    eng_options o = eopts(backend, flt_hooks(f), NULL);
+    o.sync_mode = ENG_SYNC_COMMIT;
+    static int rcs[MAX_OPS + 64];
+    uint64_t op = 0;
+    int idx = point_index(point), failures = 0;
+    flt_counts c;
+    eng_db *db = NULL;
+    eng_buf b = {0};
+    tu_rng r = {seed};
+    char k[32];
+    uint8_t v[512];
+    size_t kl, vl;
+    for (;;) {
+        flt_get_counts(f, &c);
+        if (c.point_hits[idx] || op >= MAX_OPS) break;
+        flt_op(f, op);
+        int rc;
+        if (!db) {
+            rc = eng_open(dir, &o, &db);
+            if (rc != ENG_OK) db = NULL;
+        } else {
+            uint64_t x = tu_below(&r, 100), key = tu_below(&r, 600);
+            kv(key, (uint32_t)op, k, &kl, v, &vl);
+            if (x < 50) rc = eng_put(db, k, kl, v, vl, NULL);
+            else if (x < 75) rc = eng_get(db, k, kl, &b);
+            else rc = eng_checkpoint(db);
+            if (rc == ENG_NOTFOUND) rc = ENG_OK;
+            if (rc != ENG_OK) {
+                failures++;
+                eng_close(db); /* poisoned or not: start again from recovery */
+                db = NULL;
+            }
+        }
+        rcs[op++] = rc;
+    }
+    flt_pause(f, 1);
+    if (db) eng_close(db);
+    eng_buf_free(&b);
+    cr_assert(c.point_hits[idx] > 0, "%s never fired in %llu ops (%d failed calls)", point, (unsigned long long)op,
+              failures);
+    check_counts(f, run);
+    lg l = lg_read(run);
+    size_t at_point = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        const char *line = l.lines[i];
+        int64_t lop = jnum(line, "op");
+        cr_assert(lop >= 0 && (uint64_t)lop < op, "%s", line);
+        cr_assert_eq(jnum(line, "thread"), 0, "%s", line);
+        cr_assert_neq(rcs[lop], ENG_OK, "swallowed: op %lld returned ok: %s", (long long)lop, line);
+        if (line_is(line, "point", point)) {
+            at_point++;
+            cr_assert(line_is(line, "class", flt_class_name(cls)), "%s", line);
+            cr_assert(line_is(line, "err", cls == FLT_NOSPACE ? "ENOSPC" : "EIO"), "%s", line);
+        }
+    }
+    cr_assert_eq(at_point, c.point_hits[idx]);
+    lg_free(&l);
+    flt_close(f);
+}
+
+TU_BACKEND_TEST(faults, write_error_reaches_engine_io_meta_and_is_detected, T_OPTS) {
+    point_case(*backend, FLT_WRITE_ERROR, 6, "engine/io/meta", 61);
+}
+
+TU_BACKEND_TEST(faults, write_error_reaches_checkpoint_control_and_is_detected, T_OPTS) {
+    point_case(*backend, FLT_WRITE_ERROR, 6, "engine/checkpoint/control", 62);
+}
+
+TU_BACKEND_TEST(faults, write_error_reaches_wal_append_and_is_detected, T_OPTS) {
+    point_case(*backend, FLT_WRITE_ERROR, 6, "engine/wal/append", 63);
+}
+
+TU_BACKEND_TEST(faults, nospace_reaches_wal_append_and_is_detected, T_OPTS) {
+    point_case(*backend, FLT_NOSPACE, 6, "engine/wal/append", 64);
+}
+
+/* The uring points: reached only with io_uring, each read's or write's
+ * class by the kind of the request. */
+Test(faults, read_error_reaches_uring_submit_and_is_detected, T_OPTS) {
+    point_case(ENG_IO_URING, FLT_READ_ERROR, 6, "engine/io/uring/submit", 65);
+}
+
+Test(faults, read_error_reaches_uring_complete_and_is_detected, T_OPTS) {
+    point_case(ENG_IO_URING, FLT_READ_ERROR, 6, "engine/io/uring/complete", 66);
+}
+
+Test(faults, write_error_reaches_uring_submit_and_is_detected, T_OPTS) {
+    point_case(ENG_IO_URING, FLT_WRITE_ERROR, 6, "engine/io/uring/submit", 67);
+}
+
+Test(faults, write_error_reaches_uring_complete_and_is_detected, T_OPTS) {
+    point_case(ENG_IO_URING, FLT_WRITE_ERROR, 6, "engine/io/uring/complete", 68);
+}
+
+TU_BACKEND_TEST(faults, sync_error_reaches_engine_io_fsync_and_is_detected, T_OPTS) {
+    point_case(*backend, FLT_SYNC_ERROR, 6, "engine/io/fsync", 69);
+}
+
+/* The psync backend never reaches the uring points: enabled, never checked. */
+Test(faults, uring_points_are_not_reached_with_psync, T_OPTS) {
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+    flt_options fo = fopts(run, dir, 70);
+    fo.one_in[FLT_READ_ERROR] = 1000000;
+    fo.one_in[FLT_WRITE_ERROR] = 1000000;
+    flt_ctx *f = fopen_ok(&fo);
+    flt_thread_start(f, 0);
+    eng_options o = eopts(ENG_IO_PSYNC, flt_hooks(f), NULL);
+    eng_db *db = tu_open(dir, &o);
+    for (int i = 0; i < 200; i++) cr_assert_eq(eng_put(db, "k", 1, "v", 1, NULL), ENG_OK);
+    tu_close(db);
+    flt_counts c;
+    flt_get_counts(f, &c);
+    cr_assert(c.point_checks[point_index("engine/io/write")] > 0);
+    cr_assert_eq(c.point_checks[point_index("engine/io/uring/submit")], 0);
+    cr_assert_eq(c.point_checks[point_index("engine/io/uring/complete")], 0);
+    flt_close(f);
+}
+
+/* Engine bugs found by mapping write_error to engine/io/meta: two
+ * unlinks of leftovers ignored every error, not only "absent", so the
+ * oracle judged an injected EIO swallowed (the call returned ok) and the
+ * engine went on over what the failed unlink may have left.  libfiu
+ * directly, once: the first metadata operation of the open fails. */
+static int open_with_first_meta_failing(const char *dir, int backend) {
+    cr_assert_eq(fiu_init(0), 0);
+    cr_assert_eq(fiu_enable("engine/io/meta", EIO, NULL, FIU_ONETIME), 0);
+    eng_faults_arm(1);
+    eng_options o = eopts(backend, NULL, NULL);
+    eng_db *db = NULL;
+    int rc = eng_open(dir, &o, &db);
+    eng_faults_arm(0);
+    fiu_disable("engine/io/meta");
+    if (db) eng_close(db);
+    return rc;
+}
+
+/* control_write unlinks control.tmp first (a leftover of a crash): the
+ * first metadata operation of a recovery. */
+TU_BACKEND_TEST(faults, control_write_fails_when_unlinking_its_leftover_fails, T_OPTS) {
+    const char *dir = tu_tmpdir();
+    populate(dir, *backend, 10);
+    int rc = open_with_first_meta_failing(dir, *backend);
+    cr_assert_eq(rc, ENG_IOERR, "open (recovery writes control): %s", eng_strerror(rc));
+}
+
+/* Creation unlinks a data file without control (debris of an interrupted
+ * creation) first: creating over it would build on its old pages. */
+TU_BACKEND_TEST(faults, create_fails_when_unlinking_old_debris_fails, T_OPTS) {
+    char dir[4096];
+    tu_path(dir, sizeof dir, tu_tmpdir(), "new");
+    int rc = open_with_first_meta_failing(dir, *backend);
+    cr_assert_eq(rc, ENG_IOERR, "open (creates): %s", eng_strerror(rc));
+}
+
 /* ---- sync_error: the dirty data of the failed file is dropped ------------------------------- */
 
 /* A watcher around the fault library's hooks that keeps it paused except
@@ -1092,7 +1338,7 @@ typedef struct dw {
     const eng_io_hooks *inner;
     eng_io_hooks hooks;
     flt_ctx *f;
-    int armed, failed;
+    int armed, failed, in_sync;
     struct { uint64_t off, len; } w[DW_MAX];
     size_t nw, nw_at_fail;
     uint8_t *pre, *post;
@@ -1130,11 +1376,13 @@ static int dw_before(void *ctx, eng_io_op *op) {
     w->nw_at_fail = w->nw;
     flt_pause(w->f, 0);
     int rc = w->inner->before(w->inner->ctx, op);
-    flt_pause(w->f, 1);
     w->armed = 0;
-    if (rc < 0) {
+    if (rc < 0) { /* hook/sync failed it here */
+        flt_pause(w->f, 1);
         w->failed = 1;
         w->post = slurp(op->path, &w->post_len);
+    } else {
+        w->in_sync = 1; /* engine/io/fsync fails it in the engine: stay armed until after() */
     }
     return rc;
 }
@@ -1142,6 +1390,14 @@ static int dw_before(void *ctx, eng_io_op *op) {
 static void dw_after(void *ctx, eng_io_op *op) {
     dw *w = ctx;
     w->inner->after(w->inner->ctx, op);
+    if (w->in_sync && op->kind == ENG_IO_SYNC) {
+        flt_pause(w->f, 1);
+        w->in_sync = 0;
+        if (op->result < 0) {
+            w->failed = 1;
+            w->post = slurp(op->path, &w->post_len);
+        }
+    }
     if (!is_data(op)) return;
     if (op->kind == ENG_IO_WRITE && op->result >= 0 && !op->skip) {
         cr_assert(w->nw < DW_MAX);
@@ -1173,9 +1429,9 @@ static void check_reopened(const char *dir, int backend, const tu_model *m, cons
  * since then rolled back, one ledger line each (newest first), nothing
  * else changed; the handle poisoned; and the reopened database must hold
  * every acknowledged put: the engine never trusted the dropped pages. */
-static void drop_case(int backend, int sync_mode) {
+static void drop_case(int backend, int sync_mode, const char *point) {
     const char *run = tu_tmpdir(), *dir = tu_tmpdir();
-    flt_options fo = fopts(run, dir, 47);
+    flt_options fo = fopts(run, dir, seed_for_sync_route(47, point));
     fo.one_in[FLT_SYNC_ERROR] = 1;
     flt_ctx *f = fopen_ok(&fo);
     cr_assert_not_null(flt_get_journal(f), "sync_error opens the journal");
@@ -1228,7 +1484,8 @@ static void drop_case(int backend, int sync_mode) {
      * first; bytes no drop names did not change. */
     lg l = lg_read(run);
     cr_assert_eq(l.n, 1 + w->nw_at_fail, "ledger: %zu lines for %zu unsynced writes", l.n, w->nw_at_fail);
-    cr_assert(line_is(l.lines[0], "point", "hook/sync") && line_is(l.lines[0], "file", "data"), "%s", l.lines[0]);
+    cr_assert(line_is(l.lines[0], "point", point) && line_is(l.lines[0], "file", "data"), "%s", l.lines[0]);
+    cr_assert(line_is(l.lines[0], "class", "sync_error") && line_is(l.lines[0], "err", "EIO"), "%s", l.lines[0]);
     uint8_t *named = calloc(w->pre_len > synced_len ? w->pre_len : synced_len, 1);
     cr_assert(named != NULL);
     for (size_t i = 0; i < w->nw_at_fail; i++) {
@@ -1268,11 +1525,21 @@ static void drop_case(int backend, int sync_mode) {
 }
 
 TU_BACKEND_TEST(faults, sync_error_drops_unsynced_writes_sync_off, T_OPTS) {
-    drop_case(*backend, ENG_SYNC_OFF);
+    drop_case(*backend, ENG_SYNC_OFF, "hook/sync");
 }
 
 TU_BACKEND_TEST(faults, sync_error_drops_unsynced_writes_sync_commit, T_OPTS) {
-    drop_case(*backend, ENG_SYNC_COMMIT);
+    drop_case(*backend, ENG_SYNC_COMMIT, "hook/sync");
+}
+
+/* The same drop when the engine's own point engine/io/fsync fails the
+ * fsync (the other half of sync_error's firings). */
+TU_BACKEND_TEST(faults, sync_error_at_engine_fsync_point_drops_unsynced_writes_sync_off, T_OPTS) {
+    drop_case(*backend, ENG_SYNC_OFF, "engine/io/fsync");
+}
+
+TU_BACKEND_TEST(faults, sync_error_at_engine_fsync_point_drops_unsynced_writes_sync_commit, T_OPTS) {
+    drop_case(*backend, ENG_SYNC_COMMIT, "engine/io/fsync");
 }
 
 /* Open DIR with O, retrying while recovery itself meets failed fsyncs;
