@@ -472,7 +472,8 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         size_t w = 1;
         for (size_t i = 1; i < v->nrep; i++) {
             if (cmp_report(&v->rep[i], &v->rep[w - 1])) v->rep[w++] = v->rep[i];
-            else v->rep[w - 1].r.after_crash |= v->rep[i].r.after_crash; /* V8 judges the place once */
+            else if (v->rep[i].r.after_crash == 1 || !v->rep[w - 1].r.after_crash)
+                v->rep[w - 1].r.after_crash = v->rep[i].r.after_crash; /* V8 judges the place once, the crash first */
         }
         v->nrep = w;
     }
