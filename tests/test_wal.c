@@ -10,7 +10,8 @@
  *     flush calls) and lose no record;
  *   - W3: a torn tail (truncated or zeroed) and a hole below every witness
  *     are trimmed quietly; a bit flip or hole in the synced middle is
- *     ENG_CORRUPTION with a report naming the segment;
+ *     ENG_CORRUPTION with a report naming the segment (the log's last
+ *     fsync group, sector by sector: test_wal_tail.c);
  *   - W1: flushing a partly filled block again never changes the bytes of
  *     the records already in it;
  *   - generations: after a reopen, stale blocks of the old generation that
@@ -311,15 +312,15 @@ static uint64_t rd64le(const uint8_t *p)
 
 /* Payload length that makes a record appended at insert position INS end
  * exactly at block offset TARGET (8-aligned, >= 64) of this block or the
- * next one. */
+ * next one (its 8-aligned end: a record that fills a sector's data ends at
+ * the trailer before TARGET). */
 static size_t len_to_reach(uint64_t ins, uint32_t target)
 {
-    uint32_t off = (uint32_t)(ins % WAL_BLOCK);
-    if (off == 0)
-        off = WAL_BLOCK_HDR;
-    if (off + WAL_REC_HDR <= target)
-        return target - off - WAL_REC_HDR;
-    return (WAL_BLOCK - off) + (target - WAL_BLOCK_HDR) - WAL_REC_HDR;
+    uint64_t start = ins % WAL_BLOCK == 0 ? ins + WAL_BLOCK_HDR : ins;
+    uint64_t t = start - start % WAL_BLOCK + target;
+    if (wal_payload_between(start, t) < WAL_REC_HDR)
+        t += WAL_BLOCK;
+    return (size_t)(wal_payload_between(start, t) - WAL_REC_HDR);
 }
 
 /* ==========================================================================
@@ -383,7 +384,8 @@ TU_BACKEND_TEST(wal, records_spanning_blocks_and_segments_read_back_exactly, .fi
     wal *w = wopen(&f, 1, 0, 0, 8 * WAL_BLOCK, NULL);
     uint64_t seed = 1;
 
-    /* a header straddling a block boundary: 8 bytes before it, 24 after */
+    /* a header straddling a block boundary: 4 bytes before it (then the
+     * last sector's trailer), 28 after the next block's header */
     add(w, &m, 1, len_to_reach(wal_insert_lsn(w), WAL_BLOCK - 8), seed++);
     const mrec *r = add(w, &m, 1, 5000, seed++);
     cr_assert_eq(r->lsn % WAL_BLOCK, WAL_BLOCK - 8);
@@ -393,7 +395,8 @@ TU_BACKEND_TEST(wal, records_spanning_blocks_and_segments_read_back_exactly, .fi
     cr_assert_eq(r->lsn % WAL_BLOCK, WAL_BLOCK - 16);
     /* a record ending exactly at a block end: the next opens the block */
     add(w, &m, 1, len_to_reach(wal_insert_lsn(w), 1024), seed++);
-    r = add(w, &m, 1, WAL_BLOCK - 1024 - WAL_REC_HDR, seed++);
+    r = add(w, &m, 1, len_to_reach(wal_insert_lsn(w), WAL_BLOCK), seed++);
+    cr_assert_eq(r->lsn % WAL_BLOCK, 1024);
     cr_assert_eq(r->end % WAL_BLOCK, 0);
     r = add(w, &m, 1, 100, seed++);
     cr_assert_eq(r->lsn % WAL_BLOCK, WAL_BLOCK_HDR);
@@ -617,7 +620,7 @@ TU_BACKEND_TEST(wal, tail_truncated_mid_record_is_trimmed_and_log_reopens_there,
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, last_512_bytes_zeroed_are_a_torn_tail, .fini = tu_cleanup)
+TU_BACKEND_TEST(wal, last_sectors_zeroed_are_a_torn_tail, .fini = tu_cleanup)
 {
     fx f;
     fx_init(&f, *backend);
@@ -625,8 +628,11 @@ TU_BACKEND_TEST(wal, last_512_bytes_zeroed_are_a_torn_tail, .fini = tu_cleanup)
     wal *w = small_log(&f, &m, 30, 3000);
     uint64_t ins = wal_insert_lsn(w);
     wal_close(w);
-    cr_assert_gt(ins - 512, m.r[m.n - 1].lsn);
-    raw_zero(&f, ins - 512, 512);
+    /* the last sector holding bytes of the last record, never synced
+     * before that record's own flush: zero is its state before the write */
+    uint64_t s0 = (ins - 1) & ~(uint64_t)(WAL_SECTOR - 1);
+    cr_assert_gt(s0, m.r[m.n - 1].lsn);
+    raw_zero(&f, s0, WAL_SECTOR);
     expect_trim_at(&f, &m, m.n - 1);
     model_free(&m);
     fx_done(&f);
@@ -766,9 +772,10 @@ TU_BACKEND_TEST(wal, w1_rewriting_a_partial_block_keeps_earlier_records_identica
     uint8_t blk1[WAL_BLOCK], blk2[WAL_BLOCK];
     raw_read(&f, 0, blk1, WAL_BLOCK);
     uint64_t a_lsn = a->lsn, a_end = a->end;
-    /* zero-padded past the insert position */
+    /* zero-padded past the insert position (but for the trailer of the
+     * sector A ends in) */
     for (size_t i = a_end; i < WAL_BLOCK; i++)
-        cr_assert_eq(blk1[i], 0, "byte %zu past the insert position is not zero", i);
+        cr_assert(blk1[i] == 0 || (i < 512 && i >= WAL_SECTOR_DATA), "byte %zu past the insert position is not zero", i);
 
     for (int round = 0; round < 5; round++) {
         add(w, &m, 1, 200 + (size_t)round * 300, 20 + (uint64_t)round);
@@ -777,7 +784,8 @@ TU_BACKEND_TEST(wal, w1_rewriting_a_partial_block_keeps_earlier_records_identica
         cr_assert(memcmp(blk1 + a_lsn, blk2 + a_lsn, a_end - a_lsn) == 0,
                   "round %d: record A's bytes changed on disk", round);
         /* the header: position, generation, continuation and magic stay;
-         * only the witness (and its checksum) moves forward */
+         * only the witness (and its checksum, and the trailers of sectors
+         * that gained bytes) moves forward */
         cr_assert(memcmp(blk1, blk2, 8) == 0 && memcmp(blk1 + 16, blk2 + 16, 8) == 0);
         cr_assert_geq(rd64le(blk2 + 8), rd64le(blk1 + 8));
     }
@@ -797,7 +805,7 @@ TU_BACKEND_TEST(wal, w1_rewriting_a_partial_block_keeps_earlier_records_identica
  * of an old one and the old next block chains to it perfectly: only the
  * generation tells them apart. */
 #define ONE_BLOCK_LEN (WB_PAYLOAD_T - WAL_REC_HDR)
-#define WB_PAYLOAD_T (WAL_BLOCK - WAL_BLOCK_HDR)
+#define WB_PAYLOAD_T WAL_BLOCK_PAYLOAD
 
 TU_BACKEND_TEST(wal, reopen_in_new_generation_never_reads_stale_blocks_beyond_the_old_end,
                 .fini = tu_cleanup)
