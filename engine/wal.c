@@ -813,7 +813,7 @@ static int write_snapshot(wal *w, int sync)
     /* Outside the locks: appenders go on, and a buffer-full write-out may
      * land in a segment being synced; it is not claimed by this flush. */
     for (size_t i = 0; i < nsync && rc == ENG_OK; i++) {
-        rc = io_sync(w->io, &w->sync_set[i]->f);
+        rc = io_datasync(w->io, &w->sync_set[i]->f);
         if (rc == ENG_OK)
             stat_add(&w->st_syncs, 1);
     }
