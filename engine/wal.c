@@ -40,14 +40,23 @@
  *       written: durable_lsn is published only after every write below it
  *       completed and was fsynced (W2), so a witness never overstates.
  *   B4  durable_lsn <= written_lsn <= ins, all three only grow.
+ *   B5  every sector written holds its own check (wb_seal, at every write
+ *       of its block) or is zero throughout: the partial block is sealed
+ *       in its staged copy, full blocks in the buffer just before their
+ *       one write, so no sector reaches the disk with a stale trailer.
  *
  * Reader
  * ------
  * Reads segment files through a window of RD_CHUNK bytes and follows the
- * record chain (xl_lsn, xl_prev, block positions, generations, wb_cont).
- * The first record that cannot be read ends the log at L; the W3 scan
- * then looks at every block from L's own block to the end of the
- * consecutive segment files for a witness above L.
+ * record chain (xl_lsn, xl_prev, block positions, generations, wb_cont),
+ * copying record bytes around sector trailers and block headers.  The
+ * first record that cannot be read ends the log at L; W3 then checks the
+ * sectors that record occupies against their own trailers (rd_check_sectors),
+ * and if all pass, looks at every block from L's own block to the end of
+ * the consecutive segment files for a witness above L (rd_conclude).
+ * Records that read back are never checked sector by sector: their XXH3
+ * covers their bytes, and the trailers cost the reader nothing until it
+ * must tell damage from a tear.
  */
 #include "crc32c.h"
 #include "faultpoints.h"
