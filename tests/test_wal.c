@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crc32c.h"
 #include "engine.h"
 #include "io.h"
 #include "status.h"
@@ -1454,6 +1455,24 @@ TU_BACKEND_TEST(wal, guess_seg_size_from_segment_names, .fini = tu_cleanup)
     wal_close(w);
     model_free(&m);
     fx_done(&f);
+}
+
+Test(wal_sector, crc32c_is_the_standard_function_and_trailers_check_their_sector)
+{
+    cr_assert_eq(crc32c(0, "123456789", 9), 0xE3069283u, "CRC32C check value");
+    cr_assert_eq(crc32c(crc32c(0, "1234", 4), "56789", 5), 0xE3069283u, "continuation");
+    uint8_t s[WAL_SECTOR];
+    memset(s, 0, sizeof s);
+    cr_assert(wal_sector_valid(s), "an all-zero sector is \"never written\", valid");
+    tu_fill(s, WAL_SECTOR_DATA, 99);
+    cr_assert_not(wal_sector_valid(s), "data under a zero trailer");
+    wal_sector_seal(s);
+    cr_assert(wal_sector_valid(s));
+    for (unsigned bit = 0; bit < 8 * WAL_SECTOR; bit++) {
+        s[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        cr_assert_not(wal_sector_valid(s), "a flip of bit %u passes the sector's check", bit);
+        s[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    }
 }
 
 TU_BACKEND_TEST(wal, bad_arguments_are_rejected, .fini = tu_cleanup)
