@@ -73,7 +73,8 @@
  *           with a sane length, else to the end of its header -- must pass
  *           its own trailer check.  One that fails is damage: the reader
  *           returns ENG_CORRUPTION with a report (layer wal_record) naming
- *           the segment, the failing sector's block and offset, and L;
+ *           L's segment, block and offset (entry: the blocks from L's to
+ *           the failing sector's), the failing sector's LSN in its detail;
  *       (b) witness: else it scans the blocks after L (to the end of the
  *           existing segments) for a valid block of the same or a newer
  *           generation, at its own position, whose witness is above L: if
@@ -91,11 +92,10 @@
  *       tear either.  Why damage never passes for a tear: damage that
  *       changes a sector's bytes fails that sector's check (CRC32C over a
  *       sector catches at least every error of up to 3 bits and every
- *       burst of up to 32),
- *       and any damage that stops the reader at L lies in the bytes of the
- *       record at L -- the records before it passed their checksums -- so
- *       within the sectors (a) checks, wherever L lies, the last record of
- *       the log with nothing after it included.
+ *       burst of up to 32), and any damage that stops the reader at L lies
+ *       in the bytes of the record at L (the records before it passed
+ *       their checksums), so within the sectors (a) checks, wherever L
+ *       lies, the last record of the log with nothing after it included.
  *       Undetectable: damage that restores a sector's earlier valid
  *       contents (an older version of a rewritten partial block, or a
  *       stale sector put back); multi-bit damage whose CRC32C collides
