@@ -245,8 +245,9 @@ static struct io_uring_sqe *ring_sqe(io_ring *r)
     return sqe;
 }
 
-/* fsync FD through a ring (flags 0: data and metadata).  0 or -errno. */
-static int ring_fsync(io_ctx *io, int fd)
+/* fsync FD through a ring (FLAGS 0: data and metadata; IORING_FSYNC_DATASYNC:
+ * fdatasync).  0 or -errno. */
+static int ring_fsync(io_ctx *io, int fd, unsigned flags)
 {
     io_ring *r = ring_acquire(io);
     int res;
@@ -259,7 +260,7 @@ static int ring_fsync(io_ctx *io, int fd)
         res = -EBUSY;
         goto out;
     }
-    io_uring_prep_fsync(sqe, fd, 0);
+    io_uring_prep_fsync(sqe, fd, flags);
     io_uring_sqe_set_data64(sqe, 0);
     struct io_uring_cqe *cqe;
     res = ring_next_cqe(r, &cqe);
@@ -539,36 +540,57 @@ int io_read_batch(io_ctx *io, io_req *reqs, size_t n)
 
 /* ---- syncs --------------------------------------------------------------- */
 
-/* fsync FD through the backend: 0 or -errno.  Never retried: after a
- * failed fsync the kernel may have dropped the dirty data, so a second
- * success would prove nothing. */
-static int backend_fsync(io_ctx *io, int fd)
+/* fsync (or with DATA fdatasync) FD through the backend: 0 or -errno.
+ * Never retried: after a failed fsync the kernel may have dropped the
+ * dirty data, so a second success would prove nothing. */
+static int backend_fsync(io_ctx *io, int fd, int data)
 {
     if (io->backend == ENG_IO_URING)
-        return ring_fsync(io, fd);
-    return fsync(fd) == 0 ? 0 : -errno;
+        return ring_fsync(io, fd, data ? IORING_FSYNC_DATASYNC : 0);
+    return (data ? fdatasync(fd) : fsync(fd)) == 0 ? 0 : -errno;
 }
 
+/* The kernel's answer, in place of the call: before() has run, so after()
+ * sees the failure (and the journal the sync begin). */
 static int do_sync(io_ctx *io, eng_io_op *op, void *arg)
 {
     (void)op;
-    /* The kernel's answer, in place of the call: before() has run, so
-     * after() sees the failure (and the journal the sync begin). */
     int injected = ENG_FAULT(FP_IO_FSYNC);
     if (injected)
         return -injected;
-    return backend_fsync(io, *(int *)arg);
+    return backend_fsync(io, *(int *)arg, 0);
 }
 
-int io_sync(io_ctx *io, io_file *f)
+static int do_datasync(io_ctx *io, eng_io_op *op, void *arg)
+{
+    (void)op;
+    int injected = ENG_FAULT(FP_IO_FSYNC);
+    if (injected)
+        return -injected;
+    return backend_fsync(io, *(int *)arg, 1);
+}
+
+/* One sync of F through DO_IT, counted for R1 (io.h): readers of F wait
+ * for it, and learn whether it failed. */
+static int file_sync(io_ctx *io, io_file *f, int (*do_it)(io_ctx *, eng_io_op *, void *))
 {
     eng_io_op op = { .kind = ENG_IO_SYNC, .file_id = f->file_id, .path = f->path };
     atomic_fetch_add_explicit(&f->syncs_active, 1, memory_order_acq_rel);
-    int rc = hooked_op(io, &op, do_sync, &f->fd);
+    int rc = hooked_op(io, &op, do_it, &f->fd);
     if (rc != ENG_OK) /* before the count drops: R1's readers must see it */
         atomic_store_explicit(&f->sync_failed, 1, memory_order_release);
     atomic_fetch_sub_explicit(&f->syncs_active, 1, memory_order_acq_rel);
     return rc;
+}
+
+int io_sync(io_ctx *io, io_file *f)
+{
+    return file_sync(io, f, do_sync);
+}
+
+int io_datasync(io_ctx *io, io_file *f)
+{
+    return file_sync(io, f, do_datasync);
 }
 
 static int do_dirsync(io_ctx *io, eng_io_op *op, void *arg)
@@ -577,7 +599,7 @@ static int do_dirsync(io_ctx *io, eng_io_op *op, void *arg)
     int fd = open(op->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    int rc = backend_fsync(io, fd);
+    int rc = backend_fsync(io, fd, 0);
     close(fd);
     return rc;
 }

@@ -90,6 +90,11 @@ int io_read_batch(io_ctx *io, io_req *reqs, size_t n);
 /* fsync (data and metadata) of a file.  Covers only writes that have
  * completed before the call (all io_* calls complete before returning). */
 int io_sync(io_ctx *io, io_file *f);
+/* fdatasync: the data and whatever metadata reading it back needs (the
+ * size), not the timestamps.  Same hook kind (ENG_IO_SYNC) and the same
+ * guarantee for the file's bytes; a file rewritten in place (the WAL's
+ * partial block, W1) then costs no journal commit per sync. */
+int io_datasync(io_ctx *io, io_file *f);
 
 /* File size in bytes (fstat; not hooked: it changes nothing). */
 int io_size(io_ctx *io, io_file *f, uint64_t *size);

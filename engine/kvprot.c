@@ -12,6 +12,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "crc32c.h"
 #include "kvprot.h"
 
 static inline unsigned parity(const uint8_t *p, size_t n) {
@@ -40,15 +41,15 @@ static inline uint64_t kv_hash(const uint8_t *p, size_t len, uint64_t seed) {
     return h ^ seed * 0x9E3779B97F4A7C15ull;
 }
 
-#if defined(__x86_64__)
-/* For codes of up to 4 bytes: CRC32C in hardware (SSE 4.2), three streams
- * over interleaved words so the instructions' latency overlaps, combined
- * by rotation; several times cheaper than XXH3 on a 255-byte cell, which
- * matters most when pages enter the pool (every entry of a page is coded
- * then).  A change confined to one stream always changes its CRC for
- * errors within 32 bits; anything else cancels with odds 2^-32. */
-__attribute__((target("sse4.2"))) static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed,
-                                                            unsigned *par) {
+#if CRC32C_HW
+/* For codes of up to 4 bytes: CRC32C in hardware (SSE 4.2, the step of
+ * crc32c.h), three streams over interleaved words so the instructions'
+ * latency overlaps, combined by rotation; several times cheaper than XXH3
+ * on a 255-byte cell, which matters most when pages enter the pool (every
+ * entry of a page is coded then).  A change confined to one stream always
+ * changes its CRC for errors within 32 bits; anything else cancels with
+ * odds 2^-32. */
+CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par) {
     uint64_t a = (uint32_t)seed ^ 0x9E3779B9u, b = 0x85EBCA6Bu, c = 0xC2B2AE35u, x = 0;
     size_t i = 0;
     for (; i + 24 <= len; i += 24) {
@@ -56,31 +57,26 @@ __attribute__((target("sse4.2"))) static uint64_t crc_hash(const uint8_t *p, siz
         memcpy(&w0, p + i, 8);
         memcpy(&w1, p + i + 8, 8);
         memcpy(&w2, p + i + 16, 8);
-        a = __builtin_ia32_crc32di(a, w0);
-        b = __builtin_ia32_crc32di(b, w1);
-        c = __builtin_ia32_crc32di(c, w2);
+        a = crc32c_step64(a, w0);
+        b = crc32c_step64(b, w1);
+        c = crc32c_step64(c, w2);
         x ^= w0 ^ w1 ^ w2;
     }
     for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
-        a = __builtin_ia32_crc32di(a, w);
+        a = crc32c_step64(a, w);
         x ^= w;
     }
     for (; i < len; i++) {
-        b = __builtin_ia32_crc32qi((uint32_t)b, p[i]);
+        b = crc32c_step8((uint32_t)b, p[i]);
         x ^= p[i];
     }
     *par = (unsigned)__builtin_parityll(x); /* the bytes' parity, from the same pass */
     uint32_t h = (uint32_t)a ^ (uint32_t)((b << 11) | (b >> 21)) ^ (uint32_t)((c << 22) | (c >> 10)) ^ (uint32_t)len;
     return (uint64_t)h << 32 | h;
 }
-static int have_crc = -1;
-static inline int use_crc(unsigned w) {
-    if (w > 4) return 0;
-    if (have_crc < 0) have_crc = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-    return have_crc;
-}
+static inline int use_crc(unsigned w) { return w <= 4 && crc32c_have_hw(); }
 #else
 static inline int use_crc(unsigned w) { (void)w; return 0; }
 static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par) {

@@ -951,8 +951,9 @@ static int oldest_record(const char *dir, uint64_t seg_size, uint64_t *lsn)
             rd16(h + 22) != WAL_BLOCK_MAGIC || rd64(h) != base + b)
             break;
         uint16_t cont = rd16(h + 20);
-        if (cont < WAL_BLOCK - WAL_BLOCK_HDR) {
-            *lsn = (base + b + WAL_BLOCK_HDR + cont + 7) & ~(uint64_t)7;
+        if (cont < WAL_BLOCK_PAYLOAD) {
+            /* cont record bytes, skipping sector trailers (wal.h) */
+            *lsn = (wal_stream_advance(base + b + WAL_BLOCK_HDR, cont) + 7) & ~(uint64_t)7;
             break;
         }
     }

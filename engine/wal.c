@@ -40,15 +40,26 @@
  *       written: durable_lsn is published only after every write below it
  *       completed and was fsynced (W2), so a witness never overstates.
  *   B4  durable_lsn <= written_lsn <= ins, all three only grow.
+ *   B5  every sector written holds its own check (wb_seal, at every write
+ *       of its block) or is zero throughout: the partial block is sealed
+ *       in its staged copy, full blocks in the buffer just before their
+ *       one write, so no sector reaches the disk with a stale trailer.
  *
  * Reader
  * ------
  * Reads segment files through a window of RD_CHUNK bytes and follows the
- * record chain (xl_lsn, xl_prev, block positions, generations, wb_cont).
- * The first record that cannot be read ends the log at L; the W3 scan
- * then looks at every block from L's own block to the end of the
- * segment files after it (across gaps) for a witness above L.
+ * record chain (xl_lsn, xl_prev, block positions, generations, wb_cont),
+ * copying record bytes around sector trailers and block headers.  The
+ * first record that cannot be read ends the log at L; W3 then checks the
+ * sectors that record occupies against their own trailers (rd_check_sectors),
+ * and if all pass, looks at every block from L's own block to the end of
+ * the segment files after it (across gaps, once the walk has read a
+ * block) for a witness above L (rd_conclude).
+ * Records that read back are never checked sector by sector: their XXH3
+ * covers their bytes, and the trailers cost the reader nothing until it
+ * must tell damage from a tear.
  */
+#include "crc32c.h"
 #include "faultpoints.h"
 #include "wal.h"
 
@@ -64,7 +75,8 @@
 #include <xxhash.h>
 
 #define WB_MAGIC 0xA11Eu
-#define WB_PAYLOAD (WAL_BLOCK - WAL_BLOCK_HDR) /* payload bytes per block */
+#define WB_PAYLOAD WAL_BLOCK_PAYLOAD            /* record bytes per block */
+#define WB_SECTORS (WAL_BLOCK / WAL_SECTOR)
 #define WB_CHECKED 24u                          /* wb_check covers [0, 24) */
 #define XL_CHECK_OFF 24u
 
@@ -133,27 +145,78 @@ static inline uint64_t min64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
+static inline uint32_t sec_off(uint64_t x)
+{
+    return (uint32_t)(x & (WAL_SECTOR - 1));
+}
+
 /* A record placed at insert position POS starts there, or just past the
- * header of the block that begins at POS. */
+ * header of the block that begins at POS.  (POS is 8-aligned, so it never
+ * lies in a sector trailer: those are bytes 508-511 of a sector.) */
 static inline uint64_t rec_start_at(uint64_t pos)
 {
     return blk_off(pos) == 0 ? pos + WAL_BLOCK_HDR : pos;
 }
 
-/* The stream position just past N record bytes that start at payload
- * position START (blk_off(START) >= WAL_BLOCK_HDR), skipping the headers
- * of the blocks they continue into. */
+/* Record bytes in block offsets [0, OFF): what lies in neither the header
+ * nor a trailer. */
+static inline uint32_t pay_before(uint32_t off)
+{
+    uint32_t s = off / WAL_SECTOR, o = off % WAL_SECTOR;
+    uint32_t n = s * WAL_SECTOR_DATA + (o < WAL_SECTOR_DATA ? o : WAL_SECTOR_DATA);
+    return n > WAL_BLOCK_HDR ? n - WAL_BLOCK_HDR : 0;
+}
+
+/* Block offset of the record byte with index Q (< WB_PAYLOAD) in the
+ * block's payload. */
+static inline uint32_t pay_pos(uint32_t q)
+{
+    uint32_t x = q + WAL_BLOCK_HDR;
+    return x / WAL_SECTOR_DATA * WAL_SECTOR + x % WAL_SECTOR_DATA;
+}
+
+/* The stream position just past N record bytes placed from position START
+ * (a record start, or a block start whose header comes first), skipping
+ * the trailers and headers they run over.  A record that fills a sector's
+ * data ends at its trailer (offset 508), one that fills a block's payload
+ * at 4092: the 8-aligned end after it is the next sector or block. */
 static uint64_t stream_end(uint64_t start, uint64_t n)
 {
-    uint64_t room = WAL_BLOCK - blk_off(start);
-    if (n <= room)
-        return start + n;
-    n -= room;
-    uint64_t next = blk_of(start) + WAL_BLOCK;
-    uint64_t full = n / WB_PAYLOAD, rem = n % WB_PAYLOAD;
-    if (rem == 0)
-        return next + full * WAL_BLOCK; /* ends exactly at a block end */
-    return next + full * WAL_BLOCK + WAL_BLOCK_HDR + rem;
+    if (n == 0)
+        return start;
+    uint64_t q = pay_before(blk_off(start)) + n; /* from the block's payload start */
+    uint64_t blocks = (q - 1) / WB_PAYLOAD;
+    return blk_of(start) + blocks * WAL_BLOCK + pay_pos((uint32_t)((q - 1) % WB_PAYLOAD)) + 1;
+}
+
+uint64_t wal_stream_advance(uint64_t pos, uint64_t n)
+{
+    return stream_end(pos, n);
+}
+
+uint64_t wal_payload_between(uint64_t a, uint64_t b)
+{
+    uint64_t pa = a / WAL_BLOCK * WB_PAYLOAD + pay_before(blk_off(a));
+    uint64_t pb = b / WAL_BLOCK * WB_PAYLOAD + pay_before(blk_off(b));
+    return pb > pa ? pb - pa : 0;
+}
+
+/* ---- sector trailers ---------------------------------------------------------- */
+
+int wal_sector_valid(const uint8_t *s)
+{
+    uint32_t stored = get32(s + WAL_SECTOR_DATA);
+    if (stored == crc32c(0, s, WAL_SECTOR_DATA))
+        return 1;
+    /* Never written: zero throughout.  (A written sector whose data is
+     * zero carries the check of zeros, never a zero trailer, unless the
+     * CRC happens to be 0 -- and then it is all zero and valid anyway.) */
+    return stored == 0 && s[0] == 0 && memcmp(s, s + 1, WAL_SECTOR_DATA - 1) == 0;
+}
+
+void wal_sector_seal(uint8_t *s)
+{
+    put32(s + WAL_SECTOR_DATA, crc32c(0, s, WAL_SECTOR_DATA));
 }
 
 static inline int valid_seg_size(uint64_t s)
@@ -305,10 +368,17 @@ static void wb_init(uint8_t *p, uint64_t lsn, uint32_t gen, uint16_t cont)
     put64(p + 24, 0);
 }
 
-static void wb_seal(uint8_t *p, uint64_t durable)
+/* Fill the witness, the header check and the trailers of the block's
+ * first NSEC sectors (the ones holding bytes; the rest of a partly filled
+ * block is zero, trailers included, and valid as "never written").  Runs
+ * every time a block is written, so a rewritten partial block's sectors
+ * carry checks of what they hold now (W1, W3). */
+static void wb_seal(uint8_t *p, uint64_t durable, unsigned nsec)
 {
     put64(p + 8, durable);
     put64(p + 24, XXH3_64bits(p, WB_CHECKED));
+    for (unsigned i = 0; i < nsec; i++)
+        wal_sector_seal(p + i * WAL_SECTOR);
 }
 
 /* Why a header is not valid at POS (NULL if it is); *H gets its fields.
@@ -483,11 +553,11 @@ static void seg_cleanup(wal *w)
 /* ---- writing blocks (write_mu held) ------------------------------------------ */
 
 /* Write the buffer's blocks [FROM, TO) and, if STAGE, the partial block
- * STAGE at TO: one request per contiguous run per segment, submitted as
+ * STAGE at TO, holding STAGE_LEN bytes (zero after): one request per contiguous run per segment, submitted as
  * one batch, no fsync.  Each header gets the witness first (B3).  A failed
  * write poisons the log (W4); failing to open a segment does not, since
  * nothing was written. */
-static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage)
+static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage, uint32_t stage_len)
 {
     uint64_t durable = atomic_load(&w->durable_lsn);
     uint64_t mask = w->seg_size - 1;
@@ -495,9 +565,9 @@ static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage)
     uint64_t bytes = 0;
 
     for (uint64_t b = from; b < to; b += WAL_BLOCK)
-        wb_seal(w->buf + (b - w->buf_lsn), durable);
+        wb_seal(w->buf + (b - w->buf_lsn), durable, WB_SECTORS);
     if (stage)
-        wb_seal(stage, durable);
+        wb_seal(stage, durable, (stage_len + WAL_SECTOR - 1) / WAL_SECTOR);
 
     for (uint64_t a = from; a < to || (stage && a == to); ) {
         uint64_t seg = a & ~mask;
@@ -555,7 +625,7 @@ static int make_room(wal *w, uint64_t end_raw)
     int rc = ENG_OK;
     uint64_t ib = blk_of(w->ins);
     if (w->written_full < ib) {
-        rc = wr_blocks(w, w->written_full, ib, NULL);
+        rc = wr_blocks(w, w->written_full, ib, NULL, 0);
         if (rc == ENG_OK) {
             w->written_full = ib;
             if (w->written_lsn < ib)
@@ -590,18 +660,23 @@ static int make_room(wal *w, uint64_t end_raw)
     return rc;
 }
 
-/* Copy N record bytes from SRC to stream position *POS, starting each block
- * entered with a header whose wb_cont is the record bytes still to come
- * (*LEFT), capped at the payload size. */
+/* Copy N record bytes from SRC to stream position *POS, skipping sector
+ * trailers, and starting each block entered with a header whose wb_cont
+ * is the record bytes still to come (*LEFT), capped at the payload size. */
 static void buf_put(wal *w, uint64_t *pos, const uint8_t *src, size_t n, uint64_t *left)
 {
     uint64_t p = *pos;
     while (n > 0) {
+        uint32_t so = sec_off(p);
+        if (so >= WAL_SECTOR_DATA) {
+            p += WAL_SECTOR - so; /* the trailer, filled by wb_seal */
+            continue;
+        }
         if (blk_off(p) == 0) {
             wb_init(w->buf + (p - w->buf_lsn), p, w->gen, (uint16_t)min64(*left, WB_PAYLOAD));
             p += WAL_BLOCK_HDR;
         }
-        size_t c = WAL_BLOCK - blk_off(p);
+        size_t c = WAL_SECTOR_DATA - sec_off(p);
         if (c > n)
             c = n;
         memcpy(w->buf + (p - w->buf_lsn), src, c);
@@ -709,7 +784,7 @@ static int write_snapshot(wal *w, int sync)
     int rc = ENG_OK;
     if (S > w->written_lsn) {
         /* S > written_lsn >= written_full, so Sb >= written_full (B1). */
-        rc = wr_blocks(w, w->written_full, Sb, off ? stage : NULL);
+        rc = wr_blocks(w, w->written_full, Sb, off ? stage : NULL, off);
         if (rc == ENG_OK) {
             w->written_full = Sb;
             w->written_lsn = S;
@@ -748,7 +823,7 @@ static int write_snapshot(wal *w, int sync)
     /* Outside the locks: appenders go on, and a buffer-full write-out may
      * land in a segment being synced; it is not claimed by this flush. */
     for (size_t i = 0; i < nsync && rc == ENG_OK; i++) {
-        rc = io_sync(w->io, &w->sync_set[i]->f);
+        rc = io_datasync(w->io, &w->sync_set[i]->f);
         if (rc == ENG_OK)
             stat_add(&w->st_syncs, 1);
     }
@@ -1144,9 +1219,10 @@ struct wal_reader {
     uint64_t f_base;
     int f_state;
 
-    /* read window [win_lsn, win_lsn + win_len), blocks past EOF zeroed */
+    /* read window [win_lsn, win_lsn + win_len), blocks past EOF zeroed;
+     * win_eof is where the file ended inside it (UINT64_MAX: past it) */
     uint8_t *win;
-    uint64_t win_lsn;
+    uint64_t win_lsn, win_eof;
     size_t win_len;
 
     uint64_t pos;       /* where the next record goes (may be a block start) */
@@ -1161,10 +1237,12 @@ struct wal_reader {
     uint64_t fail_lsn, fail_block;
     const char *fail_why;
     uint64_t fail_expected, fail_found;
-    uint64_t fail_end;      /* where the failing record ends, if its length was read (else fail_lsn) */
+    uint64_t fail_end;  /* end of the failing record's bytes (W3a checks up to here) */
     int fail_block_bad; /* L's own block header was the problem */
     uint64_t fail_seg;  /* the segment the walk needed next ... */
     int fail_seg_missing; /* ... has no file */
+    uint64_t cur_len;   /* bytes of the record being read known so far:
+                           its header, then its length once read and sane */
 
     uint8_t *rec;
     size_t rec_cap;
@@ -1214,6 +1292,7 @@ static int rd_block(wal_reader *r, uint64_t b, const uint8_t **p)
     size_t full = (done + WAL_BLOCK - 1) & ~(size_t)(WAL_BLOCK - 1);
     memset(r->win + done, 0, full - done);
     r->win_lsn = b;
+    r->win_eof = done < want ? b + done : UINT64_MAX;
     r->win_len = full;
     *p = r->win;
     return ENG_OK;
@@ -1224,7 +1303,7 @@ static int rd_fail(wal_reader *r, uint64_t L, uint64_t block, const char *why, u
                    uint64_t found, int block_bad)
 {
     r->fail_lsn = L;
-    r->fail_end = L;
+    r->fail_end = stream_end(L, r->cur_len);
     r->fail_block = block;
     r->fail_why = why;
     r->fail_expected = expected;
@@ -1281,6 +1360,60 @@ static int rd_grow(wal_reader *r, size_t need)
     return ENG_OK;
 }
 
+/* Copy N record bytes from stream position *POS into DST, skipping sector
+ * trailers and entering every block reached at its start (rd_enter, for
+ * the record at L).  DONE is how many of the record's bytes came before
+ * these.  A block entered must continue min(LEN - bytes before it,
+ * WB_PAYLOAD) record bytes (wb_cont); with LEN 0 (the header, length not
+ * known yet) the first block entered is left to the caller: *ENTERED gets
+ * its LSN and *ENTERED_AT the record bytes before it.  *POS ends just past
+ * the last byte copied. */
+static int rd_copy(wal_reader *r, uint64_t L, uint64_t *pos, uint8_t *dst, size_t n, uint64_t len,
+                   size_t done, uint64_t *entered, size_t *entered_at)
+{
+    uint64_t x = *pos;
+    while (n > 0) {
+        uint32_t so = sec_off(x);
+        if (so >= WAL_SECTOR_DATA) {
+            x += WAL_SECTOR - so;
+            continue;
+        }
+        const uint8_t *p;
+        int rc;
+        if (blk_off(x) == 0) {
+            rc = rd_enter(r, x, L, &p);
+            if (rc != ENG_OK)
+                return rc;
+            if (len) {
+                uint64_t want = min64(len - done, WB_PAYLOAD);
+                if (get16(p + 20) != want)
+                    return rd_fail(r, L, x, "runs into a block whose continuation length is wrong",
+                                   want, get16(p + 20), 0);
+            } else if (*entered == UINT64_MAX) {
+                *entered = x;
+                *entered_at = done;
+            }
+            x += WAL_BLOCK_HDR;
+        } else {
+            rc = rd_block(r, blk_of(x), &p);
+            if (rc != ENG_OK)
+                return rc;
+            if (!p) /* cannot happen: the block was entered already */
+                return rd_fail(r, L, blk_of(x), "is missing (the log ends)", 0, 0, 0);
+        }
+        size_t c = WAL_SECTOR_DATA - sec_off(x);
+        if (c > n)
+            c = n;
+        memcpy(dst, p + blk_off(x), c);
+        dst += c;
+        done += c;
+        n -= c;
+        x += c;
+    }
+    *pos = x;
+    return ENG_OK;
+}
+
 /* Read the record at r->pos into *REC: ENG_OK, RD_END, or an I/O status. */
 static int rd_record(wal_reader *r, wal_record *out)
 {
@@ -1288,6 +1421,7 @@ static int rd_record(wal_reader *r, wal_record *out)
     uint64_t b = blk_of(L);
     uint32_t off = blk_off(L);
     const uint8_t *p;
+    r->cur_len = WAL_REC_HDR;
     int rc = rd_enter(r, b, L, &p);
     if (rc != ENG_OK)
         return rc;
@@ -1295,23 +1429,16 @@ static int rd_record(wal_reader *r, wal_record *out)
     uint32_t gen = get32(p + 16);
     /* A record at the first payload byte opens the block; elsewhere the
      * continuation lies before it. */
-    if (off == WAL_BLOCK_HDR ? cont != 0 : cont > off - WAL_BLOCK_HDR)
+    if (off == WAL_BLOCK_HDR ? cont != 0 : cont > pay_before(off))
         return rd_fail(r, L, b, "lies in a block whose continuation length is wrong", 0, cont, 0);
 
-    /* header, possibly straddling into the next block */
+    /* header, possibly straddling a trailer or into the next block */
     uint8_t *h = r->rec;
-    size_t got = min64(WAL_REC_HDR, WAL_BLOCK - off);
-    memcpy(h, p + off, got);
-    uint64_t pos = L + got;
-    uint64_t straddle = UINT64_MAX;
-    if (got < WAL_REC_HDR) {
-        straddle = b + WAL_BLOCK;
-        rc = rd_enter(r, straddle, L, &p);
-        if (rc != ENG_OK)
-            return rc;
-        memcpy(h + got, p + WAL_BLOCK_HDR, WAL_REC_HDR - got);
-        pos = straddle + WAL_BLOCK_HDR + (WAL_REC_HDR - got);
-    }
+    uint64_t pos = L, straddle = UINT64_MAX;
+    size_t got = 0;
+    rc = rd_copy(r, L, &pos, h, WAL_REC_HDR, 0, 0, &straddle, &got);
+    if (rc != ENG_OK)
+        return rc;
     if (all_zero(h, WAL_REC_HDR))
         return rd_fail(r, L, b, "is absent (zero header)", 0, 0, 0);
     uint32_t len = get32(h);
@@ -1319,6 +1446,7 @@ static int rd_record(wal_reader *r, wal_record *out)
     uint64_t xprev = get64(h + 8), xlsn = get64(h + 16), xcheck = get64(h + XL_CHECK_OFF);
     if (len < WAL_REC_HDR || len > WAL_MAX_RECORD + WAL_REC_HDR)
         return rd_fail(r, L, b, "has an impossible length", WAL_REC_HDR, len, 0);
+    r->cur_len = len;
     if (type < 1 || type > WAL_REC_TYPE_MAX)
         return rd_fail(r, L, b, "has an unknown type", WAL_REC_TYPE_MAX, (uint64_t)type, 0);
     if (get16(h + 6) != 0)
@@ -1332,54 +1460,35 @@ static int rd_record(wal_reader *r, wal_record *out)
         if (rc != ENG_OK)
             return rc;
         uint64_t want = min64(len - got, WB_PAYLOAD);
-        if (get16(p + 20) != want)
+        if (p && get16(p + 20) != want)
             return rd_fail(r, L, straddle, "runs into a block whose continuation length is wrong",
                            want, get16(p + 20), 0);
     }
 
-    /* payload, block by block */
+    /* payload */
     rc = rd_grow(r, len);
     if (rc != ENG_OK)
         return rc;
-    size_t done = WAL_REC_HDR;
-    while (done < len) {
-        if (blk_off(pos) == 0) {
-            rc = rd_enter(r, pos, L, &p);
-            if (rc != ENG_OK)
-                return rc;
-            uint64_t want = min64(len - done, WB_PAYLOAD);
-            if (get16(p + 20) != want)
-                return rd_fail(r, L, pos, "runs into a block whose continuation length is wrong",
-                               want, get16(p + 20), 0);
-            pos += WAL_BLOCK_HDR;
-        } else {
-            rc = rd_block(r, blk_of(pos), &p);
-            if (rc != ENG_OK)
-                return rc;
-            if (!p) /* cannot happen: the block was entered already */
-                return rd_fail(r, L, blk_of(pos), "is missing (the log ends)", 0, 0, 0);
-        }
-        size_t c = WAL_BLOCK - blk_off(pos);
-        if (c > len - done)
-            c = len - done;
-        memcpy(r->rec + done, p + blk_off(pos), c);
-        done += c;
-        pos += c;
-    }
+    rc = rd_copy(r, L, &pos, r->rec + WAL_REC_HDR, len - WAL_REC_HDR, len, WAL_REC_HDR, NULL, NULL);
+    if (rc != ENG_OK)
+        return rc;
     put64(r->rec + XL_CHECK_OFF, 0);
     uint64_t sum = XXH3_64bits(r->rec, len);
-    if (sum != xcheck) {
-        rd_fail(r, L, b, "fails its checksum", xcheck, sum, 0);
-        r->fail_end = pos; /* the damage may lie anywhere up to here */
-        return RD_END;
-    }
+    if (sum != xcheck)
+        return rd_fail(r, L, b, "fails its checksum", xcheck, sum, 0);
+    /* Padding up to the next 8-aligned position: zero, except a trailer
+     * it may reach (a sector's data ends at 508, not 8-aligned). */
     uint64_t end = align8(pos);
-    if (end != pos) {
+    if (end != pos && sec_off(pos) < WAL_SECTOR_DATA) {
+        uint64_t stop = min64(end, (pos & ~(uint64_t)(WAL_SECTOR - 1)) + WAL_SECTOR_DATA);
         rc = rd_block(r, blk_of(pos), &p);
         if (rc != ENG_OK)
             return rc;
-        if (p && !all_zero(p + blk_off(pos), (size_t)(end - pos)))
-            return rd_fail(r, L, blk_of(pos), "is followed by non-zero padding", 0, 0, 0);
+        if (p && !all_zero(p + blk_off(pos), (size_t)(stop - pos))) {
+            rd_fail(r, L, blk_of(pos), "is followed by non-zero padding", 0, 0, 0);
+            r->fail_end = stop;
+            return RD_END;
+        }
     }
 
     out->lsn = L;
@@ -1397,16 +1506,92 @@ static int rd_record(wal_reader *r, wal_record *out)
     return ENG_OK;
 }
 
-/* W3: the log stopped at L.  Scan from L's block through the rest of the
- * segment files (across missing ones) for a block valid at its own position, of
- * this generation or newer, whose witness says L was durable: then L lay
- * in the synced log and this is corruption, else a torn tail.  L's own
- * block counts when its header is valid: a header is only rewritten with
- * a witness above L after the record at L was durable (W1 keeps that
- * record's bytes unchanged), so even that witness proves the damage.
- * Also records the trimmed flag and the highest generation present. */
+/* 1 if the bytes of block P in offsets [FROM, WAL_BLOCK) are zero, sector
+ * trailers left out (a trailer before the end belongs to the data before
+ * it). */
+static int data_zero_from(const uint8_t *p, uint32_t from)
+{
+    for (uint32_t x = from; x < WAL_BLOCK;) {
+        uint32_t so = x % WAL_SECTOR;
+        if (so >= WAL_SECTOR_DATA) {
+            x += WAL_SECTOR - so;
+            continue;
+        }
+        uint32_t n = WAL_SECTOR_DATA - so;
+        if (!all_zero(p + x, n))
+            return 0;
+        x += n;
+    }
+    return 1;
+}
+
+/* The report for the log stopping at L on damage found at BAD (a sector,
+ * or the block whose witness is above L): named by L's segment, block and
+ * offset, with the span in blocks from L's block to BAD's (where the
+ * damage may lie) as the entry. */
+static int rd_report(wal_reader *r, uint64_t bad, uint64_t expected, uint64_t found, const char *tail)
+{
+    uint64_t L = r->fail_lsn, seg0 = L & ~(r->seg_size - 1);
+    char name[17], file[64];
+    seg_name(name, seg0);
+    snprintf(file, sizeof file, "%s/%s", WAL_DIR, name);
+    uint64_t last = bad > r->fail_end ? bad : r->fail_end;
+    int32_t span = last > L ? (int32_t)min64((last - 1) / WAL_BLOCK - L / WAL_BLOCK, INT32_MAX) : 0;
+    r->trimmed = 0;
+    return eng_report(&r->rep, ENG_LAYER_WAL, file, (int64_t)((L - seg0) / WAL_BLOCK), (int64_t)(L - seg0), span,
+                      expected, found, "record at LSN 0x%llx %s, %s", (unsigned long long)L, r->fail_why, tail);
+}
+
+/* W3 (a): the sectors of the failing record, from L's sector (its block's
+ * first when L's block header was the problem) to fail_end, each against
+ * its own trailer.  ENG_OK if all pass (or do not exist), ENG_CORRUPTION
+ * with a report for the first that fails, or an I/O status.  A sector the
+ * end of its file cuts counts as cut, not damaged: the file system lost the
+ * size, not a sector's contents. */
+static int rd_check_sectors(wal_reader *r)
+{
+    uint64_t L = r->fail_lsn;
+    uint64_t from = r->fail_block_bad ? blk_of(L) : L & ~(uint64_t)(WAL_SECTOR - 1);
+    uint64_t to = r->fail_end > L ? r->fail_end : L + 1;
+    for (uint64_t x = from; x < to; x += WAL_SECTOR) {
+        const uint8_t *p;
+        int rc = rd_block(r, blk_of(x), &p);
+        if (rc != ENG_OK)
+            return rc;
+        if (!p) {
+            x = blk_of(x) + WAL_BLOCK - WAL_SECTOR; /* no such block: nothing to damage */
+            continue;
+        }
+        if (x < r->win_eof && r->win_eof < x + WAL_SECTOR)
+            continue;
+        const uint8_t *sec = p + blk_off(x);
+        if (!wal_sector_valid(sec)) {
+            char tail[160];
+            snprintf(tail, sizeof tail,
+                     "and its sector at LSN 0x%llx (block offset %u) fails its own check: "
+                     "damaged after it was written, not torn",
+                     (unsigned long long)x, blk_off(x));
+            return rd_report(r, x + 1, get32(sec + WAL_SECTOR_DATA), crc32c(0, sec, WAL_SECTOR_DATA), tail);
+        }
+    }
+    return ENG_OK;
+}
+
+/* W3: the log stopped at L.  First (a) the failing record's sectors; then
+ * (b) scan from L's block through the rest of the segment files (across
+ * missing ones)
+ * for a block valid at its own position, of this generation or newer,
+ * whose witness says L was durable: then L lay in the synced log and this
+ * is corruption, else (c) a torn tail.  L's own block counts when its
+ * header is valid: a header is only rewritten with a witness above L
+ * after the record at L was durable (W1 keeps that record's bytes
+ * unchanged), so even that witness proves the damage.  Also records the
+ * trimmed flag and the highest generation present. */
 static int rd_conclude(wal_reader *r)
 {
+    int rc = rd_check_sectors(r);
+    if (rc != ENG_OK)
+        return rc;
     uint64_t L = r->fail_lsn;
     uint64_t mask = r->seg_size - 1;
     uint64_t seg0 = L & ~mask, b0 = blk_of(L);
@@ -1421,7 +1606,7 @@ static int rd_conclude(wal_reader *r)
     uint64_t next = seg0;
     uint64_t *segs;
     size_t nsegs;
-    int rc = seg_list(r->waldir, &segs, &nsegs);
+    rc = seg_list(r->waldir, &segs, &nsegs);
     if (rc != ENG_OK)
         return rc;
     for (size_t si = 0; si < nsegs; si++) {
@@ -1448,7 +1633,7 @@ static int rd_conclude(wal_reader *r)
                 break;
             if (seg == seg0 && !trimmed) {
                 uint32_t from = (x == b0 && !r->fail_block_bad) ? blk_off(L) : 0;
-                trimmed = !all_zero(p + from, WAL_BLOCK - from);
+                trimmed = !data_zero_from(p, from);
             }
             wb_hdr h;
             uint64_t e, f;
@@ -1458,11 +1643,10 @@ static int rd_conclude(wal_reader *r)
                 r->max_gen = h.gen;
             if (h.gen >= r->gen && h.durable > L) {
                 free(segs);
-                char file[64];
-                char name[17];
                 r->trimmed = 0;
                 if (r->fail_seg_missing) {
                     /* a lost file, not a damaged record: name it */
+                    char name[17], file[64];
                     seg_name(name, r->fail_seg);
                     snprintf(file, sizeof file, "%s/%s", WAL_DIR, name);
                     return eng_report(&r->rep, ENG_LAYER_WAL, file, -1, -1, -1, r->fail_seg, 0,
@@ -1471,17 +1655,10 @@ static int rd_conclude(wal_reader *r)
                                       file, (unsigned long long)L, (unsigned long long)x,
                                       (unsigned long long)h.durable);
                 }
-                seg_name(name, seg0);
-                snprintf(file, sizeof file, "%s/%s", WAL_DIR, name);
-                /* entry: how many blocks past its first the record runs
-                 * (its damage may lie in any of them). */
-                int32_t span = r->fail_end > L ? (int32_t)((r->fail_end - 1) / WAL_BLOCK - L / WAL_BLOCK) : 0;
-                return eng_report(&r->rep, ENG_LAYER_WAL, file, (int64_t)((L - seg0) / WAL_BLOCK),
-                                  (int64_t)(L - seg0), span, r->fail_expected, r->fail_found,
-                                  "record at LSN 0x%llx %s but block 0x%llx says the log was "
-                                  "durable to 0x%llx",
-                                  (unsigned long long)L, r->fail_why, (unsigned long long)x,
-                                  (unsigned long long)h.durable);
+                char tail[128];
+                snprintf(tail, sizeof tail, "but block 0x%llx says the log was durable to 0x%llx",
+                         (unsigned long long)x, (unsigned long long)h.durable);
+                return rd_report(r, r->fail_end, r->fail_expected, r->fail_found, tail);
             }
         }
         if (rc != ENG_OK)

@@ -3,9 +3,26 @@
  * and the reader that decides where the log ends.
  *
  * LSNs are byte positions in one endless stream that includes the block
- * headers (as in PostgreSQL).  The stream is cut into segment files of
- * seg_size bytes (a power of two, >= 64 KiB), named wal/%016llx after the
- * LSN they start at, and each segment into WAL_BLOCK-byte blocks.
+ * headers and the sector trailers (as in PostgreSQL, where they include
+ * page headers).  The stream is cut into segment files of seg_size bytes
+ * (a power of two, >= 64 KiB), named wal/%016llx after the LSN they start
+ * at, and each segment into WAL_BLOCK-byte blocks of eight WAL_SECTOR-byte
+ * sectors.
+ *
+ * Block (WAL_BLOCK = 4096 bytes; records fill the payload bytes P):
+ *
+ *   sector 0                    sector 1            ...  sector 7
+ *   +--------+--------+------+  +--------+------+        +--------+------+
+ *   | header | P 476  | trl  |  | P 508  | trl  |  ...   | P 508  | trl  |
+ *   +--------+--------+------+  +--------+------+        +--------+------+
+ *   0        32       508  512  512      1020 1024       3584     4092 4096
+ *
+ *   WAL_BLOCK_PAYLOAD = 476 + 7 * 508 = 4032 record bytes per block.
+ *
+ * Sector trailer (the last 4 bytes of every 512-byte sector):
+ *   508    4    ws_check    CRC32C (crc32c.h) of the sector's bytes
+ *                           [0, 508); a sector that is all zero, trailer
+ *                           included, is valid too ("never written")
  *
  * Block header (WAL_BLOCK_HDR = 32 bytes, at the start of every block):
  *   offset size field
@@ -17,13 +34,15 @@
  *   16     4    wb_gen      log generation: raised on every open; never
  *                           decreases along a valid log, so blocks left
  *                           over from before a trimmed tail end the log
- *   20     2    wb_cont     bytes at the start of the payload that continue
- *                           a record begun in an earlier block
+ *   20     2    wb_cont     record bytes at the start of the payload that
+ *                           continue a record begun in an earlier block
+ *                           (at most WAL_BLOCK_PAYLOAD)
  *   22     2    wb_magic    0xA11E
  *   24     8    wb_check    XXH3-64 of bytes [0, 24)
  *
- * Record (starts 8-byte aligned in the stream; may span blocks, skipping
- * their headers):
+ * Record (starts 8-byte aligned in the stream; may span sectors and
+ * blocks, skipping their trailers and headers; no 8-aligned position lies
+ * in a trailer or a header but the block's start):
  *   0      4    xl_len      header + payload bytes
  *   4      1    xl_type     WAL_REC_*
  *   5      1    xl_flags
@@ -32,23 +51,64 @@
  *   16     8    xl_lsn      LSN of this record (its own position)
  *   24     8    xl_check    XXH3-64 of header (check as zero) + payload
  *
+ * Power-loss model (what the rules below must survive): any subset of the
+ * writes not yet covered by an fsync may be rolled back to the file's old
+ * contents, at 512-byte sector granularity (each sector of a write wholly
+ * old or wholly new); old contents are what an earlier write left, zeros
+ * (never written, or a file extended by the crash), or the stale blocks of
+ * an older generation in a segment recycled by rename.
+ *
  * Rules (numbered for tests):
  *   W1  a partly filled block is rewritten in place as records are added,
  *       but the bytes of records already in it never change: only its
- *       header's witness does, and the header lies in the block's first
- *       512-byte sector, written whole or not at all
+ *       header's witness does (the header lies in sector 0, written whole
+ *       or not at all), and the trailers of the sectors that gained bytes
  *   W2  a sync covers only writes that completed before it (all writes of a
  *       flush complete before its fsync is issued)
  *   W3  the reader stops at the first record that is absent, torn or fails
- *       its checksum, at LSN L.  It then scans the blocks after L (to the
- *       end of the existing segments) for a valid block of the same or a
- *       newer generation, at its own position, whose witness is above L:
- *       if there is one, L lay in the synced part of the log and the reader
- *       returns ENG_CORRUPTION (reported, layer wal_record); if not, L is a
- *       torn tail and the log ends there (trim).  Once the walk has read
- *       a block, the scan crosses missing segment files: when the walk
- *       needed one, the report names that file (a segment lost from the
- *       middle of the log)
+ *       its checksum, at LSN L, and decides between damage and a torn tail:
+ *       (a) sectors: every sector the failing record occupies -- from L's
+ *           sector (from its block's first sector when L's block header was
+ *           the problem) to the record's end if its header was read whole
+ *           with a sane length, else to the end of its header -- must pass
+ *           its own trailer check.  One that fails is damage: the reader
+ *           returns ENG_CORRUPTION with a report (layer wal_record) naming
+ *           L's segment, block and offset (entry: the blocks from L's to
+ *           the failing sector's), the failing sector's LSN in its detail;
+ *       (b) witness: else it scans the blocks after L (to the end of the
+ *           existing segments) for a valid block of the same or a newer
+ *           generation, at its own position, whose witness is above L: if
+ *           there is one, L lay in the synced part of the log: corruption,
+ *           reported the same way.  Once the walk has read a block, the scan
+ *           crosses missing segment files: when the walk needed one, the
+ *           report names that file (a segment lost from the middle of the
+ *           log);
+ *       (c) else L is a torn tail and the log ends there (trim).
+ *       Why a tear never passes for damage: every sector the writer puts
+ *       on disk carries its own check, computed when the block is written
+ *       (for a partly filled block, each time it is rewritten, W1), and
+ *       under the power-loss model each sector on disk is wholly from one
+ *       such write, or zero, or a stale sector of an older generation
+ *       (written the same way): all pass (a).  A file cut mid-sector reads
+ *       as zero past its end; that sector counts as cut, like a zeroed one.
+ *       And no witness overstates (B3 in wal.c), so (b) never fires on a
+ *       tear either.  Why damage never passes for a tear: damage that
+ *       changes a sector's bytes fails that sector's check (CRC32C over a
+ *       sector catches at least every error of up to 3 bits and every
+ *       burst of up to 32), and any damage that stops the reader at L lies
+ *       in the bytes of the record at L (the records before it passed
+ *       their checksums), so within the sectors (a) checks, wherever L
+ *       lies, the last record of the log with nothing after it included.
+ *       Undetectable: damage that restores a sector's earlier valid
+ *       contents (an older version of a rewritten partial block, or a
+ *       stale sector put back); multi-bit damage whose CRC32C collides
+ *       (odds 2^-32); a whole sector zeroed, or a file cut short.  Each
+ *       still ends as corruption when a witness above L exists (b), and
+ *       only a record at the log's very end, in the last fsync group, can
+ *       be trimmed by them.  Damage in a sector the failing record shares
+ *       with nothing synced (the unused zeros after the last record, its
+ *       trailer) is reported too: it cannot be told from damage to a
+ *       record there.
  *   W4  a failed write or fsync poisons the log: every later append and
  *       flush fails with ENG_POISONED (the kernel may have dropped pages)
  */
@@ -63,6 +123,10 @@
 
 #define WAL_BLOCK 4096u
 #define WAL_BLOCK_HDR 32u
+#define WAL_SECTOR 512u
+#define WAL_SECTOR_TRAILER 4u
+#define WAL_SECTOR_DATA (WAL_SECTOR - WAL_SECTOR_TRAILER)
+#define WAL_BLOCK_PAYLOAD (WAL_BLOCK - WAL_BLOCK_HDR - (WAL_BLOCK / WAL_SECTOR) * WAL_SECTOR_TRAILER)
 #define WAL_REC_HDR 32u
 #define WAL_DIR "wal"
 #define WAL_MAX_RECORD (256u << 20)
@@ -143,13 +207,28 @@ int wal_reader_open(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t sta
                     uint64_t prev_lsn, const eng_reporter *rep, wal_reader **out);
 /* ENG_OK with *rec filled; ENG_NOTFOUND at the end of the log (then
  * wal_reader_end tells where it ended and whether a torn tail was cut);
- * ENG_CORRUPTION when a bad record lies in the synced part (W3). */
+ * ENG_CORRUPTION when the record where it stops is damaged (W3). */
 int wal_reader_next(wal_reader *r, wal_record *rec);
 /* After ENG_NOTFOUND: the LSN just past the last good record, the LSN of
  * that record, the highest generation seen, and whether bytes after the
  * end were present but invalid (a trimmed torn tail). */
 void wal_reader_end(wal_reader *r, uint64_t *end, uint64_t *last_lsn, uint32_t *max_gen, int *trimmed);
 void wal_reader_close(wal_reader *r);
+
+/* ---- stream geometry (for tools and tests that locate bytes) ---- */
+
+/* The stream position just past N record bytes placed from position POS
+ * (a record start, or a block start, whose header is then skipped),
+ * skipping sector trailers and block headers. */
+uint64_t wal_stream_advance(uint64_t pos, uint64_t n);
+/* Record bytes between stream positions A <= B (trailers and headers in
+ * between not counted). */
+uint64_t wal_payload_between(uint64_t a, uint64_t b);
+/* 1 if the WAL_SECTOR bytes at S pass their trailer check (or are all
+ * zero). */
+int wal_sector_valid(const uint8_t *s);
+/* Fill the trailer of the sector at S from its other bytes. */
+void wal_sector_seal(uint8_t *s);
 
 /* Segment size found from the segment files of DIR/wal (for tools), or 0. */
 uint64_t wal_guess_seg_size(const char *dir);

@@ -355,12 +355,15 @@ static inline const char *cu_seg_path(char *buf, size_t cap, const char *dir, ui
 /* ---- reading the log the way wal.h draws it ---------------------------------------
  * Only for locating bytes to damage: LSN = position in the stream of
  * segments, every WAL_BLOCK-byte block opens with a WAL_BLOCK_HDR-byte
- * header (wb_lsn at 0, wb_cont at 20, wb_magic at 22), records start
- * 8-byte aligned and skip block headers (xl_len at 0, xl_type at 4, xl_lsn
- * at 16). */
+ * header (wb_lsn at 0, wb_cont at 20, wb_magic at 22), every 512-byte
+ * sector ends with a 4-byte trailer (a CRC32C of its other bytes), records
+ * start 8-byte aligned and skip block headers and trailers (xl_len at 0,
+ * xl_type at 4, xl_lsn at 16). */
 
 #define CU_WBLK 4096u
 #define CU_WHDR 32u
+#define CU_WSEC 512u
+#define CU_WSEC_DATA 508u
 #define CU_WAL_MAGIC 0xA11Eu
 
 typedef struct cu_wal {
@@ -386,6 +389,13 @@ static inline void cu_wal_free(cu_wal *w) {
     memset(w, 0, sizeof *w);
 }
 
+/* Skip a trailer or a block header at POS: the next record byte's place. */
+static inline uint64_t cu_wal_skip(uint64_t pos) {
+    if (pos % CU_WSEC >= CU_WSEC_DATA) pos += CU_WSEC - pos % CU_WSEC;
+    if (pos % CU_WBLK == 0) pos += CU_WHDR;
+    return pos;
+}
+
 /* Raw byte at LSN; -1 if no segment file holds it. */
 static inline int cu_wal_byte(const cu_wal *w, uint64_t lsn) {
     uint64_t s = lsn & ~(w->seg - 1);
@@ -405,11 +415,12 @@ static inline int cu_wal_raw(const cu_wal *w, uint64_t lsn, void *buf, size_t n)
     return 1;
 }
 
-/* Move N record bytes forward from POS, skipping block headers. */
+/* Move N record bytes forward from POS, skipping block headers and
+ * trailers. */
 static inline uint64_t cu_wal_advance(uint64_t pos, uint64_t n) {
     while (n) {
-        if (pos % CU_WBLK == 0) pos += CU_WHDR;
-        uint64_t avail = CU_WBLK - pos % CU_WBLK, take = n < avail ? n : avail;
+        pos = cu_wal_skip(pos);
+        uint64_t avail = CU_WSEC_DATA - pos % CU_WSEC, take = n < avail ? n : avail;
         pos += take;
         n -= take;
     }
@@ -427,8 +438,8 @@ static inline uint64_t cu_wal_next_start(uint64_t end) {
 static inline int cu_wal_read(const cu_wal *w, uint64_t pos, void *buf, size_t n) {
     uint8_t *b = buf;
     while (n) {
-        if (pos % CU_WBLK == 0) pos += CU_WHDR;
-        uint64_t avail = CU_WBLK - pos % CU_WBLK, take = n < avail ? n : avail;
+        pos = cu_wal_skip(pos);
+        uint64_t avail = CU_WSEC_DATA - pos % CU_WSEC, take = n < avail ? n : avail;
         if (!cu_wal_raw(w, pos, b, take)) return 0;
         pos += take;
         b += take;
@@ -456,8 +467,8 @@ static inline int cu_wal_first_in_block(const cu_wal *w, uint64_t block_lsn, uin
     if (!cu_wal_raw(w, block_lsn, h, sizeof h)) return 0;
     if (rd64(h) != block_lsn || rd16(h + 22) != CU_WAL_MAGIC) return 0;
     uint64_t cont = rd16(h + 20);
-    if (cont >= CU_WBLK - CU_WHDR) return 0;
-    uint64_t p = cu_wal_next_start(block_lsn + CU_WHDR + cont);
+    if (cont >= CU_WBLK - CU_WHDR - (CU_WBLK / CU_WSEC) * (CU_WSEC - CU_WSEC_DATA)) return 0;
+    uint64_t p = cu_wal_next_start(cont ? cu_wal_advance(block_lsn + CU_WHDR, cont) : block_lsn + CU_WHDR);
     if (p / CU_WBLK != block_lsn / CU_WBLK) return 0;
     uint32_t len;
     int type;

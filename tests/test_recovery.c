@@ -41,6 +41,7 @@
 #include <stdatomic.h>
 
 #include "crashutil.h"
+#include "wal.h"
 
 #define T_OPTS .timeout = 300, .fini = cu_fini
 
@@ -48,6 +49,12 @@
 #define PS 8192u
 
 /* ---- shared pieces ---------------------------------------------------------- */
+
+static int all_zero(const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
 
 static size_t val_plain(void *ctx, uint64_t i, uint8_t buf[CU_VMAX]) {
     (void)ctx;
@@ -658,7 +665,8 @@ TU_BACKEND_TEST_FN(recovery, corrupted_record_in_synced_middle_is_reported, T_OP
             uint64_t room = CU_WBLK - pos % CU_WBLK;
             uint64_t plen = len - CU_WHDR;
             if (plen == 0 || room <= CU_WHDR) target = pos + (room > 24 ? 24 : 0); /* its checksum instead */
-            else target = pos + CU_WHDR + tu_below(&rng, plen < room - CU_WHDR ? plen : room - CU_WHDR);
+            else /* record byte 32 + k, wherever the trailers put it */
+                target = cu_wal_skip(cu_wal_advance(pos, CU_WHDR + tu_below(&rng, plen < room - CU_WHDR ? plen : room - CU_WHDR)));
             what_kind = "payload byte";
         } else if (kind == FLIP_REC_HEADER) {
             target = pos + 1; /* xl_len: the framing */
@@ -796,6 +804,23 @@ TU_BACKEND_TEST_FN(recovery, torn_tail_is_trimmed, T_OPTS) {
                 uint8_t c = kind == TAIL_ZERO ? 0 : (uint8_t)tu_next(&rng);
                 uint64_t s = x & ~(uint64_t)(SEG - 1);
                 cu_pwrite_file(cu_seg_path(seg, sizeof seg, work, s), &c, 1, x - s);
+            }
+            /* A tear leaves whole sectors, each from some write and so
+             * passing its own check (wal.h W3): give every sector the
+             * damage touched the check of what it now holds (a sector
+             * wholly zero stays zero: "never written").  Without that it
+             * would be damage, which W3 reports. */
+            for (uint64_t x = d & ~(uint64_t)(WAL_SECTOR - 1); x < e_last; x += WAL_SECTOR) {
+                uint64_t s = x & ~(uint64_t)(SEG - 1);
+                uint8_t sec[WAL_SECTOR];
+                cu_seg_path(seg, sizeof seg, work, s);
+                int fd = open(seg, O_RDWR);
+                cr_assert(fd >= 0 && pread(fd, sec, WAL_SECTOR, (off_t)(x - s)) == WAL_SECTOR, "%s: %s", seg,
+                          strerror(errno));
+                if (!all_zero(sec, WAL_SECTOR - WAL_SECTOR_TRAILER)) wal_sector_seal(sec);
+                else memset(sec, 0, WAL_SECTOR);
+                cr_assert(pwrite(fd, sec, WAL_SECTOR, (off_t)(x - s)) == WAL_SECTOR);
+                close(fd);
             }
         }
         eng_options o = base_opts(backend, ENG_SYNC_COMMIT, 0, 0);
