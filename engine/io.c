@@ -550,33 +550,32 @@ static int backend_fsync(io_ctx *io, int fd, int data)
     return (data ? fdatasync(fd) : fsync(fd)) == 0 ? 0 : -errno;
 }
 
+/* What a sync of one file does: fsync, or fdatasync when DATA. */
+typedef struct sync_arg {
+    int fd;
+    int data;
+} sync_arg;
+
 /* The kernel's answer, in place of the call: before() has run, so after()
  * sees the failure (and the journal the sync begin). */
 static int do_sync(io_ctx *io, eng_io_op *op, void *arg)
 {
     (void)op;
+    const sync_arg *a = arg;
     int injected = ENG_FAULT(FP_IO_FSYNC);
     if (injected)
         return -injected;
-    return backend_fsync(io, *(int *)arg, 0);
+    return backend_fsync(io, a->fd, a->data);
 }
 
-static int do_datasync(io_ctx *io, eng_io_op *op, void *arg)
-{
-    (void)op;
-    int injected = ENG_FAULT(FP_IO_FSYNC);
-    if (injected)
-        return -injected;
-    return backend_fsync(io, *(int *)arg, 1);
-}
-
-/* One sync of F through DO_IT, counted for R1 (io.h): readers of F wait
- * for it, and learn whether it failed. */
-static int file_sync(io_ctx *io, io_file *f, int (*do_it)(io_ctx *, eng_io_op *, void *))
+/* One sync of F, counted for R1 (io.h): readers of F wait for it, and
+ * learn whether it failed. */
+static int file_sync(io_ctx *io, io_file *f, int data)
 {
     eng_io_op op = { .kind = ENG_IO_SYNC, .file_id = f->file_id, .path = f->path };
+    sync_arg a = { .fd = f->fd, .data = data };
     atomic_fetch_add_explicit(&f->syncs_active, 1, memory_order_acq_rel);
-    int rc = hooked_op(io, &op, do_it, &f->fd);
+    int rc = hooked_op(io, &op, do_sync, &a);
     if (rc != ENG_OK) /* before the count drops: R1's readers must see it */
         atomic_store_explicit(&f->sync_failed, 1, memory_order_release);
     atomic_fetch_sub_explicit(&f->syncs_active, 1, memory_order_acq_rel);
@@ -585,12 +584,12 @@ static int file_sync(io_ctx *io, io_file *f, int (*do_it)(io_ctx *, eng_io_op *,
 
 int io_sync(io_ctx *io, io_file *f)
 {
-    return file_sync(io, f, do_sync);
+    return file_sync(io, f, 0);
 }
 
 int io_datasync(io_ctx *io, io_file *f)
 {
-    return file_sync(io, f, do_datasync);
+    return file_sync(io, f, 1);
 }
 
 static int do_dirsync(io_ctx *io, eng_io_op *op, void *arg)

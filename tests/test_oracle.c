@@ -512,6 +512,19 @@ static vd_report rep_after(const char *layer, const char *file, int64_t block, i
     return r;
 }
 
+/* A crash to judge: LINES (NULL-ended) carried from the dead process and
+ * the power-loss step, REPS made while reopening, the open's outcome
+ * CHECK; settled into RES.  The caller frees the context. */
+static vd_ctx *judge_restart(vd_config c, const char *const *lines, const vd_report *reps, int nrep, int check,
+                             vd_result *res) {
+    vd_ctx *v = vd_new(&c);
+    for (; *lines; lines++) vd_add_ledger_line(v, *lines, 1);
+    for (int i = 0; i < nrep; i++) vd_add_report(v, &reps[i]);
+    vd_set_crash_check(v, check);
+    vd_settle(v, res);
+    return v;
+}
+
 #define PL_ROLLBACK "{\"phase\":\"powerloss\",\"class\":\"power_loss\",\"point\":\"powerloss/rollback\",\"file\":\"data\",\"offset\":20480,\"len\":4096}"
 #define PL_TEAR "{\"phase\":\"powerloss\",\"class\":\"torn_write\",\"point\":\"powerloss/tear\",\"file\":\"data\",\"offset\":20480,\"len\":4096}"
 #define RUN_FLIP "{\"phase\":\"run\",\"class\":\"bitflip_page\",\"point\":\"tick/page\",\"file\":\"data\",\"block\":5}"
@@ -521,14 +534,10 @@ static vd_report rep_after(const char *layer, const char *file, int64_t block, i
 Test(oracle_recovery, a_report_at_a_block_the_power_loss_step_tore_is_unrecoverable) {
     vd_config c = judging();
     c.class_on[VD_POWER_LOSS] = c.class_on[VD_TORN_WRITE] = 1;
-    vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, PL_ROLLBACK, 1);
-    vd_add_ledger_line(v, PL_TEAR, 1);
+    const char *lines[] = {PL_ROLLBACK, PL_TEAR, NULL};
     vd_report r = rep_after("page_checksum", "data", 5, 1);
-    vd_add_report(v, &r);
-    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
     vd_result res;
-    vd_settle(v, &res);
+    vd_ctx *v = judge_restart(c, lines, &r, 1, VD_CHECK_NO_OPEN, &res);
     cr_assert_not(res.pass);
     cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable, 1);
     cr_assert_eq(res.cls[VD_POWER_LOSS].masked, 0);
@@ -544,14 +553,10 @@ Test(oracle_recovery, a_report_at_a_block_the_power_loss_step_tore_is_unrecovera
 Test(oracle_recovery, an_opened_database_reporting_a_torn_page_is_unrecoverable) {
     vd_config c = judging();
     c.class_on[VD_POWER_LOSS] = c.class_on[VD_TORN_WRITE] = 1;
-    vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, PL_TEAR, 1);
-    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    const char *lines[] = {PL_TEAR, PL_ROLLBACK, NULL};
     vd_report r = rep_after("page_checksum", "data", 5, 1);
-    vd_add_report(v, &r);
-    vd_set_crash_check(v, VD_CHECK_PASSED);
     vd_result res;
-    vd_settle(v, &res);
+    vd_ctx *v = judge_restart(c, lines, &r, 1, VD_CHECK_PASSED, &res);
     cr_assert_not(res.pass);
     cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable, 1);
     cr_assert_eq(res.cls[VD_POWER_LOSS].repaired, 0);
@@ -582,14 +587,10 @@ Test(oracle_recovery, a_power_loss_tear_without_full_page_writes_is_unrecoverabl
     vd_config c = judging();
     c.full_page_writes = 0;
     c.class_on[VD_POWER_LOSS] = c.class_on[VD_TORN_WRITE] = 1;
-    vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, PL_ROLLBACK, 1);
-    vd_add_ledger_line(v, PL_TEAR, 1);
+    const char *lines[] = {PL_ROLLBACK, PL_TEAR, NULL};
     vd_report r = rep_after("page_checksum", "data", 5, 1);
-    vd_add_report(v, &r);
-    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
     vd_result res;
-    vd_settle(v, &res);
+    vd_ctx *v = judge_restart(c, lines, &r, 1, VD_CHECK_NO_OPEN, &res);
     cr_assert(res.pass);
     cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable_by_design, 1);
     cr_assert(strstr(res.by_design, "torn_write at powerloss/tear") != NULL, "%s", res.by_design);
@@ -601,14 +602,10 @@ Test(oracle_recovery, a_power_loss_tear_without_full_page_writes_is_unrecoverabl
 Test(oracle_recovery, a_page_flipped_before_the_crash_explains_a_database_that_does_not_open) {
     vd_config c = judging();
     c.class_on[VD_POWER_LOSS] = c.class_on[VD_BITFLIP_PAGE] = 1;
-    vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, RUN_FLIP, 1);
-    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    const char *lines[] = {RUN_FLIP, PL_ROLLBACK, NULL};
     vd_report r = rep_after("page_checksum", "data", 5, 1);
-    vd_add_report(v, &r);
-    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
     vd_result res;
-    vd_settle(v, &res);
+    vd_ctx *v = judge_restart(c, lines, &r, 1, VD_CHECK_NO_OPEN, &res);
     cr_assert(res.pass);
     cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable_by_design, 1);
     cr_assert_eq(res.cls[VD_POWER_LOSS].masked, 0);
@@ -624,15 +621,11 @@ Test(oracle_recovery, a_page_flipped_before_the_crash_explains_a_database_that_d
 Test(oracle_recovery, one_unexplained_report_keeps_a_failed_open_unrecoverable) {
     vd_config c = judging();
     c.class_on[VD_POWER_LOSS] = c.class_on[VD_BITFLIP_PAGE] = 1;
-    vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, RUN_FLIP, 1);
-    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    const char *lines[] = {RUN_FLIP, PL_ROLLBACK, NULL};
     vd_report a = rep_after("page_checksum", "data", 5, 1), b = rep_after("page_checksum", "data", 9, 1);
-    vd_add_report(v, &a);
-    vd_add_report(v, &b);
-    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    vd_report reps[] = {a, b};
     vd_result res;
-    vd_settle(v, &res);
+    vd_ctx *v = judge_restart(c, lines, reps, 2, VD_CHECK_NO_OPEN, &res);
     cr_assert_not(res.pass);
     cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable, 1);
     cr_assert(strstr(res.unrecoverable_why, "block=9") != NULL, "%s", res.unrecoverable_why);
@@ -795,16 +788,12 @@ Test(oracle_recovery, an_fsync_failure_explains_no_report_in_its_file) {
 Test(oracle_recovery, one_place_reported_by_two_recoveries_is_judged_once_as_the_crashs) {
     vd_config c = judging();
     c.class_on[VD_BITFLIP_WAL] = c.class_on[VD_POWER_LOSS] = 1;
-    vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, "{\"class\":\"bitflip_wal\",\"point\":\"tick/wal\",\"file\":\"wal/0000000001080000\",\"block\":55}", 1);
-    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    const char *lines[] = {"{\"class\":\"bitflip_wal\",\"point\":\"tick/wal\",\"file\":\"wal/0000000001080000\",\"block\":55}", PL_ROLLBACK, NULL};
     vd_report a = rep_after("wal_record", "wal/0000000001080000", 54, 2), b = rep_after("wal_record", "wal/0000000001080000", 54, 1);
     a.entry = b.entry = 1;
-    vd_add_report(v, &a);
-    vd_add_report(v, &b);
-    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    vd_report reps[] = {a, b};
     vd_result res;
-    vd_settle(v, &res);
+    vd_ctx *v = judge_restart(c, lines, reps, 2, VD_CHECK_NO_OPEN, &res);
     cr_assert(res.pass, "%s", res.unrecoverable_why);
     cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable_by_design, 1);
     cr_assert(strstr(res.by_design, "bitflip_wal") != NULL);
