@@ -374,7 +374,13 @@ static int leaves_valid_page(const vd_config *c, int cls) {
     return !c->data_checksums && (needs_page_checksum(cls) || cls == VD_LOST_WRITE);
 }
 
-static int is_cross_page(const char *layer) { return !strcmp(layer, "structure") || !strcmp(layer, "overflow"); }
+/* Layers of checks that span pages: they report the page they inspected,
+ * which may not be the damaged one.  "version" compares a leaf's hint bits
+ * and versions with the commit-log pages (a commit-log page a misdirected
+ * or lost write left old makes an intact leaf disagree). */
+static int is_cross_page(const char *layer) {
+    return !strcmp(layer, "structure") || !strcmp(layer, "overflow") || !strcmp(layer, "version");
+}
 
 int vd_report_explained(const vd_config *c, const vd_report *r, const vd_injection *i) {
     if (!leaves_valid_page(c, i->cls) || !i->file[0] || !vd_injection_explains(c, i)) return 0;

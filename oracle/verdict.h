@@ -24,7 +24,7 @@
  *   V1b a page that carries a valid checksum but old or misplaced contents
  *       (lost_write, misdirected_write, bitflip_cache written back, any
  *       page class with data_checksums off) is only noticed by checks
- *       that span pages (layers structure, overflow, page_header), which
+ *       that span pages (layers structure, overflow, version, page_header), which
  *       report the page they were inspecting, not the damaged one.  Such
  *       a report in the same file is explained by an earlier injection of
  *       those classes: no false alarm, but no detection credited either.

@@ -799,3 +799,23 @@ Test(oracle_recovery, one_place_reported_by_two_recoveries_is_judged_once_as_the
     cr_assert(strstr(res.by_design, "bitflip_wal") != NULL);
     vd_free(v);
 }
+
+/* V1b: a commit-log page that a misdirected write left old makes intact
+ * leaves' hint bits disagree with it: the "version" report names the leaf,
+ * not the damaged page (found by crashtest.py whitebox with misdirected
+ * writes).  Explained, not credited; with no such injection it fails. */
+Test(oracle_verdict, a_hint_report_on_an_intact_leaf_is_explained_by_a_misdirected_write) {
+    vd_config c = judging();
+    c.class_on[VD_MISDIRECTED_WRITE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_report r = rep("version", "data", 37, 303104);
+    vd_add_report(v, &r);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 1);
+    vd_add_ledger_line(v, "{\"class\":\"misdirected_write\",\"file\":\"data\",\"block\":2,\"offset\":81920,\"len\":4096}", 0);
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 0);
+    cr_assert(res.pass);
+    vd_free(v);
+}
