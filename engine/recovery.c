@@ -50,7 +50,11 @@ static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t red
         io_close(io, &f);
         if (rc) return rc;
     }
-    return ENG_OK;
+    /* And their names: a segment created by a handle that never synced the
+     * directory (sync_mode=off, or poisoned first) vanishes at a power loss
+     * however well its bytes were synced, while the pages redo writes back
+     * from its records stay: a state ahead of any log recovery can read. */
+    return io_dirsync(io, wdir);
 }
 
 typedef struct applied {

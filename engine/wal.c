@@ -936,6 +936,10 @@ static int sync_existing(wal *w, uint64_t last)
         io_close(w->io, &f);
         if (rc == ENG_OK)
             stat_add(&w->st_syncs, 1);
+        /* Its name may not be durable either: an earlier handle or process
+         * created it and may have died (or been poisoned) before any sync
+         * of the directory.  wal_open syncs the directory once. */
+        w->need_dirsync = 1;
     }
     free(v);
     return rc;
