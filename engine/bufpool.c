@@ -268,12 +268,13 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
          * could start while the first is still under way: the two writes
          * of one block would land in either order, and the power-loss
          * journal's pre-image of the second could catch the first half
-         * copied (a torn page the crash never made). */
-        for (uint8_t expect = 0; !atomic_compare_exchange_strong(&f->writing, &expect, 1); expect = 0) {
+         * copied (a torn page the crash never made).  Never waited for
+         * (L2: this may hold other frames' marks): the frame is passed by,
+         * stays dirty, and a flush retries it on its next pass. */
+        uint8_t idle = 0;
+        if (!atomic_compare_exchange_strong(&f->writing, &idle, 1)) {
             pthread_rwlock_unlock(&f->latch);
-            if (try) goto next;
-            sched_yield();
-            pthread_rwlock_rdlock(&f->latch);
+            continue;
         }
         /* writing is set before dirty clears (L5) */
         if (!atomic_exchange(&f->dirty, 0) || atomic_load(&f->state) != ST_VALID) {
