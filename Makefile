@@ -223,26 +223,42 @@ $(BUILD)/stress: $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD
 bench-stress: all $(BUILD)/stress $(BUILD)/bench/bench_stress_bare
 	$(Q)BUILD=$(BUILD) bench/run_stress.sh
 
-# ---- deliberately broken engines (test-only switches) ----
-# Each links the stress driver against an engine with one bug compiled in,
-# so tests prove the oracle catches what it claims: build/stress-broken-X.
-define broken_rules
-$(BUILD)/obj-broken-$(1)/%.o: %.c $(wildcard engine/*.h) | $(DEPS_STAMP)
+# ---- planted bugs (tests/mutants.txt, issue 13) ----
+# Each line of tests/mutants.txt names one deliberately planted bug, a
+# compile-time switch ENG_BROKEN_<NAME> (dashes to underscores, upper case)
+# in the engine or the fault library.  build/mutants/NAME/ holds the stress
+# driver and the power-loss tool linked with that one bug compiled in; the
+# real builds above never define any ENG_BROKEN_ switch.  ENG_MUTANT names
+# the bug in the binaries' reports, so a mutant's run is never read as the
+# real engine's.  `make mutants` measures how fast `crashtest.py simple`
+# catches each one (crashtest.py mutants; build/mutants.json).
+MUTANTS := $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' tests/mutants.txt)
+mutant_macro = ENG_BROKEN_$(shell echo '$(1)' | tr 'a-z-' 'A-Z_')
+define mutant_rules
+$(BUILD)/mutants/$(1)/obj/%.o: %.c $(wildcard engine/*.h faults/*.h) | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
-	@$$(if $(Q),echo "  CC $$< (broken-$(1))")
-	$(Q)$$(CC) $$(CFLAGS_BASE) -DFIU_ENABLE -D$(2) -c $$< -o $$@
-$(BUILD)/libengine-broken-$(1).a: $(patsubst %.c,$(BUILD)/obj-broken-$(1)/%.o,$(ENGINE_SRC))
+	@$$(if $(Q),echo "  CC $$< (mutant $(1))")
+	$(Q)$$(CC) $$(CFLAGS_BASE) -Ifaults -DFIU_ENABLE -D$(2) -DENG_MUTANT='"$(1)"' -c $$< -o $$@
+$(BUILD)/mutants/$(1)/libengine.a: $(patsubst %.c,$(BUILD)/mutants/$(1)/obj/%.o,$(ENGINE_SRC))
 	$(Q)rm -f $$@ && ar rcs $$@ $$^
-$(BUILD)/stress-broken-$(1): $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-broken-$(1).a
+$(BUILD)/mutants/$(1)/libfaults.a: $(patsubst %.c,$(BUILD)/mutants/$(1)/obj/%.o,$(FAULTS_SRC))
+	$(Q)rm -f $$@ && ar rcs $$@ $$^
+$(BUILD)/mutants/$(1)/stress: $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a
 	@$$(if $(Q),echo "  LD $$@")
-	$(Q)$$(CC) $$(CFLAGS_BASE) -o $$@ $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-broken-$(1).a $$(LDLIBS_FIU)
+	$(Q)$$(CC) $$(CFLAGS_BASE) -o $$@ $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $$(LDLIBS_FIU)
+$(BUILD)/mutants/$(1)/powerloss: faults/powerloss.c $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $(wildcard faults/*.h)
+	@$$(if $(Q),echo "  LD $$@")
+	$(Q)$$(CC) $$(CFLAGS_BASE) -Ifaults -DFIU_ENABLE -D$(2) -DENG_MUTANT='"$(1)"' -o $$@ $$< $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $$(LDLIBS_FIU)
+.PHONY: mutant-$(1)
+mutant-$(1): $(BUILD)/mutants/$(1)/stress $(BUILD)/mutants/$(1)/powerloss
 endef
-$(eval $(call broken_rules,checksum,ENG_BROKEN_SKIP_CHECKSUM))
-$(eval $(call broken_rules,recovery,ENG_BROKEN_DROP_SYNCED_COMMIT))
-$(eval $(call broken_rules,stale,ENG_BROKEN_STALE_VALUE))
-$(eval $(call broken_rules,image,ENG_BROKEN_REDO_READS_BEFORE_IMAGE))
-BROKEN_STRESS := $(BUILD)/stress-broken-checksum $(BUILD)/stress-broken-recovery $(BUILD)/stress-broken-stale \
-                 $(BUILD)/stress-broken-image
+$(foreach m,$(MUTANTS),$(eval $(call mutant_rules,$(m),$(call mutant_macro,$(m)))))
+
+# make mutants: every planted bug against `simple`, MUTANTS_ARGS adds
+# options (e.g. "--budget 120 skip-checksum").
+.PHONY: mutants
+mutants: all
+	$(Q)./crashtest.py mutants --stress-binary $(BUILD)/stress $(MUTANTS_ARGS)
 
 # ---- crash tests (crashtest.py) ----
 # make crashtest: the short mixed run (./crashtest.py simple, a few minutes)

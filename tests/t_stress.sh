@@ -311,13 +311,13 @@ PY
 expect_failure resurrected "$d" resurrected
 
 # ---- deliberately broken engine builds (test-only switches) ----
-# build/stress-broken-NAME: the stress driver linked with an engine built
-# with one bug compiled in (Makefile: broken_rules).  Each run must fail
+# build/mutants/NAME/stress: the stress driver linked with an engine built
+# with one bug of tests/mutants.txt compiled in.  Each run must fail
 # (exit 1) with the right failure key.  Skipped while the Makefile has no
 # such target.
 broken() { # NAME KEYS(a|b) RUN-ARGS...
   local name=$1 keys=$2; shift 2
-  local bin=$BUILD/stress-broken-$name
+  local bin=$BUILD/mutants/$name/stress
   if ! make -n "$bin" >/dev/null 2>&1; then echo "ok broken_engine_$name # SKIP no make target $bin"; return; fi
   make -s "$bin" >/dev/null 2>&1 || { nok "broken_engine_$name (build failed)"; return; }
   local d=$T/broken-$name
@@ -328,36 +328,36 @@ t=json.load(open(sys.argv[1]))["totals"]; print(sum(t[k] for k in sys.argv[2].sp
   if [ $rc -eq 1 ] && [ "${n:-0}" -ge 1 ]; then ok "broken_engine_$name # $keys=$n"
   else nok "broken_engine_$name (rc=$rc, $keys=${n:-none})" "$d.out"; fi
 }
-B=$BUILD/stress-broken
+B=$BUILD/mutants
 # No checksum check on read: flipped bits reach the reader.
-broken checksum "wrong_value|lost|resurrected" \
-  "$B-checksum" --db "$T/broken-checksum/db" --destroy_db_initially --seed 1 "${SMALL[@]}" \
-  --bitflip_page_one_in 50 --report "$T/broken-checksum/r.json"
+broken skip-checksum "wrong_value|lost|resurrected" \
+  "$B/skip-checksum/stress" --db "$T/broken-skip-checksum/db" --destroy_db_initially --seed 1 "${SMALL[@]}" \
+  --bitflip_page_one_in 50 --report "$T/broken-skip-checksum/r.json"
 # A get returns the value a put replaced.
-broken stale wrong_value \
-  "$B-stale" --db "$T/broken-stale/db" --destroy_db_initially --seed 1 --threads 1 \
-  --ops_per_thread 3000 --max_key 500 --report "$T/broken-stale/r.json"
+broken stale-value wrong_value \
+  "$B/stale-value/stress" --db "$T/broken-stale-value/db" --destroy_db_initially --seed 1 --threads 1 \
+  --ops_per_thread 3000 --max_key 500 --report "$T/broken-stale-value/r.json"
 # Recovery forgets the last committed batch, synced or not.
 recovery_run() {
-  local d=$T/broken-recovery
-  ( "$B-recovery" --db "$d/db" --destroy_db_initially --threads 1 --ops_per_thread 2000 --max_key 2000 \
+  local d=$T/broken-drop-synced-commit
+  ( "$B/drop-synced-commit/stress" --db "$d/db" --destroy_db_initially --threads 1 --ops_per_thread 2000 --max_key 2000 \
        --sync_mode commit --crash_at_end >/dev/null 2>&1; exit $? ) 2>/dev/null
-  "$B-recovery" --db "$d/db" --threads 1 --ops_per_thread 100 --max_key 2000 --sync_mode commit --report "$d/r.json"
+  "$B/drop-synced-commit/stress" --db "$d/db" --threads 1 --ops_per_thread 100 --max_key 2000 --sync_mode commit --report "$d/r.json"
 }
-broken recovery lost recovery_run
+broken drop-synced-commit lost recovery_run
 # Redo reads a page before applying its full-page image: a page torn at
 # the crash fails its checksum and the database no longer opens.  The
 # report falls on a block the power-loss step tore, which explains
 # nothing (oracle V0): unrecoverable, never a pass.
 image_run() {
-  local d=$T/broken-image
-  ( "$B-image" --db "$d/db" --destroy_db_initially --seed 1 "${SMALL[@]}" --sync_mode off \
+  local d=$T/broken-redo-reads-before-image
+  ( "$B/redo-reads-before-image/stress" --db "$d/db" --destroy_db_initially --seed 1 "${SMALL[@]}" --sync_mode off \
       --sync_fault_injection 1 --crash_at_end 1 >/dev/null 2>&1; exit $? ) 2>/dev/null
   "$PL" "$d/db" --run-dir "$d/db.expected" --seed 1 --mode tear >/dev/null || return 3
-  "$B-image" --db "$d/db" --seed 1 "${SMALL[@]}" --ops_per_thread 100 --sync_mode off --sync_fault_injection 1 \
+  "$B/redo-reads-before-image/stress" --db "$d/db" --seed 1 "${SMALL[@]}" --ops_per_thread 100 --sync_mode off --sync_fault_injection 1 \
       --report "$d/r.json"
 }
-broken image unrecoverable image_run
+broken redo-reads-before-image unrecoverable image_run
 # The same crash with the real engine: the torn pages are rebuilt.
 d=$T/image-real
 ( "$S" --db "$d/db" --destroy_db_initially --seed 1 "${SMALL[@]}" --sync_mode off --sync_fault_injection 1 \

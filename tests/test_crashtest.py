@@ -37,7 +37,7 @@ import crashtest as ct  # noqa: E402
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
 POWERLOSS = os.path.join(ROOT, BUILD, "powerloss")
-BROKEN = os.path.join(ROOT, BUILD, "stress-broken-recovery")
+BROKEN = os.path.join(ROOT, BUILD, "mutants", "drop-synced-commit", "stress")
 FAKE = os.path.join(ROOT, "tests", "crashtest", "fake_stress.py")
 CRASHTEST = os.path.join(ROOT, "crashtest.py")
 ALL_SUPPORTED = ct.Config()
@@ -571,7 +571,7 @@ class TestRealEngine(unittest.TestCase):
         self.assertEqual([r["index"] for r in runs], [1, 4])
         self.assertEqual([r["seed"] for r in runs], [ct.run_seed_of(77, 1), ct.run_seed_of(77, 4)])
 
-    @unittest.skipUnless(built(BROKEN), "build/stress-broken-recovery missing")
+    @unittest.skipUnless(built(BROKEN), "build/mutants/drop-synced-commit/stress missing")
     def test_broken_engine_fails_keeps_artifacts_and_repro_reproduces(self):
         # Recovery forgets the last committed batch: lost when that batch
         # was acknowledged.  A crash in the middle of its fsync leaves an
@@ -617,12 +617,12 @@ class TestRealEngine(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertIn("NOT reproduced", out)
 
-    @unittest.skipUnless(built(os.path.join(ROOT, BUILD, "stress-broken-stale")), "stress-broken-stale missing")
+    @unittest.skipUnless(built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")), "build/mutants/stale-value/stress missing")
     def test_failure_before_the_crash_replays_from_the_start(self):
         # A get returns the value a put replaced: found by the workload
         # itself; repro replays the iteration from its start snapshot.
         rd = os.path.join(self.d, "r")
-        broken = os.path.join(ROOT, BUILD, "stress-broken-stale")
+        broken = os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")
         rc, out, err = run_ct("blackbox", "--iterations", "1", "--seed", "3", "--interval", "2", "--max-key", "1000",
                               "--faults", "none", "--threads", "1", "--stress-binary", broken,
                               "--powerloss-binary", POWERLOSS, "--report-dir", rd)
