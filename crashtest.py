@@ -1662,6 +1662,9 @@ class CrashTest:
     def finish(self, record, run):
         a = self.a
         with self.lock:
+            # Seconds since the run began when this iteration's verdict was
+            # in: the time to catch a bug (crashtest.py mutants).
+            record["t_end"] = round(time.monotonic() - self.t0, 3)
             self.records.append(record)
             if record["failure"]:
                 self.failed += 1
@@ -1758,9 +1761,14 @@ class CrashTest:
                 what = d.split(" file=")[0]
                 by_design_what[what] = by_design_what.get(what, 0) + 1
         measuring = sum(1 for r in recs if r.get("judging_mode") and "measuring" in r["judging_mode"])
+        planted = sorted({(s.get("result") or {}).get("report", {}).get("planted_bug") for r in recs
+                          for s in r["steps"] if ((s.get("result") or {}).get("report") or {}).get("planted_bug")})
         el = time.monotonic() - self.t0
         pl = self.p.line
         pl("")
+        if planted:
+            pl("crashtest: the engine under test carries planted bug(s) %s (tests/mutants.txt): a mutant, "
+               "not the real engine" % ", ".join(planted))
         pl("crashtest: %s: %d iterations, %d failed, %d measuring, %d extra power-loss variants judged, %s"
            % (self.mode, len(recs), nfail, measuring, variants_judged, hms(el)))
         hdr = "%-18s %9s %9s %9s %9s %9s %9s %9s" % ("class", "injected", "detected", "repaired", "masked",
@@ -1813,6 +1821,7 @@ class CrashTest:
             "classes": classes, "points_hit": points, "points_reached": reached, "engine_points": engine_points,
             "protection_widths": {str(w): v for w, v in sorted(widths.items())},
             "engine_points_never_hit": [p for p in engine_points if p not in hit],
+            "planted_bugs": planted,
             "verdict": "fail" if nfail or interrupted else "pass",
         }
         write_json(os.path.join(self.report_dir, "summary.json"), summary)
@@ -2018,7 +2027,230 @@ MODE_HELP = {
                 "power loss, restart and judge; repeat",
     "simple": "a short, small mix of blackbox and whitebox iterations (CI, a quick check)",
     "repro": "replay a failed iteration from its artifacts (REPORT_DIR/failures/ID)",
+    "mutants": "run simple against each planted bug of tests/mutants.txt: caught or not, time to catch",
 }
+
+
+# ---------------------------------------------------------------------------
+# The mutants mode (issue 13): how much the harness catches, measured.
+#
+# tests/mutants.txt lists planted bugs, each a compile-time switch
+# ENG_BROKEN_<NAME> in the engine or the fault library.  For each bug the
+# mode builds build/mutants/NAME/{stress,powerloss} (the Makefile's rules),
+# runs `crashtest.py simple` against it until the first failure or the
+# budget, and records whether it was caught, how fast, as what and which
+# fault class the failing report blamed.  A bug that ran its whole budget
+# as PASS is a hole in the harness, and the mode exits 1.
+#
+# The run's seed derives each bug's simple seed (derive(seed, "mutant",
+# NAME)), so `crashtest.py mutants --seed S NAME` replays one bug's run.
+# The stress binary must say it carries the bug (its report's planted_bug):
+# a mutant run can never measure the real engine by mistake.
+# ---------------------------------------------------------------------------
+
+MUTANTS_FILE = os.path.join(REPO, "tests", "mutants.txt")
+MUTANT_GRACE_S = 240  # an iteration in flight at the budget may finish
+
+
+class Mutant:
+    def __init__(self, name, guarantee, bug, line):
+        self.name, self.guarantee, self.bug, self.line = name, guarantee, bug, line
+
+    @property
+    def macro(self):
+        return "ENG_BROKEN_" + self.name.upper().replace("-", "_")
+
+
+def read_mutants(path=MUTANTS_FILE):
+    """The catalogue: [Mutant] in file order.  A malformed line is a usage
+    error naming it (the Makefile reads the same file)."""
+    out, seen = [], set()
+    try:
+        f = open(path)
+    except OSError as e:
+        raise UsageError("cannot read the catalogue %s: %s" % (path, e.strerror))
+    with f:
+        for n, line in enumerate(f, 1):
+            t = line.strip()
+            if not t or t.startswith("#"):
+                continue
+            parts = t.split(None, 2)
+            if len(parts) < 3 or not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", parts[0]):
+                raise UsageError("%s:%d: want 'NAME GUARANTEE description' (NAME in lower-case-with-dashes)"
+                                 % (path, n))
+            if parts[0] in seen:
+                raise UsageError("%s:%d: %s listed twice" % (path, n, parts[0]))
+            seen.add(parts[0])
+            out.append(Mutant(parts[0], parts[1], parts[2], n))
+    return out
+
+
+def pick_by_date(names, day=None):
+    """One of NAMES chosen by the UTC date: CI's daily smoke mutant."""
+    day = datetime.datetime.now(datetime.timezone.utc).date() if day is None else day
+    return names[day.toordinal() % len(names)]
+
+
+def blamed_classes(record):
+    """Fault classes whose counts in the failing step's report hold a
+    failure key: the class the oracle blamed ('none' when the failure came
+    without one, e.g. a lost commit or a crash)."""
+    f = record.get("failure") or {}
+    steps = record.get("steps") or []
+    n = f.get("step")
+    if n is None or n >= len(steps):
+        return []
+    rep = (steps[n].get("result") or {}).get("report") or {}
+    out = []
+    for c, counts in sorted((rep.get("classes") or {}).items()):
+        if any(int((counts or {}).get(k, 0) or 0) for k in FAILURE_KEYS):
+            out.append(c)
+    return out
+
+
+def mutant_result(m, summary, budget, seed, rc):
+    """mutants.json's entry for M from its simple run's SUMMARY."""
+    recs = sorted(summary.get("iterations") or [], key=lambda r: r.get("t_end", 0))
+    failed = [r for r in recs if r.get("failure")]
+    res = {"name": m.name, "guarantee": m.guarantee, "bug": m.bug, "macro": m.macro, "seed": seed,
+           "budget_s": budget, "iterations": len(recs), "elapsed_s": summary.get("elapsed_s"),
+           "caught": bool(failed), "seconds": None, "iterations_to_catch": None, "kind": None,
+           "keys": [], "classes": [], "message": None, "step": None, "repro": None,
+           "planted_bug_seen": sorted(set(summary.get("planted_bugs") or []))}
+    if failed:
+        first = failed[0]
+        f = first["failure"]
+        res.update(seconds=first.get("t_end"), iterations_to_catch=recs.index(first) + 1, kind=f.get("kind"),
+                   keys=f.get("keys") or [], classes=blamed_classes(first), message=f.get("message"),
+                   step=f.get("step_name"), repro=first.get("repro"))
+    elif rc not in (EXIT_PASS, EXIT_FAIL):
+        res["message"] = "the simple run ended with exit %s" % rc
+    return res
+
+
+def median(xs):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2.0
+
+
+def mutation_score_line(results):
+    """'mutation score: K of N caught, median time to catch T s'.  A missed
+    bug counts as never caught (infinitely slow), so the median is honest:
+    when half the bugs were missed it is '> budget'."""
+    caught = [r for r in results if r["caught"]]
+    times = [r["seconds"] if r["caught"] else float("inf") for r in results]
+    med = median(times)
+    if med is None:
+        t = "-"
+    elif med == float("inf"):
+        t = "> %g" % max(r["budget_s"] for r in results)
+    else:
+        t = "%.1f" % med
+    return "mutation score: %d of %d caught, median time to catch %s s" % (len(caught), len(results), t)
+
+
+def mutants_mode(a, argv):
+    try:
+        a.simple_args = shlex.split(a.simple_opts)
+    except ValueError as e:
+        raise UsageError("--simple: %s" % e)
+    catalogue = read_mutants(a.catalogue)
+    by_name = {m.name: m for m in catalogue}
+    unknown = [n for n in a.names if n not in by_name]
+    if unknown:
+        raise UsageError("not in %s: %s (known: %s)" % (nice_path(a.catalogue), ", ".join(unknown),
+                                                         ", ".join(by_name)))
+    names = a.names or [m.name for m in catalogue]
+    if a.pick_by_date:
+        names = [pick_by_date(names)]
+    chosen = [by_name[n] for n in names]
+    if a.seed is None:
+        a.seed = int.from_bytes(os.urandom(4), "little")
+    build = os.path.abspath(a.build_dir)
+    report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
+        datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
+    os.makedirs(report_dir, exist_ok=True)
+    p = Printer(tty=False)
+    p.line("crashtest: mutants: %d planted bugs, budget %g s each, -j %d, seed %d, reports in %s"
+           % (len(chosen), a.budget, a.jobs, a.seed, nice_path(report_dir)))
+    results = []
+    t0 = time.monotonic()
+    for m in chosen:
+        if STOP.is_set():
+            break
+        stress = os.path.join(build, "mutants", m.name, "stress")
+        powerloss = os.path.join(build, "mutants", m.name, "powerloss")
+        if not a.no_build:
+            mk = subprocess.run(["make", "-s", "BUILD=%s" % os.path.relpath(build, REPO), os.path.relpath(stress, REPO),
+                                 os.path.relpath(powerloss, REPO)],
+                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+            if mk.returncode != 0:
+                p.line("mutant %s: BUILD FAILED\n%s" % (m.name, mk.stdout[-2000:]))
+                results.append(dict(mutant_result(m, {}, a.budget, None, None), build_failed=True,
+                                    message="make failed: %s" % last_line(mk.stdout)))
+                continue
+        for b in (stress, powerloss):
+            if not os.access(b, os.X_OK):
+                raise UsageError("%s is missing (build it with make %s, or drop --no-build)" % (b, b))
+        seed = derive(a.seed, "mutant", m.name)
+        rd = os.path.join(report_dir, m.name)
+        cmd = [sys.executable, os.path.join(REPO, "crashtest.py"), "simple", "--duration", "%g" % a.budget,
+               "--max-failures", "1", "-j", str(a.jobs), "--seed", str(seed), "--stress-binary", stress,
+               "--powerloss-binary", powerloss, "--report-dir", rd] + a.simple_args
+        with open(os.path.join(report_dir, m.name + ".log"), "w") as log:
+            child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+            deadline = time.monotonic() + a.budget + MUTANT_GRACE_S
+            while child.poll() is None:
+                if STOP.is_set() or time.monotonic() > deadline:
+                    # simple writes its reports on SIGTERM
+                    os.killpg(child.pid, signal.SIGTERM)
+                    try:
+                        child.wait(60)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(child.pid, signal.SIGKILL)
+                        child.wait()
+                    break
+                time.sleep(0.2)
+        try:
+            with open(os.path.join(rd, "summary.json")) as f:
+                summary = json.load(f)
+        except (OSError, ValueError):
+            summary = {}
+        r = mutant_result(m, summary, a.budget, seed, child.returncode)
+        # The binary must carry the bug it is said to carry.
+        if r["planted_bug_seen"] and r["planted_bug_seen"] != [m.name]:
+            r["caught"] = False
+            r["message"] = "the stress binary reported planted bug(s) %s, not %s" % (r["planted_bug_seen"], m.name)
+        r["rerun"] = "%s mutants --seed %d --budget %g -j %d %s" % (
+            nice_path(os.path.join(REPO, "crashtest.py")), a.seed, a.budget, a.jobs, m.name)
+        results.append(r)
+        if r["caught"]:
+            p.line("mutant %-28s caught in %6.1f s (%d iterations) as %s%s" % (
+                m.name, r["seconds"], r["iterations_to_catch"], r["kind"],
+                " [class %s]" % ",".join(r["classes"]) if r["classes"] else ""))
+            if r["repro"]:
+                p.line("    repro: %s" % r["repro"])
+        else:
+            p.line("mutant %-28s MISSED: %d iterations passed in %s s%s" % (
+                m.name, r["iterations"], r["elapsed_s"], ("  (%s)" % r["message"]) if r["message"] else ""))
+    line = mutation_score_line(results) if results else "mutation score: nothing run"
+    p.line(line)
+    med = median([r["seconds"] if r["caught"] else float("inf") for r in results])
+    doc = {"tool": "crashtest.py", "mode": "mutants", "seed": a.seed, "budget_s": a.budget, "jobs": a.jobs,
+           "catalogue": nice_path(a.catalogue), "elapsed_s": round(time.monotonic() - t0, 3),
+           "score": {"caught": sum(1 for r in results if r["caught"]), "total": len(results),
+                     "median_seconds": med if med is not None and med != float("inf") else None},
+           "summary_line": line, "interrupted": STOP.is_set(), "mutants": results}
+    write_json(os.path.join(report_dir, "mutants.json"), doc)
+    if a.build_dir == "build" or os.path.abspath(a.build_dir) == os.path.join(REPO, "build"):
+        write_json(os.path.join(REPO, "build", "mutants.json"), doc)
+    p.line("crashtest: mutants.json: %s" % nice_path(os.path.join(report_dir, "mutants.json")))
+    if STOP.is_set():
+        return EXIT_FAIL
+    return EXIT_PASS if results and all(r["caught"] for r in results) else EXIT_FAIL
 
 
 def positive_int(s):
@@ -2181,6 +2413,32 @@ def make_parser():
     r.add_argument("--keep", action="store_true", help="keep the replay's directory")
     r.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     r.set_defaults(func=repro_mode)
+    m = sub.add_parser("mutants", help=MODE_HELP["mutants"], formatter_class=fmt,
+                       description="For each planted bug of the catalogue (tests/mutants.txt): build "
+                                   "build/mutants/NAME/{stress,powerloss}, run 'crashtest.py simple' against it "
+                                   "until the first failure or the budget, and record caught or not, seconds and "
+                                   "iterations to the first failure, its kind, the fault class blamed and the "
+                                   "repro line in REPORT_DIR/mutants.json.  Prints 'mutation score: K of N caught, "
+                                   "median time to catch T s'.  Exit: 0 every bug caught, 1 one missed (or "
+                                   "interrupted), 2 usage.")
+    m.add_argument("names", nargs="*", metavar="NAME", help="planted bugs to run (default: the whole catalogue)")
+    m.add_argument("--budget", type=positive_seconds, default=300.0, metavar="S",
+                   help="longest simple run per bug (its --duration)")
+    m.add_argument("-j", "--jobs", type=at_least_one, default=1, metavar="N", help="simple's -j for each bug")
+    m.add_argument("--seed", type=seed_int, default=None, metavar="N",
+                   help="seed of the whole measurement; each bug's simple seed derives from it and its name "
+                        "(default: random, printed)")
+    m.add_argument("--pick-by-date", action="store_true",
+                   help="run one of the NAMEs (or of the catalogue) chosen by today's UTC date: CI's smoke check")
+    m.add_argument("--simple", dest="simple_opts", default="", metavar="ARGS",
+                   help="more options for each simple run, one shell-quoted string (e.g. '--faults none')")
+    m.add_argument("--catalogue", default=MUTANTS_FILE, metavar="FILE", help="the list of planted bugs")
+    m.add_argument("--build-dir", default="build", metavar="DIR", help="the Makefile's BUILD")
+    m.add_argument("--no-build", action="store_true", help="use the binaries already in BUILD/mutants/")
+    m.add_argument("--report-dir", default=None, metavar="DIR",
+                   help="mutants.json, one simple report dir and log per bug (default: "
+                        "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy)")
+    m.set_defaults(func=mutants_mode)
     return p
 
 

@@ -59,6 +59,11 @@ typedef enum eng_status {
 /* Stable lower-case name of a status ("ok", "corruption", ...). */
 const char *eng_strerror(int status);
 
+/* The planted bug this library was built with (tests/mutants.txt: a test
+ * build with one ENG_BROKEN_<NAME> switch), or NULL for the real engine.
+ * Tools print it so a mutant's results are never read as the engine's. */
+const char *eng_planted_bug(void);
+
 /* ---- corruption reports --------------------------------------------- */
 
 /* Which check noticed the problem.  Names (eng_layer_name) are stable and

@@ -26,6 +26,14 @@ const char *eng_strerror(int status) {
     return status_names[status];
 }
 
+const char *eng_planted_bug(void) {
+#ifdef ENG_MUTANT
+    return ENG_MUTANT; /* the Makefile's mutant rules define it as "NAME" */
+#else
+    return NULL;
+#endif
+}
+
 static const char *const layer_names[ENG_LAYER_COUNT] = {
     [ENG_LAYER_PAGE_CHECKSUM] = "page_checksum",
     [ENG_LAYER_ZERO_PAGE] = "zero_page",

@@ -130,7 +130,11 @@ flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point) {
 }
 
 int flt_record(flt_ctx *f, int cls, const flt_event *e) {
-    int rc = flt_ledger_append(f->ledger, e);
+    return flt_record_seq(f, cls, e, NULL);
+}
+
+int flt_record_seq(flt_ctx *f, int cls, const flt_event *e, uint64_t *seq) {
+    int rc = flt_ledger_append_seq(f->ledger, e, seq);
     if (rc == 0)
         atomic_fetch_add_explicit(&f->injected[cls], 1, memory_order_relaxed);
     return rc;
@@ -212,6 +216,7 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
     f->owns_fiu = want_fiu;
     f->gen = atomic_fetch_add(&ctx_gen, 1) + 1;
     pthread_mutex_init(&f->mu, NULL);
+    pthread_mutex_init(&f->dmg_mu, NULL);
     int oom = 0;
     f->run_dir = dup_or_null(o.run_dir, &oom);
     f->db_dir = dup_or_null(o.db_dir, &oom);
@@ -285,6 +290,8 @@ void flt_close(flt_ctx *f) {
         free(t);
     }
     pthread_mutex_destroy(&f->mu);
+    pthread_mutex_destroy(&f->dmg_mu);
+    free(f->dmg);
     free(f->run_dir);
     free(f->db_dir);
     free(f->kill_points);

@@ -109,6 +109,27 @@ typedef struct flt_counts {
 } flt_counts;
 void flt_get_counts(flt_ctx *f, flt_counts *out);
 
+/* Damage still on disk.  The ledger seqs (this context's lines) of the
+ * corruption this process put into DIR/data that nothing has overwritten
+ * since: bitflip_page flips, zeroed pages, misdirected pages at the block
+ * they landed on, the unwritten tail of a torn write when it differs from
+ * the new page, and flips in a written buffer.  Fills up to CAP of SEQS
+ * and returns how many there are.  The rules that make "present" a fact:
+ *   D1  an entry is made before the damage reaches the file (an injected
+ *       write's counts once that write completed; a failed one is dropped)
+ *   D2  any later completed write to the data file that overlaps it marks
+ *       it gone (over-eager: a write that rewrote the same bytes also
+ *       counts, so gone may be wrong, present never is)
+ *   D3  a second flip of the same byte with the same mask cancels both
+ *   D4  dirty data rolled back after a failed fsync of the data file makes
+ *       every entry unknown (old contents came back)
+ *   D5  a flip in the buffer of a completed read is damage the engine
+ *       took in: present for good (its page check must refuse the bytes)
+ * The stress driver asks after its final verify of the closed files:
+ * present damage that no report matched escaped the page checks (oracle
+ * V4b). */
+size_t flt_damage_present(flt_ctx *f, uint64_t *seqs, size_t cap);
+
 flt_ledger *flt_get_ledger(flt_ctx *f);
 flt_journal *flt_get_journal(flt_ctx *f);
 

@@ -125,6 +125,19 @@ typedef struct flt_point {
 enum { FLT_PK_NONE = 0, FLT_PK_READ, FLT_PK_WRITE, FLT_PK_EIO, FLT_PK_SHORT, FLT_PK_FSYNC, FLT_PK_URING,
        FLT_PK_KILL };
 
+/* Damage this process made to DIR/data that is still on disk (D1-D4 in
+ * faults.h, flt_damage_present): the evidence that lets the oracle tell
+ * a flip nothing overwrote, which a clean final verify must have reported,
+ * from one that was overwritten (masked). */
+enum { FLT_DMG_PRESENT = 0, FLT_DMG_GONE, FLT_DMG_UNKNOWN };
+typedef struct flt_damage {
+    uint64_t seq;             /* its ledger line (this process's ledger handle) */
+    uint64_t off, len;        /* the bytes of DIR/data that differ from what the engine wrote */
+    uint8_t mask;             /* a flip of one byte: its XOR mask (two equal flips cancel) */
+    const void *creator;      /* the write op that puts it on disk, until that op's after() */
+    int state;                /* FLT_DMG_* */
+} flt_damage;
+
 struct flt_ctx {
     uint64_t gen;             /* unique per context: keys the thread-local cache */
     flt_options o;            /* copy; strings below are owned copies */
@@ -148,6 +161,10 @@ struct flt_ctx {
     flt_thr *threads;
     flt_rng anon_rng[FLT_CLASS_COUNT]; /* thread index -1 */
 
+    pthread_mutex_t dmg_mu;   /* the damage table */
+    flt_damage *dmg;
+    size_t ndmg, capdmg;
+
     _Atomic uint64_t injected[FLT_CLASS_COUNT];
     _Atomic uint64_t point_hits[FLT_MAX_POINTS];
     _Atomic uint64_t point_checks[FLT_MAX_POINTS];
@@ -167,6 +184,8 @@ flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point);
  * line could not be written: the caller must then not inject (a fault
  * the ledger does not know would be judged a failure of the engine). */
 int flt_record(flt_ctx *f, int cls, const flt_event *e);
+/* flt_record that also gives the line's seq (for the damage table). */
+int flt_record_seq(flt_ctx *f, int cls, const flt_event *e, uint64_t *seq);
 static inline int flt_paused(flt_ctx *f) {
     return atomic_load_explicit(&f->paused, memory_order_relaxed);
 }

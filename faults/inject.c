@@ -89,11 +89,15 @@
 
 /* ---- files and sizes ---- */
 
-static int is_data_file(const eng_io_op *op) {
-    if (op->file_id != 0 || !op->path)
+static int is_data_path(const char *path) {
+    if (!path)
         return 0;
-    size_t n = strlen(op->path);
-    return (n >= 5 && strcmp(op->path + n - 5, "/data") == 0) || strcmp(op->path, "data") == 0;
+    size_t n = strlen(path);
+    return (n >= 5 && strcmp(path + n - 5, "/data") == 0) || strcmp(path, "data") == 0;
+}
+
+static int is_data_file(const eng_io_op *op) {
+    return op->file_id == 0 && is_data_path(op->path);
 }
 
 /* PATH relative to the database directory, for the ledger. */
@@ -221,6 +225,94 @@ void flt_thr_free_bufs(flt_thr *t) {
     t->nbufs = 0;
 }
 
+/* ---- damage still on disk (faults.h D1-D4) ---- */
+
+static void damage_add(flt_ctx *f, uint64_t seq, uint64_t off, uint64_t len, uint8_t mask, const void *creator) {
+    pthread_mutex_lock(&f->dmg_mu);
+    if (mask && len == 1) {
+        /* D3: the same flip again restores the byte. */
+        for (size_t i = 0; i < f->ndmg; i++) {
+            flt_damage *d = &f->dmg[i];
+            if (d->state == FLT_DMG_PRESENT && d->len == 1 && d->off == off && d->mask == mask) {
+                d->state = FLT_DMG_UNKNOWN;
+                pthread_mutex_unlock(&f->dmg_mu);
+                return;
+            }
+        }
+    }
+    if (f->ndmg == f->capdmg) {
+        size_t cap = f->capdmg ? 2 * f->capdmg : 64;
+        flt_damage *n = realloc(f->dmg, cap * sizeof *n);
+        if (!n) { /* without an entry the damage only ever counts as masked */
+            pthread_mutex_unlock(&f->dmg_mu);
+            return;
+        }
+        f->dmg = n, f->capdmg = cap;
+    }
+    f->dmg[f->ndmg++] = (flt_damage){seq, off, len, mask, creator, FLT_DMG_PRESENT};
+    pthread_mutex_unlock(&f->dmg_mu);
+}
+
+/* after() of a write to the data file: D1 for the damage OP itself puts
+ * on disk, D2 for what it overwrites. */
+static void damage_written(flt_ctx *f, const eng_io_op *op) {
+    pthread_mutex_lock(&f->dmg_mu);
+    uint64_t lo = op->offset, hi = op->offset + (op->result > 0 ? (uint64_t)op->result : 0);
+    for (size_t i = 0; i < f->ndmg; i++) {
+        flt_damage *d = &f->dmg[i];
+        if (d->creator == op) {
+            d->creator = NULL;
+            if (op->result < 0) d->state = FLT_DMG_UNKNOWN;
+        } else if (d->state == FLT_DMG_PRESENT && lo < hi && d->off < hi && lo < d->off + d->len) {
+            d->state = FLT_DMG_GONE;
+        }
+    }
+    pthread_mutex_unlock(&f->dmg_mu);
+}
+
+/* D4: old contents of the data file came back. */
+static void damage_unknown_all(flt_ctx *f) {
+    pthread_mutex_lock(&f->dmg_mu);
+    for (size_t i = 0; i < f->ndmg; i++)
+        if (f->dmg[i].state == FLT_DMG_PRESENT) f->dmg[i].state = FLT_DMG_UNKNOWN;
+    pthread_mutex_unlock(&f->dmg_mu);
+}
+
+size_t flt_damage_present(flt_ctx *f, uint64_t *seqs, size_t cap) {
+    size_t n = 0;
+    if (!f) return 0;
+    pthread_mutex_lock(&f->dmg_mu);
+    for (size_t i = 0; i < f->ndmg; i++) {
+        const flt_damage *d = &f->dmg[i];
+        if (d->state != FLT_DMG_PRESENT || d->creator) continue;
+        if (n < cap) seqs[n] = d->seq;
+        n++;
+    }
+    pthread_mutex_unlock(&f->dmg_mu);
+    return n;
+}
+
+static void damage_unknown_seq(flt_ctx *f, uint64_t seq) {
+    pthread_mutex_lock(&f->dmg_mu);
+    for (size_t i = 0; i < f->ndmg; i++)
+        if (f->dmg[i].seq == seq) f->dmg[i].state = FLT_DMG_UNKNOWN;
+    pthread_mutex_unlock(&f->dmg_mu);
+}
+
+/* Do the LEN bytes at OFF of the file at PATH differ from P?  (A torn
+ * write's unwritten tail is damage only when the old bytes there differ
+ * from the new page's.)  Unreadable: assume they do not (no claim). */
+static int file_differs(const char *path, uint64_t off, const void *p, size_t len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    uint8_t *b = malloc(len);
+    int differs = 0;
+    if (b && pread(fd, b, len, (off_t)off) == (ssize_t)len) differs = memcmp(b, p, len) != 0;
+    free(b);
+    close(fd);
+    return differs;
+}
+
 /* ---- before(WRITE of the data file) ---- */
 
 static flt_event page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block,
@@ -259,8 +351,11 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
             snprintf(note, sizeof note, "meant for block %llu at offset %llu, written to block %llu",
                      (unsigned long long)block, (unsigned long long)op->offset, (unsigned long long)target);
             e.note = note;
-            if (flt_record(f, FLT_MISDIRECTED_WRITE, &e) == 0)
+            uint64_t seq;
+            if (flt_record_seq(f, FLT_MISDIRECTED_WRITE, &e, &seq) == 0) {
                 op->offset = target * ps, done = 1;
+                damage_add(f, seq, target * ps, len, 0, op);
+            }
         }
     }
     if (flt_draw(f, t, FLT_ZERO_PAGE) && !done) {
@@ -268,10 +363,13 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
         if (z) {
             memset(z, 0, len);
             flt_event e = page_event(f, t, FLT_ZERO_PAGE, "hook/write", block, op->offset, len);
-            if (flt_record(f, FLT_ZERO_PAGE, &e) == 0)
+            uint64_t seq;
+            if (flt_record_seq(f, FLT_ZERO_PAGE, &e, &seq) == 0) {
                 op->buf = z, done = 1;
-            else
+                damage_add(f, seq, op->offset, len, 0, op);
+            } else {
                 buf_give(t, z);
+            }
         }
     }
     if (flt_draw(f, t, FLT_TORN_WRITE) && !done && len >= 2 * SECTOR) {
@@ -280,8 +378,13 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
         flt_event e = page_event(f, t, FLT_TORN_WRITE, "hook/write", block, op->offset + keep, len - keep);
         snprintf(note, sizeof note, "wrote %zu of %zu bytes", keep, len);
         e.note = note;
-        if (flt_record(f, FLT_TORN_WRITE, &e) == 0)
+        /* Read before the write: the pool has one write of a page in flight. */
+        int differs = file_differs(op->path, op->offset + keep, (const uint8_t *)op->buf + keep, len - keep);
+        uint64_t seq;
+        if (flt_record_seq(f, FLT_TORN_WRITE, &e, &seq) == 0) {
             op->len = keep, done = 1;
+            if (differs) damage_add(f, seq, op->offset + keep, len - keep, 0, op);
+        }
     }
     if (flt_draw(f, t, FLT_BITFLIP_INFLIGHT) && !done) {
         uint64_t bit = flt_below(f, t, FLT_BITFLIP_INFLIGHT, (uint64_t)len * 8);
@@ -292,10 +395,12 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
             flt_event e = page_event(f, t, FLT_BITFLIP_INFLIGHT, "hook/write", block, op->offset, len);
             e.bit = (int64_t)bit;
             e.mask = mask;
-            if (flt_record(f, FLT_BITFLIP_INFLIGHT, &e) == 0) {
+            uint64_t seq;
+            if (flt_record_seq(f, FLT_BITFLIP_INFLIGHT, &e, &seq) == 0) {
                 copy[bit / 8] ^= mask;
                 op->buf = copy;
                 done = 1;
+                damage_add(f, seq, op->offset + bit / 8, 1, 0, op);
             } else {
                 buf_give(t, copy);
             }
@@ -308,6 +413,8 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
 static void drop_dirty(flt_ctx *f, flt_thr *t, const char *path) {
     if (!f->journal)
         return;
+    if (is_data_path(path))
+        damage_unknown_all(f); /* D4 */
     flt_event d = flt_event_for(f, t, FLT_SYNC_ERROR, "sync/drop_dirty");
     uint64_t n = 0;
     flt_journal_drop_unsynced(f->journal, path, f->ledger, &d, &n);
@@ -380,8 +487,14 @@ static void hook_after(void *ctx, eng_io_op *op) {
             e.len = (int64_t)n;
             e.bit = (int64_t)bit;
             e.mask = mask;
-            if (flt_record(f, FLT_BITFLIP_INFLIGHT, &e) == 0)
+            uint64_t seq;
+            if (flt_record_seq(f, FLT_BITFLIP_INFLIGHT, &e, &seq) == 0) {
                 ((uint8_t *)op->buf)[bit / 8] ^= mask;
+                /* The engine now holds a damaged page, which its read
+                 * check must refuse: damage no write can overwrite (an
+                 * empty range), present from here on. */
+                damage_add(f, seq, UINT64_MAX, 0, 0, NULL);
+            }
         }
     }
     if (op->kind == ENG_IO_SYNC) {
@@ -393,6 +506,8 @@ static void hook_after(void *ctx, eng_io_op *op) {
                 drop_dirty(f, t, op->path); /* before the engine hears of the failure */
         }
     }
+    if (op->kind == ENG_IO_WRITE && is_data_file(op))
+        damage_written(f, op);
     if (f->journal)
         flt_journal_after(f->journal, op);
     if (op->kind == ENG_IO_WRITE && op->buf)
@@ -531,8 +646,13 @@ static void tick_page(flt_ctx *f, flt_thr *t) {
     flt_event e = page_event(f, t, FLT_BITFLIP_PAGE, "tick/data", block, block * ps, ps);
     e.bit = (int64_t)bit;
     e.mask = mask;
-    if (flt_record(f, FLT_BITFLIP_PAGE, &e) == 0)
-        flip_file_byte(path, block * ps + bit / 8, mask);
+    uint64_t seq;
+    if (flt_record_seq(f, FLT_BITFLIP_PAGE, &e, &seq) == 0) {
+        /* D1: in the table before the byte changes (a write completing
+         * meanwhile marks it gone: over-eager, never wrong). */
+        damage_add(f, seq, block * ps + bit / 8, 1, mask, NULL);
+        if (flip_file_byte(path, block * ps + bit / 8, mask) != 0) damage_unknown_seq(f, seq);
+    }
 }
 
 static int is_segment_name(const char *s) {

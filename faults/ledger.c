@@ -59,12 +59,18 @@ static size_t esc(char *o, size_t cap, const char *s) {
 }
 
 int flt_ledger_append(flt_ledger *l, const flt_event *e) {
+    return flt_ledger_append_seq(l, e, NULL);
+}
+
+int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     char line[2048], tmp[600];
     size_t n = 0;
+    uint64_t my_seq = atomic_fetch_add(&l->seq, 1);
+    if (seq) *seq = my_seq;
 #define PUT(...) n += (size_t)snprintf(line + n, sizeof line - n, __VA_ARGS__)
 #define PUTS(key, val) do { if (val) { esc(tmp, sizeof tmp, val); PUT(",\"%s\":\"%s\"", key, tmp); } } while (0)
 #define PUTI(key, val) do { if ((val) >= 0) PUT(",\"%s\":%lld", key, (long long)(val)); } while (0)
-    PUT("{\"seq\":%llu", (unsigned long long)atomic_fetch_add(&l->seq, 1));
+    PUT("{\"seq\":%llu", (unsigned long long)my_seq);
     PUTS("phase", e->phase ? e->phase : "run");
     PUTS("class", e->cls);
     PUTS("point", e->point);

@@ -54,8 +54,10 @@ flt_event flt_event_none(const char *cls, const char *point);
 /* Open (create) the ledger in RUN_DIR for appending.  0 or -errno. */
 int flt_ledger_open(const char *run_dir, flt_ledger **out);
 void flt_ledger_close(flt_ledger *l);
-/* Append one line; thread-safe.  0 or -errno. */
+/* Append one line; thread-safe.  0 or -errno.  The _seq form also gives
+ * the line's seq (when SEQ is not NULL). */
 int flt_ledger_append(flt_ledger *l, const flt_event *e);
+int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq);
 
 /* Reading (oracle, tests): call FN for each line's raw JSON text. */
 int flt_ledger_read(const char *run_dir, void (*fn)(void *ctx, const char *line), void *ctx);

@@ -277,6 +277,10 @@ void vd_add_observation(vd_ctx *v, const vd_observation *o) {
 void vd_set_crash_check(vd_ctx *v, int c) { v->crash_check = c; }
 void vd_note_external_kill(vd_ctx *v) { v->external_kill = 1; }
 void vd_note_reopen_failed(vd_ctx *v) { v->reopen_failed = 1; }
+void vd_note_damage_present(vd_ctx *v, int64_t seq) {
+    for (size_t k = v->seen_own ? v->first_own : v->ninj; k < v->ninj; k++)
+        if (!v->inj[k].carried && v->inj[k].seq == seq && needs_page_checksum(v->inj[k].cls)) v->inj[k].present = 1;
+}
 
 size_t vd_injection_count(const vd_ctx *v) { return v->ninj; }
 const vd_injection *vd_injection_at(const vd_ctx *v, size_t i) { return i < v->ninj ? &v->inj[i] : NULL; }
@@ -631,6 +635,8 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             o = VD_REPAIRED; /* rebuilt by redo (full-page image) after the crash */
         } else if (vd_class_measured(&v->cfg, c)) {
             o = VD_UNDETECTABLE;
+        } else if (i->present && !i->carried) {
+            o = VD_SWALLOWED; /* V4b: still on disk, and the final verify passed it */
         } else {
             o = VD_MASKED;
         }

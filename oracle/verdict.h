@@ -42,6 +42,11 @@
  *   V4  corruption classes without a matching report at settlement are
  *       masked (overwritten or never needed; the final verify of every
  *       page ran clean), or undetectable when the run measures that class.
+ *   V4b masked needs the damage gone: an injection of this process that
+ *       the fault library shows still on disk after the final verify of
+ *       the closed files (vd_note_damage_present: nothing overwrote it)
+ *       and that no report matched escaped the checks that exist to find
+ *       it: swallowed (a failure), or undetectable when measured.
  *   V5  power_loss and kill: repaired when the post-crash recovery passed
  *       the exact-prefix check with no unexplained report (V8), lost when
  *       the check failed, unrecoverable when the database did not open or
@@ -148,6 +153,7 @@ typedef struct vd_injection {
     char err[16];
     char mask[24];
     int carried;          /* injected by an earlier process (before a crash) */
+    int present;          /* V4b: still on disk after the final verify */
     /* verdict, filled by vd_settle */
     int outcome;          /* enum vd_outcome */
     uint32_t reports;     /* reports that matched it */
@@ -222,6 +228,10 @@ void vd_set_crash_check(vd_ctx *v, int crash_check);
 /* Reopening this process's own failed (poisoned) handle did not open the
  * database: recovery without a crash failed (V8). */
 void vd_note_reopen_failed(vd_ctx *v);
+/* V4b: this process's ledger line SEQ put damage into the data file that
+ * is still there after the final verify of the closed files (the fault
+ * library's flt_damage_present).  Call after the ledger lines are added. */
+void vd_note_damage_present(vd_ctx *v, int64_t seq);
 /* An external kill (SIGKILL from outside, no ledger line) preceded this
  * run: counted as one kill injection. */
 void vd_note_external_kill(vd_ctx *v);

@@ -103,6 +103,9 @@ typedef struct st_snap st_snap; /* a snapshot (adapter-private) */
 
 typedef struct st_engine {
     const char *name;
+    /* The planted bug the engine was built with (tests/mutants.txt), or
+     * NULL: printed and reported so a mutant never passes for the engine. */
+    const char *(*planted_bug)(void);
     /* Options this engine cannot honour: message in WHY, ST_NOTSUP. */
     int (*check_options)(const st_open_options *o, char *why, size_t cap);
     int (*open)(const char *dir, const st_open_options *o, st_db **out);

@@ -203,6 +203,7 @@ static void *a_native(st_db *a) { return a->db; }
 
 const st_engine st_engine_ours = {
     .name = "engine",
+    .planted_bug = eng_planted_bug,
     .check_options = check_options,
     .open = a_open,
     .close = a_close,

@@ -154,6 +154,8 @@ static struct {
     double t0;
     double work_s;               /* seconds of the workload phase */
     uint64_t reopens_done;       /* scheduled reopens so far (thread 0 only) */
+    uint64_t *damage;            /* V4b: ledger seqs of damage still on disk after the final */
+    size_t ndamage;              /* verify of the closed files (flt_damage_present) */
 } g;
 
 static double now(void) {
@@ -1244,6 +1246,10 @@ static void write_counts(FILE *f, const vd_counts *c) {
 static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang) {
     fprintf(f, "{\n  \"seed\": %llu,\n  \"engine\": \"%s\",\n  \"options\": ", (unsigned long long)g.o.seed, g.E->name);
     st_options_json(&g.o, f);
+    if (g.E->planted_bug && g.E->planted_bug()) {
+        fprintf(f, ",\n  \"planted_bug\": ");
+        json_str_to(f, g.E->planted_bug());
+    }
     fprintf(f, ",\n  \"mode\": \"%s\",\n", res->measuring ? "measuring" : "judging");
     if (res->measuring) {
         fprintf(f, "  \"measuring_why\": ");
@@ -1458,6 +1464,7 @@ static vd_ctx *judge(vd_result *res, uint64_t *trace_hash) {
     pthread_mutex_unlock(&g.mu);
     vd_set_crash_check(v, g.crash_check);
     if (g.reopen_failed) vd_note_reopen_failed(v);
+    for (size_t i = 0; i < g.ndamage; i++) vd_note_damage_present(v, (int64_t)g.damage[i]);
     vd_settle(v, res);
     return v;
 }
@@ -1490,6 +1497,9 @@ int main(int argc, char **argv) {
             printf("%-44s %s\n", g.E->fault_point_name(i), g.E->fault_point_what(i));
         return EXIT_PASS;
     }
+    if (g.E->planted_bug && g.E->planted_bug())
+        fprintf(stderr, "stress: this engine carries the planted bug '%s' (tests/mutants.txt): not the real engine\n",
+                g.E->planted_bug());
     g.eo = (st_open_options){
         .page_size = (uint32_t)g.o.page_size, .cache_size = g.o.cache_size, .data_checksums = g.o.data_checksums,
         .full_page_writes = g.o.full_page_writes, .wal_log_hints = g.o.wal_log_hints, .hint_fpi = g.o.hint_fpi,
@@ -1702,8 +1712,16 @@ int main(int argc, char **argv) {
              * hid whatever happened to it on disk). */
             uint64_t problems = 0;
             st_open_options vo = g.eo;
-            g.E->verify_dir(g.o.db, &vo, &problems);
-            /* A clean close made everything durable. */
+            int vd = g.E->verify_dir(g.o.db, &vo, &problems);
+            /* A clean close made everything durable.  Every block was just
+             * read from disk: damage the fault library shows still there
+             * must have been reported (oracle V4b). */
+            if (g.flt && (vd == ST_OK || vd == ST_CORRUPTION)) {
+                size_t n = flt_damage_present(g.flt, NULL, 0);
+                g.damage = n ? calloc(n, sizeof *g.damage) : NULL;
+                if (g.damage) g.ndamage = flt_damage_present(g.flt, g.damage, n);
+                if (g.ndamage > n) g.ndamage = n;
+            }
         }
     }
     atomic_store(&watch_stop, 1);
@@ -1724,7 +1742,14 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < vd_injection_count(v); i++) {
         const vd_injection *j = vd_injection_at(v, i);
-        if (j->outcome == VD_SWALLOWED && i < 1000)
+        if (j->outcome == VD_SWALLOWED && j->present && i < 1000)
+            fprintf(stderr,
+                    "stress: FAILURE swallowed: %s injected at %s (file %s block %lld offset %lld len %lld) is still on "
+                    "disk (nothing overwrote it) but no check reported it, not even the final verify of every block\n"
+                    "    repro: %s\n",
+                    j->cls_name, j->point, j->file, (long long)j->block, (long long)j->offset, (long long)j->len,
+                    g.repro);
+        else if (j->outcome == VD_SWALLOWED && i < 1000)
             fprintf(stderr,
                     "stress: FAILURE swallowed: %s injected at %s (thread %d, op %lld:%lld) but the call returned ok\n    "
                     "repro: %s\n",

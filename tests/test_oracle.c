@@ -819,3 +819,41 @@ Test(oracle_verdict, a_hint_report_on_an_intact_leaf_is_explained_by_a_misdirect
     cr_assert(res.pass);
     vd_free(v);
 }
+
+/* Hides (V4b): a page check that lets damage through (checksums skipped
+ * on read, a block seed left out, the zero-page rule off), when every
+ * injection without a report counted as masked: with skip-checksum, a
+ * flip that stayed on disk through the final verify of every block passed
+ * as "overwritten or never needed". */
+Test(oracle_verdict, damage_still_on_disk_after_the_final_verify_is_swallowed_not_masked) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_PAGE] = c.class_on[VD_ZERO_PAGE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"seq\":0,\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":3}", 1); /* carried */
+    vd_add_ledger_line(v, "{\"seq\":0,\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":4}", 0);
+    vd_add_ledger_line(v, "{\"seq\":1,\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":5}", 0);
+    vd_add_ledger_line(v, "{\"seq\":2,\"class\":\"zero_page\",\"file\":\"data\",\"block\":6}", 0);
+    vd_add_ledger_line(v, "{\"seq\":3,\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":7}", 0);
+    vd_note_damage_present(v, 0); /* block 4, not the carried line with the same seq */
+    vd_note_damage_present(v, 2);
+    vd_note_damage_present(v, 3);
+    vd_report r = rep("page_checksum", "data", 7, 7 * 4096);
+    vd_add_report(v, &r);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].swallowed, 1);  /* block 4 */
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].masked, 2);     /* block 3 (carried), block 5 (gone) */
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].detected, 1);   /* block 7: present and reported */
+    cr_assert_eq(res.cls[VD_ZERO_PAGE].swallowed, 1);
+    cr_assert_not(res.pass);
+    vd_free(v);
+    /* Measuring the class (checksums off): undetectable, not a failure. */
+    c.data_checksums = 0;
+    v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"seq\":0,\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":4}", 0);
+    vd_note_damage_present(v, 0);
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].undetectable, 1);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].swallowed, 0);
+    vd_free(v);
+}
