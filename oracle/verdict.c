@@ -472,6 +472,19 @@ static int open_outcome(uint64_t unexplained, uint64_t explained, size_t design_
     return !unexplained && explained && design_inj != (size_t)-1 ? VD_UNRECOVERABLE_BY_DESIGN : VD_UNRECOVERABLE;
 }
 
+/* V1d: the one check that exists to find class CLS (DESIGN 4's detector),
+ * or NULL when any check at its place counts.  page_verify tries the
+ * zero-page rule, then the block-seeded checksum, before anything else, so
+ * with checksums on a damaged page can be reported by nothing else first:
+ * a report from another layer means the detector let the damage by. */
+static const char *sole_detector(const vd_config *c, int cls) {
+    if (cls == VD_ZERO_PAGE) return "zero_page";
+    if (c->data_checksums && (cls == VD_BITFLIP_PAGE || cls == VD_BITFLIP_INFLIGHT || cls == VD_TORN_WRITE ||
+                              cls == VD_MISDIRECTED_WRITE))
+        return "page_checksum";
+    return NULL;
+}
+
 void vd_settle(vd_ctx *v, vd_result *out) {
     memset(out, 0, sizeof *out);
     out->measuring = vd_measuring(&v->cfg, out->measuring_why, sizeof out->measuring_why);
@@ -505,7 +518,9 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         for (size_t i = 0; i < v->ninj; i++) {
             if (v->inj[i].cls < 0) continue;
             if (vd_report_matches(&v->cfg, &v->rep[r].r, &v->inj[i])) {
-                v->inj[i].reports++;
+                /* V1d: explained either way; credited only to the detector. */
+                const char *det = sole_detector(&v->cfg, v->inj[i].cls);
+                if (!det || !strcmp(det, v->rep[r].r.layer)) v->inj[i].reports++;
                 v->rep[r].matched = 1;
                 int a = v->rep[r].r.after_crash;
                 if (a > 0 && a < 3 && design_inj[a] == (size_t)-1) design_inj[a] = i;

@@ -42,6 +42,12 @@
  *   V4  corruption classes without a matching report at settlement are
  *       masked (overwritten or never needed; the final verify of every
  *       page ran clean), or undetectable when the run measures that class.
+ *   V1d a class with one detector by design (zero_page: the zero-page rule;
+ *       with checksums on, bitflip_page, bitflip_inflight, torn_write and
+ *       misdirected_write: the page checksum) is detected only by a report
+ *       from that layer; another layer's report at its place is explained
+ *       (no false alarm) but credits nothing, so a broken detector cannot
+ *       hide behind a structure check (V4b then judges the damage)
  *   V4b masked needs the damage gone: an injection of this process that
  *       the fault library shows still on disk after the final verify of
  *       the closed files (vd_note_damage_present: nothing overwrote it)

@@ -19,7 +19,9 @@
 Binaries come from $BUILD (default build), as in tests/run_all.sh.
 """
 import io
+import datetime
 import json
+import re
 import os
 import shutil
 import signal
@@ -633,6 +635,99 @@ class TestRealEngine(unittest.TestCase):
         self.assertEqual(rc, 1, out + err)
         self.assertIn("from start/", out)
         self.assertIn("reproduced: wrong_value", out)
+
+
+class TestMutants(unittest.TestCase):
+    """crashtest.py mutants (issue 13): the catalogue, the score, a run."""
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="ct-mut-")
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def cat(self, text):
+        p = os.path.join(self.d, "m.txt")
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def test_the_catalogue_parses_and_names_its_switches(self):
+        ms = ct.read_mutants()
+        self.assertGreaterEqual(len(ms), 4)
+        names = [m.name for m in ms]
+        self.assertEqual(len(names), len(set(names)))
+        self.assertIn("skip-checksum", names)
+        self.assertEqual(ct.Mutant("skip-checksum", "checksum", "x", 1).macro, "ENG_BROKEN_SKIP_CHECKSUM")
+        # Every switch the catalogue names is planted in the sources, once
+        # or more, and every planted switch is in the catalogue.
+        planted = set()
+        for d in ("engine", "faults"):
+            for fn in os.listdir(os.path.join(ROOT, d)):
+                if fn.endswith((".c", ".h")):
+                    with open(os.path.join(ROOT, d, fn)) as f:
+                        planted |= set(re.findall(r"ENG_BROKEN_[A-Z0-9_]+", f.read()))
+        self.assertEqual(planted, {m.macro for m in ms})
+
+    def test_a_malformed_or_repeated_line_is_a_usage_error(self):
+        with self.assertRaises(ct.UsageError):
+            ct.read_mutants(self.cat("Bad_Name checksum what\n"))
+        with self.assertRaises(ct.UsageError):
+            ct.read_mutants(self.cat("a-b checksum one\na-b checksum two\n"))
+        with self.assertRaises(ct.UsageError):
+            ct.read_mutants(self.cat("a-b checksum\n"))
+        self.assertEqual([m.name for m in ct.read_mutants(self.cat("# c\n\na-b checksum one two\n"))], ["a-b"])
+        rc, out, err = run_ct("mutants", "no-such-bug")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("no-such-bug", err)
+
+    def test_the_date_picks_one_name_and_moves_daily(self):
+        d = datetime.date(2026, 12, 1)
+        names = ["a", "b", "c"]
+        self.assertEqual(ct.pick_by_date(names, d), ct.pick_by_date(names, d))
+        self.assertNotEqual(ct.pick_by_date(names, d), ct.pick_by_date(names, d + datetime.timedelta(days=1)))
+
+    def test_a_missed_bug_counts_as_never_caught_in_the_median(self):
+        def r(sec):
+            return {"caught": sec is not None, "seconds": sec, "budget_s": 300}
+        self.assertEqual(ct.mutation_score_line([r(10), r(20), r(None)]),
+                         "mutation score: 2 of 3 caught, median time to catch 20.0 s")
+        self.assertEqual(ct.mutation_score_line([r(10), r(None), r(None)]),
+                         "mutation score: 1 of 3 caught, median time to catch > 300 s")
+
+    def test_the_result_takes_the_first_failure_by_time(self):
+        m = ct.Mutant("x-y", "wal", "bug", 1)
+        rep = {"classes": {"bitflip_page": {"injected": 1, "swallowed": 1}, "kill": {"injected": 1}}}
+        summary = {"elapsed_s": 50, "planted_bugs": ["x-y"], "iterations": [
+            {"t_end": 30.0, "failure": {"kind": "lost", "keys": ["lost"], "step": 0, "step_name": "restart"},
+             "steps": [{"result": {"report": {}}}], "repro": "r2"},
+            {"t_end": 12.5, "failure": {"kind": "swallowed", "keys": ["swallowed"], "step": 0, "step_name": "workload"},
+             "steps": [{"result": {"report": rep}}], "repro": "r1"},
+            {"t_end": 5.0, "failure": None, "steps": []}]}
+        res = ct.mutant_result(m, summary, 300, 7, 1)
+        self.assertTrue(res["caught"])
+        self.assertEqual((res["seconds"], res["iterations_to_catch"], res["kind"], res["classes"], res["repro"]),
+                         (12.5, 2, "swallowed", ["bitflip_page"], "r1"))
+        res = ct.mutant_result(m, {"iterations": [{"t_end": 1, "failure": None}]}, 300, 7, 0)
+        self.assertFalse(res["caught"])
+        self.assertEqual(res["iterations"], 1)
+
+    @unittest.skipUnless(built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")) and
+                         built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "powerloss")),
+                         "build/mutants/stale-value missing")
+    def test_a_planted_bug_is_caught_and_recorded(self):
+        rd = os.path.join(self.d, "r")
+        rc, out, err = run_ct("mutants", "--budget", "90", "--seed", "1", "--no-build", "--build-dir", BUILD,
+                              "--report-dir", rd, "stale-value")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("mutation score: 1 of 1 caught", out)
+        with open(os.path.join(rd, "mutants.json")) as f:
+            doc = json.load(f)
+        m = doc["mutants"][0]
+        self.assertEqual((m["name"], m["caught"], m["planted_bug_seen"]), ("stale-value", True, ["stale-value"]))
+        self.assertIn("wrong_value", m["keys"])
+        self.assertTrue(m["repro"])
+        self.assertLessEqual(m["seconds"], doc["mutants"][0]["elapsed_s"])
 
 
 if __name__ == "__main__":

@@ -857,3 +857,31 @@ Test(oracle_verdict, damage_still_on_disk_after_the_final_verify_is_swallowed_no
     cr_assert_eq(res.cls[VD_BITFLIP_PAGE].swallowed, 0);
     vd_free(v);
 }
+
+/* Hides (V1d): a broken zero-page rule or page checksum, when a structure
+ * check that happens to trip over the same damaged page gets the credit:
+ * the damage counts as detected although its detector never fired. */
+Test(oracle_verdict, only_the_classs_own_detector_credits_a_detection) {
+    vd_config c = judging();
+    c.class_on[VD_ZERO_PAGE] = c.class_on[VD_BITFLIP_PAGE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"seq\":0,\"class\":\"zero_page\",\"file\":\"data\",\"block\":3,\"offset\":12288}", 0);
+    vd_add_ledger_line(v, "{\"seq\":1,\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":5}", 0);
+    vd_add_ledger_line(v, "{\"seq\":2,\"class\":\"zero_page\",\"file\":\"data\",\"block\":9,\"offset\":36864}", 0);
+    vd_report a = rep("structure", "data", 3, 3 * 4096);
+    vd_report b = rep("structure", "data", 5, 5 * 4096);
+    vd_report z = rep("zero_page", "data", 9, 9 * 4096);
+    vd_add_report(v, &a);
+    vd_add_report(v, &b);
+    vd_add_report(v, &z);
+    vd_note_damage_present(v, 0);
+    vd_note_damage_present(v, 1);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(vd_false_alarm_count(v), 0); /* the structure reports are explained */
+    cr_assert_eq(res.cls[VD_ZERO_PAGE].detected, 1);   /* block 9: by the zero-page rule */
+    cr_assert_eq(res.cls[VD_ZERO_PAGE].swallowed, 1);  /* block 3: only a structure check saw it */
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].swallowed, 1);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
