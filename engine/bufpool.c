@@ -331,7 +331,13 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
                     }
                 }
             }
+#ifdef ENG_BROKEN_PAGE_BEFORE_WAL
+            /* planted bug (tests/mutants.txt): the page's own LSN is not
+             * counted, so the log is flushed only for hint records: a page
+             * reaches the disk before the WAL is durable up to its LSN. */
+#else
             if (lsn > maxlsn) maxlsn = lsn;
+#endif
             prepare_write(bp, block, lsn, copy);
             reqs[nreq] = (io_req){.f = bp->cfg.file, .buf = copy, .len = ps,
                                   .offset = (uint64_t)block * ps};
@@ -350,8 +356,14 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
         ENG_KILL_POINT(FP_KILL_PAGE_WRITE);
     }
     for (size_t i = 0; i < nreq; i++) {
+#ifdef ENG_BROKEN_WRITEBACK_ERROR_CLEANS
+        /* planted bug (tests/mutants.txt): a frame whose write failed is
+         * not marked dirty again, so it can be evicted with its change. */
+        if (rc == ENG_OK && reqs[i].status == ENG_OK && written) written[idx[i]] = 1;
+#else
         if (rc != ENG_OK || reqs[i].status != ENG_OK) atomic_store(&latched[i]->dirty, 1);
         else if (written) written[idx[i]] = 1;
+#endif
         atomic_fetch_sub(&latched[i]->writing, 1);
         pthread_rwlock_unlock(&latched[i]->latch);
     }

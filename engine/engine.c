@@ -337,7 +337,12 @@ static int checkpoint_as(eng_db *db, int closing) {
     pthread_mutex_unlock(&db->write_mu);
 
     int rc = bp_flush_all(db->bp);
+#ifdef ENG_BROKEN_CHECKPOINT_SKIPS_DATA_FSYNC
+    /* planted bug (tests/mutants.txt): the data file is not fsynced before
+     * the checkpoint moves the redo point past the pages just written. */
+#else
     if (rc == ENG_OK) rc = io_sync(db->io, &db->data);
+#endif
     atomic_fetch_add(&db->syncs, 1);
     if (rc == ENG_OK) ENG_KILL_POINT(FP_KILL_CKPT_DATA);
     uint64_t cstart = 0, cend = 0;
@@ -358,7 +363,14 @@ static int checkpoint_as(eng_db *db, int closing) {
     if (rc == ENG_OK) {
         pthread_mutex_lock(&db->ctl_mu);
         control c = db->ctl;
+#ifdef ENG_BROKEN_CHECKPOINT_REDO_AT_RECORD
+        /* planted bug (tests/mutants.txt): the redo point is taken as the
+         * checkpoint record's own position, past the records logged while
+         * the pool was being flushed (whose pages it may not have written). */
+        c.redo_lsn = cstart;
+#else
         c.redo_lsn = redo;
+#endif
         c.checkpoint_lsn = cstart;
         c.last_seq = last_seq;
         if (closing) c.xid_limit = last_seq + 1;
@@ -463,7 +475,14 @@ static int look_at_dir(const char *dir, dir_files *f) {
 
 /* F3: files of a database without control, and no creation marker. */
 static int lost_control(const dir_files *f) {
+#ifdef ENG_BROKEN_LOST_CONTROL_NEEDS_DATA
+    /* planted bug (tests/mutants.txt): only a data file counts as a lost
+     * database: WAL segments or control.tmp alone read as an empty
+     * directory, and a create_if_missing open removes them. */
+    return !f->control && !f->creating && f->data;
+#else
     return !f->control && !f->creating && (f->data || f->control_tmp || f->nsegs);
+#endif
 }
 
 /* The report of F3's refusal: what is missing and what is present. */

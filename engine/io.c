@@ -170,7 +170,14 @@ static int hooked_op(io_ctx *io, eng_io_op *op, int (*do_it)(io_ctx *, eng_io_op
 {
     int rc = hook_before(io, op);
     if (rc < 0)
+#ifdef ENG_BROKEN_HOOK_ERROR_ISSUED_ANYWAY
+        /* planted bug (tests/mutants.txt): the return is missing, so a
+         * sync or metadata operation failed by before() is still issued
+         * and the real call's result is reported instead of the failure. */
+        io_fail(io, rc);
+#else
         return io_fail(io, rc);
+#endif
     op->result = op->skip ? 0 : do_it(io, op, arg);
     return hook_after(io, op);
 }
@@ -503,7 +510,13 @@ static int read_settle(io_file *f)
 {
     while (atomic_load_explicit(&f->syncs_active, memory_order_acquire) > 0)
         sched_yield();
+#ifdef ENG_BROKEN_READ_IGNORES_FAILED_FSYNC
+    /* planted bug (tests/mutants.txt): a failed fsync of the file is not
+     * looked at, so a read may return contents the kernel dropped. */
+    return ENG_OK;
+#else
     return atomic_load_explicit(&f->sync_failed, memory_order_acquire) ? ENG_POISONED : ENG_OK;
+#endif
 }
 
 int io_read(io_ctx *io, io_file *f, void *buf, size_t len, uint64_t offset, size_t *done)

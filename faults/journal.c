@@ -1351,7 +1351,14 @@ int flt_jr_durability(jr_view *v, jr_strmap *names) {
         switch (o->r.kind) {
         case JR_WRITE_B:
         case JR_TRUNCATE_B:
+#ifdef ENG_BROKEN_JOURNAL_SYNC_MISSES_LAST_WRITE
+            /* planted bug (tests/mutants.txt): off by one, the last write
+             * completed before a successful fsync began counts as unsynced
+             * and may be rolled back (or dropped by a failed fsync). */
+            o->durable = o->done_pos + 1 < f.tok[o->tok].synced_upto;
+#else
             o->durable = o->done_pos < f.tok[o->tok].synced_upto;
+#endif
             break;
         case JR_CREATE_B:
         case JR_RENAME_B:
