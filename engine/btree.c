@@ -223,6 +223,16 @@ static int version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell
     }
     uint64_t durable = t->cfg.durable_seq ? atomic_load(t->cfg.durable_seq) : 0;
     if (c->xmin != 0) {
+#ifdef ENG_BROKEN_HINT_ABORTED_WHILE_IN_PROGRESS
+        /* planted bug (tests/mutants.txt): "not committed" is taken for
+         * "aborted" before the snapshot test, so a reader meeting the
+         * running writer's version (xmin above its snapshot, still in
+         * progress) hints it aborted, and the commit is hidden for ever. */
+        if (h == HINT_NONE && !xid_committed(t, c->xmin)) {
+            if (hints) hint_learn(t, f, slot, HINT_NONE, HINT_XMIN_A);
+            return V_INVISIBLE;
+        }
+#endif
         if (c->xmin > S) return V_INVISIBLE;
         if (h == HINT_XMIN_A) return V_INVISIBLE;
         if (h == HINT_NONE) {
@@ -233,7 +243,13 @@ static int version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell
             if (hints && c->xmin <= durable) { hint_learn(t, f, slot, HINT_NONE, HINT_XMIN_C); h = HINT_XMIN_C; }
         }
     }
+#ifdef ENG_BROKEN_DELETE_AT_SNAPSHOT_INVISIBLE
+    /* planted bug (tests/mutants.txt): >= instead of >, so a delete (or
+     * replacement) by the transaction the snapshot ends at is not seen. */
+    if (c->xmax == 0 || c->xmax >= S) return V_VISIBLE;
+#else
     if (c->xmax == 0 || c->xmax > S) return V_VISIBLE;
+#endif
     if (h == HINT_XMAX_C) return V_DELETED;
     if (h == HINT_XMAX_A) return V_VISIBLE;
     if (xid_committed(t, c->xmax)) {
@@ -513,8 +529,15 @@ int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out
     unsigned idx = page_search(f->data, key, klen, &exact), end;
     /* K1: the entries around the position prove it (idx's in resolve_key;
      * for "absent", the one at idx too). */
+#ifdef ENG_BROKEN_KV_ABSENT_KEY_UNCHECKED
+    /* planted bug (tests/mutants.txt): K1 on the "absent" path checks the
+     * entry below the position only, not the one at it: a key damaged in
+     * the cache reads as NOTFOUND instead of a reported corruption. */
+    if ((rc = kv_entry(t, f, (int)idx - 1))) {
+#else
     if ((rc = kv_entry(t, f, (int)idx - 1)) ||
         (!exact && idx < ph_get_nslots(f->data) && (rc = kv_entry(t, f, (int)idx)))) {
+#endif
         bp_release(t->bp, f, BP_SHARED);
         return rc;
     }
@@ -743,8 +766,17 @@ static int act_begin(bt_wctx *w, bp_frame *f, int creating, size_t *at) {
         atomic_store(&f->pending, 1);
         w->touched[w->ntouched++] = f;
         bt_tree *t = w->t;
+#ifdef ENG_BROKEN_FPI_SKIPS_PAGE_AT_REDO_LSN
+        /* planted bug (tests/mutants.txt): strictly below the redo point,
+         * so a page last changed by the record that ends right at the
+         * checkpoint (its LSN == redo_lsn) gets no image for its first
+         * change after it: a write torn by a crash cannot be rebuilt. */
+        if (!creating && t->cfg.full_page_writes &&
+            atomic_load(&f->lsn) < atomic_load(t->cfg.redo_lsn)) {
+#else
         if (!creating && t->cfg.full_page_writes &&
             atomic_load(&f->lsn) <= atomic_load(t->cfg.redo_lsn)) {
+#endif
             size_t before = w->rec.len;
             size_t raw = pa_put_image(&w->rec, blk, f->data, t->ps, t->cfg.wal_compression);
             atomic_fetch_add_explicit(&t->images, 1, memory_order_relaxed);
@@ -760,9 +792,20 @@ static int act_apply(bt_wctx *w, bp_frame *f, size_t at) {
     if (w->rec.oom) return ENG_NOMEM;
     const char *why = "";
     uint32_t blk = atomic_load(&f->block);
+#ifdef ENG_BROKEN_KV_CODES_STALE_AFTER_IN_PLACE_EDIT
+    const unsigned nslots_before = ph_get_nslots(f->data);
+#endif
     int rc = pa_apply(f->data, w->t->ps, blk, w->rec.p + at, w->rec.len - at, w->batch, w->zscratch, &why);
     if (rc) return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, 0, 0, why);
+#ifdef ENG_BROKEN_KV_CODES_STALE_AFTER_IN_PLACE_EDIT
+    /* planted bug (tests/mutants.txt): the codes are recomputed only when
+     * the action changed the slot count; an in-place edit (a delete's
+     * xmax, a freeze) leaves the cell's old code, and the intact page is
+     * then reported as damaged. */
+    if (ph_get_nslots(f->data) != nslots_before) bp_kv_update(w->t->bp, f);
+#else
     bp_kv_update(w->t->bp, f);
+#endif
     bp_mark_dirty(f);
     return ENG_OK;
 }

@@ -203,7 +203,14 @@ int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned
 int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, int32_t *entry,
                  uint64_t *exp, uint64_t *found) {
     *entry = -1;
+#ifdef ENG_BROKEN_KV_CHECK_ALL_SKIPS_PAGE_CODE
+    /* planted bug (tests/mutants.txt): the whole-page check (K3, and K4
+     * before write-back) verifies every entry but not the page code, so a
+     * flipped header bit in a dirty frame is written under a fresh
+     * checksum. */
+#else
     if (kv_check_page(c, page, ps, w, exp, found)) return 1;
+#endif
     for (unsigned i = 0; i < c->n; i++)
         if (kv_check_entry(c, page, ps, w, i, exp, found)) { *entry = (int32_t)i; return 1; }
     if (ph_get_type(page) == PAGE_LEAF) {

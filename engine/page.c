@@ -104,7 +104,14 @@ int page_verify(const uint8_t *page, size_t page_size, uint64_t block,
     /* P5: first, because a zero page fails every later check and the
      * high-water mark alone tells a hole from a lost write. */
     if (page_is_zero(page, page_size)) {
+#ifdef ENG_BROKEN_ZERO_PAGE_LAST_BLOCK_FRESH
+        /* planted bug (tests/mutants.txt): off by one against the
+         * high-water mark, so the last block ever written, read back all
+         * zero (a lost write), passes as a never-written page. */
+        if (block + 1 >= hwm) {
+#else
         if (block >= hwm) {
+#endif
             *is_zero = 1;
             return ENG_OK;
         }

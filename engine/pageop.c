@@ -484,7 +484,14 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         size_t sz;
         uint8_t *c = (uint8_t *)page_cell_bytes(page, idx, &sz);
         if (!c || c < page + page_slot_base(page) || c + LEAF_CELL_HDR > page + ps) { *why = "version cell outside the page"; return ENG_CORRUPTION; }
+#ifdef ENG_BROKEN_FREEZE_CLEARS_XMAX
+        /* planted bug (tests/mutants.txt): the freeze writes the wrong id
+         * field, clearing xmax instead of xmin: a version deleted after
+         * the oldest snapshot comes back for every reader. */
+        if (kind == PA_FREEZE) { wr64(c + LEAF_XMAX_OFF, 0); return ENG_OK; }
+#else
         if (kind == PA_FREEZE) { wr64(c + LEAF_XMIN_OFF, 0); return ENG_OK; }
+#endif
         wr64(c + LEAF_XMAX_OFF, rd64(q + 2));
         /* A new xmax makes its hint stale; what is known of xmin stays. */
         unsigned h = page_hint(page, idx);

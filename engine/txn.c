@@ -102,7 +102,14 @@ uint64_t txn_snapshot_seq(const eng_snapshot *s) { return s->seq; }
 uint64_t txn_horizon(txn_mgr *m, uint64_t *active, uint64_t *oldest) {
     pthread_mutex_lock(&m->mu);
     uint64_t h = atomic_load(&m->last_committed);
+#ifdef ENG_BROKEN_HORIZON_NEWEST_SNAPSHOT
+    /* planted bug (tests/mutants.txt): the horizon is taken from the
+     * newest snapshot (tail), not the oldest (head): vacuum and pruning
+     * remove versions an older snapshot still reads. */
+    uint64_t o = m->tail ? m->tail->seq : 0;
+#else
     uint64_t o = m->head ? m->head->seq : 0;
+#endif
     if (m->head && o < h) h = o;
     if (active) *active = m->nsnap;
     if (oldest) *oldest = o;
