@@ -889,6 +889,12 @@ def judge_stress(expect, rc, killed_by_us, hung, output, report, kill_lines, cor
     if rc == 2:
         return fail("error", "exit 2 (usage): %s" % last_line(output))
     if rc == 3:
+        refused = next((l for l in (output or "").splitlines() if "the engine refuses this directory" in l), None)
+        if refused:
+            # Every database crashtest hands to stress is one the engine
+            # made earlier in the run: refusing it is failing to come back
+            # (stress itself only refuses to touch it, exit 3).
+            return fail("unrecoverable", "the engine refuses the run's own database: %s" % refused.strip()[:300])
         return fail("error", "exit 3 (infrastructure): %s" % last_line(output))
     return fail("error", "exit %s: %s" % (rc, last_line(output)))
 
@@ -2128,6 +2134,32 @@ def mutant_result(m, summary, budget, seed, rc):
     return res
 
 
+def real_check(r, summary, build, simple_args):
+    """Replay the failed iteration from its start with the real binaries
+    (BUILD/stress, BUILD/powerloss).  If the real engine fails it too, the
+    failure is no evidence of the planted bug (a flake of the harness or
+    an engine bug of its own): not caught, and said so."""
+    first = sorted((i for i in summary.get("iterations") or [] if i.get("failure")), key=lambda i: i.get("t_end", 0))
+    art = first[0].get("artifacts") if first else None
+    stress, powerloss = os.path.join(build, "stress"), os.path.join(build, "powerloss")
+    if not art or not os.path.isdir(art) or not os.access(stress, os.X_OK):
+        r["real_engine_replay"] = "not run"
+        return
+    cmd = [sys.executable, os.path.join(REPO, "crashtest.py"), "repro", art, "--from", "start",
+           "--stress-binary", stress, "--powerloss-binary", powerloss]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                           timeout=600, cwd=REPO)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        rc = None
+    r["real_engine_replay"] = {0: "passes", 1: "fails"}.get(rc, "error")
+    if rc == 1:
+        r["caught"] = False
+        r["message"] = ("the real engine fails the same iteration replayed from its start: the failure (%s) is "
+                        "no evidence of this bug" % r["kind"])
+
+
 def median(xs):
     xs = sorted(xs)
     if not xs:
@@ -2224,17 +2256,20 @@ def mutants_mode(a, argv):
         if r["planted_bug_seen"] and r["planted_bug_seen"] != [m.name]:
             r["caught"] = False
             r["message"] = "the stress binary reported planted bug(s) %s, not %s" % (r["planted_bug_seen"], m.name)
+        if r["caught"] and summary:
+            real_check(r, summary, build, a.simple_args)
         r["rerun"] = "%s mutants --seed %d --budget %g -j %d %s" % (
             nice_path(os.path.join(REPO, "crashtest.py")), a.seed, a.budget, a.jobs, m.name)
         results.append(r)
         if r["caught"]:
-            p.line("mutant %-28s caught in %6.1f s (%d iterations) as %s%s" % (
+            p.line("mutant %-32s caught in %6.1f s (%d iterations) as %s%s; the real engine %s the replay" % (
                 m.name, r["seconds"], r["iterations_to_catch"], r["kind"],
-                " [class %s]" % ",".join(r["classes"]) if r["classes"] else ""))
+                " [class %s]" % ",".join(r["classes"]) if r["classes"] else "",
+                r.get("real_engine_replay", "not run")))
             if r["repro"]:
                 p.line("    repro: %s" % r["repro"])
         else:
-            p.line("mutant %-28s MISSED: %d iterations passed in %s s%s" % (
+            p.line("mutant %-32s MISSED: %d iterations passed in %s s%s" % (
                 m.name, r["iterations"], r["elapsed_s"], ("  (%s)" % r["message"]) if r["message"] else ""))
     line = mutation_score_line(results) if results else "mutation score: nothing run"
     p.line(line)

@@ -357,6 +357,10 @@ class TestJudge(unittest.TestCase):
         self.assertEqual(kind("sigkill", -9, by_us=True, out="stress: FAILURE wrong_value (get): key k1"),
                          "wrong_value")
         self.assertEqual(kind("exit0", 3, out="stress: cannot open x: busy"), "error")
+        # The run's own database refused after a power loss: the engine did
+        # not come back (a journal that rolled back a synced control file).
+        self.assertEqual(kind("exit0", 3, out="stress: /w/db: the engine refuses this directory: control file is "
+                                                "0 bytes\nstress: nothing was changed"), "unrecoverable")
         self.assertEqual(kind("exit0", 0, report=None), "error")
 
     def test_a_database_refused_for_good_may_end_a_blackbox_run(self):
