@@ -22,7 +22,14 @@ void control_encode(const control *c, uint8_t buf[CONTROL_SIZE]) {
     wr32(buf + 16, c->flags);
     wr64(buf + 24, c->hwm);
     wr64(buf + 32, c->checkpoint_lsn);
+#ifdef ENG_BROKEN_CONTROL_REDO_IS_CHECKPOINT
+    /* planted bug (tests/mutants.txt): the redo point stored is the
+     * checkpoint record's LSN, not where the checkpoint began: records
+     * logged while it flushed pages are never replayed. */
+    wr64(buf + 40, c->checkpoint_lsn);
+#else
     wr64(buf + 40, c->redo_lsn);
+#endif
     wr64(buf + 48, c->last_seq);
     wr64(buf + 72, c->xid_limit);
     wr64(buf + 56, c->seg_size);

@@ -98,7 +98,20 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
 #endif
         rc = creates ? bp_overwrite(bp, block, &f) : bp_get(bp, block, BP_EXCL, &f);
         if (rc) return rc;
+#if defined(ENG_BROKEN_REDO_SKIPS_SECOND_ACTION)
+        /* planted bug (tests/mutants.txt): a page this very record already
+         * changed is taken as up to date (its LSN is now the record's end),
+         * so the change logged after a page's full-page image is skipped. */
+        if (!creates && atomic_load(&f->lsn) >= rec->end) {
+#elif defined(ENG_BROKEN_REDO_REAPPLIES_EQUAL_LSN)
+        /* planted bug (tests/mutants.txt): only a page LSN strictly past the
+         * record's end counts as applied, so a page written back after this
+         * record gets its action again (full_page_writes off): redo is not
+         * idempotent. */
+        if (!creates && atomic_load(&f->lsn) > rec->end && !was_applied(&ap, block)) {
+#else
         if (!creates && atomic_load(&f->lsn) >= rec->end && !was_applied(&ap, block)) {
+#endif
             out->actions_skipped++;
             if (block == 0) {
                 /* The meta page on disk is newer than this record (written

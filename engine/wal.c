@@ -375,10 +375,21 @@ static void wb_init(uint8_t *p, uint64_t lsn, uint32_t gen, uint16_t cont)
  * carry checks of what they hold now (W1, W3). */
 static void wb_seal(uint8_t *p, uint64_t durable, unsigned nsec)
 {
+#ifdef ENG_BROKEN_SEAL_BEFORE_WITNESS
+    /* planted bug (tests/mutants.txt): the sector trailers are computed
+     * before the witness and the header check are filled in, so sector 0's
+     * trailer covers stale header bytes: a log whose end lies in a block's
+     * first sector reads as damaged (W3a) and the database does not open. */
+    for (unsigned i = 0; i < nsec; i++)
+        wal_sector_seal(p + i * WAL_SECTOR);
+    put64(p + 8, durable);
+    put64(p + 24, XXH3_64bits(p, WB_CHECKED));
+#else
     put64(p + 8, durable);
     put64(p + 24, XXH3_64bits(p, WB_CHECKED));
     for (unsigned i = 0; i < nsec; i++)
         wal_sector_seal(p + i * WAL_SECTOR);
+#endif
 }
 
 /* Why a header is not valid at POS (NULL if it is); *H gets its fields.
@@ -840,6 +851,14 @@ static int write_snapshot(wal *w, int sync)
 
     if (rc == ENG_OK)
         ENG_KILL_POINT(FP_KILL_WAL_SYNC);
+#ifdef ENG_BROKEN_DURABLE_PUBLISHES_INSERT
+    /* planted bug (tests/mutants.txt): the flusher publishes the insert
+     * position as it is after the fsync, not the snapshot S it wrote and
+     * synced: records appended during the fsync count as durable, so their
+     * committers return without an fsync of their own (and later witnesses
+     * overstate, B3). */
+    S = atomic_load(&w->insert_lsn);
+#endif
     if (rc == ENG_OK && S > atomic_load(&w->durable_lsn))
         atomic_store(&w->durable_lsn, S); /* only the token holder publishes */
     return rc;
@@ -1178,8 +1197,17 @@ int wal_remove_before(wal *w, uint64_t lsn)
                  * stream gets there and overwrites it block by block; its
                  * stale blocks fail the reader's wb_lsn check. */
                 char to[17];
+#ifdef ENG_BROKEN_RECYCLE_ONTO_LIVE_SEGMENT
+                /* planted bug (tests/mutants.txt): the spare is named
+                 * before the name is advanced, so it takes the highest
+                 * existing name -- with no spare yet, the segment being
+                 * written, whose synced records the rename throws away. */
+                seg_name(to, top);
+                top += w->seg_size;
+#else
                 top += w->seg_size;
                 seg_name(to, top);
+#endif
                 rc = io_rename(w->io, w->waldir, name, to);
                 if (rc == ENG_OK) {
                     spares++;
@@ -1450,7 +1478,14 @@ static int rd_record(wal_reader *r, wal_record *out)
     uint64_t xprev = get64(h + 8), xlsn = get64(h + 16), xcheck = get64(h + XL_CHECK_OFF);
     if (len < WAL_REC_HDR || len > WAL_MAX_RECORD + WAL_REC_HDR)
         return rd_fail(r, L, b, "has an impossible length", WAL_REC_HDR, len, 0);
+#ifdef ENG_BROKEN_TAIL_CHECK_HEADER_ONLY
+    /* planted bug (tests/mutants.txt): the record's length is never
+     * recorded for W3a, which then checks only the sectors of its header:
+     * damage to the payload of the log's last (synced) record passes for a
+     * torn tail and the record is trimmed silently. */
+#else
     r->cur_len = len;
+#endif
     if (type < 1 || type > WAL_REC_TYPE_MAX)
         return rd_fail(r, L, b, "has an unknown type", WAL_REC_TYPE_MAX, (uint64_t)type, 0);
     if (get16(h + 6) != 0)
@@ -1645,7 +1680,15 @@ static int rd_conclude(wal_reader *r)
                 continue;
             if (h.gen > r->max_gen)
                 r->max_gen = h.gen;
+#ifdef ENG_BROKEN_WITNESS_AT_END_IS_DAMAGE
+            /* planted bug (tests/mutants.txt): a witness equal to L (durable
+             * below L, not at it) is taken as proof that L was durable: a
+             * tear of the first unsynced record is reported as corruption
+             * and the database does not reopen after a power loss. */
+            if (h.gen >= r->gen && h.durable >= L) {
+#else
             if (h.gen >= r->gen && h.durable > L) {
+#endif
                 free(segs);
                 r->trimmed = 0;
                 if (r->fail_seg_missing) {
