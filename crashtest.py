@@ -836,13 +836,24 @@ def judge_stress(expect, rc, killed_by_us, hung, output, report, kill_lines, cor
     itself and pass), 'sigkill' (we kill it: ending first is a failure,
     unless the engine refused the database for good), 'sigkill_or_exit0'
     (we may kill it, or it may end first and pass), 'kill_point' (a kill
-    point may fire; ending by itself and passing is fine too).  KILL_LINES:
+    point may fire; ending by itself and passing is fine too), 'refused'
+    (files of the database were removed: the engine must refuse it, exit
+    3, and change nothing).  KILL_LINES:
     ledger lines of class kill this process appended.  Returns (outcome,
     failure): outcome 'passed' or 'crashed' (a planned crash); failure
     None or {'kind', 'keys', 'message'}."""
     def fail(kind, message, keys=None):
         return "failed", {"kind": kind, "keys": keys or [kind], "message": message}
 
+    refused = next((l for l in (output or "").splitlines() if "the engine refuses this directory" in l), None)
+    if expect == "refused" and not hung and rc == 3 and refused:
+        return "passed", None
+    if expect == "refused" and not hung and rc in (0, 1) and not SANITIZER_RE.search(output or ""):
+        # It opened a database whose files were lost (F1-F5), as if nothing
+        # were missing: whatever it then served was not the database.
+        keys = report_failure_keys(report)
+        return fail(keys[0] if keys else "lost", "the engine opened a database with lost files instead of refusing "
+                    "it (exit %s%s)" % (rc, ": " + ", ".join(keys) if keys else ""), keys or ["lost"])
     if hung:
         return fail("hang", "the watchdog ended it: %s" % hung)
     m = SANITIZER_RE.search(output or "")
@@ -889,7 +900,6 @@ def judge_stress(expect, rc, killed_by_us, hung, output, report, kill_lines, cor
     if rc == 2:
         return fail("error", "exit 2 (usage): %s" % last_line(output))
     if rc == 3:
-        refused = next((l for l in (output or "").splitlines() if "the engine refuses this directory" in l), None)
         if refused:
             # Every database crashtest hands to stress is one the engine
             # made earlier in the run: refusing it is failing to come back
@@ -907,6 +917,25 @@ def last_line(text):
 # ---------------------------------------------------------------------------
 # States and steps (C2).
 # ---------------------------------------------------------------------------
+
+# What the lost-file check removes from a recovered database (engine F3:
+# control lost, with data or with only the log left; F4: data lost).
+LOST_FILE_CHOICES = [["control"], ["data"], ["control", "data"]]
+
+
+def dir_listing(d):
+    """(name, size, sha256) of every file under D: 'changed nothing'."""
+    out = []
+    for dp, dns, fns in os.walk(d):
+        dns.sort()
+        for fn in sorted(fns):
+            p = os.path.join(dp, fn)
+            try:
+                out.append((os.path.relpath(p, d), os.path.getsize(p), sha256_of(p)))
+            except OSError:
+                out.append((os.path.relpath(p, d), -1, ""))
+    return out
+
 
 def copy_state(src, dst, journal=True):
     """Copy a state directory (db, exp, run); JOURNAL=False leaves the
@@ -1023,9 +1052,15 @@ class Executor:
             return self.run_powerloss(n, step)
         if t == "variant":
             return self.run_variant(n, step)
+        if t == "lose":
+            return self.run_lose(n, step)
         raise ValueError("unknown step type %r" % t)
 
     def print_step(self, step):
+        if step["type"] == "lose":
+            self.log("(crashtest) lost files: copy %s -> %s, then remove %s" % (
+                subst(step["from"], self.env), subst(step["to"], self.env), " ".join(step["remove"])))
+            return
         if step["type"] == "variant":
             self.log("(crashtest) variant %d: %s -> %s (expected state copied, ledger: this variant's lines)"
                      % (step["k"], subst(step["from_db"], self.env), subst(step["to"], self.env)))
@@ -1046,6 +1081,7 @@ class Executor:
         before = file_size(ledger) or 0
         progress = [os.path.join(state, "exp", "expected"), ledger, os.path.join(state, "run", "journal")]
         limit = step.get("time_limit")
+        before_listing = dir_listing(os.path.join(state, "db")) if step["expect"] == "refused" else None
         res = run_process(argv, os.path.join(d, "output.txt"), d, kill_after=step.get("kill_after"),
                           hang_seconds=self.hang_seconds + min(30, self.hang_seconds), progress_paths=progress,
                           time_limit=limit)
@@ -1063,6 +1099,9 @@ class Executor:
         kills = kill_lines_since(ledger, before)
         outcome, failure = judge_stress(step["expect"], res.rc, res.killed_by_us, res.hung, res.output, report,
                                         kills, res.cores)
+        if failure is None and before_listing is not None and dir_listing(os.path.join(state, "db")) != before_listing:
+            outcome, failure = "failed", {"kind": "lost", "keys": ["lost"], "message":
+                                          "the engine refused the directory with lost files but changed it"}
         if failure is None and not lock_ok:
             outcome, failure = "failed", {"kind": "error", "keys": ["error"],
                                           "message": "the database lock was not released 60 s after the process died"}
@@ -1095,6 +1134,24 @@ class Executor:
         r = {"rc": res.rc, "elapsed": round(res.elapsed, 3), "ledger_offset": offset,
              "outcome": "failed" if failure else "passed", "failure": failure,
              "output_tail": tail_text(res.output, 20)}
+        self.results[n] = r
+        return r
+
+    def run_lose(self, n, step):
+        """A copy of a recovered state with database files removed (the
+        lost-file check): the next step wants the engine to refuse it."""
+        t0 = time.monotonic()
+        to = subst(step["to"], self.env)
+        failure = None
+        try:
+            shutil.rmtree(to, ignore_errors=True)
+            copy_state(subst(step["from"], self.env), to, journal=False)
+            for rel in step["remove"]:
+                os.unlink(os.path.join(to, rel))
+        except OSError as e:
+            failure = {"kind": "error", "keys": ["error"], "message": "preparing the lost-file copy: %s" % e}
+        r = {"rc": 0 if failure is None else 1, "elapsed": round(time.monotonic() - t0, 3),
+             "outcome": "failed" if failure else "passed", "failure": failure}
         self.results[n] = r
         return r
 
@@ -1538,6 +1595,17 @@ class CrashTest:
                         primary_state = to2
                 elif k == 0:
                     primary_state = to
+            # The lost-file check (engine F1-F5): one crash in six, the
+            # recovered state with a file of the database removed must be
+            # refused, not opened as if nothing were missing.
+            lrng = Rng(derive(seed, "lose"))
+            if failure is None and primary_state is not None and lrng.chance(1.0 / 6):
+                remove = lrng.choice(LOST_FILE_CHOICES)
+                steps.append({"type": "lose", "name": "lose", "from": primary_state, "to": I + "/lost",
+                              "remove": ["db/" + r for r in remove]})
+                stress_step("refuse", I + "/lost", ["--verification_only=1", "--seed=%d" % derive(seed, "refuse")],
+                            "refused", primary=False, opts=verify_opts, time_limit=a.hang_seconds + 120)
+                execute_pending()
         elapsed = time.monotonic() - t0
 
         # ---- the record ----
@@ -1652,6 +1720,10 @@ class CrashTest:
                 r = s.get("result") or {}
                 if s["type"] == "variant":
                     f.write("# step %d: variant %d of the power-loss step (crashtest copies the state)\n" % (i, s["k"]))
+                    continue
+                if s["type"] == "lose":
+                    f.write("# step %d: the lost-file check copies %s to %s and removes %s\n" % (
+                        i, s["from"], s["to"], " ".join(s["remove"])))
                     continue
                 f.write("# step %d (%s): exit %s%s\n" % (i, s["name"], r.get("rc"),
                                                         ", SIGKILL after %.3f s" % s["kill_after"]
@@ -1828,11 +1900,16 @@ class CrashTest:
             "protection_widths": {str(w): v for w, v in sorted(widths.items())},
             "engine_points_never_hit": [p for p in engine_points if p not in hit],
             "planted_bugs": planted,
-            "verdict": "fail" if nfail or interrupted else "pass",
+            "verdict": "fail" if nfail or interrupted or self.internal_error else "pass",
+            "internal_error": self.internal_error,
         }
         write_json(os.path.join(self.report_dir, "summary.json"), summary)
         write_junit(os.path.join(self.report_dir, "junit.xml"), self.mode, recs, el)
-        status = "PASS" if not nfail and not interrupted else ("INTERRUPTED" if interrupted and not nfail else "FAIL")
+        # An internal error of crashtest itself is never a pass: the runs
+        # it stopped judged nothing (internal-error.txt has the trace).
+        status = ("ERROR (crashtest itself failed: internal-error.txt)" if self.internal_error else
+                  "PASS" if not nfail and not interrupted else
+                  "INTERRUPTED" if interrupted and not nfail else "FAIL")
         pl("crashtest: %s (summary.json and junit.xml in %s)" % (status, self.report_dir))
         return nfail
 

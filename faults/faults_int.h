@@ -161,9 +161,11 @@ struct flt_ctx {
     flt_thr *threads;
     flt_rng anon_rng[FLT_CLASS_COUNT]; /* thread index -1 */
 
-    pthread_mutex_t dmg_mu;   /* the damage table */
+    pthread_mutex_t dmg_mu;   /* the damage table, and the WAL tail below */
     flt_damage *dmg;
     size_t ndmg, capdmg;
+    char wal_tail_name[24];   /* the WAL segment of the last completed write ("" none) */
+    uint64_t wal_tail_off, wal_tail_len; /* and its bytes: where the log ends */
 
     _Atomic uint64_t injected[FLT_CLASS_COUNT];
     _Atomic uint64_t point_hits[FLT_MAX_POINTS];

@@ -81,6 +81,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "faults_int.h"
@@ -299,6 +300,19 @@ static void damage_unknown_seq(flt_ctx *f, uint64_t seq) {
     pthread_mutex_unlock(&f->dmg_mu);
 }
 
+/* The last completed write to a WAL segment: the log's end, where the
+ * tail rules of recovery decide (bitflip_wal's bias). */
+static void note_wal_tail(flt_ctx *f, const eng_io_op *op) {
+    const char *rel = flt_rel_path(f, op->path);
+    if (!rel || strncmp(rel, "wal/", 4) != 0 || strlen(rel) >= sizeof f->wal_tail_name)
+        return;
+    pthread_mutex_lock(&f->dmg_mu);
+    snprintf(f->wal_tail_name, sizeof f->wal_tail_name, "%s", rel);
+    f->wal_tail_off = op->offset;
+    f->wal_tail_len = (uint64_t)op->result;
+    pthread_mutex_unlock(&f->dmg_mu);
+}
+
 /* Do the LEN bytes at OFF of the file at PATH differ from P?  (A torn
  * write's unwritten tail is damage only when the old bytes there differ
  * from the new page's.)  Unreadable: assume they do not (no claim). */
@@ -419,6 +433,15 @@ static void drop_dirty(flt_ctx *f, flt_thr *t, const char *path) {
     uint64_t n = 0;
     flt_journal_drop_unsynced(f->journal, path, f->ledger, &d, &n);
     atomic_fetch_add_explicit(&f->injected[FLT_SYNC_ERROR], n, memory_order_relaxed);
+    /* The failing fsync returns a moment after the kernel dropped the
+     * pages, as a real one that waited on the device does: long enough
+     * for a concurrent read to see the old contents, which the engine
+     * must not return (io.h R1).  Without the pause that window is a few
+     * instructions wide and no run would ever test R1. */
+    if (n) {
+        struct timespec ts = {0, 3 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static int hook_before(void *ctx, eng_io_op *op) {
@@ -508,6 +531,8 @@ static void hook_after(void *ctx, eng_io_op *op) {
     }
     if (op->kind == ENG_IO_WRITE && is_data_file(op))
         damage_written(f, op);
+    else if (op->kind == ENG_IO_WRITE && op->result > 0)
+        note_wal_tail(f, op);
     if (f->journal)
         flt_journal_after(f->journal, op);
     if (op->kind == ENG_IO_WRITE && op->buf)
@@ -606,9 +631,13 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     uint64_t total = 0;
     for (int i = 0; i < n; i++)
         total += r[i][1] - r[i][0];
-    uint64_t k = flt_below(f, t, FLT_BITFLIP_CACHE, total * 8);
+    /* One flip in four lands in the header (a 40-byte range that uniform
+     * draws over the used bytes would hit about 1% of the time): the page
+     * code (K3, K4 before write-back) is the header's only guard. */
+    int in_header = flt_below(f, t, FLT_BITFLIP_CACHE, 4) == 0;
+    uint64_t k = flt_below(f, t, FLT_BITFLIP_CACHE, (in_header ? r[0][1] - r[0][0] : total) * 8);
     uint64_t byte = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < (in_header ? 1 : n); i++) {
         uint64_t sz = r[i][1] - r[i][0];
         if (k < sz * 8) {
             byte = r[i][0] + k / 8;
@@ -641,7 +670,16 @@ static void tick_page(flt_ctx *f, flt_thr *t) {
         return;
     uint64_t nblocks = (uint64_t)st.st_size / ps;
     uint64_t block = flt_below(f, t, FLT_BITFLIP_PAGE, nblocks);
-    uint64_t bit = flt_below(f, t, FLT_BITFLIP_PAGE, (uint64_t)ps * 8);
+    /* One flip in four lands on the page's edges, its first or last 16
+     * bytes (the header fields and the checksum; the last cell's end),
+     * where an off-by-one in a checksum's or a check's range hides. */
+    uint64_t bit;
+    if (flt_below(f, t, FLT_BITFLIP_PAGE, 4) == 0) {
+        uint64_t e = flt_below(f, t, FLT_BITFLIP_PAGE, 32 * 8);
+        bit = e < 16 * 8 ? e : ((uint64_t)ps - 32) * 8 + e;
+    } else {
+        bit = flt_below(f, t, FLT_BITFLIP_PAGE, (uint64_t)ps * 8);
+    }
     uint8_t mask = (uint8_t)(1u << (bit % 8));
     flt_event e = page_event(f, t, FLT_BITFLIP_PAGE, "tick/data", block, block * ps, ps);
     e.bit = (int64_t)bit;
@@ -704,9 +742,25 @@ static void tick_wal(flt_ctx *f, flt_thr *t) {
             sizes[m++] = (uint64_t)st.st_size;
         }
     }
+    /* Half the flips land in the bytes of the last WAL write: the log's
+     * end, where recovery decides between a torn tail it may trim and
+     * damage to synced records it must report (W3).  Uniform draws over
+     * whole segments almost never reach it. */
+    char tail[24] = "";
+    uint64_t tail_off = 0, tail_len = 0;
+    if (m && flt_below(f, t, FLT_BITFLIP_WAL, 2) == 0) {
+        pthread_mutex_lock(&f->dmg_mu);
+        snprintf(tail, sizeof tail, "%s", f->wal_tail_name);
+        tail_off = f->wal_tail_off, tail_len = f->wal_tail_len;
+        pthread_mutex_unlock(&f->dmg_mu);
+    }
+    size_t tail_s = m;
+    for (size_t i = 0; i < m && tail[0]; i++)
+        if (!strcmp(names[i], tail + 4) && tail_off + tail_len <= sizes[i]) tail_s = i;
     if (m) {
-        size_t s = (size_t)flt_below(f, t, FLT_BITFLIP_WAL, m);
-        uint64_t pos = flt_below(f, t, FLT_BITFLIP_WAL, sizes[s] * 8); /* a bit of the file */
+        size_t s = tail_s < m ? tail_s : (size_t)flt_below(f, t, FLT_BITFLIP_WAL, m);
+        uint64_t pos = tail_s < m ? tail_off * 8 + flt_below(f, t, FLT_BITFLIP_WAL, tail_len * 8)
+                                  : flt_below(f, t, FLT_BITFLIP_WAL, sizes[s] * 8); /* a bit of the file */
         uint64_t block = pos / 8 / FLT_WAL_BLOCK, start = block * FLT_WAL_BLOCK;
         uint64_t len = sizes[s] - start < FLT_WAL_BLOCK ? sizes[s] - start : FLT_WAL_BLOCK;
         uint64_t bit = pos - start * 8;

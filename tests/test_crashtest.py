@@ -363,6 +363,16 @@ class TestJudge(unittest.TestCase):
                                                 "0 bytes\nstress: nothing was changed"), "unrecoverable")
         self.assertEqual(kind("exit0", 0, report=None), "error")
 
+    def test_the_lost_file_check_wants_a_refusal(self):
+        refused = "stress: /w/lost/db: the engine refuses this directory: control file is missing\n"
+        self.assertEqual(self.j("refused", 3, out=refused), ("passed", None))
+        _, f = self.j("refused", 1, report={"verdict": "fail", "totals": {"lost": 40}})
+        self.assertEqual(f["kind"], "lost")
+        self.assertIn("instead of refusing", f["message"])
+        _, f = self.j("refused", 0, report=self.PASS)  # opened an empty database and found it fine
+        self.assertEqual(f["kind"], "lost")
+        self.assertEqual(self.j("refused", 3, out="stress: cannot lock: busy")[1]["kind"], "error")
+
     def test_a_database_refused_for_good_may_end_a_blackbox_run(self):
         rep = {"verdict": "pass", "totals": {}, "unrecoverable": True}
         self.assertEqual(self.j("sigkill", 0, report=rep), ("passed", None))
