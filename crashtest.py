@@ -2206,7 +2206,11 @@ def mutant_result(m, summary, budget, seed, rc):
         res.update(seconds=first.get("t_end"), iterations_to_catch=recs.index(first) + 1, kind=f.get("kind"),
                    keys=f.get("keys") or [], classes=blamed_classes(first), message=f.get("message"),
                    step=f.get("step_name"), repro=first.get("repro"))
+    elif summary.get("internal_error"):
+        res["error"] = True
+        res["message"] = "crashtest itself failed (internal-error.txt): nothing was measured"
     elif rc not in (EXIT_PASS, EXIT_FAIL):
+        res["error"] = True
         res["message"] = "the simple run ended with exit %s" % rc
     return res
 
@@ -2345,6 +2349,8 @@ def mutants_mode(a, argv):
                 r.get("real_engine_replay", "not run")))
             if r["repro"]:
                 p.line("    repro: %s" % r["repro"])
+        elif r.get("error"):
+            p.line("mutant %-32s ERROR: %s" % (m.name, r["message"]))
         else:
             p.line("mutant %-32s MISSED: %d iterations passed in %s s%s" % (
                 m.name, r["iterations"], r["elapsed_s"], ("  (%s)" % r["message"]) if r["message"] else ""))

@@ -670,13 +670,15 @@ static void tick_page(flt_ctx *f, flt_thr *t) {
         return;
     uint64_t nblocks = (uint64_t)st.st_size / ps;
     uint64_t block = flt_below(f, t, FLT_BITFLIP_PAGE, nblocks);
-    /* One flip in four lands on the page's edges, its first or last 16
-     * bytes (the header fields and the checksum; the last cell's end),
-     * where an off-by-one in a checksum's or a check's range hides. */
+    /* One flip in four lands on the page's edges, where an off-by-one in
+     * a checksum's or a check's range hides: half of those in the very
+     * first or last byte, half in the first or last 16 (the header fields
+     * and the checksum; the end of the last cell). */
     uint64_t bit;
     if (flt_below(f, t, FLT_BITFLIP_PAGE, 4) == 0) {
-        uint64_t e = flt_below(f, t, FLT_BITFLIP_PAGE, 32 * 8);
-        bit = e < 16 * 8 ? e : ((uint64_t)ps - 32) * 8 + e;
+        uint64_t w = flt_below(f, t, FLT_BITFLIP_PAGE, 2) ? 16 : 1;
+        uint64_t e = flt_below(f, t, FLT_BITFLIP_PAGE, 2 * w * 8);
+        bit = e < w * 8 ? e : ((uint64_t)ps - 2 * w) * 8 + e;
     } else {
         bit = flt_below(f, t, FLT_BITFLIP_PAGE, (uint64_t)ps * 8);
     }
