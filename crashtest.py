@@ -2241,6 +2241,24 @@ def real_check(r, summary, build, simple_args):
                         "no evidence of this bug" % r["kind"])
 
 
+def mutants_table(doc):
+    """The catalogue with this run's figures, as the Markdown table the
+    README keeps (REPORT_DIR/mutants.md)."""
+    rows = ["| planted bug | guarantee | caught in | as | class blamed |", "|---|---|---|---|---|"]
+    for r in doc["mutants"]:
+        if r["caught"]:
+            when = "%.1f s (%d it.)" % (r["seconds"], r["iterations_to_catch"])
+        elif r.get("error"):
+            when = "error"
+        else:
+            when = "**missed** (%g s)" % r["budget_s"]
+        rows.append("| `%s` | %s | %s | %s | %s |" % (r["name"], r["guarantee"], when, r["kind"] or "-",
+                                                    ", ".join(r["classes"]) or "-"))
+    rows.append("")
+    rows.append("%s (budget %g s, -j %d, seed %d)." % (doc["summary_line"], doc["budget_s"], doc["jobs"], doc["seed"]))
+    return "\n".join(rows) + "\n"
+
+
 def median(xs):
     xs = sorted(xs)
     if not xs:
@@ -2363,6 +2381,8 @@ def mutants_mode(a, argv):
                      "median_seconds": med if med is not None and med != float("inf") else None},
            "summary_line": line, "interrupted": STOP.is_set(), "mutants": results}
     write_json(os.path.join(report_dir, "mutants.json"), doc)
+    with open(os.path.join(report_dir, "mutants.md"), "w") as f:
+        f.write(mutants_table(doc))
     if a.build_dir == "build" or os.path.abspath(a.build_dir) == os.path.join(REPO, "build"):
         write_json(os.path.join(REPO, "build", "mutants.json"), doc)
     p.line("crashtest: mutants.json: %s" % nice_path(os.path.join(report_dir, "mutants.json")))

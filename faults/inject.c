@@ -372,7 +372,17 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
             }
         }
     }
-    if (flt_draw(f, t, FLT_ZERO_PAGE) && !done) {
+    /* A zeroed page is drawn with four times its odds for a write of the
+     * file's last block: the newest page, right below the high-water
+     * mark, where the zero-page rule must still tell a lost write from a
+     * hole (and an off-by-one in that comparison hides). */
+    int zero = flt_draw(f, t, FLT_ZERO_PAGE);
+    if (!zero && !done && f->o.one_in[FLT_ZERO_PAGE]) {
+        struct stat zst;
+        if (stat(op->path, &zst) == 0 && op->offset + len >= (uint64_t)zst.st_size)
+            for (int k = 0; k < 3 && !zero; k++) zero = flt_draw(f, t, FLT_ZERO_PAGE);
+    }
+    if (zero && !done) {
         void *z = buf_take(t, len);
         if (z) {
             memset(z, 0, len);
