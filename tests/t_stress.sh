@@ -330,7 +330,7 @@ t=json.load(open(sys.argv[1]))["totals"]; print(sum(t[k] for k in sys.argv[2].sp
 }
 B=$BUILD/mutants
 # No checksum check on read: flipped bits reach the reader.
-broken skip-checksum "wrong_value|lost|resurrected" \
+broken skip-checksum "wrong_value|lost|resurrected|swallowed" \
   "$B/skip-checksum/stress" --db "$T/broken-skip-checksum/db" --destroy_db_initially --seed 1 "${SMALL[@]}" \
   --bitflip_page_one_in 50 --report "$T/broken-skip-checksum/r.json"
 # A get returns the value a put replaced.
