@@ -230,11 +230,16 @@ void flt_thr_free_bufs(flt_thr *t) {
 
 static void damage_add(flt_ctx *f, uint64_t seq, uint64_t off, uint64_t len, uint8_t mask, const void *creator) {
     pthread_mutex_lock(&f->dmg_mu);
-    if (mask && len == 1) {
-        /* D3: the same flip again restores the byte. */
+    if (mask && len == 1 && !creator) {
+        /* D3: the same flip again restores the byte.  Only a flip of the
+         * file's bytes in place (a tick) can undo one; a write's flip
+         * comes with a whole new page, which overwrites any older flip
+         * (D2 at its after()) rather than undoing it.  The flip undone
+         * may be a tick's or a completed write's in-flight flip (its
+         * mask is kept for this). */
         for (size_t i = 0; i < f->ndmg; i++) {
             flt_damage *d = &f->dmg[i];
-            if (d->state == FLT_DMG_PRESENT && d->len == 1 && d->off == off && d->mask == mask) {
+            if (d->state == FLT_DMG_PRESENT && !d->creator && d->len == 1 && d->off == off && d->mask == mask) {
                 d->state = FLT_DMG_UNKNOWN;
                 pthread_mutex_unlock(&f->dmg_mu);
                 return;
@@ -424,7 +429,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
                 copy[bit / 8] ^= mask;
                 op->buf = copy;
                 done = 1;
-                damage_add(f, seq, op->offset + bit / 8, 1, 0, op);
+                damage_add(f, seq, op->offset + bit / 8, 1, mask, op); /* mask: D3 */
             } else {
                 buf_give(t, copy);
             }
