@@ -125,6 +125,7 @@ void flt_get_counts(flt_ctx *f, flt_counts *out);
  *       every entry unknown (old contents came back)
  *   D5  a flip in the buffer of a completed read is damage the engine
  *       took in: present for good (its page check must refuse the bytes)
+ *   D6  removing or creating the data file takes what was in it along
  * The stress driver asks after its final verify of the closed files:
  * present damage that no report matched escaped the page checks (oracle
  * V4b). */

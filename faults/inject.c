@@ -279,8 +279,17 @@ static void damage_written(flt_ctx *f, const eng_io_op *op) {
 /* D4: old contents of the data file came back. */
 static void damage_unknown_all(flt_ctx *f) {
     pthread_mutex_lock(&f->dmg_mu);
+    for (size_t i = 0; i < f->ndmg; i++) /* read flips (D5, no range) were taken in: they stay */
+        if (f->dmg[i].state == FLT_DMG_PRESENT && f->dmg[i].len) f->dmg[i].state = FLT_DMG_UNKNOWN;
+    pthread_mutex_unlock(&f->dmg_mu);
+}
+
+/* The data file was removed (debris of an interrupted creation): what was
+ * in it is gone with it (D2). */
+static void damage_file_gone(flt_ctx *f) {
+    pthread_mutex_lock(&f->dmg_mu);
     for (size_t i = 0; i < f->ndmg; i++)
-        if (f->dmg[i].state == FLT_DMG_PRESENT) f->dmg[i].state = FLT_DMG_UNKNOWN;
+        if (f->dmg[i].state == FLT_DMG_PRESENT && f->dmg[i].len) f->dmg[i].state = FLT_DMG_GONE;
     pthread_mutex_unlock(&f->dmg_mu);
 }
 
@@ -546,6 +555,8 @@ static void hook_after(void *ctx, eng_io_op *op) {
     }
     if (op->kind == ENG_IO_WRITE && is_data_file(op))
         damage_written(f, op);
+    else if ((op->kind == ENG_IO_UNLINK || op->kind == ENG_IO_CREATE) && op->result >= 0 && is_data_path(op->path))
+        damage_file_gone(f);
     else if (op->kind == ENG_IO_WRITE && op->result > 0)
         note_wal_tail(f, op);
     if (f->journal)
