@@ -22,8 +22,9 @@
  *       file block equal; a WAL segment equal and WAL block (offset / 4096)
  *       within +-1.  One report may confirm several injections there.
  *   V1b a page that carries a valid checksum but old or misplaced contents
- *       (lost_write, misdirected_write, bitflip_cache written back, any
- *       page class with data_checksums off) is only noticed by checks
+ *       (lost_write, misdirected_write, bitflip_cache written back when
+ *       the per-KV codes have at most one byte, any page class with
+ *       data_checksums off) is only noticed by checks
  *       that span pages (layers structure, overflow, version, page_header), which
  *       report the page they were inspecting, not the damaged one.  Such
  *       a report in the same file is explained by an earlier injection of

@@ -885,3 +885,24 @@ Test(oracle_verdict, only_the_classs_own_detector_credits_a_detection) {
     cr_assert_not(res.pass);
     vd_free(v);
 }
+
+/* Hides (V1b): a write-back check (K4) that lets a flipped frame out, when
+ * any structure report the written page causes was explained by the cache
+ * flip.  From two bytes of per-KV code on, a flip the codes let through is
+ * a 1 in 65536 event: the report is a failure. */
+Test(oracle_verdict, a_cache_flip_explains_a_structure_report_only_with_codes_of_one_byte_or_none) {
+    for (int w = 0; w <= 2; w++) {
+        vd_config c = judging();
+        c.class_on[VD_BITFLIP_CACHE] = 1;
+        c.protection_bytes = w;
+        vd_ctx *v = vd_new(&c);
+        vd_add_ledger_line(v, "{\"seq\":0,\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":5}", 0);
+        vd_report r = rep("structure", "data", 9, 9 * 4096);
+        vd_add_report(v, &r);
+        vd_result res;
+        vd_settle(v, &res);
+        cr_assert_eq(vd_false_alarm_count(v), w >= 2, "w=%d", w);
+        cr_assert_eq(res.pass, w < 2, "w=%d", w);
+        vd_free(v);
+    }
+}
