@@ -667,7 +667,22 @@ int bp_check_block(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) 
             int rc;
             if (atomic_load(&f->dirty)) {
                 memcpy(buf, f->data, bp->cfg.page_size);
-                rc = page_check_structure(buf, bp->cfg.page_size, pr);
+                /* K3 first: damage in a cached page is the codes' to name
+                 * (layer kv_protection); the structure check only says the
+                 * page is wrong, not that memory changed under it. */
+                unsigned w = bp->cfg.kv_width;
+                int32_t entry;
+                uint64_t e, g;
+                if (w && f->kv_on && kv_check_all(&f->kv, buf, bp->cfg.page_size, w, &entry, &e, &g)) {
+                    count(bp, C_KV_CHECKS, 1 + f->kv.n);
+                    *pr = (page_problem){.layer = ENG_LAYER_KV_PROTECTION, .entry = entry, .offset = -1,
+                                         .expected = e, .found = g};
+                    snprintf(pr->detail, sizeof pr->detail, "%s differs from its protection code in the cache",
+                             entry < 0 ? "page header" : "entry (key, value, slot or hint bits)");
+                    rc = ENG_CORRUPTION;
+                } else {
+                    rc = page_check_structure(buf, bp->cfg.page_size, pr);
+                }
             } else {
                 rc = read_verify(bp, block, buf, pr);
             }

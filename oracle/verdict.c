@@ -335,6 +335,11 @@ int vd_injection_explains(const vd_config *c, const vd_injection *i) {
 
 int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection *i) {
     if (!i->file[0] || !vd_injection_explains(c, i)) return 0;
+    /* V1e: with codes of two bytes or more a cache flip is found by the
+     * codes, in the cache, or not at all (1 in 65536): a report of
+     * another layer at its block means the flipped page went to disk past
+     * the write-back check (K4), which no design allows. */
+    if (i->cls == VD_BITFLIP_CACHE && c->protection_bytes >= 2 && strcmp(r->layer, "kv_protection")) return 0;
     char rf[80];
     int64_t rb;
     report_place(c, r, rf, sizeof rf, &rb);

@@ -43,6 +43,10 @@
  *   V4  corruption classes without a matching report at settlement are
  *       masked (overwritten or never needed; the final verify of every
  *       page ran clean), or undetectable when the run measures that class.
+ *   V1e with per-KV codes of two bytes or more, a bitflip_cache injection
+ *       matches only kv_protection reports: another layer at its block
+ *       says the flipped page reached the disk past the write-back check
+ *       (K4), which is the engine's failure, never an explanation
  *   V1d a class with one detector by design (zero_page: the zero-page rule;
  *       with checksums on, bitflip_page, bitflip_inflight, torn_write and
  *       misdirected_write: the page checksum) is detected only by a report

@@ -906,3 +906,28 @@ Test(oracle_verdict, a_cache_flip_explains_a_structure_report_only_with_codes_of
         vd_free(v);
     }
 }
+
+/* Hides (V1e): a write-back check (K4) that lets a flipped frame reach the
+ * disk, when a page_header or structure report at the flip's block, even
+ * one that keeps the database from opening, matched the cache flip (V8
+ * then called the failed open "by design"). */
+Test(oracle_verdict, with_two_byte_codes_only_the_codes_find_a_cache_flip) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_CACHE] = 1;
+    c.protection_bytes = 2;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"seq\":0,\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":0}", 0);
+    vd_report k = rep("kv_protection", "data", 0, 0);
+    vd_report h = rep("page_header", "data", 0, 0);
+    h.after_crash = 2; /* the reopen of the own failed handle */
+    vd_add_report(v, &k);
+    vd_add_report(v, &h);
+    vd_note_reopen_failed(v);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].detected, 1); /* the codes found it in the cache */
+    cr_assert(res.unrecoverable);
+    cr_assert_eq(res.by_design[0], 0); /* not by design: the flip reached the disk */
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
