@@ -192,6 +192,13 @@ static inline int flt_paused(flt_ctx *f) {
     return atomic_load_explicit(&f->paused, memory_order_relaxed);
 }
 
+/* inject.c: one kill in four, with bitflip_wal on, flips a bit of the last
+ * WAL write first: damage to the log's end that nothing written later
+ * can reveal, which recovery must report when the record was synced and
+ * may trim when it was not (DESIGN 5: "also when nothing was written
+ * after it"; engine/wal.h W3). */
+void flt_flip_wal_at_crash(flt_ctx *f, flt_thr *t);
+
 /* fiu.c */
 int flt_fiu_setup(flt_ctx *f);      /* enable the points the options ask for */
 void flt_fiu_teardown(flt_ctx *f);  /* disable them */

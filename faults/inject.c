@@ -733,6 +733,53 @@ static int cmp_names(const void *a, const void *b) {
     return strcmp((const char *)a, (const char *)b);
 }
 
+/* Flip bit POS of the WAL segment REL (at PATH, SIZE bytes), with its
+ * ledger line (the 4 KiB block around it; NOTE, if any). */
+static void flip_wal_bit(flt_ctx *f, flt_thr *t, const char *rel, const char *path, uint64_t size, uint64_t pos,
+                         const char *note) {
+    uint64_t block = pos / 8 / FLT_WAL_BLOCK, start = block * FLT_WAL_BLOCK;
+    uint64_t len = size - start < FLT_WAL_BLOCK ? size - start : FLT_WAL_BLOCK;
+    uint64_t bit = pos - start * 8;
+    uint8_t mask = (uint8_t)(1u << (bit % 8));
+    flt_event e = flt_event_for(f, t, FLT_BITFLIP_WAL, "tick/wal");
+    e.file = rel;
+    e.block = (int64_t)block;
+    e.offset = (int64_t)start;
+    e.len = (int64_t)len;
+    e.bit = (int64_t)bit;
+    e.mask = mask;
+    e.note = note;
+    if (flt_record(f, FLT_BITFLIP_WAL, &e) == 0)
+        flip_file_byte(path, start + bit / 8, mask);
+}
+
+/* Flip a bit in the bytes of the last completed WAL write (the log's end).
+ * 1 if it did, 0 when no WAL write is known (or its file changed size). */
+static int flip_wal_tail(flt_ctx *f, flt_thr *t, const char *note) {
+    char rel[24];
+    uint64_t off, len;
+    pthread_mutex_lock(&f->dmg_mu);
+    snprintf(rel, sizeof rel, "%s", f->wal_tail_name);
+    off = f->wal_tail_off, len = f->wal_tail_len;
+    pthread_mutex_unlock(&f->dmg_mu);
+    if (!rel[0] || !len)
+        return 0;
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", f->db_dir, rel);
+    struct stat st;
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size < off + len)
+        return 0;
+    flip_wal_bit(f, t, rel, path, (uint64_t)st.st_size, off * 8 + flt_below(f, t, FLT_BITFLIP_WAL, len * 8), note);
+    return 1;
+}
+
+void flt_flip_wal_at_crash(flt_ctx *f, flt_thr *t) {
+    if (!f->o.one_in[FLT_BITFLIP_WAL] || !f->db_dir)
+        return;
+    if (flt_below(f, t, FLT_BITFLIP_WAL, 4) == 0)
+        flip_wal_tail(f, t, "at the crash: the last log write");
+}
+
 static void tick_wal(flt_ctx *f, flt_thr *t) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/wal", f->db_dir);
@@ -774,37 +821,13 @@ static void tick_wal(flt_ctx *f, flt_thr *t) {
      * end, where recovery decides between a torn tail it may trim and
      * damage to synced records it must report (W3).  Uniform draws over
      * whole segments almost never reach it. */
-    char tail[24] = "";
-    uint64_t tail_off = 0, tail_len = 0;
-    if (m && flt_below(f, t, FLT_BITFLIP_WAL, 2) == 0) {
-        pthread_mutex_lock(&f->dmg_mu);
-        snprintf(tail, sizeof tail, "%s", f->wal_tail_name);
-        tail_off = f->wal_tail_off, tail_len = f->wal_tail_len;
-        pthread_mutex_unlock(&f->dmg_mu);
-    }
-    size_t tail_s = m;
-    for (size_t i = 0; i < m && tail[0]; i++)
-        if (!strcmp(names[i], tail + 4) && tail_off + tail_len <= sizes[i]) tail_s = i;
-    if (m) {
-        size_t s = tail_s < m ? tail_s : (size_t)flt_below(f, t, FLT_BITFLIP_WAL, m);
-        uint64_t pos = tail_s < m ? tail_off * 8 + flt_below(f, t, FLT_BITFLIP_WAL, tail_len * 8)
-                                  : flt_below(f, t, FLT_BITFLIP_WAL, sizes[s] * 8); /* a bit of the file */
-        uint64_t block = pos / 8 / FLT_WAL_BLOCK, start = block * FLT_WAL_BLOCK;
-        uint64_t len = sizes[s] - start < FLT_WAL_BLOCK ? sizes[s] - start : FLT_WAL_BLOCK;
-        uint64_t bit = pos - start * 8;
-        uint8_t mask = (uint8_t)(1u << (bit % 8));
+    if (m && (flt_below(f, t, FLT_BITFLIP_WAL, 2) != 0 || !flip_wal_tail(f, t, NULL))) {
+        size_t s = (size_t)flt_below(f, t, FLT_BITFLIP_WAL, m);
+        uint64_t pos = flt_below(f, t, FLT_BITFLIP_WAL, sizes[s] * 8); /* a bit of the file */
         char rel[32];
         snprintf(rel, sizeof rel, "wal/%s", names[s]);
         snprintf(path, sizeof path, "%s/%s", dir, names[s]);
-        flt_event e = flt_event_for(f, t, FLT_BITFLIP_WAL, "tick/wal");
-        e.file = rel;
-        e.block = (int64_t)block;
-        e.offset = (int64_t)start;
-        e.len = (int64_t)len;
-        e.bit = (int64_t)bit;
-        e.mask = mask;
-        if (flt_record(f, FLT_BITFLIP_WAL, &e) == 0)
-            flip_file_byte(path, start + bit / 8, mask);
+        flip_wal_bit(f, t, rel, path, sizes[s], pos, NULL);
     }
     free(sizes);
     free(names);
