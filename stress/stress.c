@@ -532,11 +532,14 @@ static void adopt(uint64_t key, int ok, orc_entry e, int st, const uint8_t *buf,
     orc_resolve(g.exp, key, v);
 }
 
+static void note_error(worker *w, int st);
+
 static int verify_key(worker *w, uint64_t key, st_buf *b, int after_crash, const char *what) {
     char ks[ORC_KEY_LEN + 1];
     key_of(key, ks);
     orc_entry e = orc_get(g.exp, key);
     int st = g.E->get(g.db, ks, ORC_KEY_LEN, b);
+    if (w) note_error(w, st); /* an injected error this check met was reported, not swallowed */
     int ok = check_answer(w, key, st, b->data, b->len, e, e, 0, after_crash, what);
     adopt(key, ok, e, st, b->data, b->len);
     return ok;
@@ -582,6 +585,10 @@ static uint64_t verify_all(worker *w, int after_crash, const char *what) {
             st = g.E->iter_next(it);
         }
         if (it) g.E->iter_close(it);
+        /* A scan that failed with an error (an injected read error while
+         * a post-open check ran) returned it: the call noticed, and its
+         * observation must say so, or the oracle calls it swallowed. */
+        if (w && st != ST_NOTFOUND) note_error(w, st);
         if (st == ST_NOTFOUND) {
             for (; next < g.o.max_key; next++) {
                 orc_entry e = orc_get(g.exp, next);
