@@ -192,8 +192,9 @@ static inline int flt_paused(flt_ctx *f) {
     return atomic_load_explicit(&f->paused, memory_order_relaxed);
 }
 
-/* inject.c: one kill in four, with bitflip_wal on, flips a bit of the last
- * WAL write first: damage to the log's end that nothing written later
+/* inject.c: every kill, with bitflip_wal on, flips a bit in the last
+ * sector of the last WAL write first (the end of the last record): damage
+ * to the log's end that nothing written later
  * can reveal, which recovery must report when the record was synced and
  * may trim when it was not (DESIGN 5: "also when nothing was written
  * after it"; engine/wal.h W3). */

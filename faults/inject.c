@@ -753,9 +753,10 @@ static void flip_wal_bit(flt_ctx *f, flt_thr *t, const char *rel, const char *pa
         flip_file_byte(path, start + bit / 8, mask);
 }
 
-/* Flip a bit in the bytes of the last completed WAL write (the log's end).
+/* Flip a bit in the bytes of the last completed WAL write (the log's end;
+ * with LAST_SECTOR, in its final 512 bytes: the end of its last record).
  * 1 if it did, 0 when no WAL write is known (or its file changed size). */
-static int flip_wal_tail(flt_ctx *f, flt_thr *t, const char *note) {
+static int flip_wal_tail(flt_ctx *f, flt_thr *t, int last_sector, const char *note) {
     char rel[24];
     uint64_t off, len;
     pthread_mutex_lock(&f->dmg_mu);
@@ -769,6 +770,8 @@ static int flip_wal_tail(flt_ctx *f, flt_thr *t, const char *note) {
     struct stat st;
     if (stat(path, &st) != 0 || (uint64_t)st.st_size < off + len)
         return 0;
+    if (last_sector && len > SECTOR)
+        off += len - SECTOR, len = SECTOR;
     flip_wal_bit(f, t, rel, path, (uint64_t)st.st_size, off * 8 + flt_below(f, t, FLT_BITFLIP_WAL, len * 8), note);
     return 1;
 }
@@ -776,8 +779,7 @@ static int flip_wal_tail(flt_ctx *f, flt_thr *t, const char *note) {
 void flt_flip_wal_at_crash(flt_ctx *f, flt_thr *t) {
     if (!f->o.one_in[FLT_BITFLIP_WAL] || !f->db_dir)
         return;
-    if (flt_below(f, t, FLT_BITFLIP_WAL, 4) == 0)
-        flip_wal_tail(f, t, "at the crash: the last log write");
+    flip_wal_tail(f, t, 1, "at the crash: the last sector of the last log write");
 }
 
 static void tick_wal(flt_ctx *f, flt_thr *t) {
@@ -821,7 +823,7 @@ static void tick_wal(flt_ctx *f, flt_thr *t) {
      * end, where recovery decides between a torn tail it may trim and
      * damage to synced records it must report (W3).  Uniform draws over
      * whole segments almost never reach it. */
-    if (m && (flt_below(f, t, FLT_BITFLIP_WAL, 2) != 0 || !flip_wal_tail(f, t, NULL))) {
+    if (m && (flt_below(f, t, FLT_BITFLIP_WAL, 2) != 0 || !flip_wal_tail(f, t, 0, NULL))) {
         size_t s = (size_t)flt_below(f, t, FLT_BITFLIP_WAL, m);
         uint64_t pos = flt_below(f, t, FLT_BITFLIP_WAL, sizes[s] * 8); /* a bit of the file */
         char rel[32];
