@@ -647,11 +647,18 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     uint64_t nblocks = eng_debug_nblocks(db);
     if (!nblocks)
         return;
-    uint64_t block = flt_below(f, t, FLT_BITFLIP_CACHE, nblocks);
+    /* Up to eight blocks are tried for one that is resident: with a cache
+     * much smaller than the database, one try finds a frame rarely, and a
+     * class drawn 1 in N ops would flip far fewer than that. */
+    uint64_t block = 0;
     size_t ps = 0;
-    uint8_t *p = eng_debug_frame_bytes(db, block, &ps);
+    uint8_t *p = NULL;
+    for (int k = 0; k < 8 && !p; k++) {
+        block = flt_below(f, t, FLT_BITFLIP_CACHE, nblocks);
+        p = eng_debug_frame_bytes(db, block, &ps);
+    }
     if (!p)
-        return; /* not resident: nothing to flip, no line */
+        return; /* none resident: nothing to flip, no line */
     size_t r[3][2];
     int n = used_ranges(p, ps, r);
     uint64_t total = 0;
