@@ -1166,8 +1166,11 @@ int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *
          * the walk sees the whole log. */
         int wrc = wal_write_out(db->wal);
         if (wrc == ENG_OK) wrc = verify_log(db->io, db->dir, &db->ctl, &rep, problems);
-        if (wrc == ENG_CORRUPTION) rc = ENG_CORRUPTION;
-        else if (wrc != ENG_OK && rc == ENG_OK) rc = wrc;
+        /* An error that stopped the walk wins over corruption found: the
+         * reports say what was found, the status must say the check did
+         * not finish (returning CORRUPTION swallowed a failed read). */
+        if (wrc != ENG_OK && wrc != ENG_CORRUPTION) rc = wrc;
+        else if (wrc == ENG_CORRUPTION && rc == ENG_OK) rc = ENG_CORRUPTION;
     }
     pthread_mutex_unlock(&db->write_mu);
     pthread_mutex_unlock(&db->ckpt_mu);

@@ -362,7 +362,8 @@ void eng_iter_close(eng_iter *it);
  * tree shape, sibling links and overflow chains, and report each problem
  * to FN (and to the corruption callback).  *problems gets the count.
  * Returns ENG_OK when clean, ENG_CORRUPTION when problems were found, or
- * another status when verification itself could not proceed. */
+ * another status when verification itself could not proceed, also when it
+ * had found problems before it stopped (they are reported either way). */
 int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems);
 
 /* Verify a database directory that may be too damaged to open normally:

@@ -42,6 +42,10 @@
  */
 #include <errno.h>
 #include <signal.h>
+#ifdef FLT_DEBUG_BT
+#include <execinfo.h>
+#include <stdlib.h>
+#endif
 #include <string.h>
 #include <unistd.h>
 
@@ -174,6 +178,13 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
         e.file = flt_rel_path(f, t->sync_path); /* as hook/sync's line */
     if (flt_record(f, cls, &e) != 0)
         return 0; /* F1: no line, no fault */
+#ifdef FLT_DEBUG_BT
+    if (cls == FLT_READ_ERROR && getenv("FLT_BT")) {
+        void *bt[32];
+        fprintf(stderr, "BT read_error op %lld:%lld\n", (long long)(e.op >> 32), (long long)(e.op & 0xffffffff));
+        backtrace_symbols_fd(bt, backtrace(bt, 32), 2);
+    }
+#endif
     atomic_fetch_add_explicit(&f->point_hits[p->idx], 1, memory_order_relaxed);
     if (cls == FLT_KILL) {
         /* The ledger line is in the page cache (one write(2) returned):
