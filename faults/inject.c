@@ -84,6 +84,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "faults_int.h"
 
 #define SECTOR 512u
@@ -325,6 +327,15 @@ static void note_wal_tail(flt_ctx *f, const eng_io_op *op) {
     f->wal_tail_off = op->offset;
     f->wal_tail_len = (uint64_t)op->result;
     pthread_mutex_unlock(&f->dmg_mu);
+}
+
+/* Read block BLOCK (PS bytes) of the file at PATH: 1 if whole. */
+static int read_block(const char *path, uint64_t block, size_t ps, void *buf) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    int ok = pread(fd, buf, ps, (off_t)(block * ps)) == (ssize_t)ps;
+    close(fd);
+    return ok;
 }
 
 /* Do the LEN bytes at OFF of the file at PATH differ from P?  (A torn
@@ -719,6 +730,18 @@ static void tick_page(flt_ctx *f, flt_thr *t) {
     flt_event e = page_event(f, t, FLT_BITFLIP_PAGE, "tick/data", block, block * ps, ps);
     e.bit = (int64_t)bit;
     e.mask = mask;
+    /* The block's hash before and after: a later process (after a crash
+     * and the power-loss step) knows the flipped page is still there when
+     * the block hashes to "post" (oracle V4b for carried flips).  A write
+     * landing between this read and the flip only makes "post" wrong,
+     * which claims nothing. */
+    uint8_t *pg = malloc(ps);
+    if (pg && read_block(path, block, ps, pg)) {
+        e.page_pre = XXH64(pg, ps, 0);
+        pg[bit / 8] ^= mask;
+        e.page_post = XXH64(pg, ps, 0);
+    }
+    free(pg);
     uint64_t seq;
     if (flt_record_seq(f, FLT_BITFLIP_PAGE, &e, &seq) == 0) {
         /* D1: in the table before the byte changes (a write completing

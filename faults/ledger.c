@@ -82,6 +82,8 @@ int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     PUTI("bit", e->bit);
     PUTI("part_offset", e->part_offset);
     PUTI("part_len", e->part_len);
+    if (e->page_post) PUT(",\"pre\":\"0x%llx\",\"post\":\"0x%llx\"", (unsigned long long)e->page_pre,
+                          (unsigned long long)e->page_post);
     PUTI("op", e->op);
     PUTI("thread", (int64_t)e->thread);
     PUTS("err", e->err);

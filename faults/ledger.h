@@ -20,6 +20,7 @@
  *   op      operation number of the thread; thread: thread index
  *   err     injected errno name ("EIO", "ENOSPC")
  *   note    free text
+ *   pre, post  bitflip_page: XXH64 (hex) of the block before and after the flip
  */
 #ifndef FAULTS_LEDGER_H
 #define FAULTS_LEDGER_H
@@ -46,6 +47,10 @@ typedef struct flt_event {
     int thread;                 /* -1: absent */
     const char *err;
     const char *note;
+    uint64_t page_pre, page_post; /* 0: absent; a flip in a data page on disk:
+                                 * XXH64 of the whole block before and after
+                                 * it (any later process can tell whether
+                                 * the flipped page is still there) */
 } flt_event;
 
 /* An event with every optional field absent. */

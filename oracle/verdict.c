@@ -186,6 +186,8 @@ int vd_parse_ledger_line(const char *line, vd_injection *o) {
         INT("bit", bit);
         INT("part_offset", part_offset);
         INT("part_len", part_len);
+        else if (!strcmp(key, "pre")) o->page_pre = strtoull(sval, NULL, 0);
+        else if (!strcmp(key, "post")) o->page_post = strtoull(sval, NULL, 0);
         else if (!strcmp(key, "thread")) o->thread = (int)(is_str ? strtol(sval, NULL, 0) : ival);
 #undef STR
 #undef INT
@@ -277,6 +279,10 @@ void vd_add_observation(vd_ctx *v, const vd_observation *o) {
 void vd_set_crash_check(vd_ctx *v, int c) { v->crash_check = c; }
 void vd_note_external_kill(vd_ctx *v) { v->external_kill = 1; }
 void vd_note_reopen_failed(vd_ctx *v) { v->reopen_failed = 1; }
+void vd_mark_present(vd_ctx *v, size_t k) {
+    if (k < v->ninj && needs_page_checksum(v->inj[k].cls)) v->inj[k].present = 1;
+}
+
 void vd_note_damage_present(vd_ctx *v, int64_t seq) {
     for (size_t k = v->seen_own ? v->first_own : v->ninj; k < v->ninj; k++)
         if (!v->inj[k].carried && v->inj[k].seq == seq && needs_page_checksum(v->inj[k].cls)) v->inj[k].present = 1;
@@ -661,7 +667,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             o = VD_REPAIRED; /* rebuilt by redo (full-page image) after the crash */
         } else if (vd_class_measured(&v->cfg, c)) {
             o = VD_UNDETECTABLE;
-        } else if (i->present && !i->carried) {
+        } else if (i->present) {
             o = VD_SWALLOWED; /* V4b: still on disk, and the final verify passed it */
         } else {
             o = VD_MASKED;

@@ -55,9 +55,11 @@
  *       hide behind a structure check (V4b then judges the damage)
  *   V4b masked needs the damage gone: an injection of this process that
  *       the fault library shows still on disk after the final verify of
- *       the closed files (vd_note_damage_present: nothing overwrote it)
- *       and that no report matched escaped the checks that exist to find
- *       it: swallowed (a failure), or undetectable when measured.
+ *       the closed files (vd_note_damage_present: nothing overwrote it),
+ *       or a page flip of any process, before a crash too, whose block
+ *       still hashes to what the flip made of it (vd_mark_present), and
+ *       that no report matched, escaped the checks that exist to find it:
+ *       swallowed (a failure), or undetectable when measured.
  *   V5  power_loss and kill: repaired when the post-crash recovery passed
  *       the exact-prefix check with no unexplained report (V8), lost when
  *       the check failed, unrecoverable when the database did not open or
@@ -165,6 +167,8 @@ typedef struct vd_injection {
     char mask[24];
     int carried;          /* injected by an earlier process (before a crash) */
     int present;          /* V4b: still on disk after the final verify */
+    uint64_t page_pre, page_post; /* bitflip_page: XXH64 of the block before and
+                                   * after the flip (ledger pre/post; 0 absent) */
     /* verdict, filled by vd_settle */
     int outcome;          /* enum vd_outcome */
     uint32_t reports;     /* reports that matched it */
@@ -243,6 +247,10 @@ void vd_note_reopen_failed(vd_ctx *v);
  * is still there after the final verify of the closed files (the fault
  * library's flt_damage_present).  Call after the ledger lines are added. */
 void vd_note_damage_present(vd_ctx *v, int64_t seq);
+/* V4b for any injection, this process's or carried from before a crash:
+ * injection K (vd_injection_at order) is still there after the final
+ * verify (a bitflip_page whose block hashes to its page_post). */
+void vd_mark_present(vd_ctx *v, size_t k);
 /* An external kill (SIGKILL from outside, no ledger line) preceded this
  * run: counted as one kill injection. */
 void vd_note_external_kill(vd_ctx *v);

@@ -156,6 +156,7 @@ static struct {
     uint64_t reopens_done;       /* scheduled reopens so far (thread 0 only) */
     uint64_t *damage;            /* V4b: ledger seqs of damage still on disk after the final */
     size_t ndamage;              /* verify of the closed files (flt_damage_present) */
+    int final_verified;          /* that verify ran: every block was read from disk */
 } g;
 
 static double now(void) {
@@ -1443,6 +1444,32 @@ static void feed_line(void *ctx, const char *line) {
     if (i >= lf->own_from && lf->h) XXH3_64bits_update(lf->h, line, strlen(line));
 }
 
+/* V4b for page flips of any process (before a crash too): a flipped block
+ * that still hashes to what the flip made of it is still there, and the
+ * final verify just read it from disk.  Not when it also hashes to what
+ * some flip found there (a second flip of the same bit undid the first). */
+static void mark_flipped_pages_present(vd_ctx *v) {
+    uint32_t ps = g.eo.page_size;
+    char p[4200];
+    path_in(p, sizeof p, g.o.db, "data");
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    uint8_t *buf = ps ? malloc(ps) : NULL;
+    for (size_t k = 0; fd >= 0 && buf && k < vd_injection_count(v); k++) {
+        const vd_injection *j = vd_injection_at(v, k);
+        if (j->cls != VD_BITFLIP_PAGE || !j->page_post || j->block < 0 || strcmp(j->file, "data")) continue;
+        if (pread(fd, buf, ps, (off_t)((uint64_t)j->block * ps)) != (ssize_t)ps) continue;
+        if (XXH64(buf, ps, 0) != j->page_post) continue;
+        int undone = 0;
+        for (size_t q = 0; q < vd_injection_count(v) && !undone; q++) {
+            const vd_injection *o = vd_injection_at(v, q);
+            undone = o->cls == VD_BITFLIP_PAGE && o->block == j->block && o->page_pre == j->page_post;
+        }
+        if (!undone) vd_mark_present(v, k);
+    }
+    free(buf);
+    if (fd >= 0) close(fd);
+}
+
 /* Feed the judge everything this run knows: the ledger lines not yet
  * judged (carried ones from a crashed run first), the reports and the
  * observations; settle.  *TRACE_HASH: the per-thread op hashes and this
@@ -1472,6 +1499,7 @@ static vd_ctx *judge(vd_result *res, uint64_t *trace_hash) {
     vd_set_crash_check(v, g.crash_check);
     if (g.reopen_failed) vd_note_reopen_failed(v);
     for (size_t i = 0; i < g.ndamage; i++) vd_note_damage_present(v, (int64_t)g.damage[i]);
+    if (g.final_verified) mark_flipped_pages_present(v);
     vd_settle(v, res);
     return v;
 }
@@ -1723,7 +1751,8 @@ int main(int argc, char **argv) {
             /* A clean close made everything durable.  Every block was just
              * read from disk: damage the fault library shows still there
              * must have been reported (oracle V4b). */
-            if (g.flt && (vd == ST_OK || vd == ST_CORRUPTION)) {
+            g.final_verified = vd == ST_OK || vd == ST_CORRUPTION;
+            if (g.flt && g.final_verified) {
                 size_t n = flt_damage_present(g.flt, NULL, 0);
                 g.damage = n ? calloc(n, sizeof *g.damage) : NULL;
                 if (g.damage) g.ndamage = flt_damage_present(g.flt, g.damage, n);
