@@ -2281,8 +2281,9 @@ def mutants_table(doc):
             when = "error"
         else:
             when = "**missed** (%g s)" % r["budget_s"]
-        rows.append("| `%s` | %s | %s | %s | %s |" % (r["name"], r["guarantee"], when, r["kind"] or "-",
-                                                    ", ".join(r["classes"]) or "-"))
+        rows.append("| `%s` | %s | %s | %s | %s |" % (r["name"], r["guarantee"], when,
+                                                    (r["kind"] if r["caught"] else None) or "-",
+                                                    ", ".join(r["classes"] if r["caught"] else []) or "-"))
     rows.append("")
     rows.append("%s (budget %g s, -j %d, seed %d)." % (doc["summary_line"], doc["budget_s"], doc["jobs"], doc["seed"]))
     return "\n".join(rows) + "\n"
