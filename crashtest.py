@@ -15,8 +15,10 @@ cycle against one database and its expected state:
         power-loss step and restart follow)
     the first variant carries on as the database of the next iteration
 
-Modes: blackbox, whitebox, simple (a short mix of both for CI) and
-repro RUN_DIR (replays a failed iteration from its saved artifacts).
+Modes: blackbox, whitebox, simple (a short mix of both for CI), repro
+RUN_DIR (replays a failed iteration from its saved artifacts) and mutants
+(simple against each planted bug of tests/mutants.txt: the harness's
+bug-finding power, measured; issue 13).
 Python 3 standard library only.  Exit: 0 every iteration passed, 1 one
 failed (or the run was interrupted), 2 usage.
 
