@@ -249,6 +249,15 @@ static void damage_add(flt_ctx *f, uint64_t seq, uint64_t off, uint64_t len, uin
         }
     }
     if (f->ndmg == f->capdmg) {
+        /* Drop what can never be present again (gone or unknown, its write
+         * done) before growing: every data write scans the table, so it
+         * holds live damage only, not a process's whole history. */
+        size_t w = 0;
+        for (size_t i = 0; i < f->ndmg; i++)
+            if (f->dmg[i].state == FLT_DMG_PRESENT || f->dmg[i].creator) f->dmg[w++] = f->dmg[i];
+        f->ndmg = w;
+    }
+    if (f->ndmg == f->capdmg) {
         size_t cap = f->capdmg ? 2 * f->capdmg : 64;
         flt_damage *n = realloc(f->dmg, cap * sizeof *n);
         if (!n) { /* without an entry the damage only ever counts as masked */
