@@ -2299,13 +2299,18 @@ def median(xs):
     return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2.0
 
 
+def median_time_to_catch(results):
+    """The median of the catch times, a missed bug counting as never
+    caught (inf); None for no results."""
+    return median([r["seconds"] if r["caught"] else float("inf") for r in results])
+
+
 def mutation_score_line(results):
     """'mutation score: K of N caught, median time to catch T s'.  A missed
     bug counts as never caught (infinitely slow), so the median is honest:
     when half the bugs were missed it is '> budget'."""
     caught = [r for r in results if r["caught"]]
-    times = [r["seconds"] if r["caught"] else float("inf") for r in results]
-    med = median(times)
+    med = median_time_to_catch(results)
     if med is None:
         t = "-"
     elif med == float("inf"):
@@ -2406,7 +2411,7 @@ def mutants_mode(a, argv):
                 m.name, r["iterations"], r["elapsed_s"], ("  (%s)" % r["message"]) if r["message"] else ""))
     line = mutation_score_line(results) if results else "mutation score: nothing run"
     p.line(line)
-    med = median([r["seconds"] if r["caught"] else float("inf") for r in results])
+    med = median_time_to_catch(results)
     doc = {"tool": "crashtest.py", "mode": "mutants", "seed": a.seed, "budget_s": a.budget, "jobs": a.jobs,
            "catalogue": nice_path(a.catalogue), "elapsed_s": round(time.monotonic() - t0, 3),
            "score": {"caught": sum(1 for r in results if r["caught"]), "total": len(results),
