@@ -292,6 +292,7 @@ void flt_close(flt_ctx *f) {
     pthread_mutex_destroy(&f->mu);
     pthread_mutex_destroy(&f->dmg_mu);
     free(f->dmg);
+    flt_cflips_free(f);
     free(f->run_dir);
     free(f->db_dir);
     free(f->kill_points);

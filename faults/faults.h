@@ -113,7 +113,8 @@ void flt_get_counts(flt_ctx *f, flt_counts *out);
  * corruption this process put into DIR/data that nothing has overwritten
  * since: bitflip_page flips, zeroed pages, misdirected pages at the block
  * they landed on, the unwritten tail of a torn write when it differs from
- * the new page, and flips in a written buffer.  Fills up to CAP of SEQS
+ * the new page, flips in a written buffer, flips in a read buffer (D5) and
+ * cache flips written back unchecked (D7).  Fills up to CAP of SEQS
  * and returns how many there are.  The rules that make "present" a fact:
  *   D1  an entry is made before the damage reaches the file (an injected
  *       write's counts once that write completed; a failed one is dropped)
@@ -126,6 +127,14 @@ void flt_get_counts(flt_ctx *f, flt_counts *out);
  *   D5  a flip in the buffer of a completed read is damage the engine
  *       took in: present for good (its page check must refuse the bytes)
  *   D6  removing or creating the data file takes what was in it along
+ *   D7  a bitflip_cache flip in the header bytes the per-KV page code
+ *       covers ([20, 40): past the checksum, LSN and block the pool
+ *       stamps on every write) whose frame is then written back byte for
+ *       byte as it was right after the flip went to disk with no check in
+ *       between (K4 must refuse such a frame): present for good, like D5.
+ *       A write of the block with any other bytes ends the watch (the
+ *       frame changed: whether the change laundered the flip is not
+ *       provable); at most 64 flips are watched at once
  * The stress driver asks after its final verify of the closed files:
  * present damage that no report matched escaped the page checks (oracle
  * V4b). */

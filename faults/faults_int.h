@@ -35,6 +35,10 @@
  * (faults/ reaches the engine through engine.h only; the layout is a
  * documented file format, not an engine internal). */
 #define FLT_PAGE_HDR 40u
+#define FLT_PH_LSN 8u     /* u64: LSN of the page's last change */
+#define FLT_PH_BLOCK 16u  /* u32: the block the page was written for */
+#define FLT_PAGE_STAMPED 20u /* [0, 20): checksum, LSN, block: stamped on every write */
+#define FLT_PAGE_CODE_LO 16u /* [16, 40): the header bytes the per-KV page code covers */
 #define FLT_PH_TYPE 20u   /* u8 */
 #define FLT_PH_LOWER 24u  /* u16: end of the slot array */
 #define FLT_PH_UPPER 26u  /* u16: start of the cells */
@@ -50,6 +54,8 @@ enum { FLT_PAGE_META = 1, FLT_PAGE_LEAF = 2, FLT_PAGE_INTERNAL = 3, FLT_PAGE_OVE
 /* DIR/control: u32 page size at byte 12 (engine/control.h), the fallback
  * when no data-file I/O has shown the page size yet. */
 #define FLT_CONTROL_PAGE_SIZE_OFF 12
+/* ... and the u64 durable high-water mark (blocks) at byte 24. */
+#define FLT_CONTROL_HWM_OFF 24
 
 /* ---- PRNG: one splitmix64 stream per (seed, thread, class) ---- */
 
@@ -138,6 +144,17 @@ typedef struct flt_damage {
     int state;                /* FLT_DMG_* */
 } flt_damage;
 
+/* A bitflip_cache flip in a frame's header bytes that the page code
+ * covers, until the frame's next write-back (D7): the frame as it was
+ * right after the flip.  Written back byte for byte unchanged (but for
+ * the fields the pool stamps on every write) means no check stood
+ * between the damaged frame and the disk. */
+#define FLT_CFLIP_MAX 64
+typedef struct flt_cflip {
+    uint64_t seq, block;
+    uint8_t *frame;           /* page-size copy */
+} flt_cflip;
+
 struct flt_ctx {
     uint64_t gen;             /* unique per context: keys the thread-local cache */
     flt_options o;            /* copy; strings below are owned copies */
@@ -151,6 +168,7 @@ struct flt_ctx {
     int armed;                /* we called eng_faults_arm(1) */
     int owns_fiu;             /* F3: this context holds libfiu's table */
     _Atomic uint32_t page_size; /* learned from data-file I/O; 0 = not yet */
+    _Atomic uint64_t ctl_hwm;   /* high-water mark of the last control file written; 0 = none seen */
 
     flt_point points[FLT_MAX_POINTS];
     size_t npoints;
@@ -164,6 +182,8 @@ struct flt_ctx {
     pthread_mutex_t dmg_mu;   /* the damage table, and the WAL tail below */
     flt_damage *dmg;
     size_t ndmg, capdmg;
+    flt_cflip *cflips;        /* header flips in cache frames not yet written back (D7) */
+    _Atomic size_t ncflips;   /* read without dmg_mu: a write's quick test */
     char wal_tail_name[24];   /* the WAL segment of the last completed write ("" none) */
     uint64_t wal_tail_off, wal_tail_len; /* and its bytes: where the log ends */
 
@@ -171,6 +191,9 @@ struct flt_ctx {
     _Atomic uint64_t point_hits[FLT_MAX_POINTS];
     _Atomic uint64_t point_checks[FLT_MAX_POINTS];
 };
+
+/* inject.c: free D7's pending copies (flt_close). */
+void flt_cflips_free(flt_ctx *f);
 
 /* faults.c */
 flt_thr *flt_thr_get(flt_ctx *f);   /* the calling thread's state (created on demand) */
@@ -192,13 +215,15 @@ static inline int flt_paused(flt_ctx *f) {
     return atomic_load_explicit(&f->paused, memory_order_relaxed);
 }
 
-/* inject.c: every kill, with bitflip_wal on, flips a bit in the last
- * sector of the last WAL write first (the end of the last record): damage
- * to the log's end that nothing written later
- * can reveal, which recovery must report when the record was synced and
- * may trim when it was not (DESIGN 5: "also when nothing was written
- * after it"; engine/wal.h W3). */
-void flt_flip_wal_at_crash(flt_ctx *f, flt_thr *t);
+/* inject.c: at every kill, before the SIGKILL.  With bitflip_wal on, a
+ * bit in the last sector of the last WAL write flips (the end of the
+ * last record): damage to the log's end that nothing written later can
+ * reveal, which recovery must report when the record was synced and may
+ * trim when it was not (DESIGN 5: "also when nothing was written after
+ * it"; engine/wal.h W3).  With bitflip_page on, a bit of a data page
+ * flips (half on the page's edges): nothing of the process writes that
+ * page again. */
+void flt_flip_at_crash(flt_ctx *f, flt_thr *t);
 
 /* fiu.c */
 int flt_fiu_setup(flt_ctx *f);      /* enable the points the options ask for */

@@ -189,7 +189,7 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
     if (cls == FLT_KILL) {
         /* The ledger line is in the page cache (one write(2) returned):
          * it survives the kill. */
-        flt_flip_wal_at_crash(f, t);
+        flt_flip_at_crash(f, t);
         raise(SIGKILL);
         for (;;)
             pause(); /* not reached: SIGKILL cannot be caught */

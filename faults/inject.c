@@ -133,6 +133,23 @@ static void learn_page_size(flt_ctx *f, const eng_io_op *op) {
         atomic_store(&f->page_size, (uint32_t)op->len);
 }
 
+/* A whole control file being written (to its temporary name, renamed
+ * over the old one once synced): note its high-water mark, for
+ * zero_page's bias.  Only a hint: a control file that never lands costs
+ * a few biased draws. */
+static void learn_hwm(flt_ctx *f, const eng_io_op *op) {
+    if (!op->path || !op->buf || op->offset != 0 || op->len < FLT_CONTROL_HWM_OFF + 8)
+        return;
+    const char *slash = strrchr(op->path, '/');
+    if (strcmp(slash ? slash + 1 : op->path, "control.tmp") != 0)
+        return;
+    const uint8_t *b = (const uint8_t *)op->buf + FLT_CONTROL_HWM_OFF;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    atomic_store_explicit(&f->ctl_hwm, v, memory_order_relaxed);
+}
+
 /* The page size, or 0 if no data-file I/O has shown it and DIR/control
  * cannot tell either. */
 static uint32_t page_size_of(flt_ctx *f) {
@@ -228,7 +245,7 @@ void flt_thr_free_bufs(flt_thr *t) {
     t->nbufs = 0;
 }
 
-/* ---- damage still on disk (faults.h D1-D4) ---- */
+/* ---- damage still on disk (faults.h D1-D7) ---- */
 
 static void damage_add(flt_ctx *f, uint64_t seq, uint64_t off, uint64_t len, uint8_t mask, const void *creator) {
     pthread_mutex_lock(&f->dmg_mu);
@@ -325,6 +342,72 @@ static void damage_unknown_seq(flt_ctx *f, uint64_t seq) {
     pthread_mutex_unlock(&f->dmg_mu);
 }
 
+/* D7, at the flip (the frame latched, so no write-back is copying it):
+ * every pending copy of BLOCK takes the flip too, and a flip in the
+ * header bytes the page code covers, past the stamped fields, gets a
+ * copy of its own.  Full: the oldest is dropped (it only counts as
+ * masked). */
+static void cflip_note(flt_ctx *f, uint64_t seq, uint64_t block, const uint8_t *frame, size_t ps, uint64_t byte,
+                       uint8_t mask) {
+    pthread_mutex_lock(&f->dmg_mu);
+    for (size_t i = 0; i < f->ncflips; i++)
+        if (f->cflips[i].block == block) f->cflips[i].frame[byte] ^= mask;
+    if (byte >= FLT_PAGE_STAMPED && byte < FLT_PAGE_HDR) {
+        if (!f->cflips) f->cflips = calloc(FLT_CFLIP_MAX, sizeof *f->cflips);
+        uint8_t *copy = f->cflips ? malloc(ps) : NULL;
+        if (copy) {
+            memcpy(copy, frame, ps);
+            if (f->ncflips == FLT_CFLIP_MAX) {
+                free(f->cflips[0].frame);
+                memmove(f->cflips, f->cflips + 1, (FLT_CFLIP_MAX - 1) * sizeof *f->cflips);
+                f->ncflips--;
+            }
+            f->cflips[f->ncflips++] = (flt_cflip){seq, block, copy};
+        }
+    }
+    pthread_mutex_unlock(&f->dmg_mu);
+}
+
+/* D7, at a write of a whole page of the data file, paused or not (the
+ * final flush writes with injection paused): a pending flip of that
+ * block whose frame is written unchanged since the flip was carried to
+ * disk under a fresh checksum, past the check that must refuse a frame
+ * that differs from its codes (K4).  It stays present for good, like a
+ * read flip taken in (D5).  Either way the entry ends: the frame's next
+ * state is what this write put on disk. */
+static void cflip_written(flt_ctx *f, const eng_io_op *op, size_t ps) {
+    if (!op->buf || op->len != ps || op->offset % ps != 0)
+        return;
+    uint64_t block = op->offset / ps;
+    pthread_mutex_lock(&f->dmg_mu);
+    size_t w = 0;
+    uint64_t carried[FLT_CFLIP_MAX];
+    size_t ncarried = 0;
+    for (size_t i = 0; i < f->ncflips; i++) {
+        flt_cflip *c = &f->cflips[i];
+        if (c->block != block) {
+            f->cflips[w++] = *c;
+            continue;
+        }
+        if (memcmp((const uint8_t *)op->buf + FLT_PAGE_STAMPED, c->frame + FLT_PAGE_STAMPED,
+                   ps - FLT_PAGE_STAMPED) == 0)
+            carried[ncarried++] = c->seq;
+        free(c->frame);
+    }
+    f->ncflips = w;
+    pthread_mutex_unlock(&f->dmg_mu);
+    for (size_t i = 0; i < ncarried; i++)
+        damage_add(f, carried[i], UINT64_MAX, 0, 0, NULL);
+}
+
+void flt_cflips_free(flt_ctx *f) {
+    for (size_t i = 0; i < f->ncflips; i++)
+        free(f->cflips[i].frame);
+    free(f->cflips);
+    f->cflips = NULL;
+    f->ncflips = 0;
+}
+
 /* The last completed write to a WAL segment: the log's end, where the
  * tail rules of recovery decide (bitflip_wal's bias). */
 static void note_wal_tail(flt_ctx *f, const eng_io_op *op) {
@@ -407,13 +490,16 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
         }
     }
     /* A zeroed page is drawn with four times its odds for a write of the
-     * file's last block: the newest page, right below the high-water
-     * mark, where the zero-page rule must still tell a lost write from a
-     * hole (and an off-by-one in that comparison hides). */
+     * file's last block or of the block right below the high-water mark
+     * of the last control file written: the newest pages, where the
+     * zero-page rule must still tell a lost write from a hole (and an
+     * off-by-one in that comparison hides).  The file's end and the mark
+     * part as soon as the file grows after a checkpoint. */
     int zero = flt_draw(f, t, FLT_ZERO_PAGE);
     if (!zero && !done && f->o.one_in[FLT_ZERO_PAGE]) {
         struct stat zst;
-        if (stat(op->path, &zst) == 0 && op->offset + len >= (uint64_t)zst.st_size)
+        uint64_t hwm = atomic_load_explicit(&f->ctl_hwm, memory_order_relaxed);
+        if (block + 1 == hwm || (stat(op->path, &zst) == 0 && op->offset + len >= (uint64_t)zst.st_size))
             for (int k = 0; k < 3 && !zero; k++) zero = flt_draw(f, t, FLT_ZERO_PAGE);
     }
     if (zero && !done) {
@@ -501,6 +587,13 @@ static int hook_before(void *ctx, eng_io_op *op) {
     int data = is_data_file(op);
     if (data && (op->kind == ENG_IO_WRITE || op->kind == ENG_IO_READ))
         learn_page_size(f, op);
+    else if (op->kind == ENG_IO_WRITE)
+        learn_hwm(f, op);
+    if (data && op->kind == ENG_IO_WRITE && f->ncflips) {
+        uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
+        if (ps)
+            cflip_written(f, op, ps);
+    }
     if (!flt_paused(f)) {
         if (data && op->kind == ENG_IO_WRITE) {
             t = flt_thr_get(f);
@@ -707,12 +800,53 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     flip_part(p, ps, byte, &po, &pl);
     e.part_offset = (int64_t)po;
     e.part_len = (int64_t)pl;
-    if (flt_record(f, FLT_BITFLIP_CACHE, &e) == 0)
+    uint64_t seq;
+    if (flt_record_seq(f, FLT_BITFLIP_CACHE, &e, &seq) == 0) {
         p[byte] ^= mask;
+        cflip_note(f, seq, block, p, ps, byte, mask);
+    }
     eng_debug_frame_release(db, block);
 }
 
-static void tick_page(flt_ctx *f, flt_thr *t) {
+/* The on-disk ph_lsn of BLOCK (UINT64_MAX when it cannot be read). */
+static uint64_t block_lsn(int fd, uint64_t block, uint32_t ps) {
+    uint8_t b[8];
+    if (pread(fd, b, sizeof b, (off_t)(block * ps + FLT_PH_LSN)) != (ssize_t)sizeof b)
+        return UINT64_MAX;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+/* A block for a page flip.  Half the draws are uniform; the other half
+ * take the coldest (lowest on-disk LSN) of COLD_TRIES uniform draws.  A
+ * flip on a hot page is mostly masked: the pool writes the page again
+ * from its cached copy, or recovery restores it from a full-page image,
+ * before anything reads it from disk (five flips in six, measured on
+ * small runs).  A cold page keeps the flip until a reader meets it, so
+ * a checksum that misses some bytes is found by a read, not by luck. */
+#define COLD_TRIES 8
+static uint64_t pick_page_block(flt_ctx *f, flt_thr *t, const char *path, uint64_t nblocks, uint32_t ps) {
+    uint64_t block = flt_below(f, t, FLT_BITFLIP_PAGE, nblocks);
+    if (flt_below(f, t, FLT_BITFLIP_PAGE, 2) == 0)
+        return block;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return block;
+    uint64_t best = block_lsn(fd, block, ps);
+    for (int i = 1; i < COLD_TRIES; i++) {
+        uint64_t b = flt_below(f, t, FLT_BITFLIP_PAGE, nblocks), lsn = block_lsn(fd, b, ps);
+        if (lsn < best)
+            best = lsn, block = b;
+    }
+    close(fd);
+    return block;
+}
+
+/* Flip one bit of the data file (ledger line, damage table, block hashes).
+ * EDGE_ONE_IN: one flip in that many lands on the page's edges. */
+static void flip_page(flt_ctx *f, flt_thr *t, uint64_t edge_one_in) {
     uint32_t ps = page_size_of(f);
     if (!ps)
         return;
@@ -722,13 +856,13 @@ static void tick_page(flt_ctx *f, flt_thr *t) {
     if (stat(path, &st) != 0 || (uint64_t)st.st_size < ps)
         return;
     uint64_t nblocks = (uint64_t)st.st_size / ps;
-    uint64_t block = flt_below(f, t, FLT_BITFLIP_PAGE, nblocks);
-    /* One flip in four lands on the page's edges, where an off-by-one in
-     * a checksum's or a check's range hides: half of those in the very
+    uint64_t block = pick_page_block(f, t, path, nblocks, ps);
+    /* Some flips land on the page's edges, where an off-by-one in a
+     * checksum's or a check's range hides: half of those in the very
      * first or last byte, half in the first or last 16 (the header fields
      * and the checksum; the end of the last cell). */
     uint64_t bit;
-    if (flt_below(f, t, FLT_BITFLIP_PAGE, 4) == 0) {
+    if (flt_below(f, t, FLT_BITFLIP_PAGE, edge_one_in) == 0) {
         uint64_t w = flt_below(f, t, FLT_BITFLIP_PAGE, 2) ? 16 : 1;
         uint64_t e = flt_below(f, t, FLT_BITFLIP_PAGE, 2 * w * 8);
         bit = e < w * 8 ? e : ((uint64_t)ps - 2 * w) * 8 + e;
@@ -815,10 +949,22 @@ static int flip_wal_tail(flt_ctx *f, flt_thr *t, int last_sector, const char *no
     return 1;
 }
 
-void flt_flip_wal_at_crash(flt_ctx *f, flt_thr *t) {
-    if (!f->o.one_in[FLT_BITFLIP_WAL] || !f->db_dir)
+/* A runtime flip: one in four on the page's edges. */
+static void tick_page(flt_ctx *f, flt_thr *t) {
+    flip_page(f, t, 4);
+}
+
+void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
+    if (!f->db_dir)
         return;
-    flip_wal_tail(f, t, 1, "at the crash: the last sector of the last log write");
+    if (f->o.one_in[FLT_BITFLIP_WAL])
+        flip_wal_tail(f, t, 1, "at the crash: the last sector of the last log write");
+    /* A page flipped at the crash is judged after recovery, with nothing
+     * of this process left to write the page again: only a full-page
+     * image after the redo point may mask it (the ledger's block hashes
+     * tell).  Half on the edges: the crash is rarer than a tick. */
+    if (f->o.one_in[FLT_BITFLIP_PAGE])
+        flip_page(f, t, 2);
 }
 
 static void tick_wal(flt_ctx *f, flt_thr *t) {
