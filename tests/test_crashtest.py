@@ -34,7 +34,17 @@ import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-import crashtest as ct  # noqa: E402
+from crashtest.common import sha256_of, UsageError  # noqa: E402
+from crashtest.executor import prepare_variant  # noqa: E402
+from crashtest.judge import judge_stress  # noqa: E402
+from crashtest.mutants import Mutant, mutant_result, mutation_score_line, pick_by_date, read_mutants  # noqa: E402
+from crashtest.output import Printer  # noqa: E402
+from crashtest.params import (  # noqa: E402
+    Config, DB_CHOICES, draw_db_params, draw_iter_params, draw_plan, FAULT_OPTIONS, FAULTS, ITER_CHOICES,
+    iteration_kind, measured_classes, powerloss_modes_allowed, sanitize, UNSTABLE_FAULTS)
+from crashtest.procs import run_process, wait_lock_released  # noqa: E402
+from crashtest.run import CrashTest  # noqa: E402
+from crashtest.seeds import derive, iteration_seed, Rng, run_seed_of  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -42,7 +52,7 @@ POWERLOSS = os.path.join(ROOT, BUILD, "powerloss")
 BROKEN = os.path.join(ROOT, BUILD, "mutants", "drop-synced-commit", "stress")
 FAKE = os.path.join(ROOT, "tests", "crashtest", "fake_stress.py")
 CRASHTEST = os.path.join(ROOT, "crashtest.py")
-ALL_SUPPORTED = ct.Config()
+ALL_SUPPORTED = Config()
 
 
 _made = {}
@@ -74,8 +84,8 @@ def run_ct(*args, env=None, timeout=600):
 
 
 def merged(seed, cfg=ALL_SUPPORTED):
-    db = ct.draw_db_params(seed, cfg)
-    p, _ = ct.draw_iter_params(seed, cfg, db)
+    db = draw_db_params(seed, cfg)
+    p, _ = draw_iter_params(seed, cfg, db)
     m = dict(db)
     m.update(p)
     return db, p, m
@@ -86,19 +96,19 @@ class TestSeeds(unittest.TestCase):
         # The generator is ours (splitmix64, as in stress) and the
         # derivation sha256: the same on every Python, so a seed printed
         # by last night's run draws the same today.
-        self.assertEqual(ct.Rng(42).u64(), 13679457532755275413)
-        self.assertEqual(ct.derive(1, "run", 0), 275777130812132)
-        self.assertEqual(ct.iteration_seed(5, 3), 38375899854243)
+        self.assertEqual(Rng(42).u64(), 13679457532755275413)
+        self.assertEqual(derive(1, "run", 0), 275777130812132)
+        self.assertEqual(iteration_seed(5, 3), 38375899854243)
 
     def test_iteration_seed_carries_its_index(self):
         for i in range(40):
-            self.assertEqual(ct.iteration_seed(99, i) & 7, i & 7)
-        self.assertEqual(len({ct.iteration_seed(99, i) for i in range(1000)}), 1000)
+            self.assertEqual(iteration_seed(99, i) & 7, i & 7)
+        self.assertEqual(len({iteration_seed(99, i) for i in range(1000)}), 1000)
 
     def test_whitebox_kill_modes_rotate(self):
-        kinds = [ct.iteration_kind("whitebox", ct.iteration_seed(7, i)) for i in range(8)]
+        kinds = [iteration_kind("whitebox", iteration_seed(7, i)) for i in range(8)]
         self.assertEqual([k[1] for k in kinds], [0, 1, 2, 3, 0, 1, 2, 3])
-        simple = [ct.iteration_kind("simple", ct.iteration_seed(7, i))[0] for i in range(4)]
+        simple = [iteration_kind("simple", iteration_seed(7, i))[0] for i in range(4)]
         self.assertEqual(simple, ["blackbox", "whitebox", "blackbox", "whitebox"])
 
 
@@ -107,9 +117,9 @@ class TestDraw(unittest.TestCase):
         for seed in (1, 12345, 2 ** 47 + 5):
             self.assertEqual(merged(seed), merged(seed))
             m = merged(seed)[2]
-            plan = ct.draw_plan(seed, "whitebox", 10, m, ["kill/wal/after_sync", "kill/recovery/mid_redo"])
-            self.assertEqual(plan, ct.draw_plan(seed, "whitebox", 10, m, ["kill/wal/after_sync",
-                                                                         "kill/recovery/mid_redo"]))
+            plan = draw_plan(seed, "whitebox", 10, m, ["kill/wal/after_sync", "kill/recovery/mid_redo"])
+            self.assertEqual(plan, draw_plan(seed, "whitebox", 10, m, ["kill/wal/after_sync",
+                                                                      "kill/recovery/mid_redo"]))
         draws = {json.dumps(merged(s)[2], sort_keys=True) for s in range(50)}
         self.assertGreater(len(draws), 45, "different seeds draw different options")
 
@@ -132,21 +142,21 @@ class TestDraw(unittest.TestCase):
         self.assertIn(8192, seen["cache_pages"])    # larger than the database
         self.assertGreater(len(seen["checkpoint_one_in"]), 2)
         self.assertGreater(len(seen["readpercent"]), 4)
-        for cls, (opt, _) in ct.FAULTS.items():
+        for cls, (opt, _) in FAULTS.items():
             if cls == "lost_write":
                 continue  # undetectable by design: only in measuring runs
             self.assertIn(opt, seen, "fault class %s is never drawn" % cls)
 
     def test_measure_draws_every_class(self):
-        cfg = ct.Config(measure=True)
+        cfg = Config(measure=True)
         seen = set()
         for seed in range(600):
-            seen.update(k for k in merged(seed, cfg)[2] if k in ct.FAULT_OPTIONS)
-        self.assertEqual(seen, set(ct.FAULT_OPTIONS))
+            seen.update(k for k in merged(seed, cfg)[2] if k in FAULT_OPTIONS)
+        self.assertEqual(seen, set(FAULT_OPTIONS))
 
     def test_unsupported_values_are_left_out(self):
-        cfg = ct.Config(unsupported={("block_protection_bytes_per_key", w) for w in (1, 2, 4, 8)} |
-                        {("wal_log_hints", 1), ("io_backend", "uring")})
+        cfg = Config(unsupported={("block_protection_bytes_per_key", w) for w in (1, 2, 4, 8)} |
+                     {("wal_log_hints", 1), ("io_backend", "uring")})
         for seed in range(300):
             m = merged(seed, cfg)[2]
             self.assertEqual(int(m["block_protection_bytes_per_key"]), 0)
@@ -155,31 +165,31 @@ class TestDraw(unittest.TestCase):
             self.assertNotIn("bitflip_cache_one_in", m)  # w = 0: cache flips unjudgeable
 
     def test_options_the_binary_lacks_are_left_out(self):
-        known = set(ct.DB_CHOICES) | set(ct.ITER_CHOICES) | {"cache_size", "readpercent", "writepercent",
-                                                             "delpercent", "iterpercent", "value_size_min",
-                                                             "large_value_size", "read_fault_one_in"}
+        known = set(DB_CHOICES) | set(ITER_CHOICES) | {"cache_size", "readpercent", "writepercent",
+                                                       "delpercent", "iterpercent", "value_size_min",
+                                                       "large_value_size", "read_fault_one_in"}
         known -= {"vacuum_one_in", "hint_fpi"}
-        cfg = ct.Config(known=known)
+        cfg = Config(known=known)
         for seed in range(200):
             m = merged(seed, cfg)[2]
             self.assertTrue(set(m) <= known, set(m) - known)
         # the engine options that remain are drawn as before
         for seed in range(20):
             a, b = merged(seed, cfg)[2], merged(seed)[2]
-            keep = lambda m: {k: v for k, v in m.items() if k in known and k not in ct.FAULT_OPTIONS}
+            keep = lambda m: {k: v for k, v in m.items() if k in known and k not in FAULT_OPTIONS}
             self.assertEqual(keep(a), keep(b))
 
     def test_fixed_options_stay_fixed(self):
         # Creation-time options come from the database's draw, never from
         # an iteration's.
-        db = ct.draw_db_params(5, ALL_SUPPORTED)
+        db = draw_db_params(5, ALL_SUPPORTED)
         for seed in range(100):
-            p, _ = ct.draw_iter_params(seed, ALL_SUPPORTED, db)
-            for k in ct.DB_CHOICES:
+            p, _ = draw_iter_params(seed, ALL_SUPPORTED, db)
+            for k in DB_CHOICES:
                 self.assertNotIn(k, p)
 
     def test_pins(self):
-        cfg = ct.Config(pinned={"sync_mode": "commit", "page_size": "4096", "torn_write_one_in": "100"})
+        cfg = Config(pinned={"sync_mode": "commit", "page_size": "4096", "torn_write_one_in": "100"})
         for seed in range(100):
             db, p, m = merged(seed, cfg)
             self.assertEqual(m["sync_mode"], "commit")
@@ -189,21 +199,21 @@ class TestDraw(unittest.TestCase):
             self.assertEqual(int(m["data_checksums"]), 1)
 
     def test_fault_sets(self):
-        parse = lambda spec: ct.CrashTest.parse_faults(None, spec)
-        self.assertEqual(parse("all"), list(ct.FAULTS))
+        parse = lambda spec: CrashTest.parse_faults(None, spec)
+        self.assertEqual(parse("all"), list(FAULTS))
         self.assertEqual(parse("none"), [])
-        self.assertEqual(set(parse("stable")), set(ct.FAULTS) - set(ct.UNSTABLE_FAULTS))
+        self.assertEqual(set(parse("stable")), set(FAULTS) - set(UNSTABLE_FAULTS))
         self.assertEqual(parse("torn_write, zero_page"), ["torn_write", "zero_page"])
-        self.assertRaises(ct.UsageError, parse, "torn")
+        self.assertRaises(UsageError, parse, "torn")
 
     def test_fault_selection(self):
-        cfg = ct.Config(fault_classes=[])
+        cfg = Config(fault_classes=[])
         for seed in range(100):
-            self.assertFalse(any(k in ct.FAULT_OPTIONS for k in merged(seed, cfg)[2]))
-        cfg = ct.Config(fault_classes=["read_error"])
+            self.assertFalse(any(k in FAULT_OPTIONS for k in merged(seed, cfg)[2]))
+        cfg = Config(fault_classes=["read_error"])
         got = set()
         for seed in range(100):
-            got.update(k for k in merged(seed, cfg)[2] if k in ct.FAULT_OPTIONS)
+            got.update(k for k in merged(seed, cfg)[2] if k in FAULT_OPTIONS)
         self.assertEqual(got, {"read_fault_one_in"})
 
 
@@ -218,48 +228,48 @@ class TestSanitizer(unittest.TestCase):
             ({"lost_write_one_in": 100}, "lost_write_one_in"),
         ]
         for params, dropped in cases:
-            p, notes = ct.sanitize(params)
+            p, notes = sanitize(params)
             self.assertNotIn(dropped, p, params)
             self.assertTrue(notes)
-            self.assertEqual(ct.measured_classes(p), [])
+            self.assertEqual(measured_classes(p), [])
 
     def test_keeps_judgeable_combinations(self):
         params = {"data_checksums": 1, "full_page_writes": 1, "block_protection_bytes_per_key": 2,
                   "bitflip_page_one_in": 100, "torn_write_one_in": 100, "bitflip_cache_one_in": 100,
                   "bitflip_wal_one_in": 100, "read_fault_one_in": 100, "sync_fault_one_in": 5}
-        self.assertEqual(ct.sanitize(params), (params, []))
+        self.assertEqual(sanitize(params), (params, []))
         # checksums off leave the WAL's own checksums and error classes judgeable
         p = {"data_checksums": 0, "bitflip_wal_one_in": 100, "write_fault_one_in": 100}
-        self.assertEqual(ct.sanitize(p)[0], p)
+        self.assertEqual(sanitize(p)[0], p)
 
     def test_measure_keeps_everything(self):
         params = {"data_checksums": 0, "bitflip_page_one_in": 100, "lost_write_one_in": 10}
-        self.assertEqual(ct.sanitize(params, measure=True), (params, []))
+        self.assertEqual(sanitize(params, measure=True), (params, []))
 
     def test_pinned_faults_turn_their_detector_on(self):
-        p, _ = ct.sanitize({"full_page_writes": 0, "torn_write_one_in": 100}, pinned={"torn_write_one_in"})
+        p, _ = sanitize({"full_page_writes": 0, "torn_write_one_in": 100}, pinned={"torn_write_one_in"})
         self.assertEqual(p["full_page_writes"], 1)
-        p, _ = ct.sanitize({"block_protection_bytes_per_key": 0, "bitflip_cache_one_in": 9},
-                           pinned={"bitflip_cache_one_in"}, protection_widths=(2, 4))
+        p, _ = sanitize({"block_protection_bytes_per_key": 0, "bitflip_cache_one_in": 9},
+                        pinned={"bitflip_cache_one_in"}, protection_widths=(2, 4))
         self.assertEqual(p["block_protection_bytes_per_key"], 2)
-        p, notes = ct.sanitize({"full_page_writes": 0, "torn_write_one_in": 100},
-                               pinned={"torn_write_one_in", "full_page_writes"})
+        p, notes = sanitize({"full_page_writes": 0, "torn_write_one_in": 100},
+                            pinned={"torn_write_one_in", "full_page_writes"})
         self.assertEqual(p["full_page_writes"], 0)
         self.assertIn("measuring", notes[0])
 
     def test_every_draw_is_judgeable(self):
         for seed in range(800):
             m = merged(seed)[2]
-            self.assertEqual(ct.measured_classes(m), [], (seed, m))
+            self.assertEqual(measured_classes(m), [], (seed, m))
             for mode in ("blackbox", "whitebox"):
-                plan = ct.draw_plan(seed, mode, 10, m, [])
-                self.assertIn(plan["powerloss_mode"], ct.powerloss_modes_allowed(m))
+                plan = draw_plan(seed, mode, 10, m, [])
+                self.assertIn(plan["powerloss_mode"], powerloss_modes_allowed(m))
 
     def test_no_tearing_without_images_or_checksums(self):
-        self.assertEqual(ct.powerloss_modes_allowed({"full_page_writes": 0}), ["rollback", "keep"])
-        self.assertEqual(ct.powerloss_modes_allowed({"data_checksums": 0}), ["rollback", "keep"])
-        self.assertIn("tear", ct.powerloss_modes_allowed({"full_page_writes": 0}, measure=True))
-        modes = {ct.draw_plan(s, "blackbox", 5, {"full_page_writes": 0}, [])["powerloss_mode"] for s in range(200)}
+        self.assertEqual(powerloss_modes_allowed({"full_page_writes": 0}), ["rollback", "keep"])
+        self.assertEqual(powerloss_modes_allowed({"data_checksums": 0}), ["rollback", "keep"])
+        self.assertIn("tear", powerloss_modes_allowed({"full_page_writes": 0}, measure=True))
+        modes = {draw_plan(s, "blackbox", 5, {"full_page_writes": 0}, [])["powerloss_mode"] for s in range(200)}
         self.assertEqual(modes, {"rollback", "keep"})
 
 
@@ -271,7 +281,7 @@ class TestPlan(unittest.TestCase):
     def test_blackbox_kills_within_the_interval(self):
         early = 0
         for seed in range(300):
-            plan = ct.draw_plan(seed, "blackbox", 10, {}, self.CAT)
+            plan = draw_plan(seed, "blackbox", 10, {}, self.CAT)
             self.assertLessEqual(plan["kill_at"], 10)
             self.assertGreater(plan["duration"], plan["kill_at"])
             early += plan["kill_at"] < 1
@@ -279,7 +289,7 @@ class TestPlan(unittest.TestCase):
         self.assertGreater(early, 10)  # some kills land in the start-up
 
     def test_whitebox_rotates_odds_and_points(self):
-        plans = [ct.draw_plan(ct.iteration_seed(3, i), "whitebox", 10, {}, self.CAT) for i in range(40)]
+        plans = [draw_plan(iteration_seed(3, i), "whitebox", 10, {}, self.CAT) for i in range(40)]
         reopen = [p for p in plans if p.get("reopen")]
         self.assertEqual(len(reopen), 10)  # a share reopens without a kill
         odds = [p["kill_random_test"] for p in plans if "kill_random_test" in p]
@@ -303,7 +313,7 @@ class TestPlan(unittest.TestCase):
         # A 5-minute simple run never hit kill/wal/*, a 10-minute one with
         # only the log group missed kill/commit/between_ops: at "all points"
         # odds a short iteration rarely kills, and no narrower group held them.
-        plans = [ct.draw_plan(ct.iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL) for i in range(600)]
+        plans = [draw_plan(iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL) for i in range(600)]
         mode0 = [p for p in plans if p.get("kill_mode") == 0]
         self.assertTrue(mode0)
         for name, pts in (("log write and sync points", "kill/wal/after_write_before_sync,kill/wal/after_sync"),
@@ -314,7 +324,7 @@ class TestPlan(unittest.TestCase):
                 self.assertEqual(p["kill_mode_name"], name)
                 self.assertLessEqual(p["kill_random_test"], 20000)
         self.assertTrue([p for p in mode0 if p["kill_mode_name"] == "all points"])
-        self.assertEqual(plans, [ct.draw_plan(ct.iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL)
+        self.assertEqual(plans, [draw_plan(iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL)
                                  for i in range(600)])  # still a function of the seed
 
     def test_every_kill_point_is_in_a_narrow_group(self):
@@ -322,7 +332,7 @@ class TestPlan(unittest.TestCase):
         # whitebox group (the workload's or the second crash's in recovery).
         covered = set()
         for i in range(200):
-            p = ct.draw_plan(ct.iteration_seed(9, i), "whitebox", 10, {}, self.ALL_KILL)
+            p = draw_plan(iteration_seed(9, i), "whitebox", 10, {}, self.ALL_KILL)
             if p.get("kill_points") and p["kill_random_test"] <= 20000:
                 covered |= set(p["kill_points"].split(","))
             if p.get("second_crash", {}).get("how") == "kill_point":
@@ -334,8 +344,8 @@ class TestJudge(unittest.TestCase):
     PASS = {"verdict": "pass", "totals": {}}
 
     def j(self, expect, rc, **kw):
-        return ct.judge_stress(expect, rc, kw.get("by_us", False), kw.get("hung"), kw.get("out", ""),
-                               kw.get("report"), kw.get("kills", []), kw.get("cores", []))
+        return judge_stress(expect, rc, kw.get("by_us", False), kw.get("hung"), kw.get("out", ""),
+                            kw.get("report"), kw.get("kills", []), kw.get("cores", []))
 
     def test_planned_kills(self):
         self.assertEqual(self.j("sigkill", -9, by_us=True), ("crashed", None))
@@ -387,21 +397,21 @@ class TestProcesses(unittest.TestCase):
 
     def test_watchdog_ends_a_process_without_progress(self):
         t = time.monotonic()
-        r = ct.run_process(["sleep", "60"], os.path.join(self.d, "out"), self.d, hang_seconds=1)
+        r = run_process(["sleep", "60"], os.path.join(self.d, "out"), self.d, hang_seconds=1)
         self.assertLess(time.monotonic() - t, 30)
         self.assertTrue(r.hung)
         self.assertTrue(os.path.exists(os.path.join(self.d, "hang-stacks.txt")))
 
     def test_planned_kill(self):
-        r = ct.run_process(["sleep", "60"], os.path.join(self.d, "out"), self.d, kill_after=0.2)
+        r = run_process(["sleep", "60"], os.path.join(self.d, "out"), self.d, kill_after=0.2)
         self.assertEqual(r.rc, -signal.SIGKILL)
         self.assertTrue(r.killed_by_us)
 
     def test_lock_wait(self):
         os.makedirs(os.path.join(self.d, "db"))
-        self.assertTrue(ct.wait_lock_released(os.path.join(self.d, "db")))  # no LOCK file: free
+        self.assertTrue(wait_lock_released(os.path.join(self.d, "db")))  # no LOCK file: free
         open(os.path.join(self.d, "db", "LOCK"), "w").close()
-        self.assertTrue(ct.wait_lock_released(os.path.join(self.d, "db")))
+        self.assertTrue(wait_lock_released(os.path.join(self.d, "db")))
 
     def test_variant_keeps_its_own_ledger_lines(self):
         st = os.path.join(self.d, "s")
@@ -414,7 +424,7 @@ class TestProcesses(unittest.TestCase):
             f.write(before + b"".join(lines))
         open(os.path.join(st, "run", "journal"), "w").close()
         os.makedirs(os.path.join(self.d, "pl", "db.1"))
-        ct.prepare_variant(1, os.path.join(self.d, "pl", "db.1"), st, os.path.join(self.d, "v1"), len(before))
+        prepare_variant(1, os.path.join(self.d, "pl", "db.1"), st, os.path.join(self.d, "v1"), len(before))
         with open(os.path.join(self.d, "v1", "run", "ledger"), "rb") as f:
             self.assertEqual(f.read(), before + lines[1] + lines[3])
         self.assertFalse(os.path.exists(os.path.join(self.d, "v1", "run", "journal")))
@@ -424,11 +434,11 @@ class TestProcesses(unittest.TestCase):
         out = io.StringIO()
         old, sys.stdout = sys.stdout, out
         try:
-            p = ct.Printer(tty=True)
+            p = Printer(tty=True)
             p.set_progress("[crashtest] 00:00:01")
             p.line("run 0 iter 0 pass")
             p.clear_progress()
-            q = ct.Printer(tty=False)
+            q = Printer(tty=False)
             q.set_progress("[crashtest] hidden")
             q.line("plain")
         finally:
@@ -585,7 +595,7 @@ class TestRealEngine(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         runs = self.summary(rd2)["runs"]
         self.assertEqual([r["index"] for r in runs], [1, 4])
-        self.assertEqual([r["seed"] for r in runs], [ct.run_seed_of(77, 1), ct.run_seed_of(77, 4)])
+        self.assertEqual([r["seed"] for r in runs], [run_seed_of(77, 1), run_seed_of(77, 4)])
 
     @unittest.skipUnless(built(BROKEN), "build/mutants/drop-synced-commit/stress missing")
     def test_broken_engine_fails_keeps_artifacts_and_repro_reproduces(self):
@@ -613,7 +623,7 @@ class TestRealEngine(unittest.TestCase):
         self.assertTrue(any(o.endswith("output.txt") for o in outputs))
         with open(os.path.join(art, "build.json")) as f:
             b = json.load(f)
-        self.assertEqual(b["stress"]["sha256"], ct.sha256_of(BROKEN))
+        self.assertEqual(b["stress"]["sha256"], sha256_of(BROKEN))
         self.assertIn("git_describe", b)
         with open(os.path.join(art, "commands.sh")) as f:
             cmds = f.read()
@@ -667,12 +677,12 @@ class TestMutants(unittest.TestCase):
         return p
 
     def test_the_catalogue_parses_and_names_its_switches(self):
-        ms = ct.read_mutants()
+        ms = read_mutants()
         self.assertGreaterEqual(len(ms), 4)
         names = [m.name for m in ms]
         self.assertEqual(len(names), len(set(names)))
         self.assertIn("skip-checksum", names)
-        self.assertEqual(ct.Mutant("skip-checksum", "checksum", "x", 1).macro, "ENG_BROKEN_SKIP_CHECKSUM")
+        self.assertEqual(Mutant("skip-checksum", "checksum", "x", 1).macro, "ENG_BROKEN_SKIP_CHECKSUM")
         # Every switch the catalogue names is planted in the sources, once
         # or more, and every planted switch is in the catalogue.
         planted = set()
@@ -684,13 +694,13 @@ class TestMutants(unittest.TestCase):
         self.assertEqual(planted, {m.macro for m in ms})
 
     def test_a_malformed_or_repeated_line_is_a_usage_error(self):
-        with self.assertRaises(ct.UsageError):
-            ct.read_mutants(self.cat("Bad_Name checksum what\n"))
-        with self.assertRaises(ct.UsageError):
-            ct.read_mutants(self.cat("a-b checksum one\na-b checksum two\n"))
-        with self.assertRaises(ct.UsageError):
-            ct.read_mutants(self.cat("a-b checksum\n"))
-        self.assertEqual([m.name for m in ct.read_mutants(self.cat("# c\n\na-b checksum one two\n"))], ["a-b"])
+        with self.assertRaises(UsageError):
+            read_mutants(self.cat("Bad_Name checksum what\n"))
+        with self.assertRaises(UsageError):
+            read_mutants(self.cat("a-b checksum one\na-b checksum two\n"))
+        with self.assertRaises(UsageError):
+            read_mutants(self.cat("a-b checksum\n"))
+        self.assertEqual([m.name for m in read_mutants(self.cat("# c\n\na-b checksum one two\n"))], ["a-b"])
         rc, out, err = run_ct("mutants", "no-such-bug")
         self.assertEqual(rc, 2, out + err)
         self.assertIn("no-such-bug", err)
@@ -698,19 +708,19 @@ class TestMutants(unittest.TestCase):
     def test_the_date_picks_one_name_and_moves_daily(self):
         d = datetime.date(2026, 12, 1)
         names = ["a", "b", "c"]
-        self.assertEqual(ct.pick_by_date(names, d), ct.pick_by_date(names, d))
-        self.assertNotEqual(ct.pick_by_date(names, d), ct.pick_by_date(names, d + datetime.timedelta(days=1)))
+        self.assertEqual(pick_by_date(names, d), pick_by_date(names, d))
+        self.assertNotEqual(pick_by_date(names, d), pick_by_date(names, d + datetime.timedelta(days=1)))
 
     def test_a_missed_bug_counts_as_never_caught_in_the_median(self):
         def r(sec):
             return {"caught": sec is not None, "seconds": sec, "budget_s": 300}
-        self.assertEqual(ct.mutation_score_line([r(10), r(20), r(None)]),
+        self.assertEqual(mutation_score_line([r(10), r(20), r(None)]),
                          "mutation score: 2 of 3 caught, median time to catch 20.0 s")
-        self.assertEqual(ct.mutation_score_line([r(10), r(None), r(None)]),
+        self.assertEqual(mutation_score_line([r(10), r(None), r(None)]),
                          "mutation score: 1 of 3 caught, median time to catch > 300 s")
 
     def test_the_result_takes_the_first_failure_by_time(self):
-        m = ct.Mutant("x-y", "wal", "bug", 1)
+        m = Mutant("x-y", "wal", "bug", 1)
         rep = {"classes": {"bitflip_page": {"injected": 1, "swallowed": 1}, "kill": {"injected": 1}}}
         summary = {"elapsed_s": 50, "planted_bugs": ["x-y"], "iterations": [
             {"t_end": 30.0, "failure": {"kind": "lost", "keys": ["lost"], "step": 0, "step_name": "restart"},
@@ -718,11 +728,11 @@ class TestMutants(unittest.TestCase):
             {"t_end": 12.5, "failure": {"kind": "swallowed", "keys": ["swallowed"], "step": 0, "step_name": "workload"},
              "steps": [{"result": {"report": rep}}], "repro": "r1"},
             {"t_end": 5.0, "failure": None, "steps": []}]}
-        res = ct.mutant_result(m, summary, 300, 7, 1)
+        res = mutant_result(m, summary, 300, 7, 1)
         self.assertTrue(res["caught"])
         self.assertEqual((res["seconds"], res["iterations_to_catch"], res["kind"], res["classes"], res["repro"]),
                          (12.5, 2, "swallowed", ["bitflip_page"], "r1"))
-        res = ct.mutant_result(m, {"iterations": [{"t_end": 1, "failure": None}]}, 300, 7, 0)
+        res = mutant_result(m, {"iterations": [{"t_end": 1, "failure": None}]}, 300, 7, 0)
         self.assertFalse(res["caught"])
         self.assertEqual(res["iterations"], 1)
 

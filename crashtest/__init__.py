@@ -1,0 +1,55 @@
+"""crashtest -- nightly crash tests of the engine through build/stress.
+
+The package behind ./crashtest.py (README.md here says what lives
+where).
+
+What it is for (DESIGN 6, issue 8): repeat, for as long as asked, a crash
+cycle against one database and its expected state:
+
+    start stress with options drawn for this iteration
+        |  blackbox: SIGKILL after a random interval
+        |  whitebox: a kill point inside the engine fires (or, for a share of
+        |            iterations, no kill: the run reopens and ends cleanly)
+    wait until the database lock is released
+    build/powerloss --variants K: unsynced writes rolled back or torn
+    restart stress on each variant: recovery, exact post-crash check, verdict
+        (sometimes a second crash strikes during that recovery, and one more
+        power-loss step and restart follow)
+    the first variant carries on as the database of the next iteration
+
+Modes: blackbox, whitebox, simple (a short mix of both for CI), repro
+RUN_DIR (replays a failed iteration from its saved artifacts) and mutants
+(simple against each planted bug of tests/mutants.txt: the harness's
+bug-finding power, measured; issue 13).
+Python 3 standard library only.  Exit: 0 every iteration passed, 1 one
+failed (or the run was interrupted), 2 usage.
+
+Seeds.  --seed S is the run seed; run r (of -j N, --shard K/N) draws from
+derive(S, "run", r); iteration i of a run from its iteration seed, whose
+low three bits are i % 8 (so the whitebox kill modes rotate from one
+iteration to the next while the seed alone still determines them).
+Everything an iteration draws (engine options, faults, kill timing,
+power-loss mode and variants) comes from its iteration seed through
+independent streams, so --iteration-seed X redraws exactly that iteration
+(on a fresh database, whose creation options X draws too).
+
+Files.  A work directory (--work-dir, a temporary one by default) holds,
+per run, the current state ("state": db/, exp/ expected state, run/
+ledger, journal, stress_state) and one directory per iteration (start
+snapshot, power-loss variants, each step's output and report).  A clean
+iteration's directory is removed; a failed one moves to
+REPORT_DIR/failures/ID with the crashed state next to it.  REPORT_DIR also
+gets summary.json, junit.xml and iterations.jsonl (one line per iteration
+as it finishes).
+
+Invariants:
+  C1  a state directory (db, exp, run) is used by at most one process at
+      a time, and only after the previous holder's DB/LOCK is released
+  C2  the steps of an iteration are recorded as argument templates before
+      they run (@STATE@, @ITER@, @STRESS@, @POWERLOSS@), so repro replays
+      the same commands on copies of the saved states
+  C3  creation-time options (page size, checksums, WAL segment size, value
+      sizes) and max_key never change during a database's life
+"""
+
+from .cli import main  # noqa: F401 (crashtest.py calls it)

@@ -1,0 +1,246 @@
+"""The command line: the parser of every mode (options, defaults, help),
+argument types, signal handling and main().  Usage errors exit 2 without
+a traceback."""
+
+import argparse
+import re
+import signal
+import sys
+import threading
+
+from .common import EXIT_FAIL, EXIT_USAGE, UsageError
+from .mutants import MUTANTS_FILE, mutants_mode
+from .params import FAULTS, MODE_DEFAULTS, POWERLOSS_MODES, UNSTABLE_FAULTS
+from .procs import STOP, signal_name
+from .repro import repro_mode
+from .run import run_mode
+
+MODE_HELP = {
+    "blackbox": "SIGKILL stress after a random interval, power loss, restart and judge; repeat",
+    "whitebox": "kill points inside the engine (odds rotated; some in recovery), or reopen without a kill; "
+                "power loss, restart and judge; repeat",
+    "simple": "a short, small mix of blackbox and whitebox iterations (CI, a quick check)",
+    "repro": "replay a failed iteration from its artifacts (REPORT_DIR/failures/ID)",
+    "mutants": "run simple against each planted bug of tests/mutants.txt: caught or not, time to catch",
+}
+
+
+def positive_int(s):
+    try:
+        v = int(s, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not an integer" % s)
+    if v < 0:
+        raise argparse.ArgumentTypeError("%r is negative" % s)
+    return v
+
+
+def bounded(name, parse, ok, message):
+    """An argparse type: PARSE the text, then require OK(value)."""
+    def check(s):
+        v = parse(s)
+        if not ok(v):
+            raise argparse.ArgumentTypeError(message.replace("{text}", repr(s)))
+        return v
+    check.__name__ = name
+    return check
+
+
+seed_int = bounded("seed_int", positive_int, lambda v: v < 1 << 64, "{text} does not fit 64 bits")
+at_least_one = bounded("at_least_one", positive_int, lambda v: v >= 1, "must be at least 1")
+
+
+def seconds(s):
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number of seconds" % s)
+    if not v >= 0 or v != v or v == float("inf"):
+        raise argparse.ArgumentTypeError("%r is not a number of seconds" % s)
+    return v
+
+
+positive_seconds = bounded("positive_seconds", seconds, lambda v: v >= 0.5, "must be at least 0.5 s")
+
+
+def powerloss_list(s):
+    modes = [m.strip() for m in s.split(",") if m.strip()]
+    names = [m for m, _ in POWERLOSS_MODES]
+    bad = [m for m in modes if m not in names]
+    if bad or not modes:
+        raise argparse.ArgumentTypeError("%r: want a comma list of %s" % (s, ", ".join(names)))
+    return modes
+
+
+def shard(s):
+    m = re.fullmatch(r"(\d+)/(\d+)", s.strip())
+    if not m:
+        raise argparse.ArgumentTypeError("%r: want K/N, e.g. 0/4" % s)
+    k, n = int(m.group(1)), int(m.group(2))
+    if n < 1 or k >= n:
+        raise argparse.ArgumentTypeError("%r: want 0 <= K < N" % s)
+    return (k, n)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Each option's default, when it has one worth showing."""
+
+    def __init__(self, prog):
+        super().__init__(prog, max_help_position=34, width=100)
+
+    def _get_help_string(self, action):
+        h = action.help or ""
+        d = action.default
+        if "default" in h or d is None or d is False or d == [] or d == argparse.SUPPRESS:
+            return h
+        return h + " (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, message))
+
+
+def make_parser():
+    fmt = HelpFormatter
+    p = Parser(prog="crashtest.py", description="Nightly crash tests of the engine through build/stress "
+               "(DESIGN 6).  Exit: 0 every iteration passed, 1 a failure, 2 usage.  "
+               "'crashtest.py MODE --help' lists each mode's options with their defaults.",
+               formatter_class=fmt)
+    sub = p.add_subparsers(dest="mode", metavar="MODE", parser_class=Parser)
+    for mode in ("blackbox", "whitebox", "simple"):
+        d = MODE_DEFAULTS[mode]
+        s = sub.add_parser(mode, help=MODE_HELP[mode], description=MODE_HELP[mode] + ".", formatter_class=fmt)
+        g = s.add_argument_group("length")
+        g.add_argument("--duration", type=seconds, default=d["duration"], metavar="S",
+                       help="start no iteration after S seconds (0: no limit; with --iterations and no "
+                            "--duration, no limit)")
+        g.add_argument("--iterations", type=positive_int, default=0, metavar="N",
+                       help="iterations per run (0: until --duration)")
+        g.add_argument("--interval", type=positive_seconds, default=d["interval"], metavar="S",
+                       help="blackbox: longest time before the SIGKILL; whitebox: longest run of one stress process")
+        g.add_argument("--max-failures", type=positive_int, default=10, metavar="N",
+                       help="stop once N iterations failed (0: never)")
+        g = s.add_argument_group("seeds and parallelism")
+        g.add_argument("--seed", type=seed_int, default=None, metavar="N",
+                       help="run seed (default: random, printed)")
+        g.add_argument("--iteration-seed", type=seed_int, default=None, metavar="N",
+                       help="run exactly the iteration with this seed, on a fresh database")
+        g.add_argument("-j", "--jobs", type=at_least_one, default=1, metavar="N",
+                       help="independent runs in parallel on this machine")
+        g.add_argument("--shard", type=shard, default="0/1", metavar="K/N",
+                       help="run only slice K (0-based) of N of the seed space: runs K, K+N, K+2N ... (one "
+                            "per -j)")
+        g = s.add_argument_group("what is drawn")
+        g.add_argument("--max-key", type=at_least_one, default=d["max_key"], metavar="N",
+                       help="key space of stress, fixed for the run")
+        g.add_argument("--threads", type=positive_int, default=0, metavar="N",
+                       help="stress threads (0: drawn per iteration)")
+        g.add_argument("--faults", default=d["faults"], metavar="LIST",
+                       help="fault classes that may be drawn: all; stable (%s); none; or a comma list of %s" % (
+                           "all but %s, which trip open engine leads" % ", ".join(UNSTABLE_FAULTS)
+                           if UNSTABLE_FAULTS else "all, for now", ", ".join(FAULTS)))
+        g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                       help="pin a stress option for every iteration (repeatable), e.g. --set sync_mode=commit")
+        g.add_argument("--measure", action="store_true",
+                       help="allow measuring runs: combinations that make a fault class undetectable by design "
+                            "(checksums off with page faults, w=0 with cache flips, lost writes ...)")
+        g.add_argument("--db-iterations", type=at_least_one, default=d["db_iterations"], metavar="N",
+                       help="iterations on one database before a fresh one (new creation-time options)")
+        g.add_argument("--max-variants", type=at_least_one, default=d["max_variants"], metavar="K",
+                       help="most power-loss states judged per crash")
+        g.add_argument("--powerloss-modes", type=powerloss_list, default=None, metavar="LIST",
+                       help="power-loss modes to draw from: a comma list of rollback, tear, mixed, keep "
+                            "(default: all that keep the run judgeable; tearing needs checksums and "
+                            "full-page writes)")
+        g = s.add_argument_group("files and binaries")
+        g.add_argument("--report-dir", default=None, metavar="DIR",
+                       help="summary.json, junit.xml, failures/ (default: build/crashtest/MODE-DATE-PID)")
+        g.add_argument("--work-dir", default=None, metavar="DIR",
+                       help="databases and iteration scratch (default: a temporary directory, removed)")
+        g.add_argument("--keep-artifacts", action="store_true",
+                       help="keep every iteration's directory, not only failed ones")
+        g.add_argument("--stress-binary", default=None, metavar="PATH",
+                       help="the stress driver (default: build/stress)")
+        g.add_argument("--powerloss-binary", default=None, metavar="PATH",
+                       help="the power-loss step (default: build/powerloss)")
+        g = s.add_argument_group("watchdog and output")
+        g.add_argument("--hang-seconds", type=at_least_one, default=d["hang_seconds"], metavar="S",
+                       help="no progress for S seconds is a hang (stress's own watchdog; crashtest's ends the "
+                            "process min(S, 30) s later)")
+        g.add_argument("-v", "--verbose", action="store_true", help="print every command")
+        s.set_defaults(func=run_mode)
+    r = sub.add_parser("repro", help=MODE_HELP["repro"], formatter_class=fmt,
+                       description="Replay a failed iteration from its saved artifacts (REPORT_DIR/failures/ID): "
+                                   "the same seeds, options and crashed state; each command is printed.  Exit 1 "
+                                   "when it fails again, 0 when it passes, 2 usage.")
+    r.add_argument("run_dir", metavar="RUN_DIR", help="the failed iteration's folder")
+    r.add_argument("--from", dest="start", choices=["auto", "crashed", "start"], default="auto",
+                   help="replay from the crashed state (after the crash) or from the iteration's start")
+    r.add_argument("--stress-binary", default=None, metavar="PATH",
+                   help="another stress binary (a fix to try; default: the recorded one)")
+    r.add_argument("--powerloss-binary", default=None, metavar="PATH", help="another powerloss binary")
+    r.add_argument("--work-dir", default=None, metavar="DIR", help="where to replay (default: a temporary directory)")
+    r.add_argument("--keep", action="store_true", help="keep the replay's directory")
+    r.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    r.set_defaults(func=repro_mode)
+    m = sub.add_parser("mutants", help=MODE_HELP["mutants"], formatter_class=fmt,
+                       description="For each planted bug of the catalogue (tests/mutants.txt): build "
+                                   "build/mutants/NAME/{stress,powerloss}, run 'crashtest.py simple' against it "
+                                   "until the first failure or the budget, and record caught or not, seconds and "
+                                   "iterations to the first failure, its kind, the fault class blamed and the "
+                                   "repro line in REPORT_DIR/mutants.json.  Prints 'mutation score: K of N caught, "
+                                   "median time to catch T s'.  Exit: 0 every bug caught, 1 one missed (or "
+                                   "interrupted), 2 usage.")
+    m.add_argument("names", nargs="*", metavar="NAME", help="planted bugs to run (default: the whole catalogue)")
+    m.add_argument("--budget", type=positive_seconds, default=300.0, metavar="S",
+                   help="longest simple run per bug (its --duration)")
+    m.add_argument("-j", "--jobs", type=at_least_one, default=1, metavar="N", help="simple's -j for each bug")
+    m.add_argument("--seed", type=seed_int, default=None, metavar="N",
+                   help="seed of the whole measurement; each bug's simple seed derives from it and its name "
+                        "(default: random, printed)")
+    m.add_argument("--pick-by-date", action="store_true",
+                   help="run one of the NAMEs (or of the catalogue) chosen by today's UTC date: CI's smoke check")
+    m.add_argument("--simple", dest="simple_opts", default="", metavar="ARGS",
+                   help="more options for each simple run, one shell-quoted string (e.g. '--faults none')")
+    m.add_argument("--catalogue", default=MUTANTS_FILE, metavar="FILE", help="the list of planted bugs")
+    m.add_argument("--build-dir", default="build", metavar="DIR", help="the Makefile's BUILD")
+    m.add_argument("--no-build", action="store_true", help="use the binaries already in BUILD/mutants/")
+    m.add_argument("--report-dir", default=None, metavar="DIR",
+                   help="mutants.json, one simple report dir and log per bug (default: "
+                        "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy)")
+    m.set_defaults(func=mutants_mode)
+    return p
+
+
+def on_signal(signum, frame):
+    if STOP.is_set():
+        # A second ^C: stop now.
+        raise KeyboardInterrupt
+    STOP.set()
+    sys.stderr.write("\ncrashtest: %s: stopping (killing the running processes, writing the reports)\n"
+                     % signal_name(signum))
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    p = make_parser()
+    a = p.parse_args(argv)
+    if not getattr(a, "func", None):
+        p.print_help(sys.stderr)
+        return EXIT_USAGE
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+    try:
+        return a.func(a, argv)
+    except UsageError as e:
+        sys.stderr.write("crashtest.py: %s\n" % e)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("crashtest.py: interrupted\n")
+        return EXIT_FAIL
+    except OSError as e:
+        sys.stderr.write("crashtest.py: %s\n" % e)
+        return EXIT_FAIL

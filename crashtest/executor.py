@@ -1,0 +1,256 @@
+"""States and recorded steps (C2): the Executor runs one recorded step
+(stress, powerloss, a power-loss variant, the lost-file copy) on state
+directories and judges it; the runs and repro share it, so a replay runs
+exactly what the run ran.  Steps are argument templates: placeholders
+(@STATE@, @ITER@, @STRESS@, @POWERLOSS@) are substituted only here."""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import time
+
+from .common import file_size, last_line, sha256_of, tail_text
+from .judge import judge_stress
+from .procs import run_process, wait_lock_released
+
+
+def dir_listing(d):
+    """(name, size, sha256) of every file under D: 'changed nothing'."""
+    out = []
+    for dp, dns, fns in os.walk(d):
+        dns.sort()
+        for fn in sorted(fns):
+            p = os.path.join(dp, fn)
+            try:
+                out.append((os.path.relpath(p, d), os.path.getsize(p), sha256_of(p)))
+            except OSError:
+                out.append((os.path.relpath(p, d), -1, ""))
+    return out
+
+
+def copy_state(src, dst, journal=True):
+    """Copy a state directory (db, exp, run); JOURNAL=False leaves the
+    crash journal out (it is only the power-loss step's input)."""
+    ignore = None if journal else shutil.ignore_patterns("journal", "journal.d")
+    shutil.copytree(src, dst, symlinks=True, ignore=ignore)
+
+
+def trim_journal(state):
+    """The journal only serves a power-loss step after a crash; once a
+    process closed the database cleanly everything in it was synced, so it
+    goes (it grows by every write's old contents)."""
+    run = os.path.join(state, "run")
+    try:
+        with open(os.path.join(run, "stress_state")) as f:
+            clean = re.search(r"clean (\d+)", f.read())
+    except OSError:
+        clean = None
+    if clean and clean.group(1) == "1":
+        for name in ("journal", "journal.d"):
+            p = os.path.join(run, name)
+            if os.path.isdir(p):
+                shutil.rmtree(p, ignore_errors=True)
+            elif os.path.exists(p):
+                os.unlink(p)
+
+
+def subst(value, env):
+    if isinstance(value, list):
+        return [subst(v, env) for v in value]
+    if not isinstance(value, str):
+        return value
+    for k, v in env.items():
+        value = value.replace(k, v)
+    return value
+
+
+def kill_lines_since(ledger, offset):
+    out = []
+    try:
+        with open(ledger, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return out
+    for line in data.decode(errors="replace").splitlines():
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if j.get("class") == "kill":
+            out.append(j)
+    return out
+
+
+def prepare_variant(k, from_db, from_state, to, ledger_offset):
+    """Variant K of a power-loss step: its database copy moves to TO/db;
+    the expected state is copied; the run directory is copied without the
+    journal, its ledger keeping the lines from before the step and the
+    step's lines for this variant only (powerloss notes "variant=K ...").
+    The same as running powerloss in place on a copy."""
+    os.makedirs(to)
+    shutil.move(from_db, os.path.join(to, "db"))
+    shutil.copytree(os.path.join(from_state, "exp"), os.path.join(to, "exp"))
+    copy_state_run = os.path.join(to, "run")
+    shutil.copytree(os.path.join(from_state, "run"), copy_state_run,
+                    ignore=shutil.ignore_patterns("journal", "journal.d", "ledger"))
+    src = os.path.join(from_state, "run", "ledger")
+    try:
+        with open(src, "rb") as f:
+            data = f.read()
+    except OSError:
+        data = b""
+    head, tail = data[:ledger_offset], data[ledger_offset:]
+    keep = []
+    tag = "variant=%d " % k
+    for line in tail.splitlines(keepends=True):
+        try:
+            note = json.loads(line.decode(errors="replace")).get("note", "") or ""
+        except ValueError:
+            continue
+        if note.startswith(tag) or note == tag.strip():
+            keep.append(line)
+    with open(os.path.join(copy_state_run, "ledger"), "wb") as f:
+        f.write(head + b"".join(keep))
+
+
+class Executor:
+    """Runs recorded steps (C2) and judges them; shared by the runs and by
+    repro, so a replay runs exactly what the run ran."""
+
+    def __init__(self, env, hang_seconds, log=None, echo=False):
+        self.env = env  # placeholder -> path
+        self.hang_seconds = hang_seconds
+        self.log = log or (lambda s: None)
+        self.echo = echo
+        self.results = {}
+
+    def run(self, n, step):
+        t = step["type"]
+        if self.echo:
+            self.print_step(step)
+        if t == "stress":
+            return self.run_stress(n, step)
+        if t == "powerloss":
+            return self.run_powerloss(n, step)
+        if t == "variant":
+            return self.run_variant(n, step)
+        if t == "lose":
+            return self.run_lose(n, step)
+        raise ValueError("unknown step type %r" % t)
+
+    def print_step(self, step):
+        if step["type"] == "lose":
+            self.log("(crashtest) lost files: copy %s -> %s, then remove %s" % (
+                subst(step["from"], self.env), subst(step["to"], self.env), " ".join(step["remove"])))
+            return
+        if step["type"] == "variant":
+            self.log("(crashtest) variant %d: %s -> %s (expected state copied, ledger: this variant's lines)"
+                     % (step["k"], subst(step["from_db"], self.env), subst(step["to"], self.env)))
+            return
+        cmd = shlex.join(subst(step["argv"], self.env))
+        extra = ""
+        if step.get("kill_after") is not None:
+            extra = "   # SIGKILL after %.3f s" % step["kill_after"]
+        self.log("$ " + cmd + extra)
+
+    def run_stress(self, n, step):
+        env = self.env
+        argv = subst(step["argv"], env)
+        d = subst(step["dir"], env)
+        state = subst(step["state"], env)
+        os.makedirs(d, exist_ok=True)
+        ledger = os.path.join(state, "run", "ledger")
+        before = file_size(ledger) or 0
+        progress = [os.path.join(state, "exp", "expected"), ledger, os.path.join(state, "run", "journal")]
+        limit = step.get("time_limit")
+        before_listing = dir_listing(os.path.join(state, "db")) if step["expect"] == "refused" else None
+        res = run_process(argv, os.path.join(d, "output.txt"), d, kill_after=step.get("kill_after"),
+                          hang_seconds=self.hang_seconds + min(30, self.hang_seconds), progress_paths=progress,
+                          time_limit=limit)
+        lock_ok = True
+        if res.rc == -signal.SIGKILL or res.hung:
+            lock_ok = wait_lock_released(os.path.join(state, "db"))
+        report = None
+        rpath = os.path.join(d, "report.json")
+        if os.path.exists(rpath):
+            try:
+                with open(rpath) as f:
+                    report = json.load(f)
+            except (OSError, ValueError):
+                report = None
+        kills = kill_lines_since(ledger, before)
+        outcome, failure = judge_stress(step["expect"], res.rc, res.killed_by_us, res.hung, res.output, report,
+                                        kills, res.cores)
+        if failure is None and before_listing is not None and dir_listing(os.path.join(state, "db")) != before_listing:
+            outcome, failure = "failed", {"kind": "lost", "keys": ["lost"], "message":
+                                          "the engine refused the directory with lost files but changed it"}
+        if failure is None and not lock_ok:
+            outcome, failure = "failed", {"kind": "error", "keys": ["error"],
+                                          "message": "the database lock was not released 60 s after the process died"}
+        r = {"rc": res.rc, "elapsed": round(res.elapsed, 3), "killed_by_us": res.killed_by_us, "hung": res.hung,
+             "outcome": outcome, "failure": failure, "report": report,
+             "kill_points_fired": [k.get("point") for k in kills], "output_tail": tail_text(res.output, 40)}
+        self.results[n] = r
+        return r
+
+    def run_powerloss(self, n, step):
+        argv = subst(step["argv"], self.env)
+        d = subst(step["dir"], self.env)
+        os.makedirs(d, exist_ok=True)
+        ledger = subst(step["ledger"], self.env)
+        offset = file_size(ledger) or 0
+        if "--out-prefix" in argv:
+            os.makedirs(os.path.dirname(argv[argv.index("--out-prefix") + 1]), exist_ok=True)
+        # A process killed before it opened its journal wrote nothing
+        # through the hooks: an empty journal says so (powerloss wants one).
+        journal = os.path.join(os.path.dirname(ledger), "journal")
+        if not os.path.exists(journal):
+            open(journal, "ab").close()
+        res = run_process(argv, os.path.join(d, "output.txt"), d, hang_seconds=self.hang_seconds)
+        failure = None
+        if res.hung:
+            failure = {"kind": "hang", "keys": ["hang"], "message": "powerloss: %s" % res.hung}
+        elif res.rc != 0:
+            failure = {"kind": "error", "keys": ["error"],
+                       "message": "powerloss exit %s: %s" % (res.rc, last_line(res.output))}
+        r = {"rc": res.rc, "elapsed": round(res.elapsed, 3), "ledger_offset": offset,
+             "outcome": "failed" if failure else "passed", "failure": failure,
+             "output_tail": tail_text(res.output, 20)}
+        self.results[n] = r
+        return r
+
+    def run_lose(self, n, step):
+        """A copy of a recovered state with database files removed (the
+        lost-file check): the next step wants the engine to refuse it."""
+        t0 = time.monotonic()
+        to = subst(step["to"], self.env)
+        failure = None
+        try:
+            shutil.rmtree(to, ignore_errors=True)
+            copy_state(subst(step["from"], self.env), to, journal=False)
+            for rel in step["remove"]:
+                os.unlink(os.path.join(to, rel))
+        except OSError as e:
+            failure = {"kind": "error", "keys": ["error"], "message": "preparing the lost-file copy: %s" % e}
+        r = {"rc": 0 if failure is None else 1, "elapsed": round(time.monotonic() - t0, 3),
+             "outcome": "failed" if failure else "passed", "failure": failure}
+        self.results[n] = r
+        return r
+
+    def run_variant(self, n, step):
+        pl = self.results.get(step["powerloss_step"]) or {}
+        t0 = time.monotonic()
+        try:
+            prepare_variant(step["k"], subst(step["from_db"], self.env), subst(step["from_state"], self.env),
+                            subst(step["to"], self.env), pl.get("ledger_offset", 0))
+            failure = None
+        except OSError as e:
+            failure = {"kind": "error", "keys": ["error"], "message": "preparing variant %d: %s" % (step["k"], e)}
+        r = {"rc": 0 if failure is None else 1, "elapsed": round(time.monotonic() - t0, 3),
+             "outcome": "failed" if failure else "passed", "failure": failure}
+        self.results[n] = r
+        return r

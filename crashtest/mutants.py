@@ -1,0 +1,300 @@
+"""The mutants mode (issue 13): how much the harness catches, measured.
+
+tests/mutants.txt lists planted bugs, each a compile-time switch
+ENG_BROKEN_<NAME> in the engine or the fault library.  For each bug the
+mode builds build/mutants/NAME/{stress,powerloss} (the Makefile's rules),
+runs `crashtest.py simple` against it until the first failure or the
+budget, and records whether it was caught, how fast, as what and which
+fault class the failing report blamed.  A bug that ran its whole budget
+as PASS is a hole in the harness, and the mode exits 1.
+
+The run's seed derives each bug's simple seed (derive(seed, "mutant",
+NAME)), so `crashtest.py mutants --seed S NAME` replays one bug's run.
+The stress binary must say it carries the bug (its report's planted_bug):
+a mutant run can never measure the real engine by mistake."""
+
+import datetime
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, last_line, nice_path, write_json
+from .output import Printer
+from .params import FAILURE_KEYS
+from .procs import STOP
+from .seeds import derive
+
+MUTANTS_FILE = os.path.join(REPO, "tests", "mutants.txt")
+MUTANT_GRACE_S = 240  # an iteration in flight at the budget may finish
+
+
+class Mutant:
+    def __init__(self, name, guarantee, bug, line):
+        self.name, self.guarantee, self.bug, self.line = name, guarantee, bug, line
+
+    @property
+    def macro(self):
+        return "ENG_BROKEN_" + self.name.upper().replace("-", "_")
+
+
+def read_mutants(path=MUTANTS_FILE):
+    """The catalogue: [Mutant] in file order.  A malformed line is a usage
+    error naming it (the Makefile reads the same file)."""
+    out, seen = [], set()
+    try:
+        f = open(path)
+    except OSError as e:
+        raise UsageError("cannot read the catalogue %s: %s" % (path, e.strerror))
+    with f:
+        for n, line in enumerate(f, 1):
+            t = line.strip()
+            if not t or t.startswith("#"):
+                continue
+            parts = t.split(None, 2)
+            if len(parts) < 3 or not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", parts[0]):
+                raise UsageError("%s:%d: want 'NAME GUARANTEE description' (NAME in lower-case-with-dashes)"
+                                 % (path, n))
+            if parts[0] in seen:
+                raise UsageError("%s:%d: %s listed twice" % (path, n, parts[0]))
+            seen.add(parts[0])
+            out.append(Mutant(parts[0], parts[1], parts[2], n))
+    return out
+
+
+def pick_by_date(names, day=None):
+    """One of NAMES chosen by the UTC date: CI's daily smoke mutant."""
+    day = datetime.datetime.now(datetime.timezone.utc).date() if day is None else day
+    return names[day.toordinal() % len(names)]
+
+
+def blamed_classes(record):
+    """Fault classes whose counts in the failing step's report hold a
+    failure key: the class the oracle blamed ('none' when the failure came
+    without one, e.g. a lost commit or a crash)."""
+    f = record.get("failure") or {}
+    steps = record.get("steps") or []
+    n = f.get("step")
+    if n is None or n >= len(steps):
+        return []
+    rep = (steps[n].get("result") or {}).get("report") or {}
+    out = []
+    for c, counts in sorted((rep.get("classes") or {}).items()):
+        if any(int((counts or {}).get(k, 0) or 0) for k in FAILURE_KEYS):
+            out.append(c)
+    return out
+
+
+def mutant_result(m, summary, budget, seed, rc):
+    """mutants.json's entry for M from its simple run's SUMMARY."""
+    recs = sorted(summary.get("iterations") or [], key=lambda r: r.get("t_end", 0))
+    failed = [r for r in recs if r.get("failure")]
+    res = {"name": m.name, "guarantee": m.guarantee, "bug": m.bug, "macro": m.macro, "seed": seed,
+           "budget_s": budget, "iterations": len(recs), "elapsed_s": summary.get("elapsed_s"),
+           "caught": bool(failed), "seconds": None, "iterations_to_catch": None, "kind": None,
+           "keys": [], "classes": [], "message": None, "step": None, "repro": None,
+           "planted_bug_seen": sorted(set(summary.get("planted_bugs") or []))}
+    if failed:
+        first = failed[0]
+        f = first["failure"]
+        res.update(seconds=first.get("t_end"), iterations_to_catch=recs.index(first) + 1, kind=f.get("kind"),
+                   keys=f.get("keys") or [], classes=blamed_classes(first), message=f.get("message"),
+                   step=f.get("step_name"), repro=first.get("repro"))
+    elif summary.get("internal_error"):
+        res["error"] = True
+        res["message"] = "crashtest itself failed (internal-error.txt): nothing was measured"
+    elif rc not in (EXIT_PASS, EXIT_FAIL):
+        res["error"] = True
+        res["message"] = "the simple run ended with exit %s" % rc
+    return res
+
+
+def real_check(r, summary, build, simple_args):
+    """Replay the failed iteration from its start with the real binaries
+    (BUILD/stress, BUILD/powerloss).  If the real engine fails it the same
+    way, the failure is no evidence of the planted bug (a flake of the
+    harness or an engine bug of its own): not caught, and said so."""
+    first = sorted((i for i in summary.get("iterations") or [] if i.get("failure")), key=lambda i: i.get("t_end", 0))
+    art = first[0].get("artifacts") if first else None
+    stress, powerloss = os.path.join(build, "stress"), os.path.join(build, "powerloss")
+    if not art or not os.path.isdir(art) or not os.access(stress, os.X_OK):
+        r["real_engine_replay"] = "not run"
+        return
+    cmd = [sys.executable, os.path.join(REPO, "crashtest.py"), "repro", art, "--from", "start",
+           "--stress-binary", stress, "--powerloss-binary", powerloss]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                           timeout=600, cwd=REPO)
+        rc, out = p.returncode, p.stdout
+    except subprocess.TimeoutExpired:
+        rc, out = None, ""
+    # Only the same failure at the same step is the real engine's own: a
+    # different one (a bug that changes the file format leaves a start
+    # state the real engine cannot even read) says nothing either way.
+    same = rc == 1 and "crashtest: reproduced:" in out
+    r["real_engine_replay"] = ("passes" if rc == 0 else "fails" if same else
+                               "fails differently" if rc == 1 else "error")
+    if same:
+        r["caught"] = False
+        r["message"] = ("the real engine fails the same iteration replayed from its start: the failure (%s) is "
+                        "no evidence of this bug" % r["kind"])
+
+
+def mutants_table(doc):
+    """The catalogue with this run's figures, as the Markdown table the
+    README keeps (REPORT_DIR/mutants.md)."""
+    rows = ["| planted bug | guarantee | caught in | as | class blamed |", "|---|---|---|---|---|"]
+    for r in doc["mutants"]:
+        if r["caught"]:
+            when = "%.1f s (%d it.)" % (r["seconds"], r["iterations_to_catch"])
+        elif r.get("error"):
+            when = "error"
+        else:
+            when = "**missed** (%g s)" % r["budget_s"]
+        rows.append("| `%s` | %s | %s | %s | %s |" % (r["name"], r["guarantee"], when,
+                                                    (r["kind"] if r["caught"] else None) or "-",
+                                                    ", ".join(r["classes"] if r["caught"] else []) or "-"))
+    rows.append("")
+    rows.append("%s (budget %g s, -j %d, seed %d)." % (doc["summary_line"], doc["budget_s"], doc["jobs"], doc["seed"]))
+    return "\n".join(rows) + "\n"
+
+
+def median(xs):
+    xs = sorted(xs)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2.0
+
+
+def median_time_to_catch(results):
+    """The median of the catch times, a missed bug counting as never
+    caught (inf); None for no results."""
+    return median([r["seconds"] if r["caught"] else float("inf") for r in results])
+
+
+def mutation_score_line(results):
+    """'mutation score: K of N caught, median time to catch T s'.  A missed
+    bug counts as never caught (infinitely slow), so the median is honest:
+    when half the bugs were missed it is '> budget'."""
+    caught = [r for r in results if r["caught"]]
+    med = median_time_to_catch(results)
+    if med is None:
+        t = "-"
+    elif med == float("inf"):
+        t = "> %g" % max(r["budget_s"] for r in results)
+    else:
+        t = "%.1f" % med
+    return "mutation score: %d of %d caught, median time to catch %s s" % (len(caught), len(results), t)
+
+
+def mutants_mode(a, argv):
+    try:
+        a.simple_args = shlex.split(a.simple_opts)
+    except ValueError as e:
+        raise UsageError("--simple: %s" % e)
+    catalogue = read_mutants(a.catalogue)
+    by_name = {m.name: m for m in catalogue}
+    unknown = [n for n in a.names if n not in by_name]
+    if unknown:
+        raise UsageError("not in %s: %s (known: %s)" % (nice_path(a.catalogue), ", ".join(unknown),
+                                                         ", ".join(by_name)))
+    names = a.names or [m.name for m in catalogue]
+    if a.pick_by_date:
+        names = [pick_by_date(names)]
+    chosen = [by_name[n] for n in names]
+    if a.seed is None:
+        a.seed = int.from_bytes(os.urandom(4), "little")
+    build = os.path.abspath(a.build_dir)
+    report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
+        datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
+    os.makedirs(report_dir, exist_ok=True)
+    p = Printer(tty=False)
+    p.line("crashtest: mutants: %d planted bugs, budget %g s each, -j %d, seed %d, reports in %s"
+           % (len(chosen), a.budget, a.jobs, a.seed, nice_path(report_dir)))
+    results = []
+    t0 = time.monotonic()
+    for m in chosen:
+        if STOP.is_set():
+            break
+        stress = os.path.join(build, "mutants", m.name, "stress")
+        powerloss = os.path.join(build, "mutants", m.name, "powerloss")
+        if not a.no_build:
+            mk = subprocess.run(["make", "-s", "BUILD=%s" % os.path.relpath(build, REPO), os.path.relpath(stress, REPO),
+                                 os.path.relpath(powerloss, REPO)],
+                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+            if mk.returncode != 0:
+                p.line("mutant %s: BUILD FAILED\n%s" % (m.name, mk.stdout[-2000:]))
+                results.append(dict(mutant_result(m, {}, a.budget, None, None), build_failed=True,
+                                    message="make failed: %s" % last_line(mk.stdout)))
+                continue
+        for b in (stress, powerloss):
+            if not os.access(b, os.X_OK):
+                raise UsageError("%s is missing (build it with make %s, or drop --no-build)" % (b, b))
+        seed = derive(a.seed, "mutant", m.name)
+        rd = os.path.join(report_dir, m.name)
+        cmd = [sys.executable, os.path.join(REPO, "crashtest.py"), "simple", "--duration", "%g" % a.budget,
+               "--max-failures", "1", "-j", str(a.jobs), "--seed", str(seed), "--stress-binary", stress,
+               "--powerloss-binary", powerloss, "--report-dir", rd] + a.simple_args
+        with open(os.path.join(report_dir, m.name + ".log"), "w") as log:
+            child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+            deadline = time.monotonic() + a.budget + MUTANT_GRACE_S
+            while child.poll() is None:
+                if STOP.is_set() or time.monotonic() > deadline:
+                    # simple writes its reports on SIGTERM
+                    os.killpg(child.pid, signal.SIGTERM)
+                    try:
+                        child.wait(60)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(child.pid, signal.SIGKILL)
+                        child.wait()
+                    break
+                time.sleep(0.2)
+        try:
+            with open(os.path.join(rd, "summary.json")) as f:
+                summary = json.load(f)
+        except (OSError, ValueError):
+            summary = {}
+        r = mutant_result(m, summary, a.budget, seed, child.returncode)
+        # The binary must carry the bug it is said to carry.
+        if r["planted_bug_seen"] and r["planted_bug_seen"] != [m.name]:
+            r["caught"] = False
+            r["message"] = "the stress binary reported planted bug(s) %s, not %s" % (r["planted_bug_seen"], m.name)
+        if r["caught"] and summary:
+            real_check(r, summary, build, a.simple_args)
+        r["rerun"] = "%s mutants --seed %d --budget %g -j %d %s" % (
+            nice_path(os.path.join(REPO, "crashtest.py")), a.seed, a.budget, a.jobs, m.name)
+        results.append(r)
+        if r["caught"]:
+            p.line("mutant %-32s caught in %6.1f s (%d iterations) as %s%s; the real engine %s the replay" % (
+                m.name, r["seconds"], r["iterations_to_catch"], r["kind"],
+                " [class %s]" % ",".join(r["classes"]) if r["classes"] else "",
+                r.get("real_engine_replay", "not run")))
+            if r["repro"]:
+                p.line("    repro: %s" % r["repro"])
+        elif r.get("error"):
+            p.line("mutant %-32s ERROR: %s" % (m.name, r["message"]))
+        else:
+            p.line("mutant %-32s MISSED: %d iterations passed in %s s%s" % (
+                m.name, r["iterations"], r["elapsed_s"], ("  (%s)" % r["message"]) if r["message"] else ""))
+    line = mutation_score_line(results) if results else "mutation score: nothing run"
+    p.line(line)
+    med = median_time_to_catch(results)
+    doc = {"tool": "crashtest.py", "mode": "mutants", "seed": a.seed, "budget_s": a.budget, "jobs": a.jobs,
+           "catalogue": nice_path(a.catalogue), "elapsed_s": round(time.monotonic() - t0, 3),
+           "score": {"caught": sum(1 for r in results if r["caught"]), "total": len(results),
+                     "median_seconds": med if med is not None and med != float("inf") else None},
+           "summary_line": line, "interrupted": STOP.is_set(), "mutants": results}
+    write_json(os.path.join(report_dir, "mutants.json"), doc)
+    with open(os.path.join(report_dir, "mutants.md"), "w") as f:
+        f.write(mutants_table(doc))
+    if a.build_dir == "build" or os.path.abspath(a.build_dir) == os.path.join(REPO, "build"):
+        write_json(os.path.join(REPO, "build", "mutants.json"), doc)
+    p.line("crashtest: mutants.json: %s" % nice_path(os.path.join(report_dir, "mutants.json")))
+    if STOP.is_set():
+        return EXIT_FAIL
+    return EXIT_PASS if results and all(r["caught"] for r in results) else EXIT_FAIL

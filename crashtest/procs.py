@@ -1,0 +1,193 @@
+"""Processes: one stress or powerloss process at a time, with the watchdog.
+
+run_process starts a process, kills it when a planned kill is due, and
+ends it when it makes no progress (trace count, ledger and journal sizes,
+/proc I/O counters) or outlives its time limit, saving its thread stacks.
+STOP is the one flag that stops the whole run (SIGINT, SIGTERM): every
+wait of the package checks it and raises Stopped."""
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+from .common import file_size
+
+
+class Stopped(Exception):
+    """The whole run was asked to stop (SIGINT, SIGTERM)."""
+
+
+STOP = threading.Event()
+
+
+def read_u64_at(path, off):
+    try:
+        with open(path, "rb") as f:
+            f.seek(off)
+            b = f.read(8)
+        return int.from_bytes(b, "little") if len(b) == 8 else None
+    except OSError:
+        return None
+
+
+def proc_io(pid):
+    try:
+        with open("/proc/%d/io" % pid) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def capture_stacks(pid, path):
+    """Thread stacks of a hung process, for its artifacts: gdb when there is
+    one, else what /proc says each thread waits on."""
+    out = []
+    gdb = shutil.which("gdb")
+    if gdb:
+        try:
+            r = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex", "set pagination off",
+                                "-ex", "thread apply all bt"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=60)
+            out.append(r.stdout.decode(errors="replace"))
+        except (OSError, subprocess.SubprocessError) as e:
+            out.append("gdb: %s\n" % e)
+    try:
+        for tid in sorted(os.listdir("/proc/%d/task" % pid), key=int):
+            base = "/proc/%d/task/%s/" % (pid, tid)
+            parts = []
+            for name in ("comm", "wchan", "stack"):
+                try:
+                    with open(base + name) as f:
+                        parts.append("%s=%s" % (name, f.read().strip()))
+                except OSError:
+                    pass
+            out.append("thread %s: %s\n" % (tid, "; ".join(parts)))
+    except OSError:
+        pass
+    try:
+        with open(path, "w") as f:
+            f.write("".join(out))
+    except OSError:
+        pass
+
+
+class ProcResult:
+    def __init__(self):
+        self.rc = None
+        self.elapsed = 0.0
+        self.killed_by_us = False
+        self.hung = None  # why the watchdog ended it
+        self.output = ""
+        self.cores = []
+
+
+def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress_paths=(), time_limit=None,
+                env=None):
+    """Run ARGV with stdout and stderr to OUT_PATH.  KILL_AFTER: SIGKILL it
+    after that many seconds (a planned kill).  The watchdog ends it with
+    SIGKILL when no progress is seen for HANG_SECONDS (trace count, ledger
+    and journal sizes, /proc I/O counters) or after TIME_LIMIT seconds, and
+    saves its thread stacks next to OUT_PATH.  Raises Stopped when the run
+    is asked to stop (the process is killed first)."""
+    res = ProcResult()
+    t0 = time.monotonic()
+    with open(out_path, "wb") as out:
+        try:
+            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd,
+                                 env=env, start_new_session=True)
+        except OSError as e:
+            out.write(("crashtest: cannot start %s: %s\n" % (argv[0], e)).encode())
+            res.rc = 127
+            res.output = "crashtest: cannot start %s: %s\n" % (argv[0], e)
+            return res
+        last_sample, last_progress, next_check = None, t0, t0
+        try:
+            while True:
+                try:
+                    rc = p.wait(timeout=0.02)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                now = time.monotonic()
+                if STOP.is_set():
+                    p.kill()
+                    p.wait()
+                    raise Stopped()
+                if kill_after is not None and now - t0 >= kill_after and not res.killed_by_us:
+                    p.kill()
+                    res.killed_by_us = True
+                    continue
+                if now >= next_check:
+                    next_check = now + 1.0
+                    sample = (tuple(read_u64_at(pp, 40) if pp.endswith("/expected") else file_size(pp)
+                                    for pp in progress_paths), proc_io(p.pid))
+                    if sample != last_sample:
+                        last_sample, last_progress = sample, now
+                    why = None
+                    if now - last_progress >= hang_seconds:
+                        why = "no progress for %d s" % hang_seconds
+                    elif time_limit is not None and now - t0 >= time_limit:
+                        why = "still running after %d s" % time_limit
+                    if why:
+                        capture_stacks(p.pid, os.path.join(os.path.dirname(out_path), "hang-stacks.txt"))
+                        p.kill()
+                        p.wait()
+                        res.hung = why
+                        rc = p.returncode
+                        break
+        except BaseException:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            raise
+    res.rc = rc
+    res.elapsed = time.monotonic() - t0
+    try:
+        with open(out_path, "rb") as f:
+            res.output = f.read().decode(errors="replace")
+    except OSError:
+        res.output = ""
+    try:
+        res.cores = sorted(n for n in os.listdir(cwd) if n == "core" or n.startswith("core."))
+    except OSError:
+        pass
+    return res
+
+
+def wait_lock_released(db, timeout=60.0):
+    """C1: after a crash, the engine's flock on DB/LOCK may outlive the
+    process for a moment (io_uring workers hold its files).  True once it
+    is free (or absent)."""
+    path = os.path.join(db, "LOCK")
+    t0 = time.monotonic()
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return True
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        if time.monotonic() - t0 > timeout:
+            return False
+        if STOP.is_set():
+            raise Stopped()
+        time.sleep(0.05)
+
+
+def signal_name(n):
+    try:
+        return signal.Signals(n).name
+    except ValueError:
+        return "signal %d" % n

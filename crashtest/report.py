@@ -1,0 +1,291 @@
+"""What a run leaves behind: a failed iteration's folder (meta.json,
+commands.sh, its binaries), the iteration line, the final table on
+stdout, summary.json and junit.xml.
+
+Functions take the CrashTest (crashtest.run) as CT; they read it and
+write only files."""
+
+import json
+import os
+import shlex
+import shutil
+import socket
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+from .common import META_VERSION, REPO, hms, write_json
+from .executor import subst
+from .output import differs
+from .params import CLASS_ORDER, FAILURE_KEYS, OUTCOMES
+
+
+def reached_of(reports):
+    """{point: times reached} from stress's fault_points_reached (armed
+    points of processes that wrote a report)."""
+    pts = {}
+    for r in reports:
+        for k, v in ((r or {}).get("fault_points_reached") or {}).items():
+            pts[k] = pts.get(k, 0) + int((v or {}).get("reached", 0) or 0)
+    return pts
+
+
+def points_of(reports):
+    """{point: injections} from stress's injections_per_point."""
+    pts = {}
+    for r in reports:
+        for k, v in ((r or {}).get("injections_per_point") or {}).items():
+            pts[k] = pts.get(k, 0) + int(v or 0)
+    return pts
+
+
+def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
+    """Move the failed iteration's directory, with the crashed state and
+    what repro needs, to REPORT/failures/ID."""
+    base = os.path.join(ct.report_dir, "failures")
+    os.makedirs(base, exist_ok=True)
+    dest = os.path.join(base, rid)
+    n = 1
+    while os.path.exists(dest):
+        dest = os.path.join(base, "%s.%d" % (rid, n))
+        n += 1
+    if os.path.isdir(run.state):
+        # The workload's crashed state (powerloss made copies: the state
+        # itself is as the crash left it), or whatever the failure left.
+        os.rename(run.state, os.path.join(iter_dir, "crashed" if crashed_after is not None else "end"))
+    meta = {
+        "crashtest_meta": META_VERSION, "id": rid, "mode": ct.mode, "run_seed": run.seed, "seed": record["seed"],
+        "index": record["index"], "kind": record["kind"], "db_params": record["db_params"],
+        "params": record["params"], "plan": record["plan"], "max_key": ct.a.max_key,
+        "hang_seconds": ct.a.hang_seconds, "steps": record["steps"], "failure": record["failure"],
+        "crashed_after_step": crashed_after, "build": ct.identity,
+        "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"},
+        "binaries_built_as": {"@STRESS@": ct.stress, "@POWERLOSS@": ct.powerloss},
+        "paths": {"@STATE@": run.state, "@ITER@": iter_dir},
+        "command_line": [sys.executable, os.path.join(REPO, "crashtest.py")] + sys.argv[1:],
+    }
+    with open(os.path.join(iter_dir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+    with open(os.path.join(iter_dir, "commands.sh"), "w") as f:
+        f.write("#!/bin/sh\n# Iteration %s: the commands as they ran (paths of the work directory, since\n"
+                "# moved here: @STATE@ is crashed/ or start/, @ITER@ this folder; the binaries are\n"
+                "# copies of %s and %s, kept in bin/).\n"
+                "# Replay: %s repro %s\n\n" % (rid, ct.stress, ct.powerloss,
+                                                os.path.join(REPO, "crashtest.py"), dest))
+        for i, s in enumerate(record["steps"]):
+            r = s.get("result") or {}
+            if s["type"] == "variant":
+                f.write("# step %d: variant %d of the power-loss step (crashtest copies the state)\n" % (i, s["k"]))
+                continue
+            if s["type"] == "lose":
+                f.write("# step %d: the lost-file check copies %s to %s and removes %s\n" % (
+                    i, s["from"], s["to"], " ".join(s["remove"])))
+                continue
+            f.write("# step %d (%s): exit %s%s\n" % (i, s["name"], r.get("rc"),
+                                                    ", SIGKILL after %.3f s" % s["kill_after"]
+                                                    if s.get("kill_after") is not None else ""))
+            f.write(shlex.join(subst(s["argv"], ex.env)) + "\n\n")
+    os.makedirs(os.path.join(iter_dir, "bin"), exist_ok=True)
+    for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
+        shutil.copy2(ct.bin[k], os.path.join(iter_dir, "bin", name))
+    with open(os.path.join(iter_dir, "build.json"), "w") as f:
+        json.dump(ct.identity, f, indent=1, sort_keys=True)
+    shutil.move(iter_dir, dest)
+    return dest
+
+
+def iteration_line(record, run_index, defaults):
+    """The line an iteration prints when it is judged: how it crashed, its
+    options that differ from stress's DEFAULTS, the counts, the verdict."""
+    plan = record["plan"]
+    if plan["kind"] == "blackbox":
+        how = "blackbox kill@%.2fs" % plan["kill_at"]
+    elif plan.get("reopen"):
+        how = "whitebox reopen×%d" % plan["reopen"]
+    else:
+        wl = (record["steps"][1 if record["steps"][0]["name"] == "create" else 0].get("result") or {})
+        fired = wl.get("kill_points_fired") or []
+        how = "whitebox kill 1/%d %s" % (plan["kill_random_test"],
+                                         ("-> " + fired[0]) if fired else "(none fired)")
+    crashed = any(s["type"] == "powerloss" for s in record["steps"])
+    if crashed:
+        how += " powerloss=%s×%d" % (plan["powerloss_mode"], plan["variants"])
+        if any(s["name"].startswith("powerloss-2") for s in record["steps"]):
+            how += " +recovery crash"
+    opts = differs(dict(record["params"]), defaults)
+    t = record["totals"]
+    counts = "injected=%d detected=%d repaired=%d masked=%d" % (t["injected"], t["detected"], t["repaired"],
+                                                               t["masked"])
+    if t["undetectable"]:
+        counts += " undetectable=%d" % t["undetectable"]
+    for d in record.get("by_design") or []:
+        counts += " unrecoverable_by_design=[%s]" % d
+    if record["judging_mode"] and record["judging_mode"] != "judging":
+        counts += " (%s)" % record["judging_mode"]
+    verdict = "pass" if not record["failure"] else "FAIL %s at %s" % (record["failure"]["kind"],
+                                                                      record["failure"]["step_name"])
+    return "run %d iter %d seed=%d %s | %s | %s | %s %.1fs" % (
+        run_index, record["index"], record["seed"], how, " ".join(opts) or "defaults", counts, verdict,
+        record["elapsed"])
+
+
+def summarize(ct, runs, interrupted):
+    """The final table on stdout, summary.json and junit.xml in the report
+    directory.  Returns the number of failed iterations."""
+    a = ct.a
+    recs = sorted(ct.records, key=lambda r: (r["run"], r["index"]))
+    classes = {c: {k: 0 for k in OUTCOMES + FAILURE_KEYS} for c in CLASS_ORDER}
+    variants_judged = 0
+    points = {}
+    reached = {}
+    for r in recs:
+        for s in r["steps"]:
+            res = s.get("result") or {}
+            rep = res.get("report")
+            if not rep:
+                continue
+            if s["type"] == "stress" and not s.get("primary"):
+                variants_judged += 1
+                continue
+            for c, counts in (rep.get("classes") or {}).items():
+                row = classes.setdefault(c, {k: 0 for k in OUTCOMES + FAILURE_KEYS})
+                for k in row:
+                    row[k] += int((counts or {}).get(k, 0) or 0)
+        for k, v in (r.get("points") or {}).items():
+            points[k] = points.get(k, 0) + v
+        for k, v in (r.get("points_reached") or {}).items():
+            reached[k] = reached.get(k, 0) + v
+    # The protection-bytes fuzzing: iterations, cache flips checked and
+    # escapes per width w, against the 2^-8w a w-byte code lets through.
+    widths = {}
+    for r in recs:
+        try:
+            w = int(r["params"].get("block_protection_bytes_per_key", 0) or 0)
+        except (TypeError, ValueError):
+            continue
+        row = widths.setdefault(w, {"iterations": 0, "checked": 0, "escaped": 0})
+        row["iterations"] += 1
+        for s in r["steps"]:
+            rep = (s.get("result") or {}).get("report")
+            if not rep or not s.get("primary"):
+                continue
+            e = (rep.get("escape_rate_per_protection_width") or {}).get(str(w)) or {}
+            row["checked"] += int(e.get("checked", 0) or 0)
+            row["escaped"] += int(e.get("escaped", 0) or 0)
+    engine_points = list(ct.catalogue)
+    hit = [p for p in engine_points if points.get(p)]
+    other = sorted(p for p in points if p not in engine_points)
+    nfail = sum(1 for r in recs if r["failure"])
+    by_design = [r for r in recs if r.get("by_design")]
+    by_design_what = {}
+    for r in by_design:
+        for d in r["by_design"]:
+            what = d.split(" file=")[0]
+            by_design_what[what] = by_design_what.get(what, 0) + 1
+    measuring = sum(1 for r in recs if r.get("judging_mode") and "measuring" in r["judging_mode"])
+    planted = sorted({(s.get("result") or {}).get("report", {}).get("planted_bug") for r in recs
+                      for s in r["steps"] if ((s.get("result") or {}).get("report") or {}).get("planted_bug")})
+    el = time.monotonic() - ct.t0
+    pl = ct.p.line
+    pl("")
+    if planted:
+        pl("crashtest: the engine under test carries planted bug(s) %s (tests/mutants.txt): a mutant, "
+           "not the real engine" % ", ".join(planted))
+    pl("crashtest: %s: %d iterations, %d failed, %d measuring, %d extra power-loss variants judged, %s"
+       % (ct.mode, len(recs), nfail, measuring, variants_judged, hms(el)))
+    hdr = "%-18s %9s %9s %9s %9s %9s %9s %9s" % ("class", "injected", "detected", "repaired", "masked",
+                                                 "undetect.", "by design", "failures")
+    pl(hdr)
+    for c in sorted(classes, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99):
+        row = classes[c]
+        f = sum(row[k] for k in FAILURE_KEYS)
+        if not any(row.values()):
+            continue
+        pl("%-18s %9d %9d %9d %9d %9d %9d %9d%s" % (
+            c, row["injected"], row["detected"], row["repaired"], row["masked"], row["undetectable"],
+            row["unrecoverable_by_design"], f,
+            "  (" + ", ".join("%s=%d" % (k, row[k]) for k in FAILURE_KEYS if row[k]) + ")" if f else ""))
+    if any(w for w in widths):
+        pl("%-18s %10s %11s %9s %11s %11s" % ("per-KV protection", "iterations", "cache flips", "escaped",
+                                              "rate", "2^-8w"))
+        for w in sorted(widths):
+            row = widths[w]
+            rate = "%.3g" % (row["escaped"] / row["checked"]) if row["checked"] else "-"
+            pl("%-18s %10d %11d %9d %11s %11s" % ("w=%d" % w, row["iterations"], row["checked"], row["escaped"],
+                                                 rate, "%.3g" % 2.0 ** (-8 * w) if w else "(none)"))
+    pl("unrecoverable_by_design: %d of %d iterations%s" % (
+        len(by_design), len(recs),
+        " (" + ", ".join("%s x%d" % kv for kv in sorted(by_design_what.items())) + ")" if by_design_what else ""))
+    if engine_points:
+        pl("fault points hit: %d of %d engine points%s" % (
+            len(hit), len(engine_points),
+            "; never hit: " + ", ".join(p for p in engine_points if p not in hit) if len(hit) < len(engine_points)
+            else ""))
+        # Reached: armed and checked in a process that wrote a report
+        # (a kill point that fired leaves none, so it may count as hit
+        # and not reached).
+        unfired = [p for p in engine_points if reached.get(p) and not points.get(p)]
+        pl("fault points reached: %d of %d engine points%s" % (
+            sum(1 for p in engine_points if reached.get(p)), len(engine_points),
+            "; reached, never fired: " + ", ".join(unfired) if unfired else ""))
+    if other:
+        pl("injectors hit besides the engine's points: %s" % ", ".join(other))
+    summary = {
+        "tool": "crashtest.py", "mode": ct.mode, "seed": a.seed, "iteration_seed": a.iteration_seed,
+        "shard": "%d/%d" % a.shard, "jobs": a.jobs, "runs": [{"index": r.index, "seed": r.seed,
+                                                             "iterations": r.iterations,
+                                                             "failures": r.failures} for r in runs],
+        "arguments": sys.argv[1:], "options": {k: v for k, v in vars(a).items() if k not in ("func",)},
+        "build": ct.identity, "unsupported_values": [list(u) for u in ct.unsupported],
+        "started": ct.started_at, "elapsed_s": round(el, 3), "interrupted": interrupted,
+        "iterations": recs, "failed": nfail, "measuring": measuring, "variants_judged": variants_judged,
+        "unrecoverable_by_design": {"iterations": len(by_design), "explained_by": by_design_what},
+        "classes": classes, "points_hit": points, "points_reached": reached, "engine_points": engine_points,
+        "protection_widths": {str(w): v for w, v in sorted(widths.items())},
+        "engine_points_never_hit": [p for p in engine_points if p not in hit],
+        "planted_bugs": planted,
+        "verdict": "fail" if nfail or interrupted or ct.internal_error else "pass",
+        "internal_error": ct.internal_error,
+    }
+    write_json(os.path.join(ct.report_dir, "summary.json"), summary)
+    write_junit(os.path.join(ct.report_dir, "junit.xml"), ct.mode, recs, el)
+    # An internal error of crashtest itself is never a pass: the runs
+    # it stopped judged nothing (internal-error.txt has the trace).
+    status = ("ERROR (crashtest itself failed: internal-error.txt)" if ct.internal_error else
+              "PASS" if not nfail and not interrupted else
+              "INTERRUPTED" if interrupted and not nfail else "FAIL")
+    pl("crashtest: %s (summary.json and junit.xml in %s)" % (status, ct.report_dir))
+    return nfail
+
+
+def write_junit(path, mode, recs, elapsed):
+    """One test case per iteration, one suite per run."""
+    root = ET.Element("testsuites", name="crashtest", tests=str(len(recs)),
+                      failures=str(sum(1 for r in recs if r["failure"])), time="%.3f" % elapsed)
+    by_run = {}
+    for r in recs:
+        by_run.setdefault(r["run"], []).append(r)
+    for run, rs in sorted(by_run.items()):
+        suite = ET.SubElement(root, "testsuite", name="crashtest.%s.run%d" % (mode, run), tests=str(len(rs)),
+                              failures=str(sum(1 for r in rs if r["failure"])), errors="0", skipped="0",
+                              time="%.3f" % sum(r["elapsed"] for r in rs), hostname=socket.gethostname())
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="run_seed", value=str(rs[0]["run_seed"]))
+        for r in rs:
+            tc = ET.SubElement(suite, "testcase", classname="crashtest.%s.run%d" % (mode, run),
+                               name="iteration %d seed %d (%s)" % (r["index"], r["seed"], r["kind"]),
+                               time="%.3f" % r["elapsed"])
+            if r["failure"]:
+                f = r["failure"]
+                el = ET.SubElement(tc, "failure", type=f["kind"], message="%s at %s: %s" % (
+                    f["kind"], f["step_name"], f["message"]))
+                st = r["steps"][f["step"]].get("result") or {}
+                el.text = "%s\n\nartifacts: %s\nrepro: %s\n" % (st.get("output_tail", ""), r.get("artifacts"),
+                                                                r.get("repro"))
+            out = ET.SubElement(tc, "system-out")
+            out.text = json.dumps({"params": r["params"], "db_params": r["db_params"], "totals": r["totals"]},
+                                  sort_keys=True)
+    tree = ET.ElementTree(root)
+    tmp = path + ".tmp"
+    tree.write(tmp, encoding="utf-8", xml_declaration=True)
+    os.replace(tmp, path)

@@ -1,0 +1,161 @@
+"""Repro and rerun: replaying a failed iteration from its folder
+(crashtest.py repro RUN_DIR), and the lines a failure prints to do so
+(repro of the folder; a rerun of its parameters on a fresh database)."""
+
+import json
+import os
+import shlex
+import shutil
+import tempfile
+
+from .binary import check_binary
+from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of
+from .executor import Executor
+from .output import Printer
+from .params import MODE_DEFAULTS
+
+
+def repro(a, printer):
+    """Replay a failed iteration from its folder: from the crashed state when
+    the failure came after the crash, else from the start snapshot; the
+    recorded steps run again with the same seeds and options, each command
+    printed.  Exit 1 when it fails again (reproduced), 0 when it passes."""
+    d = os.path.abspath(a.run_dir)
+    mpath = os.path.join(d, "meta.json")
+    if not os.path.isfile(mpath):
+        raise UsageError("%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)" % a.run_dir)
+    try:
+        with open(mpath) as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UsageError("cannot read %s: %s" % (mpath, e))
+    if meta.get("crashtest_meta") != META_VERSION:
+        raise UsageError("%s was written by another version of crashtest.py" % mpath)
+    steps = meta["steps"]
+    failure = meta.get("failure")
+    fail_n = failure["step"] if failure else len(steps) - 1
+    crashed_after = meta.get("crashed_after_step")
+    start_from = a.start
+    if start_from == "auto":
+        start_from = "crashed" if crashed_after is not None and fail_n > crashed_after else "start"
+    if start_from == "crashed" and crashed_after is None:
+        raise UsageError("this iteration never crashed: replay with --from start")
+    snap = os.path.join(d, "crashed" if start_from == "crashed" else "start")
+    if not os.path.isdir(snap):
+        raise UsageError("%s is missing" % snap)
+    binaries = {k: os.path.join(d, v) for k, v in meta["binaries"].items()}
+    if a.stress_binary:
+        binaries["@STRESS@"] = os.path.abspath(a.stress_binary)
+    if a.powerloss_binary:
+        binaries["@POWERLOSS@"] = os.path.abspath(a.powerloss_binary)
+    check_binary(binaries["@STRESS@"], "stress")
+    check_binary(binaries["@POWERLOSS@"], "powerloss")
+    build = meta.get("build") or {}
+    for key, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
+        want = (build.get(name) or {}).get("sha256")
+        have = sha256_of(binaries[key])
+        if want and have != want:
+            printer.line("crashtest: note: %s differs from the binary that failed (sha256 %s, was %s)"
+                         % (binaries[key], have[:12], want[:12]))
+    work = os.path.abspath(a.work_dir) if a.work_dir else tempfile.mkdtemp(prefix="crashtest-repro-")
+    os.makedirs(work, exist_ok=True)
+    state = os.path.join(work, "state")
+    it = os.path.join(work, "iter")
+    for p in (state, it):
+        if os.path.exists(p):
+            raise UsageError("%s exists: give an empty --work-dir" % p)
+    shutil.copytree(snap, state, symlinks=True)
+    os.makedirs(it)
+    if start_from == "crashed":
+        # Outputs of steps before the crash point are not needed, but their
+        # folders are where the replayed steps write.
+        first = crashed_after + 1
+    else:
+        first = 0
+    f = failure or {}
+    printer.line("crashtest: repro of %s (%s, seed %s): %s at step %d (%s), replaying steps %d..%d from %s/"
+                 % (meta["id"], meta["kind"], meta["seed"], f.get("kind", "?"), fail_n,
+                    steps[fail_n]["name"], first, fail_n, start_from))
+    env = {"@STATE@": state, "@ITER@": it, "@STRESS@": binaries["@STRESS@"], "@POWERLOSS@": binaries["@POWERLOSS@"]}
+    ex = Executor(env, meta.get("hang_seconds", 120), log=printer.line, echo=True)
+    # A variant step needs its power-loss step's ledger offset: replayed too.
+    got = None
+    diverged = None
+    for n in range(first, fail_n + 1):
+        step = {k: v for k, v in steps[n].items() if k != "result"}
+        if a.dry_run:
+            ex.print_step(step)
+            continue
+        r = ex.run(n, step)
+        what = r["outcome"]
+        if step["type"] == "stress":
+            rep = r.get("report") or {}
+            what += " (exit %s%s)" % (r["rc"], ", verdict %s" % rep.get("verdict") if rep else "")
+        printer.line("    -> %s" % what)
+        if r["failure"]:
+            got = dict(r["failure"], step=n)
+            for line in (r.get("output_tail") or "").splitlines()[-15:]:
+                printer.line("    | " + line)
+            break
+        recorded = (steps[n].get("result") or {}).get("outcome")
+        if step["type"] == "stress" and recorded in ("crashed", "passed") and r["outcome"] != recorded:
+            # The steps after this one were planned on its recorded outcome
+            # (a crash brings a power-loss step and a restart): replaying
+            # them after a different one would judge a state no run makes.
+            diverged = (n, recorded, r["outcome"])
+            break
+    if a.dry_run:
+        return EXIT_PASS
+    if not a.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        printer.line("crashtest: replay kept in %s" % work)
+    if got is None and diverged:
+        printer.line("crashtest: NOT reproduced: the replay diverged at step %d (%s): recorded %s, replayed %s; "
+                     "the later steps depend on it (the failure was %s: %s)"
+                     % (diverged[0], steps[diverged[0]]["name"], diverged[1], diverged[2], f.get("kind"),
+                        f.get("message")))
+        return EXIT_PASS
+    if got is None:
+        printer.line("crashtest: NOT reproduced: every replayed step passed (the failure was %s: %s)"
+                     % (f.get("kind"), f.get("message")))
+        return EXIT_PASS
+    same = got["kind"] == f.get("kind") and got["step"] == fail_n
+    if same:
+        printer.line("crashtest: reproduced: %s at step %d (%s): %s" % (got["kind"], fail_n, steps[fail_n]["name"],
+                                                                      got["message"]))
+    else:
+        printer.line("crashtest: failed differently: %s at step %d (%s) (recorded: %s at step %d): %s"
+                     % (got["kind"], got["step"], steps[got["step"]]["name"], f.get("kind"), fail_n, got["message"]))
+    return EXIT_FAIL
+
+
+def repro_line(dest):
+    """The command that replays the failed iteration kept in DEST."""
+    return "%s repro %s" % (shlex.quote(nice_path(os.path.join(REPO, "crashtest.py"))), shlex.quote(nice_path(dest)))
+
+
+def rerun_line(a, mode, seed):
+    """The command that reruns iteration SEED's parameters on a fresh
+    database, with the options of the run (A) that change its draws."""
+    return "%s %s --iteration-seed %d%s" % (nice_path(os.path.join(REPO, "crashtest.py")), mode, seed, rerun_args(a))
+
+
+def rerun_args(a):
+    out = []
+    if a.stress_binary_given:
+        out.append("--stress-binary %s" % shlex.quote(a.stress_binary))
+    for s in a.set or []:
+        out.append("--set %s" % shlex.quote(s))
+    if a.faults != MODE_DEFAULTS[a.mode]["faults"]:
+        out.append("--faults %s" % a.faults)
+    if a.measure:
+        out.append("--measure")
+    if a.powerloss_modes:
+        out.append("--powerloss-modes %s" % ",".join(a.powerloss_modes))
+    out.append("--max-key %d --interval %g" % (a.max_key, a.interval))
+    return " " + " ".join(out)
+
+
+def repro_mode(a, argv):
+    return repro(a, Printer(tty=False))

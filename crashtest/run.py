@@ -1,0 +1,285 @@
+"""The run loop: the run modes blackbox, whitebox and simple.
+
+CrashTest sets a run up (copies of the binaries, the stress driver's
+options and catalogue, support probes, the user's pins), starts one thread
+per run (-j), each repeating iterations (crashtest.steps) until the
+duration, the iteration count or the failure limit, and keeps the records
+the reports are made of (crashtest.report)."""
+
+import datetime
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+
+from .binary import build_identity, check_binary, probe_support, stress_info, usable_dir
+from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, hms, nice_path
+from .output import Printer
+from .params import FAULTS, MANAGED, PROBED, UNSTABLE_FAULTS, Config
+from .procs import STOP, Stopped
+from .report import iteration_line, summarize
+from .repro import rerun_line
+from .seeds import iteration_seed, run_seed_of
+from .steps import run_iteration
+
+
+class Run:
+    """One run: a database and its expected state carried from iteration
+    to iteration, in WORK/run-R."""
+
+    def __init__(self, ct, index, seed):
+        self.ct = ct
+        self.index = index
+        self.seed = seed
+        self.dir = os.path.join(ct.work, "run-%d" % index)
+        self.state = os.path.join(self.dir, "state")
+        self.fresh = True
+        self.db_params = None
+        self.db_id = 0
+        self.db_age = 0
+        self.iterations = 0
+        self.failures = 0
+
+
+class CrashTest:
+    """The run modes: blackbox, whitebox, simple."""
+
+    def __init__(self, args, printer):
+        self.a = args
+        self.p = printer
+        self.mode = args.mode
+        self.stress = os.path.abspath(args.stress_binary)
+        self.powerloss = os.path.abspath(args.powerloss_binary)
+        self.lock = threading.Lock()
+        self.records = []
+        self.failed = 0
+        self.started = 0
+        self.running = 0
+        self.t0 = time.monotonic()
+        self.deadline = None if not args.duration else self.t0 + args.duration
+        self.work = None
+        self.own_work = False
+        self.report_dir = None
+        self.internal_error = False
+        self.started_at = datetime.datetime.now().isoformat(timespec="seconds")
+
+    # ---- setup ----
+    def setup(self):
+        a = self.a
+        check_binary(self.stress, "stress")
+        check_binary(self.powerloss, "powerloss")
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.report_dir = os.path.abspath(a.report_dir or os.path.join(
+            REPO, "build", "crashtest", "%s-%s-%d" % (self.mode, stamp, os.getpid())))
+        usable_dir(self.report_dir, "--report-dir")
+        if a.work_dir:
+            usable_dir(a.work_dir, "--work-dir")
+        # The run uses copies: a rebuild while it runs (a developer's make)
+        # changes nothing under it, and a failure keeps the very binaries.
+        self.work = os.path.abspath(a.work_dir) if a.work_dir else tempfile.mkdtemp(prefix="crashtest-")
+        self.own_work = not a.work_dir
+        bindir = os.path.join(self.work, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        self.bin = {"@STRESS@": os.path.join(bindir, "stress"), "@POWERLOSS@": os.path.join(bindir, "powerloss")}
+        shutil.copy2(self.stress, self.bin["@STRESS@"])
+        shutil.copy2(self.powerloss, self.bin["@POWERLOSS@"])
+        self.identity = build_identity({"stress": self.stress, "powerloss": self.powerloss})
+        info = stress_info(self.bin["@STRESS@"])
+        self.defaults = info["options"]
+        self.catalogue = info["catalogue"]
+        pinned = {}
+        for s in a.set or []:
+            name, _, value = s.partition("=")
+            name = name.strip().lstrip("-").replace("-", "_")
+            if not name or not _ or value == "":
+                raise UsageError("--set %r: want NAME=VALUE" % s)
+            if name in MANAGED:
+                raise UsageError("--set %s: crashtest manages --%s itself" % (name, name))
+            if name not in self.defaults:
+                raise UsageError("--set %s: %s has no option --%s (see %s --help)" % (name, self.stress, name,
+                                                                                      self.stress))
+            pinned[name] = value
+        probe_dir = tempfile.mkdtemp(prefix="probe-", dir=self.work)
+        values = list(PROBED)
+        results = probe_support(self.bin["@STRESS@"], probe_dir, values)
+        if pinned:
+            pin_args = ["--%s=%s" % kv for kv in sorted(pinned.items())]
+            pr = probe_support(self.bin["@STRESS@"], probe_dir, [("seed", 1)], extra=pin_args)
+            ok, why, _ = pr[("seed", 1)]
+            if not ok:
+                raise UsageError("--set %s: %s rejects it: %s" % (" ".join(a.set), os.path.basename(self.stress), why))
+        shutil.rmtree(probe_dir, ignore_errors=True)
+        unsupported = {k for k, (ok, _, _) in results.items() if not ok}
+        for (name, value), (ok, why, rc) in sorted(results.items(), key=str):
+            if ok and rc != 0:
+                self.p.line("crashtest: WARNING: a tiny run with --%s=%s failed (exit %s: %s); kept in the draw, "
+                            "the iterations that draw it judge it" % (name, value, rc, why))
+        for (name, value) in unsupported:
+            if name in pinned and str(pinned[name]) == str(value):
+                raise UsageError("--set %s=%s: %s does not support it yet (%s)"
+                                 % (name, value, self.stress, results[(name, value)][1]))
+        self.unsupported = sorted(unsupported, key=str)
+        classes = self.parse_faults(a.faults)
+        self.cfg = Config(self.defaults, unsupported, classes, pinned, a.measure, a.threads, a.max_key,
+                          known=self.defaults.keys())
+        self.p.log_f = open(os.path.join(self.report_dir, "log.txt"), "a")
+        self.jsonl = open(os.path.join(self.report_dir, "iterations.jsonl"), "a")
+        if unsupported:
+            by = {}
+            for name, value in sorted(unsupported, key=str):
+                by.setdefault(name, []).append(str(value))
+            self.p.line("crashtest: note: %s does not support %s yet: left out of the draw"
+                        % (nice_path(self.stress), ", ".join("--%s=%s" % (n, ",".join(v))
+                                                                     for n, v in by.items())))
+
+    def parse_faults(self, spec):
+        if spec in (None, "", "all"):
+            return list(FAULTS)
+        if spec == "none":
+            return []
+        if spec == "stable":
+            return [c for c in FAULTS if c not in UNSTABLE_FAULTS]
+        out = []
+        for c in spec.split(","):
+            c = c.strip()
+            if c not in FAULTS:
+                raise UsageError("--faults: unknown class %r (classes: %s; or all, stable, none)"
+                                 % (c, ", ".join(FAULTS)))
+            out.append(c)
+        return out
+
+    # ---- the runs ----
+    def run_indices(self):
+        k, n = self.a.shard
+        return [k + n * t for t in range(self.a.jobs)]
+
+    def go(self):
+        a = self.a
+        runs = [Run(self, r, run_seed_of(a.seed, r)) for r in self.run_indices()]
+        if a.iteration_seed is not None:
+            runs = [Run(self, 0, a.seed)]
+        self.p.line("crashtest: %s, seed %d (rerun with --seed %d), %s, %s, interval %gs"
+                    % (self.mode, a.seed, a.seed,
+                       "iteration seed %d" % a.iteration_seed if a.iteration_seed is not None else
+                       "%d run%s%s" % (len(runs), "s" if len(runs) > 1 else "",
+                                       " (shard %d/%d)" % a.shard if a.shard != (0, 1) else ""),
+                       ("%d iterations" % a.iterations if a.iterations else "") +
+                       (" " if a.iterations and a.duration else "") +
+                       ("duration %ds" % a.duration if a.duration else ""),
+                       a.interval))
+        self.p.line("crashtest: %s (%s), git %s" % (self.stress, (self.identity["stress"]["sha256"] or "?")[:12],
+                                                    self.identity.get("git_describe") or "?"))
+        self.p.line("crashtest: work dir %s; reports in %s" % (self.work, self.report_dir))
+        threads = [threading.Thread(target=self.run_loop, args=(r,), daemon=True) for r in runs]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=1.0)
+            self.show_progress()
+        self.p.clear_progress()
+        return runs
+
+    def show_progress(self):
+        el = time.monotonic() - self.t0
+        total = " / %s" % hms(self.a.duration) if self.a.duration else ""
+        with self.lock:
+            s = "[crashtest] %s%s  iterations %d (%d running)  failures %d" % (
+                hms(el), total, len(self.records), self.running, self.failed)
+        self.p.set_progress(s)
+
+    def should_stop(self, run):
+        a = self.a
+        if STOP.is_set():
+            return True
+        if a.iteration_seed is not None:
+            return run.iterations >= 1
+        if a.iterations and run.iterations >= a.iterations:
+            return True
+        if self.deadline is not None and time.monotonic() >= self.deadline and run.iterations > 0:
+            return True
+        if a.max_failures and self.failed >= a.max_failures:
+            return True
+        return False
+
+    def run_loop(self, run):
+        try:
+            while not self.should_stop(run):
+                seed = self.a.iteration_seed if self.a.iteration_seed is not None else \
+                    iteration_seed(run.seed, run.iterations)
+                with self.lock:
+                    self.running += 1
+                try:
+                    run_iteration(self, run, run.iterations, seed)
+                finally:
+                    with self.lock:
+                        self.running -= 1
+                run.iterations += 1
+        except Stopped:
+            pass
+        except Exception as e:  # a bug of crashtest itself: say so, stop this run
+            import traceback
+            self.p.line("crashtest: internal error in run %d: %s" % (run.index, e))
+            with open(os.path.join(self.report_dir, "internal-error.txt"), "a") as f:
+                traceback.print_exc(file=f)
+            with self.lock:
+                self.failed += 1
+                self.internal_error = True
+
+    def finish(self, record, run):
+        """Count RUN's finished iteration, append its record to
+        iterations.jsonl and print its line."""
+        with self.lock:
+            # Seconds since the run began when this iteration's verdict was
+            # in: the time to catch a bug (crashtest.py mutants).
+            record["t_end"] = round(time.monotonic() - self.t0, 3)
+            self.records.append(record)
+            if record["failure"]:
+                self.failed += 1
+            self.jsonl.write(json.dumps(record, sort_keys=True) + "\n")
+            self.jsonl.flush()
+        self.p.line(iteration_line(record, run.index, self.defaults))
+        if record["failure"]:
+            self.p.line("    %s" % record["failure"]["message"])
+            self.p.line("    artifacts: %s" % nice_path(record["artifacts"]))
+            self.p.line("    repro: %s" % record["repro"])
+            self.p.line("    rerun its parameters on a fresh database: %s" % rerun_line(self.a, self.mode,
+                                                                                      record["seed"]))
+
+
+def run_mode(a, argv):
+    given = set()
+    for x in argv:
+        if x.startswith("--"):
+            given.add(x[2:].split("=")[0])
+    if a.iterations and "duration" not in given:
+        a.duration = 0
+    if a.seed is None:
+        a.seed = int.from_bytes(os.urandom(4), "little")
+    if a.iteration_seed is not None and (a.jobs != 1 or a.shard != (0, 1)):
+        raise UsageError("--iteration-seed runs one iteration: -j and --shard do not apply")
+    a.stress_binary_given = a.stress_binary is not None
+    if a.stress_binary is None:
+        a.stress_binary = os.path.join(REPO, "build", "stress")
+    if a.powerloss_binary is None:
+        a.powerloss_binary = os.path.join(os.path.dirname(os.path.abspath(a.stress_binary)), "powerloss")
+        if not os.path.exists(a.powerloss_binary):
+            a.powerloss_binary = os.path.join(REPO, "build", "powerloss")
+    printer = Printer()
+    ct = CrashTest(a, printer)
+    try:
+        ct.setup()
+        runs = ct.go()
+        interrupted = STOP.is_set()
+        if interrupted:
+            printer.line("crashtest: interrupted")
+        nfail = summarize(ct, runs, interrupted)
+    finally:
+        printer.clear_progress()
+        if ct.work and ct.own_work and not a.keep_artifacts:
+            shutil.rmtree(ct.work, ignore_errors=True)
+        elif ct.work and a.keep_artifacts:
+            printer.line("crashtest: work dir kept: %s" % ct.work)
+    return EXIT_FAIL if (nfail or interrupted or ct.internal_error) else EXIT_PASS

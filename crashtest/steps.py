@@ -1,0 +1,356 @@
+"""One iteration of a run: its draws, its steps (C2) and its record.
+
+An iteration draws its options and its crash plan from its seed, records
+its steps as argument templates (Steps) and runs them through an Executor
+as they are planned, since the steps after the workload depend on how it
+ended:
+
+    [create] -> workload --crashed--> powerloss -> for each variant k:
+        variant-k -> verify-vk
+                  or recover-vk (a second crash) --crashed--> powerloss-2
+                     -> variant-0 -> verify-vkr
+    then, one crash in six: lose -> refuse (the lost-file check)
+
+Then it builds the iteration's record and keeps a failure's folder
+(crashtest.report) or carries the first variant's state on as the run's
+database.  Each function takes what it needs; nothing is nested.
+"""
+
+import datetime
+import os
+import shutil
+import time
+
+from .executor import Executor, copy_state, subst, trim_journal
+from .output import differs
+from .params import FAILURE_KEYS, FAULT_OPTIONS, OUTCOMES, draw_db_params, draw_iter_params, draw_plan
+from .report import points_of, reached_of, save_failure
+from .repro import repro_line
+from .seeds import Rng, derive
+
+# Placeholders of the step templates (C2): the state directory and the
+# iteration's directory.
+S, I = "@STATE@", "@ITER@"
+
+# What the lost-file check removes from a recovered database (engine F3:
+# control lost, with data or with only the log left; F4: data lost).
+LOST_FILE_CHOICES = [["control"], ["data"], ["control", "data"]]
+
+
+def state_argv(state):
+    return ["--db=%s/db" % state, "--expected_values_dir=%s/exp" % state, "--run_dir=%s/run" % state]
+
+
+def opt_args(params):
+    return ["--%s=%s" % (k, params[k]) for k in sorted(params)]
+
+
+def sum_totals(reports):
+    t = {k: 0 for k in OUTCOMES + FAILURE_KEYS}
+    for r in reports:
+        for k in t:
+            t[k] += int(((r or {}).get("totals") or {}).get(k, 0) or 0)
+    return t
+
+
+class Steps:
+    """The steps of one iteration, recorded as templates before they run
+    (C2), then run in order by the executor EX until one fails.  COMMON:
+    options of every stress step; OPTS: the iteration's options (a step may
+    give its own).  After a run, FAILURE and FAIL_N name the failed step."""
+
+    def __init__(self, common, opts):
+        self.list = []
+        self.common = common
+        self.opts = opts
+        self.ex = None
+        self.executed = 0
+        self.failure = None
+        self.fail_n = None
+
+    def stress(self, name, state, extra, expect, kill_after=None, primary=True, opts=None, time_limit=None):
+        n = len(self.list)
+        d = "%s/steps/%02d-%s" % (I, n, name)
+        argv = ["@STRESS@"] + state_argv(state) + self.common + \
+            opt_args(opts if opts is not None else self.opts) + ["--report=%s/report.json" % d] + extra
+        self.list.append({"type": "stress", "name": name, "argv": argv, "state": state, "dir": d,
+                          "expect": expect, "kill_after": kill_after, "primary": primary,
+                          "time_limit": time_limit})
+        return n
+
+    def powerloss(self, name, state, mode, pseed, variants, prefix):
+        n = len(self.list)
+        d = "%s/steps/%02d-%s" % (I, n, name)
+        argv = ["@POWERLOSS@", state + "/db", "--run-dir", state + "/run", "--seed", str(pseed),
+                "--variants", str(variants), "--mode", mode, "--out-prefix", prefix]
+        self.list.append({"type": "powerloss", "name": name, "argv": argv, "dir": d,
+                          "ledger": state + "/run/ledger"})
+        return n
+
+    def variant(self, k, pl_n, prefix, from_state, to):
+        self.list.append({"type": "variant", "name": "variant-%d" % k, "k": k, "powerloss_step": pl_n,
+                          "from_db": "%s%d" % (prefix, k), "from_state": from_state, "to": to})
+
+    def lose(self, from_state, to, remove):
+        self.list.append({"type": "lose", "name": "lose", "from": from_state, "to": to, "remove": remove})
+
+    def execute_pending(self):
+        """Run the steps recorded since the last call, up to the first failure."""
+        while self.executed < len(self.list) and self.failure is None:
+            r = self.ex.run(self.executed, self.list[self.executed])
+            if r["failure"]:
+                self.failure, self.fail_n = r["failure"], self.executed
+            self.executed += 1
+
+    def last_outcome(self):
+        return self.ex.results[len(self.list) - 1]["outcome"]
+
+
+def run_iteration(ct, run, index, seed):
+    """Iteration INDEX of RUN (crashtest.run.Run) with SEED: draw it, plan
+    and run its steps, keep its failure or carry its state on, and hand
+    its record to CT.finish."""
+    a = ct.a
+    t0 = time.monotonic()
+    started = datetime.datetime.now().isoformat(timespec="seconds")
+    iter_dir = os.path.join(run.dir, "iter-%d" % index)
+    shutil.rmtree(iter_dir, ignore_errors=True)
+    os.makedirs(iter_dir)
+    if run.fresh or run.db_age >= a.db_iterations:
+        shutil.rmtree(run.state, ignore_errors=True)
+        run.fresh = True
+    fresh = run.fresh
+    if fresh:
+        new_database(ct, run, seed)
+    db = run.db_params
+    params, notes, merged, plan = draw_iteration(ct, seed, db)
+    st = Steps(["--max_key=%d" % a.max_key, "--hang_seconds=%d" % a.hang_seconds], merged)
+    w = plan_workload(st, run, seed, plan, fresh, db, iter_dir, a.hang_seconds)
+
+    # Steps after the workload are planned once it ended: a crash needs
+    # the power-loss step and a restart per variant.
+    env = {"@STATE@": run.state, "@ITER@": iter_dir}
+    env.update(ct.bin)
+    st.ex = Executor(env, a.hang_seconds, log=ct.p.line, echo=a.verbose)
+    crashed_after, primary_state = None, None
+    st.execute_pending()
+    if st.failure is None and st.ex.results[w]["outcome"] == "crashed":
+        crashed_after = w
+        primary_state = after_crash(st, seed, plan, verify_options(merged), a.hang_seconds + 120)
+    elapsed = time.monotonic() - t0
+
+    results = [st.ex.results.get(i) for i in range(len(st.list))]
+    primary = primary_reports(st.list, results)
+    record = make_record(ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed)
+    conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_state)
+    ct.finish(record, run)
+
+
+def new_database(ct, run, seed):
+    """A fresh database for RUN: creation-time options drawn from SEED (C3)."""
+    run.db_params = draw_db_params(seed, ct.cfg)
+    run.db_id += 1
+    run.db_age = 0
+    ct.p.line("run %d: new database %d (iteration seed %d): %s" % (
+        run.index, run.db_id, seed, " ".join(differs(run.db_params, {})) or "defaults"))
+
+
+def draw_iteration(ct, seed, db):
+    """The iteration's own options and the sanitizer's notes, those merged
+    with the database's DB, and the crash plan: (params, notes, merged,
+    plan).  Kill mode 2 (checkpoint and control points) needs checkpoints."""
+    a, cfg = ct.a, ct.cfg
+    params, notes = draw_iter_params(seed, cfg, db)
+    merged = dict(db)
+    merged.update(params)
+    plan = draw_plan(seed, ct.mode, a.interval, merged, ct.catalogue, a.measure, a.max_variants,
+                     a.powerloss_modes)
+    if plan["kind"] == "whitebox" and plan["kill_mode"] == 2 and not int(merged.get("checkpoint_one_in", 0)) \
+            and "checkpoint_one_in" not in cfg.pinned:
+        params["checkpoint_one_in"] = Rng(derive(seed, "ckpt")).choice([100, 500, 2000])
+        merged["checkpoint_one_in"] = params["checkpoint_one_in"]
+    return params, notes, merged, plan
+
+
+def verify_options(merged):
+    """A restart's options: the restart injects nothing, it judges what was
+    injected."""
+    verify_opts = dict(merged)
+    for k in FAULT_OPTIONS:
+        verify_opts.pop(k, None)
+    return verify_opts
+
+
+def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds):
+    """Record the steps up to the crash (the database's creation when
+    FRESH, then the workload the PLAN asks for) and take the start
+    snapshot: what repro needs when the failure comes before the crash.
+    Returns the workload's step number."""
+    if fresh:
+        create_opts = dict(db)
+        st.stress("create", S, ["--destroy_db_initially=1", "--threads=1", "--ops_per_thread=200",
+                                "--seed=%d" % derive(seed, "create")], "exit0", opts=create_opts)
+    else:
+        trim_journal(run.state)
+    if os.path.isdir(run.state):
+        copy_state(run.state, os.path.join(iter_dir, "start"), journal=False)
+    else:
+        os.makedirs(os.path.join(iter_dir, "start"))
+    wseed = "--seed=%d" % derive(seed, "workload")
+    dur = plan["duration"]
+    limit = dur + hang_seconds + 60
+    if plan["kind"] == "blackbox":
+        return st.stress("workload", S, ["--ops_per_thread=0", "--duration=%d" % dur, "--sync_fault_injection=1",
+                                         wseed], "sigkill", kill_after=plan["kill_at"], time_limit=limit)
+    if plan.get("reopen"):
+        return st.stress("workload", S, ["--ops_per_thread=0", "--duration=%d" % dur,
+                                         "--reopen=%d" % plan["reopen"], wseed], "exit0", time_limit=limit)
+    extra = ["--ops_per_thread=0", "--duration=%d" % dur, "--sync_fault_injection=1",
+             "--kill_random_test=%d" % plan["kill_random_test"], wseed]
+    if plan.get("kill_points"):
+        extra.append("--kill_points=%s" % plan["kill_points"])
+    return st.stress("workload", S, extra, "kill_point", time_limit=limit)
+
+
+def after_crash(st, seed, plan, verify_opts, limit):
+    """The workload crashed: plan and run the power-loss step, a restart per
+    variant (the first perhaps crashed again during recovery) and the
+    lost-file check.  LIMIT: a restart's time limit.  Returns the state
+    that carries on (the first variant's, after any second crash), or None
+    when a step failed before it was judged."""
+    primary_state = None
+    pl = st.powerloss("powerloss", S, plan["powerloss_mode"], plan["powerloss_seed"], plan["variants"],
+                      I + "/pl/db.")
+    for k in range(plan["variants"]):
+        to = "%s/v%d" % (I, k)
+        st.variant(k, pl, I + "/pl/db.", S, to)
+        second = plan.get("second_crash") if k == 0 else None
+        plan_restart(st, k, to, second, seed, verify_opts, limit)
+        st.execute_pending()
+        if st.failure is not None:
+            break
+        if second and st.last_outcome() == "crashed":
+            to2 = after_second_crash(st, k, to, second, seed, verify_opts, limit)
+            if st.failure is not None:
+                break
+            if k == 0:
+                primary_state = to2
+        elif k == 0:
+            primary_state = to
+    lost_file_check(st, seed, primary_state, verify_opts, limit)
+    return primary_state
+
+
+def plan_restart(st, k, to, second, seed, verify_opts, limit):
+    """Record the restart of variant K in TO: a plain verification, or with
+    the SECOND crash of the plan (a kill point of recovery, or a SIGKILL
+    soon after the start)."""
+    vseed = "--seed=%d" % derive(seed, "verify", k)
+    if second and second["how"] == "kill_point":
+        st.stress("recover-v%d" % k, to, ["--verification_only=1", "--sync_fault_injection=1",
+                                           "--kill_random_test=%d" % second["kill_random_test"],
+                                           "--kill_points=%s" % second["kill_points"], vseed],
+                  "kill_point", primary=True, opts=verify_opts, time_limit=limit)
+    elif second:
+        st.stress("recover-v%d" % k, to, ["--verification_only=1", "--sync_fault_injection=1", vseed],
+                  "sigkill_or_exit0", kill_after=second["after"], primary=True, opts=verify_opts, time_limit=limit)
+    else:
+        st.stress("verify-v%d" % k, to, ["--verification_only=1", vseed], "exit0", primary=(k == 0),
+                  opts=verify_opts, time_limit=limit)
+
+
+def after_second_crash(st, k, to, second, seed, verify_opts, limit):
+    """The restart of variant K crashed: one more power-loss step, then the
+    final restart; run them.  Returns the final restart's state."""
+    pl2 = st.powerloss("powerloss-2", to, second["powerloss_mode"], second["powerloss_seed"], 1, I + "/pl2/db.")
+    to2 = "%s/v%dr" % (I, k)
+    st.variant(0, pl2, I + "/pl2/db.", to, to2)
+    st.stress("verify-v%dr" % k, to2, ["--verification_only=1", "--seed=%d" % derive(seed, "verify2")],
+              "exit0", primary=True, opts=verify_opts, time_limit=limit)
+    st.execute_pending()
+    return to2
+
+
+def lost_file_check(st, seed, primary_state, verify_opts, limit):
+    """The lost-file check (engine F1-F5): one crash in six, the recovered
+    state with a file of the database removed must be refused, not opened
+    as if nothing were missing."""
+    lrng = Rng(derive(seed, "lose"))
+    if st.failure is None and primary_state is not None and lrng.chance(1.0 / 6):
+        remove = lrng.choice(LOST_FILE_CHOICES)
+        st.lose(primary_state, I + "/lost", ["db/" + r for r in remove])
+        st.stress("refuse", I + "/lost", ["--verification_only=1", "--seed=%d" % derive(seed, "refuse")],
+                  "refused", primary=False, opts=verify_opts, time_limit=limit)
+        st.execute_pending()
+
+
+def primary_reports(steps, results):
+    """The reports of the primary stress steps (the judged line of states)."""
+    out = []
+    for st, r in zip(steps, results):
+        if r and st["type"] == "stress" and st.get("primary") and r.get("report"):
+            out.append(r["report"])
+    return out
+
+
+def make_record(ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed):
+    """The iteration's record: iterations.jsonl's line, summary.json's entry."""
+    steps = st.list
+    totals = sum_totals(primary)
+    mode_names = sorted({(r or {}).get("mode") for r in primary if r and r.get("mode")})
+    rid = "r%d-i%d-%d" % (run.index, index, seed)
+    record = {
+        "id": rid, "run": run.index, "run_seed": run.seed, "index": index, "seed": seed, "mode": ct.mode,
+        "started": started,
+        "kind": plan["kind"] + ("" if plan["kind"] == "blackbox" else "/" + plan["kill_mode_name"]),
+        "db": run.db_id, "db_age": run.db_age, "db_params": db, "params": params, "sanitizer_notes": notes,
+        "plan": plan, "steps": [dict(s, result=r) for s, r in zip(steps, results)],
+        "verdict": "fail" if st.failure else "pass", "failure": None, "elapsed": round(elapsed, 3),
+        "totals": totals, "judging_mode": "/".join(mode_names) or None,
+        "points": points_of([r.get("report") for r in results if r and r.get("report")]),
+        "points_reached": reached_of([r.get("report") for r in results if r and r.get("report")]),
+        # Restarts that did not come back, explained by an earlier
+        # injection (the oracle's V8): counted apart, never a pass in
+        # disguise, so a rising count shows.
+        "by_design": [r["report"]["unrecoverable_by_design"] for s, r in zip(steps, results)
+                      if r and s["type"] == "stress" and (r.get("report") or {}).get("unrecoverable_by_design")],
+    }
+    if st.failure:
+        record["failure"] = dict(st.failure, step=st.fail_n, step_name=steps[st.fail_n]["name"])
+    return record
+
+
+def conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_state):
+    """Keep, promote or clean up: a failure moves to REPORT/failures/ID and
+    the run starts a fresh database; a pass carries PRIMARY_STATE on as
+    the run's state and removes the iteration's folder (unless
+    --keep-artifacts)."""
+    a = ct.a
+    if st.failure:
+        run.failures += 1
+        run.fresh = True
+        dest = save_failure(ct, run, iter_dir, record["id"], record, crashed_after, st.ex)
+        record["artifacts"] = dest
+        record["repro"] = repro_line(dest)
+        return
+    run.db_age += 1
+    run.fresh = False
+    if primary_state is not None:
+        # The first variant (after any second crash) carries on.
+        new_state = subst(primary_state, st.ex.env)
+        if a.keep_artifacts:
+            os.rename(run.state, os.path.join(iter_dir, "crashed"))
+            shutil.copytree(new_state, run.state, symlinks=True)
+        else:
+            old = run.state + ".old"
+            shutil.rmtree(old, ignore_errors=True)
+            os.rename(run.state, old)
+            os.rename(new_state, run.state)
+            shutil.rmtree(old, ignore_errors=True)
+    for r in primary:
+        if r.get("unrecoverable") or int(r.get("reports", 0) or 0) > 0:
+            run.fresh = True  # damage at rest would be a false alarm for the next process
+    if not a.keep_artifacts:
+        shutil.rmtree(iter_dir, ignore_errors=True)
+    else:
+        record["artifacts"] = iter_dir
