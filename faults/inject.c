@@ -54,6 +54,11 @@
  *                        parity bit of the per-KV codes covers around the
  *                        flipped bit: flip_part)
  *   bitflip_page        tick/data   data  block     block * ps     page size  yes
+ *                       crash/data  (the same, right before a kill's SIGKILL;
+ *                                    pre and post: the block's hashes)
+ *   zero_page           crash/data  data  block     block * ps     page size  -
+ *                                   (right before a kill's SIGKILL, the block
+ *                                    below the high-water mark; pre, post)
  *   bitflip_wal         tick/wal    wal/NAME  4 KiB block of the segment,
  *                                         offset and len of that block (the
  *                                         last one may be partial)  yes
@@ -844,9 +849,9 @@ static uint64_t pick_page_block(flt_ctx *f, flt_thr *t, const char *path, uint64
     return block;
 }
 
-/* Flip one bit of the data file (ledger line, damage table, block hashes).
- * EDGE_ONE_IN: one flip in that many lands on the page's edges. */
-static void flip_page(flt_ctx *f, flt_thr *t, uint64_t edge_one_in) {
+/* Flip one bit of the data file (ledger line at POINT, damage table, block
+ * hashes).  EDGE_ONE_IN: one flip in that many lands on the page's edges. */
+static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_one_in) {
     uint32_t ps = page_size_of(f);
     if (!ps)
         return;
@@ -858,19 +863,21 @@ static void flip_page(flt_ctx *f, flt_thr *t, uint64_t edge_one_in) {
     uint64_t nblocks = (uint64_t)st.st_size / ps;
     uint64_t block = pick_page_block(f, t, path, nblocks, ps);
     /* Some flips land on the page's edges, where an off-by-one in a
-     * checksum's or a check's range hides: half of those in the very
-     * first or last byte, half in the first or last 16 (the header fields
-     * and the checksum; the end of the last cell). */
+     * checksum's or a check's range hides: half of those in one of the
+     * two bytes that bound the checksummed range (its first, right after
+     * the checksum field, and the page's last), half in the first or last
+     * 16 (the checksum and the header fields; the end of the last cell). */
     uint64_t bit;
     if (flt_below(f, t, FLT_BITFLIP_PAGE, edge_one_in) == 0) {
         uint64_t w = flt_below(f, t, FLT_BITFLIP_PAGE, 2) ? 16 : 1;
+        uint64_t lo = w == 1 ? FLT_PH_LSN : 0; /* the checksum field is [0, FLT_PH_LSN) */
         uint64_t e = flt_below(f, t, FLT_BITFLIP_PAGE, 2 * w * 8);
-        bit = e < w * 8 ? e : ((uint64_t)ps - 2 * w) * 8 + e;
+        bit = e < w * 8 ? lo * 8 + e : ((uint64_t)ps - 2 * w) * 8 + e;
     } else {
         bit = flt_below(f, t, FLT_BITFLIP_PAGE, (uint64_t)ps * 8);
     }
     uint8_t mask = (uint8_t)(1u << (bit % 8));
-    flt_event e = page_event(f, t, FLT_BITFLIP_PAGE, "tick/data", block, block * ps, ps);
+    flt_event e = page_event(f, t, FLT_BITFLIP_PAGE, point, block, block * ps, ps);
     e.bit = (int64_t)bit;
     e.mask = mask;
     /* The block's hash before and after: a later process (after a crash
@@ -951,12 +958,52 @@ static int flip_wal_tail(flt_ctx *f, flt_thr *t, int last_sector, const char *no
 
 /* A runtime flip: one in four on the page's edges. */
 static void tick_page(flt_ctx *f, flt_thr *t) {
-    flip_page(f, t, 4);
+    flip_page(f, t, "tick/data", 4);
+}
+
+/* zero_page at the crash: the block right below the high-water mark of
+ * the last control file written (else the file's last) reads back all
+ * zero, as if its last write had been lost as zeros.  Only recovery's
+ * full-page images may bring it back; otherwise the block is below the
+ * mark and the zero-page rule must report it (P5), while an off-by-one
+ * against the mark takes it for a page never written.  The ledger line
+ * carries the block's hashes (pre, post: all zero) for V4b after the
+ * crash; an all-zero block is left alone (no damage, no line). */
+static void zero_at_crash(flt_ctx *f, flt_thr *t) {
+    uint32_t ps = page_size_of(f);
+    if (!ps)
+        return;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/data", f->db_dir);
+    struct stat st;
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ps)
+        return;
+    uint64_t nblocks = (uint64_t)st.st_size / ps, hwm = atomic_load_explicit(&f->ctl_hwm, memory_order_relaxed);
+    uint64_t block = hwm && hwm <= nblocks ? hwm - 1 : nblocks - 1;
+    uint8_t *pg = calloc(2, ps);
+    if (!pg)
+        return;
+    if (read_block(path, block, ps, pg) && memcmp(pg, pg + ps, ps) != 0) {
+        flt_event e = page_event(f, t, FLT_ZERO_PAGE, "crash/data", block, block * ps, ps);
+        e.note = "at the crash: the block below the high-water mark reads back all zero";
+        e.page_pre = XXH64(pg, ps, 0);
+        e.page_post = XXH64(pg + ps, ps, 0);
+        if (flt_record(f, FLT_ZERO_PAGE, &e) == 0) {
+            int fd = open(path, O_WRONLY | O_CLOEXEC);
+            if (fd >= 0) {
+                if (pwrite(fd, pg + ps, ps, (off_t)(block * ps)) != (ssize_t)ps) { /* the line claims no more than "post" can prove */ }
+                close(fd);
+            }
+        }
+    }
+    free(pg);
 }
 
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
     if (!f->db_dir)
         return;
+    if (f->o.one_in[FLT_ZERO_PAGE] && flt_below(f, t, FLT_ZERO_PAGE, 2) == 0)
+        zero_at_crash(f, t);
     if (f->o.one_in[FLT_BITFLIP_WAL])
         flip_wal_tail(f, t, 1, "at the crash: the last sector of the last log write");
     /* A page flipped at the crash is judged after recovery, with nothing
@@ -964,7 +1011,7 @@ void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
      * image after the redo point may mask it (the ledger's block hashes
      * tell).  Half on the edges: the crash is rarer than a tick. */
     if (f->o.one_in[FLT_BITFLIP_PAGE])
-        flip_page(f, t, 2);
+        flip_page(f, t, "crash/data", 2);
 }
 
 static void tick_wal(flt_ctx *f, flt_thr *t) {

@@ -1460,10 +1460,11 @@ static void feed_line(void *ctx, const char *line) {
     if (i >= lf->own_from && lf->h) XXH3_64bits_update(lf->h, line, strlen(line));
 }
 
-/* V4b for page flips of any process (before a crash too): a flipped block
- * that still hashes to what the flip made of it is still there, and the
+/* V4b for page flips and zeroed blocks carrying their hashes (the flips
+ * of any process, and the zeroed block of a crash): a damaged block
+ * that still hashes to what the fault made of it is still there, and the
  * final verify just read it from disk.  Not when it also hashes to what
- * some flip found there (a second flip of the same bit undid the first). */
+ * some fault found there (a second flip of the same bit undid the first). */
 static void mark_flipped_pages_present(vd_ctx *v) {
     uint32_t ps = g.eo.page_size;
     char p[4200];
@@ -1472,13 +1473,15 @@ static void mark_flipped_pages_present(vd_ctx *v) {
     uint8_t *buf = ps ? malloc(ps) : NULL;
     for (size_t k = 0; fd >= 0 && buf && k < vd_injection_count(v); k++) {
         const vd_injection *j = vd_injection_at(v, k);
-        if (j->cls != VD_BITFLIP_PAGE || !j->page_post || j->block < 0 || strcmp(j->file, "data")) continue;
+        if ((j->cls != VD_BITFLIP_PAGE && j->cls != VD_ZERO_PAGE) || !j->page_post || j->block < 0 ||
+            strcmp(j->file, "data"))
+            continue;
         if (pread(fd, buf, ps, (off_t)((uint64_t)j->block * ps)) != (ssize_t)ps) continue;
         if (XXH64(buf, ps, 0) != j->page_post) continue;
         int undone = 0;
         for (size_t q = 0; q < vd_injection_count(v) && !undone; q++) {
             const vd_injection *o = vd_injection_at(v, q);
-            undone = o->cls == VD_BITFLIP_PAGE && o->block == j->block && o->page_pre == j->page_post;
+            undone = o->page_post && o->block == j->block && o->page_pre == j->page_post;
         }
         if (!undone) vd_mark_present(v, k);
     }
