@@ -19,8 +19,8 @@
  *        |
  *   workers ----(write fails, handle poisoned)----> reopen: close, open,
  *        |                                           post-open check
- *   settlement: faults paused, verify every page and log record, read
- *        every key, close, verify the closed files block by block,
+ *   settlement: faults paused, get every key, verify every page and log
+ *        record, scan every key, close, verify the closed files block by block,
  *        verdict (ledger + reports + observations), report
  *
  * Invariants the driver keeps:
