@@ -261,6 +261,13 @@ $(foreach m,$(MUTANTS),$(eval $(call mutant_rules,$(m),$(call mutant_macro,$(m))
 mutants: all
 	$(Q)./crashtest.py mutants -j 2 --build-dir $(BUILD) $(MUTANTS_ARGS)
 
+# ---- the include graph: printed, and its rules checked (tools/deps_graph.py:
+# no include circle, engine internals only inside engine/ (tests exempt),
+# no source file over 1,200 lines) ----
+.PHONY: deps-graph
+deps-graph:
+	$(Q)python3 tools/deps_graph.py
+
 # ---- crash tests (crashtest.py) ----
 # make crashtest: the short mixed run (./crashtest.py simple, a few minutes)
 # against this build; CRASHTEST_ARGS adds options, e.g. "--duration 600".

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""deps_graph.py -- the include graph of the tree, and the rules it must keep.
+
+Prints, per folder, which files each C file includes (project headers only;
+system headers are left out), then checks:
+
+  G1  no include circle: the graph of modules has no cycle.  x.c, x.h and
+      x_int.h are one module, SQLite-style, so "x.c includes y.h, y.c
+      includes x.h" is a circle; a header that includes no project header
+      (a contract such as engine.h or format.h) is a node of its own;
+  G2  outside engine/, the only engine headers included are the public
+      engine.h, the byte layouts of format.h and the inspection door
+      inspect.h.  tests/ is exempt: its suites are white-box tests of the
+      engine's layers (a suite for page.c includes page.h), the way
+      SQLite's test*.c files include sqliteInt.h;
+  G3  no source file (.c, .h, .py) is longer than MAX_LINES.
+
+Exit 0 when every rule holds, 1 when one is broken (each breach printed),
+2 on a usage error.  Standard library only: `make deps-graph` runs it.
+"""
+import argparse
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FOLDERS = ["engine", "faults", "oracle", "stress", "bench", "tools", "tests", "crashtest"]
+ENGINE_DOORS = {"engine/engine.h", "engine/format.h", "engine/inspect.h"}
+G2_EXEMPT = ("tests/",)
+MAX_LINES = 1200
+# The compiler's search path, as the Makefile gives it (-I. -Iengine, and
+# -Ifaults / -Itests for the fault library and the suites).
+SEARCH = ["", "engine", "faults", "tests", "oracle", "stress"]
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def sources(root):
+    out = []
+    for top in FOLDERS:
+        for d, dirs, files in os.walk(os.path.join(root, top)):
+            dirs[:] = sorted(x for x in dirs if x not in ("__pycache__",))
+            for f in sorted(files):
+                if f.endswith((".c", ".h", ".py")):
+                    out.append(os.path.relpath(os.path.join(d, f), root))
+    if os.path.exists(os.path.join(root, "crashtest.py")):
+        out.append("crashtest.py")
+    return out
+
+
+def resolve(root, src, name):
+    """The repository file SRC's #include "NAME" names (its own folder
+    first, then the search path), or None (a generated or system file)."""
+    for base in [os.path.dirname(src)] + SEARCH:
+        p = os.path.normpath(os.path.join(base, name))
+        if os.path.exists(os.path.join(root, p)):
+            return p
+    return None
+
+
+def module(path, graph):
+    """The module a file belongs to: x.c, x.h and the internal header
+    x_int.h are one module (their mutual includes are no circle).  A header
+    that includes no project header is a contract of its own (engine.h,
+    format.h): every layer may include it without joining its module."""
+    base = os.path.splitext(path)[0]
+    if path.endswith(".h") and not graph.get(path):
+        return path
+    return base[:-4] if base.endswith("_int") else base
+
+
+def cycles(edges):
+    """Strongly connected components of more than one node (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--root", default=ROOT, help="repository root (default: %(default)s)")
+    ap.add_argument("--quiet", action="store_true", help="print only breaches")
+    a = ap.parse_args(argv)
+    root = a.root
+    files = sources(root)
+    graph, breaches = {}, []
+    for f in files:
+        with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        n = text.count("\n")
+        if n > MAX_LINES:
+            breaches.append("G3 %s: %d lines (at most %d)" % (f, n, MAX_LINES))
+        if not f.endswith((".c", ".h")):
+            continue
+        incs = []
+        for name in INCLUDE.findall(text):
+            p = resolve(root, f, name)
+            if p:
+                incs.append(p)
+        graph[f] = incs
+        if not f.startswith("engine/") and not f.startswith(G2_EXEMPT):
+            for p in incs:
+                if p.startswith("engine/") and p not in ENGINE_DOORS:
+                    breaches.append("G2 %s includes %s (outside engine/ only %s)" %
+                                    (f, p, ", ".join(sorted(ENGINE_DOORS))))
+    medges = {}
+    for f, incs in graph.items():
+        for p in incs:
+            if module(p, graph) != module(f, graph):
+                medges.setdefault(module(f, graph), set()).add(module(p, graph))
+    for comp in cycles(medges):
+        breaches.append("G1 include circle: %s" % " <-> ".join(comp))
+    if not a.quiet:
+        folder = None
+        for f in sorted(graph):
+            top = f.split("/")[0]
+            if top != folder:
+                folder = top
+                print("%s/" % top)
+            print("  %-40s -> %s" % (f[len(top) + 1:], ", ".join(graph[f]) or "-"))
+    for b in breaches:
+        print("deps-graph: " + b, file=sys.stderr)
+    if breaches:
+        print("deps-graph: %d breach(es)" % len(breaches), file=sys.stderr)
+        return 1
+    if not a.quiet:
+        print("deps-graph: no circle; engine internals stay in engine/ (tests exempt); no file over %d lines"
+              % MAX_LINES)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
