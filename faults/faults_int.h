@@ -221,7 +221,7 @@ static inline int flt_paused(flt_ctx *f) {
  * reveal, which recovery must report when the record was synced and may
  * trim when it was not (DESIGN 5: "also when nothing was written after
  * it"; engine/wal.h W3).  With bitflip_page on, a bit of a data page
- * flips (half on the page's edges): nothing of the process writes that
+ * flips (on the page's edges): nothing of the process writes that
  * page again. */
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t);
 

@@ -1009,9 +1009,10 @@ void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
     /* A page flipped at the crash is judged after recovery, with nothing
      * of this process left to write the page again: only a full-page
      * image after the redo point may mask it (the ledger's block hashes
-     * tell).  Half on the edges: the crash is rarer than a tick. */
+     * tell).  Always on the edges: ticks cover the rest of the page, and
+     * a crash is rarer than a tick. */
     if (f->o.one_in[FLT_BITFLIP_PAGE])
-        flip_page(f, t, "crash/data", 2);
+        flip_page(f, t, "crash/data", 1);
 }
 
 static void tick_wal(flt_ctx *f, flt_thr *t) {
