@@ -276,7 +276,7 @@ int bt_check_root(bt_tree *t, const bp_frame *f) {
  * returned latched in LEAF_MODE.  Fences of the chosen path are returned
  * when asked: the separator to the right (lo==NULL) or left of the leaf. */
 int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode,
-                   bp_frame **out, fence *hi, fence *lo) {
+               bp_frame **out, fence *hi, fence *lo) {
     *out = NULL;
     if (hi) hi->set = 0;
     if (lo) lo->set = 0;

@@ -18,7 +18,7 @@
  * latched in MODE one at a time (the leaf latch held by the caller keeps the
  * chain from changing). */
 int bt_ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t vlen,
-                     uint8_t *out, uint32_t *blocks) {
+                 uint8_t *out, uint32_t *blocks) {
     uint32_t blk = first, done = 0;
     int npages = ovfl_pages(t, vlen);
     for (int i = 0; i < npages; i++) {
