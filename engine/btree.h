@@ -142,7 +142,7 @@ void bt_leafcopy_free(bt_leafcopy *lc);
 /* Check the whole file and tree (the caller holds the write lock so the
  * tree holds still); every problem goes to REP; *problems counts them.
  * INFO (may be NULL; zeroed by the caller) gets the pages that could not
- * be checked and the checks skipped because of them (V1-V3 in btree.c). */
+ * be checked and the checks skipped because of them (V1-V3 in btree_verify.c). */
 int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verify_info *info);
 
 #endif

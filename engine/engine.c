@@ -1,6 +1,8 @@
 /*
- * engine.c -- the handle: open (create or recover), writes and commit,
- * checkpoints, the public calls, verify and stats.
+ * engine.c -- the handle: writes and commit, checkpoints, the public
+ * calls, stats.  Open (create or recover) and the rules below for what a
+ * directory holds are applied in engine_open.c; verify is
+ * engine_verify.c; the handle's struct is in engine_int.h.
  *
  * Files of a database directory:
  *   LOCK     flock()ed exclusively while a handle is open (dies with the
@@ -66,79 +68,13 @@
  * checkpoint) until it is reopened: the kernel may have dropped the dirty
  * data, so retrying would lie.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "btree.h"
-#include "bufpool.h"
-#include "control.h"
+#include "engine_int.h"
 #include "faultpoints.h"
-#include "io.h"
 #include "page.h"
 #include "pageop.h"
-#include "recovery.h"
-#include "status.h"
-#include "txn.h"
-#include "wal.h"
-
-#define DATA_NAME "data"
-#define LOCK_NAME "LOCK"
-#define CREATING_NAME "CREATING"
-#define DATA_FILE_ID 0
-#define MIN_FRAMES 16u
-#define SEQ_RING 4096u
-/* Transaction ids are leased in blocks: control's xid_limit is raised (a
- * control write) before an id at or above it is used, so after any crash
- * ids restart above every id that could be on a page, even if the log
- * records that used them were lost (a damaged record at the end of the log
- * with no later witness is trimmed as a torn tail, W3): a reused id would
- * make that batch's versions visible under another batch's commit. */
-#define XID_LEASE 1024u
-
-struct eng_db {
-    char dir[4096];
-    char archive_dir[4096];
-    eng_options opts;
-    int lockfd;
-    io_ctx *io;
-    io_file data;
-    int data_open;
-    control ctl;
-    _Atomic uint64_t hwm;
-    _Atomic uint64_t redo_lsn;
-    bp_pool *bp;
-    bt_tree *bt;
-    wal *wal;
-    pthread_mutex_t write_mu;
-    pthread_mutex_t ckpt_mu;
-    pthread_mutex_t ctl_mu;      /* db->ctl and the control file (a leaf lock:
-                                  * taken under write_mu or ckpt_mu) */
-    _Atomic int poisoned;
-    eng_reporter rep;
-    pthread_mutex_t last_mu;
-    eng_corruption last;
-    int has_last;
-    _Atomic uint64_t corruption[ENG_LAYER_COUNT];
-    _Atomic uint64_t puts, deletes, gets, syncs, batches, checkpoints;
-    _Atomic uint64_t wal_bytes, wal_records;
-    /* Commit sequences: last assigned, and which are durable. */
-    _Atomic uint64_t seq;
-    _Atomic uint64_t durable_seq;
-    pthread_mutex_t seq_mu;
-    struct { uint64_t end, seq; } ring[SEQ_RING];
-    size_t ring_head, ring_len;
-    _Atomic int ckpt_due;
-    _Atomic int writers_waiting;
-    eng_recovery_info rinfo;
-    txn_mgr *txn;
-    _Atomic uint64_t commits, aborts, vacuums, hint_records, hint_record_bytes;
-};
 
 void eng_options_init(eng_options *o) {
     memset(o, 0, sizeof *o);
@@ -163,7 +99,7 @@ void eng_buf_free(eng_buf *b) {
 }
 
 /* Every report from every layer passes here. */
-static void db_report(void *ctx, const eng_corruption *r) {
+void eng_db_report(void *ctx, const eng_corruption *r) {
     eng_db *db = ctx;
     if (r->layer >= 0 && r->layer < ENG_LAYER_COUNT) atomic_fetch_add(&db->corruption[r->layer], 1);
     pthread_mutex_lock(&db->last_mu);
@@ -173,39 +109,6 @@ static void db_report(void *ctx, const eng_corruption *r) {
     if (db->opts.on_corruption) db->opts.on_corruption(db->opts.on_corruption_ctx, r);
 }
 
-/* The lock file is created only by an open that may create the database:
- * a read-only look at a directory that holds none changes nothing. */
-static int take_lock(eng_db *db, int create) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", db->dir, LOCK_NAME);
-    db->lockfd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
-    if (db->lockfd < 0) return errno == ENOENT ? ENG_NOTFOUND : io_status_from_errno(errno);
-    if (flock(db->lockfd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        close(db->lockfd);
-        db->lockfd = -1;
-        return e == EWOULDBLOCK ? ENG_BUSY : io_status_from_errno(e);
-    }
-    return ENG_OK;
-}
-
-static void free_handle(eng_db *db) {
-    if (db->bt) bt_close(db->bt);
-    if (db->wal) wal_close(db->wal);
-    if (db->bp) bp_destroy(db->bp);
-    if (db->data_open) io_close(db->io, &db->data);
-    if (db->io) io_ctx_destroy(db->io);
-    if (db->lockfd >= 0) close(db->lockfd); /* releases the flock */
-    txn_destroy(db->txn);
-    pthread_mutex_destroy(&db->write_mu);
-    pthread_mutex_destroy(&db->ckpt_mu);
-    pthread_mutex_destroy(&db->ctl_mu);
-    pthread_mutex_destroy(&db->last_mu);
-    pthread_mutex_destroy(&db->seq_mu);
-    free(db);
-}
-
-static int valid_page_size(uint32_t ps) { return ps == 4096 || ps == 8192 || ps == 16384; }
 
 static int poison(eng_db *db, int rc) {
     if (rc == ENG_IOERR || rc == ENG_NOSPACE || rc == ENG_POISONED || rc == ENG_NOMEM)
@@ -215,7 +118,7 @@ static int poison(eng_db *db, int rc) {
 
 /* ---- the log, as the lower layers see it ---- */
 
-static int log_append(void *ctx, int type, const void *payload, size_t len, uint64_t *start, uint64_t *end) {
+int eng_log_append(void *ctx, int type, const void *payload, size_t len, uint64_t *start, uint64_t *end) {
     eng_db *db = ctx;
     int rc = wal_append(db->wal, type, payload, len, start, end);
     if (rc == ENG_OK) {
@@ -227,7 +130,7 @@ static int log_append(void *ctx, int type, const void *payload, size_t len, uint
 
 /* Write-ahead rule for page write-back.  During recovery (no log open)
  * every record being replayed was fsynced by its first pass. */
-static int pool_wal_flush(void *ctx, uint64_t upto) {
+int eng_pool_wal_flush(void *ctx, uint64_t upto) {
     eng_db *db = ctx;
     if (!db->wal) return ENG_OK;
     int rc = wal_flush(db->wal, upto);
@@ -239,8 +142,8 @@ static int pool_wal_flush(void *ctx, uint64_t upto) {
  * wal_log_hints: a compact record of the leaf's hint area.  hint_fpi with
  * data_checksums or wal_log_hints: PostgreSQL's rule, an image on the
  * first such write after the checkpoint began. */
-static int pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out,
-                         uint64_t *flush) {
+int eng_pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out,
+                      uint64_t *flush) {
     eng_db *db = ctx;
     *out = lsn;
     *flush = 0;
@@ -270,7 +173,7 @@ static int pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_
     }
     if (b.oom) { pa_buf_free(&b); return ENG_NOMEM; }
     uint64_t start, end;
-    int rc = log_append(db, WAL_REC_PAGES, b.p, b.len, &start, &end);
+    int rc = eng_log_append(db, WAL_REC_PAGES, b.p, b.len, &start, &end);
     if (rc == ENG_OK) {
         atomic_fetch_add_explicit(&db->hint_records, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&db->hint_record_bytes, b.len + WAL_REC_HDR, memory_order_relaxed);
@@ -311,13 +214,12 @@ uint64_t eng_durable_seq(eng_db *db) {
 }
 
 uint64_t eng_last_seq(eng_db *db) { return atomic_load(&db->seq); }
-
 /* ---- checkpoint ---- */
 
 /* CLOSING: the last checkpoint of the handle (nothing is written after
  * it), which may hand the unused ids of the lease back: every page and
  * record is on disk, so no id above the last one used exists anywhere. */
-static int checkpoint_as(eng_db *db, int closing) {
+int eng_checkpoint_as(eng_db *db, int closing) {
     if (atomic_load(&db->poisoned)) return ENG_POISONED;
     pthread_mutex_lock(&db->ckpt_mu);
     pthread_mutex_lock(&db->write_mu);
@@ -351,7 +253,7 @@ static int checkpoint_as(eng_db *db, int closing) {
         wr64(rec, redo);
         wr64(rec + 8, last_seq);
         wr64(rec + 16, nblocks);
-        rc = log_append(db, WAL_REC_CHECKPOINT, rec, sizeof rec, &cstart, &cend);
+        rc = eng_log_append(db, WAL_REC_CHECKPOINT, rec, sizeof rec, &cstart, &cend);
     }
     if (rc == ENG_OK) rc = wal_flush(db->wal, cend);
     if (rc == ENG_OK) eng_durable_seq(db);
@@ -388,368 +290,10 @@ static int checkpoint_as(eng_db *db, int closing) {
     return rc == ENG_CORRUPTION ? rc : poison(db, rc);
 }
 
-static int checkpoint(eng_db *db) { return checkpoint_as(db, 0); }
 
 int eng_checkpoint(eng_db *db) {
     if (db->opts.read_only) return ENG_READONLY;
     return checkpoint(db);
-}
-
-/* ---- open: create, or recover ---- */
-
-static int start_pool(eng_db *db) {
-    size_t nframes = db->opts.cache_size / db->ctl.page_size;
-    if (nframes < MIN_FRAMES) nframes = MIN_FRAMES;
-    bp_config bc = {
-        .io = db->io, .file = &db->data, .page_size = db->ctl.page_size, .nframes = nframes,
-        .checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0, .hwm = &db->hwm,
-        .reporter = db->rep, .wal_flush = pool_wal_flush, .wal_ctx = db, .hint_log = pool_hint_log,
-        .read_only = db->opts.read_only, .poisoned = &db->poisoned,
-        .kv_width = (unsigned)db->opts.block_protection_bytes_per_key,
-    };
-    return bp_create(&bc, &db->bp);
-}
-
-static int open_wal(eng_db *db, uint64_t start, uint64_t prev) {
-    wal_config wc = {
-        .io = db->io, .dir = db->dir, .seg_size = db->ctl.seg_size,
-        .buffer_size = db->opts.wal_buffer_size, .gen = db->ctl.wal_gen,
-        .start_lsn = start, .prev_lsn = prev,
-        .archive_dir = db->archive_dir[0] ? db->archive_dir : NULL, .reporter = db->rep,
-    };
-    return wal_open(&wc, &db->wal);
-}
-
-/* EXTENT: blocks redo rebuilt in memory that the file may not hold yet. */
-static int open_tree(eng_db *db, uint64_t extent) {
-    uint64_t size = 0;
-    io_size(db->io, &db->data, &size);
-    if (size / db->ctl.page_size < extent) size = extent * db->ctl.page_size;
-    bt_config tc = {
-        .bp = db->bp, .page_size = db->ctl.page_size, .reporter = db->rep, .file = DATA_NAME,
-        .file_blocks = size / db->ctl.page_size, .hwm = db->ctl.hwm,
-        .log_append = log_append, .log_ctx = db, .redo_lsn = &db->redo_lsn,
-        .full_page_writes = db->opts.full_page_writes,
-        .wal_compression = db->opts.wal_compression == ENG_WAL_COMPRESSION_ZSTD,
-        .txn = db->txn, .durable_seq = &db->durable_seq, .no_hints = db->opts.read_only,
-        .poisoned = &db->poisoned,
-    };
-    return bt_open(&tc, &db->bt);
-}
-
-/* ---- what a directory holds (F1-F5 at the top of this file) ---- */
-
-typedef struct dir_files {
-    int control, control_tmp, creating, data;
-    uint64_t data_bytes;
-    size_t nsegs;             /* segment files in wal/ */
-    uint64_t seg_first, seg_last;
-} dir_files;
-
-static int dir_has(const char *dir, const char *name, uint64_t *bytes) {
-    char path[4200];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (lstat(path, &st) != 0) return 0;
-    if (bytes) *bytes = (uint64_t)st.st_size;
-    return 1;
-}
-
-/* Look, change nothing (stat and readdir are not hooked: they write
- * nothing).  ENG_OK, or the status of a directory that cannot be read. */
-static int look_at_dir(const char *dir, dir_files *f) {
-    memset(f, 0, sizeof *f);
-    f->control = dir_has(dir, CONTROL_NAME, NULL);
-    f->control_tmp = dir_has(dir, CONTROL_NAME ".tmp", NULL);
-    f->creating = dir_has(dir, CREATING_NAME, NULL);
-    f->data = dir_has(dir, DATA_NAME, &f->data_bytes);
-    uint64_t *v;
-    size_t n;
-    int rc = wal_list_segments(dir, &v, &n);
-    if (rc != ENG_OK) return rc;
-    f->nsegs = n;
-    if (n) { f->seg_first = v[0]; f->seg_last = v[n - 1]; }
-    free(v);
-    return ENG_OK;
-}
-
-/* F3: files of a database without control, and no creation marker. */
-static int lost_control(const dir_files *f) {
-#ifdef ENG_BROKEN_LOST_CONTROL_NEEDS_DATA
-    /* planted bug (tests/mutants.txt): only a data file counts as a lost
-     * database: WAL segments or control.tmp alone read as an empty
-     * directory, and a create_if_missing open removes them. */
-    return !f->control && !f->creating && f->data;
-#else
-    return !f->control && !f->creating && (f->data || f->control_tmp || f->nsegs);
-#endif
-}
-
-/* The report of F3's refusal: what is missing and what is present. */
-static int report_lost_control(const eng_reporter *rep, const dir_files *f) {
-    char part[3][64];
-    int n = 0;
-    if (f->data) snprintf(part[n++], sizeof part[0], "data (%llu bytes)", (unsigned long long)f->data_bytes);
-    if (f->nsegs == 1)
-        snprintf(part[n++], sizeof part[0], "WAL segment wal/%016llx", (unsigned long long)f->seg_first);
-    else if (f->nsegs > 1)
-        snprintf(part[n++], sizeof part[0], "%zu WAL segments (wal/%016llx..%llx)", f->nsegs,
-                 (unsigned long long)f->seg_first, (unsigned long long)f->seg_last);
-    if (f->control_tmp) snprintf(part[n++], sizeof part[0], "control.tmp");
-    return eng_report(rep, ENG_LAYER_CONTROL, CONTROL_NAME, -1, -1, -1, 0, f->data_bytes,
-                      "control file is missing; present: %s%s%s%s%s (refused: nothing created or changed)", part[0],
-                      n > 1 ? ", " : "", n > 1 ? part[1] : "", n > 2 ? ", " : "", n > 2 ? part[2] : "");
-}
-
-/* F4's data-file rule (the segments: wal_check_segments). */
-static int check_data_present(const eng_reporter *rep, const dir_files *f, const control *c) {
-    if (f->data) return ENG_OK;
-    return eng_report(rep, ENG_LAYER_CONTROL, DATA_NAME, -1, -1, -1, c->hwm, 0,
-                      "data file is missing: control names a database of %u-byte pages, %llu blocks "
-                      "synced (high-water mark)", c->page_size, (unsigned long long)c->hwm);
-}
-
-/* F2, first step: the marker, durable before any other file of the
- * database can be.  A marker left by an earlier attempt is reused. */
-static int write_creating(eng_db *db, int exists) {
-    if (exists) return ENG_OK;
-    static const char text[] = "a database is being created here (engine/engine.c F2)\n";
-    io_file f;
-    int rc = io_open(db->io, db->dir, CREATING_NAME, -1, 1, 0, &f);
-    if (rc) return rc;
-    rc = io_write(db->io, &f, text, sizeof text - 1, 0);
-    if (rc == ENG_OK) rc = io_sync(db->io, &f);
-    io_close(db->io, &f);
-    if (rc == ENG_OK) rc = io_dirsync(db->io, db->dir);
-    return rc;
-}
-
-/* F3: debris of an interrupted creation (the marker stays: it still
- * covers everything until control is in place). */
-static int remove_debris(eng_db *db, const dir_files *f) {
-    /* Absent is fine; any other failure may have left the file, and the
-     * creation would then build on its old pages. */
-    int rc = ENG_OK;
-    if (f->data) rc = io_unlink(db->io, db->dir, DATA_NAME);
-    if (rc == ENG_NOTFOUND) rc = ENG_OK;
-    if (rc == ENG_OK && f->control_tmp) rc = io_unlink(db->io, db->dir, CONTROL_NAME ".tmp");
-    if (rc == ENG_NOTFOUND) rc = ENG_OK;
-    if (rc == ENG_OK && f->nsegs) rc = wal_remove_segments(db->io, db->dir);
-    return rc;
-}
-
-/* F2.  F: what the directory holds (no control; maybe debris under a
- * marker).  On error the marker stays, so the next open cleans up. */
-static int create_db(eng_db *db, const dir_files *f) {
-    db->ctl.page_size = db->opts.page_size;
-    db->ctl.flags = db->opts.data_checksums ? CONTROL_FLAG_CHECKSUMS : 0;
-    db->ctl.seg_size = db->opts.wal_segment_size;
-    db->ctl.wal_gen = 1;
-    atomic_store(&db->hwm, 0);
-    char wdir[4200];
-    snprintf(wdir, sizeof wdir, "%s/%s", db->dir, WAL_DIR);
-    int rc = write_creating(db, f->creating);
-    if (rc == ENG_OK) rc = remove_debris(db, f);
-    if (rc) return rc;
-    rc = io_open(db->io, db->dir, DATA_NAME, DATA_FILE_ID, 1, 0, &db->data);
-    if (rc) return rc;
-    db->data_open = 1;
-    if ((rc = start_pool(db))) return rc;
-    if ((rc = bt_create(db->bp, db->ctl.page_size))) return rc;
-    if ((rc = bp_flush_all(db->bp))) return rc;
-    if ((rc = io_sync(db->io, &db->data))) return rc;
-    db->ctl.hwm = 2;
-    atomic_store(&db->hwm, 2);
-    if (mkdir(wdir, 0755) != 0 && errno != EEXIST) return io_status_from_errno(errno);
-    if ((rc = open_wal(db, WAL_BLOCK_HDR, 0))) return rc;
-    uint8_t rec[24] = {0};
-    uint64_t start, end;
-    wr64(rec, WAL_BLOCK_HDR);
-    wr64(rec + 16, 2);
-    if ((rc = log_append(db, WAL_REC_CHECKPOINT, rec, sizeof rec, &start, &end))) return rc;
-    if ((rc = wal_flush(db->wal, end))) return rc;
-    if ((rc = io_dirsync(db->io, wdir))) return rc;
-    if ((rc = io_dirsync(db->io, db->dir))) return rc;
-    db->ctl.redo_lsn = WAL_BLOCK_HDR;
-    db->ctl.checkpoint_lsn = start;
-    db->ctl.last_seq = 0;
-    db->ctl.xid_limit = 1 + XID_LEASE;
-    if ((rc = control_write(db->io, db->dir, &db->ctl))) return rc;
-    /* The database exists from here; the marker is now stale (F5). */
-    if ((rc = io_unlink(db->io, db->dir, CREATING_NAME))) return rc;
-    if ((rc = io_dirsync(db->io, db->dir))) return rc;
-    atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
-    return open_tree(db, 0);
-}
-
-/* After redo and the commit log's load: every id up to MAX is finished
- * (T1).  The sequence recovery reached is the last committed one, below
- * any aborted ids at the end (they are used, never committed). */
-static void settle_recovered(eng_db *db, uint64_t max) {
-    txn_publish(db->txn, max);
-    uint64_t c = max;
-    while (c > 0 && txn_status(db->txn, c) != CLOG_COMMITTED) c--;
-    db->rinfo.recovered_seq = c;
-    atomic_store(&db->durable_seq, c);
-}
-
-static int recover_db(eng_db *db) {
-    int rc = io_open(db->io, db->dir, DATA_NAME, DATA_FILE_ID, 0, db->opts.read_only, &db->data);
-    if (rc) return rc;
-    db->data_open = 1;
-    atomic_store(&db->hwm, db->ctl.hwm);
-    if ((rc = start_pool(db))) return rc;
-    rec_result rr;
-    rc = recovery_redo(db->io, db->dir, db->ctl.seg_size, db->ctl.redo_lsn, db->ctl.last_seq,
-                       db->bp, db->ctl.page_size, &db->rep, &rr);
-    if (rc) { rec_result_free(&rr); return rc; }
-    db->rinfo = (eng_recovery_info){
-        .redo_lsn = db->ctl.redo_lsn, .end_lsn = rr.end_lsn, .recovered_lsn = rr.last_lsn,
-        .recovered_seq = rr.last_seq, .records = rr.records, .actions_applied = rr.actions_applied,
-        .actions_skipped = rr.actions_skipped, .images_restored = rr.images_restored,
-        .trimmed = rr.trimmed, .txns_committed = rr.txns_committed, .txns_aborted = rr.txns_aborted,
-    };
-    /* Ids are never reused: an aborted batch's versions keep its id, and
-     * ids of the last lease may be on pages whose log records were lost. */
-    if (db->ctl.xid_limit > rr.max_seq + 1) rr.max_seq = db->ctl.xid_limit - 1;
-    atomic_store(&db->seq, rr.max_seq);
-    atomic_store(&db->durable_seq, rr.last_seq);
-    atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
-    if (db->opts.read_only) {
-        /* Redo stays in the pool (never written back): a read-only open
-         * shows the recovered state and changes nothing on disk.  A replay
-         * larger than the cache fails with ENG_READONLY: open read-write
-         * (or with a larger cache) to recover. */
-        rec_result_free(&rr);
-        if ((rc = open_tree(db, rr.meta_nblocks)) == ENG_OK && (rc = bt_load_clog(db->bt)) == ENG_OK)
-            settle_recovered(db, rr.max_seq);
-        return rc;
-    }
-    /* A new generation, durable before any block of it is written. */
-    db->ctl.wal_gen = (rr.max_gen > db->ctl.wal_gen ? rr.max_gen : db->ctl.wal_gen) + 1;
-    db->ctl.xid_limit = rr.max_seq + 1 + XID_LEASE; /* the first lease, in the same write */
-    if ((rc = control_write(db->io, db->dir, &db->ctl))) { rec_result_free(&rr); return rc; }
-    if ((rc = open_wal(db, rr.end_lsn, rr.last_lsn))) { rec_result_free(&rr); return rc; }
-    if ((rc = open_tree(db, rr.meta_nblocks))) { rec_result_free(&rr); return rc; }
-    rec_result_free(&rr);
-    /* Every id up to max_seq is finished now (T1): committed per the log,
-     * the rest aborted. */
-    if ((rc = bt_load_clog(db->bt))) return rc;
-    settle_recovered(db, rr.max_seq);
-    ENG_KILL_POINT(FP_KILL_RECOVERY_END);
-    /* End-of-recovery checkpoint: the replayed state becomes the new
-     * starting point, so a crash now does not replay it all again. */
-    if (db->rinfo.records > 1) rc = checkpoint(db);
-    return rc;
-}
-
-int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
-    *out = NULL;
-    eng_options def;
-    if (!opts) { eng_options_init(&def); opts = &def; }
-    if (!dir || !*dir || strlen(dir) >= 4000) return ENG_INVALID;
-    if (opts->io_backend != ENG_IO_URING && opts->io_backend != ENG_IO_PSYNC) return ENG_INVALID;
-    if (!valid_page_size(opts->page_size)) return ENG_INVALID;
-    if (opts->sync_mode < ENG_SYNC_COMMIT || opts->sync_mode > ENG_SYNC_OFF) return ENG_INVALID;
-    if (opts->wal_compression != ENG_WAL_COMPRESSION_NONE && opts->wal_compression != ENG_WAL_COMPRESSION_ZSTD)
-        return ENG_INVALID;
-    if (opts->wal_segment_size < (64u << 10) || opts->wal_segment_size > (1ull << 32) ||
-        (opts->wal_segment_size & (opts->wal_segment_size - 1)))
-        return ENG_INVALID;
-    if (opts->wal_buffer_size < 4 * WAL_BLOCK) return ENG_INVALID;
-    if (opts->archive_dir && strlen(opts->archive_dir) >= 4000) return ENG_INVALID;
-    {
-        int w = opts->block_protection_bytes_per_key;
-        if (w != 0 && w != 1 && w != 2 && w != 4 && w != 8) return ENG_INVALID;
-    }
-
-    eng_db *db = calloc(1, sizeof *db);
-    if (!db) return ENG_NOMEM;
-    snprintf(db->dir, sizeof db->dir, "%s", dir);
-    if (opts->archive_dir) snprintf(db->archive_dir, sizeof db->archive_dir, "%s", opts->archive_dir);
-    db->opts = *opts;
-    db->opts.archive_dir = NULL; /* kept in db->archive_dir */
-    db->lockfd = -1;
-    pthread_mutex_init(&db->write_mu, NULL);
-    pthread_mutex_init(&db->ckpt_mu, NULL);
-    pthread_mutex_init(&db->ctl_mu, NULL);
-    pthread_mutex_init(&db->last_mu, NULL);
-    pthread_mutex_init(&db->seq_mu, NULL);
-    db->rep = (eng_reporter){db_report, db};
-
-    struct stat st;
-    if (stat(dir, &st) != 0) {
-        if (errno != ENOENT || !opts->create_if_missing || opts->read_only) {
-            int rc = errno == ENOENT ? ENG_NOTFOUND : io_status_from_errno(errno);
-            free_handle(db);
-            return rc;
-        }
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-            int rc = io_status_from_errno(errno);
-            free_handle(db);
-            return rc;
-        }
-    } else if (!S_ISDIR(st.st_mode)) {
-        free_handle(db);
-        return ENG_INVALID;
-    }
-    if (db->archive_dir[0] && mkdir(db->archive_dir, 0755) != 0 && errno != EEXIST) {
-        int rc = io_status_from_errno(errno);
-        free_handle(db);
-        return rc;
-    }
-
-    int rc = txn_create(&db->txn);
-    if (rc == ENG_OK) rc = io_ctx_create(opts->io_backend, opts->io_hooks, &db->io);
-    dir_files f;
-    if (rc == ENG_OK) rc = look_at_dir(dir, &f);
-    if (rc == ENG_OK && lost_control(&f)) {
-        /* F3: refused before the lock, so not even LOCK is created. */
-        rc = report_lost_control(&db->rep, &f);
-    } else if (rc == ENG_OK) {
-        /* A directory holding a database (control present) gets its LOCK
-         * back if it was copied without one; any other directory is
-         * touched only by an open that may create. */
-        int writable_create = opts->create_if_missing && !opts->read_only;
-        rc = take_lock(db, f.control || writable_create);
-        /* No LOCK and none made: nobody holds this directory, and what is
-         * in it decides below (ENG_NOTFOUND or F3's refusal). */
-        if (rc == ENG_NOTFOUND) rc = ENG_OK;
-        /* Look again under the lock: a creator may have finished since. */
-        if (rc == ENG_OK) rc = look_at_dir(dir, &f);
-        if (rc == ENG_OK && f.control) {
-            rc = control_read(db->io, dir, &db->ctl, &db->rep);
-            if (rc == ENG_NOTFOUND) rc = ENG_IOERR; /* it was there a moment ago */
-            if (rc == ENG_OK && opts->error_if_exists) rc = ENG_INVALID;
-            if (rc == ENG_OK) rc = check_data_present(&db->rep, &f, &db->ctl);
-            if (rc == ENG_OK)
-                rc = wal_check_segments(dir, db->ctl.seg_size, db->ctl.redo_lsn, db->ctl.checkpoint_lsn, &db->rep);
-            if (rc == ENG_OK) rc = recover_db(db);
-            if (rc == ENG_OK && f.creating && !opts->read_only) {
-                rc = io_unlink(db->io, dir, CREATING_NAME); /* F5 */
-                if (rc == ENG_OK) rc = io_dirsync(db->io, dir);
-            }
-        } else if (rc == ENG_OK && lost_control(&f)) {
-            rc = report_lost_control(&db->rep, &f);
-        } else if (rc == ENG_OK) {
-            rc = writable_create ? create_db(db, &f) : ENG_NOTFOUND;
-        }
-    }
-    if (rc != ENG_OK) {
-        free_handle(db);
-        return rc;
-    }
-    *out = db;
-    return ENG_OK;
-}
-
-int eng_close(eng_db *db) {
-    if (!db) return ENG_INVALID;
-    int rc = ENG_OK;
-    if (!db->opts.read_only && !atomic_load(&db->poisoned)) rc = checkpoint_as(db, 1);
-    else if (atomic_load(&db->poisoned)) rc = ENG_POISONED;
-    free_handle(db);
-    return rc;
 }
 
 int eng_sync(eng_db *db) {
@@ -816,7 +360,7 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
             if (rc == ENG_OK) db->ctl = c;
         }
         pthread_mutex_unlock(&db->ctl_mu);
-        if (rc == ENG_OK) rc = log_append(db, WAL_REC_BATCH, rec, blen, &bstart, &bend);
+        if (rc == ENG_OK) rc = eng_log_append(db, WAL_REC_BATCH, rec, blen, &bstart, &bend);
         if (rc == ENG_OK) {
             /* The id is used from here on, committed or not. */
             atomic_store(&db->seq, seq);
@@ -1109,252 +653,6 @@ const void *eng_iter_value(const eng_iter *it, size_t *vlen) {
     const bt_entry *e = &it->lc.e[it->pos];
     if (vlen) *vlen = e->vlen;
     return it->lc.buf + e->voff;
-}
-
-/* ---- verify ---- */
-/* ---- verify ---- */
-
-typedef struct verify_fwd {
-    eng_db *db;
-    eng_corruption_fn fn;
-    void *ctx;
-} verify_fwd;
-
-static void verify_report(void *ctx, const eng_corruption *r) {
-    verify_fwd *v = ctx;
-    if (v->db) db_report(v->db, r);
-    if (v->fn) v->fn(v->ctx, r);
-}
-
-/* Read every record of the log from the redo point (pg_waldump's walk):
- * a damaged record in the synced part is a problem (wal.h W3); a torn
- * tail is not. */
-static int verify_log(io_ctx *io, const char *dir, const control *ctl, const eng_reporter *rep,
-                      uint64_t *problems) {
-    wal_reader *r;
-    int rc = wal_reader_open(io, dir, ctl->seg_size, ctl->redo_lsn, 0, rep, &r);
-    if (rc) return rc;
-    wal_record rec;
-    while ((rc = wal_reader_next(r, &rec)) == ENG_OK) {}
-    wal_reader_close(r);
-    if (rc == ENG_CORRUPTION) { (*problems)++; return ENG_CORRUPTION; }
-    return rc == ENG_NOTFOUND ? ENG_OK : rc;
-}
-
-int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems) {
-    eng_verify_info info;
-    int rc = eng_verify_ex(db, fn, ctx, &info);
-    if (problems) *problems = info.problems;
-    return rc;
-}
-
-int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *info) {
-    memset(info, 0, sizeof *info);
-    uint64_t *problems = &info->problems;
-    verify_fwd vf = {db, fn, ctx};
-    eng_reporter rep = {verify_report, &vf};
-    /* The write lock holds the tree still while pages are checked and the
-     * log's end in place while it is walked (a log read while records are
-     * being added would see a block not yet written before a block that
-     * already witnesses it: a false alarm); the checkpoint lock keeps
-     * segments from going away.  Readers go on throughout. */
-    pthread_mutex_lock(&db->ckpt_mu);
-    pthread_mutex_lock(&db->write_mu);
-    int rc = bt_verify(db->bt, &rep, problems, info);
-    if ((rc == ENG_OK || rc == ENG_CORRUPTION) && db->wal) {
-        /* Records still in the buffer are not on disk: write them out so
-         * the walk sees the whole log. */
-        int wrc = wal_write_out(db->wal);
-        if (wrc == ENG_OK) wrc = verify_log(db->io, db->dir, &db->ctl, &rep, problems);
-        /* An error that stopped the walk wins over corruption found: the
-         * reports say what was found, the status must say the check did
-         * not finish (returning CORRUPTION swallowed a failed read). */
-        if (wrc != ENG_OK && wrc != ENG_CORRUPTION) rc = wrc;
-        else if (wrc == ENG_CORRUPTION && rc == ENG_OK) rc = ENG_CORRUPTION;
-    }
-    pthread_mutex_unlock(&db->write_mu);
-    pthread_mutex_unlock(&db->ckpt_mu);
-    /* A writer that queued behind this verify goes first, so a caller
-     * verifying in a loop cannot starve writes (mutexes are not fair). */
-    for (int spins = 0; atomic_load(&db->writers_waiting) && spins < 1000; spins++) usleep(100);
-    return rc;
-}
-
-/* A block whose own bytes failed, for eng_verify_info's list. */
-static void note_unchecked(eng_verify_info *info, uint64_t b) {
-    if (info->unchecked < ENG_VERIFY_UNCHECKED_LIST) info->unchecked_blocks[info->unchecked] = b;
-    info->unchecked++;
-}
-
-/* Checksum scan of a file too damaged to open (pg_checksums alone).
- * ENG_NOTFOUND if there is no data file at all. */
-static int scan_blocks(const char *dir, const eng_options *opts, const control *ctl, int have_ctl,
-                       eng_reporter *rep, uint64_t *problems, eng_verify_info *info) {
-    io_ctx *io;
-    int rc = io_ctx_create(opts->io_backend, NULL, &io);
-    if (rc) return rc;
-    io_file f;
-    rc = io_open(io, dir, DATA_NAME, DATA_FILE_ID, 0, 1, &f);
-    /* No data file: nothing to scan (the open's report, F3 or F4, says so). */
-    if (rc && io_last_errno(io) == ENOENT) rc = ENG_NOTFOUND;
-    if (rc) { io_ctx_destroy(io); return rc; }
-    uint64_t size = 0;
-    io_size(io, &f, &size);
-    uint32_t ps = have_ctl ? ctl->page_size : 0;
-    uint8_t *buf = malloc(16384);
-    if (!buf) { io_close(io, &f); io_ctx_destroy(io); return ENG_NOMEM; }
-    if (!ps) {
-        /* The control file is gone: find the page size block 0 verifies at. */
-        static const uint32_t sizes[] = {4096, 8192, 16384};
-        for (int i = 0; i < 3 && !ps; i++) {
-            size_t done = 0;
-            page_problem pr;
-            int z = 0;
-            if (io_read(io, &f, buf, sizes[i], 0, &done) == ENG_OK && done == sizes[i] &&
-                page_verify(buf, sizes[i], 0, 1, 1, &z, &pr) == ENG_OK)
-                ps = sizes[i];
-        }
-        if (!ps) {
-            eng_report(rep, ENG_LAYER_PAGE_HEADER, DATA_NAME, 0, 0, -1, 0, 0,
-                       "cannot tell the page size: control file and block 0 both unreadable");
-            (*problems)++;
-            note_unchecked(info, 0);
-            free(buf); io_close(io, &f); io_ctx_destroy(io);
-            return ENG_CORRUPTION;
-        }
-    }
-    int checksums = have_ctl ? (ctl->flags & CONTROL_FLAG_CHECKSUMS) != 0 : 1;
-    uint64_t hwm = have_ctl ? ctl->hwm : 0;
-    uint64_t nblocks = (size + ps - 1) / ps;
-    if (hwm > nblocks) nblocks = hwm;
-    for (uint64_t b = 0; b < nblocks; b++) {
-        size_t done = 0;
-        rc = io_read(io, &f, buf, ps, b * ps, &done);
-        if (rc) break;
-        if (done < ps) memset(buf + done, 0, ps - done);
-        page_problem pr;
-        int z = 0;
-        if (page_verify(buf, ps, b, hwm, checksums, &z, &pr) == ENG_CORRUPTION) {
-            eng_report(rep, pr.layer, DATA_NAME, (int64_t)b, (int64_t)(b * ps) + (pr.offset >= 0 ? pr.offset : 0),
-                       pr.entry, pr.expected, pr.found, "%s", pr.detail);
-            (*problems)++;
-            note_unchecked(info, b);
-        }
-    }
-    free(buf);
-    io_close(io, &f);
-    io_ctx_destroy(io);
-    if (rc) return rc;
-    return *problems ? ENG_CORRUPTION : ENG_OK;
-}
-
-/* Reports that failed an open, held back so the block scan that follows
- * does not print the same block twice. */
-typedef struct held_reports {
-    eng_corruption r[8];
-    int n;
-} held_reports;
-
-static void hold_report(void *ctx, const eng_corruption *r) {
-    held_reports *h = ctx;
-    if (h->n < 8) h->r[h->n++] = *r;
-}
-
-int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx,
-                   uint64_t *problems) {
-    eng_verify_info info;
-    int rc = eng_verify_dir_ex(dir, opts, fn, ctx, &info);
-    if (problems) *problems = info.problems;
-    return rc;
-}
-
-int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx,
-                      eng_verify_info *info) {
-    memset(info, 0, sizeof *info);
-    uint64_t *problems = &info->problems;
-    eng_options o;
-    if (opts) o = *opts; else eng_options_init(&o);
-    o.read_only = 1;
-    o.create_if_missing = 0;
-    held_reports held = {.n = 0};
-    eng_corruption_fn user_fn = o.on_corruption;
-    void *user_ctx = o.on_corruption_ctx;
-    o.on_corruption = hold_report;
-    o.on_corruption_ctx = &held;
-    eng_db *db;
-    int rc = eng_open(dir, &o, &db);
-    if (rc == ENG_OK) {
-        db->opts.on_corruption = user_fn;
-        db->opts.on_corruption_ctx = user_ctx;
-        rc = eng_verify_ex(db, fn, ctx, info);
-        eng_close(db);
-        return rc;
-    }
-    if (rc != ENG_CORRUPTION) return rc;
-    /* Not open: each block's own bytes are all that is checked. */
-    info->tree_skipped = 1;
-    info->leaks_skipped = 1;
-    verify_fwd vf = {NULL, fn, ctx};
-    eng_reporter rep = {verify_report, &vf};
-    control ctl;
-    io_ctx *io;
-    int have = 0;
-    if (io_ctx_create(o.io_backend, NULL, &io) == ENG_OK) {
-        eng_reporter quiet = {NULL, NULL};
-        have = control_read(io, dir, &ctl, &quiet) == ENG_OK;
-        io_ctx_destroy(io);
-    }
-    uint64_t more = 0;
-    int rc2 = scan_blocks(dir, &o, &ctl, have, &rep, &more, info);
-    if (rc2 == ENG_NOTFOUND) rc2 = ENG_OK;
-    *problems += more;
-    held_reports logrep = {.n = 0};
-    if (have && (rc2 == ENG_OK || rc2 == ENG_CORRUPTION) && io_ctx_create(o.io_backend, NULL, &io) == ENG_OK) {
-        eng_reporter lr = {hold_report, &logrep};
-        uint64_t wp = 0;
-        verify_log(io, dir, &ctl, &lr, &wp);
-        io_ctx_destroy(io);
-        for (int i = 0; i < logrep.n; i++) { verify_report(&vf, &logrep.r[i]); (*problems)++; }
-    }
-    /* What the open tripped on, unless a scan above reported the same
-     * thing itself: a page's own checksum (the block scan) or a record
-     * (the log walk).  Problems met only while replaying stay. */
-    for (int i = 0; i < held.n; i++) {
-        const eng_corruption *h = &held.r[i];
-        int dup = have && h->block >= 0 && strcmp(h->file, DATA_NAME) == 0 &&
-                  h->layer != ENG_LAYER_STRUCTURE && h->layer != ENG_LAYER_OVERFLOW;
-        for (int j = 0; j < logrep.n && !dup; j++)
-            dup = logrep.r[j].layer == h->layer && logrep.r[j].offset == h->offset &&
-                  strcmp(logrep.r[j].file, h->file) == 0;
-        if (dup) continue;
-        verify_report(&vf, h);
-        (*problems)++;
-    }
-    if (rc2 != ENG_OK && rc2 != ENG_CORRUPTION) return rc2;
-    return *problems ? ENG_CORRUPTION : ENG_OK;
-}
-
-int eng_probe_dir(const char *dir, eng_corruption_fn fn, void *ctx) {
-    if (!dir || !*dir) return ENG_INVALID;
-    struct stat st;
-    if (stat(dir, &st) != 0) return errno == ENOENT ? ENG_NOTFOUND : io_status_from_errno(errno);
-    if (!S_ISDIR(st.st_mode)) return ENG_INVALID;
-    verify_fwd vf = {NULL, fn, ctx};
-    eng_reporter rep = {verify_report, &vf};
-    dir_files f;
-    int rc = look_at_dir(dir, &f);
-    if (rc) return rc;
-    if (lost_control(&f)) return report_lost_control(&rep, &f);
-    if (!f.control) return ENG_NOTFOUND;
-    io_ctx *io;
-    if ((rc = io_ctx_create(ENG_IO_PSYNC, NULL, &io))) return rc;
-    control c;
-    rc = control_read(io, dir, &c, &rep);
-    io_ctx_destroy(io);
-    if (rc == ENG_NOTFOUND) rc = ENG_IOERR; /* it was there a moment ago */
-    if (rc == ENG_OK) rc = check_data_present(&rep, &f, &c);
-    if (rc == ENG_OK) rc = wal_check_segments(dir, c.seg_size, c.redo_lsn, c.checkpoint_lsn, &rep);
-    return rc;
 }
 
 /* ---- fault points ---- */

@@ -18,7 +18,7 @@
  * hint state is an even-parity nibble, so a flipped bit there is caught
  * by the state check instead (page.h); two flips in a nibble can make
  * another valid state, so readers use a hint only where the transaction
- * status copy agrees (btree.c version_state).
+ * status copy agrees (btree.c bt_version_state).
  *
  * Each entry code is XXH3-64 of the cell (the slot offset mixed in)
  * truncated to 8w bits, its three lowest bits replaced by parities of the
@@ -28,7 +28,7 @@
  * RocksDB's truncated hash misses 1 in 256 of all flips at w = 1, single
  * ones included).  The page code keeps one parity bit (2^-31 otherwise).
  *
- * The checks (btree.c, bufpool.c):
+ * The checks (btree*.c, bufpool.c):
  *   K1  a binary search is proven by its two bracketing entries (sorted
  *       order does the rest: whatever garbage steered the search, two
  *       adjacent verified keys around the target prove the position)

@@ -3,7 +3,7 @@
  *
  * Every batch is a transaction whose id is its commit sequence.  Its fate
  * is stored in the commit log (PAGE_CLOG pages, changed only by logged page
- * actions, see btree.c bt_commit); this module keeps the decoded copy that
+ * actions, see btree_clog.c bt_commit); this module keeps the decoded copy that
  * readers consult without a page latch, the last committed id, and the
  * registry of acquired snapshots from which vacuum and pruning take their
  * horizon.
