@@ -365,6 +365,8 @@ static inline void check_line_page(const char *line, const tw_ev *e, const char 
     cr_assert_eq(jnum(line, "thread"), 0, "%s: thread: %s", cls, line);
 }
 
+/* ---- one flipped bit (write, cache, disk and log flips; the damage table) -- */
+
 static inline int one_bit_diff(const uint8_t *a, const uint8_t *b, size_t n, size_t *byte, uint8_t *mask) {
     int bits = 0;
     for (size_t i = 0; i < n; i++) {
@@ -373,6 +375,8 @@ static inline int one_bit_diff(const uint8_t *a, const uint8_t *b, size_t n, siz
     }
     return bits;
 }
+
+/* ---- sync_error's route: hook/sync or engine/io/fsync ---------------------- */
 
 /* The first seed from FROM on whose first sync_error firing on thread 0
  * goes to POINT ("hook/sync" or "engine/io/fsync": the library splits
@@ -399,6 +403,8 @@ static inline uint64_t seed_for_sync_route(uint64_t from, const char *point) {
     cr_assert_fail("no seed sends sync_error to %s", point);
     return 0;
 }
+
+/* ---- the drop watcher: a failed fsync of the data file (dw_*) ------------- */
 
 /* A watcher around the fault library's hooks that keeps it paused except
  * for the fsync of the data file when armed (so sync_fault_one_in = 1

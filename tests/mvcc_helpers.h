@@ -359,6 +359,10 @@ static inline eng_db *child_open(const char *dir, const eng_options *o) {
     return db;
 }
 
+/* ---- reopening clean -------------------------------------------------------- */
+
+/* DIR reopened with O agrees with G (N keys), verify is clean and nothing
+ * was reported as corruption. */
 static inline void vf_reopen_clean(const char *dir, const eng_options *o, const int32_t *g, uint64_t n, const char *what) {
     tu_reports rep;
     tu_reports_init(&rep);

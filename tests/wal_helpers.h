@@ -339,6 +339,8 @@ static inline size_t len_to_reach(uint64_t ins, uint32_t target)
     return (size_t)(wal_payload_between(start, t) - WAL_REC_HDR);
 }
 
+/* ---- a small log ------------------------------------------------------------- */
+
 /* Records of random sizes in segment 0, flushed one by one (so each block
  * written carries the witness of everything before it); returns the open
  * log. */
