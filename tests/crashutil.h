@@ -1,6 +1,6 @@
 /*
  * crashutil.h -- static-inline helpers for the crash and recovery suites
- * (test_recovery).  Builds on testutil.h; not part of the engine.
+ * (test_recovery_*).  Builds on testutil.h; not part of the engine.
  *
  *   - crash children: cu_fork() forks a child that dies with its parent
  *     (PR_SET_PDEATHSIG) and after CU_CHILD_ALARM seconds at the latest

@@ -360,7 +360,7 @@ static inline eng_options tu_opts(int backend, uint32_t page_size, size_t cache_
     if (cache_pages) o.cache_size = cache_pages * (page_size ? page_size : 8192u);
     if (c) { o.on_corruption = tu_collect; o.on_corruption_ctx = c; }
     /* These suites judge the storage core's answers; the durability of
-     * each write (and its fsync) is proven in test_recovery.c. */
+     * each write (and its fsync) is proven in test_recovery_*.c. */
     o.sync_mode = ENG_SYNC_OFF;
     return o;
 }
