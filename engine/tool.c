@@ -627,8 +627,6 @@ static const char *escape_key(const uint8_t *k, size_t len, size_t maxshow, char
  * engine's reader (wal.h) and decoders (pageop.h), so they work on a
  * database the engine will not open and never write anything. */
 
-#define WAL_BLOCK_MAGIC 0xA11Eu /* wb_magic (wal.h block header) */
-
 /* Read exactly LEN bytes at OFF.  Returns 0, or -1 with errno (0 = EOF). */
 static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
@@ -947,10 +945,10 @@ static int oldest_record(const char *dir, uint64_t seg_size, uint64_t *lsn)
         return 0;
     for (uint64_t b = 0; b < seg_size; b += WAL_BLOCK) {
         uint8_t h[WAL_BLOCK_HDR];
-        if (pread_full(fd, h, sizeof h, b) != 0 || XXH3_64bits(h, 24) != rd64(h + 24) ||
-            rd16(h + 22) != WAL_BLOCK_MAGIC || rd64(h) != base + b)
+        if (pread_full(fd, h, sizeof h, b) != 0 || XXH3_64bits(h, WB_CHECKED) != rd64(h + WB_CHECK_OFF) ||
+            rd16(h + WB_MAGIC_OFF) != WB_MAGIC || rd64(h + WB_LSN_OFF) != base + b)
             break;
-        uint16_t cont = rd16(h + 20);
+        uint16_t cont = rd16(h + WB_CONT_OFF);
         if (cont < WAL_BLOCK_PAYLOAD) {
             /* cont record bytes, skipping sector trailers (wal.h) */
             *lsn = (wal_stream_advance(base + b + WAL_BLOCK_HDR, cont) + 7) & ~(uint64_t)7;

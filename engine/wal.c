@@ -74,11 +74,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
-#define WB_MAGIC 0xA11Eu
 #define WB_PAYLOAD WAL_BLOCK_PAYLOAD            /* record bytes per block */
-#define WB_SECTORS (WAL_BLOCK / WAL_SECTOR)
-#define WB_CHECKED 24u                          /* wb_check covers [0, 24) */
-#define XL_CHECK_OFF 24u
 
 /* Segment files get hook file ids above the data file's (0) so a fault
  * library can tell WAL segments apart and each one keeps its own id. */
@@ -95,36 +91,6 @@
 
 /* Archive copies go through a bounce buffer of this size. */
 #define ARCHIVE_CHUNK (1u << 20)
-
-/* ---- little-endian fields ------------------------------------------------ */
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static inline void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-static inline uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static inline uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 /* ---- stream positions ---------------------------------------------------- */
 
@@ -205,7 +171,7 @@ uint64_t wal_payload_between(uint64_t a, uint64_t b)
 
 int wal_sector_valid(const uint8_t *s)
 {
-    uint32_t stored = get32(s + WAL_SECTOR_DATA);
+    uint32_t stored = fmt_get32(s + WAL_SECTOR_DATA);
     if (stored == crc32c(0, s, WAL_SECTOR_DATA))
         return 1;
     /* Never written: zero throughout.  (A written sector whose data is
@@ -216,7 +182,7 @@ int wal_sector_valid(const uint8_t *s)
 
 void wal_sector_seal(uint8_t *s)
 {
-    put32(s + WAL_SECTOR_DATA, crc32c(0, s, WAL_SECTOR_DATA));
+    fmt_put32(s + WAL_SECTOR_DATA, crc32c(0, s, WAL_SECTOR_DATA));
 }
 
 static inline int valid_seg_size(uint64_t s)
@@ -348,24 +314,24 @@ typedef struct wb_hdr {
 
 static void wb_decode(const uint8_t *p, wb_hdr *h)
 {
-    h->lsn = get64(p);
-    h->durable = get64(p + 8);
-    h->gen = get32(p + 16);
-    h->cont = get16(p + 20);
-    h->magic = get16(p + 22);
-    h->check = get64(p + 24);
+    h->lsn = fmt_get64(p + WB_LSN_OFF);
+    h->durable = fmt_get64(p + WB_DURABLE_OFF);
+    h->gen = fmt_get32(p + WB_GEN_OFF);
+    h->cont = fmt_get16(p + WB_CONT_OFF);
+    h->magic = fmt_get16(p + WB_MAGIC_OFF);
+    h->check = fmt_get64(p + WB_CHECK_OFF);
 }
 
 /* Start block P at stream position LSN; the witness and checksum are
  * filled when the block is written (wb_seal). */
 static void wb_init(uint8_t *p, uint64_t lsn, uint32_t gen, uint16_t cont)
 {
-    put64(p, lsn);
-    put64(p + 8, 0);
-    put32(p + 16, gen);
-    put16(p + 20, cont);
-    put16(p + 22, WB_MAGIC);
-    put64(p + 24, 0);
+    fmt_put64(p + WB_LSN_OFF, lsn);
+    fmt_put64(p + WB_DURABLE_OFF, 0);
+    fmt_put32(p + WB_GEN_OFF, gen);
+    fmt_put16(p + WB_CONT_OFF, cont);
+    fmt_put16(p + WB_MAGIC_OFF, WB_MAGIC);
+    fmt_put64(p + WB_CHECK_OFF, 0);
 }
 
 /* Fill the witness, the header check and the trailers of the block's
@@ -382,11 +348,11 @@ static void wb_seal(uint8_t *p, uint64_t durable, unsigned nsec)
      * first sector reads as damaged (W3a) and the database does not open. */
     for (unsigned i = 0; i < nsec; i++)
         wal_sector_seal(p + i * WAL_SECTOR);
-    put64(p + 8, durable);
-    put64(p + 24, XXH3_64bits(p, WB_CHECKED));
+    fmt_put64(p + WB_DURABLE_OFF, durable);
+    fmt_put64(p + WB_CHECK_OFF, XXH3_64bits(p, WB_CHECKED));
 #else
-    put64(p + 8, durable);
-    put64(p + 24, XXH3_64bits(p, WB_CHECKED));
+    fmt_put64(p + WB_DURABLE_OFF, durable);
+    fmt_put64(p + WB_CHECK_OFF, XXH3_64bits(p, WB_CHECKED));
     for (unsigned i = 0; i < nsec; i++)
         wal_sector_seal(p + i * WAL_SECTOR);
 #endif
@@ -576,7 +542,7 @@ static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage, uint32_
     uint64_t bytes = 0;
 
     for (uint64_t b = from; b < to; b += WAL_BLOCK)
-        wb_seal(w->buf + (b - w->buf_lsn), durable, WB_SECTORS);
+        wb_seal(w->buf + (b - w->buf_lsn), durable, WAL_BLOCK_SECTORS);
     if (stage)
         wb_seal(stage, durable, (stage_len + WAL_SECTOR - 1) / WAL_SECTOR);
 
@@ -727,13 +693,13 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
     }
 
     uint8_t hdr[WAL_REC_HDR];
-    put32(hdr, (uint32_t)total);
-    hdr[4] = (uint8_t)type;
-    hdr[5] = 0;
-    put16(hdr + 6, 0);
-    put64(hdr + 8, w->prev_rec);
-    put64(hdr + 16, lsn);
-    put64(hdr + XL_CHECK_OFF, 0);
+    fmt_put32(hdr + XL_LEN_OFF, (uint32_t)total);
+    hdr[XL_TYPE_OFF] = (uint8_t)type;
+    hdr[XL_FLAGS_OFF] = 0;
+    fmt_put16(hdr + XL_RESERVED_OFF, 0);
+    fmt_put64(hdr + XL_PREV_OFF, w->prev_rec);
+    fmt_put64(hdr + XL_LSN_OFF, lsn);
+    fmt_put64(hdr + XL_CHECK_OFF, 0);
     /* A record inside one block is contiguous in the buffer and is hashed
      * there in one shot (the common, small case); one that spans blocks
      * is hashed from its pieces before they are scattered. */
@@ -743,7 +709,7 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
         XXH3_64bits_update(w->xs, hdr, sizeof hdr);
         if (len)
             XXH3_64bits_update(w->xs, payload, len);
-        put64(hdr + XL_CHECK_OFF, XXH3_64bits_digest(w->xs));
+        fmt_put64(hdr + XL_CHECK_OFF, XXH3_64bits_digest(w->xs));
     }
 
     if (pos != lsn) /* the record opens a block: nothing continues into it */
@@ -753,7 +719,7 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
     buf_put(w, &p, payload, len, &left);
     if (one_block) {
         uint8_t *rec = w->buf + (lsn - w->buf_lsn);
-        put64(rec + XL_CHECK_OFF, XXH3_64bits(rec, (size_t)total));
+        fmt_put64(rec + XL_CHECK_OFF, XXH3_64bits(rec, (size_t)total));
     }
     w->ins = align8(end_raw); /* padding is already zero (B2) */
     w->prev_rec = lsn;
@@ -1418,9 +1384,9 @@ static int rd_copy(wal_reader *r, uint64_t L, uint64_t *pos, uint8_t *dst, size_
                 return rc;
             if (len) {
                 uint64_t want = min64(len - done, WB_PAYLOAD);
-                if (get16(p + 20) != want)
+                if (fmt_get16(p + WB_CONT_OFF) != want)
                     return rd_fail(r, L, x, "runs into a block whose continuation length is wrong",
-                                   want, get16(p + 20), 0);
+                                   want, fmt_get16(p + WB_CONT_OFF), 0);
             } else if (*entered == UINT64_MAX) {
                 *entered = x;
                 *entered_at = done;
@@ -1457,8 +1423,8 @@ static int rd_record(wal_reader *r, wal_record *out)
     int rc = rd_enter(r, b, L, &p);
     if (rc != ENG_OK)
         return rc;
-    uint16_t cont = get16(p + 20);
-    uint32_t gen = get32(p + 16);
+    uint16_t cont = fmt_get16(p + WB_CONT_OFF);
+    uint32_t gen = fmt_get32(p + WB_GEN_OFF);
     /* A record at the first payload byte opens the block; elsewhere the
      * continuation lies before it. */
     if (off == WAL_BLOCK_HDR ? cont != 0 : cont > pay_before(off))
@@ -1473,9 +1439,9 @@ static int rd_record(wal_reader *r, wal_record *out)
         return rc;
     if (all_zero(h, WAL_REC_HDR))
         return rd_fail(r, L, b, "is absent (zero header)", 0, 0, 0);
-    uint32_t len = get32(h);
-    int type = h[4], flags = h[5];
-    uint64_t xprev = get64(h + 8), xlsn = get64(h + 16), xcheck = get64(h + XL_CHECK_OFF);
+    uint32_t len = fmt_get32(h + XL_LEN_OFF);
+    int type = h[XL_TYPE_OFF], flags = h[XL_FLAGS_OFF];
+    uint64_t xprev = fmt_get64(h + XL_PREV_OFF), xlsn = fmt_get64(h + XL_LSN_OFF), xcheck = fmt_get64(h + XL_CHECK_OFF);
     if (len < WAL_REC_HDR || len > WAL_MAX_RECORD + WAL_REC_HDR)
         return rd_fail(r, L, b, "has an impossible length", WAL_REC_HDR, len, 0);
 #ifdef ENG_BROKEN_TAIL_CHECK_HEADER_ONLY
@@ -1488,8 +1454,8 @@ static int rd_record(wal_reader *r, wal_record *out)
 #endif
     if (type < 1 || type > WAL_REC_TYPE_MAX)
         return rd_fail(r, L, b, "has an unknown type", WAL_REC_TYPE_MAX, (uint64_t)type, 0);
-    if (get16(h + 6) != 0)
-        return rd_fail(r, L, b, "has non-zero reserved header bytes", 0, get16(h + 6), 0);
+    if (fmt_get16(h + XL_RESERVED_OFF) != 0)
+        return rd_fail(r, L, b, "has non-zero reserved header bytes", 0, fmt_get16(h + XL_RESERVED_OFF), 0);
     if (xlsn != L)
         return rd_fail(r, L, b, "carries another position", L, xlsn, 0);
     if (r->prev && xprev != r->prev)
@@ -1499,9 +1465,9 @@ static int rd_record(wal_reader *r, wal_record *out)
         if (rc != ENG_OK)
             return rc;
         uint64_t want = min64(len - got, WB_PAYLOAD);
-        if (p && get16(p + 20) != want)
+        if (p && fmt_get16(p + WB_CONT_OFF) != want)
             return rd_fail(r, L, straddle, "runs into a block whose continuation length is wrong",
-                           want, get16(p + 20), 0);
+                           want, fmt_get16(p + WB_CONT_OFF), 0);
     }
 
     /* payload */
@@ -1511,7 +1477,7 @@ static int rd_record(wal_reader *r, wal_record *out)
     rc = rd_copy(r, L, &pos, r->rec + WAL_REC_HDR, len - WAL_REC_HDR, len, WAL_REC_HDR, NULL, NULL);
     if (rc != ENG_OK)
         return rc;
-    put64(r->rec + XL_CHECK_OFF, 0);
+    fmt_put64(r->rec + XL_CHECK_OFF, 0);
     uint64_t sum = XXH3_64bits(r->rec, len);
     if (sum != xcheck)
         return rd_fail(r, L, b, "fails its checksum", xcheck, sum, 0);
@@ -1610,7 +1576,7 @@ static int rd_check_sectors(wal_reader *r)
                      "and its sector at LSN 0x%llx (block offset %u) fails its own check: "
                      "damaged after it was written, not torn",
                      (unsigned long long)x, blk_off(x));
-            return rd_report(r, x + 1, get32(sec + WAL_SECTOR_DATA), crc32c(0, sec, WAL_SECTOR_DATA), tail);
+            return rd_report(r, x + 1, fmt_get32(sec + WAL_SECTOR_DATA), crc32c(0, sec, WAL_SECTOR_DATA), tail);
         }
     }
     return ENG_OK;
