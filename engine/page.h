@@ -26,6 +26,7 @@
 
 #include "engine.h"
 #include "format.h"
+#include "inspect.h"
 
 static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
@@ -80,59 +81,12 @@ static inline int key_cmp(const void *a, size_t al, const void *b, size_t bl) {
 
 /* ---- checksums (checksum.c) ---- */
 
-/* XXH3-64 over the page with ph_checksum taken as zero, seeded with BLOCK
- * (the seed binds file and block: SEED_FILE_SHIFT puts a file id in the top
- * bits so a page copied into another paged file fails too).  Never returns
- * 0, so 0 can mean "not set" when checksums are off. */
-uint64_t page_checksum(const uint8_t *page, size_t page_size, uint64_t block);
+/* page_checksum and page_is_zero: inspect.h.  Set the checksum of a page
+ * about to be written to BLOCK. */
 void page_set_checksum(uint8_t *page, size_t page_size, uint64_t block);
-int page_is_zero(const uint8_t *page, size_t page_size);
 
-/* ---- decoders (page.c): bounds-checked, never trust a byte ---- */
-
-/* A decoded problem; filled only when the function returns ENG_CORRUPTION. */
-typedef struct page_problem {
-    int layer;        /* eng_layer */
-    int32_t entry;    /* slot, or -1 */
-    int64_t offset;   /* offset in page, or -1 */
-    uint64_t expected, found;
-    char detail[160];
-} page_problem;
-
-/* Full check of a page just read from BLOCK (DESIGN 3.3): P5 (zero rule
- * against HWM), checksum (if CHECKSUMS), P4 block number, then the header
- * (P1) and for leaf/internal pages every slot and cell (P2) and key order
- * (P3).  Returns ENG_OK, or ENG_CORRUPTION with *pr filled.  A zero page at
- * or beyond HWM returns ENG_OK with *is_zero = 1 (never-written block). */
-int page_verify(const uint8_t *page, size_t page_size, uint64_t block,
-                uint64_t hwm, int checksums, int *is_zero, page_problem *pr);
-
-/* Structural check only (P1-P3 and type-specific fields), no checksum. */
-int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr);
-
-/* Cell accessors for pages that passed page_check_structure.  They still
- * bounds-check nothing more: structure was proven on load, and the pool
- * (later, per-KV codes) guards the bytes in memory. */
-typedef struct leaf_cell {
-    const uint8_t *key;
-    uint16_t klen;
-    uint8_t cflags;
-    uint32_t vlen;          /* full value length */
-    uint64_t xmin, xmax;
-    const uint8_t *val;     /* inline value, or NULL if overflow */
-    uint32_t ovfl;          /* first overflow block if CELL_OVERFLOW */
-    uint16_t size;          /* bytes of the cell */
-} leaf_cell;
-
-typedef struct internal_cell {
-    const uint8_t *key;
-    uint16_t klen;
-    uint32_t child;
-    uint16_t size;
-} internal_cell;
-
-void page_leaf_cell(const uint8_t *page, unsigned slot, leaf_cell *c);
-void page_internal_cell(const uint8_t *page, unsigned slot, internal_cell *c);
+/* The decoders (page_verify, page_check_structure, the cell accessors,
+ * meta_read, page_type_name) are declared in inspect.h. */
 
 /* Version order on a leaf: key ascending, then xmin descending. */
 static inline int version_cmp(const void *a, size_t al, uint64_t ax, const void *b, size_t bl, uint64_t bx) {
@@ -180,15 +134,6 @@ size_t leaf_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t vle
                         uint64_t xmin, uint64_t xmax);
 size_t internal_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t child);
 
-/* Decode and sanity-check the meta page fields. */
-typedef struct meta_fields {
-    uint64_t magic;
-    uint32_t root, nblocks, freelist, height;
-    uint32_t clog_pages;          /* entries of the commit-log directory */
-} meta_fields;
-void meta_read(const uint8_t *page, meta_fields *m);
 void meta_write(uint8_t *page, const meta_fields *m);
-
-const char *page_type_name(int type);
 
 #endif /* ENGINE_PAGE_H */

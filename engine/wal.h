@@ -74,6 +74,7 @@
 #include <stdint.h>
 
 #include "format.h"
+#include "inspect.h"
 #include "io.h"
 #include "status.h"
 
@@ -129,28 +130,12 @@ void wal_get_stats(wal *w, wal_stats *st);
 
 /* ---- reading ---- */
 
-typedef struct wal_reader wal_reader;
-
-typedef struct wal_record {
-    uint64_t lsn, end, prev;
-    int type;
-    int flags;
-    uint32_t gen;             /* generation of the block the record starts in */
-    const uint8_t *payload;   /* valid until the next wal_reader_next */
-    size_t len;
-} wal_record;
-
+/* Open a reader of DIR's log (segments of SEG_SIZE) at START_LSN, a
+ * record's position; PREV_LSN is the record before it (0: unchecked). */
 int wal_reader_open(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t start_lsn,
                     uint64_t prev_lsn, const eng_reporter *rep, wal_reader **out);
-/* ENG_OK with *rec filled; ENG_NOTFOUND at the end of the log (then
- * wal_reader_end tells where it ended and whether a torn tail was cut);
- * ENG_CORRUPTION when the record where it stops is damaged (W3). */
-int wal_reader_next(wal_reader *r, wal_record *rec);
-/* After ENG_NOTFOUND: the LSN just past the last good record, the LSN of
- * that record, the highest generation seen, and whether bytes after the
- * end were present but invalid (a trimmed torn tail). */
-void wal_reader_end(wal_reader *r, uint64_t *end, uint64_t *last_lsn, uint32_t *max_gen, int *trimmed);
-void wal_reader_close(wal_reader *r);
+/* wal_reader_next, wal_reader_end, wal_reader_close and wal_record:
+ * inspect.h. */
 
 /* ---- stream geometry (for tools and tests that locate bytes) ---- */
 
@@ -167,8 +152,13 @@ int wal_sector_valid(const uint8_t *s);
 /* Fill the trailer of the sector at S from its other bytes. */
 void wal_sector_seal(uint8_t *s);
 
-/* Segment size found from the segment files of DIR/wal (for tools), or 0. */
-uint64_t wal_guess_seg_size(const char *dir);
+/* The first record of the oldest segment of DIR/wal (segments of
+ * SEG_SIZE): past the continuation (wb_cont) of a record begun in an
+ * older, removed segment.  ENG_OK with *LSN, or ENG_NOTFOUND (no segment).
+ * A block header that does not check ends the search at the segment's
+ * first record position; the reader then says what is wrong there. */
+int wal_oldest_record(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t *lsn);
+/* wal_guess_seg_size: inspect.h. */
 
 /* ---- the segment files, for open's look at a directory ---- */
 

@@ -580,3 +580,50 @@ void wal_reader_close(wal_reader *r)
     free(r->rec);
     free(r);
 }
+
+/* ---- where a log without its history starts ------------------------------------- */
+
+int wal_oldest_record(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t *lsn)
+{
+    if (!valid_seg_size(seg_size))
+        return ENG_INVALID;
+    char *waldir = wal_path_join(dir, WAL_DIR);
+    if (!waldir)
+        return ENG_NOMEM;
+    uint64_t *segs = NULL, base = UINT64_MAX;
+    size_t n = 0;
+    if (wal_seg_list(waldir, &segs, &n) == ENG_OK)
+        for (size_t i = 0; i < n; i++)
+            if ((segs[i] & (seg_size - 1)) == 0 && segs[i] < base)
+                base = segs[i];
+    free(segs);
+    if (base == UINT64_MAX) {
+        free(waldir);
+        return ENG_NOTFOUND;
+    }
+    *lsn = base + WAL_BLOCK_HDR;
+    char name[17];
+    seg_name(name, base);
+    io_file f;
+    if (io_open(io, waldir, name, seg_file_id(seg_size, base), 0, 1, &f) != ENG_OK) {
+        free(waldir);
+        return ENG_OK;
+    }
+    for (uint64_t b = 0; b < seg_size; b += WAL_BLOCK) {
+        uint8_t p[WAL_BLOCK_HDR];
+        size_t done = 0;
+        wb_hdr h;
+        uint64_t e, fd;
+        if (io_read(io, &f, p, sizeof p, b, &done) != ENG_OK || done != sizeof p ||
+            wal_wb_check_at(p, base + b, &h, &e, &fd))
+            break;
+        if (h.cont < WB_PAYLOAD) {
+            /* cont record bytes, skipping sector trailers */
+            *lsn = align8(stream_end(base + b + WAL_BLOCK_HDR, h.cont));
+            break;
+        }
+    }
+    io_close(io, &f);
+    free(waldir);
+    return ENG_OK;
+}
