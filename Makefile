@@ -51,11 +51,15 @@ DEB_PACKAGES := build-essential pkg-config liburing-dev libxxhash-dev libzstd-de
                 libfiu-dev fiu-utils libcriterion-dev clang libclang-rt-14-dev python3
 BENCH_PACKAGES := rocksdb-tools
 
-ENGINE_SRC := $(filter-out engine/tool.c,$(wildcard engine/*.c))
+ENGINE_SRC := $(wildcard engine/*.c)
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC))
 # The fault build: the same sources with libfiu points compiled in.
 ENGINE_FIU_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(ENGINE_SRC))
 LDLIBS_FIU := $(LDLIBS) -lfiu
+# engine-tool (tools/engine-tool/): a program on the engine's public and
+# inspection headers, linked with the plain library.
+TOOL_SRC   := $(wildcard tools/engine-tool/*.c)
+TOOL_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(TOOL_SRC))
 FAULTS_SRC := $(filter-out faults/powerloss.c,$(wildcard faults/*.c))
 FAULTS_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(FAULTS_SRC))
 TEST_SRC   := $(wildcard tests/test_*.c)
@@ -114,7 +118,12 @@ $(BUILD)/powerloss: faults/powerloss.c $(BUILD)/libfaults.a $(BUILD)/libengine-f
 	@$(if $(Q),echo "  LD $@")
 	$(Q)$(CC) $(CFLAGS_BASE) -Ifaults -DFIU_ENABLE -o $@ $< $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU)
 
-$(BUILD)/engine-tool: $(BUILD)/obj/engine/tool.o $(BUILD)/libengine.a
+$(BUILD)/obj/tools/engine-tool/%.o: tools/engine-tool/%.c $(wildcard engine/*.h tools/engine-tool/*.h) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -c $< -o $@
+
+$(BUILD)/engine-tool: $(TOOL_OBJ) $(BUILD)/libengine.a
 	@$(if $(Q),echo "  LD $@")
 	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $^ $(LDLIBS)
 

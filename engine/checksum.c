@@ -6,7 +6,7 @@
  * and zeroed.  Leaving it out is as strong as hashing it as zero (the field
  * is a constant either way) and needs no copy of the page.
  *
- *   seed = (file_id << SEED_FILE_SHIFT) ^ block
+ *   seed = (file_id << PAGE_SEED_FILE_SHIFT) ^ block
  *
  * The seed binds the page to its place (P4): the same bytes written to
  * another block, or another paged file, hash differently, so a misdirected
@@ -40,16 +40,15 @@
 
 #include "page.h"
 
-/* Where a paged file's id sits in the seed (see the file comment). */
-#define SEED_FILE_SHIFT 56
-#define SEED_FILE_DATA 0u /* the data file */
+/* The data file's id in the seed (format.h: PAGE_SEED_FILE_SHIFT). */
+#define SEED_FILE_DATA 0u
 
 /* ph_checksum is bytes [0, 8): the hash covers everything after it. */
-#define CHECKSUM_FIELD_END 8u
+#define CHECKSUM_FIELD_END PAGE_CHECKSUM_FROM
 
 static inline uint64_t page_seed(uint64_t file_id, uint64_t block)
 {
-    return (file_id << SEED_FILE_SHIFT) ^ block;
+    return (file_id << PAGE_SEED_FILE_SHIFT) ^ block;
 }
 
 uint64_t page_checksum(const uint8_t *page, size_t page_size, uint64_t block)

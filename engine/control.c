@@ -1,6 +1,6 @@
 /*
  * control.c -- read and atomically replace the control file (layout in
- * control.h).
+ * format.h).
  */
 #include <errno.h>
 #include <string.h>
@@ -10,47 +10,43 @@
 #include "faultpoints.h"
 #include "page.h"
 
-#define CT_MAGIC 0x31304c5443474e45ull /* "ENGCTL01" */
-#define CT_VERSION 2u
-#define CT_SUM_OFF (CONTROL_SIZE - 8u)
-
 void control_encode(const control *c, uint8_t buf[CONTROL_SIZE]) {
     memset(buf, 0, CONTROL_SIZE);
-    wr64(buf + 0, CT_MAGIC);
-    wr32(buf + 8, CT_VERSION);
-    wr32(buf + 12, c->page_size);
-    wr32(buf + 16, c->flags);
-    wr64(buf + 24, c->hwm);
-    wr64(buf + 32, c->checkpoint_lsn);
+    wr64(buf + CT_MAGIC_OFF, CT_MAGIC);
+    wr32(buf + CT_VERSION_OFF, CT_VERSION);
+    wr32(buf + CT_PAGE_SIZE_OFF, c->page_size);
+    wr32(buf + CT_FLAGS_OFF, c->flags);
+    wr64(buf + CT_HWM_OFF, c->hwm);
+    wr64(buf + CT_CHECKPOINT_LSN_OFF, c->checkpoint_lsn);
 #ifdef ENG_BROKEN_CONTROL_REDO_IS_CHECKPOINT
     /* planted bug (tests/mutants.txt): the redo point stored is the
      * checkpoint record's LSN, not where the checkpoint began: records
      * logged while it flushed pages are never replayed. */
-    wr64(buf + 40, c->checkpoint_lsn);
+    wr64(buf + CT_REDO_LSN_OFF, c->checkpoint_lsn);
 #else
-    wr64(buf + 40, c->redo_lsn);
+    wr64(buf + CT_REDO_LSN_OFF, c->redo_lsn);
 #endif
-    wr64(buf + 48, c->last_seq);
-    wr64(buf + 72, c->xid_limit);
-    wr64(buf + 56, c->seg_size);
-    wr32(buf + 64, c->wal_gen);
+    wr64(buf + CT_LAST_SEQ_OFF, c->last_seq);
+    wr64(buf + CT_XID_LIMIT_OFF, c->xid_limit);
+    wr64(buf + CT_SEG_SIZE_OFF, c->seg_size);
+    wr32(buf + CT_WAL_GEN_OFF, c->wal_gen);
     wr64(buf + CT_SUM_OFF, XXH3_64bits(buf, CT_SUM_OFF));
 }
 
 int control_decode(const uint8_t buf[CONTROL_SIZE], control *c, const char **why) {
     uint64_t sum = XXH3_64bits(buf, CT_SUM_OFF);
     if (rd64(buf + CT_SUM_OFF) != sum) { *why = "checksum mismatch"; return ENG_CORRUPTION; }
-    if (rd64(buf) != CT_MAGIC) { *why = "bad magic"; return ENG_CORRUPTION; }
-    if (rd32(buf + 8) != CT_VERSION) { *why = "unknown version"; return ENG_CORRUPTION; }
-    c->page_size = rd32(buf + 12);
-    c->flags = rd32(buf + 16);
-    c->hwm = rd64(buf + 24);
-    c->checkpoint_lsn = rd64(buf + 32);
-    c->redo_lsn = rd64(buf + 40);
-    c->last_seq = rd64(buf + 48);
-    c->xid_limit = rd64(buf + 72);
-    c->seg_size = rd64(buf + 56);
-    c->wal_gen = rd32(buf + 64);
+    if (rd64(buf + CT_MAGIC_OFF) != CT_MAGIC) { *why = "bad magic"; return ENG_CORRUPTION; }
+    if (rd32(buf + CT_VERSION_OFF) != CT_VERSION) { *why = "unknown version"; return ENG_CORRUPTION; }
+    c->page_size = rd32(buf + CT_PAGE_SIZE_OFF);
+    c->flags = rd32(buf + CT_FLAGS_OFF);
+    c->hwm = rd64(buf + CT_HWM_OFF);
+    c->checkpoint_lsn = rd64(buf + CT_CHECKPOINT_LSN_OFF);
+    c->redo_lsn = rd64(buf + CT_REDO_LSN_OFF);
+    c->last_seq = rd64(buf + CT_LAST_SEQ_OFF);
+    c->xid_limit = rd64(buf + CT_XID_LIMIT_OFF);
+    c->seg_size = rd64(buf + CT_SEG_SIZE_OFF);
+    c->wal_gen = rd32(buf + CT_WAL_GEN_OFF);
     if (c->seg_size < (64u << 10) || c->seg_size > (1ull << 32) || (c->seg_size & (c->seg_size - 1))) {
         *why = "WAL segment size out of range";
         return ENG_CORRUPTION;

@@ -37,24 +37,6 @@
 #define CELL_FLAGS_KNOWN CELL_OVERFLOW
 #define OVFL_PTR_BYTES 4u
 
-/* Offsets of header fields, for reports. */
-#define OFF_BLOCK 16
-#define OFF_TYPE 20
-#define OFF_NSLOTS 22
-#define OFF_LOWER 24
-#define OFF_UPPER 26
-#define OFF_FRAG 28
-#define OFF_LEVEL 30
-#define OFF_AUX 36
-
-/* Meta fields right after the header. */
-#define META_OFF_MAGIC (PAGE_HDR + 0)
-#define META_OFF_ROOT (PAGE_HDR + 8)
-#define META_OFF_NBLOCKS (PAGE_HDR + 12)
-#define META_OFF_FREELIST (PAGE_HDR + 16)
-#define META_OFF_HEIGHT (PAGE_HDR + 20)
-#define META_OFF_CLOGN (PAGE_HDR + 24)
-
 static int page_size_ok(size_t page_size)
 {
     return page_size == 4096 || page_size == 8192 || page_size == 16384;
@@ -136,7 +118,7 @@ int page_verify(const uint8_t *page, size_t page_size, uint64_t block,
     /* P4 without checksums, and a second line of defence with them. */
     written_for = ph_get_block(page);
     if ((uint64_t)written_for != block)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_BLOCK, block, written_for,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_BLOCK_OFF, block, written_for,
                        "page written for block %u found at block %llu (misdirected write?)",
                        written_for, (unsigned long long)block);
 
@@ -178,13 +160,13 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
     unsigned frag;
 
     if (leaf && level != 0)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_LEVEL, 0, level,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_LEVEL_OFF, 0, level,
                        "leaf page at level %u (leaves are level 0)", level);
     if (!leaf && level == 0)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_LEVEL, 1, 0,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_LEVEL_OFF, 1, 0,
                        "internal page at level 0");
     if (!leaf && ph_get_aux(page) == 0)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_AUX, 1, 0,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_AUX_OFF, 1, 0,
                        "internal page without a leftmost child (ph_aux = 0)");
 
     memset(used, 0, page_size / 8);
@@ -273,7 +255,7 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
     dead = page_size - upper - live;
     frag = ph_get_frag(page);
     if (frag != dead)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_FRAG, dead, frag,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_FRAG_OFF, dead, frag,
                        "ph_frag %u but %zu bytes of the cell area are dead", frag, dead);
     return ENG_OK;
 }
@@ -339,12 +321,12 @@ int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr
 
     type = ph_get_type(page);
     if (type == PAGE_ZERO)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_TYPE, PAGE_META, type,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_TYPE_OFF, PAGE_META, type,
                        page_is_zero(page, page_size)
                            ? "all-zero page: never written, no structure"
                            : "page type 0 (never written) on a page with non-zero bytes");
     if (type > PAGE_TYPE_MAX)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_TYPE, PAGE_TYPE_MAX, type,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_TYPE_OFF, PAGE_TYPE_MAX, type,
                        "unknown page type %u", type);
 
     /* P1, for every type: page_init lays out all pages alike. */
@@ -352,14 +334,14 @@ int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr
     lower = ph_get_lower(page);
     upper = ph_get_upper(page);
     if (upper > page_size)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_UPPER, page_size, upper,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_UPPER_OFF, page_size, upper,
                        "ph_upper %u beyond the page size %zu (P1)", upper, page_size);
     const unsigned base = page_base_for((int)type, page_size);
     if (lower < base || lower > upper)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_LOWER, base, lower,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_LOWER_OFF, base, lower,
                        "ph_lower %u not in [%u, ph_upper %u] (P1)", lower, base, upper);
     if (lower != base + 2 * nslots)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_NSLOTS, base + 2 * nslots, lower,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_NSLOTS_OFF, base + 2 * nslots, lower,
                        "ph_lower %u does not match %u slots (P1)", lower, nslots);
 
     switch (type) {
@@ -371,18 +353,18 @@ int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr
     }
 
     if (nslots != 0)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_NSLOTS, 0, nslots,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_NSLOTS_OFF, 0, nslots,
                        "%s page with %u slots", page_type_name((int)type), nslots);
     if (type == PAGE_META)
         return check_meta(page, page_size, pr);
     if (type == PAGE_CLOG)
         return check_clog(page, page_size, pr);
     if (type == PAGE_OVERFLOW && ph_get_aux(page) > page_size - PAGE_HDR)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_AUX, page_size - PAGE_HDR,
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_AUX_OFF, page_size - PAGE_HDR,
                        ph_get_aux(page), "overflow page claims %u payload bytes, room for %zu",
                        ph_get_aux(page), page_size - PAGE_HDR);
     if (type == PAGE_FREE && ph_get_aux(page) > FREE_TRUNK_CAP(page_size))
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, OFF_AUX, FREE_TRUNK_CAP(page_size),
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_AUX_OFF, FREE_TRUNK_CAP(page_size),
                        ph_get_aux(page), "free-list trunk claims %u entries, room for %zu",
                        ph_get_aux(page), (size_t)FREE_TRUNK_CAP(page_size));
     return ENG_OK;

@@ -1,63 +1,10 @@
 /*
  * page.h -- on-disk page format, checksums and the page decoders.
  *
- * Every block of the data file is one page of page_size bytes (4, 8 or
- * 16 KiB, fixed at creation).  Byte layout (little-endian, x86-64):
- *
- *   offset size field
- *   0      8    ph_checksum  XXH3-64 of the page with this field taken as
- *                            zero, seeded with the block number (see
- *                            page_checksum); 0 when data_checksums is off
- *   8      8    ph_lsn       LSN of the last change (WAL, later issues)
- *   16     4    ph_block     the block this page was written for
- *   20     1    ph_type      PAGE_META, PAGE_LEAF, PAGE_INTERNAL, ...
- *   21     1    ph_flags
- *   22     2    ph_nslots    number of slots (leaf / internal)
- *   24     2    ph_lower     end of the slot array (= HDR + 2*nslots)
- *   26     2    ph_upper     start of cell content (cells grow down from
- *                            the end of the page)
- *   28     2    ph_frag      bytes of dead cells between upper and the end
- *   30     2    ph_level     0 for leaves, height above the leaves otherwise
- *   32     4    ph_next      right sibling (leaf/internal), next overflow
- *                            page, next free page; 0 = none
- *   36     4    ph_aux       internal: leftmost child; overflow: payload bytes
- *   40          leaf pages only: the hint area, LEAF_HINT_BYTES(page_size)
- *               bytes, one nibble of hint bits per slot (slot i: byte i/2,
- *               low nibble when i is even).  It lies inside the page's first
- *               512-byte sector together with the header and checksum, so a
- *               write that changed only hints is kept or lost whole by a
- *               torn write (sectors are the device's atomic unit) and
- *               needs no WAL to be repaired.
- *   base        slot array: u16 cell offsets, in key order (base is 40, or
- *               40 + LEAF_HINT_BYTES for leaves; lower = base + 2*nslots)
- *   ...         free space
- *   upper..end  cells
- *
- * Leaf cell (one version of a key):
- *                 u16 klen | u8 cflags | u32 vlen | u64 xmin | u64 xmax |
- *                 key | value
- *                 xmin: the transaction (= commit sequence) that wrote it,
- *                 0 once frozen (committed, visible to every snapshot);
- *                 xmax: the one that deleted or replaced it, 0 if none.
- *                 (cflags & CELL_OVERFLOW: value replaced by u32 first
- *                  overflow block; vlen is still the full value length)
- *                 Versions of one key are adjacent, newest (largest xmin)
- *                 first, and never span two leaves.
- * Internal cell:  u16 klen | u32 child | key     (child holds keys >= key;
- *                 keys below the first cell go to ph_aux)
- * Meta page (block 0), after the header:
- *                 u64 magic | u32 root | u32 nblocks | u32 freelist | u32 height |
- *                 u32 clog_pages | u32 clog block[clog_pages] (the commit
- *                 log's directory, META_CLOG_CAP(page_size) entries at most)
- * Overflow page:  payload of ph_aux bytes right after the header.
- * Commit-log page (PAGE_CLOG): 2 bits per transaction after the header,
- *                 CLOG_PER_PAGE(page_size) transactions per page, page i of
- *                 the log (meta clog directory entry i) covering transaction
- *                 ids [i*per, (i+1)*per); ph_aux = i.
- * Free-list trunk (PAGE_FREE): ph_next links the next trunk, ph_aux counts
- *                 the u32 block numbers of free pages right after the
- *                 header.  A free page listed in a trunk keeps whatever it
- *                 held: freeing a page never writes it.
+ * The byte layout of a page (header, hint area, slots, cells, the meta,
+ * overflow, free-list and commit-log pages) is drawn in format.h, with its
+ * offsets, types and sizes; this header adds what the engine does with
+ * them.
  *
  * Invariants (numbered so tests can name them):
  *   P1  HDR <= lower <= upper <= page_size, lower == HDR + 2*nslots
@@ -78,57 +25,8 @@
 #include <string.h>
 
 #include "engine.h"
-
-#define PAGE_HDR 40u
-
-enum page_type {
-    PAGE_ZERO = 0, /* never written (all-zero) */
-    PAGE_META = 1,
-    PAGE_LEAF = 2,
-    PAGE_INTERNAL = 3,
-    PAGE_OVERFLOW = 4,
-    PAGE_FREE = 5,
-    PAGE_CLOG = 6,
-    PAGE_TYPE_MAX = 6
-};
-
-#define CELL_OVERFLOW 0x01u
-#define FREE_TRUNK_CAP(ps) (((ps) - PAGE_HDR) / 4u)
-#define LEAF_CELL_HDR 23u     /* u16 klen, u8 cflags, u32 vlen, u64 xmin, u64 xmax */
-#define LEAF_XMIN_OFF 7u
-#define LEAF_XMAX_OFF 15u
-/* Hint area of a leaf: one nibble for each slot a page can hold (the
- * smallest cell is LEAF_CELL_HDR + 1 key byte, plus its slot), rounded to
- * 8 bytes; 80, 160 and 320 bytes for 4, 8 and 16 KiB pages. */
-#define LEAF_HINT_BYTES(ps) (((((ps) - PAGE_HDR) / (LEAF_CELL_HDR + 3u)) / 2u + 8u) & ~7u)
-#define LEAF_SLOT_BASE(ps) (PAGE_HDR + LEAF_HINT_BYTES(ps))
-#define CLOG_PER_PAGE(ps) (((ps) - PAGE_HDR) * 4u)
-#define META_CLOG_OFF (PAGE_HDR + 28u)
-#define META_CLOG_CAP(ps) (((ps) - META_CLOG_OFF) / 4u)
-enum clog_status { CLOG_IN_PROGRESS = 0, CLOG_COMMITTED = 1, CLOG_ABORTED = 2 };
-#define INTERNAL_CELL_HDR 6u  /* u16 klen, u32 child */
-#define META_MAGIC 0x32415441454d4745ull /* "EGMETA2" (versions, commit log) */
-
-/* Header accessors: pages are byte arrays, fields are read with memcpy so
- * alignment never matters. */
-#define PAGE_FIELD(name, off, type)                                            \
-    static inline type ph_get_##name(const uint8_t *p) {                      \
-        type v; memcpy(&v, p + (off), sizeof v); return v; }                  \
-    static inline void ph_set_##name(uint8_t *p, type v) {                    \
-        memcpy(p + (off), &v, sizeof v); }
-PAGE_FIELD(checksum, 0, uint64_t)
-PAGE_FIELD(lsn, 8, uint64_t)
-PAGE_FIELD(block, 16, uint32_t)
-PAGE_FIELD(type, 20, uint8_t)
-PAGE_FIELD(flags, 21, uint8_t)
-PAGE_FIELD(nslots, 22, uint16_t)
-PAGE_FIELD(lower, 24, uint16_t)
-PAGE_FIELD(upper, 26, uint16_t)
-PAGE_FIELD(frag, 28, uint16_t)
-PAGE_FIELD(level, 30, uint16_t)
-PAGE_FIELD(next, 32, uint32_t)
-PAGE_FIELD(aux, 36, uint32_t)
-#undef PAGE_FIELD
+#include "format.h"
+#include "inspect.h"
 
 static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
@@ -137,26 +35,20 @@ static inline void wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 static inline void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline void wr64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
-/* Start of the slot array, from the header (P1: lower = base + 2*nslots);
- * a header damaged in the cache cannot move it before the header's end. */
-static inline unsigned page_slot_base(const uint8_t *p) {
-    unsigned lo = ph_get_lower(p), n2 = 2u * ph_get_nslots(p);
-    return lo >= PAGE_HDR + n2 ? lo - n2 : PAGE_HDR;
-}
 static inline unsigned page_base_for(int type, size_t ps) {
     return type == PAGE_LEAF ? LEAF_SLOT_BASE((unsigned)ps) : PAGE_HDR;
 }
-static inline uint16_t page_slot(const uint8_t *p, unsigned i) { return rd16(p + page_slot_base(p) + 2u * i); }
 
 /* ---- hint bits (one nibble per leaf slot) ----
- * Each state is an even-parity nibble, so a single flipped bit in the
- * cache is never a valid state: 0 none, XMIN_C xmin committed, XMIN_A
- * xmin aborted (the version is dead), XMAX_C xmin and xmax committed,
- * XMAX_A xmin committed and xmax aborted. */
-enum hint_state { HINT_NONE = 0x0, HINT_XMIN_C = 0x3, HINT_XMIN_A = 0x5, HINT_XMAX_C = 0x6, HINT_XMAX_A = 0x9 };
+ * Each state is an even-parity nibble (enum hint_state, format.h), so a
+ * single flipped bit in the cache is never a valid state: 0 none, XMIN_C
+ * xmin committed, XMIN_A xmin aborted (the version is dead), XMAX_C xmin
+ * and xmax committed, XMAX_A xmin committed and xmax aborted. */
 static inline int hint_valid(unsigned h) {
     return h == HINT_NONE || h == HINT_XMIN_C || h == HINT_XMIN_A || h == HINT_XMAX_C || h == HINT_XMAX_A;
 }
+/* leaf_hint_get (format.h), loaded atomically: readers set hints under a
+ * shared latch while others read them. */
 static inline unsigned page_hint(const uint8_t *p, unsigned slot) {
     uint8_t b = __atomic_load_n(p + PAGE_HDR + slot / 2u, __ATOMIC_RELAXED);
     return (slot & 1u) ? b >> 4 : b & 0xfu;
@@ -189,59 +81,12 @@ static inline int key_cmp(const void *a, size_t al, const void *b, size_t bl) {
 
 /* ---- checksums (checksum.c) ---- */
 
-/* XXH3-64 over the page with ph_checksum taken as zero, seeded with BLOCK
- * (the seed binds file and block: SEED_FILE_SHIFT puts a file id in the top
- * bits so a page copied into another paged file fails too).  Never returns
- * 0, so 0 can mean "not set" when checksums are off. */
-uint64_t page_checksum(const uint8_t *page, size_t page_size, uint64_t block);
+/* page_checksum and page_is_zero: inspect.h.  Set the checksum of a page
+ * about to be written to BLOCK. */
 void page_set_checksum(uint8_t *page, size_t page_size, uint64_t block);
-int page_is_zero(const uint8_t *page, size_t page_size);
 
-/* ---- decoders (page.c): bounds-checked, never trust a byte ---- */
-
-/* A decoded problem; filled only when the function returns ENG_CORRUPTION. */
-typedef struct page_problem {
-    int layer;        /* eng_layer */
-    int32_t entry;    /* slot, or -1 */
-    int64_t offset;   /* offset in page, or -1 */
-    uint64_t expected, found;
-    char detail[160];
-} page_problem;
-
-/* Full check of a page just read from BLOCK (DESIGN 3.3): P5 (zero rule
- * against HWM), checksum (if CHECKSUMS), P4 block number, then the header
- * (P1) and for leaf/internal pages every slot and cell (P2) and key order
- * (P3).  Returns ENG_OK, or ENG_CORRUPTION with *pr filled.  A zero page at
- * or beyond HWM returns ENG_OK with *is_zero = 1 (never-written block). */
-int page_verify(const uint8_t *page, size_t page_size, uint64_t block,
-                uint64_t hwm, int checksums, int *is_zero, page_problem *pr);
-
-/* Structural check only (P1-P3 and type-specific fields), no checksum. */
-int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr);
-
-/* Cell accessors for pages that passed page_check_structure.  They still
- * bounds-check nothing more: structure was proven on load, and the pool
- * (later, per-KV codes) guards the bytes in memory. */
-typedef struct leaf_cell {
-    const uint8_t *key;
-    uint16_t klen;
-    uint8_t cflags;
-    uint32_t vlen;          /* full value length */
-    uint64_t xmin, xmax;
-    const uint8_t *val;     /* inline value, or NULL if overflow */
-    uint32_t ovfl;          /* first overflow block if CELL_OVERFLOW */
-    uint16_t size;          /* bytes of the cell */
-} leaf_cell;
-
-typedef struct internal_cell {
-    const uint8_t *key;
-    uint16_t klen;
-    uint32_t child;
-    uint16_t size;
-} internal_cell;
-
-void page_leaf_cell(const uint8_t *page, unsigned slot, leaf_cell *c);
-void page_internal_cell(const uint8_t *page, unsigned slot, internal_cell *c);
+/* The decoders (page_verify, page_check_structure, the cell accessors,
+ * meta_read, page_type_name) are declared in inspect.h. */
 
 /* Version order on a leaf: key ascending, then xmin descending. */
 static inline int version_cmp(const void *a, size_t al, uint64_t ax, const void *b, size_t bl, uint64_t bx) {
@@ -289,17 +134,6 @@ size_t leaf_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t vle
                         uint64_t xmin, uint64_t xmax);
 size_t internal_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t child);
 
-/* Decode and sanity-check the meta page fields. */
-typedef struct meta_fields {
-    uint64_t magic;
-    uint32_t root, nblocks, freelist, height;
-    uint32_t clog_pages;          /* entries of the commit-log directory */
-} meta_fields;
-/* Commit-log directory entry I of the meta page (I < META_CLOG_CAP). */
-static inline uint32_t meta_clog_block(const uint8_t *meta, unsigned i) { return rd32(meta + META_CLOG_OFF + 4u * i); }
-void meta_read(const uint8_t *page, meta_fields *m);
 void meta_write(uint8_t *page, const meta_fields *m);
-
-const char *page_type_name(int type);
 
 #endif /* ENGINE_PAGE_H */

@@ -51,56 +51,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "inspect.h"
 #include "page.h"
 
-enum pa_kind {
-    PA_IMAGE = 1, PA_INIT, PA_FREE, PA_OVFL, PA_INSERT, PA_REMOVE, PA_SPLIT, PA_META, PA_SETNEXT,
-    PA_PUSHFREE, PA_POPFREE, PA_SETXMAX, PA_FREEZE, PA_CLOGSET, PA_CLOGDIR, PA_HINTS,
-    PA_KIND_MAX = PA_HINTS
-};
-
-/* One operation of a write batch, as the WAL_REC_BATCH record holds it. */
-enum { BOP_PUT = 1, BOP_DELETE = 2 };
-typedef struct pa_op {
-    int kind;
-    const uint8_t *key;
-    uint32_t klen;
-    const uint8_t *val;
-    uint32_t vlen;
-} pa_op;
-
-/* The batch a record's cell sources refer to. */
-typedef struct pa_batch {
-    uint64_t seq;
-    uint32_t nops;
-    pa_op *ops;
-} pa_batch;
-
-/* WAL_REC_BATCH payload: u64 seq | u32 nops | per op: u8 kind | u16 klen |
+/* WAL_REC_BATCH payload (inspect.h): u64 seq | u32 nops | per op: u8 kind | u16 klen |
  * u32 vlen | key | value.  Encode into BUF (pa_batch_size bytes). */
 size_t pa_batch_size(const pa_op *ops, uint32_t nops);
 void pa_batch_encode(uint8_t *buf, uint64_t seq, const pa_op *ops, uint32_t nops);
-/* Decode (bounds-checked); OPS must hold as many entries as the record
- * says (pa_batch_count first).  Returns 0 or -1 on nonsense. */
-int pa_batch_count(const uint8_t *p, size_t len, uint32_t *nops);
-int pa_batch_decode(const uint8_t *p, size_t len, pa_batch *b);
-
-/* WAL_REC_PAGES payload: u64 batch_lsn | u32 op_index | actions...
- * op_index PA_OP_ABORT: an operation failed before changing anything,
- * the batch is aborted (its actions, if any, set the commit-log entry). */
-#define PA_REC_HDR 12u
-#define PA_OP_ABORT 0xffffffffu
-/* The batch at batch_lsn committed: the record's actions set its
- * commit-log entry (and create the log page it needs).  This record, not
- * the batch record, is the commit. */
-#define PA_OP_COMMIT 0xfffffffeu
-/* Maintenance with no batch (vacuum, hint records, hint images):
- * batch_lsn is 0 and no action refers to a batch op. */
-#define PA_OP_MAINT 0xfffffffdu
-
-/* Is the action at P (LEN bytes left) a creating one; its size; its block.
- * pa_parse checks bounds and returns the action size, or 0 on nonsense. */
-size_t pa_parse(const uint8_t *p, size_t len, int *kind, uint32_t *block);
+/* The decoders of both payloads (pa_batch_count, pa_batch_decode,
+ * pa_parse) and the kinds are declared in inspect.h.  Is KIND a creating
+ * action? */
 int pa_creates(int kind);
 
 /* Apply the action at A to PAGE (page_size PS, at BLOCK).  BATCH supplies

@@ -1,10 +1,12 @@
 /*
- * wal.c -- the write-ahead log of wal.h: the appending side (log buffer,
+ * wal.c -- the write-ahead log of wal.h, its appending side: log buffer,
  * block framing, write-out, group commit, segment files, recycling and
- * archiving) and the reader that decides where the log ends (W3).
+ * archiving.  The reader that decides where the log ends (W3) is
+ * walread.c; geometry, trailers, block headers and segment listing are
+ * walseg.c (wal_int.h).
  *
- * The byte layout of blocks and records and the rules W1-W4 are drawn in
- * wal.h; this file only adds how the writer and the reader keep them.
+ * The byte layout of blocks and records is drawn in format.h, the rules
+ * W1-W4 in wal.h; this file only adds how the writer keeps them.
  *
  * Writer
  * ------
@@ -44,386 +46,25 @@
  *       of its block) or is zero throughout: the partial block is sealed
  *       in its staged copy, full blocks in the buffer just before their
  *       one write, so no sector reaches the disk with a stale trailer.
- *
- * Reader
- * ------
- * Reads segment files through a window of RD_CHUNK bytes and follows the
- * record chain (xl_lsn, xl_prev, block positions, generations, wb_cont),
- * copying record bytes around sector trailers and block headers.  The
- * first record that cannot be read ends the log at L; W3 then checks the
- * sectors that record occupies against their own trailers (rd_check_sectors),
- * and if all pass, looks at every block from L's own block to the end of
- * the segment files after it (across gaps, once the walk has read a
- * block) for a witness above L (rd_conclude).
- * Records that read back are never checked sector by sector: their XXH3
- * covers their bytes, and the trailers cost the reader nothing until it
- * must tell damage from a tear.
  */
-#include "crc32c.h"
 #include "faultpoints.h"
-#include "wal.h"
+#include "wal_int.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <xxhash.h>
 
-#define WB_MAGIC 0xA11Eu
-#define WB_PAYLOAD WAL_BLOCK_PAYLOAD            /* record bytes per block */
-#define WB_SECTORS (WAL_BLOCK / WAL_SECTOR)
-#define WB_CHECKED 24u                          /* wb_check covers [0, 24) */
-#define XL_CHECK_OFF 24u
-
-/* Segment files get hook file ids above the data file's (0) so a fault
- * library can tell WAL segments apart and each one keeps its own id. */
-#define WAL_FILE_ID_BASE 16
-
 /* Spare segments kept for recycling: enough to absorb the segments one
  * checkpoint frees without the directory filling with stale files. */
 #define WAL_MAX_SPARES 2
 
-/* Reader window: large enough that a sequential read of the log costs one
- * syscall per 32 blocks, small next to the smallest segment (64 KiB) so a
- * window never spans two segment files. */
-#define RD_CHUNK (64u << 10)
-
 /* Archive copies go through a bounce buffer of this size. */
 #define ARCHIVE_CHUNK (1u << 20)
-
-/* ---- little-endian fields ------------------------------------------------ */
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-static inline void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-static inline uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static inline uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
-/* ---- stream positions ---------------------------------------------------- */
-
-static inline uint64_t blk_of(uint64_t x)
-{
-    return x & ~(uint64_t)(WAL_BLOCK - 1);
-}
-static inline uint32_t blk_off(uint64_t x)
-{
-    return (uint32_t)(x & (WAL_BLOCK - 1));
-}
-static inline uint64_t align8(uint64_t x)
-{
-    return (x + 7) & ~(uint64_t)7;
-}
-static inline uint64_t min64(uint64_t a, uint64_t b)
-{
-    return a < b ? a : b;
-}
-
-static inline uint32_t sec_off(uint64_t x)
-{
-    return (uint32_t)(x & (WAL_SECTOR - 1));
-}
-
-/* A record placed at insert position POS starts there, or just past the
- * header of the block that begins at POS.  (POS is 8-aligned, so it never
- * lies in a sector trailer: those are bytes 508-511 of a sector.) */
-static inline uint64_t rec_start_at(uint64_t pos)
-{
-    return blk_off(pos) == 0 ? pos + WAL_BLOCK_HDR : pos;
-}
-
-/* Record bytes in block offsets [0, OFF): what lies in neither the header
- * nor a trailer. */
-static inline uint32_t pay_before(uint32_t off)
-{
-    uint32_t s = off / WAL_SECTOR, o = off % WAL_SECTOR;
-    uint32_t n = s * WAL_SECTOR_DATA + (o < WAL_SECTOR_DATA ? o : WAL_SECTOR_DATA);
-    return n > WAL_BLOCK_HDR ? n - WAL_BLOCK_HDR : 0;
-}
-
-/* Block offset of the record byte with index Q (< WB_PAYLOAD) in the
- * block's payload. */
-static inline uint32_t pay_pos(uint32_t q)
-{
-    uint32_t x = q + WAL_BLOCK_HDR;
-    return x / WAL_SECTOR_DATA * WAL_SECTOR + x % WAL_SECTOR_DATA;
-}
-
-/* The stream position just past N record bytes placed from position START
- * (a record start, or a block start whose header comes first), skipping
- * the trailers and headers they run over.  A record that fills a sector's
- * data ends at its trailer (offset 508), one that fills a block's payload
- * at 4092: the 8-aligned end after it is the next sector or block. */
-static uint64_t stream_end(uint64_t start, uint64_t n)
-{
-    if (n == 0)
-        return start;
-    uint64_t q = pay_before(blk_off(start)) + n; /* from the block's payload start */
-    uint64_t blocks = (q - 1) / WB_PAYLOAD;
-    return blk_of(start) + blocks * WAL_BLOCK + pay_pos((uint32_t)((q - 1) % WB_PAYLOAD)) + 1;
-}
-
-uint64_t wal_stream_advance(uint64_t pos, uint64_t n)
-{
-    return stream_end(pos, n);
-}
-
-uint64_t wal_payload_between(uint64_t a, uint64_t b)
-{
-    uint64_t pa = a / WAL_BLOCK * WB_PAYLOAD + pay_before(blk_off(a));
-    uint64_t pb = b / WAL_BLOCK * WB_PAYLOAD + pay_before(blk_off(b));
-    return pb > pa ? pb - pa : 0;
-}
-
-/* ---- sector trailers ---------------------------------------------------------- */
-
-int wal_sector_valid(const uint8_t *s)
-{
-    uint32_t stored = get32(s + WAL_SECTOR_DATA);
-    if (stored == crc32c(0, s, WAL_SECTOR_DATA))
-        return 1;
-    /* Never written: zero throughout.  (A written sector whose data is
-     * zero carries the check of zeros, never a zero trailer, unless the
-     * CRC happens to be 0 -- and then it is all zero and valid anyway.) */
-    return stored == 0 && s[0] == 0 && memcmp(s, s + 1, WAL_SECTOR_DATA - 1) == 0;
-}
-
-void wal_sector_seal(uint8_t *s)
-{
-    put32(s + WAL_SECTOR_DATA, crc32c(0, s, WAL_SECTOR_DATA));
-}
-
-static inline int valid_seg_size(uint64_t s)
-{
-    return s >= (64u << 10) && (s & (s - 1)) == 0;
-}
-
-/* An LSN where a record may start or the log may end: 8-aligned and not
- * inside a block header. */
-static inline int valid_stream_pos(uint64_t x)
-{
-    return (x & 7) == 0 && (blk_off(x) == 0 || blk_off(x) >= WAL_BLOCK_HDR);
-}
-
-static void seg_name(char out[17], uint64_t base)
-{
-    snprintf(out, 17, "%016llx", (unsigned long long)base);
-}
-
-static int seg_file_id(uint64_t seg_size, uint64_t base)
-{
-    uint64_t n = base / seg_size;
-    return n > (uint64_t)(INT_MAX - WAL_FILE_ID_BASE) ? INT_MAX : WAL_FILE_ID_BASE + (int)n;
-}
-
-/* 1 and *base if NAME is a segment name (16 lower-case hex digits). */
-static int parse_seg_name(const char *name, uint64_t *base)
-{
-    uint64_t v = 0;
-    int i = 0;
-    for (; name[i]; i++) {
-        char c = name[i];
-        if (i >= 16)
-            return 0;
-        if (c >= '0' && c <= '9')
-            v = v << 4 | (uint64_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v = v << 4 | (uint64_t)(c - 'a' + 10);
-        else
-            return 0;
-    }
-    if (i != 16)
-        return 0;
-    *base = v;
-    return 1;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The segment files of WALDIR, ascending, into *OUT (malloc'd, may be NULL
- * when *N is 0).  A missing directory is an empty list. */
-static int seg_list(const char *waldir, uint64_t **out, size_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    DIR *d = opendir(waldir);
-    if (!d)
-        return errno == ENOENT ? ENG_OK : io_status_from_errno(errno);
-    uint64_t *v = NULL;
-    size_t cnt = 0, cap = 0;
-    struct dirent *e;
-    int rc = ENG_OK;
-    while ((e = readdir(d)) != NULL) {
-        uint64_t base;
-        if (!parse_seg_name(e->d_name, &base))
-            continue;
-        if (cnt == cap) {
-            size_t ncap = cap ? 2 * cap : 16;
-            uint64_t *nv = realloc(v, ncap * sizeof *nv);
-            if (!nv) {
-                rc = ENG_NOMEM;
-                break;
-            }
-            v = nv;
-            cap = ncap;
-        }
-        v[cnt++] = base;
-    }
-    closedir(d);
-    if (rc != ENG_OK) {
-        free(v);
-        return rc;
-    }
-    if (cnt > 1)
-        qsort(v, cnt, sizeof *v, cmp_u64);
-    *out = v;
-    *n = cnt;
-    return ENG_OK;
-}
-
-/* 1 if WALDIR holds a segment file for BASE (used only after an open
- * failed, to tell a missing segment from an unreadable one). */
-static int seg_exists(const char *waldir, uint64_t base)
-{
-    uint64_t *v;
-    size_t n;
-    if (seg_list(waldir, &v, &n) != ENG_OK)
-        return 1; /* cannot tell: do not call it missing */
-    int found = 0;
-    for (size_t i = 0; i < n && !found; i++)
-        found = v[i] == base;
-    free(v);
-    return found;
-}
-
-static char *path_join(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    char *p = malloc(la + lb + 2);
-    if (p) {
-        memcpy(p, a, la);
-        p[la] = '/';
-        memcpy(p + la + 1, b, lb + 1);
-    }
-    return p;
-}
-
-/* ---- block headers ---------------------------------------------------------- */
-
-typedef struct wb_hdr {
-    uint64_t lsn, durable, check;
-    uint32_t gen;
-    uint16_t cont, magic;
-} wb_hdr;
-
-static void wb_decode(const uint8_t *p, wb_hdr *h)
-{
-    h->lsn = get64(p);
-    h->durable = get64(p + 8);
-    h->gen = get32(p + 16);
-    h->cont = get16(p + 20);
-    h->magic = get16(p + 22);
-    h->check = get64(p + 24);
-}
-
-/* Start block P at stream position LSN; the witness and checksum are
- * filled when the block is written (wb_seal). */
-static void wb_init(uint8_t *p, uint64_t lsn, uint32_t gen, uint16_t cont)
-{
-    put64(p, lsn);
-    put64(p + 8, 0);
-    put32(p + 16, gen);
-    put16(p + 20, cont);
-    put16(p + 22, WB_MAGIC);
-    put64(p + 24, 0);
-}
-
-/* Fill the witness, the header check and the trailers of the block's
- * first NSEC sectors (the ones holding bytes; the rest of a partly filled
- * block is zero, trailers included, and valid as "never written").  Runs
- * every time a block is written, so a rewritten partial block's sectors
- * carry checks of what they hold now (W1, W3). */
-static void wb_seal(uint8_t *p, uint64_t durable, unsigned nsec)
-{
-#ifdef ENG_BROKEN_SEAL_BEFORE_WITNESS
-    /* planted bug (tests/mutants.txt): the sector trailers are computed
-     * before the witness and the header check are filled in, so sector 0's
-     * trailer covers stale header bytes: a log whose end lies in a block's
-     * first sector reads as damaged (W3a) and the database does not open. */
-    for (unsigned i = 0; i < nsec; i++)
-        wal_sector_seal(p + i * WAL_SECTOR);
-    put64(p + 8, durable);
-    put64(p + 24, XXH3_64bits(p, WB_CHECKED));
-#else
-    put64(p + 8, durable);
-    put64(p + 24, XXH3_64bits(p, WB_CHECKED));
-    for (unsigned i = 0; i < nsec; i++)
-        wal_sector_seal(p + i * WAL_SECTOR);
-#endif
-}
-
-/* Why a header is not valid at POS (NULL if it is); *H gets its fields.
- * *EXPECTED / *FOUND describe the mismatch for a report. */
-static const char *wb_check_at(const uint8_t *p, uint64_t pos, wb_hdr *h, uint64_t *expected,
-                               uint64_t *found)
-{
-    wb_decode(p, h);
-    uint64_t c = XXH3_64bits(p, WB_CHECKED);
-    if (h->check != c) {
-        *expected = h->check;
-        *found = c;
-        return "lies in a block whose header fails its checksum";
-    }
-    if (h->magic != WB_MAGIC) {
-        *expected = WB_MAGIC;
-        *found = h->magic;
-        return "lies in a block with a bad magic";
-    }
-    if (h->lsn != pos) {
-        *expected = pos;
-        *found = h->lsn;
-        return "lies in a block from another position (stale or misdirected)";
-    }
-    return NULL;
-}
-
-static int all_zero(const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return 0;
-    return 1;
-}
 
 /* ============================================================================
  * Writer
@@ -576,9 +217,9 @@ static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage, uint32_
     uint64_t bytes = 0;
 
     for (uint64_t b = from; b < to; b += WAL_BLOCK)
-        wb_seal(w->buf + (b - w->buf_lsn), durable, WB_SECTORS);
+        wal_wb_seal(w->buf + (b - w->buf_lsn), durable, WAL_BLOCK_SECTORS);
     if (stage)
-        wb_seal(stage, durable, (stage_len + WAL_SECTOR - 1) / WAL_SECTOR);
+        wal_wb_seal(stage, durable, (stage_len + WAL_SECTOR - 1) / WAL_SECTOR);
 
     for (uint64_t a = from; a < to || (stage && a == to); ) {
         uint64_t seg = a & ~mask;
@@ -680,11 +321,11 @@ static void buf_put(wal *w, uint64_t *pos, const uint8_t *src, size_t n, uint64_
     while (n > 0) {
         uint32_t so = sec_off(p);
         if (so >= WAL_SECTOR_DATA) {
-            p += WAL_SECTOR - so; /* the trailer, filled by wb_seal */
+            p += WAL_SECTOR - so; /* the trailer, filled by wal_wb_seal */
             continue;
         }
         if (blk_off(p) == 0) {
-            wb_init(w->buf + (p - w->buf_lsn), p, w->gen, (uint16_t)min64(*left, WB_PAYLOAD));
+            wal_wb_init(w->buf + (p - w->buf_lsn), p, w->gen, (uint16_t)min64(*left, WB_PAYLOAD));
             p += WAL_BLOCK_HDR;
         }
         size_t c = WAL_SECTOR_DATA - sec_off(p);
@@ -727,13 +368,13 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
     }
 
     uint8_t hdr[WAL_REC_HDR];
-    put32(hdr, (uint32_t)total);
-    hdr[4] = (uint8_t)type;
-    hdr[5] = 0;
-    put16(hdr + 6, 0);
-    put64(hdr + 8, w->prev_rec);
-    put64(hdr + 16, lsn);
-    put64(hdr + XL_CHECK_OFF, 0);
+    fmt_put32(hdr + XL_LEN_OFF, (uint32_t)total);
+    hdr[XL_TYPE_OFF] = (uint8_t)type;
+    hdr[XL_FLAGS_OFF] = 0;
+    fmt_put16(hdr + XL_RESERVED_OFF, 0);
+    fmt_put64(hdr + XL_PREV_OFF, w->prev_rec);
+    fmt_put64(hdr + XL_LSN_OFF, lsn);
+    fmt_put64(hdr + XL_CHECK_OFF, 0);
     /* A record inside one block is contiguous in the buffer and is hashed
      * there in one shot (the common, small case); one that spans blocks
      * is hashed from its pieces before they are scattered. */
@@ -743,17 +384,17 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
         XXH3_64bits_update(w->xs, hdr, sizeof hdr);
         if (len)
             XXH3_64bits_update(w->xs, payload, len);
-        put64(hdr + XL_CHECK_OFF, XXH3_64bits_digest(w->xs));
+        fmt_put64(hdr + XL_CHECK_OFF, XXH3_64bits_digest(w->xs));
     }
 
     if (pos != lsn) /* the record opens a block: nothing continues into it */
-        wb_init(w->buf + (pos - w->buf_lsn), pos, w->gen, 0);
+        wal_wb_init(w->buf + (pos - w->buf_lsn), pos, w->gen, 0);
     uint64_t p = lsn, left = total;
     buf_put(w, &p, hdr, sizeof hdr, &left);
     buf_put(w, &p, payload, len, &left);
     if (one_block) {
         uint8_t *rec = w->buf + (lsn - w->buf_lsn);
-        put64(rec + XL_CHECK_OFF, XXH3_64bits(rec, (size_t)total));
+        fmt_put64(rec + XL_CHECK_OFF, XXH3_64bits(rec, (size_t)total));
     }
     w->ins = align8(end_raw); /* padding is already zero (B2) */
     w->prev_rec = lsn;
@@ -941,7 +582,7 @@ static int sync_existing(wal *w, uint64_t last)
 {
     uint64_t *v;
     size_t n;
-    int rc = seg_list(w->waldir, &v, &n);
+    int rc = wal_seg_list(w->waldir, &v, &n);
     for (size_t i = 0; rc == ENG_OK && i < n && v[i] <= last; i++) {
         if (v[i] & (w->seg_size - 1))
             continue; /* not a segment of this size */
@@ -985,10 +626,10 @@ static int load_partial_block(wal *w)
     uint16_t cont = 0;
     wb_hdr h;
     uint64_t e, f;
-    if (done >= WAL_BLOCK_HDR && !wb_check_at(w->buf, b, &h, &e, &f) &&
+    if (done >= WAL_BLOCK_HDR && !wal_wb_check_at(w->buf, b, &h, &e, &f) &&
         h.cont <= off - WAL_BLOCK_HDR)
         cont = h.cont;
-    wb_init(w->buf, b, w->gen, cont);
+    wal_wb_init(w->buf, b, w->gen, cont);
     return ENG_OK;
 }
 
@@ -1035,7 +676,7 @@ int wal_open(const wal_config *cfg, wal **out)
     w->gen = cfg->gen;
     w->rep = cfg->reporter;
     w->dir = strdup(cfg->dir);
-    w->waldir = path_join(cfg->dir, WAL_DIR);
+    w->waldir = wal_path_join(cfg->dir, WAL_DIR);
     w->archive_dir = cfg->archive_dir ? strdup(cfg->archive_dir) : NULL;
     w->buf_cap = cfg->buffer_size;
     w->buf = calloc(1, w->buf_cap);
@@ -1132,7 +773,7 @@ int wal_remove_before(wal *w, uint64_t lsn)
     uint64_t limit = min64(lsn, atomic_load(&w->durable_lsn));
     uint64_t *v;
     size_t n;
-    int rc = seg_list(w->waldir, &v, &n);
+    int rc = wal_seg_list(w->waldir, &v, &n);
     if (rc != ENG_OK)
         return rc;
     size_t ncand = 0;
@@ -1166,7 +807,7 @@ int wal_remove_before(wal *w, uint64_t lsn)
     pthread_mutex_lock(&w->write_mu);
     uint64_t *all;
     size_t nall;
-    rc = seg_list(w->waldir, &all, &nall);
+    rc = wal_seg_list(w->waldir, &all, &nall);
     if (rc == ENG_OK) {
         uint64_t cur = atomic_load(&w->insert_lsn) & ~(w->seg_size - 1);
         uint64_t top = cur;
@@ -1230,659 +871,5 @@ int wal_remove_before(wal *w, uint64_t lsn)
         if (rc == ENG_OK)
             rc = rc2;
     }
-    return rc;
-}
-
-/* ============================================================================
- * Reader
- * ========================================================================== */
-
-/* Internal result of the record walk: the log ends (details in fail_*). */
-#define RD_END (-1)
-
-struct wal_reader {
-    io_ctx *io;
-    char *waldir;
-    uint64_t seg_size;
-    eng_reporter rep;
-
-    /* one open segment; state 0 none, 1 open, 2 missing */
-    io_file f;
-    uint64_t f_base;
-    int f_state;
-
-    /* read window [win_lsn, win_lsn + win_len), blocks past EOF zeroed;
-     * win_eof is where the file ended inside it (UINT64_MAX: past it) */
-    uint8_t *win;
-    uint64_t win_lsn, win_eof;
-    size_t win_len;
-
-    uint64_t pos;       /* where the next record goes (may be a block start) */
-    uint64_t prev;      /* xl_prev the next record must carry (0: unchecked) */
-    uint64_t end, last_lsn;
-    uint32_t gen;       /* generation of the last valid block along the log */
-    uint32_t max_gen;
-    uint64_t vblock;    /* last block validated along the log */
-    int done, status, trimmed;
-
-    /* the first failure: where the log ends (L) and why */
-    uint64_t fail_lsn, fail_block;
-    const char *fail_why;
-    uint64_t fail_expected, fail_found;
-    uint64_t fail_end;  /* end of the failing record's bytes (W3a checks up to here) */
-    int fail_block_bad; /* L's own block header was the problem */
-    uint64_t fail_seg;  /* the segment the walk needed next ... */
-    int fail_seg_missing; /* ... has no file */
-    uint64_t cur_len;   /* bytes of the record being read known so far:
-                           its header, then its length once read and sane */
-
-    uint8_t *rec;
-    size_t rec_cap;
-};
-
-static int rd_seg_open(wal_reader *r, uint64_t base)
-{
-    if (r->f_state && r->f_base == base)
-        return ENG_OK;
-    if (r->f_state == 1)
-        io_close(r->io, &r->f);
-    r->f_state = 0;
-    r->win_len = 0;
-    char name[17];
-    seg_name(name, base);
-    int rc = io_open(r->io, r->waldir, name, seg_file_id(r->seg_size, base), 0, 1, &r->f);
-    if (rc != ENG_OK) {
-        if (seg_exists(r->waldir, base))
-            return rc; /* there but unreadable: an I/O error, not the end */
-        r->f_base = base;
-        r->f_state = 2;
-        return ENG_OK;
-    }
-    r->f_base = base;
-    r->f_state = 1;
-    return ENG_OK;
-}
-
-/* *P = block B (bytes past EOF read as zero), or NULL if the segment or
- * the block does not exist.  Pointers stay valid until the next call. */
-static int rd_block(wal_reader *r, uint64_t b, const uint8_t **p)
-{
-    *p = NULL;
-    if (r->win_len && b >= r->win_lsn && b - r->win_lsn < r->win_len) {
-        *p = r->win + (b - r->win_lsn);
-        return ENG_OK;
-    }
-    uint64_t base = b & ~(r->seg_size - 1);
-    int rc = rd_seg_open(r, base);
-    if (rc != ENG_OK || r->f_state != 1)
-        return rc;
-    size_t want = (size_t)min64(RD_CHUNK, base + r->seg_size - b), done = 0;
-    r->win_len = 0;
-    rc = io_read(r->io, &r->f, r->win, want, b - base, &done);
-    if (rc != ENG_OK || done == 0)
-        return rc;
-    size_t full = (done + WAL_BLOCK - 1) & ~(size_t)(WAL_BLOCK - 1);
-    memset(r->win + done, 0, full - done);
-    r->win_lsn = b;
-    r->win_eof = done < want ? b + done : UINT64_MAX;
-    r->win_len = full;
-    *p = r->win;
-    return ENG_OK;
-}
-
-/* Record that the log ends at record position L for reason WHY. */
-static int rd_fail(wal_reader *r, uint64_t L, uint64_t block, const char *why, uint64_t expected,
-                   uint64_t found, int block_bad)
-{
-    r->fail_lsn = L;
-    r->fail_end = stream_end(L, r->cur_len);
-    r->fail_block = block;
-    r->fail_why = why;
-    r->fail_expected = expected;
-    r->fail_found = found;
-    r->fail_block_bad = block_bad && block == blk_of(L);
-    return RD_END;
-}
-
-/* Enter block B as the next block along the log while reading the record
- * at L: it must exist, be valid at its own position, and not go back in
- * generation.  *P points to it. */
-static int rd_enter(wal_reader *r, uint64_t b, uint64_t L, const uint8_t **p)
-{
-    int rc = rd_block(r, b, p);
-    if (rc != ENG_OK)
-        return rc;
-    if (!*p) {
-        rd_fail(r, L, b, "is missing (the log ends)", 0, 0, 1);
-        /* Past the end of a segment file, or no file at all: only the
-         * second can be a lost file (W3 then names it if later blocks
-         * prove the log went on). */
-        r->fail_seg = b & ~(r->seg_size - 1);
-        r->fail_seg_missing = r->f_state == 2 && r->f_base == r->fail_seg;
-        return RD_END;
-    }
-    if (b == r->vblock)
-        return ENG_OK;
-    wb_hdr h;
-    uint64_t e = 0, f = 0;
-    const char *why = wb_check_at(*p, b, &h, &e, &f);
-    if (why)
-        return rd_fail(r, L, b, why, e, f, 1);
-    if (h.gen < r->gen)
-        return rd_fail(r, L, b, "lies in a block of an older generation", r->gen, h.gen, 1);
-    r->gen = h.gen;
-    if (h.gen > r->max_gen)
-        r->max_gen = h.gen;
-    r->vblock = b;
-    return ENG_OK;
-}
-
-static int rd_grow(wal_reader *r, size_t need)
-{
-    if (need <= r->rec_cap)
-        return ENG_OK;
-    size_t cap = r->rec_cap;
-    while (cap < need)
-        cap *= 2;
-    uint8_t *n = realloc(r->rec, cap);
-    if (!n)
-        return ENG_NOMEM;
-    r->rec = n;
-    r->rec_cap = cap;
-    return ENG_OK;
-}
-
-/* Copy N record bytes from stream position *POS into DST, skipping sector
- * trailers and entering every block reached at its start (rd_enter, for
- * the record at L).  DONE is how many of the record's bytes came before
- * these.  A block entered must continue min(LEN - bytes before it,
- * WB_PAYLOAD) record bytes (wb_cont); with LEN 0 (the header, length not
- * known yet) the first block entered is left to the caller: *ENTERED gets
- * its LSN and *ENTERED_AT the record bytes before it.  *POS ends just past
- * the last byte copied. */
-static int rd_copy(wal_reader *r, uint64_t L, uint64_t *pos, uint8_t *dst, size_t n, uint64_t len,
-                   size_t done, uint64_t *entered, size_t *entered_at)
-{
-    uint64_t x = *pos;
-    while (n > 0) {
-        uint32_t so = sec_off(x);
-        if (so >= WAL_SECTOR_DATA) {
-            x += WAL_SECTOR - so;
-            continue;
-        }
-        const uint8_t *p;
-        int rc;
-        if (blk_off(x) == 0) {
-            rc = rd_enter(r, x, L, &p);
-            if (rc != ENG_OK)
-                return rc;
-            if (len) {
-                uint64_t want = min64(len - done, WB_PAYLOAD);
-                if (get16(p + 20) != want)
-                    return rd_fail(r, L, x, "runs into a block whose continuation length is wrong",
-                                   want, get16(p + 20), 0);
-            } else if (*entered == UINT64_MAX) {
-                *entered = x;
-                *entered_at = done;
-            }
-            x += WAL_BLOCK_HDR;
-        } else {
-            rc = rd_block(r, blk_of(x), &p);
-            if (rc != ENG_OK)
-                return rc;
-            if (!p) /* cannot happen: the block was entered already */
-                return rd_fail(r, L, blk_of(x), "is missing (the log ends)", 0, 0, 0);
-        }
-        size_t c = WAL_SECTOR_DATA - sec_off(x);
-        if (c > n)
-            c = n;
-        memcpy(dst, p + blk_off(x), c);
-        dst += c;
-        done += c;
-        n -= c;
-        x += c;
-    }
-    *pos = x;
-    return ENG_OK;
-}
-
-/* Read the record at r->pos into *REC: ENG_OK, RD_END, or an I/O status. */
-static int rd_record(wal_reader *r, wal_record *out)
-{
-    uint64_t L = rec_start_at(r->pos);
-    uint64_t b = blk_of(L);
-    uint32_t off = blk_off(L);
-    const uint8_t *p;
-    r->cur_len = WAL_REC_HDR;
-    int rc = rd_enter(r, b, L, &p);
-    if (rc != ENG_OK)
-        return rc;
-    uint16_t cont = get16(p + 20);
-    uint32_t gen = get32(p + 16);
-    /* A record at the first payload byte opens the block; elsewhere the
-     * continuation lies before it. */
-    if (off == WAL_BLOCK_HDR ? cont != 0 : cont > pay_before(off))
-        return rd_fail(r, L, b, "lies in a block whose continuation length is wrong", 0, cont, 0);
-
-    /* header, possibly straddling a trailer or into the next block */
-    uint8_t *h = r->rec;
-    uint64_t pos = L, straddle = UINT64_MAX;
-    size_t got = 0;
-    rc = rd_copy(r, L, &pos, h, WAL_REC_HDR, 0, 0, &straddle, &got);
-    if (rc != ENG_OK)
-        return rc;
-    if (all_zero(h, WAL_REC_HDR))
-        return rd_fail(r, L, b, "is absent (zero header)", 0, 0, 0);
-    uint32_t len = get32(h);
-    int type = h[4], flags = h[5];
-    uint64_t xprev = get64(h + 8), xlsn = get64(h + 16), xcheck = get64(h + XL_CHECK_OFF);
-    if (len < WAL_REC_HDR || len > WAL_MAX_RECORD + WAL_REC_HDR)
-        return rd_fail(r, L, b, "has an impossible length", WAL_REC_HDR, len, 0);
-#ifdef ENG_BROKEN_TAIL_CHECK_HEADER_ONLY
-    /* planted bug (tests/mutants.txt): the record's length is never
-     * recorded for W3a, which then checks only the sectors of its header:
-     * damage to the payload of the log's last (synced) record passes for a
-     * torn tail and the record is trimmed silently. */
-#else
-    r->cur_len = len;
-#endif
-    if (type < 1 || type > WAL_REC_TYPE_MAX)
-        return rd_fail(r, L, b, "has an unknown type", WAL_REC_TYPE_MAX, (uint64_t)type, 0);
-    if (get16(h + 6) != 0)
-        return rd_fail(r, L, b, "has non-zero reserved header bytes", 0, get16(h + 6), 0);
-    if (xlsn != L)
-        return rd_fail(r, L, b, "carries another position", L, xlsn, 0);
-    if (r->prev && xprev != r->prev)
-        return rd_fail(r, L, b, "does not follow the previous record", r->prev, xprev, 0);
-    if (straddle != UINT64_MAX) {
-        rc = rd_block(r, straddle, &p);
-        if (rc != ENG_OK)
-            return rc;
-        uint64_t want = min64(len - got, WB_PAYLOAD);
-        if (p && get16(p + 20) != want)
-            return rd_fail(r, L, straddle, "runs into a block whose continuation length is wrong",
-                           want, get16(p + 20), 0);
-    }
-
-    /* payload */
-    rc = rd_grow(r, len);
-    if (rc != ENG_OK)
-        return rc;
-    rc = rd_copy(r, L, &pos, r->rec + WAL_REC_HDR, len - WAL_REC_HDR, len, WAL_REC_HDR, NULL, NULL);
-    if (rc != ENG_OK)
-        return rc;
-    put64(r->rec + XL_CHECK_OFF, 0);
-    uint64_t sum = XXH3_64bits(r->rec, len);
-    if (sum != xcheck)
-        return rd_fail(r, L, b, "fails its checksum", xcheck, sum, 0);
-    /* Padding up to the next 8-aligned position: zero, except a trailer
-     * it may reach (a sector's data ends at 508, not 8-aligned). */
-    uint64_t end = align8(pos);
-    if (end != pos && sec_off(pos) < WAL_SECTOR_DATA) {
-        uint64_t stop = min64(end, (pos & ~(uint64_t)(WAL_SECTOR - 1)) + WAL_SECTOR_DATA);
-        rc = rd_block(r, blk_of(pos), &p);
-        if (rc != ENG_OK)
-            return rc;
-        if (p && !all_zero(p + blk_off(pos), (size_t)(stop - pos))) {
-            rd_fail(r, L, blk_of(pos), "is followed by non-zero padding", 0, 0, 0);
-            r->fail_end = stop;
-            return RD_END;
-        }
-    }
-
-    out->lsn = L;
-    out->end = end;
-    out->prev = xprev;
-    out->type = type;
-    out->flags = flags;
-    out->gen = gen;
-    out->payload = r->rec + WAL_REC_HDR;
-    out->len = len - WAL_REC_HDR;
-    r->prev = L;
-    r->last_lsn = L;
-    r->end = end;
-    r->pos = end;
-    return ENG_OK;
-}
-
-/* 1 if the bytes of block P in offsets [FROM, WAL_BLOCK) are zero, sector
- * trailers left out (a trailer before the end belongs to the data before
- * it). */
-static int data_zero_from(const uint8_t *p, uint32_t from)
-{
-    for (uint32_t x = from; x < WAL_BLOCK;) {
-        uint32_t so = x % WAL_SECTOR;
-        if (so >= WAL_SECTOR_DATA) {
-            x += WAL_SECTOR - so;
-            continue;
-        }
-        uint32_t n = WAL_SECTOR_DATA - so;
-        if (!all_zero(p + x, n))
-            return 0;
-        x += n;
-    }
-    return 1;
-}
-
-/* The report for the log stopping at L on damage found at BAD (a sector,
- * or the block whose witness is above L): named by L's segment, block and
- * offset, with the span in blocks from L's block to BAD's (where the
- * damage may lie) as the entry. */
-static int rd_report(wal_reader *r, uint64_t bad, uint64_t expected, uint64_t found, const char *tail)
-{
-    uint64_t L = r->fail_lsn, seg0 = L & ~(r->seg_size - 1);
-    char name[17], file[64];
-    seg_name(name, seg0);
-    snprintf(file, sizeof file, "%s/%s", WAL_DIR, name);
-    uint64_t last = bad > r->fail_end ? bad : r->fail_end;
-    int32_t span = last > L ? (int32_t)min64((last - 1) / WAL_BLOCK - L / WAL_BLOCK, INT32_MAX) : 0;
-    r->trimmed = 0;
-    return eng_report(&r->rep, ENG_LAYER_WAL, file, (int64_t)((L - seg0) / WAL_BLOCK), (int64_t)(L - seg0), span,
-                      expected, found, "record at LSN 0x%llx %s, %s", (unsigned long long)L, r->fail_why, tail);
-}
-
-/* W3 (a): the sectors of the failing record, from L's sector (its block's
- * first when L's block header was the problem) to fail_end, each against
- * its own trailer.  ENG_OK if all pass (or do not exist), ENG_CORRUPTION
- * with a report for the first that fails, or an I/O status.  A sector the
- * end of its file cuts counts as cut, not damaged: the file system lost the
- * size, not a sector's contents. */
-static int rd_check_sectors(wal_reader *r)
-{
-    uint64_t L = r->fail_lsn;
-    uint64_t from = r->fail_block_bad ? blk_of(L) : L & ~(uint64_t)(WAL_SECTOR - 1);
-    uint64_t to = r->fail_end > L ? r->fail_end : L + 1;
-    for (uint64_t x = from; x < to; x += WAL_SECTOR) {
-        const uint8_t *p;
-        int rc = rd_block(r, blk_of(x), &p);
-        if (rc != ENG_OK)
-            return rc;
-        if (!p) {
-            x = blk_of(x) + WAL_BLOCK - WAL_SECTOR; /* no such block: nothing to damage */
-            continue;
-        }
-        if (x < r->win_eof && r->win_eof < x + WAL_SECTOR)
-            continue;
-        const uint8_t *sec = p + blk_off(x);
-        if (!wal_sector_valid(sec)) {
-            char tail[160];
-            snprintf(tail, sizeof tail,
-                     "and its sector at LSN 0x%llx (block offset %u) fails its own check: "
-                     "damaged after it was written, not torn",
-                     (unsigned long long)x, blk_off(x));
-            return rd_report(r, x + 1, get32(sec + WAL_SECTOR_DATA), crc32c(0, sec, WAL_SECTOR_DATA), tail);
-        }
-    }
-    return ENG_OK;
-}
-
-/* W3: the log stopped at L.  First (a) the failing record's sectors; then
- * (b) scan from L's block through the rest of the segment files (across
- * missing ones)
- * for a block valid at its own position, of this generation or newer,
- * whose witness says L was durable: then L lay in the synced log and this
- * is corruption, else (c) a torn tail.  L's own block counts when its
- * header is valid: a header is only rewritten with a witness above L
- * after the record at L was durable (W1 keeps that record's bytes
- * unchanged), so even that witness proves the damage.  Also records the
- * trimmed flag and the highest generation present. */
-static int rd_conclude(wal_reader *r)
-{
-    int rc = rd_check_sectors(r);
-    if (rc != ENG_OK)
-        return rc;
-    uint64_t L = r->fail_lsn;
-    uint64_t mask = r->seg_size - 1;
-    uint64_t seg0 = L & ~mask, b0 = blk_of(L);
-    int trimmed = 0;
-    /* Every segment file from L's on.  Once the walk has read a block of
-     * the log, across gaps: a segment lost in the middle of the log must
-     * not hide the witnesses after it.  A walk that found nothing at all
-     * started in history removed below a redo point (open checks the
-     * segments from the redo point first, F4 in engine.c): then only the
-     * consecutive files after L's own look, as before. */
-    int cross_gaps = r->vblock != UINT64_MAX;
-    uint64_t next = seg0;
-    uint64_t *segs;
-    size_t nsegs;
-    rc = seg_list(r->waldir, &segs, &nsegs);
-    if (rc != ENG_OK)
-        return rc;
-    for (size_t si = 0; si < nsegs; si++) {
-        uint64_t seg = segs[si];
-        if (seg < seg0 || (seg & mask))
-            continue;
-        if (!cross_gaps) {
-            /* L's own segment may be the missing one */
-            if (seg != next && !(next == seg0 && seg == seg0 + r->seg_size))
-                break;
-            next = seg + r->seg_size;
-        }
-        rc = rd_seg_open(r, seg);
-        if (rc != ENG_OK)
-            break;
-        if (r->f_state != 1)
-            continue; /* gone since it was listed */
-        for (uint64_t x = seg == seg0 ? b0 : seg; x < seg + r->seg_size; x += WAL_BLOCK) {
-            const uint8_t *p;
-            rc = rd_block(r, x, &p);
-            if (rc != ENG_OK)
-                break;
-            if (!p)
-                break;
-            if (seg == seg0 && !trimmed) {
-                uint32_t from = (x == b0 && !r->fail_block_bad) ? blk_off(L) : 0;
-                trimmed = !data_zero_from(p, from);
-            }
-            wb_hdr h;
-            uint64_t e, f;
-            if (wb_check_at(p, x, &h, &e, &f))
-                continue;
-            if (h.gen > r->max_gen)
-                r->max_gen = h.gen;
-#ifdef ENG_BROKEN_WITNESS_AT_END_IS_DAMAGE
-            /* planted bug (tests/mutants.txt): a witness equal to L (durable
-             * below L, not at it) is taken as proof that L was durable: a
-             * tear of the first unsynced record is reported as corruption
-             * and the database does not reopen after a power loss. */
-            if (h.gen >= r->gen && h.durable >= L) {
-#else
-            if (h.gen >= r->gen && h.durable > L) {
-#endif
-                free(segs);
-                r->trimmed = 0;
-                if (r->fail_seg_missing) {
-                    /* a lost file, not a damaged record: name it */
-                    char name[17], file[64];
-                    seg_name(name, r->fail_seg);
-                    snprintf(file, sizeof file, "%s/%s", WAL_DIR, name);
-                    return eng_report(&r->rep, ENG_LAYER_WAL, file, -1, -1, -1, r->fail_seg, 0,
-                                      "WAL segment %s is missing: the log runs into it at LSN 0x%llx, "
-                                      "and block 0x%llx says the log was durable to 0x%llx",
-                                      file, (unsigned long long)L, (unsigned long long)x,
-                                      (unsigned long long)h.durable);
-                }
-                char tail[128];
-                snprintf(tail, sizeof tail, "but block 0x%llx says the log was durable to 0x%llx",
-                         (unsigned long long)x, (unsigned long long)h.durable);
-                return rd_report(r, r->fail_end, r->fail_expected, r->fail_found, tail);
-            }
-        }
-        if (rc != ENG_OK)
-            break;
-    }
-    free(segs);
-    if (rc != ENG_OK)
-        return rc;
-    r->trimmed = trimmed;
-    return ENG_NOTFOUND;
-}
-
-int wal_reader_open(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t start_lsn,
-                    uint64_t prev_lsn, const eng_reporter *rep, wal_reader **out)
-{
-    *out = NULL;
-    if (!io || !dir || !valid_seg_size(seg_size) || !valid_stream_pos(start_lsn))
-        return ENG_INVALID;
-    wal_reader *r = calloc(1, sizeof *r);
-    if (!r)
-        return ENG_NOMEM;
-    r->io = io;
-    r->seg_size = seg_size;
-    if (rep)
-        r->rep = *rep;
-    r->waldir = path_join(dir, WAL_DIR);
-    r->win = malloc(RD_CHUNK);
-    r->rec_cap = 64u << 10;
-    r->rec = malloc(r->rec_cap);
-    if (!r->waldir || !r->win || !r->rec) {
-        wal_reader_close(r);
-        return ENG_NOMEM;
-    }
-    r->pos = start_lsn;
-    r->prev = prev_lsn;
-    r->end = start_lsn;
-    r->last_lsn = prev_lsn;
-    r->vblock = UINT64_MAX;
-    *out = r;
-    return ENG_OK;
-}
-
-int wal_reader_next(wal_reader *r, wal_record *rec)
-{
-    if (r->done)
-        return r->status;
-    int rc = rd_record(r, rec);
-    if (rc == ENG_OK)
-        return ENG_OK;
-    if (rc == RD_END)
-        rc = rd_conclude(r);
-    r->done = 1;
-    r->status = rc;
-    return rc;
-}
-
-void wal_reader_end(wal_reader *r, uint64_t *end, uint64_t *last_lsn, uint32_t *max_gen, int *trimmed)
-{
-    if (end)
-        *end = r->end;
-    if (last_lsn)
-        *last_lsn = r->last_lsn;
-    if (max_gen)
-        *max_gen = r->max_gen;
-    if (trimmed)
-        *trimmed = r->trimmed;
-}
-
-void wal_reader_close(wal_reader *r)
-{
-    if (!r)
-        return;
-    if (r->f_state == 1)
-        io_close(r->io, &r->f);
-    free(r->waldir);
-    free(r->win);
-    free(r->rec);
-    free(r);
-}
-
-/* ---- tools ------------------------------------------------------------------------ */
-
-uint64_t wal_guess_seg_size(const char *dir)
-{
-    char *waldir = path_join(dir, WAL_DIR);
-    if (!waldir)
-        return 0;
-    uint64_t *v;
-    size_t n;
-    uint64_t guess = 0;
-    if (seg_list(waldir, &v, &n) == ENG_OK && n > 0) {
-        if (n >= 2) {
-            for (size_t i = 1; i < n; i++) {
-                uint64_t d = v[i] - v[i - 1];
-                if (d && (!guess || d < guess))
-                    guess = d;
-            }
-            /* a gap makes the smallest step a multiple of the size: keep
-             * the power of two that divides it */
-            guess &= ~guess + 1;
-        } else {
-            char name[17];
-            seg_name(name, v[0]);
-            char *path = path_join(waldir, name);
-            struct stat st;
-            if (path && stat(path, &st) == 0) {
-                uint64_t size = (uint64_t)st.st_size;
-                guess = 64u << 10; /* the smallest legal size */
-                while (guess < size)
-                    guess <<= 1;
-            }
-            free(path);
-        }
-    }
-    free(v);
-    free(waldir);
-    return guess;
-}
-
-int wal_list_segments(const char *dir, uint64_t **out, size_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    char *waldir = path_join(dir, WAL_DIR);
-    if (!waldir)
-        return ENG_NOMEM;
-    int rc = seg_list(waldir, out, n);
-    free(waldir);
-    return rc;
-}
-
-int wal_check_segments(const char *dir, uint64_t seg_size, uint64_t from, uint64_t to,
-                       const eng_reporter *rep)
-{
-    if (!valid_seg_size(seg_size) || to < from)
-        return ENG_INVALID;
-    uint64_t *v;
-    size_t n;
-    int rc = wal_list_segments(dir, &v, &n);
-    if (rc != ENG_OK)
-        return rc;
-    uint64_t mask = seg_size - 1;
-    for (uint64_t s = from & ~mask; s <= (to & ~mask) && rc == ENG_OK; s += seg_size) {
-        int found = 0;
-        for (size_t i = 0; i < n && !found; i++)
-            found = v[i] == s;
-        if (found)
-            continue;
-        char name[17], file[64];
-        seg_name(name, s);
-        snprintf(file, sizeof file, "%s/%s", WAL_DIR, name);
-        rc = eng_report(rep, ENG_LAYER_WAL, file, -1, -1, -1, s, 0,
-                        "WAL segment %s is missing: the log from the redo point 0x%llx to the "
-                        "checkpoint record 0x%llx that control names must be whole",
-                        file, (unsigned long long)from, (unsigned long long)to);
-    }
-    free(v);
-    return rc;
-}
-
-int wal_remove_segments(io_ctx *io, const char *dir)
-{
-    uint64_t *v;
-    size_t n;
-    int rc = wal_list_segments(dir, &v, &n);
-    if (rc != ENG_OK)
-        return rc;
-    char *waldir = path_join(dir, WAL_DIR);
-    if (!waldir)
-        rc = ENG_NOMEM;
-    for (size_t i = 0; i < n && rc == ENG_OK; i++) {
-        char name[17];
-        seg_name(name, v[i]);
-        rc = io_unlink(io, waldir, name);
-        if (rc == ENG_NOTFOUND) rc = ENG_OK; /* gone already: what we wanted */
-    }
-    free(waldir);
-    free(v);
     return rc;
 }

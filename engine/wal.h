@@ -2,54 +2,9 @@
  * wal.h -- the write-ahead log: segments, blocks, records, group commit,
  * and the reader that decides where the log ends.
  *
- * LSNs are byte positions in one endless stream that includes the block
- * headers and the sector trailers (as in PostgreSQL, where they include
- * page headers).  The stream is cut into segment files of seg_size bytes
- * (a power of two, >= 64 KiB), named wal/%016llx after the LSN they start
- * at, and each segment into WAL_BLOCK-byte blocks of eight WAL_SECTOR-byte
- * sectors.
- *
- * Block (WAL_BLOCK = 4096 bytes; records fill the payload bytes P):
- *
- *   sector 0                    sector 1            ...  sector 7
- *   +--------+--------+------+  +--------+------+        +--------+------+
- *   | header | P 476  | trl  |  | P 508  | trl  |  ...   | P 508  | trl  |
- *   +--------+--------+------+  +--------+------+        +--------+------+
- *   0        32       508  512  512      1020 1024       3584     4092 4096
- *
- *   WAL_BLOCK_PAYLOAD = 476 + 7 * 508 = 4032 record bytes per block.
- *
- * Sector trailer (the last 4 bytes of every 512-byte sector):
- *   508    4    ws_check    CRC32C (crc32c.h) of the sector's bytes
- *                           [0, 508); a sector that is all zero, trailer
- *                           included, is valid too ("never written")
- *
- * Block header (WAL_BLOCK_HDR = 32 bytes, at the start of every block):
- *   offset size field
- *   0      8    wb_lsn      LSN of the block's first byte (its position):
- *                           a recycled segment's stale block fails this
- *   8      8    wb_durable  witness: every byte below this LSN was durable
- *                           (written and fsynced) when this block was last
- *                           written
- *   16     4    wb_gen      log generation: raised on every open; never
- *                           decreases along a valid log, so blocks left
- *                           over from before a trimmed tail end the log
- *   20     2    wb_cont     record bytes at the start of the payload that
- *                           continue a record begun in an earlier block
- *                           (at most WAL_BLOCK_PAYLOAD)
- *   22     2    wb_magic    0xA11E
- *   24     8    wb_check    XXH3-64 of bytes [0, 24)
- *
- * Record (starts 8-byte aligned in the stream; may span sectors and
- * blocks, skipping their trailers and headers; no 8-aligned position lies
- * in a trailer or a header but the block's start):
- *   0      4    xl_len      header + payload bytes
- *   4      1    xl_type     WAL_REC_*
- *   5      1    xl_flags
- *   6      2    (zero)
- *   8      8    xl_prev     LSN of the previous record (continuity)
- *   16     8    xl_lsn      LSN of this record (its own position)
- *   24     8    xl_check    XXH3-64 of header (check as zero) + payload
+ * The stream, its segment files, blocks of self-checking sectors, block
+ * headers and records are drawn in format.h, with every offset, size and
+ * magic; this header adds the rules that keep them and the calls.
  *
  * Power-loss model (what the rules below must survive): any subset of the
  * writes not yet covered by an fsync may be rolled back to the file's old
@@ -118,27 +73,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format.h"
+#include "inspect.h"
 #include "io.h"
 #include "status.h"
-
-#define WAL_BLOCK 4096u
-#define WAL_BLOCK_HDR 32u
-#define WAL_SECTOR 512u
-#define WAL_SECTOR_TRAILER 4u
-#define WAL_SECTOR_DATA (WAL_SECTOR - WAL_SECTOR_TRAILER)
-#define WAL_BLOCK_PAYLOAD (WAL_BLOCK - WAL_BLOCK_HDR - (WAL_BLOCK / WAL_SECTOR) * WAL_SECTOR_TRAILER)
-#define WAL_REC_HDR 32u
-#define WAL_DIR "wal"
-#define WAL_MAX_RECORD (256u << 20)
-
-/* Record types (payload formats live with their writers: engine.c and
- * btree.c; the WAL only frames them). */
-enum wal_rec_type {
-    WAL_REC_BATCH = 1,      /* a committed write batch (logical) */
-    WAL_REC_PAGES = 2,      /* page actions of one tree operation */
-    WAL_REC_CHECKPOINT = 3, /* a completed checkpoint */
-    WAL_REC_TYPE_MAX = 3
-};
 
 typedef struct wal wal;
 
@@ -192,28 +130,12 @@ void wal_get_stats(wal *w, wal_stats *st);
 
 /* ---- reading ---- */
 
-typedef struct wal_reader wal_reader;
-
-typedef struct wal_record {
-    uint64_t lsn, end, prev;
-    int type;
-    int flags;
-    uint32_t gen;             /* generation of the block the record starts in */
-    const uint8_t *payload;   /* valid until the next wal_reader_next */
-    size_t len;
-} wal_record;
-
+/* Open a reader of DIR's log (segments of SEG_SIZE) at START_LSN, a
+ * record's position; PREV_LSN is the record before it (0: unchecked). */
 int wal_reader_open(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t start_lsn,
                     uint64_t prev_lsn, const eng_reporter *rep, wal_reader **out);
-/* ENG_OK with *rec filled; ENG_NOTFOUND at the end of the log (then
- * wal_reader_end tells where it ended and whether a torn tail was cut);
- * ENG_CORRUPTION when the record where it stops is damaged (W3). */
-int wal_reader_next(wal_reader *r, wal_record *rec);
-/* After ENG_NOTFOUND: the LSN just past the last good record, the LSN of
- * that record, the highest generation seen, and whether bytes after the
- * end were present but invalid (a trimmed torn tail). */
-void wal_reader_end(wal_reader *r, uint64_t *end, uint64_t *last_lsn, uint32_t *max_gen, int *trimmed);
-void wal_reader_close(wal_reader *r);
+/* wal_reader_next, wal_reader_end, wal_reader_close and wal_record:
+ * inspect.h. */
 
 /* ---- stream geometry (for tools and tests that locate bytes) ---- */
 
@@ -230,8 +152,13 @@ int wal_sector_valid(const uint8_t *s);
 /* Fill the trailer of the sector at S from its other bytes. */
 void wal_sector_seal(uint8_t *s);
 
-/* Segment size found from the segment files of DIR/wal (for tools), or 0. */
-uint64_t wal_guess_seg_size(const char *dir);
+/* The first record of the oldest segment of DIR/wal (segments of
+ * SEG_SIZE): past the continuation (wb_cont) of a record begun in an
+ * older, removed segment.  ENG_OK with *LSN, or ENG_NOTFOUND (no segment).
+ * A block header that does not check ends the search at the segment's
+ * first record position; the reader then says what is wrong there. */
+int wal_oldest_record(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t *lsn);
+/* wal_guess_seg_size: inspect.h. */
 
 /* ---- the segment files, for open's look at a directory ---- */
 

@@ -28,34 +28,17 @@
 #include <stdint.h>
 
 #include "faults.h"
+/* The on-disk formats (pages, WAL blocks, the control file): the engine's
+ * own definitions, shared, never copied (a documented file format, not an
+ * engine internal). */
+#include "format.h"
 
 #define FLT_MAX_POINTS 64 /* flt_counts.point_hits has 64 slots */
 
-/* On-disk page layout, mirrored from the format drawn in engine/page.h
- * (faults/ reaches the engine through engine.h only; the layout is a
- * documented file format, not an engine internal). */
-#define FLT_PAGE_HDR 40u
-#define FLT_PH_LSN 8u     /* u64: LSN of the page's last change */
-#define FLT_PH_BLOCK 16u  /* u32: the block the page was written for */
-#define FLT_PAGE_STAMPED 20u /* [0, 20): checksum, LSN, block: stamped on every write */
-#define FLT_PAGE_CODE_LO 16u /* [16, 40): the header bytes the per-KV page code covers */
-#define FLT_PH_TYPE 20u   /* u8 */
-#define FLT_PH_LOWER 24u  /* u16: end of the slot array */
-#define FLT_PH_UPPER 26u  /* u16: start of the cells */
-#define FLT_PH_AUX 36u    /* u32: overflow payload bytes, trunk entries */
-#define FLT_PH_NSLOTS 22u /* u16 */
-/* Leaves: the hint area (one nibble per slot) between the header and the
- * slot array; LEAF_HINT_BYTES in engine/page.h (23-byte cell headers). */
-#define FLT_LEAF_HINT_BYTES(ps) (((((ps) - FLT_PAGE_HDR) / 26u) / 2u + 8u) & ~7u)
-enum { FLT_PAGE_META = 1, FLT_PAGE_LEAF = 2, FLT_PAGE_INTERNAL = 3, FLT_PAGE_OVERFLOW = 4,
-       FLT_PAGE_FREE = 5 };
-#define FLT_META_PAYLOAD 24u /* magic, root, nblocks, freelist, height */
-#define FLT_WAL_BLOCK 4096u  /* engine/wal.h */
-/* DIR/control: u32 page size at byte 12 (engine/control.h), the fallback
- * when no data-file I/O has shown the page size yet. */
-#define FLT_CONTROL_PAGE_SIZE_OFF 12
-/* ... and the u64 durable high-water mark (blocks) at byte 24. */
-#define FLT_CONTROL_HWM_OFF 24
+/* The header bytes a write of a page stamps every time (checksum, LSN,
+ * block: engine/bufpool.c prepare_write): a frame written back is
+ * compared past them (D7). */
+#define FLT_PAGE_STAMPED (PH_BLOCK_OFF + 4u)
 
 /* ---- PRNG: one splitmix64 stream per (seed, thread, class) ---- */
 

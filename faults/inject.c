@@ -143,12 +143,12 @@ static void learn_page_size(flt_ctx *f, const eng_io_op *op) {
  * zero_page's bias.  Only a hint: a control file that never lands costs
  * a few biased draws. */
 static void learn_hwm(flt_ctx *f, const eng_io_op *op) {
-    if (!op->path || !op->buf || op->offset != 0 || op->len < FLT_CONTROL_HWM_OFF + 8)
+    if (!op->path || !op->buf || op->offset != 0 || op->len < CT_HWM_OFF + 8)
         return;
     const char *slash = strrchr(op->path, '/');
     if (strcmp(slash ? slash + 1 : op->path, "control.tmp") != 0)
         return;
-    const uint8_t *b = (const uint8_t *)op->buf + FLT_CONTROL_HWM_OFF;
+    const uint8_t *b = (const uint8_t *)op->buf + CT_HWM_OFF;
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--)
         v = v << 8 | b[i];
@@ -167,7 +167,7 @@ static uint32_t page_size_of(flt_ctx *f) {
     if (fd < 0)
         return 0;
     uint8_t b[4];
-    if (pread(fd, b, 4, FLT_CONTROL_PAGE_SIZE_OFF) == 4) {
+    if (pread(fd, b, 4, CT_PAGE_SIZE_OFF) == 4) {
         uint32_t v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
         if (page_size_ok(v))
             ps = v;
@@ -357,7 +357,7 @@ static void cflip_note(flt_ctx *f, uint64_t seq, uint64_t block, const uint8_t *
     pthread_mutex_lock(&f->dmg_mu);
     for (size_t i = 0; i < f->ncflips; i++)
         if (f->cflips[i].block == block) f->cflips[i].frame[byte] ^= mask;
-    if (byte >= FLT_PAGE_STAMPED && byte < FLT_PAGE_HDR) {
+    if (byte >= FLT_PAGE_STAMPED && byte < PAGE_HDR) {
         if (!f->cflips) f->cflips = calloc(FLT_CFLIP_MAX, sizeof *f->cflips);
         uint8_t *copy = f->cflips ? malloc(ps) : NULL;
         if (copy) {
@@ -707,27 +707,27 @@ static size_t clamp(size_t v, size_t lo, size_t hi) {
  * every range is clamped to the page. */
 static int used_ranges(const uint8_t *p, size_t ps, size_t r[3][2]) {
     int n = 0;
-    size_t hdr = FLT_PAGE_HDR;
+    size_t hdr = PAGE_HDR;
     r[n][0] = 0, r[n][1] = hdr, n++;
-    switch (p[FLT_PH_TYPE]) {
-    case FLT_PAGE_LEAF:
-    case FLT_PAGE_INTERNAL: {
-        size_t lower = clamp(rd16(p + FLT_PH_LOWER), hdr, ps);
-        size_t upper = clamp(rd16(p + FLT_PH_UPPER), lower, ps);
+    switch (p[PH_TYPE_OFF]) {
+    case PAGE_LEAF:
+    case PAGE_INTERNAL: {
+        size_t lower = clamp(rd16(p + PH_LOWER_OFF), hdr, ps);
+        size_t upper = clamp(rd16(p + PH_UPPER_OFF), lower, ps);
         if (lower > hdr)
             r[n][0] = hdr, r[n][1] = lower, n++;
         if (upper < ps)
             r[n][0] = upper, r[n][1] = ps, n++;
         break;
     }
-    case FLT_PAGE_OVERFLOW:
-        r[0][1] = hdr + clamp(rd32(p + FLT_PH_AUX), 0, ps - hdr);
+    case PAGE_OVERFLOW:
+        r[0][1] = hdr + clamp(rd32(p + PH_AUX_OFF), 0, ps - hdr);
         break;
-    case FLT_PAGE_META:
-        r[0][1] = hdr + FLT_META_PAYLOAD;
+    case PAGE_META:
+        r[0][1] = META_OFF_CLOGN; /* magic .. height */
         break;
-    case FLT_PAGE_FREE:
-        r[0][1] = hdr + 4 * clamp(rd32(p + FLT_PH_AUX), 0, (ps - hdr) / 4);
+    case PAGE_FREE:
+        r[0][1] = hdr + 4 * clamp(rd32(p + PH_AUX_OFF), 0, (ps - hdr) / 4);
         break;
     default:
         break;
@@ -742,16 +742,16 @@ static int used_ranges(const uint8_t *p, size_t ps, size_t r[3][2]) {
  * slots is one part.  Two flips in one part may cancel in a code's parity
  * and escape with the odds of its hash bits; in different parts never. */
 static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, size_t *len) {
-    unsigned type = p[FLT_PH_TYPE];
+    unsigned type = p[PH_TYPE_OFF];
     *off = 0, *len = ps;
-    if (byte < FLT_PAGE_HDR) { *len = FLT_PAGE_HDR; return; }
-    if (type != FLT_PAGE_LEAF && type != FLT_PAGE_INTERNAL) { *off = FLT_PAGE_HDR; *len = ps - FLT_PAGE_HDR; return; }
-    size_t base = FLT_PAGE_HDR + (type == FLT_PAGE_LEAF ? FLT_LEAF_HINT_BYTES(ps) : 0);
-    size_t lower = clamp(rd16(p + FLT_PH_LOWER), FLT_PAGE_HDR, ps);
+    if (byte < PAGE_HDR) { *len = PAGE_HDR; return; }
+    if (type != PAGE_LEAF && type != PAGE_INTERNAL) { *off = PAGE_HDR; *len = ps - PAGE_HDR; return; }
+    size_t base = PAGE_HDR + (type == PAGE_LEAF ? LEAF_HINT_BYTES(ps) : 0);
+    size_t lower = clamp(rd16(p + PH_LOWER_OFF), PAGE_HDR, ps);
     if (byte < base) { *off = byte, *len = 1; return; }
     if (byte < lower) { *off = base + (byte - base) / 2 * 2, *len = 2; return; }
-    size_t start = clamp(rd16(p + FLT_PH_UPPER), lower, ps), end = ps;
-    size_t n = clamp(rd16(p + FLT_PH_NSLOTS), 0, (ps - base) / 2);
+    size_t start = clamp(rd16(p + PH_UPPER_OFF), lower, ps), end = ps;
+    size_t n = clamp(rd16(p + PH_NSLOTS_OFF), 0, (ps - base) / 2);
     for (size_t i = 0; i < n; i++) {
         size_t o = rd16(p + base + 2 * i);
         if (o <= byte && o > start) start = o;
@@ -816,7 +816,7 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
 /* The on-disk ph_lsn of BLOCK (UINT64_MAX when it cannot be read). */
 static uint64_t block_lsn(int fd, uint64_t block, uint32_t ps) {
     uint8_t b[8];
-    if (pread(fd, b, sizeof b, (off_t)(block * ps + FLT_PH_LSN)) != (ssize_t)sizeof b)
+    if (pread(fd, b, sizeof b, (off_t)(block * ps + PH_LSN_OFF)) != (ssize_t)sizeof b)
         return UINT64_MAX;
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--)
@@ -870,7 +870,7 @@ static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_o
     uint64_t bit;
     if (flt_below(f, t, FLT_BITFLIP_PAGE, edge_one_in) == 0) {
         uint64_t w = flt_below(f, t, FLT_BITFLIP_PAGE, 2) ? 16 : 1;
-        uint64_t lo = w == 1 ? FLT_PH_LSN : 0; /* the checksum field is [0, FLT_PH_LSN) */
+        uint64_t lo = w == 1 ? PH_LSN_OFF : 0; /* the checksum field is [0, PH_LSN_OFF) */
         uint64_t e = flt_below(f, t, FLT_BITFLIP_PAGE, 2 * w * 8);
         bit = e < w * 8 ? lo * 8 + e : ((uint64_t)ps - 2 * w) * 8 + e;
     } else {
@@ -917,8 +917,8 @@ static int cmp_names(const void *a, const void *b) {
  * ledger line (the 4 KiB block around it; NOTE, if any). */
 static void flip_wal_bit(flt_ctx *f, flt_thr *t, const char *rel, const char *path, uint64_t size, uint64_t pos,
                          const char *note) {
-    uint64_t block = pos / 8 / FLT_WAL_BLOCK, start = block * FLT_WAL_BLOCK;
-    uint64_t len = size - start < FLT_WAL_BLOCK ? size - start : FLT_WAL_BLOCK;
+    uint64_t block = pos / 8 / WAL_BLOCK, start = block * WAL_BLOCK;
+    uint64_t len = size - start < WAL_BLOCK ? size - start : WAL_BLOCK;
     uint64_t bit = pos - start * 8;
     uint8_t mask = (uint8_t)(1u << (bit % 8));
     flt_event e = flt_event_for(f, t, FLT_BITFLIP_WAL, "tick/wal");

@@ -1,0 +1,255 @@
+/*
+ * load.c -- engine-tool load and check: keys k000000000000000.. with
+ * values derived from (index, seed), written one commit each, then proven
+ * present exactly 0..m-1 with those values.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "tool.h"
+
+/* ---- keys and values -------------------------------------------------------- */
+
+void key_for(uint64_t index, char key[KEY_LEN + 8])
+{
+    snprintf(key, KEY_LEN + 8, "k%015llu", (unsigned long long)index);
+}
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The value load writes for key INDEX: LEN bytes of a splitmix64 stream
+ * seeded by (INDEX, SEED).  Deterministic; check recomputes it. */
+void value_for(uint64_t index, uint64_t seed, uint8_t *buf, size_t len)
+{
+    uint64_t state = (index * 0x9E3779B97F4A7C15ull) ^ seed;
+    for (size_t off = 0; off < len; off += 8) {
+        uint64_t r = splitmix64(&state);
+        size_t n = len - off < 8 ? len - off : 8;
+        memcpy(buf + off, &r, n);
+    }
+}
+
+/* Printable form of a key: printable ASCII as is, other bytes \xNN,
+ * at most MAXSHOW bytes then "...".  OUT needs 4 * MAXSHOW + 4 bytes. */
+const char *escape_key(const uint8_t *k, size_t len, size_t maxshow, char *out)
+{
+    size_t o = 0, n = len < maxshow ? len : maxshow;
+    for (size_t i = 0; i < n; i++) {
+        if (k[i] >= 0x20 && k[i] < 0x7f)
+            out[o++] = (char)k[i];
+        else
+            o += (size_t)sprintf(out + o, "\\x%02x", k[i]);
+    }
+    if (len > n) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* ---- load ------------------------------------------------------------------------ */
+
+int cmd_load(const tool_args *a)
+{
+    uint64_t vsize = (a->given & OPT_VALUE_SIZE) ? a->value_size : DEFAULT_VALUE_SIZE;
+    uint8_t *val = malloc(vsize ? vsize : 1);
+    if (val == NULL) {
+        fprintf(stderr, "engine-tool: load: out of memory\n");
+        return EXIT_ERROR;
+    }
+    eng_db *db;
+    int rc = tool_open(a, TOOL_CREATE, stderr, &db);
+    if (rc) {
+        free(val);
+        return rc;
+    }
+    eng_stats s;
+    if ((a->given & (OPT_PAGE_SIZE | OPT_NO_CHECKSUMS | OPT_WAL_SEGMENT_SIZE)) &&
+        eng_get_stats(db, &s) == ENG_OK) {
+        if ((a->given & OPT_PAGE_SIZE) && s.page_size != a->page_size)
+            fprintf(stderr, "engine-tool: note: %s already has page size %" PRIu32
+                    "; --page-size %" PRIu32 " ignored\n", a->dir, s.page_size, a->page_size);
+        if ((a->given & OPT_NO_CHECKSUMS) && s.data_checksums)
+            fprintf(stderr, "engine-tool: note: %s already has data checksums; "
+                    "--no-data-checksums ignored\n", a->dir);
+        if ((a->given & OPT_WAL_SEGMENT_SIZE) && s.wal_segment_size != a->wal_segment_size)
+            fprintf(stderr, "engine-tool: note: %s already has WAL segments of %" PRIu64
+                    " bytes; --wal-segment-size %" PRIu64 " ignored\n", a->dir,
+                    s.wal_segment_size, a->wal_segment_size);
+    }
+    for (uint64_t i = 0; i < a->keys; i++) {
+        char key[KEY_LEN + 8];
+        key_for(i, key);
+        value_for(i, a->seed, val, vsize);
+        int st = eng_put(db, key, KEY_LEN, val, vsize, NULL);
+        if (st != ENG_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "put %s in", key);
+            explain_failure(stderr, what, a->dir, st, db);
+            eng_close(db);
+            free(val);
+            return status_exit(st);
+        }
+    }
+    free(val);
+    /* As the engine acknowledged them: under --sync off the durable
+     * sequence may trail; the closing checkpoint then makes all durable. */
+    uint64_t last_seq = eng_last_seq(db), durable_seq = eng_durable_seq(db);
+    int st = eng_close(db);
+    if (st != ENG_OK) {
+        explain_failure(stderr, "close", a->dir, st, NULL);
+        return status_exit(st);
+    }
+    printf("loaded %" PRIu64 " keys, last_seq=%" PRIu64 " durable_seq=%" PRIu64 "\n", a->keys,
+           last_seq, durable_seq);
+    return EXIT_OK;
+}
+
+/* ---- check -------------------------------------------------------------------- */
+
+typedef struct check_state {
+    unsigned wrong, gaps, corrupt, extra;
+    eng_corruption last;        /* last report printed, to print each once */
+} check_state;
+
+/* A read of WHAT failed on corruption: print the report, unless it is the
+ * one just printed (every key of a corrupt leaf reports the same page). */
+static void check_corruption(eng_db *db, const char *what, check_state *cs)
+{
+    eng_corruption r;
+    memset(&r, 0, sizeof r);
+    int have = eng_last_corruption(db, &r);
+    if (cs->corrupt++ > 0 && have && r.layer == cs->last.layer && r.block == cs->last.block &&
+        strcmp(r.file, cs->last.file) == 0 && strcmp(r.detail, cs->last.detail) == 0)
+        return;
+    if (cs->corrupt > 100 * MAX_REPORTED)
+        return;
+    printf("unreadable: key=%s\n", what);
+    if (have) {
+        print_report(stdout, &r);
+        cs->last = r;
+    } else {
+        printf("corruption: (no report recorded)\n");
+    }
+}
+
+/* Keys at or above index N with the "k" prefix must not exist. */
+static int check_no_extra(eng_db *db, const char *dir, uint64_t n, check_state *cs)
+{
+    char lower[KEY_LEN + 8], kbuf[4 * SHOW_KEY_BYTES + 4];
+    key_for(n, lower);
+    eng_iter_options io = {lower, strlen(lower), "l", 1, NULL};
+    eng_iter *it = NULL;
+    int st = eng_iter_open(db, &io, &it);
+    if (st == ENG_OK) {
+        for (st = eng_iter_first(it); st == ENG_OK; st = eng_iter_next(it)) {
+            size_t kl;
+            const void *k = eng_iter_key(it, &kl);
+            if (cs->extra++ < MAX_REPORTED)
+                printf("extra key: key=%s (only %" PRIu64 " keys were loaded)\n",
+                       escape_key(k, kl, SHOW_KEY_BYTES, kbuf), n);
+        }
+        eng_iter_close(it);
+    }
+    if (st == ENG_NOTFOUND || st == ENG_OK)
+        return 0;
+    if (st == ENG_CORRUPTION) {
+        check_corruption(db, "keys beyond the loaded range", cs);
+        return 0;
+    }
+    fprintf(stderr, "engine-tool: check %s: scanning for extra keys: %s\n", dir, eng_strerror(st));
+    return EXIT_ERROR;
+}
+
+int cmd_check(const tool_args *a)
+{
+    uint64_t vsize = (a->given & OPT_VALUE_SIZE) ? a->value_size : DEFAULT_VALUE_SIZE;
+    uint8_t *want = malloc(vsize ? vsize : 1);
+    if (want == NULL) {
+        fprintf(stderr, "engine-tool: check: out of memory\n");
+        return EXIT_ERROR;
+    }
+    eng_db *db;
+    int rc = tool_open(a, TOOL_READ, stdout, &db);
+    if (rc) {
+        free(want);
+        return rc;
+    }
+
+    check_state cs;
+    memset(&cs, 0, sizeof cs);
+    eng_buf got = {NULL, 0, 0};
+    uint64_t leading = 0, present = 0;
+    int64_t first_missing = -1;
+    int leading_done = 0;
+    for (uint64_t i = 0; i < a->keys && rc == 0; i++) {
+        char key[KEY_LEN + 8];
+        key_for(i, key);
+        int st = eng_get(db, key, KEY_LEN, &got);
+        if (st == ENG_NOTFOUND) {
+            if (first_missing < 0)
+                first_missing = (int64_t)i;
+            continue;
+        }
+        if (st == ENG_CORRUPTION) {
+            /* Unreadable: ends the leading run, but is no evidence of a gap. */
+            check_corruption(db, key, &cs);
+            leading_done = 1;
+            continue;
+        }
+        if (st != ENG_OK) {
+            fprintf(stderr, "engine-tool: check %s: get %s: %s\n", a->dir, key, eng_strerror(st));
+            rc = EXIT_ERROR;
+            break;
+        }
+        present++;
+        if (first_missing >= 0) {
+            if (cs.gaps++ < MAX_REPORTED)
+                printf("gap: key=k%015" PRId64 " is missing but key=%s is present\n",
+                       first_missing, key);
+        } else if (!leading_done) {
+            leading = i + 1;
+        }
+        value_for(i, a->seed, want, vsize);
+        if (got.len != vsize) {
+            if (cs.wrong++ < MAX_REPORTED)
+                printf("wrong value: key=%s length %zu, expected %" PRIu64 "\n", key, got.len, vsize);
+        } else if (vsize && memcmp(got.data, want, vsize) != 0) {
+            size_t d = 0;
+            while (((const uint8_t *)got.data)[d] == want[d])
+                d++;
+            if (cs.wrong++ < MAX_REPORTED)
+                printf("wrong value: key=%s differs from the expected value at byte %zu\n", key, d);
+        }
+    }
+    eng_buf_free(&got);
+    free(want);
+    if (rc == 0)
+        rc = check_no_extra(db, a->dir, a->keys, &cs);
+
+    int st = eng_close(db);
+    if (st != ENG_OK && rc == 0) {
+        explain_failure(stdout, "close", a->dir, st, NULL);
+        rc = status_exit(st);
+    }
+    printf("present=%" PRIu64 "\n", leading);
+    if (rc)
+        return rc;
+    if (cs.wrong || cs.gaps || cs.corrupt || cs.extra) {
+        printf("check: FAILED: %" PRIu64 " of %" PRIu64 " keys present, %u wrong values, "
+               "%u gaps, %u corrupt reads, %u extra keys\n",
+               present, a->keys, cs.wrong, cs.gaps, cs.corrupt, cs.extra);
+        return EXIT_PROBLEM;
+    }
+    return EXIT_OK;
+}
