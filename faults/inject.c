@@ -87,6 +87,7 @@
 #include <xxhash.h>
 
 #include "faults_int.h"
+#include "inject_int.h"
 
 #define SECTOR 512u
 
