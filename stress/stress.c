@@ -60,9 +60,9 @@
 #include <xxhash.h>
 
 #include "adapter.h"
-#include "engine.h"
 #include "faults/faults.h"
 #include "oracle/expected.h"
+#include "oracle/report_line.h"
 #include "oracle/verdict.h"
 #include "stress.h"
 
@@ -201,16 +201,10 @@ static int value_is(uint64_t key, uint32_t v, const uint8_t *buf, size_t len) {
 
 /* ---- files of the run directory ---- */
 
-static int append_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int append_line(int fd, const char *fmt, ...) {
+/* Append one whole line (oracle/report_line.h) to FD (-1: none). */
+static int append_line(int fd, const char *line, int n) {
     if (fd < 0) return 0;
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
     if (n < 0) return -1;
-    if ((size_t)n >= sizeof line) n = sizeof line - 1;
     return write(fd, line, (size_t)n) == n ? 0 : -1;
 }
 
@@ -277,19 +271,6 @@ static uint64_t injections_so_far(void) {
     return n;
 }
 
-static const char *obs_kind_name(int k) {
-    switch (k) {
-    case VD_OBS_ERROR: return "error";
-    case VD_OBS_WRONG_VALUE: return "wrong_value";
-    case VD_OBS_LOST: return "lost";
-    case VD_OBS_RESURRECTED: return "resurrected";
-    case VD_OBS_LOST_COMMIT: return "lost_commit";
-    case VD_OBS_CRASH: return "crash";
-    case VD_OBS_HANG: return "hang";
-    default: return "?";
-    }
-}
-
 static void observe(int kind, int thread, uint64_t op, int status, uint64_t key, int after_crash) {
     vd_observation o = {.kind = kind, .thread = thread, .op = (int64_t)op, .status = status, .key = key,
                         .inj_mark = injections_so_far(), .after_crash = after_crash};
@@ -300,8 +281,8 @@ static void observe(int kind, int thread, uint64_t op, int status, uint64_t key,
         if (p) g.obs = p, g.capobs = nc;
     }
     if (g.nobs < g.capobs) g.obs[g.nobs++] = o;
-    append_line(g.obs_fd, "{\"kind\":\"%s\",\"thread\":%d,\"op\":%lld,\"status\":%d,\"key\":%llu}\n",
-                obs_kind_name(kind), thread, (long long)op, status, (unsigned long long)key);
+    char line[ORC_LINE_MAX];
+    append_line(g.obs_fd, line, orc_obs_line_format(line, sizeof line, &o));
     pthread_mutex_unlock(&g.mu);
 }
 
@@ -319,9 +300,8 @@ static void on_corruption(void *ctx, const st_corruption *r) {
         if (p) g.reports = p, g.capreports = nc;
     }
     if (g.nreports < g.capreports) g.reports[g.nreports++] = v;
-    append_line(g.reports_fd,
-                "{\"layer\":\"%s\",\"file\":\"%s\",\"block\":%lld,\"offset\":%lld,\"entry\":%d,\"after_crash\":%d}\n",
-                v.layer, v.file, (long long)v.block, (long long)v.offset, (int)v.entry, v.after_crash);
+    char line[ORC_LINE_MAX];
+    append_line(g.reports_fd, line, orc_report_line_format(line, sizeof line, &v));
     pthread_mutex_unlock(&g.mu);
 }
 
@@ -330,45 +310,29 @@ static void on_corruption(void *ctx, const st_corruption *r) {
 static int load_carried(vd_ctx *v) {
     int died = 0; /* the earlier process recorded its own crash or hang */
     char p[4200];
+    char *line = NULL;
+    size_t cap = 0;
     for (int which = 0; which < 2; which++) {
-        path_in(p, sizeof p, g.run_dir, which ? "observations" : "reports");
+        path_in(p, sizeof p, g.run_dir, which ? ORC_OBSERVATIONS_FILE : ORC_REPORTS_FILE);
         FILE *f = fopen(p, "r");
         if (!f) continue;
-        char line[1024];
-        while (fgets(line, sizeof line, f)) {
-            vd_injection j; /* the ledger line parser reads any flat object */
-            if (vd_parse_ledger_line(line, &j)) continue;
+        while (getline(&line, &cap, f) >= 0) {
             if (which == 0) {
-                vd_report r = {.block = j.block, .offset = j.offset, .entry = -1};
-                char *ep = strstr(line, "\"entry\":");
-                if (ep) r.entry = atoi(ep + 8);
-                char *ap = strstr(line, "\"after_crash\":");
-                if (ap) r.after_crash = atoi(ap + 14);
-                char *lp = strstr(line, "\"layer\":\"");
-                if (lp) sscanf(lp + 9, "%31[^\"]", r.layer);
-                snprintf(r.file, sizeof r.file, "%s", j.file);
+                vd_report r;
+                if (orc_report_line_parse(line, &r)) continue; /* not a line we wrote whole */
                 vd_add_report(v, &r);
             } else {
-                char kind[32] = "";
-                char *kp = strstr(line, "\"kind\":\"");
-                if (kp) sscanf(kp + 8, "%31[^\"]", kind);
-                int status = 0;
-                char *sp = strstr(line, "\"status\":");
-                if (sp) status = atoi(sp + 9);
-                vd_observation o = {.thread = j.thread, .op = j.op, .status = status, .carried = 1};
-                if (!strcmp(kind, "error")) o.kind = VD_OBS_ERROR;
-                else if (!strcmp(kind, "crash")) o.kind = VD_OBS_CRASH, died = 1;
-                else if (!strcmp(kind, "hang")) o.kind = VD_OBS_HANG, died = 1;
-                else if (!strcmp(kind, "wrong_value")) o.kind = VD_OBS_WRONG_VALUE;
-                else if (!strcmp(kind, "lost")) o.kind = VD_OBS_LOST;
-                else if (!strcmp(kind, "resurrected")) o.kind = VD_OBS_RESURRECTED;
-                else if (!strcmp(kind, "lost_commit")) o.kind = VD_OBS_LOST_COMMIT;
-                else continue;
+                vd_observation o;
+                if (orc_obs_line_parse(line, &o)) continue;
+                o.key = 0; /* a carried observation's key has never been judged */
+                o.carried = 1;
+                if (o.kind == VD_OBS_CRASH || o.kind == VD_OBS_HANG) died = 1;
                 vd_add_observation(v, &o);
             }
         }
         fclose(f);
     }
+    free(line);
     return died;
 }
 
@@ -447,7 +411,7 @@ static void fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b
                 g.measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
                 : v6b       ? "SUSPECT (a block a misdirected write missed reads old; the verdict below decides)"
                             : "FAILURE",
-                obs_kind_name(kind), what,
+                orc_obs_kind_name(kind), what,
                 ks, (unsigned long long)key, thread, (unsigned long long)g.epoch,
                 (unsigned long long)(op & 0xffffffffu));
         fprintf(stderr, "    expected %s\n    found    %s\n", exp, got);
@@ -1234,7 +1198,7 @@ static size_t crash_len;
 
 static void on_fatal(int sig) {
     if (write(2, crash_msg, crash_len) < 0) {}
-    static const char line[] = "{\"kind\":\"crash\",\"thread\":-1,\"op\":-1,\"status\":0,\"key\":0}\n";
+    static const char line[] = ORC_OBS_CRASH_LINE;
     if (g.obs_fd >= 0 && write(g.obs_fd, line, sizeof line - 1) < 0) {}
     signal(sig, SIG_DFL);
     raise(sig);
@@ -1306,10 +1270,10 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
         flt_counts fc;
         flt_get_counts(g.flt, &fc);
         int first = 1;
-        for (size_t i = 0; i < eng_fault_point_count() && i < 64; i++) {
+        for (size_t i = 0; i < g.E->fault_point_count() && i < 64; i++) {
             if (!fc.point_checks[i] && !fc.point_hits[i]) continue;
             fprintf(f, "%s", first ? "" : ", ");
-            json_str_to(f, eng_fault_point_name(i));
+            json_str_to(f, g.E->fault_point_name(i));
             fprintf(f, ": {\"reached\": %llu, \"fired\": %llu}", (unsigned long long)fc.point_checks[i],
                     (unsigned long long)fc.point_hits[i]);
             first = 0;
@@ -1588,7 +1552,7 @@ int main(int argc, char **argv) {
     if (g.o.destroy_db_initially) {
         rm_rf(g.o.db);
         const char *exp_files[] = {"expected", "trace", "values"};
-        const char *run_files[] = {"ledger", "journal", "journal.d", "reports", "observations", "stress_state"};
+        const char *run_files[] = {"ledger", "journal", "journal.d", ORC_REPORTS_FILE, ORC_OBSERVATIONS_FILE, "stress_state"};
         char p[4200];
         for (size_t i = 0; i < 3; i++) path_in(p, sizeof p, g.exp_dir, exp_files[i]), rm_rf(p);
         for (size_t i = 0; i < 6; i++) path_in(p, sizeof p, g.run_dir, run_files[i]), rm_rf(p);
@@ -1624,9 +1588,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "stress: cannot write the run state in %s: %s\n", g.run_dir, strerror(errno));
         return EXIT_INFRA;
     }
-    path_in(p, sizeof p, g.run_dir, "reports");
+    path_in(p, sizeof p, g.run_dir, ORC_REPORTS_FILE);
     g.reports_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    path_in(p, sizeof p, g.run_dir, "observations");
+    path_in(p, sizeof p, g.run_dir, ORC_OBSERVATIONS_FILE);
     g.obs_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
     int rc = orc_open(g.exp_dir, g.o.max_key, g.o.seed, g.o.destroy_db_initially, &g.exp);
@@ -1660,8 +1624,8 @@ int main(int argc, char **argv) {
         fo.kill_points = g.o.kill_points;
         rc = flt_open(&fo, &g.flt);
         if (rc) {
-            fprintf(stderr, "stress: cannot set up the fault library: %s\n", eng_strerror(rc));
-            return rc == ENG_INVALID ? EXIT_USAGE : EXIT_INFRA;
+            fprintf(stderr, "stress: cannot set up the fault library: %s\n", g.E->native_strerror(rc));
+            return g.E->native_status(rc) == ST_INVALID ? EXIT_USAGE : EXIT_INFRA;
         }
         g.eo.io_hooks = flt_hooks(g.flt);
         flt_thread_start(g.flt, 0);
