@@ -141,9 +141,9 @@ void *st_worker_main(void *arg);
 
 /* check.c */
 int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t len, orc_entry a, orc_entry b,
-                        int ambiguous, int after_crash, const char *what);
+                    int ambiguous, int after_crash, const char *what);
 void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, int found, const uint8_t *buf,
-                     size_t len, const char *what, int after_crash);
+                 size_t len, const char *what, int after_crash);
 int st_post_open_check(worker *w, int after_crash, const char *what);
 void st_settle_durable(uint64_t seq);
 uint64_t st_verify_all(worker *w, int after_crash, const char *what);
