@@ -227,6 +227,12 @@ $(BUILD)/stress: $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD
 	@$(if $(Q),echo "  LD $@")
 	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU)
 
+# test_report_line links the oracle's library (report_line.o and what it needs).
+$(BUILD)/tests/test_report_line: tests/test_report_line.c $(BUILD)/liboracle.a $(wildcard oracle/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -Itests -o $@ $< $(BUILD)/liboracle.a $(LDLIBS) -lcriterion
+
 # make bench-stress: verified ops/s against the bare engine (build/bench/stress.json).
 .PHONY: bench-stress
 bench-stress: all $(BUILD)/stress $(BUILD)/bench/bench_stress_bare

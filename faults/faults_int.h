@@ -1,14 +1,21 @@
 /*
- * faults_int.h -- what the fault library's own files share (faults.c,
- * fiu.c, inject.c); nothing outside faults/ includes it.
+ * faults_int.h -- the fault library's frame, what all of its in-process
+ * files share: the context struct, the per-thread state and PRNG streams,
+ * the counts, the draws and the ledger helper (frame.c), and the on-disk
+ * layout the injectors mirror.  Nothing outside faults/ includes it.
  *
- *   faults.c  options, open/close, per-thread state and PRNG streams,
- *             counts, the ledger helper
- *   fiu.c     the libfiu points: enabling by exact name, the external
- *             callback (read/write errors, ENOSPC, short I/O, kill points)
- *   inject.c  the engine's I/O hooks (in-flight flips, torn, lost,
- *             misdirected and zeroed writes, fsync failures, the journal
- *             calls) and flt_tick (flips on disk and in cached pages)
+ * The files, each including only the ones below it (no circle):
+ *
+ *   faults.c  options, open/close, pause: the top, it sets up the others
+ *     fiu.c     the libfiu points: enabling by exact name, the external
+ *               callback (read/write errors, ENOSPC, short I/O, kill
+ *               points); fiu_int.h
+ *       inject.c  the engine's I/O hooks (in-flight flips, torn, lost,
+ *                 misdirected and zeroed writes, fsync failures, the
+ *                 journal calls) and flt_tick (flips on disk and in cached
+ *                 pages); inject_int.h
+ *         frame.c   per-thread state and PRNG streams, draws, the ledger
+ *                   helper, counts; this header
  *
  * Determinism (faults.h): every decision is a draw from a stream owned by
  * (seed, thread index, class).  A thread that called flt_thread_start owns
@@ -175,10 +182,10 @@ struct flt_ctx {
     _Atomic uint64_t point_checks[FLT_MAX_POINTS];
 };
 
-/* inject.c: free D7's pending copies (flt_close). */
-void flt_cflips_free(flt_ctx *f);
-
-/* faults.c */
+/* frame.c */
+/* A new context's frame: its generation (keys the thread-local cache) and
+ * its mutexes.  The caller seeds anon_rng. */
+void flt_frame_init(flt_ctx *f);
 flt_thr *flt_thr_get(flt_ctx *f);   /* the calling thread's state (created on demand) */
 /* One opportunity of class CLS: 1 with odds 1 in one_in[CLS], else 0 (and
  * 0 without drawing when the class is off or injection is paused). */
@@ -197,26 +204,5 @@ int flt_record_seq(flt_ctx *f, int cls, const flt_event *e, uint64_t *seq);
 static inline int flt_paused(flt_ctx *f) {
     return atomic_load_explicit(&f->paused, memory_order_relaxed);
 }
-
-/* inject.c: at every kill, before the SIGKILL.  With bitflip_wal on, a
- * bit in the last sector of the last WAL write flips (the end of the
- * last record): damage to the log's end that nothing written later can
- * reveal, which recovery must report when the record was synced and may
- * trim when it was not (DESIGN 5: "also when nothing was written after
- * it"; engine/wal.h W3).  With bitflip_page on, a bit of a data page
- * flips (on the page's edges): nothing of the process writes that
- * page again. */
-void flt_flip_at_crash(flt_ctx *f, flt_thr *t);
-
-/* fiu.c */
-int flt_fiu_setup(flt_ctx *f);      /* enable the points the options ask for */
-void flt_fiu_teardown(flt_ctx *f);  /* disable them */
-int flt_fiu_wanted(const flt_options *o); /* 1 if some libfiu point is asked for */
-int flt_kill_points_valid(const char *list);
-
-/* inject.c */
-void flt_hooks_init(flt_ctx *f);
-const char *flt_rel_path(flt_ctx *f, const char *path); /* for the ledger's file field */
-void flt_thr_free_bufs(flt_thr *t);
 
 #endif

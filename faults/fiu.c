@@ -53,6 +53,8 @@
 #include <fiu.h>
 
 #include "faults_int.h"
+#include "fiu_int.h"
+#include "inject_int.h"
 
 int flt_fiu_wanted(const flt_options *o) {
     /* sync_error works through the hooks alone in the plain build; with

@@ -92,6 +92,7 @@
 #include <xxhash.h>
 
 #include "faults_int.h"
+#include "inject_int.h"
 
 #define SECTOR 512u
 

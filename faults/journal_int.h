@@ -1,8 +1,8 @@
 /*
- * journal_int.h -- the byte layout of RUN_DIR/journal, and the analysis
- * of what it holds, shared by the writer (journal.c, which also reads it
- * back to drop the unsynced writes of a file whose fsync failed) and the
- * power-loss step (powerloss.c).  Not for other users: the contract of the
+ * journal_int.h -- the byte layout of RUN_DIR/journal, and the reader and
+ * analysis of what it holds (journal_read.c), shared by the writer
+ * (journal.c, which also reads it back to drop the unsynced writes of a
+ * file whose fsync failed) and the power-loss step (powerloss.c).  Not for other users: the contract of the
  * journal is journal.h.
  *
  * The journal is a sequence of records, each appended with one write(2)
@@ -102,12 +102,33 @@ typedef struct jr_rec {
     uint64_t old_len;
 } jr_rec;
 
+/* u64 -> u64 map: open addressing, linear probing, grows at load 1/2,
+ * backward-shift deletion.  Key 0 = empty, so callers must never store 0
+ * (offset keys that can be 0).  Used for the in-flight table (op pointer
+ * -> id of its BEGIN) and the id map of flt_jr_durability (id + 1 -> op
+ * index). */
+typedef struct jr_u64map {
+    uint64_t *key;
+    uint64_t *val;
+    size_t cap, n;
+} jr_u64map;
+
+int flt_jr_um_put(jr_u64map *m, uint64_t k, uint64_t v);  /* insert or replace K (nonzero) */
+int flt_jr_um_get(const jr_u64map *m, uint64_t k, uint64_t *v); /* 1 and *V if K is there */
+int flt_jr_um_take(jr_u64map *m, uint64_t k, uint64_t *v); /* remove K: 1 and *V if it was there */
+void flt_jr_um_clear(jr_u64map *m);                        /* empty it, keeping its storage */
+void flt_jr_um_free(jr_u64map *m);
+
+/* The record checksum (jr_sum): the payload hashed with the XXH3-64 of
+ * the header's first 24 bytes as seed (no streaming state needed). */
+uint64_t flt_jr_sum(const uint8_t *hdr, const uint8_t *payload, size_t len);
+
 /* Decode the record at BUF[0..AVAIL).  Returns its total length (header +
  * payload) and fills *R, or 0 if no whole valid record starts there (a
  * torn or damaged tail). */
 size_t flt_jr_decode(const uint8_t *buf, size_t avail, jr_rec *r);
 
-/* ---- the analysis (journal.c; used by powerloss.c and the fsync-failure
+/* ---- the analysis (journal_read.c; used by powerloss.c and the fsync-failure
  * drop of journal.h) --------------------------------------------------------
  *
  * Step 1 of the power-loss step, "what was durable", lives here so that

@@ -15,7 +15,7 @@
  * an I/O error.
  *
  * Step 1, forward over the journal: what was durable (flt_jr_durability
- * in journal.c, shared with the drop of an injected fsync failure, so both
+ * in journal_read.c, shared with the drop of an injected fsync failure, so both
  * apply one rule).
  *
  *     journal:  W1.B W1.D  S.B  W2.B W2.D  S.D(ok)  C.B C.D  DS.B DS.D(ok)
@@ -193,7 +193,7 @@ static uint64_t variant_seed(uint64_t seed, unsigned v) {
 
 /* ---- the shared analysis (journal_int.h), with exits on failure -------------------- */
 
-/* The interval sets and the undo of a write (P1, P2) are journal.c's too:
+/* The interval sets and the undo of a write (P1, P2) are journal_read.c's too:
  * flt_jr_iv_*, flt_jr_undo_*. */
 
 typedef jr_strmap strmap;

@@ -151,7 +151,13 @@ typedef struct st_engine {
     void (*stats)(st_db *db, st_stats *out);
     /* The engine's native handle, for injectors that need it (cache flips). */
     void *(*native)(st_db *db);
-    /* Fault point catalogue (for --list_fault_points). */
+    /* A status code of the engine's own kind (the fault library, which
+     * hooks into the engine, speaks its codes): as an st_status, and the
+     * engine's words for it. */
+    int (*native_status)(int rc);
+    const char *(*native_strerror)(int rc);
+    /* Fault point catalogue (for --list_fault_points and the report's
+     * fault_points_reached, indexed like the fault library's counts). */
     size_t (*fault_point_count)(void);
     const char *(*fault_point_name)(size_t i);
     const char *(*fault_point_what)(size_t i);

@@ -1,0 +1,141 @@
+/*
+ * frame.c -- the fault library's frame (faults_int.h): class names, the
+ * per-thread state and PRNG streams, the draws, the ledger helper and the
+ * counts.  Everything else in faults/ stands on it; it calls none of them.
+ * It keeps F1 (flt_record) and F2 (flt_thread_start, flt_below) of
+ * faults.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "faults_int.h"
+
+/* ---- names ---- */
+
+static const char *const class_names[FLT_CLASS_COUNT] = {
+#define FLT_NAME(id, key, opt) key,
+    FLT_CLASSES(FLT_NAME)
+#undef FLT_NAME
+};
+static const char *const class_options[FLT_CLASS_COUNT] = {
+#define FLT_OPT(id, key, opt) opt,
+    FLT_CLASSES(FLT_OPT)
+#undef FLT_OPT
+};
+
+const char *flt_class_name(int cls) {
+    return cls >= 0 && cls < FLT_CLASS_COUNT ? class_names[cls] : NULL;
+}
+
+const char *flt_class_option(int cls) {
+    return cls >= 0 && cls < FLT_CLASS_COUNT ? class_options[cls] : NULL;
+}
+
+/* ---- per-thread state ---- */
+
+static _Atomic uint64_t ctx_gen; /* 0 is never a context's gen */
+static __thread uint64_t tls_gen;
+static __thread flt_thr *tls_thr;
+
+void flt_frame_init(flt_ctx *f) {
+    f->gen = atomic_fetch_add(&ctx_gen, 1) + 1;
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_mutex_init(&f->dmg_mu, NULL);
+}
+
+flt_thr *flt_thr_get(flt_ctx *f) {
+    if (tls_gen == f->gen)
+        return tls_thr;
+    flt_thr *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL; /* callers then inject nothing */
+    t->thread = -1;
+    atomic_init(&t->op, -1);
+    pthread_mutex_lock(&f->mu);
+    t->next = f->threads;
+    f->threads = t;
+    pthread_mutex_unlock(&f->mu);
+    tls_gen = f->gen;
+    tls_thr = t;
+    return t;
+}
+
+void flt_thread_start(flt_ctx *f, int thread) {
+    if (!f)
+        return;
+    flt_thr *t = flt_thr_get(f);
+    if (!t)
+        return;
+    /* A negative index joins the shared streams of thread -1. */
+    t->thread = thread < 0 ? -1 : thread;
+    for (int c = 0; c < FLT_CLASS_COUNT; c++)
+        flt_rng_seed(&t->rng[c], f->o.seed, t->thread, c);
+    atomic_store_explicit(&t->op, -1, memory_order_relaxed);
+}
+
+void flt_op(flt_ctx *f, uint64_t op) {
+    if (!f)
+        return;
+    flt_thr *t = flt_thr_get(f);
+    if (t)
+        atomic_store_explicit(&t->op, (int64_t)op, memory_order_relaxed);
+}
+
+uint64_t flt_below(flt_ctx *f, flt_thr *t, int cls, uint64_t n) {
+    if (t && t->thread >= 0)
+        return flt_rng_below(&t->rng[cls], n);
+    pthread_mutex_lock(&f->mu);
+    uint64_t v = flt_rng_below(&f->anon_rng[cls], n);
+    pthread_mutex_unlock(&f->mu);
+    return v;
+}
+
+int flt_draw(flt_ctx *f, flt_thr *t, int cls) {
+    uint64_t n = f->o.one_in[cls];
+    if (!n || flt_paused(f))
+        return 0;
+    return flt_below(f, t, cls, n) == 0;
+}
+
+flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point) {
+    flt_event e = flt_event_none(class_names[cls], point);
+    e.phase = f->o.phase_recovery ? "recovery" : NULL;
+    if (t) {
+        e.op = atomic_load_explicit(&t->op, memory_order_relaxed);
+        e.thread = t->thread;
+    }
+    return e;
+}
+
+int flt_record(flt_ctx *f, int cls, const flt_event *e) {
+    return flt_record_seq(f, cls, e, NULL);
+}
+
+int flt_record_seq(flt_ctx *f, int cls, const flt_event *e, uint64_t *seq) {
+    int rc = flt_ledger_append_seq(f->ledger, e, seq);
+    if (rc == 0)
+        atomic_fetch_add_explicit(&f->injected[cls], 1, memory_order_relaxed);
+    return rc;
+}
+
+/* ---- counts ---- */
+
+void flt_get_counts(flt_ctx *f, flt_counts *out) {
+    memset(out, 0, sizeof *out);
+    if (!f)
+        return;
+    for (int c = 0; c < FLT_CLASS_COUNT; c++)
+        out->injected[c] = atomic_load(&f->injected[c]);
+    for (int i = 0; i < FLT_MAX_POINTS; i++) {
+        out->point_hits[i] = atomic_load(&f->point_hits[i]);
+        out->point_checks[i] = atomic_load(&f->point_checks[i]);
+    }
+}
+
+flt_ledger *flt_get_ledger(flt_ctx *f) {
+    return f ? f->ledger : NULL;
+}
+
+flt_journal *flt_get_journal(flt_ctx *f) {
+    return f ? f->journal : NULL;
+}

@@ -1,0 +1,29 @@
+/*
+ * inject_int.h -- what inject.c (the I/O hooks and flt_tick) offers the
+ * files above it in the fault library: fiu.c and faults.c (faults_int.h
+ * draws the order).  Nothing outside faults/ includes it.
+ */
+#ifndef FAULTS_INJECT_INT_H
+#define FAULTS_INJECT_INT_H
+
+#include "faults_int.h"
+
+/* Fill F->hooks (flt_open, before anything can call them). */
+void flt_hooks_init(flt_ctx *f);
+const char *flt_rel_path(flt_ctx *f, const char *path); /* for the ledger's file field */
+void flt_thr_free_bufs(flt_thr *t);
+
+/* At every kill, before the SIGKILL (fiu.c's kill points).  With
+ * bitflip_wal on, a bit in the last sector of the last WAL write flips
+ * (the end of the last record): damage to the log's end that nothing
+ * written later can reveal, which recovery must report when the record
+ * was synced and may trim when it was not (engine/wal.h W3).  With
+ * bitflip_page on, a bit of a data page flips (on the page's edges), and
+ * with zero_page on, half the kills zero the block below the high-water
+ * mark: nothing of the process writes those blocks again. */
+void flt_flip_at_crash(flt_ctx *f, flt_thr *t);
+
+/* Free D7's pending frame copies (flt_close). */
+void flt_cflips_free(flt_ctx *f);
+
+#endif

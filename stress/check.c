@@ -1,0 +1,320 @@
+/*
+ * check.c: checking answers against the expected state (E3), failures,
+ * the post-open check.
+ * Internal to the stress driver (stress_int.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oracle/report_line.h"
+#include "stress_int.h"
+
+/* ---- failures: what was expected, what was found, the ledger, repro ---- */
+
+typedef struct ledger_filter {
+    int thread;
+    int64_t op_lo, op_hi;
+    int printed;
+} ledger_filter;
+
+static void print_touching(void *ctx, const char *line) {
+    ledger_filter *lf = ctx;
+    vd_injection j;
+    if (vd_parse_ledger_line(line, &j)) return;
+    int hit = lf->thread < 0 ? (j.op >= lf->op_lo && j.op <= lf->op_hi)
+                             : (j.thread == lf->thread && j.op >= lf->op_lo && j.op <= lf->op_hi);
+    if (hit && lf->printed < 20) {
+        fprintf(stderr, "    ledger: %s\n", line);
+        lf->printed++;
+    }
+}
+
+static void describe_value(char *out, size_t cap, uint64_t key, int found, const uint8_t *buf, size_t len) {
+    if (!found) { snprintf(out, cap, "absent"); return; }
+    if (!buf) { snprintf(out, cap, "a mix of old and new values (below)"); return; }
+    uint64_t k = 0;
+    uint32_t v = 0;
+    if (orc_value_whose(buf, len, &k, &v) == 0 && k == key && st_value_is(key, v, buf, len))
+        snprintf(out, cap, "value seed 0x%08x (%zu bytes)", v, len);
+    else if (orc_value_whose(buf, len, &k, &v) == 0 && k < g.o.max_key && st_value_is(k, v, buf, len))
+        snprintf(out, cap, "the value of key %llu, seed 0x%08x (%zu bytes)", (unsigned long long)k, v, len);
+    else
+        snprintf(out, cap, "%zu bytes that are no value of this run (claim key %llu seed 0x%08x)", len,
+                 (unsigned long long)(len >= 12 ? k : 0), len >= 12 ? v : 0);
+}
+
+static void describe_expected(char *out, size_t cap, orc_entry a, orc_entry b) {
+    size_t n = 0;
+    uint32_t seen[4] = {a.cur, a.pending, b.cur, b.pending};
+    int any = 0;
+    n += (size_t)snprintf(out + n, cap - n, "one of {");
+    for (int i = 0; i < 4 && n < cap; i++) {
+        if ((i == 1 || i == 3) && seen[i] == 0) continue;
+        int dup = 0;
+        for (int j = 0; j < i; j++)
+            if (seen[j] == seen[i] && !((j == 1 || j == 3) && seen[j] == 0)) dup = 1;
+        if (dup) continue;
+        uint32_t v = seen[i] == ORC_DEL ? 0 : seen[i];
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", any ? ", " : "", v ? "" : "absent");
+        if (v && n < cap) n += (size_t)snprintf(out + n, cap - n, "seed 0x%08x", v);
+        any = 1;
+    }
+    if (n < cap) snprintf(out + n, cap - n, "}");
+}
+
+/* A wrong answer: record it, print it (expected, found, ledger, repro).
+ * In a measuring run it is counted as undetectable by design instead. */
+void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, int found, const uint8_t *buf,
+                     size_t len, const char *what, int after_crash) {
+    int thread = w ? w->id : 0;
+    uint64_t op = w ? (g.epoch << 32 | w->calls) : (g.epoch << 32);
+    st_observe(kind, thread, op, 0, key, after_crash);
+    /* With misdirected writes on, a stale value may be the lost half of
+     * one (oracle V6b): the verdict decides, from the ledger. */
+    int v6b = !g.measuring && g.vc.class_on[VD_MISDIRECTED_WRITE];
+    atomic_fetch_add(&g.symptoms, 1);
+    if (!g.measuring && !v6b) atomic_fetch_add(&g.failures, 1);
+    pthread_mutex_lock(&g.mu);
+    if (g.detailed++ < MAX_DETAILED) {
+        char exp[256], got[256], ks[ORC_KEY_LEN + 1];
+        describe_expected(exp, sizeof exp, a, b);
+        describe_value(got, sizeof got, key, found, buf, len);
+        st_key_of(key, ks);
+        fprintf(stderr, "stress: %s %s (%s): key %s (%llu), thread %d, op %llu:%llu\n",
+                g.measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
+                : v6b       ? "SUSPECT (a block a misdirected write missed reads old; the verdict below decides)"
+                            : "FAILURE",
+                orc_obs_kind_name(kind), what,
+                ks, (unsigned long long)key, thread, (unsigned long long)g.epoch,
+                (unsigned long long)(op & 0xffffffffu));
+        fprintf(stderr, "    expected %s\n    found    %s\n", exp, got);
+        /* Ledger entries that may touch it: the failing thread's recent
+         * window (the key's block is not known to the driver). */
+        ledger_filter lf = {thread, (int64_t)(op > 64 ? op - 64 : 0), (int64_t)op, 0};
+        if (g.flt) flt_ledger_read(g.run_dir, print_touching, &lf);
+        if (!lf.printed) fprintf(stderr, "    ledger: no injection in this thread's last 64 ops\n");
+        fprintf(stderr, "    repro: %s\n", g.repro);
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+
+/* ---- the E3 check of one answer ---- */
+
+static int candidate(uint32_t v, orc_entry a, orc_entry b) {
+    uint32_t c[4] = {a.cur, a.pending, b.cur, b.pending};
+    for (int i = 0; i < 4; i++) {
+        if ((i == 1 || i == 3) && c[i] == 0) continue; /* no pending write */
+        uint32_t x = c[i] == ORC_DEL ? 0 : c[i];
+        if (x == v) return 1;
+    }
+    return 0;
+}
+
+/* Check one key's answer (status, value) against the expected entries
+ * sampled before (A) and after (B) the read.  AMBIGUOUS: more than one
+ * write settled on its stripe meanwhile (E3 cannot tell).  Returns 1 ok. */
+int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t len, orc_entry a, orc_entry b,
+                        int ambiguous, int after_crash, const char *what) {
+    if (st != ST_OK && st != ST_NOTFOUND) {
+        atomic_fetch_add_explicit(&g.unverifiable, 1, memory_order_relaxed);
+        return 1; /* an error is not a wrong answer; the verdict judges it */
+    }
+    uint32_t v = 0;
+    int ok;
+    if (st == ST_NOTFOUND) {
+        ok = candidate(0, a, b);
+    } else {
+        uint64_t k;
+        ok = orc_value_whose(buf, len, &k, &v) == 0 && k == key && v != 0 && v != ORC_DEL && candidate(v, a, b) &&
+             st_value_is(key, v, buf, len);
+    }
+    if (ok) {
+        atomic_fetch_add_explicit(&g.verified, 1, memory_order_relaxed);
+        return 1;
+    }
+    if (ambiguous) {
+        atomic_fetch_add_explicit(&g.ambiguous, 1, memory_order_relaxed);
+        return 1;
+    }
+    int kind = VD_OBS_WRONG_VALUE;
+    if (st == ST_NOTFOUND) kind = VD_OBS_LOST;
+    else if (candidate(0, a, b) && !a.pending && !b.pending && a.cur == 0 && b.cur == 0) {
+        uint64_t k;
+        if (orc_value_whose(buf, len, &k, &v) == 0 && k == key && st_value_is(key, v, buf, len)) kind = VD_OBS_RESURRECTED;
+    }
+    st_fail_key(w, kind, key, a, b, st == ST_OK, buf, len, what, after_crash);
+    return 0;
+}
+
+/* ---- the handle: open, post-open check, reopen ---- */
+
+void st_settle_durable(uint64_t seq) {
+    if (seq) orc_note_durable(g.exp, seq);
+}
+
+/* Read KEY (faults paused by the caller) and check it exactly: a pending
+ * key may hold either value and is then resolved to what the engine
+ * shows.  Returns 1 ok. */
+/* After a key was checked while everything is quiet: settle a pending
+ * key to what the engine shows; in a measuring run, also adopt a wrong
+ * answer that is a value of this key (a corruption is counted once). */
+static void adopt(uint64_t key, int ok, orc_entry e, int st, const uint8_t *buf, size_t len) {
+    if (st != ST_OK && st != ST_NOTFOUND) return;
+    if (ok && !e.pending) return;
+    if (!ok && !g.measuring && !g.vc.class_on[VD_MISDIRECTED_WRITE]) return;
+    uint32_t v = 0;
+    uint64_t k = key;
+    if (st == ST_OK && (orc_value_whose(buf, len, &k, &v) || k != key || !st_value_is(key, v, buf, len))) return;
+    orc_resolve(g.exp, key, v);
+}
+
+
+static int verify_key(worker *w, uint64_t key, st_buf *b, int after_crash, const char *what) {
+    char ks[ORC_KEY_LEN + 1];
+    st_key_of(key, ks);
+    orc_entry e = orc_get(g.exp, key);
+    int st = g.E->get(g.db, ks, ORC_KEY_LEN, b);
+    if (w) st_note_error(w, st); /* an injected error this check met was reported, not swallowed */
+    int ok = st_check_answer(w, key, st, b->data, b->len, e, e, 0, after_crash, what);
+    adopt(key, ok, e, st, b->data, b->len);
+    return ok;
+}
+
+/* Every key by a point read, in key order, before any whole-page check.
+ * A get takes its own path through a leaf (the search, K1 on the entries
+ * around the position, K2 on the version it returns) that neither the
+ * scan of st_verify_all nor the engine's verify takes: a damaged entry
+ * that only a get would meet must be met here, before a whole-page check
+ * reports the page on the get's behalf.  In key order, so the get of a
+ * key comes before the get of the key after it: a key damaged in the
+ * cache into a larger one is met first by the get that searches for its
+ * old bytes. */
+void st_get_every_key(worker *w, const char *what) {
+    st_buf b = {0};
+    for (uint64_t k = 0; k < g.o.max_key; k++)
+        verify_key(w, k, &b, 0, what);
+    st_buf_free(&b);
+}
+
+/* Every key, in key order, by scanning (a damaged stretch falls back to
+ * point reads).  Returns the number of failures. */
+uint64_t st_verify_all(worker *w, int after_crash, const char *what) {
+    uint64_t bad = 0, next = 0;
+    st_buf b = {0};
+    while (next < g.o.max_key) {
+        char lo[ORC_KEY_LEN + 1];
+        st_key_of(next, lo);
+        st_iter *it = NULL;
+        int st = g.E->iter_open(g.db, lo, ORC_KEY_LEN, NULL, 0, &it);
+        if (st == ST_OK) st = g.E->iter_first(it);
+        while (st == ST_OK) {
+            size_t kl, vl;
+            const void *k = g.E->iter_key(it, &kl);
+            const uint8_t *v = g.E->iter_value(it, &vl);
+            uint64_t key;
+            if (orc_key_parse(k, kl, &key) || key >= g.o.max_key) {
+                /* a key this run never writes: nothing should be there */
+                fprintf(stderr, "stress: FAILURE: unexpected key '%.*s' in the database\n    repro: %s\n",
+                        (int)(kl < 64 ? kl : 64), (const char *)k, g.repro);
+                st_observe(VD_OBS_RESURRECTED, w ? w->id : 0, g.epoch << 32, 0, 0, after_crash);
+                atomic_fetch_add(&g.failures, 1);
+                bad++;
+                st = g.E->iter_next(it);
+                continue;
+            }
+            for (; next < key; next++) { /* keys not seen: must be absent */
+                orc_entry e = orc_get(g.exp, next);
+                int ok = st_check_answer(w, next, ST_NOTFOUND, NULL, 0, e, e, 0, after_crash, what);
+                bad += !ok;
+                adopt(next, ok, e, ST_NOTFOUND, NULL, 0);
+            }
+            orc_entry e = orc_get(g.exp, key);
+            int ok = st_check_answer(w, key, ST_OK, v, vl, e, e, 0, after_crash, what);
+            bad += !ok;
+            adopt(key, ok, e, ST_OK, v, vl);
+            next = key + 1;
+            st = g.E->iter_next(it);
+        }
+        if (it) g.E->iter_close(it);
+        /* A scan that failed with an error (an injected read error while
+         * a post-open check ran) returned it: the call noticed, and its
+         * observation must say so, or the oracle calls it swallowed. */
+        if (w && st != ST_NOTFOUND) st_note_error(w, st);
+        if (st == ST_NOTFOUND) {
+            for (; next < g.o.max_key; next++) {
+                orc_entry e = orc_get(g.exp, next);
+                int ok = st_check_answer(w, next, ST_NOTFOUND, NULL, 0, e, e, 0, after_crash, what);
+                bad += !ok;
+                adopt(next, ok, e, ST_NOTFOUND, NULL, 0);
+            }
+            break;
+        }
+        /* The scan failed (a damaged page): read this key alone, go on. */
+        if (next < g.o.max_key) {
+            if (!verify_key(w, next, &b, after_crash, what)) bad++;
+            next++;
+        }
+    }
+    st_buf_free(&b);
+    return bad;
+}
+
+/* The trace's keys written after R up to D (for a lost-commit message). */
+static void print_lost_commits(uint64_t r, uint64_t d) {
+    char p[4200];
+    st_path_in(p, sizeof p, g.exp_dir, "trace");
+    FILE *f = fopen(p, "rb");
+    if (!f) return;
+    orc_trace_rec rec;
+    int n = 0;
+    while (fread(&rec, sizeof rec, 1, f) == 1 && n < 20)
+        if (rec.seq > r && rec.seq <= d) {
+            fprintf(stderr, "    lost: seq %llu key %llu (value seed 0x%08x -> %s0x%08x)\n", (unsigned long long)rec.seq,
+                    (unsigned long long)rec.key, rec.old_v, rec.new_v ? "" : "absent ", rec.new_v);
+            n++;
+        }
+    fclose(f);
+}
+
+/* After every open: the exact-prefix check.  AFTER_CRASH: the previous
+ * holder of the database did not close it (crash, kill, poisoned).
+ * Returns 0 ok, 1 failure found, 2 only wrong answers a misdirected
+ * write may explain (V6b: the verdict decides), -1 cannot proceed. */
+int st_post_open_check(worker *w, int after_crash, const char *what) {
+    st_recovery rec;
+    g.E->recovery(g.db, &rec);
+    uint64_t r = rec.recovered_seq, d = orc_durable_seq(g.exp);
+    int failed = 0;
+    if (r < d) {
+        fprintf(stderr,
+                "stress: FAILURE lost (a synced commit): recovery ended at commit seq %llu, but seq %llu was durable "
+                "(last acknowledged %llu)\n",
+                (unsigned long long)r, (unsigned long long)d, (unsigned long long)orc_last_seq(g.exp));
+        print_lost_commits(r, d);
+        fprintf(stderr, "    repro: %s\n", g.repro);
+        st_observe(VD_OBS_LOST_COMMIT, w ? w->id : 0, g.epoch << 32, 0, 0, after_crash);
+        atomic_fetch_add(&g.failures, 1);
+        return 1; /* the expected state cannot be rewound below durable */
+    }
+    if (orc_rewind(g.exp, r) > 0) {
+        /* Writes after R were undone: a batch in doubt since then was
+         * written over values that are gone; its "old" is what the
+         * expected state holds now. */
+        pthread_mutex_lock(&g.mu);
+        for (size_t i = 0; i < g.ndoubt; i++)
+            for (int k = 0; k < g.doubt[i].n; k++)
+                if (!g.doubt[i].seen[k]) g.doubt[i].old_v[k] = orc_get(g.exp, g.doubt[i].key[k]).cur;
+        pthread_mutex_unlock(&g.mu);
+    }
+    if (g.flt) flt_pause(g.flt, 1);
+    uint64_t before = atomic_load(&g.failures), seen = atomic_load(&g.symptoms);
+    st_verify_all(w, after_crash, what);
+    st_check_doubts(w, after_crash);
+    if (g.flt) flt_pause(g.flt, 0);
+    if (atomic_load(&g.failures) != before) failed = 1;
+    else if (atomic_load(&g.symptoms) != seen) failed = 2; /* V6b suspects: the verdict decides */
+    orc_checkpoint_trace(g.exp, r);
+    return failed;
+}

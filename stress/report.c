@@ -1,0 +1,253 @@
+/*
+ * report.c: the verdict (judge), the report, the watchdog.
+ * Internal to the stress driver (stress_int.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "oracle/report_line.h"
+#include "stress_int.h"
+
+const char *const st_op_names[OP_TYPES] = {"get", "put", "delete", "batch", "scan", "checkpoint", "verify",
+                                           "reopen", "snapshot", "vacuum", "aborted"};
+
+/* ---- report ---- */
+
+static void write_counts(FILE *f, const vd_counts *c) {
+    int first = 1;
+    fputc('{', f);
+#define VD_OUT(n) fprintf(f, "%s\"" #n "\": %llu", first ? "" : ", ", (unsigned long long)c->n), first = 0;
+    VD_COUNTERS(VD_OUT)
+#undef VD_OUT
+    fputc('}', f);
+}
+
+static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang) {
+    fprintf(f, "{\n  \"seed\": %llu,\n  \"engine\": \"%s\",\n  \"options\": ", (unsigned long long)g.o.seed, g.E->name);
+    st_options_json(&g.o, f);
+    if (g.E->planted_bug && g.E->planted_bug()) {
+        fprintf(f, ",\n  \"planted_bug\": ");
+        st_json_str_to(f, g.E->planted_bug());
+    }
+    fprintf(f, ",\n  \"mode\": \"%s\",\n", res->measuring ? "measuring" : "judging");
+    if (res->measuring) {
+        fprintf(f, "  \"measuring_why\": ");
+        st_json_str_to(f, res->measuring_why);
+        fprintf(f, ",\n");
+    }
+    fprintf(f, "  \"ops\": {");
+    for (int i = 0; i < OP_TYPES; i++)
+        fprintf(f, "%s\"%s\": %llu", i ? ", " : "", st_op_names[i], (unsigned long long)atomic_load(&g.ops[i]));
+    fprintf(f, "},\n  \"checks\": {\"verified\": %llu, \"ambiguous\": %llu, \"unverifiable\": %llu},\n",
+            (unsigned long long)atomic_load(&g.verified), (unsigned long long)atomic_load(&g.ambiguous),
+            (unsigned long long)atomic_load(&g.unverifiable));
+    fprintf(f, "  \"classes\": {\n");
+    for (int c = 0; c <= VD_CLASS_COUNT; c++) {
+        fprintf(f, "    \"%s\": ", vd_class_name(c));
+        write_counts(f, &res->cls[c]);
+        fprintf(f, "%s\n", c < VD_CLASS_COUNT ? "," : "");
+    }
+    fprintf(f, "  },\n  \"totals\": ");
+    write_counts(f, &res->total);
+    fprintf(f, ",\n  \"injections_per_point\": {");
+    if (v) {
+        /* From the ledger lines judged here (libfiu points and hooks alike). */
+        const char *names[128];
+        uint64_t counts[128];
+        size_t np = 0;
+        for (size_t i = 0; i < vd_injection_count(v); i++) {
+            const vd_injection *j = vd_injection_at(v, i);
+            const char *pt = j->point[0] ? j->point : "?";
+            size_t k = 0;
+            while (k < np && strcmp(names[k], pt)) k++;
+            if (k == np && np < 128) names[np] = pt, counts[np++] = 0;
+            if (k < np) counts[k]++;
+        }
+        for (size_t k = 0; k < np; k++) {
+            fprintf(f, "%s", k ? ", " : "");
+            st_json_str_to(f, names[k]);
+            fprintf(f, ": %llu", (unsigned long long)counts[k]);
+        }
+    }
+    /* Per engine point this process armed: times reached (checked while
+     * armed) and fired (the fault library's counts; a point not enabled
+     * is never reached, a killed process writes no report). */
+    fprintf(f, "},\n  \"fault_points_reached\": {");
+    {
+        flt_counts fc;
+        flt_get_counts(g.flt, &fc);
+        int first = 1;
+        for (size_t i = 0; i < g.E->fault_point_count() && i < 64; i++) {
+            if (!fc.point_checks[i] && !fc.point_hits[i]) continue;
+            fprintf(f, "%s", first ? "" : ", ");
+            st_json_str_to(f, g.E->fault_point_name(i));
+            fprintf(f, ": {\"reached\": %llu, \"fired\": %llu}", (unsigned long long)fc.point_checks[i],
+                    (unsigned long long)fc.point_hits[i]);
+            first = 0;
+        }
+    }
+    char esc[256] = "{}";
+    if (v) vd_escape_rates_json(v, esc, sizeof esc);
+    fprintf(f, "},\n  \"escape_rate_per_protection_width\": %s,\n", esc);
+    fprintf(f, "  \"reports\": %llu,\n  \"false_alarms\": %llu,\n", (unsigned long long)res->reports,
+            (unsigned long long)res->false_alarms);
+    fprintf(f, "  \"post_crash_check\": \"%s\",\n",
+            g.crash_check == VD_CHECK_NONE     ? "none"
+            : g.crash_check == VD_CHECK_PASSED ? "passed"
+            : g.crash_check == VD_CHECK_NO_OPEN ? "no_open"
+                                                : "failed");
+    fprintf(f, "  \"unrecoverable\": %s,\n", atomic_load(&g.unrecoverable) || res->unrecoverable ? "true" : "false");
+    fprintf(f, "  \"unrecoverable_by_design\": ");
+    if (res->by_design[0]) st_json_str_to(f, res->by_design);
+    else fprintf(f, "null");
+    fprintf(f, ",\n  \"unrecoverable_why\": ");
+    if (res->unrecoverable_why[0]) st_json_str_to(f, res->unrecoverable_why);
+    else fprintf(f, "null");
+    fprintf(f, ",\n");
+    fprintf(f, "  \"trace_hash\": \"%016llx\",\n", (unsigned long long)trace_hash);
+    fprintf(f, "  \"elapsed_s\": %.3f,\n", st_now() - g.t0);
+    uint64_t wops = 0;
+    for (uint64_t i = 0; i < g.o.threads && g.w; i++) wops += atomic_load(&g.w[i].done);
+    fprintf(f, "  \"workload_s\": %.3f,\n  \"workload_ops_per_s\": %.0f,\n", g.work_s,
+            g.work_s > 0 ? (double)wops / g.work_s : 0.0);
+    fprintf(f, "  \"repro\": ");
+    st_json_str_to(f, g.repro);
+    fprintf(f, ",\n  \"verdict\": \"%s\"\n}\n", hang ? "fail" : res->pass ? "pass" : "fail");
+}
+
+void st_write_report(const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang) {
+    if (!g.o.report) return;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", g.o.report);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "stress: cannot write %s: %s\n", tmp, strerror(errno));
+        return;
+    }
+    write_report_to(f, res, v, trace_hash, hang);
+    if (fclose(f) == 0) rename(tmp, g.o.report);
+}
+
+typedef struct ledger_feed {
+    vd_ctx *v;
+    size_t i, from, own_from;
+    XXH3_state_t *h;
+} ledger_feed;
+
+static void feed_line(void *ctx, const char *line) {
+    ledger_feed *lf = ctx;
+    size_t i = lf->i++;
+    if (i < lf->from) return;
+    vd_add_ledger_line(lf->v, line, i < lf->own_from);
+    if (i >= lf->own_from && lf->h) XXH3_64bits_update(lf->h, line, strlen(line));
+}
+
+/* V4b for page flips and zeroed blocks carrying their hashes (the flips
+ * of any process, and the zeroed block of a crash): a damaged block
+ * that still hashes to what the fault made of it is still there, and the
+ * final verify just read it from disk.  Not when it also hashes to what
+ * some fault found there (a second flip of the same bit undid the first). */
+static void mark_flipped_pages_present(vd_ctx *v) {
+    uint32_t ps = g.eo.page_size;
+    char p[4200];
+    st_path_in(p, sizeof p, g.o.db, "data");
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    uint8_t *buf = ps ? malloc(ps) : NULL;
+    for (size_t k = 0; fd >= 0 && buf && k < vd_injection_count(v); k++) {
+        const vd_injection *j = vd_injection_at(v, k);
+        if ((j->cls != VD_BITFLIP_PAGE && j->cls != VD_ZERO_PAGE) || !j->page_post || j->block < 0 ||
+            strcmp(j->file, "data"))
+            continue;
+        if (pread(fd, buf, ps, (off_t)((uint64_t)j->block * ps)) != (ssize_t)ps) continue;
+        if (XXH64(buf, ps, 0) != j->page_post) continue;
+        int undone = 0;
+        for (size_t q = 0; q < vd_injection_count(v) && !undone; q++) {
+            const vd_injection *o = vd_injection_at(v, q);
+            undone = o->page_post && o->block == j->block && o->page_pre == j->page_post;
+        }
+        if (!undone) vd_mark_present(v, k);
+    }
+    free(buf);
+    if (fd >= 0) close(fd);
+}
+
+/* Feed the judge everything this run knows: the ledger lines not yet
+ * judged (carried ones from a crashed run first), the reports and the
+ * observations; settle.  *TRACE_HASH: the per-thread op hashes and this
+ * process's ledger lines. */
+vd_ctx *st_judge(vd_result *res, uint64_t *trace_hash) {
+    vd_ctx *v = vd_new(&g.vc);
+    XXH3_state_t *h = XXH3_createState();
+    XXH3_64bits_reset(h);
+    for (uint64_t i = 0; i < g.o.threads && g.w; i++) {
+        uint64_t d = XXH3_64bits_digest(g.w[i].hash);
+        XXH3_64bits_update(h, &d, sizeof d);
+    }
+    ledger_feed lf = {v, 0, g.ledger_settled, g.ledger_start, h};
+    flt_ledger_read(g.run_dir, feed_line, &lf);
+    *trace_hash = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    int carried_crash = g.crashed_before ? st_load_carried(v) : 0;
+    for (size_t i = 0; i < vd_injection_count(v); i++) {
+        const vd_injection *j = vd_injection_at(v, i);
+        if (j->carried && (j->cls == VD_KILL || j->cls == VD_POWER_LOSS)) carried_crash = 1;
+    }
+    if (g.crashed_before && !carried_crash) vd_note_external_kill(v);
+    pthread_mutex_lock(&g.mu);
+    for (size_t i = 0; i < g.nreports; i++) vd_add_report(v, &g.reports[i]);
+    for (size_t i = 0; i < g.nobs; i++) vd_add_observation(v, &g.obs[i]);
+    pthread_mutex_unlock(&g.mu);
+    vd_set_crash_check(v, g.crash_check);
+    if (g.reopen_failed) vd_note_reopen_failed(v);
+    for (size_t i = 0; i < g.ndamage; i++) vd_note_damage_present(v, (int64_t)g.damage[i]);
+    if (g.final_verified) mark_flipped_pages_present(v);
+    vd_settle(v, res);
+    return v;
+}
+
+/* ---- watchdog and status line ---- */
+
+_Atomic int st_watch_stop;
+
+uint64_t st_total_done(void) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < g.o.threads; i++) n += atomic_load(&g.w[i].done);
+    return n;
+}
+
+
+void *st_watchdog_main(void *arg) {
+    (void)arg;
+    int tty = isatty(2);
+    uint64_t last = 0, last_change_at = 0, tick = 0, prev = 0;
+    while (!atomic_load(&st_watch_stop)) {
+        usleep(200000);
+        if (++tick % 5) continue;
+        uint64_t n = st_total_done();
+        uint64_t secs = tick / 5;
+        if (n != last) last = n, last_change_at = secs;
+        if (tty) {
+            uint64_t inj = st_injections_so_far();
+            fprintf(stderr, "\r[stress] %6.1fs  ops %llu (%llu/s)  faults %llu  detections %llu  failures %llu   ",
+                    st_now() - g.t0, (unsigned long long)n, (unsigned long long)(n - prev), (unsigned long long)inj,
+                    (unsigned long long)atomic_load(&g.detections), (unsigned long long)atomic_load(&g.failures));
+            prev = n;
+        }
+        if (secs - last_change_at >= g.o.hang_seconds && !atomic_load(&st_watch_stop)) {
+            fprintf(stderr, "\nstress: FAILURE hang: no operation finished for %llu s\n    repro: %s\n",
+                    (unsigned long long)g.o.hang_seconds, g.repro);
+            st_observe(VD_OBS_HANG, -1, 0, 0, 0, 0);
+            vd_result res;
+            uint64_t th;
+            vd_ctx *v = st_judge(&res, &th);
+            st_write_report(&res, v, th, 1);
+            _exit(EXIT_FAIL);
+        }
+    }
+    if (tty) fputc('\n', stderr);
+    return NULL;
+}

@@ -1,0 +1,171 @@
+/*
+ * stress_int.h -- what the stress driver's files share (internal to
+ * stress/): the driver's state, the worker, and each file's functions
+ * that the others call.
+ *
+ *   stress.c    main: parse, set up the run directory, open, run the
+ *               workers, crash at the end, settle, verify, report
+ *   workload.c  the workers: randomness, keys and values, operations,
+ *               snapshots, scans, batches in doubt; opening and reopening
+ *               the handle
+ *   check.c     the E3 check of answers, failures as printed, the
+ *               post-open check
+ *   run_dir.c   the run directory's files (stress_state, reports,
+ *               observations; their lines are oracle/report_line.h's)
+ *   report.c    the verdict, the report, the watchdog
+ *   options.c   the command line (stress.h)
+ *
+ * The engine is reached only through the adapter (adapter.h): no file
+ * here but adapter_engine.c includes engine.h.
+ */
+#ifndef STRESS_STRESS_INT_H
+#define STRESS_STRESS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <xxhash.h>
+
+#include "adapter.h"
+#include "faults/faults.h"
+#include "oracle/expected.h"
+#include "oracle/verdict.h"
+#include "stress.h"
+
+/* Exit codes (DESIGN 6). */
+enum { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INFRA = 3 };
+
+enum op_type { OP_GET, OP_PUT, OP_DEL, OP_BATCH, OP_SCAN, OP_CHECKPOINT, OP_VERIFY, OP_REOPEN, OP_SNAPSHOT,
+               OP_VACUUM, OP_ABORTED, OP_TYPES };
+extern const char *const st_op_names[OP_TYPES]; /* report.c: the report's "ops" keys */
+
+#define MAX_BATCH 8
+#define MAX_SCAN 32
+#define MAX_DETAILED 10 /* failures printed in full; the rest are counted */
+
+#define SNAP_KEYS 8
+
+typedef struct worker {
+    int id;
+    pthread_t th;
+    uint64_t rng;
+    uint64_t calls;              /* call number within this process (S4) */
+    _Atomic uint64_t done;       /* workload ops done */
+    XXH3_state_t *hash;
+    uint8_t *vbuf;               /* MAX_BATCH values of the largest size */
+    st_buf rbuf;
+    uint64_t wrote;              /* writes since the last durable note */
+    /* A held snapshot (at most one): SNAP_N consecutive keys from SNAP_KEY
+     * and the value seeds they held when it was taken (0: absent); keys
+     * in doubt then are not judged (snap_known).  Released by reopen. */
+    st_snap *snap;
+    uint64_t snap_seq, snap_until, snap_key;
+    int snap_n;
+    uint32_t snap_v[SNAP_KEYS];
+    uint8_t snap_known[SNAP_KEYS];
+} worker;
+
+/* The driver's state: one per process (stress.c defines it). */
+typedef struct st_driver {
+    st_options o;
+    char repro[8192];            /* the exact command line, shell-quoted */
+    char exp_dir[4096], run_dir[4096];
+    const st_engine *E;
+    st_open_options eo;
+    st_db *db;
+    pthread_rwlock_t handle;     /* S3 */
+    _Atomic uint64_t handle_epoch;
+    orc_state *exp;
+    flt_ctx *flt;
+    uint64_t epoch;              /* this process's number among the run's processes */
+    size_t ledger_settled, ledger_start; /* lines: judged before; present at our start */
+    int crashed_before;          /* the previous process did not finish */
+    int crash_check;             /* enum vd_crash_check: the open after a crash (or at start) */
+    _Atomic int recovering;      /* reports now are V8's: 1 the open at start (after a crash)
+                                  * and its check, 2 a reopen and its check, 0 other */
+    int reopen_failed;           /* a reopen of this process's handle did not open */
+    int measuring;               /* DESIGN 5: wrong values are measured, not failures */
+    vd_config vc;                /* what the options make of each fault class */
+    uint64_t vmin, vmax, large_one_in, large_max;
+    _Atomic uint64_t *stripe_ver;
+    unsigned nstripes;
+    _Atomic int stop;
+    _Atomic int unrecoverable;   /* the engine cannot open the database any more */
+    _Atomic uint64_t symptoms;   /* wrong answers seen, counted failures or not (V6b) */
+    _Atomic int infra;           /* infrastructure error: exit 3 */
+    pthread_mutex_t mu;          /* reports, observations, failure printing */
+    vd_report *reports;
+    size_t nreports, capreports;
+    vd_observation *obs;
+    size_t nobs, capobs;
+    int reports_fd, obs_fd;
+    struct doubt {
+        uint64_t key[MAX_BATCH];
+        uint32_t old_v[MAX_BATCH], new_v[MAX_BATCH];
+        /* Each key's answer, fixed when it was first resolved: 0 not yet,
+         * 1 old, 2 new, 3 tells nothing (a delete of an absent key).  A
+         * key resolved at one reopen may be written again before the last
+         * one of its batch resolves, so later values are not its answer. */
+        uint8_t seen[MAX_BATCH];
+        int n, thread, status;
+        uint64_t op;
+    } *doubt;
+    size_t ndoubt, capdoubt;     /* failed batches: all or nothing once resolved */
+    _Atomic uint64_t detections;
+    _Atomic uint64_t ops[OP_TYPES];
+    _Atomic uint64_t verified, ambiguous, unverifiable;
+    _Atomic uint64_t failures;
+    uint64_t detailed;
+    worker *w;
+    double t0;
+    double work_s;               /* seconds of the workload phase */
+    uint64_t reopens_done;       /* scheduled reopens so far (thread 0 only) */
+    uint64_t *damage;            /* V4b: ledger seqs of damage still on disk after the final */
+    size_t ndamage;              /* verify of the closed files (flt_damage_present) */
+    int final_verified;          /* that verify ran: every block was read from disk */
+} st_driver;
+extern st_driver g;
+
+/* workload.c */
+void st_check_doubts(worker *w, int after_crash);
+void st_key_of(uint64_t k, char out[ORC_KEY_LEN + 1]);
+uint64_t st_mix64(uint64_t z);
+void st_note_error(worker *w, int st);
+double st_now(void);
+int st_open_db(worker *w);
+void st_release_snapshots(void);
+int st_value_is(uint64_t key, uint32_t v, const uint8_t *buf, size_t len);
+void *st_worker_main(void *arg);
+
+/* check.c */
+int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t len, orc_entry a, orc_entry b,
+                    int ambiguous, int after_crash, const char *what);
+void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, int found, const uint8_t *buf,
+                 size_t len, const char *what, int after_crash);
+int st_post_open_check(worker *w, int after_crash, const char *what);
+void st_settle_durable(uint64_t seq);
+uint64_t st_verify_all(worker *w, int after_crash, const char *what);
+void st_get_every_key(worker *w, const char *what);
+
+/* run_dir.c */
+uint64_t st_injections_so_far(void);
+void st_json_str_to(FILE *f, const char *s);
+size_t st_ledger_lines(void);
+int st_load_carried(vd_ctx *v);
+void st_observe(int kind, int thread, uint64_t op, int status, uint64_t key, int after_crash);
+void st_on_corruption(void *ctx, const st_corruption *r);
+void st_path_in(char *out, size_t cap, const char *dir, const char *name);
+int st_read_state(uint64_t *epoch, size_t *settled, int *clean);
+int st_write_state(uint64_t epoch, size_t settled, int clean);
+
+/* report.c */
+vd_ctx *st_judge(vd_result *res, uint64_t *trace_hash);
+uint64_t st_total_done(void);
+void *st_watchdog_main(void *arg);
+void st_write_report(const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang);
+
+extern _Atomic int st_watch_stop; /* report.c: the watchdog ends */
+
+#endif

@@ -1,0 +1,565 @@
+/*
+ * workload.c: the workers: randomness, keys and values, operations,
+ * snapshots, scans, doubts, open and reopen of the handle.
+ * Internal to the stress driver (stress_int.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "oracle/report_line.h"
+#include "stress_int.h"
+
+double st_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---- randomness: one splitmix64 stream per thread ---- */
+
+uint64_t st_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static uint64_t rnd(worker *w) { return st_mix64(w->rng += 0x9e3779b97f4a7c15ull); }
+static uint64_t below(worker *w, uint64_t n) { return (uint64_t)(((unsigned __int128)rnd(w) * n) >> 64); }
+static int one_in(worker *w, uint64_t n) { return n && below(w, n) == 0; }
+
+/* ---- keys and values ---- */
+
+/* "k" + 15 digits, as orc_key writes it, without snprintf. */
+void st_key_of(uint64_t k, char out[ORC_KEY_LEN + 1]) {
+    out[0] = 'k';
+    for (int i = ORC_KEY_LEN - 1; i >= 1; i--) {
+        out[i] = (char)('0' + k % 10);
+        k /= 10;
+    }
+    out[ORC_KEY_LEN] = 0;
+}
+
+static size_t vlen_of(uint64_t key, uint32_t v) {
+    if (g.large_one_in && st_mix64(key * 0x100000001b3ull ^ ((uint64_t)v << 17)) % g.large_one_in == 0)
+        return orc_value_len(key, v, g.vmax + 1 > 4096 ? g.vmax + 1 : 4096, g.large_max);
+    return orc_value_len(key, v, g.vmin, g.vmax);
+}
+
+/* 1 if BUF is exactly the value of (key, v). */
+int st_value_is(uint64_t key, uint32_t v, const uint8_t *buf, size_t len) {
+    return orc_value_is(key, v, buf, len, vlen_of(key, v));
+}
+
+/* Open the database, retrying injected failures (each attempt is a call
+ * of W's, S4).  Returns the status. */
+int st_open_db(worker *w) {
+    int st = ST_OTHER;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        if (attempt == 4 && g.flt) flt_pause(g.flt, 1); /* enough: let it open */
+        uint64_t op = g.epoch << 32 | ++w->calls;
+        if (g.flt) flt_op(g.flt, op);
+        st = g.E->open(g.o.db, &g.eo, &g.db);
+        if (st == ST_OK) break;
+        if (g.flt) st_observe(VD_OBS_ERROR, w->id, op, st, 0, 0);
+        if (st == ST_CORRUPTION || st == ST_BUSY || st == ST_INVALID || st == ST_NOTSUP) break;
+    }
+    if (g.flt) flt_pause(g.flt, 0);
+    return st;
+}
+
+/* Close and open again (S3: the caller holds the handle exclusively).
+ * POISONED: the handle failed a write (recovery will replay). */
+static void reopen(worker *w, int poisoned) {
+    if (g.flt) flt_op(g.flt, g.epoch << 32 | ++w->calls);
+    st_release_snapshots();
+    int st = g.E->close(g.db);
+    g.db = NULL;
+    if (st != ST_OK && g.flt) st_observe(VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
+    atomic_store(&g.recovering, 2);
+    st = st_open_db(w);
+    if (st != ST_OK) {
+        atomic_store(&g.recovering, 0);
+        if (st == ST_CORRUPTION) {
+            fprintf(stderr, "stress: the database no longer opens (corruption reported): ending the run\n");
+            atomic_store(&g.unrecoverable, 1);
+            g.reopen_failed = 1;
+        } else {
+            fprintf(stderr, "stress: reopen failed: %s\n", st_status_name(st));
+            atomic_store(&g.infra, 1);
+        }
+        atomic_store(&g.stop, 1);
+        return;
+    }
+    atomic_fetch_add(&g.handle_epoch, 1);
+    atomic_fetch_add(&g.ops[OP_REOPEN], 1);
+    st_post_open_check(w, poisoned, poisoned ? "after reopening a failed handle" : "after reopen");
+    atomic_store(&g.recovering, 0);
+}
+
+/* From a worker holding the handle shared: reopen unless another thread
+ * did since SEEN. */
+static void reopen_from_worker(worker *w, uint64_t seen, int poisoned) {
+    pthread_rwlock_unlock(&g.handle);
+    pthread_rwlock_wrlock(&g.handle);
+    if (atomic_load(&g.handle_epoch) == seen && g.db && !atomic_load(&g.stop)) reopen(w, poisoned);
+    pthread_rwlock_unlock(&g.handle);
+    pthread_rwlock_rdlock(&g.handle);
+}
+
+/* ---- operations ---- */
+
+typedef struct op_rec { /* what goes into the trace hash, per op */
+    uint8_t type, status;
+    uint16_t n;
+    uint32_t vseed;
+    uint64_t key;
+} op_rec;
+
+static void hash_op(worker *w, int type, int status, uint64_t key, uint32_t v, unsigned n) {
+    /* With several threads the interleaving is not reproducible, so the
+     * op trace is not either: hash it only where it means something. */
+    if (g.o.threads > 1) return;
+    op_rec r = {(uint8_t)type, (uint8_t)status, (uint16_t)n, v, key};
+    XXH3_64bits_update(w->hash, &r, sizeof r);
+}
+
+static int is_in_doubt_error(int st) { return st != ST_OK && st != ST_NOTFOUND; }
+static int needs_reopen(int st) { return st == ST_IOERR || st == ST_NOSPACE || st == ST_POISONED || st == ST_OTHER; }
+
+void st_note_error(worker *w, int st) {
+    if (is_in_doubt_error(st) && (g.flt || st != ST_CORRUPTION)) st_observe(VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
+}
+
+static void do_get(worker *w, uint64_t key) {
+    char ks[ORC_KEY_LEN + 1];
+    st_key_of(key, ks);
+    unsigned s = orc_stripe(g.exp, key);
+    uint64_t v0 = atomic_load_explicit(&g.stripe_ver[s], memory_order_acquire);
+    orc_entry a = orc_get(g.exp, key);
+    int st = g.E->get(g.db, ks, ORC_KEY_LEN, &w->rbuf);
+    orc_entry b = orc_get(g.exp, key);
+    uint64_t v1 = atomic_load_explicit(&g.stripe_ver[s], memory_order_acquire);
+    st_note_error(w, st);
+    st_check_answer(w, key, st, w->rbuf.data, w->rbuf.len, a, b, v1 - v0 > 1, 0, "get");
+    uint32_t vs = 0;
+    if (st == ST_OK && w->rbuf.len >= 12) memcpy(&vs, (uint8_t *)w->rbuf.data + 8, 4);
+    hash_op(w, OP_GET, st, key, vs, 1);
+    atomic_fetch_add_explicit(&g.ops[OP_GET], 1, memory_order_relaxed);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A batch whose write failed is in doubt (its keys stay pending, S2);
+ * once a reopen or the settlement resolved them, it must be wholly there
+ * or wholly absent.  Called with the keys' stripes locked: cur is the old
+ * value. */
+static void note_doubt(worker *w, int status, const uint64_t *keys, const uint32_t *vs, size_t m) {
+    pthread_mutex_lock(&g.mu);
+    if (g.ndoubt == g.capdoubt) {
+        size_t nc = g.capdoubt ? 2 * g.capdoubt : 16;
+        void *p = realloc(g.doubt, nc * sizeof *g.doubt);
+        if (p) g.doubt = p, g.capdoubt = nc;
+    }
+    if (g.ndoubt < g.capdoubt) {
+        struct doubt *d = &g.doubt[g.ndoubt++];
+        d->n = (int)m;
+        d->thread = w->id;
+        d->status = status;
+        d->op = g.epoch << 32 | w->calls;
+        memset(d->seen, 0, sizeof d->seen);
+        for (size_t i = 0; i < m; i++) {
+            d->key[i] = keys[i];
+            d->old_v[i] = orc_get(g.exp, keys[i]).cur;
+            d->new_v[i] = vs[i] == ORC_DEL ? 0 : vs[i];
+        }
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* After every key was resolved (everything quiet): each batch in doubt
+ * must have all its keys old or all new.  Batches with a key still
+ * unresolved (unreadable) wait for the next check. */
+void st_check_doubts(worker *w, int after_crash) {
+    pthread_mutex_lock(&g.mu);
+    size_t keep = 0;
+    for (size_t i = 0; i < g.ndoubt; i++) {
+        struct doubt *d = &g.doubt[i];
+        int olds = 0, news = 0, open = 0;
+        for (int k = 0; k < d->n; k++) {
+            if (!d->seen[k]) {
+                orc_entry e = orc_get(g.exp, d->key[k]);
+                if (e.pending) { open = 1; continue; }
+                d->seen[k] = d->old_v[k] == d->new_v[k] ? 3 : e.cur == d->new_v[k] ? 2 : e.cur == d->old_v[k] ? 1 : 3;
+            }
+            news += d->seen[k] == 2;
+            olds += d->seen[k] == 1;
+        }
+        if (open) { g.doubt[keep++] = *d; continue; }
+        if (olds && news) {
+            pthread_mutex_unlock(&g.mu);
+            orc_entry a = {d->old_v[0], d->new_v[0]};
+            st_fail_key(w, VD_OBS_WRONG_VALUE, d->key[0], a, a, 1, NULL, 0, "batch in doubt came back half applied",
+                     after_crash);
+            pthread_mutex_lock(&g.mu);
+            st_recovery rec = {0};
+            if (g.db) g.E->recovery(g.db, &rec);
+            fprintf(stderr,
+                    "    batch of %d keys written by thread %d, op %llu:%llu, failed with %s: %d keys hold the new "
+                    "value, %d the old one (last recovery: seq %llu, %llu records)\n",
+                    d->n, d->thread, (unsigned long long)(d->op >> 32), (unsigned long long)(d->op & 0xffffffffu),
+                    st_status_name(d->status), news, olds, (unsigned long long)rec.recovered_seq,
+                    (unsigned long long)rec.records);
+            for (int k = 0; k < d->n; k++) {
+                orc_entry e = orc_get(g.exp, d->key[k]);
+                fprintf(stderr, "      key %llu: old 0x%08x new 0x%08x resolved as %s, now 0x%08x\n",
+                        (unsigned long long)d->key[k], d->old_v[k], d->new_v[k],
+                        d->seen[k] == 1 ? "old" : d->seen[k] == 2 ? "new" : "neither", e.cur);
+            }
+        }
+    }
+    g.ndoubt = keep;
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* A write of N keys (1: put or delete; more: a batch, all or nothing).
+ * Returns the status (the caller reopens when it says so). */
+static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
+    /* S1: lock the stripes of all keys, each once, in stripe order. */
+    unsigned stripes[MAX_BATCH];
+    size_t ns = 0;
+    for (size_t i = 0; i < n; i++) stripes[ns++] = orc_stripe(g.exp, keys[i]);
+    for (size_t i = 1; i < ns; i++) /* insertion sort, unique */
+        for (size_t j = i; j > 0 && stripes[j] < stripes[j - 1]; j--) {
+            unsigned t = stripes[j];
+            stripes[j] = stripes[j - 1];
+            stripes[j - 1] = t;
+        }
+    size_t u = 0;
+    for (size_t i = 0; i < ns; i++)
+        if (!u || stripes[i] != stripes[u - 1]) stripes[u++] = stripes[i];
+    ns = u;
+    for (size_t i = 0; i < ns; i++) orc_lock_stripe(g.exp, stripes[i]);
+
+    st_op ops[MAX_BATCH];
+    char kbuf[MAX_BATCH][ORC_KEY_LEN + 1];
+    uint32_t vs[MAX_BATCH];
+    size_t m = 0;
+    size_t maxv = g.large_one_in ? g.large_max : g.vmax;
+    if (maxv < 12) maxv = 12;
+    for (size_t i = 0; i < n; i++) {
+        orc_entry e = orc_get(g.exp, keys[i]);
+        if (e.pending) continue; /* S2: in doubt until a reopen resolves it */
+        int del = type == OP_DEL || (type == OP_BATCH && below(w, 4) == 0);
+        uint32_t v = del ? ORC_DEL : orc_next_value(g.exp, keys[i], rnd(w));
+        st_key_of(keys[i], kbuf[m]);
+        ops[m] = (st_op){.kind = del ? ST_DELETE : ST_PUT, .key = kbuf[m], .klen = ORC_KEY_LEN};
+        if (!del) {
+            uint8_t *val = w->vbuf + m * maxv;
+            size_t len = vlen_of(keys[i], v);
+            orc_value(keys[i], v, val, len);
+            ops[m].val = val;
+            ops[m].vlen = len;
+        }
+        vs[m] = v;
+        keys[m] = keys[i];
+        m++;
+    }
+    int st = ST_OK, aborted = 0;
+    uint64_t seq = 0;
+    if (m) {
+        for (size_t i = 0; i < m; i++) orc_mark_pending(g.exp, keys[i], vs[i]);
+        st = g.E->write(g.db, ops, m, &seq);
+        /* ST_POISONED: refused at the door (an earlier failure), nothing
+         * of it reached the engine; otherwise the engine says. */
+        if (st != ST_OK && st != ST_NOTFOUND && (st == ST_POISONED || (g.E->in_doubt && !g.E->in_doubt(g.db)))) {
+            /* Aborted by the engine: none of it is, or will ever be,
+             * visible; the keys keep their values (checked by later
+             * reads, after crashes too). */
+            for (size_t i = 0; i < m; i++) orc_resolve(g.exp, keys[i], orc_get(g.exp, keys[i]).cur);
+            aborted = 1;
+            atomic_fetch_add_explicit(&g.ops[OP_ABORTED], 1, memory_order_relaxed);
+        } else if (st != ST_OK && m > 1) {
+            note_doubt(w, st, keys, vs, m);
+        }
+        if (st == ST_OK) {
+            for (size_t i = 0; i < m; i++) {
+                orc_settle(g.exp, keys[i], seq);
+                atomic_fetch_add_explicit(&g.stripe_ver[orc_stripe(g.exp, keys[i])], 1, memory_order_release);
+            }
+        }
+    }
+    for (size_t i = ns; i-- > 0;) orc_unlock_stripe(g.exp, stripes[i]);
+    if (st == ST_OK && m) {
+        if (g.o.sync_mode != 2) st_settle_durable(seq); /* commit, group: durable on return */
+        else if (++w->wrote % 64 == 0) st_settle_durable(g.E->durable_seq(g.db));
+    }
+    st_note_error(w, st);
+    for (size_t i = 0; i < m; i++) hash_op(w, type, st, keys[i], vs[i], (unsigned)m);
+    if (!m) hash_op(w, type, 0xff, keys[0], 0, 0);
+    atomic_fetch_add_explicit(&g.ops[type], 1, memory_order_relaxed);
+    /* The error was judged (note_error); the handle goes on. */
+    return aborted ? ST_OK : st;
+}
+
+/* ---- snapshots ----
+ * Taking one: lock the stripes of SNAP_KEYS consecutive keys (no write of
+ * them can be between its pending mark and its settle), take the
+ * snapshot, record their values.  Some ops later the worker re-reads them
+ * through it, point reads and a scan, and each must be exactly what was
+ * recorded, whatever was written, vacuumed or checkpointed meanwhile. */
+static void snap_take(worker *w) {
+    uint64_t n = SNAP_KEYS < g.o.max_key ? SNAP_KEYS : g.o.max_key;
+    uint64_t k0 = below(w, g.o.max_key - n + 1);
+    unsigned stripes[SNAP_KEYS];
+    size_t ns = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        unsigned st = orc_stripe(g.exp, k0 + i);
+        size_t j = ns;
+        while (j > 0 && stripes[j - 1] > st) j--;
+        if (j > 0 && stripes[j - 1] == st) continue;
+        memmove(stripes + j + 1, stripes + j, (ns - j) * sizeof *stripes);
+        stripes[j] = st;
+        ns++;
+    }
+    for (size_t i = 0; i < ns; i++) orc_lock_stripe(g.exp, stripes[i]);
+    uint64_t seq = 0;
+    int st = g.E->snapshot(g.db, &w->snap, &seq);
+    if (st == ST_OK) {
+        for (uint64_t i = 0; i < n; i++) {
+            orc_entry e = orc_get(g.exp, k0 + i);
+            w->snap_known[i] = !e.pending;
+            w->snap_v[i] = e.cur == ORC_DEL ? 0 : e.cur;
+        }
+        w->snap_seq = seq;
+        w->snap_key = k0;
+        w->snap_n = (int)n;
+        w->snap_until = w->calls + 1 + below(w, 2 * g.o.snapshot_hold_ops);
+    } else {
+        w->snap = NULL;
+    }
+    for (size_t i = ns; i-- > 0;) orc_unlock_stripe(g.exp, stripes[i]);
+    st_note_error(w, st);
+    hash_op(w, OP_SNAPSHOT, st, k0, 0, 0);
+}
+
+static void snap_check(worker *w) {
+    char ks[ORC_KEY_LEN + 1];
+    char what[96];
+    snprintf(what, sizeof what, "read at a snapshot (seq %llu)", (unsigned long long)w->snap_seq);
+    for (int i = 0; i < w->snap_n; i++) {
+        uint64_t key = w->snap_key + (uint64_t)i;
+        st_key_of(key, ks);
+        int st = g.E->get_at(g.db, w->snap, ks, ORC_KEY_LEN, &w->rbuf);
+        st_note_error(w, st);
+        if (!w->snap_known[i]) continue;
+        orc_entry e = {w->snap_v[i], 0};
+        st_check_answer(w, key, st, w->rbuf.data, w->rbuf.len, e, e, 0, 0, what);
+    }
+    /* The same keys through an iterator on the snapshot. */
+    char lo[ORC_KEY_LEN + 1], hi[ORC_KEY_LEN + 1];
+    st_key_of(w->snap_key, lo);
+    st_key_of(w->snap_key + (uint64_t)w->snap_n, hi);
+    st_iter *it = NULL;
+    int seen[SNAP_KEYS] = {0};
+    int st = g.E->iter_open_at(g.db, w->snap, lo, ORC_KEY_LEN, hi, ORC_KEY_LEN, &it);
+    if (st == ST_OK) st = g.E->iter_first(it);
+    snprintf(what, sizeof what, "scan at a snapshot (seq %llu)", (unsigned long long)w->snap_seq);
+    while (st == ST_OK) {
+        size_t kl, vl;
+        const void *k = g.E->iter_key(it, &kl);
+        const void *v = g.E->iter_value(it, &vl);
+        uint64_t key;
+        if (orc_key_parse(k, kl, &key) || key < w->snap_key || key >= w->snap_key + (uint64_t)w->snap_n) break;
+        int i = (int)(key - w->snap_key);
+        seen[i] = 1;
+        if (w->snap_known[i]) {
+            orc_entry e = {w->snap_v[i], 0};
+            st_check_answer(w, key, ST_OK, v, vl, e, e, 0, 0, what);
+        }
+        st = g.E->iter_next(it);
+    }
+    if (it) g.E->iter_close(it);
+    st_note_error(w, st == ST_NOTFOUND ? ST_OK : st);
+    if (st == ST_NOTFOUND) /* a complete scan: keys it skipped are absent */
+        for (int i = 0; i < w->snap_n; i++)
+            if (!seen[i] && w->snap_known[i]) {
+                orc_entry e = {w->snap_v[i], 0};
+                st_check_answer(w, w->snap_key + (uint64_t)i, ST_NOTFOUND, NULL, 0, e, e, 0, 0, what);
+            }
+    g.E->snapshot_release(g.db, w->snap);
+    w->snap = NULL;
+    hash_op(w, OP_SNAPSHOT, 0, w->snap_key, 1, 0);
+    atomic_fetch_add_explicit(&g.ops[OP_SNAPSHOT], 1, memory_order_relaxed);
+}
+
+/* Reopen and close: every worker is stopped; their snapshots go first. */
+void st_release_snapshots(void) {
+    for (uint64_t i = 0; g.w && i < g.o.threads; i++)
+        if (g.w[i].snap) {
+            if (g.db) g.E->snapshot_release(g.db, g.w[i].snap);
+            g.w[i].snap = NULL;
+        }
+}
+
+static void do_scan(worker *w, uint64_t start) {
+    uint64_t n = 1 + below(w, MAX_SCAN);
+    if (start + n > g.o.max_key) n = g.o.max_key - start;
+    orc_entry a[MAX_SCAN], b[MAX_SCAN];
+    uint64_t v0[MAX_SCAN], v1[MAX_SCAN];
+    for (uint64_t i = 0; i < n; i++) {
+        v0[i] = atomic_load_explicit(&g.stripe_ver[orc_stripe(g.exp, start + i)], memory_order_acquire);
+        a[i] = orc_get(g.exp, start + i);
+    }
+    char lo[ORC_KEY_LEN + 1], hi[ORC_KEY_LEN + 1];
+    st_key_of(start, lo);
+    st_key_of(start + n, hi);
+    int sts[MAX_SCAN];
+    const uint8_t *vals[MAX_SCAN];
+    size_t lens[MAX_SCAN];
+    uint8_t *copies = NULL; /* values are valid only until the next move */
+    size_t copy_len = 0, copy_cap = 0;
+    size_t offs[MAX_SCAN];
+    for (uint64_t i = 0; i < n; i++) sts[i] = ST_NOTFOUND, vals[i] = NULL, lens[i] = 0;
+    st_iter *it = NULL;
+    int st = g.E->iter_open(g.db, lo, ORC_KEY_LEN, hi, ORC_KEY_LEN, &it);
+    if (st == ST_OK) st = g.E->iter_first(it);
+    unsigned seen = 0;
+    int bad_key = 0;
+    while (st == ST_OK) {
+        size_t kl, vl;
+        const void *k = g.E->iter_key(it, &kl);
+        const void *v = g.E->iter_value(it, &vl);
+        uint64_t key;
+        if (orc_key_parse(k, kl, &key) || key < start || key >= start + n) { bad_key = 1; break; }
+        if (copy_len + vl > copy_cap) {
+            size_t nc = (copy_len + vl) * 2 + 256;
+            uint8_t *p = realloc(copies, nc);
+            if (!p) break;
+            copies = p, copy_cap = nc;
+        }
+        memcpy(copies + copy_len, v, vl);
+        offs[key - start] = copy_len;
+        copy_len += vl;
+        sts[key - start] = ST_OK;
+        lens[key - start] = vl;
+        seen++;
+        st = g.E->iter_next(it);
+    }
+    if (it) g.E->iter_close(it);
+    for (uint64_t i = 0; i < n; i++) {
+        b[i] = orc_get(g.exp, start + i);
+        v1[i] = atomic_load_explicit(&g.stripe_ver[orc_stripe(g.exp, start + i)], memory_order_acquire);
+    }
+    int final = st == ST_NOTFOUND ? ST_OK : st;
+    st_note_error(w, final);
+    if (bad_key) {
+        fprintf(stderr, "stress: FAILURE: scan [%s, %s) returned a key outside its bounds\n    repro: %s\n", lo, hi, g.repro);
+        st_observe(VD_OBS_WRONG_VALUE, w->id, g.epoch << 32 | w->calls, 0, start, 0);
+        atomic_fetch_add(&g.failures, 1);
+    } else if (final == ST_OK) {
+        for (uint64_t i = 0; i < n; i++) {
+            if (sts[i] == ST_OK) vals[i] = copies + offs[i];
+            st_check_answer(w, start + i, sts[i], vals[i], lens[i], a[i], b[i], v1[i] - v0[i] > 1, 0, "scan");
+        }
+    } else {
+        atomic_fetch_add_explicit(&g.unverifiable, n, memory_order_relaxed);
+    }
+    free(copies);
+    hash_op(w, OP_SCAN, final, start, seen, (unsigned)n);
+    atomic_fetch_add_explicit(&g.ops[OP_SCAN], 1, memory_order_relaxed);
+}
+
+/* A checkpoint or vacuum that ran with status ST: judge, count, reopen if
+ * it left the handle failed. */
+static void maintenance(worker *w, uint64_t seen, int type, int st) {
+    st_note_error(w, st);
+    hash_op(w, type, st, 0, 0, 0);
+    atomic_fetch_add_explicit(&g.ops[type], 1, memory_order_relaxed);
+    if (needs_reopen(st)) reopen_from_worker(w, seen, 1);
+}
+
+/* One workload op, under the handle lock (S3). */
+static void one_op(worker *w, uint64_t i) {
+    uint64_t seen = atomic_load(&g.handle_epoch);
+    w->calls++;
+    if (g.flt) {
+        flt_op(g.flt, g.epoch << 32 | w->calls);
+        flt_tick(g.flt, g.E->native(g.db));
+    }
+    /* Reopens spread over the run (thread 0): by op count, or by time
+     * when the run has only a --duration. */
+    if (w->id == 0 && g.o.reopen) {
+        int due = 0;
+        if (g.o.ops_per_thread) {
+            uint64_t every = g.o.ops_per_thread / (g.o.reopen + 1);
+            due = every && i && i % every == 0 && i / every <= g.o.reopen;
+        } else if ((i & 63) == 0 && g.reopens_done < g.o.reopen) {
+            due = st_now() - g.t0 >= (double)g.o.duration * (double)(g.reopens_done + 1) / (double)(g.o.reopen + 1);
+        }
+        if (due) {
+            g.reopens_done++;
+            reopen_from_worker(w, seen, 0);
+            hash_op(w, OP_REOPEN, 0, i, 0, 0);
+            return;
+        }
+    }
+    if (one_in(w, g.o.checkpoint_one_in)) { maintenance(w, seen, OP_CHECKPOINT, g.E->checkpoint(g.db)); return; }
+    if (g.E->snapshot) {
+        if (w->snap && w->calls >= w->snap_until) { snap_check(w); return; }
+        if (!w->snap && one_in(w, g.o.acquire_snapshot_one_in)) { snap_take(w); return; }
+    }
+    if (g.E->vacuum && one_in(w, g.o.vacuum_one_in)) { maintenance(w, seen, OP_VACUUM, g.E->vacuum(g.db)); return; }
+    if (one_in(w, g.o.verify_db_one_in)) {
+        uint64_t problems = 0;
+        int st = g.E->verify(g.db, &problems);
+        st_note_error(w, st == ST_CORRUPTION ? ST_OK : st);
+        hash_op(w, OP_VERIFY, st, problems, 0, 0);
+        atomic_fetch_add_explicit(&g.ops[OP_VERIFY], 1, memory_order_relaxed);
+        return;
+    }
+    uint64_t p = below(w, 100);
+    uint64_t key = below(w, g.o.max_key);
+    uint64_t r = g.o.readpercent, wr = r + g.o.writepercent, d = wr + g.o.delpercent, it = d + g.o.iterpercent;
+    int st = ST_OK;
+    if (p < r) do_get(w, key);
+    else if (p < wr) st = do_write(w, OP_PUT, &key, 1);
+    else if (p < d) st = do_write(w, OP_DEL, &key, 1);
+    else if (p < it) do_scan(w, key);
+    else {
+        uint64_t keys[MAX_BATCH];
+        size_t n = 2 + below(w, MAX_BATCH - 1), m = 0;
+        if (n > g.o.max_key) n = g.o.max_key;
+        while (m < n) { /* distinct keys */
+            uint64_t k = below(w, g.o.max_key);
+            int dup = 0;
+            for (size_t j = 0; j < m; j++) dup |= keys[j] == k;
+            if (!dup) keys[m++] = k;
+        }
+        qsort(keys, m, sizeof *keys, cmp_u64);
+        st = do_write(w, OP_BATCH, keys, m);
+    }
+    if (needs_reopen(st)) reopen_from_worker(w, seen, 1);
+}
+
+void *st_worker_main(void *arg) {
+    worker *w = arg;
+    if (g.flt) flt_thread_start(g.flt, w->id);
+    double end = g.o.duration ? g.t0 + (double)g.o.duration : 0;
+    pthread_rwlock_rdlock(&g.handle);
+    for (uint64_t i = 0; !g.o.ops_per_thread || i < g.o.ops_per_thread; i++) {
+        if (atomic_load_explicit(&g.stop, memory_order_relaxed)) break;
+        if (end && (i & 63) == 0 && st_now() >= end) break;
+        if ((i & 15) == 15) { /* let a waiting reopen in */
+            pthread_rwlock_unlock(&g.handle);
+            pthread_rwlock_rdlock(&g.handle);
+        }
+        if (!g.db) break;
+        one_op(w, i);
+        atomic_store_explicit(&w->done, i + 1, memory_order_relaxed);
+    }
+    pthread_rwlock_unlock(&g.handle);
+    return NULL;
+}
