@@ -1,6 +1,6 @@
 /*
  * faults.c -- the fault library's options, open and close, and pause: the
- * top of faults/ (faults_int.h draws the order).  The injectors live in
+ * top of faults/ (frame.h draws the order).  The injectors live in
  * fiu.c (libfiu points) and inject.c (I/O hooks, flt_tick); the frame they
  * share (context, per-thread streams, counts) in frame.c.
  *
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "faults_int.h"
+#include "frame.h"
 #include "fiu_int.h"
 #include "inject_int.h"
 

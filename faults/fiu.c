@@ -52,7 +52,7 @@
 #include <fiu-control.h>
 #include <fiu.h>
 
-#include "faults_int.h"
+#include "frame.h"
 #include "fiu_int.h"
 #include "inject_int.h"
 

@@ -1,5 +1,5 @@
 /*
- * frame.c -- the fault library's frame (faults_int.h): class names, the
+ * frame.c -- the fault library's frame (frame.h): class names, the
  * per-thread state and PRNG streams, the draws, the ledger helper and the
  * counts.  Everything else in faults/ stands on it; it calls none of them.
  * It keeps F1 (flt_record) and F2 (flt_thread_start, flt_below) of
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "faults_int.h"
+#include "frame.h"
 
 /* ---- names ---- */
 

@@ -91,7 +91,7 @@
 
 #include <xxhash.h>
 
-#include "faults_int.h"
+#include "frame.h"
 #include "inject_int.h"
 
 #define SECTOR 512u

@@ -1,12 +1,12 @@
 /*
  * inject_int.h -- what inject.c (the I/O hooks and flt_tick) offers the
- * files above it in the fault library: fiu.c and faults.c (faults_int.h
+ * files above it in the fault library: fiu.c and faults.c (frame.h
  * draws the order).  Nothing outside faults/ includes it.
  */
 #ifndef FAULTS_INJECT_INT_H
 #define FAULTS_INJECT_INT_H
 
-#include "faults_int.h"
+#include "frame.h"
 
 /* Fill F->hooks (flt_open, before anything can call them). */
 void flt_hooks_init(flt_ctx *f);

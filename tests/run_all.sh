@@ -3,6 +3,7 @@
 #   - Criterion binaries $BUILD/tests/test_*      (counted from their synthesis line)
 #   - shell suites tests/t_*.sh                   (lines "ok NAME" / "not ok NAME")
 #   - Python unittest suites tests/test_*.py      (counted from unittest's summary)
+#   - tools/deps_graph.py --quiet                 (one test: the tree's shape)
 #   - the libFuzzer target for FUZZ_SECONDS       (one test: no crash found)
 # Environment: BUILD (default build), FUZZ_SECONDS (default 20).
 set -u
@@ -67,6 +68,11 @@ for t in tests/test_*.py; do
   if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
   add "$((run - bad < 0 ? 0 : run - bad))" "$bad"
 done
+
+# The tree's own shape (make deps-graph): no include circle, engine
+# internals only inside engine/ (tests exempt), no file over 1,200 lines.
+echo "== deps_graph"
+if python3 tools/deps_graph.py --quiet; then add 1 0; echo "ok deps_graph"; else add 0 1; echo "not ok deps_graph"; fi
 
 fuzz=build/fuzz/fuzz_decoders
 if [ -x "$fuzz" ] && [ "$FUZZ_SECONDS" -gt 0 ]; then

@@ -2,7 +2,7 @@
  * test_format_shared.c -- engine/format.h, as the fault library sees it,
  * says where the engine really puts its bytes.
  *
- * The file is built against faults/faults_int.h (which takes the formats
+ * The file is built against faults/frame.h (which takes the formats
  * from format.h) and engine.h only: no page.h, wal.h or control.h, none
  * of the engine's decoders.  It creates a database through the public API
  * at every page size, closes it, then reads the files raw and decodes
@@ -34,7 +34,7 @@
 #include <xxhash.h>
 
 #include "engine.h"
-#include "faults/faults_int.h" /* format.h, from the fault library's side */
+#include "faults/frame.h" /* format.h, from the fault library's side */
 #include "testutil.h"
 
 TestSuite(format_shared, .fini = tu_cleanup);

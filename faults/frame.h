@@ -1,5 +1,5 @@
 /*
- * faults_int.h -- the fault library's frame, what all of its in-process
+ * frame.h -- the fault library's frame, what all of its in-process
  * files share: the context struct, the per-thread state and PRNG streams,
  * the counts, the draws and the ledger helper (frame.c), and the on-disk
  * layout the injectors mirror.  Nothing outside faults/ includes it.
@@ -26,8 +26,8 @@
  * which block ...), so enabling another class never moves the points at
  * which this one fires.
  */
-#ifndef FAULTS_FAULTS_INT_H
-#define FAULTS_FAULTS_INT_H
+#ifndef FAULTS_FRAME_H
+#define FAULTS_FRAME_H
 
 #include <pthread.h>
 #include <stdatomic.h>
