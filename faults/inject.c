@@ -851,7 +851,9 @@ static uint64_t pick_page_block(flt_ctx *f, flt_thr *t, const char *path, uint64
 }
 
 /* Flip one bit of the data file (ledger line at POINT, damage table, block
- * hashes).  EDGE_ONE_IN: one flip in that many lands on the page's edges. */
+ * hashes).  EDGE_ONE_IN: one flip in that many lands on the page's edges;
+ * 0: every flip lands on one of the two bytes that bound the checksummed
+ * range. */
 static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_one_in) {
     uint32_t ps = page_size_of(f);
     if (!ps)
@@ -869,8 +871,8 @@ static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_o
      * the checksum field, and the page's last), half in the first or last
      * 16 (the checksum and the header fields; the end of the last cell). */
     uint64_t bit;
-    if (flt_below(f, t, FLT_BITFLIP_PAGE, edge_one_in) == 0) {
-        uint64_t w = flt_below(f, t, FLT_BITFLIP_PAGE, 2) ? 16 : 1;
+    if (!edge_one_in || flt_below(f, t, FLT_BITFLIP_PAGE, edge_one_in) == 0) {
+        uint64_t w = edge_one_in && flt_below(f, t, FLT_BITFLIP_PAGE, 2) ? 16 : 1;
         uint64_t lo = w == 1 ? PH_LSN_OFF : 0; /* the checksum field is [0, PH_LSN_OFF) */
         uint64_t e = flt_below(f, t, FLT_BITFLIP_PAGE, 2 * w * 8);
         bit = e < w * 8 ? lo * 8 + e : ((uint64_t)ps - 2 * w) * 8 + e;
@@ -1010,10 +1012,11 @@ void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
     /* A page flipped at the crash is judged after recovery, with nothing
      * of this process left to write the page again: only a full-page
      * image after the redo point may mask it (the ledger's block hashes
-     * tell).  Always on the edges: ticks cover the rest of the page, and
-     * a crash is rarer than a tick. */
+     * tell).  Always on a byte that bounds the checksummed range (byte 8
+     * or the last): ticks cover the rest of the page, and a crash is
+     * rarer than a tick. */
     if (f->o.one_in[FLT_BITFLIP_PAGE])
-        flip_page(f, t, "crash/data", 1);
+        flip_page(f, t, "crash/data", 0);
 }
 
 static void tick_wal(flt_ctx *f, flt_thr *t) {

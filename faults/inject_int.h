@@ -18,7 +18,7 @@ void flt_thr_free_bufs(flt_thr *t);
  * (the end of the last record): damage to the log's end that nothing
  * written later can reveal, which recovery must report when the record
  * was synced and may trim when it was not (engine/wal.h W3).  With
- * bitflip_page on, a bit of a data page flips (on the page's edges), and
+ * bitflip_page on, a bit of a data page flips (byte 8 or the last), and
  * with zero_page on, half the kills zero the block below the high-water
  * mark: nothing of the process writes those blocks again. */
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t);
