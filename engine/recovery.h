@@ -1,5 +1,5 @@
 /*
- * recovery.h -- redo from the last checkpoint (DESIGN 3.8).
+ * recovery.h -- redo from the last checkpoint (docs/engine.md, Recovery).
  *
  * Two passes over the log from the redo point:
  *   1. read to the end, so a corrupted record in the synced part (wal.h W3)

@@ -42,7 +42,7 @@ uint64_t vd_failures(const vd_counts *c) {
            c->hang;
 }
 
-/* ---- judging and measuring (DESIGN 5) ---- */
+/* ---- judging and measuring (docs/oracle.md, rule V6) ---- */
 
 static int is_error_class(int cls) {
     return cls == VD_READ_ERROR || cls == VD_WRITE_ERROR || cls == VD_NOSPACE || cls == VD_SYNC_ERROR ||
@@ -489,11 +489,12 @@ static int open_outcome(uint64_t unexplained, uint64_t explained, size_t design_
     return !unexplained && explained && design_inj != (size_t)-1 ? VD_UNRECOVERABLE_BY_DESIGN : VD_UNRECOVERABLE;
 }
 
-/* V1d: the one check that exists to find class CLS (DESIGN 4's detector),
- * or NULL when any check at its place counts.  page_verify tries the
- * zero-page rule, then the block-seeded checksum, before anything else, so
- * with checksums on a damaged page can be reported by nothing else first:
- * a report from another layer means the detector let the damage by. */
+/* V1d: the one check that exists to find class CLS (the detector column of
+ * docs/fault-classes.md; docs/oracle.md, rule V1d), or NULL when any check at
+ * its place counts.  page_verify tries the zero-page rule, then the
+ * block-seeded checksum, before anything else, so with checksums on a damaged
+ * page can be reported by nothing else first: a report from another layer
+ * means the detector let the damage by. */
 static const char *sole_detector(const vd_config *c, int cls) {
     if (cls == VD_ZERO_PAGE) return "zero_page";
     if (c->data_checksums && (cls == VD_BITFLIP_PAGE || cls == VD_BITFLIP_INFLIGHT || cls == VD_TORN_WRITE ||

@@ -494,7 +494,8 @@ TU_BACKEND_TEST(corruption, truncated_data_file_is_reported, T_TIMEOUT) {
     }
 }
 
-/* ---- verify blames only the damaged page (issue 12 part 3) ---- */
+/* ---- verify blames only the damaged page ---- */
+/* (engine/btree_verify.c V1-V3; docs/engine.md, Verify) */
 
 /* One flipped bit in a page of a many-leaf tree: eng_verify and
  * eng_verify_dir report that block and no other (a leaf's neighbours keep
