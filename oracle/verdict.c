@@ -1,5 +1,5 @@
 /*
- * verdict.c -- the oracle's judge (rules V1-V7 in verdict.h).
+ * verdict.c -- the oracle's judge (rules V0-V8 in verdict.h).
  *
  * Everything is kept in plain arrays: a run injects hundreds or thousands
  * of faults, not millions, and vd_settle runs once at the end.  Reports
@@ -66,7 +66,7 @@ int vd_class_measured(const vd_config *c, int cls) {
      * the block that missed it is a lost write, whose symptoms count as
      * undetectable (V6b) without making the run measure. */
     if (cls == VD_LOST_WRITE) return 1;
-    /* Cache flips need per-KV codes (w >= 1); w is 0 until they exist. */
+    /* Cache flips are caught only by per-KV codes: undetectable at w = 0. */
     if (cls == VD_BITFLIP_CACHE && c->protection_bytes == 0) return 1;
     return 0;
 }
@@ -764,7 +764,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
     }
     free(esc_keys);
 
-    /* Narrow codes (w = 1, 2): a flip of an even number of bits escapes
+    /* Codes of every width w >= 1: a flip of an even number of bits escapes
      * with odds up to 2^-(8w-3) (three of a code's bits are parities, of
      * the cell header, the slot and the key and value, so every odd count,
      * a single flip included, is caught).  Flips add up: a one-bit flip

@@ -299,8 +299,9 @@ int vd_report_explained(const vd_config *c, const vd_report *r, const vd_injecti
 int vd_injection_explains(const vd_config *c, const vd_injection *i);
 
 /* Escape rates per protection width: the hook for narrow per-key codes
- * (docs/oracle.md, Narrow per-KV codes: a Poisson bound).  At w = 0 there is
- * nothing to measure: writes "{}" into BUF. */
+ * (docs/oracle.md, Narrow per-KV codes: a Poisson bound): writes
+ * {"W": {"checked", "escaped", "rate", "bound"}} for the run's width W into
+ * BUF.  At w = 0 there is nothing to measure: writes "{}". */
 int vd_escape_rates_json(const vd_ctx *v, char *buf, size_t cap);
 
 #endif

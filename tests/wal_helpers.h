@@ -49,6 +49,7 @@
 
 #include "crc32c.h"
 #include "engine.h"
+#include "format.h"
 #include "io.h"
 #include "status.h"
 #include "testutil.h"
