@@ -169,12 +169,14 @@ bench-deps: deps
 bench-engine: all bench-deps $(BUILD)/bench/bench_engine
 	$(Q)BUILD=$(BUILD) bench/run_engine.sh
 
-# What data checksums cost in WAL and vacuum time (issue 6): build/bench/wal.json.
+# What data checksums cost in WAL and vacuum time (PostgreSQL's checksum
+# experiment; aims in docs/engine.md, Cost aims): build/bench/wal.json.
 .PHONY: bench-wal
 bench-wal: all $(BUILD)/bench/bench_wal
 	$(Q)BUILD=$(BUILD) bench/run_wal.sh
 
-# What per key-value protection in the pool costs (issue 7):
+# What per key-value protection in the pool costs (docs/engine.md, Per
+# key-value protection; Cost aims):
 # build/bench/protection.json.
 .PHONY: bench-protection
 bench-protection: all $(BUILD)/bench/bench_protection
@@ -238,7 +240,7 @@ $(BUILD)/tests/test_report_line: tests/test_report_line.c $(BUILD)/liboracle.a $
 bench-stress: all $(BUILD)/stress $(BUILD)/bench/bench_stress_bare
 	$(Q)BUILD=$(BUILD) bench/run_stress.sh
 
-# ---- planted bugs (tests/mutants.txt, issue 13) ----
+# ---- planted bugs (tests/mutants.txt, docs/mutants.md) ----
 # Each line of tests/mutants.txt names one deliberately planted bug, a
 # compile-time switch ENG_BROKEN_<NAME> (dashes to underscores, upper case)
 # in the engine or the fault library.  build/mutants/NAME/ holds the stress

@@ -8,7 +8,8 @@
  * fill:  fillseq of N keys into a fresh DIR, then close (prints fillseq_ops)
  * fillsync: the same with sync_mode=commit, one fsync per put, like
  *        db_bench's fillsync (prints fillsync_ops): what a commit costs
- *        when the log's fsync decides it (the WAL's sector checks, issue 12)
+ *        when the log's fsync decides it (the WAL's sector checks, W3 in
+ *        engine/wal.h)
  * read:  open DIR with the cache (default 1 GiB: the whole database), warm
  *        it with one full scan, then R random gets (prints readrandom_ops);
  *        every value is checked, so a wrong answer fails the run instead of

@@ -1,7 +1,8 @@
 /*
  * bench_protection.c -- the engine's side of `make bench-protection`
- * (issue 7): what block_protection_bytes_per_key costs in readrandom, the
- * shape of RocksDB's PR 11287 (32-byte keys, 200-byte values).
+ * (docs/engine.md, Per key-value protection): what
+ * block_protection_bytes_per_key costs in readrandom, the shape of RocksDB's
+ * PR 11287 (32-byte keys, 200-byte values).
  *
  *   bench_protection DIR --phase load --num N
  *       fillseq of N keys into a fresh DIR (sync off), then vacuum (every

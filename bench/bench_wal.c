@@ -1,7 +1,8 @@
 /*
- * bench_wal.c -- one row of `make bench-wal` (issue 6, "The benchmark"):
- * the seed's experiment on what data checksums cost in WAL and in vacuum
- * time, PostgreSQL's pgbench -i followed by VACUUM, scaled to this engine.
+ * bench_wal.c -- one row of `make bench-wal` (docs/engine.md, Cost aims;
+ * bench/README.md, make bench-wal): the seed's experiment on what data
+ * checksums cost in WAL and in vacuum time, PostgreSQL's pgbench -i followed
+ * by VACUUM, scaled to this engine.
  *
  *   bench_wal DIR --rows N [--data-checksums 0|1] [--wal-log-hints 0|1]
  *             [--wal-compression none|zstd] [--hint-fpi 0|1]

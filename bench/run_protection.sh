@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench-protection: what per key-value protection in the buffer pool
-# costs (issue 7), the table of RocksDB's PR 11287 on this engine.
+# costs (docs/engine.md, Cost aims), the table of RocksDB's PR 11287 on this
+# engine.
 #
 # One database of NUM keys (32-byte keys, 200-byte values: fillseq, then
 # vacuum and a checkpoint, so every page is clean and hinted) is built
@@ -79,7 +80,7 @@ for f in FRACS:
             "cache_fraction": f, "width": w, "ops": round(ops), "ratio": round(ops / base, 4),
             "memory_bytes_per_page": round(kvb / kvp, 2) if kvp else 0.0,
             "memory_bytes_per_key": round(kvb / kvk, 3) if kvk else 0.0,
-            # beyond the issue's fields: the same from the reader threads'
+            # beyond RocksDB's fields: the same from the reader threads'
             # CPU time (less sensitive to a busy machine), the cache, spread
             "cpu_ops": round(cpu), "cpu_ratio": round(cpu / base_cpu, 4), "cache_bytes": xs[0]["cache_size"],
             "ops_min": round(min(x["ops"] for x in xs)), "ops_max": round(max(x["ops"] for x in xs)),
@@ -95,10 +96,10 @@ name = lambda f: "8 MiB" if f == 0 else f"{int(f * 100)}%"
 print(f"Per key-value protection in the buffer pool: readrandom, {num:,} keys (32-byte keys, 200-byte values, "
       f"{load['data_bytes'] / 2**20:.0f} MiB data file, {load['page_size']} B pages), {threads} thread(s), "
       f"{reads:,} timed gets per cell, median of {reps} interleaved cells")
-print("anchor, RocksDB PR 11287 (block_protection_bytes_per_key on vs off, readrandom, the issue's row): "
+print("anchor, RocksDB PR 11287 (block_protection_bytes_per_key on vs off, readrandom): "
       + ", ".join(f"{name(f)} {ROCKS[f]:+.1f}%" for f in FRACS)
       + "  (Debian's RocksDB 7.8.3 predates the option: not run here)")
-print("aim (issue 7): at most 3% slower than w = 0 at every cache size and width; memory at most w bytes per key "
+print("aim: at most 3% slower than w = 0 at every cache size and width; memory at most w bytes per key "
       "+ 16 per cached page")
 print()
 hdr = f"{'cache':>14} " + "".join(f"{'w=' + str(w):>20}" for w in WIDTHS) + f"{'RocksDB':>10}"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# make bench-wal: what data checksums cost in WAL and vacuum time (issue 6,
-# the seed's experiment).  For each row below, in a fresh database with
-# archiving on: load ROWS pgbench_accounts-like rows (a commit every
-# 10,000), checkpoint; vacuum, checkpoint (bench/bench_wal.c has the
-# details and what each figure measures).  Rows run interleaved, REPS
+# make bench-wal: what data checksums cost in WAL and vacuum time
+# (docs/engine.md, Cost aims; the seed's experiment).  For each row below, in
+# a fresh database with archiving on: load ROWS pgbench_accounts-like rows (a
+# commit every 10,000), checkpoint; vacuum, checkpoint (bench/bench_wal.c has
+# the details and what each figure measures).  Rows run interleaved, REPS
 # rounds, each round in a rotated order; every figure is the median of
 # its REPS runs.  Prints one table of figures and ratios to the
 # checksums-off / no-compression row; writes build/bench/wal.json.
@@ -80,7 +80,7 @@ print(f"WAL cost of data checksums: {nrows:,} rows (4-byte ids, 97-byte values, 
       f"load + checkpoint, vacuum + checkpoint; median of {reps} interleaved runs")
 print("PostgreSQL, the seed (checksums on vs off): WAL +40% (1.40x), archive x2, vacuum x20 slower; "
       "with zstd-like wal_compression: WAL about +0% (1.00x), vacuum x15")
-print("aim (issue 6): checksums on + zstd: WAL <= 1.10x, vacuum time <= 1.5x the checksums-off row")
+print("aim: checksums on + zstd: WAL <= 1.10x, vacuum time <= 1.5x the checksums-off row")
 print("WAL = eng_stats.wal_bytes (record bytes appended, the LSN distance); archive = bytes in archive_dir; "
       "each figure (ratio to the first row)")
 cols = [("WAL MB", "wal_bytes", MB), ("load WAL MB", "load_wal_bytes", MB), ("vacuum WAL MB", "vacuum_wal_bytes", MB),

@@ -3,8 +3,8 @@
 The package behind ./crashtest.py (README.md here says what lives
 where).
 
-What it is for (DESIGN 6, issue 8): repeat, for as long as asked, a crash
-cycle against one database and its expected state:
+What it is for (docs/architecture.md, One crashtest.py iteration): repeat, for
+as long as asked, a crash cycle against one database and its expected state:
 
     start stress with options drawn for this iteration
         |  blackbox: SIGKILL after a random interval
@@ -20,7 +20,7 @@ cycle against one database and its expected state:
 Modes: blackbox, whitebox, simple (a short mix of both for CI), repro
 RUN_DIR (replays a failed iteration from its saved artifacts) and mutants
 (simple against each planted bug of tests/mutants.txt: the harness's
-bug-finding power, measured; issue 13).
+bug-finding power, measured; docs/mutants.md).
 Python 3 standard library only.  Exit: 0 every iteration passed, 1 one
 failed (or the run was interrupted), 2 usage.
 

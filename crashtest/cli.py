@@ -105,7 +105,7 @@ class Parser(argparse.ArgumentParser):
 def make_parser():
     fmt = HelpFormatter
     p = Parser(prog="crashtest.py", description="Nightly crash tests of the engine through build/stress "
-               "(DESIGN 6).  Exit: 0 every iteration passed, 1 a failure, 2 usage.  "
+               "(docs/architecture.md).  Exit: 0 every iteration passed, 1 a failure, 2 usage.  "
                "'crashtest.py MODE --help' lists each mode's options with their defaults.",
                formatter_class=fmt)
     sub = p.add_subparsers(dest="mode", metavar="MODE", parser_class=Parser)

@@ -1,4 +1,4 @@
-"""The mutants mode (issue 13): how much the harness catches, measured.
+"""The mutants mode (docs/mutants.md): how much the harness catches, measured.
 
 tests/mutants.txt lists planted bugs, each a compile-time switch
 ENG_BROKEN_<NAME> in the engine or the fault library.  For each bug the

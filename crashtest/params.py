@@ -11,8 +11,8 @@ import re
 
 from .seeds import Rng, derive
 
-# Fault classes of DESIGN 4 that an iteration may draw: report key ->
-# (stress option, one_in choices).  power_loss and kill are the crash
+# Fault classes (docs/fault-classes.md) that an iteration may draw: report key
+# -> (stress option, one_in choices).  power_loss and kill are the crash
 # cycle itself (sync_fault_injection, kill_random_test).
 FAULTS = {
     # Four times the other flips' odds: five page flips in six are masked
@@ -35,14 +35,15 @@ FAULTS = {
 FAULT_OPTIONS = {opt: cls for cls, (opt, _) in FAULTS.items()}
 # Classes kept out of "--faults stable", simple's default (so CI's short
 # run fails only on something new); the nightly modes draw them all.
-# Empty since issue 12: every class is in the stable set (the I/O error
+# Empty: every class is in the stable set (the I/O error
 # classes' false alarms are fixed, and simple must reach every engine
 # fault point, which needs read_error, write_error, nospace and
 # sync_error).  bitflip_wal's known limit (engine/wal.h, W3: a record
 # damaged after its fsync, with no later block written, is trimmed as a
 # torn tail) is back in with them; take it out here if it shows.
 UNSTABLE_FAULTS = []
-# Every class of the report, in DESIGN 4's order (the final table).
+# Every class of the report, in the fault library's order (FLT_CLASSES in
+# faults/faults.h; docs/fault-classes.md): the final table.
 CLASS_ORDER = list(FAULTS) + ["power_loss", "kill", "unattributed"]
 OUTCOMES = ["injected", "detected", "repaired", "masked", "undetectable", "unrecoverable_by_design"]
 FAILURE_KEYS = ["wrong_value", "lost", "resurrected", "false_alarm", "swallowed", "unrecoverable", "crash", "hang"]
@@ -73,8 +74,9 @@ ITER_CHOICES = {
     "checkpoint_one_in": [0, 200, 2000, 20000],
     "checkpoint_wal_bytes": ["1M", "8M", "64M"],
     "verify_db_one_in": [0, 0, 0, 20000],
-    # Versions, snapshots, vacuum and hints (issue 6): drawn when the
-    # binary has the options (Config.known), left out otherwise.
+    # Versions, snapshots, vacuum and hints (docs/engine.md, Versions and
+    # transactions): drawn when the binary has the options (Config.known),
+    # left out otherwise.
     "hint_fpi": [0, 1],
     "vacuum_freeze_min_age": [0, 100, 1000],
     "acquire_snapshot_one_in": [0, 0, 200, 2000],

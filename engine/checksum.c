@@ -1,5 +1,6 @@
 /*
- * checksum.c -- page checksums and the all-zero test (DESIGN 3.3).
+ * checksum.c -- page checksums and the all-zero test (docs/engine.md, Pages
+ * and checksums; layout in engine/format.h).
  *
  * The checksum is XXH3-64 over bytes [8, page_size) of the page: every byte
  * except the ph_checksum field itself, which is left out rather than copied

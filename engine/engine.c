@@ -47,15 +47,21 @@
  *       database opened.
  *
  * A write (eng_write) under the writer lock:
- *   1. logs its batch as one WAL_REC_BATCH record: this is the commit;
+ *   1. logs its batch as one WAL_REC_BATCH record (its operations and its
+ *      id, the commit sequence): not yet the commit;
  *   2. applies each operation to the tree, each logging its page actions
  *      as one WAL_REC_PAGES record (atomic multi-page changes);
- *   3. by sync_mode: commit fsyncs the log before releasing the lock;
- *      group releases the lock and then waits for an fsync that covers its
- *      batch (one fsync serves every writer waiting); off returns at once.
- * Recovery replays pages from the redo point, then completes a last batch
- * whose commit reached the log before all its operations did: a batch is
- * all or nothing.
+ *   3. commits: bt_commit sets the batch's commit-log entry through one
+ *      more WAL_REC_PAGES record with op index PA_OP_COMMIT; that record
+ *      is the commit (PA_OP_ABORT instead when an operation failed before
+ *      changing a page; a failure after pages changed poisons the handle);
+ *   4. by sync_mode: commit fsyncs the log up to the commit record before
+ *      releasing the lock; group releases the lock and then waits for an
+ *      fsync that covers it (one fsync serves every writer waiting); off
+ *      returns at once.
+ * Recovery replays pages from the redo point and aborts a batch whose
+ * PA_OP_COMMIT record is not in the log: its id has no commit-log entry,
+ * so its versions stay invisible (T3 in txn.h): a batch is all or nothing.
  *
  * Checkpoint: under the writer lock take redo = end of log (a batch
  * boundary) and make every later first change of a page log its image;

@@ -102,7 +102,8 @@ typedef void (*eng_corruption_fn)(void *ctx, const eng_corruption *report);
 /* Format a report as one line: "corruption: layer=... file=... block=N ...". */
 int eng_corruption_format(const eng_corruption *r, char *buf, size_t cap);
 
-/* ---- I/O hooks (DESIGN 2): the fault library's window into the engine -- */
+/* ---- I/O hooks: the fault library's window into the engine ------------- */
+/* (docs/architecture.md, Parts) */
 
 typedef enum eng_io_kind {
     ENG_IO_READ = 0,

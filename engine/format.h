@@ -333,7 +333,8 @@ static inline uint32_t meta_clog_block(const uint8_t *meta, unsigned i)
 /* Record types (payload formats live with their writers: engine.c and
  * pageop.h; the WAL only frames them). */
 enum wal_rec_type {
-    WAL_REC_BATCH = 1,      /* a committed write batch (logical) */
+    WAL_REC_BATCH = 1,      /* a write batch's operations (logical); the
+                             * commit is its PA_OP_COMMIT PAGES record */
     WAL_REC_PAGES = 2,      /* page actions of one tree operation */
     WAL_REC_CHECKPOINT = 3, /* a completed checkpoint */
     WAL_REC_TYPE_MAX = 3

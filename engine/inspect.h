@@ -40,11 +40,12 @@ typedef struct page_problem {
     char detail[160];
 } page_problem;
 
-/* Full check of a page just read from BLOCK (DESIGN 3.3): P5 (zero rule
- * against HWM), checksum (if CHECKSUMS), P4 block number, then the header
- * (P1) and for leaf/internal pages every slot and cell (P2) and key order
- * (P3).  Returns ENG_OK, or ENG_CORRUPTION with *pr filled.  A zero page at
- * or beyond HWM returns ENG_OK with *is_zero = 1 (never-written block). */
+/* Full check of a page just read from BLOCK (docs/engine.md, Pages and
+ * checksums): P5 (zero rule against HWM), checksum (if CHECKSUMS), P4 block
+ * number, then the header (P1) and for leaf/internal pages every slot and
+ * cell (P2) and key order (P3).  Returns ENG_OK, or ENG_CORRUPTION with *pr
+ * filled.  A zero page at or beyond HWM returns ENG_OK with *is_zero = 1
+ * (never-written block). */
 int page_verify(const uint8_t *page, size_t page_size, uint64_t block,
                 uint64_t hwm, int checksums, int *is_zero, page_problem *pr);
 

@@ -1,9 +1,9 @@
 /*
- * io.h -- the engine's one I/O interface (DESIGN 3.7).
+ * io.h -- the engine's one I/O interface (docs/engine.md, I/O).
  *
  * Every read, write, sync and file metadata operation of the engine passes
  * through here, so this is where the I/O hooks of engine.h (and the fault
- * points of later issues) sit.  Two backends implement it:
+ * points of engine/faultpoints.h) sit.  Two backends implement it:
  *   ENG_IO_URING  liburing: a small set of rings, each used under its own
  *                 mutex, so several threads submit at once; batched writes
  *                 are submitted together and reaped together.

@@ -1,5 +1,6 @@
 /*
- * kvprot.h -- per key-value protection of cached pages (DESIGN 3.6).
+ * kvprot.h -- per key-value protection of cached pages (docs/engine.md, Per
+ * key-value protection).
  *
  * With block_protection_bytes_per_key w in {1, 2, 4, 8}, every cached
  * frame carries, beside its bytes (never on disk):

@@ -1,5 +1,5 @@
 /*
- * recovery.h -- redo from the last checkpoint (DESIGN 3.8).
+ * recovery.h -- redo from the last checkpoint (docs/engine.md, Recovery).
  *
  * Two passes over the log from the redo point:
  *   1. read to the end, so a corrupted record in the synced part (wal.h W3)
@@ -11,9 +11,11 @@
  *      torn by the crash is rebuilt from its image; modifying actions only
  *      when the page's LSN is below the record's end (a change the page
  *      already has is skipped).
- * The last batch may have been cut short by the crash after its
- * WAL_REC_BATCH record (the commit) reached the log: the caller completes
- * it from the ops the result returns, so a batch is all or nothing.
+ * A batch is committed by its WAL_REC_PAGES record with op index
+ * PA_OP_COMMIT (the commit-log entry).  A batch whose commit record is not
+ * in the log (cut short by the crash) is aborted and counted in
+ * txns_aborted: its id has no commit-log entry, so its versions stay
+ * invisible (T3 in txn.h), and a batch is all or nothing.
  */
 #ifndef ENGINE_RECOVERY_H
 #define ENGINE_RECOVERY_H

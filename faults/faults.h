@@ -2,8 +2,8 @@
  * faults.h -- the fault library's interface for the stress driver.
  *
  * One call configures every injector from one seed and the per-class
- * options of DESIGN 4; the library then works through two windows into
- * the engine, and nothing else:
+ * options of docs/fault-classes.md; the library then works through two
+ * windows into the engine, and nothing else:
  *   - the engine's I/O hooks (eng_io_hooks, from flt_hooks): in-flight bit
  *     flips, torn, lost, misdirected and zeroed writes, fsync failures
  *     that drop the dirty data as Linux may, and the power-loss journal;
@@ -31,7 +31,7 @@
 #include "journal.h"
 #include "ledger.h"
 
-/* Fault classes: the report keys of DESIGN 4, in this order. */
+/* Fault classes: the report keys of docs/fault-classes.md, in this order. */
 #define FLT_CLASSES(X)                                          \
     X(FLT_BITFLIP_PAGE, "bitflip_page", "bitflip_page_one_in")   \
     X(FLT_BITFLIP_WAL, "bitflip_wal", "bitflip_wal_one_in")      \

@@ -1,5 +1,6 @@
 /*
- * journal.h -- the crash-simulation journal (DESIGN 4, "Crash simulation").
+ * journal.h -- the crash-simulation journal (docs/fault-classes.md, Crash:
+ * power loss and kill).
  *
  * Through the engine's I/O hooks, the fault library records, before each
  * write, the old contents of the range it will overwrite, and every

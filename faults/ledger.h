@@ -12,7 +12,8 @@
  * Line keys (absent when not meaningful):
  *   seq     order within the writing process
  *   phase   "run", "powerloss" or "recovery"
- *   class   a fault class of DESIGN 4 (bitflip_page, torn_write, ...)
+ *   class   a fault class of docs/fault-classes.md (bitflip_page,
+ *           torn_write, ...)
  *   point   the fault point or injector that fired
  *   file    path relative to the database directory ("data", "wal/000...")
  *   block   page or WAL block number; offset, len: byte range in the file

@@ -1,6 +1,7 @@
 /*
  * powerloss.c -- build/powerloss: put a crashed database directory into a
- * state a power cut could have left (DESIGN 4, "Crash simulation").
+ * state a power cut could have left (docs/fault-classes.md, Crash: power loss
+ * and kill).
  *
  *   build/powerloss DIR --run-dir RUN --seed S [--variants K]
  *                   [--mode rollback|tear|mixed|keep] [--out-prefix P]

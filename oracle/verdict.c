@@ -1,5 +1,5 @@
 /*
- * verdict.c -- the oracle's judge (rules V1-V7 in verdict.h).
+ * verdict.c -- the oracle's judge (rules V0-V8 in verdict.h).
  *
  * Everything is kept in plain arrays: a run injects hundreds or thousands
  * of faults, not millions, and vd_settle runs once at the end.  Reports
@@ -42,7 +42,7 @@ uint64_t vd_failures(const vd_counts *c) {
            c->hang;
 }
 
-/* ---- judging and measuring (DESIGN 5) ---- */
+/* ---- judging and measuring (docs/oracle.md, rule V6) ---- */
 
 static int is_error_class(int cls) {
     return cls == VD_READ_ERROR || cls == VD_WRITE_ERROR || cls == VD_NOSPACE || cls == VD_SYNC_ERROR ||
@@ -66,7 +66,7 @@ int vd_class_measured(const vd_config *c, int cls) {
      * the block that missed it is a lost write, whose symptoms count as
      * undetectable (V6b) without making the run measure. */
     if (cls == VD_LOST_WRITE) return 1;
-    /* Cache flips need per-KV codes (w >= 1); w is 0 until they exist. */
+    /* Cache flips are caught only by per-KV codes: undetectable at w = 0. */
     if (cls == VD_BITFLIP_CACHE && c->protection_bytes == 0) return 1;
     return 0;
 }
@@ -489,11 +489,12 @@ static int open_outcome(uint64_t unexplained, uint64_t explained, size_t design_
     return !unexplained && explained && design_inj != (size_t)-1 ? VD_UNRECOVERABLE_BY_DESIGN : VD_UNRECOVERABLE;
 }
 
-/* V1d: the one check that exists to find class CLS (DESIGN 4's detector),
- * or NULL when any check at its place counts.  page_verify tries the
- * zero-page rule, then the block-seeded checksum, before anything else, so
- * with checksums on a damaged page can be reported by nothing else first:
- * a report from another layer means the detector let the damage by. */
+/* V1d: the one check that exists to find class CLS (the detector column of
+ * docs/fault-classes.md; docs/oracle.md, rule V1d), or NULL when any check at
+ * its place counts.  page_verify tries the zero-page rule, then the
+ * block-seeded checksum, before anything else, so with checksums on a damaged
+ * page can be reported by nothing else first: a report from another layer
+ * means the detector let the damage by. */
 static const char *sole_detector(const vd_config *c, int cls) {
     if (cls == VD_ZERO_PAGE) return "zero_page";
     if (c->data_checksums && (cls == VD_BITFLIP_PAGE || cls == VD_BITFLIP_INFLIGHT || cls == VD_TORN_WRITE ||
@@ -763,7 +764,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
     }
     free(esc_keys);
 
-    /* Narrow codes (w = 1, 2): a flip of an even number of bits escapes
+    /* Codes of every width w >= 1: a flip of an even number of bits escapes
      * with odds up to 2^-(8w-3) (three of a code's bits are parities, of
      * the cell header, the slot and the key and value, so every odd count,
      * a single flip included, is caught).  Flips add up: a one-bit flip

@@ -2,7 +2,8 @@
  * verdict.h -- the oracle's judge: matches every injected fault (the
  * ledger's lines) with what the engine reported (corruption reports) and
  * what the driver saw (wrong values, lost keys, errors returned), and
- * gives each fault class of DESIGN 4 its outcome and failure counts.
+ * gives each fault class of docs/fault-classes.md its outcome and failure
+ * counts.
  *
  * Pure: it knows no engine and no fault library.  Ledger lines arrive as
  * raw JSON text (flat objects of string and integer fields, faults/ledger.h
@@ -88,8 +89,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Fault classes: the report keys of DESIGN 4, in the fault library's
- * order; VD_NONE collects failures no injection explains. */
+/* Fault classes: the report keys of docs/fault-classes.md, in the fault
+ * library's order; VD_NONE collects failures no injection explains. */
 #define VD_CLASSES(X)                          \
     X(VD_BITFLIP_PAGE, "bitflip_page")         \
     X(VD_BITFLIP_WAL, "bitflip_wal")           \
@@ -119,7 +120,8 @@ enum vd_class {
 const char *vd_class_name(int cls);
 int vd_class_from_name(const char *name);
 
-/* Outcome and failure counters, the report keys of DESIGN 4. */
+/* Outcome and failure counters: the report keys of docs/oracle.md,
+ * "Outcomes and failures". */
 #define VD_COUNTERS(X)                                                    \
     X(injected) X(detected) X(repaired) X(masked) X(undetectable)         \
     X(unrecoverable_by_design)                                            \
@@ -145,7 +147,8 @@ typedef struct vd_config {
     uint64_t wal_segment_size;    /* to place WAL reports given by LSN */
 } vd_config;
 
-/* 1 if the options make class CLS undetectable by design (DESIGN 5). */
+/* 1 if the options make class CLS undetectable by design (docs/oracle.md,
+ * rule V6). */
 int vd_class_measured(const vd_config *c, int cls);
 /* 1 if the run measures (some enabled class is undetectable by design);
  * WHY (if not NULL) gets the reasons, "; "-separated. */
@@ -296,8 +299,9 @@ int vd_report_explained(const vd_config *c, const vd_report *r, const vd_injecti
 int vd_injection_explains(const vd_config *c, const vd_injection *i);
 
 /* Escape rates per protection width: the hook for narrow per-key codes
- * (DESIGN 5, binomial bounds).  Until per-key protection exists there is
- * nothing to measure: writes "{}" into BUF. */
+ * (docs/oracle.md, Narrow per-KV codes: a Poisson bound): writes
+ * {"W": {"checked", "escaped", "rate", "bound"}} for the run's width W into
+ * BUF.  At w = 0 there is nothing to measure: writes "{}". */
 int vd_escape_rates_json(const vd_ctx *v, char *buf, size_t cap);
 
 #endif

@@ -1,9 +1,10 @@
 /*
- * stress.c -- the db_stress-like driver (DESIGN 6, issue 5): N threads run
- * a weighted mix of gets, puts, deletes, batches and range scans over the
- * key space [0, max_key) while the fault library injects; every answer is
- * checked against the expected state (oracle/expected.h) and, at the end,
- * every injected fault gets a verdict (oracle/verdict.h).
+ * stress.c -- the db_stress-like driver (docs/architecture.md, One stress
+ * process): N threads run a weighted mix of gets, puts, deletes, batches and
+ * range scans over the key space [0, max_key) while the fault library
+ * injects; every answer is checked against the expected state
+ * (oracle/expected.h) and, at the end, every injected fault gets a verdict
+ * (oracle/verdict.h).
  *
  * The engine is reached only through the adapter (adapter.h).  This file
  * is main and its steps; the other jobs have files of their own

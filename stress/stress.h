@@ -48,7 +48,8 @@ typedef struct st_options {
     int sync_mode;           /* 0 commit, 1 group, 2 off */
     uint64_t wal_segment_size;
     uint64_t checkpoint_wal_bytes;
-    /* faults (DESIGN 4), indexed like enum vd_class / enum flt_class */
+    /* faults (docs/fault-classes.md), indexed like enum vd_class / enum
+     * flt_class */
     uint64_t one_in[VD_CLASS_COUNT];
     int sync_fault_injection;
     uint64_t kill_random_test;

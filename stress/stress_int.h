@@ -34,7 +34,7 @@
 #include "oracle/verdict.h"
 #include "stress.h"
 
-/* Exit codes (DESIGN 6). */
+/* Exit codes (docs/architecture.md, One stress process). */
 enum { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INFRA = 3 };
 
 enum op_type { OP_GET, OP_PUT, OP_DEL, OP_BATCH, OP_SCAN, OP_CHECKPOINT, OP_VERIFY, OP_REOPEN, OP_SNAPSHOT,
@@ -86,7 +86,8 @@ typedef struct st_driver {
     _Atomic int recovering;      /* reports now are V8's: 1 the open at start (after a crash)
                                   * and its check, 2 a reopen and its check, 0 other */
     int reopen_failed;           /* a reopen of this process's handle did not open */
-    int measuring;               /* DESIGN 5: wrong values are measured, not failures */
+    int measuring;               /* wrong values are measured, not failures
+                                  * (docs/oracle.md, rule V6) */
     vd_config vc;                /* what the options make of each fault class */
     uint64_t vmin, vmax, large_one_in, large_max;
     _Atomic uint64_t *stripe_ver;

@@ -25,6 +25,7 @@
 
 #include "testutil.h"
 
+#include "format.h"
 #include "page.h"
 
 /* ---- crash children ------------------------------------------------------ */
@@ -352,19 +353,17 @@ static inline const char *cu_seg_path(char *buf, size_t cap, const char *dir, ui
 }
 
 
-/* ---- reading the log the way wal.h draws it ---------------------------------------
+/* ---- reading the log the way format.h draws it ------------------------------------
  * Only for locating bytes to damage: LSN = position in the stream of
  * segments, every WAL_BLOCK-byte block opens with a WAL_BLOCK_HDR-byte
- * header (wb_lsn at 0, wb_cont at 20, wb_magic at 22), every 512-byte
- * sector ends with a 4-byte trailer (a CRC32C of its other bytes), records
- * start 8-byte aligned and skip block headers and trailers (xl_len at 0,
- * xl_type at 4, xl_lsn at 16). */
+ * header (WB_*_OFF), every WAL_SECTOR-byte sector ends with a
+ * WAL_SECTOR_TRAILER-byte trailer (a CRC32C of its other bytes), records
+ * start 8-byte aligned and skip block headers and trailers (WAL_REC_HDR
+ * bytes of header, XL_*_OFF).  Every size and offset is format.h's. */
 
-#define CU_WBLK 4096u
-#define CU_WHDR 32u
-#define CU_WSEC 512u
-#define CU_WSEC_DATA 508u
-#define CU_WAL_MAGIC 0xA11Eu
+/* Short names the recovery suites use: a block, and a record's header. */
+#define CU_WBLK WAL_BLOCK
+#define CU_WHDR WAL_REC_HDR
 
 typedef struct cu_wal {
     uint64_t seg;
@@ -391,8 +390,8 @@ static inline void cu_wal_free(cu_wal *w) {
 
 /* Skip a trailer or a block header at POS: the next record byte's place. */
 static inline uint64_t cu_wal_skip(uint64_t pos) {
-    if (pos % CU_WSEC >= CU_WSEC_DATA) pos += CU_WSEC - pos % CU_WSEC;
-    if (pos % CU_WBLK == 0) pos += CU_WHDR;
+    if (pos % WAL_SECTOR >= WAL_SECTOR_DATA) pos += WAL_SECTOR - pos % WAL_SECTOR;
+    if (pos % WAL_BLOCK == 0) pos += WAL_BLOCK_HDR;
     return pos;
 }
 
@@ -420,7 +419,7 @@ static inline int cu_wal_raw(const cu_wal *w, uint64_t lsn, void *buf, size_t n)
 static inline uint64_t cu_wal_advance(uint64_t pos, uint64_t n) {
     while (n) {
         pos = cu_wal_skip(pos);
-        uint64_t avail = CU_WSEC_DATA - pos % CU_WSEC, take = n < avail ? n : avail;
+        uint64_t avail = WAL_SECTOR_DATA - pos % WAL_SECTOR, take = n < avail ? n : avail;
         pos += take;
         n -= take;
     }
@@ -430,7 +429,7 @@ static inline uint64_t cu_wal_advance(uint64_t pos, uint64_t n) {
 /* Where the record after one ending at END starts. */
 static inline uint64_t cu_wal_next_start(uint64_t end) {
     uint64_t p = (end + 7) & ~7ull;
-    if (p % CU_WBLK == 0) p += CU_WHDR;
+    if (p % WAL_BLOCK == 0) p += WAL_BLOCK_HDR;
     return p;
 }
 
@@ -439,7 +438,7 @@ static inline int cu_wal_read(const cu_wal *w, uint64_t pos, void *buf, size_t n
     uint8_t *b = buf;
     while (n) {
         pos = cu_wal_skip(pos);
-        uint64_t avail = CU_WSEC_DATA - pos % CU_WSEC, take = n < avail ? n : avail;
+        uint64_t avail = WAL_SECTOR_DATA - pos % WAL_SECTOR, take = n < avail ? n : avail;
         if (!cu_wal_raw(w, pos, b, take)) return 0;
         pos += take;
         b += take;
@@ -451,25 +450,25 @@ static inline int cu_wal_read(const cu_wal *w, uint64_t pos, void *buf, size_t n
 /* Header of the record at POS: 1 if it looks like one that sits there
  * (xl_lsn == POS, sane length). */
 static inline int cu_wal_rec_at(const cu_wal *w, uint64_t pos, uint32_t *len, int *type) {
-    uint8_t h[CU_WHDR];
+    uint8_t h[WAL_REC_HDR];
     *len = 0;
     *type = 0;
     if (!cu_wal_read(w, pos, h, sizeof h)) return 0;
-    *len = rd32(h);
-    *type = h[4];
-    return rd64(h + 16) == pos && *len >= CU_WHDR && *len < (64u << 20);
+    *len = rd32(h + XL_LEN_OFF);
+    *type = h[XL_TYPE_OFF];
+    return rd64(h + XL_LSN_OFF) == pos && *len >= WAL_REC_HDR && *len < (64u << 20);
 }
 
 /* The first record that starts in the block at BLOCK_LSN: 1 and *POS, or 0
  * (the block is all continuation, missing, or not as drawn). */
 static inline int cu_wal_first_in_block(const cu_wal *w, uint64_t block_lsn, uint64_t *pos) {
-    uint8_t h[CU_WHDR];
+    uint8_t h[WAL_BLOCK_HDR];
     if (!cu_wal_raw(w, block_lsn, h, sizeof h)) return 0;
-    if (rd64(h) != block_lsn || rd16(h + 22) != CU_WAL_MAGIC) return 0;
-    uint64_t cont = rd16(h + 20);
-    if (cont >= CU_WBLK - CU_WHDR - (CU_WBLK / CU_WSEC) * (CU_WSEC - CU_WSEC_DATA)) return 0;
-    uint64_t p = cu_wal_next_start(cont ? cu_wal_advance(block_lsn + CU_WHDR, cont) : block_lsn + CU_WHDR);
-    if (p / CU_WBLK != block_lsn / CU_WBLK) return 0;
+    if (rd64(h + WB_LSN_OFF) != block_lsn || rd16(h + WB_MAGIC_OFF) != WB_MAGIC) return 0;
+    uint64_t cont = rd16(h + WB_CONT_OFF);
+    if (cont >= WAL_BLOCK_PAYLOAD) return 0;
+    uint64_t p = cu_wal_next_start(cont ? cu_wal_advance(block_lsn + WAL_BLOCK_HDR, cont) : block_lsn + WAL_BLOCK_HDR);
+    if (p / WAL_BLOCK != block_lsn / WAL_BLOCK) return 0;
     uint32_t len;
     int type;
     if (!cu_wal_rec_at(w, p, &len, &type)) return 0;

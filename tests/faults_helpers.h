@@ -1,8 +1,8 @@
 /*
  * faults_helpers.h -- what the test_faults_*.c suites share (one file,
- * test_faults.c, until issue 14): the ledger read back, options, and the
- * write watcher (tw_*). All functions are static inline: a suite that uses
- * none of one compiles without a warning.  The suites' description:
+ * test_faults.c, before the suite was split): the ledger read back, options,
+ * and the write watcher (tw_*). All functions are static inline: a suite that
+ * uses none of one compiles without a warning.  The suites' description:
  *
  * test_faults_*.c -- the fault library (faults/) against the fault build of
  * the engine: every injector's fault is where the ledger says it is, one

@@ -1,14 +1,14 @@
 /*
  * kvprot_helpers.h -- what the test_kvprot_*.c suites share (one file,
- * test_kvprot.c, until issue 14): the fixture (a pristine database and the
- * block map of its keys), frames and flips, the checks, and KV_WIDTH_TEST.
- * All functions are static inline: a suite that uses none of one compiles
- * without a warning.  The suites' description:
+ * test_kvprot.c, before the suite was split): the fixture (a pristine
+ * database and the block map of its keys), frames and flips, the checks, and
+ * KV_WIDTH_TEST. All functions are static inline: a suite that uses none of
+ * one compiles without a warning.  The suites' description:
  *
- * test_kvprot_*.c -- per key-value protection in the buffer pool (issue 7;
- * DESIGN 3.6): a bit flipped in a cached page is reported as
- * `kv_protection` at its block and entry, never returned as data and never
- * laundered into a fresh, valid page checksum; and with
+ * test_kvprot_*.c -- per key-value protection in the buffer pool
+ * (docs/engine.md, Per key-value protection): a bit flipped in a cached page
+ * is reported as `kv_protection` at its block and entry, never returned as
+ * data and never laundered into a fresh, valid page checksum; and with
  * block_protection_bytes_per_key = 0 nothing of it is computed.
  *
  * The fixture: a 4 KiB-page database of NKEYS keys ("k%08u", values of

@@ -1,12 +1,13 @@
 /*
  * mvcc_helpers.h -- what the test_mvcc_*.c suites share (one file,
- * test_mvcc.c, until issue 14): the model of generations and its checks,
- * batches, options and small helpers. All functions are static inline: a
- * suite that uses none of one compiles without a warning.  The suites'
- * description:
+ * test_mvcc.c, before the suite was split): the model of generations and its
+ * checks, batches, options and small helpers. All functions are static
+ * inline: a suite that uses none of one compiles without a warning.  The
+ * suites' description:
  *
- * test_mvcc_*.c -- transactions, snapshots, hint bits and vacuum (issue 6;
- * DESIGN 3.4, 3.5): what each promises in engine.h, proven from outside.
+ * test_mvcc_*.c -- transactions, snapshots, hint bits and vacuum
+ * (docs/engine.md, sections "Write path, WAL and commit" and "Versions and
+ * transactions"): what each promises in engine.h, proven from outside.
  *
  * A version's fate is what a reader sees; these tests never look inside
  * a page's cells.  They model every key's generation (cu_val(i, gen):

@@ -1,7 +1,7 @@
 /*
  * page_helpers.h -- what the test_page_*.c suites share (one file,
- * test_page.c, until issue 14): guarded pages, page builders and the
- * structure-check helpers. All functions are static inline: a suite that
+ * test_page.c, before the suite was split): guarded pages, page builders and
+ * the structure-check helpers. All functions are static inline: a suite that
  * uses none of one compiles without a warning.  The suites' description:
  *
  * test_page_*.c -- the page format's checks and edits (engine/page.h, page.c).

@@ -1,10 +1,10 @@
 /*
  * powerloss_helpers.h -- what the test_powerloss_*.c suites share (one
- * file, test_powerloss.c, until issue 14): the fixture (a database dir, a
- * run dir, an open journal), journaled operations done by hand, running
- * build/powerloss, the ledger read back and the data model with its judges
- * (E L S D). All functions are static inline: a suite that uses none of one
- * compiles without a warning.  The suites' description:
+ * file, test_powerloss.c, before the suite was split): the fixture (a
+ * database dir, a run dir, an open journal), journaled operations done by
+ * hand, running build/powerloss, the ledger read back and the data model with
+ * its judges (E L S D). All functions are static inline: a suite that uses
+ * none of one compiles without a warning.  The suites' description:
  *
  * test_powerloss_*.c -- the crash-simulation journal (faults/journal.c) and
  * the power-loss step (build/powerloss) make only states a power cut

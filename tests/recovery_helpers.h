@@ -1,14 +1,15 @@
 /*
  * recovery_helpers.h -- what the test_recovery_*.c suites share (one file,
- * test_recovery.c, until issue 14): reopen-and-check helpers, options and
- * the child-to-parent messages. All functions are static inline: a suite
- * that uses none of one compiles without a warning.  The suites'
+ * test_recovery.c, before the suite was split): reopen-and-check helpers,
+ * options and the child-to-parent messages. All functions are static inline:
+ * a suite that uses none of one compiles without a warning.  The suites'
  * description:
  *
  * test_recovery_*.c -- crashes at any point of the write path lose no
  * acknowledged commit, keep batches whole, rebuild torn pages from their
  * images, trim only a torn tail and report damage to the synced log
- * (DESIGN 3.4, 3.8; wal.h W1-W4; recovery.h).
+ * (docs/engine.md, "Write path, WAL and commit" and "Recovery"; wal.h W1-W4;
+ * recovery.h).
  *
  * A crash is a child process that dies: SIGKILL from the parent, _exit()
  * from an I/O hook at the Nth write, or _exit() without eng_close.  The

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# t_stress.sh -- the stress driver and the oracle, end to end (issue 5):
+# t_stress.sh -- the stress driver and the oracle, end to end
+# (docs/architecture.md, One stress process):
 #   - usage errors exit 2 and write nothing; --help and --list_fault_points
 #   - a directory the engine refuses (a lost control or data file) exits 3
 #     and is left unchanged; --destroy_db_initially starts over there
@@ -78,7 +79,8 @@ else nok "clean_run_two_threads (rc=$rc)" "$d.out"; fi
 "$S" --db "$d/db" --verification_only --max_key 3000 --report "$d/v.json" >"$d.v.out" 2>&1
 if [ $? -eq 0 ] && [ "$(jget "$d/v.json" checks.verified)" -ge 3000 ]; then ok verification_only; else nok verification_only "$d.v.out"; fi
 
-# ---- a directory the engine refuses: exit 3, nothing changed (issue 12) ----
+# ---- a directory the engine refuses: exit 3, nothing changed ----
+# (engine F1-F5; docs/engine.md, Files of a database)
 # listing DIR: every entry under DIR (type, size) and every file's sha256.
 listing() { (cd "$1" && find . -printf '%P %y %s\n' | sort && find . -type f -print0 | sort -z | xargs -0 -r sha256sum); }
 refused_run() { # NAME DIR WORDS: stress on DIR exits 3 saying WORDS; DIR's parent unchanged

@@ -1,7 +1,8 @@
 /*
  * test_checksums_off_no_crash.c -- with data_checksums off, a damaged data
- * file never crashes, hangs or trips a sanitizer (DESIGN 3.3: "every
- * decoder is bounds-checked and reports CORRUPTION on nonsense").
+ * file never crashes, hangs or trips a sanitizer (docs/engine.md, Pages and
+ * checksums: "every decoder is bounds-checked and reports CORRUPTION on
+ * nonsense").
  *
  * A database created with data_checksums = 0 (4 KiB pages, long keys,
  * overflow values, a free list) is the pristine copy.  Each round restores

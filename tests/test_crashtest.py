@@ -1,4 +1,4 @@
-"""Tests of crashtest.py (issue 8).
+"""Tests of crashtest.py (docs/architecture.md, One crashtest.py iteration).
 
 - the parameter draw is deterministic per seed, covers the table
   (protection bytes 0..8, page and cache sizes, every switch and fault
@@ -665,7 +665,8 @@ class TestRealEngine(unittest.TestCase):
 
 
 class TestMutants(unittest.TestCase):
-    """crashtest.py mutants (issue 13): the catalogue, the score, a run."""
+    """crashtest.py mutants (docs/mutants.md): the catalogue, the score,
+    a run."""
 
     def setUp(self):
         self.d = tempfile.mkdtemp(prefix="ct-mut-")

@@ -16,7 +16,8 @@
  * The fake write-backs go through flt_hooks (before, pwrite, after) as
  * the engine's io.c issues them, with injection paused.
  *
- * Static helpers copied (minimal) from test_faults.c.
+ * Static helpers copied (minimal) from test_faults.c, the suite now split
+ * into test_faults_*.c; faults_helpers.h holds the full set.
  */
 #include "crashutil.h"
 #include "faults.h"
@@ -28,7 +29,7 @@
 #define COVERED_LO 20u   /* past checksum, LSN and block (stamped on every write) */
 #define DMG_CAP 512
 
-/* ---- the ledger, read back (from test_faults.c) ---------------------------- */
+/* ---- the ledger, read back (from test_faults.c) -------------------------- */
 
 typedef struct lg {
     char **lines;
@@ -92,7 +93,7 @@ static uint64_t jmask(const char *line) {
     return jstr(line, "mask", b, sizeof b) ? strtoull(b, NULL, 16) : 0;
 }
 
-/* ---- options (from test_faults.c) ------------------------------------------- */
+/* ---- options (from test_faults.c) ----------------------------------------- */
 
 static flt_options fopts(const char *run, const char *db, uint64_t seed) {
     flt_options o;
@@ -117,7 +118,7 @@ static void kv(uint64_t i, uint32_t gen, char *k, size_t *kl, uint8_t *v, size_t
     tu_fill(v, *vl, i * 1000003u + gen);
 }
 
-/* ---- the damage table (from test_faults.c) ---------------------------------- */
+/* ---- the damage table (from test_faults.c) -------------------------------- */
 
 static size_t dmg_list(flt_ctx *f, uint64_t *s) {
     size_t n = flt_damage_present(f, s, DMG_CAP);

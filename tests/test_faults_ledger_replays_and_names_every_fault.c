@@ -196,9 +196,9 @@ TU_BACKEND_TEST(faults, same_seed_same_ledger_sync_commit, T_OPTS) {
  * engine trusts the stale meta page, hands out a block already in use
  * (21), and the put at op 144 waits for ever on a frame latch its own
  * thread holds (descend -> bp_get -> latch_confirm).  A lost write may go
- * undetected (DESIGN 4), but a hang is a failure: the engine now reports a
- * meta page that went back in time.  The child dies of SIGALRM if it ever
- * hangs again, instead of hanging the suite. */
+ * undetected (docs/fault-classes.md, lost_write), but a hang is a failure:
+ * the engine now reports a meta page that went back in time.  The child dies
+ * of SIGALRM if it ever hangs again, instead of hanging the suite. */
 TU_BACKEND_TEST(faults, engine_hang_after_lost_meta_write, .timeout = 120, .fini = cu_fini) {
     static const uint64_t mix[FLT_CLASS_COUNT] = {[FLT_READ_ERROR] = 250, [FLT_LOST_WRITE] = 150};
     const char *run = tu_tmpdir(), *dir = tu_tmpdir();

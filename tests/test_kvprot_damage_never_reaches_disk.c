@@ -375,7 +375,8 @@ KV_WIDTH_TEST(memory_accounting_follows_the_documented_rule) {
     cr_assert_eq(st.kv_protection_bytes, KVP_BYTES(w, st.kv_protection_keys, st.kv_protection_pages),
                  "w=%d: %llu bytes for %llu keys on %llu pages", w, (unsigned long long)st.kv_protection_bytes,
                  (unsigned long long)st.kv_protection_keys, (unsigned long long)st.kv_protection_pages);
-    /* the aim: at most w bytes per key plus 16 per cached page */
+    /* the aim (docs/engine.md, Cost aims): at most w bytes per key plus 16
+     * per cached page */
     cr_assert_leq(st.kv_protection_bytes, (uint64_t)w * st.kv_protection_keys + 16u * st.kv_protection_pages);
     tu_close(db);
 

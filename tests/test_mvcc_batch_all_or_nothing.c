@@ -1,8 +1,8 @@
 /*
  * test_mvcc_batch_all_or_nothing.c -- a batch is whole or absent: failed by
  * a read error, cut by a crash, read while it is applied, aborted after a
- * delete, or writing one key twice (sections 1a, 1b, 6, 12, 13 of
- * mvcc_helpers.h's list).
+ * delete, or writing one key twice (sections 1a, 1b, 6, 12, 13 below;
+ * mvcc_helpers.h lists every test of the suite).
  *
  * Part of the mvcc suite (once test_mvcc.c); the helpers it shares
  * with the other test_mvcc_*.c files are in mvcc_helpers.h.

@@ -193,7 +193,7 @@ typedef struct hint_case {
 
 ParameterizedTestParameters(mvcc, hint_only_writes_log_wal_only_when_asked) {
     static hint_case cases[] = {
-        { 0, 0, 0, 0 }, /* the case: checksums off, wal_log_hints off */
+        { 0, 0, 0, 0 }, /* checksums off, wal_log_hints off: no WAL */
         { 1, 0, 0, 0 }, /* checksums on: hints in the first sector need no WAL */
         { 0, 0, 1, 0 }, /* PostgreSQL's rule needs checksums or wal_log_hints */
         { 0, 1, 0, 1 }, /* wal_log_hints: compact hint records */

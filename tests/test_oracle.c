@@ -281,10 +281,10 @@ Test(oracle_verdict, a_dead_process_crash_is_blamed_on_its_last_fault) {
     vd_free(v);
 }
 
-/* Per-KV codes (issue 7): cache flips are judged once w >= 1; a single
- * flipped bit can never escape (the parity bit), so at any width an
- * escape of a one-bit flip fails the run; at w = 1 a few escapes of
- * two-bit flips are the code's design, within the Poisson bound. */
+/* Per-KV codes (docs/oracle.md, Narrow per-KV codes): cache flips are judged
+ * once w >= 1; a single flipped bit can never escape (the parity bit), so at
+ * any width an escape of a one-bit flip fails the run; at w = 1 a few escapes
+ * of two-bit flips are the code's design, within the Poisson bound. */
 static vd_ctx *cache_flips(int w, const char *mask, int nflips, int escapes, vd_result *res) {
     vd_config c = judging();
     c.class_on[VD_BITFLIP_CACHE] = 1;

@@ -283,7 +283,7 @@ Test(page_cells, init_lays_out_an_empty_page)
         cr_assert_eq(ph_get_upper(p), ps - (LEAF_CELL_HDR + 2));
         cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
 
-        /* The hint area's sizes as page.h states them, and room for a
+        /* The hint area's sizes as format.h states them, and room for a
          * nibble per slot of the fullest leaf (cells of 1-byte keys). */
         static const unsigned hint_bytes[] = {80, 160, 320};
         cr_assert_eq(LEAF_HINT_BYTES(ps), hint_bytes[s]);

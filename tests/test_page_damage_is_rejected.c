@@ -311,8 +311,8 @@ Test(page_verify, checks_run_in_the_documented_order)
 /* ---- garbage ---------------------------------------------------------------- */
 
 /* The rules of page.h and page.c written a second way (byte ownership map,
- * hand-rolled key order, literal offsets and sizes from page.h's drawing)
- * so that the two must agree on every page. */
+ * hand-rolled key order, literal offsets and sizes from format.h's drawing,
+ * on purpose not its constants) so that the two must agree on every page. */
 static int ref_key_less(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 {
     for (size_t i = 0; i < al && i < bl; i++)
@@ -321,7 +321,7 @@ static int ref_key_less(const uint8_t *a, size_t al, const uint8_t *b, size_t bl
     return al < bl;
 }
 
-/* Bytes of a leaf's hint area, as page.h lists them. */
+/* Bytes of a leaf's hint area, as format.h lists them. */
 static unsigned ref_hint_bytes(size_t ps) { return ps == 4096 ? 80 : ps == 8192 ? 160 : 320; }
 
 /* The five hint states: 0, 3, 5, 6, 9. */

@@ -277,10 +277,11 @@ TU_BACKEND_TEST(wal, w1_rewriting_a_partial_block_keeps_earlier_records_identica
         /* the header: position, generation, continuation and magic stay;
          * only the witness (and its checksum, and the trailers of sectors
          * that gained bytes) moves forward */
-        cr_assert(memcmp(blk1, blk2, 8) == 0 && memcmp(blk1 + 16, blk2 + 16, 8) == 0);
-        cr_assert_geq(rd64le(blk2 + 8), rd64le(blk1 + 8));
+        cr_assert(memcmp(blk1 + WB_LSN_OFF, blk2 + WB_LSN_OFF, 8) == 0 &&
+                  memcmp(blk1 + WB_GEN_OFF, blk2 + WB_GEN_OFF, WB_CHECK_OFF - WB_GEN_OFF) == 0);
+        cr_assert_geq(rd64le(blk2 + WB_DURABLE_OFF), rd64le(blk1 + WB_DURABLE_OFF));
     }
-    cr_assert_gt(rd64le(blk2 + 8), a_end, "the witness should have moved past A");
+    cr_assert_gt(rd64le(blk2 + WB_DURABLE_OFF), a_end, "the witness should have moved past A");
     wal_close(w);
     expect_clean(&f, &m, 0, 0, 0);
     model_free(&m);
@@ -337,9 +338,9 @@ TU_BACKEND_TEST(wal, reopen_in_new_generation_never_reads_stale_blocks_beyond_th
      * position whose record names the new record 2 as its predecessor */
     uint8_t blk[WAL_BLOCK];
     raw_read(&f, 3 * WAL_BLOCK, blk, WAL_BLOCK);
-    cr_assert_eq(rd64le(blk), 3 * WAL_BLOCK);
-    cr_assert_eq(blk[16], 1, "stale block 3 should be generation 1");
-    cr_assert_eq(rd64le(blk + WAL_BLOCK_HDR + 8), r2->lsn);
+    cr_assert_eq(rd64le(blk + WB_LSN_OFF), 3 * WAL_BLOCK);
+    cr_assert_eq(blk[WB_GEN_OFF], 1, "stale block 3 should be generation 1");
+    cr_assert_eq(rd64le(blk + WAL_BLOCK_HDR + XL_PREV_OFF), r2->lsn);
 
     res = read_log(&f, 0, 0, &m, 0);
     char buf[2048];

@@ -73,9 +73,9 @@ TU_BACKEND_TEST(wal, recycled_segment_stale_content_is_never_read_as_records, .f
      * (magic, checksum) of the same generation, from another position */
     uint8_t blk[WAL_BLOCK];
     raw_read(&f, end, blk, WAL_BLOCK);
-    cr_assert_eq(blk[22] | blk[23] << 8, 0xA11E, "the stale block should look like a WAL block");
-    cr_assert_eq(blk[16], 1);
-    cr_assert_neq(rd64le(blk), end);
+    cr_assert_eq(fmt_get16(blk + WB_MAGIC_OFF), WB_MAGIC, "the stale block should look like a WAL block");
+    cr_assert_eq(blk[WB_GEN_OFF], 1);
+    cr_assert_neq(rd64le(blk + WB_LSN_OFF), end);
 
     size_t from = 0;
     while (m.r[from].lsn < 4 * SEG)

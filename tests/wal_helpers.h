@@ -1,6 +1,6 @@
 /*
  * wal_helpers.h -- what the test_wal_*.c suites share (one file,
- * test_wal.c, until issue 14): the I/O hook that counts and fails
+ * test_wal.c, before the suite was split): the I/O hook that counts and fails
  * operations, the fixture, the model of what was appended, reading back and
  * raw file access. All functions are static inline: a suite that uses none
  * of one compiles without a warning.  The suites' description:
@@ -49,6 +49,7 @@
 
 #include "crc32c.h"
 #include "engine.h"
+#include "format.h"
 #include "io.h"
 #include "status.h"
 #include "testutil.h"
