@@ -45,6 +45,9 @@ endif
 
 CFLAGS_BASE := -std=gnu11 $(OPTFLAGS) $(WFLAGS) $(SANFLAGS) -D_GNU_SOURCE -pthread -I. -Iengine
 LDLIBS := -luring -lxxhash -lzstd -lpthread -lm
+# common/: header-only conventions (the seeded RNG, the key format) that
+# stress, tools, bench, tests and the fault library include; never the engine.
+COMMON_H := $(wildcard common/*.h)
 
 # Debian packages the project needs (make deps installs what is missing).
 DEB_PACKAGES := build-essential pkg-config liburing-dev libxxhash-dev libzstd-dev \
@@ -105,7 +108,7 @@ $(BUILD)/libengine-fiu.a: $(ENGINE_FIU_OBJ)
 	@$(if $(Q),echo "  AR $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/obj-fiu/faults/%.o: faults/%.c $(wildcard faults/*.h engine/*.h) | $(DEPS_STAMP)
+$(BUILD)/obj-fiu/faults/%.o: faults/%.c $(wildcard faults/*.h engine/*.h) $(COMMON_H) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CFLAGS_BASE) -Ifaults -DFIU_ENABLE -c $< -o $@
@@ -114,11 +117,11 @@ $(BUILD)/libfaults.a: $(FAULTS_OBJ)
 	@$(if $(Q),echo "  AR $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/powerloss: faults/powerloss.c $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(wildcard faults/*.h)
+$(BUILD)/powerloss: faults/powerloss.c $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(wildcard faults/*.h) $(COMMON_H)
 	@$(if $(Q),echo "  LD $@")
 	$(Q)$(CC) $(CFLAGS_BASE) -Ifaults -DFIU_ENABLE -o $@ $< $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU)
 
-$(BUILD)/obj/tools/engine-tool/%.o: tools/engine-tool/%.c $(wildcard engine/*.h tools/engine-tool/*.h) | $(DEPS_STAMP)
+$(BUILD)/obj/tools/engine-tool/%.o: tools/engine-tool/%.c $(wildcard engine/*.h tools/engine-tool/*.h) $(COMMON_H) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CFLAGS_BASE) -c $< -o $@
@@ -127,7 +130,7 @@ $(BUILD)/engine-tool: $(TOOL_OBJ) $(BUILD)/libengine.a
 	@$(if $(Q),echo "  LD $@")
 	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $^ $(LDLIBS)
 
-$(FAULT_TESTS): $(BUILD)/tests/%: tests/%.c $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(wildcard tests/*.h faults/*.h)
+$(FAULT_TESTS): $(BUILD)/tests/%: tests/%.c $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(wildcard tests/*.h faults/*.h) $(COMMON_H)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CFLAGS_BASE) -Itests -Ifaults -DFIU_ENABLE -o $@ $< $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU) -lcriterion
@@ -135,7 +138,7 @@ $(FAULT_TESTS): $(BUILD)/tests/%: tests/%.c $(BUILD)/libfaults.a $(BUILD)/libeng
 # test_oracle compiles oracle/verdict.c into itself (it tests static rules).
 $(BUILD)/tests/test_oracle: $(wildcard oracle/*.c oracle/*.h)
 
-$(BUILD)/tests/%: tests/%.c $(BUILD)/libengine.a $(wildcard tests/*.h)
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libengine.a $(wildcard tests/*.h) $(COMMON_H)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CFLAGS_BASE) -Itests -o $@ $< $(BUILD)/libengine.a $(LDLIBS) -lcriterion
@@ -154,7 +157,7 @@ test: all $(TEST_BIN) $(FUZZ_BIN)
 	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run_all.sh
 
 # Benchmarks (bench/): figures as JSON in build/bench/, never timed tests.
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libengine.a $(wildcard bench/*.h)
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libengine.a $(wildcard bench/*.h) $(COMMON_H)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $< $(BUILD)/libengine.a $(LDLIBS)
@@ -211,7 +214,7 @@ ORACLE_OBJ := $(patsubst %.c,$(BUILD)/obj-oracle/%.o,$(ORACLE_SRC))
 STRESS_SRC := $(wildcard stress/*.c)
 STRESS_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(STRESS_SRC))
 
-$(BUILD)/obj-oracle/oracle/%.o: oracle/%.c $(wildcard oracle/*.h) | $(DEPS_STAMP)
+$(BUILD)/obj-oracle/oracle/%.o: oracle/%.c $(wildcard oracle/*.h) $(COMMON_H) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CFLAGS_BASE) -c $< -o $@
@@ -220,7 +223,7 @@ $(BUILD)/liboracle.a: $(ORACLE_OBJ)
 	@$(if $(Q),echo "  AR $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/obj-fiu/stress/%.o: stress/%.c $(wildcard stress/*.h oracle/*.h faults/*.h engine/*.h) | $(DEPS_STAMP)
+$(BUILD)/obj-fiu/stress/%.o: stress/%.c $(wildcard stress/*.h oracle/*.h faults/*.h engine/*.h) $(COMMON_H) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CFLAGS_BASE) -DFIU_ENABLE -c $< -o $@
@@ -252,7 +255,7 @@ bench-stress: all $(BUILD)/stress $(BUILD)/bench/bench_stress_bare
 MUTANTS := $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' tests/mutants.txt)
 mutant_macro = ENG_BROKEN_$(shell echo '$(1)' | tr 'a-z-' 'A-Z_')
 define mutant_rules
-$(BUILD)/mutants/$(1)/obj/%.o: %.c $(wildcard engine/*.h faults/*.h) | $(DEPS_STAMP)
+$(BUILD)/mutants/$(1)/obj/%.o: %.c $(wildcard engine/*.h faults/*.h) $(COMMON_H) | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
 	@$$(if $(Q),echo "  CC $$< (mutant $(1))")
 	$(Q)$$(CC) $$(CFLAGS_BASE) -Ifaults -DFIU_ENABLE -D$(2) -DENG_MUTANT='"$(1)"' -c $$< -o $$@
@@ -263,7 +266,7 @@ $(BUILD)/mutants/$(1)/libfaults.a: $(patsubst %.c,$(BUILD)/mutants/$(1)/obj/%.o,
 $(BUILD)/mutants/$(1)/stress: $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a
 	@$$(if $(Q),echo "  LD $$@")
 	$(Q)$$(CC) $$(CFLAGS_BASE) -o $$@ $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $$(LDLIBS_FIU)
-$(BUILD)/mutants/$(1)/powerloss: faults/powerloss.c $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $(wildcard faults/*.h)
+$(BUILD)/mutants/$(1)/powerloss: faults/powerloss.c $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $(wildcard faults/*.h) $(COMMON_H)
 	@$$(if $(Q),echo "  LD $$@")
 	$(Q)$$(CC) $$(CFLAGS_BASE) -Ifaults -DFIU_ENABLE -D$(2) -DENG_MUTANT='"$(1)"' -o $$@ $$< $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $$(LDLIBS_FIU)
 .PHONY: mutant-$(1)

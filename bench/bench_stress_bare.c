@@ -18,9 +18,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/keys.h"
+#include "common/rng.h"
 #include "engine.h"
-
-#define KEY_LEN 16
 
 static eng_db *db;
 static uint64_t max_key = 100000, ops = 100000;
@@ -31,25 +31,17 @@ static double now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static uint64_t rnd(uint64_t *s) { return mix64(*s += 0x9e3779b97f4a7c15ull); }
-static uint64_t below(uint64_t *s, uint64_t n) { return (uint64_t)(((unsigned __int128)rnd(s) * n) >> 64); }
+/* Draws are common/rng.h's (stress's: multiply-high bounds), keys
+ * common/keys.h's. */
 
-static void key_of(uint64_t k, char *out) {
-    out[0] = 'k';
-    for (int i = KEY_LEN - 1; i >= 1; i--) out[i] = (char)('0' + k % 10), k /= 10;
-}
-
-/* A value as long as stress would write (12..256 bytes), cheap bytes. */
+/* A value as long as stress would write (12..256 bytes), cheap bytes: no
+ * oracle header, nothing reads them back (common/keys.h says why values
+ * stay apart). */
 static size_t value_of(uint64_t key, uint64_t v, uint8_t *buf) {
-    size_t len = 12 + (size_t)(mix64(key * 0x100000001b3ull ^ v) % (256 - 12 + 1));
-    uint64_t x = mix64(key ^ (v << 32));
+    size_t len = 12 + (size_t)(rng_mix64(key * 0x100000001b3ull ^ v) % (256 - 12 + 1));
+    uint64_t x = rng_mix64(key ^ (v << 32));
     for (size_t i = 0; i < len; i += 8) {
-        x = mix64(x);
+        x = rng_mix64(x);
         memcpy(buf + i, &x, len - i < 8 ? len - i : 8);
     }
     return len;
@@ -58,24 +50,24 @@ static size_t value_of(uint64_t key, uint64_t v, uint8_t *buf) {
 static void *worker(void *arg) {
     uint64_t s = (uint64_t)(uintptr_t)arg * 0x5851f42d4c957f2dull + 1;
     uint8_t vals[8][264];
-    char keys[8][KEY_LEN];
+    char keys[8][KEY_LEN + 1];
     eng_buf b = {0};
     for (uint64_t i = 0; i < ops; i++) {
-        uint64_t p = below(&s, 100), key = below(&s, max_key);
-        key_of(key, keys[0]);
+        uint64_t p = rng_below(&s, 100), key = rng_below(&s, max_key);
+        key_format(key, keys[0]);
         if (p < 45) {
             eng_get(db, keys[0], KEY_LEN, &b);
         } else if (p < 75) {
-            size_t n = value_of(key, rnd(&s), vals[0]);
+            size_t n = value_of(key, rng_next(&s), vals[0]);
             eng_put(db, keys[0], KEY_LEN, vals[0], n, NULL);
         } else if (p < 85) {
             eng_delete(db, keys[0], KEY_LEN, NULL);
         } else if (p < 95) {
-            uint64_t n = 1 + below(&s, 32);
+            uint64_t n = 1 + rng_below(&s, 32);
             if (key + n > max_key) n = max_key - key;
-            char hi[KEY_LEN];
-            key_of(key + n, hi);
-            eng_iter_options o = {keys[0], KEY_LEN, hi, KEY_LEN};
+            char hi[KEY_LEN + 1];
+            key_format(key + n, hi);
+            eng_iter_options o = {keys[0], KEY_LEN, hi, KEY_LEN, NULL};
             eng_iter *it;
             if (eng_iter_open(db, &o, &it) == ENG_OK) {
                 for (int rc = eng_iter_first(it); rc == ENG_OK; rc = eng_iter_next(it)) {
@@ -87,13 +79,13 @@ static void *worker(void *arg) {
             }
         } else {
             eng_op opv[8];
-            size_t n = 2 + below(&s, 7);
+            size_t n = 2 + rng_below(&s, 7);
             for (size_t j = 0; j < n; j++) {
-                uint64_t k = below(&s, max_key);
-                key_of(k, keys[j]);
-                int del = below(&s, 4) == 0;
+                uint64_t k = rng_below(&s, max_key);
+                key_format(k, keys[j]);
+                int del = rng_below(&s, 4) == 0;
                 opv[j] = (eng_op){.kind = del ? ENG_OP_DELETE : ENG_OP_PUT, .key = keys[j], .klen = KEY_LEN};
-                if (!del) opv[j].val = vals[j], opv[j].vlen = value_of(k, rnd(&s), vals[j]);
+                if (!del) opv[j].val = vals[j], opv[j].vlen = value_of(k, rng_next(&s), vals[j]);
             }
             eng_write(db, opv, n, NULL);
         }
@@ -126,9 +118,9 @@ int main(int argc, char **argv) {
     if (rc) { fprintf(stderr, "bench_stress_bare: open: %s\n", eng_strerror(rc)); return 3; }
     if (fill) {
         uint8_t v[264];
-        char k[KEY_LEN];
+        char k[KEY_LEN + 1];
         for (uint64_t i = 0; i < max_key; i++) {
-            key_of(i, k);
+            key_format(i, k);
             size_t n = value_of(i, 1, v);
             if ((rc = eng_put(db, k, KEY_LEN, v, n, NULL))) { fprintf(stderr, "fill: %s\n", eng_strerror(rc)); return 3; }
         }

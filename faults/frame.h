@@ -40,6 +40,8 @@
  * engine internal). */
 #include "format.h"
 
+#include "common/rng.h"
+
 #define FLT_MAX_POINTS 64 /* flt_counts.point_hits has 64 slots */
 
 /* The header bytes a write of a page stamps every time (checksum, LSN,
@@ -47,31 +49,28 @@
  * compared past them (D7). */
 #define FLT_PAGE_STAMPED (PH_BLOCK_OFF + 4u)
 
-/* ---- PRNG: one splitmix64 stream per (seed, thread, class) ---- */
+/* ---- PRNG: one splitmix64 stream per (seed, thread, class) ----
+ * The generator is common/rng.h's; flt_rng names a stream of it in the
+ * frame's structs, and the seeding below (which streams a seed gives) is
+ * the fault library's own. */
 
 typedef struct flt_rng {
     uint64_t s;
 } flt_rng;
 
-static inline uint64_t flt_mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static inline void flt_rng_seed(flt_rng *r, uint64_t seed, int thread, int cls) {
     uint64_t t = (uint64_t)(int64_t)thread;
-    r->s = flt_mix64(flt_mix64(flt_mix64(seed) ^ (t * 0x9e3779b97f4a7c15ull + 0x7f4a7c15ull)) ^
+    r->s = rng_mix64(rng_mix64(rng_mix64(seed) ^ (t * RNG_GOLDEN + 0x7f4a7c15ull)) ^
                      ((uint64_t)cls * 0xd1b54a32d192ed03ull + 1));
 }
 
 static inline uint64_t flt_rng_next(flt_rng *r) {
-    return flt_mix64(r->s += 0x9e3779b97f4a7c15ull);
+    return rng_next(&r->s);
 }
 
 /* Uniform in [0, n) (n > 0), by multiply-high: no modulo bias worth the name. */
 static inline uint64_t flt_rng_below(flt_rng *r, uint64_t n) {
-    return (uint64_t)(((unsigned __int128)flt_rng_next(r) * n) >> 64);
+    return rng_below(&r->s, n);
 }
 
 /* ---- per-thread state ---- */

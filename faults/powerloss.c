@@ -99,6 +99,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "common/rng.h"
 #include "journal_int.h"
 #include "ledger.h"
 
@@ -153,26 +154,19 @@ static char *xstrndup(const char *s, size_t n) {
     return p;
 }
 
-/* ---- PRNG: xoshiro256** seeded through splitmix64 --------------------------------- */
+/* ---- PRNG: xoshiro256** seeded through splitmix64 (common/rng.h) ------------------ */
 
-typedef struct rng {
+typedef struct xoshiro {
     uint64_t s[4];
-} rng;
+} xoshiro;
 
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static void rng_seed(rng *r, uint64_t seed) {
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&seed);
+static void xo_seed(xoshiro *r, uint64_t seed) {
+    for (int i = 0; i < 4; i++) r->s[i] = rng_next(&seed);
 }
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-static uint64_t rng_next(rng *r) {
+static uint64_t xo_next(xoshiro *r) {
     uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
     s[2] ^= s[0];
     s[3] ^= s[1];
@@ -184,12 +178,12 @@ static uint64_t rng_next(rng *r) {
 }
 
 /* Uniform in [0, n) (n small: the modulo bias is below 2^-50). */
-static uint64_t rng_below(rng *r, uint64_t n) { return rng_next(r) % n; }
+static uint64_t xo_below(xoshiro *r, uint64_t n) { return xo_next(r) % n; }
 
 /* The seed of variant V: in-place runs use variant 0's. */
 static uint64_t variant_seed(uint64_t seed, unsigned v) {
     uint64_t x = seed ^ (0xD1B54A32D192ED03ull * (v + 1));
-    return splitmix64(&x);
+    return rng_next(&x);
 }
 
 /* ---- the shared analysis (journal_int.h), with exits on failure -------------------- */
@@ -273,7 +267,7 @@ typedef struct variant {
     const char *run;
     unsigned index;
     int mode;
-    rng rng;
+    xoshiro rng;
     flt_ledger *ledger;
     strmap names;          /* journal name -> index in files */
     pfile **files;
@@ -394,9 +388,9 @@ static void step_write(variant *v, const pl_op *o) {
     v->st.unsynced++;
     int d;
     switch (v->mode) {
-    case MODE_ROLLBACK: d = rng_below(&v->rng, 2) ? W_ROLLBACK : W_KEEP; break;
+    case MODE_ROLLBACK: d = xo_below(&v->rng, 2) ? W_ROLLBACK : W_KEEP; break;
     case MODE_TEAR: d = W_TEAR; break;
-    default: d = (int)rng_below(&v->rng, 3); break; /* W_KEEP, W_ROLLBACK, W_TEAR */
+    default: d = (int)xo_below(&v->rng, 3); break; /* W_KEEP, W_ROLLBACK, W_TEAR */
     }
     /* Units of the write (P5): absolute sectors, doubled until at most
      * 1024 of them. */
@@ -409,7 +403,7 @@ static void step_write(variant *v, const pl_op *o) {
     }
     size_t nu = (size_t)(last - first + 1);
     if (d == W_TEAR && nu == 1) /* one unit cannot tear: it stays or goes */
-        d = rng_below(&v->rng, 2) ? W_ROLLBACK : W_KEEP;
+        d = xo_below(&v->rng, 2) ? W_ROLLBACK : W_KEEP;
     if (d == W_KEEP) {
         v->st.kept_unsynced++;
         iv_add(&f->kept, r->offset, end);
@@ -422,11 +416,11 @@ static void step_write(variant *v, const pl_op *o) {
         snprintf(disk_note, sizeof disk_note, " disk=%s", f->disk);
     if (d == W_TEAR) {
         size_t nk = 0;
-        for (size_t i = 0; i < nu; i++) nk += kept[i] = (uint8_t)rng_below(&v->rng, 2);
+        for (size_t i = 0; i < nu; i++) nk += kept[i] = (uint8_t)xo_below(&v->rng, 2);
         /* A tear keeps some and loses some: all or nothing is keep or
          * rollback, which the other modes cover. */
         if (nu >= 2 && (nk == 0 || nk == nu)) {
-            size_t flip = (size_t)rng_below(&v->rng, nu);
+            size_t flip = (size_t)xo_below(&v->rng, nu);
             kept[flip] ^= 1;
         }
         char hex[260];
@@ -461,7 +455,7 @@ static void step_write(variant *v, const pl_op *o) {
 }
 
 /* Coin for an unsynced metadata operation: 1 = undo. */
-static int undo_coin(variant *v) { return v->mode != MODE_KEEP && rng_below(&v->rng, 2) == 1; }
+static int undo_coin(variant *v) { return v->mode != MODE_KEEP && xo_below(&v->rng, 2) == 1; }
 
 static void step_truncate(variant *v, const pl_op *o) {
     const jr_rec *r = &o->r;
@@ -852,7 +846,7 @@ int main(int argc, char **argv) {
         var.mode = mode;
         var.ledger = ledger;
         uint64_t vs = variant_seed(seed, (unsigned)k);
-        rng_seed(&var.rng, vs);
+        xo_seed(&var.rng, vs);
         if (!have_variants) g_changing = root;
         run_variant(&var, &jv);
         printf("powerloss: %s: mode %s, seed %" PRIu64 " variant %u: %" PRIu64 " writes journaled, %" PRIu64

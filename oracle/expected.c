@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/rng.h"
 #include "expected.h"
 
 #define MAGIC 0x313058455043524full /* "ORCEXP01" */
@@ -229,12 +230,8 @@ int orc_checkpoint_trace(orc_state *s, uint64_t r) {
 
 /* ---- values ---- */
 
-static uint64_t mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
+/* One splitmix64 step from X (common/rng.h): X is a state, not a stream. */
+static uint64_t mix(uint64_t x) { return rng_next(&x); }
 
 size_t orc_value_len(uint64_t key, uint32_t v, size_t min_len, size_t max_len) {
     if (min_len < 12) min_len = 12;
@@ -273,21 +270,5 @@ int orc_value_whose(const uint8_t *buf, size_t len, uint64_t *key, uint32_t *v) 
     if (len < 12) return -1;
     memcpy(key, buf, 8);
     memcpy(v, buf + 8, 4);
-    return 0;
-}
-
-void orc_key(uint64_t key, char out[ORC_KEY_LEN + 1]) {
-    snprintf(out, ORC_KEY_LEN + 1, "k%015llu", (unsigned long long)key);
-}
-
-int orc_key_parse(const void *k, size_t len, uint64_t *key) {
-    const char *p = k;
-    if (len != ORC_KEY_LEN || p[0] != 'k') return -1;
-    uint64_t x = 0;
-    for (size_t i = 1; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9') return -1;
-        x = x * 10 + (uint64_t)(p[i] - '0');
-    }
-    *key = x;
     return 0;
 }

@@ -49,7 +49,8 @@
 #include <stdint.h>
 
 #define ORC_DEL 0xffffffffu
-#define ORC_KEY_LEN 16 /* "k" + 15 digits: the same keys engine-tool load writes */
+/* Keys are common/keys.h's ("k" + 15 digits: the same keys engine-tool load
+ * writes); a key number is the oracle's KEY. */
 
 typedef struct orc_state orc_state;
 
@@ -119,9 +120,5 @@ int orc_value_is(uint64_t key, uint32_t v, const uint8_t *buf, size_t len, size_
 int orc_value_ok(uint64_t key, uint32_t v, const uint8_t *buf, size_t len, size_t min_len, size_t max_len);
 /* Decode the (key, value seed) a value claims to be, for messages. */
 int orc_value_whose(const uint8_t *buf, size_t len, uint64_t *key, uint32_t *v);
-
-void orc_key(uint64_t key, char out[ORC_KEY_LEN + 1]);
-/* Parse a key; 0 on success. */
-int orc_key_parse(const void *k, size_t len, uint64_t *key);
 
 #endif

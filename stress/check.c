@@ -77,10 +77,10 @@ void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, in
     if (!g.measuring && !v6b) atomic_fetch_add(&g.failures, 1);
     pthread_mutex_lock(&g.mu);
     if (g.detailed++ < MAX_DETAILED) {
-        char exp[256], got[256], ks[ORC_KEY_LEN + 1];
+        char exp[256], got[256], ks[KEY_LEN + 1];
         describe_expected(exp, sizeof exp, a, b);
         describe_value(got, sizeof got, key, found, buf, len);
-        st_key_of(key, ks);
+        key_format(key, ks);
         fprintf(stderr, "stress: %s %s (%s): key %s (%llu), thread %d, op %llu:%llu\n",
                 g.measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
                 : v6b       ? "SUSPECT (a block a misdirected write missed reads old; the verdict below decides)"
@@ -172,10 +172,10 @@ static void adopt(uint64_t key, int ok, orc_entry e, int st, const uint8_t *buf,
 
 
 static int verify_key(worker *w, uint64_t key, st_buf *b, int after_crash, const char *what) {
-    char ks[ORC_KEY_LEN + 1];
-    st_key_of(key, ks);
+    char ks[KEY_LEN + 1];
+    key_format(key, ks);
     orc_entry e = orc_get(g.exp, key);
-    int st = g.E->get(g.db, ks, ORC_KEY_LEN, b);
+    int st = g.E->get(g.db, ks, KEY_LEN, b);
     if (w) st_note_error(w, st); /* an injected error this check met was reported, not swallowed */
     int ok = st_check_answer(w, key, st, b->data, b->len, e, e, 0, after_crash, what);
     adopt(key, ok, e, st, b->data, b->len);
@@ -204,17 +204,17 @@ uint64_t st_verify_all(worker *w, int after_crash, const char *what) {
     uint64_t bad = 0, next = 0;
     st_buf b = {0};
     while (next < g.o.max_key) {
-        char lo[ORC_KEY_LEN + 1];
-        st_key_of(next, lo);
+        char lo[KEY_LEN + 1];
+        key_format(next, lo);
         st_iter *it = NULL;
-        int st = g.E->iter_open(g.db, lo, ORC_KEY_LEN, NULL, 0, &it);
+        int st = g.E->iter_open(g.db, lo, KEY_LEN, NULL, 0, &it);
         if (st == ST_OK) st = g.E->iter_first(it);
         while (st == ST_OK) {
             size_t kl, vl;
             const void *k = g.E->iter_key(it, &kl);
             const uint8_t *v = g.E->iter_value(it, &vl);
             uint64_t key;
-            if (orc_key_parse(k, kl, &key) || key >= g.o.max_key) {
+            if (key_parse(k, kl, &key) || key >= g.o.max_key) {
                 /* a key this run never writes: nothing should be there */
                 fprintf(stderr, "stress: FAILURE: unexpected key '%.*s' in the database\n    repro: %s\n",
                         (int)(kl < 64 ? kl : 64), (const char *)k, g.repro);

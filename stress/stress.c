@@ -368,7 +368,7 @@ static int run_workers(int failed, pthread_t *wd) {
     for (uint64_t i = 0; i < g.o.threads; i++) {
         worker *w = &g.w[i];
         w->id = (int)i;
-        w->rng = st_mix64(g.o.seed ^ st_mix64(i + 1) ^ 0x5354524553530000ull);
+        w->rng = rng_mix64(g.o.seed ^ rng_mix64(i + 1) ^ 0x5354524553530000ull);
         w->hash = XXH3_createState();
         XXH3_64bits_reset(w->hash);
         w->vbuf = malloc(MAX_BATCH * maxv);

@@ -29,6 +29,8 @@
 #include <xxhash.h>
 
 #include "adapter.h"
+#include "common/keys.h"
+#include "common/rng.h"
 #include "faults/faults.h"
 #include "oracle/expected.h"
 #include "oracle/verdict.h"
@@ -131,8 +133,6 @@ extern st_driver g;
 
 /* workload.c */
 void st_check_doubts(worker *w, int after_crash);
-void st_key_of(uint64_t k, char out[ORC_KEY_LEN + 1]);
-uint64_t st_mix64(uint64_t z);
 void st_note_error(worker *w, int st);
 double st_now(void);
 int st_open_db(worker *w);

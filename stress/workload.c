@@ -16,31 +16,16 @@ double st_now(void) {
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* ---- randomness: one splitmix64 stream per thread ---- */
+/* ---- randomness: one splitmix64 stream per thread (common/rng.h) ---- */
 
-uint64_t st_mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static uint64_t rnd(worker *w) { return st_mix64(w->rng += 0x9e3779b97f4a7c15ull); }
-static uint64_t below(worker *w, uint64_t n) { return (uint64_t)(((unsigned __int128)rnd(w) * n) >> 64); }
+static uint64_t rnd(worker *w) { return rng_next(&w->rng); }
+static uint64_t below(worker *w, uint64_t n) { return rng_below(&w->rng, n); }
 static int one_in(worker *w, uint64_t n) { return n && below(w, n) == 0; }
 
-/* ---- keys and values ---- */
-
-/* "k" + 15 digits, as orc_key writes it, without snprintf. */
-void st_key_of(uint64_t k, char out[ORC_KEY_LEN + 1]) {
-    out[0] = 'k';
-    for (int i = ORC_KEY_LEN - 1; i >= 1; i--) {
-        out[i] = (char)('0' + k % 10);
-        k /= 10;
-    }
-    out[ORC_KEY_LEN] = 0;
-}
+/* ---- values (keys: common/keys.h's key_format) ---- */
 
 static size_t vlen_of(uint64_t key, uint32_t v) {
-    if (g.large_one_in && st_mix64(key * 0x100000001b3ull ^ ((uint64_t)v << 17)) % g.large_one_in == 0)
+    if (g.large_one_in && rng_mix64(key * 0x100000001b3ull ^ ((uint64_t)v << 17)) % g.large_one_in == 0)
         return orc_value_len(key, v, g.vmax + 1 > 4096 ? g.vmax + 1 : 4096, g.large_max);
     return orc_value_len(key, v, g.vmin, g.vmax);
 }
@@ -131,12 +116,12 @@ void st_note_error(worker *w, int st) {
 }
 
 static void do_get(worker *w, uint64_t key) {
-    char ks[ORC_KEY_LEN + 1];
-    st_key_of(key, ks);
+    char ks[KEY_LEN + 1];
+    key_format(key, ks);
     unsigned s = orc_stripe(g.exp, key);
     uint64_t v0 = atomic_load_explicit(&g.stripe_ver[s], memory_order_acquire);
     orc_entry a = orc_get(g.exp, key);
-    int st = g.E->get(g.db, ks, ORC_KEY_LEN, &w->rbuf);
+    int st = g.E->get(g.db, ks, KEY_LEN, &w->rbuf);
     orc_entry b = orc_get(g.exp, key);
     uint64_t v1 = atomic_load_explicit(&g.stripe_ver[s], memory_order_acquire);
     st_note_error(w, st);
@@ -244,7 +229,7 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
     for (size_t i = 0; i < ns; i++) orc_lock_stripe(g.exp, stripes[i]);
 
     st_op ops[MAX_BATCH];
-    char kbuf[MAX_BATCH][ORC_KEY_LEN + 1];
+    char kbuf[MAX_BATCH][KEY_LEN + 1];
     uint32_t vs[MAX_BATCH];
     size_t m = 0;
     size_t maxv = g.large_one_in ? g.large_max : g.vmax;
@@ -254,8 +239,8 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
         if (e.pending) continue; /* S2: in doubt until a reopen resolves it */
         int del = type == OP_DEL || (type == OP_BATCH && below(w, 4) == 0);
         uint32_t v = del ? ORC_DEL : orc_next_value(g.exp, keys[i], rnd(w));
-        st_key_of(keys[i], kbuf[m]);
-        ops[m] = (st_op){.kind = del ? ST_DELETE : ST_PUT, .key = kbuf[m], .klen = ORC_KEY_LEN};
+        key_format(keys[i], kbuf[m]);
+        ops[m] = (st_op){.kind = del ? ST_DELETE : ST_PUT, .key = kbuf[m], .klen = KEY_LEN};
         if (!del) {
             uint8_t *val = w->vbuf + m * maxv;
             size_t len = vlen_of(keys[i], v);
@@ -346,25 +331,25 @@ static void snap_take(worker *w) {
 }
 
 static void snap_check(worker *w) {
-    char ks[ORC_KEY_LEN + 1];
+    char ks[KEY_LEN + 1];
     char what[96];
     snprintf(what, sizeof what, "read at a snapshot (seq %llu)", (unsigned long long)w->snap_seq);
     for (int i = 0; i < w->snap_n; i++) {
         uint64_t key = w->snap_key + (uint64_t)i;
-        st_key_of(key, ks);
-        int st = g.E->get_at(g.db, w->snap, ks, ORC_KEY_LEN, &w->rbuf);
+        key_format(key, ks);
+        int st = g.E->get_at(g.db, w->snap, ks, KEY_LEN, &w->rbuf);
         st_note_error(w, st);
         if (!w->snap_known[i]) continue;
         orc_entry e = {w->snap_v[i], 0};
         st_check_answer(w, key, st, w->rbuf.data, w->rbuf.len, e, e, 0, 0, what);
     }
     /* The same keys through an iterator on the snapshot. */
-    char lo[ORC_KEY_LEN + 1], hi[ORC_KEY_LEN + 1];
-    st_key_of(w->snap_key, lo);
-    st_key_of(w->snap_key + (uint64_t)w->snap_n, hi);
+    char lo[KEY_LEN + 1], hi[KEY_LEN + 1];
+    key_format(w->snap_key, lo);
+    key_format(w->snap_key + (uint64_t)w->snap_n, hi);
     st_iter *it = NULL;
     int seen[SNAP_KEYS] = {0};
-    int st = g.E->iter_open_at(g.db, w->snap, lo, ORC_KEY_LEN, hi, ORC_KEY_LEN, &it);
+    int st = g.E->iter_open_at(g.db, w->snap, lo, KEY_LEN, hi, KEY_LEN, &it);
     if (st == ST_OK) st = g.E->iter_first(it);
     snprintf(what, sizeof what, "scan at a snapshot (seq %llu)", (unsigned long long)w->snap_seq);
     while (st == ST_OK) {
@@ -372,7 +357,7 @@ static void snap_check(worker *w) {
         const void *k = g.E->iter_key(it, &kl);
         const void *v = g.E->iter_value(it, &vl);
         uint64_t key;
-        if (orc_key_parse(k, kl, &key) || key < w->snap_key || key >= w->snap_key + (uint64_t)w->snap_n) break;
+        if (key_parse(k, kl, &key) || key < w->snap_key || key >= w->snap_key + (uint64_t)w->snap_n) break;
         int i = (int)(key - w->snap_key);
         seen[i] = 1;
         if (w->snap_known[i]) {
@@ -413,9 +398,9 @@ static void do_scan(worker *w, uint64_t start) {
         v0[i] = atomic_load_explicit(&g.stripe_ver[orc_stripe(g.exp, start + i)], memory_order_acquire);
         a[i] = orc_get(g.exp, start + i);
     }
-    char lo[ORC_KEY_LEN + 1], hi[ORC_KEY_LEN + 1];
-    st_key_of(start, lo);
-    st_key_of(start + n, hi);
+    char lo[KEY_LEN + 1], hi[KEY_LEN + 1];
+    key_format(start, lo);
+    key_format(start + n, hi);
     int sts[MAX_SCAN];
     const uint8_t *vals[MAX_SCAN];
     size_t lens[MAX_SCAN];
@@ -424,7 +409,7 @@ static void do_scan(worker *w, uint64_t start) {
     size_t offs[MAX_SCAN];
     for (uint64_t i = 0; i < n; i++) sts[i] = ST_NOTFOUND, vals[i] = NULL, lens[i] = 0;
     st_iter *it = NULL;
-    int st = g.E->iter_open(g.db, lo, ORC_KEY_LEN, hi, ORC_KEY_LEN, &it);
+    int st = g.E->iter_open(g.db, lo, KEY_LEN, hi, KEY_LEN, &it);
     if (st == ST_OK) st = g.E->iter_first(it);
     unsigned seen = 0;
     int bad_key = 0;
@@ -433,7 +418,7 @@ static void do_scan(worker *w, uint64_t start) {
         const void *k = g.E->iter_key(it, &kl);
         const void *v = g.E->iter_value(it, &vl);
         uint64_t key;
-        if (orc_key_parse(k, kl, &key) || key < start || key >= start + n) { bad_key = 1; break; }
+        if (key_parse(k, kl, &key) || key < start || key >= start + n) { bad_key = 1; break; }
         if (copy_len + vl > copy_cap) {
             size_t nc = (copy_len + vl) * 2 + 256;
             uint8_t *p = realloc(copies, nc);

@@ -25,7 +25,9 @@
 
 #include "testutil.h"
 
+#include "common/keys.h"
 #include "format.h"
+
 #include "page.h"
 
 /* ---- crash children ------------------------------------------------------ */
@@ -157,30 +159,24 @@ static inline uint64_t cu_now_ms(void) {
 static inline uint64_t cu_seed(uint64_t salt) {
     const char *s = getenv("CU_SEED");
     uint64_t base = s ? strtoull(s, NULL, 0) : 0x5eed2024ull;
-    return tu_mix64(base ^ tu_mix64(salt));
+    return rng_mix64(base ^ rng_mix64(salt));
 }
 
 /* ---- keys and values ------------------------------------------------------- */
 
-#define CU_KLEN 16
+#define CU_KLEN KEY_LEN /* common/keys.h's keys */
 #define CU_VMAX 512
 
-/* Key number I: "k%015llu" (16 bytes, no NUL). */
+/* Key number I: "k%015llu" (16 bytes and a NUL; I mod 10^15). */
 static inline size_t cu_key(char buf[CU_KLEN + 1], uint64_t i) {
-    snprintf(buf, CU_KLEN + 1, "k%015llu", (unsigned long long)(i % 1000000000000000ull));
+    key_format(i, buf);
     return CU_KLEN;
 }
 
 /* Parse a key made by cu_key; -1 if it is not one. */
 static inline int64_t cu_key_index(const void *k, size_t kl) {
-    const char *c = k;
-    if (kl != CU_KLEN || c[0] != 'k') return -1;
-    int64_t v = 0;
-    for (size_t j = 1; j < CU_KLEN; j++) {
-        if (c[j] < '0' || c[j] > '9') return -1;
-        v = v * 10 + (c[j] - '0');
-    }
-    return v;
+    uint64_t v;
+    return key_parse(k, kl, &v) ? -1 : (int64_t)v;
 }
 
 /* Value of key I at generation GEN: 12-byte header (u32 index, u32 gen,
@@ -188,7 +184,7 @@ static inline int64_t cu_key_index(const void *k, size_t kl) {
  * makes the body repetitive text (zstd shrinks pages of such values).  The
  * length depends on I only (an update keeps the length).  Returns it. */
 static inline size_t cu_val(uint8_t buf[CU_VMAX], uint64_t i, uint32_t gen, uint32_t tag, int compressible) {
-    size_t len = 40 + (size_t)(tu_mix64(i) % 90);
+    size_t len = 40 + (size_t)(rng_mix64(i) % 90);
     uint32_t h[3] = { (uint32_t)i, gen, tag };
     memcpy(buf, h, sizeof h);
     if (compressible) {
@@ -196,7 +192,7 @@ static inline size_t cu_val(uint8_t buf[CU_VMAX], uint64_t i, uint32_t gen, uint
         int pl = snprintf(pat, sizeof pat, "value-of-%llu-gen-%u;", (unsigned long long)i, gen);
         for (size_t j = 12; j < len; j++) buf[j] = (uint8_t)pat[(j - 12) % (size_t)pl];
     } else {
-        tu_fill(buf + 12, len - 12, tu_mix64(i * 1000003u + gen * 7919u + tag));
+        tu_fill(buf + 12, len - 12, rng_mix64(i * 1000003u + gen * 7919u + tag));
     }
     return len;
 }

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "common/rng.h"
 #include "page.h"
 
 #define GUARD 4096u
@@ -60,14 +61,8 @@ static inline void guarded_free(uint8_t *page, size_t ps)
 }
 
 static uint64_t rng;
-static inline uint64_t rnd(void) /* splitmix64 */
-{
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static inline unsigned below(unsigned n) { return (unsigned)(rnd() % n); }
+static inline uint64_t rnd(void) { return rng_next(&rng); } /* splitmix64 (common/rng.h) */
+static inline unsigned below(unsigned n) { return (unsigned)rng_mod(&rng, n); }
 
 /* Insert into a leaf in key order (one version, xmin 1); the test owns the
  * room check. */

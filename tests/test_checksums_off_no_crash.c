@@ -462,7 +462,7 @@ static void run_rounds(int backend, uint64_t base_seed) {
     round_ctx x = { 0 };
     for (int round = 0; round < ROUNDS; round++) {
         x.round = round;
-        x.seed = only ? strtoull(only, NULL, 0) : tu_mix64(base_seed + (uint64_t)round);
+        x.seed = only ? strtoull(only, NULL, 0) : rng_mix64(base_seed + (uint64_t)round);
         cur_round = round;
         cur_seed = x.seed;
         alarm(WATCHDOG_SECONDS);

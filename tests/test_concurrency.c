@@ -66,10 +66,10 @@ static void fail(const char *fmt, ...) {
 }
 
 /* The writer's op for version V of key I: 1 = delete. */
-static int is_delete(uint32_t i, uint32_t v) { return tu_mix64(((uint64_t)i << 32) | v) % 4 == 0; }
+static int is_delete(uint32_t i, uint32_t v) { return rng_mix64(((uint64_t)i << 32) | v) % 4 == 0; }
 
 static size_t value_len(uint32_t i, uint32_t v) {
-    uint64_t h = tu_mix64(((uint64_t)v << 32) | i | 0x8000000000000000ull);
+    uint64_t h = rng_mix64(((uint64_t)v << 32) | i | 0x8000000000000000ull);
     if (h % 250 == 0) return 12 + 9000 + h % 12000; /* overflow */
     return 12 + h % 200;
 }

@@ -376,7 +376,7 @@ static int cw_before(void *ctx, eng_io_op *op) {
 /* Batch W of round SEED: 1..4 ops on keys below CW_KEYS (put at gen W or
  * delete), no key twice. */
 static void cw_batch(uint64_t seed, uint32_t w, batch *b) {
-    tu_rng r = { tu_mix64(seed ^ (uint64_t)w * 0x9e37u) };
+    tu_rng r = { rng_mix64(seed ^ (uint64_t)w * 0x9e37u) };
     b->n = 0;
     size_t ops = (size_t)tu_range(&r, 1, 4);
     for (size_t j = 0; j < ops; j++) {

@@ -130,10 +130,10 @@ Test(mvcc, snapshot_reads_old_values_across_writes_and_vacuum, T_OPTS) {
 #define LV_MAX 13000u
 
 static size_t lv_val(uint8_t *buf, uint64_t i, int32_t gen) {
-    size_t len = 1500 + (size_t)(tu_mix64(i * 31u + (uint64_t)gen) % (LV_MAX - 1500));
+    size_t len = 1500 + (size_t)(rng_mix64(i * 31u + (uint64_t)gen) % (LV_MAX - 1500));
     uint32_t h[2] = { (uint32_t)i, (uint32_t)gen };
     memcpy(buf, h, sizeof h);
-    tu_fill(buf + sizeof h, len - sizeof h, tu_mix64(i * 7919u + (uint64_t)gen * 104729u));
+    tu_fill(buf + sizeof h, len - sizeof h, rng_mix64(i * 7919u + (uint64_t)gen * 104729u));
     return len;
 }
 

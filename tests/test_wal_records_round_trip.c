@@ -135,7 +135,7 @@ static uint64_t gc_seed(int tid, int seq)
 
 static size_t gc_len(int tid, int seq)
 {
-    return 16 + (size_t)(tu_mix64(gc_seed(tid, seq)) % 3000);
+    return 16 + (size_t)(rng_mix64(gc_seed(tid, seq)) % 3000);
 }
 
 /* Payload of thread TID's record SEQ: (tid, seq) then seeded bytes. */

@@ -34,6 +34,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
+#include "common/rng.h"
 #include "engine.h"
 
 /* ---- one test per I/O backend ------------------------------------------ */
@@ -141,18 +142,13 @@ static inline void tu_copy_dir(const char *src, const char *dst) {
     closedir(d);
 }
 
-/* ---- PRNG: splitmix64 -------------------------------------------------------- */
+/* ---- PRNG: splitmix64 (common/rng.h) ------------------------------------------ */
 
 typedef struct tu_rng { uint64_t s; } tu_rng;
 
-static inline uint64_t tu_mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static inline uint64_t tu_next(tu_rng *r) { return tu_mix64(r->s += 0x9e3779b97f4a7c15ull); }
-/* Uniform-ish in [0, n); n > 0. */
-static inline uint64_t tu_below(tu_rng *r, uint64_t n) { return tu_next(r) % n; }
+static inline uint64_t tu_next(tu_rng *r) { return rng_next(&r->s); }
+/* Uniform-ish in [0, n); n > 0 (by remainder, as the suites' seeds replay). */
+static inline uint64_t tu_below(tu_rng *r, uint64_t n) { return rng_mod(&r->s, n); }
 /* Uniform-ish in [lo, hi]. */
 static inline uint64_t tu_range(tu_rng *r, uint64_t lo, uint64_t hi) { return lo + tu_below(r, hi - lo + 1); }
 

@@ -14,7 +14,9 @@ system headers are left out), then checks:
       inspect.h.  tests/ is exempt: its suites are white-box tests of the
       engine's layers (a suite for page.c includes page.h), the way
       SQLite's test*.c files include sqliteInt.h;
-  G3  no source file (.c, .h, .py) is longer than MAX_LINES.
+  G3  no source file (.c, .h, .py) is longer than MAX_LINES;
+  G4  engine/ never includes common/ (the conventions of the programs
+      around the engine: the seeded RNG, the key format).
 
 Exit 0 when every rule holds, 1 when one is broken (each breach printed),
 2 on a usage error.  Standard library only: `make deps-graph` runs it.
@@ -25,7 +27,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FOLDERS = ["engine", "faults", "oracle", "stress", "bench", "tools", "tests", "crashtest"]
+FOLDERS = ["engine", "common", "faults", "oracle", "stress", "bench", "tools", "tests", "crashtest"]
 ENGINE_DOORS = {"engine/engine.h", "engine/format.h", "engine/inspect.h"}
 G2_EXEMPT = ("tests/",)
 MAX_LINES = 1200
@@ -145,6 +147,10 @@ def main(argv=None):
                 if p.startswith("engine/") and p not in ENGINE_DOORS:
                     breaches.append("G2 %s includes %s (outside engine/ only %s)" %
                                     (f, p, ", ".join(sorted(ENGINE_DOORS))))
+        if f.startswith("engine/"):
+            for p in incs:
+                if p.startswith("common/"):
+                    breaches.append("G4 %s includes %s (the engine never includes common/)" % (f, p))
     medges, contract = {}, contracts(graph)
     for f, incs in graph.items():
         for p in incs:
@@ -166,8 +172,8 @@ def main(argv=None):
         print("deps-graph: %d breach(es)" % len(breaches), file=sys.stderr)
         return 1
     if not a.quiet:
-        print("deps-graph: no circle; engine internals stay in engine/ (tests exempt); no file over %d lines"
-              % MAX_LINES)
+        print("deps-graph: no circle; engine internals stay in engine/ (tests exempt); no file over %d lines;"
+              " the engine includes nothing of common/" % MAX_LINES)
     return 0
 
 

@@ -9,30 +9,18 @@
 #include <string.h>
 
 #include "engine.h"
+#include "common/rng.h"
 #include "tool.h"
 
 /* ---- keys and values -------------------------------------------------------- */
-
-void key_for(uint64_t index, char key[KEY_LEN + 8])
-{
-    snprintf(key, KEY_LEN + 8, "k%015llu", (unsigned long long)index);
-}
-
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 /* The value load writes for key INDEX: LEN bytes of a splitmix64 stream
  * seeded by (INDEX, SEED).  Deterministic; check recomputes it. */
 void value_for(uint64_t index, uint64_t seed, uint8_t *buf, size_t len)
 {
-    uint64_t state = (index * 0x9E3779B97F4A7C15ull) ^ seed;
+    uint64_t state = (index * RNG_GOLDEN) ^ seed;
     for (size_t off = 0; off < len; off += 8) {
-        uint64_t r = splitmix64(&state);
+        uint64_t r = rng_next(&state);
         size_t n = len - off < 8 ? len - off : 8;
         memcpy(buf + off, &r, n);
     }
@@ -88,8 +76,8 @@ int cmd_load(const tool_args *a)
                     s.wal_segment_size, a->wal_segment_size);
     }
     for (uint64_t i = 0; i < a->keys; i++) {
-        char key[KEY_LEN + 8];
-        key_for(i, key);
+        char key[KEY_LEN + 1];
+        key_format(i, key);
         value_for(i, a->seed, val, vsize);
         int st = eng_put(db, key, KEY_LEN, val, vsize, NULL);
         if (st != ENG_OK) {
@@ -146,9 +134,15 @@ static void check_corruption(eng_db *db, const char *what, check_state *cs)
 /* Keys at or above index N with the "k" prefix must not exist. */
 static int check_no_extra(eng_db *db, const char *dir, uint64_t n, check_state *cs)
 {
-    char lower[KEY_LEN + 8], kbuf[4 * SHOW_KEY_BYTES + 4];
-    key_for(n, lower);
-    eng_iter_options io = {lower, strlen(lower), "l", 1, NULL};
+    char lower[KEY_LEN + 2], kbuf[4 * SHOW_KEY_BYTES + 4];
+    size_t lower_len = KEY_LEN;
+    if (n < KEY_SPACE) {
+        key_format(n, lower);
+    } else { /* every key of the convention is below N: look past the last one */
+        key_format(KEY_SPACE - 1, lower);
+        lower_len = KEY_LEN + 1;
+    }
+    eng_iter_options io = {lower, lower_len, "l", 1, NULL};
     eng_iter *it = NULL;
     int st = eng_iter_open(db, &io, &it);
     if (st == ENG_OK) {
@@ -193,8 +187,8 @@ int cmd_check(const tool_args *a)
     int64_t first_missing = -1;
     int leading_done = 0;
     for (uint64_t i = 0; i < a->keys && rc == 0; i++) {
-        char key[KEY_LEN + 8];
-        key_for(i, key);
+        char key[KEY_LEN + 1];
+        key_format(i, key);
         int st = eng_get(db, key, KEY_LEN, &got);
         if (st == ENG_NOTFOUND) {
             if (first_missing < 0)
@@ -214,9 +208,11 @@ int cmd_check(const tool_args *a)
         }
         present++;
         if (first_missing >= 0) {
-            if (cs.gaps++ < MAX_REPORTED)
-                printf("gap: key=k%015" PRId64 " is missing but key=%s is present\n",
-                       first_missing, key);
+            if (cs.gaps++ < MAX_REPORTED) {
+                char missing[KEY_LEN + 1];
+                key_format((uint64_t)first_missing, missing);
+                printf("gap: key=%s is missing but key=%s is present\n", missing, key);
+            }
         } else if (!leading_done) {
             leading = i + 1;
         }

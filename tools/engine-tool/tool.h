@@ -8,14 +8,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/keys.h"
 #include "engine.h"
 
 #define EXIT_OK 0
 #define EXIT_PROBLEM 1
 #define EXIT_ERROR 2
 
-#define KEY_LEN 16                      /* "k" + 15 digits */
-#define MAX_KEYS 1000000000000000ull    /* 10^15: indexes fit in 15 digits */
+/* Keys are common/keys.h's (KEY_LEN bytes, key_format). */
+#define MAX_KEYS KEY_SPACE              /* 10^15: indexes fit in 15 digits */
 #define DEFAULT_VALUE_SIZE 100u
 #define MAX_REPORTED 10                 /* per kind of problem in check */
 #define SHOW_KEY_BYTES 48               /* dump-page truncates longer keys */
@@ -102,7 +103,6 @@ int require_dir(const char *dir);
 int tool_open(const tool_args *a, int mode, FILE *report_to, eng_db **db);
 
 /* ---- load.c: keys and values ---- */
-void key_for(uint64_t index, char key[KEY_LEN + 8]);
 /* The value load writes for key INDEX: LEN bytes of a splitmix64 stream
  * seeded by (INDEX, SEED).  Deterministic; check recomputes it. */
 void value_for(uint64_t index, uint64_t seed, uint8_t *buf, size_t len);
