@@ -51,7 +51,7 @@ COMMON_H := $(wildcard common/*.h)
 
 # Debian packages the project needs (make deps installs what is missing).
 DEB_PACKAGES := build-essential pkg-config liburing-dev libxxhash-dev libzstd-dev \
-                libfiu-dev fiu-utils libcriterion-dev clang libclang-rt-14-dev python3
+                libfiu-dev fiu-utils libcriterion-dev clang libclang-rt-14-dev clang-format python3
 BENCH_PACKAGES := rocksdb-tools
 
 ENGINE_SRC := $(wildcard engine/*.c)
@@ -287,6 +287,12 @@ mutants: all
 .PHONY: deps-graph
 deps-graph:
 	$(Q)python3 tools/deps_graph.py
+
+# ---- the house style (.clang-format): make format applies it; make test
+# checks it (tests/run_all.sh) ----
+.PHONY: format
+format:
+	$(Q)git ls-files '*.c' '*.h' | xargs clang-format -i
 
 # ---- crash tests (crashtest.py) ----
 # make crashtest: the short mixed run (./crashtest.py simple, a few minutes)

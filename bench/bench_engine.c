@@ -52,22 +52,41 @@ int main(int argc, char **argv) {
     const char *dir = argv[1], *phase = "fill";
     uint64_t num = 200000, cache = 1ull << 30, reads = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--num")) num = strtoull(argv[i + 1], NULL, 10);
-        else if (!strcmp(argv[i], "--cache-size")) cache = strtoull(argv[i + 1], NULL, 10);
-        else if (!strcmp(argv[i], "--phase")) phase = argv[i + 1];
-        else if (!strcmp(argv[i], "--reads")) reads = strtoull(argv[i + 1], NULL, 10);
-        else { fprintf(stderr, "bench_engine: unknown option %s\n", argv[i]); return 2; }
+        if (!strcmp(argv[i], "--num"))
+            num = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--cache-size"))
+            cache = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--phase"))
+            phase = argv[i + 1];
+        else if (!strcmp(argv[i], "--reads"))
+            reads = strtoull(argv[i + 1], NULL, 10);
+        else {
+            fprintf(stderr, "bench_engine: unknown option %s\n", argv[i]);
+            return 2;
+        }
     }
     if (!reads) reads = num;
-    if (!num) { fprintf(stderr, "bench_engine: --num must be > 0\n"); return 2; }
+    if (!num) {
+        fprintf(stderr, "bench_engine: --num must be > 0\n");
+        return 2;
+    }
 
 #ifdef BENCH_FIU
     /* The fault build as a stress run would have it before any point is
      * enabled: libfiu initialized, the engine's points disarmed. */
-    if (fiu_init(0) != 0) { fprintf(stderr, "bench_engine: fiu_init failed\n"); return 3; }
-    if (!eng_faults_compiled()) { fprintf(stderr, "bench_engine: not linked against the fault build\n"); return 3; }
+    if (fiu_init(0) != 0) {
+        fprintf(stderr, "bench_engine: fiu_init failed\n");
+        return 3;
+    }
+    if (!eng_faults_compiled()) {
+        fprintf(stderr, "bench_engine: not linked against the fault build\n");
+        return 3;
+    }
 #else
-    if (eng_faults_compiled()) { fprintf(stderr, "bench_engine: the plain build has fault points\n"); return 3; }
+    if (eng_faults_compiled()) {
+        fprintf(stderr, "bench_engine: the plain build has fault points\n");
+        return 3;
+    }
 #endif
 
     eng_options o;
@@ -110,7 +129,10 @@ int main(int argc, char **argv) {
                 return 1;
             }
             bench_value(x, v);
-            if (memcmp(b.data, v, BENCH_VALUE_LEN)) { fprintf(stderr, "bench_engine: wrong value\n"); return 1; }
+            if (memcmp(b.data, v, BENCH_VALUE_LEN)) {
+                fprintf(stderr, "bench_engine: wrong value\n");
+                return 1;
+            }
         }
         double t1 = bench_now();
         printf("readrandom_ops %.0f\n", (double)reads / (t1 - t0));

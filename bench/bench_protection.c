@@ -43,8 +43,8 @@ typedef struct reader {
     pthread_t th;
     eng_db *db;
     uint64_t num, n, seed;
-    double cpu;   /* CPU seconds of this thread (user + system) */
-    int rc;       /* engine status, or -1: wrong value */
+    double cpu; /* CPU seconds of this thread (user + system) */
+    int rc;     /* engine status, or -1: wrong value */
 } reader;
 
 static double thread_cpu(void) {
@@ -55,7 +55,7 @@ static double thread_cpu(void) {
 
 static void *read_random(void *arg) {
     reader *r = arg;
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     char k[BENCH_KEY_LEN];
     uint8_t v[BENCH_VALUE_LEN];
     uint64_t s = r->seed | 1;
@@ -64,9 +64,15 @@ static void *read_random(void *arg) {
         uint64_t x = bench_xorshift(&s) % r->num;
         bench_key(x, k);
         int rc = eng_get(r->db, k, BENCH_KEY_LEN, &b);
-        if (rc) { r->rc = rc; break; }
+        if (rc) {
+            r->rc = rc;
+            break;
+        }
         bench_value(x, v);
-        if (b.len != BENCH_VALUE_LEN || memcmp(b.data, v, BENCH_VALUE_LEN)) { r->rc = -1; break; }
+        if (b.len != BENCH_VALUE_LEN || memcmp(b.data, v, BENCH_VALUE_LEN)) {
+            r->rc = -1;
+            break;
+        }
     }
     r->cpu = thread_cpu() - c0;
     eng_buf_free(&b);
@@ -79,7 +85,8 @@ static double run_gets(eng_db *db, uint64_t num, uint64_t n, int threads, uint64
     reader rs[64];
     double t0 = bench_now();
     for (int t = 0; t < threads; t++) {
-        rs[t] = (reader){ .db = db, .num = num, .n = n / (uint64_t)threads, .seed = seed * 0x9E3779B97F4A7C15ull + (uint64_t)t };
+        rs[t] = (reader){
+            .db = db, .num = num, .n = n / (uint64_t)threads, .seed = seed * 0x9E3779B97F4A7C15ull + (uint64_t)t};
         if (pthread_create(&rs[t].th, NULL, read_random, &rs[t])) return -1;
     }
     int bad = 0;
@@ -88,8 +95,10 @@ static double run_gets(eng_db *db, uint64_t num, uint64_t n, int threads, uint64
         pthread_join(rs[t].th, NULL);
         if (cpu) *cpu += rs[t].cpu;
         if (rs[t].rc) {
-            if (rs[t].rc < 0) fprintf(stderr, "bench_protection: wrong value\n");
-            else fprintf(stderr, "bench_protection: get: %s\n", eng_strerror(rs[t].rc));
+            if (rs[t].rc < 0)
+                fprintf(stderr, "bench_protection: wrong value\n");
+            else
+                fprintf(stderr, "bench_protection: get: %s\n", eng_strerror(rs[t].rc));
             bad = 1;
         }
     }
@@ -128,8 +137,8 @@ static int phase_load(const char *dir, uint64_t num) {
     eng_get_stats(db, &st);
     if ((rc = eng_close(db))) return fail("close", rc);
     printf("{\"num\": %llu, \"data_bytes\": %llu, \"page_size\": %u, \"leaves_hinted\": %llu, \"load_s\": %.3f}\n",
-           (unsigned long long)num, (unsigned long long)st.data_file_bytes, st.page_size,
-           (unsigned long long)vs.leaves, t1 - t0);
+           (unsigned long long)num, (unsigned long long)st.data_file_bytes, st.page_size, (unsigned long long)vs.leaves,
+           t1 - t0);
     return 0;
 }
 
@@ -139,7 +148,7 @@ static int phase_read(const char *dir, uint64_t num, int width, uint64_t cache, 
     eng_options_init(&o);
     o.cache_size = cache;
     o.block_protection_bytes_per_key = width;
-    o.read_only = 1;          /* the timed reads can write nothing */
+    o.read_only = 1; /* the timed reads can write nothing */
     o.create_if_missing = 0;
     eng_db *db;
     int rc = eng_open(dir, &o, &db);
@@ -164,7 +173,8 @@ static int phase_read(const char *dir, uint64_t num, int width, uint64_t cache, 
     if (secs < 0) return 1;
     if ((rc = eng_get_stats(db, &st))) return fail("stats", rc);
     if (st.page_writes || st.hints_set) {
-        fprintf(stderr, "bench_protection: the reads wrote %llu pages and set %llu hints: the database is not clean "
+        fprintf(stderr,
+                "bench_protection: the reads wrote %llu pages and set %llu hints: the database is not clean "
                 "(load it with --phase load, which vacuums and checkpoints)\n",
                 (unsigned long long)st.page_writes, (unsigned long long)st.hints_set);
         return 1;
@@ -180,10 +190,10 @@ static int phase_read(const char *dir, uint64_t num, int width, uint64_t cache, 
            "\"kv_pages\": %llu, \"kv_keys\": %llu, \"kv_checks\": %llu, \"cache_pages\": %llu, \"misses\": %llu, "
            "\"hits\": %llu}\n",
            width, (unsigned long long)cache, (double)done / secs, secs, (double)done * threads / cpu,
-           (unsigned long long)st.kv_protection_bytes,
-           (unsigned long long)st.kv_protection_pages, (unsigned long long)st.kv_protection_keys,
-           (unsigned long long)(st.kv_checks - st0.kv_checks), (unsigned long long)st.cache_pages,
-           (unsigned long long)(st.cache_misses - st0.cache_misses), (unsigned long long)(st.cache_hits - st0.cache_hits));
+           (unsigned long long)st.kv_protection_bytes, (unsigned long long)st.kv_protection_pages,
+           (unsigned long long)st.kv_protection_keys, (unsigned long long)(st.kv_checks - st0.kv_checks),
+           (unsigned long long)st.cache_pages, (unsigned long long)(st.cache_misses - st0.cache_misses),
+           (unsigned long long)(st.cache_hits - st0.cache_hits));
     if ((rc = eng_close(db))) return fail("close", rc);
     return 0;
 }
@@ -198,20 +208,40 @@ int main(int argc, char **argv) {
     uint64_t num = 0, cache = 64u << 20, reads = 200000, warm = UINT64_MAX, seed = 88172645463325252ull;
     int width = 0, threads = 1;
     for (int i = 2; i < argc; i += 2) {
-        if (i + 1 >= argc) { fprintf(stderr, "bench_protection: %s needs a value\n", argv[i]); return 2; }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "bench_protection: %s needs a value\n", argv[i]);
+            return 2;
+        }
         const char *a = argv[i], *v = argv[i + 1];
-        if (!strcmp(a, "--phase")) phase = v;
-        else if (!strcmp(a, "--num")) num = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--width")) width = atoi(v);
-        else if (!strcmp(a, "--cache-size")) cache = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--reads")) reads = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--warm-reads")) warm = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
-        else { fprintf(stderr, "bench_protection: unknown option %s\n", a); return 2; }
+        if (!strcmp(a, "--phase"))
+            phase = v;
+        else if (!strcmp(a, "--num"))
+            num = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--width"))
+            width = atoi(v);
+        else if (!strcmp(a, "--cache-size"))
+            cache = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--reads"))
+            reads = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--warm-reads"))
+            warm = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--threads"))
+            threads = atoi(v);
+        else if (!strcmp(a, "--seed"))
+            seed = strtoull(v, NULL, 10);
+        else {
+            fprintf(stderr, "bench_protection: unknown option %s\n", a);
+            return 2;
+        }
     }
-    if (!phase || !num) { fprintf(stderr, "bench_protection: --phase and --num are required\n"); return 2; }
-    if (threads < 1 || threads > 64) { fprintf(stderr, "bench_protection: --threads 1..64\n"); return 2; }
+    if (!phase || !num) {
+        fprintf(stderr, "bench_protection: --phase and --num are required\n");
+        return 2;
+    }
+    if (threads < 1 || threads > 64) {
+        fprintf(stderr, "bench_protection: --threads 1..64\n");
+        return 2;
+    }
     if (width != 0 && width != 1 && width != 2 && width != 4 && width != 8) {
         fprintf(stderr, "bench_protection: --width 0, 1, 2, 4 or 8\n");
         return 2;

@@ -102,12 +102,20 @@ int main(int argc, char **argv) {
     int threads = 2, fill = 0;
     uint64_t cache = 64u << 20;
     for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--fill")) fill = 1;
-        else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
-        else if (i + 1 < argc && !strcmp(argv[i], "--ops")) ops = strtoull(argv[++i], NULL, 10);
-        else if (i + 1 < argc && !strcmp(argv[i], "--max-key")) max_key = strtoull(argv[++i], NULL, 10);
-        else if (i + 1 < argc && !strcmp(argv[i], "--cache-size")) cache = strtoull(argv[++i], NULL, 10);
-        else { fprintf(stderr, "bench_stress_bare: unknown option %s\n", argv[i]); return 2; }
+        if (!strcmp(argv[i], "--fill"))
+            fill = 1;
+        else if (i + 1 < argc && !strcmp(argv[i], "--threads"))
+            threads = atoi(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--ops"))
+            ops = strtoull(argv[++i], NULL, 10);
+        else if (i + 1 < argc && !strcmp(argv[i], "--max-key"))
+            max_key = strtoull(argv[++i], NULL, 10);
+        else if (i + 1 < argc && !strcmp(argv[i], "--cache-size"))
+            cache = strtoull(argv[++i], NULL, 10);
+        else {
+            fprintf(stderr, "bench_stress_bare: unknown option %s\n", argv[i]);
+            return 2;
+        }
     }
     if (threads < 1 || threads > 64) return 2;
     eng_options o;
@@ -115,14 +123,20 @@ int main(int argc, char **argv) {
     o.sync_mode = ENG_SYNC_OFF;
     o.cache_size = cache;
     int rc = eng_open(argv[1], &o, &db);
-    if (rc) { fprintf(stderr, "bench_stress_bare: open: %s\n", eng_strerror(rc)); return 3; }
+    if (rc) {
+        fprintf(stderr, "bench_stress_bare: open: %s\n", eng_strerror(rc));
+        return 3;
+    }
     if (fill) {
         uint8_t v[264];
         char k[KEY_LEN + 1];
         for (uint64_t i = 0; i < max_key; i++) {
             key_format(i, k);
             size_t n = value_of(i, 1, v);
-            if ((rc = eng_put(db, k, KEY_LEN, v, n, NULL))) { fprintf(stderr, "fill: %s\n", eng_strerror(rc)); return 3; }
+            if ((rc = eng_put(db, k, KEY_LEN, v, n, NULL))) {
+                fprintf(stderr, "fill: %s\n", eng_strerror(rc));
+                return 3;
+            }
         }
     }
     pthread_t th[64];

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#define BENCH_KEY_LEN 32
+#define BENCH_KEY_LEN   32
 #define BENCH_VALUE_LEN 200
 
 /* Seconds on the monotonic clock. */
@@ -34,7 +34,9 @@ static inline void bench_key(uint64_t i, char *k) {
 static inline void bench_value(uint64_t i, uint8_t *v) {
     uint64_t x = i * 0x9E3779B97F4A7C15ull + 1;
     for (int j = 0; j < BENCH_VALUE_LEN; j++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         v[j] = (uint8_t)x;
     }
 }
@@ -42,7 +44,9 @@ static inline void bench_value(uint64_t i, uint8_t *v) {
 /* One xorshift64 step of the state *S (never 0); returns the new state. */
 static inline uint64_t bench_xorshift(uint64_t *s) {
     uint64_t x = *s;
-    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
     return *s = x;
 }
 

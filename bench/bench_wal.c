@@ -39,7 +39,7 @@
 
 #include "engine.h"
 
-#define VALUE_LEN 97
+#define VALUE_LEN       97
 #define ROWS_PER_COMMIT 10000u
 
 static double now(void) {
@@ -56,8 +56,10 @@ static int fail(const char *what, int rc) {
 /* Row AID of pgbench_accounts: key = aid (big-endian: key order is id
  * order), value = bid, abalance (0), blank filler. */
 static void row_of(uint32_t aid, uint8_t key[4], uint8_t val[VALUE_LEN]) {
-    key[0] = (uint8_t)(aid >> 24); key[1] = (uint8_t)(aid >> 16);
-    key[2] = (uint8_t)(aid >> 8);  key[3] = (uint8_t)aid;
+    key[0] = (uint8_t)(aid >> 24);
+    key[1] = (uint8_t)(aid >> 16);
+    key[2] = (uint8_t)(aid >> 8);
+    key[3] = (uint8_t)aid;
     uint32_t bid = (aid - 1) / 100000 + 1, abalance = 0;
     memcpy(val, &bid, 4);
     memcpy(val + 4, &abalance, 4);
@@ -97,18 +99,34 @@ int main(int argc, char **argv) {
     int checksums = 0, log_hints = 0, fpi = 0, zstd = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         const char *o = argv[i], *v = argv[i + 1];
-        if (!strcmp(o, "--rows")) rows = strtoull(v, NULL, 10);
-        else if (!strcmp(o, "--data-checksums")) checksums = atoi(v);
-        else if (!strcmp(o, "--wal-log-hints")) log_hints = atoi(v);
-        else if (!strcmp(o, "--hint-fpi")) fpi = atoi(v);
-        else if (!strcmp(o, "--cache-size")) cache = strtoull(v, NULL, 10);
-        else if (!strcmp(o, "--checkpoint-wal-bytes")) ckpt = strtoull(v, NULL, 10);
+        if (!strcmp(o, "--rows"))
+            rows = strtoull(v, NULL, 10);
+        else if (!strcmp(o, "--data-checksums"))
+            checksums = atoi(v);
+        else if (!strcmp(o, "--wal-log-hints"))
+            log_hints = atoi(v);
+        else if (!strcmp(o, "--hint-fpi"))
+            fpi = atoi(v);
+        else if (!strcmp(o, "--cache-size"))
+            cache = strtoull(v, NULL, 10);
+        else if (!strcmp(o, "--checkpoint-wal-bytes"))
+            ckpt = strtoull(v, NULL, 10);
         else if (!strcmp(o, "--wal-compression")) {
-            if (!strcmp(v, "zstd")) zstd = 1;
-            else if (strcmp(v, "none")) { fprintf(stderr, "bench_wal: --wal-compression none|zstd\n"); return 2; }
-        } else { fprintf(stderr, "bench_wal: unknown option %s\n", o); return 2; }
+            if (!strcmp(v, "zstd"))
+                zstd = 1;
+            else if (strcmp(v, "none")) {
+                fprintf(stderr, "bench_wal: --wal-compression none|zstd\n");
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "bench_wal: unknown option %s\n", o);
+            return 2;
+        }
     }
-    if (!rows || rows > UINT32_MAX) { fprintf(stderr, "bench_wal: --rows must be 1..2^32-1\n"); return 2; }
+    if (!rows || rows > UINT32_MAX) {
+        fprintf(stderr, "bench_wal: --rows must be 1..2^32-1\n");
+        return 2;
+    }
 
     char dbdir[4096], archive[4096], data[4200];
     snprintf(dbdir, sizeof dbdir, "%s/db", dir);
@@ -143,7 +161,7 @@ int main(int argc, char **argv) {
         size_t n = 0;
         for (; aid <= rows && n < ROWS_PER_COMMIT; aid++, n++) {
             row_of((uint32_t)aid, keys[n], vals[n]);
-            ops[n] = (eng_op){ .kind = ENG_OP_PUT, .key = keys[n], .klen = 4, .val = vals[n], .vlen = VALUE_LEN };
+            ops[n] = (eng_op){.kind = ENG_OP_PUT, .key = keys[n], .klen = 4, .val = vals[n], .vlen = VALUE_LEN};
         }
         if ((rc = eng_write(db, ops, n, NULL))) return fail("load: eng_write", rc);
     }
@@ -165,7 +183,7 @@ int main(int argc, char **argv) {
                 (unsigned long long)vs.versions, (unsigned long long)vs.removed, (unsigned long long)rows);
         return 1;
     }
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     uint8_t k[4], v[VALUE_LEN];
     for (uint64_t i = 0; i < 1000; i++) {
         uint32_t aid = (uint32_t)(1 + (i * 2654435761u) % rows);

@@ -36,8 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KEY_LEN 16                        /* "k" + 15 digits, no NUL */
-#define KEY_SPACE 1000000000000000ull     /* 10^15: key numbers are below it */
+#define KEY_LEN   16                  /* "k" + 15 digits, no NUL */
+#define KEY_SPACE 1000000000000000ull /* 10^15: key numbers are below it */
 
 /* Write key number I (mod KEY_SPACE) to OUT: KEY_LEN bytes and a NUL. */
 static inline void key_format(uint64_t i, char out[KEY_LEN + 1]) {

@@ -40,9 +40,7 @@ static inline uint64_t rng_mix64(uint64_t z) {
 }
 
 /* The next draw of the stream *STATE (any value, 0 included), advancing it. */
-static inline uint64_t rng_next(uint64_t *state) {
-    return rng_mix64(*state += RNG_GOLDEN);
-}
+static inline uint64_t rng_next(uint64_t *state) { return rng_mix64(*state += RNG_GOLDEN); }
 
 /* A draw in [0, N), N > 0, by multiply-high (no division; the bias is
  * below N / 2^64). */
@@ -52,8 +50,6 @@ static inline uint64_t rng_below(uint64_t *state, uint64_t n) {
 
 /* A draw in [0, N), N > 0, by remainder: a different value than rng_below
  * for the same state, kept for callers whose seeds replay it. */
-static inline uint64_t rng_mod(uint64_t *state, uint64_t n) {
-    return rng_next(state) % n;
-}
+static inline uint64_t rng_mod(uint64_t *state, uint64_t n) { return rng_next(state) % n; }
 
 #endif /* COMMON_RNG_H */

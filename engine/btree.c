@@ -59,14 +59,16 @@ int bt_open(const bt_config *cfg, bt_tree **out) {
     t->ovfl_cap = t->ps - PAGE_HDR;
     bp_frame *m;
     int rc = bp_get(t->bp, META_BLOCK, BP_SHARED, &m);
-    if (rc) { free(t); return rc; }
+    if (rc) {
+        free(t);
+        return rc;
+    }
     meta_fields mf;
     meta_read(m->data, &mf);
     int type = ph_get_type(m->data);
     bp_release(t->bp, m, BP_SHARED);
     if (type != PAGE_META) {
-        rc = corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, PAGE_META, (uint64_t)type,
-                     "block 0 is not the meta page");
+        rc = corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, PAGE_META, (uint64_t)type, "block 0 is not the meta page");
     } else if (mf.root != ROOT_BLOCK) {
         rc = corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, ROOT_BLOCK, mf.root,
                      "meta page names a root other than block 1");
@@ -77,8 +79,8 @@ int bt_open(const bt_config *cfg, bt_tree **out) {
          * billions of blocks.  (A file cut short below the high-water mark
          * opens; each missing block reports as a zero page when read.) */
         uint64_t end = cfg->file_blocks > cfg->hwm ? cfg->file_blocks : cfg->hwm;
-        rc = eng_report(&t->cfg.reporter, ENG_LAYER_STRUCTURE, t->cfg.file, (int64_t)end,
-                        (int64_t)(end * t->ps), -1, end, mf.nblocks,
+        rc = eng_report(&t->cfg.reporter, ENG_LAYER_STRUCTURE, t->cfg.file, (int64_t)end, (int64_t)(end * t->ps), -1,
+                        end, mf.nblocks,
                         "meta page counts %u blocks but the data file ends at block %llu "
                         "and the high-water mark is %llu",
                         mf.nblocks, (unsigned long long)cfg->file_blocks, (unsigned long long)cfg->hwm);
@@ -86,7 +88,10 @@ int bt_open(const bt_config *cfg, bt_tree **out) {
         rc = corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, cfg->hwm, mf.nblocks,
                      "meta page counts fewer blocks than the high-water mark");
     }
-    if (rc) { free(t); return rc; }
+    if (rc) {
+        free(t);
+        return rc;
+    }
     atomic_store(&t->nblocks, mf.nblocks);
     *out = t;
     return ENG_OK;
@@ -130,9 +135,12 @@ int bt_version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell *c,
      * harmless, never an answer. */
     if (t->kvw && h != HINT_NONE) {
         int xc = c->xmin == 0 || xid_committed(t, c->xmin), bad;
-        if (h == HINT_XMIN_A) bad = xc;
-        else if (h == HINT_XMIN_C) bad = !xc;
-        else bad = !xc || c->xmax == 0 || xid_committed(t, c->xmax) != (h == HINT_XMAX_C);
+        if (h == HINT_XMIN_A)
+            bad = xc;
+        else if (h == HINT_XMIN_C)
+            bad = !xc;
+        else
+            bad = !xc || c->xmax == 0 || xid_committed(t, c->xmax) != (h == HINT_XMAX_C);
         if (bad) {
             corrupt(t, ENG_LAYER_KV_PROTECTION, atomic_load(&f->block), (int32_t)slot, 0, h,
                     "hint bits contradict the transaction status (damaged in the cache)");
@@ -158,7 +166,10 @@ int bt_version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell *c,
                 if (hints) hint_learn(t, f, slot, HINT_NONE, HINT_XMIN_A);
                 return V_INVISIBLE;
             }
-            if (hints && c->xmin <= durable) { hint_learn(t, f, slot, HINT_NONE, HINT_XMIN_C); h = HINT_XMIN_C; }
+            if (hints && c->xmin <= durable) {
+                hint_learn(t, f, slot, HINT_NONE, HINT_XMIN_C);
+                h = HINT_XMIN_C;
+            }
         }
     }
 #ifdef ENG_BROKEN_DELETE_AT_SNAPSHOT_INVISIBLE
@@ -192,7 +203,8 @@ static int resolve_key(bt_tree *t, bp_frame *f, unsigned first, uint64_t S, unsi
         page_leaf_cell(p, i, &c);
         if (!bt_cell_in_page(t, p, &c)) {
             if (kv_entry(t, f, (int)i)) return -2; /* the code names it first */
-            corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), (int32_t)i, 0, 0, "cell runs off its page in the cache");
+            corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), (int32_t)i, 0, 0,
+                    "cell runs off its page in the cache");
             return -2;
         }
         /* The first other key ends the group.  A damaged key that looks
@@ -207,8 +219,11 @@ static int resolve_key(bt_tree *t, bp_frame *f, unsigned first, uint64_t S, unsi
         if (decided) continue;
         int st = bt_version_state(t, f, i, &c, S, 1);
         if (st < 0) return -2;
-        if (st == V_VISIBLE) { found = (int)i; decided = 1; }
-        else if (st == V_DELETED) decided = 1;
+        if (st == V_VISIBLE) {
+            found = (int)i;
+            decided = 1;
+        } else if (st == V_DELETED)
+            decided = 1;
     }
     *end = i;
     return found;
@@ -231,8 +246,10 @@ uint32_t bt_child_for(const uint8_t *p, const void *key, size_t klen, int mode, 
         unsigned idx = page_search(p, key, klen, &exact);
         /* Cells hold separators s: child covers [s, next s).  For LT, the
          * subtree of a separator equal to KEY holds nothing below KEY. */
-        if (mode == BT_LT) i = (int)idx - 1;
-        else i = exact ? (int)idx : (int)idx - 1;
+        if (mode == BT_LT)
+            i = (int)idx - 1;
+        else
+            i = exact ? (int)idx : (int)idx - 1;
     }
     *slot = i;
     if (i < 0) return ph_get_aux(p);
@@ -254,8 +271,7 @@ int bt_check_child_page(bt_tree *t, const bp_frame *f, uint32_t parent, int leve
     const uint8_t *p = f->data;
     int want = level == 0 ? PAGE_LEAF : PAGE_INTERNAL;
     if (ph_get_type(p) != want || ph_get_level(p) != level)
-        return corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), -1,
-                       (uint64_t)want << 16 | (unsigned)level,
+        return corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), -1, (uint64_t)want << 16 | (unsigned)level,
                        (uint64_t)ph_get_type(p) << 16 | ph_get_level(p),
                        parent == ROOT_BLOCK ? "child of the root has the wrong type or level"
                                             : "child page has the wrong type or level");
@@ -275,8 +291,8 @@ int bt_check_root(bt_tree *t, const bp_frame *f) {
 /* Crab down with shared latches to the leaf for KEY/MODE; the leaf is
  * returned latched in LEAF_MODE.  Fences of the chosen path are returned
  * when asked: the separator to the right (lo==NULL) or left of the leaf. */
-int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode,
-               bp_frame **out, fence *hi, fence *lo) {
+int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode, bp_frame **out, fence *hi,
+               fence *lo) {
     *out = NULL;
     if (hi) hi->set = 0;
     if (lo) lo->set = 0;
@@ -289,19 +305,28 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
         bp_release(t->bp, f, BP_SHARED);
         return ENG_POISONED;
     }
-    if ((rc = bt_check_root(t, f))) { bp_release(t->bp, f, BP_SHARED); return rc; }
+    if ((rc = bt_check_root(t, f))) {
+        bp_release(t->bp, f, BP_SHARED);
+        return rc;
+    }
     int level = ph_get_level(f->data);
     if (level == 0 && leaf_mode == BP_EXCL) {
         /* Only the writer asks for an exclusive leaf, and only the writer
          * changes the root's level: re-latching cannot race. */
         bp_release(t->bp, f, BP_SHARED);
         if ((rc = bp_get(t->bp, ROOT_BLOCK, BP_EXCL, &f))) return rc;
-        if ((rc = bt_check_root(t, f))) { bp_release(t->bp, f, BP_EXCL); return rc; }
+        if ((rc = bt_check_root(t, f))) {
+            bp_release(t->bp, f, BP_EXCL);
+            return rc;
+        }
     }
     while (level > 0) {
         int slot;
         uint32_t blk = atomic_load(&f->block);
-        if ((rc = kv_page(t, f))) { bp_release(t->bp, f, BP_SHARED); return rc; }
+        if ((rc = kv_page(t, f))) {
+            bp_release(t->bp, f, BP_SHARED);
+            return rc;
+        }
         uint32_t child = bt_child_for(f->data, key, klen, mode, &slot);
         unsigned n = ph_get_nslots(f->data);
         /* K1: the chosen separator and the next prove the child. */
@@ -321,20 +346,27 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
                 return corrupt(t, ENG_LAYER_STRUCTURE, blk, s2, ENG_MAX_KEY, c.klen,
                                "separator key runs off its page in the cache");
             }
-            memcpy(fc->key, c.key, c.klen); fc->len = c.klen; fc->set = 1;
+            memcpy(fc->key, c.key, c.klen);
+            fc->len = c.klen;
+            fc->set = 1;
         }
-        if ((rc = bt_check_child_ptr(t, blk, child, slot))) { bp_release(t->bp, f, BP_SHARED); return rc; }
+        if ((rc = bt_check_child_ptr(t, blk, child, slot))) {
+            bp_release(t->bp, f, BP_SHARED);
+            return rc;
+        }
         bp_frame *c;
         int cmode = level == 1 ? leaf_mode : BP_SHARED;
         rc = bp_get(t->bp, child, cmode, &c);
-        if (rc == ENG_OK && (rc = bt_check_child_page(t, c, blk, level - 1)))
-            bp_release(t->bp, c, cmode);
+        if (rc == ENG_OK && (rc = bt_check_child_page(t, c, blk, level - 1))) bp_release(t->bp, c, cmode);
         bp_release(t->bp, f, BP_SHARED);
         if (rc) return rc;
         f = c;
         level--;
     }
-    if ((rc = kv_page(t, f))) { bp_release(t->bp, f, leaf_mode); return rc; }
+    if ((rc = kv_page(t, f))) {
+        bp_release(t->bp, f, leaf_mode);
+        return rc;
+    }
     *out = f;
     return ENG_OK;
 }
@@ -409,9 +441,15 @@ int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out
         bp_release(t->bp, f, BP_SHARED);
         return rc;
     }
-    if (!exact) { bp_release(t->bp, f, BP_SHARED); return ENG_NOTFOUND; }
+    if (!exact) {
+        bp_release(t->bp, f, BP_SHARED);
+        return ENG_NOTFOUND;
+    }
     int vs = resolve_key(t, f, idx, snap ? snap : txn_last_committed(t->cfg.txn), &end);
-    if (vs < 0) { bp_release(t->bp, f, BP_SHARED); return vs == -1 ? ENG_NOTFOUND : ENG_CORRUPTION; }
+    if (vs < 0) {
+        bp_release(t->bp, f, BP_SHARED);
+        return vs == -1 ? ENG_NOTFOUND : ENG_CORRUPTION;
+    }
     idx = (unsigned)vs;
     leaf_cell c;
     page_leaf_cell(f->data, idx, &c);
@@ -435,7 +473,8 @@ static int lc_push(bt_leafcopy *lc, const leaf_cell *c) {
         size_t cap = lc->ecap ? lc->ecap * 2 : 64;
         bt_entry *e = realloc(lc->e, cap * sizeof *e);
         if (!e) return ENG_NOMEM;
-        lc->e = e; lc->ecap = cap;
+        lc->e = e;
+        lc->ecap = cap;
     }
     size_t need = lc->blen + c->klen + c->vlen;
     if (need > lc->bcap) {
@@ -443,20 +482,25 @@ static int lc_push(bt_leafcopy *lc, const leaf_cell *c) {
         while (cap < need) cap *= 2;
         uint8_t *b = realloc(lc->buf, cap);
         if (!b) return ENG_NOMEM;
-        lc->buf = b; lc->bcap = cap;
+        lc->buf = b;
+        lc->bcap = cap;
     }
     bt_entry *e = &lc->e[lc->n++];
-    e->koff = lc->blen; e->klen = c->klen;
+    e->koff = lc->blen;
+    e->klen = c->klen;
     memcpy(lc->buf + lc->blen, c->key, c->klen);
     lc->blen += c->klen;
-    e->voff = lc->blen; e->vlen = c->vlen;
+    e->voff = lc->blen;
+    e->vlen = c->vlen;
     lc->blen += c->vlen;
     return ENG_OK;
 }
 
 int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, bt_leafcopy *lc) {
     int fwd = mode == BT_GE || mode == BT_GT;
-    lc->n = 0; lc->blen = 0; lc->forward = fwd;
+    lc->n = 0;
+    lc->blen = 0;
+    lc->forward = fwd;
     fence fc, cur;
     const void *k = key;
     size_t kl = klen;
@@ -466,7 +510,11 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
         if (rc) return rc;
         /* K2: a scan copies (nearly) the whole rest of the leaf: prove it
          * whole, once, rather than entry by entry. */
-        if ((rc = kv_all(t, f))) { bp_release(t->bp, f, BP_SHARED); lc->n = 0; return rc; }
+        if ((rc = kv_all(t, f))) {
+            bp_release(t->bp, f, BP_SHARED);
+            lc->n = 0;
+            return rc;
+        }
         const uint8_t *p = f->data;
         const uint64_t S = snap ? snap : txn_last_committed(t->cfg.txn);
         int n = ph_get_nslots(p);
@@ -478,9 +526,11 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
             i = idx;
             if (k && mode == BT_GT && exact) {
                 unsigned e; /* skip K's group */
-                leaf_cell c0; page_leaf_cell(p, (unsigned)i, &c0);
+                leaf_cell c0;
+                page_leaf_cell(p, (unsigned)i, &c0);
                 for (e = (unsigned)i; e < (unsigned)n; e++) {
-                    leaf_cell c; page_leaf_cell(p, e, &c);
+                    leaf_cell c;
+                    page_leaf_cell(p, e, &c);
                     if (!bt_cell_in_page(t, p, &c) || key_cmp(c.key, c.klen, c0.key, c0.klen)) break;
                 }
                 i = (int)e;
@@ -489,9 +539,11 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
             /* LE: K's group counts; LT: start below it. */
             i = idx;
             if (k && mode == BT_LE && exact) {
-                leaf_cell c0; page_leaf_cell(p, (unsigned)i, &c0);
+                leaf_cell c0;
+                page_leaf_cell(p, (unsigned)i, &c0);
                 while (i < n) {
-                    leaf_cell c; page_leaf_cell(p, (unsigned)i, &c);
+                    leaf_cell c;
+                    page_leaf_cell(p, (unsigned)i, &c);
                     if (!bt_cell_in_page(t, p, &c) || key_cmp(c.key, c.klen, c0.key, c0.klen)) break;
                     i++;
                 }
@@ -501,15 +553,20 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
         while (rc == ENG_OK && i >= 0 && i < n) {
             unsigned first = (unsigned)i, end;
             if (!fwd) { /* walk back to the group's newest version */
-                leaf_cell c0; page_leaf_cell(p, first, &c0);
+                leaf_cell c0;
+                page_leaf_cell(p, first, &c0);
                 while (first > 0) {
-                    leaf_cell c; page_leaf_cell(p, first - 1, &c);
+                    leaf_cell c;
+                    page_leaf_cell(p, first - 1, &c);
                     if (!bt_cell_in_page(t, p, &c) || key_cmp(c.key, c.klen, c0.key, c0.klen)) break;
                     first--;
                 }
             }
             int vs = resolve_key(t, f, first, S, &end);
-            if (vs == -2) { rc = ENG_CORRUPTION; break; }
+            if (vs == -2) {
+                rc = ENG_CORRUPTION;
+                break;
+            }
             if (vs >= 0) {
                 leaf_cell c;
                 page_leaf_cell(p, (unsigned)vs, &c);
@@ -522,7 +579,10 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
          * check above and the copy is caught, not returned. */
         if (rc == ENG_OK && lc->n) rc = kv_all(t, f);
         bp_release(t->bp, f, BP_SHARED);
-        if (rc) { lc->n = 0; return rc; }
+        if (rc) {
+            lc->n = 0;
+            return rc;
+        }
         if (lc->n || !fc.set) return ENG_OK;
         /* An empty stretch (lazily unmerged leaves): continue at the fence,
          * which strictly advances, so this ends. */
@@ -530,7 +590,8 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
             return corrupt(t, ENG_LAYER_STRUCTURE, ROOT_BLOCK, -1, 0, (uint64_t)hops,
                            "separator keys do not advance (cycle in the tree)");
         cur = fc;
-        k = cur.key; kl = cur.len;
+        k = cur.key;
+        kl = cur.len;
         mode = fwd ? BT_GE : BT_LT;
     }
 }

@@ -40,22 +40,21 @@ typedef struct bt_config {
     bp_pool *bp;
     uint32_t page_size;
     eng_reporter reporter;
-    const char *file; /* data file name for reports */
+    const char *file;     /* data file name for reports */
     uint64_t file_blocks; /* whole blocks in the data file at open */
     uint64_t hwm;         /* durable high-water mark from control */
     /* Logging: every tree operation's page actions go out as one record. */
-    int (*log_append)(void *ctx, int type, const void *payload, size_t len,
-                      uint64_t *start, uint64_t *end);
+    int (*log_append)(void *ctx, int type, const void *payload, size_t len, uint64_t *start, uint64_t *end);
     void *log_ctx;
-    _Atomic uint64_t *redo_lsn;  /* pages with LSN <= this get an image first */
+    _Atomic uint64_t *redo_lsn; /* pages with LSN <= this get an image first */
     int full_page_writes;
-    int wal_compression;         /* 1: zstd images */
-    txn_mgr *txn;                /* transaction status and snapshots */
+    int wal_compression;           /* 1: zstd images */
+    txn_mgr *txn;                  /* transaction status and snapshots */
     _Atomic uint64_t *durable_seq; /* commits at or below are durable: only
                                   * their versions get a "committed" hint */
-    int no_hints;                /* read-only handle: readers set no hints
+    int no_hints;                  /* read-only handle: readers set no hints
                                   * (nothing may be written back) */
-    _Atomic int *poisoned;       /* the handle's poison flag: a tree
+    _Atomic int *poisoned;         /* the handle's poison flag: a tree
                                   * operation that fails after changing
                                   * pages sets it before it lets go of its
                                   * latches, and readers test it once they
@@ -97,10 +96,16 @@ int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t
  * (NULL = the first leaf).  Removes dead versions, freezes versions with
  * xmin < FREEZE_BELOW, sets hints; logs one PA_OP_MAINT record.  *next
  * gets the fence key of the next leaf (next->set 0: that was the last). */
-typedef struct bt_cursor { uint8_t key[ENG_MAX_KEY]; size_t len; int set; } bt_cursor;
-typedef struct bt_vac_stats { uint64_t leaves, versions, removed, frozen, hinted, freed; } bt_vac_stats;
-int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at, uint64_t horizon, uint64_t freeze_below,
-                   bt_cursor *next, bt_vac_stats *st, int *changed);
+typedef struct bt_cursor {
+    uint8_t key[ENG_MAX_KEY];
+    size_t len;
+    int set;
+} bt_cursor;
+typedef struct bt_vac_stats {
+    uint64_t leaves, versions, removed, frozen, hinted, freed;
+} bt_vac_stats;
+int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at, uint64_t horizon, uint64_t freeze_below, bt_cursor *next,
+                   bt_vac_stats *st, int *changed);
 
 /* Hint bits set by readers and vacuum; versions pruned. */
 void bt_version_stats(bt_tree *t, uint64_t *hints_set, uint64_t *pruned);

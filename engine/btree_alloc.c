@@ -17,8 +17,7 @@
  * the chain's blocks into BLOCKS (if non-NULL, sized ovfl_pages).  Pages are
  * latched in MODE one at a time (the leaf latch held by the caller keeps the
  * chain from changing). */
-int bt_ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t vlen,
-                 uint8_t *out, uint32_t *blocks) {
+int bt_ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t vlen, uint8_t *out, uint32_t *blocks) {
     uint32_t blk = first, done = 0;
     int npages = ovfl_pages(t, vlen);
     for (int i = 0; i < npages; i++) {
@@ -28,7 +27,10 @@ int bt_ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t v
         bp_frame *f;
         int rc = bp_get(t->bp, blk, BP_SHARED, &f);
         if (rc) return rc;
-        if ((rc = kv_page(t, f))) { bp_release(t->bp, f, BP_SHARED); return rc; }
+        if ((rc = kv_page(t, f))) {
+            bp_release(t->bp, f, BP_SHARED);
+            return rc;
+        }
         const uint8_t *p = f->data;
         uint32_t len = ph_get_aux(p), want = vlen - done < t->ovfl_cap ? vlen - done : (uint32_t)t->ovfl_cap;
         uint32_t next = ph_get_next(p);
@@ -40,7 +42,10 @@ int bt_ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t v
                                                : "overflow page length or link disagrees with the value length");
         }
         if (out) memcpy(out + done, p + PAGE_HDR, len);
-        if (out && (rc = kv_page(t, f))) { bp_release(t->bp, f, BP_SHARED); return rc; } /* after the copy too */
+        if (out && (rc = kv_page(t, f))) {
+            bp_release(t->bp, f, BP_SHARED);
+            return rc;
+        } /* after the copy too */
         if (blocks) blocks[i] = blk;
         bp_release(t->bp, f, BP_SHARED);
         done += len;
@@ -65,26 +70,37 @@ int bt_alloc_page(bt_wctx *w, bp_frame **out) {
     bp_frame *m, *f = NULL, *tr = NULL;
     int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m);
     if (rc) return rc;
-    if ((rc = kv_page(t, m))) { bp_release(t->bp, m, BP_EXCL); return rc; }
+    if ((rc = kv_page(t, m))) {
+        bp_release(t->bp, m, BP_EXCL);
+        return rc;
+    }
     meta_fields mf;
     meta_read(m->data, &mf);
     size_t at;
-    int from_free = mf.freelist != 0 && w->ntouched < MAX_TOUCHED - 8 &&
-                    (size_t)w->ntouched + 4 < bp_nframes(t->bp) / 4;
+    int from_free =
+        mf.freelist != 0 && w->ntouched < MAX_TOUCHED - 8 && (size_t)w->ntouched + 4 < bp_nframes(t->bp) / 4;
     if (from_free) {
         uint32_t trunk = mf.freelist;
         if (trunk <= ROOT_BLOCK || trunk >= mf.nblocks) {
             bp_release(t->bp, m, BP_EXCL);
             return corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, mf.nblocks, trunk, "free list head out of range");
         }
-        if ((rc = bp_get(t->bp, trunk, BP_EXCL, &tr))) { bp_release(t->bp, m, BP_EXCL); return rc; }
-        if ((rc = kv_page(t, tr))) { bp_release(t->bp, tr, BP_EXCL); bp_release(t->bp, m, BP_EXCL); return rc; }
+        if ((rc = bp_get(t->bp, trunk, BP_EXCL, &tr))) {
+            bp_release(t->bp, m, BP_EXCL);
+            return rc;
+        }
+        if ((rc = kv_page(t, tr))) {
+            bp_release(t->bp, tr, BP_EXCL);
+            bp_release(t->bp, m, BP_EXCL);
+            return rc;
+        }
         uint32_t n = ph_get_aux(tr->data);
         if (ph_get_type(tr->data) != PAGE_FREE || n > FREE_TRUNK_CAP(t->ps)) {
             uint64_t ty = ph_get_type(tr->data);
             bp_release(t->bp, tr, BP_EXCL);
             bp_release(t->bp, m, BP_EXCL);
-            return corrupt(t, ENG_LAYER_STRUCTURE, trunk, -1, PAGE_FREE, ty, "free list reaches a page that is not a trunk");
+            return corrupt(t, ENG_LAYER_STRUCTURE, trunk, -1, PAGE_FREE, ty,
+                           "free list reaches a page that is not a trunk");
         }
         if (n == 0) {
             /* An empty trunk is itself the free page. */
@@ -106,10 +122,16 @@ int bt_alloc_page(bt_wctx *w, bp_frame **out) {
             bp_release(t->bp, tr, BP_EXCL);
             /* Its old contents do not matter: the caller defines it. */
             if (rc == ENG_OK) rc = bp_new(t->bp, blk, &f);
-            if (rc) { bp_release(t->bp, m, BP_EXCL); return rc; }
+            if (rc) {
+                bp_release(t->bp, m, BP_EXCL);
+                return rc;
+            }
         }
     } else {
-        if (mf.nblocks == UINT32_MAX) { bp_release(t->bp, m, BP_EXCL); return ENG_NOSPACE; }
+        if (mf.nblocks == UINT32_MAX) {
+            bp_release(t->bp, m, BP_EXCL);
+            return ENG_NOSPACE;
+        }
         if (mf.nblocks != atomic_load(&t->nblocks)) {
             /* The meta page disagrees with the allocations this handle
              * made: gone back in time (a lost write, a stale page read
@@ -121,7 +143,10 @@ int bt_alloc_page(bt_wctx *w, bp_frame **out) {
                            "meta page block count disagrees with the blocks allocated (a stale or damaged meta page)");
         }
         rc = bp_new(t->bp, mf.nblocks, &f);
-        if (rc) { bp_release(t->bp, m, BP_EXCL); return rc; }
+        if (rc) {
+            bp_release(t->bp, m, BP_EXCL);
+            return rc;
+        }
         mf.nblocks++;
     }
     if ((rc = bt_act_begin(w, m, 0, &at)) == ENG_OK) {
@@ -130,7 +155,10 @@ int bt_alloc_page(bt_wctx *w, bp_frame **out) {
     }
     if (rc == ENG_OK) atomic_store(&t->nblocks, mf.nblocks);
     bp_release(t->bp, m, BP_EXCL);
-    if (rc) { bp_release(t->bp, f, BP_EXCL); return rc; }
+    if (rc) {
+        bp_release(t->bp, f, BP_EXCL);
+        return rc;
+    }
     *out = f;
     return ENG_OK;
 }
@@ -144,7 +172,10 @@ int bt_free_pages(bt_wctx *w, const uint32_t *blocks, int n) {
     bp_frame *m, *tr = NULL;
     int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m);
     if (rc) return rc;
-    if ((rc = kv_page(t, m))) { bp_release(t->bp, m, BP_EXCL); return rc; }
+    if ((rc = kv_page(t, m))) {
+        bp_release(t->bp, m, BP_EXCL);
+        return rc;
+    }
     meta_fields mf;
     meta_read(m->data, &mf);
     size_t at;
@@ -162,7 +193,8 @@ int bt_free_pages(bt_wctx *w, const uint32_t *blocks, int n) {
             }
         }
         if (tr && ph_get_aux(tr->data) > cap) {
-            rc = corrupt(t, ENG_LAYER_STRUCTURE, mf.freelist, -1, cap, ph_get_aux(tr->data), "free-list trunk count damaged");
+            rc = corrupt(t, ENG_LAYER_STRUCTURE, mf.freelist, -1, cap, ph_get_aux(tr->data),
+                         "free-list trunk count damaged");
             break;
         }
         if (tr && ph_get_aux(tr->data) < cap) {

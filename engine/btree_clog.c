@@ -85,8 +85,10 @@ int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t
             bp_release(t->bp, m, BP_EXCL);
         }
         if (rc == ENG_OK) rc = clog_dir_push(t, blk);
-        if (rc == ENG_OK && idx == pi) f = g;
-        else bp_release(t->bp, g, BP_EXCL);
+        if (rc == ENG_OK && idx == pi)
+            f = g;
+        else
+            bp_release(t->bp, g, BP_EXCL);
     }
     if (rc == ENG_OK && !f) {
         rc = bp_get(t->bp, t->clog_dir[pi], BP_EXCL, &f);

@@ -27,7 +27,7 @@
 #include "page.h"
 #include "pageop.h"
 
-#define MAX_DEPTH 32
+#define MAX_DEPTH  32
 #define META_BLOCK 0u
 #define ROOT_BLOCK 1u
 
@@ -41,17 +41,17 @@ struct bt_tree {
     _Atomic uint64_t ovfl_written;
     _Atomic uint64_t images, image_bytes, image_raw_bytes; /* full-page images */
     _Atomic uint64_t hints_set, pruned;
-    unsigned kvw;             /* per-KV protection width (0: off) */
+    unsigned kvw; /* per-KV protection width (0: off) */
     /* The commit log's directory (mirror of the meta page's; writer and
      * open only). */
     uint32_t *clog_dir;
     uint32_t clog_n, clog_cap;
 };
 
-static inline int corrupt(bt_tree *t, int layer, uint32_t block, int32_t entry, uint64_t exp,
-                          uint64_t found, const char *what) {
-    return eng_report(&t->cfg.reporter, layer, t->cfg.file, block,
-                      (int64_t)block * t->ps, entry, exp, found, "%s", what);
+static inline int corrupt(bt_tree *t, int layer, uint32_t block, int32_t entry, uint64_t exp, uint64_t found,
+                          const char *what) {
+    return eng_report(&t->cfg.reporter, layer, t->cfg.file, block, (int64_t)block * t->ps, entry, exp, found, "%s",
+                      what);
 }
 
 /* Per-KV checks (kvprot.h K1-K3); free when protection is off. */
@@ -85,8 +85,7 @@ typedef struct fence {
     int set;
 } fence;
 
-int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode,
-               bp_frame **out, fence *hi, fence *lo);
+int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode, bp_frame **out, fence *hi, fence *lo);
 /* The steps of a descent, for the writer's pessimistic path. */
 uint32_t bt_child_for(const uint8_t *p, const void *key, size_t klen, int mode, int *slot);
 int bt_check_child_ptr(bt_tree *t, uint32_t parent, uint32_t child, int slot);
@@ -95,12 +94,9 @@ int bt_check_root(bt_tree *t, const bp_frame *f);
 
 /* ---- overflow chains (btree_alloc.c) ---- */
 
-static inline int ovfl_pages(const bt_tree *t, uint32_t vlen) {
-    return (int)((vlen + t->ovfl_cap - 1) / t->ovfl_cap);
-}
+static inline int ovfl_pages(const bt_tree *t, uint32_t vlen) { return (int)((vlen + t->ovfl_cap - 1) / t->ovfl_cap); }
 
-int bt_ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t vlen,
-                 uint8_t *out, uint32_t *blocks);
+int bt_ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t vlen, uint8_t *out, uint32_t *blocks);
 
 /* ---- the writer's operation context (btree_wctx.c, drawn there) ---- */
 
@@ -115,7 +111,7 @@ struct bt_wctx {
     bp_frame *touched[MAX_TOUCHED];
     int ntouched;
     uint8_t *zscratch;
-    uint64_t end;       /* end LSN of the record, once appended */
+    uint64_t end; /* end LSN of the record, once appended */
 };
 
 int bt_wctx_init(bt_wctx *w, bt_tree *t, const pa_batch *batch, uint32_t op, uint64_t batch_lsn);

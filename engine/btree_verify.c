@@ -33,8 +33,8 @@ typedef struct vstate {
     const eng_reporter *rep;
     uint64_t problems;
     uint32_t nblocks;
-    uint8_t *use;     /* per block: what references it */
-    uint8_t *bad;     /* per block: failed its own checks or could not be
+    uint8_t *use;       /* per block: what references it */
+    uint8_t *bad;       /* per block: failed its own checks or could not be
                        * read (unchecked) */
     uint32_t prev_leaf; /* UINT32_MAX: none, or unknown (V1) */
     int leaves_seen;
@@ -56,8 +56,8 @@ static int vget(vstate *v, uint32_t blk, bp_frame **f) {
     return rc;
 }
 
-static void vreport(vstate *v, int layer, uint32_t block, int32_t entry, uint64_t exp, uint64_t found,
-                    const char *fmt, const char *arg) {
+static void vreport(vstate *v, int layer, uint32_t block, int32_t entry, uint64_t exp, uint64_t found, const char *fmt,
+                    const char *arg) {
     char detail[160];
     snprintf(detail, sizeof detail, fmt, arg ? arg : "");
     eng_report(v->rep, layer, v->t->cfg.file, block, (int64_t)block * v->t->ps, entry, exp, found, "%s", detail);
@@ -90,8 +90,7 @@ static void verify_chain(vstate *v, uint32_t leaf, int slot, uint32_t first, uin
         if (vget(v, blk, &f)) return;
         const uint8_t *p = f->data;
         uint32_t want = vlen - done < t->ovfl_cap ? vlen - done : (uint32_t)t->ovfl_cap;
-        int ok = ph_get_type(p) == PAGE_OVERFLOW && ph_get_aux(p) == want &&
-                 (i + 1 < npages) == (ph_get_next(p) != 0);
+        int ok = ph_get_type(p) == PAGE_OVERFLOW && ph_get_aux(p) == want && (i + 1 < npages) == (ph_get_next(p) != 0);
         uint32_t next = ph_get_next(p), got = ph_get_aux(p);
         bp_release(t->bp, f, BP_SHARED);
         if (!ok) {
@@ -105,14 +104,20 @@ static void verify_chain(vstate *v, uint32_t leaf, int slot, uint32_t first, uin
 }
 
 /* Check the subtree at BLK (LEVEL expected) whose keys lie in [lo, hi). */
-static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, size_t lol,
-                        const uint8_t *hi, size_t hil, uint32_t parent) {
+static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, size_t lol, const uint8_t *hi,
+                        size_t hil, uint32_t parent) {
     bt_tree *t = v->t;
     /* Any return before this node is walked leaves the leaf chain unknown
      * across it (V1). */
-    if (!claim(v, blk, USE_TREE, parent)) { v->prev_leaf = UINT32_MAX; return; }
+    if (!claim(v, blk, USE_TREE, parent)) {
+        v->prev_leaf = UINT32_MAX;
+        return;
+    }
     bp_frame *f;
-    if (vget(v, blk, &f)) { v->prev_leaf = UINT32_MAX; return; }
+    if (vget(v, blk, &f)) {
+        v->prev_leaf = UINT32_MAX;
+        return;
+    }
     if (kv_all(t, f)) {
         bp_release(t->bp, f, BP_SHARED);
         v->problems++;
@@ -122,13 +127,18 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
         return;
     }
     uint8_t *p = malloc(t->ps);
-    if (!p) { bp_release(t->bp, f, BP_SHARED); if (!v->err) v->err = ENG_NOMEM; return; }
+    if (!p) {
+        bp_release(t->bp, f, BP_SHARED);
+        if (!v->err) v->err = ENG_NOMEM;
+        return;
+    }
     memcpy(p, f->data, t->ps);
     bp_release(t->bp, f, BP_SHARED);
     int want = level == 0 ? PAGE_LEAF : PAGE_INTERNAL;
     if (ph_get_type(p) != want || ph_get_level(p) != level) {
         vreport(v, ENG_LAYER_STRUCTURE, blk, -1, (uint64_t)want << 16 | (unsigned)level,
-                (uint64_t)ph_get_type(p) << 16 | ph_get_level(p), "%spage has the wrong type or level for its place", "");
+                (uint64_t)ph_get_type(p) << 16 | ph_get_level(p), "%spage has the wrong type or level for its place",
+                "");
         free(p);
         v->refs_unknown = 1; /* its children, if it has any, are not followed */
         v->prev_leaf = UINT32_MAX;
@@ -136,9 +146,19 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
     }
     unsigned n = ph_get_nslots(p);
     for (unsigned i = 0; i < n; i++) {
-        const uint8_t *k; size_t kl;
-        if (level == 0) { leaf_cell c; page_leaf_cell(p, i, &c); k = c.key; kl = c.klen; }
-        else { internal_cell c; page_internal_cell(p, i, &c); k = c.key; kl = c.klen; }
+        const uint8_t *k;
+        size_t kl;
+        if (level == 0) {
+            leaf_cell c;
+            page_leaf_cell(p, i, &c);
+            k = c.key;
+            kl = c.klen;
+        } else {
+            internal_cell c;
+            page_internal_cell(p, i, &c);
+            k = c.key;
+            kl = c.klen;
+        }
         if ((lo && key_cmp(k, kl, lo, lol) < 0) || (hi && key_cmp(k, kl, hi, hil) >= 0)) {
             vreport(v, ENG_LAYER_STRUCTURE, blk, (int32_t)i, 0, 0, "%skey outside the range its parent gives", "");
             break;
@@ -160,9 +180,11 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
                 if (key_cmp(pc.key, pc.klen, c.key, c.klen)) live_in_group = 0;
             }
             if (c.xmin != 0 && c.xmax != 0 && c.xmax < c.xmin)
-                vreport(v, ENG_LAYER_VERSION, blk, (int32_t)i, c.xmin, c.xmax, "%sversion deleted before it was written (xmax < xmin)", "");
+                vreport(v, ENG_LAYER_VERSION, blk, (int32_t)i, c.xmin, c.xmax,
+                        "%sversion deleted before it was written (xmax < xmin)", "");
             if (c.xmin != 0 && c.xmin <= lc && h != HINT_NONE && (h == HINT_XMIN_A) == xc)
-                vreport(v, ENG_LAYER_VERSION, blk, (int32_t)i, xc, h, "%shint bits disagree with the commit log about xmin", "");
+                vreport(v, ENG_LAYER_VERSION, blk, (int32_t)i, xc, h,
+                        "%shint bits disagree with the commit log about xmin", "");
             if (c.xmax != 0 && c.xmax <= lc && (h == HINT_XMAX_C || h == HINT_XMAX_A) &&
                 (h == HINT_XMAX_C) != xid_committed(t, c.xmax))
                 vreport(v, ENG_LAYER_VERSION, blk, (int32_t)i, xid_committed(t, c.xmax), h,
@@ -170,7 +192,8 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
             if (xc && (c.xmax == 0 || !xid_committed(t, c.xmax)) && live_in_group++)
                 vreport(v, ENG_LAYER_VERSION, blk, (int32_t)i, 1, (uint64_t)live_in_group,
                         "%smore than one live version of a key", "");
-            if (c.cflags & CELL_OVERFLOW) verify_chain(v, blk, (int)i, c.ovfl, c.vlen);
+            if (c.cflags & CELL_OVERFLOW)
+                verify_chain(v, blk, (int)i, c.ovfl, c.vlen);
             else if (c.vlen > t->max_inline)
                 vreport(v, ENG_LAYER_STRUCTURE, blk, (int32_t)i, t->max_inline, c.vlen, "%sinline value too large", "");
         }
@@ -191,13 +214,23 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
     }
     /* Internal: children left to right with their fences. */
     uint32_t child = ph_get_aux(p);
-    const uint8_t *clo = lo; size_t clol = lol;
+    const uint8_t *clo = lo;
+    size_t clol = lol;
     for (unsigned i = 0; i <= n; i++) {
-        const uint8_t *chi = hi; size_t chil = hil;
+        const uint8_t *chi = hi;
+        size_t chil = hil;
         internal_cell c = {0};
-        if (i < n) { page_internal_cell(p, i, &c); chi = c.key; chil = c.klen; }
+        if (i < n) {
+            page_internal_cell(p, i, &c);
+            chi = c.key;
+            chil = c.klen;
+        }
         verify_node(v, child, level - 1, clo, clol, chi, chil, blk);
-        if (i < n) { clo = c.key; clol = c.klen; child = c.child; }
+        if (i < n) {
+            clo = c.key;
+            clol = c.klen;
+            child = c.child;
+        }
     }
     free(p);
 }
@@ -207,20 +240,26 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verif
     v.use = calloc(v.nblocks ? v.nblocks : 1, 1);
     v.bad = calloc(v.nblocks ? v.nblocks : 1, 1);
     uint8_t *buf = malloc(t->ps);
-    if (!v.use || !v.bad || !buf) { free(v.use); free(v.bad); free(buf); return ENG_NOMEM; }
+    if (!v.use || !v.bad || !buf) {
+        free(v.use);
+        free(v.bad);
+        free(buf);
+        return ENG_NOMEM;
+    }
 
     /* 1. Every block as stored (pg_checksums). */
     for (uint32_t b = 0; b < v.nblocks; b++) {
         page_problem pr;
         int rc = bp_check_block(t->bp, b, buf, &pr);
         if (rc == ENG_CORRUPTION) {
-            eng_report(rep, pr.layer, t->cfg.file, b,
-                       (int64_t)b * t->ps + (pr.offset >= 0 ? pr.offset : 0), pr.entry,
+            eng_report(rep, pr.layer, t->cfg.file, b, (int64_t)b * t->ps + (pr.offset >= 0 ? pr.offset : 0), pr.entry,
                        pr.expected, pr.found, "%s", pr.detail);
             v.problems++;
             v.bad[b] = 1;
         } else if (rc != ENG_OK) {
-            free(v.use); free(v.bad); free(buf);
+            free(v.use);
+            free(v.bad);
+            free(buf);
             return rc;
         }
     }
@@ -257,10 +296,12 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verif
                 if (vget(&v, cl[i], &f)) continue;
                 int ok = ph_get_type(f->data) == PAGE_CLOG && ph_get_aux(f->data) == i;
                 bp_release(t->bp, f, BP_SHARED);
-                if (!ok) vreport(&v, ENG_LAYER_VERSION, cl[i], -1, i, 0, "%scommit-log directory names a page that is not that commit-log page", "");
+                if (!ok)
+                    vreport(&v, ENG_LAYER_VERSION, cl[i], -1, i, 0,
+                            "%scommit-log directory names a page that is not that commit-log page", "");
             }
             free(cl);
-            for (uint32_t b = mf.freelist; b; ) {
+            for (uint32_t b = mf.freelist; b;) {
                 if (!claim(&v, b, USE_FREE, META_BLOCK)) break;
                 bp_frame *f;
                 if (vget(&v, b, &f)) break;
@@ -269,7 +310,12 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verif
                 uint32_t *ents = malloc(sizeof(uint32_t) * (cnt ? cnt : 1));
                 for (uint32_t i = 0; ents && i < cnt; i++) ents[i] = rd32(f->data + PAGE_HDR + 4u * i);
                 bp_release(t->bp, f, BP_SHARED);
-                if (!ok) { free(ents); vreport(&v, ENG_LAYER_STRUCTURE, b, -1, PAGE_FREE, 0, "%sfree list reaches a page that is not a trunk", ""); break; }
+                if (!ok) {
+                    free(ents);
+                    vreport(&v, ENG_LAYER_STRUCTURE, b, -1, PAGE_FREE, 0,
+                            "%sfree list reaches a page that is not a trunk", "");
+                    break;
+                }
                 /* Listed blocks keep stale contents: only their checksums
                  * (step 1) and their single ownership are checked. */
                 for (uint32_t i = 0; ents && i < cnt; i++) claim(&v, ents[i], USE_FREED, b);
@@ -296,7 +342,9 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verif
                 if (info->unchecked < ENG_VERIFY_UNCHECKED_LIST) info->unchecked_blocks[info->unchecked] = b;
                 info->unchecked++;
             }
-    free(v.use); free(v.bad); free(buf);
+    free(v.use);
+    free(v.bad);
+    free(buf);
     *problems = v.problems;
     if (v.err) return v.err;
     return v.problems ? ENG_CORRUPTION : ENG_OK;

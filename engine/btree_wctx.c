@@ -34,7 +34,10 @@ int bt_wctx_init(bt_wctx *w, bt_tree *t, const pa_batch *batch, uint32_t op, uin
     wr32(hdr + 8, op);
     if (w->rec.cap < 4096) {
         w->rec.p = malloc(4096);
-        if (!w->rec.p) { free(w->zscratch); return ENG_NOMEM; }
+        if (!w->rec.p) {
+            free(w->zscratch);
+            return ENG_NOMEM;
+        }
         w->rec.cap = 4096;
     }
     memcpy(w->rec.p, hdr, PA_REC_HDR);
@@ -43,7 +46,8 @@ int bt_wctx_init(bt_wctx *w, bt_tree *t, const pa_batch *batch, uint32_t op, uin
 }
 
 static int touched_has(const bt_wctx *w, const bp_frame *f) {
-    for (int i = 0; i < w->ntouched; i++) if (w->touched[i] == f) return 1;
+    for (int i = 0; i < w->ntouched; i++)
+        if (w->touched[i] == f) return 1;
     return 0;
 }
 
@@ -70,8 +74,7 @@ int bt_act_begin(bt_wctx *w, bp_frame *f, int creating, size_t *at) {
         unsigned lo = ph_get_lower(p), up = ph_get_upper(p), ns = ph_get_nslots(p);
         unsigned base = page_base_for(ph_get_type(p), w->t->ps);
         if (lo < base || lo > up || up > w->t->ps || lo != base + 2u * ns || ph_get_frag(p) > w->t->ps - up)
-            return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, base + 2u * ns, lo,
-                           "page header damaged in the cache");
+            return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, base + 2u * ns, lo, "page header damaged in the cache");
     }
     if (!creating && !touched_has(w, f)) {
         int rc = kv_all(w->t, f); /* K3: proven before it changes */
@@ -90,11 +93,9 @@ int bt_act_begin(bt_wctx *w, bp_frame *f, int creating, size_t *at) {
          * so a page last changed by the record that ends right at the
          * checkpoint (its LSN == redo_lsn) gets no image for its first
          * change after it: a write torn by a crash cannot be rebuilt. */
-        if (!creating && t->cfg.full_page_writes &&
-            atomic_load(&f->lsn) < atomic_load(t->cfg.redo_lsn)) {
+        if (!creating && t->cfg.full_page_writes && atomic_load(&f->lsn) < atomic_load(t->cfg.redo_lsn)) {
 #else
-        if (!creating && t->cfg.full_page_writes &&
-            atomic_load(&f->lsn) <= atomic_load(t->cfg.redo_lsn)) {
+        if (!creating && t->cfg.full_page_writes && atomic_load(&f->lsn) <= atomic_load(t->cfg.redo_lsn)) {
 #endif
             size_t before = w->rec.len;
             size_t raw = pa_put_image(&w->rec, blk, f->data, t->ps, t->cfg.wal_compression);

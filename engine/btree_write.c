@@ -23,11 +23,13 @@ typedef struct newcell {
     uint32_t ovfl;
 } newcell;
 
-typedef struct cellref { const uint8_t *p; size_t size; } cellref;
+typedef struct cellref {
+    const uint8_t *p;
+    size_t size;
+} cellref;
 
 /* Cells of P with NEW at IDX (replacing IDX if REPLACE). */
-static size_t gather(const uint8_t *p, unsigned idx, int replace, const uint8_t *cell, size_t csize,
-                     cellref *out) {
+static size_t gather(const uint8_t *p, unsigned idx, int replace, const uint8_t *cell, size_t csize, cellref *out) {
     unsigned n = ph_get_nslots(p);
     size_t k = 0;
     for (unsigned i = 0; i <= n; i++) {
@@ -61,7 +63,10 @@ static size_t split_point(const cellref *c, size_t n, size_t cap, int pushup, in
         if (left > cap || right > cap) continue;
         if (pushup && m == n - 1 && right == 0) continue;
         size_t diff = left > right ? left - right : right - left;
-        if (diff < bestdiff) { bestdiff = diff; best = m; }
+        if (diff < bestdiff) {
+            bestdiff = diff;
+            best = m;
+        }
     }
     return best;
 }
@@ -92,13 +97,17 @@ static size_t sep_len(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) 
     return i + 1 <= bl ? i + 1 : bl;
 }
 
-typedef struct pathent { bp_frame *f; } pathent;
+typedef struct pathent {
+    bp_frame *f;
+} pathent;
 
-static void put_cell_action(bt_wctx *w, int split, uint32_t blk, unsigned idx, int replace,
-                            unsigned m, uint32_t next, const newcell *nc) {
+static void put_cell_action(bt_wctx *w, int split, uint32_t blk, unsigned idx, int replace, unsigned m, uint32_t next,
+                            const newcell *nc) {
     const uint8_t *cell = nc->from_op ? NULL : nc->bytes;
-    if (split) pa_put_split(&w->rec, blk, idx, replace, m, next, cell, nc->size, w->op, nc->ovfl);
-    else pa_put_insert(&w->rec, blk, idx, replace, cell, nc->size, w->op, nc->ovfl);
+    if (split)
+        pa_put_split(&w->rec, blk, idx, replace, m, next, cell, nc->size, w->op, nc->ovfl);
+    else
+        pa_put_insert(&w->rec, blk, idx, replace, cell, nc->size, w->op, nc->ovfl);
 }
 
 /* Insert NC at IDX of the page at path[d] (replacing if REPLACE),
@@ -130,7 +139,10 @@ static int insert_at(bt_wctx *w, pathent *path, int d, unsigned idx, int replace
     uint8_t *right = malloc(ps), *lefti = malloc(ps);
     newcell *sep = malloc(sizeof *sep);
     bp_frame *rf = NULL, *lf = NULL;
-    if (!cells || !right || !lefti || !sep) { rc = ENG_NOMEM; goto out; }
+    if (!cells || !right || !lefti || !sep) {
+        rc = ENG_NOMEM;
+        goto out;
+    }
     size_t n = gather(p, idx, replace, nc->bytes, nc->size, cells);
     int append = !replace && idx == ph_get_nslots(p) && ph_get_next(p) == 0 && d > 0;
     size_t m = split_point(cells, n, ps - page_slot_base(p), !leaf, append);
@@ -215,7 +227,10 @@ static int insert_at(bt_wctx *w, pathent *path, int d, unsigned idx, int replace
 out:
     if (lf) bp_release(t->bp, lf, BP_EXCL);
     if (rf) bp_release(t->bp, rf, BP_EXCL);
-    free(cells); free(right); free(lefti); free(sep);
+    free(cells);
+    free(right);
+    free(lefti);
+    free(sep);
     return rc;
 }
 
@@ -230,7 +245,10 @@ static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t **oldb, int *
     int d = 0, rc;
     rc = bp_get(t->bp, ROOT_BLOCK, BP_EXCL, &path[0].f);
     if (rc) return rc;
-    if ((rc = bt_check_root(t, path[0].f))) { bp_release(t->bp, path[0].f, BP_EXCL); return rc; }
+    if ((rc = bt_check_root(t, path[0].f))) {
+        bp_release(t->bp, path[0].f, BP_EXCL);
+        return rc;
+    }
     while (ph_get_level(path[d].f->data) > 0) {
         int slot;
         uint32_t blk = atomic_load(&path[d].f->block);
@@ -242,11 +260,18 @@ static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t **oldb, int *
                 rc = corrupt(t, ENG_LAYER_STRUCTURE, blk, slot, 0, child, "child pointer names an ancestor (a cycle)");
                 goto out;
             }
-        if (d + 1 >= MAX_DEPTH) { rc = corrupt(t, ENG_LAYER_STRUCTURE, blk, -1, MAX_DEPTH, d, "tree too deep"); goto out; }
+        if (d + 1 >= MAX_DEPTH) {
+            rc = corrupt(t, ENG_LAYER_STRUCTURE, blk, -1, MAX_DEPTH, d, "tree too deep");
+            goto out;
+        }
         rc = bp_get(t->bp, child, BP_EXCL, &path[d + 1].f);
         if (rc) goto out;
         d++;
-        if ((rc = bt_check_child_page(t, path[d].f, blk, level - 1))) { bp_release(t->bp, path[d].f, BP_EXCL); d--; goto out; }
+        if ((rc = bt_check_child_page(t, path[d].f, blk, level - 1))) {
+            bp_release(t->bp, path[d].f, BP_EXCL);
+            d--;
+            goto out;
+        }
     }
     rc = leaf_put(w, path, d, nc, 0, oldb, oldn);
 out:
@@ -262,7 +287,10 @@ static int old_chain(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32
     *blocks = malloc(sizeof(uint32_t) * (size_t)(*n ? *n : 1));
     if (!*blocks) return ENG_NOMEM;
     int rc = bt_ovfl_walk(t, leaf, slot, first, vlen, NULL, *blocks);
-    if (rc) { free(*blocks); *blocks = NULL; }
+    if (rc) {
+        free(*blocks);
+        *blocks = NULL;
+    }
     return rc;
 }
 
@@ -282,7 +310,8 @@ static int writer_resolve(bt_wctx *w, bp_frame *f, unsigned idx, int exact, int 
         leaf_cell c;
         page_leaf_cell(p, i, &c);
         if (!bt_cell_in_page(t, p, &c))
-            return corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), (int32_t)i, 0, 0, "cell runs off its page in the cache");
+            return corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), (int32_t)i, 0, 0,
+                           "cell runs off its page in the cache");
         if (key_cmp(c.key, c.klen, o->key, o->klen) != 0) break;
         if (c.xmin != me && !xid_committed(t, c.xmin)) continue; /* aborted */
         if (c.xmax == 0 || (c.xmax != me && !xid_committed(t, c.xmax))) *live = (int)i;
@@ -301,8 +330,8 @@ static int version_dead(const bt_tree *t, const leaf_cell *c, uint64_t horizon, 
 /* Remove dead versions of leaf F (latched exclusively) and free their
  * overflow chains; *live (a slot, or -1) is kept pointing at its version.
  * KEEP_NEED: stop once NEED bytes are reclaimable (0: remove all). */
-static int prune_range(bt_wctx *w, bp_frame *f, uint64_t horizon, uint64_t me, size_t need, int *live,
-                       int lo, int hi, uint64_t *removed, uint64_t *freed) {
+static int prune_range(bt_wctx *w, bp_frame *f, uint64_t horizon, uint64_t me, size_t need, int *live, int lo, int hi,
+                       uint64_t *removed, uint64_t *freed) {
     bt_tree *t = w->t;
     uint8_t *p = f->data;
     uint32_t blk = atomic_load(&f->block);
@@ -325,7 +354,11 @@ static int prune_range(bt_wctx *w, bp_frame *f, uint64_t horizon, uint64_t me, s
             if (nch + (size_t)nb > cap) {
                 cap = (nch + (size_t)nb) * 2;
                 uint32_t *x = realloc(chains, cap * sizeof *x);
-                if (!x) { free(b); rc = ENG_NOMEM; break; }
+                if (!x) {
+                    free(b);
+                    rc = ENG_NOMEM;
+                    break;
+                }
                 chains = x;
             }
             memcpy(chains + nch, b, (size_t)nb * sizeof *b);
@@ -348,8 +381,8 @@ static int prune_range(bt_wctx *w, bp_frame *f, uint64_t horizon, uint64_t me, s
     return rc;
 }
 
-static int prune_leaf(bt_wctx *w, bp_frame *f, uint64_t horizon, uint64_t me, size_t need, int *live,
-                      uint64_t *removed, uint64_t *freed) {
+static int prune_leaf(bt_wctx *w, bp_frame *f, uint64_t horizon, uint64_t me, size_t need, int *live, uint64_t *removed,
+                      uint64_t *freed) {
     return prune_range(w, f, horizon, me, need, live, 0, ph_get_nslots(f->data), removed, freed);
 }
 
@@ -454,7 +487,10 @@ static int leaf_put(bt_wctx *w, pathent *path, int d, const newcell *nc, int fit
         leaf_cell oc;
         if (exact) {
             page_leaf_cell(f->data, idx, &oc);
-            if (oc.xmin == me) { own = (int)idx; ownsz = oc.size; }
+            if (oc.xmin == me) {
+                own = (int)idx;
+                ownsz = oc.size;
+            }
         }
         size_t have = page_reclaimable(f->data) + (own >= 0 ? ownsz + 2 : 0);
         if (have < need && pass == 0) {
@@ -486,7 +522,10 @@ static int do_delete(bt_wctx *w) {
     bp_frame *f;
     int rc = bt_descend(t, o->key, o->klen, BT_GE, BP_EXCL, &f, NULL, NULL);
     if (rc) return rc;
-    if ((rc = kv_all(t, f))) { bp_release(t->bp, f, BP_EXCL); return rc; }
+    if ((rc = kv_all(t, f))) {
+        bp_release(t->bp, f, BP_EXCL);
+        return rc;
+    }
     int exact = 0, live;
     unsigned idx = page_search(f->data, o->key, o->klen, &exact);
     if ((rc = writer_resolve(w, f, idx, exact, &live)) == ENG_OK && exact) rc = prune_key(w, f, idx, &live);
@@ -523,19 +562,29 @@ int bt_apply_op(bt_tree *t, const pa_batch *batch, uint32_t op, uint64_t batch_l
 
 /* ---- vacuum ---- */
 
-int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at_key, uint64_t horizon, uint64_t freeze_below,
-                   bt_cursor *next, bt_vac_stats *st, int *changed) {
+int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at_key, uint64_t horizon, uint64_t freeze_below, bt_cursor *next,
+                   bt_vac_stats *st, int *changed) {
     *changed = 0;
     next->set = 0;
     fence hi;
     bp_frame *f;
-    int rc = bt_descend(t, at_key && at_key->set ? at_key->key : NULL, at_key && at_key->set ? at_key->len : 0,
-                     BT_GE, BP_EXCL, &f, &hi, NULL);
+    int rc = bt_descend(t, at_key && at_key->set ? at_key->key : NULL, at_key && at_key->set ? at_key->len : 0, BT_GE,
+                        BP_EXCL, &f, &hi, NULL);
     if (rc) return rc;
-    if (hi.set) { memcpy(next->key, hi.key, hi.len); next->len = hi.len; next->set = 1; }
-    if ((rc = kv_all(t, f))) { bp_release(t->bp, f, BP_EXCL); return rc; }
+    if (hi.set) {
+        memcpy(next->key, hi.key, hi.len);
+        next->len = hi.len;
+        next->set = 1;
+    }
+    if ((rc = kv_all(t, f))) {
+        bp_release(t->bp, f, BP_EXCL);
+        return rc;
+    }
     bt_wctx w;
-    if ((rc = bt_wctx_init(&w, t, NULL, PA_OP_MAINT, 0))) { bp_release(t->bp, f, BP_EXCL); return rc; }
+    if ((rc = bt_wctx_init(&w, t, NULL, PA_OP_MAINT, 0))) {
+        bp_release(t->bp, f, BP_EXCL);
+        return rc;
+    }
     st->leaves++;
     rc = prune_leaf(&w, f, horizon, 0, 0, NULL, &st->removed, &st->freed);
     uint8_t *p = f->data;
@@ -555,7 +604,10 @@ int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at_key, uint64_t horizon, uint64
         }
         /* Hints: what every snapshot would learn (horizon bounds it). */
         uint64_t before = atomic_load(&t->hints_set);
-        if (bt_version_state(t, f, i, &c, horizon, 1) < 0) { rc = ENG_CORRUPTION; break; }
+        if (bt_version_state(t, f, i, &c, horizon, 1) < 0) {
+            rc = ENG_CORRUPTION;
+            break;
+        }
         st->hinted += atomic_load(&t->hints_set) - before;
     }
     bt_fail_op(&w, rc);

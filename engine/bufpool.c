@@ -20,9 +20,9 @@
 #include "faultpoints.h"
 #include "page.h"
 
-#define NPART 64u
+#define NPART   64u
 #define NSTRIPE 16u
-#define BATCH 32u
+#define BATCH   32u
 
 enum { ST_FREE = 0, ST_LOADING = 1, ST_VALID = 2 };
 enum { C_READS, C_WRITES, C_HITS, C_MISSES, C_EVICTIONS, C_HINT_WRITES, C_KV_CHECKS, C_COUNT };
@@ -65,7 +65,10 @@ void bp_kv_update(bp_pool *bp, bp_frame *f) {
     if (!w) return;
     int64_t n0 = f->kv_on ? (int64_t)f->kv.n : 0;
     int64_t d = kv_compute(&f->kv, f->data, bp->cfg.page_size, w);
-    if (!f->kv_on) { d = (int64_t)kv_memory(f->kv.n, w); atomic_fetch_add(&bp->kv_pages, 1); }
+    if (!f->kv_on) {
+        d = (int64_t)kv_memory(f->kv.n, w);
+        atomic_fetch_add(&bp->kv_pages, 1);
+    }
     atomic_fetch_add(&bp->kv_bytes, d);
     atomic_fetch_add(&bp->kv_keys, (int64_t)f->kv.n - n0);
     f->kv_on = 1;
@@ -81,8 +84,8 @@ static void kv_drop(bp_pool *bp, bp_frame *f) {
 
 static int kv_fail(bp_pool *bp, uint32_t block, int32_t entry, uint64_t exp, uint64_t found, const char *what) {
     uint32_t ps = bp->cfg.page_size;
-    return eng_report(&bp->cfg.reporter, ENG_LAYER_KV_PROTECTION, bp->cfg.file->name, block,
-                      (int64_t)block * ps, entry, exp, found, "%s", what);
+    return eng_report(&bp->cfg.reporter, ENG_LAYER_KV_PROTECTION, bp->cfg.file->name, block, (int64_t)block * ps, entry,
+                      exp, found, "%s", what);
 }
 
 int bp_kv_check_page(bp_pool *bp, bp_frame *f) {
@@ -138,7 +141,10 @@ int bp_create(const bp_config *cfg, bp_pool **out) {
      * that must read garbage, never fault. */
     if (posix_memalign((void **)&bp->mem, 4096, bp->nframes * cfg->page_size + (128u << 10))) bp->mem = NULL;
     if (!bp->frames || !bp->buckets || !bp->mem) {
-        free(bp->frames); free(bp->buckets); free(bp->mem); free(bp);
+        free(bp->frames);
+        free(bp->buckets);
+        free(bp->mem);
+        free(bp);
         return ENG_NOMEM;
     }
     pthread_rwlockattr_t ra;
@@ -175,14 +181,18 @@ static bp_frame *chain_find(bp_pool *bp, size_t b, uint32_t block) {
 }
 static void chain_remove(bp_pool *bp, size_t b, bp_frame *f) {
     for (bp_frame **pp = &bp->buckets[b]; *pp; pp = &(*pp)->hnext)
-        if (*pp == f) { *pp = f->hnext; f->hnext = NULL; return; }
+        if (*pp == f) {
+            *pp = f->hnext;
+            f->hnext = NULL;
+            return;
+        }
 }
 
 static void frame_problem_report(bp_pool *bp, uint32_t block, const page_problem *pr) {
     uint64_t base = (uint64_t)block * bp->cfg.page_size;
     eng_report(&bp->cfg.reporter, pr->layer, bp->cfg.file->name, block,
-               (int64_t)(base + (pr->offset >= 0 ? (uint64_t)pr->offset : 0)), pr->entry,
-               pr->expected, pr->found, "%s", pr->detail);
+               (int64_t)(base + (pr->offset >= 0 ? (uint64_t)pr->offset : 0)), pr->entry, pr->expected, pr->found, "%s",
+               pr->detail);
 }
 
 /* Read BLOCK from disk into BUF (zero-filled past end of file) and verify. */
@@ -200,9 +210,8 @@ static int read_verify(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *
 #else
     const int checksums = bp->cfg.checksums;
 #endif
-    return page_verify(buf, ps, block,
-                       atomic_load_explicit(bp->cfg.hwm, memory_order_acquire),
-                       checksums, &is_zero, pr);
+    return page_verify(buf, ps, block, atomic_load_explicit(bp->cfg.hwm, memory_order_acquire), checksums, &is_zero,
+                       pr);
 }
 
 /* Stamp block, LSN and checksum on a private copy about to be written. */
@@ -339,8 +348,7 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
             if (lsn > maxlsn) maxlsn = lsn;
 #endif
             prepare_write(bp, block, lsn, copy);
-            reqs[nreq] = (io_req){.f = bp->cfg.file, .buf = copy, .len = ps,
-                                  .offset = (uint64_t)block * ps};
+            reqs[nreq] = (io_req){.f = bp->cfg.file, .buf = copy, .len = ps, .offset = (uint64_t)block * ps};
             idx[nreq] = i;
             latched[nreq++] = f;
         }
@@ -361,8 +369,10 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
          * not marked dirty again, so it can be evicted with its change. */
         if (rc == ENG_OK && reqs[i].status == ENG_OK && written) written[idx[i]] = 1;
 #else
-        if (rc != ENG_OK || reqs[i].status != ENG_OK) atomic_store(&latched[i]->dirty, 1);
-        else if (written) written[idx[i]] = 1;
+        if (rc != ENG_OK || reqs[i].status != ENG_OK)
+            atomic_store(&latched[i]->dirty, 1);
+        else if (written)
+            written[idx[i]] = 1;
 #endif
         atomic_fetch_sub(&latched[i]->writing, 1);
         pthread_rwlock_unlock(&latched[i]->latch);
@@ -380,8 +390,10 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
      * about ten seconds of finding every frame pinned. */
     for (size_t spins = 0; spins < 10000 * n + 1024; spins++) {
         if (spins && spins % n == 0) {
-            if (spins > 16 * n) usleep(1000);
-            else sched_yield();
+            if (spins > 16 * n)
+                usleep(1000);
+            else
+                sched_yield();
         }
         size_t i = atomic_fetch_add_explicit(&bp->hand, 1, memory_order_relaxed) % n;
         bp_frame *f = &bp->frames[i];
@@ -390,7 +402,10 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
         if (st == ST_FREE) {
             uint32_t zero = 0;
             if (atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
-                if (atomic_load(&f->state) == ST_FREE) { *out = f; return ENG_OK; }
+                if (atomic_load(&f->state) == ST_FREE) {
+                    *out = f;
+                    return ENG_OK;
+                }
                 atomic_fetch_sub(&f->pin, 1);
             }
             continue;
@@ -408,12 +423,14 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
              * so other threads always find frames to claim. */
             for (size_t j = 0; j < 4 * BATCH && j < n && nb < most; j++) {
                 bp_frame *c = &bp->frames[(i + j) % n];
-                if (!atomic_load(&c->dirty) || atomic_load(&c->state) != ST_VALID ||
-                    atomic_load(&c->pending) ||
+                if (!atomic_load(&c->dirty) || atomic_load(&c->state) != ST_VALID || atomic_load(&c->pending) ||
                     atomic_load_explicit(&c->pin, memory_order_relaxed) != 0)
                     continue;
                 bp_frame *g = pin_if_valid(bp, atomic_load(&c->block));
-                if (g != c) { if (g) bp_unpin(bp, g); continue; }
+                if (g != c) {
+                    if (g) bp_unpin(bp, g);
+                    continue;
+                }
                 batch[nb++] = c;
             }
             if (nb == 0 || batch[0] != f) {
@@ -428,8 +445,8 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
         struct part *p = part_of(bp, b);
         pthread_mutex_lock(&p->mu);
         uint32_t zero = 0;
-        if (atomic_load(&f->block) == block && atomic_load(&f->state) == ST_VALID &&
-            !atomic_load(&f->dirty) && atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
+        if (atomic_load(&f->block) == block && atomic_load(&f->state) == ST_VALID && !atomic_load(&f->dirty) &&
+            atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
             chain_remove(bp, b, f);
             kv_drop(bp, f);
             atomic_store(&f->state, ST_FREE);
@@ -446,8 +463,10 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
 /* Latch F in MODE and confirm it still caches BLOCK (it may have failed to
  * load while we waited).  Returns 1 when it does; else unlatched+unpinned. */
 static int latch_confirm(bp_pool *bp, bp_frame *f, uint32_t block, int mode) {
-    if (mode == BP_EXCL) pthread_rwlock_wrlock(&f->latch);
-    else pthread_rwlock_rdlock(&f->latch);
+    if (mode == BP_EXCL)
+        pthread_rwlock_wrlock(&f->latch);
+    else
+        pthread_rwlock_rdlock(&f->latch);
     if (atomic_load(&f->state) == ST_VALID && atomic_load(&f->block) == block) return 1;
     pthread_rwlock_unlock(&f->latch);
     bp_unpin(bp, f);
@@ -467,7 +486,10 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             if (!atomic_load_explicit(&f->ref, memory_order_relaxed))
                 atomic_store_explicit(&f->ref, 1, memory_order_relaxed);
             count(bp, C_HITS, 1);
-            if (latch_confirm(bp, f, block, mode)) { *out = f; return ENG_OK; }
+            if (latch_confirm(bp, f, block, mode)) {
+                *out = f;
+                return ENG_OK;
+            }
             continue;
         }
         pthread_mutex_unlock(&p->mu);
@@ -481,7 +503,10 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             atomic_fetch_add(&f->pin, 1);
             pthread_mutex_unlock(&p->mu);
             bp_unpin(bp, nf);
-            if (latch_confirm(bp, f, block, mode)) { *out = f; return ENG_OK; }
+            if (latch_confirm(bp, f, block, mode)) {
+                *out = f;
+                return ENG_OK;
+            }
             continue;
         }
         atomic_store(&nf->block, block);
@@ -554,7 +579,12 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
         int got = 0;
         for (int tries = 0; tries < 20000 && !got; tries++) {
             got = pthread_rwlock_trywrlock(&f->latch) == 0;
-            if (!got) { if (tries < 100) sched_yield(); else usleep(50); }
+            if (!got) {
+                if (tries < 100)
+                    sched_yield();
+                else
+                    usleep(50);
+            }
         }
         if (!got) {
             bp_unpin(bp, f);
@@ -631,8 +661,10 @@ int bp_flush_all(bp_pool *bp) {
                 }
                 if (!atomic_load(&f->dirty)) {
                     /* Clean: done once no write of it is in flight (L5). */
-                    if (atomic_load(&f->writing)) left++;
-                    else want[i] = UINT32_MAX;
+                    if (atomic_load(&f->writing))
+                        left++;
+                    else
+                        want[i] = UINT32_MAX;
                     bp_unpin(bp, f);
                     continue;
                 }
@@ -644,16 +676,23 @@ int bp_flush_all(bp_pool *bp) {
             uint8_t written[BATCH];
             rc = write_back(bp, batch, nb, 1, written);
             for (size_t j = 0; j < nb; j++) {
-                if (written[j]) want[at[j]] = UINT32_MAX;
-                else left++;
+                if (written[j])
+                    want[at[j]] = UINT32_MAX;
+                else
+                    left++;
                 bp_unpin(bp, batch[j]);
             }
             nb = 0;
         }
         if (!left || rc != ENG_OK) break; /* the first failure is the answer */
-        if (bp->cfg.poisoned && atomic_load(bp->cfg.poisoned)) { rc = ENG_POISONED; break; }
-        if (pass < 16) sched_yield();
-        else usleep(200);
+        if (bp->cfg.poisoned && atomic_load(bp->cfg.poisoned)) {
+            rc = ENG_POISONED;
+            break;
+        }
+        if (pass < 16)
+            sched_yield();
+        else
+            usleep(200);
     }
     free(want);
     return rc;
@@ -675,8 +714,8 @@ int bp_check_block(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) 
                 uint64_t e, g;
                 if (w && f->kv_on && kv_check_all(&f->kv, buf, bp->cfg.page_size, w, &entry, &e, &g)) {
                     count(bp, C_KV_CHECKS, 1 + f->kv.n);
-                    *pr = (page_problem){.layer = ENG_LAYER_KV_PROTECTION, .entry = entry, .offset = -1,
-                                         .expected = e, .found = g};
+                    *pr = (page_problem){
+                        .layer = ENG_LAYER_KV_PROTECTION, .entry = entry, .offset = -1, .expected = e, .found = g};
                     snprintf(pr->detail, sizeof pr->detail, "%s differs from its protection code in the cache",
                              entry < 0 ? "page header" : "entry (key, value, slot or hint bits)");
                     rc = ENG_CORRUPTION;

@@ -58,32 +58,32 @@ typedef struct bp_frame {
     _Atomic uint32_t pin;
     _Atomic uint32_t block;
     _Atomic uint8_t state;
-    _Atomic uint8_t ref;    /* clock reference bit */
+    _Atomic uint8_t ref; /* clock reference bit */
     _Atomic uint8_t dirty;
-    _Atomic uint8_t writing; /* a write-back of it is in flight (its dirty
+    _Atomic uint8_t writing;    /* a write-back of it is in flight (its dirty
                               * flag is already clear): a checkpoint must
                               * wait for it before its fsync */
-    _Atomic uint8_t pending; /* changed by a tree operation whose WAL record
+    _Atomic uint8_t pending;    /* changed by a tree operation whose WAL record
                               * is not appended yet: never written (W-rule) */
     _Atomic uint8_t hint_dirty; /* hint bits changed since the last write
                               * (set by readers under a shared latch) */
-    _Atomic uint64_t lsn;    /* page LSN: end of the last record that changed
+    _Atomic uint64_t lsn;       /* page LSN: end of the last record that changed
                               * it; the authority (ph_lsn is stamped from it
                               * on every write) */
-    struct bp_frame *hnext; /* hash chain, under the partition mutex */
-    uint8_t *data;          /* page_size bytes */
-    kv_codes kv;            /* per-KV codes (kvprot.h); changed only under
+    struct bp_frame *hnext;     /* hash chain, under the partition mutex */
+    uint8_t *data;              /* page_size bytes */
+    kv_codes kv;                /* per-KV codes (kvprot.h); changed only under
                              * the exclusive latch, with the bytes */
     uint8_t kv_on;
 } bp_frame;
 
 typedef struct bp_config {
     io_ctx *io;
-    io_file *file;               /* the data file */
+    io_file *file; /* the data file */
     uint32_t page_size;
     size_t nframes;
     int checksums;
-    _Atomic uint64_t *hwm;       /* durable high-water mark (blocks) */
+    _Atomic uint64_t *hwm; /* durable high-water mark (blocks) */
     eng_reporter reporter;
     /* Write-ahead rule: called before any page with LSN <= UPTO is
      * written; must make the WAL durable up to UPTO.  NULL: no WAL. */
@@ -106,7 +106,7 @@ typedef struct bp_config {
     /* The handle's poison flag: a flush gives up once it is set (the pages
      * of the failed operation stay pending for ever). */
     _Atomic int *poisoned;
-    unsigned kv_width;           /* block_protection_bytes_per_key (0: none) */
+    unsigned kv_width; /* block_protection_bytes_per_key (0: none) */
 } bp_config;
 
 typedef struct bp_stats {
@@ -140,9 +140,7 @@ static inline void bp_pin_again(bp_frame *f) { atomic_fetch_add(&f->pin, 1); }
 /* Unlatch and unpin. */
 void bp_release(bp_pool *bp, bp_frame *f, int mode);
 
-static inline void bp_mark_dirty(bp_frame *f) {
-    atomic_store_explicit(&f->dirty, 1, memory_order_release);
-}
+static inline void bp_mark_dirty(bp_frame *f) { atomic_store_explicit(&f->dirty, 1, memory_order_release); }
 /* A reader set hint bits (under a shared latch): the hint first, then the
  * dirty flag, so a write-back that clears dirty and copies afterwards
  * carries it or leaves the frame dirty again. */

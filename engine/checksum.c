@@ -47,30 +47,23 @@
 /* ph_checksum is bytes [0, 8): the hash covers everything after it. */
 #define CHECKSUM_FIELD_END PAGE_CHECKSUM_FROM
 
-static inline uint64_t page_seed(uint64_t file_id, uint64_t block)
-{
-    return (file_id << PAGE_SEED_FILE_SHIFT) ^ block;
-}
+static inline uint64_t page_seed(uint64_t file_id, uint64_t block) { return (file_id << PAGE_SEED_FILE_SHIFT) ^ block; }
 
-uint64_t page_checksum(const uint8_t *page, size_t page_size, uint64_t block)
-{
+uint64_t page_checksum(const uint8_t *page, size_t page_size, uint64_t block) {
 #ifdef ENG_BROKEN_CHECKSUM_SKIPS_LAST_BYTE
     /* planted bug (tests/mutants.txt): the hashed length is off by one,
      * so the last byte of the page (the tail of the first cell put in a
      * leaf) is not covered and a flip there passes the checksum. */
-    uint64_t h = PAGE_XXH3_SEEDED(page + CHECKSUM_FIELD_END,
-                                  page_size - CHECKSUM_FIELD_END - 1,
+    uint64_t h = PAGE_XXH3_SEEDED(page + CHECKSUM_FIELD_END, page_size - CHECKSUM_FIELD_END - 1,
                                   page_seed(SEED_FILE_DATA, block));
 #else
-    uint64_t h = PAGE_XXH3_SEEDED(page + CHECKSUM_FIELD_END,
-                                  page_size - CHECKSUM_FIELD_END,
-                                  page_seed(SEED_FILE_DATA, block));
+    uint64_t h =
+        PAGE_XXH3_SEEDED(page + CHECKSUM_FIELD_END, page_size - CHECKSUM_FIELD_END, page_seed(SEED_FILE_DATA, block));
 #endif
     return h ? h : 1;
 }
 
-void page_set_checksum(uint8_t *page, size_t page_size, uint64_t block)
-{
+void page_set_checksum(uint8_t *page, size_t page_size, uint64_t block) {
     ph_set_checksum(page, page_checksum(page, page_size, block));
 }
 
@@ -78,9 +71,7 @@ void page_set_checksum(uint8_t *page, size_t page_size, uint64_t block)
  * vectorized memcmp do the scan: ~50 ns for a zero 4 KiB page, three times
  * faster than a word loop, and a written page differs within its first
  * bytes (checksum, block) so it returns at once. */
-int page_is_zero(const uint8_t *page, size_t page_size)
-{
-    if (page_size == 0)
-        return 1;
+int page_is_zero(const uint8_t *page, size_t page_size) {
+    if (page_size == 0) return 1;
     return page[0] == 0 && memcmp(page, page + 1, page_size - 1) == 0;
 }

@@ -35,9 +35,18 @@ void control_encode(const control *c, uint8_t buf[CONTROL_SIZE]) {
 
 int control_decode(const uint8_t buf[CONTROL_SIZE], control *c, const char **why) {
     uint64_t sum = XXH3_64bits(buf, CT_SUM_OFF);
-    if (rd64(buf + CT_SUM_OFF) != sum) { *why = "checksum mismatch"; return ENG_CORRUPTION; }
-    if (rd64(buf + CT_MAGIC_OFF) != CT_MAGIC) { *why = "bad magic"; return ENG_CORRUPTION; }
-    if (rd32(buf + CT_VERSION_OFF) != CT_VERSION) { *why = "unknown version"; return ENG_CORRUPTION; }
+    if (rd64(buf + CT_SUM_OFF) != sum) {
+        *why = "checksum mismatch";
+        return ENG_CORRUPTION;
+    }
+    if (rd64(buf + CT_MAGIC_OFF) != CT_MAGIC) {
+        *why = "bad magic";
+        return ENG_CORRUPTION;
+    }
+    if (rd32(buf + CT_VERSION_OFF) != CT_VERSION) {
+        *why = "unknown version";
+        return ENG_CORRUPTION;
+    }
     c->page_size = rd32(buf + CT_PAGE_SIZE_OFF);
     c->flags = rd32(buf + CT_FLAGS_OFF);
     c->hwm = rd64(buf + CT_HWM_OFF);
@@ -51,13 +60,22 @@ int control_decode(const uint8_t buf[CONTROL_SIZE], control *c, const char **why
         *why = "WAL segment size out of range";
         return ENG_CORRUPTION;
     }
-    if (c->redo_lsn > c->checkpoint_lsn) { *why = "redo point after the checkpoint"; return ENG_CORRUPTION; }
+    if (c->redo_lsn > c->checkpoint_lsn) {
+        *why = "redo point after the checkpoint";
+        return ENG_CORRUPTION;
+    }
     if (c->page_size != 4096 && c->page_size != 8192 && c->page_size != 16384) {
         *why = "page size out of range";
         return ENG_CORRUPTION;
     }
-    if (c->flags & ~CONTROL_FLAG_CHECKSUMS) { *why = "unknown flags"; return ENG_CORRUPTION; }
-    if (c->hwm > UINT32_MAX) { *why = "high-water mark out of range"; return ENG_CORRUPTION; }
+    if (c->flags & ~CONTROL_FLAG_CHECKSUMS) {
+        *why = "unknown flags";
+        return ENG_CORRUPTION;
+    }
+    if (c->hwm > UINT32_MAX) {
+        *why = "high-water mark out of range";
+        return ENG_CORRUPTION;
+    }
     return ENG_OK;
 }
 
@@ -71,15 +89,13 @@ int control_read(io_ctx *io, const char *dir, control *c, const eng_reporter *re
     io_close(io, &f);
     if (rc != ENG_OK) return rc;
     if (done != CONTROL_SIZE)
-        return eng_report(rep, ENG_LAYER_CONTROL, CONTROL_NAME, -1, (int64_t)done, -1,
-                          CONTROL_SIZE, done, "control file is %zu bytes, expected %u",
-                          done, CONTROL_SIZE);
+        return eng_report(rep, ENG_LAYER_CONTROL, CONTROL_NAME, -1, (int64_t)done, -1, CONTROL_SIZE, done,
+                          "control file is %zu bytes, expected %u", done, CONTROL_SIZE);
     const char *why = NULL;
     rc = control_decode(buf, c, &why);
     if (rc != ENG_OK)
-        return eng_report(rep, ENG_LAYER_CONTROL, CONTROL_NAME, -1, 0, -1,
-                          rd64(buf + CT_SUM_OFF), XXH3_64bits(buf, CT_SUM_OFF),
-                          "control file: %s", why);
+        return eng_report(rep, ENG_LAYER_CONTROL, CONTROL_NAME, -1, 0, -1, rd64(buf + CT_SUM_OFF),
+                          XXH3_64bits(buf, CT_SUM_OFF), "control file: %s", why);
     return ENG_OK;
 }
 

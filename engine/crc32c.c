@@ -14,32 +14,26 @@
 static uint32_t table[256];
 static int table_ready;
 
-static void table_init(void)
-{
+static void table_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
         table[i] = c;
     }
     __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
 }
 
-static uint32_t crc32c_sw(uint32_t c, const uint8_t *p, size_t len)
-{
+static uint32_t crc32c_sw(uint32_t c, const uint8_t *p, size_t len) {
     /* Racing initialisers compute the same table: harmless. */
-    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE))
-        table_init();
-    for (size_t i = 0; i < len; i++)
-        c = table[(c ^ p[i]) & 0xff] ^ (c >> 8);
+    if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE)) table_init();
+    for (size_t i = 0; i < len; i++) c = table[(c ^ p[i]) & 0xff] ^ (c >> 8);
     return c;
 }
 
 #if CRC32C_HW
 static int have_hw = -1;
 
-int crc32c_have_hw(void)
-{
+int crc32c_have_hw(void) {
     int h = __atomic_load_n(&have_hw, __ATOMIC_RELAXED);
     if (h < 0) {
         h = __builtin_cpu_supports("sse4.2") ? 1 : 0;
@@ -48,8 +42,7 @@ int crc32c_have_hw(void)
     return h;
 }
 
-static CRC32C_HW_TARGET uint32_t crc32c_hw(uint32_t c, const uint8_t *p, size_t len)
-{
+static CRC32C_HW_TARGET uint32_t crc32c_hw(uint32_t c, const uint8_t *p, size_t len) {
     uint64_t x = c;
     size_t i = 0;
     for (; i + 8 <= len; i += 8) {
@@ -64,23 +57,17 @@ static CRC32C_HW_TARGET uint32_t crc32c_hw(uint32_t c, const uint8_t *p, size_t 
         y = __builtin_ia32_crc32si(y, w);
         i += 4;
     }
-    for (; i < len; i++)
-        y = crc32c_step8(y, p[i]);
+    for (; i < len; i++) y = crc32c_step8(y, p[i]);
     return y;
 }
 #else
-int crc32c_have_hw(void)
-{
-    return 0;
-}
+int crc32c_have_hw(void) { return 0; }
 #endif
 
-uint32_t crc32c(uint32_t crc, const void *p, size_t len)
-{
+uint32_t crc32c(uint32_t crc, const void *p, size_t len) {
     uint32_t c = ~crc;
 #if CRC32C_HW
-    if (crc32c_have_hw())
-        return ~crc32c_hw(c, p, len);
+    if (crc32c_have_hw()) return ~crc32c_hw(c, p, len);
 #endif
     return ~crc32c_sw(c, p, len);
 }

@@ -24,14 +24,12 @@ uint32_t crc32c(uint32_t crc, const void *p, size_t len);
 int crc32c_have_hw(void);
 
 #if defined(__x86_64__)
-#define CRC32C_HW 1
+#define CRC32C_HW        1
 #define CRC32C_HW_TARGET __attribute__((target("sse4.2")))
-static inline CRC32C_HW_TARGET uint64_t crc32c_step64(uint64_t crc, uint64_t word)
-{
+static inline CRC32C_HW_TARGET uint64_t crc32c_step64(uint64_t crc, uint64_t word) {
     return __builtin_ia32_crc32di(crc, word);
 }
-static inline CRC32C_HW_TARGET uint32_t crc32c_step8(uint32_t crc, uint8_t byte)
-{
+static inline CRC32C_HW_TARGET uint32_t crc32c_step8(uint32_t crc, uint8_t byte) {
     return __builtin_ia32_crc32qi(crc, byte);
 }
 #else

@@ -117,8 +117,7 @@ void eng_db_report(void *ctx, const eng_corruption *r) {
 
 
 static int poison(eng_db *db, int rc) {
-    if (rc == ENG_IOERR || rc == ENG_NOSPACE || rc == ENG_POISONED || rc == ENG_NOMEM)
-        atomic_store(&db->poisoned, 1);
+    if (rc == ENG_IOERR || rc == ENG_NOSPACE || rc == ENG_POISONED || rc == ENG_NOMEM) atomic_store(&db->poisoned, 1);
     return rc;
 }
 
@@ -148,8 +147,7 @@ int eng_pool_wal_flush(void *ctx, uint64_t upto) {
  * wal_log_hints: a compact record of the leaf's hint area.  hint_fpi with
  * data_checksums or wal_log_hints: PostgreSQL's rule, an image on the
  * first such write after the checkpoint began. */
-int eng_pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out,
-                      uint64_t *flush) {
+int eng_pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out, uint64_t *flush) {
     eng_db *db = ctx;
     *out = lsn;
     *flush = 0;
@@ -165,19 +163,24 @@ int eng_pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t l
         uint8_t *h = malloc(PA_REC_HDR);
         if (!h) return ENG_NOMEM;
         memcpy(h, hdr, PA_REC_HDR);
-        b.p = h; b.len = b.cap = PA_REC_HDR;
+        b.p = h;
+        b.len = b.cap = PA_REC_HDR;
         pa_put_image(&b, block, copy, db->ctl.page_size, db->opts.wal_compression == ENG_WAL_COMPRESSION_ZSTD);
         image = 1;
     } else if (db->opts.wal_log_hints) {
         uint8_t *h = malloc(PA_REC_HDR);
         if (!h) return ENG_NOMEM;
         memcpy(h, hdr, PA_REC_HDR);
-        b.p = h; b.len = b.cap = PA_REC_HDR;
+        b.p = h;
+        b.len = b.cap = PA_REC_HDR;
         pa_put_hints(&b, block, copy, db->ctl.page_size);
     } else {
         return ENG_OK;
     }
-    if (b.oom) { pa_buf_free(&b); return ENG_NOMEM; }
+    if (b.oom) {
+        pa_buf_free(&b);
+        return ENG_NOMEM;
+    }
     uint64_t start, end;
     int rc = eng_log_append(db, WAL_REC_PAGES, b.p, b.len, &start, &end);
     if (rc == ENG_OK) {
@@ -337,7 +340,8 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
     if (!pops) return ENG_NOMEM;
     for (size_t i = 0; i < n; i++) {
         pops[i] = (pa_op){.kind = ops[i].kind == ENG_OP_PUT ? BOP_PUT : BOP_DELETE,
-                          .key = ops[i].key, .klen = (uint32_t)ops[i].klen,
+                          .key = ops[i].key,
+                          .klen = (uint32_t)ops[i].klen,
                           .val = ops[i].kind == ENG_OP_PUT ? ops[i].val : NULL,
                           .vlen = ops[i].kind == ENG_OP_PUT ? (uint32_t)ops[i].vlen : 0};
     }
@@ -345,7 +349,10 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
     size_t blen = pa_batch_size(pops, (uint32_t)n);
     uint8_t stackrec[512];
     uint8_t *rec = blen <= sizeof stackrec ? stackrec : malloc(blen);
-    if (!rec) { if (pops != stackops) free(pops); return ENG_NOMEM; }
+    if (!rec) {
+        if (pops != stackops) free(pops);
+        return ENG_NOMEM;
+    }
 
     int rc = ENG_OK, notfound = 0;
     uint64_t bstart = 0, bend = 0, seq = 0;
@@ -374,7 +381,10 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
             for (uint32_t i = 0; i < n && rc == ENG_OK; i++) {
                 if (i) ENG_KILL_POINT(FP_KILL_OP);
                 rc = bt_apply_op(db->bt, &batch, i, bstart, &changed);
-                if (rc == ENG_NOTFOUND) { notfound = 1; rc = ENG_OK; }
+                if (rc == ENG_NOTFOUND) {
+                    notfound = 1;
+                    rc = ENG_OK;
+                }
                 if (rc != ENG_OK && changed) clean = 0;
             }
             if (rc == ENG_OK || clean) {
@@ -413,8 +423,7 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
             poison(db, rc);
         }
         uint64_t every = db->opts.checkpoint_wal_bytes;
-        if (every && wal_insert_lsn(db->wal) - atomic_load(&db->redo_lsn) > every)
-            atomic_store(&db->ckpt_due, 1);
+        if (every && wal_insert_lsn(db->wal) - atomic_load(&db->redo_lsn) > every) atomic_store(&db->ckpt_due, 1);
     }
     pthread_mutex_unlock(&db->write_mu);
     if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_GROUP) {
@@ -500,7 +509,11 @@ int eng_vacuum(eng_db *db, eng_vacuum_stats *st) {
      * for the whole pass; the horizon is taken anew each turn (T4). */
     for (;;) {
         pthread_mutex_lock(&db->write_mu);
-        if (atomic_load(&db->poisoned)) { pthread_mutex_unlock(&db->write_mu); rc = ENG_POISONED; break; }
+        if (atomic_load(&db->poisoned)) {
+            pthread_mutex_unlock(&db->write_mu);
+            rc = ENG_POISONED;
+            break;
+        }
         uint64_t horizon = txn_horizon(db->txn, NULL, NULL);
         uint64_t age = db->opts.vacuum_freeze_min_age;
         uint64_t freeze_below = horizon > age ? horizon - age : 0;
@@ -553,19 +566,28 @@ int eng_iter_open(eng_db *db, const eng_iter_options *o, eng_iter **out) {
         it->snap = o->snapshot;
     } else {
         int rc = txn_snapshot_acquire(db->txn, &it->own);
-        if (rc) { free(it); return rc; }
+        if (rc) {
+            free(it);
+            return rc;
+        }
         it->snap = it->own;
     }
     if (o && o->lower) {
         it->lower = malloc(o->lower_len ? o->lower_len : 1);
-        if (!it->lower) { eng_iter_close(it); return ENG_NOMEM; }
+        if (!it->lower) {
+            eng_iter_close(it);
+            return ENG_NOMEM;
+        }
         memcpy(it->lower, o->lower, o->lower_len);
         it->lower_len = o->lower_len;
         it->has_lower = 1;
     }
     if (o && o->upper) {
         it->upper = malloc(o->upper_len ? o->upper_len : 1);
-        if (!it->upper) { eng_iter_close(it); return ENG_NOMEM; }
+        if (!it->upper) {
+            eng_iter_close(it);
+            return ENG_NOMEM;
+        }
         memcpy(it->upper, o->upper, o->upper_len);
         it->upper_len = o->upper_len;
         it->has_upper = 1;
@@ -605,20 +627,21 @@ static int iter_seek_mode(eng_iter *it, const void *k, size_t kl, int mode) {
     it->pos = 0;
     if (atomic_load(&it->db->poisoned)) return ENG_POISONED; /* as eng_get */
     uint64_t S = txn_snapshot_seq(it->snap);
-    if (S == 0) { it->lc.n = 0; return ENG_NOTFOUND; } /* before any commit */
+    if (S == 0) {
+        it->lc.n = 0;
+        return ENG_NOTFOUND;
+    } /* before any commit */
     int rc = bt_seek(it->db->bt, S, k, kl, mode, &it->lc);
     if (rc) return rc;
     return settle(it);
 }
 
 int eng_iter_first(eng_iter *it) {
-    return it->has_lower ? iter_seek_mode(it, it->lower, it->lower_len, BT_GE)
-                         : iter_seek_mode(it, NULL, 0, BT_GE);
+    return it->has_lower ? iter_seek_mode(it, it->lower, it->lower_len, BT_GE) : iter_seek_mode(it, NULL, 0, BT_GE);
 }
 
 int eng_iter_last(eng_iter *it) {
-    return it->has_upper ? iter_seek_mode(it, it->upper, it->upper_len, BT_LT)
-                         : iter_seek_mode(it, NULL, 0, BT_LE);
+    return it->has_upper ? iter_seek_mode(it, it->upper, it->upper_len, BT_LT) : iter_seek_mode(it, NULL, 0, BT_LE);
 }
 
 int eng_iter_seek(eng_iter *it, const void *k, size_t kl) {
@@ -635,27 +658,39 @@ int eng_iter_seek_prev(eng_iter *it, const void *k, size_t kl) {
 
 int eng_iter_next(eng_iter *it) {
     if (!it->valid) return ENG_INVALID;
-    if (it->lc.forward && it->pos + 1 < it->lc.n) { it->pos++; return settle(it); }
+    if (it->lc.forward && it->pos + 1 < it->lc.n) {
+        it->pos++;
+        return settle(it);
+    }
     return iter_seek_mode(it, it->key, it->klen, BT_GT);
 }
 
 int eng_iter_prev(eng_iter *it) {
     if (!it->valid) return ENG_INVALID;
-    if (!it->lc.forward && it->pos + 1 < it->lc.n) { it->pos++; return settle(it); }
+    if (!it->lc.forward && it->pos + 1 < it->lc.n) {
+        it->pos++;
+        return settle(it);
+    }
     return iter_seek_mode(it, it->key, it->klen, BT_LT);
 }
 
 int eng_iter_valid(const eng_iter *it) { return it && it->valid; }
 
 const void *eng_iter_key(const eng_iter *it, size_t *klen) {
-    if (!it->valid) { if (klen) *klen = 0; return NULL; }
+    if (!it->valid) {
+        if (klen) *klen = 0;
+        return NULL;
+    }
     const bt_entry *e = &it->lc.e[it->pos];
     if (klen) *klen = e->klen;
     return it->lc.buf + e->koff;
 }
 
 const void *eng_iter_value(const eng_iter *it, size_t *vlen) {
-    if (!it->valid) { if (vlen) *vlen = 0; return NULL; }
+    if (!it->valid) {
+        if (vlen) *vlen = 0;
+        return NULL;
+    }
     const bt_entry *e = &it->lc.e[it->pos];
     if (vlen) *vlen = e->vlen;
     return it->lc.buf + e->voff;

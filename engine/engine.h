@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define ENG_MAX_KEY 1024u
+#define ENG_MAX_KEY   1024u
 #define ENG_MAX_VALUE (64u << 20) /* 64 MiB: overflow chains, no hard limit below */
 
 /* One status enum for the whole engine.  OS errors are translated once, at
@@ -48,11 +48,11 @@ typedef enum eng_status {
     ENG_BUSY,       /* the database is locked by another handle, or every
                      * cache frame stayed pinned for seconds (cache far too small) */
     ENG_NOMEM,
-    ENG_READONLY,   /* write on a handle opened read-only */
-    ENG_POISONED,   /* an earlier write or sync failed; reopen to recover.
+    ENG_READONLY, /* write on a handle opened read-only */
+    ENG_POISONED, /* an earlier write or sync failed; reopen to recover.
                      * Reads fail too: the kernel may have dropped pages, so
                      * a page read back could be older than acknowledged */
-    ENG_NOTSUP,     /* the operation is not supported by this build or file */
+    ENG_NOTSUP,   /* the operation is not supported by this build or file */
     ENG_STATUS_COUNT
 } eng_status;
 
@@ -108,12 +108,12 @@ int eng_corruption_format(const eng_corruption *r, char *buf, size_t cap);
 typedef enum eng_io_kind {
     ENG_IO_READ = 0,
     ENG_IO_WRITE,
-    ENG_IO_SYNC,      /* fsync / fdatasync of a file */
-    ENG_IO_CREATE,    /* create (open O_CREAT) a file */
+    ENG_IO_SYNC,   /* fsync / fdatasync of a file */
+    ENG_IO_CREATE, /* create (open O_CREAT) a file */
     ENG_IO_RENAME,
     ENG_IO_UNLINK,
     ENG_IO_TRUNCATE,
-    ENG_IO_DIRSYNC,   /* fsync of a directory */
+    ENG_IO_DIRSYNC, /* fsync of a directory */
     ENG_IO_KIND_COUNT
 } eng_io_kind;
 
@@ -130,15 +130,15 @@ typedef enum eng_io_kind {
  * reads, the bytes read (buf, mutable: in-flight corruption after the read
  * completes); it may replace the result with a negative errno. */
 typedef struct eng_io_op {
-    int kind;            /* eng_io_kind */
-    int file_id;         /* stable small id of the file within this database */
-    const char *path;    /* path as opened (absolute or relative to cwd) */
-    const char *path2;   /* rename target, else NULL */
+    int kind;          /* eng_io_kind */
+    int file_id;       /* stable small id of the file within this database */
+    const char *path;  /* path as opened (absolute or relative to cwd) */
+    const char *path2; /* rename target, else NULL */
     void *buf;
     uint64_t offset;
     size_t len;
     int skip;
-    int64_t result;      /* after: bytes transferred or -errno */
+    int64_t result; /* after: bytes transferred or -errno */
 } eng_io_op;
 
 typedef struct eng_io_hooks {
@@ -170,25 +170,25 @@ typedef enum eng_wal_compression {
 typedef struct eng_options {
     /* Creation-time (stored in the control file; ignored when opening an
      * existing database, whose stored values win). */
-    uint32_t page_size;     /* 4096, 8192 (default) or 16384 */
-    int data_checksums;     /* 1 (default) or 0 */
+    uint32_t page_size;        /* 4096, 8192 (default) or 16384 */
+    int data_checksums;        /* 1 (default) or 0 */
     uint64_t wal_segment_size; /* power of two >= 64 KiB; default 16 MiB */
 
     /* Durability (open-time). */
-    int sync_mode;              /* eng_sync_mode */
-    int full_page_writes;       /* default 1: image of a page on its first
+    int sync_mode;                  /* eng_sync_mode */
+    int full_page_writes;           /* default 1: image of a page on its first
                                  * change after each checkpoint */
-    int wal_compression;        /* eng_wal_compression */
-    uint64_t checkpoint_wal_bytes; /* checkpoint after this much log; default
+    int wal_compression;            /* eng_wal_compression */
+    uint64_t checkpoint_wal_bytes;  /* checkpoint after this much log; default
                                     * 64 MiB; 0 = only explicit checkpoints */
-    size_t wal_buffer_size;     /* default 1 MiB */
-    const char *archive_dir;    /* finished segments copied here before they
+    size_t wal_buffer_size;         /* default 1 MiB */
+    const char *archive_dir;        /* finished segments copied here before they
                                  * are removed; NULL = no archiving */
-    int wal_log_hints;          /* default 0: 1 = hint-bit changes reach the
+    int wal_log_hints;              /* default 0: 1 = hint-bit changes reach the
                                  * WAL too (a compact record of the page's
                                  * hint area at write-back; an image with
                                  * hint_fpi), for tools that diff pages by WAL */
-    int hint_fpi;               /* default 0: hint bits live in the page's
+    int hint_fpi;                   /* default 0: hint bits live in the page's
                                  * first 512-byte sector, which a torn write
                                  * keeps or loses whole, so a hint-only write
                                  * needs no WAL.  1 = PostgreSQL's rule: with
@@ -200,7 +200,7 @@ typedef struct eng_options {
                                  * older than this below the oldest snapshot */
 
     /* Open-time. */
-    size_t cache_size;      /* buffer pool bytes; default 64 MiB; at least 16 pages are used */
+    size_t cache_size;                  /* buffer pool bytes; default 64 MiB; at least 16 pages are used */
     int block_protection_bytes_per_key; /* 0 (default), 1, 2, 4 or 8: a code of
                              * that many bytes per key-value of every cached
                              * page (and 8 bytes over each page's header and
@@ -210,10 +210,10 @@ typedef struct eng_options {
                              * mismatch is a kv_protection CORRUPTION report.
                              * Nothing of it is stored on disk: it may change
                              * from one open to the next */
-    int io_backend;         /* eng_io_backend */
-    int create_if_missing;  /* default 1 */
-    int error_if_exists;    /* default 0 */
-    int read_only;          /* default 0 */
+    int io_backend;                     /* eng_io_backend */
+    int create_if_missing;              /* default 1 */
+    int error_if_exists;                /* default 0 */
+    int read_only;                      /* default 0 */
     eng_corruption_fn on_corruption;
     void *on_corruption_ctx;
     const eng_io_hooks *io_hooks; /* may be NULL; must outlive the handle */
@@ -266,7 +266,7 @@ typedef struct eng_op {
     int kind;
     const void *key;
     size_t klen;
-    const void *val;  /* puts */
+    const void *val; /* puts */
     size_t vlen;
 } eng_op;
 
@@ -303,9 +303,9 @@ int eng_get_at(eng_db *db, const eng_snapshot *s, const void *key, size_t klen, 
  * the oldest snapshot (a logged change: readers then skip the commit log). */
 typedef struct eng_vacuum_stats {
     uint64_t leaves;
-    uint64_t versions;           /* versions left in the leaves after removal */
+    uint64_t versions; /* versions left in the leaves after removal */
     uint64_t removed, frozen, hinted, overflow_pages_freed;
-    uint64_t horizon;            /* oldest sequence a snapshot could still see */
+    uint64_t horizon; /* oldest sequence a snapshot could still see */
 } eng_vacuum_stats;
 int eng_vacuum(eng_db *db, eng_vacuum_stats *st);
 
@@ -320,15 +320,15 @@ int eng_checkpoint(eng_db *db);
 
 /* What the last open's recovery did. */
 typedef struct eng_recovery_info {
-    uint64_t redo_lsn;        /* replay started here */
-    uint64_t end_lsn;         /* the log ended here (appending resumed) */
-    uint64_t recovered_lsn;   /* LSN of the last record recovered */
-    uint64_t recovered_seq;   /* commit sequence of the last batch recovered */
+    uint64_t redo_lsn;      /* replay started here */
+    uint64_t end_lsn;       /* the log ended here (appending resumed) */
+    uint64_t recovered_lsn; /* LSN of the last record recovered */
+    uint64_t recovered_seq; /* commit sequence of the last batch recovered */
     uint64_t records, actions_applied, actions_skipped, images_restored;
-    uint32_t batch_ops_completed; /* always 0: a batch cut short is aborted */
+    uint32_t batch_ops_completed;          /* always 0: a batch cut short is aborted */
     uint64_t txns_committed, txns_aborted; /* batches replayed: committed,
                                  * and aborted (logged or cut by the crash) */
-    int trimmed;              /* a torn tail after end_lsn was cut */
+    int trimmed;                           /* a torn tail after end_lsn was cut */
 } eng_recovery_info;
 void eng_get_recovery_info(eng_db *db, eng_recovery_info *out);
 
@@ -337,19 +337,21 @@ void eng_get_recovery_info(eng_db *db, eng_recovery_info *out);
  * block the writer. */
 typedef struct eng_iter eng_iter;
 typedef struct eng_iter_options {
-    const void *lower; size_t lower_len; /* inclusive; NULL = unbounded */
-    const void *upper; size_t upper_len; /* exclusive; NULL = unbounded */
-    const eng_snapshot *snapshot;        /* NULL = its own, taken at open */
+    const void *lower;
+    size_t lower_len; /* inclusive; NULL = unbounded */
+    const void *upper;
+    size_t upper_len;             /* exclusive; NULL = unbounded */
+    const eng_snapshot *snapshot; /* NULL = its own, taken at open */
 } eng_iter_options;
 
 int eng_iter_open(eng_db *db, const eng_iter_options *o, eng_iter **out);
-int eng_iter_first(eng_iter *it);                       /* smallest key >= lower */
-int eng_iter_last(eng_iter *it);                        /* largest key < upper */
-int eng_iter_seek(eng_iter *it, const void *k, size_t kl);     /* first key >= k */
-int eng_iter_seek_prev(eng_iter *it, const void *k, size_t kl);/* last key <= k */
+int eng_iter_first(eng_iter *it);                               /* smallest key >= lower */
+int eng_iter_last(eng_iter *it);                                /* largest key < upper */
+int eng_iter_seek(eng_iter *it, const void *k, size_t kl);      /* first key >= k */
+int eng_iter_seek_prev(eng_iter *it, const void *k, size_t kl); /* last key <= k */
 int eng_iter_next(eng_iter *it);
 int eng_iter_prev(eng_iter *it);
-int eng_iter_valid(const eng_iter *it);                 /* 1 if positioned */
+int eng_iter_valid(const eng_iter *it); /* 1 if positioned */
 const void *eng_iter_key(const eng_iter *it, size_t *klen);
 const void *eng_iter_value(const eng_iter *it, size_t *vlen);
 void eng_iter_close(eng_iter *it);
@@ -370,8 +372,7 @@ int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems);
 /* Verify a database directory that may be too damaged to open normally:
  * opens it read-only if it can and runs eng_verify; if the open fails on
  * corruption, scans every block's checksum instead. */
-int eng_verify_dir(const char *dir, const eng_options *opts,
-                   eng_corruption_fn fn, void *ctx, uint64_t *problems);
+int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx, uint64_t *problems);
 
 /* What a verify could not check.  A page whose own bytes fail (checksum,
  * header, an all-zero page, a per-entry code) or cannot be read is
@@ -382,21 +383,20 @@ int eng_verify_dir(const char *dir, const eng_options *opts,
  * is not taken for a complete check of the rest. */
 #define ENG_VERIFY_UNCHECKED_LIST 32
 typedef struct eng_verify_info {
-    uint64_t problems;        /* reports delivered */
-    uint64_t unchecked;       /* pages not checked beyond their own bytes */
+    uint64_t problems;                                    /* reports delivered */
+    uint64_t unchecked;                                   /* pages not checked beyond their own bytes */
     uint64_t unchecked_blocks[ENG_VERIFY_UNCHECKED_LIST]; /* the first ones, ascending */
-    int tree_skipped;         /* no walk of the tree at all (meta or root
+    int tree_skipped;                                     /* no walk of the tree at all (meta or root
                                * unchecked, or the database did not open:
                                * only each block's own bytes were checked) */
-    int leaks_skipped;        /* the check for blocks nothing refers to was
+    int leaks_skipped;                                    /* the check for blocks nothing refers to was
                                * skipped: an unchecked page may refer to them */
 } eng_verify_info;
 
 /* eng_verify and eng_verify_dir, telling INFO (not NULL) what could not be
  * checked; INFO->problems is their *problems. */
 int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *info);
-int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx,
-                      eng_verify_info *info);
+int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx, eng_verify_info *info);
 
 /* What an open of DIR would find, changing nothing and taking no lock (so
  * ask it of a directory nobody has open).  Rules F1-F5 of engine/engine.c:
@@ -416,13 +416,13 @@ typedef struct eng_stats {
     uint32_t page_size;
     int data_checksums;
     int io_backend;
-    uint64_t cache_size;        /* bytes of page frames */
+    uint64_t cache_size; /* bytes of page frames */
     uint64_t cache_pages;
     uint64_t data_file_bytes;
-    uint64_t nblocks;           /* blocks allocated in the data file */
-    uint64_t high_water_mark;   /* durable: blocks ever written and synced */
+    uint64_t nblocks;         /* blocks allocated in the data file */
+    uint64_t high_water_mark; /* durable: blocks ever written and synced */
     uint64_t page_reads, page_writes, cache_hits, cache_misses, evictions;
-    uint64_t syncs;             /* data file fsyncs */
+    uint64_t syncs; /* data file fsyncs */
     uint64_t puts, deletes, gets, batches;
     uint64_t last_seq, durable_seq;
     int sync_mode, full_page_writes, wal_compression;
@@ -437,17 +437,17 @@ typedef struct eng_stats {
     uint64_t overflow_pages_written;
     uint64_t txn_commits, txn_aborts; /* since open */
     uint64_t snapshots_active, oldest_snapshot_seq;
-    uint64_t hints_set;         /* hint nibbles set by readers and vacuum */
-    uint64_t hint_pages_written;/* write-backs whose only change was hints */
+    uint64_t hints_set;                        /* hint nibbles set by readers and vacuum */
+    uint64_t hint_pages_written;               /* write-backs whose only change was hints */
     uint64_t hint_wal_records, hint_wal_bytes; /* wal_log_hints / hint_fpi */
-    uint64_t versions_pruned;   /* removed by writers making room, and vacuum */
+    uint64_t versions_pruned;                  /* removed by writers making room, and vacuum */
     uint64_t vacuums;
     int wal_log_hints, hint_fpi;
     int block_protection_bytes_per_key;
-    uint64_t kv_protection_bytes; /* memory the codes take now (pool accounting) */
-    uint64_t kv_protection_pages; /* cached pages carrying codes */
-    uint64_t kv_protection_keys;  /* entries covered */
-    uint64_t kv_checks;           /* entry and page codes verified */
+    uint64_t kv_protection_bytes;         /* memory the codes take now (pool accounting) */
+    uint64_t kv_protection_pages;         /* cached pages carrying codes */
+    uint64_t kv_protection_keys;          /* entries covered */
+    uint64_t kv_checks;                   /* entry and page codes verified */
     uint64_t corruption[ENG_LAYER_COUNT]; /* reports per layer */
 } eng_stats;
 

@@ -29,9 +29,9 @@
 #include "txn.h"
 #include "wal.h"
 
-#define DATA_NAME "data"
+#define DATA_NAME    "data"
 #define DATA_FILE_ID 0
-#define SEQ_RING 4096u
+#define SEQ_RING     4096u
 /* Transaction ids are leased in blocks: control's xid_limit is raised (a
  * control write) before an id at or above it is used, so after any crash
  * ids restart above every id that could be on a page, even if the log
@@ -56,7 +56,7 @@ struct eng_db {
     wal *wal;
     pthread_mutex_t write_mu;
     pthread_mutex_t ckpt_mu;
-    pthread_mutex_t ctl_mu;      /* db->ctl and the control file (a leaf lock:
+    pthread_mutex_t ctl_mu; /* db->ctl and the control file (a leaf lock:
                                   * taken under write_mu or ckpt_mu) */
     _Atomic int poisoned;
     eng_reporter rep;
@@ -70,7 +70,9 @@ struct eng_db {
     _Atomic uint64_t seq;
     _Atomic uint64_t durable_seq;
     pthread_mutex_t seq_mu;
-    struct { uint64_t end, seq; } ring[SEQ_RING];
+    struct {
+        uint64_t end, seq;
+    } ring[SEQ_RING];
     size_t ring_head, ring_len;
     _Atomic int ckpt_due;
     _Atomic int writers_waiting;
@@ -83,8 +85,7 @@ struct eng_db {
 void eng_db_report(void *ctx, const eng_corruption *r);
 int eng_log_append(void *ctx, int type, const void *payload, size_t len, uint64_t *start, uint64_t *end);
 int eng_pool_wal_flush(void *ctx, uint64_t upto);
-int eng_pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out,
-                      uint64_t *flush);
+int eng_pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t lsn, uint64_t *out, uint64_t *flush);
 int eng_checkpoint_as(eng_db *db, int closing);
 static inline int checkpoint(eng_db *db) { return eng_checkpoint_as(db, 0); }
 

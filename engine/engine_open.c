@@ -19,9 +19,9 @@
 #include "page.h"
 #include "recovery.h"
 
-#define LOCK_NAME "LOCK"
+#define LOCK_NAME     "LOCK"
 #define CREATING_NAME "CREATING"
-#define MIN_FRAMES 16u
+#define MIN_FRAMES    16u
 
 /* The lock file is created only by an open that may create the database:
  * a read-only look at a directory that holds none changes nothing. */
@@ -63,10 +63,18 @@ static int start_pool(eng_db *db) {
     size_t nframes = db->opts.cache_size / db->ctl.page_size;
     if (nframes < MIN_FRAMES) nframes = MIN_FRAMES;
     bp_config bc = {
-        .io = db->io, .file = &db->data, .page_size = db->ctl.page_size, .nframes = nframes,
-        .checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0, .hwm = &db->hwm,
-        .reporter = db->rep, .wal_flush = eng_pool_wal_flush, .wal_ctx = db, .hint_log = eng_pool_hint_log,
-        .read_only = db->opts.read_only, .poisoned = &db->poisoned,
+        .io = db->io,
+        .file = &db->data,
+        .page_size = db->ctl.page_size,
+        .nframes = nframes,
+        .checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0,
+        .hwm = &db->hwm,
+        .reporter = db->rep,
+        .wal_flush = eng_pool_wal_flush,
+        .wal_ctx = db,
+        .hint_log = eng_pool_hint_log,
+        .read_only = db->opts.read_only,
+        .poisoned = &db->poisoned,
         .kv_width = (unsigned)db->opts.block_protection_bytes_per_key,
     };
     return bp_create(&bc, &db->bp);
@@ -74,10 +82,15 @@ static int start_pool(eng_db *db) {
 
 static int open_wal(eng_db *db, uint64_t start, uint64_t prev) {
     wal_config wc = {
-        .io = db->io, .dir = db->dir, .seg_size = db->ctl.seg_size,
-        .buffer_size = db->opts.wal_buffer_size, .gen = db->ctl.wal_gen,
-        .start_lsn = start, .prev_lsn = prev,
-        .archive_dir = db->archive_dir[0] ? db->archive_dir : NULL, .reporter = db->rep,
+        .io = db->io,
+        .dir = db->dir,
+        .seg_size = db->ctl.seg_size,
+        .buffer_size = db->opts.wal_buffer_size,
+        .gen = db->ctl.wal_gen,
+        .start_lsn = start,
+        .prev_lsn = prev,
+        .archive_dir = db->archive_dir[0] ? db->archive_dir : NULL,
+        .reporter = db->rep,
     };
     return wal_open(&wc, &db->wal);
 }
@@ -88,12 +101,20 @@ static int open_tree(eng_db *db, uint64_t extent) {
     io_size(db->io, &db->data, &size);
     if (size / db->ctl.page_size < extent) size = extent * db->ctl.page_size;
     bt_config tc = {
-        .bp = db->bp, .page_size = db->ctl.page_size, .reporter = db->rep, .file = DATA_NAME,
-        .file_blocks = size / db->ctl.page_size, .hwm = db->ctl.hwm,
-        .log_append = eng_log_append, .log_ctx = db, .redo_lsn = &db->redo_lsn,
+        .bp = db->bp,
+        .page_size = db->ctl.page_size,
+        .reporter = db->rep,
+        .file = DATA_NAME,
+        .file_blocks = size / db->ctl.page_size,
+        .hwm = db->ctl.hwm,
+        .log_append = eng_log_append,
+        .log_ctx = db,
+        .redo_lsn = &db->redo_lsn,
         .full_page_writes = db->opts.full_page_writes,
         .wal_compression = db->opts.wal_compression == ENG_WAL_COMPRESSION_ZSTD,
-        .txn = db->txn, .durable_seq = &db->durable_seq, .no_hints = db->opts.read_only,
+        .txn = db->txn,
+        .durable_seq = &db->durable_seq,
+        .no_hints = db->opts.read_only,
         .poisoned = &db->poisoned,
     };
     return bt_open(&tc, &db->bt);
@@ -104,7 +125,7 @@ static int open_tree(eng_db *db, uint64_t extent) {
 typedef struct dir_files {
     int control, control_tmp, creating, data;
     uint64_t data_bytes;
-    size_t nsegs;             /* segment files in wal/ */
+    size_t nsegs; /* segment files in wal/ */
     uint64_t seg_first, seg_last;
 } dir_files;
 
@@ -130,7 +151,10 @@ static int look_at_dir(const char *dir, dir_files *f) {
     int rc = wal_list_segments(dir, &v, &n);
     if (rc != ENG_OK) return rc;
     f->nsegs = n;
-    if (n) { f->seg_first = v[0]; f->seg_last = v[n - 1]; }
+    if (n) {
+        f->seg_first = v[0];
+        f->seg_last = v[n - 1];
+    }
     free(v);
     return ENG_OK;
 }
@@ -168,7 +192,8 @@ static int check_data_present(const eng_reporter *rep, const dir_files *f, const
     if (f->data) return ENG_OK;
     return eng_report(rep, ENG_LAYER_CONTROL, DATA_NAME, -1, -1, -1, c->hwm, 0,
                       "data file is missing: control names a database of %u-byte pages, %llu blocks "
-                      "synced (high-water mark)", c->page_size, (unsigned long long)c->hwm);
+                      "synced (high-water mark)",
+                      c->page_size, (unsigned long long)c->hwm);
 }
 
 /* F2, first step: the marker, durable before any other file of the
@@ -262,14 +287,24 @@ static int recover_db(eng_db *db) {
     atomic_store(&db->hwm, db->ctl.hwm);
     if ((rc = start_pool(db))) return rc;
     rec_result rr;
-    rc = recovery_redo(db->io, db->dir, db->ctl.seg_size, db->ctl.redo_lsn, db->ctl.last_seq,
-                       db->bp, db->ctl.page_size, &db->rep, &rr);
-    if (rc) { rec_result_free(&rr); return rc; }
+    rc = recovery_redo(db->io, db->dir, db->ctl.seg_size, db->ctl.redo_lsn, db->ctl.last_seq, db->bp, db->ctl.page_size,
+                       &db->rep, &rr);
+    if (rc) {
+        rec_result_free(&rr);
+        return rc;
+    }
     db->rinfo = (eng_recovery_info){
-        .redo_lsn = db->ctl.redo_lsn, .end_lsn = rr.end_lsn, .recovered_lsn = rr.last_lsn,
-        .recovered_seq = rr.last_seq, .records = rr.records, .actions_applied = rr.actions_applied,
-        .actions_skipped = rr.actions_skipped, .images_restored = rr.images_restored,
-        .trimmed = rr.trimmed, .txns_committed = rr.txns_committed, .txns_aborted = rr.txns_aborted,
+        .redo_lsn = db->ctl.redo_lsn,
+        .end_lsn = rr.end_lsn,
+        .recovered_lsn = rr.last_lsn,
+        .recovered_seq = rr.last_seq,
+        .records = rr.records,
+        .actions_applied = rr.actions_applied,
+        .actions_skipped = rr.actions_skipped,
+        .images_restored = rr.images_restored,
+        .trimmed = rr.trimmed,
+        .txns_committed = rr.txns_committed,
+        .txns_aborted = rr.txns_aborted,
     };
     /* Ids are never reused: an aborted batch's versions keep its id, and
      * ids of the last lease may be on pages whose log records were lost. */
@@ -290,9 +325,18 @@ static int recover_db(eng_db *db) {
     /* A new generation, durable before any block of it is written. */
     db->ctl.wal_gen = (rr.max_gen > db->ctl.wal_gen ? rr.max_gen : db->ctl.wal_gen) + 1;
     db->ctl.xid_limit = rr.max_seq + 1 + XID_LEASE; /* the first lease, in the same write */
-    if ((rc = control_write(db->io, db->dir, &db->ctl))) { rec_result_free(&rr); return rc; }
-    if ((rc = open_wal(db, rr.end_lsn, rr.last_lsn))) { rec_result_free(&rr); return rc; }
-    if ((rc = open_tree(db, rr.meta_nblocks))) { rec_result_free(&rr); return rc; }
+    if ((rc = control_write(db->io, db->dir, &db->ctl))) {
+        rec_result_free(&rr);
+        return rc;
+    }
+    if ((rc = open_wal(db, rr.end_lsn, rr.last_lsn))) {
+        rec_result_free(&rr);
+        return rc;
+    }
+    if ((rc = open_tree(db, rr.meta_nblocks))) {
+        rec_result_free(&rr);
+        return rc;
+    }
     rec_result_free(&rr);
     /* Every id up to max_seq is finished now (T1): committed per the log,
      * the rest aborted. */
@@ -308,7 +352,10 @@ static int recover_db(eng_db *db) {
 int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
     *out = NULL;
     eng_options def;
-    if (!opts) { eng_options_init(&def); opts = &def; }
+    if (!opts) {
+        eng_options_init(&def);
+        opts = &def;
+    }
     if (!dir || !*dir || strlen(dir) >= 4000) return ENG_INVALID;
     if (opts->io_backend != ENG_IO_URING && opts->io_backend != ENG_IO_PSYNC) return ENG_INVALID;
     if (!valid_page_size(opts->page_size)) return ENG_INVALID;
@@ -408,8 +455,10 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
 int eng_close(eng_db *db) {
     if (!db) return ENG_INVALID;
     int rc = ENG_OK;
-    if (!db->opts.read_only && !atomic_load(&db->poisoned)) rc = eng_checkpoint_as(db, 1);
-    else if (atomic_load(&db->poisoned)) rc = ENG_POISONED;
+    if (!db->opts.read_only && !atomic_load(&db->poisoned))
+        rc = eng_checkpoint_as(db, 1);
+    else if (atomic_load(&db->poisoned))
+        rc = ENG_POISONED;
     free_handle(db);
     return rc;
 }

@@ -21,15 +21,17 @@ void eng_verify_report(void *ctx, const eng_corruption *r) {
 /* Read every record of the log from the redo point (pg_waldump's walk):
  * a damaged record in the synced part is a problem (wal.h W3); a torn
  * tail is not. */
-static int verify_log(io_ctx *io, const char *dir, const control *ctl, const eng_reporter *rep,
-                      uint64_t *problems) {
+static int verify_log(io_ctx *io, const char *dir, const control *ctl, const eng_reporter *rep, uint64_t *problems) {
     wal_reader *r;
     int rc = wal_reader_open(io, dir, ctl->seg_size, ctl->redo_lsn, 0, rep, &r);
     if (rc) return rc;
     wal_record rec;
     while ((rc = wal_reader_next(r, &rec)) == ENG_OK) {}
     wal_reader_close(r);
-    if (rc == ENG_CORRUPTION) { (*problems)++; return ENG_CORRUPTION; }
+    if (rc == ENG_CORRUPTION) {
+        (*problems)++;
+        return ENG_CORRUPTION;
+    }
     return rc == ENG_NOTFOUND ? ENG_OK : rc;
 }
 
@@ -61,8 +63,10 @@ int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *
         /* An error that stopped the walk wins over corruption found: the
          * reports say what was found, the status must say the check did
          * not finish (returning CORRUPTION swallowed a failed read). */
-        if (wrc != ENG_OK && wrc != ENG_CORRUPTION) rc = wrc;
-        else if (wrc == ENG_CORRUPTION && rc == ENG_OK) rc = ENG_CORRUPTION;
+        if (wrc != ENG_OK && wrc != ENG_CORRUPTION)
+            rc = wrc;
+        else if (wrc == ENG_CORRUPTION && rc == ENG_OK)
+            rc = ENG_CORRUPTION;
     }
     pthread_mutex_unlock(&db->write_mu);
     pthread_mutex_unlock(&db->ckpt_mu);
@@ -80,8 +84,8 @@ static void note_unchecked(eng_verify_info *info, uint64_t b) {
 
 /* Checksum scan of a file too damaged to open (pg_checksums alone).
  * ENG_NOTFOUND if there is no data file at all. */
-static int scan_blocks(const char *dir, const eng_options *opts, const control *ctl, int have_ctl,
-                       eng_reporter *rep, uint64_t *problems, eng_verify_info *info) {
+static int scan_blocks(const char *dir, const eng_options *opts, const control *ctl, int have_ctl, eng_reporter *rep,
+                       uint64_t *problems, eng_verify_info *info) {
     io_ctx *io;
     int rc = io_ctx_create(opts->io_backend, NULL, &io);
     if (rc) return rc;
@@ -89,12 +93,19 @@ static int scan_blocks(const char *dir, const eng_options *opts, const control *
     rc = io_open(io, dir, DATA_NAME, DATA_FILE_ID, 0, 1, &f);
     /* No data file: nothing to scan (the open's report, F3 or F4, says so). */
     if (rc && io_last_errno(io) == ENOENT) rc = ENG_NOTFOUND;
-    if (rc) { io_ctx_destroy(io); return rc; }
+    if (rc) {
+        io_ctx_destroy(io);
+        return rc;
+    }
     uint64_t size = 0;
     io_size(io, &f, &size);
     uint32_t ps = have_ctl ? ctl->page_size : 0;
     uint8_t *buf = malloc(16384);
-    if (!buf) { io_close(io, &f); io_ctx_destroy(io); return ENG_NOMEM; }
+    if (!buf) {
+        io_close(io, &f);
+        io_ctx_destroy(io);
+        return ENG_NOMEM;
+    }
     if (!ps) {
         /* The control file is gone: find the page size block 0 verifies at. */
         static const uint32_t sizes[] = {4096, 8192, 16384};
@@ -111,7 +122,9 @@ static int scan_blocks(const char *dir, const eng_options *opts, const control *
                        "cannot tell the page size: control file and block 0 both unreadable");
             (*problems)++;
             note_unchecked(info, 0);
-            free(buf); io_close(io, &f); io_ctx_destroy(io);
+            free(buf);
+            io_close(io, &f);
+            io_ctx_destroy(io);
             return ENG_CORRUPTION;
         }
     }
@@ -152,8 +165,7 @@ static void hold_report(void *ctx, const eng_corruption *r) {
     if (h->n < 8) h->r[h->n++] = *r;
 }
 
-int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx,
-                   uint64_t *problems) {
+int eng_verify_dir(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx, uint64_t *problems) {
     eng_verify_info info;
     int rc = eng_verify_dir_ex(dir, opts, fn, ctx, &info);
     if (problems) *problems = info.problems;
@@ -165,7 +177,10 @@ int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_f
     memset(info, 0, sizeof *info);
     uint64_t *problems = &info->problems;
     eng_options o;
-    if (opts) o = *opts; else eng_options_init(&o);
+    if (opts)
+        o = *opts;
+    else
+        eng_options_init(&o);
     o.read_only = 1;
     o.create_if_missing = 0;
     held_reports held = {.n = 0};
@@ -206,15 +221,18 @@ int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_f
         uint64_t wp = 0;
         verify_log(io, dir, &ctl, &lr, &wp);
         io_ctx_destroy(io);
-        for (int i = 0; i < logrep.n; i++) { eng_verify_report(&vf, &logrep.r[i]); (*problems)++; }
+        for (int i = 0; i < logrep.n; i++) {
+            eng_verify_report(&vf, &logrep.r[i]);
+            (*problems)++;
+        }
     }
     /* What the open tripped on, unless a scan above reported the same
      * thing itself: a page's own checksum (the block scan) or a record
      * (the log walk).  Problems met only while replaying stay. */
     for (int i = 0; i < held.n; i++) {
         const eng_corruption *h = &held.r[i];
-        int dup = have && h->block >= 0 && strcmp(h->file, DATA_NAME) == 0 &&
-                  h->layer != ENG_LAYER_STRUCTURE && h->layer != ENG_LAYER_OVERFLOW;
+        int dup = have && h->block >= 0 && strcmp(h->file, DATA_NAME) == 0 && h->layer != ENG_LAYER_STRUCTURE &&
+                  h->layer != ENG_LAYER_OVERFLOW;
         for (int j = 0; j < logrep.n && !dup; j++)
             dup = logrep.r[j].layer == h->layer && logrep.r[j].offset == h->offset &&
                   strcmp(logrep.r[j].file, h->file) == 0;

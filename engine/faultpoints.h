@@ -30,32 +30,38 @@ typedef struct eng_fault_point {
     const char *what;
 } eng_fault_point;
 
-#define ENG_FAULT_POINTS(X)                                                                      \
-    X(FP_IO_READ, "engine/io/read", "a read (pread or io_uring read submission) fails")          \
-    X(FP_IO_WRITE, "engine/io/write", "a write fails before it is issued")                       \
-    X(FP_IO_FSYNC, "engine/io/fsync", "an fsync of a file fails in the sync call, after the hooks saw it begin (the kernel may drop its dirty pages)") \
-    X(FP_IO_SHORT, "engine/io/short", "one read or write syscall transfers only part of its range") \
-    X(FP_IO_META, "engine/io/meta", "create, rename, unlink, truncate or directory fsync fails") \
-    X(FP_URING_SUBMIT, "engine/io/uring/submit", "io_uring submission fails")                   \
-    X(FP_URING_COMPLETE, "engine/io/uring/complete", "an io_uring completion reports an error")  \
-    X(FP_WAL_APPEND, "engine/wal/append", "appending a record to the log buffer fails")         \
-    X(FP_CKPT_CONTROL, "engine/checkpoint/control", "writing the control file at a checkpoint fails") \
-    X(FP_KILL_WAL_WRITE_SYNC, "kill/wal/after_write_before_sync", "crash after log blocks are written, before their fsync") \
-    X(FP_KILL_WAL_SYNC, "kill/wal/after_sync", "crash after a log fsync, before the waiters are told") \
-    X(FP_KILL_COMMIT, "kill/commit/after_batch_record", "crash after a batch record is appended, before its pages change") \
-    X(FP_KILL_OP, "kill/commit/between_ops", "crash between two operations of one batch")         \
-    X(FP_KILL_PAGE_WRITE, "kill/page/mid_write_back", "crash in the middle of a batch of page write-backs") \
-    X(FP_KILL_CKPT_DATA, "kill/checkpoint/after_data_before_control", "crash after a checkpoint's pages are synced, before control") \
-    X(FP_KILL_CKPT_RECORD, "kill/checkpoint/after_record", "crash after the checkpoint record, before control is replaced") \
-    X(FP_KILL_CONTROL, "kill/control/after_temp_before_rename", "crash with control.tmp written, before the rename") \
-    X(FP_KILL_RECOVERY_REDO, "kill/recovery/mid_redo", "crash in the middle of redo")               \
-    X(FP_KILL_RECOVERY_END, "kill/recovery/before_end_checkpoint", "crash after redo, before the end-of-recovery checkpoint")
+#define ENG_FAULT_POINTS(X)                                                                                            \
+    X(FP_IO_READ, "engine/io/read", "a read (pread or io_uring read submission) fails")                                \
+    X(FP_IO_WRITE, "engine/io/write", "a write fails before it is issued")                                             \
+    X(FP_IO_FSYNC, "engine/io/fsync",                                                                                  \
+      "an fsync of a file fails in the sync call, after the hooks saw it begin (the kernel may drop its dirty pages)") \
+    X(FP_IO_SHORT, "engine/io/short", "one read or write syscall transfers only part of its range")                    \
+    X(FP_IO_META, "engine/io/meta", "create, rename, unlink, truncate or directory fsync fails")                       \
+    X(FP_URING_SUBMIT, "engine/io/uring/submit", "io_uring submission fails")                                          \
+    X(FP_URING_COMPLETE, "engine/io/uring/complete", "an io_uring completion reports an error")                        \
+    X(FP_WAL_APPEND, "engine/wal/append", "appending a record to the log buffer fails")                                \
+    X(FP_CKPT_CONTROL, "engine/checkpoint/control", "writing the control file at a checkpoint fails")                  \
+    X(FP_KILL_WAL_WRITE_SYNC, "kill/wal/after_write_before_sync",                                                      \
+      "crash after log blocks are written, before their fsync")                                                        \
+    X(FP_KILL_WAL_SYNC, "kill/wal/after_sync", "crash after a log fsync, before the waiters are told")                 \
+    X(FP_KILL_COMMIT, "kill/commit/after_batch_record",                                                                \
+      "crash after a batch record is appended, before its pages change")                                               \
+    X(FP_KILL_OP, "kill/commit/between_ops", "crash between two operations of one batch")                              \
+    X(FP_KILL_PAGE_WRITE, "kill/page/mid_write_back", "crash in the middle of a batch of page write-backs")            \
+    X(FP_KILL_CKPT_DATA, "kill/checkpoint/after_data_before_control",                                                  \
+      "crash after a checkpoint's pages are synced, before control")                                                   \
+    X(FP_KILL_CKPT_RECORD, "kill/checkpoint/after_record",                                                             \
+      "crash after the checkpoint record, before control is replaced")                                                 \
+    X(FP_KILL_CONTROL, "kill/control/after_temp_before_rename", "crash with control.tmp written, before the rename")   \
+    X(FP_KILL_RECOVERY_REDO, "kill/recovery/mid_redo", "crash in the middle of redo")                                  \
+    X(FP_KILL_RECOVERY_END, "kill/recovery/before_end_checkpoint",                                                     \
+      "crash after redo, before the end-of-recovery checkpoint")
 
 enum eng_fault_point_id {
 #define FP_ENUM(id, name, what) id,
     ENG_FAULT_POINTS(FP_ENUM)
 #undef FP_ENUM
-    FP_COUNT
+        FP_COUNT
 };
 
 /* The catalogue, in enum order (engine.c). */
@@ -66,10 +72,8 @@ extern const eng_fault_point eng_fault_points[FP_COUNT];
 #include <stdatomic.h>
 extern _Atomic int eng_faults_armed_flag;
 /* errno to inject (the point's failnum), or 0. */
-#define ENG_FAULT(id)                                                                            \
-    (atomic_load_explicit(&eng_faults_armed_flag, memory_order_relaxed)                         \
-         ? fiu_fail(eng_fault_points[id].name)                                                   \
-         : 0)
+#define ENG_FAULT(id) \
+    (atomic_load_explicit(&eng_faults_armed_flag, memory_order_relaxed) ? fiu_fail(eng_fault_points[id].name) : 0)
 #else
 #define ENG_FAULT(id) ((void)(id), 0)
 #endif

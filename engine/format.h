@@ -152,32 +152,20 @@
 
 /* ---- little-endian accessors ---------------------------------------------- */
 
-static inline uint16_t fmt_get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-static inline uint32_t fmt_get32(const uint8_t *p)
-{
+static inline uint16_t fmt_get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t fmt_get32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static inline uint64_t fmt_get64(const uint8_t *p)
-{
-    return (uint64_t)fmt_get32(p) | (uint64_t)fmt_get32(p + 4) << 32;
-}
-static inline void fmt_put16(uint8_t *p, uint16_t v)
-{
+static inline uint64_t fmt_get64(const uint8_t *p) { return (uint64_t)fmt_get32(p) | (uint64_t)fmt_get32(p + 4) << 32; }
+static inline void fmt_put16(uint8_t *p, uint16_t v) {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
 }
-static inline void fmt_put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+static inline void fmt_put32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
-static inline void fmt_put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+static inline void fmt_put64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* ---- pages ------------------------------------------------------------------ */
@@ -185,21 +173,21 @@ static inline void fmt_put64(uint8_t *p, uint64_t v)
 #define PAGE_HDR 40u
 
 #define PH_CHECKSUM_OFF 0u
-#define PH_LSN_OFF 8u
-#define PH_BLOCK_OFF 16u
-#define PH_TYPE_OFF 20u
-#define PH_FLAGS_OFF 21u
-#define PH_NSLOTS_OFF 22u
-#define PH_LOWER_OFF 24u
-#define PH_UPPER_OFF 26u
-#define PH_FRAG_OFF 28u
-#define PH_LEVEL_OFF 30u
-#define PH_NEXT_OFF 32u
-#define PH_AUX_OFF 36u
+#define PH_LSN_OFF      8u
+#define PH_BLOCK_OFF    16u
+#define PH_TYPE_OFF     20u
+#define PH_FLAGS_OFF    21u
+#define PH_NSLOTS_OFF   22u
+#define PH_LOWER_OFF    24u
+#define PH_UPPER_OFF    26u
+#define PH_FRAG_OFF     28u
+#define PH_LEVEL_OFF    30u
+#define PH_NEXT_OFF     32u
+#define PH_AUX_OFF      36u
 
 /* The checksum covers [PAGE_CHECKSUM_FROM, page_size), seeded with
  * (file id << PAGE_SEED_FILE_SHIFT) ^ block; the data file is file id 0. */
-#define PAGE_CHECKSUM_FROM 8u
+#define PAGE_CHECKSUM_FROM   8u
 #define PAGE_SEED_FILE_SHIFT 56
 
 enum page_type {
@@ -215,11 +203,13 @@ enum page_type {
 
 /* Header accessors: pages are byte arrays, fields are read with memcpy so
  * alignment never matters. */
-#define PAGE_FIELD(name, off, type)                                            \
-    static inline type ph_get_##name(const uint8_t *p) {                      \
-        type v; memcpy(&v, p + (off), sizeof v); return v; }                  \
-    static inline void ph_set_##name(uint8_t *p, type v) {                    \
-        memcpy(p + (off), &v, sizeof v); }
+#define PAGE_FIELD(name, off, type)                      \
+    static inline type ph_get_##name(const uint8_t *p) { \
+        type v;                                          \
+        memcpy(&v, p + (off), sizeof v);                 \
+        return v;                                        \
+    }                                                    \
+    static inline void ph_set_##name(uint8_t *p, type v) { memcpy(p + (off), &v, sizeof v); }
 PAGE_FIELD(checksum, PH_CHECKSUM_OFF, uint64_t)
 PAGE_FIELD(lsn, PH_LSN_OFF, uint64_t)
 PAGE_FIELD(block, PH_BLOCK_OFF, uint32_t)
@@ -235,62 +225,58 @@ PAGE_FIELD(aux, PH_AUX_OFF, uint32_t)
 #undef PAGE_FIELD
 
 /* Cells */
-#define CELL_OVERFLOW 0x01u
-#define LEAF_CELL_HDR 23u     /* u16 klen, u8 cflags, u32 vlen, u64 xmin, u64 xmax */
-#define LEAF_XMIN_OFF 7u
-#define LEAF_XMAX_OFF 15u
-#define INTERNAL_CELL_HDR 6u  /* u16 klen, u32 child */
+#define CELL_OVERFLOW     0x01u
+#define LEAF_CELL_HDR     23u /* u16 klen, u8 cflags, u32 vlen, u64 xmin, u64 xmax */
+#define LEAF_XMIN_OFF     7u
+#define LEAF_XMAX_OFF     15u
+#define INTERNAL_CELL_HDR 6u /* u16 klen, u32 child */
 
 /* Hint area of a leaf: one nibble for each slot a page can hold (the
  * smallest cell is LEAF_CELL_HDR + 1 key byte, plus its slot), rounded to
  * 8 bytes; 80, 160 and 320 bytes for 4, 8 and 16 KiB pages. */
-#define LEAF_HINT_BYTES(ps) (((((ps) - PAGE_HDR) / (LEAF_CELL_HDR + 3u)) / 2u + 8u) & ~7u)
-#define LEAF_SLOT_BASE(ps) (PAGE_HDR + LEAF_HINT_BYTES(ps))
+#define LEAF_HINT_BYTES(ps) (((((ps)-PAGE_HDR) / (LEAF_CELL_HDR + 3u)) / 2u + 8u) & ~7u)
+#define LEAF_SLOT_BASE(ps)  (PAGE_HDR + LEAF_HINT_BYTES(ps))
 /* Hint nibble states: each has even parity, so one flipped bit is never a
  * valid state (page.h: what each means to a reader). */
 enum hint_state { HINT_NONE = 0x0, HINT_XMIN_C = 0x3, HINT_XMIN_A = 0x5, HINT_XMAX_C = 0x6, HINT_XMAX_A = 0x9 };
 
 /* Free-list trunks */
-#define FREE_TRUNK_CAP(ps) (((ps) - PAGE_HDR) / 4u)
+#define FREE_TRUNK_CAP(ps) (((ps)-PAGE_HDR) / 4u)
 
 /* Commit-log pages: 2 bits per transaction */
-#define CLOG_PER_PAGE(ps) (((ps) - PAGE_HDR) * 4u)
+#define CLOG_PER_PAGE(ps) (((ps)-PAGE_HDR) * 4u)
 enum clog_status { CLOG_IN_PROGRESS = 0, CLOG_COMMITTED = 1, CLOG_ABORTED = 2 };
 
 /* Meta page fields right after the header */
-#define META_MAGIC 0x32415441454d4745ull /* "EGMETA2" (versions, commit log) */
-#define META_OFF_MAGIC (PAGE_HDR + 0)
-#define META_OFF_ROOT (PAGE_HDR + 8)
-#define META_OFF_NBLOCKS (PAGE_HDR + 12)
+#define META_MAGIC        0x32415441454d4745ull /* "EGMETA2" (versions, commit log) */
+#define META_OFF_MAGIC    (PAGE_HDR + 0)
+#define META_OFF_ROOT     (PAGE_HDR + 8)
+#define META_OFF_NBLOCKS  (PAGE_HDR + 12)
 #define META_OFF_FREELIST (PAGE_HDR + 16)
-#define META_OFF_HEIGHT (PAGE_HDR + 20)
-#define META_OFF_CLOGN (PAGE_HDR + 24)
-#define META_CLOG_OFF (PAGE_HDR + 28u)
-#define META_CLOG_CAP(ps) (((ps) - META_CLOG_OFF) / 4u)
+#define META_OFF_HEIGHT   (PAGE_HDR + 20)
+#define META_OFF_CLOGN    (PAGE_HDR + 24)
+#define META_CLOG_OFF     (PAGE_HDR + 28u)
+#define META_CLOG_CAP(ps) (((ps)-META_CLOG_OFF) / 4u)
 
 /* Start of the slot array, from the header (lower = base + 2*nslots); a
  * header damaged in the cache cannot move it before the header's end. */
-static inline unsigned page_slot_base(const uint8_t *p)
-{
+static inline unsigned page_slot_base(const uint8_t *p) {
     unsigned lo = ph_get_lower(p), n2 = 2u * ph_get_nslots(p);
     return lo >= PAGE_HDR + n2 ? lo - n2 : PAGE_HDR;
 }
 /* Offset of the cell of slot I. */
-static inline uint16_t page_slot(const uint8_t *p, unsigned i)
-{
+static inline uint16_t page_slot(const uint8_t *p, unsigned i) {
     uint16_t v;
     memcpy(&v, p + page_slot_base(p) + 2u * i, 2);
     return v;
 }
 /* The hint nibble of leaf slot SLOT. */
-static inline unsigned leaf_hint_get(const uint8_t *p, unsigned slot)
-{
+static inline unsigned leaf_hint_get(const uint8_t *p, unsigned slot) {
     uint8_t b = p[PAGE_HDR + slot / 2u];
     return (slot & 1u) ? b >> 4 : b & 0xfu;
 }
 /* Commit-log directory entry I of the meta page (I < META_CLOG_CAP). */
-static inline uint32_t meta_clog_block(const uint8_t *meta, unsigned i)
-{
+static inline uint32_t meta_clog_block(const uint8_t *meta, unsigned i) {
     uint32_t v;
     memcpy(&v, meta + META_CLOG_OFF + 4u * i, 4);
     return v;
@@ -298,37 +284,37 @@ static inline uint32_t meta_clog_block(const uint8_t *meta, unsigned i)
 
 /* ---- the log ---------------------------------------------------------------- */
 
-#define WAL_DIR "wal"
-#define WAL_SEG_NAME_LEN 16     /* "%016llx" of the segment's first LSN */
+#define WAL_DIR          "wal"
+#define WAL_SEG_NAME_LEN 16 /* "%016llx" of the segment's first LSN */
 
-#define WAL_BLOCK 4096u
-#define WAL_BLOCK_HDR 32u
-#define WAL_SECTOR 512u
+#define WAL_BLOCK          4096u
+#define WAL_BLOCK_HDR      32u
+#define WAL_SECTOR         512u
 #define WAL_SECTOR_TRAILER 4u
-#define WAL_SECTOR_DATA (WAL_SECTOR - WAL_SECTOR_TRAILER)
-#define WAL_BLOCK_SECTORS (WAL_BLOCK / WAL_SECTOR)
-#define WAL_BLOCK_PAYLOAD (WAL_BLOCK - WAL_BLOCK_HDR - WAL_BLOCK_SECTORS * WAL_SECTOR_TRAILER)
+#define WAL_SECTOR_DATA    (WAL_SECTOR - WAL_SECTOR_TRAILER)
+#define WAL_BLOCK_SECTORS  (WAL_BLOCK / WAL_SECTOR)
+#define WAL_BLOCK_PAYLOAD  (WAL_BLOCK - WAL_BLOCK_HDR - WAL_BLOCK_SECTORS * WAL_SECTOR_TRAILER)
 
 /* Block header */
-#define WB_LSN_OFF 0u
+#define WB_LSN_OFF     0u
 #define WB_DURABLE_OFF 8u
-#define WB_GEN_OFF 16u
-#define WB_CONT_OFF 20u
-#define WB_MAGIC_OFF 22u
-#define WB_CHECK_OFF 24u
-#define WB_CHECKED 24u          /* wb_check covers [0, WB_CHECKED) */
-#define WB_MAGIC 0xA11Eu
+#define WB_GEN_OFF     16u
+#define WB_CONT_OFF    20u
+#define WB_MAGIC_OFF   22u
+#define WB_CHECK_OFF   24u
+#define WB_CHECKED     24u /* wb_check covers [0, WB_CHECKED) */
+#define WB_MAGIC       0xA11Eu
 
 /* Record header */
-#define WAL_REC_HDR 32u
-#define XL_LEN_OFF 0u
-#define XL_TYPE_OFF 4u
-#define XL_FLAGS_OFF 5u
+#define WAL_REC_HDR     32u
+#define XL_LEN_OFF      0u
+#define XL_TYPE_OFF     4u
+#define XL_FLAGS_OFF    5u
 #define XL_RESERVED_OFF 6u
-#define XL_PREV_OFF 8u
-#define XL_LSN_OFF 16u
-#define XL_CHECK_OFF 24u
-#define WAL_MAX_RECORD (256u << 20) /* payload bytes of one record, at most */
+#define XL_PREV_OFF     8u
+#define XL_LSN_OFF      16u
+#define XL_CHECK_OFF    24u
+#define WAL_MAX_RECORD  (256u << 20) /* payload bytes of one record, at most */
 
 /* Record types (payload formats live with their writers: engine.c and
  * pageop.h; the WAL only frames them). */
@@ -342,22 +328,22 @@ enum wal_rec_type {
 
 /* ---- the control file ------------------------------------------------------ */
 
-#define CONTROL_NAME "control"
-#define CONTROL_SIZE 512u
+#define CONTROL_NAME           "control"
+#define CONTROL_SIZE           512u
 #define CONTROL_FLAG_CHECKSUMS 0x1u
-#define CT_MAGIC 0x31304c5443474e45ull /* "ENGCTL01" */
-#define CT_VERSION 2u
-#define CT_MAGIC_OFF 0u
-#define CT_VERSION_OFF 8u
-#define CT_PAGE_SIZE_OFF 12u
-#define CT_FLAGS_OFF 16u
-#define CT_HWM_OFF 24u
-#define CT_CHECKPOINT_LSN_OFF 32u
-#define CT_REDO_LSN_OFF 40u
-#define CT_LAST_SEQ_OFF 48u
-#define CT_SEG_SIZE_OFF 56u
-#define CT_WAL_GEN_OFF 64u
-#define CT_XID_LIMIT_OFF 72u
-#define CT_SUM_OFF (CONTROL_SIZE - 8u) /* ct_checksum: XXH3-64 of [0, CT_SUM_OFF) */
+#define CT_MAGIC               0x31304c5443474e45ull /* "ENGCTL01" */
+#define CT_VERSION             2u
+#define CT_MAGIC_OFF           0u
+#define CT_VERSION_OFF         8u
+#define CT_PAGE_SIZE_OFF       12u
+#define CT_FLAGS_OFF           16u
+#define CT_HWM_OFF             24u
+#define CT_CHECKPOINT_LSN_OFF  32u
+#define CT_REDO_LSN_OFF        40u
+#define CT_LAST_SEQ_OFF        48u
+#define CT_SEG_SIZE_OFF        56u
+#define CT_WAL_GEN_OFF         64u
+#define CT_XID_LIMIT_OFF       72u
+#define CT_SUM_OFF             (CONTROL_SIZE - 8u) /* ct_checksum: XXH3-64 of [0, CT_SUM_OFF) */
 
 #endif /* ENGINE_FORMAT_H */

@@ -15,12 +15,10 @@ struct insp_dir {
     const char *dir;
 };
 
-int insp_open(const char *dir, insp_dir **out)
-{
+int insp_open(const char *dir, insp_dir **out) {
     *out = NULL;
     insp_dir *d = calloc(1, sizeof *d);
-    if (!d)
-        return ENG_NOMEM;
+    if (!d) return ENG_NOMEM;
     int st = io_ctx_create(ENG_IO_PSYNC, NULL, &d->io);
     if (st != ENG_OK) {
         free(d);
@@ -31,17 +29,13 @@ int insp_open(const char *dir, insp_dir **out)
     return ENG_OK;
 }
 
-void insp_close(insp_dir *d)
-{
-    if (!d)
-        return;
+void insp_close(insp_dir *d) {
+    if (!d) return;
     io_ctx_destroy(d->io);
     free(d);
 }
 
-int insp_read_control(insp_dir *d, uint64_t *seg_size, uint64_t *redo_lsn, eng_corruption_fn fn,
-                      void *ctx)
-{
+int insp_read_control(insp_dir *d, uint64_t *seg_size, uint64_t *redo_lsn, eng_corruption_fn fn, void *ctx) {
     control c;
     eng_reporter rep = {fn, ctx};
     int st = control_read(d->io, d->dir, &c, &rep);
@@ -52,14 +46,11 @@ int insp_read_control(insp_dir *d, uint64_t *seg_size, uint64_t *redo_lsn, eng_c
     return st;
 }
 
-int insp_oldest_record(insp_dir *d, uint64_t seg_size, uint64_t *lsn)
-{
+int insp_oldest_record(insp_dir *d, uint64_t seg_size, uint64_t *lsn) {
     return wal_oldest_record(d->io, d->dir, seg_size, lsn);
 }
 
-int insp_log_open(insp_dir *d, uint64_t seg_size, uint64_t from, eng_corruption_fn fn, void *ctx,
-                  wal_reader **out)
-{
+int insp_log_open(insp_dir *d, uint64_t seg_size, uint64_t from, eng_corruption_fn fn, void *ctx, wal_reader **out) {
     eng_reporter rep = {fn, ctx};
     return wal_reader_open(d->io, d->dir, seg_size, from, 0, &rep, out);
 }

@@ -33,9 +33,9 @@ int page_is_zero(const uint8_t *page, size_t page_size);
 
 /* A decoded problem; filled only when the function returns ENG_CORRUPTION. */
 typedef struct page_problem {
-    int layer;        /* eng_layer */
-    int32_t entry;    /* slot, or -1 */
-    int64_t offset;   /* offset in page, or -1 */
+    int layer;      /* eng_layer */
+    int32_t entry;  /* slot, or -1 */
+    int64_t offset; /* offset in page, or -1 */
     uint64_t expected, found;
     char detail[160];
 } page_problem;
@@ -46,8 +46,8 @@ typedef struct page_problem {
  * cell (P2) and key order (P3).  Returns ENG_OK, or ENG_CORRUPTION with *pr
  * filled.  A zero page at or beyond HWM returns ENG_OK with *is_zero = 1
  * (never-written block). */
-int page_verify(const uint8_t *page, size_t page_size, uint64_t block,
-                uint64_t hwm, int checksums, int *is_zero, page_problem *pr);
+int page_verify(const uint8_t *page, size_t page_size, uint64_t block, uint64_t hwm, int checksums, int *is_zero,
+                page_problem *pr);
 
 /* Structural check only (P1-P3 and type-specific fields), no checksum. */
 int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr);
@@ -59,11 +59,11 @@ typedef struct leaf_cell {
     const uint8_t *key;
     uint16_t klen;
     uint8_t cflags;
-    uint32_t vlen;          /* full value length */
+    uint32_t vlen; /* full value length */
     uint64_t xmin, xmax;
-    const uint8_t *val;     /* inline value, or NULL if overflow */
-    uint32_t ovfl;          /* first overflow block if CELL_OVERFLOW */
-    uint16_t size;          /* bytes of the cell */
+    const uint8_t *val; /* inline value, or NULL if overflow */
+    uint32_t ovfl;      /* first overflow block if CELL_OVERFLOW */
+    uint16_t size;      /* bytes of the cell */
 } leaf_cell;
 
 typedef struct internal_cell {
@@ -80,7 +80,7 @@ void page_internal_cell(const uint8_t *page, unsigned slot, internal_cell *c);
 typedef struct meta_fields {
     uint64_t magic;
     uint32_t root, nblocks, freelist, height;
-    uint32_t clog_pages;          /* entries of the commit-log directory */
+    uint32_t clog_pages; /* entries of the commit-log directory */
 } meta_fields;
 void meta_read(const uint8_t *page, meta_fields *m);
 const char *page_type_name(int type);
@@ -90,8 +90,22 @@ const char *page_type_name(int type);
 /* Page actions of WAL_REC_PAGES records; their encoding is drawn at the
  * top of pageop.h. */
 enum pa_kind {
-    PA_IMAGE = 1, PA_INIT, PA_FREE, PA_OVFL, PA_INSERT, PA_REMOVE, PA_SPLIT, PA_META, PA_SETNEXT,
-    PA_PUSHFREE, PA_POPFREE, PA_SETXMAX, PA_FREEZE, PA_CLOGSET, PA_CLOGDIR, PA_HINTS,
+    PA_IMAGE = 1,
+    PA_INIT,
+    PA_FREE,
+    PA_OVFL,
+    PA_INSERT,
+    PA_REMOVE,
+    PA_SPLIT,
+    PA_META,
+    PA_SETNEXT,
+    PA_PUSHFREE,
+    PA_POPFREE,
+    PA_SETXMAX,
+    PA_FREEZE,
+    PA_CLOGSET,
+    PA_CLOGDIR,
+    PA_HINTS,
     PA_KIND_MAX = PA_HINTS
 };
 
@@ -122,7 +136,7 @@ int pa_batch_decode(const uint8_t *p, size_t len, pa_batch *b);
 /* WAL_REC_PAGES payload: u64 batch_lsn | u32 op_index | actions...
  * op_index PA_OP_ABORT: an operation failed before changing anything,
  * the batch is aborted (its actions, if any, set the commit-log entry). */
-#define PA_REC_HDR 12u
+#define PA_REC_HDR  12u
 #define PA_OP_ABORT 0xffffffffu
 /* The batch at batch_lsn committed: the record's actions set its
  * commit-log entry (and create the log page it needs).  This record, not
@@ -144,8 +158,8 @@ typedef struct wal_record {
     uint64_t lsn, end, prev;
     int type;
     int flags;
-    uint32_t gen;             /* generation of the block the record starts in */
-    const uint8_t *payload;   /* valid until the next wal_reader_next */
+    uint32_t gen;           /* generation of the block the record starts in */
+    const uint8_t *payload; /* valid until the next wal_reader_next */
     size_t len;
 } wal_record;
 
@@ -173,8 +187,7 @@ void insp_close(insp_dir *d);
 /* Read and check DIR/control: *SEG_SIZE and *REDO_LSN.  ENG_NOTFOUND if
  * it does not exist, ENG_CORRUPTION with a report to FN if it does not
  * check, or an I/O status. */
-int insp_read_control(insp_dir *d, uint64_t *seg_size, uint64_t *redo_lsn, eng_corruption_fn fn,
-                      void *ctx);
+int insp_read_control(insp_dir *d, uint64_t *seg_size, uint64_t *redo_lsn, eng_corruption_fn fn, void *ctx);
 
 /* wal_oldest_record (wal.h) for DIR's log. */
 int insp_oldest_record(insp_dir *d, uint64_t seg_size, uint64_t *lsn);
@@ -182,7 +195,6 @@ int insp_oldest_record(insp_dir *d, uint64_t seg_size, uint64_t *lsn);
 /* A reader of DIR's log from FROM (a record's position), as recovery
  * reads it; reports (W3) go to FN.  Then wal_reader_next, wal_reader_end
  * and wal_reader_close. */
-int insp_log_open(insp_dir *d, uint64_t seg_size, uint64_t from, eng_corruption_fn fn, void *ctx,
-                  wal_reader **out);
+int insp_log_open(insp_dir *d, uint64_t seg_size, uint64_t from, eng_corruption_fn fn, void *ctx, wal_reader **out);
 
 #endif /* ENGINE_INSPECT_H */

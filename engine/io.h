@@ -59,8 +59,8 @@ typedef struct io_req {
     void *buf;
     size_t len;
     uint64_t offset;
-    int status;      /* out: eng_status of this request */
-    size_t done;     /* out: bytes transferred (reads: may be < len at EOF) */
+    int status;  /* out: eng_status of this request */
+    size_t done; /* out: bytes transferred (reads: may be < len at EOF) */
 } io_req;
 
 /* Create the I/O context for one database handle.  HOOKS may be NULL. */
@@ -70,8 +70,7 @@ int io_backend(const io_ctx *io);
 
 /* Open (creating if CREATE and missing; the creation is a hooked
  * ENG_IO_CREATE operation) DIR/NAME into *F with FILE_ID. */
-int io_open(io_ctx *io, const char *dir, const char *name, int file_id,
-            int create, int read_only, io_file *f);
+int io_open(io_ctx *io, const char *dir, const char *name, int file_id, int create, int read_only, io_file *f);
 void io_close(io_ctx *io, io_file *f);
 
 /* Read up to LEN bytes at OFFSET; *done gets the bytes read (less than LEN

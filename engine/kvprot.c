@@ -78,7 +78,10 @@ CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t
 }
 static inline int use_crc(unsigned w) { return w <= 4 && crc32c_have_hw(); }
 #else
-static inline int use_crc(unsigned w) { (void)w; return 0; }
+static inline int use_crc(unsigned w) {
+    (void)w;
+    return 0;
+}
 static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par) {
     *par = parity(p, len);
     return kv_hash(p, len, seed);
@@ -131,17 +134,19 @@ static uint32_t page_code(const uint8_t *page, uint32_t ps) {
 
 /* Cell at SLOT: its bytes, clamped to the page (a damaged length hashes
  * other bytes, which is a mismatch, never an overrun). */
-static void cell_span(const uint8_t *page, uint32_t ps, unsigned slot, const uint8_t **p, size_t *len,
-                      uint16_t *off) {
+static void cell_span(const uint8_t *page, uint32_t ps, unsigned slot, const uint8_t **p, size_t *len, uint16_t *off) {
     unsigned base = page_slot_base(page);
     size_t so = base + 2u * slot;
     uint16_t o = so + 2 <= ps ? rd16(page + so) : 0;
     *off = o;
-    if (o < PAGE_HDR || o >= ps) { *p = page; *len = 0; return; }
+    if (o < PAGE_HDR || o >= ps) {
+        *p = page;
+        *len = 0;
+        return;
+    }
     size_t sz, klen = (uint32_t)o + 2u <= ps ? rd16(page + o) : 0;
     if (ph_get_type(page) == PAGE_LEAF)
-        sz = o + LEAF_CELL_HDR <= ps ? leaf_cell_size(klen, rd32(page + o + 3), page[o + 2] & CELL_OVERFLOW)
-                                     : ps - o;
+        sz = o + LEAF_CELL_HDR <= ps ? leaf_cell_size(klen, rd32(page + o + 3), page[o + 2] & CELL_OVERFLOW) : ps - o;
     else
         sz = internal_cell_size(klen);
     if (sz > ps - o) sz = ps - o;
@@ -160,12 +165,18 @@ static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsi
 
 int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w) {
     int64_t before = c->code || c->n || c->page ? (int64_t)kv_memory(c->n, w) : 0;
-    if (!w) { kv_free(c); return -before; }
+    if (!w) {
+        kv_free(c);
+        return -before;
+    }
     unsigned n = slotted(ph_get_type(page)) ? ph_get_nslots(page) : 0;
     if (n > ps / 2) n = 0; /* a page that was proven has fewer; be safe */
     if (n != c->n || (!c->code && n != 0)) {
         uint8_t *p = realloc(c->code, n ? (size_t)n * w : 1);
-        if (!p) { n = 0; } else c->code = p;
+        if (!p) {
+            n = 0;
+        } else
+            c->code = p;
     }
     c->n = n;
     c->page = page_code(page, ps);
@@ -190,9 +201,13 @@ int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned 
     return 1;
 }
 
-int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, unsigned slot,
-                   uint64_t *exp, uint64_t *found) {
-    if (slot >= c->n) { *exp = c->n; *found = slot; return 1; }
+int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, unsigned slot, uint64_t *exp,
+                   uint64_t *found) {
+    if (slot >= c->n) {
+        *exp = c->n;
+        *found = slot;
+        return 1;
+    }
     uint64_t want = get_code(c->code + (size_t)slot * w, w), got = entry_code(page, ps, slot, w);
     if (want == got) return 0;
     *exp = want;
@@ -200,8 +215,8 @@ int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned
     return 1;
 }
 
-int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, int32_t *entry,
-                 uint64_t *exp, uint64_t *found) {
+int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, int32_t *entry, uint64_t *exp,
+                 uint64_t *found) {
     *entry = -1;
 #ifdef ENG_BROKEN_KV_CHECK_ALL_SKIPS_PAGE_CODE
     /* planted bug (tests/mutants.txt): the whole-page check (K3, and K4
@@ -212,7 +227,10 @@ int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w
     if (kv_check_page(c, page, ps, w, exp, found)) return 1;
 #endif
     for (unsigned i = 0; i < c->n; i++)
-        if (kv_check_entry(c, page, ps, w, i, exp, found)) { *entry = (int32_t)i; return 1; }
+        if (kv_check_entry(c, page, ps, w, i, exp, found)) {
+            *entry = (int32_t)i;
+            return 1;
+        }
     if (ph_get_type(page) == PAGE_LEAF) {
         for (unsigned i = 0; i < LEAF_HINT_BYTES(ps) * 2u; i++) {
             unsigned h = page_hint(page, i);

@@ -50,9 +50,9 @@
 #include "page.h"
 
 typedef struct kv_codes {
-    uint8_t *code;     /* n * w bytes */
-    uint32_t n;        /* codes made (the slot count then) */
-    uint32_t page;     /* page code */
+    uint8_t *code; /* n * w bytes */
+    uint32_t n;    /* codes made (the slot count then) */
+    uint32_t page; /* page code */
 } kv_codes;
 
 /* The code of LEN bytes at P (SEED binds a cell to its slot), w bytes. */
@@ -67,11 +67,11 @@ void kv_free(kv_codes *c);
  * expected / found codes filled.  Bounds are clamped to the page, so a
  * damaged header never sends a check outside it. */
 int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *exp, uint64_t *found);
-int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, unsigned slot,
-                   uint64_t *exp, uint64_t *found);
+int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, unsigned slot, uint64_t *exp,
+                   uint64_t *found);
 /* Page code, every entry, and (leaves) the hint area's states. */
-int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, int32_t *entry,
-                 uint64_t *exp, uint64_t *found);
+int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, int32_t *entry, uint64_t *exp,
+                 uint64_t *found);
 
 /* Memory the codes of a page with N entries take at width W (0 if W 0). */
 static inline uint64_t kv_memory(uint32_t n, unsigned w) { return w ? 16u + (uint64_t)n * w : 0; }

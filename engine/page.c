@@ -33,23 +33,18 @@
 
 #include "page.h"
 
-#define PAGE_SIZE_MAX 16384u
+#define PAGE_SIZE_MAX    16384u
 #define CELL_FLAGS_KNOWN CELL_OVERFLOW
-#define OVFL_PTR_BYTES 4u
+#define OVFL_PTR_BYTES   4u
 
-static int page_size_ok(size_t page_size)
-{
-    return page_size == 4096 || page_size == 8192 || page_size == 16384;
-}
+static int page_size_ok(size_t page_size) { return page_size == 4096 || page_size == 8192 || page_size == 16384; }
 
-static int problem(page_problem *pr, int layer, int32_t entry, int64_t offset,
-                   uint64_t expected, uint64_t found, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
+static int problem(page_problem *pr, int layer, int32_t entry, int64_t offset, uint64_t expected, uint64_t found,
+                   const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 /* Fill *PR and return ENG_CORRUPTION, so every check reads as one line. */
-static int problem(page_problem *pr, int layer, int32_t entry, int64_t offset,
-                   uint64_t expected, uint64_t found, const char *fmt, ...)
-{
+static int problem(page_problem *pr, int layer, int32_t entry, int64_t offset, uint64_t expected, uint64_t found,
+                   const char *fmt, ...) {
     va_list ap;
 
     pr->layer = layer;
@@ -65,23 +60,19 @@ static int problem(page_problem *pr, int layer, int32_t entry, int64_t offset,
 
 /* ---- verification ------------------------------------------------------ */
 
-int page_verify(const uint8_t *page, size_t page_size, uint64_t block,
-                uint64_t hwm, int checksums, int *is_zero, page_problem *pr)
-{
+int page_verify(const uint8_t *page, size_t page_size, uint64_t block, uint64_t hwm, int checksums, int *is_zero,
+                page_problem *pr) {
     page_problem scratch;
     int zero_scratch;
     uint64_t stored, computed;
     uint32_t written_for;
 
-    if (!pr)
-        pr = &scratch;
-    if (!is_zero)
-        is_zero = &zero_scratch;
+    if (!pr) pr = &scratch;
+    if (!is_zero) is_zero = &zero_scratch;
     *is_zero = 0;
     assert(page_size_ok(page_size));
     if (!page_size_ok(page_size))
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, -1, 0, page_size,
-                       "unsupported page size %zu", page_size);
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, -1, 0, page_size, "unsupported page size %zu", page_size);
 
     /* P5: first, because a zero page fails every later check and the
      * high-water mark alone tells a hole from a lost write. */
@@ -108,19 +99,17 @@ int page_verify(const uint8_t *page, size_t page_size, uint64_t block,
         computed = page_checksum(page, page_size, block);
         if (stored != computed)
             return problem(pr, ENG_LAYER_PAGE_CHECKSUM, -1, 0, stored, computed,
-                           stored == 0
-                               ? "checksum not set (stored 0), computed %016llx%s"
-                               : "checksum mismatch: computed %016llx%s",
-                           (unsigned long long)computed,
-                           stored == 0 ? " (page written with checksums off?)" : "");
+                           stored == 0 ? "checksum not set (stored 0), computed %016llx%s"
+                                       : "checksum mismatch: computed %016llx%s",
+                           (unsigned long long)computed, stored == 0 ? " (page written with checksums off?)" : "");
     }
 
     /* P4 without checksums, and a second line of defence with them. */
     written_for = ph_get_block(page);
     if ((uint64_t)written_for != block)
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_BLOCK_OFF, block, written_for,
-                       "page written for block %u found at block %llu (misdirected write?)",
-                       written_for, (unsigned long long)block);
+                       "page written for block %u found at block %llu (misdirected write?)", written_for,
+                       (unsigned long long)block);
 
     return page_check_structure(page, page_size, pr);
 }
@@ -128,27 +117,21 @@ int page_verify(const uint8_t *page, size_t page_size, uint64_t block,
 /* Claim bytes [LO, LO+N) of a page in bitmap BM; return 1 if any of them
  * already belonged to another cell.  A bitmap instead of sorting offsets
  * keeps the overlap check linear and its buffer 2 KiB at most. */
-static int claim_bytes(uint64_t *bm, size_t lo, size_t n)
-{
+static int claim_bytes(uint64_t *bm, size_t lo, size_t n) {
     size_t hi = lo + n - 1; /* inclusive; n >= 1 */
     size_t w0 = lo / 64, w1 = hi / 64;
 
     for (size_t w = w0; w <= w1; w++) {
         uint64_t m = ~0ull;
-        if (w == w0)
-            m &= ~0ull << (lo % 64);
-        if (w == w1)
-            m &= ~0ull >> (63 - hi % 64);
-        if (bm[w] & m)
-            return 1;
+        if (w == w0) m &= ~0ull << (lo % 64);
+        if (w == w1) m &= ~0ull >> (63 - hi % 64);
+        if (bm[w] & m) return 1;
         bm[w] |= m;
     }
     return 0;
 }
 
-static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
-                         page_problem *pr)
-{
+static int check_slotted(const uint8_t *page, size_t page_size, unsigned type, page_problem *pr) {
     const int leaf = type == PAGE_LEAF;
     const unsigned chdr = leaf ? LEAF_CELL_HDR : INTERNAL_CELL_HDR;
     const unsigned nslots = ph_get_nslots(page);
@@ -163,8 +146,7 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_LEVEL_OFF, 0, level,
                        "leaf page at level %u (leaves are level 0)", level);
     if (!leaf && level == 0)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_LEVEL_OFF, 1, 0,
-                       "internal page at level 0");
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_LEVEL_OFF, 1, 0, "internal page at level 0");
     if (!leaf && ph_get_aux(page) == 0)
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_AUX_OFF, 1, 0,
                        "internal page without a leftmost child (ph_aux = 0)");
@@ -190,8 +172,8 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
 
         if (off < upper || (size_t)off + chdr > page_size)
             return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, slot_off, upper, off,
-                           "slot %u points to offset %u, outside the cell area [%u, %zu) (P2)",
-                           i, off, upper, page_size);
+                           "slot %u points to offset %u, outside the cell area [%u, %zu) (P2)", i, off, upper,
+                           page_size);
         klen = rd16(page + off);
         if (klen == 0 || klen > ENG_MAX_KEY)
             return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off, ENG_MAX_KEY, klen,
@@ -200,35 +182,33 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
             const unsigned cflags = page[off + 2];
             const uint32_t vlen = rd32(page + off + 3);
             if (cflags & ~CELL_FLAGS_KNOWN)
-                return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off + 2,
-                               CELL_FLAGS_KNOWN, cflags,
+                return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off + 2, CELL_FLAGS_KNOWN, cflags,
                                "slot %u: unknown cell flags 0x%02x", i, cflags);
-            size = (uint64_t)LEAF_CELL_HDR + klen +
-                   ((cflags & CELL_OVERFLOW) ? OVFL_PTR_BYTES : (uint64_t)vlen);
+            size = (uint64_t)LEAF_CELL_HDR + klen + ((cflags & CELL_OVERFLOW) ? OVFL_PTR_BYTES : (uint64_t)vlen);
             if (off + size > page_size)
                 return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off, page_size - off, size,
                                "slot %u: %s cell of %llu bytes (klen %u, vlen %u) at offset %u "
                                "runs past the page end (P2)",
-                               i, (cflags & CELL_OVERFLOW) ? "overflow" : "leaf",
-                               (unsigned long long)size, klen, vlen, off);
+                               i, (cflags & CELL_OVERFLOW) ? "overflow" : "leaf", (unsigned long long)size, klen, vlen,
+                               off);
             if ((cflags & CELL_OVERFLOW) && rd32(page + off + LEAF_CELL_HDR + klen) == 0)
-                return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i,
-                               off + LEAF_CELL_HDR + klen, 1, 0,
+                return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off + LEAF_CELL_HDR + klen, 1, 0,
                                "slot %u: overflow cell points to block 0", i);
         } else {
             size = (uint64_t)INTERNAL_CELL_HDR + klen;
             if (off + size > page_size)
                 return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off, page_size - off, size,
                                "slot %u: internal cell of %llu bytes at offset %u runs past "
-                               "the page end (P2)", i, (unsigned long long)size, off);
+                               "the page end (P2)",
+                               i, (unsigned long long)size, off);
             if (rd32(page + off + 2) == 0)
                 return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off + 2, 1, 0,
                                "slot %u: internal cell points to child block 0", i);
         }
         if (claim_bytes(used, off, (size_t)size))
             return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off, 0, off,
-                           "slot %u: cell at offset %u (%llu bytes) overlaps another cell",
-                           i, off, (unsigned long long)size);
+                           "slot %u: cell at offset %u (%llu bytes) overlaps another cell", i, off,
+                           (unsigned long long)size);
         live += (size_t)size;
 
         key = page + off + chdr;
@@ -240,8 +220,8 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
                                "slot %u: key smaller than slot %u's (P3)", i, i - 1);
             if (c == 0 && !(xmin < prev_xmin || (xmin == 0 && prev_xmin == 0)))
                 return problem(pr, ENG_LAYER_VERSION, (int32_t)i, off + LEAF_XMIN_OFF, prev_xmin, xmin,
-                               "slot %u: version of the same key as slot %u not older (xmin %llu after %llu) (P3)",
-                               i, i - 1, (unsigned long long)xmin, (unsigned long long)prev_xmin);
+                               "slot %u: version of the same key as slot %u not older (xmin %llu after %llu) (P3)", i,
+                               i - 1, (unsigned long long)xmin, (unsigned long long)prev_xmin);
             prev_xmin = xmin;
         } else if (prev_key && key_cmp(prev_key, prev_klen, key, klen) >= 0) {
             return problem(pr, ENG_LAYER_STRUCTURE, (int32_t)i, off, 0, 0,
@@ -260,27 +240,24 @@ static int check_slotted(const uint8_t *page, size_t page_size, unsigned type,
     return ENG_OK;
 }
 
-static int check_meta(const uint8_t *page, size_t page_size, page_problem *pr)
-{
+static int check_meta(const uint8_t *page, size_t page_size, page_problem *pr) {
     meta_fields m;
 
     meta_read(page, &m);
     if (m.magic != META_MAGIC)
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, META_OFF_MAGIC, META_MAGIC, m.magic,
-                       "meta page magic %016llx, expected %016llx",
-                       (unsigned long long)m.magic, (unsigned long long)META_MAGIC);
+                       "meta page magic %016llx, expected %016llx", (unsigned long long)m.magic,
+                       (unsigned long long)META_MAGIC);
     if (m.nblocks < 2)
         return problem(pr, ENG_LAYER_STRUCTURE, -1, META_OFF_NBLOCKS, 2, m.nblocks,
                        "meta nblocks %u < 2 (meta and root at least)", m.nblocks);
     if (m.root == 0 || m.root >= m.nblocks)
-        return problem(pr, ENG_LAYER_STRUCTURE, -1, META_OFF_ROOT, m.nblocks, m.root,
-                       "meta root %u not in 1..%u", m.root, m.nblocks - 1);
+        return problem(pr, ENG_LAYER_STRUCTURE, -1, META_OFF_ROOT, m.nblocks, m.root, "meta root %u not in 1..%u",
+                       m.root, m.nblocks - 1);
     if (m.freelist >= m.nblocks)
         return problem(pr, ENG_LAYER_STRUCTURE, -1, META_OFF_FREELIST, m.nblocks, m.freelist,
                        "meta freelist head %u beyond nblocks %u", m.freelist, m.nblocks);
-    if (m.height < 1)
-        return problem(pr, ENG_LAYER_STRUCTURE, -1, META_OFF_HEIGHT, 1, 0,
-                       "meta tree height 0");
+    if (m.height < 1) return problem(pr, ENG_LAYER_STRUCTURE, -1, META_OFF_HEIGHT, 1, 0, "meta tree height 0");
     if (m.clog_pages > META_CLOG_CAP(page_size))
         return problem(pr, ENG_LAYER_STRUCTURE, -1, META_OFF_CLOGN, META_CLOG_CAP(page_size), m.clog_pages,
                        "meta commit-log directory claims %u pages, room for %zu", m.clog_pages,
@@ -294,8 +271,7 @@ static int check_meta(const uint8_t *page, size_t page_size, page_problem *pr)
     return ENG_OK;
 }
 
-static int check_clog(const uint8_t *page, size_t page_size, page_problem *pr)
-{
+static int check_clog(const uint8_t *page, size_t page_size, page_problem *pr) {
     /* Status 3 is no status: a flipped bit with checksums off. */
     for (size_t off = PAGE_HDR; off < page_size; off++) {
         uint8_t b = page[off];
@@ -307,27 +283,22 @@ static int check_clog(const uint8_t *page, size_t page_size, page_problem *pr)
     return ENG_OK;
 }
 
-int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr)
-{
+int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr) {
     page_problem scratch;
     unsigned type, nslots, lower, upper;
 
-    if (!pr)
-        pr = &scratch;
+    if (!pr) pr = &scratch;
     assert(page_size_ok(page_size));
     if (!page_size_ok(page_size))
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, -1, 0, page_size,
-                       "unsupported page size %zu", page_size);
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, -1, 0, page_size, "unsupported page size %zu", page_size);
 
     type = ph_get_type(page);
     if (type == PAGE_ZERO)
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_TYPE_OFF, PAGE_META, type,
-                       page_is_zero(page, page_size)
-                           ? "all-zero page: never written, no structure"
-                           : "page type 0 (never written) on a page with non-zero bytes");
+                       page_is_zero(page, page_size) ? "all-zero page: never written, no structure"
+                                                     : "page type 0 (never written) on a page with non-zero bytes");
     if (type > PAGE_TYPE_MAX)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_TYPE_OFF, PAGE_TYPE_MAX, type,
-                       "unknown page type %u", type);
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_TYPE_OFF, PAGE_TYPE_MAX, type, "unknown page type %u", type);
 
     /* P1, for every type: page_init lays out all pages alike. */
     nslots = ph_get_nslots(page);
@@ -346,34 +317,28 @@ int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr
 
     switch (type) {
     case PAGE_LEAF:
-    case PAGE_INTERNAL:
-        return check_slotted(page, page_size, type, pr);
-    default:
-        break;
+    case PAGE_INTERNAL: return check_slotted(page, page_size, type, pr);
+    default: break;
     }
 
     if (nslots != 0)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_NSLOTS_OFF, 0, nslots,
-                       "%s page with %u slots", page_type_name((int)type), nslots);
-    if (type == PAGE_META)
-        return check_meta(page, page_size, pr);
-    if (type == PAGE_CLOG)
-        return check_clog(page, page_size, pr);
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_NSLOTS_OFF, 0, nslots, "%s page with %u slots",
+                       page_type_name((int)type), nslots);
+    if (type == PAGE_META) return check_meta(page, page_size, pr);
+    if (type == PAGE_CLOG) return check_clog(page, page_size, pr);
     if (type == PAGE_OVERFLOW && ph_get_aux(page) > page_size - PAGE_HDR)
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_AUX_OFF, page_size - PAGE_HDR,
-                       ph_get_aux(page), "overflow page claims %u payload bytes, room for %zu",
-                       ph_get_aux(page), page_size - PAGE_HDR);
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_AUX_OFF, page_size - PAGE_HDR, ph_get_aux(page),
+                       "overflow page claims %u payload bytes, room for %zu", ph_get_aux(page), page_size - PAGE_HDR);
     if (type == PAGE_FREE && ph_get_aux(page) > FREE_TRUNK_CAP(page_size))
-        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_AUX_OFF, FREE_TRUNK_CAP(page_size),
-                       ph_get_aux(page), "free-list trunk claims %u entries, room for %zu",
-                       ph_get_aux(page), (size_t)FREE_TRUNK_CAP(page_size));
+        return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_AUX_OFF, FREE_TRUNK_CAP(page_size), ph_get_aux(page),
+                       "free-list trunk claims %u entries, room for %zu", ph_get_aux(page),
+                       (size_t)FREE_TRUNK_CAP(page_size));
     return ENG_OK;
 }
 
 /* ---- cells --------------------------------------------------------------- */
 
-void page_leaf_cell(const uint8_t *page, unsigned slot, leaf_cell *c)
-{
+void page_leaf_cell(const uint8_t *page, unsigned slot, leaf_cell *c) {
     const uint8_t *p = page + page_slot(page, slot);
 
     c->klen = rd16(p);
@@ -393,8 +358,7 @@ void page_leaf_cell(const uint8_t *page, unsigned slot, leaf_cell *c)
     }
 }
 
-void page_internal_cell(const uint8_t *page, unsigned slot, internal_cell *c)
-{
+void page_internal_cell(const uint8_t *page, unsigned slot, internal_cell *c) {
     const uint8_t *p = page + page_slot(page, slot);
 
     c->klen = rd16(p);
@@ -403,28 +367,19 @@ void page_internal_cell(const uint8_t *page, unsigned slot, internal_cell *c)
     c->size = (uint16_t)(INTERNAL_CELL_HDR + c->klen);
 }
 
-const uint8_t *page_cell_bytes(const uint8_t *page, unsigned idx, size_t *size)
-{
+const uint8_t *page_cell_bytes(const uint8_t *page, unsigned idx, size_t *size) {
     const uint8_t *p = page + page_slot(page, idx);
     size_t klen = rd16(p);
 
     switch (ph_get_type(page)) {
-    case PAGE_LEAF:
-        *size = leaf_cell_size(klen, rd32(p + 3), p[2] & CELL_OVERFLOW);
-        return p;
-    case PAGE_INTERNAL:
-        *size = internal_cell_size(klen);
-        return p;
-    default:
-        *size = 0;
-        return NULL;
+    case PAGE_LEAF: *size = leaf_cell_size(klen, rd32(p + 3), p[2] & CELL_OVERFLOW); return p;
+    case PAGE_INTERNAL: *size = internal_cell_size(klen); return p;
+    default: *size = 0; return NULL;
     }
 }
 
-size_t leaf_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t vlen,
-                        const void *val, int overflow, uint32_t ovfl_block,
-                        uint64_t xmin, uint64_t xmax)
-{
+size_t leaf_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t vlen, const void *val, int overflow,
+                        uint32_t ovfl_block, uint64_t xmin, uint64_t xmax) {
     assert(klen >= 1 && klen <= ENG_MAX_KEY);
     wr16(buf, (uint16_t)klen);
     buf[2] = overflow ? CELL_OVERFLOW : 0;
@@ -439,8 +394,7 @@ size_t leaf_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t vle
     return leaf_cell_size(klen, vlen, overflow);
 }
 
-size_t internal_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t child)
-{
+size_t internal_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t child) {
     assert(klen >= 1 && klen <= ENG_MAX_KEY);
     wr16(buf, (uint16_t)klen);
     wr32(buf + 2, child);
@@ -450,8 +404,7 @@ size_t internal_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t
 
 /* ---- edits ------------------------------------------------------------- */
 
-void page_init(uint8_t *page, size_t page_size, uint64_t block, int type, int level)
-{
+void page_init(uint8_t *page, size_t page_size, uint64_t block, int type, int level) {
     assert(page_size_ok(page_size));
     memset(page, 0, page_size);
     ph_set_block(page, (uint32_t)block);
@@ -461,8 +414,7 @@ void page_init(uint8_t *page, size_t page_size, uint64_t block, int type, int le
     ph_set_upper(page, (uint16_t)page_size); /* 16384 still fits a u16 */
 }
 
-unsigned page_search(const uint8_t *page, const void *key, size_t klen, int *exact)
-{
+unsigned page_search(const uint8_t *page, const void *key, size_t klen, int *exact) {
     const unsigned chdr = ph_get_type(page) == PAGE_LEAF ? LEAF_CELL_HDR : INTERNAL_CELL_HDR;
     unsigned lo = 0, hi = ph_get_nslots(page);
     int found = 0;
@@ -483,24 +435,19 @@ unsigned page_search(const uint8_t *page, const void *key, size_t klen, int *exa
             hi = mid;
         }
     }
-    if (exact)
-        *exact = found;
+    if (exact) *exact = found;
     return lo;
 }
 
-void page_insert_cell(uint8_t *page, size_t page_size, unsigned idx, const uint8_t *cell,
-                      size_t size)
-{
+void page_insert_cell(uint8_t *page, size_t page_size, unsigned idx, const uint8_t *cell, size_t size) {
     const unsigned n = ph_get_nslots(page);
     unsigned upper;
 
     assert(idx <= n);
     assert(page_reclaimable(page) >= size + 2);
     /* Compaction moves cells: a source inside the page would be stale. */
-    assert((uintptr_t)cell + size <= (uintptr_t)page ||
-           (uintptr_t)cell >= (uintptr_t)page + page_size);
-    if (page_free(page) < size + 2)
-        page_compact(page, page_size);
+    assert((uintptr_t)cell + size <= (uintptr_t)page || (uintptr_t)cell >= (uintptr_t)page + page_size);
+    if (page_free(page) < size + 2) page_compact(page, page_size);
 
     upper = ph_get_upper(page) - (unsigned)size;
     memcpy(page + upper, cell, size);
@@ -517,16 +464,14 @@ void page_insert_cell(uint8_t *page, size_t page_size, unsigned idx, const uint8
     ph_set_upper(page, (uint16_t)upper);
 }
 
-void page_remove_cell(uint8_t *page, unsigned idx)
-{
+void page_remove_cell(uint8_t *page, unsigned idx) {
     const unsigned n = ph_get_nslots(page);
     size_t size;
 
     assert(idx < n);
     page_cell_bytes(page, idx, &size);
     const unsigned base = page_slot_base(page);
-    memmove(page + base + 2 * idx, page + base + 2 * (idx + 1),
-            2 * (size_t)(n - idx - 1));
+    memmove(page + base + 2 * idx, page + base + 2 * (idx + 1), 2 * (size_t)(n - idx - 1));
     if (ph_get_type(page) == PAGE_LEAF) {
         for (unsigned i = idx; i + 1 < n; i++) page_hint_set(page, i, page_hint(page, i + 1));
         page_hint_set(page, n - 1, HINT_NONE);
@@ -536,8 +481,7 @@ void page_remove_cell(uint8_t *page, unsigned idx)
     ph_set_frag(page, (uint16_t)(ph_get_frag(page) + size));
 }
 
-void page_compact(uint8_t *page, size_t page_size)
-{
+void page_compact(uint8_t *page, size_t page_size) {
     /* Per thread so concurrent writers on different pages never share it;
      * static so a 16 KiB page costs no stack and no malloc. */
     static _Thread_local uint8_t tmp[PAGE_SIZE_MAX];
@@ -564,8 +508,7 @@ void page_compact(uint8_t *page, size_t page_size)
 
 /* ---- meta page ----------------------------------------------------------- */
 
-void meta_read(const uint8_t *page, meta_fields *m)
-{
+void meta_read(const uint8_t *page, meta_fields *m) {
     m->magic = rd64(page + META_OFF_MAGIC);
     m->root = rd32(page + META_OFF_ROOT);
     m->nblocks = rd32(page + META_OFF_NBLOCKS);
@@ -576,8 +519,7 @@ void meta_read(const uint8_t *page, meta_fields *m)
 
 /* Writes M->magic as given (callers set META_MAGIC), so tests can craft a
  * bad one through the same path. */
-void meta_write(uint8_t *page, const meta_fields *m)
-{
+void meta_write(uint8_t *page, const meta_fields *m) {
     wr64(page + META_OFF_MAGIC, m->magic);
     wr32(page + META_OFF_ROOT, m->root);
     wr32(page + META_OFF_NBLOCKS, m->nblocks);
@@ -586,14 +528,11 @@ void meta_write(uint8_t *page, const meta_fields *m)
     wr32(page + META_OFF_CLOGN, m->clog_pages);
 }
 
-const char *page_type_name(int type)
-{
+const char *page_type_name(int type) {
     static const char *const names[] = {
-        [PAGE_ZERO] = "zero",         [PAGE_META] = "meta",
-        [PAGE_LEAF] = "leaf",         [PAGE_INTERNAL] = "internal",
+        [PAGE_ZERO] = "zero",         [PAGE_META] = "meta", [PAGE_LEAF] = "leaf", [PAGE_INTERNAL] = "internal",
         [PAGE_OVERFLOW] = "overflow", [PAGE_FREE] = "free", [PAGE_CLOG] = "clog",
     };
-    if (type < 0 || type > PAGE_TYPE_MAX)
-        return "unknown";
+    if (type < 0 || type > PAGE_TYPE_MAX) return "unknown";
     return names[type];
 }

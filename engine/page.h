@@ -28,9 +28,21 @@
 #include "format.h"
 #include "inspect.h"
 
-static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline uint16_t rd16(const uint8_t *p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+static inline uint32_t rd32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline uint64_t rd64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
 static inline void wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 static inline void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline void wr64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
@@ -129,9 +141,8 @@ void page_compact(uint8_t *page, size_t page_size);
 const uint8_t *page_cell_bytes(const uint8_t *page, unsigned idx, size_t *size);
 
 /* Encode cells into BUF (caller sizes it); return bytes written. */
-size_t leaf_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t vlen,
-                        const void *val, int overflow, uint32_t ovfl_block,
-                        uint64_t xmin, uint64_t xmax);
+size_t leaf_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t vlen, const void *val, int overflow,
+                        uint32_t ovfl_block, uint64_t xmin, uint64_t xmax);
 size_t internal_cell_encode(uint8_t *buf, const void *key, size_t klen, uint32_t child);
 
 void meta_write(uint8_t *page, const meta_fields *m);

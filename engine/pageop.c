@@ -70,15 +70,24 @@ int pa_batch_decode(const uint8_t *p, size_t len, pa_batch *b) {
 
 /* ---- encoders ---- */
 
-void pa_buf_reset(pa_buf *b) { b->len = 0; b->oom = 0; }
-void pa_buf_free(pa_buf *b) { free(b->p); memset(b, 0, sizeof *b); }
+void pa_buf_reset(pa_buf *b) {
+    b->len = 0;
+    b->oom = 0;
+}
+void pa_buf_free(pa_buf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
 
 static uint8_t *grow(pa_buf *b, size_t n) {
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n) cap *= 2;
         uint8_t *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return NULL; }
+        if (!p) {
+            b->oom = 1;
+            return NULL;
+        }
         b->p = p;
         b->cap = cap;
     }
@@ -97,26 +106,46 @@ static uint8_t *head(pa_buf *b, int kind, uint32_t block, size_t body) {
 
 static size_t cellsrc_size(const uint8_t *cell, size_t clen) { return cell ? 3 + clen : 9; }
 static void cellsrc_put(uint8_t *p, const uint8_t *cell, size_t clen, uint32_t op, uint32_t ovfl) {
-    if (cell) { p[0] = 0; wr16(p + 1, (uint16_t)clen); memcpy(p + 3, cell, clen); }
-    else { p[0] = 1; wr32(p + 1, op); wr32(p + 5, ovfl); }
+    if (cell) {
+        p[0] = 0;
+        wr16(p + 1, (uint16_t)clen);
+        memcpy(p + 3, cell, clen);
+    } else {
+        p[0] = 1;
+        wr32(p + 1, op);
+        wr32(p + 5, ovfl);
+    }
 }
 
 /* The unused middle of a slotted page; overflow pages have their tail. */
 static void hole_of(const uint8_t *page, uint32_t ps, uint16_t *off, uint16_t *len) {
     int type = ph_get_type(page);
-    *off = 0; *len = 0;
+    *off = 0;
+    *len = 0;
     if (type == PAGE_LEAF || type == PAGE_INTERNAL) {
         uint16_t lo = ph_get_lower(page), up = ph_get_upper(page);
-        if (lo >= PAGE_HDR && lo <= up && up <= ps) { *off = lo; *len = (uint16_t)(up - lo); }
+        if (lo >= PAGE_HDR && lo <= up && up <= ps) {
+            *off = lo;
+            *len = (uint16_t)(up - lo);
+        }
     } else if (type == PAGE_OVERFLOW) {
         uint32_t used = PAGE_HDR + ph_get_aux(page);
-        if (used <= ps) { *off = (uint16_t)used; *len = (uint16_t)(ps - used); }
+        if (used <= ps) {
+            *off = (uint16_t)used;
+            *len = (uint16_t)(ps - used);
+        }
     } else if (type == PAGE_FREE) {
         uint32_t used = PAGE_HDR + 4u * ph_get_aux(page);
-        if (used <= ps) { *off = (uint16_t)used; *len = (uint16_t)(ps - used); }
+        if (used <= ps) {
+            *off = (uint16_t)used;
+            *len = (uint16_t)(ps - used);
+        }
     } else if (type == PAGE_META) {
         uint32_t n = rd32(page + PAGE_HDR + 24);
-        if (n <= META_CLOG_CAP(ps)) { *off = (uint16_t)(META_CLOG_OFF + 4u * n); *len = (uint16_t)(ps - *off); }
+        if (n <= META_CLOG_CAP(ps)) {
+            *off = (uint16_t)(META_CLOG_OFF + 4u * n);
+            *len = (uint16_t)(ps - *off);
+        }
     }
 }
 
@@ -134,7 +163,10 @@ size_t pa_put_image(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps,
             if (!ZSTD_isError(z) && z < raw) {
                 uint8_t *p = head(b, PA_IMAGE, block, 9 + z);
                 if (p) {
-                    wr16(p, hoff); wr16(p + 2, hlen); p[4] = 1; wr32(p + 5, (uint32_t)z);
+                    wr16(p, hoff);
+                    wr16(p + 2, hlen);
+                    p[4] = 1;
+                    wr32(p + 5, (uint32_t)z);
                     memcpy(p + 9, tmp + raw, z);
                 }
                 free(tmp);
@@ -145,7 +177,10 @@ size_t pa_put_image(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps,
     }
     uint8_t *p = head(b, PA_IMAGE, block, 9 + raw);
     if (!p) return raw;
-    wr16(p, hoff); wr16(p + 2, hlen); p[4] = 0; wr32(p + 5, (uint32_t)raw);
+    wr16(p, hoff);
+    wr16(p + 2, hlen);
+    p[4] = 0;
+    wr32(p + 5, (uint32_t)raw);
     memcpy(p + 9, page, hoff);
     memcpy(p + 9 + hoff, page + hoff + hlen, ps - hoff - hlen);
     return raw;
@@ -154,7 +189,10 @@ size_t pa_put_image(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps,
 void pa_put_init(pa_buf *b, uint32_t block, int type, int level, uint32_t next, uint32_t aux) {
     uint8_t *p = head(b, PA_INIT, block, 11);
     if (!p) return;
-    p[0] = (uint8_t)type; wr16(p + 1, (uint16_t)level); wr32(p + 3, next); wr32(p + 7, aux);
+    p[0] = (uint8_t)type;
+    wr16(p + 1, (uint16_t)level);
+    wr32(p + 3, next);
+    wr32(p + 7, aux);
 }
 
 void pa_put_free(pa_buf *b, uint32_t block, uint32_t next) {
@@ -162,21 +200,29 @@ void pa_put_free(pa_buf *b, uint32_t block, uint32_t next) {
     if (p) wr32(p, next);
 }
 
-void pa_put_ovfl(pa_buf *b, uint32_t block, uint32_t next, const uint8_t *bytes, uint32_t len,
-                 uint32_t op, uint32_t off) {
+void pa_put_ovfl(pa_buf *b, uint32_t block, uint32_t next, const uint8_t *bytes, uint32_t len, uint32_t op,
+                 uint32_t off) {
     int explicit_ = op == UINT32_MAX;
     uint8_t *p = head(b, PA_OVFL, block, 9 + (explicit_ ? len : 8));
     if (!p) return;
-    wr32(p, next); wr32(p + 4, len);
-    if (explicit_) { p[8] = 0; memcpy(p + 9, bytes, len); }
-    else { p[8] = 1; wr32(p + 9, op); wr32(p + 13, off); }
+    wr32(p, next);
+    wr32(p + 4, len);
+    if (explicit_) {
+        p[8] = 0;
+        memcpy(p + 9, bytes, len);
+    } else {
+        p[8] = 1;
+        wr32(p + 9, op);
+        wr32(p + 13, off);
+    }
 }
 
-void pa_put_insert(pa_buf *b, uint32_t block, unsigned idx, int replace, const uint8_t *cell,
-                   size_t clen, uint32_t op, uint32_t ovfl) {
+void pa_put_insert(pa_buf *b, uint32_t block, unsigned idx, int replace, const uint8_t *cell, size_t clen, uint32_t op,
+                   uint32_t ovfl) {
     uint8_t *p = head(b, PA_INSERT, block, 3 + cellsrc_size(cell, clen));
     if (!p) return;
-    wr16(p, (uint16_t)idx); p[2] = (uint8_t)replace;
+    wr16(p, (uint16_t)idx);
+    p[2] = (uint8_t)replace;
     cellsrc_put(p + 3, cell, clen, op, ovfl);
 }
 
@@ -185,17 +231,23 @@ void pa_put_remove(pa_buf *b, uint32_t block, unsigned idx) {
     if (p) wr16(p, (uint16_t)idx);
 }
 
-void pa_put_split(pa_buf *b, uint32_t block, unsigned idx, int replace, unsigned m, uint32_t next,
-                  const uint8_t *cell, size_t clen, uint32_t op, uint32_t ovfl) {
+void pa_put_split(pa_buf *b, uint32_t block, unsigned idx, int replace, unsigned m, uint32_t next, const uint8_t *cell,
+                  size_t clen, uint32_t op, uint32_t ovfl) {
     uint8_t *p = head(b, PA_SPLIT, block, 9 + cellsrc_size(cell, clen));
     if (!p) return;
-    wr16(p, (uint16_t)idx); p[2] = (uint8_t)replace; wr16(p + 3, (uint16_t)m); wr32(p + 5, next);
+    wr16(p, (uint16_t)idx);
+    p[2] = (uint8_t)replace;
+    wr16(p + 3, (uint16_t)m);
+    wr32(p + 5, next);
     cellsrc_put(p + 9, cell, clen, op, ovfl);
 }
 
 void pa_put_meta(pa_buf *b, uint32_t nblocks, uint32_t freelist) {
     uint8_t *p = head(b, PA_META, 0, 8);
-    if (p) { wr32(p, nblocks); wr32(p + 4, freelist); }
+    if (p) {
+        wr32(p, nblocks);
+        wr32(p + 4, freelist);
+    }
 }
 
 void pa_put_setnext(pa_buf *b, uint32_t block, uint32_t next) {
@@ -212,7 +264,10 @@ void pa_put_popfree(pa_buf *b, uint32_t trunk) { head(b, PA_POPFREE, trunk, 0); 
 
 void pa_put_setxmax(pa_buf *b, uint32_t block, unsigned idx, uint64_t xid) {
     uint8_t *p = head(b, PA_SETXMAX, block, 10);
-    if (p) { wr16(p, (uint16_t)idx); wr64(p + 2, xid); }
+    if (p) {
+        wr16(p, (uint16_t)idx);
+        wr64(p + 2, xid);
+    }
 }
 
 void pa_put_freeze(pa_buf *b, uint32_t block, unsigned idx) {
@@ -222,18 +277,27 @@ void pa_put_freeze(pa_buf *b, uint32_t block, unsigned idx) {
 
 void pa_put_clogset(pa_buf *b, uint32_t block, uint32_t index, int status) {
     uint8_t *p = head(b, PA_CLOGSET, block, 5);
-    if (p) { wr32(p, index); p[4] = (uint8_t)status; }
+    if (p) {
+        wr32(p, index);
+        p[4] = (uint8_t)status;
+    }
 }
 
 void pa_put_clogdir(pa_buf *b, uint32_t i, uint32_t clog_block) {
     uint8_t *p = head(b, PA_CLOGDIR, 0, 8);
-    if (p) { wr32(p, i); wr32(p + 4, clog_block); }
+    if (p) {
+        wr32(p, i);
+        wr32(p + 4, clog_block);
+    }
 }
 
 void pa_put_hints(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps) {
     uint16_t n = (uint16_t)LEAF_HINT_BYTES(ps);
     uint8_t *p = head(b, PA_HINTS, block, 2u + n);
-    if (p) { wr16(p, n); memcpy(p + 2, page + PAGE_HDR, n); }
+    if (p) {
+        wr16(p, n);
+        memcpy(p + 2, page + PAGE_HDR, n);
+    }
 }
 
 /* ---- decoding ---- */
@@ -290,9 +354,7 @@ size_t pa_parse(const uint8_t *p, size_t len, int *kind, uint32_t *block) {
     }
 }
 
-int pa_creates(int kind) {
-    return kind == PA_IMAGE || kind == PA_INIT || kind == PA_FREE || kind == PA_OVFL;
-}
+int pa_creates(int kind) { return kind == PA_IMAGE || kind == PA_INIT || kind == PA_FREE || kind == PA_OVFL; }
 
 size_t pa_op_cell(const pa_batch *batch, uint32_t op, uint32_t ovfl, uint8_t *out, size_t cap) {
     if (!batch || op >= batch->nops || batch->ops[op].kind != BOP_PUT) return 0;
@@ -303,28 +365,40 @@ size_t pa_op_cell(const pa_batch *batch, uint32_t op, uint32_t ovfl, uint8_t *ou
 }
 
 /* Resolve a cellsrc into bytes (pointing into the record or into TMP). */
-static int cellsrc_get(const uint8_t *p, const pa_batch *batch, uint8_t *tmp, size_t cap,
-                       const uint8_t **cell, size_t *clen) {
-    if (p[0] == 0) { *cell = p + 3; *clen = rd16(p + 1); return *clen ? 0 : -1; }
+static int cellsrc_get(const uint8_t *p, const pa_batch *batch, uint8_t *tmp, size_t cap, const uint8_t **cell,
+                       size_t *clen) {
+    if (p[0] == 0) {
+        *cell = p + 3;
+        *clen = rd16(p + 1);
+        return *clen ? 0 : -1;
+    }
     *clen = pa_op_cell(batch, rd32(p + 1), rd32(p + 5), tmp, cap);
     *cell = tmp;
     return *clen ? 0 : -1;
 }
 
-int pa_split_cells(uint8_t *page, uint32_t ps, unsigned idx, int replace, const uint8_t *c,
-                   size_t clen, unsigned m, uint8_t *right, uint32_t rblock) {
+int pa_split_cells(uint8_t *page, uint32_t ps, unsigned idx, int replace, const uint8_t *c, size_t clen, unsigned m,
+                   uint8_t *right, uint32_t rblock) {
     unsigned n = ph_get_nslots(page);
     unsigned total = n + 1 - (replace ? 1 : 0);
     if (idx > n || (replace && idx >= n) || m == 0 || m > total) return -1;
     uint8_t *old = malloc(ps);
     const uint8_t **cp = malloc(sizeof *cp * (total + 1));
     size_t *sz = malloc(sizeof *sz * (total + 1));
-    if (!old || !cp || !sz) { free(old); free(cp); free(sz); return -1; }
+    if (!old || !cp || !sz) {
+        free(old);
+        free(cp);
+        free(sz);
+        return -1;
+    }
     memcpy(old, page, ps);
     /* Combined order: the old cells with C at idx (replacing idx). */
     unsigned k = 0;
     for (unsigned i = 0; i <= n; i++) {
-        if (i == idx) { cp[k] = c; sz[k++] = clen; }
+        if (i == idx) {
+            cp[k] = c;
+            sz[k++] = clen;
+        }
         if (i == n) break;
         if (i == idx && replace) continue;
         cp[k] = page_cell_bytes(old, i, &sz[k]);
@@ -336,8 +410,10 @@ int pa_split_cells(uint8_t *page, uint32_t ps, unsigned idx, int replace, const 
     ph_set_aux(page, ph_get_aux(old));
     ph_set_lsn(page, ph_get_lsn(old));
     for (unsigned i = 0; i < m && rc == 0; i++) {
-        if (page_reclaimable(page) < sz[i] + 2) rc = -1;
-        else page_insert_cell(page, ps, i, cp[i], sz[i]);
+        if (page_reclaimable(page) < sz[i] + 2)
+            rc = -1;
+        else
+            page_insert_cell(page, ps, i, cp[i], sz[i]);
     }
     if (right && rc == 0) {
         page_init(right, ps, rblock, ph_get_type(old), ph_get_level(old));
@@ -350,22 +426,29 @@ int pa_split_cells(uint8_t *page, uint32_t ps, unsigned idx, int replace, const 
             from = m + 1;
         }
         for (unsigned i = from; i < total && rc == 0; i++) {
-            if (page_reclaimable(right) < sz[i] + 2) rc = -1;
-            else page_insert_cell(right, ps, i - from, cp[i], sz[i]);
+            if (page_reclaimable(right) < sz[i] + 2)
+                rc = -1;
+            else
+                page_insert_cell(right, ps, i - from, cp[i], sz[i]);
         }
     }
-    free(old); free(cp); free(sz);
+    free(old);
+    free(cp);
+    free(sz);
     return rc;
 }
 
 /* ---- apply ---- */
 
-int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_t alen,
-             const pa_batch *batch, uint8_t *zscratch, const char **why) {
+int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_t alen, const pa_batch *batch,
+             uint8_t *zscratch, const char **why) {
     int kind;
     uint32_t blk;
     size_t n = pa_parse(a, alen, &kind, &blk);
-    if (!n || blk != block) { *why = "malformed page action"; return ENG_CORRUPTION; }
+    if (!n || blk != block) {
+        *why = "malformed page action";
+        return ENG_CORRUPTION;
+    }
     const uint8_t *q = a + 5;
     uint8_t cellbuf[LEAF_CELL_HDR + ENG_MAX_KEY + 4096 + 8];
     const uint8_t *cell;
@@ -375,14 +458,21 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         uint16_t hoff = rd16(q), hlen = rd16(q + 2);
         uint32_t stored = rd32(q + 5);
         size_t raw = (size_t)ps - hlen;
-        if ((size_t)hoff + hlen > ps) { *why = "image hole outside the page"; return ENG_CORRUPTION; }
+        if ((size_t)hoff + hlen > ps) {
+            *why = "image hole outside the page";
+            return ENG_CORRUPTION;
+        }
         const uint8_t *src = q + 9;
         if (q[4] == 1) {
             size_t z = ZSTD_decompress(zscratch, ps, src, stored);
-            if (ZSTD_isError(z) || z != raw) { *why = "compressed image does not decompress to its size"; return ENG_CORRUPTION; }
+            if (ZSTD_isError(z) || z != raw) {
+                *why = "compressed image does not decompress to its size";
+                return ENG_CORRUPTION;
+            }
             src = zscratch;
         } else if (q[4] != 0 || stored != raw) {
-            *why = "image length disagrees with its hole"; return ENG_CORRUPTION;
+            *why = "image length disagrees with its hole";
+            return ENG_CORRUPTION;
         }
         if (src == page) return ENG_OK;
         memmove(page, src, hoff);
@@ -391,7 +481,10 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         return ENG_OK;
     }
     case PA_INIT:
-        if (q[0] < PAGE_META || q[0] > PAGE_TYPE_MAX) { *why = "bad page type"; return ENG_CORRUPTION; }
+        if (q[0] < PAGE_META || q[0] > PAGE_TYPE_MAX) {
+            *why = "bad page type";
+            return ENG_CORRUPTION;
+        }
         page_init(page, ps, block, q[0], rd16(q + 1));
         ph_set_next(page, rd32(q + 3));
         ph_set_aux(page, rd32(q + 7));
@@ -402,15 +495,18 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         return ENG_OK;
     case PA_OVFL: {
         uint32_t len = rd32(q + 4);
-        if (len > ps - PAGE_HDR) { *why = "overflow payload larger than a page"; return ENG_CORRUPTION; }
+        if (len > ps - PAGE_HDR) {
+            *why = "overflow payload larger than a page";
+            return ENG_CORRUPTION;
+        }
         const uint8_t *src;
         if (q[8] == 0) {
             src = q + 9;
         } else {
             uint32_t op = rd32(q + 9), off = rd32(q + 13);
-            if (!batch || op >= batch->nops || off > batch->ops[op].vlen ||
-                batch->ops[op].vlen - off < len) {
-                *why = "overflow payload outside its batch value"; return ENG_CORRUPTION;
+            if (!batch || op >= batch->nops || off > batch->ops[op].vlen || batch->ops[op].vlen - off < len) {
+                *why = "overflow payload outside its batch value";
+                return ENG_CORRUPTION;
             }
             src = batch->ops[op].val + off;
         }
@@ -423,16 +519,28 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
     case PA_INSERT: {
         unsigned idx = rd16(q), nslots = ph_get_nslots(page);
         int replace = q[2];
-        if (cellsrc_get(q + 3, batch, cellbuf, sizeof cellbuf, &cell, &clen)) { *why = "cell source missing"; return ENG_CORRUPTION; }
-        if (idx > nslots || (replace && idx >= nslots)) { *why = "insert slot out of range"; return ENG_CORRUPTION; }
+        if (cellsrc_get(q + 3, batch, cellbuf, sizeof cellbuf, &cell, &clen)) {
+            *why = "cell source missing";
+            return ENG_CORRUPTION;
+        }
+        if (idx > nslots || (replace && idx >= nslots)) {
+            *why = "insert slot out of range";
+            return ENG_CORRUPTION;
+        }
         size_t oldsz = 0;
         if (replace) page_cell_bytes(page, idx, &oldsz);
-        if (page_reclaimable(page) + (replace ? oldsz + 2 : 0) < clen + 2) { *why = "cell does not fit the page"; return ENG_CORRUPTION; }
+        if (page_reclaimable(page) + (replace ? oldsz + 2 : 0) < clen + 2) {
+            *why = "cell does not fit the page";
+            return ENG_CORRUPTION;
+        }
         if (page_free(page) < clen + 2) {
             /* The insert will compact, moving every cell by its size: prove
              * the cells first (a cached page can be damaged in memory). */
             page_problem pr;
-            if (page_check_structure(page, ps, &pr) != ENG_OK) { *why = "page damaged before compaction"; return ENG_CORRUPTION; }
+            if (page_check_structure(page, ps, &pr) != ENG_OK) {
+                *why = "page damaged before compaction";
+                return ENG_CORRUPTION;
+            }
         }
         if (replace) page_remove_cell(page, idx);
         page_insert_cell(page, ps, idx, cell, clen);
@@ -440,14 +548,21 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
     }
     case PA_REMOVE: {
         unsigned idx = rd16(q);
-        if (idx >= ph_get_nslots(page)) { *why = "remove slot out of range"; return ENG_CORRUPTION; }
+        if (idx >= ph_get_nslots(page)) {
+            *why = "remove slot out of range";
+            return ENG_CORRUPTION;
+        }
         page_remove_cell(page, idx);
         return ENG_OK;
     }
     case PA_SPLIT: {
-        if (cellsrc_get(q + 9, batch, cellbuf, sizeof cellbuf, &cell, &clen)) { *why = "cell source missing"; return ENG_CORRUPTION; }
+        if (cellsrc_get(q + 9, batch, cellbuf, sizeof cellbuf, &cell, &clen)) {
+            *why = "cell source missing";
+            return ENG_CORRUPTION;
+        }
         if (pa_split_cells(page, ps, rd16(q), q[2], cell, clen, rd16(q + 3), NULL, 0)) {
-            *why = "split does not fit the page"; return ENG_CORRUPTION;
+            *why = "split does not fit the page";
+            return ENG_CORRUPTION;
         }
         ph_set_next(page, rd32(q + 5));
         return ENG_OK;
@@ -460,19 +575,23 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         meta_write(page, &m);
         return ENG_OK;
     }
-    case PA_SETNEXT:
-        ph_set_next(page, rd32(q));
-        return ENG_OK;
+    case PA_SETNEXT: ph_set_next(page, rd32(q)); return ENG_OK;
     case PA_PUSHFREE: {
         uint32_t n = ph_get_aux(page);
-        if (ph_get_type(page) != PAGE_FREE || n >= FREE_TRUNK_CAP(ps)) { *why = "free-list trunk full or not a trunk"; return ENG_CORRUPTION; }
+        if (ph_get_type(page) != PAGE_FREE || n >= FREE_TRUNK_CAP(ps)) {
+            *why = "free-list trunk full or not a trunk";
+            return ENG_CORRUPTION;
+        }
         wr32(page + PAGE_HDR + 4u * n, rd32(q));
         ph_set_aux(page, n + 1);
         return ENG_OK;
     }
     case PA_POPFREE: {
         uint32_t n = ph_get_aux(page);
-        if (ph_get_type(page) != PAGE_FREE || n == 0 || n > FREE_TRUNK_CAP(ps)) { *why = "free-list trunk empty or not a trunk"; return ENG_CORRUPTION; }
+        if (ph_get_type(page) != PAGE_FREE || n == 0 || n > FREE_TRUNK_CAP(ps)) {
+            *why = "free-list trunk empty or not a trunk";
+            return ENG_CORRUPTION;
+        }
         wr32(page + PAGE_HDR + 4u * (n - 1), 0);
         ph_set_aux(page, n - 1);
         return ENG_OK;
@@ -480,17 +599,29 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
     case PA_SETXMAX:
     case PA_FREEZE: {
         unsigned idx = rd16(q);
-        if (ph_get_type(page) != PAGE_LEAF || idx >= ph_get_nslots(page)) { *why = "version slot out of range"; return ENG_CORRUPTION; }
+        if (ph_get_type(page) != PAGE_LEAF || idx >= ph_get_nslots(page)) {
+            *why = "version slot out of range";
+            return ENG_CORRUPTION;
+        }
         size_t sz;
         uint8_t *c = (uint8_t *)page_cell_bytes(page, idx, &sz);
-        if (!c || c < page + page_slot_base(page) || c + LEAF_CELL_HDR > page + ps) { *why = "version cell outside the page"; return ENG_CORRUPTION; }
+        if (!c || c < page + page_slot_base(page) || c + LEAF_CELL_HDR > page + ps) {
+            *why = "version cell outside the page";
+            return ENG_CORRUPTION;
+        }
 #ifdef ENG_BROKEN_FREEZE_CLEARS_XMAX
         /* planted bug (tests/mutants.txt): the freeze writes the wrong id
          * field, clearing xmax instead of xmin: a version deleted after
          * the oldest snapshot comes back for every reader. */
-        if (kind == PA_FREEZE) { wr64(c + LEAF_XMAX_OFF, 0); return ENG_OK; }
+        if (kind == PA_FREEZE) {
+            wr64(c + LEAF_XMAX_OFF, 0);
+            return ENG_OK;
+        }
 #else
-        if (kind == PA_FREEZE) { wr64(c + LEAF_XMIN_OFF, 0); return ENG_OK; }
+        if (kind == PA_FREEZE) {
+            wr64(c + LEAF_XMIN_OFF, 0);
+            return ENG_OK;
+        }
 #endif
         wr64(c + LEAF_XMAX_OFF, rd64(q + 2));
         /* A new xmax makes its hint stale; what is known of xmin stays. */
@@ -500,7 +631,10 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
     }
     case PA_CLOGSET: {
         uint32_t i = rd32(q);
-        if (ph_get_type(page) != PAGE_CLOG || i >= CLOG_PER_PAGE(ps) || q[4] > CLOG_ABORTED) { *why = "commit-log entry out of range"; return ENG_CORRUPTION; }
+        if (ph_get_type(page) != PAGE_CLOG || i >= CLOG_PER_PAGE(ps) || q[4] > CLOG_ABORTED) {
+            *why = "commit-log entry out of range";
+            return ENG_CORRUPTION;
+        }
         uint8_t *b = page + PAGE_HDR + i / 4u;
         unsigned sh = (i % 4u) * 2u;
         *b = (uint8_t)((*b & ~(3u << sh)) | ((unsigned)q[4] << sh));
@@ -510,14 +644,23 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         uint32_t i = rd32(q);
         meta_fields m;
         meta_read(page, &m);
-        if (ph_get_type(page) != PAGE_META || i >= META_CLOG_CAP(ps) || i > m.clog_pages) { *why = "commit-log directory entry out of range"; return ENG_CORRUPTION; }
+        if (ph_get_type(page) != PAGE_META || i >= META_CLOG_CAP(ps) || i > m.clog_pages) {
+            *why = "commit-log directory entry out of range";
+            return ENG_CORRUPTION;
+        }
         wr32(page + META_CLOG_OFF + 4u * i, rd32(q + 4));
-        if (i == m.clog_pages) { m.clog_pages = i + 1; meta_write(page, &m); }
+        if (i == m.clog_pages) {
+            m.clog_pages = i + 1;
+            meta_write(page, &m);
+        }
         return ENG_OK;
     }
     case PA_HINTS: {
         uint16_t n = rd16(q);
-        if (ph_get_type(page) != PAGE_LEAF || n != LEAF_HINT_BYTES(ps)) { *why = "hint record does not fit the page"; return ENG_CORRUPTION; }
+        if (ph_get_type(page) != PAGE_LEAF || n != LEAF_HINT_BYTES(ps)) {
+            *why = "hint record does not fit the page";
+            return ENG_CORRUPTION;
+        }
         memcpy(page + PAGE_HDR, q + 2, n);
         return ENG_OK;
     }

@@ -68,8 +68,8 @@ int pa_creates(int kind);
  * of PS bytes for image decompression.  Returns ENG_OK or ENG_CORRUPTION
  * when the action does not fit the page (a page that is not in the state
  * the action was logged against): the caller reports. */
-int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_t alen,
-             const pa_batch *batch, uint8_t *zscratch, const char **why);
+int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_t alen, const pa_batch *batch,
+             uint8_t *zscratch, const char **why);
 
 /* ---- encoders (append to a growable buffer) ---- */
 
@@ -88,14 +88,14 @@ size_t pa_put_image(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps,
 void pa_put_init(pa_buf *b, uint32_t block, int type, int level, uint32_t next, uint32_t aux);
 void pa_put_free(pa_buf *b, uint32_t block, uint32_t next);
 /* Overflow page: explicit bytes (op == UINT32_MAX) or bytes of op's value. */
-void pa_put_ovfl(pa_buf *b, uint32_t block, uint32_t next, const uint8_t *bytes, uint32_t len,
-                 uint32_t op, uint32_t off);
+void pa_put_ovfl(pa_buf *b, uint32_t block, uint32_t next, const uint8_t *bytes, uint32_t len, uint32_t op,
+                 uint32_t off);
 /* Cell: explicit bytes (CELL != NULL) or built from OP (+ OVFL). */
-void pa_put_insert(pa_buf *b, uint32_t block, unsigned idx, int replace, const uint8_t *cell,
-                   size_t clen, uint32_t op, uint32_t ovfl);
+void pa_put_insert(pa_buf *b, uint32_t block, unsigned idx, int replace, const uint8_t *cell, size_t clen, uint32_t op,
+                   uint32_t ovfl);
 void pa_put_remove(pa_buf *b, uint32_t block, unsigned idx);
-void pa_put_split(pa_buf *b, uint32_t block, unsigned idx, int replace, unsigned m, uint32_t next,
-                  const uint8_t *cell, size_t clen, uint32_t op, uint32_t ovfl);
+void pa_put_split(pa_buf *b, uint32_t block, unsigned idx, int replace, unsigned m, uint32_t next, const uint8_t *cell,
+                  size_t clen, uint32_t op, uint32_t ovfl);
 void pa_put_meta(pa_buf *b, uint32_t nblocks, uint32_t freelist);
 void pa_put_setnext(pa_buf *b, uint32_t block, uint32_t next);
 void pa_put_pushfree(pa_buf *b, uint32_t trunk, uint32_t freed);
@@ -113,7 +113,7 @@ size_t pa_op_cell(const pa_batch *batch, uint32_t op, uint32_t ovfl, uint8_t *ou
 /* Rebuild PAGE as its first M cells, the cell C inserted at IDX
  * (replacing IDX if REPLACE); RIGHT (if not NULL) gets the other cells on
  * a page initialized at RBLOCK.  Shared by the writer and PA_SPLIT. */
-int pa_split_cells(uint8_t *page, uint32_t ps, unsigned idx, int replace, const uint8_t *c,
-                   size_t clen, unsigned m, uint8_t *right, uint32_t rblock);
+int pa_split_cells(uint8_t *page, uint32_t ps, unsigned idx, int replace, const uint8_t *c, size_t clen, unsigned m,
+                   uint8_t *right, uint32_t rblock);
 
 #endif

@@ -17,8 +17,8 @@ void rec_result_free(rec_result *r) {
 }
 
 /* Pass 1: find the end; fsync what was read. */
-static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn,
-                    const eng_reporter *rep, rec_result *out) {
+static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn, const eng_reporter *rep,
+                    rec_result *out) {
     wal_reader *r;
     int rc = wal_reader_open(io, dir, seg_size, redo_lsn, 0, rep, &r);
     if (rc) return rc;
@@ -38,7 +38,8 @@ static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t red
     if (out->records == 0)
         return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)redo_lsn, -1, redo_lsn, out->end_lsn,
                           "the log holds no record at the redo point (LSN %llu): the checkpoint's "
-                          "record is missing", (unsigned long long)redo_lsn);
+                          "record is missing",
+                          (unsigned long long)redo_lsn);
     char wdir[4200];
     snprintf(wdir, sizeof wdir, "%s/%s", dir, WAL_DIR);
     for (uint64_t s = redo_lsn & ~(seg_size - 1); s < out->end_lsn; s += seg_size) {
@@ -63,22 +64,23 @@ typedef struct applied {
 } applied;
 
 static int was_applied(const applied *a, uint32_t b) {
-    for (int i = 0; i < a->n; i++) if (a->blocks[i] == b) return 1;
+    for (int i = 0; i < a->n; i++)
+        if (a->blocks[i] == b) return 1;
     return 0;
 }
 
-static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch,
-                       uint8_t *zscratch, const eng_reporter *rep, rec_result *out) {
+static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
+                       const eng_reporter *rep, rec_result *out) {
     const uint8_t *p = rec->payload + PA_REC_HDR, *end = rec->payload + rec->len;
     applied ap = {.n = 0};
     while (p < end) {
         int kind;
         uint32_t block;
         size_t n = pa_parse(p, (size_t)(end - p), &kind, &block);
-        if (!n || (kind == PA_META && block != 0) || (block == 0 && kind != PA_META && kind != PA_CLOGDIR && kind != PA_IMAGE))
+        if (!n || (kind == PA_META && block != 0) ||
+            (block == 0 && kind != PA_META && kind != PA_CLOGDIR && kind != PA_IMAGE))
             return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec->lsn, -1, 0, 0,
-                              "record at LSN %llu holds a malformed page action",
-                              (unsigned long long)rec->lsn);
+                              "record at LSN %llu holds a malformed page action", (unsigned long long)rec->lsn);
         if (kind == PA_HINTS) {
             /* A hint record serves WAL readers (wal_log_hints); redo
              * needs none: hints are a cache, and a hint-only write is kept
@@ -135,9 +137,9 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
             }
             if (rc) {
                 bp_release(bp, f, BP_EXCL);
-                return eng_report(rep, ENG_LAYER_STRUCTURE, "data", block, (int64_t)block * ps, -1,
-                                  rec->lsn, atomic_load(&f->lsn),
-                                  "redo of the record at LSN %llu: %s", (unsigned long long)rec->lsn, why);
+                return eng_report(rep, ENG_LAYER_STRUCTURE, "data", block, (int64_t)block * ps, -1, rec->lsn,
+                                  atomic_load(&f->lsn), "redo of the record at LSN %llu: %s",
+                                  (unsigned long long)rec->lsn, why);
             }
             atomic_store(&f->lsn, rec->end);
             bp_kv_update(bp, f);
@@ -157,9 +159,8 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
     return ENG_OK;
 }
 
-int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn,
-                  uint64_t last_seq, bp_pool *bp, uint32_t page_size,
-                  const eng_reporter *rep, rec_result *out) {
+int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn, uint64_t last_seq, bp_pool *bp,
+                  uint32_t page_size, const eng_reporter *rep, rec_result *out) {
     memset(out, 0, sizeof *out);
     out->last_seq = last_seq;
     out->max_seq = last_seq;
@@ -171,7 +172,10 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
     uint8_t *zscratch = malloc(page_size);
     pa_batch batch = {0};
     size_t ops_cap = 0;
-    if (!zscratch) { wal_reader_close(r); return ENG_NOMEM; }
+    if (!zscratch) {
+        wal_reader_close(r);
+        return ENG_NOMEM;
+    }
     wal_record rec;
     uint64_t seen = 0;
     uint64_t replay = out->records;
@@ -185,16 +189,23 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
         if (seen == out->records / 2 + 1) ENG_KILL_POINT(FP_KILL_RECOVERY_REDO);
         if (rec.type == WAL_REC_BATCH) {
             uint32_t nops;
-            if (pa_batch_count(rec.payload, rec.len, &nops)) { rc = -1; }
-            else {
+            if (pa_batch_count(rec.payload, rec.len, &nops)) {
+                rc = -1;
+            } else {
                 if (nops > ops_cap) {
                     pa_op *o = realloc(batch.ops, sizeof *o * nops);
-                    if (!o) { rc = ENG_NOMEM; break; }
+                    if (!o) {
+                        rc = ENG_NOMEM;
+                        break;
+                    }
                     batch.ops = o;
                     ops_cap = nops;
                 }
                 uint8_t *copy = malloc(rec.len);
-                if (!copy) { rc = ENG_NOMEM; break; }
+                if (!copy) {
+                    rc = ENG_NOMEM;
+                    break;
+                }
                 memcpy(copy, rec.payload, rec.len);
                 free(out->batch_payload);
                 out->batch_payload = copy;
@@ -203,8 +214,12 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
                 out->ops_done = 0;
                 if (out->batch_open) out->txns_aborted++; /* never finished */
                 out->batch_open = 1;
-                if (pa_batch_decode(copy, rec.len, &batch)) rc = -1;
-                else { out->nops = batch.nops; if (batch.seq > out->max_seq) out->max_seq = batch.seq; }
+                if (pa_batch_decode(copy, rec.len, &batch))
+                    rc = -1;
+                else {
+                    out->nops = batch.nops;
+                    if (batch.seq > out->max_seq) out->max_seq = batch.seq;
+                }
             }
             if (rc == -1)
                 rc = eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec.lsn, -1, 0, 0,
@@ -221,9 +236,15 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
                                 (unsigned long long)rec.lsn);
             } else {
                 rc = apply_pages(bp, page_size, &rec, &batch, zscratch, rep, out);
-                if (op == PA_OP_COMMIT) { out->last_seq = batch.seq; out->txns_committed++; out->batch_open = 0; }
-                else if (op == PA_OP_ABORT) { out->txns_aborted++; out->batch_open = 0; }
-                else if (op + 1 > out->ops_done) out->ops_done = op + 1;
+                if (op == PA_OP_COMMIT) {
+                    out->last_seq = batch.seq;
+                    out->txns_committed++;
+                    out->batch_open = 0;
+                } else if (op == PA_OP_ABORT) {
+                    out->txns_aborted++;
+                    out->batch_open = 0;
+                } else if (op + 1 > out->ops_done)
+                    out->ops_done = op + 1;
             }
         }
     }
@@ -234,7 +255,10 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
     /* A batch without its commit record was cut by the crash: aborted
      * (T3: its id has no commit-log entry, so its versions stay invisible
      * until vacuum removes them). */
-    if (out->batch_open) { out->txns_aborted++; out->batch_open = 0; }
+    if (out->batch_open) {
+        out->txns_aborted++;
+        out->batch_open = 0;
+    }
     free(out->batch_payload);
     out->batch_payload = NULL;
     if (out->max_seq < out->last_seq) out->max_seq = out->last_seq;

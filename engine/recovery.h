@@ -28,14 +28,14 @@
 #include "status.h"
 
 typedef struct rec_result {
-    uint64_t end_lsn;      /* just past the last good record: appending resumes here */
-    uint64_t last_lsn;     /* the last good record */
-    uint64_t last_seq;     /* commit sequence of the last batch committed */
-    uint64_t max_seq;      /* the largest id any batch record used (aborted
+    uint64_t end_lsn;  /* just past the last good record: appending resumes here */
+    uint64_t last_lsn; /* the last good record */
+    uint64_t last_seq; /* commit sequence of the last batch committed */
+    uint64_t max_seq;  /* the largest id any batch record used (aborted
                             * ids are never reused: their versions remain) */
     uint64_t txns_committed, txns_aborted;
-    int batch_open;        /* a batch record without its commit or abort */
-    uint64_t records;      /* records read from the redo point */
+    int batch_open;   /* a batch record without its commit or abort */
+    uint64_t records; /* records read from the redo point */
     uint64_t actions_applied, actions_skipped, images_restored;
     uint32_t max_gen;
     uint32_t meta_nblocks; /* block count of the meta page after redo (0: not redone) */
@@ -44,7 +44,7 @@ typedef struct rec_result {
     uint8_t *batch_payload; /* owned (free with rec_result_free) */
     size_t batch_len;
     uint64_t batch_lsn;
-    uint32_t ops_done;      /* operations with a WAL_REC_PAGES record */
+    uint32_t ops_done; /* operations with a WAL_REC_PAGES record */
     uint32_t nops;
     uint64_t broken_last_batch; /* test-only broken build: record number of the last batch */
 } rec_result;
@@ -52,9 +52,8 @@ typedef struct rec_result {
 /* Replay DIR's log from REDO_LSN into the pages of BP.  LAST_SEQ is the
  * commit sequence at the redo point (from control).  ENG_CORRUPTION (with
  * reports) when the log or a page cannot be trusted. */
-int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn,
-                  uint64_t last_seq, bp_pool *bp, uint32_t page_size,
-                  const eng_reporter *rep, rec_result *out);
+int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn, uint64_t last_seq, bp_pool *bp,
+                  uint32_t page_size, const eng_reporter *rep, rec_result *out);
 void rec_result_free(rec_result *r);
 
 #endif

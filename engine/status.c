@@ -57,13 +57,12 @@ int eng_corruption_format(const eng_corruption *r, char *buf, size_t cap) {
     if (r->offset >= 0) snprintf(off, sizeof off, " offset=%lld", (long long)r->offset);
     if (r->entry >= 0) snprintf(ent, sizeof ent, " entry=%d", (int)r->entry);
     return snprintf(buf, cap, "corruption: layer=%s file=%s%s%s%s expected=0x%llx found=0x%llx: %s",
-                    eng_layer_name(r->layer), r->file, blk, off, ent,
-                    (unsigned long long)r->expected, (unsigned long long)r->found, r->detail);
+                    eng_layer_name(r->layer), r->file, blk, off, ent, (unsigned long long)r->expected,
+                    (unsigned long long)r->found, r->detail);
 }
 
-int eng_report(const eng_reporter *rep, int layer, const char *file, int64_t block,
-               int64_t offset, int32_t entry, uint64_t expected, uint64_t found,
-               const char *fmt, ...) {
+int eng_report(const eng_reporter *rep, int layer, const char *file, int64_t block, int64_t offset, int32_t entry,
+               uint64_t expected, uint64_t found, const char *fmt, ...) {
     eng_corruption r;
     memset(&r, 0, sizeof r);
     r.layer = layer;

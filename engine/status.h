@@ -19,8 +19,7 @@ typedef struct eng_reporter {
 
 /* Build a report and deliver it; returns ENG_CORRUPTION so callers can
  * `return eng_report(...)`.  FMT describes the problem for `detail`. */
-int eng_report(const eng_reporter *rep, int layer, const char *file, int64_t block,
-               int64_t offset, int32_t entry, uint64_t expected, uint64_t found,
-               const char *fmt, ...) __attribute__((format(printf, 9, 10)));
+int eng_report(const eng_reporter *rep, int layer, const char *file, int64_t block, int64_t offset, int32_t entry,
+               uint64_t expected, uint64_t found, const char *fmt, ...) __attribute__((format(printf, 9, 10)));
 
 #endif

@@ -11,8 +11,8 @@
 #include "txn.h"
 
 #define CHUNK_BITS 16u
-#define CHUNK (1u << CHUNK_BITS)
-#define NCHUNKS (1u << 14) /* 2^30 transactions */
+#define CHUNK      (1u << CHUNK_BITS)
+#define NCHUNKS    (1u << 14) /* 2^30 transactions */
 
 struct eng_snapshot {
     uint64_t seq;
@@ -22,8 +22,8 @@ struct eng_snapshot {
 struct txn_mgr {
     _Atomic(uint8_t *) chunk[NCHUNKS];
     _Atomic uint64_t last_committed;
-    pthread_mutex_t mu;      /* the snapshot registry */
-    eng_snapshot *head;      /* oldest first: acquired in seq order */
+    pthread_mutex_t mu; /* the snapshot registry */
+    eng_snapshot *head; /* oldest first: acquired in seq order */
     eng_snapshot *tail;
     uint64_t nsnap;
 };
@@ -39,7 +39,10 @@ int txn_create(txn_mgr **out) {
 void txn_destroy(txn_mgr *m) {
     if (!m) return;
     for (unsigned i = 0; i < NCHUNKS; i++) free(atomic_load(&m->chunk[i]));
-    for (eng_snapshot *s = m->head, *n; s; s = n) { n = s->next; free(s); }
+    for (eng_snapshot *s = m->head, *n; s; s = n) {
+        n = s->next;
+        free(s);
+    }
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -79,7 +82,10 @@ int txn_snapshot_acquire(txn_mgr *m, eng_snapshot **out) {
     pthread_mutex_lock(&m->mu);
     s->seq = atomic_load(&m->last_committed);
     s->prev = m->tail;
-    if (m->tail) m->tail->next = s; else m->head = s;
+    if (m->tail)
+        m->tail->next = s;
+    else
+        m->head = s;
     m->tail = s;
     m->nsnap++;
     pthread_mutex_unlock(&m->mu);
@@ -90,8 +96,14 @@ int txn_snapshot_acquire(txn_mgr *m, eng_snapshot **out) {
 void txn_snapshot_release(txn_mgr *m, eng_snapshot *s) {
     if (!s) return;
     pthread_mutex_lock(&m->mu);
-    if (s->prev) s->prev->next = s->next; else m->head = s->next;
-    if (s->next) s->next->prev = s->prev; else m->tail = s->prev;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        m->head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    else
+        m->tail = s->prev;
     m->nsnap--;
     pthread_mutex_unlock(&m->mu);
     free(s);

@@ -94,58 +94,47 @@ struct wal {
 
     /* insert lock */
     pthread_mutex_t ins_mu;
-    uint64_t ins;       /* next free stream position (8-aligned) */
-    uint64_t prev_rec;  /* LSN of the last record appended */
-    XXH3_state_t *xs;   /* record checksum state, used under ins_mu */
-    uint8_t *buf;       /* buf/buf_cap/buf_lsn change only under both locks */
+    uint64_t ins;      /* next free stream position (8-aligned) */
+    uint64_t prev_rec; /* LSN of the last record appended */
+    XXH3_state_t *xs;  /* record checksum state, used under ins_mu */
+    uint8_t *buf;      /* buf/buf_cap/buf_lsn change only under both locks */
     size_t buf_cap;
     uint64_t buf_lsn;
 
     /* write lock */
     pthread_mutex_t write_mu;
     uint64_t written_full, written_lsn;
-    uint64_t cur_seg;   /* segment of the last block written: kept open */
+    uint64_t cur_seg; /* segment of the last block written: kept open */
     wal_seg **segs;
     size_t nsegs, segs_cap;
     wal_seg **sync_set; /* the syncing flusher's pinned segments */
     size_t sync_cap;
-    int need_dirsync;   /* a segment was created since the last sync */
+    int need_dirsync; /* a segment was created since the last sync */
     io_req *reqs;
     size_t reqs_cap;
 
     _Atomic uint64_t insert_lsn, durable_lsn;
     atomic_int poisoned;
 
-    _Atomic uint64_t st_bytes_appended, st_bytes_written, st_records, st_syncs,
-        st_segments_created, st_segments_recycled, st_segments_removed, st_archive_bytes,
-        st_segments_archived;
+    _Atomic uint64_t st_bytes_appended, st_bytes_written, st_records, st_syncs, st_segments_created,
+        st_segments_recycled, st_segments_removed, st_archive_bytes, st_segments_archived;
 };
 
-static inline void stat_add(_Atomic uint64_t *s, uint64_t v)
-{
-    atomic_fetch_add_explicit(s, v, memory_order_relaxed);
-}
+static inline void stat_add(_Atomic uint64_t *s, uint64_t v) { atomic_fetch_add_explicit(s, v, memory_order_relaxed); }
 
 /* W4: after a failed write or fsync the kernel may have dropped dirty pages
  * that the log claims, so nothing may be appended or made "durable" again
  * in this handle. */
-static void wal_poison(wal *w)
-{
-    atomic_store(&w->poisoned, 1);
-}
+static void wal_poison(wal *w) { atomic_store(&w->poisoned, 1); }
 
-static inline int is_poisoned(wal *w)
-{
-    return atomic_load(&w->poisoned) != 0;
-}
+static inline int is_poisoned(wal *w) { return atomic_load(&w->poisoned) != 0; }
 
 /* ---- segment table (write_mu held) ----------------------------------------- */
 
 /* The open segment for BASE, opened (and created if missing) on first use.
  * A creation is remembered so the next sync also fsyncs the directory:
  * a segment whose name is lost loses its data however well it was synced. */
-static int seg_get(wal *w, uint64_t base, wal_seg **out)
-{
+static int seg_get(wal *w, uint64_t base, wal_seg **out) {
     for (size_t i = 0; i < w->nsegs; i++)
         if (w->segs[i]->base == base) {
             *out = w->segs[i];
@@ -154,14 +143,12 @@ static int seg_get(wal *w, uint64_t base, wal_seg **out)
     if (w->nsegs == w->segs_cap) {
         size_t ncap = w->segs_cap ? 2 * w->segs_cap : 8;
         wal_seg **n = realloc(w->segs, ncap * sizeof *n);
-        if (!n)
-            return ENG_NOMEM;
+        if (!n) return ENG_NOMEM;
         w->segs = n;
         w->segs_cap = ncap;
     }
     wal_seg *s = calloc(1, sizeof *s);
-    if (!s)
-        return ENG_NOMEM;
+    if (!s) return ENG_NOMEM;
     s->base = base;
     char name[17];
     seg_name(name, base);
@@ -183,16 +170,14 @@ static int seg_get(wal *w, uint64_t base, wal_seg **out)
     return ENG_OK;
 }
 
-static void seg_drop(wal *w, size_t i)
-{
+static void seg_drop(wal *w, size_t i) {
     io_close(w->io, &w->segs[i]->f);
     free(w->segs[i]);
     w->segs[i] = w->segs[--w->nsegs];
 }
 
 /* Close segments nobody needs open: synced, not being synced, not current. */
-static void seg_cleanup(wal *w)
-{
+static void seg_cleanup(wal *w) {
     for (size_t i = 0; i < w->nsegs;) {
         wal_seg *s = w->segs[i];
         if (!s->dirty && !s->pins && s->base != w->cur_seg)
@@ -209,38 +194,32 @@ static void seg_cleanup(wal *w)
  * one batch, no fsync.  Each header gets the witness first (B3).  A failed
  * write poisons the log (W4); failing to open a segment does not, since
  * nothing was written. */
-static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage, uint32_t stage_len)
-{
+static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage, uint32_t stage_len) {
     uint64_t durable = atomic_load(&w->durable_lsn);
     uint64_t mask = w->seg_size - 1;
     size_t n = 0;
     uint64_t bytes = 0;
 
-    for (uint64_t b = from; b < to; b += WAL_BLOCK)
-        wal_wb_seal(w->buf + (b - w->buf_lsn), durable, WAL_BLOCK_SECTORS);
-    if (stage)
-        wal_wb_seal(stage, durable, (stage_len + WAL_SECTOR - 1) / WAL_SECTOR);
+    for (uint64_t b = from; b < to; b += WAL_BLOCK) wal_wb_seal(w->buf + (b - w->buf_lsn), durable, WAL_BLOCK_SECTORS);
+    if (stage) wal_wb_seal(stage, durable, (stage_len + WAL_SECTOR - 1) / WAL_SECTOR);
 
-    for (uint64_t a = from; a < to || (stage && a == to); ) {
+    for (uint64_t a = from; a < to || (stage && a == to);) {
         uint64_t seg = a & ~mask;
         wal_seg *s;
         int rc = seg_get(w, seg, &s);
-        if (rc != ENG_OK)
-            return rc;
+        if (rc != ENG_OK) return rc;
         io_req *r = &w->reqs[n++];
         if (a < to) {
             uint64_t e = min64(seg + w->seg_size, to);
-            *r = (io_req){ .f = &s->f, .buf = w->buf + (a - w->buf_lsn), .len = e - a,
-                           .offset = a - seg };
+            *r = (io_req){.f = &s->f, .buf = w->buf + (a - w->buf_lsn), .len = e - a, .offset = a - seg};
             a = e;
         } else {
-            *r = (io_req){ .f = &s->f, .buf = stage, .len = WAL_BLOCK, .offset = a - seg };
+            *r = (io_req){.f = &s->f, .buf = stage, .len = WAL_BLOCK, .offset = a - seg};
             a += WAL_BLOCK;
         }
         bytes += r->len;
     }
-    if (n == 0)
-        return ENG_OK;
+    if (n == 0) return ENG_OK;
     int rc = io_write_batch(w->io, w->reqs, n);
     if (rc != ENG_OK) {
         wal_poison(w);
@@ -259,20 +238,15 @@ static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage, uint32_
 
 /* Requests one write can need: a run per segment the buffer can span, the
  * staged partial block, and slack for a run cut at each end. */
-static size_t reqs_needed(size_t buf_cap, uint64_t seg_size)
-{
-    return (size_t)(buf_cap / seg_size) + 3;
-}
+static size_t reqs_needed(size_t buf_cap, uint64_t seg_size) { return (size_t)(buf_cap / seg_size) + 3; }
 
 /* ---- appending ------------------------------------------------------------------ */
 
 /* Make the buffer reach END_RAW (ins_mu held): write the full blocks out,
  * slide the partial block to the front, and grow the buffer only when one
  * record is larger than all of it. */
-static int make_room(wal *w, uint64_t end_raw)
-{
-    if (end_raw - w->buf_lsn <= w->buf_cap)
-        return ENG_OK;
+static int make_room(wal *w, uint64_t end_raw) {
+    if (end_raw - w->buf_lsn <= w->buf_cap) return ENG_OK;
     pthread_mutex_lock(&w->write_mu);
     int rc = ENG_OK;
     uint64_t ib = blk_of(w->ins);
@@ -280,8 +254,7 @@ static int make_room(wal *w, uint64_t end_raw)
         rc = wr_blocks(w, w->written_full, ib, NULL, 0);
         if (rc == ENG_OK) {
             w->written_full = ib;
-            if (w->written_lsn < ib)
-                w->written_lsn = ib;
+            if (w->written_lsn < ib) w->written_lsn = ib;
         }
     }
     if (rc == ENG_OK && ib != w->buf_lsn) {
@@ -292,13 +265,11 @@ static int make_room(wal *w, uint64_t end_raw)
     }
     if (rc == ENG_OK && end_raw - w->buf_lsn > w->buf_cap) {
         size_t ncap = w->buf_cap;
-        while (ncap < end_raw - w->buf_lsn)
-            ncap *= 2;
+        while (ncap < end_raw - w->buf_lsn) ncap *= 2;
         size_t nreq = reqs_needed(ncap, w->seg_size);
         uint8_t *nb = realloc(w->buf, ncap);
         io_req *nr = nb ? realloc(w->reqs, nreq * sizeof *nr) : NULL;
-        if (nb)
-            w->buf = nb;
+        if (nb) w->buf = nb;
         if (!nb || !nr) {
             rc = ENG_NOMEM;
         } else {
@@ -315,8 +286,7 @@ static int make_room(wal *w, uint64_t end_raw)
 /* Copy N record bytes from SRC to stream position *POS, skipping sector
  * trailers, and starting each block entered with a header whose wb_cont
  * is the record bytes still to come (*LEFT), capped at the payload size. */
-static void buf_put(wal *w, uint64_t *pos, const uint8_t *src, size_t n, uint64_t *left)
-{
+static void buf_put(wal *w, uint64_t *pos, const uint8_t *src, size_t n, uint64_t *left) {
     uint64_t p = *pos;
     while (n > 0) {
         uint32_t so = sec_off(p);
@@ -329,8 +299,7 @@ static void buf_put(wal *w, uint64_t *pos, const uint8_t *src, size_t n, uint64_
             p += WAL_BLOCK_HDR;
         }
         size_t c = WAL_SECTOR_DATA - sec_off(p);
-        if (c > n)
-            c = n;
+        if (c > n) c = n;
         memcpy(w->buf + (p - w->buf_lsn), src, c);
         p += c;
         src += c;
@@ -340,12 +309,9 @@ static void buf_put(wal *w, uint64_t *pos, const uint8_t *src, size_t n, uint64_
     *pos = p;
 }
 
-int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *start, uint64_t *end)
-{
-    if (type < 1 || type > WAL_REC_TYPE_MAX || len > WAL_MAX_RECORD || (len && !payload))
-        return ENG_INVALID;
-    if (is_poisoned(w))
-        return ENG_POISONED;
+int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *start, uint64_t *end) {
+    if (type < 1 || type > WAL_REC_TYPE_MAX || len > WAL_MAX_RECORD || (len && !payload)) return ENG_INVALID;
+    if (is_poisoned(w)) return ENG_POISONED;
     int injected = ENG_FAULT(FP_WAL_APPEND);
     if (injected) {
         wal_poison(w); /* as a failed write of the buffer would */
@@ -382,8 +348,7 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
     if (!one_block) {
         XXH3_64bits_reset(w->xs);
         XXH3_64bits_update(w->xs, hdr, sizeof hdr);
-        if (len)
-            XXH3_64bits_update(w->xs, payload, len);
+        if (len) XXH3_64bits_update(w->xs, payload, len);
         fmt_put64(hdr + XL_CHECK_OFF, XXH3_64bits_digest(w->xs));
     }
 
@@ -404,10 +369,8 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
 
     stat_add(&w->st_records, 1);
     stat_add(&w->st_bytes_appended, total);
-    if (start)
-        *start = lsn;
-    if (end)
-        *end = e;
+    if (start) *start = lsn;
+    if (end) *end = e;
     return ENG_OK;
 }
 
@@ -419,8 +382,7 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
  * With SYNC the caller holds the group-commit token.  A snapshot already
  * written by a later write-out is not written again: writing an older copy
  * of the partial block over a newer one would lose bytes. */
-static int write_snapshot(wal *w, int sync)
-{
+static int write_snapshot(wal *w, int sync) {
     _Alignas(64) uint8_t stage[WAL_BLOCK];
 
     pthread_mutex_lock(&w->ins_mu);
@@ -468,30 +430,24 @@ static int write_snapshot(wal *w, int sync)
         }
     }
     pthread_mutex_unlock(&w->write_mu);
-    if (!sync || rc != ENG_OK)
-        return rc;
+    if (!sync || rc != ENG_OK) return rc;
 
     ENG_KILL_POINT(FP_KILL_WAL_WRITE_SYNC);
     /* Outside the locks: appenders go on, and a buffer-full write-out may
      * land in a segment being synced; it is not claimed by this flush. */
     for (size_t i = 0; i < nsync && rc == ENG_OK; i++) {
         rc = io_datasync(w->io, &w->sync_set[i]->f);
-        if (rc == ENG_OK)
-            stat_add(&w->st_syncs, 1);
+        if (rc == ENG_OK) stat_add(&w->st_syncs, 1);
     }
-    if (rc == ENG_OK && dirsync)
-        rc = io_dirsync(w->io, w->waldir);
-    if (rc != ENG_OK)
-        wal_poison(w); /* never retried (W4) */
+    if (rc == ENG_OK && dirsync) rc = io_dirsync(w->io, w->waldir);
+    if (rc != ENG_OK) wal_poison(w); /* never retried (W4) */
 
     pthread_mutex_lock(&w->write_mu);
-    for (size_t i = 0; i < nsync; i++)
-        w->sync_set[i]->pins--;
+    for (size_t i = 0; i < nsync; i++) w->sync_set[i]->pins--;
     seg_cleanup(w);
     pthread_mutex_unlock(&w->write_mu);
 
-    if (rc == ENG_OK)
-        ENG_KILL_POINT(FP_KILL_WAL_SYNC);
+    if (rc == ENG_OK) ENG_KILL_POINT(FP_KILL_WAL_SYNC);
 #ifdef ENG_BROKEN_DURABLE_PUBLISHES_INSERT
     /* planted bug (tests/mutants.txt): the flusher publishes the insert
      * position as it is after the fsync, not the snapshot S it wrote and
@@ -505,15 +461,11 @@ static int write_snapshot(wal *w, int sync)
     return rc;
 }
 
-int wal_flush(wal *w, uint64_t upto)
-{
-    if (is_poisoned(w))
-        return ENG_POISONED;
+int wal_flush(wal *w, uint64_t upto) {
+    if (is_poisoned(w)) return ENG_POISONED;
     uint64_t ins = atomic_load(&w->insert_lsn);
-    if (upto > ins)
-        upto = ins; /* records not yet appended cannot be made durable */
-    if (atomic_load(&w->durable_lsn) >= upto)
-        return ENG_OK;
+    if (upto > ins) upto = ins; /* records not yet appended cannot be made durable */
+    if (atomic_load(&w->durable_lsn) >= upto) return ENG_OK;
 
     pthread_mutex_lock(&w->flush_mu);
     for (;;) {
@@ -525,8 +477,7 @@ int wal_flush(wal *w, uint64_t upto)
             pthread_mutex_unlock(&w->flush_mu); /* a flusher's fsync covered us */
             return ENG_OK;
         }
-        if (!w->flushing)
-            break;
+        if (!w->flushing) break;
         pthread_cond_wait(&w->flush_cv, &w->flush_mu);
     }
     w->flushing = 1;
@@ -541,25 +492,16 @@ int wal_flush(wal *w, uint64_t upto)
     return rc;
 }
 
-int wal_write_out(wal *w)
-{
-    if (is_poisoned(w))
-        return ENG_POISONED;
+int wal_write_out(wal *w) {
+    if (is_poisoned(w)) return ENG_POISONED;
     return write_snapshot(w, 0);
 }
 
-uint64_t wal_insert_lsn(wal *w)
-{
-    return atomic_load(&w->insert_lsn);
-}
+uint64_t wal_insert_lsn(wal *w) { return atomic_load(&w->insert_lsn); }
 
-uint64_t wal_durable_lsn(wal *w)
-{
-    return atomic_load(&w->durable_lsn);
-}
+uint64_t wal_durable_lsn(wal *w) { return atomic_load(&w->durable_lsn); }
 
-void wal_get_stats(wal *w, wal_stats *st)
-{
+void wal_get_stats(wal *w, wal_stats *st) {
     st->bytes_appended = atomic_load(&w->st_bytes_appended);
     st->bytes_written = atomic_load(&w->st_bytes_written);
     st->records = atomic_load(&w->st_records);
@@ -578,24 +520,20 @@ void wal_get_stats(wal *w, wal_stats *st)
  * the page cache; the new generation's witnesses claim it durable, so it
  * must be before the first block is written (and before any page that
  * replay dirtied can follow the write-ahead rule). */
-static int sync_existing(wal *w, uint64_t last)
-{
+static int sync_existing(wal *w, uint64_t last) {
     uint64_t *v;
     size_t n;
     int rc = wal_seg_list(w->waldir, &v, &n);
     for (size_t i = 0; rc == ENG_OK && i < n && v[i] <= last; i++) {
-        if (v[i] & (w->seg_size - 1))
-            continue; /* not a segment of this size */
+        if (v[i] & (w->seg_size - 1)) continue; /* not a segment of this size */
         char name[17];
         seg_name(name, v[i]);
         io_file f;
         rc = io_open(w->io, w->waldir, name, seg_file_id(w->seg_size, v[i]), 0, 0, &f);
-        if (rc != ENG_OK)
-            break;
+        if (rc != ENG_OK) break;
         rc = io_sync(w->io, &f);
         io_close(w->io, &f);
-        if (rc == ENG_OK)
-            stat_add(&w->st_syncs, 1);
+        if (rc == ENG_OK) stat_add(&w->st_syncs, 1);
         /* Its name may not be durable either: an earlier handle or process
          * created it and may have died (or been poisoned) before any sync
          * of the directory.  wal_open syncs the directory once. */
@@ -610,33 +548,27 @@ static int sync_existing(wal *w, uint64_t last)
  * header is rebuilt in the new generation; wb_cont is kept when the old
  * header is valid at its position (otherwise nothing before start_lsn is
  * trusted to continue anything and 0 is written). */
-static int load_partial_block(wal *w)
-{
+static int load_partial_block(wal *w) {
     uint64_t b = blk_of(w->ins);
     uint32_t off = blk_off(w->ins);
     wal_seg *s;
     int rc = seg_get(w, b & ~(w->seg_size - 1), &s);
-    if (rc != ENG_OK || off == 0)
-        return rc;
+    if (rc != ENG_OK || off == 0) return rc;
     size_t done = 0;
     rc = io_read(w->io, &s->f, w->buf, WAL_BLOCK, b - s->base, &done);
-    if (rc != ENG_OK)
-        return rc;
+    if (rc != ENG_OK) return rc;
     memset(w->buf + (done < off ? done : off), 0, WAL_BLOCK - (done < off ? done : off));
     uint16_t cont = 0;
     wb_hdr h;
     uint64_t e, f;
-    if (done >= WAL_BLOCK_HDR && !wal_wb_check_at(w->buf, b, &h, &e, &f) &&
-        h.cont <= off - WAL_BLOCK_HDR)
+    if (done >= WAL_BLOCK_HDR && !wal_wb_check_at(w->buf, b, &h, &e, &f) && h.cont <= off - WAL_BLOCK_HDR)
         cont = h.cont;
     wal_wb_init(w->buf, b, w->gen, cont);
     return ENG_OK;
 }
 
-void wal_close(wal *w)
-{
-    if (!w)
-        return;
+void wal_close(wal *w) {
+    if (!w) return;
     for (size_t i = 0; i < w->nsegs; i++) {
         io_close(w->io, &w->segs[i]->f);
         free(w->segs[i]);
@@ -645,8 +577,7 @@ void wal_close(wal *w)
     free(w->sync_set);
     free(w->reqs);
     free(w->buf);
-    if (w->xs)
-        XXH3_freeState(w->xs);
+    if (w->xs) XXH3_freeState(w->xs);
     pthread_mutex_destroy(&w->flush_mu);
     pthread_cond_destroy(&w->flush_cv);
     pthread_mutex_destroy(&w->ins_mu);
@@ -657,16 +588,14 @@ void wal_close(wal *w)
     free(w);
 }
 
-int wal_open(const wal_config *cfg, wal **out)
-{
+int wal_open(const wal_config *cfg, wal **out) {
     *out = NULL;
-    if (!cfg || !cfg->io || !cfg->dir || !valid_seg_size(cfg->seg_size) ||
-        cfg->buffer_size < 4 * WAL_BLOCK || cfg->buffer_size % WAL_BLOCK ||
-        !valid_stream_pos(cfg->start_lsn) || (cfg->prev_lsn && cfg->prev_lsn >= cfg->start_lsn))
+    if (!cfg || !cfg->io || !cfg->dir || !valid_seg_size(cfg->seg_size) || cfg->buffer_size < 4 * WAL_BLOCK ||
+        cfg->buffer_size % WAL_BLOCK || !valid_stream_pos(cfg->start_lsn) ||
+        (cfg->prev_lsn && cfg->prev_lsn >= cfg->start_lsn))
         return ENG_INVALID;
     wal *w = calloc(1, sizeof *w);
-    if (!w)
-        return ENG_NOMEM;
+    if (!w) return ENG_NOMEM;
     pthread_mutex_init(&w->flush_mu, NULL);
     pthread_cond_init(&w->flush_cv, NULL);
     pthread_mutex_init(&w->ins_mu, NULL);
@@ -684,9 +613,7 @@ int wal_open(const wal_config *cfg, wal **out)
     w->reqs = calloc(w->reqs_cap, sizeof *w->reqs);
     w->xs = XXH3_createState();
     int rc = ENG_OK;
-    if (!w->dir || !w->waldir || (cfg->archive_dir && !w->archive_dir) || !w->buf || !w->reqs ||
-        !w->xs)
-        rc = ENG_NOMEM;
+    if (!w->dir || !w->waldir || (cfg->archive_dir && !w->archive_dir) || !w->buf || !w->reqs || !w->xs) rc = ENG_NOMEM;
 
     if (rc == ENG_OK) {
         if (mkdir(w->waldir, 0755) == 0)
@@ -701,10 +628,8 @@ int wal_open(const wal_config *cfg, wal **out)
     w->written_full = blk_of(start);
     w->written_lsn = start;
     w->cur_seg = start & ~(w->seg_size - 1);
-    if (rc == ENG_OK)
-        rc = sync_existing(w, w->cur_seg);
-    if (rc == ENG_OK)
-        rc = load_partial_block(w);
+    if (rc == ENG_OK) rc = sync_existing(w, w->cur_seg);
+    if (rc == ENG_OK) rc = load_partial_block(w);
     if (rc == ENG_OK && w->need_dirsync) {
         rc = io_dirsync(w->io, w->waldir);
         w->need_dirsync = 0;
@@ -724,12 +649,10 @@ int wal_open(const wal_config *cfg, wal **out)
 
 /* Copy segment NAME to archive_dir/NAME and fsync the copy (the caller
  * fsyncs the archive directory before anything is removed). */
-static int archive_copy(wal *w, const char *name, uint64_t base, uint8_t *tmp)
-{
+static int archive_copy(wal *w, const char *name, uint64_t base, uint8_t *tmp) {
     io_file src, dst;
     int rc = io_open(w->io, w->waldir, name, seg_file_id(w->seg_size, base), 0, 1, &src);
-    if (rc != ENG_OK)
-        return rc;
+    if (rc != ENG_OK) return rc;
     rc = io_open(w->io, w->archive_dir, name, -1, 1, 0, &dst);
     if (rc != ENG_OK) {
         io_close(w->io, &src);
@@ -739,19 +662,14 @@ static int archive_copy(wal *w, const char *name, uint64_t base, uint8_t *tmp)
     for (;;) {
         size_t done = 0;
         rc = io_read(w->io, &src, tmp, ARCHIVE_CHUNK, off, &done);
-        if (rc != ENG_OK || done == 0)
-            break;
+        if (rc != ENG_OK || done == 0) break;
         rc = io_write(w->io, &dst, tmp, done, off);
-        if (rc != ENG_OK)
-            break;
+        if (rc != ENG_OK) break;
         off += done;
-        if (done < ARCHIVE_CHUNK)
-            break;
+        if (done < ARCHIVE_CHUNK) break;
     }
-    if (rc == ENG_OK)
-        rc = io_truncate(w->io, &dst, off); /* an older, longer copy */
-    if (rc == ENG_OK)
-        rc = io_sync(w->io, &dst);
+    if (rc == ENG_OK) rc = io_truncate(w->io, &dst, off); /* an older, longer copy */
+    if (rc == ENG_OK) rc = io_sync(w->io, &dst);
     io_close(w->io, &dst);
     io_close(w->io, &src);
     if (rc == ENG_OK) {
@@ -766,20 +684,16 @@ static int archive_copy(wal *w, const char *name, uint64_t base, uint8_t *tmp)
  * copies are made outside the locks; the renames and unlinks happen under
  * write_mu, because the writer creates segment files only there and a
  * rename onto a name it just created would replace its file. */
-int wal_remove_before(wal *w, uint64_t lsn)
-{
-    if (is_poisoned(w))
-        return ENG_POISONED;
+int wal_remove_before(wal *w, uint64_t lsn) {
+    if (is_poisoned(w)) return ENG_POISONED;
     uint64_t limit = min64(lsn, atomic_load(&w->durable_lsn));
     uint64_t *v;
     size_t n;
     int rc = wal_seg_list(w->waldir, &v, &n);
-    if (rc != ENG_OK)
-        return rc;
+    if (rc != ENG_OK) return rc;
     size_t ncand = 0;
     for (size_t i = 0; i < n; i++)
-        if ((v[i] & (w->seg_size - 1)) == 0 && v[i] + w->seg_size <= limit)
-            v[ncand++] = v[i]; /* ascending, in place */
+        if ((v[i] & (w->seg_size - 1)) == 0 && v[i] + w->seg_size <= limit) v[ncand++] = v[i]; /* ascending, in place */
     if (ncand == 0) {
         free(v);
         return ENG_OK;
@@ -787,16 +701,14 @@ int wal_remove_before(wal *w, uint64_t lsn)
 
     if (w->archive_dir) {
         uint8_t *tmp = malloc(ARCHIVE_CHUNK);
-        if (!tmp)
-            rc = ENG_NOMEM;
+        if (!tmp) rc = ENG_NOMEM;
         for (size_t i = 0; rc == ENG_OK && i < ncand; i++) {
             char name[17];
             seg_name(name, v[i]);
             rc = archive_copy(w, name, v[i], tmp);
         }
         free(tmp);
-        if (rc == ENG_OK)
-            rc = io_dirsync(w->io, w->archive_dir);
+        if (rc == ENG_OK) rc = io_dirsync(w->io, w->archive_dir);
         if (rc != ENG_OK) {
             free(v);
             return rc;
@@ -813,10 +725,8 @@ int wal_remove_before(wal *w, uint64_t lsn)
         uint64_t top = cur;
         int spares = 0;
         for (size_t i = 0; i < nall; i++) {
-            if (all[i] > cur && (all[i] & (w->seg_size - 1)) == 0)
-                spares++;
-            if (all[i] > top && (all[i] & (w->seg_size - 1)) == 0)
-                top = all[i];
+            if (all[i] > cur && (all[i] & (w->seg_size - 1)) == 0) spares++;
+            if (all[i] > top && (all[i] & (w->seg_size - 1)) == 0) top = all[i];
         }
         free(all);
         for (size_t i = 0; rc == ENG_OK && i < ncand; i++) {
@@ -829,8 +739,7 @@ int wal_remove_before(wal *w, uint64_t lsn)
                         seg_drop(w, j);
                     break;
                 }
-            if (busy)
-                continue;
+            if (busy) continue;
             char name[17];
             seg_name(name, v[i]);
             if (spares < WAL_MAX_SPARES) {
@@ -856,10 +765,8 @@ int wal_remove_before(wal *w, uint64_t lsn)
                 }
             } else {
                 rc = io_unlink(w->io, w->waldir, name);
-                if (rc == ENG_NOTFOUND)
-                    rc = ENG_IOERR; /* listed a moment ago: someone else's doing */
-                if (rc == ENG_OK)
-                    stat_add(&w->st_segments_removed, 1);
+                if (rc == ENG_NOTFOUND) rc = ENG_IOERR; /* listed a moment ago: someone else's doing */
+                if (rc == ENG_OK) stat_add(&w->st_segments_removed, 1);
             }
             changed |= rc == ENG_OK;
         }
@@ -868,8 +775,7 @@ int wal_remove_before(wal *w, uint64_t lsn)
     free(v);
     if (changed) {
         int rc2 = io_dirsync(w->io, w->waldir);
-        if (rc == ENG_OK)
-            rc = rc2;
+        if (rc == ENG_OK) rc = rc2;
     }
     return rc;
 }

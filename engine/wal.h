@@ -82,13 +82,13 @@ typedef struct wal wal;
 
 typedef struct wal_config {
     io_ctx *io;
-    const char *dir;        /* database directory (segments in DIR/wal/) */
-    uint64_t seg_size;      /* bytes per segment, power of two, >= 64 KiB */
-    size_t buffer_size;     /* in-memory log buffer, >= 4 * WAL_BLOCK */
-    uint32_t gen;           /* generation stamped on every block written */
-    uint64_t start_lsn;     /* where appending starts (end of the recovered log) */
-    uint64_t prev_lsn;      /* LSN of the last record before start_lsn (0 if none) */
-    const char *archive_dir;/* NULL: no archiving */
+    const char *dir;         /* database directory (segments in DIR/wal/) */
+    uint64_t seg_size;       /* bytes per segment, power of two, >= 64 KiB */
+    size_t buffer_size;      /* in-memory log buffer, >= 4 * WAL_BLOCK */
+    uint32_t gen;            /* generation stamped on every block written */
+    uint64_t start_lsn;      /* where appending starts (end of the recovered log) */
+    uint64_t prev_lsn;       /* LSN of the last record before start_lsn (0 if none) */
+    const char *archive_dir; /* NULL: no archiving */
     eng_reporter reporter;
 } wal_config;
 
@@ -112,8 +112,8 @@ int wal_flush(wal *w, uint64_t upto);
 /* Write out whatever is buffered, without fsync (wal_flush with no sync). */
 int wal_write_out(wal *w);
 
-uint64_t wal_insert_lsn(wal *w);   /* end of the last appended record */
-uint64_t wal_durable_lsn(wal *w);  /* everything below is durable */
+uint64_t wal_insert_lsn(wal *w);  /* end of the last appended record */
+uint64_t wal_durable_lsn(wal *w); /* everything below is durable */
 
 /* Checkpoint support: remove segments wholly below LSN; with an archive dir
  * each is copied there (and the copy fsynced) first.  Segments may be
@@ -121,8 +121,8 @@ uint64_t wal_durable_lsn(wal *w);  /* everything below is durable */
 int wal_remove_before(wal *w, uint64_t lsn);
 
 typedef struct wal_stats {
-    uint64_t bytes_appended;   /* record bytes */
-    uint64_t bytes_written;    /* block bytes written to segment files */
+    uint64_t bytes_appended; /* record bytes */
+    uint64_t bytes_written;  /* block bytes written to segment files */
     uint64_t records, syncs, segments_created, segments_recycled, segments_removed;
     uint64_t archive_bytes, segments_archived;
 } wal_stats;
@@ -132,8 +132,8 @@ void wal_get_stats(wal *w, wal_stats *st);
 
 /* Open a reader of DIR's log (segments of SEG_SIZE) at START_LSN, a
  * record's position; PREV_LSN is the record before it (0: unchecked). */
-int wal_reader_open(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t start_lsn,
-                    uint64_t prev_lsn, const eng_reporter *rep, wal_reader **out);
+int wal_reader_open(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t start_lsn, uint64_t prev_lsn,
+                    const eng_reporter *rep, wal_reader **out);
 /* wal_reader_next, wal_reader_end, wal_reader_close and wal_record:
  * inspect.h. */
 
@@ -170,8 +170,7 @@ int wal_list_segments(const char *dir, uint64_t **out, size_t *n);
  * exist: the log between a checkpoint's redo point and its record was
  * synced before control named them.  ENG_CORRUPTION (reported, layer
  * wal_record, file "wal/NAME" of the first missing one) if one does not. */
-int wal_check_segments(const char *dir, uint64_t seg_size, uint64_t from, uint64_t to,
-                       const eng_reporter *rep);
+int wal_check_segments(const char *dir, uint64_t seg_size, uint64_t from, uint64_t to, const eng_reporter *rep);
 
 /* Unlink every segment file of DIR/wal (debris of an interrupted
  * creation; the caller syncs the directory). */

@@ -21,7 +21,7 @@
 
 #include "wal.h"
 
-#define WB_PAYLOAD WAL_BLOCK_PAYLOAD            /* record bytes per block */
+#define WB_PAYLOAD WAL_BLOCK_PAYLOAD /* record bytes per block */
 
 /* Segment files get hook file ids above the data file's (0) so a fault
  * library can tell WAL segments apart and each one keeps its own id. */
@@ -29,40 +29,21 @@
 
 /* ---- stream positions ---------------------------------------------------- */
 
-static inline uint64_t blk_of(uint64_t x)
-{
-    return x & ~(uint64_t)(WAL_BLOCK - 1);
-}
-static inline uint32_t blk_off(uint64_t x)
-{
-    return (uint32_t)(x & (WAL_BLOCK - 1));
-}
-static inline uint64_t align8(uint64_t x)
-{
-    return (x + 7) & ~(uint64_t)7;
-}
-static inline uint64_t min64(uint64_t a, uint64_t b)
-{
-    return a < b ? a : b;
-}
+static inline uint64_t blk_of(uint64_t x) { return x & ~(uint64_t)(WAL_BLOCK - 1); }
+static inline uint32_t blk_off(uint64_t x) { return (uint32_t)(x & (WAL_BLOCK - 1)); }
+static inline uint64_t align8(uint64_t x) { return (x + 7) & ~(uint64_t)7; }
+static inline uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
-static inline uint32_t sec_off(uint64_t x)
-{
-    return (uint32_t)(x & (WAL_SECTOR - 1));
-}
+static inline uint32_t sec_off(uint64_t x) { return (uint32_t)(x & (WAL_SECTOR - 1)); }
 
 /* A record placed at insert position POS starts there, or just past the
  * header of the block that begins at POS.  (POS is 8-aligned, so it never
  * lies in a sector trailer: those are bytes 508-511 of a sector.) */
-static inline uint64_t rec_start_at(uint64_t pos)
-{
-    return blk_off(pos) == 0 ? pos + WAL_BLOCK_HDR : pos;
-}
+static inline uint64_t rec_start_at(uint64_t pos) { return blk_off(pos) == 0 ? pos + WAL_BLOCK_HDR : pos; }
 
 /* Record bytes in block offsets [0, OFF): what lies in neither the header
  * nor a trailer. */
-static inline uint32_t pay_before(uint32_t off)
-{
+static inline uint32_t pay_before(uint32_t off) {
     uint32_t s = off / WAL_SECTOR, o = off % WAL_SECTOR;
     uint32_t n = s * WAL_SECTOR_DATA + (o < WAL_SECTOR_DATA ? o : WAL_SECTOR_DATA);
     return n > WAL_BLOCK_HDR ? n - WAL_BLOCK_HDR : 0;
@@ -70,8 +51,7 @@ static inline uint32_t pay_before(uint32_t off)
 
 /* Block offset of the record byte with index Q (< WB_PAYLOAD) in the
  * block's payload. */
-static inline uint32_t pay_pos(uint32_t q)
-{
+static inline uint32_t pay_pos(uint32_t q) {
     uint32_t x = q + WAL_BLOCK_HDR;
     return x / WAL_SECTOR_DATA * WAL_SECTOR + x % WAL_SECTOR_DATA;
 }
@@ -81,34 +61,24 @@ static inline uint32_t pay_pos(uint32_t q)
  * the trailers and headers they run over.  A record that fills a sector's
  * data ends at its trailer (offset 508), one that fills a block's payload
  * at 4092: the 8-aligned end after it is the next sector or block. */
-static inline uint64_t stream_end(uint64_t start, uint64_t n)
-{
-    if (n == 0)
-        return start;
+static inline uint64_t stream_end(uint64_t start, uint64_t n) {
+    if (n == 0) return start;
     uint64_t q = pay_before(blk_off(start)) + n; /* from the block's payload start */
     uint64_t blocks = (q - 1) / WB_PAYLOAD;
     return blk_of(start) + blocks * WAL_BLOCK + pay_pos((uint32_t)((q - 1) % WB_PAYLOAD)) + 1;
 }
 
-static inline int valid_seg_size(uint64_t s)
-{
-    return s >= (64u << 10) && (s & (s - 1)) == 0;
-}
+static inline int valid_seg_size(uint64_t s) { return s >= (64u << 10) && (s & (s - 1)) == 0; }
 
 /* An LSN where a record may start or the log may end: 8-aligned and not
  * inside a block header. */
-static inline int valid_stream_pos(uint64_t x)
-{
+static inline int valid_stream_pos(uint64_t x) {
     return (x & 7) == 0 && (blk_off(x) == 0 || blk_off(x) >= WAL_BLOCK_HDR);
 }
 
-static inline void seg_name(char out[17], uint64_t base)
-{
-    snprintf(out, 17, "%016llx", (unsigned long long)base);
-}
+static inline void seg_name(char out[17], uint64_t base) { snprintf(out, 17, "%016llx", (unsigned long long)base); }
 
-static inline int seg_file_id(uint64_t seg_size, uint64_t base)
-{
+static inline int seg_file_id(uint64_t seg_size, uint64_t base) {
     uint64_t n = base / seg_size;
     return n > (uint64_t)(INT_MAX - WAL_FILE_ID_BASE) ? INT_MAX : WAL_FILE_ID_BASE + (int)n;
 }
@@ -121,8 +91,7 @@ typedef struct wb_hdr {
     uint16_t cont, magic;
 } wb_hdr;
 
-static inline void wb_decode(const uint8_t *p, wb_hdr *h)
-{
+static inline void wb_decode(const uint8_t *p, wb_hdr *h) {
     h->lsn = fmt_get64(p + WB_LSN_OFF);
     h->durable = fmt_get64(p + WB_DURABLE_OFF);
     h->gen = fmt_get32(p + WB_GEN_OFF);
@@ -131,11 +100,9 @@ static inline void wb_decode(const uint8_t *p, wb_hdr *h)
     h->check = fmt_get64(p + WB_CHECK_OFF);
 }
 
-static inline int all_zero(const uint8_t *p, size_t n)
-{
+static inline int all_zero(const uint8_t *p, size_t n) {
     for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return 0;
+        if (p[i]) return 0;
     return 1;
 }
 
@@ -157,7 +124,6 @@ void wal_wb_init(uint8_t *p, uint64_t lsn, uint32_t gen, uint16_t cont);
 void wal_wb_seal(uint8_t *p, uint64_t durable, unsigned nsec);
 /* Why a header is not valid at POS (NULL if it is); *H gets its fields.
  * *EXPECTED / *FOUND describe the mismatch for a report. */
-const char *wal_wb_check_at(const uint8_t *p, uint64_t pos, wb_hdr *h, uint64_t *expected,
-                            uint64_t *found);
+const char *wal_wb_check_at(const uint8_t *p, uint64_t pos, wb_hdr *h, uint64_t *expected, uint64_t *found);
 
 #endif

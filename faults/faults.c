@@ -47,17 +47,14 @@ void flt_options_init(flt_options *o) {
 static _Atomic int fiu_owned; /* F3 */
 
 static int status_of_errno(int e) {
-    if (e < 0)
-        e = -e;
+    if (e < 0) e = -e;
     return e == ENOSPC || e == EDQUOT ? ENG_NOSPACE : e == ENOMEM ? ENG_NOMEM : ENG_IOERR;
 }
 
 static char *dup_or_null(const char *s, int *oom) {
-    if (!s)
-        return NULL;
+    if (!s) return NULL;
     char *d = strdup(s);
-    if (!d)
-        *oom = 1;
+    if (!d) *oom = 1;
     return d;
 }
 
@@ -67,23 +64,16 @@ static char *dup_or_null(const char *s, int *oom) {
  * and different is nonsense). */
 static int normalize(const flt_options *in, flt_options *o) {
     *o = *in;
-    if (!o->run_dir || !*o->run_dir)
-        return ENG_INVALID;
+    if (!o->run_dir || !*o->run_dir) return ENG_INVALID;
     uint64_t k = o->one_in[FLT_KILL];
-    if (k && o->kill_random_test && k != o->kill_random_test)
-        return ENG_INVALID;
-    if (!o->kill_random_test)
-        o->kill_random_test = k;
+    if (k && o->kill_random_test && k != o->kill_random_test) return ENG_INVALID;
+    if (!o->kill_random_test) o->kill_random_test = k;
     o->one_in[FLT_KILL] = o->kill_random_test;
-    if (o->one_in[FLT_POWER_LOSS])
-        o->sync_fault_injection = 1;
+    if (o->one_in[FLT_POWER_LOSS]) o->sync_fault_injection = 1;
     o->one_in[FLT_POWER_LOSS] = 0; /* not drawn here: the power-loss step decides */
-    if (o->sync_fault_injection != 0 && o->sync_fault_injection != 1)
-        o->sync_fault_injection = 1;
-    if (o->kill_points && !o->kill_random_test)
-        return ENG_INVALID; /* a list of points that would never be armed */
-    if (o->kill_points && !flt_kill_points_valid(o->kill_points))
-        return ENG_INVALID;
+    if (o->sync_fault_injection != 0 && o->sync_fault_injection != 1) o->sync_fault_injection = 1;
+    if (o->kill_points && !o->kill_random_test) return ENG_INVALID; /* a list of points that would never be armed */
+    if (o->kill_points && !flt_kill_points_valid(o->kill_points)) return ENG_INVALID;
     /* Injectors that work on files by name need the database directory. */
     if ((o->one_in[FLT_BITFLIP_PAGE] || o->one_in[FLT_BITFLIP_WAL] || o->sync_fault_injection) &&
         (!o->db_dir || !*o->db_dir))
@@ -92,22 +82,17 @@ static int normalize(const flt_options *in, flt_options *o) {
 }
 
 int flt_open(const flt_options *opts, flt_ctx **out) {
-    if (!out)
-        return ENG_INVALID;
+    if (!out) return ENG_INVALID;
     *out = NULL;
-    if (!opts)
-        return ENG_INVALID;
+    if (!opts) return ENG_INVALID;
     flt_options o;
     int rc = normalize(opts, &o);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     int want_fiu = flt_fiu_wanted(&o);
-    if (want_fiu && !eng_faults_compiled())
-        return ENG_NOTSUP;
+    if (want_fiu && !eng_faults_compiled()) return ENG_NOTSUP;
     if (want_fiu) {
         int expect = 0;
-        if (!atomic_compare_exchange_strong(&fiu_owned, &expect, 1))
-            return ENG_BUSY;
+        if (!atomic_compare_exchange_strong(&fiu_owned, &expect, 1)) return ENG_BUSY;
     }
 
     flt_ctx *f = calloc(1, sizeof *f);
@@ -132,11 +117,9 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
     f->o.kill_points = f->kill_points;
     if (f->db_dir) {
         f->db_dir_len = strlen(f->db_dir);
-        while (f->db_dir_len > 1 && f->db_dir[f->db_dir_len - 1] == '/')
-            f->db_dir[--f->db_dir_len] = 0;
+        while (f->db_dir_len > 1 && f->db_dir[f->db_dir_len - 1] == '/') f->db_dir[--f->db_dir_len] = 0;
     }
-    for (int c = 0; c < FLT_CLASS_COUNT; c++)
-        flt_rng_seed(&f->anon_rng[c], o.seed, -1, c);
+    for (int c = 0; c < FLT_CLASS_COUNT; c++) flt_rng_seed(&f->anon_rng[c], o.seed, -1, c);
 
     int e = flt_ledger_open(f->run_dir, &f->ledger);
     if (e < 0) {
@@ -155,8 +138,7 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
     }
     flt_hooks_init(f);
     rc = flt_fiu_setup(f);
-    if (rc)
-        goto fail;
+    if (rc) goto fail;
     *out = f;
     return ENG_OK;
 
@@ -164,26 +146,21 @@ fail:
     flt_close(f);
     return rc;
 fail_owned:
-    if (want_fiu)
-        atomic_store(&fiu_owned, 0);
+    if (want_fiu) atomic_store(&fiu_owned, 0);
     return rc;
 }
 
 void flt_close(flt_ctx *f) {
-    if (!f)
-        return;
+    if (!f) return;
     /* Disarm first: no engine thread reaches libfiu while the points go. */
     if (f->armed) {
         eng_faults_arm(0);
         f->armed = 0;
     }
     flt_fiu_teardown(f);
-    if (f->owns_fiu)
-        atomic_store(&fiu_owned, 0);
-    if (f->journal)
-        flt_journal_close(f->journal);
-    if (f->ledger)
-        flt_ledger_close(f->ledger);
+    if (f->owns_fiu) atomic_store(&fiu_owned, 0);
+    if (f->journal) flt_journal_close(f->journal);
+    if (f->ledger) flt_ledger_close(f->ledger);
     for (flt_thr *t = f->threads, *n; t; t = n) {
         n = t->next;
         flt_thr_free_bufs(t);
@@ -199,16 +176,12 @@ void flt_close(flt_ctx *f) {
     free(f);
 }
 
-const eng_io_hooks *flt_hooks(flt_ctx *f) {
-    return f ? &f->hooks : NULL;
-}
+const eng_io_hooks *flt_hooks(flt_ctx *f) { return f ? &f->hooks : NULL; }
 
 void flt_pause(flt_ctx *f, int paused) {
-    if (!f)
-        return;
+    if (!f) return;
     atomic_store(&f->paused, paused != 0);
     /* Disarmed, a point costs the engine one relaxed load instead of a
      * libfiu lookup; the points stay enabled for flt_pause(0). */
-    if (f->armed)
-        eng_faults_arm(!paused);
+    if (f->armed) eng_faults_arm(!paused);
 }

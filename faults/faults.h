@@ -32,28 +32,28 @@
 #include "ledger.h"
 
 /* Fault classes: the report keys of docs/fault-classes.md, in this order. */
-#define FLT_CLASSES(X)                                          \
-    X(FLT_BITFLIP_PAGE, "bitflip_page", "bitflip_page_one_in")   \
-    X(FLT_BITFLIP_WAL, "bitflip_wal", "bitflip_wal_one_in")      \
-    X(FLT_BITFLIP_CACHE, "bitflip_cache", "bitflip_cache_one_in") \
-    X(FLT_BITFLIP_INFLIGHT, "bitflip_inflight", "bitflip_inflight_one_in") \
-    X(FLT_TORN_WRITE, "torn_write", "torn_write_one_in")         \
+#define FLT_CLASSES(X)                                                        \
+    X(FLT_BITFLIP_PAGE, "bitflip_page", "bitflip_page_one_in")                \
+    X(FLT_BITFLIP_WAL, "bitflip_wal", "bitflip_wal_one_in")                   \
+    X(FLT_BITFLIP_CACHE, "bitflip_cache", "bitflip_cache_one_in")             \
+    X(FLT_BITFLIP_INFLIGHT, "bitflip_inflight", "bitflip_inflight_one_in")    \
+    X(FLT_TORN_WRITE, "torn_write", "torn_write_one_in")                      \
     X(FLT_MISDIRECTED_WRITE, "misdirected_write", "misdirected_write_one_in") \
-    X(FLT_LOST_WRITE, "lost_write", "lost_write_one_in")         \
-    X(FLT_ZERO_PAGE, "zero_page", "zero_page_one_in")            \
-    X(FLT_READ_ERROR, "read_error", "read_fault_one_in")         \
-    X(FLT_WRITE_ERROR, "write_error", "write_fault_one_in")      \
-    X(FLT_NOSPACE, "nospace", "nospace_one_in")                  \
-    X(FLT_SHORT_IO, "short_io", "short_io_one_in")               \
-    X(FLT_SYNC_ERROR, "sync_error", "sync_fault_one_in")         \
-    X(FLT_POWER_LOSS, "power_loss", "sync_fault_injection")      \
+    X(FLT_LOST_WRITE, "lost_write", "lost_write_one_in")                      \
+    X(FLT_ZERO_PAGE, "zero_page", "zero_page_one_in")                         \
+    X(FLT_READ_ERROR, "read_error", "read_fault_one_in")                      \
+    X(FLT_WRITE_ERROR, "write_error", "write_fault_one_in")                   \
+    X(FLT_NOSPACE, "nospace", "nospace_one_in")                               \
+    X(FLT_SHORT_IO, "short_io", "short_io_one_in")                            \
+    X(FLT_SYNC_ERROR, "sync_error", "sync_fault_one_in")                      \
+    X(FLT_POWER_LOSS, "power_loss", "sync_fault_injection")                   \
     X(FLT_KILL, "kill", "kill_random_test")
 
 enum flt_class {
 #define FLT_ENUM(id, key, opt) id,
     FLT_CLASSES(FLT_ENUM)
 #undef FLT_ENUM
-    FLT_CLASS_COUNT
+        FLT_CLASS_COUNT
 };
 
 const char *flt_class_name(int cls);   /* report key */
@@ -61,15 +61,15 @@ const char *flt_class_option(int cls); /* stress option (without "--") */
 
 typedef struct flt_options {
     uint64_t seed;
-    const char *run_dir;          /* ledger and journal live here */
-    const char *db_dir;           /* the database directory */
+    const char *run_dir; /* ledger and journal live here */
+    const char *db_dir;  /* the database directory */
     /* 1 in N chance per opportunity; 0 = off.  Indexed by enum flt_class
      * (FLT_POWER_LOSS and FLT_KILL use the two fields below instead). */
     uint64_t one_in[FLT_CLASS_COUNT];
-    int sync_fault_injection;     /* journal every write for power-loss simulation */
-    uint64_t kill_random_test;    /* each kill point hit kills with odds 1 in N */
-    const char *kill_points;      /* comma list of kill point names (NULL: all) */
-    int phase_recovery;           /* this process is recovering: ledger phase */
+    int sync_fault_injection;  /* journal every write for power-loss simulation */
+    uint64_t kill_random_test; /* each kill point hit kills with odds 1 in N */
+    const char *kill_points;   /* comma list of kill point names (NULL: all) */
+    int phase_recovery;        /* this process is recovering: ledger phase */
 } flt_options;
 
 void flt_options_init(flt_options *o);

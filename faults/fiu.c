@@ -64,25 +64,19 @@ int flt_fiu_wanted(const flt_options *o) {
            (o->one_in[FLT_SYNC_ERROR] && eng_faults_compiled());
 }
 
-static int is_kill_point(const char *name) {
-    return strncmp(name, "kill/", 5) == 0;
-}
+static int is_kill_point(const char *name) { return strncmp(name, "kill/", 5) == 0; }
 
 /* 1 if NAME is one of the comma-separated names of LIST (spaces around a
  * name are ignored). */
 static int list_has(const char *list, const char *name) {
     size_t n = strlen(name);
     for (const char *s = list; *s;) {
-        while (*s == ' ' || *s == ',')
-            s++;
+        while (*s == ' ' || *s == ',') s++;
         const char *e = s;
-        while (*e && *e != ',')
-            e++;
+        while (*e && *e != ',') e++;
         const char *t = e;
-        while (t > s && t[-1] == ' ')
-            t--;
-        if ((size_t)(t - s) == n && n && memcmp(s, name, n) == 0)
-            return 1;
+        while (t > s && t[-1] == ' ') t--;
+        if ((size_t)(t - s) == n && n && memcmp(s, name, n) == 0) return 1;
         s = e;
     }
     return 0;
@@ -93,23 +87,18 @@ int flt_kill_points_valid(const char *list) {
      * at least one. */
     int names = 0;
     for (const char *s = list; *s;) {
-        while (*s == ' ' || *s == ',')
-            s++;
-        if (!*s)
-            break;
+        while (*s == ' ' || *s == ',') s++;
+        if (!*s) break;
         const char *e = s;
-        while (*e && *e != ',')
-            e++;
+        while (*e && *e != ',') e++;
         const char *t = e;
-        while (t > s && t[-1] == ' ')
-            t--;
+        while (t > s && t[-1] == ' ') t--;
         int known = 0;
         for (size_t i = 0; i < eng_fault_point_count() && !known; i++) {
             const char *nm = eng_fault_point_name(i);
             known = is_kill_point(nm) && strlen(nm) == (size_t)(t - s) && memcmp(nm, s, (size_t)(t - s)) == 0;
         }
-        if (!known)
-            return 0;
+        if (!known) return 0;
         names++;
         s = e;
     }
@@ -123,14 +112,12 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
     flt_point *p = *failinfo;
     flt_ctx *f = p->f;
     atomic_fetch_add_explicit(&f->point_checks[p->idx], 1, memory_order_relaxed);
-    if (flt_paused(f))
-        return 0;
+    if (flt_paused(f)) return 0;
     flt_thr *t = flt_thr_get(f);
     int cls = -1, err = 0;
     switch (p->kind) {
     case FLT_PK_READ:
-        if (flt_draw(f, t, FLT_READ_ERROR))
-            cls = FLT_READ_ERROR, err = EIO;
+        if (flt_draw(f, t, FLT_READ_ERROR)) cls = FLT_READ_ERROR, err = EIO;
         break;
     case FLT_PK_WRITE: {
         /* Both streams draw at every write, so each class fires at the
@@ -144,12 +131,10 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
         break;
     }
     case FLT_PK_EIO:
-        if (flt_draw(f, t, FLT_WRITE_ERROR))
-            cls = FLT_WRITE_ERROR, err = EIO;
+        if (flt_draw(f, t, FLT_WRITE_ERROR)) cls = FLT_WRITE_ERROR, err = EIO;
         break;
     case FLT_PK_SHORT:
-        if (flt_draw(f, t, FLT_SHORT_IO))
-            cls = FLT_SHORT_IO;
+        if (flt_draw(f, t, FLT_SHORT_IO)) cls = FLT_SHORT_IO;
         break;
     case FLT_PK_FSYNC:
         /* Drawn already, by before(SYNC) on this thread (inject.c). */
@@ -165,21 +150,15 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
             cls = FLT_WRITE_ERROR, err = EIO;
         break;
     case FLT_PK_KILL:
-        if (flt_draw(f, t, FLT_KILL))
-            cls = FLT_KILL;
+        if (flt_draw(f, t, FLT_KILL)) cls = FLT_KILL;
         break;
-    default:
-        break;
+    default: break;
     }
-    if (cls < 0)
-        return 0;
+    if (cls < 0) return 0;
     flt_event e = flt_event_for(f, t, cls, p->name);
-    if (err)
-        e.err = err == ENOSPC ? "ENOSPC" : "EIO";
-    if (cls == FLT_SYNC_ERROR)
-        e.file = flt_rel_path(f, t->sync_path); /* as hook/sync's line */
-    if (flt_record(f, cls, &e) != 0)
-        return 0; /* F1: no line, no fault */
+    if (err) e.err = err == ENOSPC ? "ENOSPC" : "EIO";
+    if (cls == FLT_SYNC_ERROR) e.file = flt_rel_path(f, t->sync_path); /* as hook/sync's line */
+    if (flt_record(f, cls, &e) != 0) return 0;                         /* F1: no line, no fault */
 #ifdef FLT_DEBUG_BT
     if (cls == FLT_READ_ERROR && getenv("FLT_BT")) {
         void *bt[32];
@@ -193,25 +172,19 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
          * it survives the kill. */
         flt_flip_at_crash(f, t);
         raise(SIGKILL);
-        for (;;)
-            pause(); /* not reached: SIGKILL cannot be caught */
+        for (;;) pause(); /* not reached: SIGKILL cannot be caught */
     }
-    if (cls == FLT_SYNC_ERROR)
-        t->sync_fiu_fired = 1; /* after(SYNC) drops the file's dirty data */
-    if (err)
-        *failnum = err;
+    if (cls == FLT_SYNC_ERROR) t->sync_fiu_fired = 1; /* after(SYNC) drops the file's dirty data */
+    if (err) *failnum = err;
     return 1;
 }
 
 int flt_fiu_setup(flt_ctx *f) {
     const flt_options *o = &f->o;
-    if (!flt_fiu_wanted(o))
-        return ENG_OK;
-    if (fiu_init(0) != 0)
-        return ENG_NOMEM;
+    if (!flt_fiu_wanted(o)) return ENG_OK;
+    if (fiu_init(0) != 0) return ENG_NOMEM;
     size_t n = eng_fault_point_count();
-    if (n > FLT_MAX_POINTS)
-        n = FLT_MAX_POINTS;
+    if (n > FLT_MAX_POINTS) n = FLT_MAX_POINTS;
     f->npoints = n;
     int got_read = 0, got_write = 0, got_short = 0, got_kill = 0;
     int rd = o->one_in[FLT_READ_ERROR] != 0, wr = o->one_in[FLT_WRITE_ERROR] != 0;
@@ -226,18 +199,15 @@ int flt_fiu_setup(flt_ctx *f) {
             kind = FLT_PK_WRITE;
         else if ((!strcmp(name, "engine/io/meta") || !strcmp(name, "engine/checkpoint/control")) && wr)
             kind = FLT_PK_EIO;
-        else if ((!strcmp(name, "engine/io/uring/submit") || !strcmp(name, "engine/io/uring/complete")) &&
-                 (rd || wr))
+        else if ((!strcmp(name, "engine/io/uring/submit") || !strcmp(name, "engine/io/uring/complete")) && (rd || wr))
             kind = FLT_PK_URING;
         else if (!strcmp(name, "engine/io/fsync") && o->one_in[FLT_SYNC_ERROR])
             kind = FLT_PK_FSYNC, f->fsync_point = 1;
         else if (!strcmp(name, "engine/io/short") && o->one_in[FLT_SHORT_IO])
             kind = FLT_PK_SHORT, got_short = 1;
-        else if (is_kill_point(name) && o->kill_random_test &&
-                 (!o->kill_points || list_has(o->kill_points, name)))
+        else if (is_kill_point(name) && o->kill_random_test && (!o->kill_points || list_has(o->kill_points, name)))
             kind = FLT_PK_KILL, got_kill = 1;
-        if (kind == FLT_PK_NONE)
-            continue;
+        if (kind == FLT_PK_NONE) continue;
         flt_point *p = &f->points[i];
         *p = (flt_point){.f = f, .idx = (int)i, .kind = kind, .name = name};
         if (fiu_enable_external(name, EIO, p, 0, fiu_cb) != 0)

@@ -23,13 +23,9 @@ static const char *const class_options[FLT_CLASS_COUNT] = {
 #undef FLT_OPT
 };
 
-const char *flt_class_name(int cls) {
-    return cls >= 0 && cls < FLT_CLASS_COUNT ? class_names[cls] : NULL;
-}
+const char *flt_class_name(int cls) { return cls >= 0 && cls < FLT_CLASS_COUNT ? class_names[cls] : NULL; }
 
-const char *flt_class_option(int cls) {
-    return cls >= 0 && cls < FLT_CLASS_COUNT ? class_options[cls] : NULL;
-}
+const char *flt_class_option(int cls) { return cls >= 0 && cls < FLT_CLASS_COUNT ? class_options[cls] : NULL; }
 
 /* ---- per-thread state ---- */
 
@@ -44,11 +40,9 @@ void flt_frame_init(flt_ctx *f) {
 }
 
 flt_thr *flt_thr_get(flt_ctx *f) {
-    if (tls_gen == f->gen)
-        return tls_thr;
+    if (tls_gen == f->gen) return tls_thr;
     flt_thr *t = calloc(1, sizeof *t);
-    if (!t)
-        return NULL; /* callers then inject nothing */
+    if (!t) return NULL; /* callers then inject nothing */
     t->thread = -1;
     atomic_init(&t->op, -1);
     pthread_mutex_lock(&f->mu);
@@ -61,29 +55,23 @@ flt_thr *flt_thr_get(flt_ctx *f) {
 }
 
 void flt_thread_start(flt_ctx *f, int thread) {
-    if (!f)
-        return;
+    if (!f) return;
     flt_thr *t = flt_thr_get(f);
-    if (!t)
-        return;
+    if (!t) return;
     /* A negative index joins the shared streams of thread -1. */
     t->thread = thread < 0 ? -1 : thread;
-    for (int c = 0; c < FLT_CLASS_COUNT; c++)
-        flt_rng_seed(&t->rng[c], f->o.seed, t->thread, c);
+    for (int c = 0; c < FLT_CLASS_COUNT; c++) flt_rng_seed(&t->rng[c], f->o.seed, t->thread, c);
     atomic_store_explicit(&t->op, -1, memory_order_relaxed);
 }
 
 void flt_op(flt_ctx *f, uint64_t op) {
-    if (!f)
-        return;
+    if (!f) return;
     flt_thr *t = flt_thr_get(f);
-    if (t)
-        atomic_store_explicit(&t->op, (int64_t)op, memory_order_relaxed);
+    if (t) atomic_store_explicit(&t->op, (int64_t)op, memory_order_relaxed);
 }
 
 uint64_t flt_below(flt_ctx *f, flt_thr *t, int cls, uint64_t n) {
-    if (t && t->thread >= 0)
-        return flt_rng_below(&t->rng[cls], n);
+    if (t && t->thread >= 0) return flt_rng_below(&t->rng[cls], n);
     pthread_mutex_lock(&f->mu);
     uint64_t v = flt_rng_below(&f->anon_rng[cls], n);
     pthread_mutex_unlock(&f->mu);
@@ -92,8 +80,7 @@ uint64_t flt_below(flt_ctx *f, flt_thr *t, int cls, uint64_t n) {
 
 int flt_draw(flt_ctx *f, flt_thr *t, int cls) {
     uint64_t n = f->o.one_in[cls];
-    if (!n || flt_paused(f))
-        return 0;
+    if (!n || flt_paused(f)) return 0;
     return flt_below(f, t, cls, n) == 0;
 }
 
@@ -107,14 +94,11 @@ flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point) {
     return e;
 }
 
-int flt_record(flt_ctx *f, int cls, const flt_event *e) {
-    return flt_record_seq(f, cls, e, NULL);
-}
+int flt_record(flt_ctx *f, int cls, const flt_event *e) { return flt_record_seq(f, cls, e, NULL); }
 
 int flt_record_seq(flt_ctx *f, int cls, const flt_event *e, uint64_t *seq) {
     int rc = flt_ledger_append_seq(f->ledger, e, seq);
-    if (rc == 0)
-        atomic_fetch_add_explicit(&f->injected[cls], 1, memory_order_relaxed);
+    if (rc == 0) atomic_fetch_add_explicit(&f->injected[cls], 1, memory_order_relaxed);
     return rc;
 }
 
@@ -122,20 +106,14 @@ int flt_record_seq(flt_ctx *f, int cls, const flt_event *e, uint64_t *seq) {
 
 void flt_get_counts(flt_ctx *f, flt_counts *out) {
     memset(out, 0, sizeof *out);
-    if (!f)
-        return;
-    for (int c = 0; c < FLT_CLASS_COUNT; c++)
-        out->injected[c] = atomic_load(&f->injected[c]);
+    if (!f) return;
+    for (int c = 0; c < FLT_CLASS_COUNT; c++) out->injected[c] = atomic_load(&f->injected[c]);
     for (int i = 0; i < FLT_MAX_POINTS; i++) {
         out->point_hits[i] = atomic_load(&f->point_hits[i]);
         out->point_checks[i] = atomic_load(&f->point_checks[i]);
     }
 }
 
-flt_ledger *flt_get_ledger(flt_ctx *f) {
-    return f ? f->ledger : NULL;
-}
+flt_ledger *flt_get_ledger(flt_ctx *f) { return f ? f->ledger : NULL; }
 
-flt_journal *flt_get_journal(flt_ctx *f) {
-    return f ? f->journal : NULL;
-}
+flt_journal *flt_get_journal(flt_ctx *f) { return f ? f->journal : NULL; }

@@ -64,14 +64,10 @@ static inline void flt_rng_seed(flt_rng *r, uint64_t seed, int thread, int cls) 
                      ((uint64_t)cls * 0xd1b54a32d192ed03ull + 1));
 }
 
-static inline uint64_t flt_rng_next(flt_rng *r) {
-    return rng_next(&r->s);
-}
+static inline uint64_t flt_rng_next(flt_rng *r) { return rng_next(&r->s); }
 
 /* Uniform in [0, n) (n > 0), by multiply-high: no modulo bias worth the name. */
-static inline uint64_t flt_rng_below(flt_rng *r, uint64_t n) {
-    return rng_below(&r->s, n);
-}
+static inline uint64_t flt_rng_below(flt_rng *r, uint64_t n) { return rng_below(&r->s, n); }
 
 /* ---- per-thread state ---- */
 
@@ -86,29 +82,29 @@ typedef struct flt_buf {
 } flt_buf;
 
 typedef struct flt_thr {
-    int thread;               /* index from flt_thread_start, or -1 */
-    _Atomic int64_t op;       /* from flt_op; -1 before the first */
+    int thread;                   /* index from flt_thread_start, or -1 */
+    _Atomic int64_t op;           /* from flt_op; -1 before the first */
     flt_rng rng[FLT_CLASS_COUNT]; /* unused when thread == -1 (shared streams) */
     flt_buf *bufs;
     size_t nbufs;
     /* Set by the hooks, read by fiu.c's callback on the same thread: */
-    int io_kind;              /* 1 + ENG_IO_READ or 1 + ENG_IO_WRITE of the
+    int io_kind;           /* 1 + ENG_IO_READ or 1 + ENG_IO_WRITE of the
                                * last read or write before(), 0 before any
                                * (uring points: which class a submission or
                                * completion belongs to; without the hooks
                                * installed, none) */
-    int sync_fiu;             /* before(SYNC) drew a sync_error for the
+    int sync_fiu;          /* before(SYNC) drew a sync_error for the
                                * engine/io/fsync point: it fires next */
-    const char *sync_path;    /* the file of that fsync (valid until after()) */
-    int sync_fiu_fired;       /* it fired: after(SYNC) drops dirty data */
-    struct flt_thr *next;     /* every state of the context, for flt_close */
+    const char *sync_path; /* the file of that fsync (valid until after()) */
+    int sync_fiu_fired;    /* it fired: after(SYNC) drops dirty data */
+    struct flt_thr *next;  /* every state of the context, for flt_close */
 } flt_thr;
 
 /* One libfiu point the context enabled; its failinfo. */
 typedef struct flt_point {
     struct flt_ctx *f;
-    int idx;                  /* eng_fault_point index */
-    int kind;                 /* FLT_PK_* */
+    int idx;  /* eng_fault_point index */
+    int kind; /* FLT_PK_* */
     const char *name;
     int enabled;
 } flt_point;
@@ -117,8 +113,7 @@ typedef struct flt_point {
  * write_error or nospace; EIO write_error only; SHORT short_io; FSYNC the
  * sync_error before(SYNC) decided; URING read_error or write_error by the
  * thread's io_kind; KILL kill. */
-enum { FLT_PK_NONE = 0, FLT_PK_READ, FLT_PK_WRITE, FLT_PK_EIO, FLT_PK_SHORT, FLT_PK_FSYNC, FLT_PK_URING,
-       FLT_PK_KILL };
+enum { FLT_PK_NONE = 0, FLT_PK_READ, FLT_PK_WRITE, FLT_PK_EIO, FLT_PK_SHORT, FLT_PK_FSYNC, FLT_PK_URING, FLT_PK_KILL };
 
 /* Damage this process made to DIR/data that is still on disk (D1-D4 in
  * faults.h, flt_damage_present): the evidence that lets the oracle tell
@@ -126,11 +121,11 @@ enum { FLT_PK_NONE = 0, FLT_PK_READ, FLT_PK_WRITE, FLT_PK_EIO, FLT_PK_SHORT, FLT
  * from one that was overwritten (masked). */
 enum { FLT_DMG_PRESENT = 0, FLT_DMG_GONE, FLT_DMG_UNKNOWN };
 typedef struct flt_damage {
-    uint64_t seq;             /* its ledger line (this process's ledger handle) */
-    uint64_t off, len;        /* the bytes of DIR/data that differ from what the engine wrote */
-    uint8_t mask;             /* a flip of one byte: its XOR mask (two equal flips cancel) */
-    const void *creator;      /* the write op that puts it on disk, until that op's after() */
-    int state;                /* FLT_DMG_* */
+    uint64_t seq;        /* its ledger line (this process's ledger handle) */
+    uint64_t off, len;   /* the bytes of DIR/data that differ from what the engine wrote */
+    uint8_t mask;        /* a flip of one byte: its XOR mask (two equal flips cancel) */
+    const void *creator; /* the write op that puts it on disk, until that op's after() */
+    int state;           /* FLT_DMG_* */
 } flt_damage;
 
 /* A bitflip_cache flip in a frame's header bytes that the page code
@@ -141,12 +136,12 @@ typedef struct flt_damage {
 #define FLT_CFLIP_MAX 64
 typedef struct flt_cflip {
     uint64_t seq, block;
-    uint8_t *frame;           /* page-size copy */
+    uint8_t *frame; /* page-size copy */
 } flt_cflip;
 
 struct flt_ctx {
-    uint64_t gen;             /* unique per context: keys the thread-local cache */
-    flt_options o;            /* copy; strings below are owned copies */
+    uint64_t gen;  /* unique per context: keys the thread-local cache */
+    flt_options o; /* copy; strings below are owned copies */
     char *run_dir, *db_dir, *kill_points;
     size_t db_dir_len;
     flt_ledger *ledger;
@@ -154,26 +149,26 @@ struct flt_ctx {
     eng_io_hooks hooks;
 
     _Atomic int paused;
-    int armed;                /* we called eng_faults_arm(1) */
-    int owns_fiu;             /* F3: this context holds libfiu's table */
+    int armed;                  /* we called eng_faults_arm(1) */
+    int owns_fiu;               /* F3: this context holds libfiu's table */
     _Atomic uint32_t page_size; /* learned from data-file I/O; 0 = not yet */
     _Atomic uint64_t ctl_hwm;   /* high-water mark of the last control file written; 0 = none seen */
 
     flt_point points[FLT_MAX_POINTS];
     size_t npoints;
-    int fsync_point;          /* engine/io/fsync is enabled: sync_error
+    int fsync_point; /* engine/io/fsync is enabled: sync_error
                                * splits its firings with hook/sync */
 
-    pthread_mutex_t mu;       /* the thread list and the shared streams */
+    pthread_mutex_t mu; /* the thread list and the shared streams */
     flt_thr *threads;
     flt_rng anon_rng[FLT_CLASS_COUNT]; /* thread index -1 */
 
-    pthread_mutex_t dmg_mu;   /* the damage table, and the WAL tail below */
+    pthread_mutex_t dmg_mu; /* the damage table, and the WAL tail below */
     flt_damage *dmg;
     size_t ndmg, capdmg;
-    flt_cflip *cflips;        /* header flips in cache frames not yet written back (D7) */
-    _Atomic size_t ncflips;   /* read without dmg_mu: a write's quick test */
-    char wal_tail_name[24];   /* the WAL segment of the last completed write ("" none) */
+    flt_cflip *cflips;                   /* header flips in cache frames not yet written back (D7) */
+    _Atomic size_t ncflips;              /* read without dmg_mu: a write's quick test */
+    char wal_tail_name[24];              /* the WAL segment of the last completed write ("" none) */
     uint64_t wal_tail_off, wal_tail_len; /* and its bytes: where the log ends */
 
     _Atomic uint64_t injected[FLT_CLASS_COUNT];
@@ -185,7 +180,7 @@ struct flt_ctx {
 /* A new context's frame: its generation (keys the thread-local cache) and
  * its mutexes.  The caller seeds anon_rng. */
 void flt_frame_init(flt_ctx *f);
-flt_thr *flt_thr_get(flt_ctx *f);   /* the calling thread's state (created on demand) */
+flt_thr *flt_thr_get(flt_ctx *f); /* the calling thread's state (created on demand) */
 /* One opportunity of class CLS: 1 with odds 1 in one_in[CLS], else 0 (and
  * 0 without drawing when the class is off or injection is paused). */
 int flt_draw(flt_ctx *f, flt_thr *t, int cls);
@@ -200,8 +195,6 @@ flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point);
 int flt_record(flt_ctx *f, int cls, const flt_event *e);
 /* flt_record that also gives the line's seq (for the damage table). */
 int flt_record_seq(flt_ctx *f, int cls, const flt_event *e, uint64_t *seq);
-static inline int flt_paused(flt_ctx *f) {
-    return atomic_load_explicit(&f->paused, memory_order_relaxed);
-}
+static inline int flt_paused(flt_ctx *f) { return atomic_load_explicit(&f->paused, memory_order_relaxed); }
 
 #endif

@@ -99,37 +99,28 @@
 /* ---- files and sizes ---- */
 
 static int is_data_path(const char *path) {
-    if (!path)
-        return 0;
+    if (!path) return 0;
     size_t n = strlen(path);
     return (n >= 5 && strcmp(path + n - 5, "/data") == 0) || strcmp(path, "data") == 0;
 }
 
-static int is_data_file(const eng_io_op *op) {
-    return op->file_id == 0 && is_data_path(op->path);
-}
+static int is_data_file(const eng_io_op *op) { return op->file_id == 0 && is_data_path(op->path); }
 
 /* PATH relative to the database directory, for the ledger. */
 const char *flt_rel_path(flt_ctx *f, const char *path) {
-    if (!path)
-        return NULL;
+    if (!path) return NULL;
     if (f->db_dir && strncmp(path, f->db_dir, f->db_dir_len) == 0 && path[f->db_dir_len] == '/')
         return path + f->db_dir_len + 1;
     /* Opened through another spelling of the directory: keep "wal/NAME"
      * for segments, else the base name. */
     const char *b = strrchr(path, '/');
-    if (!b)
-        return path;
-    if (b - path >= 4 && strncmp(b - 4, "/wal", 4) == 0)
-        return b - 3;
-    if (b - path == 3 && strncmp(path, "wal", 3) == 0)
-        return path;
+    if (!b) return path;
+    if (b - path >= 4 && strncmp(b - 4, "/wal", 4) == 0) return b - 3;
+    if (b - path == 3 && strncmp(path, "wal", 3) == 0) return path;
     return b + 1;
 }
 
-static int page_size_ok(uint64_t v) {
-    return v == 4096 || v == 8192 || v == 16384;
-}
+static int page_size_ok(uint64_t v) { return v == 4096 || v == 8192 || v == 16384; }
 
 /* Data-file requests are one page at a page-aligned offset: that is where
  * the page size is learned. */
@@ -144,15 +135,12 @@ static void learn_page_size(flt_ctx *f, const eng_io_op *op) {
  * zero_page's bias.  Only a hint: a control file that never lands costs
  * a few biased draws. */
 static void learn_hwm(flt_ctx *f, const eng_io_op *op) {
-    if (!op->path || !op->buf || op->offset != 0 || op->len < CT_HWM_OFF + 8)
-        return;
+    if (!op->path || !op->buf || op->offset != 0 || op->len < CT_HWM_OFF + 8) return;
     const char *slash = strrchr(op->path, '/');
-    if (strcmp(slash ? slash + 1 : op->path, "control.tmp") != 0)
-        return;
+    if (strcmp(slash ? slash + 1 : op->path, "control.tmp") != 0) return;
     const uint8_t *b = (const uint8_t *)op->buf + CT_HWM_OFF;
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | b[i];
+    for (int i = 7; i >= 0; i--) v = v << 8 | b[i];
     atomic_store_explicit(&f->ctl_hwm, v, memory_order_relaxed);
 }
 
@@ -160,22 +148,18 @@ static void learn_hwm(flt_ctx *f, const eng_io_op *op) {
  * cannot tell either. */
 static uint32_t page_size_of(flt_ctx *f) {
     uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
-    if (ps || !f->db_dir)
-        return ps;
+    if (ps || !f->db_dir) return ps;
     char path[4200];
     snprintf(path, sizeof path, "%s/control", f->db_dir);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
+    if (fd < 0) return 0;
     uint8_t b[4];
     if (pread(fd, b, 4, CT_PAGE_SIZE_OFF) == 4) {
         uint32_t v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-        if (page_size_ok(v))
-            ps = v;
+        if (page_size_ok(v)) ps = v;
     }
     close(fd);
-    if (ps)
-        atomic_store(&f->page_size, ps);
+    if (ps) atomic_store(&f->page_size, ps);
     return ps;
 }
 
@@ -183,16 +167,14 @@ static uint32_t page_size_of(flt_ctx *f) {
  * descriptor.  0 or -errno. */
 static int flip_file_byte(const char *path, uint64_t off, uint8_t mask) {
     int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
+    if (fd < 0) return -errno;
     uint8_t b;
     int rc = 0;
     if (pread(fd, &b, 1, (off_t)off) != 1) {
         rc = -EIO;
     } else {
         b ^= mask;
-        if (pwrite(fd, &b, 1, (off_t)off) != 1)
-            rc = -EIO;
+        if (pwrite(fd, &b, 1, (off_t)off) != 1) rc = -EIO;
     }
     close(fd);
     return rc;
@@ -201,13 +183,11 @@ static int flip_file_byte(const char *path, uint64_t off, uint8_t mask) {
 /* ---- the hooks' own buffers ---- */
 
 static void *buf_take(flt_thr *t, size_t len) {
-    if (!t)
-        return NULL;
+    if (!t) return NULL;
     flt_buf *spare = NULL;
     for (size_t i = 0; i < t->nbufs; i++) {
         flt_buf *b = &t->bufs[i];
-        if (b->used)
-            continue;
+        if (b->used) continue;
         if (b->cap >= len) {
             b->used = 1;
             return b->p;
@@ -216,15 +196,13 @@ static void *buf_take(flt_thr *t, size_t len) {
     }
     if (!spare) {
         flt_buf *nb = realloc(t->bufs, (t->nbufs + 1) * sizeof *nb);
-        if (!nb)
-            return NULL;
+        if (!nb) return NULL;
         t->bufs = nb;
         spare = &t->bufs[t->nbufs++];
         *spare = (flt_buf){0};
     }
     void *p = NULL;
-    if (posix_memalign(&p, 4096, len ? len : 1) != 0)
-        return NULL;
+    if (posix_memalign(&p, 4096, len ? len : 1) != 0) return NULL;
     free(spare->p);
     spare->p = p;
     spare->cap = len;
@@ -234,8 +212,7 @@ static void *buf_take(flt_thr *t, size_t len) {
 
 /* Give back the buffer P if it is one of ours (else nothing). */
 static void buf_give(flt_thr *t, const void *p) {
-    if (!t)
-        return;
+    if (!t) return;
     for (size_t i = 0; i < t->nbufs; i++)
         if (t->bufs[i].used && t->bufs[i].p == p) {
             t->bufs[i].used = 0;
@@ -244,8 +221,7 @@ static void buf_give(flt_thr *t, const void *p) {
 }
 
 void flt_thr_free_bufs(flt_thr *t) {
-    for (size_t i = 0; i < t->nbufs; i++)
-        free(t->bufs[i].p);
+    for (size_t i = 0; i < t->nbufs; i++) free(t->bufs[i].p);
     free(t->bufs);
     t->bufs = NULL;
     t->nbufs = 0;
@@ -382,8 +358,7 @@ static void cflip_note(flt_ctx *f, uint64_t seq, uint64_t block, const uint8_t *
  * read flip taken in (D5).  Either way the entry ends: the frame's next
  * state is what this write put on disk. */
 static void cflip_written(flt_ctx *f, const eng_io_op *op, size_t ps) {
-    if (!op->buf || op->len != ps || op->offset % ps != 0)
-        return;
+    if (!op->buf || op->len != ps || op->offset % ps != 0) return;
     uint64_t block = op->offset / ps;
     pthread_mutex_lock(&f->dmg_mu);
     size_t w = 0;
@@ -395,20 +370,18 @@ static void cflip_written(flt_ctx *f, const eng_io_op *op, size_t ps) {
             f->cflips[w++] = *c;
             continue;
         }
-        if (memcmp((const uint8_t *)op->buf + FLT_PAGE_STAMPED, c->frame + FLT_PAGE_STAMPED,
-                   ps - FLT_PAGE_STAMPED) == 0)
+        if (memcmp((const uint8_t *)op->buf + FLT_PAGE_STAMPED, c->frame + FLT_PAGE_STAMPED, ps - FLT_PAGE_STAMPED) ==
+            0)
             carried[ncarried++] = c->seq;
         free(c->frame);
     }
     f->ncflips = w;
     pthread_mutex_unlock(&f->dmg_mu);
-    for (size_t i = 0; i < ncarried; i++)
-        damage_add(f, carried[i], UINT64_MAX, 0, 0, NULL);
+    for (size_t i = 0; i < ncarried; i++) damage_add(f, carried[i], UINT64_MAX, 0, 0, NULL);
 }
 
 void flt_cflips_free(flt_ctx *f) {
-    for (size_t i = 0; i < f->ncflips; i++)
-        free(f->cflips[i].frame);
+    for (size_t i = 0; i < f->ncflips; i++) free(f->cflips[i].frame);
     free(f->cflips);
     f->cflips = NULL;
     f->ncflips = 0;
@@ -418,8 +391,7 @@ void flt_cflips_free(flt_ctx *f) {
  * tail rules of recovery decide (bitflip_wal's bias). */
 static void note_wal_tail(flt_ctx *f, const eng_io_op *op) {
     const char *rel = flt_rel_path(f, op->path);
-    if (!rel || strncmp(rel, "wal/", 4) != 0 || strlen(rel) >= sizeof f->wal_tail_name)
-        return;
+    if (!rel || strncmp(rel, "wal/", 4) != 0 || strlen(rel) >= sizeof f->wal_tail_name) return;
     pthread_mutex_lock(&f->dmg_mu);
     snprintf(f->wal_tail_name, sizeof f->wal_tail_name, "%s", rel);
     f->wal_tail_off = op->offset;
@@ -452,8 +424,8 @@ static int file_differs(const char *path, uint64_t off, const void *p, size_t le
 
 /* ---- before(WRITE of the data file) ---- */
 
-static flt_event page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block,
-                            uint64_t offset, uint64_t len) {
+static flt_event page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block, uint64_t offset,
+                            uint64_t len) {
     flt_event e = flt_event_for(f, t, cls, point);
     e.file = "data";
     e.block = (int64_t)block;
@@ -464,8 +436,7 @@ static flt_event page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, 
 
 static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
     uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
-    if (!ps || op->len != ps || op->offset % ps != 0)
-        return; /* not a page write: nothing here models a fault of it */
+    if (!ps || op->len != ps || op->offset % ps != 0) return; /* not a page write: nothing here models a fault of it */
     uint64_t block = op->offset / ps;
     size_t len = op->len;
     char note[96];
@@ -473,8 +444,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
 
     if (flt_draw(f, t, FLT_LOST_WRITE) && !done) {
         flt_event e = page_event(f, t, FLT_LOST_WRITE, "hook/write", block, op->offset, len);
-        if (flt_record(f, FLT_LOST_WRITE, &e) == 0)
-            op->skip = 1, done = 1;
+        if (flt_record(f, FLT_LOST_WRITE, &e) == 0) op->skip = 1, done = 1;
     }
     if (flt_draw(f, t, FLT_MISDIRECTED_WRITE) && !done) {
         struct stat st;
@@ -482,8 +452,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
         uint64_t others = nblocks - (block < nblocks ? 1 : 0);
         if (nblocks && others) {
             uint64_t target = flt_below(f, t, FLT_MISDIRECTED_WRITE, others);
-            if (block < nblocks && target >= block)
-                target++;
+            if (block < nblocks && target >= block) target++;
             flt_event e = page_event(f, t, FLT_MISDIRECTED_WRITE, "hook/write", block, target * ps, len);
             snprintf(note, sizeof note, "meant for block %llu at offset %llu, written to block %llu",
                      (unsigned long long)block, (unsigned long long)op->offset, (unsigned long long)target);
@@ -561,10 +530,8 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
 /* A failed fsync: the file's unsynced writes rolled back (with the
  * journal), each drop in the ledger first; counted as sync_error. */
 static void drop_dirty(flt_ctx *f, flt_thr *t, const char *path) {
-    if (!f->journal)
-        return;
-    if (is_data_path(path))
-        damage_unknown_all(f); /* D4 */
+    if (!f->journal) return;
+    if (is_data_path(path)) damage_unknown_all(f); /* D4 */
     flt_event d = flt_event_for(f, t, FLT_SYNC_ERROR, "sync/drop_dirty");
     uint64_t n = 0;
     flt_journal_drop_unsynced(f->journal, path, f->ledger, &d, &n);
@@ -587,8 +554,7 @@ static int hook_before(void *ctx, eng_io_op *op) {
         /* For the uring points, which fire for this op (or its batch)
          * with no op of their own to look at. */
         t = flt_thr_get(f);
-        if (t)
-            t->io_kind = 1 + op->kind;
+        if (t) t->io_kind = 1 + op->kind;
     }
     int data = is_data_file(op);
     if (data && (op->kind == ENG_IO_WRITE || op->kind == ENG_IO_READ))
@@ -597,8 +563,7 @@ static int hook_before(void *ctx, eng_io_op *op) {
         learn_hwm(f, op);
     if (data && op->kind == ENG_IO_WRITE && f->ncflips) {
         uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
-        if (ps)
-            cflip_written(f, op, ps);
+        if (ps) cflip_written(f, op, ps);
     }
     if (!flt_paused(f)) {
         if (data && op->kind == ENG_IO_WRITE) {
@@ -667,9 +632,8 @@ static void hook_after(void *ctx, eng_io_op *op) {
         flt_thr *t = flt_thr_get(f);
         if (t) {
             int fired = t->sync_fiu_fired;
-            t->sync_fiu = t->sync_fiu_fired = 0; /* also when the point never ran (paused) */
-            if (fired && op->result < 0)
-                drop_dirty(f, t, op->path); /* before the engine hears of the failure */
+            t->sync_fiu = t->sync_fiu_fired = 0;                     /* also when the point never ran (paused) */
+            if (fired && op->result < 0) drop_dirty(f, t, op->path); /* before the engine hears of the failure */
         }
     }
     if (op->kind == ENG_IO_WRITE && is_data_file(op))
@@ -678,27 +642,19 @@ static void hook_after(void *ctx, eng_io_op *op) {
         damage_file_gone(f);
     else if (op->kind == ENG_IO_WRITE && op->result > 0)
         note_wal_tail(f, op);
-    if (f->journal)
-        flt_journal_after(f->journal, op);
-    if (op->kind == ENG_IO_WRITE && op->buf)
-        buf_give(flt_thr_get(f), op->buf);
+    if (f->journal) flt_journal_after(f->journal, op);
+    if (op->kind == ENG_IO_WRITE && op->buf) buf_give(flt_thr_get(f), op->buf);
 }
 
-void flt_hooks_init(flt_ctx *f) {
-    f->hooks = (eng_io_hooks){.ctx = f, .before = hook_before, .after = hook_after};
-}
+void flt_hooks_init(flt_ctx *f) { f->hooks = (eng_io_hooks){.ctx = f, .before = hook_before, .after = hook_after}; }
 
 /* ---- flt_tick ---- */
 
-static uint16_t rd16(const uint8_t *p) {
-    return (uint16_t)(p[0] | p[1] << 8);
-}
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static uint32_t rd32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static size_t clamp(size_t v, size_t lo, size_t hi) {
-    return v < lo ? lo : v > hi ? hi : v;
-}
+static size_t clamp(size_t v, size_t lo, size_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* The bytes of a cached page that hold something: the header, then for
  * leaves and internal pages the slot array [HDR, lower) and the cells
@@ -715,23 +671,16 @@ static int used_ranges(const uint8_t *p, size_t ps, size_t r[3][2]) {
     case PAGE_INTERNAL: {
         size_t lower = clamp(rd16(p + PH_LOWER_OFF), hdr, ps);
         size_t upper = clamp(rd16(p + PH_UPPER_OFF), lower, ps);
-        if (lower > hdr)
-            r[n][0] = hdr, r[n][1] = lower, n++;
-        if (upper < ps)
-            r[n][0] = upper, r[n][1] = ps, n++;
+        if (lower > hdr) r[n][0] = hdr, r[n][1] = lower, n++;
+        if (upper < ps) r[n][0] = upper, r[n][1] = ps, n++;
         break;
     }
-    case PAGE_OVERFLOW:
-        r[0][1] = hdr + clamp(rd32(p + PH_AUX_OFF), 0, ps - hdr);
-        break;
+    case PAGE_OVERFLOW: r[0][1] = hdr + clamp(rd32(p + PH_AUX_OFF), 0, ps - hdr); break;
     case PAGE_META:
         r[0][1] = META_OFF_CLOGN; /* magic .. height */
         break;
-    case PAGE_FREE:
-        r[0][1] = hdr + 4 * clamp(rd32(p + PH_AUX_OFF), 0, (ps - hdr) / 4);
-        break;
-    default:
-        break;
+    case PAGE_FREE: r[0][1] = hdr + 4 * clamp(rd32(p + PH_AUX_OFF), 0, (ps - hdr) / 4); break;
+    default: break;
     }
     return n;
 }
@@ -745,12 +694,25 @@ static int used_ranges(const uint8_t *p, size_t ps, size_t r[3][2]) {
 static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, size_t *len) {
     unsigned type = p[PH_TYPE_OFF];
     *off = 0, *len = ps;
-    if (byte < PAGE_HDR) { *len = PAGE_HDR; return; }
-    if (type != PAGE_LEAF && type != PAGE_INTERNAL) { *off = PAGE_HDR; *len = ps - PAGE_HDR; return; }
+    if (byte < PAGE_HDR) {
+        *len = PAGE_HDR;
+        return;
+    }
+    if (type != PAGE_LEAF && type != PAGE_INTERNAL) {
+        *off = PAGE_HDR;
+        *len = ps - PAGE_HDR;
+        return;
+    }
     size_t base = PAGE_HDR + (type == PAGE_LEAF ? LEAF_HINT_BYTES(ps) : 0);
     size_t lower = clamp(rd16(p + PH_LOWER_OFF), PAGE_HDR, ps);
-    if (byte < base) { *off = byte, *len = 1; return; }
-    if (byte < lower) { *off = base + (byte - base) / 2 * 2, *len = 2; return; }
+    if (byte < base) {
+        *off = byte, *len = 1;
+        return;
+    }
+    if (byte < lower) {
+        *off = base + (byte - base) / 2 * 2, *len = 2;
+        return;
+    }
     size_t start = clamp(rd16(p + PH_UPPER_OFF), lower, ps), end = ps;
     size_t n = clamp(rd16(p + PH_NSLOTS_OFF), 0, (ps - base) / 2);
     for (size_t i = 0; i < n; i++) {
@@ -764,8 +726,7 @@ static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, siz
 
 static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     uint64_t nblocks = eng_debug_nblocks(db);
-    if (!nblocks)
-        return;
+    if (!nblocks) return;
     /* Up to eight blocks are tried for one that is resident: with a cache
      * much smaller than the database, one try finds a frame rarely, and a
      * class drawn 1 in N ops would flip far fewer than that. */
@@ -776,13 +737,11 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
         block = flt_below(f, t, FLT_BITFLIP_CACHE, nblocks);
         p = eng_debug_frame_bytes(db, block, &ps);
     }
-    if (!p)
-        return; /* none resident: nothing to flip, no line */
+    if (!p) return; /* none resident: nothing to flip, no line */
     size_t r[3][2];
     int n = used_ranges(p, ps, r);
     uint64_t total = 0;
-    for (int i = 0; i < n; i++)
-        total += r[i][1] - r[i][0];
+    for (int i = 0; i < n; i++) total += r[i][1] - r[i][0];
     /* One flip in four lands in the header (a 40-byte range that uniform
      * draws over the used bytes would hit about 1% of the time): the page
      * code (K3, K4 before write-back) is the header's only guard. */
@@ -817,11 +776,9 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
 /* The on-disk ph_lsn of BLOCK (UINT64_MAX when it cannot be read). */
 static uint64_t block_lsn(int fd, uint64_t block, uint32_t ps) {
     uint8_t b[8];
-    if (pread(fd, b, sizeof b, (off_t)(block * ps + PH_LSN_OFF)) != (ssize_t)sizeof b)
-        return UINT64_MAX;
+    if (pread(fd, b, sizeof b, (off_t)(block * ps + PH_LSN_OFF)) != (ssize_t)sizeof b) return UINT64_MAX;
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | b[i];
+    for (int i = 7; i >= 0; i--) v = v << 8 | b[i];
     return v;
 }
 
@@ -835,16 +792,13 @@ static uint64_t block_lsn(int fd, uint64_t block, uint32_t ps) {
 #define COLD_TRIES 8
 static uint64_t pick_page_block(flt_ctx *f, flt_thr *t, const char *path, uint64_t nblocks, uint32_t ps) {
     uint64_t block = flt_below(f, t, FLT_BITFLIP_PAGE, nblocks);
-    if (flt_below(f, t, FLT_BITFLIP_PAGE, 2) == 0)
-        return block;
+    if (flt_below(f, t, FLT_BITFLIP_PAGE, 2) == 0) return block;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return block;
+    if (fd < 0) return block;
     uint64_t best = block_lsn(fd, block, ps);
     for (int i = 1; i < COLD_TRIES; i++) {
         uint64_t b = flt_below(f, t, FLT_BITFLIP_PAGE, nblocks), lsn = block_lsn(fd, b, ps);
-        if (lsn < best)
-            best = lsn, block = b;
+        if (lsn < best) best = lsn, block = b;
     }
     close(fd);
     return block;
@@ -856,13 +810,11 @@ static uint64_t pick_page_block(flt_ctx *f, flt_thr *t, const char *path, uint64
  * range. */
 static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_one_in) {
     uint32_t ps = page_size_of(f);
-    if (!ps)
-        return;
+    if (!ps) return;
     char path[4200];
     snprintf(path, sizeof path, "%s/data", f->db_dir);
     struct stat st;
-    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ps)
-        return;
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ps) return;
     uint64_t nblocks = (uint64_t)st.st_size / ps;
     uint64_t block = pick_page_block(f, t, path, nblocks, ps);
     /* Some flips land on the page's edges, where an off-by-one in a
@@ -907,14 +859,11 @@ static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_o
 static int is_segment_name(const char *s) {
     size_t n = 0;
     for (; s[n]; n++)
-        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
-            return 0;
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f'))) return 0;
     return n == 16;
 }
 
-static int cmp_names(const void *a, const void *b) {
-    return strcmp((const char *)a, (const char *)b);
-}
+static int cmp_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
 /* Flip bit POS of the WAL segment REL (at PATH, SIZE bytes), with its
  * ledger line (the 4 KiB block around it; NOTE, if any). */
@@ -932,8 +881,7 @@ static void flip_wal_bit(flt_ctx *f, flt_thr *t, const char *rel, const char *pa
     e.bit = (int64_t)bit;
     e.mask = mask;
     e.note = note;
-    if (flt_record(f, FLT_BITFLIP_WAL, &e) == 0)
-        flip_file_byte(path, start + bit / 8, mask);
+    if (flt_record(f, FLT_BITFLIP_WAL, &e) == 0) flip_file_byte(path, start + bit / 8, mask);
 }
 
 /* Flip a bit in the bytes of the last completed WAL write (the log's end;
@@ -946,23 +894,18 @@ static int flip_wal_tail(flt_ctx *f, flt_thr *t, int last_sector, const char *no
     snprintf(rel, sizeof rel, "%s", f->wal_tail_name);
     off = f->wal_tail_off, len = f->wal_tail_len;
     pthread_mutex_unlock(&f->dmg_mu);
-    if (!rel[0] || !len)
-        return 0;
+    if (!rel[0] || !len) return 0;
     char path[4300];
     snprintf(path, sizeof path, "%s/%s", f->db_dir, rel);
     struct stat st;
-    if (stat(path, &st) != 0 || (uint64_t)st.st_size < off + len)
-        return 0;
-    if (last_sector && len > SECTOR)
-        off += len - SECTOR, len = SECTOR;
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size < off + len) return 0;
+    if (last_sector && len > SECTOR) off += len - SECTOR, len = SECTOR;
     flip_wal_bit(f, t, rel, path, (uint64_t)st.st_size, off * 8 + flt_below(f, t, FLT_BITFLIP_WAL, len * 8), note);
     return 1;
 }
 
 /* A runtime flip: one in four on the page's edges. */
-static void tick_page(flt_ctx *f, flt_thr *t) {
-    flip_page(f, t, "tick/data", 4);
-}
+static void tick_page(flt_ctx *f, flt_thr *t) { flip_page(f, t, "tick/data", 4); }
 
 /* zero_page at the crash: the block right below the high-water mark of
  * the last control file written (else the file's last) reads back all
@@ -974,18 +917,15 @@ static void tick_page(flt_ctx *f, flt_thr *t) {
  * crash; an all-zero block is left alone (no damage, no line). */
 static void zero_at_crash(flt_ctx *f, flt_thr *t) {
     uint32_t ps = page_size_of(f);
-    if (!ps)
-        return;
+    if (!ps) return;
     char path[4200];
     snprintf(path, sizeof path, "%s/data", f->db_dir);
     struct stat st;
-    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ps)
-        return;
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ps) return;
     uint64_t nblocks = (uint64_t)st.st_size / ps, hwm = atomic_load_explicit(&f->ctl_hwm, memory_order_relaxed);
     uint64_t block = hwm && hwm <= nblocks ? hwm - 1 : nblocks - 1;
     uint8_t *pg = calloc(2, ps);
-    if (!pg)
-        return;
+    if (!pg) return;
     if (read_block(path, block, ps, pg) && memcmp(pg, pg + ps, ps) != 0) {
         flt_event e = page_event(f, t, FLT_ZERO_PAGE, "crash/data", block, block * ps, ps);
         e.note = "at the crash: the block below the high-water mark reads back all zero";
@@ -994,7 +934,9 @@ static void zero_at_crash(flt_ctx *f, flt_thr *t) {
         if (flt_record(f, FLT_ZERO_PAGE, &e) == 0) {
             int fd = open(path, O_WRONLY | O_CLOEXEC);
             if (fd >= 0) {
-                if (pwrite(fd, pg + ps, ps, (off_t)(block * ps)) != (ssize_t)ps) { /* the line claims no more than "post" can prove */ }
+                if (pwrite(fd, pg + ps, ps, (off_t)(block * ps)) !=
+                    (ssize_t)ps) { /* the line claims no more than "post" can prove */
+                }
                 close(fd);
             }
         }
@@ -1003,40 +945,33 @@ static void zero_at_crash(flt_ctx *f, flt_thr *t) {
 }
 
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
-    if (!f->db_dir)
-        return;
-    if (f->o.one_in[FLT_ZERO_PAGE] && flt_below(f, t, FLT_ZERO_PAGE, 2) == 0)
-        zero_at_crash(f, t);
-    if (f->o.one_in[FLT_BITFLIP_WAL])
-        flip_wal_tail(f, t, 1, "at the crash: the last sector of the last log write");
+    if (!f->db_dir) return;
+    if (f->o.one_in[FLT_ZERO_PAGE] && flt_below(f, t, FLT_ZERO_PAGE, 2) == 0) zero_at_crash(f, t);
+    if (f->o.one_in[FLT_BITFLIP_WAL]) flip_wal_tail(f, t, 1, "at the crash: the last sector of the last log write");
     /* A page flipped at the crash is judged after recovery, with nothing
      * of this process left to write the page again: only a full-page
      * image after the redo point may mask it (the ledger's block hashes
      * tell).  Always on a byte that bounds the checksummed range (byte 8
      * or the last): ticks cover the rest of the page, and a crash is
      * rarer than a tick. */
-    if (f->o.one_in[FLT_BITFLIP_PAGE])
-        flip_page(f, t, "crash/data", 0);
+    if (f->o.one_in[FLT_BITFLIP_PAGE]) flip_page(f, t, "crash/data", 0);
 }
 
 static void tick_wal(flt_ctx *f, flt_thr *t) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/wal", f->db_dir);
     DIR *d = opendir(dir);
-    if (!d)
-        return;
+    if (!d) return;
     /* Sorted, so the choice does not depend on the directory's order. */
     char(*names)[17] = NULL;
     size_t n = 0, cap = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        if (!is_segment_name(de->d_name))
-            continue;
+        if (!is_segment_name(de->d_name)) continue;
         if (n == cap) {
             size_t nc = cap ? 2 * cap : 16;
             char(*nn)[17] = realloc(names, nc * sizeof *nn);
-            if (!nn)
-                break;
+            if (!nn) break;
             names = nn, cap = nc;
         }
         memcpy(names[n++], de->d_name, 17);
@@ -1046,8 +981,7 @@ static void tick_wal(flt_ctx *f, flt_thr *t) {
     uint64_t *sizes = n ? malloc(n * sizeof *sizes) : NULL;
     size_t m = 0;
     char path[4300];
-    if (n)
-        qsort(names, n, sizeof *names, cmp_names);
+    if (n) qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; i < n && sizes; i++) {
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -1073,13 +1007,9 @@ static void tick_wal(flt_ctx *f, flt_thr *t) {
 }
 
 void flt_tick(flt_ctx *f, eng_db *db) {
-    if (!f || flt_paused(f))
-        return;
+    if (!f || flt_paused(f)) return;
     flt_thr *t = flt_thr_get(f);
-    if (db && flt_draw(f, t, FLT_BITFLIP_CACHE))
-        tick_cache(f, t, db);
-    if (flt_draw(f, t, FLT_BITFLIP_PAGE))
-        tick_page(f, t);
-    if (flt_draw(f, t, FLT_BITFLIP_WAL))
-        tick_wal(f, t);
+    if (db && flt_draw(f, t, FLT_BITFLIP_CACHE)) tick_cache(f, t, db);
+    if (flt_draw(f, t, FLT_BITFLIP_PAGE)) tick_page(f, t);
+    if (flt_draw(f, t, FLT_BITFLIP_WAL)) tick_wal(f, t);
 }

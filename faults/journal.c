@@ -93,30 +93,30 @@ typedef struct fc_entry {
 /* A file kept in journal.d/ until the rename or unlink that needed it is
  * durable (J4). */
 typedef struct saved_ent {
-    uint64_t id;         /* BEGIN id of the operation */
-    char name[64];       /* in journal.d/ */
-    char *dir[2];        /* parent directories it touched (dir[1] NULL: one) */
-    int covered[2];      /* a later dirsync of dir[k] made it durable there */
-    uint64_t done_seq;   /* 0 until its DONE was appended */
+    uint64_t id;       /* BEGIN id of the operation */
+    char name[64];     /* in journal.d/ */
+    char *dir[2];      /* parent directories it touched (dir[1] NULL: one) */
+    int covered[2];    /* a later dirsync of dir[k] made it durable there */
+    uint64_t done_seq; /* 0 until its DONE was appended */
 } saved_ent;
 
 /* A dirsync in flight: what it will cover if it succeeds. */
 typedef struct dsync_ent {
     uint64_t id;
     char *dir;
-    uint64_t snap;       /* done_seq of the last DONE appended before its BEGIN */
+    uint64_t snap; /* done_seq of the last DONE appended before its BEGIN */
 } dsync_ent;
 
 struct flt_journal {
-    int fd;               /* RUN_DIR/journal, O_APPEND */
+    int fd; /* RUN_DIR/journal, O_APPEND */
     char *run_dir;
-    char *saved_dir;      /* RUN_DIR/journal.d */
-    char *db;             /* db_dir as given, without trailing slashes */
-    char *db_real;        /* realpath(db_dir) or NULL */
+    char *saved_dir; /* RUN_DIR/journal.d */
+    char *db;        /* db_dir as given, without trailing slashes */
+    char *db_real;   /* realpath(db_dir) or NULL */
     uint64_t session;
     uint64_t session_pos; /* where this session's SESSION record starts */
     _Atomic uint64_t next_id;
-    atomic_int broken;    /* J3 */
+    atomic_int broken; /* J3 */
 
     pthread_mutex_t fl_mu;
     jr_u64map fl; /* in flight: op pointer -> id of its BEGIN */
@@ -135,15 +135,22 @@ struct flt_journal {
 
     pthread_rwlock_t fc_lock;
     fc_entry fc[FC_SLOTS];
-    unsigned fc_next;     /* round-robin victim */
+    unsigned fc_next;        /* round-robin victim */
     _Atomic uint64_t fc_gen; /* bumped by every invalidation (J2) */
 };
 
 /* ---- little-endian encoding ------------------------------------------------ */
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
-static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i)); }
+static void put16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
 
 /* A record being built: header space first, then the payload. */
 typedef struct recbuf {
@@ -168,7 +175,10 @@ static void rb_free(recbuf *b) {
     if (b->p != b->small) free(b->p);
 }
 
-static void rb_u64(recbuf *b, uint64_t v) { put64(b->p + b->len, v); b->len += 8; }
+static void rb_u64(recbuf *b, uint64_t v) {
+    put64(b->p + b->len, v);
+    b->len += 8;
+}
 
 static void rb_str(recbuf *b, const char *s) {
     size_t n = strlen(s);
@@ -193,8 +203,7 @@ static int rb_append(flt_journal *j, recbuf *b, int kind, uint64_t id) {
     put64(h + 16, id);
     put64(h + JR_SUM_OFF, flt_jr_sum(h, h + JR_HDR, b->len - JR_HDR));
     ssize_t w;
-    do
-        w = write(j->fd, b->p, b->len);
+    do w = write(j->fd, b->p, b->len);
     while (w < 0 && errno == EINTR);
     if (w == (ssize_t)b->len) return 0;
     atomic_store(&j->broken, 1); /* J3 */
@@ -331,8 +340,8 @@ static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off) {
 
 /* Old bytes of [OFF, OFF+LEN) of the file at PATH (REL) into BUF; *OLD_SIZE
  * gets the file size clamped to OFF+LEN.  Returns bytes read or -errno. */
-static ssize_t read_old(flt_journal *j, const char *path, const char *rel, void *buf, size_t len,
-                        uint64_t off, uint64_t *old_size) {
+static ssize_t read_old(flt_journal *j, const char *path, const char *rel, void *buf, size_t len, uint64_t off,
+                        uint64_t *old_size) {
     ssize_t n;
     struct stat st;
     pthread_rwlock_rdlock(&j->fc_lock);
@@ -353,9 +362,12 @@ static ssize_t read_old(flt_journal *j, const char *path, const char *rel, void 
     if (n < 0) return n;
     /* pread stops exactly at EOF, so a short read gives the size; only a
      * write wholly beyond EOF needs the size itself (it leaves a hole). */
-    if ((size_t)n == len) *old_size = off + len;
-    else if (n > 0) *old_size = off + (uint64_t)n;
-    else *old_size = (uint64_t)st.st_size < off ? (uint64_t)st.st_size : off;
+    if ((size_t)n == len)
+        *old_size = off + len;
+    else if (n > 0)
+        *old_size = off + (uint64_t)n;
+    else
+        *old_size = (uint64_t)st.st_size < off ? (uint64_t)st.st_size : off;
     return n;
 }
 
@@ -377,12 +389,18 @@ static int copy_file(const char *src, const char *dst) {
     for (;;) {
         ssize_t n = read(in, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) { rc = -errno; break; }
+        if (n < 0) {
+            rc = -errno;
+            break;
+        }
         if (n == 0) break;
         for (ssize_t w = 0; w < n;) {
             ssize_t k = write(out, buf + w, (size_t)(n - w));
             if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) { rc = k < 0 ? -errno : -EIO; break; }
+            if (k <= 0) {
+                rc = k < 0 ? -errno : -EIO;
+                break;
+            }
             w += k;
         }
         if (rc) break;
@@ -481,8 +499,10 @@ static void sv_done(flt_journal *j, uint64_t id, int64_t result) {
     uint64_t seq = ++j->done_seq;
     for (size_t i = 0; i < j->nsaved; i++) {
         if (j->saved[i].id != id) continue;
-        if (result < 0) sv_drop(j, i, 1); /* nothing was destroyed */
-        else j->saved[i].done_seq = seq;
+        if (result < 0)
+            sv_drop(j, i, 1); /* nothing was destroyed */
+        else
+            j->saved[i].done_seq = seq;
         break;
     }
     pthread_mutex_unlock(&j->sv_mu);
@@ -505,7 +525,7 @@ static void sv_dirsync_begin(flt_journal *j, uint64_t id, const char *rel) {
         j->dsync = n;
         j->capdsync = ncap;
     }
-    j->dsync[j->ndsync++] = (dsync_ent){ id, dir, j->done_seq };
+    j->dsync[j->ndsync++] = (dsync_ent){id, dir, j->done_seq};
     pthread_mutex_unlock(&j->sv_mu);
 }
 
@@ -523,8 +543,10 @@ static void sv_dirsync_done(flt_journal *j, uint64_t id, int64_t result) {
                 if (e->done_seq && e->done_seq <= ds.snap)
                     for (int k = 0; k < 2; k++)
                         if (e->dir[k] && !strcmp(e->dir[k], ds.dir)) e->covered[k] = 1;
-                if (e->covered[0] && (!e->dir[1] || e->covered[1])) sv_drop(j, i, 1);
-                else i++;
+                if (e->covered[0] && (!e->dir[1] || e->covered[1]))
+                    sv_drop(j, i, 1);
+                else
+                    i++;
             }
         }
         free(ds.dir);
@@ -549,8 +571,10 @@ static int append_session(flt_journal *j) {
     if (!rc) {
         /* O_APPEND left the offset at the end of what we appended. */
         off_t end = lseek(j->fd, 0, SEEK_CUR);
-        if (end < (off_t)b.len) rc = -EIO;
-        else j->session_pos = (uint64_t)end - b.len;
+        if (end < (off_t)b.len)
+            rc = -EIO;
+        else
+            j->session_pos = (uint64_t)end - b.len;
     }
     rb_free(&b);
     return rc;
@@ -747,10 +771,8 @@ static int before_locked(flt_journal *j, const eng_io_op *op) {
     case ENG_IO_WRITE:
         if (op->len == 0) return untrack(j, op);
         return before_write(j, op, rel);
-    case ENG_IO_SYNC:
-        return before_simple(j, op, JR_SYNC_B, rel);
-    case ENG_IO_DIRSYNC:
-        return before_simple(j, op, JR_DIRSYNC_B, rel);  /* notes itself for J4 */
+    case ENG_IO_SYNC: return before_simple(j, op, JR_SYNC_B, rel);
+    case ENG_IO_DIRSYNC: return before_simple(j, op, JR_DIRSYNC_B, rel); /* notes itself for J4 */
     case ENG_IO_CREATE: {
         fc_invalidate(j, rel);
         /* io_open falls back to a plain open when the file exists: that is
@@ -759,19 +781,15 @@ static int before_locked(flt_journal *j, const eng_io_op *op) {
         if (stat(op->path, &st) == 0) return untrack(j, op);
         return before_simple(j, op, JR_CREATE_B, rel);
     }
-    case ENG_IO_TRUNCATE:
-        return before_truncate(j, op, rel);
-    case ENG_IO_UNLINK:
-        fc_invalidate(j, rel);
-        return before_destroy(j, op, JR_UNLINK_B, rel, NULL);
+    case ENG_IO_TRUNCATE: return before_truncate(j, op, rel);
+    case ENG_IO_UNLINK: fc_invalidate(j, rel); return before_destroy(j, op, JR_UNLINK_B, rel, NULL);
     case ENG_IO_RENAME:
         if (!op->path2 || !rel_of(j, op->path2, rel2, sizeof rel2) || strlen(rel2) > UINT16_MAX)
             return untrack(j, op); /* out of the directory: not ours to undo */
         fc_invalidate(j, rel);
         fc_invalidate(j, rel2);
         return before_destroy(j, op, JR_RENAME_B, rel, rel2);
-    default:
-        return untrack(j, op);
+    default: return untrack(j, op);
     }
 }
 
@@ -801,8 +819,10 @@ void flt_journal_after(flt_journal *j, const eng_io_op *op) {
     int rc = rb_append(j, &b, JR_DONE, id); /* a failure marks the journal broken (J3) */
     rb_free(&b);
     if (rc) return;
-    if (op->kind == ENG_IO_RENAME || op->kind == ENG_IO_UNLINK) sv_done(j, id, op->result);
-    else if (op->kind == ENG_IO_DIRSYNC) sv_dirsync_done(j, id, op->result);
+    if (op->kind == ENG_IO_RENAME || op->kind == ENG_IO_UNLINK)
+        sv_done(j, id, op->result);
+    else if (op->kind == ENG_IO_DIRSYNC)
+        sv_dirsync_done(j, id, op->result);
 }
 
 static int reset_locked(flt_journal *j);

@@ -56,9 +56,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JR_MAGIC 0x4C4E524Au
+#define JR_MAGIC   0x4C4E524Au
 #define JR_VERSION 1u
-#define JR_HDR 32u
+#define JR_HDR     32u
 #define JR_SUM_OFF 24u
 
 enum jr_kind {
@@ -76,7 +76,7 @@ enum jr_kind {
 };
 
 /* The journal file and the directory of saved files, inside RUN_DIR. */
-#define JR_FILE "journal"
+#define JR_FILE      "journal"
 #define JR_SAVED_DIR "journal.d"
 
 /* A string field as it sits in a record (not NUL-terminated). */
@@ -89,16 +89,16 @@ typedef struct jr_str {
 typedef struct jr_rec {
     int kind;
     uint64_t id;
-    uint64_t pos;           /* byte offset of the record in what was decoded
+    uint64_t pos;                   /* byte offset of the record in what was decoded
                              * (the journal, or one session of it) */
-    uint64_t offset, len;   /* WRITE_B, DROP */
-    uint64_t old_size;      /* WRITE_B, TRUNCATE_B */
-    uint64_t new_size;      /* TRUNCATE_B */
-    int64_t result;         /* DONE */
+    uint64_t offset, len;           /* WRITE_B, DROP */
+    uint64_t old_size;              /* WRITE_B, TRUNCATE_B */
+    uint64_t new_size;              /* TRUNCATE_B */
+    int64_t result;                 /* DONE */
     uint64_t session, pid, time_ns; /* SESSION */
-    jr_str path, path2, saved; /* path2: RENAME_B target; saved: RENAME_B, UNLINK_B;
+    jr_str path, path2, saved;      /* path2: RENAME_B target; saved: RENAME_B, UNLINK_B;
                                 * path: also SESSION (db_dir) and DROP */
-    const uint8_t *old;     /* WRITE_B, TRUNCATE_B: old bytes */
+    const uint8_t *old;             /* WRITE_B, TRUNCATE_B: old bytes */
     uint64_t old_len;
 } jr_rec;
 
@@ -113,10 +113,10 @@ typedef struct jr_u64map {
     size_t cap, n;
 } jr_u64map;
 
-int flt_jr_um_put(jr_u64map *m, uint64_t k, uint64_t v);  /* insert or replace K (nonzero) */
+int flt_jr_um_put(jr_u64map *m, uint64_t k, uint64_t v);        /* insert or replace K (nonzero) */
 int flt_jr_um_get(const jr_u64map *m, uint64_t k, uint64_t *v); /* 1 and *V if K is there */
-int flt_jr_um_take(jr_u64map *m, uint64_t k, uint64_t *v); /* remove K: 1 and *V if it was there */
-void flt_jr_um_clear(jr_u64map *m);                        /* empty it, keeping its storage */
+int flt_jr_um_take(jr_u64map *m, uint64_t k, uint64_t *v);      /* remove K: 1 and *V if it was there */
+void flt_jr_um_clear(jr_u64map *m);                             /* empty it, keeping its storage */
 void flt_jr_um_free(jr_u64map *m);
 
 /* The record checksum (jr_sum): the payload hashed with the XXH3-64 of
@@ -183,17 +183,17 @@ typedef struct jr_op {
     int has_done;
     int64_t result;
     int durable;
-    int dropped;          /* WRITE_B: a DROP names it */
-    uint64_t write_no;    /* WRITE_B: its rank among the view's writes
+    int dropped;       /* WRITE_B: a DROP names it */
+    uint64_t write_no; /* WRITE_B: its rank among the view's writes
                            * (the ledger's "write=N": offsets repeat) */
     /* inode token (writes, truncates, syncs) at the end of step 1 */
     int tok;
     /* step-1 bookkeeping */
-    uint64_t done_pos;    /* writes, truncates: rank among the inode's DONEs;
+    uint64_t done_pos;  /* writes, truncates: rank among the inode's DONEs;
                            * metadata: among its first directory's */
-    uint64_t done_pos2;   /* metadata: among its second directory's */
-    int dir1, dir2;       /* metadata: parent directory tokens (-1: none) */
-    uint64_t snap;        /* SYNC / DIRSYNC: DONE count when it began */
+    uint64_t done_pos2; /* metadata: among its second directory's */
+    int dir1, dir2;     /* metadata: parent directory tokens (-1: none) */
+    uint64_t snap;      /* SYNC / DIRSYNC: DONE count when it began */
 } jr_op;
 
 /* The BEGIN records of a journal (or of one session of it), in journal
@@ -201,7 +201,7 @@ typedef struct jr_op {
 typedef struct jr_view {
     jr_op *ops;
     size_t nops, cap;
-    size_t torn;           /* bytes of torn records skipped */
+    size_t torn; /* bytes of torn records skipped */
     uint64_t records, writes, sessions;
     size_t bad_at, bad_next; /* -EBADMSG: damage at bad_at, a valid record
                               * of the same session at bad_next */
@@ -236,8 +236,8 @@ typedef struct jr_undo {
     int fd;
     const uint8_t *old;
     uint64_t base, old_end;
-    uint64_t size;        /* file size now */
-    jr_ivset absent;      /* undone bytes at or beyond old_end */
+    uint64_t size;   /* file size now */
+    jr_ivset absent; /* undone bytes at or beyond old_end */
     int err;
 } jr_undo;
 

@@ -153,12 +153,12 @@ size_t flt_jr_decode(const uint8_t *buf, size_t avail, jr_rec *r) {
     int ok = 1;
     switch (r->kind) {
     case JR_SESSION:
-        ok = take_u64(&p, end, &r->session) && take_u64(&p, end, &r->pid) &&
-             take_u64(&p, end, &r->time_ns) && take_str(&p, end, &r->path);
+        ok = take_u64(&p, end, &r->session) && take_u64(&p, end, &r->pid) && take_u64(&p, end, &r->time_ns) &&
+             take_str(&p, end, &r->path);
         break;
     case JR_WRITE_B:
-        ok = take_u64(&p, end, &r->offset) && take_u64(&p, end, &r->len) &&
-             take_u64(&p, end, &r->old_size) && take_str(&p, end, &r->path);
+        ok = take_u64(&p, end, &r->offset) && take_u64(&p, end, &r->len) && take_u64(&p, end, &r->old_size) &&
+             take_str(&p, end, &r->path);
         if (ok) {
             r->old = p;
             r->old_len = (uint64_t)(end - p);
@@ -168,8 +168,7 @@ size_t flt_jr_decode(const uint8_t *buf, size_t avail, jr_rec *r) {
         }
         break;
     case JR_TRUNCATE_B:
-        ok = take_u64(&p, end, &r->old_size) && take_u64(&p, end, &r->new_size) &&
-             take_str(&p, end, &r->path);
+        ok = take_u64(&p, end, &r->old_size) && take_u64(&p, end, &r->new_size) && take_str(&p, end, &r->path);
         if (ok) {
             r->old = p;
             r->old_len = (uint64_t)(end - p);
@@ -178,15 +177,11 @@ size_t flt_jr_decode(const uint8_t *buf, size_t avail, jr_rec *r) {
         break;
     case JR_SYNC_B:
     case JR_CREATE_B:
-    case JR_DIRSYNC_B:
-        ok = take_str(&p, end, &r->path);
-        break;
+    case JR_DIRSYNC_B: ok = take_str(&p, end, &r->path); break;
     case JR_RENAME_B:
         ok = take_str(&p, end, &r->path) && take_str(&p, end, &r->path2) && take_str(&p, end, &r->saved);
         break;
-    case JR_UNLINK_B:
-        ok = take_str(&p, end, &r->path) && take_str(&p, end, &r->saved);
-        break;
+    case JR_UNLINK_B: ok = take_str(&p, end, &r->path) && take_str(&p, end, &r->saved); break;
     case JR_DONE: {
         uint64_t v;
         ok = take_u64(&p, end, &v);
@@ -196,8 +191,7 @@ size_t flt_jr_decode(const uint8_t *buf, size_t avail, jr_rec *r) {
     case JR_DROP:
         ok = take_u64(&p, end, &r->offset) && take_u64(&p, end, &r->len) && take_str(&p, end, &r->path);
         break;
-    default:
-        ok = 0;
+    default: ok = 0;
     }
     return ok ? JR_HDR + len : 0;
 }
@@ -206,9 +200,7 @@ size_t flt_jr_decode(const uint8_t *buf, size_t avail, jr_rec *r) {
 
 /* String map: open addressing, linear probing, load at most 1/2. */
 
-static size_t sm_slot(const char *k, size_t len, size_t cap) {
-    return (size_t)XXH3_64bits(k, len) & (cap - 1);
-}
+static size_t sm_slot(const char *k, size_t len, size_t cap) { return (size_t)XXH3_64bits(k, len) & (cap - 1); }
 
 static int sm_grow(jr_strmap *m) {
     size_t ncap = m->cap ? 2 * m->cap : 64;
@@ -238,8 +230,7 @@ static int sm_grow(jr_strmap *m) {
  * M->cap > 0. */
 static size_t sm_find(const jr_strmap *m, const char *k, size_t len, int *found) {
     size_t s = sm_slot(k, len, m->cap);
-    while (m->key[s] && !(strlen(m->key[s]) == len && memcmp(m->key[s], k, len) == 0))
-        s = (s + 1) & (m->cap - 1);
+    while (m->key[s] && !(strlen(m->key[s]) == len && memcmp(m->key[s], k, len) == 0)) s = (s + 1) & (m->cap - 1);
     *found = m->key[s] != NULL;
     return s;
 }
@@ -302,7 +293,7 @@ int flt_jr_iv_add(jr_ivset *s, uint64_t a, uint64_t b) {
         memmove(&s->v[i + 1], &s->v[j], (s->n - j) * sizeof *s->v);
         s->n -= j - i - 1;
     }
-    s->v[i] = (jr_ivl){ a, b };
+    s->v[i] = (jr_ivl){a, b};
     return 0;
 }
 
@@ -381,13 +372,13 @@ typedef struct counter {
 } counter;
 
 typedef struct fwd {
-    jr_strmap names;   /* name -> inode token */
+    jr_strmap names; /* name -> inode token */
     counter *tok;
     size_t ntok, captok;
-    jr_strmap dirs;    /* directory -> counter index */
+    jr_strmap dirs; /* directory -> counter index */
     counter *dir;
     size_t ndir, capdir;
-    int err;           /* first -ENOMEM */
+    int err; /* first -ENOMEM */
 } fwd;
 
 /* A new counter's index, or -1 (F->err set). */
@@ -402,7 +393,7 @@ static int new_counter(fwd *f, counter **a, size_t *n, size_t *cap) {
         *a = na;
         *cap = ncap;
     }
-    (*a)[*n] = (counter){ 0, 0 };
+    (*a)[*n] = (counter){0, 0};
     return (int)(*n)++;
 }
 
@@ -462,9 +453,7 @@ int flt_jr_durability(jr_view *v, jr_strmap *names) {
             b->result = o->r.result;
             switch (b->r.kind) {
             case JR_WRITE_B:
-            case JR_TRUNCATE_B:
-                b->done_pos = f.tok[b->tok].done++;
-                break;
+            case JR_TRUNCATE_B: b->done_pos = f.tok[b->tok].done++; break;
             case JR_SYNC_B:
                 if (b->result >= 0 && f.tok[b->tok].synced_upto < b->snap) f.tok[b->tok].synced_upto = b->snap;
                 break;
@@ -493,9 +482,7 @@ int flt_jr_durability(jr_view *v, jr_strmap *names) {
             continue;
         }
         case JR_WRITE_B:
-        case JR_TRUNCATE_B:
-            o->tok = tok_of(&f, o->r.path);
-            break;
+        case JR_TRUNCATE_B: o->tok = tok_of(&f, o->r.path); break;
         case JR_SYNC_B:
             o->tok = tok_of(&f, o->r.path);
             if (o->tok >= 0) o->snap = f.tok[o->tok].done;
@@ -505,16 +492,13 @@ int flt_jr_durability(jr_view *v, jr_strmap *names) {
             if (o->dir1 >= 0) o->snap = f.dir[o->dir1].done;
             break;
         case JR_CREATE_B:
-        case JR_UNLINK_B:
-            o->dir1 = parent_tok(&f, o->r.path);
-            break;
+        case JR_UNLINK_B: o->dir1 = parent_tok(&f, o->r.path); break;
         case JR_RENAME_B:
             o->dir1 = parent_tok(&f, o->r.path);
             o->dir2 = parent_tok(&f, o->r.path2);
             if (o->dir2 == o->dir1) o->dir2 = -1;
             break;
-        default:
-            continue;
+        default: continue;
         }
         if (f.err) break;
         int rc = flt_jr_um_put(&ids, o->r.id + 1, i);
@@ -544,8 +528,10 @@ int flt_jr_durability(jr_view *v, jr_strmap *names) {
         }
     }
     int rc = f.err;
-    if (names && !rc) *names = f.names;
-    else flt_jr_sm_free(&f.names);
+    if (names && !rc)
+        *names = f.names;
+    else
+        flt_jr_sm_free(&f.names);
     flt_jr_sm_free(&f.dirs);
     free(f.tok);
     free(f.dir);
@@ -616,8 +602,10 @@ int flt_jr_undo_finish(jr_undo *u, const jr_ivset *kept, uint64_t end) {
         uint64_t keep = flt_jr_iv_max_end(kept);
         uint64_t target = keep > u->old_end ? keep : u->old_end;
         if (u->size > target) {
-            if (ftruncate(u->fd, (off_t)target) != 0) u->err = -errno;
-            else u->size = target;
+            if (ftruncate(u->fd, (off_t)target) != 0)
+                u->err = -errno;
+            else
+                u->size = target;
         }
     }
     for (size_t i = 0; i < u->absent.n && !u->err; i++) {

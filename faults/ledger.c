@@ -18,9 +18,16 @@ struct flt_ledger {
 };
 
 flt_event flt_event_none(const char *cls, const char *point) {
-    return (flt_event){.cls = cls, .point = point, .block = -1, .offset = -1, .len = -1,
-                       .bit = -1, .op = -1, .thread = -1,
-                       .part_offset = -1, .part_len = -1};
+    return (flt_event){.cls = cls,
+                       .point = point,
+                       .block = -1,
+                       .offset = -1,
+                       .len = -1,
+                       .bit = -1,
+                       .op = -1,
+                       .thread = -1,
+                       .part_offset = -1,
+                       .part_len = -1};
 }
 
 int flt_ledger_open(const char *run_dir, flt_ledger **out) {
@@ -50,17 +57,19 @@ static size_t esc(char *o, size_t cap, const char *s) {
     size_t n = 0;
     for (; *s && n + 7 < cap; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') { o[n++] = '\\'; o[n++] = (char)c; }
-        else if (c < 0x20) n += (size_t)snprintf(o + n, cap - n, "\\u%04x", c);
-        else o[n++] = (char)c;
+        if (c == '"' || c == '\\') {
+            o[n++] = '\\';
+            o[n++] = (char)c;
+        } else if (c < 0x20)
+            n += (size_t)snprintf(o + n, cap - n, "\\u%04x", c);
+        else
+            o[n++] = (char)c;
     }
     o[n] = 0;
     return n;
 }
 
-int flt_ledger_append(flt_ledger *l, const flt_event *e) {
-    return flt_ledger_append_seq(l, e, NULL);
-}
+int flt_ledger_append(flt_ledger *l, const flt_event *e) { return flt_ledger_append_seq(l, e, NULL); }
 
 int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     char line[2048], tmp[600];
@@ -68,8 +77,17 @@ int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     uint64_t my_seq = atomic_fetch_add(&l->seq, 1);
     if (seq) *seq = my_seq;
 #define PUT(...) n += (size_t)snprintf(line + n, sizeof line - n, __VA_ARGS__)
-#define PUTS(key, val) do { if (val) { esc(tmp, sizeof tmp, val); PUT(",\"%s\":\"%s\"", key, tmp); } } while (0)
-#define PUTI(key, val) do { if ((val) >= 0) PUT(",\"%s\":%lld", key, (long long)(val)); } while (0)
+#define PUTS(key, val)                       \
+    do {                                     \
+        if (val) {                           \
+            esc(tmp, sizeof tmp, val);       \
+            PUT(",\"%s\":\"%s\"", key, tmp); \
+        }                                    \
+    } while (0)
+#define PUTI(key, val)                                              \
+    do {                                                            \
+        if ((val) >= 0) PUT(",\"%s\":%lld", key, (long long)(val)); \
+    } while (0)
     PUT("{\"seq\":%llu", (unsigned long long)my_seq);
     PUTS("phase", e->phase ? e->phase : "run");
     PUTS("class", e->cls);
@@ -82,8 +100,9 @@ int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     PUTI("bit", e->bit);
     PUTI("part_offset", e->part_offset);
     PUTI("part_len", e->part_len);
-    if (e->page_post) PUT(",\"pre\":\"0x%llx\",\"post\":\"0x%llx\"", (unsigned long long)e->page_pre,
-                          (unsigned long long)e->page_post);
+    if (e->page_post)
+        PUT(",\"pre\":\"0x%llx\",\"post\":\"0x%llx\"", (unsigned long long)e->page_pre,
+            (unsigned long long)e->page_post);
     PUTI("op", e->op);
     PUTI("thread", (int64_t)e->thread);
     PUTS("err", e->err);

@@ -31,21 +31,21 @@
 typedef struct flt_ledger flt_ledger;
 
 typedef struct flt_event {
-    const char *phase;   /* NULL: "run" */
+    const char *phase; /* NULL: "run" */
     const char *cls;
     const char *point;
     const char *file;
-    int64_t block, offset, len; /* -1: absent */
-    uint64_t mask;              /* 0: absent */
-    int64_t bit;                /* -1: absent */
-    int64_t op;                 /* -1: absent */
+    int64_t block, offset, len;    /* -1: absent */
+    uint64_t mask;                 /* 0: absent */
+    int64_t bit;                   /* -1: absent */
+    int64_t op;                    /* -1: absent */
     int64_t part_offset, part_len; /* -1: absent; cache flips: the bytes
                                  * one parity bit of the engine's codes
                                  * covers around the flipped bit (a
                                  * cell, a slot, a hint byte, the header),
                                  * so the oracle can tell when two flips
                                  * may cancel in one code */
-    int thread;                 /* -1: absent */
+    int thread;                    /* -1: absent */
     const char *err;
     const char *note;
     uint64_t page_pre, page_post; /* 0: absent; a flip in a data page on disk:

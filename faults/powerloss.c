@@ -104,10 +104,10 @@
 #include "ledger.h"
 
 #define EXIT_USAGE 2
-#define EXIT_IO 3
+#define EXIT_IO    3
 
 enum pl_mode { MODE_ROLLBACK, MODE_TEAR, MODE_MIXED, MODE_KEEP };
-static const char *const mode_names[] = { "rollback", "tear", "mixed", "keep" };
+static const char *const mode_names[] = {"rollback", "tear", "mixed", "keep"};
 
 /* ---- errors ------------------------------------------------------------------- */
 
@@ -124,8 +124,10 @@ static void __attribute__((noreturn, format(printf, 1, 2))) die_io(const char *f
     fputc('\n', stderr);
     va_end(ap);
     if (g_changing)
-        fprintf(stderr, "powerloss: %s is half changed and the journal was kept: start again from a copy "
-                        "of the crashed directory\n", g_changing);
+        fprintf(stderr,
+                "powerloss: %s is half changed and the journal was kept: start again from a copy "
+                "of the crashed directory\n",
+                g_changing);
     exit(EXIT_IO);
 }
 
@@ -213,7 +215,7 @@ static void iv_add(ivset *s, uint64_t a, uint64_t b) {
 typedef struct journal_view {
     uint8_t *map;
     size_t size;
-    jr_view v;            /* ops, torn, records, writes, sessions */
+    jr_view v; /* ops, torn, records, writes, sessions */
 } journal_view;
 
 /* Map RUN/journal and decode its records (flt_jr_load, whole): a torn
@@ -250,29 +252,29 @@ static void journal_load(const char *run, journal_view *jv) {
 
 /* A file as step 2 follows it backwards (P3). */
 typedef struct pfile {
-    char *disk;   /* where it is now, relative to the root */
-    int gone;     /* no longer reachable: its changes need no undo */
-    ivset kept;   /* ranges whose bytes later kept changes decided (P1) */
+    char *disk; /* where it is now, relative to the root */
+    int gone;   /* no longer reachable: its changes need no undo */
+    ivset kept; /* ranges whose bytes later kept changes decided (P1) */
 } pfile;
 
 typedef struct stats {
-    uint64_t dropped;     /* writes a failed fsync rolled back (P6) */
+    uint64_t dropped; /* writes a failed fsync rolled back (P6) */
     uint64_t unsynced, rolled_back, torn, kept_unsynced;
     uint64_t meta_unsynced, meta_undone;
 } stats;
 
 typedef struct variant {
-    int root;              /* dirfd of the directory being changed */
+    int root; /* dirfd of the directory being changed */
     const char *root_path;
     const char *run;
     unsigned index;
     int mode;
     xoshiro rng;
     flt_ledger *ledger;
-    strmap names;          /* journal name -> index in files */
+    strmap names; /* journal name -> index in files */
     pfile **files;
     size_t nfiles, capfiles;
-    strmap pinned;         /* names with a later kept operation (P4) */
+    strmap pinned; /* names with a later kept operation (P4) */
     stats st;
 } variant;
 
@@ -547,14 +549,14 @@ static void step_rename(variant *v, const pl_op *o) {
     /* Cut by the crash: if the source is still there, it did not happen. */
     if (!o->has_done && disk_exists(v, from)) return;
     if (!o->durable) v->st.meta_unsynced++;
-    int keep = o->durable || pinned(v, r->path) || pinned(v, r->path2) || fb->gone || disk_exists(v, from) ||
-               !undo_coin(v);
+    int keep =
+        o->durable || pinned(v, r->path) || pinned(v, r->path2) || fb->gone || disk_exists(v, from) || !undo_coin(v);
     if (keep) {
         pin(v, r->path);
         pin(v, r->path2);
         int ib = sm_get(&v->names, r->path2.p, r->path2.len);
-        pf_bind(v, r->path, ib);                                           /* P3 */
-        pf_bind(v, r->path2, pf_new(v, r->path2.p, r->path2.len, 1));     /* the replaced inode */
+        pf_bind(v, r->path, ib);                                      /* P3 */
+        pf_bind(v, r->path2, pf_new(v, r->path2.p, r->path2.len, 1)); /* the replaced inode */
         return;
     }
     char to[PATH_MAX], sv[256];
@@ -789,8 +791,10 @@ int main(int argc, char **argv) {
     if (dl + 32 >= sizeof lockpath) die_usage("directory name too long");
     char outp[PATH_MAX];
     for (uint64_t k = 0; k < variants; k++) {
-        if (prefix) snprintf(outp, sizeof outp, "%s%" PRIu64, prefix, k);
-        else snprintf(outp, sizeof outp, "%.*s.pl%" PRIu64, (int)dl, dir, k);
+        if (prefix)
+            snprintf(outp, sizeof outp, "%s%" PRIu64, prefix, k);
+        else
+            snprintf(outp, sizeof outp, "%.*s.pl%" PRIu64, (int)dl, dir, k);
         if (lstat(outp, &st) == 0) die_usage("%s exists: remove it first (variants are never overwritten)", outp);
     }
 
@@ -831,8 +835,10 @@ int main(int argc, char **argv) {
         const char *root = dir;
         char rootbuf[PATH_MAX];
         if (have_variants) {
-            if (prefix) snprintf(rootbuf, sizeof rootbuf, "%s%" PRIu64, prefix, k);
-            else snprintf(rootbuf, sizeof rootbuf, "%.*s.pl%" PRIu64, (int)dl, dir, k);
+            if (prefix)
+                snprintf(rootbuf, sizeof rootbuf, "%s%" PRIu64, prefix, k);
+            else
+                snprintf(rootbuf, sizeof rootbuf, "%.*s.pl%" PRIu64, (int)dl, dir, k);
             copy_tree(dir, rootbuf);
             root = rootbuf;
         }
@@ -852,8 +858,8 @@ int main(int argc, char **argv) {
         printf("powerloss: %s: mode %s, seed %" PRIu64 " variant %u: %" PRIu64 " writes journaled, %" PRIu64
                " unsynced, %" PRIu64 " rolled back, %" PRIu64 " torn, %" PRIu64 " kept; %" PRIu64
                " unsynced metadata operations, %" PRIu64 " undone; %" PRIu64 " dropped by failed fsyncs\n",
-               root, mode_names[mode], seed, (unsigned)k, jv.v.writes, var.st.unsynced, var.st.rolled_back,
-               var.st.torn, var.st.kept_unsynced, var.st.meta_unsynced, var.st.meta_undone, var.st.dropped);
+               root, mode_names[mode], seed, (unsigned)k, jv.v.writes, var.st.unsynced, var.st.rolled_back, var.st.torn,
+               var.st.kept_unsynced, var.st.meta_unsynced, var.st.meta_undone, var.st.dropped);
         close(var.root);
         variant_free(&var);
     }

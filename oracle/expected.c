@@ -16,8 +16,8 @@
 #include "common/rng.h"
 #include "expected.h"
 
-#define MAGIC 0x313058455043524full /* "ORCEXP01" */
-#define HDR 64u
+#define MAGIC   0x313058455043524full /* "ORCEXP01" */
+#define HDR     64u
 #define NSTRIPE 1024u
 
 /* The trace is a memory-mapped file of records (stores to a MAP_SHARED
@@ -30,8 +30,8 @@
 struct orc_state {
     int fd, tfd;
     orc_trace_rec *trace;
-    size_t trace_cap;               /* records mapped */
-    pthread_rwlock_t trace_rw;      /* exclusive only to remap */
+    size_t trace_cap;          /* records mapped */
+    pthread_rwlock_t trace_rw; /* exclusive only to remap */
     uint8_t *map;
     size_t maplen;
     uint64_t max_key;
@@ -84,22 +84,47 @@ int orc_open(const char *exp_dir, uint64_t max_key, uint64_t seed, int fresh, or
     char path[4200];
     snprintf(path, sizeof path, "%s/expected", exp_dir);
     s->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (s->fd < 0) { int e = errno; free(s); return -e; }
+    if (s->fd < 0) {
+        int e = errno;
+        free(s);
+        return -e;
+    }
     struct stat st;
     fstat(s->fd, &st);
     s->maplen = HDR + 8 * max_key;
     int init = fresh || st.st_size == 0;
-    if (!init && (size_t)st.st_size != s->maplen) { close(s->fd); free(s); return -EINVAL; }
-    if (init && ftruncate(s->fd, 0) != 0) { int e = errno; close(s->fd); free(s); return -e; }
-    if (init && ftruncate(s->fd, (off_t)s->maplen) != 0) { int e = errno; close(s->fd); free(s); return -e; }
+    if (!init && (size_t)st.st_size != s->maplen) {
+        close(s->fd);
+        free(s);
+        return -EINVAL;
+    }
+    if (init && ftruncate(s->fd, 0) != 0) {
+        int e = errno;
+        close(s->fd);
+        free(s);
+        return -e;
+    }
+    if (init && ftruncate(s->fd, (off_t)s->maplen) != 0) {
+        int e = errno;
+        close(s->fd);
+        free(s);
+        return -e;
+    }
     s->map = mmap(NULL, s->maplen, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
-    if (s->map == MAP_FAILED) { int e = errno; close(s->fd); free(s); return -e; }
+    if (s->map == MAP_FAILED) {
+        int e = errno;
+        close(s->fd);
+        free(s);
+        return -e;
+    }
     if (init) {
         *hdr64(s, 0) = MAGIC;
         *hdr64(s, 1) = max_key;
         *hdr64(s, 2) = seed;
     } else if (*hdr64(s, 0) != MAGIC || *hdr64(s, 1) != max_key) {
-        munmap(s->map, s->maplen); close(s->fd); free(s);
+        munmap(s->map, s->maplen);
+        close(s->fd);
+        free(s);
         return -EINVAL;
     }
     s->max_key = max_key;
@@ -108,7 +133,10 @@ int orc_open(const char *exp_dir, uint64_t max_key, uint64_t seed, int fresh, or
     pthread_mutex_init(&s->trace_mu, NULL);
     pthread_rwlock_init(&s->trace_rw, NULL);
     int rc = open_trace(s, init);
-    if (rc) { orc_close(s); return rc; }
+    if (rc) {
+        orc_close(s);
+        return rc;
+    }
     *out = s;
     return 0;
 }
@@ -129,8 +157,14 @@ void orc_close(orc_state *s) {
 uint64_t orc_max_key(const orc_state *s) { return s->max_key; }
 uint64_t orc_seed(const orc_state *s) { return *hdr64(s, 2); }
 
-unsigned orc_nstripes(const orc_state *s) { (void)s; return NSTRIPE; }
-unsigned orc_stripe(const orc_state *s, uint64_t key) { (void)s; return (unsigned)(key % NSTRIPE); }
+unsigned orc_nstripes(const orc_state *s) {
+    (void)s;
+    return NSTRIPE;
+}
+unsigned orc_stripe(const orc_state *s, uint64_t key) {
+    (void)s;
+    return (unsigned)(key % NSTRIPE);
+}
 void orc_lock_stripe(orc_state *s, unsigned i) { pthread_mutex_lock(&s->stripes[i]); }
 void orc_unlock_stripe(orc_state *s, unsigned i) { pthread_mutex_unlock(&s->stripes[i]); }
 void orc_lock(orc_state *s, uint64_t key) { orc_lock_stripe(s, orc_stripe(s, key)); }
@@ -151,8 +185,7 @@ void orc_mark_pending(orc_state *s, uint64_t key, uint32_t new_v) {
 
 int orc_settle(orc_state *s, uint64_t key, uint64_t seq) {
     orc_entry e = orc_get(s, key);
-    orc_trace_rec r = {.seq = seq, .key = key, .old_v = e.cur,
-                       .new_v = e.pending == ORC_DEL ? 0 : e.pending};
+    orc_trace_rec r = {.seq = seq, .key = key, .old_v = e.cur, .new_v = e.pending == ORC_DEL ? 0 : e.pending};
     /* Trace first: a crash between the two leaves the key pending, which
      * orc_rewind still handles (it undoes by the trace, pending or not).
      * A record claimed but not yet stored reads as seq 0: never undone,

@@ -19,8 +19,12 @@ static const struct {
     int kind;
     const char *name;
 } obs_kinds[] = {
-    {VD_OBS_ERROR, "error"},           {VD_OBS_WRONG_VALUE, "wrong_value"}, {VD_OBS_LOST, "lost"},
-    {VD_OBS_RESURRECTED, "resurrected"}, {VD_OBS_LOST_COMMIT, "lost_commit"}, {VD_OBS_CRASH, "crash"},
+    {VD_OBS_ERROR, "error"},
+    {VD_OBS_WRONG_VALUE, "wrong_value"},
+    {VD_OBS_LOST, "lost"},
+    {VD_OBS_RESURRECTED, "resurrected"},
+    {VD_OBS_LOST_COMMIT, "lost_commit"},
+    {VD_OBS_CRASH, "crash"},
     {VD_OBS_HANG, "hang"},
 };
 #define NKINDS (sizeof obs_kinds / sizeof obs_kinds[0])
@@ -52,17 +56,22 @@ static void put(out *o, const char *fmt, ...) {
     va_start(ap, fmt);
     int k = vsnprintf(o->p + o->n, o->cap - o->n, fmt, ap);
     va_end(ap);
-    if (k < 0 || (size_t)k >= o->cap - o->n) o->over = 1;
-    else o->n += (size_t)k;
+    if (k < 0 || (size_t)k >= o->cap - o->n)
+        o->over = 1;
+    else
+        o->n += (size_t)k;
 }
 
 /* S as a JSON string body (no quotes). */
 static void put_str(out *o, const char *s) {
     for (; *s && !o->over; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') put(o, "\\%c", c);
-        else if (c < 0x20) put(o, "\\u%04x", c);
-        else put(o, "%c", c);
+        if (c == '"' || c == '\\')
+            put(o, "\\%c", c);
+        else if (c < 0x20)
+            put(o, "\\u%04x", c);
+        else
+            put(o, "%c", c);
     }
 }
 
@@ -88,9 +97,9 @@ int orc_obs_line_format(char *buf, size_t cap, const vd_observation *ob) {
 
 typedef struct val {
     int is_str;
-    char s[128];      /* a string, truncated to fit */
+    char s[128]; /* a string, truncated to fit */
     int neg;
-    uint64_t mag;     /* an integer: its magnitude */
+    uint64_t mag; /* an integer: its magnitude */
 } val;
 
 typedef int (*field_fn)(void *ctx, const char *key, const val *v);
@@ -101,7 +110,10 @@ static const char *ws(const char *p) {
 }
 
 static int hexval(char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 /* A string whose opening quote is at P[-1]: into OUT[0..CAP) (truncated,
@@ -115,7 +127,9 @@ static const char *str(const char *p, char *out, size_t cap) {
         if (c == '\\') {
             char e = *p++;
             switch (e) {
-            case '"': case '\\': case '/': c = (unsigned char)e; break;
+            case '"':
+            case '\\':
+            case '/': c = (unsigned char)e; break;
             case 'b': c = '\b'; break;
             case 'f': c = '\f'; break;
             case 'n': c = '\n'; break;
@@ -171,7 +185,10 @@ static int parse_flat(const char *line, field_fn fn, void *ctx) {
         }
         if (fn(ctx, key, &v)) return -1;
         p = ws(p);
-        if (*p == ',') { p = ws(p + 1); continue; }
+        if (*p == ',') {
+            p = ws(p + 1);
+            continue;
+        }
         if (*p != '}') return -1;
         return *ws(p + 1) ? -1 : 0;
     }

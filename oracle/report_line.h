@@ -40,7 +40,7 @@
 #include "verdict.h"
 
 /* File names in the run directory. */
-#define ORC_REPORTS_FILE "reports"
+#define ORC_REPORTS_FILE      "reports"
 #define ORC_OBSERVATIONS_FILE "observations"
 
 /* No line the formatters write is longer (with its "\n"). */

@@ -18,12 +18,10 @@ static const char *class_names[VD_CLASS_COUNT + 1] = {
 #define VD_NAME(id, key) key,
     VD_CLASSES(VD_NAME)
 #undef VD_NAME
-    "unattributed",
+        "unattributed",
 };
 
-const char *vd_class_name(int cls) {
-    return cls >= 0 && cls <= VD_CLASS_COUNT ? class_names[cls] : "unknown";
-}
+const char *vd_class_name(int cls) { return cls >= 0 && cls <= VD_CLASS_COUNT ? class_names[cls] : "unknown"; }
 
 int vd_class_from_name(const char *name) {
     for (int i = 0; i < VD_CLASS_COUNT; i++)
@@ -32,8 +30,9 @@ int vd_class_from_name(const char *name) {
 }
 
 static const char *outcome_names[VD_OUTCOME_COUNT] = {
-    "pending", "detected", "repaired", "masked", "undetectable", "swallowed", "lost",
-    "unrecoverable", "unrecoverable_by_design",
+    "pending", "detected",      "repaired",
+    "masked",  "undetectable",  "swallowed",
+    "lost",    "unrecoverable", "unrecoverable_by_design",
 };
 const char *vd_outcome_name(int o) { return o >= 0 && o < VD_OUTCOME_COUNT ? outcome_names[o] : "?"; }
 
@@ -80,9 +79,9 @@ int vd_measuring(const vd_config *c, char *why, size_t cap) {
         m = 1;
         if (!why || n >= cap) continue;
         const char *r = !c->data_checksums && needs_page_checksum(i) ? "data_checksums off"
-                        : i == VD_TORN_WRITE                          ? "full_page_writes off"
-                        : i == VD_BITFLIP_CACHE                       ? "no per-KV protection (w = 0)"
-                                                                      : "an old page keeps a valid checksum";
+                        : i == VD_TORN_WRITE                         ? "full_page_writes off"
+                        : i == VD_BITFLIP_CACHE                      ? "no per-KV protection (w = 0)"
+                                                                     : "an old page keeps a valid checksum";
         n += (size_t)snprintf(why + n, cap - n, "%s%s: %s", n ? "; " : "", class_names[i], r);
     }
     return m;
@@ -102,10 +101,13 @@ static const char *json_str(const char *p, char *out, size_t cap) {
             if (c == 'u') { /* \u00XX: keep the low byte, as the ledger writes only those */
                 unsigned x = 0;
                 for (int i = 0; i < 4 && isxdigit((unsigned char)*p); i++, p++)
-                    x = x * 16 + (unsigned)(isdigit((unsigned char)*p) ? *p - '0' : (tolower((unsigned char)*p) - 'a' + 10));
+                    x = x * 16 +
+                        (unsigned)(isdigit((unsigned char)*p) ? *p - '0' : (tolower((unsigned char)*p) - 'a' + 10));
                 c = (char)x;
-            } else if (c == 'n') c = '\n';
-            else if (c == 't') c = '\t';
+            } else if (c == 'n')
+                c = '\n';
+            else if (c == 't')
+                c = '\t';
         }
         if (n + 1 < cap) out[n++] = c;
     }
@@ -215,7 +217,7 @@ struct vd_ctx {
     int crash_check;
     int external_kill;
     int reopen_failed; /* this process's own failed handle did not reopen */
-    size_t *alarms; /* indexes into rep of unmatched, de-duplicated reports */
+    size_t *alarms;    /* indexes into rep of unmatched, de-duplicated reports */
     size_t nalarms;
     /* Per-KV codes (w = protection_bytes): cache flips checked, values
      * that escaped them, and the escapes the code's width allows. */
@@ -240,15 +242,15 @@ void vd_free(vd_ctx *v) {
     free(v);
 }
 
-#define GROW(arr, n, cap)                                                          \
-    do {                                                                           \
-        if ((n) == (cap)) {                                                        \
-            size_t nc = (cap) ? 2 * (cap) : 64;                                    \
-            void *np = realloc((arr), nc * sizeof *(arr));                         \
-            if (!np) return;                                                       \
-            (arr) = np;                                                            \
-            (cap) = nc;                                                            \
-        }                                                                          \
+#define GROW(arr, n, cap)                                  \
+    do {                                                   \
+        if ((n) == (cap)) {                                \
+            size_t nc = (cap) ? 2 * (cap) : 64;            \
+            void *np = realloc((arr), nc * sizeof *(arr)); \
+            if (!np) return;                               \
+            (arr) = np;                                    \
+            (cap) = nc;                                    \
+        }                                                  \
     } while (0)
 
 static void add_inj(vd_ctx *v, const vd_injection *i) {
@@ -260,7 +262,10 @@ int vd_add_ledger_line(vd_ctx *v, const char *line, int carried) {
     vd_injection i;
     if (vd_parse_ledger_line(line, &i) != 0) return -1;
     i.carried = carried;
-    if (!carried && !v->seen_own) { v->seen_own = 1; v->first_own = v->ninj; }
+    if (!carried && !v->seen_own) {
+        v->seen_own = 1;
+        v->first_own = v->ninj;
+    }
     size_t before = v->ninj;
     add_inj(v, &i);
     return v->ninj > before ? 0 : -1;
@@ -317,8 +322,10 @@ static void report_place(const vd_config *c, const vd_report *r, char *file, siz
         return;
     }
     snprintf(file, cap, "%s", f);
-    if (*block < 0 && r->offset >= 0 && !is_wal(f) && c->page_size) *block = r->offset / c->page_size;
-    else if (*block < 0 && r->offset >= 0 && is_wal(f) && strcmp(f, "wal")) *block = r->offset / 4096;
+    if (*block < 0 && r->offset >= 0 && !is_wal(f) && c->page_size)
+        *block = r->offset / c->page_size;
+    else if (*block < 0 && r->offset >= 0 && is_wal(f) && strcmp(f, "wal"))
+        *block = r->offset / 4096;
 }
 
 /* A decision of the power-loss step (rollbacks, tears, undone metadata). */
@@ -441,8 +448,7 @@ static int attribute(const vd_ctx *v, const vd_observation *o) {
     }
     if (o->after_crash || o->carried) {
         for (size_t i = v->ninj; i-- > 0;)
-            if (v->inj[i].carried && (v->inj[i].cls == VD_POWER_LOSS || v->inj[i].cls == VD_KILL))
-                return v->inj[i].cls;
+            if (v->inj[i].carried && (v->inj[i].cls == VD_POWER_LOSS || v->inj[i].cls == VD_KILL)) return v->inj[i].cls;
         if (v->external_kill) return VD_KILL;
         for (size_t i = v->ninj; i-- > 0;)
             if (v->inj[i].carried && v->inj[i].cls >= 0) return v->inj[i].cls;
@@ -497,8 +503,8 @@ static int open_outcome(uint64_t unexplained, uint64_t explained, size_t design_
  * means the detector let the damage by. */
 static const char *sole_detector(const vd_config *c, int cls) {
     if (cls == VD_ZERO_PAGE) return "zero_page";
-    if (c->data_checksums && (cls == VD_BITFLIP_PAGE || cls == VD_BITFLIP_INFLIGHT || cls == VD_TORN_WRITE ||
-                              cls == VD_MISDIRECTED_WRITE))
+    if (c->data_checksums &&
+        (cls == VD_BITFLIP_PAGE || cls == VD_BITFLIP_INFLIGHT || cls == VD_TORN_WRITE || cls == VD_MISDIRECTED_WRITE))
         return "page_checksum";
     return NULL;
 }
@@ -512,7 +518,8 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         qsort(v->rep, v->nrep, sizeof *v->rep, cmp_report);
         size_t w = 1;
         for (size_t i = 1; i < v->nrep; i++) {
-            if (cmp_report(&v->rep[i], &v->rep[w - 1])) v->rep[w++] = v->rep[i];
+            if (cmp_report(&v->rep[i], &v->rep[w - 1]))
+                v->rep[w++] = v->rep[i];
             else if (v->rep[i].r.after_crash == 1 || !v->rep[w - 1].r.after_crash)
                 v->rep[w - 1].r.after_crash = v->rep[i].r.after_crash; /* V8 judges the place once, the crash first */
         }
@@ -598,7 +605,10 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             if (!o->after_crash || o->carried || o->kind == VD_OBS_ERROR) continue;
             size_t m = misdirected_before(v, o);
             int value = o->kind == VD_OBS_WRONG_VALUE || o->kind == VD_OBS_LOST || o->kind == VD_OBS_RESURRECTED;
-            if (!value || m == (size_t)-1) { all = -1; break; }
+            if (!value || m == (size_t)-1) {
+                all = -1;
+                break;
+            }
             if (crash_design_inj == (size_t)-1) crash_design_inj = m;
             all = 1;
         }
@@ -620,7 +630,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
     default: crash_o = VD_UNRECOVERABLE; break; /* no open after the crash shows it recovered */
     }
     /* The same for reopening this process's own failed handle. */
-    int own_o = v->reopen_failed ? open_outcome(after_unexplained[2], after_explained[2], design_inj[2])
+    int own_o = v->reopen_failed       ? open_outcome(after_unexplained[2], after_explained[2], design_inj[2])
                 : after_unexplained[2] ? VD_UNRECOVERABLE
                                        : VD_PENDING;
     int crash_unrec = v->crash_check == VD_CHECK_NO_OPEN || after_unexplained[1];
@@ -654,9 +664,12 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         cc->injected++;
         int o;
         if (c == VD_READ_ERROR || c == VD_WRITE_ERROR || c == VD_NOSPACE || c == VD_SYNC_ERROR) {
-            if (find_error_obs(v, i->thread, i->op) || i->reports) o = VD_DETECTED;
-            else if (i->carried || i->thread < 0 || i->op < 0) o = VD_MASKED; /* its call died with the process */
-            else o = VD_SWALLOWED;
+            if (find_error_obs(v, i->thread, i->op) || i->reports)
+                o = VD_DETECTED;
+            else if (i->carried || i->thread < 0 || i->op < 0)
+                o = VD_MASKED; /* its call died with the process */
+            else
+                o = VD_SWALLOWED;
         } else if (c == VD_SHORT_IO) {
             o = find_error_obs(v, i->thread, i->op) || i->reports ? VD_DETECTED : VD_MASKED;
         } else if (c == VD_POWER_LOSS || c == VD_KILL || (from_powerloss_step(i) && !i->reports)) {
@@ -701,15 +714,19 @@ void vd_settle(vd_ctx *v, vd_result *out) {
     if (crash_unrec && !crash_judged) {
         /* Recovery reported damage with no crash to judge (cannot happen
          * with the stress driver; a direct caller may): unattributed. */
-        if (crash_o == VD_UNRECOVERABLE_BY_DESIGN) out->cls[v->inj[design_inj[1]].cls].unrecoverable_by_design++;
-        else out->cls[VD_NONE].unrecoverable++;
+        if (crash_o == VD_UNRECOVERABLE_BY_DESIGN)
+            out->cls[v->inj[design_inj[1]].cls].unrecoverable_by_design++;
+        else
+            out->cls[VD_NONE].unrecoverable++;
     }
     if (own_o != VD_PENDING) {
         /* This process's own failed handle did not come back: blamed like
          * a symptom (the newest corruption injection before it). */
         vd_observation o = {.kind = VD_OBS_LOST, .inj_mark = (uint64_t)(v->ninj - vd_first_own(v))};
-        if (own_o == VD_UNRECOVERABLE_BY_DESIGN) out->cls[v->inj[design_inj[2]].cls].unrecoverable_by_design++;
-        else out->cls[attribute(v, &o)].unrecoverable++;
+        if (own_o == VD_UNRECOVERABLE_BY_DESIGN)
+            out->cls[v->inj[design_inj[2]].cls].unrecoverable_by_design++;
+        else
+            out->cls[attribute(v, &o)].unrecoverable++;
     }
 
     /* The driver's symptoms (V6).  Escapes of cache flips are counted as
@@ -729,8 +746,14 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             out->cls[c].lost++;
             continue;
         }
-        if (o->kind == VD_OBS_CRASH) { out->cls[c].crash++; continue; }
-        if (o->kind == VD_OBS_HANG) { out->cls[c].hang++; continue; }
+        if (o->kind == VD_OBS_CRASH) {
+            out->cls[c].crash++;
+            continue;
+        }
+        if (o->kind == VD_OBS_HANG) {
+            out->cls[c].hang++;
+            continue;
+        }
         if (out->measuring) {
             int m = measured_class_for(v, c, out->cls);
             out->cls[m].undetectable++;
@@ -744,10 +767,14 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             out->cls[VD_MISDIRECTED_WRITE].undetectable++;
             continue;
         }
-        if (o->kind == VD_OBS_WRONG_VALUE) out->cls[c].wrong_value++;
-        else if (o->kind == VD_OBS_LOST) out->cls[c].lost++;
-        else if (o->kind == VD_OBS_RESURRECTED) out->cls[c].resurrected++;
-        else continue;
+        if (o->kind == VD_OBS_WRONG_VALUE)
+            out->cls[c].wrong_value++;
+        else if (o->kind == VD_OBS_LOST)
+            out->cls[c].lost++;
+        else if (o->kind == VD_OBS_RESURRECTED)
+            out->cls[c].resurrected++;
+        else
+            continue;
         if (c == VD_BITFLIP_CACHE) {
             if (o->op != esc_op || o->thread != esc_thread) esc_op = o->op, esc_thread = o->thread, esc_counted = 0;
             size_t e = 0;
@@ -802,7 +829,11 @@ void vd_settle(vd_ctx *v, vd_result *out) {
                 size_t hi = (size_t)(a->part_offset + a->part_len);
                 if (hi > seen_cap) {
                     uint8_t *s2 = realloc(seen, hi);
-                    if (s2) { memset(s2 + seen_cap, 0, hi - seen_cap); seen = s2; seen_cap = hi; }
+                    if (s2) {
+                        memset(s2 + seen_cap, 0, hi - seen_cap);
+                        seen = s2;
+                        seen_cap = hi;
+                    }
                 }
                 even |= whole;
                 for (size_t b = (size_t)a->part_offset; b < hi && b < seen_cap; b++) {
@@ -818,7 +849,11 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         uint64_t k = 0;
         if (lambda > 0) {
             double term = exp(-lambda), cdf = term;
-            while (1.0 - cdf >= 1e-6 && k < 1000000) { k++; term *= lambda / (double)k; cdf += term; }
+            while (1.0 - cdf >= 1e-6 && k < 1000000) {
+                k++;
+                term *= lambda / (double)k;
+                cdf += term;
+            }
         }
         uint64_t escaped = nesc;
         v->esc_checked = n;
@@ -845,6 +880,6 @@ int vd_escape_rates_json(const vd_ctx *v, char *buf, size_t cap) {
     if (!v || v->cfg.protection_bytes <= 0) return snprintf(buf, cap, "{}");
     double rate = v->esc_checked ? (double)v->esc_escaped / (double)v->esc_checked : 0.0;
     return snprintf(buf, cap, "{\"%d\": {\"checked\": %llu, \"escaped\": %llu, \"rate\": %.6g, \"bound\": %llu}}",
-                    v->cfg.protection_bytes, (unsigned long long)v->esc_checked,
-                    (unsigned long long)v->esc_escaped, rate, (unsigned long long)v->esc_bound);
+                    v->cfg.protection_bytes, (unsigned long long)v->esc_checked, (unsigned long long)v->esc_escaped,
+                    rate, (unsigned long long)v->esc_bound);
 }

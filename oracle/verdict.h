@@ -91,28 +91,28 @@
 
 /* Fault classes: the report keys of docs/fault-classes.md, in the fault
  * library's order; VD_NONE collects failures no injection explains. */
-#define VD_CLASSES(X)                          \
-    X(VD_BITFLIP_PAGE, "bitflip_page")         \
-    X(VD_BITFLIP_WAL, "bitflip_wal")           \
-    X(VD_BITFLIP_CACHE, "bitflip_cache")       \
-    X(VD_BITFLIP_INFLIGHT, "bitflip_inflight") \
-    X(VD_TORN_WRITE, "torn_write")             \
+#define VD_CLASSES(X)                            \
+    X(VD_BITFLIP_PAGE, "bitflip_page")           \
+    X(VD_BITFLIP_WAL, "bitflip_wal")             \
+    X(VD_BITFLIP_CACHE, "bitflip_cache")         \
+    X(VD_BITFLIP_INFLIGHT, "bitflip_inflight")   \
+    X(VD_TORN_WRITE, "torn_write")               \
     X(VD_MISDIRECTED_WRITE, "misdirected_write") \
-    X(VD_LOST_WRITE, "lost_write")             \
-    X(VD_ZERO_PAGE, "zero_page")               \
-    X(VD_READ_ERROR, "read_error")             \
-    X(VD_WRITE_ERROR, "write_error")           \
-    X(VD_NOSPACE, "nospace")                   \
-    X(VD_SHORT_IO, "short_io")                 \
-    X(VD_SYNC_ERROR, "sync_error")             \
-    X(VD_POWER_LOSS, "power_loss")             \
+    X(VD_LOST_WRITE, "lost_write")               \
+    X(VD_ZERO_PAGE, "zero_page")                 \
+    X(VD_READ_ERROR, "read_error")               \
+    X(VD_WRITE_ERROR, "write_error")             \
+    X(VD_NOSPACE, "nospace")                     \
+    X(VD_SHORT_IO, "short_io")                   \
+    X(VD_SYNC_ERROR, "sync_error")               \
+    X(VD_POWER_LOSS, "power_loss")               \
     X(VD_KILL, "kill")
 
 enum vd_class {
 #define VD_ENUM(id, key) id,
     VD_CLASSES(VD_ENUM)
 #undef VD_ENUM
-    VD_CLASS_COUNT,
+        VD_CLASS_COUNT,
     VD_NONE = VD_CLASS_COUNT /* "unattributed" */
 };
 
@@ -122,11 +122,14 @@ int vd_class_from_name(const char *name);
 
 /* Outcome and failure counters: the report keys of docs/oracle.md,
  * "Outcomes and failures". */
+/* clang-format 14 does not settle on one layout for this list. */
+/* clang-format off */
 #define VD_COUNTERS(X)                                                    \
     X(injected) X(detected) X(repaired) X(masked) X(undetectable)         \
     X(unrecoverable_by_design)                                            \
     X(wrong_value) X(lost) X(resurrected) X(false_alarm) X(swallowed)     \
     X(unrecoverable) X(crash) X(hang)
+/* clang-format on */
 
 typedef struct vd_counts {
 #define VD_FIELD(n) uint64_t n;
@@ -142,9 +145,9 @@ typedef struct vd_config {
     int class_on[VD_CLASS_COUNT]; /* the class was asked for */
     int data_checksums;
     int full_page_writes;
-    int protection_bytes;         /* block_protection_bytes_per_key (w) */
+    int protection_bytes; /* block_protection_bytes_per_key (w) */
     uint32_t page_size;
-    uint64_t wal_segment_size;    /* to place WAL reports given by LSN */
+    uint64_t wal_segment_size; /* to place WAL reports given by LSN */
 } vd_config;
 
 /* 1 if the options make class CLS undetectable by design (docs/oracle.md,
@@ -157,29 +160,37 @@ int vd_measuring(const vd_config *c, char *why, size_t cap);
 /* One ledger line, parsed. */
 typedef struct vd_injection {
     int64_t seq;
-    int cls;              /* enum vd_class, or -1 for a class this oracle does not know */
+    int cls; /* enum vd_class, or -1 for a class this oracle does not know */
     char cls_name[32];
-    char phase[16];       /* "run", "powerloss", "recovery" */
+    char phase[16]; /* "run", "powerloss", "recovery" */
     char point[96];
     char file[64];
     int64_t block, offset, len, op, bit;
     int64_t part_offset, part_len; /* cache flips: bytes one parity bit of
                                     * the per-KV codes covers (-1: absent) */
-    int thread;           /* -1: absent */
+    int thread;                    /* -1: absent */
     char err[16];
     char mask[24];
-    int carried;          /* injected by an earlier process (before a crash) */
-    int present;          /* V4b: still on disk after the final verify */
+    int carried;                  /* injected by an earlier process (before a crash) */
+    int present;                  /* V4b: still on disk after the final verify */
     uint64_t page_pre, page_post; /* bitflip_page: XXH64 of the block before and
                                    * after the flip (ledger pre/post; 0 absent) */
     /* verdict, filled by vd_settle */
-    int outcome;          /* enum vd_outcome */
-    uint32_t reports;     /* reports that matched it */
+    int outcome;      /* enum vd_outcome */
+    uint32_t reports; /* reports that matched it */
 } vd_injection;
 
 enum vd_outcome {
-    VD_PENDING = 0, VD_DETECTED, VD_REPAIRED, VD_MASKED, VD_UNDETECTABLE,
-    VD_SWALLOWED, VD_LOST, VD_UNRECOVERABLE, VD_UNRECOVERABLE_BY_DESIGN, VD_OUTCOME_COUNT
+    VD_PENDING = 0,
+    VD_DETECTED,
+    VD_REPAIRED,
+    VD_MASKED,
+    VD_UNDETECTABLE,
+    VD_SWALLOWED,
+    VD_LOST,
+    VD_UNRECOVERABLE,
+    VD_UNRECOVERABLE_BY_DESIGN,
+    VD_OUTCOME_COUNT
 };
 const char *vd_outcome_name(int outcome);
 
@@ -191,12 +202,12 @@ int vd_parse_ledger_line(const char *line, vd_injection *out);
 typedef struct vd_report {
     char layer[32];
     char file[64];
-    int64_t block;   /* -1: unknown */
-    int64_t offset;  /* -1: unknown; for a WAL report without a block: the LSN */
-    int32_t entry;   /* for a WAL record: blocks it spans past its first (its
+    int64_t block;    /* -1: unknown */
+    int64_t offset;   /* -1: unknown; for a WAL report without a block: the LSN */
+    int32_t entry;    /* for a WAL record: blocks it spans past its first (its
                       * damage may be in any); else -1 or the entry */
-    char detail[160];/* the engine's words, for messages (not judged) */
-    int after_crash; /* made while the database was opened (recovered), or by
+    char detail[160]; /* the engine's words, for messages (not judged) */
+    int after_crash;  /* made while the database was opened (recovered), or by
                       * the check right after that open: 1 after a crash,
                       * 2 after this process's own failed handle, 0 other
                       * (rule V8) */
@@ -204,24 +215,24 @@ typedef struct vd_report {
 
 /* What the driver saw. */
 enum vd_obs_kind {
-    VD_OBS_ERROR = 1,      /* a call returned an error (status != ok / notfound) */
-    VD_OBS_WRONG_VALUE,    /* a read returned another value without error */
-    VD_OBS_LOST,           /* a key that must exist is absent */
-    VD_OBS_RESURRECTED,    /* a deleted key is back */
-    VD_OBS_LOST_COMMIT,    /* recovery ended before the last durable commit */
-    VD_OBS_CRASH,          /* the engine crashed (signal) */
-    VD_OBS_HANG,           /* no progress for too long */
+    VD_OBS_ERROR = 1,   /* a call returned an error (status != ok / notfound) */
+    VD_OBS_WRONG_VALUE, /* a read returned another value without error */
+    VD_OBS_LOST,        /* a key that must exist is absent */
+    VD_OBS_RESURRECTED, /* a deleted key is back */
+    VD_OBS_LOST_COMMIT, /* recovery ended before the last durable commit */
+    VD_OBS_CRASH,       /* the engine crashed (signal) */
+    VD_OBS_HANG,        /* no progress for too long */
 };
 
 typedef struct vd_observation {
-    int kind;              /* enum vd_obs_kind */
+    int kind; /* enum vd_obs_kind */
     int thread;
-    int64_t op;            /* the op number given to the fault library */
-    int status;            /* VD_OBS_ERROR: the engine's status code */
+    int64_t op; /* the op number given to the fault library */
+    int status; /* VD_OBS_ERROR: the engine's status code */
     uint64_t key;
-    uint64_t inj_mark;     /* injections of this process so far (attribution) */
-    int after_crash;       /* seen by the post-crash check */
-    int carried;           /* read back from an earlier process */
+    uint64_t inj_mark; /* injections of this process so far (attribution) */
+    int after_crash;   /* seen by the post-crash check */
+    int carried;       /* read back from an earlier process */
 } vd_observation;
 
 typedef struct vd_ctx vd_ctx;

@@ -29,7 +29,7 @@ typedef enum st_status {
     ST_CORRUPTION,
     ST_IOERR,
     ST_NOSPACE,
-    ST_POISONED,  /* an earlier write failed: reopen to recover */
+    ST_POISONED, /* an earlier write failed: reopen to recover */
     ST_BUSY,
     ST_INVALID,
     ST_NOTSUP,
@@ -58,17 +58,17 @@ typedef struct st_open_options {
     int data_checksums;
     int full_page_writes;
     int wal_log_hints;
-    int hint_fpi;               /* PostgreSQL's rule: an image before a hint-only write */
+    int hint_fpi; /* PostgreSQL's rule: an image before a hint-only write */
     uint64_t vacuum_freeze_min_age;
-    int wal_compression;        /* 0 none, 1 zstd */
+    int wal_compression; /* 0 none, 1 zstd */
     int block_protection_bytes_per_key;
-    int io_backend;             /* 0 uring, 1 psync */
-    int sync_mode;              /* 0 commit, 1 group, 2 off */
+    int io_backend; /* 0 uring, 1 psync */
+    int sync_mode;  /* 0 commit, 1 group, 2 off */
     uint64_t wal_segment_size;
     uint64_t checkpoint_wal_bytes;
     st_corruption_fn on_corruption;
     void *on_corruption_ctx;
-    const void *io_hooks;       /* the engine's own hook struct (the fault library's), or NULL */
+    const void *io_hooks; /* the engine's own hook struct (the fault library's), or NULL */
 } st_open_options;
 
 typedef struct st_buf {
@@ -92,9 +92,9 @@ typedef struct st_stats {
 } st_stats;
 
 typedef struct st_recovery {
-    uint64_t recovered_seq;  /* last commit sequence recovered */
-    uint64_t records;        /* log records replayed (0: clean start) */
-    int trimmed;             /* a torn log tail was cut */
+    uint64_t recovered_seq; /* last commit sequence recovered */
+    uint64_t records;       /* log records replayed (0: clean start) */
+    int trimmed;            /* a torn log tail was cut */
 } st_recovery;
 
 typedef struct st_db st_db;     /* an open handle (adapter-private) */

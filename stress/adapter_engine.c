@@ -17,8 +17,8 @@ struct st_db {
 };
 
 const char *st_status_name(int s) {
-    static const char *n[] = {"ok", "notfound", "corruption", "ioerr", "nospace",
-                              "poisoned", "busy", "invalid", "notsup", "other"};
+    static const char *n[] = {"ok",       "notfound", "corruption", "ioerr",  "nospace",
+                              "poisoned", "busy",     "invalid",    "notsup", "other"};
     return s >= 0 && s <= ST_OTHER ? n[s] : "other";
 }
 
@@ -90,7 +90,10 @@ static int a_open(const char *dir, const st_open_options *o, st_db **out) {
     eng_options e;
     to_eng(o, &e, a);
     int rc = eng_open(dir, &e, &a->db);
-    if (rc != ENG_OK) { free(a); return st_of(rc); }
+    if (rc != ENG_OK) {
+        free(a);
+        return st_of(rc);
+    }
     *out = a;
     return ST_OK;
 }
@@ -106,17 +109,18 @@ static int a_write(st_db *a, const st_op *ops, size_t n, uint64_t *seq) {
     eng_op *p = n <= 16 ? e : malloc(n * sizeof *p);
     if (!p) return ST_OTHER;
     for (size_t i = 0; i < n; i++)
-        p[i] = (eng_op){.kind = ops[i].kind == ST_PUT ? ENG_OP_PUT : ENG_OP_DELETE, .key = ops[i].key,
-                        .klen = ops[i].klen, .val = ops[i].val, .vlen = ops[i].vlen};
+        p[i] = (eng_op){.kind = ops[i].kind == ST_PUT ? ENG_OP_PUT : ENG_OP_DELETE,
+                        .key = ops[i].key,
+                        .klen = ops[i].klen,
+                        .val = ops[i].val,
+                        .vlen = ops[i].vlen};
     int rc = eng_write(a->db, p, n, seq);
     if (p != e) free(p);
     /* A delete of an absent key is still a logged, sequenced write. */
     return rc == ENG_NOTFOUND ? ST_OK : st_of(rc);
 }
 
-static int a_get(st_db *a, const void *k, size_t kl, st_buf *v) {
-    return st_of(eng_get(a->db, k, kl, (eng_buf *)v));
-}
+static int a_get(st_db *a, const void *k, size_t kl, st_buf *v) { return st_of(eng_get(a->db, k, kl, (eng_buf *)v)); }
 
 _Static_assert(sizeof(st_buf) == sizeof(eng_buf), "st_buf mirrors eng_buf");
 
@@ -147,7 +151,8 @@ static int a_get_at(st_db *a, st_snap *s, const void *key, size_t klen, st_buf *
     return st_of(eng_get_at(a->db, (const eng_snapshot *)s, key, klen, (eng_buf *)val));
 }
 static int a_iter_open_at(st_db *a, st_snap *s, const void *lo, size_t ll, const void *up, size_t ul, st_iter **out) {
-    eng_iter_options o = {.lower = lo, .lower_len = ll, .upper = up, .upper_len = ul, .snapshot = (const eng_snapshot *)s};
+    eng_iter_options o = {
+        .lower = lo, .lower_len = ll, .upper = up, .upper_len = ul, .snapshot = (const eng_snapshot *)s};
     return st_of(eng_iter_open(a->db, &o, (eng_iter **)out));
 }
 static int a_vacuum(st_db *a) { return st_of(eng_vacuum(a->db, NULL)); }
@@ -156,7 +161,10 @@ static int a_vacuum(st_db *a) { return st_of(eng_vacuum(a->db, NULL)); }
  * second one, so a report arrives once. */
 static int a_verify(st_db *a, uint64_t *problems) { return st_of(eng_verify(a->db, NULL, NULL, problems)); }
 
-typedef struct fwd { st_corruption_fn fn; void *ctx; } fwd;
+typedef struct fwd {
+    st_corruption_fn fn;
+    void *ctx;
+} fwd;
 static void fwd_report(void *ctx, const eng_corruption *r) {
     fwd *f = ctx;
     st_corruption c = {eng_layer_name(r->layer), r->file, r->block, r->offset, r->detail, r->entry};
@@ -171,7 +179,10 @@ static int a_verify_dir(const char *dir, const st_open_options *o, uint64_t *pro
     return st_of(eng_verify_dir(dir, &e, fwd_report, &f, problems));
 }
 
-typedef struct why_buf { char *p; size_t cap; } why_buf;
+typedef struct why_buf {
+    char *p;
+    size_t cap;
+} why_buf;
 static void first_detail(void *ctx, const eng_corruption *r) {
     why_buf *w = ctx;
     if (w->cap && !w->p[0]) snprintf(w->p, w->cap, "%s: %s", r->file, r->detail);
@@ -195,8 +206,8 @@ static void a_stats(st_db *a, st_stats *out) {
     eng_stats s;
     memset(out, 0, sizeof *out);
     if (eng_get_stats(a->db, &s) != ENG_OK) return;
-    *out = (st_stats){s.page_reads, s.page_writes, s.cache_hits, s.cache_misses, s.evictions,
-                      s.checkpoints, s.wal_bytes, s.images, s.durable_seq, s.last_seq};
+    *out = (st_stats){s.page_reads,  s.page_writes, s.cache_hits, s.cache_misses, s.evictions,
+                      s.checkpoints, s.wal_bytes,   s.images,     s.durable_seq,  s.last_seq};
 }
 
 static void *a_native(st_db *a) { return a->db; }

@@ -31,8 +31,14 @@ static void print_touching(void *ctx, const char *line) {
 }
 
 static void describe_value(char *out, size_t cap, uint64_t key, int found, const uint8_t *buf, size_t len) {
-    if (!found) { snprintf(out, cap, "absent"); return; }
-    if (!buf) { snprintf(out, cap, "a mix of old and new values (below)"); return; }
+    if (!found) {
+        snprintf(out, cap, "absent");
+        return;
+    }
+    if (!buf) {
+        snprintf(out, cap, "a mix of old and new values (below)");
+        return;
+    }
     uint64_t k = 0;
     uint32_t v = 0;
     if (orc_value_whose(buf, len, &k, &v) == 0 && k == key && st_value_is(key, v, buf, len))
@@ -65,8 +71,8 @@ static void describe_expected(char *out, size_t cap, orc_entry a, orc_entry b) {
 
 /* A wrong answer: record it, print it (expected, found, ledger, repro).
  * In a measuring run it is counted as undetectable by design instead. */
-void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, int found, const uint8_t *buf,
-                     size_t len, const char *what, int after_crash) {
+void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, int found, const uint8_t *buf, size_t len,
+                 const char *what, int after_crash) {
     int thread = w ? w->id : 0;
     uint64_t op = w ? (g.epoch << 32 | w->calls) : (g.epoch << 32);
     st_observe(kind, thread, op, 0, key, after_crash);
@@ -85,8 +91,7 @@ void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, in
                 g.measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
                 : v6b       ? "SUSPECT (a block a misdirected write missed reads old; the verdict below decides)"
                             : "FAILURE",
-                orc_obs_kind_name(kind), what,
-                ks, (unsigned long long)key, thread, (unsigned long long)g.epoch,
+                orc_obs_kind_name(kind), what, ks, (unsigned long long)key, thread, (unsigned long long)g.epoch,
                 (unsigned long long)(op & 0xffffffffu));
         fprintf(stderr, "    expected %s\n    found    %s\n", exp, got);
         /* Ledger entries that may touch it: the failing thread's recent
@@ -116,7 +121,7 @@ static int candidate(uint32_t v, orc_entry a, orc_entry b) {
  * sampled before (A) and after (B) the read.  AMBIGUOUS: more than one
  * write settled on its stripe meanwhile (E3 cannot tell).  Returns 1 ok. */
 int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t len, orc_entry a, orc_entry b,
-                        int ambiguous, int after_crash, const char *what) {
+                    int ambiguous, int after_crash, const char *what) {
     if (st != ST_OK && st != ST_NOTFOUND) {
         atomic_fetch_add_explicit(&g.unverifiable, 1, memory_order_relaxed);
         return 1; /* an error is not a wrong answer; the verdict judges it */
@@ -139,10 +144,12 @@ int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t 
         return 1;
     }
     int kind = VD_OBS_WRONG_VALUE;
-    if (st == ST_NOTFOUND) kind = VD_OBS_LOST;
+    if (st == ST_NOTFOUND)
+        kind = VD_OBS_LOST;
     else if (candidate(0, a, b) && !a.pending && !b.pending && a.cur == 0 && b.cur == 0) {
         uint64_t k;
-        if (orc_value_whose(buf, len, &k, &v) == 0 && k == key && st_value_is(key, v, buf, len)) kind = VD_OBS_RESURRECTED;
+        if (orc_value_whose(buf, len, &k, &v) == 0 && k == key && st_value_is(key, v, buf, len))
+            kind = VD_OBS_RESURRECTED;
     }
     st_fail_key(w, kind, key, a, b, st == ST_OK, buf, len, what, after_crash);
     return 0;
@@ -193,8 +200,7 @@ static int verify_key(worker *w, uint64_t key, st_buf *b, int after_crash, const
  * old bytes. */
 void st_get_every_key(worker *w, const char *what) {
     st_buf b = {0};
-    for (uint64_t k = 0; k < g.o.max_key; k++)
-        verify_key(w, k, &b, 0, what);
+    for (uint64_t k = 0; k < g.o.max_key; k++) verify_key(w, k, &b, 0, what);
     st_buf_free(&b);
 }
 
@@ -271,8 +277,9 @@ static void print_lost_commits(uint64_t r, uint64_t d) {
     int n = 0;
     while (fread(&rec, sizeof rec, 1, f) == 1 && n < 20)
         if (rec.seq > r && rec.seq <= d) {
-            fprintf(stderr, "    lost: seq %llu key %llu (value seed 0x%08x -> %s0x%08x)\n", (unsigned long long)rec.seq,
-                    (unsigned long long)rec.key, rec.old_v, rec.new_v ? "" : "absent ", rec.new_v);
+            fprintf(stderr, "    lost: seq %llu key %llu (value seed 0x%08x -> %s0x%08x)\n",
+                    (unsigned long long)rec.seq, (unsigned long long)rec.key, rec.old_v, rec.new_v ? "" : "absent ",
+                    rec.new_v);
             n++;
         }
     fclose(f);
@@ -313,8 +320,10 @@ int st_post_open_check(worker *w, int after_crash, const char *what) {
     st_verify_all(w, after_crash, what);
     st_check_doubts(w, after_crash);
     if (g.flt) flt_pause(g.flt, 0);
-    if (atomic_load(&g.failures) != before) failed = 1;
-    else if (atomic_load(&g.symptoms) != seen) failed = 2; /* V6b suspects: the verdict decides */
+    if (atomic_load(&g.failures) != before)
+        failed = 1;
+    else if (atomic_load(&g.symptoms) != seen)
+        failed = 2; /* V6b suspects: the verdict decides */
     orc_checkpoint_trace(g.exp, r);
     return failed;
 }

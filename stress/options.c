@@ -27,11 +27,16 @@ typedef struct opt_def {
 } opt_def;
 
 #define OFF(f) offsetof(st_options, f)
-#define U64(n, f, d, lo, hi, h) {n, T_U64, OFF(f), d, lo, hi, NULL, h}
-#define BOOL(n, f, d, h) {n, T_BOOL, OFF(f), d, 0, 1, NULL, h}
-#define STR(n, f, d, h) {n, T_STR, OFF(f), d, 0, 0, NULL, h}
-#define ENUM(n, f, d, c, h) {n, T_ENUM, OFF(f), d, 0, 0, c, h}
-#define FLAG(n, f, h) {n, T_FLAG, OFF(f), "0", 0, 1, NULL, h}
+#define U64(n, f, d, lo, hi, h) \
+    { n, T_U64, OFF(f), d, lo, hi, NULL, h }
+#define BOOL(n, f, d, h) \
+    { n, T_BOOL, OFF(f), d, 0, 1, NULL, h }
+#define STR(n, f, d, h) \
+    { n, T_STR, OFF(f), d, 0, 0, NULL, h }
+#define ENUM(n, f, d, c, h) \
+    { n, T_ENUM, OFF(f), d, 0, 0, c, h }
+#define FLAG(n, f, h) \
+    { n, T_FLAG, OFF(f), "0", 0, 1, NULL, h }
 #define MAXU UINT64_MAX
 
 static const opt_def defs[] = {
@@ -52,12 +57,15 @@ static const opt_def defs[] = {
     U64("verify_db_one_in", verify_db_one_in, "0", 0, MAXU, "verify every page and log record once in N ops"),
     U64("checkpoint_one_in", checkpoint_one_in, "0", 0, MAXU, "explicit checkpoint once in N ops"),
     U64("acquire_snapshot_one_in", acquire_snapshot_one_in, "0", 0, MAXU,
-        "take a snapshot once in N ops (a worker holds one at a time), record a few keys' values, re-read them through it later"),
-    U64("snapshot_hold_ops", snapshot_hold_ops, "200", 1, MAXU, "ops a worker holds its snapshot across before re-reading"),
+        "take a snapshot once in N ops (a worker holds one at a time), record a few keys' values, re-read them through "
+        "it later"),
+    U64("snapshot_hold_ops", snapshot_hold_ops, "200", 1, MAXU,
+        "ops a worker holds its snapshot across before re-reading"),
     U64("vacuum_one_in", vacuum_one_in, "0", 0, MAXU, "vacuum the database once in N ops"),
     BOOL("destroy_db_initially", destroy_db_initially, "0", "start from an empty database and expected state"),
     BOOL("verification_only", verification_only, "0", "recover and verify every key, run no workload"),
-    BOOL("crash_at_end", crash_at_end, "0", "end the workload with SIGKILL instead of settling: the next run checks recovery"),
+    BOOL("crash_at_end", crash_at_end, "0",
+         "end the workload with SIGKILL instead of settling: the next run checks recovery"),
     U64("value_size_min", value_size_min, "8", 1, 1u << 20, "smallest value (bytes; at least 12 are used)"),
     U64("value_size_max", value_size_max, "256", 1, 1u << 20, "largest ordinary value"),
     U64("large_value_one_in", large_value_one_in, "0", 0, MAXU, "one value in N is large (overflow pages)"),
@@ -68,21 +76,27 @@ static const opt_def defs[] = {
     BOOL("data_checksums", data_checksums, "1", "page checksums (creation time)"),
     BOOL("full_page_writes", full_page_writes, "1", "log a page image on its first change after a checkpoint"),
     BOOL("wal_log_hints", wal_log_hints, "0", "log hint-bit changes (a compact hint record at write-back)"),
-    BOOL("hint_fpi", hint_fpi, "0", "PostgreSQL's rule: a full-page image before the first hint-only write after a checkpoint"),
-    U64("vacuum_freeze_min_age", vacuum_freeze_min_age, "1000", 0, MAXU, "vacuum freezes versions this many commits below the horizon"),
+    BOOL("hint_fpi", hint_fpi, "0",
+         "PostgreSQL's rule: a full-page image before the first hint-only write after a checkpoint"),
+    U64("vacuum_freeze_min_age", vacuum_freeze_min_age, "1000", 0, MAXU,
+        "vacuum freezes versions this many commits below the horizon"),
     ENUM("wal_compression", wal_compression, "none", "none|zstd", "compression of full-page images"),
     U64("block_protection_bytes_per_key", block_protection_bytes_per_key, "0", 0, 8,
         "per-KV protection: bytes of code per key-value of every cached page (0, 1, 2, 4 or 8)"),
     ENUM("io_backend", io_backend, "uring", "uring|psync", "I/O backend"),
     ENUM("sync_mode", sync_mode, "commit", "commit|group|off", "when a commit is fsynced"),
     U64("wal_segment_size", wal_segment_size, "16M", 65536, 1ull << 32, "log segment bytes (power of two)"),
-    U64("checkpoint_wal_bytes", checkpoint_wal_bytes, "64M", 0, MAXU, "checkpoint after this much log (0: explicit only)"),
+    U64("checkpoint_wal_bytes", checkpoint_wal_bytes, "64M", 0, MAXU,
+        "checkpoint after this much log (0: explicit only)"),
     U64("bitflip_page_one_in", one_in[VD_BITFLIP_PAGE], "0", 0, MAXU, "flip a bit in a data page on disk, 1 in N ops"),
     U64("bitflip_wal_one_in", one_in[VD_BITFLIP_WAL], "0", 0, MAXU, "flip a bit in a WAL block on disk, 1 in N ops"),
-    U64("bitflip_cache_one_in", one_in[VD_BITFLIP_CACHE], "0", 0, MAXU, "flip a bit in a cached page frame, 1 in N ops"),
-    U64("bitflip_inflight_one_in", one_in[VD_BITFLIP_INFLIGHT], "0", 0, MAXU, "flip a bit in an I/O buffer, 1 in N I/Os"),
+    U64("bitflip_cache_one_in", one_in[VD_BITFLIP_CACHE], "0", 0, MAXU,
+        "flip a bit in a cached page frame, 1 in N ops"),
+    U64("bitflip_inflight_one_in", one_in[VD_BITFLIP_INFLIGHT], "0", 0, MAXU,
+        "flip a bit in an I/O buffer, 1 in N I/Os"),
     U64("torn_write_one_in", one_in[VD_TORN_WRITE], "0", 0, MAXU, "tear a page write, 1 in N writes"),
-    U64("misdirected_write_one_in", one_in[VD_MISDIRECTED_WRITE], "0", 0, MAXU, "send a page write to another block, 1 in N"),
+    U64("misdirected_write_one_in", one_in[VD_MISDIRECTED_WRITE], "0", 0, MAXU,
+        "send a page write to another block, 1 in N"),
     U64("lost_write_one_in", one_in[VD_LOST_WRITE], "0", 0, MAXU, "drop a page write silently, 1 in N"),
     U64("zero_page_one_in", one_in[VD_ZERO_PAGE], "0", 0, MAXU, "write a page as zeros, 1 in N"),
     U64("read_fault_one_in", one_in[VD_READ_ERROR], "0", 0, MAXU, "fail a read with EIO, 1 in N"),
@@ -107,9 +121,12 @@ static int parse_u64(const char *s, uint64_t *out) {
     uint64_t mul = 1;
     if (*end) {
         switch (*end) {
-        case 'k': case 'K': mul = 1ull << 10; break;
-        case 'm': case 'M': mul = 1ull << 20; break;
-        case 'g': case 'G': mul = 1ull << 30; break;
+        case 'k':
+        case 'K': mul = 1ull << 10; break;
+        case 'm':
+        case 'M': mul = 1ull << 20; break;
+        case 'g':
+        case 'G': mul = 1ull << 30; break;
         default: return -1;
         }
         if (end[1] && !((end[1] == 'i' || end[1] == 'B') && (!end[2] || (end[1] == 'i' && end[2] == 'B' && !end[3]))))
@@ -135,8 +152,10 @@ static int set_opt(st_options *o, const opt_def *d, const char *val) {
     }
     case T_BOOL:
     case T_FLAG:
-        if (!strcmp(val, "1") || !strcmp(val, "true") || !strcmp(val, "on") || !strcmp(val, "yes")) *(int *)p = 1;
-        else if (!strcmp(val, "0") || !strcmp(val, "false") || !strcmp(val, "off") || !strcmp(val, "no")) *(int *)p = 0;
+        if (!strcmp(val, "1") || !strcmp(val, "true") || !strcmp(val, "on") || !strcmp(val, "yes"))
+            *(int *)p = 1;
+        else if (!strcmp(val, "0") || !strcmp(val, "false") || !strcmp(val, "off") || !strcmp(val, "no"))
+            *(int *)p = 0;
         else {
             fprintf(stderr, "stress: --%s: bad value '%s' (0 or 1)\n", d->name, val);
             return 2;
@@ -153,7 +172,10 @@ static int set_opt(st_options *o, const opt_def *d, const char *val) {
         const char *c = d->choices;
         for (int idx = 0; *c; idx++) {
             size_t n = strcspn(c, "|");
-            if (strlen(val) == n && !strncmp(val, c, n)) { *(int *)p = idx; return 0; }
+            if (strlen(val) == n && !strncmp(val, c, n)) {
+                *(int *)p = idx;
+                return 0;
+            }
             c += n + (c[n] == '|');
         }
         fprintf(stderr, "stress: --%s: bad value '%s' (one of %s)\n", d->name, val, d->choices);
@@ -192,7 +214,8 @@ int st_parse_options(int argc, char **argv, st_options *o) {
             return 2;
         }
         const char *val;
-        if (eq) val = eq + 1;
+        if (eq)
+            val = eq + 1;
         else if (d->type == T_BOOL || d->type == T_FLAG) {
             /* --flag alone is 1; --flag 0 / --flag 1 also work */
             if (i + 1 < argc && (!strcmp(argv[i + 1], "0") || !strcmp(argv[i + 1], "1") ||
@@ -200,7 +223,8 @@ int st_parse_options(int argc, char **argv, st_options *o) {
                 val = argv[++i];
             else
                 val = "1";
-        } else if (i + 1 < argc) val = argv[++i];
+        } else if (i + 1 < argc)
+            val = argv[++i];
         else {
             fprintf(stderr, "stress: --%s needs a value\n", d->name);
             return 2;
@@ -253,17 +277,19 @@ int st_faults_requested(const st_options *o) {
 }
 
 void st_print_help(FILE *f) {
-    fprintf(f,
-            "usage: stress --db DIR [options]\n"
-            "Randomized workloads against the engine, faults injected, every outcome judged\n"
-            "against the expected state and the fault ledger.  Exit: 0 pass, 1 verification\n"
-            "failure, 2 usage, 3 infrastructure error.  Hyphens work in place of underscores;\n"
-            "--name=value or --name value; sizes take K, M, G.\n\n");
+    fprintf(f, "usage: stress --db DIR [options]\n"
+               "Randomized workloads against the engine, faults injected, every outcome judged\n"
+               "against the expected state and the fault ledger.  Exit: 0 pass, 1 verification\n"
+               "failure, 2 usage, 3 infrastructure error.  Hyphens work in place of underscores;\n"
+               "--name=value or --name value; sizes take K, M, G.\n\n");
     for (size_t i = 0; i < NDEFS; i++) {
         const opt_def *d = &defs[i];
         char lhs[80];
-        const char *arg = d->type == T_U64 ? "=N" : d->type == T_BOOL ? "=0|1" : d->type == T_STR ? "=S"
-                          : d->type == T_ENUM ? "=" : "";
+        const char *arg = d->type == T_U64    ? "=N"
+                          : d->type == T_BOOL ? "=0|1"
+                          : d->type == T_STR  ? "=S"
+                          : d->type == T_ENUM ? "="
+                                              : "";
         snprintf(lhs, sizeof lhs, "--%s%s%s", d->name, arg, d->type == T_ENUM ? d->choices : "");
         fprintf(f, "  %-44s %s", lhs, d->help);
         if (d->type != T_FLAG) fprintf(f, " [default: %s]", d->def ? d->def : "none");
@@ -285,12 +311,17 @@ void st_options_json(const st_options *o, FILE *f) {
         case T_BOOL: fprintf(f, "%d", *(const int *)p); break;
         case T_STR: {
             const char *s = *(const char *const *)p;
-            if (!s) { fputs("null", f); break; }
+            if (!s) {
+                fputs("null", f);
+                break;
+            }
             fputc('"', f);
             for (; *s; s++) {
                 if (*s == '"' || *s == '\\') fputc('\\', f);
-                if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
-                else fputc(*s, f);
+                if ((unsigned char)*s < 0x20)
+                    fprintf(f, "\\u%04x", *s);
+                else
+                    fputc(*s, f);
             }
             fputc('"', f);
             break;

@@ -12,8 +12,8 @@
 #include "oracle/report_line.h"
 #include "stress_int.h"
 
-const char *const st_op_names[OP_TYPES] = {"get", "put", "delete", "batch", "scan", "checkpoint", "verify",
-                                           "reopen", "snapshot", "vacuum", "aborted"};
+const char *const st_op_names[OP_TYPES] = {"get",    "put",    "delete",   "batch",  "scan",   "checkpoint",
+                                           "verify", "reopen", "snapshot", "vacuum", "aborted"};
 
 /* ---- report ---- */
 
@@ -96,17 +96,21 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
     fprintf(f, "  \"reports\": %llu,\n  \"false_alarms\": %llu,\n", (unsigned long long)res->reports,
             (unsigned long long)res->false_alarms);
     fprintf(f, "  \"post_crash_check\": \"%s\",\n",
-            g.crash_check == VD_CHECK_NONE     ? "none"
-            : g.crash_check == VD_CHECK_PASSED ? "passed"
+            g.crash_check == VD_CHECK_NONE      ? "none"
+            : g.crash_check == VD_CHECK_PASSED  ? "passed"
             : g.crash_check == VD_CHECK_NO_OPEN ? "no_open"
                                                 : "failed");
     fprintf(f, "  \"unrecoverable\": %s,\n", atomic_load(&g.unrecoverable) || res->unrecoverable ? "true" : "false");
     fprintf(f, "  \"unrecoverable_by_design\": ");
-    if (res->by_design[0]) st_json_str_to(f, res->by_design);
-    else fprintf(f, "null");
+    if (res->by_design[0])
+        st_json_str_to(f, res->by_design);
+    else
+        fprintf(f, "null");
     fprintf(f, ",\n  \"unrecoverable_why\": ");
-    if (res->unrecoverable_why[0]) st_json_str_to(f, res->unrecoverable_why);
-    else fprintf(f, "null");
+    if (res->unrecoverable_why[0])
+        st_json_str_to(f, res->unrecoverable_why);
+    else
+        fprintf(f, "null");
     fprintf(f, ",\n");
     fprintf(f, "  \"trace_hash\": \"%016llx\",\n", (unsigned long long)trace_hash);
     fprintf(f, "  \"elapsed_s\": %.3f,\n", st_now() - g.t0);

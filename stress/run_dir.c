@@ -25,15 +25,15 @@ void st_json_str_to(FILE *f, const char *s) {
     fputc('"', f);
     for (; s && *s; s++) {
         if (*s == '"' || *s == '\\') fputc('\\', f);
-        if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
-        else fputc(*s, f);
+        if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
     }
     fputc('"', f);
 }
 
-void st_path_in(char *out, size_t cap, const char *dir, const char *name) {
-    snprintf(out, cap, "%s/%s", dir, name);
-}
+void st_path_in(char *out, size_t cap, const char *dir, const char *name) { snprintf(out, cap, "%s/%s", dir, name); }
 
 /* stress_state: "epoch N\nsettled L\nclean C\n" (whole file rewritten). */
 int st_read_state(uint64_t *epoch, size_t *settled, int *clean) {
@@ -57,7 +57,10 @@ int st_write_state(uint64_t epoch, size_t settled, int clean) {
     FILE *f = fopen(tmp, "w");
     if (!f) return -1;
     fprintf(f, "epoch %llu\nsettled %llu\nclean %d\n", (unsigned long long)epoch, (unsigned long long)settled, clean);
-    if (fflush(f) || fsync(fileno(f))) { fclose(f); return -1; }
+    if (fflush(f) || fsync(fileno(f))) {
+        fclose(f);
+        return -1;
+    }
     fclose(f);
     return rename(tmp, p);
 }
@@ -85,8 +88,13 @@ uint64_t st_injections_so_far(void) {
 }
 
 void st_observe(int kind, int thread, uint64_t op, int status, uint64_t key, int after_crash) {
-    vd_observation o = {.kind = kind, .thread = thread, .op = (int64_t)op, .status = status, .key = key,
-                        .inj_mark = st_injections_so_far(), .after_crash = after_crash};
+    vd_observation o = {.kind = kind,
+                        .thread = thread,
+                        .op = (int64_t)op,
+                        .status = status,
+                        .key = key,
+                        .inj_mark = st_injections_so_far(),
+                        .after_crash = after_crash};
     pthread_mutex_lock(&g.mu);
     if (g.nobs == g.capobs) {
         size_t nc = g.capobs ? 2 * g.capobs : 256;
@@ -101,7 +109,8 @@ void st_observe(int kind, int thread, uint64_t op, int status, uint64_t key, int
 
 void st_on_corruption(void *ctx, const st_corruption *r) {
     (void)ctx;
-    vd_report v = {.block = r->block, .offset = r->offset, .entry = r->entry, .after_crash = atomic_load(&g.recovering)};
+    vd_report v = {
+        .block = r->block, .offset = r->offset, .entry = r->entry, .after_crash = atomic_load(&g.recovering)};
     snprintf(v.layer, sizeof v.layer, "%s", r->layer ? r->layer : "");
     snprintf(v.file, sizeof v.file, "%s", r->file ? r->file : "");
     snprintf(v.detail, sizeof v.detail, "%s", r->detail ? r->detail : "");

@@ -103,12 +103,15 @@ static void build_repro(int argc, char **argv) {
         for (const char *c = a; *c; c++)
             if (!(isalnum((unsigned char)*c) || strchr("-_=./,:+@%", *c))) plain = 0;
         if (i) g.repro[n++] = ' ';
-        if (plain) n += (size_t)snprintf(g.repro + n, sizeof g.repro - n, "%s", a);
+        if (plain)
+            n += (size_t)snprintf(g.repro + n, sizeof g.repro - n, "%s", a);
         else {
             g.repro[n++] = '\'';
             for (const char *c = a; *c && n + 6 < sizeof g.repro; c++) {
-                if (*c == '\'') n += (size_t)snprintf(g.repro + n, sizeof g.repro - n, "'\\''");
-                else g.repro[n++] = *c;
+                if (*c == '\'')
+                    n += (size_t)snprintf(g.repro + n, sizeof g.repro - n, "'\\''");
+                else
+                    g.repro[n++] = *c;
             }
             g.repro[n++] = '\'';
         }
@@ -131,7 +134,9 @@ static void value_params(void) {
         unsigned long long a, b, c, d;
         if (fscanf(f, "%llu %llu %llu %llu", &a, &b, &c, &d) == 4 &&
             (a != g.vmin || b != g.vmax || c != g.large_one_in || d != g.large_max)) {
-            fprintf(stderr, "stress: note: keeping the value sizes of the expected state (%llu..%llu, large 1 in %llu up to %llu)\n",
+            fprintf(stderr,
+                    "stress: note: keeping the value sizes of the expected state (%llu..%llu, large 1 in %llu up to "
+                    "%llu)\n",
                     a, b, c, d);
             g.vmin = a, g.vmax = b, g.large_one_in = c, g.large_max = d;
         }
@@ -185,21 +190,30 @@ static int parse(int argc, char **argv) {
         fprintf(stderr, "stress: this engine carries the planted bug '%s' (tests/mutants.txt): not the real engine\n",
                 g.E->planted_bug());
     g.eo = (st_open_options){
-        .page_size = (uint32_t)g.o.page_size, .cache_size = g.o.cache_size, .data_checksums = g.o.data_checksums,
-        .full_page_writes = g.o.full_page_writes, .wal_log_hints = g.o.wal_log_hints, .hint_fpi = g.o.hint_fpi,
+        .page_size = (uint32_t)g.o.page_size,
+        .cache_size = g.o.cache_size,
+        .data_checksums = g.o.data_checksums,
+        .full_page_writes = g.o.full_page_writes,
+        .wal_log_hints = g.o.wal_log_hints,
+        .hint_fpi = g.o.hint_fpi,
         .vacuum_freeze_min_age = g.o.vacuum_freeze_min_age,
         .wal_compression = g.o.wal_compression,
-        .block_protection_bytes_per_key = (int)g.o.block_protection_bytes_per_key, .io_backend = g.o.io_backend,
-        .sync_mode = g.o.sync_mode, .wal_segment_size = g.o.wal_segment_size,
-        .checkpoint_wal_bytes = g.o.checkpoint_wal_bytes, .on_corruption = st_on_corruption,
+        .block_protection_bytes_per_key = (int)g.o.block_protection_bytes_per_key,
+        .io_backend = g.o.io_backend,
+        .sync_mode = g.o.sync_mode,
+        .wal_segment_size = g.o.wal_segment_size,
+        .checkpoint_wal_bytes = g.o.checkpoint_wal_bytes,
+        .on_corruption = st_on_corruption,
     };
     char why[256];
     if (g.E->check_options(&g.eo, why, sizeof why) != ST_OK) {
         fprintf(stderr, "stress: %s\n", why);
         return EXIT_USAGE;
     }
-    if (g.o.expected_values_dir) snprintf(g.exp_dir, sizeof g.exp_dir, "%s", g.o.expected_values_dir);
-    else snprintf(g.exp_dir, sizeof g.exp_dir, "%s.expected", g.o.db);
+    if (g.o.expected_values_dir)
+        snprintf(g.exp_dir, sizeof g.exp_dir, "%s", g.o.expected_values_dir);
+    else
+        snprintf(g.exp_dir, sizeof g.exp_dir, "%s.expected", g.o.db);
     snprintf(g.run_dir, sizeof g.run_dir, "%s", g.o.run_dir ? g.o.run_dir : g.exp_dir);
     g.o.expected_values_dir = g.exp_dir; /* as resolved, for the report */
     g.o.run_dir = g.run_dir;
@@ -210,9 +224,11 @@ static int parse(int argc, char **argv) {
     pthread_mutex_init(&g.mu, NULL);
     pthread_rwlock_init(&g.handle, NULL);
 
-    vd_config vc = g.vc = (vd_config){.data_checksums = g.o.data_checksums, .full_page_writes = g.o.full_page_writes,
-                    .protection_bytes = (int)g.o.block_protection_bytes_per_key, .page_size = (uint32_t)g.o.page_size,
-                    .wal_segment_size = g.o.wal_segment_size};
+    vd_config vc = g.vc = (vd_config){.data_checksums = g.o.data_checksums,
+                                      .full_page_writes = g.o.full_page_writes,
+                                      .protection_bytes = (int)g.o.block_protection_bytes_per_key,
+                                      .page_size = (uint32_t)g.o.page_size,
+                                      .wal_segment_size = g.o.wal_segment_size};
     for (int i = 0; i < VD_CLASS_COUNT; i++) vc.class_on[i] = g.o.one_in[i] != 0;
     vc.class_on[VD_POWER_LOSS] = g.o.sync_fault_injection;
     vc.class_on[VD_KILL] = g.o.kill_random_test != 0;
@@ -233,7 +249,8 @@ static int prepare_run_dir(void) {
     if (!g.o.destroy_db_initially && g.E->probe_dir) {
         char why[320];
         if (g.E->probe_dir(g.o.db, why, sizeof why) == ST_CORRUPTION) {
-            fprintf(stderr, "stress: %s: the engine refuses this directory: %s\n"
+            fprintf(stderr,
+                    "stress: %s: the engine refuses this directory: %s\n"
                     "stress: nothing was changed; --destroy_db_initially removes it and creates a new database\n",
                     g.o.db, why);
             return EXIT_INFRA;
@@ -244,7 +261,8 @@ static int prepare_run_dir(void) {
     if (g.o.destroy_db_initially) {
         rm_rf(g.o.db);
         const char *exp_files[] = {"expected", "trace", "values"};
-        const char *run_files[] = {"ledger", "journal", "journal.d", ORC_REPORTS_FILE, ORC_OBSERVATIONS_FILE, "stress_state"};
+        const char *run_files[] = {"ledger",      "journal", "journal.d", ORC_REPORTS_FILE, ORC_OBSERVATIONS_FILE,
+                                   "stress_state"};
         char p[4200];
         for (size_t i = 0; i < 3; i++) st_path_in(p, sizeof p, g.exp_dir, exp_files[i]), rm_rf(p);
         for (size_t i = 0; i < 6; i++) st_path_in(p, sizeof p, g.run_dir, run_files[i]), rm_rf(p);
@@ -295,8 +313,8 @@ static int prepare_run_dir(void) {
     g.stripe_ver = calloc(g.nstripes, sizeof *g.stripe_ver);
     value_params();
 
-    crash_len = (size_t)snprintf(crash_msg, sizeof crash_msg, "\nstress: FAILURE crash: fatal signal in the process\n    repro: %s\n",
-                                 g.repro);
+    crash_len = (size_t)snprintf(crash_msg, sizeof crash_msg,
+                                 "\nstress: FAILURE crash: fatal signal in the process\n    repro: %s\n", g.repro);
     if (crash_len >= sizeof crash_msg) crash_len = sizeof crash_msg - 1;
     signal(SIGSEGV, on_fatal);
     signal(SIGBUS, on_fatal);
@@ -396,7 +414,6 @@ static void crash_if_asked(void) {
         fflush(NULL);
         kill(getpid(), SIGKILL);
     }
-
 }
 
 /* Faults paused: get every key, verify every page and log record, scan
@@ -462,18 +479,18 @@ static int verdict(int failed) {
     for (size_t i = 0; i < vd_injection_count(v); i++) {
         const vd_injection *j = vd_injection_at(v, i);
         if (j->outcome == VD_SWALLOWED && j->present && i < 1000)
-            fprintf(stderr,
-                    "stress: FAILURE swallowed: %s injected at %s (file %s block %lld offset %lld len %lld) is still on "
-                    "disk (nothing overwrote it) but no check reported it, not even the final verify of every block\n"
-                    "    repro: %s\n",
-                    j->cls_name, j->point, j->file, (long long)j->block, (long long)j->offset, (long long)j->len,
-                    g.repro);
+            fprintf(
+                stderr,
+                "stress: FAILURE swallowed: %s injected at %s (file %s block %lld offset %lld len %lld) is still on "
+                "disk (nothing overwrote it) but no check reported it, not even the final verify of every block\n"
+                "    repro: %s\n",
+                j->cls_name, j->point, j->file, (long long)j->block, (long long)j->offset, (long long)j->len, g.repro);
         else if (j->outcome == VD_SWALLOWED && i < 1000)
-            fprintf(stderr,
-                    "stress: FAILURE swallowed: %s injected at %s (thread %d, op %lld:%lld) but the call returned ok\n    "
-                    "repro: %s\n",
-                    j->cls_name, j->point, j->thread, (long long)(j->op >> 32), (long long)(j->op & 0xffffffff),
-                    g.repro);
+            fprintf(
+                stderr,
+                "stress: FAILURE swallowed: %s injected at %s (thread %d, op %lld:%lld) but the call returned ok\n    "
+                "repro: %s\n",
+                j->cls_name, j->point, j->thread, (long long)(j->op >> 32), (long long)(j->op & 0xffffffff), g.repro);
     }
     if (res.unrecoverable && res.by_design[0])
         fprintf(stderr, "stress: unrecoverable_by_design: the database did not come back, explained by %s\n",

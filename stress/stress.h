@@ -42,10 +42,10 @@ typedef struct st_options {
     int wal_log_hints;
     int hint_fpi;
     uint64_t vacuum_freeze_min_age;
-    int wal_compression;     /* 0 none, 1 zstd */
+    int wal_compression; /* 0 none, 1 zstd */
     uint64_t block_protection_bytes_per_key;
-    int io_backend;          /* 0 uring, 1 psync */
-    int sync_mode;           /* 0 commit, 1 group, 2 off */
+    int io_backend; /* 0 uring, 1 psync */
+    int sync_mode;  /* 0 commit, 1 group, 2 off */
     uint64_t wal_segment_size;
     uint64_t checkpoint_wal_bytes;
     /* faults (docs/fault-classes.md), indexed like enum vd_class / enum

@@ -39,12 +39,24 @@
 /* Exit codes (docs/architecture.md, One stress process). */
 enum { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_INFRA = 3 };
 
-enum op_type { OP_GET, OP_PUT, OP_DEL, OP_BATCH, OP_SCAN, OP_CHECKPOINT, OP_VERIFY, OP_REOPEN, OP_SNAPSHOT,
-               OP_VACUUM, OP_ABORTED, OP_TYPES };
+enum op_type {
+    OP_GET,
+    OP_PUT,
+    OP_DEL,
+    OP_BATCH,
+    OP_SCAN,
+    OP_CHECKPOINT,
+    OP_VERIFY,
+    OP_REOPEN,
+    OP_SNAPSHOT,
+    OP_VACUUM,
+    OP_ABORTED,
+    OP_TYPES
+};
 extern const char *const st_op_names[OP_TYPES]; /* report.c: the report's "ops" keys */
 
-#define MAX_BATCH 8
-#define MAX_SCAN 32
+#define MAX_BATCH    8
+#define MAX_SCAN     32
 #define MAX_DETAILED 10 /* failures printed in full; the rest are counted */
 
 #define SNAP_KEYS 8
@@ -53,12 +65,12 @@ typedef struct worker {
     int id;
     pthread_t th;
     uint64_t rng;
-    uint64_t calls;              /* call number within this process (S4) */
-    _Atomic uint64_t done;       /* workload ops done */
+    uint64_t calls;        /* call number within this process (S4) */
+    _Atomic uint64_t done; /* workload ops done */
     XXH3_state_t *hash;
-    uint8_t *vbuf;               /* MAX_BATCH values of the largest size */
+    uint8_t *vbuf; /* MAX_BATCH values of the largest size */
     st_buf rbuf;
-    uint64_t wrote;              /* writes since the last durable note */
+    uint64_t wrote; /* writes since the last durable note */
     /* A held snapshot (at most one): SNAP_N consecutive keys from SNAP_KEY
      * and the value seeds they held when it was taken (0: absent); keys
      * in doubt then are not judged (snap_known).  Released by reopen. */
@@ -72,33 +84,33 @@ typedef struct worker {
 /* The driver's state: one per process (stress.c defines it). */
 typedef struct st_driver {
     st_options o;
-    char repro[8192];            /* the exact command line, shell-quoted */
+    char repro[8192]; /* the exact command line, shell-quoted */
     char exp_dir[4096], run_dir[4096];
     const st_engine *E;
     st_open_options eo;
     st_db *db;
-    pthread_rwlock_t handle;     /* S3 */
+    pthread_rwlock_t handle; /* S3 */
     _Atomic uint64_t handle_epoch;
     orc_state *exp;
     flt_ctx *flt;
-    uint64_t epoch;              /* this process's number among the run's processes */
+    uint64_t epoch;                      /* this process's number among the run's processes */
     size_t ledger_settled, ledger_start; /* lines: judged before; present at our start */
-    int crashed_before;          /* the previous process did not finish */
-    int crash_check;             /* enum vd_crash_check: the open after a crash (or at start) */
-    _Atomic int recovering;      /* reports now are V8's: 1 the open at start (after a crash)
+    int crashed_before;                  /* the previous process did not finish */
+    int crash_check;                     /* enum vd_crash_check: the open after a crash (or at start) */
+    _Atomic int recovering;              /* reports now are V8's: 1 the open at start (after a crash)
                                   * and its check, 2 a reopen and its check, 0 other */
-    int reopen_failed;           /* a reopen of this process's handle did not open */
-    int measuring;               /* wrong values are measured, not failures
+    int reopen_failed;                   /* a reopen of this process's handle did not open */
+    int measuring;                       /* wrong values are measured, not failures
                                   * (docs/oracle.md, rule V6) */
-    vd_config vc;                /* what the options make of each fault class */
+    vd_config vc;                        /* what the options make of each fault class */
     uint64_t vmin, vmax, large_one_in, large_max;
     _Atomic uint64_t *stripe_ver;
     unsigned nstripes;
     _Atomic int stop;
-    _Atomic int unrecoverable;   /* the engine cannot open the database any more */
-    _Atomic uint64_t symptoms;   /* wrong answers seen, counted failures or not (V6b) */
-    _Atomic int infra;           /* infrastructure error: exit 3 */
-    pthread_mutex_t mu;          /* reports, observations, failure printing */
+    _Atomic int unrecoverable; /* the engine cannot open the database any more */
+    _Atomic uint64_t symptoms; /* wrong answers seen, counted failures or not (V6b) */
+    _Atomic int infra;         /* infrastructure error: exit 3 */
+    pthread_mutex_t mu;        /* reports, observations, failure printing */
     vd_report *reports;
     size_t nreports, capreports;
     vd_observation *obs;
@@ -114,8 +126,8 @@ typedef struct st_driver {
         uint8_t seen[MAX_BATCH];
         int n, thread, status;
         uint64_t op;
-    } *doubt;
-    size_t ndoubt, capdoubt;     /* failed batches: all or nothing once resolved */
+    } * doubt;
+    size_t ndoubt, capdoubt; /* failed batches: all or nothing once resolved */
     _Atomic uint64_t detections;
     _Atomic uint64_t ops[OP_TYPES];
     _Atomic uint64_t verified, ambiguous, unverifiable;
@@ -123,11 +135,11 @@ typedef struct st_driver {
     uint64_t detailed;
     worker *w;
     double t0;
-    double work_s;               /* seconds of the workload phase */
-    uint64_t reopens_done;       /* scheduled reopens so far (thread 0 only) */
-    uint64_t *damage;            /* V4b: ledger seqs of damage still on disk after the final */
-    size_t ndamage;              /* verify of the closed files (flt_damage_present) */
-    int final_verified;          /* that verify ran: every block was read from disk */
+    double work_s;         /* seconds of the workload phase */
+    uint64_t reopens_done; /* scheduled reopens so far (thread 0 only) */
+    uint64_t *damage;      /* V4b: ledger seqs of damage still on disk after the final */
+    size_t ndamage;        /* verify of the closed files (flt_damage_present) */
+    int final_verified;    /* that verify ran: every block was read from disk */
 } st_driver;
 extern st_driver g;
 
@@ -143,8 +155,8 @@ void *st_worker_main(void *arg);
 /* check.c */
 int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t len, orc_entry a, orc_entry b,
                     int ambiguous, int after_crash, const char *what);
-void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, int found, const uint8_t *buf,
-                 size_t len, const char *what, int after_crash);
+void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, int found, const uint8_t *buf, size_t len,
+                 const char *what, int after_crash);
 int st_post_open_check(worker *w, int after_crash, const char *what);
 void st_settle_durable(uint64_t seq);
 uint64_t st_verify_all(worker *w, int after_crash, const char *what);

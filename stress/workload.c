@@ -112,7 +112,8 @@ static int is_in_doubt_error(int st) { return st != ST_OK && st != ST_NOTFOUND; 
 static int needs_reopen(int st) { return st == ST_IOERR || st == ST_NOSPACE || st == ST_POISONED || st == ST_OTHER; }
 
 void st_note_error(worker *w, int st) {
-    if (is_in_doubt_error(st) && (g.flt || st != ST_CORRUPTION)) st_observe(VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
+    if (is_in_doubt_error(st) && (g.flt || st != ST_CORRUPTION))
+        st_observe(VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
 }
 
 static void do_get(worker *w, uint64_t key) {
@@ -176,18 +177,24 @@ void st_check_doubts(worker *w, int after_crash) {
         for (int k = 0; k < d->n; k++) {
             if (!d->seen[k]) {
                 orc_entry e = orc_get(g.exp, d->key[k]);
-                if (e.pending) { open = 1; continue; }
+                if (e.pending) {
+                    open = 1;
+                    continue;
+                }
                 d->seen[k] = d->old_v[k] == d->new_v[k] ? 3 : e.cur == d->new_v[k] ? 2 : e.cur == d->old_v[k] ? 1 : 3;
             }
             news += d->seen[k] == 2;
             olds += d->seen[k] == 1;
         }
-        if (open) { g.doubt[keep++] = *d; continue; }
+        if (open) {
+            g.doubt[keep++] = *d;
+            continue;
+        }
         if (olds && news) {
             pthread_mutex_unlock(&g.mu);
             orc_entry a = {d->old_v[0], d->new_v[0]};
             st_fail_key(w, VD_OBS_WRONG_VALUE, d->key[0], a, a, 1, NULL, 0, "batch in doubt came back half applied",
-                     after_crash);
+                        after_crash);
             pthread_mutex_lock(&g.mu);
             st_recovery rec = {0};
             if (g.db) g.E->recovery(g.db, &rec);
@@ -201,7 +208,10 @@ void st_check_doubts(worker *w, int after_crash) {
                 orc_entry e = orc_get(g.exp, d->key[k]);
                 fprintf(stderr, "      key %llu: old 0x%08x new 0x%08x resolved as %s, now 0x%08x\n",
                         (unsigned long long)d->key[k], d->old_v[k], d->new_v[k],
-                        d->seen[k] == 1 ? "old" : d->seen[k] == 2 ? "new" : "neither", e.cur);
+                        d->seen[k] == 1   ? "old"
+                        : d->seen[k] == 2 ? "new"
+                                          : "neither",
+                        e.cur);
             }
         }
     }
@@ -278,8 +288,10 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
     }
     for (size_t i = ns; i-- > 0;) orc_unlock_stripe(g.exp, stripes[i]);
     if (st == ST_OK && m) {
-        if (g.o.sync_mode != 2) st_settle_durable(seq); /* commit, group: durable on return */
-        else if (++w->wrote % 64 == 0) st_settle_durable(g.E->durable_seq(g.db));
+        if (g.o.sync_mode != 2)
+            st_settle_durable(seq); /* commit, group: durable on return */
+        else if (++w->wrote % 64 == 0)
+            st_settle_durable(g.E->durable_seq(g.db));
     }
     st_note_error(w, st);
     for (size_t i = 0; i < m; i++) hash_op(w, type, st, keys[i], vs[i], (unsigned)m);
@@ -418,7 +430,10 @@ static void do_scan(worker *w, uint64_t start) {
         const void *k = g.E->iter_key(it, &kl);
         const void *v = g.E->iter_value(it, &vl);
         uint64_t key;
-        if (key_parse(k, kl, &key) || key < start || key >= start + n) { bad_key = 1; break; }
+        if (key_parse(k, kl, &key) || key < start || key >= start + n) {
+            bad_key = 1;
+            break;
+        }
         if (copy_len + vl > copy_cap) {
             size_t nc = (copy_len + vl) * 2 + 256;
             uint8_t *p = realloc(copies, nc);
@@ -441,7 +456,8 @@ static void do_scan(worker *w, uint64_t start) {
     int final = st == ST_NOTFOUND ? ST_OK : st;
     st_note_error(w, final);
     if (bad_key) {
-        fprintf(stderr, "stress: FAILURE: scan [%s, %s) returned a key outside its bounds\n    repro: %s\n", lo, hi, g.repro);
+        fprintf(stderr, "stress: FAILURE: scan [%s, %s) returned a key outside its bounds\n    repro: %s\n", lo, hi,
+                g.repro);
         st_observe(VD_OBS_WRONG_VALUE, w->id, g.epoch << 32 | w->calls, 0, start, 0);
         atomic_fetch_add(&g.failures, 1);
     } else if (final == ST_OK) {
@@ -491,12 +507,24 @@ static void one_op(worker *w, uint64_t i) {
             return;
         }
     }
-    if (one_in(w, g.o.checkpoint_one_in)) { maintenance(w, seen, OP_CHECKPOINT, g.E->checkpoint(g.db)); return; }
-    if (g.E->snapshot) {
-        if (w->snap && w->calls >= w->snap_until) { snap_check(w); return; }
-        if (!w->snap && one_in(w, g.o.acquire_snapshot_one_in)) { snap_take(w); return; }
+    if (one_in(w, g.o.checkpoint_one_in)) {
+        maintenance(w, seen, OP_CHECKPOINT, g.E->checkpoint(g.db));
+        return;
     }
-    if (g.E->vacuum && one_in(w, g.o.vacuum_one_in)) { maintenance(w, seen, OP_VACUUM, g.E->vacuum(g.db)); return; }
+    if (g.E->snapshot) {
+        if (w->snap && w->calls >= w->snap_until) {
+            snap_check(w);
+            return;
+        }
+        if (!w->snap && one_in(w, g.o.acquire_snapshot_one_in)) {
+            snap_take(w);
+            return;
+        }
+    }
+    if (g.E->vacuum && one_in(w, g.o.vacuum_one_in)) {
+        maintenance(w, seen, OP_VACUUM, g.E->vacuum(g.db));
+        return;
+    }
     if (one_in(w, g.o.verify_db_one_in)) {
         uint64_t problems = 0;
         int st = g.E->verify(g.db, &problems);
@@ -509,10 +537,14 @@ static void one_op(worker *w, uint64_t i) {
     uint64_t key = below(w, g.o.max_key);
     uint64_t r = g.o.readpercent, wr = r + g.o.writepercent, d = wr + g.o.delpercent, it = d + g.o.iterpercent;
     int st = ST_OK;
-    if (p < r) do_get(w, key);
-    else if (p < wr) st = do_write(w, OP_PUT, &key, 1);
-    else if (p < d) st = do_write(w, OP_DEL, &key, 1);
-    else if (p < it) do_scan(w, key);
+    if (p < r)
+        do_get(w, key);
+    else if (p < wr)
+        st = do_write(w, OP_PUT, &key, 1);
+    else if (p < d)
+        st = do_write(w, OP_DEL, &key, 1);
+    else if (p < it)
+        do_scan(w, key);
     else {
         uint64_t keys[MAX_BATCH];
         size_t n = 2 + below(w, MAX_BATCH - 1), m = 0;

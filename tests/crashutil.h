@@ -32,17 +32,17 @@
 
 /* ---- crash children ------------------------------------------------------ */
 
-#define CU_CHILD_ALARM 240 /* seconds: a stuck child dies of SIGALRM */
+#define CU_CHILD_ALARM  240 /* seconds: a stuck child dies of SIGALRM */
 #define CU_MAX_CHILDREN 8
 
 static pid_t cu_children_[CU_MAX_CHILDREN];
 
 /* Exit codes of a child (anything else is a bug in the child's own steps). */
 enum {
-    CU_EXIT_DONE = 0,      /* ran to its end */
-    CU_EXIT_HOOK = 42,     /* an I/O hook ended it on purpose (a crash) */
-    CU_EXIT_ORPHAN = 90,   /* its parent was already gone */
-    CU_EXIT_FAIL = 91,     /* a step failed: see the child's report */
+    CU_EXIT_DONE = 0,    /* ran to its end */
+    CU_EXIT_HOOK = 42,   /* an I/O hook ended it on purpose (a crash) */
+    CU_EXIT_ORPHAN = 90, /* its parent was already gone */
+    CU_EXIT_FAIL = 91,   /* a step failed: see the child's report */
 };
 
 static inline void cu_forget_(pid_t pid) {
@@ -86,9 +86,12 @@ static inline int cu_wait(pid_t pid) {
 
 /* Human-readable wait status. */
 static inline const char *cu_status_str(int st, char *buf, size_t cap) {
-    if (WIFEXITED(st)) snprintf(buf, cap, "exit %d", WEXITSTATUS(st));
-    else if (WIFSIGNALED(st)) snprintf(buf, cap, "signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
-    else snprintf(buf, cap, "status 0x%x", st);
+    if (WIFEXITED(st))
+        snprintf(buf, cap, "exit %d", WEXITSTATUS(st));
+    else if (WIFSIGNALED(st))
+        snprintf(buf, cap, "signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else
+        snprintf(buf, cap, "status 0x%x", st);
     return buf;
 }
 
@@ -130,9 +133,7 @@ static inline size_t cu_read_all(int fd, void *buf, size_t len) {
     return got;
 }
 
-static inline void cu_pipe(int fds[2]) {
-    cr_assert(pipe(fds) == 0, "pipe: %s", strerror(errno));
-}
+static inline void cu_pipe(int fds[2]) { cr_assert(pipe(fds) == 0, "pipe: %s", strerror(errno)); }
 
 /* Fork a crash child (cu_fork) with a pipe from it to the parent.  In the
  * child: returns 0, *FD is the write end.  In the parent: returns the
@@ -185,7 +186,7 @@ static inline int64_t cu_key_index(const void *k, size_t kl) {
  * length depends on I only (an update keeps the length).  Returns it. */
 static inline size_t cu_val(uint8_t buf[CU_VMAX], uint64_t i, uint32_t gen, uint32_t tag, int compressible) {
     size_t len = 40 + (size_t)(rng_mix64(i) % 90);
-    uint32_t h[3] = { (uint32_t)i, gen, tag };
+    uint32_t h[3] = {(uint32_t)i, gen, tag};
     memcpy(buf, h, sizeof h);
     if (compressible) {
         char pat[48];
@@ -205,7 +206,7 @@ typedef size_t (*cu_valfn)(void *ctx, uint64_t i, uint8_t buf[CU_VMAX]);
  * Returns m.  WHAT names the round in messages. */
 static inline uint64_t cu_check_prefix(eng_db *db, cu_valfn val, void *ctx, const char *what) {
     eng_iter *it = NULL;
-    eng_iter_options io = { 0 };
+    eng_iter_options io = {0};
     int rc = eng_iter_open(db, &io, &it);
     cr_assert_eq(rc, ENG_OK, "%s: eng_iter_open: %s", what, eng_strerror(rc));
     uint64_t m = 0;
@@ -216,11 +217,10 @@ static inline uint64_t cu_check_prefix(eng_db *db, cu_valfn val, void *ctx, cons
         int64_t idx = cu_key_index(k, kl);
         cr_assert(idx >= 0, "%s: scan position %llu holds a key that was never written (len %zu)", what,
                   (unsigned long long)m, kl);
-        cr_assert_eq((uint64_t)idx, m,
-                     "%s: not a prefix: scan position %llu holds key %lld (key %llu is missing)", what,
-                     (unsigned long long)m, (long long)idx, (unsigned long long)m);
+        cr_assert_eq((uint64_t)idx, m, "%s: not a prefix: scan position %llu holds key %lld (key %llu is missing)",
+                     what, (unsigned long long)m, (long long)idx, (unsigned long long)m);
         size_t wl = val(ctx, m, want);
-        uint32_t h[3] = { 0, 0, 0 };
+        uint32_t h[3] = {0, 0, 0};
         if (vl >= sizeof h) memcpy(h, v, sizeof h);
         cr_assert(tu_bytes_eq(v, vl, want, wl),
                   "%s: key %llu has a wrong value (len %zu, want %zu; header index %u gen %u tag %u)", what,
@@ -230,10 +230,10 @@ static inline uint64_t cu_check_prefix(eng_db *db, cu_valfn val, void *ctx, cons
                  (unsigned long long)m);
     eng_iter_close(it);
     char kb[CU_KLEN + 1];
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     rc = eng_get(db, kb, cu_key(kb, m), &b);
-    cr_assert_eq(rc, ENG_NOTFOUND, "%s: get of key %llu (one past the scan) returned %s", what,
-                 (unsigned long long)m, eng_strerror(rc));
+    cr_assert_eq(rc, ENG_NOTFOUND, "%s: get of key %llu (one past the scan) returned %s", what, (unsigned long long)m,
+                 eng_strerror(rc));
     eng_buf_free(&b);
     return m;
 }
@@ -269,8 +269,7 @@ static inline uint8_t *cu_read_file(const char *path, size_t *len) {
 static inline void cu_pwrite_file(const char *path, const void *buf, size_t len, uint64_t off) {
     int fd = open(path, O_WRONLY);
     cr_assert(fd >= 0, "open %s: %s", path, strerror(errno));
-    cr_assert_eq(pwrite(fd, buf, len, (off_t)off), (ssize_t)len, "pwrite %s at %llu", path,
-                 (unsigned long long)off);
+    cr_assert_eq(pwrite(fd, buf, len, (off_t)off), (ssize_t)len, "pwrite %s at %llu", path, (unsigned long long)off);
     close(fd);
 }
 
@@ -308,8 +307,10 @@ typedef struct cu_seglist {
  * DIR is NULL), sorted by start LSN. */
 static inline void cu_list_segments(const char *dir, const char *sub, cu_seglist *out) {
     char d[4096];
-    if (dir) snprintf(d, sizeof d, "%s/%s", dir, sub);
-    else snprintf(d, sizeof d, "%s", sub);
+    if (dir)
+        snprintf(d, sizeof d, "%s/%s", dir, sub);
+    else
+        snprintf(d, sizeof d, "%s", sub);
     out->n = 0;
     DIR *dh = opendir(d);
     cr_assert(dh != NULL, "opendir %s: %s", d, strerror(errno));

@@ -39,7 +39,7 @@
 #include "crashutil.h"
 #include "faults.h"
 
-#define PS 4096u
+#define PS     4096u
 #define T_OPTS .timeout = 300, .fini = cu_fini
 
 /* ---- the ledger, read back ------------------------------------------------ */
@@ -91,7 +91,10 @@ static inline const char *jstr(const char *line, const char *key, char *buf, siz
     if (!p) return NULL;
     p += strlen(pat);
     size_t n = 0;
-    while (p[n] && p[n] != '"' && n + 1 < cap) { buf[n] = p[n]; n++; }
+    while (p[n] && p[n] != '"' && n + 1 < cap) {
+        buf[n] = p[n];
+        n++;
+    }
     buf[n] = 0;
     return buf;
 }
@@ -120,9 +123,7 @@ static inline const char *lg_nth_at(const lg *l, const char *cls, const char *po
     return NULL;
 }
 
-static inline const char *lg_nth(const lg *l, const char *cls, size_t k) {
-    return lg_nth_at(l, cls, NULL, k);
-}
+static inline const char *lg_nth(const lg *l, const char *cls, size_t k) { return lg_nth_at(l, cls, NULL, k); }
 
 static inline int point_index(const char *name) {
     for (size_t i = 0; i < eng_fault_point_count(); i++)
@@ -205,7 +206,7 @@ typedef struct tw_ev {
     uint64_t orig_off, final_off;
     size_t final_len;
     int skip, buf_replaced, done, conflict;
-    uint8_t intended[PS];            /* the engine's bytes */
+    uint8_t intended[PS];                /* the engine's bytes */
     uint8_t old_orig[PS], old_final[PS]; /* disk before the write */
     uint8_t new_orig[PS], new_final[PS]; /* disk after it */
 } tw_ev;
@@ -219,7 +220,12 @@ typedef struct tw {
     tw_ev ev[TW_MAX];
     size_t nev;
     int after_seen;
-    struct { uint64_t off; size_t len; int skip; const eng_io_op *op; } win[TW_WIN];
+    struct {
+        uint64_t off;
+        size_t len;
+        int skip;
+        const eng_io_op *op;
+    } win[TW_WIN];
     size_t nwin;
     uint8_t scratch[PS];
 } tw;
@@ -241,7 +247,10 @@ static inline void read_block(const char *path, uint64_t off, uint8_t *buf) {
 
 static inline int tw_before(void *ctx, eng_io_op *op) {
     tw *w = ctx;
-    if (w->after_seen) { w->nwin = 0; w->after_seen = 0; }
+    if (w->after_seen) {
+        w->nwin = 0;
+        w->after_seen = 0;
+    }
     int data = is_data_write(op);
     uint64_t off0 = op->offset;
     size_t len0 = op->len;
@@ -253,8 +262,7 @@ static inline int tw_before(void *ctx, eng_io_op *op) {
         read_block(op->path, off0, e->old_orig);
     }
     int rc = w->inner->before(w->inner->ctx, op);
-    if (data && w->nwin < TW_WIN)
-        w->win[w->nwin++] = (__typeof__(w->win[0])){op->offset, op->len, op->skip, op};
+    if (data && w->nwin < TW_WIN) w->win[w->nwin++] = (__typeof__(w->win[0])){op->offset, op->len, op->skip, op};
     if (rc == 0 && e && (op->skip || op->offset != off0 || op->len != len0 || op->buf != buf0)) {
         e->op = op;
         e->orig_off = off0;
@@ -348,8 +356,8 @@ static inline tw *run_write_class(int cls, uint64_t one_in, int backend, uint64_
     check_counts(f, run);
     flt_close(f);
     *l = lg_read(run);
-    cr_assert(tw_verifiable(w) >= 1, "%s: no verifiable event (events %zu, ledger lines %zu)",
-              flt_class_name(cls), w->nev, lg_count(l, flt_class_name(cls)));
+    cr_assert(tw_verifiable(w) >= 1, "%s: no verifiable event (events %zu, ledger lines %zu)", flt_class_name(cls),
+              w->nev, lg_count(l, flt_class_name(cls)));
     cr_assert(lg_count(l, flt_class_name(cls)) >= w->nev, "%s: more events than ledger lines", flt_class_name(cls));
     if (dir_out) *dir_out = dir;
     return w;
@@ -371,7 +379,11 @@ static inline int one_bit_diff(const uint8_t *a, const uint8_t *b, size_t n, siz
     int bits = 0;
     for (size_t i = 0; i < n; i++) {
         uint8_t x = a[i] ^ b[i];
-        if (x) { *byte = i; *mask = x; bits += __builtin_popcount(x); }
+        if (x) {
+            *byte = i;
+            *mask = x;
+            bits += __builtin_popcount(x);
+        }
     }
     return bits;
 }
@@ -417,7 +429,9 @@ typedef struct dw {
     eng_io_hooks hooks;
     flt_ctx *f;
     int armed, failed, in_sync;
-    struct { uint64_t off, len; } w[DW_MAX];
+    struct {
+        uint64_t off, len;
+    } w[DW_MAX];
     size_t nw, nw_at_fail;
     uint8_t *pre, *post;
     size_t pre_len, post_len;

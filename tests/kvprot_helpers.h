@@ -121,15 +121,15 @@
 
 #define T_OPTS .timeout = 60, .fini = tu_cleanup
 
-#define PS 4096u
-#define NKEYS 2000
+#define PS        4096u
+#define NKEYS     2000
 #define BIG_CACHE 1024u /* pages: 4 MiB, the whole database (~90 pages) */
 
 /* The memory rule of engine/kvprot.h (kv_memory): w bytes per entry plus
  * 16 per cached page (a pointer to the codes, the 4-byte page code, the
  * 4-byte count); every cached page carries a page code, meta, commit-log
  * and overflow pages too (with no entries). */
-#define KVP_PAGE_BYTES 16u
+#define KVP_PAGE_BYTES            16u
 #define KVP_BYTES(w, keys, pages) ((uint64_t)(w) * (keys) + (uint64_t)KVP_PAGE_BYTES * (pages))
 
 /* ---- the fixture ---------------------------------------------------------- */
@@ -274,7 +274,7 @@ static inline flip flip_bit(eng_db *db, uint64_t block, size_t off, int bit) {
     uint8_t *p = eng_debug_frame_bytes(db, block, &ps);
     cr_assert(p != NULL, "block %llu is not cached", (unsigned long long)block);
     cr_assert_lt(off, ps);
-    flip f = { block, off, (uint8_t)(1u << bit), 0 };
+    flip f = {block, off, (uint8_t)(1u << bit), 0};
     p[off] ^= f.mask;
     f.after = p[off];
     eng_debug_frame_release(db, block);
@@ -316,7 +316,7 @@ static inline void expect_get_reported_as(eng_db *db, int i, int64_t block, int3
                                           const char *what) {
     char rs[4096], kb[16];
     size_t kl = kv_key(kb, i);
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     tu_reports_reset(&F.rep);
     int rc = eng_get(db, kb, kl, &b);
     const tu_kv *kv = tu_model_get(&F.m, kb, kl);
@@ -341,7 +341,7 @@ static inline void expect_get_right(eng_db *db, int i, const char *what) {
     size_t kl = kv_key(kb, i);
     const tu_kv *kv = tu_model_get(&F.m, kb, kl);
     cr_assert(kv != NULL);
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     int rc = eng_get(db, kb, kl, &b);
     cr_assert_eq(rc, ENG_OK, "%s: get of key %d: %s", what, i, eng_strerror(rc));
     cr_assert(tu_bytes_eq(b.data, b.len, kv->v, kv->vl), "%s: get of key %d: WRONG VALUE", what, i);
@@ -357,7 +357,7 @@ static inline void expect_scan_stops_as(eng_db *db, int backward, size_t stop, i
     char rs[4096];
     const tu_model *m = &F.m;
     eng_iter *it = NULL;
-    eng_iter_options io = { 0 };
+    eng_iter_options io = {0};
     cr_assert_eq(eng_iter_open(db, &io, &it), ENG_OK);
     tu_reports_reset(&F.rep);
     size_t seen = 0;
@@ -451,13 +451,13 @@ static inline size_t cell_byte(const uint8_t *page, unsigned slot, int region, t
 }
 
 /* A test run for w = 1, 2, 4 and 8: its body sees the width as `int w`. */
-#define KV_WIDTH_TEST(Name)                                                                         \
-    static void Name##_w_(int w);                                                                   \
-    ParameterizedTestParameters(kvprot, Name) {                                                     \
-        static int widths_[] = { 1, 2, 4, 8 };                                                      \
-        return cr_make_param_array(int, widths_, 4);                                                \
-    }                                                                                               \
-    ParameterizedTest(int *width, kvprot, Name, T_OPTS) { Name##_w_(*width); }                      \
+#define KV_WIDTH_TEST(Name)                                                    \
+    static void Name##_w_(int w);                                              \
+    ParameterizedTestParameters(kvprot, Name) {                                \
+        static int widths_[] = {1, 2, 4, 8};                                   \
+        return cr_make_param_array(int, widths_, 4);                           \
+    }                                                                          \
+    ParameterizedTest(int *width, kvprot, Name, T_OPTS) { Name##_w_(*width); } \
     static void Name##_w_(int w)
 
 #endif /* TESTS_KVPROT_HELPERS_H */

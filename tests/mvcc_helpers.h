@@ -143,23 +143,25 @@ static inline uint64_t gens_live(const int32_t *g, uint64_t n) {
 
 /* Every key 0..N-1 (and key N) read through eng_get_at(S) must match G. */
 static inline void check_gets(eng_db *db, const eng_snapshot *s, const int32_t *g, uint64_t n, const char *what) {
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     char k[CU_KLEN + 1];
     uint8_t want[CU_VMAX];
     for (uint64_t i = 0; i <= n; i++) {
         size_t kl = cu_key(k, i);
         int rc = eng_get_at(db, s, k, kl, &b);
         if (i == n || g[i] < 0) {
-            uint32_t h[3] = { 0, 0, 0 };
+            uint32_t h[3] = {0, 0, 0};
             if (rc == ENG_OK && b.len >= sizeof h) memcpy(h, b.data, sizeof h);
-            cr_assert_eq(rc, ENG_NOTFOUND, "%s: key %llu should be absent, get returned %s (len %zu, header: "
-                         "index %u gen %u)", what, (unsigned long long)i, eng_strerror(rc), b.len, h[0], h[1]);
+            cr_assert_eq(rc, ENG_NOTFOUND,
+                         "%s: key %llu should be absent, get returned %s (len %zu, header: "
+                         "index %u gen %u)",
+                         what, (unsigned long long)i, eng_strerror(rc), b.len, h[0], h[1]);
             continue;
         }
         cr_assert_eq(rc, ENG_OK, "%s: key %llu (gen %d): get returned %s", what, (unsigned long long)i, g[i],
                      eng_strerror(rc));
         size_t wl = mv_val(want, i, g[i]);
-        uint32_t h[3] = { 0, 0, 0 };
+        uint32_t h[3] = {0, 0, 0};
         if (b.len >= sizeof h) memcpy(h, b.data, sizeof h);
         cr_assert(tu_bytes_eq(b.data, b.len, want, wl),
                   "%s: key %llu: wrong value (want gen %d, found index %u gen %u, len %zu want %zu)", what,
@@ -172,7 +174,7 @@ static inline void check_gets(eng_db *db, const eng_snapshot *s, const int32_t *
  * keys of G with their values, forward and backward. */
 static inline void check_scan(eng_db *db, const eng_snapshot *s, const int32_t *g, uint64_t n, const char *what) {
     eng_iter *it = NULL;
-    eng_iter_options io = { 0 };
+    eng_iter_options io = {0};
     io.snapshot = s;
     int rc = eng_iter_open(db, &io, &it);
     cr_assert_eq(rc, ENG_OK, "%s: eng_iter_open: %s", what, eng_strerror(rc));
@@ -184,8 +186,8 @@ static inline void check_scan(eng_db *db, const eng_snapshot *s, const int32_t *
         const void *k = eng_iter_key(it, &kl), *v = eng_iter_value(it, &vl);
         int64_t idx = cu_key_index(k, kl);
         cr_assert(next < n, "%s: fwd scan: key %lld after the last live key", what, (long long)idx);
-        cr_assert_eq(idx, (int64_t)next, "%s: fwd scan: key %lld where key %llu (gen %d) was due", what,
-                     (long long)idx, (unsigned long long)next, g[next]);
+        cr_assert_eq(idx, (int64_t)next, "%s: fwd scan: key %lld where key %llu (gen %d) was due", what, (long long)idx,
+                     (unsigned long long)next, g[next]);
         size_t wl = mv_val(want, next, g[next]);
         cr_assert(tu_bytes_eq(v, vl, want, wl), "%s: fwd scan: key %llu: wrong value (want gen %d)", what,
                   (unsigned long long)next, g[next]);
@@ -203,8 +205,7 @@ static inline void check_scan(eng_db *db, const eng_snapshot *s, const int32_t *
         const void *k = eng_iter_key(it, &kl), *v = eng_iter_value(it, &vl);
         int64_t idx = cu_key_index(k, kl);
         cr_assert(prev >= 0, "%s: bwd scan: key %lld before the first live key", what, (long long)idx);
-        cr_assert_eq(idx, prev, "%s: bwd scan: key %lld where key %lld was due", what, (long long)idx,
-                     (long long)prev);
+        cr_assert_eq(idx, prev, "%s: bwd scan: key %lld where key %lld was due", what, (long long)idx, (long long)prev);
         size_t wl = mv_val(want, (uint64_t)prev, g[prev]);
         cr_assert(tu_bytes_eq(v, vl, want, wl), "%s: bwd scan: key %lld: wrong value", what, (long long)prev);
     }
@@ -247,10 +248,10 @@ static inline void batch_add(batch *b, uint64_t i, int32_t gen) {
     size_t j = b->n++;
     size_t kl = cu_key(b->keys[j], i);
     if (gen < 0) {
-        b->ops[j] = (eng_op){ .kind = ENG_OP_DELETE, .key = b->keys[j], .klen = kl };
+        b->ops[j] = (eng_op){.kind = ENG_OP_DELETE, .key = b->keys[j], .klen = kl};
     } else {
         size_t vl = mv_val(b->vals[j], i, gen);
-        b->ops[j] = (eng_op){ .kind = ENG_OP_PUT, .key = b->keys[j], .klen = kl, .val = b->vals[j], .vlen = vl };
+        b->ops[j] = (eng_op){.kind = ENG_OP_PUT, .key = b->keys[j], .klen = kl, .val = b->vals[j], .vlen = vl};
     }
 }
 
@@ -324,8 +325,8 @@ static inline int vacuum_kept_is(const eng_vacuum_stats *v, uint64_t live) {
  * nothing to remove and LIVE versions. */
 static inline void vacuum_leaves_only_live(eng_db *db, uint64_t live, const char *what) {
     eng_vacuum_stats a = vacuum(db, what);
-    cr_assert(vacuum_kept_is(&a, live), "%s: vacuum counted %llu versions and removed %llu; %llu keys are live",
-              what, (unsigned long long)a.versions, (unsigned long long)a.removed, (unsigned long long)live);
+    cr_assert(vacuum_kept_is(&a, live), "%s: vacuum counted %llu versions and removed %llu; %llu keys are live", what,
+              (unsigned long long)a.versions, (unsigned long long)a.removed, (unsigned long long)live);
     eng_vacuum_stats b = vacuum(db, what);
     cr_assert_eq(b.removed, 0, "%s: a second vacuum removed %llu more versions", what, (unsigned long long)b.removed);
     cr_assert_eq(b.versions, live, "%s: a second vacuum saw %llu versions, %llu keys are live", what,
@@ -364,7 +365,8 @@ static inline eng_db *child_open(const char *dir, const eng_options *o) {
 
 /* DIR reopened with O agrees with G (N keys), verify is clean and nothing
  * was reported as corruption. */
-static inline void vf_reopen_clean(const char *dir, const eng_options *o, const int32_t *g, uint64_t n, const char *what) {
+static inline void vf_reopen_clean(const char *dir, const eng_options *o, const int32_t *g, uint64_t n,
+                                   const char *what) {
     tu_reports rep;
     tu_reports_init(&rep);
     eng_db *db = open_checked(dir, o, &rep, what);

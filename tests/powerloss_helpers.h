@@ -131,7 +131,7 @@ static inline void j_write(fx *f, const char *name, uint64_t off, const void *bu
     const char *p = dbp(f, name);
     int fd = open(p, O_WRONLY);
     cr_assert(fd >= 0, "open %s: %s", p, strerror(errno));
-    eng_io_op op = { .kind = ENG_IO_WRITE, .file_id = 0, .path = p, .buf = (void *)buf, .offset = off, .len = len };
+    eng_io_op op = {.kind = ENG_IO_WRITE, .file_id = 0, .path = p, .buf = (void *)buf, .offset = off, .len = len};
     int rc = flt_journal_before(f->j, &op);
     cr_assert_eq(rc, 0, "journal before write %s: %s", p, strerror(-rc));
     op.result = pwrite(fd, buf, len, (off_t)off);
@@ -144,7 +144,7 @@ static inline void j_sync(fx *f, const char *name) {
     const char *p = dbp(f, name);
     int fd = open(p, O_RDONLY);
     cr_assert(fd >= 0, "open %s: %s", p, strerror(errno));
-    eng_io_op op = { .kind = ENG_IO_SYNC, .path = p };
+    eng_io_op op = {.kind = ENG_IO_SYNC, .path = p};
     cr_assert_eq(flt_journal_before(f->j, &op), 0);
     op.result = fsync(fd) == 0 ? 0 : -errno;
     flt_journal_after(f->j, &op);
@@ -155,7 +155,7 @@ static inline void j_dirsync(fx *f, const char *name) {
     const char *p = strcmp(name, ".") ? dbp(f, name) : f->db;
     int fd = open(p, O_RDONLY | O_DIRECTORY);
     cr_assert(fd >= 0, "open %s: %s", p, strerror(errno));
-    eng_io_op op = { .kind = ENG_IO_DIRSYNC, .file_id = -1, .path = p };
+    eng_io_op op = {.kind = ENG_IO_DIRSYNC, .file_id = -1, .path = p};
     cr_assert_eq(flt_journal_before(f->j, &op), 0);
     op.result = fsync(fd) == 0 ? 0 : -errno;
     flt_journal_after(f->j, &op);
@@ -164,7 +164,7 @@ static inline void j_dirsync(fx *f, const char *name) {
 
 static inline void j_create(fx *f, const char *name) {
     const char *p = dbp(f, name);
-    eng_io_op op = { .kind = ENG_IO_CREATE, .path = p };
+    eng_io_op op = {.kind = ENG_IO_CREATE, .path = p};
     cr_assert_eq(flt_journal_before(f->j, &op), 0);
     int fd = open(p, O_RDWR | O_CREAT | O_EXCL, 0644);
     cr_assert(fd >= 0, "create %s: %s", p, strerror(errno));
@@ -175,7 +175,7 @@ static inline void j_create(fx *f, const char *name) {
 
 static inline void j_rename(fx *f, const char *from, const char *to) {
     const char *a = dbp(f, from), *b = dbp(f, to);
-    eng_io_op op = { .kind = ENG_IO_RENAME, .file_id = -1, .path = a, .path2 = b };
+    eng_io_op op = {.kind = ENG_IO_RENAME, .file_id = -1, .path = a, .path2 = b};
     cr_assert_eq(flt_journal_before(f->j, &op), 0);
     op.result = rename(a, b) == 0 ? 0 : -errno;
     cr_assert_eq(op.result, 0, "rename %s %s", a, b);
@@ -184,7 +184,7 @@ static inline void j_rename(fx *f, const char *from, const char *to) {
 
 static inline void j_unlink(fx *f, const char *name) {
     const char *p = dbp(f, name);
-    eng_io_op op = { .kind = ENG_IO_UNLINK, .file_id = -1, .path = p };
+    eng_io_op op = {.kind = ENG_IO_UNLINK, .file_id = -1, .path = p};
     cr_assert_eq(flt_journal_before(f->j, &op), 0);
     op.result = unlink(p) == 0 ? 0 : -errno;
     flt_journal_after(f->j, &op);
@@ -194,7 +194,7 @@ static inline void j_truncate(fx *f, const char *name, uint64_t size) {
     const char *p = dbp(f, name);
     int fd = open(p, O_WRONLY);
     cr_assert(fd >= 0);
-    eng_io_op op = { .kind = ENG_IO_TRUNCATE, .path = p, .offset = size };
+    eng_io_op op = {.kind = ENG_IO_TRUNCATE, .path = p, .offset = size};
     cr_assert_eq(flt_journal_before(f->j, &op), 0);
     op.result = ftruncate(fd, (off_t)size) == 0 ? 0 : -errno;
     flt_journal_after(f->j, &op);
@@ -229,8 +229,7 @@ static inline int run_pl(const fx *f, ...) {
     pid_t pid;
     int rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    cr_assert_eq(rc, 0, "spawn %s: %s (run the suite from the repository root, or set BUILD)", argv[0],
-                 strerror(rc));
+    cr_assert_eq(rc, 0, "spawn %s: %s (run the suite from the repository root, or set BUILD)", argv[0], strerror(rc));
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
@@ -249,9 +248,7 @@ static inline const char *pl_out(const fx *f) {
     return buf;
 }
 
-static inline void pl_ok(const fx *f, int rc) {
-    cr_assert_eq(rc, 0, "powerloss exited %d:\n%s", rc, pl_out(f));
-}
+static inline void pl_ok(const fx *f, int rc) { cr_assert_eq(rc, 0, "powerloss exited %d:\n%s", rc, pl_out(f)); }
 
 /* ---- the ledger, read back ----------------------------------------------------------- */
 
@@ -374,7 +371,7 @@ typedef struct model {
     char name[MAXF][32];
     uint8_t *init[MAXF];
     size_t init_size[MAXF];
-    size_t size[MAXF];    /* as the test wrote it (no power loss) */
+    size_t size[MAXF]; /* as the test wrote it (no power loss) */
     mwrite w[MAXW];
     int nw;
 } model;
@@ -391,7 +388,7 @@ static inline int m_file(model *m, const char *name, size_t size, uint64_t seed)
 static inline void m_write(fx *f, model *m, int file, uint64_t off, size_t len, uint64_t seed) {
     cr_assert(m->nw < MAXW && off + len <= FMAX);
     mwrite *w = &m->w[m->nw++];
-    *w = (mwrite){ file, off, len, malloc(len), 0, 0 };
+    *w = (mwrite){file, off, len, malloc(len), 0, 0};
     tu_fill(w->data, len, seed);
     j_write(f, m->name[file], off, w->data, len);
     if (off + len > m->size[file]) m->size[file] = off + len;
@@ -428,13 +425,12 @@ static inline void decisions_of(const model *m, const lrecs *L, int v, decision 
         int tear = !strcmp(r->point, "powerloss/tear");
         if (!tear && strcmp(r->point, "powerloss/rollback")) continue;
         int found = (int)r->write_no;
-        cr_assert(r->write_no >= 0 && r->write_no < m->nw, "variant %d: ledger line %s %s@%lld+%lld: write=%lld",
-                  v, r->point, r->file, (long long)r->off, (long long)r->len, (long long)r->write_no);
+        cr_assert(r->write_no >= 0 && r->write_no < m->nw, "variant %d: ledger line %s %s@%lld+%lld: write=%lld", v,
+                  r->point, r->file, (long long)r->off, (long long)r->len, (long long)r->write_no);
         const mwrite *w = &m->w[found];
         cr_assert(!strcmp(m->name[w->file], r->file) && (int64_t)w->off == r->off && (int64_t)w->len == r->len,
-                  "variant %d: ledger line %s %s@%lld+%lld names write %d, which is %s@%llu+%zu", v, r->point,
-                  r->file, (long long)r->off, (long long)r->len, found, m->name[w->file],
-                  (unsigned long long)w->off, w->len);
+                  "variant %d: ledger line %s %s@%lld+%lld names write %d, which is %s@%llu+%zu", v, r->point, r->file,
+                  (long long)r->off, (long long)r->len, found, m->name[w->file], (unsigned long long)w->off, w->len);
         cr_assert(r->write_no < last, "variant %d: ledger lines not newest first", v);
         last = r->write_no;
         cr_assert(!m->w[found].synced, "S: variant %d: %s of synced write #%d (%s@%llu+%zu)", v, r->point, found,
@@ -452,7 +448,8 @@ static inline void decisions_of(const model *m, const lrecs *L, int v, decision 
             for (size_t c = 0; c < nd; c++) {
                 char ch = r->kept[c];
                 int x = ch <= '9' ? ch - '0' : ch - 'a' + 10;
-                for (int b = 0; b < 4 && 4 * c + (size_t)b < sizeof d->kept; b++) d->kept[4 * c + (size_t)b] = (x >> b) & 1;
+                for (int b = 0; b < 4 && 4 * c + (size_t)b < sizeof d->kept; b++)
+                    d->kept[4 * c + (size_t)b] = (x >> b) & 1;
             }
         }
     }
@@ -605,7 +602,7 @@ static inline void count_decisions(const model *m, const lrecs *L, int v, int *n
  * With DROPS (a ledger), some fsyncs fail instead and drop their file's
  * unsynced writes (flt_journal_drop_unsynced), anywhere in the run. */
 static inline void random_workload(fx *f, model *m, uint64_t seed, int nops, flt_ledger *drops) {
-    tu_rng rng = { seed };
+    tu_rng rng = {seed};
     m_file(m, "data", 64u << 10, seed ^ 1);
     m_file(m, "wal/0000000000000000", 16u << 10, seed ^ 2);
     for (int i = 0; i < m->nf; i++) put_file(f, m->name[i], m->init[i], m->init_size[i]);

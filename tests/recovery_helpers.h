@@ -56,7 +56,7 @@
 #define T_OPTS .timeout = 300, .fini = cu_fini
 
 #define SEG (64u << 10)
-#define PS 8192u
+#define PS  8192u
 
 /* ---- shared pieces ---------------------------------------------------------- */
 
@@ -131,13 +131,12 @@ static inline uint64_t reopen_check_batches(const char *dir, const eng_options *
      * XID_LEASE): the batches present are then fewer than the last id. */
     cr_assert(ri->recovered_seq >= b,
               "%s: recovered_seq %llu but %llu batches are present (committed %llu aborted %llu)", what,
-              (unsigned long long)ri->recovered_seq, (unsigned long long)b,
-              (unsigned long long)ri->txns_committed, (unsigned long long)ri->txns_aborted);
+              (unsigned long long)ri->recovered_seq, (unsigned long long)b, (unsigned long long)ri->txns_committed,
+              (unsigned long long)ri->txns_aborted);
     /* A batch cut by the crash keeps its id (aborted, never reused). */
     /* Ids are never reused: a restart continues above the id lease
      * (engine.c XID_LEASE), so the last id used may lie well above. */
-    cr_assert(eng_last_seq(db) >= b,
-              "%s: eng_last_seq %llu after recovering %llu batches", what,
+    cr_assert(eng_last_seq(db) >= b, "%s: eng_last_seq %llu after recovering %llu batches", what,
               (unsigned long long)eng_last_seq(db), (unsigned long long)b);
     cu_verify_clean(db, what);
     rc = eng_close(db);
@@ -158,7 +157,7 @@ typedef struct msg {
 } msg;
 
 static inline void child_send(int fd, uint32_t tag, uint32_t step, uint64_t v) {
-    msg m = { tag, step, v };
+    msg m = {tag, step, v};
     if (cu_write_all(fd, &m, sizeof m) != 0) _exit(CU_EXIT_FAIL);
 }
 

@@ -4,6 +4,7 @@
 #   - shell suites tests/t_*.sh                   (lines "ok NAME" / "not ok NAME")
 #   - Python unittest suites tests/test_*.py      (counted from unittest's summary)
 #   - tools/deps_graph.py --quiet                 (one test: the tree's shape)
+#   - clang-format --dry-run over the C files     (one test: the house style)
 #   - the libFuzzer target for FUZZ_SECONDS       (one test: no crash found)
 # Environment: BUILD (default build), FUZZ_SECONDS (default 20).
 set -u
@@ -73,6 +74,18 @@ done
 # internals only inside engine/ (tests exempt), no file over 1,200 lines.
 echo "== deps_graph"
 if python3 tools/deps_graph.py --quiet; then add 1 0; echo "ok deps_graph"; else add 0 1; echo "not ok deps_graph"; fi
+
+# The house style (.clang-format; make format applies it).
+echo "== clang_format"
+if command -v clang-format >/dev/null && [ -d .git ]; then
+  if git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror >"$log/cf.out" 2>&1; then
+    add 1 0; echo "ok clang_format"
+  else
+    add 0 1; head -n 20 "$log/cf.out"; echo "not ok clang_format (make format)"
+  fi
+else
+  echo "   clang_format skipped (no clang-format or not a git checkout)"
+fi
 
 fuzz=build/fuzz/fuzz_decoders
 if [ -x "$fuzz" ] && [ "$FUZZ_SECONDS" -gt 0 ]; then

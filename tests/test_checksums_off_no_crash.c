@@ -32,9 +32,9 @@
 
 #define T_TIMEOUT .timeout = 400, .fini = tu_cleanup
 
-#define PS 4096u
-#define NKEYS 900
-#define ROUNDS 300 /* per backend */
+#define PS               4096u
+#define NKEYS            900
+#define ROUNDS           300 /* per backend */
 #define WATCHDOG_SECONDS 5
 
 typedef struct keyset {
@@ -58,13 +58,16 @@ static void on_alarm(int sig) {
     char msg[1400];
     int n = snprintf(msg, sizeof msg, "\nWATCHDOG: round %d seed %#llx hung for %ds in step '%s'; damage:%s\n",
                      (int)cur_round, (unsigned long long)cur_seed, WATCHDOG_SECONDS, (const char *)cur_step, cur_desc);
-    if (n > 0) { ssize_t w = write(2, msg, (size_t)n); (void)w; }
+    if (n > 0) {
+        ssize_t w = write(2, msg, (size_t)n);
+        (void)w;
+    }
     /* .fini does not run after abort: remove the temp dirs with
      * async-signal-safe calls only (fork, execve, waitpid) */
     pid_t pid = fork();
     if (pid == 0) {
-        char *const argv[] = { "rm", "-rf", (char *)pristine, (char *)work, NULL };
-        char *const envp[] = { NULL };
+        char *const argv[] = {"rm", "-rf", (char *)pristine, (char *)work, NULL};
+        char *const envp[] = {NULL};
         execve("/bin/rm", argv, envp);
         _exit(127);
     }
@@ -80,7 +83,7 @@ static void build(int backend) {
     eng_options o = tu_opts(backend, PS, 0, NULL);
     o.data_checksums = 0;
     eng_db *db = tu_open(pristine, &o);
-    tu_rng r = { 0xc0ffee };
+    tu_rng r = {0xc0ffee};
     static uint8_t v[30000];
     for (int i = 0; i < NKEYS; i++) {
         uint8_t kb[ENG_MAX_KEY];
@@ -97,8 +100,7 @@ static void build(int backend) {
         cr_assert_eq(eng_put(db, kb, kl, v, vl, NULL), ENG_OK);
     }
     /* deletes (incl. overflow values) leave free pages behind */
-    for (int i = 0; i < NKEYS; i += 7)
-        cr_assert_eq(eng_delete(db, KS.k[i], KS.kl[i], NULL), ENG_OK);
+    for (int i = 0; i < NKEYS; i += 7) cr_assert_eq(eng_delete(db, KS.k[i], KS.kl[i], NULL), ENG_OK);
     eng_stats st;
     cr_assert_eq(eng_get_stats(db, &st), ENG_OK);
     cr_assert_eq(st.data_checksums, 0, "created with data_checksums=0 but stats say %d", st.data_checksums);
@@ -111,8 +113,9 @@ static void build(int backend) {
 
 static uint64_t extreme(tu_rng *r, int bytes) {
     const uint64_t nb = pristine_blocks;
-    const uint64_t v[] = { 0, 1, 0xff, 0xffff, 0xfffe, PS - 1, PS, PS + 1, PS / 2, PAGE_HDR - 1, PAGE_HDR,
-                           nb, nb - 1, nb + 1, 0x7fffffff, 0xffffffff, 0x80000000, ENG_MAX_KEY, ENG_MAX_KEY + 1 };
+    const uint64_t v[] = {
+        0,        1,  0xff,   0xffff, 0xfffe,     PS - 1,     PS,         PS + 1,      PS / 2,         PAGE_HDR - 1,
+        PAGE_HDR, nb, nb - 1, nb + 1, 0x7fffffff, 0xffffffff, 0x80000000, ENG_MAX_KEY, ENG_MAX_KEY + 1};
     uint64_t x = tu_below(r, 5) == 0 ? tu_next(r) : v[tu_below(r, sizeof v / sizeof v[0])];
     if (bytes == 1) return x & 0xff;
     if (bytes == 2) return x & 0xffff;
@@ -121,9 +124,12 @@ static uint64_t extreme(tu_rng *r, int bytes) {
 
 static void put_field(uint8_t *p, size_t off, int bytes, uint64_t x) {
     if (off + (size_t)bytes > PS) return;
-    if (bytes == 1) p[off] = (uint8_t)x;
-    else if (bytes == 2) wr16(p + off, (uint16_t)x);
-    else wr32(p + off, (uint32_t)x);
+    if (bytes == 1)
+        p[off] = (uint8_t)x;
+    else if (bytes == 2)
+        wr16(p + off, (uint16_t)x);
+    else
+        wr32(p + off, (uint32_t)x);
 }
 
 /* One mutation of the work copy; appends a description to DESC. */
@@ -147,14 +153,21 @@ static void damage_once(tu_rng *r, char *desc, size_t cap) {
     }
     case 1: { /* bit flips */
         int n = (int)tu_range(r, 1, 8);
-        for (int i = 0; i < n; i++) { size_t off = tu_below(r, PS); p[off] ^= (uint8_t)(1u << tu_below(r, 8)); }
+        for (int i = 0; i < n; i++) {
+            size_t off = tu_below(r, PS);
+            p[off] ^= (uint8_t)(1u << tu_below(r, 8));
+        }
         snprintf(d, dc, " bitflips(b%llu x%d)", (unsigned long long)b, n);
         break;
     }
-    case 2: case 3: { /* a header field */
-        static const struct { size_t off; int bytes; const char *name; } f[] = {
-            { 16, 4, "block" }, { 20, 1, "type" }, { 21, 1, "flags" }, { 22, 2, "nslots" }, { 24, 2, "lower" },
-            { 26, 2, "upper" }, { 28, 2, "frag" }, { 30, 2, "level" }, { 32, 4, "next" }, { 36, 4, "aux" } };
+    case 2:
+    case 3: { /* a header field */
+        static const struct {
+            size_t off;
+            int bytes;
+            const char *name;
+        } f[] = {{16, 4, "block"}, {20, 1, "type"}, {21, 1, "flags"}, {22, 2, "nslots"}, {24, 2, "lower"},
+                 {26, 2, "upper"}, {28, 2, "frag"}, {30, 2, "level"}, {32, 4, "next"},   {36, 4, "aux"}};
         int i = (int)tu_below(r, sizeof f / sizeof f[0]);
         uint64_t x = extreme(r, f[i].bytes);
         if (f[i].off == 20 && tu_below(r, 2)) x = tu_below(r, PAGE_TYPE_MAX + 2);
@@ -162,9 +175,14 @@ static void damage_once(tu_rng *r, char *desc, size_t cap) {
         snprintf(d, dc, " hdr(b%llu %s=%#llx)", (unsigned long long)b, f[i].name, (unsigned long long)x);
         break;
     }
-    case 4: case 5: { /* a slot, or a field of the cell it points to */
+    case 4:
+    case 5: { /* a slot, or a field of the cell it points to */
         unsigned ns = ph_get_nslots(p);
-        if (ns == 0 || PAGE_HDR + 2u * ns > PS) { p[PAGE_HDR] ^= 0x55; snprintf(d, dc, " slot0(b%llu)", (unsigned long long)b); break; }
+        if (ns == 0 || PAGE_HDR + 2u * ns > PS) {
+            p[PAGE_HDR] ^= 0x55;
+            snprintf(d, dc, " slot0(b%llu)", (unsigned long long)b);
+            break;
+        }
         unsigned s = (unsigned)tu_below(r, ns);
         uint16_t co = page_slot(p, s);
         if (kind == 4 || co + 12u > PS) {
@@ -176,10 +194,22 @@ static void damage_once(tu_rng *r, char *desc, size_t cap) {
             int which = (int)tu_below(r, 5);
             size_t off = co;
             int bytes = 2;
-            if (which == 1) { off = co + 2; bytes = ph_get_type(p) == PAGE_LEAF ? 1 : 4; }
-            if (which == 2) { off = co + 3; bytes = 4; }
-            if (which == 3) { off = co + 2; bytes = 4; }
-            if (which == 4) { off = (size_t)co + LEAF_CELL_HDR + rd16(p + co); bytes = 4; } /* overflow ptr */
+            if (which == 1) {
+                off = co + 2;
+                bytes = ph_get_type(p) == PAGE_LEAF ? 1 : 4;
+            }
+            if (which == 2) {
+                off = co + 3;
+                bytes = 4;
+            }
+            if (which == 3) {
+                off = co + 2;
+                bytes = 4;
+            }
+            if (which == 4) {
+                off = (size_t)co + LEAF_CELL_HDR + rd16(p + co);
+                bytes = 4;
+            } /* overflow ptr */
             uint64_t x = extreme(r, bytes);
             if (which == 1 && bytes == 1) x = tu_below(r, 2) ? (p[co + 2] ^ CELL_OVERFLOW) : x;
             put_field(p, off, bytes, x);
@@ -243,8 +273,8 @@ typedef struct round_ctx {
     uint64_t seed;
     const char *desc;
     uint64_t file_bytes;
-    int order_violations; /* scans that returned keys out of order */
-    int scan_runaways;    /* scans that did not end */
+    int order_violations;                                 /* scans that returned keys out of order */
+    int scan_runaways;                                    /* scans that did not end */
     int open_failed, verify_found, gets_corrupt, gets_ok; /* coverage, logged */
     char first_order[300];
 } round_ctx;
@@ -258,7 +288,10 @@ static void touch(const void *p, size_t n) {
     sink += s;
 }
 
-static void ignore_report(void *ctx, const eng_corruption *r) { (void)ctx; (void)r; }
+static void ignore_report(void *ctx, const eng_corruption *r) {
+    (void)ctx;
+    (void)r;
+}
 
 static int allowed(int rc, int a, int b, int c) { return rc == a || rc == b || rc == c; }
 
@@ -298,8 +331,8 @@ static void do_scan(eng_db *db, round_ctx *x, int backward, const eng_iter_optio
             int c = tu_keycmp(k, kl, prev, prevl);
             if (backward ? c >= 0 : c <= 0) {
                 if (x->order_violations++ == 0)
-                    snprintf(x->first_order, sizeof x->first_order, "round %d seed %#llx %s scan, damage:%s",
-                             x->round, (unsigned long long)x->seed, backward ? "bwd" : "fwd", x->desc);
+                    snprintf(x->first_order, sizeof x->first_order, "round %d seed %#llx %s scan, damage:%s", x->round,
+                             (unsigned long long)x->seed, backward ? "bwd" : "fwd", x->desc);
                 break;
             }
         }
@@ -318,13 +351,13 @@ static void do_scan(eng_db *db, round_ctx *x, int backward, const eng_iter_optio
      * and a poisoned handle refuses reads too (engine.h). */
     if (rc != ENG_OK)
         cr_assert(rc == ENG_NOTFOUND || rc == ENG_CORRUPTION || rc == ENG_POISONED,
-                  "round %d seed %#llx damage:%s\n  scan ended with %s",
-                  x->round, (unsigned long long)x->seed, x->desc, eng_strerror(rc));
+                  "round %d seed %#llx damage:%s\n  scan ended with %s", x->round, (unsigned long long)x->seed, x->desc,
+                  eng_strerror(rc));
     eng_iter_close(it);
 }
 
 static void run_round(int backend, round_ctx *x, tu_reports *rep) {
-    tu_rng r = { x->seed };
+    tu_rng r = {x->seed};
     char *desc = cur_desc;
     desc[0] = 0;
     x->desc = desc;
@@ -365,8 +398,8 @@ static void run_round(int backend, round_ctx *x, tu_reports *rep) {
         uint64_t probs = 0;
         cur_step = "verify_dir";
         rc = eng_verify_dir(work, &o, ignore_report, NULL, &probs);
-        cr_assert(rc == ENG_CORRUPTION || rc == ENG_OK, "round %d seed %#llx damage:%s\n  eng_verify_dir: %s",
-                  x->round, (unsigned long long)x->seed, desc, eng_strerror(rc));
+        cr_assert(rc == ENG_CORRUPTION || rc == ENG_OK, "round %d seed %#llx damage:%s\n  eng_verify_dir: %s", x->round,
+                  (unsigned long long)x->seed, desc, eng_strerror(rc));
         return;
     }
     eng_stats st;
@@ -374,7 +407,7 @@ static void run_round(int backend, round_ctx *x, tu_reports *rep) {
     cr_assert_eq(st.data_checksums, 0);
 
     /* every key, and some absent ones */
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     cur_step = "gets";
     for (int i = 0; i < NKEYS + 30; i++) {
         char ab[16];
@@ -383,13 +416,13 @@ static void run_round(int backend, round_ctx *x, tu_reports *rep) {
         size_t before = rep->total;
         rc = eng_get(db, k, kl, &b);
         cr_assert(allowed(rc, ENG_OK, ENG_NOTFOUND, ENG_CORRUPTION),
-                  "round %d seed %#llx damage:%s\n  eng_get of key %d: %s", x->round, (unsigned long long)x->seed,
-                  desc, i, eng_strerror(rc));
+                  "round %d seed %#llx damage:%s\n  eng_get of key %d: %s", x->round, (unsigned long long)x->seed, desc,
+                  i, eng_strerror(rc));
         x->gets_corrupt += rc == ENG_CORRUPTION;
         x->gets_ok += rc == ENG_OK;
         if (rc == ENG_CORRUPTION)
-            cr_assert_gt(rep->total, before, "round %d seed %#llx: get returned corruption with no report",
-                         x->round, (unsigned long long)x->seed);
+            cr_assert_gt(rep->total, before, "round %d seed %#llx: get returned corruption with no report", x->round,
+                         (unsigned long long)x->seed);
         if (rc == ENG_OK) {
             cr_assert(b.len <= b.cap, "round %d seed %#llx: eng_buf len %zu > cap %zu", x->round,
                       (unsigned long long)x->seed, b.len, b.cap);
@@ -399,11 +432,11 @@ static void run_round(int backend, round_ctx *x, tu_reports *rep) {
     eng_buf_free(&b);
 
     /* scans: unbounded both ways, and one bounded range */
-    eng_iter_options all = { 0 };
+    eng_iter_options all = {0};
     do_scan(db, x, 0, &all);
     do_scan(db, x, 1, &all);
     char lo[16], hi[16];
-    eng_iter_options rng = { lo, tu_key(lo, tu_below(&r, NKEYS * 3)), hi, 0, NULL };
+    eng_iter_options rng = {lo, tu_key(lo, tu_below(&r, NKEYS * 3)), hi, 0, NULL};
     rng.upper_len = tu_key(hi, strtoull(lo + 1, NULL, 10) + tu_below(&r, 300));
     do_scan(db, x, (int)tu_below(&r, 2), &rng);
 
@@ -435,8 +468,8 @@ static void run_round(int backend, round_ctx *x, tu_reports *rep) {
                 tu_fill(v, vl, (uint64_t)i);
                 rc = eng_put(db, KS.k[ki], KS.kl[ki], v, vl, NULL);
                 cr_assert(rc == ENG_OK || rc == ENG_CORRUPTION || rc == ENG_POISONED,
-                          "round %d seed %#llx damage:%s\n  eng_put: %s",
-                          x->round, (unsigned long long)x->seed, desc, eng_strerror(rc));
+                          "round %d seed %#llx damage:%s\n  eng_put: %s", x->round, (unsigned long long)x->seed, desc,
+                          eng_strerror(rc));
             }
         }
         x->file_bytes = tu_file_size(work, "data") + 64 * (uint64_t)PS + sizeof v;
@@ -445,12 +478,12 @@ static void run_round(int backend, round_ctx *x, tu_reports *rep) {
     cur_step = "close";
     rc = eng_close(db);
     cr_assert(rc == ENG_OK || rc == ENG_CORRUPTION || rc == ENG_POISONED,
-              "round %d seed %#llx damage:%s\n  eng_close: %s", x->round,
-              (unsigned long long)x->seed, desc, eng_strerror(rc));
+              "round %d seed %#llx damage:%s\n  eng_close: %s", x->round, (unsigned long long)x->seed, desc,
+              eng_strerror(rc));
 }
 
 static void run_rounds(int backend, uint64_t base_seed) {
-    struct sigaction sa = { 0 };
+    struct sigaction sa = {0};
     sa.sa_handler = on_alarm;
     sigaction(SIGALRM, &sa, NULL);
     const char *only = getenv("CKOFF_SEED");
@@ -459,7 +492,7 @@ static void run_rounds(int backend, uint64_t base_seed) {
     build(backend);
     static tu_reports rep;
     tu_reports_init(&rep);
-    round_ctx x = { 0 };
+    round_ctx x = {0};
     for (int round = 0; round < ROUNDS; round++) {
         x.round = round;
         x.seed = only ? strtoull(only, NULL, 0) : rng_mix64(base_seed + (uint64_t)round);
@@ -472,9 +505,8 @@ static void run_rounds(int backend, uint64_t base_seed) {
     }
     cr_log_info("[%s] %d rounds: open failed %d, verify found problems in %d; gets ok %d, corruption %d",
                 tu_backend_name(backend), ROUNDS, x.open_failed, x.verify_found, x.gets_ok, x.gets_corrupt);
-    cr_assert_eq(x.order_violations, 0,
-                 "%d scans returned keys out of order or never ended (%d runaways); first: %s", x.order_violations,
-                 x.scan_runaways, x.first_order);
+    cr_assert_eq(x.order_violations, 0, "%d scans returned keys out of order or never ended (%d runaways); first: %s",
+                 x.order_violations, x.scan_runaways, x.first_order);
 }
 
 TU_BACKEND_TEST(checksums_off, random_damage_never_crashes_hangs_or_returns_bad_lengths, T_TIMEOUT) {

@@ -32,16 +32,16 @@
 
 #include "testutil.h"
 
-#define NK 10000
+#define NK         10000
 #define WRITER_OPS 50000
 /* 32 pages is the engine's own floor (MIN_FRAMES; engine.h promises 16):
  * the data set is ~1.5 MiB, so both sizes evict constantly. */
-#define CACHE_PAGES 32
+#define CACHE_PAGES        32
 #define CACHE_PAGES_VERIFY 64
 
 typedef struct shared {
     eng_db *db;
-    _Atomic uint32_t started[NK];  /* highest version the writer has begun */
+    _Atomic uint32_t started[NK]; /* highest version the writer has begun */
     atomic_int writer_done;
     atomic_int failed;
     pthread_mutex_t mu;
@@ -76,7 +76,7 @@ static size_t value_len(uint32_t i, uint32_t v) {
 
 static size_t make_value(uint8_t *buf, uint32_t i, uint32_t v) {
     size_t len = value_len(i, v);
-    uint32_t hdr[3] = { i, v, (uint32_t)len };
+    uint32_t hdr[3] = {i, v, (uint32_t)len};
     memcpy(buf, hdr, 12);
     tu_fill(buf + 12, len - 12, ((uint64_t)i << 32) ^ v ^ 0x5a5a5a5aull);
     return len;
@@ -86,13 +86,28 @@ static size_t make_value(uint8_t *buf, uint32_t i, uint32_t v) {
 static uint32_t parse_value(const void *val, size_t len, uint32_t key, const char **why) {
     static __thread uint8_t exp[12 + 9000 + 12000];
     uint32_t hdr[3];
-    if (len < 12) { *why = "value shorter than its header"; return 0; }
+    if (len < 12) {
+        *why = "value shorter than its header";
+        return 0;
+    }
     memcpy(hdr, val, 12);
-    if (hdr[0] != key) { *why = "value belongs to another key"; return 0; }
-    if (hdr[1] == 0) { *why = "version 0 was never written"; return 0; }
-    if (hdr[2] != len || len != value_len(key, hdr[1])) { *why = "value length does not match its header"; return 0; }
+    if (hdr[0] != key) {
+        *why = "value belongs to another key";
+        return 0;
+    }
+    if (hdr[1] == 0) {
+        *why = "version 0 was never written";
+        return 0;
+    }
+    if (hdr[2] != len || len != value_len(key, hdr[1])) {
+        *why = "value length does not match its header";
+        return 0;
+    }
     make_value(exp, key, hdr[1]);
-    if (memcmp(exp, val, len)) { *why = "value body is not the one written"; return 0; }
+    if (memcmp(exp, val, len)) {
+        *why = "value body is not the one written";
+        return 0;
+    }
     return hdr[1];
 }
 
@@ -102,10 +117,19 @@ static int key_index(const void *k, size_t kl) { return (int)tu_key_index(k, kl,
 static int observe(uint32_t *seen, uint32_t key, const void *val, size_t len, const char *how) {
     const char *why = "";
     uint32_t v = parse_value(val, len, key, &why);
-    if (!v) { fail("%s of key %u: %s (len %zu)", how, key, why, len); return 0; }
-    if (is_delete(key, v)) { fail("%s of key %u: version %u was a delete, never a put", how, key, v); return 0; }
+    if (!v) {
+        fail("%s of key %u: %s (len %zu)", how, key, why, len);
+        return 0;
+    }
+    if (is_delete(key, v)) {
+        fail("%s of key %u: version %u was a delete, never a put", how, key, v);
+        return 0;
+    }
     uint32_t st = atomic_load(&S.started[key]);
-    if (v > st) { fail("%s of key %u: version %u not yet started by the writer (at %u)", how, key, v, st); return 0; }
+    if (v > st) {
+        fail("%s of key %u: version %u not yet started by the writer (at %u)", how, key, v, st);
+        return 0;
+    }
     if (v < seen[key]) {
         fail("%s of key %u: version %u after this reader saw version %u (went back in time)", how, key, v, seen[key]);
         return 0;
@@ -114,15 +138,18 @@ static int observe(uint32_t *seen, uint32_t key, const void *val, size_t len, co
     return 1;
 }
 
-typedef struct model_entry { uint32_t ver; int present; } model_entry;
+typedef struct model_entry {
+    uint32_t ver;
+    int present;
+} model_entry;
 static model_entry M[NK];
 
 static void *writer(void *arg) {
     (void)arg;
-    tu_rng r = { 0x3717e5 };
+    tu_rng r = {0x3717e5};
     static uint8_t buf[12 + 9000 + 12000];
-    eng_buf b = { 0 };
-    uint32_t ver[NK] = { 0 };
+    eng_buf b = {0};
+    uint32_t ver[NK] = {0};
     for (int op = 0; op < WRITER_OPS && !atomic_load(&S.failed); op++) {
         uint32_t i = (uint32_t)tu_below(&r, NK);
         uint32_t v = ++ver[i];
@@ -133,12 +160,19 @@ static void *writer(void *arg) {
         if (is_delete(i, v)) {
             rc = eng_delete(S.db, k, kl, NULL);
             int want = M[i].present ? ENG_OK : ENG_NOTFOUND;
-            if (rc != want) { fail("writer op %d: delete key %u v%u: %s, expected %s", op, i, v, eng_strerror(rc), eng_strerror(want)); break; }
+            if (rc != want) {
+                fail("writer op %d: delete key %u v%u: %s, expected %s", op, i, v, eng_strerror(rc),
+                     eng_strerror(want));
+                break;
+            }
             M[i].present = 0;
         } else {
             size_t len = make_value(buf, i, v);
             rc = eng_put(S.db, k, kl, buf, len, NULL);
-            if (rc != ENG_OK) { fail("writer op %d: put key %u v%u: %s", op, i, v, eng_strerror(rc)); break; }
+            if (rc != ENG_OK) {
+                fail("writer op %d: put key %u v%u: %s", op, i, v, eng_strerror(rc));
+                break;
+            }
             M[i].present = 1;
             M[i].ver = v;
             if (op % 16 == 0) { /* read your own write */
@@ -158,9 +192,9 @@ static void *writer(void *arg) {
 
 static void *reader(void *arg) {
     uint64_t id = (uint64_t)(uintptr_t)arg;
-    tu_rng r = { 0xbeef0000 + id };
+    tu_rng r = {0xbeef0000 + id};
     uint32_t *seen = calloc(NK, sizeof *seen);
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     while (!atomic_load(&S.writer_done) && !atomic_load(&S.failed)) {
         uint32_t i = (uint32_t)tu_below(&r, NK);
         char k[16];
@@ -180,24 +214,38 @@ static void *reader(void *arg) {
         /* a short scan, forward or backward, from a seek */
         int back = tu_below(&r, 3) == 0;
         eng_iter *it;
-        eng_iter_options io = { 0 };
+        eng_iter_options io = {0};
         int rc = eng_iter_open(S.db, &io, &it);
-        if (rc != ENG_OK) { fail("reader: iter_open: %s", eng_strerror(rc)); break; }
+        if (rc != ENG_OK) {
+            fail("reader: iter_open: %s", eng_strerror(rc));
+            break;
+        }
         rc = back ? eng_iter_seek_prev(it, k, kl) : eng_iter_seek(it, k, kl);
         int prev = -1, steps = (int)tu_range(&r, 1, 25), ok = 1;
         for (int s = 0; s < steps && rc == ENG_OK; s++) {
             size_t kl2, vl;
             const void *k2 = eng_iter_key(it, &kl2), *v = eng_iter_value(it, &vl);
             int ki = key_index(k2, kl2);
-            if (ki < 0) { fail("scan returned a key that was never written (len %zu)", kl2); ok = 0; break; }
+            if (ki < 0) {
+                fail("scan returned a key that was never written (len %zu)", kl2);
+                ok = 0;
+                break;
+            }
             if (s == 0 && (back ? ki > (int)i : ki < (int)i)) {
-                fail("%s to key %u landed on key %d", back ? "seek_prev" : "seek", i, ki); ok = 0; break;
+                fail("%s to key %u landed on key %d", back ? "seek_prev" : "seek", i, ki);
+                ok = 0;
+                break;
             }
             if (prev >= 0 && (back ? ki >= prev : ki <= prev)) {
-                fail("%s scan: key %d after key %d", back ? "backward" : "forward", ki, prev); ok = 0; break;
+                fail("%s scan: key %d after key %d", back ? "backward" : "forward", ki, prev);
+                ok = 0;
+                break;
             }
             prev = ki;
-            if (!observe(seen, (uint32_t)ki, v, vl, back ? "backward scan" : "forward scan")) { ok = 0; break; }
+            if (!observe(seen, (uint32_t)ki, v, vl, back ? "backward scan" : "forward scan")) {
+                ok = 0;
+                break;
+            }
             atomic_fetch_add(&S.reader_scanned, 1);
             rc = back ? eng_iter_prev(it) : eng_iter_next(it);
         }
@@ -234,9 +282,9 @@ static void *verifier(void *arg) {
 
 /* Every key's final state is the writer's. */
 static void check_final(eng_db *db, const char *what) {
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     static uint8_t exp[12 + 9000 + 12000];
-    tu_model m = { 0 };
+    tu_model m = {0};
     for (uint32_t i = 0; i < NK; i++) {
         char k[16];
         size_t kl = tu_key(k, i);
@@ -267,16 +315,15 @@ static void run(int backend, int with_verifier, int nreaders, size_t cache_pages
 
     pthread_t w, rd[4], vt;
     cr_assert_eq(pthread_create(&w, NULL, writer, NULL), 0);
-    for (int i = 0; i < nreaders; i++)
-        cr_assert_eq(pthread_create(&rd[i], NULL, reader, (void *)(uintptr_t)i), 0);
+    for (int i = 0; i < nreaders; i++) cr_assert_eq(pthread_create(&rd[i], NULL, reader, (void *)(uintptr_t)i), 0);
     if (with_verifier) cr_assert_eq(pthread_create(&vt, NULL, verifier, NULL), 0);
     pthread_join(w, NULL);
     for (int i = 0; i < nreaders; i++) pthread_join(rd[i], NULL);
     if (with_verifier) pthread_join(vt, NULL);
 
-    cr_log_info("[%s] %zu-page cache: reader gets %lu (found %lu), scanned %lu, verifies %lu",
-                tu_backend_name(backend), cache_pages, atomic_load(&S.reader_gets), atomic_load(&S.reader_found),
-                atomic_load(&S.reader_scanned), atomic_load(&S.verifies));
+    cr_log_info("[%s] %zu-page cache: reader gets %lu (found %lu), scanned %lu, verifies %lu", tu_backend_name(backend),
+                cache_pages, atomic_load(&S.reader_gets), atomic_load(&S.reader_found), atomic_load(&S.reader_scanned),
+                atomic_load(&S.verifies));
     char rs[2048];
     cr_assert(!atomic_load(&S.failed), "[%s] %s", tu_backend_name(backend), S.msg);
     cr_assert_eq(rep.total, 0, "[%s] corruption reported during the run:\n%s", tu_backend_name(backend),
@@ -299,13 +346,12 @@ static void run(int backend, int with_verifier, int nreaders, size_t cache_pages
     tu_close(db);
 }
 
-TU_BACKEND_TEST(concurrency, writer_and_two_readers_see_only_written_values_in_order,
-                .timeout = 60, .fini = tu_cleanup) {
+TU_BACKEND_TEST(concurrency, writer_and_two_readers_see_only_written_values_in_order, .timeout = 60,
+                .fini = tu_cleanup) {
     run(*backend, 0, 2, CACHE_PAGES);
 }
 
-TU_BACKEND_TEST(concurrency, verify_during_writes_reports_no_false_corruption,
-                .timeout = 60, .fini = tu_cleanup) {
+TU_BACKEND_TEST(concurrency, verify_during_writes_reports_no_false_corruption, .timeout = 60, .fini = tu_cleanup) {
     run(*backend, 1, 1, CACHE_PAGES_VERIFY);
 }
 
@@ -325,7 +371,12 @@ TU_BACKEND_TEST(concurrency, verify_during_writes_reports_no_false_corruption,
 #define IH_SLOTS 64
 typedef struct inflight_hooks {
     pthread_mutex_t mu;
-    struct { const void *buf; uint64_t off; int gen; int used; } w[IH_SLOTS];
+    struct {
+        const void *buf;
+        uint64_t off;
+        int gen;
+        int used;
+    } w[IH_SLOTS];
     _Atomic int gen; /* checkpoint calls so far */
     _Atomic int violations, syncs, writes;
     _Atomic int overlaps; /* a write of a block began while another write of it was in flight (L6) */
@@ -369,7 +420,10 @@ static void ih_after(void *ctx, eng_io_op *op) {
     if (!is_data_file(op) || op->kind != ENG_IO_WRITE) return;
     pthread_mutex_lock(&h->mu);
     for (int i = 0; i < IH_SLOTS; i++)
-        if (h->w[i].used && h->w[i].buf == op->buf && h->w[i].off == op->offset) { h->w[i].used = 0; break; }
+        if (h->w[i].used && h->w[i].buf == op->buf && h->w[i].off == op->offset) {
+            h->w[i].used = 0;
+            break;
+        }
     pthread_mutex_unlock(&h->mu);
 }
 
@@ -405,8 +459,7 @@ static void *ih_reader(void *arg) {
     return NULL;
 }
 
-TU_BACKEND_TEST(concurrency, checkpoint_fsync_never_passes_a_page_write_in_flight, .timeout = 120,
-                .fini = tu_cleanup) {
+TU_BACKEND_TEST(concurrency, checkpoint_fsync_never_passes_a_page_write_in_flight, .timeout = 120, .fini = tu_cleanup) {
     const char *dir = tu_tmpdir();
     inflight_hooks h = {.mu = PTHREAD_MUTEX_INITIALIZER};
     eng_io_hooks hooks = {.ctx = &h, .before = ih_before, .after = ih_after};
@@ -429,7 +482,8 @@ TU_BACKEND_TEST(concurrency, checkpoint_fsync_never_passes_a_page_write_in_fligh
     cr_assert_eq(atomic_load(&r.errors), 0);
     cr_assert_gt(ckpts, 10, "only %d checkpoints ran", ckpts);
     cr_assert_eq(atomic_load(&h.violations), 0,
-                 "[%s] %d of %d data-file fsyncs started while a page write begun before their checkpoint was in flight (%d writes, %d checkpoints)",
+                 "[%s] %d of %d data-file fsyncs started while a page write begun before their checkpoint was in "
+                 "flight (%d writes, %d checkpoints)",
                  tu_backend_name(*backend), atomic_load(&h.violations), atomic_load(&h.syncs), atomic_load(&h.writes),
                  ckpts);
     /* L6: readers re-dirty frames with hint bits under a shared latch;

@@ -28,7 +28,7 @@
 
 #define T_TIMEOUT .timeout = 300, .fini = tu_cleanup
 
-#define NKEYS 3000
+#define NKEYS       3000
 #define CACHE_PAGES 16
 
 /* ---- the fixture: a pristine database and what lives in each block ---- */
@@ -40,11 +40,11 @@ typedef struct fixture {
     uint32_t ps;
     tu_model m;
     uint64_t nblocks;
-    uint8_t *type;      /* [nblocks] ph_type of each block */
-    int32_t *ovfl_owner; /* [nblocks] key index owning an overflow page, or -1 */
+    uint8_t *type;          /* [nblocks] ph_type of each block */
+    int32_t *ovfl_owner;    /* [nblocks] key index owning an overflow page, or -1 */
     int64_t leaf_of[NKEYS]; /* leaf block holding key i */
-    tu_reports rep;     /* the handle's corruption callback */
-    tu_reports vrep;    /* eng_verify's callback */
+    tu_reports rep;         /* the handle's corruption callback */
+    tu_reports vrep;        /* eng_verify's callback */
 } fixture;
 
 static fixture F; /* one per test process (Criterion forks per test) */
@@ -57,7 +57,7 @@ static int key_index(const uint8_t *k, size_t kl) { return (int)tu_key_index(k, 
 static void load(const char *dir, int backend, uint32_t ps, tu_model *m, uint64_t seed) {
     eng_options o = tu_opts(backend, ps, 0, NULL);
     eng_db *db = tu_open(dir, &o);
-    tu_rng r = { seed };
+    tu_rng r = {seed};
     static uint8_t v[48000];
     for (int i = 0; i < NKEYS; i++) {
         /* insert in a scrambled order so leaves split all over the tree */
@@ -108,8 +108,7 @@ static void map_blocks(fixture *f) {
             }
         }
     }
-    for (int i = 0; i < NKEYS; i++)
-        cr_assert(f->leaf_of[i] >= 0, "key %d is on no leaf of the pristine file", i);
+    for (int i = 0; i < NKEYS; i++) cr_assert(f->leaf_of[i] >= 0, "key %d is on no leaf of the pristine file", i);
     free(p);
     free(q);
 }
@@ -163,7 +162,7 @@ static int check_status(int rc, size_t before, const char *what, const char *cal
 
 static void scan(eng_db *db, int backward, int64_t block, int *ncorrupt, const char *what) {
     eng_iter *it;
-    eng_iter_options io = { 0 };
+    eng_iter_options io = {0};
     cr_assert_eq(eng_iter_open(db, &io, &it), ENG_OK, "%s: iter_open", what);
     const tu_model *m = &F.m;
     long i = backward ? (long)m->n - 1 : 0;
@@ -179,8 +178,8 @@ static void scan(eng_db *db, int backward, int64_t block, int *ncorrupt, const c
         cr_assert(tu_bytes_eq(k, kl, m->a[i].k, m->a[i].kl), "%s: %s scan: wrong key at position %ld", what,
                   backward ? "bwd" : "fwd", i);
         cr_assert(tu_bytes_eq(v, vl, m->a[i].v, m->a[i].vl),
-                  "%s: %s scan: WRONG VALUE for key %ld (len %zu, expected %zu)", what, backward ? "bwd" : "fwd",
-                  i, vl, m->a[i].vl);
+                  "%s: %s scan: WRONG VALUE for key %ld (len %zu, expected %zu)", what, backward ? "bwd" : "fwd", i, vl,
+                  m->a[i].vl);
         /* L: a key whose pages are damaged is not returned */
         cr_assert_neq(key_fate(&F, (int)i, block), 1, "%s: scan returned key %ld from a damaged page", what, i);
         i += backward ? -1 : 1;
@@ -227,7 +226,7 @@ static void check_round(const expect *e) {
     }
 
     int ncorrupt = 0;
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     for (size_t i = 0; i < f->m.n; i++) {
         const tu_kv *kv = &f->m.a[i];
         size_t before = f->rep.total;
@@ -280,8 +279,8 @@ static void check_round(const expect *e) {
     }
     eng_corruption last;
     cr_assert(eng_last_corruption(db, &last), "%s: eng_last_corruption has none", e->what);
-    if (e->block >= 0) cr_assert_eq(last.block, e->block, "%s: last corruption names block %lld", e->what,
-                                    (long long)last.block);
+    if (e->block >= 0)
+        cr_assert_eq(last.block, e->block, "%s: last corruption names block %lld", e->what, (long long)last.block);
     eng_stats st;
     cr_assert_eq(eng_get_stats(db, &st), ENG_OK);
     if (e->layer >= 0)
@@ -321,13 +320,13 @@ TU_BACKEND_TEST(corruption, bit_flip_in_any_page_is_detected_at_its_block, T_TIM
     fixture_build(*backend, 8192, seed);
     check_pristine_clean();
     static uint64_t by_type[PAGE_TYPE_MAX + 1][4096];
-    uint64_t count[PAGE_TYPE_MAX + 1] = { 0 };
-    const int types[] = { PAGE_META, PAGE_INTERNAL, PAGE_LEAF, PAGE_OVERFLOW };
+    uint64_t count[PAGE_TYPE_MAX + 1] = {0};
+    const int types[] = {PAGE_META, PAGE_INTERNAL, PAGE_LEAF, PAGE_OVERFLOW};
     for (int t = 0; t < 4; t++) count[types[t]] = blocks_of_type(&F, types[t], by_type[types[t]], 4096);
     for (int t = 0; t < 4; t++)
         cr_assert_gt(count[types[t]], 0, "the fixture has no %s page", page_type_name(types[t]));
 
-    tu_rng r = { seed };
+    tu_rng r = {seed};
     uint8_t *page = malloc(F.ps);
     const int rounds = 110;
     for (int round = 0; round < rounds; round++) {
@@ -336,9 +335,12 @@ TU_BACKEND_TEST(corruption, bit_flip_in_any_page_is_detected_at_its_block, T_TIM
         uint64_t block = by_type[t][tu_below(&r, count[t])];
         uint64_t off;
         uint64_t where = tu_below(&r, 8);
-        if (where == 0) off = tu_below(&r, 8);              /* the checksum field itself */
-        else if (where <= 2) off = tu_below(&r, PAGE_HDR);  /* the header */
-        else off = tu_below(&r, F.ps);                      /* anywhere */
+        if (where == 0)
+            off = tu_below(&r, 8); /* the checksum field itself */
+        else if (where <= 2)
+            off = tu_below(&r, PAGE_HDR); /* the header */
+        else
+            off = tu_below(&r, F.ps); /* anywhere */
         int bit = (int)tu_below(&r, 8);
         char what[160];
         snprintf(what, sizeof what, "[%s seed %#llx round %d] bit %d of byte %llu in %s block %llu",
@@ -348,7 +350,7 @@ TU_BACKEND_TEST(corruption, bit_flip_in_any_page_is_detected_at_its_block, T_TIM
         tu_read_page(F.work, block, F.ps, page);
         page[off] ^= (uint8_t)(1u << bit);
         tu_write_page(F.work, block, F.ps, page);
-        expect e = { ENG_LAYER_PAGE_CHECKSUM, (int64_t)block, 1, what };
+        expect e = {ENG_LAYER_PAGE_CHECKSUM, (int64_t)block, 1, what};
         check_round(&e);
     }
     free(page);
@@ -364,14 +366,15 @@ TU_BACKEND_TEST(corruption, page_copied_over_another_is_detected_at_target, T_TI
     uint64_t no = blocks_of_type(&F, PAGE_OVERFLOW, ovfl, 4096);
     cr_assert_geq(nl, 2);
     cr_assert_geq(no, 2);
-    tu_rng r = { seed };
+    tu_rng r = {seed};
     uint8_t *page = malloc(F.ps);
     for (int round = 0; round < 12; round++) {
         /* leaves over leaves; the last rounds overflow over overflow */
         int ov = round >= 9;
         uint64_t *set = ov ? ovfl : leaves, n = ov ? no : nl;
         uint64_t a = set[tu_below(&r, n)], bb;
-        do bb = set[tu_below(&r, n)]; while (bb == a);
+        do bb = set[tu_below(&r, n)];
+        while (bb == a);
         if (ov && F.ovfl_owner[a] == F.ovfl_owner[bb]) continue;
         char what[160];
         snprintf(what, sizeof what, "[%s round %d] %s block %llu copied over block %llu", tu_backend_name(*backend),
@@ -379,7 +382,7 @@ TU_BACKEND_TEST(corruption, page_copied_over_another_is_detected_at_target, T_TI
         tu_copy_dir(F.pristine, F.work);
         tu_read_page(F.work, a, F.ps, page);
         tu_write_page(F.work, bb, F.ps, page);
-        expect e = { ENG_LAYER_PAGE_CHECKSUM, (int64_t)bb, 1, what };
+        expect e = {ENG_LAYER_PAGE_CHECKSUM, (int64_t)bb, 1, what};
         check_round(&e);
     }
     free(page);
@@ -390,9 +393,9 @@ TU_BACKEND_TEST(corruption, page_copied_over_another_is_detected_at_target, T_TI
 TU_BACKEND_TEST(corruption, zeroed_page_below_high_water_mark_is_detected, T_TIMEOUT) {
     const uint64_t seed = 0x2e20ull + (uint64_t)*backend;
     fixture_build(*backend, 8192, seed);
-    tu_rng r = { seed };
+    tu_rng r = {seed};
     uint8_t *zero = calloc(1, F.ps);
-    const int types[] = { PAGE_LEAF, PAGE_OVERFLOW, PAGE_INTERNAL, PAGE_META, PAGE_LEAF, PAGE_LEAF };
+    const int types[] = {PAGE_LEAF, PAGE_OVERFLOW, PAGE_INTERNAL, PAGE_META, PAGE_LEAF, PAGE_LEAF};
     static uint64_t set[4096];
     for (int round = 0; round < 6; round++) {
         uint64_t n = blocks_of_type(&F, types[round], set, 4096);
@@ -403,7 +406,7 @@ TU_BACKEND_TEST(corruption, zeroed_page_below_high_water_mark_is_detected, T_TIM
                  page_type_name(types[round]), (unsigned long long)block, (unsigned long long)F.nblocks);
         tu_copy_dir(F.pristine, F.work);
         tu_write_page(F.work, block, F.ps, zero);
-        expect e = { ENG_LAYER_ZERO_PAGE, (int64_t)block, 1, what };
+        expect e = {ENG_LAYER_ZERO_PAGE, (int64_t)block, 1, what};
         check_round(&e);
     }
     free(zero);
@@ -420,7 +423,7 @@ TU_BACKEND_TEST(corruption, torn_page_half_old_or_zero_is_detected, T_TIMEOUT) {
     tu_copy_dir(F.pristine, old);
     eng_options o = tu_opts(*backend, 0, 0, NULL);
     eng_db *db = tu_open(F.pristine, &o);
-    tu_rng r = { seed };
+    tu_rng r = {seed};
     for (size_t i = 0; i < F.m.n; i += 2) {
         tu_kv *kv = &F.m.a[i];
         if (kv->vl > 1000) continue; /* keep overflow chains where they are */
@@ -444,10 +447,22 @@ TU_BACKEND_TEST(corruption, torn_page_half_old_or_zero_is_detected, T_TIMEOUT) {
         const char *vn;
         memcpy(torn, np, F.ps);
         switch (variant) {
-        case 0: memcpy(torn + half, op + half, half); vn = "first half new, second half old"; break;
-        case 1: memset(torn + half, 0, half); vn = "second half zeros"; break;
-        case 2: memcpy(torn, op, half); vn = "first half old, second half new"; break;
-        default: memcpy(torn + sector, op + sector, F.ps - sector); vn = "only the first sector new"; break;
+        case 0:
+            memcpy(torn + half, op + half, half);
+            vn = "first half new, second half old";
+            break;
+        case 1:
+            memset(torn + half, 0, half);
+            vn = "second half zeros";
+            break;
+        case 2:
+            memcpy(torn, op, half);
+            vn = "first half old, second half new";
+            break;
+        default:
+            memcpy(torn + sector, op + sector, F.ps - sector);
+            vn = "only the first sector new";
+            break;
         }
         /* a tear that yields the whole new or the whole old page is not a
          * tear (the old page is valid at its block: a lost write, which a
@@ -458,7 +473,7 @@ TU_BACKEND_TEST(corruption, torn_page_half_old_or_zero_is_detected, T_TIMEOUT) {
                  (unsigned long long)block, vn);
         tu_copy_dir(F.pristine, F.work);
         tu_write_page(F.work, block, F.ps, torn);
-        expect e = { ENG_LAYER_PAGE_CHECKSUM, (int64_t)block, 1, what };
+        expect e = {ENG_LAYER_PAGE_CHECKSUM, (int64_t)block, 1, what};
         check_round(&e);
         done++;
     }
@@ -478,9 +493,9 @@ TU_BACKEND_TEST(corruption, truncated_data_file_is_reported, T_TIMEOUT) {
     while (last > 0 && F.type[last] == PAGE_ZERO) last--;
     cr_assert_gt(last, 1);
     for (int variant = 0; variant < 3; variant++) {
-        uint64_t len = variant == 0 ? (uint64_t)last * F.ps               /* last page cut off */
-                     : variant == 1 ? (uint64_t)last * F.ps + 20          /* cut inside its header */
-                                    : (uint64_t)(last - 3) * F.ps;        /* last four pages */
+        uint64_t len = variant == 0   ? (uint64_t)last * F.ps        /* last page cut off */
+                       : variant == 1 ? (uint64_t)last * F.ps + 20   /* cut inside its header */
+                                      : (uint64_t)(last - 3) * F.ps; /* last four pages */
         char what[160], p[4096];
         snprintf(what, sizeof what, "[%s] data file of %llu blocks truncated to %llu bytes (last page: %s)",
                  tu_backend_name(*backend), (unsigned long long)F.nblocks, (unsigned long long)len,
@@ -489,7 +504,7 @@ TU_BACKEND_TEST(corruption, truncated_data_file_is_reported, T_TIMEOUT) {
         cr_assert_eq(truncate(tu_path(p, sizeof p, F.work, "data"), (off_t)len), 0);
         /* which block is reported depends on which missing page is read
          * first; the file must be "data" and wrong data never returned */
-        expect e = { -1, variant == 2 ? -1 : last, 0, what };
+        expect e = {-1, variant == 2 ? -1 : last, 0, what};
         check_round(&e);
     }
 }
@@ -510,8 +525,8 @@ TU_BACKEND_TEST(corruption, verify_reports_only_the_damaged_page_and_names_it_un
     static uint64_t set[4096];
     uint64_t targets[24];
     int nt = 0;
-    const int types[] = { PAGE_LEAF, PAGE_INTERNAL, PAGE_OVERFLOW };
-    const int per_type[] = { 14, 3, 3 };
+    const int types[] = {PAGE_LEAF, PAGE_INTERNAL, PAGE_OVERFLOW};
+    const int per_type[] = {14, 3, 3};
     for (int t = 0; t < 3; t++) {
         uint64_t n = blocks_of_type(&F, types[t], set, 4096);
         cr_assert_gt(n, 0, "the fixture has no %s page", page_type_name(types[t]));
@@ -519,7 +534,7 @@ TU_BACKEND_TEST(corruption, verify_reports_only_the_damaged_page_and_names_it_un
         for (int k = 0; k < per_type[t] && (uint64_t)k < n; k++)
             targets[nt++] = set[k == 0 ? 0 : k == 1 ? n - 1 : (uint64_t)k * n / (uint64_t)per_type[t]];
     }
-    tu_rng r = { seed };
+    tu_rng r = {seed};
     uint8_t *page = malloc(F.ps);
     char buf[4096];
     for (int i = 0; i < nt; i++) {

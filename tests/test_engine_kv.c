@@ -17,12 +17,12 @@
 
 #define T_TIMEOUT .timeout = 240, .fini = tu_cleanup
 
-static const uint32_t page_sizes[] = { 4096, 8192, 16384 };
+static const uint32_t page_sizes[] = {4096, 8192, 16384};
 
 /* ---- basic round trips ---------------------------------------------------- */
 
 static void expect_get(eng_db *db, const char *k, const void *v, size_t vl) {
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     int rc = eng_get(db, k, strlen(k), &b);
     cr_assert_eq(rc, ENG_OK, "get %s: %s", k, eng_strerror(rc));
     cr_assert(tu_bytes_eq(b.data, b.len, v, vl), "get %s: value len %zu, expected %zu", k, b.len, vl);
@@ -30,7 +30,7 @@ static void expect_get(eng_db *db, const char *k, const void *v, size_t vl) {
 }
 
 static void expect_notfound(eng_db *db, const char *k) {
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     int rc = eng_get(db, k, strlen(k), &b);
     cr_assert_eq(rc, ENG_NOTFOUND, "get %s: %s, expected notfound", k, eng_strerror(rc));
     eng_buf_free(&b);
@@ -80,7 +80,7 @@ TU_BACKEND_TEST(kv, put_get_delete_round_trip, T_TIMEOUT) {
     /* binary keys with NUL bytes; shorter key first on a common prefix */
     cr_assert_eq(eng_put(db, "k\0a", 3, "1", 1, NULL), ENG_OK);
     cr_assert_eq(eng_put(db, "k\0", 2, "2", 1, NULL), ENG_OK);
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     cr_assert_eq(eng_get(db, "k\0a", 3, &b), ENG_OK);
     cr_assert(tu_bytes_eq(b.data, b.len, "1", 1));
     cr_assert_eq(eng_get(db, "k\0", 2, &b), ENG_OK);
@@ -101,7 +101,7 @@ TU_BACKEND_TEST(kv, put_get_delete_round_trip, T_TIMEOUT) {
 
 static size_t count_keys(eng_db *db) {
     eng_iter *it;
-    eng_iter_options io = { 0 };
+    eng_iter_options io = {0};
     cr_assert_eq(eng_iter_open(db, &io, &it), ENG_OK);
     size_t n = 0;
     int rc;
@@ -117,7 +117,7 @@ TU_BACKEND_TEST(kv, max_key_accepted_longer_rejected_unchanged, T_TIMEOUT) {
     eng_db *db = tu_open(dir, &o);
     static uint8_t k[ENG_MAX_KEY + 8];
     tu_fill(k, sizeof k, 7);
-    eng_buf b = { 0 };
+    eng_buf b = {0};
 
     /* ENG_MAX_KEY accepted, many of them (several per page), read back */
     for (int i = 0; i < 40; i++) {
@@ -169,12 +169,12 @@ TU_BACKEND_TEST(kv, large_values_round_trip_grow_shrink_delete, T_TIMEOUT) {
     const char *dir = tu_tmpdir();
     eng_options o = tu_opts(*backend, 0, 0, NULL);
     eng_db *db = tu_open(dir, &o);
-    const size_t sizes[] = { 1, 100, 4000, 8000, 8192, 8193, 20000, 100 * 1000, (1u << 20) + 17, 3u << 20 };
+    const size_t sizes[] = {1, 100, 4000, 8000, 8192, 8193, 20000, 100 * 1000, (1u << 20) + 17, 3u << 20};
     const size_t ns = sizeof sizes / sizeof sizes[0];
     size_t maxsz = sizes[ns - 1];
     uint8_t *v = malloc(maxsz);
     cr_assert(v);
-    tu_model m = { 0 };
+    tu_model m = {0};
     char key[32];
 
     /* one key per size, plus neighbours so the big values share leaves */
@@ -210,7 +210,7 @@ TU_BACKEND_TEST(kv, large_values_round_trip_grow_shrink_delete, T_TIMEOUT) {
     tu_check_scan(db, &m, "after reopen");
 
     /* delete the big ones */
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     for (size_t i = 0; i < ns; i++) {
         snprintf(key, sizeof key, "big%02zu", i);
         cr_assert_eq(eng_delete(db, key, strlen(key), NULL), ENG_OK);
@@ -262,20 +262,19 @@ static void random_ops(int backend, uint32_t page_size, size_t cache_pages, uint
     const char *dir = tu_tmpdir();
     eng_options o = tu_opts(backend, page_size, cache_pages, NULL);
     eng_db *db = tu_open(dir, &o);
-    tu_rng r = { seed };
+    tu_rng r = {seed};
     rkeys *ks = malloc(sizeof *ks);
     cr_assert(ks);
     for (int i = 0; i < RK_NKEYS; i++) {
         ks->kl[i] = (uint8_t)tu_range(&r, 1, 64);
         /* a small alphabet for short keys makes prefixes and near-collisions common */
-        for (int j = 0; j < ks->kl[i]; j++)
-            ks->k[i][j] = (uint8_t)(i % 3 == 0 ? 'a' + tu_below(&r, 4) : tu_next(&r));
+        for (int j = 0; j < ks->kl[i]; j++) ks->k[i][j] = (uint8_t)(i % 3 == 0 ? 'a' + tu_below(&r, 4) : tu_next(&r));
     }
     size_t vmax = 300 * 1000;
     uint8_t *v = malloc(vmax);
     cr_assert(v);
-    tu_model m = { 0 };
-    eng_buf b = { 0 };
+    tu_model m = {0};
+    eng_buf b = {0};
     char what[96];
 
     uint64_t nputs = 0, ndels = 0, ngets = 0;
@@ -289,9 +288,12 @@ static void random_ops(int backend, uint32_t page_size, size_t cache_pages, uint
         if (dice < 450) {
             size_t vl;
             uint64_t big = tu_below(&r, 1000);
-            if (big < 3) vl = tu_range(&r, 20000, vmax);      /* a few large values */
-            else if (big < 15) vl = tu_range(&r, 600, 9000);  /* around a page */
-            else vl = tu_range(&r, 0, 600);
+            if (big < 3)
+                vl = tu_range(&r, 20000, vmax); /* a few large values */
+            else if (big < 15)
+                vl = tu_range(&r, 600, 9000); /* around a page */
+            else
+                vl = tu_range(&r, 0, 600);
             tu_fill(v, vl, tu_next(&r));
             rc = eng_put(db, k, kl, v, vl, NULL);
             nputs++;
@@ -301,16 +303,16 @@ static void random_ops(int backend, uint32_t page_size, size_t cache_pages, uint
             rc = eng_delete(db, k, kl, NULL);
             ndels++;
             int had = tu_model_del(&m, k, kl);
-            cr_assert_eq(rc, had ? ENG_OK : ENG_NOTFOUND, "%s: delete: %s (model had it: %d)", what,
-                         eng_strerror(rc), had);
+            cr_assert_eq(rc, had ? ENG_OK : ENG_NOTFOUND, "%s: delete: %s (model had it: %d)", what, eng_strerror(rc),
+                         had);
         } else {
             rc = eng_get(db, k, kl, &b);
             ngets++;
             const tu_kv *e = tu_model_get(&m, k, kl);
             if (e) {
                 cr_assert_eq(rc, ENG_OK, "%s: get: %s", what, eng_strerror(rc));
-                cr_assert(tu_bytes_eq(b.data, b.len, e->v, e->vl), "%s: get: value len %zu, model %zu", what,
-                          b.len, e->vl);
+                cr_assert(tu_bytes_eq(b.data, b.len, e->v, e->vl), "%s: get: value len %zu, model %zu", what, b.len,
+                          e->vl);
             } else {
                 cr_assert_eq(rc, ENG_NOTFOUND, "%s: get of absent key: %s", what, eng_strerror(rc));
             }
@@ -329,9 +331,7 @@ static void random_ops(int backend, uint32_t page_size, size_t cache_pages, uint
                  (unsigned long long)ndels);
     cr_assert_geq(st.gets, ngets, "stats count %llu gets, at least %llu done", (unsigned long long)st.gets,
                   (unsigned long long)ngets);
-    if (cache_pages) {
-        cr_assert_gt(st.evictions, 0, "a %zu-page cache never evicted", cache_pages);
-    }
+    if (cache_pages) { cr_assert_gt(st.evictions, 0, "a %zu-page cache never evicted", cache_pages); }
     tu_close(db);
 
     /* reopen (with the default cache) and everything is still there */
@@ -356,9 +356,7 @@ static void random_ops(int backend, uint32_t page_size, size_t cache_pages, uint
     free(ks);
 }
 
-TU_BACKEND_TEST(kv, random_ops_match_model, T_TIMEOUT) {
-    random_ops(*backend, 8192, 0, 0x5eed0001, 30000);
-}
+TU_BACKEND_TEST(kv, random_ops_match_model, T_TIMEOUT) { random_ops(*backend, 8192, 0, 0x5eed0001, 30000); }
 
 TU_BACKEND_TEST(kv, random_ops_match_model_with_16_page_cache_evicting, T_TIMEOUT) {
     random_ops(*backend, 8192, 16, 0x5eed0002, 30000);
@@ -403,14 +401,12 @@ static int ref_seek_prev(refit *ri, const void *k, size_t kl) {
 
 static void iter_matches(eng_iter *it, const refit *ri, int rc, int want, const char *what) {
     cr_assert_eq(rc, want, "%s: status %s, expected %s", what, eng_strerror(rc), eng_strerror(want));
-    cr_assert_eq(eng_iter_valid(it), ri->pos >= 0, "%s: valid=%d, expected %d", what, eng_iter_valid(it),
-                 ri->pos >= 0);
+    cr_assert_eq(eng_iter_valid(it), ri->pos >= 0, "%s: valid=%d, expected %d", what, eng_iter_valid(it), ri->pos >= 0);
     if (ri->pos < 0) return;
     const tu_kv *e = &ri->m->a[ri->pos];
     size_t kl, vl;
     const void *k = eng_iter_key(it, &kl), *v = eng_iter_value(it, &vl);
-    cr_assert(tu_bytes_eq(k, kl, e->k, e->kl), "%s: positioned on the wrong key (expected index %ld)", what,
-              ri->pos);
+    cr_assert(tu_bytes_eq(k, kl, e->k, e->kl), "%s: positioned on the wrong key (expected index %ld)", what, ri->pos);
     cr_assert(tu_bytes_eq(v, vl, e->v, e->vl), "%s: wrong value at index %ld", what, ri->pos);
 }
 
@@ -431,7 +427,7 @@ TU_BACKEND_TEST(kv, iterator_empty_db_and_empty_ranges, T_TIMEOUT) {
     eng_options o = tu_opts(*backend, 0, 0, NULL);
     eng_db *db = tu_open(dir, &o);
     eng_iter *it;
-    eng_iter_options io = { 0 };
+    eng_iter_options io = {0};
     cr_assert_eq(eng_iter_open(db, &io, &it), ENG_OK);
     cr_assert(!eng_iter_valid(it), "fresh iterator is valid");
     cr_assert_eq(eng_iter_first(it), ENG_NOTFOUND);
@@ -442,20 +438,20 @@ TU_BACKEND_TEST(kv, iterator_empty_db_and_empty_ranges, T_TIMEOUT) {
     cr_assert(!eng_iter_valid(it));
     eng_iter_close(it);
 
-    tu_model m = { 0 };
+    tu_model m = {0};
     build_even_keys(db, &m, 500, 0);
     char lo[16], hi[16];
     /* bounds between two adjacent keys: nothing inside */
     size_t lol = tu_key(lo, 101), hil = tu_key(hi, 102);
-    eng_iter_options b1 = { lo, lol, hi, hil, NULL };
+    eng_iter_options b1 = {lo, lol, hi, hil, NULL};
     /* lower == upper */
-    eng_iter_options b2 = { hi, hil, hi, hil, NULL };
+    eng_iter_options b2 = {hi, hil, hi, hil, NULL};
     /* everything above the last key / below the first */
     char top[16];
     size_t topl = tu_key(top, 5000);
-    eng_iter_options b3 = { top, topl, NULL, 0, NULL };
-    eng_iter_options b4 = { NULL, 0, "k", 1, NULL };
-    const eng_iter_options *bs[] = { &b1, &b2, &b3, &b4 };
+    eng_iter_options b3 = {top, topl, NULL, 0, NULL};
+    eng_iter_options b4 = {NULL, 0, "k", 1, NULL};
+    const eng_iter_options *bs[] = {&b1, &b2, &b3, &b4};
     for (int j = 0; j < 4; j++) {
         cr_assert_eq(eng_iter_open(db, bs[j], &it), ENG_OK);
         cr_assert_eq(eng_iter_first(it), ENG_NOTFOUND, "bounds %d: first", j);
@@ -476,7 +472,7 @@ TU_BACKEND_TEST(kv, iterator_bounds_seek_and_direction_changes_match_model, T_TI
     const char *dir = tu_tmpdir();
     eng_options o = tu_opts(*backend, 4096, 32, NULL);
     eng_db *db = tu_open(dir, &o);
-    tu_model m = { 0 };
+    tu_model m = {0};
     const int n = 3000; /* keys k00000000, k00000002, ... k00005998; every 97th value overflows */
     build_even_keys(db, &m, n, 97);
 
@@ -484,7 +480,7 @@ TU_BACKEND_TEST(kv, iterator_bounds_seek_and_direction_changes_match_model, T_TI
     eng_iter *it;
     char lo[16], hi[16], k[16];
     size_t lol = tu_key(lo, 1001), hil = tu_key(hi, 1100);
-    eng_iter_options io = { lo, lol, hi, hil, NULL };
+    eng_iter_options io = {lo, lol, hi, hil, NULL};
     refit ri;
     ref_init(&ri, &m, &io);
     cr_assert_eq(eng_iter_open(db, &io, &it), ENG_OK);
@@ -512,17 +508,22 @@ TU_BACKEND_TEST(kv, iterator_bounds_seek_and_direction_changes_match_model, T_TI
     eng_iter_close(it);
 
     /* random walks with random bounds */
-    tu_rng r = { 42 };
+    tu_rng r = {42};
     for (int walk = 0; walk < 120; walk++) {
         char lb[16], ub[16];
         size_t lbl = 0, ubl = 0;
-        eng_iter_options bo = { 0 };
+        eng_iter_options bo = {0};
         int kind = (int)tu_below(&r, 4);
-        if (kind & 1) { lbl = tu_key(lb, tu_below(&r, 2 * n + 10)); bo.lower = lb; bo.lower_len = lbl; }
+        if (kind & 1) {
+            lbl = tu_key(lb, tu_below(&r, 2 * n + 10));
+            bo.lower = lb;
+            bo.lower_len = lbl;
+        }
         if (kind & 2) {
             uint64_t base = bo.lower ? strtoull(lb + 1, NULL, 10) : 0;
             ubl = tu_key(ub, base + tu_below(&r, walk % 3 == 0 ? 40 : 2 * n));
-            bo.upper = ub; bo.upper_len = ubl;
+            bo.upper = ub;
+            bo.upper_len = ubl;
         }
         ref_init(&ri, &m, &bo);
         cr_assert_eq(eng_iter_open(db, &bo, &it), ENG_OK);
@@ -537,23 +538,25 @@ TU_BACKEND_TEST(kv, iterator_bounds_seek_and_direction_changes_match_model, T_TI
             case 1: iter_matches(it, &ri, eng_iter_last(it), ref_last(&ri), what); break;
             case 2: iter_matches(it, &ri, eng_iter_seek(it, k, kl), ref_seek(&ri, k, kl), what); break;
             case 3: iter_matches(it, &ri, eng_iter_seek_prev(it, k, kl), ref_seek_prev(&ri, k, kl), what); break;
-            case 4: case 5: case 6:
-                iter_matches(it, &ri, eng_iter_next(it), ref_set(&ri, ri.pos + 1), what); break;
-            default:
-                iter_matches(it, &ri, eng_iter_prev(it), ref_set(&ri, ri.pos - 1), what); break;
+            case 4:
+            case 5:
+            case 6: iter_matches(it, &ri, eng_iter_next(it), ref_set(&ri, ri.pos + 1), what); break;
+            default: iter_matches(it, &ri, eng_iter_prev(it), ref_set(&ri, ri.pos - 1), what); break;
             }
         }
         eng_iter_close(it);
     }
 
     /* a long run across many leaves, changing direction at every leaf-ish */
-    cr_assert_eq(eng_iter_open(db, &(eng_iter_options){ 0 }, &it), ENG_OK);
-    ref_init(&ri, &m, &(eng_iter_options){ 0 });
+    cr_assert_eq(eng_iter_open(db, &(eng_iter_options){0}, &it), ENG_OK);
+    ref_init(&ri, &m, &(eng_iter_options){0});
     iter_matches(it, &ri, eng_iter_first(it), ref_first(&ri), "zigzag first");
     for (int step = 0; step < 4000 && ri.pos >= 0; step++) {
         int back = step % 7 == 6;
-        if (back) iter_matches(it, &ri, eng_iter_prev(it), ref_set(&ri, ri.pos - 1), "zigzag prev");
-        else iter_matches(it, &ri, eng_iter_next(it), ref_set(&ri, ri.pos + 1), "zigzag next");
+        if (back)
+            iter_matches(it, &ri, eng_iter_prev(it), ref_set(&ri, ri.pos - 1), "zigzag prev");
+        else
+            iter_matches(it, &ri, eng_iter_next(it), ref_set(&ri, ri.pos + 1), "zigzag next");
     }
     eng_iter_close(it);
     tu_model_free(&m);
@@ -568,8 +571,8 @@ TU_BACKEND_TEST(kv, close_reopen_keeps_everything_all_page_sizes, T_TIMEOUT) {
         uint32_t ps = page_sizes[p];
         eng_options o = tu_opts(*backend, ps, 0, NULL);
         eng_db *db = tu_open(dir, &o);
-        tu_model m = { 0 };
-        tu_rng r = { 77 + p };
+        tu_model m = {0};
+        tu_rng r = {77 + p};
         static uint8_t v[70000];
         for (int i = 0; i < 3000; i++) {
             char k[16];
@@ -637,7 +640,7 @@ TU_BACKEND_TEST(kv, sync_then_reopen_and_stats, T_TIMEOUT) {
     const char *dir = tu_tmpdir();
     eng_options o = tu_opts(*backend, 16384, 0, NULL);
     eng_db *db = tu_open(dir, &o);
-    tu_model m = { 0 };
+    tu_model m = {0};
     for (int i = 0; i < 2000; i++) {
         char k[16], v[64];
         size_t kl = tu_key(k, (uint64_t)i * 7919 % 2000);

@@ -22,12 +22,12 @@
 #include "crashutil.h"
 #include "faults.h"
 
-#define PS 4096u
-#define T_OPTS .timeout = 300, .fini = cu_fini
-#define SEED 7u
-#define MAX_TICKS 400    /* about one tick in eight lands in [20, 40); seed 7: tick 5, block 13, byte 24 */
-#define COVERED_LO 20u   /* past checksum, LSN and block (stamped on every write) */
-#define DMG_CAP 512
+#define PS         4096u
+#define T_OPTS     .timeout = 300, .fini = cu_fini
+#define SEED       7u
+#define MAX_TICKS  400 /* about one tick in eight lands in [20, 40); seed 7: tick 5, block 13, byte 24 */
+#define COVERED_LO 20u /* past checksum, LSN and block (stamped on every write) */
+#define DMG_CAP    512
 
 /* ---- the ledger, read back (from test_faults.c) -------------------------- */
 
@@ -78,7 +78,10 @@ static const char *jstr(const char *line, const char *key, char *buf, size_t cap
     if (!p) return NULL;
     p += strlen(pat);
     size_t n = 0;
-    while (p[n] && p[n] != '"' && n + 1 < cap) { buf[n] = p[n]; n++; }
+    while (p[n] && p[n] != '"' && n + 1 < cap) {
+        buf[n] = p[n];
+        n++;
+    }
     buf[n] = 0;
     return buf;
 }
@@ -139,14 +142,14 @@ static int dmg_has(flt_ctx *f, uint64_t seq) {
 
 typedef struct hf {
     const char *run, *dir;
-    char data[512];          /* DIR/data */
+    char data[512]; /* DIR/data */
     flt_ctx *f;
     eng_db *db;
     tu_reports reps;
     uint64_t block, seq, byte; /* byte within the page */
     uint8_t mask;
-    char line[1024];         /* the flip's ledger line */
-    uint8_t frame[PS];       /* the frame right after the flip */
+    char line[1024];   /* the flip's ledger line */
+    uint8_t frame[PS]; /* the frame right after the flip */
 } hf;
 
 /* Open a fresh database with per-KV codes (width 2) over the library's
@@ -165,8 +168,8 @@ static void hf_setup(hf *h) {
     tu_reports_init(&h->reps);
     eng_options o = tu_opts(ENG_IO_PSYNC, PS, 0, &h->reps);
     o.io_hooks = flt_hooks(h->f);
-    o.checkpoint_wal_bytes = 0;        /* only explicit checkpoints */
-    o.cache_size = 8u << 20;           /* everything stays resident */
+    o.checkpoint_wal_bytes = 0; /* only explicit checkpoints */
+    o.cache_size = 8u << 20;    /* everything stays resident */
     o.block_protection_bytes_per_key = 2;
     h->db = tu_open(h->dir, &o);
     char k[32];
@@ -190,7 +193,10 @@ static void hf_setup(hf *h) {
         flt_pause(h->f, 1);
         lg l = lg_read(h->run);
         cr_assert(l.n <= seen + 1, "one tick wrote %zu ledger lines", l.n - seen);
-        if (l.n == seen) { lg_free(&l); continue; } /* no resident block drawn */
+        if (l.n == seen) {
+            lg_free(&l);
+            continue;
+        } /* no resident block drawn */
         seen = l.n;
         const char *line = l.lines[l.n - 1];
         cr_assert(line_is(line, "class", "bitflip_cache") && line_is(line, "file", "data"),
@@ -247,8 +253,7 @@ static void hook_write_block(flt_ctx *f, const char *path, uint64_t block, const
     cr_assert(fd >= 0, "open %s: %s", path, strerror(errno));
     op.result = pwrite(fd, op.buf, PS, (off_t)op.offset);
     close(fd);
-    cr_assert_eq(op.result, (int64_t)PS, "pwrite of block %llu: %lld", (unsigned long long)block,
-                 (long long)op.result);
+    cr_assert_eq(op.result, (int64_t)PS, "pwrite of block %llu: %lld", (unsigned long long)block, (long long)op.result);
     h->after(h->ctx, &op);
     free(buf);
 }
@@ -271,8 +276,8 @@ Test(carried_cache_flip, a_header_flip_the_engine_refuses_to_write_is_not_presen
     int rc = eng_checkpoint(h.db);
     cr_assert_neq(rc, ENG_OK, "the checkpoint wrote a frame with a header flip (%s)", h.line);
     cr_assert(tu_reports_has(&h.reps, ENG_LAYER_KV_PROTECTION, "data", (int64_t)h.block),
-              "no kv_protection report for block %llu (checkpoint: %s; %s); reports:\n%s",
-              (unsigned long long)h.block, eng_strerror(rc), h.line, tu_reports_str(&h.reps, buf, sizeof buf));
+              "no kv_protection report for block %llu (checkpoint: %s; %s); reports:\n%s", (unsigned long long)h.block,
+              eng_strerror(rc), h.line, tu_reports_str(&h.reps, buf, sizeof buf));
     cr_assert(!dmg_has(h.f, h.seq), "a flip the engine refused to write is present (%s)", h.line);
     uint64_t s[DMG_CAP];
     cr_assert_eq(dmg_list(h.f, s), 0, "damage present after a refused write-back (%s)", h.line);
@@ -315,8 +320,7 @@ Test(carried_cache_flip, a_header_flip_whose_frame_changed_before_write_is_not_p
     memcpy(changed, h.frame, PS);
     changed[PS - 1] ^= 0x01; /* the last cell's last byte */
     hook_write_block(h.f, h.data, h.block, changed);
-    cr_assert(!dmg_has(h.f, h.seq), "a frame changed after the flip was written and the flip is present (%s)",
-              h.line);
+    cr_assert(!dmg_has(h.f, h.seq), "a frame changed after the flip was written and the flip is present (%s)", h.line);
     uint64_t s[DMG_CAP];
     cr_assert_eq(dmg_list(h.f, s), 0, "damage present after a changed frame's write (%s)", h.line);
     hook_write_block(h.f, h.data, h.block, h.frame);

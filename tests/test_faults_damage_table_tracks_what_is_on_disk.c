@@ -25,7 +25,11 @@ static size_t dmg_list(flt_ctx *f, uint64_t *s) {
     size_t n = flt_damage_present(f, s, DMG_CAP);
     cr_assert(n <= DMG_CAP, "%zu present entries", n);
     for (size_t i = 1; i < n; i++) /* insertion sort: a handful of entries */
-        for (size_t j = i; j > 0 && s[j - 1] > s[j]; j--) { uint64_t x = s[j]; s[j] = s[j - 1]; s[j - 1] = x; }
+        for (size_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+            uint64_t x = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = x;
+        }
     /* CAP 0 counts without writing (the oracle's first call may size its array). */
     cr_assert_eq(flt_damage_present(f, NULL, 0), n);
     return n;
@@ -49,10 +53,10 @@ typedef struct dm {
     const eng_io_hooks *inner;
     eng_io_hooks hooks;
     flt_ctx *f;
-    uint64_t watch;          /* byte offset in DIR/data; UINT64_MAX: none */
-    size_t covering, other;  /* completed data writes over the byte / elsewhere */
+    uint64_t watch;         /* byte offset in DIR/data; UINT64_MAX: none */
+    size_t covering, other; /* completed data writes over the byte / elsewhere */
     size_t bad_covering, bad_other;
-    size_t present_at_sync;  /* before the last fsync of DIR/data */
+    size_t present_at_sync; /* before the last fsync of DIR/data */
     int syncs;
 } dm;
 
@@ -174,8 +178,8 @@ Test(faults, a_write_over_a_flipped_page_makes_it_gone, T_OPTS) {
         if (i % 100 == 99) cr_assert_eq(eng_checkpoint(db), ENG_OK);
     }
     cr_assert(w->other > 0, "no write of another block came first: nothing proven about them (%s)", line);
-    cr_assert_eq(w->bad_other, 0, "%zu of %zu writes of other blocks changed the table (%s)", w->bad_other,
-                 w->other, line);
+    cr_assert_eq(w->bad_other, 0, "%zu of %zu writes of other blocks changed the table (%s)", w->bad_other, w->other,
+                 line);
     cr_assert(w->covering > 0, "block %lld was never written again (%s)", (long long)jnum(line, "block"), line);
     cr_assert_eq(w->bad_covering, 0, "the flip is still present after its block was written (%s)", line);
     uint64_t s[DMG_CAP];
@@ -208,7 +212,11 @@ Test(faults, the_same_flip_twice_cancels, T_OPTS) {
     flt_ctx *f = fopen_ok(&fo);
     flt_thread_start(f, 0);
     enum { TICKS = 300 };
-    struct { uint64_t seq, byte; uint8_t mask; int present; } m[TICKS];
+    struct {
+        uint64_t seq, byte;
+        uint8_t mask;
+        int present;
+    } m[TICKS];
     size_t nm = 0, cancels = 0, lines = 0;
     uint64_t s[DMG_CAP];
     uint8_t *x = malloc(len0);
@@ -232,8 +240,8 @@ Test(faults, the_same_flip_twice_cancels, T_OPTS) {
         size_t n = dmg_list(f, s), k = 0;
         for (size_t i = 0; i < nm; i++) {
             if (!m[i].present) continue;
-            cr_assert(k < n && s[k] == m[i].seq, "tick %d: flip seq %llu (byte %llu mask %02x) should be present",
-                      t, (unsigned long long)m[i].seq, (unsigned long long)m[i].byte, m[i].mask);
+            cr_assert(k < n && s[k] == m[i].seq, "tick %d: flip seq %llu (byte %llu mask %02x) should be present", t,
+                      (unsigned long long)m[i].seq, (unsigned long long)m[i].byte, m[i].mask);
             k++;
         }
         cr_assert_eq(k, n, "tick %d: %zu present, the model has %zu", t, n, k);
@@ -245,8 +253,8 @@ Test(faults, the_same_flip_twice_cancels, T_OPTS) {
         uint8_t *now = cu_read_file(p, &len1);
         cr_assert_eq(len1, len0);
         for (size_t b = 0; b < len0; b++)
-            cr_assert_eq(orig[b] ^ now[b], x[b], "tick %d: byte %zu differs by %02x, the present flips say %02x", t,
-                         b, orig[b] ^ now[b], x[b]);
+            cr_assert_eq(orig[b] ^ now[b], x[b], "tick %d: byte %zu differs by %02x, the present flips say %02x", t, b,
+                         orig[b] ^ now[b], x[b]);
         free(now);
     }
     cr_assert(cancels >= 2, "only %zu flips repeated one present: nothing proven", cancels);
@@ -307,7 +315,10 @@ static uint64_t seed_for_edge_inflight(uint64_t from, const char *path, const ui
         size_t byte = 0;
         uint8_t mask = 0;
         cr_assert_eq(one_bit_diff(w, page, PS, &byte, &mask), 1);
-        if (byte == 0 || byte == PS - 1) { free(w); return seed; }
+        if (byte == 0 || byte == PS - 1) {
+            free(w);
+            return seed;
+        }
     }
     cr_assert_fail("no seed puts the in-flight flip on an edge byte");
     return 0;
@@ -385,8 +396,10 @@ Test(faults, a_flip_that_undoes_an_inflight_write_flip_cancels_it, T_OPTS) {
         uint8_t mask = (uint8_t)jmask(i ? lg_nth(&l, "bitflip_page", i - 1) : l.lines[0]);
         size_t j = 0;
         while (j < np && !(pb[j] == byte && pm[j] == mask)) j++;
-        if (j < np) { ps_[j] = ps_[np - 1], pb[j] = pb[np - 1], pm[j] = pm[np - 1], np--; }
-        else ps_[np] = seq, pb[np] = byte, pm[np] = mask, np++;
+        if (j < np) {
+            ps_[j] = ps_[np - 1], pb[j] = pb[np - 1], pm[j] = pm[np - 1], np--;
+        } else
+            ps_[np] = seq, pb[np] = byte, pm[np] = mask, np++;
     }
     uint64_t s[DMG_CAP];
     size_t n = dmg_list(f, s);
@@ -483,9 +496,7 @@ static void damage_drop_case(const char *point, uint64_t seed_from) {
     free(d);
 }
 
-Test(faults, a_failed_fsync_that_drops_dirty_data_makes_damage_unknown, T_OPTS) {
-    damage_drop_case("hook/sync", 47);
-}
+Test(faults, a_failed_fsync_that_drops_dirty_data_makes_damage_unknown, T_OPTS) { damage_drop_case("hook/sync", 47); }
 
 /* The same through the engine's own point engine/io/fsync (the drop in
  * after(SYNC), the other half of sync_error's firings). */
@@ -577,9 +588,7 @@ typedef struct tt {
     uint8_t page[PS], old[PS];
 } tt;
 
-static void tt_last_seq(void *ctx, const char *line) {
-    *(int64_t *)ctx = jnum(line, "seq");
-}
+static void tt_last_seq(void *ctx, const char *line) { *(int64_t *)ctx = jnum(line, "seq"); }
 
 static int tt_before(void *ctx, eng_io_op *op) {
     tt *w = ctx;
@@ -614,8 +623,10 @@ static void tt_after(void *ctx, eng_io_op *op) {
     int present = 0;
     for (size_t i = 0; i < n && i < DMG_CAP; i++) present |= s[i] == w->seq;
     w->wrong += present != w->differs;
-    if (w->differs) w->diff++;
-    else w->same++;
+    if (w->differs)
+        w->diff++;
+    else
+        w->same++;
 }
 
 /* A torn write is damage only when what it left of the old page differs

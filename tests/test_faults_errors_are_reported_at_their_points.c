@@ -148,7 +148,10 @@ Test(faults, write_error_and_nospace_share_a_point, T_OPTS) {
                 match |= line_is(l.lines[k], "err", err);
             }
             cr_assert(match, "%s returned, last injection %s", err, l.lines[l.n - 1]);
-            if (rc == ENG_IOERR) seen_eio++; else seen_enospc++;
+            if (rc == ENG_IOERR)
+                seen_eio++;
+            else
+                seen_enospc++;
             lg_free(&l);
         }
         eng_close(db);
@@ -196,9 +199,7 @@ static void sync_error_case(int backend, const char *point) {
     flt_close(f);
 }
 
-TU_BACKEND_TEST(faults, sync_error_fails_and_poisons, T_OPTS) {
-    sync_error_case(*backend, "hook/sync");
-}
+TU_BACKEND_TEST(faults, sync_error_fails_and_poisons, T_OPTS) { sync_error_case(*backend, "hook/sync"); }
 
 /* engine/io/fsync: sync_error's other point fails the call the same way,
  * its line (naming the file) before the drop's (detected, never swallowed). */
@@ -247,9 +248,12 @@ static void point_case(int backend, int cls, uint64_t one_in, const char *point,
         } else {
             uint64_t x = tu_below(&r, 100), key = tu_below(&r, 600);
             kv(key, (uint32_t)op, k, &kl, v, &vl);
-            if (x < 50) rc = eng_put(db, k, kl, v, vl, NULL);
-            else if (x < 75) rc = eng_get(db, k, kl, &b);
-            else rc = eng_checkpoint(db);
+            if (x < 50)
+                rc = eng_put(db, k, kl, v, vl, NULL);
+            else if (x < 75)
+                rc = eng_get(db, k, kl, &b);
+            else
+                rc = eng_checkpoint(db);
             if (rc == ENG_NOTFOUND) rc = ENG_OK;
             if (rc != ENG_OK) {
                 failures++;

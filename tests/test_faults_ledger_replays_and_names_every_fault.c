@@ -71,7 +71,7 @@ Test(faults, names_and_options, T_OPTS) {
 
 /* ---- determinism ------------------------------------------------------------------ */
 
-#define DET_OPS 700
+#define DET_OPS  700
 #define DET_KEYS 500
 
 typedef struct det_result {
@@ -83,10 +83,10 @@ typedef struct det_result {
  * flt_op before and flt_tick after each; a poisoned handle is reopened. */
 /* The mix of the determinism runs (one_in per class). */
 static const uint64_t det_mix[FLT_CLASS_COUNT] = {
-    [FLT_BITFLIP_PAGE] = 60, [FLT_BITFLIP_WAL] = 80, [FLT_BITFLIP_CACHE] = 50,
-    [FLT_BITFLIP_INFLIGHT] = 150, [FLT_TORN_WRITE] = 120, [FLT_MISDIRECTED_WRITE] = 150,
-    [FLT_ZERO_PAGE] = 150, [FLT_READ_ERROR] = 250, [FLT_WRITE_ERROR] = 400,
-    [FLT_NOSPACE] = 400, [FLT_SHORT_IO] = 40, [FLT_SYNC_ERROR] = 150, [FLT_LOST_WRITE] = 150,
+    [FLT_BITFLIP_PAGE] = 60, [FLT_BITFLIP_WAL] = 80,        [FLT_BITFLIP_CACHE] = 50, [FLT_BITFLIP_INFLIGHT] = 150,
+    [FLT_TORN_WRITE] = 120,  [FLT_MISDIRECTED_WRITE] = 150, [FLT_ZERO_PAGE] = 150,    [FLT_READ_ERROR] = 250,
+    [FLT_WRITE_ERROR] = 400, [FLT_NOSPACE] = 400,           [FLT_SHORT_IO] = 40,      [FLT_SYNC_ERROR] = 150,
+    [FLT_LOST_WRITE] = 150,
 };
 
 /* Open, retrying failures injected into recovery (create, unlink and
@@ -103,8 +103,8 @@ static int det_open(const char *dir, const eng_options *o, eng_db **db, det_resu
 }
 
 /* IN_CHILD: a crash child, which must not assert (crashutil.h). */
-static void det_run(const char *run, const char *dir, int backend, uint64_t seed, int sync_mode,
-                    const uint64_t *mix, int in_child, det_result *out) {
+static void det_run(const char *run, const char *dir, int backend, uint64_t seed, int sync_mode, const uint64_t *mix,
+                    int in_child, det_result *out) {
     flt_options fo = fopts(run, dir, seed);
     memcpy(fo.one_in, mix, sizeof fo.one_in);
     flt_ctx *f = NULL;
@@ -128,10 +128,14 @@ static void det_run(const char *run, const char *dir, int backend, uint64_t seed
         flt_op(f, i);
         uint64_t x = tu_below(&r, 100), key = tu_below(&r, DET_KEYS);
         kv(key, (uint32_t)i, k, &kl, v, &vl);
-        if (i % 50 == 49) rc = eng_checkpoint(db);
-        else if (x < 60) rc = eng_put(db, k, kl, v, vl, NULL);
-        else if (x < 90) rc = eng_get(db, k, kl, &b);
-        else rc = eng_delete(db, k, kl, NULL);
+        if (i % 50 == 49)
+            rc = eng_checkpoint(db);
+        else if (x < 60)
+            rc = eng_put(db, k, kl, v, vl, NULL);
+        else if (x < 90)
+            rc = eng_get(db, k, kl, &b);
+        else
+            rc = eng_delete(db, k, kl, NULL);
         if (out->nrc < sizeof out->rcs / sizeof out->rcs[0]) out->rcs[out->nrc++] = rc;
         flt_tick(f, db);
         if (rc == ENG_POISONED) {
@@ -182,13 +186,9 @@ static void det_case(int backend, int sync_mode) {
     lg_free(&c);
 }
 
-TU_BACKEND_TEST(faults, same_seed_same_ledger_sync_off, T_OPTS) {
-    det_case(*backend, ENG_SYNC_OFF);
-}
+TU_BACKEND_TEST(faults, same_seed_same_ledger_sync_off, T_OPTS) { det_case(*backend, ENG_SYNC_OFF); }
 
-TU_BACKEND_TEST(faults, same_seed_same_ledger_sync_commit, T_OPTS) {
-    det_case(*backend, ENG_SYNC_COMMIT);
-}
+TU_BACKEND_TEST(faults, same_seed_same_ledger_sync_commit, T_OPTS) { det_case(*backend, ENG_SYNC_COMMIT); }
 
 /* Engine bug found by the determinism run (seed 42, io_uring and psync,
  * sync off): a read error (get at op 15) and then a lost write of the meta

@@ -181,7 +181,11 @@ static void drop_stress(int backend, int sync_mode) {
     /* Per key: its generation as last verified (-1: absent); then every
      * write since, with its sequence (acknowledged or failed). */
     static int64_t base[NK];
-    static struct { uint64_t seq; uint32_t key; int64_t gen; } log[NOPS];
+    static struct {
+        uint64_t seq;
+        uint32_t key;
+        int64_t gen;
+    } log[NOPS];
     size_t nlog = 0;
     for (int i = 0; i < NK; i++) base[i] = -1;
     tu_rng r = {48 + (uint64_t)sync_mode};
@@ -218,8 +222,8 @@ static void drop_stress(int backend, int sync_mode) {
         eng_get_recovery_info(db, &ri);
         cr_assert(ri.recovered_seq >= durable && ri.recovered_seq <= last,
                   "op %llu, reopen %d: recovered to sequence %llu; durable was %llu, last assigned %llu",
-                  (unsigned long long)i, reopens, (unsigned long long)ri.recovered_seq,
-                  (unsigned long long)durable, (unsigned long long)last);
+                  (unsigned long long)i, reopens, (unsigned long long)ri.recovered_seq, (unsigned long long)durable,
+                  (unsigned long long)last);
         for (size_t w = 0; w < nlog && log[w].seq <= ri.recovered_seq; w++) base[log[w].key] = log[w].gen;
         nlog = 0;
         for (uint32_t x = 0; x < NK; x++) {
@@ -228,12 +232,12 @@ static void drop_stress(int backend, int sync_mode) {
             cr_assert(grc == ENG_OK || grc == ENG_NOTFOUND, "key %u after reopen %d: %s", x, reopens,
                       eng_strerror(grc));
             if (base[x] < 0) {
-                cr_assert_eq(grc, ENG_NOTFOUND, "key %u after reopen %d (recovered to %llu): resurrected or made up",
-                             x, reopens, (unsigned long long)ri.recovered_seq);
+                cr_assert_eq(grc, ENG_NOTFOUND, "key %u after reopen %d (recovered to %llu): resurrected or made up", x,
+                             reopens, (unsigned long long)ri.recovered_seq);
                 continue;
             }
-            cr_assert_eq(grc, ENG_OK, "key %u after reopen %d (recovered to %llu): lost (generation %lld)", x,
-                         reopens, (unsigned long long)ri.recovered_seq, (long long)base[x]);
+            cr_assert_eq(grc, ENG_OK, "key %u after reopen %d (recovered to %llu): lost (generation %lld)", x, reopens,
+                         (unsigned long long)ri.recovered_seq, (long long)base[x]);
             kv(x, (uint32_t)base[x], k, &kl, v, &vl);
             cr_assert(tu_bytes_eq(b.data, b.len, v, vl),
                       "key %u after reopen %d (recovered to %llu): not generation %lld", x, reopens,
@@ -254,14 +258,17 @@ static void drop_stress(int backend, int sync_mode) {
         char file[64] = "";
         jstr(l.lines[i], "file", file, sizeof file);
         drops++;
-        if (!strncmp(file, "wal/", 4)) wal++;
-        else if (!strcmp(file, "data")) data++;
-        else other++;
+        if (!strncmp(file, "wal/", 4))
+            wal++;
+        else if (!strcmp(file, "data"))
+            data++;
+        else
+            other++;
     }
     lg_free(&l);
     cr_assert(reopens >= 10 && wal >= 5 && data >= 5,
-              "only %d reopens (%d failed opens); %zu drops: %zu of log writes, %zu of pages, %zu of others",
-              reopens, failed_opens, drops, wal, data, other);
+              "only %d reopens (%d failed opens); %zu drops: %zu of log writes, %zu of pages, %zu of others", reopens,
+              failed_opens, drops, wal, data, other);
     flt_close(f);
     /* And a clean reopen without faults holds exactly that state. */
     tu_model m = {0};
@@ -279,9 +286,7 @@ TU_BACKEND_TEST(faults, sync_error_drops_keep_exact_prefix_sync_commit, T_OPTS) 
     drop_stress(*backend, ENG_SYNC_COMMIT);
 }
 
-TU_BACKEND_TEST(faults, sync_error_drops_keep_exact_prefix_sync_off, T_OPTS) {
-    drop_stress(*backend, ENG_SYNC_OFF);
-}
+TU_BACKEND_TEST(faults, sync_error_drops_keep_exact_prefix_sync_off, T_OPTS) { drop_stress(*backend, ENG_SYNC_OFF); }
 
 TU_BACKEND_TEST(faults, short_io_is_retried, T_OPTS) {
     const char *run = tu_tmpdir(), *dir = tu_tmpdir();
@@ -311,7 +316,8 @@ TU_BACKEND_TEST(faults, short_io_is_retried, T_OPTS) {
     check_counts(f, run);
     flt_counts c;
     flt_get_counts(f, &c);
-    cr_assert(c.injected[FLT_SHORT_IO] >= 10, "only %llu short transfers", (unsigned long long)c.injected[FLT_SHORT_IO]);
+    cr_assert(c.injected[FLT_SHORT_IO] >= 10, "only %llu short transfers",
+              (unsigned long long)c.injected[FLT_SHORT_IO]);
     int idx = point_index("engine/io/short");
     cr_assert_eq(c.point_hits[idx], c.injected[FLT_SHORT_IO]);
     cr_assert(c.point_checks[idx] > c.point_hits[idx], "odds 1 in 2 but every check fired");

@@ -51,7 +51,8 @@ TU_BACKEND_TEST(faults, lost_write_leaves_old_page, T_OPTS) {
         differed += memcmp(e->intended, e->old_orig, PS) != 0;
         verified++;
     }
-    cr_assert(verified > 0 && differed > 0, "verified %zu, of which the write would have changed %zu", verified, differed);
+    cr_assert(verified > 0 && differed > 0, "verified %zu, of which the write would have changed %zu", verified,
+              differed);
     lg_free(&l);
     free(w);
 }
@@ -210,13 +211,21 @@ Test(faults, cache_flip_is_one_bit_of_a_frame, T_OPTS) {
             size_t ps = 0;
             uint8_t *p = eng_debug_frame_bytes(db, bl, &ps);
             res[bl] = p != NULL;
-            if (p) { cr_assert_eq(ps, PS); memcpy(snap + bl * PS, p, PS); eng_debug_frame_release(db, bl); }
+            if (p) {
+                cr_assert_eq(ps, PS);
+                memcpy(snap + bl * PS, p, PS);
+                eng_debug_frame_release(db, bl);
+            }
         }
         lg before = lg_read(run);
         flt_op(f, (uint64_t)round);
         flt_tick(f, db);
         lg after = lg_read(run);
-        if (after.n == before.n) { lg_free(&before); lg_free(&after); continue; } /* picked a block not resident */
+        if (after.n == before.n) {
+            lg_free(&before);
+            lg_free(&after);
+            continue;
+        } /* picked a block not resident */
         cr_assert_eq(after.n, before.n + 1);
         const char *line = after.lines[after.n - 1];
         cr_assert(line_is(line, "class", "bitflip_cache") && line_is(line, "file", "data"), "%s", line);
@@ -234,7 +243,8 @@ Test(faults, cache_flip_is_one_bit_of_a_frame, T_OPTS) {
             int bits = one_bit_diff(p, snap + bl * PS, PS, &byte, &mask);
             if (bits) {
                 diffs++;
-                cr_assert_eq(bl, (uint64_t)block, "block %llu changed, the ledger says %lld", (unsigned long long)bl, (long long)block);
+                cr_assert_eq(bl, (uint64_t)block, "block %llu changed, the ledger says %lld", (unsigned long long)bl,
+                             (long long)block);
                 cr_assert_eq(bits, 1);
                 cr_assert_eq(byte, (size_t)bit / 8);
                 cr_assert_eq(mask, jmask(line));
@@ -242,7 +252,8 @@ Test(faults, cache_flip_is_one_bit_of_a_frame, T_OPTS) {
                 uint16_t lower = ph_get_lower(snap + bl * PS), upper = ph_get_upper(snap + bl * PS);
                 uint8_t type = ph_get_type(snap + bl * PS);
                 if (type == PAGE_LEAF || type == PAGE_INTERNAL)
-                    cr_assert(byte < lower || byte >= upper, "flip at %zu, in the free gap [%u, %u)", byte, lower, upper);
+                    cr_assert(byte < lower || byte >= upper, "flip at %zu, in the free gap [%u, %u)", byte, lower,
+                              upper);
                 /* Put it back: the next round starts from a clean cache. */
                 p[byte] ^= mask;
             }

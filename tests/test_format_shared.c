@@ -40,13 +40,12 @@
 TestSuite(format_shared, .fini = tu_cleanup);
 
 #define SEG_SIZE (64u << 10)
-#define NKEYS 600u
+#define NKEYS    600u
 
 /* ---- helpers ------------------------------------------------------------------ */
 
 /* The whole file DIR/NAME (malloc'd), its size in *LEN. */
-static uint8_t *slurp(const char *dir, const char *name, size_t *len)
-{
+static uint8_t *slurp(const char *dir, const char *name, size_t *len) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int fd = open(path, O_RDONLY);
@@ -68,13 +67,11 @@ static uint8_t *slurp(const char *dir, const char *name, size_t *len)
 
 /* CRC32C, bitwise (reflected 0x82F63B78, init and final xor ~0): an
  * independent check of the sector trailers. */
-static uint32_t crc32c_ref(const uint8_t *p, size_t n)
-{
+static uint32_t crc32c_ref(const uint8_t *p, size_t n) {
     uint32_t c = ~0u;
     for (size_t i = 0; i < n; i++) {
         c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
     }
     return ~c;
 }
@@ -82,8 +79,7 @@ static uint32_t crc32c_ref(const uint8_t *p, size_t n)
 /* Create a database of page size PS under a fresh temp dir: keys with
  * small values (leaves and an internal level), one value large enough
  * for an overflow chain, reads (hint bits), a clean close. */
-static const char *make_db(uint32_t ps)
-{
+static const char *make_db(uint32_t ps) {
     const char *dir = tu_tmpdir_db();
     eng_options o;
     eng_options_init(&o);
@@ -119,8 +115,7 @@ typedef struct ctl {
     uint64_t checkpoint_lsn, redo_lsn, seg_size;
 } ctl;
 
-static void read_control(const char *dir, ctl *c)
-{
+static void read_control(const char *dir, ctl *c) {
     size_t len;
     uint8_t *b = slurp(dir, CONTROL_NAME, &len);
     cr_assert_eq(len, CONTROL_SIZE);
@@ -136,15 +131,13 @@ static void read_control(const char *dir, ctl *c)
     c->wal_gen = fmt_get32(b + CT_WAL_GEN_OFF);
     cr_assert_eq(fmt_get32(b + 20), 0, "bytes 20-23 are zero");
     cr_assert_eq(fmt_get32(b + 68), 0, "bytes 68-71 are zero");
-    for (unsigned i = 80; i < CT_SUM_OFF; i++)
-        cr_assert_eq(b[i], 0, "byte %u of the control file is zero", i);
+    for (unsigned i = 80; i < CT_SUM_OFF; i++) cr_assert_eq(b[i], 0, "byte %u of the control file is zero", i);
     free(b);
 }
 
 /* ---- the control file ------------------------------------------------------ */
 
-Test(format_shared, control_file_fields_where_format_h_says)
-{
+Test(format_shared, control_file_fields_where_format_h_says) {
     static const uint32_t sizes[] = {4096, 8192, 16384};
     for (size_t k = 0; k < 3; k++) {
         const char *dir = make_db(sizes[k]);
@@ -160,15 +153,13 @@ Test(format_shared, control_file_fields_where_format_h_says)
 
 /* ---- the data file ------------------------------------------------------------ */
 
-static uint64_t page_sum(const uint8_t *p, uint32_t ps, uint64_t block)
-{
+static uint64_t page_sum(const uint8_t *p, uint32_t ps, uint64_t block) {
     uint64_t h = XXH3_64bits_withSeed(p + PAGE_CHECKSUM_FROM, ps - PAGE_CHECKSUM_FROM,
                                       ((uint64_t)0 << PAGE_SEED_FILE_SHIFT) ^ block);
     return h ? h : 1;
 }
 
-static void check_leaf(const uint8_t *p, uint32_t ps, uint64_t b)
-{
+static void check_leaf(const uint8_t *p, uint32_t ps, uint64_t b) {
     unsigned n = ph_get_nslots(p);
     cr_assert_eq(ph_get_level(p), 0);
     cr_assert_eq(ph_get_lower(p), LEAF_SLOT_BASE(ps) + 2u * n, "block %llu: slots after the hint area",
@@ -177,8 +168,7 @@ static void check_leaf(const uint8_t *p, uint32_t ps, uint64_t b)
     cr_assert(ph_get_upper(p) >= ph_get_lower(p) && ph_get_upper(p) <= ps);
     for (unsigned i = 0; i < n; i++) {
         unsigned h = leaf_hint_get(p, i);
-        cr_assert(h == HINT_NONE || h == HINT_XMIN_C || h == HINT_XMIN_A || h == HINT_XMAX_C ||
-                      h == HINT_XMAX_A,
+        cr_assert(h == HINT_NONE || h == HINT_XMIN_C || h == HINT_XMIN_A || h == HINT_XMAX_C || h == HINT_XMAX_A,
                   "block %llu slot %u: hint 0x%x", (unsigned long long)b, i, h);
         uint16_t off = page_slot(p, i);
         cr_assert(off >= ph_get_upper(p) && off + LEAF_CELL_HDR <= ps);
@@ -193,8 +183,7 @@ static void check_leaf(const uint8_t *p, uint32_t ps, uint64_t b)
     }
 }
 
-static void check_internal(const uint8_t *p, uint32_t ps, uint64_t nblocks)
-{
+static void check_internal(const uint8_t *p, uint32_t ps, uint64_t nblocks) {
     unsigned n = ph_get_nslots(p);
     cr_assert(ph_get_level(p) >= 1);
     cr_assert_eq(ph_get_lower(p), PAGE_HDR + 2u * n);
@@ -206,8 +195,7 @@ static void check_internal(const uint8_t *p, uint32_t ps, uint64_t nblocks)
     }
 }
 
-Test(format_shared, pages_decode_at_every_page_size)
-{
+Test(format_shared, pages_decode_at_every_page_size) {
     static const uint32_t sizes[] = {4096, 8192, 16384};
     static const uint32_t hint_bytes[] = {80, 160, 320};
     for (size_t k = 0; k < 3; k++) {
@@ -239,13 +227,10 @@ Test(format_shared, pages_decode_at_every_page_size)
         for (uint64_t b = 0; b < nblocks; b++) {
             const uint8_t *p = data + b * ps;
             int zero = 1;
-            for (uint32_t i = 0; i < ps && zero; i++)
-                zero = p[i] == 0;
-            if (zero)
-                continue;
+            for (uint32_t i = 0; i < ps && zero; i++) zero = p[i] == 0;
+            if (zero) continue;
             cr_assert_eq(ph_get_block(p), b, "ph_block at %u", PH_BLOCK_OFF);
-            cr_assert_eq(ph_get_checksum(p), page_sum(p, ps, b), "block %llu: checksum",
-                         (unsigned long long)b);
+            cr_assert_eq(ph_get_checksum(p), page_sum(p, ps, b), "block %llu: checksum", (unsigned long long)b);
             int t = ph_get_type(p);
             cr_assert(t >= PAGE_META && t <= PAGE_TYPE_MAX, "block %llu: type %d", (unsigned long long)b, t);
             seen[t]++;
@@ -272,8 +257,7 @@ Test(format_shared, pages_decode_at_every_page_size)
 
 /* Gather N record bytes from stream position POS of segment SEG (starting
  * at LSN BASE) into OUT, skipping sector trailers and block headers. */
-static uint64_t gather(const uint8_t *seg, uint64_t base, uint64_t pos, uint8_t *out, size_t n)
-{
+static uint64_t gather(const uint8_t *seg, uint64_t base, uint64_t pos, uint8_t *out, size_t n) {
     while (n > 0) {
         uint64_t off = pos - base;
         uint32_t in_blk = (uint32_t)(off % WAL_BLOCK), in_sec = (uint32_t)(off % WAL_SECTOR);
@@ -292,8 +276,7 @@ static uint64_t gather(const uint8_t *seg, uint64_t base, uint64_t pos, uint8_t 
     return pos;
 }
 
-Test(format_shared, wal_blocks_and_the_redo_record_decode)
-{
+Test(format_shared, wal_blocks_and_the_redo_record_decode) {
     cr_assert_eq(WAL_BLOCK_PAYLOAD, 4032u);
     cr_assert_eq(WAL_BLOCK_SECTORS * WAL_SECTOR, WAL_BLOCK);
     static const uint32_t sizes[] = {4096, 16384};
@@ -310,14 +293,12 @@ Test(format_shared, wal_blocks_and_the_redo_record_decode)
         struct dirent *e;
         int nsegs = 0;
         while ((e = readdir(d)) != NULL) {
-            if (e->d_name[0] == '.')
-                continue;
+            if (e->d_name[0] == '.') continue;
             cr_assert_eq(strlen(e->d_name), WAL_SEG_NAME_LEN, "segment name %s", e->d_name);
             uint64_t v = strtoull(e->d_name, NULL, 16);
             cr_assert_eq(v % c.seg_size, 0);
             nsegs++;
-            if (v == want)
-                snprintf(name, sizeof name, "%s/%s", WAL_DIR, e->d_name);
+            if (v == want) snprintf(name, sizeof name, "%s/%s", WAL_DIR, e->d_name);
         }
         closedir(d);
         cr_assert(nsegs >= 1 && name[0], "the segment of the redo point exists");
@@ -330,8 +311,7 @@ Test(format_shared, wal_blocks_and_the_redo_record_decode)
         unsigned written = 0;
         for (size_t b = 0; b + WAL_BLOCK <= len; b += WAL_BLOCK) {
             const uint8_t *h = seg + b;
-            if (fmt_get16(h + WB_MAGIC_OFF) == 0 && fmt_get64(h + WB_CHECK_OFF) == 0)
-                continue; /* never written */
+            if (fmt_get16(h + WB_MAGIC_OFF) == 0 && fmt_get64(h + WB_CHECK_OFF) == 0) continue; /* never written */
             written++;
             cr_assert_eq(fmt_get16(h + WB_MAGIC_OFF), WB_MAGIC);
             cr_assert_eq(fmt_get64(h + WB_LSN_OFF), want + b);
@@ -343,10 +323,9 @@ Test(format_shared, wal_blocks_and_the_redo_record_decode)
                 const uint8_t *sec = h + s * WAL_SECTOR;
                 uint32_t trl = fmt_get32(sec + WAL_SECTOR_DATA);
                 int zero = trl == 0;
-                for (unsigned i = 0; i < WAL_SECTOR_DATA && zero; i++)
-                    zero = sec[i] == 0;
-                cr_assert(zero || trl == crc32c_ref(sec, WAL_SECTOR_DATA),
-                          "block %zu sector %u: trailer", b / WAL_BLOCK, s);
+                for (unsigned i = 0; i < WAL_SECTOR_DATA && zero; i++) zero = sec[i] == 0;
+                cr_assert(zero || trl == crc32c_ref(sec, WAL_SECTOR_DATA), "block %zu sector %u: trailer",
+                          b / WAL_BLOCK, s);
             }
         }
         cr_assert(written >= 1);
@@ -359,8 +338,7 @@ Test(format_shared, wal_blocks_and_the_redo_record_decode)
         cr_assert(hdr[XL_TYPE_OFF] >= 1 && hdr[XL_TYPE_OFF] <= WAL_REC_TYPE_MAX);
         cr_assert_eq(fmt_get16(hdr + XL_RESERVED_OFF), 0);
         cr_assert(rlen >= WAL_REC_HDR && rlen <= WAL_REC_HDR + WAL_MAX_RECORD);
-        if (c.redo_lsn == c.checkpoint_lsn)
-            cr_assert_eq(hdr[XL_TYPE_OFF], WAL_REC_CHECKPOINT);
+        if (c.redo_lsn == c.checkpoint_lsn) cr_assert_eq(hdr[XL_TYPE_OFF], WAL_REC_CHECKPOINT);
         uint8_t *rec = malloc(rlen);
         cr_assert(rec);
         memcpy(rec, hdr, WAL_REC_HDR);

@@ -65,13 +65,11 @@ static struct {
     int counts[2][ENG_IO_KIND_COUNT]; /* every call, even past MAX_REC */
     pthread_mutex_t mu;
     unsigned char wcopy[65536];
-} T = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} T = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static void record(int phase, const eng_io_op *op)
-{
+static void record(int phase, const eng_io_op *op) {
     pthread_mutex_lock(&T.mu);
-    if (op->kind >= 0 && op->kind < ENG_IO_KIND_COUNT)
-        T.counts[phase][op->kind]++;
+    if (op->kind >= 0 && op->kind < ENG_IO_KIND_COUNT) T.counts[phase][op->kind]++;
     if (T.nrec < MAX_REC) {
         rec_op *r = &T.rec[T.nrec++];
         r->phase = phase;
@@ -86,18 +84,13 @@ static void record(int phase, const eng_io_op *op)
     pthread_mutex_unlock(&T.mu);
 }
 
-static int test_before(void *ctx, eng_io_op *op)
-{
+static int test_before(void *ctx, eng_io_op *op) {
     (void)ctx;
     record(0, op);
-    if (op->kind != T.cfg.kind)
-        return 0;
-    if (T.cfg.before_err)
-        return T.cfg.before_err;
-    if (T.cfg.skip)
-        op->skip = 1;
-    if (T.cfg.shorten_to)
-        op->len = T.cfg.shorten_to;
+    if (op->kind != T.cfg.kind) return 0;
+    if (T.cfg.before_err) return T.cfg.before_err;
+    if (T.cfg.skip) op->skip = 1;
+    if (T.cfg.shorten_to) op->len = T.cfg.shorten_to;
     if (T.cfg.flip_write && op->len <= sizeof T.wcopy) {
         /* The caller's buffer is const: corrupt a copy, as a fault
          * library must. */
@@ -119,69 +112,56 @@ static struct {
     const unsigned char *old;
 } DR;
 
-static void *dr_reader(void *arg)
-{
+static void *dr_reader(void *arg) {
     (void)arg;
     size_t done = 0;
     DR.rc = io_read(T.io, DR.f, DR.buf, sizeof DR.buf, 0, &done);
     return NULL;
 }
 
-static void drop_and_read_during_sync(void)
-{
+static void drop_and_read_during_sync(void) {
     char p[4200];
     snprintf(p, sizeof p, "%s/%s", T.dir, DR.f->name);
     int fd = open(p, O_WRONLY);
-    if (fd < 0 || pwrite(fd, DR.old, 4096, 0) != 4096)
-        abort();
+    if (fd < 0 || pwrite(fd, DR.old, 4096, 0) != 4096) abort();
     close(fd);
     pthread_create(&DR.th, NULL, dr_reader, NULL);
     usleep(50000); /* the read completes while this fsync is still in flight */
 }
 
-static void test_after(void *ctx, eng_io_op *op)
-{
+static void test_after(void *ctx, eng_io_op *op) {
     (void)ctx;
     record(1, op);
-    if (op->kind != T.cfg.kind)
-        return;
-    if (T.cfg.flip_read_after && op->result > 0)
-        ((unsigned char *)op->buf)[0] ^= 0xFF;
-    if (T.cfg.drop_and_read && op->kind == ENG_IO_SYNC)
-        drop_and_read_during_sync();
-    if (T.cfg.after_err)
-        op->result = T.cfg.after_err;
+    if (op->kind != T.cfg.kind) return;
+    if (T.cfg.flip_read_after && op->result > 0) ((unsigned char *)op->buf)[0] ^= 0xFF;
+    if (T.cfg.drop_and_read && op->kind == ENG_IO_SYNC) drop_and_read_during_sync();
+    if (T.cfg.after_err) op->result = T.cfg.after_err;
 }
 
-static const eng_io_hooks test_hooks = { .ctx = NULL, .before = test_before, .after = test_after };
+static const eng_io_hooks test_hooks = {.ctx = NULL, .before = test_before, .after = test_after};
 
-static void reset_rec(void)
-{
+static void reset_rec(void) {
     T.nrec = 0;
     memset(T.counts, 0, sizeof T.counts);
 }
 
-static void no_fault(void)
-{
+static void no_fault(void) {
     memset(&T.cfg, 0, sizeof T.cfg);
     T.cfg.kind = -1;
 }
 
-static void make_dir(void)
-{
+static void make_dir(void) {
     strcpy(T.dir, "/tmp/test_io_XXXXXX");
     cr_assert_not_null(mkdtemp(T.dir));
 }
 
-static void remove_dir(void)
-{
+static void remove_dir(void) {
     DIR *d = opendir(T.dir);
     if (d) {
         struct dirent *e;
         char p[4200];
         while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
             snprintf(p, sizeof p, "%s/%s", T.dir, e->d_name);
             unlink(p);
         }
@@ -192,8 +172,7 @@ static void remove_dir(void)
 
 /* Temp dir plus a context on BACKEND with the recording hook; skips the
  * test (with the kernel's reason) if io_uring is refused. */
-static void setup(int backend)
-{
+static void setup(int backend) {
     no_fault();
     reset_rec();
     make_dir();
@@ -207,28 +186,23 @@ static void setup(int backend)
     cr_assert_eq(io_backend(T.io), backend);
 }
 
-static void teardown_io(void)
-{
+static void teardown_io(void) {
     io_ctx_destroy(T.io);
     T.io = NULL;
     remove_dir();
 }
 
-static void open_file(const char *name, int id, io_file *f)
-{
+static void open_file(const char *name, int id, io_file *f) {
     cr_assert_eq(io_open(T.io, T.dir, name, id, 1, 0, f), ENG_OK);
     cr_assert_geq(f->fd, 0);
 }
 
-static void fill(unsigned char *b, size_t n, unsigned seed)
-{
-    for (size_t i = 0; i < n; i++)
-        b[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 8));
+static void fill(unsigned char *b, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 8));
 }
 
 /* Read the file's bytes at OFF behind io's back. */
-static void raw_read(const char *name, void *buf, size_t len, off_t off)
-{
+static void raw_read(const char *name, void *buf, size_t len, off_t off) {
     char p[4200];
     snprintf(p, sizeof p, "%s/%s", T.dir, name);
     int fd = open(p, O_RDONLY);
@@ -237,56 +211,46 @@ static void raw_read(const char *name, void *buf, size_t len, off_t off)
     close(fd);
 }
 
-static int exists(const char *name)
-{
+static int exists(const char *name) {
     char p[4200];
     struct stat st;
     snprintf(p, sizeof p, "%s/%s", T.dir, name);
     return stat(p, &st) == 0;
 }
 
-static int count(int phase, int kind)
-{
-    return T.counts[phase][kind];
-}
+static int count(int phase, int kind) { return T.counts[phase][kind]; }
 
-static const rec_op *find(int phase, int kind)
-{
+static const rec_op *find(int phase, int kind) {
     for (int i = 0; i < T.nrec; i++)
-        if (T.rec[i].phase == phase && T.rec[i].kind == kind)
-            return &T.rec[i];
+        if (T.rec[i].phase == phase && T.rec[i].kind == kind) return &T.rec[i];
     return NULL;
 }
 
 /* Write a known 4096-byte page at 0 without faults. */
-static void base_page(io_file *f, unsigned char *page)
-{
+static void base_page(io_file *f, unsigned char *page) {
     fill(page, 4096, 1);
     cr_assert_eq(io_write(T.io, f, page, 4096, 0), ENG_OK);
     reset_rec();
 }
 
-#define IO_TEST(name)                                                                  \
-    ParameterizedTestParameters(io_backends, name)                                              \
-    {                                                                                  \
-        static int b[] = { ENG_IO_URING, ENG_IO_PSYNC };                               \
-        return cr_make_param_array(int, b, sizeof b / sizeof b[0]);                    \
-    }                                                                                  \
-    static void body_##name(int backend);                                              \
-    ParameterizedTest(int *backend, io_backends, name, .fini = teardown_io)                     \
-    {                                                                                  \
-        setup(*backend);                                                               \
-        body_##name(*backend);                                                         \
-    }                                                                                  \
+#define IO_TEST(name)                                                         \
+    ParameterizedTestParameters(io_backends, name) {                          \
+        static int b[] = {ENG_IO_URING, ENG_IO_PSYNC};                        \
+        return cr_make_param_array(int, b, sizeof b / sizeof b[0]);           \
+    }                                                                         \
+    static void body_##name(int backend);                                     \
+    ParameterizedTest(int *backend, io_backends, name, .fini = teardown_io) { \
+        setup(*backend);                                                      \
+        body_##name(*backend);                                                \
+    }                                                                         \
     static void body_##name(int backend)
 
 /* ---- round trips ------------------------------------------------------- */
 
-IO_TEST(round_trip_offsets_and_sizes)
-{
+IO_TEST(round_trip_offsets_and_sizes) {
     (void)backend;
-    static const size_t sizes[] = { 1, 511, 4096, 8192, 65543, 1u << 20 };
-    static const uint64_t offs[] = { 0, 1, 4095, 123457, 3u << 20 };
+    static const size_t sizes[] = {1, 511, 4096, 8192, 65543, 1u << 20};
+    static const uint64_t offs[] = {0, 1, 4095, 123457, 3u << 20};
     io_file f;
     open_file("data", 7, &f);
     unsigned char *w = malloc(1u << 20), *r = malloc(1u << 20);
@@ -300,8 +264,7 @@ IO_TEST(round_trip_offsets_and_sizes)
             size_t done = 0;
             cr_assert_eq(io_read(T.io, &f, r, sizes[i], offs[j], &done), ENG_OK);
             cr_assert_eq(done, sizes[i]);
-            cr_assert(!memcmp(w, r, sizes[i]), "size %zu off %llu", sizes[i],
-                      (unsigned long long)offs[j]);
+            cr_assert(!memcmp(w, r, sizes[i]), "size %zu off %llu", sizes[i], (unsigned long long)offs[j]);
         }
     uint64_t sz = 0;
     cr_assert_eq(io_size(T.io, &f, &sz), ENG_OK);
@@ -312,8 +275,7 @@ IO_TEST(round_trip_offsets_and_sizes)
     cr_assert_eq(f.fd, -1);
 }
 
-IO_TEST(read_past_eof_is_short)
-{
+IO_TEST(read_past_eof_is_short) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
@@ -329,8 +291,7 @@ IO_TEST(read_past_eof_is_short)
     io_close(T.io, &f);
 }
 
-static void batch_round_trip(size_t n)
-{
+static void batch_round_trip(size_t n) {
     io_file f;
     open_file("data", 2, &f);
     io_req *reqs = calloc(n, sizeof *reqs);
@@ -339,8 +300,8 @@ static void batch_round_trip(size_t n)
     for (size_t i = 0; i < n; i++) {
         fill(w + i * 4096, 4096, (unsigned)i + 100);
         /* out of file order, so completion order may differ from it */
-        reqs[i] = (io_req){ .f = &f, .buf = w + i * 4096, .len = 4096,
-                            .offset = (uint64_t)((i * 37) % n) * 4096, .status = -1 };
+        reqs[i] = (io_req){
+            .f = &f, .buf = w + i * 4096, .len = 4096, .offset = (uint64_t)((i * 37) % n) * 4096, .status = -1};
     }
     reset_rec();
     cr_assert_eq(io_write_batch(T.io, reqs, n), ENG_OK);
@@ -354,21 +315,18 @@ static void batch_round_trip(size_t n)
     cr_assert_eq(count(1, ENG_IO_WRITE), (int)n);
     int last_before = -1, first_after = -1;
     for (int i = 0; i < T.nrec && i < 128; i++) {
-        if (T.rec[i].phase == 0 && first_after < 0)
-            last_before = i;
-        if (T.rec[i].phase == 1 && first_after < 0)
-            first_after = i;
+        if (T.rec[i].phase == 0 && first_after < 0) last_before = i;
+        if (T.rec[i].phase == 1 && first_after < 0) first_after = i;
     }
     cr_assert_eq(last_before, (int)(n < 64 ? n : 64) - 1);
     cr_assert_eq(first_after, (int)(n < 64 ? n : 64));
     /* every after reports the full length and a distinct offset */
     for (int i = 0; i < T.nrec; i++)
-        if (T.rec[i].phase == 1)
-            cr_assert_eq(T.rec[i].result, 4096);
+        if (T.rec[i].phase == 1) cr_assert_eq(T.rec[i].result, 4096);
 
     for (size_t i = 0; i < n; i++)
-        reqs[i] = (io_req){ .f = &f, .buf = r + i * 4096, .len = 4096,
-                            .offset = (uint64_t)((i * 37) % n) * 4096, .status = -1 };
+        reqs[i] = (io_req){
+            .f = &f, .buf = r + i * 4096, .len = 4096, .offset = (uint64_t)((i * 37) % n) * 4096, .status = -1};
     cr_assert_eq(io_read_batch(T.io, reqs, n), ENG_OK);
     for (size_t i = 0; i < n; i++) {
         cr_assert_eq(reqs[i].status, ENG_OK);
@@ -381,20 +339,17 @@ static void batch_round_trip(size_t n)
     io_close(T.io, &f);
 }
 
-IO_TEST(batch_of_64_round_trip)
-{
+IO_TEST(batch_of_64_round_trip) {
     (void)backend;
     batch_round_trip(64);
 }
 
-IO_TEST(batch_larger_than_ring_round_trip)
-{
+IO_TEST(batch_larger_than_ring_round_trip) {
     (void)backend;
     batch_round_trip(200);
 }
 
-IO_TEST(batch_reports_each_failure)
-{
+IO_TEST(batch_reports_each_failure) {
     (void)backend;
     io_file f;
     open_file("data", 2, &f);
@@ -402,17 +357,15 @@ IO_TEST(batch_reports_each_failure)
     fill(w, sizeof w, 9);
     io_req reqs[4];
     for (int i = 0; i < 4; i++)
-        reqs[i] = (io_req){ .f = &f, .buf = w + i * 4096, .len = 4096, .offset = (uint64_t)i * 4096 };
+        reqs[i] = (io_req){.f = &f, .buf = w + i * 4096, .len = 4096, .offset = (uint64_t)i * 4096};
     T.cfg.kind = ENG_IO_WRITE;
     T.cfg.after_err = -ENOSPC;
     cr_assert_eq(io_write_batch(T.io, reqs, 4), ENG_NOSPACE);
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(reqs[i].status, ENG_NOSPACE);
+    for (int i = 0; i < 4; i++) cr_assert_eq(reqs[i].status, ENG_NOSPACE);
     io_close(T.io, &f);
 }
 
-IO_TEST(sync_and_truncate)
-{
+IO_TEST(sync_and_truncate) {
     (void)backend;
     io_file f;
     open_file("data", 4, &f);
@@ -443,8 +396,7 @@ IO_TEST(sync_and_truncate)
 enum { CT_THREADS = 8, CT_PER = 100, CT_LEN = 4096 };
 static io_file ct_file;
 
-static void *ct_worker(void *arg)
-{
+static void *ct_worker(void *arg) {
     int t = (int)(intptr_t)arg;
     unsigned char w[CT_LEN], r[CT_LEN];
     for (int k = 0; k < CT_PER; k++) {
@@ -452,20 +404,17 @@ static void *ct_worker(void *arg)
         fill(w, CT_LEN, (unsigned)(t * 1000 + k));
         size_t done = 0;
         if (io_write(T.io, &ct_file, w, CT_LEN, off) != ENG_OK ||
-            io_read(T.io, &ct_file, r, CT_LEN, off, &done) != ENG_OK || done != CT_LEN ||
-            memcmp(w, r, CT_LEN) != 0)
+            io_read(T.io, &ct_file, r, CT_LEN, off, &done) != ENG_OK || done != CT_LEN || memcmp(w, r, CT_LEN) != 0)
             return (void *)1;
     }
     return NULL;
 }
 
-IO_TEST(concurrent_threads)
-{
+IO_TEST(concurrent_threads) {
     (void)backend;
     open_file("data", 3, &ct_file);
     pthread_t th[CT_THREADS];
-    for (int t = 0; t < CT_THREADS; t++)
-        cr_assert_eq(pthread_create(&th[t], NULL, ct_worker, (void *)(intptr_t)t), 0);
+    for (int t = 0; t < CT_THREADS; t++) cr_assert_eq(pthread_create(&th[t], NULL, ct_worker, (void *)(intptr_t)t), 0);
     int bad = 0;
     for (int t = 0; t < CT_THREADS; t++) {
         void *res;
@@ -480,8 +429,7 @@ IO_TEST(concurrent_threads)
 
 /* ---- hooks: injected errors --------------------------------------------- */
 
-IO_TEST(before_eio_fails_write_unissued)
-{
+IO_TEST(before_eio_fails_write_unissued) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
@@ -498,8 +446,7 @@ IO_TEST(before_eio_fails_write_unissued)
     io_close(T.io, &f);
 }
 
-IO_TEST(before_eio_fails_read_and_sync)
-{
+IO_TEST(before_eio_fails_read_and_sync) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
@@ -520,8 +467,7 @@ IO_TEST(before_eio_fails_read_and_sync)
     io_close(T.io, &f);
 }
 
-IO_TEST(enospc_and_edquot_are_nospace)
-{
+IO_TEST(enospc_and_edquot_are_nospace) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
@@ -543,8 +489,7 @@ IO_TEST(enospc_and_edquot_are_nospace)
     io_close(T.io, &f);
 }
 
-IO_TEST(status_translation)
-{
+IO_TEST(status_translation) {
     (void)backend;
     cr_assert_eq(io_status_from_errno(0), ENG_OK);
     cr_assert_eq(io_status_from_errno(-ENOSPC), ENG_NOSPACE);
@@ -553,8 +498,7 @@ IO_TEST(status_translation)
     cr_assert_eq(io_status_from_errno(EBADF), ENG_IOERR);
 }
 
-IO_TEST(after_error_fails_completed_write)
-{
+IO_TEST(after_error_fails_completed_write) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
@@ -571,8 +515,7 @@ IO_TEST(after_error_fails_completed_write)
 
 /* ---- hooks: altered operations ---------------------------------------- */
 
-IO_TEST(skip_is_a_lost_write)
-{
+IO_TEST(skip_is_a_lost_write) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
@@ -593,8 +536,7 @@ IO_TEST(skip_is_a_lost_write)
     io_close(T.io, &f);
 }
 
-IO_TEST(shortened_len_is_a_torn_write)
-{
+IO_TEST(shortened_len_is_a_torn_write) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
@@ -610,16 +552,15 @@ IO_TEST(shortened_len_is_a_torn_write)
     io_close(T.io, &f);
 }
 
-IO_TEST(shortened_len_of_batch_write_reports_done)
-{
+IO_TEST(shortened_len_of_batch_write_reports_done) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
     unsigned char w[8192];
     fill(w, sizeof w, 10);
     io_req reqs[2] = {
-        { .f = &f, .buf = w, .len = 4096, .offset = 0 },
-        { .f = &f, .buf = w + 4096, .len = 4096, .offset = 4096 },
+        {.f = &f, .buf = w, .len = 4096, .offset = 0},
+        {.f = &f, .buf = w + 4096, .len = 4096, .offset = 4096},
     };
     T.cfg.kind = ENG_IO_WRITE;
     T.cfg.shorten_to = 100;
@@ -632,8 +573,7 @@ IO_TEST(shortened_len_of_batch_write_reports_done)
     io_close(T.io, &f);
 }
 
-IO_TEST(shortened_read_returns_fewer_bytes)
-{
+IO_TEST(shortened_read_returns_fewer_bytes) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
@@ -649,8 +589,7 @@ IO_TEST(shortened_read_returns_fewer_bytes)
     io_close(T.io, &f);
 }
 
-IO_TEST(flipped_write_buffer_lands_on_disk)
-{
+IO_TEST(flipped_write_buffer_lands_on_disk) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
@@ -667,8 +606,7 @@ IO_TEST(flipped_write_buffer_lands_on_disk)
     io_close(T.io, &f);
 }
 
-IO_TEST(after_read_flip_reaches_caller)
-{
+IO_TEST(after_read_flip_reaches_caller) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);
@@ -688,8 +626,7 @@ IO_TEST(after_read_flip_reaches_caller)
 
 /* ---- metadata operations ----------------------------------------------- */
 
-IO_TEST(create_open_and_hooked_create)
-{
+IO_TEST(create_open_and_hooked_create) {
     (void)backend;
     io_file f;
     char want[4200];
@@ -722,8 +659,7 @@ IO_TEST(create_open_and_hooked_create)
     cr_assert(!exists("other"));
 }
 
-IO_TEST(rename_unlink_dirsync_hooked)
-{
+IO_TEST(rename_unlink_dirsync_hooked) {
     (void)backend;
     io_file f;
     open_file("a", 1, &f);
@@ -776,15 +712,13 @@ IO_TEST(rename_unlink_dirsync_hooked)
 
 /* ---- contexts -------------------------------------------------------------- */
 
-Test(io_backends, invalid_backend)
-{
+Test(io_backends, invalid_backend) {
     io_ctx *io = (io_ctx *)1;
     cr_assert_eq(io_ctx_create(42, NULL, &io), ENG_INVALID);
     cr_assert_null(io);
 }
 
-IO_TEST(no_hooks_round_trip)
-{
+IO_TEST(no_hooks_round_trip) {
     io_ctx *plain;
     cr_assert_eq(io_ctx_create(backend, NULL, &plain), ENG_OK);
     io_file f;
@@ -805,8 +739,7 @@ IO_TEST(no_hooks_round_trip)
 /* R1: a read that overlaps an fsync of its file that fails never returns
  * the contents the failure dropped (here: the old page), whatever the
  * timing: it waits for the fsync and fails with ENG_POISONED. */
-IO_TEST(read_overlapping_a_failed_fsync_never_returns_dropped_contents)
-{
+IO_TEST(read_overlapping_a_failed_fsync_never_returns_dropped_contents) {
     (void)backend;
     io_file f;
     open_file("data", 1, &f);

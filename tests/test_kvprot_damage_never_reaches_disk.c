@@ -47,7 +47,7 @@ static void expect_disk_leaf_right(const char *dir, uint64_t block, int alt, con
 
 KV_WIDTH_TEST(put_into_leaf_with_flipped_bit_fails_and_copies_nothing) {
     fixture_build();
-    tu_rng r = { 0x707574ull + (uint64_t)w };
+    tu_rng r = {0x707574ull + (uint64_t)w};
     uint8_t page[PS], v[256];
     int keys[512];
     for (int round = 0; round < 4; round++) {
@@ -57,7 +57,8 @@ KV_WIDTH_TEST(put_into_leaf_with_flipped_bit_fails_and_copies_nothing) {
         frame_copy(db, block, page);
         unsigned n = leaf_keys(page, keys, 512);
         unsigned vs = (unsigned)tu_below(&r, n), ts;
-        do ts = (unsigned)tu_below(&r, n); while (ts + 1 >= vs && ts <= vs + 1); /* not a neighbour */
+        do ts = (unsigned)tu_below(&r, n);
+        while (ts + 1 >= vs && ts <= vs + 1); /* not a neighbour */
         size_t off = cell_byte(page, vs, round % 2 ? R_KEY : R_VALUE, &r);
         char what[200];
         snprintf(what, sizeof what, "[w=%d round %d] put of key %d onto leaf %llu with a flip in slot %u (key %d)", w,
@@ -75,7 +76,7 @@ KV_WIDTH_TEST(put_into_leaf_with_flipped_bit_fails_and_copies_nothing) {
         if (!poisoned) {
             /* aborted: the old value, or a report (a flipped key can steer
              * the search to itself), never the put's value */
-            eng_buf b = { 0 };
+            eng_buf b = {0};
             rc = eng_get(db, kb, kl, &b);
             const tu_kv *old = tu_model_get(&F.m, kb, kl);
             cr_assert(rc == ENG_CORRUPTION || (rc == ENG_OK && tu_bytes_eq(b.data, b.len, old->v, old->vl)),
@@ -88,7 +89,7 @@ KV_WIDTH_TEST(put_into_leaf_with_flipped_bit_fails_and_copies_nothing) {
         /* in doubt (poisoned): the put is wholly present or absent */
         tu_reports_reset(&F.rep);
         db = kv_open(F.work, w, BIG_CACHE);
-        eng_buf b = { 0 };
+        eng_buf b = {0};
         cr_assert_eq(eng_get(db, kb, kl, &b), ENG_OK);
         const tu_kv *old = tu_model_get(&F.m, kb, kl);
         int is_old = tu_bytes_eq(b.data, b.len, old->v, old->vl), is_new = tu_bytes_eq(b.data, b.len, v, vl);
@@ -109,7 +110,7 @@ KV_WIDTH_TEST(put_into_leaf_with_flipped_bit_fails_and_copies_nothing) {
 
 enum dregion { D_VALUE, D_KEY, D_IDS, D_SLOTS, D_HEADER, D_COUNT };
 static const char *dregion_name(int d) {
-    static const char *n[] = { "value", "key", "xmin/xmax", "slot array", "header" };
+    static const char *n[] = {"value", "key", "xmin/xmax", "slot array", "header"};
     return n[d];
 }
 
@@ -131,14 +132,24 @@ static uint64_t dirty_flip(eng_db *db, int d, tu_rng *r, int *victim, flip *fl, 
     cr_assert_eq(ph_get_type(page), PAGE_LEAF);
     unsigned n = leaf_keys(page, keys, 512);
     unsigned slot;
-    do slot = (unsigned)tu_below(r, n); while (keys[slot] == k && n > 2);
+    do slot = (unsigned)tu_below(r, n);
+    while (keys[slot] == k && n > 2);
     cr_assert_neq(keys[slot], k);
     size_t off;
     *victim = -1;
     switch (d) {
-    case D_VALUE: off = cell_byte(page, slot, R_VALUE, r); *victim = keys[slot]; break;
-    case D_KEY: off = cell_byte(page, slot, R_KEY, r); *victim = keys[slot]; break;
-    case D_IDS: off = cell_byte(page, slot, R_IDS, r); *victim = keys[slot]; break;
+    case D_VALUE:
+        off = cell_byte(page, slot, R_VALUE, r);
+        *victim = keys[slot];
+        break;
+    case D_KEY:
+        off = cell_byte(page, slot, R_KEY, r);
+        *victim = keys[slot];
+        break;
+    case D_IDS:
+        off = cell_byte(page, slot, R_IDS, r);
+        *victim = keys[slot];
+        break;
     case D_SLOTS: {
         unsigned base = page_slot_base(page);
         off = base + tu_below(r, ph_get_lower(page) - base);
@@ -155,7 +166,7 @@ static uint64_t dirty_flip(eng_db *db, int d, tu_rng *r, int *victim, flip *fl, 
 
 KV_WIDTH_TEST(flip_in_dirty_page_is_caught_before_write_back) {
     fixture_build();
-    tu_rng r = { 0x64697274ull + (uint64_t)w };
+    tu_rng r = {0x64697274ull + (uint64_t)w};
     char rs[4096], bad_status[300] = "";
     for (int d = 0; d < D_COUNT; d++) {
         tu_copy_dir(F.pristine, F.work);
@@ -176,7 +187,7 @@ KV_WIDTH_TEST(flip_in_dirty_page_is_caught_before_write_back) {
         if (rc != ENG_CORRUPTION && !bad_status[0])
             snprintf(bad_status, sizeof bad_status, "%s: eng_checkpoint returned %s, not corruption", what,
                      eng_strerror(rc));
-        eng_buf b = { 0 };
+        eng_buf b = {0};
         char kb[16];
         size_t kl = kv_key(kb, 0);
         rc = eng_get(db, kb, kl, &b);
@@ -207,7 +218,7 @@ KV_WIDTH_TEST(flip_in_dirty_page_is_caught_before_write_back) {
 
 Test(kvprot, without_protection_dirty_page_flip_reaches_disk_under_valid_checksum, T_OPTS) {
     fixture_build();
-    tu_rng r = { 0x686f6c65ull };
+    tu_rng r = {0x686f6c65ull};
     eng_db *db = open_warm(0);
     int victim;
     flip fl;
@@ -233,7 +244,7 @@ Test(kvprot, without_protection_dirty_page_flip_reaches_disk_under_valid_checksu
     char kb[16];
     size_t kl = kv_key(kb, victim);
     const tu_kv *kv = tu_model_get(&F.m, kb, kl);
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     rc = eng_get(db, kb, kl, &b);
     cr_assert_eq(rc, ENG_OK, "%s: get: %s", what, eng_strerror(rc));
     cr_assert(!tu_bytes_eq(b.data, b.len, kv->v, kv->vl), "%s: the value is right: the flip did not reach disk", what);
@@ -269,8 +280,8 @@ static void write_some(eng_db *db, tu_rng *r, int gen) {
 
 Test(kvprot, width_changes_across_reopens_keep_data_intact, T_OPTS) {
     fixture_build();
-    static const int ws[] = { 0, 4, 1, 8, 2, 0 };
-    tu_rng r = { 0x7769647468ull };
+    static const int ws[] = {0, 4, 1, 8, 2, 0};
+    tu_rng r = {0x7769647468ull};
     char rs[4096];
     for (size_t j = 0; j < sizeof ws / sizeof *ws; j++) {
         const int w = ws[j];
@@ -280,7 +291,8 @@ Test(kvprot, width_changes_across_reopens_keep_data_intact, T_OPTS) {
         eng_db *db = kv_open(F.work, w, j % 2 ? 24 : BIG_CACHE); /* small caches evict and reload */
         eng_stats st;
         cr_assert_eq(eng_get_stats(db, &st), ENG_OK);
-        cr_assert_eq(st.block_protection_bytes_per_key, w, "%s: stats say w=%d", what, st.block_protection_bytes_per_key);
+        cr_assert_eq(st.block_protection_bytes_per_key, w, "%s: stats say w=%d", what,
+                     st.block_protection_bytes_per_key);
         tu_check_gets(db, &F.m, what);
         tu_check_scan(db, &F.m, what);
         write_some(db, &r, 10 * (int)j + 1);
@@ -295,8 +307,10 @@ Test(kvprot, width_changes_across_reopens_keep_data_intact, T_OPTS) {
                      tu_reports_str(&F.rep, rs, sizeof rs));
         cr_assert_eq(eng_get_stats(db, &st), ENG_OK);
         cr_assert_eq(st.block_protection_bytes_per_key, w);
-        if (w) cr_assert_gt(st.kv_checks, 0, "%s: no code was checked", what);
-        else cr_assert_eq(st.kv_checks, 0, "%s: w=0 checked %llu codes", what, (unsigned long long)st.kv_checks);
+        if (w)
+            cr_assert_gt(st.kv_checks, 0, "%s: no code was checked", what);
+        else
+            cr_assert_eq(st.kv_checks, 0, "%s: w=0 checked %llu codes", what, (unsigned long long)st.kv_checks);
         cr_assert_eq(F.rep.total, 0, "%s: reports:\n%s", what, tu_reports_str(&F.rep, rs, sizeof rs));
         tu_close(db);
     }
@@ -308,15 +322,15 @@ static void workload(int w, eng_stats *st) {
     tu_copy_dir(F.pristine, F.work);
     tu_reports_reset(&F.rep);
     eng_db *db = kv_open(F.work, w, 32); /* evictions and reloads too */
-    tu_rng r = { 0x776c6f6164ull };
+    tu_rng r = {0x776c6f6164ull};
     eng_snapshot *s;
     cr_assert_eq(eng_snapshot_acquire(db, &s), ENG_OK);
-    tu_model before = { 0 };
+    tu_model before = {0};
     for (size_t i = 0; i < F.m.n; i++) tu_model_put(&before, F.m.a[i].k, F.m.a[i].kl, F.m.a[i].v, F.m.a[i].vl);
     tu_check_gets(db, &F.m, "workload");
     write_some(db, &r, 100);
     tu_check_scan(db, &F.m, "workload");
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     for (size_t i = 0; i < before.n; i += 7) {
         cr_assert_eq(eng_get_at(db, s, before.a[i].k, before.a[i].kl, &b), ENG_OK);
         cr_assert(tu_bytes_eq(b.data, b.len, before.a[i].v, before.a[i].vl));
@@ -337,13 +351,14 @@ static void workload(int w, eng_stats *st) {
 
 Test(kvprot, width_0_computes_nothing, T_OPTS) {
     fixture_build();
-    tu_model pristine = { 0 };
+    tu_model pristine = {0};
     for (size_t i = 0; i < F.m.n; i++) tu_model_put(&pristine, F.m.a[i].k, F.m.a[i].kl, F.m.a[i].v, F.m.a[i].vl);
     eng_stats s0, s4;
     workload(0, &s0);
     cr_assert_eq(s0.block_protection_bytes_per_key, 0);
     cr_assert_eq(s0.kv_checks, 0, "w=0 checked %llu codes", (unsigned long long)s0.kv_checks);
-    cr_assert_eq(s0.kv_protection_bytes, 0, "w=0 holds %llu bytes of codes", (unsigned long long)s0.kv_protection_bytes);
+    cr_assert_eq(s0.kv_protection_bytes, 0, "w=0 holds %llu bytes of codes",
+                 (unsigned long long)s0.kv_protection_bytes);
     cr_assert_eq(s0.kv_protection_pages, 0);
     cr_assert_eq(s0.kv_protection_keys, 0);
     cr_assert_eq(s0.corruption[ENG_LAYER_KV_PROTECTION], 0);
@@ -366,8 +381,9 @@ KV_WIDTH_TEST(memory_accounting_follows_the_documented_rule) {
     cr_assert_eq(eng_get_stats(db, &st), ENG_OK);
     /* every leaf and internal page is cached and carries codes (so do the
      * meta page and the commit log's pages: no entries, a page code) */
-    cr_assert_geq(st.kv_protection_pages, F.nleaves + F.ninternal + 1, "w=%d: %llu pages carry codes, the tree has %llu",
-                  w, (unsigned long long)st.kv_protection_pages, (unsigned long long)(F.nleaves + F.ninternal));
+    cr_assert_geq(st.kv_protection_pages, F.nleaves + F.ninternal + 1,
+                  "w=%d: %llu pages carry codes, the tree has %llu", w, (unsigned long long)st.kv_protection_pages,
+                  (unsigned long long)(F.nleaves + F.ninternal));
     cr_assert_leq(st.kv_protection_pages, F.nblocks, "w=%d: %llu pages carry codes, the file has %llu blocks", w,
                   (unsigned long long)st.kv_protection_pages, (unsigned long long)F.nblocks);
     cr_assert_eq(st.kv_protection_keys, F.nentries, "w=%d: %llu entries covered, the tree has %llu", w,
@@ -394,7 +410,7 @@ KV_WIDTH_TEST(memory_accounting_follows_the_documented_rule) {
                  (unsigned long long)st.kv_protection_bytes, (unsigned long long)st.kv_protection_keys,
                  (unsigned long long)st.kv_protection_pages);
     /* writes (inserts, splits) keep the books exact */
-    tu_rng r = { 0x6d656dull };
+    tu_rng r = {0x6d656dull};
     write_some(db, &r, 300);
     cr_assert_eq(eng_get_stats(db, &st), ENG_OK);
     cr_assert_eq(st.kv_protection_bytes, KVP_BYTES(w, st.kv_protection_keys, st.kv_protection_pages),

@@ -15,7 +15,7 @@
 
 static void leaf_cell_rounds(int w, int region, int rounds, uint64_t seed) {
     eng_db *db = fixture_open_warm(w);
-    tu_rng r = { seed + (uint64_t)w };
+    tu_rng r = {seed + (uint64_t)w};
     uint8_t page[PS];
     int keys[512];
     for (int round = 0; round < rounds; round++) {
@@ -26,8 +26,9 @@ static void leaf_cell_rounds(int w, int region, int rounds, uint64_t seed) {
         size_t off = cell_byte(page, slot, region, &r);
         int bit = (int)tu_below(&r, 8);
         char what[200];
-        snprintf(what, sizeof what, "[w=%d seed %#llx round %d] bit %d of byte %zu (%s of slot %u, key %d) of leaf %llu",
-                 w, (unsigned long long)seed, round, bit, off, region_name(region), slot, keys[slot],
+        snprintf(what, sizeof what,
+                 "[w=%d seed %#llx round %d] bit %d of byte %zu (%s of slot %u, key %d) of leaf %llu", w,
+                 (unsigned long long)seed, round, bit, off, region_name(region), slot, keys[slot],
                  (unsigned long long)block);
         flip f = flip_bit(db, block, off, bit);
         expect_get_reported(db, keys[slot], (int64_t)block, (int32_t)slot, what);
@@ -38,7 +39,8 @@ static void leaf_cell_rounds(int w, int region, int rounds, uint64_t seed) {
         expect_scan_stops(db, 1, pos, (int64_t)block, what);
         /* a key of another leaf is untouched */
         int other;
-        do other = (int)tu_below(&r, NKEYS); while ((uint64_t)F.leaf_of[other] == block);
+        do other = (int)tu_below(&r, NKEYS);
+        while ((uint64_t)F.leaf_of[other] == block);
         expect_get_right(db, other, what);
         flip_undo(db, &f);
         expect_get_right(db, keys[slot], what);
@@ -51,21 +53,13 @@ static void leaf_cell_rounds(int w, int region, int rounds, uint64_t seed) {
     reopen_check(w, "reopen after the flips");
 }
 
-KV_WIDTH_TEST(flipped_bit_in_cached_key_is_reported_never_returned) {
-    leaf_cell_rounds(w, R_KEY, 12, 0x6b6579ull);
-}
+KV_WIDTH_TEST(flipped_bit_in_cached_key_is_reported_never_returned) { leaf_cell_rounds(w, R_KEY, 12, 0x6b6579ull); }
 
-KV_WIDTH_TEST(flipped_bit_in_cached_value_is_reported_never_returned) {
-    leaf_cell_rounds(w, R_VALUE, 12, 0x76616cull);
-}
+KV_WIDTH_TEST(flipped_bit_in_cached_value_is_reported_never_returned) { leaf_cell_rounds(w, R_VALUE, 12, 0x76616cull); }
 
-KV_WIDTH_TEST(flipped_bit_in_cached_version_ids_is_reported) {
-    leaf_cell_rounds(w, R_IDS, 8, 0x786d696eull);
-}
+KV_WIDTH_TEST(flipped_bit_in_cached_version_ids_is_reported) { leaf_cell_rounds(w, R_IDS, 8, 0x786d696eull); }
 
-KV_WIDTH_TEST(flipped_bit_in_cell_lengths_or_flags_is_reported) {
-    leaf_cell_rounds(w, R_LENGTHS, 14, 0x6c656eull);
-}
+KV_WIDTH_TEST(flipped_bit_in_cell_lengths_or_flags_is_reported) { leaf_cell_rounds(w, R_LENGTHS, 14, 0x6c656eull); }
 
 /* Every single-bit flip of the fields that decide which bytes an entry's
  * code covers (the slot's offset; klen, cflags, vlen), on every cached
@@ -81,8 +75,8 @@ KV_WIDTH_TEST(every_single_bit_flip_of_a_slot_or_cell_length_is_reported) {
     uint8_t page[PS];
     int keys[512];
     uint64_t flips = 0, wrong = 0, right = 0, notfound = 0, unreported = 0;
-    char first[4][420] = { "", "", "", "" };
-    eng_buf b = { 0 };
+    char first[4][420] = {"", "", "", ""};
+    eng_buf b = {0};
     for (uint64_t block = 0; block < F.nblocks; block++) {
         if (F.type[block] != PAGE_LEAF) continue;
         frame_copy(db, block, page);
@@ -101,20 +95,23 @@ KV_WIDTH_TEST(every_single_bit_flip_of_a_slot_or_cell_length_is_reported) {
                     size_t before = F.rep.total;
                     int rc = eng_get(db, kb, kl, &b);
                     int k = -1;
-                    if (rc == ENG_OK) k = tu_bytes_eq(b.data, b.len, kv->v, kv->vl) ? 1 : 0;
-                    else if (rc == ENG_NOTFOUND) k = 2;
-                    else if (F.rep.total == before || !tu_reports_has(&F.rep, -1, "data", (int64_t)block)) k = 3;
+                    if (rc == ENG_OK)
+                        k = tu_bytes_eq(b.data, b.len, kv->v, kv->vl) ? 1 : 0;
+                    else if (rc == ENG_NOTFOUND)
+                        k = 2;
+                    else if (F.rep.total == before || !tu_reports_has(&F.rep, -1, "data", (int64_t)block))
+                        k = 3;
                     if (k >= 0) {
-                        uint64_t *cnt[] = { &wrong, &right, &notfound, &unreported };
-                        static const char *what[] = { "a WRONG value returned", "the value returned from a damaged cell",
-                                                      "not found", "failed, no report names the leaf" };
+                        uint64_t *cnt[] = {&wrong, &right, &notfound, &unreported};
+                        static const char *what[] = {"a WRONG value returned", "the value returned from a damaged cell",
+                                                     "not found", "failed, no report names the leaf"};
                         if (!first[k][0]) {
                             char blame[200] = "";
                             if (k == 3 && F.rep.n) eng_corruption_format(&F.rep.r[0], blame, sizeof blame);
-                            snprintf(first[k], sizeof first[k], "%s: leaf %llu slot %u (key %d), bit %d of %s byte %u%s%s",
-                                     what[k], (unsigned long long)block, slot, keys[slot], bit,
-                                     j < 2 ? "slot" : "cell header", j < 2 ? j : j - 2, blame[0] ? "; reported: " : "",
-                                     blame);
+                            snprintf(first[k], sizeof first[k],
+                                     "%s: leaf %llu slot %u (key %d), bit %d of %s byte %u%s%s", what[k],
+                                     (unsigned long long)block, slot, keys[slot], bit, j < 2 ? "slot" : "cell header",
+                                     j < 2 ? j : j - 2, blame[0] ? "; reported: " : "", blame);
                         }
                         (*cnt[k])++;
                     }
@@ -150,7 +147,7 @@ KV_WIDTH_TEST(flipped_key_byte_breaking_the_order_never_answers_for_another_key)
     int keys[512];
     uint64_t flips = 0, gets = 0, bad = 0;
     char first[600] = "";
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     for (uint64_t block = 0; block < F.nblocks; block++) {
         if (F.type[block] != PAGE_LEAF) continue;
         frame_copy(db, block, page);
@@ -175,12 +172,16 @@ KV_WIDTH_TEST(flipped_key_byte_breaking_the_order_never_answers_for_another_key)
                         if (ok) continue;
                         if (!first[0]) {
                             int64_t whose = b.len >= 1 && rc == ENG_OK ? -1 : -2;
-                            snprintf(first, sizeof first,
-                                     "leaf %llu slot %u (key %d), bit %d of key byte %u: get of %.9s (%s) returned %s%s",
-                                     (unsigned long long)block, slot, keys[slot], bit, j, probe[q],
-                                     q == 0 ? "the damaged entry's key" : q == 1 ? "the key it now spells" : "a neighbour",
-                                     eng_strerror(rc),
-                                     whose == -1 ? (kv ? ": a WRONG value" : ": a value for a key that does not exist") : "");
+                            snprintf(
+                                first, sizeof first,
+                                "leaf %llu slot %u (key %d), bit %d of key byte %u: get of %.9s (%s) returned %s%s",
+                                (unsigned long long)block, slot, keys[slot], bit, j, probe[q],
+                                q == 0   ? "the damaged entry's key"
+                                : q == 1 ? "the key it now spells"
+                                         : "a neighbour",
+                                eng_strerror(rc),
+                                whose == -1 ? (kv ? ": a WRONG value" : ": a value for a key that does not exist")
+                                            : "");
                         }
                         bad++;
                     }
@@ -203,9 +204,9 @@ KV_WIDTH_TEST(flipped_key_byte_breaking_the_order_never_answers_for_another_key)
  * answer "not found" for a key the snapshot sees). */
 KV_WIDTH_TEST(flipped_key_of_an_older_version_is_reported_to_a_snapshot_reader) {
     eng_db *db = fixture_open_warm(w);
-    tu_rng r = { 0x6f6c6465ull + (uint64_t)w };
+    tu_rng r = {0x6f6c6465ull + (uint64_t)w};
     uint8_t page[PS], v[256];
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     for (int round = 0; round < 12; round++) {
         int i = (int)tu_below(&r, NKEYS);
         char kb[16];
@@ -233,7 +234,10 @@ KV_WIDTH_TEST(flipped_key_of_an_older_version_is_reported_to_a_snapshot_reader) 
             for (unsigned sl = 0; sl < ph_get_nslots(page); sl++) {
                 leaf_cell c;
                 page_leaf_cell(page, sl, &c);
-                if (c.klen == kl && !memcmp(c.key, kb, kl) && seen++ == 1) { older = (int)sl; block = bl; }
+                if (c.klen == kl && !memcmp(c.key, kb, kl) && seen++ == 1) {
+                    older = (int)sl;
+                    block = bl;
+                }
             }
         }
         cr_assert(older > 0, "round %d: key %d has no second version in the cache", round, i);
@@ -242,8 +246,8 @@ KV_WIDTH_TEST(flipped_key_of_an_older_version_is_reported_to_a_snapshot_reader) 
         tu_reports_reset(&F.rep);
         int rc = eng_get_at(db, s, kb, kl, &b);
         cr_assert_eq(rc, ENG_CORRUPTION,
-                     "round %d: a snapshot get of key %d, whose older version's key is damaged, returned %s%s", round, i,
-                     eng_strerror(rc), rc == ENG_NOTFOUND ? " (the damaged key ended the versions early)" : "");
+                     "round %d: a snapshot get of key %d, whose older version's key is damaged, returned %s%s", round,
+                     i, eng_strerror(rc), rc == ENG_NOTFOUND ? " (the damaged key ended the versions early)" : "");
         cr_assert(has_kvp_report((int64_t)block, older), "round %d: no kv_protection report names leaf %llu slot %d",
                   round, (unsigned long long)block, older);
         /* A current read decides at the newest version: right, or
@@ -254,7 +258,8 @@ KV_WIDTH_TEST(flipped_key_of_an_older_version_is_reported_to_a_snapshot_reader) 
                   rc == ENG_OK ? " with a WRONG value" : "");
         flip_undo(db, &f);
         cr_assert_eq(eng_get_at(db, s, kb, kl, &b), ENG_OK);
-        cr_assert(tu_bytes_eq(b.data, b.len, oldv, oldvl), "round %d: the snapshot no longer reads the old value", round);
+        cr_assert(tu_bytes_eq(b.data, b.len, oldv, oldvl), "round %d: the snapshot no longer reads the old value",
+                  round);
         eng_snapshot_release(db, s);
     }
     eng_buf_free(&b);
@@ -270,20 +275,20 @@ KV_WIDTH_TEST(flipped_key_of_an_older_version_is_reported_to_a_snapshot_reader) 
  * or harmless, never "not found" and never a wrong value. */
 KV_WIDTH_TEST(two_flipped_bits_in_a_hint_nibble_never_hide_a_key) {
     eng_db *db = fixture_open_warm(w);
-    tu_rng r = { 0x68696e74ull + (uint64_t)w };
+    tu_rng r = {0x68696e74ull + (uint64_t)w};
     uint8_t page[PS];
     int keys[512];
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     /* from XMIN_C (0x3, what vacuum left on every version) to NONE, XMIN_A,
      * XMAX_C and XMAX_A */
-    static const unsigned masks[4] = { 0x3, 0x6, 0x5, 0xa };
+    static const unsigned masks[4] = {0x3, 0x6, 0x5, 0xa};
     for (int round = 0; round < 24; round++) {
         uint64_t block = random_leaf(&r);
         frame_copy(db, block, page);
         unsigned n = leaf_keys(page, keys, 512), slot = (unsigned)tu_below(&r, n);
         unsigned m = masks[round % 4], h = page_hint(page, slot);
-        cr_assert_eq(h, HINT_XMIN_C, "leaf %llu slot %u: the vacuumed fixture's hint is 0x%x", (unsigned long long)block,
-                     slot, h);
+        cr_assert_eq(h, HINT_XMIN_C, "leaf %llu slot %u: the vacuumed fixture's hint is 0x%x",
+                     (unsigned long long)block, slot, h);
         size_t off = PAGE_HDR + slot / 2;
         int sh = (slot & 1) ? 4 : 0;
         flip f1 = flip_bit(db, block, off, sh + __builtin_ctz(m));
@@ -295,14 +300,15 @@ KV_WIDTH_TEST(two_flipped_bits_in_a_hint_nibble_never_hide_a_key) {
         int rc = eng_get(db, kb, kl, &b);
         cr_assert(rc == ENG_CORRUPTION || (rc == ENG_OK && tu_bytes_eq(b.data, b.len, kv->v, kv->vl)),
                   "round %d: hint 0x3 -> 0x%x on leaf %llu slot %u (key %d): get returned %s%s", round, 0x3 ^ m,
-                  (unsigned long long)block, slot, keys[slot], eng_strerror(rc), rc == ENG_OK ? " with a WRONG value" : "");
+                  (unsigned long long)block, slot, keys[slot], eng_strerror(rc),
+                  rc == ENG_OK ? " with a WRONG value" : "");
         if (m == 0x6) /* "xmin aborted": the one that would hide the key */
             cr_assert(rc == ENG_CORRUPTION && has_kvp_report((int64_t)block, (int32_t)slot),
                       "round %d: an \"aborted\" hint on committed key %d was not reported (%s)", round, keys[slot],
                       eng_strerror(rc));
         /* A scan through the leaf never skips the key silently. */
         eng_iter *it = NULL;
-        eng_iter_options io = { .lower = kb, .lower_len = kl };
+        eng_iter_options io = {.lower = kb, .lower_len = kl};
         cr_assert_eq(eng_iter_open(db, &io, &it), ENG_OK);
         rc = eng_iter_first(it);
         if (rc == ENG_OK) {
@@ -329,7 +335,7 @@ KV_WIDTH_TEST(two_flipped_bits_in_a_hint_nibble_never_hide_a_key) {
 
 KV_WIDTH_TEST(flipped_bit_in_slot_array_or_header_is_reported) {
     eng_db *db = fixture_open_warm(w);
-    tu_rng r = { 0x736c6f74ull + (uint64_t)w };
+    tu_rng r = {0x736c6f74ull + (uint64_t)w};
     uint8_t page[PS];
     int keys[512];
     for (int round = 0; round < 16; round++) {
@@ -361,8 +367,7 @@ KV_WIDTH_TEST(flipped_bit_in_slot_array_or_header_is_reported) {
          * page's type and level are also checked by the descent as it
          * reaches the page, which may see such a flip first (layer
          * structure, the same block) */
-        expect_get_reported_as(db, probe, (int64_t)block, in_header ? -1 : (int32_t)slot, in_header,
-                               what);
+        expect_get_reported_as(db, probe, (int64_t)block, in_header ? -1 : (int32_t)slot, in_header, what);
         if (!internal) {
             /* a scan stops before the page's first key (from the map: the
              * flipped frame's slots may be nonsense) */
@@ -382,7 +387,7 @@ KV_WIDTH_TEST(flipped_bit_in_slot_array_or_header_is_reported) {
 
 KV_WIDTH_TEST(flipped_bit_in_internal_separator_or_child_is_caught_on_descent) {
     eng_db *db = fixture_open_warm(w);
-    tu_rng r = { 0x696e74ull + (uint64_t)w };
+    tu_rng r = {0x696e74ull + (uint64_t)w};
     uint8_t page[PS];
     frame_copy(db, 1, page);
     cr_assert_eq(ph_get_type(page), PAGE_INTERNAL);

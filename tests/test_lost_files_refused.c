@@ -102,8 +102,12 @@ static void snap_take(const char *dir, snap *s) {
             memcpy(t, s->name[j], sizeof t);
             memcpy(s->name[j], s->name[j - 1], sizeof t);
             memcpy(s->name[j - 1], t, sizeof t);
-            uint64_t x = s->size[j]; s->size[j] = s->size[j - 1]; s->size[j - 1] = x;
-            x = s->hash[j]; s->hash[j] = s->hash[j - 1]; s->hash[j - 1] = x;
+            uint64_t x = s->size[j];
+            s->size[j] = s->size[j - 1];
+            s->size[j - 1] = x;
+            x = s->hash[j];
+            s->hash[j] = s->hash[j - 1];
+            s->hash[j - 1] = x;
         }
 }
 
@@ -123,8 +127,8 @@ static void snap_same(const char *dir, const snap *before, const char *what) {
     char a[4096], b[4096];
     int same = now.n == before->n;
     for (int i = 0; same && i < now.n; i++)
-        same = !strcmp(now.name[i], before->name[i]) && now.size[i] == before->size[i] &&
-               now.hash[i] == before->hash[i];
+        same =
+            !strcmp(now.name[i], before->name[i]) && now.size[i] == before->size[i] && now.hash[i] == before->hash[i];
     cr_assert(same, "%s: the directory changed.\nbefore:\n%safter:\n%s", what, snap_str(before, a, sizeof a),
               snap_str(&now, b, sizeof b));
 }
@@ -217,7 +221,10 @@ static void assert_refused(const char *dir, int layer, const char *file, const c
                            int probe_sees) {
     snap before;
     snap_take(dir, &before);
-    static const struct { int create, read_only; const char *name; } modes[] = {
+    static const struct {
+        int create, read_only;
+        const char *name;
+    } modes[] = {
         {1, 0, "writable, create_if_missing"},
         {0, 0, "writable, no create"},
         {0, 1, "read-only"},
@@ -245,8 +252,8 @@ static void assert_refused(const char *dir, int layer, const char *file, const c
     int rc = eng_probe_dir(dir, tu_collect, &rep);
     cr_assert_eq(rc, probe_sees ? ENG_CORRUPTION : ENG_OK, "%s: eng_probe_dir: %s", what, eng_strerror(rc));
     if (probe_sees)
-        cr_assert(rep.n == 1 && report_matches(&rep.r[0], layer, file, words), "%s: eng_probe_dir reports:\n%s",
-                  what, tu_reports_str(&rep, buf, sizeof buf));
+        cr_assert(rep.n == 1 && report_matches(&rep.r[0], layer, file, words), "%s: eng_probe_dir reports:\n%s", what,
+                  tu_reports_str(&rep, buf, sizeof buf));
     snap_same(dir, &before, "eng_probe_dir");
 
     tu_reports_reset(&rep);
@@ -256,8 +263,9 @@ static void assert_refused(const char *dir, int layer, const char *file, const c
     cr_assert_eq(rc, ENG_CORRUPTION, "%s: eng_verify_dir: %s", what, eng_strerror(rc));
     int found = 0;
     for (size_t i = 0; i < rep.n; i++) found += report_matches(&rep.r[i], layer, file, words);
-    cr_assert(found == 1 && problems >= 1, "%s: eng_verify_dir (%llu problems) should report the missing file once:\n%s",
-              what, (unsigned long long)problems, tu_reports_str(&rep, buf, sizeof buf));
+    cr_assert(found == 1 && problems >= 1,
+              "%s: eng_verify_dir (%llu problems) should report the missing file once:\n%s", what,
+              (unsigned long long)problems, tu_reports_str(&rep, buf, sizeof buf));
     snap_same(dir, &before, "eng_verify_dir");
 }
 
@@ -448,8 +456,8 @@ Test(lost_files, stale_marker_beside_control_is_removed, T_OPTS) {
 
 typedef struct crash_at {
     flt_journal *j;
-    int at;   /* kill before the operation with this number */
-    int n;    /* operations seen */
+    int at; /* kill before the operation with this number */
+    int n;  /* operations seen */
 } crash_at;
 
 static int ca_before(void *ctx, eng_io_op *op) {
@@ -543,8 +551,8 @@ Test(lost_files, crash_before_every_creation_step_leaves_none_or_whole, T_OPTS) 
         for (int mi = 0; mi < 3; mi++) {
             char prefix[300];
             snprintf(prefix, sizeof prefix, "%s/%s-", root, modes[mi]);
-            const char *args[] = {db, "--run-dir", run, "--seed", seed, "--variants", "2", "--mode", modes[mi],
-                                  "--out-prefix", prefix, NULL};
+            const char *args[] = {db,  "--run-dir", run,       "--seed",       seed,   "--variants",
+                                  "2", "--mode",    modes[mi], "--out-prefix", prefix, NULL};
             int rc = run_powerloss(log, args);
             cr_assert_eq(rc, 0, "powerloss %s after a crash before operation %d exited %d (see %s)", modes[mi], at, rc,
                          log);

@@ -13,9 +13,9 @@
 /* 3. A page whose only change is hint bits, torn by a crash, reads clean.    */
 /* ========================================================================= */
 
-#define TH_KEYS 3000u
+#define TH_KEYS         3000u
 #define TH_RANDOM_TEARS 12
-#define TH_MAXW 4096
+#define TH_MAXW         4096
 
 static struct {
     int armed;
@@ -56,7 +56,7 @@ static void hint_only_page_torn_run(int hint_fpi) {
     memset(&TH, 0, sizeof TH);
     snprintf(TH.crash, sizeof TH.crash, "%s/crash", root);
     TH.src = dir;
-    static eng_io_hooks hooks = { NULL, th_before, NULL };
+    static eng_io_hooks hooks = {NULL, th_before, NULL};
     eng_options o = mv_opts(ENG_IO_PSYNC, 1024); /* everything stays cached: only the checkpoint writes */
     o.data_checksums = 1;
     o.hint_fpi = hint_fpi;
@@ -72,10 +72,9 @@ static void hint_only_page_torn_run(int hint_fpi) {
     eng_stats s0 = stats_of(db);
     cr_assert(s0.data_checksums, "checksums are off");
     cu_check_prefix(db, val_gen0, NULL, "cold read of every row");
-    eng_buf vb = { 0 };
+    eng_buf vb = {0};
     char k[CU_KLEN + 1];
-    for (uint64_t i = 0; i < TH_KEYS; i++)
-        cr_assert_eq(eng_get(db, k, cu_key(k, i), &vb), ENG_OK);
+    for (uint64_t i = 0; i < TH_KEYS; i++) cr_assert_eq(eng_get(db, k, cu_key(k, i), &vb), ENG_OK);
     eng_buf_free(&vb);
     eng_stats s1 = stats_of(db);
     cr_assert_gt(s1.hints_set, s0.hints_set, "%s: reading every row set no hint bits", mode);
@@ -107,13 +106,14 @@ static void hint_only_page_torn_run(int hint_fpi) {
     size_t new_len;
     uint8_t *neu = cu_read_file(tu_path(p, sizeof p, TH.crash, "data"), &new_len);
     cr_assert_eq(new_len, old_len, "%s: the data file changed size across a hint-only write-back", mode);
-    uint64_t nblocks = new_len / PS, ndiff = 0, sect_hist[PS / 512 + 1] = { 0 };
+    uint64_t nblocks = new_len / PS, ndiff = 0, sect_hist[PS / 512 + 1] = {0};
     uint64_t *diff = calloc(nblocks, sizeof *diff);
     cr_assert(diff != NULL);
     for (uint64_t blk = 0; blk < nblocks; blk++) {
         if (!memcmp(old + blk * PS, neu + blk * PS, PS)) continue;
         int nsect = 0;
-        for (uint32_t s = 0; s < PS / 512; s++) nsect += memcmp(old + blk * PS + s * 512, neu + blk * PS + s * 512, 512) != 0;
+        for (uint32_t s = 0; s < PS / 512; s++)
+            nsect += memcmp(old + blk * PS + s * 512, neu + blk * PS + s * 512, 512) != 0;
         sect_hist[nsect]++;
         diff[ndiff++] = blk;
     }
@@ -126,7 +126,8 @@ static void hint_only_page_torn_run(int hint_fpi) {
     char hist[256];
     size_t hl = 0;
     for (uint32_t s = 0; s <= PS / 512; s++)
-        if (sect_hist[s]) hl += (size_t)snprintf(hist + hl, sizeof hist - hl, " %u:%llu", s, (unsigned long long)sect_hist[s]);
+        if (sect_hist[s])
+            hl += (size_t)snprintf(hist + hl, sizeof hist - hl, " %u:%llu", s, (unsigned long long)sect_hist[s]);
     cr_log_info("%s: %llu pages changed; sectors changed per page (count:pages):%s", mode, (unsigned long long)ndiff,
                 hist);
 
@@ -136,7 +137,7 @@ static void hint_only_page_torn_run(int hint_fpi) {
     const uint32_t nsect = PS / 512, all = (1u << nsect) - 1;
     int npat = 2 * (int)(nsect - 1) + 2 + TH_RANDOM_TEARS;
     uint64_t seed = cu_seed(0x70 + (uint64_t)hint_fpi);
-    tu_rng rng = { seed };
+    tu_rng rng = {seed};
     uint8_t page[PS];
     for (int pat = 0; pat < npat; pat++) {
         char what[200];
@@ -144,11 +145,16 @@ static void hint_only_page_torn_run(int hint_fpi) {
         tu_copy_dir(TH.crash, torn);
         for (uint64_t d = 0; d < ndiff; d++) {
             uint32_t mask;
-            if (pat < (int)nsect - 1) mask = (1u << (pat + 1)) - 1;                       /* prefix new */
-            else if (pat < 2 * (int)(nsect - 1)) mask = all & ~((1u << (pat - (int)nsect + 2)) - 1); /* suffix new */
-            else if (pat == 2 * (int)(nsect - 1)) mask = 0;
-            else if (pat == 2 * (int)(nsect - 1) + 1) mask = all;
-            else mask = (uint32_t)tu_below(&rng, all + 1);
+            if (pat < (int)nsect - 1)
+                mask = (1u << (pat + 1)) - 1; /* prefix new */
+            else if (pat < 2 * (int)(nsect - 1))
+                mask = all & ~((1u << (pat - (int)nsect + 2)) - 1); /* suffix new */
+            else if (pat == 2 * (int)(nsect - 1))
+                mask = 0;
+            else if (pat == 2 * (int)(nsect - 1) + 1)
+                mask = all;
+            else
+                mask = (uint32_t)tu_below(&rng, all + 1);
             uint64_t blk = diff[d];
             for (uint32_t s = 0; s < nsect; s++)
                 memcpy(page + s * 512, ((mask >> s) & 1 ? neu : old) + blk * PS + s * 512, 512);
@@ -174,13 +180,9 @@ static void hint_only_page_torn_run(int hint_fpi) {
     free(neu);
 }
 
-Test(mvcc, hint_only_page_torn_by_crash_reads_back_clean, T_OPTS) {
-    hint_only_page_torn_run(0);
-}
+Test(mvcc, hint_only_page_torn_by_crash_reads_back_clean, T_OPTS) { hint_only_page_torn_run(0); }
 
-Test(mvcc, hint_only_page_torn_by_crash_repaired_by_image, T_OPTS) {
-    hint_only_page_torn_run(1);
-}
+Test(mvcc, hint_only_page_torn_by_crash_repaired_by_image, T_OPTS) { hint_only_page_torn_run(1); }
 
 /* ========================================================================= */
 /* 4. Hint-only changes log WAL only when asked to.                          */
@@ -193,11 +195,11 @@ typedef struct hint_case {
 
 ParameterizedTestParameters(mvcc, hint_only_writes_log_wal_only_when_asked) {
     static hint_case cases[] = {
-        { 0, 0, 0, 0 }, /* checksums off, wal_log_hints off: no WAL */
-        { 1, 0, 0, 0 }, /* checksums on: hints in the first sector need no WAL */
-        { 0, 0, 1, 0 }, /* PostgreSQL's rule needs checksums or wal_log_hints */
-        { 0, 1, 0, 1 }, /* wal_log_hints: compact hint records */
-        { 1, 0, 1, 1 }, /* PostgreSQL's rule: an image */
+        {0, 0, 0, 0}, /* checksums off, wal_log_hints off: no WAL */
+        {1, 0, 0, 0}, /* checksums on: hints in the first sector need no WAL */
+        {0, 0, 1, 0}, /* PostgreSQL's rule needs checksums or wal_log_hints */
+        {0, 1, 0, 1}, /* wal_log_hints: compact hint records */
+        {1, 0, 1, 1}, /* PostgreSQL's rule: an image */
     };
     return cr_make_param_array(hint_case, cases, sizeof cases / sizeof cases[0]);
 }
@@ -215,7 +217,7 @@ static eng_stats hint_round(const char *dir, const hint_case *c, int reads, eng_
     db = tu_open(dir, &o);
     *before = stats_of(db);
     if (reads) {
-        eng_buf vb = { 0 };
+        eng_buf vb = {0};
         char k[CU_KLEN + 1];
         for (uint64_t i = 0; i < 2000; i++) cr_assert_eq(eng_get(db, k, cu_key(k, i), &vb), ENG_OK);
         eng_buf_free(&vb);
@@ -262,8 +264,8 @@ ParameterizedTest(hint_case *c, mvcc, hint_only_writes_log_wal_only_when_asked, 
 /*    else a crash keeps part of a batch that recovery aborts).             */
 /* ========================================================================= */
 
-#define HC_BASE 3000u
-#define HC_KEYS 40u
+#define HC_BASE   3000u
+#define HC_KEYS   40u
 #define HC_STRIDE 70u
 
 Test(mvcc, commit_hint_never_reaches_disk_before_the_commit, T_OPTS) {
@@ -288,7 +290,7 @@ Test(mvcc, commit_hint_never_reaches_disk_before_the_commit, T_OPTS) {
             for (uint64_t j = 0; j < HC_KEYS; j++) batch_add(&b, j * HC_STRIDE, 1 + r);
             uint64_t seq = 0;
             if (eng_write(c, b.ops, b.n, &seq)) _exit(CU_EXIT_FAIL);
-            eng_buf vb = { 0 };
+            eng_buf vb = {0};
             char k[CU_KLEN + 1];
             /* read the batch (hints, if allowed), then everything (evictions) */
             for (uint64_t j = 0; j < HC_KEYS; j++)
@@ -297,11 +299,11 @@ Test(mvcc, commit_hint_never_reaches_disk_before_the_commit, T_OPTS) {
                 if (eng_get(c, k, cu_key(k, i), &vb)) _exit(CU_EXIT_FAIL);
             eng_stats st;
             eng_get_stats(c, &st);
-            uint64_t msg[4] = { seq, eng_durable_seq(c), st.page_writes, st.hints_set };
+            uint64_t msg[4] = {seq, eng_durable_seq(c), st.page_writes, st.hints_set};
             if (cu_write_all(fd, msg, sizeof msg)) _exit(CU_EXIT_FAIL);
             _exit(CU_EXIT_HOOK); /* a crash: no sync, no close */
         }
-        uint64_t msg[4] = { 0 };
+        uint64_t msg[4] = {0};
         size_t got = cu_read_all(fd, msg, sizeof msg);
         close(fd);
         int st = cu_wait(pid);
@@ -316,24 +318,25 @@ Test(mvcc, commit_hint_never_reaches_disk_before_the_commit, T_OPTS) {
         tu_reports rep;
         tu_reports_init(&rep);
         db = open_checked(dir, &o, &rep, "reopen after the crash");
-        eng_buf vb = { 0 };
+        eng_buf vb = {0};
         char k[CU_KLEN + 1];
         uint8_t want[CU_VMAX];
         uint64_t present = 0;
         for (uint64_t j = 0; j < HC_KEYS; j++) {
             uint64_t i = j * HC_STRIDE;
             cr_assert_eq(eng_get(db, k, cu_key(k, i), &vb), ENG_OK);
-            if (tu_bytes_eq(vb.data, vb.len, want, mv_val(want, i, 1 + r))) present++;
-            else cr_assert(tu_bytes_eq(vb.data, vb.len, want, mv_val(want, i, g[i])), "key %llu: neither value",
-                           (unsigned long long)i);
+            if (tu_bytes_eq(vb.data, vb.len, want, mv_val(want, i, 1 + r)))
+                present++;
+            else
+                cr_assert(tu_bytes_eq(vb.data, vb.len, want, mv_val(want, i, g[i])), "key %llu: neither value",
+                          (unsigned long long)i);
         }
         eng_buf_free(&vb);
         cr_assert(present == 0 || present == HC_KEYS,
                   "round %d: %llu of the batch's %u keys survived the crash (durable seq %llu, batch %llu): "
-                  "committed hints reached the data file before the commit", r, (unsigned long long)present, HC_KEYS,
-                  (unsigned long long)msg[1], (unsigned long long)msg[0]);
-        if (msg[1] >= msg[0])
-            cr_assert_eq(present, HC_KEYS, "round %d: the batch was durable yet is gone", r);
+                  "committed hints reached the data file before the commit",
+                  r, (unsigned long long)present, HC_KEYS, (unsigned long long)msg[1], (unsigned long long)msg[0]);
+        if (msg[1] >= msg[0]) cr_assert_eq(present, HC_KEYS, "round %d: the batch was durable yet is gone", r);
         if (present)
             for (uint64_t j = 0; j < HC_KEYS; j++) g[j * HC_STRIDE] = 1 + r;
         check_all(db, NULL, g, HC_BASE + 1, "after the crash");
@@ -352,11 +355,13 @@ Test(mvcc, commit_hint_never_reaches_disk_before_the_commit, T_OPTS) {
 /*     at all, and no aborted one.                                          */
 /* ========================================================================= */
 
-#define CW_KEYS 1500u
-#define CW_MAXB 4000u
+#define CW_KEYS   1500u
+#define CW_MAXB   4000u
 #define CW_ROUNDS 3
 
-typedef struct cw_case { int checksums, log_hints, fpi; } cw_case;
+typedef struct cw_case {
+    int checksums, log_hints, fpi;
+} cw_case;
 
 static struct {
     int armed;
@@ -376,7 +381,7 @@ static int cw_before(void *ctx, eng_io_op *op) {
 /* Batch W of round SEED: 1..4 ops on keys below CW_KEYS (put at gen W or
  * delete), no key twice. */
 static void cw_batch(uint64_t seed, uint32_t w, batch *b) {
-    tu_rng r = { rng_mix64(seed ^ (uint64_t)w * 0x9e37u) };
+    tu_rng r = {rng_mix64(seed ^ (uint64_t)w * 0x9e37u)};
     b->n = 0;
     size_t ops = (size_t)tu_range(&r, 1, 4);
     for (size_t j = 0; j < ops; j++) {
@@ -400,22 +405,22 @@ static eng_options cw_opts(const cw_case *c) {
 enum { CW_COMMITTED = 1, CW_ABORTED = 2, CW_POISONED = 3 };
 
 static void cw_child(const char *dir, const cw_case *c, uint64_t seed, int fd) {
-    static eng_io_hooks hooks = { NULL, cw_before, NULL };
+    static eng_io_hooks hooks = {NULL, cw_before, NULL};
     eng_options o = cw_opts(c);
     o.io_hooks = &hooks;
     CW.rng.s = seed;
     eng_db *db = child_open(dir, &o);
     batch b;
     batch_init(&b, 4);
-    eng_buf vb = { 0 };
+    eng_buf vb = {0};
     char k[CU_KLEN + 1];
-    tu_rng r = { seed ^ 0x77 };
+    tu_rng r = {seed ^ 0x77};
     for (uint32_t w = 1; w <= CW_MAXB; w++) {
         cw_batch(seed, w, &b);
         CW.armed = 1;
         int rc = eng_write(db, b.ops, b.n, NULL);
         CW.armed = 0;
-        uint32_t m[2] = { w, rc == ENG_OK ? CW_COMMITTED : eng_poisoned(db) ? CW_POISONED : CW_ABORTED };
+        uint32_t m[2] = {w, rc == ENG_OK ? CW_COMMITTED : eng_poisoned(db) ? CW_POISONED : CW_ABORTED};
         if (cu_write_all(fd, m, sizeof m)) _exit(CU_EXIT_FAIL);
         if (m[1] == CW_POISONED) _exit(CU_EXIT_DONE);
         /* reads set hints on what they meet, and the 16-page cache evicts */
@@ -428,7 +433,7 @@ static void cw_child(const char *dir, const cw_case *c, uint64_t seed, int fd) {
 }
 
 ParameterizedTestParameters(mvcc, crash_among_hints_and_aborts_keeps_exact_commits) {
-    static cw_case cases[] = { { 1, 0, 0 }, { 0, 1, 0 }, { 1, 0, 1 } };
+    static cw_case cases[] = {{1, 0, 0}, {0, 1, 0}, {1, 0, 1}};
     return cr_make_param_array(cw_case, cases, sizeof cases / sizeof cases[0]);
 }
 
@@ -440,7 +445,7 @@ ParameterizedTest(cw_case *c, mvcc, crash_among_hints_and_aborts_keeps_exact_com
     batch_init(&b, 4);
     for (int r = 0; r < CW_ROUNDS; r++) {
         uint64_t seed = cu_seed(0xc3 + (uint64_t)r * 17 + (uint64_t)c->log_hints * 3 + (uint64_t)c->fpi * 5);
-        tu_rng rng = { seed };
+        tu_rng rng = {seed};
         uint64_t kill_after = tu_range(&rng, 150, 600); /* acknowledgements */
         char what[200];
         snprintf(what, sizeof what, "checksums=%d wal_log_hints=%d hint_fpi=%d round %d seed 0x%llx", c->checksums,
@@ -493,7 +498,7 @@ ParameterizedTest(cw_case *c, mvcc, crash_among_hints_and_aborts_keeps_exact_com
             int64_t i = cu_key_index(b.ops[j].key, b.ops[j].klen);
             if (alt[i] != g[i]) i0 = i;
         }
-        eng_buf vb = { 0 };
+        eng_buf vb = {0};
         char k[CU_KLEN + 1];
         uint8_t want[CU_VMAX];
         int rc = ENG_NOTFOUND, in = 0;
@@ -510,12 +515,12 @@ ParameterizedTest(cw_case *c, mvcc, crash_among_hints_and_aborts_keeps_exact_com
         /* Name the batch behind any wrong answer before the generic check. */
         for (uint64_t i = 0; i < CW_KEYS; i++) {
             rc = eng_get(db, k, cu_key(k, i), &vb);
-            uint32_t h[3] = { 0, 0, 0 };
+            uint32_t h[3] = {0, 0, 0};
             if (rc == ENG_OK && vb.len >= sizeof h) memcpy(h, vb.data, sizeof h);
             int ok = g[i] < 0 ? rc == ENG_NOTFOUND : rc == ENG_OK && h[1] == (uint32_t)g[i];
-            static const char *sname[] = { "never reported", "committed", "aborted", "poisoned" };
-            cr_assert(ok, "%s: key %llu: want %s%d, found %s gen %u, written by batch %u (%s%s); last report %u",
-                      what, (unsigned long long)i, g[i] < 0 ? "absent " : "gen ", g[i], eng_strerror(rc), h[1], h[1],
+            static const char *sname[] = {"never reported", "committed", "aborted", "poisoned"};
+            cr_assert(ok, "%s: key %llu: want %s%d, found %s gen %u, written by batch %u (%s%s); last report %u", what,
+                      (unsigned long long)i, g[i] < 0 ? "absent " : "gen ", g[i], eng_strerror(rc), h[1], h[1],
                       h[1] <= CW_MAXB ? sname[status[h[1]]] : "?", h[1] == doubt ? ", in doubt" : "", last);
         }
         eng_buf_free(&vb);

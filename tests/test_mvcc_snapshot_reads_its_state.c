@@ -12,13 +12,13 @@
 /* 2. Snapshots held across thousands of writes and vacuums.                 */
 /* ========================================================================= */
 
-#define SN_BASE 3000u
+#define SN_BASE    3000u
 #define SN_BATCHES 4000u
-#define SN_MAX (SN_BASE + SN_BATCHES * 5u)
+#define SN_MAX     (SN_BASE + SN_BATCHES * 5u)
 
 Test(mvcc, snapshot_reads_old_values_across_writes_and_vacuum, T_OPTS) {
     uint64_t seed = cu_seed(0x5a);
-    tu_rng rng = { seed };
+    tu_rng rng = {seed};
     const char *dir = tu_tmpdir_db();
     eng_options o = mv_opts(ENG_IO_PSYNC, 64); /* a small cache: versions go to disk and back */
     const uint64_t n = SN_MAX;
@@ -127,11 +127,11 @@ Test(mvcc, snapshot_reads_old_values_across_writes_and_vacuum, T_OPTS) {
 /* ========================================================================= */
 
 #define LV_KEYS 60u
-#define LV_MAX 13000u
+#define LV_MAX  13000u
 
 static size_t lv_val(uint8_t *buf, uint64_t i, int32_t gen) {
     size_t len = 1500 + (size_t)(rng_mix64(i * 31u + (uint64_t)gen) % (LV_MAX - 1500));
-    uint32_t h[2] = { (uint32_t)i, (uint32_t)gen };
+    uint32_t h[2] = {(uint32_t)i, (uint32_t)gen};
     memcpy(buf, h, sizeof h);
     tu_fill(buf + sizeof h, len - sizeof h, rng_mix64(i * 7919u + (uint64_t)gen * 104729u));
     return len;
@@ -139,7 +139,7 @@ static size_t lv_val(uint8_t *buf, uint64_t i, int32_t gen) {
 
 static void lv_check(eng_db *db, const eng_snapshot *s, const int32_t *g, const char *what) {
     static uint8_t want[LV_MAX];
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     char k[CU_KLEN + 1];
     for (uint64_t i = 0; i < LV_KEYS; i++) {
         int rc = eng_get_at(db, s, k, cu_key(k, i), &b);
@@ -155,7 +155,7 @@ static void lv_check(eng_db *db, const eng_snapshot *s, const int32_t *g, const 
     }
     eng_buf_free(&b);
     eng_iter *it = NULL;
-    eng_iter_options io = { 0 };
+    eng_iter_options io = {0};
     io.snapshot = s;
     cr_assert_eq(eng_iter_open(db, &io, &it), ENG_OK);
     uint64_t next = 0;
@@ -186,9 +186,11 @@ static void lv_write(eng_db *db, const int32_t *g, const int32_t *old) {
         if (old && old[i] == g[i]) continue;
         if (g[i] < 0 && (!old || old[i] < 0)) continue;
         size_t kl = cu_key(keys[n], i);
-        if (g[i] < 0) ops[n] = (eng_op){ .kind = ENG_OP_DELETE, .key = keys[n], .klen = kl };
-        else ops[n] = (eng_op){ .kind = ENG_OP_PUT, .key = keys[n], .klen = kl, .val = vals[n],
-                                .vlen = lv_val(vals[n], i, g[i]) };
+        if (g[i] < 0)
+            ops[n] = (eng_op){.kind = ENG_OP_DELETE, .key = keys[n], .klen = kl};
+        else
+            ops[n] = (eng_op){
+                .kind = ENG_OP_PUT, .key = keys[n], .klen = kl, .val = vals[n], .vlen = lv_val(vals[n], i, g[i])};
         if (++n == 5 || i == LV_KEYS - 1) {
             int rc = eng_write(db, ops, n, NULL);
             cr_assert_eq(rc, ENG_OK, "large values: eng_write: %s", eng_strerror(rc));
@@ -213,7 +215,8 @@ Test(mvcc, large_values_snapshot_keeps_old_chains_and_vacuum_frees_them, T_OPTS)
     for (uint64_t i = 0; i < LV_KEYS; i++) g[i] = i % 6 == 5 ? -1 : 1;
     lv_write(db, g, prev);
     memcpy(prev, g, sizeof g);
-    for (uint64_t i = 0; i < LV_KEYS; i += 3) if (g[i] >= 0) g[i] = 2;
+    for (uint64_t i = 0; i < LV_KEYS; i += 3)
+        if (g[i] >= 0) g[i] = 2;
     lv_write(db, g, prev);
     vacuum(db, "large values, snapshot held");
     cr_assert_eq(eng_checkpoint(db), ENG_OK);
@@ -239,8 +242,10 @@ Test(mvcc, large_values_snapshot_keeps_old_chains_and_vacuum_frees_them, T_OPTS)
     uint64_t nb = eng_debug_nblocks(db);
     cr_log_info("blocks after the first overwrite cycle %llu, after the sixth %llu", (unsigned long long)nb1,
                 (unsigned long long)nb);
-    cr_assert_leq(nb, nb1 + nb1 / 4, "the data file grew from %llu to %llu blocks over five overwrite + vacuum "
-                  "cycles of the same %u values", (unsigned long long)nb1, (unsigned long long)nb, LV_KEYS);
+    cr_assert_leq(nb, nb1 + nb1 / 4,
+                  "the data file grew from %llu to %llu blocks over five overwrite + vacuum "
+                  "cycles of the same %u values",
+                  (unsigned long long)nb1, (unsigned long long)nb, LV_KEYS);
     lv_check(db, NULL, g, "after the cycles");
     cu_verify_clean(db, "after the cycles");
     tu_close(db);
@@ -270,7 +275,7 @@ typedef struct cv_state {
 
 static void *cv_reader(void *arg) {
     cv_state *c = arg;
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     char k[CU_KLEN + 1];
     uint8_t want[CU_VMAX];
     while (!atomic_load(&c->done)) {
@@ -283,7 +288,7 @@ static void *cv_reader(void *arg) {
             }
         }
         eng_iter *it = NULL;
-        eng_iter_options io = { 0 };
+        eng_iter_options io = {0};
         io.snapshot = c->s;
         uint64_t n = 0;
         int rc = eng_iter_open(c->db, &io, &it);
@@ -300,8 +305,8 @@ static void *cv_reader(void *arg) {
         }
         if ((rc != ENG_NOTFOUND || n != CV_KEYS) && !c->bad++)
             snprintf(c->first_bad, sizeof c->first_bad, "pass %llu: snapshot scan stopped at %llu (%s)",
-                     (unsigned long long)c->passes, (unsigned long long)n, rc < 0 ? "wrong key or value" :
-                     eng_strerror(rc));
+                     (unsigned long long)c->passes, (unsigned long long)n,
+                     rc < 0 ? "wrong key or value" : eng_strerror(rc));
         c->passes++;
     }
     eng_buf_free(&b);
@@ -310,7 +315,7 @@ static void *cv_reader(void *arg) {
 
 Test(mvcc, snapshot_read_concurrently_with_writes_and_vacuums_stays_exact, T_OPTS) {
     uint64_t seed = cu_seed(0xc5);
-    tu_rng rng = { seed };
+    tu_rng rng = {seed};
     const char *dir = tu_tmpdir_db();
     eng_options o = mv_opts(ENG_IO_PSYNC, 48);
     o.vacuum_freeze_min_age = 0; /* vacuum freezes all it may, right behind the snapshot */

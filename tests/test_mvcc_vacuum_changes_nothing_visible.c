@@ -13,8 +13,8 @@
 /* ========================================================================= */
 
 #define VF_BATCHES 50u
-#define VF_PER 100u
-#define VF_KEYS (VF_BATCHES * VF_PER)
+#define VF_PER     100u
+#define VF_KEYS    (VF_BATCHES * VF_PER)
 
 /* Fresh database with FREEZE_MIN_AGE (UINT64_MAX: the default), loaded with VF_BATCHES batches. */
 static eng_db *vf_load(const char *dir, uint64_t freeze_min_age, int32_t *g, eng_options *o) {
@@ -156,7 +156,7 @@ Test(mvcc, vacuum_freezes_nothing_a_snapshot_must_not_see, T_OPTS) {
 /*     reader sees, and verify is clean after recovery.                     */
 /* ========================================================================= */
 
-#define CV2_KEYS 3000u
+#define CV2_KEYS   3000u
 #define CV2_ROUNDS 9
 
 typedef struct vk_hook {
@@ -198,7 +198,7 @@ static int vk_run(const char *dir, vk_hook *h, uint64_t counts[2]) {
     pid_t pid = cu_fork_piped(&fd);
     if (pid == 0) {
         static eng_io_hooks hooks;
-        hooks = (eng_io_hooks){ h, vk_before, vk_after };
+        hooks = (eng_io_hooks){h, vk_before, vk_after};
         eng_options o = vk_opts();
         o.io_hooks = &hooks;
         eng_db *db = child_open(dir, &o);
@@ -207,7 +207,7 @@ static int vk_run(const char *dir, vk_hook *h, uint64_t counts[2]) {
         int rc = eng_vacuum(db, &vs);
         if (rc == ENG_OK) rc = eng_checkpoint(db);
         h->armed = 0;
-        uint64_t m[2] = { h->wal_writes, h->data_writes };
+        uint64_t m[2] = {h->wal_writes, h->data_writes};
         if (rc || cu_write_all(fd, m, sizeof m)) _exit(CU_EXIT_FAIL);
         _exit(eng_close(db) ? CU_EXIT_FAIL : CU_EXIT_DONE);
     }
@@ -243,20 +243,20 @@ Test(mvcc, crash_during_vacuum_changes_nothing_readers_see, T_OPTS) {
     tu_close(db); /* a checkpoint: vacuum's first change of each page logs its image */
 
     tu_copy_dir(base, dir);
-    vk_hook h = { 0 };
+    vk_hook h = {0};
     uint64_t counts[2];
     int st = vk_run(dir, &h, counts);
     char sb[64];
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == CU_EXIT_DONE, "dry run: %s", cu_status_str(st, sb, sizeof sb));
-    cr_log_info("dry run: vacuum + checkpoint made %llu WAL writes and %llu data writes",
-                (unsigned long long)counts[0], (unsigned long long)counts[1]);
+    cr_log_info("dry run: vacuum + checkpoint made %llu WAL writes and %llu data writes", (unsigned long long)counts[0],
+                (unsigned long long)counts[1]);
     cr_assert_geq(counts[0], 2, "vacuum wrote almost no log");
     cr_assert_geq(counts[1], 4, "vacuum wrote almost no pages");
 
     for (int r = 0; r < CV2_ROUNDS; r++) {
         uint64_t seed = cu_seed(0x7ac + (uint64_t)r);
-        tu_rng rng = { seed };
-        vk_hook c = { 0 };
+        tu_rng rng = {seed};
+        vk_hook c = {0};
         c.how = 1 + r % 3;
         c.target = tu_range(&rng, 1, c.how == 1 ? counts[0] : counts[1]);
         c.rng.s = tu_next(&rng);

@@ -24,11 +24,12 @@ static vd_report rep(const char *layer, const char *file, int64_t block, int64_t
 
 Test(oracle_ledger, parses_a_flat_line) {
     vd_injection i;
-    cr_assert_eq(vd_parse_ledger_line("{\"seq\":7,\"phase\":\"run\",\"class\":\"bitflip_wal\",\"point\":\"tick/wal\","
-                                      "\"file\":\"wal/0000000000100000\",\"block\":3,\"offset\":12288,\"len\":4096,"
-                                      "\"mask\":\"0x4\",\"bit\":17,\"op\":4294967301,\"thread\":1,\"note\":\"a \\\"q\\\"\"}",
-                                      &i),
-                 0);
+    cr_assert_eq(
+        vd_parse_ledger_line("{\"seq\":7,\"phase\":\"run\",\"class\":\"bitflip_wal\",\"point\":\"tick/wal\","
+                             "\"file\":\"wal/0000000000100000\",\"block\":3,\"offset\":12288,\"len\":4096,"
+                             "\"mask\":\"0x4\",\"bit\":17,\"op\":4294967301,\"thread\":1,\"note\":\"a \\\"q\\\"\"}",
+                             &i),
+        0);
     cr_assert_eq(i.seq, 7);
     cr_assert_eq(i.cls, VD_BITFLIP_WAL);
     cr_assert_str_eq(i.file, "wal/0000000000100000");
@@ -45,7 +46,8 @@ Test(oracle_ledger, parses_a_flat_line) {
 Test(oracle_match, data_block_and_misdirected_offset) {
     vd_config c = judging();
     vd_injection i;
-    vd_parse_ledger_line("{\"class\":\"misdirected_write\",\"file\":\"data\",\"block\":5,\"offset\":36864,\"len\":4096}", &i);
+    vd_parse_ledger_line(
+        "{\"class\":\"misdirected_write\",\"file\":\"data\",\"block\":5,\"offset\":36864,\"len\":4096}", &i);
     vd_report r5 = rep("page_checksum", "data", 5, 20480), r9 = rep("page_checksum", "data", 9, 36864),
               r6 = rep("page_checksum", "data", 6, 24576), wal = rep("wal_record", "wal/0000000000000000", 5, -1);
     cr_assert(vd_report_matches(&c, &r5, &i)); /* the block it was meant for */
@@ -104,7 +106,8 @@ Test(oracle_verdict, error_classes_detected_or_swallowed) {
     vd_ctx *v = vd_new(&c);
     vd_add_ledger_line(v, "{\"class\":\"read_error\",\"op\":100,\"thread\":0,\"err\":\"EIO\"}", 0);
     vd_add_ledger_line(v, "{\"class\":\"read_error\",\"op\":101,\"thread\":0,\"err\":\"EIO\"}", 0);
-    vd_add_ledger_line(v, "{\"class\":\"read_error\",\"op\":100,\"thread\":1,\"err\":\"EIO\"}", 1); /* a dead process's */
+    vd_add_ledger_line(v, "{\"class\":\"read_error\",\"op\":100,\"thread\":1,\"err\":\"EIO\"}",
+                       1); /* a dead process's */
     vd_add_ledger_line(v, "{\"class\":\"short_io\",\"op\":102,\"thread\":0}", 0);
     vd_add_ledger_line(v, "{\"class\":\"short_io\",\"op\":103,\"thread\":0}", 0);
     vd_observation o = {.kind = VD_OBS_ERROR, .thread = 0, .op = 100, .status = 3};
@@ -129,7 +132,8 @@ Test(oracle_verdict, crash_classes_follow_the_post_crash_check) {
     vd_ctx *v = vd_new(&c);
     vd_add_ledger_line(v, "{\"phase\":\"run\",\"class\":\"kill\",\"point\":\"kill/wal/after_sync\"}", 1);
     vd_add_ledger_line(v, "{\"phase\":\"powerloss\",\"class\":\"power_loss\",\"file\":\"data\",\"offset\":0}", 1);
-    vd_add_ledger_line(v, "{\"phase\":\"powerloss\",\"class\":\"torn_write\",\"file\":\"data\",\"offset\":8192,\"len\":4096}", 1);
+    vd_add_ledger_line(
+        v, "{\"phase\":\"powerloss\",\"class\":\"torn_write\",\"file\":\"data\",\"offset\":8192,\"len\":4096}", 1);
     vd_set_crash_check(v, 1);
     vd_result res;
     vd_settle(v, &res);
@@ -242,7 +246,8 @@ Test(oracle_verdict, cascade_reports_are_explained) {
     vd_config c = judging();
     c.class_on[VD_TORN_WRITE] = 1;
     vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, "{\"class\":\"torn_write\",\"file\":\"data\",\"block\":84,\"offset\":345088,\"len\":3072}", 0);
+    vd_add_ledger_line(v, "{\"class\":\"torn_write\",\"file\":\"data\",\"block\":84,\"offset\":345088,\"len\":3072}",
+                       0);
     vd_report torn = rep("page_checksum", "data", 84, 344064), sib = rep("structure", "data", 82, 335872);
     vd_add_report(v, &sib);
     vd_result res;
@@ -292,7 +297,8 @@ static vd_ctx *cache_flips(int w, const char *mask, int nflips, int escapes, vd_
     vd_ctx *v = vd_new(&c);
     char line[160];
     for (int i = 0; i < nflips; i++) {
-        snprintf(line, sizeof line, "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":%d,\"mask\":\"%s\"}", 5 + i, mask);
+        snprintf(line, sizeof line, "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":%d,\"mask\":\"%s\"}",
+                 5 + i, mask);
         vd_add_ledger_line(v, line, 0);
     }
     for (int i = 0; i < escapes; i++) {
@@ -314,7 +320,8 @@ Test(oracle_verdict, cache_flip_escape_fails_at_every_width_for_single_bits) {
         char buf[160];
         vd_escape_rates_json(v, buf, sizeof buf);
         char want[96];
-        snprintf(want, sizeof want, "{\"%d\": {\"checked\": 100, \"escaped\": 1, \"rate\": 0.01, \"bound\": 0}}", ws[k]);
+        snprintf(want, sizeof want, "{\"%d\": {\"checked\": 100, \"escaped\": 1, \"rate\": 0.01, \"bound\": 0}}",
+                 ws[k]);
         cr_assert_str_eq(buf, want);
         vd_free(v);
     }
@@ -373,7 +380,8 @@ Test(oracle_verdict, two_flips_in_one_part_may_escape_within_the_bound_at_w1) {
     vd_ctx *v = paired_flips(1, 1, 3, &res);
     cr_assert(res.pass, "an escape of a two-flip pair at w = 1 failed the run");
     cr_assert_eq(res.cls[VD_BITFLIP_CACHE].wrong_value, 0);
-    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 3, "undetectable %llu", (unsigned long long)res.cls[VD_BITFLIP_CACHE].undetectable);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 3, "undetectable %llu",
+                 (unsigned long long)res.cls[VD_BITFLIP_CACHE].undetectable);
     char buf[160];
     vd_escape_rates_json(v, buf, sizeof buf);
     cr_assert(strstr(buf, "\"escaped\": 1,") != NULL, "one key is one escape: %s", buf);
@@ -410,14 +418,17 @@ static vd_ctx *spread_escape(int one_read, vd_result *res) {
         vd_add_ledger_line(v, line, 0);
     }
     for (int k = 0; k < 30; k++) {
-        vd_observation o = {.kind = k % 2 ? VD_OBS_LOST : VD_OBS_WRONG_VALUE, .thread = 1,
-                            .op = one_read ? 500 : 500 + k, .key = (uint64_t)(100 + k), .inj_mark = 4};
+        vd_observation o = {.kind = k % 2 ? VD_OBS_LOST : VD_OBS_WRONG_VALUE,
+                            .thread = 1,
+                            .op = one_read ? 500 : 500 + k,
+                            .key = (uint64_t)(100 + k),
+                            .inj_mark = 4};
         vd_add_observation(v, &o);
     }
     /* the same keys read wrong again later: nothing new */
     for (int k = 0; k < 30; k++) {
-        vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .thread = 0, .op = 900 + k, .key = (uint64_t)(100 + k),
-                            .inj_mark = 4};
+        vd_observation o = {
+            .kind = VD_OBS_WRONG_VALUE, .thread = 0, .op = 900 + k, .key = (uint64_t)(100 + k), .inj_mark = 4};
         vd_add_observation(v, &o);
     }
     vd_settle(v, res);
@@ -451,8 +462,10 @@ Test(oracle_verdict, check_after_reopening_own_failed_handle_blames_own_injectio
     c.protection_bytes = 2;
     vd_ctx *v = vd_new(&c);
     for (int i = 0; i < 2; i++)
-        vd_add_ledger_line(v, "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":9,\"mask\":\"0x2\","
-                              "\"part_offset\":300,\"part_len\":21}", 0);
+        vd_add_ledger_line(v,
+                           "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":9,\"mask\":\"0x2\","
+                           "\"part_offset\":300,\"part_len\":21}",
+                           0);
     vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .thread = 0, .op = 77, .key = 5, .inj_mark = 2, .after_crash = 1};
     vd_add_observation(v, &o);
     o.kind = VD_OBS_LOST, o.key = 6;
@@ -525,8 +538,12 @@ static vd_ctx *judge_restart(vd_config c, const char *const *lines, const vd_rep
     return v;
 }
 
-#define PL_ROLLBACK "{\"phase\":\"powerloss\",\"class\":\"power_loss\",\"point\":\"powerloss/rollback\",\"file\":\"data\",\"offset\":20480,\"len\":4096}"
-#define PL_TEAR "{\"phase\":\"powerloss\",\"class\":\"torn_write\",\"point\":\"powerloss/tear\",\"file\":\"data\",\"offset\":20480,\"len\":4096}"
+#define PL_ROLLBACK                                                            \
+    "{\"phase\":\"powerloss\",\"class\":\"power_loss\",\"point\":\"powerloss/" \
+    "rollback\",\"file\":\"data\",\"offset\":20480,\"len\":4096}"
+#define PL_TEAR                                                                \
+    "{\"phase\":\"powerloss\",\"class\":\"torn_write\",\"point\":\"powerloss/" \
+    "tear\",\"file\":\"data\",\"offset\":20480,\"len\":4096}"
 #define RUN_FLIP "{\"phase\":\"run\",\"class\":\"bitflip_page\",\"point\":\"tick/page\",\"file\":\"data\",\"block\":5}"
 
 /* Hides: recovery that does not repair a page the power-loss step rolled
@@ -666,8 +683,10 @@ Test(oracle_recovery, dirty_data_dropped_by_a_failed_fsync_explains_nothing) {
     vd_config c = judging();
     c.class_on[VD_SYNC_ERROR] = 1;
     vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, "{\"class\":\"sync_error\",\"point\":\"sync/drop_dirty\",\"file\":\"data\",\"offset\":20480,"
-                          "\"len\":4096,\"thread\":0,\"op\":7}", 0);
+    vd_add_ledger_line(v,
+                       "{\"class\":\"sync_error\",\"point\":\"sync/drop_dirty\",\"file\":\"data\",\"offset\":20480,"
+                       "\"len\":4096,\"thread\":0,\"op\":7}",
+                       0);
     vd_report r = rep_after("page_checksum", "data", 5, 2);
     vd_add_report(v, &r);
     vd_note_reopen_failed(v);
@@ -686,8 +705,10 @@ Test(oracle_recovery, a_wal_report_next_to_a_rolled_back_block_is_unrecoverable)
     vd_config c = judging();
     c.class_on[VD_POWER_LOSS] = 1;
     vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, "{\"phase\":\"powerloss\",\"class\":\"power_loss\",\"point\":\"powerloss/rollback\","
-                          "\"file\":\"wal/0000000000100000\",\"offset\":40960,\"len\":4096}", 1);
+    vd_add_ledger_line(v,
+                       "{\"phase\":\"powerloss\",\"class\":\"power_loss\",\"point\":\"powerloss/rollback\","
+                       "\"file\":\"wal/0000000000100000\",\"offset\":40960,\"len\":4096}",
+                       1);
     vd_report r = rep_after("wal_record", "wal/0000000000100000", 11, 1);
     vd_add_report(v, &r);
     vd_set_crash_check(v, VD_CHECK_NO_OPEN);
@@ -743,7 +764,8 @@ Test(oracle_verdict, misdirected_writes_are_judged_at_the_block_they_land_on) {
     vd_config c = judging();
     c.class_on[VD_MISDIRECTED_WRITE] = 1;
     vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, "{\"class\":\"misdirected_write\",\"file\":\"data\",\"block\":5,\"offset\":36864,\"len\":4096}", 0);
+    vd_add_ledger_line(
+        v, "{\"class\":\"misdirected_write\",\"file\":\"data\",\"block\":5,\"offset\":36864,\"len\":4096}", 0);
     vd_report landed = rep("page_checksum", "data", 9, 36864);
     vd_add_report(v, &landed);
     vd_observation o = {.kind = VD_OBS_WRONG_VALUE, .inj_mark = 1, .key = 3};
@@ -768,7 +790,8 @@ Test(oracle_recovery, an_fsync_failure_explains_no_report_in_its_file) {
     vd_config c = judging();
     c.class_on[VD_SYNC_ERROR] = 1;
     vd_ctx *v = vd_new(&c);
-    vd_add_ledger_line(v, "{\"class\":\"sync_error\",\"point\":\"hook/sync\",\"file\":\"data\",\"thread\":0,\"op\":7}", 1);
+    vd_add_ledger_line(v, "{\"class\":\"sync_error\",\"point\":\"hook/sync\",\"file\":\"data\",\"thread\":0,\"op\":7}",
+                       1);
     vd_note_external_kill(v);
     vd_report r = rep_after("page_checksum", "data", 5, 1);
     vd_add_report(v, &r);
@@ -788,8 +811,11 @@ Test(oracle_recovery, an_fsync_failure_explains_no_report_in_its_file) {
 Test(oracle_recovery, one_place_reported_by_two_recoveries_is_judged_once_as_the_crashs) {
     vd_config c = judging();
     c.class_on[VD_BITFLIP_WAL] = c.class_on[VD_POWER_LOSS] = 1;
-    const char *lines[] = {"{\"class\":\"bitflip_wal\",\"point\":\"tick/wal\",\"file\":\"wal/0000000001080000\",\"block\":55}", PL_ROLLBACK, NULL};
-    vd_report a = rep_after("wal_record", "wal/0000000001080000", 54, 2), b = rep_after("wal_record", "wal/0000000001080000", 54, 1);
+    const char *lines[] = {
+        "{\"class\":\"bitflip_wal\",\"point\":\"tick/wal\",\"file\":\"wal/0000000001080000\",\"block\":55}",
+        PL_ROLLBACK, NULL};
+    vd_report a = rep_after("wal_record", "wal/0000000001080000", 54, 2),
+              b = rep_after("wal_record", "wal/0000000001080000", 54, 1);
     a.entry = b.entry = 1;
     vd_report reps[] = {a, b};
     vd_result res;
@@ -813,7 +839,8 @@ Test(oracle_verdict, a_hint_report_on_an_intact_leaf_is_explained_by_a_misdirect
     vd_result res;
     vd_settle(v, &res);
     cr_assert_eq(res.total.false_alarm, 1);
-    vd_add_ledger_line(v, "{\"class\":\"misdirected_write\",\"file\":\"data\",\"block\":2,\"offset\":81920,\"len\":4096}", 0);
+    vd_add_ledger_line(
+        v, "{\"class\":\"misdirected_write\",\"file\":\"data\",\"block\":2,\"offset\":81920,\"len\":4096}", 0);
     vd_settle(v, &res);
     cr_assert_eq(res.total.false_alarm, 0);
     cr_assert(res.pass);
@@ -841,9 +868,9 @@ Test(oracle_verdict, damage_still_on_disk_after_the_final_verify_is_swallowed_no
     vd_add_report(v, &r);
     vd_result res;
     vd_settle(v, &res);
-    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].swallowed, 1);  /* block 4 */
-    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].masked, 2);     /* block 3 (carried), block 5 (gone) */
-    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].detected, 1);   /* block 7: present and reported */
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].swallowed, 1); /* block 4 */
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].masked, 2);    /* block 3 (carried), block 5 (gone) */
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].detected, 1);  /* block 7: present and reported */
     cr_assert_eq(res.cls[VD_ZERO_PAGE].swallowed, 1);
     cr_assert_not(res.pass);
     vd_free(v);
@@ -878,9 +905,9 @@ Test(oracle_verdict, only_the_classs_own_detector_credits_a_detection) {
     vd_note_damage_present(v, 1);
     vd_result res;
     vd_settle(v, &res);
-    cr_assert_eq(vd_false_alarm_count(v), 0); /* the structure reports are explained */
-    cr_assert_eq(res.cls[VD_ZERO_PAGE].detected, 1);   /* block 9: by the zero-page rule */
-    cr_assert_eq(res.cls[VD_ZERO_PAGE].swallowed, 1);  /* block 3: only a structure check saw it */
+    cr_assert_eq(vd_false_alarm_count(v), 0);         /* the structure reports are explained */
+    cr_assert_eq(res.cls[VD_ZERO_PAGE].detected, 1);  /* block 9: by the zero-page rule */
+    cr_assert_eq(res.cls[VD_ZERO_PAGE].swallowed, 1); /* block 3: only a structure check saw it */
     cr_assert_eq(res.cls[VD_BITFLIP_PAGE].swallowed, 1);
     cr_assert_not(res.pass);
     vd_free(v);

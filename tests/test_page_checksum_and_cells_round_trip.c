@@ -11,8 +11,7 @@
 
 /* ---- checksums (P4) ------------------------------------------------------- */
 
-Test(page_checksum, every_single_bit_flip_is_detected)
-{
+Test(page_checksum, every_single_bit_flip_is_detected) {
     const size_t ps = 4096;
     uint8_t *p = guarded_page(ps);
     page_problem pr;
@@ -28,12 +27,10 @@ Test(page_checksum, every_single_bit_flip_is_detected)
         int rc = page_verify(p, ps, 7, 100, 1, &z, &pr);
         if (rc != ENG_CORRUPTION || pr.layer != ENG_LAYER_PAGE_CHECKSUM) {
             misses++;
-            if (first_miss < 0)
-                first_miss = (int)bit;
+            if (first_miss < 0) first_miss = (int)bit;
         }
         /* Outside ph_checksum the computed value itself must move. */
-        if (bit >= 64 && page_checksum(p, ps, 7) == good)
-            same_hash++;
+        if (bit >= 64 && page_checksum(p, ps, 7) == good) same_hash++;
         p[bit / 8] ^= (uint8_t)(1u << (bit % 8));
     }
     cr_assert_eq(misses, 0, "%d flips missed, first at bit %d", misses, first_miss);
@@ -42,8 +39,7 @@ Test(page_checksum, every_single_bit_flip_is_detected)
     guarded_free(p, ps);
 }
 
-Test(page_checksum, depends_on_block_and_is_never_zero)
-{
+Test(page_checksum, depends_on_block_and_is_never_zero) {
     for (unsigned s = 0; s < 3; s++) {
         const size_t ps = page_sizes[s];
         uint8_t *p = guarded_page(ps);
@@ -52,8 +48,7 @@ Test(page_checksum, depends_on_block_and_is_never_zero)
         for (uint64_t b = 1; b < 2000; b++) {
             uint64_t h = page_checksum(p, ps, b);
             cr_assert_neq(h, 0);
-            cr_assert_neq(h, prev, "blocks %llu and %llu hash alike", (unsigned long long)b - 1,
-                          (unsigned long long)b);
+            cr_assert_neq(h, prev, "blocks %llu and %llu hash alike", (unsigned long long)b - 1, (unsigned long long)b);
             prev = h;
         }
         /* The stored field is excluded: setting it does not change the hash. */
@@ -65,8 +60,7 @@ Test(page_checksum, depends_on_block_and_is_never_zero)
     }
 }
 
-Test(page_checksum, page_copied_to_another_block_fails)
-{
+Test(page_checksum, page_copied_to_another_block_fails) {
     const size_t ps = 8192;
     uint8_t *p = guarded_page(ps);
     page_problem pr;
@@ -106,8 +100,7 @@ Test(page_checksum, page_copied_to_another_block_fails)
 
 /* ---- zero pages (P5) ------------------------------------------------------ */
 
-Test(page_verify, zero_page_against_high_water_mark)
-{
+Test(page_verify, zero_page_against_high_water_mark) {
     for (unsigned s = 0; s < 3; s++) {
         const size_t ps = page_sizes[s];
         uint8_t *p = guarded_page(ps); /* mmap: all zero */
@@ -146,8 +139,7 @@ Test(page_verify, zero_page_against_high_water_mark)
     }
 }
 
-Test(page_verify, null_outputs_are_allowed)
-{
+Test(page_verify, null_outputs_are_allowed) {
     const size_t ps = 4096;
     uint8_t *p = guarded_page(ps);
     cr_assert_eq(page_verify(p, ps, 1, 5, 1, NULL, NULL), ENG_CORRUPTION);
@@ -158,8 +150,7 @@ Test(page_verify, null_outputs_are_allowed)
 
 /* ---- encoders, decoders, meta --------------------------------------------- */
 
-Test(page_cells, encode_decode_round_trip)
-{
+Test(page_cells, encode_decode_round_trip) {
     const size_t ps = 4096;
     uint8_t *p = guarded_page(ps);
     page_problem pr;
@@ -223,12 +214,10 @@ Test(page_cells, encode_decode_round_trip)
     guarded_free(p, ps);
 }
 
-Test(page_cells, meta_round_trip_and_type_names)
-{
+Test(page_cells, meta_round_trip_and_type_names) {
     const size_t ps = 4096;
     uint8_t *p = guarded_page(ps);
-    meta_fields m = {.magic = META_MAGIC, .root = 3, .nblocks = 9, .freelist = 8, .height = 2,
-                     .clog_pages = 2}, r;
+    meta_fields m = {.magic = META_MAGIC, .root = 3, .nblocks = 9, .freelist = 8, .height = 2, .clog_pages = 2}, r;
     page_problem pr;
 
     page_init(p, ps, 0, PAGE_META, 0);
@@ -237,8 +226,8 @@ Test(page_cells, meta_round_trip_and_type_names)
     wr32(p + META_CLOG_OFF + 4, 8);
     meta_read(p, &r);
     /* Field by field: the struct's tail padding is not part of the format. */
-    cr_assert(m.magic == r.magic && m.root == r.root && m.nblocks == r.nblocks &&
-              m.freelist == r.freelist && m.height == r.height && m.clog_pages == r.clog_pages);
+    cr_assert(m.magic == r.magic && m.root == r.root && m.nblocks == r.nblocks && m.freelist == r.freelist &&
+              m.height == r.height && m.clog_pages == r.clog_pages);
     cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
     cr_assert_eq(rd64(p + PAGE_HDR), META_MAGIC);
     cr_assert_eq(rd32(p + PAGE_HDR + 24), 2); /* clog_pages where page.h puts it */
@@ -259,8 +248,7 @@ Test(page_cells, meta_round_trip_and_type_names)
     guarded_free(p, ps);
 }
 
-Test(page_cells, init_lays_out_an_empty_page)
-{
+Test(page_cells, init_lays_out_an_empty_page) {
     for (unsigned s = 0; s < 3; s++) {
         const size_t ps = page_sizes[s];
         uint8_t *p = guarded_page(ps);
@@ -276,8 +264,7 @@ Test(page_cells, init_lays_out_an_empty_page)
         cr_assert_eq(ph_get_frag(p), 0);
         cr_assert_eq(page_free(p), ps - LEAF_SLOT_BASE(ps));
         cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
-        for (size_t i = PAGE_HDR; i < ps; i++)
-            cr_assert_eq(p[i], 0);
+        for (size_t i = PAGE_HDR; i < ps; i++) cr_assert_eq(p[i], 0);
         /* A cell may end exactly at the end of a 16 KiB page (upper = 16384). */
         put_leaf(p, ps, "k", 1, "v", 1, 0, 0);
         cr_assert_eq(ph_get_upper(p), ps - (LEAF_CELL_HDR + 2));

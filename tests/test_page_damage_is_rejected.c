@@ -15,8 +15,7 @@
 /* Where a leaf of PS bytes keeps slot I: after the header and hint area. */
 #define SLOT(ps, i) (LEAF_SLOT_BASE(ps) + 2 * (i))
 
-static uint8_t *fresh_leaf(size_t ps)
-{
+static uint8_t *fresh_leaf(size_t ps) {
     uint8_t *p = guarded_page(ps);
     page_problem pr;
     build_leaf(p, ps, 1);
@@ -24,8 +23,7 @@ static uint8_t *fresh_leaf(size_t ps)
     return p;
 }
 
-Test(page_structure, rejects_bad_slots_and_cells)
-{
+Test(page_structure, rejects_bad_slots_and_cells) {
     for (unsigned s = 0; s < 3; s++) {
         const size_t ps = page_sizes[s];
         uint8_t *p;
@@ -95,8 +93,7 @@ Test(page_structure, rejects_bad_slots_and_cells)
     }
 }
 
-Test(page_structure, rejects_overlap_and_order)
-{
+Test(page_structure, rejects_overlap_and_order) {
     const size_t ps = 4096;
     uint8_t *p;
     unsigned off;
@@ -151,8 +148,7 @@ Test(page_structure, rejects_overlap_and_order)
     guarded_free(p, ps);
 }
 
-Test(page_structure, rejects_bad_header_fields)
-{
+Test(page_structure, rejects_bad_header_fields) {
     const size_t ps = 8192;
     uint8_t *p;
 
@@ -160,12 +156,12 @@ Test(page_structure, rejects_bad_header_fields)
 
 /* A fresh leaf damaged by the statements after WHAT must be refused as a
  * page-header problem whose detail holds WORD. */
-#define LEAF_CASE(word, what, ...)                                                       \
-    do {                                                                                 \
-        p = fresh_leaf(ps);                                                              \
-        __VA_ARGS__;                                                                     \
-        expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, word, what);                        \
-        guarded_free(p, ps);                                                             \
+#define LEAF_CASE(word, what, ...)                                \
+    do {                                                          \
+        p = fresh_leaf(ps);                                       \
+        __VA_ARGS__;                                              \
+        expect_bad(p, ps, ENG_LAYER_PAGE_HEADER, -1, word, what); \
+        guarded_free(p, ps);                                      \
     } while (0)
 
     static const uint8_t bad_types[] = {PAGE_TYPE_MAX + 1, 0x80, 0xff};
@@ -173,12 +169,10 @@ Test(page_structure, rejects_bad_header_fields)
         LEAF_CASE("unknown page type", "type out of range", ph_set_type(p, bad_types[i]));
     LEAF_CASE("type 0", "type 0 with bytes", ph_set_type(p, PAGE_ZERO));
     LEAF_CASE("P1", "upper past the end", ph_set_upper(p, (uint16_t)(ps + 1)));
-    LEAF_CASE("P1", "lower inside the header",
-              ph_set_nslots(p, 0); ph_set_lower(p, PAGE_HDR - 2));
+    LEAF_CASE("P1", "lower inside the header", ph_set_nslots(p, 0); ph_set_lower(p, PAGE_HDR - 2));
 
     /* A leaf's slots cannot start inside its hint area... */
-    LEAF_CASE("P1", "leaf slots over the hint area",
-              ph_set_nslots(p, 0); ph_set_lower(p, PAGE_HDR));
+    LEAF_CASE("P1", "leaf slots over the hint area", ph_set_nslots(p, 0); ph_set_lower(p, PAGE_HDR));
     LEAF_CASE("P1", "leaf slot array one slot early", /* 5 slots from one short */
               ph_set_lower(p, (uint16_t)(ph_get_lower(p) - 2 * 5 - 2)));
 
@@ -190,8 +184,7 @@ Test(page_structure, rejects_bad_header_fields)
     guarded_free(p, ps);
 
     /* A leaf relabelled as another type no longer matches its layout. */
-    LEAF_CASE("P1", "leaf relabelled internal",
-              ph_set_type(p, PAGE_INTERNAL); ph_set_level(p, 1); ph_set_aux(p, 5));
+    LEAF_CASE("P1", "leaf relabelled internal", ph_set_type(p, PAGE_INTERNAL); ph_set_level(p, 1); ph_set_aux(p, 5));
     LEAF_CASE("P1", "leaf relabelled clog", ph_set_type(p, PAGE_CLOG));
 
     LEAF_CASE("P1", "lower above upper", ph_set_lower(p, (uint16_t)(ph_get_upper(p) + 2)));
@@ -199,10 +192,8 @@ Test(page_structure, rejects_bad_header_fields)
     LEAF_CASE("P1", "nslots 65535", ph_set_nslots(p, 0xffff));
     LEAF_CASE("level", "leaf at level 1", ph_set_level(p, 1));
     LEAF_CASE("ph_frag", "frag too big", ph_set_frag(p, (uint16_t)(ph_get_frag(p) + 1)));
-    LEAF_CASE("ph_frag", "dead bytes not counted",
-              page_remove_cell(p, 2);
-              cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
-              ph_set_frag(p, 0));
+    LEAF_CASE("ph_frag", "dead bytes not counted", page_remove_cell(p, 2);
+              cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail); ph_set_frag(p, 0));
 #undef LEAF_CASE
 
     p = guarded_page(ps);
@@ -224,8 +215,7 @@ Test(page_structure, rejects_bad_header_fields)
     guarded_free(p, ps);
 }
 
-Test(page_structure, rejects_bad_meta_overflow_free)
-{
+Test(page_structure, rejects_bad_meta_overflow_free) {
     const size_t ps = 4096;
     uint8_t *p = guarded_page(ps);
     meta_fields m;
@@ -234,13 +224,13 @@ Test(page_structure, rejects_bad_meta_overflow_free)
     build_meta(p, ps);
     cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
 
-#define META_CASE(field, value, layer, word)                                             \
-    do {                                                                                 \
-        build_meta(p, ps);                                                               \
-        meta_read(p, &m);                                                                \
-        m.field = value;                                                                 \
-        meta_write(p, &m);                                                               \
-        expect_bad(p, ps, layer, -1, word, "meta " #field " = " #value);                 \
+#define META_CASE(field, value, layer, word)                             \
+    do {                                                                 \
+        build_meta(p, ps);                                               \
+        meta_read(p, &m);                                                \
+        m.field = value;                                                 \
+        meta_write(p, &m);                                               \
+        expect_bad(p, ps, layer, -1, word, "meta " #field " = " #value); \
     } while (0)
     META_CASE(magic, META_MAGIC ^ 1, ENG_LAYER_PAGE_HEADER, "magic");
     META_CASE(root, 0, ENG_LAYER_STRUCTURE, "root");
@@ -279,8 +269,7 @@ Test(page_structure, rejects_bad_meta_overflow_free)
     guarded_free(p, ps);
 }
 
-Test(page_verify, checks_run_in_the_documented_order)
-{
+Test(page_verify, checks_run_in_the_documented_order) {
     const size_t ps = 4096;
     uint8_t *p = guarded_page(ps);
     page_problem pr;
@@ -313,11 +302,9 @@ Test(page_verify, checks_run_in_the_documented_order)
 /* The rules of page.h and page.c written a second way (byte ownership map,
  * hand-rolled key order, literal offsets and sizes from format.h's drawing,
  * on purpose not its constants) so that the two must agree on every page. */
-static int ref_key_less(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
-{
+static int ref_key_less(const uint8_t *a, size_t al, const uint8_t *b, size_t bl) {
     for (size_t i = 0; i < al && i < bl; i++)
-        if (a[i] != b[i])
-            return a[i] < b[i];
+        if (a[i] != b[i]) return a[i] < b[i];
     return al < bl;
 }
 
@@ -327,21 +314,17 @@ static unsigned ref_hint_bytes(size_t ps) { return ps == 4096 ? 80 : ps == 8192 
 /* The five hint states: 0, 3, 5, 6, 9. */
 static int ref_hint_ok(unsigned h) { return (0x0269u >> h) & 1u; }
 
-static int ref_valid(const uint8_t *p, size_t ps)
-{
+static int ref_valid(const uint8_t *p, size_t ps) {
     static uint8_t owner[MAX_PS];
     unsigned type = p[20], n = rd16(p + 22), lower = rd16(p + 24), upper = rd16(p + 26);
     unsigned frag = rd16(p + 28), level = rd16(p + 30);
     uint32_t aux = rd32(p + 36);
 
-    if (type < 1 || type > 6)
-        return 0;
+    if (type < 1 || type > 6) return 0;
     unsigned base = type == 2 ? 40 + ref_hint_bytes(ps) : 40;
-    if (lower < base || lower > upper || upper > ps || lower != base + 2 * n)
-        return 0;
+    if (lower < base || lower > upper || upper > ps || lower != base + 2 * n) return 0;
     if (type != 2 && type != 3) {
-        if (n != 0)
-            return 0;
+        if (n != 0) return 0;
         if (type == 4) /* overflow: aux payload bytes */
             return aux <= ps - 40;
         if (type == 5) /* a free-list trunk: aux entries of 4 bytes */
@@ -349,32 +332,26 @@ static int ref_valid(const uint8_t *p, size_t ps)
         if (type == 6) { /* commit log: no 2-bit status may be 3 */
             for (size_t b = 40; b < ps; b++)
                 for (unsigned k = 0; k < 8; k += 2)
-                    if (((p[b] >> k) & 3) == 3)
-                        return 0;
+                    if (((p[b] >> k) & 3) == 3) return 0;
             return 1;
         }
         /* meta */
         uint32_t root = rd32(p + 48), nb = rd32(p + 52), fl = rd32(p + 56), h = rd32(p + 60);
         uint32_t nclog = rd32(p + 64);
-        if (!(rd64(p + 40) == META_MAGIC && nb >= 2 && root >= 1 && root < nb && fl < nb && h >= 1))
-            return 0;
-        if (nclog > (ps - 68) / 4)
-            return 0;
+        if (!(rd64(p + 40) == META_MAGIC && nb >= 2 && root >= 1 && root < nb && fl < nb && h >= 1)) return 0;
+        if (nclog > (ps - 68) / 4) return 0;
         for (uint32_t i = 0; i < nclog; i++) {
             uint32_t b = rd32(p + 68 + 4 * i);
-            if (b <= root || b >= nb)
-                return 0;
+            if (b <= root || b >= nb) return 0;
         }
         return 1;
     }
     int leaf = type == 2;
-    if (leaf ? level != 0 : (level == 0 || aux == 0))
-        return 0;
+    if (leaf ? level != 0 : (level == 0 || aux == 0)) return 0;
     if (leaf) /* nibble i of the area belongs to slot i; unused ones are 0 */
         for (unsigned i = 0; i < 2 * ref_hint_bytes(ps); i++) {
             unsigned h = (p[40 + i / 2] >> (4 * (i % 2))) & 15;
-            if (i < n ? !ref_hint_ok(h) : h != 0)
-                return 0;
+            if (i < n ? !ref_hint_ok(h) : h != 0) return 0;
         }
     memset(owner, 0, ps);
     size_t live = 0;
@@ -384,29 +361,22 @@ static int ref_valid(const uint8_t *p, size_t ps)
     const size_t hdr = leaf ? 23 : 6;
     for (unsigned i = 0; i < n; i++) {
         size_t off = rd16(p + base + 2 * i);
-        if (off < upper || off + hdr > ps)
-            return 0;
+        if (off < upper || off + hdr > ps) return 0;
         size_t kl = rd16(p + off);
-        if (kl < 1 || kl > 1024)
-            return 0;
+        if (kl < 1 || kl > 1024) return 0;
         uint64_t sz;
         if (leaf) {
             uint8_t fl = p[off + 2];
-            if (fl > 1)
-                return 0;
+            if (fl > 1) return 0;
             sz = 23 + kl + (fl ? 4 : (uint64_t)rd32(p + off + 3));
-            if (off + sz > ps)
-                return 0;
-            if (fl && rd32(p + off + 23 + kl) == 0)
-                return 0;
+            if (off + sz > ps) return 0;
+            if (fl && rd32(p + off + 23 + kl) == 0) return 0;
         } else {
             sz = 6 + kl;
-            if (off + sz > ps || rd32(p + off + 2) == 0)
-                return 0;
+            if (off + sz > ps || rd32(p + off + 2) == 0) return 0;
         }
         for (size_t b = off; b < off + sz; b++) {
-            if (owner[b])
-                return 0;
+            if (owner[b]) return 0;
             owner[b] = 1;
         }
         live += sz;
@@ -415,13 +385,10 @@ static int ref_valid(const uint8_t *p, size_t ps)
             /* Not increasing: only a leaf's next version of the same key,
              * older than the one before (or both frozen). */
             uint64_t xmin = rd64(p + off + 7);
-            if (!leaf || ref_key_less(k, kl, pk, pkl))
-                return 0;
-            if (!(xmin < pxmin || (xmin == 0 && pxmin == 0)))
-                return 0;
+            if (!leaf || ref_key_less(k, kl, pk, pkl)) return 0;
+            if (!(xmin < pxmin || (xmin == 0 && pxmin == 0))) return 0;
         }
-        if (leaf)
-            pxmin = rd64(p + off + 7);
+        if (leaf) pxmin = rd64(p + off + 7);
         pk = k;
         pkl = kl;
     }
@@ -430,13 +397,11 @@ static int ref_valid(const uint8_t *p, size_t ps)
 
 /* A random valid leaf or internal page, filled by random edits; a leaf
  * gets versions of some keys and hint bits on some slots. */
-static void random_valid_page(uint8_t *p, size_t ps, int leaf, uint32_t block)
-{
+static void random_valid_page(uint8_t *p, size_t ps, int leaf, uint32_t block) {
     static uint8_t cell[MAX_PS];
     static mentry e;
     page_init(p, ps, block, leaf ? PAGE_LEAF : PAGE_INTERNAL, leaf ? 0 : 1 + (int)below(3));
-    if (!leaf)
-        ph_set_aux(p, 1 + (uint32_t)below(100));
+    if (!leaf) ph_set_aux(p, 1 + (uint32_t)below(100));
     unsigned target = below(60), misses = 0;
     while (ph_get_nslots(p) < target && misses < 8) {
         int exact;
@@ -448,15 +413,13 @@ static void random_valid_page(uint8_t *p, size_t ps, int leaf, uint32_t block)
             e.klen = c.klen;
         }
         size_t sz = encode_entry(cell, &e, leaf);
-        unsigned idx = leaf ? version_slot(p, e.key, e.klen, e.xmin, &exact)
-                            : page_search(p, e.key, e.klen, &exact);
+        unsigned idx = leaf ? version_slot(p, e.key, e.klen, e.xmin, &exact) : page_search(p, e.key, e.klen, &exact);
         if ((exact && !(leaf && e.xmin == 0)) || page_reclaimable(p) < sz + 2) {
             misses++;
             continue;
         }
         page_insert_cell(p, ps, idx, cell, sz);
-        if (below(4) == 0)
-            page_remove_cell(p, below(ph_get_nslots(p)));
+        if (below(4) == 0) page_remove_cell(p, below(ph_get_nslots(p)));
         if (leaf && ph_get_nslots(p) > 0 && below(2) == 0)
             page_hint_set(p, below(ph_get_nslots(p)), hint_states[below(5)]);
     }
@@ -464,8 +427,7 @@ static void random_valid_page(uint8_t *p, size_t ps, int leaf, uint32_t block)
 
 /* A random valid meta (sometimes with a commit-log directory), overflow,
  * free-list or commit-log page. */
-static void random_other_page(uint8_t *p, size_t ps, uint32_t block)
-{
+static void random_other_page(uint8_t *p, size_t ps, uint32_t block) {
     unsigned t = below(4);
     if (t == 0) {
         build_meta(p, ps);
@@ -485,14 +447,12 @@ static void random_other_page(uint8_t *p, size_t ps, uint32_t block)
         ph_set_aux(p, below(8));
         for (size_t b = PAGE_HDR; b < ps; b++) { /* 4 statuses a byte, each 0..2 */
             uint64_t r = rnd();
-            for (unsigned k = 0; k < 4; k++)
-                clog_set(p, (b - PAGE_HDR) * 4 + k, (unsigned)((r >> (8 * k)) % 3));
+            for (unsigned k = 0; k < 4; k++) clog_set(p, (b - PAGE_HDR) * 4 + k, (unsigned)((r >> (8 * k)) % 3));
         }
     } else if (t == 1) {
         page_init(p, ps, block, PAGE_OVERFLOW, 0);
         ph_set_aux(p, below((unsigned)(ps - PAGE_HDR + 1)));
-        for (unsigned i = 0; i < ph_get_aux(p); i++)
-            p[PAGE_HDR + i] = (uint8_t)rnd();
+        for (unsigned i = 0; i < ph_get_aux(p); i++) p[PAGE_HDR + i] = (uint8_t)rnd();
     } else {
         page_init(p, ps, block, PAGE_FREE, 0);
         ph_set_next(p, (uint32_t)rnd());
@@ -501,13 +461,11 @@ static void random_other_page(uint8_t *p, size_t ps, uint32_t block)
 
 /* Everything a caller may do with a page that passed the check must stay
  * inside it, and edits must keep it valid. */
-static void exercise_accepted(uint8_t *p, size_t ps, unsigned iter)
-{
+static void exercise_accepted(uint8_t *p, size_t ps, unsigned iter) {
     page_problem pr;
     unsigned type = ph_get_type(p), n = ph_get_nslots(p);
     static uint8_t cell[MAX_PS];
-    if (type != PAGE_LEAF && type != PAGE_INTERNAL)
-        return;
+    if (type != PAGE_LEAF && type != PAGE_INTERNAL) return;
     for (unsigned i = 0; i < n; i++) {
         size_t sz;
         const uint8_t *c = page_cell_bytes(p, i, &sz);
@@ -517,8 +475,7 @@ static void exercise_accepted(uint8_t *p, size_t ps, unsigned iter)
             page_leaf_cell(p, i, &lc);
             cr_assert_eq(lc.size, sz);
             cr_assert(lc.key + lc.klen <= p + ps);
-            if (lc.val)
-                cr_assert(lc.val + lc.vlen <= p + ps);
+            if (lc.val) cr_assert(lc.val + lc.vlen <= p + ps);
         } else {
             internal_cell ic;
             page_internal_cell(p, i, &ic);
@@ -531,8 +488,7 @@ static void exercise_accepted(uint8_t *p, size_t ps, unsigned iter)
         unsigned first = i;
         while (first > 0) {
             const uint8_t *pc = page_cell_bytes(p, first - 1, &sz);
-            if (key_cmp(pc + chdr, rd16(pc), key, rd16(c)) != 0)
-                break;
+            if (key_cmp(pc + chdr, rd16(pc), key, rd16(c)) != 0) break;
             first--;
         }
         cr_assert(type == PAGE_LEAF || first == i, "iter %u: equal keys on an internal page", iter);
@@ -544,8 +500,7 @@ static void exercise_accepted(uint8_t *p, size_t ps, unsigned iter)
     const int leaf = type == PAGE_LEAF;
     if (n > 0) {
         const unsigned r = below(n);
-        for (unsigned i = 0; leaf && i < n; i++)
-            hints[i] = page_hint(p, i);
+        for (unsigned i = 0; leaf && i < n; i++) hints[i] = page_hint(p, i);
         page_remove_cell(p, r);
         cr_assert_eq(check(p, ps, &pr), ENG_OK, "iter %u after remove: %s", iter, pr.detail);
         for (unsigned i = 0; leaf && i < n; i++)
@@ -566,8 +521,7 @@ static void exercise_accepted(uint8_t *p, size_t ps, unsigned iter)
             wr16(cell, (uint16_t)(klen + 1));
             page_insert_cell(p, ps, last + 1, cell, sz + 1);
             cr_assert_eq(check(p, ps, &pr), ENG_OK, "iter %u after insert: %s", iter, pr.detail);
-            if (leaf)
-                cr_assert_eq(page_hint(p, last + 1), HINT_NONE, "iter %u: new slot's hint", iter);
+            if (leaf) cr_assert_eq(page_hint(p, last + 1), HINT_NONE, "iter %u: new slot's hint", iter);
         }
     }
     if (leaf && ph_get_nslots(p) > 0) {
@@ -581,8 +535,7 @@ static void exercise_accepted(uint8_t *p, size_t ps, unsigned iter)
         while (after < nn) {
             leaf_cell nc;
             page_leaf_cell(p, after, &nc);
-            if (key_cmp(nc.key, nc.klen, lc.key, lc.klen) != 0)
-                break;
+            if (key_cmp(nc.key, nc.klen, lc.key, lc.klen) != 0) break;
             lc = nc;
             after++;
         }
@@ -590,26 +543,26 @@ static void exercise_accepted(uint8_t *p, size_t ps, unsigned iter)
         if (page_reclaimable(p) >= sz + 2) {
             memcpy(cell, src, sz);
             wr64(cell + LEAF_XMIN_OFF, lc.xmin ? lc.xmin - 1 : 0);
-            for (unsigned i = 0; i < nn; i++)
-                hints[i] = page_hint(p, i);
+            for (unsigned i = 0; i < nn; i++) hints[i] = page_hint(p, i);
             page_insert_cell(p, ps, after, cell, sz);
             cr_assert_eq(check(p, ps, &pr), ENG_OK, "iter %u after a version: %s", iter, pr.detail);
             for (unsigned i = 0; i <= nn; i++)
-                cr_assert_eq(page_hint(p, i), i < after ? hints[i] : i == after ? 0u : hints[i - 1],
+                cr_assert_eq(page_hint(p, i),
+                             i < after    ? hints[i]
+                             : i == after ? 0u
+                                          : hints[i - 1],
                              "iter %u: hint %u after a version at %u", iter, i, after);
         }
     }
     const unsigned nn = ph_get_nslots(p);
-    for (unsigned i = 0; leaf && i < nn; i++)
-        hints[i] = page_hint(p, i);
+    for (unsigned i = 0; leaf && i < nn; i++) hints[i] = page_hint(p, i);
     page_compact(p, ps);
     cr_assert_eq(check(p, ps, &pr), ENG_OK, "iter %u after compact: %s", iter, pr.detail);
     for (unsigned i = 0; leaf && i < nn; i++)
         cr_assert_eq(page_hint(p, i), hints[i], "iter %u: hint %u after compact", iter, i);
 }
 
-Test(page_structure, random_garbage_never_crashes_and_agrees_with_reference)
-{
+Test(page_structure, random_garbage_never_crashes_and_agrees_with_reference) {
     unsigned accepted[5] = {0}, rejected[5] = {0};
     unsigned hint_rejects = 0, order_rejects = 0, clog_accepts = 0, clog_rejects = 0;
     unsigned dir_accepts = 0, dir_rejects = 0, version_accepts = 0;
@@ -623,29 +576,24 @@ Test(page_structure, random_garbage_never_crashes_and_agrees_with_reference)
 
         switch (kind) {
         case 0: /* noise */
-            for (size_t i = 0; i < ps; i++)
-                p[i] = (uint8_t)rnd();
+            for (size_t i = 0; i < ps; i++) p[i] = (uint8_t)rnd();
             break;
         case 1: /* noise under a plausible header */
-            for (size_t i = 0; i < ps; i++)
-                p[i] = (uint8_t)rnd();
+            for (size_t i = 0; i < ps; i++) p[i] = (uint8_t)rnd();
             {
                 unsigned n = below(40);
                 const unsigned t = 1 + below(PAGE_TYPE_MAX), base = page_base_for((int)t, ps);
                 ph_set_type(p, (uint8_t)t);
                 ph_set_nslots(p, (uint16_t)n);
                 ph_set_lower(p, (uint16_t)(base + 2 * n));
-                ph_set_upper(p, (uint16_t)(base + 2 * n +
-                                           below((unsigned)(ps - base - 2 * n + 1))));
+                ph_set_upper(p, (uint16_t)(base + 2 * n + below((unsigned)(ps - base - 2 * n + 1))));
                 ph_set_level(p, (uint16_t)below(2));
                 for (unsigned i = 0; i < n; i++)
-                    wr16(p + base + 2 * i, (uint16_t)(ph_get_upper(p) +
-                                                      below((unsigned)(ps - ph_get_upper(p) + 8))));
+                    wr16(p + base + 2 * i, (uint16_t)(ph_get_upper(p) + below((unsigned)(ps - ph_get_upper(p) + 8))));
                 /* Mostly valid hints, so the noise reaches the cells. */
                 if (t == PAGE_LEAF && below(8)) {
                     memset(p + PAGE_HDR, 0, LEAF_HINT_BYTES(ps));
-                    for (unsigned i = 0; i < n; i++)
-                        page_hint_set(p, i, hint_states[below(5)]);
+                    for (unsigned i = 0; i < n; i++) page_hint_set(p, i, hint_states[below(5)]);
                 }
             }
             break;
@@ -661,8 +609,7 @@ Test(page_structure, random_garbage_never_crashes_and_agrees_with_reference)
                           : 0;
             for (unsigned k = 0; k < nmut; k++) {
                 size_t at = below(2) ? below(hot) : below((unsigned)ps);
-                if (xmin_at && below(4) == 0)
-                    at = xmin_at + (below(4) ? 0 : below(8));
+                if (xmin_at && below(4) == 0) at = xmin_at + (below(4) ? 0 : below(8));
                 if (kind == 2 && ph_get_type(p) == PAGE_LEAF && below(4) == 0) {
                     /* Any nibble value on a slot's hint, or on one beyond. */
                     unsigned n = ph_get_nslots(p);
@@ -708,26 +655,22 @@ Test(page_structure, random_garbage_never_crashes_and_agrees_with_reference)
         int rc2 = check(p, ps, &b);
         int ref = ref_valid(p, ps);
         cr_assert(rc == ENG_OK || rc == ENG_CORRUPTION, "iter %u: rc %d", iter, rc);
-        cr_assert_eq(rc == ENG_OK, ref, "iter %u kind %u: page.c says %s (%s), reference %s",
-                     iter, kind, rc == ENG_OK ? "valid" : "corrupt", a.detail,
-                     ref ? "valid" : "corrupt");
+        cr_assert_eq(rc == ENG_OK, ref, "iter %u kind %u: page.c says %s (%s), reference %s", iter, kind,
+                     rc == ENG_OK ? "valid" : "corrupt", a.detail, ref ? "valid" : "corrupt");
         cr_assert_eq(rc, rc2);
         if (rc != ENG_OK) {
-            cr_assert(a.layer == b.layer && a.entry == b.entry && a.offset == b.offset &&
-                      a.expected == b.expected && a.found == b.found &&
-                      strcmp(a.detail, b.detail) == 0, "iter %u: two answers", iter);
+            cr_assert(a.layer == b.layer && a.entry == b.entry && a.offset == b.offset && a.expected == b.expected &&
+                          a.found == b.found && strcmp(a.detail, b.detail) == 0,
+                      "iter %u: two answers", iter);
             cr_assert(a.layer >= 0 && a.layer < ENG_LAYER_COUNT);
-            cr_assert(a.offset >= -1 && a.offset < (int64_t)ps, "iter %u: offset %lld", iter,
-                      (long long)a.offset);
+            cr_assert(a.offset >= -1 && a.offset < (int64_t)ps, "iter %u: offset %lld", iter, (long long)a.offset);
             /* entry names a slot, or on a meta page a commit-log directory
              * index (check_meta's reports), or nothing (-1). */
-            const int32_t entries = ph_get_type(p) == PAGE_META ? (int32_t)META_CLOG_CAP(ps)
-                                                                : (int32_t)ph_get_nslots(p);
-            cr_assert(a.entry >= -1 && a.entry < entries, "iter %u: entry %d of %d", iter,
-                      a.entry, entries);
+            const int32_t entries =
+                ph_get_type(p) == PAGE_META ? (int32_t)META_CLOG_CAP(ps) : (int32_t)ph_get_nslots(p);
+            cr_assert(a.entry >= -1 && a.entry < entries, "iter %u: entry %d of %d", iter, a.entry, entries);
             if (ph_get_type(p) == PAGE_META && a.entry >= 0)
-                cr_assert(a.entry < (int32_t)rd32(p + PAGE_HDR + 24), "iter %u: entry %d", iter,
-                          a.entry);
+                cr_assert(a.entry < (int32_t)rd32(p + PAGE_HDR + 24), "iter %u: entry %d", iter, a.entry);
             cr_assert(a.detail[0] && memchr(a.detail, 0, sizeof a.detail));
         }
 

@@ -13,8 +13,7 @@
 
 /* Model position of E's key: first entry whose key is >= it (what
  * page_search answers), *exact if equal. */
-static unsigned model_search(const mentry *m, unsigned n, const mentry *e, int *exact)
-{
+static unsigned model_search(const mentry *m, unsigned n, const mentry *e, int *exact) {
     for (unsigned i = 0; i < n; i++) {
         int c = key_cmp(m[i].key, m[i].klen, e->key, e->klen);
         if (c >= 0) {
@@ -29,8 +28,7 @@ static unsigned model_search(const mentry *m, unsigned n, const mentry *e, int *
 /* Model position of version E on a leaf: first entry with a greater key,
  * or the same key and an xmin not greater (newest first); *exact if the key
  * and xmin are both equal. */
-static unsigned model_version_search(const mentry *m, unsigned n, const mentry *e, int *exact)
-{
+static unsigned model_version_search(const mentry *m, unsigned n, const mentry *e, int *exact) {
     for (unsigned i = 0; i < n; i++) {
         int c = key_cmp(m[i].key, m[i].klen, e->key, e->klen);
         if (c > 0 || (c == 0 && m[i].xmin <= e->xmin)) {
@@ -43,9 +41,7 @@ static unsigned model_version_search(const mentry *m, unsigned n, const mentry *
 }
 
 /* Everything the model knows must be on the page, in order. */
-static void compare_with_model(const uint8_t *p, size_t ps, int leaf, const mentry *m,
-                               unsigned n, unsigned op)
-{
+static void compare_with_model(const uint8_t *p, size_t ps, int leaf, const mentry *m, unsigned n, unsigned op) {
     page_problem pr;
     size_t live = 0;
     int rc = check(p, ps, &pr);
@@ -62,8 +58,7 @@ static void compare_with_model(const uint8_t *p, size_t ps, int leaf, const ment
             cr_assert_eq(c.vlen, e->vlen, "op %u slot %u", op, i);
             cr_assert_eq(c.xmin, e->xmin, "op %u slot %u", op, i);
             cr_assert_eq(c.xmax, e->xmax, "op %u slot %u", op, i);
-            cr_assert_eq(page_hint(p, i), e->hint, "op %u slot %u: hint did not follow its slot",
-                         op, i);
+            cr_assert_eq(page_hint(p, i), e->hint, "op %u slot %u: hint did not follow its slot", op, i);
             cr_assert_eq(c.size, mentry_size(e, 1));
             if (e->ovfl) {
                 cr_assert_eq(c.cflags, CELL_OVERFLOW);
@@ -71,8 +66,7 @@ static void compare_with_model(const uint8_t *p, size_t ps, int leaf, const ment
             } else {
                 cr_assert_eq(c.cflags, 0);
                 for (size_t j = 0; j < e->vlen; j++)
-                    if (c.val[j] != val_byte(e, j))
-                        cr_assert_fail("op %u slot %u: value byte %zu", op, i, j);
+                    if (c.val[j] != val_byte(e, j)) cr_assert_fail("op %u slot %u: value byte %zu", op, i, j);
             }
         } else {
             internal_cell c;
@@ -87,12 +81,11 @@ static void compare_with_model(const uint8_t *p, size_t ps, int leaf, const ment
         for (unsigned i = n; i < 2 * LEAF_HINT_BYTES(ps); i++)
             cr_assert_eq(page_hint(p, i), 0, "op %u: hint of unused slot %u", op, i);
     /* S5: the accounting is exact, so reclaimable is the truth. */
-    cr_assert_eq(page_reclaimable(p), ps - page_base_for(leaf ? PAGE_LEAF : PAGE_INTERNAL, ps) -
-                                          2 * (size_t)n - live, "op %u", op);
+    cr_assert_eq(page_reclaimable(p), ps - page_base_for(leaf ? PAGE_LEAF : PAGE_INTERNAL, ps) - 2 * (size_t)n - live,
+                 "op %u", op);
 }
 
-static void run_model(size_t ps, int leaf, uint64_t seed, unsigned ops)
-{
+static void run_model(size_t ps, int leaf, uint64_t seed, unsigned ops) {
     uint8_t *p = guarded_page(ps);
     static uint8_t cell[MAX_PS];
     mentry *m = calloc(ps / 8, sizeof *m), e; /* cells are >= 8 bytes */
@@ -103,8 +96,7 @@ static void run_model(size_t ps, int leaf, uint64_t seed, unsigned ops)
     cr_assert_not_null(m);
     rng = seed;
     page_init(p, ps, 9, leaf ? PAGE_LEAF : PAGE_INTERNAL, leaf ? 0 : 2);
-    if (!leaf)
-        ph_set_aux(p, 4);
+    if (!leaf) ph_set_aux(p, 4);
 
     for (unsigned op = 0; op < ops; op++) {
         unsigned r = below(100);
@@ -120,8 +112,7 @@ static void run_model(size_t ps, int leaf, uint64_t seed, unsigned ops)
             cr_assert_eq(ph_get_frag(p), before + mentry_size(&m[idx], leaf));
             memmove(&m[idx], &m[idx + 1], (n - idx - 1) * sizeof *m);
             n--;
-            if (n <= 2)
-                filling = 1;
+            if (n <= 2) filling = 1;
         } else {
             int exact, pexact, vexact = 0;
             random_entry(&e, ps, leaf);
@@ -138,8 +129,7 @@ static void run_model(size_t ps, int leaf, uint64_t seed, unsigned ops)
             cr_assert_eq(sz, mentry_size(&e, leaf));
             size_t room = page_reclaimable(p) + (replace ? mentry_size(&m[idx], leaf) + 2 : 0);
             if (room < sz + 2) {
-                if (++full_hits % 4 == 0)
-                    filling = 0;
+                if (++full_hits % 4 == 0) filling = 0;
                 continue;
             }
             if (replace) { /* update: remove the old version first */
@@ -156,10 +146,8 @@ static void run_model(size_t ps, int leaf, uint64_t seed, unsigned ops)
             memmove(&m[idx + 1], &m[idx], (n - idx) * sizeof *m);
             m[idx] = e;
             n++;
-            if (n > max_n)
-                max_n = n;
-            if (leaf && idx + 1 < n && key_cmp(m[idx].key, m[idx].klen, m[idx + 1].key,
-                                               m[idx + 1].klen) == 0)
+            if (n > max_n) max_n = n;
+            if (leaf && idx + 1 < n && key_cmp(m[idx].key, m[idx].klen, m[idx + 1].key, m[idx + 1].klen) == 0)
                 versions++;
         }
         /* Hint bits are set in place, as readers do; the edits above must
@@ -174,9 +162,7 @@ static void run_model(size_t ps, int leaf, uint64_t seed, unsigned ops)
             for (unsigned i = 0; i < n; i++) {
                 int exact;
                 unsigned first = i; /* page_search finds a key's newest version */
-                while (first > 0 &&
-                       key_cmp(m[first - 1].key, m[first - 1].klen, m[i].key, m[i].klen) == 0)
-                    first--;
+                while (first > 0 && key_cmp(m[first - 1].key, m[first - 1].klen, m[i].key, m[i].klen) == 0) first--;
                 cr_assert_eq(page_search(p, m[i].key, m[i].klen, &exact), first);
                 cr_assert(exact);
             }
@@ -188,8 +174,7 @@ static void run_model(size_t ps, int leaf, uint64_t seed, unsigned ops)
     cr_assert_gt(compactions_in_insert, 0, "the run never compacted inside an insert");
     cr_assert_gt(full_hits, 0, "the run never filled the page");
     cr_assert_gt(max_n, 10);
-    if (leaf)
-        cr_assert_gt(versions, 100, "the run rarely stacked versions of one key");
+    if (leaf) cr_assert_gt(versions, 100, "the run rarely stacked versions of one key");
     free(m);
     guarded_free(p, ps);
 }

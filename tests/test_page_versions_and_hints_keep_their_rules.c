@@ -13,8 +13,7 @@
 
 /* A leaf holding "a", then key "k" in VERSIONS (xmins, in slot order), then
  * "z": slot of the first "k" version is 1. */
-static void build_versions(uint8_t *p, size_t ps, const uint64_t *xmins, unsigned n)
-{
+static void build_versions(uint8_t *p, size_t ps, const uint64_t *xmins, unsigned n) {
     page_init(p, ps, 1, PAGE_LEAF, 0);
     put_leaf(p, ps, "a", 1, "v", 1, 0, 0);
     put_leaf(p, ps, "z", 1, "v", 1, 0, 0);
@@ -26,8 +25,7 @@ static void build_versions(uint8_t *p, size_t ps, const uint64_t *xmins, unsigne
     }
 }
 
-Test(page_versions, versions_of_one_key_newest_first)
-{
+Test(page_versions, versions_of_one_key_newest_first) {
     for (unsigned s = 0; s < 3; s++) {
         const size_t ps = page_sizes[s];
         uint8_t *p = guarded_page(ps);
@@ -97,16 +95,13 @@ Test(page_versions, versions_of_one_key_newest_first)
     }
 }
 
-Test(page_versions, invalid_hint_nibbles_are_rejected)
-{
+Test(page_versions, invalid_hint_nibbles_are_rejected) {
     /* Valid states: even parity and one of the five named; the other even
      * codes (0xa, 0xc, 0xf) are unused, every odd-parity code is a flip. */
     static const int valid[16] = {[0x0] = 1, [0x3] = 1, [0x5] = 1, [0x6] = 1, [0x9] = 1};
     static const unsigned unused_even[] = {0xa, 0xc, 0xf};
-    for (unsigned h = 0; h < 16; h++)
-        cr_assert_eq(hint_valid(h), valid[h], "hint_valid(0x%x)", h);
-    for (unsigned k = 0; k < 3; k++)
-        cr_assert_eq(__builtin_parity(unused_even[k]), 0);
+    for (unsigned h = 0; h < 16; h++) cr_assert_eq(hint_valid(h), valid[h], "hint_valid(0x%x)", h);
+    for (unsigned k = 0; k < 3; k++) cr_assert_eq(__builtin_parity(unused_even[k]), 0);
 
     for (unsigned s = 0; s < 3; s++) {
         const size_t ps = page_sizes[s];
@@ -120,8 +115,7 @@ Test(page_versions, invalid_hint_nibbles_are_rejected)
                 page_hint_set(p, slot, h);
                 cr_assert_eq(page_hint(p, slot), h);
                 if (valid[h]) {
-                    cr_assert_eq(check(p, ps, &pr), ENG_OK, "slot %u hint 0x%x: %s", slot, h,
-                                 pr.detail);
+                    cr_assert_eq(check(p, ps, &pr), ENG_OK, "slot %u hint 0x%x: %s", slot, h, pr.detail);
                     continue;
                 }
                 snprintf(what, sizeof what, "slot %u hint 0x%x (%s)", slot, h,
@@ -162,16 +156,13 @@ Test(page_versions, invalid_hint_nibbles_are_rejected)
 }
 
 /* Hints of slots 0..n-1 as a string of hex digits, for readable asserts. */
-static void hints_str(const uint8_t *p, char *out)
-{
+static void hints_str(const uint8_t *p, char *out) {
     unsigned n = ph_get_nslots(p);
-    for (unsigned i = 0; i < n; i++)
-        out[i] = "0123456789abcdef"[page_hint(p, i)];
+    for (unsigned i = 0; i < n; i++) out[i] = "0123456789abcdef"[page_hint(p, i)];
     out[n] = 0;
 }
 
-Test(page_versions, insert_and_remove_carry_hints_with_their_slots)
-{
+Test(page_versions, insert_and_remove_carry_hints_with_their_slots) {
     for (unsigned s = 0; s < 3; s++) {
         const size_t ps = page_sizes[s];
         uint8_t *p = guarded_page(ps);
@@ -215,8 +206,7 @@ Test(page_versions, insert_and_remove_carry_hints_with_their_slots)
         page_remove_cell(p, ph_get_nslots(p) - 1);
         hints_str(p, h);
         cr_assert_str_eq(h, "30693");
-        for (unsigned i = 5; i < 2 * LEAF_HINT_BYTES(ps); i++)
-            cr_assert_eq(page_hint(p, i), 0, "nibble %u", i);
+        for (unsigned i = 5; i < 2 * LEAF_HINT_BYTES(ps); i++) cr_assert_eq(page_hint(p, i), 0, "nibble %u", i);
         cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
 
         /* Compaction moves cells, not hints; the keys still match. */
@@ -232,10 +222,8 @@ Test(page_versions, insert_and_remove_carry_hints_with_their_slots)
         }
 
         /* Remove everything: the hint area is all zero again. */
-        while (ph_get_nslots(p) > 0)
-            page_remove_cell(p, ph_get_nslots(p) / 2);
-        for (unsigned i = 0; i < LEAF_HINT_BYTES(ps); i++)
-            cr_assert_eq(p[PAGE_HDR + i], 0, "hint byte %u", i);
+        while (ph_get_nslots(p) > 0) page_remove_cell(p, ph_get_nslots(p) / 2);
+        for (unsigned i = 0; i < LEAF_HINT_BYTES(ps); i++) cr_assert_eq(p[PAGE_HDR + i], 0, "hint byte %u", i);
         cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
 
         /* An insert that must compact first keeps the hints too: four
@@ -266,8 +254,7 @@ Test(page_versions, insert_and_remove_carry_hints_with_their_slots)
     }
 }
 
-Test(page_versions, clog_page_rejects_status_3)
-{
+Test(page_versions, clog_page_rejects_status_3) {
     for (unsigned s = 0; s < 3; s++) {
         const size_t ps = page_sizes[s];
         uint8_t *p = guarded_page(ps);
@@ -278,8 +265,7 @@ Test(page_versions, clog_page_rejects_status_3)
         /* Every transaction's slot, first and last included, holds 0..2. */
         page_init(p, ps, 7, PAGE_CLOG, 0);
         ph_set_aux(p, 3); /* page 3 of the log */
-        for (size_t x = 0; x < per; x++)
-            clog_set(p, x, (unsigned)(x % 3));
+        for (size_t x = 0; x < per; x++) clog_set(p, x, (unsigned)(x % 3));
         cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
         memset(p + PAGE_HDR, 0xaa, ps - PAGE_HDR); /* all aborted */
         cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
@@ -311,19 +297,14 @@ Test(page_versions, clog_page_rejects_status_3)
 }
 
 /* A meta page with NB blocks, root ROOT and the directory DIR[N]. */
-static void build_meta_dir(uint8_t *p, size_t ps, uint32_t root, uint32_t nb,
-                           const uint32_t *dir, uint32_t n)
-{
-    meta_fields m = {.magic = META_MAGIC, .root = root, .nblocks = nb, .freelist = 0,
-                     .height = 1, .clog_pages = n};
+static void build_meta_dir(uint8_t *p, size_t ps, uint32_t root, uint32_t nb, const uint32_t *dir, uint32_t n) {
+    meta_fields m = {.magic = META_MAGIC, .root = root, .nblocks = nb, .freelist = 0, .height = 1, .clog_pages = n};
     page_init(p, ps, 0, PAGE_META, 0);
     meta_write(p, &m);
-    for (uint32_t i = 0; i < n; i++)
-        wr32(p + META_CLOG_OFF + 4 * i, dir[i]);
+    for (uint32_t i = 0; i < n; i++) wr32(p + META_CLOG_OFF + 4 * i, dir[i]);
 }
 
-Test(page_versions, meta_clog_directory_inside_the_file)
-{
+Test(page_versions, meta_clog_directory_inside_the_file) {
     for (unsigned s = 0; s < 3; s++) {
         const size_t ps = page_sizes[s];
         uint8_t *p = guarded_page(ps);
@@ -360,15 +341,13 @@ Test(page_versions, meta_clog_directory_inside_the_file)
         const uint32_t cap = META_CLOG_CAP(ps);
         uint32_t *dir = calloc(cap + 1, sizeof *dir);
         cr_assert_not_null(dir);
-        for (uint32_t i = 0; i < cap; i++)
-            dir[i] = 2 + i;
+        for (uint32_t i = 0; i < cap; i++) dir[i] = 2 + i;
         cr_assert_leq(META_CLOG_OFF + 4 * (size_t)cap, ps);
         build_meta_dir(p, ps, 1, cap + 2, dir, cap);
         cr_assert_eq(check(p, ps, &pr), ENG_OK, "%s", pr.detail);
         dir[cap - 1] = cap + 2; /* the last entry, == nblocks */
         build_meta_dir(p, ps, 1, cap + 2, dir, cap);
-        expect_bad(p, ps, ENG_LAYER_STRUCTURE, (int)cap - 1, "commit-log",
-                   "last entry out of range");
+        expect_bad(p, ps, ENG_LAYER_STRUCTURE, (int)cap - 1, "commit-log", "last entry out of range");
         meta_fields m;
         build_meta_dir(p, ps, 1, cap + 2, dir, cap - 1);
         meta_read(p, &m);

@@ -19,7 +19,7 @@ static eng_options e2e_opts(int backend) {
     eng_options_init(&o);
     o.io_backend = backend;
     o.sync_mode = ENG_SYNC_COMMIT;
-    o.wal_segment_size = 64u << 10;     /* segments created, recycled, removed */
+    o.wal_segment_size = 64u << 10;      /* segments created, recycled, removed */
     o.checkpoint_wal_bytes = 256u << 10; /* checkpoints: control renamed, data synced */
     o.cache_size = 128u << 10;           /* evictions: unsynced data-page writes */
     return o;
@@ -30,13 +30,13 @@ static eng_options e2e_opts(int backend) {
  * page writes are what power loss rolls back.  perm is a bijection of
  * [0, 2^20). */
 #define E2E_SPACE (1u << 20)
-#define E2E_MUL 0x9E3779B1u /* odd */
+#define E2E_MUL   0x9E3779B1u /* odd */
 static uint64_t e2e_perm(uint64_t s) { return (s * E2E_MUL + 12345u) & (E2E_SPACE - 1); }
 
 static void e2e_child(const char *dir, const char *run, int backend, int fd) {
     flt_journal *j = NULL;
     if (flt_journal_open(run, dir, &j) != 0) _exit(CU_EXIT_FAIL);
-    eng_io_hooks h = { .ctx = j, .before = jh_before, .after = jh_after };
+    eng_io_hooks h = {.ctx = j, .before = jh_before, .after = jh_after};
     eng_options o = e2e_opts(backend);
     o.io_hooks = &h;
     eng_db *db = NULL;
@@ -76,7 +76,7 @@ static void e2e_check(const char *dir, int backend, uint64_t acked, const char *
     uint64_t inv = 1; /* E2E_MUL^-1 mod 2^64 by Newton's iteration, then masked */
     for (int k = 0; k < 6; k++) inv *= 2 - (uint64_t)E2E_MUL * inv;
     eng_iter *it = NULL;
-    eng_iter_options io = { 0 };
+    eng_iter_options io = {0};
     cr_assert_eq(eng_iter_open(db, &io, &it), ENG_OK);
     uint8_t want[CU_VMAX];
     for (rc = eng_iter_first(it); rc == ENG_OK; rc = eng_iter_next(it)) {
@@ -86,16 +86,14 @@ static void e2e_check(const char *dir, int backend, uint64_t acked, const char *
         cr_assert(idx >= 0 && idx < (int64_t)E2E_SPACE, "%s: a key that was never written", what);
         size_t wl = cu_val(want, (uint64_t)idx, 0, 0, 0);
         cr_assert(tu_bytes_eq(v, vl, want, wl), "%s: key %lld has a wrong value", what, (long long)idx);
-        cr_assert(m < cap, "%s: more than %zu keys present, %llu acknowledged", what, m,
-                  (unsigned long long)acked);
+        cr_assert(m < cap, "%s: more than %zu keys present, %llu acknowledged", what, m, (unsigned long long)acked);
         steps[m++] = (((uint64_t)idx - 12345u) * inv) & (E2E_SPACE - 1);
     }
     cr_assert_eq(rc, ENG_NOTFOUND, "%s: scan ended with %s", what, eng_strerror(rc));
     eng_iter_close(it);
     qsort(steps, m, sizeof *steps, cmp_u64);
     for (size_t i = 0; i < m; i++)
-        cr_assert_eq(steps[i], i, "%s: not a prefix of the commits: step %zu missing (%zu keys present)", what, i,
-                     m);
+        cr_assert_eq(steps[i], i, "%s: not a prefix of the commits: step %zu missing (%zu keys present)", what, i, m);
     cr_assert(m >= acked && m <= acked + 1, "%s: %zu keys present, %llu acknowledged", what, m,
               (unsigned long long)acked);
     free(steps);
@@ -114,7 +112,7 @@ static void e2e_run(int backend) {
         fx_init(&f);
         tu_rm_rf(f.db); /* the child creates the database */
         uint64_t seed = cu_seed(0x900 + (uint64_t)backend * 8 + (uint64_t)round);
-        tu_rng rng = { seed };
+        tu_rng rng = {seed};
         uint64_t target = tu_range(&rng, 1500, 5000);
         int fds[2];
         cu_pipe(fds);
@@ -137,14 +135,14 @@ static void e2e_run(int backend) {
         cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "round %d: the child ended with %s after %llu acks",
                   round, cu_status_str(st, sb, sizeof sb), (unsigned long long)acked);
 
-        static const char *const modes[] = { "rollback", "tear", "mixed" };
+        static const char *const modes[] = {"rollback", "tear", "mixed"};
         char seedbuf[32];
         snprintf(seedbuf, sizeof seedbuf, "%llu", (unsigned long long)seed);
         for (int mi = 0; mi < 3; mi++) {
             char prefix[200];
             snprintf(prefix, sizeof prefix, "%s/%s-", f.root, modes[mi]);
-            pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", seedbuf, "--variants", "3", "--mode",
-                             modes[mi], "--out-prefix", prefix, NULL));
+            pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", seedbuf, "--variants", "3", "--mode", modes[mi],
+                             "--out-prefix", prefix, NULL));
             for (int v = 0; v < 3; v++) {
                 char dir[256], what[400];
                 snprintf(dir, sizeof dir, "%s%d", prefix, v);
@@ -154,7 +152,7 @@ static void e2e_run(int backend) {
                 tu_rm_rf(dir);
             }
         }
-        lrecs L = { 0 };
+        lrecs L = {0};
         ledger_load(&f, &L);
         undone += L.n;
         free(L.r);

@@ -18,24 +18,24 @@ Test(powerloss, skipped_and_outside_operations_are_not_journaled, T_OPTS) {
     put_file(&f, "data", "0123456789", 10);
     fx_open_journal(&f);
     uint64_t js = size_of(f.run, "journal");
-    eng_io_op op = { .kind = ENG_IO_WRITE, .path = dbp(&f, "data"), .buf = "xx", .offset = 0, .len = 2, .skip = 1 };
+    eng_io_op op = {.kind = ENG_IO_WRITE, .path = dbp(&f, "data"), .buf = "xx", .offset = 0, .len = 2, .skip = 1};
     cr_assert_eq(flt_journal_before(f.j, &op), 0);
     flt_journal_after(f.j, &op);
-    eng_io_op rd = { .kind = ENG_IO_READ, .path = dbp(&f, "data"), .buf = "xx", .offset = 0, .len = 2 };
+    eng_io_op rd = {.kind = ENG_IO_READ, .path = dbp(&f, "data"), .buf = "xx", .offset = 0, .len = 2};
     cr_assert_eq(flt_journal_before(f.j, &rd), 0);
     flt_journal_after(f.j, &rd);
     char outside[256];
     snprintf(outside, sizeof outside, "%s/outside", f.root);
     int fd = open(outside, O_RDWR | O_CREAT, 0644);
     close(fd);
-    eng_io_op ow = { .kind = ENG_IO_WRITE, .path = outside, .buf = "yy", .offset = 0, .len = 2 };
+    eng_io_op ow = {.kind = ENG_IO_WRITE, .path = outside, .buf = "yy", .offset = 0, .len = 2};
     cr_assert_eq(flt_journal_before(f.j, &ow), 0);
     flt_journal_after(f.j, &ow);
     cr_assert_eq(size_of(f.run, "journal"), js, "skipped, read or outside operations were journaled");
     /* A path spelled differently (trailing slash, "./") is still inside. */
     char odd[300];
     snprintf(odd, sizeof odd, "%s/./data", f.db);
-    eng_io_op w2 = { .kind = ENG_IO_WRITE, .path = odd, .buf = "zz", .offset = 4, .len = 2 };
+    eng_io_op w2 = {.kind = ENG_IO_WRITE, .path = odd, .buf = "zz", .offset = 4, .len = 2};
     cr_assert_eq(flt_journal_before(f.j, &w2), 0);
     fd = open(odd, O_WRONLY);
     cr_assert(fd >= 0);
@@ -48,7 +48,7 @@ Test(powerloss, skipped_and_outside_operations_are_not_journaled, T_OPTS) {
     char prefix[200];
     snprintf(prefix, sizeof prefix, "%s/v", f.root);
     pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "2", "--variants", "8", "--out-prefix", prefix, NULL));
-    lrecs L = { 0 };
+    lrecs L = {0};
     ledger_load(&f, &L);
     int undone = 0;
     for (int v = 0; v < 8; v++) {
@@ -98,8 +98,8 @@ Test(powerloss, reset_forgets_the_journal, T_OPTS) {
 /* Threads journal at once: every record arrives whole, DONEs find their
  * BEGINs, and what a thread synced itself is never rolled back. */
 #define CT_THREADS 8
-#define CT_PAGES 24
-#define CT_PG 1024
+#define CT_PAGES   24
+#define CT_PG      1024
 typedef struct ct_arg {
     fx *f;
     int t;
@@ -114,13 +114,16 @@ static void *ct_main(void *a_) {
     uint8_t buf[CT_PG];
     for (int p = 0; p < CT_PAGES; p++) {
         memset(buf, ct_page(a->t, p), sizeof buf);
-        eng_io_op op = { .kind = ENG_IO_WRITE, .path = path, .buf = buf, .len = sizeof buf,
-                         .offset = (uint64_t)(a->t * CT_PAGES + p) * sizeof buf };
+        eng_io_op op = {.kind = ENG_IO_WRITE,
+                        .path = path,
+                        .buf = buf,
+                        .len = sizeof buf,
+                        .offset = (uint64_t)(a->t * CT_PAGES + p) * sizeof buf};
         if (fd < 0 || flt_journal_before(a->f->j, &op) != 0) return (void *)1;
         op.result = pwrite(fd, buf, sizeof buf, (off_t)op.offset);
         flt_journal_after(a->f->j, &op);
         if (p == CT_PAGES / 2 - 1) {
-            eng_io_op so = { .kind = ENG_IO_SYNC, .path = path };
+            eng_io_op so = {.kind = ENG_IO_SYNC, .path = path};
             if (flt_journal_before(a->f->j, &so) != 0) return (void *)1;
             so.result = fsync(fd) == 0 ? 0 : -errno;
             flt_journal_after(a->f->j, &so);
@@ -139,7 +142,7 @@ Test(powerloss, concurrent_journaling_is_whole_and_ordered, T_OPTS) {
     pthread_t th[CT_THREADS];
     ct_arg args[CT_THREADS];
     for (int t = 0; t < CT_THREADS; t++) {
-        args[t] = (ct_arg){ &f, t };
+        args[t] = (ct_arg){&f, t};
         cr_assert_eq(pthread_create(&th[t], NULL, ct_main, &args[t]), 0);
     }
     for (int t = 0; t < CT_THREADS; t++) {
@@ -156,7 +159,7 @@ Test(powerloss, concurrent_journaling_is_whole_and_ordered, T_OPTS) {
     snprintf(want, sizeof want, " %d writes journaled", CT_THREADS * CT_PAGES);
     cr_assert(strstr(pl_out(&f), want) != NULL, "%s", pl_out(&f));
     cr_assert(strstr(pl_out(&f), "torn tail") == NULL, "%s", pl_out(&f));
-    lrecs L = { 0 };
+    lrecs L = {0};
     ledger_load(&f, &L);
     static uint8_t got[FMAX];
     int rolled = 0;

@@ -67,9 +67,9 @@ Test(powerloss, unsynced_metadata_undone_durable_kept, T_OPTS) {
     const int K = 16;
     pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "777", "--variants", "16", "--mode", "rollback",
                      "--out-prefix", prefix, NULL));
-    lrecs L = { 0 };
+    lrecs L = {0};
     ledger_load(&f, &L);
-    int undone[5] = { 0 }, kept[5] = { 0 };
+    int undone[5] = {0}, kept[5] = {0};
     for (int v = 0; v < K; v++) {
         char dir[256], s[64];
         snprintf(dir, sizeof dir, "%s%d", prefix, v);
@@ -119,8 +119,9 @@ Test(powerloss, unsynced_metadata_undone_durable_kept, T_OPTS) {
         undone[4] += u, kept[4] += !u;
     }
     for (int i = 0; i < 5; i++)
-        if (i != 2) cr_assert(undone[i] && kept[i], "D: operation %d: undone in %d, kept in %d of %d variants", i,
-                              undone[i], kept[i], K);
+        if (i != 2)
+            cr_assert(undone[i] && kept[i], "D: operation %d: undone in %d, kept in %d of %d variants", i, undone[i],
+                      kept[i], K);
     cr_assert(undone[2], "the create of tmp was never undone");
     free(L.r);
 }
@@ -133,7 +134,7 @@ Test(powerloss, in_place_applies_and_resets_the_journal, T_OPTS) {
     model *m = calloc(1, sizeof *m);
     random_workload(&f, m, cu_seed(0x40), 120, NULL);
     pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "99", "--mode", "mixed", NULL));
-    lrecs L = { 0 };
+    lrecs L = {0};
     ledger_load(&f, &L);
     cr_assert(L.n > 0, "nothing was undone in place:\n%s", pl_out(&f));
     assert_variant(m, &L, 0, f.db);
@@ -164,7 +165,7 @@ Test(powerloss, keep_mode_changes_nothing, T_OPTS) {
         ssize_t s = read_in(f.db, m->name[i], now);
         cr_assert(s == bs[i] && memcmp(now, before[i], (size_t)s) == 0, "keep mode changed %s", m->name[i]);
     }
-    lrecs L = { 0 };
+    lrecs L = {0};
     ledger_load(&f, &L);
     cr_assert_eq(L.n, 0, "keep mode wrote %zu ledger lines", L.n);
     free(L.r);
@@ -199,7 +200,7 @@ Test(powerloss, refuses_while_lock_is_held, T_OPTS) {
         cr_assert(s == bs[i] && memcmp(now, before[i], (size_t)s) == 0, "a refused run changed %s", m->name[i]);
     }
     cr_assert(size_of(f.run, "journal") > 0, "a refused run reset the journal");
-    lrecs L = { 0 };
+    lrecs L = {0};
     ledger_load(&f, &L);
     cr_assert_eq(L.n, 0);
     /* Released: it runs. */
@@ -219,8 +220,8 @@ Test(powerloss, usage_errors_exit_2_and_change_nothing, T_OPTS) {
     random_workload(&f, m, cu_seed(0x70), 40, NULL);
     uint64_t js = size_of(f.run, "journal");
     cr_assert_eq(run_pl(&f, NULL), 2);
-    cr_assert_eq(run_pl(&f, f.db, "--seed", "1", NULL), 2);                          /* no --run-dir */
-    cr_assert_eq(run_pl(&f, f.db, "--run-dir", f.run, NULL), 2);                     /* no --seed */
+    cr_assert_eq(run_pl(&f, f.db, "--seed", "1", NULL), 2);      /* no --run-dir */
+    cr_assert_eq(run_pl(&f, f.db, "--run-dir", f.run, NULL), 2); /* no --seed */
     cr_assert_eq(run_pl(&f, f.db, "--run-dir", f.run, "--seed", "x1", NULL), 2);
     cr_assert_eq(run_pl(&f, f.db, "--run-dir", f.run, "--seed", "1", "--mode", "melt", NULL), 2);
     cr_assert_eq(run_pl(&f, f.db, "--run-dir", f.run, "--seed", "1", "--variants", "0", NULL), 2);
@@ -248,7 +249,7 @@ Test(powerloss, torn_journal_tail_is_ignored, T_OPTS) {
     uint64_t js = size_of(f.run, "journal");
     static uint8_t junk[8192];
     tu_fill(junk, sizeof junk, 9);
-    eng_io_op op = { .kind = ENG_IO_WRITE, .path = dbp(&f, "data"), .buf = junk, .offset = 0, .len = sizeof junk };
+    eng_io_op op = {.kind = ENG_IO_WRITE, .path = dbp(&f, "data"), .buf = junk, .offset = 0, .len = sizeof junk};
     cr_assert_eq(flt_journal_before(f.j, &op), 0);
     fx_close_journal(&f);
     uint64_t js2 = size_of(f.run, "journal");
@@ -259,10 +260,10 @@ Test(powerloss, torn_journal_tail_is_ignored, T_OPTS) {
 
     char prefix[200];
     snprintf(prefix, sizeof prefix, "%s/v", f.root);
-    pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "3", "--variants", "4", "--mode", "mixed",
-                     "--out-prefix", prefix, NULL));
+    pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "3", "--variants", "4", "--mode", "mixed", "--out-prefix",
+                     prefix, NULL));
     cr_assert(strstr(pl_out(&f), "torn tail") != NULL, "no word of the torn tail:\n%s", pl_out(&f));
-    lrecs L = { 0 };
+    lrecs L = {0};
     ledger_load(&f, &L);
     for (int v = 0; v < 4; v++) {
         char dir[256];
@@ -276,8 +277,8 @@ Test(powerloss, torn_journal_tail_is_ignored, T_OPTS) {
     cr_assert_eq(write(fd, junk, 100), 100);
     close(fd);
     snprintf(prefix, sizeof prefix, "%s/w", f.root);
-    pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "3", "--variants", "1", "--mode", "mixed",
-                     "--out-prefix", prefix, NULL));
+    pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "3", "--variants", "1", "--mode", "mixed", "--out-prefix",
+                     prefix, NULL));
 
     /* A restarted process appends a new session after the torn bytes:
      * the journal resumes there, and its writes are undone too. */
@@ -288,8 +289,7 @@ Test(powerloss, torn_journal_tail_is_ignored, T_OPTS) {
     snprintf(prefix, sizeof prefix, "%s/s", f.root);
     pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "5", "--variants", "4", "--mode", "rollback",
                      "--out-prefix", prefix, NULL));
-    cr_assert(strstr(pl_out(&f), "torn tail") != NULL && strstr(pl_out(&f), "3 sessions") != NULL, "%s",
-              pl_out(&f));
+    cr_assert(strstr(pl_out(&f), "torn tail") != NULL && strstr(pl_out(&f), "3 sessions") != NULL, "%s", pl_out(&f));
     ledger_load(&f, &L);
     int last_undone = 0;
     for (int v = 0; v < 4; v++) {

@@ -33,9 +33,9 @@ static void variants_round(const char *mode, uint64_t seed, int with_drops) {
     char seedbuf[32], prefix[200];
     snprintf(seedbuf, sizeof seedbuf, "%llu", (unsigned long long)seed);
     snprintf(prefix, sizeof prefix, "%s/v", f.root);
-    pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", seedbuf, "--variants", "8", "--mode", mode,
-                     "--out-prefix", prefix, NULL));
-    lrecs L = { 0 };
+    pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", seedbuf, "--variants", "8", "--mode", mode, "--out-prefix",
+                     prefix, NULL));
+    lrecs L = {0};
     ledger_load(&f, &L);
     int any_roll = 0, any_tear = 0;
     static uint8_t a[FMAX], b[FMAX];
@@ -58,9 +58,11 @@ static void variants_round(const char *mode, uint64_t seed, int with_drops) {
         }
     }
     cr_assert(differ, "D: all 8 variants of mode %s are identical", mode);
-    if (!strcmp(mode, "rollback")) cr_assert(any_roll > 0 && any_tear == 0, "rollback mode: %d rollbacks, %d tears", any_roll, any_tear);
+    if (!strcmp(mode, "rollback"))
+        cr_assert(any_roll > 0 && any_tear == 0, "rollback mode: %d rollbacks, %d tears", any_roll, any_tear);
     if (!strcmp(mode, "tear")) cr_assert(any_tear > 0, "tear mode made no tear");
-    if (!strcmp(mode, "mixed")) cr_assert(any_roll > 0 && any_tear > 0, "mixed: %d rollbacks, %d tears", any_roll, any_tear);
+    if (!strcmp(mode, "mixed"))
+        cr_assert(any_roll > 0 && any_tear > 0, "mixed: %d rollbacks, %d tears", any_roll, any_tear);
 
     /* DIR itself and the journal stay as they were. */
     for (int i = 0; i < m->nf; i++) {
@@ -72,8 +74,8 @@ static void variants_round(const char *mode, uint64_t seed, int with_drops) {
     struct stat st;
     cr_assert(stat(jp, &st) == 0 && st.st_size > 0, "the journal was reset by a variants run");
     /* Variants are never overwritten: a second run refuses (usage). */
-    cr_assert_eq(run_pl(&f, f.db, "--run-dir", f.run, "--seed", seedbuf, "--variants", "2", "--out-prefix", prefix,
-                        NULL), 2);
+    cr_assert_eq(
+        run_pl(&f, f.db, "--run-dir", f.run, "--seed", seedbuf, "--variants", "2", "--out-prefix", prefix, NULL), 2);
     free(L.r);
     m_free(m);
     free(m);
@@ -97,7 +99,7 @@ Test(powerloss, mixed_variants_are_legal, T_OPTS) {
  * counted as never made: no ledger line undoes or tears one (P6), and
  * none comes back. */
 Test(powerloss, dropped_writes_stay_dropped_in_every_variant, T_OPTS) {
-    static const char *const modes[] = { "rollback", "tear", "mixed" };
+    static const char *const modes[] = {"rollback", "tear", "mixed"};
     for (int r = 0; r < 3; r++) variants_round(modes[r], cu_seed(0xa0 + (uint64_t)r), 1);
 }
 
@@ -146,30 +148,30 @@ Test(powerloss, drop_spares_in_flight_truncated_and_synced, T_OPTS) {
     flt_ledger *lg = NULL;
     cr_assert_eq(flt_ledger_open(f.run, &lg), 0);
 
-    j_write(&f, "data", 0, a, 4096);          /* synced below */
+    j_write(&f, "data", 0, a, 4096); /* synced below */
     j_sync(&f, "data");
-    j_write(&f, "data", 4096, b, 8192);       /* unsynced: dropped */
+    j_write(&f, "data", 4096, b, 8192);              /* unsynced: dropped */
     j_write(&f, "wal/0000000000000000", 0, d, 4096); /* another file: untouched */
     /* In flight over part of it: journaled and written, its after() not
      * yet come. */
     const char *dp = dbp(&f, "data");
     int fd = open(dp, O_WRONLY);
     cr_assert(fd >= 0);
-    eng_io_op fl = { .kind = ENG_IO_WRITE, .path = dp, .buf = c, .offset = 8192, .len = 4096 };
+    eng_io_op fl = {.kind = ENG_IO_WRITE, .path = dp, .buf = c, .offset = 8192, .len = 4096};
     cr_assert_eq(flt_journal_before(f.j, &fl), 0);
     fl.result = pwrite(fd, c, 4096, 8192);
     cr_assert_eq(fl.result, 4096);
-    j_write(&f, "data", 32768, d, 8192);      /* extends the file */
-    j_write(&f, "data", 24576, a, 4096);      /* unsynced, partly cut by the truncate below */
-    j_truncate(&f, "data", 26624);            /* [26624, ...) decided by the truncate */
+    j_write(&f, "data", 32768, d, 8192); /* extends the file */
+    j_write(&f, "data", 24576, a, 4096); /* unsynced, partly cut by the truncate below */
+    j_truncate(&f, "data", 26624);       /* [26624, ...) decided by the truncate */
 
     uint64_t n = 0;
     cr_assert_eq(flt_journal_drop_unsynced(f.j, dp, lg, NULL, &n), 0);
     cr_assert_eq(n, 3, "%llu writes dropped, want 3 (the in-flight one is not)", (unsigned long long)n);
     static uint8_t want[32768];
     memcpy(want, init, sizeof want);
-    memcpy(want, a, 4096);                    /* synced */
-    memcpy(want + 8192, c, 4096);             /* in flight: left alone */
+    memcpy(want, a, 4096);        /* synced */
+    memcpy(want + 8192, c, 4096); /* in flight: left alone */
     ssize_t gs = read_in(f.db, "data", got);
     cr_assert_eq(gs, 26624, "size %zd: the truncate decides it", gs);
     size_t x = first_diff(want, got, 26624);
@@ -181,7 +183,7 @@ Test(powerloss, drop_spares_in_flight_truncated_and_synced, T_OPTS) {
     rl.n = 0;
     cr_assert_eq(flt_ledger_read(f.run, raw_cb, &rl), 0);
     cr_assert_eq(rl.n, 3);
-    static const int64_t offs[3] = { 24576, 32768, 4096 }, lens[3] = { 4096, 8192, 8192 };
+    static const int64_t offs[3] = {24576, 32768, 4096}, lens[3] = {4096, 8192, 8192};
     for (int i = 0; i < 3; i++) {
         char v[64], num[32];
         const char *line = rl.l[i];
@@ -222,7 +224,7 @@ Test(powerloss, drop_spares_in_flight_truncated_and_synced, T_OPTS) {
     snprintf(prefix, sizeof prefix, "%s/v", f.root);
     pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "7", "--variants", "8", "--mode", "rollback",
                      "--out-prefix", prefix, NULL));
-    lrecs L = { 0 };
+    lrecs L = {0};
     ledger_load(&f, &L);
     int saw_c = 0, saw_undone = 0;
     for (int v = 0; v < 8; v++) {
@@ -239,16 +241,19 @@ Test(powerloss, drop_spares_in_flight_truncated_and_synced, T_OPTS) {
         cr_assert(gs == 26624 || gs == 40960, "variant %d: data is %zd bytes", v, gs);
         cr_assert(!memcmp(got, a, 4096), "variant %d: the synced write is gone", v);
         cr_assert(!memcmp(got + 4096, init + 4096, 4096), "variant %d: a dropped write came back", v);
-        if (!memcmp(got + 8192, c, 4096)) saw_c++;
-        else if (!memcmp(got + 8192, b + 4096, 4096)) saw_undone++; /* its old bytes, journaled before the drop */
-        else cr_assert_fail("variant %d: bytes at 8192 are neither the write's nor its old ones", v);
+        if (!memcmp(got + 8192, c, 4096))
+            saw_c++;
+        else if (!memcmp(got + 8192, b + 4096, 4096))
+            saw_undone++; /* its old bytes, journaled before the drop */
+        else
+            cr_assert_fail("variant %d: bytes at 8192 are neither the write's nor its old ones", v);
         cr_assert(!memcmp(got + 12288, init + 12288, 26624 - 12288), "variant %d: a dropped write came back", v);
         int64_t cs = size_or_absent(dir, "control"), ts = size_or_absent(dir, "control.tmp");
         cr_assert(cs <= 0 && ts <= 0, "variant %d: control %lld, control.tmp %lld bytes: a dropped write came back", v,
                   (long long)cs, (long long)ts);
     }
-    cr_assert(saw_c && saw_undone, "the once in-flight write was kept %d and rolled back %d times in 8 variants",
-              saw_c, saw_undone);
+    cr_assert(saw_c && saw_undone, "the once in-flight write was kept %d and rolled back %d times in 8 variants", saw_c,
+              saw_undone);
     free(L.r);
 }
 
@@ -261,17 +266,17 @@ Test(powerloss, later_kept_write_wins_over_earlier_rollback, T_OPTS) {
     int d = m_file(m, "data", 32768, 7);
     put_file(&f, "data", m->init[d], m->init_size[d]);
     fx_open_journal(&f);
-    m_write(&f, m, d, 0, 8192, 101);      /* A: [0, 8K) */
-    m_write(&f, m, d, 4096, 8192, 102);   /* B: [4K, 12K) over half of A */
-    m_write(&f, m, d, 30000, 8192, 103);  /* C: extends the file past 32K */
-    m_write(&f, m, d, 36000, 1000, 104);  /* D: inside C's extension */
+    m_write(&f, m, d, 0, 8192, 101);     /* A: [0, 8K) */
+    m_write(&f, m, d, 4096, 8192, 102);  /* B: [4K, 12K) over half of A */
+    m_write(&f, m, d, 30000, 8192, 103); /* C: extends the file past 32K */
+    m_write(&f, m, d, 36000, 1000, 104); /* D: inside C's extension */
     fx_close_journal(&f);
 
     char prefix[200];
     snprintf(prefix, sizeof prefix, "%s/v", f.root);
     pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "12345", "--variants", "24", "--mode", "rollback",
                      "--out-prefix", prefix, NULL));
-    lrecs L = { 0 };
+    lrecs L = {0};
     ledger_load(&f, &L);
     int seen_a_only = 0, seen_c_undone_d_kept = 0, seen_all_undone = 0;
     static uint8_t got[FMAX];

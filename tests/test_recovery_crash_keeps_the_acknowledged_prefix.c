@@ -16,7 +16,7 @@
 /* ========================================================================= */
 
 #define KILL_ROUNDS 5
-#define KILL_NMAX 1000000u
+#define KILL_NMAX   1000000u
 
 static eng_options kill_opts(int backend) {
     /* 256 KiB of cache evicts dirty pages during the load; checkpoints
@@ -44,7 +44,7 @@ TU_BACKEND_TEST_FN(recovery, sigkill_during_commit_load_recovers_exact_prefix, T
     const char *dir = tu_tmpdir_db();
     for (int r = 0; r < KILL_ROUNDS; r++) {
         uint64_t seed = cu_seed(0x100 + (uint64_t)backend * 16 + (uint64_t)r);
-        tu_rng rng = { seed };
+        tu_rng rng = {seed};
         /* r 0: a short delay from the start (the kill may land in the
          * creation); odd rounds: after K acknowledgements; even: a delay
          * after the first acknowledgement. */
@@ -70,16 +70,19 @@ TU_BACKEND_TEST_FN(recovery, sigkill_during_commit_load_recovers_exact_prefix, T
             int fire = 0;
             uint64_t now = cu_now_ms();
             if (!killed) {
-                if (mode == 0) fire = now - t0 >= delay;
-                else if (mode == 1) fire = nacks >= k_acks;
-                else fire = t_first && now - t_first >= delay;
+                if (mode == 0)
+                    fire = now - t0 >= delay;
+                else if (mode == 1)
+                    fire = nacks >= k_acks;
+                else
+                    fire = t_first && now - t_first >= delay;
                 if (nacks > 200000) fire = 1; /* never let a child run on */
             }
             if (fire) {
                 kill(pid, SIGKILL);
                 killed = 1;
             }
-            struct pollfd pf = { fd, POLLIN, 0 };
+            struct pollfd pf = {fd, POLLIN, 0};
             int pr = poll(&pf, 1, killed ? 1000 : 2);
             if (pr < 0 && errno == EINTR) continue;
             if (pr == 0) continue;
@@ -89,8 +92,7 @@ TU_BACKEND_TEST_FN(recovery, sigkill_during_commit_load_recovers_exact_prefix, T
             have += (size_t)got;
             if (have < sizeof m) continue;
             have = 0;
-            cr_assert(m.tag == MSG_ACK, "%s: the child's step %u failed: %s", what, m.step,
-                      eng_strerror((int)m.v));
+            cr_assert(m.tag == MSG_ACK, "%s: the child's step %u failed: %s", what, m.step, eng_strerror((int)m.v));
             cr_assert_eq((int64_t)m.v, last + 1, "%s: acknowledgements out of order", what);
             last = (int64_t)m.v;
             nacks++;
@@ -99,17 +101,17 @@ TU_BACKEND_TEST_FN(recovery, sigkill_during_commit_load_recovers_exact_prefix, T
         close(fd);
         int st = cu_wait(pid);
         char sb[64];
-        cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: the child ended with %s, not by the kill",
-                  what, cu_status_str(st, sb, sizeof sb));
+        cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "%s: the child ended with %s, not by the kill", what,
+                  cu_status_str(st, sb, sizeof sb));
 
         eng_options o = kill_opts(backend);
         eng_recovery_info ri;
         uint64_t got_m = reopen_check(dir, &o, val_plain, NULL, &ri, what);
         cr_log_info("%s: last ack %lld, %llu keys recovered; redo %llu end %llu, %llu records, %llu images "
-                    "restored, %u batch ops completed, trimmed %d", what, (long long)last,
-                    (unsigned long long)got_m, (unsigned long long)ri.redo_lsn, (unsigned long long)ri.end_lsn,
-                    (unsigned long long)ri.records, (unsigned long long)ri.images_restored,
-                    ri.batch_ops_completed, ri.trimmed);
+                    "restored, %u batch ops completed, trimmed %d",
+                    what, (long long)last, (unsigned long long)got_m, (unsigned long long)ri.redo_lsn,
+                    (unsigned long long)ri.end_lsn, (unsigned long long)ri.records,
+                    (unsigned long long)ri.images_restored, ri.batch_ops_completed, ri.trimmed);
         cr_assert(got_m >= (uint64_t)(last + 1), "%s: %llu keys recovered but key %lld was acknowledged", what,
                   (unsigned long long)got_m, (long long)last);
         cr_assert(got_m <= (uint64_t)(last + 2),
@@ -122,14 +124,14 @@ TU_BACKEND_TEST_FN(recovery, sigkill_during_commit_load_recovers_exact_prefix, T
 /* 5. A crash at the Nth write leaves every multi-op batch whole or absent. */
 /* ========================================================================= */
 
-#define BATCH_OPS 50
-#define BATCH_N 40
+#define BATCH_OPS    50
+#define BATCH_N      40
 #define BATCH_ROUNDS 30
 
 typedef struct crash_hook {
-    uint64_t target;  /* die at this write (1-based); 0 = only count */
+    uint64_t target; /* die at this write (1-based); 0 = only count */
     uint64_t count;
-    int tear;         /* shorten the fatal write to whole sectors, then die */
+    int tear; /* shorten the fatal write to whole sectors, then die */
     int dying;
     tu_rng rng;
 } crash_hook;
@@ -165,7 +167,7 @@ static eng_options batch_opts(int backend, int small_cache) {
 
 static void child_batches(const char *dir, int backend, int small_cache, crash_hook *h, int fd) {
     static eng_io_hooks hooks;
-    hooks = (eng_io_hooks){ h, crash_before, crash_after };
+    hooks = (eng_io_hooks){h, crash_before, crash_after};
     eng_options o = batch_opts(backend, small_cache);
     o.io_hooks = &hooks;
     eng_db *db = NULL;
@@ -177,8 +179,11 @@ static void child_batches(const char *dir, int backend, int small_cache, crash_h
     for (uint32_t b = 0; b < BATCH_N; b++) {
         for (uint32_t j = 0; j < BATCH_OPS; j++) {
             uint64_t i = (uint64_t)b * BATCH_OPS + j;
-            ops[j] = (eng_op){ .kind = ENG_OP_PUT, .key = keys[j], .klen = cu_key(keys[j], i), .val = vals[j],
-                               .vlen = val_batch(NULL, i, vals[j]) };
+            ops[j] = (eng_op){.kind = ENG_OP_PUT,
+                              .key = keys[j],
+                              .klen = cu_key(keys[j], i),
+                              .val = vals[j],
+                              .vlen = val_batch(NULL, i, vals[j])};
         }
         uint64_t seq = 0;
         if ((rc = eng_write(db, ops, BATCH_OPS, &seq))) child_fail(fd, 2, rc);
@@ -220,7 +225,7 @@ TU_BACKEND_TEST_FN(recovery, batch_interrupted_by_crash_leaves_no_trace, T_OPTS)
     /* How many writes a whole run makes, with each cache size. */
     uint64_t total[2];
     for (int sc = 0; sc < 2; sc++) {
-        crash_hook h = { 0 };
+        crash_hook h = {0};
         uint64_t acks, count;
         int st = run_batch_child(dir, backend, sc, &h, &acks, &count);
         char sb[64];
@@ -231,10 +236,9 @@ TU_BACKEND_TEST_FN(recovery, batch_interrupted_by_crash_leaves_no_trace, T_OPTS)
     }
     for (int r = 0; r < BATCH_ROUNDS; r++) {
         uint64_t seed = cu_seed(0x500 + (uint64_t)backend * 64 + (uint64_t)r);
-        tu_rng rng = { seed };
+        tu_rng rng = {seed};
         int sc = r % 2, tear = r % 3 == 2;
-        crash_hook h = { .target = tu_range(&rng, 1, total[sc] + total[sc] / 20), .tear = tear,
-                         .rng = { tu_next(&rng) } };
+        crash_hook h = {.target = tu_range(&rng, 1, total[sc] + total[sc] / 20), .tear = tear, .rng = {tu_next(&rng)}};
         char what[200];
         snprintf(what, sizeof what, "%s round %d seed 0x%llx: %s cache, %s write %llu of ~%llu",
                  tu_backend_name(backend), r, (unsigned long long)seed, sc ? "16-page" : "default",
@@ -270,8 +274,7 @@ TU_BACKEND_TEST_FN(recovery, batch_interrupted_by_crash_leaves_no_trace, T_OPTS)
                   (unsigned long long)acks);
         cr_assert(B <= acks + 1, "%s: %llu batches present, only %llu acknowledged and one in flight", what,
                   (unsigned long long)B, (unsigned long long)acks);
-        if (finished)
-            cr_assert_eq(B, BATCH_N, "%s: the child finished, yet %llu batches", what, (unsigned long long)B);
+        if (finished) cr_assert_eq(B, BATCH_N, "%s: the child finished, yet %llu batches", what, (unsigned long long)B);
         cr_assert_eq(ri.recovered_seq, B, "%s: recovered_seq %llu with %llu batches present", what,
                      (unsigned long long)ri.recovered_seq, (unsigned long long)B);
         cu_verify_clean(db, what);
@@ -290,7 +293,7 @@ TU_BACKEND_TEST_FN(recovery, batch_interrupted_by_crash_leaves_no_trace, T_OPTS)
 
 static void child_recover(const char *dir, int backend, int small_cache, crash_hook *h) {
     static eng_io_hooks hooks;
-    hooks = (eng_io_hooks){ h, crash_before, crash_after };
+    hooks = (eng_io_hooks){h, crash_before, crash_after};
     eng_options o = batch_opts(backend, small_cache);
     o.io_hooks = &hooks;
     eng_db *db = NULL;
@@ -302,7 +305,7 @@ TU_BACKEND_TEST_FN(recovery, crash_during_recovery_reaches_the_same_state, T_OPT
     const char *dir = tu_tmpdir_db(), *ref = tu_tmpdir();
     uint64_t total[2];
     for (int sc = 0; sc < 2; sc++) {
-        crash_hook h = { 0 };
+        crash_hook h = {0};
         uint64_t acks, count;
         run_batch_child(dir, backend, sc, &h, &acks, &count);
         total[sc] = count;
@@ -310,10 +313,10 @@ TU_BACKEND_TEST_FN(recovery, crash_during_recovery_reaches_the_same_state, T_OPT
     int tested = 0;
     for (int r = 0; r < RR_ROUNDS; r++) {
         uint64_t seed = cu_seed(0x580 + (uint64_t)backend * 64 + (uint64_t)r);
-        tu_rng rng = { seed };
+        tu_rng rng = {seed};
         int sc = r % 2;
         /* First crash: somewhere in the load (never at its very end). */
-        crash_hook h1 = { .target = tu_range(&rng, 1, total[sc] - 1), .tear = r % 3 == 1, .rng = { tu_next(&rng) } };
+        crash_hook h1 = {.target = tu_range(&rng, 1, total[sc] - 1), .tear = r % 3 == 1, .rng = {tu_next(&rng)}};
         uint64_t acks, count;
         int st = run_batch_child(dir, backend, sc, &h1, &acks, &count);
         char sb[64];
@@ -322,8 +325,8 @@ TU_BACKEND_TEST_FN(recovery, crash_during_recovery_reaches_the_same_state, T_OPT
         /* The reference: an uninterrupted recovery of a copy, counting its
          * writes. */
         tu_copy_dir(dir, ref);
-        crash_hook cnt = { 0 };
-        eng_io_hooks ch = { &cnt, crash_before, crash_after };
+        crash_hook cnt = {0};
+        eng_io_hooks ch = {&cnt, crash_before, crash_after};
         eng_options o = batch_opts(backend, sc);
         o.io_hooks = &ch;
         eng_db *db = tu_open(ref, &o);
@@ -335,7 +338,7 @@ TU_BACKEND_TEST_FN(recovery, crash_during_recovery_reaches_the_same_state, T_OPT
         if (rec_writes == 0) continue; /* nothing to interrupt */
         tested++;
         /* Second crash: at a write of the recovery itself. */
-        crash_hook h2 = { .target = tu_range(&rng, 1, rec_writes), .tear = r % 4 == 3, .rng = { tu_next(&rng) } };
+        crash_hook h2 = {.target = tu_range(&rng, 1, rec_writes), .tear = r % 4 == 3, .rng = {tu_next(&rng)}};
         char what[240];
         snprintf(what, sizeof what,
                  "%s round %d seed 0x%llx: %s cache, load crashed at write %llu (%llu batches acked), "
@@ -352,8 +355,8 @@ TU_BACKEND_TEST_FN(recovery, crash_during_recovery_reaches_the_same_state, T_OPT
         eng_options oc = batch_opts(backend, sc);
         eng_recovery_info ri;
         uint64_t m = reopen_check_batches(dir, &oc, val_batch, NULL, &ri, what, BATCH_OPS);
-        cr_assert_eq(m, m_ref, "%s: %llu keys after the interrupted recovery, %llu after an uninterrupted one",
-                     what, (unsigned long long)m, (unsigned long long)m_ref);
+        cr_assert_eq(m, m_ref, "%s: %llu keys after the interrupted recovery, %llu after an uninterrupted one", what,
+                     (unsigned long long)m, (unsigned long long)m_ref);
         cr_assert(m % BATCH_OPS == 0 && m / BATCH_OPS >= acks, "%s: %llu keys, %llu batches acked", what,
                   (unsigned long long)m, (unsigned long long)acks);
         cr_log_info("%s: %llu batches both ways (reference: %u ops completed, %llu records)", what,
@@ -420,7 +423,7 @@ TU_BACKEND_TEST_FN(recovery, sync_off_survives_clean_close_and_recovers_after_cr
                      (unsigned long long)msgs[0].v, OFF_N1);
         eng_options oc = base_opts(backend, ENG_SYNC_OFF, 16 * PS, ckpt);
         m = reopen_check(dir, &oc, val_plain, NULL, &ri, what);
-        cr_assert(m >= OFF_N1 && m <= OFF_N1 + OFF_N2, "%s: %llu keys after the crash (%d synced, %d more made)",
-                  what, (unsigned long long)m, OFF_N1, OFF_N2);
+        cr_assert(m >= OFF_N1 && m <= OFF_N1 + OFF_N2, "%s: %llu keys after the crash (%d synced, %d more made)", what,
+                  (unsigned long long)m, OFF_N1, OFF_N2);
     }
 }

@@ -13,7 +13,7 @@
 /* ========================================================================= */
 
 typedef struct log_child_out {
-    uint64_t n;        /* puts acknowledged */
+    uint64_t n;         /* puts acknowledged */
     uint64_t end[4096]; /* wal_insert_lsn after put i (the first 4096) */
 } log_child_out;
 
@@ -56,8 +56,8 @@ static void snapshot_wal(const char *dir, cu_wal *w) { cu_wal_load(dir, SEG, w);
 static void assert_wal_unchanged(const char *dir, const cu_wal *before, const char *what) {
     cu_wal now;
     cu_wal_load(dir, SEG, &now);
-    cr_assert_eq(now.l.n, before->l.n, "%s: the failed open changed the set of segments (%d -> %d)", what,
-                 before->l.n, now.l.n);
+    cr_assert_eq(now.l.n, before->l.n, "%s: the failed open changed the set of segments (%d -> %d)", what, before->l.n,
+                 now.l.n);
     for (int i = 0; i < now.l.n; i++) {
         cr_assert(now.l.start[i] == before->l.start[i] && now.l.size[i] == before->l.size[i] &&
                       memcmp(now.data[i], before->data[i], now.l.size[i]) == 0,
@@ -76,7 +76,7 @@ TU_BACKEND_TEST_FN(recovery, corrupted_record_in_synced_middle_is_reported, T_OP
     cu_list_segments(crashed, "wal", &segs);
     cr_assert(segs.n >= 5 && cu_seglist_has(&segs, SEG) && cu_seglist_has(&segs, 3 * SEG),
               "fixture: %d segments after %llu puts", segs.n, (unsigned long long)lo.n);
-    tu_rng rng = { cu_seed(0x300 + (uint64_t)backend) };
+    tu_rng rng = {cu_seed(0x300 + (uint64_t)backend)};
 
     for (int kind = 0; kind < FLIP_KINDS; kind++) {
         /* A record starting in a block of segment 1 (segments 2..4 follow,
@@ -88,8 +88,10 @@ TU_BACKEND_TEST_FN(recovery, corrupted_record_in_synced_middle_is_reported, T_OP
         int found = 0;
         for (int tries = 0; tries < 8; tries++, blk += CU_WBLK)
             if ((found = cu_wal_first_in_block(&w, blk, &pos))) break;
-        cr_assert(found, "fixture: no record found in segment 1 near block %llu: the log is not laid out as "
-                         "wal.h draws it", (unsigned long long)blk);
+        cr_assert(found,
+                  "fixture: no record found in segment 1 near block %llu: the log is not laid out as "
+                  "wal.h draws it",
+                  (unsigned long long)blk);
         uint32_t len = 0;
         int type = 0;
         cu_wal_rec_at(&w, pos, &len, &type);
@@ -99,9 +101,11 @@ TU_BACKEND_TEST_FN(recovery, corrupted_record_in_synced_middle_is_reported, T_OP
             /* A payload byte inside the same block. */
             uint64_t room = CU_WBLK - pos % CU_WBLK;
             uint64_t plen = len - CU_WHDR;
-            if (plen == 0 || room <= CU_WHDR) target = pos + (room > 24 ? 24 : 0); /* its checksum instead */
-            else /* record byte 32 + k, wherever the trailers put it */
-                target = cu_wal_skip(cu_wal_advance(pos, CU_WHDR + tu_below(&rng, plen < room - CU_WHDR ? plen : room - CU_WHDR)));
+            if (plen == 0 || room <= CU_WHDR)
+                target = pos + (room > 24 ? 24 : 0); /* its checksum instead */
+            else                                     /* record byte 32 + k, wherever the trailers put it */
+                target = cu_wal_skip(
+                    cu_wal_advance(pos, CU_WHDR + tu_below(&rng, plen < room - CU_WHDR ? plen : room - CU_WHDR)));
             what_kind = "payload byte";
         } else if (kind == FLIP_REC_HEADER) {
             target = pos + 1; /* xl_len: the framing */
@@ -116,8 +120,8 @@ TU_BACKEND_TEST_FN(recovery, corrupted_record_in_synced_middle_is_reported, T_OP
         uint64_t off = target & (SEG - 1);
         uint8_t mask = (uint8_t)(1u << tu_below(&rng, 8));
         snprintf(what, sizeof what, "%s: %s flipped at LSN %llu (record at %llu, type %d, len %u, mask 0x%02x)",
-                 tu_backend_name(backend), what_kind, (unsigned long long)target, (unsigned long long)pos, type,
-                 len, mask);
+                 tu_backend_name(backend), what_kind, (unsigned long long)target, (unsigned long long)pos, type, len,
+                 mask);
         cu_flip_byte(seg, off, mask);
         cu_wal before;
         snapshot_wal(work, &before);
@@ -133,14 +137,14 @@ TU_BACKEND_TEST_FN(recovery, corrupted_record_in_synced_middle_is_reported, T_OP
             eng_recovery_info ri;
             eng_get_recovery_info(db, &ri);
             uint64_t present = 0;
-            eng_buf b = { 0 };
+            eng_buf b = {0};
             char kb[CU_KLEN + 1];
             for (uint64_t i = 0; i < lo.n; i++) present += eng_get(db, kb, cu_key(kb, i), &b) == ENG_OK;
             eng_buf_free(&b);
             eng_close(db);
             cr_assert_fail("%s: open succeeded (trimmed=%d, recovered_seq %llu, %llu of %llu keys present): "
-                           "the synced log was cut silently", what, ri.trimmed,
-                           (unsigned long long)ri.recovered_seq, (unsigned long long)present,
+                           "the synced log was cut silently",
+                           what, ri.trimmed, (unsigned long long)ri.recovered_seq, (unsigned long long)present,
                            (unsigned long long)lo.n);
         }
         char buf[2048];
@@ -171,7 +175,7 @@ TU_BACKEND_TEST_FN(recovery, torn_tail_is_trimmed, T_OPTS) {
     run_log_child(crashed, backend, 2 * SEG + SEG / 3, 4000, &lo);
     cr_assert(lo.n >= 10 && lo.n <= 4096);
     uint64_t n = lo.n, e_last = lo.end[n - 1], e_prev = lo.end[n - 2];
-    tu_rng rng = { cu_seed(0x400 + (uint64_t)backend) };
+    tu_rng rng = {cu_seed(0x400 + (uint64_t)backend)};
 
     /* The records of the last put: its batch record and what follows. */
     cu_wal w;
@@ -190,8 +194,8 @@ TU_BACKEND_TEST_FN(recovery, torn_tail_is_trimmed, T_OPTS) {
         uint64_t end = cu_wal_advance(p, len);
         nrec++;
         if (end >= e_last) {
-            cr_assert_eq(end, e_last, "fixture: the last record ends at %llu, the log at %llu",
-                         (unsigned long long)end, (unsigned long long)e_last);
+            cr_assert_eq(end, e_last, "fixture: the last record ends at %llu, the log at %llu", (unsigned long long)end,
+                         (unsigned long long)e_last);
             break;
         }
         p = cu_wal_next_start(end);
@@ -227,7 +231,9 @@ TU_BACKEND_TEST_FN(recovery, torn_tail_is_trimmed, T_OPTS) {
         char what[256];
         snprintf(what, sizeof what, "%s: %s from LSN %llu to the end %llu (last put's records from %llu)",
                  tu_backend_name(backend),
-                 kind == TAIL_TRUNCATE ? "truncated" : kind == TAIL_ZERO ? "zeroed" : "garbage",
+                 kind == TAIL_TRUNCATE ? "truncated"
+                 : kind == TAIL_ZERO   ? "zeroed"
+                                       : "garbage",
                  (unsigned long long)d, (unsigned long long)e_last, (unsigned long long)last_start);
         char seg[4200];
         uint64_t s0 = d & ~(uint64_t)(SEG - 1);
@@ -252,8 +258,10 @@ TU_BACKEND_TEST_FN(recovery, torn_tail_is_trimmed, T_OPTS) {
                 int fd = open(seg, O_RDWR);
                 cr_assert(fd >= 0 && pread(fd, sec, WAL_SECTOR, (off_t)(x - s)) == WAL_SECTOR, "%s: %s", seg,
                           strerror(errno));
-                if (!all_zero(sec, WAL_SECTOR - WAL_SECTOR_TRAILER)) wal_sector_seal(sec);
-                else memset(sec, 0, WAL_SECTOR);
+                if (!all_zero(sec, WAL_SECTOR - WAL_SECTOR_TRAILER))
+                    wal_sector_seal(sec);
+                else
+                    memset(sec, 0, WAL_SECTOR);
                 cr_assert(pwrite(fd, sec, WAL_SECTOR, (off_t)(x - s)) == WAL_SECTOR);
                 close(fd);
             }
@@ -261,8 +269,8 @@ TU_BACKEND_TEST_FN(recovery, torn_tail_is_trimmed, T_OPTS) {
         eng_options o = base_opts(backend, ENG_SYNC_COMMIT, 0, 0);
         eng_recovery_info ri;
         uint64_t m = reopen_check(work, &o, val_plain, NULL, &ri, what);
-        cr_assert(m >= n - 1 && m <= n, "%s: %llu keys after recovery, %llu acknowledged", what,
-                  (unsigned long long)m, (unsigned long long)n);
+        cr_assert(m >= n - 1 && m <= n, "%s: %llu keys after recovery, %llu acknowledged", what, (unsigned long long)m,
+                  (unsigned long long)n);
         cr_assert(ri.end_lsn <= d, "%s: the log was said to end at %llu, past the damage at %llu", what,
                   (unsigned long long)ri.end_lsn, (unsigned long long)d);
         cr_assert_eq(ri.trimmed, 1, "%s: recovery_info.trimmed = %d", what, ri.trimmed);
@@ -270,8 +278,8 @@ TU_BACKEND_TEST_FN(recovery, torn_tail_is_trimmed, T_OPTS) {
         /* The log goes on after the trim: more puts, a clean close, and a
          * reopen that sees them all. */
         eng_db *db = tu_open(work, &o);
-        for (uint64_t i = m; i < m + 300; i++) cr_assert_eq(put_plain(db, i, NULL), ENG_OK, "%s: put %llu", what,
-                                                           (unsigned long long)i);
+        for (uint64_t i = m; i < m + 300; i++)
+            cr_assert_eq(put_plain(db, i, NULL), ENG_OK, "%s: put %llu", what, (unsigned long long)i);
         tu_close(db);
         uint64_t m2 = reopen_check(work, &o, val_plain, NULL, &ri, what);
         cr_assert_eq(m2, m + 300, "%s: after the trim and 300 more puts, %llu keys", what, (unsigned long long)m2);

@@ -15,7 +15,7 @@
 /* ========================================================================= */
 
 #define GC_THREADS 4
-#define GC_PUTS 200
+#define GC_PUTS    200
 
 static struct {
     atomic_int armed;
@@ -73,12 +73,14 @@ static void *g6_thread(void *arg) {
         }
         if (c1 <= c0)
             g6_fail("thread %llu put %llu (seq %llu) returned with no log fsync completed during it (%llu before, "
-                    "%llu after)", (unsigned long long)t, (unsigned long long)i, (unsigned long long)seq,
-                    (unsigned long long)c0, (unsigned long long)c1);
+                    "%llu after)",
+                    (unsigned long long)t, (unsigned long long)i, (unsigned long long)seq, (unsigned long long)c0,
+                    (unsigned long long)c1);
         if (mx <= b0)
             g6_fail("thread %llu put %llu (seq %llu) returned though every completed log fsync began before "
-                    "the call (%llu begun then, latest completed is #%llu)", (unsigned long long)t,
-                    (unsigned long long)i, (unsigned long long)seq, (unsigned long long)b0, (unsigned long long)mx);
+                    "the call (%llu begun then, latest completed is #%llu)",
+                    (unsigned long long)t, (unsigned long long)i, (unsigned long long)seq, (unsigned long long)b0,
+                    (unsigned long long)mx);
         uint64_t d = eng_durable_seq(G6.db);
         if (d < seq)
             g6_fail("put %llu returned seq %llu, but eng_durable_seq is %llu", (unsigned long long)i,
@@ -91,14 +93,13 @@ TU_BACKEND_TEST_FN(recovery, group_commit_acknowledges_nothing_before_its_fsync,
     const char *dir = tu_tmpdir();
     memset(&G6, 0, sizeof G6);
     pthread_mutex_init(&G6.mu, NULL);
-    static eng_io_hooks hooks = { NULL, g6_before, g6_after };
+    static eng_io_hooks hooks = {NULL, g6_before, g6_after};
     eng_options o = base_opts(backend, ENG_SYNC_GROUP, 0, 0);
     o.io_hooks = &hooks;
     G6.db = tu_open(dir, &o);
     atomic_store(&G6.armed, 1);
     pthread_t th[GC_THREADS];
-    for (uintptr_t t = 0; t < GC_THREADS; t++)
-        cr_assert_eq(pthread_create(&th[t], NULL, g6_thread, (void *)t), 0);
+    for (uintptr_t t = 0; t < GC_THREADS; t++) cr_assert_eq(pthread_create(&th[t], NULL, g6_thread, (void *)t), 0);
     for (int t = 0; t < GC_THREADS; t++) pthread_join(th[t], NULL);
     atomic_store(&G6.armed, 0);
     cr_assert(!atomic_load(&G6.failed), "%s: %s", tu_backend_name(backend), G6.msg);
@@ -113,7 +114,7 @@ TU_BACKEND_TEST_FN(recovery, group_commit_acknowledges_nothing_before_its_fsync,
     eng_get_recovery_info(db, &ri);
     char kb[CU_KLEN + 1];
     uint8_t want[CU_VMAX];
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     for (uint64_t i = 0; i < GC_THREADS * GC_PUTS; i++) {
         int rc = eng_get(db, kb, cu_key(kb, i), &b);
         cr_assert_eq(rc, ENG_OK, "key %llu after reopen: %s", (unsigned long long)i, eng_strerror(rc));
@@ -130,10 +131,10 @@ TU_BACKEND_TEST_FN(recovery, group_commit_acknowledges_nothing_before_its_fsync,
 /* 7. A failed fsync poisons the handle; nothing acknowledged is lost.       */
 /* ========================================================================= */
 
-#define POISON_ROUNDS 5
-#define POISON_PUTS 300
+#define POISON_ROUNDS     5
+#define POISON_PUTS       300
 #define POISON_CKPT_EVERY 40
-#define CKPT_AT 120
+#define CKPT_AT           120
 
 static struct {
     int armed;
@@ -154,10 +155,10 @@ static int g7_before(void *ctx, eng_io_op *op) {
 
 TU_BACKEND_TEST_FN(recovery, failed_fsync_poisons_the_handle, T_OPTS) {
     const char *dir = tu_tmpdir_db();
-    static eng_io_hooks hooks = { NULL, g7_before, NULL };
+    static eng_io_hooks hooks = {NULL, g7_before, NULL};
     for (int r = 0; r < POISON_ROUNDS; r++) {
         uint64_t seed = cu_seed(0x700 + (uint64_t)backend * 16 + (uint64_t)r);
-        tu_rng rng = { seed };
+        tu_rng rng = {seed};
         memset(&G7, 0, sizeof G7);
         G7.persistent = r % 2;
         /* Rounds 0 and 1: puts only, sync #K fails (a commit's).  Later
@@ -168,8 +169,8 @@ TU_BACKEND_TEST_FN(recovery, failed_fsync_poisons_the_handle, T_OPTS) {
         G7.k = r < 2 ? tu_range(&rng, 0, POISON_PUTS * 3 / 4) : UINT64_MAX / 2;
         char what[200];
         if (r < 2)
-            snprintf(what, sizeof what, "%s round %d seed 0x%llx: sync #%llu fails (%s)", tu_backend_name(backend),
-                     r, (unsigned long long)seed, (unsigned long long)G7.k,
+            snprintf(what, sizeof what, "%s round %d seed 0x%llx: sync #%llu fails (%s)", tu_backend_name(backend), r,
+                     (unsigned long long)seed, (unsigned long long)G7.k,
                      G7.persistent ? "and every later one" : "once");
         else
             snprintf(what, sizeof what, "%s round %d: sync %llu of the checkpoint after put %d fails (%s)",
@@ -215,7 +216,7 @@ TU_BACKEND_TEST_FN(recovery, failed_fsync_poisons_the_handle, T_OPTS) {
         cr_assert_eq(rc, ENG_POISONED, "%s: put after the failure: %s", what, eng_strerror(rc));
         cr_assert_eq(eng_sync(db), ENG_POISONED, "%s: eng_sync after the failure", what);
         cr_assert_eq(eng_checkpoint(db), ENG_POISONED, "%s: eng_checkpoint after the failure", what);
-        eng_op op = { .kind = ENG_OP_DELETE, .key = "k000000000000000", .klen = CU_KLEN };
+        eng_op op = {.kind = ENG_OP_DELETE, .key = "k000000000000000", .klen = CU_KLEN};
         rc = eng_write(db, &op, 1, NULL);
         cr_assert_eq(rc, ENG_POISONED, "%s: delete after the failure: %s", what, eng_strerror(rc));
         rc = eng_close(db);
@@ -242,7 +243,7 @@ TU_BACKEND_TEST_FN(recovery, failed_fsync_poisons_the_handle, T_OPTS) {
 /* ========================================================================= */
 
 #define ARCH_PHASES 4
-#define ARCH_PUTS 800
+#define ARCH_PUTS   800
 
 TU_BACKEND_TEST_FN(recovery, checkpoint_removes_and_archives_segments, T_OPTS) {
     const char *dir = tu_tmpdir(), *aroot = tu_tmpdir();
@@ -267,9 +268,8 @@ TU_BACKEND_TEST_FN(recovery, checkpoint_removes_and_archives_segments, T_OPTS) {
             uint64_t s = before.l.start[i];
             int gone = !cu_seglist_has(&after, s);
             if (s + SEG <= e)
-                cr_assert(gone,
-                          "phase %d: segment %016llx lies wholly below the redo point %llu but is still in wal/", ph,
-                          (unsigned long long)s, (unsigned long long)e);
+                cr_assert(gone, "phase %d: segment %016llx lies wholly below the redo point %llu but is still in wal/",
+                          ph, (unsigned long long)s, (unsigned long long)e);
             if (s <= e && e < s + SEG)
                 cr_assert(!gone, "phase %d: the current segment %016llx was removed", ph, (unsigned long long)s);
             if (!gone || s > e) continue;
@@ -282,8 +282,8 @@ TU_BACKEND_TEST_FN(recovery, checkpoint_removes_and_archives_segments, T_OPTS) {
             uint8_t *a = cu_read_file(ap, &alen);
             cr_assert_eq(alen, before.l.size[i], "phase %d: archived %016llx has %zu bytes, the segment had %llu", ph,
                          (unsigned long long)s, alen, (unsigned long long)before.l.size[i]);
-            cr_assert(memcmp(a, before.data[i], alen) == 0, "phase %d: archived %016llx differs from the segment",
-                      ph, (unsigned long long)s);
+            cr_assert(memcmp(a, before.data[i], alen) == 0, "phase %d: archived %016llx differs from the segment", ph,
+                      (unsigned long long)s);
             free(a);
         }
         cu_wal_free(&before);

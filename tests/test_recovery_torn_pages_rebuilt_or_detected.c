@@ -13,18 +13,18 @@
 /*        without images the tear is detected, never returned as data.       */
 /* ========================================================================= */
 
-#define TORN_NKEYS 3000
+#define TORN_NKEYS   3000
 #define TORN_MAXLEAF 512
 
 typedef struct torn_fixture {
     int backend, fpw, zstd;
-    const char *dir;       /* built, checkpointed and closed; then crashed */
-    uint64_t leaf;         /* the block torn */
+    const char *dir; /* built, checkpointed and closed; then crashed */
+    uint64_t leaf;   /* the block torn */
     int nleaf;
     uint64_t leaf_keys[TORN_MAXLEAF];
     uint8_t in_leaf[TORN_NKEYS];
-    uint8_t old[PS];       /* the leaf as the checkpoint left it */
-    uint8_t newp[PS];      /* the leaf as the crashed child wrote it back */
+    uint8_t old[PS];                               /* the leaf as the checkpoint left it */
+    uint8_t newp[PS];                              /* the leaf as the crashed child wrote it back */
     uint64_t images, image_bytes, image_raw_bytes; /* the child's stats */
 } torn_fixture;
 
@@ -66,7 +66,7 @@ static void child_torn(torn_fixture *f, int fd) {
     int dfd = open(path, O_RDONLY);
     if (dfd < 0) child_fail(fd, 4, ENG_IOERR);
     uint8_t page[PS];
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     int written = 0;
     for (int pass = 0; pass < 8 && !written; pass++) {
         for (uint64_t i = 0; i < TORN_NKEYS; i++) {
@@ -93,8 +93,7 @@ static void torn_setup(int backend, int fpw, int zstd) {
     f->dir = tu_tmpdir();
     eng_options o = torn_opts(f, 0);
     eng_db *db = tu_open(f->dir, &o);
-    for (uint64_t i = 0; i < TORN_NKEYS; i++)
-        cr_assert_eq(put_gen(db, i, 0, zstd), ENG_OK);
+    for (uint64_t i = 0; i < TORN_NKEYS; i++) cr_assert_eq(put_gen(db, i, 0, zstd), ENG_OK);
     cr_assert_eq(eng_checkpoint(db), ENG_OK);
     tu_close(db);
 
@@ -145,17 +144,22 @@ static void torn_setup(int backend, int fpw, int zstd) {
     cr_assert(ph_get_lsn(f->newp) > ph_get_lsn(f->old),
               "fixture: the leaf written back has LSN %llu, the checkpointed one %llu",
               (unsigned long long)ph_get_lsn(f->newp), (unsigned long long)ph_get_lsn(f->old));
-    if (fpw) cr_assert(f->images >= 1, "the first change after the checkpoint logged no image");
-    else cr_assert_eq(f->images, 0, "full_page_writes off, yet %llu images were logged (the updates split nothing)",
-                      (unsigned long long)f->images);
+    if (fpw)
+        cr_assert(f->images >= 1, "the first change after the checkpoint logged no image");
+    else
+        cr_assert_eq(f->images, 0, "full_page_writes off, yet %llu images were logged (the updates split nothing)",
+                     (unsigned long long)f->images);
 }
 
 enum { TEAR_OLD_AFTER_512, TEAR_ZERO_AFTER_HALF, TEAR_OLD_AFTER_K, TEAR_KINDS };
 /* Names kind T (with K when it matters) into BUF. */
 static const char *tear_name(char *buf, size_t cap, int t, unsigned k) {
-    if (t == TEAR_OLD_AFTER_512) snprintf(buf, cap, "new first 512 bytes, old rest");
-    else if (t == TEAR_ZERO_AFTER_HALF) snprintf(buf, cap, "new first half, zeros after");
-    else snprintf(buf, cap, "new first %u*512 bytes, old rest", k);
+    if (t == TEAR_OLD_AFTER_512)
+        snprintf(buf, cap, "new first 512 bytes, old rest");
+    else if (t == TEAR_ZERO_AFTER_HALF)
+        snprintf(buf, cap, "new first half, zeros after");
+    else
+        snprintf(buf, cap, "new first %u*512 bytes, old rest", k);
     return buf;
 }
 
@@ -163,8 +167,10 @@ static const char *tear_name(char *buf, size_t cap, int t, unsigned k) {
 static void make_tear(const torn_fixture *f, int t, unsigned k, uint8_t *out) {
     size_t keep = t == TEAR_OLD_AFTER_512 ? 512 : t == TEAR_ZERO_AFTER_HALF ? PS / 2 : 512u * k;
     memcpy(out, f->newp, keep);
-    if (t == TEAR_ZERO_AFTER_HALF) memset(out + keep, 0, PS - keep);
-    else memcpy(out + keep, f->old + keep, PS - keep);
+    if (t == TEAR_ZERO_AFTER_HALF)
+        memset(out + keep, 0, PS - keep);
+    else
+        memcpy(out + keep, f->old + keep, PS - keep);
 }
 
 /* Copy the crashed dir to WORK and tear the leaf there; returns 0 if this
@@ -182,15 +188,15 @@ static void torn_page_rebuilt_rounds(int backend, int zstd) {
     torn_setup(backend, 1, zstd);
     torn_fixture *f = &TF;
     const char *work = tu_tmpdir();
-    tu_rng rng = { cu_seed(0x200 + (uint64_t)backend + 8u * (uint64_t)zstd) };
+    tu_rng rng = {cu_seed(0x200 + (uint64_t)backend + 8u * (uint64_t)zstd)};
     int tested = 0;
     for (int t = 0; t < TEAR_KINDS; t++) {
         unsigned k = (unsigned)tu_range(&rng, 2, PS / 512 - 1);
         if (!tear_copy(f, work, t, k)) continue;
         tested++;
         char what[200], tn[64];
-        snprintf(what, sizeof what, "%s%s, leaf %llu torn (%s)", tu_backend_name(backend),
-                 zstd ? " zstd" : "", (unsigned long long)f->leaf, tear_name(tn, sizeof tn, t, k));
+        snprintf(what, sizeof what, "%s%s, leaf %llu torn (%s)", tu_backend_name(backend), zstd ? " zstd" : "",
+                 (unsigned long long)f->leaf, tear_name(tn, sizeof tn, t, k));
         eng_options o = torn_opts(f, 16 * PS);
         eng_recovery_info ri;
         /* Every key is back, the leaf's with their updated values. */
@@ -221,8 +227,7 @@ static void torn_page_rebuilt_rounds(int backend, int zstd) {
     }
     cr_assert(tested >= 2, "only %d tears differ from the new page", tested);
     if (zstd)
-        cr_assert(f->image_bytes < f->image_raw_bytes,
-                  "zstd: images took %llu bytes for %llu raw bytes (%llu images)",
+        cr_assert(f->image_bytes < f->image_raw_bytes, "zstd: images took %llu bytes for %llu raw bytes (%llu images)",
                   (unsigned long long)f->image_bytes, (unsigned long long)f->image_raw_bytes,
                   (unsigned long long)f->images);
 }
@@ -231,15 +236,13 @@ TU_BACKEND_TEST(recovery, torn_page_after_crash_is_rebuilt_from_its_image, T_OPT
     torn_page_rebuilt_rounds(*backend, 0);
 }
 
-TU_BACKEND_TEST(recovery, wal_compression_zstd_round_trip, T_OPTS) {
-    torn_page_rebuilt_rounds(*backend, 1);
-}
+TU_BACKEND_TEST(recovery, wal_compression_zstd_round_trip, T_OPTS) { torn_page_rebuilt_rounds(*backend, 1); }
 
 TU_BACKEND_TEST_FN(recovery, torn_page_without_image_is_detected_not_returned, T_OPTS) {
     torn_setup(backend, 0, 0);
     torn_fixture *f = &TF;
     const char *work = tu_tmpdir();
-    tu_rng rng = { cu_seed(0x280 + (uint64_t)backend) };
+    tu_rng rng = {cu_seed(0x280 + (uint64_t)backend)};
     int tested = 0;
     for (int t = 0; t < TEAR_KINDS; t++) {
         unsigned k = (unsigned)tu_range(&rng, 2, PS / 512 - 1);
@@ -267,13 +270,16 @@ TU_BACKEND_TEST_FN(recovery, torn_page_without_image_is_detected_not_returned, T
         /* Open went through: then reads of the leaf's keys and eng_verify
          * must say corruption at the leaf, and no read returns a value
          * other than the one last written. */
-        eng_buf b = { 0 };
+        eng_buf b = {0};
         char kb[CU_KLEN + 1];
         uint8_t want[CU_VMAX];
         int detected = 0;
         for (uint64_t i = 0; i < TORN_NKEYS; i++) {
             rc = eng_get(db, kb, cu_key(kb, i), &b);
-            if (rc == ENG_CORRUPTION) { detected++; continue; }
+            if (rc == ENG_CORRUPTION) {
+                detected++;
+                continue;
+            }
             cr_assert_eq(rc, ENG_OK, "%s: get of key %llu: %s", what, (unsigned long long)i, eng_strerror(rc));
             size_t wl = val_torn(f, i, want);
             cr_assert(tu_bytes_eq(b.data, b.len, want, wl), "%s: key %llu read back a wrong value%s", what,
@@ -284,8 +290,7 @@ TU_BACKEND_TEST_FN(recovery, torn_page_without_image_is_detected_not_returned, T
         tu_reports vrep;
         tu_reports_init(&vrep);
         rc = eng_verify(db, tu_collect, &vrep, &problems);
-        cr_assert(detected > 0 || problems > 0, "%s: the torn leaf was neither reported by gets nor by verify",
-                  what);
+        cr_assert(detected > 0 || problems > 0, "%s: the torn leaf was neither reported by gets nor by verify", what);
         cr_assert(tu_reports_has(&rep, -1, "data", (int64_t)f->leaf) ||
                       tu_reports_has(&vrep, -1, "data", (int64_t)f->leaf),
                   "%s: no report names data block %llu:\n%s", what, (unsigned long long)f->leaf,

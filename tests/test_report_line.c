@@ -77,7 +77,8 @@ Test(report_line, the_signal_handlers_crash_line_parses) {
 
 Test(report_line, defaults_order_whitespace_and_unknown_keys) {
     vd_report r;
-    cr_assert_eq(orc_report_line_parse(" { \"file\" : \"data\" , \"x\":\"y\", \"n\": 5, \"layer\":\"btree\" } \n", &r), 0);
+    cr_assert_eq(orc_report_line_parse(" { \"file\" : \"data\" , \"x\":\"y\", \"n\": 5, \"layer\":\"btree\" } \n", &r),
+                 0);
     cr_assert_str_eq(r.layer, "btree");
     cr_assert_str_eq(r.file, "data");
     cr_assert_eq(r.block, -1);

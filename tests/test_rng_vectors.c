@@ -11,8 +11,12 @@
 #include "common/rng.h"
 #include "testutil.h"
 
-typedef struct { uint64_t seed, out[5]; } draw_vector;
-typedef struct { uint64_t seed, n, out[5]; } below_vector;
+typedef struct {
+    uint64_t seed, out[5];
+} draw_vector;
+typedef struct {
+    uint64_t seed, n, out[5];
+} below_vector;
 
 static const draw_vector draws[] = {
 #define RNG_VECTOR(s, a, b, c, d, e) {s, {a, b, c, d, e}},
@@ -71,8 +75,7 @@ Test(rng_vectors, rng_below_is_multiply_high) {
 Test(rng_vectors, rng_mod_is_the_remainder_of_the_same_draws) {
     for (size_t v = 0; v < COUNT(draws); v++) {
         uint64_t s = draws[v].seed;
-        for (int i = 0; i < 5; i++)
-            cr_assert_eq(rng_mod(&s, 1000), draws[v].out[i] % 1000);
+        for (int i = 0; i < 5; i++) cr_assert_eq(rng_mod(&s, 1000), draws[v].out[i] % 1000);
     }
 }
 

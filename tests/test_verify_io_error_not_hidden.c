@@ -30,9 +30,7 @@ static int fail_wal_reads(void *ctx, eng_io_op *op) {
     return 0;
 }
 
-static void no_after(void *ctx, eng_io_op *op) {
-    (void)ctx, (void)op;
-}
+static void no_after(void *ctx, eng_io_op *op) { (void)ctx, (void)op; }
 
 TU_BACKEND_TEST(verify_io_error, a_failed_log_read_is_returned_even_with_corruption_found) {
     const char *dir = tu_tmpdir();
@@ -52,8 +50,7 @@ TU_BACKEND_TEST(verify_io_error, a_failed_log_read_is_returned_even_with_corrupt
      * damaged there: byte 20 of the header is the page type (page.h). */
     uint8_t page[4096];
     uint64_t b = tu_data_nblocks(dir, 4096);
-    do
-        tu_read_page(dir, --b, 4096, page);
+    do tu_read_page(dir, --b, 4096, page);
     while (b > 3 && page[20] != 2);
     cr_assert_eq(page[20], 2, "no leaf found");
     page[4000] ^= 0x10;

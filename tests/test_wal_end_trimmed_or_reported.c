@@ -13,8 +13,7 @@
  * Where the log ends (W3)
  * ======================================================================== */
 
-static void expect_trim_at(fx *f, const model *m, size_t keep)
-{
+static void expect_trim_at(fx *f, const model *m, size_t keep) {
     rd_result res = read_log(f, 0, 0, m, 0);
     char buf[2048];
     cr_assert_eq(res.rc, ENG_NOTFOUND, "expected a trim, got %s: %s", eng_strerror(res.rc),
@@ -26,11 +25,10 @@ static void expect_trim_at(fx *f, const model *m, size_t keep)
     cr_assert_eq(f->reps.total, 0, "a torn tail was reported: %s", tu_reports_str(&f->reps, buf, sizeof buf));
 }
 
-TU_BACKEND_TEST(wal, tail_truncated_mid_record_is_trimmed_and_log_reopens_there, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, tail_truncated_mid_record_is_trimmed_and_log_reopens_there, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = small_log(&f, &m, 30, 2500);
     wal_close(w);
     const mrec *last = &m.r[m.n - 1];
@@ -43,8 +41,7 @@ TU_BACKEND_TEST(wal, tail_truncated_mid_record_is_trimmed_and_log_reopens_there,
     model_cut(&m, m.n - 1);
     w = wopen(&f, 2, m.r[m.n - 1].end, m.r[m.n - 1].lsn, 8 * WAL_BLOCK, NULL);
     model_reopen(&m, m.r[m.n - 1].end, 2);
-    for (int i = 0; i < 20; i++)
-        add(w, &m, 2, 700 + (size_t)i * 13, 1000 + (uint64_t)i);
+    for (int i = 0; i < 20; i++) add(w, &m, 2, 700 + (size_t)i * 13, 1000 + (uint64_t)i);
     wflush(w);
     wal_close(w);
     expect_clean(&f, &m, 0, 0, 0);
@@ -52,11 +49,10 @@ TU_BACKEND_TEST(wal, tail_truncated_mid_record_is_trimmed_and_log_reopens_there,
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, last_sectors_zeroed_are_a_torn_tail, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, last_sectors_zeroed_are_a_torn_tail, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = small_log(&f, &m, 30, 3000);
     uint64_t ins = wal_insert_lsn(w);
     wal_close(w);
@@ -70,18 +66,16 @@ TU_BACKEND_TEST(wal, last_sectors_zeroed_are_a_torn_tail, .fini = tu_cleanup)
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, bit_flip_in_synced_middle_is_corruption_naming_the_segment, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, bit_flip_in_synced_middle_is_corruption_naming_the_segment, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = small_log(&f, &m, 40, 800);
     wal_close(w);
 
     /* a payload byte of a record in the middle, in the block it starts in */
     size_t victim = 12;
-    while (m.r[victim].lsn % WAL_BLOCK + WAL_REC_HDR + 40 >= WAL_BLOCK)
-        victim++;
+    while (m.r[victim].lsn % WAL_BLOCK + WAL_REC_HDR + 40 >= WAL_BLOCK) victim++;
     uint64_t at = m.r[victim].lsn + WAL_REC_HDR + 40;
     uint8_t b;
     raw_read(&f, at, &b, 1);
@@ -90,12 +84,12 @@ TU_BACKEND_TEST(wal, bit_flip_in_synced_middle_is_corruption_naming_the_segment,
 
     rd_result res = read_log(&f, 0, 0, &m, 0);
     char buf[2048];
-    cr_assert_eq(res.rc, ENG_CORRUPTION, "a flipped bit in synced WAL gave %s after %zu records",
-                 eng_strerror(res.rc), res.n);
+    cr_assert_eq(res.rc, ENG_CORRUPTION, "a flipped bit in synced WAL gave %s after %zu records", eng_strerror(res.rc),
+                 res.n);
     cr_assert_eq(res.n, victim);
     cr_assert(tu_reports_has(&f.reps, ENG_LAYER_WAL, SEG0, (int64_t)(m.r[victim].lsn / WAL_BLOCK)),
-              "no wal_record report for %s block %llu: %s", SEG0,
-              (unsigned long long)(m.r[victim].lsn / WAL_BLOCK), tu_reports_str(&f.reps, buf, sizeof buf));
+              "no wal_record report for %s block %llu: %s", SEG0, (unsigned long long)(m.r[victim].lsn / WAL_BLOCK),
+              tu_reports_str(&f.reps, buf, sizeof buf));
     cr_assert_eq(f.reps.r[0].offset, (int64_t)m.r[victim].lsn);
     cr_assert_neq(f.reps.r[0].expected, f.reps.r[0].found, "expected/found should be the checksums");
     cr_assert(strstr(f.reps.r[0].detail, "checksum") != NULL, "detail: %s", f.reps.r[0].detail);
@@ -106,11 +100,10 @@ TU_BACKEND_TEST(wal, bit_flip_in_synced_middle_is_corruption_naming_the_segment,
 /* The record at L lies in the last block, and that block was rewritten
  * (W1) after L was durable: its own header's witness is above L.  Even
  * with no later block, this is damage to synced WAL, not a torn tail. */
-TU_BACKEND_TEST(wal, bit_flip_in_record_witnessed_by_its_own_block_is_corruption, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, bit_flip_in_record_witnessed_by_its_own_block_is_corruption, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = wopen(&f, 1, 0, 0, 4 * WAL_BLOCK, NULL);
     const mrec *a = add(w, &m, 1, 200, 1);
     uint64_t a_lsn = a->lsn;
@@ -133,8 +126,7 @@ TU_BACKEND_TEST(wal, bit_flip_in_record_witnessed_by_its_own_block_is_corruption
 
 /* Records appended after a flush and only written out (no fsync): their
  * blocks carry the witness of the flush, which lies below them. */
-static void hole_log(fx *f, model *m, int synced_flushes, uint64_t *durable)
-{
+static void hole_log(fx *f, model *m, int synced_flushes, uint64_t *durable) {
     wal *w = wopen(f, 1, 0, 0, 16 * WAL_BLOCK, NULL);
     for (int i = 0; i < 10; i++) {
         add(w, m, 1, 900, 500 + (uint64_t)i);
@@ -143,44 +135,39 @@ static void hole_log(fx *f, model *m, int synced_flushes, uint64_t *durable)
     *durable = wal_durable_lsn(w);
     for (int i = 0; i < 30; i++) {
         add(w, m, 1, 1100, 600 + (uint64_t)i);
-        if (synced_flushes)
-            wflush(w);
+        if (synced_flushes) wflush(w);
     }
     cr_assert_eq(wal_write_out(w), ENG_OK);
     cr_assert_lt(wal_insert_lsn(w), SEG);
     wal_close(w);
 }
 
-TU_BACKEND_TEST(wal, hole_below_every_witness_is_a_trim_not_an_error, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, hole_below_every_witness_is_a_trim_not_an_error, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     uint64_t durable;
     hole_log(&f, &m, 0, &durable);
     uint64_t hole = (durable / WAL_BLOCK + 3) * WAL_BLOCK; /* well after the synced part */
     cr_assert_lt(hole + WAL_BLOCK, m.r[m.n - 1].lsn, "valid blocks must follow the hole");
     raw_zero(&f, hole, WAL_BLOCK);
     size_t keep = 0;
-    while (m.r[keep].end <= hole)
-        keep++;
+    while (m.r[keep].end <= hole) keep++;
     expect_trim_at(&f, &m, keep);
     model_free(&m);
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, hole_below_a_later_witness_is_corruption, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, hole_below_a_later_witness_is_corruption, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     uint64_t durable;
     hole_log(&f, &m, 1, &durable);
     uint64_t hole = 3 * WAL_BLOCK; /* synced, and later flushes wrote witnesses past it */
     raw_zero(&f, hole, WAL_BLOCK);
     size_t keep = 0;
-    while (m.r[keep].end <= hole)
-        keep++;
+    while (m.r[keep].end <= hole) keep++;
     rd_result res = read_log(&f, 0, 0, &m, 0);
     cr_assert_eq(res.rc, ENG_CORRUPTION, "a lost synced block gave %s", eng_strerror(res.rc));
     cr_assert_eq(res.n, keep);

@@ -13,8 +13,7 @@
  * W4: failures poison
  * ======================================================================== */
 
-static void expect_poisoned(wal *w)
-{
+static void expect_poisoned(wal *w) {
     uint8_t x = 1;
     uint64_t s, e;
     cr_assert_eq(wal_append(w, WAL_REC_BATCH, &x, 1, &s, &e), ENG_POISONED);
@@ -23,11 +22,10 @@ static void expect_poisoned(wal *w)
     cr_assert_eq(wal_write_out(w), ENG_POISONED);
 }
 
-TU_BACKEND_TEST(wal, w4_failed_write_fails_the_flush_and_poisons_the_log, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, w4_failed_write_fails_the_flush_and_poisons_the_log, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = wopen(&f, 1, 0, 0, 4 * WAL_BLOCK, NULL);
     add(w, &m, 1, 500, 1);
     wflush(w);
@@ -46,17 +44,15 @@ TU_BACKEND_TEST(wal, w4_failed_write_fails_the_flush_and_poisons_the_log, .fini 
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, w4_failed_write_out_in_append_poisons, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, w4_failed_write_out_in_append_poisons, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = wopen(&f, 1, 0, 0, 4 * WAL_BLOCK, NULL);
     hook_fail(ENG_IO_WRITE, ENOSPC);
     uint8_t *p = payload(3000, 1);
     int rc = ENG_OK;
-    for (int i = 0; i < 10 && rc == ENG_OK; i++)
-        rc = wal_append(w, WAL_REC_BATCH, p, 3000, NULL, NULL);
+    for (int i = 0; i < 10 && rc == ENG_OK; i++) rc = wal_append(w, WAL_REC_BATCH, p, 3000, NULL, NULL);
     free(p);
     cr_assert_eq(rc, ENG_NOSPACE, "the buffer-full write-out failure gave %s", eng_strerror(rc));
     hook_fail(-1, 0);
@@ -66,11 +62,10 @@ TU_BACKEND_TEST(wal, w4_failed_write_out_in_append_poisons, .fini = tu_cleanup)
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, w4_failed_fsync_poisons_and_is_never_retried, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, w4_failed_fsync_poisons_and_is_never_retried, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = wopen(&f, 1, 0, 0, 4 * WAL_BLOCK, NULL);
     add(w, &m, 1, 500, 1);
     hook_fail(ENG_IO_SYNC, EIO);
@@ -90,11 +85,10 @@ TU_BACKEND_TEST(wal, w4_failed_fsync_poisons_and_is_never_retried, .fini = tu_cl
  * Odds and ends
  * ======================================================================== */
 
-TU_BACKEND_TEST(wal, reader_of_a_missing_log_ends_at_its_start, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, reader_of_a_missing_log_ends_at_its_start, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     rd_result res = read_log(&f, 0, 0, &m, 0);
     cr_assert_eq(res.rc, ENG_NOTFOUND);
     cr_assert_eq(res.n, 0);
@@ -104,11 +98,10 @@ TU_BACKEND_TEST(wal, reader_of_a_missing_log_ends_at_its_start, .fini = tu_clean
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, wrong_predecessor_in_synced_log_is_corruption, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, wrong_predecessor_in_synced_log_is_corruption, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = small_log(&f, &m, 20, 400);
     wal_close(w);
     rd_result res = read_log(&f, m.r[5].lsn, m.r[3].lsn, &m, 5);
@@ -118,17 +111,15 @@ TU_BACKEND_TEST(wal, wrong_predecessor_in_synced_log_is_corruption, .fini = tu_c
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, guess_seg_size_from_segment_names, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, guess_seg_size_from_segment_names, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = wopen(&f, 1, 0, 0, 4 * WAL_BLOCK, NULL);
     add(w, &m, 1, 1000, 1);
     wflush(w);
     cr_assert_eq(wal_guess_seg_size(f.dir), SEG, "one small segment rounds up to the minimum");
-    while (wal_insert_lsn(w) < 2 * SEG + 100)
-        add(w, &m, 1, 5000, m.n + 1);
+    while (wal_insert_lsn(w) < 2 * SEG + 100) add(w, &m, 1, 5000, m.n + 1);
     wflush(w);
     cr_assert_eq(wal_guess_seg_size(f.dir), SEG);
     wal_close(w);
@@ -136,8 +127,7 @@ TU_BACKEND_TEST(wal, guess_seg_size_from_segment_names, .fini = tu_cleanup)
     fx_done(&f);
 }
 
-Test(wal_sector, crc32c_is_the_standard_function_and_trailers_check_their_sector)
-{
+Test(wal_sector, crc32c_is_the_standard_function_and_trailers_check_their_sector) {
     cr_assert_eq(crc32c(0, "123456789", 9), 0xE3069283u, "CRC32C check value");
     cr_assert_eq(crc32c(crc32c(0, "1234", 4), "56789", 5), 0xE3069283u, "continuation");
     uint8_t s[WAL_SECTOR];
@@ -154,11 +144,10 @@ Test(wal_sector, crc32c_is_the_standard_function_and_trailers_check_their_sector
     }
 }
 
-TU_BACKEND_TEST(wal, bad_arguments_are_rejected, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, bad_arguments_are_rejected, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    wal_config c = { .io = f.io, .dir = f.dir, .seg_size = SEG, .buffer_size = 4 * WAL_BLOCK, .gen = 1 };
+    wal_config c = {.io = f.io, .dir = f.dir, .seg_size = SEG, .buffer_size = 4 * WAL_BLOCK, .gen = 1};
     wal *w = NULL;
     wal_config bad = c;
     bad.seg_size = 3 * SEG;

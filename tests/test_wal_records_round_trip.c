@@ -13,13 +13,11 @@
  * Round trips
  * ======================================================================== */
 
-TU_BACKEND_TEST(wal, random_sizes_round_trip_across_segments_and_generations, .fini = tu_cleanup,
-                .timeout = 120)
-{
+TU_BACKEND_TEST(wal, random_sizes_round_trip_across_segments_and_generations, .fini = tu_cleanup, .timeout = 120) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
-    tu_rng rng = { 42 };
+    model m = {0};
+    tu_rng rng = {42};
     uint64_t start = 0, prev = 0;
     uint64_t appended_bytes = 0;
 
@@ -31,8 +29,7 @@ TU_BACKEND_TEST(wal, random_sizes_round_trip_across_segments_and_generations, .f
                                         : (size_t)tu_below(&rng, 3 * WAL_BLOCK + 1);
             add(w, &m, gen, len, tu_next(&rng));
             appended_bytes += WAL_REC_HDR + len;
-            if (i % 10 == 9)
-                wflush(w);
+            if (i % 10 == 9) wflush(w);
         }
         wflush(w);
         wal_stats st;
@@ -62,11 +59,10 @@ TU_BACKEND_TEST(wal, random_sizes_round_trip_across_segments_and_generations, .f
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, records_spanning_blocks_and_segments_read_back_exactly, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, records_spanning_blocks_and_segments_read_back_exactly, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = wopen(&f, 1, 0, 0, 8 * WAL_BLOCK, NULL);
     uint64_t seed = 1;
 
@@ -89,12 +85,10 @@ TU_BACKEND_TEST(wal, records_spanning_blocks_and_segments_read_back_exactly, .fi
     wflush(w);
 
     /* a header straddling the segment boundary */
-    while (wal_insert_lsn(w) < SEG - 2 * WAL_BLOCK)
-        add(w, &m, 1, 1000, seed++);
+    while (wal_insert_lsn(w) < SEG - 2 * WAL_BLOCK) add(w, &m, 1, 1000, seed++);
     add(w, &m, 1, len_to_reach(wal_insert_lsn(w), WAL_BLOCK - 8), seed++);
     cr_assert_lt(wal_insert_lsn(w), SEG);
-    if (wal_insert_lsn(w) < SEG - 8)
-        add(w, &m, 1, len_to_reach(wal_insert_lsn(w), WAL_BLOCK - 8), seed++);
+    if (wal_insert_lsn(w) < SEG - 8) add(w, &m, 1, len_to_reach(wal_insert_lsn(w), WAL_BLOCK - 8), seed++);
     r = add(w, &m, 1, 3 * WAL_BLOCK, seed++);
     cr_assert_eq(r->lsn, SEG - 8, "the header should straddle the segment boundary");
     /* a record spanning blocks and a whole segment, and one larger than
@@ -116,8 +110,8 @@ TU_BACKEND_TEST(wal, records_spanning_blocks_and_segments_read_back_exactly, .fi
  * ======================================================================== */
 
 #define GC_THREADS 4
-#define GC_ROUNDS 60
-#define GC_FREE 300
+#define GC_ROUNDS  60
+#define GC_FREE    300
 
 typedef struct gc_thread {
     wal *w;
@@ -128,28 +122,20 @@ typedef struct gc_thread {
     uint64_t lsn[GC_ROUNDS + GC_FREE];
 } gc_thread;
 
-static uint64_t gc_seed(int tid, int seq)
-{
-    return ((uint64_t)tid << 32) | (uint64_t)seq;
-}
+static uint64_t gc_seed(int tid, int seq) { return ((uint64_t)tid << 32) | (uint64_t)seq; }
 
-static size_t gc_len(int tid, int seq)
-{
-    return 16 + (size_t)(rng_mix64(gc_seed(tid, seq)) % 3000);
-}
+static size_t gc_len(int tid, int seq) { return 16 + (size_t)(rng_mix64(gc_seed(tid, seq)) % 3000); }
 
 /* Payload of thread TID's record SEQ: (tid, seq) then seeded bytes. */
-static uint8_t *gc_payload(int tid, int seq, size_t *len)
-{
+static uint8_t *gc_payload(int tid, int seq, size_t *len) {
     *len = gc_len(tid, seq);
     uint8_t *p = payload(*len, gc_seed(tid, seq));
-    uint64_t id[2] = { (uint64_t)tid, (uint64_t)seq };
+    uint64_t id[2] = {(uint64_t)tid, (uint64_t)seq};
     memcpy(p, id, sizeof id);
     return p;
 }
 
-static void *gc_main(void *arg)
-{
+static void *gc_main(void *arg) {
     gc_thread *t = arg;
     for (int seq = t->first; seq < t->first + t->count; seq++) {
         size_t len;
@@ -157,20 +143,17 @@ static void *gc_main(void *arg)
         uint64_t end;
         int rc = wal_append(t->w, WAL_REC_BATCH, p, len, &t->lsn[seq], &end);
         free(p);
-        if (t->bar)
-            pthread_barrier_wait(t->bar); /* every thread has appended */
+        if (t->bar) pthread_barrier_wait(t->bar); /* every thread has appended */
         if (rc == ENG_OK) {
             rc = wal_flush(t->w, end);
             t->flushes++;
         }
-        if (rc != ENG_OK || wal_durable_lsn(t->w) < end)
-            t->failures++;
+        if (rc != ENG_OK || wal_durable_lsn(t->w) < end) t->failures++;
     }
     return NULL;
 }
 
-static void gc_run(gc_thread *th, wal *w, pthread_barrier_t *bar, int first, int count)
-{
+static void gc_run(gc_thread *th, wal *w, pthread_barrier_t *bar, int first, int count) {
     pthread_t tids[GC_THREADS];
     for (int i = 0; i < GC_THREADS; i++) {
         th[i].w = w;
@@ -181,15 +164,12 @@ static void gc_run(gc_thread *th, wal *w, pthread_barrier_t *bar, int first, int
         th[i].flushes = th[i].failures = 0;
         cr_assert_eq(pthread_create(&tids[i], NULL, gc_main, &th[i]), 0);
     }
-    for (int i = 0; i < GC_THREADS; i++)
-        pthread_join(tids[i], NULL);
+    for (int i = 0; i < GC_THREADS; i++) pthread_join(tids[i], NULL);
     for (int i = 0; i < GC_THREADS; i++)
         cr_assert_eq(th[i].failures, 0, "thread %d: an append or flush failed, or returned early", i);
 }
 
-TU_BACKEND_TEST(wal, concurrent_flushers_share_fsyncs_and_lose_nothing, .fini = tu_cleanup,
-                .timeout = 120)
-{
+TU_BACKEND_TEST(wal, concurrent_flushers_share_fsyncs_and_lose_nothing, .fini = tu_cleanup, .timeout = 120) {
     fx f;
     fx_init(&f, *backend);
     wal *w = wopen(&f, 1, 0, 0, 8 * WAL_BLOCK, NULL);
@@ -205,8 +185,7 @@ TU_BACKEND_TEST(wal, concurrent_flushers_share_fsyncs_and_lose_nothing, .fini = 
     gc_run(th, w, &bar, 0, GC_ROUNDS);
     pthread_barrier_destroy(&bar);
     int flushes = 0;
-    for (int i = 0; i < GC_THREADS; i++)
-        flushes += th[i].flushes;
+    for (int i = 0; i < GC_THREADS; i++) flushes += th[i].flushes;
     int syncs = hook_count(ENG_IO_SYNC) - syncs0;
     cr_assert_gt(syncs, 0);
     cr_assert_lt(syncs, flushes, "%d fsyncs for %d flush calls: no group commit", syncs, flushes);
@@ -220,7 +199,7 @@ TU_BACKEND_TEST(wal, concurrent_flushers_share_fsyncs_and_lose_nothing, .fini = 
     /* Every record of every thread reads back, each thread's in order. */
     wal_reader *r;
     cr_assert_eq(wal_reader_open(f.io, f.dir, SEG, 0, 0, &f.rep, &r), ENG_OK);
-    int next[GC_THREADS] = { 0 };
+    int next[GC_THREADS] = {0};
     size_t total = 0;
     wal_record rec;
     int rc;
@@ -252,11 +231,10 @@ TU_BACKEND_TEST(wal, concurrent_flushers_share_fsyncs_and_lose_nothing, .fini = 
  * W1: a partly filled block is rewritten, its records never change
  * ======================================================================== */
 
-TU_BACKEND_TEST(wal, w1_rewriting_a_partial_block_keeps_earlier_records_identical, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, w1_rewriting_a_partial_block_keeps_earlier_records_identical, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = wopen(&f, 1, 0, 0, 4 * WAL_BLOCK, NULL);
     const mrec *a = add(w, &m, 1, 300, 11);
     wflush(w);
@@ -266,14 +244,15 @@ TU_BACKEND_TEST(wal, w1_rewriting_a_partial_block_keeps_earlier_records_identica
     /* zero-padded past the insert position (but for the trailer of the
      * sector A ends in) */
     for (size_t i = a_end; i < WAL_BLOCK; i++)
-        cr_assert(blk1[i] == 0 || (i < 512 && i >= WAL_SECTOR_DATA), "byte %zu past the insert position is not zero", i);
+        cr_assert(blk1[i] == 0 || (i < 512 && i >= WAL_SECTOR_DATA), "byte %zu past the insert position is not zero",
+                  i);
 
     for (int round = 0; round < 5; round++) {
         add(w, &m, 1, 200 + (size_t)round * 300, 20 + (uint64_t)round);
         wflush(w);
         raw_read(&f, 0, blk2, WAL_BLOCK);
-        cr_assert(memcmp(blk1 + a_lsn, blk2 + a_lsn, a_end - a_lsn) == 0,
-                  "round %d: record A's bytes changed on disk", round);
+        cr_assert(memcmp(blk1 + a_lsn, blk2 + a_lsn, a_end - a_lsn) == 0, "round %d: record A's bytes changed on disk",
+                  round);
         /* the header: position, generation, continuation and magic stay;
          * only the witness (and its checksum, and the trailers of sectors
          * that gained bytes) moves forward */
@@ -297,25 +276,21 @@ TU_BACKEND_TEST(wal, w1_rewriting_a_partial_block_keeps_earlier_records_identica
  * of an old one and the old next block chains to it perfectly: only the
  * generation tells them apart. */
 #define ONE_BLOCK_LEN (WB_PAYLOAD_T - WAL_REC_HDR)
-#define WB_PAYLOAD_T WAL_BLOCK_PAYLOAD
+#define WB_PAYLOAD_T  WAL_BLOCK_PAYLOAD
 
-TU_BACKEND_TEST(wal, reopen_in_new_generation_never_reads_stale_blocks_beyond_the_old_end,
-                .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, reopen_in_new_generation_never_reads_stale_blocks_beyond_the_old_end, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = wopen(&f, 1, 0, 0, 16 * WAL_BLOCK, NULL);
     for (int i = 0; i < 2; i++) {
         add(w, &m, 1, ONE_BLOCK_LEN, 100 + (uint64_t)i);
         wflush(w);
     }
-    for (int i = 2; i < 10; i++)
-        add(w, &m, 1, ONE_BLOCK_LEN, 100 + (uint64_t)i);
+    for (int i = 2; i < 10; i++) add(w, &m, 1, ONE_BLOCK_LEN, 100 + (uint64_t)i);
     cr_assert_eq(wal_write_out(w), ENG_OK); /* written, never synced */
     wal_close(w);
-    for (int i = 0; i < 10; i++)
-        cr_assert_eq(m.r[i].lsn, (uint64_t)i * WAL_BLOCK + WAL_BLOCK_HDR);
+    for (int i = 0; i < 10; i++) cr_assert_eq(m.r[i].lsn, (uint64_t)i * WAL_BLOCK + WAL_BLOCK_HDR);
 
     /* the write of block 2 was lost: the log ends after record 1 */
     raw_zero(&f, 2 * WAL_BLOCK, WAL_BLOCK);

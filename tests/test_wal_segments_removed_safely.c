@@ -13,8 +13,7 @@
  * Removing, recycling, archiving
  * ======================================================================== */
 
-static uint8_t *slurp(const char *path, size_t *len)
-{
+static uint8_t *slurp(const char *path, size_t *len) {
     int fd = open(path, O_RDONLY);
     cr_assert(fd >= 0, "open %s: %s", path, strerror(errno));
     struct stat st;
@@ -27,24 +26,21 @@ static uint8_t *slurp(const char *path, size_t *len)
 }
 
 /* Six and a bit segments of records, flushed as they go. */
-static wal *long_log(fx *f, model *m, const char *archive)
-{
+static wal *long_log(fx *f, model *m, const char *archive) {
     wal *w = wopen(f, 1, 0, 0, 4 * WAL_BLOCK, archive);
     uint64_t seed = 1;
     while (wal_insert_lsn(w) < 6 * SEG + 5000) {
         add(w, m, 1, 3000, seed++);
-        if (seed % 4 == 0)
-            wflush(w);
+        if (seed % 4 == 0) wflush(w);
     }
     wflush(w);
     return w;
 }
 
-TU_BACKEND_TEST(wal, recycled_segment_stale_content_is_never_read_as_records, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, recycled_segment_stale_content_is_never_read_as_records, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = long_log(&f, &m, NULL);
     cr_assert_eq(wal_remove_before(w, 4 * SEG), ENG_OK);
     wal_stats st;
@@ -58,8 +54,7 @@ TU_BACKEND_TEST(wal, recycled_segment_stale_content_is_never_read_as_records, .f
     /* the stream enters the first spare and stops exactly at the end of
      * its third block: the next record would start in a stale block */
     uint64_t seed = 10000;
-    while (wal_insert_lsn(w) < 7 * SEG + 2 * WAL_BLOCK)
-        add(w, &m, 1, 3000, seed++);
+    while (wal_insert_lsn(w) < 7 * SEG + 2 * WAL_BLOCK) add(w, &m, 1, 3000, seed++);
     add(w, &m, 1, len_to_reach(wal_insert_lsn(w), WAL_BLOCK), seed++);
     uint64_t end = wal_insert_lsn(w);
     cr_assert_eq(end % WAL_BLOCK, 0);
@@ -78,8 +73,7 @@ TU_BACKEND_TEST(wal, recycled_segment_stale_content_is_never_read_as_records, .f
     cr_assert_neq(rd64le(blk + WB_LSN_OFF), end);
 
     size_t from = 0;
-    while (m.r[from].lsn < 4 * SEG)
-        from++;
+    while (m.r[from].lsn < 4 * SEG) from++;
     rd_result res = read_log(&f, m.r[from].lsn, m.r[from - 1].lsn, &m, from);
     char buf[2048];
     cr_assert_eq(res.rc, ENG_NOTFOUND, "%s: %s", eng_strerror(res.rc), tu_reports_str(&f.reps, buf, sizeof buf));
@@ -96,12 +90,11 @@ TU_BACKEND_TEST(wal, recycled_segment_stale_content_is_never_read_as_records, .f
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, archive_receives_identical_copies_of_removed_segments, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, archive_receives_identical_copies_of_removed_segments, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
     const char *arch = tu_tmpdir();
-    model m = { 0 };
+    model m = {0};
     wal *w = long_log(&f, &m, arch);
     uint8_t *orig[4];
     size_t olen[4], total = 0;
@@ -134,8 +127,7 @@ TU_BACKEND_TEST(wal, archive_receives_identical_copies_of_removed_segments, .fin
     wflush(w);
     wal_close(w);
     size_t from = 0;
-    while (m.r[from].lsn < 4 * SEG)
-        from++;
+    while (m.r[from].lsn < 4 * SEG) from++;
     rd_result res = read_log(&f, m.r[from].lsn, m.r[from - 1].lsn, &m, from);
     cr_assert_eq(res.rc, ENG_NOTFOUND);
     cr_assert_eq(res.n, m.n - from);
@@ -143,16 +135,14 @@ TU_BACKEND_TEST(wal, archive_receives_identical_copies_of_removed_segments, .fin
     fx_done(&f);
 }
 
-TU_BACKEND_TEST(wal, remove_before_keeps_segments_not_yet_durable, .fini = tu_cleanup)
-{
+TU_BACKEND_TEST(wal, remove_before_keeps_segments_not_yet_durable, .fini = tu_cleanup) {
     fx f;
     fx_init(&f, *backend);
-    model m = { 0 };
+    model m = {0};
     wal *w = wopen(&f, 1, 0, 0, 4 * WAL_BLOCK, NULL);
     add(w, &m, 1, 100, 1);
     wflush(w);
-    while (wal_insert_lsn(w) < 3 * SEG)
-        add(w, &m, 1, 3000, m.n + 1); /* written out as the buffer fills, not synced */
+    while (wal_insert_lsn(w) < 3 * SEG) add(w, &m, 1, 3000, m.n + 1); /* written out as the buffer fills, not synced */
     cr_assert_eq(wal_remove_before(w, 3 * SEG), ENG_OK);
     cr_assert(seg_file_exists(&f, 0), "a segment with unsynced records was removed");
     wflush(w);

@@ -42,17 +42,17 @@
 /* Defines a parameterized test whose parameter `backend` (int *) is
  * ENG_IO_URING, then ENG_IO_PSYNC.  Extra arguments are Criterion test
  * options (.timeout = ..., .fini = ...). */
-#define TU_BACKEND_TEST(Suite, Name, ...)                                      \
-    ParameterizedTestParameters(Suite, Name) {                                 \
-        static int tu_backends_[] = { ENG_IO_URING, ENG_IO_PSYNC };            \
-        return cr_make_param_array(int, tu_backends_, 2);                      \
-    }                                                                          \
+#define TU_BACKEND_TEST(Suite, Name, ...)                         \
+    ParameterizedTestParameters(Suite, Name) {                    \
+        static int tu_backends_[] = {ENG_IO_URING, ENG_IO_PSYNC}; \
+        return cr_make_param_array(int, tu_backends_, 2);         \
+    }                                                             \
     ParameterizedTest(int *backend, Suite, Name, ##__VA_ARGS__)
 
 /* The same, with the body a function of `backend`, the backend itself
  * (an int, not a pointer to it). */
-#define TU_BACKEND_TEST_FN(Suite, Name, ...)                                   \
-    static void Suite##_##Name##_fn_(int backend);                             \
+#define TU_BACKEND_TEST_FN(Suite, Name, ...)                                        \
+    static void Suite##_##Name##_fn_(int backend);                                  \
     TU_BACKEND_TEST(Suite, Name, ##__VA_ARGS__) { Suite##_##Name##_fn_(*backend); } \
     static void Suite##_##Name##_fn_(int backend)
 
@@ -67,15 +67,15 @@ static char tu_dirs_[TU_MAX_DIRS][64];
 static int tu_ndirs_;
 
 static inline int tu_rm_cb_(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
+    (void)sb;
+    (void)flag;
+    (void)ftw;
     remove(path);
     return 0;
 }
 
 /* Remove PATH and everything under it (no error if missing). */
-static inline void tu_rm_rf(const char *path) {
-    nftw(path, tu_rm_cb_, 16, FTW_DEPTH | FTW_PHYS);
-}
+static inline void tu_rm_rf(const char *path) { nftw(path, tu_rm_cb_, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* Make a fresh temp dir; the returned string lives until tu_cleanup(). */
 static inline const char *tu_tmpdir(void) {
@@ -118,8 +118,7 @@ static inline void tu_copy_dir(const char *src, const char *dst) {
     struct dirent *e;
     static char buf[1 << 16];
     while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         char s[4096], t[4096];
         snprintf(s, sizeof s, "%s/%s", src, e->d_name);
         snprintf(t, sizeof t, "%s/%s", dst, e->d_name);
@@ -133,8 +132,7 @@ static inline void tu_copy_dir(const char *src, const char *dst) {
         int in = open(s, O_RDONLY), out = open(t, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         cr_assert(in >= 0 && out >= 0, "copy %s -> %s: %s", s, t, strerror(errno));
         ssize_t n;
-        while ((n = read(in, buf, sizeof buf)) > 0)
-            cr_assert(write(out, buf, (size_t)n) == n, "write %s", t);
+        while ((n = read(in, buf, sizeof buf)) > 0) cr_assert(write(out, buf, (size_t)n) == n, "write %s", t);
         cr_assert(n == 0, "read %s", s);
         close(in);
         close(out);
@@ -144,7 +142,9 @@ static inline void tu_copy_dir(const char *src, const char *dst) {
 
 /* ---- PRNG: splitmix64 (common/rng.h) ------------------------------------------ */
 
-typedef struct tu_rng { uint64_t s; } tu_rng;
+typedef struct tu_rng {
+    uint64_t s;
+} tu_rng;
 
 static inline uint64_t tu_next(tu_rng *r) { return rng_next(&r->s); }
 /* Uniform-ish in [0, n); n > 0 (by remainder, as the suites' seeds replay). */
@@ -155,10 +155,16 @@ static inline uint64_t tu_range(tu_rng *r, uint64_t lo, uint64_t hi) { return lo
 /* Deterministic bytes: BUF[0..LEN) is a pure function of SEED. */
 static inline void tu_fill(void *buf, size_t len, uint64_t seed) {
     uint8_t *p = buf;
-    tu_rng r = { seed };
+    tu_rng r = {seed};
     size_t i = 0;
-    for (; i + 8 <= len; i += 8) { uint64_t v = tu_next(&r); memcpy(p + i, &v, 8); }
-    if (i < len) { uint64_t v = tu_next(&r); memcpy(p + i, &v, len - i); }
+    for (; i + 8 <= len; i += 8) {
+        uint64_t v = tu_next(&r);
+        memcpy(p + i, &v, 8);
+    }
+    if (i < len) {
+        uint64_t v = tu_next(&r);
+        memcpy(p + i, &v, len - i);
+    }
 }
 
 /* Key number I as fixed-width text "k00000042" (9 bytes + NUL): sorts in
@@ -215,8 +221,8 @@ static inline uint64_t tu_data_nblocks(const char *dir, uint32_t page_size) {
 #define TU_MAX_REPORTS 256
 typedef struct tu_reports {
     pthread_mutex_t mu;
-    size_t n;          /* reports stored (<= TU_MAX_REPORTS) */
-    size_t total;      /* reports received */
+    size_t n;     /* reports stored (<= TU_MAX_REPORTS) */
+    size_t total; /* reports received */
     eng_corruption r[TU_MAX_REPORTS];
 } tu_reports;
 
@@ -254,8 +260,11 @@ static inline const char *tu_reports_str(tu_reports *c, char *buf, size_t cap) {
     buf[0] = 0;
     pthread_mutex_lock(&c->mu);
     for (size_t i = 0; i < c->n && i < 8 && off + 2 < cap; i++) {
-        off += (size_t)eng_corruption_format(&c->r[i], buf + off, cap - off - 1) ;
-        if (off >= cap - 1) { off = cap - 1; break; }
+        off += (size_t)eng_corruption_format(&c->r[i], buf + off, cap - off - 1);
+        if (off >= cap - 1) {
+            off = cap - 1;
+            break;
+        }
         buf[off++] = '\n';
         buf[off] = 0;
     }
@@ -267,8 +276,10 @@ static inline const char *tu_reports_str(tu_reports *c, char *buf, size_t cap) {
 /* ---- in-memory model: sorted array --------------------------------------------- */
 
 typedef struct tu_kv {
-    uint8_t *k; size_t kl;
-    uint8_t *v; size_t vl;
+    uint8_t *k;
+    size_t kl;
+    uint8_t *v;
+    size_t vl;
 } tu_kv;
 
 typedef struct tu_model {
@@ -287,8 +298,10 @@ static inline size_t tu_model_lb(const tu_model *m, const void *k, size_t kl, in
     size_t lo = 0, hi = m->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (tu_keycmp(m->a[mid].k, m->a[mid].kl, k, kl) < 0) lo = mid + 1;
-        else hi = mid;
+        if (tu_keycmp(m->a[mid].k, m->a[mid].kl, k, kl) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     if (exact) *exact = lo < m->n && tu_keycmp(m->a[lo].k, m->a[lo].kl, k, kl) == 0;
     return lo;
@@ -322,7 +335,7 @@ static inline void tu_model_put(tu_model *m, const void *k, size_t kl, const voi
         cr_assert(m->a != NULL);
     }
     memmove(&m->a[i + 1], &m->a[i], (m->n - i) * sizeof *m->a);
-    m->a[i] = (tu_kv){ tu_dup(k, kl), kl, tu_dup(v, vl), vl };
+    m->a[i] = (tu_kv){tu_dup(k, kl), kl, tu_dup(v, vl), vl};
     m->n++;
 }
 
@@ -339,7 +352,10 @@ static inline int tu_model_del(tu_model *m, const void *k, size_t kl) {
 }
 
 static inline void tu_model_free(tu_model *m) {
-    for (size_t i = 0; i < m->n; i++) { free(m->a[i].k); free(m->a[i].v); }
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->a[i].k);
+        free(m->a[i].v);
+    }
     free(m->a);
     memset(m, 0, sizeof *m);
 }
@@ -354,7 +370,10 @@ static inline eng_options tu_opts(int backend, uint32_t page_size, size_t cache_
     o.io_backend = backend;
     if (page_size) o.page_size = page_size;
     if (cache_pages) o.cache_size = cache_pages * (page_size ? page_size : 8192u);
-    if (c) { o.on_corruption = tu_collect; o.on_corruption_ctx = c; }
+    if (c) {
+        o.on_corruption = tu_collect;
+        o.on_corruption_ctx = c;
+    }
     /* These suites judge the storage core's answers; the durability of
      * each write (and its fsync) is proven in test_recovery_*.c. */
     o.sync_mode = ENG_SYNC_OFF;
@@ -386,7 +405,7 @@ static inline int tu_bytes_eq(const void *a, size_t al, const void *b, size_t bl
  * messages. */
 static inline void tu_check_scan(eng_db *db, const tu_model *m, const char *what) {
     eng_iter *it = NULL;
-    eng_iter_options io = { 0 };
+    eng_iter_options io = {0};
     int rc = eng_iter_open(db, &io, &it);
     cr_assert_eq(rc, ENG_OK, "%s: eng_iter_open: %s", what, eng_strerror(rc));
     size_t i = 0;
@@ -395,10 +414,10 @@ static inline void tu_check_scan(eng_db *db, const tu_model *m, const char *what
         cr_assert(i < m->n, "%s: fwd: more keys than the model (%zu)", what, m->n);
         size_t kl, vl;
         const void *k = eng_iter_key(it, &kl), *v = eng_iter_value(it, &vl);
-        cr_assert(tu_bytes_eq(k, kl, m->a[i].k, m->a[i].kl), "%s: fwd: key %zu differs (len %zu vs %zu)",
-                  what, i, kl, m->a[i].kl);
-        cr_assert(tu_bytes_eq(v, vl, m->a[i].v, m->a[i].vl), "%s: fwd: value of key %zu differs (len %zu vs %zu)",
-                  what, i, vl, m->a[i].vl);
+        cr_assert(tu_bytes_eq(k, kl, m->a[i].k, m->a[i].kl), "%s: fwd: key %zu differs (len %zu vs %zu)", what, i, kl,
+                  m->a[i].kl);
+        cr_assert(tu_bytes_eq(v, vl, m->a[i].v, m->a[i].vl), "%s: fwd: value of key %zu differs (len %zu vs %zu)", what,
+                  i, vl, m->a[i].vl);
     }
     cr_assert_eq(rc, ENG_NOTFOUND, "%s: fwd scan ended with %s at %zu", what, eng_strerror(rc), i);
     cr_assert(!eng_iter_valid(it), "%s: fwd: valid after running off", what);
@@ -419,7 +438,7 @@ static inline void tu_check_scan(eng_db *db, const tu_model *m, const char *what
 
 /* Every model key reads back with its value. */
 static inline void tu_check_gets(eng_db *db, const tu_model *m, const char *what) {
-    eng_buf b = { 0 };
+    eng_buf b = {0};
     for (size_t i = 0; i < m->n; i++) {
         int rc = eng_get(db, m->a[i].k, m->a[i].kl, &b);
         cr_assert_eq(rc, ENG_OK, "%s: get of key %zu: %s", what, i, eng_strerror(rc));

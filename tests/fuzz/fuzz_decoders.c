@@ -40,19 +40,16 @@
 
 #define PREFIX 16u
 
-static void fail(const char *what, unsigned slot)
-{
+static void fail(const char *what, unsigned slot) {
     fprintf(stderr, "fuzz_decoders: %s (slot %u)\n", what, slot);
     abort();
 }
 
-static size_t cell_hdr(const uint8_t *page)
-{
+static size_t cell_hdr(const uint8_t *page) {
     return ph_get_type(page) == PAGE_LEAF ? LEAF_CELL_HDR : INTERNAL_CELL_HDR;
 }
 
-static void key_at(const uint8_t *page, unsigned slot, const uint8_t **key, size_t *klen)
-{
+static void key_at(const uint8_t *page, unsigned slot, const uint8_t **key, size_t *klen) {
     size_t size;
     const uint8_t *c = page_cell_bytes(page, slot, &size);
     *key = c + cell_hdr(page);
@@ -60,25 +57,21 @@ static void key_at(const uint8_t *page, unsigned slot, const uint8_t **key, size
 }
 
 /* Every promise a checked page makes to its readers. */
-static void walk(const uint8_t *page, size_t ps)
-{
+static void walk(const uint8_t *page, size_t ps) {
     const unsigned n = ph_get_nslots(page), type = ph_get_type(page);
     const uint8_t *end = page + ps;
 
     if (type == PAGE_META) {
         meta_fields m;
         meta_read(page, &m);
-        if (m.magic != META_MAGIC || m.root == 0 || m.root >= m.nblocks)
-            fail("accepted meta page with bad fields", 0);
+        if (m.magic != META_MAGIC || m.root == 0 || m.root >= m.nblocks) fail("accepted meta page with bad fields", 0);
         return;
     }
-    if (type != PAGE_LEAF && type != PAGE_INTERNAL)
-        return;
+    if (type != PAGE_LEAF && type != PAGE_INTERNAL) return;
     for (unsigned i = 0; i < n; i++) {
         size_t size;
         const uint8_t *c = page_cell_bytes(page, i, &size);
-        if (c < page + ph_get_upper(page) || c + size > end)
-            fail("cell outside the cell area", i);
+        if (c < page + ph_get_upper(page) || c + size > end) fail("cell outside the cell area", i);
         if (type == PAGE_LEAF) {
             leaf_cell lc;
             page_leaf_cell(page, i, &lc);
@@ -97,39 +90,33 @@ static void walk(const uint8_t *page, size_t ps)
         size_t kl;
         int exact;
         key_at(page, i, &k, &kl);
-        if (page_search(page, k, kl, &exact) != i || !exact)
-            fail("page_search misses a stored key", i);
+        if (page_search(page, k, kl, &exact) != i || !exact) fail("page_search misses a stored key", i);
     }
 }
 
 /* page_search's answer must bracket KEY. */
-static void check_search(const uint8_t *page, const uint8_t *key, size_t klen)
-{
+static void check_search(const uint8_t *page, const uint8_t *key, size_t klen) {
     const unsigned n = ph_get_nslots(page);
     int exact;
     unsigned idx = page_search(page, key, klen, &exact);
     const uint8_t *k;
     size_t kl;
 
-    if (idx > n)
-        fail("page_search beyond nslots", idx);
+    if (idx > n) fail("page_search beyond nslots", idx);
     if (idx > 0) {
         key_at(page, idx - 1, &k, &kl);
-        if (key_cmp(k, kl, key, klen) >= 0)
-            fail("page_search: previous key not below the probe", idx);
+        if (key_cmp(k, kl, key, klen) >= 0) fail("page_search: previous key not below the probe", idx);
     }
     if (idx < n) {
         key_at(page, idx, &k, &kl);
         int c = key_cmp(k, kl, key, klen);
-        if (c < 0 || (c == 0) != (exact != 0))
-            fail("page_search: slot key below the probe or exact wrong", idx);
+        if (c < 0 || (c == 0) != (exact != 0)) fail("page_search: slot key below the probe or exact wrong", idx);
     } else if (exact) {
         fail("page_search: exact past the end", idx);
     }
 }
 
-static void must_be_valid(const uint8_t *page, size_t ps, const char *after)
-{
+static void must_be_valid(const uint8_t *page, size_t ps, const char *after) {
     page_problem pr;
     if (page_check_structure(page, ps, &pr) != ENG_OK) {
         fprintf(stderr, "fuzz_decoders: valid page invalid after %s: %s\n", after, pr.detail);
@@ -138,20 +125,17 @@ static void must_be_valid(const uint8_t *page, size_t ps, const char *after)
 }
 
 /* A valid page must stay valid, and keep its cells, through every edit. */
-static void edit(const uint8_t *orig, size_t ps, uint8_t choice, const uint8_t *key,
-                 size_t klen, const uint8_t *val_src, size_t val_avail)
-{
+static void edit(const uint8_t *orig, size_t ps, uint8_t choice, const uint8_t *key, size_t klen,
+                 const uint8_t *val_src, size_t val_avail) {
     const unsigned type = ph_get_type(orig);
     uint8_t *page, *before, *cell;
     unsigned n;
 
-    if (type != PAGE_LEAF && type != PAGE_INTERNAL)
-        return;
+    if (type != PAGE_LEAF && type != PAGE_INTERNAL) return;
     page = malloc(ps);
     before = malloc(ps);
     cell = malloc(ps);
-    if (!page || !before || !cell)
-        abort();
+    if (!page || !before || !cell) abort();
     memcpy(page, orig, ps);
 
     /* compact: same cells in the same order, frag 0 */
@@ -159,13 +143,11 @@ static void edit(const uint8_t *orig, size_t ps, uint8_t choice, const uint8_t *
     page_compact(page, ps);
     must_be_valid(page, ps, "compact");
     n = ph_get_nslots(page);
-    if (n != ph_get_nslots(before) || ph_get_frag(page) != 0)
-        fail("compact changed the slot count or left frag", n);
+    if (n != ph_get_nslots(before) || ph_get_frag(page) != 0) fail("compact changed the slot count or left frag", n);
     for (unsigned i = 0; i < n; i++) {
         size_t a, b;
         const uint8_t *ca = page_cell_bytes(before, i, &a), *cb = page_cell_bytes(page, i, &b);
-        if (a != b || memcmp(ca, cb, a) != 0)
-            fail("compact changed a cell", i);
+        if (a != b || memcmp(ca, cb, a) != 0) fail("compact changed a cell", i);
     }
 
     /* remove one slot */
@@ -175,8 +157,7 @@ static void edit(const uint8_t *orig, size_t ps, uint8_t choice, const uint8_t *
         page_cell_bytes(page, victim, &vs);
         page_remove_cell(page, victim);
         must_be_valid(page, ps, "remove");
-        if (ph_get_frag(page) != frag + vs || ph_get_nslots(page) != n - 1)
-            fail("remove accounting", victim);
+        if (ph_get_frag(page) != frag + vs || ph_get_nslots(page) != n - 1) fail("remove accounting", victim);
     }
 
     /* insert (or replace) the probe key */
@@ -194,8 +175,7 @@ static void edit(const uint8_t *orig, size_t ps, uint8_t choice, const uint8_t *
             int ovfl = choice & 1;
             if (room >= LEAF_CELL_HDR + klen + 4 + 2) {
                 vlen = (room - (LEAF_CELL_HDR + klen + 2)) * (choice >> 1) / 127;
-                if (vlen > val_avail)
-                    vlen = val_avail;
+                if (vlen > val_avail) vlen = val_avail;
             }
             size = leaf_cell_size(klen, vlen, ovfl);
             if (room >= size + 2) {
@@ -223,12 +203,10 @@ static void edit(const uint8_t *orig, size_t ps, uint8_t choice, const uint8_t *
     free(page);
 }
 
-static void fuzz_wal_payload(const uint8_t *data, size_t size)
-{
+static void fuzz_wal_payload(const uint8_t *data, size_t size) {
     static const uint32_t ps = 4096;
     uint32_t nops = 0;
-    if (size < 1)
-        return;
+    if (size < 1) return;
     int pages = data[0] & 1;
     data++;
     size--;
@@ -236,12 +214,10 @@ static void fuzz_wal_payload(const uint8_t *data, size_t size)
         if (pa_batch_count(data, size, &nops) == 0) {
             pa_batch b = {0};
             b.ops = calloc(nops, sizeof *b.ops);
-            if (!b.ops)
-                abort();
+            if (!b.ops) abort();
             if (pa_batch_decode(data, size, &b) == 0) {
                 for (uint32_t i = 0; i < b.nops; i++)
-                    if (b.ops[i].key + b.ops[i].klen > data + size ||
-                        b.ops[i].val + b.ops[i].vlen > data + size)
+                    if (b.ops[i].key + b.ops[i].klen > data + size || b.ops[i].val + b.ops[i].vlen > data + size)
                         fail("batch op outside the record", i);
             }
             free(b.ops);
@@ -249,26 +225,22 @@ static void fuzz_wal_payload(const uint8_t *data, size_t size)
         return;
     }
     uint8_t *page = calloc(1, ps), *z = calloc(1, ps);
-    if (!page || !z)
-        abort();
+    if (!page || !z) abort();
     page_init(page, ps, 7, PAGE_LEAF, 0);
     const uint8_t *p = data, *end = data + size;
     while (p < end) {
         int kind;
         uint32_t block;
         size_t n = pa_parse(p, (size_t)(end - p), &kind, &block);
-        if (!n)
-            break;
-        if (p + n > end)
-            fail("pa_parse overran its input", 0);
+        if (!n) break;
+        if (p + n > end) fail("pa_parse overran its input", 0);
         const char *why = NULL;
         uint8_t save[4096];
         memcpy(save, page, ps);
         int rc = pa_apply(page, ps, 7, p, n, NULL, z, &why);
         if (rc == ENG_OK) {
             page_problem pr;
-            if (page_check_structure(page, ps, &pr) != ENG_OK)
-                memcpy(page, save, ps); /* redo refuses such a result */
+            if (page_check_structure(page, ps, &pr) != ENG_OK) memcpy(page, save, ps); /* redo refuses such a result */
         } else if (rc != ENG_CORRUPTION || !why) {
             fail("pa_apply returned an unexpected status", (unsigned)rc);
         }
@@ -278,8 +250,7 @@ static void fuzz_wal_payload(const uint8_t *data, size_t size)
     free(z);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size && (data[0] & 0x80)) {
         fuzz_wal_payload(data + 1, size - 1);
         return 0;
@@ -302,50 +273,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* Exactly page_size bytes on the heap: ASan sees any read past it. */
     page = calloc(1, ps);
-    if (!page)
-        abort();
+    if (!page) abort();
     memcpy(page, data + PREFIX, body < ps ? body : ps);
     if (body > ps) {
         key = data + PREFIX + ps;
-        if (klen > body - ps)
-            klen = body - ps;
+        if (klen > body - ps) klen = body - ps;
     } else {
         key = data + (size > PREFIX ? PREFIX : 0);
-        if (klen > body)
-            klen = body;
+        if (klen > body) klen = body;
     }
 
     /* page_verify as the pool calls it: the block and hwm from the input,
      * then the page's own block so the structure checks are reached. */
     rc = page_verify(page, ps, block, hwm, 1, &z, &pr);
-    if (rc != ENG_OK && rc != ENG_CORRUPTION)
-        abort();
-    if (z && (!page_is_zero(page, ps) || block < hwm))
-        abort();
+    if (rc != ENG_OK && rc != ENG_CORRUPTION) abort();
+    if (z && (!page_is_zero(page, ps) || block < hwm)) abort();
     page_verify(page, ps, block, hwm, 0, &z, &pr);
     page_verify(page, ps, ph_get_block(page), 0, 0, &z, &pr);
 
     rc = page_check_structure(page, ps, &pr);
-    if (rc != ENG_OK && rc != ENG_CORRUPTION)
+    if (rc != ENG_OK && rc != ENG_CORRUPTION) abort();
+    if (rc == ENG_CORRUPTION &&
+        (pr.layer < 0 || pr.layer >= ENG_LAYER_COUNT || !memchr(pr.detail, 0, sizeof pr.detail)))
         abort();
-    if (rc == ENG_CORRUPTION && (pr.layer < 0 || pr.layer >= ENG_LAYER_COUNT ||
-                                 !memchr(pr.detail, 0, sizeof pr.detail)))
-        abort();
-    if (page_check_structure(page, ps, &pr2) != rc)
-        abort(); /* a decoder must not depend on anything but the bytes */
+    if (page_check_structure(page, ps, &pr2) != rc) abort(); /* a decoder must not depend on anything but the bytes */
 
     if (!page_is_zero(page, ps)) {
         /* A fresh checksum at the page's own block must not change the verdict. */
         uint32_t own = ph_get_block(page);
         page_set_checksum(page, ps, own);
-        if (page_verify(page, ps, own, 0, 1, &z, &pr2) != rc)
-            abort();
+        if (page_verify(page, ps, own, 0, 1, &z, &pr2) != rc) abort();
     }
 
     if (rc == ENG_OK) {
         walk(page, ps);
-        if (ph_get_type(page) == PAGE_LEAF || ph_get_type(page) == PAGE_INTERNAL)
-            check_search(page, key, klen);
+        if (ph_get_type(page) == PAGE_LEAF || ph_get_type(page) == PAGE_INTERNAL) check_search(page, key, klen);
         edit(page, ps, hdr[1], key, klen, data, size);
     }
     free(page);

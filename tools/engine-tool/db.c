@@ -25,8 +25,7 @@ static struct {
     eng_corruption last;
 } open_reports = {PTHREAD_MUTEX_INITIALIZER, 0, {0}};
 
-static void remember_report(void *ctx, const eng_corruption *r)
-{
+static void remember_report(void *ctx, const eng_corruption *r) {
     (void)ctx;
     pthread_mutex_lock(&open_reports.mu);
     open_reports.count++;
@@ -34,25 +33,19 @@ static void remember_report(void *ctx, const eng_corruption *r)
     pthread_mutex_unlock(&open_reports.mu);
 }
 
-void print_report(FILE *f, const eng_corruption *r)
-{
+void print_report(FILE *f, const eng_corruption *r) {
     char line[512];
     eng_corruption_format(r, line, sizeof line);
     fprintf(f, "%s\n", line);
 }
 
 /* Exit code for a failed engine call. */
-int status_exit(int st)
-{
-    return st == ENG_CORRUPTION ? EXIT_PROBLEM : EXIT_ERROR;
-}
+int status_exit(int st) { return st == ENG_CORRUPTION ? EXIT_PROBLEM : EXIT_ERROR; }
 
 /* Explain a failed call on DB (may be NULL after a failed open) to F. */
-void explain_failure(FILE *f, const char *what, const char *dir, int st, eng_db *db)
-{
+void explain_failure(FILE *f, const char *what, const char *dir, int st, eng_db *db) {
     fprintf(stderr, "engine-tool: %s %s: %s\n", what, dir, eng_strerror(st));
-    if (st != ENG_CORRUPTION)
-        return;
+    if (st != ENG_CORRUPTION) return;
     eng_corruption r;
     if (db && eng_last_corruption(db, &r)) {
         print_report(f, &r);
@@ -62,43 +55,30 @@ void explain_failure(FILE *f, const char *what, const char *dir, int st, eng_db 
     int have = open_reports.count > 0;
     r = open_reports.last;
     pthread_mutex_unlock(&open_reports.mu);
-    if (have)
-        print_report(f, &r);
+    if (have) print_report(f, &r);
 }
 
-void base_options(const tool_args *a, eng_options *o, int mode)
-{
+void base_options(const tool_args *a, eng_options *o, int mode) {
     eng_options_init(o);
     o->create_if_missing = mode == TOOL_CREATE;
     o->read_only = mode == TOOL_READ;
-    if (a->given & OPT_PAGE_SIZE)
-        o->page_size = a->page_size;
-    if (a->given & OPT_NO_CHECKSUMS)
-        o->data_checksums = 0;
-    if (a->given & OPT_CACHE_SIZE)
-        o->cache_size = (size_t)a->cache_size;
-    if (a->given & OPT_IO_BACKEND)
-        o->io_backend = a->io_backend;
-    if (a->given & OPT_SYNC)
-        o->sync_mode = a->sync_mode;
-    if (a->given & OPT_FULL_PAGE_WRITES)
-        o->full_page_writes = a->full_page_writes;
-    if (a->given & OPT_WAL_COMPRESSION)
-        o->wal_compression = a->wal_compression;
-    if (a->given & OPT_WAL_SEGMENT_SIZE)
-        o->wal_segment_size = a->wal_segment_size;
-    if (a->given & OPT_ARCHIVE_DIR)
-        o->archive_dir = a->archive_dir;
-    if (a->given & OPT_CHECKPOINT_WAL_BYTES)
-        o->checkpoint_wal_bytes = a->checkpoint_wal_bytes;
+    if (a->given & OPT_PAGE_SIZE) o->page_size = a->page_size;
+    if (a->given & OPT_NO_CHECKSUMS) o->data_checksums = 0;
+    if (a->given & OPT_CACHE_SIZE) o->cache_size = (size_t)a->cache_size;
+    if (a->given & OPT_IO_BACKEND) o->io_backend = a->io_backend;
+    if (a->given & OPT_SYNC) o->sync_mode = a->sync_mode;
+    if (a->given & OPT_FULL_PAGE_WRITES) o->full_page_writes = a->full_page_writes;
+    if (a->given & OPT_WAL_COMPRESSION) o->wal_compression = a->wal_compression;
+    if (a->given & OPT_WAL_SEGMENT_SIZE) o->wal_segment_size = a->wal_segment_size;
+    if (a->given & OPT_ARCHIVE_DIR) o->archive_dir = a->archive_dir;
+    if (a->given & OPT_CHECKPOINT_WAL_BYTES) o->checkpoint_wal_bytes = a->checkpoint_wal_bytes;
     o->on_corruption = remember_report;
     o->on_corruption_ctx = NULL;
 }
 
 /* A database that is not being created must already be a directory: say
  * so plainly instead of whatever the engine makes of a missing path. */
-int require_dir(const char *dir)
-{
+int require_dir(const char *dir) {
     struct stat sb;
     if (stat(dir, &sb) != 0) {
         fprintf(stderr, "engine-tool: open %s: %s\n", dir, strerror(errno));
@@ -113,13 +93,11 @@ int require_dir(const char *dir)
 
 /* Open DIR as MODE says.  Returns 0 with *db set, or an exit code after
  * explaining the failure; reports go to REPORT_TO. */
-int tool_open(const tool_args *a, int mode, FILE *report_to, eng_db **db)
-{
+int tool_open(const tool_args *a, int mode, FILE *report_to, eng_db **db) {
     *db = NULL;
     if (mode != TOOL_CREATE) {
         int rc = require_dir(a->dir);
-        if (rc)
-            return rc;
+        if (rc) return rc;
     }
     eng_options o;
     base_options(a, &o, mode);
@@ -139,8 +117,7 @@ typedef struct verify_ctx {
     uint64_t seen;
 } verify_ctx;
 
-static void verify_report(void *ctx, const eng_corruption *r)
-{
+static void verify_report(void *ctx, const eng_corruption *r) {
     verify_ctx *v = ctx;
     char line[512];
     eng_corruption_format(r, line, sizeof line);
@@ -153,44 +130,34 @@ static void verify_report(void *ctx, const eng_corruption *r)
 /* The pages verify could not check, and what it skipped because of them:
  * "unchecked: blocks=5,9 skipped=leaf-links,unreachable-blocks" (none: no
  * line).  Their own damage is among the corruption lines above. */
-static void print_unchecked(const eng_verify_info *info)
-{
-    if (!info->unchecked && !info->tree_skipped)
-        return;
+static void print_unchecked(const eng_verify_info *info) {
+    if (!info->unchecked && !info->tree_skipped) return;
     printf("unchecked: blocks=");
     uint64_t shown = info->unchecked < ENG_VERIFY_UNCHECKED_LIST ? info->unchecked : ENG_VERIFY_UNCHECKED_LIST;
-    for (uint64_t i = 0; i < shown; i++)
-        printf("%s%" PRIu64, i ? "," : "", info->unchecked_blocks[i]);
-    if (!shown)
-        printf("none");
-    if (info->unchecked > shown)
-        printf(",... (%" PRIu64 " in all)", info->unchecked);
-    printf(" skipped=%s%s\n",
-           info->tree_skipped ? "tree" : "leaf-links-across-them",
+    for (uint64_t i = 0; i < shown; i++) printf("%s%" PRIu64, i ? "," : "", info->unchecked_blocks[i]);
+    if (!shown) printf("none");
+    if (info->unchecked > shown) printf(",... (%" PRIu64 " in all)", info->unchecked);
+    printf(" skipped=%s%s\n", info->tree_skipped ? "tree" : "leaf-links-across-them",
            info->leaks_skipped ? ",unreachable-blocks" : "");
 }
 
-int cmd_verify(const tool_args *a)
-{
+int cmd_verify(const tool_args *a) {
     int rc = require_dir(a->dir);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     eng_options o;
     base_options(a, &o, TOOL_READ);
-    o.on_corruption = NULL;     /* FN gets every report; once is enough */
+    o.on_corruption = NULL; /* FN gets every report; once is enough */
     verify_ctx v = {PTHREAD_MUTEX_INITIALIZER, 0};
     eng_verify_info info;
     /* Pages, then every log record from the redo point (the engine's
      * verify walks the log as recovery and waldump read it). */
     int st = eng_verify_dir_ex(a->dir, &o, verify_report, &v, &info);
     uint64_t problems = info.problems;
-    if (problems < v.seen)
-        problems = v.seen;
+    if (problems < v.seen) problems = v.seen;
     print_unchecked(&info);
     if (st != ENG_OK && st != ENG_CORRUPTION) {
         fprintf(stderr, "engine-tool: verify %s: %s\n", a->dir, eng_strerror(st));
-        if (problems)
-            printf("verify: %" PRIu64 " problems (incomplete)\n", problems);
+        if (problems) printf("verify: %" PRIu64 " problems (incomplete)\n", problems);
         return EXIT_ERROR;
     }
     printf("verify: %" PRIu64 " problems\n", problems);
@@ -199,8 +166,7 @@ int cmd_verify(const tool_args *a)
 
 /* ---- stat ---------------------------------------------------------------------- */
 
-static const char *sync_mode_name(int mode)
-{
+static const char *sync_mode_name(int mode) {
     switch (mode) {
     case ENG_SYNC_COMMIT: return "commit";
     case ENG_SYNC_GROUP: return "group";
@@ -209,12 +175,10 @@ static const char *sync_mode_name(int mode)
     }
 }
 
-int cmd_stat(const tool_args *a)
-{
+int cmd_stat(const tool_args *a) {
     eng_db *db;
     int rc = tool_open(a, TOOL_READ, stderr, &db);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     eng_stats s;
     memset(&s, 0, sizeof s);
     int st = eng_get_stats(db, &s);
@@ -235,8 +199,7 @@ int cmd_stat(const tool_args *a)
     printf("    \"cache_pages\": %" PRIu64 ",\n", s.cache_pages);
     printf("    \"sync_mode\": \"%s\",\n", sync_mode_name(s.sync_mode));
     printf("    \"full_page_writes\": %s,\n", s.full_page_writes ? "true" : "false");
-    printf("    \"wal_compression\": \"%s\",\n",
-           s.wal_compression == ENG_WAL_COMPRESSION_ZSTD ? "zstd" : "none");
+    printf("    \"wal_compression\": \"%s\",\n", s.wal_compression == ENG_WAL_COMPRESSION_ZSTD ? "zstd" : "none");
     printf("    \"wal_segment_size\": %" PRIu64 "\n", s.wal_segment_size);
     printf("  },\n");
     printf("  \"sizes\": {\n");
@@ -314,17 +277,14 @@ int cmd_stat(const tool_args *a)
 
 /* ---- get -------------------------------------------------------------------------- */
 
-int cmd_get(const tool_args *a)
-{
+int cmd_get(const tool_args *a) {
     eng_db *db;
     int rc = tool_open(a, TOOL_READ, stderr, &db);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     eng_buf v = {NULL, 0, 0};
     int st = eng_get(db, a->arg2, strlen(a->arg2), &v);
     if (st == ENG_OK) {
-        if (v.len && fwrite(v.data, 1, v.len, stdout) != v.len)
-            rc = EXIT_ERROR;
+        if (v.len && fwrite(v.data, 1, v.len, stdout) != v.len) rc = EXIT_ERROR;
     } else if (st == ENG_NOTFOUND) {
         fprintf(stderr, "not found\n");
         rc = EXIT_PROBLEM;
@@ -344,12 +304,10 @@ int cmd_get(const tool_args *a)
 /* ---- checkpoint ------------------------------------------------------------------ */
 
 /* Open for writing, run OP, close; failures explained as NAME. */
-static int run_on_db(const tool_args *a, const char *name, int (*op)(eng_db *db, void *ctx), void *ctx)
-{
+static int run_on_db(const tool_args *a, const char *name, int (*op)(eng_db *db, void *ctx), void *ctx) {
     eng_db *db;
     int rc = tool_open(a, TOOL_WRITE, stderr, &db);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     int st = op(db, ctx);
     if (st != ENG_OK) {
         explain_failure(stderr, name, a->dir, st, db);
@@ -364,31 +322,26 @@ static int run_on_db(const tool_args *a, const char *name, int (*op)(eng_db *db,
     return EXIT_OK;
 }
 
-static int op_checkpoint(eng_db *db, void *ctx)
-{
+static int op_checkpoint(eng_db *db, void *ctx) {
     (void)ctx;
     return eng_checkpoint(db);
 }
 
-int cmd_checkpoint(const tool_args *a)
-{
+int cmd_checkpoint(const tool_args *a) {
     int rc = run_on_db(a, "checkpoint", op_checkpoint, NULL);
-    if (rc == EXIT_OK)
-        printf("checkpoint done\n");
+    if (rc == EXIT_OK) printf("checkpoint done\n");
     return rc;
 }
 
 /* ---- vacuum ---------------------------------------------------------------------- */
 
-static int op_vacuum(eng_db *db, void *ctx)
-{
+static int op_vacuum(eng_db *db, void *ctx) {
     int st = eng_vacuum(db, ctx);
     return st == ENG_OK ? eng_checkpoint(db) : st;
 }
 
 /* Vacuum and checkpoint, then print what it did as one line of counts. */
-int cmd_vacuum(const tool_args *a)
-{
+int cmd_vacuum(const tool_args *a) {
     eng_vacuum_stats vs;
     int rc = run_on_db(a, "vacuum", op_vacuum, &vs);
     if (rc == EXIT_OK)

@@ -18,15 +18,12 @@
 #include "tool.h"
 
 /* Read exactly LEN bytes at OFF.  Returns 0, or -1 with errno (0 = EOF). */
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
+static int pread_full(int fd, void *buf, size_t len, uint64_t off) {
     size_t done = 0;
     while (done < len) {
         ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
         if (n == 0) {
             errno = 0;
             return -1;
@@ -41,45 +38,37 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 /* Page size of a data file the engine would not open: the size at which
  * block 0 is a meta page with a matching checksum, else (checksums off)
  * the size at which block 1 claims to be block 1.  0 if neither. */
-static uint32_t guess_page_size(int fd, uint64_t fsize)
-{
+static uint32_t guess_page_size(int fd, uint64_t fsize) {
     static const uint32_t sizes[] = {4096, 8192, 16384};
     uint8_t *p = malloc(16384);
     uint32_t found = 0;
-    if (p == NULL)
-        return 0;
+    if (p == NULL) return 0;
     for (size_t i = 0; i < 3 && !found; i++) {
         uint32_t ps = sizes[i];
-        if (fsize < ps || pread_full(fd, p, ps, 0))
-            continue;
-        if (ph_get_type(p) == PAGE_META && ph_get_checksum(p) != 0 &&
-            page_checksum(p, ps, 0) == ph_get_checksum(p))
+        if (fsize < ps || pread_full(fd, p, ps, 0)) continue;
+        if (ph_get_type(p) == PAGE_META && ph_get_checksum(p) != 0 && page_checksum(p, ps, 0) == ph_get_checksum(p))
             found = ps;
     }
     for (size_t i = 0; i < 3 && !found; i++) {
         uint32_t ps = sizes[i];
-        if (fsize < 2ull * ps || fsize % ps || pread_full(fd, p, PAGE_HDR, ps))
-            continue;
-        if (ph_get_block(p) == 1 && ph_get_type(p) != PAGE_ZERO && ph_get_type(p) <= PAGE_TYPE_MAX)
-            found = ps;
+        if (fsize < 2ull * ps || fsize % ps || pread_full(fd, p, PAGE_HDR, ps)) continue;
+        if (ph_get_block(p) == 1 && ph_get_type(p) != PAGE_ZERO && ph_get_type(p) <= PAGE_TYPE_MAX) found = ps;
     }
     free(p);
     return found;
 }
 
-static const char *type_name(int type)
-{
+static const char *type_name(int type) {
     const char *n = type <= PAGE_TYPE_MAX ? page_type_name(type) : NULL;
     return n ? n : "unknown";
 }
 
-static void dump_leaf_cells(const uint8_t *p)
-{
+static void dump_leaf_cells(const uint8_t *p) {
     char shown[4 * SHOW_KEY_BYTES + 4];
     unsigned n = ph_get_nslots(p);
     printf("slots:\n");
-    printf("  %5s %7s %6s %5s %9s %-16s %10s %10s %4s %s\n", "slot", "offset", "size", "klen", "vlen", "value",
-           "xmin", "xmax", "hint", "key");
+    printf("  %5s %7s %6s %5s %9s %-16s %10s %10s %4s %s\n", "slot", "offset", "size", "klen", "vlen", "value", "xmin",
+           "xmax", "hint", "key");
     for (unsigned i = 0; i < n; i++) {
         leaf_cell c;
         char where[32];
@@ -88,33 +77,30 @@ static void dump_leaf_cells(const uint8_t *p)
             snprintf(where, sizeof where, "overflow(%" PRIu32 ")", c.ovfl);
         else
             snprintf(where, sizeof where, "inline");
-        printf("  %5u %7u %6u %5u %9" PRIu32 " %-16s %10" PRIu64 " %10" PRIu64 "  0x%x %s\n", i, page_slot(p, i), c.size,
-               c.klen, c.vlen, where, c.xmin, c.xmax, leaf_hint_get(p, i), escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
+        printf("  %5u %7u %6u %5u %9" PRIu32 " %-16s %10" PRIu64 " %10" PRIu64 "  0x%x %s\n", i, page_slot(p, i),
+               c.size, c.klen, c.vlen, where, c.xmin, c.xmax, leaf_hint_get(p, i),
+               escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
     }
 }
 
-static void dump_internal_cells(const uint8_t *p)
-{
+static void dump_internal_cells(const uint8_t *p) {
     char shown[4 * SHOW_KEY_BYTES + 4];
     unsigned n = ph_get_nslots(p);
     printf("slots:\n");
     printf("  %5s %7s %6s %5s %10s %s\n", "slot", "offset", "size", "klen", "child", "key");
-    printf("  %5s %7s %6s %5s %10" PRIu32 " %s\n", "-", "-", "-", "-", ph_get_aux(p),
-           "(leftmost: keys below slot 0)");
+    printf("  %5s %7s %6s %5s %10" PRIu32 " %s\n", "-", "-", "-", "-", ph_get_aux(p), "(leftmost: keys below slot 0)");
     for (unsigned i = 0; i < n; i++) {
         internal_cell c;
         page_internal_cell(p, i, &c);
-        printf("  %5u %7u %6u %5u %10" PRIu32 " %s\n", i, page_slot(p, i), c.size, c.klen,
-               c.child, escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
+        printf("  %5u %7u %6u %5u %10" PRIu32 " %s\n", i, page_slot(p, i), c.size, c.klen, c.child,
+               escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
     }
 }
 
 /* Print the page at BLOCK; returns EXIT_OK if it verifies, EXIT_PROBLEM if
  * not.  Only headers and fixed-offset fields are read from an unchecked
  * page; cells are decoded only after page_check_structure passed. */
-static int dump_page(const uint8_t *p, uint32_t ps, uint64_t block, uint64_t hwm,
-                     int checksums)
-{
+static int dump_page(const uint8_t *p, uint32_t ps, uint64_t block, uint64_t hwm, int checksums) {
     uint64_t stored = ph_get_checksum(p);
     uint64_t computed = page_checksum(p, ps, block);
     int type = ph_get_type(p);
@@ -122,8 +108,8 @@ static int dump_page(const uint8_t *p, uint32_t ps, uint64_t block, uint64_t hwm
     if (!checksums && stored == 0)
         printf("checksum: 0x0 (data checksums off; computed 0x%016" PRIx64 ")\n", computed);
     else
-        printf("checksum: stored 0x%016" PRIx64 " computed 0x%016" PRIx64 " (%s)\n", stored,
-               computed, stored == computed ? "match" : "MISMATCH");
+        printf("checksum: stored 0x%016" PRIx64 " computed 0x%016" PRIx64 " (%s)\n", stored, computed,
+               stored == computed ? "match" : "MISMATCH");
     printf("lsn: %" PRIu64 "\n", ph_get_lsn(p));
     printf("block: %" PRIu32 "%s\n", ph_get_block(p),
            ph_get_block(p) == block ? "" : " (MISMATCH: read at another block)");
@@ -146,13 +132,12 @@ static int dump_page(const uint8_t *p, uint32_t ps, uint64_t block, uint64_t hwm
     else if (st == ENG_OK)
         printf("verify: OK\n");
     else
-        printf("verify: CORRUPT layer=%s entry=%" PRId32 " offset=%" PRId64 " expected=0x%" PRIx64
-               " found=0x%" PRIx64 ": %s\n",
-               eng_layer_name(pr.layer) ? eng_layer_name(pr.layer) : "unknown", pr.entry,
-               pr.offset, pr.expected, pr.found, pr.detail);
+        printf("verify: CORRUPT layer=%s entry=%" PRId32 " offset=%" PRId64 " expected=0x%" PRIx64 " found=0x%" PRIx64
+               ": %s\n",
+               eng_layer_name(pr.layer) ? eng_layer_name(pr.layer) : "unknown", pr.entry, pr.offset, pr.expected,
+               pr.found, pr.detail);
 
-    if (page_is_zero(p, ps))
-        return st == ENG_OK ? EXIT_OK : EXIT_PROBLEM;
+    if (page_is_zero(p, ps)) return st == ENG_OK ? EXIT_OK : EXIT_PROBLEM;
 
     if (type == PAGE_META) {
         meta_fields m;
@@ -181,8 +166,7 @@ static int dump_page(const uint8_t *p, uint32_t ps, uint64_t block, uint64_t hwm
     } else if (type == PAGE_OVERFLOW) {
         uint32_t len = ph_get_aux(p);
         printf("overflow:\n");
-        printf("  payload: %" PRIu32 " bytes%s\n", len,
-               len > ps - PAGE_HDR ? " (MORE than the page holds)" : "");
+        printf("  payload: %" PRIu32 " bytes%s\n", len, len > ps - PAGE_HDR ? " (MORE than the page holds)" : "");
         printf("  next: %" PRIu32 "%s\n", ph_get_next(p), ph_get_next(p) ? "" : " (end of chain)");
     } else if (type == PAGE_FREE) {
         printf("free:\n  next free: %" PRIu32 "\n", ph_get_next(p));
@@ -199,11 +183,9 @@ static int dump_page(const uint8_t *p, uint32_t ps, uint64_t block, uint64_t hwm
     return st == ENG_OK ? EXIT_OK : EXIT_PROBLEM;
 }
 
-int cmd_dump_page(const tool_args *a)
-{
+int cmd_dump_page(const tool_args *a) {
     int rc = require_dir(a->dir);
-    if (rc)
-        return rc;
+    if (rc) return rc;
 
     char path[4096];
     if (snprintf(path, sizeof path, "%s/data", a->dir) >= (int)sizeof path) {
@@ -241,12 +223,13 @@ int cmd_dump_page(const tool_args *a)
         checksums = s.data_checksums;
         hwm_known = 1;
     }
-    if (db)
-        eng_close(db);
+    if (db) eng_close(db);
     if (a->given & OPT_PAGE_SIZE) {
         if (ps && ps != a->page_size)
-            fprintf(stderr, "engine-tool: note: the database says page size %" PRIu32
-                    ", decoding with --page-size %" PRIu32 "\n", ps, a->page_size);
+            fprintf(stderr,
+                    "engine-tool: note: the database says page size %" PRIu32 ", decoding with --page-size %" PRIu32
+                    "\n",
+                    ps, a->page_size);
         ps = a->page_size;
     } else if (st != ENG_OK) {
         ps = guess_page_size(fd, fsize);
@@ -256,8 +239,10 @@ int cmd_dump_page(const tool_args *a)
             close(fd);
             return EXIT_ERROR;
         }
-        fprintf(stderr, "page size %" PRIu32 " inferred from the data file, "
-                "high-water mark unknown\n", ps);
+        fprintf(stderr,
+                "page size %" PRIu32 " inferred from the data file, "
+                "high-water mark unknown\n",
+                ps);
     }
     if (ps < 4096 || ps > 16384 || (ps & (ps - 1))) {
         fprintf(stderr, "engine-tool: dump-page: implausible page size %" PRIu32 "\n", ps);
@@ -266,8 +251,10 @@ int cmd_dump_page(const tool_args *a)
     }
     uint64_t nblocks = fsize / ps;
     if (a->block >= nblocks) {
-        fprintf(stderr, "engine-tool: dump-page: block %" PRIu64 " is beyond the end of %s "
-                "(%" PRIu64 " blocks of %" PRIu32 " bytes)\n", a->block, path, nblocks, ps);
+        fprintf(stderr,
+                "engine-tool: dump-page: block %" PRIu64 " is beyond the end of %s "
+                "(%" PRIu64 " blocks of %" PRIu32 " bytes)\n",
+                a->block, path, nblocks, ps);
         close(fd);
         return EXIT_ERROR;
     }
@@ -285,11 +272,11 @@ int cmd_dump_page(const tool_args *a)
         return EXIT_ERROR;
     }
     close(fd);
-    if (checksums < 0)
-        checksums = ph_get_checksum(p) != 0;
+    if (checksums < 0) checksums = ph_get_checksum(p) != 0;
 
     printf("page %" PRIu64 " of %s (page_size %" PRIu32 ", %" PRIu64 " blocks in file, "
-           "high-water mark ", a->block, path, ps, nblocks);
+           "high-water mark ",
+           a->block, path, ps, nblocks);
     if (hwm_known)
         printf("%" PRIu64 ")\n", hwm);
     else

@@ -16,8 +16,7 @@
 
 /* The value load writes for key INDEX: LEN bytes of a splitmix64 stream
  * seeded by (INDEX, SEED).  Deterministic; check recomputes it. */
-void value_for(uint64_t index, uint64_t seed, uint8_t *buf, size_t len)
-{
+void value_for(uint64_t index, uint64_t seed, uint8_t *buf, size_t len) {
     uint64_t state = (index * RNG_GOLDEN) ^ seed;
     for (size_t off = 0; off < len; off += 8) {
         uint64_t r = rng_next(&state);
@@ -28,8 +27,7 @@ void value_for(uint64_t index, uint64_t seed, uint8_t *buf, size_t len)
 
 /* Printable form of a key: printable ASCII as is, other bytes \xNN,
  * at most MAXSHOW bytes then "...".  OUT needs 4 * MAXSHOW + 4 bytes. */
-const char *escape_key(const uint8_t *k, size_t len, size_t maxshow, char *out)
-{
+const char *escape_key(const uint8_t *k, size_t len, size_t maxshow, char *out) {
     size_t o = 0, n = len < maxshow ? len : maxshow;
     for (size_t i = 0; i < n; i++) {
         if (k[i] >= 0x20 && k[i] < 0x7f)
@@ -47,8 +45,7 @@ const char *escape_key(const uint8_t *k, size_t len, size_t maxshow, char *out)
 
 /* ---- load ------------------------------------------------------------------------ */
 
-int cmd_load(const tool_args *a)
-{
+int cmd_load(const tool_args *a) {
     uint64_t vsize = (a->given & OPT_VALUE_SIZE) ? a->value_size : DEFAULT_VALUE_SIZE;
     uint8_t *val = malloc(vsize ? vsize : 1);
     if (val == NULL) {
@@ -62,18 +59,21 @@ int cmd_load(const tool_args *a)
         return rc;
     }
     eng_stats s;
-    if ((a->given & (OPT_PAGE_SIZE | OPT_NO_CHECKSUMS | OPT_WAL_SEGMENT_SIZE)) &&
-        eng_get_stats(db, &s) == ENG_OK) {
+    if ((a->given & (OPT_PAGE_SIZE | OPT_NO_CHECKSUMS | OPT_WAL_SEGMENT_SIZE)) && eng_get_stats(db, &s) == ENG_OK) {
         if ((a->given & OPT_PAGE_SIZE) && s.page_size != a->page_size)
-            fprintf(stderr, "engine-tool: note: %s already has page size %" PRIu32
-                    "; --page-size %" PRIu32 " ignored\n", a->dir, s.page_size, a->page_size);
+            fprintf(stderr,
+                    "engine-tool: note: %s already has page size %" PRIu32 "; --page-size %" PRIu32 " ignored\n",
+                    a->dir, s.page_size, a->page_size);
         if ((a->given & OPT_NO_CHECKSUMS) && s.data_checksums)
-            fprintf(stderr, "engine-tool: note: %s already has data checksums; "
-                    "--no-data-checksums ignored\n", a->dir);
+            fprintf(stderr,
+                    "engine-tool: note: %s already has data checksums; "
+                    "--no-data-checksums ignored\n",
+                    a->dir);
         if ((a->given & OPT_WAL_SEGMENT_SIZE) && s.wal_segment_size != a->wal_segment_size)
-            fprintf(stderr, "engine-tool: note: %s already has WAL segments of %" PRIu64
-                    " bytes; --wal-segment-size %" PRIu64 " ignored\n", a->dir,
-                    s.wal_segment_size, a->wal_segment_size);
+            fprintf(stderr,
+                    "engine-tool: note: %s already has WAL segments of %" PRIu64 " bytes; --wal-segment-size %" PRIu64
+                    " ignored\n",
+                    a->dir, s.wal_segment_size, a->wal_segment_size);
     }
     for (uint64_t i = 0; i < a->keys; i++) {
         char key[KEY_LEN + 1];
@@ -98,8 +98,7 @@ int cmd_load(const tool_args *a)
         explain_failure(stderr, "close", a->dir, st, NULL);
         return status_exit(st);
     }
-    printf("loaded %" PRIu64 " keys, last_seq=%" PRIu64 " durable_seq=%" PRIu64 "\n", a->keys,
-           last_seq, durable_seq);
+    printf("loaded %" PRIu64 " keys, last_seq=%" PRIu64 " durable_seq=%" PRIu64 "\n", a->keys, last_seq, durable_seq);
     return EXIT_OK;
 }
 
@@ -107,21 +106,19 @@ int cmd_load(const tool_args *a)
 
 typedef struct check_state {
     unsigned wrong, gaps, corrupt, extra;
-    eng_corruption last;        /* last report printed, to print each once */
+    eng_corruption last; /* last report printed, to print each once */
 } check_state;
 
 /* A read of WHAT failed on corruption: print the report, unless it is the
  * one just printed (every key of a corrupt leaf reports the same page). */
-static void check_corruption(eng_db *db, const char *what, check_state *cs)
-{
+static void check_corruption(eng_db *db, const char *what, check_state *cs) {
     eng_corruption r;
     memset(&r, 0, sizeof r);
     int have = eng_last_corruption(db, &r);
     if (cs->corrupt++ > 0 && have && r.layer == cs->last.layer && r.block == cs->last.block &&
         strcmp(r.file, cs->last.file) == 0 && strcmp(r.detail, cs->last.detail) == 0)
         return;
-    if (cs->corrupt > 100 * MAX_REPORTED)
-        return;
+    if (cs->corrupt > 100 * MAX_REPORTED) return;
     printf("unreadable: key=%s\n", what);
     if (have) {
         print_report(stdout, &r);
@@ -132,8 +129,7 @@ static void check_corruption(eng_db *db, const char *what, check_state *cs)
 }
 
 /* Keys at or above index N with the "k" prefix must not exist. */
-static int check_no_extra(eng_db *db, const char *dir, uint64_t n, check_state *cs)
-{
+static int check_no_extra(eng_db *db, const char *dir, uint64_t n, check_state *cs) {
     char lower[KEY_LEN + 2], kbuf[4 * SHOW_KEY_BYTES + 4];
     size_t lower_len = KEY_LEN;
     if (n < KEY_SPACE) {
@@ -155,8 +151,7 @@ static int check_no_extra(eng_db *db, const char *dir, uint64_t n, check_state *
         }
         eng_iter_close(it);
     }
-    if (st == ENG_NOTFOUND || st == ENG_OK)
-        return 0;
+    if (st == ENG_NOTFOUND || st == ENG_OK) return 0;
     if (st == ENG_CORRUPTION) {
         check_corruption(db, "keys beyond the loaded range", cs);
         return 0;
@@ -165,8 +160,7 @@ static int check_no_extra(eng_db *db, const char *dir, uint64_t n, check_state *
     return EXIT_ERROR;
 }
 
-int cmd_check(const tool_args *a)
-{
+int cmd_check(const tool_args *a) {
     uint64_t vsize = (a->given & OPT_VALUE_SIZE) ? a->value_size : DEFAULT_VALUE_SIZE;
     uint8_t *want = malloc(vsize ? vsize : 1);
     if (want == NULL) {
@@ -191,8 +185,7 @@ int cmd_check(const tool_args *a)
         key_format(i, key);
         int st = eng_get(db, key, KEY_LEN, &got);
         if (st == ENG_NOTFOUND) {
-            if (first_missing < 0)
-                first_missing = (int64_t)i;
+            if (first_missing < 0) first_missing = (int64_t)i;
             continue;
         }
         if (st == ENG_CORRUPTION) {
@@ -222,16 +215,14 @@ int cmd_check(const tool_args *a)
                 printf("wrong value: key=%s length %zu, expected %" PRIu64 "\n", key, got.len, vsize);
         } else if (vsize && memcmp(got.data, want, vsize) != 0) {
             size_t d = 0;
-            while (((const uint8_t *)got.data)[d] == want[d])
-                d++;
+            while (((const uint8_t *)got.data)[d] == want[d]) d++;
             if (cs.wrong++ < MAX_REPORTED)
                 printf("wrong value: key=%s differs from the expected value at byte %zu\n", key, d);
         }
     }
     eng_buf_free(&got);
     free(want);
-    if (rc == 0)
-        rc = check_no_extra(db, a->dir, a->keys, &cs);
+    if (rc == 0) rc = check_no_extra(db, a->dir, a->keys, &cs);
 
     int st = eng_close(db);
     if (st != ENG_OK && rc == 0) {
@@ -239,8 +230,7 @@ int cmd_check(const tool_args *a)
         rc = status_exit(st);
     }
     printf("present=%" PRIu64 "\n", leading);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     if (cs.wrong || cs.gaps || cs.corrupt || cs.extra) {
         printf("check: FAILED: %" PRIu64 " of %" PRIu64 " keys present, %u wrong values, "
                "%u gaps, %u corrupt reads, %u extra keys\n",

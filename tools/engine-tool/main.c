@@ -73,40 +73,34 @@ static const struct tool_opt_def {
 
 static const struct tool_cmd {
     const char *name;
-    int npos;                   /* positional arguments, DIR included */
-    unsigned allowed;           /* options it takes */
-    unsigned required;          /* options it must have */
+    int npos;          /* positional arguments, DIR included */
+    unsigned allowed;  /* options it takes */
+    unsigned required; /* options it must have */
     int (*run)(const tool_args *a);
     const char *synopsis;
 } commands[] = {
     {"verify", 1, OPT_OPEN_TIME, 0, cmd_verify, "verify DIR"},
     {"stat", 1, OPT_OPEN_TIME, 0, cmd_stat, "stat DIR"},
     {"dump-page", 2, OPT_PAGE_SIZE, 0, cmd_dump_page, "dump-page DIR BLOCK [--page-size B]"},
-    {"load", 1,
-     OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_PAGE_SIZE | OPT_NO_CHECKSUMS | OPT_OPEN_TIME |
-         OPT_LOG,
+    {"load", 1, OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_PAGE_SIZE | OPT_NO_CHECKSUMS | OPT_OPEN_TIME | OPT_LOG,
      OPT_KEYS, cmd_load,
      "load DIR --keys N [--value-size B] [--seed S] [--page-size 4096|8192|16384]\n"
      "                   [--no-data-checksums] [--cache-size BYTES] [--io-backend uring|psync]\n"
      "                   [--sync commit|group|off] [--full-page-writes on|off]\n"
      "                   [--wal-compression none|zstd] [--wal-segment-size BYTES]\n"
      "                   [--archive-dir DIR] [--checkpoint-wal-bytes N]"},
-    {"check", 1, OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_OPEN_TIME | OPT_SYNC, OPT_KEYS,
-     cmd_check, "check DIR --keys N [--value-size B] [--seed S] [--sync commit|group|off]"},
+    {"check", 1, OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_OPEN_TIME | OPT_SYNC, OPT_KEYS, cmd_check,
+     "check DIR --keys N [--value-size B] [--seed S] [--sync commit|group|off]"},
     {"get", 2, OPT_OPEN_TIME, 0, cmd_get, "get DIR KEY"},
-    {"checkpoint", 1, OPT_OPEN_TIME | OPT_ARCHIVE_DIR, 0, cmd_checkpoint,
-     "checkpoint DIR [--archive-dir DIR]"},
-    {"waldump", 1, OPT_FROM | OPT_LIMIT, 0, cmd_waldump,
-     "waldump DIR [--from LSN|oldest] [--limit N]"},
+    {"checkpoint", 1, OPT_OPEN_TIME | OPT_ARCHIVE_DIR, 0, cmd_checkpoint, "checkpoint DIR [--archive-dir DIR]"},
+    {"waldump", 1, OPT_FROM | OPT_LIMIT, 0, cmd_waldump, "waldump DIR [--from LSN|oldest] [--limit N]"},
     {"vacuum", 1, OPT_OPEN_TIME | OPT_ARCHIVE_DIR, 0, cmd_vacuum, "vacuum DIR [--archive-dir DIR]"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
     fprintf(f, "usage: engine-tool COMMAND ARGS...\n\ncommands:\n");
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(f, "  engine-tool %s\n", commands[i].synopsis);
+    for (size_t i = 0; i < NCOMMANDS; i++) fprintf(f, "  engine-tool %s\n", commands[i].synopsis);
     fprintf(f,
             "\n"
             "verify, stat, check, get and checkpoint also take --cache-size BYTES and\n"
@@ -146,8 +140,7 @@ static void usage(FILE *f)
             DEFAULT_VALUE_SIZE);
 }
 
-static int usage_error(const char *fmt, const char *what)
-{
+static int usage_error(const char *fmt, const char *what) {
     fprintf(stderr, "engine-tool: ");
     fprintf(stderr, fmt, what);
     fprintf(stderr, "\nTry 'engine-tool --help'.\n");
@@ -156,58 +149,46 @@ static int usage_error(const char *fmt, const char *what)
 
 /* Parse a decimal unsigned number: digits only (no sign, no space, no
  * suffix), no overflow, at most MAX.  Returns 0 on success. */
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    if (s == NULL || s[0] < '0' || s[0] > '9')
-        return -1;
+static int parse_u64(const char *s, uint64_t max, uint64_t *out) {
+    if (s == NULL || s[0] < '0' || s[0] > '9') return -1;
     errno = 0;
     char *end = NULL;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v > max)
-        return -1;
+    if (errno != 0 || end == s || *end != '\0' || v > max) return -1;
     *out = v;
     return 0;
 }
 
 /* Parse an LSN: hexadecimal digits, "0x" optional (waldump prints LSNs in
  * hex), no overflow.  Returns 0 on success. */
-static int parse_lsn(const char *s, uint64_t *out)
-{
-    if (s == NULL)
-        return -1;
-    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-        s += 2;
-    if (s[0] == '\0' || strspn(s, "0123456789abcdefABCDEF") != strlen(s) || strlen(s) > 16)
-        return -1;
+static int parse_lsn(const char *s, uint64_t *out) {
+    if (s == NULL) return -1;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s += 2;
+    if (s[0] == '\0' || strspn(s, "0123456789abcdefABCDEF") != strlen(s) || strlen(s) > 16) return -1;
     *out = strtoull(s, NULL, 16);
     return 0;
 }
 
 /* Store the value of option DEF.  Returns 0, or EXIT_ERROR after a message. */
-static int set_option(tool_args *a, const struct tool_opt_def *def, const char *v)
-{
+static int set_option(tool_args *a, const struct tool_opt_def *def, const char *v) {
     uint64_t n = 0;
     switch (def->bit) {
     case OPT_KEYS:
-        if (parse_u64(v, MAX_KEYS, &a->keys))
-            return usage_error("--keys: not a number of keys (0..10^15): '%s'", v);
+        if (parse_u64(v, MAX_KEYS, &a->keys)) return usage_error("--keys: not a number of keys (0..10^15): '%s'", v);
         break;
     case OPT_VALUE_SIZE:
         if (parse_u64(v, ENG_MAX_VALUE, &a->value_size))
             return usage_error("--value-size: not a size in bytes (0..64 MiB): '%s'", v);
         break;
     case OPT_SEED:
-        if (parse_u64(v, UINT64_MAX, &a->seed))
-            return usage_error("--seed: not an unsigned 64-bit number: '%s'", v);
+        if (parse_u64(v, UINT64_MAX, &a->seed)) return usage_error("--seed: not an unsigned 64-bit number: '%s'", v);
         break;
     case OPT_PAGE_SIZE:
         if (parse_u64(v, UINT32_MAX, &n) || (n != 4096 && n != 8192 && n != 16384))
             return usage_error("--page-size: must be 4096, 8192 or 16384, not '%s'", v);
         a->page_size = (uint32_t)n;
         break;
-    case OPT_NO_CHECKSUMS:
-        a->data_checksums = 0;
-        break;
+    case OPT_NO_CHECKSUMS: a->data_checksums = 0; break;
     case OPT_CACHE_SIZE:
         if (parse_u64(v, SIZE_MAX, &a->cache_size) || a->cache_size == 0)
             return usage_error("--cache-size: not a size in bytes: '%s'", v);
@@ -249,7 +230,8 @@ static int set_option(tool_args *a, const struct tool_opt_def *def, const char *
     case OPT_WAL_SEGMENT_SIZE:
         if (parse_u64(v, MAX_WAL_SEG_SIZE, &n) || n < MIN_WAL_SEG_SIZE || (n & (n - 1)))
             return usage_error("--wal-segment-size: must be a power of two from 65536 to "
-                               "4294967296 bytes, not '%s'", v);
+                               "4294967296 bytes, not '%s'",
+                               v);
         a->wal_segment_size = n;
         break;
     case OPT_ARCHIVE_DIR:
@@ -266,11 +248,11 @@ static int set_option(tool_args *a, const struct tool_opt_def *def, const char *
         if (strcmp(v, "oldest") == 0) {
             a->from_oldest = 1;
         } else if (parse_lsn(v, &a->from)) {
-            return usage_error("--from: not an LSN (hex, as waldump prints it) or 'oldest': '%s'",
-                               v);
+            return usage_error("--from: not an LSN (hex, as waldump prints it) or 'oldest': '%s'", v);
         } else if ((a->from & 7) || (a->from % WAL_BLOCK != 0 && a->from % WAL_BLOCK < WAL_BLOCK_HDR)) {
             return usage_error("--from: %s cannot start a record (LSNs of records are 8-aligned "
-                               "and never inside a block header)", v);
+                               "and never inside a block header)",
+                               v);
         }
         break;
     case OPT_LIMIT:
@@ -284,8 +266,7 @@ static int set_option(tool_args *a, const struct tool_opt_def *def, const char *
 
 /* Parse argv[2..] for CMD into A.  Returns 0, or EXIT_ERROR after a message
  * (or EXIT_OK with *help set when --help was asked for). */
-static int parse_args(const struct tool_cmd *cmd, int argc, char **argv, tool_args *a, int *help)
-{
+static int parse_args(const struct tool_cmd *cmd, int argc, char **argv, tool_args *a, int *help) {
     const char *pos[2] = {NULL, NULL};
     int npos = 0, options_done = 0;
 
@@ -304,11 +285,12 @@ static int parse_args(const struct tool_cmd *cmd, int argc, char **argv, tool_ar
             size_t nlen = eq ? (size_t)(eq - s) : strlen(s);
             const struct tool_opt_def *def = NULL;
             for (size_t k = 0; k < sizeof opt_defs / sizeof opt_defs[0]; k++)
-                if (strlen(opt_defs[k].name) == nlen && strncmp(opt_defs[k].name, s, nlen) == 0)
-                    def = &opt_defs[k];
+                if (strlen(opt_defs[k].name) == nlen && strncmp(opt_defs[k].name, s, nlen) == 0) def = &opt_defs[k];
             if (def == NULL || !(cmd->allowed & def->bit)) {
-                fprintf(stderr, "engine-tool: %s: unknown option '%.*s'\n"
-                        "Try 'engine-tool --help'.\n", cmd->name, (int)nlen, s);
+                fprintf(stderr,
+                        "engine-tool: %s: unknown option '%.*s'\n"
+                        "Try 'engine-tool --help'.\n",
+                        cmd->name, (int)nlen, s);
                 return EXIT_ERROR;
             }
             const char *v = NULL;
@@ -323,38 +305,35 @@ static int parse_args(const struct tool_cmd *cmd, int argc, char **argv, tool_ar
                 return usage_error("option %s takes no value", def->name);
             }
             int rc = set_option(a, def, v);
-            if (rc)
-                return rc;
+            if (rc) return rc;
             continue;
         }
         if (npos >= cmd->npos) {
-            fprintf(stderr, "engine-tool: %s: unexpected argument '%s'\n"
-                    "usage: engine-tool %s\n", cmd->name, s, cmd->synopsis);
+            fprintf(stderr,
+                    "engine-tool: %s: unexpected argument '%s'\n"
+                    "usage: engine-tool %s\n",
+                    cmd->name, s, cmd->synopsis);
             return EXIT_ERROR;
         }
         pos[npos++] = s;
     }
     if (npos < cmd->npos) {
         fprintf(stderr, "engine-tool: %s: missing %s\nusage: engine-tool %s\n", cmd->name,
-                npos == 0 ? "DIR" : (strcmp(cmd->name, "get") == 0 ? "KEY" : "BLOCK"),
-                cmd->synopsis);
+                npos == 0 ? "DIR" : (strcmp(cmd->name, "get") == 0 ? "KEY" : "BLOCK"), cmd->synopsis);
         return EXIT_ERROR;
     }
     unsigned missing = cmd->required & ~a->given;
     for (size_t k = 0; k < sizeof opt_defs / sizeof opt_defs[0]; k++)
-        if (missing & opt_defs[k].bit)
-            return usage_error("missing required option %s", opt_defs[k].name);
+        if (missing & opt_defs[k].bit) return usage_error("missing required option %s", opt_defs[k].name);
 
     a->dir = pos[0];
     a->arg2 = pos[1];
-    if (a->dir[0] == '\0')
-        return usage_error("%sDIR must not be empty", "");
+    if (a->dir[0] == '\0') return usage_error("%sDIR must not be empty", "");
     if (cmd->run == cmd_dump_page && parse_u64(a->arg2, UINT32_MAX, &a->block))
         return usage_error("dump-page: BLOCK must be a block number, not '%s'", a->arg2);
     if (cmd->run == cmd_get) {
         size_t kl = strlen(a->arg2);
-        if (kl == 0 || kl > ENG_MAX_KEY)
-            return usage_error("get: KEY must be 1..1024 bytes%s", "");
+        if (kl == 0 || kl > ENG_MAX_KEY) return usage_error("get: KEY must be 1..1024 bytes%s", "");
     }
     /* The cache must hold 16 pages.  Checked here when the page size is
      * known without opening anything: the explicit --page-size, or the
@@ -364,12 +343,13 @@ static int parse_args(const struct tool_cmd *cmd, int argc, char **argv, tool_ar
         uint64_t ps = 0;
         if (a->given & OPT_PAGE_SIZE)
             ps = a->page_size;
-        else if (snprintf(ctl, sizeof ctl, "%s/control", a->dir) < (int)sizeof ctl &&
-                 access(ctl, F_OK) != 0)
+        else if (snprintf(ctl, sizeof ctl, "%s/control", a->dir) < (int)sizeof ctl && access(ctl, F_OK) != 0)
             ps = 8192;
         if (ps && a->cache_size < 16 * ps) {
-            fprintf(stderr, "engine-tool: --cache-size: %" PRIu64 " bytes is below the minimum "
-                    "of 16 pages (%" PRIu64 " bytes)\n", a->cache_size, 16 * ps);
+            fprintf(stderr,
+                    "engine-tool: --cache-size: %" PRIu64 " bytes is below the minimum "
+                    "of 16 pages (%" PRIu64 " bytes)\n",
+                    a->cache_size, 16 * ps);
             return EXIT_ERROR;
         }
     }
@@ -378,24 +358,20 @@ static int parse_args(const struct tool_cmd *cmd, int argc, char **argv, tool_ar
 
 /* ---- main ------------------------------------------------------------------------ */
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "engine-tool: missing command\n");
         usage(stderr);
         return EXIT_ERROR;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return EXIT_OK;
     }
     const struct tool_cmd *cmd = NULL;
     for (size_t i = 0; i < NCOMMANDS; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            cmd = &commands[i];
-    if (cmd == NULL)
-        return usage_error("unknown command '%s'", argv[1]);
+        if (strcmp(argv[1], commands[i].name) == 0) cmd = &commands[i];
+    if (cmd == NULL) return usage_error("unknown command '%s'", argv[1]);
 
     tool_args a;
     memset(&a, 0, sizeof a);
@@ -403,8 +379,7 @@ int main(int argc, char **argv)
     a.data_checksums = 1;
     int help = 0;
     int rc = parse_args(cmd, argc, argv, &a, &help);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     if (help) {
         usage(stdout);
         return EXIT_OK;

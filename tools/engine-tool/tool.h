@@ -11,18 +11,18 @@
 #include "common/keys.h"
 #include "engine.h"
 
-#define EXIT_OK 0
+#define EXIT_OK      0
 #define EXIT_PROBLEM 1
-#define EXIT_ERROR 2
+#define EXIT_ERROR   2
 
 /* Keys are common/keys.h's (KEY_LEN bytes, key_format). */
-#define MAX_KEYS KEY_SPACE              /* 10^15: indexes fit in 15 digits */
+#define MAX_KEYS           KEY_SPACE /* 10^15: indexes fit in 15 digits */
 #define DEFAULT_VALUE_SIZE 100u
-#define MAX_REPORTED 10                 /* per kind of problem in check */
-#define SHOW_KEY_BYTES 48               /* dump-page truncates longer keys */
-#define WALDUMP_OPS 3                   /* waldump shows this many ops of a batch */
-#define MAX_WAL_SEG_SIZE (1ull << 32)   /* the engine's limit */
-#define MIN_WAL_SEG_SIZE (64ull << 10)
+#define MAX_REPORTED       10           /* per kind of problem in check */
+#define SHOW_KEY_BYTES     48           /* dump-page truncates longer keys */
+#define WALDUMP_OPS        3            /* waldump shows this many ops of a batch */
+#define MAX_WAL_SEG_SIZE   (1ull << 32) /* the engine's limit */
+#define MIN_WAL_SEG_SIZE   (64ull << 10)
 
 enum tool_opt {
     OPT_KEYS = 1u << 0,
@@ -42,13 +42,14 @@ enum tool_opt {
     OPT_LIMIT = 1u << 14,
 };
 #define OPT_OPEN_TIME (OPT_CACHE_SIZE | OPT_IO_BACKEND)
-#define OPT_LOG (OPT_SYNC | OPT_FULL_PAGE_WRITES | OPT_WAL_COMPRESSION | OPT_WAL_SEGMENT_SIZE | \
-                 OPT_ARCHIVE_DIR | OPT_CHECKPOINT_WAL_BYTES)
+#define OPT_LOG                                                                                       \
+    (OPT_SYNC | OPT_FULL_PAGE_WRITES | OPT_WAL_COMPRESSION | OPT_WAL_SEGMENT_SIZE | OPT_ARCHIVE_DIR | \
+     OPT_CHECKPOINT_WAL_BYTES)
 
 typedef struct tool_args {
     const char *dir;
-    const char *arg2;           /* dump-page: BLOCK; get: KEY */
-    unsigned given;             /* enum tool_opt bits seen */
+    const char *arg2; /* dump-page: BLOCK; get: KEY */
+    unsigned given;   /* enum tool_opt bits seen */
     uint64_t keys;
     uint64_t value_size;
     uint64_t seed;
@@ -56,33 +57,33 @@ typedef struct tool_args {
     int data_checksums;
     uint64_t cache_size;
     int io_backend;
-    int sync_mode;              /* eng_sync_mode */
+    int sync_mode; /* eng_sync_mode */
     int full_page_writes;
-    int wal_compression;        /* eng_wal_compression */
+    int wal_compression; /* eng_wal_compression */
     uint64_t wal_segment_size;
     const char *archive_dir;
     uint64_t checkpoint_wal_bytes;
-    uint64_t from;              /* waldump: start LSN */
-    const char *from_str;       /* as given */
-    int from_oldest;            /* waldump --from oldest */
-    uint64_t limit;             /* waldump: records to show */
-    uint64_t block;             /* dump-page, parsed from arg2 */
+    uint64_t from;        /* waldump: start LSN */
+    const char *from_str; /* as given */
+    int from_oldest;      /* waldump --from oldest */
+    uint64_t limit;       /* waldump: records to show */
+    uint64_t block;       /* dump-page, parsed from arg2 */
 } tool_args;
 
 /* How a command opens the database. */
 enum tool_open_mode {
-    TOOL_READ,      /* read-only; the database must exist */
-    TOOL_WRITE,     /* read-write; the database must exist */
-    TOOL_CREATE,    /* read-write, created if missing */
+    TOOL_READ,   /* read-only; the database must exist */
+    TOOL_WRITE,  /* read-write; the database must exist */
+    TOOL_CREATE, /* read-write, created if missing */
 };
 
 /* ---- the commands ---- */
-int cmd_verify(const tool_args *a);    /* db.c */
+int cmd_verify(const tool_args *a); /* db.c */
 int cmd_stat(const tool_args *a);
 int cmd_get(const tool_args *a);
 int cmd_checkpoint(const tool_args *a);
 int cmd_vacuum(const tool_args *a);
-int cmd_load(const tool_args *a);      /* load.c */
+int cmd_load(const tool_args *a); /* load.c */
 int cmd_check(const tool_args *a);
 int cmd_waldump(const tool_args *a);   /* waldump.c */
 int cmd_dump_page(const tool_args *a); /* dump_page.c */

@@ -23,12 +23,10 @@ typedef struct log_rep {
 } log_rep;
 
 /* Deliver a report (layer wal_record) the way the engine's reader does. */
-static void report(const log_rep *rep, const char *file, int64_t block, int64_t offset,
-                   uint64_t expected, uint64_t found, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
-static void report(const log_rep *rep, const char *file, int64_t block, int64_t offset,
-                   uint64_t expected, uint64_t found, const char *fmt, ...)
-{
+static void report(const log_rep *rep, const char *file, int64_t block, int64_t offset, uint64_t expected,
+                   uint64_t found, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static void report(const log_rep *rep, const char *file, int64_t block, int64_t offset, uint64_t expected,
+                   uint64_t found, const char *fmt, ...) {
     eng_corruption r;
     memset(&r, 0, sizeof r);
     r.layer = ENG_LAYER_WAL;
@@ -47,10 +45,8 @@ static void report(const log_rep *rep, const char *file, int64_t block, int64_t 
 
 /* printf to F, or nothing when F is NULL (verify decodes without printing). */
 static void outf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void outf(FILE *f, const char *fmt, ...)
-{
-    if (f == NULL)
-        return;
+static void outf(FILE *f, const char *fmt, ...) {
+    if (f == NULL) return;
     va_list ap;
     va_start(ap, fmt);
     vfprintf(f, fmt, ap);
@@ -60,8 +56,7 @@ static void outf(FILE *f, const char *fmt, ...)
 /* A key as one space-free token: bytes outside '!'..'~' and the backslash
  * as \xNN, at most MAXSHOW bytes then "...".  OUT needs 4 * MAXSHOW + 4
  * bytes. */
-static const char *escape_token(const uint8_t *k, size_t len, size_t maxshow, char *out)
-{
+static const char *escape_token(const uint8_t *k, size_t len, size_t maxshow, char *out) {
     size_t o = 0, n = len < maxshow ? len : maxshow;
     for (size_t i = 0; i < n; i++) {
         if (k[i] > 0x20 && k[i] < 0x7f && k[i] != '\\')
@@ -77,8 +72,7 @@ static const char *escape_token(const uint8_t *k, size_t len, size_t maxshow, ch
     return out;
 }
 
-static const char *rec_type_name(int type)
-{
+static const char *rec_type_name(int type) {
     switch (type) {
     case WAL_REC_BATCH: return "batch";
     case WAL_REC_PAGES: return "pages";
@@ -89,14 +83,11 @@ static const char *rec_type_name(int type)
 
 /* WAL_REC_BATCH: "seq=S ops=N" and the first WALDUMP_OPS operations.
  * Returns NULL, or why the payload does not decode. */
-static const char *describe_batch(FILE *f, const uint8_t *p, size_t len)
-{
+static const char *describe_batch(FILE *f, const uint8_t *p, size_t len) {
     uint32_t nops = 0;
-    if (pa_batch_count(p, len, &nops))
-        return "batch payload does not decode";
+    if (pa_batch_count(p, len, &nops)) return "batch payload does not decode";
     pa_batch b = {0, 0, calloc(nops, sizeof(pa_op))};
-    if (b.ops == NULL)
-        return "out of memory decoding a batch";
+    if (b.ops == NULL) return "out of memory decoding a batch";
     if (pa_batch_decode(p, len, &b)) {
         free(b.ops);
         return "batch payload does not decode";
@@ -106,13 +97,11 @@ static const char *describe_batch(FILE *f, const uint8_t *p, size_t len)
     for (uint32_t i = 0; i < b.nops && i < WALDUMP_OPS; i++) {
         const pa_op *o = &b.ops[i];
         if (o->kind == BOP_PUT)
-            outf(f, " put k=%s vlen=%" PRIu32, escape_token(o->key, o->klen, SHOW_KEY_BYTES, shown),
-                 o->vlen);
+            outf(f, " put k=%s vlen=%" PRIu32, escape_token(o->key, o->klen, SHOW_KEY_BYTES, shown), o->vlen);
         else
             outf(f, " del k=%s", escape_token(o->key, o->klen, SHOW_KEY_BYTES, shown));
     }
-    if (b.nops > WALDUMP_OPS)
-        outf(f, " ...(%" PRIu32 " more)", b.nops - WALDUMP_OPS);
+    if (b.nops > WALDUMP_OPS) outf(f, " ...(%" PRIu32 " more)", b.nops - WALDUMP_OPS);
     free(b.ops);
     return NULL;
 }
@@ -120,116 +109,95 @@ static const char *describe_batch(FILE *f, const uint8_t *p, size_t len)
 /* One page action, fields per the encoding at the top of pageop.h.  Q is
  * the action past its common prefix (kind, block); pa_parse has checked
  * that every field read here lies inside the record. */
-static void describe_action(FILE *f, int kind, uint32_t block, const uint8_t *q)
-{
+static void describe_action(FILE *f, int kind, uint32_t block, const uint8_t *q) {
     switch (kind) {
     case PA_IMAGE:
-        outf(f, " image(block=%" PRIu32 " hole=%u+%u codec=%s bytes=%" PRIu32 ")", block,
-             (unsigned)fmt_get16(q), (unsigned)fmt_get16(q + 2), q[4] == 0 ? "raw" : q[4] == 1 ? "zstd" : "unknown",
+        outf(f, " image(block=%" PRIu32 " hole=%u+%u codec=%s bytes=%" PRIu32 ")", block, (unsigned)fmt_get16(q),
+             (unsigned)fmt_get16(q + 2),
+             q[4] == 0   ? "raw"
+             : q[4] == 1 ? "zstd"
+                         : "unknown",
              fmt_get32(q + 5));
         break;
     case PA_INIT: {
         const char *t = q[0] <= PAGE_TYPE_MAX ? page_type_name(q[0]) : NULL;
-        outf(f, " init(block=%" PRIu32 " type=%s level=%u next=%" PRIu32 " aux=%" PRIu32 ")", block,
-             t ? t : "unknown", (unsigned)fmt_get16(q + 1), fmt_get32(q + 3), fmt_get32(q + 7));
+        outf(f, " init(block=%" PRIu32 " type=%s level=%u next=%" PRIu32 " aux=%" PRIu32 ")", block, t ? t : "unknown",
+             (unsigned)fmt_get16(q + 1), fmt_get32(q + 3), fmt_get32(q + 7));
         break;
     }
-    case PA_FREE:
-        outf(f, " free(block=%" PRIu32 " next=%" PRIu32 ")", block, fmt_get32(q));
-        break;
+    case PA_FREE: outf(f, " free(block=%" PRIu32 " next=%" PRIu32 ")", block, fmt_get32(q)); break;
     case PA_OVFL:
         outf(f, " ovfl(block=%" PRIu32 " next=%" PRIu32 " len=%" PRIu32 " src=%s)", block, fmt_get32(q),
              fmt_get32(q + 4), q[8] == 0 ? "bytes" : "op");
         break;
     case PA_INSERT:
-        outf(f, " insert(block=%" PRIu32 " idx=%u src=%s)", block, (unsigned)fmt_get16(q),
-             q[3] == 0 ? "bytes" : "op");
+        outf(f, " insert(block=%" PRIu32 " idx=%u src=%s)", block, (unsigned)fmt_get16(q), q[3] == 0 ? "bytes" : "op");
         break;
-    case PA_REMOVE:
-        outf(f, " remove(block=%" PRIu32 " idx=%u)", block, (unsigned)fmt_get16(q));
-        break;
+    case PA_REMOVE: outf(f, " remove(block=%" PRIu32 " idx=%u)", block, (unsigned)fmt_get16(q)); break;
     case PA_SPLIT:
-        outf(f, " split(block=%" PRIu32 " m=%u next=%" PRIu32 ")", block, (unsigned)fmt_get16(q + 3),
-             fmt_get32(q + 5));
+        outf(f, " split(block=%" PRIu32 " m=%u next=%" PRIu32 ")", block, (unsigned)fmt_get16(q + 3), fmt_get32(q + 5));
         break;
-    case PA_META:
-        outf(f, " meta(nblocks=%" PRIu32 " freelist=%" PRIu32 ")", fmt_get32(q), fmt_get32(q + 4));
-        break;
-    case PA_SETNEXT:
-        outf(f, " setnext(block=%" PRIu32 " next=%" PRIu32 ")", block, fmt_get32(q));
-        break;
-    case PA_PUSHFREE:
-        outf(f, " pushfree(trunk=%" PRIu32 " freed=%" PRIu32 ")", block, fmt_get32(q));
-        break;
-    case PA_POPFREE:
-        outf(f, " popfree(trunk=%" PRIu32 ")", block);
-        break;
+    case PA_META: outf(f, " meta(nblocks=%" PRIu32 " freelist=%" PRIu32 ")", fmt_get32(q), fmt_get32(q + 4)); break;
+    case PA_SETNEXT: outf(f, " setnext(block=%" PRIu32 " next=%" PRIu32 ")", block, fmt_get32(q)); break;
+    case PA_PUSHFREE: outf(f, " pushfree(trunk=%" PRIu32 " freed=%" PRIu32 ")", block, fmt_get32(q)); break;
+    case PA_POPFREE: outf(f, " popfree(trunk=%" PRIu32 ")", block); break;
     case PA_SETXMAX:
         outf(f, " setxmax(block=%" PRIu32 " idx=%u xid=%" PRIu64 ")", block, (unsigned)fmt_get16(q), fmt_get64(q + 2));
         break;
-    case PA_FREEZE:
-        outf(f, " freeze(block=%" PRIu32 " idx=%u)", block, (unsigned)fmt_get16(q));
-        break;
+    case PA_FREEZE: outf(f, " freeze(block=%" PRIu32 " idx=%u)", block, (unsigned)fmt_get16(q)); break;
     case PA_CLOGSET:
         outf(f, " clogset(block=%" PRIu32 " entry=%" PRIu32 " status=%s)", block, fmt_get32(q),
-             q[4] == CLOG_COMMITTED ? "committed" : q[4] == CLOG_ABORTED ? "aborted" : "in-progress");
+             q[4] == CLOG_COMMITTED ? "committed"
+             : q[4] == CLOG_ABORTED ? "aborted"
+                                    : "in-progress");
         break;
-    case PA_CLOGDIR:
-        outf(f, " clogdir(page=%" PRIu32 " block=%" PRIu32 ")", fmt_get32(q), fmt_get32(q + 4));
-        break;
-    case PA_HINTS:
-        outf(f, " hints(block=%" PRIu32 " bytes=%u)", block, (unsigned)fmt_get16(q));
-        break;
+    case PA_CLOGDIR: outf(f, " clogdir(page=%" PRIu32 " block=%" PRIu32 ")", fmt_get32(q), fmt_get32(q + 4)); break;
+    case PA_HINTS: outf(f, " hints(block=%" PRIu32 " bytes=%u)", block, (unsigned)fmt_get16(q)); break;
     }
 }
 
 /* WAL_REC_PAGES: "batch=<lsn> op=I" and every action. */
-static const char *describe_pages(FILE *f, const uint8_t *p, size_t len)
-{
-    if (len < PA_REC_HDR)
-        return "page record shorter than its header";
+static const char *describe_pages(FILE *f, const uint8_t *p, size_t len) {
+    if (len < PA_REC_HDR) return "page record shorter than its header";
     uint32_t op = fmt_get32(p + 8);
-    if (op == PA_OP_COMMIT) outf(f, " batch=0x%" PRIx64 " op=commit", fmt_get64(p));
-    else if (op == PA_OP_ABORT) outf(f, " batch=0x%" PRIx64 " op=abort", fmt_get64(p));
-    else if (op == PA_OP_MAINT) outf(f, " op=maint");
-    else outf(f, " batch=0x%" PRIx64 " op=%" PRIu32, fmt_get64(p), op);
+    if (op == PA_OP_COMMIT)
+        outf(f, " batch=0x%" PRIx64 " op=commit", fmt_get64(p));
+    else if (op == PA_OP_ABORT)
+        outf(f, " batch=0x%" PRIx64 " op=abort", fmt_get64(p));
+    else if (op == PA_OP_MAINT)
+        outf(f, " op=maint");
+    else
+        outf(f, " batch=0x%" PRIx64 " op=%" PRIu32, fmt_get64(p), op);
     size_t off = PA_REC_HDR;
-    if (off == len)
-        return "page record without actions";
+    if (off == len) return "page record without actions";
     while (off < len) {
         int kind = 0;
         uint32_t block = 0;
         size_t n = pa_parse(p + off, len - off, &kind, &block);
-        if (n == 0)
-            return "malformed page action";
+        if (n == 0) return "malformed page action";
         describe_action(f, kind, block, p + off + 5);
-        if ((kind == PA_META || kind == PA_CLOGDIR) && block != 0)
-            return "meta action names a block other than 0";
+        if ((kind == PA_META || kind == PA_CLOGDIR) && block != 0) return "meta action names a block other than 0";
         off += n;
     }
     return NULL;
 }
 
 /* WAL_REC_CHECKPOINT: u64 redo | u64 last_seq | u64 nblocks. */
-static const char *describe_checkpoint(FILE *f, const uint8_t *p, size_t len)
-{
-    if (len != 24)
-        return "checkpoint record is not 24 bytes";
+static const char *describe_checkpoint(FILE *f, const uint8_t *p, size_t len) {
+    if (len != 24) return "checkpoint record is not 24 bytes";
     outf(f, " redo=0x%" PRIx64 " last_seq=%" PRIu64 " nblocks=%" PRIu64, fmt_get64(p), fmt_get64(p + 8),
          fmt_get64(p + 16));
     return NULL;
 }
 
 /* Report, as the reader does, a problem with the record at LSN. */
-static void report_record(const log_rep *rep, uint64_t seg_size, uint64_t lsn,
-                          uint64_t expected, uint64_t found, const char *why)
-{
+static void report_record(const log_rep *rep, uint64_t seg_size, uint64_t lsn, uint64_t expected, uint64_t found,
+                          const char *why) {
     uint64_t seg = lsn & ~(seg_size - 1);
     char file[64];
     snprintf(file, sizeof file, "%s/%016" PRIx64, WAL_DIR, seg);
     report(rep, file, (int64_t)((lsn - seg) / WAL_BLOCK), (int64_t)(lsn - seg), expected, found,
-           "record at LSN 0x%llx passes its checksum but does not decode: %s",
-           (unsigned long long)lsn, why);
+           "record at LSN 0x%llx passes its checksum but does not decode: %s", (unsigned long long)lsn, why);
 }
 
 typedef struct log_walk {
@@ -247,15 +215,13 @@ typedef struct log_walk {
  * the end of the log or the limit (W->malformed counts undecodable
  * records), ENG_CORRUPTION when the reader stopped at a damaged record,
  * or the status that stopped it. */
-static int walk_log(insp_dir *d, uint64_t seg_size, uint64_t from, uint64_t limit, FILE *out,
-                    const log_rep *rep, log_walk *w)
-{
+static int walk_log(insp_dir *d, uint64_t seg_size, uint64_t from, uint64_t limit, FILE *out, const log_rep *rep,
+                    log_walk *w) {
     memset(w, 0, sizeof *w);
     w->end = from;
     wal_reader *r = NULL;
     int st = insp_log_open(d, seg_size, from, rep->fn, rep->ctx, &r);
-    if (st != ENG_OK)
-        return st;
+    if (st != ENG_OK) return st;
     wal_record rec;
     while ((st = wal_reader_next(r, &rec)) == ENG_OK) {
         w->records++;
@@ -274,8 +240,7 @@ static int walk_log(insp_dir *d, uint64_t seg_size, uint64_t from, uint64_t limi
             why = describe_pages(out, rec.payload, rec.len);
         else if (rec.type == WAL_REC_CHECKPOINT)
             why = describe_checkpoint(out, rec.payload, rec.len);
-        if (why)
-            outf(out, " MALFORMED: %s", why);
+        if (why) outf(out, " MALFORMED: %s", why);
         outf(out, "\n");
         if (why) {
             w->malformed++;
@@ -296,11 +261,11 @@ static int walk_log(insp_dir *d, uint64_t seg_size, uint64_t from, uint64_t limi
 
 /* Recovery needs a record at the redo point (the checkpoint's own, or the
  * first change after it): report its absence the way recovery does. */
-static void report_no_redo_record(const log_rep *rep, uint64_t redo, uint64_t end)
-{
+static void report_no_redo_record(const log_rep *rep, uint64_t redo, uint64_t end) {
     report(rep, WAL_DIR, -1, (int64_t)redo, redo, end,
            "the log holds no record at the redo point (LSN %llu): the checkpoint's "
-           "record is missing", (unsigned long long)redo);
+           "record is missing",
+           (unsigned long long)redo);
 }
 
 /* Reports of a log read: counted, and the first one kept. */
@@ -310,27 +275,21 @@ typedef struct log_reports {
 } log_reports;
 
 /* Print each report as it comes (waldump). */
-static void print_log_report(void *ctx, const eng_corruption *r)
-{
+static void print_log_report(void *ctx, const eng_corruption *r) {
     log_reports *lr = ctx;
-    if (lr->count++ == 0)
-        lr->first = *r;
+    if (lr->count++ == 0) lr->first = *r;
     print_report(stdout, r);
 }
 
 /* Only keep it (a report that is a note, not the result). */
-static void keep_report(void *ctx, const eng_corruption *r)
-{
+static void keep_report(void *ctx, const eng_corruption *r) {
     log_reports *lr = ctx;
-    if (lr->count++ == 0)
-        lr->first = *r;
+    if (lr->count++ == 0) lr->first = *r;
 }
 
-int cmd_waldump(const tool_args *a)
-{
+int cmd_waldump(const tool_args *a) {
     int rc = require_dir(a->dir);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     insp_dir *d = NULL;
     int st = insp_open(a->dir, &d);
     if (st != ENG_OK) {
@@ -355,31 +314,28 @@ int cmd_waldump(const tool_args *a)
         }
         seg_size = wal_guess_seg_size(a->dir);
         if (seg_size == 0) {
-            fprintf(stderr, "engine-tool: waldump %s: no WAL segments in %s/%s\n", a->dir, a->dir,
-                    WAL_DIR);
+            fprintf(stderr, "engine-tool: waldump %s: no WAL segments in %s/%s\n", a->dir, a->dir, WAL_DIR);
             insp_close(d);
             return EXIT_ERROR;
         }
-        fprintf(stderr, "engine-tool: note: WAL segment size %" PRIu64
-                " guessed from the segment files\n", seg_size);
-        if (!(a->given & OPT_FROM))
-            oldest = 1;
+        fprintf(stderr, "engine-tool: note: WAL segment size %" PRIu64 " guessed from the segment files\n", seg_size);
+        if (!(a->given & OPT_FROM)) oldest = 1;
     } else {
-        fprintf(stderr, "engine-tool: waldump %s: reading the control file: %s\n", a->dir,
-                eng_strerror(st));
+        fprintf(stderr, "engine-tool: waldump %s: reading the control file: %s\n", a->dir, eng_strerror(st));
         insp_close(d);
         return EXIT_ERROR;
     }
     if (oldest) {
         if (insp_oldest_record(d, seg_size, &start) != ENG_OK) {
-            fprintf(stderr, "engine-tool: waldump %s: no WAL segments in %s/%s\n", a->dir, a->dir,
-                    WAL_DIR);
+            fprintf(stderr, "engine-tool: waldump %s: no WAL segments in %s/%s\n", a->dir, a->dir, WAL_DIR);
             insp_close(d);
             return EXIT_ERROR;
         }
         if (!a->from_oldest)
-            fprintf(stderr, "engine-tool: note: starting at the oldest segment's first record, "
-                    "lsn=0x%" PRIx64 "\n", start);
+            fprintf(stderr,
+                    "engine-tool: note: starting at the oldest segment's first record, "
+                    "lsn=0x%" PRIx64 "\n",
+                    start);
     } else if (a->given & OPT_FROM) {
         start = a->from;
     }
@@ -391,21 +347,20 @@ int cmd_waldump(const tool_args *a)
     st = walk_log(d, seg_size, start, a->limit, stdout, &rep, &w);
     insp_close(d);
     if (st == ENG_OK && w.limited) {
-        printf("stopped after %" PRIu64 " records (--limit); next lsn=0x%" PRIx64 "\n", w.records,
-               w.end);
+        printf("stopped after %" PRIu64 " records (--limit); next lsn=0x%" PRIx64 "\n", w.records, w.end);
     } else if (st == ENG_OK) {
-        if (from_redo && w.records == 0)
-            report_no_redo_record(&rep, start, w.end);
+        if (from_redo && w.records == 0) report_no_redo_record(&rep, start, w.end);
         printf("end of log at lsn=0x%" PRIx64 "%s\n", w.end, w.trimmed ? " (torn tail trimmed)" : "");
     } else if (st != ENG_CORRUPTION) {
-        fprintf(stderr, "engine-tool: waldump %s: reading the log after %" PRIu64 " records: %s\n",
-                a->dir, w.records, eng_strerror(st));
+        fprintf(stderr, "engine-tool: waldump %s: reading the log after %" PRIu64 " records: %s\n", a->dir, w.records,
+                eng_strerror(st));
         return EXIT_ERROR;
     }
-    if (st == ENG_CORRUPTION && shown.count == 0)
-        printf("corruption: (no report recorded)\n");
+    if (st == ENG_CORRUPTION && shown.count == 0) printf("corruption: (no report recorded)\n");
     if (st == ENG_CORRUPTION && w.records == 0 && (a->given & OPT_FROM) && !a->from_oldest)
-        fprintf(stderr, "engine-tool: note: is --from %s the LSN of a record?  The first record "
-                "did not read\n", a->from_str);
+        fprintf(stderr,
+                "engine-tool: note: is --from %s the LSN of a record?  The first record "
+                "did not read\n",
+                a->from_str);
     return (st == ENG_CORRUPTION || shown.count) ? EXIT_PROBLEM : EXIT_OK;
 }
