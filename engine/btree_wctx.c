@@ -67,18 +67,24 @@ int bt_fail_op(bt_wctx *w, int rc) {
  * start at. */
 int bt_act_begin(bt_wctx *w, bp_frame *f, int creating, size_t *at) {
     uint32_t blk = atomic_load(&f->block);
+    /* K3 first: a frame is proven by its codes before anything trusts its
+     * header, so damage in memory is named by the codes (kv_protection),
+     * not by the shape check below, which cannot tell memory damage from
+     * a page that was wrong on disk (regression test:
+     * test_kvprot_header_flip_before_an_edit_is_named_by_the_codes). */
+    if (!creating && !touched_has(w, f)) {
+        int rc = kv_all(w->t, f);
+        if (rc) return rc;
+    }
     if (!creating) {
         /* The edit functions trust the header (P1); a frame damaged in
-         * memory must not turn an edit into a write outside the page. */
+         * memory must not turn an edit into a write outside the page (with
+         * codes off, or in a frame this operation already changed). */
         const uint8_t *p = f->data;
         unsigned lo = ph_get_lower(p), up = ph_get_upper(p), ns = ph_get_nslots(p);
         unsigned base = page_base_for(ph_get_type(p), w->t->ps);
         if (lo < base || lo > up || up > w->t->ps || lo != base + 2u * ns || ph_get_frag(p) > w->t->ps - up)
             return corrupt(w->t, ENG_LAYER_STRUCTURE, blk, -1, base + 2u * ns, lo, "page header damaged in the cache");
-    }
-    if (!creating && !touched_has(w, f)) {
-        int rc = kv_all(w->t, f); /* K3: proven before it changes */
-        if (rc) return rc;
     }
     if (blk < w->fresh_from && !touched_has(w, f)) {
         if (w->ntouched == MAX_TOUCHED)
