@@ -16,127 +16,15 @@
  * The fake write-backs go through flt_hooks (before, pwrite, after) as
  * the engine's io.c issues them, with injection paused.
  *
- * Static helpers copied (minimal) from test_faults.c, the suite now split
- * into test_faults_*.c; faults_helpers.h holds the full set.
+ * Part of the faults suite: the helpers it shares with the other
+ * test_faults_*.c files (ledger, options, damage table) are in
+ * faults_helpers.h.
  */
-#include "crashutil.h"
-#include "faults.h"
+#include "faults_helpers.h"
 
-#define PS         4096u
-#define T_OPTS     .timeout = 300, .fini = cu_fini
 #define SEED       7u
 #define MAX_TICKS  400 /* about one tick in eight lands in [20, 40); seed 7: tick 5, block 13, byte 24 */
 #define COVERED_LO 20u /* past checksum, LSN and block (stamped on every write) */
-#define DMG_CAP    512
-
-/* ---- the ledger, read back (from test_faults.c) -------------------------- */
-
-typedef struct lg {
-    char **lines;
-    size_t n, cap;
-} lg;
-
-static void lg_cb(void *ctx, const char *line) {
-    lg *l = ctx;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 64;
-        l->lines = realloc(l->lines, l->cap * sizeof *l->lines);
-        cr_assert(l->lines != NULL);
-    }
-    l->lines[l->n++] = strdup(line);
-}
-
-static lg lg_read(const char *run) {
-    lg l = {0};
-    int rc = flt_ledger_read(run, lg_cb, &l);
-    cr_assert_eq(rc, 0, "flt_ledger_read(%s): %d", run, rc);
-    return l;
-}
-
-static void lg_free(lg *l) {
-    for (size_t i = 0; i < l->n; i++) free(l->lines[i]);
-    free(l->lines);
-    memset(l, 0, sizeof *l);
-}
-
-/* The number after "KEY": in LINE, or -1 when absent. */
-static int64_t jnum(const char *line, const char *key) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(line, pat);
-    if (!p) return -1;
-    p += strlen(pat);
-    if (*p == '"') return -1;
-    return strtoll(p, NULL, 10);
-}
-
-/* The string after "KEY": in LINE into BUF, or NULL when absent. */
-static const char *jstr(const char *line, const char *key, char *buf, size_t cap) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":\"", key);
-    const char *p = strstr(line, pat);
-    if (!p) return NULL;
-    p += strlen(pat);
-    size_t n = 0;
-    while (p[n] && p[n] != '"' && n + 1 < cap) {
-        buf[n] = p[n];
-        n++;
-    }
-    buf[n] = 0;
-    return buf;
-}
-
-static int line_is(const char *line, const char *key, const char *val) {
-    char b[256];
-    return jstr(line, key, b, sizeof b) && !strcmp(b, val);
-}
-
-static uint64_t jmask(const char *line) {
-    char b[32];
-    return jstr(line, "mask", b, sizeof b) ? strtoull(b, NULL, 16) : 0;
-}
-
-/* ---- options (from test_faults.c) ----------------------------------------- */
-
-static flt_options fopts(const char *run, const char *db, uint64_t seed) {
-    flt_options o;
-    flt_options_init(&o);
-    o.seed = seed;
-    o.run_dir = run;
-    o.db_dir = db;
-    return o;
-}
-
-static flt_ctx *fopen_ok(const flt_options *o) {
-    flt_ctx *f = NULL;
-    int rc = flt_open(o, &f);
-    cr_assert_eq(rc, ENG_OK, "flt_open: %s", eng_strerror(rc));
-    cr_assert(f != NULL);
-    return f;
-}
-
-static void kv(uint64_t i, uint32_t gen, char *k, size_t *kl, uint8_t *v, size_t *vl) {
-    *kl = (size_t)snprintf(k, 32, "key%08llu", (unsigned long long)i);
-    *vl = 150 + (size_t)(i * 7 + gen) % 100;
-    tu_fill(v, *vl, i * 1000003u + gen);
-}
-
-/* ---- the damage table (from test_faults.c) -------------------------------- */
-
-static size_t dmg_list(flt_ctx *f, uint64_t *s) {
-    size_t n = flt_damage_present(f, s, DMG_CAP);
-    cr_assert(n <= DMG_CAP, "%zu present entries", n);
-    cr_assert_eq(flt_damage_present(f, NULL, 0), n, "counting without an array gave another number");
-    return n;
-}
-
-static int dmg_has(flt_ctx *f, uint64_t seq) {
-    uint64_t s[DMG_CAP];
-    size_t n = dmg_list(f, s);
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == seq) return 1;
-    return 0;
-}
 
 /* ---- a header flip in a dirty frame ----------------------------------------- */
 

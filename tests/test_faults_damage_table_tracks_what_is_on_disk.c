@@ -18,31 +18,6 @@
  * over-eager).  These tests hold the table against the disk and against
  * the writes the engine actually issued. */
 
-#define DMG_CAP 512
-
-/* The present seqs, sorted, into S (at most DMG_CAP); returns the count. */
-static size_t dmg_list(flt_ctx *f, uint64_t *s) {
-    size_t n = flt_damage_present(f, s, DMG_CAP);
-    cr_assert(n <= DMG_CAP, "%zu present entries", n);
-    for (size_t i = 1; i < n; i++) /* insertion sort: a handful of entries */
-        for (size_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
-            uint64_t x = s[j];
-            s[j] = s[j - 1];
-            s[j - 1] = x;
-        }
-    /* CAP 0 counts without writing (the oracle's first call may size its array). */
-    cr_assert_eq(flt_damage_present(f, NULL, 0), n);
-    return n;
-}
-
-static int dmg_has(flt_ctx *f, uint64_t seq) {
-    uint64_t s[DMG_CAP];
-    size_t n = dmg_list(f, s);
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == seq) return 1;
-    return 0;
-}
-
 /* A watcher around the fault library's hooks that holds the table against
  * each data-file write as it completes: a write covering the watched byte
  * must leave no entry present, any other write must leave the count as it
