@@ -52,7 +52,8 @@ COMMON_H := $(wildcard common/*.h)
 # Debian packages the project needs (make deps installs what is missing).
 DEB_PACKAGES := build-essential pkg-config liburing-dev libxxhash-dev libzstd-dev \
                 libfiu-dev fiu-utils libcriterion-dev clang libclang-rt-14-dev clang-format python3
-BENCH_PACKAGES := rocksdb-tools
+# bench-engine's peers: RocksDB's db_bench, and LMDB (bench/bench_lmdb.c).
+BENCH_PACKAGES := rocksdb-tools liblmdb-dev
 
 ENGINE_SRC := $(wildcard engine/*.c)
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ENGINE_SRC))
@@ -169,7 +170,14 @@ bench-deps: deps
 	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$p >/dev/null; }; \
 	done
 
-bench-engine: all bench-deps $(BUILD)/bench/bench_engine
+# LMDB's side of bench-engine links liblmdb only (no engine); bench-deps
+# installs liblmdb-dev first.
+$(BUILD)/bench/bench_lmdb: bench/bench_lmdb.c bench/bench_util.h | bench-deps
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $< -llmdb
+
+bench-engine: all bench-deps $(BUILD)/bench/bench_engine $(BUILD)/bench/bench_lmdb
 	$(Q)BUILD=$(BUILD) bench/run_engine.sh
 
 # What data checksums cost in WAL and vacuum time (PostgreSQL's checksum
