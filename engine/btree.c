@@ -117,13 +117,17 @@ static void hint_learn(bt_tree *t, bp_frame *f, unsigned slot, unsigned from, un
 }
 
 /* State of the version at SLOT (cell C) of leaf F, latched, for a reader
- * at snapshot S (every id <= S is finished, T1).  HINTS: set what is
- * learned.  Returns V_* or -1 after reporting damaged hint bits. */
-int bt_version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell *c, uint64_t S, int hints) {
+ * at snapshot S (every id <= S is finished, T1).  HOW: BT_VS_LEARN sets
+ * what is learned; BT_VS_PROBE neither learns nor reports (the caller
+ * proves the entry next and asks again the reporting way when this
+ * fails).  Returns V_* or -1 after reporting damaged hint bits. */
+int bt_version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell *c, uint64_t S, int how) {
+    int hints = how == BT_VS_LEARN, quiet = how == BT_VS_PROBE;
     unsigned h = page_hint(f->data, slot);
     if (!hint_valid(h)) {
-        corrupt(t, ENG_LAYER_VERSION, atomic_load(&f->block), (int32_t)slot, 0, h,
-                "hint bits are not a valid state (damaged in the cache)");
+        if (!quiet)
+            corrupt(t, ENG_LAYER_VERSION, atomic_load(&f->block), (int32_t)slot, 0, h,
+                    "hint bits are not a valid state (damaged in the cache)");
         return -1;
     }
     /* With per-KV protection on, a hint is used only if the status copy
@@ -142,8 +146,9 @@ int bt_version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell *c,
         else
             bad = !xc || c->xmax == 0 || xid_committed(t, c->xmax) != (h == HINT_XMAX_C);
         if (bad) {
-            corrupt(t, ENG_LAYER_KV_PROTECTION, atomic_load(&f->block), (int32_t)slot, 0, h,
-                    "hint bits contradict the transaction status (damaged in the cache)");
+            if (!quiet)
+                corrupt(t, ENG_LAYER_KV_PROTECTION, atomic_load(&f->block), (int32_t)slot, 0, h,
+                        "hint bits contradict the transaction status (damaged in the cache)");
             return -1;
         }
     }
@@ -217,7 +222,7 @@ static int resolve_key(bt_tree *t, bp_frame *f, unsigned first, uint64_t S, unsi
         }
         if (i > first && kv_entry(t, f, (int)i)) return -2; /* K2: every version read */
         if (decided) continue;
-        int st = bt_version_state(t, f, i, &c, S, 1);
+        int st = bt_version_state(t, f, i, &c, S, BT_VS_LEARN);
         if (st < 0) return -2;
         if (st == V_VISIBLE) {
             found = (int)i;
@@ -357,6 +362,7 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
         bp_frame *c;
         int cmode = level == 1 ? leaf_mode : BP_SHARED;
         rc = bp_get(t->bp, child, cmode, &c);
+        if (rc == ENG_OK && t->kvw) bp_kv_prefetch(c, t->kvw);
         if (rc == ENG_OK && (rc = bt_check_child_page(t, c, blk, level - 1))) bp_release(t->bp, c, cmode);
         bp_release(t->bp, f, BP_SHARED);
         if (rc) return rc;
@@ -402,6 +408,35 @@ int bt_cell_in_page(const bt_tree *t, const uint8_t *p, const leaf_cell *c) {
     return c->val + c->vlen <= end;
 }
 
+/* A get whose key was found at IDX of leaf F (latched), a page whose keys
+ * were unique when coded (K1u; the flag came with the page code checked
+ * on the way down): the entry is the key's only version in the page, so
+ * it alone proves the answer.  It is read first and verified once, after
+ * the header, the hint and the value were read (K2v): a flip before or
+ * during the reads fails that check, and nothing read is acted on before
+ * it (the value goes to the caller's buffer only, its length clamped to
+ * the page).  Where reading would learn a hint (a write into the page) or
+ * follow an overflow chain, or where what was read looks wrong, the
+ * general path proves the entry first: returns GET_ASK_AGAIN. */
+enum { GET_ASK_AGAIN = 1000 };
+static int get_only_version(bt_tree *t, bp_frame *f, unsigned idx, uint64_t S, eng_buf *out) {
+    leaf_cell c;
+    page_leaf_cell(f->data, idx, &c);
+    if (!bt_cell_in_page(t, f->data, &c) || (c.cflags & CELL_OVERFLOW)) return GET_ASK_AGAIN;
+    unsigned h = page_hint(f->data, idx);
+    if (!t->cfg.no_hints && ((h == HINT_NONE && c.xmin != 0) || (h == HINT_XMIN_C && c.xmax != 0)))
+        return GET_ASK_AGAIN; /* a hint may be learned */
+    int st = bt_version_state(t, f, idx, &c, S, BT_VS_PROBE);
+    if (st < 0) return GET_ASK_AGAIN;
+    int rc = ENG_OK;
+    if (st == V_VISIBLE && (rc = buf_reserve(out, c.vlen ? c.vlen : 1)) != ENG_OK) return rc;
+    if (st == V_VISIBLE && c.vlen) memcpy(out->data, c.val, c.vlen);
+    if ((rc = kv_entry(t, f, (int)idx))) return rc; /* K2v: one check after every read */
+    if (st != V_VISIBLE) return ENG_NOTFOUND;
+    out->len = c.vlen;
+    return ENG_OK;
+}
+
 #ifdef ENG_BROKEN_STALE_VALUE
 /* Test-only broken build: the value a put replaced is remembered and
  * returned by the next gets of that key (stress proves the oracle reports
@@ -427,6 +462,14 @@ int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out
     if (rc) return rc;
     int exact = 0;
     unsigned idx = page_search(f->data, key, klen, &exact), end;
+    uint64_t S = snap ? snap : txn_last_committed(t->cfg.txn);
+    if (exact && t->kvw && (bp_kv_flags(f) & KV_UNIQUE_KEYS)) {
+        rc = get_only_version(t, f, idx, S, out);
+        if (rc != GET_ASK_AGAIN) {
+            bp_release(t->bp, f, BP_SHARED);
+            return rc;
+        }
+    }
     /* K1: the entries around the position prove it (idx's in resolve_key;
      * for "absent", the one at idx too). */
 #ifdef ENG_BROKEN_KV_ABSENT_KEY_UNCHECKED
@@ -445,7 +488,7 @@ int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out
         bp_release(t->bp, f, BP_SHARED);
         return ENG_NOTFOUND;
     }
-    int vs = resolve_key(t, f, idx, snap ? snap : txn_last_committed(t->cfg.txn), &end);
+    int vs = resolve_key(t, f, idx, S, &end);
     if (vs < 0) {
         bp_release(t->bp, f, BP_SHARED);
         return vs == -1 ? ENG_NOTFOUND : ENG_CORRUPTION;

@@ -71,7 +71,8 @@ static inline int xid_committed(const bt_tree *t, uint64_t xid) {
 
 /* State of the version at SLOT (cell C) of leaf F, latched, for a reader
  * at snapshot S: V_*, or -1 after reporting damaged hint bits. */
-int bt_version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell *c, uint64_t S, int hints);
+enum { BT_VS_READ = 0, BT_VS_LEARN = 1, BT_VS_PROBE = 2 };
+int bt_version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell *c, uint64_t S, int how);
 /* A cell of a cached page lies within it (checked before its bytes are
  * copied). */
 int bt_cell_in_page(const bt_tree *t, const uint8_t *p, const leaf_cell *c);

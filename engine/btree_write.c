@@ -604,7 +604,7 @@ int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at_key, uint64_t horizon, uint64
         }
         /* Hints: what every snapshot would learn (horizon bounds it). */
         uint64_t before = atomic_load(&t->hints_set);
-        if (bt_version_state(t, f, i, &c, horizon, 1) < 0) {
+        if (bt_version_state(t, f, i, &c, horizon, BT_VS_LEARN) < 0) {
             rc = ENG_CORRUPTION;
             break;
         }

@@ -169,6 +169,18 @@ unsigned bp_kv_width(const bp_pool *bp);
 int bp_kv_check_page(bp_pool *bp, bp_frame *f);
 int bp_kv_check_entry(bp_pool *bp, bp_frame *f, unsigned slot);
 int bp_kv_check_all(bp_pool *bp, bp_frame *f);
+/* The flags F's codes were made with (kvprot.h, KV_UNIQUE_KEYS); 0 when
+ * protection is off or F has no codes.  Trust them only after
+ * bp_kv_check_page on F (the page code binds them). */
+static inline unsigned bp_kv_flags(const bp_frame *f) { return f->kv_on ? kv_flags(&f->kv) : 0; }
+/* Start loading F's entry codes into the cache (up to 256 bytes: a leaf's
+ * at w <= 8): a lookup needs one of them only after its binary search,
+ * whose own misses then hide this one. */
+static inline void bp_kv_prefetch(const bp_frame *f, unsigned w) {
+    if (!f->kv_on || !f->kv.code) return;
+    size_t n = (size_t)f->kv.n * w;
+    for (size_t o = 0; o < n && o < 256; o += 64) __builtin_prefetch(f->kv.code + o);
+}
 /* The frame's bytes changed (exclusive latch): recompute its codes. */
 void bp_kv_update(bp_pool *bp, bp_frame *f);
 

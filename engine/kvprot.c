@@ -6,6 +6,7 @@
  * much as the hash); only whole-page codes of pages without slots use the
  * dispatching entry point.
  */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,7 +150,8 @@ static inline unsigned head_parity(const uint8_t *p, size_t len, size_t hdr) {
     return (unsigned)__builtin_parityll(x);
 }
 
-static inline uint64_t entry_code_of(const uint8_t *p, size_t len, size_t hdr, uint64_t seed, unsigned w) {
+static inline __attribute__((always_inline)) uint64_t entry_code_of(const uint8_t *p, size_t len, size_t hdr,
+                                                                    uint64_t seed, unsigned w) {
     if (hdr > len) hdr = len;
     unsigned phdr = head_parity(p, len, hdr), prest, pall;
     uint64_t h;
@@ -181,7 +183,8 @@ static uint32_t page_code(const uint8_t *page, uint32_t ps) {
 
 /* Cell at SLOT: its bytes, clamped to the page (a damaged length hashes
  * other bytes, which is a mismatch, never an overrun). */
-static void cell_span(const uint8_t *page, uint32_t ps, unsigned slot, const uint8_t **p, size_t *len, uint16_t *off) {
+static inline __attribute__((always_inline)) void cell_span(const uint8_t *page, uint32_t ps, unsigned slot,
+                                                            const uint8_t **p, size_t *len, uint16_t *off) {
     unsigned base = page_slot_base(page);
     size_t so = base + 2u * slot;
     uint16_t o = so + 2 <= ps ? rd16(page + so) : 0;
@@ -211,6 +214,27 @@ static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsi
     return entry_code_of(p, len, INTERNAL_CELL_HDR, off, w);
 }
 
+/* Keys of leaf cells A and B (clamped spans) are equal: the length, then
+ * the last word (adjacent keys in sorted order differ most often there),
+ * then the rest. */
+static inline int leaf_keys_equal(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen) {
+    if (alen < LEAF_CELL_HDR || blen < LEAF_CELL_HDR) return 0;
+    size_t ka = rd16(a), kb = rd16(b);
+    if (ka != kb || ka > alen - LEAF_CELL_HDR || kb > blen - LEAF_CELL_HDR) return 0;
+    a += LEAF_CELL_HDR;
+    b += LEAF_CELL_HDR;
+    if (ka >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a + ka - 8, 8);
+        memcpy(&y, b + ka - 8, 8);
+        if (x != y) return 0;
+    }
+    return memcmp(a, b, ka) == 0;
+}
+
+/* The page code as stored: the flags flip its parity bit (bit 0). */
+static inline uint32_t page_code_with(uint32_t pc, unsigned flags) { return pc ^ (flags & KV_UNIQUE_KEYS); }
+
 int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w) {
     int64_t before = c->code || c->n || c->page ? (int64_t)kv_memory(c->n, w) : 0;
     if (!w) {
@@ -219,16 +243,36 @@ int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w) {
     }
     unsigned n = slotted(ph_get_type(page)) ? ph_get_nslots(page) : 0;
     if (n > ps / 2) n = 0; /* a page that was proven has fewer; be safe */
-    if (n != c->n || (!c->code && n != 0)) {
-        uint8_t *p = realloc(c->code, n ? (size_t)n * w : 1);
-        if (!p) {
-            n = 0;
-        } else
-            c->code = p;
+    /* Every code is rewritten, so a buffer that fits is kept and one that
+     * does not is replaced without copying (realloc's copy of the old
+     * codes cost as much as a tenth of the coding when frames cycle
+     * through pages of different sizes); one far too large (an internal
+     * page's, now holding a leaf) is given back. */
+    size_t need = (size_t)n * w, have = c->code ? malloc_usable_size(c->code) : 0;
+    if (!c->code || have < need || have > need + need / 2 + 64) {
+        free(c->code);
+        c->code = malloc(need ? need : 1);
+        if (!c->code) n = 0;
     }
-    c->n = n;
-    c->page = page_code(page, ps);
-    for (unsigned i = 0; i < n; i++) put_code(c->code + (size_t)i * w, entry_code(page, ps, i, w), w);
+    c->n = (uint16_t)n;
+    int leaf = ph_get_type(page) == PAGE_LEAF;
+    unsigned flags = leaf ? KV_UNIQUE_KEYS : 0;
+    const uint8_t *prev = NULL;
+    size_t prevlen = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const uint8_t *p;
+        size_t len;
+        uint16_t off;
+        cell_span(page, ps, i, &p, &len, &off);
+        uint64_t code =
+            leaf ? entry_code_of(p, len, LEAF_CELL_HDR, off, w) : entry_code_of(p, len, INTERNAL_CELL_HDR, off, w);
+        put_code(c->code + (size_t)i * w, code, w);
+        if (leaf && prev && leaf_keys_equal(prev, prevlen, p, len)) flags = 0;
+        prev = p;
+        prevlen = len;
+    }
+    c->flags = (uint16_t)flags;
+    c->page = page_code_with(page_code(page, ps), flags);
     return (int64_t)kv_memory(n, w) - before;
 }
 
@@ -236,12 +280,13 @@ void kv_free(kv_codes *c) {
     free(c->code);
     c->code = NULL;
     c->n = 0;
+    c->flags = 0;
     c->page = 0;
 }
 
 int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *exp, uint64_t *found) {
     (void)w;
-    uint32_t pc = page_code(page, ps);
+    uint32_t pc = page_code_with(page_code(page, ps), c->flags);
     unsigned n = slotted(ph_get_type(page)) ? ph_get_nslots(page) : 0;
     if (pc == c->page && n == c->n) return 0;
     *exp = pc == c->page ? c->n : c->page;

@@ -11,8 +11,9 @@
  *     slot count, bounds, level, links): the fields that steer every read;
  *     for pages without slots (meta, overflow, free list, commit log) it
  *     covers the whole page from byte 16;
- *   - the number of codes (4 bytes): the slot count the codes were made
- *     for, compared with the header's on every check.
+ *   - the number of codes (2 bytes): the slot count the codes were made
+ *     for, compared with the header's on every check, and 2 bytes of
+ *     flags (KV_UNIQUE_KEYS), bound into the page code.
  * Frame overhead: 8 bytes of pointer plus these 8, so 16 bytes per page
  * and w bytes per entry (kv_memory).  The leaf hint area is not covered:
  * hints change under a shared latch without touching a code, and each
@@ -33,6 +34,14 @@
  *   K1  a binary search is proven by its two bracketing entries (sorted
  *       order does the rest: whatever garbage steered the search, two
  *       adjacent verified keys around the target prove the position)
+ *   K1u a search that finds its key in a leaf flagged KV_UNIQUE_KEYS (the
+ *       page code, flag included, checked on the way down) is proven by
+ *       the found entry alone: it is the key's only version there, so no
+ *       entry below it can hold a newer one
+ *   K2v an entry may be read before it is verified when nothing is done
+ *       with what was read until one check after all the reads (no hint
+ *       learned, no pointer followed, lengths clamped to the page): a bit
+ *       flipped before or during the reads fails that check
  *   K2  every entry whose key or value is returned, compared or followed
  *       is verified first (values, versions, scans, child pointers)
  *   K3  a page an operation changes is verified whole before the change
@@ -50,10 +59,19 @@
 #include "page.h"
 
 typedef struct kv_codes {
-    uint8_t *code; /* n * w bytes */
-    uint32_t n;    /* codes made (the slot count then) */
-    uint32_t page; /* page code */
+    uint8_t *code;  /* n * w bytes */
+    uint16_t n;     /* codes made (the slot count then; pages hold at most
+                     * 16 KiB, so fewer than 2^13 slots) */
+    uint16_t flags; /* KV_UNIQUE_KEYS; bound into the page code */
+    uint32_t page;  /* page code, the flags mixed in */
 } kv_codes;
+
+/* Leaf flag: when the codes were made, no two adjacent entries had equal
+ * keys (every key has one version in the page).  A lookup that finds its
+ * key in such a page needs no bracket below it (K1u).  The flag flips the
+ * page code's parity bit, so a flipped flag is always a page code
+ * mismatch. */
+#define KV_UNIQUE_KEYS 1u
 
 /* The code of LEN bytes at P (SEED binds a cell to its slot), w bytes. */
 uint64_t kv_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w);
@@ -62,6 +80,9 @@ uint64_t kv_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w);
  * Returns the change of allocated bytes (for the pool's accounting). */
 int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w);
 void kv_free(kv_codes *c);
+
+/* The flags the codes in C were made with (0 when W is 0). */
+static inline unsigned kv_flags(const kv_codes *c) { return c->flags; }
 
 /* Checks; 0 when right, else 1 with *entry (-1: the page code) and the
  * expected / found codes filled.  Bounds are clamped to the page, so a

@@ -127,7 +127,7 @@
 
 /* The memory rule of engine/kvprot.h (kv_memory): w bytes per entry plus
  * 16 per cached page (a pointer to the codes, the 4-byte page code, the
- * 4-byte count); every cached page carries a page code, meta, commit-log
+ * 2-byte count and 2 bytes of flags); every cached page carries a page code, meta, commit-log
  * and overflow pages too (with no entries). */
 #define KVP_PAGE_BYTES            16u
 #define KVP_BYTES(w, keys, pages) ((uint64_t)(w) * (keys) + (uint64_t)KVP_PAGE_BYTES * (pages))
