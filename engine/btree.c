@@ -420,6 +420,7 @@ int bt_cell_in_page(const bt_tree *t, const uint8_t *p, const leaf_cell *c) {
  * general path proves the entry first: returns GET_ASK_AGAIN. */
 enum { GET_ASK_AGAIN = 1000 };
 static int get_only_version(bt_tree *t, bp_frame *f, unsigned idx, uint64_t S, eng_buf *out) {
+    bp_kv_prefetch_entry(f, t->kvw, idx); /* its line comes in while the value is read */
     leaf_cell c;
     page_leaf_cell(f->data, idx, &c);
     if (!bt_cell_in_page(t, f->data, &c) || (c.cflags & CELL_OVERFLOW)) return GET_ASK_AGAIN;

@@ -173,6 +173,12 @@ int bp_kv_check_all(bp_pool *bp, bp_frame *f);
  * protection is off or F has no codes.  Trust them only after
  * bp_kv_check_page on F (the page code binds them). */
 static inline unsigned bp_kv_flags(const bp_frame *f) { return f->kv_on ? kv_flags(&f->kv) : 0; }
+/* Start loading the line of F's code for SLOT (the codes live apart from
+ * the page: a miss of their own, which work done before the check can
+ * hide). */
+static inline void bp_kv_prefetch_entry(const bp_frame *f, unsigned w, unsigned slot) {
+    if (f->kv_on && f->kv.code && slot < f->kv.n) __builtin_prefetch(f->kv.code + (size_t)slot * w);
+}
 /* Start loading F's entry codes into the cache (up to 256 bytes: a leaf's
  * at w <= 8): a lookup needs one of them only after its binary search,
  * whose own misses then hide this one. */

@@ -167,10 +167,15 @@ static inline __attribute__((always_inline)) uint64_t entry_code_of(const uint8_
 }
 
 static inline void put_code(uint8_t *dst, uint64_t v, unsigned w) { memcpy(dst, &v, w); /* little-endian */ }
+/* A load of the width's size, not memcpy with a variable length (a call
+ * into libc on every check). */
 static inline uint64_t get_code(const uint8_t *src, unsigned w) {
-    uint64_t v = 0;
-    memcpy(&v, src, w);
-    return v;
+    switch (w) {
+    case 1: return src[0];
+    case 2: return rd16(src);
+    case 4: return rd32(src);
+    default: return rd64(src);
+    }
 }
 
 static inline int slotted(int type) { return type == PAGE_LEAF || type == PAGE_INTERNAL; }

@@ -56,8 +56,8 @@ Test(kvprot_unique, a_leaf_of_distinct_keys_is_flagged_and_one_with_a_repeated_k
             build_leaf(page, cases[k], 10);
             kv_codes c = {0};
             kv_compute(&c, page, PS, w);
-            cr_assert_eq(kv_flags(&c) & KV_UNIQUE_KEYS, k == 0 ? KV_UNIQUE_KEYS : 0u,
-                         "w=%u case %u: unique flag %u", w, k, kv_flags(&c));
+            cr_assert_eq(kv_flags(&c) & KV_UNIQUE_KEYS, k == 0 ? KV_UNIQUE_KEYS : 0u, "w=%u case %u: unique flag %u", w,
+                         k, kv_flags(&c));
             uint64_t e, g;
             cr_assert_eq(kv_check_page(&c, page, PS, w, &e, &g), 0, "w=%u case %u: page check", w, k);
             expect_all_entries_right(&c, page, w, 10);
