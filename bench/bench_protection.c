@@ -19,7 +19,7 @@
  *       hint (the timed reads must read clean pages only).  Prints one JSON
  *       line: {"width", "cache_size", "ops", "seconds", "cpu_ops" (gets per
  *       CPU-second of the reader threads, times T), "kv_bytes",
- *       "kv_pages", "kv_keys", "kv_checks", "cache_pages", "misses",
+ *       "kv_pages", "kv_keys", "kv_checks", "kv_check_bytes", "kv_code_bytes", "cache_pages", "misses",
  *       "hits"}: the kv_protection_* memory figures as the timed gets left
  *       them; kv_checks, misses and hits counted over the timed gets.
  *
@@ -187,12 +187,15 @@ static int phase_read(const char *dir, uint64_t num, int width, uint64_t cache, 
     uint64_t done = reads / (uint64_t)threads * (uint64_t)threads;
     printf("{\"width\": %d, \"cache_size\": %llu, \"ops\": %.0f, \"seconds\": %.4f, \"cpu_ops\": %.0f, "
            "\"kv_bytes\": %llu, "
-           "\"kv_pages\": %llu, \"kv_keys\": %llu, \"kv_checks\": %llu, \"cache_pages\": %llu, \"misses\": %llu, "
+           "\"kv_pages\": %llu, \"kv_keys\": %llu, \"kv_checks\": %llu, \"kv_check_bytes\": %llu, "
+           "\"kv_code_bytes\": %llu, \"cache_pages\": %llu, \"misses\": %llu, "
            "\"hits\": %llu}\n",
            width, (unsigned long long)cache, (double)done / secs, secs, (double)done * threads / cpu,
            (unsigned long long)st.kv_protection_bytes, (unsigned long long)st.kv_protection_pages,
            (unsigned long long)st.kv_protection_keys, (unsigned long long)(st.kv_checks - st0.kv_checks),
-           (unsigned long long)st.cache_pages, (unsigned long long)(st.cache_misses - st0.cache_misses),
+           (unsigned long long)(st.kv_check_bytes - st0.kv_check_bytes),
+           (unsigned long long)(st.kv_code_bytes - st0.kv_code_bytes), (unsigned long long)st.cache_pages,
+           (unsigned long long)(st.cache_misses - st0.cache_misses),
            (unsigned long long)(st.cache_hits - st0.cache_hits));
     if ((rc = eng_close(db))) return fail("close", rc);
     return 0;

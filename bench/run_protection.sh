@@ -87,6 +87,10 @@ for f in FRACS:
             "kv_bytes": round(kvb), "kv_pages": round(kvp), "kv_keys": round(kvk),
             "hit_rate": round(med([x["hits"] / max(1, x["hits"] + x["misses"]) for x in xs]), 4),
             "checks_per_get": round(med([x["kv_checks"] for x in xs]) / reads, 2),
+            # bytes hashed per get: by the checks, and by coding the pages
+            # that entered the pool during the timed gets
+            "check_bytes_per_get": round(med([x.get("kv_check_bytes", 0) for x in xs]) / reads, 1),
+            "code_bytes_per_get": round(med([x.get("kv_code_bytes", 0) for x in xs]) / reads, 1),
         })
 json.dump(rows, open(path, "w"), indent=2)
 
@@ -99,8 +103,8 @@ print(f"Per key-value protection in the buffer pool: readrandom, {num:,} keys (3
 print("anchor, RocksDB PR 11287 (block_protection_bytes_per_key on vs off, readrandom): "
       + ", ".join(f"{name(f)} {ROCKS[f]:+.1f}%" for f in FRACS)
       + "  (Debian's RocksDB 7.8.3 predates the option: not run here)")
-print("aim: at most 3% slower than w = 0 at every cache size and width; memory at most w bytes per key "
-      "+ 16 per cached page")
+print("aim: at least 0.97 of w = 0 at w = 1, 2, 4 and 0.95 at w = 8, at every cache size; memory at most "
+      "w bytes per key + 16 per cached page")
 print()
 hdr = f"{'cache':>14} " + "".join(f"{'w=' + str(w):>20}" for w in WIDTHS) + f"{'RocksDB':>10}"
 print("ops/s (ratio to w = 0 at the same cache size)")
@@ -122,8 +126,12 @@ for f in FRACS:
         line += f"{r['cpu_ops']:>12,} ({r['cpu_ratio']:.3f})"
     print(line)
 print()
-print("page hit rate of the timed gets, and codes checked per get (w = 4):")
-print("  " + "   ".join(f"{name(f)}: {R[(f, 4)]['hit_rate']:.3f}, {R[(f, 4)]['checks_per_get']:.1f}" for f in FRACS))
+print("per get (w = 4; the same at every width): page hit rate, codes checked, bytes those checks hashed, "
+      "bytes hashed coding pages that entered the pool")
+for f in FRACS:
+    r = R[(f, 4)]
+    print(f"  {name(f):>6}: hit rate {r['hit_rate']:.3f}, {r['checks_per_get']:.2f} checks, "
+          f"{r['check_bytes_per_get']:,.0f} bytes checked, {r['code_bytes_per_get']:,.0f} bytes coded")
 print()
 print("memory of the codes (eng_stats.kv_protection_bytes over _pages and _keys, cache 100%): "
       "bytes per cached page | per key")
@@ -132,11 +140,17 @@ print("  " + "   ".join(f"w={w}: {R[(1.0, w)]['memory_bytes_per_page']:.1f} | {R
 full = R[(1.0, 8)]
 print(f"  (cache 100%: {full['kv_pages']:,} pages, {full['kv_keys']:,} entries; at w = 8 the codes take "
       f"{full['kv_bytes'] / 2**20:.1f} MiB beside {cache_of[1.0] / 2**20:.0f} MiB of frames)")
-worst = min((R[(f, w)]["ratio"], f, w) for f in FRACS for w in WIDTHS[1:])
-worst_cpu = min((R[(f, w)]["cpu_ratio"], f, w) for f in FRACS for w in WIDTHS[1:])
-met = lambda q: "met" if q >= 0.97 else "NOT met"
-print(f"\naim: worst ratio {worst[0]:.3f} (cache {name(worst[1])}, w={worst[2]}): {met(worst[0])}; "
-      f"by CPU time {worst_cpu[0]:.3f} (cache {name(worst_cpu[1])}, w={worst_cpu[2]}): {met(worst_cpu[0])}")
+# The aim (issue 15): at least 0.97 of w = 0 for w = 1, 2, 4 and 0.95 for
+# w = 8, at every cache size; judged on the wall-clock ratio, with the
+# CPU-time ratio beside it.
+AIM = {1: 0.97, 2: 0.97, 4: 0.97, 8: 0.95}
+for key, label in (("ratio", "wall clock"), ("cpu_ratio", "CPU time")):
+    short = [(R[(f, w)][key], f, w) for f in FRACS for w in WIDTHS[1:] if R[(f, w)][key] < AIM[w]]
+    worst = min((R[(f, w)][key] - AIM[w], R[(f, w)][key], f, w) for f in FRACS for w in WIDTHS[1:])
+    print(f"\naim (>= 0.97 at w = 1, 2, 4; >= 0.95 at w = 8), {label}: "
+          + ("met" if not short else f"NOT met in {len(short)} of 20 cells")
+          + f"; furthest below: {worst[1]:.3f} (cache {name(worst[2])}, w={worst[3]})", end="")
+print()
 mem_ok = all(R[(f, w)]["kv_bytes"] <= w * R[(f, w)]["kv_keys"] + 16 * R[(f, w)]["kv_pages"] for f in FRACS for w in WIDTHS)
 print(f"memory <= w * keys + 16 * pages in every cell: {'met' if mem_ok else 'NOT met'}")
 print(path)

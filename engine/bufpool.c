@@ -25,7 +25,18 @@
 #define BATCH   32u
 
 enum { ST_FREE = 0, ST_LOADING = 1, ST_VALID = 2 };
-enum { C_READS, C_WRITES, C_HITS, C_MISSES, C_EVICTIONS, C_HINT_WRITES, C_KV_CHECKS, C_COUNT };
+enum {
+    C_READS,
+    C_WRITES,
+    C_HITS,
+    C_MISSES,
+    C_EVICTIONS,
+    C_HINT_WRITES,
+    C_KV_CHECKS,
+    C_KV_CHECK_BYTES,
+    C_KV_CODE_BYTES,
+    C_COUNT
+};
 
 struct part {
     pthread_mutex_t mu;
@@ -76,7 +87,9 @@ void bp_kv_update(bp_pool *bp, bp_frame *f) {
     unsigned w = bp->cfg.kv_width;
     if (!w) return;
     int64_t n0 = f->kv_on ? (int64_t)f->kv.n : 0;
-    int64_t d = kv_compute(&f->kv, f->data, bp->cfg.page_size, w);
+    uint64_t hashed = 0;
+    int64_t d = kv_compute(&f->kv, f->data, bp->cfg.page_size, w, &hashed);
+    count(bp, C_KV_CODE_BYTES, hashed);
     if (!f->kv_on) {
         d = (int64_t)kv_memory(f->kv.n, w);
         atomic_fetch_add(&bp->kv_pages, 1);
@@ -104,8 +117,10 @@ int bp_kv_check_page(bp_pool *bp, bp_frame *f) {
     unsigned w = bp->cfg.kv_width;
     if (!w || !f->kv_on) return ENG_OK;
     count(bp, C_KV_CHECKS, 1);
-    uint64_t e, g;
-    if (!kv_check_page(&f->kv, f->data, bp->cfg.page_size, w, &e, &g)) return ENG_OK;
+    uint64_t e, g, hashed = 0;
+    int bad = kv_check_page(&f->kv, f->data, bp->cfg.page_size, w, &e, &g, &hashed);
+    count(bp, C_KV_CHECK_BYTES, hashed);
+    if (!bad) return ENG_OK;
     return kv_fail(bp, atomic_load(&f->block), -1, e, g,
                    "page header (or slot count) differs from its protection code in the cache");
 }
@@ -114,8 +129,10 @@ int bp_kv_check_entry(bp_pool *bp, bp_frame *f, unsigned slot) {
     unsigned w = bp->cfg.kv_width;
     if (!w || !f->kv_on) return ENG_OK;
     count(bp, C_KV_CHECKS, 1);
-    uint64_t e, g;
-    if (!kv_check_entry(&f->kv, f->data, bp->cfg.page_size, w, slot, &e, &g)) return ENG_OK;
+    uint64_t e, g, hashed = 0;
+    int bad = kv_check_entry(&f->kv, f->data, bp->cfg.page_size, w, slot, &e, &g, &hashed);
+    count(bp, C_KV_CHECK_BYTES, hashed);
+    if (!bad) return ENG_OK;
     return kv_fail(bp, atomic_load(&f->block), (int32_t)slot, e, g,
                    "entry (key, value or its slot) differs from its protection code in the cache");
 }
@@ -124,9 +141,11 @@ int bp_kv_check_all(bp_pool *bp, bp_frame *f) {
     unsigned w = bp->cfg.kv_width;
     if (!w || !f->kv_on) return ENG_OK;
     count(bp, C_KV_CHECKS, 1 + f->kv.n);
-    uint64_t e, g;
+    uint64_t e, g, hashed = 0;
     int32_t entry;
-    if (!kv_check_all(&f->kv, f->data, bp->cfg.page_size, w, &entry, &e, &g)) return ENG_OK;
+    int bad = kv_check_all(&f->kv, f->data, bp->cfg.page_size, w, &entry, &e, &g, &hashed);
+    count(bp, C_KV_CHECK_BYTES, hashed);
+    if (!bad) return ENG_OK;
     return kv_fail(bp, atomic_load(&f->block), entry, e, g,
                    entry < 0 ? "page header differs from its protection code in the cache"
                              : "entry (key, value, slot or hint bits) differs from its protection code in the cache");
@@ -312,8 +331,11 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
                  * checksum would make the damage permanent and invisible. */
                 uint64_t e, g;
                 int32_t entry;
+                uint64_t hashed = 0;
+                int bad = kv_check_all(&f->kv, copy, (uint32_t)ps, bp->cfg.kv_width, &entry, &e, &g, &hashed);
                 count(bp, C_KV_CHECKS, 1 + f->kv.n);
-                if (kv_check_all(&f->kv, copy, (uint32_t)ps, bp->cfg.kv_width, &entry, &e, &g)) {
+                count(bp, C_KV_CHECK_BYTES, hashed);
+                if (bad) {
                     kv_fail(bp, block, entry, e, g,
                             "a dirty page differs from its protection codes before write-back: not written");
                     if (bp->cfg.poisoned) atomic_store(bp->cfg.poisoned, 1);
@@ -724,7 +746,7 @@ int bp_check_block(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) 
                 unsigned w = bp->cfg.kv_width;
                 int32_t entry;
                 uint64_t e, g;
-                if (w && f->kv_on && kv_check_all(&f->kv, buf, bp->cfg.page_size, w, &entry, &e, &g)) {
+                if (w && f->kv_on && kv_check_all(&f->kv, buf, bp->cfg.page_size, w, &entry, &e, &g, NULL)) {
                     count(bp, C_KV_CHECKS, 1 + f->kv.n);
                     *pr = (page_problem){
                         .layer = ENG_LAYER_KV_PROTECTION, .entry = entry, .offset = -1, .expected = e, .found = g};
@@ -758,6 +780,8 @@ void bp_get_stats(bp_pool *bp, bp_stats *st) {
     st->evictions = c[C_EVICTIONS];
     st->hint_writes = c[C_HINT_WRITES];
     st->kv_checks = c[C_KV_CHECKS];
+    st->kv_check_bytes = c[C_KV_CHECK_BYTES];
+    st->kv_code_bytes = c[C_KV_CODE_BYTES];
     st->kv_bytes = (uint64_t)atomic_load(&bp->kv_bytes);
     st->kv_pages = (uint64_t)atomic_load(&bp->kv_pages);
     st->kv_keys = (uint64_t)atomic_load(&bp->kv_keys);

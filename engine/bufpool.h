@@ -112,6 +112,7 @@ typedef struct bp_config {
 typedef struct bp_stats {
     uint64_t reads, writes, hits, misses, evictions, frames, hint_writes;
     uint64_t kv_bytes, kv_pages, kv_keys, kv_checks;
+    uint64_t kv_check_bytes, kv_code_bytes; /* bytes hashed by checks, by coding */
 } bp_stats;
 
 int bp_create(const bp_config *cfg, bp_pool **out);

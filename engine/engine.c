@@ -780,6 +780,8 @@ int eng_get_stats(eng_db *db, eng_stats *st) {
     st->kv_protection_pages = b.kv_pages;
     st->kv_protection_keys = b.kv_keys;
     st->kv_checks = b.kv_checks;
+    st->kv_check_bytes = b.kv_check_bytes;
+    st->kv_code_bytes = b.kv_code_bytes;
     st->hint_fpi = db->opts.hint_fpi;
     return ENG_OK;
 }

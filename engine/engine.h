@@ -448,6 +448,8 @@ typedef struct eng_stats {
     uint64_t kv_protection_pages;         /* cached pages carrying codes */
     uint64_t kv_protection_keys;          /* entries covered */
     uint64_t kv_checks;                   /* entry and page codes verified */
+    uint64_t kv_check_bytes;              /* bytes those checks hashed */
+    uint64_t kv_code_bytes;               /* bytes hashed making codes (pages entering the pool, changes) */
     uint64_t corruption[ENG_LAYER_COUNT]; /* reports per layer */
 } eng_stats;
 

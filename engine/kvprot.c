@@ -181,8 +181,9 @@ static inline uint64_t get_code(const uint8_t *src, unsigned w) {
 static inline int slotted(int type) { return type == PAGE_LEAF || type == PAGE_INTERNAL; }
 
 /* Header fields that steer reads; for pages without slots, everything. */
-static uint32_t page_code(const uint8_t *page, uint32_t ps) {
+static uint32_t page_code(const uint8_t *page, uint32_t ps, uint64_t *hashed) {
     size_t len = slotted(ph_get_type(page)) ? PAGE_HDR - 16 : ps - 16;
+    if (hashed) *hashed += len;
     return (uint32_t)kv_code(page + 16, len, 0x6b76, 4);
 }
 
@@ -209,11 +210,12 @@ static inline __attribute__((always_inline)) void cell_span(const uint8_t *page,
     *len = sz;
 }
 
-static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsigned w) {
+static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsigned w, uint64_t *hashed) {
     const uint8_t *p;
     size_t len;
     uint16_t off;
     cell_span(page, ps, slot, &p, &len, &off);
+    if (hashed) *hashed += len;
     /* A constant header size per branch, so head_parity folds. */
     if (ph_get_type(page) == PAGE_LEAF) return entry_code_of(p, len, LEAF_CELL_HDR, off, w);
     return entry_code_of(p, len, INTERNAL_CELL_HDR, off, w);
@@ -240,7 +242,7 @@ static inline int leaf_keys_equal(const uint8_t *a, size_t alen, const uint8_t *
 /* The page code as stored: the flags flip its parity bit (bit 0). */
 static inline uint32_t page_code_with(uint32_t pc, unsigned flags) { return pc ^ (flags & KV_UNIQUE_KEYS); }
 
-int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w) {
+int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *hashed) {
     int64_t before = c->code || c->n || c->page ? (int64_t)kv_memory(c->n, w) : 0;
     if (!w) {
         kv_free(c);
@@ -269,6 +271,7 @@ int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w) {
         size_t len;
         uint16_t off;
         cell_span(page, ps, i, &p, &len, &off);
+        if (hashed) *hashed += len;
         uint64_t code =
             leaf ? entry_code_of(p, len, LEAF_CELL_HDR, off, w) : entry_code_of(p, len, INTERNAL_CELL_HDR, off, w);
         put_code(c->code + (size_t)i * w, code, w);
@@ -277,7 +280,7 @@ int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w) {
         prevlen = len;
     }
     c->flags = (uint16_t)flags;
-    c->page = page_code_with(page_code(page, ps), flags);
+    c->page = page_code_with(page_code(page, ps, hashed), flags);
     return (int64_t)kv_memory(n, w) - before;
 }
 
@@ -289,9 +292,10 @@ void kv_free(kv_codes *c) {
     c->page = 0;
 }
 
-int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *exp, uint64_t *found) {
+int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *exp, uint64_t *found,
+                  uint64_t *hashed) {
     (void)w;
-    uint32_t pc = page_code_with(page_code(page, ps), c->flags);
+    uint32_t pc = page_code_with(page_code(page, ps, hashed), c->flags);
     unsigned n = slotted(ph_get_type(page)) ? ph_get_nslots(page) : 0;
     if (pc == c->page && n == c->n) return 0;
     *exp = pc == c->page ? c->n : c->page;
@@ -300,13 +304,13 @@ int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned 
 }
 
 int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, unsigned slot, uint64_t *exp,
-                   uint64_t *found) {
+                   uint64_t *found, uint64_t *hashed) {
     if (slot >= c->n) {
         *exp = c->n;
         *found = slot;
         return 1;
     }
-    uint64_t want = get_code(c->code + (size_t)slot * w, w), got = entry_code(page, ps, slot, w);
+    uint64_t want = get_code(c->code + (size_t)slot * w, w), got = entry_code(page, ps, slot, w, hashed);
     if (want == got) return 0;
     *exp = want;
     *found = got;
@@ -314,7 +318,7 @@ int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned
 }
 
 int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, int32_t *entry, uint64_t *exp,
-                 uint64_t *found) {
+                 uint64_t *found, uint64_t *hashed) {
     *entry = -1;
 #ifdef ENG_BROKEN_KV_CHECK_ALL_SKIPS_PAGE_CODE
     /* planted bug (tests/mutants.txt): the whole-page check (K3, and K4
@@ -322,10 +326,10 @@ int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w
      * flipped header bit in a dirty frame is written under a fresh
      * checksum. */
 #else
-    if (kv_check_page(c, page, ps, w, exp, found)) return 1;
+    if (kv_check_page(c, page, ps, w, exp, found, hashed)) return 1;
 #endif
     for (unsigned i = 0; i < c->n; i++)
-        if (kv_check_entry(c, page, ps, w, i, exp, found)) {
+        if (kv_check_entry(c, page, ps, w, i, exp, found, hashed)) {
             *entry = (int32_t)i;
             return 1;
         }

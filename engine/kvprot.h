@@ -77,8 +77,10 @@ typedef struct kv_codes {
 uint64_t kv_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w);
 
 /* Recompute every code of PAGE (PS bytes) into C for width W (0: free).
- * Returns the change of allocated bytes (for the pool's accounting). */
-int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w);
+ * Returns the change of allocated bytes (for the pool's accounting).
+ * Every function here that hashes adds the bytes it hashed to *HASHED
+ * when HASHED is not NULL (the pool's kv_check_bytes, kv_code_bytes). */
+int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *hashed);
 void kv_free(kv_codes *c);
 
 /* The flags the codes in C were made with (0 when W is 0). */
@@ -87,12 +89,13 @@ static inline unsigned kv_flags(const kv_codes *c) { return c->flags; }
 /* Checks; 0 when right, else 1 with *entry (-1: the page code) and the
  * expected / found codes filled.  Bounds are clamped to the page, so a
  * damaged header never sends a check outside it. */
-int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *exp, uint64_t *found);
+int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *exp, uint64_t *found,
+                  uint64_t *hashed);
 int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, unsigned slot, uint64_t *exp,
-                   uint64_t *found);
+                   uint64_t *found, uint64_t *hashed);
 /* Page code, every entry, and (leaves) the hint area's states. */
 int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, int32_t *entry, uint64_t *exp,
-                 uint64_t *found);
+                 uint64_t *found, uint64_t *hashed);
 
 /* Memory the codes of a page with N entries take at width W (0 if W 0). */
 static inline uint64_t kv_memory(uint32_t n, unsigned w) { return w ? 16u + (uint64_t)n * w : 0; }

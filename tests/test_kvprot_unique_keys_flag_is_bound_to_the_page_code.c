@@ -40,7 +40,8 @@ static const unsigned widths[] = {1, 2, 4, 8};
 static void expect_all_entries_right(const kv_codes *c, const uint8_t *page, unsigned w, unsigned n) {
     uint64_t e, g;
     for (unsigned i = 0; i < n; i++)
-        cr_assert_eq(kv_check_entry(c, page, PS, w, i, &e, &g), 0, "w=%u entry %u fails right after coding", w, i);
+        cr_assert_eq(kv_check_entry(c, page, PS, w, i, &e, &g, NULL), 0, "w=%u entry %u fails right after coding", w,
+                     i);
 }
 
 Test(kvprot_unique, a_leaf_of_distinct_keys_is_flagged_and_one_with_a_repeated_key_is_not) {
@@ -55,11 +56,11 @@ Test(kvprot_unique, a_leaf_of_distinct_keys_is_flagged_and_one_with_a_repeated_k
             uint8_t page[PS];
             build_leaf(page, cases[k], 10);
             kv_codes c = {0};
-            kv_compute(&c, page, PS, w);
+            kv_compute(&c, page, PS, w, NULL);
             cr_assert_eq(kv_flags(&c) & KV_UNIQUE_KEYS, k == 0 ? KV_UNIQUE_KEYS : 0u, "w=%u case %u: unique flag %u", w,
                          k, kv_flags(&c));
             uint64_t e, g;
-            cr_assert_eq(kv_check_page(&c, page, PS, w, &e, &g), 0, "w=%u case %u: page check", w, k);
+            cr_assert_eq(kv_check_page(&c, page, PS, w, &e, &g, NULL), 0, "w=%u case %u: page check", w, k);
             expect_all_entries_right(&c, page, w, 10);
             kv_free(&c);
         }
@@ -77,7 +78,7 @@ Test(kvprot_unique, an_internal_page_is_never_flagged) {
         page_insert_cell(page, PS, i, cell, sz);
     }
     kv_codes c = {0};
-    kv_compute(&c, page, PS, 4);
+    kv_compute(&c, page, PS, 4, NULL);
     cr_assert_eq(kv_flags(&c), 0u);
     kv_free(&c);
 }
@@ -91,22 +92,22 @@ Test(kvprot_unique, a_flipped_flag_or_page_code_bit_fails_the_page_check_at_ever
             uint8_t page[PS];
             build_leaf(page, rep ? repeated : distinct, 10);
             kv_codes c = {0};
-            kv_compute(&c, page, PS, w);
+            kv_compute(&c, page, PS, w, NULL);
             uint64_t e, g;
             /* The flag, flipped either way: a leaf with a repeated key
              * claiming uniqueness is the dangerous direction (its found
              * key would skip the bracket that proves it is the newest). */
             c.flags ^= KV_UNIQUE_KEYS;
-            cr_assert_eq(kv_check_page(&c, page, PS, w, &e, &g), 1, "w=%u %s leaf: flipped flag passed", w,
+            cr_assert_eq(kv_check_page(&c, page, PS, w, &e, &g, NULL), 1, "w=%u %s leaf: flipped flag passed", w,
                          rep ? "repeated-key" : "unique");
             c.flags ^= KV_UNIQUE_KEYS;
             for (int bit = 0; bit < 32; bit++) {
                 c.page ^= 1u << bit;
-                cr_assert_eq(kv_check_page(&c, page, PS, w, &e, &g), 1, "w=%u: page code bit %d flipped passed", w,
-                             bit);
+                cr_assert_eq(kv_check_page(&c, page, PS, w, &e, &g, NULL), 1, "w=%u: page code bit %d flipped passed",
+                             w, bit);
                 c.page ^= 1u << bit;
             }
-            cr_assert_eq(kv_check_page(&c, page, PS, w, &e, &g), 0);
+            cr_assert_eq(kv_check_page(&c, page, PS, w, &e, &g, NULL), 0);
             kv_free(&c);
         }
     }
@@ -120,18 +121,18 @@ Test(kvprot_unique, recoding_after_a_change_follows_the_keys) {
     uint8_t page[PS];
     build_leaf(page, keys, 8);
     kv_codes c = {0};
-    kv_compute(&c, page, PS, 2);
+    kv_compute(&c, page, PS, 2, NULL);
     cr_assert_eq(kv_flags(&c), KV_UNIQUE_KEYS);
     uint8_t cell[128];
     char v[40];
     memset(v, 'z', sizeof v);
     size_t sz = leaf_cell_encode(cell, "k0005", 5, sizeof v, v, 0, 0, 500, 0);
     page_insert_cell(page, PS, 3, cell, sz); /* the newer version, before the old one */
-    kv_compute(&c, page, PS, 2);
+    kv_compute(&c, page, PS, 2, NULL);
     cr_assert_eq(kv_flags(&c), 0u);
     expect_all_entries_right(&c, page, 2, 9);
     page_remove_cell(page, 3);
-    kv_compute(&c, page, PS, 2);
+    kv_compute(&c, page, PS, 2, NULL);
     cr_assert_eq(kv_flags(&c), KV_UNIQUE_KEYS);
     kv_free(&c);
 }
