@@ -242,13 +242,18 @@ uint32_t bt_nblocks(bt_tree *t) { return atomic_load(&t->nblocks); }
  * leaf that holds the first key >= KEY; LE/LT toward the last key <= or <
  * KEY).  Also returns the chosen slot (-1 = leftmost child). */
 uint32_t bt_child_for(const uint8_t *p, const void *key, size_t klen, int mode, int *slot) {
+    return bt_child_for_side(p, key, klen, mode, slot, NULL, 0);
+}
+
+uint32_t bt_child_for_side(const uint8_t *p, const void *key, size_t klen, int mode, int *slot, const uint8_t *side,
+                           unsigned stride) {
     unsigned n = ph_get_nslots(p);
     int i;
     if (!key) {
         i = (mode == BT_GE || mode == BT_GT) ? -1 : (int)n - 1;
     } else {
         int exact = 0;
-        unsigned idx = page_search(p, key, klen, &exact);
+        unsigned idx = page_search_side(p, key, klen, &exact, side, stride);
         /* Cells hold separators s: child covers [s, next s).  For LT, the
          * subtree of a separator equal to KEY holds nothing below KEY. */
         if (mode == BT_LT)
@@ -332,7 +337,7 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
             bp_release(t->bp, f, BP_SHARED);
             return rc;
         }
-        uint32_t child = bt_child_for(f->data, key, klen, mode, &slot);
+        uint32_t child = bt_child_for_side(f->data, key, klen, mode, &slot, bp_kv_codes(f, t->kvw), t->kvw);
         unsigned n = ph_get_nslots(f->data);
         /* K1: the chosen separator and the next prove the child. */
         if ((rc = kv_entry(t, f, slot)) || (slot + 1 < (int)n && (rc = kv_entry(t, f, slot + 1)))) {
@@ -462,7 +467,7 @@ int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out
     int rc = bt_descend(t, key, klen, BT_GE, BP_SHARED, &f, NULL, NULL);
     if (rc) return rc;
     int exact = 0;
-    unsigned idx = page_search(f->data, key, klen, &exact), end;
+    unsigned idx = page_search_side(f->data, key, klen, &exact, bp_kv_codes(f, t->kvw), t->kvw), end;
     uint64_t S = snap ? snap : txn_last_committed(t->cfg.txn);
     if (exact && t->kvw && (bp_kv_flags(f) & KV_UNIQUE_KEYS)) {
         rc = get_only_version(t, f, idx, S, out);

@@ -89,6 +89,9 @@ typedef struct fence {
 int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode, bp_frame **out, fence *hi, fence *lo);
 /* The steps of a descent, for the writer's pessimistic path. */
 uint32_t bt_child_for(const uint8_t *p, const void *key, size_t klen, int mode, int *slot);
+/* The same, prefetching SIDE's line for the chosen slot (page_search_side). */
+uint32_t bt_child_for_side(const uint8_t *p, const void *key, size_t klen, int mode, int *slot, const uint8_t *side,
+                           unsigned stride);
 int bt_check_child_ptr(bt_tree *t, uint32_t parent, uint32_t child, int slot);
 int bt_check_child_page(bt_tree *t, const bp_frame *f, uint32_t parent, int level);
 int bt_check_root(bt_tree *t, const bp_frame *f);

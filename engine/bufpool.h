@@ -174,6 +174,9 @@ int bp_kv_check_all(bp_pool *bp, bp_frame *f);
  * protection is off or F has no codes.  Trust them only after
  * bp_kv_check_page on F (the page code binds them). */
 static inline unsigned bp_kv_flags(const bp_frame *f) { return f->kv_on ? kv_flags(&f->kv) : 0; }
+/* F's entry codes (W bytes each), for prefetching only: NULL when F has
+ * none or W is 0. */
+static inline const uint8_t *bp_kv_codes(const bp_frame *f, unsigned w) { return w && f->kv_on ? f->kv.code : NULL; }
 /* Start loading the line of F's code for SLOT (the codes live apart from
  * the page: a miss of their own, which work done before the check can
  * hide). */

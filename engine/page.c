@@ -415,11 +415,23 @@ void page_init(uint8_t *page, size_t page_size, uint64_t block, int type, int le
 }
 
 unsigned page_search(const uint8_t *page, const void *key, size_t klen, int *exact) {
+    return page_search_side(page, key, klen, exact, NULL, 0);
+}
+
+unsigned page_search_side(const uint8_t *page, const void *key, size_t klen, int *exact, const uint8_t *side,
+                          unsigned stride) {
     const unsigned chdr = ph_get_type(page) == PAGE_LEAF ? LEAF_CELL_HDR : INTERNAL_CELL_HDR;
     unsigned lo = 0, hi = ph_get_nslots(page);
     int found = 0;
 
     while (lo < hi) {
+        /* Once the range fits one cache line of SIDE, start loading it:
+         * the probes left hide the miss. */
+        if (side && (size_t)(hi - lo) * stride <= 64) {
+            __builtin_prefetch(side + (size_t)lo * stride);
+            __builtin_prefetch(side + (size_t)hi * stride);
+            side = NULL;
+        }
         const unsigned mid = lo + (hi - lo) / 2;
         const uint8_t *c = page + page_slot(page, mid);
         const int cmp = key_cmp(c + chdr, rd16(c), key, klen);

@@ -129,6 +129,12 @@ void page_init(uint8_t *page, size_t page_size, uint64_t block, int type, int le
  * search compared last, so verifying them proves the answer (kvprot.h K1);
  * *exact never speaks of any other entry. */
 unsigned page_search(const uint8_t *page, const void *key, size_t klen, int *exact);
+/* The same, and once the range left fits one cache line of SIDE (an
+ * array of STRIDE-byte items, one per slot, kept apart from the page: the
+ * per-KV codes), starts loading that line, so the check after the search
+ * finds it cached.  SIDE may be NULL. */
+unsigned page_search_side(const uint8_t *page, const void *key, size_t klen, int *exact, const uint8_t *side,
+                          unsigned stride);
 
 /* Insert CELL (SIZE bytes, already encoded) at slot IDX; caller guarantees
  * page_reclaimable() >= SIZE + 2 (compacts if needed). */
