@@ -452,6 +452,57 @@ uint8_t stale_key[ENG_MAX_KEY], stale_val[4096];
 size_t stale_klen, stale_vlen;
 #endif
 
+/* The descent of a get that answers only if it finds its key (K1f): the
+ * route needs no proof then, because a verified entry holding the key is
+ * the key's and every version of a key lives in one leaf.  So at each
+ * internal level the page code (the header steers the search) and the
+ * entry whose child is followed are proven, before the pointer is
+ * followed (a garbage block number is never read), but not the separator
+ * to its right, which only bounds the route (one check a level fewer).
+ * Nothing is reported here: whatever looks wrong returns GET_ASK_AGAIN,
+ * and the get descends again with every check, which names the damage.
+ * Pages read from disk are verified and reported by the pool as always. */
+static int descend_for_found(bt_tree *t, const void *key, size_t klen, bp_frame **out) {
+    *out = NULL;
+    bp_frame *f;
+    int rc = bp_get(t->bp, ROOT_BLOCK, BP_SHARED, &f);
+    if (rc) return rc;
+    if (t->cfg.poisoned && atomic_load(t->cfg.poisoned)) rc = ENG_POISONED;
+    int type = ph_get_type(f->data), level = ph_get_level(f->data);
+    if (!rc && !((type == PAGE_LEAF && level == 0) || (type == PAGE_INTERNAL && level > 0 && level < MAX_DEPTH)))
+        rc = GET_ASK_AGAIN;
+    while (!rc && level > 0) {
+        int slot;
+        uint32_t blk = atomic_load(&f->block);
+        uint32_t child = bt_child_for_side(f->data, key, klen, BT_GE, &slot, bp_kv_codes(f, t->kvw), t->kvw);
+        if (bp_kv_test_page(t->bp, f) || (slot >= 0 && bp_kv_test_entry(t->bp, f, (unsigned)slot)) ||
+            child <= ROOT_BLOCK || child >= atomic_load(&t->nblocks) || child == blk) {
+            rc = GET_ASK_AGAIN;
+            break;
+        }
+        bp_frame *c;
+        if ((rc = bp_get(t->bp, child, BP_SHARED, &c))) break;
+        bp_kv_prefetch(c, t->kvw);
+        if (ph_get_type(c->data) != (level == 1 ? PAGE_LEAF : PAGE_INTERNAL) || ph_get_level(c->data) != level - 1) {
+            bp_release(t->bp, c, BP_SHARED);
+            rc = GET_ASK_AGAIN;
+            break;
+        }
+        bp_release(t->bp, f, BP_SHARED);
+        f = c;
+        level--;
+    }
+    if (!rc && bp_kv_test_page(t->bp, f)) rc = GET_ASK_AGAIN; /* the leaf's header steers the search */
+    if (rc) {
+        bp_release(t->bp, f, BP_SHARED);
+        return rc;
+    }
+    *out = f;
+    return ENG_OK;
+}
+
+static int get_in(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out, int found_only);
+
 int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out) {
 #ifdef ENG_BROKEN_STALE_VALUE
     pthread_mutex_lock(&stale_mu);
@@ -463,11 +514,24 @@ int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out
     }
     pthread_mutex_unlock(&stale_mu);
 #endif
+    int rc = t->kvw ? get_in(t, snap, key, klen, out, 1) : GET_ASK_AGAIN;
+    return rc == GET_ASK_AGAIN ? get_in(t, snap, key, klen, out, 0) : rc;
+}
+
+/* A get.  FOUND_ONLY: the route down is not proven (descend_for_found)
+ * and the get answers only if it finds its key in the leaf; GET_ASK_AGAIN
+ * asks for the get with every check. */
+static int get_in(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out, int found_only) {
     bp_frame *f;
-    int rc = bt_descend(t, key, klen, BT_GE, BP_SHARED, &f, NULL, NULL);
+    int rc =
+        found_only ? descend_for_found(t, key, klen, &f) : bt_descend(t, key, klen, BT_GE, BP_SHARED, &f, NULL, NULL);
     if (rc) return rc;
     int exact = 0;
     unsigned idx = page_search_side(f->data, key, klen, &exact, bp_kv_codes(f, t->kvw), t->kvw), end;
+    if (found_only && !exact) { /* "absent" needs the route proven (K1) */
+        bp_release(t->bp, f, BP_SHARED);
+        return GET_ASK_AGAIN;
+    }
     uint64_t S = snap ? snap : txn_last_committed(t->cfg.txn);
     if (exact && t->kvw && (bp_kv_flags(f) & KV_UNIQUE_KEYS)) {
         rc = get_only_version(t, f, idx, S, out);

@@ -113,28 +113,41 @@ static int kv_fail(bp_pool *bp, uint32_t block, int32_t entry, uint64_t exp, uin
                       exp, found, "%s", what);
 }
 
-int bp_kv_check_page(bp_pool *bp, bp_frame *f) {
+/* Page code (SLOT < 0) or entry SLOT of F against its code: 1 on a
+ * mismatch with the expected and found codes in *E, *G; counted. */
+static int kv_mismatch(bp_pool *bp, bp_frame *f, int slot, uint64_t *e, uint64_t *g) {
     unsigned w = bp->cfg.kv_width;
-    if (!w || !f->kv_on) return ENG_OK;
+    if (!w || !f->kv_on) return 0;
     count(bp, C_KV_CHECKS, 1);
-    uint64_t e, g, hashed = 0;
-    int bad = kv_check_page(&f->kv, f->data, bp->cfg.page_size, w, &e, &g, &hashed);
+    uint64_t hashed = 0;
+    int bad = slot < 0 ? kv_check_page(&f->kv, f->data, bp->cfg.page_size, w, e, g, &hashed)
+                       : kv_check_entry(&f->kv, f->data, bp->cfg.page_size, w, (unsigned)slot, e, g, &hashed);
     count(bp, C_KV_CHECK_BYTES, hashed);
-    if (!bad) return ENG_OK;
+    return bad;
+}
+
+int bp_kv_check_page(bp_pool *bp, bp_frame *f) {
+    uint64_t e, g;
+    if (!kv_mismatch(bp, f, -1, &e, &g)) return ENG_OK;
     return kv_fail(bp, atomic_load(&f->block), -1, e, g,
                    "page header (or slot count) differs from its protection code in the cache");
 }
 
 int bp_kv_check_entry(bp_pool *bp, bp_frame *f, unsigned slot) {
-    unsigned w = bp->cfg.kv_width;
-    if (!w || !f->kv_on) return ENG_OK;
-    count(bp, C_KV_CHECKS, 1);
-    uint64_t e, g, hashed = 0;
-    int bad = kv_check_entry(&f->kv, f->data, bp->cfg.page_size, w, slot, &e, &g, &hashed);
-    count(bp, C_KV_CHECK_BYTES, hashed);
-    if (!bad) return ENG_OK;
+    uint64_t e, g;
+    if (!kv_mismatch(bp, f, (int)slot, &e, &g)) return ENG_OK;
     return kv_fail(bp, atomic_load(&f->block), (int32_t)slot, e, g,
                    "entry (key, value or its slot) differs from its protection code in the cache");
+}
+
+int bp_kv_test_page(bp_pool *bp, bp_frame *f) {
+    uint64_t e, g;
+    return kv_mismatch(bp, f, -1, &e, &g);
+}
+
+int bp_kv_test_entry(bp_pool *bp, bp_frame *f, unsigned slot) {
+    uint64_t e, g;
+    return kv_mismatch(bp, f, (int)slot, &e, &g);
 }
 
 int bp_kv_check_all(bp_pool *bp, bp_frame *f) {

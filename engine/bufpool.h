@@ -170,6 +170,10 @@ unsigned bp_kv_width(const bp_pool *bp);
 int bp_kv_check_page(bp_pool *bp, bp_frame *f);
 int bp_kv_check_entry(bp_pool *bp, bp_frame *f, unsigned slot);
 int bp_kv_check_all(bp_pool *bp, bp_frame *f);
+/* The same checks, quiet: 1 on a mismatch, nothing reported (the caller
+ * checks again the reporting way before it says anything). */
+int bp_kv_test_page(bp_pool *bp, bp_frame *f);
+int bp_kv_test_entry(bp_pool *bp, bp_frame *f, unsigned slot);
 /* The flags F's codes were made with (kvprot.h, KV_UNIQUE_KEYS); 0 when
  * protection is off or F has no codes.  Trust them only after
  * bp_kv_check_page on F (the page code binds them). */
