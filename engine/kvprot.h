@@ -22,13 +22,16 @@
  * another valid state, so readers use a hint only where the transaction
  * status copy agrees (btree.c bt_version_state).
  *
- * Each entry code is XXH3-64 of the cell (the slot offset mixed in)
+ * Each entry code is a hash of the cell (the slot offset mixed in: CRC32C
+ * in three streams where the CPU has it and w <= 4, else XXH3-64)
  * truncated to 8w bits, its three lowest bits replaced by parities of the
  * cell header, the slot offset, and the key and value: any single flipped
  * bit, in a slot, a length or the bytes, is always caught, whatever w; two
  * flips in one part escape with odds 2^-(8w-3) (1 in 32 at w = 1;
  * RocksDB's truncated hash misses 1 in 256 of all flips at w = 1, single
- * ones included).  The page code keeps one parity bit (2^-31 otherwise).
+ * ones included).  The page code keeps one parity bit (2^-31 otherwise;
+ * a slotted page's 24 header bytes go through the same CRC where the CPU
+ * has it).
  *
  * The checks (btree*.c, bufpool.c):
  *   K1  a binary search is proven by its two bracketing entries (sorted

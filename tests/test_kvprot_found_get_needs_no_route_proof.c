@@ -69,8 +69,7 @@ KV_WIDTH_TEST(a_flipped_separator_never_misroutes_a_get_into_a_wrong_answer) {
     eng_buf_free(&b);
     /* some flips steered gets away from their keys: those were reported
      * (gets that found their keys are right, checked above) */
-    cr_assert_gt(reported, 0, "no round's flip steered a get (w=%d; %llu right answers)", w,
-                 (unsigned long long)right);
+    cr_assert_gt(reported, 0, "no round's flip steered a get (w=%d; %llu right answers)", w, (unsigned long long)right);
     tu_close(db);
     reopen_check(w, "reopen after the separator flips");
 }
