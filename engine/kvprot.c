@@ -54,7 +54,8 @@ static inline uint64_t kv_hash(const uint8_t *p, size_t len, uint64_t seed) {
  * dependent steps the longest: 17 steps for a 255-byte cell, now 11).  A
  * change confined to one stream always changes its CRC for errors within
  * 32 bits; anything else cancels with odds 2^-32. */
-CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par) {
+CRC32C_HW_TARGET static inline __attribute__((always_inline)) uint64_t crc_core(const uint8_t *p, size_t len,
+                                                                                uint64_t seed, unsigned *par) {
     uint64_t a = (uint32_t)seed ^ 0x9E3779B9u, b = 0x85EBCA6Bu, c = 0xC2B2AE35u, x = 0;
     size_t i = 0;
     for (; i + 24 <= len; i += 24) {
@@ -97,6 +98,9 @@ CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t
     *par = (unsigned)__builtin_parityll(x); /* the bytes' parity, from the same pass */
     uint32_t h = (uint32_t)a ^ (uint32_t)((b << 11) | (b >> 21)) ^ (uint32_t)((c << 22) | (c >> 10)) ^ (uint32_t)len;
     return (uint64_t)h << 32 | h;
+}
+CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par) {
+    return crc_core(p, len, seed, par);
 }
 static int have_crc_hw = -1; /* crc32c_have_hw(), kept here: asked once per code */
 static inline int use_crc(unsigned w) {
@@ -150,6 +154,13 @@ static inline unsigned head_parity(const uint8_t *p, size_t len, size_t hdr) {
     return (unsigned)__builtin_parityll(x);
 }
 
+/* The code from the hash H and the parities of the cell header, the rest
+ * of the cell, and the slot offset SEED. */
+static inline uint64_t finish_code(uint64_t h, unsigned phdr, unsigned prest, uint64_t seed, unsigned w) {
+    uint64_t par = (uint64_t)phdr | (uint64_t)__builtin_parityll(seed) << 1 | (uint64_t)prest << 2;
+    return truncate_code((h & ~7ull) | par, w);
+}
+
 static inline __attribute__((always_inline)) uint64_t entry_code_of(const uint8_t *p, size_t len, size_t hdr,
                                                                     uint64_t seed, unsigned w) {
     if (hdr > len) hdr = len;
@@ -162,8 +173,7 @@ static inline __attribute__((always_inline)) uint64_t entry_code_of(const uint8_
         h = kv_hash(p, len, seed);
         prest = parity(p + hdr, len - hdr);
     }
-    uint64_t par = (uint64_t)phdr | (uint64_t)__builtin_parityll(seed) << 1 | (uint64_t)prest << 2;
-    return truncate_code((h & ~7ull) | par, w);
+    return finish_code(h, phdr, prest, seed, w);
 }
 
 static inline void put_code(uint8_t *dst, uint64_t v, unsigned w) { memcpy(dst, &v, w); /* little-endian */ }
@@ -250,6 +260,34 @@ static inline int leaf_keys_equal(const uint8_t *a, size_t alen, const uint8_t *
 /* The page code as stored: the flags flip its parity bit (bit 0). */
 static inline uint32_t page_code_with(uint32_t pc, unsigned flags) { return pc ^ (flags & KV_UNIQUE_KEYS); }
 
+#if CRC32C_HW
+/* kv_compute's loop over a leaf's cells when the codes are CRCs, compiled
+ * for the CRC instruction so the hash is inlined and one cell's chains
+ * overlap the next cell's start (coding a page that enters the pool is
+ * what small caches pay for per-KV protection). */
+CRC32C_HW_TARGET static unsigned code_leaf_crc(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned n, unsigned w,
+                                               uint64_t *bytes) {
+    unsigned flags = KV_UNIQUE_KEYS;
+    const uint8_t *prev = NULL;
+    size_t prevlen = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const uint8_t *p;
+        size_t len;
+        uint16_t off;
+        cell_span(page, ps, i, &p, &len, &off);
+        *bytes += len;
+        size_t hdr = len < LEAF_CELL_HDR ? len : LEAF_CELL_HDR;
+        unsigned phdr = head_parity(p, len, hdr), pall;
+        uint64_t h = crc_core(p, len, off, &pall);
+        put_code(c->code + (size_t)i * w, finish_code(h, phdr, pall ^ phdr, off, w), w);
+        if (prev && leaf_keys_equal(prev, prevlen, p, len)) flags = 0;
+        prev = p;
+        prevlen = len;
+    }
+    return flags;
+}
+#endif
+
 int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *hashed) {
     int64_t before = c->code || c->n || c->page ? (int64_t)kv_memory(c->n, w) : 0;
     if (!w) {
@@ -274,7 +312,16 @@ int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, ui
     unsigned flags = leaf ? KV_UNIQUE_KEYS : 0;
     const uint8_t *prev = NULL;
     size_t prevlen = 0;
-    for (unsigned i = 0; i < n; i++) {
+    unsigned todo = n;
+#if CRC32C_HW
+    if (leaf && use_crc(w)) {
+        uint64_t bytes = 0;
+        flags = code_leaf_crc(c, page, ps, n, w, &bytes);
+        if (hashed) *hashed += bytes;
+        todo = 0; /* done */
+    }
+#endif
+    for (unsigned i = 0; i < todo; i++) {
         const uint8_t *p;
         size_t len;
         uint16_t off;

@@ -41,6 +41,12 @@
  *       page code, flag included, checked on the way down) is proven by
  *       the found entry alone: it is the key's only version there, so no
  *       entry below it can hold a newer one
+ *   K1f a get that finds its key needs no proof of the route down: the
+ *       verified entry holding the key is the key's, and every version of
+ *       a key lives in one leaf.  Its descent checks each internal page's
+ *       code and the entry whose child pointer it follows (never a garbage
+ *       pointer), not the separator to the right; a get that does not find
+ *       its key, or meets anything odd, descends again with K1 in full
  *   K2v an entry may be read before it is verified when nothing is done
  *       with what was read until one check after all the reads (no hint
  *       learned, no pointer followed, lengths clamped to the page): a bit
