@@ -43,6 +43,7 @@ from crashtest.params import (  # noqa: E402
     Config, DB_CHOICES, draw_db_params, draw_iter_params, draw_plan, FAULT_OPTIONS, FAULTS, ITER_CHOICES,
     iteration_kind, measured_classes, powerloss_modes_allowed, sanitize, UNSTABLE_FAULTS)
 from crashtest.procs import run_process, wait_lock_released  # noqa: E402
+from crashtest.report import read_iterations  # noqa: E402
 from crashtest.run import CrashTest  # noqa: E402
 from crashtest.seeds import derive, iteration_seed, Rng, run_seed_of  # noqa: E402
 
@@ -513,8 +514,9 @@ class TestFailureKinds(unittest.TestCase):
         for mode, kind in (("segv", "crash"), ("asan", "crash"), ("hang", "hang"), ("exit0", "early_exit")):
             rc, out, s, rd = self.run_fake(mode)
             self.assertEqual(rc, 1, out)
-            it = s["iterations"][0]
+            it = s["failures"][0]
             self.assertEqual(it["failure"]["kind"], kind, (mode, it["failure"]))
+            self.assertEqual(s["iterations"][0]["failure"], kind)
             self.assertTrue(os.path.isdir(it["artifacts"]))
             self.assertIn("FAIL %s" % kind, out)
             if mode == "hang":
@@ -549,7 +551,8 @@ class TestRealEngine(unittest.TestCase):
         s = self.summary(rd)
         self.assertEqual(s["verdict"], "pass")
         self.assertEqual(len(s["iterations"]), 3)
-        for it in s["iterations"]:
+        self.assertEqual(s["iterations_file"], "iterations.jsonl")
+        for it in read_iterations(rd):
             names = [st["name"] for st in it["steps"]]
             self.assertIn("workload", names)
             self.assertEqual(it["steps"][names.index("workload")]["result"]["outcome"], "crashed")
@@ -560,8 +563,18 @@ class TestRealEngine(unittest.TestCase):
         self.assertIn("fault points hit:", out)
         self.assertGreaterEqual(s["classes"]["power_loss"]["injected"] + s["classes"]["kill"]["injected"], 1)
         suite = ET.parse(os.path.join(rd, "junit.xml")).getroot()
-        self.assertEqual(len(suite.findall(".//testcase")), 3)
+        names = [tc.get("name") for tc in suite.findall(".//testcase")]
+        # stable names: one per iteration index, one per fault class; seeds in properties
+        self.assertEqual([n for n in names if ".i" in n], ["blackbox.i0", "blackbox.i1", "blackbox.i2"])
+        self.assertIn("blackbox.bitflip_page", names)
+        self.assertIn("blackbox.power_loss", names)
         self.assertEqual(suite.findall(".//failure"), [])
+        props = {p.get("name"): p.get("value") for p in suite.find("testsuite").find("properties")}
+        self.assertEqual((props["seed"], props["seed_given"]), ("11", "yes"))
+        tc = [t for t in suite.iter("testcase") if t.get("name") == "blackbox.i1"][0]
+        tprops = {p.get("name"): p.get("value") for p in tc.find("properties")}
+        self.assertEqual(int(tprops["seed"]), read_iterations(rd)[1]["seed"])
+        self.assertIn("option.page_size", tprops)
         self.assertFalse(os.path.exists(os.path.join(rd, "failures")))
         # a clean iteration's copies are gone: only the carried-on state is left
         self.assertEqual(sorted(os.listdir(os.path.join(work, "run-0"))), ["state"])
@@ -573,7 +586,7 @@ class TestRealEngine(unittest.TestCase):
                               "--report-dir", rd)
         self.assertEqual(rc, 0, out + err)
         s = self.summary(rd)
-        kinds = [it["kind"] for it in s["iterations"]]
+        kinds = [it["kind"] for it in read_iterations(rd)]
         self.assertEqual(len(kinds), 4)
         self.assertIn("whitebox/reopen without a kill", kinds)
         # mode 0: every point, or (two thirds of its iterations) the log's or the commit path's
@@ -611,7 +624,8 @@ class TestRealEngine(unittest.TestCase):
                               "--stress-binary", BROKEN, "--powerloss-binary", POWERLOSS, "--report-dir", rd)
         self.assertEqual(rc, 1, out + err)
         s = self.summary(rd)
-        it = [i for i in s["iterations"] if i["failure"]][0]
+        it = s["failures"][0]
+        self.assertEqual([i for i in read_iterations(rd) if i["failure"]][0], it)
         self.assertEqual(it["failure"]["kind"], "lost", it["failure"])
         self.assertGreater(it["failure"]["step"], it["steps"].index(
             next(st for st in it["steps"] if st["name"] == "workload")))  # judged after the crash
@@ -655,7 +669,7 @@ class TestRealEngine(unittest.TestCase):
                               "--faults", "none", "--threads", "1", "--stress-binary", broken,
                               "--powerloss-binary", POWERLOSS, "--report-dir", rd)
         self.assertEqual(rc, 1, out + err)
-        it = self.summary(rd)["iterations"][0]
+        it = self.summary(rd)["failures"][0]
         self.assertEqual(it["failure"]["kind"], "wrong_value")
         self.assertIn(it["failure"]["step_name"], ("create", "workload"))
         rc, out, err = run_ct("repro", it["artifacts"])
@@ -726,12 +740,15 @@ class TestMutants(unittest.TestCase):
     def test_the_result_takes_the_first_failure_by_time(self):
         m = Mutant("x-y", "wal", "bug", 1)
         rep = {"classes": {"bitflip_page": {"injected": 1, "swallowed": 1}, "kill": {"injected": 1}}}
-        summary = {"elapsed_s": 50, "planted_bugs": ["x-y"], "iterations": [
+        fails = [
             {"t_end": 30.0, "failure": {"kind": "lost", "keys": ["lost"], "step": 0, "step_name": "restart"},
              "steps": [{"result": {"report": {}}}], "repro": "r2"},
             {"t_end": 12.5, "failure": {"kind": "swallowed", "keys": ["swallowed"], "step": 0, "step_name": "workload"},
-             "steps": [{"result": {"report": rep}}], "repro": "r1"},
-            {"t_end": 5.0, "failure": None, "steps": []}]}
+             "steps": [{"result": {"report": rep}}], "repro": "r1"}]
+        # summary.json: the timeline rows and the failures' full records
+        summary = {"elapsed_s": 50, "planted_bugs": ["x-y"], "failures": fails, "iterations": [
+            {"t_end": 30.0, "failure": "lost"}, {"t_end": 12.5, "failure": "swallowed"},
+            {"t_end": 5.0, "failure": None}]}
         res = mutant_result(m, summary, 300, 7, 1)
         self.assertTrue(res["caught"])
         self.assertEqual((res["seconds"], res["iterations_to_catch"], res["kind"], res["classes"], res["repro"]),
