@@ -72,6 +72,19 @@ TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 # link the fault build of the engine.
 FAULT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_faults*.c tests/test_powerloss*.c tests/test_lost_files*.c))
 
+.DEFAULT_GOAL := all
+# --version of every program: the tree's git describe and the build's
+# options, passed to the objects that print them (common/version.h);
+# version.txt changes only when they do, and those objects depend on it.
+GIT_DESCRIBE := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
+BUILD_DESC := $(strip $(OPTFLAGS) $(SANFLAGS) $(WFLAGS))
+VERSION_TXT := $(BUILD)/version.txt
+$(shell mkdir -p $(BUILD) && { echo '$(GIT_DESCRIBE) $(BUILD_DESC)' | cmp -s - $(VERSION_TXT) || echo '$(GIT_DESCRIBE) $(BUILD_DESC)' >$(VERSION_TXT); })
+VERSION_DEFS := -DPROJECT_VERSION='"$(GIT_DESCRIBE)"' -DPROJECT_BUILD='"$(BUILD_DESC)"'
+VERSIONED := $(BUILD)/obj/tools/engine-tool/main.o $(BUILD)/obj-fiu/stress/stress.o $(BUILD)/powerloss
+$(VERSIONED): $(VERSION_TXT) common/version.h
+$(VERSIONED): CFLAGS_BASE += $(VERSION_DEFS)
+
 .PHONY: all deps test clean fuzz demo bench-deps bench-engine
 all: deps $(BUILD)/libengine.a $(BUILD)/libengine-fiu.a $(BUILD)/libfaults.a $(BUILD)/engine-tool $(BUILD)/powerloss $(BUILD)/stress
 

@@ -8,7 +8,8 @@ import signal
 import sys
 import threading
 
-from .common import EXIT_FAIL, EXIT_USAGE, UsageError
+from .common import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, UsageError
+from .htmlreport import render, write_page
 from .mutants import MUTANTS_FILE, mutants_mode
 from .params import FAULTS, MODE_DEFAULTS, POWERLOSS_MODES, UNSTABLE_FAULTS
 from .procs import STOP, signal_name
@@ -22,6 +23,7 @@ MODE_HELP = {
     "simple": "a short, small mix of blackbox and whitebox iterations (CI, a quick check)",
     "repro": "replay a failed iteration from its artifacts (REPORT_DIR/failures/ID)",
     "mutants": "run simple against each planted bug of tests/mutants.txt: caught or not, time to catch",
+    "report": "one self-contained HTML page from report directories (several: trends) or benchmark JSON",
 }
 
 
@@ -211,7 +213,20 @@ def make_parser():
                    help="mutants.json, one simple report dir and log per bug (default: "
                         "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy)")
     m.set_defaults(func=mutants_mode)
+    h = sub.add_parser("report", help=MODE_HELP["report"], formatter_class=fmt,
+                       description="Write one self-contained HTML page (inline SVG and CSS, no script, no network) "
+                                   "from report directories of crashtest runs (several: a night each, with trends) "
+                                   "or from benchmark JSON (build/bench/*.json, or the folder).  Exit 0, 2 usage.")
+    h.add_argument("inputs", nargs="+", metavar="DIR", help="report directories, or benchmark JSON files or folders")
+    h.add_argument("-o", "--output", default="report.html", metavar="FILE", help="the page to write")
+    h.set_defaults(func=report_mode)
     return p
+
+
+def report_mode(a, argv):
+    write_page(a.output, render(a.inputs))
+    print("crashtest: wrote %s" % a.output)
+    return EXIT_PASS
 
 
 def on_signal(signum, frame):

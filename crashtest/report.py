@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 
 from .common import META_VERSION, REPO, hms, write_json
 from .executor import subst
+from .htmlreport import blamed_classes, clopper_pearson, render_runs, write_page
 from .output import differs
 from .params import CLASS_ORDER, FAILURE_KEYS, OUTCOMES
 
@@ -244,12 +245,16 @@ def summarize(ct, runs, interrupted):
     }
     write_json(os.path.join(ct.report_dir, "summary.json"), summary)
     write_junit(os.path.join(ct.report_dir, "junit.xml"), summary, recs)
+    try:
+        write_page(os.path.join(ct.report_dir, "report.html"), render_runs([ct.report_dir]))
+    except Exception as e:  # the page is a view: its failure never hides the verdict
+        pl("crashtest: WARNING: report.html not written: %s" % e)
     # An internal error of crashtest itself is never a pass: the runs
     # it stopped judged nothing (internal-error.txt has the trace).
     status = ("ERROR (crashtest itself failed: internal-error.txt)" if ct.internal_error else
               "PASS" if not nfail and not interrupted else
               "INTERRUPTED" if interrupted and not nfail else "FAIL")
-    pl("crashtest: %s (summary.json and junit.xml in %s)" % (status, ct.report_dir))
+    pl("crashtest: %s (summary.json, junit.xml and report.html in %s)" % (status, ct.report_dir))
     return nfail
 
 
@@ -331,23 +336,10 @@ def write_junit(path, summary, recs):
     os.replace(tmp, path)
 
 
-def blamed_classes(record):
-    """The fault classes whose failure counters the failing step's report
-    raised (the class a failure is blamed on)."""
-    f = record.get("failure") or {}
-    steps = record.get("steps") or []
-    n = f.get("step")
-    if n is None or n >= len(steps):
-        return []
-    rep = (steps[n].get("result") or {}).get("report") or {}
-    return sorted(c for c, counts in (rep.get("classes") or {}).items()
-                  if any(int((counts or {}).get(k, 0) or 0) for k in FAILURE_KEYS))
-
-
 # summary.json stays small: at most this many timeline rows (failures
 # always kept, the rest evenly sampled) and full failure records.
-MAX_TIMELINE = 2000
-MAX_FULL_FAILURES = 50
+MAX_TIMELINE = 1500
+MAX_FULL_FAILURES = 10
 # iterations.jsonl is gzipped at the end of a run above this size.
 JSONL_GZIP_ABOVE = 4 << 20
 
@@ -427,32 +419,3 @@ def width_table(recs):
         row["nominal"] = 2.0 ** (-8 * w) if w else None
         row["bound_rate"] = row["bound"] / n if n else None
     return widths
-
-
-def binom_cdf(x, n, p):
-    """P(X <= x) for X ~ Binomial(n, p) (x small: the sum of its terms)."""
-    if p <= 0:
-        return 1.0
-    if p >= 1:
-        return 1.0 if x >= n else 0.0
-    lp, lq = math.log(p), math.log1p(-p)
-    t = 0.0
-    for k in range(0, min(x, n) + 1):
-        t += math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq)
-    return min(1.0, t)
-
-
-def clopper_pearson(x, n, alpha=0.05):
-    """The exact (Clopper-Pearson) two-sided interval of a rate of X in N."""
-    def solve(f):
-        lo, hi = 0.0, 1.0
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            if f(mid):
-                lo = mid
-            else:
-                hi = mid
-        return lo
-    lower = 0.0 if x == 0 else solve(lambda p: 1.0 - binom_cdf(x - 1, n, p) < alpha / 2)
-    upper = 1.0 if x >= n else solve(lambda p: binom_cdf(x, n, p) > alpha / 2)
-    return lower, upper
