@@ -19,7 +19,6 @@ import time
 import xml.etree.ElementTree as ET
 
 from .common import META_VERSION, REPO, hms, write_json
-from .executor import subst
 from .htmlreport import blamed_classes, clopper_pearson, render_runs, write_page
 from .output import differs
 from .params import CLASS_ORDER, FAILURE_KEYS, OUTCOMES
@@ -72,11 +71,14 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
     with open(os.path.join(iter_dir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
     with open(os.path.join(iter_dir, "commands.sh"), "w") as f:
-        f.write("#!/bin/sh\n# Iteration %s: the commands as they ran (paths of the work directory, since\n"
-                "# moved here: @STATE@ is crashed/ or start/, @ITER@ this folder; the binaries are\n"
-                "# copies of %s and %s, kept in bin/).\n"
-                "# Replay: %s repro %s\n\n" % (rid, ct.stress, ct.powerloss,
-                                                os.path.join(REPO, "crashtest.py"), dest))
+        f.write("#!/bin/sh\n# Iteration %s: the commands as they ran, with the placeholders crashtest\n"
+                "# substitutes (the work directory they ran in is gone):\n"
+                "#   @STATE@      the state: a copy of crashed/ (or start/, before the crash)\n"
+                "#   @ITER@       the iteration's scratch folder (steps/ ...)\n"
+                "#   @STRESS@     bin/stress      (a copy of %s)\n"
+                "#   @POWERLOSS@  bin/powerloss   (a copy of %s)\n"
+                "# Replay (copies, substitutes and runs them): %s repro %s\n\n"
+                % (rid, ct.stress, ct.powerloss, os.path.join(REPO, "crashtest.py"), dest))
         for i, s in enumerate(record["steps"]):
             r = s.get("result") or {}
             if s["type"] == "variant":
@@ -89,7 +91,7 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
             f.write("# step %d (%s): exit %s%s\n" % (i, s["name"], r.get("rc"),
                                                     ", SIGKILL after %.3f s" % s["kill_after"]
                                                     if s.get("kill_after") is not None else ""))
-            f.write(shlex.join(subst(s["argv"], ex.env)) + "\n\n")
+            f.write(shlex.join(s["argv"]) + "\n\n")
     os.makedirs(os.path.join(iter_dir, "bin"), exist_ok=True)
     for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
         shutil.copy2(ct.bin[k], os.path.join(iter_dir, "bin", name))
