@@ -330,6 +330,25 @@ static int parse(int argc, char **argv) {
     return GO_ON;
 }
 
+/* The run state as this process found it: a usage error found after
+ * prepare_run_dir marked the run unclean puts it back, so the next run
+ * does not take a refused command line for a crash. */
+static struct {
+    int had, clean;
+    uint64_t epoch;
+    size_t settled;
+} prev_state;
+
+static void undo_run_state(void) {
+    char p[4200];
+    if (prev_state.had) {
+        st_write_state(prev_state.epoch, prev_state.settled, prev_state.clean);
+    } else {
+        st_path_in(p, sizeof p, g.run_dir, "stress_state");
+        unlink(p);
+    }
+}
+
 /* Refuse a directory the engine refuses; then create or clean the
  * directories, read the run state, open the files of the run directory
  * and the expected state, install the crash handler. */
@@ -375,7 +394,11 @@ static int prepare_run_dir(void) {
     uint64_t prev_epoch = 0;
     int clean = 1;
     size_t settled = 0;
-    if (st_read_state(&prev_epoch, &settled, &clean) == 0) g.crashed_before = !clean;
+    prev_state.had = st_read_state(&prev_epoch, &settled, &clean) == 0;
+    if (prev_state.had) g.crashed_before = !clean;
+    prev_state.epoch = prev_epoch;
+    prev_state.settled = settled;
+    prev_state.clean = clean;
     g.epoch = prev_epoch + 1;
     g.ledger_settled = settled;
     g.ledger_start = st_ledger_lines();
@@ -399,6 +422,7 @@ static int prepare_run_dir(void) {
     if (rc) {
         fprintf(stderr, "stress: cannot open the expected state in %s: %s%s\n", g.exp_dir, strerror(-rc),
                 rc == -EINVAL ? " (written for another --max_key?)" : "");
+        if (rc == -EINVAL) undo_run_state();
         return rc == -EINVAL ? EXIT_USAGE : EXIT_INFRA;
     }
     g.nstripes = orc_nstripes(g.exp);
@@ -433,7 +457,9 @@ static int open_faults(void) {
         rc = flt_open(&fo, &g.flt);
         if (rc) {
             fprintf(stderr, "stress: cannot set up the fault library: %s\n", g.E->native_strerror(rc));
-            return g.E->native_status(rc) == ST_INVALID ? EXIT_USAGE : EXIT_INFRA;
+            if (g.E->native_status(rc) != ST_INVALID) return EXIT_INFRA;
+            undo_run_state();
+            return EXIT_USAGE;
         }
         g.eo.io_hooks = flt_hooks(g.flt);
         flt_thread_start(g.flt, 0);

@@ -151,7 +151,7 @@ static int check_no_extra(eng_db *db, const char *dir, uint64_t n, check_state *
             const void *k = eng_iter_key(it, &kl);
             if (cs->extra++ < MAX_REPORTED)
                 fprintf(check_out, "extra key: key=%s (only %" PRIu64 " keys were loaded)\n",
-                       escape_key(k, kl, SHOW_KEY_BYTES, kbuf), n);
+                        escape_key(k, kl, SHOW_KEY_BYTES, kbuf), n);
         }
         eng_iter_close(it);
     }
@@ -256,7 +256,9 @@ int cmd_check(const tool_args *a) {
                ", \"wrong_values\": %u, \"gaps\": %u, \"corrupt_reads\": %u, \"extra_keys\": %u, \"complete\": %s, "
                "\"result\": \"%s\", \"problems\": ",
                a->keys, leading, present, cs.wrong, cs.gaps, cs.corrupt, cs.extra, rc ? "false" : "true",
-               rc ? "error" : failed ? "failed" : "ok");
+               rc       ? "error"
+               : failed ? "failed"
+                        : "ok");
         json_lines(stdout, pbuf, plen);
         printf("}\n");
         free(pbuf);
