@@ -315,6 +315,22 @@ deps-graph:
 format:
 	$(Q)git ls-files '*.c' '*.h' | xargs clang-format -i
 
+# make bench-report: the benchmarks' JSON of build/bench drawn as one
+# self-contained page (crashtest/htmlreport.py), build/bench/report.html.
+.PHONY: bench-report deps-report
+bench-report:
+	$(Q)set -- $(wildcard $(BUILD)/bench/*.json); [ $$# -gt 0 ] || { echo "bench-report: no JSON in $(BUILD)/bench:" \
+	  "run make bench-protection, bench-wal or bench-engine first" >&2; exit 2; }; \
+	  ./crashtest.py report "$$@" -o $(BUILD)/bench/report.html
+
+# make deps-report: Debian's chromium, which tests/test_crashtest.py uses to
+# load the HTML report headless (the test is skipped without it) and which
+# makes the README's screenshot (chromium --headless --screenshot).
+deps-report:
+	@dpkg-query -W -f='$${Status}' chromium 2>/dev/null | grep -q 'install ok installed' || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
 # ---- crash tests (crashtest.py) ----
 # make crashtest: the short mixed run (./crashtest.py simple, a few minutes)
 # against this build; CRASHTEST_ARGS adds options, e.g. "--duration 600".

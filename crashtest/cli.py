@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 
+from .binary import build_identity
 from .common import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, UsageError
 from .htmlreport import render, write_page
 from .mutants import MUTANTS_FILE, mutants_mode
@@ -104,12 +105,25 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, message))
 
 
+class Version(argparse.Action):
+    """--version: git describe of the tree (asked only when wanted)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        ident = build_identity({})
+        print("crashtest.py git %s\npython %s" % (ident.get("git_describe") or "unknown", ident.get("python")))
+        parser.exit(EXIT_PASS)
+
+
 def make_parser():
     fmt = HelpFormatter
     p = Parser(prog="crashtest.py", description="Nightly crash tests of the engine through build/stress "
                "(docs/architecture.md).  Exit: 0 every iteration passed, 1 a failure, 2 usage.  "
                "'crashtest.py MODE --help' lists each mode's options with their defaults.",
                formatter_class=fmt)
+    p.add_argument("--version", action=Version, help="git describe of the tree, then exit")
     sub = p.add_subparsers(dest="mode", metavar="MODE", parser_class=Parser)
     for mode in ("blackbox", "whitebox", "simple"):
         d = MODE_DEFAULTS[mode]
