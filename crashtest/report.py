@@ -245,7 +245,7 @@ def summarize(ct, runs, interrupted):
         "verdict": "fail" if nfail or interrupted or ct.internal_error else "pass",
         "internal_error": ct.internal_error,
     }
-    write_json(os.path.join(ct.report_dir, "summary.json"), summary)
+    write_json(os.path.join(ct.report_dir, "summary.json"), fit(summary))
     write_junit(os.path.join(ct.report_dir, "junit.xml"), summary, recs)
     try:
         write_page(os.path.join(ct.report_dir, "report.html"), render_runs([ct.report_dir]))
@@ -344,6 +344,26 @@ MAX_TIMELINE = 1500
 MAX_FULL_FAILURES = 10
 # iterations.jsonl is gzipped at the end of a run above this size.
 JSONL_GZIP_ABOVE = 4 << 20
+
+
+SUMMARY_BUDGET = 900 << 10
+
+
+def fit(summary):
+    """SUMMARY within SUMMARY_BUDGET bytes as written: fewer full failure
+    records first (iterations.jsonl has them all), then a sparser
+    timeline (failed iterations kept)."""
+    def size():
+        return len(json.dumps(summary, indent=1, sort_keys=True, default=str))
+    while size() > SUMMARY_BUDGET and summary["failures"]:
+        summary["failures"] = summary["failures"][:-1]
+    while size() > SUMMARY_BUDGET and len(summary["iterations"]) > 1:
+        rows = summary["iterations"]
+        summary["iterations"] = [r for n, r in enumerate(rows) if r.get("failure") or n % 2 == 0]
+        summary["iterations_sampled"] = (summary.get("iterations_sampled") or 1) * 2
+        if len(summary["iterations"]) == len(rows):
+            break
+    return summary
 
 
 def timeline_row(r):

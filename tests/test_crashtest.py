@@ -44,7 +44,7 @@ from crashtest.params import (  # noqa: E402
     Config, DB_CHOICES, FAILURE_KEYS, OUTCOMES, draw_db_params, draw_iter_params, draw_plan, FAULT_OPTIONS, FAULTS, ITER_CHOICES,
     iteration_kind, measured_classes, powerloss_modes_allowed, sanitize, UNSTABLE_FAULTS)
 from crashtest.procs import run_process, wait_lock_released  # noqa: E402
-from crashtest.report import read_iterations  # noqa: E402
+from crashtest.report import fit, read_iterations, timeline_of  # noqa: E402
 from crashtest.run import CrashTest  # noqa: E402
 from crashtest.seeds import derive, iteration_seed, Rng, run_seed_of  # noqa: E402
 
@@ -641,6 +641,31 @@ def fake_summary(started, failed=0):
             "iterations": [{"run": 0, "index": i, "kind": "blackbox", "verdict": "fail" if failed and i == 1 else "pass",
                             "elapsed": 1.0 + i, "t_end": 2.0 * (i + 1), "failure": None} for i in range(3)],
             "iterations_total": 3, "failures": [fail] if failed else [], "failures_total": failed}
+
+
+class TestSummarySize(unittest.TestCase):
+    def test_a_long_parallel_night_stays_under_one_megabyte(self):
+        # An hour of -j 4 at a second an iteration, 40 failures, records the
+        # size of real ones: the summary keeps timeline rows and a few full
+        # failures, and stays under 1 MB; iterations.jsonl has the rest.
+        step = {"name": "workload", "type": "stress", "primary": True, "argv": ["--x=%d" % i for i in range(60)],
+                "result": {"outcome": "crashed", "rc": -9, "output_tail": "y" * 3000,
+                           "report": {"classes": {c: {k: 1 for k in OUTCOMES + FAILURE_KEYS} for c in FAULTS},
+                                      "injections_per_point": {"p%d" % i: i for i in range(40)}}}}
+        recs = []
+        for i in range(14400):
+            recs.append({"id": "r%d-i%d" % (i % 4, i), "run": i % 4, "index": i // 4, "seed": i * 7919, "kind": "blackbox",
+                         "verdict": "fail" if i % 360 == 0 else "pass", "elapsed": 1.0, "t_end": i / 4.0,
+                         "judging_mode": "judging", "params": {"block_protection_bytes_per_key": 4},
+                         "totals": {"injected": 3}, "steps": [step] * 6,
+                         "failure": {"kind": "lost", "step": 0, "step_name": "workload"} if i % 360 == 0 else None})
+        rows, k = timeline_of(recs)
+        full = [r for r in recs if r["failure"]]
+        s = fit({"iterations": rows, "iterations_sampled": k, "failures": full[:10], "classes": {}, "build": {}})
+        size = len(json.dumps(s, indent=1, sort_keys=True))
+        self.assertLess(size, 1 << 20)
+        self.assertTrue(s["failures"], "some full failure records are kept")
+        self.assertEqual(sum(1 for r in s["iterations"] if r["failure"]), len(full), "every failure in the timeline")
 
 
 class TestHtmlReport(unittest.TestCase):
