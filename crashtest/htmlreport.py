@@ -526,27 +526,38 @@ def bar_chart(groups, series, label, chart, unit="", ref=None):
     vals = [v for _, g in groups for v in g.values() if v is not None]
     if not vals:
         return '<p class="note">No figures.</p>'
-    vmin, vmax = min(vals + [0, ref or 0]), max(vals + [0, ref or 0])
+    lo, hi = min(vals + [0, ref or 0]), max(vals + [0, ref or 0])
+    raw = ((hi - lo) or 1.0) / 5
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    vmin, vmax = math.floor(lo / step) * step, math.ceil(hi / step) * step
     span = (vmax - vmin) or 1.0
     left, top, h = 60, 10, 240
-    gw = max(70, 18 * len(series) + 20)
+    gw = max(80, 18 * len(series) + 24)
     width = left + gw * len(groups) + 20
+    rot = max(len(n) for n, _ in groups) * 6.5 > gw  # long names: slanted
 
     def y(v):
         return top + h - (v - vmin) / span * h
     body = []
-    for k in range(6):
-        v = vmin + span * k / 5
+    v = vmin
+    while v <= vmax + step / 2:
         body.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" '
-                    'text-anchor="end">%.3g%s</text>' % (left, width - 10, y(v), y(v), left - 4, y(v) + 4, v, unit))
+                    'text-anchor="end">%g%s</text>' % (left, width - 10, y(v), y(v), left - 4, y(v) + 4, round(v, 6),
+                                                       unit))
+        v += step
     body.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#888"/>' % (left, width - 10, y(0), y(0)))
     if ref is not None:
         body.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="5 3"/>'
                     % (left, width - 10, y(ref), y(ref)))
     for i, (name, g) in enumerate(groups):
         x0 = left + gw * i + 10
-        body.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (x0 + gw / 2 - 10, top + h + 16,
-                                                                              esc(name)))
+        cx = x0 + gw / 2 - 10
+        if rot:
+            body.append('<text x="%.1f" y="%d" text-anchor="end" transform="rotate(-30 %.1f %d)">%s</text>'
+                        % (cx + 6, top + h + 14, cx + 6, top + h + 14, esc(name)))
+        else:
+            body.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (cx, top + h + 16, esc(name)))
         for j, (s, colour) in enumerate(series):
             v = g.get(s)
             if v is None:
@@ -556,7 +567,8 @@ def bar_chart(groups, series, label, chart, unit="", ref=None):
                         '</title></rect>' % (x0 + 18 * j, y1, max(y2 - y1, 1), colour, attrs(group=name, series=s,
                                                                                              value=v),
                                              esc(name), esc(s), v, unit))
-    return legend(series) + svg(width, top + h + 26, body, label, chart=chart)
+    low = max(len(n) for n, _ in groups) * 3.6 + 20 if rot else 26
+    return legend(series) + svg(width, int(top + h + low), body, label, chart=chart)
 
 
 def bench_protection(rows):
