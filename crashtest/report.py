@@ -300,9 +300,10 @@ def write_junit(path, summary, recs):
         junit_props(tc, [(k, row.get(k, 0)) for k in OUTCOMES + FAILURE_KEYS])
         if cls_fail[c]:
             who = [r for r in recs if r["failure"] and c in blamed_classes(r)]
-            ET.SubElement(tc, "failure", type="fault class", message="%s: %s" % (c, ", ".join(
-                "%s=%d" % (k, row[k]) for k in FAILURE_KEYS if row.get(k)))).text = "\n".join(
-                "%s: %s\nrepro: %s" % (r["id"], r["failure"]["message"], r.get("repro")) for r in who)
+            kinds = [k for k in FAILURE_KEYS if row.get(k)]
+            el = ET.SubElement(tc, "failure", type="+".join(kinds),
+                               message="%s: %s" % (c, ", ".join("%s=%d" % (k, row[k]) for k in kinds)))
+            el.text = "\n".join("%s: %s\nrepro: %s" % (r["id"], r["failure"]["message"], r.get("repro")) for r in who)
         elif not row.get("injected"):
             ET.SubElement(tc, "skipped", message="not injected in this run")
         ET.SubElement(tc, "system-out").text = json.dumps(row, sort_keys=True)
