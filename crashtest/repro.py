@@ -22,7 +22,8 @@ def repro(a, printer):
     printed.  Exit 1 when it fails again (reproduced), 0 when it passes."""
     d = os.path.abspath(a.run_dir)
     mpath = os.path.join(d, "meta.json")
-    if not os.path.isfile(mpath) and os.path.isfile(os.path.join(d, "summary.json")):
+    if not os.path.isfile(mpath) and (os.path.isfile(os.path.join(d, "summary.json")) or
+                                      os.path.isdir(os.path.join(d, "failures"))):
         return list_failures(d, printer)
     if not os.path.isfile(mpath):
         raise UsageError("%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)" % a.run_dir)
