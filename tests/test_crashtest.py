@@ -44,7 +44,7 @@ from crashtest.params import (  # noqa: E402
     Config, DB_CHOICES, FAILURE_KEYS, OUTCOMES, draw_db_params, draw_iter_params, draw_plan, FAULT_OPTIONS, FAULTS, ITER_CHOICES,
     iteration_kind, measured_classes, powerloss_modes_allowed, sanitize, UNSTABLE_FAULTS)
 from crashtest.procs import run_process, wait_lock_released  # noqa: E402
-from crashtest.report import fit, read_iterations, timeline_of  # noqa: E402
+from crashtest.report import finish_jsonl, fit, read_iterations, timeline_of  # noqa: E402
 from crashtest.run import CrashTest  # noqa: E402
 from crashtest.seeds import derive, iteration_seed, Rng, run_seed_of  # noqa: E402
 
@@ -666,6 +666,23 @@ class TestSummarySize(unittest.TestCase):
         self.assertLess(size, 1 << 20)
         self.assertTrue(s["failures"], "some full failure records are kept")
         self.assertEqual(sum(1 for r in s["iterations"] if r["failure"]), len(full), "every failure in the timeline")
+
+
+class TestIterationsFile(unittest.TestCase):
+    def test_large_is_gzipped_and_reads_back(self):
+        d = tempfile.mkdtemp(prefix="ct-jsonl-")
+        self.addCleanup(shutil.rmtree, d, True)
+        recs = [{"index": i, "pad": "x" * 2000} for i in range(2500)]  # 5 MB
+
+        class Ct:
+            report_dir = d
+            jsonl = open(os.path.join(d, "iterations.jsonl"), "w")
+        for r in recs:
+            Ct.jsonl.write(json.dumps(r) + "\n")
+        self.assertEqual(finish_jsonl(Ct), "iterations.jsonl.gz")
+        self.assertEqual(os.listdir(d), ["iterations.jsonl.gz"])
+        self.assertLess(os.path.getsize(os.path.join(d, "iterations.jsonl.gz")), 1 << 20)
+        self.assertEqual(read_iterations(d), recs)
 
 
 class TestHtmlReport(unittest.TestCase):
