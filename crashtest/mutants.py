@@ -96,7 +96,8 @@ def mutant_result(m, summary, budget, seed, rc):
     recs = sorted(summary.get("iterations") or [], key=lambda r: r.get("t_end", 0))
     failed = sorted(summary.get("failures") or [], key=lambda r: r.get("t_end", 0))
     res = {"name": m.name, "guarantee": m.guarantee, "bug": m.bug, "macro": m.macro, "seed": seed,
-           "budget_s": budget, "iterations": summary.get("iterations_total", len(recs)), "elapsed_s": summary.get("elapsed_s"),
+           "budget_s": budget, "iterations": summary.get("iterations_total", len(recs)),
+           "elapsed_s": summary.get("elapsed_s"),
            "caught": bool(failed), "seconds": None, "iterations_to_catch": None, "kind": None,
            "keys": [], "classes": [], "message": None, "step": None, "repro": None,
            "planted_bug_seen": sorted(set(summary.get("planted_bugs") or []))}

@@ -41,7 +41,8 @@ from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.mutants import Mutant, mutant_result, mutation_score_line, pick_by_date, read_mutants  # noqa: E402
 from crashtest.output import Printer  # noqa: E402
 from crashtest.params import (  # noqa: E402
-    Config, DB_CHOICES, FAILURE_KEYS, OUTCOMES, draw_db_params, draw_iter_params, draw_plan, FAULT_OPTIONS, FAULTS, ITER_CHOICES,
+    Config, DB_CHOICES, FAILURE_KEYS, OUTCOMES,
+    draw_db_params, draw_iter_params, draw_plan, FAULT_OPTIONS, FAULTS, ITER_CHOICES,
     iteration_kind, measured_classes, powerloss_modes_allowed, sanitize, UNSTABLE_FAULTS)
 from crashtest.procs import run_process, wait_lock_released  # noqa: E402
 from crashtest.report import finish_jsonl, fit, read_iterations, timeline_of  # noqa: E402
@@ -638,7 +639,8 @@ def fake_summary(started, failed=0):
             "engine_points": ["engine/io/read", "engine/io/write", "kill/wal/after_sync"],
             "points_hit": {"engine/io/read": 3}, "points_reached": {"engine/io/write": 9},
             "engine_points_never_hit": ["engine/io/write", "kill/wal/after_sync"],
-            "iterations": [{"run": 0, "index": i, "kind": "blackbox", "verdict": "fail" if failed and i == 1 else "pass",
+            "iterations": [{"run": 0, "index": i, "kind": "blackbox",
+                            "verdict": "fail" if failed and i == 1 else "pass",
                             "elapsed": 1.0 + i, "t_end": 2.0 * (i + 1), "failure": None} for i in range(3)],
             "iterations_total": 3, "failures": [fail] if failed else [], "failures_total": failed}
 
@@ -654,7 +656,8 @@ class TestSummarySize(unittest.TestCase):
                                       "injections_per_point": {"p%d" % i: i for i in range(40)}}}}
         recs = []
         for i in range(14400):
-            recs.append({"id": "r%d-i%d" % (i % 4, i), "run": i % 4, "index": i // 4, "seed": i * 7919, "kind": "blackbox",
+            recs.append({"id": "r%d-i%d" % (i % 4, i), "run": i % 4, "index": i // 4, "seed": i * 7919,
+                         "kind": "blackbox",
                          "verdict": "fail" if i % 360 == 0 else "pass", "elapsed": 1.0, "t_end": i / 4.0,
                          "judging_mode": "judging", "params": {"block_protection_bytes_per_key": 4},
                          "totals": {"injected": 3}, "steps": [step] * 6,
