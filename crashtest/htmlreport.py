@@ -53,7 +53,7 @@ def fmt(x):
     if x is None:
         return "-"
     if isinstance(x, float):
-        return "%.3g" % x
+        return "{:,.0f}".format(x) if abs(x) >= 1000 else "%.3g" % x
     if isinstance(x, int):
         return "{:,}".format(x)
     return esc(x)
@@ -520,10 +520,13 @@ PG_SEED = {"wal_bytes": 1.40, "archive_bytes": 2.0, "vacuum_s": 20.0}
 PG_SEED_COMPRESSED = {"wal_bytes": 1.00, "vacuum_s": 15.0}
 
 
-def bar_chart(groups, series, label, chart, unit="", ref=None):
+def bar_chart(groups, series, label, chart, unit="", ref=None, spread=None):
     """Grouped vertical bars: GROUPS [(name, {series: value})], SERIES
-    [(name, colour)]; REF a value drawn as a dashed line."""
+    [(name, colour)]; REF a value drawn as a dashed line; SPREAD
+    {(group, series): (lo, hi)} drawn as whiskers (the rounds' min, max)."""
+    spread = spread or {}
     vals = [v for _, g in groups for v in g.values() if v is not None]
+    vals += [x for lo_hi in spread.values() for x in lo_hi if x is not None]
     if not vals:
         return '<p class="note">No figures.</p>'
     lo, hi = min(vals + [0, ref or 0]), max(vals + [0, ref or 0])
@@ -567,6 +570,11 @@ def bar_chart(groups, series, label, chart, unit="", ref=None):
                         '</title></rect>' % (x0 + 18 * j, y1, max(y2 - y1, 1), colour, attrs(group=name, series=s,
                                                                                              value=v),
                                              esc(name), esc(s), v, unit))
+            lo_hi = spread.get((name, s))
+            if lo_hi and None not in lo_hi:
+                xm = x0 + 18 * j + 8
+                body.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333"><title>rounds %.3g .. %.3g'
+                            '</title></line>' % (xm, xm, y(lo_hi[0]), y(lo_hi[1]), lo_hi[0], lo_hi[1]))
     low = max(len(n) for n, _ in groups) * 3.6 + 20 if rot else 26
     return legend(series) + svg(width, int(top + h + low), body, label, chart=chart)
 
@@ -629,14 +637,19 @@ def bench_wal(rows):
 
 def bench_engine(doc):
     keys = ["fillseq_ops", "readrandom_cached_ops", "readrandom_8mib_ops", "fillsync_ops"]
-    groups = []
+    groups, spread = [], {}
     for k in keys:
-        groups.append((k.replace("_ops", ""), {"vs RocksDB": (doc.get("ratio") or {}).get(k),
-                                               "vs LMDB": (doc.get("ratio_lmdb") or {}).get(k)}))
+        name = k.replace("_ops", "")
+        groups.append((name, {"vs RocksDB": (doc.get("ratio") or {}).get(k),
+                              "vs LMDB": (doc.get("ratio_lmdb") or {}).get(k)}))
+        for s, key in (("vs RocksDB", "ratio"), ("vs LMDB", "ratio_lmdb")):
+            r = doc.get(key) or {}
+            spread[(name, s)] = (r.get(k + "_min"), r.get(k + "_max"))
     out = ["<h2>This engine against RocksDB and LMDB</h2>",
            bar_chart(groups, [("vs RocksDB", "#3182bd"), ("vs LMDB", "#31a354")], "engine ratios", "bench-engine",
-                     "x", ref=1.0),
-           '<p class="note">Engine / peer, the median of per-round ratios; above 1 the engine is the faster.</p>',
+                     "x", ref=1.0, spread=spread),
+           '<p class="note">Engine / peer, the median of per-round ratios (whiskers: the rounds\' lowest and highest); '
+           'above 1 the engine is the faster.</p>',
            '<table><tr><th class="l">benchmark</th><th>engine ops/s</th><th>RocksDB ops/s</th><th>LMDB ops/s</th></tr>']
     for k in keys:
         out.append('<tr><td class="l">%s</td>%s</tr>' % (esc(k), "".join(
