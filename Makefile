@@ -72,6 +72,19 @@ TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 # link the fault build of the engine.
 FAULT_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_faults*.c tests/test_powerloss*.c tests/test_lost_files*.c))
 
+.DEFAULT_GOAL := all
+# --version of every program: the tree's git describe and the build's
+# options, passed to the objects that print them (common/version.h);
+# version.txt changes only when they do, and those objects depend on it.
+GIT_DESCRIBE := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
+BUILD_DESC := $(strip $(OPTFLAGS) $(SANFLAGS) $(WFLAGS))
+VERSION_TXT := $(BUILD)/version.txt
+$(shell mkdir -p $(BUILD) && { echo '$(GIT_DESCRIBE) $(BUILD_DESC)' | cmp -s - $(VERSION_TXT) || echo '$(GIT_DESCRIBE) $(BUILD_DESC)' >$(VERSION_TXT); })
+VERSION_DEFS := -DPROJECT_VERSION='"$(GIT_DESCRIBE)"' -DPROJECT_BUILD='"$(BUILD_DESC)"'
+VERSIONED := $(BUILD)/obj/tools/engine-tool/main.o $(BUILD)/obj-fiu/stress/stress.o $(BUILD)/powerloss
+$(VERSIONED): $(VERSION_TXT) common/version.h
+$(VERSIONED): CFLAGS_BASE += $(VERSION_DEFS)
+
 .PHONY: all deps test clean fuzz demo bench-deps bench-engine
 all: deps $(BUILD)/libengine.a $(BUILD)/libengine-fiu.a $(BUILD)/libfaults.a $(BUILD)/engine-tool $(BUILD)/powerloss $(BUILD)/stress
 
@@ -301,6 +314,22 @@ deps-graph:
 .PHONY: format
 format:
 	$(Q)git ls-files '*.c' '*.h' | xargs clang-format -i
+
+# make bench-report: the benchmarks' JSON of build/bench drawn as one
+# self-contained page (crashtest/htmlreport.py), build/bench/report.html.
+.PHONY: bench-report deps-report
+bench-report:
+	$(Q)set -- $(wildcard $(BUILD)/bench/*.json); [ $$# -gt 0 ] || { echo "bench-report: no JSON in $(BUILD)/bench:" \
+	  "run make bench-protection, bench-wal or bench-engine first" >&2; exit 2; }; \
+	  ./crashtest.py report "$$@" -o $(BUILD)/bench/report.html
+
+# make deps-report: Debian's chromium, which tests/test_crashtest.py uses to
+# load the HTML report headless (the test is skipped without it) and which
+# makes the README's screenshot (chromium --headless --screenshot).
+deps-report:
+	@dpkg-query -W -f='$${Status}' chromium 2>/dev/null | grep -q 'install ok installed' || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 # ---- crash tests (crashtest.py) ----
 # make crashtest: the short mixed run (./crashtest.py simple, a few minutes)

@@ -18,9 +18,12 @@ as long as asked, a crash cycle against one database and its expected state:
     the first variant carries on as the database of the next iteration
 
 Modes: blackbox, whitebox, simple (a short mix of both for CI), repro
-RUN_DIR (replays a failed iteration from its saved artifacts) and mutants
-(simple against each planted bug of tests/mutants.txt: the harness's
-bug-finding power, measured; docs/mutants.md).
+RUN_DIR (replays a failed iteration from its saved artifacts; given a
+report directory, lists its failures), mutants (simple against each
+planted bug of tests/mutants.txt: the harness's bug-finding power,
+measured; docs/mutants.md) and report DIR... (one self-contained HTML
+page from report directories, with trends across several, or from the
+benchmarks' JSON).
 Python 3 standard library only.  Exit: 0 every iteration passed, 1 one
 failed (or the run was interrupted), 2 usage.
 
@@ -39,8 +42,10 @@ ledger, journal, stress_state) and one directory per iteration (start
 snapshot, power-loss variants, each step's output and report).  A clean
 iteration's directory is removed; a failed one moves to
 REPORT_DIR/failures/ID with the crashed state next to it.  REPORT_DIR also
-gets summary.json, junit.xml and iterations.jsonl (one line per iteration
-as it finishes).
+gets iterations.jsonl (every iteration's full record, one line as each
+finishes; gzipped at the end when large), summary.json (small: the
+tables, a timeline row per iteration, the failures' full records, the
+build), junit.xml (stable names: MODE.CLASS and MODE.iN) and report.html.
 
 Invariants:
   C1  a state directory (db, exp, run) is used by at most one process at

@@ -8,7 +8,9 @@ import signal
 import sys
 import threading
 
-from .common import EXIT_FAIL, EXIT_USAGE, UsageError
+from .binary import build_identity
+from .common import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, UsageError
+from .htmlreport import render, write_page
 from .mutants import MUTANTS_FILE, mutants_mode
 from .params import FAULTS, MODE_DEFAULTS, POWERLOSS_MODES, UNSTABLE_FAULTS
 from .procs import STOP, signal_name
@@ -22,6 +24,7 @@ MODE_HELP = {
     "simple": "a short, small mix of blackbox and whitebox iterations (CI, a quick check)",
     "repro": "replay a failed iteration from its artifacts (REPORT_DIR/failures/ID)",
     "mutants": "run simple against each planted bug of tests/mutants.txt: caught or not, time to catch",
+    "report": "one self-contained HTML page from report directories (several: trends) or benchmark JSON",
 }
 
 
@@ -102,12 +105,25 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, message))
 
 
+class Version(argparse.Action):
+    """--version: git describe of the tree (asked only when wanted)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        ident = build_identity({})
+        print("crashtest.py git %s\npython %s" % (ident.get("git_describe") or "unknown", ident.get("python")))
+        parser.exit(EXIT_PASS)
+
+
 def make_parser():
     fmt = HelpFormatter
     p = Parser(prog="crashtest.py", description="Nightly crash tests of the engine through build/stress "
                "(docs/architecture.md).  Exit: 0 every iteration passed, 1 a failure, 2 usage.  "
                "'crashtest.py MODE --help' lists each mode's options with their defaults.",
                formatter_class=fmt)
+    p.add_argument("--version", action=Version, help="git describe of the tree, then exit")
     sub = p.add_subparsers(dest="mode", metavar="MODE", parser_class=Parser)
     for mode in ("blackbox", "whitebox", "simple"):
         d = MODE_DEFAULTS[mode]
@@ -211,7 +227,20 @@ def make_parser():
                    help="mutants.json, one simple report dir and log per bug (default: "
                         "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy)")
     m.set_defaults(func=mutants_mode)
+    h = sub.add_parser("report", help=MODE_HELP["report"], formatter_class=fmt,
+                       description="Write one self-contained HTML page (inline SVG and CSS, no script, no network) "
+                                   "from report directories of crashtest runs (several: a night each, with trends) "
+                                   "or from benchmark JSON (build/bench/*.json, or the folder).  Exit 0, 2 usage.")
+    h.add_argument("inputs", nargs="+", metavar="DIR", help="report directories, or benchmark JSON files or folders")
+    h.add_argument("-o", "--output", default="report.html", metavar="FILE", help="the page to write")
+    h.set_defaults(func=report_mode)
     return p
+
+
+def report_mode(a, argv):
+    write_page(a.output, render(a.inputs))
+    print("crashtest: wrote %s" % a.output)
+    return EXIT_PASS
 
 
 def on_signal(signum, frame):

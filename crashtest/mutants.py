@@ -91,17 +91,21 @@ def blamed_classes(record):
 
 def mutant_result(m, summary, budget, seed, rc):
     """mutants.json's entry for M from its simple run's SUMMARY."""
+    # summary.json's timeline rows (all of them for runs this short) and
+    # the failed iterations' full records.
     recs = sorted(summary.get("iterations") or [], key=lambda r: r.get("t_end", 0))
-    failed = [r for r in recs if r.get("failure")]
+    failed = sorted(summary.get("failures") or [], key=lambda r: r.get("t_end", 0))
     res = {"name": m.name, "guarantee": m.guarantee, "bug": m.bug, "macro": m.macro, "seed": seed,
-           "budget_s": budget, "iterations": len(recs), "elapsed_s": summary.get("elapsed_s"),
+           "budget_s": budget, "iterations": summary.get("iterations_total", len(recs)),
+           "elapsed_s": summary.get("elapsed_s"),
            "caught": bool(failed), "seconds": None, "iterations_to_catch": None, "kind": None,
            "keys": [], "classes": [], "message": None, "step": None, "repro": None,
            "planted_bug_seen": sorted(set(summary.get("planted_bugs") or []))}
     if failed:
         first = failed[0]
         f = first["failure"]
-        res.update(seconds=first.get("t_end"), iterations_to_catch=recs.index(first) + 1, kind=f.get("kind"),
+        before = sum(1 for r in recs if r.get("t_end", 0) < first.get("t_end", 0))
+        res.update(seconds=first.get("t_end"), iterations_to_catch=before + 1, kind=f.get("kind"),
                    keys=f.get("keys") or [], classes=blamed_classes(first), message=f.get("message"),
                    step=f.get("step_name"), repro=first.get("repro"))
     elif summary.get("internal_error"):
@@ -118,7 +122,7 @@ def real_check(r, summary, build, simple_args):
     (BUILD/stress, BUILD/powerloss).  If the real engine fails it the same
     way, the failure is no evidence of the planted bug (a flake of the
     harness or an engine bug of its own): not caught, and said so."""
-    first = sorted((i for i in summary.get("iterations") or [] if i.get("failure")), key=lambda i: i.get("t_end", 0))
+    first = sorted(summary.get("failures") or [], key=lambda i: i.get("t_end", 0))
     art = first[0].get("artifacts") if first else None
     stress, powerloss = os.path.join(build, "stress"), os.path.join(build, "powerloss")
     if not art or not os.path.isdir(art) or not os.access(stress, os.X_OK):

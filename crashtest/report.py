@@ -1,11 +1,15 @@
 """What a run leaves behind: a failed iteration's folder (meta.json,
 commands.sh, its binaries), the iteration line, the final table on
-stdout, summary.json and junit.xml.
+stdout, summary.json (small: the tables, the failures, the build; every
+iteration's full record is in iterations.jsonl, gzipped when large) and
+junit.xml (stable test names a CI dashboard can track).
 
 Functions take the CrashTest (crashtest.run) as CT; they read it and
 write only files."""
 
+import gzip
 import json
+import math
 import os
 import shlex
 import shutil
@@ -15,7 +19,7 @@ import time
 import xml.etree.ElementTree as ET
 
 from .common import META_VERSION, REPO, hms, write_json
-from .executor import subst
+from .htmlreport import blamed_classes, clopper_pearson, render_runs, write_page
 from .output import differs
 from .params import CLASS_ORDER, FAILURE_KEYS, OUTCOMES
 
@@ -67,11 +71,14 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
     with open(os.path.join(iter_dir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
     with open(os.path.join(iter_dir, "commands.sh"), "w") as f:
-        f.write("#!/bin/sh\n# Iteration %s: the commands as they ran (paths of the work directory, since\n"
-                "# moved here: @STATE@ is crashed/ or start/, @ITER@ this folder; the binaries are\n"
-                "# copies of %s and %s, kept in bin/).\n"
-                "# Replay: %s repro %s\n\n" % (rid, ct.stress, ct.powerloss,
-                                                os.path.join(REPO, "crashtest.py"), dest))
+        f.write("#!/bin/sh\n# Iteration %s: the commands as they ran, with the placeholders crashtest\n"
+                "# substitutes (the work directory they ran in is gone):\n"
+                "#   @STATE@      the state: a copy of crashed/ (or start/, before the crash)\n"
+                "#   @ITER@       the iteration's scratch folder (steps/ ...)\n"
+                "#   @STRESS@     bin/stress      (a copy of %s)\n"
+                "#   @POWERLOSS@  bin/powerloss   (a copy of %s)\n"
+                "# Replay (copies, substitutes and runs them): %s repro %s\n\n"
+                % (rid, ct.stress, ct.powerloss, os.path.join(REPO, "crashtest.py"), dest))
         for i, s in enumerate(record["steps"]):
             r = s.get("result") or {}
             if s["type"] == "variant":
@@ -84,7 +91,7 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
             f.write("# step %d (%s): exit %s%s\n" % (i, s["name"], r.get("rc"),
                                                     ", SIGKILL after %.3f s" % s["kill_after"]
                                                     if s.get("kill_after") is not None else ""))
-            f.write(shlex.join(subst(s["argv"], ex.env)) + "\n\n")
+            f.write(shlex.join(s["argv"]) + "\n\n")
     os.makedirs(os.path.join(iter_dir, "bin"), exist_ok=True)
     for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
         shutil.copy2(ct.bin[k], os.path.join(iter_dir, "bin", name))
@@ -155,23 +162,7 @@ def summarize(ct, runs, interrupted):
             points[k] = points.get(k, 0) + v
         for k, v in (r.get("points_reached") or {}).items():
             reached[k] = reached.get(k, 0) + v
-    # The protection-bytes fuzzing: iterations, cache flips checked and
-    # escapes per width w, against the 2^-8w a w-byte code lets through.
-    widths = {}
-    for r in recs:
-        try:
-            w = int(r["params"].get("block_protection_bytes_per_key", 0) or 0)
-        except (TypeError, ValueError):
-            continue
-        row = widths.setdefault(w, {"iterations": 0, "checked": 0, "escaped": 0})
-        row["iterations"] += 1
-        for s in r["steps"]:
-            rep = (s.get("result") or {}).get("report")
-            if not rep or not s.get("primary"):
-                continue
-            e = (rep.get("escape_rate_per_protection_width") or {}).get(str(w)) or {}
-            row["checked"] += int(e.get("checked", 0) or 0)
-            row["escaped"] += int(e.get("escaped", 0) or 0)
+    widths = width_table(recs)
     engine_points = list(ct.catalogue)
     hit = [p for p in engine_points if points.get(p)]
     other = sorted(p for p in points if p not in engine_points)
@@ -230,15 +221,22 @@ def summarize(ct, runs, interrupted):
             "; reached, never fired: " + ", ".join(unfired) if unfired else ""))
     if other:
         pl("injectors hit besides the engine's points: %s" % ", ".join(other))
+    timeline, sampled = timeline_of(recs)
+    jsonl = finish_jsonl(ct)
+    full = [r for r in recs if r["failure"]]
     summary = {
-        "tool": "crashtest.py", "mode": ct.mode, "seed": a.seed, "iteration_seed": a.iteration_seed,
+        "tool": "crashtest.py", "mode": ct.mode, "seed": a.seed, "seed_given": bool(getattr(a, "seed_given", True)),
+        "iteration_seed": a.iteration_seed,
         "shard": "%d/%d" % a.shard, "jobs": a.jobs, "runs": [{"index": r.index, "seed": r.seed,
                                                              "iterations": r.iterations,
                                                              "failures": r.failures} for r in runs],
         "arguments": sys.argv[1:], "options": {k: v for k, v in vars(a).items() if k not in ("func",)},
         "build": ct.identity, "unsupported_values": [list(u) for u in ct.unsupported],
         "started": ct.started_at, "elapsed_s": round(el, 3), "interrupted": interrupted,
-        "iterations": recs, "failed": nfail, "measuring": measuring, "variants_judged": variants_judged,
+        "iterations": timeline, "iterations_total": len(recs), "iterations_sampled": sampled,
+        "iterations_file": jsonl,
+        "failures": full[:MAX_FULL_FAILURES], "failures_total": len(full),
+        "failed": nfail, "measuring": measuring, "variants_judged": variants_judged,
         "unrecoverable_by_design": {"iterations": len(by_design), "explained_by": by_design_what},
         "classes": classes, "points_hit": points, "points_reached": reached, "engine_points": engine_points,
         "protection_widths": {str(w): v for w, v in sorted(widths.items())},
@@ -247,34 +245,83 @@ def summarize(ct, runs, interrupted):
         "verdict": "fail" if nfail or interrupted or ct.internal_error else "pass",
         "internal_error": ct.internal_error,
     }
-    write_json(os.path.join(ct.report_dir, "summary.json"), summary)
-    write_junit(os.path.join(ct.report_dir, "junit.xml"), ct.mode, recs, el)
+    write_json(os.path.join(ct.report_dir, "summary.json"), fit(summary))
+    write_junit(os.path.join(ct.report_dir, "junit.xml"), summary, recs)
+    try:
+        write_page(os.path.join(ct.report_dir, "report.html"), render_runs([ct.report_dir]))
+    except Exception as e:  # the page is a view: its failure never hides the verdict
+        pl("crashtest: WARNING: report.html not written: %s" % e)
     # An internal error of crashtest itself is never a pass: the runs
     # it stopped judged nothing (internal-error.txt has the trace).
     status = ("ERROR (crashtest itself failed: internal-error.txt)" if ct.internal_error else
               "PASS" if not nfail and not interrupted else
               "INTERRUPTED" if interrupted and not nfail else "FAIL")
-    pl("crashtest: %s (summary.json and junit.xml in %s)" % (status, ct.report_dir))
+    pl("crashtest: %s (summary.json, junit.xml and report.html in %s)" % (status, ct.report_dir))
     return nfail
 
 
-def write_junit(path, mode, recs, elapsed):
-    """One test case per iteration, one suite per run."""
-    root = ET.Element("testsuites", name="crashtest", tests=str(len(recs)),
-                      failures=str(sum(1 for r in recs if r["failure"])), time="%.3f" % elapsed)
+def junit_props(parent, props):
+    """A <properties> element under PARENT, one <property> per (name, value)."""
+    el = ET.SubElement(parent, "properties")
+    for k, v in props:
+        ET.SubElement(el, "property", name=k, value="" if v is None else str(v))
+    return el
+
+
+def write_junit(path, summary, recs):
+    """Test names a dashboard can track from night to night: one suite of
+    one test case per fault class ("MODE.CLASS"), and one suite per run
+    of one test case per iteration index ("MODE.iN").  Seeds, options and
+    the repro line go in properties and system-out, never in a name."""
+    mode = summary["mode"]
+    nfail = sum(1 for r in recs if r["failure"])
+    classes = summary["classes"]
+    cls_fail = {c: sum(row.get(k, 0) for k in FAILURE_KEYS) for c, row in classes.items()}
+    root = ET.Element("testsuites", name="crashtest.%s" % mode, tests=str(len(recs) + len(classes)),
+                      failures=str(nfail + sum(1 for v in cls_fail.values() if v)),
+                      time="%.3f" % summary["elapsed_s"])
+    build = summary.get("build") or {}
+    common = [("seed", summary["seed"]), ("seed_given", "yes" if summary.get("seed_given") else "no (random)"),
+              ("mode", mode), ("shard", summary["shard"]), ("jobs", summary["jobs"]),
+              ("command_line", shlex.join(["crashtest.py"] + list(summary.get("arguments") or []))),
+              ("git_describe", build.get("git_describe")), ("git_commit", build.get("git_commit"))]
+    host = socket.gethostname()
+    # The classes: every class of the table, each night (not injected: skipped).
+    order = sorted(classes, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99)
+    suite = ET.SubElement(root, "testsuite", name="crashtest.%s.classes" % mode, tests=str(len(order)),
+                          failures=str(sum(1 for c in order if cls_fail[c])), errors="0",
+                          skipped=str(sum(1 for c in order if not classes[c].get("injected") and not cls_fail[c])),
+                          time="%.3f" % summary["elapsed_s"], hostname=host)
+    junit_props(suite, common)
+    for c in order:
+        row = classes[c]
+        tc = ET.SubElement(suite, "testcase", classname="crashtest.%s.classes" % mode, name="%s.%s" % (mode, c),
+                           time="0")
+        junit_props(tc, [(k, row.get(k, 0)) for k in OUTCOMES + FAILURE_KEYS])
+        if cls_fail[c]:
+            who = [r for r in recs if r["failure"] and c in blamed_classes(r)]
+            kinds = [k for k in FAILURE_KEYS if row.get(k)]
+            el = ET.SubElement(tc, "failure", type="+".join(kinds),
+                               message="%s: %s" % (c, ", ".join("%s=%d" % (k, row[k]) for k in kinds)))
+            el.text = "\n".join("%s: %s\nrepro: %s" % (r["id"], r["failure"]["message"], r.get("repro")) for r in who)
+        elif not row.get("injected"):
+            ET.SubElement(tc, "skipped", message="not injected in this run")
+        ET.SubElement(tc, "system-out").text = json.dumps(row, sort_keys=True)
     by_run = {}
     for r in recs:
         by_run.setdefault(r["run"], []).append(r)
     for run, rs in sorted(by_run.items()):
-        suite = ET.SubElement(root, "testsuite", name="crashtest.%s.run%d" % (mode, run), tests=str(len(rs)),
+        name = "crashtest.%s.run%d" % (mode, run)
+        suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(rs)),
                               failures=str(sum(1 for r in rs if r["failure"])), errors="0", skipped="0",
-                              time="%.3f" % sum(r["elapsed"] for r in rs), hostname=socket.gethostname())
-        props = ET.SubElement(suite, "properties")
-        ET.SubElement(props, "property", name="run_seed", value=str(rs[0]["run_seed"]))
+                              time="%.3f" % sum(r["elapsed"] for r in rs), hostname=host)
+        junit_props(suite, common + [("run", run), ("run_seed", rs[0]["run_seed"])])
         for r in rs:
-            tc = ET.SubElement(suite, "testcase", classname="crashtest.%s.run%d" % (mode, run),
-                               name="iteration %d seed %d (%s)" % (r["index"], r["seed"], r["kind"]),
+            tc = ET.SubElement(suite, "testcase", classname=name, name="%s.i%d" % (mode, r["index"]),
                                time="%.3f" % r["elapsed"])
+            junit_props(tc, [("seed", r["seed"]), ("kind", r["kind"]), ("verdict", r["verdict"]),
+                             ("artifacts", r.get("artifacts")), ("repro", r.get("repro"))] +
+                        [("option." + k, v) for k, v in sorted(dict(r["db_params"], **r["params"]).items())])
             if r["failure"]:
                 f = r["failure"]
                 el = ET.SubElement(tc, "failure", type=f["kind"], message="%s at %s: %s" % (
@@ -283,9 +330,115 @@ def write_junit(path, mode, recs, elapsed):
                 el.text = "%s\n\nartifacts: %s\nrepro: %s\n" % (st.get("output_tail", ""), r.get("artifacts"),
                                                                 r.get("repro"))
             out = ET.SubElement(tc, "system-out")
-            out.text = json.dumps({"params": r["params"], "db_params": r["db_params"], "totals": r["totals"]},
-                                  sort_keys=True)
+            out.text = "seed: %d\nrepro: %s\n%s\n" % (r["seed"], r.get("repro") or "(passed: no artifacts kept)",
+                                                        json.dumps({"params": r["params"], "db_params": r["db_params"],
+                                                                    "totals": r["totals"]}, sort_keys=True))
     tree = ET.ElementTree(root)
     tmp = path + ".tmp"
     tree.write(tmp, encoding="utf-8", xml_declaration=True)
     os.replace(tmp, path)
+
+
+# summary.json stays small: at most this many timeline rows (failures
+# always kept, the rest evenly sampled) and full failure records.
+MAX_TIMELINE = 1500
+MAX_FULL_FAILURES = 10
+# iterations.jsonl is gzipped at the end of a run above this size.
+JSONL_GZIP_ABOVE = 4 << 20
+
+
+SUMMARY_BUDGET = 900 << 10
+
+
+def fit(summary):
+    """SUMMARY within SUMMARY_BUDGET bytes as written: fewer full failure
+    records first (iterations.jsonl has them all), then a sparser
+    timeline (failed iterations kept)."""
+    def size():
+        return len(json.dumps(summary, indent=1, sort_keys=True, default=str))
+    while size() > SUMMARY_BUDGET and summary["failures"]:
+        summary["failures"] = summary["failures"][:-1]
+    while size() > SUMMARY_BUDGET and len(summary["iterations"]) > 1:
+        rows = summary["iterations"]
+        summary["iterations"] = [r for n, r in enumerate(rows) if r.get("failure") or n % 2 == 0]
+        summary["iterations_sampled"] = (summary.get("iterations_sampled") or 1) * 2
+        if len(summary["iterations"]) == len(rows):
+            break
+    return summary
+
+
+def timeline_row(r):
+    """An iteration in a few fields: summary.json's "iterations" entry."""
+    return {"id": r["id"], "run": r["run"], "index": r["index"], "seed": r["seed"], "kind": r["kind"],
+            "verdict": r["verdict"], "failure": (r["failure"] or {}).get("kind"), "elapsed": r["elapsed"],
+            "t_end": r.get("t_end"), "judging_mode": r.get("judging_mode"),
+            "w": (r.get("params") or {}).get("block_protection_bytes_per_key"),
+            "injected": (r.get("totals") or {}).get("injected", 0)}
+
+
+def timeline_of(recs):
+    """(rows, k): the timeline rows, every k-th iteration (and every
+    failed one) when there are more than MAX_TIMELINE."""
+    k = max(1, math.ceil(len(recs) / MAX_TIMELINE))
+    return [timeline_row(r) for n, r in enumerate(recs) if r["failure"] or n % k == 0], k
+
+
+def finish_jsonl(ct):
+    """Close iterations.jsonl; gzip it when large.  Returns its name."""
+    path = os.path.join(ct.report_dir, "iterations.jsonl")
+    f = getattr(ct, "jsonl", None)
+    if f:
+        f.close()
+        ct.jsonl = None
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return None
+    if size <= JSONL_GZIP_ABOVE:
+        return "iterations.jsonl"
+    with open(path, "rb") as src, gzip.open(path + ".gz.tmp", "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst)
+    os.replace(path + ".gz.tmp", path + ".gz")
+    os.unlink(path)
+    return "iterations.jsonl.gz"
+
+
+def read_iterations(report_dir):
+    """Every iteration's full record from REPORT_DIR's iterations.jsonl
+    (or .jsonl.gz)."""
+    for name, opener in (("iterations.jsonl", open), ("iterations.jsonl.gz", gzip.open)):
+        path = os.path.join(report_dir, name)
+        if os.path.exists(path):
+            with opener(path, "rt") as f:
+                return [json.loads(line) for line in f if line.strip()]
+    return []
+
+
+def width_table(recs):
+    """The per-KV protection table: per width w, iterations, cache flips
+    checked, escapes (wrong answers without a report), the oracle's
+    Poisson bound on escapes (summed over processes), the observed rate
+    with its 95% interval, and 2^-8w, the odds a w-byte code lets through."""
+    widths = {}
+    for r in recs:
+        try:
+            w = int(r["params"].get("block_protection_bytes_per_key", 0) or 0)
+        except (TypeError, ValueError):
+            continue
+        row = widths.setdefault(w, {"iterations": 0, "checked": 0, "escaped": 0, "bound": 0})
+        row["iterations"] += 1
+        for s in r["steps"]:
+            rep = (s.get("result") or {}).get("report")
+            if not rep or not s.get("primary"):
+                continue
+            e = (rep.get("escape_rate_per_protection_width") or {}).get(str(w)) or {}
+            row["checked"] += int(e.get("checked", 0) or 0)
+            row["escaped"] += int(e.get("escaped", 0) or 0)
+            row["bound"] += int(e.get("bound", 0) or 0)
+    for w, row in widths.items():
+        n, x = row["checked"], row["escaped"]
+        row["rate"] = x / n if n else None
+        row["ci95"] = list(clopper_pearson(x, n)) if n else None
+        row["nominal"] = 2.0 ** (-8 * w) if w else None
+        row["bound_rate"] = row["bound"] / n if n else None
+    return widths

@@ -22,6 +22,9 @@ def repro(a, printer):
     printed.  Exit 1 when it fails again (reproduced), 0 when it passes."""
     d = os.path.abspath(a.run_dir)
     mpath = os.path.join(d, "meta.json")
+    if not os.path.isfile(mpath) and (os.path.isfile(os.path.join(d, "summary.json")) or
+                                      os.path.isdir(os.path.join(d, "failures"))):
+        return list_failures(d, printer)
     if not os.path.isfile(mpath):
         raise UsageError("%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)" % a.run_dir)
     try:
@@ -128,6 +131,27 @@ def repro(a, printer):
         printer.line("crashtest: failed differently: %s at step %d (%s) (recorded: %s at step %d): %s"
                      % (got["kind"], got["step"], steps[got["step"]]["name"], f.get("kind"), fail_n, got["message"]))
     return EXIT_FAIL
+
+
+def list_failures(d, printer):
+    """A report directory instead of a failure's folder: list its failed
+    iterations, each with the command that replays it."""
+    base = os.path.join(d, "failures")
+    names = sorted(n for n in os.listdir(base) if os.path.isfile(os.path.join(base, n, "meta.json"))) \
+        if os.path.isdir(base) else []
+    printer.line("crashtest: %s is a report directory, not a failed iteration's folder: %d failure%s kept in it%s"
+                 % (nice_path(d), len(names), "" if len(names) == 1 else "s", ":" if names else ""))
+    for n in names:
+        try:
+            with open(os.path.join(base, n, "meta.json")) as f:
+                meta = json.load(f)
+        except (OSError, ValueError):
+            meta = {}
+        f = meta.get("failure") or {}
+        printer.line("  %s: %s at %s (seed %s): %s" % (n, f.get("kind", "?"), f.get("step_name", "?"),
+                                                       meta.get("seed", "?"), f.get("message", "")))
+        printer.line("    %s" % repro_line(os.path.join(base, n)))
+    return EXIT_PASS
 
 
 def repro_line(dest):

@@ -256,6 +256,7 @@ def run_mode(a, argv):
             given.add(x[2:].split("=")[0])
     if a.iterations and "duration" not in given:
         a.duration = 0
+    a.seed_given = a.seed is not None
     if a.seed is None:
         a.seed = int.from_bytes(os.urandom(4), "little")
     if a.iteration_seed is not None and (a.jobs != 1 or a.shard != (0, 1)):

@@ -336,6 +336,7 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verif
         info->tree_skipped = 1;
         info->leaks_skipped = 1;
     }
+    if (info) info->blocks_scanned = v.nblocks;
     if (info) /* V3 */
         for (uint32_t b = 0; b < v.nblocks; b++)
             if (v.bad[b]) {

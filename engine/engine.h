@@ -391,6 +391,8 @@ typedef struct eng_verify_info {
                                * only each block's own bytes were checked) */
     int leaks_skipped;                                    /* the check for blocks nothing refers to was
                                * skipped: an unchecked page may refer to them */
+    uint64_t blocks_scanned;                              /* blocks of the data file read and checked */
+    uint64_t wal_records;                                 /* log records read from the redo point */
 } eng_verify_info;
 
 /* eng_verify and eng_verify_dir, telling INFO (not NULL) what could not be

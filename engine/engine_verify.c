@@ -21,12 +21,13 @@ void eng_verify_report(void *ctx, const eng_corruption *r) {
 /* Read every record of the log from the redo point (pg_waldump's walk):
  * a damaged record in the synced part is a problem (wal.h W3); a torn
  * tail is not. */
-static int verify_log(io_ctx *io, const char *dir, const control *ctl, const eng_reporter *rep, uint64_t *problems) {
+static int verify_log(io_ctx *io, const char *dir, const control *ctl, const eng_reporter *rep, uint64_t *problems,
+                      uint64_t *records) {
     wal_reader *r;
     int rc = wal_reader_open(io, dir, ctl->seg_size, ctl->redo_lsn, 0, rep, &r);
     if (rc) return rc;
     wal_record rec;
-    while ((rc = wal_reader_next(r, &rec)) == ENG_OK) {}
+    while ((rc = wal_reader_next(r, &rec)) == ENG_OK) (*records)++;
     wal_reader_close(r);
     if (rc == ENG_CORRUPTION) {
         (*problems)++;
@@ -55,11 +56,11 @@ int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *
     pthread_mutex_lock(&db->ckpt_mu);
     pthread_mutex_lock(&db->write_mu);
     int rc = bt_verify(db->bt, &rep, problems, info);
-    if ((rc == ENG_OK || rc == ENG_CORRUPTION) && db->wal) {
+    if (rc == ENG_OK || rc == ENG_CORRUPTION) {
         /* Records still in the buffer are not on disk: write them out so
-         * the walk sees the whole log. */
-        int wrc = wal_write_out(db->wal);
-        if (wrc == ENG_OK) wrc = verify_log(db->io, db->dir, &db->ctl, &rep, problems);
+         * the walk sees the whole log (a read-only handle has none). */
+        int wrc = db->wal ? wal_write_out(db->wal) : ENG_OK;
+        if (wrc == ENG_OK) wrc = verify_log(db->io, db->dir, &db->ctl, &rep, problems, &info->wal_records);
         /* An error that stopped the walk wins over corruption found: the
          * reports say what was found, the status must say the check did
          * not finish (returning CORRUPTION swallowed a failed read). */
@@ -136,6 +137,7 @@ static int scan_blocks(const char *dir, const eng_options *opts, const control *
         size_t done = 0;
         rc = io_read(io, &f, buf, ps, b * ps, &done);
         if (rc) break;
+        info->blocks_scanned++;
         if (done < ps) memset(buf + done, 0, ps - done);
         page_problem pr;
         int z = 0;
@@ -219,7 +221,7 @@ int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_f
     if (have && (rc2 == ENG_OK || rc2 == ENG_CORRUPTION) && io_ctx_create(o.io_backend, NULL, &io) == ENG_OK) {
         eng_reporter lr = {hold_report, &logrep};
         uint64_t wp = 0;
-        verify_log(io, dir, &ctl, &lr, &wp);
+        verify_log(io, dir, &ctl, &lr, &wp, &info->wal_records);
         io_ctx_destroy(io);
         for (int i = 0; i < logrep.n; i++) {
             eng_verify_report(&vf, &logrep.r[i]);

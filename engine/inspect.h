@@ -173,8 +173,16 @@ int wal_reader_next(wal_reader *r, wal_record *rec);
 void wal_reader_end(wal_reader *r, uint64_t *end, uint64_t *last_lsn, uint32_t *max_gen, int *trimmed);
 void wal_reader_close(wal_reader *r);
 
-/* Segment size found from the segment files of DIR/wal, or 0. */
+/* Segment size found from the segment files of DIR/wal, or 0: the
+ * smallest size wal_seg_size_bounds allows. */
 uint64_t wal_guess_seg_size(const char *dir);
+/* What the segment files of DIR/wal say of their size: *LO <= size <= *HI
+ * (powers of two; LO == HI when they tell it exactly).  Two or more
+ * segments tell it by the step between their names; one alone only
+ * bounds it: at least its file's size (and the minimum), at most the
+ * largest power of two its name (its first LSN) is a multiple of.
+ * ENG_NOTFOUND when there are no segments. */
+int wal_seg_size_bounds(const char *dir, uint64_t *lo, uint64_t *hi);
 
 /* ---- a database directory, read from outside (inspect.c) -------------------- */
 

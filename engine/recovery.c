@@ -37,7 +37,7 @@ static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t red
     if (rc) return rc;
     if (out->records == 0)
         return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)redo_lsn, -1, redo_lsn, out->end_lsn,
-                          "the log holds no record at the redo point (LSN %llu): the checkpoint's "
+                          "the log holds no record at the redo point (LSN 0x%llx): the checkpoint's "
                           "record is missing",
                           (unsigned long long)redo_lsn);
     char wdir[4200];
@@ -80,7 +80,7 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
         if (!n || (kind == PA_META && block != 0) ||
             (block == 0 && kind != PA_META && kind != PA_CLOGDIR && kind != PA_IMAGE))
             return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec->lsn, -1, 0, 0,
-                              "record at LSN %llu holds a malformed page action", (unsigned long long)rec->lsn);
+                              "record at LSN 0x%llx holds a malformed page action", (unsigned long long)rec->lsn);
         if (kind == PA_HINTS) {
             /* A hint record serves WAL readers (wal_log_hints); redo
              * needs none: hints are a cache, and a hint-only write is kept
@@ -138,7 +138,7 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
             if (rc) {
                 bp_release(bp, f, BP_EXCL);
                 return eng_report(rep, ENG_LAYER_STRUCTURE, "data", block, (int64_t)block * ps, -1, rec->lsn,
-                                  atomic_load(&f->lsn), "redo of the record at LSN %llu: %s",
+                                  atomic_load(&f->lsn), "redo of the record at LSN 0x%llx: %s",
                                   (unsigned long long)rec->lsn, why);
             }
             atomic_store(&f->lsn, rec->end);
@@ -223,7 +223,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
             }
             if (rc == -1)
                 rc = eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec.lsn, -1, 0, 0,
-                                "batch record at LSN %llu does not decode", (unsigned long long)rec.lsn);
+                                "batch record at LSN 0x%llx does not decode", (unsigned long long)rec.lsn);
         } else if (rec.type == WAL_REC_PAGES) {
             uint64_t blsn = rec.len >= PA_REC_HDR ? rd64(rec.payload) : 0;
             uint32_t op = rec.len >= PA_REC_HDR ? rd32(rec.payload + 8) : UINT32_MAX - 1;
@@ -232,7 +232,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
             } else if (!out->batch_payload || blsn != out->batch_lsn ||
                        (op >= out->nops && op != PA_OP_COMMIT && op != PA_OP_ABORT)) {
                 rc = eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec.lsn, -1, out->batch_lsn, blsn,
-                                "page record at LSN %llu names a batch or operation not in the log",
+                                "page record at LSN 0x%llx names a batch or operation not in the log",
                                 (unsigned long long)rec.lsn);
             } else {
                 rc = apply_pages(bp, page_size, &rec, &batch, zscratch, rep, out);

@@ -182,36 +182,47 @@ const char *wal_wb_check_at(const uint8_t *p, uint64_t pos, wb_hdr *h, uint64_t 
 /* ---- tools ------------------------------------------------------------------------ */
 
 uint64_t wal_guess_seg_size(const char *dir) {
+    uint64_t lo = 0, hi = 0;
+    return wal_seg_size_bounds(dir, &lo, &hi) == ENG_OK ? lo : 0;
+}
+
+int wal_seg_size_bounds(const char *dir, uint64_t *lo, uint64_t *hi) {
+    *lo = *hi = 0;
     char *waldir = wal_path_join(dir, WAL_DIR);
-    if (!waldir) return 0;
-    uint64_t *v;
-    size_t n;
-    uint64_t guess = 0;
-    if (wal_seg_list(waldir, &v, &n) == ENG_OK && n > 0) {
-        if (n >= 2) {
-            for (size_t i = 1; i < n; i++) {
-                uint64_t d = v[i] - v[i - 1];
-                if (d && (!guess || d < guess)) guess = d;
-            }
-            /* a gap makes the smallest step a multiple of the size: keep
-             * the power of two that divides it */
-            guess &= ~guess + 1;
-        } else {
-            char name[17];
-            seg_name(name, v[0]);
-            char *path = wal_path_join(waldir, name);
-            struct stat st;
-            if (path && stat(path, &st) == 0) {
-                uint64_t size = (uint64_t)st.st_size;
-                guess = 64u << 10; /* the smallest legal size */
-                while (guess < size) guess <<= 1;
-            }
-            free(path);
+    if (!waldir) return ENG_NOMEM;
+    uint64_t *v = NULL;
+    size_t n = 0;
+    int rc = wal_seg_list(waldir, &v, &n);
+    if (rc == ENG_OK && n == 0) rc = ENG_NOTFOUND;
+    if (rc == ENG_OK && n >= 2) {
+        uint64_t step = 0;
+        for (size_t i = 1; i < n; i++) {
+            uint64_t d = v[i] - v[i - 1];
+            if (d && (!step || d < step)) step = d;
         }
+        /* a gap makes the smallest step a multiple of the size: keep the
+         * power of two that divides it */
+        *lo = *hi = step & (~step + 1);
+    } else if (rc == ENG_OK) {
+        char name[17];
+        seg_name(name, v[0]);
+        char *path = wal_path_join(waldir, name);
+        struct stat st;
+        uint64_t size = 0;
+        if (path && stat(path, &st) == 0) size = (uint64_t)st.st_size;
+        free(path);
+        *lo = 64u << 10; /* the smallest legal size */
+        while (*lo < size) *lo <<= 1;
+        *hi = 1ull << 32; /* the largest */
+        if (v[0]) {
+            uint64_t align = v[0] & (~v[0] + 1);
+            if (align < *hi) *hi = align;
+        }
+        if (*hi < *lo) *hi = *lo;
     }
     free(v);
     free(waldir);
-    return guess;
+    return rc;
 }
 
 int wal_list_segments(const char *dir, uint64_t **out, size_t *n) {

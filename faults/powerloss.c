@@ -100,6 +100,7 @@
 #include <xxhash.h>
 
 #include "common/rng.h"
+#include "common/version.h"
 #include "journal_int.h"
 #include "ledger.h"
 
@@ -750,6 +751,9 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--version")) {
+            version_print(stdout, "powerloss");
             return 0;
         } else if ((v = opt_val(argc, argv, &i, "--run-dir"))) {
             run = v;

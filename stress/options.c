@@ -109,6 +109,7 @@ static const opt_def defs[] = {
     STR("kill_points", kill_points, NULL, "comma list of kill points (default: all)"),
     FLAG("list_fault_points", list_fault_points, "print the engine's fault point catalogue and exit"),
     FLAG("help", help, "this list"),
+    FLAG("version", version, "git describe and build options, then exit"),
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 
@@ -231,7 +232,7 @@ int st_parse_options(int argc, char **argv, st_options *o) {
         }
         if (set_opt(o, d, val)) return 2;
     }
-    if (o->help || o->list_fault_points) return 0;
+    if (o->help || o->version || o->list_fault_points) return 0;
     if (!o->db) {
         fprintf(stderr, "stress: --db is required (try --help)\n");
         return 2;
@@ -292,7 +293,9 @@ void st_print_help(FILE *f) {
                                               : "";
         snprintf(lhs, sizeof lhs, "--%s%s%s", d->name, arg, d->type == T_ENUM ? d->choices : "");
         fprintf(f, "  %-44s %s", lhs, d->help);
-        if (d->type != T_FLAG) fprintf(f, " [default: %s]", d->def ? d->def : "none");
+        /* One default per option: the help's own "(default: ...)" when it
+         * says one (a default derived from another option), else the table's. */
+        if (d->type != T_FLAG && !strstr(d->help, "(default:")) fprintf(f, " [default: %s]", d->def ? d->def : "none");
         fputc('\n', f);
     }
 }

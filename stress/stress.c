@@ -55,6 +55,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/version.h"
 #include "oracle/report_line.h"
 #include "stress_int.h"
 
@@ -172,6 +173,91 @@ static void scan_carried(void *ctx, const char *line) {
  * code (EXIT_*). */
 enum { GO_ON = -1 };
 
+/* Usage checks of what the options name, before anything is written (a
+ * run refused here leaves no state a later run could take for a kill):
+ * every --kill_points name is a kill point of the catalogue (the bad one
+ * named); --db is a directory that can be written, or can be made in an
+ * existing, writable parent (errno's text said); a missing parent is not
+ * made without a word.  Returns GO_ON or EXIT_USAGE. */
+static int check_targets(void) {
+    if (g.o.kill_points) {
+        if (!g.o.kill_random_test) {
+            fprintf(stderr, "stress: --kill_points needs --kill_random_test (no point would be armed)\n");
+            return EXIT_USAGE;
+        }
+        int names = 0;
+        for (const char *s = g.o.kill_points; *s;) {
+            while (*s == ' ' || *s == ',') s++;
+            if (!*s) break;
+            size_t n = strcspn(s, ",");
+            while (n && s[n - 1] == ' ') n--;
+            int known = 0;
+            for (size_t i = 0; i < g.E->fault_point_count() && !known; i++) {
+                const char *nm = g.E->fault_point_name(i);
+                known = strncmp(nm, "kill/", 5) == 0 && strlen(nm) == n && memcmp(nm, s, n) == 0;
+            }
+            if (!known) {
+                fprintf(stderr,
+                        "stress: --kill_points: '%.*s' is not a kill point of the catalogue "
+                        "(--list_fault_points lists them; kill points start with kill/)\n",
+                        (int)n, s);
+                return EXIT_USAGE;
+            }
+            names++;
+            s += strcspn(s, ",");
+        }
+        if (!names) {
+            fprintf(stderr, "stress: --kill_points: no kill point named\n");
+            return EXIT_USAGE;
+        }
+    }
+    struct stat sb;
+    const char *db = g.o.db;
+    if (stat(db, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "stress: --db %s: %s\n", db, strerror(ENOTDIR));
+            return EXIT_USAGE;
+        }
+        if (access(db, W_OK | X_OK) != 0) {
+            fprintf(stderr, "stress: --db %s: %s\n", db, strerror(errno));
+            return EXIT_USAGE;
+        }
+        return GO_ON;
+    }
+    if (errno != ENOENT) {
+        fprintf(stderr, "stress: --db %s: %s\n", db, strerror(errno));
+        return EXIT_USAGE;
+    }
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", db);
+    size_t len = strlen(parent);
+    while (len > 1 && parent[len - 1] == '/') parent[--len] = 0;
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else if (slash == parent)
+        parent[1] = 0;
+    else
+        *slash = 0;
+    if (stat(parent, &sb) != 0) {
+        if (errno != ENOENT) {
+            fprintf(stderr, "stress: --db %s: its parent %s: %s\n", db, parent, strerror(errno));
+            return EXIT_USAGE;
+        }
+        fprintf(stderr, "stress: note: --db %s: creating its missing parent directory %s\n", db, parent);
+        return GO_ON;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "stress: --db %s: its parent %s: %s\n", db, parent, strerror(ENOTDIR));
+        return EXIT_USAGE;
+    }
+    if (access(parent, W_OK | X_OK) != 0) {
+        fprintf(stderr, "stress: --db %s: cannot create it in %s: %s\n", db, parent, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return GO_ON;
+}
+
 /* Options, the adapter's check of them, the directories' names, the
  * judge's configuration.  Nothing is written. */
 static int parse(int argc, char **argv) {
@@ -179,6 +265,10 @@ static int parse(int argc, char **argv) {
     g.E = &st_engine_ours;
     if (g.o.help) {
         st_print_help(stdout);
+        return EXIT_PASS;
+    }
+    if (g.o.version) {
+        version_print(stdout, "stress");
         return EXIT_PASS;
     }
     if (g.o.list_fault_points) {
@@ -217,6 +307,8 @@ static int parse(int argc, char **argv) {
     snprintf(g.run_dir, sizeof g.run_dir, "%s", g.o.run_dir ? g.o.run_dir : g.exp_dir);
     g.o.expected_values_dir = g.exp_dir; /* as resolved, for the report */
     g.o.run_dir = g.run_dir;
+    int trc = check_targets();
+    if (trc != GO_ON) return trc;
     build_repro(argc, argv);
     g.t0 = st_now();
     g.crash_check = -1;
@@ -236,6 +328,25 @@ static int parse(int argc, char **argv) {
     g.measuring = vd_measuring(&vc, NULL, 0);
 
     return GO_ON;
+}
+
+/* The run state as this process found it: a usage error found after
+ * prepare_run_dir marked the run unclean puts it back, so the next run
+ * does not take a refused command line for a crash. */
+static struct {
+    int had, clean;
+    uint64_t epoch;
+    size_t settled;
+} prev_state;
+
+static void undo_run_state(void) {
+    char p[4200];
+    if (prev_state.had) {
+        st_write_state(prev_state.epoch, prev_state.settled, prev_state.clean);
+    } else {
+        st_path_in(p, sizeof p, g.run_dir, "stress_state");
+        unlink(p);
+    }
 }
 
 /* Refuse a directory the engine refuses; then create or clean the
@@ -283,7 +394,11 @@ static int prepare_run_dir(void) {
     uint64_t prev_epoch = 0;
     int clean = 1;
     size_t settled = 0;
-    if (st_read_state(&prev_epoch, &settled, &clean) == 0) g.crashed_before = !clean;
+    prev_state.had = st_read_state(&prev_epoch, &settled, &clean) == 0;
+    if (prev_state.had) g.crashed_before = !clean;
+    prev_state.epoch = prev_epoch;
+    prev_state.settled = settled;
+    prev_state.clean = clean;
     g.epoch = prev_epoch + 1;
     g.ledger_settled = settled;
     g.ledger_start = st_ledger_lines();
@@ -307,6 +422,7 @@ static int prepare_run_dir(void) {
     if (rc) {
         fprintf(stderr, "stress: cannot open the expected state in %s: %s%s\n", g.exp_dir, strerror(-rc),
                 rc == -EINVAL ? " (written for another --max_key?)" : "");
+        if (rc == -EINVAL) undo_run_state();
         return rc == -EINVAL ? EXIT_USAGE : EXIT_INFRA;
     }
     g.nstripes = orc_nstripes(g.exp);
@@ -341,7 +457,9 @@ static int open_faults(void) {
         rc = flt_open(&fo, &g.flt);
         if (rc) {
             fprintf(stderr, "stress: cannot set up the fault library: %s\n", g.E->native_strerror(rc));
-            return g.E->native_status(rc) == ST_INVALID ? EXIT_USAGE : EXIT_INFRA;
+            if (g.E->native_status(rc) != ST_INVALID) return EXIT_INFRA;
+            undo_run_state();
+            return EXIT_USAGE;
         }
         g.eo.io_hooks = flt_hooks(g.flt);
         flt_thread_start(g.flt, 0);

@@ -56,6 +56,7 @@ typedef struct st_options {
     const char *kill_points;
     /* actions */
     int help;
+    int version;
     int list_fault_points;
 } st_options;
 

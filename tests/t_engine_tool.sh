@@ -676,6 +676,74 @@ t_usage_log_options() {
   has out '--sync commit\|group\|off' || return 1
 }
 
+# --json of verify, check, waldump and dump-page parses and says what the
+# lines say; verify's summary counts a flipped page as a bad checksum.
+t_json_outputs() {
+  local d=$T/json b
+  fresh json --page-size 4096 || return 1
+  expect 0 "$TOOL" verify "$d" --json || return 1
+  python3 - "$T/out" <<'EOF2' || return 1
+import json, sys
+v = json.load(open(sys.argv[1]))
+assert v["problems"] == 0 and v["complete"] and v["bad_checksums"] == 0, v
+assert v["blocks_scanned"] > 10 and v["wal_records_checked"] >= 1 and v["reports"] == [], v
+EOF2
+  expect 0 "$TOOL" verify "$d" || return 1
+  has out '^  Blocks scanned: +[1-9]' || return 1
+  has out '^  WAL records checked: +[1-9]' || return 1
+  expect 0 "$TOOL" check "$d" --keys 3000 --json || return 1
+  python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); assert c["result"] == "ok" and c["present"] == 3000, c' \
+    "$T/out" || return 1
+  expect 0 "$TOOL" waldump "$d" --from oldest --json || return 1
+  python3 -c 'import json,sys; w=json.load(open(sys.argv[1])); r=w["records"]; assert r and all(x["lsn"].startswith("0x") for x in r) and w["end_lsn"].startswith("0x") and w["record_count"] == len(r), w' \
+    "$T/out" || return 1
+  b=$(leaf_blocks "$d" | head -1)
+  expect 0 "$TOOL" dump-page "$d" "$b" || return 1
+  has out '^lsn: 0x[0-9a-f]+$' || return 1
+  expect 0 "$TOOL" dump-page "$d" "$b" --json || return 1
+  python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["type"] == "leaf" and p["lsn"].startswith("0x") and p["verify"]["ok"] and p["cells"], p' \
+    "$T/out" || return 1
+  flip "$d/data" $((b * 4096 + 2000)) 0x10
+  expect 1 "$TOOL" verify "$d" --json || return 1
+  python3 -c 'import json,sys; v=json.load(open(sys.argv[1])); assert v["bad_checksums"] >= 1 and v["unchecked"] >= 1 and v["reports"][0]["layer"] == "page_checksum", v' \
+    "$T/out" || return 1
+  expect 1 "$TOOL" check "$d" --keys 3000 --json || return 1
+  python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); assert c["result"] == "failed" and c["corrupt_reads"] >= 1 and c["problems"], c' \
+    "$T/out" || return 1
+}
+
+# stat promises 0 or 2: a damaged control file is an invalid database.
+t_stat_damaged_control() {
+  local d=$T/statctl
+  fresh statctl || return 1
+  flip "$d/control" 20 0x01
+  expect 2 "$TOOL" stat "$d" || return 1
+  has err 'corruption' || return 1
+}
+
+# Without a control file the segment size comes from the segment files:
+# told by two segments, said to be unknown from one.
+t_waldump_segment_size() {
+  local d=$T/segs
+  fresh segs --wal-segment-size 65536 --page-size 4096 || return 1
+  rm "$d/control"
+  expect 0 "$TOOL" waldump "$d" --limit 3 || return 1
+  has err 'WAL segment size 65536 read from the segment files' || return 1
+  d=$T/oneseg
+  fresh oneseg --keys 100 || return 1
+  flip "$d/control" 20 0x01
+  expect 0 "$TOOL" waldump "$d" --limit 3 || return 1
+  has err 'cannot be told from one segment file' || return 1
+  expect 0 "$TOOL" waldump "$d" --limit 3 --wal-segment-size 16777216 --json || return 1
+  python3 -c 'import json,sys; w=json.load(open(sys.argv[1])); assert w["segment_size"] == 16777216, w' "$T/out" || return 1
+}
+
+t_version() {
+  expect 0 "$TOOL" --version || return 1
+  has out '^engine-tool git ' || return 1
+  has out '^build: ' || return 1
+}
+
 for ps in 4096 16384; do
   for be in psync uring; do
     run_test "load_check_roundtrip_${ps}_${be}" t_roundtrip "$ps" "$be"
@@ -705,5 +773,9 @@ run_test log_option_usage_errors_exit_2_and_create_nothing t_usage_log_options
 run_test lost_control_refused_by_load_and_verify_dir_unchanged t_lost_control_refused
 run_test lost_data_refused_by_load_and_verify_dir_unchanged t_lost_data_refused
 run_test lost_wal_segment_refused_by_load_and_verify_dir_unchanged t_lost_segment_refused
+run_test json_of_verify_check_waldump_dump_page t_json_outputs
+run_test stat_of_a_damaged_control_file_exits_2 t_stat_damaged_control
+run_test waldump_reads_or_says_it_cannot_tell_the_segment_size t_waldump_segment_size
+run_test version_names_git_and_build t_version
 
 [ "$failed" -eq 0 ]

@@ -20,6 +20,7 @@ Binaries come from $BUILD (default build), as in tests/run_all.sh.
 """
 import io
 import datetime
+import html.parser
 import json
 import re
 import os
@@ -40,9 +41,11 @@ from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.mutants import Mutant, mutant_result, mutation_score_line, pick_by_date, read_mutants  # noqa: E402
 from crashtest.output import Printer  # noqa: E402
 from crashtest.params import (  # noqa: E402
-    Config, DB_CHOICES, draw_db_params, draw_iter_params, draw_plan, FAULT_OPTIONS, FAULTS, ITER_CHOICES,
+    Config, DB_CHOICES, FAILURE_KEYS, OUTCOMES,
+    draw_db_params, draw_iter_params, draw_plan, FAULT_OPTIONS, FAULTS, ITER_CHOICES,
     iteration_kind, measured_classes, powerloss_modes_allowed, sanitize, UNSTABLE_FAULTS)
 from crashtest.procs import run_process, wait_lock_released  # noqa: E402
+from crashtest.report import finish_jsonl, fit, read_iterations, timeline_of  # noqa: E402
 from crashtest.run import CrashTest  # noqa: E402
 from crashtest.seeds import derive, iteration_seed, Rng, run_seed_of  # noqa: E402
 
@@ -513,14 +516,270 @@ class TestFailureKinds(unittest.TestCase):
         for mode, kind in (("segv", "crash"), ("asan", "crash"), ("hang", "hang"), ("exit0", "early_exit")):
             rc, out, s, rd = self.run_fake(mode)
             self.assertEqual(rc, 1, out)
-            it = s["iterations"][0]
+            it = s["failures"][0]
             self.assertEqual(it["failure"]["kind"], kind, (mode, it["failure"]))
+            self.assertEqual(s["iterations"][0]["failure"], kind)
             self.assertTrue(os.path.isdir(it["artifacts"]))
             self.assertIn("FAIL %s" % kind, out)
             if mode == "hang":
                 step = it["failure"]["step"]
                 d = os.path.join(it["artifacts"], "steps", "%02d-workload" % step)
                 self.assertTrue(os.path.exists(os.path.join(d, "hang-stacks.txt")))
+            if mode == "segv":
+                # commands.sh keeps the placeholders it promises, never the
+                # removed work directory's paths
+                with open(os.path.join(it["artifacts"], "commands.sh")) as f:
+                    cmds = f.read()
+                self.assertIn("--db=@STATE@/db", cmds)
+                self.assertNotIn(os.path.dirname(os.path.dirname(it["artifacts"])) + "/run-", cmds)
+                # repro of the report directory lists its failures
+                rc2, out2, err2 = run_ct("repro", rd)
+                self.assertEqual(rc2, 0, out2 + err2)
+                self.assertIn("1 failure kept in it", out2)
+                self.assertIn("crash at", out2)
+                self.assertIn("repro " + os.path.basename(it["artifacts"]), out2.replace(os.path.dirname(
+                    it["artifacts"]) + "/", ""))
+                # the page of the run names the failure and its repro line
+                page = HtmlFacts(os.path.join(rd, "report.html"))
+                self.assertEqual([f["kind"] for f in page.data("failure")], ["crash"])
+
+class HtmlFacts(html.parser.HTMLParser):
+    """A page, parsed: its elements' data-* attributes by class (or chart),
+    the tags left open (none: well formed), what it would load."""
+    VOID = {"meta", "br", "link", "img", "input", "hr", "line", "circle", "rect", "polyline", "path"}
+
+    def __init__(self, path):
+        super().__init__()
+        self.items, self.stack, self.bad, self.loads, self.tags = [], [], [], [], set()
+        with open(path, encoding="utf-8") as f:
+            self.text = f.read()
+        self.feed(self.text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.add(tag)
+        for k in ("src", "href"):
+            if a.get(k):
+                self.loads.append(a[k])
+        d = {k[5:].replace("-", "_"): v for k, v in a.items() if k.startswith("data-")}
+        if d:
+            d["_class"] = a.get("class") or ("chart-" + d.get("chart", "")) if "chart" in d else a.get("class")
+            self.items.append(d)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+        if tag not in self.VOID:
+            self.stack.pop()
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.bad.append(tag)
+        else:
+            self.stack.pop()
+
+    def data(self, cls):
+        return [d for d in self.items if d.get("_class") == cls]
+
+    def chart(self, name):
+        got = [d for d in self.items if d.get("chart") == name]
+        return got[0] if got else None
+
+
+def check_page_against_summary(tc, page, s):
+    """The page's figures are the summary's."""
+    tc.assertEqual((page.bad, page.stack), ([], []), "the page is well formed")
+    tc.assertEqual(page.loads, [], "the page loads nothing")
+    tc.assertNotIn("script", page.tags)
+    bars = {d["cls"]: d for d in page.data("classbar")}
+    for c, row in s["classes"].items():
+        failures = sum(row[k] for k in FAILURE_KEYS)
+        if not any(row.values()):
+            tc.assertNotIn(c, bars)
+            continue
+        for k in ("injected", "detected", "repaired", "masked", "undetectable", "unrecoverable_by_design"):
+            tc.assertEqual(int(bars[c][k]), row[k], (c, k))
+        tc.assertEqual(int(bars[c]["failures"]), failures, c)
+    widths = {int(d["w"]): d for d in page.data("width")}
+    for w, row in s["protection_widths"].items():
+        if int(w) == 0:
+            continue
+        d = widths[int(w)]
+        tc.assertEqual((int(d["checked"]), int(d["escaped"])), (row["checked"], row["escaped"]), w)
+        tc.assertAlmostEqual(float(d["nominal"]), 2.0 ** (-8 * int(w)))
+        if row["checked"]:
+            tc.assertLessEqual(float(d["ci_low"]), row["escaped"] / row["checked"])
+            tc.assertGreaterEqual(float(d["ci_high"]), row["escaped"] / row["checked"])
+    pts = page.chart("points")
+    if s["engine_points"]:
+        tc.assertEqual(int(pts["total"]), len(s["engine_points"]))
+        tc.assertEqual(int(pts["hit"]), len(s["engine_points"]) - len(s["engine_points_never_hit"]))
+    tc.assertEqual(len(page.data("failure")), len(s["failures"]))
+    tc.assertEqual(int(page.chart("timeline")["count"]), len(s["iterations"]))
+
+
+def fake_summary(started, failed=0):
+    classes = {c: {k: 0 for k in OUTCOMES + FAILURE_KEYS} for c in ("bitflip_page", "bitflip_cache", "kill")}
+    classes["bitflip_page"].update(injected=10, detected=7, masked=3)
+    classes["bitflip_cache"].update(injected=40, detected=30, masked=8, wrong_value=failed)
+    classes["kill"].update(injected=5, repaired=5)
+    fail = {"id": "r0-i1-9", "run": 0, "index": 1, "seed": 9, "run_seed": 3, "repro": "crashtest.py repro X",
+            "failure": {"kind": "wrong_value", "step": 0, "step_name": "workload", "message": "k1 wrong"},
+            "steps": [{"result": {"report": {"classes": {"bitflip_cache": {"wrong_value": 1}}}}}], "t_end": 4.0}
+    return {"mode": "blackbox", "seed": 5, "seed_given": True, "shard": "0/1", "jobs": 1, "started": started,
+            "elapsed_s": 30.0, "verdict": "fail" if failed else "pass", "failed": failed, "measuring": 0,
+            "build": {"git_describe": "v1-2-gabc", "host": "h"}, "classes": classes,
+            "protection_widths": {"0": {"iterations": 1, "checked": 0, "escaped": 0},
+                                  "1": {"iterations": 2, "checked": 400, "escaped": 2, "bound": 5},
+                                  "8": {"iterations": 2, "checked": 300, "escaped": 0, "bound": 0}},
+            "engine_points": ["engine/io/read", "engine/io/write", "kill/wal/after_sync"],
+            "points_hit": {"engine/io/read": 3}, "points_reached": {"engine/io/write": 9},
+            "engine_points_never_hit": ["engine/io/write", "kill/wal/after_sync"],
+            "iterations": [{"run": 0, "index": i, "kind": "blackbox",
+                            "verdict": "fail" if failed and i == 1 else "pass",
+                            "elapsed": 1.0 + i, "t_end": 2.0 * (i + 1), "failure": None} for i in range(3)],
+            "iterations_total": 3, "failures": [fail] if failed else [], "failures_total": failed}
+
+
+class TestSummarySize(unittest.TestCase):
+    def test_a_long_parallel_night_stays_under_one_megabyte(self):
+        # An hour of -j 4 at a second an iteration, 40 failures, records the
+        # size of real ones: the summary keeps timeline rows and a few full
+        # failures, and stays under 1 MB; iterations.jsonl has the rest.
+        step = {"name": "workload", "type": "stress", "primary": True, "argv": ["--x=%d" % i for i in range(60)],
+                "result": {"outcome": "crashed", "rc": -9, "output_tail": "y" * 3000,
+                           "report": {"classes": {c: {k: 1 for k in OUTCOMES + FAILURE_KEYS} for c in FAULTS},
+                                      "injections_per_point": {"p%d" % i: i for i in range(40)}}}}
+        recs = []
+        for i in range(14400):
+            recs.append({"id": "r%d-i%d" % (i % 4, i), "run": i % 4, "index": i // 4, "seed": i * 7919,
+                         "kind": "blackbox",
+                         "verdict": "fail" if i % 360 == 0 else "pass", "elapsed": 1.0, "t_end": i / 4.0,
+                         "judging_mode": "judging", "params": {"block_protection_bytes_per_key": 4},
+                         "totals": {"injected": 3}, "steps": [step] * 6,
+                         "failure": {"kind": "lost", "step": 0, "step_name": "workload"} if i % 360 == 0 else None})
+        rows, k = timeline_of(recs)
+        full = [r for r in recs if r["failure"]]
+        s = fit({"iterations": rows, "iterations_sampled": k, "failures": full[:10], "classes": {}, "build": {}})
+        size = len(json.dumps(s, indent=1, sort_keys=True))
+        self.assertLess(size, 1 << 20)
+        self.assertTrue(s["failures"], "some full failure records are kept")
+        self.assertEqual(sum(1 for r in s["iterations"] if r["failure"]), len(full), "every failure in the timeline")
+
+
+class TestIterationsFile(unittest.TestCase):
+    def test_large_is_gzipped_and_reads_back(self):
+        d = tempfile.mkdtemp(prefix="ct-jsonl-")
+        self.addCleanup(shutil.rmtree, d, True)
+        recs = [{"index": i, "pad": "x" * 2000} for i in range(2500)]  # 5 MB
+
+        class Ct:
+            report_dir = d
+            jsonl = open(os.path.join(d, "iterations.jsonl"), "w")
+        for r in recs:
+            Ct.jsonl.write(json.dumps(r) + "\n")
+        self.assertEqual(finish_jsonl(Ct), "iterations.jsonl.gz")
+        self.assertEqual(os.listdir(d), ["iterations.jsonl.gz"])
+        self.assertLess(os.path.getsize(os.path.join(d, "iterations.jsonl.gz")), 1 << 20)
+        self.assertEqual(read_iterations(d), recs)
+
+
+class TestHtmlReport(unittest.TestCase):
+    """crashtest.py report: one self-contained page whose figures are the
+    JSON's (a run's, several nights', the benchmarks')."""
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="ct-html-")
+        self.addCleanup(shutil.rmtree, self.d, True)
+
+    def night(self, name, s):
+        d = os.path.join(self.d, name)
+        os.makedirs(d)
+        with open(os.path.join(d, "summary.json"), "w") as f:
+            json.dump(s, f)
+        return d
+
+    def test_one_run_shows_the_summary_figures(self):
+        s = fake_summary("2026-11-30T01:00:00", failed=1)
+        d = self.night("n1", s)
+        out = os.path.join(self.d, "r.html")
+        rc, o, err = run_ct("report", d, "-o", out)
+        self.assertEqual(rc, 0, o + err)
+        page = HtmlFacts(out)
+        check_page_against_summary(self, page, s)
+        self.assertEqual(page.data("failure")[0]["kind"], "wrong_value")
+        self.assertIn("crashtest.py repro X", page.text)
+        self.assertIn("bitflip_cache</td>", page.text.replace('<td class="l">', ""))  # the blamed class
+        w1 = [x for x in page.data("width") if x["w"] == "1"][0]
+        self.assertAlmostEqual(float(w1["rate"]), 2 / 400)
+        self.assertAlmostEqual(float(w1["bound_rate"]), 5 / 400)
+
+    def test_several_nights_draw_trends(self):
+        a = self.night("a", fake_summary("2026-11-29T01:00:00"))
+        b = self.night("b", fake_summary("2026-11-30T01:00:00", failed=1))
+        out = os.path.join(self.d, "t.html")
+        rc, o, err = run_ct("report", b, a, "-o", out)
+        self.assertEqual(rc, 0, o + err)
+        page = HtmlFacts(out)
+        self.assertEqual(page.bad, [])
+        fails = [int(x["value"]) for x in page.items if x.get("_class") == "night" and
+                 x in page.items[page.items.index(page.chart("trend-failures")):]][:2]
+        self.assertEqual(fails, [0, 1], "nights in date order")
+        self.assertTrue(page.chart("trend-escapes"))
+        self.assertEqual(len(page.data("night-escape")), 4)
+
+    def test_bad_input_is_a_usage_error(self):
+        for args in (["report"], ["report", "/nonexistent"], ["report", self.d]):
+            rc, out, err = run_ct(*args)
+            self.assertEqual(rc, 2, (args, out, err))
+            self.assertNotIn("Traceback", err)
+
+    def test_benchmarks_page(self):
+        prot = [{"cache_fraction": f, "width": w, "ops": 1000 - 10 * w, "ratio": 1 - w / 100.0,
+                 "memory_bytes_per_key": w + 0.5} for f in (1.0, 0.0) for w in (0, 1, 8)]
+        wal = [{"data_checksums": 0, "wal_log_hints": 0, "wal_compression": "none", "hint_fpi": 0, "wal_bytes": 100,
+                "archive_bytes": 10, "vacuum_s": 1.0},
+               {"data_checksums": 1, "wal_log_hints": 0, "wal_compression": "zstd", "hint_fpi": 0, "wal_bytes": 105,
+                "archive_bytes": 11, "vacuum_s": 1.2}]
+        eng = {"ratio": {"fillseq_ops": 0.9, "readrandom_cached_ops": 1.6}, "ratio_lmdb": {"fillseq_ops": 1.8},
+               "engine": {"fillseq_ops": 100}, "rocksdb": {"fillseq_ops": 111}, "lmdb": {}}
+        bd = os.path.join(self.d, "bench")
+        os.makedirs(bd)
+        for name, doc in (("protection.json", prot), ("wal.json", wal), ("engine.json", eng)):
+            with open(os.path.join(bd, name), "w") as f:
+                json.dump(doc, f)
+        out = os.path.join(self.d, "b.html")
+        rc, o, err = run_ct("report", bd, "-o", out)
+        self.assertEqual(rc, 0, o + err)
+        page = HtmlFacts(out)
+        self.assertEqual(page.bad, [])
+        bars = {(x["group"], x["series"]): float(x["value"]) for x in page.data("bar")}
+        self.assertAlmostEqual(bars[("cache 100%", "w=8")], -8.0)
+        self.assertAlmostEqual(bars[("cache 8 MiB", "RocksDB PR 11287")], -23.0)
+        self.assertAlmostEqual(bars[("checksums on, zstd", "wal_bytes")], 1.05)
+        self.assertAlmostEqual(bars[("PostgreSQL seed", "vacuum_s")], 20.0)
+        self.assertAlmostEqual(bars[("readrandom_cached", "vs RocksDB")], 1.6)
+
+    @unittest.skipUnless(shutil.which("chromium"), "chromium is not installed (make deps-report installs Debian's "
+                                                   "chromium): the page was not rendered in a browser")
+    def test_the_page_loads_in_headless_chromium(self):
+        d = self.night("n", fake_summary("2026-11-30T01:00:00", failed=1))
+        out = os.path.join(self.d, "c.html")
+        self.assertEqual(run_ct("report", d, "-o", out)[0], 0)
+        r = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                            "--user-data-dir=" + os.path.join(self.d, "profile"), "--dump-dom", "file://" + out],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        dom, log = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+        self.assertEqual(r.returncode, 0, log[-2000:])
+        self.assertIn('data-chart="escapes"', dom)
+        self.assertIn('id="failures-table"', dom)
+        self.assertNotIn("Uncaught", log)
+        self.assertNotIn("Failed to load resource", log)
+        self.assertNotIn("CONSOLE", log)
 
 
 def need_engine(test):
@@ -549,7 +808,8 @@ class TestRealEngine(unittest.TestCase):
         s = self.summary(rd)
         self.assertEqual(s["verdict"], "pass")
         self.assertEqual(len(s["iterations"]), 3)
-        for it in s["iterations"]:
+        self.assertEqual(s["iterations_file"], "iterations.jsonl")
+        for it in read_iterations(rd):
             names = [st["name"] for st in it["steps"]]
             self.assertIn("workload", names)
             self.assertEqual(it["steps"][names.index("workload")]["result"]["outcome"], "crashed")
@@ -560,9 +820,21 @@ class TestRealEngine(unittest.TestCase):
         self.assertIn("fault points hit:", out)
         self.assertGreaterEqual(s["classes"]["power_loss"]["injected"] + s["classes"]["kill"]["injected"], 1)
         suite = ET.parse(os.path.join(rd, "junit.xml")).getroot()
-        self.assertEqual(len(suite.findall(".//testcase")), 3)
+        names = [tc.get("name") for tc in suite.findall(".//testcase")]
+        # stable names: one per iteration index, one per fault class; seeds in properties
+        self.assertEqual([n for n in names if ".i" in n], ["blackbox.i0", "blackbox.i1", "blackbox.i2"])
+        self.assertIn("blackbox.bitflip_page", names)
+        self.assertIn("blackbox.power_loss", names)
         self.assertEqual(suite.findall(".//failure"), [])
+        props = {p.get("name"): p.get("value") for p in suite.find("testsuite").find("properties")}
+        self.assertEqual((props["seed"], props["seed_given"]), ("11", "yes"))
+        tc = [t for t in suite.iter("testcase") if t.get("name") == "blackbox.i1"][0]
+        tprops = {p.get("name"): p.get("value") for p in tc.find("properties")}
+        self.assertEqual(int(tprops["seed"]), read_iterations(rd)[1]["seed"])
+        self.assertIn("option.page_size", tprops)
         self.assertFalse(os.path.exists(os.path.join(rd, "failures")))
+        page = HtmlFacts(os.path.join(rd, "report.html"))
+        check_page_against_summary(self, page, s)
         # a clean iteration's copies are gone: only the carried-on state is left
         self.assertEqual(sorted(os.listdir(os.path.join(work, "run-0"))), ["state"])
 
@@ -573,7 +845,7 @@ class TestRealEngine(unittest.TestCase):
                               "--report-dir", rd)
         self.assertEqual(rc, 0, out + err)
         s = self.summary(rd)
-        kinds = [it["kind"] for it in s["iterations"]]
+        kinds = [it["kind"] for it in read_iterations(rd)]
         self.assertEqual(len(kinds), 4)
         self.assertIn("whitebox/reopen without a kill", kinds)
         # mode 0: every point, or (two thirds of its iterations) the log's or the commit path's
@@ -611,7 +883,8 @@ class TestRealEngine(unittest.TestCase):
                               "--stress-binary", BROKEN, "--powerloss-binary", POWERLOSS, "--report-dir", rd)
         self.assertEqual(rc, 1, out + err)
         s = self.summary(rd)
-        it = [i for i in s["iterations"] if i["failure"]][0]
+        it = s["failures"][0]
+        self.assertEqual([i for i in read_iterations(rd) if i["failure"]][0], it)
         self.assertEqual(it["failure"]["kind"], "lost", it["failure"])
         self.assertGreater(it["failure"]["step"], it["steps"].index(
             next(st for st in it["steps"] if st["name"] == "workload")))  # judged after the crash
@@ -630,8 +903,10 @@ class TestRealEngine(unittest.TestCase):
         self.assertIn("--seed", cmds)
         self.assertIn("powerloss", cmds)
         self.assertIn("repro: ", out)
-        fails = ET.parse(os.path.join(rd, "junit.xml")).getroot().findall(".//failure")
-        self.assertEqual([f.get("type") for f in fails], ["lost"])
+        fails = [(tc.get("name"), f.get("type")) for tc in ET.parse(os.path.join(rd, "junit.xml")).getroot().iter(
+            "testcase") for f in tc.findall("failure")]
+        self.assertEqual([t for n, t in fails if re.fullmatch(r"blackbox\.i\d+", n)], ["lost"])
+        self.assertIn("lost", [t for n, t in fails if not re.fullmatch(r"blackbox\.i\d+", n)], "its class fails too")
 
         rc, out, err = run_ct("repro", art)
         self.assertEqual(rc, 1, out + err)
@@ -655,7 +930,7 @@ class TestRealEngine(unittest.TestCase):
                               "--faults", "none", "--threads", "1", "--stress-binary", broken,
                               "--powerloss-binary", POWERLOSS, "--report-dir", rd)
         self.assertEqual(rc, 1, out + err)
-        it = self.summary(rd)["iterations"][0]
+        it = self.summary(rd)["failures"][0]
         self.assertEqual(it["failure"]["kind"], "wrong_value")
         self.assertIn(it["failure"]["step_name"], ("create", "workload"))
         rc, out, err = run_ct("repro", it["artifacts"])
@@ -726,12 +1001,15 @@ class TestMutants(unittest.TestCase):
     def test_the_result_takes_the_first_failure_by_time(self):
         m = Mutant("x-y", "wal", "bug", 1)
         rep = {"classes": {"bitflip_page": {"injected": 1, "swallowed": 1}, "kill": {"injected": 1}}}
-        summary = {"elapsed_s": 50, "planted_bugs": ["x-y"], "iterations": [
+        fails = [
             {"t_end": 30.0, "failure": {"kind": "lost", "keys": ["lost"], "step": 0, "step_name": "restart"},
              "steps": [{"result": {"report": {}}}], "repro": "r2"},
             {"t_end": 12.5, "failure": {"kind": "swallowed", "keys": ["swallowed"], "step": 0, "step_name": "workload"},
-             "steps": [{"result": {"report": rep}}], "repro": "r1"},
-            {"t_end": 5.0, "failure": None, "steps": []}]}
+             "steps": [{"result": {"report": rep}}], "repro": "r1"}]
+        # summary.json: the timeline rows and the failures' full records
+        summary = {"elapsed_s": 50, "planted_bugs": ["x-y"], "failures": fails, "iterations": [
+            {"t_end": 30.0, "failure": "lost"}, {"t_end": 12.5, "failure": "swallowed"},
+            {"t_end": 5.0, "failure": None}]}
         res = mutant_result(m, summary, 300, 7, 1)
         self.assertTrue(res["caught"])
         self.assertEqual((res["seconds"], res["iterations_to_catch"], res["kind"], res["classes"], res["repro"]),

@@ -110,7 +110,7 @@ static int dump_page(const uint8_t *p, uint32_t ps, uint64_t block, uint64_t hwm
     else
         printf("checksum: stored 0x%016" PRIx64 " computed 0x%016" PRIx64 " (%s)\n", stored, computed,
                stored == computed ? "match" : "MISMATCH");
-    printf("lsn: %" PRIu64 "\n", ph_get_lsn(p));
+    printf("lsn: 0x%" PRIx64 "\n", ph_get_lsn(p));
     printf("block: %" PRIu32 "%s\n", ph_get_block(p),
            ph_get_block(p) == block ? "" : " (MISMATCH: read at another block)");
     printf("type: %s (%d)\n", type_name(type), type);
@@ -180,6 +180,77 @@ static int dump_page(const uint8_t *p, uint32_t ps, uint64_t block, uint64_t hwm
         else
             dump_internal_cells(p);
     }
+    return st == ENG_OK ? EXIT_OK : EXIT_PROBLEM;
+}
+
+/* --json: the page as one JSON object (the same fields as the lines; keys
+ * as printable strings, LSNs in hex).  Returns as dump_page does. */
+static int dump_page_json(const uint8_t *p, uint32_t ps, uint64_t block, uint64_t hwm, int hwm_known, int checksums,
+                          uint64_t nblocks) {
+    uint64_t stored = ph_get_checksum(p), computed = page_checksum(p, ps, block);
+    int type = ph_get_type(p), is_zero = 0;
+    page_problem pr;
+    memset(&pr, 0, sizeof pr);
+    int st = page_verify(p, ps, block, hwm, checksums, &is_zero, &pr);
+    printf("{\"block\": %" PRIu64 ", \"page_size\": %" PRIu32 ", \"blocks_in_file\": %" PRIu64 ", ", block, ps,
+           nblocks);
+    if (hwm_known)
+        printf("\"high_water_mark\": %" PRIu64 ", ", hwm);
+    else
+        printf("\"high_water_mark\": null, ");
+    printf("\"data_checksums\": %s, \"checksum_stored\": \"0x%016" PRIx64 "\", \"checksum_computed\": \"0x%016" PRIx64
+           "\", \"checksum_match\": %s,\n",
+           checksums ? "true" : "false", stored, computed, stored == computed ? "true" : "false");
+    printf(" \"lsn\": \"0x%" PRIx64 "\", \"header_block\": %" PRIu32
+           ", \"type\": \"%s\", \"type_code\": %d, \"flags\": %u, "
+           "\"nslots\": %u, \"lower\": %u, \"upper\": %u, \"frag\": %u, \"level\": %u, \"next\": %" PRIu32
+           ", \"aux\": %" PRIu32 ",\n",
+           ph_get_lsn(p), ph_get_block(p), type_name(type), type, ph_get_flags(p), ph_get_nslots(p), ph_get_lower(p),
+           ph_get_upper(p), ph_get_frag(p), ph_get_level(p), ph_get_next(p), ph_get_aux(p));
+    printf(" \"verify\": {\"ok\": %s, \"all_zero\": %s", st == ENG_OK ? "true" : "false", is_zero ? "true" : "false");
+    if (st != ENG_OK) {
+        printf(", \"layer\": ");
+        json_str(stdout, eng_layer_name(pr.layer) ? eng_layer_name(pr.layer) : "unknown");
+        printf(", \"entry\": %" PRId32 ", \"offset\": %" PRId64 ", \"expected\": \"0x%" PRIx64
+               "\", \"found\": \"0x%" PRIx64 "\", \"detail\": ",
+               pr.entry, pr.offset, pr.expected, pr.found);
+        json_str(stdout, pr.detail);
+    }
+    printf("}");
+    page_problem sp;
+    memset(&sp, 0, sizeof sp);
+    char shown[4 * SHOW_KEY_BYTES + 4];
+    if (!page_is_zero(p, ps) && (type == PAGE_LEAF || type == PAGE_INTERNAL)) {
+        if (page_check_structure(p, ps, &sp) != ENG_OK) {
+            printf(",\n \"cells\": null, \"cells_not_decoded\": ");
+            json_str(stdout, sp.detail);
+        } else {
+            unsigned n = ph_get_nslots(p);
+            printf(",\n \"cells\": [");
+            for (unsigned i = 0; i < n; i++) {
+                printf("%s\n  ", i ? "," : "");
+                if (type == PAGE_LEAF) {
+                    leaf_cell c;
+                    page_leaf_cell(p, i, &c);
+                    printf("{\"slot\": %u, \"offset\": %u, \"size\": %u, \"klen\": %u, \"vlen\": %" PRIu32
+                           ", \"overflow\": %s, \"xmin\": %" PRIu64 ", \"xmax\": %" PRIu64 ", \"hint\": %u, \"key\": ",
+                           i, page_slot(p, i), c.size, c.klen, c.vlen, c.cflags & CELL_OVERFLOW ? "true" : "false",
+                           c.xmin, c.xmax, (unsigned)leaf_hint_get(p, i));
+                    json_str(stdout, escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
+                } else {
+                    internal_cell c;
+                    page_internal_cell(p, i, &c);
+                    printf("{\"slot\": %u, \"offset\": %u, \"size\": %u, \"klen\": %u, \"child\": %" PRIu32
+                           ", \"key\": ",
+                           i, page_slot(p, i), c.size, c.klen, c.child);
+                    json_str(stdout, escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
+                }
+                printf("}");
+            }
+            printf("]");
+        }
+    }
+    printf("}\n");
     return st == ENG_OK ? EXIT_OK : EXIT_PROBLEM;
 }
 
@@ -273,6 +344,11 @@ int cmd_dump_page(const tool_args *a) {
     }
     close(fd);
     if (checksums < 0) checksums = ph_get_checksum(p) != 0;
+    if (a->given & OPT_JSON) {
+        rc = dump_page_json(p, ps, a->block, hwm, hwm_known, checksums, nblocks);
+        free(p);
+        return rc;
+    }
 
     printf("page %" PRIu64 " of %s (page_size %" PRIu32 ", %" PRIu64 " blocks in file, "
            "high-water mark ",

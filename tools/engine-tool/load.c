@@ -104,6 +104,10 @@ int cmd_load(const tool_args *a) {
 
 /* ---- check -------------------------------------------------------------------- */
 
+/* Where check's problem lines go: stdout, or (--json) a buffer that
+ * becomes the document's "problems" array. */
+static FILE *check_out;
+
 typedef struct check_state {
     unsigned wrong, gaps, corrupt, extra;
     eng_corruption last; /* last report printed, to print each once */
@@ -119,12 +123,12 @@ static void check_corruption(eng_db *db, const char *what, check_state *cs) {
         strcmp(r.file, cs->last.file) == 0 && strcmp(r.detail, cs->last.detail) == 0)
         return;
     if (cs->corrupt > 100 * MAX_REPORTED) return;
-    printf("unreadable: key=%s\n", what);
+    fprintf(check_out, "unreadable: key=%s\n", what);
     if (have) {
-        print_report(stdout, &r);
+        print_report(check_out, &r);
         cs->last = r;
     } else {
-        printf("corruption: (no report recorded)\n");
+        fprintf(check_out, "corruption: (no report recorded)\n");
     }
 }
 
@@ -146,8 +150,8 @@ static int check_no_extra(eng_db *db, const char *dir, uint64_t n, check_state *
             size_t kl;
             const void *k = eng_iter_key(it, &kl);
             if (cs->extra++ < MAX_REPORTED)
-                printf("extra key: key=%s (only %" PRIu64 " keys were loaded)\n",
-                       escape_key(k, kl, SHOW_KEY_BYTES, kbuf), n);
+                fprintf(check_out, "extra key: key=%s (only %" PRIu64 " keys were loaded)\n",
+                        escape_key(k, kl, SHOW_KEY_BYTES, kbuf), n);
         }
         eng_iter_close(it);
     }
@@ -167,10 +171,26 @@ int cmd_check(const tool_args *a) {
         fprintf(stderr, "engine-tool: check: out of memory\n");
         return EXIT_ERROR;
     }
+    int json = (a->given & OPT_JSON) != 0;
+    char *pbuf = NULL;
+    size_t plen = 0;
+    check_out = json ? open_memstream(&pbuf, &plen) : stdout;
+    if (check_out == NULL) {
+        free(want);
+        fprintf(stderr, "engine-tool: check: out of memory\n");
+        return EXIT_ERROR;
+    }
     eng_db *db;
-    int rc = tool_open(a, TOOL_READ, stdout, &db);
+    int rc = tool_open(a, TOOL_READ, check_out, &db);
     if (rc) {
         free(want);
+        if (json) {
+            fclose(check_out);
+            printf("{\"opened\": false, \"problems\": ");
+            json_lines(stdout, pbuf, plen);
+            printf("}\n");
+            free(pbuf);
+        }
         return rc;
     }
 
@@ -204,7 +224,7 @@ int cmd_check(const tool_args *a) {
             if (cs.gaps++ < MAX_REPORTED) {
                 char missing[KEY_LEN + 1];
                 key_format((uint64_t)first_missing, missing);
-                printf("gap: key=%s is missing but key=%s is present\n", missing, key);
+                fprintf(check_out, "gap: key=%s is missing but key=%s is present\n", missing, key);
             }
         } else if (!leading_done) {
             leading = i + 1;
@@ -212,12 +232,12 @@ int cmd_check(const tool_args *a) {
         value_for(i, a->seed, want, vsize);
         if (got.len != vsize) {
             if (cs.wrong++ < MAX_REPORTED)
-                printf("wrong value: key=%s length %zu, expected %" PRIu64 "\n", key, got.len, vsize);
+                fprintf(check_out, "wrong value: key=%s length %zu, expected %" PRIu64 "\n", key, got.len, vsize);
         } else if (vsize && memcmp(got.data, want, vsize) != 0) {
             size_t d = 0;
             while (((const uint8_t *)got.data)[d] == want[d]) d++;
             if (cs.wrong++ < MAX_REPORTED)
-                printf("wrong value: key=%s differs from the expected value at byte %zu\n", key, d);
+                fprintf(check_out, "wrong value: key=%s differs from the expected value at byte %zu\n", key, d);
         }
     }
     eng_buf_free(&got);
@@ -228,6 +248,22 @@ int cmd_check(const tool_args *a) {
     if (st != ENG_OK && rc == 0) {
         explain_failure(stdout, "close", a->dir, st, NULL);
         rc = status_exit(st);
+    }
+    if (json) {
+        fclose(check_out);
+        int failed = cs.wrong || cs.gaps || cs.corrupt || cs.extra;
+        printf("{\"opened\": true, \"keys\": %" PRIu64 ", \"present\": %" PRIu64 ", \"present_total\": %" PRIu64
+               ", \"wrong_values\": %u, \"gaps\": %u, \"corrupt_reads\": %u, \"extra_keys\": %u, \"complete\": %s, "
+               "\"result\": \"%s\", \"problems\": ",
+               a->keys, leading, present, cs.wrong, cs.gaps, cs.corrupt, cs.extra, rc ? "false" : "true",
+               rc       ? "error"
+               : failed ? "failed"
+                        : "ok");
+        json_lines(stdout, pbuf, plen);
+        printf("}\n");
+        free(pbuf);
+        if (rc) return rc;
+        return failed ? EXIT_PROBLEM : EXIT_OK;
     }
     printf("present=%" PRIu64 "\n", leading);
     if (rc) return rc;

@@ -8,8 +8,9 @@
  *
  *   verify DIR              every page checked; one "corruption:" line per
  *                           problem, an "unchecked:" line naming the pages
- *                           that could not be checked (if any), then
- *                           "verify: N problems"
+ *                           that could not be checked (if any), a summary
+ *                           (blocks scanned, bad checksums, other problems,
+ *                           WAL records checked), then "verify: N problems"
  *   stat DIR                options, sizes and counters as JSON
  *   dump-page DIR BLOCK     one raw block decoded, pageinspect style
  *   load DIR --keys N ...   write keys k000000000000000.. with values
@@ -32,7 +33,8 @@
  * Exit codes (other tools read them; keep them stable):
  *   0  success / clean / found
  *   1  the database is corrupt, a check failed, or (get) the key is absent
- *   2  usage error, I/O error, busy or invalid database; for usage errors
+ *   2  usage error, I/O error, busy or invalid database (stat: also a
+ *      database it cannot open, damaged control file included); for usage errors
  *      nothing at all was written (every argument is parsed and validated
  *      before anything is opened or created)
  */
@@ -43,6 +45,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/version.h"
 #include "engine.h"
 #include "format.h"
 #include "tool.h"
@@ -69,6 +72,7 @@ static const struct tool_opt_def {
     {"--checkpoint-wal-bytes", OPT_CHECKPOINT_WAL_BYTES, 1},
     {"--from", OPT_FROM, 1},
     {"--limit", OPT_LIMIT, 1},
+    {"--json", OPT_JSON, 0},
 };
 
 static const struct tool_cmd {
@@ -79,9 +83,9 @@ static const struct tool_cmd {
     int (*run)(const tool_args *a);
     const char *synopsis;
 } commands[] = {
-    {"verify", 1, OPT_OPEN_TIME, 0, cmd_verify, "verify DIR"},
+    {"verify", 1, OPT_OPEN_TIME | OPT_JSON, 0, cmd_verify, "verify DIR [--json]"},
     {"stat", 1, OPT_OPEN_TIME, 0, cmd_stat, "stat DIR"},
-    {"dump-page", 2, OPT_PAGE_SIZE, 0, cmd_dump_page, "dump-page DIR BLOCK [--page-size B]"},
+    {"dump-page", 2, OPT_PAGE_SIZE | OPT_JSON, 0, cmd_dump_page, "dump-page DIR BLOCK [--page-size B] [--json]"},
     {"load", 1, OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_PAGE_SIZE | OPT_NO_CHECKSUMS | OPT_OPEN_TIME | OPT_LOG,
      OPT_KEYS, cmd_load,
      "load DIR --keys N [--value-size B] [--seed S] [--page-size 4096|8192|16384]\n"
@@ -89,17 +93,18 @@ static const struct tool_cmd {
      "                   [--sync commit|group|off] [--full-page-writes on|off]\n"
      "                   [--wal-compression none|zstd] [--wal-segment-size BYTES]\n"
      "                   [--archive-dir DIR] [--checkpoint-wal-bytes N]"},
-    {"check", 1, OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_OPEN_TIME | OPT_SYNC, OPT_KEYS, cmd_check,
-     "check DIR --keys N [--value-size B] [--seed S] [--sync commit|group|off]"},
+    {"check", 1, OPT_KEYS | OPT_VALUE_SIZE | OPT_SEED | OPT_OPEN_TIME | OPT_SYNC | OPT_JSON, OPT_KEYS, cmd_check,
+     "check DIR --keys N [--value-size B] [--seed S] [--sync commit|group|off] [--json]"},
     {"get", 2, OPT_OPEN_TIME, 0, cmd_get, "get DIR KEY"},
     {"checkpoint", 1, OPT_OPEN_TIME | OPT_ARCHIVE_DIR, 0, cmd_checkpoint, "checkpoint DIR [--archive-dir DIR]"},
-    {"waldump", 1, OPT_FROM | OPT_LIMIT, 0, cmd_waldump, "waldump DIR [--from LSN|oldest] [--limit N]"},
+    {"waldump", 1, OPT_FROM | OPT_LIMIT | OPT_WAL_SEGMENT_SIZE | OPT_JSON, 0, cmd_waldump,
+     "waldump DIR [--from LSN|oldest] [--limit N] [--wal-segment-size BYTES] [--json]"},
     {"vacuum", 1, OPT_OPEN_TIME | OPT_ARCHIVE_DIR, 0, cmd_vacuum, "vacuum DIR [--archive-dir DIR]"},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: engine-tool COMMAND ARGS...\n\ncommands:\n");
+    fprintf(f, "usage: engine-tool COMMAND ARGS...  (or engine-tool --version)\n\ncommands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++) fprintf(f, "  engine-tool %s\n", commands[i].synopsis);
     fprintf(f,
             "\n"
@@ -124,7 +129,13 @@ static void usage(FILE *f) {
             "explicit checkpoints and close).\n"
             "\n"
             "verify checks every page, then reads every WAL record from the redo\n"
-            "point; a damaged record in the synced part of the log is a problem.\n"
+            "point; a damaged record in the synced part of the log is a problem.  It\n"
+            "ends with a pg_checksums-style summary (blocks scanned, bad checksums,\n"
+            "other problems, WAL records checked, pages it could not check).\n"
+            "\n"
+            "--json (verify, check, waldump, dump-page): one JSON document on stdout\n"
+            "instead of the lines (docs/formats.md); the exit status is the same.\n"
+            "LSNs are hexadecimal everywhere (\"0x...\" strings in JSON).\n"
             "\n"
             "waldump reads the log itself (no engine open, nothing written), from\n"
             "the control file's redo point or --from (a record's LSN, in hex as\n"
@@ -134,6 +145,9 @@ static void usage(FILE *f) {
             "(len counts the 32-byte record header), then \"end of log at lsn=0x..\"\n"
             "with \"(torn tail trimmed)\" if invalid bytes after the end were cut.  A\n"
             "damaged record in the synced part prints a \"corruption:\" line, exit 1.\n"
+            "Without a readable control file the segment size comes from the\n"
+            "segment files (the step between their names); from one segment alone it\n"
+            "cannot be told, which waldump says (--wal-segment-size gives it).\n"
             "\n"
             "exit status: 0 ok, 1 corruption / check failed / key not found,\n"
             "             2 usage, I/O, busy or invalid database\n",
@@ -366,6 +380,10 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        version_print(stdout, "engine-tool");
         return EXIT_OK;
     }
     const struct tool_cmd *cmd = NULL;

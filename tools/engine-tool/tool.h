@@ -40,6 +40,7 @@ enum tool_opt {
     OPT_CHECKPOINT_WAL_BYTES = 1u << 12,
     OPT_FROM = 1u << 13,
     OPT_LIMIT = 1u << 14,
+    OPT_JSON = 1u << 15,
 };
 #define OPT_OPEN_TIME (OPT_CACHE_SIZE | OPT_IO_BACKEND)
 #define OPT_LOG                                                                                       \
@@ -90,6 +91,16 @@ int cmd_dump_page(const tool_args *a); /* dump_page.c */
 
 /* ---- db.c: reports and opening ---- */
 void print_report(FILE *f, const eng_corruption *r);
+/* ---- db.c: --json output ---- */
+/* S as a JSON string, quoted and escaped. */
+void json_str(FILE *f, const char *s);
+/* Report R as a JSON object: layer, file, block, offset, entry, expected
+ * and found (hex strings), detail, and "text", the line print_report
+ * prints. */
+void print_report_json(FILE *f, const eng_corruption *r);
+/* The lines of BUF (LEN bytes, as a memstream holds them) as a JSON array
+ * of strings. */
+void json_lines(FILE *f, const char *buf, size_t len);
 /* Exit code for a failed engine call. */
 int status_exit(int st);
 /* Explain a failed call on DB (may be NULL after a failed open) to F. */

@@ -215,18 +215,28 @@ typedef struct log_walk {
  * the end of the log or the limit (W->malformed counts undecodable
  * records), ENG_CORRUPTION when the reader stopped at a damaged record,
  * or the status that stopped it. */
-static int walk_log(insp_dir *d, uint64_t seg_size, uint64_t from, uint64_t limit, FILE *out, const log_rep *rep,
-                    log_walk *w) {
+static int walk_log(insp_dir *d, uint64_t seg_size, uint64_t from, uint64_t limit, FILE *out, int json,
+                    const log_rep *rep, log_walk *w) {
     memset(w, 0, sizeof *w);
     w->end = from;
     wal_reader *r = NULL;
     int st = insp_log_open(d, seg_size, from, rep->fn, rep->ctx, &r);
     if (st != ENG_OK) return st;
     wal_record rec;
+    FILE *line_out = out;
+    char *lbuf = NULL;
+    size_t llen = 0;
     while ((st = wal_reader_next(r, &rec)) == ENG_OK) {
         w->records++;
         w->end = rec.end;
         const char *name = rec_type_name(rec.type);
+        /* --json: the line goes to a buffer, then into the record's object */
+        if (json && out && (line_out = open_memstream(&lbuf, &llen)) == NULL) {
+            st = ENG_NOMEM;
+            break;
+        }
+        FILE *record_out = out;
+        out = line_out;
         outf(out, "lsn=0x%" PRIx64 " len=%zu type=", rec.lsn, rec.len + WAL_REC_HDR);
         if (name)
             outf(out, "%s", name);
@@ -241,7 +251,24 @@ static int walk_log(insp_dir *d, uint64_t seg_size, uint64_t from, uint64_t limi
         else if (rec.type == WAL_REC_CHECKPOINT)
             why = describe_checkpoint(out, rec.payload, rec.len);
         if (why) outf(out, " MALFORMED: %s", why);
-        outf(out, "\n");
+        if (json && record_out) {
+            fclose(line_out);
+            fprintf(record_out,
+                    "%s\n  {\"lsn\": \"0x%" PRIx64 "\", \"len\": %zu, \"type\": ", w->records > 1 ? "," : "", rec.lsn,
+                    rec.len + WAL_REC_HDR);
+            char tn[32];
+            snprintf(tn, sizeof tn, "unknown(%d)", rec.type);
+            json_str(record_out, name ? name : tn);
+            fprintf(record_out, ", \"prev\": \"0x%" PRIx64 "\", \"malformed\": %s, \"text\": ", rec.prev,
+                    why ? "true" : "false");
+            json_str(record_out, lbuf ? lbuf : "");
+            fputc('}', record_out);
+            free(lbuf);
+            lbuf = NULL;
+        } else {
+            outf(out, "\n");
+        }
+        out = record_out;
         if (why) {
             w->malformed++;
             report_record(rep, seg_size, rec.lsn, 0, (uint64_t)rec.type, why);
@@ -263,7 +290,7 @@ static int walk_log(insp_dir *d, uint64_t seg_size, uint64_t from, uint64_t limi
  * first change after it): report its absence the way recovery does. */
 static void report_no_redo_record(const log_rep *rep, uint64_t redo, uint64_t end) {
     report(rep, WAL_DIR, -1, (int64_t)redo, redo, end,
-           "the log holds no record at the redo point (LSN %llu): the checkpoint's "
+           "the log holds no record at the redo point (LSN 0x%llx): the checkpoint's "
            "record is missing",
            (unsigned long long)redo);
 }
@@ -274,11 +301,18 @@ typedef struct log_reports {
     eng_corruption first;
 } log_reports;
 
-/* Print each report as it comes (waldump). */
+/* Print each report as it comes (waldump); with --json, keep it as an
+ * item of the document's "corruption" array. */
+static FILE *json_reports;
 static void print_log_report(void *ctx, const eng_corruption *r) {
     log_reports *lr = ctx;
+    if (json_reports) {
+        fprintf(json_reports, "%s\n  ", lr->count ? "," : "");
+        print_report_json(json_reports, r);
+    } else {
+        print_report(stdout, r);
+    }
     if (lr->count++ == 0) lr->first = *r;
-    print_report(stdout, r);
 }
 
 /* Only keep it (a report that is a note, not the result). */
@@ -299,7 +333,7 @@ int cmd_waldump(const tool_args *a) {
     log_reports noted;
     memset(&noted, 0, sizeof noted);
     uint64_t seg_size = 0, start = 0;
-    int from_redo = 0, oldest = a->from_oldest;
+    int from_redo = 0, oldest = a->from_oldest, size_known = 1, json = (a->given & OPT_JSON) != 0;
     st = insp_read_control(d, &seg_size, &start, keep_report, &noted);
     if (st == ENG_OK) {
         from_redo = !(a->given & OPT_FROM);
@@ -312,13 +346,34 @@ int cmd_waldump(const tool_args *a) {
             fprintf(stderr, "engine-tool: note: %s: control file unreadable: %s\n", a->dir,
                     noted.count ? line : "corruption");
         }
-        seg_size = wal_guess_seg_size(a->dir);
-        if (seg_size == 0) {
+        uint64_t lo = 0, hi = 0;
+        int sr = wal_seg_size_bounds(a->dir, &lo, &hi);
+        if (sr != ENG_OK) {
             fprintf(stderr, "engine-tool: waldump %s: no WAL segments in %s/%s\n", a->dir, a->dir, WAL_DIR);
             insp_close(d);
             return EXIT_ERROR;
         }
-        fprintf(stderr, "engine-tool: note: WAL segment size %" PRIu64 " guessed from the segment files\n", seg_size);
+        if (a->given & OPT_WAL_SEGMENT_SIZE) {
+            seg_size = a->wal_segment_size;
+            if (seg_size < lo || seg_size > hi)
+                fprintf(stderr,
+                        "engine-tool: note: --wal-segment-size %" PRIu64 " disagrees with the segment files "
+                        "(%" PRIu64 "..%" PRIu64 ")\n",
+                        seg_size, lo, hi);
+        } else if (lo == hi) {
+            seg_size = lo;
+            fprintf(stderr, "engine-tool: note: WAL segment size %" PRIu64 " read from the segment files\n", seg_size);
+        } else {
+            /* One segment: every LSN in it maps to it at any size from LO
+             * to HI, so its records read the same; only the size is unknown. */
+            seg_size = lo;
+            size_known = 0;
+            fprintf(stderr,
+                    "engine-tool: note: the WAL segment size cannot be told from one segment file: "
+                    "between %" PRIu64 " and %" PRIu64 " bytes (its records read the same at any of them; "
+                    "--wal-segment-size gives it)\n",
+                    lo, hi);
+        }
         if (!(a->given & OPT_FROM)) oldest = 1;
     } else {
         fprintf(stderr, "engine-tool: waldump %s: reading the control file: %s\n", a->dir, eng_strerror(st));
@@ -344,7 +399,40 @@ int cmd_waldump(const tool_args *a) {
     memset(&shown, 0, sizeof shown);
     log_rep rep = {print_log_report, &shown};
     log_walk w;
-    st = walk_log(d, seg_size, start, a->limit, stdout, &rep, &w);
+    if (json) {
+        char *rbuf = NULL, *cbuf = NULL;
+        size_t rlen = 0, clen = 0;
+        FILE *recs = open_memstream(&rbuf, &rlen);
+        json_reports = open_memstream(&cbuf, &clen);
+        if (!recs || !json_reports) {
+            fprintf(stderr, "engine-tool: waldump: out of memory\n");
+            insp_close(d);
+            return EXIT_ERROR;
+        }
+        st = walk_log(d, seg_size, start, a->limit, recs, 1, &rep, &w);
+        insp_close(d);
+        if (st == ENG_OK && !w.limited && from_redo && w.records == 0) report_no_redo_record(&rep, start, w.end);
+        fclose(recs);
+        fclose(json_reports);
+        json_reports = NULL;
+        printf("{\"start_lsn\": \"0x%" PRIx64 "\", \"segment_size\": %" PRIu64 ", \"segment_size_known\": %s, "
+               "\"records\": [%.*s%s],\n",
+               start, seg_size, size_known ? "true" : "false", (int)rlen, rbuf ? rbuf : "", rlen ? "\n" : "");
+        printf(" \"record_count\": %" PRIu64 ", \"end_lsn\": \"0x%" PRIx64 "\", \"trimmed\": %s, \"limited\": %s, "
+               "\"complete\": %s, \"corruption\": [%.*s%s]}\n",
+               w.records, w.end, w.trimmed ? "true" : "false", w.limited ? "true" : "false",
+               st == ENG_OK || st == ENG_CORRUPTION ? "true" : "false", (int)clen, cbuf ? cbuf : "", clen ? "\n" : "");
+        free(rbuf);
+        free(cbuf);
+        if (st != ENG_OK && st != ENG_CORRUPTION) {
+            fprintf(stderr, "engine-tool: waldump %s: reading the log after %" PRIu64 " records: %s\n", a->dir,
+                    w.records, eng_strerror(st));
+            return EXIT_ERROR;
+        }
+        return (st == ENG_CORRUPTION || shown.count) ? EXIT_PROBLEM : EXIT_OK;
+    }
+
+    st = walk_log(d, seg_size, start, a->limit, stdout, 0, &rep, &w);
     insp_close(d);
     if (st == ENG_OK && w.limited) {
         printf("stopped after %" PRIu64 " records (--limit); next lsn=0x%" PRIx64 "\n", w.records, w.end);
