@@ -23,6 +23,18 @@
  *       "hits"}: the kv_protection_* memory figures as the timed gets left
  *       them; kv_checks, misses and hits counted over the timed gets.
  *
+ *   bench_protection DIR --phase pair --twin DIR2 --num N --width W
+ *                    --cache-size B [--reads R] [--rounds K] [--warm-reads X]
+ *                    [--threads T] [--seed S]
+ *       DIR at w = 0 and DIR2 (a copy) at w = W open side by side, both
+ *       warmed, then K rounds (default 20) of R / K gets on each, the same
+ *       keys on both, the order alternating every round.  Prints one JSON
+ *       line: the read phase's fields for the w side, "ops_0", "cpu_ops_0",
+ *       "ops_0_min", "ops_0_max" for the w = 0 side, and "ratio" (median of
+ *       the rounds' ops_w / ops_0), "ratio_min", "ratio_max", "cpu_ratio"
+ *       (the same from the reader threads' CPU time), "rounds", "hits_0",
+ *       "misses_0".
+ *
  * bench/run_protection.sh drives it (interleaving, medians, the table).
  */
 #include <pthread.h>
@@ -142,8 +154,11 @@ static int phase_load(const char *dir, uint64_t num) {
     return 0;
 }
 
-static int phase_read(const char *dir, uint64_t num, int width, uint64_t cache, uint64_t reads, uint64_t warm,
-                      int threads, uint64_t seed) {
+/* Open DIR read-only at width WIDTH with a cache of CACHE bytes and warm
+ * it: one full scan (every leaf passes through the pool), then WARM random
+ * gets, so the cache holds a random mix.  Returns the handle or NULL. */
+static eng_db *open_warm(const char *dir, uint64_t num, int width, uint64_t cache, uint64_t warm, int threads,
+                         uint64_t seed) {
     eng_options o;
     eng_options_init(&o);
     o.cache_size = cache;
@@ -152,64 +167,160 @@ static int phase_read(const char *dir, uint64_t num, int width, uint64_t cache, 
     o.create_if_missing = 0;
     eng_db *db;
     int rc = eng_open(dir, &o, &db);
-    if (rc) return fail("open", rc);
-    /* warm: one full scan (every leaf passes through the pool), then
-     * random gets until the cache holds a random mix */
+    if (rc) {
+        fail("open", rc);
+        return NULL;
+    }
     eng_iter *it;
-    if ((rc = eng_iter_open(db, NULL, &it))) return fail("iter", rc);
+    if ((rc = eng_iter_open(db, NULL, &it))) {
+        fail("iter", rc);
+        return NULL;
+    }
     uint64_t n = 0;
     for (rc = eng_iter_first(it); rc == ENG_OK; rc = eng_iter_next(it)) n++;
     eng_iter_close(it);
-    if (rc != ENG_NOTFOUND) return fail("warm scan", rc);
+    if (rc != ENG_NOTFOUND) {
+        fail("warm scan", rc);
+        return NULL;
+    }
     if (n != num) {
         fprintf(stderr, "bench_protection: warm scan saw %llu keys, expected %llu\n", (unsigned long long)n,
                 (unsigned long long)num);
-        return 1;
+        return NULL;
     }
-    if (warm && run_gets(db, num, warm, threads, seed ^ 0x5741524dull, NULL) < 0) return 1;
+    if (warm && run_gets(db, num, warm, threads, seed ^ 0x5741524dull, NULL) < 0) return NULL;
+    eng_stats st;
+    if (eng_get_stats(db, &st) || st.block_protection_bytes_per_key != width) {
+        fprintf(stderr, "bench_protection: the engine does not run w=%d\n", width);
+        return NULL;
+    }
+    return db;
+}
+
+/* The reads wrote nothing (a clean, hinted database): else the figures
+ * would time write-back. */
+static int clean_reads(const eng_stats *st) {
+    if (!st->page_writes && !st->hints_set) return 1;
+    fprintf(stderr,
+            "bench_protection: the reads wrote %llu pages and set %llu hints: the database is not clean "
+            "(load it with --phase load, which vacuums and checkpoints)\n",
+            (unsigned long long)st->page_writes, (unsigned long long)st->hints_set);
+    return 0;
+}
+
+/* The per-KV figures of ST since ST0, as JSON fields (no braces). */
+static void kv_fields(const eng_stats *st0, const eng_stats *st) {
+    printf("\"kv_bytes\": %llu, \"kv_pages\": %llu, \"kv_keys\": %llu, \"kv_checks\": %llu, \"kv_check_bytes\": %llu, "
+           "\"kv_code_bytes\": %llu, \"cache_pages\": %llu, \"misses\": %llu, \"hits\": %llu",
+           (unsigned long long)st->kv_protection_bytes, (unsigned long long)st->kv_protection_pages,
+           (unsigned long long)st->kv_protection_keys, (unsigned long long)(st->kv_checks - st0->kv_checks),
+           (unsigned long long)(st->kv_check_bytes - st0->kv_check_bytes),
+           (unsigned long long)(st->kv_code_bytes - st0->kv_code_bytes), (unsigned long long)st->cache_pages,
+           (unsigned long long)(st->cache_misses - st0->cache_misses),
+           (unsigned long long)(st->cache_hits - st0->cache_hits));
+}
+
+static int phase_read(const char *dir, uint64_t num, int width, uint64_t cache, uint64_t reads, uint64_t warm,
+                      int threads, uint64_t seed) {
+    eng_db *db = open_warm(dir, num, width, cache, warm, threads, seed);
+    if (!db) return 1;
     eng_stats st0, st;
+    int rc;
     if ((rc = eng_get_stats(db, &st0))) return fail("stats", rc);
     double cpu = 0, secs = run_gets(db, num, reads, threads, seed, &cpu);
     if (secs < 0) return 1;
     if ((rc = eng_get_stats(db, &st))) return fail("stats", rc);
-    if (st.page_writes || st.hints_set) {
-        fprintf(stderr,
-                "bench_protection: the reads wrote %llu pages and set %llu hints: the database is not clean "
-                "(load it with --phase load, which vacuums and checkpoints)\n",
-                (unsigned long long)st.page_writes, (unsigned long long)st.hints_set);
-        return 1;
-    }
-    if (st.block_protection_bytes_per_key != width) {
-        fprintf(stderr, "bench_protection: the engine runs w=%d, asked for %d\n", st.block_protection_bytes_per_key,
-                width);
-        return 1;
-    }
+    if (!clean_reads(&st)) return 1;
     uint64_t done = reads / (uint64_t)threads * (uint64_t)threads;
-    printf("{\"width\": %d, \"cache_size\": %llu, \"ops\": %.0f, \"seconds\": %.4f, \"cpu_ops\": %.0f, "
-           "\"kv_bytes\": %llu, "
-           "\"kv_pages\": %llu, \"kv_keys\": %llu, \"kv_checks\": %llu, \"kv_check_bytes\": %llu, "
-           "\"kv_code_bytes\": %llu, \"cache_pages\": %llu, \"misses\": %llu, "
-           "\"hits\": %llu}\n",
-           width, (unsigned long long)cache, (double)done / secs, secs, (double)done * threads / cpu,
-           (unsigned long long)st.kv_protection_bytes, (unsigned long long)st.kv_protection_pages,
-           (unsigned long long)st.kv_protection_keys, (unsigned long long)(st.kv_checks - st0.kv_checks),
-           (unsigned long long)(st.kv_check_bytes - st0.kv_check_bytes),
-           (unsigned long long)(st.kv_code_bytes - st0.kv_code_bytes), (unsigned long long)st.cache_pages,
-           (unsigned long long)(st.cache_misses - st0.cache_misses),
-           (unsigned long long)(st.cache_hits - st0.cache_hits));
+    printf("{\"width\": %d, \"cache_size\": %llu, \"ops\": %.0f, \"seconds\": %.4f, \"cpu_ops\": %.0f, ", width,
+           (unsigned long long)cache, (double)done / secs, secs, (double)done * threads / cpu);
+    kv_fields(&st0, &st);
+    printf("}\n");
     if ((rc = eng_close(db))) return fail("close", rc);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* w = 0 and w = WIDTH side by side in one process: DIR at w = 0 and TWIN
+ * (a copy of DIR: the engine locks a directory to one handle) at WIDTH,
+ * both warmed, then ROUNDS rounds of READS / ROUNDS gets on each, the
+ * same keys on both, in an order that alternates every round.  A busy
+ * machine slows both sides of a round alike (they are tens of
+ * milliseconds apart), so the per-round ratios are steadier than ratios of
+ * runs seconds apart; prints their medians, min and max. */
+static int phase_pair(const char *dir, const char *twin, uint64_t num, int width, uint64_t cache, uint64_t reads,
+                      uint64_t warm, int threads, uint64_t seed, int rounds) {
+    eng_db *db[2];
+    db[0] = open_warm(dir, num, 0, cache, warm, threads, seed);
+    db[1] = db[0] ? open_warm(twin, num, width, cache, warm, threads, seed) : NULL;
+    if (!db[0] || !db[1]) return 1;
+    eng_stats st0[2], st[2];
+    int rc;
+    for (int k = 0; k < 2; k++)
+        if ((rc = eng_get_stats(db[k], &st0[k]))) return fail("stats", rc);
+    uint64_t per = reads / (uint64_t)rounds / (uint64_t)threads * (uint64_t)threads;
+    double *ratio = calloc((size_t)rounds, sizeof(double)), *cratio = calloc((size_t)rounds, sizeof(double));
+    double wall[2] = {0, 0}, cpu[2] = {0, 0}, opmin[2] = {1e30, 1e30}, opmax[2] = {0, 0};
+    if (!ratio || !cratio || !per) return fail("rounds", ENG_NOMEM);
+    for (int r = 0; r < rounds; r++) {
+        double w1[2], c1[2];
+        for (int j = 0; j < 2; j++) {
+            int k = (r + j) % 2;
+            w1[k] = run_gets(db[k], num, per, threads, seed + (uint64_t)r * 7919u, &c1[k]);
+            if (w1[k] < 0) return 1;
+            wall[k] += w1[k];
+            cpu[k] += c1[k];
+            double ops = (double)per / w1[k];
+            if (ops < opmin[k]) opmin[k] = ops;
+            if (ops > opmax[k]) opmax[k] = ops;
+        }
+        ratio[r] = w1[0] / w1[1]; /* ops_w / ops_0 */
+        cratio[r] = c1[0] / c1[1];
+    }
+    for (int k = 0; k < 2; k++) {
+        if ((rc = eng_get_stats(db[k], &st[k]))) return fail("stats", rc);
+        if (!clean_reads(&st[k])) return 1;
+    }
+    double done = (double)per * rounds;
+    double rmin = 1e30, rmax = 0;
+    for (int r = 0; r < rounds; r++) {
+        if (ratio[r] < rmin) rmin = ratio[r];
+        if (ratio[r] > rmax) rmax = ratio[r];
+    }
+    double rmed = median(ratio, rounds), cmed = median(cratio, rounds);
+    printf("{\"width\": %d, \"cache_size\": %llu, \"rounds\": %d, \"ops_0\": %.0f, \"cpu_ops_0\": %.0f, \"ops_0_min\": "
+           "%.0f, \"ops_0_max\": %.0f, \"ops\": %.0f, \"cpu_ops\": %.0f, \"ops_min\": %.0f, \"ops_max\": %.0f, "
+           "\"ratio\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f, \"cpu_ratio\": %.4f, ",
+           width, (unsigned long long)cache, rounds, done / wall[0], done * threads / cpu[0], opmin[0], opmax[0],
+           done / wall[1], done * threads / cpu[1], opmin[1], opmax[1], rmed, rmin, rmax, cmed);
+    kv_fields(&st0[1], &st[1]);
+    printf(", \"hits_0\": %llu, \"misses_0\": %llu}\n", (unsigned long long)(st[0].cache_hits - st0[0].cache_hits),
+           (unsigned long long)(st[0].cache_misses - st0[0].cache_misses));
+    free(ratio);
+    free(cratio);
+    for (int k = 0; k < 2; k++)
+        if ((rc = eng_close(db[k]))) return fail("close", rc);
     return 0;
 }
 
 int main(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: bench_protection DIR --phase load|read --num N [--width W] [--cache-size B] "
-                        "[--reads R] [--warm-reads X] [--threads T] [--seed S]\n");
+        fprintf(stderr, "usage: bench_protection DIR --phase load|read|pair --num N [--width W] [--cache-size B] "
+                        "[--reads R] [--warm-reads X] [--threads T] [--seed S] [--twin DIR2] [--rounds K]\n");
         return 2;
     }
     const char *dir = argv[1], *phase = NULL;
+    const char *twin = NULL;
     uint64_t num = 0, cache = 64u << 20, reads = 200000, warm = UINT64_MAX, seed = 88172645463325252ull;
-    int width = 0, threads = 1;
+    int width = 0, threads = 1, rounds = 20;
     for (int i = 2; i < argc; i += 2) {
         if (i + 1 >= argc) {
             fprintf(stderr, "bench_protection: %s needs a value\n", argv[i]);
@@ -232,6 +343,10 @@ int main(int argc, char **argv) {
             threads = atoi(v);
         else if (!strcmp(a, "--seed"))
             seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--twin"))
+            twin = v;
+        else if (!strcmp(a, "--rounds"))
+            rounds = atoi(v);
         else {
             fprintf(stderr, "bench_protection: unknown option %s\n", a);
             return 2;
@@ -252,6 +367,13 @@ int main(int argc, char **argv) {
     if (warm == UINT64_MAX) warm = reads / 4;
     if (!strcmp(phase, "load")) return phase_load(dir, num);
     if (!strcmp(phase, "read")) return phase_read(dir, num, width, cache, reads, warm, threads, seed);
+    if (!strcmp(phase, "pair")) {
+        if (!twin || rounds < 1 || rounds > 10000) {
+            fprintf(stderr, "bench_protection: --phase pair needs --twin DIR2 and --rounds 1..10000\n");
+            return 2;
+        }
+        return phase_pair(dir, twin, num, width, cache, reads, warm, threads, seed, rounds);
+    }
     fprintf(stderr, "bench_protection: unknown phase %s\n", phase);
     return 2;
 }

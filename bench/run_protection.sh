@@ -5,92 +5,101 @@
 #
 # One database of NUM keys (32-byte keys, 200-byte values: fillseq, then
 # vacuum and a checkpoint, so every page is clean and hinted) is built
-# once and opened read-only by every cell: nothing is ever written, and a
-# cell fails if its reads wrote a page or set a hint.  For each cache size
-# (100%, 90%, 80%, 50% of the data file, and 8 MiB), REPS rounds each open
-# the database once per width w in {0, 1, 2, 4, 8}, in an order rotated
-# every round (protection on and off interleaved), warm the cache (a full
-# scan, then READS/4 random gets) and time READS random gets on THREADS
-# threads, every value checked.  Each figure is the median of its REPS
-# cells; the ratio is to the w = 0 median of the same cache size.  Prints
-# the table and writes build/bench/protection.json.
+# once, and copied once (the engine locks a directory to one handle).  For
+# each cache size (100%, 90%, 80%, 50% of the data file, and 8 MiB) and
+# each width w in {1, 2, 4, 8}, one process opens the database read-only
+# at w = 0 and the copy at w side by side, warms both (a full scan, then
+# READS/4 random gets) and runs ROUNDS rounds of READS/ROUNDS random gets
+# on each, the same keys on both, the order alternating every round, every
+# value checked (bench_protection --phase pair).  The ratio is the median
+# of the rounds' ratios: the two sides of a round run tens of milliseconds
+# apart, so a busy machine slows both alike.  The w = 0 row takes the
+# medians of the four pairs' w = 0 sides.  Prints the table and writes
+# build/bench/protection.json.
 #   NUM (or $1)  keys (default 1,000,000)
-#   READS        timed gets per cell (default 200,000)
-#   REPS         rounds per cache size (default 5)
+#   READS        timed gets per side of a pair (default 1,000,000)
+#   ROUNDS       rounds per pair (default 40)
 #   THREADS      reader threads (default 1)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup protection
 NUM=${1:-${NUM:-1000000}}
-READS=${READS:-200000}
-REPS=${REPS:-5}
+READS=${READS:-1000000}
+ROUNDS=${ROUNDS:-${REPS:-40}}
 THREADS=${THREADS:-1}
 B=$BUILD/bench/bench_protection
-widths=(0 1 2 4 8)
+widths=(1 2 4 8)
 fractions=(1.0 0.9 0.8 0.5 0)   # 0 = 8 MiB
 
 echo "load: $NUM keys (fillseq, vacuum, checkpoint) ..." >&2
 load=$("$B" "$work/db" --phase load --num "$NUM") || { echo "bench_protection load failed" >&2; exit 3; }
 data_bytes=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data_bytes"])' "$load")
+cp -r "$work/db" "$work/twin"
 
 : >"$work/cells.jsonl"
 t0=$SECONDS
 for frac in "${fractions[@]}"; do
   if [ "$frac" = 0 ]; then cache=$((8 << 20)); else
     cache=$(python3 -c 'import sys; print(int(float(sys.argv[1]) * int(sys.argv[2])))' "$frac" "$data_bytes"); fi
-  for r in $(seq 0 $((REPS - 1))); do
-    for j in 0 1 2 3 4; do
-      w=${widths[$(( (j + r) % 5 ))]}
-      if [ -t 2 ]; then
-        printf '\rcache %s (%d MiB): round %d/%d, w=%d ...   ' "$frac" $((cache >> 20)) $((r + 1)) "$REPS" "$w" >&2
-      elif [ "$r$j" = 00 ]; then
-        echo "cache $frac of the data file ($((cache >> 20)) MiB): $REPS rounds x 5 widths ..." >&2
-      fi
-      line=$("$B" "$work/db" --phase read --num "$NUM" --width "$w" --cache-size "$cache" --reads "$READS" \
-             --threads "$THREADS" --seed $((r * 7919 + 1))) \
-        || { echo; echo "bench_protection failed: cache $cache, w=$w" >&2; exit 3; }
-      printf '{"cache_fraction": %s, "round": %d, "cell": %s}\n' "$frac" "$r" "$line" >>"$work/cells.jsonl"
-    done
+  for w in "${widths[@]}"; do
+    if [ -t 2 ]; then
+      printf '\rcache %s (%d MiB): w=0 beside w=%d, %d rounds ...   ' "$frac" $((cache >> 20)) "$w" "$ROUNDS" >&2
+    elif [ "$w" = 1 ]; then
+      echo "cache $frac of the data file ($((cache >> 20)) MiB): w = 0 beside w = 1, 2, 4, 8 ..." >&2
+    fi
+    line=$("$B" "$work/db" --phase pair --twin "$work/twin" --num "$NUM" --width "$w" --cache-size "$cache" \
+           --reads "$READS" --rounds "$ROUNDS" --threads "$THREADS" --seed $((w * 7919 + 1))) \
+      || { echo; echo "bench_protection failed: cache $cache, w=$w" >&2; exit 3; }
+    printf '{"cache_fraction": %s, "cell": %s}\n' "$frac" "$line" >>"$work/cells.jsonl"
   done
 done
 [ -t 2 ] && printf '\r%60s\r' '' >&2
-echo "cells took $((SECONDS - t0)) s" >&2
+echo "pairs took $((SECONDS - t0)) s" >&2
 
-python3 - "$out/protection.json" "$work/cells.jsonl" "$load" "$NUM" "$READS" "$REPS" "$THREADS" <<'PY'
+python3 - "$out/protection.json" "$work/cells.jsonl" "$load" "$NUM" "$READS" "$ROUNDS" "$THREADS" <<'PY'
 import json, statistics, sys
-path, cells_path, load, num, reads, reps, threads = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), *map(int, sys.argv[4:])
+path, cells_path, load, num, reads, rounds, threads = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), *map(int, sys.argv[4:])
 cells = [json.loads(l) for l in open(cells_path)]
 FRACS = [1.0, 0.9, 0.8, 0.5, 0.0]
 WIDTHS = [0, 1, 2, 4, 8]
 by = {}
 for c in cells:
-    by.setdefault((float(c["cache_fraction"]), c["cell"]["width"]), []).append(c["cell"])
+    by[(float(c["cache_fraction"]), c["cell"]["width"])] = c["cell"]
 med = lambda xs: statistics.median(xs)
+per = lambda x, key: x[key] / max(1, reads // rounds * rounds)
 rows, cache_of = [], {}
 for f in FRACS:
-    base = med([x["ops"] for x in by[(f, 0)]])
-    base_cpu = med([x["cpu_ops"] for x in by[(f, 0)]])
-    for w in WIDTHS:
-        xs = by[(f, w)]
-        cache_of[f] = xs[0]["cache_size"]
-        ops = med([x["ops"] for x in xs])
-        cpu = med([x["cpu_ops"] for x in xs])
-        kvb, kvp, kvk = (med([x[k] for x in xs]) for k in ("kv_bytes", "kv_pages", "kv_keys"))
+    pairs = [by[(f, w)] for w in WIDTHS[1:]]
+    cache_of[f] = pairs[0]["cache_size"]
+    # w = 0: the medians of its four pairs' w = 0 sides
+    rows.append({
+        "cache_fraction": f, "width": 0, "ops": round(med([x["ops_0"] for x in pairs])), "ratio": 1.0,
+        "memory_bytes_per_page": 0.0, "memory_bytes_per_key": 0.0,
+        "cpu_ops": round(med([x["cpu_ops_0"] for x in pairs])), "cpu_ratio": 1.0, "cache_bytes": cache_of[f],
+        "ops_min": round(min(x["ops_0_min"] for x in pairs)), "ops_max": round(max(x["ops_0_max"] for x in pairs)),
+        "ratio_min": 1.0, "ratio_max": 1.0, "rounds": rounds,
+        "kv_bytes": 0, "kv_pages": 0, "kv_keys": 0,
+        "hit_rate": round(med([x["hits_0"] / max(1, x["hits_0"] + x["misses_0"]) for x in pairs]), 4),
+        "checks_per_get": 0.0, "check_bytes_per_get": 0.0, "code_bytes_per_get": 0.0,
+    })
+    for x in pairs:
+        w = x["width"]
         rows.append({
-            "cache_fraction": f, "width": w, "ops": round(ops), "ratio": round(ops / base, 4),
-            "memory_bytes_per_page": round(kvb / kvp, 2) if kvp else 0.0,
-            "memory_bytes_per_key": round(kvb / kvk, 3) if kvk else 0.0,
+            "cache_fraction": f, "width": w, "ops": round(x["ops"]), "ratio": round(x["ratio"], 4),
+            "memory_bytes_per_page": round(x["kv_bytes"] / x["kv_pages"], 2) if x["kv_pages"] else 0.0,
+            "memory_bytes_per_key": round(x["kv_bytes"] / x["kv_keys"], 3) if x["kv_keys"] else 0.0,
             # beyond RocksDB's fields: the same from the reader threads'
-            # CPU time (less sensitive to a busy machine), the cache, spread
-            "cpu_ops": round(cpu), "cpu_ratio": round(cpu / base_cpu, 4), "cache_bytes": xs[0]["cache_size"],
-            "ops_min": round(min(x["ops"] for x in xs)), "ops_max": round(max(x["ops"] for x in xs)),
-            "kv_bytes": round(kvb), "kv_pages": round(kvp), "kv_keys": round(kvk),
-            "hit_rate": round(med([x["hits"] / max(1, x["hits"] + x["misses"]) for x in xs]), 4),
-            "checks_per_get": round(med([x["kv_checks"] for x in xs]) / reads, 2),
+            # CPU time, the cache, the rounds' spread
+            "cpu_ops": round(x["cpu_ops"]), "cpu_ratio": round(x["cpu_ratio"], 4), "cache_bytes": x["cache_size"],
+            "ops_min": round(x["ops_min"]), "ops_max": round(x["ops_max"]),
+            "ratio_min": round(x["ratio_min"], 4), "ratio_max": round(x["ratio_max"], 4), "rounds": x["rounds"],
+            "kv_bytes": x["kv_bytes"], "kv_pages": x["kv_pages"], "kv_keys": x["kv_keys"],
+            "hit_rate": round(x["hits"] / max(1, x["hits"] + x["misses"]), 4),
+            "checks_per_get": round(per(x, "kv_checks"), 2),
             # bytes hashed per get: by the checks, and by coding the pages
             # that entered the pool during the timed gets
-            "check_bytes_per_get": round(med([x.get("kv_check_bytes", 0) for x in xs]) / reads, 1),
-            "code_bytes_per_get": round(med([x.get("kv_code_bytes", 0) for x in xs]) / reads, 1),
+            "check_bytes_per_get": round(per(x, "kv_check_bytes"), 1),
+            "code_bytes_per_get": round(per(x, "kv_code_bytes"), 1),
         })
 json.dump(rows, open(path, "w"), indent=2)
 
@@ -99,7 +108,7 @@ ROCKS = {1.0: -10.0, 0.9: -15.0, 0.8: -10.8, 0.5: -15.0, 0.0: -23.0}
 name = lambda f: "8 MiB" if f == 0 else f"{int(f * 100)}%"
 print(f"Per key-value protection in the buffer pool: readrandom, {num:,} keys (32-byte keys, 200-byte values, "
       f"{load['data_bytes'] / 2**20:.0f} MiB data file, {load['page_size']} B pages), {threads} thread(s), "
-      f"{reads:,} timed gets per cell, median of {reps} interleaved cells")
+      f"{reads:,} timed gets per side, w = 0 and w side by side in one process, median of {rounds} alternating rounds")
 print("anchor, RocksDB PR 11287 (block_protection_bytes_per_key on vs off, readrandom): "
       + ", ".join(f"{name(f)} {ROCKS[f]:+.1f}%" for f in FRACS)
       + "  (Debian's RocksDB 7.8.3 predates the option: not run here)")
@@ -117,7 +126,7 @@ for f in FRACS:
         line += f"{r['ops']:>12,} ({r['ratio']:.3f})"
     print(line + f"{ROCKS[f]:>+9.1f}%")
 print()
-print("the same from the reader threads' CPU time (gets per CPU-second; ratio to w = 0)")
+print("the same from the reader threads' CPU time (gets per CPU-second; median of the rounds' ratios)")
 print(hdr[:-10])
 for f in FRACS:
     line = f"{name(f):>6} {cache_of[f] / 2**20:>5.0f} MiB "
@@ -125,6 +134,11 @@ for f in FRACS:
         r = R[(f, w)]
         line += f"{r['cpu_ops']:>12,} ({r['cpu_ratio']:.3f})"
     print(line)
+print()
+print("the rounds' ratios (wall clock), lowest to highest: how far one round strays on this machine")
+for f in FRACS:
+    print(f"{name(f):>6} {cache_of[f] / 2**20:>5.0f} MiB " + "".join(
+        f"{R[(f, w)]['ratio_min']:>9.3f}-{R[(f, w)]['ratio_max']:<6.3f}" for w in WIDTHS[1:]))
 print()
 print("per get (w = 4; the same at every width): page hit rate, codes checked, bytes those checks hashed, "
       "bytes hashed coding pages that entered the pool")
