@@ -233,6 +233,7 @@ void *st_watchdog_main(void *arg) {
         if (++tick % 5) continue;
         uint64_t n = st_total_done();
         uint64_t secs = tick / 5;
+        if (!g.o.verification_only) st_write_progress(n);
         if (n != last) last = n, last_change_at = secs;
         if (tty) {
             uint64_t inj = st_injections_so_far();
