@@ -14,7 +14,7 @@
  * A line (text, one per op, '#' starts a comment):
  *
  *   INDEX TYPE KEY SEED FAULTS | what it did
- *   17 put 4711 9f3a0c5e11d2b7a4 on | 4711=v1a2b3c4d ok inj=1
+ *   17 put 4711 9f3a0c5e11d2b7a4 on | 4711=v1a2b3c4d ioerr op=2:18 inj=1
  *
  *   INDEX   the op's number in the traced run (informational)
  *   TYPE    get put delete batch scan checkpoint verify reopen snapshot
@@ -24,7 +24,9 @@
  *           scan length, every fault draw during the op)
  *   FAULTS  'on', or 'off': no fault is injected during this op
  *   | ...   what the op did when traced: keys with value seeds (or 'del'),
- *           status, ledger lines it added (inj=N); replay ignores it
+ *           status, its number in the ledger's op field (op=EPOCH:CALL,
+ *           the field being EPOCH << 32 | CALL), ledger lines it added
+ *           (inj=N); replay ignores all of it
  *
  * The trace is written with one write() per line, so a process killed
  * in the middle (a kill point, --crash_at_end) leaves every op it did.
@@ -137,9 +139,7 @@ int st_replaying(void) { return g.o.replay_ops != NULL; }
 size_t st_replay_count(void) { return nreplay; }
 const st_trace_op *st_replay_at(size_t i) { return i < nreplay ? &replay[i] : NULL; }
 
-uint64_t st_trace_seed(uint64_t index) {
-    return rng_mix64(g.o.seed ^ rng_mix64(index + 1) ^ 0x6f70736565640000ull);
-}
+uint64_t st_trace_seed(uint64_t index) { return rng_mix64(g.o.seed ^ rng_mix64(index + 1) ^ 0x6f70736565640000ull); }
 
 void st_trace_write(const st_trace_op *op, const char *note, uint64_t injected) {
     if (trace_fd < 0) return;

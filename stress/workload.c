@@ -116,7 +116,7 @@ static void hash_op(worker *w, int type, int status, uint64_t key, uint32_t v, u
             else
                 k = snprintf(o, room, "%llu=v%08x %s ", (unsigned long long)key, v, st_status_name(status));
         } else if (type == OP_GET) {
-            k = snprintf(o, room, "%llu %s%s ", (unsigned long long)key, st_status_name(status), status ? "" : "");
+            k = snprintf(o, room, "%llu %s ", (unsigned long long)key, st_status_name(status));
         } else if (type == OP_SCAN) {
             k = snprintf(o, room, "[%llu,+%u) seen=%u %s ", (unsigned long long)key, n, v, st_status_name(status));
         } else {
@@ -600,7 +600,7 @@ static void one_op(worker *w, uint64_t i) {
         w->tnote_len = 0;
         w->tnote[0] = 0;
     }
-    uint64_t inj0 = st_tracing() ? st_injections_so_far() : 0;
+    uint64_t inj0 = st_tracing() ? st_injections_so_far() : 0, call = w->calls;
     if (g.flt) {
         flt_op(g.flt, g.epoch << 32 | w->calls);
         flt_tick(g.flt, g.E->native(g.db));
@@ -616,7 +616,12 @@ static void one_op(worker *w, uint64_t i) {
     }
     run_op(w, seen, i, type, key);
     if (g.flt && traced && top.faults_off) flt_pause(g.flt, 0);
-    if (st_tracing()) st_trace_write(&top, w->tnote, st_injections_so_far() - inj0);
+    if (st_tracing()) { /* the ledger's op field of what it injected: epoch << 32 | call */
+        size_t l = w->tnote_len < sizeof w->tnote ? w->tnote_len : 0;
+        snprintf(w->tnote + l, sizeof w->tnote - l, "op=%llu:%llu", (unsigned long long)g.epoch,
+                 (unsigned long long)call);
+        st_trace_write(&top, w->tnote, st_injections_so_far() - inj0);
+    }
 }
 
 void *st_worker_main(void *arg) {
