@@ -16,9 +16,11 @@ Rules:
       passed instead of crashing (or the reverse) diverged: rejected.
   K2  a trial is deterministic when every stress step it runs has one
       thread, a fixed op count (or an op trace) and no SIGKILL on a timer;
-      it runs once.  Otherwise each change gets TRIALS runs and is kept if
-      one of them fails the same way; shrink.json has the runs and the
-      observed rate.
+      it runs once.  Otherwise each change gets up to TRIALS (3) runs and
+      is kept if NEED (2) of them fail the same way (so the failure rate
+      stays near the recorded run's instead of drifting to a rare one);
+      the runs stop once the verdict is decided.  shrink.json has the runs
+      and the observed rate of each step.
   K3  what is reduced, in order of what helps a reader most: threads (to
       one), the op count pinned and a timed SIGKILL made a crash after the
       last op (--crash_at_end), the ops traced (stress --trace_ops: each
@@ -62,7 +64,8 @@ from .seeds import derive
 from .steps import opt_args, state_argv
 
 DEFAULT_BUDGET = 600
-TRIALS = 3  # runs per change when a trial is not deterministic (K2)
+TRIALS = 3  # runs per change when a trial is not deterministic (K2) ...
+NEED = 2  # ... of which this many must fail the same way (a rate kept near the start's, not drifting to rare)
 MAX_ASIDE = 5
 # Created with the database, fixed for its life (C3, K5).
 CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
@@ -226,6 +229,7 @@ class Shrinker:
         self.aside = []
         self.work = tempfile.mkdtemp(prefix="crashtest-shrink-")
         self.ntrial = 0
+        self.tried = set()  # candidates run already (json)
         self.hang = self.meta.get("hang_seconds", 120)
 
     # ---- trials ----
@@ -274,12 +278,17 @@ class Shrinker:
         it when it fails the same way (K1).  Returns True if kept."""
         if self.left() <= 0 or STOP.is_set():
             return False
+        sig = json.dumps([cand.steps, cand.fresh, cand.trace], sort_keys=True)
+        if sig in self.tried:
+            return False  # the same run was tried and rejected
+        self.tried.add(sig)
         runs = 1 if cand.deterministic() else TRIALS
+        need = 1 if runs == 1 else NEED
         fails, results, why = 0, [], None
         kept_res = None
         for _ in range(runs):
-            if self.left() <= 0 or STOP.is_set():
-                break
+            if self.left() <= 0 or STOP.is_set() or fails >= need or len(results) - fails > runs - need:
+                break  # decided (K2), or out of time
             r = self.run_once(cand)
             results.append(r)
             if r["kind"] == self.kind:
@@ -294,7 +303,7 @@ class Shrinker:
                 why = "diverged: " + r["diverged"]
             else:
                 why = why or "passed"
-        kept = fails > 0
+        kept = fails >= need
         entry = {"n": len(self.log), "phase": phase, "what": what, "trials": len(results), "failures": fails,
                  "rate": round(fails / len(results), 3) if results else None,
                  "verdict": "kept" if kept else "rejected",
@@ -365,43 +374,45 @@ class Shrinker:
             if self.attempt("threads %d -> %d" % (threads, t), c, "threads"):
                 return
 
-    def pinned(self, seed=None, trace=True):
-        """The op step with its op count fixed (what the last kept trial did),
-        a timed SIGKILL made --crash_at_end, and (TRACE) its ops traced."""
+    def p_pin(self):
+        """A timed op step gets a fixed op count (what the last kept trial did,
+        per thread; twice that when a kill point must still fire), and a
+        timed SIGKILL becomes --crash_at_end: a crash after the last op."""
         c = self.best.copy()
         s = c.op
-        ops = (self.best_res or {}).get("ops") or 0
         if opt_get(s["argv"], "replay_ops"):
-            return None
+            return
+        what = []
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
-            if not ops:
-                return None
+            threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
+            ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
             kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
-            s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", ops * 2 if kill else ops), "duration", None)
+            n = max(1, -(-ops // threads)) * (2 if kill else 1)
+            s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
+            what.append("ops pinned (%d per thread)" % n)
         if s.get("kill_after") is not None:
             s["kill_after"] = None
             s["expect"] = "crash_at_end"
             s["argv"] = opt_set(s["argv"], "crash_at_end", 1)
-        if trace and as_int(opt_get(s["argv"], "threads"), 2) == 1:
-            s["argv"] = opt_set(s["argv"], "trace_ops", "@ITER@/ops.trace")
-        if seed is not None:
-            s["argv"] = opt_set(s["argv"], "seed", seed)
-        return c
+            what.append("the timed SIGKILL made a crash after the last op")
+        if what:
+            self.attempt(", ".join(what), c, "pin")
 
-    def p_pin(self):
-        if as_int(opt_get(self.best.op["argv"], "threads"), 2) != 1:
+    def p_trace(self):
+        """One thread, ops pinned: the ops traced (each from a seed of its own:
+        another random run of the same shape, so a few seeds are tried)."""
+        a = self.best.op["argv"]
+        if as_int(opt_get(a, "threads"), 2) != 1 or opt_get(a, "trace_ops") or opt_get(a, "replay_ops") \
+                or as_int(opt_get(a, "ops_per_thread"), 10000) == 0:
             return
-        base = as_int(opt_get(self.best.op["argv"], "seed"))
-        for j, seed in enumerate([None] + [derive(base, "shrink", k) for k in range(3)]):
-            c = self.pinned(seed)
-            if c is None:
+        base = as_int(opt_get(a, "seed"))
+        for seed in [None] + [derive(base, "shrink", k) for k in range(3)]:
+            c = self.best.copy()
+            c.op["argv"] = opt_set(c.op["argv"], "trace_ops", "@ITER@/ops.trace")
+            if seed is not None:
+                c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
+            if self.attempt("ops traced (--trace_ops)" + (", seed %d" % seed if seed else ""), c, "trace"):
                 return
-            what = "ops pinned, crash after the last op, ops traced" + (" (seed %d)" % seed if seed else "")
-            if self.attempt(what, c, "pin"):
-                return
-        c = self.pinned(None, trace=False)
-        if c is not None:
-            self.attempt("ops pinned, crash after the last op (not traced)", c, "pin")
 
     def p_classes(self):
         for opt in sorted(FAULT_OPTIONS):
@@ -506,7 +517,8 @@ class Shrinker:
         names = [x[2:].split("=", 1)[0] for x in a if x.startswith("--")]
         names = sorted(set(names), key=lambda n: (n != "cache_size", n))
         for name in names:
-            if name in NOT_SHRUNK or name in FAULT_OPTIONS or name in MIX or name in RARE_OPS:
+            if name in NOT_SHRUNK or name in FAULT_OPTIONS or name in MIX or name in RARE_OPS or \
+                    name == "writepercent":
                 continue
             if name in CREATION_OPTIONS and not fresh:
                 continue
@@ -610,9 +622,18 @@ class Shrinker:
             ok = self.attempt("the recorded run, unchanged (again)", orig.copy(), "baseline")
         base = self.best_res
         if ok:
-            for step in (self.p_threads, self.p_pin, self.p_classes, self.p_kill, self.p_rates, self.p_ops,
-                         self.p_mix, self.p_fresh, self.p_keys, self.p_options, self.p_powerloss, self.p_replay,
-                         self.p_ddmin, self.p_faults_off, self.p_ddmin):
+            # Rounds until one keeps nothing: a change kept late (a smaller
+            # key space) can let an earlier one (one thread) through.
+            for _ in range(3):
+                kept = sum(1 for e in self.log if e["verdict"] == "kept")
+                for step in (self.p_threads, self.p_pin, self.p_trace, self.p_classes, self.p_kill, self.p_rates,
+                             self.p_ops, self.p_mix, self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
+                    if self.left() <= 0 or STOP.is_set():
+                        break
+                    step()
+                if kept == sum(1 for e in self.log if e["verdict"] == "kept"):
+                    break
+            for step in (self.p_replay, self.p_ddmin, self.p_faults_off, self.p_ddmin):
                 if self.left() <= 0 or STOP.is_set():
                     break
                 step()
