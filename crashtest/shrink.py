@@ -30,8 +30,9 @@ Rules:
       then the key space; the cache size and the other options toward
       stress's defaults; the power-loss mode (keep, then rollback: the
       fewest writes rolled back or torn); then delta debugging on the op
-      trace (stress --replay_ops: chunks of ops removed while it still
-      fails) and the faults of every op that needs none turned off.
+      trace (stress --replay_ops: first only the ops that touch the failing
+      key, then chunks of ops removed while it still fails) and the faults
+      of every op that needs none turned off.
   K4  the budget (--budget, seconds) bounds the whole: no trial starts
       after it; the best run so far is the result.
   K5  creation-time options and the key space (C3) change only together
@@ -116,6 +117,19 @@ def trace_ops_of(path):
             return [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
     except OSError:
         return []
+
+
+def line_touches(line, key):
+    """The op of trace LINE wrote, read or scanned KEY (its KEY field, or a
+    key its note names)."""
+    head, _, what = line.partition("|")
+    f = head.split()
+    if len(f) > 2 and f[2] == key:
+        return True
+    if re.search(r"(?:^|\s)%s=" % re.escape(key), what):
+        return True
+    m = re.search(r"\[(\d+),\+(\d+)\)", what)
+    return bool(m) and int(m.group(1)) <= int(key) < int(m.group(1)) + int(m.group(2))
 
 
 def trace_inj(line):
@@ -570,6 +584,22 @@ class Shrinker:
         c.trace = lines
         return c
 
+    def p_focus(self):
+        """Before ddmin's chunks: only the ops that touch the failing key (the
+        failing step's output names it), with every op that has no key
+        (checkpoints, reopens, verifies, snapshots, vacuums)."""
+        if self.best.trace is None or not self.best_res:
+            return
+        m = KEY_RE.search(self.best_res.get("output_tail") or "")
+        if not m:
+            return
+        key = m.group(1)
+        keep = [l for l in self.best.trace if line_touches(l, key) or l.split()[2] == "-" and
+                l.split()[1] != "batch"]
+        if 0 < len(keep) < len(self.best.trace):
+            self.attempt("ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
+                         % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
+
     def p_ddmin(self):
         if self.best.trace is None:
             return
@@ -633,7 +663,7 @@ class Shrinker:
                     step()
                 if kept == sum(1 for e in self.log if e["verdict"] == "kept"):
                     break
-            for step in (self.p_replay, self.p_ddmin, self.p_faults_off, self.p_ddmin):
+            for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_faults_off, self.p_ddmin):
                 if self.left() <= 0 or STOP.is_set():
                     break
                 step()
