@@ -234,6 +234,11 @@ def make_parser():
     m.add_argument("--report-dir", default=None, metavar="DIR",
                    help="mutants.json, one simple report dir and log per bug (default: "
                         "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy)")
+    m.add_argument("--shrink", action="store_true",
+                   help="shrink each caught bug's failure (crashtest.py shrink): the reductions go into "
+                        "mutants.json and a second table of mutants.md")
+    m.add_argument("--shrink-budget", type=seconds, default=DEFAULT_BUDGET, metavar="S",
+                   help="seconds of shrinking per caught bug")
     m.set_defaults(func=mutants_mode)
     return p
 
