@@ -149,12 +149,15 @@ class Cand:
     an empty directory (a fresh database), the op trace it replays, and the
     index of its op step (the workload whose ops the failure rests on)."""
 
-    def __init__(self, steps, fresh, trace, w):
+    def __init__(self, steps, fresh, trace, w, want=None):
         self.steps, self.fresh, self.trace, self.w = steps, fresh, trace, w
+        # Each step's recorded outcome: a crash step that passes (or the
+        # reverse) diverged, the steps after it were planned on it (K1).
+        self.want = want if want is not None else [None] * len(steps)
 
     def copy(self):
         return Cand([dict(s, argv=list(s["argv"])) if "argv" in s else dict(s) for s in self.steps], self.fresh,
-                    list(self.trace) if self.trace is not None else None, self.w)
+                    list(self.trace) if self.trace is not None else None, self.w, list(self.want))
 
     def stress_steps(self):
         return [s for s in self.steps if s["type"] == "stress"]
@@ -231,13 +234,12 @@ class Shrinker:
             raise UsageError("%s has no --trace_ops: rebuild it (or give --stress-binary)" % self.bin["@STRESS@"])
         steps = self.meta["steps"]
         fail_n = self.failure["step"]
-        self.recorded = [(s.get("result") or {}).get("outcome") for s in steps]
         w = fail_n if is_workload(steps[fail_n]) else max(
             [i for i in range(fail_n) if is_workload(steps[i])] or [None], key=lambda x: -1 if x is None else x)
         if w is None:
             raise UsageError("no workload step before the failure: nothing to shrink")
         self.best = Cand([{k: v for k, v in s.items() if k != "result"} for s in steps[:fail_n + 1]],
-                         False, None, w)
+                         False, None, w, [(s.get("result") or {}).get("outcome") for s in steps[:fail_n + 1]])
         self.best_res = None
         self.log = []  # shrink.json's steps
         self.aside = []
@@ -280,7 +282,7 @@ class Shrinker:
                 res["step"] = n
                 res["output_tail"] = r.get("output_tail")
                 break
-            want = self.recorded[n] if n < len(self.recorded) else None
+            want = cand.want[n] if n < len(cand.want) else None
             if step["type"] == "stress" and want in ("crashed", "passed") and r["outcome"] != want:
                 res["diverged"] = "step %d (%s) %s instead of %s" % (n, step["name"], r["outcome"], want)
                 break
@@ -333,6 +335,7 @@ class Shrinker:
             # The failure may now show at an earlier step: the later ones go.
             cand = cand.copy()
             cand.steps = cand.steps[:kept_res["step"] + 1]
+            cand.want = cand.want[:kept_res["step"] + 1]
             self.best, self.best_res = cand, kept_res
         for r in results:
             if r is not kept_res:
@@ -506,13 +509,13 @@ class Shrinker:
                    "--ops_per_thread=200", "--seed=%d" % derive(seed, "create")],
                   "expect": "exit0", "kill_after": None, "primary": True, "time_limit": None}
         c.steps.insert(0, create)
+        c.want.insert(0, "passed")
         for s in c.steps:
             if s["type"] == "variant":
                 s["powerloss_step"] += 1
         c.w += 1
         c.fresh = True
-        if self.attempt("a fresh database instead of the one the run had grown", c, "fresh"):
-            self.recorded.insert(0, "passed")
+        self.attempt("a fresh database instead of the one the run had grown", c, "fresh")
 
     def p_keys(self):
         if not self.best.fresh and opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") != "1":
