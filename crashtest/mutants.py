@@ -186,13 +186,13 @@ def shrink_table(rows):
             continue
         ratio = ""
         if o.get("ops") and s.get("ops"):
-            ratio = " (%sx)" % ("%.0f" % (o["ops"] / s["ops"]))
+            ratio = " (%.0fx)" % (o["ops"] / s["ops"])
         times = s.get("repro_seconds") or []
         out.append("| `%s` | %s | %s -> %s | %s -> %s%s | %s -> %s | %s -> %s | %.0f s | %s s, reproduced %s |" % (
             name, sh.get("kind"), o.get("threads"), s.get("threads"), o.get("ops"), s.get("ops"), ratio,
             ", ".join(o.get("fault_classes") or []) or "none", ", ".join(s.get("fault_classes") or []) or "none",
-            o.get("steps"), s.get("steps"), sh.get("elapsed_s") or 0, max(times) if times else "-",
-            s.get("repro_reproduced")))
+            o.get("steps"), s.get("steps"), sh.get("elapsed_s") or 0,
+            "%.1f" % max(times) if times else "-", s.get("repro_reproduced")))
     return "\n".join(out) + "\n"
 
 
