@@ -16,10 +16,12 @@ Rules:
       passed instead of crashing (or the reverse) diverged: rejected.
   K2  a trial is deterministic when every stress step it runs has one
       thread, a fixed op count (or an op trace) and no SIGKILL on a timer;
-      it runs once.  Otherwise each change gets up to TRIALS (3) runs and
-      is kept if NEED (2) of them fail the same way (so the failure rate
-      stays near the recorded run's instead of drifting to a rare one);
-      the runs stop once the verdict is decided.  shrink.json has the runs
+      it runs once.  Otherwise the recorded run gets up to 5 tries (one
+      must fail), and each change up to TRIALS (3) runs, kept if NEED (2)
+      of them fail the same way (so the failure rate stays near the
+      recorded run's instead of drifting to a rare one; 1 when the recorded
+      run failed in fewer than half its tries); the runs stop once the
+      verdict is decided.  shrink.json has the runs
       and the observed rate of each step.
   K3  what is reduced, in order of what helps a reader most: threads (to
       one), the op count pinned and a timed SIGKILL made a crash after the
@@ -66,6 +68,7 @@ from .steps import opt_args, state_argv
 
 DEFAULT_BUDGET = 600
 TRIALS = 3  # runs per change when a trial is not deterministic (K2) ...
+BASELINE_TRIALS = 5  # tries of the recorded run when it is not deterministic
 NEED = 2  # ... of which this many must fail the same way (a rate kept near the start's, not drifting to rare)
 MAX_ASIDE = 5
 # Created with the database, fixed for its life (C3, K5).
@@ -245,6 +248,7 @@ class Shrinker:
         self.aside = []
         self.work = tempfile.mkdtemp(prefix="crashtest-shrink-")
         self.ntrial = 0
+        self.need = NEED
         self.tried = set()  # candidates run already (json)
         self.hang = self.meta.get("hang_seconds", 120)
 
@@ -289,17 +293,19 @@ class Shrinker:
         res["seconds"] = round(time.monotonic() - t0, 3)
         return res
 
-    def attempt(self, what, cand, phase):
+    def attempt(self, what, cand, phase, runs=None, need=None):
         """Run CAND (once if deterministic, else TRIALS times; K2) and keep
         it when it fails the same way (K1).  Returns True if kept."""
         if self.left() <= 0 or STOP.is_set():
             return False
         sig = json.dumps([cand.steps, cand.fresh, cand.trace], sort_keys=True)
-        if sig in self.tried:
+        if sig in self.tried and runs is None:
             return False  # the same run was tried and rejected
         self.tried.add(sig)
-        runs = 1 if cand.deterministic() else TRIALS
-        need = 1 if runs == 1 else NEED
+        if runs is None:
+            runs = 1 if cand.deterministic() else TRIALS
+        if need is None:
+            need = 1 if runs == 1 else self.need
         fails, results, why = 0, [], None
         kept_res = None
         for _ in range(runs):
@@ -650,9 +656,14 @@ class Shrinker:
         p.line("shrink: %s (%s at step %d, %s), budget %g s" % (nice_path(self.dir), self.kind,
                                                              self.failure["step"], self.failure.get("step_name"),
                                                              self.budget))
-        ok = self.attempt("the recorded run, unchanged", orig.copy(), "baseline")
-        if not ok and not orig.deterministic():
-            ok = self.attempt("the recorded run, unchanged (again)", orig.copy(), "baseline")
+        # Does it come back at all?  A run that is not deterministic gets up
+        # to BASELINE_TRIALS tries; its rate sets how many of each later
+        # step's trials must fail (K2).
+        runs = 1 if orig.deterministic() else BASELINE_TRIALS
+        ok = self.attempt("the recorded run, unchanged", orig.copy(), "baseline", runs=runs, need=1)
+        if ok and runs > 1:
+            e = self.log[-1]
+            self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
         base = self.best_res
         if ok:
             # Rounds until one keeps nothing: a change kept late (a smaller
