@@ -71,6 +71,9 @@ TRIALS = 3  # runs per change when a trial is not deterministic (K2) ...
 BASELINE_TRIALS = 5  # tries of the recorded run when it is not deterministic
 NEED = 2  # ... of which this many must fail the same way (a rate kept near the start's, not drifting to rare)
 MAX_ASIDE = 5
+# Kinds that say the trial's steps did not fit together (a usage error, a
+# process that ended before its planned kill): no new failure (K1).
+HARNESS_KINDS = ("error", "early_exit")
 # Created with the database, fixed for its life (C3, K5).
 CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
                     "large_value_one_in", "large_value_size"]
@@ -316,10 +319,10 @@ class Shrinker:
             if r["kind"] == self.kind:
                 fails += 1
                 kept_res = kept_res or r
-            elif r["kind"] and r["kind"] != "error":
+            elif r["kind"] and r["kind"] not in HARNESS_KINDS:
                 why = "failed differently: %s at step %d" % (r["kind"], r["step"])
                 self.keep_aside(cand, r)
-            elif r["kind"] == "error":
+            elif r["kind"] in HARNESS_KINDS:
                 why = "error: %s" % (r["failure"] or {}).get("message", "")[:200]
             elif r["diverged"]:
                 why = "diverged: " + r["diverged"]
@@ -413,7 +416,13 @@ class Shrinker:
             n = max(1, -(-ops // threads)) * (2 if kill else 1)
             s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
             what.append("ops pinned (%d per thread)" % n)
-        if s.get("kill_after") is not None:
+        if s.get("kill_after") is not None and c.w == len(c.steps) - 1:
+            # The failure shows in the op step itself, before its kill:
+            # the kill goes, the process ends by itself and is judged.
+            s["kill_after"] = None
+            s["expect"] = "exit0"
+            what.append("no SIGKILL (the failure shows before it)")
+        elif s.get("kill_after") is not None:
             s["kill_after"] = None
             s["expect"] = "crash_at_end"
             s["argv"] = opt_set(s["argv"], "crash_at_end", 1)
