@@ -282,7 +282,9 @@ class Shrinker:
             r = ex.run(n, step)
             res["results"][n] = r
             if n == cand.w:
-                res["ops"] = ops_of(r, subst(step["state"], env))
+                traced = opt_get(step["argv"], "trace_ops")
+                res["ops"] = len(trace_ops_of(subst(traced, env))) if traced else \
+                    ops_of(r, subst(step["state"], env))
             if r["failure"]:
                 res["failure"] = dict(r["failure"], step=n, step_name=step["name"])
                 res["kind"] = r["failure"]["kind"]

@@ -394,6 +394,7 @@ static int run_workers(int failed, pthread_t *wd) {
     }
     pthread_create(wd, NULL, st_watchdog_main, NULL);
     if (!g.o.verification_only && g.db && !failed) {
+        st_write_progress(0); /* not the count an earlier process left */
         double t = st_now();
         for (uint64_t i = 0; i < g.o.threads; i++) pthread_create(&g.w[i].th, NULL, st_worker_main, &g.w[i]);
         for (uint64_t i = 0; i < g.o.threads; i++) pthread_join(g.w[i].th, NULL);
