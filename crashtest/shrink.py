@@ -304,6 +304,8 @@ class Shrinker:
         if self.left() <= 0 or STOP.is_set():
             return False
         sig = json.dumps([cand.steps, cand.fresh, cand.trace], sort_keys=True)
+        if runs is None and sig == json.dumps([self.best.steps, self.best.fresh, self.best.trace], sort_keys=True):
+            return False  # no change
         if sig in self.tried and runs is None:
             return False  # the same run was tried and rejected
         self.tried.add(sig)
