@@ -1,5 +1,6 @@
 """crashtest.py shrink FAILURE_DIR: a saved failure reduced to the smallest
-run that still shows it (docs/shrinking.md's rules are this docstring).
+run that still shows it (README, "Shrinking a failure"; the rules are
+here).
 
 repro replays a failure exactly; a reader then wants the smallest run that
 still fails: one thread, a few ops, one fault at the op that matters.
