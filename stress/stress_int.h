@@ -195,7 +195,8 @@ int st_replaying(void);
 size_t st_replay_count(void);
 const st_trace_op *st_replay_at(size_t i);
 uint64_t st_trace_seed(uint64_t index);
-void st_trace_write(const st_trace_op *op, const char *note, uint64_t injected);
+void st_trace_head(const st_trace_op *op);
+void st_trace_note(const char *note, uint64_t injected);
 void st_trace_close(void);
 
 /* report.c */

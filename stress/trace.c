@@ -28,8 +28,9 @@
  *           the field being EPOCH << 32 | CALL), ledger lines it added
  *           (inj=N); replay ignores all of it
  *
- * The trace is written with one write() per line, so a process killed
- * in the middle (a kill point, --crash_at_end) leaves every op it did.
+ * A line is written in two write()s, its head before the op runs and
+ * its note after, so a process killed in the middle (a kill point,
+ * --crash_at_end) leaves every op it did, the one it was killed in too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -141,12 +142,22 @@ const st_trace_op *st_replay_at(size_t i) { return i < nreplay ? &replay[i] : NU
 
 uint64_t st_trace_seed(uint64_t index) { return rng_mix64(g.o.seed ^ rng_mix64(index + 1) ^ 0x6f70736565640000ull); }
 
-void st_trace_write(const st_trace_op *op, const char *note, uint64_t injected) {
+/* The line's head goes out before the op runs, its note after: an op
+ * that a kill point ends halfway stays in the trace (a head alone, which
+ * replays like any line), and its replay is killed at the same place. */
+void st_trace_head(const st_trace_op *op) {
     if (trace_fd < 0) return;
-    char line[1024], key[24] = "-";
+    char line[128], key[24] = "-";
     if (op->has_key) snprintf(key, sizeof key, "%" PRIu64, op->key);
-    int n = snprintf(line, sizeof line, "%" PRIu64 " %s %s %016" PRIx64 " %s | %s inj=%" PRIu64 "\n", op->index,
-                     st_op_names[op->type], key, op->seed, op->faults_off ? "off" : "on", note, injected);
+    int n = snprintf(line, sizeof line, "%" PRIu64 " %s %s %016" PRIx64 " %s", op->index, st_op_names[op->type], key,
+                     op->seed, op->faults_off ? "off" : "on");
+    if (write(trace_fd, line, (size_t)n) != n) {}
+}
+
+void st_trace_note(const char *note, uint64_t injected) {
+    if (trace_fd < 0) return;
+    char line[1024];
+    int n = snprintf(line, sizeof line, " | %s inj=%" PRIu64 "\n", note, injected);
     if (n >= (int)sizeof line) {
         n = (int)sizeof line - 1;
         line[n - 1] = '\n';

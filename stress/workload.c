@@ -613,6 +613,7 @@ static void one_op(worker *w, uint64_t i) {
         top.has_key = type == OP_GET || type == OP_PUT || type == OP_DEL || type == OP_SCAN;
         top.key = top.has_key ? key : 0;
         w->rng = rng_mix64(top.seed ^ 0x72756e6f70000000ull);
+        if (st_tracing()) st_trace_head(&top);
     }
     run_op(w, seen, i, type, key);
     if (g.flt && traced && top.faults_off) flt_pause(g.flt, 0);
@@ -620,7 +621,7 @@ static void one_op(worker *w, uint64_t i) {
         size_t l = w->tnote_len < sizeof w->tnote ? w->tnote_len : 0;
         snprintf(w->tnote + l, sizeof w->tnote - l, "op=%llu:%llu", (unsigned long long)g.epoch,
                  (unsigned long long)call);
-        st_trace_write(&top, w->tnote, st_injections_so_far() - inj0);
+        st_trace_note(w->tnote, st_injections_so_far() - inj0);
     }
 }
 
