@@ -4,7 +4,9 @@ K1-K5) and of the op trace it stands on (stress --trace_ops and
 
 - a traced run replayed from its trace is the same run (same trace hash,
   same ops, same faults); a trace with ops removed replays the rest, each
-  with its own faults; bad traces and --threads > 1 are usage errors;
+  with its own faults; the op a kill point ends halfway stays in the
+  trace and its replay is killed there again; bad traces and --threads > 1
+  are usage errors;
 - a crash at the end of the ops (--crash_at_end) is a planned crash for
   the judge, and the argv helpers and ddmin's input handling are right;
 - for planted bugs of the catalogue that a single thread can show, a
@@ -125,6 +127,21 @@ class TestOpTrace(unittest.TestCase):
         rc, out, err = self.run_db("--replay_ops=" + t2)
         self.assertEqual(rc, 0, out + err)
         self.assertEqual(summary_field(out, "injected"), "0")
+
+    def test_an_op_a_kill_point_ends_halfway_stays_in_the_trace_and_replays_to_the_same_kill(self):
+        t1, t2 = os.path.join(self.d, "a.trace"), os.path.join(self.d, "b.trace")
+        kill = ["--sync_fault_injection=1", "--kill_random_test=5", "--kill_points=kill/wal/after_sync"]
+        rc, out, err = stress("--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1", "--max_key=100",
+                              "--ops_per_thread=500", "--trace_ops=" + t1, *kill)
+        self.assertEqual(rc, -9, out + err)
+        with open(t1) as f:
+            text = f.read()
+        self.assertFalse(text.endswith("\n"), "the killed op's line is its head alone")
+        rc, out, err = stress("--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1", "--max_key=100",
+                              "--replay_ops=" + t1, "--trace_ops=" + t2, *kill)
+        self.assertEqual(rc, -9, out + err)
+        with open(t2) as f:
+            self.assertEqual(f.read(), text)
 
     def test_bad_traces_and_several_threads_are_usage_errors(self):
         bad = os.path.join(self.d, "bad.trace")
