@@ -684,8 +684,9 @@ class Shrinker:
             # key space) can let an earlier one (one thread) through.
             for _ in range(3):
                 kept = sum(1 for e in self.log if e["verdict"] == "kept")
-                for step in (self.p_threads, self.p_pin, self.p_trace, self.p_classes, self.p_kill, self.p_rates,
-                             self.p_ops, self.p_mix, self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
+                # The op count early: every later trial is that much shorter.
+                for step in (self.p_threads, self.p_pin, self.p_trace, self.p_ops, self.p_classes, self.p_kill,
+                             self.p_rates, self.p_mix, self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
                     if self.left() <= 0 or STOP.is_set():
                         break
                     step()
