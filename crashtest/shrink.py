@@ -304,8 +304,8 @@ class Shrinker:
         it when it fails the same way (K1).  Returns True if kept."""
         if self.left() <= 0 or STOP.is_set():
             return False
-        sig = json.dumps([cand.steps, cand.fresh, cand.trace], sort_keys=True)
-        if runs is None and sig == json.dumps([self.best.steps, self.best.fresh, self.best.trace], sort_keys=True):
+        sig = signature(cand)
+        if runs is None and sig == signature(self.best):
             return False  # no change
         if sig in self.tried and runs is None:
             return False  # the same run was tried and rejected
@@ -407,7 +407,7 @@ class Shrinker:
 
     def p_pin(self):
         """A timed op step gets a fixed op count (what the last kept trial did,
-        per thread; twice that when a kill point must still fire), and a
+        per thread; four times that when a kill point must still fire), and a
         timed SIGKILL becomes --crash_at_end: a crash after the last op."""
         c = self.best.copy()
         s = c.op
@@ -418,7 +418,7 @@ class Shrinker:
             threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
             ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
             kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
-            n = max(1, -(-ops // threads)) * (2 if kill else 1)
+            n = max(1, -(-ops // threads)) * (4 if kill else 1)  # the kill ends it: room is cheap
             s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
             what.append("ops pinned (%d per thread)" % n)
         if s.get("kill_after") is not None and c.w == len(c.steps) - 1:
@@ -741,6 +741,12 @@ class Shrinker:
         write_json(os.path.join(self.dir, "shrink.json"), doc)
         shutil.rmtree(self.work, ignore_errors=True)
         return rc, doc
+
+
+def signature(cand):
+    """What makes two candidates the same run (options in any order)."""
+    steps = [dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps]
+    return json.dumps([steps, cand.fresh, cand.trace], sort_keys=True)
 
 
 def same_value(v, d):
