@@ -112,7 +112,7 @@ def repro(a, printer):
         return EXIT_PASS
     if os.path.exists(os.path.join(d, "ops.trace")):
         show_ops(printer, os.path.join(d, "ops.trace"), state,
-                 (ex.results.get(got["step"] if got else fail_n) or {}).get("output_tail"))
+                 (ex.results.get(got["step"] if got else fail_n) or {}).get("output_tail"), f.get("kind"))
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
     else:
@@ -137,12 +137,21 @@ def repro(a, printer):
     return EXIT_FAIL
 
 
-def show_ops(printer, trace, state, output):
+def failing_key(output, kind):
+    """The key index a stress failure of KIND names in OUTPUT (the first
+    such failure's; else the first key any failure names), or None."""
+    for pat in (r"FAILURE %s [^\n]*key k\d+ \((\d+)\)" % re.escape(kind or ""), r"FAILURE \w+ [^\n]*key k\d+ \((\d+)\)"):
+        m = re.search(pat, output or "")
+        if m:
+            return m.group(1)
+    return None
+
+
+def show_ops(printer, trace, state, output, kind=None):
     """A shrunk run's op list (its ops.trace, docs/formats.md), readable,
     each op followed by the ledger lines it caused; the ops that touch the
     failing key (named in the failing step's output) are marked '>'."""
-    m = re.search(r"key k\d+ \((\d+)\)", output or "")
-    key = m.group(1) if m else None
+    key = failing_key(output, kind)
     ledger = {}
     try:
         with open(os.path.join(state, "run", "ledger")) as f:

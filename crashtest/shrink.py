@@ -64,6 +64,7 @@ from .executor import Executor, subst
 from .output import Printer
 from .params import FAULT_OPTIONS
 from .procs import STOP
+from .repro import failing_key
 from .seeds import derive
 from .steps import opt_args, state_argv
 
@@ -85,7 +86,6 @@ NOT_SHRUNK = {"db", "expected_values_dir", "run_dir", "report", "seed", "max_key
               "list_fault_points"}
 MIX = ["readpercent", "iterpercent", "delpercent"]
 RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
-KEY_RE = re.compile(r"key k\d+ \((\d+)\)")
 
 
 # ---- argv of a recorded stress step: "--name=value" items ----
@@ -613,10 +613,9 @@ class Shrinker:
         (checkpoints, reopens, verifies, snapshots, vacuums)."""
         if self.best.trace is None or not self.best_res:
             return
-        m = KEY_RE.search(self.best_res.get("output_tail") or "")
-        if not m:
+        key = failing_key(self.best_res.get("output_tail"), self.kind)
+        if key is None:
             return
-        key = m.group(1)
         keep = [l for l in self.best.trace if line_touches(l, key) or l.split()[2] == "-" and
                 l.split()[1] != "batch"]
         if 0 < len(keep) < len(self.best.trace):
