@@ -9,6 +9,7 @@ K1-K5) and of the op trace it stands on (stress --trace_ops and
   are usage errors;
 - a crash at the end of the ops (--crash_at_end) is a planned crash for
   the judge, and the argv helpers and ddmin's input handling are right;
+- a nightly run with --shrink shrinks the failure it saved;
 - for planted bugs of the catalogue that a single thread can show, a
   real failure caught by `simple` is shrunk: the shrunk run fails with
   the same kind, with one thread, at least 10 times fewer ops, its repro
@@ -233,6 +234,25 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout)
         self.assertIn("reproduced: %s" % kind, r.stdout)
         self.assertIn("the op list (%d ops" % s["ops"], r.stdout)
+
+    def test_a_nightly_run_with_shrink_shrinks_its_failure_after_its_iterations(self):
+        b = os.path.join(ROOT, BUILD, "mutants", "stale-value")
+        if not make(os.path.join(b, "stress"), POWERLOSS):
+            self.skipTest("build/mutants/stale-value missing")
+        rd = os.path.join(self.d, "r")
+        p = subprocess.run([sys.executable, CRASHTEST, "blackbox", "--iterations", "1", "--seed", "3", "--interval",
+                            "2", "--max-key", "1000", "--faults", "none", "--threads", "1", "--stress-binary",
+                            os.path.join(b, "stress"), "--powerloss-binary", POWERLOSS, "--report-dir", rd,
+                            "--shrink", "--shrink-budget", "120"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        (folder,) = [os.path.join(rd, "failures", d) for d in os.listdir(os.path.join(rd, "failures"))]
+        with open(os.path.join(folder, "shrink.json")) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["kind"], "wrong_value")
+        self.assertEqual(doc["shrunk"]["repro_reproduced"], "3 of 3")
+        self.assertTrue(os.path.isfile(os.path.join(folder, "shrunk", "meta.json")))
+        self.assertRegex(p.stdout, r"shrink: \S*crashtest.py repro \S+/shrunk")
 
     def test_planted_bugs_shrink_to_one_thread_and_ten_times_fewer_ops(self):
         if not bugs():
