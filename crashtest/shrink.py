@@ -59,7 +59,7 @@ import tempfile
 import time
 
 from .binary import check_binary, stress_info
-from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, file_size, nice_path, write_json
+from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import Executor, subst
 from .output import Printer
 from .params import FAULT_OPTIONS
