@@ -179,14 +179,18 @@ def shrink_table(rows):
     for name, sh in rows:
         o, s = sh["original"], sh.get("shrunk")
         if not s:
-            out.append("| `%s` | %s | %s | %s | %s | %s | %s | not reproduced by the recorded run |"
-                       % (name, sh.get("kind"), o.get("threads"), o.get("ops"),
+            out.append("| `%s` | %s | %s | %s | %s | %s | %s | the recorded run did not fail again |"
+                       % (name, sh.get("kind"), o.get("threads"), o.get("ops") or "?",
                           ", ".join(o.get("fault_classes") or []) or "none", o.get("steps"),
                           "%.0f s" % (sh.get("elapsed_s") or 0)))
             continue
         ratio = ""
         if o.get("ops") and s.get("ops"):
-            ratio = " (%.0fx)" % (o["ops"] / s["ops"])
+            x = o["ops"] / s["ops"]
+            ratio = " (%.0fx)" % x if x >= 10 else " (%.1fx)" % x
+        elif o.get("ops") and s.get("ops") == 0:
+            ratio = " (all)"
+        o = dict(o, ops=o.get("ops") or "?")  # killed before its first progress note
         times = s.get("repro_seconds") or []
         out.append("| `%s` | %s | %s -> %s | %s -> %s%s | %s -> %s | %s -> %s | %.0f s | %s s, reproduced %s |" % (
             name, sh.get("kind"), o.get("threads"), s.get("threads"), o.get("ops"), s.get("ops"), ratio,
