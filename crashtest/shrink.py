@@ -27,9 +27,10 @@ Rules:
   K3  what is reduced, in order of what helps a reader most: threads (to
       one), the op count pinned and a timed SIGKILL made a crash after the
       last op (--crash_at_end), the ops traced (stress --trace_ops: each
-      op draws from a seed of its own); fault classes (each dropped),
-      kill points (the one that fired, at its first hit), fault rates;
-      the op count and op mix; a fresh database instead of the grown one,
+      op draws from a seed of its own), the op count (this early so that
+      every later trial is shorter); fault classes (each dropped), kill
+      points (the one that fired, at its first hit), fault rates; the op
+      mix; a fresh database instead of the grown one,
       then the key space; the cache size and the other options toward
       stress's defaults; the power-loss mode (keep, then rollback: the
       fewest writes rolled back or torn); then delta debugging on the op
