@@ -189,6 +189,21 @@ class TestShrinkParts(unittest.TestCase):
         self.assertFalse(Cand([st3], True, None, 0).deterministic())
 
 
+class TestShrinkTable(unittest.TestCase):
+    def test_mutants_table_of_reductions(self):
+        from crashtest.mutants import shrink_summary, shrink_table
+        doc = {"kind": "lost", "elapsed_s": 41.2,
+               "original": {"threads": 4, "ops": 10311, "fault_classes": ["read_error"], "steps": 5},
+               "shrunk": {"threads": 1, "ops": 1, "fault_classes": [], "steps": 5, "repro_seconds": [0.6, 0.5],
+                          "repro_reproduced": "2 of 2", "path": "x"}}
+        t = shrink_table([("a-bug", shrink_summary(doc)),
+                          ("b-bug", shrink_summary({"kind": "lost", "original": {"threads": 2, "ops": None}}))])
+        self.assertIn("| `a-bug` | lost | 4 -> 1 | 10311 -> 1 (10311x) | read_error -> none | 5 -> 5 | 41 s | "
+                      "0.6 s, reproduced 2 of 2 |", t)
+        self.assertIn("| `b-bug` | lost | 2 | ? |", t)
+        self.assertIn("did not fail again", t)
+
+
 class TestShrinkPlantedBugs(unittest.TestCase):
     """Real failures of planted bugs, caught by simple, shrunk."""
 
