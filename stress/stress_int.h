@@ -188,13 +188,17 @@ int st_read_state(uint64_t *epoch, size_t *settled, int *clean);
 int st_write_state(uint64_t epoch, size_t settled, int clean);
 void st_write_progress(uint64_t ops);
 
-/* trace.c */
-int st_trace_open(void); /* -1 go on, else an exit code (a message was printed) */
-int st_tracing(void);
-int st_replaying(void);
+/* trace.c.  st_trace_open reads all of --replay_ops (a bad line: exit 2
+ * before anything is written) and creates --trace_ops; returns -1 to go
+ * on, else an exit code (a message was printed). */
+int st_trace_open(void);
+int st_tracing(void);   /* --trace_ops is being written */
+int st_replaying(void); /* the workload is --replay_ops's list */
 size_t st_replay_count(void);
-const st_trace_op *st_replay_at(size_t i);
-uint64_t st_trace_seed(uint64_t index);
+const st_trace_op *st_replay_at(size_t i); /* NULL past the end */
+uint64_t st_trace_seed(uint64_t index);    /* a traced op's seed: f(--seed, its index) */
+/* An op's line: its head before the op runs, its note (what it did, the
+ * ledger lines it added) after; a kill in between leaves the head. */
 void st_trace_head(const st_trace_op *op);
 void st_trace_note(const char *note, uint64_t injected);
 void st_trace_close(void);
