@@ -19,11 +19,15 @@ as long as asked, a crash cycle against one database and its expected state:
 
 Modes: blackbox, whitebox, simple (a short mix of both for CI), repro
 RUN_DIR (replays a failed iteration from its saved artifacts; given a
-report directory, lists its failures), mutants (simple against each
-planted bug of tests/mutants.txt: the harness's bug-finding power,
-measured; docs/mutants.md) and report DIR... (one self-contained HTML
-page from report directories, with trends across several, or from the
-benchmarks' JSON).
+report directory, lists its failures), shrink FAILURE_DIR (reduces a
+failed iteration to the smallest run that still fails the same way: one
+thread, few ops, few fault classes, then delta debugging on stress's op
+trace; shrink.py K1-K5; the nightly modes do it after their iterations
+with --shrink), mutants (simple against each planted bug of
+tests/mutants.txt: the harness's bug-finding power, measured;
+docs/mutants.md) and report DIR... (one self-contained HTML page from
+report directories, with trends across several, or from the benchmarks'
+JSON).
 Python 3 standard library only.  Exit: 0 every iteration passed, 1 one
 failed (or the run was interrupted), 2 usage.
 

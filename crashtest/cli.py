@@ -15,6 +15,7 @@ from .mutants import MUTANTS_FILE, mutants_mode
 from .params import FAULTS, MODE_DEFAULTS, POWERLOSS_MODES, UNSTABLE_FAULTS
 from .procs import STOP, signal_name
 from .repro import repro_mode
+from .shrink import DEFAULT_BUDGET, shrink_mode
 from .run import run_mode
 
 MODE_HELP = {
@@ -25,6 +26,8 @@ MODE_HELP = {
     "repro": "replay a failed iteration from its artifacts (REPORT_DIR/failures/ID)",
     "mutants": "run simple against each planted bug of tests/mutants.txt: caught or not, time to catch",
     "report": "one self-contained HTML page from report directories (several: trends) or benchmark JSON",
+    "shrink": "reduce a failed iteration (REPORT_DIR/failures/ID) to the smallest run that still fails the same "
+              "way",
 }
 
 
@@ -186,6 +189,12 @@ def make_parser():
                        help="no progress for S seconds is a hang (stress's own watchdog; crashtest's ends the "
                             "process min(S, 30) s later)")
         g.add_argument("-v", "--verbose", action="store_true", help="print every command")
+        g = s.add_argument_group("shrinking")
+        g.add_argument("--shrink", action="store_true",
+                       help="after the run's iterations, shrink each failure it saved (crashtest.py shrink), "
+                            "within --shrink-budget")
+        g.add_argument("--shrink-budget", type=seconds, default=DEFAULT_BUDGET, metavar="S",
+                       help="seconds for all the shrinking of --shrink (each failure gets what is left)")
         s.set_defaults(func=run_mode)
     r = sub.add_parser("repro", help=MODE_HELP["repro"], formatter_class=fmt,
                        description="Replay a failed iteration from its saved artifacts (REPORT_DIR/failures/ID): "
@@ -201,6 +210,21 @@ def make_parser():
     r.add_argument("--keep", action="store_true", help="keep the replay's directory")
     r.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     r.set_defaults(func=repro_mode)
+    k = sub.add_parser("shrink", help=MODE_HELP["shrink"], formatter_class=fmt,
+                       description="Reduce a failed iteration to the smallest run that still fails with the same "
+                                   "kind: one thread, fewer ops, fewer fault classes, a fresh small database, "
+                                   "options toward stress's defaults, then delta debugging on its op trace.  "
+                                   "Writes FAILURE_DIR/shrunk/ (repro reads it) and FAILURE_DIR/shrink.json (every "
+                                   "step tried), prints the final command.  A different failure found on the way "
+                                   "is kept in FAILURE_DIR/shrink-aside/.  Exit 0 shrunk, 1 the failure did not "
+                                   "come back, 2 usage.")
+    k.add_argument("failure_dir", metavar="FAILURE_DIR", help="the failed iteration's folder")
+    k.add_argument("--budget", type=seconds, default=DEFAULT_BUDGET, metavar="S",
+                   help="seconds for the whole shrinking (no trial starts after it)")
+    k.add_argument("--stress-binary", default=None, metavar="PATH",
+                   help="another stress binary (default: the recorded one)")
+    k.add_argument("--powerloss-binary", default=None, metavar="PATH", help="another powerloss binary")
+    k.set_defaults(func=shrink_mode)
     m = sub.add_parser("mutants", help=MODE_HELP["mutants"], formatter_class=fmt,
                        description="For each planted bug of the catalogue (tests/mutants.txt): build "
                                    "build/mutants/NAME/{stress,powerloss}, run 'crashtest.py simple' against it "
@@ -226,6 +250,11 @@ def make_parser():
     m.add_argument("--report-dir", default=None, metavar="DIR",
                    help="mutants.json, one simple report dir and log per bug (default: "
                         "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy)")
+    m.add_argument("--shrink", action="store_true",
+                   help="shrink each caught bug's failure (crashtest.py shrink): the reductions go into "
+                        "mutants.json and a second table of mutants.md")
+    m.add_argument("--shrink-budget", type=seconds, default=DEFAULT_BUDGET, metavar="S",
+                   help="seconds of shrinking per caught bug")
     m.set_defaults(func=mutants_mode)
     h = sub.add_parser("report", help=MODE_HELP["report"], formatter_class=fmt,
                        description="Write one self-contained HTML page (inline SVG and CSS, no script, no network) "

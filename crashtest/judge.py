@@ -26,7 +26,9 @@ def judge_stress(expect, rc, killed_by_us, hung, output, report, kill_lines, cor
     """The outcome of one stress process.  EXPECT: 'exit0' (must end by
     itself and pass), 'sigkill' (we kill it: ending first is a failure,
     unless the engine refused the database for good), 'sigkill_or_exit0'
-    (we may kill it, or it may end first and pass), 'kill_point' (a kill
+    (we may kill it, or it may end first and pass), 'crash_at_end' (it
+    kills itself after its ops, --crash_at_end: crashtest.py shrink's
+    crash at a known op), 'kill_point' (a kill
     point may fire; ending by itself and passing is fine too), 'refused'
     (files of the database were removed: the engine must refuse it, exit
     3, and change nothing).  KILL_LINES:
@@ -74,6 +76,8 @@ def judge_stress(expect, rc, killed_by_us, hung, output, report, kill_lines, cor
         if killed_by_us and expect in ("sigkill", "sigkill_or_exit0"):
             return "crashed", None
         if expect == "kill_point" and kill_lines:
+            return "crashed", None
+        if expect == "crash_at_end" and "--crash_at_end: killing this process" in (output or ""):
             return "crashed", None
         if killed_by_us:
             return fail("crash", "killed by SIGKILL although no kill was planned")

@@ -28,6 +28,7 @@ from .output import Printer
 from .params import FAILURE_KEYS
 from .procs import STOP
 from .seeds import derive
+from .shrink import shrink_folder
 
 MUTANTS_FILE = os.path.join(REPO, "tests", "mutants.txt")
 MUTANT_GRACE_S = 240  # an iteration in flight at the budget may finish
@@ -167,6 +168,42 @@ def mutants_table(doc):
     return "\n".join(rows) + "\n"
 
 
+def shrink_summary(doc):
+    """mutants.json's "shrink" entry of one bug from its shrink.json."""
+    keep = ("threads", "ops", "fault_classes", "steps", "deterministic", "repro_seconds", "repro_reproduced")
+    return {"original": {k: v for k, v in (doc.get("original") or {}).items() if k in keep},
+            "shrunk": {k: v for k, v in (doc.get("shrunk") or {}).items() if k in keep} or None,
+            "elapsed_s": doc.get("elapsed_s"), "kind": doc.get("kind")}
+
+
+def shrink_table(rows):
+    """The README's shrinking table: ROWS of (bug name, shrink summary)."""
+    out = ["| planted bug | kind | threads | ops | fault classes | steps | shrunk in | repro of the shrunk run |",
+           "|---|---|---|---|---|---|---|---|"]
+    for name, sh in rows:
+        o, s = sh["original"], sh.get("shrunk")
+        if not s:
+            out.append("| `%s` | %s | %s | %s | %s | %s | %s | the recorded run did not fail again |"
+                       % (name, sh.get("kind"), o.get("threads"), o.get("ops") or "?",
+                          ", ".join(o.get("fault_classes") or []) or "none", o.get("steps"),
+                          "%.0f s" % (sh.get("elapsed_s") or 0)))
+            continue
+        ratio = ""
+        if o.get("ops") and s.get("ops"):
+            x = o["ops"] / s["ops"]
+            ratio = " (%.0fx)" % x if x >= 10 else " (%.1fx)" % x
+        elif o.get("ops") and s.get("ops") == 0:
+            ratio = " (all)"
+        o = dict(o, ops=o.get("ops") or "?")  # killed before its first progress note
+        times = s.get("repro_seconds") or []
+        out.append("| `%s` | %s | %s -> %s | %s -> %s%s | %s -> %s | %s -> %s | %.0f s | %s s, reproduced %s |" % (
+            name, sh.get("kind"), o.get("threads"), s.get("threads"), o.get("ops"), s.get("ops"), ratio,
+            ", ".join(o.get("fault_classes") or []) or "none", ", ".join(s.get("fault_classes") or []) or "none",
+            o.get("steps"), s.get("steps"), sh.get("elapsed_s") or 0,
+            "%.1f" % max(times) if times else "-", s.get("repro_reproduced")))
+    return "\n".join(out) + "\n"
+
+
 def median(xs):
     xs = sorted(xs)
     if not xs:
@@ -270,6 +307,13 @@ def mutants_mode(a, argv):
             r["message"] = "the stress binary reported planted bug(s) %s, not %s" % (r["planted_bug_seen"], m.name)
         if r["caught"] and summary:
             real_check(r, summary, build, a.simple_args)
+        if r["caught"] and summary and getattr(a, "shrink", False) and not STOP.is_set():
+            first = sorted((i for i in summary.get("iterations") or [] if i.get("failure")),
+                           key=lambda i: i.get("t_end", 0))
+            art = first[0].get("artifacts") if first else None
+            if art and os.path.isdir(art):
+                _, sdoc = shrink_folder(art, a.shrink_budget, p)
+                r["shrink"] = shrink_summary(sdoc)
         r["rerun"] = "%s mutants --seed %d --budget %g -j %d %s" % (
             nice_path(os.path.join(REPO, "crashtest.py")), a.seed, a.budget, a.jobs, m.name)
         results.append(r)
@@ -296,6 +340,9 @@ def mutants_mode(a, argv):
     write_json(os.path.join(report_dir, "mutants.json"), doc)
     with open(os.path.join(report_dir, "mutants.md"), "w") as f:
         f.write(mutants_table(doc))
+        shrunk = [(r["name"], r["shrink"]) for r in results if r.get("shrink")]
+        if shrunk:
+            f.write("\n" + shrink_table(shrunk))
     if a.build_dir == "build" or os.path.abspath(a.build_dir) == os.path.join(REPO, "build"):
         write_json(os.path.join(REPO, "build", "mutants.json"), doc)
     p.line("crashtest: mutants.json: %s" % nice_path(os.path.join(report_dir, "mutants.json")))

@@ -4,6 +4,7 @@
 
 import json
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -40,7 +41,8 @@ def repro(a, printer):
     crashed_after = meta.get("crashed_after_step")
     start_from = a.start
     if start_from == "auto":
-        start_from = "crashed" if crashed_after is not None and fail_n > crashed_after else "start"
+        start_from = meta.get("replay_from") or (
+            "crashed" if crashed_after is not None and fail_n > crashed_after else "start")
     if start_from == "crashed" and crashed_after is None:
         raise UsageError("this iteration never crashed: replay with --from start")
     snap = os.path.join(d, "crashed" if start_from == "crashed" else "start")
@@ -79,7 +81,9 @@ def repro(a, printer):
     printer.line("crashtest: repro of %s (%s, seed %s): %s at step %d (%s), replaying steps %d..%d from %s/"
                  % (meta["id"], meta["kind"], meta["seed"], f.get("kind", "?"), fail_n,
                     steps[fail_n]["name"], first, fail_n, start_from))
-    env = {"@STATE@": state, "@ITER@": it, "@STRESS@": binaries["@STRESS@"], "@POWERLOSS@": binaries["@POWERLOSS@"]}
+    # @FOLDER@: files the folder itself holds (a shrunk run's ops.trace).
+    env = {"@STATE@": state, "@ITER@": it, "@STRESS@": binaries["@STRESS@"], "@POWERLOSS@": binaries["@POWERLOSS@"],
+           "@FOLDER@": d}
     ex = Executor(env, meta.get("hang_seconds", 120), log=printer.line, echo=True)
     # A variant step needs its power-loss step's ledger offset: replayed too.
     got = None
@@ -109,6 +113,9 @@ def repro(a, printer):
             break
     if a.dry_run:
         return EXIT_PASS
+    if os.path.exists(os.path.join(d, "ops.trace")):
+        show_ops(printer, os.path.join(d, "ops.trace"), state,
+                 (ex.results.get(got["step"] if got else fail_n) or {}).get("output_tail"), f.get("kind"))
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
     else:
@@ -152,6 +159,59 @@ def list_failures(d, printer):
                                                        meta.get("seed", "?"), f.get("message", "")))
         printer.line("    %s" % repro_line(os.path.join(base, n)))
     return EXIT_PASS
+
+
+def failing_key(output, kind):
+    """The key index a stress failure of KIND names in OUTPUT (the first
+    such failure's; else the first key any failure names), or None."""
+    for pat in (r"FAILURE %s [^\n]*key k\d+ \((\d+)\)" % re.escape(kind or ""), r"FAILURE \w+ [^\n]*key k\d+ \((\d+)\)"):
+        m = re.search(pat, output or "")
+        if m:
+            return m.group(1)
+    return None
+
+
+def show_ops(printer, trace, state, output, kind=None):
+    """A shrunk run's op list (its ops.trace, docs/formats.md), readable,
+    each op followed by the ledger lines it caused; the ops that touch the
+    failing key (named in the failing step's output) are marked '>'."""
+    key = failing_key(output, kind)
+    ledger = {}
+    try:
+        with open(os.path.join(state, "run", "ledger")) as f:
+            for line in f:
+                try:
+                    j = json.loads(line)
+                except ValueError:
+                    continue
+                op = j.get("op")
+                if isinstance(op, int) and op >= 0:
+                    ledger.setdefault("%d:%d" % (op >> 32, op & 0xffffffff), []).append(j)
+    except OSError:
+        pass
+    try:
+        with open(trace) as f:
+            lines = [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+    except OSError:
+        return
+    printer.line("crashtest: the op list (%d ops; %s; '>' touches the failing key%s):"
+                 % (len(lines), nice_path(trace), " %s" % key if key else ", not named by the failure"))
+    for l in lines:
+        head, _, what = l.partition("|")
+        f = head.split()
+        if len(f) < 5:
+            continue
+        op = re.search(r"op=(\d+:\d+)", what)
+        keys = re.findall(r"(?:^|\s|\[)(\d+)(?:=|\s|,)", " " + what)
+        touches = key is not None and (f[2] == key or key in keys)
+        printer.line("  %s %5s %-10s %-6s %s%s" % (">" if touches else " ", f[0], f[1], f[2] if f[2] != "-" else "",
+                                                  re.sub(r"\s*op=\S+|\s*inj=\d+", "", what).strip(),
+                                                  "" if f[4] == "on" else "   (faults off)"))
+        for j in ledger.get(op.group(1), []) if op else []:
+            where = " ".join("%s=%s" % (k, j[k]) for k in ("file", "block", "offset", "len", "err", "note")
+                             if j.get(k) not in (None, ""))
+            printer.line("  %s       ledger: %s at %s %s" % (">" if touches else " ", j.get("class"), j.get("point"),
+                                                            where))
 
 
 def repro_line(dest):

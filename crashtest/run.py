@@ -22,6 +22,7 @@ from .procs import STOP, Stopped
 from .report import iteration_line, summarize
 from .repro import rerun_line
 from .seeds import iteration_seed, run_seed_of
+from .shrink import shrink_folder
 from .steps import run_iteration
 
 
@@ -249,6 +250,28 @@ class CrashTest:
                                                                                       record["seed"]))
 
 
+def shrink_failures(ct, budget):
+    """--shrink: after every iteration, shrink each failure the run saved
+    (oldest first), each within what is left of BUDGET seconds."""
+    base = os.path.join(ct.report_dir, "failures")
+    try:
+        dirs = sorted((os.path.join(base, d) for d in os.listdir(base)), key=os.path.getmtime)
+    except OSError:
+        return
+    t0 = time.monotonic()
+    for d in dirs:
+        left = budget - (time.monotonic() - t0)
+        if left <= 0 or STOP.is_set():
+            ct.p.line("crashtest: --shrink: out of budget before %s" % nice_path(d))
+            break
+        if not os.path.isfile(os.path.join(d, "meta.json")):
+            continue
+        try:
+            shrink_folder(d, left, ct.p)
+        except UsageError as e:
+            ct.p.line("crashtest: --shrink: %s: %s" % (nice_path(d), e))
+
+
 def run_mode(a, argv):
     given = set()
     for x in argv:
@@ -277,6 +300,8 @@ def run_mode(a, argv):
         if interrupted:
             printer.line("crashtest: interrupted")
         nfail = summarize(ct, runs, interrupted)
+        if a.shrink and nfail and not interrupted:
+            shrink_failures(ct, a.shrink_budget)
     finally:
         printer.clear_progress()
         if ct.work and ct.own_work and not a.keep_artifacts:

@@ -94,6 +94,12 @@ const eng_io_hooks *flt_hooks(flt_ctx *f);
 void flt_thread_start(flt_ctx *f, int thread);
 void flt_op(flt_ctx *f, uint64_t op);
 
+/* Reseed the calling thread's streams (every class) from SEED instead of
+ * the run's seed: the stress driver's op traces (--trace_ops,
+ * --replay_ops) give each op a seed of its own, so the faults an op draws
+ * stay the same when a shrinker removes other ops before it. */
+void flt_thread_reseed(flt_ctx *f, uint64_t seed);
+
 /* Between operations, in the calling thread: maybe flip a bit in a cached
  * page (bitflip_cache), in a page of the data file or in a WAL block on
  * disk (bitflip_page, bitflip_wal).  DB may be NULL (no cache flips). */

@@ -64,6 +64,13 @@ void flt_thread_start(flt_ctx *f, int thread) {
     atomic_store_explicit(&t->op, -1, memory_order_relaxed);
 }
 
+void flt_thread_reseed(flt_ctx *f, uint64_t seed) {
+    if (!f) return;
+    flt_thr *t = flt_thr_get(f);
+    if (!t) return;
+    for (int c = 0; c < FLT_CLASS_COUNT; c++) flt_rng_seed(&t->rng[c], seed, t->thread, c);
+}
+
 void flt_op(flt_ctx *f, uint64_t op) {
     if (!f) return;
     flt_thr *t = flt_thr_get(f);

@@ -71,6 +71,12 @@ static const opt_def defs[] = {
     U64("large_value_one_in", large_value_one_in, "0", 0, MAXU, "one value in N is large (overflow pages)"),
     U64("large_value_size", large_value_size, "32768", 16, 16u << 20, "largest large value"),
     U64("hang_seconds", hang_seconds, "120", 1, MAXU, "no progress for this long is a hang"),
+    STR("trace_ops", trace_ops, NULL,
+        "write each op performed (op, key, its seed for values and fault draws) to this file (--threads 1; "
+        "docs/formats.md)"),
+    STR("replay_ops", replay_ops, NULL,
+        "perform exactly the ops of this trace, then end the workload (--threads 1; --ops_per_thread and "
+        "--duration are ignored)"),
     U64("page_size", page_size, "8192", 4096, 16384, "page size at creation: 4096, 8192 or 16384"),
     U64("cache_size", cache_size, "64M", 65536, MAXU, "buffer pool bytes"),
     BOOL("data_checksums", data_checksums, "1", "page checksums (creation time)"),
@@ -260,7 +266,11 @@ int st_parse_options(int argc, char **argv, st_options *o) {
                 (unsigned long long)w);
         return 2;
     }
-    if (o->ops_per_thread == 0 && o->duration == 0 && !o->verification_only) {
+    if ((o->trace_ops || o->replay_ops) && o->threads != 1) {
+        fprintf(stderr, "stress: --trace_ops and --replay_ops need --threads 1 (an op trace is one thread's)\n");
+        return 2;
+    }
+    if (o->ops_per_thread == 0 && o->duration == 0 && !o->verification_only && !o->replay_ops) {
         fprintf(stderr, "stress: --ops_per_thread=0 needs a --duration\n");
         return 2;
     }

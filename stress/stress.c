@@ -512,10 +512,12 @@ static int run_workers(int failed, pthread_t *wd) {
     }
     pthread_create(wd, NULL, st_watchdog_main, NULL);
     if (!g.o.verification_only && g.db && !failed) {
+        st_write_progress(0); /* not the count an earlier process left */
         double t = st_now();
         for (uint64_t i = 0; i < g.o.threads; i++) pthread_create(&g.w[i].th, NULL, st_worker_main, &g.w[i]);
         for (uint64_t i = 0; i < g.o.threads; i++) pthread_join(g.w[i].th, NULL);
         g.work_s = st_now() - t;
+        st_write_progress(st_total_done());
     }
 
     return GO_ON;
@@ -643,6 +645,7 @@ static void finish(int closed_ok) {
         if (g.obs_fd >= 0 && ftruncate(g.obs_fd, 0)) {}
     }
     if (g.flt) flt_close(g.flt);
+    st_trace_close();
     orc_close(g.exp);
     for (uint64_t i = 0; i < g.o.threads; i++) {
         XXH3_freeState(g.w[i].hash);
@@ -662,8 +665,9 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int rc, failed = 0;
     pthread_t wd;
-    if ((rc = parse(argc, argv)) != GO_ON || (rc = prepare_run_dir()) != GO_ON || (rc = open_faults()) != GO_ON ||
-        (rc = open_and_check(&failed)) != GO_ON || (rc = run_workers(failed, &wd)) != GO_ON)
+    if ((rc = parse(argc, argv)) != GO_ON || (rc = st_trace_open()) != GO_ON || (rc = prepare_run_dir()) != GO_ON ||
+        (rc = open_faults()) != GO_ON || (rc = open_and_check(&failed)) != GO_ON ||
+        (rc = run_workers(failed, &wd)) != GO_ON)
         return rc;
     crash_if_asked();
     int closed_ok = settle(&failed);

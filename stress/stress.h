@@ -34,6 +34,8 @@ typedef struct st_options {
     uint64_t value_size_min, value_size_max;
     uint64_t large_value_one_in, large_value_size;
     uint64_t hang_seconds;
+    const char *trace_ops;  /* write every op performed here (one thread) */
+    const char *replay_ops; /* perform the ops of this trace instead of drawing them */
     /* engine */
     uint64_t page_size;
     uint64_t cache_size;

@@ -14,6 +14,7 @@
  *               observations; their lines are oracle/report_line.h's)
  *   report.c    the verdict, the report, the watchdog
  *   options.c   the command line (stress.h)
+ *   trace.c     the op trace (--trace_ops) and its replay (--replay_ops)
  *
  * The engine is reached only through the adapter (adapter.h): no file
  * here but adapter_engine.c includes engine.h.
@@ -79,7 +80,20 @@ typedef struct worker {
     int snap_n;
     uint32_t snap_v[SNAP_KEYS];
     uint8_t snap_known[SNAP_KEYS];
+    /* What the current op did, for its line of the op trace (trace.c). */
+    char tnote[512];
+    size_t tnote_len;
 } worker;
+
+/* One op of an op trace (trace.c; docs/formats.md, Op trace). */
+typedef struct st_trace_op {
+    uint64_t index;
+    int type; /* enum op_type */
+    int has_key;
+    uint64_t key;
+    uint64_t seed; /* the op's own seed: workload and fault draws */
+    int faults_off;
+} st_trace_op;
 
 /* The driver's state: one per process (stress.c defines it). */
 typedef struct st_driver {
@@ -172,6 +186,22 @@ void st_on_corruption(void *ctx, const st_corruption *r);
 void st_path_in(char *out, size_t cap, const char *dir, const char *name);
 int st_read_state(uint64_t *epoch, size_t *settled, int *clean);
 int st_write_state(uint64_t epoch, size_t settled, int clean);
+void st_write_progress(uint64_t ops);
+
+/* trace.c.  st_trace_open reads all of --replay_ops (a bad line: exit 2
+ * before anything is written) and creates --trace_ops; returns -1 to go
+ * on, else an exit code (a message was printed). */
+int st_trace_open(void);
+int st_tracing(void);   /* --trace_ops is being written */
+int st_replaying(void); /* the workload is --replay_ops's list */
+size_t st_replay_count(void);
+const st_trace_op *st_replay_at(size_t i); /* NULL past the end */
+uint64_t st_trace_seed(uint64_t index);    /* a traced op's seed: f(--seed, its index) */
+/* An op's line: its head before the op runs, its note (what it did, the
+ * ledger lines it added) after; a kill in between leaves the head. */
+void st_trace_head(const st_trace_op *op);
+void st_trace_note(const char *note, uint64_t injected);
+void st_trace_close(void);
 
 /* report.c */
 vd_ctx *st_judge(vd_result *res, uint64_t *trace_hash);

@@ -104,6 +104,26 @@ static void hash_op(worker *w, int type, int status, uint64_t key, uint32_t v, u
     /* With several threads the interleaving is not reproducible, so the
      * op trace is not either: hash it only where it means something. */
     if (g.o.threads > 1) return;
+    if (st_tracing() && w->tnote_len < sizeof w->tnote - 64) { /* the line's "what it did" */
+        int k = 0;
+        char *o = w->tnote + w->tnote_len;
+        size_t room = sizeof w->tnote - w->tnote_len;
+        if (type == OP_PUT || type == OP_DEL || type == OP_BATCH) {
+            if (status == 0xff)
+                k = snprintf(o, room, "skipped(pending) ");
+            else if (v == ORC_DEL)
+                k = snprintf(o, room, "%llu=del %s ", (unsigned long long)key, st_status_name(status));
+            else
+                k = snprintf(o, room, "%llu=v%08x %s ", (unsigned long long)key, v, st_status_name(status));
+        } else if (type == OP_GET) {
+            k = snprintf(o, room, "%llu %s ", (unsigned long long)key, st_status_name(status));
+        } else if (type == OP_SCAN) {
+            k = snprintf(o, room, "[%llu,+%u) seen=%u %s ", (unsigned long long)key, n, v, st_status_name(status));
+        } else {
+            k = snprintf(o, room, "%s ", st_status_name(status));
+        }
+        if (k > 0) w->tnote_len += (size_t)k < room ? (size_t)k : room - 1;
+    }
     op_rec r = {(uint8_t)type, (uint8_t)status, (uint16_t)n, v, key};
     XXH3_64bits_update(w->hash, &r, sizeof r);
 }
@@ -482,14 +502,9 @@ static void maintenance(worker *w, uint64_t seen, int type, int st) {
     if (needs_reopen(st)) reopen_from_worker(w, seen, 1);
 }
 
-/* One workload op, under the handle lock (S3). */
-static void one_op(worker *w, uint64_t i) {
-    uint64_t seen = atomic_load(&g.handle_epoch);
-    w->calls++;
-    if (g.flt) {
-        flt_op(g.flt, g.epoch << 32 | w->calls);
-        flt_tick(g.flt, g.E->native(g.db));
-    }
+/* The op a worker draws next: its type and key (a batch draws its keys
+ * when it runs).  The draws are those of the run's stream. */
+static int choose_op(worker *w, uint64_t i, uint64_t *key) {
     /* Reopens spread over the run (thread 0): by op count, or by time
      * when the run has only a --duration. */
     if (w->id == 0 && g.o.reopen) {
@@ -502,50 +517,54 @@ static void one_op(worker *w, uint64_t i) {
         }
         if (due) {
             g.reopens_done++;
-            reopen_from_worker(w, seen, 0);
-            hash_op(w, OP_REOPEN, 0, i, 0, 0);
-            return;
+            return OP_REOPEN;
         }
     }
-    if (one_in(w, g.o.checkpoint_one_in)) {
-        maintenance(w, seen, OP_CHECKPOINT, g.E->checkpoint(g.db));
-        return;
-    }
+    if (one_in(w, g.o.checkpoint_one_in)) return OP_CHECKPOINT;
     if (g.E->snapshot) {
-        if (w->snap && w->calls >= w->snap_until) {
-            snap_check(w);
-            return;
-        }
-        if (!w->snap && one_in(w, g.o.acquire_snapshot_one_in)) {
-            snap_take(w);
-            return;
-        }
+        if (w->snap && w->calls >= w->snap_until) return OP_SNAPSHOT;
+        if (!w->snap && one_in(w, g.o.acquire_snapshot_one_in)) return OP_SNAPSHOT;
     }
-    if (g.E->vacuum && one_in(w, g.o.vacuum_one_in)) {
-        maintenance(w, seen, OP_VACUUM, g.E->vacuum(g.db));
+    if (g.E->vacuum && one_in(w, g.o.vacuum_one_in)) return OP_VACUUM;
+    if (one_in(w, g.o.verify_db_one_in)) return OP_VERIFY;
+    uint64_t p = below(w, 100);
+    *key = below(w, g.o.max_key);
+    uint64_t r = g.o.readpercent, wr = r + g.o.writepercent, d = wr + g.o.delpercent, it = d + g.o.iterpercent;
+    return p < r ? OP_GET : p < wr ? OP_PUT : p < d ? OP_DEL : p < it ? OP_SCAN : OP_BATCH;
+}
+
+/* Run op TYPE (on KEY where it has one). */
+static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key) {
+    int st = ST_OK;
+    switch (type) {
+    case OP_REOPEN:
+        reopen_from_worker(w, seen, 0);
+        hash_op(w, OP_REOPEN, 0, i, 0, 0);
         return;
-    }
-    if (one_in(w, g.o.verify_db_one_in)) {
+    case OP_CHECKPOINT: maintenance(w, seen, OP_CHECKPOINT, g.E->checkpoint(g.db)); return;
+    case OP_VACUUM:
+        if (g.E->vacuum) maintenance(w, seen, OP_VACUUM, g.E->vacuum(g.db));
+        return;
+    case OP_SNAPSHOT:
+        if (!g.E->snapshot) return;
+        if (w->snap)
+            snap_check(w);
+        else
+            snap_take(w);
+        return;
+    case OP_VERIFY: {
         uint64_t problems = 0;
-        int st = g.E->verify(g.db, &problems);
+        st = g.E->verify(g.db, &problems);
         st_note_error(w, st == ST_CORRUPTION ? ST_OK : st);
         hash_op(w, OP_VERIFY, st, problems, 0, 0);
         atomic_fetch_add_explicit(&g.ops[OP_VERIFY], 1, memory_order_relaxed);
         return;
     }
-    uint64_t p = below(w, 100);
-    uint64_t key = below(w, g.o.max_key);
-    uint64_t r = g.o.readpercent, wr = r + g.o.writepercent, d = wr + g.o.delpercent, it = d + g.o.iterpercent;
-    int st = ST_OK;
-    if (p < r)
-        do_get(w, key);
-    else if (p < wr)
-        st = do_write(w, OP_PUT, &key, 1);
-    else if (p < d)
-        st = do_write(w, OP_DEL, &key, 1);
-    else if (p < it)
-        do_scan(w, key);
-    else {
+    case OP_GET: do_get(w, key); return;
+    case OP_PUT: st = do_write(w, OP_PUT, &key, 1); break;
+    case OP_DEL: st = do_write(w, OP_DEL, &key, 1); break;
+    case OP_SCAN: do_scan(w, key); return;
+    default: {
         uint64_t keys[MAX_BATCH];
         size_t n = 2 + below(w, MAX_BATCH - 1), m = 0;
         if (n > g.o.max_key) n = g.o.max_key;
@@ -558,7 +577,52 @@ static void one_op(worker *w, uint64_t i) {
         qsort(keys, m, sizeof *keys, cmp_u64);
         st = do_write(w, OP_BATCH, keys, m);
     }
+    }
     if (needs_reopen(st)) reopen_from_worker(w, seen, 1);
+}
+
+/* One workload op, under the handle lock (S3).  Traced or replayed
+ * (trace.c), the op draws from a seed of its own: the workload's stream
+ * and the fault library's are reseeded from it, and from it again (mixed)
+ * once the op is chosen, so what it does hangs on its seed, not on the
+ * ops before it. */
+static void one_op(worker *w, uint64_t i) {
+    uint64_t seen = atomic_load(&g.handle_epoch);
+    w->calls++;
+    const st_trace_op *rop = st_replaying() ? st_replay_at(i) : NULL;
+    st_trace_op top = {.index = i};
+    int traced = rop || st_tracing();
+    if (traced) {
+        top = rop ? *rop : (st_trace_op){.index = i, .seed = st_trace_seed(i)};
+        w->rng = top.seed;
+        if (g.flt) flt_thread_reseed(g.flt, top.seed);
+        if (g.flt && top.faults_off) flt_pause(g.flt, 1);
+        w->tnote_len = 0;
+        w->tnote[0] = 0;
+    }
+    uint64_t inj0 = st_tracing() ? st_injections_so_far() : 0, call = w->calls;
+    if (g.flt) {
+        flt_op(g.flt, g.epoch << 32 | w->calls);
+        flt_tick(g.flt, g.E->native(g.db));
+    }
+    uint64_t key = 0;
+    int type = rop ? rop->type : choose_op(w, i, &key);
+    if (rop) key = rop->key;
+    if (traced) {
+        top.type = type;
+        top.has_key = type == OP_GET || type == OP_PUT || type == OP_DEL || type == OP_SCAN;
+        top.key = top.has_key ? key : 0;
+        w->rng = rng_mix64(top.seed ^ 0x72756e6f70000000ull);
+        if (st_tracing()) st_trace_head(&top);
+    }
+    run_op(w, seen, i, type, key);
+    if (g.flt && traced && top.faults_off) flt_pause(g.flt, 0);
+    if (st_tracing()) { /* the ledger's op field of what it injected: epoch << 32 | call */
+        size_t l = w->tnote_len < sizeof w->tnote ? w->tnote_len : 0;
+        snprintf(w->tnote + l, sizeof w->tnote - l, "op=%llu:%llu", (unsigned long long)g.epoch,
+                 (unsigned long long)call);
+        st_trace_note(w->tnote, st_injections_so_far() - inj0);
+    }
 }
 
 void *st_worker_main(void *arg) {
@@ -566,7 +630,9 @@ void *st_worker_main(void *arg) {
     if (g.flt) flt_thread_start(g.flt, w->id);
     double end = g.o.duration ? g.t0 + (double)g.o.duration : 0;
     pthread_rwlock_rdlock(&g.handle);
-    for (uint64_t i = 0; !g.o.ops_per_thread || i < g.o.ops_per_thread; i++) {
+    int replay = st_replaying();
+    if (replay) end = 0; /* the trace says how many ops */
+    for (uint64_t i = 0; replay ? i < st_replay_count() : !g.o.ops_per_thread || i < g.o.ops_per_thread; i++) {
         if (atomic_load_explicit(&g.stop, memory_order_relaxed)) break;
         if (end && (i & 63) == 0 && st_now() >= end) break;
         if ((i & 15) == 15) { /* let a waiting reopen in */

@@ -1,0 +1,809 @@
+"""crashtest.py shrink FAILURE_DIR: a saved failure reduced to the smallest
+run that still shows it (README, "Shrinking a failure"; the rules are
+here).
+
+repro replays a failure exactly; a reader then wants the smallest run that
+still fails: one thread, a few ops, one fault at the op that matters.
+Property-based testing tools shrink automatically; this does the same for
+a crash-test iteration.  The folder's recorded steps (C2) are the run:
+every trial is a changed copy of them, replayed on a copy of the start
+snapshot by the same Executor that ran them, and judged the same way.
+
+Rules:
+  K1  a change is kept only if the trial fails with the failure's own kind
+      (a lost stays a lost).  A trial that fails with another kind is
+      a new failure: its folder is kept aside (FAILURE_DIR/shrink-aside/N,
+      repro reads it), never taken as success.  A trial whose crash step
+      passed instead of crashing (or the reverse) diverged: rejected.
+  K2  a trial is deterministic when every stress step it runs has one
+      thread, a fixed op count (or an op trace) and no SIGKILL on a timer;
+      it runs once.  Otherwise the recorded run gets up to 5 tries (one
+      must fail), and each change up to TRIALS (3) runs, kept if NEED (2)
+      of them fail the same way (so the failure rate stays near the
+      recorded run's instead of drifting to a rare one; 1 when the recorded
+      run failed in fewer than half its tries); the runs stop once the
+      verdict is decided.  shrink.json has the runs
+      and the observed rate of each step.
+  K3  what is reduced, in order of what helps a reader most: threads (to
+      one), the op count pinned and a timed SIGKILL made a crash after the
+      last op (--crash_at_end), the ops traced (stress --trace_ops: each
+      op draws from a seed of its own), the op count (this early so that
+      every later trial is shorter); fault classes (each dropped), kill
+      points (the one that fired, at its first hit), fault rates; the op
+      mix; a fresh database instead of the grown one,
+      then the key space; the cache size and the other options toward
+      stress's defaults; the power-loss mode (keep, then rollback: the
+      fewest writes rolled back or torn); then delta debugging on the op
+      trace (stress --replay_ops: first only the ops that touch the failing
+      key, then chunks of ops removed while it still fails) and the faults
+      of every op that needs none turned off.
+  K4  the budget (--budget, seconds) bounds the whole: no trial starts
+      after it; the best run so far is the result.
+  K5  creation-time options and the key space (C3) change only together
+      with a fresh database (the step that creates it is then the first).
+
+Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
+"replay_from": "start", start/, bin/, ops.trace when the run replays one),
+FAILURE_DIR/shrink.json (every step tried: what, trials, failures, rate,
+kept or rejected and why; the original and shrunk measures), and the
+final command printed.  The op trace's format is docs/formats.md's
+(stress/trace.c writes and parses it)."""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .binary import check_binary, stress_info
+from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
+from .executor import Executor, subst
+from .output import Printer
+from .params import FAULT_OPTIONS
+from .procs import STOP
+from .repro import failing_key
+from .seeds import derive
+from .steps import opt_args, state_argv
+
+DEFAULT_BUDGET = 600
+TRIALS = 3  # runs per change when a trial is not deterministic (K2) ...
+BASELINE_TRIALS = 5  # tries of the recorded run when it is not deterministic
+NEED = 2  # ... of which this many must fail the same way (a rate kept near the start's, not drifting to rare)
+MAX_ASIDE = 5
+# Kinds that say the trial's steps did not fit together (a usage error, a
+# process that ended before its planned kill): no new failure (K1).
+HARNESS_KINDS = ("error", "early_exit")
+# Created with the database, fixed for its life (C3, K5).
+CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
+                    "large_value_one_in", "large_value_size"]
+# Options that place or run the step, not the workload's shape.
+NOT_SHRUNK = {"db", "expected_values_dir", "run_dir", "report", "seed", "max_key", "hang_seconds", "threads",
+              "ops_per_thread", "duration", "trace_ops", "replay_ops", "crash_at_end", "sync_fault_injection",
+              "kill_random_test", "kill_points", "destroy_db_initially", "verification_only", "help",
+              "list_fault_points"}
+MIX = ["readpercent", "iterpercent", "delpercent"]
+RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
+
+
+# ---- argv of a recorded stress step: "--name=value" items ----
+
+def opt_get(argv, name):
+    out = None
+    for a in argv:
+        if a.startswith("--%s=" % name):
+            out = a.split("=", 1)[1]
+    return out
+
+
+def opt_set(argv, name, value):
+    """ARGV with every --NAME replaced by --NAME=VALUE (None: removed)."""
+    out = [a for a in argv if not a.startswith("--%s=" % name)]
+    if value is not None:
+        out.append("--%s=%s" % (name, value))
+    return out
+
+
+def as_int(v, default=0):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+def is_workload(step):
+    return step["type"] == "stress" and opt_get(step["argv"], "verification_only") != "1"
+
+
+def trace_ops_of(path):
+    """The op lines of a trace file (comments dropped), or []."""
+    try:
+        with open(path) as f:
+            return [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+    except OSError:
+        return []
+
+
+def line_touches(line, key):
+    """The op of trace LINE wrote, read or scanned KEY (its KEY field, or a
+    key its note names)."""
+    head, _, what = line.partition("|")
+    f = head.split()
+    if len(f) > 2 and f[2] == key:
+        return True
+    if re.search(r"(?:^|\s)%s=" % re.escape(key), what):
+        return True
+    m = re.search(r"\[(\d+),\+(\d+)\)", what)
+    return bool(m) and int(m.group(1)) <= int(key) < int(m.group(1)) + int(m.group(2))
+
+
+def trace_inj(line):
+    m = re.search(r"inj=(\d+)", line)
+    return int(m.group(1)) if m else 0
+
+
+def set_faults(line, on):
+    parts = line.split(" ", 5)
+    if len(parts) >= 5:
+        parts[4] = "on" if on else "off"
+    return " ".join(parts)
+
+
+class Cand:
+    """One candidate run: the steps (templates, C2), whether it starts from
+    an empty directory (a fresh database), the op trace it replays, and the
+    index of its op step (the workload whose ops the failure rests on)."""
+
+    def __init__(self, steps, fresh, trace, w, want=None):
+        self.steps, self.fresh, self.trace, self.w = steps, fresh, trace, w
+        # Each step's recorded outcome: a crash step that passes (or the
+        # reverse) diverged, the steps after it were planned on it (K1).
+        self.want = want if want is not None else [None] * len(steps)
+
+    def copy(self):
+        return Cand([dict(s, argv=list(s["argv"])) if "argv" in s else dict(s) for s in self.steps], self.fresh,
+                    list(self.trace) if self.trace is not None else None, self.w, list(self.want))
+
+    def stress_steps(self):
+        return [s for s in self.steps if s["type"] == "stress"]
+
+    def set_all(self, name, value):
+        for s in self.stress_steps():
+            if opt_get(s["argv"], name) is not None or name == "max_key":
+                s["argv"] = opt_set(s["argv"], name, value)
+
+    @property
+    def op(self):
+        return self.steps[self.w]
+
+    def op_traced(self):
+        """The op step writes an op trace and does not replay one yet."""
+        a = self.op["argv"]
+        return opt_get(a, "trace_ops") is not None and opt_get(a, "replay_ops") is None
+
+    def deterministic(self):
+        for s in self.stress_steps():
+            if as_int(opt_get(s["argv"], "threads"), 2) != 1 and is_workload(s):
+                return False
+            if s.get("kill_after") is not None:
+                return False
+            if is_workload(s) and as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 \
+                    and not opt_get(s["argv"], "replay_ops"):
+                return False
+        return True
+
+    def measures(self):
+        a = self.op["argv"]
+        classes = sorted(FAULT_OPTIONS[k] for k in FAULT_OPTIONS if as_int(opt_get(a, k)) > 0)
+        if as_int(opt_get(a, "kill_random_test")) > 0:
+            classes.append("kill")
+        return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
+                "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
+                "trace_ops": len(self.trace) if self.trace is not None else None,
+                "deterministic": self.deterministic()}
+
+
+class Shrinker:
+    def __init__(self, a, printer):
+        self.p = printer
+        self.dir = os.path.abspath(a.failure_dir)
+        self.budget = a.budget
+        self.t0 = time.monotonic()
+        mpath = os.path.join(self.dir, "meta.json")
+        if not os.path.isfile(mpath):
+            raise UsageError("%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)"
+                             % a.failure_dir)
+        try:
+            with open(mpath) as f:
+                self.meta = json.load(f)
+        except (OSError, ValueError) as e:
+            raise UsageError("cannot read %s: %s" % (mpath, e))
+        if self.meta.get("crashtest_meta") != META_VERSION:
+            raise UsageError("%s was written by another version of crashtest.py" % mpath)
+        self.failure = self.meta.get("failure")
+        if not self.failure:
+            raise UsageError("%s records no failure: nothing to shrink" % mpath)
+        self.kind = self.failure["kind"]
+        self.start = os.path.join(self.dir, "start")
+        if not os.path.isdir(self.start):
+            raise UsageError("%s is missing" % self.start)
+        self.bin = {k: os.path.join(self.dir, v) for k, v in self.meta["binaries"].items()}
+        if a.stress_binary:
+            self.bin["@STRESS@"] = os.path.abspath(a.stress_binary)
+        if a.powerloss_binary:
+            self.bin["@POWERLOSS@"] = os.path.abspath(a.powerloss_binary)
+        check_binary(self.bin["@STRESS@"], "stress")
+        check_binary(self.bin["@POWERLOSS@"], "powerloss")
+        self.defaults = stress_info(self.bin["@STRESS@"])["options"]
+        if "trace_ops" not in self.defaults:
+            raise UsageError("%s has no --trace_ops: rebuild it (or give --stress-binary)" % self.bin["@STRESS@"])
+        steps = self.meta["steps"]
+        fail_n = self.failure["step"]
+        w = fail_n if is_workload(steps[fail_n]) else max(
+            [i for i in range(fail_n) if is_workload(steps[i])] or [None], key=lambda x: -1 if x is None else x)
+        if w is None:
+            raise UsageError("no workload step before the failure: nothing to shrink")
+        self.best = Cand([{k: v for k, v in s.items() if k != "result"} for s in steps[:fail_n + 1]],
+                         False, None, w, [(s.get("result") or {}).get("outcome") for s in steps[:fail_n + 1]])
+        self.best_res = None
+        self.log = []  # shrink.json's steps
+        self.aside = []
+        self.work = tempfile.mkdtemp(prefix="crashtest-shrink-")
+        self.ntrial = 0
+        self.need = NEED
+        self.tried = set()  # candidates run already (json)
+        self.hang = self.meta.get("hang_seconds", 120)
+
+    # ---- trials ----
+
+    def left(self):
+        return self.budget - (time.monotonic() - self.t0)
+
+    def run_once(self, cand):
+        """Replay CAND once on a copy of the start: {'kind', 'step', 'ops',
+        'seconds', 'diverged', 'dir', 'results', 'failure'}."""
+        self.ntrial += 1
+        t = os.path.join(self.work, "t%04d" % self.ntrial)
+        os.makedirs(os.path.join(t, "iter"))
+        if cand.fresh:
+            os.makedirs(os.path.join(t, "state"))
+        else:
+            shutil.copytree(self.start, os.path.join(t, "state"), symlinks=True)
+        if cand.trace is not None:
+            write_trace(os.path.join(t, "ops.trace"), cand.trace)
+        env = {"@STATE@": os.path.join(t, "state"), "@ITER@": os.path.join(t, "iter"), "@FOLDER@": t}
+        env.update(self.bin)
+        ex = Executor(env, self.hang)
+        res = {"kind": None, "step": None, "ops": None, "diverged": None, "dir": t, "results": {},
+               "failure": None}
+        t0 = time.monotonic()
+        for n, step in enumerate(cand.steps):
+            r = ex.run(n, step)
+            res["results"][n] = r
+            if n == cand.w:
+                traced = opt_get(step["argv"], "trace_ops")
+                res["ops"] = len(trace_ops_of(subst(traced, env))) if traced else \
+                    ops_of(r, subst(step["state"], env))
+            if r["failure"]:
+                res["failure"] = dict(r["failure"], step=n, step_name=step["name"])
+                res["kind"] = r["failure"]["kind"]
+                res["step"] = n
+                res["output_tail"] = r.get("output_tail")
+                break
+            want = cand.want[n] if n < len(cand.want) else None
+            if step["type"] == "stress" and want in ("crashed", "passed") and r["outcome"] != want:
+                res["diverged"] = "step %d (%s) %s instead of %s" % (n, step["name"], r["outcome"], want)
+                break
+        res["seconds"] = round(time.monotonic() - t0, 3)
+        return res
+
+    def attempt(self, what, cand, phase, runs=None, need=None):
+        """Run CAND (once if deterministic, else TRIALS times; K2) and keep
+        it when it fails the same way (K1).  Returns True if kept."""
+        if self.left() <= 0 or STOP.is_set():
+            return False
+        sig = signature(cand)
+        if runs is None and sig == signature(self.best):
+            return False  # no change
+        if sig in self.tried and runs is None:
+            return False  # the same run was tried and rejected
+        self.tried.add(sig)
+        if runs is None:
+            runs = 1 if cand.deterministic() else TRIALS
+        if need is None:
+            need = 1 if runs == 1 else self.need
+        fails, results, why = 0, [], None
+        kept_res = None
+        for _ in range(runs):
+            if self.left() <= 0 or STOP.is_set() or fails >= need or len(results) - fails > runs - need:
+                break  # decided (K2), or out of time
+            r = self.run_once(cand)
+            results.append(r)
+            if r["kind"] == self.kind:
+                fails += 1
+                kept_res = kept_res or r
+            elif r["kind"] and r["kind"] not in HARNESS_KINDS:
+                why = "failed differently: %s at step %d" % (r["kind"], r["step"])
+                self.keep_aside(cand, r)
+            elif r["kind"] in HARNESS_KINDS:
+                why = "error: %s" % (r["failure"] or {}).get("message", "")[:200]
+            elif r["diverged"]:
+                why = "diverged: " + r["diverged"]
+            else:
+                why = why or "passed"
+        kept = fails >= need
+        entry = {"n": len(self.log), "phase": phase, "what": what, "trials": len(results), "failures": fails,
+                 "rate": round(fails / len(results), 3) if results else None,
+                 "verdict": "kept" if kept else "rejected",
+                 "why": "fails the same way (%s)" % self.kind if kept else (why or "out of budget"),
+                 "seconds": [r["seconds"] for r in results],
+                 "ops": [r["ops"] for r in results], "deterministic": cand.deterministic()}
+        self.log.append(entry)
+        self.p.line("shrink: %-8s %-60s %s (%d/%d)%s" % (phase, what[:60], entry["verdict"], fails, len(results),
+                                                        "" if kept else ": " + entry["why"][:80]))
+        if kept:
+            if self.best_res and self.best_res is not kept_res:
+                shutil.rmtree(self.best_res["dir"], ignore_errors=True)
+            # The failure may now show at an earlier step: the later ones go.
+            cand = cand.copy()
+            cand.steps = cand.steps[:kept_res["step"] + 1]
+            cand.want = cand.want[:kept_res["step"] + 1]
+            self.best, self.best_res = cand, kept_res
+        for r in results:
+            if r is not kept_res:
+                shutil.rmtree(r["dir"], ignore_errors=True)
+        return kept
+
+    def keep_aside(self, cand, r):
+        if len(self.aside) >= MAX_ASIDE:
+            return
+        dest = os.path.join(self.dir, "shrink-aside", str(len(self.aside)))
+        shutil.rmtree(dest, ignore_errors=True)
+        self.write_folder(dest, cand, r)
+        self.aside.append({"path": nice_path(dest), "kind": r["kind"], "step": r["step"]})
+        self.p.line("shrink: a different failure (%s) kept aside: %s" % (r["kind"], nice_path(dest)))
+
+    def write_folder(self, dest, cand, r):
+        """A folder repro reads (its layout: meta.json, start/, bin/), for
+        the run CAND as trial R ran it; it replays from start/."""
+        os.makedirs(dest)
+        if cand.fresh:
+            os.makedirs(os.path.join(dest, "start"))
+        else:
+            shutil.copytree(self.start, os.path.join(dest, "start"), symlinks=True)
+        os.makedirs(os.path.join(dest, "bin"))
+        for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
+            shutil.copy2(self.bin[k], os.path.join(dest, "bin", name))
+        if cand.trace is not None:
+            write_trace(os.path.join(dest, "ops.trace"), cand.trace)
+        steps = []
+        crashed = None
+        for n, s in enumerate(cand.steps[:r["step"] + 1] if r["step"] is not None else cand.steps):
+            res = r["results"].get(n)
+            steps.append(dict(s, result=slim(res)))
+            if res and res.get("outcome") == "crashed" and crashed is None:
+                crashed = n
+        meta = dict(self.meta)
+        meta.update({"id": self.meta["id"] + "-shrunk", "steps": steps, "failure": r["failure"],
+                     "crashed_after_step": crashed, "replay_from": "start", "shrunk_from": self.meta["id"],
+                     "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"}})
+        write_json(os.path.join(dest, "meta.json"), meta)
+
+    # ---- the passes (K3) ----
+
+    def p_threads(self):
+        threads = as_int(opt_get(self.best.op["argv"], "threads"), 2)
+        for t in [1] + [x for x in (threads // 2,) if 1 < x < threads]:
+            if t >= threads:
+                continue
+            c = self.best.copy()
+            for s in c.stress_steps():
+                if is_workload(s):
+                    s["argv"] = opt_set(s["argv"], "threads", t)
+            if self.attempt("threads %d -> %d" % (threads, t), c, "threads"):
+                return
+
+    def p_pin(self):
+        """A timed op step gets a fixed op count (what the last kept trial did,
+        per thread; four times that when a kill point must still fire), and a
+        timed SIGKILL becomes --crash_at_end: a crash after the last op."""
+        c = self.best.copy()
+        s = c.op
+        if opt_get(s["argv"], "replay_ops"):
+            return
+        what = []
+        if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
+            threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
+            ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
+            kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
+            n = max(1, -(-ops // threads)) * (4 if kill else 1)  # the kill ends it: room is cheap
+            s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
+            what.append("ops pinned (%d per thread)" % n)
+        if s.get("kill_after") is not None and c.w == len(c.steps) - 1:
+            # The failure shows in the op step itself, before its kill:
+            # the kill goes, the process ends by itself and is judged.
+            s["kill_after"] = None
+            s["expect"] = "exit0"
+            what.append("no SIGKILL (the failure shows before it)")
+        elif s.get("kill_after") is not None:
+            s["kill_after"] = None
+            s["expect"] = "crash_at_end"
+            s["argv"] = opt_set(s["argv"], "crash_at_end", 1)
+            what.append("the timed SIGKILL made a crash after the last op")
+        if what:
+            self.attempt(", ".join(what), c, "pin")
+
+    def p_trace(self):
+        """One thread, ops pinned: the ops traced (each from a seed of its own:
+        another random run of the same shape, so a few seeds are tried)."""
+        a = self.best.op["argv"]
+        if as_int(opt_get(a, "threads"), 2) != 1 or opt_get(a, "trace_ops") or opt_get(a, "replay_ops") \
+                or as_int(opt_get(a, "ops_per_thread"), 10000) == 0:
+            return
+        base = as_int(opt_get(a, "seed"))
+        for seed in [None] + [derive(base, "shrink", k) for k in range(3)]:
+            c = self.best.copy()
+            c.op["argv"] = opt_set(c.op["argv"], "trace_ops", "@ITER@/ops.trace")
+            if seed is not None:
+                c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
+            if self.attempt("ops traced (--trace_ops)" + (", seed %d" % seed if seed else ""), c, "trace"):
+                return
+
+    def p_classes(self):
+        for opt in sorted(FAULT_OPTIONS):
+            if as_int(opt_get(self.best.op["argv"], opt)) > 0:
+                c = self.best.copy()
+                c.op["argv"] = opt_set(c.op["argv"], opt, None)
+                self.attempt("drop %s" % FAULT_OPTIONS[opt], c, "classes")
+
+    def p_kill(self):
+        a = self.best.op["argv"]
+        if as_int(opt_get(a, "kill_random_test")) <= 0 or not self.best_res:
+            return
+        fired = (self.best_res["results"].get(self.best.w) or {}).get("kill_points_fired") or []
+        if not fired:
+            return
+        for rate in ("1", opt_get(a, "kill_random_test")):
+            c = self.best.copy()
+            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_points", fired[-1]), "kill_random_test", rate)
+            if self.attempt("kill only at %s, 1 in %s hits" % (fired[-1], rate), c, "kill"):
+                return
+
+    def p_rates(self):
+        if self.best.op_traced():
+            return  # the trace turns faults off op by op (p_faults_off)
+        for opt in sorted(FAULT_OPTIONS):
+            n = as_int(opt_get(self.best.op["argv"], opt))
+            if n > 0:
+                c = self.best.copy()
+                c.op["argv"] = opt_set(c.op["argv"], opt, n * 10)
+                self.attempt("%s 1 in %d -> 1 in %d" % (opt, n, n * 10), c, "rates")
+
+    def p_ops(self):
+        a = self.best.op["argv"]
+        n = as_int(opt_get(a, "ops_per_thread"), 10000)
+        if n == 0 or opt_get(a, "replay_ops"):
+            return
+        lo, hi = 0, n  # fails at hi; unknown below
+        while hi > 1 and self.left() > 0:
+            mid = hi // 2 if lo == 0 else (lo + hi) // 2
+            if mid <= lo or mid >= hi:
+                break
+            c = self.best.copy()
+            c.op["argv"] = opt_set(c.op["argv"], "ops_per_thread", mid)
+            if self.attempt("ops %d -> %d" % (hi, mid), c, "ops"):
+                hi = mid
+            else:
+                lo = mid
+                if hi - lo <= max(2, hi // 8):
+                    break
+
+    def p_mix(self):
+        for name in MIX:
+            a = self.best.op["argv"]
+            v = as_int(opt_get(a, name), as_int(self.defaults.get(name)))
+            if v > 0:
+                c = self.best.copy()
+                wp = as_int(opt_get(a, "writepercent"), as_int(self.defaults.get("writepercent")))
+                c.op["argv"] = opt_set(opt_set(c.op["argv"], name, 0), "writepercent", wp + v)
+                self.attempt("%s %d -> 0 (writes take its share)" % (name, v), c, "mix")
+        for name in RARE_OPS:
+            v = as_int(opt_get(self.best.op["argv"], name))
+            if v > 0:
+                c = self.best.copy()
+                c.op["argv"] = opt_set(c.op["argv"], name, 0)
+                self.attempt("%s %d -> 0" % (name, v), c, "mix")
+
+    def p_fresh(self):
+        if self.best.fresh or opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") == "1":
+            return
+        c = self.best.copy()
+        db = self.meta.get("db_params") or {}
+        seed = self.meta["seed"]
+        common = ["--max_key=%s" % opt_get(c.op["argv"], "max_key"), "--hang_seconds=%d" % self.hang]
+        create = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "@ITER@/steps/create",
+                  "argv": ["@STRESS@"] + state_argv("@STATE@") + common + opt_args(db) +
+                  ["--report=@ITER@/steps/create/report.json", "--destroy_db_initially=1", "--threads=1",
+                   "--ops_per_thread=200", "--seed=%d" % derive(seed, "create")],
+                  "expect": "exit0", "kill_after": None, "primary": True, "time_limit": None}
+        c.steps.insert(0, create)
+        c.want.insert(0, "passed")
+        for s in c.steps:
+            if s["type"] == "variant":
+                s["powerloss_step"] += 1
+        c.w += 1
+        c.fresh = True
+        self.attempt("a fresh database instead of the one the run had grown", c, "fresh")
+
+    def p_keys(self):
+        if not self.best.fresh and opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") != "1":
+            return
+        k = as_int(opt_get(self.best.op["argv"], "max_key"))
+        while k > 8 and self.left() > 0:
+            c = self.best.copy()
+            c.set_all("max_key", k // 2)
+            if not self.attempt("key space %d -> %d" % (k, k // 2), c, "keys"):
+                return
+            k //= 2
+
+    def p_options(self):
+        fresh = self.best.fresh or opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") == "1"
+        a = self.best.op["argv"]
+        names = [x[2:].split("=", 1)[0] for x in a if x.startswith("--")]
+        names = sorted(set(names), key=lambda n: (n != "cache_size", n))
+        for name in names:
+            if name in NOT_SHRUNK or name in FAULT_OPTIONS or name in MIX or name in RARE_OPS or \
+                    name == "writepercent":
+                continue
+            if name in CREATION_OPTIONS and not fresh:
+                continue
+            d = self.defaults.get(name)
+            v = opt_get(self.best.op["argv"], name)
+            if d is None or v is None or same_value(v, d):
+                continue
+            c = self.best.copy()
+            c.set_all(name, d)
+            self.attempt("%s %s -> %s (stress's default)" % (name, v, d), c, "options")
+
+    def p_powerloss(self):
+        for i, s in enumerate(self.best.steps):
+            if s["type"] != "powerloss":
+                continue
+            mode = s["argv"][s["argv"].index("--mode") + 1]
+            for m in ("keep", "rollback"):
+                if m == mode or (mode == "keep"):
+                    break
+                c = self.best.copy()
+                argv = c.steps[i]["argv"]
+                argv[argv.index("--mode") + 1] = m
+                if self.attempt("power loss %s -> %s" % (mode, m), c, "powerloss"):
+                    break
+
+    def p_replay(self):
+        """The traced op step becomes a replay of its trace (ddmin's input)."""
+        if not self.best.op_traced() or not self.best_res:
+            return
+        lines = trace_ops_of(os.path.join(self.best_res["dir"], "iter", "ops.trace"))
+        if not lines:
+            return
+        c = self.best.copy()
+        c.trace = lines
+        c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "replay_ops", "@FOLDER@/ops.trace"),
+                                       "ops_per_thread", None), "duration", None)
+        self.attempt("replay the %d traced ops (--replay_ops)" % len(lines), c, "replay")
+
+    def refresh_trace(self):
+        """The lines as the last kept replay traced them again (their inj=
+        counts are this run's; the FAULTS field is the replayed one)."""
+        if self.best_res and self.best.trace is not None:
+            got = trace_ops_of(os.path.join(self.best_res["dir"], "iter", "ops.trace"))
+            if len(got) == len(self.best.trace):
+                self.best.trace = got
+
+    def with_trace(self, lines):
+        c = self.best.copy()
+        c.trace = lines
+        return c
+
+    def p_focus(self):
+        """Before ddmin's chunks: only the ops that touch the failing key (the
+        failing step's output names it), with every op that has no key
+        (checkpoints, reopens, verifies, snapshots, vacuums)."""
+        if self.best.trace is None or not self.best_res:
+            return
+        key = failing_key(self.best_res.get("output_tail"), self.kind)
+        if key is None:
+            return
+        keep = [l for l in self.best.trace if line_touches(l, key) or l.split()[2] == "-" and
+                l.split()[1] != "batch"]
+        if 0 < len(keep) < len(self.best.trace):
+            self.attempt("ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
+                         % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
+
+    def p_ddmin(self):
+        if self.best.trace is None:
+            return
+        n = 2
+        while len(self.best.trace) >= 2 and self.left() > 0 and not STOP.is_set():
+            lines = self.best.trace
+            size = -(-len(lines) // n)
+            removed = False
+            for i in range(0, len(lines), size):
+                rest = lines[:i] + lines[i + size:]
+                if not rest:
+                    continue
+                if self.attempt("ops %d -> %d (remove ops %d..%d of the list)" % (len(lines), len(rest), i,
+                                                                                   i + size - 1),
+                                self.with_trace(rest), "ddmin"):
+                    removed = True
+                    n = max(n - 1, 2)
+                    break
+            if not removed:
+                if size <= 1:
+                    break
+                n = min(len(lines), n * 2)
+        self.refresh_trace()
+
+    def p_faults_off(self):
+        if self.best.trace is None or not any(as_int(opt_get(self.best.op["argv"], o)) for o in FAULT_OPTIONS):
+            return
+        self.refresh_trace()
+        lines = self.best.trace
+        quiet = [set_faults(l, False) if trace_inj(l) == 0 else l for l in lines]
+        if quiet != lines:
+            self.attempt("faults off in the %d ops that injected nothing"
+                         % sum(1 for l in lines if trace_inj(l) == 0), self.with_trace(quiet), "faults")
+        for i in reversed(range(len(self.best.trace))):
+            l = self.best.trace[i]
+            if l.split()[4] == "on":
+                t = list(self.best.trace)
+                t[i] = set_faults(l, False)
+                self.attempt("faults off in op %s (%s)" % (l.split()[0], " ".join(l.split()[1:3])),
+                             self.with_trace(t), "faults")
+
+    def shrink(self):
+        p = self.p
+        orig = self.best.copy()
+        p.line("shrink: %s (%s at step %d, %s), budget %g s" % (nice_path(self.dir), self.kind,
+                                                             self.failure["step"], self.failure.get("step_name"),
+                                                             self.budget))
+        # Does it come back at all?  A run that is not deterministic gets up
+        # to BASELINE_TRIALS tries; its rate sets how many of each later
+        # step's trials must fail (K2).
+        runs = 1 if orig.deterministic() else BASELINE_TRIALS
+        ok = self.attempt("the recorded run, unchanged", orig.copy(), "baseline", runs=runs, need=1)
+        if ok and runs > 1:
+            e = self.log[-1]
+            self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
+        base = self.best_res
+        if ok:
+            # Rounds until one keeps nothing: a change kept late (a smaller
+            # key space) can let an earlier one (one thread) through.
+            for _ in range(3):
+                kept = sum(1 for e in self.log if e["verdict"] == "kept")
+                # The op count early: every later trial is that much shorter.
+                for step in (self.p_threads, self.p_pin, self.p_trace, self.p_ops, self.p_classes, self.p_kill,
+                             self.p_rates, self.p_mix, self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
+                    if self.left() <= 0 or STOP.is_set():
+                        break
+                    step()
+                if kept == sum(1 for e in self.log if e["verdict"] == "kept"):
+                    break
+            for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_faults_off, self.p_ddmin):
+                if self.left() <= 0 or STOP.is_set():
+                    break
+                step()
+        return ok, orig, base
+
+    def finish(self, ok, orig, base):
+        doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
+               "budget_s": self.budget, "trials_per_step_when_not_deterministic": TRIALS,
+               "original": dict(orig.measures(), ops=(base or {}).get("ops"),
+                                seconds=(base or {}).get("seconds")),
+               "steps": self.log, "aside": self.aside}
+        rc = EXIT_FAIL
+        if ok:
+            dest = os.path.join(self.dir, "shrunk")
+            shutil.rmtree(dest, ignore_errors=True)
+            self.write_folder(dest, self.best, self.best_res)
+            ops = self.best_res.get("ops")
+            if self.best.trace is not None:
+                ops = len(self.best.trace)
+            times, repro_ok = [], 0
+            for _ in range(3 if self.best.deterministic() else 1):
+                t0 = time.monotonic()
+                r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                times.append(round(time.monotonic() - t0, 3))
+                repro_ok += r.returncode == 1 and "crashtest: reproduced:" in r.stdout
+            doc["shrunk"] = dict(self.best.measures(), ops=ops, seconds=self.best_res.get("seconds"),
+                                 path=nice_path(dest), repro_seconds=times,
+                                 repro_reproduced="%d of %d" % (repro_ok, len(times)))
+            cmd = "%s repro %s" % (nice_path(os.path.join(REPO, "crashtest.py")), shlex.quote(nice_path(dest)))
+            doc["command"] = cmd
+            o, s = doc["original"], doc["shrunk"]
+            self.p.line("shrink: %s: threads %s -> %s, ops %s -> %s, fault classes %s -> %s, steps %s -> %s; "
+                        "repro %s s (reproduced %s)" % (
+                            self.kind, o["threads"], s["threads"], o["ops"], s["ops"],
+                            ",".join(o["fault_classes"]) or "none", ",".join(s["fault_classes"]) or "none",
+                            o["steps"], s["steps"], "/".join("%.1f" % x for x in times), s["repro_reproduced"]))
+            self.p.line("shrink: %s" % cmd)
+            env = {"@STATE@": "STATE", "@ITER@": "ITER", "@FOLDER@": nice_path(dest),
+                   "@STRESS@": nice_path(os.path.join(dest, "bin", "stress"))}
+            self.p.line("shrink: its op step: %s" % shlex.join(subst(self.best.op["argv"], env)))
+            rc = EXIT_PASS
+        else:
+            self.p.line("shrink: the recorded run did not fail again (%s): nothing to shrink" % self.kind)
+        doc["elapsed_s"] = round(time.monotonic() - self.t0, 3)
+        write_json(os.path.join(self.dir, "shrink.json"), doc)
+        shutil.rmtree(self.work, ignore_errors=True)
+        return rc, doc
+
+
+def signature(cand):
+    """What makes two candidates the same run (options in any order)."""
+    steps = [dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps]
+    return json.dumps([steps, cand.fresh, cand.trace], sort_keys=True)
+
+
+def same_value(v, d):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+    def num(x):
+        x = str(x)
+        if x and x[-1] in units and x[:-1].isdigit():
+            return int(x[:-1]) * units[x[-1]]
+        return int(x) if x.isdigit() else x
+    return num(v) == num(d)
+
+
+def ops_of(r, state):
+    """The ops a step did: its report's, else the progress file stress
+    keeps in its run directory (a killed process writes no report)."""
+    rep = r.get("report") or {}
+    if rep.get("ops"):
+        return sum(int(v or 0) for k, v in rep["ops"].items() if k != "aborted")
+    try:
+        with open(os.path.join(state, "run", "progress")) as f:
+            m = re.match(r"ops (\d+)", f.read())
+            return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+def slim(r):
+    if not r:
+        return r
+    return {k: v for k, v in r.items() if k != "report"} if r.get("report") is None else dict(r)
+
+
+def write_trace(path, lines):
+    with open(path, "w") as f:
+        f.write("# stress op trace 1 (crashtest.py shrink)\n# INDEX TYPE KEY SEED FAULTS | what it did\n")
+        for l in lines:
+            f.write(l + "\n")
+
+
+def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_binary=None):
+    """Shrink FAILURE_DIR within BUDGET seconds (the nightly modes' --shrink
+    calls this).  Returns (exit code, shrink.json's document)."""
+    class A:
+        pass
+    a = A()
+    a.failure_dir, a.budget, a.stress_binary, a.powerloss_binary = failure_dir, budget, stress_binary, \
+        powerloss_binary
+    s = Shrinker(a, printer)
+    try:
+        ok, orig, base = s.shrink()
+    except BaseException:
+        shutil.rmtree(s.work, ignore_errors=True)
+        raise
+    return s.finish(ok, orig, base)
+
+
+def shrink_mode(a, argv):
+    rc, _ = shrink_folder(a.failure_dir, a.budget, Printer(tty=False), a.stress_binary, a.powerloss_binary)
+    return rc

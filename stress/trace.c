@@ -1,0 +1,174 @@
+/*
+ * trace.c -- the op trace of one worker (--trace_ops FILE) and its
+ * replay (--replay_ops FILE): the one place that writes and parses the
+ * format (docs/formats.md, "Op trace").
+ *
+ * Why a trace: a failing run of 400,000 drawn ops is read by nobody.
+ * With one thread the run is deterministic from its seed, but removing
+ * one op would shift every later draw (one random stream).  So a traced
+ * or replayed op draws from a seed of its own: the workload's stream and
+ * the fault library's streams are reseeded from the op's seed before it
+ * runs (flt_thread_reseed), and a shrinker (crashtest.py shrink) can drop
+ * ops from the list and keep the rest as they were, faults included.
+ *
+ * A line (text, one per op, '#' starts a comment):
+ *
+ *   INDEX TYPE KEY SEED FAULTS | what it did
+ *   17 put 4711 9f3a0c5e11d2b7a4 on | 4711=v1a2b3c4d ioerr op=2:18 inj=1
+ *
+ *   INDEX   the op's number in the traced run (informational)
+ *   TYPE    get put delete batch scan checkpoint verify reopen snapshot
+ *           vacuum (snapshot takes one, or checks the one held)
+ *   KEY     the key index (get, put, delete, scan start), or '-'
+ *   SEED    16 hex digits: the op's own seed (batch keys, value seeds,
+ *           scan length, every fault draw during the op)
+ *   FAULTS  'on', or 'off': no fault is injected during this op
+ *   | ...   what the op did when traced: keys with value seeds (or 'del'),
+ *           status, its number in the ledger's op field (op=EPOCH:CALL,
+ *           the field being EPOCH << 32 | CALL), ledger lines it added
+ *           (inj=N); replay ignores all of it
+ *
+ * A line is written in two write()s, its head before the op runs and
+ * its note after, so a process killed in the middle (a kill point,
+ * --crash_at_end) leaves every op it did, the one it was killed in too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stress_int.h"
+
+static int trace_fd = -1;
+static st_trace_op *replay;
+static size_t nreplay;
+
+static int type_of(const char *s) {
+    for (int t = 0; t < OP_TYPES; t++)
+        if (!strcmp(st_op_names[t], s) && t != OP_ABORTED) return t;
+    return -1;
+}
+
+/* Parse one line into OP: 1 an op, 0 a comment or blank, -1 malformed. */
+static int parse_line(char *line, st_trace_op *op) {
+    char *bar = strchr(line, '|');
+    if (bar) *bar = 0;
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    char *tok[6];
+    int n = 0;
+    for (char *s = strtok(line, " \t\r\n"); s && n < 6; s = strtok(NULL, " \t\r\n")) tok[n++] = s;
+    if (n == 0) return 0;
+    if (n != 5) return -1;
+    char *end;
+    errno = 0;
+    op->index = strtoull(tok[0], &end, 10);
+    if (*end || errno) return -1;
+    op->type = type_of(tok[1]);
+    if (op->type < 0) return -1;
+    op->has_key = strcmp(tok[2], "-") != 0;
+    op->key = 0;
+    if (op->has_key) {
+        op->key = strtoull(tok[2], &end, 10);
+        if (*end || errno || op->key >= g.o.max_key) return -1;
+    }
+    op->seed = strtoull(tok[3], &end, 16);
+    if (*end || errno) return -1;
+    if (!strcmp(tok[4], "on"))
+        op->faults_off = 0;
+    else if (!strcmp(tok[4], "off"))
+        op->faults_off = 1;
+    else
+        return -1;
+    int keyed = op->type == OP_GET || op->type == OP_PUT || op->type == OP_DEL || op->type == OP_SCAN;
+    return keyed == op->has_key ? 1 : -1;
+}
+
+int st_trace_open(void) {
+    if (g.o.replay_ops) {
+        FILE *f = fopen(g.o.replay_ops, "r");
+        if (!f) {
+            fprintf(stderr, "stress: --replay_ops: cannot open %s: %s\n", g.o.replay_ops, strerror(errno));
+            return EXIT_USAGE;
+        }
+        char line[1024];
+        size_t cap = 0, lineno = 0;
+        while (fgets(line, sizeof line, f)) {
+            lineno++;
+            st_trace_op op;
+            int r = parse_line(line, &op);
+            if (r < 0) {
+                fprintf(stderr, "stress: --replay_ops: %s:%zu: not an op line (docs/formats.md, Op trace)\n",
+                        g.o.replay_ops, lineno);
+                fclose(f);
+                return EXIT_USAGE;
+            }
+            if (!r) continue;
+            if (nreplay == cap) {
+                cap = cap ? 2 * cap : 256;
+                st_trace_op *p = realloc(replay, cap * sizeof *p);
+                if (!p) {
+                    fclose(f);
+                    return EXIT_INFRA;
+                }
+                replay = p;
+            }
+            replay[nreplay++] = op;
+        }
+        fclose(f);
+    }
+    if (g.o.trace_ops) {
+        trace_fd = open(g.o.trace_ops, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (trace_fd < 0) {
+            fprintf(stderr, "stress: --trace_ops: cannot create %s: %s\n", g.o.trace_ops, strerror(errno));
+            return EXIT_INFRA;
+        }
+        char head[256];
+        int n = snprintf(head, sizeof head,
+                         "# stress op trace 1: seed %" PRIu64 " max_key %" PRIu64
+                         "\n# INDEX TYPE KEY SEED FAULTS | what it did\n",
+                         g.o.seed, g.o.max_key);
+        if (write(trace_fd, head, (size_t)n) != n) {}
+    }
+    return -1; /* go on */
+}
+
+int st_tracing(void) { return trace_fd >= 0; }
+int st_replaying(void) { return g.o.replay_ops != NULL; }
+size_t st_replay_count(void) { return nreplay; }
+const st_trace_op *st_replay_at(size_t i) { return i < nreplay ? &replay[i] : NULL; }
+
+uint64_t st_trace_seed(uint64_t index) { return rng_mix64(g.o.seed ^ rng_mix64(index + 1) ^ 0x6f70736565640000ull); }
+
+/* The line's head goes out before the op runs, its note after: an op
+ * that a kill point ends halfway stays in the trace (a head alone, which
+ * replays like any line), and its replay is killed at the same place. */
+void st_trace_head(const st_trace_op *op) {
+    if (trace_fd < 0) return;
+    char line[128], key[24] = "-";
+    if (op->has_key) snprintf(key, sizeof key, "%" PRIu64, op->key);
+    int n = snprintf(line, sizeof line, "%" PRIu64 " %s %s %016" PRIx64 " %s", op->index, st_op_names[op->type], key,
+                     op->seed, op->faults_off ? "off" : "on");
+    if (write(trace_fd, line, (size_t)n) != n) {}
+}
+
+void st_trace_note(const char *note, uint64_t injected) {
+    if (trace_fd < 0) return;
+    char line[1024];
+    int n = snprintf(line, sizeof line, " | %s inj=%" PRIu64 "\n", note, injected);
+    if (n >= (int)sizeof line) {
+        n = (int)sizeof line - 1;
+        line[n - 1] = '\n';
+    }
+    if (write(trace_fd, line, (size_t)n) != n) {}
+}
+
+void st_trace_close(void) {
+    if (trace_fd >= 0) close(trace_fd);
+    trace_fd = -1;
+    free(replay);
+    replay = NULL;
+    nreplay = 0;
+}

@@ -1,0 +1,284 @@
+"""Tests of automatic shrinking (crashtest.py shrink; crashtest/shrink.py's
+K1-K5) and of the op trace it stands on (stress --trace_ops and
+--replay_ops; docs/formats.md, Op trace).
+
+- a traced run replayed from its trace is the same run (same trace hash,
+  same ops, same faults); a trace with ops removed replays the rest, each
+  with its own faults; the op a kill point ends halfway stays in the
+  trace and its replay is killed there again; bad traces and --threads > 1
+  are usage errors;
+- a crash at the end of the ops (--crash_at_end) is a planned crash for
+  the judge, and the argv helpers and ddmin's input handling are right;
+- a nightly run with --shrink shrinks the failure it saved;
+- for planted bugs of the catalogue that a single thread can show, a
+  real failure caught by `simple` is shrunk: the shrunk run fails with
+  the same kind, with one thread, at least 10 times fewer ops, its repro
+  reproduces it three times out of three in under 5 s each, and prints
+  the op list.
+
+Binaries come from $BUILD (default build), as in tests/run_all.sh.  The
+planted-bug cases take a few minutes each (SHRINK_BUGS=a,b limits or
+extends them; SHRINK_BUGS=none skips them).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from crashtest.judge import judge_stress  # noqa: E402
+from crashtest.seeds import derive  # noqa: E402
+from crashtest.shrink import Cand, opt_get, opt_set, same_value, set_faults, trace_inj  # noqa: E402
+
+BUILD = os.environ.get("BUILD", "build")
+STRESS = os.path.join(ROOT, BUILD, "stress")
+POWERLOSS = os.path.join(ROOT, BUILD, "powerloss")
+CRASHTEST = os.path.join(ROOT, "crashtest.py")
+# Planted bugs a single thread shows, caught within seconds by simple with
+# the measurement's seed (README, Shrinking a failure), whose failure kind
+# does not hang on the timing of a kill (checkpoint-skips-data-fsync, say,
+# is caught as wrong_value or as false_alarm by the same seed, and the
+# false_alarm does not survive one thread).
+DEFAULT_BUGS = ["stale-value", "redo-skips-second-action", "kv-codes-stale-after-in-place-edit"]
+SEED = 20261201
+
+
+def bugs():
+    v = os.environ.get("SHRINK_BUGS")
+    if v == "none":
+        return []
+    return [b for b in v.split(",") if b] if v else DEFAULT_BUGS
+
+
+def make(*targets):
+    r = subprocess.run(["make", "-s"] + [os.path.relpath(t, ROOT) for t in targets], cwd=ROOT,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return r.returncode == 0 and all(os.path.exists(t) for t in targets)
+
+
+def stress(*args, cwd=None):
+    p = subprocess.run([STRESS] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def summary_field(out, name):
+    m = re.search(r"\b%s=(\S+)" % name, out)
+    return m.group(1) if m else None
+
+
+class TestOpTrace(unittest.TestCase):
+    FAULTS = ["--read_fault_one_in=20", "--sync_fault_one_in=30", "--cache_size=64K", "--page_size=4096",
+              "--checkpoint_one_in=50", "--max_key=500", "--threads=1"]
+
+    @classmethod
+    def setUpClass(cls):
+        if not make(STRESS):
+            raise unittest.SkipTest("build/stress missing")
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="test-shrink-")
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def run_db(self, *args):
+        return stress("--db=%s/db" % self.d, "--destroy_db_initially", *(self.FAULTS + list(args)))
+
+    def ops_of(self, path):
+        with open(path) as f:
+            return [l for l in f if l.strip() and not l.startswith("#")]
+
+    def test_a_replayed_trace_is_the_same_run_faults_included(self):
+        t1, t2 = os.path.join(self.d, "a.trace"), os.path.join(self.d, "b.trace")
+        rc, out, err = self.run_db("--ops_per_thread=800", "--trace_ops=" + t1)
+        self.assertEqual(rc, 0, out + err)
+        lines = self.ops_of(t1)
+        self.assertEqual(len(lines), 800)
+        self.assertTrue(any(not l.rstrip().endswith("inj=0") for l in lines), "no op injected a fault")
+        rc2, out2, err2 = self.run_db("--replay_ops=" + t1, "--trace_ops=" + t2)
+        self.assertEqual(rc2, 0, out2 + err2)
+        self.assertEqual(summary_field(out, "trace_hash"), summary_field(out2, "trace_hash"))
+        self.assertEqual(summary_field(out, "injected"), summary_field(out2, "injected"))
+        self.assertEqual(self.ops_of(t1), self.ops_of(t2))
+
+    def test_ops_left_in_a_trace_keep_their_own_faults(self):
+        t1, t2, t3 = (os.path.join(self.d, n) for n in ("a.trace", "half.trace", "c.trace"))
+        rc, out, err = self.run_db("--ops_per_thread=600", "--trace_ops=" + t1)
+        self.assertEqual(rc, 0, out + err)
+        lines = self.ops_of(t1)
+        # Keep the first half: the same ops, the same faults, op by op.
+        with open(t2, "w") as f:
+            f.writelines(lines[:300])
+        rc, out, err = self.run_db("--replay_ops=" + t2, "--trace_ops=" + t3)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(self.ops_of(t3), lines[:300])
+        # Every other op: each op left is the op it was (type, key, seed).
+        with open(t2, "w") as f:
+            f.writelines(lines[::2])
+        rc, out, err = self.run_db("--replay_ops=" + t2, "--trace_ops=" + t3)
+        self.assertEqual(rc, 0, out + err)
+        got = self.ops_of(t3)
+        self.assertEqual([l.split("|")[0] for l in got], [l.split("|")[0] for l in lines[::2]])
+        # Faults turned off op by op: no op injects.
+        with open(t2, "w") as f:
+            f.writelines(set_faults(l.rstrip("\n"), False) + "\n" for l in lines)
+        rc, out, err = self.run_db("--replay_ops=" + t2)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(summary_field(out, "injected"), "0")
+
+    def test_an_op_a_kill_point_ends_halfway_stays_in_the_trace_and_replays_to_the_same_kill(self):
+        t1, t2 = os.path.join(self.d, "a.trace"), os.path.join(self.d, "b.trace")
+        kill = ["--sync_fault_injection=1", "--kill_random_test=5", "--kill_points=kill/wal/after_sync"]
+        rc, out, err = stress("--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1", "--max_key=100",
+                              "--ops_per_thread=500", "--trace_ops=" + t1, *kill)
+        self.assertEqual(rc, -9, out + err)
+        with open(t1) as f:
+            text = f.read()
+        self.assertFalse(text.endswith("\n"), "the killed op's line is its head alone")
+        rc, out, err = stress("--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1", "--max_key=100",
+                              "--replay_ops=" + t1, "--trace_ops=" + t2, *kill)
+        self.assertEqual(rc, -9, out + err)
+        with open(t2) as f:
+            self.assertEqual(f.read(), text)
+
+    def test_bad_traces_and_several_threads_are_usage_errors(self):
+        bad = os.path.join(self.d, "bad.trace")
+        for text in ("0 put\n", "0 fly 3 00 on\n", "0 put 999999 00 on\n", "0 put 3 00 maybe\n", "0 batch 3 00 on\n"):
+            with open(bad, "w") as f:
+                f.write(text)
+            rc, out, err = self.run_db("--replay_ops=" + bad)
+            self.assertEqual(rc, 2, text + out + err)
+            self.assertIn("not an op line", err)
+        self.assertFalse(os.path.exists(os.path.join(self.d, "db")))
+        rc, out, err = stress("--db=%s/db" % self.d, "--threads=2", "--trace_ops=" + bad)
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--threads 1", err)
+
+
+class TestShrinkParts(unittest.TestCase):
+    def test_crash_at_end_is_a_planned_crash(self):
+        out = "stress: --crash_at_end: killing this process after 40 ops\n"
+        self.assertEqual(judge_stress("crash_at_end", -9, False, None, out, None, [])[0], "crashed")
+        self.assertEqual(judge_stress("crash_at_end", -9, False, None, "", None, [])[0], "failed")
+
+    def test_argv_helpers_replace_every_occurrence(self):
+        a = ["@STRESS@", "--threads=4", "--seed=1", "--threads=2"]
+        self.assertEqual(opt_get(a, "threads"), "2")
+        b = opt_set(a, "threads", 1)
+        self.assertEqual([x for x in b if x.startswith("--threads")], ["--threads=1"])
+        self.assertIsNone(opt_get(opt_set(a, "seed", None), "seed"))
+        self.assertTrue(same_value("64M", str(64 << 20)))
+        self.assertFalse(same_value("1M", "64M"))
+
+    def test_trace_lines_and_determinism(self):
+        line = "17 put 4711 9f3a0c5e11d2b7a4 on | 4711=v1a2b3c4d ioerr op=2:18 inj=3"
+        self.assertEqual(trace_inj(line), 3)
+        self.assertEqual(set_faults(line, False).split()[4], "off")
+        st = {"type": "stress", "name": "w", "state": "@STATE@", "dir": "d", "expect": "exit0", "kill_after": None,
+              "argv": ["@STRESS@", "--threads=1", "--ops_per_thread=50"]}
+        self.assertTrue(Cand([st], True, None, 0).deterministic())
+        st2 = dict(st, argv=["@STRESS@", "--threads=2", "--ops_per_thread=50"])
+        self.assertFalse(Cand([st2], True, None, 0).deterministic())
+        st3 = dict(st, kill_after=0.5)
+        self.assertFalse(Cand([st3], True, None, 0).deterministic())
+
+
+class TestShrinkTable(unittest.TestCase):
+    def test_mutants_table_of_reductions(self):
+        from crashtest.mutants import shrink_summary, shrink_table
+        doc = {"kind": "lost", "elapsed_s": 41.2,
+               "original": {"threads": 4, "ops": 10311, "fault_classes": ["read_error"], "steps": 5},
+               "shrunk": {"threads": 1, "ops": 1, "fault_classes": [], "steps": 5, "repro_seconds": [0.6, 0.5],
+                          "repro_reproduced": "2 of 2", "path": "x"}}
+        t = shrink_table([("a-bug", shrink_summary(doc)),
+                          ("b-bug", shrink_summary({"kind": "lost", "original": {"threads": 2, "ops": None}}))])
+        self.assertIn("| `a-bug` | lost | 4 -> 1 | 10311 -> 1 (10311x) | read_error -> none | 5 -> 5 | 41 s | "
+                      "0.6 s, reproduced 2 of 2 |", t)
+        self.assertIn("| `b-bug` | lost | 2 | ? |", t)
+        self.assertIn("did not fail again", t)
+
+
+class TestShrinkPlantedBugs(unittest.TestCase):
+    """Real failures of planted bugs, caught by simple, shrunk."""
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="test-shrink-bug-")
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def catch(self, name):
+        b = os.path.join(ROOT, BUILD, "mutants", name)
+        if not make(os.path.join(b, "stress"), os.path.join(b, "powerloss")):
+            self.skipTest("build/mutants/%s missing" % name)
+        rd = os.path.join(self.d, "r")
+        cmd = [sys.executable, CRASHTEST, "simple", "--duration", "120", "--max-failures", "1", "--seed",
+               str(derive(SEED, "mutant", name)), "--stress-binary", os.path.join(b, "stress"),
+               "--powerloss-binary", os.path.join(b, "powerloss"), "--report-dir", rd]
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+        with open(os.path.join(rd, "summary.json")) as f:
+            failed = [i for i in json.load(f)["iterations"] if i.get("failure")]
+        if not failed:
+            self.skipTest("simple did not catch %s within 120 s" % name)
+        return failed[0]["artifacts"]
+
+    def check(self, name):
+        folder = self.catch(name)
+        p = subprocess.run([sys.executable, CRASHTEST, "shrink", folder, "--budget", "300"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        with open(os.path.join(folder, "shrink.json")) as f:
+            doc = json.load(f)
+        with open(os.path.join(folder, "meta.json")) as f:
+            kind = json.load(f)["failure"]["kind"]
+        o, s = doc["original"], doc["shrunk"]
+        self.assertEqual(doc["kind"], kind)
+        self.assertEqual(s["threads"], 1, p.stdout)
+        self.assertTrue(s["deterministic"], p.stdout)
+        self.assertLessEqual(s["ops"] * 10, o["ops"], p.stdout)
+        self.assertEqual(s["repro_reproduced"], "3 of 3", p.stdout)
+        self.assertTrue(all(t < 5 for t in s["repro_seconds"]), s["repro_seconds"])
+        self.assertTrue(any(e["verdict"] == "kept" for e in doc["steps"]))
+        self.assertTrue(all({"what", "trials", "failures", "rate", "verdict", "why"} <= set(e)
+                            for e in doc["steps"]))
+        r = subprocess.run([sys.executable, CRASHTEST, "repro", os.path.join(folder, "shrunk")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("reproduced: %s" % kind, r.stdout)
+        self.assertIn("the op list (%d ops" % s["ops"], r.stdout)
+
+    def test_a_nightly_run_with_shrink_shrinks_its_failure_after_its_iterations(self):
+        b = os.path.join(ROOT, BUILD, "mutants", "stale-value")
+        if not make(os.path.join(b, "stress"), POWERLOSS):
+            self.skipTest("build/mutants/stale-value missing")
+        rd = os.path.join(self.d, "r")
+        p = subprocess.run([sys.executable, CRASHTEST, "blackbox", "--iterations", "1", "--seed", "3", "--interval",
+                            "2", "--max-key", "1000", "--faults", "none", "--threads", "1", "--stress-binary",
+                            os.path.join(b, "stress"), "--powerloss-binary", POWERLOSS, "--report-dir", rd,
+                            "--shrink", "--shrink-budget", "120"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        (folder,) = [os.path.join(rd, "failures", d) for d in os.listdir(os.path.join(rd, "failures"))]
+        with open(os.path.join(folder, "shrink.json")) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["kind"], "wrong_value")
+        self.assertEqual(doc["shrunk"]["repro_reproduced"], "3 of 3")
+        self.assertTrue(os.path.isfile(os.path.join(folder, "shrunk", "meta.json")))
+        self.assertRegex(p.stdout, r"shrink: \S*crashtest.py repro \S+/shrunk")
+
+    def test_planted_bugs_shrink_to_one_thread_and_ten_times_fewer_ops(self):
+        if not bugs():
+            self.skipTest("SHRINK_BUGS=none")
+        for name in bugs():
+            with self.subTest(bug=name):
+                self.check(name)
+
+
+if __name__ == "__main__":
+    unittest.main()
