@@ -21,6 +21,7 @@ import os
 
 from .common import UsageError
 from .params import CLASS_ORDER, FAILURE_KEYS
+from .stats import binom_cdf, clopper_pearson  # noqa: F401 (binom_cdf: kept importable from here)
 
 # Outcome segments of a class bar, in drawing order, with their colours.
 SEGMENTS = [("detected", "#3182bd"), ("repaired", "#31a354"), ("masked", "#bdbdbd"),
@@ -61,33 +62,7 @@ def fmt(x):
 
 # ---- statistics shared with summary.json (crashtest.report) ----
 
-def binom_cdf(x, n, p):
-    """P(X <= x) for X ~ Binomial(n, p) (x small: the sum of its terms)."""
-    if p <= 0:
-        return 1.0
-    if p >= 1:
-        return 1.0 if x >= n else 0.0
-    lp, lq = math.log(p), math.log1p(-p)
-    t = 0.0
-    for k in range(0, min(x, n) + 1):
-        t += math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq)
-    return min(1.0, t)
-
-
-def clopper_pearson(x, n, alpha=0.05):
-    """The exact (Clopper-Pearson) two-sided interval of a rate of X in N."""
-    def solve(f):
-        lo, hi = 0.0, 1.0
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            if f(mid):
-                lo = mid
-            else:
-                hi = mid
-        return lo
-    lower = 0.0 if x == 0 else solve(lambda p: 1.0 - binom_cdf(x - 1, n, p) < alpha / 2)
-    upper = 1.0 if x >= n else solve(lambda p: binom_cdf(x, n, p) > alpha / 2)
-    return lower, upper
+# binom_cdf and clopper_pearson live in crashtest.stats (imported above).
 
 
 def width_row(w, row):
