@@ -250,6 +250,8 @@ def add_protection_parser(sub, fmt):
     q.add_argument("--flips-per-width", type=at_least_one, default=10 ** 9, metavar="N",
                    help="stop a width once N flips were checked at it (default: no limit)")
     q.add_argument("--run-seconds", type=positive_seconds, default=15.0, metavar="S", help="length of one stress run")
+    q.add_argument("--keep-going", action="store_true",
+                   help="go on after a failed run (a measurement: every figure, the failures counted)")
     q.add_argument("--seed", type=seed_int, default=None, metavar="N", help="seed (default: random, printed)")
     q.add_argument("--stress-binary", default=None, metavar="PATH", help="the stress driver (default: build/stress)")
     q.add_argument("--report-dir", default=None, metavar="DIR",

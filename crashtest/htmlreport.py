@@ -220,6 +220,10 @@ def chart_escapes(summary):
         g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="4 3" stroke-width="2">'
                  '<title>2^-%d = %.3g</title></line>' % (cx - 40, cx + 40, y(row["nominal"]), y(row["nominal"]),
                                                         8 * w, row["nominal"]))
+        if row.get("expected_rate"):
+            g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#31a354" stroke-width="3">'
+                     '<title>expected from the construction %.3g</title></line>' % (
+                         cx - 40, cx + 40, y(row["expected_rate"]), y(row["expected_rate"]), row["expected_rate"]))
         if row.get("bound_rate"):
             g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#9e9ac8" stroke-width="3">'
                      '<title>oracle bound %.3g</title></line>' % (cx - 40, cx + 40, y(row["bound_rate"]),
@@ -240,7 +244,8 @@ def chart_escapes(summary):
                                                          nominal=row["nominal"], bound=row.get("bound"),
                                                          bound_rate=row.get("bound_rate")), "".join(g)))
     return legend([("observed escape rate", "#de2d26"), ("its 95% interval (exact)", "#3182bd"),
-                   ("2^-8w", "#555"), ("oracle's bound (Poisson, per checked flip)", "#9e9ac8")]) + svg(
+                   ("2^-8w", "#555"), ("expected from the construction (checked patterns)", "#31a354"),
+                   ("oracle's bound (Poisson, per checked flip)", "#9e9ac8")]) + svg(
         width, top + h + 30, body, "escape rate per protection width", chart="escapes")
 
 

@@ -14,12 +14,13 @@ width, or when a pattern's escapes exceed the Poisson bound of its
 expected escapes; where the expected escapes are observable (w = 1's two
 flips in one part: 1 in 32) it also says whether the observed rate is
 consistent with the expected one (its 95% interval holds it).  A stress
-run that fails (its own oracle, per run) stops the mode: the first
-failure's time is the time to catch.
+run that fails (its own oracle, per run) stops the mode (unless
+--keep-going, for a measurement): the first failure's time is the time to
+catch.
 
 Writes REPORT_DIR/summary.json (mode "protection": per width its cells,
 and "protection_widths", the per-width table `crashtest.py report`
-draws), protection.md (the table) and, for a failed run, its directory
+draws), protection.md (the table), report.html and, for a failed run, its directory
 under failures/ with the repro line."""
 
 import json
@@ -31,6 +32,7 @@ import tempfile
 import time
 
 from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, nice_path, write_json
+from .htmlreport import render, write_page
 from .procs import STOP, Stopped, run_process
 from .seeds import Rng, derive
 from .stats import cell_verdict
@@ -176,7 +178,10 @@ def protection_mode(a, argv):
                 print(line + "  FAIL (%s); kept %s\n  repro: %s" % (
                     res.hung or "exit %s" % res.rc, nice_path(dest), run["command"]))
                 sys.stdout.flush()
-                break
+                if not a.keep_going:
+                    break
+                i += 1
+                continue
             shutil.rmtree(d, ignore_errors=True)
             print(line)
             sys.stdout.flush()
@@ -205,6 +210,10 @@ def protection_mode(a, argv):
     lines = table_lines(table)
     with open(os.path.join(report_dir, "protection.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    try:
+        write_page(os.path.join(report_dir, "report.html"), render([report_dir]))
+    except (OSError, ValueError, KeyError, TypeError) as e:  # the page is a view: the summary stands without it
+        print("crashtest: report.html not written: %s" % e)
     print("\n".join(lines))
     for w, row in sorted(table.items()):
         print("w=%d: %d flips checked, %d escaped (rate %s, expected %s)" % (

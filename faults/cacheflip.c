@@ -37,8 +37,10 @@
  * with the process).  Ledger fields beyond bitflip_cache's
  * (docs/formats.md): pattern, region, nbits, bits (the flipped bits'
  * indices in the page, comma-separated), parity ("odd": some part got an
- * odd count, always caught; "entry" or "page": every part even, so the
- * entry's or the page's code may collide), check ("detected", "escaped",
+ * odd count, always caught; every part even: "page", the page code may
+ * collide; "entry", the entry's hash bits may; "span", a length changed
+ * so the rest's parity is a coin toss too; "slot", the slot points
+ * elsewhere so both cell parities are), check ("detected", "escaped",
  * or "none" when the frame carries no codes).
  */
 #include <stdio.h>
@@ -184,6 +186,19 @@ void flt_cache_pattern(flt_ctx *f, flt_thr *t, eng_db *db) {
         for (int i = 0; i < nb; i++) c += bits[i] / 8 >= parts[k].a && bits[i] / 8 < parts[k].b;
         odd |= c & 1;
     }
+    /* Even everywhere: which parities still vouch.  Flips in a slot make
+     * the code hash another cell, whose header and rest parities are then
+     * coin tosses; flips in a length (klen, vlen, the overflow flag) move
+     * where the rest ends, whose parity is then a coin toss. */
+    const char *even = part.a == hdrspan.a ? "page" : "entry";
+    if (part.a == sl.a) even = "slot";
+    if (part.a == hd.a) {
+        int ovfl = leaf && (p[hd.a + 2] & CELL_OVERFLOW);
+        for (int i = 0; i < nb; i++) {
+            size_t o = bits[i] / 8 - hd.a;
+            if (o < 2 || (leaf && ((o == 2 && bits[i] % 8 == 0) || (o >= 3 && o < 7 && !ovfl)))) even = "span";
+        }
+    }
     char list[8 * 8];
     size_t ll = 0;
     list[0] = 0;
@@ -207,7 +222,7 @@ void flt_cache_pattern(flt_ctx *f, flt_thr *t, eng_db *db) {
     e.region = rg_names[rg];
     e.nbits = nb;
     e.bits = list;
-    e.parity = odd ? "odd" : part.a == hdrspan.a ? "page" : "entry";
+    e.parity = odd ? "odd" : even;
     e.check = rc < 0 ? "none" : rc ? "detected" : "escaped";
     flt_record(f, FLT_BITFLIP_CACHE, &e);
 }

@@ -239,7 +239,10 @@ const char *vd_pattern_name(int i) { return i >= 0 && i < VD_PATTERN_COUNT ? pat
 double vd_pattern_odds(const char *parity, int w) {
     if (!parity || !strcmp(parity, "odd") || w <= 0) return 0.0;
     if (!strcmp(parity, "page")) return ldexp(1.0, -31);
-    return ldexp(1.0, -(8 * (w > 8 ? 8 : w) - 3));
+    int bits = 8 * (w > 8 ? 8 : w) - 3;     /* hash bits of an entry code */
+    if (!strcmp(parity, "span")) bits += 1; /* the rest's parity: a coin toss */
+    if (!strcmp(parity, "slot")) bits += 2; /* both cell parities: coin tosses */
+    return ldexp(1.0, -bits);
 }
 
 /* A bitflip_cache line of a checked pattern flip (V9). */

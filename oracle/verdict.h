@@ -181,7 +181,7 @@ typedef struct vd_injection {
                                     * the per-KV codes covers (-1: absent) */
     int thread;                    /* -1: absent */
     /* bitflip_cache with patterns (faults/cacheflip.c): the pattern, the
-     * parity of its parts ("odd", "entry", "page") and the outcome of the
+     * parity of its parts ("odd", "entry", "span", "slot", "page") and the outcome of the
      * check made right after the flip ("detected", "escaped", "none");
      * "" absent */
     char pattern[16], parity[8], check[12];
@@ -335,7 +335,10 @@ int vd_injection_explains(const vd_config *c, const vd_injection *i);
 #define VD_ESCAPE_JSON_MAX 2048
 /* The odds that one checked pattern flip escapes a code of W bytes, from
  * the construction (engine/kvprot.h): PARITY "odd" (a part got an odd
- * count: a parity bit differs) 0; "entry" 2^-(8w-3); "page" 2^-31. */
+ * count: a parity bit differs) 0; "entry" 2^-(8w-3) (the hash bits);
+ * "span" (a length changed: the rest's parity is over other bytes, a coin
+ * toss) 2^-(8w-2); "slot" (the slot points elsewhere: both cell parities
+ * are coin tosses) 2^-(8w-1); "page" 2^-31. */
 double vd_pattern_odds(const char *parity, int w);
 /* The patterns of faults/cacheflip.c, in report order. */
 #define VD_PATTERN_COUNT 5
