@@ -46,15 +46,20 @@ def clopper_pearson(x, n, alpha=0.05):
 
 def poisson_bound(lam, tail=TAIL):
     """Smallest k with P(Poisson(LAM) > k) < TAIL (0 when LAM is 0): the
-    most escapes the expected LAM allows."""
+    most escapes the expected LAM allows.  The terms are taken in log
+    space from the mean up (exp(-LAM) underflows past LAM = 745) and the
+    tail summed from far above, where the terms are nothing."""
     if lam <= 0:
         return 0
-    term = math.exp(-lam)
-    cdf, k = term, 0
-    while 1.0 - cdf >= tail and k < 10 ** 7:
-        k += 1
-        term *= lam / k
-        cdf += term
+    top = int(lam + 14 * math.sqrt(lam) + 60)
+    lo = max(0, int(lam))  # the bound is never below the mean's floor
+    tail_sum, k = 0.0, top
+    for j in range(top, lo - 1, -1):
+        # tail_sum: P(X > j) once the term of j + 1 is added
+        tail_sum += math.exp(-lam + (j + 1) * math.log(lam) - math.lgamma(j + 2))
+        if tail_sum >= tail:
+            return j + 1
+        k = j
     return k
 
 

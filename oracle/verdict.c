@@ -250,16 +250,18 @@ static int checked_flip(const vd_injection *i) {
     return i->cls == VD_BITFLIP_CACHE && i->check[0] && strcmp(i->check, "none") != 0;
 }
 
-/* Smallest k with P(Poisson(LAMBDA) > k) < 1e-6. */
+/* Smallest k with P(Poisson(LAMBDA) > k) < 1e-6.  The terms in log space
+ * from far above the mean down to it (exp(-lambda) underflows past
+ * lambda = 745, which made the bound a million), the tail summed on the
+ * way (crashtest/stats.py poisson_bound is the same). */
 static uint64_t poisson_bound(double lambda) {
-    uint64_t k = 0;
-    if (lambda > 0) {
-        double term = exp(-lambda), cdf = term;
-        while (1.0 - cdf >= 1e-6 && k < 1000000) {
-            k++;
-            term *= lambda / (double)k;
-            cdf += term;
-        }
+    if (!(lambda > 0)) return 0;
+    uint64_t top = (uint64_t)(lambda + 14 * sqrt(lambda) + 60), lo = (uint64_t)lambda, k = top;
+    double tail = 0, ll = log(lambda);
+    for (uint64_t j = top + 1; j-- > lo;) {
+        tail += exp(-lambda + (double)(j + 1) * ll - lgamma((double)j + 2));
+        if (tail >= 1e-6) return j + 1;
+        k = j;
     }
     return k;
 }
