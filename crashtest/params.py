@@ -327,10 +327,14 @@ def draw_iter_params(seed, cfg, db):
             p[opt] = v
     srng = Rng(derive(seed, "protection stratum"))
     widths = cfg.protection_widths()
-    if srng.chance(0.5) and widths and "bitflip_cache" in cfg.fault_classes and cfg.known("bitflip_cache_one_in") \
+    rate = srng.choice(STRATUM_ONE_IN)
+    if srng.chance(0.5) and widths and "bitflip_cache" in cfg.fault_classes \
             and not {"block_protection_bytes_per_key", "bitflip_cache_one_in"} & set(cfg.pinned):
+        # The width whether or not the binary has the flips (the other
+        # draws must not depend on what it lacks).
         p["block_protection_bytes_per_key"] = widths[((seed & 7) >> 1) % len(widths)]
-        p["bitflip_cache_one_in"] = srng.choice(STRATUM_ONE_IN)
+        if cfg.known("bitflip_cache_one_in"):
+            p["bitflip_cache_one_in"] = rate
     for k, v in cfg.pinned.items():
         if k not in DB_CHOICES and k not in ("value_size_min", "large_value_size"):
             p[k] = v
