@@ -35,7 +35,7 @@ from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, nice_path, write_jso
 from .htmlreport import render, write_page
 from .procs import STOP, Stopped, run_process
 from .seeds import Rng, derive
-from .stats import cell_verdict
+from .stats import cell_verdict, pattern_odds
 
 PATTERNS = ["single", "double_part", "double_parts", "burst", "byte"]
 WIDTHS = [1, 2, 4, 8]
@@ -72,6 +72,27 @@ def run_argv(stress, d, w, seed, seconds):
         "hang_seconds": 60,
     }
     return [stress] + ["--%s=%s" % (k, v) for k, v in opts.items()]
+
+
+def count_regions(cells, ledger, w):
+    """Add the checked flips of LEDGER to CELLS by region (the regions of
+    docs/fault-classes.md; a region's flips of every pattern)."""
+    try:
+        f = open(ledger)
+    except OSError:
+        return
+    with f:
+        for line in f:
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if e.get("check") not in ("detected", "escaped") or not e.get("region"):
+                continue
+            c = cells.setdefault(e["region"], {"checked": 0, "escaped": 0, "expected": 0.0})
+            c["checked"] += 1
+            c["escaped"] += e["check"] == "escaped"
+            c["expected"] += pattern_odds(e.get("parity"), w)
 
 
 def empty_cells():
@@ -120,6 +141,22 @@ def table_lines(widths):
     return lines
 
 
+def region_lines(regions):
+    """The same flips by region (every pattern): where a code is weaker."""
+    lines = ["| w | region | flips checked | escaped | observed rate (95% interval) | expected rate | verdict |",
+             "|---|---|---:|---:|---|---|---|"]
+    for w, rs in sorted(regions.items(), key=lambda kv: int(kv[0])):
+        for r, c in rs.items():
+            ci = c["ci95"] or [None, None]
+            verdict = "FAIL" if c["fail"] else "ok"
+            if c["consistent"] is not None:
+                verdict += ", consistent" if c["consistent"] else ", NOT consistent with expected"
+            lines.append("| %s | %s | %d | %d | %s (%s .. %s) | %s | %s |" % (
+                w, r, c["checked"], c["escaped"], fmt_rate(c["rate"]), fmt_rate(ci[0]), fmt_rate(ci[1]),
+                fmt_rate(c["expected_rate"]), verdict))
+    return lines
+
+
 def protection_mode(a, argv):
     widths = width_list(a.widths)
     stress = os.path.abspath(a.stress_binary or os.path.join(REPO, "build", "stress"))
@@ -134,6 +171,7 @@ def protection_mode(a, argv):
         seed, ",".join(map(str, widths)), a.duration, a.flips_per_width, a.run_seconds, nice_path(report_dir)))
     sys.stdout.flush()
     agg = {w: empty_cells() for w in widths}
+    regions = {}  # w -> region -> cell: the same flips by where they landed (from the ledgers)
     runs, failures = [], []
     t0 = time.monotonic()
     i = 0
@@ -164,6 +202,7 @@ def protection_mode(a, argv):
                         agg[w][p][k] += int(c.get(k, 0) or 0)
                     agg[w][p]["expected"] += float(c.get("expected", 0) or 0)
                     got += int(c.get("checked", 0) or 0)
+            count_regions(regions.setdefault(w, {}), os.path.join(d, "run", "ledger"), w)
             elapsed = time.monotonic() - t0
             run = {"index": i, "seed": rseed, "w": w, "rc": res.rc, "flips": got, "seconds": round(res.elapsed, 2),
                    "at": round(elapsed, 2), "command": " ".join(shlex.quote(x) for x in argv)}
@@ -199,6 +238,8 @@ def protection_mode(a, argv):
         "pass": ok, "failures": failures,
         "first_failure_seconds": failures[0]["at"] if failures else None,
         "protection": {str(w): row for w, row in table.items()},
+        "regions": {str(w): {r: cell_verdict(c["checked"], c["escaped"], c["expected"]) for r, c in sorted(rs.items())}
+                    for w, rs in sorted(regions.items())},
         # the per-width table of the summary and the HTML chart (htmlreport.widths_of)
         "protection_widths": {str(w): {"iterations": sum(1 for r in runs if r["w"] == w), "checked": row["checked"],
                                        "escaped": row["escaped"], "bound": row["bound"], "rate": row["rate"],
@@ -207,7 +248,7 @@ def protection_mode(a, argv):
         "command_line": [sys.executable, os.path.join(REPO, "crashtest.py")] + list(argv),
     }
     write_json(os.path.join(report_dir, "summary.json"), summary)
-    lines = table_lines(table)
+    lines = table_lines(table) + [""] + region_lines(summary["regions"])
     with open(os.path.join(report_dir, "protection.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     try:

@@ -13,6 +13,18 @@ TAIL = 1e-6
 OBSERVABLE = 5.0
 
 
+def pattern_odds(parity, w):
+    """The odds a checked flip escapes a w-byte code, from the construction
+    (oracle/verdict.c vd_pattern_odds, the same numbers): "odd" 0, "entry"
+    2^-(8w-3), "span" 2^-(8w-2), "slot" 2^-(8w-1), "page" 2^-31."""
+    if not parity or parity == "odd" or w <= 0:
+        return 0.0
+    if parity == "page":
+        return 2.0 ** -31
+    bits = 8 * min(w, 8) - 3 + {"span": 1, "slot": 2}.get(parity, 0)
+    return 2.0 ** -bits
+
+
 def binom_cdf(x, n, p):
     """P(X <= x) for X ~ Binomial(n, p) (the sum of its terms)."""
     if x < 0:

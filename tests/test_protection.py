@@ -21,7 +21,7 @@ import unittest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from crashtest.stats import binom_cdf, cell_verdict, clopper_pearson, poisson_bound  # noqa: E402
+from crashtest.stats import binom_cdf, cell_verdict, clopper_pearson, pattern_odds, poisson_bound  # noqa: E402
 
 
 class StatsTest(unittest.TestCase):
@@ -59,6 +59,16 @@ class StatsTest(unittest.TestCase):
             if k:
                 tail_before = tail + math.exp(-lam + k * math.log(lam) - math.lgamma(k + 1))
                 self.assertGreaterEqual(tail_before, 1e-6, "k is the smallest: %g" % lam)
+
+    def test_pattern_odds_follow_the_construction(self):
+        # the oracle's vd_pattern_odds (tests/test_oracle.c checks the same numbers)
+        self.assertEqual(pattern_odds("odd", 1), 0.0)
+        self.assertEqual(pattern_odds("entry", 1), 1 / 32)
+        self.assertEqual(pattern_odds("entry", 2), 2.0 ** -13)
+        self.assertEqual(pattern_odds("span", 1), 1 / 64)
+        self.assertEqual(pattern_odds("slot", 2), 2.0 ** -15)
+        self.assertEqual(pattern_odds("entry", 8), 2.0 ** -61)
+        self.assertEqual(pattern_odds("page", 4), 2.0 ** -31)
 
     def test_cell_verdicts(self):
         v = cell_verdict(100000, 1, 0.0)  # one single-bit escape: always a failure
