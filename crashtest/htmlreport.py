@@ -261,7 +261,27 @@ def table_escapes(summary):
                    % (w, fmt(row.get("iterations")), fmt(row.get("checked")), fmt(row.get("escaped")),
                       fmt(row.get("rate")), "%.3g .. %.3g" % tuple(ci) if ci else "-", fmt(row["nominal"]),
                       fmt(row.get("bound"))))
-    return "".join(out) + "</table>"
+    out.append("</table>")
+    # crashtest.py protection: per width and pattern (checked flips, V9)
+    prot = summary.get("protection") or {}
+    if prot:
+        out.append('<table id="patterns-table"><tr><th>w</th><th>pattern</th><th>flips checked</th><th>escaped</th>'
+                   '<th>rate</th><th>95% interval</th><th>expected</th><th>bound</th><th>verdict</th></tr>')
+        for w, row in sorted(prot.items(), key=lambda kv: int(kv[0])):
+            for name, c in (row.get("patterns") or {}).items():
+                if not c.get("checked"):
+                    continue
+                ci = c.get("ci95")
+                verdict = "FAIL" if c.get("fail") else "ok"
+                if c.get("consistent") is not None:
+                    verdict += ", consistent" if c["consistent"] else ", not consistent with expected"
+                out.append("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                           "<td>%s</td><td>%s</td></tr>" % (
+                               esc(w), esc(name), fmt(c.get("checked")), fmt(c.get("escaped")), fmt(c.get("rate")),
+                               "%.3g .. %.3g" % tuple(ci) if ci else "-", fmt(c.get("expected_rate")),
+                               fmt(c.get("bound")), esc(verdict)))
+        out.append("</table>")
+    return "".join(out)
 
 
 def chart_points(summary):
