@@ -236,6 +236,10 @@ def protection_mode(a, argv):
         "mode": "protection", "seed": seed, "widths_asked": widths, "duration": a.duration,
         "flips_per_width": a.flips_per_width, "elapsed": round(elapsed, 1), "runs": len(runs),
         "pass": ok, "failures": failures,
+        # what the HTML page's header reads (a run is an iteration there)
+        "verdict": "pass" if ok else "fail", "iterations_total": len(runs), "failed": len(failures),
+        "elapsed_s": round(elapsed, 1), "jobs": 1, "shard": "0/1", "seed_given": a.seed is not None,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - elapsed)),
         "first_failure_seconds": failures[0]["at"] if failures else None,
         "protection": {str(w): row for w, row in table.items()},
         "regions": {str(w): {r: cell_verdict(c["checked"], c["escaped"], c["expected"]) for r, c in sorted(rs.items())}
