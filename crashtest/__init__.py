@@ -21,7 +21,9 @@ Modes: blackbox, whitebox, simple (a short mix of both for CI), repro
 RUN_DIR (replays a failed iteration from its saved artifacts; given a
 report directory, lists its failures), mutants (simple against each
 planted bug of tests/mutants.txt: the harness's bug-finding power,
-measured; docs/mutants.md) and report DIR... (one self-contained HTML
+measured; docs/mutants.md), protection (checked cache-flip patterns
+at every width: escape rates per width and pattern against the codes'
+construction; crashtest/protection.py) and report DIR... (one self-contained HTML
 page from report directories, with trends across several, or from the
 benchmarks' JSON).
 Python 3 standard library only.  Exit: 0 every iteration passed, 1 one
