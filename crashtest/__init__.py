@@ -25,9 +25,11 @@ thread, few ops, few fault classes, then delta debugging on stress's op
 trace; shrink.py K1-K5; the nightly modes do it after their iterations
 with --shrink), mutants (simple against each planted bug of
 tests/mutants.txt: the harness's bug-finding power, measured;
-docs/mutants.md) and report DIR... (one self-contained HTML page from
-report directories, with trends across several, or from the benchmarks'
-JSON).
+docs/mutants.md), protection (checked cache-flip patterns at every
+width: escape rates per width and pattern against the codes'
+construction; crashtest/protection.py) and report DIR... (one
+self-contained HTML page from report directories, with trends across
+several, or from the benchmarks' JSON).
 Python 3 standard library only.  Exit: 0 every iteration passed, 1 one
 failed (or the run was interrupted), 2 usage.
 

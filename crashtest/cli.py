@@ -14,6 +14,7 @@ from .htmlreport import render, write_page
 from .mutants import MUTANTS_FILE, mutants_mode
 from .params import FAULTS, MODE_DEFAULTS, POWERLOSS_MODES, UNSTABLE_FAULTS
 from .procs import STOP, signal_name
+from .protection import protection_mode
 from .repro import repro_mode
 from .shrink import DEFAULT_BUDGET, shrink_mode
 from .run import run_mode
@@ -28,6 +29,8 @@ MODE_HELP = {
     "report": "one self-contained HTML page from report directories (several: trends) or benchmark JSON",
     "shrink": "reduce a failed iteration (REPORT_DIR/failures/ID) to the smallest run that still fails the same "
               "way",
+    "protection": "protection-bytes fuzzing: short runs of checked cache-flip patterns at every width, escape "
+                  "rates per width and pattern against the codes' construction",
 }
 
 
@@ -256,6 +259,7 @@ def make_parser():
     m.add_argument("--shrink-budget", type=seconds, default=DEFAULT_BUDGET, metavar="S",
                    help="seconds of shrinking per caught bug")
     m.set_defaults(func=mutants_mode)
+    add_protection_parser(sub, fmt)
     h = sub.add_parser("report", help=MODE_HELP["report"], formatter_class=fmt,
                        description="Write one self-contained HTML page (inline SVG and CSS, no script, no network) "
                                    "from report directories of crashtest runs (several: a night each, with trends) "
@@ -264,6 +268,25 @@ def make_parser():
     h.add_argument("-o", "--output", default="report.html", metavar="FILE", help="the page to write")
     h.set_defaults(func=report_mode)
     return p
+
+
+def add_protection_parser(sub, fmt):
+    q = sub.add_parser("protection", help=MODE_HELP["protection"], formatter_class=fmt,
+                       description=MODE_HELP["protection"] + " (crashtest/protection.py).  Exit: 0 every escape "
+                                   "within what the construction allows, 1 a failure, 2 usage.")
+    q.add_argument("--duration", type=seconds, default=600.0, metavar="S", help="start no run after S seconds")
+    q.add_argument("--widths", default="1,2,4,8", metavar="LIST", help="protection widths, a comma list of 1,2,4,8")
+    q.add_argument("--flips-per-width", type=at_least_one, default=10 ** 9, metavar="N",
+                   help="stop a width once N flips were checked at it (default: no limit)")
+    q.add_argument("--run-seconds", type=positive_seconds, default=15.0, metavar="S", help="length of one stress run")
+    q.add_argument("--keep-going", action="store_true",
+                   help="go on after a failed run (a measurement: every figure, the failures counted)")
+    q.add_argument("--seed", type=seed_int, default=None, metavar="N", help="seed (default: random, printed)")
+    q.add_argument("--stress-binary", default=None, metavar="PATH", help="the stress driver (default: build/stress)")
+    q.add_argument("--report-dir", default=None, metavar="DIR",
+                   help="summary.json, protection.md, failures/ (default: build/crashtest/protection-DATE-PID)")
+    q.add_argument("--work-dir", default=None, metavar="DIR", help="where the runs' databases live (default: /tmp)")
+    q.set_defaults(func=protection_mode)
 
 
 def report_mode(a, argv):

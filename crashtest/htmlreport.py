@@ -21,6 +21,7 @@ import os
 
 from .common import UsageError
 from .params import CLASS_ORDER, FAILURE_KEYS
+from .stats import binom_cdf, clopper_pearson  # noqa: F401 (binom_cdf: kept importable from here)
 
 # Outcome segments of a class bar, in drawing order, with their colours.
 SEGMENTS = [("detected", "#3182bd"), ("repaired", "#31a354"), ("masked", "#bdbdbd"),
@@ -61,33 +62,7 @@ def fmt(x):
 
 # ---- statistics shared with summary.json (crashtest.report) ----
 
-def binom_cdf(x, n, p):
-    """P(X <= x) for X ~ Binomial(n, p) (x small: the sum of its terms)."""
-    if p <= 0:
-        return 1.0
-    if p >= 1:
-        return 1.0 if x >= n else 0.0
-    lp, lq = math.log(p), math.log1p(-p)
-    t = 0.0
-    for k in range(0, min(x, n) + 1):
-        t += math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq)
-    return min(1.0, t)
-
-
-def clopper_pearson(x, n, alpha=0.05):
-    """The exact (Clopper-Pearson) two-sided interval of a rate of X in N."""
-    def solve(f):
-        lo, hi = 0.0, 1.0
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            if f(mid):
-                lo = mid
-            else:
-                hi = mid
-        return lo
-    lower = 0.0 if x == 0 else solve(lambda p: 1.0 - binom_cdf(x - 1, n, p) < alpha / 2)
-    upper = 1.0 if x >= n else solve(lambda p: binom_cdf(x, n, p) > alpha / 2)
-    return lower, upper
+# binom_cdf and clopper_pearson live in crashtest.stats (imported above).
 
 
 def width_row(w, row):
@@ -245,6 +220,10 @@ def chart_escapes(summary):
         g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="4 3" stroke-width="2">'
                  '<title>2^-%d = %.3g</title></line>' % (cx - 40, cx + 40, y(row["nominal"]), y(row["nominal"]),
                                                         8 * w, row["nominal"]))
+        if row.get("expected_rate"):
+            g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#31a354" stroke-width="3">'
+                     '<title>expected from the construction %.3g</title></line>' % (
+                         cx - 40, cx + 40, y(row["expected_rate"]), y(row["expected_rate"]), row["expected_rate"]))
         if row.get("bound_rate"):
             g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#9e9ac8" stroke-width="3">'
                      '<title>oracle bound %.3g</title></line>' % (cx - 40, cx + 40, y(row["bound_rate"]),
@@ -265,7 +244,8 @@ def chart_escapes(summary):
                                                          nominal=row["nominal"], bound=row.get("bound"),
                                                          bound_rate=row.get("bound_rate")), "".join(g)))
     return legend([("observed escape rate", "#de2d26"), ("its 95% interval (exact)", "#3182bd"),
-                   ("2^-8w", "#555"), ("oracle's bound (Poisson, per checked flip)", "#9e9ac8")]) + svg(
+                   ("2^-8w", "#555"), ("expected from the construction (checked patterns)", "#31a354"),
+                   ("oracle's bound (Poisson, per checked flip)", "#9e9ac8")]) + svg(
         width, top + h + 30, body, "escape rate per protection width", chart="escapes")
 
 
@@ -281,7 +261,27 @@ def table_escapes(summary):
                    % (w, fmt(row.get("iterations")), fmt(row.get("checked")), fmt(row.get("escaped")),
                       fmt(row.get("rate")), "%.3g .. %.3g" % tuple(ci) if ci else "-", fmt(row["nominal"]),
                       fmt(row.get("bound"))))
-    return "".join(out) + "</table>"
+    out.append("</table>")
+    # crashtest.py protection: per width and pattern (checked flips, V9)
+    prot = summary.get("protection") or {}
+    if prot:
+        out.append('<table id="patterns-table"><tr><th>w</th><th>pattern</th><th>flips checked</th><th>escaped</th>'
+                   '<th>rate</th><th>95% interval</th><th>expected</th><th>bound</th><th>verdict</th></tr>')
+        for w, row in sorted(prot.items(), key=lambda kv: int(kv[0])):
+            for name, c in (row.get("patterns") or {}).items():
+                if not c.get("checked"):
+                    continue
+                ci = c.get("ci95")
+                verdict = "FAIL" if c.get("fail") else "ok"
+                if c.get("consistent") is not None:
+                    verdict += ", consistent" if c["consistent"] else ", not consistent with expected"
+                out.append("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                           "<td>%s</td><td>%s</td></tr>" % (
+                               esc(w), esc(name), fmt(c.get("checked")), fmt(c.get("escaped")), fmt(c.get("rate")),
+                               "%.3g .. %.3g" % tuple(ci) if ci else "-", fmt(c.get("expected_rate")),
+                               fmt(c.get("bound")), esc(verdict)))
+        out.append("</table>")
+    return "".join(out)
 
 
 def chart_points(summary):

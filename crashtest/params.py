@@ -48,6 +48,17 @@ CLASS_ORDER = list(FAULTS) + ["power_loss", "kill", "unattributed"]
 OUTCOMES = ["injected", "detected", "repaired", "masked", "undetectable", "unrecoverable_by_design"]
 FAILURE_KEYS = ["wrong_value", "lost", "resurrected", "false_alarm", "swallowed", "unrecoverable", "crash", "hang"]
 
+# Stratified cache flips (issue 18): half the iterations (a stream of
+# their own) take the width from the iteration index (the seed's low bits,
+# index mod 8: each width of the binary's in turn) and turn bitflip_cache
+# on at one of these rates, so every width's cache flips come in a steady
+# share instead of by chance (before, independent draws left w = 2 without
+# a single checked flip in runs of 9 minutes).  In simple the same low bits
+# pick the iteration's kind, so a width keeps its kind (and whitebox kill
+# mode) across the run; every width meets both kinds in blackbox and
+# whitebox modes.
+STRATUM_ONE_IN = [100, 300, 1000]
+
 # How many fault classes an iteration turns on: (count, weight).
 FAULT_COUNT_WEIGHTS = [(0, 25), (1, 35), (2, 25), (3, 15)]
 
@@ -314,6 +325,16 @@ def draw_iter_params(seed, cfg, db):
         v = frng.choice(values)
         if c in picked:
             p[opt] = v
+    srng = Rng(derive(seed, "protection stratum"))
+    widths = cfg.protection_widths()
+    rate = srng.choice(STRATUM_ONE_IN)
+    if srng.chance(0.5) and widths and "bitflip_cache" in cfg.fault_classes \
+            and not {"block_protection_bytes_per_key", "bitflip_cache_one_in"} & set(cfg.pinned):
+        # The width whether or not the binary has the flips (the other
+        # draws must not depend on what it lacks).
+        p["block_protection_bytes_per_key"] = widths[((seed & 7) >> 1) % len(widths)]
+        if cfg.known("bitflip_cache_one_in"):
+            p["bitflip_cache_one_in"] = rate
     for k, v in cfg.pinned.items():
         if k not in DB_CHOICES and k not in ("value_size_min", "large_value_size"):
             p[k] = v

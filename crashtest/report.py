@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 
 from .common import META_VERSION, REPO, hms, write_json
 from .htmlreport import blamed_classes, clopper_pearson, render_runs, write_page
+from .stats import cell_verdict
 from .output import differs
 from .params import CLASS_ORDER, FAILURE_KEYS, OUTCOMES
 
@@ -435,7 +436,17 @@ def width_table(recs):
             row["checked"] += int(e.get("checked", 0) or 0)
             row["escaped"] += int(e.get("escaped", 0) or 0)
             row["bound"] += int(e.get("bound", 0) or 0)
+            for name, c in (e.get("patterns") or {}).items():  # checked pattern flips (oracle V9)
+                pc = row.setdefault("patterns", {}).setdefault(
+                    name, {"checked": 0, "detected": 0, "escaped": 0, "expected": 0.0})
+                for k in ("checked", "detected", "escaped"):
+                    pc[k] += int(c.get(k, 0) or 0)
+                pc["expected"] += float(c.get("expected", 0) or 0)
     for w, row in widths.items():
+        for name, pc in (row.get("patterns") or {}).items():
+            det = pc["detected"]
+            pc.update(cell_verdict(pc["checked"], pc["escaped"], pc["expected"]))
+            pc["detected"] = det
         n, x = row["checked"], row["escaped"]
         row["rate"] = x / n if n else None
         row["ci95"] = list(clopper_pearson(x, n)) if n else None

@@ -815,4 +815,15 @@ void eng_debug_frame_release(eng_db *db, uint64_t block) {
     bp_release(db->bp, f, BP_EXCL);
 }
 
+int eng_debug_frame_check(eng_db *db, uint64_t block) {
+    if (block > UINT32_MAX || !bp_kv_width(db->bp)) return -1;
+    /* The caller holds the frame pinned and latched (eng_debug_frame_bytes):
+     * this pin finds the same frame, and no one changes it meanwhile. */
+    bp_frame *f = bp_pin_resident(db->bp, (uint32_t)block);
+    if (!f) return -1;
+    int rc = f->kv_on ? bp_kv_check_all(db->bp, f) != ENG_OK : -1;
+    bp_unpin(db->bp, f);
+    return rc;
+}
+
 uint64_t eng_debug_nblocks(eng_db *db) { return bt_nblocks(db->bt); }

@@ -472,6 +472,13 @@ int eng_last_corruption(eng_db *db, eng_corruption *out);
  * caller must hold no latch or engine lock.) */
 void *eng_debug_frame_bytes(eng_db *db, uint64_t block, size_t *page_size);
 void eng_debug_frame_release(eng_db *db, uint64_t block);
+/* With BLOCK's frame held through eng_debug_frame_bytes: the whole-page
+ * per-KV check a write-back makes (K4: page code, every entry, the hint
+ * states), a mismatch reported through the corruption callback like any
+ * other.  1 on a mismatch, 0 when the codes agree, -1 when the frame
+ * carries no codes (w = 0, or not resident).  For fault injectors that
+ * measure the codes (crashtest.py protection): flip, check, restore. */
+int eng_debug_frame_check(eng_db *db, uint64_t block);
 
 /* Fault points (catalogue: engine/faultpoints.h).  Compiled in only in
  * the fault build (build/libengine-fiu.a, -DFIU_ENABLE); disarmed, each

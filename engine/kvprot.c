@@ -97,6 +97,18 @@ CRC32C_HW_TARGET static inline __attribute__((always_inline)) uint64_t crc_core(
     }
     *par = (unsigned)__builtin_parityll(x); /* the bytes' parity, from the same pass */
     uint32_t h = (uint32_t)a ^ (uint32_t)((b << 11) | (b >> 21)) ^ (uint32_t)((c << 22) | (c >> 10)) ^ (uint32_t)len;
+    /* A CRC is linear: a flip pattern at a given place changes it by the
+     * same bits whatever the data, so a truncated CRC lets some patterns
+     * through every time (crashtest.py protection measured a whole byte
+     * flipped at two places of 16-byte keys escaping w = 1 in over half
+     * the trials, 7% of all key byte flips against 1 in 32).  murmur3's
+     * finalizer (a bijection) makes the kept bits of the change depend on
+     * the data: 2^-(8w-3) per pattern, as kvprot.h claims. */
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
     return (uint64_t)h << 32 | h;
 }
 CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par) {
@@ -157,6 +169,12 @@ static inline unsigned head_parity(const uint8_t *p, size_t len, size_t hdr) {
 /* The code from the hash H and the parities of the cell header, the rest
  * of the cell, and the slot offset SEED. */
 static inline uint64_t finish_code(uint64_t h, unsigned phdr, unsigned prest, uint64_t seed, unsigned w) {
+#ifdef ENG_BROKEN_KV_NO_PARITY
+    /* planted bug (tests/mutants.txt): the three parity bits are hash
+     * bits, a truncated hash like RocksDB's: a single flip escapes with
+     * odds 2^-8w. */
+    return (void)phdr, (void)prest, (void)seed, truncate_code(h, w);
+#endif
     uint64_t par = (uint64_t)phdr | (uint64_t)__builtin_parityll(seed) << 1 | (uint64_t)prest << 2;
     return truncate_code((h & ~7ull) | par, w);
 }
@@ -187,6 +205,14 @@ static inline uint64_t get_code(const uint8_t *src, unsigned w) {
     default: return rd64(src);
     }
 }
+
+#ifdef ENG_BROKEN_KV_CHECKS_NOTHING
+/* planted bug (tests/mutants.txt): every check passes (codes made, never
+ * compared): any flip in a cached page escapes. */
+#define KV_CHECKS_NOTHING return 0
+#else
+#define KV_CHECKS_NOTHING (void)0
+#endif
 
 static inline int slotted(int type) { return type == PAGE_LEAF || type == PAGE_INTERNAL; }
 
@@ -349,6 +375,7 @@ void kv_free(kv_codes *c) {
 
 int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *exp, uint64_t *found,
                   uint64_t *hashed) {
+    KV_CHECKS_NOTHING;
     (void)w;
     uint32_t pc = page_code_with(page_code(page, ps, hashed), c->flags);
     unsigned n = slotted(ph_get_type(page)) ? ph_get_nslots(page) : 0;
@@ -360,6 +387,7 @@ int kv_check_page(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned 
 
 int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, unsigned slot, uint64_t *exp,
                    uint64_t *found, uint64_t *hashed) {
+    KV_CHECKS_NOTHING;
     if (slot >= c->n) {
         *exp = c->n;
         *found = slot;
@@ -374,6 +402,7 @@ int kv_check_entry(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned
 
 int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, int32_t *entry, uint64_t *exp,
                  uint64_t *found, uint64_t *hashed) {
+    KV_CHECKS_NOTHING;
     *entry = -1;
 #ifdef ENG_BROKEN_KV_CHECK_ALL_SKIPS_PAGE_CODE
     /* planted bug (tests/mutants.txt): the whole-page check (K3, and K4

@@ -23,13 +23,16 @@
  * status copy agrees (btree.c bt_version_state).
  *
  * Each entry code is a hash of the cell (the slot offset mixed in: CRC32C
- * in three streams where the CPU has it and w <= 4, else XXH3-64)
+ * in three streams where the CPU has it and w <= 4, murmur3's finalizer
+ * after it so the change a flip pattern makes depends on the data, else
+ * XXH3-64)
  * truncated to 8w bits, its three lowest bits replaced by parities of the
  * cell header, the slot offset, and the key and value: any single flipped
  * bit, in a slot, a length or the bytes, is always caught, whatever w; two
  * flips in one part escape with odds 2^-(8w-3) (1 in 32 at w = 1;
  * RocksDB's truncated hash misses 1 in 256 of all flips at w = 1, single
- * ones included).  The page code keeps one parity bit (2^-31 otherwise;
+ * ones included; crashtest.py protection measures these odds per width
+ * and flip pattern).  The page code keeps one parity bit (2^-31 otherwise;
  * a slotted page's 24 header bytes go through the same CRC where the CPU
  * has it).
  *

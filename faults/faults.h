@@ -70,6 +70,8 @@ typedef struct flt_options {
     uint64_t kill_random_test; /* each kill point hit kills with odds 1 in N */
     const char *kill_points;   /* comma list of kill point names (NULL: all) */
     int phase_recovery;        /* this process is recovering: ledger phase */
+    int cache_patterns;        /* bitflip_cache draws flip patterns, each
+                                * checked and undone (cacheflip.h) */
 } flt_options;
 
 void flt_options_init(flt_options *o);

@@ -14,6 +14,7 @@
  *                 misdirected and zeroed writes, fsync failures, the
  *                 journal calls) and flt_tick (flips on disk and in cached
  *                 pages); inject_int.h
+ *         cacheflip.c  bitflip_cache's checked patterns (cacheflip.h)
  *         frame.c   per-thread state and PRNG streams, draws, the ledger
  *                   helper, counts; this header
  *

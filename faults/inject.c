@@ -91,6 +91,7 @@
 
 #include <xxhash.h>
 
+#include "cacheflip.h"
 #include "frame.h"
 #include "inject_int.h"
 
@@ -725,6 +726,10 @@ static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, siz
 }
 
 static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
+    if (f->o.cache_patterns) {
+        flt_cache_pattern(f, t, db);
+        return;
+    }
     uint64_t nblocks = eng_debug_nblocks(db);
     if (!nblocks) return;
     /* Up to eight blocks are tried for one that is resident: with a cache

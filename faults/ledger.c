@@ -27,7 +27,8 @@ flt_event flt_event_none(const char *cls, const char *point) {
                        .op = -1,
                        .thread = -1,
                        .part_offset = -1,
-                       .part_len = -1};
+                       .part_len = -1,
+                       .nbits = -1};
 }
 
 int flt_ledger_open(const char *run_dir, flt_ledger **out) {
@@ -100,6 +101,12 @@ int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     PUTI("bit", e->bit);
     PUTI("part_offset", e->part_offset);
     PUTI("part_len", e->part_len);
+    PUTS("pattern", e->pattern);
+    PUTS("region", e->region);
+    PUTI("nbits", e->nbits);
+    PUTS("bits", e->bits);
+    PUTS("parity", e->parity);
+    PUTS("check", e->check);
     if (e->page_post)
         PUT(",\"pre\":\"0x%llx\",\"post\":\"0x%llx\"", (unsigned long long)e->page_pre,
             (unsigned long long)e->page_post);

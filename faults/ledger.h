@@ -48,6 +48,9 @@ typedef struct flt_event {
     int thread;                    /* -1: absent */
     const char *err;
     const char *note;
+    /* bitflip_cache with patterns (cacheflip.c): NULL / -1 absent */
+    const char *pattern, *region, *bits, *parity, *check;
+    int64_t nbits;
     uint64_t page_pre, page_post; /* 0: absent; a flip in a data page on disk:
                                  * XXH64 of the whole block before and after
                                  * it (any later process can tell whether

@@ -180,6 +180,9 @@ int vd_parse_ledger_line(const char *line, vd_injection *o) {
         STR("file", file);
         STR("err", err);
         STR("mask", mask);
+        STR("pattern", pattern);
+        STR("parity", parity);
+        STR("check", check);
         INT("seq", seq);
         INT("block", block);
         INT("offset", offset);
@@ -222,7 +225,46 @@ struct vd_ctx {
     /* Per-KV codes (w = protection_bytes): cache flips checked, values
      * that escaped them, and the escapes the code's width allows. */
     uint64_t esc_checked, esc_escaped, esc_bound;
+    /* V9: checked pattern flips per pattern (vd_pattern_name order). */
+    struct {
+        uint64_t checked, detected, escaped, bound;
+        double expected;
+    } pat[VD_PATTERN_COUNT];
 };
+
+static const char *const pattern_names[VD_PATTERN_COUNT] = {"single", "double_part", "double_parts", "burst", "byte"};
+
+const char *vd_pattern_name(int i) { return i >= 0 && i < VD_PATTERN_COUNT ? pattern_names[i] : NULL; }
+
+double vd_pattern_odds(const char *parity, int w) {
+    if (!parity || !strcmp(parity, "odd") || w <= 0) return 0.0;
+    if (!strcmp(parity, "page")) return ldexp(1.0, -31);
+    int bits = 8 * (w > 8 ? 8 : w) - 3;     /* hash bits of an entry code */
+    if (!strcmp(parity, "span")) bits += 1; /* the rest's parity: a coin toss */
+    if (!strcmp(parity, "slot")) bits += 2; /* both cell parities: coin tosses */
+    return ldexp(1.0, -bits);
+}
+
+/* A bitflip_cache line of a checked pattern flip (V9). */
+static int checked_flip(const vd_injection *i) {
+    return i->cls == VD_BITFLIP_CACHE && i->check[0] && strcmp(i->check, "none") != 0;
+}
+
+/* Smallest k with P(Poisson(LAMBDA) > k) < 1e-6.  The terms in log space
+ * from far above the mean down to it (exp(-lambda) underflows past
+ * lambda = 745, which made the bound a million), the tail summed on the
+ * way (crashtest/stats.py poisson_bound is the same). */
+static uint64_t poisson_bound(double lambda) {
+    if (!(lambda > 0)) return 0;
+    uint64_t top = (uint64_t)(lambda + 14 * sqrt(lambda) + 60), lo = (uint64_t)lambda, k = top;
+    double tail = 0, ll = log(lambda);
+    for (uint64_t j = top + 1; j-- > lo;) {
+        tail += exp(-lambda + (double)(j + 1) * ll - lgamma((double)j + 2));
+        if (tail >= 1e-6) return j + 1;
+        k = j;
+    }
+    return k;
+}
 
 vd_ctx *vd_new(const vd_config *c) {
     vd_ctx *v = calloc(1, sizeof *v);
@@ -674,6 +716,12 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             o = find_error_obs(v, i->thread, i->op) || i->reports ? VD_DETECTED : VD_MASKED;
         } else if (c == VD_POWER_LOSS || c == VD_KILL || (from_powerloss_step(i) && !i->reports)) {
             o = crash_o; /* what the power-loss step did shares the crash's outcome */
+        } else if (checked_flip(i)) {
+            /* V9: the check's own word, never another flip's report */
+            if (!strcmp(i->check, "detected"))
+                o = i->reports ? VD_DETECTED : VD_SWALLOWED;
+            else
+                o = VD_UNDETECTABLE; /* judged per pattern below */
         } else if (i->reports) {
             o = VD_DETECTED;
         } else if ((c == VD_TORN_WRITE || c == VD_LOST_WRITE || c == VD_MISDIRECTED_WRITE) && i->carried &&
@@ -807,7 +855,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         uint64_t n = 0;
         size_t *ix = malloc(sizeof *ix * (v->ninj ? v->ninj : 1));
         for (size_t i = 0; i < v->ninj; i++)
-            if (v->inj[i].cls == VD_BITFLIP_CACHE && ix) ix[n++] = i;
+            if (v->inj[i].cls == VD_BITFLIP_CACHE && !checked_flip(&v->inj[i]) && ix) ix[n++] = i;
         if (ix) qsort_r(ix, n, sizeof *ix, by_page_then_order, v->inj);
         /* Per page, in injection order: the bytes earlier flips' parts
          * covered (a page without parts in the ledger is one part). */
@@ -845,16 +893,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         }
         free(seen);
         free(ix);
-        /* Smallest k with P(Poisson(lambda) > k) < 1e-6. */
-        uint64_t k = 0;
-        if (lambda > 0) {
-            double term = exp(-lambda), cdf = term;
-            while (1.0 - cdf >= 1e-6 && k < 1000000) {
-                k++;
-                term *= lambda / (double)k;
-                cdf += term;
-            }
-        }
+        uint64_t k = poisson_bound(lambda);
         uint64_t escaped = nesc;
         v->esc_checked = n;
         v->esc_escaped = escaped;
@@ -862,6 +901,29 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         if (escaped && escaped <= k) {
             cc->undetectable += cc->wrong_value + cc->lost + cc->resurrected;
             cc->wrong_value = cc->lost = cc->resurrected = 0;
+        }
+    }
+
+    /* V9: checked pattern flips, per pattern. */
+    memset(v->pat, 0, sizeof v->pat);
+    for (size_t k = 0; k < v->ninj; k++) {
+        const vd_injection *i = &v->inj[k];
+        if (!checked_flip(i)) continue;
+        int p = 0;
+        while (p < VD_PATTERN_COUNT && strcmp(pattern_names[p], i->pattern)) p++;
+        if (p == VD_PATTERN_COUNT) continue; /* a pattern this oracle does not know: judged as escaped or not only */
+        v->pat[p].checked++;
+        v->pat[p].detected += i->outcome == VD_DETECTED;
+        v->pat[p].escaped += !strcmp(i->check, "escaped");
+        v->pat[p].expected += vd_pattern_odds(i->parity, v->cfg.protection_bytes);
+    }
+    for (int p = 0; p < VD_PATTERN_COUNT; p++) {
+        v->pat[p].bound = poisson_bound(v->pat[p].expected);
+        if (v->pat[p].escaped > v->pat[p].bound) {
+            vd_counts *cc = &out->cls[VD_BITFLIP_CACHE];
+            uint64_t e = v->pat[p].escaped < cc->undetectable ? v->pat[p].escaped : cc->undetectable;
+            cc->undetectable -= e;
+            cc->swallowed += e;
         }
     }
 
@@ -875,11 +937,37 @@ void vd_settle(vd_ctx *v, vd_result *out) {
 
 int vd_escape_rates_json(const vd_ctx *v, char *buf, size_t cap) {
     /* {"w": {"checked": cache flips, "escaped": wrong answers they caused
-     * without a report, "rate": escaped / checked, "bound": escapes the
-     * width allows}}; {} without codes (w = 0: undetectable by design). */
+     * without a report (and checked flips that escaped), "rate": escaped /
+     * checked, "bound": escapes the width allows, "patterns": V9's
+     * counts}}; {} without codes (w = 0: undetectable by design). */
     if (!v || v->cfg.protection_bytes <= 0) return snprintf(buf, cap, "{}");
-    double rate = v->esc_checked ? (double)v->esc_escaped / (double)v->esc_checked : 0.0;
-    return snprintf(buf, cap, "{\"%d\": {\"checked\": %llu, \"escaped\": %llu, \"rate\": %.6g, \"bound\": %llu}}",
-                    v->cfg.protection_bytes, (unsigned long long)v->esc_checked, (unsigned long long)v->esc_escaped,
-                    rate, (unsigned long long)v->esc_bound);
+    uint64_t checked = v->esc_checked, escaped = v->esc_escaped, bound = v->esc_bound, npat = 0;
+    for (int p = 0; p < VD_PATTERN_COUNT; p++) {
+        checked += v->pat[p].checked;
+        escaped += v->pat[p].escaped;
+        bound += v->pat[p].bound;
+        npat += v->pat[p].checked;
+    }
+    double rate = checked ? (double)escaped / (double)checked : 0.0;
+    size_t n =
+        (size_t)snprintf(buf, cap, "{\"%d\": {\"checked\": %llu, \"escaped\": %llu, \"rate\": %.6g, \"bound\": %llu",
+                         v->cfg.protection_bytes, (unsigned long long)checked, (unsigned long long)escaped, rate,
+                         (unsigned long long)bound);
+    if (npat) {
+        const char *sep = "";
+        n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, ", \"patterns\": {");
+        for (int p = 0; p < VD_PATTERN_COUNT; p++) {
+            if (!v->pat[p].checked) continue;
+            n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0,
+                                  "%s\"%s\": {\"checked\": %llu, \"detected\": %llu, \"escaped\": %llu, "
+                                  "\"expected\": %.6g, \"bound\": %llu}",
+                                  sep, pattern_names[p], (unsigned long long)v->pat[p].checked,
+                                  (unsigned long long)v->pat[p].detected, (unsigned long long)v->pat[p].escaped,
+                                  v->pat[p].expected, (unsigned long long)v->pat[p].bound);
+            sep = ", ";
+        }
+        n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "}");
+    }
+    n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "}}");
+    return (int)n;
 }

@@ -82,6 +82,17 @@
  *       A database that does not open is unrecoverable unless every report
  *       of that open is so explained: then unrecoverable_by_design, naming
  *       the injection, counted apart and not failed.
+ *   V9  a checked pattern flip (bitflip_cache with a "check" field: made,
+ *       checked by the engine's whole-page check and undone under the
+ *       frame's latch) is detected when its check said so and a report
+ *       reached the oracle (else swallowed: the check's report was lost),
+ *       and escaped when the check passed it.  Escapes are judged per
+ *       pattern against the odds of the construction (vd_pattern_odds):
+ *       more than the Poisson bound (tail < 1e-6) of the pattern's
+ *       expected escapes (any escape of an odd-parity flip, a single bit
+ *       included) turns every escape of the pattern into swallowed;
+ *       within it they are undetectable (the code's design).  Reports
+ *       matched to other injections at the block credit nothing here.
  */
 #ifndef ORACLE_VERDICT_H
 #define ORACLE_VERDICT_H
@@ -169,6 +180,11 @@ typedef struct vd_injection {
     int64_t part_offset, part_len; /* cache flips: bytes one parity bit of
                                     * the per-KV codes covers (-1: absent) */
     int thread;                    /* -1: absent */
+    /* bitflip_cache with patterns (faults/cacheflip.c): the pattern, the
+     * parity of its parts ("odd", "entry", "span", "slot", "page") and the outcome of the
+     * check made right after the flip ("detected", "escaped", "none");
+     * "" absent */
+    char pattern[16], parity[8], check[12];
     char err[16];
     char mask[24];
     int carried;                  /* injected by an earlier process (before a crash) */
@@ -312,7 +328,21 @@ int vd_injection_explains(const vd_config *c, const vd_injection *i);
 /* Escape rates per protection width: the hook for narrow per-key codes
  * (docs/oracle.md, Narrow per-KV codes: a Poisson bound): writes
  * {"W": {"checked", "escaped", "rate", "bound"}} for the run's width W into
- * BUF.  At w = 0 there is nothing to measure: writes "{}". */
+ * BUF, and with checked pattern flips (V9) "patterns": {"NAME":
+ * {"checked", "detected", "escaped", "expected", "bound"}} inside it.  At
+ * w = 0 there is nothing to measure: writes "{}".  BUF: VD_ESCAPE_JSON_MAX
+ * bytes are always enough. */
+#define VD_ESCAPE_JSON_MAX 2048
+/* The odds that one checked pattern flip escapes a code of W bytes, from
+ * the construction (engine/kvprot.h): PARITY "odd" (a part got an odd
+ * count: a parity bit differs) 0; "entry" 2^-(8w-3) (the hash bits);
+ * "span" (a length changed: the rest's parity is over other bytes, a coin
+ * toss) 2^-(8w-2); "slot" (the slot points elsewhere: both cell parities
+ * are coin tosses) 2^-(8w-1); "page" 2^-31. */
+double vd_pattern_odds(const char *parity, int w);
+/* The patterns of faults/cacheflip.c, in report order. */
+#define VD_PATTERN_COUNT 5
+const char *vd_pattern_name(int i);
 int vd_escape_rates_json(const vd_ctx *v, char *buf, size_t cap);
 
 #endif

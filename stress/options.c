@@ -98,6 +98,8 @@ static const opt_def defs[] = {
     U64("bitflip_wal_one_in", one_in[VD_BITFLIP_WAL], "0", 0, MAXU, "flip a bit in a WAL block on disk, 1 in N ops"),
     U64("bitflip_cache_one_in", one_in[VD_BITFLIP_CACHE], "0", 0, MAXU,
         "flip a bit in a cached page frame, 1 in N ops"),
+    BOOL("bitflip_cache_patterns", bitflip_cache_patterns, "0",
+         "cache flips drawn as patterns (single, double_part, double_parts, burst, byte), each checked and undone"),
     U64("bitflip_inflight_one_in", one_in[VD_BITFLIP_INFLIGHT], "0", 0, MAXU,
         "flip a bit in an I/O buffer, 1 in N I/Os"),
     U64("torn_write_one_in", one_in[VD_TORN_WRITE], "0", 0, MAXU, "tear a page write, 1 in N writes"),

@@ -90,7 +90,7 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
             first = 0;
         }
     }
-    char esc[256] = "{}";
+    char esc[VD_ESCAPE_JSON_MAX] = "{}";
     if (v) vd_escape_rates_json(v, esc, sizeof esc);
     fprintf(f, "},\n  \"escape_rate_per_protection_width\": %s,\n", esc);
     fprintf(f, "  \"reports\": %llu,\n  \"false_alarms\": %llu,\n", (unsigned long long)res->reports,

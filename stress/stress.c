@@ -452,6 +452,7 @@ static int open_faults(void) {
         fo.db_dir = g.o.db;
         for (int i = 0; i < FLT_CLASS_COUNT && i < VD_CLASS_COUNT; i++) fo.one_in[i] = g.o.one_in[i];
         fo.sync_fault_injection = g.o.sync_fault_injection;
+        fo.cache_patterns = g.o.bitflip_cache_patterns;
         fo.kill_random_test = g.o.kill_random_test;
         fo.kill_points = g.o.kill_points;
         rc = flt_open(&fo, &g.flt);

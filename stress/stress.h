@@ -54,6 +54,7 @@ typedef struct st_options {
      * flt_class */
     uint64_t one_in[VD_CLASS_COUNT];
     int sync_fault_injection;
+    int bitflip_cache_patterns; /* cache flips as checked patterns (faults/cacheflip.c) */
     uint64_t kill_random_test;
     const char *kill_points;
     /* actions */

@@ -958,3 +958,72 @@ Test(oracle_verdict, with_two_byte_codes_only_the_codes_find_a_cache_flip) {
     cr_assert_not(res.pass);
     vd_free(v);
 }
+
+/* V9: checked pattern flips (faults/cacheflip.c).  N flips of PATTERN
+ * with PARITY at width W, ESC of them escaped; every detected one has its
+ * report, and one escaped flip shares its block with a detected one (a
+ * report there must not credit it). */
+static vd_ctx *checked_flips(int w, const char *pattern, const char *parity, int n, int esc, vd_result *res) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_CACHE] = 1;
+    c.protection_bytes = w;
+    vd_ctx *v = vd_new(&c);
+    char line[300];
+    for (int i = 0; i < n; i++) {
+        int block = 5 + (i < esc ? i : i - 1); /* the first detected flip shares the last escaped one's block */
+        snprintf(line, sizeof line,
+                 "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":%d,\"mask\":\"0x1\",\"pattern\":\"%s\","
+                 "\"parity\":\"%s\",\"check\":\"%s\"}",
+                 block, pattern, parity, i < esc ? "escaped" : "detected");
+        vd_add_ledger_line(v, line, 0);
+        if (i >= esc) {
+            vd_report r = rep("kv_protection", "data", block, (int64_t)block * 8192);
+            vd_add_report(v, &r);
+        }
+    }
+    vd_settle(v, res);
+    return v;
+}
+
+Test(oracle_verdict, checked_single_flip_escape_fails_at_every_width) {
+    const int ws[] = {1, 2, 4, 8};
+    for (int k = 0; k < 4; k++) {
+        vd_result res;
+        vd_ctx *v = checked_flips(ws[k], "single", "odd", 1000, 1, &res);
+        cr_assert_eq(res.cls[VD_BITFLIP_CACHE].swallowed, 1, "w=%d: the escape is not credited by its block's report",
+                     ws[k]);
+        cr_assert_eq(res.cls[VD_BITFLIP_CACHE].detected, 999);
+        cr_assert_not(res.pass);
+        char buf[VD_ESCAPE_JSON_MAX];
+        vd_escape_rates_json(v, buf, sizeof buf);
+        cr_assert(strstr(buf, "\"single\": {\"checked\": 1000, \"detected\": 999, \"escaped\": 1, \"expected\": 0, "
+                              "\"bound\": 0}"),
+                  "%s", buf);
+        vd_free(v);
+    }
+}
+
+Test(oracle_verdict, checked_two_flips_judged_against_the_construction) {
+    vd_result res;
+    /* w = 1: 1 in 32 of 3200 even flips in one part: 100 expected, 100 escapes pass */
+    vd_ctx *v = checked_flips(1, "double_part", "entry", 3200, 100, &res);
+    cr_assert(res.pass);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 100);
+    vd_free(v);
+    /* twice as many: above the bound (about 134) */
+    v = checked_flips(1, "double_part", "entry", 3200, 200, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].swallowed, 200);
+    vd_free(v);
+    /* w = 2: 2^-13, a single escape in 3200 passes (bound 6), eight do not */
+    v = checked_flips(2, "byte", "entry", 3200, 1, &res);
+    cr_assert(res.pass);
+    vd_free(v);
+    v = checked_flips(2, "byte", "entry", 3200, 8, &res);
+    cr_assert_not(res.pass);
+    vd_free(v);
+    cr_assert_float_eq(vd_pattern_odds("span", 1), 1.0 / 64, 1e-12);
+    cr_assert_float_eq(vd_pattern_odds("slot", 2), 1.0 / 32768, 1e-12);
+    cr_assert_float_eq(vd_pattern_odds("page", 8), ldexp(1.0, -31), 1e-20);
+    cr_assert_float_eq(vd_pattern_odds("odd", 1), 0.0, 1e-20);
+}
