@@ -32,6 +32,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from crashtest.judge import judge_stress  # noqa: E402
+from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import Cand, opt_get, opt_set, same_value, set_faults, trace_inj  # noqa: E402
 
@@ -222,8 +223,9 @@ class TestShrinkPlantedBugs(unittest.TestCase):
                str(derive(SEED, "mutant", name)), "--stress-binary", os.path.join(b, "stress"),
                "--powerloss-binary", os.path.join(b, "powerloss"), "--report-dir", rd]
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-        with open(os.path.join(rd, "summary.json")) as f:
-            failed = [i for i in json.load(f)["iterations"] if i.get("failure")]
+        # summary.json keeps short timeline rows; the full records (with
+        # the failure's artifacts folder) are in iterations.jsonl
+        failed = [i for i in read_iterations(rd) if i.get("failure")]
         if not failed:
             self.skipTest("simple did not catch %s within 120 s" % name)
         return failed[0]["artifacts"]
