@@ -367,7 +367,6 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
         bp_frame *c;
         int cmode = level == 1 ? leaf_mode : BP_SHARED;
         rc = bp_get(t->bp, child, cmode, &c);
-        if (rc == ENG_OK && t->kvw) bp_kv_prefetch(c, t->kvw);
         if (rc == ENG_OK && (rc = bt_check_child_page(t, c, blk, level - 1))) bp_release(t->bp, c, cmode);
         bp_release(t->bp, f, BP_SHARED);
         if (rc) return rc;
@@ -425,7 +424,6 @@ int bt_cell_in_page(const bt_tree *t, const uint8_t *p, const leaf_cell *c) {
  * general path proves the entry first: returns GET_ASK_AGAIN. */
 enum { GET_ASK_AGAIN = 1000 };
 static int get_only_version(bt_tree *t, bp_frame *f, unsigned idx, uint64_t S, eng_buf *out) {
-    bp_kv_prefetch_entry(f, t->kvw, idx); /* its line comes in while the value is read */
     leaf_cell c;
     page_leaf_cell(f->data, idx, &c);
     if (!bt_cell_in_page(t, f->data, &c) || (c.cflags & CELL_OVERFLOW)) return GET_ASK_AGAIN;
@@ -482,7 +480,6 @@ static int descend_for_found(bt_tree *t, const void *key, size_t klen, bp_frame 
         }
         bp_frame *c;
         if ((rc = bp_get(t->bp, child, BP_SHARED, &c))) break;
-        bp_kv_prefetch(c, t->kvw);
         if (ph_get_type(c->data) != (level == 1 ? PAGE_LEAF : PAGE_INTERNAL) || ph_get_level(c->data) != level - 1) {
             bp_release(t->bp, c, BP_SHARED);
             rc = GET_ASK_AGAIN;

@@ -181,20 +181,6 @@ static inline unsigned bp_kv_flags(const bp_frame *f) { return f->kv_on ? kv_fla
 /* F's entry codes (W bytes each), for prefetching only: NULL when F has
  * none or W is 0. */
 static inline const uint8_t *bp_kv_codes(const bp_frame *f, unsigned w) { return w && f->kv_on ? f->kv.code : NULL; }
-/* Start loading the line of F's code for SLOT (the codes live apart from
- * the page: a miss of their own, which work done before the check can
- * hide). */
-static inline void bp_kv_prefetch_entry(const bp_frame *f, unsigned w, unsigned slot) {
-    if (f->kv_on && f->kv.code && slot < f->kv.n) __builtin_prefetch(f->kv.code + (size_t)slot * w);
-}
-/* Start loading F's entry codes into the cache (up to 256 bytes: a leaf's
- * at w <= 8): a lookup needs one of them only after its binary search,
- * whose own misses then hide this one. */
-static inline void bp_kv_prefetch(const bp_frame *f, unsigned w) {
-    if (!f->kv_on || !f->kv.code) return;
-    size_t n = (size_t)f->kv.n * w;
-    for (size_t o = 0; o < n && o < 256; o += 64) __builtin_prefetch(f->kv.code + o);
-}
 /* The frame's bytes changed (exclusive latch): recompute its codes. */
 void bp_kv_update(bp_pool *bp, bp_frame *f);
 
