@@ -809,13 +809,25 @@ class TestRealEngine(unittest.TestCase):
         self.assertEqual(s["verdict"], "pass")
         self.assertEqual(len(s["iterations"]), 3)
         self.assertEqual(s["iterations_file"], "iterations.jsonl")
+        crashed = 0
         for it in read_iterations(rd):
             names = [st["name"] for st in it["steps"]]
             self.assertIn("workload", names)
-            self.assertEqual(it["steps"][names.index("workload")]["result"]["outcome"], "crashed")
+            res = it["steps"][names.index("workload")]["result"]
+            if res["outcome"] == "passed":
+                # The run may end itself before the kill only when an injected
+                # corruption the options cannot repair (an in-flight flip of a
+                # page written before the last checkpoint) made the database
+                # not reopen; the report names that injection.
+                self.assertTrue(res["report"]["unrecoverable_by_design"], res["output_tail"])
+                self.assertEqual(res["report"]["verdict"], "pass")
+                continue
+            self.assertEqual(res["outcome"], "crashed")
+            crashed += 1
             self.assertIn("powerloss", names)
             self.assertTrue(any(n.startswith("verify-v0") or n.startswith("recover-v0") for n in names))
             self.assertIn("run 0 iter %d seed=%d" % (it["index"], it["seed"]), out)
+        self.assertGreaterEqual(crashed, 1)
         self.assertIn("seed 11", out)
         self.assertIn("fault points hit:", out)
         self.assertGreaterEqual(s["classes"]["power_loss"]["injected"] + s["classes"]["kill"]["injected"], 1)
