@@ -110,6 +110,11 @@ void bt_close(bt_tree *t) {
  * outlive a commit lost in a crash). */
 static void hint_learn(bt_tree *t, bp_frame *f, unsigned slot, unsigned from, unsigned to) {
     if (t->cfg.no_hints) return;
+    /* A lazy leaf (K0) is proven by its page checksum until it is coded,
+     * and a hint would change the bytes that prove it: code it first.  Its
+     * only holder is the reader that loaded it, with the exclusive latch
+     * (bufpool.h).  A checksum that fails now is reported; no hint then. */
+    if (bp_frame_lazy(f) && (page_hint(f->data, slot) != from || bp_kv_code_lazy(t->bp, f) != ENG_OK)) return;
     if (page_hint_cas(f->data, slot, from, to)) {
         bp_mark_hint_dirty(f);
         atomic_fetch_add_explicit(&t->hints_set, 1, memory_order_relaxed);

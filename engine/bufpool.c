@@ -113,6 +113,25 @@ static int kv_fail(bp_pool *bp, uint32_t block, int32_t entry, uint64_t exp, uin
                       exp, found, "%s", what);
 }
 
+int bp_kv_code_lazy(bp_pool *bp, bp_frame *f) {
+    if (!f->kv_lazy) return ENG_OK;
+    /* Codes first, then the checksum over the bytes just coded: a flip
+     * since the load fails the checksum, one from now on fails a code; no
+     * moment is left where a flip would be coded as right. */
+    bp_kv_update(bp, f);
+    uint32_t block = atomic_load(&f->block);
+    uint64_t stored = ph_get_checksum(f->data), computed = page_checksum(f->data, bp->cfg.page_size, block);
+    count(bp, C_KV_CHECK_BYTES, bp->cfg.page_size);
+    if (stored == computed) {
+        f->kv_lazy = 0;
+        return ENG_OK;
+    }
+    kv_drop(bp, f);
+    kv_fail(bp, block, -1, stored, computed,
+            "a leaf not yet coded (K0) differs from its page checksum in the cache");
+    return ENG_CORRUPTION;
+}
+
 /* Page code (SLOT < 0) or entry SLOT of F against its code: 1 on a
  * mismatch with the expected and found codes in *E, *G; counted. */
 static int kv_mismatch(bp_pool *bp, bp_frame *f, int slot, uint64_t *e, uint64_t *g) {
@@ -239,6 +258,18 @@ static void frame_problem_report(bp_pool *bp, uint32_t block, const page_problem
                pr->detail);
 }
 
+/* Whether a read page's checksum is checked (then it proves the bytes: K0). */
+static int checked_checksums(const bp_pool *bp) {
+#ifdef ENG_BROKEN_SKIP_CHECKSUM
+    /* Test-only broken build (stress proves the oracle catches it): the
+     * checksum is never checked on read. */
+    (void)bp;
+    return 0;
+#else
+    return bp->cfg.checksums;
+#endif
+}
+
 /* Read BLOCK from disk into BUF (zero-filled past end of file) and verify. */
 static int read_verify(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) {
     size_t ps = bp->cfg.page_size, done = 0;
@@ -247,13 +278,7 @@ static int read_verify(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *
     if (rc != ENG_OK) return rc;
     if (done < ps) memset(buf + done, 0, ps - done);
     int is_zero = 0;
-#ifdef ENG_BROKEN_SKIP_CHECKSUM
-    /* Test-only broken build (stress proves the oracle catches it): the
-     * checksum is never checked on read. */
-    const int checksums = 0;
-#else
-    const int checksums = bp->cfg.checksums;
-#endif
+    const int checksums = checked_checksums(bp);
     return page_verify(buf, ps, block, atomic_load_explicit(bp->cfg.hwm, memory_order_acquire), checksums, &is_zero,
                        pr);
 }
@@ -520,6 +545,32 @@ static int latch_confirm(bp_pool *bp, bp_frame *f, uint32_t block, int mode) {
     return 0;
 }
 
+/* latch_confirm for a hit: a lazy frame (K0) is coded first, under the
+ * exclusive latch.  Returns 1 latched in MODE; 0 when F no longer caches
+ * BLOCK (unlatched, unpinned); -1 when coding found the frame damaged
+ * (reported, *RC set; unlatched, unpinned). */
+static int latch_hit(bp_pool *bp, bp_frame *f, uint32_t block, int mode, int *rc) {
+    if (!latch_confirm(bp, f, block, mode)) return 0;
+    /* A pinned frame is never evicted, so it cannot turn lazy again once
+     * coded: the loop ends after one coding. */
+    while (f->kv_lazy) {
+        if (mode == BP_SHARED) {
+            pthread_rwlock_unlock(&f->latch);
+            if (!latch_confirm(bp, f, block, BP_EXCL)) return 0;
+        }
+        if ((*rc = bp_kv_code_lazy(bp, f)) != ENG_OK) {
+            pthread_rwlock_unlock(&f->latch);
+            bp_unpin(bp, f);
+            return -1;
+        }
+        if (mode == BP_SHARED) {
+            pthread_rwlock_unlock(&f->latch);
+            if (!latch_confirm(bp, f, block, BP_SHARED)) return 0;
+        }
+    }
+    return 1;
+}
+
 int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
     *out = NULL;
     size_t b = bucket_of(bp, block);
@@ -533,7 +584,9 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             if (!atomic_load_explicit(&f->ref, memory_order_relaxed))
                 atomic_store_explicit(&f->ref, 1, memory_order_relaxed);
             count(bp, C_HITS, 1);
-            if (latch_confirm(bp, f, block, mode)) {
+            int hrc = ENG_OK, got = latch_hit(bp, f, block, mode, &hrc);
+            if (got < 0) return hrc;
+            if (got) {
                 *out = f;
                 return ENG_OK;
             }
@@ -550,7 +603,9 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             atomic_fetch_add(&f->pin, 1);
             pthread_mutex_unlock(&p->mu);
             bp_unpin(bp, nf);
-            if (latch_confirm(bp, f, block, mode)) {
+            int hrc = ENG_OK, got = latch_hit(bp, f, block, mode, &hrc);
+            if (got < 0) return hrc;
+            if (got) {
                 *out = f;
                 return ENG_OK;
             }
@@ -582,9 +637,15 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             return rc;
         }
         atomic_store(&nf->lsn, ph_get_lsn(nf->data));
-        bp_kv_update(bp, nf); /* the codes, right after the checksum pass */
+        /* K0: a leaf read for a reader stays uncoded, proven by the
+         * checksum just checked; the reader keeps the exclusive latch the
+         * check ran under (no downgrade: in the gap a flip could land in
+         * bytes no code covers), and the next bp_get codes it. */
+        nf->kv_lazy = mode == BP_SHARED && bp->cfg.kv_width && checked_checksums(bp) &&
+                      ph_get_type(nf->data) == PAGE_LEAF && ph_get_checksum(nf->data) != 0;
+        if (!nf->kv_lazy) bp_kv_update(bp, nf); /* the codes, right after the checksum pass */
         atomic_store(&nf->state, ST_VALID);
-        if (mode == BP_SHARED) { /* downgrade: nobody can slip in a write */
+        if (mode == BP_SHARED && !nf->kv_lazy) { /* downgrade: nobody can slip in a write */
             pthread_rwlock_unlock(&nf->latch);
             if (!latch_confirm(bp, nf, block, mode)) continue;
         }
@@ -646,6 +707,7 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
         pthread_mutex_unlock(&p->mu);
     }
     memset(nf->data, 0, bp->cfg.page_size);
+    nf->kv_lazy = 0;
     bp_kv_update(bp, nf);
     atomic_store(&nf->lsn, 0);
     atomic_store(&nf->ref, 1);

@@ -16,6 +16,14 @@
  *                        +--verify/read failed------+--> FREE
  *     (bp_new: FREE --> VALID directly, page zeroed, dirty)
  *
+ * Per-KV codes of a VALID frame (kvprot.h): coded (kv_on), or lazy (K0:
+ * a leaf loaded for a reader, proven by its page checksum, held only by
+ * that reader under the exclusive latch); a lazy frame is coded by the
+ * next bp_get of it, or stays lazy (and damaged) if its checksum fails.
+ *
+ *     load for BP_SHARED (leaf, checksums on) --> lazy --next bp_get--> coded
+ *     any other load, bp_new                  --> coded
+ *
  * Latching protocol (deadlock freedom rests on it):
  *   L1  a frame is latched only while pinned; a pinned frame is never evicted
  *   L2  latches are taken top-down in the tree (parent before child), leaf
@@ -75,6 +83,9 @@ typedef struct bp_frame {
     kv_codes kv;                /* per-KV codes (kvprot.h); changed only under
                              * the exclusive latch, with the bytes */
     uint8_t kv_on;
+    uint8_t kv_lazy; /* a leaf read for a reader and not coded yet: its bytes
+                      * are proven by the page checksum alone (K0, kvprot.h);
+                      * set and cleared under the exclusive latch */
 } bp_frame;
 
 typedef struct bp_config {
@@ -121,8 +132,24 @@ void bp_destroy(bp_pool *bp);
 
 /* Pin BLOCK, latch it in MODE, reading and verifying it if not resident.
  * ENG_CORRUPTION (reported) if the page fails verification; the frame is
- * then not cached and *out is NULL. */
+ * then not cached and *out is NULL.
+ *
+ * K0 (per-KV protection on, checksums on): a leaf read for BP_SHARED is
+ * not coded at load.  Its reader gets it latched exclusively (it is still
+ * the latch the read and the checksum were done under, so nothing has
+ * touched the bytes since the checksum proved them) and reads it as with
+ * w = 0; the frame stays lazy (kv_lazy).  Any later bp_get of it codes it
+ * first, under the exclusive latch: codes made, then the checksum checked
+ * over the same bytes (a flip before the coding fails the checksum, one
+ * after it a code), and ENG_CORRUPTION (layer kv_protection, reported)
+ * when it fails; the frame then stays lazy, so every access reports it.
+ * Nothing writes into a lazy frame: hints are not learned in it
+ * (bp_frame_lazy), writers get it coded. */
 int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out);
+
+/* F (latched) is a lazy leaf (K0): no codes yet, bytes proven by the page
+ * checksum; nothing may be written into it, hints included. */
+static inline int bp_frame_lazy(const bp_frame *f) { return f->kv_lazy; }
 
 /* A frame for a block that has never been written (beyond the allocated
  * end of the file): zeroed, dirty, pinned and latched exclusively. */
@@ -183,6 +210,11 @@ static inline unsigned bp_kv_flags(const bp_frame *f) { return f->kv_on ? kv_fla
 static inline const uint8_t *bp_kv_codes(const bp_frame *f, unsigned w) { return w && f->kv_on ? f->kv.code : NULL; }
 /* The frame's bytes changed (exclusive latch): recompute its codes. */
 void bp_kv_update(bp_pool *bp, bp_frame *f);
+
+/* A lazy frame F (K0), latched exclusively: code it now (codes, then the
+ * checksum over the same bytes).  ENG_OK (also when F was not lazy), or
+ * ENG_CORRUPTION reported; F stays lazy then. */
+int bp_kv_code_lazy(bp_pool *bp, bp_frame *f);
 
 /* Debug hook (engine.h eng_debug_frame_bytes): pin BLOCK if resident;
  * latch the pinned F exclusively and confirm it still caches BLOCK

@@ -826,4 +826,14 @@ int eng_debug_frame_check(eng_db *db, uint64_t block) {
     return rc;
 }
 
+int eng_debug_frame_code(eng_db *db, uint64_t block) {
+    if (block > UINT32_MAX) return -1;
+    /* Held pinned and latched exclusively by the caller, as above. */
+    bp_frame *f = bp_pin_resident(db->bp, (uint32_t)block);
+    if (!f) return -1;
+    int rc = bp_kv_code_lazy(db->bp, f) != ENG_OK;
+    bp_unpin(db->bp, f);
+    return rc;
+}
+
 uint64_t eng_debug_nblocks(eng_db *db) { return bt_nblocks(db->bt); }

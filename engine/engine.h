@@ -479,6 +479,14 @@ void eng_debug_frame_release(eng_db *db, uint64_t block);
  * carries no codes (w = 0, or not resident).  For fault injectors that
  * measure the codes (crashtest.py protection): flip, check, restore. */
 int eng_debug_frame_check(eng_db *db, uint64_t block);
+/* With BLOCK's frame held through eng_debug_frame_bytes: a leaf read by a
+ * reader and not coded yet (the pool codes such a leaf at its next use,
+ * proving it by its page checksum until then) gets its codes now, its
+ * checksum checked.  0 when the frame is coded (or needs no codes), 1
+ * when the checksum failed (reported), -1 when not resident.  For fault
+ * injectors that measure the codes: a flip into a frame without codes is
+ * a trial of the page checksum, not of the codes. */
+int eng_debug_frame_code(eng_db *db, uint64_t block);
 
 /* Fault points (catalogue: engine/faultpoints.h).  Compiled in only in
  * the fault build (build/libengine-fiu.a, -DFIU_ENABLE); disarmed, each

@@ -37,6 +37,15 @@
  * has it).
  *
  * The checks (btree*.c, bufpool.c):
+ *   K0  a leaf read from disk for a reader is not coded at load: the page
+ *       checksum just checked proves its bytes, and its reader keeps the
+ *       exclusive latch that check ran under (nothing, hint or flip
+ *       injector, can touch the frame before the reader is done).  Its
+ *       next use codes it under the exclusive latch, codes first and then
+ *       the checksum over the same bytes, so a flip at any moment fails
+ *       one of them; a read that would learn a hint codes it first.  Most
+ *       leaves a small cache loads are never used twice: their coding was
+ *       the cost of protection there (bufpool.h bp_get)
  *   K1  a binary search is proven by its two bracketing entries (sorted
  *       order does the rest: whatever garbage steered the search, two
  *       adjacent verified keys around the target prove the position)

@@ -121,6 +121,15 @@ void flt_cache_pattern(flt_ctx *f, flt_thr *t, eng_db *db) {
         eng_debug_frame_release(db, b);
     }
     if (!p) return; /* none resident: nothing to flip, no line */
+    /* A leaf a reader loaded and nobody used since carries no codes yet
+     * (the pool proves it by its page checksum until its next use): code
+     * it now, so the trial measures the codes, not the checksum.  Random
+     * flips (inject.c) leave such frames as they are, so the checksum's
+     * watch over them is exercised there. */
+    if (eng_debug_frame_code(db, block) != 0) {
+        eng_debug_frame_release(db, block);
+        return;
+    }
     int leaf = p[PH_TYPE_OFF] == PAGE_LEAF;
     if (!leaf && rg <= RG_VERSION) rg = RG_SEPARATOR;
     if (leaf && rg == RG_SEPARATOR) rg = RG_KEY;
