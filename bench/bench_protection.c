@@ -19,7 +19,9 @@
  *       hint (the timed reads must read clean pages only).  Prints one JSON
  *       line: {"width", "cache_size", "ops", "seconds", "cpu_ops" (gets per
  *       CPU-second of the reader threads, times T), "kv_bytes",
- *       "kv_pages", "kv_keys", "kv_checks", "kv_check_bytes", "kv_code_bytes", "cache_pages", "misses",
+ *       "kv_pages", "kv_keys", "kv_checks", "kv_check_bytes", "kv_code_bytes", "kv_lazy_leaves" (leaves
+ *       loaded and left uncoded, K0), "kv_lazy_coded" (of those, coded at a
+ *       later use), "cache_pages", "misses",
  *       "hits"}: the kv_protection_* memory figures as the timed gets left
  *       them; kv_checks, misses and hits counted over the timed gets.
  *
@@ -211,11 +213,14 @@ static int clean_reads(const eng_stats *st) {
 /* The per-KV figures of ST since ST0, as JSON fields (no braces). */
 static void kv_fields(const eng_stats *st0, const eng_stats *st) {
     printf("\"kv_bytes\": %llu, \"kv_pages\": %llu, \"kv_keys\": %llu, \"kv_checks\": %llu, \"kv_check_bytes\": %llu, "
-           "\"kv_code_bytes\": %llu, \"cache_pages\": %llu, \"misses\": %llu, \"hits\": %llu",
+           "\"kv_code_bytes\": %llu, \"kv_lazy_leaves\": %llu, \"kv_lazy_coded\": %llu, \"cache_pages\": %llu, "
+           "\"misses\": %llu, \"hits\": %llu",
            (unsigned long long)st->kv_protection_bytes, (unsigned long long)st->kv_protection_pages,
            (unsigned long long)st->kv_protection_keys, (unsigned long long)(st->kv_checks - st0->kv_checks),
            (unsigned long long)(st->kv_check_bytes - st0->kv_check_bytes),
-           (unsigned long long)(st->kv_code_bytes - st0->kv_code_bytes), (unsigned long long)st->cache_pages,
+           (unsigned long long)(st->kv_code_bytes - st0->kv_code_bytes),
+           (unsigned long long)(st->kv_lazy_leaves - st0->kv_lazy_leaves),
+           (unsigned long long)(st->kv_lazy_coded - st0->kv_lazy_coded), (unsigned long long)st->cache_pages,
            (unsigned long long)(st->cache_misses - st0->cache_misses),
            (unsigned long long)(st->cache_hits - st0->cache_hits));
 }

@@ -81,6 +81,7 @@ for f in FRACS:
         "kv_bytes": 0, "kv_pages": 0, "kv_keys": 0,
         "hit_rate": round(med([x["hits_0"] / max(1, x["hits_0"] + x["misses_0"]) for x in pairs]), 4),
         "checks_per_get": 0.0, "check_bytes_per_get": 0.0, "code_bytes_per_get": 0.0,
+        "lazy_fraction": 0.0, "lazy_coded_fraction": 0.0,
     })
     for x in pairs:
         w = x["width"]
@@ -100,6 +101,10 @@ for f in FRACS:
             # that entered the pool during the timed gets
             "check_bytes_per_get": round(per(x, "kv_check_bytes"), 1),
             "code_bytes_per_get": round(per(x, "kv_code_bytes"), 1),
+            # K0: the share of loads left uncoded, and of those the share
+            # coded at a later use (the pool's choice follows the latter)
+            "lazy_fraction": round(x["kv_lazy_leaves"] / max(1, x["misses"]), 4),
+            "lazy_coded_fraction": round(x["kv_lazy_coded"] / max(1, x["kv_lazy_leaves"]), 4),
         })
 json.dump(rows, open(path, "w"), indent=2)
 
@@ -145,7 +150,8 @@ print("per get (w = 4; the same at every width): page hit rate, codes checked, b
 for f in FRACS:
     r = R[(f, 4)]
     print(f"  {name(f):>6}: hit rate {r['hit_rate']:.3f}, {r['checks_per_get']:.2f} checks, "
-          f"{r['check_bytes_per_get']:,.0f} bytes checked, {r['code_bytes_per_get']:,.0f} bytes coded")
+          f"{r['check_bytes_per_get']:,.0f} bytes checked, {r['code_bytes_per_get']:,.0f} bytes coded, "
+          f"{r['lazy_fraction']:.2f} of loads lazy ({r['lazy_coded_fraction']:.2f} of those coded later)")
 print()
 print("memory of the codes (eng_stats.kv_protection_bytes over _pages and _keys, cache 100%): "
       "bytes per cached page | per key")

@@ -35,6 +35,8 @@ enum {
     C_KV_CHECKS,
     C_KV_CHECK_BYTES,
     C_KV_CODE_BYTES,
+    C_KV_LAZY,
+    C_KV_LAZY_CODED,
     C_COUNT
 };
 
@@ -57,6 +59,9 @@ struct bp_pool {
     _Atomic size_t hand;
     struct stripe stripes[2 * NSTRIPE]; /* owned, then shared (count) */
     _Atomic int64_t kv_bytes, kv_pages, kv_keys;
+    /* K0's choice (lazy_choice): what became of the lazy leaves, decayed */
+    _Atomic uint32_t lazy_used, lazy_dropped;
+    _Atomic uint64_t lazy_loads;
 };
 
 /* Counters: the first NSTRIPE threads of the process each own a stripe
@@ -113,6 +118,38 @@ static int kv_fail(bp_pool *bp, uint32_t block, int32_t entry, uint64_t exp, uin
                       exp, found, "%s", what);
 }
 
+/* K0's choice.  A lazy leaf saves its coding when it leaves the pool
+ * unused, and costs more than coding at load when it is used again: by
+ * then its bytes have gone cold, and coding them pays their cache misses
+ * (about three times the coding of a page just read, bench/README.md).
+ * So leaves are loaded lazy while at most a third of the lazy ones are
+ * used again (a small cache over random reads: nearly none are), and
+ * coded at load otherwise.  The pool counts each lazy leaf's fate, both
+ * counts halved every LAZY_WINDOW so the choice follows the workload;
+ * one load in LAZY_SAMPLE is lazy whatever the counts, so the fate of
+ * lazy leaves is still measured while the pool codes at load.  The counts
+ * are a heuristic: relaxed atomics, races lose a count at worst. */
+#define LAZY_WINDOW 1024u
+#define LAZY_SAMPLE 16u
+static int lazy_choice(bp_pool *bp) {
+    if (bp->cfg.kv_lazy) return bp->cfg.kv_lazy > 0;
+    uint64_t n = atomic_fetch_add_explicit(&bp->lazy_loads, 1, memory_order_relaxed);
+    if (n % LAZY_SAMPLE == 0) return 1;
+    uint32_t used = atomic_load_explicit(&bp->lazy_used, memory_order_relaxed);
+    uint32_t dropped = atomic_load_explicit(&bp->lazy_dropped, memory_order_relaxed);
+    return 2 * used < dropped;
+}
+static void lazy_fate(bp_pool *bp, int used) {
+    _Atomic uint32_t *mine = used ? &bp->lazy_used : &bp->lazy_dropped;
+    uint32_t m = atomic_fetch_add_explicit(mine, 1, memory_order_relaxed) + 1;
+    uint32_t u = used ? m : atomic_load_explicit(&bp->lazy_used, memory_order_relaxed);
+    uint32_t d = used ? atomic_load_explicit(&bp->lazy_dropped, memory_order_relaxed) : m;
+    if (u + d >= LAZY_WINDOW) {
+        atomic_store_explicit(&bp->lazy_used, u / 2, memory_order_relaxed);
+        atomic_store_explicit(&bp->lazy_dropped, d / 2, memory_order_relaxed);
+    }
+}
+
 int bp_kv_code_lazy(bp_pool *bp, bp_frame *f) {
     if (!f->kv_lazy) return ENG_OK;
     /* Codes first, then the checksum over the bytes just coded: a flip
@@ -124,6 +161,8 @@ int bp_kv_code_lazy(bp_pool *bp, bp_frame *f) {
     count(bp, C_KV_CHECK_BYTES, bp->cfg.page_size);
     if (stored == computed) {
         f->kv_lazy = 0;
+        lazy_fate(bp, 1);
+        count(bp, C_KV_LAZY_CODED, 1);
         return ENG_OK;
     }
     kv_drop(bp, f);
@@ -521,6 +560,8 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
             atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
             chain_remove(bp, b, f);
             kv_drop(bp, f);
+            if (f->kv_lazy) lazy_fate(bp, 0);
+            f->kv_lazy = 0; /* pinned by us alone: no latch holder reads it */
             atomic_store(&f->state, ST_FREE);
             pthread_mutex_unlock(&p->mu);
             count(bp, C_EVICTIONS, 1);
@@ -637,13 +678,17 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             return rc;
         }
         atomic_store(&nf->lsn, ph_get_lsn(nf->data));
-        /* K0: a leaf read for a reader stays uncoded, proven by the
-         * checksum just checked; the reader keeps the exclusive latch the
-         * check ran under (no downgrade: in the gap a flip could land in
-         * bytes no code covers), and the next bp_get codes it. */
+        /* K0: a leaf read for a reader may stay uncoded (lazy_choice),
+         * proven by the checksum just checked; the reader keeps the
+         * exclusive latch the check ran under (no downgrade: in the gap a
+         * flip could land in bytes no code covers), and the next bp_get
+         * codes it. */
         nf->kv_lazy = mode == BP_SHARED && bp->cfg.kv_width && checked_checksums(bp) &&
-                      ph_get_type(nf->data) == PAGE_LEAF && ph_get_checksum(nf->data) != 0;
-        if (!nf->kv_lazy) bp_kv_update(bp, nf); /* the codes, right after the checksum pass */
+                      ph_get_type(nf->data) == PAGE_LEAF && ph_get_checksum(nf->data) != 0 && lazy_choice(bp);
+        if (nf->kv_lazy)
+            count(bp, C_KV_LAZY, 1);
+        else
+            bp_kv_update(bp, nf); /* the codes, right after the checksum pass */
         atomic_store(&nf->state, ST_VALID);
         if (mode == BP_SHARED && !nf->kv_lazy) { /* downgrade: nobody can slip in a write */
             pthread_rwlock_unlock(&nf->latch);
@@ -857,6 +902,8 @@ void bp_get_stats(bp_pool *bp, bp_stats *st) {
     st->kv_checks = c[C_KV_CHECKS];
     st->kv_check_bytes = c[C_KV_CHECK_BYTES];
     st->kv_code_bytes = c[C_KV_CODE_BYTES];
+    st->kv_lazy_leaves = c[C_KV_LAZY];
+    st->kv_lazy_coded = c[C_KV_LAZY_CODED];
     st->kv_bytes = (uint64_t)atomic_load(&bp->kv_bytes);
     st->kv_pages = (uint64_t)atomic_load(&bp->kv_pages);
     st->kv_keys = (uint64_t)atomic_load(&bp->kv_keys);

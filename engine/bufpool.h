@@ -118,12 +118,14 @@ typedef struct bp_config {
      * of the failed operation stay pending for ever). */
     _Atomic int *poisoned;
     unsigned kv_width; /* block_protection_bytes_per_key (0: none) */
+    int kv_lazy;       /* kv_lazy_leaves: 0 the pool chooses, 1 always, -1 never */
 } bp_config;
 
 typedef struct bp_stats {
     uint64_t reads, writes, hits, misses, evictions, frames, hint_writes;
     uint64_t kv_bytes, kv_pages, kv_keys, kv_checks;
     uint64_t kv_check_bytes, kv_code_bytes; /* bytes hashed by checks, by coding */
+    uint64_t kv_lazy_leaves, kv_lazy_coded;  /* K0: leaves loaded lazy, coded later */
 } bp_stats;
 
 int bp_create(const bp_config *cfg, bp_pool **out);

@@ -782,6 +782,8 @@ int eng_get_stats(eng_db *db, eng_stats *st) {
     st->kv_checks = b.kv_checks;
     st->kv_check_bytes = b.kv_check_bytes;
     st->kv_code_bytes = b.kv_code_bytes;
+    st->kv_lazy_leaves = b.kv_lazy_leaves;
+    st->kv_lazy_coded = b.kv_lazy_coded;
     st->hint_fpi = db->opts.hint_fpi;
     return ENG_OK;
 }

@@ -210,6 +210,13 @@ typedef struct eng_options {
                              * mismatch is a kv_protection CORRUPTION report.
                              * Nothing of it is stored on disk: it may change
                              * from one open to the next */
+    int kv_lazy_leaves;                 /* with the above: a leaf read for a
+                             * reader may stay uncoded until its next use, its
+                             * page checksum proving it meanwhile (checksums
+                             * on).  0 (default): the pool chooses, lazy while
+                             * most such leaves leave the pool unused (a small
+                             * cache); 1: always; -1: never (coded at load).
+                             * The guarantees are the same either way */
     int io_backend;                     /* eng_io_backend */
     int create_if_missing;              /* default 1 */
     int error_if_exists;                /* default 0 */
@@ -452,6 +459,8 @@ typedef struct eng_stats {
     uint64_t kv_checks;                   /* entry and page codes verified */
     uint64_t kv_check_bytes;              /* bytes those checks hashed */
     uint64_t kv_code_bytes;               /* bytes hashed making codes (pages entering the pool, changes) */
+    uint64_t kv_lazy_leaves;              /* leaves left uncoded at load (kv_lazy_leaves) */
+    uint64_t kv_lazy_coded;               /* of those, coded at a later use */
     uint64_t corruption[ENG_LAYER_COUNT]; /* reports per layer */
 } eng_stats;
 

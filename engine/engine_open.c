@@ -76,6 +76,7 @@ static int start_pool(eng_db *db) {
         .read_only = db->opts.read_only,
         .poisoned = &db->poisoned,
         .kv_width = (unsigned)db->opts.block_protection_bytes_per_key,
+        .kv_lazy = db->opts.kv_lazy_leaves,
     };
     return bp_create(&bc, &db->bp);
 }
@@ -370,6 +371,7 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
     {
         int w = opts->block_protection_bytes_per_key;
         if (w != 0 && w != 1 && w != 2 && w != 4 && w != 8) return ENG_INVALID;
+        if (opts->kv_lazy_leaves < -1 || opts->kv_lazy_leaves > 1) return ENG_INVALID;
     }
 
     eng_db *db = calloc(1, sizeof *db);

@@ -45,7 +45,9 @@
  *       the checksum over the same bytes, so a flip at any moment fails
  *       one of them; a read that would learn a hint codes it first.  Most
  *       leaves a small cache loads are never used twice: their coding was
- *       the cost of protection there (bufpool.h bp_get)
+ *       the cost of protection there.  The pool chooses by how many of its
+ *       lazy leaves are used again (bufpool.c lazy_choice; the option
+ *       kv_lazy_leaves forces it either way)
  *   K1  a binary search is proven by its two bracketing entries (sorted
  *       order does the rest: whatever garbage steered the search, two
  *       adjacent verified keys around the target prove the position)

@@ -20,6 +20,15 @@
  */
 #include "kvprot_helpers.h"
 
+/* A handle on the work copy whose pool leaves every leaf a read loads lazy
+ * (kv_lazy_leaves = 1; the default lets the pool choose by the fate of
+ * earlier lazy leaves, a_small_cache_chooses_lazy_leaves below). */
+static eng_db *open_lazy(int w) {
+    eng_options o = kv_opts(w, BIG_CACHE);
+    o.kv_lazy_leaves = 1;
+    return tu_open(F.work, &o);
+}
+
 /* The leaves of the fixture, each with the first key the map found on it. */
 static unsigned leaves_with_a_key(uint64_t *blocks, int *keys, unsigned cap) {
     unsigned n = 0;
@@ -61,7 +70,7 @@ static int frame_check(eng_db *db, uint64_t block) {
 
 KV_WIDTH_TEST(a_leaf_read_once_is_coded_at_its_next_use) {
     fixture_hinted();
-    eng_db *db = kv_open(F.work, w, BIG_CACHE);
+    eng_db *db = open_lazy(w);
     uint64_t blocks[256];
     int keys[256];
     unsigned n = leaves_with_a_key(blocks, keys, 256);
@@ -100,7 +109,9 @@ KV_WIDTH_TEST(a_read_that_learns_a_hint_codes_the_leaf_first) {
     cr_assert_eq(eng_checkpoint(db), ENG_OK);
     tu_close(db);
     map_blocks(f->work);
-    db = kv_open(f->work, w, BIG_CACHE);
+    eng_options o = kv_opts(w, BIG_CACHE);
+    o.kv_lazy_leaves = 1;
+    db = tu_open(f->work, &o);
     uint64_t blocks[256];
     int keys[256];
     unsigned n = leaves_with_a_key(blocks, keys, 256);
@@ -127,7 +138,7 @@ KV_WIDTH_TEST(every_flip_in_a_lazy_leaf_is_reported_at_its_next_use) {
     /* Two rounds over the leaves, each on a cold handle: every leaf is
      * loaded by one get, then damaged while lazy. */
     for (int round = 0; round < 2; round++) {
-        eng_db *db = kv_open(F.work, w, BIG_CACHE);
+        eng_db *db = open_lazy(w);
         for (unsigned j = 0; j < n; j++) {
             uint64_t blk = blocks[j];
             if (!cold(db, blk)) continue;
@@ -160,7 +171,7 @@ KV_WIDTH_TEST(a_write_into_a_damaged_lazy_leaf_writes_nothing) {
     int keys[256];
     unsigned n = leaves_with_a_key(blocks, keys, 256);
     tu_rng r = {0x77726974ull + (uint64_t)w};
-    eng_db *db = kv_open(F.work, w, BIG_CACHE);
+    eng_db *db = open_lazy(w);
     unsigned j = (unsigned)tu_below(&r, n);
     while (!cold(db, blocks[j])) j = (j + 1) % n;
     expect_get_right(db, keys[j], "load");
@@ -183,7 +194,7 @@ KV_WIDTH_TEST(a_write_into_a_damaged_lazy_leaf_writes_nothing) {
     rc = eng_close(db);
     cr_assert(rc == ENG_OK || rc == ENG_CORRUPTION, "eng_close: %s", eng_strerror(rc));
     tu_reports_reset(&F.rep);
-    db = kv_open(F.work, w, BIG_CACHE);
+    db = open_lazy(w);
     tu_check_gets(db, &F.m, "reopened after the refused put");
     cr_assert_eq(F.rep.total, 0, "the reopened database reports corruption");
     tu_close(db);
@@ -195,7 +206,7 @@ KV_WIDTH_TEST(debug_frame_code_codes_a_lazy_leaf_and_refuses_a_damaged_one) {
     int keys[256];
     unsigned n = leaves_with_a_key(blocks, keys, 256);
     cr_assert_gt(n, 4);
-    eng_db *db = kv_open(F.work, w, BIG_CACHE);
+    eng_db *db = open_lazy(w);
     unsigned a = 0;
     while (!cold(db, blocks[a])) a++;
     unsigned b = a + 1;
@@ -219,4 +230,31 @@ KV_WIDTH_TEST(debug_frame_code_codes_a_lazy_leaf_and_refuses_a_damaged_one) {
     flip_undo(db, &fl);
     expect_get_right(db, keys[b], "after the bit is back");
     tu_close(db);
+}
+
+/* The default (kv_lazy_leaves = 0) chooses by the fate of earlier lazy
+ * leaves: over random reads a cache of 16 pages (a fifth of the fixture)
+ * evicts most leaves before their second use, so most loads stay lazy; a
+ * cache holding everything uses every leaf again, so after the first
+ * leaves (and one load in 16, which keeps measuring) leaves are coded at
+ * load.  Both handles answer every get right. */
+KV_WIDTH_TEST(the_pool_chooses_lazy_leaves_only_where_they_leave_unused) {
+    fixture_hinted();
+    tu_rng r = {0x63686f6full + (uint64_t)w};
+    for (int big = 0; big < 2; big++) {
+        eng_db *db = kv_open(F.work, w, big ? BIG_CACHE : 16);
+        for (int k = 0; k < 6000; k++) expect_get_right(db, (int)tu_below(&r, NKEYS), "random read");
+        eng_stats st;
+        cr_assert_eq(eng_get_stats(db, &st), ENG_OK);
+        double lazy = (double)st.kv_lazy_leaves / (double)st.cache_misses;
+        if (big)
+            cr_assert_lt(lazy, 0.25, "w=%d, whole cache: %llu of %llu loads lazy", w,
+                         (unsigned long long)st.kv_lazy_leaves, (unsigned long long)st.cache_misses);
+        else
+            cr_assert_gt(lazy, 0.5, "w=%d, 16 pages: %llu of %llu loads lazy", w,
+                         (unsigned long long)st.kv_lazy_leaves, (unsigned long long)st.cache_misses);
+        cr_assert_leq(st.kv_lazy_coded, st.kv_lazy_leaves);
+        cr_assert_eq(F.rep.total, 0);
+        tu_close(db);
+    }
 }
