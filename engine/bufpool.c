@@ -166,8 +166,7 @@ int bp_kv_code_lazy(bp_pool *bp, bp_frame *f) {
         return ENG_OK;
     }
     kv_drop(bp, f);
-    kv_fail(bp, block, -1, stored, computed,
-            "a leaf not yet coded (K0) differs from its page checksum in the cache");
+    kv_fail(bp, block, -1, stored, computed, "a leaf not yet coded (K0) differs from its page checksum in the cache");
     return ENG_CORRUPTION;
 }
 

@@ -125,7 +125,7 @@ typedef struct bp_stats {
     uint64_t reads, writes, hits, misses, evictions, frames, hint_writes;
     uint64_t kv_bytes, kv_pages, kv_keys, kv_checks;
     uint64_t kv_check_bytes, kv_code_bytes; /* bytes hashed by checks, by coding */
-    uint64_t kv_lazy_leaves, kv_lazy_coded;  /* K0: leaves loaded lazy, coded later */
+    uint64_t kv_lazy_leaves, kv_lazy_coded; /* K0: leaves loaded lazy, coded later */
 } bp_stats;
 
 int bp_create(const bp_config *cfg, bp_pool **out);

@@ -61,6 +61,7 @@ typedef struct st_open_options {
     int hint_fpi; /* PostgreSQL's rule: an image before a hint-only write */
     uint64_t vacuum_freeze_min_age;
     int wal_compression; /* 0 none, 1 zstd */
+    int kv_lazy_leaves;  /* 0 the engine chooses, 1 always, 2 never */
     int block_protection_bytes_per_key;
     int io_backend; /* 0 uring, 1 psync */
     int sync_mode;  /* 0 commit, 1 group, 2 off */

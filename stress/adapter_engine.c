@@ -72,6 +72,7 @@ static void to_eng(const st_open_options *o, eng_options *e, st_db *a) {
     e->checkpoint_wal_bytes = o->checkpoint_wal_bytes;
     e->wal_log_hints = o->wal_log_hints;
     e->block_protection_bytes_per_key = o->block_protection_bytes_per_key;
+    e->kv_lazy_leaves = o->kv_lazy_leaves == 1 ? 1 : o->kv_lazy_leaves == 2 ? -1 : 0;
     e->hint_fpi = o->hint_fpi;
     e->vacuum_freeze_min_age = o->vacuum_freeze_min_age;
     e->io_hooks = o->io_hooks;

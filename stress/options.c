@@ -89,6 +89,8 @@ static const opt_def defs[] = {
     ENUM("wal_compression", wal_compression, "none", "none|zstd", "compression of full-page images"),
     U64("block_protection_bytes_per_key", block_protection_bytes_per_key, "0", 0, 8,
         "per-KV protection: bytes of code per key-value of every cached page (0, 1, 2, 4 or 8)"),
+    ENUM("kv_lazy_leaves", kv_lazy_leaves, "auto", "auto|always|never",
+         "per-KV protection: a leaf loaded for a read left uncoded until its next use (auto: the pool chooses)"),
     ENUM("io_backend", io_backend, "uring", "uring|psync", "I/O backend"),
     ENUM("sync_mode", sync_mode, "commit", "commit|group|off", "when a commit is fsynced"),
     U64("wal_segment_size", wal_segment_size, "16M", 65536, 1ull << 32, "log segment bytes (power of two)"),

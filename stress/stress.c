@@ -289,6 +289,7 @@ static int parse(int argc, char **argv) {
         .vacuum_freeze_min_age = g.o.vacuum_freeze_min_age,
         .wal_compression = g.o.wal_compression,
         .block_protection_bytes_per_key = (int)g.o.block_protection_bytes_per_key,
+        .kv_lazy_leaves = g.o.kv_lazy_leaves,
         .io_backend = g.o.io_backend,
         .sync_mode = g.o.sync_mode,
         .wal_segment_size = g.o.wal_segment_size,

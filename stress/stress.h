@@ -45,6 +45,7 @@ typedef struct st_options {
     int hint_fpi;
     uint64_t vacuum_freeze_min_age;
     int wal_compression; /* 0 none, 1 zstd */
+    int kv_lazy_leaves;  /* 0 auto, 1 always, 2 never */
     uint64_t block_protection_bytes_per_key;
     int io_backend; /* 0 uring, 1 psync */
     int sync_mode;  /* 0 commit, 1 group, 2 off */

@@ -158,8 +158,7 @@ KV_WIDTH_TEST(every_flip_in_a_lazy_leaf_is_reported_at_its_next_use) {
             }
             flip_undo(db, &fl);
             expect_get_right(db, keys[j], "after the bit is back");
-            cr_assert_eq(frame_check(db, blk), 0, "leaf %llu not coded after the bit is back",
-                         (unsigned long long)blk);
+            cr_assert_eq(frame_check(db, blk), 0, "leaf %llu not coded after the bit is back", (unsigned long long)blk);
         }
         tu_close(db);
     }
@@ -251,8 +250,8 @@ KV_WIDTH_TEST(the_pool_chooses_lazy_leaves_only_where_they_leave_unused) {
             cr_assert_lt(lazy, 0.25, "w=%d, whole cache: %llu of %llu loads lazy", w,
                          (unsigned long long)st.kv_lazy_leaves, (unsigned long long)st.cache_misses);
         else
-            cr_assert_gt(lazy, 0.5, "w=%d, 16 pages: %llu of %llu loads lazy", w,
-                         (unsigned long long)st.kv_lazy_leaves, (unsigned long long)st.cache_misses);
+            cr_assert_gt(lazy, 0.5, "w=%d, 16 pages: %llu of %llu loads lazy", w, (unsigned long long)st.kv_lazy_leaves,
+                         (unsigned long long)st.cache_misses);
         cr_assert_leq(st.kv_lazy_coded, st.kv_lazy_leaves);
         cr_assert_eq(F.rep.total, 0);
         tu_close(db);
