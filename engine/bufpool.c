@@ -130,7 +130,7 @@ static int kv_fail(bp_pool *bp, uint32_t block, int32_t entry, uint64_t exp, uin
  * lazy leaves is still measured while the pool codes at load.  The counts
  * are a heuristic: relaxed atomics, races lose a count at worst. */
 #define LAZY_WINDOW 1024u
-#define LAZY_SAMPLE 16u
+#define LAZY_SAMPLE 64u
 static int lazy_choice(bp_pool *bp) {
     if (bp->cfg.kv_lazy) return bp->cfg.kv_lazy > 0;
     uint64_t n = atomic_fetch_add_explicit(&bp->lazy_loads, 1, memory_order_relaxed);

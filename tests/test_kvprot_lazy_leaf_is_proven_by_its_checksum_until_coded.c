@@ -235,7 +235,7 @@ KV_WIDTH_TEST(debug_frame_code_codes_a_lazy_leaf_and_refuses_a_damaged_one) {
  * leaves: over random reads a cache of 16 pages (a fifth of the fixture)
  * evicts most leaves before their second use, so most loads stay lazy; a
  * cache holding everything uses every leaf again, so after the first
- * leaves (and one load in 16, which keeps measuring) leaves are coded at
+ * leaves (and one load in 64, which keeps measuring) leaves are coded at
  * load.  Both handles answer every get right. */
 KV_WIDTH_TEST(the_pool_chooses_lazy_leaves_only_where_they_leave_unused) {
     fixture_hinted();
