@@ -27,7 +27,7 @@
  *
  *   bench_protection DIR --phase pair --twin DIR2 --num N --width W
  *                    --cache-size B [--reads R] [--rounds K] [--warm-reads X]
- *                    [--threads T] [--seed S]
+ *                    [--threads T] [--seed S] [--kv-lazy auto|always|never]
  *       DIR at w = 0 and DIR2 (a copy) at w = W open side by side, both
  *       warmed, then K rounds (default 20) of R / K gets on each, the same
  *       keys on both, the order alternating every round.  Prints one JSON
@@ -156,6 +156,10 @@ static int phase_load(const char *dir, uint64_t num) {
     return 0;
 }
 
+/* kv_lazy_leaves of the handles (--kv-lazy auto|always|never: 0, 1, -1),
+ * for the A/B of K0 in bench/README.md. */
+static int kv_lazy;
+
 /* Open DIR read-only at width WIDTH with a cache of CACHE bytes and warm
  * it: one full scan (every leaf passes through the pool), then WARM random
  * gets, so the cache holds a random mix.  Returns the handle or NULL. */
@@ -165,6 +169,7 @@ static eng_db *open_warm(const char *dir, uint64_t num, int width, uint64_t cach
     eng_options_init(&o);
     o.cache_size = cache;
     o.block_protection_bytes_per_key = width;
+    o.kv_lazy_leaves = kv_lazy;
     o.read_only = 1; /* the timed reads can write nothing */
     o.create_if_missing = 0;
     eng_db *db;
@@ -319,7 +324,8 @@ static int phase_pair(const char *dir, const char *twin, uint64_t num, int width
 int main(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') {
         fprintf(stderr, "usage: bench_protection DIR --phase load|read|pair --num N [--width W] [--cache-size B] "
-                        "[--reads R] [--warm-reads X] [--threads T] [--seed S] [--twin DIR2] [--rounds K]\n");
+                        "[--reads R] [--warm-reads X] [--threads T] [--seed S] [--twin DIR2] [--rounds K] "
+                        "[--kv-lazy auto|always|never]\n");
         return 2;
     }
     const char *dir = argv[1], *phase = NULL;
@@ -352,6 +358,8 @@ int main(int argc, char **argv) {
             twin = v;
         else if (!strcmp(a, "--rounds"))
             rounds = atoi(v);
+        else if (!strcmp(a, "--kv-lazy") && (!strcmp(v, "auto") || !strcmp(v, "always") || !strcmp(v, "never")))
+            kv_lazy = !strcmp(v, "always") ? 1 : !strcmp(v, "never") ? -1 : 0;
         else {
             fprintf(stderr, "bench_protection: unknown option %s\n", a);
             return 2;
