@@ -74,6 +74,15 @@ TRIALS = 3  # runs per change when a trial is not deterministic (K2) ...
 BASELINE_TRIALS = 5  # tries of the recorded run when it is not deterministic
 NEED = 2  # ... of which this many must fail the same way (a rate kept near the start's, not drifting to rare)
 MAX_ASIDE = 5
+# The seed search (K6): seeds tried besides the recorded one, the share of
+# the budget left that it may spend, and the kill points a timed SIGKILL
+# becomes when a crash after the last op does not fail (None: every one).
+SEARCH_SEEDS = 7
+SEARCH_SHARE = 0.5
+SEARCH_KILLS = ("kill/wal/after_write_before_sync", None)
+# Short runs with other seeds (K7): op counts tried, and seeds for each.
+SHORT_OPS = (1, 4, 16, 64)
+SHORT_SEEDS = 6
 # Kinds that say the trial's steps did not fit together (a usage error, a
 # process that ended before its planned kill): no new failure (K1).
 HARNESS_KINDS = ("error", "early_exit")
@@ -300,7 +309,7 @@ class Shrinker:
         res["seconds"] = round(time.monotonic() - t0, 3)
         return res
 
-    def attempt(self, what, cand, phase, runs=None, need=None):
+    def attempt(self, what, cand, phase, runs=None, need=None, extra=None):
         """Run CAND (once if deterministic, else TRIALS times; K2) and keep
         it when it fails the same way (K1).  Returns True if kept."""
         if self.left() <= 0 or STOP.is_set():
@@ -341,6 +350,10 @@ class Shrinker:
                  "why": "fails the same way (%s)" % self.kind if kept else (why or "out of budget"),
                  "seconds": [r["seconds"] for r in results],
                  "ops": [r["ops"] for r in results], "deterministic": cand.deterministic()}
+        if extra:
+            entry.update(extra)
+        if any(r["kind"] and r["kind"] != self.kind for r in results):
+            entry["other_kinds"] = sorted(set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind))
         self.log.append(entry)
         self.p.line("shrink: %-8s %-60s %s (%d/%d)%s" % (phase, what[:60], entry["verdict"], fails, len(results),
                                                         "" if kept else ": " + entry["why"][:80]))
@@ -396,27 +409,114 @@ class Shrinker:
 
     def p_threads(self):
         threads = as_int(opt_get(self.best.op["argv"], "threads"), 2)
-        for t in [1] + [x for x in (threads // 2,) if 1 < x < threads]:
-            if t >= threads:
-                continue
+        if threads <= 1:
+            return
+        c = self.best.copy()
+        for s in c.stress_steps():
+            if is_workload(s):
+                s["argv"] = opt_set(s["argv"], "threads", 1)
+        if self.attempt("threads %d -> 1" % threads, c, "threads"):
+            return
+        # A bug rarely needs threads; it needs a schedule: one thread with
+        # other seeds, as many ops as all threads did (K6).
+        if self.search(self.best, (self.best_res or {}).get("ops")):
+            return
+        half = threads // 2
+        if 1 < half < threads:
             c = self.best.copy()
             for s in c.stress_steps():
                 if is_workload(s):
-                    s["argv"] = opt_set(s["argv"], "threads", t)
-            if self.attempt("threads %d -> %d" % (threads, t), c, "threads"):
-                return
+                    s["argv"] = opt_set(s["argv"], "threads", half)
+            self.attempt("threads %d -> %d" % (threads, half), c, "threads")
+
+    def endings(self, cand, ops):
+        """How the op step of CAND, given one thread and OPS ops in all, may
+        end in place of its timed SIGKILL, in the order tried: [(what,
+        candidate)].  A crash right after the last op first; when that
+        cannot fail (a crash after the last commit's fsync leaves nothing
+        unsynced to tear), a kill point that fires 1 in N hits, N a quarter
+        of the ops for the log's write-before-sync point and the op count
+        for every point, with twice the ops of room."""
+        out = []
+        s = cand.op
+        kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
+
+        def shaped(n, what):
+            c = cand.copy()
+            for x in c.stress_steps():
+                if is_workload(x):
+                    x["argv"] = opt_set(x["argv"], "threads", 1)
+            c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", max(1, n)), "duration", None)
+            return what, c
+        if s.get("kill_after") is None:
+            out.append(shaped(ops * (4 if kill else 1), "%d ops" % (ops * (4 if kill else 1))))
+        elif cand.w == len(cand.steps) - 1:
+            what, c = shaped(ops, "%d ops, no SIGKILL (the failure shows before it)" % ops)
+            c.op["kill_after"], c.op["expect"] = None, "exit0"
+            out.append((what, c))
+        else:
+            what, c = shaped(ops, "%d ops, a crash after the last op" % ops)
+            c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
+            c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
+            out.append((what, c))
+            if not kill:
+                for point in SEARCH_KILLS:
+                    rate = max(1, ops // 4 if point else ops)
+                    what, c = shaped(2 * ops, "%d ops, killed at %s 1 in %d hits" % (2 * ops, point or "any kill point",
+                                                                                     rate))
+                    c.op["kill_after"], c.op["expect"] = None, "kill_point"
+                    c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "kill_random_test", rate), "kill_points",
+                                                   point), "sync_fault_injection", 1)
+                    out.append((what, c))
+        return out
+
+    def search(self, start, ops, recorded=True):
+        """K6: one thread where START has several (or where the recorded
+        run did not fail again): its op step with one thread, OPS ops in all
+        (what all threads did), a timed SIGKILL made a crash after the last
+        op or a kill point (endings), traced, run with the recorded seed
+        (unless RECORDED is False) and then SEARCH_SEEDS others until one
+        fails the same way.  Every seed tried is in shrink.json (its
+        "seed" field); a different failure met is kept aside, never taken
+        (K1).  Spends at most SEARCH_SHARE of the budget left."""
+        if not ops:
+            ops = 1000  # killed before its first progress note: a guess
+        a = start.op["argv"]
+        if opt_get(a, "replay_ops"):
+            return False
+        base = as_int(opt_get(a, "seed"))
+        seeds = ([base] if recorded else []) + [derive(base, "shrink", "seed", k) for k in range(SEARCH_SEEDS)]
+        stop = time.monotonic() + self.left() * SEARCH_SHARE
+        for seed in seeds:
+            for what, c in self.endings(start, ops):
+                if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
+                    return False
+                c.op["argv"] = opt_set(opt_set(c.op["argv"], "seed", seed), "trace_ops", "@ITER@/ops.trace")
+                if self.attempt("one thread, %s, traced, seed %d%s" % (what, seed, " (the recorded)" if seed == base
+                                                                       else ""),
+                                c, "search", extra={"seed": seed}):
+                    return True
+        return False
 
     def p_pin(self):
         """A timed op step gets a fixed op count (what the last kept trial did,
         per thread; four times that when a kill point must still fire), and a
-        timed SIGKILL becomes --crash_at_end: a crash after the last op."""
+        timed SIGKILL becomes --crash_at_end: a crash after the last op (or,
+        with one thread, a kill point: endings)."""
         c = self.best.copy()
         s = c.op
         if opt_get(s["argv"], "replay_ops"):
             return
         what = []
+        threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
+        if threads == 1 and (as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 or
+                             s.get("kill_after") is not None):
+            ops = as_int(opt_get(s["argv"], "ops_per_thread"), 10000) or (self.best_res or {}).get("ops") or 1000
+            for what, c in self.endings(self.best, ops):
+                if self.attempt(what, c, "pin"):
+                    return
+            return
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
-            threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
             ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
             kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
             n = max(1, -(-ops // threads)) * (4 if kill else 1)  # the kill ends it: room is cheap
@@ -501,7 +601,33 @@ class Shrinker:
                 if hi - lo <= max(2, hi // 8):
                     break
 
+    def p_short(self):
+        """K7: when halving the op count stops at once (a failure that rests
+        on where the run ends, such as the log's end in a block's first
+        sector, comes and goes with every op), a short run with another
+        seed: SHORT_OPS op counts (each at most a tenth of the current),
+        SHORT_SEEDS seeds each, the first that fails the same way kept.
+        Only for a deterministic, traced op step that ends by itself or
+        with a crash after its last op (a kill point must still fire)."""
+        a = self.best.op["argv"]
+        n = as_int(opt_get(a, "ops_per_thread"), 10000)
+        if not self.best.op_traced() or not self.best.deterministic() or n <= 10 or \
+                self.best.op.get("expect") not in ("exit0", "crash_at_end"):
+            return
+        base = as_int(opt_get(a, "seed"))
+        for k in [x for x in SHORT_OPS if x * 10 <= n]:
+            for j in range(SHORT_SEEDS):
+                if self.left() <= 0 or STOP.is_set():
+                    return
+                seed = derive(base, "shrink", "short", k, j)
+                c = self.best.copy()
+                c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", k), "seed", seed)
+                if self.attempt("ops %d -> %d, seed %d" % (n, k, seed), c, "short", extra={"seed": seed}):
+                    return
+
     def p_mix(self):
+        if opt_get(self.best.op["argv"], "replay_ops"):
+            return  # the trace says what each op is
         for name in MIX:
             a = self.best.op["argv"]
             v = as_int(opt_get(a, name), as_int(self.defaults.get(name)))
@@ -679,14 +805,26 @@ class Shrinker:
             e = self.log[-1]
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
         base = self.best_res
+        if not ok and runs > 1 and self.left() > 0 and not STOP.is_set():
+            # K6: the recorded run did not come back in its tries: the same
+            # options with one thread and other seeds (its ops, what the
+            # tries did) before giving up.
+            e = self.log[-1]
+            ops = max([o for o in e["ops"] if o] or [0]) or None
+            p.line("shrink: the recorded run did not fail again in %d tries: one thread, other seeds" % e["trials"])
+            ok = self.search(orig, ops)
+            base = {"ops": ops, "seconds": max(e["seconds"] or [None]), "failed_again": False}
         if ok:
             # Rounds until one keeps nothing: a change kept late (a smaller
             # key space) can let an earlier one (one thread) through.
             for _ in range(3):
                 kept = sum(1 for e in self.log if e["verdict"] == "kept")
-                # The op count early: every later trial is that much shorter.
-                for step in (self.p_threads, self.p_pin, self.p_trace, self.p_ops, self.p_classes, self.p_kill,
-                             self.p_rates, self.p_mix, self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
+                # The op count early: every later trial is that much shorter;
+                # once a trace exists, delta debugging on it before the
+                # option steps, which then run on the few ops left.
+                for step in (self.p_threads, self.p_pin, self.p_trace, self.p_ops, self.p_short, self.p_replay,
+                             self.p_focus, self.p_ddmin, self.p_classes, self.p_kill, self.p_rates, self.p_mix,
+                             self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
                     if self.left() <= 0 or STOP.is_set():
                         break
                     step()
@@ -702,7 +840,9 @@ class Shrinker:
         doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
                "budget_s": self.budget, "trials_per_step_when_not_deterministic": TRIALS,
                "original": dict(orig.measures(), ops=(base or {}).get("ops"),
-                                seconds=(base or {}).get("seconds")),
+                                seconds=(base or {}).get("seconds"),
+                                failed_again=(base or {}).get("failed_again", bool(ok))),
+               "seeds_tried": [e["seed"] for e in self.log if "seed" in e],
                "steps": self.log, "aside": self.aside}
         rc = EXIT_FAIL
         if ok:
