@@ -215,6 +215,48 @@ class Cand:
                 "deterministic": self.deterministic()}
 
 
+def endings(cand, ops):
+    """How the op step of CAND, given one thread and OPS ops in all, may
+    end in place of its timed SIGKILL, in the order tried: [(what,
+    candidate)].  A crash right after the last op first; when that
+    cannot fail (a crash after the last commit's fsync leaves nothing
+    unsynced to tear), a kill point that fires 1 in N hits, N a quarter
+    of the ops for the log's write-before-sync point and the op count
+    for every point, with twice the ops of room."""
+    out = []
+    s = cand.op
+    kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
+
+    def shaped(n, what):
+        c = cand.copy()
+        for x in c.stress_steps():
+            if is_workload(x):
+                x["argv"] = opt_set(x["argv"], "threads", 1)
+        c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", max(1, n)), "duration", None)
+        return what, c
+    if s.get("kill_after") is None:
+        out.append(shaped(ops * (4 if kill else 1), "%d ops" % (ops * (4 if kill else 1))))
+    elif cand.w == len(cand.steps) - 1:
+        what, c = shaped(ops, "%d ops, no SIGKILL (the failure shows before it)" % ops)
+        c.op["kill_after"], c.op["expect"] = None, "exit0"
+        out.append((what, c))
+    else:
+        what, c = shaped(ops, "%d ops, a crash after the last op" % ops)
+        c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
+        c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
+        out.append((what, c))
+        if not kill:
+            for point in SEARCH_KILLS:
+                rate = max(1, ops // 4 if point else ops)
+                what, c = shaped(2 * ops, "%d ops, killed at %s 1 in %d hits" % (2 * ops, point or "any kill point",
+                                                                                 rate))
+                c.op["kill_after"], c.op["expect"] = None, "kill_point"
+                c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "kill_random_test", rate), "kill_points",
+                                               point), "sync_fault_injection", 1)
+                out.append((what, c))
+    return out
+
+
 class Shrinker:
     def __init__(self, a, printer):
         self.p = printer
@@ -429,47 +471,6 @@ class Shrinker:
                     s["argv"] = opt_set(s["argv"], "threads", half)
             self.attempt("threads %d -> %d" % (threads, half), c, "threads")
 
-    def endings(self, cand, ops):
-        """How the op step of CAND, given one thread and OPS ops in all, may
-        end in place of its timed SIGKILL, in the order tried: [(what,
-        candidate)].  A crash right after the last op first; when that
-        cannot fail (a crash after the last commit's fsync leaves nothing
-        unsynced to tear), a kill point that fires 1 in N hits, N a quarter
-        of the ops for the log's write-before-sync point and the op count
-        for every point, with twice the ops of room."""
-        out = []
-        s = cand.op
-        kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
-
-        def shaped(n, what):
-            c = cand.copy()
-            for x in c.stress_steps():
-                if is_workload(x):
-                    x["argv"] = opt_set(x["argv"], "threads", 1)
-            c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", max(1, n)), "duration", None)
-            return what, c
-        if s.get("kill_after") is None:
-            out.append(shaped(ops * (4 if kill else 1), "%d ops" % (ops * (4 if kill else 1))))
-        elif cand.w == len(cand.steps) - 1:
-            what, c = shaped(ops, "%d ops, no SIGKILL (the failure shows before it)" % ops)
-            c.op["kill_after"], c.op["expect"] = None, "exit0"
-            out.append((what, c))
-        else:
-            what, c = shaped(ops, "%d ops, a crash after the last op" % ops)
-            c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
-            c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
-            out.append((what, c))
-            if not kill:
-                for point in SEARCH_KILLS:
-                    rate = max(1, ops // 4 if point else ops)
-                    what, c = shaped(2 * ops, "%d ops, killed at %s 1 in %d hits" % (2 * ops, point or "any kill point",
-                                                                                     rate))
-                    c.op["kill_after"], c.op["expect"] = None, "kill_point"
-                    c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "kill_random_test", rate), "kill_points",
-                                                   point), "sync_fault_injection", 1)
-                    out.append((what, c))
-        return out
-
     def search(self, start, ops, recorded=True):
         """K6: one thread where START has several (or where the recorded
         run did not fail again): its op step with one thread, OPS ops in all
@@ -488,7 +489,7 @@ class Shrinker:
         seeds = ([base] if recorded else []) + [derive(base, "shrink", "seed", k) for k in range(SEARCH_SEEDS)]
         stop = time.monotonic() + self.left() * SEARCH_SHARE
         for seed in seeds:
-            for what, c in self.endings(start, ops):
+            for what, c in endings(start, ops):
                 if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
                     return False
                 c.op["argv"] = opt_set(opt_set(c.op["argv"], "seed", seed), "trace_ops", "@ITER@/ops.trace")
@@ -512,7 +513,7 @@ class Shrinker:
         if threads == 1 and (as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 or
                              s.get("kill_after") is not None):
             ops = as_int(opt_get(s["argv"], "ops_per_thread"), 10000) or (self.best_res or {}).get("ops") or 1000
-            for what, c in self.endings(self.best, ops):
+            for what, c in endings(self.best, ops):
                 if self.attempt(what, c, "pin"):
                     return
             return

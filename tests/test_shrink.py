@@ -34,7 +34,7 @@ sys.path.insert(0, ROOT)
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
-from crashtest.shrink import Cand, opt_get, opt_set, same_value, set_faults, trace_inj  # noqa: E402
+from crashtest.shrink import Cand, endings, opt_get, opt_set, same_value, set_faults, trace_inj  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -188,6 +188,35 @@ class TestShrinkParts(unittest.TestCase):
         self.assertFalse(Cand([st2], True, None, 0).deterministic())
         st3 = dict(st, kill_after=0.5)
         self.assertFalse(Cand([st3], True, None, 0).deterministic())
+
+
+    def test_a_timed_kill_becomes_a_crash_at_the_end_then_a_kill_point_with_one_thread(self):
+        wl = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "sigkill",
+              "kill_after": 1.5, "argv": ["@STRESS@", "--threads=4", "--ops_per_thread=0", "--duration=60",
+                                          "--seed=7"]}
+        pl = {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "tear"], "dir": "p"}
+        vf = dict(wl, name="verify", expect="exit0", kill_after=None,
+                  argv=["@STRESS@", "--threads=4", "--verification_only=1"])
+        cand = Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"])
+        got = endings(cand, 800)
+        self.assertGreaterEqual(len(got), 2)
+        for what, c in got:
+            self.assertEqual([opt_get(s["argv"], "threads") for s in c.stress_steps()], ["1", "4"], what)
+            self.assertIsNone(c.op["kill_after"], what)
+            self.assertIsNone(opt_get(c.op["argv"], "duration"), what)
+            self.assertTrue(c.deterministic(), what)
+        self.assertEqual(got[0][1].op["expect"], "crash_at_end")
+        self.assertEqual(opt_get(got[0][1].op["argv"], "ops_per_thread"), "800")
+        self.assertEqual(opt_get(got[0][1].op["argv"], "crash_at_end"), "1")
+        kp = got[1][1]
+        self.assertEqual(kp.op["expect"], "kill_point")
+        self.assertEqual(opt_get(kp.op["argv"], "kill_points"), "kill/wal/after_write_before_sync")
+        self.assertEqual(opt_get(kp.op["argv"], "kill_random_test"), "200")
+        self.assertEqual(opt_get(kp.op["argv"], "ops_per_thread"), "1600")
+        self.assertEqual(cand.op["kill_after"], 1.5, "the candidate given is left as it was")
+        # The failure shows in the op step itself: its kill just goes.
+        (what, c), = endings(Cand([wl], False, None, 0), 800)
+        self.assertEqual((c.op["expect"], c.op["kill_after"]), ("exit0", None))
 
 
 class TestShrinkTable(unittest.TestCase):
