@@ -751,27 +751,28 @@ class Shrinker:
                          % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
 
     def p_ddmin(self):
+        """Delta debugging on the trace: chunks of half the ops, then
+        quarters ... single ops, each removed while the rest still fails the
+        same way.  A pass goes on from the chunk it removed (the ops before
+        it were tried at this size already) instead of starting over, and
+        the single-op pass is repeated until it removes nothing."""
         if self.best.trace is None:
             return
-        n = 2
+        size = max(1, len(self.best.trace) // 2)
         while len(self.best.trace) >= 2 and self.left() > 0 and not STOP.is_set():
-            lines = self.best.trace
-            size = -(-len(lines) // n)
-            removed = False
-            for i in range(0, len(lines), size):
+            i, removed = 0, False
+            while i < len(self.best.trace) and self.left() > 0 and not STOP.is_set():
+                lines = self.best.trace
                 rest = lines[:i] + lines[i + size:]
-                if not rest:
-                    continue
-                if self.attempt("ops %d -> %d (remove ops %d..%d of the list)" % (len(lines), len(rest), i,
-                                                                                   i + size - 1),
-                                self.with_trace(rest), "ddmin"):
+                if rest and self.attempt("ops %d -> %d (remove ops %d..%d of the list)"
+                                         % (len(lines), len(rest), i, min(i + size, len(lines)) - 1),
+                                         self.with_trace(rest), "ddmin"):
                     removed = True
-                    n = max(n - 1, 2)
-                    break
-            if not removed:
-                if size <= 1:
-                    break
-                n = min(len(lines), n * 2)
+                    continue  # the next chunk is at I now
+                i += size
+            if size == 1 and not removed:
+                break
+            size = max(1, min(size // 2, len(self.best.trace) // 2))
         self.refresh_trace()
 
     def p_faults_off(self):

@@ -34,7 +34,7 @@ sys.path.insert(0, ROOT)
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
-from crashtest.shrink import Cand, endings, opt_get, opt_set, same_value, set_faults, trace_inj  # noqa: E402
+from crashtest.shrink import Cand, Shrinker, endings, opt_get, opt_set, same_value, set_faults, trace_inj  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -217,6 +217,28 @@ class TestShrinkParts(unittest.TestCase):
         # The failure shows in the op step itself: its kill just goes.
         (what, c), = endings(Cand([wl], False, None, 0), 800)
         self.assertEqual((c.op["expect"], c.op["kill_after"]), ("exit0", None))
+
+
+    def test_ddmin_keeps_exactly_the_ops_the_failure_needs(self):
+        # A stand-in trial: it fails the same way when ops 3, 17 and 40 are
+        # all left (in order); ddmin must end with those three.
+        need = ["%d put %d 00 on" % (k, k) for k in (3, 17, 40)]
+        sh = Shrinker.__new__(Shrinker)
+        sh.best = Cand([{"type": "stress", "argv": []}], True, ["%d put %d 00 on" % (k, k) for k in range(60)], 0)
+        sh.best_res = None
+        sh.left = lambda: 1
+        trials = []
+
+        def attempt(what, cand, phase):
+            trials.append(len(cand.trace))
+            if all(l in cand.trace for l in need):
+                sh.best = cand
+                return True
+            return False
+        sh.attempt = attempt
+        sh.p_ddmin()
+        self.assertEqual(sh.best.trace, need)
+        self.assertLess(len(trials), 60 * 3)
 
 
 class TestShrinkTable(unittest.TestCase):
