@@ -41,6 +41,23 @@ Rules:
       after it; the best run so far is the result.
   K5  creation-time options and the key space (C3) change only together
       with a fresh database (the step that creates it is then the first).
+  K6  one thread where the bug allows: a bug rarely needs threads, it
+      needs a schedule.  When one thread with the recorded seed does not
+      fail the same way, a seed search: one thread, as many ops as all
+      threads did, a timed SIGKILL made a crash after the last op or else
+      a kill point (the log's write-before-sync point, then any), traced,
+      with the recorded seed and SEARCH_SEEDS others; the first that fails
+      the same way is kept.  The same search runs when the recorded run
+      (several threads, a timed kill) does not fail again in its tries,
+      before giving up.  Each seed tried is in shrink.json; a different
+      kind met on the way goes aside (K1), never success.
+  K7  the op count of a deterministic traced run halved while it fails,
+      then, when even the first halving did not, short runs with other
+      seeds (SHORT_OPS ops, SHORT_SEEDS seeds each): a failure that rests
+      on where the run ends (the log's end in a block's first sector)
+      comes and goes with every op, and no removal of ops keeps it.
+      Once a trace exists, delta debugging on it comes before the option
+      steps (each later trial is then a few ops).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
