@@ -52,8 +52,8 @@ Rules:
       before giving up.  Each seed tried is in shrink.json; a different
       kind met on the way goes aside (K1), never success.
   K7  the op count of a deterministic traced run halved while it fails,
-      then, when even the first halving did not, short runs with other
-      seeds (SHORT_OPS ops, SHORT_SEEDS seeds each): a failure that rests
+      then short runs with other seeds (SHORT_OPS ops, each at most a
+      tenth of the count left, SHORT_SEEDS seeds each): a failure that rests
       on where the run ends (the log's end in a block's first sector)
       comes and goes with every op, and no removal of ops keeps it.
       Once a trace exists, delta debugging on it comes before the option
@@ -620,10 +620,10 @@ class Shrinker:
                     break
 
     def p_short(self):
-        """K7: when halving the op count stops at once (a failure that rests
-        on where the run ends, such as the log's end in a block's first
-        sector, comes and goes with every op), a short run with another
-        seed: SHORT_OPS op counts (each at most a tenth of the current),
+        """K7: after halving the op count, a short run with another seed (a
+        failure that rests on where the run ends, such as the log's end in
+        a block's first sector, comes and goes with every op, so halving
+        and ddmin stop early): SHORT_OPS op counts (each at most a tenth of the current),
         SHORT_SEEDS seeds each, the first that fails the same way kept.
         Only for a deterministic, traced op step that ends by itself or
         with a crash after its last op (a kill point must still fire)."""
