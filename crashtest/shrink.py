@@ -49,7 +49,8 @@ Rules:
       with the recorded seed and SEARCH_SEEDS others; the first that fails
       the same way is kept.  The same search runs when the recorded run
       (several threads, a timed kill) does not fail again in its tries,
-      before giving up.  Each seed tried is in shrink.json; a different
+      before giving up (FALLBACK_SEEDS seeds, FALLBACK_SHARE of the
+      budget: nothing else is left to try).  Each seed tried is in shrink.json; a different
       kind met on the way goes aside (K1), never success.
   K7  the op count of a deterministic traced run halved while it fails,
       then short runs with other seeds (SHORT_OPS ops, each at most a
@@ -96,6 +97,9 @@ MAX_ASIDE = 5
 # becomes when a crash after the last op does not fail (None: every one).
 SEARCH_SEEDS = 7
 SEARCH_SHARE = 0.5
+# ... and when the recorded run did not fail again (nothing else to try).
+FALLBACK_SEEDS = 40
+FALLBACK_SHARE = 0.8
 SEARCH_KILLS = ("kill/wal/after_write_before_sync", None)
 # Short runs with other seeds (K7): op counts tried, and seeds for each.
 SHORT_OPS = (1, 4, 16, 64)
@@ -488,23 +492,24 @@ class Shrinker:
                     s["argv"] = opt_set(s["argv"], "threads", half)
             self.attempt("threads %d -> %d" % (threads, half), c, "threads")
 
-    def search(self, start, ops, recorded=True):
+    def search(self, start, ops, recorded=True, nseeds=SEARCH_SEEDS, share=SEARCH_SHARE):
         """K6: one thread where START has several (or where the recorded
         run did not fail again): its op step with one thread, OPS ops in all
         (what all threads did), a timed SIGKILL made a crash after the last
         op or a kill point (endings), traced, run with the recorded seed
         (unless RECORDED is False) and then SEARCH_SEEDS others until one
-        fails the same way.  Every seed tried is in shrink.json (its
-        "seed" field); a different failure met is kept aside, never taken
-        (K1).  Spends at most SEARCH_SHARE of the budget left."""
+        fails the same way (NSEEDS others at most).  Every seed tried is in
+        shrink.json (its "seed" field); a different failure met is kept
+        aside, never taken (K1).  Spends at most SHARE of the budget
+        left."""
         if not ops:
             ops = 1000  # killed before its first progress note: a guess
         a = start.op["argv"]
         if opt_get(a, "replay_ops"):
             return False
         base = as_int(opt_get(a, "seed"))
-        seeds = ([base] if recorded else []) + [derive(base, "shrink", "seed", k) for k in range(SEARCH_SEEDS)]
-        stop = time.monotonic() + self.left() * SEARCH_SHARE
+        seeds = ([base] if recorded else []) + [derive(base, "shrink", "seed", k) for k in range(nseeds)]
+        stop = time.monotonic() + self.left() * share
         for seed in seeds:
             for what, c in endings(start, ops):
                 if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
@@ -831,7 +836,7 @@ class Shrinker:
             e = self.log[-1]
             ops = max([o for o in e["ops"] if o] or [0]) or None
             p.line("shrink: the recorded run did not fail again in %d tries: one thread, other seeds" % e["trials"])
-            ok = self.search(orig, ops)
+            ok = self.search(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
             base = {"ops": ops, "seconds": max(e["seconds"] or [None]), "failed_again": False}
         if ok:
             # Rounds until one keeps nothing: a change kept late (a smaller
