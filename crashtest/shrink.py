@@ -101,6 +101,8 @@ SEARCH_SHARE = 0.5
 FALLBACK_SEEDS = 40
 FALLBACK_SHARE = 0.8
 SEARCH_KILLS = ("kill/wal/after_write_before_sync", None)
+# Power-loss seeds tried toward fewer writes rolled back or torn.
+POWERLOSS_SEEDS = 4
 # Short runs with other seeds (K7): op counts tried, and seeds for each.
 SHORT_OPS = (1, 4, 16, 64)
 SHORT_SEEDS = 6
@@ -372,9 +374,11 @@ class Shrinker:
         res["seconds"] = round(time.monotonic() - t0, 3)
         return res
 
-    def attempt(self, what, cand, phase, runs=None, need=None, extra=None):
+    def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None):
         """Run CAND (once if deterministic, else TRIALS times; K2) and keep
-        it when it fails the same way (K1).  Returns True if kept."""
+        it when it fails the same way (K1) and, given BETTER (a function of
+        a trial's result), when BETTER holds for it too.  Returns True if
+        kept."""
         if self.left() <= 0 or STOP.is_set():
             return False
         sig = signature(cand)
@@ -394,7 +398,9 @@ class Shrinker:
                 break  # decided (K2), or out of time
             r = self.run_once(cand)
             results.append(r)
-            if r["kind"] == self.kind:
+            if r["kind"] == self.kind and better is not None and not better(r):
+                why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")
+            elif r["kind"] == self.kind:
                 fails += 1
                 kept_res = kept_res or r
             elif r["kind"] and r["kind"] not in HARNESS_KINDS:
@@ -730,6 +736,38 @@ class Shrinker:
                 argv[argv.index("--mode") + 1] = m
                 if self.attempt("power loss %s -> %s" % (mode, m), c, "powerloss"):
                     break
+        self.p_powerloss_seed()
+
+    def p_powerloss_seed(self):
+        """The fewest writes rolled back or torn: other seeds of each
+        power-loss step (its decisions come from its seed), a seed kept
+        when the trial fails the same way with fewer unsynced writes and
+        metadata operations undone than the best run (powerloss's own
+        count) -- never more."""
+        if not self.best_res:
+            return
+        for i, s in enumerate(self.best.steps):
+            if s["type"] != "powerloss" or s["argv"][s["argv"].index("--mode") + 1] == "keep":
+                continue
+            now = powerloss_undone(self.best_res, i)
+            if not now:
+                continue
+            base = as_int(s["argv"][s["argv"].index("--seed") + 1])
+            for k in range(POWERLOSS_SEEDS):
+                if self.left() <= 0 or STOP.is_set() or not now:
+                    break
+                c = self.best.copy()
+                argv = c.steps[i]["argv"]
+                seed = derive(base, "shrink", "powerloss", k)
+                argv[argv.index("--seed") + 1] = str(seed)
+
+                def fewer(r, i=i, now=now):
+                    """fewer writes undone"""
+                    got = powerloss_undone(r, i)
+                    return got is not None and got < now
+                if self.attempt("power loss seed %d (fewer than %d writes undone)" % (seed, now), c, "powerloss",
+                                extra={"powerloss_seed": seed}, better=fewer):
+                    now = powerloss_undone(self.best_res, i)
 
     def p_replay(self):
         """The traced op step becomes a replay of its trace (ddmin's input)."""
@@ -911,6 +949,16 @@ def signature(cand):
     """What makes two candidates the same run (options in any order)."""
     steps = [dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps]
     return json.dumps([steps, cand.fresh, cand.trace], sort_keys=True)
+
+
+def powerloss_undone(r, n):
+    """What the power-loss step N of trial R undid: unsynced writes rolled
+    back or torn and metadata operations undone, summed over its variants
+    (its output's lines), or None."""
+    res = (r or {}).get("results", {}).get(n) or {}
+    got = re.findall(r"(\d+) rolled back, (\d+) torn, .*?; \d+ unsynced metadata operations, (\d+) undone",
+                     res.get("output_tail") or "")
+    return sum(int(a) + int(b) + int(c) for a, b, c in got) if got else None
 
 
 def same_value(v, d):

@@ -34,7 +34,8 @@ sys.path.insert(0, ROOT)
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
-from crashtest.shrink import Cand, Shrinker, endings, opt_get, opt_set, same_value, set_faults, trace_inj  # noqa: E402
+from crashtest.shrink import (Cand, Shrinker, endings, opt_get, opt_set, powerloss_undone, same_value,  # noqa: E402
+                              set_faults, trace_inj)
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -218,6 +219,15 @@ class TestShrinkParts(unittest.TestCase):
         (what, c), = endings(Cand([wl], False, None, 0), 800)
         self.assertEqual((c.op["expect"], c.op["kill_after"]), ("exit0", None))
 
+
+    def test_what_a_power_loss_undid_is_read_from_its_output(self):
+        out = ("powerloss: /x/pl/db.0: mode mixed, seed 5 variant 0: 9 writes journaled, 6 unsynced, 2 rolled back, "
+               "1 torn, 3 kept; 2 unsynced metadata operations, 1 undone; 0 dropped by failed fsyncs\n"
+               "powerloss: /x/pl/db.1: mode mixed, seed 5 variant 1: 9 writes journaled, 6 unsynced, 0 rolled back, "
+               "0 torn, 6 kept; 2 unsynced metadata operations, 0 undone; 0 dropped by failed fsyncs\n")
+        self.assertEqual(powerloss_undone({"results": {1: {"output_tail": out}}}, 1), 4)
+        self.assertIsNone(powerloss_undone({"results": {1: {"output_tail": "powerloss exit 3"}}}, 1))
+        self.assertIsNone(powerloss_undone({"results": {}}, 1))
 
     def test_ddmin_keeps_exactly_the_ops_the_failure_needs(self):
         # A stand-in trial: it fails the same way when ops 3, 17 and 40 are
