@@ -540,10 +540,11 @@ class Shrinker:
         threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
         if threads == 1 and (as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 or
                              s.get("kill_after") is not None):
+            # One thread kept with its timed kill: pinned, the kill made a
+            # crash at the end or a kill point, with the recorded seed and
+            # then others (K6's search).
             ops = as_int(opt_get(s["argv"], "ops_per_thread"), 10000) or (self.best_res or {}).get("ops") or 1000
-            for what, c in endings(self.best, ops):
-                if self.attempt(what, c, "pin"):
-                    return
+            self.search(self.best, ops)
             return
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
             ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
