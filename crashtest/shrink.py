@@ -751,11 +751,11 @@ class Shrinker:
             if s["type"] != "powerloss" or s["argv"][s["argv"].index("--mode") + 1] == "keep":
                 continue
             now = powerloss_undone(self.best_res, i)
-            if not now:
-                continue
+            if not now or now <= 1:
+                continue  # nothing fewer (none undone is keep mode's, tried before)
             base = as_int(s["argv"][s["argv"].index("--seed") + 1])
             for k in range(POWERLOSS_SEEDS):
-                if self.left() <= 0 or STOP.is_set() or not now:
+                if self.left() <= 0 or STOP.is_set() or not now or now <= 1:
                     break
                 c = self.best.copy()
                 argv = c.steps[i]["argv"]
