@@ -46,7 +46,13 @@ CRASHTEST = os.path.join(ROOT, "crashtest.py")
 # does not hang on the timing of a kill (checkpoint-skips-data-fsync, say,
 # is caught as wrong_value or as false_alarm by the same seed, and the
 # false_alarm does not survive one thread).
-DEFAULT_BUGS = ["stale-value", "redo-skips-second-action", "kv-codes-stale-after-in-place-edit"]
+# seal-before-witness needs a short run with another seed (shrink.py's K7:
+# its failure rests on where the log ends, and no removal of ops keeps it).
+# Bugs that pass too, measured, but are left out to keep this under two
+# minutes: witness-at-end-is-damage (about 45 s: one thread only by the
+# seed search, its timed kill made a kill point), freeze-clears-xmax and
+# writeback-error-cleans (SHRINK_BUGS=... runs them).
+DEFAULT_BUGS = ["stale-value", "redo-skips-second-action", "kv-codes-stale-after-in-place-edit", "seal-before-witness"]
 SEED = 20261201
 
 
