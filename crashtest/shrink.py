@@ -50,13 +50,15 @@ Rules:
       the same way is kept.  The same search runs when the recorded run
       (several threads, a timed kill) does not fail again in its tries,
       before giving up (FALLBACK_SEEDS seeds, FALLBACK_SHARE of the
-      budget: nothing else is left to try).  Each seed tried is in shrink.json; a different
-      kind met on the way goes aside (K1), never success.
+      budget: nothing else is left to try).  Each seed tried is in
+      shrink.json; a different kind met on the way goes aside (K1),
+      never success.
   K7  the op count of a deterministic traced run halved while it fails,
       then short runs with other seeds (SHORT_OPS ops, each at most a
-      tenth of the count left, SHORT_SEEDS seeds each): a failure that rests
-      on where the run ends (the log's end in a block's first sector)
-      comes and goes with every op, and no removal of ops keeps it.
+      tenth of the count left, SHORT_SEEDS seeds each): a failure that
+      rests on where the run ends (the log's end in a block's first
+      sector) comes and goes with every op, and no removal of ops keeps
+      it.
       Once a trace exists, delta debugging on it comes before the option
       steps (each later trial is then a few ops).
 
@@ -579,7 +581,8 @@ class Shrinker:
             c.op["argv"] = opt_set(c.op["argv"], "trace_ops", "@ITER@/ops.trace")
             if seed is not None:
                 c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
-            if self.attempt("ops traced (--trace_ops)" + (", seed %d" % seed if seed else ""), c, "trace"):
+            if self.attempt("ops traced (--trace_ops)" + (", seed %d" % seed if seed else ""), c, "trace",
+                            extra={"seed": seed if seed is not None else base}):
                 return
 
     def p_classes(self):
@@ -635,8 +638,9 @@ class Shrinker:
         """K7: after halving the op count, a short run with another seed (a
         failure that rests on where the run ends, such as the log's end in
         a block's first sector, comes and goes with every op, so halving
-        and ddmin stop early): SHORT_OPS op counts (each at most a tenth of the current),
-        SHORT_SEEDS seeds each, the first that fails the same way kept.
+        and ddmin stop early): SHORT_OPS op counts (each at most a tenth
+        of the current), SHORT_SEEDS seeds each, the first that fails the
+        same way kept.
         Only for a deterministic, traced op step that ends by itself or
         with a crash after its last op (a kill point must still fire)."""
         a = self.best.op["argv"]
@@ -698,7 +702,9 @@ class Shrinker:
         if not self.best.fresh and opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") != "1":
             return
         k = as_int(opt_get(self.best.op["argv"], "max_key"))
-        while k > 8 and self.left() > 0:
+        # A replayed trace names its keys: no key space below the largest.
+        top = max([as_int(l.split()[2], -1) for l in self.best.trace or []] or [-1])
+        while k > 8 and k // 2 > top and self.left() > 0:
             c = self.best.copy()
             c.set_all("max_key", k // 2)
             if not self.attempt("key space %d -> %d" % (k, k // 2), c, "keys"):
