@@ -224,6 +224,14 @@ class TestShrinkParts(unittest.TestCase):
         # The failure shows in the op step itself: its kill just goes.
         (what, c), = endings(Cand([wl], False, None, 0), 800)
         self.assertEqual((c.op["expect"], c.op["kill_after"]), ("exit0", None))
+        # ... and kill points are kept (four times the ops of room), then dropped.
+        wb = dict(wl, expect="kill_point", kill_after=None,
+                  argv=wl["argv"] + ["--kill_random_test=300", "--kill_points=kill/wal/after_sync"])
+        (_, k), (_, n) = endings(Cand([wb], False, None, 0), 800)
+        self.assertEqual((k.op["expect"], opt_get(k.op["argv"], "kill_random_test"),
+                          opt_get(k.op["argv"], "ops_per_thread")), ("kill_point", "300", "3200"))
+        self.assertEqual((n.op["expect"], opt_get(n.op["argv"], "kill_random_test"),
+                          opt_get(n.op["argv"], "kill_points")), ("exit0", None, None))
 
 
     def test_what_a_power_loss_undid_is_read_from_its_output(self):
