@@ -9,6 +9,10 @@ K1-K5) and of the op trace it stands on (stress --trace_ops and
   are usage errors;
 - a crash at the end of the ops (--crash_at_end) is a planned crash for
   the judge, and the argv helpers and ddmin's input handling are right;
+  a timed kill becomes, with one thread, a crash after the last op and
+  then kill points (the seed search's endings, K6); delta debugging ends
+  with exactly the ops a failure needs; what a power loss undid is read
+  from powerloss's output;
 - a nightly run with --shrink shrinks the failure it saved;
 - for planted bugs of the catalogue that a single thread can show, a
   real failure caught by `simple` is shrunk: the shrunk run fails with
