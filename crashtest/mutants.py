@@ -170,7 +170,8 @@ def mutants_table(doc):
 
 def shrink_summary(doc):
     """mutants.json's "shrink" entry of one bug from its shrink.json."""
-    keep = ("threads", "ops", "fault_classes", "steps", "deterministic", "repro_seconds", "repro_reproduced")
+    keep = ("threads", "ops", "fault_classes", "steps", "deterministic", "repro_seconds", "repro_reproduced",
+            "failed_again")
     return {"original": {k: v for k, v in (doc.get("original") or {}).items() if k in keep},
             "shrunk": {k: v for k, v in (doc.get("shrunk") or {}).items() if k in keep} or None,
             "elapsed_s": doc.get("elapsed_s"), "kind": doc.get("kind")}
@@ -196,11 +197,14 @@ def shrink_table(rows):
             ratio = " (all)"
         o = dict(o, ops=o.get("ops") or "?")  # killed before its first progress note
         times = s.get("repro_seconds") or []
-        out.append("| `%s` | %s | %s -> %s | %s -> %s%s | %s -> %s | %s -> %s | %.0f s | %s s, reproduced %s |" % (
+        # The recorded run did not fail again: what was shrunk was found by
+        # the seed search (one thread, other seeds; shrink.py's K6).
+        found = "; found by a seed search" if o.get("failed_again") is False else ""
+        out.append("| `%s` | %s | %s -> %s | %s -> %s%s | %s -> %s | %s -> %s | %.0f s | %s s, reproduced %s%s |" % (
             name, sh.get("kind"), o.get("threads"), s.get("threads"), o.get("ops"), s.get("ops"), ratio,
             ", ".join(o.get("fault_classes") or []) or "none", ", ".join(s.get("fault_classes") or []) or "none",
             o.get("steps"), s.get("steps"), sh.get("elapsed_s") or 0,
-            "%.1f" % max(times) if times else "-", s.get("repro_reproduced")))
+            "%.1f" % max(times) if times else "-", s.get("repro_reproduced"), found))
     return "\n".join(out) + "\n"
 
 

@@ -41,6 +41,26 @@ Rules:
       after it; the best run so far is the result.
   K5  creation-time options and the key space (C3) change only together
       with a fresh database (the step that creates it is then the first).
+  K6  one thread where the bug allows: a bug rarely needs threads, it
+      needs a schedule.  When one thread with the recorded seed does not
+      fail the same way, a seed search: one thread, as many ops as all
+      threads did, a timed SIGKILL made a crash after the last op or else
+      a kill point (the log's write-before-sync point, then any), traced,
+      with the recorded seed and SEARCH_SEEDS others; the first that fails
+      the same way is kept.  The same search runs when the recorded run
+      (several threads, a timed kill) does not fail again in its tries,
+      before giving up (FALLBACK_SEEDS seeds, FALLBACK_SHARE of the
+      budget: nothing else is left to try).  Each seed tried is in
+      shrink.json; a different kind met on the way goes aside (K1),
+      never success.
+  K7  the op count of a deterministic traced run halved while it fails,
+      then short runs with other seeds (SHORT_OPS ops, each at most a
+      tenth of the count left, SHORT_SEEDS seeds each): a failure that
+      rests on where the run ends (the log's end in a block's first
+      sector) comes and goes with every op, and no removal of ops keeps
+      it.
+      Once a trace exists, delta debugging on it comes before the option
+      steps (each later trial is then a few ops).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -74,6 +94,20 @@ TRIALS = 3  # runs per change when a trial is not deterministic (K2) ...
 BASELINE_TRIALS = 5  # tries of the recorded run when it is not deterministic
 NEED = 2  # ... of which this many must fail the same way (a rate kept near the start's, not drifting to rare)
 MAX_ASIDE = 5
+# The seed search (K6): seeds tried besides the recorded one, the share of
+# the budget left that it may spend, and the kill points a timed SIGKILL
+# becomes when a crash after the last op does not fail (None: every one).
+SEARCH_SEEDS = 7
+SEARCH_SHARE = 0.5
+# ... and when the recorded run did not fail again (nothing else to try).
+FALLBACK_SEEDS = 40
+FALLBACK_SHARE = 0.8
+SEARCH_KILLS = ("kill/wal/after_write_before_sync", None)
+# Power-loss seeds tried toward fewer writes rolled back or torn.
+POWERLOSS_SEEDS = 4
+# Short runs with other seeds (K7): op counts tried, and seeds for each.
+SHORT_OPS = (1, 4, 16, 64)
+SHORT_SEEDS = 6
 # Kinds that say the trial's steps did not fit together (a usage error, a
 # process that ended before its planned kill): no new failure (K1).
 HARNESS_KINDS = ("error", "early_exit")
@@ -206,6 +240,56 @@ class Cand:
                 "deterministic": self.deterministic()}
 
 
+def endings(cand, ops):
+    """How the op step of CAND, given one thread and OPS ops in all, may
+    end in place of its timed SIGKILL, in the order tried: [(what,
+    candidate)].  A crash right after the last op first; when that
+    cannot fail (a crash after the last commit's fsync leaves nothing
+    unsynced to tear), a kill point that fires 1 in N hits, N a quarter
+    of the ops for the log's write-before-sync point and the op count
+    for every point, with twice the ops of room.  An op step that fails
+    itself and has kill points: kept, then without them."""
+    out = []
+    s = cand.op
+    kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
+
+    def shaped(n, what):
+        c = cand.copy()
+        for x in c.stress_steps():
+            if is_workload(x):
+                x["argv"] = opt_set(x["argv"], "threads", 1)
+        c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", max(1, n)), "duration", None)
+        return what, c
+    if s.get("kill_after") is None:
+        out.append(shaped(ops * (4 if kill else 1), "%d ops" % (ops * (4 if kill else 1))))
+        if kill and cand.w == len(cand.steps) - 1:
+            # The failure shows in the op step itself: with one thread a
+            # kill point may end the run before it does; without them too.
+            what, c = shaped(ops, "%d ops, no kill points" % ops)
+            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
+            c.op["expect"] = "exit0"
+            out.append((what, c))
+    elif cand.w == len(cand.steps) - 1:
+        what, c = shaped(ops, "%d ops, no SIGKILL (the failure shows before it)" % ops)
+        c.op["kill_after"], c.op["expect"] = None, "exit0"
+        out.append((what, c))
+    else:
+        what, c = shaped(ops, "%d ops, a crash after the last op" % ops)
+        c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
+        c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
+        out.append((what, c))
+        if not kill:
+            for point in SEARCH_KILLS:
+                rate = max(1, ops // 4 if point else ops)
+                what, c = shaped(2 * ops, "%d ops, killed at %s 1 in %d hits" % (2 * ops, point or "any kill point",
+                                                                                 rate))
+                c.op["kill_after"], c.op["expect"] = None, "kill_point"
+                c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "kill_random_test", rate), "kill_points",
+                                               point), "sync_fault_injection", 1)
+                out.append((what, c))
+    return out
+
+
 class Shrinker:
     def __init__(self, a, printer):
         self.p = printer
@@ -300,9 +384,11 @@ class Shrinker:
         res["seconds"] = round(time.monotonic() - t0, 3)
         return res
 
-    def attempt(self, what, cand, phase, runs=None, need=None):
+    def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None):
         """Run CAND (once if deterministic, else TRIALS times; K2) and keep
-        it when it fails the same way (K1).  Returns True if kept."""
+        it when it fails the same way (K1) and, given BETTER (a function of
+        a trial's result), when BETTER holds for it too.  Returns True if
+        kept."""
         if self.left() <= 0 or STOP.is_set():
             return False
         sig = signature(cand)
@@ -322,7 +408,9 @@ class Shrinker:
                 break  # decided (K2), or out of time
             r = self.run_once(cand)
             results.append(r)
-            if r["kind"] == self.kind:
+            if r["kind"] == self.kind and better is not None and not better(r):
+                why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")
+            elif r["kind"] == self.kind:
                 fails += 1
                 kept_res = kept_res or r
             elif r["kind"] and r["kind"] not in HARNESS_KINDS:
@@ -341,6 +429,10 @@ class Shrinker:
                  "why": "fails the same way (%s)" % self.kind if kept else (why or "out of budget"),
                  "seconds": [r["seconds"] for r in results],
                  "ops": [r["ops"] for r in results], "deterministic": cand.deterministic()}
+        if extra:
+            entry.update(extra)
+        if any(r["kind"] and r["kind"] != self.kind for r in results):
+            entry["other_kinds"] = sorted(set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind))
         self.log.append(entry)
         self.p.line("shrink: %-8s %-60s %s (%d/%d)%s" % (phase, what[:60], entry["verdict"], fails, len(results),
                                                         "" if kept else ": " + entry["why"][:80]))
@@ -396,27 +488,75 @@ class Shrinker:
 
     def p_threads(self):
         threads = as_int(opt_get(self.best.op["argv"], "threads"), 2)
-        for t in [1] + [x for x in (threads // 2,) if 1 < x < threads]:
-            if t >= threads:
-                continue
+        if threads <= 1:
+            return
+        c = self.best.copy()
+        for s in c.stress_steps():
+            if is_workload(s):
+                s["argv"] = opt_set(s["argv"], "threads", 1)
+        if self.attempt("threads %d -> 1" % threads, c, "threads"):
+            return
+        # A bug rarely needs threads; it needs a schedule: one thread with
+        # other seeds, as many ops as all threads did (K6).
+        if self.search(self.best, (self.best_res or {}).get("ops")):
+            return
+        half = threads // 2
+        if 1 < half < threads:
             c = self.best.copy()
             for s in c.stress_steps():
                 if is_workload(s):
-                    s["argv"] = opt_set(s["argv"], "threads", t)
-            if self.attempt("threads %d -> %d" % (threads, t), c, "threads"):
-                return
+                    s["argv"] = opt_set(s["argv"], "threads", half)
+            self.attempt("threads %d -> %d" % (threads, half), c, "threads")
+
+    def search(self, start, ops, recorded=True, nseeds=SEARCH_SEEDS, share=SEARCH_SHARE):
+        """K6: one thread where START has several (or where the recorded
+        run did not fail again): its op step with one thread, OPS ops in all
+        (what all threads did), a timed SIGKILL made a crash after the last
+        op or a kill point (endings), traced, run with the recorded seed
+        (unless RECORDED is False) and then SEARCH_SEEDS others until one
+        fails the same way (NSEEDS others at most).  Every seed tried is in
+        shrink.json (its "seed" field); a different failure met is kept
+        aside, never taken (K1).  Spends at most SHARE of the budget
+        left."""
+        if not ops:
+            ops = 1000  # killed before its first progress note: a guess
+        a = start.op["argv"]
+        if opt_get(a, "replay_ops"):
+            return False
+        base = as_int(opt_get(a, "seed"))
+        seeds = ([base] if recorded else []) + [derive(base, "shrink", "seed", k) for k in range(nseeds)]
+        stop = time.monotonic() + self.left() * share
+        for seed in seeds:
+            for what, c in endings(start, ops):
+                if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
+                    return False
+                c.op["argv"] = opt_set(opt_set(c.op["argv"], "seed", seed), "trace_ops", "@ITER@/ops.trace")
+                if self.attempt("one thread, %s, traced, seed %d%s" % (what, seed, " (the recorded)" if seed == base
+                                                                       else ""),
+                                c, "search", extra={"seed": seed}):
+                    return True
+        return False
 
     def p_pin(self):
         """A timed op step gets a fixed op count (what the last kept trial did,
         per thread; four times that when a kill point must still fire), and a
-        timed SIGKILL becomes --crash_at_end: a crash after the last op."""
+        timed SIGKILL becomes --crash_at_end: a crash after the last op (or,
+        with one thread, a kill point: endings)."""
         c = self.best.copy()
         s = c.op
         if opt_get(s["argv"], "replay_ops"):
             return
         what = []
+        threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
+        if threads == 1 and (as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 or
+                             s.get("kill_after") is not None):
+            # One thread kept with its timed kill: pinned, the kill made a
+            # crash at the end or a kill point, with the recorded seed and
+            # then others (K6's search).
+            ops = as_int(opt_get(s["argv"], "ops_per_thread"), 10000) or (self.best_res or {}).get("ops") or 1000
+            self.search(self.best, ops)
+            return
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
-            threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
             ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
             kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
             n = max(1, -(-ops // threads)) * (4 if kill else 1)  # the kill ends it: room is cheap
@@ -449,7 +589,8 @@ class Shrinker:
             c.op["argv"] = opt_set(c.op["argv"], "trace_ops", "@ITER@/ops.trace")
             if seed is not None:
                 c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
-            if self.attempt("ops traced (--trace_ops)" + (", seed %d" % seed if seed else ""), c, "trace"):
+            if self.attempt("ops traced (--trace_ops)" + (", seed %d" % seed if seed else ""), c, "trace",
+                            extra={"seed": seed if seed is not None else base}):
                 return
 
     def p_classes(self):
@@ -501,7 +642,34 @@ class Shrinker:
                 if hi - lo <= max(2, hi // 8):
                     break
 
+    def p_short(self):
+        """K7: after halving the op count, a short run with another seed (a
+        failure that rests on where the run ends, such as the log's end in
+        a block's first sector, comes and goes with every op, so halving
+        and ddmin stop early): SHORT_OPS op counts (each at most a tenth
+        of the current), SHORT_SEEDS seeds each, the first that fails the
+        same way kept.
+        Only for a deterministic, traced op step that ends by itself or
+        with a crash after its last op (a kill point must still fire)."""
+        a = self.best.op["argv"]
+        n = as_int(opt_get(a, "ops_per_thread"), 10000)
+        if not self.best.op_traced() or not self.best.deterministic() or n <= 10 or \
+                self.best.op.get("expect") not in ("exit0", "crash_at_end"):
+            return
+        base = as_int(opt_get(a, "seed"))
+        for k in [x for x in SHORT_OPS if x * 10 <= n]:
+            for j in range(SHORT_SEEDS):
+                if self.left() <= 0 or STOP.is_set():
+                    return
+                seed = derive(base, "shrink", "short", k, j)
+                c = self.best.copy()
+                c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", k), "seed", seed)
+                if self.attempt("ops %d -> %d, seed %d" % (n, k, seed), c, "short", extra={"seed": seed}):
+                    return
+
     def p_mix(self):
+        if opt_get(self.best.op["argv"], "replay_ops"):
+            return  # the trace says what each op is
         for name in MIX:
             a = self.best.op["argv"]
             v = as_int(opt_get(a, name), as_int(self.defaults.get(name)))
@@ -542,7 +710,9 @@ class Shrinker:
         if not self.best.fresh and opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") != "1":
             return
         k = as_int(opt_get(self.best.op["argv"], "max_key"))
-        while k > 8 and self.left() > 0:
+        # A replayed trace names its keys: no key space below the largest.
+        top = max([as_int(l.split()[2], -1) for l in self.best.trace or []] or [-1])
+        while k > 8 and k // 2 > top and self.left() > 0:
             c = self.best.copy()
             c.set_all("max_key", k // 2)
             if not self.attempt("key space %d -> %d" % (k, k // 2), c, "keys"):
@@ -581,6 +751,38 @@ class Shrinker:
                 argv[argv.index("--mode") + 1] = m
                 if self.attempt("power loss %s -> %s" % (mode, m), c, "powerloss"):
                     break
+        self.p_powerloss_seed()
+
+    def p_powerloss_seed(self):
+        """The fewest writes rolled back or torn: other seeds of each
+        power-loss step (its decisions come from its seed), a seed kept
+        when the trial fails the same way with fewer unsynced writes and
+        metadata operations undone than the best run (powerloss's own
+        count) -- never more."""
+        if not self.best_res:
+            return
+        for i, s in enumerate(self.best.steps):
+            if s["type"] != "powerloss" or s["argv"][s["argv"].index("--mode") + 1] == "keep":
+                continue
+            now = powerloss_undone(self.best_res, i)
+            if not now or now <= 1:
+                continue  # nothing fewer (none undone is keep mode's, tried before)
+            base = as_int(s["argv"][s["argv"].index("--seed") + 1])
+            for k in range(POWERLOSS_SEEDS):
+                if self.left() <= 0 or STOP.is_set() or not now or now <= 1:
+                    break
+                c = self.best.copy()
+                argv = c.steps[i]["argv"]
+                seed = derive(base, "shrink", "powerloss", k)
+                argv[argv.index("--seed") + 1] = str(seed)
+
+                def fewer(r, i=i, now=now):
+                    """fewer writes undone"""
+                    got = powerloss_undone(r, i)
+                    return got is not None and got < now
+                if self.attempt("power loss seed %d (fewer than %d writes undone)" % (seed, now), c, "powerloss",
+                                extra={"powerloss_seed": seed}, better=fewer):
+                    now = powerloss_undone(self.best_res, i)
 
     def p_replay(self):
         """The traced op step becomes a replay of its trace (ddmin's input)."""
@@ -624,27 +826,28 @@ class Shrinker:
                          % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
 
     def p_ddmin(self):
+        """Delta debugging on the trace: chunks of half the ops, then
+        quarters ... single ops, each removed while the rest still fails the
+        same way.  A pass goes on from the chunk it removed (the ops before
+        it were tried at this size already) instead of starting over, and
+        the single-op pass is repeated until it removes nothing."""
         if self.best.trace is None:
             return
-        n = 2
+        size = max(1, len(self.best.trace) // 2)
         while len(self.best.trace) >= 2 and self.left() > 0 and not STOP.is_set():
-            lines = self.best.trace
-            size = -(-len(lines) // n)
-            removed = False
-            for i in range(0, len(lines), size):
+            i, removed = 0, False
+            while i < len(self.best.trace) and self.left() > 0 and not STOP.is_set():
+                lines = self.best.trace
                 rest = lines[:i] + lines[i + size:]
-                if not rest:
-                    continue
-                if self.attempt("ops %d -> %d (remove ops %d..%d of the list)" % (len(lines), len(rest), i,
-                                                                                   i + size - 1),
-                                self.with_trace(rest), "ddmin"):
+                if rest and self.attempt("ops %d -> %d (remove ops %d..%d of the list)"
+                                         % (len(lines), len(rest), i, min(i + size, len(lines)) - 1),
+                                         self.with_trace(rest), "ddmin"):
                     removed = True
-                    n = max(n - 1, 2)
-                    break
-            if not removed:
-                if size <= 1:
-                    break
-                n = min(len(lines), n * 2)
+                    continue  # the next chunk is at I now
+                i += size
+            if size == 1 and not removed:
+                break
+            size = max(1, min(size // 2, len(self.best.trace) // 2))
         self.refresh_trace()
 
     def p_faults_off(self):
@@ -679,14 +882,26 @@ class Shrinker:
             e = self.log[-1]
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
         base = self.best_res
+        if not ok and runs > 1 and self.left() > 0 and not STOP.is_set():
+            # K6: the recorded run did not come back in its tries: the same
+            # options with one thread and other seeds (its ops, what the
+            # tries did) before giving up.
+            e = self.log[-1]
+            ops = max([o for o in e["ops"] if o] or [0]) or None
+            p.line("shrink: the recorded run did not fail again in %d tries: one thread, other seeds" % e["trials"])
+            ok = self.search(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
+            base = {"ops": ops, "seconds": max(e["seconds"] or [None]), "failed_again": False}
         if ok:
             # Rounds until one keeps nothing: a change kept late (a smaller
             # key space) can let an earlier one (one thread) through.
             for _ in range(3):
                 kept = sum(1 for e in self.log if e["verdict"] == "kept")
-                # The op count early: every later trial is that much shorter.
-                for step in (self.p_threads, self.p_pin, self.p_trace, self.p_ops, self.p_classes, self.p_kill,
-                             self.p_rates, self.p_mix, self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
+                # The op count early: every later trial is that much shorter;
+                # once a trace exists, delta debugging on it before the
+                # option steps, which then run on the few ops left.
+                for step in (self.p_threads, self.p_pin, self.p_trace, self.p_ops, self.p_short, self.p_replay,
+                             self.p_focus, self.p_ddmin, self.p_classes, self.p_kill, self.p_rates, self.p_mix,
+                             self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
                     if self.left() <= 0 or STOP.is_set():
                         break
                     step()
@@ -702,7 +917,9 @@ class Shrinker:
         doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
                "budget_s": self.budget, "trials_per_step_when_not_deterministic": TRIALS,
                "original": dict(orig.measures(), ops=(base or {}).get("ops"),
-                                seconds=(base or {}).get("seconds")),
+                                seconds=(base or {}).get("seconds"),
+                                failed_again=(base or {}).get("failed_again", bool(ok))),
+               "seeds_tried": [e["seed"] for e in self.log if "seed" in e],
                "steps": self.log, "aside": self.aside}
         rc = EXIT_FAIL
         if ok:
@@ -747,6 +964,16 @@ def signature(cand):
     """What makes two candidates the same run (options in any order)."""
     steps = [dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps]
     return json.dumps([steps, cand.fresh, cand.trace], sort_keys=True)
+
+
+def powerloss_undone(r, n):
+    """What the power-loss step N of trial R undid: unsynced writes rolled
+    back or torn and metadata operations undone, summed over its variants
+    (its output's lines), or None."""
+    res = (r or {}).get("results", {}).get(n) or {}
+    got = re.findall(r"(\d+) rolled back, (\d+) torn, .*?; \d+ unsynced metadata operations, (\d+) undone",
+                     res.get("output_tail") or "")
+    return sum(int(a) + int(b) + int(c) for a, b, c in got) if got else None
 
 
 def same_value(v, d):

@@ -9,6 +9,10 @@ K1-K5) and of the op trace it stands on (stress --trace_ops and
   are usage errors;
 - a crash at the end of the ops (--crash_at_end) is a planned crash for
   the judge, and the argv helpers and ddmin's input handling are right;
+  a timed kill becomes, with one thread, a crash after the last op and
+  then kill points (the seed search's endings, K6); delta debugging ends
+  with exactly the ops a failure needs; what a power loss undid is read
+  from powerloss's output;
 - a nightly run with --shrink shrinks the failure it saved;
 - for planted bugs of the catalogue that a single thread can show, a
   real failure caught by `simple` is shrunk: the shrunk run fails with
@@ -34,7 +38,8 @@ sys.path.insert(0, ROOT)
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
-from crashtest.shrink import Cand, opt_get, opt_set, same_value, set_faults, trace_inj  # noqa: E402
+from crashtest.shrink import (Cand, Shrinker, endings, opt_get, opt_set, powerloss_undone, same_value,  # noqa: E402
+                              set_faults, trace_inj)
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -45,7 +50,13 @@ CRASHTEST = os.path.join(ROOT, "crashtest.py")
 # does not hang on the timing of a kill (checkpoint-skips-data-fsync, say,
 # is caught as wrong_value or as false_alarm by the same seed, and the
 # false_alarm does not survive one thread).
-DEFAULT_BUGS = ["stale-value", "redo-skips-second-action", "kv-codes-stale-after-in-place-edit"]
+# seal-before-witness needs a short run with another seed (shrink.py's K7:
+# its failure rests on where the log ends, and no removal of ops keeps it).
+# Bugs that pass too, measured, but are left out to keep this under two
+# minutes: witness-at-end-is-damage (about 45 s: one thread only by the
+# seed search, its timed kill made a kill point), freeze-clears-xmax and
+# writeback-error-cleans (SHRINK_BUGS=... runs them).
+DEFAULT_BUGS = ["stale-value", "redo-skips-second-action", "kv-codes-stale-after-in-place-edit", "seal-before-witness"]
 SEED = 20261201
 
 
@@ -188,6 +199,74 @@ class TestShrinkParts(unittest.TestCase):
         self.assertFalse(Cand([st2], True, None, 0).deterministic())
         st3 = dict(st, kill_after=0.5)
         self.assertFalse(Cand([st3], True, None, 0).deterministic())
+
+
+    def test_a_timed_kill_becomes_a_crash_at_the_end_then_a_kill_point_with_one_thread(self):
+        wl = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "sigkill",
+              "kill_after": 1.5, "argv": ["@STRESS@", "--threads=4", "--ops_per_thread=0", "--duration=60",
+                                          "--seed=7"]}
+        pl = {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "tear"], "dir": "p"}
+        vf = dict(wl, name="verify", expect="exit0", kill_after=None,
+                  argv=["@STRESS@", "--threads=4", "--verification_only=1"])
+        cand = Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"])
+        got = endings(cand, 800)
+        self.assertGreaterEqual(len(got), 2)
+        for what, c in got:
+            self.assertEqual([opt_get(s["argv"], "threads") for s in c.stress_steps()], ["1", "4"], what)
+            self.assertIsNone(c.op["kill_after"], what)
+            self.assertIsNone(opt_get(c.op["argv"], "duration"), what)
+            self.assertTrue(c.deterministic(), what)
+        self.assertEqual(got[0][1].op["expect"], "crash_at_end")
+        self.assertEqual(opt_get(got[0][1].op["argv"], "ops_per_thread"), "800")
+        self.assertEqual(opt_get(got[0][1].op["argv"], "crash_at_end"), "1")
+        kp = got[1][1]
+        self.assertEqual(kp.op["expect"], "kill_point")
+        self.assertEqual(opt_get(kp.op["argv"], "kill_points"), "kill/wal/after_write_before_sync")
+        self.assertEqual(opt_get(kp.op["argv"], "kill_random_test"), "200")
+        self.assertEqual(opt_get(kp.op["argv"], "ops_per_thread"), "1600")
+        self.assertEqual(cand.op["kill_after"], 1.5, "the candidate given is left as it was")
+        # The failure shows in the op step itself: its kill just goes.
+        (what, c), = endings(Cand([wl], False, None, 0), 800)
+        self.assertEqual((c.op["expect"], c.op["kill_after"]), ("exit0", None))
+        # ... and kill points are kept (four times the ops of room), then dropped.
+        wb = dict(wl, expect="kill_point", kill_after=None,
+                  argv=wl["argv"] + ["--kill_random_test=300", "--kill_points=kill/wal/after_sync"])
+        (_, k), (_, n) = endings(Cand([wb], False, None, 0), 800)
+        self.assertEqual((k.op["expect"], opt_get(k.op["argv"], "kill_random_test"),
+                          opt_get(k.op["argv"], "ops_per_thread")), ("kill_point", "300", "3200"))
+        self.assertEqual((n.op["expect"], opt_get(n.op["argv"], "kill_random_test"),
+                          opt_get(n.op["argv"], "kill_points")), ("exit0", None, None))
+
+
+    def test_what_a_power_loss_undid_is_read_from_its_output(self):
+        out = ("powerloss: /x/pl/db.0: mode mixed, seed 5 variant 0: 9 writes journaled, 6 unsynced, 2 rolled back, "
+               "1 torn, 3 kept; 2 unsynced metadata operations, 1 undone; 0 dropped by failed fsyncs\n"
+               "powerloss: /x/pl/db.1: mode mixed, seed 5 variant 1: 9 writes journaled, 6 unsynced, 0 rolled back, "
+               "0 torn, 6 kept; 2 unsynced metadata operations, 0 undone; 0 dropped by failed fsyncs\n")
+        self.assertEqual(powerloss_undone({"results": {1: {"output_tail": out}}}, 1), 4)
+        self.assertIsNone(powerloss_undone({"results": {1: {"output_tail": "powerloss exit 3"}}}, 1))
+        self.assertIsNone(powerloss_undone({"results": {}}, 1))
+
+    def test_ddmin_keeps_exactly_the_ops_the_failure_needs(self):
+        # A stand-in trial: it fails the same way when ops 3, 17 and 40 are
+        # all left (in order); ddmin must end with those three.
+        need = ["%d put %d 00 on" % (k, k) for k in (3, 17, 40)]
+        sh = Shrinker.__new__(Shrinker)
+        sh.best = Cand([{"type": "stress", "argv": []}], True, ["%d put %d 00 on" % (k, k) for k in range(60)], 0)
+        sh.best_res = None
+        sh.left = lambda: 1
+        trials = []
+
+        def attempt(what, cand, phase):
+            trials.append(len(cand.trace))
+            if all(l in cand.trace for l in need):
+                sh.best = cand
+                return True
+            return False
+        sh.attempt = attempt
+        sh.p_ddmin()
+        self.assertEqual(sh.best.trace, need)
+        self.assertLess(len(trials), 60 * 3)
 
 
 class TestShrinkTable(unittest.TestCase):
