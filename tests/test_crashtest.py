@@ -951,6 +951,33 @@ class TestRealEngine(unittest.TestCase):
         self.assertIn("reproduced: wrong_value", out)
 
 
+class TestCacheFlipSuspects(unittest.TestCase):
+    """With cache flips and per-KV codes on, stress leaves damaged bytes to
+    the verdict's escape bound (a SUSPECT: two flipped bits of a value
+    escaped w = 1 by design once, seed 20261222, and stress failed the run
+    before any verdict); that leniency must not hide an engine bug whose
+    answer is a value of the run in the wrong place."""
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="ct-susp-")
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    @unittest.skipUnless(built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")),
+                         "build/mutants/stale-value/stress missing")
+    def test_a_stale_value_under_cache_flips_still_fails_at_once(self):
+        broken = os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")
+        r = subprocess.run([broken, "--db", os.path.join(self.d, "db"), "--max_key", "200", "--threads", "1",
+                            "--ops_per_thread", "3000", "--bitflip_cache_one_in", "200",
+                            "--block_protection_bytes_per_key", "1", "--seed", "7", "--destroy_db_initially", "1",
+                            "--report", os.path.join(self.d, "r.json")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+        out = r.stdout.decode(errors="replace")
+        self.assertEqual(r.returncode, 1, out[-3000:])
+        self.assertRegex(out, r"(?m)^stress: FAILURE wrong_value .*\n    expected .*\n    found    value seed", out[-3000:])
+
+
 class TestMutants(unittest.TestCase):
     """crashtest.py mutants (docs/mutants.md): the catalogue, the score,
     a run."""
