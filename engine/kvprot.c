@@ -6,7 +6,6 @@
  * much as the hash); only whole-page codes of pages without slots use the
  * dispatching entry point.
  */
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,20 +41,39 @@ static inline uint64_t kv_hash(const uint8_t *p, size_t len, uint64_t seed) {
     return h ^ seed * 0x9E3779B97F4A7C15ull;
 }
 
+/* murmur3's 64-bit finalizer: a bijection that spreads every input bit. */
+static inline uint64_t fmix64(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xFF51AFD7ED558CCDull;
+    k ^= k >> 33;
+    k *= 0xC4CEB9FE1A85EC53ull;
+    k ^= k >> 33;
+    return k;
+}
+
 #if CRC32C_HW
-/* For codes of up to 4 bytes: CRC32C in hardware (SSE 4.2, the step of
- * crc32c.h), three streams over interleaved words so the instructions'
- * latency overlaps, combined by rotation; several times cheaper than XXH3
- * on a 255-byte cell, which matters most when pages enter the pool (every
+/* The codes' hash where the CPU has it: CRC32C in hardware (SSE 4.2, the
+ * step of crc32c.h), three streams over interleaved words so the
+ * instructions' latency overlaps; several times cheaper than XXH3 on a
+ * 255-byte cell, which matters most when pages enter the pool (every
  * entry of a page is coded then).  The rest after the 24-byte rounds (up
  * to 23 bytes) goes whole words to a and b and its last bytes as one
  * zero-padded word to c, so no stream runs more than one step past the
  * others (a byte at a time on one stream made that stream's chain of
  * dependent steps the longest: 17 steps for a 255-byte cell, now 11).  A
  * change confined to one stream always changes its CRC for errors within
- * 32 bits; anything else cancels with odds 2^-32. */
-CRC32C_HW_TARGET static inline __attribute__((always_inline)) uint64_t crc_core(const uint8_t *p, size_t len,
-                                                                                uint64_t seed, unsigned *par) {
+ * 32 bits (and for two flipped bits anywhere in a cell: CRC32C's period is
+ * far longer than a page); anything else cancels with odds 2^-32.
+ *
+ * WIDE (w = 8, the caller's constant) keeps all 96 bits of the three
+ * streams: a 64-bit bijection of a and b, another of c and the length,
+ * xored.  A flip pattern changes (a, b, c) by a fixed non-zero amount, and
+ * the two bijections turn that into a change of the 64 bits that depends
+ * on the data; it cancels with odds about 2^-64, so the 61 kept bits give
+ * 2^-61 as XXH3's did (w <= 4 fold the streams into 32 bits: 2^-32 is
+ * below the 2^-29 they keep). */
+CRC32C_HW_TARGET static inline __attribute__((always_inline)) uint64_t
+crc_core(const uint8_t *p, size_t len, uint64_t seed, unsigned *par, const int wide) {
     uint64_t a = (uint32_t)seed ^ 0x9E3779B9u, b = 0x85EBCA6Bu, c = 0xC2B2AE35u, x = 0;
     size_t i = 0;
     for (; i + 24 <= len; i += 24) {
@@ -96,6 +114,9 @@ CRC32C_HW_TARGET static inline __attribute__((always_inline)) uint64_t crc_core(
         x ^= w;
     }
     *par = (unsigned)__builtin_parityll(x); /* the bytes' parity, from the same pass */
+    if (wide)
+        return fmix64((uint32_t)a | (uint64_t)(uint32_t)b << 32) ^
+               fmix64((uint32_t)c | (uint64_t)(len ^ 0x27D4EB2Fu) << 32);
     uint32_t h = (uint32_t)a ^ (uint32_t)((b << 11) | (b >> 21)) ^ (uint32_t)((c << 22) | (c >> 10)) ^ (uint32_t)len;
     /* A CRC is linear: a flip pattern at a given place changes it by the
      * same bits whatever the data, so a truncated CRC lets some patterns
@@ -111,12 +132,12 @@ CRC32C_HW_TARGET static inline __attribute__((always_inline)) uint64_t crc_core(
     h ^= h >> 16;
     return (uint64_t)h << 32 | h;
 }
-CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par) {
-    return crc_core(p, len, seed, par);
+CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par, int wide) {
+    return wide ? crc_core(p, len, seed, par, 1) : crc_core(p, len, seed, par, 0);
 }
 static int have_crc_hw = -1; /* crc32c_have_hw(), kept here: asked once per code */
 static inline int use_crc(unsigned w) {
-    if (w > 4) return 0;
+    (void)w; /* every width: w = 8 keeps the three streams' 96 bits (crc_core) */
     int h = __atomic_load_n(&have_crc_hw, __ATOMIC_RELAXED);
     if (h < 0) {
         h = crc32c_have_hw();
@@ -129,7 +150,8 @@ static inline int use_crc(unsigned w) {
     (void)w;
     return 0;
 }
-static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par) {
+static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par, int wide) {
+    (void)wide;
     *par = parity(p, len);
     return kv_hash(p, len, seed);
 }
@@ -185,7 +207,7 @@ static inline __attribute__((always_inline)) uint64_t entry_code_of(const uint8_
     unsigned phdr = head_parity(p, len, hdr), prest, pall;
     uint64_t h;
     if (use_crc(w)) {
-        h = crc_hash(p, len, seed, &pall);
+        h = crc_hash(p, len, seed, &pall, w > 4);
         prest = pall ^ phdr;
     } else {
         h = kv_hash(p, len, seed);
@@ -225,7 +247,7 @@ static uint32_t page_code(const uint8_t *page, uint32_t ps, uint64_t *hashed) {
     if (hashed) *hashed += len;
     if (len <= 64 && use_crc(4)) {
         unsigned par;
-        uint64_t h = crc_hash(page + 16, len, 0x6b76, &par);
+        uint64_t h = crc_hash(page + 16, len, 0x6b76, &par, 0);
         return (uint32_t)((h & ~1ull) | par);
     }
     return (uint32_t)kv_code(page + 16, len, 0x6b76, 4);
@@ -304,7 +326,7 @@ CRC32C_HW_TARGET static unsigned code_leaf_crc(kv_codes *c, const uint8_t *page,
         *bytes += len;
         size_t hdr = len < LEAF_CELL_HDR ? len : LEAF_CELL_HDR;
         unsigned phdr = head_parity(p, len, hdr), pall;
-        uint64_t h = crc_core(p, len, off, &pall);
+        uint64_t h = w > 4 ? crc_core(p, len, off, &pall, 1) : crc_core(p, len, off, &pall, 0);
         put_code(c->code + (size_t)i * w, finish_code(h, phdr, pall ^ phdr, off, w), w);
         if (prev && leaf_keys_equal(prev, prevlen, p, len)) flags = 0;
         prev = p;
@@ -326,11 +348,14 @@ int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, ui
      * does not is replaced without copying (realloc's copy of the old
      * codes cost as much as a tenth of the coding when frames cycle
      * through pages of different sizes); one far too large (an internal
-     * page's, now holding a leaf) is given back. */
-    size_t need = (size_t)n * w, have = c->code ? malloc_usable_size(c->code) : 0;
+     * page's, now holding a leaf) is given back.  The size held is kept
+     * in c->cap (asking malloc_usable_size was 7% of the coding's time). */
+    size_t need = (size_t)n * w, have = c->code ? (size_t)c->cap * 64 : 0;
     if (!c->code || have < need || have > need + need / 2 + 64) {
         free(c->code);
-        c->code = malloc(need ? need : 1);
+        size_t sz = (need + 64) & ~(size_t)63; /* n <= ps / 2: at most 1025 units */
+        c->code = malloc(sz);
+        c->cap = c->code ? (uint16_t)(sz / 64) : 0;
         if (!c->code) n = 0;
     }
     c->n = (uint16_t)n;
@@ -360,7 +385,7 @@ int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, ui
         prev = p;
         prevlen = len;
     }
-    c->flags = (uint16_t)flags;
+    c->flags = (uint16_t)(flags & 0xF);
     c->page = page_code_with(page_code(page, ps, hashed), flags);
     return (int64_t)kv_memory(n, w) - before;
 }
@@ -368,6 +393,7 @@ int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, ui
 void kv_free(kv_codes *c) {
     free(c->code);
     c->code = NULL;
+    c->cap = 0;
     c->n = 0;
     c->flags = 0;
     c->page = 0;

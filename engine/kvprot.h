@@ -82,11 +82,12 @@
 #include "page.h"
 
 typedef struct kv_codes {
-    uint8_t *code;  /* n * w bytes */
-    uint16_t n;     /* codes made (the slot count then; pages hold at most
+    uint8_t *code;      /* n * w bytes */
+    uint16_t n;         /* codes made (the slot count then; pages hold at most
                      * 16 KiB, so fewer than 2^13 slots) */
-    uint16_t flags; /* KV_UNIQUE_KEYS; bound into the page code */
-    uint32_t page;  /* page code, the flags mixed in */
+    uint16_t flags : 4; /* KV_UNIQUE_KEYS; bound into the page code */
+    uint16_t cap : 12;  /* bytes allocated at code, in 64-byte units */
+    uint32_t page;      /* page code, the flags mixed in */
 } kv_codes;
 
 /* Leaf flag: when the codes were made, no two adjacent entries had equal
