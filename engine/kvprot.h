@@ -23,10 +23,10 @@
  * status copy agrees (btree.c bt_version_state).
  *
  * Each entry code is a hash of the cell (the slot offset mixed in: CRC32C
- * in three streams where the CPU has it and w <= 4, murmur3's finalizer
- * after it so the change a flip pattern makes depends on the data, else
- * XXH3-64)
- * truncated to 8w bits, its three lowest bits replaced by parities of the
+ * in three streams where the CPU has it, murmur3's finalizer after it so
+ * the change a flip pattern makes depends on the data, the three streams'
+ * 96 bits through two 64-bit finalizers for w = 8; XXH3-64 where the CPU
+ * has no CRC32C) truncated to 8w bits, its three lowest bits replaced by parities of the
  * cell header, the slot offset, and the key and value: any single flipped
  * bit, in a slot, a length or the bytes, is always caught, whatever w; two
  * flips in one part escape with odds 2^-(8w-3) (1 in 32 at w = 1;
