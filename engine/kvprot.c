@@ -216,7 +216,16 @@ static inline __attribute__((always_inline)) uint64_t entry_code_of(const uint8_
     return finish_code(h, phdr, prest, seed, w);
 }
 
-static inline void put_code(uint8_t *dst, uint64_t v, unsigned w) { memcpy(dst, &v, w); /* little-endian */ }
+/* A store of the width's size (memcpy of a variable length is a call into
+ * libc per code); little-endian, as get_code reads it. */
+static inline void put_code(uint8_t *dst, uint64_t v, unsigned w) {
+    switch (w) {
+    case 1: dst[0] = (uint8_t)v; break;
+    case 2: memcpy(dst, &v, 2); break;
+    case 4: memcpy(dst, &v, 4); break;
+    default: memcpy(dst, &v, 8); break;
+    }
+}
 /* A load of the width's size, not memcpy with a variable length (a call
  * into libc on every check). */
 static inline uint64_t get_code(const uint8_t *src, unsigned w) {
