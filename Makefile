@@ -206,6 +206,12 @@ bench-wal: all $(BUILD)/bench/bench_wal
 bench-protection: all $(BUILD)/bench/bench_protection
 	$(Q)BUILD=$(BUILD) bench/run_protection.sh
 
+# make bench-hashes: what a faster hash than the codes' CRC would buy on
+# this CPU (bench/bench_hashes.c): build/bench/hashes.json.
+.PHONY: bench-hashes
+bench-hashes: $(BUILD)/bench/bench_hashes
+	$(Q)$(BUILD)/bench/bench_hashes > $(BUILD)/bench/hashes.json.tmp && mv $(BUILD)/bench/hashes.json.tmp $(BUILD)/bench/hashes.json && cat $(BUILD)/bench/hashes.json
+
 # What compiled-in, disarmed fault points cost: one source, built against
 # the plain engine and against the fault build (libfiu initialized, no
 # point enabled, never armed).
