@@ -12,9 +12,11 @@
  * cells (1 MiB, in L2), interleaved for K rounds (default 21), and prints
  * the medians as JSON on stdout (run_hashes writes build/bench/hashes.json):
  *
- *   crc32c_ns        the engine's codes (engine/kvprot.c crc_core): CRC32C
- *                    in three interleaved streams, the bytes' parity from
- *                    the same pass, murmur3's finalizer
+ *   crc32c_ns        the engine's codes (engine/kvprot.c crc_core, copied
+ *                    here: bench/ sees only engine.h, and the copy keeps
+ *                    its loop and finalizer): CRC32C in three interleaved
+ *                    streams, the bytes' parity from the same pass,
+ *                    murmur3's finalizer
  *   clmul_ns         carry-less multiply-accumulate (VPCLMULQDQ, 32 bytes a
  *                    step, one 64-bit key per word): linear over GF(2),
  *                    every two-flip change non-zero, as a CRC
