@@ -18,7 +18,8 @@ Rules:
   K2  a trial is deterministic when every stress step it runs has one
       thread, a fixed op count (or an op trace) and no SIGKILL on a timer;
       it runs once.  Otherwise the recorded run gets up to 5 tries (one
-      must fail), and each change up to TRIALS (3) runs, kept if NEED (2)
+      must fail), and each change up to TRIALS (3) runs (MT_TRIALS once the
+      multi-thread path, K8, kept a run), kept if NEED (2)
       of them fail the same way (so the failure rate stays near the
       recorded run's instead of drifting to a rare one; 1 when the recorded
       run failed in fewer than half its tries); the runs stop once the
@@ -61,6 +62,28 @@ Rules:
       it.
       Once a trace exists, delta debugging on it comes before the option
       steps (each later trial is then a few ops).
+  K8  a failure that one thread does not show (K6's search passed or
+      failed another way) needs a second thread: a reader meeting a
+      writer's running version, an older snapshot held while a newer one
+      sets the horizon, records logged during a checkpoint or a group
+      commit's fsync.  Contention makes such races frequent, so the
+      multi-thread path searches as K6 and K7 do for one thread: MT_THREADS
+      (2) threads, short runs with a pinned op count per thread (MT_OPS,
+      smallest first; never a timed --duration run, which grows as every
+      change makes the run faster), a small key space (MT_KEYS, on a fresh
+      database, then the recorded one), MT_SEEDS seeds each, the endings of
+      mt_endings (a timed SIGKILL made a crash after the last op; kill
+      points rescaled to fire in a short run).  Each candidate is judged by
+      up to MT_TRIALS trials and kept when MT_NEED of them fail the same way
+      (the stated minimum rate), then confirmed by MT_CONFIRM more trials,
+      one of which must fail too (two of a few trials can be luck with a
+      rare race); the first kept wins, and every later step
+      is judged the same way (the op count halved, the mix, the options
+      ...).  It runs after K6's search, and also when the recorded run did
+      not fail again and K6's fallback found nothing.  shrink.json has each
+      candidate's trials, failures and rate, and "multi" what was kept; the
+      shrunk folder's meta.json has repro_tries (MT_REPRO_TRIES): its repro
+      replays that many times and prints how many reproduced.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -98,16 +121,32 @@ MAX_ASIDE = 5
 # the budget left that it may spend, and the kill points a timed SIGKILL
 # becomes when a crash after the last op does not fail (None: every one).
 SEARCH_SEEDS = 7
-SEARCH_SHARE = 0.5
+SEARCH_SHARE = 0.35
 # ... and when the recorded run did not fail again (nothing else to try).
 FALLBACK_SEEDS = 40
-FALLBACK_SHARE = 0.8
+FALLBACK_SHARE = 0.4
 SEARCH_KILLS = ("kill/wal/after_write_before_sync", None)
 # Power-loss seeds tried toward fewer writes rolled back or torn.
 POWERLOSS_SEEDS = 4
 # Short runs with other seeds (K7): op counts tried, and seeds for each.
 SHORT_OPS = (1, 4, 16, 64)
 SHORT_SEEDS = 6
+# The multi-thread path (K8), for a failure one thread does not show: the
+# thread count, the pinned ops per thread (smallest first), the key spaces
+# (a fresh database; smallest first, then the recorded one), the seeds per
+# shape (the recorded and others), and the trials that judge a candidate
+# and the most of them that must fail the same way: the stated minimum
+# rate, MT_NEED of MT_TRIALS.  A multi-thread shrunk folder's repro runs
+# MT_REPRO_TRIES times and prints the rate.
+MT_THREADS = 2
+MT_OPS = (16, 64, 256, 1024)
+MT_KEYS = (8, 64, 512)
+MT_SEEDS = 3
+MT_TRIALS = 4
+MT_NEED = 2
+MT_CONFIRM = 4  # ... and a kept one runs this many more, one of which must fail too (K8)
+MT_SHARE = 0.6
+MT_REPRO_TRIES = 5
 # Kinds that say the trial's steps did not fit together (a usage error, a
 # process that ended before its planned kill): no new failure (K1).
 HARNESS_KINDS = ("error", "early_exit")
@@ -290,6 +329,54 @@ def endings(cand, ops):
     return out
 
 
+def mt_endings(cand, threads, n, fired=None):
+    """How the op step of CAND, pinned to THREADS threads of N ops each (no
+    --duration: a timed run grows as every change makes it faster), may
+    end (K8), in the order tried: [(what, candidate)].  A timed SIGKILL
+    becomes a crash after the last op (or goes, when the failure shows in
+    the op step itself).  Kill points stay, at 1 in at most a quarter of
+    the ops' hits (the recorded rate would not fire in a short run); then,
+    when the op step is not the failing one, only the point that fired
+    (FIRED), at its first hit; when it is, none (the failure may not need
+    the kill)."""
+    def shaped():
+        c = cand.copy()
+        for x in c.stress_steps():
+            if is_workload(x):
+                x["argv"] = opt_set(x["argv"], "threads", threads)
+        c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", n), "duration", None)
+        return c
+    out = []
+    last = cand.w == len(cand.steps) - 1
+    kill = as_int(opt_get(cand.op["argv"], "kill_random_test"))
+    if cand.op.get("kill_after") is not None:
+        c = shaped()
+        if last:
+            c.op["kill_after"], c.op["expect"] = None, "exit0"
+            out.append(("no SIGKILL", c))
+        else:
+            c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
+            c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
+            out.append(("a crash after the last op", c))
+    elif kill > 0:
+        rate = max(1, min(kill, threads * n // 4))
+        c = shaped()
+        c.op["argv"] = opt_set(c.op["argv"], "kill_random_test", rate)
+        out.append(("its kill points 1 in %d hits" % rate, c))
+        if last:
+            c = shaped()
+            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
+            c.op["expect"] = "exit0"
+            out.append(("no kill points", c))
+        elif fired:
+            c = shaped()
+            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", 1), "kill_points", fired[-1])
+            out.append(("killed at %s, its first hit" % fired[-1], c))
+    else:
+        out.append(("", shaped()))
+    return out
+
+
 class Shrinker:
     def __init__(self, a, printer):
         self.p = printer
@@ -338,6 +425,10 @@ class Shrinker:
         self.work = tempfile.mkdtemp(prefix="crashtest-shrink-")
         self.ntrial = 0
         self.need = NEED
+        self.trials = TRIALS  # runs per change when not deterministic (K2; MT_TRIALS once K8 kept one)
+        self.searched = False  # the one-thread seed search of p_threads ran (once)
+        self.multi_tried = False  # the multi-thread path ran (once)
+        self.multi = None  # what K8 kept: threads, ops per thread, key space, seed, rate
         self.tried = set()  # candidates run already (json)
         self.hang = self.meta.get("hang_seconds", 120)
 
@@ -398,7 +489,7 @@ class Shrinker:
             return False  # the same run was tried and rejected
         self.tried.add(sig)
         if runs is None:
-            runs = 1 if cand.deterministic() else TRIALS
+            runs = 1 if cand.deterministic() else self.trials
         if need is None:
             need = 1 if runs == 1 else self.need
         fails, results, why = 0, [], None
@@ -433,6 +524,12 @@ class Shrinker:
             entry.update(extra)
         if any(r["kind"] and r["kind"] != self.kind for r in results):
             entry["other_kinds"] = sorted(set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind))
+            # The failure's own kind may still be among such a trial's keys
+            # (a judge names the first of FAILURE_KEYS): said, never taken (K1).
+            among = sum(1 for r in results if r["kind"] and r["kind"] != self.kind and
+                        self.kind in ((r["failure"] or {}).get("keys") or []))
+            if among:
+                entry["kind_among_other_keys"] = among
         self.log.append(entry)
         self.p.line("shrink: %-8s %-60s %s (%d/%d)%s" % (phase, what[:60], entry["verdict"], fails, len(results),
                                                         "" if kept else ": " + entry["why"][:80]))
@@ -482,6 +579,8 @@ class Shrinker:
         meta.update({"id": self.meta["id"] + "-shrunk", "steps": steps, "failure": r["failure"],
                      "crashed_after_step": crashed, "replay_from": "start", "shrunk_from": self.meta["id"],
                      "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"}})
+        if not cand.deterministic():
+            meta["repro_tries"] = MT_REPRO_TRIES  # repro prints the rate over these (K8)
         write_json(os.path.join(dest, "meta.json"), meta)
 
     # ---- the passes (K3) ----
@@ -498,8 +597,10 @@ class Shrinker:
             return
         # A bug rarely needs threads; it needs a schedule: one thread with
         # other seeds, as many ops as all threads did (K6).
-        if self.search(self.best, (self.best_res or {}).get("ops")):
-            return
+        if not self.searched:
+            self.searched = True
+            if self.search(self.best, (self.best_res or {}).get("ops")):
+                return
         half = threads // 2
         if 1 < half < threads:
             c = self.best.copy()
@@ -686,9 +787,14 @@ class Shrinker:
                 self.attempt("%s %d -> 0" % (name, v), c, "mix")
 
     def p_fresh(self):
-        if self.best.fresh or opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") == "1":
+        if is_fresh(self.best):
             return
-        c = self.best.copy()
+        self.attempt("a fresh database instead of the one the run had grown", self.freshened(self.best), "fresh")
+
+    def freshened(self, cand):
+        """CAND starting from an empty directory: a create step (the run's
+        database options, 200 ops, one thread) first (K5)."""
+        c = cand.copy()
         db = self.meta.get("db_params") or {}
         seed = self.meta["seed"]
         common = ["--max_key=%s" % opt_get(c.op["argv"], "max_key"), "--hang_seconds=%d" % self.hang]
@@ -704,10 +810,83 @@ class Shrinker:
                 s["powerloss_step"] += 1
         c.w += 1
         c.fresh = True
-        self.attempt("a fresh database instead of the one the run had grown", c, "fresh")
+        return c
+
+    def p_multi(self, start=None):
+        """K8: a failure one thread does not show (a reader meeting a
+        writer's running version, an older snapshot held while a newer one
+        sets the horizon, records logged during a checkpoint or a group
+        commit's fsync) needs a second thread, and what makes such a race
+        frequent is contention: MT_THREADS threads, a short pinned op count
+        per thread (MT_OPS, smallest first; never a timed run, which grows
+        as every change makes it faster), a small key space (MT_KEYS, a
+        fresh database, smallest first, then the recorded one), MT_SEEDS
+        seeds each (the recorded one first), each ending of mt_endings.
+        Every candidate is judged by up to MT_TRIALS trials and kept when
+        MT_NEED fail the same way (the stated minimum rate); the first kept
+        wins, and every later step is judged the same way.  START: the run
+        to start from (the recorded one, when it did not fail again).
+        Runs once; returns True if it kept a candidate."""
+        base = start or self.best
+        a = base.op["argv"]
+        threads0 = as_int(opt_get(a, "threads"), 2)
+        if self.multi_tried or threads0 <= 1 or opt_get(a, "replay_ops"):
+            return False
+        self.multi_tried = True
+        threads = min(MT_THREADS, threads0)
+        pinned = as_int(opt_get(a, "ops_per_thread"), 10000) if base.op.get("kill_after") is None and \
+            opt_get(a, "duration") is None else 0
+        k0 = as_int(opt_get(a, "max_key"))
+        keys = [k for k in MT_KEYS if k < k0] + [k0]
+        seed0 = as_int(opt_get(a, "seed"))
+        seeds = [seed0] + [derive(seed0, "shrink", "multi", j) for j in range(MT_SEEDS - 1)]
+        res = (self.best_res or {}).get("results", {}).get(self.best.w) if start is None else None
+        res = res or (self.meta["steps"][base.w].get("result") or {})
+        fired = res.get("kill_points_fired") or []
+        stop = time.monotonic() + self.left() * MT_SHARE
+        self.p.line("shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
+                    "%d of %d trials fail the same way" % (threads, "/".join(map(str, MT_OPS)),
+                                                            "/".join(map(str, keys)), len(seeds), MT_NEED, MT_TRIALS))
+        for n in MT_OPS:
+            if pinned and n >= pinned:
+                break  # no shorter than the run already is
+            for k in keys:
+                c0 = base
+                if k != k0:
+                    c0 = base if is_fresh(base) else self.freshened(base)
+                    c0 = c0.copy()
+                    c0.set_all("max_key", k)
+                for seed in seeds:
+                    for what, c in mt_endings(c0, threads, n, fired):
+                        if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
+                            return False
+                        c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
+                        label = "%d threads, %d ops each, key space %d%s, seed %d%s" % (
+                            threads, n, k, " (fresh)" if c.fresh and not base.fresh else "", seed,
+                            ", " + what if what else "")
+                        extra = {"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k}
+                        prev = (self.best, self.best_res)
+                        if not self.attempt(label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra):
+                            continue
+                        e = self.log[-1]
+                        # Two of a few trials can be luck with a rare race:
+                        # MT_CONFIRM more, one of which must fail too.
+                        if not self.attempt("confirm: " + label, self.best.copy(), "multi", runs=MT_CONFIRM, need=1,
+                                            extra=extra):
+                            if self.best_res is not prev[1] and self.best_res:
+                                shutil.rmtree(self.best_res["dir"], ignore_errors=True)
+                            self.best, self.best_res = prev
+                            continue
+                        f = self.log[-1]
+                        t, n_f = e["trials"] + f["trials"], e["failures"] + f["failures"]
+                        self.multi = {"threads": threads, "ops_per_thread": n, "max_key": k, "seed": seed,
+                                      "trials": t, "failures": n_f, "rate": round(n_f / t, 3)}
+                        self.trials, self.need = MT_TRIALS, MT_NEED
+                        return True
+        return False
 
     def p_keys(self):
-        if not self.best.fresh and opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") != "1":
+        if not is_fresh(self.best):
             return
         k = as_int(opt_get(self.best.op["argv"], "max_key"))
         # A replayed trace names its keys: no key space below the largest.
@@ -890,6 +1069,11 @@ class Shrinker:
             ops = max([o for o in e["ops"] if o] or [0]) or None
             p.line("shrink: the recorded run did not fail again in %d tries: one thread, other seeds" % e["trials"])
             ok = self.search(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
+            self.searched = True
+            if not ok and self.left() > 0 and not STOP.is_set():
+                # ... then several threads, short pinned runs (K8).
+                p.line("shrink: no one-thread seed failed the same way: several threads, short runs")
+                ok = self.p_multi(start=orig)
             base = {"ops": ops, "seconds": max(e["seconds"] or [None]), "failed_again": False}
         if ok:
             # Rounds until one keeps nothing: a change kept late (a smaller
@@ -899,7 +1083,7 @@ class Shrinker:
                 # The op count early: every later trial is that much shorter;
                 # once a trace exists, delta debugging on it before the
                 # option steps, which then run on the few ops left.
-                for step in (self.p_threads, self.p_pin, self.p_trace, self.p_ops, self.p_short, self.p_replay,
+                for step in (self.p_threads, self.p_multi, self.p_pin, self.p_trace, self.p_ops, self.p_short, self.p_replay,
                              self.p_focus, self.p_ddmin, self.p_classes, self.p_kill, self.p_rates, self.p_mix,
                              self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
                     if self.left() <= 0 or STOP.is_set():
@@ -915,7 +1099,10 @@ class Shrinker:
 
     def finish(self, ok, orig, base):
         doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
-               "budget_s": self.budget, "trials_per_step_when_not_deterministic": TRIALS,
+               "budget_s": self.budget, "trials_per_step_when_not_deterministic": self.trials,
+               "need_per_step_when_not_deterministic": self.need,
+               "failing_key": failing_key((self.meta["steps"][self.failure["step"]].get("result") or {})
+                                          .get("output_tail"), self.kind),
                "original": dict(orig.measures(), ops=(base or {}).get("ops"),
                                 seconds=(base or {}).get("seconds"),
                                 failed_again=(base or {}).get("failed_again", bool(ok))),
@@ -930,15 +1117,35 @@ class Shrinker:
             if self.best.trace is not None:
                 ops = len(self.best.trace)
             times, repro_ok = [], 0
-            for _ in range(3 if self.best.deterministic() else 1):
-                t0 = time.monotonic()
+            if self.best.deterministic():
+                for _ in range(3):
+                    t0 = time.monotonic()
+                    r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                    times.append(round(time.monotonic() - t0, 3))
+                    repro_ok += r.returncode == 1 and "crashtest: reproduced:" in r.stdout
+                tries = len(times)
+            else:
+                # Not deterministic: one repro, which runs the folder's
+                # repro_tries (MT_REPRO_TRIES) and prints each try and the
+                # rate (K8).
                 r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-                times.append(round(time.monotonic() - t0, 3))
-                repro_ok += r.returncode == 1 and "crashtest: reproduced:" in r.stdout
+                got = re.findall(r"crashtest: try \d+ of \d+: (\S+).* \(([\d.]+) s\)", r.stdout)
+                times = [float(t) for _, t in got]
+                repro_ok = sum(1 for w, _ in got if w == "reproduced")
+                tries = len(got)
             doc["shrunk"] = dict(self.best.measures(), ops=ops, seconds=self.best_res.get("seconds"),
                                  path=nice_path(dest), repro_seconds=times,
-                                 repro_reproduced="%d of %d" % (repro_ok, len(times)))
+                                 repro_reproduced="%d of %d" % (repro_ok, tries))
+            if self.multi:
+                doc["multi"] = dict(self.multi, trials_per_step=MT_TRIALS, need=MT_NEED)
+            if not self.best.deterministic():
+                # The failure rate of the shrunk run over the trials of its
+                # kept steps (K2, K8): each step's are in "steps".
+                kept = [e for e in self.log if e["verdict"] == "kept" and e["trials"] > 1]
+                if kept:
+                    doc["shrunk"]["last_kept_rate"] = "%d of %d" % (kept[-1]["failures"], kept[-1]["trials"])
             cmd = "%s repro %s" % (nice_path(os.path.join(REPO, "crashtest.py")), shlex.quote(nice_path(dest)))
             doc["command"] = cmd
             o, s = doc["original"], doc["shrunk"]
@@ -958,6 +1165,13 @@ class Shrinker:
         write_json(os.path.join(self.dir, "shrink.json"), doc)
         shutil.rmtree(self.work, ignore_errors=True)
         return rc, doc
+
+
+def is_fresh(cand):
+    """CAND starts from an empty database (a fresh directory, or a first
+    step that destroys it): creation-time options and the key space may
+    change (K5)."""
+    return cand.fresh or opt_get(cand.steps[0].get("argv", []), "destroy_db_initially") == "1"
 
 
 def signature(cand):
