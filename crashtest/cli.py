@@ -230,6 +230,10 @@ def make_parser():
     k.add_argument("--stress-binary", default=None, metavar="PATH",
                    help="another stress binary (default: the recorded one)")
     k.add_argument("--powerloss-binary", default=None, metavar="PATH", help="another powerloss binary")
+    k.add_argument("--match", choices=["kind", "keys"], default="kind",
+                   help="what fails the same way: the failure's kind (default), or any failure whose keys include "
+                        "it (the judge names a failure by its first key: a false_alarm that comes with a "
+                        "wrong_value is a wrong_value)")
     k.set_defaults(func=shrink_mode)
     m = sub.add_parser("mutants", help=MODE_HELP["mutants"], formatter_class=fmt,
                        description="For each planted bug of the catalogue (tests/mutants.txt): build "

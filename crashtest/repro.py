@@ -25,7 +25,7 @@ def repro(a, printer):
     With --tries N (or the folder's "repro_tries": a shrunk run with several
     threads, which is not deterministic), N replays, each one's outcome and
     seconds, and how many of them reproduced the failure; exit 1 when one
-    did."""
+    failed (the same way or differently, as for one replay)."""
     tries = getattr(a, "tries", None)
     if tries is None:
         try:
@@ -39,7 +39,7 @@ def repro(a, printer):
     got, kinds = 0, {}
     for i in range(tries):
         t0 = time.monotonic()
-        rc, status = repro_once(a, printer, first=i == 0, sub="try-%d" % i)
+        rc, status = repro_once(a, printer, show_list=i == 0, sub="try-%d" % i)
         got += status == "reproduced"
         if status not in ("reproduced", "not"):
             kinds[status] = kinds.get(status, 0) + 1
@@ -50,9 +50,9 @@ def repro(a, printer):
     return EXIT_FAIL if got or kinds else EXIT_PASS
 
 
-def repro_once(a, printer, first=True, sub=None):
-    """One replay (repro's): (exit code, 'reproduced' | 'failed differently: KIND' | 'not').  FIRST: print
-    the op list; SUB: the replay's folder under --work-dir."""
+def repro_once(a, printer, show_list=True, sub=None):
+    """One replay (repro's): (exit code, 'reproduced' | 'failed differently: KIND' | 'not').  SHOW_LIST:
+    print the op list; SUB: the replay's folder under --work-dir."""
     d = os.path.abspath(a.run_dir)
     mpath = os.path.join(d, "meta.json")
     if not os.path.isfile(mpath) and (os.path.isfile(os.path.join(d, "summary.json")) or
@@ -147,7 +147,7 @@ def repro_once(a, printer, first=True, sub=None):
             break
     if a.dry_run:
         return EXIT_PASS, "not"
-    if first and os.path.exists(os.path.join(d, "ops.trace")):
+    if show_list and os.path.exists(os.path.join(d, "ops.trace")):
         show_ops(printer, os.path.join(d, "ops.trace"), state,
                  (ex.results.get(got["step"] if got else fail_n) or {}).get("output_tail"), f.get("kind"))
     if not a.keep:

@@ -15,6 +15,11 @@ Rules:
       a new failure: its folder is kept aside (FAILURE_DIR/shrink-aside/N,
       repro reads it), never taken as success.  A trial whose crash step
       passed instead of crashing (or the reverse) diverged: rejected.
+      With --match keys (off by default), a trial whose failure keys
+      include the kind fails the same way too (the judge names a failure
+      by the first of FAILURE_KEYS it shows: a false_alarm that comes
+      with a wrong_value is a wrong_value); the shrunk folder then
+      records the trial's own kind.
   K2  a trial is deterministic when every stress step it runs has one
       thread, a fixed op count (or an op trace) and no SIGKILL on a timer;
       it runs once.  Otherwise the recorded run gets up to 5 tries (one
@@ -73,7 +78,11 @@ Rules:
       change makes the run faster), a small key space (MT_KEYS, on a fresh
       database, then the recorded one), MT_SEEDS seeds each, the endings of
       mt_endings (a timed SIGKILL made a crash after the last op; kill
-      points rescaled to fire in a short run).  Each candidate is judged by
+      points rescaled to fire in a short run, or none when none fired in
+      the failing op step), and the rare ops of MT_SCALED that would come
+      less than once in the run every quarter of it, a snapshot held a
+      quarter of it (a snapshot held across 200 ops is never read again
+      in a run of 64).  Each candidate is judged by
       up to MT_TRIALS trials and kept when MT_NEED of them fail the same way
       (the stated minimum rate), then confirmed by MT_CONFIRM more trials,
       one of which must fail too (two of a few trials can be luck with a
@@ -147,6 +156,9 @@ MT_NEED = 2
 MT_CONFIRM = 4  # ... and a kept one runs this many more, one of which must fail too (K8)
 MT_SHARE = 0.6
 MT_REPRO_TRIES = 5
+# Rare ops that would come less than once in a short run come every
+# quarter of it, and a snapshot is held a quarter of the run (K8).
+MT_SCALED = ("checkpoint_one_in", "acquire_snapshot_one_in", "vacuum_one_in")
 # Kinds that say the trial's steps did not fit together (a usage error, a
 # process that ended before its planned kill): no new failure (K1).
 HARNESS_KINDS = ("error", "early_exit")
@@ -338,7 +350,9 @@ def mt_endings(cand, threads, n, fired=None):
     the ops' hits (the recorded rate would not fire in a short run); then,
     when the op step is not the failing one, only the point that fired
     (FIRED), at its first hit; when it is, none (the failure may not need
-    the kill)."""
+    the kill).  When the op step is the failing one and no kill point
+    fired in it (FIRED empty: the ledger says the failure needed none),
+    only none."""
     def shaped():
         c = cand.copy()
         for x in c.stress_steps():
@@ -362,7 +376,8 @@ def mt_endings(cand, threads, n, fired=None):
         rate = max(1, min(kill, threads * n // 4))
         c = shaped()
         c.op["argv"] = opt_set(c.op["argv"], "kill_random_test", rate)
-        out.append(("its kill points 1 in %d hits" % rate, c))
+        if not last or fired:
+            out.append(("its kill points 1 in %d hits" % rate, c))
         if last:
             c = shaped()
             c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
@@ -398,6 +413,7 @@ class Shrinker:
         if not self.failure:
             raise UsageError("%s records no failure: nothing to shrink" % mpath)
         self.kind = self.failure["kind"]
+        self.match = getattr(a, "match", "kind") or "kind"
         self.start = os.path.join(self.dir, "start")
         if not os.path.isdir(self.start):
             raise UsageError("%s is missing" % self.start)
@@ -499,9 +515,9 @@ class Shrinker:
                 break  # decided (K2), or out of time
             r = self.run_once(cand)
             results.append(r)
-            if r["kind"] == self.kind and better is not None and not better(r):
+            if self.same(r) and better is not None and not better(r):
                 why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")
-            elif r["kind"] == self.kind:
+            elif self.same(r):
                 fails += 1
                 kept_res = kept_res or r
             elif r["kind"] and r["kind"] not in HARNESS_KINDS:
@@ -545,6 +561,16 @@ class Shrinker:
             if r is not kept_res:
                 shutil.rmtree(r["dir"], ignore_errors=True)
         return kept
+
+    def same(self, r):
+        """Trial R fails the same way (K1): with the failure's kind; with
+        --match keys, with the kind among its failure keys too (a judge
+        names the first of FAILURE_KEYS: a bug that shows as false_alarm
+        and wrong_value at once is a wrong_value)."""
+        if r["kind"] == self.kind:
+            return True
+        return self.match == "keys" and r["kind"] not in HARNESS_KINDS and \
+            self.kind in ((r["failure"] or {}).get("keys") or [])
 
     def keep_aside(self, cand, r):
         if len(self.aside) >= MAX_ASIDE:
@@ -812,6 +838,26 @@ class Shrinker:
         c.fresh = True
         return c
 
+    def scaled(self, cand, n):
+        """CAND's op step for a short run of N ops per thread: each rare op
+        of MT_SCALED that would come less than once in it comes every
+        quarter of it, and a snapshot is held at most a quarter of it
+        (snapshot_hold_ops, stress's default 200: held across more ops
+        than the run has, it would never be read again)."""
+        c = cand.copy()
+        a = c.op["argv"]
+        q = max(2, n // 4)
+        for name in MT_SCALED:
+            v = as_int(opt_get(a, name))
+            if v > n:
+                a = opt_set(a, name, q)
+        if as_int(opt_get(a, "acquire_snapshot_one_in")) > 0 and "snapshot_hold_ops" in self.defaults:
+            hold = as_int(opt_get(a, "snapshot_hold_ops"), as_int(self.defaults["snapshot_hold_ops"], 200))
+            if hold > q:
+                a = opt_set(a, "snapshot_hold_ops", q)
+        c.op["argv"] = a
+        return c
+
     def p_multi(self, start=None):
         """K8: a failure one thread does not show (a reader meeting a
         writer's running version, an older snapshot held while a newer one
@@ -856,6 +902,7 @@ class Shrinker:
                     c0 = base if is_fresh(base) else self.freshened(base)
                     c0 = c0.copy()
                     c0.set_all("max_key", k)
+                c0 = self.scaled(c0, n)
                 for seed in seeds:
                     for what, c in mt_endings(c0, threads, n, fired):
                         if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
@@ -1099,7 +1146,8 @@ class Shrinker:
 
     def finish(self, ok, orig, base):
         doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
-               "budget_s": self.budget, "trials_per_step_when_not_deterministic": self.trials,
+               "budget_s": self.budget, "match": self.match,
+               "trials_per_step_when_not_deterministic": self.trials,
                "need_per_step_when_not_deterministic": self.need,
                "failing_key": failing_key((self.meta["steps"][self.failure["step"]].get("result") or {})
                                           .get("output_tail"), self.kind),
@@ -1228,7 +1276,7 @@ def write_trace(path, lines):
             f.write(l + "\n")
 
 
-def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_binary=None):
+def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_binary=None, match="kind"):
     """Shrink FAILURE_DIR within BUDGET seconds (the nightly modes' --shrink
     calls this).  Returns (exit code, shrink.json's document)."""
     class A:
@@ -1236,6 +1284,7 @@ def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_bi
     a = A()
     a.failure_dir, a.budget, a.stress_binary, a.powerloss_binary = failure_dir, budget, stress_binary, \
         powerloss_binary
+    a.match = match
     s = Shrinker(a, printer)
     try:
         ok, orig, base = s.shrink()
@@ -1246,5 +1295,6 @@ def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_bi
 
 
 def shrink_mode(a, argv):
-    rc, _ = shrink_folder(a.failure_dir, a.budget, Printer(tty=False), a.stress_binary, a.powerloss_binary)
+    rc, _ = shrink_folder(a.failure_dir, a.budget, Printer(tty=False), a.stress_binary, a.powerloss_binary,
+                          getattr(a, "match", "kind"))
     return rc

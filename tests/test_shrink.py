@@ -13,7 +13,13 @@ K1-K5) and of the op trace it stands on (stress --trace_ops and
   then kill points (the seed search's endings, K6); delta debugging ends
   with exactly the ops a failure needs; what a power loss undid is read
   from powerloss's output;
+- a multi-thread candidate (K8) is pinned (two threads, N ops each, no
+  --duration) and its kills fit a short run;
 - a nightly run with --shrink shrinks the failure it saved;
+- a planted bug that needs two threads (horizon-newest-snapshot) is
+  shrunk by the multi-thread path: two threads, a pinned op count, at
+  least 10 times fewer ops, trials and rates in shrink.json, and repro of
+  the shrunk folder prints how many of its tries reproduced;
 - for planted bugs of the catalogue that a single thread can show, a
   real failure caught by `simple` is shrunk: the shrunk run fails with
   the same kind, with one thread, at least 10 times fewer ops, its repro
@@ -260,14 +266,30 @@ class TestShrinkParts(unittest.TestCase):
         wk = dict(wl, expect="kill_point", kill_after=None,
                   argv=["@STRESS@", "--threads=4", "--ops_per_thread=0", "--duration=3", "--kill_random_test=5000",
                         "--kill_points=kill/a,kill/b"])
-        (_, k), (_, n) = mt_endings(Cand([wk], False, None, 0), 2, 64)
+        (_, k), (_, n) = mt_endings(Cand([wk], False, None, 0), 2, 64, ["kill/a"])
         self.assertEqual((k.op["expect"], opt_get(k.op["argv"], "kill_random_test")), ("kill_point", "32"))
         self.assertEqual((n.op["expect"], opt_get(n.op["argv"], "kill_random_test")), ("exit0", None))
+        # ... and when no kill point fired in the failing op step, none.
+        (_, n), = mt_endings(Cand([wk], False, None, 0), 2, 64, [])
+        self.assertEqual((n.op["expect"], opt_get(n.op["argv"], "kill_points")), ("exit0", None))
         (_, k), (_, f) = mt_endings(Cand([wk, pl, vf], False, None, 0, ["crashed", "passed", "failed"]), 2, 16,
                                     ["kill/b"])
         self.assertEqual(opt_get(k.op["argv"], "kill_random_test"), "8")
         self.assertEqual((opt_get(f.op["argv"], "kill_points"), opt_get(f.op["argv"], "kill_random_test")),
                          ("kill/b", "1"))
+
+    def test_match_keys_takes_a_failure_whose_keys_include_the_kind(self):
+        # K1: a lost stays a lost; with --match keys, a wrong_value that
+        # also shows the recorded false_alarm fails the same way too.
+        sh = Shrinker.__new__(Shrinker)
+        sh.kind, sh.match = "false_alarm", "kind"
+        both = {"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": ["wrong_value", "false_alarm"]}}
+        alone = {"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": ["wrong_value"]}}
+        own = {"kind": "false_alarm", "failure": {"kind": "false_alarm", "keys": ["false_alarm"]}}
+        self.assertEqual([sh.same(r) for r in (both, alone, own)], [False, False, True])
+        sh.match = "keys"
+        self.assertEqual([sh.same(r) for r in (both, alone, own)], [True, False, True])
+        self.assertFalse(sh.same({"kind": "error", "failure": {"kind": "error", "keys": ["false_alarm"]}}))
 
     def test_what_a_power_loss_undid_is_read_from_its_output(self):
         out = ("powerloss: /x/pl/db.0: mode mixed, seed 5 variant 0: 9 writes journaled, 6 unsynced, 2 rolled back, "
@@ -328,7 +350,10 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         b = os.path.join(ROOT, BUILD, "mutants", name)
         if not make(os.path.join(b, "stress"), os.path.join(b, "powerloss")):
             self.skipTest("build/mutants/%s missing" % name)
-        rd = os.path.join(self.d, "r")
+        # One report directory per bug: the subtests of one test share
+        # self.d, and a second run into the same directory read the first
+        # bug's failure back.
+        rd = os.path.join(self.d, "r-" + name)
         cmd = [sys.executable, CRASHTEST, "simple", "--duration", "120", "--max-failures", "1", "--seed",
                str(derive(SEED, "mutant", name)), "--stress-binary", os.path.join(b, "stress"),
                "--powerloss-binary", os.path.join(b, "powerloss"), "--report-dir", rd]
@@ -396,7 +421,7 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         with open(os.path.join(folder, "meta.json")) as f:
             kind = json.load(f)["failure"]["kind"]
         b = os.path.join(ROOT, BUILD, "mutants", name)
-        p = subprocess.run([sys.executable, CRASHTEST, "shrink", folder, "--budget", "90", "--stress-binary",
+        p = subprocess.run([sys.executable, CRASHTEST, "shrink", folder, "--budget", "120", "--stress-binary",
                             os.path.join(b, "stress"), "--powerloss-binary", os.path.join(b, "powerloss")],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
         self.assertEqual(p.returncode, 0, p.stdout)
