@@ -92,7 +92,12 @@ Rules:
       not fail again and K6's fallback found nothing.  shrink.json has each
       candidate's trials, failures and rate, and "multi" what was kept; the
       shrunk folder's meta.json has repro_tries (MT_REPRO_TRIES): its repro
-      replays that many times and prints how many reproduced.
+      replays that many times and prints how many reproduced.  A chain of
+      steps each kept on two of a few trials can drift to a rare run: when
+      fewer than MT_REPRO_NEED of the tries reproduce, the runs kept
+      before it (from K8's keep on) are tried, latest first, and the first
+      that reaches MT_REPRO_NEED is the result (shrink.json's
+      stepped_back lists each one tried).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -112,6 +117,9 @@ import tempfile
 import time
 
 from .binary import check_binary, stress_info
+from .cand import (Cand, as_int, endings, is_fresh, is_workload, line_touches, mt_endings, opt_get,  # noqa: F401
+                   opt_set, ops_of, powerloss_undone, same_value, set_faults, signature, slim, trace_inj,
+                   trace_ops_of, write_trace)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import Executor, subst
 from .output import Printer
@@ -134,7 +142,6 @@ SEARCH_SHARE = 0.35
 # ... and when the recorded run did not fail again (nothing else to try).
 FALLBACK_SEEDS = 40
 FALLBACK_SHARE = 0.4
-SEARCH_KILLS = ("kill/wal/after_write_before_sync", None)
 # Power-loss seeds tried toward fewer writes rolled back or torn.
 POWERLOSS_SEEDS = 4
 # Short runs with other seeds (K7): op counts tried, and seeds for each.
@@ -156,6 +163,7 @@ MT_NEED = 2
 MT_CONFIRM = 4  # ... and a kept one runs this many more, one of which must fail too (K8)
 MT_SHARE = 0.6
 MT_REPRO_TRIES = 5
+MT_REPRO_NEED = 2  # ... of which this many must reproduce, else finish steps back (K8)
 # Rare ops that would come less than once in a short run come every
 # quarter of it, and a snapshot is held a quarter of the run (K8).
 MT_SCALED = ("checkpoint_one_in", "acquire_snapshot_one_in", "vacuum_one_in")
@@ -172,224 +180,6 @@ NOT_SHRUNK = {"db", "expected_values_dir", "run_dir", "report", "seed", "max_key
               "list_fault_points"}
 MIX = ["readpercent", "iterpercent", "delpercent"]
 RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
-
-
-# ---- argv of a recorded stress step: "--name=value" items ----
-
-def opt_get(argv, name):
-    out = None
-    for a in argv:
-        if a.startswith("--%s=" % name):
-            out = a.split("=", 1)[1]
-    return out
-
-
-def opt_set(argv, name, value):
-    """ARGV with every --NAME replaced by --NAME=VALUE (None: removed)."""
-    out = [a for a in argv if not a.startswith("--%s=" % name)]
-    if value is not None:
-        out.append("--%s=%s" % (name, value))
-    return out
-
-
-def as_int(v, default=0):
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return default
-
-
-def is_workload(step):
-    return step["type"] == "stress" and opt_get(step["argv"], "verification_only") != "1"
-
-
-def trace_ops_of(path):
-    """The op lines of a trace file (comments dropped), or []."""
-    try:
-        with open(path) as f:
-            return [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
-    except OSError:
-        return []
-
-
-def line_touches(line, key):
-    """The op of trace LINE wrote, read or scanned KEY (its KEY field, or a
-    key its note names)."""
-    head, _, what = line.partition("|")
-    f = head.split()
-    if len(f) > 2 and f[2] == key:
-        return True
-    if re.search(r"(?:^|\s)%s=" % re.escape(key), what):
-        return True
-    m = re.search(r"\[(\d+),\+(\d+)\)", what)
-    return bool(m) and int(m.group(1)) <= int(key) < int(m.group(1)) + int(m.group(2))
-
-
-def trace_inj(line):
-    m = re.search(r"inj=(\d+)", line)
-    return int(m.group(1)) if m else 0
-
-
-def set_faults(line, on):
-    parts = line.split(" ", 5)
-    if len(parts) >= 5:
-        parts[4] = "on" if on else "off"
-    return " ".join(parts)
-
-
-class Cand:
-    """One candidate run: the steps (templates, C2), whether it starts from
-    an empty directory (a fresh database), the op trace it replays, and the
-    index of its op step (the workload whose ops the failure rests on)."""
-
-    def __init__(self, steps, fresh, trace, w, want=None):
-        self.steps, self.fresh, self.trace, self.w = steps, fresh, trace, w
-        # Each step's recorded outcome: a crash step that passes (or the
-        # reverse) diverged, the steps after it were planned on it (K1).
-        self.want = want if want is not None else [None] * len(steps)
-
-    def copy(self):
-        return Cand([dict(s, argv=list(s["argv"])) if "argv" in s else dict(s) for s in self.steps], self.fresh,
-                    list(self.trace) if self.trace is not None else None, self.w, list(self.want))
-
-    def stress_steps(self):
-        return [s for s in self.steps if s["type"] == "stress"]
-
-    def set_all(self, name, value):
-        for s in self.stress_steps():
-            if opt_get(s["argv"], name) is not None or name == "max_key":
-                s["argv"] = opt_set(s["argv"], name, value)
-
-    @property
-    def op(self):
-        return self.steps[self.w]
-
-    def op_traced(self):
-        """The op step writes an op trace and does not replay one yet."""
-        a = self.op["argv"]
-        return opt_get(a, "trace_ops") is not None and opt_get(a, "replay_ops") is None
-
-    def deterministic(self):
-        for s in self.stress_steps():
-            if as_int(opt_get(s["argv"], "threads"), 2) != 1 and is_workload(s):
-                return False
-            if s.get("kill_after") is not None:
-                return False
-            if is_workload(s) and as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 \
-                    and not opt_get(s["argv"], "replay_ops"):
-                return False
-        return True
-
-    def measures(self):
-        a = self.op["argv"]
-        classes = sorted(FAULT_OPTIONS[k] for k in FAULT_OPTIONS if as_int(opt_get(a, k)) > 0)
-        if as_int(opt_get(a, "kill_random_test")) > 0:
-            classes.append("kill")
-        return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
-                "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
-                "trace_ops": len(self.trace) if self.trace is not None else None,
-                "deterministic": self.deterministic()}
-
-
-def endings(cand, ops):
-    """How the op step of CAND, given one thread and OPS ops in all, may
-    end in place of its timed SIGKILL, in the order tried: [(what,
-    candidate)].  A crash right after the last op first; when that
-    cannot fail (a crash after the last commit's fsync leaves nothing
-    unsynced to tear), a kill point that fires 1 in N hits, N a quarter
-    of the ops for the log's write-before-sync point and the op count
-    for every point, with twice the ops of room.  An op step that fails
-    itself and has kill points: kept, then without them."""
-    out = []
-    s = cand.op
-    kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
-
-    def shaped(n, what):
-        c = cand.copy()
-        for x in c.stress_steps():
-            if is_workload(x):
-                x["argv"] = opt_set(x["argv"], "threads", 1)
-        c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", max(1, n)), "duration", None)
-        return what, c
-    if s.get("kill_after") is None:
-        out.append(shaped(ops * (4 if kill else 1), "%d ops" % (ops * (4 if kill else 1))))
-        if kill and cand.w == len(cand.steps) - 1:
-            # The failure shows in the op step itself: with one thread a
-            # kill point may end the run before it does; without them too.
-            what, c = shaped(ops, "%d ops, no kill points" % ops)
-            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
-            c.op["expect"] = "exit0"
-            out.append((what, c))
-    elif cand.w == len(cand.steps) - 1:
-        what, c = shaped(ops, "%d ops, no SIGKILL (the failure shows before it)" % ops)
-        c.op["kill_after"], c.op["expect"] = None, "exit0"
-        out.append((what, c))
-    else:
-        what, c = shaped(ops, "%d ops, a crash after the last op" % ops)
-        c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
-        c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
-        out.append((what, c))
-        if not kill:
-            for point in SEARCH_KILLS:
-                rate = max(1, ops // 4 if point else ops)
-                what, c = shaped(2 * ops, "%d ops, killed at %s 1 in %d hits" % (2 * ops, point or "any kill point",
-                                                                                 rate))
-                c.op["kill_after"], c.op["expect"] = None, "kill_point"
-                c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "kill_random_test", rate), "kill_points",
-                                               point), "sync_fault_injection", 1)
-                out.append((what, c))
-    return out
-
-
-def mt_endings(cand, threads, n, fired=None):
-    """How the op step of CAND, pinned to THREADS threads of N ops each (no
-    --duration: a timed run grows as every change makes it faster), may
-    end (K8), in the order tried: [(what, candidate)].  A timed SIGKILL
-    becomes a crash after the last op (or goes, when the failure shows in
-    the op step itself).  Kill points stay, at 1 in at most a quarter of
-    the ops' hits (the recorded rate would not fire in a short run); then,
-    when the op step is not the failing one, only the point that fired
-    (FIRED), at its first hit; when it is, none (the failure may not need
-    the kill).  When the op step is the failing one and no kill point
-    fired in it (FIRED empty: the ledger says the failure needed none),
-    only none."""
-    def shaped():
-        c = cand.copy()
-        for x in c.stress_steps():
-            if is_workload(x):
-                x["argv"] = opt_set(x["argv"], "threads", threads)
-        c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", n), "duration", None)
-        return c
-    out = []
-    last = cand.w == len(cand.steps) - 1
-    kill = as_int(opt_get(cand.op["argv"], "kill_random_test"))
-    if cand.op.get("kill_after") is not None:
-        c = shaped()
-        if last:
-            c.op["kill_after"], c.op["expect"] = None, "exit0"
-            out.append(("no SIGKILL", c))
-        else:
-            c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
-            c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
-            out.append(("a crash after the last op", c))
-    elif kill > 0:
-        rate = max(1, min(kill, threads * n // 4))
-        c = shaped()
-        c.op["argv"] = opt_set(c.op["argv"], "kill_random_test", rate)
-        if not last or fired:
-            out.append(("its kill points 1 in %d hits" % rate, c))
-        if last:
-            c = shaped()
-            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
-            c.op["expect"] = "exit0"
-            out.append(("no kill points", c))
-        elif fired:
-            c = shaped()
-            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", 1), "kill_points", fired[-1])
-            out.append(("killed at %s, its first hit" % fired[-1], c))
-    else:
-        out.append(("", shaped()))
-    return out
 
 
 class Shrinker:
@@ -445,6 +235,7 @@ class Shrinker:
         self.searched = False  # the one-thread seed search of p_threads ran (once)
         self.multi_tried = False  # the multi-thread path ran (once)
         self.multi = None  # what K8 kept: threads, ops per thread, key space, seed, rate
+        self.kept_multi = []  # (step n, candidate, result) of each run kept from K8's on (finish steps back)
         self.tried = set()  # candidates run already (json)
         self.hang = self.meta.get("hang_seconds", 120)
 
@@ -557,6 +348,8 @@ class Shrinker:
             cand.steps = cand.steps[:kept_res["step"] + 1]
             cand.want = cand.want[:kept_res["step"] + 1]
             self.best, self.best_res = cand, kept_res
+            if self.multi is not None or phase == "multi":
+                self.kept_multi.append((entry["n"], cand.copy(), kept_res))
         for r in results:
             if r is not kept_res:
                 shutil.rmtree(r["dir"], ignore_errors=True)
@@ -913,6 +706,7 @@ class Shrinker:
                             ", " + what if what else "")
                         extra = {"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k}
                         prev = (self.best, self.best_res)
+                        nkept = len(self.kept_multi)
                         if not self.attempt(label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra):
                             continue
                         e = self.log[-1]
@@ -923,6 +717,7 @@ class Shrinker:
                             if self.best_res is not prev[1] and self.best_res:
                                 shutil.rmtree(self.best_res["dir"], ignore_errors=True)
                             self.best, self.best_res = prev
+                            del self.kept_multi[nkept:]
                             continue
                         f = self.log[-1]
                         t, n_f = e["trials"] + f["trials"], e["failures"] + f["failures"]
@@ -1144,6 +939,14 @@ class Shrinker:
                 step()
         return ok, orig, base
 
+    def repro_rate(self, dest):
+        """repro of the shrunk folder DEST (its repro_tries): (each try's
+        seconds, how many reproduced, tries)."""
+        r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        got = re.findall(r"crashtest: try \d+ of \d+: (\S+).* \(([\d.]+) s\)", r.stdout)
+        return [float(t) for _, t in got], sum(1 for w, _ in got if w == "reproduced"), len(got)
+
     def finish(self, ok, orig, base):
         doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
                "budget_s": self.budget, "match": self.match,
@@ -1176,13 +979,30 @@ class Shrinker:
             else:
                 # Not deterministic: one repro, which runs the folder's
                 # repro_tries (MT_REPRO_TRIES) and prints each try and the
-                # rate (K8).
-                r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-                got = re.findall(r"crashtest: try \d+ of \d+: (\S+).* \(([\d.]+) s\)", r.stdout)
-                times = [float(t) for _, t in got]
-                repro_ok = sum(1 for w, _ in got if w == "reproduced")
-                tries = len(got)
+                # rate (K8).  A chain of steps each kept on 2 of a few
+                # trials can drift to a rare run: below MT_REPRO_NEED of
+                # MT_REPRO_TRIES, the runs kept before it (K8's on) are
+                # written and tried instead, latest first, and the first
+                # that reaches it is the result.
+                times, repro_ok, tries = self.repro_rate(dest)
+                back = []
+                if repro_ok < MT_REPRO_NEED and self.kept_multi:
+                    for n, cand, res in reversed(self.kept_multi[:-1]):
+                        shutil.rmtree(dest, ignore_errors=True)
+                        self.write_folder(dest, cand, res)
+                        t2, ok2, n2 = self.repro_rate(dest)
+                        back.append({"step": n, "reproduced": "%d of %d" % (ok2, n2)})
+                        self.p.line("shrink: the shrunk run reproduced %d of %d: step %d's run instead: %d of %d"
+                                    % (repro_ok, tries, n, ok2, n2))
+                        if ok2 >= MT_REPRO_NEED:
+                            self.best, self.best_res = cand, res
+                            times, repro_ok, tries = t2, ok2, n2
+                            break
+                    else:
+                        shutil.rmtree(dest, ignore_errors=True)
+                        self.write_folder(dest, self.best, self.best_res)
+                    doc["stepped_back"] = back
+                ops = self.best_res.get("ops")
             doc["shrunk"] = dict(self.best.measures(), ops=ops, seconds=self.best_res.get("seconds"),
                                  path=nice_path(dest), repro_seconds=times,
                                  repro_reproduced="%d of %d" % (repro_ok, tries))
@@ -1213,67 +1033,6 @@ class Shrinker:
         write_json(os.path.join(self.dir, "shrink.json"), doc)
         shutil.rmtree(self.work, ignore_errors=True)
         return rc, doc
-
-
-def is_fresh(cand):
-    """CAND starts from an empty database (a fresh directory, or a first
-    step that destroys it): creation-time options and the key space may
-    change (K5)."""
-    return cand.fresh or opt_get(cand.steps[0].get("argv", []), "destroy_db_initially") == "1"
-
-
-def signature(cand):
-    """What makes two candidates the same run (options in any order)."""
-    steps = [dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps]
-    return json.dumps([steps, cand.fresh, cand.trace], sort_keys=True)
-
-
-def powerloss_undone(r, n):
-    """What the power-loss step N of trial R undid: unsynced writes rolled
-    back or torn and metadata operations undone, summed over its variants
-    (its output's lines), or None."""
-    res = (r or {}).get("results", {}).get(n) or {}
-    got = re.findall(r"(\d+) rolled back, (\d+) torn, .*?; \d+ unsynced metadata operations, (\d+) undone",
-                     res.get("output_tail") or "")
-    return sum(int(a) + int(b) + int(c) for a, b, c in got) if got else None
-
-
-def same_value(v, d):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-    def num(x):
-        x = str(x)
-        if x and x[-1] in units and x[:-1].isdigit():
-            return int(x[:-1]) * units[x[-1]]
-        return int(x) if x.isdigit() else x
-    return num(v) == num(d)
-
-
-def ops_of(r, state):
-    """The ops a step did: its report's, else the progress file stress
-    keeps in its run directory (a killed process writes no report)."""
-    rep = r.get("report") or {}
-    if rep.get("ops"):
-        return sum(int(v or 0) for k, v in rep["ops"].items() if k != "aborted")
-    try:
-        with open(os.path.join(state, "run", "progress")) as f:
-            m = re.match(r"ops (\d+)", f.read())
-            return int(m.group(1)) if m else None
-    except OSError:
-        return None
-
-
-def slim(r):
-    if not r:
-        return r
-    return {k: v for k, v in r.items() if k != "report"} if r.get("report") is None else dict(r)
-
-
-def write_trace(path, lines):
-    with open(path, "w") as f:
-        f.write("# stress op trace 1 (crashtest.py shrink)\n# INDEX TYPE KEY SEED FAULTS | what it did\n")
-        for l in lines:
-            f.write(l + "\n")
 
 
 def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_binary=None, match="kind"):
