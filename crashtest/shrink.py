@@ -120,7 +120,7 @@ from .binary import check_binary, stress_info
 from .cand import (Cand, as_int, endings, is_fresh, is_workload, line_touches, mt_endings, opt_get,  # noqa: F401
                    opt_set, ops_of, powerloss_undone, same_value, set_faults, signature, slim, trace_inj,
                    trace_ops_of, write_trace)
-from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
+from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of, write_json
 from .executor import Executor, subst
 from .output import Printer
 from .params import FAULT_OPTIONS
@@ -398,6 +398,13 @@ class Shrinker:
         meta.update({"id": self.meta["id"] + "-shrunk", "steps": steps, "failure": r["failure"],
                      "crashed_after_step": crashed, "replay_from": "start", "shrunk_from": self.meta["id"],
                      "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"}})
+        # The binaries in bin/ are the ones the trials ran (--stress-binary):
+        # repro compares against their sha256, not the recorded run's.
+        build = dict(meta.get("build") or {})
+        for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
+            build[name] = dict({x: v for x, v in (build.get(name) or {}).items() if x != "mtime"}, path=self.bin[k],
+                               sha256=sha256_of(self.bin[k]))
+        meta["build"] = build
         if not cand.deterministic():
             meta["repro_tries"] = MT_REPRO_TRIES  # repro prints the rate over these (K8)
         write_json(os.path.join(dest, "meta.json"), meta)
