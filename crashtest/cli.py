@@ -212,6 +212,9 @@ def make_parser():
     r.add_argument("--work-dir", default=None, metavar="DIR", help="where to replay (default: a temporary directory)")
     r.add_argument("--keep", action="store_true", help="keep the replay's directory")
     r.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    r.add_argument("--tries", type=int, default=None, metavar="N",
+                   help="replay N times and print how many reproduced the failure (default: the folder's "
+                        "repro_tries, 5 for a shrunk run with several threads; else 1)")
     r.set_defaults(func=repro_mode)
     k = sub.add_parser("shrink", help=MODE_HELP["shrink"], formatter_class=fmt,
                        description="Reduce a failed iteration to the smallest run that still fails with the same "
@@ -227,6 +230,10 @@ def make_parser():
     k.add_argument("--stress-binary", default=None, metavar="PATH",
                    help="another stress binary (default: the recorded one)")
     k.add_argument("--powerloss-binary", default=None, metavar="PATH", help="another powerloss binary")
+    k.add_argument("--match", choices=["kind", "keys"], default="kind",
+                   help="what fails the same way: the failure's kind (default), or any failure whose keys include "
+                        "it (the judge names a failure by its first key: a false_alarm that comes with a "
+                        "wrong_value is a wrong_value)")
     k.set_defaults(func=shrink_mode)
     m = sub.add_parser("mutants", help=MODE_HELP["mutants"], formatter_class=fmt,
                        description="For each planted bug of the catalogue (tests/mutants.txt): build "

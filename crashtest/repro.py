@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 import tempfile
+import time
 
 from .binary import check_binary
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of
@@ -20,12 +21,43 @@ def repro(a, printer):
     """Replay a failed iteration from its folder: from the crashed state when
     the failure came after the crash, else from the start snapshot; the
     recorded steps run again with the same seeds and options, each command
-    printed.  Exit 1 when it fails again (reproduced), 0 when it passes."""
+    printed.  Exit 1 when it fails again (reproduced), 0 when it passes.
+    With --tries N (or the folder's "repro_tries": a shrunk run with several
+    threads, which is not deterministic), N replays, each one's outcome and
+    seconds, and how many of them reproduced the failure; exit 1 when one
+    failed (the same way or differently, as for one replay)."""
+    tries = getattr(a, "tries", None)
+    if tries is None:
+        try:
+            with open(os.path.join(os.path.abspath(a.run_dir), "meta.json")) as f:
+                tries = json.load(f).get("repro_tries")
+        except (OSError, ValueError, AttributeError):
+            tries = None
+    tries = tries or 1
+    if tries <= 1 or a.dry_run:
+        return repro_once(a, printer)[0]
+    got, kinds = 0, {}
+    for i in range(tries):
+        t0 = time.monotonic()
+        rc, status = repro_once(a, printer, show_list=i == 0, sub="try-%d" % i)
+        got += status == "reproduced"
+        if status not in ("reproduced", "not"):
+            kinds[status] = kinds.get(status, 0) + 1
+        printer.line("crashtest: try %d of %d: %s (%.1f s)" % (i + 1, tries, {"not": "NOT reproduced"}.get(
+            status, status), time.monotonic() - t0))
+    printer.line("crashtest: reproduced %d of %d tries (rate %.2f; several threads: not deterministic)%s"
+                 % (got, tries, got / tries, "".join("; %s %d" % kv for kv in sorted(kinds.items()))))
+    return EXIT_FAIL if got or kinds else EXIT_PASS
+
+
+def repro_once(a, printer, show_list=True, sub=None):
+    """One replay (repro's): (exit code, 'reproduced' | 'failed differently: KIND' | 'not').  SHOW_LIST:
+    print the op list; SUB: the replay's folder under --work-dir."""
     d = os.path.abspath(a.run_dir)
     mpath = os.path.join(d, "meta.json")
     if not os.path.isfile(mpath) and (os.path.isfile(os.path.join(d, "summary.json")) or
                                       os.path.isdir(os.path.join(d, "failures"))):
-        return list_failures(d, printer)
+        return list_failures(d, printer), "not"
     if not os.path.isfile(mpath):
         raise UsageError("%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)" % a.run_dir)
     try:
@@ -63,6 +95,8 @@ def repro(a, printer):
             printer.line("crashtest: note: %s differs from the binary that failed (sha256 %s, was %s)"
                          % (binaries[key], have[:12], want[:12]))
     work = os.path.abspath(a.work_dir) if a.work_dir else tempfile.mkdtemp(prefix="crashtest-repro-")
+    if a.work_dir and sub:
+        work = os.path.join(work, sub)
     os.makedirs(work, exist_ok=True)
     state = os.path.join(work, "state")
     it = os.path.join(work, "iter")
@@ -112,8 +146,8 @@ def repro(a, printer):
             diverged = (n, recorded, r["outcome"])
             break
     if a.dry_run:
-        return EXIT_PASS
-    if os.path.exists(os.path.join(d, "ops.trace")):
+        return EXIT_PASS, "not"
+    if show_list and os.path.exists(os.path.join(d, "ops.trace")):
         show_ops(printer, os.path.join(d, "ops.trace"), state,
                  (ex.results.get(got["step"] if got else fail_n) or {}).get("output_tail"), f.get("kind"))
     if not a.keep:
@@ -125,11 +159,11 @@ def repro(a, printer):
                      "the later steps depend on it (the failure was %s: %s)"
                      % (diverged[0], steps[diverged[0]]["name"], diverged[1], diverged[2], f.get("kind"),
                         f.get("message")))
-        return EXIT_PASS
+        return EXIT_PASS, "not"
     if got is None:
         printer.line("crashtest: NOT reproduced: every replayed step passed (the failure was %s: %s)"
                      % (f.get("kind"), f.get("message")))
-        return EXIT_PASS
+        return EXIT_PASS, "not"
     same = got["kind"] == f.get("kind") and got["step"] == fail_n
     if same:
         printer.line("crashtest: reproduced: %s at step %d (%s): %s" % (got["kind"], fail_n, steps[fail_n]["name"],
@@ -137,7 +171,7 @@ def repro(a, printer):
     else:
         printer.line("crashtest: failed differently: %s at step %d (%s) (recorded: %s at step %d): %s"
                      % (got["kind"], got["step"], steps[got["step"]]["name"], f.get("kind"), fail_n, got["message"]))
-    return EXIT_FAIL
+    return EXIT_FAIL, "reproduced" if same else "failed differently: %s" % got["kind"]
 
 
 def list_failures(d, printer):

@@ -15,10 +15,16 @@ Rules:
       a new failure: its folder is kept aside (FAILURE_DIR/shrink-aside/N,
       repro reads it), never taken as success.  A trial whose crash step
       passed instead of crashing (or the reverse) diverged: rejected.
+      With --match keys (off by default), a trial whose failure keys
+      include the kind fails the same way too (the judge names a failure
+      by the first of FAILURE_KEYS it shows: a false_alarm that comes
+      with a wrong_value is a wrong_value); the shrunk folder then
+      records the trial's own kind.
   K2  a trial is deterministic when every stress step it runs has one
       thread, a fixed op count (or an op trace) and no SIGKILL on a timer;
       it runs once.  Otherwise the recorded run gets up to 5 tries (one
-      must fail), and each change up to TRIALS (3) runs, kept if NEED (2)
+      must fail), and each change up to TRIALS (3) runs (MT_TRIALS once the
+      multi-thread path, K8, kept a run), kept if NEED (2)
       of them fail the same way (so the failure rate stays near the
       recorded run's instead of drifting to a rare one; 1 when the recorded
       run failed in fewer than half its tries); the runs stop once the
@@ -61,6 +67,37 @@ Rules:
       it.
       Once a trace exists, delta debugging on it comes before the option
       steps (each later trial is then a few ops).
+  K8  a failure that one thread does not show (K6's search passed or
+      failed another way) needs a second thread: a reader meeting a
+      writer's running version, an older snapshot held while a newer one
+      sets the horizon, records logged during a checkpoint or a group
+      commit's fsync.  Contention makes such races frequent, so the
+      multi-thread path searches as K6 and K7 do for one thread: MT_THREADS
+      (2) threads, short runs with a pinned op count per thread (MT_OPS,
+      smallest first; never a timed --duration run, which grows as every
+      change makes the run faster), a small key space (MT_KEYS, on a fresh
+      database, then the recorded one), MT_SEEDS seeds each, the endings of
+      mt_endings (a timed SIGKILL made a crash after the last op; kill
+      points rescaled to fire in a short run, or none when none fired in
+      the failing op step), and the rare ops of MT_SCALED that would come
+      less than once in the run every quarter of it, a snapshot held a
+      quarter of it (a snapshot held across 200 ops is never read again
+      in a run of 64).  Each candidate is judged by
+      up to MT_TRIALS trials and kept when MT_NEED of them fail the same way
+      (the stated minimum rate), then confirmed by MT_CONFIRM more trials,
+      one of which must fail too (two of a few trials can be luck with a
+      rare race); the first kept wins, and every later step
+      is judged the same way (the op count halved, the mix, the options
+      ...).  It runs after K6's search, and also when the recorded run did
+      not fail again and K6's fallback found nothing.  shrink.json has each
+      candidate's trials, failures and rate, and "multi" what was kept; the
+      shrunk folder's meta.json has repro_tries (MT_REPRO_TRIES): its repro
+      replays that many times and prints how many reproduced.  A chain of
+      steps each kept on two of a few trials can drift to a rare run: when
+      fewer than MT_REPRO_NEED of the tries reproduce, the runs kept
+      before it (from K8's keep on) are tried, latest first, and the first
+      that reaches MT_REPRO_NEED is the result (shrink.json's
+      stepped_back lists each one tried).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -80,7 +117,10 @@ import tempfile
 import time
 
 from .binary import check_binary, stress_info
-from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
+from .cand import (Cand, as_int, endings, is_fresh, is_workload, line_touches, mt_endings, opt_get,  # noqa: F401
+                   opt_set, ops_of, powerloss_undone, same_value, set_faults, signature, slim, trace_inj,
+                   trace_ops_of, write_trace)
+from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of, write_json
 from .executor import Executor, subst
 from .output import Printer
 from .params import FAULT_OPTIONS
@@ -98,16 +138,35 @@ MAX_ASIDE = 5
 # the budget left that it may spend, and the kill points a timed SIGKILL
 # becomes when a crash after the last op does not fail (None: every one).
 SEARCH_SEEDS = 7
-SEARCH_SHARE = 0.5
+SEARCH_SHARE = 0.35
 # ... and when the recorded run did not fail again (nothing else to try).
 FALLBACK_SEEDS = 40
-FALLBACK_SHARE = 0.8
-SEARCH_KILLS = ("kill/wal/after_write_before_sync", None)
+FALLBACK_SHARE = 0.4
 # Power-loss seeds tried toward fewer writes rolled back or torn.
 POWERLOSS_SEEDS = 4
 # Short runs with other seeds (K7): op counts tried, and seeds for each.
 SHORT_OPS = (1, 4, 16, 64)
 SHORT_SEEDS = 6
+# The multi-thread path (K8), for a failure one thread does not show: the
+# thread count, the pinned ops per thread (smallest first), the key spaces
+# (a fresh database; smallest first, then the recorded one), the seeds per
+# shape (the recorded and others), and the trials that judge a candidate
+# and the most of them that must fail the same way: the stated minimum
+# rate, MT_NEED of MT_TRIALS.  A multi-thread shrunk folder's repro runs
+# MT_REPRO_TRIES times and prints the rate.
+MT_THREADS = 2
+MT_OPS = (16, 64, 256, 1024)
+MT_KEYS = (8, 64, 512)
+MT_SEEDS = 3
+MT_TRIALS = 4
+MT_NEED = 2
+MT_CONFIRM = 4  # ... and a kept one runs this many more, one of which must fail too (K8)
+MT_SHARE = 0.6
+MT_REPRO_TRIES = 5
+MT_REPRO_NEED = 2  # ... of which this many must reproduce, else finish steps back (K8)
+# Rare ops that would come less than once in a short run come every
+# quarter of it, and a snapshot is held a quarter of the run (K8).
+MT_SCALED = ("checkpoint_one_in", "acquire_snapshot_one_in", "vacuum_one_in")
 # Kinds that say the trial's steps did not fit together (a usage error, a
 # process that ended before its planned kill): no new failure (K1).
 HARNESS_KINDS = ("error", "early_exit")
@@ -121,173 +180,6 @@ NOT_SHRUNK = {"db", "expected_values_dir", "run_dir", "report", "seed", "max_key
               "list_fault_points"}
 MIX = ["readpercent", "iterpercent", "delpercent"]
 RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
-
-
-# ---- argv of a recorded stress step: "--name=value" items ----
-
-def opt_get(argv, name):
-    out = None
-    for a in argv:
-        if a.startswith("--%s=" % name):
-            out = a.split("=", 1)[1]
-    return out
-
-
-def opt_set(argv, name, value):
-    """ARGV with every --NAME replaced by --NAME=VALUE (None: removed)."""
-    out = [a for a in argv if not a.startswith("--%s=" % name)]
-    if value is not None:
-        out.append("--%s=%s" % (name, value))
-    return out
-
-
-def as_int(v, default=0):
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return default
-
-
-def is_workload(step):
-    return step["type"] == "stress" and opt_get(step["argv"], "verification_only") != "1"
-
-
-def trace_ops_of(path):
-    """The op lines of a trace file (comments dropped), or []."""
-    try:
-        with open(path) as f:
-            return [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
-    except OSError:
-        return []
-
-
-def line_touches(line, key):
-    """The op of trace LINE wrote, read or scanned KEY (its KEY field, or a
-    key its note names)."""
-    head, _, what = line.partition("|")
-    f = head.split()
-    if len(f) > 2 and f[2] == key:
-        return True
-    if re.search(r"(?:^|\s)%s=" % re.escape(key), what):
-        return True
-    m = re.search(r"\[(\d+),\+(\d+)\)", what)
-    return bool(m) and int(m.group(1)) <= int(key) < int(m.group(1)) + int(m.group(2))
-
-
-def trace_inj(line):
-    m = re.search(r"inj=(\d+)", line)
-    return int(m.group(1)) if m else 0
-
-
-def set_faults(line, on):
-    parts = line.split(" ", 5)
-    if len(parts) >= 5:
-        parts[4] = "on" if on else "off"
-    return " ".join(parts)
-
-
-class Cand:
-    """One candidate run: the steps (templates, C2), whether it starts from
-    an empty directory (a fresh database), the op trace it replays, and the
-    index of its op step (the workload whose ops the failure rests on)."""
-
-    def __init__(self, steps, fresh, trace, w, want=None):
-        self.steps, self.fresh, self.trace, self.w = steps, fresh, trace, w
-        # Each step's recorded outcome: a crash step that passes (or the
-        # reverse) diverged, the steps after it were planned on it (K1).
-        self.want = want if want is not None else [None] * len(steps)
-
-    def copy(self):
-        return Cand([dict(s, argv=list(s["argv"])) if "argv" in s else dict(s) for s in self.steps], self.fresh,
-                    list(self.trace) if self.trace is not None else None, self.w, list(self.want))
-
-    def stress_steps(self):
-        return [s for s in self.steps if s["type"] == "stress"]
-
-    def set_all(self, name, value):
-        for s in self.stress_steps():
-            if opt_get(s["argv"], name) is not None or name == "max_key":
-                s["argv"] = opt_set(s["argv"], name, value)
-
-    @property
-    def op(self):
-        return self.steps[self.w]
-
-    def op_traced(self):
-        """The op step writes an op trace and does not replay one yet."""
-        a = self.op["argv"]
-        return opt_get(a, "trace_ops") is not None and opt_get(a, "replay_ops") is None
-
-    def deterministic(self):
-        for s in self.stress_steps():
-            if as_int(opt_get(s["argv"], "threads"), 2) != 1 and is_workload(s):
-                return False
-            if s.get("kill_after") is not None:
-                return False
-            if is_workload(s) and as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 \
-                    and not opt_get(s["argv"], "replay_ops"):
-                return False
-        return True
-
-    def measures(self):
-        a = self.op["argv"]
-        classes = sorted(FAULT_OPTIONS[k] for k in FAULT_OPTIONS if as_int(opt_get(a, k)) > 0)
-        if as_int(opt_get(a, "kill_random_test")) > 0:
-            classes.append("kill")
-        return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
-                "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
-                "trace_ops": len(self.trace) if self.trace is not None else None,
-                "deterministic": self.deterministic()}
-
-
-def endings(cand, ops):
-    """How the op step of CAND, given one thread and OPS ops in all, may
-    end in place of its timed SIGKILL, in the order tried: [(what,
-    candidate)].  A crash right after the last op first; when that
-    cannot fail (a crash after the last commit's fsync leaves nothing
-    unsynced to tear), a kill point that fires 1 in N hits, N a quarter
-    of the ops for the log's write-before-sync point and the op count
-    for every point, with twice the ops of room.  An op step that fails
-    itself and has kill points: kept, then without them."""
-    out = []
-    s = cand.op
-    kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
-
-    def shaped(n, what):
-        c = cand.copy()
-        for x in c.stress_steps():
-            if is_workload(x):
-                x["argv"] = opt_set(x["argv"], "threads", 1)
-        c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", max(1, n)), "duration", None)
-        return what, c
-    if s.get("kill_after") is None:
-        out.append(shaped(ops * (4 if kill else 1), "%d ops" % (ops * (4 if kill else 1))))
-        if kill and cand.w == len(cand.steps) - 1:
-            # The failure shows in the op step itself: with one thread a
-            # kill point may end the run before it does; without them too.
-            what, c = shaped(ops, "%d ops, no kill points" % ops)
-            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
-            c.op["expect"] = "exit0"
-            out.append((what, c))
-    elif cand.w == len(cand.steps) - 1:
-        what, c = shaped(ops, "%d ops, no SIGKILL (the failure shows before it)" % ops)
-        c.op["kill_after"], c.op["expect"] = None, "exit0"
-        out.append((what, c))
-    else:
-        what, c = shaped(ops, "%d ops, a crash after the last op" % ops)
-        c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
-        c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
-        out.append((what, c))
-        if not kill:
-            for point in SEARCH_KILLS:
-                rate = max(1, ops // 4 if point else ops)
-                what, c = shaped(2 * ops, "%d ops, killed at %s 1 in %d hits" % (2 * ops, point or "any kill point",
-                                                                                 rate))
-                c.op["kill_after"], c.op["expect"] = None, "kill_point"
-                c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "kill_random_test", rate), "kill_points",
-                                               point), "sync_fault_injection", 1)
-                out.append((what, c))
-    return out
 
 
 class Shrinker:
@@ -311,6 +203,7 @@ class Shrinker:
         if not self.failure:
             raise UsageError("%s records no failure: nothing to shrink" % mpath)
         self.kind = self.failure["kind"]
+        self.match = getattr(a, "match", "kind") or "kind"
         self.start = os.path.join(self.dir, "start")
         if not os.path.isdir(self.start):
             raise UsageError("%s is missing" % self.start)
@@ -338,6 +231,11 @@ class Shrinker:
         self.work = tempfile.mkdtemp(prefix="crashtest-shrink-")
         self.ntrial = 0
         self.need = NEED
+        self.trials = TRIALS  # runs per change when not deterministic (K2; MT_TRIALS once K8 kept one)
+        self.searched = False  # the one-thread seed search of p_threads ran (once)
+        self.multi_tried = False  # the multi-thread path ran (once)
+        self.multi = None  # what K8 kept: threads, ops per thread, key space, seed, rate
+        self.kept_multi = []  # (step n, candidate, result) of each run kept from K8's on (finish steps back)
         self.tried = set()  # candidates run already (json)
         self.hang = self.meta.get("hang_seconds", 120)
 
@@ -398,7 +296,7 @@ class Shrinker:
             return False  # the same run was tried and rejected
         self.tried.add(sig)
         if runs is None:
-            runs = 1 if cand.deterministic() else TRIALS
+            runs = 1 if cand.deterministic() else self.trials
         if need is None:
             need = 1 if runs == 1 else self.need
         fails, results, why = 0, [], None
@@ -408,9 +306,9 @@ class Shrinker:
                 break  # decided (K2), or out of time
             r = self.run_once(cand)
             results.append(r)
-            if r["kind"] == self.kind and better is not None and not better(r):
+            if self.same(r) and better is not None and not better(r):
                 why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")
-            elif r["kind"] == self.kind:
+            elif self.same(r):
                 fails += 1
                 kept_res = kept_res or r
             elif r["kind"] and r["kind"] not in HARNESS_KINDS:
@@ -433,6 +331,12 @@ class Shrinker:
             entry.update(extra)
         if any(r["kind"] and r["kind"] != self.kind for r in results):
             entry["other_kinds"] = sorted(set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind))
+            # The failure's own kind may still be among such a trial's keys
+            # (a judge names the first of FAILURE_KEYS): said, never taken (K1).
+            among = sum(1 for r in results if r["kind"] and r["kind"] != self.kind and
+                        self.kind in ((r["failure"] or {}).get("keys") or []))
+            if among:
+                entry["kind_among_other_keys"] = among
         self.log.append(entry)
         self.p.line("shrink: %-8s %-60s %s (%d/%d)%s" % (phase, what[:60], entry["verdict"], fails, len(results),
                                                         "" if kept else ": " + entry["why"][:80]))
@@ -444,10 +348,22 @@ class Shrinker:
             cand.steps = cand.steps[:kept_res["step"] + 1]
             cand.want = cand.want[:kept_res["step"] + 1]
             self.best, self.best_res = cand, kept_res
+            if self.multi is not None or phase == "multi":
+                self.kept_multi.append((entry["n"], cand.copy(), kept_res))
         for r in results:
             if r is not kept_res:
                 shutil.rmtree(r["dir"], ignore_errors=True)
         return kept
+
+    def same(self, r):
+        """Trial R fails the same way (K1): with the failure's kind; with
+        --match keys, with the kind among its failure keys too (a judge
+        names the first of FAILURE_KEYS: a bug that shows as false_alarm
+        and wrong_value at once is a wrong_value)."""
+        if r["kind"] == self.kind:
+            return True
+        return self.match == "keys" and r["kind"] not in HARNESS_KINDS and \
+            self.kind in ((r["failure"] or {}).get("keys") or [])
 
     def keep_aside(self, cand, r):
         if len(self.aside) >= MAX_ASIDE:
@@ -482,6 +398,15 @@ class Shrinker:
         meta.update({"id": self.meta["id"] + "-shrunk", "steps": steps, "failure": r["failure"],
                      "crashed_after_step": crashed, "replay_from": "start", "shrunk_from": self.meta["id"],
                      "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"}})
+        # The binaries in bin/ are the ones the trials ran (--stress-binary):
+        # repro compares against their sha256, not the recorded run's.
+        build = dict(meta.get("build") or {})
+        for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
+            build[name] = dict({x: v for x, v in (build.get(name) or {}).items() if x != "mtime"}, path=self.bin[k],
+                               sha256=sha256_of(self.bin[k]))
+        meta["build"] = build
+        if not cand.deterministic():
+            meta["repro_tries"] = MT_REPRO_TRIES  # repro prints the rate over these (K8)
         write_json(os.path.join(dest, "meta.json"), meta)
 
     # ---- the passes (K3) ----
@@ -498,8 +423,10 @@ class Shrinker:
             return
         # A bug rarely needs threads; it needs a schedule: one thread with
         # other seeds, as many ops as all threads did (K6).
-        if self.search(self.best, (self.best_res or {}).get("ops")):
-            return
+        if not self.searched:
+            self.searched = True
+            if self.search(self.best, (self.best_res or {}).get("ops")):
+                return
         half = threads // 2
         if 1 < half < threads:
             c = self.best.copy()
@@ -686,9 +613,14 @@ class Shrinker:
                 self.attempt("%s %d -> 0" % (name, v), c, "mix")
 
     def p_fresh(self):
-        if self.best.fresh or opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") == "1":
+        if is_fresh(self.best):
             return
-        c = self.best.copy()
+        self.attempt("a fresh database instead of the one the run had grown", self.freshened(self.best), "fresh")
+
+    def freshened(self, cand):
+        """CAND starting from an empty directory: a create step (the run's
+        database options, 200 ops, one thread) first (K5)."""
+        c = cand.copy()
         db = self.meta.get("db_params") or {}
         seed = self.meta["seed"]
         common = ["--max_key=%s" % opt_get(c.op["argv"], "max_key"), "--hang_seconds=%d" % self.hang]
@@ -704,10 +636,106 @@ class Shrinker:
                 s["powerloss_step"] += 1
         c.w += 1
         c.fresh = True
-        self.attempt("a fresh database instead of the one the run had grown", c, "fresh")
+        return c
+
+    def scaled(self, cand, n):
+        """CAND's op step for a short run of N ops per thread: each rare op
+        of MT_SCALED that would come less than once in it comes every
+        quarter of it, and a snapshot is held at most a quarter of it
+        (snapshot_hold_ops, stress's default 200: held across more ops
+        than the run has, it would never be read again)."""
+        c = cand.copy()
+        a = c.op["argv"]
+        q = max(2, n // 4)
+        for name in MT_SCALED:
+            v = as_int(opt_get(a, name))
+            if v > n:
+                a = opt_set(a, name, q)
+        if as_int(opt_get(a, "acquire_snapshot_one_in")) > 0 and "snapshot_hold_ops" in self.defaults:
+            hold = as_int(opt_get(a, "snapshot_hold_ops"), as_int(self.defaults["snapshot_hold_ops"], 200))
+            if hold > q:
+                a = opt_set(a, "snapshot_hold_ops", q)
+        c.op["argv"] = a
+        return c
+
+    def p_multi(self, start=None):
+        """K8: a failure one thread does not show (a reader meeting a
+        writer's running version, an older snapshot held while a newer one
+        sets the horizon, records logged during a checkpoint or a group
+        commit's fsync) needs a second thread, and what makes such a race
+        frequent is contention: MT_THREADS threads, a short pinned op count
+        per thread (MT_OPS, smallest first; never a timed run, which grows
+        as every change makes it faster), a small key space (MT_KEYS, a
+        fresh database, smallest first, then the recorded one), MT_SEEDS
+        seeds each (the recorded one first), each ending of mt_endings.
+        Every candidate is judged by up to MT_TRIALS trials and kept when
+        MT_NEED fail the same way (the stated minimum rate); the first kept
+        wins, and every later step is judged the same way.  START: the run
+        to start from (the recorded one, when it did not fail again).
+        Runs once; returns True if it kept a candidate."""
+        base = start or self.best
+        a = base.op["argv"]
+        threads0 = as_int(opt_get(a, "threads"), 2)
+        if self.multi_tried or threads0 <= 1 or opt_get(a, "replay_ops"):
+            return False
+        self.multi_tried = True
+        threads = min(MT_THREADS, threads0)
+        pinned = as_int(opt_get(a, "ops_per_thread"), 10000) if base.op.get("kill_after") is None and \
+            opt_get(a, "duration") is None else 0
+        k0 = as_int(opt_get(a, "max_key"))
+        keys = [k for k in MT_KEYS if k < k0] + [k0]
+        seed0 = as_int(opt_get(a, "seed"))
+        seeds = [seed0] + [derive(seed0, "shrink", "multi", j) for j in range(MT_SEEDS - 1)]
+        res = (self.best_res or {}).get("results", {}).get(self.best.w) if start is None else None
+        res = res or (self.meta["steps"][base.w].get("result") or {})
+        fired = res.get("kill_points_fired") or []
+        stop = time.monotonic() + self.left() * MT_SHARE
+        self.p.line("shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
+                    "%d of %d trials fail the same way" % (threads, "/".join(map(str, MT_OPS)),
+                                                            "/".join(map(str, keys)), len(seeds), MT_NEED, MT_TRIALS))
+        for n in MT_OPS:
+            if pinned and n >= pinned:
+                break  # no shorter than the run already is
+            for k in keys:
+                c0 = base
+                if k != k0:
+                    c0 = base if is_fresh(base) else self.freshened(base)
+                    c0 = c0.copy()
+                    c0.set_all("max_key", k)
+                c0 = self.scaled(c0, n)
+                for seed in seeds:
+                    for what, c in mt_endings(c0, threads, n, fired):
+                        if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
+                            return False
+                        c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
+                        label = "%d threads, %d ops each, key space %d%s, seed %d%s" % (
+                            threads, n, k, " (fresh)" if c.fresh and not base.fresh else "", seed,
+                            ", " + what if what else "")
+                        extra = {"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k}
+                        prev = (self.best, self.best_res)
+                        nkept = len(self.kept_multi)
+                        if not self.attempt(label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra):
+                            continue
+                        e = self.log[-1]
+                        # Two of a few trials can be luck with a rare race:
+                        # MT_CONFIRM more, one of which must fail too.
+                        if not self.attempt("confirm: " + label, self.best.copy(), "multi", runs=MT_CONFIRM, need=1,
+                                            extra=extra):
+                            if self.best_res is not prev[1] and self.best_res:
+                                shutil.rmtree(self.best_res["dir"], ignore_errors=True)
+                            self.best, self.best_res = prev
+                            del self.kept_multi[nkept:]
+                            continue
+                        f = self.log[-1]
+                        t, n_f = e["trials"] + f["trials"], e["failures"] + f["failures"]
+                        self.multi = {"threads": threads, "ops_per_thread": n, "max_key": k, "seed": seed,
+                                      "trials": t, "failures": n_f, "rate": round(n_f / t, 3)}
+                        self.trials, self.need = MT_TRIALS, MT_NEED
+                        return True
+        return False
 
     def p_keys(self):
-        if not self.best.fresh and opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") != "1":
+        if not is_fresh(self.best):
             return
         k = as_int(opt_get(self.best.op["argv"], "max_key"))
         # A replayed trace names its keys: no key space below the largest.
@@ -890,6 +918,11 @@ class Shrinker:
             ops = max([o for o in e["ops"] if o] or [0]) or None
             p.line("shrink: the recorded run did not fail again in %d tries: one thread, other seeds" % e["trials"])
             ok = self.search(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
+            self.searched = True
+            if not ok and self.left() > 0 and not STOP.is_set():
+                # ... then several threads, short pinned runs (K8).
+                p.line("shrink: no one-thread seed failed the same way: several threads, short runs")
+                ok = self.p_multi(start=orig)
             base = {"ops": ops, "seconds": max(e["seconds"] or [None]), "failed_again": False}
         if ok:
             # Rounds until one keeps nothing: a change kept late (a smaller
@@ -899,7 +932,7 @@ class Shrinker:
                 # The op count early: every later trial is that much shorter;
                 # once a trace exists, delta debugging on it before the
                 # option steps, which then run on the few ops left.
-                for step in (self.p_threads, self.p_pin, self.p_trace, self.p_ops, self.p_short, self.p_replay,
+                for step in (self.p_threads, self.p_multi, self.p_pin, self.p_trace, self.p_ops, self.p_short, self.p_replay,
                              self.p_focus, self.p_ddmin, self.p_classes, self.p_kill, self.p_rates, self.p_mix,
                              self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
                     if self.left() <= 0 or STOP.is_set():
@@ -913,9 +946,21 @@ class Shrinker:
                 step()
         return ok, orig, base
 
+    def repro_rate(self, dest):
+        """repro of the shrunk folder DEST (its repro_tries): (each try's
+        seconds, how many reproduced, tries)."""
+        r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        got = re.findall(r"crashtest: try \d+ of \d+: (\S+).* \(([\d.]+) s\)", r.stdout)
+        return [float(t) for _, t in got], sum(1 for w, _ in got if w == "reproduced"), len(got)
+
     def finish(self, ok, orig, base):
         doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
-               "budget_s": self.budget, "trials_per_step_when_not_deterministic": TRIALS,
+               "budget_s": self.budget, "match": self.match,
+               "trials_per_step_when_not_deterministic": self.trials,
+               "need_per_step_when_not_deterministic": self.need,
+               "failing_key": failing_key((self.meta["steps"][self.failure["step"]].get("result") or {})
+                                          .get("output_tail"), self.kind),
                "original": dict(orig.measures(), ops=(base or {}).get("ops"),
                                 seconds=(base or {}).get("seconds"),
                                 failed_again=(base or {}).get("failed_again", bool(ok))),
@@ -930,15 +975,52 @@ class Shrinker:
             if self.best.trace is not None:
                 ops = len(self.best.trace)
             times, repro_ok = [], 0
-            for _ in range(3 if self.best.deterministic() else 1):
-                t0 = time.monotonic()
-                r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-                times.append(round(time.monotonic() - t0, 3))
-                repro_ok += r.returncode == 1 and "crashtest: reproduced:" in r.stdout
+            if self.best.deterministic():
+                for _ in range(3):
+                    t0 = time.monotonic()
+                    r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                    times.append(round(time.monotonic() - t0, 3))
+                    repro_ok += r.returncode == 1 and "crashtest: reproduced:" in r.stdout
+                tries = len(times)
+            else:
+                # Not deterministic: one repro, which runs the folder's
+                # repro_tries (MT_REPRO_TRIES) and prints each try and the
+                # rate (K8).  A chain of steps each kept on 2 of a few
+                # trials can drift to a rare run: below MT_REPRO_NEED of
+                # MT_REPRO_TRIES, the runs kept before it (K8's on) are
+                # written and tried instead, latest first, and the first
+                # that reaches it is the result.
+                times, repro_ok, tries = self.repro_rate(dest)
+                back = []
+                if repro_ok < MT_REPRO_NEED and self.kept_multi:
+                    for n, cand, res in reversed(self.kept_multi[:-1]):
+                        shutil.rmtree(dest, ignore_errors=True)
+                        self.write_folder(dest, cand, res)
+                        t2, ok2, n2 = self.repro_rate(dest)
+                        back.append({"step": n, "reproduced": "%d of %d" % (ok2, n2)})
+                        self.p.line("shrink: the shrunk run reproduced %d of %d: step %d's run instead: %d of %d"
+                                    % (repro_ok, tries, n, ok2, n2))
+                        if ok2 >= MT_REPRO_NEED:
+                            self.best, self.best_res = cand, res
+                            times, repro_ok, tries = t2, ok2, n2
+                            break
+                    else:
+                        shutil.rmtree(dest, ignore_errors=True)
+                        self.write_folder(dest, self.best, self.best_res)
+                    doc["stepped_back"] = back
+                ops = self.best_res.get("ops")
             doc["shrunk"] = dict(self.best.measures(), ops=ops, seconds=self.best_res.get("seconds"),
                                  path=nice_path(dest), repro_seconds=times,
-                                 repro_reproduced="%d of %d" % (repro_ok, len(times)))
+                                 repro_reproduced="%d of %d" % (repro_ok, tries))
+            if self.multi:
+                doc["multi"] = dict(self.multi, trials_per_step=MT_TRIALS, need=MT_NEED)
+            if not self.best.deterministic():
+                # The failure rate of the shrunk run over the trials of its
+                # kept steps (K2, K8): each step's are in "steps".
+                kept = [e for e in self.log if e["verdict"] == "kept" and e["trials"] > 1]
+                if kept:
+                    doc["shrunk"]["last_kept_rate"] = "%d of %d" % (kept[-1]["failures"], kept[-1]["trials"])
             cmd = "%s repro %s" % (nice_path(os.path.join(REPO, "crashtest.py")), shlex.quote(nice_path(dest)))
             doc["command"] = cmd
             o, s = doc["original"], doc["shrunk"]
@@ -960,61 +1042,7 @@ class Shrinker:
         return rc, doc
 
 
-def signature(cand):
-    """What makes two candidates the same run (options in any order)."""
-    steps = [dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps]
-    return json.dumps([steps, cand.fresh, cand.trace], sort_keys=True)
-
-
-def powerloss_undone(r, n):
-    """What the power-loss step N of trial R undid: unsynced writes rolled
-    back or torn and metadata operations undone, summed over its variants
-    (its output's lines), or None."""
-    res = (r or {}).get("results", {}).get(n) or {}
-    got = re.findall(r"(\d+) rolled back, (\d+) torn, .*?; \d+ unsynced metadata operations, (\d+) undone",
-                     res.get("output_tail") or "")
-    return sum(int(a) + int(b) + int(c) for a, b, c in got) if got else None
-
-
-def same_value(v, d):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-    def num(x):
-        x = str(x)
-        if x and x[-1] in units and x[:-1].isdigit():
-            return int(x[:-1]) * units[x[-1]]
-        return int(x) if x.isdigit() else x
-    return num(v) == num(d)
-
-
-def ops_of(r, state):
-    """The ops a step did: its report's, else the progress file stress
-    keeps in its run directory (a killed process writes no report)."""
-    rep = r.get("report") or {}
-    if rep.get("ops"):
-        return sum(int(v or 0) for k, v in rep["ops"].items() if k != "aborted")
-    try:
-        with open(os.path.join(state, "run", "progress")) as f:
-            m = re.match(r"ops (\d+)", f.read())
-            return int(m.group(1)) if m else None
-    except OSError:
-        return None
-
-
-def slim(r):
-    if not r:
-        return r
-    return {k: v for k, v in r.items() if k != "report"} if r.get("report") is None else dict(r)
-
-
-def write_trace(path, lines):
-    with open(path, "w") as f:
-        f.write("# stress op trace 1 (crashtest.py shrink)\n# INDEX TYPE KEY SEED FAULTS | what it did\n")
-        for l in lines:
-            f.write(l + "\n")
-
-
-def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_binary=None):
+def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_binary=None, match="kind"):
     """Shrink FAILURE_DIR within BUDGET seconds (the nightly modes' --shrink
     calls this).  Returns (exit code, shrink.json's document)."""
     class A:
@@ -1022,6 +1050,7 @@ def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_bi
     a = A()
     a.failure_dir, a.budget, a.stress_binary, a.powerloss_binary = failure_dir, budget, stress_binary, \
         powerloss_binary
+    a.match = match
     s = Shrinker(a, printer)
     try:
         ok, orig, base = s.shrink()
@@ -1032,5 +1061,6 @@ def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_bi
 
 
 def shrink_mode(a, argv):
-    rc, _ = shrink_folder(a.failure_dir, a.budget, Printer(tty=False), a.stress_binary, a.powerloss_binary)
+    rc, _ = shrink_folder(a.failure_dir, a.budget, Printer(tty=False), a.stress_binary, a.powerloss_binary,
+                          getattr(a, "match", "kind"))
     return rc

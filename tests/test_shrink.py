@@ -13,7 +13,13 @@ K1-K5) and of the op trace it stands on (stress --trace_ops and
   then kill points (the seed search's endings, K6); delta debugging ends
   with exactly the ops a failure needs; what a power loss undid is read
   from powerloss's output;
+- a multi-thread candidate (K8) is pinned (two threads, N ops each, no
+  --duration) and its kills fit a short run;
 - a nightly run with --shrink shrinks the failure it saved;
+- a planted bug that needs two threads (horizon-newest-snapshot) is
+  shrunk by the multi-thread path: two threads, a pinned op count, at
+  least 10 times fewer ops, trials and rates in shrink.json, and repro of
+  the shrunk folder prints how many of its tries reproduced;
 - for planted bugs of the catalogue that a single thread can show, a
   real failure caught by `simple` is shrunk: the shrunk run fails with
   the same kind, with one thread, at least 10 times fewer ops, its repro
@@ -38,8 +44,8 @@ sys.path.insert(0, ROOT)
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
-from crashtest.shrink import (Cand, Shrinker, endings, opt_get, opt_set, powerloss_undone, same_value,  # noqa: E402
-                              set_faults, trace_inj)
+from crashtest.shrink import (MT_NEED, MT_REPRO_TRIES, MT_TRIALS, Cand, Shrinker, endings, mt_endings,  # noqa: E402
+                              opt_get, opt_set, powerloss_undone, same_value, set_faults, trace_inj)
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -238,6 +244,53 @@ class TestShrinkParts(unittest.TestCase):
                           opt_get(n.op["argv"], "kill_points")), ("exit0", None, None))
 
 
+    def test_a_multi_thread_candidate_is_pinned_and_its_kills_fit_a_short_run(self):
+        # K8: two threads, N ops each, no --duration (a timed run grows);
+        # a timed SIGKILL becomes a crash after the last op, or goes when
+        # the failure shows in the op step; kill points are rescaled to fire
+        # in a short run, then only the one that fired, or none.
+        wl = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "sigkill",
+              "kill_after": 1.5, "argv": ["@STRESS@", "--threads=4", "--ops_per_thread=0", "--duration=60",
+                                          "--seed=7"]}
+        pl = {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "tear"], "dir": "p"}
+        vf = dict(wl, name="verify", expect="exit0", kill_after=None,
+                  argv=["@STRESS@", "--threads=4", "--verification_only=1"])
+        (what, c), = mt_endings(Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"]), 2, 64)
+        self.assertEqual([opt_get(s["argv"], "threads") for s in c.stress_steps()], ["2", "4"])
+        self.assertEqual((opt_get(c.op["argv"], "ops_per_thread"), opt_get(c.op["argv"], "duration")), ("64", None))
+        self.assertEqual((c.op["expect"], c.op["kill_after"], opt_get(c.op["argv"], "crash_at_end")),
+                         ("crash_at_end", None, "1"))
+        self.assertFalse(c.deterministic(), "two threads: judged by repeated trials")
+        (what, c), = mt_endings(Cand([wl], False, None, 0), 2, 16)
+        self.assertEqual((c.op["expect"], c.op["kill_after"]), ("exit0", None))
+        wk = dict(wl, expect="kill_point", kill_after=None,
+                  argv=["@STRESS@", "--threads=4", "--ops_per_thread=0", "--duration=3", "--kill_random_test=5000",
+                        "--kill_points=kill/a,kill/b"])
+        (_, k), (_, n) = mt_endings(Cand([wk], False, None, 0), 2, 64, ["kill/a"])
+        self.assertEqual((k.op["expect"], opt_get(k.op["argv"], "kill_random_test")), ("kill_point", "32"))
+        self.assertEqual((n.op["expect"], opt_get(n.op["argv"], "kill_random_test")), ("exit0", None))
+        # ... and when no kill point fired in the failing op step, none.
+        (_, n), = mt_endings(Cand([wk], False, None, 0), 2, 64, [])
+        self.assertEqual((n.op["expect"], opt_get(n.op["argv"], "kill_points")), ("exit0", None))
+        (_, k), (_, f) = mt_endings(Cand([wk, pl, vf], False, None, 0, ["crashed", "passed", "failed"]), 2, 16,
+                                    ["kill/b"])
+        self.assertEqual(opt_get(k.op["argv"], "kill_random_test"), "8")
+        self.assertEqual((opt_get(f.op["argv"], "kill_points"), opt_get(f.op["argv"], "kill_random_test")),
+                         ("kill/b", "1"))
+
+    def test_match_keys_takes_a_failure_whose_keys_include_the_kind(self):
+        # K1: a lost stays a lost; with --match keys, a wrong_value that
+        # also shows the recorded false_alarm fails the same way too.
+        sh = Shrinker.__new__(Shrinker)
+        sh.kind, sh.match = "false_alarm", "kind"
+        both = {"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": ["wrong_value", "false_alarm"]}}
+        alone = {"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": ["wrong_value"]}}
+        own = {"kind": "false_alarm", "failure": {"kind": "false_alarm", "keys": ["false_alarm"]}}
+        self.assertEqual([sh.same(r) for r in (both, alone, own)], [False, False, True])
+        sh.match = "keys"
+        self.assertEqual([sh.same(r) for r in (both, alone, own)], [True, False, True])
+        self.assertFalse(sh.same({"kind": "error", "failure": {"kind": "error", "keys": ["false_alarm"]}}))
+
     def test_what_a_power_loss_undid_is_read_from_its_output(self):
         out = ("powerloss: /x/pl/db.0: mode mixed, seed 5 variant 0: 9 writes journaled, 6 unsynced, 2 rolled back, "
                "1 torn, 3 kept; 2 unsynced metadata operations, 1 undone; 0 dropped by failed fsyncs\n"
@@ -297,7 +350,10 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         b = os.path.join(ROOT, BUILD, "mutants", name)
         if not make(os.path.join(b, "stress"), os.path.join(b, "powerloss")):
             self.skipTest("build/mutants/%s missing" % name)
-        rd = os.path.join(self.d, "r")
+        # One report directory per bug: the subtests of one test share
+        # self.d, and a second run into the same directory read the first
+        # bug's failure back.
+        rd = os.path.join(self.d, "r-" + name)
         cmd = [sys.executable, CRASHTEST, "simple", "--duration", "120", "--max-failures", "1", "--seed",
                str(derive(SEED, "mutant", name)), "--stress-binary", os.path.join(b, "stress"),
                "--powerloss-binary", os.path.join(b, "powerloss"), "--report-dir", rd]
@@ -352,6 +408,53 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         self.assertEqual(doc["shrunk"]["repro_reproduced"], "3 of 3")
         self.assertTrue(os.path.isfile(os.path.join(folder, "shrunk", "meta.json")))
         self.assertRegex(p.stdout, r"shrink: \S*crashtest.py repro \S+/shrunk")
+
+    def test_a_bug_that_needs_two_threads_shrinks_to_short_pinned_runs_judged_by_trials(self):
+        # horizon-newest-snapshot: an older snapshot must be held while a
+        # newer one sets the horizon, so one thread never shows it (K8).
+        # Its simple run is timed with two threads; the shrunk run has two
+        # threads, a pinned op count at least ten times fewer ops, and
+        # shrink.json the trials and rate of every step; repro of the
+        # shrunk folder replays it several times and prints the rate.
+        name = "horizon-newest-snapshot"
+        folder = self.catch(name)
+        with open(os.path.join(folder, "meta.json")) as f:
+            kind = json.load(f)["failure"]["kind"]
+        b = os.path.join(ROOT, BUILD, "mutants", name)
+        p = subprocess.run([sys.executable, CRASHTEST, "shrink", folder, "--budget", "120", "--stress-binary",
+                            os.path.join(b, "stress"), "--powerloss-binary", os.path.join(b, "powerloss")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        with open(os.path.join(folder, "shrink.json")) as f:
+            doc = json.load(f)
+        o, s = doc["original"], doc["shrunk"]
+        self.assertEqual(doc["kind"], kind)
+        self.assertEqual(s["threads"], 2, p.stdout)
+        self.assertFalse(s["deterministic"])
+        self.assertLessEqual(s["ops"] * 10, o["ops"], p.stdout)
+        self.assertEqual(doc["multi"]["trials_per_step"], MT_TRIALS)
+        self.assertEqual(doc["multi"]["need"], MT_NEED)
+        self.assertGreaterEqual(doc["multi"]["failures"], MT_NEED + 1)
+        self.assertEqual(doc["multi"]["rate"], round(doc["multi"]["failures"] / doc["multi"]["trials"], 3))
+        with open(os.path.join(folder, "shrunk", "meta.json")) as f:
+            meta = json.load(f)
+        op = [x for x in meta["steps"] if x["name"] == "workload"][0]
+        self.assertIsNone(opt_get(op["argv"], "duration"))
+        self.assertLessEqual(int(opt_get(op["argv"], "ops_per_thread")), 1024)
+        self.assertEqual(meta["repro_tries"], MT_REPRO_TRIES)
+        multi = [e for e in doc["steps"] if e["phase"] == "multi"]
+        self.assertTrue(multi and multi[-1]["verdict"] == "kept")
+        for e in doc["steps"]:
+            if not e["deterministic"]:
+                self.assertLessEqual(e["trials"], 5, e)
+            self.assertEqual(e["rate"], round(e["failures"] / e["trials"], 3) if e["trials"] else None, e)
+        k, n = map(int, s["repro_reproduced"].split(" of "))
+        self.assertEqual(n, MT_REPRO_TRIES)
+        self.assertEqual(len(s["repro_seconds"]), MT_REPRO_TRIES)
+        r = subprocess.run([sys.executable, CRASHTEST, "repro", os.path.join(folder, "shrunk"), "--tries", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
+        self.assertRegex(r.stdout, r"crashtest: reproduced [0-2] of 2 tries")
+        self.assertEqual(len(re.findall(r"crashtest: try \d of 2: ", r.stdout)), 2)
 
     def test_planted_bugs_shrink_to_one_thread_and_ten_times_fewer_ops(self):
         if not bugs():

@@ -1,0 +1,295 @@
+"""The candidates of a shrink (crashtest.py shrink; shrink.py's rules
+K1-K8): the argv helpers of a recorded stress step ("--name=value"
+items), the lines of an op trace (docs/formats.md, Op trace), the
+candidate run (Cand) and the ways its op step may end with one thread
+(endings, K6) or two (mt_endings, K8), and small readers of a trial's
+outputs.  Kept apart from shrink.py, which runs the trials and the
+passes, so each file stays short."""
+
+import json
+import os
+import re
+
+from .params import FAULT_OPTIONS
+
+# The kill points a timed SIGKILL becomes with one thread when a crash
+# after the last op does not fail (None: every one; K6).
+SEARCH_KILLS = ("kill/wal/after_write_before_sync", None)
+
+# ---- argv of a recorded stress step: "--name=value" items ----
+
+def opt_get(argv, name):
+    out = None
+    for a in argv:
+        if a.startswith("--%s=" % name):
+            out = a.split("=", 1)[1]
+    return out
+
+
+def opt_set(argv, name, value):
+    """ARGV with every --NAME replaced by --NAME=VALUE (None: removed)."""
+    out = [a for a in argv if not a.startswith("--%s=" % name)]
+    if value is not None:
+        out.append("--%s=%s" % (name, value))
+    return out
+
+
+def as_int(v, default=0):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+def is_workload(step):
+    return step["type"] == "stress" and opt_get(step["argv"], "verification_only") != "1"
+
+
+def trace_ops_of(path):
+    """The op lines of a trace file (comments dropped), or []."""
+    try:
+        with open(path) as f:
+            return [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+    except OSError:
+        return []
+
+
+def line_touches(line, key):
+    """The op of trace LINE wrote, read or scanned KEY (its KEY field, or a
+    key its note names)."""
+    head, _, what = line.partition("|")
+    f = head.split()
+    if len(f) > 2 and f[2] == key:
+        return True
+    if re.search(r"(?:^|\s)%s=" % re.escape(key), what):
+        return True
+    m = re.search(r"\[(\d+),\+(\d+)\)", what)
+    return bool(m) and int(m.group(1)) <= int(key) < int(m.group(1)) + int(m.group(2))
+
+
+def trace_inj(line):
+    m = re.search(r"inj=(\d+)", line)
+    return int(m.group(1)) if m else 0
+
+
+def set_faults(line, on):
+    parts = line.split(" ", 5)
+    if len(parts) >= 5:
+        parts[4] = "on" if on else "off"
+    return " ".join(parts)
+
+
+class Cand:
+    """One candidate run: the steps (templates, C2), whether it starts from
+    an empty directory (a fresh database), the op trace it replays, and the
+    index of its op step (the workload whose ops the failure rests on)."""
+
+    def __init__(self, steps, fresh, trace, w, want=None):
+        self.steps, self.fresh, self.trace, self.w = steps, fresh, trace, w
+        # Each step's recorded outcome: a crash step that passes (or the
+        # reverse) diverged, the steps after it were planned on it (K1).
+        self.want = want if want is not None else [None] * len(steps)
+
+    def copy(self):
+        return Cand([dict(s, argv=list(s["argv"])) if "argv" in s else dict(s) for s in self.steps], self.fresh,
+                    list(self.trace) if self.trace is not None else None, self.w, list(self.want))
+
+    def stress_steps(self):
+        return [s for s in self.steps if s["type"] == "stress"]
+
+    def set_all(self, name, value):
+        for s in self.stress_steps():
+            if opt_get(s["argv"], name) is not None or name == "max_key":
+                s["argv"] = opt_set(s["argv"], name, value)
+
+    @property
+    def op(self):
+        return self.steps[self.w]
+
+    def op_traced(self):
+        """The op step writes an op trace and does not replay one yet."""
+        a = self.op["argv"]
+        return opt_get(a, "trace_ops") is not None and opt_get(a, "replay_ops") is None
+
+    def deterministic(self):
+        for s in self.stress_steps():
+            if as_int(opt_get(s["argv"], "threads"), 2) != 1 and is_workload(s):
+                return False
+            if s.get("kill_after") is not None:
+                return False
+            if is_workload(s) and as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 \
+                    and not opt_get(s["argv"], "replay_ops"):
+                return False
+        return True
+
+    def measures(self):
+        a = self.op["argv"]
+        classes = sorted(FAULT_OPTIONS[k] for k in FAULT_OPTIONS if as_int(opt_get(a, k)) > 0)
+        if as_int(opt_get(a, "kill_random_test")) > 0:
+            classes.append("kill")
+        return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
+                "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
+                "trace_ops": len(self.trace) if self.trace is not None else None,
+                "deterministic": self.deterministic()}
+
+
+def endings(cand, ops):
+    """How the op step of CAND, given one thread and OPS ops in all, may
+    end in place of its timed SIGKILL, in the order tried: [(what,
+    candidate)].  A crash right after the last op first; when that
+    cannot fail (a crash after the last commit's fsync leaves nothing
+    unsynced to tear), a kill point that fires 1 in N hits, N a quarter
+    of the ops for the log's write-before-sync point and the op count
+    for every point, with twice the ops of room.  An op step that fails
+    itself and has kill points: kept, then without them."""
+    out = []
+    s = cand.op
+    kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
+
+    def shaped(n, what):
+        c = cand.copy()
+        for x in c.stress_steps():
+            if is_workload(x):
+                x["argv"] = opt_set(x["argv"], "threads", 1)
+        c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", max(1, n)), "duration", None)
+        return what, c
+    if s.get("kill_after") is None:
+        out.append(shaped(ops * (4 if kill else 1), "%d ops" % (ops * (4 if kill else 1))))
+        if kill and cand.w == len(cand.steps) - 1:
+            # The failure shows in the op step itself: with one thread a
+            # kill point may end the run before it does; without them too.
+            what, c = shaped(ops, "%d ops, no kill points" % ops)
+            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
+            c.op["expect"] = "exit0"
+            out.append((what, c))
+    elif cand.w == len(cand.steps) - 1:
+        what, c = shaped(ops, "%d ops, no SIGKILL (the failure shows before it)" % ops)
+        c.op["kill_after"], c.op["expect"] = None, "exit0"
+        out.append((what, c))
+    else:
+        what, c = shaped(ops, "%d ops, a crash after the last op" % ops)
+        c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
+        c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
+        out.append((what, c))
+        if not kill:
+            for point in SEARCH_KILLS:
+                rate = max(1, ops // 4 if point else ops)
+                what, c = shaped(2 * ops, "%d ops, killed at %s 1 in %d hits" % (2 * ops, point or "any kill point",
+                                                                                 rate))
+                c.op["kill_after"], c.op["expect"] = None, "kill_point"
+                c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "kill_random_test", rate), "kill_points",
+                                               point), "sync_fault_injection", 1)
+                out.append((what, c))
+    return out
+
+
+def mt_endings(cand, threads, n, fired=None):
+    """How the op step of CAND, pinned to THREADS threads of N ops each (no
+    --duration: a timed run grows as every change makes it faster), may
+    end (K8), in the order tried: [(what, candidate)].  A timed SIGKILL
+    becomes a crash after the last op (or goes, when the failure shows in
+    the op step itself).  Kill points stay, at 1 in at most a quarter of
+    the ops' hits (the recorded rate would not fire in a short run); then,
+    when the op step is not the failing one, only the point that fired
+    (FIRED), at its first hit; when it is, none (the failure may not need
+    the kill).  When the op step is the failing one and no kill point
+    fired in it (FIRED empty: the ledger says the failure needed none),
+    only none."""
+    def shaped():
+        c = cand.copy()
+        for x in c.stress_steps():
+            if is_workload(x):
+                x["argv"] = opt_set(x["argv"], "threads", threads)
+        c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", n), "duration", None)
+        return c
+    out = []
+    last = cand.w == len(cand.steps) - 1
+    kill = as_int(opt_get(cand.op["argv"], "kill_random_test"))
+    if cand.op.get("kill_after") is not None:
+        c = shaped()
+        if last:
+            c.op["kill_after"], c.op["expect"] = None, "exit0"
+            out.append(("no SIGKILL", c))
+        else:
+            c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
+            c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
+            out.append(("a crash after the last op", c))
+    elif kill > 0:
+        rate = max(1, min(kill, threads * n // 4))
+        c = shaped()
+        c.op["argv"] = opt_set(c.op["argv"], "kill_random_test", rate)
+        if not last or fired:
+            out.append(("its kill points 1 in %d hits" % rate, c))
+        if last:
+            c = shaped()
+            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
+            c.op["expect"] = "exit0"
+            out.append(("no kill points", c))
+        elif fired:
+            c = shaped()
+            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", 1), "kill_points", fired[-1])
+            out.append(("killed at %s, its first hit" % fired[-1], c))
+    else:
+        out.append(("", shaped()))
+    return out
+
+
+def is_fresh(cand):
+    """CAND starts from an empty database (a fresh directory, or a first
+    step that destroys it): creation-time options and the key space may
+    change (K5)."""
+    return cand.fresh or opt_get(cand.steps[0].get("argv", []), "destroy_db_initially") == "1"
+
+
+def signature(cand):
+    """What makes two candidates the same run (options in any order)."""
+    steps = [dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps]
+    return json.dumps([steps, cand.fresh, cand.trace], sort_keys=True)
+
+
+def powerloss_undone(r, n):
+    """What the power-loss step N of trial R undid: unsynced writes rolled
+    back or torn and metadata operations undone, summed over its variants
+    (its output's lines), or None."""
+    res = (r or {}).get("results", {}).get(n) or {}
+    got = re.findall(r"(\d+) rolled back, (\d+) torn, .*?; \d+ unsynced metadata operations, (\d+) undone",
+                     res.get("output_tail") or "")
+    return sum(int(a) + int(b) + int(c) for a, b, c in got) if got else None
+
+
+def same_value(v, d):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+    def num(x):
+        x = str(x)
+        if x and x[-1] in units and x[:-1].isdigit():
+            return int(x[:-1]) * units[x[-1]]
+        return int(x) if x.isdigit() else x
+    return num(v) == num(d)
+
+
+def ops_of(r, state):
+    """The ops a step did: its report's, else the progress file stress
+    keeps in its run directory (a killed process writes no report)."""
+    rep = r.get("report") or {}
+    if rep.get("ops"):
+        return sum(int(v or 0) for k, v in rep["ops"].items() if k != "aborted")
+    try:
+        with open(os.path.join(state, "run", "progress")) as f:
+            m = re.match(r"ops (\d+)", f.read())
+            return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
+
+def slim(r):
+    if not r:
+        return r
+    return {k: v for k, v in r.items() if k != "report"} if r.get("report") is None else dict(r)
+
+
+def write_trace(path, lines):
+    with open(path, "w") as f:
+        f.write("# stress op trace 1 (crashtest.py shrink)\n# INDEX TYPE KEY SEED FAULTS | what it did\n")
+        for l in lines:
+            f.write(l + "\n")
