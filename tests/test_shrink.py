@@ -90,6 +90,17 @@ def summary_field(out, name):
     return m.group(1) if m else None
 
 
+def timed_kill_steps():
+    """A 4-thread timed workload SIGKILLed after 1.5 s, its power loss and
+    its verify: the steps a blackbox failure records."""
+    wl = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "sigkill",
+          "kill_after": 1.5, "argv": ["@STRESS@", "--threads=4", "--ops_per_thread=0", "--duration=60", "--seed=7"]}
+    pl = {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "tear"], "dir": "p"}
+    vf = dict(wl, name="verify", expect="exit0", kill_after=None,
+              argv=["@STRESS@", "--threads=4", "--verification_only=1"])
+    return wl, pl, vf
+
+
 class TestOpTrace(unittest.TestCase):
     FAULTS = ["--read_fault_one_in=20", "--sync_fault_one_in=30", "--cache_size=64K", "--page_size=4096",
               "--checkpoint_one_in=50", "--max_key=500", "--threads=1"]
@@ -208,12 +219,7 @@ class TestShrinkParts(unittest.TestCase):
 
 
     def test_a_timed_kill_becomes_a_crash_at_the_end_then_a_kill_point_with_one_thread(self):
-        wl = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "sigkill",
-              "kill_after": 1.5, "argv": ["@STRESS@", "--threads=4", "--ops_per_thread=0", "--duration=60",
-                                          "--seed=7"]}
-        pl = {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "tear"], "dir": "p"}
-        vf = dict(wl, name="verify", expect="exit0", kill_after=None,
-                  argv=["@STRESS@", "--threads=4", "--verification_only=1"])
+        wl, pl, vf = timed_kill_steps()
         cand = Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"])
         got = endings(cand, 800)
         self.assertGreaterEqual(len(got), 2)
@@ -249,12 +255,7 @@ class TestShrinkParts(unittest.TestCase):
         # a timed SIGKILL becomes a crash after the last op, or goes when
         # the failure shows in the op step; kill points are rescaled to fire
         # in a short run, then only the one that fired, or none.
-        wl = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "sigkill",
-              "kill_after": 1.5, "argv": ["@STRESS@", "--threads=4", "--ops_per_thread=0", "--duration=60",
-                                          "--seed=7"]}
-        pl = {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "tear"], "dir": "p"}
-        vf = dict(wl, name="verify", expect="exit0", kill_after=None,
-                  argv=["@STRESS@", "--threads=4", "--verification_only=1"])
+        wl, pl, vf = timed_kill_steps()
         (what, c), = mt_endings(Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"]), 2, 64)
         self.assertEqual([opt_get(s["argv"], "threads") for s in c.stress_steps()], ["2", "4"])
         self.assertEqual((opt_get(c.op["argv"], "ops_per_thread"), opt_get(c.op["argv"], "duration")), ("64", None))
