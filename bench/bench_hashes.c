@@ -64,8 +64,10 @@ __attribute__((target("sse4.2"))) static uint64_t h_crc32c(const uint8_t *p, siz
     for (int s = 0; i + 8 <= len; i += 8, s++) {
         uint64_t w;
         memcpy(&w, p + i, 8);
-        if (s) b = _mm_crc32_u64(b, w);
-        else a = _mm_crc32_u64(a, w);
+        if (s)
+            b = _mm_crc32_u64(b, w);
+        else
+            a = _mm_crc32_u64(a, w);
         x ^= w;
     }
     if (i < len) {
@@ -87,11 +89,11 @@ __attribute__((target("sse4.2"))) static uint64_t h_crc32c(const uint8_t *p, siz
 /* 32 bytes at P + I where I + 32 <= LEN; else the 32 bytes that end the
  * cell with the ones already hashed masked off (no copy, no read past the
  * cell; the tail keeps its offsets within that block). */
-static const uint8_t mask_bytes[64] = {
-    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
-    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
-    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+static const uint8_t mask_bytes[64] = {0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
+                                       0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
+                                       0,    0,    0,    0,    0,    0,    0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                       0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                       0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
 __attribute__((target("avx2"))) static inline __m256i load_block(const uint8_t *p, size_t i, size_t len) {
     if (i + 32 <= len) return _mm256_loadu_si256((const __m256i *)(p + i));
     size_t r = len - i; /* 1..31 left; the cell has at least 32 bytes */
@@ -173,7 +175,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     __builtin_cpu_init();
-    int have[4] = {__builtin_cpu_supports("sse4.2"), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq"),
+    int have[4] = {__builtin_cpu_supports("sse4.2"),
+                   __builtin_cpu_supports("avx2") && __builtin_cpu_supports("vpclmulqdq"),
                    __builtin_cpu_supports("avx2"), 1};
     const char *names[4] = {"crc32c_ns", "clmul_ns", "multilinear_ns", "xxh3_ns"};
     hash_fn fns[4] = {h_crc32c, h_clmul, h_multilinear, h_xxh3};

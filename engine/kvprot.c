@@ -136,8 +136,9 @@ CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t
     return wide ? crc_core(p, len, seed, par, 1) : crc_core(p, len, seed, par, 0);
 }
 static int have_crc_hw = -1; /* crc32c_have_hw(), kept here: asked once per code */
-static inline int use_crc(unsigned w) {
-    (void)w; /* every width: w = 8 keeps the three streams' 96 bits (crc_core) */
+/* Every width hashes with the CRC where the CPU has it (w = 8 keeps the
+ * three streams' 96 bits, crc_core). */
+static inline int use_crc(void) {
     int h = __atomic_load_n(&have_crc_hw, __ATOMIC_RELAXED);
     if (h < 0) {
         h = crc32c_have_hw();
@@ -146,10 +147,7 @@ static inline int use_crc(unsigned w) {
     return h;
 }
 #else
-static inline int use_crc(unsigned w) {
-    (void)w;
-    return 0;
-}
+static inline int use_crc(void) { return 0; }
 static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par, int wide) {
     (void)wide;
     *par = parity(p, len);
@@ -206,7 +204,7 @@ static inline __attribute__((always_inline)) uint64_t entry_code_of(const uint8_
     if (hdr > len) hdr = len;
     unsigned phdr = head_parity(p, len, hdr), prest, pall;
     uint64_t h;
-    if (use_crc(w)) {
+    if (use_crc()) {
         h = crc_hash(p, len, seed, &pall, w > 4);
         prest = pall ^ phdr;
     } else {
@@ -254,7 +252,7 @@ static inline int slotted(int type) { return type == PAGE_LEAF || type == PAGE_I
 static uint32_t page_code(const uint8_t *page, uint32_t ps, uint64_t *hashed) {
     size_t len = slotted(ph_get_type(page)) ? PAGE_HDR - 16 : ps - 16;
     if (hashed) *hashed += len;
-    if (len <= 64 && use_crc(4)) {
+    if (len <= 64 && use_crc()) {
         unsigned par;
         uint64_t h = crc_hash(page + 16, len, 0x6b76, &par, 0);
         return (uint32_t)((h & ~1ull) | par);
@@ -374,7 +372,7 @@ int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, ui
     size_t prevlen = 0;
     unsigned todo = n;
 #if CRC32C_HW
-    if (leaf && use_crc(w)) {
+    if (leaf && use_crc()) {
         uint64_t bytes = 0;
         flags = code_leaf_crc(c, page, ps, n, w, &bytes);
         if (hashed) *hashed += bytes;
