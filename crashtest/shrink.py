@@ -36,13 +36,15 @@ Rules:
       op draws from a seed of its own), the op count (this early so that
       every later trial is shorter); fault classes (each dropped), kill
       points (the one that fired, at its first hit), fault rates; the op
-      mix; a fresh database instead of the grown one,
-      then the key space; the cache size and the other options toward
-      stress's defaults; the power-loss mode (keep, then rollback: the
+      mix; a fresh database instead of the grown one, the ops of the step
+      that creates it, then the key space; the cache size and the other
+      options toward stress's defaults; the power-loss mode (keep, then rollback: the
       fewest writes rolled back or torn); then delta debugging on the op
       trace (stress --replay_ops: first only the ops that touch the failing
-      key, then chunks of ops removed while it still fails) and the faults
-      of every op that needs none turned off.
+      key, then chunks of ops removed while it still fails; inside the
+      rounds at most DDMIN_ROUND_SHARE of the budget left) and the faults
+      of every op that needs none turned off.  A run's size (shrink.json's
+      ops) is the ops of all its stress steps, a create step's too.
   K4  the budget (--budget, seconds) bounds the whole: no trial starts
       after it; the best run so far is the result.
   K5  creation-time options and the key space (C3) change only together
@@ -147,6 +149,12 @@ POWERLOSS_SEEDS = 4
 # Short runs with other seeds (K7): op counts tried, and seeds for each.
 SHORT_OPS = (1, 4, 16, 64)
 SHORT_SEEDS = 6
+# Delta debugging inside the rounds (K3) may spend this share of the budget
+# left when it starts: a failure that needs nearly every op of a long list
+# (a tree's shape at a split) would otherwise use all of it, and the
+# option steps after it (a fresh database, fewer keys, the cache) never
+# run.  The passes after the rounds take what is left.
+DDMIN_ROUND_SHARE = 0.5
 # The multi-thread path (K8), for a failure one thread does not show: the
 # thread count, the pinned ops per thread (smallest first), the key spaces
 # (a fresh database; smallest first, then the recorded one), the seeds per
@@ -259,16 +267,20 @@ class Shrinker:
         env = {"@STATE@": os.path.join(t, "state"), "@ITER@": os.path.join(t, "iter"), "@FOLDER@": t}
         env.update(self.bin)
         ex = Executor(env, self.hang)
-        res = {"kind": None, "step": None, "ops": None, "diverged": None, "dir": t, "results": {},
-               "failure": None}
+        # ops: the op step's; ops_all: every stress step's (a create step's
+        # too), the run's size that original and shrunk are compared by.
+        res = {"kind": None, "step": None, "ops": None, "ops_all": 0, "diverged": None, "dir": t,
+               "results": {}, "failure": None}
         t0 = time.monotonic()
         for n, step in enumerate(cand.steps):
             r = ex.run(n, step)
             res["results"][n] = r
-            if n == cand.w:
+            if step["type"] == "stress":
                 traced = opt_get(step["argv"], "trace_ops")
-                res["ops"] = len(trace_ops_of(subst(traced, env))) if traced else \
-                    ops_of(r, subst(step["state"], env))
+                k = len(trace_ops_of(subst(traced, env))) if traced else ops_of(r, subst(step["state"], env))
+                if n == cand.w:
+                    res["ops"] = k
+                res["ops_all"] += k or 0
             if r["failure"]:
                 res["failure"] = dict(r["failure"], step=n, step_name=step["name"])
                 res["kind"] = r["failure"]["kind"]
@@ -326,7 +338,8 @@ class Shrinker:
                  "verdict": "kept" if kept else "rejected",
                  "why": "fails the same way (%s)" % self.kind if kept else (why or "out of budget"),
                  "seconds": [r["seconds"] for r in results],
-                 "ops": [r["ops"] for r in results], "deterministic": cand.deterministic()}
+                 "ops": [r["ops"] for r in results], "ops_all": [r["ops_all"] for r in results],
+                 "deterministic": cand.deterministic()}
         if extra:
             entry.update(extra)
         if any(r["kind"] and r["kind"] != self.kind for r in results):
@@ -617,6 +630,25 @@ class Shrinker:
             return
         self.attempt("a fresh database instead of the one the run had grown", self.freshened(self.best), "fresh")
 
+    def p_create(self):
+        """The ops of a step before the op step that creates the database
+        (a create step: one thread, a fixed count): one op, then 1/128 of
+        them, 1/64 ... 1/2, the first that still fails the same way kept.
+        They count in the run's size like the op step's."""
+        first = self.best.steps[0]
+        if self.best.w == 0 or first["type"] != "stress" or not is_fresh(self.best) or \
+                opt_get(first["argv"], "duration") or as_int(opt_get(first["argv"], "threads"), 1) != 1:
+            return
+        n = as_int(opt_get(first["argv"], "ops_per_thread"), 10000)
+        tries = [1] + [n >> k for k in range(7, 0, -1) if 1 < n >> k]
+        for m in tries:
+            if m >= n or self.left() <= 0 or STOP.is_set():
+                continue
+            c = self.best.copy()
+            c.steps[0] = dict(c.steps[0], argv=opt_set(c.steps[0]["argv"], "ops_per_thread", m))
+            if self.attempt("create step's ops %d -> %d" % (n, m), c, "create"):
+                return
+
     def freshened(self, cand):
         """CAND starting from an empty directory: a create step (the run's
         database options, 200 ops, one thread) first (K5)."""
@@ -853,18 +885,23 @@ class Shrinker:
             self.attempt("ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
                          % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
 
-    def p_ddmin(self):
+    def p_ddmin(self, share=1.0):
         """Delta debugging on the trace: chunks of half the ops, then
         quarters ... single ops, each removed while the rest still fails the
         same way.  A pass goes on from the chunk it removed (the ops before
         it were tried at this size already) instead of starting over, and
-        the single-op pass is repeated until it removes nothing."""
+        the single-op pass is repeated until it removes nothing.  Spends at
+        most SHARE of the budget left."""
         if self.best.trace is None:
             return
+        stop = time.monotonic() + self.left() * share
+
+        def more():
+            return self.left() > 0 and time.monotonic() < stop and not STOP.is_set()
         size = max(1, len(self.best.trace) // 2)
-        while len(self.best.trace) >= 2 and self.left() > 0 and not STOP.is_set():
+        while len(self.best.trace) >= 2 and more():
             i, removed = 0, False
-            while i < len(self.best.trace) and self.left() > 0 and not STOP.is_set():
+            while i < len(self.best.trace) and more():
                 lines = self.best.trace
                 rest = lines[:i] + lines[i + size:]
                 if rest and self.attempt("ops %d -> %d (remove ops %d..%d of the list)"
@@ -923,7 +960,8 @@ class Shrinker:
                 # ... then several threads, short pinned runs (K8).
                 p.line("shrink: no one-thread seed failed the same way: several threads, short runs")
                 ok = self.p_multi(start=orig)
-            base = {"ops": ops, "seconds": max(e["seconds"] or [None]), "failed_again": False}
+            base = {"ops": ops, "ops_all": max([o for o in e["ops_all"] if o] or [0]) or None,
+                    "seconds": max(e["seconds"] or [None]), "failed_again": False}
         if ok:
             # Rounds until one keeps nothing: a change kept late (a smaller
             # key space) can let an earlier one (one thread) through.
@@ -933,8 +971,8 @@ class Shrinker:
                 # once a trace exists, delta debugging on it before the
                 # option steps, which then run on the few ops left.
                 for step in (self.p_threads, self.p_multi, self.p_pin, self.p_trace, self.p_ops, self.p_short, self.p_replay,
-                             self.p_focus, self.p_ddmin, self.p_classes, self.p_kill, self.p_rates, self.p_mix,
-                             self.p_fresh, self.p_keys, self.p_options, self.p_powerloss):
+                             self.p_focus, lambda: self.p_ddmin(DDMIN_ROUND_SHARE), self.p_classes, self.p_kill, self.p_rates, self.p_mix,
+                             self.p_fresh, self.p_create, self.p_keys, self.p_options, self.p_powerloss):
                     if self.left() <= 0 or STOP.is_set():
                         break
                     step()
@@ -961,7 +999,8 @@ class Shrinker:
                "need_per_step_when_not_deterministic": self.need,
                "failing_key": failing_key((self.meta["steps"][self.failure["step"]].get("result") or {})
                                           .get("output_tail"), self.kind),
-               "original": dict(orig.measures(), ops=(base or {}).get("ops"),
+               "original": dict(orig.measures(), ops=(base or {}).get("ops_all") or None,
+                                op_step_ops=(base or {}).get("ops"),
                                 seconds=(base or {}).get("seconds"),
                                 failed_again=(base or {}).get("failed_again", bool(ok))),
                "seeds_tried": [e["seed"] for e in self.log if "seed" in e],
@@ -1010,7 +1049,10 @@ class Shrinker:
                         self.write_folder(dest, self.best, self.best_res)
                     doc["stepped_back"] = back
                 ops = self.best_res.get("ops")
-            doc["shrunk"] = dict(self.best.measures(), ops=ops, seconds=self.best_res.get("seconds"),
+            # The run's size: every stress step's ops, its op step's as above.
+            ops_all = (self.best_res.get("ops_all") or 0) - (self.best_res.get("ops") or 0) + (ops or 0)
+            doc["shrunk"] = dict(self.best.measures(), ops=ops_all, op_step_ops=ops,
+                                 seconds=self.best_res.get("seconds"),
                                  path=nice_path(dest), repro_seconds=times,
                                  repro_reproduced="%d of %d" % (repro_ok, tries))
             if self.multi:
@@ -1024,9 +1066,10 @@ class Shrinker:
             cmd = "%s repro %s" % (nice_path(os.path.join(REPO, "crashtest.py")), shlex.quote(nice_path(dest)))
             doc["command"] = cmd
             o, s = doc["original"], doc["shrunk"]
-            self.p.line("shrink: %s: threads %s -> %s, ops %s -> %s, fault classes %s -> %s, steps %s -> %s; "
-                        "repro %s s (reproduced %s)" % (
-                            self.kind, o["threads"], s["threads"], o["ops"], s["ops"],
+            self.p.line("shrink: %s: threads %s -> %s, ops %s -> %s (op step %s -> %s), fault classes %s -> %s, "
+                        "steps %s -> %s; repro %s s (reproduced %s)" % (
+                            self.kind, o["threads"], s["threads"], o["ops"], s["ops"], o["op_step_ops"],
+                            s["op_step_ops"],
                             ",".join(o["fault_classes"]) or "none", ",".join(s["fault_classes"]) or "none",
                             o["steps"], s["steps"], "/".join("%.1f" % x for x in times), s["repro_reproduced"]))
             self.p.line("shrink: %s" % cmd)

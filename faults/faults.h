@@ -72,6 +72,10 @@ typedef struct flt_options {
     int phase_recovery;        /* this process is recovering: ledger phase */
     int cache_patterns;        /* bitflip_cache draws flip patterns, each
                                 * checked and undone (cacheflip.h) */
+    /* Called once on the thread a kill point fires on, after its ledger
+     * line and right before SIGKILL: the caller's last chance to note
+     * what it did (stress writes its op count there).  May be NULL. */
+    void (*before_kill)(void);
 } flt_options;
 
 void flt_options_init(flt_options *o);

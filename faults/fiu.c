@@ -171,6 +171,7 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
         /* The ledger line is in the page cache (one write(2) returned):
          * it survives the kill. */
         flt_flip_at_crash(f, t);
+        if (f->o.before_kill) f->o.before_kill();
         raise(SIGKILL);
         for (;;) pause(); /* not reached: SIGKILL cannot be caught */
     }

@@ -414,6 +414,9 @@ static int prepare_run_dir(void) {
         fprintf(stderr, "stress: cannot write the run state in %s: %s\n", g.run_dir, strerror(errno));
         return EXIT_INFRA;
     }
+    /* Every process's count starts at 0, not at an earlier process's: a
+     * checking run, or one killed in its open, did no workload ops. */
+    st_write_progress(0);
     st_path_in(p, sizeof p, g.run_dir, ORC_REPORTS_FILE);
     g.reports_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     st_path_in(p, sizeof p, g.run_dir, ORC_OBSERVATIONS_FILE);
@@ -442,6 +445,17 @@ static int prepare_run_dir(void) {
     return GO_ON;
 }
 
+/* Set once the workload's ops begin: a kill point that fires before (in
+ * the open's recovery) leaves RUN_DIR/progress as it was. */
+static atomic_int st_working;
+
+/* flt_options.before_kill: a process a kill point ends writes no report,
+ * so its op count goes to RUN_DIR/progress here (the watchdog's copy is
+ * up to a fifth of a second old: a kill early in a run would read 0). */
+static void note_ops_before_kill(void) {
+    if (atomic_load(&st_working)) st_write_progress(st_total_done());
+}
+
 /* The fault library, when a fault option asks for it. */
 static int open_faults(void) {
     int rc;
@@ -456,6 +470,7 @@ static int open_faults(void) {
         fo.cache_patterns = g.o.bitflip_cache_patterns;
         fo.kill_random_test = g.o.kill_random_test;
         fo.kill_points = g.o.kill_points;
+        fo.before_kill = note_ops_before_kill;
         rc = flt_open(&fo, &g.flt);
         if (rc) {
             fprintf(stderr, "stress: cannot set up the fault library: %s\n", g.E->native_strerror(rc));
@@ -514,7 +529,7 @@ static int run_workers(int failed, pthread_t *wd) {
     }
     pthread_create(wd, NULL, st_watchdog_main, NULL);
     if (!g.o.verification_only && g.db && !failed) {
-        st_write_progress(0); /* not the count an earlier process left */
+        atomic_store(&st_working, 1);
         double t = st_now();
         for (uint64_t i = 0; i < g.o.threads; i++) pthread_create(&g.w[i].th, NULL, st_worker_main, &g.w[i]);
         for (uint64_t i = 0; i < g.o.threads; i++) pthread_join(g.w[i].th, NULL);

@@ -176,6 +176,26 @@ class TestOpTrace(unittest.TestCase):
         with open(t2) as f:
             self.assertEqual(f.read(), text)
 
+    def test_a_process_a_kill_point_ends_leaves_its_op_count_and_a_checking_run_zero(self):
+        # shrink measures a killed run by RUN_DIR/progress.  A kill point
+        # that fires within the watchdog's first fifth of a second used to
+        # leave "ops 0"; the count is now written right before SIGKILL.
+        t1, run = os.path.join(self.d, "a.trace"), os.path.join(self.d, "run")
+        common = ["--db=%s/db" % self.d, "--expected_values_dir=%s/exp" % self.d, "--run_dir=" + run,
+                  "--threads=1", "--max_key=100"]
+        rc, out, err = stress(*common, "--destroy_db_initially", "--ops_per_thread=500", "--trace_ops=" + t1,
+                              "--sync_fault_injection=1", "--kill_random_test=5", "--kill_points=kill/wal/after_sync")
+        self.assertEqual(rc, -9, out + err)
+        with open(t1) as f:
+            done = sum(1 for l in f if l.endswith("\n") and not l.startswith("#"))
+        with open(os.path.join(run, "progress")) as f:
+            self.assertEqual(f.read(), "ops %d\n" % done)
+        self.assertGreater(done, 0)
+        rc, out, err = stress(*common, "--verification_only=1")
+        self.assertEqual(rc, 0, out + err)
+        with open(os.path.join(run, "progress")) as f:
+            self.assertEqual(f.read(), "ops 0\n")
+
     def test_bad_traces_and_several_threads_are_usage_errors(self):
         bad = os.path.join(self.d, "bad.trace")
         for text in ("0 put\n", "0 fly 3 00 on\n", "0 put 999999 00 on\n", "0 put 3 00 maybe\n", "0 batch 3 00 on\n"):
@@ -389,7 +409,7 @@ class TestShrinkPlantedBugs(unittest.TestCase):
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
         self.assertEqual(r.returncode, 1, r.stdout)
         self.assertIn("reproduced: %s" % kind, r.stdout)
-        self.assertIn("the op list (%d ops" % s["ops"], r.stdout)
+        self.assertIn("the op list (%d ops" % s["op_step_ops"], r.stdout)
 
     def test_a_nightly_run_with_shrink_shrinks_its_failure_after_its_iterations(self):
         b = os.path.join(ROOT, BUILD, "mutants", "stale-value")
