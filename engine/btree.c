@@ -320,7 +320,9 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
         bp_release(t->bp, f, BP_SHARED);
         return ENG_POISONED;
     }
-    if ((rc = bt_check_root(t, f))) {
+    /* Each frame's page code before its type and level are believed: a
+     * bit flipped in a cached header is the codes' to name (V1e). */
+    if ((rc = kv_page(t, f)) || (rc = bt_check_root(t, f))) {
         bp_release(t->bp, f, BP_SHARED);
         return rc;
     }
@@ -330,7 +332,7 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
          * changes the root's level: re-latching cannot race. */
         bp_release(t->bp, f, BP_SHARED);
         if ((rc = bp_get(t->bp, ROOT_BLOCK, BP_EXCL, &f))) return rc;
-        if ((rc = bt_check_root(t, f))) {
+        if ((rc = kv_page(t, f)) || (rc = bt_check_root(t, f))) {
             bp_release(t->bp, f, BP_EXCL);
             return rc;
         }
@@ -338,10 +340,6 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
     while (level > 0) {
         int slot;
         uint32_t blk = atomic_load(&f->block);
-        if ((rc = kv_page(t, f))) {
-            bp_release(t->bp, f, BP_SHARED);
-            return rc;
-        }
         uint32_t child = bt_child_for_side(f->data, key, klen, mode, &slot, bp_kv_codes(f, t->kvw), t->kvw);
         unsigned n = ph_get_nslots(f->data);
         /* K1: the chosen separator and the next prove the child. */
@@ -372,15 +370,12 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
         bp_frame *c;
         int cmode = level == 1 ? leaf_mode : BP_SHARED;
         rc = bp_get(t->bp, child, cmode, &c);
-        if (rc == ENG_OK && (rc = bt_check_child_page(t, c, blk, level - 1))) bp_release(t->bp, c, cmode);
+        if (rc == ENG_OK && ((rc = kv_page(t, c)) || (rc = bt_check_child_page(t, c, blk, level - 1))))
+            bp_release(t->bp, c, cmode);
         bp_release(t->bp, f, BP_SHARED);
         if (rc) return rc;
         f = c;
         level--;
-    }
-    if ((rc = kv_page(t, f))) {
-        bp_release(t->bp, f, leaf_mode);
-        return rc;
     }
     *out = f;
     return ENG_OK;

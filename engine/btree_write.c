@@ -245,7 +245,9 @@ static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t **oldb, int *
     int d = 0, rc;
     rc = bp_get(t->bp, ROOT_BLOCK, BP_EXCL, &path[0].f);
     if (rc) return rc;
-    if ((rc = bt_check_root(t, path[0].f))) {
+    /* The page code first, as in bt_descend: a flipped header bit is the
+     * codes' to name. */
+    if ((rc = kv_page(t, path[0].f)) || (rc = bt_check_root(t, path[0].f))) {
         bp_release(t->bp, path[0].f, BP_EXCL);
         return rc;
     }
@@ -254,6 +256,11 @@ static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t **oldb, int *
         uint32_t blk = atomic_load(&path[d].f->block);
         int level = ph_get_level(path[d].f->data);
         uint32_t child = bt_child_for(path[d].f->data, o->key, o->klen, BT_GE, &slot);
+        unsigned n = ph_get_nslots(path[d].f->data);
+        /* K1, K2: the separator chosen and the next prove the child followed
+         * (the search ran on unverified bytes). */
+        if ((rc = kv_entry(t, path[d].f, slot)) || (slot + 1 < (int)n && (rc = kv_entry(t, path[d].f, slot + 1))))
+            goto out;
         if ((rc = bt_check_child_ptr(t, blk, child, slot))) goto out;
         for (int i = 0; i < d; i++) /* every ancestor is latched: a cycle would wait on itself */
             if (atomic_load(&path[i].f->block) == child) {
@@ -267,7 +274,7 @@ static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t **oldb, int *
         rc = bp_get(t->bp, child, BP_EXCL, &path[d + 1].f);
         if (rc) goto out;
         d++;
-        if ((rc = bt_check_child_page(t, path[d].f, blk, level - 1))) {
+        if ((rc = kv_page(t, path[d].f)) || (rc = bt_check_child_page(t, path[d].f, blk, level - 1))) {
             bp_release(t->bp, path[d].f, BP_EXCL);
             d--;
             goto out;

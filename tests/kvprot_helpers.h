@@ -65,8 +65,8 @@
  *       a bit of header bytes [16, 40) of a leaf or of the root (an
  *       internal page): the next get of any key under it returns
  *       CORRUPTION, kv_protection, that block, entry -1 (the page code),
- *       or structure for that block when the descent's own check of a
- *       page's type and level sees it first; a bit of a leaf's slot: the
+ *       never structure (the descent checks a page's code before its
+ *       type and level); a bit of a leaf's slot: the
  *       next get of that slot's key, kv_protection naming the slot (its
  *       offset seeds the entry's code).  Scans stop before the page.
  *   flipped_bit_in_internal_separator_or_child_is_caught_on_descent

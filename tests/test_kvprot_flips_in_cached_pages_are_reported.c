@@ -363,18 +363,21 @@ KV_WIDTH_TEST(flipped_bit_in_slot_array_or_header_is_reported) {
                  off, in_header ? "header" : "slot array", internal ? "root" : "leaf", (unsigned long long)block,
                  probe);
         flip f = flip_bit(db, block, off, bit);
-        /* the header is the page code's (entry -1); a slot, its entry's.  A
-         * page's type and level are also checked by the descent as it
-         * reaches the page, which may see such a flip first (layer
-         * structure, the same block) */
-        expect_get_reported_as(db, probe, (int64_t)block, in_header ? -1 : (int32_t)slot, in_header, what);
+        /* the header is the page code's (entry -1); a slot, its entry's.
+         * The descent checks a page's type and level too, but after its
+         * page code (found by the crash test, 2026-12-02: whitebox seed
+         * 20261241, iteration seed 113483742071742, w = 8, checksums off:
+         * the root's type byte flipped in the cache was named `structure`
+         * by the descent's check, which the oracle's V1e calls a false
+         * alarm), so only kv_protection may name it */
+        expect_get_reported_as(db, probe, (int64_t)block, in_header ? -1 : (int32_t)slot, 0, what);
         if (!internal) {
             /* a scan stops before the page's first key (from the map: the
              * flipped frame's slots may be nonsense) */
             size_t first = F.m.n;
             for (int i = 0; i < NKEYS; i++)
                 if ((uint64_t)F.leaf_of[i] == block && model_pos(i) < first) first = model_pos(i);
-            expect_scan_stops_as(db, 0, in_header ? first : model_pos(probe), (int64_t)block, in_header, what);
+            expect_scan_stops_as(db, 0, in_header ? first : model_pos(probe), (int64_t)block, 0, what);
         }
         flip_undo(db, &f);
         expect_get_right(db, probe, what);
