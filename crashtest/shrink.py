@@ -38,12 +38,14 @@ Rules:
       points (the one that fired, at its first hit), fault rates; the op
       mix; a fresh database instead of the grown one, the ops of the step
       that creates it, then the key space; the cache size and the other
-      options toward stress's defaults; the power-loss mode (keep, then rollback: the
-      fewest writes rolled back or torn); then delta debugging on the op
-      trace (stress --replay_ops: first only the ops that touch the failing
-      key, then chunks of ops removed while it still fails; inside the
-      rounds at most DDMIN_ROUND_SHARE of the budget left) and the faults
-      of every op that needs none turned off.  A run's size (shrink.json's
+      options toward stress's defaults; the power-loss mode (keep, then
+      rollback: the fewest writes rolled back or torn); then delta
+      debugging on the op trace (stress --replay_ops: first only the ops
+      that touch the failing key, then the options whose effects the
+      trace does not pin set to stress's defaults (UNTIED), then chunks of
+      ops removed while it still fails; inside the rounds at most
+      DDMIN_ROUND_SHARE of the budget left) and the faults of every op
+      that needs none turned off.  A run's size (shrink.json's
       ops) is the ops of all its stress steps, a create step's too.
   K4  the budget (--budget, seconds) bounds the whole: no trial starts
       after it; the best run so far is the result.
@@ -149,6 +151,9 @@ POWERLOSS_SEEDS = 4
 # Short runs with other seeds (K7): op counts tried, and seeds for each.
 SHORT_OPS = (1, 4, 16, 64)
 SHORT_SEEDS = 6
+# Options whose effects the op trace does not pin (p_untied): a checkpoint
+# the log's volume starts, evictions from a small cache.
+UNTIED = ("checkpoint_wal_bytes", "cache_size")
 # Delta debugging inside the rounds (K3) may spend this share of the budget
 # left when it starts: a failure that needs nearly every op of a long list
 # (a tree's shape at a split) would otherwise use all of it, and the
@@ -779,12 +784,23 @@ class Shrinker:
                 return
             k //= 2
 
-    def p_options(self):
+    def p_untied(self):
+        """Before delta debugging: the options whose effects fall where the
+        trace does not say (UNTIED) set to stress's defaults.  Removing ops
+        moves a checkpoint that the log's volume starts, or an eviction
+        from a small cache, so a failure that rests on one comes and goes
+        with every chunk removed."""
+        if self.best.trace is not None:
+            self.p_options(only=UNTIED)
+
+    def p_options(self, only=None):
         fresh = self.best.fresh or opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") == "1"
         a = self.best.op["argv"]
         names = [x[2:].split("=", 1)[0] for x in a if x.startswith("--")]
         names = sorted(set(names), key=lambda n: (n != "cache_size", n))
         for name in names:
+            if only is not None and name not in only:
+                continue
             if name in NOT_SHRUNK or name in FAULT_OPTIONS or name in MIX or name in RARE_OPS or \
                     name == "writepercent":
                 continue
@@ -971,7 +987,8 @@ class Shrinker:
                 # once a trace exists, delta debugging on it before the
                 # option steps, which then run on the few ops left.
                 for step in (self.p_threads, self.p_multi, self.p_pin, self.p_trace, self.p_ops, self.p_short, self.p_replay,
-                             self.p_focus, lambda: self.p_ddmin(DDMIN_ROUND_SHARE), self.p_classes, self.p_kill, self.p_rates, self.p_mix,
+                             self.p_focus, self.p_untied, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
+                             self.p_classes, self.p_kill, self.p_rates, self.p_mix,
                              self.p_fresh, self.p_create, self.p_keys, self.p_options, self.p_powerloss):
                     if self.left() <= 0 or STOP.is_set():
                         break
