@@ -62,7 +62,15 @@ CRASHTEST = os.path.join(ROOT, "crashtest.py")
 # minutes: witness-at-end-is-damage (about 45 s: one thread only by the
 # seed search, its timed kill made a kill point), freeze-clears-xmax and
 # writeback-error-cleans (SHRINK_BUGS=... runs them).
-DEFAULT_BUGS = ["stale-value", "redo-skips-second-action", "kv-codes-stale-after-in-place-edit", "seal-before-witness"]
+# redo-skips-second-action was here until 2026-12-02 and is left out now:
+# the failure its 120-second catch meets first depends on timing (four
+# threads, timed kills), and of the shapes seen (README, "One planted bug,
+# many failures") two do not reach one thread and ten times fewer ops in
+# 300 s every time: a lost key the create step wrote, and an unrecoverable
+# recovery after a kill 200 ops into a four-thread run (one thread on some
+# shrinks, four on others).  CI failed on it twice; a test that passes or
+# fails with the machine's timing proves nothing.
+DEFAULT_BUGS = ["stale-value", "kv-codes-stale-after-in-place-edit", "seal-before-witness"]
 SEED = 20261201
 
 
