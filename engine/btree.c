@@ -152,8 +152,9 @@ int bt_version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell *c,
             bad = !xc || c->xmax == 0 || xid_committed(t, c->xmax) != (h == HINT_XMAX_C);
         if (bad) {
             if (!quiet)
-                corrupt(t, ENG_LAYER_KV_PROTECTION, atomic_load(&f->block), (int32_t)slot, 0, h,
-                        "hint bits contradict the transaction status (damaged in the cache)");
+                corrupt(t, ENG_LAYER_HINT_STATUS, atomic_load(&f->block), (int32_t)slot, 0, h,
+                        "hint bits contradict the transaction status (damaged in the cache, or the "
+                        "commit-log page is old)");
             return -1;
         }
     }

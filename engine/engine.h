@@ -78,6 +78,10 @@ typedef enum eng_layer {
     ENG_LAYER_WAL,               /* "wal_record": WAL record checksum or framing */
     ENG_LAYER_KV_PROTECTION,     /* "kv_protection": per key-value code in the pool */
     ENG_LAYER_VERSION,           /* "version": version header, hint bits or commit log */
+    ENG_LAYER_HINT_STATUS,       /* "hint_status": with per-KV codes, a leaf's hint
+                                  * disagrees with the transaction status read
+                                  * from the commit log (two flips in a nibble in
+                                  * the cache, or a commit-log page left old) */
     ENG_LAYER_COUNT
 } eng_layer;
 

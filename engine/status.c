@@ -44,6 +44,7 @@ static const char *const layer_names[ENG_LAYER_COUNT] = {
     [ENG_LAYER_WAL] = "wal_record",
     [ENG_LAYER_KV_PROTECTION] = "kv_protection",
     [ENG_LAYER_VERSION] = "version",
+    [ENG_LAYER_HINT_STATUS] = "hint_status",
 };
 
 const char *eng_layer_name(int layer) {

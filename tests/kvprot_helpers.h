@@ -306,6 +306,17 @@ static inline int has_report(int64_t block, int32_t entry, int also_structure) {
     return found;
 }
 static inline int has_kvp_report(int64_t block, int32_t entry) { return has_report(block, entry, 0); }
+/* A report of LAYER naming BLOCK and ENTRY. */
+static inline int has_layer_report(int layer, int64_t block, int32_t entry) {
+    int found = 0;
+    pthread_mutex_lock(&F.rep.mu);
+    for (size_t i = 0; i < F.rep.n && !found; i++) {
+        const eng_corruption *r = &F.rep.r[i];
+        found = r->layer == layer && !strcmp(r->file, "data") && r->block == block && r->entry == entry;
+    }
+    pthread_mutex_unlock(&F.rep.mu);
+    return found;
+}
 
 /* A get of model key I returns CORRUPTION with a kv_protection report
  * naming BLOCK (and ENTRY if >= 0), never a value.  ALSO_STRUCTURE: a

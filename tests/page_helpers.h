@@ -138,7 +138,7 @@ static inline void build_meta(uint8_t *p, size_t ps) {
 /* Local names: eng_layer_name lives in another module of the engine. */
 static inline const char *layer_name(int layer) {
     static const char *const n[] = {"page_checksum", "zero_page",  "page_header",   "structure", "overflow",
-                                    "control",       "wal_record", "kv_protection", "version"};
+                                    "control",       "wal_record", "kv_protection", "version",   "hint_status"};
     _Static_assert(sizeof n / sizeof n[0] == ENG_LAYER_COUNT, "a layer without a name");
     return layer >= 0 && layer < ENG_LAYER_COUNT ? n[layer] : "?";
 }

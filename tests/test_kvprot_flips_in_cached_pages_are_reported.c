@@ -271,7 +271,8 @@ KV_WIDTH_TEST(flipped_key_of_an_older_version_is_reported_to_a_snapshot_reader) 
  * codes; its even-parity nibbles catch one flip, not two) can make another
  * valid state: "xmin aborted" on a committed version would hide the key.
  * With protection on, a hint is used only where the transaction status
- * agrees, so such damage is CORRUPTION (kv_protection, the leaf and slot)
+ * agrees, so such damage is CORRUPTION (hint_status, the leaf and slot:
+ * the comparison cannot tell a damaged hint from an old commit-log page)
  * or harmless, never "not found" and never a wrong value. */
 KV_WIDTH_TEST(two_flipped_bits_in_a_hint_nibble_never_hide_a_key) {
     eng_db *db = fixture_open_warm(w);
@@ -303,7 +304,7 @@ KV_WIDTH_TEST(two_flipped_bits_in_a_hint_nibble_never_hide_a_key) {
                   (unsigned long long)block, slot, keys[slot], eng_strerror(rc),
                   rc == ENG_OK ? " with a WRONG value" : "");
         if (m == 0x6) /* "xmin aborted": the one that would hide the key */
-            cr_assert(rc == ENG_CORRUPTION && has_kvp_report((int64_t)block, (int32_t)slot),
+            cr_assert(rc == ENG_CORRUPTION && has_layer_report(ENG_LAYER_HINT_STATUS, (int64_t)block, (int32_t)slot),
                       "round %d: an \"aborted\" hint on committed key %d was not reported (%s)", round, keys[slot],
                       eng_strerror(rc));
         /* A scan through the leaf never skips the key silently. */

@@ -847,6 +847,58 @@ Test(oracle_verdict, a_hint_report_on_an_intact_leaf_is_explained_by_a_misdirect
     vd_free(v);
 }
 
+/* hint_status (a reader with per-KV codes comparing a leaf's hint with the
+ * transaction status): explained like a "version" report by a misdirected
+ * write in the file (the commit-log page it missed is old: found by the
+ * nightly whitebox and blackbox runs of 2026-12-02, seeds 20261251 and
+ * 20261252, as unrecoverable "after reopening a failed handle" when the
+ * engine named it kv_protection), and at w >= 2 by a cache flip at its
+ * block, as kv_protection is (V1e).  What it still catches: with neither,
+ * it is a false alarm (the planted hint-aborted-while-in-progress makes
+ * exactly this report), and a cache flip at another block explains
+ * nothing; made while reopening a failed handle, it is unrecoverable. */
+Test(oracle_verdict, a_hint_status_report_is_explained_by_a_misdirected_write_or_a_cache_flip_there_only) {
+    vd_config c = judging();
+    c.class_on[VD_MISDIRECTED_WRITE] = c.class_on[VD_BITFLIP_CACHE] = 1;
+    c.protection_bytes = 2;
+    vd_result res;
+    /* nothing injected: a false alarm */
+    vd_ctx *v = vd_new(&c);
+    vd_report r = rep("hint_status", "data", 37, 37 * 4096);
+    r.entry = 3;
+    vd_add_report(v, &r);
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 1);
+    cr_assert_not(res.pass);
+    /* a cache flip at another block: still a false alarm */
+    vd_add_ledger_line(v, "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":36}", 0);
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 1);
+    /* a cache flip at its block: detected */
+    vd_add_ledger_line(v, "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":37}", 0);
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 0);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].detected, 1);
+    vd_free(v);
+    /* a misdirected write in the file: explained */
+    v = vd_new(&c);
+    vd_add_report(v, &r);
+    vd_add_ledger_line(
+        v, "{\"class\":\"misdirected_write\",\"file\":\"data\",\"block\":2,\"offset\":81920,\"len\":4096}", 0);
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 0);
+    cr_assert(res.pass);
+    vd_free(v);
+    /* made while reopening a failed handle, with nothing to explain it */
+    vd_report a = rep_after("hint_status", "data", 37, 2);
+    v = vd_new(&c);
+    vd_add_report(v, &a);
+    vd_settle(v, &res);
+    cr_assert(res.unrecoverable);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
 /* Hides (V4b): a page check that lets damage through (checksums skipped
  * on read, a block seed left out, the zero-page rule off), when every
  * injection without a report counted as masked: with skip-checksum, a
