@@ -292,39 +292,25 @@ static inline void flip_undo(eng_db *db, const flip *f) {
 
 /* ---- checks ------------------------------------------------------------------ */
 
-/* Some report has layer kv_protection (or, with ALSO_STRUCTURE, structure),
- * file data, BLOCK, and ENTRY (or any entry if ENTRY < 0). */
-static inline int has_report(int64_t block, int32_t entry, int also_structure) {
-    int found = 0;
-    pthread_mutex_lock(&F.rep.mu);
-    for (size_t i = 0; i < F.rep.n && !found; i++) {
-        const eng_corruption *r = &F.rep.r[i];
-        found = (r->layer == ENG_LAYER_KV_PROTECTION || (also_structure && r->layer == ENG_LAYER_STRUCTURE)) &&
-                !strcmp(r->file, "data") && r->block == block && (entry < 0 || r->entry == entry);
-    }
-    pthread_mutex_unlock(&F.rep.mu);
-    return found;
-}
-static inline int has_kvp_report(int64_t block, int32_t entry) { return has_report(block, entry, 0); }
-/* A report of LAYER naming BLOCK and ENTRY. */
+/* Some report has LAYER, file data, BLOCK, and ENTRY (or any entry if
+ * ENTRY < 0). */
 static inline int has_layer_report(int layer, int64_t block, int32_t entry) {
     int found = 0;
     pthread_mutex_lock(&F.rep.mu);
     for (size_t i = 0; i < F.rep.n && !found; i++) {
         const eng_corruption *r = &F.rep.r[i];
-        found = r->layer == layer && !strcmp(r->file, "data") && r->block == block && r->entry == entry;
+        found = r->layer == layer && !strcmp(r->file, "data") && r->block == block && (entry < 0 || r->entry == entry);
     }
     pthread_mutex_unlock(&F.rep.mu);
     return found;
 }
+static inline int has_kvp_report(int64_t block, int32_t entry) {
+    return has_layer_report(ENG_LAYER_KV_PROTECTION, block, entry);
+}
 
 /* A get of model key I returns CORRUPTION with a kv_protection report
- * naming BLOCK (and ENTRY if >= 0), never a value.  ALSO_STRUCTURE: a
- * structure report on BLOCK will do too (a child's type or level damaged
- * in the cache is seen by the descent's own check of the child before the
- * child's page code). */
-static inline void expect_get_reported_as(eng_db *db, int i, int64_t block, int32_t entry, int also_structure,
-                                          const char *what) {
+ * naming BLOCK (and ENTRY if >= 0), never a value. */
+static inline void expect_get_reported(eng_db *db, int i, int64_t block, int32_t entry, const char *what) {
     char rs[4096], kb[16];
     size_t kl = kv_key(kb, i);
     eng_buf b = {0};
@@ -335,16 +321,12 @@ static inline void expect_get_reported_as(eng_db *db, int i, int64_t block, int3
     cr_assert_neq(rc, ENG_OK, "%s: get of key %d succeeded (%s value)", what, i,
                   tu_bytes_eq(b.data, b.len, kv->v, kv->vl) ? "right" : "a WRONG");
     cr_assert_eq(rc, ENG_CORRUPTION, "%s: get of key %d returned %s", what, i, eng_strerror(rc));
-    cr_assert(has_report(block, entry, also_structure),
-              "%s: get of key %d: no kv_protection report for block %lld entry %d:\n%s", what, i, (long long)block,
-              entry, tu_reports_str(&F.rep, rs, sizeof rs));
+    cr_assert(has_kvp_report(block, entry), "%s: get of key %d: no kv_protection report for block %lld entry %d:\n%s",
+              what, i, (long long)block, entry, tu_reports_str(&F.rep, rs, sizeof rs));
     eng_corruption last;
     cr_assert(eng_last_corruption(db, &last));
     cr_assert_eq(last.block, block, "%s: eng_last_corruption names block %lld", what, (long long)last.block);
     eng_buf_free(&b);
-}
-static inline void expect_get_reported(eng_db *db, int i, int64_t block, int32_t entry, const char *what) {
-    expect_get_reported_as(db, i, block, entry, 0, what);
 }
 
 static inline void expect_get_right(eng_db *db, int i, const char *what) {
@@ -363,8 +345,7 @@ static inline void expect_get_right(eng_db *db, int i, const char *what) {
  * values in order and stops with CORRUPTION (reported at BLOCK) before
  * passing model position STOP: at most STOP entries forward (positions
  * 0..STOP-1), or at most n-1-STOP backward. */
-static inline void expect_scan_stops_as(eng_db *db, int backward, size_t stop, int64_t block, int also_structure,
-                                        const char *what) {
+static inline void expect_scan_stops(eng_db *db, int backward, size_t stop, int64_t block, const char *what) {
     char rs[4096];
     const tu_model *m = &F.m;
     eng_iter *it = NULL;
@@ -388,12 +369,9 @@ static inline void expect_scan_stops_as(eng_db *db, int backward, size_t stop, i
     }
     cr_assert_eq(rc, ENG_CORRUPTION, "%s: %s scan ended with %s after %zu keys", what, backward ? "bwd" : "fwd",
                  eng_strerror(rc), seen);
-    cr_assert(has_report(block, -1, also_structure), "%s: %s scan: no kv_protection report for block %lld:\n%s", what,
+    cr_assert(has_kvp_report(block, -1), "%s: %s scan: no kv_protection report for block %lld:\n%s", what,
               backward ? "bwd" : "fwd", (long long)block, tu_reports_str(&F.rep, rs, sizeof rs));
     eng_iter_close(it);
-}
-static inline void expect_scan_stops(eng_db *db, int backward, size_t stop, int64_t block, const char *what) {
-    expect_scan_stops_as(db, backward, stop, block, 0, what);
 }
 
 static inline size_t model_pos(int i) {
