@@ -143,6 +143,12 @@ typedef struct eng_io_op {
     size_t len;
     int skip;
     int64_t result; /* after: bytes transferred or -errno */
+    /* after, reads and writes: bytes of the range from its start that were
+     * handed to the OS, in one transfer or several.  A write is not
+     * atomic: one that failed with issued > 0 may have left any mix of
+     * old and new bytes in [offset, offset + issued), a page torn as a
+     * crash tears it.  0 when it failed before anything was issued. */
+    uint64_t issued;
 } eng_io_op;
 
 typedef struct eng_io_hooks {

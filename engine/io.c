@@ -89,6 +89,7 @@ typedef struct rw_state {
     eng_io_op op; /* what the hooks see and may change */
     size_t want;  /* the caller's length */
     size_t pos;   /* bytes of op.len done so far */
+    size_t sent;  /* bytes of op.len handed to the OS so far (op.issued) */
     int err;      /* positive errno once failed, else 0 */
     int state;    /* RW_* */
 } rw_state;
@@ -262,9 +263,10 @@ static void rw_prepare(io_ctx *io, int kind, io_req *req, rw_state *s) {
         .len = req->len,
         .skip = 0,
         .result = 0,
+        .issued = 0,
     };
     s->want = req->len;
-    s->pos = 0;
+    s->pos = s->sent = 0;
     s->err = 0;
     int rc = hook_before(io, &s->op);
     if (rc < 0) {
@@ -295,6 +297,11 @@ static void rw_progress(int kind, rw_state *s, long res) {
     }
 }
 
+/* N bytes from S's position on are about to be handed to the OS. */
+static void rw_sent(rw_state *s, size_t n) {
+    if (s->pos + n > s->sent) s->sent = s->pos + n;
+}
+
 /* Bytes to ask for in the next transfer of S.  The short-I/O point halves
  * one transfer, as a kernel may: the loop must finish the range. */
 static size_t rw_chunk(const rw_state *s) {
@@ -310,6 +317,7 @@ static int rw_finish(io_ctx *io, int kind, rw_state *s, io_req *req) {
         req->done = 0;
         return req->status = io_fail(io, s->err);
     }
+    s->op.issued = s->sent;
     if (s->err)
         s->op.result = -(int64_t)s->err;
     else if (s->op.skip)
@@ -334,7 +342,9 @@ static void psync_issue(int kind, io_req *reqs, rw_state *s, size_t m, unsigned 
         while (s[i].state == RW_PENDING) {
             char *p = (char *)s[i].op.buf + s[i].pos;
             off_t off = (off_t)(s[i].op.offset + s[i].pos);
-            ssize_t n = kind == ENG_IO_READ ? pread(fd, p, rw_chunk(&s[i]), off) : pwrite(fd, p, rw_chunk(&s[i]), off);
+            size_t want = rw_chunk(&s[i]);
+            rw_sent(&s[i], want);
+            ssize_t n = kind == ENG_IO_READ ? pread(fd, p, want, off) : pwrite(fd, p, want, off);
             rw_progress(kind, &s[i], n < 0 ? -(long)errno : (long)n);
         }
     }
@@ -354,6 +364,7 @@ static int ring_queue(io_ring *r, int kind, int fd, rw_state *s, size_t i) {
     else
         io_uring_prep_write(sqe, fd, p, n, off);
     io_uring_sqe_set_data64(sqe, i);
+    rw_sent(&s[i], n);
     return 0;
 }
 

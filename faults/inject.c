@@ -44,6 +44,10 @@
  *                                                   NOT written    written    (note "wrote N of M")
  *   bitflip_inflight    hook/write  data  block     its offset     page size  yes
  *                       hook/read   data  block     its offset     bytes read yes
+ *   write_error,        write/partial  data  block of  its offset  bytes      -
+ *   nospace             (after a data-file write failed   its offset        issued
+ *                       once part of it was issued: the range may be torn;
+ *                       err, note "failed after N of M bytes were issued")
  *   sync_error          hook/sync   rel. path, err EIO
  *                       engine/io/fsync  (fiu.c's line) rel. path, err EIO
  *                       sync/drop_dirty  rel. path  -  offset and len of one
@@ -271,20 +275,46 @@ static void damage_add(flt_ctx *f, uint64_t seq, uint64_t off, uint64_t len, uin
 }
 
 /* after() of a write to the data file: D1 for the damage OP itself puts
- * on disk, D2 for what it overwrites. */
+ * on disk, D2 for what it overwrites.  A failed write may have put any
+ * part of what it issued on disk: damage there is then unknown. */
 static void damage_written(flt_ctx *f, const eng_io_op *op) {
     pthread_mutex_lock(&f->dmg_mu);
-    uint64_t lo = op->offset, hi = op->offset + (op->result > 0 ? (uint64_t)op->result : 0);
+    int failed = op->result < 0;
+    uint64_t lo = op->offset, hi = op->offset + (failed ? op->issued : (uint64_t)op->result);
     for (size_t i = 0; i < f->ndmg; i++) {
         flt_damage *d = &f->dmg[i];
         if (d->creator == op) {
             d->creator = NULL;
-            if (op->result < 0) d->state = FLT_DMG_UNKNOWN;
+            if (failed) d->state = FLT_DMG_UNKNOWN;
         } else if (d->state == FLT_DMG_PRESENT && lo < hi && d->off < hi && lo < d->off + d->len) {
-            d->state = FLT_DMG_GONE;
+            d->state = failed ? FLT_DMG_UNKNOWN : FLT_DMG_GONE;
         }
     }
     pthread_mutex_unlock(&f->dmg_mu);
+}
+
+/* after() of a data-file write that failed once part of it was issued (a
+ * short transfer, then an error on the rest; or an error the OS gave for
+ * bytes it may have written): the range may now hold old and new bytes
+ * mixed, a page torn as a crash tears it.  The engine poisons the handle
+ * and recovery must rebuild the page from its full-page image; with
+ * full_page_writes off there is none (V0).  The ledger line names the
+ * range, counted in the class of the error (write_error or nospace), as
+ * sync/drop_dirty is counted in sync_error. */
+static void note_partial_write(flt_ctx *f, const eng_io_op *op) {
+    uint32_t ps = page_size_of(f);
+    int cls = op->result == -ENOSPC ? FLT_NOSPACE : FLT_WRITE_ERROR;
+    flt_event e = flt_event_for(f, flt_thr_get(f), cls, "write/partial");
+    e.file = "data";
+    e.block = ps ? (int64_t)(op->offset / ps) : -1;
+    e.offset = (int64_t)op->offset;
+    e.len = (int64_t)op->issued;
+    e.err = cls == FLT_NOSPACE ? "ENOSPC" : "EIO";
+    char note[96];
+    snprintf(note, sizeof note, "failed after %llu of %llu bytes were issued", (unsigned long long)op->issued,
+             (unsigned long long)op->len);
+    e.note = note;
+    flt_record(f, cls, &e);
 }
 
 /* D4: old contents of the data file came back. */
@@ -637,9 +667,10 @@ static void hook_after(void *ctx, eng_io_op *op) {
             if (fired && op->result < 0) drop_dirty(f, t, op->path); /* before the engine hears of the failure */
         }
     }
-    if (op->kind == ENG_IO_WRITE && is_data_file(op))
+    if (op->kind == ENG_IO_WRITE && is_data_file(op)) {
+        if (op->result < 0 && op->issued > 0) note_partial_write(f, op);
         damage_written(f, op);
-    else if ((op->kind == ENG_IO_UNLINK || op->kind == ENG_IO_CREATE) && op->result >= 0 && is_data_path(op->path))
+    } else if ((op->kind == ENG_IO_UNLINK || op->kind == ENG_IO_CREATE) && op->result >= 0 && is_data_path(op->path))
         damage_file_gone(f);
     else if (op->kind == ENG_IO_WRITE && op->result > 0)
         note_wal_tail(f, op);

@@ -375,12 +375,21 @@ static int from_powerloss_step(const vd_injection *i) {
     return !strcmp(i->phase, "powerloss") || !strncmp(i->point, "powerloss/", 10);
 }
 
+/* A data-file write that failed once part of it was issued (the fault
+ * library's write/partial line): its range may be torn. */
+static int is_partial_write(const vd_injection *i) { return !strcmp(i->point, "write/partial"); }
+
 int vd_injection_explains(const vd_config *c, const vd_injection *i) {
     if (i->cls < 0) return 0;
-    /* An I/O error changes no byte on disk (a failed write is failed
-     * before it is issued; a short transfer is completed by the engine): it
-     * explains no corruption report, and an fsync failure's dropped data
-     * is a state to recover from (below).  Crashes are judged by V5/V8. */
+    /* A write that failed part way may have torn its range, as a crash
+     * tears a page: with full_page_writes off nothing rebuilds the page
+     * once the poisoned handle is reopened, so the tear explains a report
+     * at its own place; with images on, recovery must rebuild it. */
+    if (is_partial_write(i)) return !c->full_page_writes;
+    /* Any other I/O error changes no byte on disk (failed before it was
+     * issued; a short transfer is completed by the engine): it explains
+     * no corruption report, and an fsync failure's dropped data is a
+     * state to recover from (below).  Crashes are judged by V5/V8. */
     if (is_error_class(i->cls) || i->cls == VD_POWER_LOSS || i->cls == VD_KILL) return 0;
     if (!from_powerloss_step(i) && strcmp(i->point, "sync/drop_dirty")) return 1;
     /* With full_page_writes off there is no image to rebuild a torn page:

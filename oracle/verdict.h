@@ -16,9 +16,10 @@
  *       and renames) and the dirty data a failed fsync dropped explain no
  *       report: the engine must recover from every such state.  Nor do
  *       the I/O error classes (they change no byte on disk) nor the
- *       crash classes themselves.  Only a
- *       power-loss tear with full_page_writes off (no image to rebuild the
- *       page) may explain a report at its own block.
+ *       crash classes themselves.  Only a tear with full_page_writes off
+ *       (no image to rebuild the page) may explain a report at its own
+ *       block: a power-loss tear, or a data write that failed once part
+ *       of it was issued (the ledger's write/partial line).
  *   V1  a report matches an injection on the same file and place: a data
  *       file block equal; a WAL segment equal and WAL block (offset / 4096)
  *       within +-1.  One report may confirm several injections there.

@@ -7,6 +7,8 @@
  * Part of the faults suite (once test_faults.c); the helpers it shares
  * with the other test_faults_*.c files are in faults_helpers.h.
  */
+#include <stdatomic.h>
+
 #include "faults_helpers.h"
 
 /* ---- libfiu classes --------------------------------------------------------------------- */
@@ -380,4 +382,158 @@ TU_BACKEND_TEST(faults, create_fails_when_unlinking_old_debris_fails, T_OPTS) {
     tu_path(dir, sizeof dir, tu_tmpdir(), "new");
     int rc = open_with_first_meta_failing(dir, *backend);
     cr_assert_eq(rc, ENG_IOERR, "open (creates): %s", eng_strerror(rc));
+}
+
+/* ---- a write that fails part way ------------------------------------------------------ */
+
+/* Found by whitebox seed 20261261 (iteration 31306679495368): a data write
+ * that the short-I/O point cut in half, whose rest then failed at
+ * engine/io/uring/submit, left its page new in the first half and old in
+ * the second.  The engine poisoned the handle, the reopen met the torn
+ * page, and the oracle called it unrecoverable since "an I/O error
+ * changes no byte on disk".  A write is not atomic: here the engine says
+ * how much it handed to the OS (eng_io_op.issued), the fault library names
+ * the range in a write/partial line, and recovery must rebuild the page
+ * from its image, or with full_page_writes off report it at its block.
+ *
+ * libfiu directly (no class of the fault library is on, so its own
+ * callbacks are not installed): once a checkpoint's data writes begin,
+ * the first transfer is halved and every later submission of a data write
+ * fails, the halved one's rest included. */
+static struct {
+    const eng_io_hooks *inner;
+    eng_io_hooks hooks;
+    atomic_int in_data, shorted, failed;
+    int nfirst;         /* data writes seen since the checkpoint began */
+    uint64_t first_off; /* the first one: the transfer to be halved */
+    uint8_t first[PS];
+} PW;
+
+static int pw_before(void *ctx, eng_io_op *op) {
+    (void)ctx;
+    int data = is_data_write(op);
+    atomic_store(&PW.in_data, data); /* a batch's before()s run before its I/O */
+    int rc = PW.inner->before(PW.inner->ctx, op);
+    if (data && PW.nfirst >= 0 && PW.nfirst++ == 0) PW.first_off = op->offset, memcpy(PW.first, op->buf, PS);
+    return rc;
+}
+
+static void pw_after(void *ctx, eng_io_op *op) {
+    (void)ctx;
+    PW.inner->after(PW.inner->ctx, op);
+}
+
+static int pw_short(const char *name, int *failnum, void **failinfo, unsigned int *flags) {
+    (void)name, (void)failnum, (void)failinfo, (void)flags;
+    if (!atomic_load(&PW.in_data)) return 0;
+    int no = 0;
+    return atomic_compare_exchange_strong(&PW.shorted, &no, 1);
+}
+
+static int pw_submit(const char *name, int *failnum, void **failinfo, unsigned int *flags) {
+    (void)name, (void)failinfo, (void)flags;
+    if (!atomic_load(&PW.in_data) || !atomic_load(&PW.shorted)) return 0;
+    atomic_fetch_add(&PW.failed, 1);
+    *failnum = EIO;
+    return 1;
+}
+
+static void partial_write_case(int fpw) {
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+    populate(dir, ENG_IO_URING, 300);
+    flt_options fo = fopts(run, dir, 71);
+    flt_ctx *f = fopen_ok(&fo);
+    flt_thread_start(f, 0);
+    memset(&PW, 0, sizeof PW);
+    PW.inner = flt_hooks(f);
+    PW.hooks = (eng_io_hooks){.before = pw_before, .after = pw_after};
+    eng_options o = eopts(ENG_IO_URING, &PW.hooks, NULL);
+    o.sync_mode = ENG_SYNC_COMMIT;
+    o.full_page_writes = fpw;
+    PW.nfirst = -1;
+    eng_db *db = tu_open(dir, &o);
+    /* Change every leaf (after the close's checkpoint: each change starts
+     * with the page's image when fpw is on). */
+    char k[32];
+    uint8_t v[512];
+    size_t kl, vl;
+    for (uint64_t i = 0; i < 300; i += 25) {
+        kv(i, 100, k, &kl, v, &vl);
+        cr_assert_eq(eng_put(db, k, kl, v, vl, NULL), ENG_OK);
+    }
+    cr_assert_eq(fiu_init(0), 0);
+    cr_assert_eq(fiu_enable_external("engine/io/short", 1, NULL, 0, pw_short), 0);
+    cr_assert_eq(fiu_enable_external("engine/io/uring/submit", EIO, NULL, 0, pw_submit), 0);
+    eng_faults_arm(1);
+    PW.nfirst = 0;
+    flt_op(f, 5);
+    int rc = eng_checkpoint(db);
+    eng_faults_arm(0);
+    fiu_disable("engine/io/short");
+    fiu_disable("engine/io/uring/submit");
+    cr_assert(atomic_load(&PW.shorted) && atomic_load(&PW.failed) > 0, "the checkpoint wrote no data page");
+    cr_assert_eq(rc, ENG_IOERR, "checkpoint: %s", eng_strerror(rc));
+    cr_assert_eq(eng_put(db, "x", 1, "1", 1, NULL), ENG_POISONED);
+    eng_close(db);
+    /* The tear is real: the halved write's page is new in its first half
+     * only. */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/data", dir);
+    uint8_t disk[PS];
+    read_block(path, PW.first_off, disk);
+    cr_assert(memcmp(disk, PW.first, PS / 2) == 0 && memcmp(disk + PS / 2, PW.first + PS / 2, PS / 2) != 0,
+              "block %llu is not torn", (unsigned long long)(PW.first_off / PS));
+
+    /* One write/partial line: the halved write, half of its page issued. */
+    lg l = lg_read(run);
+    const char *line = lg_nth_at(&l, "write_error", "write/partial", 0);
+    cr_assert_not_null(line, "no write/partial line");
+    cr_assert_null(lg_nth_at(&l, "write_error", "write/partial", 1), "%s",
+                   lg_nth_at(&l, "write_error", "write/partial", 1));
+    cr_assert(line_is(line, "file", "data") && line_is(line, "err", "EIO"), "%s", line);
+    int64_t block = jnum(line, "block");
+    cr_assert(block > 0 && (uint64_t)block == PW.first_off / PS && jnum(line, "offset") == block * (int64_t)PS, "%s",
+              line);
+    cr_assert_eq(jnum(line, "len"), PS / 2, "%s", line);
+    cr_assert_eq(jnum(line, "op"), 5, "%s", line);
+    lg_free(&l);
+    check_counts(f, run);
+    flt_close(f);
+
+    /* The reopen: rebuilt from the page's image, or reported at its block. */
+    tu_reports reps;
+    tu_reports_init(&reps);
+    eng_options ro = eopts(ENG_IO_URING, NULL, &reps);
+    ro.full_page_writes = fpw;
+    eng_db *db2 = NULL;
+    rc = eng_open(dir, &ro, &db2);
+    uint64_t problems = 0;
+    if (rc == ENG_OK) {
+        cr_assert_eq(eng_verify(db2, tu_collect, &reps, &problems), fpw ? ENG_OK : ENG_CORRUPTION);
+        if (fpw) {
+            eng_buf b = {0};
+            for (uint64_t i = 0; i < 300; i++) {
+                kv(i, i % 25 == 0 ? 100 : 0, k, &kl, v, &vl);
+                cr_assert_eq(eng_get(db2, k, kl, &b), ENG_OK, "key %llu", (unsigned long long)i);
+                cr_assert(tu_bytes_eq(b.data, b.len, v, vl), "key %llu", (unsigned long long)i);
+            }
+            eng_buf_free(&b);
+        }
+        eng_close(db2);
+    }
+    char why[2048];
+    if (fpw) {
+        cr_assert_eq(rc, ENG_OK, "reopen: %s", eng_strerror(rc));
+        cr_assert_eq(reps.total, 0, "%s", tu_reports_str(&reps, why, sizeof why));
+    } else {
+        cr_assert(rc == ENG_OK || rc == ENG_CORRUPTION, "reopen: %s", eng_strerror(rc));
+        cr_assert(tu_reports_has(&reps, ENG_LAYER_PAGE_CHECKSUM, "data", block), "%s",
+                  tu_reports_str(&reps, why, sizeof why));
+    }
+}
+
+Test(faults, a_data_write_that_fails_part_way_is_rebuilt_from_its_image, T_OPTS) { partial_write_case(1); }
+
+Test(faults, a_data_write_that_fails_part_way_without_images_is_reported_at_its_block, T_OPTS) {
+    partial_write_case(0);
 }

@@ -756,6 +756,63 @@ Test(oracle_recovery, a_failed_reopen_explained_by_an_own_flip_is_by_design) {
     vd_free(v);
 }
 
+/* A data write that failed once part of it was issued (a short transfer,
+ * then EIO on the rest) may leave its page torn; the engine poisons the
+ * handle and the reopen's recovery must rebuild the page from its image.
+ * Found by whitebox seed 20261261 (iteration 31306679495368): with
+ * full_page_writes and checksums off the reopen met block 26 half new,
+ * half old, which V0 then called unrecoverable.  What the rule still
+ * catches: with full_page_writes on, a recovery that does not rebuild the
+ * tear (planted bug redo-reads-before-image's kind); a report at another
+ * block; and an error that failed before anything was issued, which
+ * changes no byte. */
+#define PARTIAL_SUBMIT \
+    "{\"class\":\"write_error\",\"point\":\"engine/io/uring/submit\",\"thread\":0,\"op\":7,\"err\":\"EIO\"}"
+#define PARTIAL_LINE                                                                                           \
+    "{\"class\":\"write_error\",\"point\":\"write/partial\",\"file\":\"data\",\"block\":26,\"offset\":106496," \
+    "\"len\":2048,\"thread\":0,\"op\":7,\"err\":\"EIO\"}"
+
+static void judge_partial_write(vd_config c, const char *line, int64_t block, vd_result *res) {
+    c.class_on[VD_WRITE_ERROR] = c.class_on[VD_SHORT_IO] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, PARTIAL_SUBMIT, 0);
+    if (line) vd_add_ledger_line(v, line, 0);
+    vd_observation o = {.kind = VD_OBS_ERROR, .thread = 0, .op = 7, .status = 3};
+    vd_add_observation(v, &o);
+    vd_report r = rep_after("structure", "data", block, 2);
+    vd_add_report(v, &r);
+    vd_note_reopen_failed(v);
+    vd_settle(v, res);
+    vd_free(v);
+}
+
+Test(oracle_recovery, a_write_that_failed_part_way_explains_a_reopen_report_at_its_block_without_page_images_only) {
+    vd_config off = judging();
+    off.data_checksums = off.full_page_writes = 0;
+    vd_result res;
+    judge_partial_write(off, PARTIAL_LINE, 26, &res);
+    cr_assert(res.pass, "%s", res.unrecoverable_why);
+    cr_assert_eq(res.cls[VD_WRITE_ERROR].injected, 2);
+    cr_assert_eq(res.cls[VD_WRITE_ERROR].detected, 2);
+    cr_assert_eq(res.cls[VD_WRITE_ERROR].unrecoverable_by_design, 1);
+    cr_assert(strstr(res.by_design, "write/partial") != NULL, "%s", res.by_design);
+    /* another block: the tear does not reach it */
+    judge_partial_write(off, PARTIAL_LINE, 27, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.total.unrecoverable, 1);
+    /* the error alone (failed before anything was issued): no byte changed */
+    judge_partial_write(off, NULL, 26, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.total.unrecoverable, 1);
+    /* images on: recovery must rebuild the torn page */
+    vd_config on = judging();
+    on.data_checksums = 0;
+    judge_partial_write(on, PARTIAL_LINE, 26, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.total.unrecoverable, 1);
+    cr_assert_eq(res.cls[VD_WRITE_ERROR].unrecoverable_by_design, 0);
+}
+
 /* V6b: a judging run injects misdirected writes.  The page that landed at
  * the wrong block is detected there; a value read from the block that
  * missed its write is a lost write's symptom (undetectable), and the run
