@@ -141,8 +141,10 @@ def endings(cand, ops):
     unsynced to tear), a kill point that fires 1 in N hits, N a quarter
     of the ops for the log's write-before-sync point and the op count
     for every point, with twice the ops of room.  An op step that fails
-    itself and has kill points: kept, then without them; one that fails
-    itself before a timed SIGKILL: four times the ops of room."""
+    itself and has kill points: kept, then without them; one whose kill
+    point a later step's failure follows: kept, then a crash after the
+    last op instead (K9); one that fails itself before a timed SIGKILL:
+    four times the ops of room."""
     out = []
     s = cand.op
     kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
@@ -162,6 +164,14 @@ def endings(cand, ops):
             what, c = shaped(ops, "%d ops, no kill points" % ops)
             c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
             c.op["expect"] = "exit0"
+            out.append((what, c))
+        elif kill and s.get("expect") == "kill_point":
+            # A later step fails: the crash matters, maybe not where it
+            # came (K9); a crash after the last op, no kill points.
+            what, c = shaped(ops, "%d ops, a crash after the last op instead of its kill points" % ops)
+            c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None),
+                                   "crash_at_end", 1)
+            c.op["expect"] = "crash_at_end"
             out.append((what, c))
     elif cand.w == len(cand.steps) - 1:
         # The run ends at its failure, so room is cheap; OPS is what a

@@ -71,6 +71,13 @@ Rules:
       it.
       Once a trace exists, delta debugging on it comes before the option
       steps (each later trial is then a few ops).
+  K9  a one-thread op step that a kill point ends, when a later step
+      fails: the kill made a crash after the op it fired in
+      (--crash_at_end), before the op count is halved.  A kill point
+      counts hits, so every op removed moves it and halving or delta
+      debugging stops at the first removal that no longer reaches it; a
+      crash after the last op stays where the ops end (planted bug
+      page-before-wal: 5.6x with its kill point).
   K8  a failure that one thread does not show (K6's search passed or
       failed another way) needs a second thread: a reader meeting a
       writer's running version, an older snapshot held while a newer one
@@ -520,6 +527,28 @@ class Shrinker:
             what.append("the timed SIGKILL made a crash after the last op")
         if what:
             self.attempt(", ".join(what), c, "pin")
+
+    def p_crash_end(self):
+        """K9: a one-thread op step that a kill point ends, when a later step
+        fails (the crash is what matters, not where in the op it came): the
+        kill made a crash after the op it fired in (--crash_at_end, no kill
+        points).  A kill point counts hits, so each op removed moves it, and
+        halving or delta debugging stops at the first removal that no longer
+        reaches it; a crash after the last op stays where the ops end."""
+        c = self.best.copy()
+        s = c.op
+        a = s["argv"]
+        if as_int(opt_get(a, "threads"), 2) != 1 or as_int(opt_get(a, "kill_random_test")) <= 0 or \
+                s.get("expect") != "kill_point" or c.w == len(c.steps) - 1 or not self.best_res:
+            return
+        what = "the kill point made a crash after the last op"
+        if not opt_get(a, "replay_ops"):
+            n = (self.best_res.get("ops") or 0) + 1  # the op the kill fired in, too
+            a = opt_set(opt_set(a, "ops_per_thread", n), "duration", None)
+            what += " (%d ops)" % n
+        s["argv"] = opt_set(opt_set(opt_set(a, "kill_random_test", None), "kill_points", None), "crash_at_end", 1)
+        s["expect"] = "crash_at_end"
+        self.attempt(what, c, "crash_end")
 
     def p_trace(self):
         """One thread, ops pinned: the ops traced (each from a seed of its own:
@@ -986,7 +1015,7 @@ class Shrinker:
                 # The op count early: every later trial is that much shorter;
                 # once a trace exists, delta debugging on it before the
                 # option steps, which then run on the few ops left.
-                for step in (self.p_threads, self.p_multi, self.p_pin, self.p_trace, self.p_ops, self.p_short, self.p_replay,
+                for step in (self.p_threads, self.p_multi, self.p_pin, self.p_trace, self.p_crash_end, self.p_ops, self.p_short, self.p_replay,
                              self.p_focus, self.p_untied, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
                              self.p_classes, self.p_kill, self.p_rates, self.p_mix,
                              self.p_fresh, self.p_create, self.p_keys, self.p_options, self.p_powerloss):

@@ -279,6 +279,36 @@ class TestShrinkParts(unittest.TestCase):
                           opt_get(n.op["argv"], "kill_points")), ("exit0", None, None))
 
 
+    def test_a_kill_point_a_later_step_fails_after_is_kept_then_made_a_crash_after_the_last_op(self):
+        # K9: a kill point counts hits, so each op removed moves it; when a
+        # later step fails, a crash after the last op is tried too.
+        wl, pl, vf = timed_kill_steps()
+        wk = dict(wl, expect="kill_point", kill_after=None,
+                  argv=wl["argv"] + ["--kill_random_test=173", "--kill_points=kill/checkpoint/after_record"])
+        cand = Cand([wk, pl, vf], False, None, 0, ["crashed", "passed", "failed"])
+        (_, k), (what, c) = endings(cand, 800)
+        self.assertEqual((k.op["expect"], opt_get(k.op["argv"], "kill_random_test"),
+                          opt_get(k.op["argv"], "ops_per_thread")), ("kill_point", "173", "3200"))
+        self.assertEqual((c.op["expect"], opt_get(c.op["argv"], "crash_at_end"), opt_get(c.op["argv"], "ops_per_thread"),
+                          opt_get(c.op["argv"], "kill_random_test"), opt_get(c.op["argv"], "kill_points")),
+                         ("crash_at_end", "1", "800", None, None), what)
+        self.assertTrue(c.deterministic(), what)
+        # The shrink step: one thread, its kill made a crash after the op it
+        # fired in (the counted ops and that one).
+        sh = Shrinker.__new__(Shrinker)
+        sh.best, sh.best_res, got = k, {"ops": 57}, []
+        sh.attempt = lambda what, c, phase, **kw: got.append((what, c, phase))
+        sh.p_crash_end()
+        (what, c, phase), = got
+        self.assertEqual(phase, "crash_end")
+        self.assertEqual((c.op["expect"], opt_get(c.op["argv"], "ops_per_thread"), opt_get(c.op["argv"], "crash_at_end"),
+                          opt_get(c.op["argv"], "kill_random_test")), ("crash_at_end", "58", "1", None), what)
+        # Not when the op step fails itself: the kill may be what it needs.
+        got.clear()
+        sh.best = Cand([k.op], False, None, 0)
+        sh.p_crash_end()
+        self.assertEqual(got, [])
+
     def test_a_multi_thread_candidate_is_pinned_and_its_kills_fit_a_short_run(self):
         # K8: two threads, N ops each, no --duration (a timed run grows);
         # a timed SIGKILL becomes a crash after the last op, or goes when
