@@ -33,6 +33,10 @@ int bt_load_clog(bt_tree *t) {
     for (uint32_t i = 0; i < t->clog_n && rc == ENG_OK; i++) {
         bp_frame *f;
         if ((rc = bp_get(t->bp, t->clog_dir[i], BP_SHARED, &f))) break;
+        if ((rc = kv_page(t, f)) != ENG_OK) { /* K3, as in bt_commit */
+            bp_release(t->bp, f, BP_SHARED);
+            break;
+        }
         if (ph_get_type(f->data) != PAGE_CLOG || ph_get_aux(f->data) != i) {
             uint64_t ty = ph_get_type(f->data);
             bp_release(t->bp, f, BP_SHARED);
@@ -92,6 +96,13 @@ int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t
     }
     if (rc == ENG_OK && !f) {
         rc = bp_get(t->bp, t->clog_dir[pi], BP_EXCL, &f);
+        /* K3 before the header is trusted: a flip in the cached type or
+         * index is the codes' to name (kv_protection), not a directory
+         * that names the wrong page. */
+        if (rc == ENG_OK && (rc = kv_page(t, f)) != ENG_OK) {
+            bp_release(t->bp, f, BP_EXCL);
+            f = NULL;
+        }
         if (rc == ENG_OK && (ph_get_type(f->data) != PAGE_CLOG || ph_get_aux(f->data) != pi)) {
             uint64_t found = (uint64_t)ph_get_type(f->data) << 32 | ph_get_aux(f->data);
             bp_release(t->bp, f, BP_EXCL);

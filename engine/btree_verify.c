@@ -56,6 +56,20 @@ static int vget(vstate *v, uint32_t blk, bp_frame **f) {
     return rc;
 }
 
+/* vget, then the frame's page code (K3: a header flipped in the cache is
+ * the codes' to name, kv_protection, before any check reads it). */
+static int vget_proven(vstate *v, uint32_t blk, bp_frame **f) {
+    int rc = vget(v, blk, f);
+    if (rc) return rc;
+    if ((rc = kv_page(v->t, *f)) != ENG_OK) {
+        bp_release(v->t->bp, *f, BP_SHARED);
+        *f = NULL;
+        v->problems++;
+        v->bad[blk] = 1;
+    }
+    return rc;
+}
+
 static void vreport(vstate *v, int layer, uint32_t block, int32_t entry, uint64_t exp, uint64_t found, const char *fmt,
                     const char *arg) {
     char detail[160];
@@ -293,7 +307,7 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verif
             for (uint32_t i = 0; cl && i < mf.clog_pages; i++) {
                 if (!claim(&v, cl[i], USE_CLOG, META_BLOCK)) continue;
                 bp_frame *f;
-                if (vget(&v, cl[i], &f)) continue;
+                if (vget_proven(&v, cl[i], &f)) continue;
                 int ok = ph_get_type(f->data) == PAGE_CLOG && ph_get_aux(f->data) == i;
                 bp_release(t->bp, f, BP_SHARED);
                 if (!ok)
@@ -304,7 +318,10 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verif
             for (uint32_t b = mf.freelist; b;) {
                 if (!claim(&v, b, USE_FREE, META_BLOCK)) break;
                 bp_frame *f;
-                if (vget(&v, b, &f)) break;
+                if (vget_proven(&v, b, &f)) {
+                    v.refs_unknown = 1; /* the rest of the list is unknown (V2) */
+                    break;
+                }
                 int ok = ph_get_type(f->data) == PAGE_FREE;
                 uint32_t next = ph_get_next(f->data), cnt = ok ? ph_get_aux(f->data) : 0;
                 uint32_t *ents = malloc(sizeof(uint32_t) * (cnt ? cnt : 1));

@@ -15,12 +15,20 @@
  * kv_protection may name a cache flip) calls a false alarm.  A frame is
  * now proven by its codes before anything trusts its header.
  *
+ * Again in blackbox seed 20261302 (iteration 20693139681387, w = 2,
+ * checksums off, cache flips): a commit compared the commit-log page's
+ * type and index with the directory before its codes, and named a flip
+ * there `version` ("commit-log directory names a page that is not that
+ * commit-log page"); the header bytes below now include type and aux.
+ *
  * Part of the kvprot suite; the fixture is kvprot_helpers.h's.
  */
 #include "kvprot_helpers.h"
 
-/* Header bytes the edit's check looks at: nslots, lower, upper, frag. */
-static const size_t header_bytes[] = {22, 23, 24, 25, 26, 27, 28, 29};
+/* Header bytes the edit's checks look at: type, nslots, lower, upper,
+ * frag, and aux (the commit log's page index, which a commit checks
+ * against the directory). */
+static const size_t header_bytes[] = {20, 22, 23, 24, 25, 26, 27, 28, 29, 36, 37};
 
 /* The model index of a key on LEAF (the first of its slots). */
 static int a_key_on(eng_db *db, uint64_t leaf) {
@@ -117,4 +125,31 @@ KV_WIDTH_TEST(header_flip_met_by_vacuum_is_reported_by_the_codes) { header_round
  * checks it first: the seed the crash test found. */
 KV_WIDTH_TEST(commit_log_header_flip_met_by_a_commit_is_reported_by_the_codes) {
     header_rounds(w, OP_COMMIT, 0x636c6full);
+}
+
+/* eng_verify's walk of the commit log's and the free list's pages reads
+ * their type and index from the cache after its first pass checked the
+ * blocks (a clean frame's first pass reads the disk): the codes first
+ * there too, or a flip in the cached header is named `version`. */
+KV_WIDTH_TEST(commit_log_header_flip_met_by_verify_is_reported_by_the_codes) {
+    eng_db *db = fixture_open_warm(w);
+    uint64_t clog = block_of_type(PAGE_CLOG);
+    tu_rng r = {0x766572ull + (uint64_t)w};
+    for (size_t off = 20; off <= 37; off += 17) { /* type, then aux */
+        int bit = (int)tu_below(&r, 8);
+        char what[128], rs[4096];
+        snprintf(what, sizeof what, "[w=%d] bit %d of header byte %zu of the commit log's page %llu, then verify", w,
+                 bit, off, (unsigned long long)clog);
+        tu_reports_reset(&F.rep);
+        flip f = flip_bit(db, clog, off, bit);
+        uint64_t probs = 0;
+        int rc = eng_verify(db, tu_collect, &F.rep, &probs);
+        flip_undo(db, &f);
+        cr_assert_eq(rc, ENG_CORRUPTION, "%s: verify returned %s", what, eng_strerror(rc));
+        cr_assert(has_kvp_report((int64_t)clog, -1), "%s: no kv_protection report; reports:\n%s", what,
+                  tu_reports_str(&F.rep, rs, sizeof rs));
+        cr_assert(!has_other_layer((int64_t)clog), "%s: another layer named the cache damage:\n%s", what,
+                  tu_reports_str(&F.rep, rs, sizeof rs));
+    }
+    tu_close(db);
 }
