@@ -312,7 +312,9 @@ def mutants_mode(a, argv):
         if r["caught"] and summary:
             real_check(r, summary, build, a.simple_args)
         if r["caught"] and summary and getattr(a, "shrink", False) and not STOP.is_set():
-            first = sorted((i for i in summary.get("iterations") or [] if i.get("failure")),
+            # The full records of failed iterations (the timeline in
+            # "iterations" is sampled and names no folder).
+            first = sorted((i for i in summary.get("failures") or [] if i.get("artifacts")),
                            key=lambda i: i.get("t_end", 0))
             art = first[0].get("artifacts") if first else None
             if art and os.path.isdir(art):

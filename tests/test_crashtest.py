@@ -1060,10 +1060,12 @@ class TestMutants(unittest.TestCase):
     @unittest.skipUnless(built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")) and
                          built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "powerloss")),
                          "build/mutants/stale-value missing")
-    def test_a_planted_bug_is_caught_and_recorded(self):
+    def test_a_planted_bug_is_caught_recorded_and_shrunk(self):
+        # --shrink shrinks the caught failure (it once looked for the folder
+        # in the sampled timeline, which names none, and shrank nothing).
         rd = os.path.join(self.d, "r")
         rc, out, err = run_ct("mutants", "--budget", "90", "--seed", "1", "--no-build", "--build-dir", BUILD,
-                              "--report-dir", rd, "stale-value")
+                              "--report-dir", rd, "--shrink", "--shrink-budget", "60", "stale-value")
         self.assertEqual(rc, 0, out + err)
         self.assertIn("mutation score: 1 of 1 caught", out)
         with open(os.path.join(rd, "mutants.json")) as f:
@@ -1073,6 +1075,10 @@ class TestMutants(unittest.TestCase):
         self.assertIn("wrong_value", m["keys"])
         self.assertTrue(m["repro"])
         self.assertLessEqual(m["seconds"], doc["mutants"][0]["elapsed_s"])
+        self.assertIn("shrink", m, out + err)
+        self.assertEqual(m["shrink"]["kind"], m["kind"])
+        self.assertIsNotNone(m["shrink"]["shrunk"], out + err)
+        self.assertLessEqual(m["shrink"]["shrunk"]["ops"], m["shrink"]["original"]["ops"])
 
 
 if __name__ == "__main__":
