@@ -26,6 +26,11 @@ int bt_load_clog(bt_tree *t) {
     if (rc) return rc;
     meta_fields mf;
     meta_read(m->data, &mf);
+    if (mf.clog_pages > META_CLOG_CAP(t->ps)) { /* the directory must stay inside the page */
+        bp_release(t->bp, m, BP_SHARED);
+        return corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, META_CLOG_CAP(t->ps), mf.clog_pages,
+                       "meta commit-log directory claims more pages than it has room for");
+    }
     t->clog_n = 0;
     for (uint32_t i = 0; i < mf.clog_pages && rc == ENG_OK; i++) rc = clog_dir_push(t, meta_clog_block(m->data, i));
     bp_release(t->bp, m, BP_SHARED);
