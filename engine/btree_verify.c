@@ -332,14 +332,23 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verif
                     break;
                 }
                 int ok = ph_get_type(f->data) == PAGE_FREE;
-                uint32_t next = ph_get_next(f->data), cnt = ok ? ph_get_aux(f->data) : 0;
+                /* The count is data (w = 0 leaves a cached flip uncoded):
+                 * never read entries past the page. */
+                uint32_t next = ph_get_next(f->data), got = ok ? ph_get_aux(f->data) : 0;
+                uint32_t cnt = got <= FREE_TRUNK_CAP(t->ps) ? got : 0;
                 uint32_t *ents = malloc(sizeof(uint32_t) * (cnt ? cnt : 1));
                 for (uint32_t i = 0; ents && i < cnt; i++) ents[i] = rd32(f->data + PAGE_HDR + 4u * i);
                 bp_release(t->bp, f, BP_SHARED);
-                if (!ok) {
+                if (!ok || cnt != got) {
                     free(ents);
-                    vreport(&v, ENG_LAYER_STRUCTURE, b, -1, PAGE_FREE, 0,
-                            "%sfree list reaches a page that is not a trunk", "");
+                    if (!ok) {
+                        vreport(&v, ENG_LAYER_STRUCTURE, b, -1, PAGE_FREE, 0,
+                                "%sfree list reaches a page that is not a trunk", "");
+                    } else {
+                        vreport(&v, ENG_LAYER_STRUCTURE, b, -1, FREE_TRUNK_CAP(t->ps), got,
+                                "%sfree-list trunk count beyond its room", "");
+                        v.refs_unknown = 1; /* what it lists is unknown (V2) */
+                    }
                     break;
                 }
                 /* Listed blocks keep stale contents: only their checksums
