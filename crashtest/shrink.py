@@ -63,9 +63,10 @@ Rules:
       budget: nothing else is left to try).  Each seed tried is in
       shrink.json; a different kind met on the way goes aside (K1),
       never success.
-  K7  the op count of a deterministic traced run halved while it fails,
-      then short runs with other seeds (SHORT_OPS ops, each at most a
-      tenth of the count left, SHORT_SEEDS seeds each): a failure that
+  K7  the op count of a deterministic run (traced, or not when every
+      traced run passed) halved while it fails, then short runs with other
+      seeds (SHORT_OPS ops, each at most a tenth of the count left,
+      SHORT_SEEDS seeds each): a failure that
       rests on where the run ends (the log's end in a block's first
       sector) comes and goes with every op, and no removal of ops keeps
       it.
@@ -623,11 +624,12 @@ class Shrinker:
         and ddmin stop early): SHORT_OPS op counts (each at most a tenth
         of the current), SHORT_SEEDS seeds each, the first that fails the
         same way kept.
-        Only for a deterministic, traced op step that ends by itself or
+        Only for a deterministic op step (traced, or one whose traced runs
+        all passed: a traced run is another run) that ends by itself or
         with a crash after its last op (a kill point must still fire)."""
         a = self.best.op["argv"]
         n = as_int(opt_get(a, "ops_per_thread"), 10000)
-        if not self.best.op_traced() or not self.best.deterministic() or n <= 10 or \
+        if opt_get(a, "replay_ops") or not self.best.deterministic() or n <= 10 or \
                 self.best.op.get("expect") not in ("exit0", "crash_at_end"):
             return
         base = as_int(opt_get(a, "seed"))

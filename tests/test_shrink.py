@@ -309,6 +309,29 @@ class TestShrinkParts(unittest.TestCase):
         sh.p_crash_end()
         self.assertEqual(got, [])
 
+    def test_short_runs_are_tried_for_an_untraced_deterministic_step_too(self):
+        # K7: a failure in a create step whose traced runs all passed (a
+        # traced run is another run) still gets short runs with other
+        # seeds (seal-before-witness: 200 -> 150 ops without them, 1 with).
+        st = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "d", "expect": "exit0",
+              "kill_after": None, "argv": ["@STRESS@", "--threads=1", "--ops_per_thread=200", "--seed=5"]}
+        sh = Shrinker.__new__(Shrinker)
+        sh.best, got = Cand([st], True, None, 0), []
+        sh.left = lambda: 100
+        sh.attempt = lambda what, c, phase, **kw: got.append((c, phase)) and False
+        sh.p_short()
+        self.assertTrue(got)
+        self.assertEqual({p for _, p in got}, {"short"})
+        c = got[0][0]
+        self.assertEqual(opt_get(c.op["argv"], "ops_per_thread"), "1")
+        self.assertNotEqual(opt_get(c.op["argv"], "seed"), "5")
+        self.assertIsNone(opt_get(c.op["argv"], "trace_ops"))
+        # Not for a replay (delta debugging works on its list instead).
+        got.clear()
+        sh.best = Cand([dict(st, argv=st["argv"] + ["--replay_ops=x"])], True, None, 0)
+        sh.p_short()
+        self.assertEqual(got, [])
+
     def test_a_multi_thread_candidate_is_pinned_and_its_kills_fit_a_short_run(self):
         # K8: two threads, N ops each, no --duration (a timed run grows);
         # a timed SIGKILL becomes a crash after the last op, or goes when
