@@ -6,6 +6,7 @@ candidate run (Cand) and the ways its op step may end with one thread
 outputs.  Kept apart from shrink.py, which runs the trials and the
 passes, so each file stays short."""
 
+import hashlib
 import json
 import os
 import re
@@ -256,9 +257,13 @@ def is_fresh(cand):
 
 
 def signature(cand):
-    """What makes two candidates the same run (options in any order)."""
+    """What makes two candidates the same run (options in any order), as
+    a digest: the shrinker keeps one per candidate tried, and a candidate
+    carries its whole op trace (a mutants --shrink process that kept the
+    JSON itself grew to 24 GB over one long delta debugging and was
+    killed by the OOM killer)."""
     steps = [dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps]
-    return json.dumps([steps, cand.fresh, cand.trace], sort_keys=True)
+    return hashlib.sha256(json.dumps([steps, cand.fresh, cand.trace], sort_keys=True).encode()).hexdigest()
 
 
 def powerloss_undone(r, n):

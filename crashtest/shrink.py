@@ -257,7 +257,7 @@ class Shrinker:
         self.multi_tried = False  # the multi-thread path ran (once)
         self.multi = None  # what K8 kept: threads, ops per thread, key space, seed, rate
         self.kept_multi = []  # (step n, candidate, result) of each run kept from K8's on (finish steps back)
-        self.tried = set()  # candidates run already (json)
+        self.tried = set()  # candidates run already (their signatures: digests)
         self.hang = self.meta.get("hang_seconds", 120)
 
     # ---- trials ----
