@@ -289,7 +289,8 @@ class TestShrinkParts(unittest.TestCase):
         (_, k), (what, c) = endings(cand, 800)
         self.assertEqual((k.op["expect"], opt_get(k.op["argv"], "kill_random_test"),
                           opt_get(k.op["argv"], "ops_per_thread")), ("kill_point", "173", "3200"))
-        self.assertEqual((c.op["expect"], opt_get(c.op["argv"], "crash_at_end"), opt_get(c.op["argv"], "ops_per_thread"),
+        self.assertEqual((c.op["expect"], opt_get(c.op["argv"], "crash_at_end"),
+                          opt_get(c.op["argv"], "ops_per_thread"),
                           opt_get(c.op["argv"], "kill_random_test"), opt_get(c.op["argv"], "kill_points")),
                          ("crash_at_end", "1", "800", None, None), what)
         self.assertTrue(c.deterministic(), what)
@@ -301,7 +302,8 @@ class TestShrinkParts(unittest.TestCase):
         sh.p_crash_end()
         (what, c, phase), = got
         self.assertEqual(phase, "crash_end")
-        self.assertEqual((c.op["expect"], opt_get(c.op["argv"], "ops_per_thread"), opt_get(c.op["argv"], "crash_at_end"),
+        self.assertEqual((c.op["expect"], opt_get(c.op["argv"], "ops_per_thread"),
+                          opt_get(c.op["argv"], "crash_at_end"),
                           opt_get(c.op["argv"], "kill_random_test")), ("crash_at_end", "58", "1", None), what)
         # Not when the op step fails itself: the kill may be what it needs.
         got.clear()
