@@ -20,6 +20,28 @@ static int clog_dir_push(bt_tree *t, uint32_t blk) {
     return ENG_OK;
 }
 
+/* Commit-log page I of the directory, latched in MODE: proven by its
+ * codes first (K3: a flip in the cached type or index is the codes' to
+ * name), then checked to be that page.  On failure *OUT is NULL. */
+static int clog_get(bt_tree *t, uint32_t i, int mode, bp_frame **out) {
+    bp_frame *f;
+    *out = NULL;
+    int rc = bp_get(t->bp, t->clog_dir[i], mode, &f);
+    if (rc) return rc;
+    if ((rc = kv_page(t, f)) != ENG_OK) {
+        bp_release(t->bp, f, mode);
+        return rc;
+    }
+    if (ph_get_type(f->data) != PAGE_CLOG || ph_get_aux(f->data) != i) {
+        uint64_t found = (uint64_t)ph_get_type(f->data) << 32 | ph_get_aux(f->data);
+        bp_release(t->bp, f, mode);
+        return corrupt(t, ENG_LAYER_VERSION, t->clog_dir[i], -1, i, found,
+                       "commit-log directory names a page that is not that commit-log page");
+    }
+    *out = f;
+    return ENG_OK;
+}
+
 int bt_load_clog(bt_tree *t) {
     bp_frame *m;
     int rc = bp_get(t->bp, META_BLOCK, BP_SHARED, &m);
@@ -37,18 +59,7 @@ int bt_load_clog(bt_tree *t) {
     const uint32_t per = CLOG_PER_PAGE(t->ps);
     for (uint32_t i = 0; i < t->clog_n && rc == ENG_OK; i++) {
         bp_frame *f;
-        if ((rc = bp_get(t->bp, t->clog_dir[i], BP_SHARED, &f))) break;
-        if ((rc = kv_page(t, f)) != ENG_OK) { /* K3, as in bt_commit */
-            bp_release(t->bp, f, BP_SHARED);
-            break;
-        }
-        if (ph_get_type(f->data) != PAGE_CLOG || ph_get_aux(f->data) != i) {
-            uint64_t ty = ph_get_type(f->data);
-            bp_release(t->bp, f, BP_SHARED);
-            rc = corrupt(t, ENG_LAYER_VERSION, t->clog_dir[i], -1, i, ty << 32 | ph_get_aux(f->data),
-                         "commit-log directory names a page that is not that commit-log page");
-            break;
-        }
+        if ((rc = clog_get(t, i, BP_SHARED, &f))) break;
         for (uint32_t j = 0; j < per && rc == ENG_OK; j++) {
             unsigned st = (f->data[PAGE_HDR + j / 4u] >> ((j % 4u) * 2u)) & 3u;
             if (st != CLOG_IN_PROGRESS) rc = txn_set_status(t->cfg.txn, (uint64_t)i * per + j, (int)st);
@@ -99,23 +110,7 @@ int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t
         else
             bp_release(t->bp, g, BP_EXCL);
     }
-    if (rc == ENG_OK && !f) {
-        rc = bp_get(t->bp, t->clog_dir[pi], BP_EXCL, &f);
-        /* K3 before the header is trusted: a flip in the cached type or
-         * index is the codes' to name (kv_protection), not a directory
-         * that names the wrong page. */
-        if (rc == ENG_OK && (rc = kv_page(t, f)) != ENG_OK) {
-            bp_release(t->bp, f, BP_EXCL);
-            f = NULL;
-        }
-        if (rc == ENG_OK && (ph_get_type(f->data) != PAGE_CLOG || ph_get_aux(f->data) != pi)) {
-            uint64_t found = (uint64_t)ph_get_type(f->data) << 32 | ph_get_aux(f->data);
-            bp_release(t->bp, f, BP_EXCL);
-            f = NULL;
-            rc = corrupt(t, ENG_LAYER_VERSION, t->clog_dir[pi], -1, pi, found,
-                         "commit-log directory names a page that is not that commit-log page");
-        }
-    }
+    if (rc == ENG_OK && !f) rc = clog_get(t, (uint32_t)pi, BP_EXCL, &f);
     if (rc == ENG_OK && (rc = bt_act_begin(&w, f, 0, &at)) == ENG_OK) {
         pa_put_clogset(&w.rec, atomic_load(&f->block), (uint32_t)(xid % per), status);
         rc = bt_act_apply(&w, f, at);
