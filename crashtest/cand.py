@@ -134,6 +134,12 @@ class Cand:
                 "deterministic": self.deterministic()}
 
 
+def kills_to_crash_at_end(step):
+    """STEP's kill points gone, a crash after its last op instead (K9)."""
+    a = opt_set(opt_set(step["argv"], "kill_random_test", None), "kill_points", None)
+    step["argv"], step["expect"] = opt_set(a, "crash_at_end", 1), "crash_at_end"
+
+
 def endings(cand, ops):
     """How the op step of CAND, given one thread and OPS ops in all, may
     end in place of its timed SIGKILL, in the order tried: [(what,
@@ -170,9 +176,7 @@ def endings(cand, ops):
             # A later step fails: the crash matters, maybe not where it
             # came (K9); a crash after the last op, no kill points.
             what, c = shaped(ops, "%d ops, a crash after the last op instead of its kill points" % ops)
-            c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None),
-                                   "crash_at_end", 1)
-            c.op["expect"] = "crash_at_end"
+            kills_to_crash_at_end(c.op)
             out.append((what, c))
     elif cand.w == len(cand.steps) - 1:
         # The run ends at its failure, so room is cheap; OPS is what a

@@ -129,8 +129,8 @@ import tempfile
 import time
 
 from .binary import check_binary, stress_info
-from .cand import (Cand, as_int, endings, is_fresh, is_workload, line_touches, mt_endings, opt_get,  # noqa: F401
-                   opt_set, ops_of, powerloss_undone, same_value, set_faults, signature, slim, trace_inj,
+from .cand import (Cand, as_int, endings, is_fresh, is_workload, kills_to_crash_at_end, line_touches,  # noqa: F401
+                   mt_endings, opt_get, opt_set, ops_of, powerloss_undone, same_value, set_faults, signature, slim, trace_inj,
                    trace_ops_of, write_trace)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of, write_json
 from .executor import Executor, subst
@@ -547,8 +547,8 @@ class Shrinker:
             n = (self.best_res.get("ops") or 0) + 1  # the op the kill fired in, too
             a = opt_set(opt_set(a, "ops_per_thread", n), "duration", None)
             what += " (%d ops)" % n
-        s["argv"] = opt_set(opt_set(opt_set(a, "kill_random_test", None), "kill_points", None), "crash_at_end", 1)
-        s["expect"] = "crash_at_end"
+        s["argv"] = a
+        kills_to_crash_at_end(s)
         self.attempt(what, c, "crash_end")
 
     def p_trace(self):
