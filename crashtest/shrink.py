@@ -96,7 +96,10 @@ Rules:
       quarter of it (a snapshot held across 200 ops is never read again
       in a run of 64).  Each candidate is judged by
       up to MT_TRIALS trials and kept when MT_NEED of them fail the same way
-      (the stated minimum rate), then confirmed by MT_CONFIRM more trials,
+      (the stated minimum rate; once one of them failed, up to MT_MORE
+      more trials decide it: a race that short runs show one time in four
+      is still a run a reader can repeat, and the 10x smaller runs are the
+      short ones), then confirmed by MT_CONFIRM more trials,
       one of which must fail too (two of a few trials can be luck with a
       rare race); the first kept wins, and every later step
       is judged the same way (the op count halved, the mix, the options
@@ -110,6 +113,24 @@ Rules:
       before it (from K8's keep on) are tried, latest first, and the first
       that reaches MT_REPRO_NEED is the result (shrink.json's
       stepped_back lists each one tried).
+  K10 no kept run that is not deterministic is larger than the recorded
+      one: such a trial that fails the same way with more ops (every
+      stress step's) than the recorded run had counts as passing.  A
+      pinned run with kill points can run past where the recorded run
+      ended, and halving a run kept on two of a few trials stops early
+      (planted bug hint-aborted-while-in-progress: a two-thread run
+      pinned at four times the recorded ops for its kill points, 5,771 ->
+      18,707 ops).  A deterministic run may be larger for a while (one
+      thread doing all the ops of several, with room for the failure to
+      come): halving and delta debugging cut it one trial a step.  A
+      failure in the op step itself came before any kill point fired, so
+      pinning tries that step without them first.
+  K11 the failing step's own timed SIGKILL goes, first, when it is not
+      the op step: a recovery SIGKILLed after a fraction of a second whose
+      failure came before the kill.  The kill races the failure (planted
+      bug checkpoint-skips-data-fsync: with the op step traced, recovery
+      replayed more log and was killed before it verified, so every
+      one-thread run passed), and a timed kill makes no run deterministic.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -130,8 +151,8 @@ import time
 
 from .binary import check_binary, stress_info
 from .cand import (Cand, as_int, endings, is_fresh, is_workload, kills_to_crash_at_end, line_touches,  # noqa: F401
-                   mt_endings, opt_get, opt_set, ops_of, powerloss_undone, same_value, set_faults, signature, slim, trace_inj,
-                   trace_ops_of, write_trace)
+                   mt_endings, opt_get, opt_set, ops_of, powerloss_undone, same_value, set_faults, set_threads,
+                   signature, slim, trace_inj, trace_ops_of, write_trace)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of, write_json
 from .executor import Executor, subst
 from .output import Printer
@@ -181,9 +202,10 @@ MT_KEYS = (8, 64, 512)
 MT_SEEDS = 3
 MT_TRIALS = 4
 MT_NEED = 2
+MT_MORE = 4  # ... and this many more once one of them failed, MT_NEED still (the floor: 2 of 8)
 MT_CONFIRM = 4  # ... and a kept one runs this many more, one of which must fail too (K8)
 MT_SHARE = 0.6
-MT_REPRO_TRIES = 5
+MT_REPRO_TRIES = 8
 MT_REPRO_NEED = 2  # ... of which this many must reproduce, else finish steps back (K8)
 # Rare ops that would come less than once in a short run come every
 # quarter of it, and a snapshot is held a quarter of the run (K8).
@@ -253,6 +275,8 @@ class Shrinker:
         self.ntrial = 0
         self.need = NEED
         self.trials = TRIALS  # runs per change when not deterministic (K2; MT_TRIALS once K8 kept one)
+        self.more = 0  # trials added once one failed (MT_MORE once K8 kept one)
+        self.cap = None  # the recorded run's ops: no kept run is larger (K10)
         self.searched = False  # the one-thread seed search of p_threads ran (once)
         self.multi_tried = False  # the multi-thread path ran (once)
         self.multi = None  # what K8 kept: threads, ops per thread, key space, seed, rate
@@ -307,11 +331,13 @@ class Shrinker:
         res["seconds"] = round(time.monotonic() - t0, 3)
         return res
 
-    def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None):
+    def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None):
         """Run CAND (once if deterministic, else TRIALS times; K2) and keep
         it when it fails the same way (K1) and, given BETTER (a function of
-        a trial's result), when BETTER holds for it too.  Returns True if
-        kept."""
+        a trial's result), when BETTER holds for it too.  A trial larger
+        than the recorded run (K10) does not count as failing the same way.
+        MORE (default: self.more): trials added once one of RUNS failed but
+        fewer than NEED did (K8).  Returns True if kept."""
         if self.left() <= 0 or STOP.is_set():
             return False
         sig = signature(cand)
@@ -324,14 +350,22 @@ class Shrinker:
             runs = 1 if cand.deterministic() else self.trials
         if need is None:
             need = 1 if runs == 1 else self.need
+        if more is None:
+            more = self.more if runs > 1 else 0
         fails, results, why = 0, [], None
         kept_res = None
-        for _ in range(runs):
-            if self.left() <= 0 or STOP.is_set() or fails >= need or len(results) - fails > runs - need:
+        while True:
+            most = runs + more if fails else runs  # a failure seen: MORE trials may decide it (K8)
+            if len(results) >= most or self.left() <= 0 or STOP.is_set() or fails >= need or \
+                    len(results) - fails > most - need:
                 break  # decided (K2), or out of time
             r = self.run_once(cand)
             results.append(r)
-            if self.same(r) and better is not None and not better(r):
+            if self.same(r) and phase != "baseline" and self.cap and (r["ops_all"] or 0) > self.cap and \
+                    not cand.deterministic():
+                why = "fails the same way, but larger than the recorded run (%d ops; it had %d)" % (
+                    r["ops_all"], self.cap)
+            elif self.same(r) and better is not None and not better(r):
                 why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")
             elif self.same(r):
                 fails += 1
@@ -442,9 +476,7 @@ class Shrinker:
         if threads <= 1:
             return
         c = self.best.copy()
-        for s in c.stress_steps():
-            if is_workload(s):
-                s["argv"] = opt_set(s["argv"], "threads", 1)
+        set_threads(c, 1)
         if self.attempt("threads %d -> 1" % threads, c, "threads"):
             return
         # A bug rarely needs threads; it needs a schedule: one thread with
@@ -456,9 +488,7 @@ class Shrinker:
         half = threads // 2
         if 1 < half < threads:
             c = self.best.copy()
-            for s in c.stress_steps():
-                if is_workload(s):
-                    s["argv"] = opt_set(s["argv"], "threads", half)
+            set_threads(c, half)
             self.attempt("threads %d -> %d" % (threads, half), c, "threads")
 
     def search(self, start, ops, recorded=True, nseeds=SEARCH_SEEDS, share=SEARCH_SHARE):
@@ -512,6 +542,20 @@ class Shrinker:
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
             ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
             kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
+            if kill and s.get("expect") == "kill_point" and c.w == len(c.steps) - 1:
+                # The failure shows in the op step itself, before a kill
+                # point fired (a killed step is judged by the steps after
+                # it): first the same ops without kill points, then with
+                # them and room (a kill that came later than the recorded
+                # run's ops is larger than it: K10).
+                n = max(1, -(-ops // threads))
+                c2 = c.copy()
+                a2 = opt_set(opt_set(c2.op["argv"], "kill_random_test", None), "kill_points", None)
+                c2.op["argv"] = opt_set(opt_set(a2, "ops_per_thread", n), "duration", None)
+                c2.op["expect"] = "exit0"
+                if self.attempt("ops pinned (%d per thread), no kill points (the failure shows before one fires)"
+                                % n, c2, "pin"):
+                    return
             n = max(1, -(-ops // threads)) * (4 if kill else 1)  # the kill ends it: room is cheap
             s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
             what.append("ops pinned (%d per thread)" % n)
@@ -528,6 +572,19 @@ class Shrinker:
             what.append("the timed SIGKILL made a crash after the last op")
         if what:
             self.attempt(", ".join(what), c, "pin")
+
+    def p_end_kill(self):
+        """K11: the failing step's own timed SIGKILL goes when that step is
+        not the op step (p_pin's): a recovery killed after a fraction of a
+        second, whose failure came before the kill.  The kill races the
+        failure (a trial whose recovery replays more log is killed first
+        and passes), and a timed kill makes no run deterministic."""
+        c = self.best.copy()
+        last = c.steps[-1]
+        if last["type"] != "stress" or last.get("kill_after") is None or c.w == len(c.steps) - 1:
+            return
+        last["kill_after"], last["expect"] = None, "exit0"
+        self.attempt("no SIGKILL in the failing step %s (the failure shows before it)" % last["name"], c, "end_kill")
 
     def p_crash_end(self):
         """K9: a one-thread op step that a kill point ends, when a later step
@@ -782,13 +839,14 @@ class Shrinker:
                         extra = {"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k}
                         prev = (self.best, self.best_res)
                         nkept = len(self.kept_multi)
-                        if not self.attempt(label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra):
+                        if not self.attempt(label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra,
+                                            more=MT_MORE):
                             continue
                         e = self.log[-1]
                         # Two of a few trials can be luck with a rare race:
                         # MT_CONFIRM more, one of which must fail too.
                         if not self.attempt("confirm: " + label, self.best.copy(), "multi", runs=MT_CONFIRM, need=1,
-                                            extra=extra):
+                                            extra=extra, more=0):
                             if self.best_res is not prev[1] and self.best_res:
                                 shutil.rmtree(self.best_res["dir"], ignore_errors=True)
                             self.best, self.best_res = prev
@@ -798,7 +856,7 @@ class Shrinker:
                         t, n_f = e["trials"] + f["trials"], e["failures"] + f["failures"]
                         self.multi = {"threads": threads, "ops_per_thread": n, "max_key": k, "seed": seed,
                                       "trials": t, "failures": n_f, "rate": round(n_f / t, 3)}
-                        self.trials, self.need = MT_TRIALS, MT_NEED
+                        self.trials, self.need, self.more = MT_TRIALS, MT_NEED, MT_MORE
                         return True
         return False
 
@@ -990,6 +1048,10 @@ class Shrinker:
         # step's trials must fail (K2).
         runs = 1 if orig.deterministic() else BASELINE_TRIALS
         ok = self.attempt("the recorded run, unchanged", orig.copy(), "baseline", runs=runs, need=1)
+        # K10: no kept run is larger than the recorded one (the one that
+        # failed; the largest try when none did).
+        e = self.log[-1]
+        self.cap = (self.best_res or {}).get("ops_all") if ok else max([o for o in e["ops_all"] if o] or [0]) or None
         if ok and runs > 1:
             e = self.log[-1]
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
@@ -1017,8 +1079,8 @@ class Shrinker:
                 # The op count early: every later trial is that much shorter;
                 # once a trace exists, delta debugging on it before the
                 # option steps, which then run on the few ops left.
-                for step in (self.p_threads, self.p_multi, self.p_pin, self.p_trace, self.p_crash_end, self.p_ops, self.p_short, self.p_replay,
-                             self.p_focus, self.p_untied, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
+                for step in (self.p_end_kill, self.p_threads, self.p_multi, self.p_pin, self.p_trace,
+                             self.p_crash_end, self.p_ops, self.p_short, self.p_replay, self.p_focus, self.p_untied, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
                              self.p_classes, self.p_kill, self.p_rates, self.p_mix,
                              self.p_fresh, self.p_create, self.p_keys, self.p_options, self.p_powerloss):
                     if self.left() <= 0 or STOP.is_set():

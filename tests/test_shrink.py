@@ -44,8 +44,8 @@ sys.path.insert(0, ROOT)
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
-from crashtest.shrink import (MT_NEED, MT_REPRO_TRIES, MT_TRIALS, Cand, Shrinker, endings, mt_endings,  # noqa: E402
-                              opt_get, opt_set, powerloss_undone, same_value, set_faults, trace_inj)
+from crashtest.shrink import (MT_MORE, MT_NEED, MT_REPRO_TRIES, MT_TRIALS, Cand, Shrinker, endings,  # noqa: E402
+                              mt_endings, opt_get, opt_set, powerloss_undone, same_value, set_faults, trace_inj)
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -348,6 +348,13 @@ class TestShrinkParts(unittest.TestCase):
         self.assertFalse(c.deterministic(), "two threads: judged by repeated trials")
         (what, c), = mt_endings(Cand([wl], False, None, 0), 2, 16)
         self.assertEqual((c.op["expect"], c.op["kill_after"]), ("exit0", None))
+        # A step that creates the database stays one thread (p_create
+        # shrinks only such a step: checkpoint-redo-at-record kept its 200
+        # create ops, run by two threads, in a shrunk run of 1,936).
+        cr = dict(wl, name="create", expect="exit0", kill_after=None,
+                  argv=["@STRESS@", "--threads=1", "--ops_per_thread=200", "--destroy_db_initially=1"])
+        (what, c), = mt_endings(Cand([cr, wl, pl, vf], True, None, 1, [None, "crashed", "passed", "failed"]), 2, 64)
+        self.assertEqual([opt_get(s["argv"], "threads") for s in c.stress_steps()], ["1", "2", "4"])
         wk = dict(wl, expect="kill_point", kill_after=None,
                   argv=["@STRESS@", "--threads=4", "--ops_per_thread=0", "--duration=3", "--kill_random_test=5000",
                         "--kill_points=kill/a,kill/b"])
@@ -362,6 +369,108 @@ class TestShrinkParts(unittest.TestCase):
         self.assertEqual(opt_get(k.op["argv"], "kill_random_test"), "8")
         self.assertEqual((opt_get(f.op["argv"], "kill_points"), opt_get(f.op["argv"], "kill_random_test")),
                          ("kill/b", "1"))
+
+    def stub_shrinker(self, outcomes):
+        """A Shrinker whose trials are OUTCOMES, in order: (kind, ops_all)."""
+        sh = Shrinker.__new__(Shrinker)
+        sh.kind, sh.match, sh.p = "lost", "kind", type("P", (), {"line": lambda self, s: None})()
+        sh.best, sh.best_res, sh.log, sh.tried, sh.aside = Cand([{"type": "stress", "argv": ["--threads=1"]}],
+                                                               True, None, 0), None, [], set(), []
+        sh.need, sh.trials, sh.more, sh.cap, sh.multi, sh.kept_multi = 2, 4, 0, None, None, []
+        sh.left = lambda: 100
+        queue = list(outcomes)
+
+        def run_once(cand):
+            kind, ops = queue.pop(0)
+            return {"kind": kind, "step": 0 if kind else None, "ops": ops, "ops_all": ops, "seconds": 0.1,
+                    "diverged": None, "dir": "/nonexistent/t", "results": {}, "failure": {"kind": kind}}
+        sh.run_once = run_once
+        return sh, queue
+
+    def cand(self, threads, n):
+        return Cand([{"type": "stress", "name": "w", "state": "@STATE@", "dir": "d", "expect": "exit0",
+                      "kill_after": None, "argv": ["@STRESS@", "--threads=%d" % threads, "--ops_per_thread=%d" % n]}],
+                    True, None, 0)
+
+    def test_a_run_of_several_threads_larger_than_the_recorded_one_is_not_kept(self):
+        # K10 (planted bug hint-aborted-while-in-progress: a two-thread run
+        # pinned at four times the recorded ops for its kill points, kept,
+        # and the shrunk run had 18,707 ops where the recorded one had 5,771).
+        sh, _ = self.stub_shrinker([("lost", 1500), ("lost", 1500), ("lost", 900), ("lost", 900)])
+        sh.cap, sh.need = 1000, 1
+        self.assertFalse(sh.attempt("two threads, 1500 ops", self.cand(2, 750), "pin", runs=2, need=1))
+        self.assertIn("larger than the recorded run (1500 ops; it had 1000)", sh.log[-1]["why"])
+        self.assertTrue(sh.attempt("two threads, 900 ops", self.cand(2, 450), "ops", runs=2, need=1))
+        # One thread, deterministic: halving cuts it a trial a step, so it
+        # may be larger for a while.
+        sh, _ = self.stub_shrinker([("lost", 1500)])
+        sh.cap = 1000
+        self.assertTrue(sh.attempt("one thread, 1500 ops", self.cand(1, 1500), "search"))
+        # Several threads: a larger trial is a pass among the trials.
+        sh, q = self.stub_shrinker([("lost", 2000), ("lost", 900), ("lost", 2000), ("lost", 2000)])
+        sh.cap = 1000
+        self.assertFalse(sh.attempt("two threads", self.cand(2, 1000), "multi", runs=4, need=2))
+        self.assertEqual((sh.log[-1]["trials"], sh.log[-1]["failures"]), (4, 1))
+
+    def test_a_multi_thread_candidate_that_failed_once_is_decided_by_more_trials(self):
+        # K8: 1 of MT_TRIALS failing is a sign; up to MT_MORE more trials
+        # decide it, MT_NEED failing still.
+        sh, q = self.stub_shrinker([(None, 50), ("lost", 50), (None, 50), (None, 50), (None, 50), ("lost", 50),
+                                    ("lost", 50)])
+        self.assertTrue(sh.attempt("c", self.cand(2, 25), "multi", runs=MT_TRIALS, need=MT_NEED, more=MT_MORE))
+        self.assertEqual((sh.log[-1]["trials"], sh.log[-1]["failures"]), (6, 2))
+        # None failing: decided as before, without the more.
+        sh, q = self.stub_shrinker([(None, 50)] * 8)
+        self.assertFalse(sh.attempt("c", self.cand(2, 25), "multi", runs=MT_TRIALS, need=MT_NEED, more=MT_MORE))
+        self.assertEqual(sh.log[-1]["trials"], MT_TRIALS - MT_NEED + 1)
+        # One failing and the rest passing: all MT_TRIALS + MT_MORE run.
+        sh, q = self.stub_shrinker([("lost", 50)] + [(None, 50)] * 9)
+        self.assertFalse(sh.attempt("c", self.cand(2, 25), "multi", runs=MT_TRIALS, need=MT_NEED, more=MT_MORE))
+        self.assertEqual((sh.log[-1]["trials"], sh.log[-1]["failures"]), (MT_TRIALS + MT_MORE, 1))
+        # Not for the confirmation (more=0) nor before K8 kept a run.
+        sh, q = self.stub_shrinker([(None, 50), ("lost", 50), (None, 50), (None, 50), ("lost", 50)])
+        self.assertFalse(sh.attempt("c", self.cand(2, 25), "ops", runs=4, need=2))
+        self.assertEqual(sh.log[-1]["trials"], 4)
+
+    def test_a_failure_in_a_timed_op_step_with_kill_points_is_pinned_without_them_first(self):
+        # K10: the failure came before any kill point fired; the same ops
+        # without them are no larger than the recorded run.
+        wk = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "kill_point",
+              "kill_after": None, "argv": ["@STRESS@", "--threads=2", "--ops_per_thread=0", "--duration=3",
+                                           "--kill_random_test=287", "--kill_points=kill/a"]}
+        sh = Shrinker.__new__(Shrinker)
+        sh.best, sh.best_res, got = Cand([wk], False, None, 0), {"ops": 5771}, []
+        sh.attempt = lambda what, c, phase, **kw: got.append((what, c)) and False
+        sh.p_pin()
+        (w0, c0), (w1, c1) = got
+        self.assertEqual((c0.op["expect"], opt_get(c0.op["argv"], "ops_per_thread"),
+                          opt_get(c0.op["argv"], "kill_random_test"), opt_get(c0.op["argv"], "duration")),
+                         ("exit0", "2886", None, None), w0)
+        self.assertEqual((c1.op["expect"], opt_get(c1.op["argv"], "kill_random_test")), ("kill_point", "287"), w1)
+
+    def test_the_failing_recoverys_own_timed_kill_goes_and_the_run_becomes_deterministic(self):
+        # K11 (planted bug checkpoint-skips-data-fsync): a recovery SIGKILLed
+        # after 0.136 s failed before the kill; a traced one-thread run
+        # replayed more log, was killed first and passed.
+        wl, pl, vf = timed_kill_steps()
+        wc = dict(wl, expect="crash_at_end", kill_after=None,
+                  argv=["@STRESS@", "--threads=1", "--ops_per_thread=800", "--crash_at_end=1"])
+        rk = dict(vf, expect="sigkill_or_exit0", kill_after=0.136)
+        sh = Shrinker.__new__(Shrinker)
+        sh.best, got = Cand([wc, pl, rk], False, None, 0, ["crashed", "passed", "failed"]), []
+        self.assertFalse(sh.best.deterministic())
+        sh.attempt = lambda what, c, phase, **kw: got.append((what, c, phase))
+        sh.p_end_kill()
+        (what, c, phase), = got
+        self.assertEqual((c.steps[-1]["kill_after"], c.steps[-1]["expect"], phase), (None, "exit0", "end_kill"))
+        self.assertEqual(c.op["expect"], "crash_at_end", "the op step's ending is p_pin's")
+        self.assertTrue(c.deterministic(), what)
+        self.assertEqual(sh.best.steps[-1]["kill_after"], 0.136, "the best run is left as it was")
+        # The op step failing itself: its timed kill is p_pin's, not this.
+        got.clear()
+        sh.best = Cand([wl], False, None, 0)
+        sh.p_end_kill()
+        self.assertEqual(got, [])
 
     def test_match_keys_takes_a_failure_whose_keys_include_the_kind(self):
         # K1: a lost stays a lost; with --match keys, a wrong_value that
