@@ -505,8 +505,8 @@ class TestFailureKinds(unittest.TestCase):
         pl = POWERLOSS if os.path.exists(POWERLOSS) else "/bin/true"
         # whitebox: no planned SIGKILL races the misbehaviour; blackbox
         # (seed 2 kills after 9 s) for the early exit.
-        rc, out, err = run_ct("blackbox" if mode == "exit0" else "whitebox", "--iterations", "1", "--seed", "2",
-                              "--interval", "30",
+        rc, out, err = run_ct("blackbox" if mode in ("exit0", "unrecoverable_then_killed") else "whitebox",
+                              "--iterations", "1", "--seed", "2", "--interval", "30",
                               "--stress-binary", FAKE, "--powerloss-binary", pl, "--report-dir", rd,
                               "--hang-seconds", "1", *extra, env={"FAKE_STRESS_MODE": mode})
         with open(os.path.join(rd, "summary.json")) as f:
@@ -542,6 +542,22 @@ class TestFailureKinds(unittest.TestCase):
                 # the page of the run names the failure and its repro line
                 page = HtmlFacts(os.path.join(rd, "report.html"))
                 self.assertEqual([f["kind"] for f in page.data("failure")], ["crash"])
+
+    def test_a_run_that_ended_unrecoverable_by_design_is_not_crashed_when_the_kill_meets_it(self):
+        # blackbox 2026-12-02 seed 20261311: the workload's reopen did not
+        # come back (by design), its report was written and its faults
+        # settled, and the planned SIGKILL met it on its way out.  Taken for
+        # a crash, a power loss and a restart ran on that database and met
+        # the damage the report had settled: "unrecoverable, corruption no
+        # injection explains".  The iteration ends with the workload.
+        rc, out, s, rd = self.run_fake("unrecoverable_then_killed", "--hang-seconds", "60")
+        self.assertEqual(rc, 0, out)
+        it, = read_iterations(rd)
+        self.assertEqual(it["verdict"], "pass", it.get("failure"))
+        self.assertEqual([st["name"] for st in it["steps"]], ["create", "workload"])
+        self.assertEqual(it["steps"][1]["result"]["outcome"], "passed")
+        self.assertEqual(it["by_design"], ["misdirected_write at hook/write file=data block=29 (this process)"])
+
 
 class HtmlFacts(html.parser.HTMLParser):
     """A page, parsed: its elements' data-* attributes by class (or chart),

@@ -11,6 +11,11 @@ then misbehaves in the workload as FAKE_STRESS_MODE says:
   hang   sleeps without any progress  (crashtest's watchdog: a hang)
   exit0  ends at once with a passing report (blackbox: it exited before
          it was killed)
+  unrecoverable_then_killed
+         writes a passing report that ends the run as unrecoverable by
+         design, then waits for blackbox's SIGKILL (the kill meets it on
+         its way out); a checking run (--verification_only) then fails
+         as unrecoverable: the damage the report settled is still there
 """
 import json
 import os
@@ -39,14 +44,17 @@ def opts(argv):
     return out
 
 
-def report(path):
+def report(path, **fields):
     if not path:
         return
     totals = {k: 0 for k in ("injected", "detected", "repaired", "masked", "undetectable", "wrong_value", "lost",
-                             "resurrected", "false_alarm", "swallowed", "crash", "hang")}
+                             "resurrected", "false_alarm", "swallowed", "unrecoverable", "crash", "hang")}
+    totals.update(fields.pop("totals", {}))
+    doc = {"verdict": "pass", "mode": "judging", "totals": totals, "classes": {}, "injections_per_point": {},
+           "reports": 0, "unrecoverable": False}
+    doc.update(fields)
     with open(path, "w") as f:
-        json.dump({"verdict": "pass", "mode": "judging", "totals": totals, "classes": {},
-                   "injections_per_point": {}, "reports": 0, "unrecoverable": False}, f)
+        json.dump(doc, f)
 
 
 def main():
@@ -71,6 +79,17 @@ def main():
         print("==4242==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000000010")
         return 1
     if mode == "hang":
+        time.sleep(600)
+        return 0
+    if mode == "unrecoverable_then_killed" and o.get("verification_only") == "1":
+        report(o.get("report"), verdict="fail", unrecoverable=True, totals={"unrecoverable": 1})
+        print("stress: FAILURE unrecoverable: after the crash: corruption no injection explains (fake)")
+        return 1
+    if mode == "unrecoverable_then_killed":
+        report(o.get("report"), unrecoverable=True,
+               unrecoverable_by_design="misdirected_write at hook/write file=data block=29 (this process)")
+        print("stress: the database no longer opens (corruption reported): ending the run (fake)")
+        sys.stdout.flush()
         time.sleep(600)
         return 0
     report(o.get("report"))
