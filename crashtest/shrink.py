@@ -66,7 +66,9 @@ Rules:
   K7  the op count of a deterministic run (traced, or not when every
       traced run passed) halved while it fails, then short runs with other
       seeds (SHORT_OPS ops, each at most a tenth of the count left,
-      SHORT_SEEDS seeds each): a failure that
+      SHORT_SEEDS seeds each, then the same with the rare ops scaled as
+      K8 scales them: a checkpoint one in 2,000 ops never comes in 64):
+      a failure that
       rests on where the run ends (the log's end in a block's first
       sector) comes and goes with every op, and no removal of ops keeps
       it.
@@ -691,14 +693,24 @@ class Shrinker:
             return
         base = as_int(opt_get(a, "seed"))
         for k in [x for x in SHORT_OPS if x * 10 <= n]:
-            for j in range(SHORT_SEEDS):
-                if self.left() <= 0 or STOP.is_set():
-                    return
-                seed = derive(base, "shrink", "short", k, j)
-                c = self.best.copy()
-                c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", k), "seed", seed)
-                if self.attempt("ops %d -> %d, seed %d" % (n, k, seed), c, "short", extra={"seed": seed}):
-                    return
+            # Then with the rare ops that would not come in K ops every
+            # quarter of them (K8's scaling): a failure that needs a
+            # checkpoint before the crash (checkpoint-skips-data-fsync,
+            # one in 2,000 ops) has none in a short run.
+            shapes = [(self.best, "")]
+            sc = self.scaled(self.best, k)
+            if sc.op["argv"] != self.best.op["argv"]:
+                shapes.append((sc, ", rare ops every %d" % max(2, k // 4)))
+            for start, label in shapes:
+                for j in range(SHORT_SEEDS):
+                    if self.left() <= 0 or STOP.is_set():
+                        return
+                    seed = derive(base, "shrink", "short", k, j)
+                    c = start.copy()
+                    c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", k), "seed", seed)
+                    if self.attempt("ops %d -> %d, seed %d%s" % (n, k, seed, label), c, "short",
+                                    extra={"seed": seed}):
+                        return
 
     def p_mix(self):
         if opt_get(self.best.op["argv"], "replay_ops"):

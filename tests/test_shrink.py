@@ -328,6 +328,16 @@ class TestShrinkParts(unittest.TestCase):
         self.assertEqual(opt_get(c.op["argv"], "ops_per_thread"), "1")
         self.assertNotEqual(opt_get(c.op["argv"], "seed"), "5")
         self.assertIsNone(opt_get(c.op["argv"], "trace_ops"))
+        # With rare ops that would not come in a short run: those shapes
+        # again with them every quarter of it (checkpoint-skips-data-fsync
+        # needs a checkpoint before its crash; one in 2,000 ops never comes
+        # in 64).
+        got.clear()
+        sh.best = Cand([dict(st, argv=st["argv"] + ["--checkpoint_one_in=2000"])], True, None, 0)
+        sh.p_short()
+        sixteen = [opt_get(c.op["argv"], "checkpoint_one_in") for c, _ in got
+                   if opt_get(c.op["argv"], "ops_per_thread") == "16"]
+        self.assertEqual(sixteen, ["2000"] * 6 + ["4"] * 6)
         # Not for a replay (delta debugging works on its list instead).
         got.clear()
         sh.best = Cand([dict(st, argv=st["argv"] + ["--replay_ops=x"])], True, None, 0)
