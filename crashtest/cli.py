@@ -214,7 +214,7 @@ def make_parser():
     r.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     r.add_argument("--tries", type=int, default=None, metavar="N",
                    help="replay N times and print how many reproduced the failure (default: the folder's "
-                        "repro_tries, 8 for a shrunk run with several threads; else 1)")
+                        "repro_tries: 8 to 24 for a shrunk run with several threads; else 1)")
     r.set_defaults(func=repro_mode)
     k = sub.add_parser("shrink", help=MODE_HELP["shrink"], formatter_class=fmt,
                        description="Reduce a failed iteration to the smallest run that still fails with the same "

@@ -101,15 +101,20 @@ Rules:
       (the stated minimum rate; once one of them failed, up to MT_MORE
       more trials decide it: a race that short runs show one time in four
       is still a run a reader can repeat, and the 10x smaller runs are the
-      short ones), then confirmed by MT_CONFIRM more trials,
-      one of which must fail too (two of a few trials can be luck with a
+      short ones), then confirmed by up to MT_CONFIRM more trials, one
+      of which must fail too (two of a few trials can be luck with a
       rare race); the first kept wins, and every later step
       is judged the same way (the op count halved, the mix, the options
       ...).  It runs after K6's search, and also when the recorded run did
       not fail again and K6's fallback found nothing.  shrink.json has each
       candidate's trials, failures and rate, and "multi" what was kept; the
-      shrunk folder's meta.json has repro_tries (MT_REPRO_TRIES): its repro
-      replays that many times and prints how many reproduced.  A chain of
+      shrunk folder's meta.json has repro_tries: its repro replays that
+      many times and prints how many reproduced.  That is MT_REPRO_TRIES,
+      or more (at most MT_REPRO_MAX) where the observed rate (the least of
+      K8's keep with its confirmation and the last step kept) expects
+      fewer than MT_REPRO_EXPECT of them to reproduce: a two-thread run of
+      711 ops that fails one time in six is a run a reader can repeat, if
+      repro tries it often enough.  A chain of
       steps each kept on two of a few trials can drift to a rare run: when
       fewer than MT_REPRO_NEED of the tries reproduce, the runs kept
       before it (from K8's keep on) are tried, latest first, and the first
@@ -142,6 +147,7 @@ final command printed.  The op trace's format is docs/formats.md's
 (stress/trace.c writes and parses it)."""
 
 import json
+import math
 import os
 import re
 import shlex
@@ -150,6 +156,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from fractions import Fraction
 
 from .binary import check_binary, stress_info
 from .cand import (Cand, as_int, endings, is_fresh, is_workload, kills_to_crash_at_end, line_touches,  # noqa: F401
@@ -205,9 +212,11 @@ MT_SEEDS = 3
 MT_TRIALS = 4
 MT_NEED = 2
 MT_MORE = 4  # ... and this many more once one of them failed, MT_NEED still (the floor: 2 of 8)
-MT_CONFIRM = 4  # ... and a kept one runs this many more, one of which must fail too (K8)
+MT_CONFIRM = 8  # ... and a kept one runs up to this many more, until one fails the same way too (K8)
 MT_SHARE = 0.6
-MT_REPRO_TRIES = 8
+MT_REPRO_TRIES = 8  # the fewest tries of a shrunk run that is not deterministic ...
+MT_REPRO_MAX = 24  # ... and the most: enough that MT_REPRO_EXPECT reproduce at its observed rate
+MT_REPRO_EXPECT = 3
 MT_REPRO_NEED = 2  # ... of which this many must reproduce, else finish steps back (K8)
 # Rare ops that would come less than once in a short run come every
 # quarter of it, and a snapshot is held a quarter of the run (K8).
@@ -468,7 +477,7 @@ class Shrinker:
                                sha256=sha256_of(self.bin[k]))
         meta["build"] = build
         if not cand.deterministic():
-            meta["repro_tries"] = MT_REPRO_TRIES  # repro prints the rate over these (K8)
+            meta["repro_tries"] = self.repro_tries()  # repro prints the rate over these (K8)
         write_json(os.path.join(dest, "meta.json"), meta)
 
     # ---- the passes (K3) ----
@@ -1092,7 +1101,8 @@ class Shrinker:
                 # once a trace exists, delta debugging on it before the
                 # option steps, which then run on the few ops left.
                 for step in (self.p_end_kill, self.p_threads, self.p_multi, self.p_pin, self.p_trace,
-                             self.p_crash_end, self.p_ops, self.p_short, self.p_replay, self.p_focus, self.p_untied, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
+                             self.p_crash_end, self.p_ops, self.p_short, self.p_replay, self.p_focus,
+                             self.p_untied, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
                              self.p_classes, self.p_kill, self.p_rates, self.p_mix,
                              self.p_fresh, self.p_create, self.p_keys, self.p_options, self.p_powerloss):
                     if self.left() <= 0 or STOP.is_set():
@@ -1105,6 +1115,21 @@ class Shrinker:
                     break
                 step()
         return ok, orig, base
+
+    def repro_tries(self):
+        """How many times repro replays a shrunk run that is not
+        deterministic (K8): MT_REPRO_TRIES, or enough that MT_REPRO_EXPECT
+        reproduce at the observed rate (the least of K8's keep with its
+        confirmation and the last step kept with several trials), at most
+        MT_REPRO_MAX."""
+        rates = [Fraction(self.multi["failures"], self.multi["trials"])] if self.multi else []
+        kept = [e for e in self.log if e["verdict"] == "kept" and e["trials"] > 1]
+        if kept:
+            rates.append(Fraction(kept[-1]["failures"], kept[-1]["trials"]))
+        rate = min(rates) if rates else 0
+        if rate <= 0:
+            return MT_REPRO_TRIES
+        return min(MT_REPRO_MAX, max(MT_REPRO_TRIES, math.ceil(MT_REPRO_EXPECT / rate)))
 
     def repro_rate(self, dest):
         """repro of the shrunk folder DEST (its repro_tries): (each try's

@@ -44,8 +44,9 @@ sys.path.insert(0, ROOT)
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
-from crashtest.shrink import (MT_MORE, MT_NEED, MT_REPRO_TRIES, MT_TRIALS, Cand, Shrinker, endings,  # noqa: E402
-                              mt_endings, opt_get, opt_set, powerloss_undone, same_value, set_faults, trace_inj)
+from crashtest.shrink import (BASELINE_TRIALS, MT_CONFIRM, MT_MORE, MT_NEED, MT_REPRO_MAX,  # noqa: E402
+                              MT_REPRO_TRIES, MT_TRIALS, Cand, Shrinker, endings, mt_endings, opt_get, opt_set,
+                              powerloss_undone, same_value, set_faults, trace_inj)
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -442,6 +443,23 @@ class TestShrinkParts(unittest.TestCase):
         self.assertFalse(sh.attempt("c", self.cand(2, 25), "ops", runs=4, need=2))
         self.assertEqual(sh.log[-1]["trials"], 4)
 
+    def test_repro_of_a_rare_shrunk_race_tries_often_enough_to_expect_three(self):
+        # K8: a two-thread run that fails one time in six is a run a reader
+        # can repeat if repro tries it often enough (the rate: the least of
+        # K8's keep and the last step kept with several trials).
+        sh, _ = self.stub_shrinker([])
+        self.assertEqual(sh.repro_tries(), MT_REPRO_TRIES, "nothing kept on trials: the fewest")
+        sh.multi = {"trials": 12, "failures": 3, "rate": 0.25}
+        self.assertEqual(sh.repro_tries(), 12)
+        sh.log.append({"verdict": "kept", "trials": 6, "failures": 1})
+        self.assertEqual(sh.repro_tries(), 18)
+        sh.log.append({"verdict": "kept", "trials": 2, "failures": 2})
+        self.assertEqual(sh.repro_tries(), 12)
+        sh.multi = {"trials": 40, "failures": 1, "rate": 0.025}
+        self.assertEqual(sh.repro_tries(), MT_REPRO_MAX)
+        sh.multi = {"trials": 4, "failures": 4, "rate": 1.0}
+        self.assertEqual(sh.repro_tries(), MT_REPRO_TRIES)
+
     def test_a_failure_in_a_timed_op_step_with_kill_points_is_pinned_without_them_first(self):
         # K10: the failure came before any kill point fired; the same ops
         # without them are no larger than the recorded run.
@@ -645,16 +663,16 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         op = [x for x in meta["steps"] if x["name"] == "workload"][0]
         self.assertIsNone(opt_get(op["argv"], "duration"))
         self.assertLessEqual(int(opt_get(op["argv"], "ops_per_thread")), 1024)
-        self.assertEqual(meta["repro_tries"], MT_REPRO_TRIES)
+        self.assertTrue(MT_REPRO_TRIES <= meta["repro_tries"] <= MT_REPRO_MAX, meta["repro_tries"])
         multi = [e for e in doc["steps"] if e["phase"] == "multi"]
         self.assertTrue(multi and multi[-1]["verdict"] == "kept")
         for e in doc["steps"]:
             if not e["deterministic"]:
-                self.assertLessEqual(e["trials"], 5, e)
+                self.assertLessEqual(e["trials"], max(BASELINE_TRIALS, MT_TRIALS + MT_MORE, MT_CONFIRM), e)
             self.assertEqual(e["rate"], round(e["failures"] / e["trials"], 3) if e["trials"] else None, e)
         k, n = map(int, s["repro_reproduced"].split(" of "))
-        self.assertEqual(n, MT_REPRO_TRIES)
-        self.assertEqual(len(s["repro_seconds"]), MT_REPRO_TRIES)
+        self.assertEqual(n, meta["repro_tries"])
+        self.assertEqual(len(s["repro_seconds"]), n)
         r = subprocess.run([sys.executable, CRASHTEST, "repro", os.path.join(folder, "shrunk"), "--tries", "2"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
         self.assertRegex(r.stdout, r"crashtest: reproduced [0-2] of 2 tries")
