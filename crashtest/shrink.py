@@ -559,7 +559,7 @@ class Shrinker:
                 # it): first the same ops without kill points, then with
                 # them and room (a kill that came later than the recorded
                 # run's ops is larger than it: K10).
-                n = max(1, -(-ops // threads))
+                n = max(1, ops // threads)  # no more than the recorded run did (K10)
                 c2 = c.copy()
                 a2 = opt_set(opt_set(c2.op["argv"], "kill_random_test", None), "kill_points", None)
                 c2.op["argv"] = opt_set(opt_set(a2, "ops_per_thread", n), "duration", None)
@@ -567,7 +567,9 @@ class Shrinker:
                 if self.attempt("ops pinned (%d per thread), no kill points (the failure shows before one fires)"
                                 % n, c2, "pin"):
                     return
-            n = max(1, -(-ops // threads)) * (4 if kill else 1)  # the kill ends it: room is cheap
+            # No more than the recorded run did (K10), unless a kill point
+            # must still fire: the kill ends it, room is cheap.
+            n = max(1, ops // threads) * (4 if kill else 1)
             s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
             what.append("ops pinned (%d per thread)" % n)
         if s.get("kill_after") is not None and c.w == len(c.steps) - 1:

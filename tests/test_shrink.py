@@ -473,7 +473,7 @@ class TestShrinkParts(unittest.TestCase):
         (w0, c0), (w1, c1) = got
         self.assertEqual((c0.op["expect"], opt_get(c0.op["argv"], "ops_per_thread"),
                           opt_get(c0.op["argv"], "kill_random_test"), opt_get(c0.op["argv"], "duration")),
-                         ("exit0", "2886", None, None), w0)
+                         ("exit0", "2885", None, None), w0)
         self.assertEqual((c1.op["expect"], opt_get(c1.op["argv"], "kill_random_test")), ("kill_point", "287"), w1)
 
     def test_the_failing_recoverys_own_timed_kill_goes_and_the_run_becomes_deterministic(self):
