@@ -2,7 +2,8 @@
 
 run_process starts a process, kills it when a planned kill is due, and
 ends it when it makes no progress (trace count, ledger and journal sizes,
-/proc I/O counters) or outlives its time limit, saving its thread stacks.
+/proc I/O counters), outlives its time limit or writes more than
+OUTPUT_CAP bytes of output (a loop), saving its thread stacks.
 STOP is the one flag that stops the whole run (SIGINT, SIGTERM): every
 wait of the package checks it and raises Stopped."""
 
@@ -22,6 +23,30 @@ class Stopped(Exception):
 
 
 STOP = threading.Event()
+
+# A process's output beyond this is a loop, not a report: the watchdog ends
+# it (a scan that returned one damaged key for ever wrote 8 GB in a minute,
+# and its progress was the writing itself).  Only the head and the tail of
+# an output this long are read back.
+OUTPUT_CAP = 256 << 20
+OUTPUT_KEEP = 2 << 20
+
+
+def read_output(path):
+    """PATH's text: whole, or its first and last OUTPUT_KEEP bytes with a
+    line between them saying how much was left out."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size <= 2 * OUTPUT_KEEP:
+                return f.read().decode(errors="replace")
+            head = f.read(OUTPUT_KEEP)
+            f.seek(size - OUTPUT_KEEP)
+            tail = f.read(OUTPUT_KEEP)
+    except OSError:
+        return ""
+    return "%s\ncrashtest: ... %d bytes of output left out ...\n%s" % (
+        head.decode(errors="replace"), size - 2 * OUTPUT_KEEP, tail.decode(errors="replace"))
 
 
 def read_u64_at(path, off):
@@ -128,7 +153,9 @@ def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress
                     if sample != last_sample:
                         last_sample, last_progress = sample, now
                     why = None
-                    if now - last_progress >= hang_seconds:
+                    if (file_size(out_path) or 0) > OUTPUT_CAP:
+                        why = "wrote more than %d MB of output (a loop?)" % (OUTPUT_CAP >> 20)
+                    elif now - last_progress >= hang_seconds:
                         why = "no progress for %d s" % hang_seconds
                     elif time_limit is not None and now - t0 >= time_limit:
                         why = "still running after %d s" % time_limit
@@ -146,11 +173,7 @@ def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress
             raise
     res.rc = rc
     res.elapsed = time.monotonic() - t0
-    try:
-        with open(out_path, "rb") as f:
-            res.output = f.read().decode(errors="replace")
-    except OSError:
-        res.output = ""
+    res.output = read_output(out_path)
     try:
         res.cores = sorted(n for n in os.listdir(cwd) if n == "core" or n.startswith("core."))
     except OSError:

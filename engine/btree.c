@@ -607,6 +607,32 @@ static int lc_push(bt_leafcopy *lc, const leaf_cell *c) {
     return ENG_OK;
 }
 
+/* The copy of one leaf travels strictly away from the key it was sought
+ * from (K, KL, MODE): each entry past the last, the first past K (or at
+ * it, for GE and LE).  A leaf whose keys are out of order (one damaged in
+ * the cache with no per-KV codes to catch it, w = 0) otherwise lets an
+ * iterator's re-seek from its last key land on a key it returned before,
+ * and a scan never ends (a shrink of planted bug kv-absent-key-unchecked:
+ * a key's byte flipped into a larger one, and the settlement's scan
+ * printed the same key until the disk filled).  Reported at BLOCK. */
+static int lc_in_order(bt_tree *t, const bt_leafcopy *lc, const void *k, size_t kl, int mode, uint32_t block) {
+    int fwd = mode == BT_GE || mode == BT_GT;
+    for (size_t j = 0; j < lc->n; j++) {
+        const bt_entry *e = &lc->e[j];
+        int c;
+        if (j > 0)
+            c = key_cmp(lc->buf + e->koff, e->klen, lc->buf + lc->e[j - 1].koff, lc->e[j - 1].klen);
+        else if (k)
+            c = key_cmp(lc->buf + e->koff, e->klen, k, kl) + (mode == BT_GE ? 1 : mode == BT_LE ? -1 : 0);
+        else
+            continue;
+        if (fwd ? c <= 0 : c >= 0)
+            return corrupt(t, ENG_LAYER_STRUCTURE, block, -1, 0, (uint64_t)j,
+                           "leaf keys out of order (a scan would not advance)");
+    }
+    return ENG_OK;
+}
+
 int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, bt_leafcopy *lc) {
     int fwd = mode == BT_GE || mode == BT_GT;
     lc->n = 0;
@@ -689,6 +715,7 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
         /* K2 after the copy too: a bit flipped in the leaf between the
          * check above and the copy is caught, not returned. */
         if (rc == ENG_OK && lc->n) rc = kv_all(t, f);
+        if (rc == ENG_OK) rc = lc_in_order(t, lc, k, kl, mode, atomic_load(&f->block));
         bp_release(t->bp, f, BP_SHARED);
         if (rc) {
             lc->n = 0;

@@ -44,6 +44,7 @@ from crashtest.params import (  # noqa: E402
     Config, DB_CHOICES, FAILURE_KEYS, OUTCOMES,
     draw_db_params, draw_iter_params, draw_plan, FAULT_OPTIONS, FAULTS, ITER_CHOICES,
     iteration_kind, measured_classes, powerloss_modes_allowed, sanitize, UNSTABLE_FAULTS)
+from crashtest import procs  # noqa: E402
 from crashtest.procs import run_process, wait_lock_released  # noqa: E402
 from crashtest.report import finish_jsonl, fit, read_iterations, timeline_of  # noqa: E402
 from crashtest.run import CrashTest  # noqa: E402
@@ -404,6 +405,25 @@ class TestProcesses(unittest.TestCase):
         self.assertLess(time.monotonic() - t, 30)
         self.assertTrue(r.hung)
         self.assertTrue(os.path.exists(os.path.join(self.d, "hang-stacks.txt")))
+
+    def test_watchdog_ends_a_process_whose_output_runs_away_and_reads_back_its_ends(self):
+        # A scan that returned one damaged key for ever printed 8 GB in a
+        # minute (its writing counted as progress), and reading it back
+        # took 17 GB of memory: past OUTPUT_CAP it is a loop, ended, and
+        # only the head and the tail of its output are read.
+        cap, keep = procs.OUTPUT_CAP, procs.OUTPUT_KEEP
+        procs.OUTPUT_CAP, procs.OUTPUT_KEEP = 4 << 20, 64 << 10
+        self.addCleanup(setattr, procs, "OUTPUT_CAP", cap)
+        self.addCleanup(setattr, procs, "OUTPUT_KEEP", keep)
+        t = time.monotonic()
+        r = run_process([sys.executable, "-c", "import sys\nprint('first line')\nwhile True: print('x' * 99)"],
+                        os.path.join(self.d, "out"), self.d, hang_seconds=60)
+        self.assertLess(time.monotonic() - t, 30)
+        self.assertIn("output", r.hung or "")
+        self.assertTrue(os.path.exists(os.path.join(self.d, "hang-stacks.txt")))
+        self.assertLess(len(r.output), 3 * (64 << 10))
+        self.assertTrue(r.output.startswith("first line"))
+        self.assertIn("bytes of output left out", r.output)
 
     def test_planned_kill(self):
         r = run_process(["sleep", "60"], os.path.join(self.d, "out"), self.d, kill_after=0.2)
