@@ -117,9 +117,12 @@ Rules:
       repro tries it often enough.  A chain of
       steps each kept on two of a few trials can drift to a rare run: when
       fewer than MT_REPRO_NEED of the tries reproduce, the runs kept
-      before it (from K8's keep on) are tried, latest first, and the first
-      that reaches MT_REPRO_NEED is the result (shrink.json's
-      stepped_back lists each one tried).
+      before it that are not deterministic (K8's, or K2's repeated trials
+      of a run with a timed kill) are tried, latest first, MT_STEP_BACK
+      at most, and the first that reaches MT_REPRO_NEED is the result
+      (shrink.json's stepped_back lists each one tried; a one-thread run
+      with its timed kill, each step kept on one of three trials, ended
+      at 0 of 8: checkpoint-skips-data-fsync).
   K10 no kept run that is not deterministic is larger than the recorded
       one: such a trial that fails the same way with more ops (every
       stress step's) than the recorded run had counts as passing.  A
@@ -217,7 +220,8 @@ MT_SHARE = 0.6
 MT_REPRO_TRIES = 8  # the fewest tries of a shrunk run that is not deterministic ...
 MT_REPRO_MAX = 24  # ... and the most: enough that MT_REPRO_EXPECT reproduce at its observed rate
 MT_REPRO_EXPECT = 3
-MT_REPRO_NEED = 2  # ... of which this many must reproduce, else finish steps back (K8)
+MT_REPRO_NEED = 2  # ... of which this many must reproduce, else finish steps back (K8) ...
+MT_STEP_BACK = 4  # ... to at most this many earlier kept runs, latest first
 # Rare ops that would come less than once in a short run come every
 # quarter of it, and a snapshot is held a quarter of the run (K8).
 MT_SCALED = ("checkpoint_one_in", "acquire_snapshot_one_in", "vacuum_one_in")
@@ -291,7 +295,7 @@ class Shrinker:
         self.searched = False  # the one-thread seed search of p_threads ran (once)
         self.multi_tried = False  # the multi-thread path ran (once)
         self.multi = None  # what K8 kept: threads, ops per thread, key space, seed, rate
-        self.kept_multi = []  # (step n, candidate, result) of each run kept from K8's on (finish steps back)
+        self.kept_trials = []  # (step n, candidate, result) of each run kept that is not deterministic (K8, K2)
         self.tried = set()  # candidates run already (their signatures: digests)
         self.hang = self.meta.get("hang_seconds", 120)
 
@@ -419,8 +423,8 @@ class Shrinker:
             cand.steps = cand.steps[:kept_res["step"] + 1]
             cand.want = cand.want[:kept_res["step"] + 1]
             self.best, self.best_res = cand, kept_res
-            if self.multi is not None or phase == "multi":
-                self.kept_multi.append((entry["n"], cand.copy(), kept_res))
+            if not cand.deterministic():
+                self.kept_trials.append((entry["n"], cand.copy(), kept_res))
         for r in results:
             if r is not kept_res:
                 shutil.rmtree(r["dir"], ignore_errors=True)
@@ -861,7 +865,7 @@ class Shrinker:
                             ", " + what if what else "")
                         extra = {"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k}
                         prev = (self.best, self.best_res)
-                        nkept = len(self.kept_multi)
+                        nkept = len(self.kept_trials)
                         if not self.attempt(label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra,
                                             more=MT_MORE):
                             continue
@@ -873,7 +877,7 @@ class Shrinker:
                             if self.best_res is not prev[1] and self.best_res:
                                 shutil.rmtree(self.best_res["dir"], ignore_errors=True)
                             self.best, self.best_res = prev
-                            del self.kept_multi[nkept:]
+                            del self.kept_trials[nkept:]
                             continue
                         f = self.log[-1]
                         t, n_f = e["trials"] + f["trials"], e["failures"] + f["failures"]
@@ -1173,16 +1177,16 @@ class Shrinker:
                 tries = len(times)
             else:
                 # Not deterministic: one repro, which runs the folder's
-                # repro_tries (MT_REPRO_TRIES) and prints each try and the
-                # rate (K8).  A chain of steps each kept on 2 of a few
-                # trials can drift to a rare run: below MT_REPRO_NEED of
-                # MT_REPRO_TRIES, the runs kept before it (K8's on) are
-                # written and tried instead, latest first, and the first
-                # that reaches it is the result.
+                # repro_tries and prints each try and the rate (K8).  A
+                # chain of steps each kept on a few of a few trials can
+                # drift to a rare run: below MT_REPRO_NEED, the runs kept
+                # before it that are not deterministic are written and
+                # tried instead, latest first (MT_STEP_BACK at most), and
+                # the first that reaches it is the result.
                 times, repro_ok, tries = self.repro_rate(dest)
                 back = []
-                if repro_ok < MT_REPRO_NEED and self.kept_multi:
-                    for n, cand, res in reversed(self.kept_multi[:-1]):
+                if repro_ok < MT_REPRO_NEED and self.kept_trials:
+                    for n, cand, res in list(reversed(self.kept_trials[:-1]))[:MT_STEP_BACK]:
                         shutil.rmtree(dest, ignore_errors=True)
                         self.write_folder(dest, cand, res)
                         t2, ok2, n2 = self.repro_rate(dest)

@@ -387,7 +387,7 @@ class TestShrinkParts(unittest.TestCase):
         sh.kind, sh.match, sh.p = "lost", "kind", type("P", (), {"line": lambda self, s: None})()
         sh.best, sh.best_res, sh.log, sh.tried, sh.aside = Cand([{"type": "stress", "argv": ["--threads=1"]}],
                                                                True, None, 0), None, [], set(), []
-        sh.need, sh.trials, sh.more, sh.cap, sh.multi, sh.kept_multi = 2, 4, 0, None, None, []
+        sh.need, sh.trials, sh.more, sh.cap, sh.multi, sh.kept_trials = 2, 4, 0, None, None, []
         sh.left = lambda: 100
         queue = list(outcomes)
 
@@ -442,6 +442,21 @@ class TestShrinkParts(unittest.TestCase):
         sh, q = self.stub_shrinker([(None, 50), ("lost", 50), (None, 50), (None, 50), ("lost", 50)])
         self.assertFalse(sh.attempt("c", self.cand(2, 25), "ops", runs=4, need=2))
         self.assertEqual(sh.log[-1]["trials"], 4)
+
+    def test_every_run_kept_on_trials_is_remembered_for_the_final_check(self):
+        # K8's final check steps back through the runs kept before the last
+        # that are not deterministic, the multi-thread path's or not (a
+        # one-thread run with its timed kill, kept step by step on one of
+        # three trials, ended at 0 of 8: checkpoint-skips-data-fsync).
+        sh, _ = self.stub_shrinker([("lost", 50), ("lost", 50), ("lost", 40)])
+        sh.need = 1
+        timed = self.cand(1, 25)
+        timed.op["kill_after"] = 1.5
+        self.assertTrue(sh.attempt("a timed one-thread run", timed, "threads", runs=3))
+        self.assertTrue(sh.attempt("two threads", self.cand(2, 25), "ops", runs=3))
+        self.assertTrue(sh.attempt("one thread, pinned", self.cand(1, 40), "ops"))
+        self.assertEqual([c.op["argv"] for _, c, _ in sh.kept_trials],
+                         [timed.op["argv"], self.cand(2, 25).op["argv"]])
 
     def test_repro_of_a_rare_shrunk_race_tries_often_enough_to_expect_three(self):
         # K8: a two-thread run that fails one time in six is a run a reader
