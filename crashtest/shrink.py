@@ -150,35 +150,32 @@ final command printed.  The op trace's format is docs/formats.md's
 (stress/trace.c writes and parses it)."""
 
 import json
-import math
 import os
-import re
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from fractions import Fraction
 
 from .binary import check_binary, stress_info
 from .cand import (Cand, as_int, endings, is_fresh, is_workload, kills_to_crash_at_end, line_touches,  # noqa: F401
-                   mt_endings, opt_get, opt_set, ops_of, powerloss_undone, same_value, set_faults, set_threads,
-                   signature, slim, trace_inj, trace_ops_of, write_trace)
-from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of, write_json
-from .executor import Executor, subst
+                   mt_endings, opt_get, opt_set, powerloss_undone, same_value, set_faults, set_threads, trace_inj,
+                   trace_ops_of)
+from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
+from .executor import subst
 from .output import Printer
 from .params import FAULT_OPTIONS
 from .procs import STOP
 from .repro import failing_key
 from .seeds import derive
 from .steps import opt_args, state_argv
+from .trials import Trials
 
 DEFAULT_BUDGET = 600
 TRIALS = 3  # runs per change when a trial is not deterministic (K2) ...
 BASELINE_TRIALS = 5  # tries of the recorded run when it is not deterministic
 NEED = 2  # ... of which this many must fail the same way (a rate kept near the start's, not drifting to rare)
-MAX_ASIDE = 5
 # The seed search (K6): seeds tried besides the recorded one, the share of
 # the budget left that it may spend, and the kill points a timed SIGKILL
 # becomes when a crash after the last op does not fail (None: every one).
@@ -217,17 +214,11 @@ MT_NEED = 2
 MT_MORE = 4  # ... and this many more once one of them failed, MT_NEED still (the floor: 2 of 8)
 MT_CONFIRM = 8  # ... and a kept one runs up to this many more, until one fails the same way too (K8)
 MT_SHARE = 0.6
-MT_REPRO_TRIES = 8  # the fewest tries of a shrunk run that is not deterministic ...
-MT_REPRO_MAX = 24  # ... and the most: enough that MT_REPRO_EXPECT reproduce at its observed rate
-MT_REPRO_EXPECT = 3
 MT_REPRO_NEED = 2  # ... of which this many must reproduce, else finish steps back (K8) ...
 MT_STEP_BACK = 4  # ... to at most this many earlier kept runs, latest first
 # Rare ops that would come less than once in a short run come every
 # quarter of it, and a snapshot is held a quarter of the run (K8).
 MT_SCALED = ("checkpoint_one_in", "acquire_snapshot_one_in", "vacuum_one_in")
-# Kinds that say the trial's steps did not fit together (a usage error, a
-# process that ended before its planned kill): no new failure (K1).
-HARNESS_KINDS = ("error", "early_exit")
 # Created with the database, fixed for its life (C3, K5).
 CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
                     "large_value_one_in", "large_value_size"]
@@ -240,7 +231,7 @@ MIX = ["readpercent", "iterpercent", "delpercent"]
 RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
 
 
-class Shrinker:
+class Shrinker(Trials):
     def __init__(self, a, printer):
         self.p = printer
         self.dir = os.path.abspath(a.failure_dir)
@@ -299,192 +290,7 @@ class Shrinker:
         self.tried = set()  # candidates run already (their signatures: digests)
         self.hang = self.meta.get("hang_seconds", 120)
 
-    # ---- trials ----
-
-    def left(self):
-        return self.budget - (time.monotonic() - self.t0)
-
-    def run_once(self, cand):
-        """Replay CAND once on a copy of the start: {'kind', 'step', 'ops',
-        'seconds', 'diverged', 'dir', 'results', 'failure'}."""
-        self.ntrial += 1
-        t = os.path.join(self.work, "t%04d" % self.ntrial)
-        os.makedirs(os.path.join(t, "iter"))
-        if cand.fresh:
-            os.makedirs(os.path.join(t, "state"))
-        else:
-            shutil.copytree(self.start, os.path.join(t, "state"), symlinks=True)
-        if cand.trace is not None:
-            write_trace(os.path.join(t, "ops.trace"), cand.trace)
-        env = {"@STATE@": os.path.join(t, "state"), "@ITER@": os.path.join(t, "iter"), "@FOLDER@": t}
-        env.update(self.bin)
-        ex = Executor(env, self.hang)
-        # ops: the op step's; ops_all: every stress step's (a create step's
-        # too), the run's size that original and shrunk are compared by.
-        res = {"kind": None, "step": None, "ops": None, "ops_all": 0, "diverged": None, "dir": t,
-               "results": {}, "failure": None}
-        t0 = time.monotonic()
-        for n, step in enumerate(cand.steps):
-            r = ex.run(n, step)
-            res["results"][n] = r
-            if step["type"] == "stress":
-                traced = opt_get(step["argv"], "trace_ops")
-                k = len(trace_ops_of(subst(traced, env))) if traced else ops_of(r, subst(step["state"], env))
-                if n == cand.w:
-                    res["ops"] = k
-                res["ops_all"] += k or 0
-            if r["failure"]:
-                res["failure"] = dict(r["failure"], step=n, step_name=step["name"])
-                res["kind"] = r["failure"]["kind"]
-                res["step"] = n
-                res["output_tail"] = r.get("output_tail")
-                break
-            want = cand.want[n] if n < len(cand.want) else None
-            if step["type"] == "stress" and want in ("crashed", "passed") and r["outcome"] != want:
-                res["diverged"] = "step %d (%s) %s instead of %s" % (n, step["name"], r["outcome"], want)
-                break
-        res["seconds"] = round(time.monotonic() - t0, 3)
-        return res
-
-    def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None):
-        """Run CAND (once if deterministic, else TRIALS times; K2) and keep
-        it when it fails the same way (K1) and, given BETTER (a function of
-        a trial's result), when BETTER holds for it too.  A trial larger
-        than the recorded run (K10) does not count as failing the same way.
-        MORE (default: self.more): trials added once one of RUNS failed but
-        fewer than NEED did (K8).  Returns True if kept."""
-        if self.left() <= 0 or STOP.is_set():
-            return False
-        sig = signature(cand)
-        if runs is None and sig == signature(self.best):
-            return False  # no change
-        if sig in self.tried and runs is None:
-            return False  # the same run was tried and rejected
-        self.tried.add(sig)
-        if runs is None:
-            runs = 1 if cand.deterministic() else self.trials
-        if need is None:
-            need = 1 if runs == 1 else self.need
-        if more is None:
-            more = self.more if runs > 1 else 0
-        fails, results, why = 0, [], None
-        kept_res = None
-        while True:
-            most = runs + more if fails else runs  # a failure seen: MORE trials may decide it (K8)
-            if len(results) >= most or self.left() <= 0 or STOP.is_set() or fails >= need or \
-                    len(results) - fails > most - need:
-                break  # decided (K2), or out of time
-            r = self.run_once(cand)
-            results.append(r)
-            if self.same(r) and phase != "baseline" and self.cap and (r["ops_all"] or 0) > self.cap and \
-                    not cand.deterministic():
-                why = "fails the same way, but larger than the recorded run (%d ops; it had %d)" % (
-                    r["ops_all"], self.cap)
-            elif self.same(r) and better is not None and not better(r):
-                why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")
-            elif self.same(r):
-                fails += 1
-                kept_res = kept_res or r
-            elif r["kind"] and r["kind"] not in HARNESS_KINDS:
-                why = "failed differently: %s at step %d" % (r["kind"], r["step"])
-                self.keep_aside(cand, r)
-            elif r["kind"] in HARNESS_KINDS:
-                why = "error: %s" % (r["failure"] or {}).get("message", "")[:200]
-            elif r["diverged"]:
-                why = "diverged: " + r["diverged"]
-            else:
-                why = why or "passed"
-        kept = fails >= need
-        entry = {"n": len(self.log), "phase": phase, "what": what, "trials": len(results), "failures": fails,
-                 "rate": round(fails / len(results), 3) if results else None,
-                 "verdict": "kept" if kept else "rejected",
-                 "why": "fails the same way (%s)" % self.kind if kept else (why or "out of budget"),
-                 "seconds": [r["seconds"] for r in results],
-                 "ops": [r["ops"] for r in results], "ops_all": [r["ops_all"] for r in results],
-                 "deterministic": cand.deterministic()}
-        if extra:
-            entry.update(extra)
-        if any(r["kind"] and r["kind"] != self.kind for r in results):
-            entry["other_kinds"] = sorted(set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind))
-            # The failure's own kind may still be among such a trial's keys
-            # (a judge names the first of FAILURE_KEYS): said, never taken (K1).
-            among = sum(1 for r in results if r["kind"] and r["kind"] != self.kind and
-                        self.kind in ((r["failure"] or {}).get("keys") or []))
-            if among:
-                entry["kind_among_other_keys"] = among
-        self.log.append(entry)
-        self.p.line("shrink: %-8s %-60s %s (%d/%d)%s" % (phase, what[:60], entry["verdict"], fails, len(results),
-                                                        "" if kept else ": " + entry["why"][:80]))
-        if kept:
-            if self.best_res and self.best_res is not kept_res:
-                shutil.rmtree(self.best_res["dir"], ignore_errors=True)
-            # The failure may now show at an earlier step: the later ones go.
-            cand = cand.copy()
-            cand.steps = cand.steps[:kept_res["step"] + 1]
-            cand.want = cand.want[:kept_res["step"] + 1]
-            self.best, self.best_res = cand, kept_res
-            if not cand.deterministic():
-                self.kept_trials.append((entry["n"], cand.copy(), kept_res))
-        for r in results:
-            if r is not kept_res:
-                shutil.rmtree(r["dir"], ignore_errors=True)
-        return kept
-
-    def same(self, r):
-        """Trial R fails the same way (K1): with the failure's kind; with
-        --match keys, with the kind among its failure keys too (a judge
-        names the first of FAILURE_KEYS: a bug that shows as false_alarm
-        and wrong_value at once is a wrong_value)."""
-        if r["kind"] == self.kind:
-            return True
-        return self.match == "keys" and r["kind"] not in HARNESS_KINDS and \
-            self.kind in ((r["failure"] or {}).get("keys") or [])
-
-    def keep_aside(self, cand, r):
-        if len(self.aside) >= MAX_ASIDE:
-            return
-        dest = os.path.join(self.dir, "shrink-aside", str(len(self.aside)))
-        shutil.rmtree(dest, ignore_errors=True)
-        self.write_folder(dest, cand, r)
-        self.aside.append({"path": nice_path(dest), "kind": r["kind"], "step": r["step"]})
-        self.p.line("shrink: a different failure (%s) kept aside: %s" % (r["kind"], nice_path(dest)))
-
-    def write_folder(self, dest, cand, r):
-        """A folder repro reads (its layout: meta.json, start/, bin/), for
-        the run CAND as trial R ran it; it replays from start/."""
-        os.makedirs(dest)
-        if cand.fresh:
-            os.makedirs(os.path.join(dest, "start"))
-        else:
-            shutil.copytree(self.start, os.path.join(dest, "start"), symlinks=True)
-        os.makedirs(os.path.join(dest, "bin"))
-        for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
-            shutil.copy2(self.bin[k], os.path.join(dest, "bin", name))
-        if cand.trace is not None:
-            write_trace(os.path.join(dest, "ops.trace"), cand.trace)
-        steps = []
-        crashed = None
-        for n, s in enumerate(cand.steps[:r["step"] + 1] if r["step"] is not None else cand.steps):
-            res = r["results"].get(n)
-            steps.append(dict(s, result=slim(res)))
-            if res and res.get("outcome") == "crashed" and crashed is None:
-                crashed = n
-        meta = dict(self.meta)
-        meta.update({"id": self.meta["id"] + "-shrunk", "steps": steps, "failure": r["failure"],
-                     "crashed_after_step": crashed, "replay_from": "start", "shrunk_from": self.meta["id"],
-                     "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"}})
-        # The binaries in bin/ are the ones the trials ran (--stress-binary):
-        # repro compares against their sha256, not the recorded run's.
-        build = dict(meta.get("build") or {})
-        for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
-            build[name] = dict({x: v for x, v in (build.get(name) or {}).items() if x != "mtime"}, path=self.bin[k],
-                               sha256=sha256_of(self.bin[k]))
-        meta["build"] = build
-        if not cand.deterministic():
-            meta["repro_tries"] = self.repro_tries()  # repro prints the rate over these (K8)
-        write_json(os.path.join(dest, "meta.json"), meta)
-
-    # ---- the passes (K3) ----
+    # ---- the passes (K3); the trials that judge them are Trials' ----
 
     def p_threads(self):
         threads = as_int(opt_get(self.best.op["argv"], "threads"), 2)
@@ -1121,29 +927,6 @@ class Shrinker:
                     break
                 step()
         return ok, orig, base
-
-    def repro_tries(self):
-        """How many times repro replays a shrunk run that is not
-        deterministic (K8): MT_REPRO_TRIES, or enough that MT_REPRO_EXPECT
-        reproduce at the observed rate (the least of K8's keep with its
-        confirmation and the last step kept with several trials), at most
-        MT_REPRO_MAX."""
-        rates = [Fraction(self.multi["failures"], self.multi["trials"])] if self.multi else []
-        kept = [e for e in self.log if e["verdict"] == "kept" and e["trials"] > 1]
-        if kept:
-            rates.append(Fraction(kept[-1]["failures"], kept[-1]["trials"]))
-        rate = min(rates) if rates else 0
-        if rate <= 0:
-            return MT_REPRO_TRIES
-        return min(MT_REPRO_MAX, max(MT_REPRO_TRIES, math.ceil(MT_REPRO_EXPECT / rate)))
-
-    def repro_rate(self, dest):
-        """repro of the shrunk folder DEST (its repro_tries): (each try's
-        seconds, how many reproduced, tries)."""
-        r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-        got = re.findall(r"crashtest: try \d+ of \d+: (\S+).* \(([\d.]+) s\)", r.stdout)
-        return [float(t) for _, t in got], sum(1 for w, _ in got if w == "reproduced"), len(got)
 
     def finish(self, ok, orig, base):
         doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
