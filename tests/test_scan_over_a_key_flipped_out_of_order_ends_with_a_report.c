@@ -64,38 +64,40 @@ static int scan_to_end(eng_db *db, int backward, size_t *seen) {
     return rc;
 }
 
-Test(scan_order, forward_scan_over_a_key_flipped_out_of_order_ends_with_a_structure_report, T_OPTS) {
+/* Open the fixture at w = 0, damage the middle key of a leaf, scan to the
+ * end (BACKWARD or not) and close: the status that ended the scan; the
+ * reports it made stay in F.rep. */
+static int damaged_scan(int backward, uint64_t *block, int *key, size_t *seen) {
     eng_db *db = fixture_open_warm(0);
+    flip f = damage_middle_key(db, block, key);
+    tu_reports_reset(&F.rep);
+    int rc = scan_to_end(db, backward, seen);
+    flip_undo(db, &f);
+    tu_close(db);
+    return rc;
+}
+
+Test(scan_order, forward_scan_over_a_key_flipped_out_of_order_ends_with_a_structure_report, T_OPTS) {
     uint64_t block;
     int key;
-    flip f = damage_middle_key(db, &block, &key);
-    tu_reports_reset(&F.rep);
     size_t seen;
-    int rc = scan_to_end(db, 0, &seen);
+    int rc = damaged_scan(0, &block, &key, &seen);
     char rs[4096];
     cr_assert_eq(rc, ENG_CORRUPTION, "the forward scan ended with %s after %zu keys", eng_strerror(rc), seen);
     cr_assert(has_layer_report(ENG_LAYER_STRUCTURE, (int64_t)block, -1),
               "no structure report names leaf %llu (key %d damaged):\n%s", (unsigned long long)block, key,
               tu_reports_str(&F.rep, rs, sizeof rs));
     cr_assert_lt(seen, (size_t)model_pos(key) + 1, "the scan went past the damaged key's leaf");
-    flip_undo(db, &f);
-    tu_close(db);
 }
 
 Test(scan_order, backward_scan_over_a_key_flipped_out_of_order_ends, T_OPTS) {
-    eng_db *db = fixture_open_warm(0);
     uint64_t block;
     int key;
-    flip f = damage_middle_key(db, &block, &key);
-    tu_reports_reset(&F.rep);
     size_t seen;
-    int rc = scan_to_end(db, 1, &seen);
+    int rc = damaged_scan(1, &block, &key, &seen);
     char rs[4096];
     cr_assert(rc == ENG_NOTFOUND || rc == ENG_CORRUPTION, "the backward scan ended with %s", eng_strerror(rc));
     if (rc == ENG_CORRUPTION)
-        cr_assert(has_layer_report(ENG_LAYER_STRUCTURE, (int64_t)block, -1),
-                  "no structure report names leaf %llu:\n%s", (unsigned long long)block,
-                  tu_reports_str(&F.rep, rs, sizeof rs));
-    flip_undo(db, &f);
-    tu_close(db);
+        cr_assert(has_layer_report(ENG_LAYER_STRUCTURE, (int64_t)block, -1), "no structure report names leaf %llu:\n%s",
+                  (unsigned long long)block, tu_reports_str(&F.rep, rs, sizeof rs));
 }
