@@ -84,8 +84,9 @@ class Trials:
     def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None):
         """Run CAND (once if deterministic, else TRIALS times; K2) and keep
         it when it fails the same way (K1) and, given BETTER (a function of
-        a trial's result), when BETTER holds for it too.  A trial larger
-        than the recorded run (K10) does not count as failing the same way.
+        a trial's result), when BETTER holds for it too.  A trial of a
+        candidate that is not deterministic with more ops than the recorded
+        run (K10) does not count as failing the same way.
         MORE (default: self.more): trials added once one of RUNS failed but
         fewer than NEED did (K8).  Returns True if kept."""
         if self.left() <= 0 or STOP.is_set():
