@@ -145,10 +145,17 @@ class Cand:
                 "deterministic": self.deterministic()}
 
 
+def drop_kills(step):
+    """STEP's kill points gone: it ends by itself (a failure in the op
+    step itself came before any kill point fired)."""
+    step["argv"] = opt_set(opt_set(step["argv"], "kill_random_test", None), "kill_points", None)
+    step["expect"] = "exit0"
+
+
 def kills_to_crash_at_end(step):
     """STEP's kill points gone, a crash after its last op instead (K9)."""
-    a = opt_set(opt_set(step["argv"], "kill_random_test", None), "kill_points", None)
-    step["argv"], step["expect"] = opt_set(a, "crash_at_end", 1), "crash_at_end"
+    drop_kills(step)
+    step["argv"], step["expect"] = opt_set(step["argv"], "crash_at_end", 1), "crash_at_end"
 
 
 def endings(cand, ops):
@@ -178,8 +185,7 @@ def endings(cand, ops):
             # The failure shows in the op step itself: with one thread a
             # kill point may end the run before it does; without them too.
             what, c = shaped(ops, "%d ops, no kill points" % ops)
-            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
-            c.op["expect"] = "exit0"
+            drop_kills(c.op)
             out.append((what, c))
         elif kill and s.get("expect") == "kill_point":
             # A later step fails: the crash matters, maybe not where it
@@ -248,8 +254,7 @@ def mt_endings(cand, threads, n, fired=None):
             out.append(("its kill points 1 in %d hits" % rate, c))
         if last:
             c = shaped()
-            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
-            c.op["expect"] = "exit0"
+            drop_kills(c.op)
             out.append(("no kill points", c))
         elif fired:
             c = shaped()

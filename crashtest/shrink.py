@@ -159,9 +159,9 @@ import tempfile
 import time
 
 from .binary import check_binary, stress_info
-from .cand import (Cand, as_int, endings, is_fresh, is_workload, kills_to_crash_at_end, line_touches,  # noqa: F401
-                   mt_endings, opt_get, opt_set, powerloss_undone, same_value, set_faults, set_threads, trace_inj,
-                   trace_ops_of)
+from .cand import (Cand, as_int, drop_kills, endings, is_fresh, is_workload, kills_to_crash_at_end,  # noqa: F401
+                   line_touches, mt_endings, opt_get, opt_set, powerloss_undone, same_value, set_faults, set_threads,
+                   trace_inj, trace_ops_of)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import subst
 from .output import Printer
@@ -363,23 +363,22 @@ class Shrinker(Trials):
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
             ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
             kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
+            per = max(1, ops // threads)  # no more than the recorded run did (K10)
             if kill and s.get("expect") == "kill_point" and c.w == len(c.steps) - 1:
                 # The failure shows in the op step itself, before a kill
                 # point fired (a killed step is judged by the steps after
                 # it): first the same ops without kill points, then with
                 # them and room (a kill that came later than the recorded
                 # run's ops is larger than it: K10).
-                n = max(1, ops // threads)  # no more than the recorded run did (K10)
                 c2 = c.copy()
-                a2 = opt_set(opt_set(c2.op["argv"], "kill_random_test", None), "kill_points", None)
-                c2.op["argv"] = opt_set(opt_set(a2, "ops_per_thread", n), "duration", None)
-                c2.op["expect"] = "exit0"
+                drop_kills(c2.op)
+                c2.op["argv"] = opt_set(opt_set(c2.op["argv"], "ops_per_thread", per), "duration", None)
                 if self.attempt("ops pinned (%d per thread), no kill points (the failure shows before one fires)"
-                                % n, c2, "pin"):
+                                % per, c2, "pin"):
                     return
             # No more than the recorded run did (K10), unless a kill point
             # must still fire: the kill ends it, room is cheap.
-            n = max(1, ops // threads) * (4 if kill else 1)
+            n = per * (4 if kill else 1)
             s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
             what.append("ops pinned (%d per thread)" % n)
         if s.get("kill_after") is not None and c.w == len(c.steps) - 1:
