@@ -67,7 +67,9 @@ def subst(value, env):
     return value
 
 
-def kill_lines_since(ledger, offset):
+def ledger_lines_since(ledger, offset=0):
+    """The ledger's lines (parsed) from byte OFFSET on: what a step
+    injected, its kill points too."""
     out = []
     try:
         with open(ledger, "rb") as f:
@@ -77,11 +79,21 @@ def kill_lines_since(ledger, offset):
         return out
     for line in data.decode(errors="replace").splitlines():
         try:
-            j = json.loads(line)
+            out.append(json.loads(line))
         except ValueError:
             continue
-        if j.get("class") == "kill":
-            out.append(j)
+    return out
+
+
+def injected_by_class(lines):
+    """{class: injections} of ledger LINES in the run phase (no kills):
+    what struck a workload, killed or not (a killed one writes no
+    report); the shrink scales the rare ones to a short run (K8)."""
+    out = {}
+    for j in lines:
+        c = j.get("class")
+        if c and c != "kill" and (j.get("phase") or "run") == "run":
+            out[c] = out.get(c, 0) + 1
     return out
 
 
@@ -182,7 +194,8 @@ class Executor:
                     report = json.load(f)
             except (OSError, ValueError):
                 report = None
-        kills = kill_lines_since(ledger, before)
+        lines = ledger_lines_since(ledger, before)
+        kills = [j for j in lines if j.get("class") == "kill"]
         outcome, failure = judge_stress(step["expect"], res.rc, res.killed_by_us, res.hung, res.output, report,
                                         kills, res.cores)
         if failure is None and before_listing is not None and dir_listing(os.path.join(state, "db")) != before_listing:
@@ -193,7 +206,8 @@ class Executor:
                                           "message": "the database lock was not released 60 s after the process died"}
         r = {"rc": res.rc, "elapsed": round(res.elapsed, 3), "killed_by_us": res.killed_by_us, "hung": res.hung,
              "outcome": outcome, "failure": failure, "report": report,
-             "kill_points_fired": [k.get("point") for k in kills], "output_tail": tail_text(res.output, 40)}
+             "kill_points_fired": [k.get("point") for k in kills], "injected": injected_by_class(lines),
+             "output_tail": tail_text(res.output, 40)}
         self.results[n] = r
         return r
 

@@ -67,7 +67,8 @@ Rules:
       traced run passed) halved while it fails, then short runs with other
       seeds (SHORT_OPS ops, each at most a tenth of the count left,
       SHORT_SEEDS seeds each, then the same with the rare ops scaled as
-      K8 scales them: a checkpoint one in 2,000 ops never comes in 64):
+      K8 scales them, then with its fault classes scaled too: a
+      checkpoint one in 2,000 ops never comes in 64):
       a failure that
       rests on where the run ends (the log's end in a block's first
       sector) comes and goes with every op, and no removal of ops keeps
@@ -96,7 +97,12 @@ Rules:
       the failing op step), and the rare ops of MT_SCALED that would come
       less than once in the run every quarter of it, a snapshot held a
       quarter of it (a snapshot held across 200 ops is never read again
-      in a run of 64).  Each candidate is judged by
+      in a run of 64); then the same with each fault class that struck
+      the recorded op step (its ledger lines) but would strike less than
+      once in the short run striking about MT_FAULT_TIMES times in it
+      (planted bug control-redo-is-checkpoint: a checkpoint while the
+      other thread writes, then one ENOSPC in 12,000 ops that reopens
+      the database; 4.9x without, 107x with).  Each candidate is judged by
       up to MT_TRIALS trials and kept when MT_NEED of them fail the same way
       (the stated minimum rate; once one of them failed, up to MT_MORE
       more trials decide it: a race that short runs show one time in four
@@ -163,7 +169,7 @@ from .cand import (Cand, as_int, drop_kills, endings, is_fresh, is_workload, kil
                    line_touches, mt_endings, opt_get, opt_set, powerloss_undone, same_value, set_faults, set_threads,
                    trace_inj, trace_ops_of)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
-from .executor import subst
+from .executor import injected_by_class, ledger_lines_since, subst
 from .output import Printer
 from .params import FAULT_OPTIONS
 from .procs import STOP
@@ -219,6 +225,10 @@ MT_STEP_BACK = 4  # ... to at most this many earlier kept runs, latest first
 # Rare ops that would come less than once in a short run come every
 # quarter of it, and a snapshot is held a quarter of the run (K8).
 MT_SCALED = ("checkpoint_one_in", "acquire_snapshot_one_in", "vacuum_one_in")
+# ... and a fault class that struck the run but would strike less than
+# once in a short run strikes about this many times in it (its own shape,
+# tried after the one with only the rare ops scaled).
+MT_FAULT_TIMES = 4
 # Created with the database, fixed for its life (C3, K5).
 CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
                     "large_value_one_in", "large_value_size"]
@@ -521,6 +531,9 @@ class Shrinker(Trials):
             sc = self.scaled(self.best, k)
             if sc.op["argv"] != self.best.op["argv"]:
                 shapes.append((sc, ", rare ops every %d" % max(2, k // 4)))
+            sf = self.scaled(self.best, k, self.injected_in(self.best_res, self.best.w))
+            if sf.op["argv"] != sc.op["argv"]:
+                shapes.append((sf, ", rare ops and faults every %d" % max(2, k // 4)))
             for start, label in shapes:
                 for j in range(SHORT_SEEDS):
                     if self.left() <= 0 or STOP.is_set():
@@ -595,12 +608,18 @@ class Shrinker(Trials):
         c.fresh = True
         return c
 
-    def scaled(self, cand, n):
+    def scaled(self, cand, n, faults=None):
         """CAND's op step for a short run of N ops per thread: each rare op
         of MT_SCALED that would come less than once in it comes every
         quarter of it, and a snapshot is held at most a quarter of it
         (snapshot_hold_ops, stress's default 200: held across more ops
-        than the run has, it would never be read again)."""
+        than the run has, it would never be read again).  With FAULTS
+        (injected_in's: what struck the op step the run comes from), each
+        fault class that struck it but would strike less than once in the
+        short run strikes about MT_FAULT_TIMES times in it: a failure that
+        needs a checkpoint with a second thread writing during it and then
+        an ENOSPC that reopens the database (control-redo-is-checkpoint,
+        one ENOSPC in 12,000 ops) never comes in 2 x 64 ops."""
         c = cand.copy()
         a = c.op["argv"]
         q = max(2, n // 4)
@@ -612,8 +631,36 @@ class Shrinker(Trials):
             hold = as_int(opt_get(a, "snapshot_hold_ops"), as_int(self.defaults["snapshot_hold_ops"], 200))
             if hold > q:
                 a = opt_set(a, "snapshot_hold_ops", q)
+        if faults and faults[1]:
+            counts, ops = faults
+            run = n * max(1, as_int(opt_get(a, "threads"), 2))
+            for opt in sorted(FAULT_OPTIONS):
+                v, k = as_int(opt_get(a, opt)), counts.get(FAULT_OPTIONS[opt], 0)
+                expect = k * run / ops
+                if v > 0 and 0 < expect < 1:
+                    a = opt_set(a, opt, max(2, min(v, int(v * expect / MT_FAULT_TIMES))))
         c.op["argv"] = a
         return c
+
+    def injected_in(self, res, w, recorded=False):
+        """(what struck the op step W of trial RES: {class: injections},
+        its ops): the run a short run is scaled from (scaled's FAULTS).
+        RECORDED: the recorded run, from its folder (the ledger lines its
+        steps added to the start's; its later steps inject nothing in the
+        run phase)."""
+        if not recorded:
+            r = ((res or {}).get("results") or {}).get(w) or {}
+            return r.get("injected") or {}, (res or {}).get("ops")
+        before = os.path.join(self.start, "run", "ledger")
+        size = os.path.getsize(before) if os.path.exists(before) else 0
+        lines = ledger_lines_since(os.path.join(self.dir, "end", "run", "ledger"), size)
+        rep = opt_get(self.meta["steps"][w]["argv"], "report") or ""
+        try:
+            with open(rep.replace("@ITER@", self.dir)) as f:
+                ops = sum(int(v or 0) for k, v in (json.load(f).get("ops") or {}).items() if k != "aborted")
+        except (OSError, ValueError, AttributeError):
+            ops = None  # killed: no report (its progress file is gone with the run)
+        return injected_by_class(lines), ops
 
     def p_multi(self, start=None):
         """K8: a failure one thread does not show (a reader meeting a
@@ -646,6 +693,7 @@ class Shrinker(Trials):
         res = (self.best_res or {}).get("results", {}).get(self.best.w) if start is None else None
         res = res or (self.meta["steps"][base.w].get("result") or {})
         fired = res.get("kill_points_fired") or []
+        faults = self.injected_in(self.best_res, base.w, recorded=start is not None)
         stop = time.monotonic() + self.left() * MT_SHARE
         self.p.line("shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
                     "%d of %d trials fail the same way" % (threads, "/".join(map(str, MT_OPS)),
@@ -659,15 +707,19 @@ class Shrinker(Trials):
                     c0 = base if is_fresh(base) else self.freshened(base)
                     c0 = c0.copy()
                     c0.set_all("max_key", k)
-                c0 = self.scaled(c0, n)
-                for seed in seeds:
+                sc = self.scaled(c0, n)
+                shapes = [(sc, "")]
+                sf = self.scaled(c0, n, faults)
+                if sf.op["argv"] != sc.op["argv"]:
+                    shapes.append((sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES)))
+                for (c0, shape), seed in [(x, y) for x in shapes for y in seeds]:
                     for what, c in mt_endings(c0, threads, n, fired):
                         if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
                             return False
                         c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
                         label = "%d threads, %d ops each, key space %d%s, seed %d%s" % (
                             threads, n, k, " (fresh)" if c.fresh and not base.fresh else "", seed,
-                            ", " + what if what else "")
+                            "".join(", " + x for x in (shape, what) if x))
                         extra = {"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k}
                         prev = (self.best, self.best_res)
                         nkept = len(self.kept_trials)

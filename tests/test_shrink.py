@@ -41,6 +41,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from crashtest.executor import injected_by_class  # noqa: E402
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
@@ -320,7 +321,7 @@ class TestShrinkParts(unittest.TestCase):
         st = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "d", "expect": "exit0",
               "kill_after": None, "argv": ["@STRESS@", "--threads=1", "--ops_per_thread=200", "--seed=5"]}
         sh = Shrinker.__new__(Shrinker)
-        sh.best, got = Cand([st], True, None, 0), []
+        sh.best, sh.best_res, got = Cand([st], True, None, 0), None, []
         sh.left = lambda: 100
         sh.attempt = lambda what, c, phase, **kw: got.append((c, phase)) and False
         sh.p_short()
@@ -340,11 +341,55 @@ class TestShrinkParts(unittest.TestCase):
         sixteen = [opt_get(c.op["argv"], "checkpoint_one_in") for c, _ in got
                    if opt_get(c.op["argv"], "ops_per_thread") == "16"]
         self.assertEqual(sixteen, ["2000"] * 6 + ["4"] * 6)
+        # ... and with the fault classes that struck the run but would not
+        # strike in a short one striking about MT_FAULT_TIMES times in it
+        # (control-redo-is-checkpoint: a checkpoint with a second thread
+        # writing, then an ENOSPC that reopens the database; one ENOSPC in
+        # 12,000 ops never comes in 2 x 64).  A class that struck often
+        # enough, or not at all, keeps its rate.
+        got.clear()
+        sh.best = Cand([dict(st, argv=st["argv"] + ["--checkpoint_one_in=2000", "--nospace_one_in=10000",
+                                                    "--bitflip_cache_one_in=10", "--read_fault_one_in=100"])],
+                       True, None, 0)
+        sh.best_res = {"ops": 10000, "results": {0: {"injected": {"nospace": 1, "bitflip_cache": 1000}}}}
+        sh.p_short()
+        sixteen = [(opt_get(c.op["argv"], "checkpoint_one_in"), opt_get(c.op["argv"], "nospace_one_in"),
+                    opt_get(c.op["argv"], "bitflip_cache_one_in"), opt_get(c.op["argv"], "read_fault_one_in"))
+                   for c, _ in got if opt_get(c.op["argv"], "ops_per_thread") == "16"]
+        self.assertEqual(sixteen, [("2000", "10000", "10", "100")] * 6 + [("4", "10000", "10", "100")] * 6 +
+                         [("4", "4", "10", "100")] * 6)
+        sh.best_res = None
         # Not for a replay (delta debugging works on its list instead).
         got.clear()
         sh.best = Cand([dict(st, argv=st["argv"] + ["--replay_ops=x"])], True, None, 0)
         sh.p_short()
         self.assertEqual(got, [])
+
+    def test_what_struck_the_op_step_is_read_from_the_ledger_lines_it_added(self):
+        # scaled's FAULTS: the run-phase lines of each class, kills and the
+        # power-loss tool's apart; for the recorded run, what its steps
+        # added to the start's ledger, and its ops from the op step's report.
+        lines = [{"class": "nospace", "phase": "run"}, {"class": "nospace"}, {"class": "kill", "phase": "run"},
+                 {"class": "power_loss", "phase": "powerloss"}, {"class": "read_error", "phase": "recovery"}]
+        self.assertEqual(injected_by_class(lines), {"nospace": 2})
+        d = tempfile.mkdtemp(prefix="ct-test-injected-")
+        self.addCleanup(shutil.rmtree, d)
+        for sub in ("start/run", "end/run", "steps/00-workload"):
+            os.makedirs(os.path.join(d, sub))
+        old = '{"class":"nospace","phase":"run"}\n'
+        with open(os.path.join(d, "start/run/ledger"), "w") as f:
+            f.write(old * 3)
+        with open(os.path.join(d, "end/run/ledger"), "w") as f:
+            f.write(old * 3 + '{"class":"bitflip_cache","phase":"run"}\n{"class":"kill","phase":"run"}\n')
+        with open(os.path.join(d, "steps/00-workload/report.json"), "w") as f:
+            json.dump({"ops": {"get": 700, "put": 300, "aborted": 5}}, f)
+        sh = Shrinker.__new__(Shrinker)
+        sh.dir, sh.start = d, os.path.join(d, "start")
+        sh.meta = {"steps": [{"argv": ["@STRESS@", "--report=@ITER@/steps/00-workload/report.json"]}]}
+        self.assertEqual(sh.injected_in(None, 0, recorded=True), ({"bitflip_cache": 1}, 1000))
+        self.assertEqual(sh.injected_in({"ops": 64, "results": {0: {"injected": {"nospace": 1}}}}, 0),
+                         ({"nospace": 1}, 64))
+        self.assertEqual(sh.injected_in(None, 0), ({}, None))
 
     def test_a_multi_thread_candidate_is_pinned_and_its_kills_fit_a_short_run(self):
         # K8: two threads, N ops each, no --duration (a timed run grows);
