@@ -174,6 +174,7 @@ void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, in
 int st_post_open_check(worker *w, int after_crash, const char *what);
 void st_settle_durable(uint64_t seq);
 uint64_t st_verify_all(worker *w, int after_crash, const char *what);
+void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, const char *what, int after_crash);
 void st_get_every_key(worker *w, const char *what);
 
 /* run_dir.c */

@@ -444,7 +444,8 @@ static void do_scan(worker *w, uint64_t start) {
     int st = g.E->iter_open(g.db, lo, KEY_LEN, hi, KEY_LEN, &it);
     if (st == ST_OK) st = g.E->iter_first(it);
     unsigned seen = 0;
-    int bad_key = 0;
+    uint64_t last = 0, key_of_disorder = 0;
+    int bad_key = 0, disorder = 0;
     while (st == ST_OK) {
         size_t kl, vl;
         const void *k = g.E->iter_key(it, &kl);
@@ -454,6 +455,12 @@ static void do_scan(worker *w, uint64_t start) {
             bad_key = 1;
             break;
         }
+        if (seen && key <= last) {
+            disorder = 1; /* a key twice, or out of order: each copy would pass the value check */
+            key_of_disorder = key;
+            break;
+        }
+        last = key;
         if (copy_len + vl > copy_cap) {
             size_t nc = (copy_len + vl) * 2 + 256;
             uint8_t *p = realloc(copies, nc);
@@ -480,6 +487,8 @@ static void do_scan(worker *w, uint64_t start) {
                 g.repro);
         st_observe(VD_OBS_WRONG_VALUE, w->id, g.epoch << 32 | w->calls, 0, start, 0);
         atomic_fetch_add(&g.failures, 1);
+    } else if (disorder) {
+        st_scan_disorder(w, key_of_disorder, last, "again or out of order", "scan", 0);
     } else if (final == ST_OK) {
         for (uint64_t i = 0; i < n; i++) {
             if (sts[i] == ST_OK) vals[i] = copies + offs[i];

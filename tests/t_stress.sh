@@ -12,7 +12,8 @@
 #     check passes
 #   - the oracle catches what it claims: a foreign value (wrong_value), a
 #     lost synced commit (lost), a deleted key back (resurrected), and the
-#     deliberately broken engine builds when the Makefile has them
+#     deliberately broken engine builds when the Makefile has them (a scan
+#     that returns a key twice among them)
 # Lines "ok NAME" / "not ok NAME" (tests/run_all.sh counts them).
 # Environment: BUILD (default build).
 set -u
@@ -339,6 +340,13 @@ broken skip-checksum "wrong_value|lost|resurrected|swallowed" \
 broken stale-value wrong_value \
   "$B/stale-value/stress" --db "$T/broken-stale-value/db" --destroy_db_initially --seed 1 --threads 1 \
   --ops_per_thread 3000 --max_key 500 --report "$T/broken-stale-value/r.json"
+# A scan's re-seek past its leaf copy starts at the last key it returned:
+# that key comes back.  Each copy holds the key's value, so only the
+# driver's order check catches it, at once; without it the scan that
+# meets a copy holding that one key loops until the hang watchdog.
+broken iter-reseek-includes-last-key wrong_value \
+  "$B/iter-reseek-includes-last-key/stress" --db "$T/broken-iter-reseek-includes-last-key/db" --destroy_db_initially \
+  --seed 1 "${SMALL[@]}" --readpercent 20 --iterpercent 30 --hang_seconds 30 --report "$T/broken-iter-reseek-includes-last-key/r.json"
 # Recovery forgets the last committed batch, synced or not.
 recovery_run() {
   local d=$T/broken-drop-synced-commit
