@@ -65,9 +65,9 @@ int st_write_state(uint64_t epoch, size_t settled, int clean) {
     return rename(tmp, p);
 }
 
-/* progress: "ops N\n", this process's workload ops so far (rewritten five
- * times a second by the watchdog, right before a kill point's SIGKILL and
- * at the workload's end): what a killed process did, for crashtest.py
+/* progress: "ops N\n", this process's workload ops so far (rewritten
+ * every 20 ms by the watchdog, right before a kill point's SIGKILL and at
+ * the workload's end): what a killed process did, for crashtest.py
  * shrink's measure of a run. */
 void st_write_progress(uint64_t ops) {
     char p[4200], line[64];

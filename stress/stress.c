@@ -451,7 +451,7 @@ static atomic_int st_working;
 
 /* flt_options.before_kill: a process a kill point ends writes no report,
  * so its op count goes to RUN_DIR/progress here (the watchdog's copy is
- * up to a fifth of a second old: a kill early in a run would read 0). */
+ * up to 20 ms old: a kill early in a run would read too few). */
 static void note_ops_before_kill(void) {
     if (atomic_load(&st_working)) st_write_progress(st_total_done());
 }
