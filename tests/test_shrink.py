@@ -48,7 +48,7 @@ from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import (BASELINE_TRIALS, MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS, Cand, Shrinker,  # noqa: E402
                               endings, mt_endings, opt_get, opt_set, powerloss_undone, same_value, set_faults,
                               trace_inj)
-from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES  # noqa: E402
+from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, trimmed  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -468,6 +468,30 @@ class TestShrinkParts(unittest.TestCase):
         sh.cap = 1000
         self.assertFalse(sh.attempt("two threads", self.cand(2, 1000), "multi", runs=4, need=2))
         self.assertEqual((sh.log[-1]["trials"], sh.log[-1]["failures"]), (4, 1))
+
+    def test_a_failure_that_moves_into_the_create_step_makes_it_the_op_step(self):
+        # Planted bug delete-at-snapshot-invisible: with 7 keys the create
+        # step itself showed the failure; the steps after it went and the
+        # op step's index with them (shrink.py crashed on the next pass).
+        cr = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "d", "expect": "exit0",
+              "kill_after": None, "argv": ["@STRESS@", "--threads=1", "--ops_per_thread=100",
+                                           "--destroy_db_initially=1"]}
+        wl = dict(cr, name="workload", argv=["@STRESS@", "--threads=1", "--replay_ops=@FOLDER@/ops.trace"])
+        sh, _ = self.stub_shrinker([])
+        sh.best = Cand([cr, wl], True, ["0 put 3 00 on"], 1)
+
+        def run_once(cand):
+            return {"kind": "lost", "step": 0, "ops": 100, "ops_all": 100, "seconds": 0.1, "diverged": None,
+                    "dir": "/nonexistent/t", "results": {}, "failure": {"kind": "lost"}}
+        sh.run_once = run_once
+        c = sh.best.copy()
+        c.set_all("max_key", 7)
+        self.assertTrue(sh.attempt("key space 15 -> 7", c, "keys"))
+        self.assertEqual(([s["name"] for s in sh.best.steps], sh.best.w, sh.best.trace), (["create"], 0, None))
+        self.assertEqual(sh.best.op["name"], "create")
+        # No workload step at or before the failing one: not kept.
+        pl = {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@"]}
+        self.assertIsNone(trimmed(Cand([pl, wl], False, None, 1), 0))
 
     def test_a_multi_thread_candidate_that_failed_once_is_decided_by_more_trials(self):
         # K8: 1 of MT_TRIALS failing is a sign; up to MT_MORE more trials
