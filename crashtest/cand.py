@@ -195,7 +195,7 @@ def endings(cand, ops):
             out.append((what, c))
     elif cand.w == len(cand.steps) - 1:
         # The run ends at its failure, so room is cheap; OPS is what a
-        # trial counted, up to a fifth of a second short, and a failure
+        # trial counted, up to 20 ms short (the progress note), and a failure
         # that comes from a background thread's I/O moves from run to run.
         what, c = shaped(4 * ops, "%d ops, no SIGKILL (the failure shows before it)" % (4 * ops))
         c.op["kill_after"], c.op["expect"] = None, "exit0"

@@ -282,6 +282,29 @@ class TestShrinkParts(unittest.TestCase):
                           opt_get(n.op["argv"], "kill_points")), ("exit0", None, None))
 
 
+    def test_a_timed_one_thread_run_is_pinned_untraced_with_its_seed_before_the_traced_search(self):
+        # A traced run is another run: checksum-skips-last-byte failed in a
+        # timed one-thread run of 4,776 ops and in none of eight traced
+        # runs of that many, and ended unshrunk.  The same run pinned
+        # (its seed, no trace) comes first, and is deterministic.
+        st = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "exit0",
+              "kill_after": None, "argv": ["@STRESS@", "--threads=1", "--ops_per_thread=0", "--duration=60",
+                                           "--seed=5"]}
+        sh = Shrinker.__new__(Shrinker)
+        sh.best, sh.best_res, got, searched = Cand([st], False, None, 0), {"ops": 4776}, [], []
+        sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
+        sh.search = lambda start, ops, **kw: searched.append(ops)
+        sh.p_pin()
+        (c,) = got
+        self.assertEqual([opt_get(c.op["argv"], x) for x in ("ops_per_thread", "duration", "seed", "trace_ops")],
+                         ["4776", None, "5", None])
+        self.assertTrue(c.deterministic())
+        self.assertEqual(searched, [4776], "then the traced search")
+        got.clear(), searched.clear()
+        sh.attempt = lambda what, c, phase, **kw: got.append(c) or True
+        sh.p_pin()
+        self.assertEqual((len(got), searched), (1, []), "kept: no search")
+
     def test_a_kill_point_a_later_step_fails_after_is_kept_then_made_a_crash_after_the_last_op(self):
         # K9: a kill point counts hits, so each op removed moves it; when a
         # later step fails, a crash after the last op is tried too.
