@@ -225,8 +225,9 @@ def mt_endings(cand, threads, n, fired=None):
     the op step itself).  Kill points stay, at 1 in at most a quarter of
     the ops' hits (the recorded rate would not fire in a short run); then,
     when the op step is not the failing one, only the point that fired
-    (FIRED), at its first hit; when it is, none (the failure may not need
-    the kill).  When the op step is the failing one and no kill point
+    (FIRED), at its first hit, and then none (the failure may show in the
+    op step itself); when it is, none (the failure may not need the
+    kill).  When the op step is the failing one and no kill point
     fired in it (FIRED empty: the ledger says the failure needed none),
     only none."""
     def shaped():
@@ -260,6 +261,15 @@ def mt_endings(cand, threads, n, fired=None):
             c = shaped()
             c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", 1), "kill_points", fired[-1])
             out.append(("killed at %s, its first hit" % fired[-1], c))
+        if not last:
+            # The failure a later step found may show in the op step itself
+            # when no kill ends it first (a reader's hint that contradicts
+            # a commit, checked by the next read: planted bug
+            # hint-aborted-while-in-progress, caught after a crash): the
+            # op step then fails, and the steps after it go (K1).
+            c = shaped()
+            drop_kills(c.op)
+            out.append(("no kill points (the failure may show before a crash)", c))
     else:
         out.append(("", shaped()))
     return out

@@ -666,7 +666,7 @@ class Shrinker(Trials):
             ops = None  # killed: no report (its progress file is gone with the run)
         return injected_by_class(lines), ops
 
-    def p_multi(self, start=None):
+    def p_multi(self, start=None, start_ops=None):
         """K8: a failure one thread does not show (a reader meeting a
         writer's running version, an older snapshot held while a newer one
         sets the horizon, records logged during a checkpoint or a group
@@ -679,8 +679,10 @@ class Shrinker(Trials):
         Every candidate is judged by up to MT_TRIALS trials and kept when
         MT_NEED fail the same way (the stated minimum rate); the first kept
         wins, and every later step is judged the same way.  START: the run
-        to start from (the recorded one, when it did not fail again).
-        Runs once; returns True if it kept a candidate."""
+        to start from (the recorded one, when it did not fail again), and
+        START_OPS what its tries did (its op step killed, the recorded
+        run left no count).  Runs once; returns True if it kept a
+        candidate."""
         base = start or self.best
         a = base.op["argv"]
         threads0 = as_int(opt_get(a, "threads"), 2)
@@ -698,6 +700,8 @@ class Shrinker(Trials):
         res = res or (self.meta["steps"][base.w].get("result") or {})
         fired = res.get("kill_points_fired") or []
         faults = self.injected_in(self.best_res, base.w, recorded=start is not None)
+        if faults[1] is None:
+            faults = (faults[0], start_ops)
         stop = time.monotonic() + self.left() * MT_SHARE
         self.p.line("shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
                     "%d of %d trials fail the same way" % (threads, "/".join(map(str, MT_OPS)),
@@ -956,7 +960,7 @@ class Shrinker(Trials):
             if not ok and self.left() > 0 and not STOP.is_set():
                 # ... then several threads, short pinned runs (K8).
                 p.line("shrink: no one-thread seed failed the same way: several threads, short runs")
-                ok = self.p_multi(start=orig)
+                ok = self.p_multi(start=orig, start_ops=ops)
             base = {"ops": ops, "ops_all": max([o for o in e["ops_all"] if o] or [0]) or None,
                     "seconds": max(e["seconds"] or [None]), "failed_again": False}
         if ok:

@@ -444,8 +444,10 @@ class TestShrinkParts(unittest.TestCase):
         # ... and when no kill point fired in the failing op step, none.
         (_, n), = mt_endings(Cand([wk], False, None, 0), 2, 64, [])
         self.assertEqual((n.op["expect"], opt_get(n.op["argv"], "kill_points")), ("exit0", None))
-        (_, k), (_, f) = mt_endings(Cand([wk, pl, vf], False, None, 0, ["crashed", "passed", "failed"]), 2, 16,
-                                    ["kill/b"])
+        (_, k), (_, f), (_, none) = mt_endings(Cand([wk, pl, vf], False, None, 0, ["crashed", "passed", "failed"]),
+                                               2, 16, ["kill/b"])
+        self.assertEqual((none.op["expect"], opt_get(none.op["argv"], "kill_random_test")), ("exit0", None),
+                         "a failure a later step found may show in the op step itself")
         self.assertEqual(opt_get(k.op["argv"], "kill_random_test"), "8")
         self.assertEqual((opt_get(f.op["argv"], "kill_points"), opt_get(f.op["argv"], "kill_random_test")),
                          ("kill/b", "1"))
