@@ -93,8 +93,9 @@ Rules:
       change makes the run faster), a small key space (MT_KEYS, on a fresh
       database, then the recorded one), MT_SEEDS seeds each, the endings of
       mt_endings (a timed SIGKILL made a crash after the last op; kill
-      points rescaled to fire in a short run, or none when none fired in
-      the failing op step), and the rare ops of MT_SCALED that would come
+      points rescaled to fire in a short run, then none: a failure a later
+      step found may show in the op step itself; only none when none
+      fired in the failing op step), and the rare ops of MT_SCALED that would come
       less than once in the run every quarter of it, a snapshot held a
       quarter of it (a snapshot held across 200 ops is never read again
       in a run of 64); then the same with each fault class that struck
