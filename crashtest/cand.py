@@ -269,7 +269,8 @@ def mt_endings(cand, threads, n, fired=None):
             # op step then fails, and the steps after it go (K1).
             c = shaped()
             drop_kills(c.op)
-            c.steps, c.want = c.steps[:c.w + 1], c.want[:c.w + 1]  # it fails, or there is nothing after it to run
+            # It fails, or nothing after it is planned on it.
+            c.steps, c.want = c.steps[:c.w + 1], c.want[:c.w] + [None]
             out.append(("no kill points, no later steps (the failure may show before a crash)", c))
     else:
         out.append(("", shaped()))

@@ -446,8 +446,9 @@ class TestShrinkParts(unittest.TestCase):
         self.assertEqual((n.op["expect"], opt_get(n.op["argv"], "kill_points")), ("exit0", None))
         (_, k), (_, f), (_, none) = mt_endings(Cand([wk, pl, vf], False, None, 0, ["crashed", "passed", "failed"]),
                                                2, 16, ["kill/b"])
-        self.assertEqual((none.op["expect"], opt_get(none.op["argv"], "kill_random_test"), len(none.steps)),
-                         ("exit0", None, 1), "a failure a later step found may show in the op step itself")
+        self.assertEqual((none.op["expect"], opt_get(none.op["argv"], "kill_random_test"), len(none.steps),
+                          none.want), ("exit0", None, 1, [None]),
+                         "a failure a later step found may show in the op step itself")
         self.assertEqual(opt_get(k.op["argv"], "kill_random_test"), "8")
         self.assertEqual((opt_get(f.op["argv"], "kill_points"), opt_get(f.op["argv"], "kill_random_test")),
                          ("kill/b", "1"))
