@@ -19,7 +19,10 @@ Rules:
       include the kind fails the same way too (the judge names a failure
       by the first of FAILURE_KEYS it shows: a false_alarm that comes
       with a wrong_value is a wrong_value); the shrunk folder then
-      records the trial's own kind.
+      records the trial's own kind.  A kept trial that fails at an
+      earlier step loses the steps after it; when the op step went with
+      them, the last workload step left is the op step (a create step
+      that shows the bug with 7 keys), and with none left it is not kept.
   K2  a trial is deterministic when every stress step it runs has one
       thread, a fixed op count (or an op trace) and no SIGKILL on a timer;
       it runs once.  Otherwise the recorded run gets up to 5 tries (one
@@ -32,7 +35,8 @@ Rules:
       and the observed rate of each step.
   K3  what is reduced, in order of what helps a reader most: threads (to
       one), the op count pinned and a timed SIGKILL made a crash after the
-      last op (--crash_at_end), the ops traced (stress --trace_ops: each
+      last op (--crash_at_end; with one thread the same run untraced with
+      its own seed first, then K6's traced search), the ops traced (stress --trace_ops: each
       op draws from a seed of its own), the op count (this early so that
       every later trial is shorter); fault classes (each dropped), kill
       points (the one that fired, at its first hit), fault rates; the op
