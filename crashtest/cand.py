@@ -145,6 +145,20 @@ class Cand:
                 "deterministic": self.deterministic()}
 
 
+def trimmed(cand, n):
+    """CAND without the steps after N (its failure shows at step N), its
+    op step the last workload step left when its own went (None when
+    none is left)."""
+    c = cand.copy()
+    c.steps, c.want = c.steps[:n + 1], c.want[:n + 1]
+    if c.w > n:
+        ws = [i for i in range(n + 1) if is_workload(c.steps[i])]
+        if not ws:
+            return None  # no workload step left to shrink: not kept
+        c.w, c.trace = ws[-1], None
+    return c
+
+
 def drop_kills(step):
     """STEP's kill points gone: it ends by itself (a failure in the op
     step itself came before any kill point fired)."""
@@ -267,10 +281,9 @@ def mt_endings(cand, threads, n, fired=None):
             # a commit, checked by the next read: planted bug
             # hint-aborted-while-in-progress, caught after a crash): the
             # op step then fails, and the steps after it go (K1).
-            c = shaped()
+            c = trimmed(shaped(), cand.w)
             drop_kills(c.op)
-            # It fails, or nothing after it is planned on it.
-            c.steps, c.want = c.steps[:c.w + 1], c.want[:c.w] + [None]
+            c.want[-1] = None  # it fails, or nothing after it is planned on it
             out.append(("no kill points, no later steps (the failure may show before a crash)", c))
     else:
         out.append(("", shaped()))
@@ -315,12 +328,19 @@ def same_value(v, d):
     return num(v) == num(d)
 
 
+def report_ops(rep):
+    """The ops a stress report counts (aborted batches are counted among
+    the batches already), or None without them."""
+    ops = (rep or {}).get("ops")
+    return sum(int(v or 0) for k, v in ops.items() if k != "aborted") if ops else None
+
+
 def ops_of(r, state):
     """The ops a step did: its report's, else the progress file stress
     keeps in its run directory (a killed process writes no report)."""
-    rep = r.get("report") or {}
-    if rep.get("ops"):
-        return sum(int(v or 0) for k, v in rep["ops"].items() if k != "aborted")
+    n = report_ops(r.get("report"))
+    if n is not None:
+        return n
     try:
         with open(os.path.join(state, "run", "progress")) as f:
             m = re.match(r"ops (\d+)", f.read())

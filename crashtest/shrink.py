@@ -171,8 +171,8 @@ import time
 
 from .binary import check_binary, stress_info
 from .cand import (Cand, as_int, drop_kills, endings, is_fresh, is_workload, kills_to_crash_at_end,  # noqa: F401
-                   line_touches, mt_endings, opt_get, opt_set, powerloss_undone, same_value, set_faults, set_threads,
-                   trace_inj, trace_ops_of)
+                   line_touches, mt_endings, opt_get, opt_set, powerloss_undone, report_ops, same_value, set_faults,
+                   set_threads, trace_inj, trace_ops_of)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import injected_by_class, ledger_lines_since, subst
 from .output import Printer
@@ -666,7 +666,7 @@ class Shrinker(Trials):
         rep = opt_get(self.meta["steps"][w]["argv"], "report") or ""
         try:
             with open(rep.replace("@ITER@", self.dir)) as f:
-                ops = sum(int(v or 0) for k, v in (json.load(f).get("ops") or {}).items() if k != "aborted")
+                ops = report_ops(json.load(f))
         except (OSError, ValueError, AttributeError):
             ops = None  # killed: no report (its progress file is gone with the run)
         return injected_by_class(lines), ops

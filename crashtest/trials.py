@@ -19,7 +19,7 @@ import sys
 import time
 from fractions import Fraction
 
-from .cand import is_workload, opt_get, ops_of, signature, slim, trace_ops_of, write_trace
+from .cand import opt_get, ops_of, signature, slim, trace_ops_of, trimmed, write_trace
 from .common import REPO, nice_path, sha256_of, write_json
 from .executor import Executor, subst
 from .procs import STOP
@@ -33,20 +33,6 @@ HARNESS_KINDS = ("error", "early_exit")
 MT_REPRO_TRIES = 8
 MT_REPRO_MAX = 24  # ... and at most this many: enough that MT_REPRO_EXPECT reproduce at its observed rate
 MT_REPRO_EXPECT = 3
-
-
-def trimmed(cand, n):
-    """CAND without the steps after N (its failure shows at step N), its
-    op step the last workload step left when its own went (None when
-    none is left)."""
-    c = cand.copy()
-    c.steps, c.want = c.steps[:n + 1], c.want[:n + 1]
-    if c.w > n:
-        ws = [i for i in range(n + 1) if is_workload(c.steps[i])]
-        if not ws:
-            return None  # no workload step left to shrink: not kept
-        c.w, c.trace = ws[-1], None
-    return c
 
 
 class Trials:
@@ -145,7 +131,13 @@ class Trials:
             else:
                 why = why or "passed"
         kept = fails >= need
-        if kept and trimmed(cand, kept_res["step"]) is None:
+        # The failure may now show at an earlier step: the later ones go,
+        # and when the op step went with them the workload step it now
+        # shows in is the op step (a create step that finds the bug with 7
+        # keys: planted bug delete-at-snapshot-invisible; the op step's
+        # trace went with it).
+        left = trimmed(cand, kept_res["step"]) if kept else None
+        if kept and left is None:
             kept, why = False, "the failure shows before any workload step"
         entry = {"n": len(self.log), "phase": phase, "what": what, "trials": len(results), "failures": fails,
                  "rate": round(fails / len(results), 3) if results else None,
@@ -170,12 +162,7 @@ class Trials:
         if kept:
             if self.best_res and self.best_res is not kept_res:
                 shutil.rmtree(self.best_res["dir"], ignore_errors=True)
-            # The failure may now show at an earlier step: the later ones go,
-            # and when the op step went with them the workload step it now
-            # shows in is the op step (a create step that finds the bug
-            # with 7 keys: planted bug delete-at-snapshot-invisible; the
-            # op step's trace went with it).
-            cand = trimmed(cand, kept_res["step"])
+            cand = left
             self.best, self.best_res = cand, kept_res
             if not cand.deterministic():
                 self.kept_trials.append((entry["n"], cand.copy(), kept_res))

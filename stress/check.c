@@ -273,7 +273,7 @@ uint64_t st_verify_all(worker *w, int after_crash, const char *what) {
                 st = g.E->iter_next(it);
                 continue;
             }
-            if (key < next || key < first) {
+            if (key < next) { /* next >= first: below where it began too */
                 /* At or before a key this scan passed (or below where it
                  * began): a repeat would loop here for ever. */
                 st_scan_disorder(w, key, next - 1, key < first ? "below its start" : "again or out of order", what,
