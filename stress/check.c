@@ -139,8 +139,9 @@ void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, c
     if (!g.measuring) atomic_fetch_add(&g.failures, 1);
     pthread_mutex_lock(&g.mu);
     if (g.detailed++ < MAX_DETAILED)
-        fprintf(stderr, "stress: %s wrong_value (%s): the scan returned key %llu %s (after key %llu), thread %d\n"
-                        "    repro: %s\n",
+        fprintf(stderr,
+                "stress: %s wrong_value (%s): the scan returned key %llu %s (after key %llu), thread %d\n"
+                "    repro: %s\n",
                 g.measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)" : "FAILURE",
                 what, (unsigned long long)key, how, (unsigned long long)prev, thread, g.repro);
     pthread_mutex_unlock(&g.mu);
