@@ -77,7 +77,7 @@ if python3 tools/deps_graph.py --quiet; then add 1 0; echo "ok deps_graph"; else
 
 # The house style (.clang-format; make format applies it).
 echo "== clang_format"
-if command -v clang-format >/dev/null && [ -d .git ]; then
+if command -v clang-format >/dev/null && git rev-parse --git-dir >/dev/null 2>&1; then
   if git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror >"$log/cf.out" 2>&1; then
     add 1 0; echo "ok clang_format"
   else
