@@ -152,6 +152,12 @@ Rules:
       bug checkpoint-skips-data-fsync: with the op step traced, recovery
       replayed more log and was killed before it verified, so every
       one-thread run passed), and a timed kill makes no run deterministic.
+  K12 a first step that creates the database with one thread, a fixed op
+      count, no fault, no kill and no timer leaves the same database each
+      time: its state is kept after its first run and copied into every
+      later trial that runs the same step (trials.made_key).  Delta
+      debugging changes only the op step, and the create step was a third
+      of each trial's time.  The shrunk folder's repro runs every step.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -198,7 +204,7 @@ FALLBACK_SHARE = 0.4
 # Power-loss seeds tried toward fewer writes rolled back or torn.
 POWERLOSS_SEEDS = 4
 # Short runs with other seeds (K7): op counts tried, and seeds for each.
-SHORT_OPS = (1, 4, 16, 64)
+SHORT_OPS = (1, 4, 16, 64, 256, 1024)
 SHORT_SEEDS = 6
 # Options whose effects the op trace does not pin (p_untied): a checkpoint
 # the log's volume starts, evictions from a small cache.
@@ -247,6 +253,8 @@ RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot
 
 
 class Shrinker(Trials):
+    ddmin_size = 1 << 62  # the chunk size delta debugging last reached (p_ddmin)
+
     def __init__(self, a, printer):
         self.p = printer
         self.dir = os.path.abspath(a.failure_dir)
@@ -294,6 +302,7 @@ class Shrinker(Trials):
         self.aside = []
         self.work = tempfile.mkdtemp(prefix="crashtest-shrink-")
         self.ntrial = 0
+        self.made = {}  # K12: the state a create step left, by its argv
         self.need = NEED
         self.trials = TRIALS  # runs per change when not deterministic (K2; MT_TRIALS once K8 kept one)
         self.more = 0  # trials added once one failed (MT_MORE once K8 kept one)
@@ -711,9 +720,15 @@ class Shrinker(Trials):
         self.p.line("shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
                     "%d of %d trials fail the same way" % (threads, "/".join(map(str, MT_OPS)),
                                                             "/".join(map(str, keys)), len(seeds), MT_NEED, MT_TRIALS))
-        for n in MT_OPS:
+        # Two passes: first one candidate of each size and key space (the
+        # recorded seed, its first shape, every ending), then the rest.  A
+        # race that needs 256 ops each on 8 keys (hint-aborted-while-in-
+        # progress) is then met after 9 candidates, not after the 72 that
+        # every seed and shape of the smaller runs take; the passes after
+        # K8 (halving the ops) shrink a larger run it keeps.
+        for n, first in [(n, f) for f in (True, False) for n in MT_OPS]:
             if pinned and n >= pinned:
-                break  # no shorter than the run already is
+                continue  # no shorter than the run already is
             for k in keys:
                 c0 = base
                 if k != k0:
@@ -725,7 +740,7 @@ class Shrinker(Trials):
                 sf = self.scaled(c0, n, faults)
                 if sf.op["argv"] != sc.op["argv"]:
                     shapes.append((sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES)))
-                for (c0, shape), seed in [(x, y) for x in shapes for y in seeds]:
+                for (c0, shape), seed in [(x, y) for x in shapes for y in seeds][:1 if first else None]:
                     for what, c in mt_endings(c0, threads, n, fired):
                         if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
                             return False
@@ -857,7 +872,8 @@ class Shrinker(Trials):
         c.trace = lines
         c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "replay_ops", "@FOLDER@/ops.trace"),
                                        "ops_per_thread", None), "duration", None)
-        self.attempt("replay the %d traced ops (--replay_ops)" % len(lines), c, "replay")
+        if self.attempt("replay the %d traced ops (--replay_ops)" % len(lines), c, "replay"):
+            self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
 
     def refresh_trace(self):
         """The lines as the last kept replay traced them again (their inj=
@@ -887,8 +903,33 @@ class Shrinker(Trials):
             self.attempt("ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
                          % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
 
+    def p_types(self):
+        """Before ddmin's chunks: every op of one type removed (the most
+        frequent type first), then every one that does not touch the
+        failing key.  A chunk of consecutive ops changes what the cache
+        holds and which pages split around the ops that matter; a type
+        spread over the whole run (the 143 scans of 1,516 ops that planted
+        bug control-redo-is-checkpoint does not need) goes in one trial."""
+        if self.best.trace is None:
+            return
+        key = failing_key(self.best_res.get("output_tail"), self.kind) if self.best_res else None
+        counts = {}
+        for l in self.best.trace:
+            counts[l.split()[1]] = counts.get(l.split()[1], 0) + 1
+        for t in sorted(counts, key=lambda t: (-counts[t], t)):
+            for spare in (False, True) if key is not None else (False,):
+                lines = self.best.trace
+                rest = [l for l in lines if l.split()[1] != t or spare and line_touches(l, key)]
+                if 0 < len(rest) < len(lines) and self.attempt(
+                        "ops %d -> %d (every %s%s removed)" % (len(lines), len(rest), t,
+                                                              " not touching the failing key %s" % key
+                                                              if spare else ""),
+                        self.with_trace(rest), "types"):
+                    break
+
     def p_ddmin(self, share=1.0):
-        """Delta debugging on the trace: chunks of half the ops, then
+        """Delta debugging on the trace: every op of a type removed
+        (p_types), then chunks of half the ops, then
         quarters ... single ops, each removed while the rest still fails the
         same way.  A pass goes on from the chunk it removed (the ops before
         it were tried at this size already) instead of starting over, and
@@ -896,12 +937,17 @@ class Shrinker(Trials):
         most SHARE of the budget left."""
         if self.best.trace is None:
             return
+        self.p_types()
         stop = time.monotonic() + self.left() * share
 
         def more():
             return self.left() > 0 and time.monotonic() < stop and not STOP.is_set()
-        size = max(1, len(self.best.trace) // 2)
+        # A later pass starts near the chunk size the last one reached
+        # (four times it: an option kept since may let larger chunks go),
+        # not at half the list again, where every chunk failed before.
+        size = max(1, min(len(self.best.trace) // 2, self.ddmin_size * 4))
         while len(self.best.trace) >= 2 and more():
+            self.ddmin_size = size
             i, removed = 0, False
             while i < len(self.best.trace) and more():
                 lines = self.best.trace

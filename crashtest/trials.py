@@ -8,7 +8,7 @@ that is not deterministic.
 Trials is the Shrinker's base: it holds no state of its own; the
 Shrinker's __init__ sets what these use (budget, t0, work, start, bin,
 hang, kind, match, best, best_res, log, tried, aside, need, trials, more,
-cap, multi, kept_trials, ntrial, meta, dir, p)."""
+cap, multi, kept_trials, ntrial, made, meta, dir, p)."""
 
 import math
 import os
@@ -22,6 +22,7 @@ from fractions import Fraction
 from .cand import opt_get, ops_of, signature, slim, trace_ops_of, trimmed, write_trace
 from .common import REPO, nice_path, sha256_of, write_json
 from .executor import Executor, subst
+from .params import FAULT_OPTIONS
 from .procs import STOP
 
 MAX_ASIDE = 5  # different failures kept aside (K1)
@@ -33,6 +34,24 @@ HARNESS_KINDS = ("error", "early_exit")
 MT_REPRO_TRIES = 8
 MT_REPRO_MAX = 24  # ... and at most this many: enough that MT_REPRO_EXPECT reproduce at its observed rate
 MT_REPRO_EXPECT = 3
+# Options that kill a stress process or fail its fsyncs (K12: a step with
+# one is never reused).
+KILL_OPTIONS = ("kill_random_test", "kill_points", "sync_fault_injection", "crash_at_end")
+
+
+def made_key(cand, n, step):
+    """The key under which the state after step N of CAND may be reused
+    (K12), or None: only a first step that creates the database with one
+    thread, a fixed op count, no fault, no kill and no timer -- a run that
+    leaves the same database every time."""
+    a = step.get("argv") or []
+    if n != 0 or step.get("type") != "stress" or step.get("kill_after") is not None or \
+            opt_get(a, "destroy_db_initially") != "1" or opt_get(a, "threads") != "1" or \
+            not (opt_get(a, "ops_per_thread") or "0").isdigit() or opt_get(a, "ops_per_thread") == "0" or \
+            opt_get(a, "duration") or opt_get(a, "trace_ops") or opt_get(a, "replay_ops") or \
+            any(opt_get(a, o) not in (None, "0") for o in list(FAULT_OPTIONS) + list(KILL_OPTIONS)):
+        return None
+    return (bool(cand.fresh), tuple(a))
 
 
 class Trials:
@@ -60,7 +79,13 @@ class Trials:
                "results": {}, "failure": None}
         t0 = time.monotonic()
         for n, step in enumerate(cand.steps):
-            r = ex.run(n, step)
+            key = made_key(cand, n, step)
+            if key in self.made:
+                r = self.made_again(key, t, ex, n, step)
+            else:
+                r = ex.run(n, step)
+                if key is not None and r["outcome"] == "passed" and not r["failure"]:
+                    self.keep_made(key, t, r, step)
             res["results"][n] = r
             if step["type"] == "stress":
                 traced = opt_get(step["argv"], "trace_ops")
@@ -80,6 +105,26 @@ class Trials:
                 break
         res["seconds"] = round(time.monotonic() - t0, 3)
         return res
+
+    def keep_made(self, key, t, r, step):
+        """K12: the state a deterministic create step left, kept for the
+        trials that run the same step again (most of them: delta
+        debugging changes only the op step)."""
+        d = os.path.join(self.work, "made%d" % len(self.made))
+        shutil.copytree(os.path.join(t, "state"), os.path.join(d, "state"), symlinks=True)
+        src = subst(step["dir"], {"@ITER@": os.path.join(t, "iter")})
+        if os.path.isdir(src):
+            shutil.copytree(src, os.path.join(d, "step"), symlinks=True)
+        self.made[key] = (d, r)
+
+    def made_again(self, key, t, ex, n, step):
+        d, r = self.made[key]
+        shutil.rmtree(os.path.join(t, "state"), ignore_errors=True)
+        shutil.copytree(os.path.join(d, "state"), os.path.join(t, "state"), symlinks=True)
+        if os.path.isdir(os.path.join(d, "step")):
+            shutil.copytree(os.path.join(d, "step"), subst(step["dir"], ex.env), symlinks=True)
+        ex.results[n] = r
+        return r
 
     def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None):
         """Run CAND (once if deterministic, else TRIALS times; K2) and keep

@@ -655,6 +655,65 @@ class TestShrinkParts(unittest.TestCase):
         self.assertEqual(sh.best.trace, need)
         self.assertLess(len(trials), 60 * 3)
 
+    def test_every_op_of_a_type_the_failure_does_not_need_goes_in_one_trial(self):
+        # A stand-in trial fails while every put is left and the get of the
+        # failing key 7: the 40 other gets, spread among the puts, go in
+        # one trial (no chunk of consecutive ops is all gets).
+        trace = []
+        for k in range(40):
+            trace += ["%d put %d 00 on | %d=v1 ok" % (2 * k, k, k), "%d get %d 00 on | %d ok" % (2 * k + 1, k + 1, k + 1)]
+        sh = Shrinker.__new__(Shrinker)
+        sh.kind = "lost"
+        sh.best = Cand([{"type": "stress", "argv": []}], True, trace, 0)
+        sh.best_res = {"output_tail": "stress: FAILURE lost (get): key k7 (7), thread 1, op 1:9"}
+        tried = []
+
+        def attempt(what, cand, phase):
+            tried.append(what)
+            puts = [l for l in trace if " put " in l]
+            if all(l in cand.trace for l in puts) and any(" get 7 " in l for l in cand.trace):
+                sh.best = cand
+                return True
+            return False
+        sh.attempt = attempt
+        sh.p_types()
+        self.assertEqual(len(sh.best.trace), 41)
+        self.assertEqual(tried, ["ops 80 -> 40 (every get removed)", "ops 80 -> 41 (every get not touching the "
+                                 "failing key 7 removed)", "ops 41 -> 1 (every put removed)",
+                                 "ops 41 -> 2 (every put not touching the failing key 7 removed)"])
+
+    def test_a_later_ddmin_pass_starts_near_the_chunk_size_the_last_reached(self):
+        sh = Shrinker.__new__(Shrinker)
+        sh.best = Cand([{"type": "stress", "argv": []}], True, ["%d put %d 00 on" % (k, k) for k in range(64)], 0)
+        sh.best_res = None
+        sh.left = lambda: 1
+        sizes = []
+
+        def attempt(what, cand, phase):
+            sizes.append(64 - len(cand.trace))
+            return False
+        sh.attempt = attempt
+        sh.p_ddmin()
+        self.assertEqual(sizes[:2], [32, 32])
+        sh.ddmin_size, sizes[:] = 4, []
+        sh.p_ddmin()
+        self.assertEqual(sizes[0], 16)  # four times the last size, not 32 again
+
+    def test_only_a_create_step_that_leaves_the_same_database_each_time_is_reused(self):
+        from crashtest.trials import made_key
+        cand = Cand([], True, None, 0)
+        create = {"type": "stress", "argv": ["--destroy_db_initially=1", "--threads=1", "--ops_per_thread=200",
+                                             "--seed=5"]}
+        self.assertIsNotNone(made_key(cand, 0, create))
+        self.assertIsNone(made_key(cand, 1, create))  # only the first step
+        for extra in ("--threads=2", "--ops_per_thread=0", "--duration=5", "--read_fault_one_in=10",
+                      "--kill_points=kill/wal/after_sync", "--sync_fault_injection=1", "--trace_ops=x"):
+            self.assertIsNone(made_key(cand, 0, dict(create, argv=create["argv"] + [extra])), extra)
+        self.assertIsNone(made_key(cand, 0, dict(create, kill_after=0.5)))
+        self.assertIsNone(made_key(cand, 0, dict(create, argv=create["argv"][1:])))  # not a create step
+        self.assertNotEqual(made_key(cand, 0, create),
+                            made_key(cand, 0, dict(create, argv=create["argv"][:3] + ["--seed=6"])))
+
 
 class TestShrinkTable(unittest.TestCase):
     def test_mutants_table_of_reductions(self):
