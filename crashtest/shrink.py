@@ -38,7 +38,8 @@ Rules:
       last op (--crash_at_end; with one thread the same run untraced with
       its own seed first, then K6's traced search), the ops traced (stress --trace_ops: each
       op draws from a seed of its own), the op count (this early so that
-      every later trial is shorter); fault classes (each dropped), kill
+      every later trial is shorter; a run that must stay timed, its kill
+      earlier instead: p_timer); fault classes (each dropped), kill
       points (the one that fired, at its first hit), fault rates; the op
       mix; a fresh database instead of the grown one, the ops of the step
       that creates it, then the key space; the cache size and the other
@@ -46,8 +47,11 @@ Rules:
       rollback: the fewest writes rolled back or torn); then delta
       debugging on the op trace (stress --replay_ops: first only the ops
       that touch the failing key, then the options whose effects the
-      trace does not pin set to stress's defaults (UNTIED), then chunks of
-      ops removed while it still fails; inside the rounds at most
+      trace does not pin set to stress's defaults (UNTIED), then every op
+      of one type (p_types: the scans a failure does not need are spread
+      over the whole run, and no chunk of consecutive ops holds only
+      them), then chunks of ops removed while it still fails (a later
+      pass starting near the chunk size the last reached); inside the rounds at most
       DDMIN_ROUND_SHARE of the budget left) and the faults of every op
       that needs none turned off.  A run's size (shrink.json's
       ops) is the ops of all its stress steps, a create step's too.
@@ -93,7 +97,8 @@ Rules:
       commit's fsync.  Contention makes such races frequent, so the
       multi-thread path searches as K6 and K7 do for one thread: MT_THREADS
       (2) threads, short runs with a pinned op count per thread (MT_OPS,
-      smallest first; never a timed --duration run, which grows as every
+      smallest first, in two passes: one candidate of each size and key
+      space first, then the other seeds and shapes; never a timed --duration run, which grows as every
       change makes the run faster), a small key space (MT_KEYS, on a fresh
       database, then the recorded one), MT_SEEDS seeds each, the endings of
       mt_endings (a timed SIGKILL made a crash after the last op; kill
@@ -136,7 +141,8 @@ Rules:
       at 0 of 8: checkpoint-skips-data-fsync).
   K10 no kept run that is not deterministic is larger than the recorded
       one: such a trial that fails the same way with more ops (every
-      stress step's) than the recorded run had counts as passing.  A
+      stress step's) than the recorded run had (the largest of its tries:
+      a timed run's size varies from try to try) counts as passing.  A
       pinned run with kill points can run past where the recorded run
       ended, and halving a run kept on two of a few trials stops early
       (planted bug hint-aborted-while-in-progress: a two-thread run
@@ -152,6 +158,17 @@ Rules:
       bug checkpoint-skips-data-fsync: with the op step traced, recovery
       replayed more log and was killed before it verified, so every
       one-thread run passed), and a timed kill makes no run deterministic.
+  K13 a recovery step between the op step and the failing one that a
+      timer SIGKILLs (a restart that recovers, verifies and is killed
+      after a fraction of a second) lands wherever that recovery was at
+      that time; a run with other ops recovers faster or slower and is
+      killed elsewhere or not at all (planted bug page-before-wal: every
+      one-thread run diverged, its recovery done before the kill).  The
+      timer goes, in the order of RECOVERY_KILLS: the step ends by itself
+      (a failure the kill hid shows in it), crashes once the database is
+      open (--crash_at_end), or is killed at one of recovery's kill
+      points at its first hit.  K6's one-thread search crashes such a
+      step once open.
   K12 a first step that creates the database with one thread, a fixed op
       count, no fault, no kill and no timer leaves the same database each
       time: its state is kept after its first run and copied into every
@@ -177,8 +194,7 @@ import time
 
 from .binary import check_binary, stress_info
 from .cand import (Cand, as_int, drop_kills, endings, is_fresh, is_workload, kills_to_crash_at_end,  # noqa: F401
-                   line_touches, mt_endings, opt_get, opt_set, powerloss_undone, report_ops, same_value, set_faults,
-                   set_threads, trace_inj, trace_ops_of)
+                   mt_endings, opt_get, opt_set, powerloss_undone, report_ops, same_value, set_threads)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import injected_by_class, ledger_lines_since, subst
 from .output import Printer
@@ -187,6 +203,7 @@ from .procs import STOP
 from .repro import failing_key
 from .seeds import derive
 from .steps import opt_args, state_argv
+from .tracepass import TracePasses
 from .trials import Trials
 
 DEFAULT_BUDGET = 600
@@ -203,6 +220,9 @@ FALLBACK_SEEDS = 40
 FALLBACK_SHARE = 0.4
 # Power-loss seeds tried toward fewer writes rolled back or torn.
 POWERLOSS_SEEDS = 4
+# The shortest timer p_timer halves a timed SIGKILL to (seconds: a process
+# opens its database in a few hundredths).
+TIMER_MIN = 0.1
 # Short runs with other seeds (K7): op counts tried, and seeds for each.
 SHORT_OPS = (1, 4, 16, 64, 256, 1024)
 SHORT_SEEDS = 6
@@ -249,12 +269,17 @@ NOT_SHRUNK = {"db", "expected_values_dir", "run_dir", "report", "seed", "max_key
               "kill_random_test", "kill_points", "destroy_db_initially", "verification_only", "help",
               "list_fault_points"}
 MIX = ["readpercent", "iterpercent", "delpercent"]
+# What a timed SIGKILL of a recovery step becomes (K13), in the order
+# tried: none (the step recovers and verifies: a failure its kill hid
+# shows in it); a crash once the database is open (--crash_at_end: after
+# redo and the end-of-recovery checkpoint, before the verification and
+# the clean close); the kill point before that checkpoint; the one
+# half-way through redo.
+RECOVERY_KILLS = (None, "crash_at_end", "kill/recovery/before_end_checkpoint", "kill/recovery/mid_redo")
 RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
 
 
-class Shrinker(Trials):
-    ddmin_size = 1 << 62  # the chunk size delta debugging last reached (p_ddmin)
-
+class Shrinker(Trials, TracePasses):
     def __init__(self, a, printer):
         self.p = printer
         self.dir = os.path.abspath(a.failure_dir)
@@ -348,6 +373,10 @@ class Shrinker(Trials):
         left."""
         if not ops:
             ops = 1000  # killed before its first progress note: a guess
+        # A one-thread run recovers at its own speed: a recovery step's
+        # timed SIGKILL would land elsewhere or not at all, so it crashes
+        # once the database is open (K13).
+        start = self.mid_killed(start, "crash_at_end") or start
         a = start.op["argv"]
         if opt_get(a, "replay_ops"):
             return False
@@ -364,6 +393,29 @@ class Shrinker(Trials):
                                 c, "search", extra={"seed": seed}):
                     return True
         return False
+
+    def pin_op(self, c):
+        """C's op step (changed in place) with a fixed op count when it is
+        timed (what the last kept trial did, per thread: no more than the
+        recorded run did, K10, unless a kill point must still fire: the
+        kill ends it, room is cheap), and its timed SIGKILL a crash after
+        the last op (none when the failure shows in the op step itself,
+        before the kill).  Returns what changed, in words."""
+        s, what = c.op, []
+        threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
+        if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
+            ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
+            n = max(1, ops // threads) * (4 if as_int(opt_get(s["argv"], "kill_random_test")) > 0 else 1)
+            s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
+            what.append("ops pinned (%d per thread)" % n)
+        if s.get("kill_after") is not None and c.w == len(c.steps) - 1:
+            s["kill_after"], s["expect"] = None, "exit0"
+            what.append("no SIGKILL (the failure shows before it)")
+        elif s.get("kill_after") is not None:
+            s["kill_after"], s["expect"] = None, "crash_at_end"
+            s["argv"] = opt_set(s["argv"], "crash_at_end", 1)
+            what.append("the timed SIGKILL made a crash after the last op")
+        return what
 
     def p_pin(self):
         """A timed op step gets a fixed op count (what the last kept trial did,
@@ -401,22 +453,7 @@ class Shrinker(Trials):
                 if self.attempt("ops pinned (%d per thread), no kill points (the failure shows before one fires)"
                                 % per, c2, "pin"):
                     return
-            # No more than the recorded run did (K10), unless a kill point
-            # must still fire: the kill ends it, room is cheap.
-            n = per * (4 if kill else 1)
-            s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
-            what.append("ops pinned (%d per thread)" % n)
-        if s.get("kill_after") is not None and c.w == len(c.steps) - 1:
-            # The failure shows in the op step itself, before its kill:
-            # the kill goes, the process ends by itself and is judged.
-            s["kill_after"] = None
-            s["expect"] = "exit0"
-            what.append("no SIGKILL (the failure shows before it)")
-        elif s.get("kill_after") is not None:
-            s["kill_after"] = None
-            s["expect"] = "crash_at_end"
-            s["argv"] = opt_set(s["argv"], "crash_at_end", 1)
-            what.append("the timed SIGKILL made a crash after the last op")
+        what += self.pin_op(c)
         if what and self.attempt(", ".join(what), c, "pin") or not one:
             return
         ops = as_int(opt_get(self.best.op["argv"], "ops_per_thread"), 10000) or \
@@ -434,7 +471,50 @@ class Shrinker(Trials):
         if last["type"] != "stress" or last.get("kill_after") is None or c.w == len(c.steps) - 1:
             return
         last["kill_after"], last["expect"] = None, "exit0"
+        c.want[-1] = None  # it fails: the recorded run's "crashed" is not what it must do
         self.attempt("no SIGKILL in the failing step %s (the failure shows before it)" % last["name"], c, "end_kill")
+
+    def mid_killed(self, cand, point):
+        """CAND with each recovery step between its op step and its last
+        step that a timer SIGKILLs killed at POINT's first hit instead, or
+        not killed (POINT None; K13), or None when it has none."""
+        c, n = cand.copy(), 0
+        for i, st in enumerate(c.steps):
+            if st["type"] == "stress" and st.get("kill_after") is not None and i != c.w and \
+                    i != len(c.steps) - 1 and opt_get(st["argv"], "verification_only") == "1":
+                if point is None:
+                    st["kill_after"], st["expect"] = None, "exit0"
+                    c.want[i] = "passed"
+                elif point == "crash_at_end":
+                    st["kill_after"], st["expect"] = None, "crash_at_end"
+                    st["argv"] = opt_set(st["argv"], "crash_at_end", 1)
+                else:
+                    st["kill_after"], st["expect"] = None, "kill_point"
+                    st["argv"] = opt_set(opt_set(st["argv"], "kill_random_test", 1), "kill_points", point)
+                n += 1
+        return c if n else None
+
+    def p_mid_kill(self):
+        """K13: a recovery step between the op step and the failing one,
+        SIGKILLed on a timer (a restart that only recovers and verifies),
+        not killed, or killed at one of the recovery's own kill points
+        instead, at its first hit (RECOVERY_KILLS, in order).  The timer lands where the
+        recorded run's recovery happened to be after that many seconds; a
+        run with other ops recovers faster or slower and is killed
+        elsewhere or not at all (planted bug page-before-wal: every
+        one-thread run diverged, its recovery done before the kill).  A
+        kill point lands at the same place in every run, and the run can
+        become deterministic."""
+        for point in RECOVERY_KILLS:
+            c = self.mid_killed(self.best, point)
+            if c is None:
+                return
+            what = "recovery steps %s, not killed on a timer" % (
+                "killed at %s, its first hit" % point if point and point.startswith("kill/") else
+                "crashing once open (--crash_at_end)" if point else "ending by themselves (a failure the kill hid "
+                "shows)")
+            if self.attempt(what, c, "mid_kill"):
+                return
 
     def p_crash_end(self):
         """K9: a one-thread op step that a kill point ends, when a later step
@@ -523,6 +603,24 @@ class Shrinker(Trials):
                 lo = mid
                 if hi - lo <= max(2, hi // 8):
                     break
+
+    def p_timer(self):
+        """A timed op step whose SIGKILL p_pin could not make a crash after
+        the last op (the failure needs a kill in the middle of an op, with
+        I/O in flight): the kill comes at half the time, while the run
+        still fails the same way (K2's trials), down to TIMER_MIN seconds.
+        The ops shrink with the time."""
+        s = self.best.op
+        if s.get("kill_after") is None or opt_get(s["argv"], "replay_ops") or \
+                as_int(opt_get(s["argv"], "ops_per_thread"), 10000) != 0:
+            return
+        t = s["kill_after"]
+        while t / 2 >= TIMER_MIN and self.left() > 0 and not STOP.is_set():
+            c = self.best.copy()
+            c.op["kill_after"] = round(t / 2, 3)
+            if not self.attempt("the op step killed after %.3f s, not %.3f s" % (t / 2, t), c, "timer"):
+                return
+            t = t / 2
 
     def p_short(self):
         """K7: after halving the op count, a short run with another seed (a
@@ -740,7 +838,7 @@ class Shrinker(Trials):
                 sf = self.scaled(c0, n, faults)
                 if sf.op["argv"] != sc.op["argv"]:
                     shapes.append((sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES)))
-                for (c0, shape), seed in [(x, y) for x in shapes for y in seeds][:1 if first else None]:
+                for (c0, shape), seed in [(x, y) for x in shapes for y in seeds][slice(None, 1) if first else slice(1, None)]:
                     for what, c in mt_endings(c0, threads, n, fired):
                         if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
                             return False
@@ -861,125 +959,6 @@ class Shrinker(Trials):
                                 extra={"powerloss_seed": seed}, better=fewer):
                     now = powerloss_undone(self.best_res, i)
 
-    def p_replay(self):
-        """The traced op step becomes a replay of its trace (ddmin's input)."""
-        if not self.best.op_traced() or not self.best_res:
-            return
-        lines = trace_ops_of(os.path.join(self.best_res["dir"], "iter", "ops.trace"))
-        if not lines:
-            return
-        c = self.best.copy()
-        c.trace = lines
-        c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "replay_ops", "@FOLDER@/ops.trace"),
-                                       "ops_per_thread", None), "duration", None)
-        if self.attempt("replay the %d traced ops (--replay_ops)" % len(lines), c, "replay"):
-            self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
-
-    def refresh_trace(self):
-        """The lines as the last kept replay traced them again (their inj=
-        counts are this run's; the FAULTS field is the replayed one)."""
-        if self.best_res and self.best.trace is not None:
-            got = trace_ops_of(os.path.join(self.best_res["dir"], "iter", "ops.trace"))
-            if len(got) == len(self.best.trace):
-                self.best.trace = got
-
-    def with_trace(self, lines):
-        c = self.best.copy()
-        c.trace = lines
-        return c
-
-    def p_focus(self):
-        """Before ddmin's chunks: only the ops that touch the failing key (the
-        failing step's output names it), with every op that has no key
-        (checkpoints, reopens, verifies, snapshots, vacuums)."""
-        if self.best.trace is None or not self.best_res:
-            return
-        key = failing_key(self.best_res.get("output_tail"), self.kind)
-        if key is None:
-            return
-        keep = [l for l in self.best.trace if line_touches(l, key) or l.split()[2] == "-" and
-                l.split()[1] != "batch"]
-        if 0 < len(keep) < len(self.best.trace):
-            self.attempt("ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
-                         % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
-
-    def p_types(self):
-        """Before ddmin's chunks: every op of one type removed (the most
-        frequent type first), then every one that does not touch the
-        failing key.  A chunk of consecutive ops changes what the cache
-        holds and which pages split around the ops that matter; a type
-        spread over the whole run (the 143 scans of 1,516 ops that planted
-        bug control-redo-is-checkpoint does not need) goes in one trial."""
-        if self.best.trace is None:
-            return
-        key = failing_key(self.best_res.get("output_tail"), self.kind) if self.best_res else None
-        counts = {}
-        for l in self.best.trace:
-            counts[l.split()[1]] = counts.get(l.split()[1], 0) + 1
-        for t in sorted(counts, key=lambda t: (-counts[t], t)):
-            for spare in (False, True) if key is not None else (False,):
-                lines = self.best.trace
-                rest = [l for l in lines if l.split()[1] != t or spare and line_touches(l, key)]
-                if 0 < len(rest) < len(lines) and self.attempt(
-                        "ops %d -> %d (every %s%s removed)" % (len(lines), len(rest), t,
-                                                              " not touching the failing key %s" % key
-                                                              if spare else ""),
-                        self.with_trace(rest), "types"):
-                    break
-
-    def p_ddmin(self, share=1.0):
-        """Delta debugging on the trace: every op of a type removed
-        (p_types), then chunks of half the ops, then
-        quarters ... single ops, each removed while the rest still fails the
-        same way.  A pass goes on from the chunk it removed (the ops before
-        it were tried at this size already) instead of starting over, and
-        the single-op pass is repeated until it removes nothing.  Spends at
-        most SHARE of the budget left."""
-        if self.best.trace is None:
-            return
-        self.p_types()
-        stop = time.monotonic() + self.left() * share
-
-        def more():
-            return self.left() > 0 and time.monotonic() < stop and not STOP.is_set()
-        # A later pass starts near the chunk size the last one reached
-        # (four times it: an option kept since may let larger chunks go),
-        # not at half the list again, where every chunk failed before.
-        size = max(1, min(len(self.best.trace) // 2, self.ddmin_size * 4))
-        while len(self.best.trace) >= 2 and more():
-            self.ddmin_size = size
-            i, removed = 0, False
-            while i < len(self.best.trace) and more():
-                lines = self.best.trace
-                rest = lines[:i] + lines[i + size:]
-                if rest and self.attempt("ops %d -> %d (remove ops %d..%d of the list)"
-                                         % (len(lines), len(rest), i, min(i + size, len(lines)) - 1),
-                                         self.with_trace(rest), "ddmin"):
-                    removed = True
-                    continue  # the next chunk is at I now
-                i += size
-            if size == 1 and not removed:
-                break
-            size = max(1, min(size // 2, len(self.best.trace) // 2))
-        self.refresh_trace()
-
-    def p_faults_off(self):
-        if self.best.trace is None or not any(as_int(opt_get(self.best.op["argv"], o)) for o in FAULT_OPTIONS):
-            return
-        self.refresh_trace()
-        lines = self.best.trace
-        quiet = [set_faults(l, False) if trace_inj(l) == 0 else l for l in lines]
-        if quiet != lines:
-            self.attempt("faults off in the %d ops that injected nothing"
-                         % sum(1 for l in lines if trace_inj(l) == 0), self.with_trace(quiet), "faults")
-        for i in reversed(range(len(self.best.trace))):
-            l = self.best.trace[i]
-            if l.split()[4] == "on":
-                t = list(self.best.trace)
-                t[i] = set_faults(l, False)
-                self.attempt("faults off in op %s (%s)" % (l.split()[0], " ".join(l.split()[1:3])),
-                             self.with_trace(t), "faults")
-
     def shrink(self):
         p = self.p
         orig = self.best.copy()
@@ -991,10 +970,11 @@ class Shrinker(Trials):
         # step's trials must fail (K2).
         runs = 1 if orig.deterministic() else BASELINE_TRIALS
         ok = self.attempt("the recorded run, unchanged", orig.copy(), "baseline", runs=runs, need=1)
-        # K10: no kept run is larger than the recorded one (the one that
-        # failed; the largest try when none did).
+        # K10: no kept run is larger than the recorded one (its largest
+        # try: a timed run's size varies from try to try, and a change
+        # that keeps its timer is no larger for a try that ran longer).
         e = self.log[-1]
-        self.cap = (self.best_res or {}).get("ops_all") if ok else max([o for o in e["ops_all"] if o] or [0]) or None
+        self.cap = max([o for o in e["ops_all"] if o] + [(self.best_res or {}).get("ops_all") or 0]) or None
         if ok and runs > 1:
             e = self.log[-1]
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
@@ -1022,8 +1002,8 @@ class Shrinker(Trials):
                 # The op count early: every later trial is that much shorter;
                 # once a trace exists, delta debugging on it before the
                 # option steps, which then run on the few ops left.
-                for step in (self.p_end_kill, self.p_threads, self.p_multi, self.p_pin, self.p_trace,
-                             self.p_crash_end, self.p_ops, self.p_short, self.p_replay, self.p_focus,
+                for step in (self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_trace,
+                             self.p_crash_end, self.p_ops, self.p_timer, self.p_short, self.p_replay, self.p_focus,
                              self.p_untied, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
                              self.p_classes, self.p_kill, self.p_rates, self.p_mix,
                              self.p_fresh, self.p_create, self.p_keys, self.p_options, self.p_powerloss):

@@ -1,5 +1,5 @@
 """The trials of a shrink (crashtest.py shrink; shrink.py has the rules,
-K1-K11, and the passes): one candidate replayed on a copy of the failure's
+K1-K13, and the passes): one candidate replayed on a copy of the failure's
 start snapshot by the Executor that ran it, judged the same way, kept when
 it fails the same way often enough (K1, K2, K8, K10), a different failure
 kept aside; the folders repro reads, and repro's count of a shrunk run

@@ -46,9 +46,8 @@ from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import (BASELINE_TRIALS, MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS, Cand, Shrinker,  # noqa: E402
-                              endings, mt_endings, opt_get, opt_set, powerloss_undone, same_value, set_faults,
-                              trace_inj)
-from crashtest.cand import trimmed  # noqa: E402
+                              endings, mt_endings, opt_get, opt_set, powerloss_undone, same_value)
+from crashtest.cand import set_faults, trace_inj, trimmed  # noqa: E402
 from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")

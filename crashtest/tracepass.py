@@ -1,0 +1,139 @@
+"""The passes of a shrink (crashtest.py shrink) that work on an op trace:
+the traced op step made a replay of its list (stress --replay_ops), then
+the list reduced: only the ops that touch the failing key, every op of
+one type, chunks of consecutive ops (delta debugging), and the faults of
+the ops that need none turned off.  shrink.py has the rules (K3) and
+their order; these are the Shrinker's methods (TracePasses is one of its
+bases) and use what its __init__ and Trials set (best, best_res, kind,
+attempt, left)."""
+
+import os
+import time
+
+from .cand import as_int, line_touches, opt_get, opt_set, set_faults, trace_inj, trace_ops_of
+from .params import FAULT_OPTIONS
+from .procs import STOP
+from .repro import failing_key
+
+
+class TracePasses:
+    ddmin_size = 1 << 62  # the chunk size delta debugging last reached (p_ddmin)
+
+    def p_replay(self):
+        """The traced op step becomes a replay of its trace (ddmin's input)."""
+        if not self.best.op_traced() or not self.best_res:
+            return
+        lines = trace_ops_of(os.path.join(self.best_res["dir"], "iter", "ops.trace"))
+        if not lines:
+            return
+        c = self.best.copy()
+        c.trace = lines
+        c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "replay_ops", "@FOLDER@/ops.trace"),
+                                       "ops_per_thread", None), "duration", None)
+        if self.attempt("replay the %d traced ops (--replay_ops)" % len(lines), c, "replay"):
+            self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
+
+    def refresh_trace(self):
+        """The lines as the last kept replay traced them again (their inj=
+        counts are this run's; the FAULTS field is the replayed one)."""
+        if self.best_res and self.best.trace is not None:
+            got = trace_ops_of(os.path.join(self.best_res["dir"], "iter", "ops.trace"))
+            if len(got) == len(self.best.trace):
+                self.best.trace = got
+
+    def with_trace(self, lines):
+        c = self.best.copy()
+        c.trace = lines
+        return c
+
+    def p_focus(self):
+        """Before ddmin's chunks: only the ops that touch the failing key (the
+        failing step's output names it), with every op that has no key
+        (checkpoints, reopens, verifies, snapshots, vacuums)."""
+        if self.best.trace is None or not self.best_res:
+            return
+        key = failing_key(self.best_res.get("output_tail"), self.kind)
+        if key is None:
+            return
+        keep = [l for l in self.best.trace if line_touches(l, key) or l.split()[2] == "-" and
+                l.split()[1] != "batch"]
+        if 0 < len(keep) < len(self.best.trace):
+            self.attempt("ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
+                         % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
+
+    def p_types(self):
+        """Before ddmin's chunks: every op of one type removed (the most
+        frequent type first), then every one that does not touch the
+        failing key.  A chunk of consecutive ops changes what the cache
+        holds and which pages split around the ops that matter; a type
+        spread over the whole run (the 143 scans of 1,516 ops that planted
+        bug control-redo-is-checkpoint does not need) goes in one trial."""
+        if self.best.trace is None:
+            return
+        key = failing_key(self.best_res.get("output_tail"), self.kind) if self.best_res else None
+        counts = {}
+        for l in self.best.trace:
+            counts[l.split()[1]] = counts.get(l.split()[1], 0) + 1
+        for t in sorted(counts, key=lambda t: (-counts[t], t)):
+            for spare in (False, True) if key is not None else (False,):
+                lines = self.best.trace
+                rest = [l for l in lines if l.split()[1] != t or spare and line_touches(l, key)]
+                if 0 < len(rest) < len(lines) and self.attempt(
+                        "ops %d -> %d (every %s%s removed)" % (len(lines), len(rest), t,
+                                                              " not touching the failing key %s" % key
+                                                              if spare else ""),
+                        self.with_trace(rest), "types"):
+                    break
+
+    def p_ddmin(self, share=1.0):
+        """Delta debugging on the trace: every op of a type removed
+        (p_types), then chunks of half the ops, then
+        quarters ... single ops, each removed while the rest still fails the
+        same way.  A pass goes on from the chunk it removed (the ops before
+        it were tried at this size already) instead of starting over, and
+        the single-op pass is repeated until it removes nothing.  Spends at
+        most SHARE of the budget left."""
+        if self.best.trace is None:
+            return
+        self.p_types()
+        stop = time.monotonic() + self.left() * share
+
+        def more():
+            return self.left() > 0 and time.monotonic() < stop and not STOP.is_set()
+        # A later pass starts near the chunk size the last one reached
+        # (four times it: an option kept since may let larger chunks go),
+        # not at half the list again, where every chunk failed before.
+        size = max(1, min(len(self.best.trace) // 2, self.ddmin_size * 4))
+        while len(self.best.trace) >= 2 and more():
+            self.ddmin_size = size
+            i, removed = 0, False
+            while i < len(self.best.trace) and more():
+                lines = self.best.trace
+                rest = lines[:i] + lines[i + size:]
+                if rest and self.attempt("ops %d -> %d (remove ops %d..%d of the list)"
+                                         % (len(lines), len(rest), i, min(i + size, len(lines)) - 1),
+                                         self.with_trace(rest), "ddmin"):
+                    removed = True
+                    continue  # the next chunk is at I now
+                i += size
+            if size == 1 and not removed:
+                break
+            size = max(1, min(size // 2, len(self.best.trace) // 2))
+        self.refresh_trace()
+
+    def p_faults_off(self):
+        if self.best.trace is None or not any(as_int(opt_get(self.best.op["argv"], o)) for o in FAULT_OPTIONS):
+            return
+        self.refresh_trace()
+        lines = self.best.trace
+        quiet = [set_faults(l, False) if trace_inj(l) == 0 else l for l in lines]
+        if quiet != lines:
+            self.attempt("faults off in the %d ops that injected nothing"
+                         % sum(1 for l in lines if trace_inj(l) == 0), self.with_trace(quiet), "faults")
+        for i in reversed(range(len(self.best.trace))):
+            l = self.best.trace[i]
+            if l.split()[4] == "on":
+                t = list(self.best.trace)
+                t[i] = set_faults(l, False)
+                self.attempt("faults off in op %s (%s)" % (l.split()[0], " ".join(l.split()[1:3])),
+                             self.with_trace(t), "faults")
