@@ -85,9 +85,11 @@ def trace_inj(line):
 
 
 def set_faults(line, on):
+    """LINE of an op trace with its FAULTS field ON ('on' if true, 'off'
+    if false, or the string itself: 'flip:BLOCK:BIT')."""
     parts = line.split(" ", 5)
     if len(parts) >= 5:
-        parts[4] = "on" if on else "off"
+        parts[4] = on if isinstance(on, str) else "on" if on else "off"
     return " ".join(parts)
 
 

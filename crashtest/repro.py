@@ -240,7 +240,9 @@ def show_ops(printer, trace, state, output, kind=None):
         touches = key is not None and (f[2] == key or key in keys)
         printer.line("  %s %5s %-10s %-6s %s%s" % (">" if touches else " ", f[0], f[1], f[2] if f[2] != "-" else "",
                                                   re.sub(r"\s*op=\S+|\s*inj=\d+", "", what).strip(),
-                                                  "" if f[4] == "on" else "   (faults off)"))
+                                                  "" if f[4] == "on" else "   (faults off)" if f[4] == "off" else
+                                                  "   (faults off; bit %s of data block %s flipped before it)"
+                                                  % tuple(f[4].split(":")[2:0:-1])))
         for j in ledger.get(op.group(1), []) if op else []:
             where = " ".join("%s=%s" % (k, j[k]) for k in ("file", "block", "offset", "len", "err", "note")
                              if j.get(k) not in (None, ""))

@@ -8,9 +8,11 @@ bases) and use what its __init__ and Trials set (best, best_res, kind,
 attempt, left)."""
 
 import os
+import re
 import time
 
 from .cand import as_int, line_touches, opt_get, opt_set, set_faults, trace_inj, trace_ops_of
+from .executor import ledger_lines_since, subst
 from .params import FAULT_OPTIONS
 from .procs import STOP
 from .repro import failing_key
@@ -61,6 +63,38 @@ class TracePasses:
             self.attempt("ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
                          % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
 
+    def p_pin_flips(self):
+        """Every page flip a traced op drew (bitflip_page at tick/data, the
+        only line the op added to the ledger) pinned where it landed: the
+        line's FAULTS becomes flip:BLOCK:BIT (stress flips that bit of that
+        block before the op, faults off during it).  A drawn flip picks
+        its block among the file's blocks by their on-disk LSNs, so every
+        op removed before it moves it to another page, and a failure that
+        rests on one flip (planted bug checksum-skips-last-byte: the last
+        byte of the root) survives no removal; pinned, it stays on its
+        block while ops go."""
+        if self.best.trace is None or not self.best_res:
+            return
+        d = self.best_res["dir"]
+        state = subst(self.best.op.get("state", "@STATE@"), {"@STATE@": os.path.join(d, "state"),
+                                                             "@ITER@": os.path.join(d, "iter"), "@FOLDER@": d})
+        by_op = {}
+        for j in ledger_lines_since(os.path.join(state, "run", "ledger")):
+            if isinstance(j.get("op"), int) and j.get("phase", "run") == "run":
+                by_op.setdefault("%d:%d" % (j["op"] >> 32, j["op"] & 0xffffffff), []).append(j)
+        lines, n = list(self.best.trace), 0
+        for i, l in enumerate(lines):
+            m = re.search(r"op=(\d+:\d+)", l.partition("|")[2])
+            got = by_op.get(m.group(1), []) if m and l.split()[4] == "on" else []
+            if len(got) == 1 and got[0].get("class") == "bitflip_page" and got[0].get("point") == "tick/data" and \
+                    isinstance(got[0].get("block"), int) and isinstance(got[0].get("bit"), int):
+                lines[i] = set_faults(l, "flip:%d:%d" % (got[0]["block"], got[0]["bit"]))
+                n += 1
+        if n:
+            self.attempt("%d page flip%s pinned where %s landed (flip:BLOCK:BIT)" % (n, "s" if n > 1 else "",
+                                                                                  "they" if n > 1 else "it"),
+                         self.with_trace(lines), "pin_flips")
+
     def p_types(self):
         """Before ddmin's chunks: every op of one type removed (the most
         frequent type first), then every one that does not touch the
@@ -95,6 +129,7 @@ class TracePasses:
         most SHARE of the budget left."""
         if self.best.trace is None:
             return
+        self.p_pin_flips()
         self.p_types()
         stop = time.monotonic() + self.left() * share
 

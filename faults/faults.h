@@ -111,6 +111,15 @@ void flt_thread_reseed(flt_ctx *f, uint64_t seed);
  * disk (bitflip_page, bitflip_wal).  DB may be NULL (no cache flips). */
 void flt_tick(flt_ctx *f, eng_db *db);
 
+/* Flip bit BIT of block BLOCK of the data file now, in the calling
+ * thread, as a tick's bitflip_page would (the same ledger line at
+ * tick/data, damage table and block hashes), paused or not: a replayed
+ * op trace that pins the flip a traced run drew (docs/formats.md, Op
+ * trace), so that ops removed before it do not move it to another page.
+ * Nothing happens when the page size is unknown or BLOCK is past the
+ * end of the file; BIT is taken modulo the page's bits. */
+void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit);
+
 /* Stop injecting (a final verify, or shutdown); arming stays off. */
 void flt_pause(flt_ctx *f, int paused);
 

@@ -840,6 +840,35 @@ static uint64_t pick_page_block(flt_ctx *f, flt_thr *t, const char *path, uint64
     return block;
 }
 
+/* The flip itself, at BLOCK and BIT of PATH: ledger line at POINT, damage
+ * table, block hashes. */
+static void flip_page_bit(flt_ctx *f, flt_thr *t, const char *point, const char *path, uint64_t block, uint64_t bit,
+                          uint32_t ps) {
+    uint8_t mask = (uint8_t)(1u << (bit % 8));
+    flt_event e = page_event(f, t, FLT_BITFLIP_PAGE, point, block, block * ps, ps);
+    e.bit = (int64_t)bit;
+    e.mask = mask;
+    /* The block's hash before and after: a later process (after a crash
+     * and the power-loss step) knows the flipped page is still there when
+     * the block hashes to "post" (oracle V4b for carried flips).  A write
+     * landing between this read and the flip only makes "post" wrong,
+     * which claims nothing. */
+    uint8_t *pg = malloc(ps);
+    if (pg && read_block(path, block, ps, pg)) {
+        e.page_pre = XXH64(pg, ps, 0);
+        pg[bit / 8] ^= mask;
+        e.page_post = XXH64(pg, ps, 0);
+    }
+    free(pg);
+    uint64_t seq;
+    if (flt_record_seq(f, FLT_BITFLIP_PAGE, &e, &seq) == 0) {
+        /* D1: in the table before the byte changes (a write completing
+         * meanwhile marks it gone: over-eager, never wrong). */
+        damage_add(f, seq, block * ps + bit / 8, 1, mask, NULL);
+        if (flip_file_byte(path, block * ps + bit / 8, mask) != 0) damage_unknown_seq(f, seq);
+    }
+}
+
 /* Flip one bit of the data file (ledger line at POINT, damage table, block
  * hashes).  EDGE_ONE_IN: one flip in that many lands on the page's edges;
  * 0: every flip lands on one of the two bytes that bound the checksummed
@@ -867,29 +896,18 @@ static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_o
     } else {
         bit = flt_below(f, t, FLT_BITFLIP_PAGE, (uint64_t)ps * 8);
     }
-    uint8_t mask = (uint8_t)(1u << (bit % 8));
-    flt_event e = page_event(f, t, FLT_BITFLIP_PAGE, point, block, block * ps, ps);
-    e.bit = (int64_t)bit;
-    e.mask = mask;
-    /* The block's hash before and after: a later process (after a crash
-     * and the power-loss step) knows the flipped page is still there when
-     * the block hashes to "post" (oracle V4b for carried flips).  A write
-     * landing between this read and the flip only makes "post" wrong,
-     * which claims nothing. */
-    uint8_t *pg = malloc(ps);
-    if (pg && read_block(path, block, ps, pg)) {
-        e.page_pre = XXH64(pg, ps, 0);
-        pg[bit / 8] ^= mask;
-        e.page_post = XXH64(pg, ps, 0);
-    }
-    free(pg);
-    uint64_t seq;
-    if (flt_record_seq(f, FLT_BITFLIP_PAGE, &e, &seq) == 0) {
-        /* D1: in the table before the byte changes (a write completing
-         * meanwhile marks it gone: over-eager, never wrong). */
-        damage_add(f, seq, block * ps + bit / 8, 1, mask, NULL);
-        if (flip_file_byte(path, block * ps + bit / 8, mask) != 0) damage_unknown_seq(f, seq);
-    }
+    flip_page_bit(f, t, point, path, block, bit, ps);
+}
+
+void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit) {
+    if (!f || !f->db_dir) return;
+    uint32_t ps = page_size_of(f);
+    if (!ps) return;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/data", f->db_dir);
+    struct stat st;
+    if (stat(path, &st) != 0 || block >= (uint64_t)st.st_size / ps) return;
+    flip_page_bit(f, flt_thr_get(f), "tick/data", path, block, bit % ((uint64_t)ps * 8), ps);
 }
 
 static int is_segment_name(const char *s) {

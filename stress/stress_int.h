@@ -93,6 +93,8 @@ typedef struct st_trace_op {
     uint64_t key;
     uint64_t seed; /* the op's own seed: workload and fault draws */
     int faults_off;
+    int pinned; /* FAULTS flip:BLOCK:BIT: a page flip before the op, faults off during it */
+    uint64_t pin_block, pin_bit;
 } st_trace_op;
 
 /* The driver's state: one per process (stress.c defines it). */

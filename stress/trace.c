@@ -22,7 +22,11 @@
  *   KEY     the key index (get, put, delete, scan start), or '-'
  *   SEED    16 hex digits: the op's own seed (batch keys, value seeds,
  *           scan length, every fault draw during the op)
- *   FAULTS  'on', or 'off': no fault is injected during this op
+ *   FAULTS  'on', or 'off': no fault is injected during this op, or
+ *           'flip:BLOCK:BIT': none either, but bit BIT of data block
+ *           BLOCK is flipped right before it, where a tick's page flip
+ *           comes (flt_flip_page_at): a shrinker pins a flip the traced
+ *           run drew, so that ops removed before it do not move it
  *   | ...   what the op did when traced: keys with value seeds (or 'del'),
  *           status, its number in the ledger's op field (op=EPOCH:CALL,
  *           the field being EPOCH << 32 | CALL), ledger lines it added
@@ -76,11 +80,19 @@ static int parse_line(char *line, st_trace_op *op) {
     }
     op->seed = strtoull(tok[3], &end, 16);
     if (*end || errno) return -1;
+    op->pinned = 0;
     if (!strcmp(tok[4], "on"))
         op->faults_off = 0;
     else if (!strcmp(tok[4], "off"))
         op->faults_off = 1;
-    else
+    else if (!strncmp(tok[4], "flip:", 5)) {
+        op->faults_off = op->pinned = 1;
+        op->pin_block = strtoull(tok[4] + 5, &end, 10);
+        if (end == tok[4] + 5 || *end != ':' || errno) return -1;
+        char *bit = end + 1;
+        op->pin_bit = strtoull(bit, &end, 10);
+        if (end == bit || *end || errno) return -1;
+    } else
         return -1;
     int keyed = op->type == OP_GET || op->type == OP_PUT || op->type == OP_DEL || op->type == OP_SCAN;
     return keyed == op->has_key ? 1 : -1;
@@ -147,10 +159,14 @@ uint64_t st_trace_seed(uint64_t index) { return rng_mix64(g.o.seed ^ rng_mix64(i
  * replays like any line), and its replay is killed at the same place. */
 void st_trace_head(const st_trace_op *op) {
     if (trace_fd < 0) return;
-    char line[128], key[24] = "-";
+    char line[160], key[24] = "-", faults[64];
     if (op->has_key) snprintf(key, sizeof key, "%" PRIu64, op->key);
+    if (op->pinned)
+        snprintf(faults, sizeof faults, "flip:%" PRIu64 ":%" PRIu64, op->pin_block, op->pin_bit);
+    else
+        snprintf(faults, sizeof faults, "%s", op->faults_off ? "off" : "on");
     int n = snprintf(line, sizeof line, "%" PRIu64 " %s %s %016" PRIx64 " %s", op->index, st_op_names[op->type], key,
-                     op->seed, op->faults_off ? "off" : "on");
+                     op->seed, faults);
     if (write(trace_fd, line, (size_t)n) != n) {}
 }
 

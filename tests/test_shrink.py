@@ -41,7 +41,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from crashtest.executor import injected_by_class  # noqa: E402
+from crashtest.executor import injected_by_class, ledger_lines_since  # noqa: E402
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
@@ -208,9 +208,36 @@ class TestOpTrace(unittest.TestCase):
         with open(os.path.join(run, "progress")) as f:
             self.assertEqual(f.read(), "ops 0\n")
 
+    def test_a_pinned_page_flip_lands_where_it_says_whatever_ops_come_before_it(self):
+        # A traced run with page flips drawn; the last flip's op made
+        # flip:BLOCK:BIT, every other fault of the ops before it turned off
+        # (what they did on disk changes): the flip lands on the same bit
+        # of the same block (the ledger says so), and on nothing else.
+        t1, t2, t3 = (os.path.join(self.d, n) for n in ("a.trace", "b.trace", "c.trace"))
+        run = os.path.join(self.d, "run")
+        args = ["--expected_values_dir=%s/exp" % self.d, "--run_dir=" + run, "--bitflip_page_one_in=150",
+                "--ops_per_thread=400"]
+        rc, out, err = self.run_db(*args, "--trace_ops=" + t1)
+        flips = [j for j in ledger_lines_since(os.path.join(run, "ledger")) if j.get("class") == "bitflip_page"]
+        self.assertTrue(flips, out + err)
+        f0 = flips[-1]
+        op = "op=%d:%d" % (f0["op"] >> 32, f0["op"] & 0xffffffff)
+        lines = self.ops_of(t1)
+        i = next(k for k, l in enumerate(lines) if op + " " in l)
+        pinned = set_faults(lines[i].rstrip("\n"), "flip:%d:%d" % (f0["block"], f0["bit"])) + "\n"
+        with open(t2, "w") as f:
+            f.writelines([set_faults(l.rstrip("\n"), False) + "\n" for l in lines[:i]] + [pinned])
+        rc, out, err = self.run_db(*args, "--replay_ops=" + t2, "--trace_ops=" + t3)
+        got = [j for j in ledger_lines_since(os.path.join(run, "ledger")) if j.get("class") == "bitflip_page"]
+        self.assertEqual([(j["block"], j["bit"], j["point"]) for j in got], [(f0["block"], f0["bit"], "tick/data")],
+                         out + err)
+        # The replay's own trace writes the pinned field back as it read it.
+        self.assertEqual(self.ops_of(t3)[-1].split("|")[0], pinned.split("|")[0])
+
     def test_bad_traces_and_several_threads_are_usage_errors(self):
         bad = os.path.join(self.d, "bad.trace")
-        for text in ("0 put\n", "0 fly 3 00 on\n", "0 put 999999 00 on\n", "0 put 3 00 maybe\n", "0 batch 3 00 on\n"):
+        for text in ("0 put\n", "0 fly 3 00 on\n", "0 put 999999 00 on\n", "0 put 3 00 maybe\n", "0 batch 3 00 on\n",
+                     "0 put 3 00 flip:\n", "0 put 3 00 flip::5\n", "0 put 3 00 flip:2:\n", "0 put 3 00 flip:2:5x\n"):
             with open(bad, "w") as f:
                 f.write(text)
             rc, out, err = self.run_db("--replay_ops=" + bad)
@@ -680,6 +707,34 @@ class TestShrinkParts(unittest.TestCase):
         self.assertEqual(tried, ["ops 80 -> 40 (every get removed)", "ops 80 -> 41 (every get not touching the "
                                  "failing key 7 removed)", "ops 41 -> 1 (every put removed)",
                                  "ops 41 -> 2 (every put not touching the failing key 7 removed)"])
+
+    def test_a_drawn_page_flip_is_pinned_where_it_landed_and_no_other_fault(self):
+        d = tempfile.mkdtemp(prefix="test-shrink-")
+        self.addCleanup(shutil.rmtree, d, ignore_errors=True)
+        os.makedirs(os.path.join(d, "state", "run"))
+        op = lambda call: 2 << 32 | call  # noqa: E731
+        with open(os.path.join(d, "state", "run", "ledger"), "w") as f:
+            for j in ({"phase": "run", "class": "bitflip_page", "point": "tick/data", "block": 3, "bit": 99,
+                       "op": op(5)},
+                      {"phase": "run", "class": "nospace", "point": "engine/io/write", "op": op(6)},
+                      {"phase": "run", "class": "bitflip_page", "point": "tick/data", "block": 4, "bit": 7,
+                       "op": op(7)},
+                      {"phase": "run", "class": "read_error", "point": "engine/io/read", "op": op(7)}):
+                f.write(json.dumps(j) + "\n")
+        trace = ["%d put %d 00 on | %d=v1 ok op=2:%d inj=%d" % (k, k, k, k, 1 if k in (5, 6) else 2 if k == 7 else 0)
+                 for k in range(4, 9)]
+        sh = Shrinker.__new__(Shrinker)
+        sh.best = Cand([{"type": "stress", "argv": [], "state": "@STATE@"}], True, trace, 0)
+        sh.best_res = {"dir": d}
+        tried = []
+        sh.attempt = lambda what, cand, phase: tried.append((what, cand.trace))
+        sh.p_pin_flips()
+        self.assertEqual(len(tried), 1)
+        what, got = tried[0]
+        self.assertEqual(what, "1 page flip pinned where it landed (flip:BLOCK:BIT)")
+        # Op 5's flip alone pinned; op 6 (an ENOSPC) and op 7 (a flip and a
+        # read error: pinning it would drop the error) keep their draws.
+        self.assertEqual([l.split()[4] for l in got], ["on", "flip:3:99", "on", "on", "on"])
 
     def test_a_later_ddmin_pass_starts_near_the_chunk_size_the_last_reached(self):
         sh = Shrinker.__new__(Shrinker)
