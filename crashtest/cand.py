@@ -141,6 +141,8 @@ class Cand:
         classes = sorted(FAULT_OPTIONS[k] for k in FAULT_OPTIONS if as_int(opt_get(a, k)) > 0)
         if as_int(opt_get(a, "kill_random_test")) > 0:
             classes.append("kill")
+        if "bitflip_page" not in classes and any(l.split()[4].startswith("flip:") for l in self.trace or []):
+            classes = sorted(classes + ["bitflip_page"])  # a pinned flip needs no rate
         return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
                 "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
                 "trace_ops": len(self.trace) if self.trace is not None else None,
