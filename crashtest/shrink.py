@@ -47,7 +47,10 @@ Rules:
       rollback: the fewest writes rolled back or torn); then delta
       debugging on the op trace (stress --replay_ops: first only the ops
       that touch the failing key, then the options whose effects the
-      trace does not pin set to stress's defaults (UNTIED), then every op
+      trace does not pin set to stress's defaults (UNTIED), then every
+      page flip the run drew pinned where it landed (p_pin_flips:
+      flip:BLOCK:BIT; a drawn flip picks its block by the file's size and
+      the blocks' LSNs, so every removal moved it), then every op
       of one type (p_types: the scans a failure does not need are spread
       over the whole run, and no chunk of consecutive ops holds only
       them), then chunks of ops removed while it still fails (a later
@@ -62,7 +65,7 @@ Rules:
   K6  one thread where the bug allows: a bug rarely needs threads, it
       needs a schedule.  When one thread with the recorded seed does not
       fail the same way, a seed search: one thread, as many ops as all
-      threads did, a timed SIGKILL made a crash after the last op or else
+      threads did (at most SEARCH_MAX_OPS), a timed SIGKILL made a crash after the last op or else
       a kill point (the log's write-before-sync point, then any), traced,
       with the recorded seed and SEARCH_SEEDS others; the first that fails
       the same way is kept.  The same search runs when the recorded run
@@ -214,6 +217,7 @@ NEED = 2  # ... of which this many must fail the same way (a rate kept near the 
 # the budget left that it may spend, and the kill points a timed SIGKILL
 # becomes when a crash after the last op does not fail (None: every one).
 SEARCH_SEEDS = 7
+SEARCH_MAX_OPS = 50000  # ... each with at most this many ops (four times it with room for a kill point)
 SEARCH_SHARE = 0.35
 # ... and when the recorded run did not fail again (nothing else to try).
 FALLBACK_SEEDS = 40
@@ -373,6 +377,10 @@ class Shrinker(Trials, TracePasses):
         left."""
         if not ops:
             ops = 1000  # killed before its first progress note: a guess
+        # No more than SEARCH_MAX_OPS: one thread doing what four did in a
+        # timed run of 277,000 ops took 16 s a seed (four times that with
+        # room for a kill point), and eight seeds took 114 s of the 300.
+        ops = min(ops, SEARCH_MAX_OPS)
         # A one-thread run recovers at its own speed: a recovery step's
         # timed SIGKILL would land elsewhere or not at all, so it crashes
         # once the database is open (K13).
