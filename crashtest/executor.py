@@ -85,6 +85,17 @@ def ledger_lines_since(ledger, offset=0):
     return out
 
 
+def ledger_by_op(ledger):
+    """The ledger's lines (parsed) grouped by the op that added them:
+    {"EPOCH:CALL": [lines]} (an op trace's note names its op so)."""
+    out = {}
+    for j in ledger_lines_since(ledger):
+        op = j.get("op")
+        if isinstance(op, int) and op >= 0:
+            out.setdefault("%d:%d" % (op >> 32, op & 0xffffffff), []).append(j)
+    return out
+
+
 def injected_by_class(lines):
     """{class: injections} of ledger LINES in the run phase (no kills):
     what struck a workload, killed or not (a killed one writes no

@@ -12,7 +12,7 @@ import time
 
 from .binary import check_binary
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of
-from .executor import Executor
+from .executor import Executor, ledger_by_op
 from .output import Printer
 from .params import MODE_DEFAULTS
 
@@ -205,24 +205,23 @@ def failing_key(output, kind):
     return None
 
 
+def faults_words(field):
+    """An op trace's FAULTS field (on, off, flip:BLOCK:BIT) as repro's op
+    list shows it."""
+    if field == "on":
+        return ""
+    if field.startswith("flip:"):
+        _, block, bit = field.split(":")
+        return "   (faults off; bit %s of data block %s flipped before it)" % (bit, block)
+    return "   (faults off)"
+
+
 def show_ops(printer, trace, state, output, kind=None):
     """A shrunk run's op list (its ops.trace, docs/formats.md), readable,
     each op followed by the ledger lines it caused; the ops that touch the
     failing key (named in the failing step's output) are marked '>'."""
     key = failing_key(output, kind)
-    ledger = {}
-    try:
-        with open(os.path.join(state, "run", "ledger")) as f:
-            for line in f:
-                try:
-                    j = json.loads(line)
-                except ValueError:
-                    continue
-                op = j.get("op")
-                if isinstance(op, int) and op >= 0:
-                    ledger.setdefault("%d:%d" % (op >> 32, op & 0xffffffff), []).append(j)
-    except OSError:
-        pass
+    ledger = ledger_by_op(os.path.join(state, "run", "ledger"))
     try:
         with open(trace) as f:
             lines = [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
@@ -240,9 +239,7 @@ def show_ops(printer, trace, state, output, kind=None):
         touches = key is not None and (f[2] == key or key in keys)
         printer.line("  %s %5s %-10s %-6s %s%s" % (">" if touches else " ", f[0], f[1], f[2] if f[2] != "-" else "",
                                                   re.sub(r"\s*op=\S+|\s*inj=\d+", "", what).strip(),
-                                                  "" if f[4] == "on" else "   (faults off)" if f[4] == "off" else
-                                                  "   (faults off; bit %s of data block %s flipped before it)"
-                                                  % tuple(f[4].split(":")[2:0:-1])))
+                                                  faults_words(f[4])))
         for j in ledger.get(op.group(1), []) if op else []:
             where = " ".join("%s=%s" % (k, j[k]) for k in ("file", "block", "offset", "len", "err", "note")
                              if j.get(k) not in (None, ""))

@@ -161,6 +161,12 @@ Rules:
       bug checkpoint-skips-data-fsync: with the op step traced, recovery
       replayed more log and was killed before it verified, so every
       one-thread run passed), and a timed kill makes no run deterministic.
+  K12 a first step that creates the database with one thread, a fixed op
+      count, no fault, no kill and no timer leaves the same database each
+      time: its state is kept after its first run and copied into every
+      later trial that runs the same step (trials.made_key).  Delta
+      debugging changes only the op step, and the create step was a third
+      of each trial's time.  The shrunk folder's repro runs every step.
   K13 a recovery step between the op step and the failing one that a
       timer SIGKILLs (a restart that recovers, verifies and is killed
       after a fraction of a second) lands wherever that recovery was at
@@ -172,12 +178,6 @@ Rules:
       open (--crash_at_end), or is killed at one of recovery's kill
       points at its first hit.  K6's one-thread search crashes such a
       step once open.
-  K12 a first step that creates the database with one thread, a fixed op
-      count, no fault, no kill and no timer leaves the same database each
-      time: its state is kept after its first run and copied into every
-      later trial that runs the same step (trials.made_key).  Delta
-      debugging changes only the op step, and the create step was a third
-      of each trial's time.  The shrunk folder's repro runs every step.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -279,7 +279,11 @@ MIX = ["readpercent", "iterpercent", "delpercent"]
 # redo and the end-of-recovery checkpoint, before the verification and
 # the clean close); the kill point before that checkpoint; the one
 # half-way through redo.
-RECOVERY_KILLS = (None, "crash_at_end", "kill/recovery/before_end_checkpoint", "kill/recovery/mid_redo")
+RECOVERY_KILLS = ((None, "ending by themselves (a failure the kill hid shows)"),
+                  ("crash_at_end", "crashing once open (--crash_at_end)"),
+                  ("kill/recovery/before_end_checkpoint",
+                   "killed at kill/recovery/before_end_checkpoint, its first hit"),
+                  ("kill/recovery/mid_redo", "killed at kill/recovery/mid_redo, its first hit"))
 RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
 
 
@@ -488,18 +492,17 @@ class Shrinker(Trials, TracePasses):
         not killed (POINT None; K13), or None when it has none."""
         c, n = cand.copy(), 0
         for i, st in enumerate(c.steps):
-            if st["type"] == "stress" and st.get("kill_after") is not None and i != c.w and \
-                    i != len(c.steps) - 1 and opt_get(st["argv"], "verification_only") == "1":
-                if point is None:
-                    st["kill_after"], st["expect"] = None, "exit0"
-                    c.want[i] = "passed"
-                elif point == "crash_at_end":
-                    st["kill_after"], st["expect"] = None, "crash_at_end"
-                    st["argv"] = opt_set(st["argv"], "crash_at_end", 1)
-                else:
-                    st["kill_after"], st["expect"] = None, "kill_point"
-                    st["argv"] = opt_set(opt_set(st["argv"], "kill_random_test", 1), "kill_points", point)
-                n += 1
+            if st["type"] != "stress" or st.get("kill_after") is None or i in (c.w, len(c.steps) - 1) or \
+                    opt_get(st["argv"], "verification_only") != "1":
+                continue
+            st["kill_after"], n = None, n + 1
+            if point is None:
+                st["expect"], c.want[i] = "exit0", "passed"
+            elif point == "crash_at_end":
+                st["expect"], st["argv"] = "crash_at_end", opt_set(st["argv"], "crash_at_end", 1)
+            else:
+                st["expect"] = "kill_point"
+                st["argv"] = opt_set(opt_set(st["argv"], "kill_random_test", 1), "kill_points", point)
         return c if n else None
 
     def p_mid_kill(self):
@@ -513,15 +516,9 @@ class Shrinker(Trials, TracePasses):
         one-thread run diverged, its recovery done before the kill).  A
         kill point lands at the same place in every run, and the run can
         become deterministic."""
-        for point in RECOVERY_KILLS:
+        for point, words in RECOVERY_KILLS:
             c = self.mid_killed(self.best, point)
-            if c is None:
-                return
-            what = "recovery steps %s, not killed on a timer" % (
-                "killed at %s, its first hit" % point if point and point.startswith("kill/") else
-                "crashing once open (--crash_at_end)" if point else "ending by themselves (a failure the kill hid "
-                "shows)")
-            if self.attempt(what, c, "mid_kill"):
+            if c is None or self.attempt("recovery steps %s, not killed on a timer" % words, c, "mid_kill"):
                 return
 
     def p_crash_end(self):
@@ -846,7 +843,8 @@ class Shrinker(Trials, TracePasses):
                 sf = self.scaled(c0, n, faults)
                 if sf.op["argv"] != sc.op["argv"]:
                     shapes.append((sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES)))
-                for (c0, shape), seed in [(x, y) for x in shapes for y in seeds][slice(None, 1) if first else slice(1, None)]:
+                combos = [(x, y) for x in shapes for y in seeds]
+                for (c0, shape), seed in combos[:1] if first else combos[1:]:
                     for what, c in mt_endings(c0, threads, n, fired):
                         if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
                             return False

@@ -12,7 +12,7 @@ import re
 import time
 
 from .cand import as_int, line_touches, opt_get, opt_set, set_faults, trace_inj, trace_ops_of
-from .executor import ledger_lines_since, subst
+from .executor import ledger_by_op, subst
 from .params import FAULT_OPTIONS
 from .procs import STOP
 from .repro import failing_key
@@ -78,14 +78,12 @@ class TracePasses:
         d = self.best_res["dir"]
         state = subst(self.best.op.get("state", "@STATE@"), {"@STATE@": os.path.join(d, "state"),
                                                              "@ITER@": os.path.join(d, "iter"), "@FOLDER@": d})
-        by_op = {}
-        for j in ledger_lines_since(os.path.join(state, "run", "ledger")):
-            if isinstance(j.get("op"), int) and j.get("phase", "run") == "run":
-                by_op.setdefault("%d:%d" % (j["op"] >> 32, j["op"] & 0xffffffff), []).append(j)
+        by_op = ledger_by_op(os.path.join(state, "run", "ledger"))
         lines, n = list(self.best.trace), 0
         for i, l in enumerate(lines):
             m = re.search(r"op=(\d+:\d+)", l.partition("|")[2])
-            got = by_op.get(m.group(1), []) if m and l.split()[4] == "on" else []
+            got = [j for j in by_op.get(m.group(1), []) if j.get("phase", "run") == "run"] \
+                if m and l.split()[4] == "on" else []
             if len(got) == 1 and got[0].get("class") == "bitflip_page" and got[0].get("point") == "tick/data" and \
                     isinstance(got[0].get("block"), int) and isinstance(got[0].get("bit"), int):
                 lines[i] = set_faults(l, "flip:%d:%d" % (got[0]["block"], got[0]["bit"]))

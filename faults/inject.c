@@ -873,14 +873,21 @@ static void flip_page_bit(flt_ctx *f, flt_thr *t, const char *point, const char 
  * hashes).  EDGE_ONE_IN: one flip in that many lands on the page's edges;
  * 0: every flip lands on one of the two bytes that bound the checksummed
  * range. */
-static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_one_in) {
-    uint32_t ps = page_size_of(f);
-    if (!ps) return;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/data", f->db_dir);
+/* The data file's path (into PATH) and page size (into *PS), and its
+ * whole blocks: 0 when the page size is unknown or the file has none. */
+static uint64_t data_blocks(flt_ctx *f, char path[4200], uint32_t *ps) {
+    *ps = page_size_of(f);
+    if (!*ps) return 0;
+    snprintf(path, 4200, "%s/data", f->db_dir);
     struct stat st;
-    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ps) return;
-    uint64_t nblocks = (uint64_t)st.st_size / ps;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size / *ps : 0;
+}
+
+static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_one_in) {
+    char path[4200];
+    uint32_t ps;
+    uint64_t nblocks = data_blocks(f, path, &ps);
+    if (!nblocks) return;
     uint64_t block = pick_page_block(f, t, path, nblocks, ps);
     /* Some flips land on the page's edges, where an off-by-one in a
      * checksum's or a check's range hides: half of those in one of the
@@ -901,12 +908,9 @@ static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_o
 
 void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit) {
     if (!f || !f->db_dir) return;
-    uint32_t ps = page_size_of(f);
-    if (!ps) return;
     char path[4200];
-    snprintf(path, sizeof path, "%s/data", f->db_dir);
-    struct stat st;
-    if (stat(path, &st) != 0 || block >= (uint64_t)st.st_size / ps) return;
+    uint32_t ps;
+    if (block >= data_blocks(f, path, &ps)) return;
     flip_page_bit(f, flt_thr_get(f), "tick/data", path, block, bit % ((uint64_t)ps * 8), ps);
 }
 
@@ -970,13 +974,11 @@ static void tick_page(flt_ctx *f, flt_thr *t) { flip_page(f, t, "tick/data", 4);
  * carries the block's hashes (pre, post: all zero) for V4b after the
  * crash; an all-zero block is left alone (no damage, no line). */
 static void zero_at_crash(flt_ctx *f, flt_thr *t) {
-    uint32_t ps = page_size_of(f);
-    if (!ps) return;
     char path[4200];
-    snprintf(path, sizeof path, "%s/data", f->db_dir);
-    struct stat st;
-    if (stat(path, &st) != 0 || (uint64_t)st.st_size < ps) return;
-    uint64_t nblocks = (uint64_t)st.st_size / ps, hwm = atomic_load_explicit(&f->ctl_hwm, memory_order_relaxed);
+    uint32_t ps;
+    uint64_t nblocks = data_blocks(f, path, &ps);
+    if (!nblocks) return;
+    uint64_t hwm = atomic_load_explicit(&f->ctl_hwm, memory_order_relaxed);
     uint64_t block = hwm && hwm <= nblocks ? hwm - 1 : nblocks - 1;
     uint8_t *pg = calloc(2, ps);
     if (!pg) return;

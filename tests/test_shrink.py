@@ -687,7 +687,8 @@ class TestShrinkParts(unittest.TestCase):
         # one trial (no chunk of consecutive ops is all gets).
         trace = []
         for k in range(40):
-            trace += ["%d put %d 00 on | %d=v1 ok" % (2 * k, k, k), "%d get %d 00 on | %d ok" % (2 * k + 1, k + 1, k + 1)]
+            trace += ["%d put %d 00 on | %d=v1 ok" % (2 * k, k, k),
+                      "%d get %d 00 on | %d ok" % (2 * k + 1, k + 1, k + 1)]
         sh = Shrinker.__new__(Shrinker)
         sh.kind = "lost"
         sh.best = Cand([{"type": "stress", "argv": []}], True, trace, 0)
