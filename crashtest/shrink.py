@@ -443,10 +443,13 @@ class Shrinker(Trials, TracePasses):
         # One thread kept timed or with its timed kill: first the same run
         # pinned (the recorded seed, untraced: the same ops, deterministic),
         # then traced with the recorded seed and others (K6's search).  A
-        # traced run is another run (each op draws from a seed of its
-        # own): planted bug checksum-skips-last-byte failed in a timed
-        # one-thread run of 4,776 ops and in none of the eight traced
-        # ones, and ended unshrunk.
+        # one-thread run draws each op from a seed of its own, traced or
+        # not (stress's workload.c), so the traced run with the recorded
+        # seed is the pinned run; before it was, planted bug
+        # checksum-skips-last-byte failed in a timed one-thread run of
+        # 4,776 ops and in none of the eight traced ones, and ended
+        # unshrunk.  A timed run is not pinned the same way (where a
+        # timer ends it moves), so the other seeds still count.
         one = threads == 1 and (as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 or
                                 s.get("kill_after") is not None)
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
@@ -544,8 +547,10 @@ class Shrinker(Trials, TracePasses):
         self.attempt(what, c, "crash_end")
 
     def p_trace(self):
-        """One thread, ops pinned: the ops traced (each from a seed of its own:
-        another random run of the same shape, so a few seeds are tried)."""
+        """One thread, ops pinned: the ops traced, the recorded seed first
+        (the same run: a one-thread run draws each op from a seed of its
+        own, traced or not), then a few others (a failure that needed its
+        recorded binary's draws, or its timing)."""
         a = self.best.op["argv"]
         if as_int(opt_get(a, "threads"), 2) != 1 or opt_get(a, "trace_ops") or opt_get(a, "replay_ops") \
                 or as_int(opt_get(a, "ops_per_thread"), 10000) == 0:
@@ -635,7 +640,7 @@ class Shrinker(Trials, TracePasses):
         of the current), SHORT_SEEDS seeds each, the first that fails the
         same way kept.
         Only for a deterministic op step (traced, or one whose traced runs
-        all passed: a traced run is another run) that ends by itself or
+        all passed) that ends by itself or
         with a crash after its last op (a kill point must still fire)."""
         a = self.best.op["argv"]
         n = as_int(opt_get(a, "ops_per_thread"), 10000)

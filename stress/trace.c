@@ -5,11 +5,13 @@
  *
  * Why a trace: a failing run of 400,000 drawn ops is read by nobody.
  * With one thread the run is deterministic from its seed, but removing
- * one op would shift every later draw (one random stream).  So a traced
- * or replayed op draws from a seed of its own: the workload's stream and
- * the fault library's streams are reseeded from the op's seed before it
- * runs (flt_thread_reseed), and a shrinker (crashtest.py shrink) can drop
- * ops from the list and keep the rest as they were, faults included.
+ * one op would shift every later draw (one random stream).  So every op
+ * of a one-thread run (traced, replayed or neither) draws from a seed of
+ * its own: the workload's stream and the fault library's streams are
+ * reseeded from the op's seed before it runs (flt_thread_reseed).  The
+ * trace of a run is then that run, the one that failed, and a shrinker
+ * (crashtest.py shrink) can drop ops from the list and keep the rest as
+ * they were, faults included.
  *
  * A line (text, one per op, '#' starts a comment):
  *

@@ -590,18 +590,22 @@ static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key)
     if (needs_reopen(st)) reopen_from_worker(w, seen, 1);
 }
 
-/* One workload op, under the handle lock (S3).  Traced or replayed
- * (trace.c), the op draws from a seed of its own: the workload's stream
- * and the fault library's are reseeded from it, and from it again (mixed)
- * once the op is chosen, so what it does hangs on its seed, not on the
- * ops before it. */
+/* One workload op, under the handle lock (S3).  With one thread (traced,
+ * replayed or neither: trace.c), the op draws from a seed of its own: the
+ * workload's stream and the fault library's are reseeded from it, and
+ * from it again (mixed) once the op is chosen, so what it does hangs on
+ * its seed, not on the ops before it.  Every one-thread run draws this
+ * way, not only a traced one, so that the trace of a one-thread run is
+ * that run: a shrinker traces the failing run itself, not another run of
+ * its shape that may not fail.  Several threads keep one stream each (a
+ * run of several threads is not deterministic anyway). */
 static void one_op(worker *w, uint64_t i) {
     uint64_t seen = atomic_load(&g.handle_epoch);
     w->calls++;
     const st_trace_op *rop = st_replaying() ? st_replay_at(i) : NULL;
     st_trace_op top = {.index = i};
-    int traced = rop || st_tracing();
-    if (traced) {
+    int per_op = rop || st_tracing() || g.o.threads == 1;
+    if (per_op) {
         top = rop ? *rop : (st_trace_op){.index = i, .seed = st_trace_seed(i)};
         w->rng = top.seed;
         if (g.flt) flt_thread_reseed(g.flt, top.seed);
@@ -618,7 +622,7 @@ static void one_op(worker *w, uint64_t i) {
     uint64_t key = 0;
     int type = rop ? rop->type : choose_op(w, i, &key);
     if (rop) key = rop->key;
-    if (traced) {
+    if (per_op) {
         top.type = type;
         top.has_key = type == OP_GET || type == OP_PUT || type == OP_DEL || type == OP_SCAN;
         top.key = top.has_key ? key : 0;
@@ -626,7 +630,7 @@ static void one_op(worker *w, uint64_t i) {
         if (st_tracing()) st_trace_head(&top);
     }
     run_op(w, seen, i, type, key);
-    if (g.flt && traced && top.faults_off) flt_pause(g.flt, 0);
+    if (g.flt && per_op && top.faults_off) flt_pause(g.flt, 0);
     if (st_tracing()) { /* the ledger's op field of what it injected: epoch << 32 | call */
         size_t l = w->tnote_len < sizeof w->tnote ? w->tnote_len : 0;
         snprintf(w->tnote + l, sizeof w->tnote - l, "op=%llu:%llu", (unsigned long long)g.epoch,
