@@ -148,6 +148,18 @@ class TestOpTrace(unittest.TestCase):
         self.assertEqual(summary_field(out, "injected"), summary_field(out2, "injected"))
         self.assertEqual(self.ops_of(t1), self.ops_of(t2))
 
+    def test_a_one_thread_run_traced_is_the_run_untraced(self):
+        # The shrinker traces the run that failed: with one thread, tracing
+        # changes nothing the run draws (the same ops, the same faults).
+        t1 = os.path.join(self.d, "a.trace")
+        rc, out, err = self.run_db("--ops_per_thread=800", "--seed=11")
+        self.assertEqual(rc, 0, out + err)
+        rc2, out2, err2 = self.run_db("--ops_per_thread=800", "--seed=11", "--trace_ops=" + t1)
+        self.assertEqual(rc2, 0, out2 + err2)
+        self.assertNotEqual(summary_field(out, "injected"), "0")
+        for field in ("trace_hash", "injected", "detected", "verified"):
+            self.assertEqual(summary_field(out, field), summary_field(out2, field), field)
+
     def test_ops_left_in_a_trace_keep_their_own_faults(self):
         t1, t2, t3 = (os.path.join(self.d, n) for n in ("a.trace", "half.trace", "c.trace"))
         rc, out, err = self.run_db("--ops_per_thread=600", "--trace_ops=" + t1)
