@@ -201,7 +201,7 @@ from .cand import (Cand, as_int, drop_kills, endings, is_fresh, is_workload, kil
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import injected_by_class, ledger_lines_since, subst
 from .output import Printer
-from .params import FAULT_OPTIONS
+from .params import FAULT_OPTIONS, parse_size
 from .procs import STOP
 from .repro import failing_key
 from .seeds import derive
@@ -657,7 +657,7 @@ class Shrinker(Trials, TracePasses):
             sc = self.scaled(self.best, k)
             if sc.op["argv"] != self.best.op["argv"]:
                 shapes.append((sc, ", rare ops every %d" % max(2, k // 4)))
-            sf = self.scaled(self.best, k, self.injected_in(self.best_res, self.best.w))
+            sf = self.scaled(self.best, k, self.injected_in(self.best_res, self.best.w), volume=False)
             if sf.op["argv"] != sc.op["argv"]:
                 shapes.append((sf, ", rare ops and faults every %d" % max(2, k // 4)))
             for start, label in shapes:
@@ -734,12 +734,24 @@ class Shrinker(Trials, TracePasses):
         c.fresh = True
         return c
 
-    def scaled(self, cand, n, faults=None):
+    def scaled(self, cand, n, faults=None, ops=None, volume=True):
         """CAND's op step for a short run of N ops per thread: each rare op
         of MT_SCALED that would come less than once in it comes every
         quarter of it, and a snapshot is held at most a quarter of it
         (snapshot_hold_ops, stress's default 200: held across more ops
-        than the run has, it would never be read again).  With FAULTS
+        than the run has, it would never be read again).  With OPS (the
+        ops of the run it is scaled from, all threads; FAULTS' if not
+        given; not with VOLUME false), the checkpoints the log's volume
+        starts (checkpoint_wal_bytes) come as often per op as they came in
+        that run: the threshold scaled by the short run's share of its
+        ops (a run that never reached it does not in the short run either).
+        Planted bug checkpoint-redo-at-record's four-thread catch had
+        checkpoints only by volume (8M: one or two in 266,000 ops), and
+        no run of the multi-thread path, 2 x 1,024 ops at most, wrote
+        8M, so none had the checkpoint its race needs.  K7's short runs
+        (p_short) leave the threshold: their first shape is the run
+        unscaled, and the volume alone would add a shape of six seeds to
+        every one-thread run, whether its run checkpointed or not.  With FAULTS
         (injected_in's: what struck the op step the run comes from), each
         fault class that struck it but would strike less than once in the
         short run strikes about MT_FAULT_TIMES times in it: a failure that
@@ -757,9 +769,14 @@ class Shrinker(Trials, TracePasses):
             hold = as_int(opt_get(a, "snapshot_hold_ops"), as_int(self.defaults["snapshot_hold_ops"], 200))
             if hold > q:
                 a = opt_set(a, "snapshot_hold_ops", q)
+        run = n * max(1, as_int(opt_get(a, "threads"), 2))
+        ops = ops or (faults[1] if faults else None)
+        if volume and ops and run < ops:
+            every = parse_size(opt_get(a, "checkpoint_wal_bytes") or self.defaults.get("checkpoint_wal_bytes") or 0)
+            if every:
+                a = opt_set(a, "checkpoint_wal_bytes", max(1, every * run // ops))
         if faults and faults[1]:
             counts, ops = faults
-            run = n * max(1, as_int(opt_get(a, "threads"), 2))
             for opt in sorted(FAULT_OPTIONS):
                 v, k = as_int(opt_get(a, opt)), counts.get(FAULT_OPTIONS[opt], 0)
                 expect = k * run / ops
@@ -843,8 +860,10 @@ class Shrinker(Trials, TracePasses):
                     c0 = base if is_fresh(base) else self.freshened(base)
                     c0 = c0.copy()
                     c0.set_all("max_key", k)
-                sc = self.scaled(c0, n)
-                shapes = [(sc, "")]
+                sc = self.scaled(c0, n, ops=faults[1])
+                vol = opt_get(sc.op["argv"], "checkpoint_wal_bytes")
+                shapes = [(sc, "checkpoint_wal_bytes %s" % vol
+                           if vol != opt_get(c0.op["argv"], "checkpoint_wal_bytes") else "")]
                 sf = self.scaled(c0, n, faults)
                 if sf.op["argv"] != sc.op["argv"]:
                     shapes.append((sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES)))

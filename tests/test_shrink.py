@@ -427,6 +427,29 @@ class TestShrinkParts(unittest.TestCase):
         sh.p_short()
         self.assertEqual(got, [])
 
+    def test_a_short_run_checkpoints_by_log_volume_as_often_per_op_as_its_run(self):
+        # checkpoint-redo-at-record's four-thread catch checkpointed only
+        # when 8M of log had been written (one or two in 266,520 ops); a
+        # multi-thread candidate of 2 x 16 ops writes a few kilobytes and
+        # never had the checkpoint the race needs.  Scaled, its threshold is
+        # 8M times its share of the run's ops.
+        sh = Shrinker.__new__(Shrinker)
+        sh.defaults = {"checkpoint_wal_bytes": "64M", "snapshot_hold_ops": "200"}
+        st = {"type": "stress", "name": "w", "state": "@STATE@", "dir": "d", "expect": "exit0", "kill_after": None,
+              "argv": ["@STRESS@", "--threads=2", "--ops_per_thread=16", "--checkpoint_wal_bytes=8M"]}
+        c = Cand([st], False, None, 0)
+        got = sh.scaled(c, 16, ops=266520)
+        self.assertEqual(opt_get(got.op["argv"], "checkpoint_wal_bytes"), str((8 << 20) * 32 // 266520))
+        self.assertEqual(opt_get(sh.scaled(c, 16, ({}, 266520)).op["argv"], "checkpoint_wal_bytes"), "1007")
+        # stress's default when the run did not set it
+        d = Cand([dict(st, argv=st["argv"][:3])], False, None, 0)
+        self.assertEqual(opt_get(sh.scaled(d, 16, ops=32 * 1024).op["argv"], "checkpoint_wal_bytes"),
+                         str((64 << 20) // 1024))
+        # ... not when its op count is unknown, not for a run as long as it,
+        # and not for K7's one-thread short runs (volume=False)
+        for got in (sh.scaled(c, 16), sh.scaled(c, 16, ops=20), sh.scaled(c, 16, ops=266520, volume=False)):
+            self.assertEqual(opt_get(got.op["argv"], "checkpoint_wal_bytes"), "8M")
+
     def test_what_struck_the_op_step_is_read_from_the_ledger_lines_it_added(self):
         # scaled's FAULTS: the run-phase lines of each class, kills and the
         # power-loss tool's apart; for the recorded run, what its steps
