@@ -748,7 +748,9 @@ class Shrinker(Trials, TracePasses):
         Planted bug checkpoint-redo-at-record's four-thread catch had
         checkpoints only by volume (8M: one or two in 266,000 ops), and
         no run of the multi-thread path, 2 x 1,024 ops at most, wrote
-        8M, so none had the checkpoint its race needs.  K7's short runs
+        8M, so none had the checkpoint its race needs (it still needs a
+        read error from disk to poison the handle, which a short run on a
+        fresh key space does not read: 1.2x with this).  K7's short runs
         (p_short) leave the threshold: their first shape is the run
         unscaled, and the volume alone would add a shape of six seeds to
         every one-thread run, whether its run checkpointed or not.  With FAULTS
