@@ -1031,14 +1031,7 @@ class Shrinker(Trials, TracePasses):
             # key space) can let an earlier one (one thread) through.
             for _ in range(3):
                 kept = sum(1 for e in self.log if e["verdict"] == "kept")
-                # The op count early: every later trial is that much shorter;
-                # once a trace exists, delta debugging on it before the
-                # option steps, which then run on the few ops left.
-                for step in (self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_trace,
-                             self.p_crash_end, self.p_ops, self.p_timer, self.p_short, self.p_replay, self.p_focus,
-                             self.p_untied, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
-                             self.p_classes, self.p_kill, self.p_rates, self.p_mix,
-                             self.p_fresh, self.p_create, self.p_keys, self.p_options, self.p_powerloss):
+                for step in self.round_steps():
                     if self.left() <= 0 or STOP.is_set():
                         break
                     step()
@@ -1049,6 +1042,23 @@ class Shrinker(Trials, TracePasses):
                     break
                 step()
         return ok, orig, base
+
+    def round_steps(self):
+        """The steps of one round (K3's order).  The op count early: every
+        later trial is that much shorter; once a trace exists, delta
+        debugging on it before the option steps, which then run on the few
+        ops left.  p_end_kill again once the thread steps have run: a
+        failing recovery's timer that raced a run of several threads may
+        not race the one-thread run they kept, and until it goes every
+        trial runs twice (fpi-skips-page-at-redo-lsn: its first try failed
+        with two threads, and the one-thread run the seed search kept lost
+        it only in the next round, after delta debugging had run every
+        trial twice)."""
+        return (self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_trace,
+                self.p_crash_end, self.p_end_kill, self.p_ops, self.p_timer, self.p_short, self.p_replay,
+                self.p_focus, self.p_untied, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
+                self.p_classes, self.p_kill, self.p_rates, self.p_mix,
+                self.p_fresh, self.p_create, self.p_keys, self.p_options, self.p_powerloss)
 
     def finish(self, ok, orig, base):
         doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,

@@ -673,6 +673,19 @@ class TestShrinkParts(unittest.TestCase):
         sh.p_end_kill()
         self.assertEqual(got, [])
 
+    def test_the_failing_recoverys_kill_is_tried_again_once_the_thread_steps_have_run(self):
+        # fpi-skips-page-at-redo-lsn: the recovery's timed kill stayed after
+        # a two-thread try, the seed search kept a one-thread run, and
+        # delta debugging ran every trial twice until the next round.
+        sh = Shrinker.__new__(Shrinker)
+        names = [getattr(f, "__name__", "") for f in sh.round_steps()]
+        again = [i for i, n in enumerate(names) if n == "p_end_kill"]
+        self.assertEqual(len(again), 2)
+        for before in ("p_threads", "p_multi", "p_pin", "p_trace", "p_crash_end"):
+            self.assertLess(names.index(before), again[1], before)
+        for after in ("p_ops", "p_replay", "p_classes", "p_options"):
+            self.assertGreater(names.index(after), again[1], after)
+
     def test_match_keys_takes_a_failure_whose_keys_include_the_kind(self):
         # K1: a lost stays a lost; with --match keys, a wrong_value that
         # also shows the recorded false_alarm fails the same way too.
