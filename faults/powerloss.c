@@ -72,6 +72,13 @@
  *   P6  A dropped write is neither kept nor undone: its old bytes were put
  *       back when its fsync failed, and every later record was made on
  *       top of that (it adds nothing to the kept ranges of P1 either).
+ *   P7  A write's fate (keep, roll back or tear, and the units a tear
+ *       keeps) is drawn from a stream of its own, seeded by the variant's
+ *       seed and the write's identity: its name, its offset, and how many
+ *       writes to that name and offset the journal holds before it.  So a
+ *       run with writes fewer (ops a shrinker removed) decides each write
+ *       it still does as before.  Metadata coins come from the variant's
+ *       stream in the walk's order.
  *
  * Assumed of the journaled process: writes to overlapping ranges are not
  * in flight at the same time (the engine serializes them per page and
@@ -270,7 +277,9 @@ typedef struct variant {
     const char *run;
     unsigned index;
     int mode;
-    xoshiro rng;
+    xoshiro rng;         /* metadata coins, in the backward walk's order */
+    uint64_t seed;       /* the variant's seed: each write's own stream (P7) */
+    const uint64_t *wid; /* per op of the journal: a write's identity (P7) */
     flt_ledger *ledger;
     strmap names; /* journal name -> index in files */
     pfile **files;
@@ -372,7 +381,35 @@ static void hex_units(const uint8_t *kept, size_t n, char *out, size_t cap) {
 
 enum { W_KEEP, W_ROLLBACK, W_TEAR };
 
-static void step_write(variant *v, const pl_op *o) {
+/* P7: the identity of each write of the journal: its name, its offset
+ * and how many writes to that name and offset came before it (0 for
+ * others).  A write's fate is drawn from the variant's seed and this, not
+ * from its place among the journal's writes, so a run with some writes
+ * fewer (an op removed by crashtest.py shrink) decides the writes it still
+ * does as before: with one stream in journal order, every write removed
+ * moved every later draw, and a tear the failure needed landed on another
+ * page (planted bug fpi-skips-page-at-redo-lsn: no removal of ops, down
+ * to 83 at a time, kept its failure). */
+static uint64_t *write_ids(const journal_view *jv) {
+    uint64_t *id = xcalloc(jv->v.nops ? jv->v.nops : 1, sizeof *id);
+    strmap seen;
+    memset(&seen, 0, sizeof seen);
+    for (size_t i = 0; i < jv->v.nops; i++) {
+        const jr_rec *r = &jv->v.ops[i].r;
+        if (r->kind != JR_WRITE_B) continue;
+        char key[PATH_MAX + 24];
+        int n = snprintf(key, sizeof key, "%.*s@%" PRIu64, (int)r->path.len, r->path.p, r->offset);
+        size_t len = n < 0 ? 0 : (size_t)n < sizeof key ? (size_t)n : sizeof key - 1;
+        int before = sm_get(&seen, key, len);
+        if (before < 0) before = 0;
+        sm_set(&seen, key, len, before + 1);
+        id[i] = XXH3_64bits_withSeed(r->path.p, r->path.len, r->offset) ^ rng_mix64((uint64_t)before + 1);
+    }
+    sm_free(&seen);
+    return id;
+}
+
+static void step_write(variant *v, const pl_op *o, size_t at) {
     const jr_rec *r = &o->r;
     pfile *f = pf_lookup(v, r->path);
     uint64_t end = r->offset + r->len;
@@ -389,11 +426,13 @@ static void step_write(variant *v, const pl_op *o) {
         return;
     }
     v->st.unsynced++;
+    xoshiro rng; /* P7: this write's own stream */
+    xo_seed(&rng, v->seed ^ v->wid[at]);
     int d;
     switch (v->mode) {
-    case MODE_ROLLBACK: d = xo_below(&v->rng, 2) ? W_ROLLBACK : W_KEEP; break;
+    case MODE_ROLLBACK: d = xo_below(&rng, 2) ? W_ROLLBACK : W_KEEP; break;
     case MODE_TEAR: d = W_TEAR; break;
-    default: d = (int)xo_below(&v->rng, 3); break; /* W_KEEP, W_ROLLBACK, W_TEAR */
+    default: d = (int)xo_below(&rng, 3); break; /* W_KEEP, W_ROLLBACK, W_TEAR */
     }
     /* Units of the write (P5): absolute sectors, doubled until at most
      * 1024 of them. */
@@ -406,7 +445,7 @@ static void step_write(variant *v, const pl_op *o) {
     }
     size_t nu = (size_t)(last - first + 1);
     if (d == W_TEAR && nu == 1) /* one unit cannot tear: it stays or goes */
-        d = xo_below(&v->rng, 2) ? W_ROLLBACK : W_KEEP;
+        d = xo_below(&rng, 2) ? W_ROLLBACK : W_KEEP;
     if (d == W_KEEP) {
         v->st.kept_unsynced++;
         iv_add(&f->kept, r->offset, end);
@@ -419,11 +458,11 @@ static void step_write(variant *v, const pl_op *o) {
         snprintf(disk_note, sizeof disk_note, " disk=%s", f->disk);
     if (d == W_TEAR) {
         size_t nk = 0;
-        for (size_t i = 0; i < nu; i++) nk += kept[i] = (uint8_t)xo_below(&v->rng, 2);
+        for (size_t i = 0; i < nu; i++) nk += kept[i] = (uint8_t)xo_below(&rng, 2);
         /* A tear keeps some and loses some: all or nothing is keep or
          * rollback, which the other modes cover. */
         if (nu >= 2 && (nk == 0 || nk == nu)) {
-            size_t flip = (size_t)xo_below(&v->rng, nu);
+            size_t flip = (size_t)xo_below(&rng, nu);
             kept[flip] ^= 1;
         }
         char hex[260];
@@ -600,7 +639,7 @@ static void run_variant(variant *v, const journal_view *jv) {
     for (size_t i = jv->v.nops; i-- > 0;) {
         const pl_op *o = &jv->v.ops[i];
         switch (o->r.kind) {
-        case JR_WRITE_B: step_write(v, o); break;
+        case JR_WRITE_B: step_write(v, o, i); break;
         case JR_TRUNCATE_B: step_truncate(v, o); break;
         case JR_CREATE_B: step_create(v, o); break;
         case JR_RENAME_B: step_rename(v, o); break;
@@ -829,6 +868,7 @@ int main(int argc, char **argv) {
     if (jv.v.torn)
         printf("powerloss: journal: ignoring %zu bytes of torn tail (%" PRIu64 " records, %" PRIu64 " sessions)\n",
                jv.v.torn, jv.v.records, jv.v.sessions);
+    uint64_t *wid = write_ids(&jv);
 
     flt_ledger *ledger = NULL;
     int rc = flt_ledger_open(run, &ledger);
@@ -857,6 +897,8 @@ int main(int argc, char **argv) {
         var.ledger = ledger;
         uint64_t vs = variant_seed(seed, (unsigned)k);
         xo_seed(&var.rng, vs);
+        var.seed = vs;
+        var.wid = wid;
         if (!have_variants) g_changing = root;
         run_variant(&var, &jv);
         printf("powerloss: %s: mode %s, seed %" PRIu64 " variant %u: %" PRIu64 " writes journaled, %" PRIu64
@@ -870,6 +912,7 @@ int main(int argc, char **argv) {
     flt_ledger_close(ledger);
     if (!have_variants) journal_reset(run);
     if (jv.map) munmap(jv.map, jv.size);
+    free(wid);
     flt_jr_view_free(&jv.v);
     if (lockfd >= 0) close(lockfd);
     return 0;
