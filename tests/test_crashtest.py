@@ -922,10 +922,10 @@ class TestRealEngine(unittest.TestCase):
         # Recovery forgets the last committed batch: lost when that batch
         # was acknowledged.  A crash in the middle of its fsync leaves an
         # unacknowledged batch last, which the engine may legally forget:
-        # seed 44 judges four power-loss states of each crash, each rolling
+        # seed 45 judges four power-loss states of each crash, each rolling
         # that write back with p = 1/2, and tries up to three crashes.
         rd = os.path.join(self.d, "r")
-        rc, out, err = run_ct("blackbox", "--iterations", "3", "--max-failures", "1", "--seed", "44",
+        rc, out, err = run_ct("blackbox", "--iterations", "3", "--max-failures", "1", "--seed", "45",
                               "--interval", "2", "--max-key", "2000", "--faults", "none", "--threads", "1",
                               "--set", "sync_mode=commit", "--max-variants", "4", "--powerloss-modes", "rollback",
                               "--stress-binary", BROKEN, "--powerloss-binary", POWERLOSS, "--report-dir", rd)
@@ -974,7 +974,7 @@ class TestRealEngine(unittest.TestCase):
         # start snapshot.
         rd = os.path.join(self.d, "r")
         broken = os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")
-        rc, out, err = run_ct("blackbox", "--iterations", "1", "--seed", "3", "--interval", "2", "--max-key", "1000",
+        rc, out, err = run_ct("blackbox", "--iterations", "1", X, "--max-key", "1000",
                               "--faults", "none", "--threads", "1", "--stress-binary", broken,
                               "--powerloss-binary", POWERLOSS, "--report-dir", rd)
         self.assertEqual(rc, 1, out + err)
@@ -1006,7 +1006,7 @@ class TestCacheFlipSuspects(unittest.TestCase):
         broken = os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")
         r = subprocess.run([broken, "--db", os.path.join(self.d, "db"), "--max_key", "200", "--threads", "1",
                             "--ops_per_thread", "3000", "--bitflip_cache_one_in", "200",
-                            "--block_protection_bytes_per_key", "1", "--seed", "7", "--destroy_db_initially", "1",
+                            "--block_protection_bytes_per_key", "1", "--seed", "10", "--destroy_db_initially", "1",
                             "--report", os.path.join(self.d, "r.json")],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
         out = r.stdout.decode(errors="replace")
