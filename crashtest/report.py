@@ -137,6 +137,20 @@ def iteration_line(record, run_index, defaults):
         record["elapsed"])
 
 
+def counted(step, result):
+    """Whether a step's report counts in the class and width tables: a
+    primary stress step (the judged line of states), or an extra
+    power-loss variant that failed.  The extras that pass are only
+    counted as judged, so that one crash's injections count once; the one
+    that fails counts in full, so that every failed iteration shows in the
+    failures column of the class its report blamed (a lost found by the
+    second variant of a crash whose first rolled nothing back was in no
+    row before)."""
+    if step.get("type") != "stress" or not (result or {}).get("report"):
+        return False
+    return bool(step.get("primary") or result.get("failure"))
+
+
 def summarize(ct, runs, interrupted):
     """The final table on stdout, summary.json and junit.xml in the report
     directory.  Returns the number of failed iterations."""
@@ -154,6 +168,7 @@ def summarize(ct, runs, interrupted):
                 continue
             if s["type"] == "stress" and not s.get("primary"):
                 variants_judged += 1
+            if not counted(s, res):
                 continue
             for c, counts in (rep.get("classes") or {}).items():
                 row = classes.setdefault(c, {k: 0 for k in OUTCOMES + FAILURE_KEYS})
@@ -429,9 +444,9 @@ def width_table(recs):
         row = widths.setdefault(w, {"iterations": 0, "checked": 0, "escaped": 0, "bound": 0})
         row["iterations"] += 1
         for s in r["steps"]:
-            rep = (s.get("result") or {}).get("report")
-            if not rep or not s.get("primary"):
+            if not counted(s, s.get("result")):
                 continue
+            rep = s["result"]["report"]
             e = (rep.get("escape_rate_per_protection_width") or {}).get(str(w)) or {}
             row["checked"] += int(e.get("checked", 0) or 0)
             row["escaped"] += int(e.get("escaped", 0) or 0)

@@ -24,7 +24,7 @@ import time
 from .executor import Executor, copy_state, subst, trim_journal
 from .output import differs
 from .params import FAILURE_KEYS, FAULT_OPTIONS, OUTCOMES, draw_db_params, draw_iter_params, draw_plan
-from .report import points_of, reached_of, save_failure
+from .report import counted, points_of, reached_of, save_failure
 from .repro import repro_line
 from .seeds import Rng, derive
 
@@ -140,7 +140,7 @@ def run_iteration(ct, run, index, seed):
     elapsed = time.monotonic() - t0
 
     results = [st.ex.results.get(i) for i in range(len(st.list))]
-    primary = primary_reports(st.list, results)
+    primary = counted_reports(st.list, results)
     record = make_record(ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed)
     conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_state)
     ct.finish(record, run)
@@ -284,11 +284,13 @@ def lost_file_check(st, seed, primary_state, verify_opts, limit):
         st.execute_pending()
 
 
-def primary_reports(steps, results):
-    """The reports of the primary stress steps (the judged line of states)."""
+def counted_reports(steps, results):
+    """The reports that count in the iteration's totals: the primary
+    stress steps' (the judged line of states) and a failed extra
+    variant's (crashtest.report.counted)."""
     out = []
     for st, r in zip(steps, results):
-        if r and st["type"] == "stress" and st.get("primary") and r.get("report"):
+        if counted(st, r):
             out.append(r["report"])
     return out
 
