@@ -24,8 +24,8 @@ import sys
 import time
 
 from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, last_line, nice_path, write_json
+from .htmlreport import blamed_classes
 from .output import Printer
-from .params import FAILURE_KEYS
 from .procs import STOP
 from .seeds import derive
 from .shrink import shrink_folder
@@ -71,23 +71,6 @@ def pick_by_date(names, day=None):
     """One of NAMES chosen by the UTC date: CI's daily smoke mutant."""
     day = datetime.datetime.now(datetime.timezone.utc).date() if day is None else day
     return names[day.toordinal() % len(names)]
-
-
-def blamed_classes(record):
-    """Fault classes whose counts in the failing step's report hold a
-    failure key: the class the oracle blamed ('none' when the failure came
-    without one, e.g. a lost commit or a crash)."""
-    f = record.get("failure") or {}
-    steps = record.get("steps") or []
-    n = f.get("step")
-    if n is None or n >= len(steps):
-        return []
-    rep = (steps[n].get("result") or {}).get("report") or {}
-    out = []
-    for c, counts in sorted((rep.get("classes") or {}).items()):
-        if any(int((counts or {}).get(k, 0) or 0) for k in FAILURE_KEYS):
-            out.append(c)
-    return out
 
 
 def mutant_result(m, summary, budget, seed, rc):
