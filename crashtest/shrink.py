@@ -138,10 +138,11 @@ Rules:
       fewer than MT_REPRO_NEED of the tries reproduce, the runs kept
       before it that are not deterministic (K8's, or K2's repeated trials
       of a run with a timed kill) are tried, latest first, MT_STEP_BACK
-      at most, and the first that reaches MT_REPRO_NEED is the result
-      (shrink.json's stepped_back lists each one tried; a one-thread run
-      with its timed kill, each step kept on one of three trials, ended
-      at 0 of 8: checkpoint-skips-data-fsync).
+      at most, and the first that reaches MT_REPRO_NEED is the result,
+      else the one of them that reproduced most often (shrink.json's
+      stepped_back lists each one tried; a one-thread run with its timed
+      kill, each step kept on one of three trials, ended at 0 of 8:
+      checkpoint-skips-data-fsync).
   K10 no kept run that is not deterministic is larger than the recorded
       one: such a trial that fails the same way with more ops (every
       stress step's) than the recorded run had (the largest of its tries:
@@ -1097,25 +1098,12 @@ class Shrinker(Trials, TracePasses):
                 # drift to a rare run: below MT_REPRO_NEED, the runs kept
                 # before it that are not deterministic are written and
                 # tried instead, latest first (MT_STEP_BACK at most), and
-                # the first that reaches it is the result.
+                # the first that reaches it is the result; if none does,
+                # the one that reproduced most often (Trials.step_back).
                 times, repro_ok, tries = self.repro_rate(dest)
-                back = []
                 if repro_ok < MT_REPRO_NEED and self.kept_trials:
-                    for n, cand, res in list(reversed(self.kept_trials[:-1]))[:MT_STEP_BACK]:
-                        shutil.rmtree(dest, ignore_errors=True)
-                        self.write_folder(dest, cand, res)
-                        t2, ok2, n2 = self.repro_rate(dest)
-                        back.append({"step": n, "reproduced": "%d of %d" % (ok2, n2)})
-                        self.p.line("shrink: the shrunk run reproduced %d of %d: step %d's run instead: %d of %d"
-                                    % (repro_ok, tries, n, ok2, n2))
-                        if ok2 >= MT_REPRO_NEED:
-                            self.best, self.best_res = cand, res
-                            times, repro_ok, tries = t2, ok2, n2
-                            break
-                    else:
-                        shutil.rmtree(dest, ignore_errors=True)
-                        self.write_folder(dest, self.best, self.best_res)
-                    doc["stepped_back"] = back
+                    times, repro_ok, tries, doc["stepped_back"] = self.step_back(
+                        dest, (times, repro_ok, tries), MT_REPRO_NEED, MT_STEP_BACK)
                 ops = self.best_res.get("ops")
             # The run's size: every stress step's ops, its op step's as above.
             ops_all = (self.best_res.get("ops_all") or 0) - (self.best_res.get("ops") or 0) + (ops or 0)

@@ -294,3 +294,40 @@ class Trials:
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
         got = re.findall(r"crashtest: try \d+ of \d+: (\S+).* \(([\d.]+) s\)", r.stdout)
         return [float(t) for _, t in got], sum(1 for w, _ in got if w == "reproduced"), len(got)
+
+    def step_back(self, dest, first, need, most):
+        """The shrunk run that is not deterministic reproduced FIRST (each
+        try's seconds, how many reproduced, tries) in its repro, fewer
+        than NEED: write and try the runs kept before it (self.kept_trials
+        but its last, which is self.best), latest first, MOST at most.
+        The first that reproduces NEED times becomes self.best; if none
+        does, the one that reproduced most often does (ties: the latest
+        kept, the smallest), so that the folder left is never one that
+        reproduced less often than a run it was compared with (a chain
+        of steps each kept on 2 of 4 trials drifted to a run that
+        reproduced 0 of 9 while an earlier one did 1 of 9:
+        writeback-error-cleans, seventh session).  DEST holds the chosen
+        run's folder.  Returns (times, reproduced, tries, what was tried
+        for shrink.json's stepped_back)."""
+        tried = [(first, self.best, self.best_res)]
+        back = []
+        for n, cand, res in list(reversed(self.kept_trials[:-1]))[:most]:
+            shutil.rmtree(dest, ignore_errors=True)
+            self.write_folder(dest, cand, res)
+            got = self.repro_rate(dest)
+            back.append({"step": n, "reproduced": "%d of %d" % (got[1], got[2])})
+            self.p.line("shrink: the shrunk run reproduced %d of %d: step %d's run instead: %d of %d"
+                        % (first[1], first[2], n, got[1], got[2]))
+            tried.append((got, cand, res))
+            if got[1] >= need:
+                self.best, self.best_res = cand, res
+                return got + (back,)
+        got, cand, res = max(tried, key=lambda t: Fraction(t[0][1], t[0][2]) if t[0][2] else 0)
+        self.best, self.best_res = cand, res
+        shutil.rmtree(dest, ignore_errors=True)
+        self.write_folder(dest, cand, res)
+        if back:
+            self.p.line("shrink: no run stepped back to reproduced %d times: the one that reproduced most "
+                        "often is the result (%d of %d)" % (need, got[1], got[2]))
+        return got + (back,)
+

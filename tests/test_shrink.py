@@ -48,7 +48,7 @@ from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import (BASELINE_TRIALS, MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS, Cand, Shrinker,  # noqa: E402
                               endings, mt_endings, opt_get, opt_set, powerloss_undone, same_value)
 from crashtest.cand import set_faults, trace_inj, trimmed  # noqa: E402
-from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES  # noqa: E402
+from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, Trials  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -288,6 +288,35 @@ class TestShrinkParts(unittest.TestCase):
         st3 = dict(st, kill_after=0.5)
         self.assertFalse(Cand([st3], True, None, 0).deterministic())
 
+
+    def test_a_shrunk_run_that_drifted_to_a_rare_one_steps_back_to_the_run_that_reproduced_most(self):
+        # Four runs kept (A..D, D the shrunk one, each on 2 of 4 trials);
+        # D reproduces 0 of 9.  When an earlier one reaches the need, it
+        # is the result; when none does, the one that reproduced most often
+        # is, never D (writeback-error-cleans ended at 0 of 9 while C had
+        # reproduced 1 of 9).
+        class T(Trials):
+            def __init__(self, rates):
+                self.rates, self.written, self.lines = rates, [], []
+                self.kept_trials = [(n, name, {"ops": n}) for n, name in ((5, "A"), (9, "B"), (17, "C"), (33, "D"))]
+                self.best, self.best_res = "D", {"ops": 33}
+                self.p = type("P", (), {"line": lambda _, x: self.lines.append(x)})()
+
+            def write_folder(self, dest, cand, res):
+                self.written.append(cand)
+
+            def repro_rate(self, dest):
+                return [0.1] * 9, self.rates[self.written[-1]], 9
+        t = T({"C": 1, "B": 0, "A": 3})
+        got = t.step_back("dest", ([0.1] * 9, 0, 9), 2, 4)
+        self.assertEqual((t.best, got[1], [b["step"] for b in got[3]]), ("A", 3, [17, 9, 5]))
+        t = T({"C": 1, "B": 0, "A": 1})
+        got = t.step_back("dest", ([0.1] * 9, 0, 9), 2, 4)
+        self.assertEqual((t.best, t.best_res, got[1], t.written[-1]), ("C", {"ops": 17}, 1, "C"))
+        self.assertIn("reproduced most often", t.lines[-1])
+        t = T({"C": 0, "B": 0, "A": 0})
+        got = t.step_back("dest", ([0.1] * 9, 1, 9), 2, 2)  # the shrunk run's 1 of 9 is the best seen
+        self.assertEqual((t.best, got[1], t.written[-1], len(got[3])), ("D", 1, "D", 2))
 
     def test_a_timed_kill_becomes_a_crash_at_the_end_then_a_kill_point_with_one_thread(self):
         wl, pl, vf = timed_kill_steps()
