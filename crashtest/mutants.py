@@ -15,6 +15,7 @@ a mutant run can never measure the real engine by mistake."""
 
 import datetime
 import json
+import math
 import os
 import re
 import shlex
@@ -175,7 +176,8 @@ def shrink_table(rows):
         ratio = ""
         if o.get("ops") and s.get("ops"):
             x = o["ops"] / s["ops"]
-            ratio = " (%.0fx)" % x if x >= 10 else " (%.1fx)" % x
+            # Below ten, rounded down: 2,029 -> 203 is 9.995x, not "10.0x".
+            ratio = " (%.0fx)" % x if x >= 10 else " (%.1fx)" % (math.floor(x * 10) / 10)
         elif o.get("ops") and s.get("ops") == 0:
             ratio = " (all)"
         o = dict(o, ops=o.get("ops") or "?")  # killed before its first progress note
