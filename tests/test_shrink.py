@@ -860,6 +860,9 @@ class TestShrinkTable(unittest.TestCase):
                       "0.6 s, reproduced 2 of 2 |", t)
         self.assertIn("| `b-bug` | lost | 2 | ? |", t)
         self.assertIn("did not fail again", t)
+        # Just below ten is never printed as ten (2,029 -> 203 is 9.995x).
+        near = dict(doc, original=dict(doc["original"], ops=2029), shrunk=dict(doc["shrunk"], ops=203))
+        self.assertIn("2029 -> 203 (9.9x)", shrink_table([("c-bug", shrink_summary(near))]))
 
 
 class TestShrinkPlantedBugs(unittest.TestCase):
