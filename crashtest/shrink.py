@@ -50,7 +50,9 @@ Rules:
       trace does not pin set to stress's defaults (UNTIED), then every
       page flip the run drew pinned where it landed (p_pin_flips:
       flip:BLOCK:BIT; a drawn flip picks its block by the file's size and
-      the blocks' LSNs, so every removal moved it), then every op
+      the blocks' LSNs, so every removal moved it), then checkpoints by
+      log volume sooner (p_volume: checkpoint_wal_bytes at 1/16 ... 1/2,
+      so that a failure that needs one needs fewer ops), then every op
       of one type (p_types: the scans a failure does not need are spread
       over the whole run, and no chunk of consecutive ops holds only
       them), then chunks of ops removed while it still fails (a later
@@ -1060,7 +1062,7 @@ class Shrinker(Trials, TracePasses):
         trial twice)."""
         return (self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_trace,
                 self.p_crash_end, self.p_end_kill, self.p_ops, self.p_timer, self.p_short, self.p_replay,
-                self.p_focus, self.p_untied, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
+                self.p_focus, self.p_untied, self.p_volume, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
                 self.p_classes, self.p_kill, self.p_rates, self.p_mix,
                 self.p_fresh, self.p_create, self.p_keys, self.p_options, self.p_powerloss)
 

@@ -13,7 +13,7 @@ import time
 
 from .cand import as_int, line_touches, opt_get, opt_set, set_faults, trace_inj, trace_ops_of
 from .executor import ledger_by_op, subst
-from .params import FAULT_OPTIONS
+from .params import FAULT_OPTIONS, parse_size
 from .procs import STOP
 from .repro import failing_key
 
@@ -34,6 +34,31 @@ class TracePasses:
                                        "ops_per_thread", None), "duration", None)
         if self.attempt("replay the %d traced ops (--replay_ops)" % len(lines), c, "replay"):
             self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
+
+    def p_volume(self):
+        """Once the op step replays a trace whose checkpoints its log volume
+        triggers (checkpoint_wal_bytes below stress's default), that volume
+        at 1/16, 1/8, 1/4, 1/2, the first that still fails the same way
+        kept (every stress step's, as the options pass sets them): a
+        failure that needs such a checkpoint then needs that many fewer
+        ops before it, and delta debugging can remove the rest
+        (redo-reapplies-equal-lsn: 2,500 ops of about 500 bytes each were
+        left to fill the 1M its checkpoint needed, seventh session)."""
+        if self.best.trace is None:
+            return
+        v = parse_size(opt_get(self.best.op["argv"], "checkpoint_wal_bytes"))
+        d = parse_size(self.defaults.get("checkpoint_wal_bytes"))
+        if not v or not d or v >= d:
+            return
+        for k in (4, 3, 2, 1):
+            m = v >> k
+            if m < 4096 or self.left() <= 0 or STOP.is_set():
+                continue
+            c = self.best.copy()
+            c.set_all("checkpoint_wal_bytes", m)
+            if self.attempt("checkpoint_wal_bytes %d -> %d (checkpoints by log volume sooner)" % (v, m), c,
+                            "volume"):
+                return
 
     def refresh_trace(self):
         """The lines as the last kept replay traced them again (their inj=

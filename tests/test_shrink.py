@@ -318,6 +318,36 @@ class TestShrinkParts(unittest.TestCase):
         got = t.step_back("dest", ([0.1] * 9, 1, 9), 2, 2)  # the shrunk run's 1 of 9 is the best seen
         self.assertEqual((t.best, got[1], t.written[-1], len(got[3])), ("D", 1, "D", 2))
 
+    def test_a_traced_run_whose_checkpoints_fire_by_log_volume_tries_them_sooner(self):
+        # p_volume: checkpoint_wal_bytes 1M -> 64K, 128K, 256K, 512K on
+        # every stress step, the first that fails kept; nothing without a
+        # trace or at stress's default (64M: no checkpoint by volume).
+        wl = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "exit0",
+              "kill_after": None, "argv": ["@STRESS@", "--threads=1", "--checkpoint_wal_bytes=1M", "--seed=5"]}
+        vf = dict(wl, name="verify", argv=["@STRESS@", "--threads=1", "--checkpoint_wal_bytes=1M",
+                                           "--verification_only=1"])
+        sh = Shrinker.__new__(Shrinker)
+        sh.defaults = {"checkpoint_wal_bytes": "64M"}
+        sh.left = lambda: 100
+        got = []
+        sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
+        sh.best = Cand([wl, vf], False, None, 0)
+        sh.p_volume()
+        self.assertEqual(got, [], "no trace: the volume is left alone")
+        sh.best.trace = ["0 put 1 5 on | 1=v1 ok"]
+        sh.p_volume()
+        self.assertEqual([[opt_get(st["argv"], "checkpoint_wal_bytes") for st in c.steps] for c in got],
+                         [[str(v)] * 2 for v in (65536, 131072, 262144, 524288)])
+        got.clear()
+        sh.attempt = lambda what, c, phase, **kw: got.append(c) or True
+        sh.p_volume()
+        self.assertEqual(len(got), 1, "the first that fails is kept")
+        got.clear()
+        sh.best = Cand([dict(wl, argv=opt_set(wl["argv"], "checkpoint_wal_bytes", "64M"))], False, None, 0)
+        sh.best.trace = ["0 put 1 5 on | 1=v1 ok"]
+        sh.p_volume()
+        self.assertEqual(got, [], "at the default nothing fires by volume")
+
     def test_a_timed_kill_becomes_a_crash_at_the_end_then_a_kill_point_with_one_thread(self):
         wl, pl, vf = timed_kill_steps()
         cand = Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"])
