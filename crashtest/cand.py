@@ -321,17 +321,6 @@ def powerloss_undone(r, n):
     return sum(int(a) + int(b) + int(c) for a, b, c in got) if got else None
 
 
-def same_value(v, d):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-    def num(x):
-        x = str(x)
-        if x and x[-1] in units and x[:-1].isdigit():
-            return int(x[:-1]) * units[x[-1]]
-        return int(x) if x.isdigit() else x
-    return num(v) == num(d)
-
-
 def report_ops(rep):
     """The ops a stress report counts (aborted batches are counted among
     the batches already), or None without them."""

@@ -21,7 +21,7 @@ import os
 
 from .common import UsageError
 from .params import CLASS_ORDER, FAILURE_KEYS
-from .stats import binom_cdf, clopper_pearson  # noqa: F401 (binom_cdf: kept importable from here)
+from .stats import clopper_pearson
 
 # Outcome segments of a class bar, in drawing order, with their colours.
 SEGMENTS = [("detected", "#3182bd"), ("repaired", "#31a354"), ("masked", "#bdbdbd"),
@@ -62,7 +62,7 @@ def fmt(x):
 
 # ---- statistics shared with summary.json (crashtest.report) ----
 
-# binom_cdf and clopper_pearson live in crashtest.stats (imported above).
+# clopper_pearson lives in crashtest.stats (imported above).
 
 
 def width_row(w, row):

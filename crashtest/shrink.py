@@ -200,11 +200,11 @@ import time
 
 from .binary import check_binary, stress_info
 from .cand import (Cand, as_int, drop_kills, endings, is_fresh, is_workload, kills_to_crash_at_end,  # noqa: F401
-                   mt_endings, opt_get, opt_set, powerloss_undone, report_ops, same_value, set_threads)
+                   mt_endings, opt_get, opt_set, powerloss_undone, report_ops, set_threads)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import injected_by_class, ledger_lines_since, subst
 from .output import Printer
-from .params import FAULT_OPTIONS, parse_size
+from .params import FAULT_OPTIONS, parse_size, same_value
 from .procs import STOP
 from .repro import failing_key
 from .seeds import derive
