@@ -19,9 +19,11 @@ import math
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, last_line, nice_path, write_json
@@ -106,7 +108,17 @@ def real_check(r, summary, build, simple_args):
     """Replay the failed iteration from its start with the real binaries
     (BUILD/stress, BUILD/powerloss).  If the real engine fails it the same
     way, the failure is no evidence of the planted bug (a flake of the
-    harness or an engine bug of its own): not caught, and said so."""
+    harness or an engine bug of its own): not caught, and said so.
+
+    A start that the planted bug wrote (the failed iteration was not its
+    database's first) may carry the bug's own damage on disk, and then
+    the real engine fails that replay for the bug's sake: seal-before-
+    witness left every log block's first sector with a bad trailer, and
+    the real engine, reading that log, failed as the mutant did (seed
+    20261801).  Such a failure is checked once more with the real
+    binaries from a fresh database: the same run (same seed, same
+    options) up to the failed iteration.  Only if that fails the same way
+    too is the catch no evidence."""
     first = sorted(summary.get("failures") or [], key=lambda i: i.get("t_end", 0))
     art = first[0].get("artifacts") if first else None
     stress, powerloss = os.path.join(build, "stress"), os.path.join(build, "powerloss")
@@ -115,22 +127,69 @@ def real_check(r, summary, build, simple_args):
         return
     cmd = [sys.executable, os.path.join(REPO, "crashtest.py"), "repro", art, "--from", "start",
            "--stress-binary", stress, "--powerloss-binary", powerloss]
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                           timeout=600, cwd=REPO)
-        rc, out = p.returncode, p.stdout
-    except subprocess.TimeoutExpired:
-        rc, out = None, ""
+    rc, out = run_check(cmd)
     # Only the same failure at the same step is the real engine's own: a
     # different one (a bug that changes the file format leaves a start
     # state the real engine cannot even read) says nothing either way.
     same = rc == 1 and "crashtest: reproduced:" in out
     r["real_engine_replay"] = ("passes" if rc == 0 else "fails" if same else
                                "fails differently" if rc == 1 else "error")
+    if same and int(first[0].get("db_age") or 0) > 0:
+        same = real_run_fails_same(r, first[0], summary, stress, powerloss)
     if same:
         r["caught"] = False
         r["message"] = ("the real engine fails the same iteration replayed from its start: the failure (%s) is "
                         "no evidence of this bug" % r["kind"])
+
+
+def run_check(cmd, timeout=600):
+    """(exit status or None on timeout, output) of a check command."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                           timeout=timeout, cwd=REPO)
+        return p.returncode, p.stdout
+    except subprocess.TimeoutExpired:
+        return None, ""
+
+
+def real_run_fails_same(r, failed, summary, stress, powerloss):
+    """The run of SUMMARY again with the real binaries on a fresh database,
+    up to FAILED's iteration: True if it fails with FAILED's kind.  Notes
+    the outcome in R."""
+    args = list(summary.get("arguments") or [])
+    if not args or args[0] != "simple" or "--seed" not in args:
+        return True  # cannot rerun it: the replay's verdict stands
+    drop = {"--stress-binary", "--powerloss-binary", "--report-dir", "--iterations", "--max-failures", "--duration"}
+    keep = []
+    i = 1
+    while i < len(args):
+        if args[i] in drop:
+            i += 2
+            continue
+        keep.append(args[i])
+        i += 1
+    rd = tempfile.mkdtemp(prefix="crashtest-realrun-")
+    try:
+        budget = float(r.get("budget_s") or 90)
+        cmd = [sys.executable, os.path.join(REPO, "crashtest.py"), "simple"] + keep + [
+            "--iterations", str(int(failed.get("index") or 0) + 1), "--max-failures", "1",
+            "--duration", "%g" % (2 * budget), "--stress-binary", stress, "--powerloss-binary", powerloss,
+            "--report-dir", rd]
+        rc, _ = run_check(cmd, timeout=4 * budget + 120)
+        try:
+            with open(os.path.join(rd, "summary.json")) as f:
+                kinds = [(i.get("failure") or {}).get("kind") for i in json.load(f).get("failures") or []]
+        except (OSError, ValueError):
+            kinds = []
+    finally:
+        shutil.rmtree(rd, ignore_errors=True)
+    same = rc == 1 and (failed.get("failure") or {}).get("kind") in kinds
+    r["real_engine_replay"] = ("fails, and fails the same run from a fresh database" if same else
+                               "fails from the start the planted bug wrote; passes the same run from a fresh "
+                               "database" if rc == 0 else
+                               "fails from the start the planted bug wrote; the same run from a fresh database "
+                               "ends otherwise (exit %s)" % rc)
+    return same
 
 
 def mutants_table(doc):
@@ -309,7 +368,7 @@ def mutants_mode(a, argv):
             nice_path(os.path.join(REPO, "crashtest.py")), a.seed, a.budget, a.jobs, m.name)
         results.append(r)
         if r["caught"]:
-            p.line("mutant %-32s caught in %6.1f s (%d iterations) as %s%s; the real engine %s the replay" % (
+            p.line("mutant %-32s caught in %6.1f s (%d iterations) as %s%s; the real engine's replay: %s" % (
                 m.name, r["seconds"], r["iterations_to_catch"], r["kind"],
                 " [class %s]" % ",".join(r["classes"]) if r["classes"] else "",
                 r.get("real_engine_replay", "not run")))
