@@ -256,6 +256,9 @@ MT_SEEDS = 3
 MT_TRIALS = 4
 MT_NEED = 2
 MT_MORE = 4  # ... and this many more once one of them failed, MT_NEED still (the floor: 2 of 8)
+# The op mix of a create step made of batches only (p_create): the rest of
+# 100 after these is batches.
+CREATE_MIX = ("readpercent", "writepercent", "delpercent", "iterpercent")
 MT_CONFIRM = 8  # ... and a kept one runs up to this many more, until one fails the same way too (K8)
 MT_SHARE = 0.6
 MT_REPRO_NEED = 2  # ... of which this many must reproduce, else finish steps back (K8) ...
@@ -704,19 +707,35 @@ class Shrinker(Trials, TracePasses):
         way kept.  They count in the run's size like the op step's (the
         last two: a failure that needs more than half of a create step of
         200 kept all 200, and a run of 2,029 ops whose op step shrank to 3
-        ended at 203: seal-before-witness, seventh session)."""
+        ended at 203: seal-before-witness, seventh session).  Then the same
+        counts of what is left as batches only: a create step's reads and
+        scans change nothing on disk, and a batch of 2-8 keys writes what
+        as many puts would (eighth session: checkpoint-skips-data-fsync
+        kept 150 of 200 ops behind an op step of 10, 160 ops from 445;
+        as 10 batches it fails the same way; redo-skips-second-action, 175
+        behind 3, as 25 batches)."""
         first = self.best.steps[0]
         if self.best.w == 0 or first["type"] != "stress" or not is_fresh(self.best) or \
                 opt_get(first["argv"], "duration") or as_int(opt_get(first["argv"], "threads"), 1) != 1:
             return
-        n = as_int(opt_get(first["argv"], "ops_per_thread"), 10000)
+        self.create_counts("create step's ops %d -> %d", [])
+        if as_int(opt_get(self.best.steps[0]["argv"], "writepercent"), 30) != 0:
+            self.create_counts("create step's ops %d -> %d batches", [(k, 0) for k in CREATE_MIX])
+
+    def create_counts(self, what, mix):
+        """p_create's counts of the create step's ops, with its op mix
+        options MIX [(name, value)] set; the first that fails kept."""
+        n = as_int(opt_get(self.best.steps[0]["argv"], "ops_per_thread"), 10000)
         tries = sorted({1} | {n >> k for k in range(7, 0, -1) if 1 < n >> k} | {n - (n >> 2), n - (n >> 3)})
         for m in tries:
             if m >= n or self.left() <= 0 or STOP.is_set():
                 continue
             c = self.best.copy()
-            c.steps[0] = dict(c.steps[0], argv=opt_set(c.steps[0]["argv"], "ops_per_thread", m))
-            if self.attempt("create step's ops %d -> %d" % (n, m), c, "create"):
+            argv = opt_set(c.steps[0]["argv"], "ops_per_thread", m)
+            for k, v in mix:
+                argv = opt_set(argv, k, v)
+            c.steps[0] = dict(c.steps[0], argv=argv)
+            if self.attempt(what % (n, m), c, "create"):
                 return
 
     def freshened(self, cand):

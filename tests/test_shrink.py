@@ -348,6 +348,44 @@ class TestShrinkParts(unittest.TestCase):
         sh.p_volume()
         self.assertEqual(got, [], "at the default nothing fires by volume")
 
+    def test_a_create_step_that_still_needs_most_of_its_ops_is_tried_as_batches(self):
+        # p_create: fewer ops first (200 -> 1, 1/128 ... 7/8), the first that
+        # fails kept (here 3/4: 150); then the same counts of what is left
+        # as batches only (checkpoint-skips-data-fsync, eighth session: 150
+        # create ops behind an op step of 10; as 10 batches it failed the
+        # same way).
+        create = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "c", "expect": "exit0",
+                  "kill_after": None, "argv": ["@STRESS@", "--destroy_db_initially=1", "--threads=1",
+                                               "--ops_per_thread=200", "--seed=3"]}
+        wl = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "exit0",
+              "kill_after": None, "argv": ["@STRESS@", "--threads=1", "--ops_per_thread=10", "--seed=5"]}
+        sh = Shrinker.__new__(Shrinker)
+        sh.left = lambda: 100
+        sh.best = Cand([create, wl], False, None, 1)
+        tried = []
+
+        def attempt(what, c, phase, **kw):
+            a = c.steps[0]["argv"]
+            n, batches = int(opt_get(a, "ops_per_thread")), opt_get(a, "writepercent") == "0"
+            tried.append((n, batches))
+            ok = n >= (9 if batches else 150)
+            if ok:
+                sh.best = c
+            return ok
+        sh.attempt = attempt
+        sh.p_create()
+        self.assertEqual(tried, [(1, False), (3, False), (6, False), (12, False), (25, False), (50, False),
+                                 (100, False), (150, False),
+                                 (1, True), (2, True), (4, True), (9, True)])
+        a = sh.best.steps[0]["argv"]
+        self.assertEqual([opt_get(a, k) for k in ("ops_per_thread", "readpercent", "writepercent", "delpercent",
+                                                  "iterpercent")], ["9", "0", "0", "0", "0"])
+        self.assertEqual(sh.best.steps[1], wl, "the op step is left as it was")
+        tried.clear()
+        sh.p_create()
+        self.assertEqual(tried, [(1, True), (2, True), (4, True), (7, True), (8, True)],
+                         "a create step of batches is tried in fewer ops, not as batches again")
+
     def test_a_timed_kill_becomes_a_crash_at_the_end_then_a_kill_point_with_one_thread(self):
         wl, pl, vf = timed_kill_steps()
         cand = Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"])
