@@ -239,7 +239,9 @@ def shrink_table(rows):
             ratio = " (%.0fx)" % x if x >= 10 else " (%.1fx)" % (math.floor(x * 10) / 10)
         elif o.get("ops") and s.get("ops") == 0:
             ratio = " (all)"
-        o = dict(o, ops=o.get("ops") or "?")  # killed before its first progress note
+        elif o.get("ops") == 0:
+            ratio = " (none to remove: the recorded run did no op)"
+        o = dict(o, ops="?" if o.get("ops") is None else o["ops"])  # killed before its first progress note
         times = s.get("repro_seconds") or []
         # The recorded run did not fail again: what was shrunk was found by
         # the seed search (one thread, other seeds; shrink.py's K6).

@@ -1092,7 +1092,11 @@ class Shrinker(Trials, TracePasses):
                "need_per_step_when_not_deterministic": self.need,
                "failing_key": failing_key((self.meta["steps"][self.failure["step"]].get("result") or {})
                                           .get("output_tail"), self.kind),
-               "original": dict(orig.measures(), ops=(base or {}).get("ops_all") or None,
+               # 0 is a size when the op step's is known (a kill point in
+               # the open, before any op: checksum-skips-last-byte's), else
+               # no step said (killed before its first progress note).
+               "original": dict(orig.measures(), ops=(base or {}).get("ops_all") or (
+                                0 if (base or {}).get("ops") == 0 else None),
                                 op_step_ops=(base or {}).get("ops"),
                                 seconds=(base or {}).get("seconds"),
                                 failed_again=(base or {}).get("failed_again", bool(ok))),
