@@ -135,7 +135,7 @@ def real_check(r, summary, build, simple_args):
     r["real_engine_replay"] = ("passes" if rc == 0 else "fails" if same else
                                "fails differently" if rc == 1 else "error")
     if same and int(first[0].get("db_age") or 0) > 0:
-        same = real_run_fails_same(r, first[0], summary, stress, powerloss)
+        same = real_run_fails_same(r, first[0], summary.get("jobs") or 1, stress, powerloss, simple_args)
     if same:
         r["caught"] = False
         r["message"] = ("the real engine fails the same iteration replayed from its start: the failure (%s) is "
@@ -152,29 +152,23 @@ def run_check(cmd, timeout=600):
         return None, ""
 
 
-def real_run_fails_same(r, failed, summary, stress, powerloss):
-    """The run of SUMMARY again with the real binaries on a fresh database,
-    up to FAILED's iteration: True if it fails with FAILED's kind.  Notes
-    the outcome in R."""
-    args = list(summary.get("arguments") or [])
-    if not args or args[0] != "simple" or "--seed" not in args:
-        return True  # cannot rerun it: the replay's verdict stands
-    drop = {"--stress-binary", "--powerloss-binary", "--report-dir", "--iterations", "--max-failures", "--duration"}
-    keep = []
-    i = 1
-    while i < len(args):
-        if args[i] in drop:
-            i += 2
-            continue
-        keep.append(args[i])
-        i += 1
+def simple_cmd(seed, duration, jobs, stress, powerloss, report_dir, simple_args):
+    """The `simple` run that hunts one planted bug (and, with the real
+    binaries, real_check's rerun of it)."""
+    return [sys.executable, os.path.join(REPO, "crashtest.py"), "simple", "--duration", "%g" % duration,
+            "--max-failures", "1", "-j", str(jobs), "--seed", str(seed), "--stress-binary", stress,
+            "--powerloss-binary", powerloss, "--report-dir", report_dir] + list(simple_args)
+
+
+def real_run_fails_same(r, failed, jobs, stress, powerloss, simple_args):
+    """R's run again (its seed, JOBS, SIMPLE_ARGS) with the real binaries on
+    a fresh database, up to FAILED's iteration: True if it fails with
+    FAILED's kind.  Notes the outcome in R."""
     rd = tempfile.mkdtemp(prefix="crashtest-realrun-")
     try:
         budget = float(r.get("budget_s") or 90)
-        cmd = [sys.executable, os.path.join(REPO, "crashtest.py"), "simple"] + keep + [
-            "--iterations", str(int(failed.get("index") or 0) + 1), "--max-failures", "1",
-            "--duration", "%g" % (2 * budget), "--stress-binary", stress, "--powerloss-binary", powerloss,
-            "--report-dir", rd]
+        cmd = simple_cmd(r["seed"], 2 * budget, jobs, stress, powerloss, rd, simple_args) + [
+            "--iterations", str(int(failed.get("index") or 0) + 1)]
         rc, _ = run_check(cmd, timeout=4 * budget + 120)
         try:
             with open(os.path.join(rd, "summary.json")) as f:
@@ -328,9 +322,7 @@ def mutants_mode(a, argv):
                 raise UsageError("%s is missing (build it with make %s, or drop --no-build)" % (b, b))
         seed = derive(a.seed, "mutant", m.name)
         rd = os.path.join(report_dir, m.name)
-        cmd = [sys.executable, os.path.join(REPO, "crashtest.py"), "simple", "--duration", "%g" % a.budget,
-               "--max-failures", "1", "-j", str(a.jobs), "--seed", str(seed), "--stress-binary", stress,
-               "--powerloss-binary", powerloss, "--report-dir", rd] + a.simple_args
+        cmd = simple_cmd(seed, a.budget, a.jobs, stress, powerloss, rd, a.simple_args)
         with open(os.path.join(report_dir, m.name + ".log"), "w") as log:
             child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
             deadline = time.monotonic() + a.budget + MUTANT_GRACE_S

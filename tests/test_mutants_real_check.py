@@ -36,9 +36,9 @@ class TestRealEngineCheck(unittest.TestCase):
                 f.write("#!/bin/sh\n")
             os.chmod(os.path.join(build, b), 0o755)
         failed = {"artifacts": art, "t_end": 5, "db_age": db_age, "index": 3, "failure": {"kind": "lost"}}
-        summary = {"failures": [failed], "arguments": ["simple", "--duration", "90", "--max-failures", "1", "-j", "1",
-                                                       "--seed", "42", "--stress-binary", "m/stress",
-                                                       "--powerloss-binary", "m/powerloss", "--report-dir", "x"]}
+        # the mutant's run: seed 42, its binaries under m/
+        summary = {"failures": [failed], "jobs": 1,
+                   "arguments": ["simple", "--seed", "42", "--stress-binary", "m/stress"]}
         ran = []
 
         def fake(cmd, timeout=600):
@@ -49,7 +49,7 @@ class TestRealEngineCheck(unittest.TestCase):
             with open(os.path.join(rd, "summary.json"), "w") as f:
                 json.dump({"failures": [{"failure": {"kind": k}} for k in fresh_run_kinds]}, f)
             return (1 if fresh_run_kinds else 0), ""
-        r = {"caught": True, "kind": "lost", "budget_s": 90}
+        r = {"caught": True, "kind": "lost", "budget_s": 90, "seed": 42}
         saved = mutants.run_check
         mutants.run_check = fake
         try:
