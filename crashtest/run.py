@@ -40,6 +40,7 @@ class Run:
         self.db_params = None
         self.db_id = 0
         self.db_age = 0
+        self.db_ops = 0  # the ops its database's earlier iterations did
         self.iterations = 0
         self.failures = 0
 

@@ -181,6 +181,16 @@ Rules:
       open (--crash_at_end), or is killed at one of recovery's kill
       points at its first hit.  K6's one-thread search crashes such a
       step once open.
+  K14 a run on a database that earlier iterations grew was made by them
+      too: its size counts their ops (meta.json db_ops), the recorded
+      run's and every shrunk run's that still starts from that database,
+      and a fresh database (p_fresh) is tried early, right after the
+      thread and pinning steps: the run as it is, then (one thread) its
+      op step untraced from a fresh database with K6's seed search.  A
+      few ops replayed on a database whose damage its earlier iterations
+      wrote show the reader nothing of how it got there (planted bug
+      seal-before-witness, caught in a simple run's second iteration:
+      289 ops shrunk to 44 on the grown database, counted as 6.5x).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -208,7 +218,7 @@ from .params import FAULT_OPTIONS, parse_size, same_value
 from .procs import STOP
 from .repro import failing_key
 from .seeds import derive
-from .steps import opt_args, state_argv
+from .freshpass import FreshPasses
 from .tracepass import TracePasses
 from .trials import Trials
 
@@ -256,9 +266,6 @@ MT_SEEDS = 3
 MT_TRIALS = 4
 MT_NEED = 2
 MT_MORE = 4  # ... and this many more once one of them failed, MT_NEED still (the floor: 2 of 8)
-# The op mix of a create step made of batches only (p_create): the rest of
-# 100 after these is batches.
-CREATE_MIX = ("readpercent", "writepercent", "delpercent", "iterpercent")
 MT_CONFIRM = 8  # ... and a kept one runs up to this many more, until one fails the same way too (K8)
 MT_SHARE = 0.6
 MT_REPRO_NEED = 2  # ... of which this many must reproduce, else finish steps back (K8) ...
@@ -293,7 +300,7 @@ RECOVERY_KILLS = ((None, "ending by themselves (a failure the kill hid shows)"),
 RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
 
 
-class Shrinker(Trials, TracePasses):
+class Shrinker(Trials, TracePasses, FreshPasses):
     def __init__(self, a, printer):
         self.p = printer
         self.dir = os.path.abspath(a.failure_dir)
@@ -352,6 +359,10 @@ class Shrinker(Trials, TracePasses):
         self.kept_trials = []  # (step n, candidate, result) of each run kept that is not deterministic (K8, K2)
         self.tried = set()  # candidates run already (their signatures: digests)
         self.hang = self.meta.get("hang_seconds", 120)
+        # K14: the ops the database's earlier iterations did (None: a folder
+        # from before meta.json kept them), and the recorded op step's.
+        self.history = 0 if is_fresh(self.best) else self.meta.get("db_ops")
+        self.orig_ops = None
 
     # ---- the passes (K3); the trials that judge them are Trials' ----
 
@@ -375,7 +386,7 @@ class Shrinker(Trials, TracePasses):
             set_threads(c, half)
             self.attempt("threads %d -> %d" % (threads, half), c, "threads")
 
-    def search(self, start, ops, recorded=True, nseeds=SEARCH_SEEDS, share=SEARCH_SHARE):
+    def search(self, start, ops, recorded=True, nseeds=SEARCH_SEEDS, share=SEARCH_SHARE, phase="search", what=""):
         """K6: one thread where START has several (or where the recorded
         run did not fail again): its op step with one thread, OPS ops in all
         (what all threads did), a timed SIGKILL made a crash after the last
@@ -384,7 +395,8 @@ class Shrinker(Trials, TracePasses):
         fails the same way (NSEEDS others at most).  Every seed tried is in
         shrink.json (its "seed" field); a different failure met is kept
         aside, never taken (K1).  Spends at most SHARE of the budget
-        left."""
+        left.  PHASE and WHAT: its steps' phase in shrink.json and what
+        their lines say first (p_fresh's search from a fresh database)."""
         if not ops:
             ops = 1000  # killed before its first progress note: a guess
         # No more than SEARCH_MAX_OPS: one thread doing what four did in a
@@ -402,13 +414,12 @@ class Shrinker(Trials, TracePasses):
         seeds = ([base] if recorded else []) + [derive(base, "shrink", "seed", k) for k in range(nseeds)]
         stop = time.monotonic() + self.left() * share
         for seed in seeds:
-            for what, c in endings(start, ops):
+            for end, c in endings(start, ops):
                 if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
                     return False
                 c.op["argv"] = opt_set(opt_set(c.op["argv"], "seed", seed), "trace_ops", "@ITER@/ops.trace")
-                if self.attempt("one thread, %s, traced, seed %d%s" % (what, seed, " (the recorded)" if seed == base
-                                                                       else ""),
-                                c, "search", extra={"seed": seed}):
+                if self.attempt("%sone thread, %s, traced, seed %d%s" % (
+                        what, end, seed, " (the recorded)" if seed == base else ""), c, phase, extra={"seed": seed}):
                     return True
         return False
 
@@ -695,70 +706,6 @@ class Shrinker(Trials, TracePasses):
                 c.op["argv"] = opt_set(c.op["argv"], name, 0)
                 self.attempt("%s %d -> 0" % (name, v), c, "mix")
 
-    def p_fresh(self):
-        if is_fresh(self.best):
-            return
-        self.attempt("a fresh database instead of the one the run had grown", self.freshened(self.best), "fresh")
-
-    def p_create(self):
-        """The ops of a step before the op step that creates the database
-        (a create step: one thread, a fixed count): one op, then 1/128 of
-        them, 1/64 ... 1/2, 3/4, 7/8, the first that still fails the same
-        way kept.  They count in the run's size like the op step's (the
-        last two: a failure that needs more than half of a create step of
-        200 kept all 200, and a run of 2,029 ops whose op step shrank to 3
-        ended at 203: seal-before-witness, seventh session).  Then the same
-        counts of what is left as batches only: a create step's reads and
-        scans change nothing on disk, and a batch of 2-8 keys writes what
-        as many puts would (eighth session: checkpoint-skips-data-fsync
-        kept 150 of 200 ops behind an op step of 10, 160 ops from 445;
-        as 10 batches it fails the same way; redo-skips-second-action, 175
-        behind 3, as 25 batches)."""
-        first = self.best.steps[0]
-        if self.best.w == 0 or first["type"] != "stress" or not is_fresh(self.best) or \
-                opt_get(first["argv"], "duration") or as_int(opt_get(first["argv"], "threads"), 1) != 1:
-            return
-        self.create_counts("create step's ops %d -> %d", [])
-        if as_int(opt_get(self.best.steps[0]["argv"], "writepercent"), 30) != 0:
-            self.create_counts("create step's ops %d -> %d batches", [(k, 0) for k in CREATE_MIX])
-
-    def create_counts(self, what, mix):
-        """p_create's counts of the create step's ops, with its op mix
-        options MIX [(name, value)] set; the first that fails kept."""
-        n = as_int(opt_get(self.best.steps[0]["argv"], "ops_per_thread"), 10000)
-        tries = sorted({1} | {n >> k for k in range(7, 0, -1) if 1 < n >> k} | {n - (n >> 2), n - (n >> 3)})
-        for m in tries:
-            if m >= n or self.left() <= 0 or STOP.is_set():
-                continue
-            c = self.best.copy()
-            argv = opt_set(c.steps[0]["argv"], "ops_per_thread", m)
-            for k, v in mix:
-                argv = opt_set(argv, k, v)
-            c.steps[0] = dict(c.steps[0], argv=argv)
-            if self.attempt(what % (n, m), c, "create"):
-                return
-
-    def freshened(self, cand):
-        """CAND starting from an empty directory: a create step (the run's
-        database options, 200 ops, one thread) first (K5)."""
-        c = cand.copy()
-        db = self.meta.get("db_params") or {}
-        seed = self.meta["seed"]
-        common = ["--max_key=%s" % opt_get(c.op["argv"], "max_key"), "--hang_seconds=%d" % self.hang]
-        create = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "@ITER@/steps/create",
-                  "argv": ["@STRESS@"] + state_argv("@STATE@") + common + opt_args(db) +
-                  ["--report=@ITER@/steps/create/report.json", "--destroy_db_initially=1", "--threads=1",
-                   "--ops_per_thread=200", "--seed=%d" % derive(seed, "create")],
-                  "expect": "exit0", "kill_after": None, "primary": True, "time_limit": None}
-        c.steps.insert(0, create)
-        c.want.insert(0, "passed")
-        for s in c.steps:
-            if s["type"] == "variant":
-                s["powerloss_step"] += 1
-        c.w += 1
-        c.fresh = True
-        return c
-
     def scaled(self, cand, n, faults=None, ops=None, volume=True):
         """CAND's op step for a short run of N ops per thread: each rare op
         of MT_SCALED that would come less than once in it comes every
@@ -1031,7 +978,8 @@ class Shrinker(Trials, TracePasses):
         # try: a timed run's size varies from try to try, and a change
         # that keeps its timer is no larger for a try that ran longer).
         e = self.log[-1]
-        self.cap = max([o for o in e["ops_all"] if o] + [(self.best_res or {}).get("ops_all") or 0]) or None
+        self.cap = (max([o for o in e["ops_all"] if o] + [(self.best_res or {}).get("ops_all") or 0]) +
+                    self.grown_ops(orig)) or None
         if ok and runs > 1:
             e = self.log[-1]
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
@@ -1051,6 +999,7 @@ class Shrinker(Trials, TracePasses):
                 ok = self.p_multi(start=orig, start_ops=ops)
             base = {"ops": ops, "ops_all": max([o for o in e["ops_all"] if o] or [0]) or None,
                     "seconds": max(e["seconds"] or [None]), "failed_again": False}
+        self.orig_ops = (base or {}).get("ops")
         if ok:
             # Rounds until one keeps nothing: a change kept late (a smaller
             # key space) can let an earlier one (one thread) through.
@@ -1079,7 +1028,8 @@ class Shrinker(Trials, TracePasses):
         with two threads, and the one-thread run the seed search kept lost
         it only in the next round, after delta debugging had run every
         trial twice)."""
-        return (self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_trace,
+        return (self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_fresh,
+                self.p_trace,
                 self.p_crash_end, self.p_end_kill, self.p_ops, self.p_timer, self.p_short, self.p_replay,
                 self.p_focus, self.p_untied, self.p_volume, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
                 self.p_classes, self.p_kill, self.p_rates, self.p_mix,
@@ -1094,10 +1044,11 @@ class Shrinker(Trials, TracePasses):
                                           .get("output_tail"), self.kind),
                # 0 is a size when the op step's is known (a kill point in
                # the open, before any op: checksum-skips-last-byte's), else
-               # no step said (killed before its first progress note).
-               "original": dict(orig.measures(), ops=(base or {}).get("ops_all") or (
-                                0 if (base or {}).get("ops") == 0 else None),
-                                op_step_ops=(base or {}).get("ops"),
+               # no step said (killed before its first progress note).  A
+               # run on a grown database counts the ops that grew it (K14).
+               "original": dict(orig.measures(), ops=grown((base or {}).get("ops_all") or (
+                                0 if (base or {}).get("ops") == 0 else None), self.grown_ops(orig)),
+                                op_step_ops=(base or {}).get("ops"), start_ops=self.history,
                                 seconds=(base or {}).get("seconds"),
                                 failed_again=(base or {}).get("failed_again", bool(ok))),
                "seeds_tried": [e["seed"] for e in self.log if "seed" in e],
@@ -1134,8 +1085,10 @@ class Shrinker(Trials, TracePasses):
                         dest, (times, repro_ok, tries), MT_REPRO_NEED, MT_STEP_BACK)
                 ops = self.best_res.get("ops")
             # The run's size: every stress step's ops, its op step's as above.
-            ops_all = (self.best_res.get("ops_all") or 0) - (self.best_res.get("ops") or 0) + (ops or 0)
+            ops_all = (self.best_res.get("ops_all") or 0) - (self.best_res.get("ops") or 0) + (ops or 0) + \
+                self.grown_ops(self.best)
             doc["shrunk"] = dict(self.best.measures(), ops=ops_all, op_step_ops=ops,
+                                 start_ops=0 if is_fresh(self.best) else self.history,
                                  seconds=self.best_res.get("seconds"),
                                  path=nice_path(dest), repro_seconds=times,
                                  repro_reproduced="%d of %d" % (repro_ok, tries))
@@ -1156,6 +1109,11 @@ class Shrinker(Trials, TracePasses):
                             s["op_step_ops"],
                             ",".join(o["fault_classes"]) or "none", ",".join(s["fault_classes"]) or "none",
                             o["steps"], s["steps"], "/".join("%.1f" % x for x in times), s["repro_reproduced"]))
+            if self.history:
+                self.p.line("shrink: the recorded run's database was grown by %d ops of earlier iterations, "
+                            "counted in its size; the shrunk run %s" % (
+                                self.history, "starts from a fresh database" if is_fresh(self.best)
+                                else "starts from that database: they count in its size too"))
             self.p.line("shrink: %s" % cmd)
             env = {"@STATE@": "STATE", "@ITER@": "ITER", "@FOLDER@": nice_path(dest),
                    "@STRESS@": nice_path(os.path.join(dest, "bin", "stress"))}
@@ -1167,6 +1125,12 @@ class Shrinker(Trials, TracePasses):
         write_json(os.path.join(self.dir, "shrink.json"), doc)
         shutil.rmtree(self.work, ignore_errors=True)
         return rc, doc
+
+
+def grown(ops, history):
+    """A run's size OPS with the HISTORY ops that grew its database (K14);
+    unknown stays unknown."""
+    return None if ops is None else ops + history
 
 
 def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_binary=None, match="kind"):

@@ -21,6 +21,7 @@ import os
 import shutil
 import time
 
+from .cand import ops_of
 from .executor import Executor, copy_state, subst, trim_journal
 from .output import differs
 from .params import FAILURE_KEYS, FAULT_OPTIONS, OUTCOMES, draw_db_params, draw_iter_params, draw_plan
@@ -142,6 +143,7 @@ def run_iteration(ct, run, index, seed):
     results = [st.ex.results.get(i) for i in range(len(st.list))]
     primary = counted_reports(st.list, results)
     record = make_record(ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed)
+    record["ops"] = iteration_ops(st.list, results, st.ex.env)
     conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_state)
     ct.finish(record, run)
 
@@ -151,6 +153,7 @@ def new_database(ct, run, seed):
     run.db_params = draw_db_params(seed, ct.cfg)
     run.db_id += 1
     run.db_age = 0
+    run.db_ops = 0
     ct.p.line("run %d: new database %d (iteration seed %d): %s" % (
         run.index, run.db_id, seed, " ".join(differs(run.db_params, {})) or "defaults"))
 
@@ -295,6 +298,15 @@ def counted_reports(steps, results):
     return out
 
 
+def iteration_ops(steps, results, env):
+    """The ops the iteration's primary stress steps did (a killed step's
+    from its progress note): what it added to its database's history.  A
+    failure on a grown database was made by its earlier iterations too, so
+    a shrink counts them in the recorded run's size (meta.json db_ops)."""
+    return sum(ops_of(r, subst(s["state"], env)) or 0 for s, r in zip(steps, results)
+               if r and s["type"] == "stress" and s.get("primary"))
+
+
 def make_record(ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed):
     """The iteration's record: iterations.jsonl's line, summary.json's entry."""
     steps = st.list
@@ -305,7 +317,7 @@ def make_record(ct, run, index, seed, started, plan, db, params, notes, st, resu
         "id": rid, "run": run.index, "run_seed": run.seed, "index": index, "seed": seed, "mode": ct.mode,
         "started": started,
         "kind": plan["kind"] + ("" if plan["kind"] == "blackbox" else "/" + plan["kill_mode_name"]),
-        "db": run.db_id, "db_age": run.db_age, "db_params": db, "params": params, "sanitizer_notes": notes,
+        "db": run.db_id, "db_age": run.db_age, "db_ops": run.db_ops, "db_params": db, "params": params, "sanitizer_notes": notes,
         "plan": plan, "steps": [dict(s, result=r) for s, r in zip(steps, results)],
         "verdict": "fail" if st.failure else "pass", "failure": None, "elapsed": round(elapsed, 3),
         "totals": totals, "judging_mode": "/".join(mode_names) or None,
@@ -336,6 +348,7 @@ def conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_stat
         record["repro"] = repro_line(dest)
         return
     run.db_age += 1
+    run.db_ops += record["ops"]
     run.fresh = False
     if primary_state is not None:
         # The first variant (after any second crash) carries on.

@@ -19,7 +19,7 @@ import sys
 import time
 from fractions import Fraction
 
-from .cand import opt_get, ops_of, signature, slim, trace_ops_of, trimmed, write_trace
+from .cand import is_fresh, opt_get, ops_of, signature, slim, trace_ops_of, trimmed, write_trace
 from .common import REPO, nice_path, sha256_of, write_json
 from .executor import Executor, subst
 from .params import FAULT_OPTIONS
@@ -55,6 +55,18 @@ def made_key(cand, n, step):
 
 
 class Trials:
+    history = 0  # the ops that grew the recorded run's database (K14; the Shrinker's __init__ sets it)
+
+    def grown_ops(self, cand):
+        """The ops that grew the database CAND starts from: none for a fresh
+        one, else the recorded run's earlier iterations' (K14)."""
+        return 0 if is_fresh(cand) else self.history or 0
+
+    def size(self, cand, r):
+        """The size of CAND's run R: its stress steps' ops and the ops that
+        grew its database (K14)."""
+        return (r["ops_all"] or 0) + self.grown_ops(cand)
+
     def left(self):
         return self.budget - (time.monotonic() - self.t0)
 
@@ -157,10 +169,10 @@ class Trials:
                 break  # decided (K2), or out of time
             r = self.run_once(cand)
             results.append(r)
-            if self.same(r) and phase != "baseline" and self.cap and (r["ops_all"] or 0) > self.cap and \
+            if self.same(r) and phase != "baseline" and self.cap and self.size(cand, r) > self.cap and \
                     not cand.deterministic():
                 why = "fails the same way, but larger than the recorded run (%d ops; it had %d)" % (
-                    r["ops_all"], self.cap)
+                    self.size(cand, r), self.cap)
             elif self.same(r) and better is not None and not better(r):
                 why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")
             elif self.same(r):
