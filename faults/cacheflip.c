@@ -227,6 +227,7 @@ void flt_cache_pattern(flt_ctx *f, flt_thr *t, eng_db *db) {
     e.mask = 1u << (bits[0] % 8);
     e.part_offset = (int64_t)part.a;
     e.part_len = (int64_t)(part.b - part.a);
+    e.part_code = part.a == hdrspan.a ? "page" : "entry";
     e.pattern = pat_names[pat];
     e.region = rg_names[rg];
     e.nbits = nb;

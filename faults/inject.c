@@ -56,7 +56,8 @@
  *   bitflip_cache       tick/cache  data  block     block * ps     page size  yes
  *                       (part_offset, part_len: the bytes of the page one
  *                        parity bit of the per-KV codes covers around the
- *                        flipped bit: flip_part)
+ *                        flipped bit, part_code: which code, page, entry
+ *                        or none: flip_part)
  *   bitflip_page        tick/data   data  block     block * ps     page size  yes
  *                       crash/data  (the same, right before a kill's SIGKILL;
  *                                    pre and post: the block's hashes)
@@ -718,16 +719,25 @@ static int used_ranges(const uint8_t *p, size_t ps, size_t r[3][2]) {
 }
 
 /* The bytes around BYTE that one parity bit of the engine's per-KV codes
- * covers, as far as the page's layout tells (engine/kvprot.h): the header,
- * a leaf's hint byte, a slot, or a cell taken from its start to the next
- * cell's (dead bytes between included: wider is safe); a page without
- * slots is one part.  Two flips in one part may cancel in a code's parity
- * and escape with the odds of its hash bits; in different parts never. */
-static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, size_t *len) {
+ * covers, as far as the page's layout tells (engine/kvprot.h), and which
+ * code that is (*CODE, the ledger's part_code): the header's steering
+ * fields [16, 40) and a page without slots from byte 16 on ("page": the
+ * 4-byte page code); a slot, or a cell taken from its start to the next
+ * cell's (dead bytes between included: wider is safe) ("entry": the w-byte
+ * entry codes); the checksum and LSN fields [0, 16) and a leaf's hint byte
+ * ("none": no code covers them, and no read follows them to an answer:
+ * a hint is used only where the transaction status agrees).  Two flips
+ * in one part may cancel in a code's parity and escape with the odds of
+ * that code's hash bits; in different parts never. */
+static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, size_t *len, const char **code) {
     unsigned type = p[PH_TYPE_OFF];
-    *off = 0, *len = ps;
+    *off = 0, *len = ps, *code = "page";
+    if (byte < PH_BLOCK_OFF) {
+        *len = PH_BLOCK_OFF, *code = "none";
+        return;
+    }
     if (byte < PAGE_HDR) {
-        *len = PAGE_HDR;
+        *off = PH_BLOCK_OFF, *len = PAGE_HDR - PH_BLOCK_OFF;
         return;
     }
     if (type != PAGE_LEAF && type != PAGE_INTERNAL) {
@@ -735,10 +745,11 @@ static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, siz
         *len = ps - PAGE_HDR;
         return;
     }
+    *code = "entry";
     size_t base = PAGE_HDR + (type == PAGE_LEAF ? LEAF_HINT_BYTES(ps) : 0);
     size_t lower = clamp(rd16(p + PH_LOWER_OFF), PAGE_HDR, ps);
     if (byte < base) {
-        *off = byte, *len = 1;
+        *off = byte, *len = 1, *code = "none";
         return;
     }
     if (byte < lower) {
@@ -798,7 +809,7 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     e.bit = (int64_t)bit;
     e.mask = mask;
     size_t po, pl;
-    flip_part(p, ps, byte, &po, &pl);
+    flip_part(p, ps, byte, &po, &pl, &e.part_code);
     e.part_offset = (int64_t)po;
     e.part_len = (int64_t)pl;
     uint64_t seq;

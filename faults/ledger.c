@@ -101,6 +101,7 @@ int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     PUTI("bit", e->bit);
     PUTI("part_offset", e->part_offset);
     PUTI("part_len", e->part_len);
+    PUTS("part_code", e->part_code);
     PUTS("pattern", e->pattern);
     PUTS("region", e->region);
     PUTI("nbits", e->nbits);

@@ -45,6 +45,10 @@ typedef struct flt_event {
                                  * cell, a slot, a hint byte, the header),
                                  * so the oracle can tell when two flips
                                  * may cancel in one code */
+    const char *part_code;         /* NULL: absent; cache flips: the code
+                                 * that covers that part: "page" (the
+                                 * 4-byte page code), "entry" (the w-byte
+                                 * entry codes) or "none" */
     int thread;                    /* -1: absent */
     const char *err;
     const char *note;

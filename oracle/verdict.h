@@ -180,6 +180,9 @@ typedef struct vd_injection {
     int64_t block, offset, len, op, bit;
     int64_t part_offset, part_len; /* cache flips: bytes one parity bit of
                                     * the per-KV codes covers (-1: absent) */
+    char part_code[8];             /* ... and which code covers them: "page",
+                                    * "entry", "none" ("": absent, a ledger
+                                    * older than it: taken as "entry") */
     int thread;                    /* -1: absent */
     /* bitflip_cache with patterns (faults/cacheflip.c): the pattern, the
      * parity of its parts ("odd", "entry", "span", "slot", "page") and the outcome of the

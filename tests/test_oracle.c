@@ -399,6 +399,57 @@ Test(oracle_verdict, two_flips_in_one_part_may_escape_within_the_bound_at_w1) {
     vd_free(v);
 }
 
+/* The odds of a pair follow the code that covers its part (ledger
+ * part_code).  Found 2026-12-03 (mutants, seed 20261801): 610 one-bit
+ * flips on the meta page, a page without slots that the 4-byte page code
+ * covers, were each taken at the entry codes' odds (1/32 at w = 1); the
+ * bound allowed 164 escapes, and a key lost by the engine passed. */
+static vd_ctx *flips_in_one_part(const char *code, int nflips, vd_result *res) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_CACHE] = 1;
+    c.protection_bytes = 1;
+    vd_ctx *v = vd_new(&c);
+    char line[240], field[40] = "";
+    if (code) snprintf(field, sizeof field, ",\"part_code\":\"%s\"", code);
+    for (int i = 0; i < nflips; i++) {
+        snprintf(line, sizeof line,
+                 "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":0,\"mask\":\"0x2\","
+                 "\"part_offset\":40,\"part_len\":4056%s}",
+                 field);
+        vd_add_ledger_line(v, line, 0);
+    }
+    vd_observation o = {.kind = VD_OBS_LOST, .thread = 0, .op = 900, .key = 735, .inj_mark = (uint64_t)nflips};
+    vd_add_observation(v, &o);
+    vd_settle(v, res);
+    return v;
+}
+
+Test(oracle_verdict, flips_in_a_part_the_page_code_covers_allow_no_lost_key) {
+    vd_result res;
+    char buf[160];
+    vd_ctx *v = flips_in_one_part("page", 610, &res);
+    cr_assert_not(res.pass, "a lost key was explained by flips only the page code covers");
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].lost, 1);
+    vd_escape_rates_json(v, buf, sizeof buf);
+    cr_assert(strstr(buf, "\"bound\": 0}") != NULL, "%s", buf);
+    vd_free(v);
+    /* Parts no code covers (checksum and LSN fields, hint bytes): no read
+     * follows them to an answer, so they allow no escape either. */
+    v = flips_in_one_part("none", 610, &res);
+    cr_assert_not(res.pass);
+    vd_free(v);
+    /* The same flips in one entry's part: pairs there escape a 1-byte code
+     * with odds 1/32, and one lost key is within the bound. */
+    v = flips_in_one_part("entry", 610, &res);
+    cr_assert(res.pass);
+    cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 1);
+    vd_free(v);
+    /* A ledger from before part_code: every part at the entry codes' odds. */
+    v = flips_in_one_part(NULL, 610, &res);
+    cr_assert(res.pass);
+    vd_free(v);
+}
+
 /* One damaged entry (a child pointer, say) that escaped can answer wrong
  * for many keys at once: an escape is one read that met keys not blamed
  * before, not one key.  At w = 2 with two paired flips (odds 2 * 2^-13)
