@@ -140,6 +140,20 @@ typedef struct flt_cflip {
     uint8_t *frame; /* page-size copy */
 } flt_cflip;
 
+/* A bitflip_cache flip of this process (tick_cache): its byte in the
+ * frame and the value it left there.  While that byte still holds the
+ * value, the flip may still be in the cached page, and a later flip into
+ * the same part may make an even count there (the ledger's pair_of).
+ * Chained by block; an entry whose byte no longer holds its value is
+ * dropped when its block is flipped again. */
+#define FLT_CRECENT_BUCKETS 1024
+typedef struct flt_crecent {
+    uint64_t seq, block;
+    uint32_t byte;
+    uint8_t val;
+    struct flt_crecent *next;
+} flt_crecent;
+
 struct flt_ctx {
     uint64_t gen;  /* unique per context: keys the thread-local cache */
     flt_options o; /* copy; strings below are owned copies */
@@ -167,10 +181,11 @@ struct flt_ctx {
     pthread_mutex_t dmg_mu; /* the damage table, and the WAL tail below */
     flt_damage *dmg;
     size_t ndmg, capdmg;
-    flt_cflip *cflips;                   /* header flips in cache frames not yet written back (D7) */
-    _Atomic size_t ncflips;              /* read without dmg_mu: a write's quick test */
-    char wal_tail_name[24];              /* the WAL segment of the last completed write ("" none) */
-    uint64_t wal_tail_off, wal_tail_len; /* and its bytes: where the log ends */
+    flt_cflip *cflips;                         /* header flips in cache frames not yet written back (D7) */
+    _Atomic size_t ncflips;                    /* read without dmg_mu: a write's quick test */
+    flt_crecent *crecent[FLT_CRECENT_BUCKETS]; /* cache flips that may still be there (under dmg_mu) */
+    char wal_tail_name[24];                    /* the WAL segment of the last completed write ("" none) */
+    uint64_t wal_tail_off, wal_tail_len;       /* and its bytes: where the log ends */
 
     _Atomic uint64_t injected[FLT_CLASS_COUNT];
     _Atomic uint64_t point_hits[FLT_MAX_POINTS];

@@ -57,7 +57,8 @@
  *                       (part_offset, part_len: the bytes of the page one
  *                        parity bit of the per-KV codes covers around the
  *                        flipped bit, part_code: which code, page, entry
- *                        or none: flip_part)
+ *                        or none: flip_part; pair_of: an earlier flip
+ *                        still in that part, crecent_pair)
  *   bitflip_page        tick/data   data  block     block * ps     page size  yes
  *                       crash/data  (the same, right before a kill's SIGKILL;
  *                                    pre and post: the block's hashes)
@@ -413,6 +414,12 @@ static void cflip_written(flt_ctx *f, const eng_io_op *op, size_t ps) {
 }
 
 void flt_cflips_free(flt_ctx *f) {
+    for (size_t b = 0; b < FLT_CRECENT_BUCKETS; b++)
+        while (f->crecent[b]) {
+            flt_crecent *r = f->crecent[b];
+            f->crecent[b] = r->next;
+            free(r);
+        }
     for (size_t i = 0; i < f->ncflips; i++) free(f->cflips[i].frame);
     free(f->cflips);
     f->cflips = NULL;
@@ -767,6 +774,39 @@ static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, siz
     *off = start, *len = end - start;
 }
 
+/* The seq of an earlier cache flip of this process in BLOCK's part [PO,
+ * PO + PL) whose byte still holds the value that flip left in frame P
+ * (it may still be there: the page was neither reloaded nor rewritten
+ * there since), or -1.  A flip whose page was dropped when a check found
+ * it, or whose bytes an edit replaced, pairs with nothing: counting every
+ * earlier flip of the part over a whole run let 978 flips at w = 1 allow
+ * 12 escapes.  A byte that holds the value again by chance only widens
+ * the oracle's bound.  Under dmg_mu. */
+static int64_t crecent_pair(flt_ctx *f, uint64_t block, const uint8_t *p, size_t po, size_t pl) {
+    int64_t pair = -1;
+    for (flt_crecent **rp = &f->crecent[block % FLT_CRECENT_BUCKETS]; *rp;) {
+        flt_crecent *r = *rp;
+        if (r->block == block && p[r->byte] != r->val) { /* gone: a reload or an edit took it */
+            *rp = r->next;
+            free(r);
+            continue;
+        }
+        if (r->block == block && r->byte >= po && r->byte < po + pl) pair = (int64_t)r->seq;
+        rp = &r->next;
+    }
+    return pair;
+}
+
+/* Note the flip SEQ that left VAL at BYTE of BLOCK's frame.  Under dmg_mu.
+ * Without memory it is not noted: a later flip then names no pair, which
+ * errs toward failing. */
+static void crecent_note(flt_ctx *f, uint64_t seq, uint64_t block, size_t byte, uint8_t val) {
+    flt_crecent *r = malloc(sizeof *r);
+    if (!r) return;
+    *r = (flt_crecent){seq, block, (uint32_t)byte, val, f->crecent[block % FLT_CRECENT_BUCKETS]};
+    f->crecent[block % FLT_CRECENT_BUCKETS] = r;
+}
+
 static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     if (f->o.cache_patterns) {
         flt_cache_pattern(f, t, db);
@@ -813,9 +853,18 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     e.part_offset = (int64_t)po;
     e.part_len = (int64_t)pl;
     uint64_t seq;
+    /* dmg_mu held from the pair test to the note: another thread's flip
+     * of the same frame cannot come between (the frame latch keeps it
+     * out too). */
+    pthread_mutex_lock(&f->dmg_mu);
+    e.pair_of = crecent_pair(f, block, p, po, pl);
     if (flt_record_seq(f, FLT_BITFLIP_CACHE, &e, &seq) == 0) {
         p[byte] ^= mask;
+        crecent_note(f, seq, block, byte, p[byte]);
+        pthread_mutex_unlock(&f->dmg_mu);
         cflip_note(f, seq, block, p, ps, byte, mask);
+    } else {
+        pthread_mutex_unlock(&f->dmg_mu);
     }
     eng_debug_frame_release(db, block);
 }

@@ -23,7 +23,8 @@ void flt_thr_free_bufs(flt_thr *t);
  * mark: nothing of the process writes those blocks again. */
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t);
 
-/* Free D7's pending frame copies (flt_close). */
+/* Free D7's pending frame copies and the cache flips pair_of may name
+ * (flt_close). */
 void flt_cflips_free(flt_ctx *f);
 
 #endif

@@ -27,6 +27,7 @@ flt_event flt_event_none(const char *cls, const char *point) {
                        .op = -1,
                        .thread = -1,
                        .part_offset = -1,
+                       .pair_of = -1,
                        .part_len = -1,
                        .nbits = -1};
 }
@@ -102,6 +103,7 @@ int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     PUTI("part_offset", e->part_offset);
     PUTI("part_len", e->part_len);
     PUTS("part_code", e->part_code);
+    PUTI("pair_of", e->pair_of);
     PUTS("pattern", e->pattern);
     PUTS("region", e->region);
     PUTI("nbits", e->nbits);

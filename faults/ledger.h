@@ -45,6 +45,11 @@ typedef struct flt_event {
                                  * cell, a slot, a hint byte, the header),
                                  * so the oracle can tell when two flips
                                  * may cancel in one code */
+    int64_t pair_of;               /* -1: absent; cache flips: the seq of an
+                                 * earlier flip of this process whose
+                                 * byte in the same part of the same
+                                 * frame still holds what that flip left
+                                 * (the two may make an even count) */
     const char *part_code;         /* NULL: absent; cache flips: the code
                                  * that covers that part: "page" (the
                                  * 4-byte page code), "entry" (the w-byte

@@ -138,7 +138,7 @@ static int by_page_then_order(const void *x, const void *y, void *inj) {
 int vd_parse_ledger_line(const char *line, vd_injection *o) {
     memset(o, 0, sizeof *o);
     o->seq = o->block = o->offset = o->len = o->op = o->bit = -1;
-    o->part_offset = o->part_len = -1;
+    o->part_offset = o->part_len = o->pair_of = -1;
     o->thread = -1;
     o->cls = -1;
     snprintf(o->phase, sizeof o->phase, "run");
@@ -192,6 +192,7 @@ int vd_parse_ledger_line(const char *line, vd_injection *o) {
         INT("bit", bit);
         INT("part_offset", part_offset);
         INT("part_len", part_len);
+        INT("pair_of", pair_of);
         else if (!strcmp(key, "pre")) o->page_pre = strtoull(sval, NULL, 0);
         else if (!strcmp(key, "post")) o->page_post = strtoull(sval, NULL, 0);
         else if (!strcmp(key, "thread")) o->thread = (int)(is_str ? strtol(sval, NULL, 0) : ival);
@@ -871,8 +872,11 @@ void vd_settle(vd_ctx *v, vd_result *out) {
      * a single flip included, is caught).  Flips add up: a one-bit flip
      * into the part (ledger part_offset/part_len) of an earlier flip of the
      * same page may make an even count there, so it counts as one that
-     * can escape (whether the first was found and dropped meanwhile is not
-     * known here: counting it anyway only widens the bound).  Its odds are
+     * can escape.  The injector says whether the earlier flip may still be
+     * there (ledger pair_of: its byte still holds what it left; a page
+     * dropped when a check found the flip, or an edit, took it away); a
+     * ledger from before pair_of (no part_code) counts every earlier flip
+     * of the part, found or not, which only widens the bound.  Its odds are
      * those of the code that covers the part (ledger part_code): the entry
      * codes' for a slot or a cell, the 4-byte page code's (2^-31) for the
      * header's steering fields and a page without slots, none for the
@@ -903,6 +907,10 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             }
             unsigned long long m = strtoull(a->mask, NULL, 0);
             int even = m == 0 || __builtin_popcountll(m) % 2 == 0;
+            if (a->part_code[0]) {
+                if (even || a->pair_of >= 0) lambda += part_odds(a->part_code, miss);
+                continue;
+            }
             if (a->part_len <= 0 || a->part_offset < 0 || a->part_offset + a->part_len > (1 << 20)) {
                 even |= g > 0 && !cmp_page(&v->inj[ix[g - 1]], a);
                 whole = 1;

@@ -183,6 +183,8 @@ typedef struct vd_injection {
     char part_code[8];             /* ... and which code covers them: "page",
                                     * "entry", "none" ("": absent, a ledger
                                     * older than it: taken as "entry") */
+    int64_t pair_of;               /* with part_code: the seq of an earlier
+                                    * flip still in that part (-1: none) */
     int thread;                    /* -1: absent */
     /* bitflip_cache with patterns (faults/cacheflip.c): the pattern, the
      * parity of its parts ("odd", "entry", "span", "slot", "page") and the outcome of the

@@ -1,68 +1,93 @@
 /*
  * test_faults_cache_flip_names_the_code_of_its_part.c -- every bitflip_cache
  * ledger line names the part of the page around its bit (part_offset,
- * part_len) and the per-KV code that covers that part (part_code), as
+ * part_len), the per-KV code that covers that part (part_code), as
  * engine/kvprot.h lays the codes out:
  *   [0, 16)   checksum and LSN             "none"
  *   [16, 40)  the header's steering fields "page"  (the 4-byte page code)
  *   40 on, a page without slots            "page"  (one part, to its end)
  *   a leaf's hint byte                     "none"  (one byte)
  *   a slot, or a cell                      "entry" (the w-byte codes)
- * The oracle takes a pair of flips in one part at the odds of that code
- * (oracle/verdict.c part_odds).  When it took every part at the entry
- * codes' odds, 610 flips on a meta page let the verdict explain away a lost
- * key (2026-12-03, mutants seed 20261801).
+ * and, in pair_of, an earlier flip of the process whose byte in that part
+ * still holds what it left (the two may make an even count there).  The
+ * oracle takes such a pair at the odds of the part's code (oracle/verdict.c
+ * part_odds).  When it took every part at the entry codes' odds and every
+ * earlier flip of a part as still there, 610 flips on a meta page let the
+ * verdict explain away a lost key (2026-12-03, mutants seed 20261801), and
+ * 978 flips, each found and dropped, allowed 12 escapes at w = 1.
  *
  * A fresh database with codes of width 1 and 400 puts in an 8 MiB cache
- * (everything resident), then 400 ticks with bitflip_cache on; each flip
- * is checked against the frame's layout and put back.
+ * (everything resident), then ticks with bitflip_cache on.
  */
 #include "faults_helpers.h"
 
-#define SEED  11u
-#define TICKS 400
+#define SEED 11u
 
-Test(faults_cache_flip, names_the_code_of_its_part) {
-    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
-    flt_options fo = fopts(run, dir, SEED);
-    fo.one_in[FLT_BITFLIP_CACHE] = 1;
-    flt_ctx *f = fopen_ok(&fo);
+typedef struct tk {
+    const char *run;
+    flt_ctx *f;
+    eng_db *db;
     tu_reports reps;
-    tu_reports_init(&reps);
-    eng_options o = tu_opts(ENG_IO_PSYNC, PS, 0, &reps);
-    o.io_hooks = flt_hooks(f);
+    size_t seen;
+} tk;
+
+static void tk_open(tk *t) {
+    memset(t, 0, sizeof *t);
+    t->run = tu_tmpdir();
+    const char *dir = tu_tmpdir();
+    flt_options fo = fopts(t->run, dir, SEED);
+    fo.one_in[FLT_BITFLIP_CACHE] = 1;
+    t->f = fopen_ok(&fo);
+    tu_reports_init(&t->reps);
+    eng_options o = tu_opts(ENG_IO_PSYNC, PS, 0, &t->reps);
+    o.io_hooks = flt_hooks(t->f);
     o.checkpoint_wal_bytes = 0;
     o.cache_size = 8u << 20;
     o.block_protection_bytes_per_key = 1;
-    eng_db *db = tu_open(dir, &o);
+    t->db = tu_open(dir, &o);
     char k[32];
     uint8_t v[512];
     size_t kl, vl;
     for (uint64_t i = 0; i < 400; i++) {
         kv(i, 0, k, &kl, v, &vl);
-        cr_assert_eq(eng_put(db, k, kl, v, vl, NULL), ENG_OK);
+        cr_assert_eq(eng_put(t->db, k, kl, v, vl, NULL), ENG_OK);
     }
-    flt_thread_start(f, 0);
-    size_t seen = 0, by[3] = {0};
-    for (uint64_t i = 0; i < TICKS; i++) {
-        flt_pause(f, 0);
-        flt_op(f, i);
-        flt_tick(f, db);
-        flt_pause(f, 1);
-        lg l = lg_read(run);
-        if (l.n == seen) {
-            lg_free(&l);
-            continue;
-        }
-        seen = l.n;
-        const char *line = l.lines[l.n - 1];
+    flt_thread_start(t->f, 0);
+}
+
+static void tk_close(tk *t) {
+    eng_close(t->db);
+    flt_close(t->f);
+}
+
+/* One tick: the new ledger line into LINE (0 when none was drawn). */
+static int tk_tick(tk *t, uint64_t op, char *line, size_t cap) {
+    flt_pause(t->f, 0);
+    flt_op(t->f, op);
+    flt_tick(t->f, t->db);
+    flt_pause(t->f, 1);
+    lg l = lg_read(t->run);
+    int got = l.n > t->seen;
+    if (got) snprintf(line, cap, "%s", l.lines[l.n - 1]);
+    t->seen = l.n;
+    lg_free(&l);
+    return got;
+}
+
+Test(faults_cache_flip, names_the_code_of_its_part) {
+    tk t;
+    tk_open(&t);
+    size_t by[3] = {0};
+    char line[1024];
+    for (uint64_t i = 0; i < 400; i++) {
+        if (!tk_tick(&t, i, line, sizeof line)) continue;
         int64_t block = jnum(line, "block"), bit = jnum(line, "bit");
         int64_t po = jnum(line, "part_offset"), pl = jnum(line, "part_len");
         char code[16];
         cr_assert_not_null(jstr(line, "part_code", code, sizeof code), "no part_code: %s", line);
         uint64_t byte = (uint64_t)bit / 8, mask = jmask(line);
         size_t ps = 0;
-        uint8_t *p = eng_debug_frame_bytes(db, (uint64_t)block, &ps);
+        uint8_t *p = eng_debug_frame_bytes(t.db, (uint64_t)block, &ps);
         cr_assert_not_null(p, "%s", line);
         cr_assert(po >= 0 && pl > 0 && (uint64_t)po <= byte && byte < (uint64_t)(po + pl) && po + pl <= (int64_t)ps,
                   "the part does not hold the flipped byte: %s", line);
@@ -86,12 +111,58 @@ Test(faults_cache_flip, names_the_code_of_its_part) {
         }
         cr_assert_str_eq(code, want, "byte %llu of a page of type %u: %s", (unsigned long long)byte, type, line);
         by[!strcmp(want, "none") ? 0 : !strcmp(want, "page") ? 1 : 2]++;
-        p[byte] ^= (uint8_t)mask; /* put back: the next flip meets the page as it was */
-        eng_debug_frame_release(db, (uint64_t)block);
-        lg_free(&l);
+        /* Put back: the flip is gone, and no later flip pairs with it. */
+        cr_assert_eq(jnum(line, "pair_of"), -1, "a flip paired with one that was put back: %s", line);
+        p[byte] ^= (uint8_t)mask;
+        eng_debug_frame_release(t.db, (uint64_t)block);
     }
-    cr_assert(by[0] && by[1] && by[2], "not every code met in %d ticks (seed %u): none %zu, page %zu, entry %zu", TICKS,
-              SEED, by[0], by[1], by[2]);
-    eng_close(db);
-    flt_close(f);
+    cr_assert(by[0] && by[1] && by[2], "not every code met (seed %u): none %zu, page %zu, entry %zu", SEED, by[0],
+              by[1], by[2]);
+    tk_close(&t);
+}
+
+/* Flips left in place: a flip into a part that holds an earlier one names
+ * it, and only then. */
+#define KEPT_TICKS 3000
+#define KEPT_MAX   KEPT_TICKS
+typedef struct kept {
+    int64_t seq, block, byte;
+    uint8_t val; /* what the flip left in its byte */
+} kept;
+
+Test(faults_cache_flip, names_an_earlier_flip_still_in_its_part) {
+    tk t;
+    tk_open(&t);
+    static kept ks[KEPT_MAX];
+    size_t nk = 0, pairs = 0;
+    char line[1024];
+    for (uint64_t i = 0; i < KEPT_TICKS; i++) {
+        if (!tk_tick(&t, i, line, sizeof line)) continue;
+        int64_t block = jnum(line, "block"), byte = jnum(line, "bit") / 8, seq = jnum(line, "seq");
+        int64_t po = jnum(line, "part_offset"), pl = jnum(line, "part_len"), pair = jnum(line, "pair_of");
+        size_t ps = 0;
+        uint8_t *p = eng_debug_frame_bytes(t.db, (uint64_t)block, &ps);
+        cr_assert_not_null(p);
+        uint8_t mask = (uint8_t)jmask(line);
+        if (pair >= 0) {
+            pairs++;
+            size_t k = 0;
+            while (k < nk && ks[k].seq != pair) k++;
+            cr_assert(k < nk && ks[k].block == block && ks[k].byte >= po && ks[k].byte < po + pl,
+                      "pair_of names no earlier flip in this part: %s", line);
+        } else {
+            /* No pair named: every earlier flip in this part is gone from
+             * the frame (as it was before this flip: undo it to look). */
+            p[byte] ^= mask;
+            for (size_t k = 0; k < nk; k++)
+                cr_assert(
+                    !(ks[k].block == block && ks[k].byte >= po && ks[k].byte < po + pl && p[ks[k].byte] == ks[k].val),
+                    "flip %lld is still in this part, and no pair was named: %s", (long long)ks[k].seq, line);
+            p[byte] ^= mask;
+        }
+        if (nk < KEPT_MAX) ks[nk++] = (kept){seq, block, byte, p[byte]};
+        eng_debug_frame_release(t.db, (uint64_t)block);
+    }
+    cr_assert(pairs > 0, "no flip landed in the part of an earlier one in %d ticks (seed %u)", KEPT_TICKS, SEED);
+    tk_close(&t);
 }

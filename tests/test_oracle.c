@@ -403,15 +403,20 @@ Test(oracle_verdict, two_flips_in_one_part_may_escape_within_the_bound_at_w1) {
  * part_code).  Found 2026-12-03 (mutants, seed 20261801): 610 one-bit
  * flips on the meta page, a page without slots that the 4-byte page code
  * covers, were each taken at the entry codes' odds (1/32 at w = 1); the
- * bound allowed 164 escapes, and a key lost by the engine passed. */
-static vd_ctx *flips_in_one_part(const char *code, int nflips, vd_result *res) {
+ * bound allowed 164 escapes, and a key lost by the engine passed.  And a
+ * flip pairs only with an earlier one the injector saw still there
+ * (pair_of): every flip but the first here when PAIRED. */
+static vd_ctx *flips_in_one_part(const char *code, int nflips, int paired, vd_result *res) {
     vd_config c = judging();
     c.class_on[VD_BITFLIP_CACHE] = 1;
     c.protection_bytes = 1;
     vd_ctx *v = vd_new(&c);
-    char line[240], field[40] = "";
-    if (code) snprintf(field, sizeof field, ",\"part_code\":\"%s\"", code);
+    char line[240], field[64] = "";
     for (int i = 0; i < nflips; i++) {
+        if (code && paired && i)
+            snprintf(field, sizeof field, ",\"part_code\":\"%s\",\"pair_of\":%d", code, i);
+        else if (code)
+            snprintf(field, sizeof field, ",\"part_code\":\"%s\"", code);
         snprintf(line, sizeof line,
                  "{\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":0,\"mask\":\"0x2\","
                  "\"part_offset\":40,\"part_len\":4056%s}",
@@ -427,7 +432,7 @@ static vd_ctx *flips_in_one_part(const char *code, int nflips, vd_result *res) {
 Test(oracle_verdict, flips_in_a_part_the_page_code_covers_allow_no_lost_key) {
     vd_result res;
     char buf[160];
-    vd_ctx *v = flips_in_one_part("page", 610, &res);
+    vd_ctx *v = flips_in_one_part("page", 610, 1, &res);
     cr_assert_not(res.pass, "a lost key was explained by flips only the page code covers");
     cr_assert_eq(res.cls[VD_BITFLIP_CACHE].lost, 1);
     vd_escape_rates_json(v, buf, sizeof buf);
@@ -435,17 +440,24 @@ Test(oracle_verdict, flips_in_a_part_the_page_code_covers_allow_no_lost_key) {
     vd_free(v);
     /* Parts no code covers (checksum and LSN fields, hint bytes): no read
      * follows them to an answer, so they allow no escape either. */
-    v = flips_in_one_part("none", 610, &res);
+    v = flips_in_one_part("none", 610, 1, &res);
     cr_assert_not(res.pass);
     vd_free(v);
     /* The same flips in one entry's part: pairs there escape a 1-byte code
      * with odds 1/32, and one lost key is within the bound. */
-    v = flips_in_one_part("entry", 610, &res);
+    v = flips_in_one_part("entry", 610, 1, &res);
     cr_assert(res.pass);
     cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 1);
     vd_free(v);
+    /* ... but not when each earlier flip was gone (found and its page
+     * dropped) by the time the next one came: no pair, no escape. */
+    v = flips_in_one_part("entry", 610, 0, &res);
+    cr_assert_not(res.pass, "flips the injector saw alone in their part explained a lost key");
+    vd_escape_rates_json(v, buf, sizeof buf);
+    cr_assert(strstr(buf, "\"bound\": 0}") != NULL, "%s", buf);
+    vd_free(v);
     /* A ledger from before part_code: every part at the entry codes' odds. */
-    v = flips_in_one_part(NULL, 610, &res);
+    v = flips_in_one_part(NULL, 610, 0, &res);
     cr_assert(res.pass);
     vd_free(v);
 }
