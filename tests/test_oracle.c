@@ -406,7 +406,7 @@ Test(oracle_verdict, two_flips_in_one_part_may_escape_within_the_bound_at_w1) {
  * bound allowed 164 escapes, and a key lost by the engine passed.  And a
  * flip pairs only with an earlier one the injector saw still there
  * (pair_of): every flip but the first here when PAIRED. */
-static vd_ctx *flips_in_one_part(const char *code, int nflips, int paired, vd_result *res) {
+static vd_ctx *flips_in_one_part(const char *code, int nflips, int paired, int mark, vd_result *res) {
     vd_config c = judging();
     c.class_on[VD_BITFLIP_CACHE] = 1;
     c.protection_bytes = 1;
@@ -423,7 +423,8 @@ static vd_ctx *flips_in_one_part(const char *code, int nflips, int paired, vd_re
                  field);
         vd_add_ledger_line(v, line, 0);
     }
-    vd_observation o = {.kind = VD_OBS_LOST, .thread = 0, .op = 900, .key = 735, .inj_mark = (uint64_t)nflips};
+    vd_observation o = {
+        .kind = VD_OBS_LOST, .thread = 0, .op = 900, .key = 735, .inj_mark = (uint64_t)(mark < 0 ? nflips : mark)};
     vd_add_observation(v, &o);
     vd_settle(v, res);
     return v;
@@ -432,7 +433,7 @@ static vd_ctx *flips_in_one_part(const char *code, int nflips, int paired, vd_re
 Test(oracle_verdict, flips_in_a_part_the_page_code_covers_allow_no_lost_key) {
     vd_result res;
     char buf[160];
-    vd_ctx *v = flips_in_one_part("page", 610, 1, &res);
+    vd_ctx *v = flips_in_one_part("page", 610, 1, -1, &res);
     cr_assert_not(res.pass, "a lost key was explained by flips only the page code covers");
     cr_assert_eq(res.cls[VD_BITFLIP_CACHE].lost, 1);
     vd_escape_rates_json(v, buf, sizeof buf);
@@ -440,24 +441,33 @@ Test(oracle_verdict, flips_in_a_part_the_page_code_covers_allow_no_lost_key) {
     vd_free(v);
     /* Parts no code covers (checksum and LSN fields, hint bytes): no read
      * follows them to an answer, so they allow no escape either. */
-    v = flips_in_one_part("none", 610, 1, &res);
+    v = flips_in_one_part("none", 610, 1, -1, &res);
     cr_assert_not(res.pass);
     vd_free(v);
     /* The same flips in one entry's part: pairs there escape a 1-byte code
      * with odds 1/32, and one lost key is within the bound. */
-    v = flips_in_one_part("entry", 610, 1, &res);
+    v = flips_in_one_part("entry", 610, 1, -1, &res);
     cr_assert(res.pass);
     cr_assert_eq(res.cls[VD_BITFLIP_CACHE].undetectable, 1);
     vd_free(v);
     /* ... but not when each earlier flip was gone (found and its page
      * dropped) by the time the next one came: no pair, no escape. */
-    v = flips_in_one_part("entry", 610, 0, &res);
+    v = flips_in_one_part("entry", 610, 0, -1, &res);
     cr_assert_not(res.pass, "flips the injector saw alone in their part explained a lost key");
     vd_escape_rates_json(v, buf, sizeof buf);
     cr_assert(strstr(buf, "\"bound\": 0}") != NULL, "%s", buf);
     vd_free(v);
+    /* A lost key read before the first pair was made: no pair can explain
+     * it, however many come later (a get that skips a check answers
+     * NOTFOUND for a key one flip damaged: kv-absent-key-unchecked). */
+    v = flips_in_one_part("entry", 610, 1, 1, &res);
+    cr_assert_not(res.pass, "a lost key was explained by pairs made after it was read");
+    vd_free(v);
+    v = flips_in_one_part("entry", 610, 1, 200, &res);
+    cr_assert(res.pass, "199 pairs before the read: one escape is within their bound");
+    vd_free(v);
     /* A ledger from before part_code: every part at the entry codes' odds. */
-    v = flips_in_one_part(NULL, 610, 0, &res);
+    v = flips_in_one_part(NULL, 610, 0, -1, &res);
     cr_assert(res.pass);
     vd_free(v);
 }
