@@ -85,7 +85,8 @@ Rules:
       a failure that
       rests on where the run ends (the log's end in a block's first
       sector) comes and goes with every op, and no removal of ops keeps
-      it.
+      it.  An op step a kill point ends, when a later step fails, keeps
+      its kill point in them, firing 1 in a quarter of their hits.
       Once a trace exists, delta debugging on it comes before the option
       steps (each later trial is then a few ops).
   K9  a one-thread op step that a kill point ends, when a later step
@@ -657,12 +658,21 @@ class Shrinker(Trials, TracePasses, FreshPasses):
         of the current), SHORT_SEEDS seeds each, the first that fails the
         same way kept.
         Only for a deterministic op step (traced, or one whose traced runs
-        all passed) that ends by itself or
-        with a crash after its last op (a kill point must still fire)."""
+        all passed) that ends by itself, with a crash after its last op, or
+        by a kill point when a later step fails: its kill point then fires
+        1 in a quarter of the short run's hits (planted bug
+        seal-before-witness, make test 2026-12-03: a commit killed between
+        its log write and its fsync, rolled back by the power loss, left
+        the log's end in a block's first sector; a crash after the op
+        rolled nothing back and passed, and delta debugging moved the kill
+        with every removal: 13,121 -> 1,998 ops)."""
         a = self.best.op["argv"]
         n = as_int(opt_get(a, "ops_per_thread"), 10000)
+        expect = self.best.op.get("expect")
+        kill = as_int(opt_get(a, "kill_random_test"))
         if opt_get(a, "replay_ops") or not self.best.deterministic() or n <= 10 or \
-                self.best.op.get("expect") not in ("exit0", "crash_at_end"):
+                expect not in ("exit0", "crash_at_end", "kill_point") or \
+                expect == "kill_point" and (kill <= 0 or self.best.w == len(self.best.steps) - 1):
             return
         base = as_int(opt_get(a, "seed"))
         for k in [x for x in SHORT_OPS if x * 10 <= n]:
@@ -684,7 +694,11 @@ class Shrinker(Trials, TracePasses, FreshPasses):
                     seed = derive(base, "shrink", "short", k, j)
                     c = start.copy()
                     c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", k), "seed", seed)
-                    if self.attempt("ops %d -> %d, seed %d%s" % (n, k, seed, label), c, "short",
+                    kl = ""
+                    if expect == "kill_point":
+                        c.op["argv"] = opt_set(c.op["argv"], "kill_random_test", max(1, min(kill, k // 4)))
+                        kl = ", kill points 1 in %d hits" % max(1, min(kill, k // 4))
+                    if self.attempt("ops %d -> %d, seed %d%s%s" % (n, k, seed, kl, label), c, "short",
                                     extra={"seed": seed}):
                         return
 

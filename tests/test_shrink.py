@@ -524,6 +524,33 @@ class TestShrinkParts(unittest.TestCase):
         sh.p_short()
         self.assertEqual(got, [])
 
+    def test_short_runs_of_an_op_step_a_kill_point_ends_keep_the_kill_firing_in_them(self):
+        # seal-before-witness (make test, 2026-12-03): a commit killed
+        # between its log write and its fsync, rolled back by the power
+        # loss, left the log's end in a block's first sector.  A crash after
+        # the op passed, and every removal moved the kill: 13,121 -> 1,998.
+        # Short runs with other seeds keep the kill point, firing 1 in a
+        # quarter of the run's hits.
+        wl = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "kill_point",
+              "kill_after": None, "argv": ["@STRESS@", "--threads=1", "--ops_per_thread=8000", "--seed=5",
+                                           "--kill_random_test=3230",
+                                           "--kill_points=kill/wal/after_write_before_sync"]}
+        _, pl, vf = timed_kill_steps()
+        sh = Shrinker.__new__(Shrinker)
+        sh.best, sh.best_res, got = Cand([wl, pl, vf], False, None, 0), None, []
+        sh.left = lambda: 100
+        sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
+        sh.p_short()
+        kills = {(opt_get(c.op["argv"], "ops_per_thread"), opt_get(c.op["argv"], "kill_random_test")) for c in got}
+        self.assertEqual(kills, {("1", "1"), ("4", "1"), ("16", "4"), ("64", "16"), ("256", "64")})
+        self.assertTrue(all(c.op["expect"] == "kill_point" and
+                            opt_get(c.op["argv"], "kill_points") == "kill/wal/after_write_before_sync" for c in got))
+        # Not when the op step fails itself: its kill may end it before.
+        got.clear()
+        sh.best = Cand([wl], False, None, 0)
+        sh.p_short()
+        self.assertEqual(got, [])
+
     def test_a_short_run_checkpoints_by_log_volume_as_often_per_op_as_its_run(self):
         # checkpoint-redo-at-record's four-thread catch checkpointed only
         # when 8M of log had been written (one or two in 266,520 ops); a
