@@ -964,6 +964,15 @@ class TestShrinkTable(unittest.TestCase):
         none = dict(doc, original=dict(doc["original"], ops=0))
         self.assertIn("| 0 -> 1 (none to remove: the recorded run did no op) |",
                       shrink_table([("d-bug", shrink_summary(none))]))
+        # K14: the ops that grew the recorded run's database, and whether
+        # the shrunk run still starts from it.
+        grown = dict(doc, original=dict(doc["original"], ops=10311, start_ops=9000),
+                     shrunk=dict(doc["shrunk"], ops=9001, start_ops=9000))
+        self.assertIn("10311 -> 9001 (1.1x); 9000 of them grew its database, still in the shrunk run |",
+                      shrink_table([("e-bug", shrink_summary(grown))]))
+        fresh = dict(grown, shrunk=dict(doc["shrunk"], ops=3, start_ops=0))
+        self.assertIn("(3437x); 9000 of them grew its database, the shrunk run starts fresh |",
+                      shrink_table([("f-bug", shrink_summary(fresh))]))
 
 
 class TestShrinkPlantedBugs(unittest.TestCase):
