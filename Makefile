@@ -149,8 +149,8 @@ $(FAULT_TESTS): $(BUILD)/tests/%: tests/%.c $(BUILD)/libfaults.a $(BUILD)/libeng
 	@$(if $(Q),echo "  CC $<")
 	$(Q)$(CC) $(CFLAGS_BASE) -Itests -Ifaults -DFIU_ENABLE -o $@ $< $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU) -lcriterion
 
-# test_oracle compiles oracle/verdict.c into itself (it tests static rules).
-$(BUILD)/tests/test_oracle: $(wildcard oracle/*.c oracle/*.h)
+# test_oracle*.c compile oracle/verdict.c into themselves (they test static rules).
+$(BUILD)/tests/test_oracle $(BUILD)/tests/test_oracle_narrow_codes: $(wildcard oracle/*.c oracle/*.h)
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libengine.a $(wildcard tests/*.h) $(COMMON_H)
 	@mkdir -p $(dir $@)
