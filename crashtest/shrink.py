@@ -696,8 +696,9 @@ class Shrinker(Trials, TracePasses, FreshPasses):
                     c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", k), "seed", seed)
                     kl = ""
                     if expect == "kill_point":
-                        c.op["argv"] = opt_set(c.op["argv"], "kill_random_test", max(1, min(kill, k // 4)))
-                        kl = ", kill points 1 in %d hits" % max(1, min(kill, k // 4))
+                        every = max(1, min(kill, k // 4))
+                        c.op["argv"] = opt_set(c.op["argv"], "kill_random_test", every)
+                        kl = ", kill points 1 in %d hits" % every
                     if self.attempt("ops %d -> %d, seed %d%s%s" % (n, k, seed, kl, label), c, "short",
                                     extra={"seed": seed}):
                         return

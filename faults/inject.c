@@ -858,14 +858,13 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
      * out too). */
     pthread_mutex_lock(&f->dmg_mu);
     e.pair_of = crecent_pair(f, block, p, po, pl);
-    if (flt_record_seq(f, FLT_BITFLIP_CACHE, &e, &seq) == 0) {
+    int rc = flt_record_seq(f, FLT_BITFLIP_CACHE, &e, &seq);
+    if (rc == 0) {
         p[byte] ^= mask;
         crecent_note(f, seq, block, byte, p[byte]);
-        pthread_mutex_unlock(&f->dmg_mu);
-        cflip_note(f, seq, block, p, ps, byte, mask);
-    } else {
-        pthread_mutex_unlock(&f->dmg_mu);
     }
+    pthread_mutex_unlock(&f->dmg_mu);
+    if (rc == 0) cflip_note(f, seq, block, p, ps, byte, mask);
     eng_debug_frame_release(db, block);
 }
 

@@ -925,13 +925,8 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             unsigned long long m = strtoull(a->mask, NULL, 0);
             int even = m == 0 || __builtin_popcountll(m) % 2 == 0;
             if (a->part_code[0]) {
-                if (even || a->pair_of >= 0) {
-                    lambda += part_odds(a->part_code, miss);
-                    if (odds) odds[ix[g]] = part_odds(a->part_code, miss);
-                }
-                continue;
-            }
-            if (a->part_len <= 0 || a->part_offset < 0 || a->part_offset + a->part_len > (1 << 20)) {
+                even |= a->pair_of >= 0; /* the injector saw an earlier flip still in the part */
+            } else if (a->part_len <= 0 || a->part_offset < 0 || a->part_offset + a->part_len > (1 << 20)) {
                 even |= g > 0 && !cmp_page(&v->inj[ix[g - 1]], a);
                 whole = 1;
             } else {
@@ -951,8 +946,9 @@ void vd_settle(vd_ctx *v, vd_result *out) {
                 }
             }
             if (even) {
-                lambda += part_odds(a->part_code, miss);
-                if (odds) odds[ix[g]] = part_odds(a->part_code, miss);
+                double x = part_odds(a->part_code, miss);
+                lambda += x;
+                if (odds) odds[ix[g]] = x;
             }
         }
         free(seen);
