@@ -6,14 +6,37 @@ has the rules and their order; these are the Shrinker's methods
 set (best, best_res, meta, hang, history, orig_ops, attempt, search,
 left)."""
 
-from .cand import as_int, is_fresh, opt_get, opt_set
+from .cand import as_int, is_fresh, opt_get, opt_set, set_faults
 from .procs import STOP
 from .seeds import derive
 from .steps import opt_args, state_argv
 
+# The blocks a pinned page flip of a grown database's run is moved to on a
+# fresh one (p_fresh): block 0 is the meta page, and a create step of 200
+# ops leaves a handful of pages after it.
+FRESH_FLIP_BLOCKS = range(1, 7)
+
+# The most ops a step that redoes an earlier iteration does (K15): one
+# thread doing what four did in 60 s takes minutes.
+HISTORY_MAX_OPS = 50000
+
 # The op mix of a create step made of batches only (p_create): the rest of
 # 100 after these is batches.
 CREATE_MIX = ("readpercent", "writepercent", "delpercent", "iterpercent")
+
+
+def history_step(i, h):
+    """The step that redoes earlier iteration H (meta.json history) on the
+    state, the I-th of them: its workload with one thread, its ops and no
+    kill or timer (K15)."""
+    w = h["workload"]
+    d = "@ITER@/steps/history-%d" % i
+    argv = opt_set(w["argv"], "report", d + "/report.json")
+    for o in ("duration", "kill_random_test", "kill_points", "trace_ops", "replay_ops"):
+        argv = opt_set(argv, o, None)
+    argv = opt_set(opt_set(argv, "threads", 1), "ops_per_thread", max(1, min(h.get("ops") or 1000, HISTORY_MAX_OPS)))
+    return {"type": "stress", "name": "history-%d" % i, "state": w.get("state", "@STATE@"), "dir": d, "argv": argv,
+            "expect": "exit0", "kill_after": None, "primary": True, "time_limit": None}
 
 
 class FreshPasses:
@@ -34,6 +57,8 @@ class FreshPasses:
         if self.attempt("a fresh database instead of the one the run had grown", self.freshened(self.best),
                         "fresh"):
             return
+        if self.fresh_flips():
+            return
         if self.fresh_searched or as_int(opt_get(self.best.op["argv"], "threads"), 2) != 1 or \
                 self.left() <= 0 or STOP.is_set():
             return
@@ -42,7 +67,83 @@ class FreshPasses:
         c.trace = None
         c.op["argv"] = opt_set(opt_set(c.op["argv"], "replay_ops", None), "trace_ops", None)
         ops = max(self.orig_ops or 0, as_int(opt_get(c.op["argv"], "ops_per_thread")))
-        self.search(self.freshened(c), ops, phase="fresh", what="a fresh database, ")
+        if not self.search(self.freshened(c), ops, phase="fresh", what="a fresh database, "):
+            self.regrown(c, ops)
+
+    def regrown(self, c, ops):
+        """K15: the op step C (one thread, untraced) from a fresh database
+        grown the way the recorded run's was: after the create step, each
+        earlier iteration's workload (meta.json history) with one thread,
+        as many ops as it did (at most HISTORY_MAX_OPS), its options,
+        faults and seed, and no kill; then K6's search on the op step.  A
+        failure whose damage an earlier iteration wrote (planted bug
+        writeback-error-cleans: a page whose write-back failed, evicted
+        unwritten, read in a later iteration) shows in a run that does
+        what that iteration did, and a fault class the failing iteration
+        did not draw comes back with it."""
+        hist = self.meta.get("history") or []
+        if not hist or not all(h.get("workload") for h in hist) or self.left() <= 0 or STOP.is_set():
+            return False
+        g = self.freshened(c)
+        steps = [history_step(i, h) for i, h in enumerate(hist)]
+        g.steps[1:1] = steps
+        g.want[1:1] = ["passed"] * len(steps)
+        for s in g.steps:
+            if s["type"] == "variant":
+                s["powerloss_step"] += len(steps)
+        g.w += len(steps)
+        return self.search(g, ops, phase="history", what="a fresh database grown as its %d earlier "
+                           "iteration%s did, " % (len(hist), "s" if len(hist) > 1 else ""))
+
+    def p_history(self):
+        """The steps that regrow a database (K15), each dropped, then its
+        ops cut as p_create cuts a create step's."""
+        for i in reversed(range(len(self.best.steps))):
+            if not self.best.steps[i]["name"].startswith("history-") or self.left() <= 0 or STOP.is_set():
+                continue
+            c = self.best.copy()
+            del c.steps[i]
+            del c.want[i]
+            for s in c.steps:
+                if s["type"] == "variant" and s["powerloss_step"] > i:
+                    s["powerloss_step"] -= 1
+            c.w -= 1
+            if not self.attempt("step %s dropped" % self.best.steps[i]["name"], c, "history"):
+                self.create_counts("%s's ops %%d -> %%d" % self.best.steps[i]["name"], [], i, "history")
+
+    def fresh_flips(self):
+        """K14: the run from a fresh database with its pinned page flips
+        (flip:BLOCK:BIT) moved onto the first blocks a fresh database has,
+        the same bits.  A flip pinned on block 670 of a grown data file
+        lands on nothing in a fresh one, and a failure that rests on which
+        byte of a page it flips, not on which page, shows on any (planted
+        bug checksum-skips-last-byte: its last byte, seventh and ninth
+        sessions' 6.4x with 12 ops on a database of 98,199).  Each
+        distinct block in order of first use goes to FIRST, FIRST+1 ...
+        for FIRST in FRESH_FLIP_BLOCKS; the first run that fails the same
+        way is kept."""
+        lines = self.best.trace or []
+        blocks = []
+        for l in lines:
+            f = l.split()[4]
+            if f.startswith("flip:") and int(f.split(":")[1]) not in blocks:
+                blocks.append(int(f.split(":")[1]))
+        for first in FRESH_FLIP_BLOCKS if blocks else ():
+            if self.left() <= 0 or STOP.is_set():
+                return False
+            to = {b: first + i for i, b in enumerate(blocks)}
+            if all(to[b] == b for b in blocks):
+                continue
+            moved = [set_faults(l, "flip:%d:%s" % (to[int(l.split()[4].split(":")[1])], l.split()[4].split(":")[2]))
+                     if l.split()[4].startswith("flip:") else l for l in lines]
+            c = self.best.copy()
+            c.trace = moved
+            what = "a fresh database, the pinned page flip%s moved to block%s %s" % (
+                "s" if len(blocks) > 1 else "", "s" if len(blocks) > 1 else "",
+                ",".join(str(to[b]) for b in blocks))
+            if self.attempt(what, self.freshened(c), "fresh"):
+                return True
+        return False
 
     def p_create(self):
         """The ops of a step before the op step that creates the database
@@ -66,20 +167,21 @@ class FreshPasses:
         if as_int(opt_get(self.best.steps[0]["argv"], "writepercent"), 30) != 0:
             self.create_counts("create step's ops %d -> %d batches", [(k, 0) for k in CREATE_MIX])
 
-    def create_counts(self, what, mix):
-        """p_create's counts of the create step's ops, with its op mix
-        options MIX [(name, value)] set; the first that fails kept."""
-        n = as_int(opt_get(self.best.steps[0]["argv"], "ops_per_thread"), 10000)
+    def create_counts(self, what, mix, i=0, phase="create"):
+        """p_create's counts of the create step's ops (or step I's), with
+        its op mix options MIX [(name, value)] set; the first that fails
+        kept."""
+        n = as_int(opt_get(self.best.steps[i]["argv"], "ops_per_thread"), 10000)
         tries = sorted({1} | {n >> k for k in range(7, 0, -1) if 1 < n >> k} | {n - (n >> 2), n - (n >> 3)})
         for m in tries:
             if m >= n or self.left() <= 0 or STOP.is_set():
                 continue
             c = self.best.copy()
-            argv = opt_set(c.steps[0]["argv"], "ops_per_thread", m)
+            argv = opt_set(c.steps[i]["argv"], "ops_per_thread", m)
             for k, v in mix:
                 argv = opt_set(argv, k, v)
-            c.steps[0] = dict(c.steps[0], argv=argv)
-            if self.attempt(what % (n, m), c, "create"):
+            c.steps[i] = dict(c.steps[i], argv=argv)
+            if self.attempt(what % (n, m), c, phase):
                 return
 
     def freshened(self, cand):

@@ -61,7 +61,7 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
     meta = {
         "crashtest_meta": META_VERSION, "id": rid, "mode": ct.mode, "run_seed": run.seed, "seed": record["seed"],
         "index": record["index"], "kind": record["kind"], "db_params": record["db_params"],
-        "db_age": record["db_age"], "db_ops": record["db_ops"],
+        "db_age": record["db_age"], "db_ops": record["db_ops"], "history": list(run.history),
         "params": record["params"], "plan": record["plan"], "max_key": ct.a.max_key,
         "hang_seconds": ct.a.hang_seconds, "steps": record["steps"], "failure": record["failure"],
         "crashed_after_step": crashed_after, "build": ct.identity,

@@ -41,6 +41,7 @@ class Run:
         self.db_id = 0
         self.db_age = 0
         self.db_ops = 0  # the ops its database's earlier iterations did
+        self.history = []  # and their workloads (meta.json history, K15)
         self.iterations = 0
         self.failures = 0
 

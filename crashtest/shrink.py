@@ -192,6 +192,18 @@ Rules:
       wrote show the reader nothing of how it got there (planted bug
       seal-before-witness, caught in a simple run's second iteration:
       289 ops shrunk to 44 on the grown database, counted as 6.5x).
+  K15 what a fresh database lacks, given back (freshpass.py): pinned page
+      flips moved onto its first blocks (fresh_flips: a flip pinned on
+      block 670 of a grown file lands on nothing, and a failure that rests
+      on which byte of a page it flips shows on any page); and when K14's
+      search from a fresh database fails too, the database grown again
+      as the recorded one was (regrown): each earlier iteration's workload
+      (meta.json history) redone with one thread, its ops (at most
+      HISTORY_MAX_OPS), options, faults and seed and no kill, after the
+      create step, then K6's search on the op step.  A fault class only
+      an earlier iteration drew (a failed write-back whose page a later
+      iteration reads) comes back with it.  p_history then drops each
+      such step, or cuts its ops as p_create cuts a create step's.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -211,7 +223,7 @@ import time
 
 from .binary import check_binary, stress_info
 from .cand import (Cand, as_int, drop_kills, endings, is_fresh, is_workload, kills_to_crash_at_end,  # noqa: F401
-                   mt_endings, opt_get, opt_set, powerloss_undone, report_ops, set_threads)
+                   mt_endings, opt_get, opt_set, powerloss_undone, report_ops, set_threads, trace_ops_of)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import injected_by_class, ledger_lines_since, subst
 from .output import Printer
@@ -344,6 +356,11 @@ class Shrinker(Trials, TracePasses, FreshPasses):
             raise UsageError("no workload step before the failure: nothing to shrink")
         self.best = Cand([{k: v for k, v in s.items() if k != "result"} for s in steps[:fail_n + 1]],
                          False, None, w, [(s.get("result") or {}).get("outcome") for s in steps[:fail_n + 1]])
+        # A shrunk folder replays its own ops.trace (@FOLDER@): shrinking
+        # it again starts from that list.
+        tr = opt_get(self.best.op["argv"], "replay_ops") or ""
+        if tr.startswith("@FOLDER@/"):
+            self.best.trace = trace_ops_of(os.path.join(self.dir, tr[len("@FOLDER@/"):]))
         self.best_res = None
         self.log = []  # shrink.json's steps
         self.aside = []
@@ -1048,7 +1065,7 @@ class Shrinker(Trials, TracePasses, FreshPasses):
                 self.p_crash_end, self.p_end_kill, self.p_ops, self.p_timer, self.p_short, self.p_replay,
                 self.p_focus, self.p_untied, self.p_volume, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
                 self.p_classes, self.p_kill, self.p_rates, self.p_mix,
-                self.p_fresh, self.p_create, self.p_keys, self.p_options, self.p_powerloss)
+                self.p_fresh, self.p_create, self.p_history, self.p_keys, self.p_options, self.p_powerloss)
 
     def finish(self, ok, orig, base):
         doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,

@@ -154,6 +154,7 @@ def new_database(ct, run, seed):
     run.db_id += 1
     run.db_age = 0
     run.db_ops = 0
+    run.history = []
     ct.p.line("run %d: new database %d (iteration seed %d): %s" % (
         run.index, run.db_id, seed, " ".join(differs(run.db_params, {})) or "defaults"))
 
@@ -307,6 +308,17 @@ def iteration_ops(steps, results, env):
                if r and s["type"] == "stress" and s.get("primary"))
 
 
+def history_entry(record, steps):
+    """What a later failure on this database keeps of a passed iteration
+    (meta.json history, K15): its seed, kind and ops, and its workload's
+    step template, so that a shrink can grow a fresh database the way
+    this one was grown (one thread, as many ops, the same options and
+    faults)."""
+    w = next((s for s in steps if s["type"] == "stress" and s["name"] == "workload"), None)
+    return {"index": record["index"], "seed": record["seed"], "kind": record["kind"], "ops": record["ops"],
+            "workload": {k: w[k] for k in ("argv", "state", "dir", "expect")} if w else None}
+
+
 def make_record(ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed):
     """The iteration's record: iterations.jsonl's line, summary.json's entry."""
     steps = st.list
@@ -350,6 +362,7 @@ def conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_stat
         return
     run.db_age += 1
     run.db_ops += record["ops"]
+    run.history.append(history_entry(record, st.list))
     run.fresh = False
     if primary_state is not None:
         # The first variant (after any second crash) carries on.

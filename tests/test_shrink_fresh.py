@@ -17,8 +17,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from crashtest.cand import Cand, is_fresh, opt_get  # noqa: E402
+from crashtest.freshpass import HISTORY_MAX_OPS  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.shrink import Shrinker, grown  # noqa: E402
+from crashtest.steps import history_entry  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -110,6 +112,108 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertIsNone(grown(None, 5000), "an unknown size stays unknown")
 
 
+def workload_template(kill=True):
+    argv = ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--threads=4", "--ops_per_thread=0", "--duration=30",
+            "--write_error_one_in=50", "--report=@ITER@/steps/01-workload/report.json", "--seed=77"]
+    if kill:
+        argv += ["--kill_random_test=900", "--kill_points=kill/wal/after_write_before_sync"]
+    return {"argv": argv, "state": "@STATE@", "dir": "@ITER@/steps/01-workload", "expect": "kill_point"}
+
+
+class TestPinnedFlipsOnAFreshDatabase(unittest.TestCase):
+    def test_pinned_flips_of_a_grown_database_move_to_the_first_blocks_of_a_fresh_one(self):
+        # checksum-skips-last-byte: a flip pinned on block 670 of a grown
+        # data file lands on nothing in a fresh one; the same bit of
+        # block 1, 2 ... does.  Distinct blocks stay distinct, in order.
+        trace = ["3 scan 842 655a16326198dd30 flip:670:65530 | seen=19 ok", "4 get 7 655a16326198dd31 on | ok",
+                 "5 put 9 655a16326198dd32 flip:900:3 | ok", "6 get 9 655a16326198dd33 flip:670:8 | ok"]
+        sh = shrinker(Cand([op_step()], False, trace, 0, ["failed"]))
+        tried = []
+        sh.attempt = lambda what, c, phase, **kw: tried.append((what, c)) or len(tried) == 3
+        sh.search = lambda start, ops, **kw: self.fail("a kept move ends the pass")
+        sh.p_fresh()
+        self.assertEqual(len(tried), 3, [w for w, _ in tried])
+        self.assertIsNotNone(tried[0][1].trace)
+        self.assertEqual(tried[0][1].trace, trace, "the run as it is first")
+        for first, (what, c) in zip((1, 2), tried[1:]):
+            self.assertTrue(is_fresh(c))
+            self.assertEqual([l.split()[4] for l in c.trace],
+                             ["flip:%d:65530" % first, "on", "flip:%d:3" % (first + 1), "flip:%d:8" % first])
+            self.assertIn("moved to blocks %d,%d" % (first, first + 1), what)
+        self.assertEqual(sh.best.trace, trace, "the run kept is left to attempt")
+
+    def test_a_trace_without_pinned_flips_moves_nothing(self):
+        sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
+        tried = []
+        sh.attempt = lambda what, c, phase, **kw: tried.append(what) and False
+        sh.search = lambda start, ops, **kw: False
+        sh.p_fresh()
+        self.assertEqual(len(tried), 1, tried)
+
+
+class TestRegrownDatabase(unittest.TestCase):
+    """K15: a failure whose damage an earlier iteration wrote, searched
+    from a fresh database that redoes those iterations' workloads."""
+
+    def regrown_search(self, history):
+        sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 44, 0, ["failed"]))
+        sh.meta["history"] = history
+        searched = []
+        sh.attempt = lambda what, c, phase, **kw: False
+        sh.search = lambda start, ops, **kw: searched.append((start, ops, kw)) and False
+        sh.p_fresh()
+        return searched
+
+    def test_the_earlier_iterations_workloads_are_redone_with_one_thread_before_the_op_step(self):
+        searched = self.regrown_search([{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()},
+                                        {"index": 1, "seed": 2, "ops": 10 ** 6,
+                                         "workload": workload_template(kill=False)}])
+        self.assertEqual(len(searched), 2, "the fresh search, then the regrown one")
+        start, ops, kw = searched[1]
+        self.assertEqual(kw.get("phase"), "history")
+        self.assertEqual([s["name"] for s in start.steps], ["create", "history-0", "history-1", "workload"])
+        self.assertEqual(start.w, 3)
+        self.assertEqual(start.want[:3], ["passed"] * 3)
+        self.assertEqual(ops, 289)
+        for s, n in zip(start.steps[1:3], (1200, HISTORY_MAX_OPS)):
+            a = s["argv"]
+            self.assertEqual(opt_get(a, "threads"), "1")
+            self.assertEqual(opt_get(a, "ops_per_thread"), str(n))
+            self.assertEqual(opt_get(a, "write_error_one_in"), "50", "its faults come back with it")
+            self.assertEqual(opt_get(a, "seed"), "77")
+            for gone in ("duration", "kill_random_test", "kill_points"):
+                self.assertIsNone(opt_get(a, gone), gone)
+            self.assertEqual(opt_get(a, "report"), s["dir"] + "/report.json")
+            self.assertEqual(s["expect"], "exit0")
+            self.assertIsNone(s["kill_after"])
+        self.assertEqual(sum(1 for a in start.steps[1]["argv"] if a.startswith("--report=")), 1)
+
+    def test_no_regrown_search_without_a_recorded_history(self):
+        self.assertEqual(len(self.regrown_search([])), 1)
+        self.assertEqual(len(self.regrown_search([{"index": 0, "seed": 1, "ops": 5, "workload": None}])), 1,
+                         "an iteration without a workload step cannot be redone: no partial history")
+
+    def test_the_steps_that_regrow_a_database_are_dropped_or_cut_like_a_create_step(self):
+        sh = shrinker(None)
+        searched = self.regrown_search([{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()}])
+        sh.best = searched[1][0]
+        tried = []
+        sh.attempt = lambda what, c, phase, **kw: tried.append((what, c, phase)) and False
+        sh.p_history()
+        what, c, phase = tried[0]
+        self.assertEqual(phase, "history")
+        self.assertEqual([s["name"] for s in c.steps], ["create", "workload"], what)
+        self.assertEqual(c.w, 1)
+        counts = [as_ops(c.steps[1]) for _, c, _ in tried[1:]]
+        self.assertEqual(counts[0], 1, "one op first, then more")
+        self.assertEqual(counts, sorted(counts))
+        self.assertTrue(all(n < 1200 for n in counts), counts)
+
+
+def as_ops(step):
+    return int(opt_get(step["argv"], "ops_per_thread"))
+
+
 class TestDatabaseHistory(unittest.TestCase):
     def setUp(self):
         self.d = tempfile.mkdtemp(prefix="ct-history-")
@@ -129,6 +233,13 @@ class TestDatabaseHistory(unittest.TestCase):
         self.assertEqual([r["db_age"] for r in recs], [0, 1, 2], p.stdout)
         self.assertTrue(all(r["ops"] > 0 for r in recs), [r["ops"] for r in recs])
         self.assertEqual([r["db_ops"] for r in recs], [0, recs[0]["ops"], recs[0]["ops"] + recs[1]["ops"]])
+        # What a later failure's meta.json keeps of each (K15): the
+        # workload as it ran, ready to be redone.
+        h = history_entry(recs[1], recs[1]["steps"])
+        self.assertEqual((h["index"], h["seed"], h["ops"]), (1, recs[1]["seed"], recs[1]["ops"]))
+        ran = next(s for s in recs[1]["steps"] if s["name"] == "workload")
+        self.assertEqual(h["workload"]["argv"], ran["argv"])
+        self.assertNotIn("result", h["workload"])
 
 
 if __name__ == "__main__":
