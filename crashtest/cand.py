@@ -137,8 +137,13 @@ class Cand:
         return True
 
     def measures(self):
+        """The run's shape in shrink.json: the op step's threads, the fault
+        classes of the op step and of the steps that regrow a database
+        (K15: `regrown`, how many), the steps, whether deterministic."""
         a = self.op["argv"]
-        classes = sorted(FAULT_OPTIONS[k] for k in FAULT_OPTIONS if as_int(opt_get(a, k)) > 0)
+        regrown = [s for s in self.steps if s["name"].startswith("history-")]
+        classes = sorted({FAULT_OPTIONS[k] for k in FAULT_OPTIONS for x in [a] + [s["argv"] for s in regrown]
+                          if as_int(opt_get(x, k)) > 0})
         if as_int(opt_get(a, "kill_random_test")) > 0:
             classes.append("kill")
         if "bitflip_page" not in classes and any(l.split()[4].startswith("flip:") for l in self.trace or []):
@@ -146,7 +151,7 @@ class Cand:
         return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
                 "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
                 "trace_ops": len(self.trace) if self.trace is not None else None,
-                "deterministic": self.deterministic()}
+                "deterministic": self.deterministic(), "regrown": len(regrown)}
 
 
 def trimmed(cand, n):

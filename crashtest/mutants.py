@@ -208,7 +208,7 @@ def mutants_table(doc):
 def shrink_summary(doc):
     """mutants.json's "shrink" entry of one bug from its shrink.json."""
     keep = ("threads", "ops", "fault_classes", "steps", "deterministic", "repro_seconds", "repro_reproduced",
-            "failed_again", "start_ops")
+            "failed_again", "start_ops", "regrown")
     return {"original": {k: v for k, v in (doc.get("original") or {}).items() if k in keep},
             "shrunk": {k: v for k, v in (doc.get("shrunk") or {}).items() if k in keep} or None,
             "elapsed_s": doc.get("elapsed_s"), "kind": doc.get("kind")}
@@ -239,8 +239,11 @@ def shrink_table(rows):
             # K14: earlier iterations grew the database the recorded run
             # started from; their ops count in both sizes until a shrunk
             # run starts from a fresh database.
+            # K15: a fresh one regrown as the earlier iterations did.
             ratio += "; %d of them grew its database, %s" % (
-                o["start_ops"], "the shrunk run starts fresh" if not s.get("start_ops") else "still in the shrunk run")
+                o["start_ops"], "still in the shrunk run" if s.get("start_ops") else
+                "the shrunk run starts fresh and redoes %d of those iterations" % s["regrown"]
+                if s.get("regrown") else "the shrunk run starts fresh")
         o = dict(o, ops="?" if o.get("ops") is None else o["ops"])  # killed before its first progress note
         times = s.get("repro_seconds") or []
         # The recorded run did not fail again: what was shrunk was found by

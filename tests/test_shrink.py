@@ -973,6 +973,9 @@ class TestShrinkTable(unittest.TestCase):
         fresh = dict(grown, shrunk=dict(doc["shrunk"], ops=3, start_ops=0))
         self.assertIn("(3437x); 9000 of them grew its database, the shrunk run starts fresh |",
                       shrink_table([("f-bug", shrink_summary(fresh))]))
+        regrown = dict(grown, shrunk=dict(doc["shrunk"], ops=651, start_ops=0, regrown=1))
+        self.assertIn("9000 of them grew its database, the shrunk run starts fresh and redoes 1 of those "
+                      "iterations |", shrink_table([("g-bug", shrink_summary(regrown))]))
 
 
 class TestShrinkPlantedBugs(unittest.TestCase):

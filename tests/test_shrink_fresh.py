@@ -114,7 +114,7 @@ class TestFreshDatabase(unittest.TestCase):
 
 def workload_template(kill=True):
     argv = ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--threads=4", "--ops_per_thread=0", "--duration=30",
-            "--write_error_one_in=50", "--report=@ITER@/steps/01-workload/report.json", "--seed=77"]
+            "--write_fault_one_in=50", "--report=@ITER@/steps/01-workload/report.json", "--seed=77"]
     if kill:
         argv += ["--kill_random_test=900", "--kill_points=kill/wal/after_write_before_sync"]
     return {"argv": argv, "state": "@STATE@", "dir": "@ITER@/steps/01-workload", "expect": "kill_point"}
@@ -179,7 +179,7 @@ class TestRegrownDatabase(unittest.TestCase):
             a = s["argv"]
             self.assertEqual(opt_get(a, "threads"), "1")
             self.assertEqual(opt_get(a, "ops_per_thread"), str(n))
-            self.assertEqual(opt_get(a, "write_error_one_in"), "50", "its faults come back with it")
+            self.assertEqual(opt_get(a, "write_fault_one_in"), "50", "its faults come back with it")
             self.assertEqual(opt_get(a, "seed"), "77")
             for gone in ("duration", "kill_random_test", "kill_points"):
                 self.assertIsNone(opt_get(a, gone), gone)
@@ -187,6 +187,9 @@ class TestRegrownDatabase(unittest.TestCase):
             self.assertEqual(s["expect"], "exit0")
             self.assertIsNone(s["kill_after"])
         self.assertEqual(sum(1 for a in start.steps[1]["argv"] if a.startswith("--report=")), 1)
+        m = start.measures()
+        self.assertEqual(m["regrown"], 2)
+        self.assertIn("write_error", m["fault_classes"], "a regrown step's faults are the run's too")
 
     def test_no_regrown_search_without_a_recorded_history(self):
         self.assertEqual(len(self.regrown_search([])), 1)
