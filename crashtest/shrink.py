@@ -52,7 +52,8 @@ Rules:
       flip:BLOCK:BIT; a drawn flip picks its block by the file's size and
       the blocks' LSNs, so every removal moved it), then checkpoints by
       log volume sooner (p_volume: checkpoint_wal_bytes at 1/16 ... 1/2,
-      so that a failure that needs one needs fewer ops), then every op
+      and on a fresh database log segments of 64 KiB, 256 KiB ...: a
+      failure that needs one, or segments recycled, needs fewer ops), then every op
       of one type (p_types: the scans a failure does not need are spread
       over the whole run, and no chunk of consecutive ops holds only
       them), then chunks of ops removed while it still fails (a later

@@ -213,6 +213,30 @@ class TestRegrownDatabase(unittest.TestCase):
         self.assertTrue(all(n < 1200 for n in counts), counts)
 
 
+class TestSmallerLogSegments(unittest.TestCase):
+    """A creation-time option, so only on a fresh database (K5): smaller
+    log segments, so that a failure that needs segments filled or
+    recycled needs fewer ops (recycle-onto-live-segment)."""
+
+    def tried(self, fresh, size, keep_at=None):
+        steps = [dict(op_step(), argv=op_step()["argv"] + ["--wal_segment_size=%s" % size])]
+        sh = shrinker(Cand(steps, fresh, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
+        sh.defaults = {"wal_segment_size": "16M"}
+        tried = []
+        sh.attempt = lambda what, c, phase, **kw: tried.append(c) or len(tried) == keep_at
+        sh.smaller_segments()
+        return [[opt_get(x["argv"], "wal_segment_size") for x in c.stress_steps()] for c in tried]
+
+    def test_smaller_segments_are_tried_smallest_first_on_every_step_of_a_fresh_run(self):
+        self.assertEqual(self.tried(True, "16M"), [["65536"], ["262144"], ["1048576"], ["4194304"]])
+        self.assertEqual(self.tried(True, "256K"), [["65536"]], "only sizes below the run's")
+        self.assertEqual(self.tried(True, "16M", keep_at=2), [["65536"], ["262144"]], "the first kept ends it")
+
+    def test_a_grown_database_keeps_its_segment_size(self):
+        self.assertEqual(self.tried(False, "16M"), [])
+        self.assertEqual(self.tried(True, "64K"), [], "none below the engine's least")
+
+
 def as_ops(step):
     return int(opt_get(step["argv"], "ops_per_thread"))
 
