@@ -411,16 +411,31 @@ int vd_injection_explains(const vd_config *c, const vd_injection *i) {
     return i->cls == VD_TORN_WRITE && !c->full_page_writes;
 }
 
+/* A cache flip reaches the disk under a valid checksum only past the
+ * per-KV codes: with none (w = 0, measured), or past a one-byte entry
+ * code, whose 1 in 32 misses a nightly run meets.  From two bytes on (1 in
+ * 2^13 and less), and at one byte for a part the page code covers
+ * (ledger part_code "page", 1 in 2^31), the write-back check (K4) must
+ * have stopped it: a page it let out is the engine's failure, not an
+ * explanation (V1b, V1e). */
+static int cache_flip_may_reach_disk(const vd_config *c, const vd_injection *i) {
+    if (c->protection_bytes >= 2) return 0;
+    return c->protection_bytes == 0 || strcmp(i->part_code, "page");
+}
+
 int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection *i) {
     if (!i->file[0] || !vd_injection_explains(c, i)) return 0;
-    /* V1e: with codes of two bytes or more a cache flip is found by the
-     * codes, in the cache, or not at all (1 in 65536): a report of
-     * another layer at its block means the flipped page went to disk past
-     * the write-back check (K4), which no design allows.  hint_status is
-     * the codes' partner for the hint nibbles they leave out (kvprot.h):
-     * two flips in one nibble make another valid state, which only the
-     * comparison with the transaction status sees. */
-    if (i->cls == VD_BITFLIP_CACHE && c->protection_bytes >= 2 && strcmp(r->layer, "kv_protection") &&
+    /* V1e: a cache flip that cannot reach the disk past the codes (with
+     * codes of two bytes or more; at one byte, in a part the page code
+     * covers) is found by the codes, in the cache, or not at all: a report
+     * of another layer at its block means the flipped page went to disk
+     * past the write-back check (K4), which no design allows.  hint_status
+     * is the codes' partner for the hint nibbles they leave out
+     * (kvprot.h): two flips in one nibble make another valid state, which
+     * only the comparison with the transaction status sees.  (At one byte
+     * a flip of the meta page in the cache had been named as what made a
+     * database unopenable that an on-disk flip of that page had broken.) */
+    if (i->cls == VD_BITFLIP_CACHE && !cache_flip_may_reach_disk(c, i) && strcmp(r->layer, "kv_protection") &&
         strcmp(r->layer, "hint_status"))
         return 0;
     char rf[80];
@@ -461,14 +476,10 @@ int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection
 }
 
 /* Classes that leave a page with a valid checksum but wrong contents. */
-static int leaves_valid_page(const vd_config *c, int cls) {
+static int leaves_valid_page(const vd_config *c, const vd_injection *i) {
+    int cls = i->cls;
     if (cls == VD_LOST_WRITE || cls == VD_MISDIRECTED_WRITE) return 1;
-    /* A cache flip reaches the disk under a valid checksum only past the
-     * per-KV codes: with none (w = 0, measured), or with one byte, whose
-     * 1 in 256 escapes a nightly run meets.  From two bytes on (1 in
-     * 65536) the write-back check (K4) must have stopped it: a page it
-     * let out is the engine's failure, not an explanation (V1b). */
-    if (cls == VD_BITFLIP_CACHE) return c->protection_bytes <= 1;
+    if (cls == VD_BITFLIP_CACHE) return cache_flip_may_reach_disk(c, i);
     return !c->data_checksums && (needs_page_checksum(cls) || cls == VD_LOST_WRITE);
 }
 
@@ -484,7 +495,7 @@ static int is_cross_page(const char *layer) {
 }
 
 int vd_report_explained(const vd_config *c, const vd_report *r, const vd_injection *i) {
-    if (!leaves_valid_page(c, i->cls) || !i->file[0] || !vd_injection_explains(c, i)) return 0;
+    if (!leaves_valid_page(c, i) || !i->file[0] || !vd_injection_explains(c, i)) return 0;
     if (!is_cross_page(r->layer) && strcmp(r->layer, "page_header")) return 0;
     return !strcmp(norm_file(r->file), norm_file(i->file));
 }

@@ -254,3 +254,43 @@ Test(oracle_verdict, cache_flips_measure_without_codes) {
     cr_assert(res.pass);
     vd_free(v);
 }
+
+/* V1e at one byte, for the parts the page code covers: a cache flip of the
+ * meta page's steering fields (part_code "page", missed 1 in 2^31) does not
+ * explain a page_header report that keeps the database from opening, so
+ * the failed open is not "by design"; a flip in an entry's part (the
+ * one-byte entry code misses 1 in 32) still may.  Found in the ninth
+ * session's nightlies: an on-disk flip of the meta page broke the open,
+ * and the message named a cache flip of the same page. */
+static vd_result meta_page_cache_flip_at_w1(const char *code) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_CACHE] = 1;
+    c.protection_bytes = 1;
+    vd_ctx *v = vd_new(&c);
+    char line[200];
+    snprintf(line, sizeof line,
+             "{\"seq\":0,\"class\":\"bitflip_cache\",\"file\":\"data\",\"block\":0,\"mask\":\"0x4\","
+             "\"part_offset\":16,\"part_len\":24,\"part_code\":\"%s\",\"pair_of\":-1}",
+             code);
+    vd_add_ledger_line(v, line, 0);
+    vd_report h = {.block = 0, .offset = 0, .after_crash = 2};
+    snprintf(h.layer, sizeof h.layer, "page_header");
+    snprintf(h.file, sizeof h.file, "data");
+    vd_add_report(v, &h);
+    vd_note_reopen_failed(v);
+    vd_result res;
+    vd_settle(v, &res);
+    vd_free(v);
+    return res;
+}
+
+Test(oracle_verdict, a_cache_flip_the_page_code_covers_explains_no_failed_open_at_w1) {
+    vd_result page = meta_page_cache_flip_at_w1("page");
+    cr_assert(page.unrecoverable);
+    cr_assert_eq(page.by_design[0], 0, "by design: %s", page.by_design);
+    cr_assert_not(page.pass);
+    vd_result entry = meta_page_cache_flip_at_w1("entry");
+    cr_assert(entry.unrecoverable);
+    cr_assert_neq(entry.by_design[0], 0, "an entry's flip may escape the one-byte code");
+    cr_assert(entry.pass);
+}
