@@ -21,6 +21,7 @@ SEGMENT_MIN = 65536  # the engine's least log segment (engine.h: a power of two 
 
 
 class TracePasses:
+    segments_tried = False  # smaller_segments ran (once a shrink)
     ddmin_size = 1 << 62  # the chunk size delta debugging last reached (p_ddmin)
 
     def p_replay(self):
@@ -70,10 +71,14 @@ class TracePasses:
         failure that needs segments filled, recycled or removed (planted
         bug recycle-onto-live-segment: segments of 256 KiB and 5,384 ops
         left when the budget ran out, ninth session) then needs that many
-        fewer ops to get there."""
+        fewer ops to get there.  Once a shrink: the options pass may then
+        take the size back to stress's default when the few ops left do
+        not need it (stale-value: 200 -> 2 ops with 256 KiB segments it
+        never needed), and the two do not undo each other every round."""
         v = parse_size(opt_get(self.best.op["argv"], "wal_segment_size") or self.defaults.get("wal_segment_size"))
-        if not v or not is_fresh(self.best):
+        if not v or not is_fresh(self.best) or self.segments_tried:
             return
+        self.segments_tried = True
         for m in (SEGMENT_MIN << k for k in (0, 2, 4, 6)):
             if m >= v or self.left() <= 0 or STOP.is_set():
                 return

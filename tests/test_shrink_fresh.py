@@ -232,6 +232,18 @@ class TestSmallerLogSegments(unittest.TestCase):
         self.assertEqual(self.tried(True, "256K"), [["65536"]], "only sizes below the run's")
         self.assertEqual(self.tried(True, "16M", keep_at=2), [["65536"], ["262144"]], "the first kept ends it")
 
+    def test_smaller_segments_are_tried_once_a_shrink(self):
+        # The options pass may take the size back to the default when the
+        # ops left do not need it; a later round does not lower it again.
+        sh = shrinker(Cand([dict(op_step(), argv=op_step()["argv"] + ["--wal_segment_size=16M"])], True,
+                           ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
+        sh.defaults = {"wal_segment_size": "16M"}
+        tried = []
+        sh.attempt = lambda what, c, phase, **kw: tried.append(c) and False
+        sh.smaller_segments()
+        sh.smaller_segments()
+        self.assertEqual(len(tried), 4)
+
     def test_a_grown_database_keeps_its_segment_size(self):
         self.assertEqual(self.tried(False, "16M"), [])
         self.assertEqual(self.tried(True, "64K"), [], "none below the engine's least")
