@@ -93,6 +93,16 @@ def set_faults(line, on):
     return " ".join(parts)
 
 
+def trace_flip(line):
+    """The (block, bit) of a trace LINE's pinned page flip (FAULTS
+    flip:BLOCK:BIT), or None."""
+    f = line.split()[4]
+    if not f.startswith("flip:"):
+        return None
+    _, block, bit = f.split(":")
+    return int(block), int(bit)
+
+
 class Cand:
     """One candidate run: the steps (templates, C2), whether it starts from
     an empty directory (a fresh database), the op trace it replays, and the
@@ -110,6 +120,19 @@ class Cand:
 
     def stress_steps(self):
         return [s for s in self.steps if s["type"] == "stress"]
+
+    def splice(self, i, add=(), drop=0):
+        """Steps ADD, each expected to pass, in place of the DROP steps at
+        I, and the indices that name a step (the op step's, a variant's
+        power-loss step) moved with the steps after them."""
+        d = len(add) - drop
+        self.steps[i:i + drop] = list(add)
+        self.want[i:i + drop] = ["passed"] * len(add)
+        for s in self.steps:
+            if s["type"] == "variant" and s["powerloss_step"] >= i + drop:
+                s["powerloss_step"] += d
+        if self.w >= i + drop:
+            self.w += d
 
     def set_all(self, name, value):
         for s in self.stress_steps():
@@ -146,7 +169,7 @@ class Cand:
                           if as_int(opt_get(x, k)) > 0})
         if as_int(opt_get(a, "kill_random_test")) > 0:
             classes.append("kill")
-        if "bitflip_page" not in classes and any(l.split()[4].startswith("flip:") for l in self.trace or []):
+        if "bitflip_page" not in classes and any(trace_flip(l) for l in self.trace or []):
             classes = sorted(classes + ["bitflip_page"])  # a pinned flip needs no rate
         return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
                 "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),

@@ -6,7 +6,7 @@ has the rules and their order; these are the Shrinker's methods
 set (best, best_res, meta, hang, history, orig_ops, attempt, search,
 left)."""
 
-from .cand import as_int, is_fresh, opt_get, opt_set, set_faults
+from .cand import as_int, is_fresh, opt_get, opt_set, set_faults, trace_flip
 from .procs import STOP
 from .seeds import derive
 from .steps import opt_args, state_argv
@@ -85,13 +85,7 @@ class FreshPasses:
         if not hist or not all(h.get("workload") for h in hist) or self.left() <= 0 or STOP.is_set():
             return False
         g = self.freshened(c)
-        steps = [history_step(i, h) for i, h in enumerate(hist)]
-        g.steps[1:1] = steps
-        g.want[1:1] = ["passed"] * len(steps)
-        for s in g.steps:
-            if s["type"] == "variant":
-                s["powerloss_step"] += len(steps)
-        g.w += len(steps)
+        g.splice(1, [history_step(i, h) for i, h in enumerate(hist)])
         return self.search(g, ops, phase="history", what="a fresh database grown as its %d earlier "
                            "iteration%s did, " % (len(hist), "s" if len(hist) > 1 else ""))
 
@@ -102,12 +96,7 @@ class FreshPasses:
             if not self.best.steps[i]["name"].startswith("history-") or self.left() <= 0 or STOP.is_set():
                 continue
             c = self.best.copy()
-            del c.steps[i]
-            del c.want[i]
-            for s in c.steps:
-                if s["type"] == "variant" and s["powerloss_step"] > i:
-                    s["powerloss_step"] -= 1
-            c.w -= 1
+            c.splice(i, drop=1)
             if not self.attempt("step %s dropped" % self.best.steps[i]["name"], c, "history"):
                 self.create_counts("%s's ops %%d -> %%d" % self.best.steps[i]["name"], [], i, "history")
 
@@ -123,19 +112,15 @@ class FreshPasses:
         for FIRST in FRESH_FLIP_BLOCKS; the first run that fails the same
         way is kept."""
         lines = self.best.trace or []
-        blocks = []
-        for l in lines:
-            f = l.split()[4]
-            if f.startswith("flip:") and int(f.split(":")[1]) not in blocks:
-                blocks.append(int(f.split(":")[1]))
+        flips = [trace_flip(l) for l in lines]
+        blocks = list(dict.fromkeys(f[0] for f in flips if f))  # distinct, in order of first use
         for first in FRESH_FLIP_BLOCKS if blocks else ():
             if self.left() <= 0 or STOP.is_set():
                 return False
             to = {b: first + i for i, b in enumerate(blocks)}
             if all(to[b] == b for b in blocks):
                 continue
-            moved = [set_faults(l, "flip:%d:%s" % (to[int(l.split()[4].split(":")[1])], l.split()[4].split(":")[2]))
-                     if l.split()[4].startswith("flip:") else l for l in lines]
+            moved = [set_faults(l, "flip:%d:%d" % (to[f[0]], f[1])) if f else l for l, f in zip(lines, flips)]
             c = self.best.copy()
             c.trace = moved
             what = "a fresh database, the pinned page flip%s moved to block%s %s" % (
@@ -196,11 +181,6 @@ class FreshPasses:
                   ["--report=@ITER@/steps/create/report.json", "--destroy_db_initially=1", "--threads=1",
                    "--ops_per_thread=200", "--seed=%d" % derive(seed, "create")],
                   "expect": "exit0", "kill_after": None, "primary": True, "time_limit": None}
-        c.steps.insert(0, create)
-        c.want.insert(0, "passed")
-        for s in c.steps:
-            if s["type"] == "variant":
-                s["powerloss_step"] += 1
-        c.w += 1
+        c.splice(0, [create])
         c.fresh = True
         return c
