@@ -103,6 +103,23 @@ def trace_flip(line):
     return int(block), int(bit)
 
 
+def trace_killed(line):
+    """The (point, nth) a traced op was killed at (its note
+    killed=POINT:N, stress's before_kill), or None."""
+    m = re.search(r"(?:^|\s)killed=(\S+):(\d+)", line.partition("|")[2])
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def trace_kill_pin(line):
+    """The (point, nth) of a trace LINE's pinned kill (FAULTS
+    kill:POINT:N), or None."""
+    f = line.split()[4]
+    if not f.startswith("kill:"):
+        return None
+    point, _, nth = f[5:].rpartition(":")
+    return point, int(nth)
+
+
 class Cand:
     """One candidate run: the steps (templates, C2), whether it starts from
     an empty directory (a fresh database), the op trace it replays, and the
@@ -167,7 +184,7 @@ class Cand:
         regrown = [s for s in self.steps if s["name"].startswith("history-")]
         classes = sorted({FAULT_OPTIONS[k] for k in FAULT_OPTIONS for x in [a] + [s["argv"] for s in regrown]
                           if as_int(opt_get(x, k)) > 0})
-        if as_int(opt_get(a, "kill_random_test")) > 0:
+        if as_int(opt_get(a, "kill_random_test")) > 0 or any(trace_kill_pin(l) for l in self.trace or []):
             classes.append("kill")
         if "bitflip_page" not in classes and any(trace_flip(l) for l in self.trace or []):
             classes = sorted(classes + ["bitflip_page"])  # a pinned flip needs no rate

@@ -206,14 +206,21 @@ def failing_key(output, kind):
 
 
 def faults_words(field):
-    """An op trace's FAULTS field (on, off, flip:BLOCK:BIT) as repro's op
+    """An op trace's FAULTS field (on, off, flip:BLOCK:BIT, kill:POINT:N) as repro's op
     list shows it."""
     if field == "on":
         return ""
     if field.startswith("flip:"):
         _, block, bit = field.split(":")
         return "   (faults off; bit %s of data block %s flipped before it)" % (bit, block)
+    if field.startswith("kill:"):
+        point, _, nth = field[5:].rpartition(":")
+        return "   (killed at %s, its %s arrival in this op)" % (point, ordinal(int(nth)))
     return "   (faults off)"
+
+
+def ordinal(n):
+    return "%d%s" % (n, "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th"))
 
 
 def show_ops(printer, trace, state, output, kind=None):

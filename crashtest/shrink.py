@@ -50,7 +50,8 @@ Rules:
       trace does not pin set to stress's defaults (UNTIED), then every
       page flip the run drew pinned where it landed (p_pin_flips:
       flip:BLOCK:BIT; a drawn flip picks its block by the file's size and
-      the blocks' LSNs, so every removal moved it), then checkpoints by
+      the blocks' LSNs, so every removal moved it) and a kill point that
+      ended the op step pinned in its op (K16), then checkpoints by
       log volume sooner (p_volume: checkpoint_wal_bytes at 1/16 ... 1/2,
       and on a fresh database log segments of 64 KiB, 256 KiB ...: a
       failure that needs one, or segments recycled, needs fewer ops), then every op
@@ -205,6 +206,9 @@ Rules:
       an earlier iteration drew (a failed write-back whose page a later
       iteration reads) comes back with it.  p_history then drops each
       such step, or cuts its ops as p_create cuts a create step's.
+  K16 an op step that a drawn kill point ends replays with the kill
+      pinned in the op it fired in (kill:POINT:N, tracepass.p_pin_kill:
+      a drawn kill counts hits, and every removal moved it).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),

@@ -11,7 +11,8 @@ import os
 import re
 import time
 
-from .cand import as_int, is_fresh, line_touches, opt_get, opt_set, set_faults, trace_inj, trace_ops_of
+from .cand import (as_int, is_fresh, line_touches, opt_get, opt_set, set_faults, trace_inj, trace_kill_pin,
+                   trace_killed, trace_ops_of)
 from .executor import ledger_by_op, subst
 from .params import FAULT_OPTIONS, parse_size
 from .procs import STOP
@@ -37,6 +38,33 @@ class TracePasses:
                                        "ops_per_thread", None), "duration", None)
         if self.attempt("replay the %d traced ops (--replay_ops)" % len(lines), c, "replay"):
             self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
+            self.p_pin_kill()
+
+    def p_pin_kill(self):
+        """K16: an op step that a drawn kill point ends (1 in N of its
+        hits) replays with that kill pinned in the op it fired in: the
+        killed op's line (its note killed=POINT:N) gets FAULTS
+        kill:POINT:N, and --kill_random_test goes (stress then kills at
+        the Nth time that op reaches POINT, and nowhere else).  A drawn
+        kill counts hits over the run, so every op removed before it
+        moved the kill to another op, and delta debugging kept nothing
+        (planted bug redo-reads-before-image: 92 removals, every one
+        diverged, 1.4x, tenth session); a crash after the last op (K9)
+        passed there, because the kill between the log's write and its
+        fsync is the bug's window."""
+        if self.best.trace is None or not self.best_res or self.best.op.get("expect") != "kill_point" or \
+                as_int(opt_get(self.best.op["argv"], "kill_random_test")) <= 0:
+            return
+        self.refresh_trace()
+        lines = list(self.best.trace)
+        got = trace_killed(lines[-1]) if lines else None
+        if not got or lines[-1].split()[4] != "on":
+            return
+        lines[-1] = set_faults(lines[-1], "kill:%s:%d" % got)
+        c = self.with_trace(lines)
+        c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
+        self.attempt("the kill pinned in op %s, where it fired (kill:%s:%d)" % ((lines[-1].split()[0],) + got), c,
+                     "pin_kill")
 
     def p_volume(self):
         """Once the op step replays a trace whose checkpoints its log volume
@@ -111,7 +139,7 @@ class TracePasses:
         if key is None:
             return
         keep = [l for l in self.best.trace if line_touches(l, key) or l.split()[2] == "-" and
-                l.split()[1] != "batch"]
+                l.split()[1] != "batch" or trace_kill_pin(l)]
         if 0 < len(keep) < len(self.best.trace):
             self.attempt("ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
                          % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
@@ -181,6 +209,7 @@ class TracePasses:
         if self.best.trace is None:
             return
         self.p_pin_flips()
+        self.p_pin_kill()
         self.p_types()
         stop = time.monotonic() + self.left() * share
 
@@ -212,7 +241,7 @@ class TracePasses:
             return
         self.refresh_trace()
         lines = self.best.trace
-        quiet = [set_faults(l, False) if trace_inj(l) == 0 else l for l in lines]
+        quiet = [set_faults(l, False) if trace_inj(l) == 0 and l.split()[4] == "on" else l for l in lines]
         if quiet != lines:
             self.attempt("faults off in the %d ops that injected nothing"
                          % sum(1 for l in lines if trace_inj(l) == 0), self.with_trace(quiet), "faults")

@@ -69,13 +69,20 @@ typedef struct flt_options {
     int sync_fault_injection;  /* journal every write for power-loss simulation */
     uint64_t kill_random_test; /* each kill point hit kills with odds 1 in N */
     const char *kill_points;   /* comma list of kill point names (NULL: all) */
+    int kill_pins;             /* enable every kill point for flt_kill_at even
+                                * when kill_random_test is 0 (a replayed op
+                                * trace that pins a kill) */
     int phase_recovery;        /* this process is recovering: ledger phase */
     int cache_patterns;        /* bitflip_cache draws flip patterns, each
                                 * checked and undone (cacheflip.h) */
     /* Called once on the thread a kill point fires on, after its ledger
      * line and right before SIGKILL: the caller's last chance to note
-     * what it did (stress writes its op count there).  May be NULL. */
-    void (*before_kill)(void);
+     * what it did (stress writes its op count there, and the killed op's
+     * trace line).  POINT is the kill point; NTH counts the times the
+     * thread reached it during its current op (flt_op), this one
+     * included: flt_kill_at(POINT, NTH) kills the same op at the same
+     * place.  May be NULL. */
+    void (*before_kill)(const char *point, uint64_t nth);
 } flt_options;
 
 void flt_options_init(flt_options *o);
@@ -119,6 +126,22 @@ void flt_tick(flt_ctx *f, eng_db *db);
  * Nothing happens when the page size is unknown or BLOCK is past the
  * end of the file; BIT is taken modulo the page's bits. */
 void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit);
+
+/* Kill the process at the NTH time (1 or more) the calling thread
+ * reaches kill point POINT during its current op (the last flt_op), with
+ * the ledger line and before_kill of a drawn kill: a replayed op trace
+ * that pins the kill a traced run drew (docs/formats.md, Op trace), so
+ * that ops removed before it do not move it.  A draw counts hits of a
+ * point over the run, and every op removed moved the hit that killed.
+ * Needs the point enabled (kill_random_test or kill_pins); the pin holds
+ * for the current op only, that point is not drawn during it, and an
+ * arrival counts while injection is not paused (flt_pause).  Returns
+ * ENG_INVALID for a name that is not one kill point of the catalogue. */
+int flt_kill_at(flt_ctx *f, const char *point, uint64_t nth);
+
+/* 1 if LIST is a comma list of one or more kill points of the engine's
+ * catalogue (kill_points, a trace's kill:POINT:N). */
+int flt_kill_points_valid(const char *list);
 
 /* Stop injecting (a final verify, or shutdown); arming stays off. */
 void flt_pause(flt_ctx *f, int paused);

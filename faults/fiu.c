@@ -27,6 +27,8 @@
  *                                                     transfer and finishes the rest)
  *   kill                   kill/... (all,             the callback never returns:
  *                          or kill_points)            ledger line, then SIGKILL
+ *                                                     (drawn, or pinned by flt_kill_at:
+ *                                                     with kill_pins, all of them)
  *
  * libfiu calls the callback every time an enabled point is reached (with
  * the engine armed), so the callback counts checks there, draws from the
@@ -60,7 +62,7 @@ int flt_fiu_wanted(const flt_options *o) {
     /* sync_error works through the hooks alone in the plain build; with
      * the points compiled in, half of it goes through engine/io/fsync. */
     return o->one_in[FLT_READ_ERROR] || o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE] ||
-           o->one_in[FLT_SHORT_IO] || o->kill_random_test || o->one_in[FLT_KILL] ||
+           o->one_in[FLT_SHORT_IO] || o->kill_random_test || o->one_in[FLT_KILL] || o->kill_pins ||
            (o->one_in[FLT_SYNC_ERROR] && eng_faults_compiled());
 }
 
@@ -149,9 +151,22 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
         else if (t && t->io_kind == 1 + ENG_IO_WRITE && flt_draw(f, t, FLT_WRITE_ERROR))
             cls = FLT_WRITE_ERROR, err = EIO;
         break;
-    case FLT_PK_KILL:
-        if (flt_draw(f, t, FLT_KILL)) cls = FLT_KILL;
+    case FLT_PK_KILL: {
+        if (!t) {
+            if (flt_draw(f, t, FLT_KILL)) cls = FLT_KILL;
+            break;
+        }
+        /* Count the arrivals of this op (before_kill's NTH); a pinned
+         * kill fires at its NTH and is never drawn. */
+        int64_t op = atomic_load_explicit(&t->op, memory_order_relaxed);
+        if (t->kill_op[p->idx] != op) t->kill_op[p->idx] = op, t->kill_n[p->idx] = 0;
+        t->kill_n[p->idx]++;
+        if (t->kill_pin == 1 + p->idx && t->kill_pin_op == op) {
+            if (t->kill_n[p->idx] == t->kill_pin_nth) cls = FLT_KILL;
+        } else if (flt_draw(f, t, FLT_KILL))
+            cls = FLT_KILL;
         break;
+    }
     default: break;
     }
     if (cls < 0) return 0;
@@ -171,7 +186,7 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
         /* The ledger line is in the page cache (one write(2) returned):
          * it survives the kill. */
         flt_flip_at_crash(f, t);
-        if (f->o.before_kill) f->o.before_kill();
+        if (f->o.before_kill) f->o.before_kill(p->name, t ? t->kill_n[p->idx] : 1);
         raise(SIGKILL);
         for (;;) pause(); /* not reached: SIGKILL cannot be caught */
     }
@@ -206,7 +221,8 @@ int flt_fiu_setup(flt_ctx *f) {
             kind = FLT_PK_FSYNC, f->fsync_point = 1;
         else if (!strcmp(name, "engine/io/short") && o->one_in[FLT_SHORT_IO])
             kind = FLT_PK_SHORT, got_short = 1;
-        else if (is_kill_point(name) && o->kill_random_test && (!o->kill_points || list_has(o->kill_points, name)))
+        else if (is_kill_point(name) &&
+                 (o->kill_pins || (o->kill_random_test && (!o->kill_points || list_has(o->kill_points, name)))))
             kind = FLT_PK_KILL, got_kill = 1;
         if (kind == FLT_PK_NONE) continue;
         flt_point *p = &f->points[i];
@@ -224,6 +240,21 @@ int flt_fiu_setup(flt_ctx *f) {
     eng_faults_arm(!flt_paused(f));
     f->armed = 1;
     return ENG_OK;
+}
+
+int flt_kill_at(flt_ctx *f, const char *point, uint64_t nth) {
+    if (!f || !point || !nth || strchr(point, ',') || !flt_kill_points_valid(point)) return ENG_INVALID;
+    flt_thr *t = flt_thr_get(f);
+    if (!t) return ENG_NOMEM;
+    for (size_t i = 0; i < f->npoints; i++) {
+        if (f->points[i].enabled && f->points[i].kind == FLT_PK_KILL && !strcmp(f->points[i].name, point)) {
+            t->kill_pin = 1 + (int)i;
+            t->kill_pin_nth = nth;
+            t->kill_pin_op = atomic_load_explicit(&t->op, memory_order_relaxed);
+            return ENG_OK;
+        }
+    }
+    return ENG_INVALID; /* a kill point, but not enabled: kill_pins or kill_random_test */
 }
 
 void flt_fiu_teardown(flt_ctx *f) {

@@ -11,6 +11,5 @@
 int flt_fiu_setup(flt_ctx *f);            /* enable the points the options ask for */
 void flt_fiu_teardown(flt_ctx *f);        /* disable them */
 int flt_fiu_wanted(const flt_options *o); /* 1 if some libfiu point is asked for */
-int flt_kill_points_valid(const char *list);
 
 #endif

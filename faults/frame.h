@@ -98,6 +98,13 @@ typedef struct flt_thr {
                                * engine/io/fsync point: it fires next */
     const char *sync_path; /* the file of that fsync (valid until after()) */
     int sync_fiu_fired;    /* it fired: after(SYNC) drops dirty data */
+    /* Kill points reached during the current op, per point (fiu.c): the
+     * op they were counted in and how many times (before_kill's NTH). */
+    int64_t kill_op[FLT_MAX_POINTS];
+    uint32_t kill_n[FLT_MAX_POINTS];
+    int kill_pin;          /* flt_kill_at: 1 + the point's index, 0 none */
+    uint64_t kill_pin_nth; /* ... at its NTH arrival */
+    int64_t kill_pin_op;   /* ... during this op */
     struct flt_thr *next;  /* every state of the context, for flt_close */
 } flt_thr;
 

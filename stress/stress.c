@@ -452,14 +452,16 @@ static atomic_int st_working;
 /* flt_options.before_kill: a process a kill point ends writes no report,
  * so its op count goes to RUN_DIR/progress here (the watchdog's copy is
  * up to 20 ms old: a kill early in a run would read too few). */
-static void note_ops_before_kill(void) {
+static void note_ops_before_kill(const char *point, uint64_t nth) {
     if (atomic_load(&st_working)) st_write_progress(st_total_done());
+    st_trace_killed(point, nth);
 }
 
 /* The fault library, when a fault option asks for it. */
 static int open_faults(void) {
     int rc;
-    if (st_faults_requested(&g.o)) {
+    if (st_replay_pins_kill()) g.vc.class_on[VD_KILL] = 1; /* a trace's kill:POINT:N */
+    if (st_faults_requested(&g.o) || st_replay_pins_kill()) {
         flt_options fo;
         flt_options_init(&fo);
         fo.seed = g.o.seed;
@@ -470,6 +472,7 @@ static int open_faults(void) {
         fo.cache_patterns = g.o.bitflip_cache_patterns;
         fo.kill_random_test = g.o.kill_random_test;
         fo.kill_points = g.o.kill_points;
+        fo.kill_pins = st_replay_pins_kill();
         fo.before_kill = note_ops_before_kill;
         rc = flt_open(&fo, &g.flt);
         if (rc) {

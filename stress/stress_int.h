@@ -95,6 +95,8 @@ typedef struct st_trace_op {
     int faults_off;
     int pinned; /* FAULTS flip:BLOCK:BIT: a page flip before the op, faults off during it */
     uint64_t pin_block, pin_bit;
+    char *kill_point;  /* FAULTS kill:POINT:N: killed at POINT's Nth arrival during the op, faults on */
+    uint64_t kill_nth; /* (kill_point is owned by the replay list; NULL otherwise) */
 } st_trace_op;
 
 /* The driver's state: one per process (stress.c defines it). */
@@ -204,6 +206,10 @@ uint64_t st_trace_seed(uint64_t index);    /* a traced op's seed: f(--seed, its 
  * ledger lines it added) after; a kill in between leaves the head. */
 void st_trace_head(const st_trace_op *op);
 void st_trace_note(const char *note, uint64_t injected);
+/* A kill point fires in the op whose head is out: its note names where
+ * (killed=POINT:N, what kill:POINT:N replays).  Nothing without a head. */
+void st_trace_killed(const char *point, uint64_t nth);
+int st_replay_pins_kill(void); /* some op of --replay_ops is kill:POINT:N */
 void st_trace_close(void);
 
 /* report.c */

@@ -28,11 +28,17 @@
  *           'flip:BLOCK:BIT': none either, but bit BIT of data block
  *           BLOCK is flipped right before it, where a tick's page flip
  *           comes (flt_flip_page_at): a shrinker pins a flip the traced
- *           run drew, so that ops removed before it do not move it
+ *           run drew, so that ops removed before it do not move it;
+ *           or 'kill:POINT:N': faults on, but the process is killed at
+ *           the Nth time the op reaches kill point POINT (the traced
+ *           run's kill, flt_kill_at) and no kill is drawn in it: a kill
+ *           drawn 1 in N hits lands on another op as soon as one op
+ *           before it goes, a pinned one stays in its op
  *   | ...   what the op did when traced: keys with value seeds (or 'del'),
  *           status, its number in the ledger's op field (op=EPOCH:CALL,
  *           the field being EPOCH << 32 | CALL), ledger lines it added
- *           (inj=N); replay ignores all of it
+ *           (inj=N), or for the op a kill point ended, killed=POINT:N
+ *           alone; replay ignores all of it
  *
  * A line is written in two write()s, its head before the op runs and
  * its note after, so a process killed in the middle (a kill point,
@@ -48,8 +54,10 @@
 #include "stress_int.h"
 
 static int trace_fd = -1;
+static int head_out; /* a head is written, its note not yet */
 static st_trace_op *replay;
 static size_t nreplay;
+static int pins_kill;
 
 static int type_of(const char *s) {
     for (int t = 0; t < OP_TYPES; t++)
@@ -83,6 +91,8 @@ static int parse_line(char *line, st_trace_op *op) {
     op->seed = strtoull(tok[3], &end, 16);
     if (*end || errno) return -1;
     op->pinned = 0;
+    op->kill_point = NULL;
+    op->kill_nth = 0;
     if (!strcmp(tok[4], "on"))
         op->faults_off = 0;
     else if (!strcmp(tok[4], "off"))
@@ -94,10 +104,22 @@ static int parse_line(char *line, st_trace_op *op) {
         char *bit = end + 1;
         op->pin_bit = strtoull(bit, &end, 10);
         if (end == bit || *end || errno) return -1;
+    } else if (!strncmp(tok[4], "kill:", 5)) {
+        char *point = tok[4] + 5, *colon = strrchr(point, ':');
+        if (!colon || colon[1] == 0) return -1;
+        *colon = 0;
+        op->faults_off = 0;
+        op->kill_nth = strtoull(colon + 1, &end, 10);
+        if (*end || errno || op->kill_nth == 0 || strchr(point, ',') || !flt_kill_points_valid(point)) return -1;
+        if (!(op->kill_point = strdup(point))) return -2;
     } else
         return -1;
     int keyed = op->type == OP_GET || op->type == OP_PUT || op->type == OP_DEL || op->type == OP_SCAN;
-    return keyed == op->has_key ? 1 : -1;
+    if (keyed != op->has_key) {
+        free(op->kill_point);
+        return -1;
+    }
+    return 1;
 }
 
 int st_trace_open(void) {
@@ -113,6 +135,10 @@ int st_trace_open(void) {
             lineno++;
             st_trace_op op;
             int r = parse_line(line, &op);
+            if (r == -2) {
+                fclose(f);
+                return EXIT_INFRA;
+            }
             if (r < 0) {
                 fprintf(stderr, "stress: --replay_ops: %s:%zu: not an op line (docs/formats.md, Op trace)\n",
                         g.o.replay_ops, lineno);
@@ -124,12 +150,14 @@ int st_trace_open(void) {
                 cap = cap ? 2 * cap : 256;
                 st_trace_op *p = realloc(replay, cap * sizeof *p);
                 if (!p) {
+                    free(op.kill_point);
                     fclose(f);
                     return EXIT_INFRA;
                 }
                 replay = p;
             }
             replay[nreplay++] = op;
+            pins_kill |= op.kill_point != NULL;
         }
         fclose(f);
     }
@@ -151,6 +179,7 @@ int st_trace_open(void) {
 
 int st_tracing(void) { return trace_fd >= 0; }
 int st_replaying(void) { return g.o.replay_ops != NULL; }
+int st_replay_pins_kill(void) { return pins_kill; }
 size_t st_replay_count(void) { return nreplay; }
 const st_trace_op *st_replay_at(size_t i) { return i < nreplay ? &replay[i] : NULL; }
 
@@ -161,15 +190,19 @@ uint64_t st_trace_seed(uint64_t index) { return rng_mix64(g.o.seed ^ rng_mix64(i
  * replays like any line), and its replay is killed at the same place. */
 void st_trace_head(const st_trace_op *op) {
     if (trace_fd < 0) return;
-    char line[160], key[24] = "-", faults[64];
+    char line[256], key[24] = "-", faults[128];
     if (op->has_key) snprintf(key, sizeof key, "%" PRIu64, op->key);
     if (op->pinned)
         snprintf(faults, sizeof faults, "flip:%" PRIu64 ":%" PRIu64, op->pin_block, op->pin_bit);
+    else if (op->kill_point)
+        snprintf(faults, sizeof faults, "kill:%s:%" PRIu64, op->kill_point, op->kill_nth);
     else
         snprintf(faults, sizeof faults, "%s", op->faults_off ? "off" : "on");
     int n = snprintf(line, sizeof line, "%" PRIu64 " %s %s %016" PRIx64 " %s", op->index, st_op_names[op->type], key,
                      op->seed, faults);
+    if (n >= (int)sizeof line) n = (int)sizeof line - 1;
     if (write(trace_fd, line, (size_t)n) != n) {}
+    head_out = 1;
 }
 
 void st_trace_note(const char *note, uint64_t injected) {
@@ -181,11 +214,24 @@ void st_trace_note(const char *note, uint64_t injected) {
         line[n - 1] = '\n';
     }
     if (write(trace_fd, line, (size_t)n) != n) {}
+    head_out = 0;
+}
+
+/* Called from flt_options.before_kill, on the thread that is killed: one
+ * write(2), in the page cache before the SIGKILL. */
+void st_trace_killed(const char *point, uint64_t nth) {
+    if (trace_fd < 0 || !head_out) return;
+    char line[160];
+    int n = snprintf(line, sizeof line, " | killed=%s:%" PRIu64 "\n", point, nth);
+    if (n >= (int)sizeof line) n = (int)sizeof line - 1;
+    if (write(trace_fd, line, (size_t)n) != n) {}
+    head_out = 0;
 }
 
 void st_trace_close(void) {
     if (trace_fd >= 0) close(trace_fd);
     trace_fd = -1;
+    for (size_t i = 0; i < nreplay; i++) free(replay[i].kill_point);
     free(replay);
     replay = NULL;
     nreplay = 0;

@@ -618,6 +618,7 @@ static void one_op(worker *w, uint64_t i) {
         flt_op(g.flt, g.epoch << 32 | w->calls);
         flt_tick(g.flt, g.E->native(g.db));
         if (rop && rop->pinned) flt_flip_page_at(g.flt, rop->pin_block, rop->pin_bit);
+        if (rop && rop->kill_point) flt_kill_at(g.flt, rop->kill_point, rop->kill_nth); /* valid: parsed */
     }
     uint64_t key = 0;
     int type = rop ? rop->type : choose_op(w, i, &key);
