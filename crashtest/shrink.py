@@ -209,6 +209,8 @@ Rules:
   K16 an op step that a drawn kill point ends replays with the kill
       pinned in the op it fired in (kill:POINT:N, tracepass.p_pin_kill:
       a drawn kill counts hits, and every removal moved it).
+  K17 checkpoints the log's volume started made ops of their own when
+      checkpoint_wal_bytes cannot go to its default (p_tie_checkpoints).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -932,6 +934,7 @@ class Shrinker(Trials, TracePasses, FreshPasses):
         with every chunk removed."""
         if self.best.trace is not None:
             self.p_options(only=UNTIED)
+            self.p_tie_checkpoints()
 
     def p_options(self, only=None):
         fresh = self.best.fresh or opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") == "1"

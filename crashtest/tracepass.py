@@ -116,6 +116,52 @@ class TracePasses:
             if self.attempt("wal_segment_size %d -> %d (log segments filled sooner)" % (v, m), c, "volume"):
                 return
 
+    def p_tie_checkpoints(self):
+        """K17: the checkpoints the log's volume started (an op's note
+        ckpt=N: checkpoint_wal_bytes below stress's default) made ops of
+        their own, right after the op whose write started them (faults off
+        in them, its seed), and checkpoint_wal_bytes at stress's default
+        (every stress step's).  Removing ops moves a volume checkpoint to
+        another op, or out of the run; an explicit one stays where it was.
+        An op step a pinned kill ends in a write with no ckpt= note (the
+        kill came before the note) is tried first with the kill in such a
+        checkpoint after it (planted bug redo-reads-before-image: killed
+        at the third log flush of a checkpoint a put started, sync_mode
+        off; every removal moved the checkpoint, eleventh session)."""
+        if self.best.trace is None or not self.best_res:
+            return
+        v = parse_size(opt_get(self.best.op["argv"], "checkpoint_wal_bytes"))
+        d = parse_size(self.defaults.get("checkpoint_wal_bytes"))
+        if not v or not d or v >= d:
+            return
+        self.refresh_trace()
+        lines = self.best.trace
+        last = lines[-1].split() if lines else []
+        guesses = [True, False] if last and trace_kill_pin(lines[-1]) and "ckpt=" not in lines[-1] and \
+            last[1] in ("put", "delete", "batch") else [False]
+        for guess in guesses:
+            out, n = [], 0
+            for i, l in enumerate(lines):
+                m = re.search(r"(?:^|\s)ckpt=(\d+)", l.partition("|")[2])
+                k = int(m.group(1)) if m else 1 if guess and i == len(lines) - 1 else 0
+                pin = trace_kill_pin(l) if i == len(lines) - 1 else None
+                if not k:
+                    out.append(l)
+                    continue
+                f = l.split()
+                out.append(set_faults(l, "on") if pin else l)
+                out += ["%s checkpoint - %s %s" % (f[0], f[3], "kill:%s:%d" % pin if pin and j == k - 1 else "off")
+                        for j in range(k)]
+                n += k
+            if not n or self.left() <= 0 or STOP.is_set():
+                continue
+            c = self.with_trace(out)
+            c.set_all("checkpoint_wal_bytes", d)
+            if self.attempt("%d checkpoint%s the log's volume started made ops of their own%s, checkpoint_wal_bytes "
+                            "%d -> %d" % (n, "s" if n > 1 else "", " (the kill in the last)" if guess else "", v, d),
+                            c, "tie_checkpoints"):
+                return
+
     def refresh_trace(self):
         """The lines as the last kept replay traced them again (their inj=
         counts are this run's; the FAULTS field is the replayed one)."""

@@ -630,10 +630,24 @@ static void one_op(worker *w, uint64_t i) {
         w->rng = rng_mix64(top.seed ^ 0x72756e6f70000000ull);
         if (st_tracing()) st_trace_head(&top);
     }
+    /* Checkpoints the op's write started (the log's volume, the engine's
+     * checkpoint_wal_bytes) go in its note, ckpt=N: a shrinker makes them
+     * ops of their own, which removing other ops does not move. */
+    st_stats ss = {0};
+    if (st_tracing() && type != OP_CHECKPOINT && g.db) g.E->stats(g.db, &ss);
+    uint64_t ck0 = ss.checkpoints;
     run_op(w, seen, i, type, key);
     if (g.flt && per_op && top.faults_off) flt_pause(g.flt, 0);
     if (st_tracing()) { /* the ledger's op field of what it injected: epoch << 32 | call */
         size_t l = w->tnote_len < sizeof w->tnote ? w->tnote_len : 0;
+        if (type != OP_CHECKPOINT && g.db && atomic_load(&g.handle_epoch) == seen) {
+            g.E->stats(g.db, &ss);
+            if (ss.checkpoints > ck0 && l < sizeof w->tnote - 32) {
+                int k = snprintf(w->tnote + l, sizeof w->tnote - l, "ckpt=%llu ",
+                                 (unsigned long long)(ss.checkpoints - ck0));
+                if (k > 0) l += (size_t)k;
+            }
+        }
         snprintf(w->tnote + l, sizeof w->tnote - l, "op=%llu:%llu", (unsigned long long)g.epoch,
                  (unsigned long long)call);
         st_trace_note(w->tnote, st_injections_so_far() - inj0);
