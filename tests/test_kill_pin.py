@@ -21,7 +21,6 @@ arrival, whatever ops come before it, and nowhere else.
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -31,21 +30,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from crashtest.cand import Cand, set_faults, trace_kill_pin, trace_killed  # noqa: E402
 from crashtest.executor import ledger_lines_since  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
+from tests.stressrun import need_stress, stress, trace_lines as ops_of  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STRESS = os.path.join(ROOT, os.environ.get("BUILD", "build"), "stress")
 WAL_POINT = "kill/wal/after_write_before_sync"
-
-
-def stress(*args):
-    p = subprocess.run([STRESS] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def ops_of(path):
-    with open(path) as f:
-        return [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
 
 
 def head(line):
@@ -55,10 +42,7 @@ def head(line):
 class TestPinnedKillInStress(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        r = subprocess.run(["make", "-s", os.path.relpath(STRESS, ROOT)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-        if r.returncode or not os.path.exists(STRESS):
-            raise unittest.SkipTest("build/stress missing")
+        need_stress()
 
     def setUp(self):
         self.d = tempfile.mkdtemp(prefix="test-kill-pin-")

@@ -48,6 +48,7 @@ from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import (BASELINE_TRIALS, MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS, Cand, Shrinker,  # noqa: E402
                               endings, mt_endings, opt_get, opt_set, powerloss_undone, same_value)
 from crashtest.cand import set_faults, trace_inj, trimmed  # noqa: E402
+from tests.stressrun import stress  # noqa: E402
 from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, Trials  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
@@ -89,12 +90,6 @@ def make(*targets):
     r = subprocess.run(["make", "-s"] + [os.path.relpath(t, ROOT) for t in targets], cwd=ROOT,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return r.returncode == 0 and all(os.path.exists(t) for t in targets)
-
-
-def stress(*args, cwd=None):
-    p = subprocess.run([STRESS] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True, cwd=cwd)
-    return p.returncode, p.stdout, p.stderr
 
 
 def summary_field(out, name):

@@ -18,7 +18,6 @@ default, so removals leave the checkpoints where they were.
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -27,21 +26,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
+from tests.stressrun import need_stress, stress, trace_lines as ops_of  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STRESS = os.path.join(ROOT, os.environ.get("BUILD", "build"), "stress")
 WAL_POINT = "kill/wal/after_write_before_sync"
-
-
-def stress(*args):
-    p = subprocess.run([STRESS] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def ops_of(path):
-    with open(path) as f:
-        return [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
 
 
 def shrinker(lines, volume="64K"):
@@ -65,10 +52,7 @@ def shrinker(lines, volume="64K"):
 class TestVolumeCheckpointsInStress(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        r = subprocess.run(["make", "-s", os.path.relpath(STRESS, ROOT)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-        if r.returncode or not os.path.exists(STRESS):
-            raise unittest.SkipTest("build/stress missing")
+        need_stress()
 
     def setUp(self):
         self.d = tempfile.mkdtemp(prefix="test-tie-")
