@@ -211,6 +211,7 @@ Rules:
       a drawn kill counts hits, and every removal moved it).
   K17 checkpoints the log's volume started made ops of their own when
       checkpoint_wal_bytes cannot go to its default (p_tie_checkpoints).
+  K18 a hang's --hang_seconds shortened first (trials.p_hang).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -1068,7 +1069,7 @@ class Shrinker(Trials, TracePasses, FreshPasses):
         with two threads, and the one-thread run the seed search kept lost
         it only in the next round, after delta debugging had run every
         trial twice)."""
-        return (self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_fresh,
+        return (self.p_hang, self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_fresh,
                 self.p_trace,
                 self.p_crash_end, self.p_end_kill, self.p_ops, self.p_timer, self.p_short, self.p_replay,
                 self.p_focus, self.p_untied, self.p_volume, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),

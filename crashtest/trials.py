@@ -19,7 +19,7 @@ import sys
 import time
 from fractions import Fraction
 
-from .cand import is_fresh, opt_get, ops_of, signature, slim, trace_ops_of, trimmed, write_trace
+from .cand import is_fresh, opt_get, opt_set, ops_of, signature, slim, trace_ops_of, trimmed, write_trace
 from .common import REPO, nice_path, sha256_of, write_json
 from .executor import Executor, subst
 from .params import FAULT_OPTIONS
@@ -54,8 +54,32 @@ def made_key(cand, n, step):
     return (bool(cand.fresh), tuple(a))
 
 
+# A hang's watchdog, shortened (K18): stress's --hang_seconds tried at
+# these, largest first below the run's.  A few seconds with no op done is
+# no stall of a healthy engine in a run of a few ops, and a minute of it
+# made every trial of a hang a minute long (planted bug kv-checks-nothing:
+# 823 s for 6.9x, its repro 62 s, eleventh session).
+HANG_SECONDS = (10, 3)
+
+
 class Trials:
     history = 0  # the ops that grew the recorded run's database (K14; the Shrinker's __init__ sets it)
+
+    def p_hang(self):
+        """K18: for a hang, every stress step's --hang_seconds down to
+        HANG_SECONDS, the smallest that still hangs kept: each later trial
+        that hangs ends that much sooner, and so does the shrunk run's
+        repro.  Only for the kind hang; the Executor's own guard stays."""
+        if self.kind != "hang":
+            return
+        for h in HANG_SECONDS:
+            now = min(int(opt_get(s["argv"], "hang_seconds") or self.hang) for s in self.best.stress_steps())
+            if h >= now or self.left() <= 0 or STOP.is_set():
+                continue
+            c = self.best.copy()
+            for s in c.stress_steps():
+                s["argv"] = opt_set(s["argv"], "hang_seconds", h)
+            self.attempt("hang_seconds %d -> %d (the watchdog sooner)" % (now, h), c, "hang")
 
     def grown_ops(self, cand):
         """The ops that grew the database CAND starts from: none for a fresh
