@@ -84,6 +84,12 @@ def trace_inj(line):
     return int(m.group(1)) if m else 0
 
 
+def trace_ckpt(line):
+    """The checkpoints a traced op's write started (its note ckpt=N), or 0."""
+    m = re.search(r"(?:^|\s)ckpt=(\d+)", line.partition("|")[2])
+    return int(m.group(1)) if m else 0
+
+
 def set_faults(line, on):
     """LINE of an op trace with its FAULTS field ON ('on' if true, 'off'
     if false, or the string itself: 'flip:BLOCK:BIT')."""

@@ -11,8 +11,8 @@ import os
 import re
 import time
 
-from .cand import (as_int, is_fresh, line_touches, opt_get, opt_set, set_faults, trace_inj, trace_kill_pin,
-                   trace_killed, trace_ops_of)
+from .cand import (as_int, is_fresh, line_touches, opt_get, opt_set, set_faults, trace_ckpt, trace_inj,
+                   trace_kill_pin, trace_killed, trace_ops_of)
 from .executor import ledger_by_op, subst
 from .params import FAULT_OPTIONS, parse_size
 from .procs import STOP
@@ -137,13 +137,12 @@ class TracePasses:
         self.refresh_trace()
         lines = self.best.trace
         last = lines[-1].split() if lines else []
-        guesses = [True, False] if last and trace_kill_pin(lines[-1]) and "ckpt=" not in lines[-1] and \
+        guesses = [True, False] if last and trace_kill_pin(lines[-1]) and not trace_ckpt(lines[-1]) and \
             last[1] in ("put", "delete", "batch") else [False]
         for guess in guesses:
             out, n = [], 0
             for i, l in enumerate(lines):
-                m = re.search(r"(?:^|\s)ckpt=(\d+)", l.partition("|")[2])
-                k = int(m.group(1)) if m else 1 if guess and i == len(lines) - 1 else 0
+                k = trace_ckpt(l) or (1 if guess and i == len(lines) - 1 else 0)
                 pin = trace_kill_pin(l) if i == len(lines) - 1 else None
                 if not k:
                     out.append(l)
