@@ -58,21 +58,32 @@ static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t red
     return io_dirsync(io, wdir);
 }
 
-typedef struct applied {
-    uint32_t blocks[128];
-    int n;
-} applied;
+/* The frames one record's actions touched, held (pinned, latched
+ * exclusively) until its last action is applied (R1 in recovery.h). */
+struct held_frame {
+    uint32_t block;
+    bp_frame *f;
+    int applied; /* this record changed the frame */
+};
+typedef struct held {
+    struct held_frame *v;
+    size_t n, cap;
+} held;
 
-static int was_applied(const applied *a, uint32_t b) {
-    for (int i = 0; i < a->n; i++)
-        if (a->blocks[i] == b) return 1;
-    return 0;
+static struct held_frame *held_find(held *h, uint32_t block) {
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].block == block) return &h->v[i];
+    return NULL;
 }
 
-static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
-                       const eng_reporter *rep, rec_result *out) {
+static void held_release(bp_pool *bp, held *h) {
+    for (size_t i = 0; i < h->n; i++) bp_release(bp, h->v[i].f, BP_EXCL);
+    h->n = 0;
+}
+
+static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
+                         const eng_reporter *rep, held *h, rec_result *out) {
     const uint8_t *p = rec->payload + PA_REC_HDR, *end = rec->payload + rec->len;
-    applied ap = {.n = 0};
     while (p < end) {
         int kind;
         uint32_t block;
@@ -90,7 +101,6 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
             p += n;
             continue;
         }
-        bp_frame *f;
         int rc, creates = pa_creates(kind);
 #ifdef ENG_BROKEN_REDO_READS_BEFORE_IMAGE
         /* Test-only broken build: a full-page image is applied over the
@@ -98,8 +108,22 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
          * the database does not reopen after a torn write (oracle V8). */
         if (kind == PA_IMAGE) creates = 0;
 #endif
-        rc = creates ? bp_overwrite(bp, block, &f) : bp_get(bp, block, BP_EXCL, &f);
-        if (rc) return rc;
+        struct held_frame *hf = held_find(h, block);
+        if (!hf) {
+            if (h->n == h->cap) {
+                size_t cap = h->cap ? 2 * h->cap : 16;
+                struct held_frame *v = realloc(h->v, cap * sizeof *v);
+                if (!v) return ENG_NOMEM;
+                h->v = v;
+                h->cap = cap;
+            }
+            bp_frame *f;
+            rc = creates ? bp_overwrite(bp, block, &f) : bp_get(bp, block, BP_EXCL, &f);
+            if (rc) return rc;
+            hf = &h->v[h->n++];
+            *hf = (struct held_frame){.block = block, .f = f, .applied = 0};
+        }
+        bp_frame *f = hf->f;
 #if defined(ENG_BROKEN_REDO_SKIPS_SECOND_ACTION)
         /* planted bug (tests/mutants.txt): a page this very record already
          * changed is taken as up to date (its LSN is now the record's end),
@@ -110,9 +134,9 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
          * record's end counts as applied, so a page written back after this
          * record gets its action again (full_page_writes off): redo is not
          * idempotent. */
-        if (!creates && atomic_load(&f->lsn) > rec->end && !was_applied(&ap, block)) {
+        if (!creates && atomic_load(&f->lsn) > rec->end && !hf->applied) {
 #else
-        if (!creates && atomic_load(&f->lsn) >= rec->end && !was_applied(&ap, block)) {
+        if (!creates && atomic_load(&f->lsn) >= rec->end && !hf->applied) {
 #endif
             out->actions_skipped++;
             if (block == 0) {
@@ -136,15 +160,15 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
                 why = pr.detail;
             }
             if (rc) {
-                bp_release(bp, f, BP_EXCL);
-                return eng_report(rep, ENG_LAYER_STRUCTURE, "data", block, (int64_t)block * ps, -1, rec->lsn,
-                                  atomic_load(&f->lsn), "redo of the record at LSN 0x%llx: %s",
-                                  (unsigned long long)rec->lsn, why);
+                uint64_t lsn = atomic_load(&f->lsn);
+                held_release(bp, h);
+                return eng_report(rep, ENG_LAYER_STRUCTURE, "data", block, (int64_t)block * ps, -1, rec->lsn, lsn,
+                                  "redo of the record at LSN 0x%llx: %s", (unsigned long long)rec->lsn, why);
             }
             atomic_store(&f->lsn, rec->end);
             bp_kv_update(bp, f);
             bp_mark_dirty(f);
-            if (ap.n < 128 && !was_applied(&ap, block)) ap.blocks[ap.n++] = block;
+            hf->applied = 1;
             out->actions_applied++;
             if (kind == PA_IMAGE) out->images_restored++;
             if (block == 0) { /* the meta page as redo leaves it */
@@ -153,10 +177,21 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
                 out->meta_nblocks = mf.nblocks;
             }
         }
-        bp_release(bp, f, BP_EXCL);
         p += n;
     }
     return ENG_OK;
+}
+
+/* Apply one record's page actions.  Every frame it touches stays held
+ * until its last action is applied: a frame written back between two
+ * actions of one record would reach the disk with the record's end as
+ * its LSN but only the first change, and a recovery after this one
+ * (this open failing, or a crash) would skip the second as applied (R1). */
+static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
+                       const eng_reporter *rep, held *h, rec_result *out) {
+    int rc = apply_actions(bp, ps, rec, batch, zscratch, rep, h, out);
+    held_release(bp, h);
+    return rc;
 }
 
 int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn, uint64_t last_seq, bp_pool *bp,
@@ -171,6 +206,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
     if ((rc = wal_reader_open(io, dir, seg_size, redo_lsn, 0, rep, &r))) return rc;
     uint8_t *zscratch = malloc(page_size);
     pa_batch batch = {0};
+    held h = {0};
     size_t ops_cap = 0;
     if (!zscratch) {
         wal_reader_close(r);
@@ -228,14 +264,14 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
             uint64_t blsn = rec.len >= PA_REC_HDR ? rd64(rec.payload) : 0;
             uint32_t op = rec.len >= PA_REC_HDR ? rd32(rec.payload + 8) : UINT32_MAX - 1;
             if (op == PA_OP_MAINT) {
-                rc = apply_pages(bp, page_size, &rec, NULL, zscratch, rep, out);
+                rc = apply_pages(bp, page_size, &rec, NULL, zscratch, rep, &h, out);
             } else if (!out->batch_payload || blsn != out->batch_lsn ||
                        (op >= out->nops && op != PA_OP_COMMIT && op != PA_OP_ABORT)) {
                 rc = eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec.lsn, -1, out->batch_lsn, blsn,
                                 "page record at LSN 0x%llx names a batch or operation not in the log",
                                 (unsigned long long)rec.lsn);
             } else {
-                rc = apply_pages(bp, page_size, &rec, &batch, zscratch, rep, out);
+                rc = apply_pages(bp, page_size, &rec, &batch, zscratch, rep, &h, out);
                 if (op == PA_OP_COMMIT) {
                     out->last_seq = batch.seq;
                     out->txns_committed++;
@@ -252,6 +288,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
     wal_reader_close(r);
     free(zscratch);
     free(batch.ops);
+    free(h.v);
     /* A batch without its commit record was cut by the crash: aborted
      * (T3: its id has no commit-log entry, so its versions stay invisible
      * until vacuum removes them). */
