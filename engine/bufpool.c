@@ -211,6 +211,16 @@ int bp_kv_test_entry(bp_pool *bp, bp_frame *f, unsigned slot) {
     return kv_mismatch(bp, f, (int)slot, &e, &g);
 }
 
+int bp_kv_mismatches(bp_pool *bp, bp_frame *f, int *page) {
+    unsigned w = bp->cfg.kv_width;
+    if (!w || !f->kv_on) return -1;
+    uint64_t e, g;
+    *page = kv_check_page(&f->kv, f->data, bp->cfg.page_size, w, &e, &g, NULL);
+    int n = 0;
+    for (unsigned i = 0; i < f->kv.n; i++) n += kv_check_entry(&f->kv, f->data, bp->cfg.page_size, w, i, &e, &g, NULL);
+    return n;
+}
+
 int bp_kv_check_all(bp_pool *bp, bp_frame *f) {
     unsigned w = bp->cfg.kv_width;
     if (!w || !f->kv_on) return ENG_OK;

@@ -192,6 +192,12 @@ int bp_check_block(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr);
 
 void bp_get_stats(bp_pool *bp, bp_stats *st);
 
+/* How many of F's entry codes its bytes no longer match, and in *PAGE
+ * whether its page code does not; no report, no count.  -1 when F carries
+ * no codes (w = 0, a lazy leaf).  For the cache-flip injector's escape
+ * test. */
+int bp_kv_mismatches(bp_pool *bp, bp_frame *f, int *page);
+
 /* Per-KV protection (kvprot.h), for frames the caller has latched.  The
  * checks report a kv_protection CORRUPTION for BLOCK and the entry and
  * return ENG_CORRUPTION; with width 0 they return ENG_OK at once. */

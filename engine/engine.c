@@ -835,6 +835,17 @@ int eng_debug_frame_check(eng_db *db, uint64_t block) {
     return rc;
 }
 
+int eng_debug_frame_mismatches(eng_db *db, uint64_t block, int *page) {
+    *page = 0;
+    if (block > UINT32_MAX) return -1;
+    /* Held pinned and latched by the caller, as above. */
+    bp_frame *f = bp_pin_resident(db->bp, (uint32_t)block);
+    if (!f) return -1;
+    int n = bp_kv_mismatches(db->bp, f, page);
+    bp_unpin(db->bp, f);
+    return n;
+}
+
 int eng_debug_frame_code(eng_db *db, uint64_t block) {
     if (block > UINT32_MAX) return -1;
     /* Held pinned and latched exclusively by the caller, as above. */

@@ -498,6 +498,16 @@ void eng_debug_frame_release(eng_db *db, uint64_t block);
  * carries no codes (w = 0, or not resident).  For fault injectors that
  * measure the codes (crashtest.py protection): flip, check, restore. */
 int eng_debug_frame_check(eng_db *db, uint64_t block);
+/* With BLOCK's frame held through eng_debug_frame_bytes: how many of its
+ * entry codes its bytes do not match, and in *PAGE whether its page code
+ * does not, reporting nothing; -1 when the frame carries no codes (w = 0,
+ * a leaf not coded yet) or is not resident.  A byte past the header lies
+ * under one entry code at most, so a flip there that leaves the count
+ * below what it was made a damaged code match again: the damage escaped
+ * (the cache-flip injector's test); a header byte, under the page code
+ * (whose fields also steer the entry checks), escaped when *PAGE went
+ * from 1 to 0. */
+int eng_debug_frame_mismatches(eng_db *db, uint64_t block, int *page);
 /* With BLOCK's frame held through eng_debug_frame_bytes: a leaf read by a
  * reader and not coded yet (the pool codes such a leaf at its next use,
  * proving it by its page checksum until then) gets its codes now, its

@@ -157,7 +157,7 @@ typedef struct flt_cflip {
 typedef struct flt_crecent {
     uint64_t seq, block;
     uint32_t byte;
-    uint8_t val;
+    uint8_t val, mask; /* what the flip left at BYTE, and its bit */
     struct flt_crecent *next;
 } flt_crecent;
 

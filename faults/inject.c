@@ -58,7 +58,9 @@
  *                        parity bit of the per-KV codes covers around the
  *                        flipped bit, part_code: which code, page, entry
  *                        or none: flip_part; pair_of: an earlier flip
- *                        still in that part, crecent_pair)
+ *                        still in that part, crecent_pair; pair_check:
+ *                        with pair_of, whether the two escape the code
+ *                        that covers them, tested in the frame)
  *   bitflip_page        tick/data   data  block     block * ps     page size  yes
  *                       crash/data  (the same, right before a kill's SIGKILL;
  *                                    pre and post: the block's hashes)
@@ -797,13 +799,43 @@ static int64_t crecent_pair(flt_ctx *f, uint64_t block, const uint8_t *p, size_t
     return pair;
 }
 
+/* 1 if flipping MASK at BYTE of BLOCK undoes an earlier flip still noted
+ * there (crecent_pair has dropped the ones that are gone).  Under dmg_mu. */
+static int crecent_undoes(flt_ctx *f, uint64_t block, size_t byte, uint8_t mask) {
+    for (flt_crecent *r = f->crecent[block % FLT_CRECENT_BUCKETS]; r; r = r->next)
+        if (r->block == block && r->byte == byte && r->mask == mask) return 1;
+    return 0;
+}
+
+/* The ledger's pair_check for a flip of MASK at BYTE of BLOCK's held
+ * frame P that pairs with an earlier one in a part CODE covers: the
+ * frame's codes are tested with the bit flipped and without (restored
+ * before anyone else can latch the frame).  A part of the page code
+ * escaped when the flip makes that code match again; an entry's part
+ * (which lies under one entry code) when fewer entry codes mismatch with
+ * the flip: the part holds an even count of flips its code cannot see
+ * ("escaped").  Under dmg_mu, before the flip's ledger line. */
+static const char *pair_check(flt_ctx *f, eng_db *db, uint64_t block, uint8_t *p, size_t byte, uint8_t mask,
+                              const char *code) {
+    if (crecent_undoes(f, block, byte, mask)) return "none"; /* the part is as it was */
+    if (strcmp(code, "page") && strcmp(code, "entry")) return "none";
+    int pb, pa;
+    int before = eng_debug_frame_mismatches(db, block, &pb);
+    p[byte] ^= mask;
+    int after = eng_debug_frame_mismatches(db, block, &pa);
+    p[byte] ^= mask;
+    if (before < 0 || after < 0) return "none";
+    int escaped = !strcmp(code, "page") ? pb && !pa : after < before;
+    return escaped ? "escaped" : "detected";
+}
+
 /* Note the flip SEQ that left VAL at BYTE of BLOCK's frame.  Under dmg_mu.
  * Without memory it is not noted: a later flip then names no pair, which
  * errs toward failing. */
-static void crecent_note(flt_ctx *f, uint64_t seq, uint64_t block, size_t byte, uint8_t val) {
+static void crecent_note(flt_ctx *f, uint64_t seq, uint64_t block, size_t byte, uint8_t val, uint8_t mask) {
     flt_crecent *r = malloc(sizeof *r);
     if (!r) return;
-    *r = (flt_crecent){seq, block, (uint32_t)byte, val, f->crecent[block % FLT_CRECENT_BUCKETS]};
+    *r = (flt_crecent){seq, block, (uint32_t)byte, val, mask, f->crecent[block % FLT_CRECENT_BUCKETS]};
     f->crecent[block % FLT_CRECENT_BUCKETS] = r;
 }
 
@@ -858,10 +890,11 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
      * out too). */
     pthread_mutex_lock(&f->dmg_mu);
     e.pair_of = crecent_pair(f, block, p, po, pl);
+    if (e.pair_of >= 0) e.pair_check = pair_check(f, db, block, p, byte, mask, e.part_code);
     int rc = flt_record_seq(f, FLT_BITFLIP_CACHE, &e, &seq);
     if (rc == 0) {
         p[byte] ^= mask;
-        crecent_note(f, seq, block, byte, p[byte]);
+        crecent_note(f, seq, block, byte, p[byte], mask);
     }
     pthread_mutex_unlock(&f->dmg_mu);
     if (rc == 0) cflip_note(f, seq, block, p, ps, byte, mask);

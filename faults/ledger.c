@@ -104,6 +104,7 @@ int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     PUTI("part_len", e->part_len);
     PUTS("part_code", e->part_code);
     PUTI("pair_of", e->pair_of);
+    PUTS("pair_check", e->pair_check);
     PUTS("pattern", e->pattern);
     PUTS("region", e->region);
     PUTI("nbits", e->nbits);

@@ -54,6 +54,14 @@ typedef struct flt_event {
                                  * that covers that part: "page" (the
                                  * 4-byte page code), "entry" (the w-byte
                                  * entry codes) or "none" */
+    const char *pair_check;        /* NULL: absent; cache flips with pair_of:
+                                 * the frame's codes tested right around
+                                 * this flip (inject.c tick_cache):
+                                 * "escaped" (it made a damaged code match
+                                 * again: the damage is invisible to every
+                                 * check), "detected" (it did not), "none"
+                                 * (no codes: a leaf not coded yet, proven
+                                 * by its checksum; or it undid its pair) */
     int thread;                    /* -1: absent */
     const char *err;
     const char *note;

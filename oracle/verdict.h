@@ -185,6 +185,10 @@ typedef struct vd_injection {
                                     * older than it: taken as "entry") */
     int64_t pair_of;               /* with part_code: the seq of an earlier
                                     * flip still in that part (-1: none) */
+    char pair_check[12];           /* with pair_of: "escaped" (this flip made
+                                    * a damaged code match: the injector
+                                    * tested the frame), "detected", "none";
+                                    * "" absent (a ledger older than it) */
     int thread;                    /* -1: absent */
     /* bitflip_cache with patterns (faults/cacheflip.c): the pattern, the
      * parity of its parts ("odd", "entry", "span", "slot", "page") and the outcome of the
