@@ -127,41 +127,62 @@ Test(faults_cache_flip, names_the_code_of_its_part) {
 #define KEPT_MAX   KEPT_TICKS
 typedef struct kept {
     int64_t seq, block, byte;
-    uint8_t val; /* what the flip left in its byte */
+    uint8_t val, mask; /* what the flip left in its byte, and its bit */
 } kept;
+
+/* One flip of a run that keeps its flips: its ledger line, parsed. */
+typedef struct flip {
+    char line[1024];
+    int64_t seq, block, byte, po, pl, pair;
+    uint8_t mask;
+    uint8_t *p; /* its frame, held (eng_debug_frame_bytes) */
+} flip;
+
+/* Tick; 0 when nothing was flipped, else the flip in *F, its frame held
+ * until flip_done notes it in KS. */
+static int flip_next(tk *t, uint64_t op, flip *f) {
+    if (!tk_tick(t, op, f->line, sizeof f->line)) return 0;
+    f->seq = jnum(f->line, "seq"), f->block = jnum(f->line, "block"), f->byte = jnum(f->line, "bit") / 8;
+    f->po = jnum(f->line, "part_offset"), f->pl = jnum(f->line, "part_len"), f->pair = jnum(f->line, "pair_of");
+    f->mask = (uint8_t)jmask(f->line);
+    size_t ps = 0;
+    f->p = eng_debug_frame_bytes(t->db, (uint64_t)f->block, &ps);
+    cr_assert_not_null(f->p, "%s", f->line);
+    return 1;
+}
+
+static int in_part(const flip *f, const kept *k) {
+    return k->block == f->block && k->byte >= f->po && k->byte < f->po + f->pl;
+}
+
+static void flip_done(tk *t, const flip *f, kept *ks, size_t *nk) {
+    if (*nk < KEPT_MAX) ks[(*nk)++] = (kept){f->seq, f->block, f->byte, f->p[f->byte], f->mask};
+    eng_debug_frame_release(t->db, (uint64_t)f->block);
+}
 
 Test(faults_cache_flip, names_an_earlier_flip_still_in_its_part) {
     tk t;
     tk_open(&t);
     static kept ks[KEPT_MAX];
     size_t nk = 0, pairs = 0;
-    char line[1024];
+    flip f;
     for (uint64_t i = 0; i < KEPT_TICKS; i++) {
-        if (!tk_tick(&t, i, line, sizeof line)) continue;
-        int64_t block = jnum(line, "block"), byte = jnum(line, "bit") / 8, seq = jnum(line, "seq");
-        int64_t po = jnum(line, "part_offset"), pl = jnum(line, "part_len"), pair = jnum(line, "pair_of");
-        size_t ps = 0;
-        uint8_t *p = eng_debug_frame_bytes(t.db, (uint64_t)block, &ps);
-        cr_assert_not_null(p);
-        uint8_t mask = (uint8_t)jmask(line);
-        if (pair >= 0) {
+        if (!flip_next(&t, i, &f)) continue;
+        if (f.pair >= 0) {
             pairs++;
             size_t k = 0;
-            while (k < nk && ks[k].seq != pair) k++;
-            cr_assert(k < nk && ks[k].block == block && ks[k].byte >= po && ks[k].byte < po + pl,
-                      "pair_of names no earlier flip in this part: %s", line);
+            while (k < nk && ks[k].seq != f.pair) k++;
+            cr_assert(k < nk && in_part(&f, &ks[k]), "pair_of names no earlier flip in this part: %s", f.line);
         } else {
             /* No pair named: every earlier flip in this part is gone from
              * the frame (as it was before this flip: undo it to look). */
-            p[byte] ^= mask;
+            f.p[f.byte] ^= f.mask;
             for (size_t k = 0; k < nk; k++)
-                cr_assert(
-                    !(ks[k].block == block && ks[k].byte >= po && ks[k].byte < po + pl && p[ks[k].byte] == ks[k].val),
-                    "flip %lld is still in this part, and no pair was named: %s", (long long)ks[k].seq, line);
-            p[byte] ^= mask;
+                cr_assert(!(in_part(&f, &ks[k]) && f.p[ks[k].byte] == ks[k].val),
+                          "flip %lld is still in this part, and no pair was named: %s", (long long)ks[k].seq, f.line);
+            f.p[f.byte] ^= f.mask;
         }
-        if (nk < KEPT_MAX) ks[nk++] = (kept){seq, block, byte, p[byte]};
-        eng_debug_frame_release(t.db, (uint64_t)block);
+        flip_done(&t, &f, ks, &nk);
     }
     cr_assert(pairs > 0, "no flip landed in the part of an earlier one in %d ticks (seed %u)", KEPT_TICKS, SEED);
     tk_close(&t);
@@ -178,42 +199,33 @@ Test(faults_cache_flip, a_pair_says_whether_it_escaped_the_code_of_its_part) {
     tk t;
     tk_open(&t);
     static kept ks[KEPT_MAX];
-    static uint8_t ms[KEPT_MAX];
     size_t nk = 0, esc = 0, det = 0;
-    char line[1024], chk[16];
+    char chk[16];
+    flip f;
     for (uint64_t i = 0; i < KEPT_TICKS; i++) {
-        if (!tk_tick(&t, i, line, sizeof line)) continue;
-        int64_t block = jnum(line, "block"), byte = jnum(line, "bit") / 8, seq = jnum(line, "seq");
-        int64_t po = jnum(line, "part_offset"), pl = jnum(line, "part_len"), pair = jnum(line, "pair_of");
-        size_t ps = 0;
-        uint8_t *p = eng_debug_frame_bytes(t.db, (uint64_t)block, &ps);
-        cr_assert_not_null(p);
-        uint8_t mask = (uint8_t)jmask(line);
-        const char *pc = jstr(line, "pair_check", chk, sizeof chk);
-        cr_assert_eq(pair >= 0, pc != NULL, "pair_check with pair_of, and only then: %s", line);
+        if (!flip_next(&t, i, &f)) continue;
+        const char *pc = jstr(f.line, "pair_check", chk, sizeof chk);
+        cr_assert_eq(f.pair >= 0, pc != NULL, "pair_check with pair_of, and only then: %s", f.line);
         if (pc && !strcmp(chk, "escaped")) {
             esc++;
             /* Every other flip of this frame outside the part, put back
              * (newest first: two in one byte), then made again. */
-            size_t undone[KEPT_MAX], nu = 0;
+            static size_t undone[KEPT_MAX];
+            size_t nu = 0;
             for (size_t k = nk; k-- > 0;)
-                if (ks[k].block == block && !(ks[k].byte >= po && ks[k].byte < po + pl) && p[ks[k].byte] == ks[k].val) {
-                    p[ks[k].byte] ^= ms[k];
+                if (ks[k].block == f.block && !in_part(&f, &ks[k]) && f.p[ks[k].byte] == ks[k].val) {
+                    f.p[ks[k].byte] ^= ks[k].mask;
                     undone[nu++] = k;
                 }
-            cr_assert_eq(eng_debug_frame_check(t.db, (uint64_t)block), 0,
-                         "the codes found the pair the injector saw escape: %s", line);
-            for (size_t u = nu; u-- > 0;) p[ks[undone[u]].byte] ^= ms[undone[u]];
+            cr_assert_eq(eng_debug_frame_check(t.db, (uint64_t)f.block), 0,
+                         "the codes found the pair the injector saw escape: %s", f.line);
+            for (size_t u = nu; u-- > 0;) f.p[ks[undone[u]].byte] ^= ks[undone[u]].mask;
         } else if (pc && !strcmp(chk, "detected")) {
             det++;
         } else if (pc) {
-            cr_assert_str_eq(chk, "none", "%s", line);
+            cr_assert_str_eq(chk, "none", "%s", f.line);
         }
-        if (nk < KEPT_MAX) {
-            ms[nk] = mask;
-            ks[nk++] = (kept){seq, block, byte, p[byte]};
-        }
-        eng_debug_frame_release(t.db, (uint64_t)block);
+        flip_done(&t, &f, ks, &nk);
     }
     cr_assert(esc > 0 && det > 0, "seed %u: %zu pairs escaped, %zu did not", SEED, esc, det);
     tk_close(&t);
