@@ -58,16 +58,25 @@ static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t red
     return io_dirsync(io, wdir);
 }
 
-/* The frames one record's actions touched, held (pinned, latched
- * exclusively) until its last action is applied (R1 in recovery.h). */
+/* The frames of one record's pages, each held (pinned, latched
+ * exclusively) from its first action to its last (R1 in recovery.h): only
+ * a page the record changes again later stays held meanwhile, so a record
+ * that allocates a long overflow chain holds its free-list trunk, not the
+ * chain.  LAST: each block's last action in the record (its offset). */
 struct held_frame {
     uint32_t block;
     bp_frame *f;
     int applied; /* this record changed the frame */
 };
+struct last_action {
+    uint32_t block;
+    size_t at;
+};
 typedef struct held {
     struct held_frame *v;
     size_t n, cap;
+    struct last_action *last;
+    size_t nlast, caplast;
 } held;
 
 static struct held_frame *held_find(held *h, uint32_t block) {
@@ -81,9 +90,55 @@ static void held_release(bp_pool *bp, held *h) {
     h->n = 0;
 }
 
+/* Let go of HF (its last action is done). */
+static void held_drop(bp_pool *bp, held *h, struct held_frame *hf) {
+    bp_release(bp, hf->f, BP_EXCL);
+    *hf = h->v[--h->n];
+}
+
+/* Where each block's last action in REC lies (a malformed action ends the
+ * scan: the pass that applies them reports it).  0 or ENG_NOMEM. */
+static int plan_last(held *h, const wal_record *rec) {
+    const uint8_t *start = rec->payload + PA_REC_HDR, *p = start, *end = rec->payload + rec->len;
+    h->nlast = 0;
+    while (p < end) {
+        int kind;
+        uint32_t block;
+        size_t n = pa_parse(p, (size_t)(end - p), &kind, &block);
+        if (!n) break;
+        if (kind == PA_HINTS) { /* redo skips them (below) */
+            p += n;
+            continue;
+        }
+        size_t i = 0;
+        while (i < h->nlast && h->last[i].block != block) i++;
+        if (i == h->nlast) {
+            if (h->nlast == h->caplast) {
+                size_t cap = h->caplast ? 2 * h->caplast : 16;
+                struct last_action *v = realloc(h->last, cap * sizeof *v);
+                if (!v) return ENG_NOMEM;
+                h->last = v;
+                h->caplast = cap;
+            }
+            h->last[h->nlast++].block = block;
+        }
+        h->last[i].at = (size_t)(p - start);
+        p += n;
+    }
+    return ENG_OK;
+}
+
+static int is_last(const held *h, uint32_t block, size_t at) {
+    for (size_t i = 0; i < h->nlast; i++)
+        if (h->last[i].block == block) return h->last[i].at == at;
+    return 1;
+}
+
 static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
                          const eng_reporter *rep, held *h, rec_result *out) {
-    const uint8_t *p = rec->payload + PA_REC_HDR, *end = rec->payload + rec->len;
+    const uint8_t *start = rec->payload + PA_REC_HDR, *p = start, *end = rec->payload + rec->len;
+    int rc = plan_last(h, rec);
+    if (rc) return rc;
     while (p < end) {
         int kind;
         uint32_t block;
@@ -101,7 +156,7 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
             p += n;
             continue;
         }
-        int rc, creates = pa_creates(kind);
+        int creates = pa_creates(kind);
 #ifdef ENG_BROKEN_REDO_READS_BEFORE_IMAGE
         /* Test-only broken build: a full-page image is applied over the
          * page read from disk, whose checksum a tear at the crash broke:
@@ -177,16 +232,17 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
                 out->meta_nblocks = mf.nblocks;
             }
         }
+        if (is_last(h, block, (size_t)(p - start))) held_drop(bp, h, hf);
         p += n;
     }
     return ENG_OK;
 }
 
-/* Apply one record's page actions.  Every frame it touches stays held
- * until its last action is applied: a frame written back between two
- * actions of one record would reach the disk with the record's end as
- * its LSN but only the first change, and a recovery after this one
- * (this open failing, or a crash) would skip the second as applied (R1). */
+/* Apply one record's page actions.  Each frame it touches stays held
+ * until its last action on it is applied: a frame written back between
+ * two actions of one record would reach the disk with the record's end as
+ * its LSN but only the first change, and a recovery after this one (this
+ * open failing, or a crash) would skip the second as applied (R1). */
 static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
                        const eng_reporter *rep, held *h, rec_result *out) {
     int rc = apply_actions(bp, ps, rec, batch, zscratch, rep, h, out);
@@ -289,6 +345,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
     free(zscratch);
     free(batch.ops);
     free(h.v);
+    free(h.last);
     /* A batch without its commit record was cut by the crash: aborted
      * (T3: its id has no commit-log entry, so its versions stay invisible
      * until vacuum removes them). */
