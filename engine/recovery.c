@@ -58,86 +58,68 @@ static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t red
     return io_dirsync(io, wdir);
 }
 
-/* The frames of one record's pages, each held (pinned, latched
- * exclusively) from its first action to its last (R1 in recovery.h): only
- * a page the record changes again later stays held meanwhile, so a record
- * that allocates a long overflow chain holds its free-list trunk, not the
- * chain.  LAST: each block's last action in the record (its offset). */
-struct held_frame {
+/* The pages of one record, each held (pinned, latched exclusively) from
+ * its first action to its last (R1 in recovery.h): only a page the record
+ * changes again later stays held meanwhile, so a record that allocates a
+ * long overflow chain holds its free-list trunk, not the chain. */
+struct rec_page {
     uint32_t block;
-    bp_frame *f;
-    int applied; /* this record changed the frame */
+    size_t last; /* offset of its last action in the record */
+    bp_frame *f; /* held, or NULL */
+    int applied; /* this record changed it */
 };
-struct last_action {
-    uint32_t block;
-    size_t at;
-};
-typedef struct held {
-    struct held_frame *v;
+typedef struct rec_pages {
+    struct rec_page *v;
     size_t n, cap;
-    struct last_action *last;
-    size_t nlast, caplast;
-} held;
+} rec_pages;
 
-static struct held_frame *held_find(held *h, uint32_t block) {
+static struct rec_page *page_of(rec_pages *h, uint32_t block) {
     for (size_t i = 0; i < h->n; i++)
         if (h->v[i].block == block) return &h->v[i];
     return NULL;
 }
 
-static void held_release(bp_pool *bp, held *h) {
-    for (size_t i = 0; i < h->n; i++) bp_release(bp, h->v[i].f, BP_EXCL);
+static void pages_release(bp_pool *bp, rec_pages *h) {
+    for (size_t i = 0; i < h->n; i++)
+        if (h->v[i].f) bp_release(bp, h->v[i].f, BP_EXCL);
     h->n = 0;
 }
 
-/* Let go of HF (its last action is done). */
-static void held_drop(bp_pool *bp, held *h, struct held_frame *hf) {
-    bp_release(bp, hf->f, BP_EXCL);
-    *hf = h->v[--h->n];
-}
-
-/* Where each block's last action in REC lies (a malformed action ends the
- * scan: the pass that applies them reports it).  0 or ENG_NOMEM. */
-static int plan_last(held *h, const wal_record *rec) {
+/* REC's pages, each with where its last action lies, none held yet (a
+ * malformed action ends the scan: the pass that applies them reports
+ * it).  0 or ENG_NOMEM. */
+static int plan_pages(rec_pages *h, const wal_record *rec) {
     const uint8_t *start = rec->payload + PA_REC_HDR, *p = start, *end = rec->payload + rec->len;
-    h->nlast = 0;
+    h->n = 0;
     while (p < end) {
         int kind;
         uint32_t block;
         size_t n = pa_parse(p, (size_t)(end - p), &kind, &block);
         if (!n) break;
-        if (kind == PA_HINTS) { /* redo skips them (below) */
-            p += n;
-            continue;
-        }
-        size_t i = 0;
-        while (i < h->nlast && h->last[i].block != block) i++;
-        if (i == h->nlast) {
-            if (h->nlast == h->caplast) {
-                size_t cap = h->caplast ? 2 * h->caplast : 16;
-                struct last_action *v = realloc(h->last, cap * sizeof *v);
-                if (!v) return ENG_NOMEM;
-                h->last = v;
-                h->caplast = cap;
+        if (kind != PA_HINTS) { /* redo skips them (below) */
+            struct rec_page *rp = page_of(h, block);
+            if (!rp) {
+                if (h->n == h->cap) {
+                    size_t cap = h->cap ? 2 * h->cap : 16;
+                    struct rec_page *v = realloc(h->v, cap * sizeof *v);
+                    if (!v) return ENG_NOMEM;
+                    h->v = v;
+                    h->cap = cap;
+                }
+                rp = &h->v[h->n++];
+                *rp = (struct rec_page){.block = block};
             }
-            h->last[h->nlast++].block = block;
+            rp->last = (size_t)(p - start);
         }
-        h->last[i].at = (size_t)(p - start);
         p += n;
     }
     return ENG_OK;
 }
 
-static int is_last(const held *h, uint32_t block, size_t at) {
-    for (size_t i = 0; i < h->nlast; i++)
-        if (h->last[i].block == block) return h->last[i].at == at;
-    return 1;
-}
-
 static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
-                         const eng_reporter *rep, held *h, rec_result *out) {
+                         const eng_reporter *rep, rec_pages *h, rec_result *out) {
     const uint8_t *start = rec->payload + PA_REC_HDR, *p = start, *end = rec->payload + rec->len;
-    int rc = plan_last(h, rec);
+    int rc = plan_pages(h, rec);
     if (rc) return rc;
     while (p < end) {
         int kind;
@@ -163,20 +145,13 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
          * the database does not reopen after a torn write (oracle V8). */
         if (kind == PA_IMAGE) creates = 0;
 #endif
-        struct held_frame *hf = held_find(h, block);
-        if (!hf) {
-            if (h->n == h->cap) {
-                size_t cap = h->cap ? 2 * h->cap : 16;
-                struct held_frame *v = realloc(h->v, cap * sizeof *v);
-                if (!v) return ENG_NOMEM;
-                h->v = v;
-                h->cap = cap;
-            }
-            bp_frame *f;
-            rc = creates ? bp_overwrite(bp, block, &f) : bp_get(bp, block, BP_EXCL, &f);
-            if (rc) return rc;
-            hf = &h->v[h->n++];
-            *hf = (struct held_frame){.block = block, .f = f, .applied = 0};
+        struct rec_page *hf = page_of(h, block);
+        if (!hf) /* cannot happen: plan_pages saw every action up to here */
+            return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec->lsn, -1, 0, 0,
+                              "record at LSN 0x%llx holds a malformed page action", (unsigned long long)rec->lsn);
+        if (!hf->f && (rc = creates ? bp_overwrite(bp, block, &hf->f) : bp_get(bp, block, BP_EXCL, &hf->f))) {
+            hf->f = NULL;
+            return rc;
         }
         bp_frame *f = hf->f;
 #if defined(ENG_BROKEN_REDO_SKIPS_SECOND_ACTION)
@@ -216,7 +191,7 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
             }
             if (rc) {
                 uint64_t lsn = atomic_load(&f->lsn);
-                held_release(bp, h);
+                pages_release(bp, h);
                 return eng_report(rep, ENG_LAYER_STRUCTURE, "data", block, (int64_t)block * ps, -1, rec->lsn, lsn,
                                   "redo of the record at LSN 0x%llx: %s", (unsigned long long)rec->lsn, why);
             }
@@ -232,7 +207,10 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
                 out->meta_nblocks = mf.nblocks;
             }
         }
-        if (is_last(h, block, (size_t)(p - start))) held_drop(bp, h, hf);
+        if (hf->last == (size_t)(p - start)) { /* its last action: let go */
+            bp_release(bp, f, BP_EXCL);
+            hf->f = NULL;
+        }
         p += n;
     }
     return ENG_OK;
@@ -244,9 +222,9 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
  * its LSN but only the first change, and a recovery after this one (this
  * open failing, or a crash) would skip the second as applied (R1). */
 static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
-                       const eng_reporter *rep, held *h, rec_result *out) {
+                       const eng_reporter *rep, rec_pages *h, rec_result *out) {
     int rc = apply_actions(bp, ps, rec, batch, zscratch, rep, h, out);
-    held_release(bp, h);
+    pages_release(bp, h);
     return rc;
 }
 
@@ -262,7 +240,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
     if ((rc = wal_reader_open(io, dir, seg_size, redo_lsn, 0, rep, &r))) return rc;
     uint8_t *zscratch = malloc(page_size);
     pa_batch batch = {0};
-    held h = {0};
+    rec_pages h = {0};
     size_t ops_cap = 0;
     if (!zscratch) {
         wal_reader_close(r);
@@ -345,7 +323,6 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
     free(zscratch);
     free(batch.ops);
     free(h.v);
-    free(h.last);
     /* A batch without its commit record was cut by the crash: aborted
      * (T3: its id has no commit-log entry, so its versions stay invisible
      * until vacuum removes them). */

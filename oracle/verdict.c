@@ -533,6 +533,23 @@ static int escapes_known(const vd_ctx *v) {
     return 1;
 }
 
+/* A wrong, lost or resurrected value (what V6b and V6c may explain). */
+static int value_symptom(const vd_observation *o) {
+    return o->kind == VD_OBS_WRONG_VALUE || o->kind == VD_OBS_LOST || o->kind == VD_OBS_RESURRECTED;
+}
+
+/* Note an escape at ledger position POS in *AT (its count in *N even when
+ * memory runs out: the in-time check then stands aside). */
+static void esc_note(size_t **at, size_t *cap, size_t *n, size_t pos) {
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 16;
+        size_t *p = realloc(*at, nc * sizeof *p);
+        if (p) *at = p, *cap = nc;
+    }
+    if (*n < *cap) (*at)[*n] = pos;
+    ++*n;
+}
+
 static int escaped_flip(const vd_injection *i) {
     return i->cls == VD_BITFLIP_CACHE && !strcmp(i->pair_check, "escaped");
 }
@@ -723,7 +740,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
                 ssize_t e = escape_before(v, o);
                 if (e >= 0) m = (size_t)e;
             }
-            int value = o->kind == VD_OBS_WRONG_VALUE || o->kind == VD_OBS_LOST || o->kind == VD_OBS_RESURRECTED;
+            int value = value_symptom(o);
             if (!value || m == (size_t)-1) {
                 all = -1;
                 break;
@@ -896,16 +913,14 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             out->cls[m].undetectable++;
             continue;
         }
-        if (misdirected_before(v, o) != (size_t)-1 &&
-            (o->kind == VD_OBS_WRONG_VALUE || o->kind == VD_OBS_LOST || o->kind == VD_OBS_RESURRECTED)) {
+        if (misdirected_before(v, o) != (size_t)-1 && value_symptom(o)) {
             /* V6b: a block that missed its write keeps an old page with a
              * valid checksum, read any time later (after crashes too): a
              * lost write's symptom, undetectable by design. */
             out->cls[VD_MISDIRECTED_WRITE].undetectable++;
             continue;
         }
-        if (known && (o->kind == VD_OBS_WRONG_VALUE || o->kind == VD_OBS_LOST || o->kind == VD_OBS_RESURRECTED) &&
-            escape_before(v, o) >= 0) {
+        if (known && value_symptom(o) && escape_before(v, o) >= 0) {
             /* V6c: after a flip that escaped the codes, the damage it left
              * is invisible to every check, and what it steers is not
              * bounded by one key: an escaped separator of the root sent
@@ -936,14 +951,9 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             }
             if (nkeys < capesc) esc_keys[nkeys++] = o->key;
             if (!esc_counted) {
-                if (nesc == capat) {
-                    size_t nc = capat ? 2 * capat : 16;
-                    size_t *p = realloc(esc_at, nc * sizeof *p);
-                    if (p) esc_at = p, capat = nc;
-                }
                 size_t at = o->carried || o->after_crash ? v->ninj : own_start + (size_t)o->inj_mark;
-                if (nesc < capat) esc_at[nesc] = at < v->ninj ? at : v->ninj;
-                nesc++, esc_counted = 1;
+                esc_note(&esc_at, &capat, &nesc, at < v->ninj ? at : v->ninj);
+                esc_counted = 1;
             }
         }
     }
@@ -1025,16 +1035,8 @@ void vd_settle(vd_ctx *v, vd_result *out) {
             /* V6c: the escapes are the flips the injector saw escape, each
              * at its place in the ledger, its own odds counted. */
             nesc = 0;
-            for (size_t i = 0; i < v->ninj; i++) {
-                if (!escaped_flip(&v->inj[i])) continue;
-                if (nesc == capat) {
-                    size_t nc = capat ? 2 * capat : 16;
-                    size_t *p = realloc(esc_at, nc * sizeof *p);
-                    if (p) esc_at = p, capat = nc;
-                }
-                if (nesc < capat) esc_at[nesc] = i + 1;
-                nesc++;
-            }
+            for (size_t i = 0; i < v->ninj; i++)
+                if (escaped_flip(&v->inj[i])) esc_note(&esc_at, &capat, &nesc, i + 1);
         }
         uint64_t escaped = nesc;
         /* ... and in time: the j-th escape (from 1) needs a bound of j from
