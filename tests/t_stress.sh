@@ -247,8 +247,12 @@ mvcc_crash hint_fpi --hint_fpi 1 --wal_compression zstd
 # dirty frames, pages written back and read again (small cache, reopens,
 # checkpoints); every value is checked against the expected state, so a
 # flip that reached disk under a fresh checksum would be a wrong value.
-# w >= 1: judged, nothing escapes (one-bit flips always hit the parity
-# bit); w = 0: the same run measures the hole (undetectable > 0).
+# w >= 1: judged; no single flip escapes (one-bit flips always hit a
+# parity bit), only an even pair in one part can, each one the injector
+# saw (ledger pair_check), within the bound of the pairs' odds (at w = 1
+# the nightlies see about one in a thousand flips escape this way, and a
+# wrong answer it leads to is undetectable by design: none without one);
+# w = 0: the same run measures the hole (undetectable > 0).
 kvprot() {
   local w=$1 d=$T/kvprot-$1
   "$S" --db "$d/db" --destroy_db_initially --threads 2 --ops_per_thread 6000 --max_key 3000 --sync_mode off \
@@ -263,11 +267,22 @@ kvprot() {
     else nok "kvprot_w0_measures_the_hole (rc=$rc undetectable=$und)" "$d.out"; fi
     return
   fi
-  esc=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["escape_rate_per_protection_width"][sys.argv[2]]["escaped"])' "$d/r.json" "$w" 2>/dev/null || echo x)
+  # "ok E": E escapes, each an even pair the ledger names, within the bound.
+  esc=$(python3 - "$d/r.json" "$w" "$d/db.expected/ledger" <<'PY' 2>/dev/null || echo x
+import json, sys
+e = json.load(open(sys.argv[1]))["escape_rate_per_protection_width"][sys.argv[2]]
+flips = [json.loads(l) for l in open(sys.argv[3]) if '"bitflip_cache"' in l]
+flips = [f for f in flips if f.get("class") == "bitflip_cache"]
+known = [f for f in flips if f.get("pair_check") == "escaped"]
+single = [f for f in known if f.get("pair_of", -1) < 0]
+print("ok %d" % e["escaped"] if e["escaped"] == len(known) and not single and e["escaped"] <= e["bound"]
+      else "bad escaped=%d known=%d single=%d bound=%d" % (e["escaped"], len(known), len(single), e["bound"]))
+PY
+)
   if [ $rc -eq 0 ] && [ "$(jget "$d/r.json" mode)" = judging ] && [ "$(jget "$d/r.json" verdict)" = pass ] \
-     && [ "$det" -ge 1 ] && [ "$esc" = 0 ] && [ "$und" = 0 ]; then
-    ok "kvprot_w${w}_no_cache_flip_escapes # detected=$det injected=$(jget "$d/r.json" classes.bitflip_cache.injected)"
-  else nok "kvprot_w${w}_no_cache_flip_escapes (rc=$rc detected=$det escaped=$esc undetectable=$und)" "$d.out"; fi
+     && [ "$det" -ge 1 ] && [ "${esc%% *}" = ok ] && { [ "$und" = 0 ] || [ "${esc#ok }" -ge 1 ]; }; then
+    ok "kvprot_w${w}_no_single_cache_flip_escapes # detected=$det injected=$(jget "$d/r.json" classes.bitflip_cache.injected) pairs_escaped=${esc#ok }"
+  else nok "kvprot_w${w}_no_single_cache_flip_escapes (rc=$rc detected=$det $esc undetectable=$und)" "$d.out"; fi
 }
 for w in 0 1 2 4 8; do kvprot $w; done
 
