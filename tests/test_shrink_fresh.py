@@ -16,8 +16,8 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from crashtest.cand import Cand, is_fresh, opt_get  # noqa: E402
-from crashtest.freshpass import HISTORY_MAX_OPS  # noqa: E402
+from crashtest.cand import Cand, is_fresh, opt_get, opt_set  # noqa: E402
+from crashtest.freshpass import FRESH_SEARCHES, HISTORY_MAX_OPS  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.shrink import Shrinker, grown  # noqa: E402
 from crashtest.steps import history_entry  # noqa: E402
@@ -78,6 +78,32 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertTrue(best.trace, "the run kept is left as it was")
         sh.p_fresh()
         self.assertEqual(len(searched), 1, "the search runs once")
+
+    def test_the_fresh_search_runs_again_once_the_kept_options_changed(self):
+        # writeback-error-cleans, twelfth session: no fresh seed failed with
+        # the recorded rates; the run kept on the grown database made its
+        # faults and checkpoints frequent (p_short), and with those ten
+        # seeds of ten fail from a fresh database.  The search runs again
+        # with the options kept, not the regrown database (once), and no
+        # more than FRESH_SEARCHES times in all.
+        best = Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 44, 0, ["failed"])
+        sh = shrinker(best)
+        sh.meta["history"] = [{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()}]
+        searched = []
+        sh.attempt = lambda what, c, phase, **kw: False
+        sh.search = lambda start, ops, **kw: searched.append((start, kw)) and False
+        sh.p_fresh()
+        self.assertEqual(len(searched), 2, "the fresh search, then the regrown one")
+        for rate in (40, 40, 7, 3, 2):
+            sh.best = sh.best.copy()
+            sh.best.op["argv"] = opt_set(sh.best.op["argv"], "kill_random_test", rate)
+            sh.best.op["argv"] = opt_set(sh.best.op["argv"], "seed", rate)  # the search sets its own
+            sh.p_fresh()
+        self.assertEqual(len(searched), 2 + FRESH_SEARCHES - 1, "again for 7 and 3, then no more")
+        for start, kw in searched[2:]:
+            self.assertEqual([s["name"] for s in start.steps], ["create", "workload"], "not regrown again")
+            self.assertIn("the options kept since the last search", kw.get("what"))
+        self.assertEqual([opt_get(s.op["argv"], "kill_random_test") for s, _ in searched[2:]], ["7", "3"])
 
     def test_a_fresh_run_that_fails_the_same_way_ends_the_pass(self):
         sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
