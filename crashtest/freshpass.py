@@ -24,6 +24,9 @@ HISTORY_MAX_OPS = 50000
 # budget left: the first, and two after options changed.
 FRESH_SEARCHES = 3
 
+# The most ops of a create step that fills the key space (freshened).
+FILL_MAX_OPS = 20000
+
 # The op mix of a create step made of batches only (p_create): the rest of
 # 100 after these is batches.
 CREATE_MIX = ("readpercent", "writepercent", "delpercent", "iterpercent")
@@ -73,8 +76,15 @@ class FreshPasses:
         a write fault 1 in 2,000 and a checkpoint 1 in 2,000 ops, and the
         run kept 23 ops on a database 97,102 ops grew, 1.2x; with the 1 in
         330 and 1 in 64 p_short kept, ten seeds of ten fail from a fresh
-        database).  At most FRESH_SEARCHES; the regrown database (K15) is
-        tried once, after the first."""
+        database).  Each search runs after a create step of 200 ops, then,
+        if no seed failed, after one that fills the key space: a failure
+        that needs pages evicted from a cache the database outgrows, or a
+        key space as full as the grown one, shows only there (planted bug
+        fpi-skips-page-at-redo-lsn, twelfth session: no seed of eight
+        failed after 200 ops, and the run stayed at 52 ops on a database
+        2,834 ops grew, 5.0x; after 1,000 batches six seeds of ten fail).
+        At most FRESH_SEARCHES; the regrown database (K15) is tried once,
+        after the first."""
         if is_fresh(self.best):
             return
         if self.attempt("a fresh database instead of the one the run had grown", self.freshened(self.best),
@@ -83,8 +93,8 @@ class FreshPasses:
         if self.fresh_flips():
             return
         key = fresh_key(self.best)
-        if self.fresh_searched == key or self.fresh_searches >= FRESH_SEARCHES or as_int(opt_get(self.best.op["argv"], "threads"), 2) != 1 or \
-                self.left() <= 0 or STOP.is_set():
+        if self.fresh_searched == key or self.fresh_searches >= FRESH_SEARCHES or \
+                as_int(opt_get(self.best.op["argv"], "threads"), 2) != 1 or self.left() <= 0 or STOP.is_set():
             return
         first = self.fresh_searched is None
         self.fresh_searched = key
@@ -94,7 +104,12 @@ class FreshPasses:
         c.op["argv"] = opt_set(opt_set(c.op["argv"], "replay_ops", None), "trace_ops", None)
         ops = max(self.orig_ops or 0, as_int(opt_get(c.op["argv"], "ops_per_thread")))
         what = "a fresh database, " if first else "a fresh database, the options kept since the last search, "
-        if not self.search(self.freshened(c), ops, phase="fresh", what=what) and first:
+        if self.search(self.freshened(c), ops, phase="fresh", what=what):
+            return
+        if self.left() > 0 and not STOP.is_set() and \
+                self.search(self.freshened(c, fill=True), ops, phase="fresh", what=what + "its key space filled, "):
+            return
+        if first:
             self.regrown(c, ops)
 
     def regrown(self, c, ops):
@@ -196,17 +211,25 @@ class FreshPasses:
             if self.attempt(what % (n, m), c, phase):
                 return
 
-    def freshened(self, cand):
+    def freshened(self, cand, fill=False):
         """CAND starting from an empty directory: a create step (the run's
-        database options, 200 ops, one thread) first (K5)."""
+        database options, 200 ops, one thread) first (K5).  With FILL, the
+        create step fills the key space instead: max_key / 2 batches (at
+        most FILL_MAX_OPS; of 2-8 keys each, about 9 keys in 10 written),
+        a database the size of one that earlier iterations grew."""
         c = cand.copy()
         db = self.meta.get("db_params") or {}
         seed = self.meta["seed"]
-        common = ["--max_key=%s" % opt_get(c.op["argv"], "max_key"), "--hang_seconds=%d" % self.hang]
+        max_key = opt_get(c.op["argv"], "max_key")
+        common = ["--max_key=%s" % max_key, "--hang_seconds=%d" % self.hang]
+        ops = ["--ops_per_thread=200"]
+        if fill:
+            ops = ["--ops_per_thread=%d" % min(FILL_MAX_OPS, max(200, as_int(max_key, 10000) // 2))] + \
+                ["--%s=0" % k for k in CREATE_MIX]
         create = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "@ITER@/steps/create",
                   "argv": ["@STRESS@"] + state_argv("@STATE@") + common + opt_args(db) +
-                  ["--report=@ITER@/steps/create/report.json", "--destroy_db_initially=1", "--threads=1",
-                   "--ops_per_thread=200", "--seed=%d" % derive(seed, "create")],
+                  ["--report=@ITER@/steps/create/report.json", "--destroy_db_initially=1", "--threads=1"] + ops +
+                  ["--seed=%d" % derive(seed, "create")],
                   "expect": "exit0", "kill_after": None, "primary": True, "time_limit": None}
         c.splice(0, [create])
         c.fresh = True

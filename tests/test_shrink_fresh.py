@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from crashtest.cand import Cand, is_fresh, opt_get, opt_set  # noqa: E402
-from crashtest.freshpass import FRESH_SEARCHES, HISTORY_MAX_OPS  # noqa: E402
+from crashtest.freshpass import FILL_MAX_OPS, FRESH_SEARCHES, HISTORY_MAX_OPS  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.shrink import Shrinker, grown  # noqa: E402
 from crashtest.steps import history_entry  # noqa: E402
@@ -64,7 +64,7 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertEqual(len(tried), 1)
         self.assertTrue(is_fresh(tried[0][1]))
         self.assertIsNotNone(tried[0][1].trace, "first the run as it is, its trace too")
-        self.assertEqual(len(searched), 1)
+        self.assertEqual(len(searched), 2, "after a create step of 200 ops, then one that fills the key space")
         start, ops, kw = searched[0]
         self.assertTrue(is_fresh(start))
         self.assertEqual([s["name"] for s in start.steps], ["create", "workload"])
@@ -77,7 +77,7 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertEqual(kw.get("phase"), "fresh")
         self.assertTrue(best.trace, "the run kept is left as it was")
         sh.p_fresh()
-        self.assertEqual(len(searched), 1, "the search runs once")
+        self.assertEqual(len(searched), 2, "the search runs once")
 
     def test_the_fresh_search_runs_again_once_the_kept_options_changed(self):
         # writeback-error-cleans, twelfth session: no fresh seed failed with
@@ -93,17 +93,45 @@ class TestFreshDatabase(unittest.TestCase):
         sh.attempt = lambda what, c, phase, **kw: False
         sh.search = lambda start, ops, **kw: searched.append((start, kw)) and False
         sh.p_fresh()
-        self.assertEqual(len(searched), 2, "the fresh search, then the regrown one")
+        self.assertEqual(len(searched), 3, "the fresh search, filled, then the regrown one")
         for rate in (40, 40, 7, 3, 2):
             sh.best = sh.best.copy()
             sh.best.op["argv"] = opt_set(sh.best.op["argv"], "kill_random_test", rate)
             sh.best.op["argv"] = opt_set(sh.best.op["argv"], "seed", rate)  # the search sets its own
             sh.p_fresh()
-        self.assertEqual(len(searched), 2 + FRESH_SEARCHES - 1, "again for 7 and 3, then no more")
-        for start, kw in searched[2:]:
+        self.assertEqual(len(searched), 3 + 2 * (FRESH_SEARCHES - 1), "again for 7 and 3, then no more")
+        for start, kw in searched[3:]:
             self.assertEqual([s["name"] for s in start.steps], ["create", "workload"], "not regrown again")
             self.assertIn("the options kept since the last search", kw.get("what"))
-        self.assertEqual([opt_get(s.op["argv"], "kill_random_test") for s, _ in searched[2:]], ["7", "3"])
+        self.assertEqual([opt_get(s.op["argv"], "kill_random_test") for s, _ in searched[3:]], ["7", "7", "3", "3"])
+
+    def test_a_fresh_database_with_its_key_space_filled_is_searched_when_200_ops_are_not_enough(self):
+        # fpi-skips-page-at-redo-lsn, twelfth session: its torn page was
+        # one the cache evicted, which a database of 200 ops never does;
+        # after a create step of 1,000 batches (max_key 2000) six seeds of
+        # ten fail.  The filled create step is one thread, batches only.
+        best = Cand([op_step(traced=False)], False, None, 0, ["failed"])
+        sh = shrinker(best)
+        searched = []
+        sh.attempt = lambda what, c, phase, **kw: False
+        sh.search = lambda start, ops, **kw: searched.append((start, kw)) or len(searched) == 2
+        sh.p_fresh()
+        self.assertEqual(len(searched), 2)
+        (small, _), (full, kw) = searched
+        self.assertEqual(opt_get(small.steps[0]["argv"], "ops_per_thread"), "200")
+        a = full.steps[0]["argv"]
+        self.assertEqual(opt_get(a, "ops_per_thread"), "200", "max_key 100: at least the 200 of a create step")
+        for k in ("readpercent", "writepercent", "delpercent", "iterpercent"):
+            self.assertEqual(opt_get(a, k), "0", "batches only")
+        self.assertEqual(opt_get(a, "threads"), "1")
+        self.assertIn("key space filled", kw.get("what"))
+        big = Cand([dict(op_step(traced=False), argv=opt_set(op_step(traced=False)["argv"], "max_key", 2000))],
+                   False, None, 0, ["failed"])
+        self.assertEqual(opt_get(sh.freshened(big, fill=True).steps[0]["argv"], "ops_per_thread"), "1000")
+        huge = Cand([dict(op_step(traced=False), argv=opt_set(op_step(traced=False)["argv"], "max_key", 10 ** 7))],
+                    False, None, 0, ["failed"])
+        self.assertEqual(opt_get(sh.freshened(huge, fill=True).steps[0]["argv"], "ops_per_thread"),
+                         str(FILL_MAX_OPS))
 
     def test_a_fresh_run_that_fails_the_same_way_ends_the_pass(self):
         sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
@@ -194,8 +222,8 @@ class TestRegrownDatabase(unittest.TestCase):
         searched = self.regrown_search([{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()},
                                         {"index": 1, "seed": 2, "ops": 10 ** 6,
                                          "workload": workload_template(kill=False)}])
-        self.assertEqual(len(searched), 2, "the fresh search, then the regrown one")
-        start, ops, kw = searched[1]
+        self.assertEqual(len(searched), 3, "the fresh search, filled, then the regrown one")
+        start, ops, kw = searched[2]
         self.assertEqual(kw.get("phase"), "history")
         self.assertEqual([s["name"] for s in start.steps], ["create", "history-0", "history-1", "workload"])
         self.assertEqual(start.w, 3)
@@ -218,14 +246,14 @@ class TestRegrownDatabase(unittest.TestCase):
         self.assertIn("write_error", m["fault_classes"], "a regrown step's faults are the run's too")
 
     def test_no_regrown_search_without_a_recorded_history(self):
-        self.assertEqual(len(self.regrown_search([])), 1)
-        self.assertEqual(len(self.regrown_search([{"index": 0, "seed": 1, "ops": 5, "workload": None}])), 1,
+        self.assertEqual(len(self.regrown_search([])), 2)
+        self.assertEqual(len(self.regrown_search([{"index": 0, "seed": 1, "ops": 5, "workload": None}])), 2,
                          "an iteration without a workload step cannot be redone: no partial history")
 
     def test_the_steps_that_regrow_a_database_are_dropped_or_cut_like_a_create_step(self):
         sh = shrinker(None)
         searched = self.regrown_search([{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()}])
-        sh.best = searched[1][0]
+        sh.best = searched[2][0]
         tried = []
         sh.attempt = lambda what, c, phase, **kw: tried.append((what, c, phase)) and False
         sh.p_history()
