@@ -189,12 +189,12 @@ Rules:
       run's and every shrunk run's that still starts from that database,
       and a fresh database (p_fresh) is tried early, right after the
       thread and pinning steps: the run as it is, then (one thread) its
-      op step untraced from a fresh database with K6's seed search (and
-      again, up to twice, with the options kept since).  A few ops
-      replayed on a database whose damage its earlier iterations wrote
-      show the reader nothing of how it got there (planted bug
-      seal-before-witness, caught in a simple run's second iteration: 289
-      ops shrunk to 44 on the grown database, counted as 6.5x).
+      op step untraced from a fresh database with K6's seed search (200
+      ops, then the key space filled; twice more as options change).  A
+      few ops replayed on a database whose damage its earlier iterations
+      wrote show the reader nothing of how it got there (planted bug
+      seal-before-witness, a simple run's second iteration: 289 ops
+      shrunk to 44 on the grown database, counted as 6.5x).
   K15 what a fresh database lacks, given back (freshpass.py): pinned page
       flips moved onto its first blocks (fresh_flips: a flip pinned on
       block 670 of a grown file lands on nothing, and a failure that rests
