@@ -530,6 +530,8 @@ static int file_sync(io_ctx *io, io_file *f, int data) {
     int rc = hooked_op(io, &op, do_sync, &a);
     if (rc != ENG_OK) /* before the count drops: R1's readers must see it */
         atomic_store_explicit(&f->sync_failed, 1, memory_order_release);
+    else if (atomic_load_explicit(&f->sync_failed, memory_order_acquire))
+        rc = ENG_POISONED; /* R2 (io.h): it proves nothing after a failed one */
     atomic_fetch_sub_explicit(&f->syncs_active, 1, memory_order_acq_rel);
     return rc;
 }

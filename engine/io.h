@@ -48,7 +48,14 @@ typedef struct io_file {
      * fail the read with ENG_POISONED if one failed: stale bytes never
      * reach a caller.  SYNC_FAILED stays set (the handle is poisoned by
      * its caller anyway); reads cost one atomic load while no fsync of
-     * the file is in flight. */
+     * the file is in flight.
+     * R2 (syncs after a failed fsync): once an fsync of the file failed,
+     * no later one of it succeeds (ENG_POISONED) until the file is opened
+     * again.  The kernel reports a write-back error once per open file,
+     * so a second fsync may return 0 with the dropped pages still gone
+     * (PostgreSQL's "fsyncgate"); a caller that raced the failure (a
+     * checkpoint that started while another's fsync was failing) must
+     * not take that 0 for durability. */
     _Atomic int syncs_active;
     _Atomic int sync_failed;
 } io_file;

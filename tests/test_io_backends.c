@@ -467,6 +467,36 @@ IO_TEST(before_eio_fails_read_and_sync) {
     io_close(T.io, &f);
 }
 
+/* R2 (io.h): after a failed fsync of a file, a later fsync of it that the
+ * kernel answers with 0 still fails: the kernel reports a write-back error
+ * once, and the pages it dropped stay dropped.  A checkpoint that started
+ * while another's fsync of the data file was failing took such a 0 for
+ * durability and moved the redo point past the dropped pages (the stress
+ * driver, real engine, seed 215499459964913).  Another file, and the same
+ * file opened again, sync as before. */
+IO_TEST(a_sync_after_a_failed_sync_of_the_file_proves_nothing) {
+    (void)backend;
+    io_file f, g;
+    open_file("data", 1, &f);
+    open_file("other", 1, &g);
+    unsigned char page[4096];
+    base_page(&f, page);
+    T.cfg.kind = ENG_IO_SYNC;
+    T.cfg.before_err = -EIO;
+    cr_assert_eq(io_sync(T.io, &f), ENG_IOERR);
+    T.cfg.before_err = 0;
+    reset_rec();
+    cr_assert_eq(io_sync(T.io, &f), ENG_POISONED, "the second fsync was issued and returned 0: not durable");
+    cr_assert_eq(count(1, ENG_IO_SYNC), 1, "the second fsync is issued (it is the kernel's answer that is not trusted)");
+    cr_assert_eq(io_datasync(T.io, &f), ENG_POISONED);
+    cr_assert_eq(io_sync(T.io, &g), ENG_OK, "another file's fsync is not affected");
+    io_close(T.io, &f);
+    open_file("data", 1, &f);
+    cr_assert_eq(io_sync(T.io, &f), ENG_OK, "the file opened again starts clean");
+    io_close(T.io, &f);
+    io_close(T.io, &g);
+}
+
 IO_TEST(enospc_and_edquot_are_nospace) {
     (void)backend;
     io_file f;
