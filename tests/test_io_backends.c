@@ -487,7 +487,8 @@ IO_TEST(a_sync_after_a_failed_sync_of_the_file_proves_nothing) {
     T.cfg.before_err = 0;
     reset_rec();
     cr_assert_eq(io_sync(T.io, &f), ENG_POISONED, "the second fsync was issued and returned 0: not durable");
-    cr_assert_eq(count(1, ENG_IO_SYNC), 1, "the second fsync is issued (it is the kernel's answer that is not trusted)");
+    cr_assert_eq(count(1, ENG_IO_SYNC), 1,
+                 "the second fsync is issued (it is the kernel's answer that is not trusted)");
     cr_assert_eq(io_datasync(T.io, &f), ENG_POISONED);
     cr_assert_eq(io_sync(T.io, &g), ENG_OK, "another file's fsync is not affected");
     io_close(T.io, &f);
