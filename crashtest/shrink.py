@@ -105,8 +105,8 @@ Rules:
       commit's fsync.  Contention makes such races frequent, so the
       multi-thread path searches as K6 and K7 do for one thread: MT_THREADS
       (2) threads, short runs with a pinned op count per thread (MT_OPS,
-      smallest first, in two passes: one candidate of each size and key
-      space first, then the other seeds and shapes; never a timed --duration run, which grows as every
+      smallest first, in two passes: each size and key space with the
+      recorded seed in each shape first, then the other seeds; never a timed --duration run, which grows as every
       change makes the run faster), a small key space (MT_KEYS, on a fresh
       database, then the recorded one), MT_SEEDS seeds each, the endings of
       mt_endings (a timed SIGKILL made a crash after the last op; kill
@@ -860,12 +860,12 @@ class Shrinker(Trials, TracePasses, FreshPasses):
         self.p.line("shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
                     "%d of %d trials fail the same way" % (threads, "/".join(map(str, MT_OPS)),
                                                             "/".join(map(str, keys)), len(seeds), MT_NEED, MT_TRIALS))
-        # Two passes: first one candidate of each size and key space (the
-        # recorded seed, its first shape, every ending), then the rest.  A
-        # race that needs 256 ops each on 8 keys (hint-aborted-while-in-
-        # progress) is then met after 9 candidates, not after the 72 that
-        # every seed and shape of the smaller runs take; the passes after
-        # K8 (halving the ops) shrink a larger run it keeps.
+        # Two passes: each size and key space with the recorded seed (each
+        # shape, every ending), then other seeds: a race that needs 256 ops
+        # each on 8 keys (hint-aborted-while-in-progress) is met early, and
+        # one that needs its faults struck (control-redo-is-checkpoint: a
+        # sync error reopens after a checkpoint raced a write, 2 x 64 ops
+        # fail 8 of 40) before a larger run without them is kept.
         for n, first in [(n, f) for f in (True, False) for n in MT_OPS]:
             if pinned and n >= pinned:
                 continue  # no shorter than the run already is
@@ -883,7 +883,7 @@ class Shrinker(Trials, TracePasses, FreshPasses):
                 if sf.op["argv"] != sc.op["argv"]:
                     shapes.append((sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES)))
                 combos = [(x, y) for x in shapes for y in seeds]
-                for (c0, shape), seed in combos[:1] if first else combos[1:]:
+                for (c0, shape), seed in [x for x in combos if (x[1] == seed0) == first]:
                     for what, c in mt_endings(c0, threads, n, fired):
                         if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
                             return False

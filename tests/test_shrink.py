@@ -575,8 +575,11 @@ class TestShrinkParts(unittest.TestCase):
         # power-loss tool's apart; for the recorded run, what its steps
         # added to the start's ledger, and its ops from the op step's report.
         lines = [{"class": "nospace", "phase": "run"}, {"class": "nospace"}, {"class": "kill", "phase": "run"},
-                 {"class": "power_loss", "phase": "powerloss"}, {"class": "read_error", "phase": "recovery"}]
-        self.assertEqual(injected_by_class(lines), {"nospace": 2})
+                 {"class": "power_loss", "phase": "powerloss"}, {"class": "read_error", "phase": "recovery"},
+                 {"class": "nospace", "point": "write/partial"}, {"class": "sync_error", "point": "hook/sync"}] + \
+            [{"class": "sync_error", "point": "sync/drop_dirty"}] * 3
+        self.assertEqual(injected_by_class(lines), {"nospace": 2, "sync_error": 1},
+                         "a failed fsync's dropped pages and a failed write's torn range are not strikes")
         d = tempfile.mkdtemp(prefix="ct-test-injected-")
         self.addCleanup(shutil.rmtree, d)
         for sub in ("start/run", "end/run", "steps/00-workload"):
