@@ -104,13 +104,22 @@ class FreshPasses:
         c.op["argv"] = opt_set(opt_set(c.op["argv"], "replay_ops", None), "trace_ops", None)
         ops = max(self.orig_ops or 0, as_int(opt_get(c.op["argv"], "ops_per_thread")))
         what = "a fresh database, " if first else "a fresh database, the options kept since the last search, "
-        if self.search(self.freshened(c), ops, phase="fresh", what=what):
-            return
-        if self.left() > 0 and not STOP.is_set() and \
-                self.search(self.freshened(c, fill=True), ops, phase="fresh", what=what + "its key space filled, "):
-            return
-        if first:
+        if not self.fresh_search(c, ops, what) and first:
             self.regrown(c, ops)
+
+    def fresh_search(self, c, ops, what="a fresh database, "):
+        """K6's search (one thread, OPS ops) on the op step of C from a
+        fresh database: after a create step of 200 ops, then, if no seed
+        failed the same way, after one that fills the key space (p_fresh).
+        Also when the recorded run did not fail again and no seed on its
+        grown database did (shrink.py K6): planted bug
+        fpi-skips-page-at-redo-lsn's two-thread catch, thirteenth session,
+        whose torn page is one a cache the database outgrows evicted,
+        was not shrunk.  True when one was kept."""
+        if self.search(self.freshened(c), ops, phase="fresh", what=what):
+            return True
+        return self.left() > 0 and not STOP.is_set() and \
+            self.search(self.freshened(c, fill=True), ops, phase="fresh", what=what + "its key space filled, ")
 
     def regrown(self, c, ops):
         """K15: the op step C (one thread, untraced) from a fresh database

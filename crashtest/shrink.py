@@ -73,9 +73,9 @@ Rules:
       a kill point (the log's write-before-sync point, then any), traced,
       with the recorded seed and SEARCH_SEEDS others; the first that fails
       the same way is kept.  The same search runs when the recorded run
-      (several threads, a timed kill) does not fail again in its tries,
-      before giving up (FALLBACK_SEEDS seeds, FALLBACK_SHARE of the
-      budget: nothing else is left to try).  Each seed tried is in
+      (several threads, a timed kill) does not fail again in its tries
+      (FALLBACK_SEEDS seeds, FALLBACK_SHARE of the budget), then from a
+      fresh database as K14's, before K8.  Each seed tried is in
       shrink.json; a different kind met on the way goes aside (K1),
       never success.
   K7  the op count of a deterministic run (traced, or not when every
@@ -1027,16 +1027,16 @@ class Shrinker(Trials, TracePasses, FreshPasses):
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
         base = self.best_res
         if not ok and runs > 1 and self.left() > 0 and not STOP.is_set():
-            # K6: the recorded run did not come back in its tries: the same
-            # options with one thread and other seeds (its ops, what the
-            # tries did) before giving up.
+            # K6: the recorded run did not come back in its tries: one
+            # thread, other seeds (its ops, what the tries did).
             e = self.log[-1]
             ops = max([o for o in e["ops"] if o] or [0]) or None
             p.line("shrink: the recorded run did not fail again in %d tries: one thread, other seeds" % e["trials"])
             ok = self.search(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
             self.searched = True
-            if not ok and self.left() > 0 and not STOP.is_set():
-                # ... then several threads, short pinned runs (K8).
+            if not ok and not is_fresh(orig) and self.left() > 0 and not STOP.is_set():
+                ok = self.fresh_search(orig, ops)  # ... then from a fresh database (K14's search)
+            if not ok and self.left() > 0 and not STOP.is_set():  # ... then several threads, short runs (K8)
                 p.line("shrink: no one-thread seed failed the same way: several threads, short runs")
                 ok = self.p_multi(start=orig, start_ops=ops)
             base = {"ops": ops, "ops_all": max([o for o in e["ops_all"] if o] or [0]) or None,

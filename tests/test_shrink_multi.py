@@ -4,7 +4,9 @@ each shape, the faults that struck the op step striking in the short run
 as well as not, before any other seed; a race that needs its fault
 (planted bug control-redo-is-checkpoint: a sync error that reopens the
 database after a checkpoint raced a write) is then met in a run of 2 x 64
-ops, not only in one of 2 x 256 without it."""
+ops, not only in one of 2 x 256 without it.  And what a recorded run of
+several threads that did not fail again goes through before the
+multi-thread path: one thread on its database, then from a fresh one."""
 
 import os
 import sys
@@ -76,6 +78,39 @@ class TestMultiThreadOrder(unittest.TestCase):
         self.assertEqual(shape(sh.best)[:2], (64, 5))
         self.assertEqual(max(shape(c)[0] for c in sh.tried), 64)
         self.assertEqual(sh.multi["ops_per_thread"], 64)
+
+
+class TestNotFailedAgain(unittest.TestCase):
+    def test_a_recorded_run_that_did_not_fail_again_is_searched_from_a_fresh_database_before_two_threads(self):
+        # K6: one thread on the grown database, then (K14's search) one
+        # thread from a fresh database after 200 ops and after the key
+        # space filled, then the multi-thread path (K8).
+        sh = shrinker(5)
+        sh.dir, sh.kind, sh.budget, sh.hang = "/nonexistent/f", "unrecoverable", 600, 60
+        sh.failure = {"step": 0, "step_name": "workload"}
+        sh.meta.update({"seed": 9, "db_params": {"page_size": 8192}})
+        sh.grown_ops = lambda c: 0
+        calls = []
+
+        def attempt(what, c, phase, **kw):
+            sh.log.append({"what": what, "trials": 5, "failures": 0, "ops": [337] * 5, "ops_all": [337] * 5,
+                           "seconds": [2.0] * 5, "verdict": "rejected"})
+            return False
+
+        def search(start, ops, nseeds=None, share=None, phase="search", what=""):
+            create = start.steps[0] if start.fresh else None
+            calls.append((phase, ops, create and (opt_get(create["argv"], "ops_per_thread"),
+                                                  opt_get(create["argv"], "writepercent"))))
+            return False
+        sh.attempt, sh.search = attempt, search
+        sh.p_multi = lambda start=None, start_ops=None: calls.append(("multi", start_ops, None)) and False
+        ok, _, base = sh.shrink()
+        self.assertFalse(ok)
+        # (max_key 8: the filled key space's create step is 200 batches,
+        # its least, and no single puts)
+        self.assertEqual(calls, [("search", 337, None), ("fresh", 337, ("200", None)), ("fresh", 337, ("200", "0")),
+                                 ("multi", 337, None)])
+        self.assertFalse(base["failed_again"])
 
 
 if __name__ == "__main__":
