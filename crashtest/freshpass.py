@@ -115,7 +115,10 @@ class FreshPasses:
         grown database did (shrink.py K6): planted bug
         fpi-skips-page-at-redo-lsn's two-thread catch, thirteenth session,
         whose torn page is one a cache the database outgrows evicted,
-        was not shrunk.  True when one was kept."""
+        was not shrunk.  True when one was kept; False at once when C
+        already starts from a fresh database."""
+        if is_fresh(c):
+            return False
         if self.search(self.freshened(c), ops, phase="fresh", what=what):
             return True
         return self.left() > 0 and not STOP.is_set() and \

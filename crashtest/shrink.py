@@ -882,8 +882,7 @@ class Shrinker(Trials, TracePasses, FreshPasses):
                 sf = self.scaled(c0, n, faults)
                 if sf.op["argv"] != sc.op["argv"]:
                     shapes.append((sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES)))
-                combos = [(x, y) for x in shapes for y in seeds]
-                for (c0, shape), seed in [x for x in combos if (x[1] == seed0) == first]:
+                for (c0, shape), seed in [(x, y) for x in shapes for y in (seeds[:1] if first else seeds[1:])]:
                     for what, c in mt_endings(c0, threads, n, fired):
                         if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
                             return False
@@ -1034,7 +1033,7 @@ class Shrinker(Trials, TracePasses, FreshPasses):
             p.line("shrink: the recorded run did not fail again in %d tries: one thread, other seeds" % e["trials"])
             ok = self.search(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
             self.searched = True
-            if not ok and not is_fresh(orig) and self.left() > 0 and not STOP.is_set():
+            if not ok and self.left() > 0 and not STOP.is_set():
                 ok = self.fresh_search(orig, ops)  # ... then from a fresh database (K14's search)
             if not ok and self.left() > 0 and not STOP.is_set():  # ... then several threads, short runs (K8)
                 p.line("shrink: no one-thread seed failed the same way: several threads, short runs")
