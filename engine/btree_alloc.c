@@ -56,6 +56,29 @@ int bt_ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t v
 
 /* ---- allocation (writer only; meta latched after the tree pages, L2) ---- */
 
+/* Latch the meta page exclusively into *M and read it into *MF, proven by
+ * its page code and by the block count this handle keeps: a count that
+ * disagrees is CORRUPTION (nothing latched).  Gone back in time (a lost
+ * write, a stale page read back) it would hand out blocks in use; damaged
+ * upwards (in the cache, at w = 0) it would leap to a block billions
+ * away: the free list's range checks use it, and both allocation and
+ * freeing log it and so make it the meta page's, allocation the handle's
+ * too. */
+static int meta_latch(bt_tree *t, bp_frame **m, meta_fields *mf) {
+    int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, m);
+    if (rc) return rc;
+    if ((rc = kv_page(t, *m))) {
+        bp_release(t->bp, *m, BP_EXCL);
+        return rc;
+    }
+    meta_read((*m)->data, mf);
+    uint32_t have = atomic_load(&t->nblocks);
+    if (mf->nblocks == have) return ENG_OK;
+    bp_release(t->bp, *m, BP_EXCL);
+    return corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, have, mf->nblocks,
+                   "meta page block count disagrees with the blocks allocated (a stale or damaged meta page)");
+}
+
 /* Allocate a block: from the free list while the operation can still pin
  * it, else past the end.  Returns the new page's frame latched
  * exclusively, its contents to be defined by the caller's creating
@@ -68,14 +91,9 @@ int bt_ovfl_walk(bt_tree *t, uint32_t leaf, int slot, uint32_t first, uint32_t v
 int bt_alloc_page(bt_wctx *w, bp_frame **out) {
     bt_tree *t = w->t;
     bp_frame *m, *f = NULL, *tr = NULL;
-    int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m);
-    if (rc) return rc;
-    if ((rc = kv_page(t, m))) {
-        bp_release(t->bp, m, BP_EXCL);
-        return rc;
-    }
     meta_fields mf;
-    meta_read(m->data, &mf);
+    int rc = meta_latch(t, &m, &mf);
+    if (rc) return rc;
     size_t at;
     int from_free =
         mf.freelist != 0 && w->ntouched < MAX_TOUCHED - 8 && (size_t)w->ntouched + 4 < bp_nframes(t->bp) / 4;
@@ -132,16 +150,6 @@ int bt_alloc_page(bt_wctx *w, bp_frame **out) {
             bp_release(t->bp, m, BP_EXCL);
             return ENG_NOSPACE;
         }
-        if (mf.nblocks != atomic_load(&t->nblocks)) {
-            /* The meta page disagrees with the allocations this handle
-             * made: gone back in time (a lost write, a stale page read
-             * back) it would hand out blocks in use; damaged upwards (in
-             * the cache) it would leap to a block billions away. */
-            uint32_t have = atomic_load(&t->nblocks);
-            bp_release(t->bp, m, BP_EXCL);
-            return corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, have, mf.nblocks,
-                           "meta page block count disagrees with the blocks allocated (a stale or damaged meta page)");
-        }
         rc = bp_new(t->bp, mf.nblocks, &f);
         if (rc) {
             bp_release(t->bp, m, BP_EXCL);
@@ -170,14 +178,9 @@ int bt_free_pages(bt_wctx *w, const uint32_t *blocks, int n) {
     bt_tree *t = w->t;
     if (n == 0) return ENG_OK;
     bp_frame *m, *tr = NULL;
-    int rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m);
-    if (rc) return rc;
-    if ((rc = kv_page(t, m))) {
-        bp_release(t->bp, m, BP_EXCL);
-        return rc;
-    }
     meta_fields mf;
-    meta_read(m->data, &mf);
+    int rc = meta_latch(t, &m, &mf);
+    if (rc) return rc;
     size_t at;
     uint32_t cap = FREE_TRUNK_CAP(t->ps);
     for (int i = 0; i < n && rc == ENG_OK; i++) {
