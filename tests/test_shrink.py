@@ -45,9 +45,11 @@ from crashtest.executor import injected_by_class, ledger_lines_since  # noqa: E4
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
-from crashtest.shrink import (BASELINE_TRIALS, MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS, Cand, Shrinker,  # noqa: E402
-                              endings, mt_endings, opt_get, opt_set, powerloss_undone, same_value)
-from crashtest.cand import set_faults, trace_inj, trimmed  # noqa: E402
+from crashtest.shrink import BASELINE_TRIALS, Shrinker  # noqa: E402
+from crashtest.multipass import MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS  # noqa: E402
+from crashtest.cand import (Cand, endings, mt_endings, opt_get, opt_set, powerloss_undone, set_faults,  # noqa: E402
+                            trace_inj, trimmed)
+from crashtest.params import same_value  # noqa: E402
 from tests.stressrun import stress  # noqa: E402
 from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, Trials  # noqa: E402
 

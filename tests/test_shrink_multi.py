@@ -15,16 +15,18 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand, opt_get  # noqa: E402
-from crashtest.shrink import MT_OPS, Shrinker  # noqa: E402
+from crashtest.multipass import MT_OPS, contention_mixes  # noqa: E402
+from crashtest.shrink import Shrinker  # noqa: E402
 
 
-def shrinker(seed, fails=lambda c: False):
-    """A Shrinker whose recorded run is a two-thread timed op step on 8
-    keys that a sync error struck once in 337 ops, and whose trials
-    are judged by FAILS, not run: the candidates tried are in .tried."""
+def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
+    """A Shrinker whose recorded run is a two-thread timed op step on
+    MAX_KEY keys, its op MIX, that a sync error struck once in 337 ops,
+    and whose trials are judged by FAILS, not run: the candidates tried
+    are in .tried."""
     sh = Shrinker.__new__(Shrinker)
-    argv = ["@STRESS@", "--threads=2", "--ops_per_thread=0", "--duration=2", "--max_key=8", "--seed=%d" % seed,
-            "--checkpoint_one_in=100", "--sync_fault_one_in=1000", "--readpercent=70"]
+    argv = ["@STRESS@", "--threads=2", "--ops_per_thread=0", "--duration=2", "--max_key=%d" % max_key,
+            "--seed=%d" % seed, "--checkpoint_one_in=100", "--sync_fault_one_in=1000"] + list(mix)
     sh.best = Cand([{"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "exit0",
                      "kill_after": None, "argv": argv}], False, None, 0)
     sh.best_res = {"ops": 337, "results": {0: {"injected": {"sync_error": 1}, "kill_points_fired": []}}}
@@ -44,6 +46,12 @@ def shrinker(seed, fails=lambda c: False):
         return False
     sh.attempt = attempt
     return sh
+
+
+def mix_of(c):
+    """(gets, puts, deletes, scans, batches) of C's op step, percent."""
+    m = [int(opt_get(c.op["argv"], o) or 0) for o in ("readpercent", "writepercent", "delpercent", "iterpercent")]
+    return tuple(m + [100 - sum(m)])
 
 
 def shape(c):
@@ -78,6 +86,47 @@ class TestMultiThreadOrder(unittest.TestCase):
         self.assertEqual(shape(sh.best)[:2], (64, 5))
         self.assertEqual(max(shape(c)[0] for c in sh.tried), 64)
         self.assertEqual(sh.multi["ops_per_thread"], 64)
+
+
+class TestContentionMixes(unittest.TestCase):
+    # The recorded mix of hint-aborted-while-in-progress's catch: gets 12,
+    # puts 13, deletes 16, scans 11, batches 48.  Its race needs a scan to
+    # meet a batch before it commits.
+    MIX = ("--readpercent=12", "--writepercent=13", "--delpercent=16", "--iterpercent=11")
+
+    def test_each_pair_with_a_writer_half_the_ops_each_largest_shares_first(self):
+        got = contention_mixes(list(self.MIX), {})
+        self.assertEqual(len(got), 9, "ten pairs of five kinds, less gets and scans (no writer)")
+        self.assertEqual(got[0][0], "deletes and batches, half the ops each")
+        self.assertIn(("scans and batches, half the ops each",
+                       {"readpercent": 0, "writepercent": 0, "delpercent": 0, "iterpercent": 50}), got)
+        self.assertNotIn("gets and scans, half the ops each", [w for w, _ in got])
+        self.assertEqual(contention_mixes(["--iterpercent=50"], {}), [],
+                         "scans and batches at half each already: nothing else to pair")
+        self.assertEqual(contention_mixes(["--iterpercent=0"], {"writepercent": "30", "readpercent": "70"}),
+                         [("gets and puts, half the ops each",
+                           {"readpercent": 50, "writepercent": 50, "delpercent": 0, "iterpercent": 0})],
+                         "stress's defaults where the run sets none")
+
+    def test_a_race_of_scans_and_batches_is_kept_in_their_mix_at_the_smallest_size(self):
+        sh = shrinker(5, lambda c: mix_of(c) == (0, 0, 0, 50, 50), self.MIX, max_key=2000)
+        sh.freshened = lambda c: c.copy()  # (a fresh database's create step is test_shrink's)
+        self.assertTrue(sh.p_multi())
+        self.assertEqual((shape(sh.best)[:2], mix_of(sh.best)), ((16, 5), (0, 0, 0, 50, 50)))
+        self.assertEqual(int(opt_get(sh.best.op["argv"], "max_key")), 8, "the smallest key space")
+        self.assertEqual(sh.multi["mix"]["iterpercent"], 50)
+        # Before it, at that size: every key space in the run's own mix.
+        own = [c for c in sh.tried if mix_of(c) == (12, 13, 16, 11, 48)]
+        self.assertEqual({int(opt_get(c.op["argv"], "max_key")) for c in own}, {8, 64, 512, 2000})
+        self.assertEqual(sh.tried[:len(own)], own)
+
+    def test_a_race_the_run_s_own_mix_shows_is_kept_in_it(self):
+        sh = shrinker(5, lambda c: shape(c)[0] >= 64, self.MIX)
+        self.assertTrue(sh.p_multi())
+        self.assertEqual(mix_of(sh.best), (12, 13, 16, 11, 48))
+        self.assertNotIn("mix", sh.multi)
+        self.assertTrue(all(shape(c)[1] == 5 for c in sh.tried if mix_of(c) != (12, 13, 16, 11, 48)),
+                        "the mixes with the recorded seed only")
 
 
 class TestNotFailedAgain(unittest.TestCase):

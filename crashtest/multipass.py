@@ -1,0 +1,248 @@
+"""The multi-thread path of a shrink (K8 in shrink.py, whose rules and
+order it follows): a failure that one thread does not show is searched
+with two threads in short runs, where contention makes a race frequent.
+These are the Shrinker's methods (MultiPasses is one of its bases) and use
+what its __init__ and Trials set (best, best_res, meta, defaults, start,
+dir, tried, kept_trials, attempt, freshened, left)."""
+
+import json
+import os
+import shutil
+import time
+
+from .cand import as_int, is_fresh, mt_endings, opt_get, opt_set, report_ops
+from .executor import injected_by_class, ledger_lines_since
+from .params import FAULT_OPTIONS, parse_size
+from .procs import STOP
+from .seeds import derive
+
+# The multi-thread path (K8), for a failure one thread does not show: the
+# thread count, the pinned ops per thread (smallest first), the key spaces
+# (a fresh database; smallest first, then the recorded one), the seeds per
+# shape (the recorded and others), and the trials that judge a candidate
+# and the most of them that must fail the same way: the stated minimum
+# rate, MT_NEED of MT_TRIALS.  A multi-thread shrunk folder's repro runs
+# MT_REPRO_TRIES times and prints the rate.
+MT_THREADS = 2
+MT_OPS = (16, 64, 256, 1024)
+MT_KEYS = (8, 64, 512)
+MT_SEEDS = 3
+MT_TRIALS = 4
+MT_NEED = 2
+MT_MORE = 4  # ... and this many more once one of them failed, MT_NEED still (the floor: 2 of 8)
+MT_CONFIRM = 8  # ... and a kept one runs up to this many more, until one fails the same way too (K8)
+MT_SHARE = 0.6
+# Rare ops that would come less than once in a short run come every
+# quarter of it, and a snapshot is held a quarter of the run (K8).
+MT_SCALED = ("checkpoint_one_in", "acquire_snapshot_one_in", "vacuum_one_in")
+# ... and a fault class that struck the run but would strike less than
+# once in a short run strikes about this many times in it (its own shape,
+# tried after the one with only the rare ops scaled).
+MT_FAULT_TIMES = 4
+# stress's op mix: each kind's option (the rest of 100 after the four is
+# batches), its name, and whether it writes.  K8's contention mixes give
+# two kinds of the run's mix, one of them a writer, half the ops each.
+MIX_KINDS = (("readpercent", "gets", False), ("writepercent", "puts", True), ("delpercent", "deletes", True),
+             ("iterpercent", "scans", False), (None, "batches", True))
+
+
+def contention_mixes(argv, defaults):
+    """The mixes K8 tries besides the run's own (ARGV's, stress's DEFAULTS
+    where it sets none): each pair of the kinds it has, at least one of
+    them a writer, half the ops each and no other kind; the pairs with
+    the largest product of their shares first.  [(what, {option: percent})].
+    A race between a reader and a writer's running version needs both of
+    them often in a few ops: planted bug hint-aborted-while-in-progress
+    needs a scan to meet a batch before it commits, which its recorded mix
+    (scans 11%, batches 48%) brings one time in ten in 2 x 16 ops and
+    scans and batches at half each two or three times in ten."""
+    share = {opt: as_int(opt_get(argv, opt), as_int(defaults.get(opt))) for opt, _, _ in MIX_KINDS[:-1]}
+    share[None] = max(0, 100 - sum(share.values()))
+    kinds = [k for k in MIX_KINDS if share[k[0]] > 0]
+    out = []
+    for i, (a, an, aw) in enumerate(kinds):
+        for b, bn, bw in kinds[i + 1:]:
+            if (aw or bw) and (share[a], share[b]) != (50, 50):
+                m = {opt: 50 if opt in (a, b) else 0 for opt, _, _ in MIX_KINDS[:-1]}
+                out.append((-share[a] * share[b], "%s and %s, half the ops each" % (an, bn), m))
+    return [(w, m) for _, w, m in sorted(out, key=lambda x: x[0])]
+
+
+class MultiPasses:
+    def p_multi(self, start=None, start_ops=None):
+        """K8: a failure one thread does not show (a reader meeting a
+        writer's running version, an older snapshot held while a newer one
+        sets the horizon, records logged during a checkpoint or a group
+        commit's fsync) needs a second thread, and what makes such a race
+        frequent is contention: MT_THREADS threads, a short pinned op count
+        per thread (MT_OPS, smallest first; never a timed run, which grows
+        as every change makes it faster), a small key space (MT_KEYS, a
+        fresh database, smallest first, then the recorded one), MT_SEEDS
+        seeds each (the recorded one first), each ending of mt_endings.
+        Every candidate is judged by up to MT_TRIALS trials and kept when
+        MT_NEED fail the same way (the stated minimum rate); the first kept
+        wins, and every later step is judged the same way.  START: the run
+        to start from (the recorded one, when it did not fail again), and
+        START_OPS what its tries did (its op step killed, the recorded
+        run left no count).  Runs once; returns True if it kept a
+        candidate."""
+        base = start or self.best
+        a = base.op["argv"]
+        threads0 = as_int(opt_get(a, "threads"), 2)
+        if self.multi_tried or threads0 <= 1 or opt_get(a, "replay_ops"):
+            return False
+        self.multi_tried = True
+        threads = min(MT_THREADS, threads0)
+        pinned = as_int(opt_get(a, "ops_per_thread"), 10000) if base.op.get("kill_after") is None and \
+            opt_get(a, "duration") is None else 0
+        k0 = as_int(opt_get(a, "max_key"))
+        keys = [k for k in MT_KEYS if k < k0] + [k0]
+        seed0 = as_int(opt_get(a, "seed"))
+        seeds = [seed0] + [derive(seed0, "shrink", "multi", j) for j in range(MT_SEEDS - 1)]
+        res = (self.best_res or {}).get("results", {}).get(self.best.w) if start is None else None
+        res = res or (self.meta["steps"][base.w].get("result") or {})
+        fired = res.get("kill_points_fired") or []
+        faults = self.injected_in(self.best_res, base.w, recorded=start is not None)
+        if faults[1] is None:
+            faults = (faults[0], start_ops)
+        stop = time.monotonic() + self.left() * MT_SHARE
+        self.p.line("shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
+                    "%d of %d trials fail the same way" % (threads, "/".join(map(str, MT_OPS)),
+                                                            "/".join(map(str, keys)), len(seeds), MT_NEED, MT_TRIALS))
+        # Two passes: each size and key space with the recorded seed (each
+        # shape, every ending), then other seeds: a race that needs 256 ops
+        # each on 8 keys (hint-aborted-while-in-progress) is met early, and
+        # one that needs its faults struck (control-redo-is-checkpoint: a
+        # sync error reopens after a checkpoint raced a write, 2 x 64 ops
+        # fail 8 of 40) before a larger run without them is kept.
+        for n, first in [(n, f) for f in (True, False) for n in MT_OPS]:
+            if pinned and n >= pinned:
+                continue  # no shorter than the run already is
+            shapes = []
+            for k in keys:
+                c0 = base
+                if k != k0:
+                    c0 = base if is_fresh(base) else self.freshened(base)
+                    c0 = c0.copy()
+                    c0.set_all("max_key", k)
+                sc = self.scaled(c0, n, ops=faults[1])
+                vol = opt_get(sc.op["argv"], "checkpoint_wal_bytes")
+                shapes.append((k, sc, "checkpoint_wal_bytes %s" % vol
+                               if vol != opt_get(c0.op["argv"], "checkpoint_wal_bytes") else "", None))
+                sf = self.scaled(c0, n, faults)
+                if sf.op["argv"] != sc.op["argv"]:
+                    shapes.append((k, sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES), None))
+            # ... then, with the recorded seed, the smallest key space's run
+            # in each contention mix (the most contention; after every key
+            # space in the run's own mix: a race that needs none is met
+            # in that first).
+            k, sc = shapes[0][0], shapes[0][1]
+            for what, mix in contention_mixes(sc.op["argv"], self.defaults) if first else []:
+                c = sc.copy()
+                for opt, v in mix.items():
+                    c.op["argv"] = opt_set(c.op["argv"], opt, v)
+                shapes.append((k, c, what, mix))
+            for (k, c0, shape, mix), seed in [(x, y) for x in shapes for y in (seeds[:1] if first else seeds[1:])]:
+                for what, c in mt_endings(c0, threads, n, fired):
+                    if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
+                        return False
+                    c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
+                    label = "%d threads, %d ops each, key space %d%s, seed %d%s" % (
+                        threads, n, k, " (fresh)" if c.fresh and not base.fresh else "", seed,
+                        "".join(", " + x for x in (shape, what) if x))
+                    extra = dict({"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k},
+                                 **({"mix": mix} if mix else {}))
+                    prev = (self.best, self.best_res)
+                    nkept = len(self.kept_trials)
+                    if not self.attempt(label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra,
+                                        more=MT_MORE):
+                        continue
+                    e = self.log[-1]
+                    # Two of a few trials can be luck with a rare race:
+                    # MT_CONFIRM more, one of which must fail too.
+                    if not self.attempt("confirm: " + label, self.best.copy(), "multi", runs=MT_CONFIRM, need=1,
+                                        extra=extra, more=0):
+                        if self.best_res is not prev[1] and self.best_res:
+                            shutil.rmtree(self.best_res["dir"], ignore_errors=True)
+                        self.best, self.best_res = prev
+                        del self.kept_trials[nkept:]
+                        continue
+                    f = self.log[-1]
+                    t, n_f = e["trials"] + f["trials"], e["failures"] + f["failures"]
+                    self.multi = dict(extra, trials=t, failures=n_f, rate=round(n_f / t, 3))
+                    self.trials, self.need, self.more = MT_TRIALS, MT_NEED, MT_MORE
+                    return True
+        return False
+
+    def scaled(self, cand, n, faults=None, ops=None, volume=True):
+        """CAND's op step for a short run of N ops per thread: each rare op
+        of MT_SCALED that would come less than once in it comes every
+        quarter of it, and a snapshot is held at most a quarter of it
+        (snapshot_hold_ops, stress's default 200: held across more ops
+        than the run has, it would never be read again).  With OPS (the
+        ops of the run it is scaled from, all threads; FAULTS' if not
+        given; not with VOLUME false), the checkpoints the log's volume
+        starts (checkpoint_wal_bytes) come as often per op as they came in
+        that run: the threshold scaled by the short run's share of its
+        ops (a run that never reached it does not in the short run either).
+        Planted bug checkpoint-redo-at-record's four-thread catch had
+        checkpoints only by volume (8M: one or two in 266,000 ops), and
+        no run of the multi-thread path, 2 x 1,024 ops at most, wrote
+        8M, so none had the checkpoint its race needs (it still needs a
+        read error from disk to poison the handle, which a short run on a
+        fresh key space does not read: 1.2x with this).  K7's short runs
+        (p_short) leave the threshold: their first shape is the run
+        unscaled, and the volume alone would add a shape of six seeds to
+        every one-thread run, whether its run checkpointed or not.  With FAULTS
+        (injected_in's: what struck the op step the run comes from), each
+        fault class that struck it but would strike less than once in the
+        short run strikes about MT_FAULT_TIMES times in it: a failure that
+        needs a checkpoint with a second thread writing during it and then
+        an ENOSPC that reopens the database (control-redo-is-checkpoint,
+        one ENOSPC in 12,000 ops) never comes in 2 x 64 ops."""
+        c = cand.copy()
+        a = c.op["argv"]
+        q = max(2, n // 4)
+        for name in MT_SCALED:
+            v = as_int(opt_get(a, name))
+            if v > n:
+                a = opt_set(a, name, q)
+        if as_int(opt_get(a, "acquire_snapshot_one_in")) > 0 and "snapshot_hold_ops" in self.defaults:
+            hold = as_int(opt_get(a, "snapshot_hold_ops"), as_int(self.defaults["snapshot_hold_ops"], 200))
+            if hold > q:
+                a = opt_set(a, "snapshot_hold_ops", q)
+        run = n * max(1, as_int(opt_get(a, "threads"), 2))
+        ops = ops or (faults[1] if faults else None)
+        if volume and ops and run < ops:
+            every = parse_size(opt_get(a, "checkpoint_wal_bytes") or self.defaults.get("checkpoint_wal_bytes") or 0)
+            if every:
+                a = opt_set(a, "checkpoint_wal_bytes", max(1, every * run // ops))
+        if faults and faults[1]:
+            counts, ops = faults
+            for opt in sorted(FAULT_OPTIONS):
+                v, k = as_int(opt_get(a, opt)), counts.get(FAULT_OPTIONS[opt], 0)
+                expect = k * run / ops
+                if v > 0 and 0 < expect < 1:
+                    a = opt_set(a, opt, max(2, min(v, int(v * expect / MT_FAULT_TIMES))))
+        c.op["argv"] = a
+        return c
+
+    def injected_in(self, res, w, recorded=False):
+        """(what struck the op step W of trial RES: {class: injections},
+        its ops): the run a short run is scaled from (scaled's FAULTS).
+        RECORDED: the recorded run, from its folder (the ledger lines its
+        steps added to the start's; its later steps inject nothing in the
+        run phase)."""
+        if not recorded:
+            r = ((res or {}).get("results") or {}).get(w) or {}
+            return r.get("injected") or {}, (res or {}).get("ops")
+        before = os.path.join(self.start, "run", "ledger")
+        size = os.path.getsize(before) if os.path.exists(before) else 0
+        lines = ledger_lines_since(os.path.join(self.dir, "end", "run", "ledger"), size)
+        rep = opt_get(self.meta["steps"][w]["argv"], "report") or ""
+        try:
+            with open(rep.replace("@ITER@", self.dir)) as f:
+                ops = report_ops(json.load(f))
+        except (OSError, ValueError, AttributeError):
+            ops = None  # killed: no report (its progress file is gone with the run)
+        return injected_by_class(lines), ops
