@@ -290,8 +290,9 @@ def mt_endings(cand, threads, n, fired=None):
     """How the op step of CAND, pinned to THREADS threads of N ops each (no
     --duration: a timed run grows as every change makes it faster), may
     end (K8), in the order tried: [(what, candidate)].  A timed SIGKILL
-    becomes a crash after the last op (or goes, when the failure shows in
-    the op step itself).  Kill points stay, at 1 in at most a quarter of
+    becomes a crash after the last op, then goes with the steps after the
+    op step (the failure a later step found may show in the op step
+    itself); when the op step is the failing one, it goes.  Kill points stay, at 1 in at most a quarter of
     the ops' hits (the recorded rate would not fire in a short run); then,
     when the op step is not the failing one, only the point that fired
     (FIRED), at its first hit, and then none (the failure may show in the
@@ -303,6 +304,17 @@ def mt_endings(cand, threads, n, fired=None):
         c = cand.copy()
         set_threads(c, threads)
         c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", n), "duration", None)
+        return c
+    def unkilled():
+        # The failure a later step found may show in the op step itself
+        # when nothing ends it first (a reader's hint that contradicts a
+        # commit, checked by the next read: planted bug
+        # hint-aborted-while-in-progress, caught after a crash): the op
+        # step then fails, and the steps after it go (K1).
+        c = trimmed(shaped(), cand.w)
+        drop_kills(c.op)
+        c.op["kill_after"] = None
+        c.want[-1] = None  # it fails, or nothing after it is planned on it
         return c
     out = []
     last = cand.w == len(cand.steps) - 1
@@ -316,6 +328,7 @@ def mt_endings(cand, threads, n, fired=None):
             c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
             c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
             out.append(("a crash after the last op", c))
+            out.append(("no SIGKILL, no later steps (the failure may show before a crash)", unkilled()))
     elif kill > 0:
         rate = max(1, min(kill, threads * n // 4))
         c = shaped()
@@ -331,15 +344,7 @@ def mt_endings(cand, threads, n, fired=None):
             c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", 1), "kill_points", fired[-1])
             out.append(("killed at %s, its first hit" % fired[-1], c))
         if not last:
-            # The failure a later step found may show in the op step itself
-            # when no kill ends it first (a reader's hint that contradicts
-            # a commit, checked by the next read: planted bug
-            # hint-aborted-while-in-progress, caught after a crash): the
-            # op step then fails, and the steps after it go (K1).
-            c = trimmed(shaped(), cand.w)
-            drop_kills(c.op)
-            c.want[-1] = None  # it fails, or nothing after it is planned on it
-            out.append(("no kill points, no later steps (the failure may show before a crash)", c))
+            out.append(("no kill points, no later steps (the failure may show before a crash)", unkilled()))
     else:
         out.append(("", shaped()))
     return out

@@ -109,10 +109,10 @@ Rules:
       recorded seed in each shape first, then the other seeds; never a timed --duration run, which grows as every
       change makes the run faster), a small key space (MT_KEYS, on a fresh
       database, then the recorded one), MT_SEEDS seeds each, the endings of
-      mt_endings (a timed SIGKILL made a crash after the last op; kill
-      points rescaled to fire in a short run, then none: a failure a later
-      step found may show in the op step itself; only none when none
-      fired in the failing op step), and the rare ops of MT_SCALED that would come
+      mt_endings (a timed SIGKILL made a crash after the last op, then
+      none; kill points rescaled to fire in a short run, then none: a
+      failure a later step found may show in the op step itself, the steps
+      after it gone; only none when none fired in the failing op step), and the rare ops of MT_SCALED that would come
       less than once in the run every quarter of it, a snapshot held a
       quarter of it (a snapshot held across 200 ops is never read again
       in a run of 64); then the same with each fault class that struck
