@@ -37,24 +37,33 @@ static void put_big(eng_db *db, int i, int expect) {
     cr_assert_eq(rc, expect, "put of key %d: %s, expected %s", i, eng_strerror(rc), eng_strerror(expect));
 }
 
-/* Open a fresh database at w = 0 with NKEYS overflow values, then delete
- * every other one and vacuum when FREE_SOME (their pages go onto the free
- * list). */
-static eng_db *fill(const char *dir, tu_reports *reps, int free_some) {
-    eng_options o = tu_opts(ENG_IO_PSYNC, PS, 0, reps);
-    o.block_protection_bytes_per_key = 0;
-    eng_db *db = tu_open(dir, &o);
-    for (int i = 0; i < NKEYS; i++) put_big(db, i, ENG_OK);
-    for (int i = 0; free_some && i < NKEYS; i += 2) {
+/* Delete every other overflow value (keys FIRST, FIRST + 2, ...); with
+ * VACUUM, vacuum too: their pages go onto the free list. */
+static void delete_half(eng_db *db, int first, int vacuum) {
+    for (int i = first; i < NKEYS; i += 2) {
         char kb[32];
         size_t kl = tu_key(kb, (uint64_t)i);
         cr_assert_eq(eng_delete(db, kb, kl, NULL), ENG_OK);
     }
-    if (free_some) {
-        eng_vacuum_stats vs;
-        cr_assert_eq(eng_vacuum(db, &vs), ENG_OK);
-    }
-    return db;
+    eng_vacuum_stats vs;
+    if (vacuum) cr_assert_eq(eng_vacuum(db, &vs), ENG_OK);
+}
+
+/* A fresh database at w = 0 in a directory of its own, with NKEYS
+ * overflow values. */
+typedef struct fx {
+    const char *dir;
+    tu_reports reps;
+    eng_db *db;
+} fx;
+
+static void fill(fx *x) {
+    x->dir = tu_tmpdir();
+    tu_reports_init(&x->reps);
+    eng_options o = tu_opts(ENG_IO_PSYNC, PS, 0, &x->reps);
+    o.block_protection_bytes_per_key = 0;
+    x->db = tu_open(x->dir, &o);
+    for (int i = 0; i < NKEYS; i++) put_big(x->db, i, ENG_OK);
 }
 
 /* Raise the cached meta page's block count by one bit, as a memory fault
@@ -79,57 +88,48 @@ static uint64_t file_size(const char *dir) {
     return (uint64_t)st.st_size;
 }
 
-static void check_refused(eng_db *db, const char *dir, tu_reports *reps, uint32_t was) {
-    uint64_t size = file_size(dir);
-    tu_reports_reset(reps);
-    put_big(db, NKEYS + 1, ENG_CORRUPTION);
-    cr_assert(tu_reports_has(reps, ENG_LAYER_STRUCTURE, "data", 0), "no structure report names the meta page");
-    cr_assert_eq(eng_debug_nblocks(db), was, "the handle's block count went from %u to %llu", was,
-                 (unsigned long long)eng_debug_nblocks(db));
-    cr_assert_leq(file_size(dir), size, "the data file grew from %llu to %llu bytes", (unsigned long long)size,
-                  (unsigned long long)file_size(dir));
+/* The next allocation (a put of an overflow value) fails with a
+ * structure report at the meta page, and changes neither the handle's
+ * count (WAS) nor the data file's size. */
+static void check_refused(fx *x, uint32_t was) {
+    uint64_t size = file_size(x->dir);
+    tu_reports_reset(&x->reps);
+    put_big(x->db, NKEYS + 1, ENG_CORRUPTION);
+    cr_assert(tu_reports_has(&x->reps, ENG_LAYER_STRUCTURE, "data", 0), "no structure report names the meta page");
+    cr_assert_eq(eng_debug_nblocks(x->db), was, "the handle's block count went from %u to %llu", was,
+                 (unsigned long long)eng_debug_nblocks(x->db));
+    cr_assert_leq(file_size(x->dir), size, "the data file grew from %llu to %llu bytes", (unsigned long long)size,
+                  (unsigned long long)file_size(x->dir));
 }
 
 Test(meta_count_flipped_in_cache, is_refused_by_an_allocation_from_the_free_list, T_OPTS) {
-    const char *dir = tu_tmpdir();
-    tu_reports reps;
-    tu_reports_init(&reps);
-    eng_db *db = fill(dir, &reps, 1);
-    uint32_t was = flip_count(db, 1);
-    cr_assert_eq(eng_debug_nblocks(db), was);
-    check_refused(db, dir, &reps, was);
-    eng_close(db);
+    fx x;
+    fill(&x);
+    delete_half(x.db, 0, 1);
+    check_refused(&x, flip_count(x.db, 1));
+    eng_close(x.db);
 }
 
 Test(meta_count_flipped_in_cache, is_refused_by_an_allocation_past_the_end, T_OPTS) {
-    const char *dir = tu_tmpdir();
-    tu_reports reps;
-    tu_reports_init(&reps);
-    eng_db *db = fill(dir, &reps, 0);
-    uint32_t was = flip_count(db, 0);
-    check_refused(db, dir, &reps, was);
-    eng_close(db);
+    fx x;
+    fill(&x);
+    check_refused(&x, flip_count(x.db, 0));
+    eng_close(x.db);
 }
 
 /* Freeing logs the count it read too: a vacuum that frees pages must not
  * make a flipped count the meta page's (and, through the log, the count a
  * reopen trusts). */
 Test(meta_count_flipped_in_cache, is_refused_by_freeing_pages, T_OPTS) {
-    const char *dir = tu_tmpdir();
-    tu_reports reps;
-    tu_reports_init(&reps);
-    eng_db *db = fill(dir, &reps, 0);
-    for (int i = 1; i < NKEYS; i += 2) {
-        char kb[32];
-        size_t kl = tu_key(kb, (uint64_t)i);
-        cr_assert_eq(eng_delete(db, kb, kl, NULL), ENG_OK);
-    }
-    uint32_t was = flip_count(db, 0);
-    tu_reports_reset(&reps);
+    fx x;
+    fill(&x);
+    delete_half(x.db, 1, 0);
+    uint32_t was = flip_count(x.db, 0);
+    tu_reports_reset(&x.reps);
     eng_vacuum_stats vs;
-    int rc = eng_vacuum(db, &vs);
+    int rc = eng_vacuum(x.db, &vs);
     cr_assert_eq(rc, ENG_CORRUPTION, "vacuum: %s", eng_strerror(rc));
-    cr_assert(tu_reports_has(&reps, ENG_LAYER_STRUCTURE, "data", 0), "no structure report names the meta page");
-    cr_assert_eq(eng_debug_nblocks(db), was);
-    eng_close(db);
+    cr_assert(tu_reports_has(&x.reps, ENG_LAYER_STRUCTURE, "data", 0), "no structure report names the meta page");
+    cr_assert_eq(eng_debug_nblocks(x.db), was);
+    eng_close(x.db);
 }
