@@ -151,7 +151,9 @@ Rules:
       before it that are not deterministic (K8's, or K2's repeated trials
       of a run with a timed kill) are tried, latest first, MT_STEP_BACK
       at most, and the first that reaches MT_REPRO_NEED is the result,
-      else the one of them that reproduced most often (shrink.json's
+      else the one of them that reproduced most often; the recorded run
+      (the baseline's kept trial) last, only when no smaller run
+      reproduced at all (shrink.json's
       stepped_back lists each one tried; a one-thread run with its timed
       kill, each step kept on one of three trials, ended at 0 of 8:
       checkpoint-skips-data-fsync).

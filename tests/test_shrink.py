@@ -316,6 +316,33 @@ class TestShrinkParts(unittest.TestCase):
         got = t.step_back("dest", ([0.1] * 9, 1, 9), 2, 2)  # the shrunk run's 1 of 9 is the best seen
         self.assertEqual((t.best, got[1], t.written[-1], len(got[3])), ("D", 1, "D", 2))
 
+    def test_the_recorded_run_is_stepped_back_to_only_when_no_smaller_run_reproduced(self):
+        # The baseline's kept trial (step 0, the recorded run) and the
+        # multi-thread path's run (step 64, the shrunk one) that reproduced
+        # 1 of 9: the shrunk run stays, its rate written down
+        # (checkpoint-redo-at-record ended at 1.0x when the recorded run,
+        # 8 of 9, was the result).  When it reproduced 0 of 9, the recorded
+        # run is tried and, reaching the need, is the result.
+        class T(Trials):
+            def __init__(self):
+                self.written, self.lines = [], []
+                self.kept_trials = [(0, "R", {"ops": 12049}), (64, "M", {"ops": 128})]
+                self.best, self.best_res = "M", {"ops": 128}
+                self.p = type("P", (), {"line": lambda _, x: self.lines.append(x)})()
+
+            def write_folder(self, dest, cand, res):
+                self.written.append(cand)
+
+            def repro_rate(self, dest):
+                return [0.1] * 9, {"R": 8, "M": 1}[self.written[-1]], 9
+        t = T()
+        got = t.step_back("dest", ([0.1] * 9, 1, 9), 2, 4)
+        self.assertEqual((t.best, got[1], got[3], t.written), ("M", 1, [], ["M"]))
+        self.assertIn("the recorded run is not stepped back to", t.lines[0])
+        t = T()
+        got = t.step_back("dest", ([0.1] * 9, 0, 9), 2, 4)
+        self.assertEqual((t.best, got[1], [b["step"] for b in got[3]]), ("R", 8, [0]))
+
     def test_a_traced_run_whose_checkpoints_fire_by_log_volume_tries_them_sooner(self):
         # p_volume: checkpoint_wal_bytes 1M -> 64K, 128K, 256K, 512K on
         # every stress step, the first that fails kept; nothing without a
