@@ -170,7 +170,7 @@ class MultiPasses:
                         continue
                     f = self.log[-1]
                     t, n_f = e["trials"] + f["trials"], e["failures"] + f["failures"]
-                    self.multi = dict(extra, trials=t, failures=n_f, rate=round(n_f / t, 3))
+                    self.multi = dict(extra, trials=t, failures=n_f, rate=round(n_f / t, 3), step=f["n"])
                     self.trials, self.need, self.more = MT_TRIALS, MT_NEED, MT_MORE
                     return True
         return False

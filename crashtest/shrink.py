@@ -150,7 +150,8 @@ Rules:
       fewer than MT_REPRO_NEED of the tries reproduce, the runs kept
       before it that are not deterministic (K8's, or K2's repeated trials
       of a run with a timed kill) are tried, latest first, MT_STEP_BACK
-      at most, and the first that reaches MT_REPRO_NEED is the result,
+      at most, then the run the path itself kept (multi's step), and the
+      first that reaches MT_REPRO_NEED is the result,
       else the one of them that reproduced most often; the recorded run
       (the baseline's kept trial) last, only when no smaller run
       reproduced at all (shrink.json's

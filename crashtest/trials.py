@@ -64,6 +64,7 @@ HANG_SECONDS = (10, 3)
 
 class Trials:
     history = 0  # the ops that grew the recorded run's database (K14; the Shrinker's __init__ sets it)
+    multi = None  # what the multi-thread path kept, its step among them (K8; multipass sets it)
 
     def p_hang(self):
         """K18: for a hang, every stress step's --hang_seconds down to
@@ -336,6 +337,7 @@ class Trials:
         try's seconds, how many reproduced, tries) in its repro, fewer
         than NEED: write and try the runs kept before it (self.kept_trials
         but its last, which is self.best), latest first, MOST at most.
+        Then the run the multi-thread path kept, if not among them.
         The first that reproduces NEED times becomes self.best; if none
         does, the one that reproduced most often does (ties: the latest
         kept, the smallest), so that the folder left is never one that
@@ -354,9 +356,14 @@ class Trials:
         shrink.json's stepped_back)."""
         tried = [(first, self.best, self.best_res)]
         back = []
-        earlier = list(reversed(self.kept_trials[:-1]))[:most]
+        earlier = list(reversed(self.kept_trials[:-1]))
+        latest = [e for e in earlier if e[0] != 0][:most]
+        # ... then the run the multi-thread path kept (K8: its rate stood
+        # on the most trials, its keep's and its confirmation's), when the
+        # latest did not reach back to it ...
+        anchor = [e for e in earlier if e[0] == (self.multi or {}).get("step") and e not in latest]
         recorded = [e for e in earlier if e[0] == 0]
-        for n, cand, res in [e for e in earlier if e[0] != 0] + recorded:
+        for n, cand, res in latest + anchor + recorded:
             if n == 0 and any(t[0][1] for t in tried):
                 self.p.line("shrink: a smaller run reproduced: the recorded run is not stepped back to")
                 break

@@ -343,6 +343,32 @@ class TestShrinkParts(unittest.TestCase):
         got = t.step_back("dest", ([0.1] * 9, 0, 9), 2, 4)
         self.assertEqual((t.best, got[1], [b["step"] for b in got[3]]), ("R", 8, [0]))
 
+    def test_a_step_back_past_its_latest_runs_tries_the_multi_thread_path_s_own_run(self):
+        # Six runs kept after the multi-thread path's (step 50), each on a
+        # few trials, the shrunk one reproducing 0 of 8 like the four
+        # before it (hint-aborted-while-in-progress, fifteenth session,
+        # ended at 0 of 8): the path's run, confirmed by the most trials,
+        # is tried next, before the recorded run.
+        class T(Trials):
+            def __init__(self, rates):
+                self.rates, self.written, self.lines = rates, [], []
+                self.kept_trials = [(n, n, {"ops": n}) for n in (0, 50, 52, 55, 57, 61, 64, 66)]
+                self.best, self.best_res = 66, {"ops": 66}
+                self.multi = {"step": 50}
+                self.p = type("P", (), {"line": lambda _, x: self.lines.append(x)})()
+
+            def write_folder(self, dest, cand, res):
+                self.written.append(cand)
+
+            def repro_rate(self, dest):
+                return [0.1] * 8, self.rates.get(self.written[-1], 0), 8
+        t = T({50: 3, 0: 8})
+        got = t.step_back("dest", ([0.1] * 8, 0, 8), 2, 4)
+        self.assertEqual((t.best, got[1], [b["step"] for b in got[3]]), (50, 3, [64, 61, 57, 55, 50]))
+        t = T({0: 8})
+        got = t.step_back("dest", ([0.1] * 8, 0, 8), 2, 4)
+        self.assertEqual((t.best, [b["step"] for b in got[3]]), (0, [64, 61, 57, 55, 50, 0]))
+
     def test_a_traced_run_whose_checkpoints_fire_by_log_volume_tries_them_sooner(self):
         # p_volume: checkpoint_wal_bytes 1M -> 64K, 128K, 256K, 512K on
         # every stress step, the first that fails kept; nothing without a

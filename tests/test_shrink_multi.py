@@ -32,7 +32,7 @@ def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
     sh.best_res = {"ops": 337, "results": {0: {"injected": {"sync_error": 1}, "kill_points_fired": []}}}
     sh.meta = {"steps": [{"argv": argv}]}
     sh.defaults = {"checkpoint_wal_bytes": "64M", "snapshot_hold_ops": "200"}
-    sh.multi_tried, sh.tried, sh.kept_trials, sh.log = False, [], [], [{"trials": 4, "failures": 2}]
+    sh.multi_tried, sh.tried, sh.kept_trials, sh.log = False, [], [], [{"n": 7, "trials": 4, "failures": 2}]
     sh.left = lambda: 100
     sh.p = type("P", (), {"line": lambda self, s: None})()
 
