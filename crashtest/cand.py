@@ -292,8 +292,9 @@ def mt_endings(cand, threads, n, fired=None):
     end (K8), in the order tried: [(what, candidate)].  A timed SIGKILL
     becomes a crash after the last op, then goes with the steps after the
     op step (the failure a later step found may show in the op step
-    itself); when the op step is the failing one, it goes.  Kill points stay, at 1 in at most a quarter of
-    the ops' hits (the recorded rate would not fire in a short run); then,
+    itself); when the op step is the failing one, it goes.  Kill points
+    stay, at 1 in at most a quarter of the ops' hits (the recorded rate
+    would not fire in a short run); then,
     when the op step is not the failing one, only the point that fired
     (FIRED), at its first hit, and then none (the failure may show in the
     op step itself); when it is, none (the failure may not need the

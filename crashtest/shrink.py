@@ -112,7 +112,8 @@ Rules:
       mt_endings (a timed SIGKILL made a crash after the last op, then
       none; kill points rescaled to fire in a short run, then none: a
       failure a later step found may show in the op step itself, the steps
-      after it gone; only none when none fired in the failing op step), and the rare ops of MT_SCALED that would come
+      after it gone; only none when none fired in the failing op step),
+      and the rare ops of MT_SCALED that would come
       less than once in the run every quarter of it, a snapshot held a
       quarter of it (a snapshot held across 200 ops is never read again
       in a run of 64); then the same with each fault class that struck

@@ -351,9 +351,9 @@ class Trials:
         that reproduced is kept with its rate written down
         (checkpoint-redo-at-record, fifteenth session: two threads of 64
         ops that reproduced 1 of 9 gave way to the recorded run of 12,049
-        ops, which did 8 of 9, and the shrink ended at 1.0x).  DEST holds the chosen run's
-        folder.  Returns (times, reproduced, tries, what was tried for
-        shrink.json's stepped_back)."""
+        ops, which did 8 of 9, and the shrink ended at 1.0x).  DEST holds
+        the chosen run's folder.  Returns (times, reproduced, tries, what
+        was tried for shrink.json's stepped_back)."""
         tried = [(first, self.best, self.best_res)]
         back = []
         earlier = list(reversed(self.kept_trials[:-1]))
