@@ -92,7 +92,7 @@ def trace_ckpt(line):
 
 def set_faults(line, on):
     """LINE of an op trace with its FAULTS field ON ('on' if true, 'off'
-    if false, or the string itself: 'flip:BLOCK:BIT')."""
+    if false, or the string itself: 'flip:BLOCK:BIT', 'cflip:BLOCK:BIT')."""
     parts = line.split(" ", 5)
     if len(parts) >= 5:
         parts[4] = on if isinstance(on, str) else "on" if on else "off"
@@ -192,8 +192,11 @@ class Cand:
                           if as_int(opt_get(x, k)) > 0})
         if as_int(opt_get(a, "kill_random_test")) > 0 or any(trace_kill_pin(l) for l in self.trace or []):
             classes.append("kill")
+        # A pinned flip needs no rate.
         if "bitflip_page" not in classes and any(trace_flip(l) for l in self.trace or []):
-            classes = sorted(classes + ["bitflip_page"])  # a pinned flip needs no rate
+            classes = sorted(classes + ["bitflip_page"])
+        if "bitflip_cache" not in classes and any(l.split()[4].startswith("cflip:") for l in self.trace or []):
+            classes = sorted(classes + ["bitflip_cache"])
         return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
                 "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
                 "trace_ops": len(self.trace) if self.trace is not None else None,

@@ -206,13 +206,14 @@ def failing_key(output, kind):
 
 
 def faults_words(field):
-    """An op trace's FAULTS field (on, off, flip:BLOCK:BIT, kill:POINT:N) as repro's op
-    list shows it."""
+    """An op trace's FAULTS field (on, off, flip:BLOCK:BIT, cflip:BLOCK:BIT,
+    kill:POINT:N) as repro's op list shows it."""
     if field == "on":
         return ""
-    if field.startswith("flip:"):
-        _, block, bit = field.split(":")
-        return "   (faults off; bit %s of data block %s flipped before it)" % (bit, block)
+    if field.startswith("flip:") or field.startswith("cflip:"):
+        kind, block, bit = field.split(":")
+        return "   (faults off; bit %s of %s %s flipped before it)" % (
+            bit, "data block" if kind == "flip" else "the cached frame of block", block)
     if field.startswith("kill:"):
         point, _, nth = field[5:].rpartition(":")
         return "   (killed at %s, its %s arrival in this op)" % (point, ordinal(int(nth)))

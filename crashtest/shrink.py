@@ -48,9 +48,10 @@ Rules:
       debugging on the op trace (stress --replay_ops: first only the ops
       that touch the failing key, then the options whose effects the
       trace does not pin set to stress's defaults (UNTIED), then every
-      page flip the run drew pinned where it landed (p_pin_flips:
-      flip:BLOCK:BIT; a drawn flip picks its block by the file's size and
-      the blocks' LSNs, so every removal moved it) and a kill point that
+      page or cache flip the run drew pinned where it landed (p_pin_flips:
+      flip:BLOCK:BIT, cflip:BLOCK:BIT; a drawn flip picks its block by the
+      file's size and the blocks' LSNs, a cache flip among the resident
+      ones, so every removal moved it) and a kill point that
       ended the op step pinned in its op (K16), then checkpoints by
       log volume sooner (p_volume: checkpoint_wal_bytes at 1/16 ... 1/2,
       and on a fresh database log segments of 64 KiB, 256 KiB ...: a

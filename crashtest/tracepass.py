@@ -19,6 +19,9 @@ from .procs import STOP
 from .repro import failing_key
 
 SEGMENT_MIN = 65536  # the engine's least log segment (engine.h: a power of two >= 64 KiB)
+# The drawn flips p_pin_flips pins, by their ledger line's class and point:
+# the trace's FAULTS field that replays each where it landed.
+PIN_FIELDS = {("bitflip_page", "tick/data"): "flip", ("bitflip_cache", "tick/cache"): "cflip"}
 
 
 class TracePasses:
@@ -190,34 +193,41 @@ class TracePasses:
                          % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
 
     def p_pin_flips(self):
-        """Every page flip a traced op drew (bitflip_page at tick/data, the
-        only line the op added to the ledger) pinned where it landed: the
-        line's FAULTS becomes flip:BLOCK:BIT (stress flips that bit of that
-        block before the op, faults off during it).  A drawn flip picks
-        its block among the file's blocks by their on-disk LSNs, so every
-        op removed before it moves it to another page, and a failure that
-        rests on one flip (planted bug checksum-skips-last-byte: the last
-        byte of the root) survives no removal; pinned, it stays on its
-        block while ops go."""
+        """Every page or cache flip a traced op drew (bitflip_page at
+        tick/data, or bitflip_cache at tick/cache outside the pattern
+        trials, the only line the op added to the ledger) pinned where it
+        landed: the line's FAULTS becomes flip:BLOCK:BIT or cflip:BLOCK:BIT
+        (stress flips that bit of that block on disk, or of its cached
+        frame when resident, before the op, faults off during it).  A drawn
+        flip picks its block among the file's blocks (by their on-disk
+        LSNs; a cache flip among those resident), so every op removed
+        before it moves it to another page, and a failure that rests on one
+        flip survives no removal (planted bug checksum-skips-last-byte: the
+        last byte of the root; kv-check-all-skips-page-code: the header of
+        one dirty frame, written back); pinned, it stays on its block while
+        ops go."""
         if self.best.trace is None or not self.best_res:
             return
         d = self.best_res["dir"]
         state = subst(self.best.op.get("state", "@STATE@"), {"@STATE@": os.path.join(d, "state"),
                                                              "@ITER@": os.path.join(d, "iter"), "@FOLDER@": d})
         by_op = ledger_by_op(os.path.join(state, "run", "ledger"))
-        lines, n = list(self.best.trace), 0
+        lines, n = list(self.best.trace), {"flip": 0, "cflip": 0}
         for i, l in enumerate(lines):
             m = re.search(r"op=(\d+:\d+)", l.partition("|")[2])
             got = [j for j in by_op.get(m.group(1), []) if j.get("phase", "run") == "run"] \
                 if m and l.split()[4] == "on" else []
-            if len(got) == 1 and got[0].get("class") == "bitflip_page" and got[0].get("point") == "tick/data" and \
-                    isinstance(got[0].get("block"), int) and isinstance(got[0].get("bit"), int):
-                lines[i] = set_faults(l, "flip:%d:%d" % (got[0]["block"], got[0]["bit"]))
-                n += 1
-        if n:
-            self.attempt("%d page flip%s pinned where %s landed (flip:BLOCK:BIT)" % (n, "s" if n > 1 else "",
-                                                                                  "they" if n > 1 else "it"),
-                         self.with_trace(lines), "pin_flips")
+            j = got[0] if len(got) == 1 else {}
+            pin = PIN_FIELDS.get((j.get("class"), j.get("point")))
+            if pin and "pattern" not in j and isinstance(j.get("block"), int) and isinstance(j.get("bit"), int):
+                lines[i] = set_faults(l, "%s:%d:%d" % (pin, j["block"], j["bit"]))
+                n[pin] += 1
+        if sum(n.values()):
+            what = " and ".join("%d %s flip%s" % (k, "page" if pin == "flip" else "cache", "s" if k > 1 else "")
+                                for pin, k in n.items() if k)
+            self.attempt("%s pinned where %s landed (%s)" % (
+                what, "they" if sum(n.values()) > 1 else "it",
+                ", ".join("%s:BLOCK:BIT" % pin for pin, k in n.items() if k)), self.with_trace(lines), "pin_flips")
 
     def p_types(self):
         """Before ddmin's chunks: every op of one type removed (the most

@@ -127,6 +127,16 @@ void flt_tick(flt_ctx *f, eng_db *db);
  * end of the file; BIT is taken modulo the page's bits. */
 void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit);
 
+/* Flip bit BIT of the cached frame of block BLOCK now, in the calling
+ * thread, as a tick's bitflip_cache would (the same ledger line at
+ * tick/cache, the damage the oracle then expects), paused or not: a
+ * replayed op trace that pins the cache flip a traced run drew.  A
+ * drawn flip picks its block among the file's and needs it resident,
+ * so every op removed before it moves it (or finds no frame); pinned,
+ * it stays on its block.  Nothing happens when BLOCK is not resident
+ * or past the end; BIT is taken modulo the page's bits. */
+void flt_flip_cache_at(flt_ctx *f, eng_db *db, uint64_t block, uint64_t bit);
+
 /* Kill the process at the NTH time (1 or more) the calling thread
  * reaches kill point POINT during its current op (the last flt_op), with
  * the ledger line and before_kill of a drawn kill: a replayed op trace

@@ -839,6 +839,36 @@ static void crecent_note(flt_ctx *f, uint64_t seq, uint64_t block, size_t byte, 
     f->crecent[block % FLT_CRECENT_BUCKETS] = r;
 }
 
+/* Flip bit BIT of BLOCK's frame P (PS bytes, held by eng_debug_frame_bytes,
+ * released here) with its ledger line at tick/cache: a tick's drawn
+ * flip and a replayed trace's pinned one (flt_flip_cache_at) alike. */
+static void flip_cache_bit(flt_ctx *f, flt_thr *t, eng_db *db, uint64_t block, uint8_t *p, size_t ps, uint64_t bit) {
+    size_t byte = (size_t)(bit / 8);
+    uint8_t mask = (uint8_t)(1u << (bit % 8));
+    flt_event e = page_event(f, t, FLT_BITFLIP_CACHE, "tick/cache", block, block * ps, ps);
+    e.bit = (int64_t)bit;
+    e.mask = mask;
+    size_t po, pl;
+    flip_part(p, ps, byte, &po, &pl, &e.part_code);
+    e.part_offset = (int64_t)po;
+    e.part_len = (int64_t)pl;
+    uint64_t seq;
+    /* dmg_mu held from the pair test to the note: another thread's flip
+     * of the same frame cannot come between (the frame latch keeps it
+     * out too). */
+    pthread_mutex_lock(&f->dmg_mu);
+    e.pair_of = crecent_pair(f, block, p, po, pl);
+    if (e.pair_of >= 0) e.pair_check = pair_check(f, db, block, p, byte, mask, e.part_code);
+    int rc = flt_record_seq(f, FLT_BITFLIP_CACHE, &e, &seq);
+    if (rc == 0) {
+        p[byte] ^= mask;
+        crecent_note(f, seq, block, byte, p[byte], mask);
+    }
+    pthread_mutex_unlock(&f->dmg_mu);
+    if (rc == 0) cflip_note(f, seq, block, p, ps, byte, mask);
+    eng_debug_frame_release(db, block);
+}
+
 static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     if (f->o.cache_patterns) {
         flt_cache_pattern(f, t, db);
@@ -875,30 +905,7 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
         }
         k -= sz * 8;
     }
-    uint64_t bit = byte * 8 + k % 8;
-    uint8_t mask = (uint8_t)(1u << (bit % 8));
-    flt_event e = page_event(f, t, FLT_BITFLIP_CACHE, "tick/cache", block, block * ps, ps);
-    e.bit = (int64_t)bit;
-    e.mask = mask;
-    size_t po, pl;
-    flip_part(p, ps, byte, &po, &pl, &e.part_code);
-    e.part_offset = (int64_t)po;
-    e.part_len = (int64_t)pl;
-    uint64_t seq;
-    /* dmg_mu held from the pair test to the note: another thread's flip
-     * of the same frame cannot come between (the frame latch keeps it
-     * out too). */
-    pthread_mutex_lock(&f->dmg_mu);
-    e.pair_of = crecent_pair(f, block, p, po, pl);
-    if (e.pair_of >= 0) e.pair_check = pair_check(f, db, block, p, byte, mask, e.part_code);
-    int rc = flt_record_seq(f, FLT_BITFLIP_CACHE, &e, &seq);
-    if (rc == 0) {
-        p[byte] ^= mask;
-        crecent_note(f, seq, block, byte, p[byte], mask);
-    }
-    pthread_mutex_unlock(&f->dmg_mu);
-    if (rc == 0) cflip_note(f, seq, block, p, ps, byte, mask);
-    eng_debug_frame_release(db, block);
+    flip_cache_bit(f, t, db, block, p, ps, byte * 8 + k % 8);
 }
 
 /* The on-disk ph_lsn of BLOCK (UINT64_MAX when it cannot be read). */
@@ -1004,6 +1011,14 @@ void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit) {
     uint32_t ps;
     if (block >= data_blocks(f, path, &ps)) return;
     flip_page_bit(f, flt_thr_get(f), "tick/data", path, block, bit % ((uint64_t)ps * 8), ps);
+}
+
+void flt_flip_cache_at(flt_ctx *f, eng_db *db, uint64_t block, uint64_t bit) {
+    if (!f || !db || block >= eng_debug_nblocks(db)) return;
+    size_t ps = 0;
+    uint8_t *p = eng_debug_frame_bytes(db, block, &ps);
+    if (!p) return; /* not resident: nothing to flip, no line (as a draw that finds no frame) */
+    flip_cache_bit(f, flt_thr_get(f), db, block, p, ps, bit % ((uint64_t)ps * 8));
 }
 
 static int is_segment_name(const char *s) {

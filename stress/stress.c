@@ -407,6 +407,12 @@ static int prepare_run_dir(void) {
     /* Faults an earlier process injected are judged here: their classes
      * count as on (a cache flip written back by a crashed measuring run
      * makes this run measure too). */
+    /* So are the classes of a replayed trace's pins (kill:POINT:N,
+     * flip:BLOCK:BIT, cflip:BLOCK:BIT), which inject with no rate drawn:
+     * a cache flip makes a run without per-KV codes measure, pinned or not. */
+    g.vc.class_on[VD_KILL] |= st_replay_pins_kill();
+    g.vc.class_on[VD_BITFLIP_PAGE] |= st_replay_pins_flip(PIN_PAGE);
+    g.vc.class_on[VD_BITFLIP_CACHE] |= st_replay_pins_flip(PIN_CACHE);
     carried_scan cs = {0, g.ledger_settled, g.ledger_start, &g.vc};
     flt_ledger_read(g.run_dir, scan_carried, &cs);
     g.measuring = vd_measuring(&g.vc, NULL, 0);
@@ -460,8 +466,10 @@ static void note_ops_before_kill(const char *point, uint64_t nth) {
 /* The fault library, when a fault option asks for it. */
 static int open_faults(void) {
     int rc;
-    if (st_replay_pins_kill()) g.vc.class_on[VD_KILL] = 1; /* a trace's kill:POINT:N */
-    if (st_faults_requested(&g.o) || st_replay_pins_kill()) {
+    /* A trace's pins inject with no rate drawn (their classes are on:
+     * prepare_run_dir). */
+    if (st_faults_requested(&g.o) || st_replay_pins_kill() || st_replay_pins_flip(PIN_PAGE) ||
+        st_replay_pins_flip(PIN_CACHE)) {
         flt_options fo;
         flt_options_init(&fo);
         fo.seed = g.o.seed;

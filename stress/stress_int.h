@@ -86,6 +86,7 @@ typedef struct worker {
 } worker;
 
 /* One op of an op trace (trace.c; docs/formats.md, Op trace). */
+enum { PIN_NONE, PIN_PAGE, PIN_CACHE };
 typedef struct st_trace_op {
     uint64_t index;
     int type; /* enum op_type */
@@ -93,7 +94,8 @@ typedef struct st_trace_op {
     uint64_t key;
     uint64_t seed; /* the op's own seed: workload and fault draws */
     int faults_off;
-    int pinned; /* FAULTS flip:BLOCK:BIT: a page flip before the op, faults off during it */
+    int pinned; /* FAULTS flip:BLOCK:BIT (PIN_PAGE) or cflip:BLOCK:BIT (PIN_CACHE): a flip of that block on
+                 * disk or in its cached frame before the op, faults off during it; PIN_NONE otherwise */
     uint64_t pin_block, pin_bit;
     char *kill_point;  /* FAULTS kill:POINT:N: killed at POINT's Nth arrival during the op, faults on */
     uint64_t kill_nth; /* (kill_point is owned by the replay list; NULL otherwise) */
@@ -209,7 +211,8 @@ void st_trace_note(const char *note, uint64_t injected);
 /* A kill point fires in the op whose head is out: its note names where
  * (killed=POINT:N, what kill:POINT:N replays).  Nothing without a head. */
 void st_trace_killed(const char *point, uint64_t nth);
-int st_replay_pins_kill(void); /* some op of --replay_ops is kill:POINT:N */
+int st_replay_pins_kill(void);     /* some op of --replay_ops is kill:POINT:N */
+int st_replay_pins_flip(int kind); /* some op of --replay_ops pins a flip of KIND (PIN_PAGE, PIN_CACHE) */
 void st_trace_close(void);
 
 /* report.c */

@@ -29,6 +29,9 @@
  *           BLOCK is flipped right before it, where a tick's page flip
  *           comes (flt_flip_page_at): a shrinker pins a flip the traced
  *           run drew, so that ops removed before it do not move it;
+ *           or 'cflip:BLOCK:BIT': the same for bit BIT of BLOCK's cached
+ *           frame, where a tick's cache flip comes (flt_flip_cache_at;
+ *           nothing when the block is not resident then);
  *           or 'kill:POINT:N': faults on, but the process is killed at
  *           the Nth time the op reaches kill point POINT (the traced
  *           run's kill, flt_kill_at) and no kill is drawn in it: a kill
@@ -58,6 +61,7 @@ static int head_out; /* a head is written, its note not yet */
 static st_trace_op *replay;
 static size_t nreplay;
 static int pins_kill;
+static unsigned pins_flip; /* 1 << PIN_PAGE, 1 << PIN_CACHE: kinds some op pins */
 
 static int type_of(const char *s) {
     for (int t = 0; t < OP_TYPES; t++)
@@ -90,17 +94,20 @@ static int parse_line(char *line, st_trace_op *op) {
     }
     op->seed = strtoull(tok[3], &end, 16);
     if (*end || errno) return -1;
-    op->pinned = 0;
+    op->pinned = PIN_NONE;
     op->kill_point = NULL;
     op->kill_nth = 0;
     if (!strcmp(tok[4], "on"))
         op->faults_off = 0;
     else if (!strcmp(tok[4], "off"))
         op->faults_off = 1;
-    else if (!strncmp(tok[4], "flip:", 5)) {
-        op->faults_off = op->pinned = 1;
-        op->pin_block = strtoull(tok[4] + 5, &end, 10);
-        if (end == tok[4] + 5 || *end != ':' || errno) return -1;
+    else if (!strncmp(tok[4], "flip:", 5) || !strncmp(tok[4], "cflip:", 6)) {
+        int cache = tok[4][0] == 'c';
+        const char *at = tok[4] + (cache ? 6 : 5);
+        op->faults_off = 1;
+        op->pinned = cache ? PIN_CACHE : PIN_PAGE;
+        op->pin_block = strtoull(at, &end, 10);
+        if (end == at || *end != ':' || errno) return -1;
         char *bit = end + 1;
         op->pin_bit = strtoull(bit, &end, 10);
         if (end == bit || *end || errno) return -1;
@@ -158,6 +165,7 @@ int st_trace_open(void) {
             }
             replay[nreplay++] = op;
             pins_kill |= op.kill_point != NULL;
+            pins_flip |= op.pinned ? 1u << op.pinned : 0;
         }
         fclose(f);
     }
@@ -180,6 +188,7 @@ int st_trace_open(void) {
 int st_tracing(void) { return trace_fd >= 0; }
 int st_replaying(void) { return g.o.replay_ops != NULL; }
 int st_replay_pins_kill(void) { return pins_kill; }
+int st_replay_pins_flip(int kind) { return (pins_flip >> kind) & 1; }
 size_t st_replay_count(void) { return nreplay; }
 const st_trace_op *st_replay_at(size_t i) { return i < nreplay ? &replay[i] : NULL; }
 
@@ -193,7 +202,8 @@ void st_trace_head(const st_trace_op *op) {
     char line[256], key[24] = "-", faults[128];
     if (op->has_key) snprintf(key, sizeof key, "%" PRIu64, op->key);
     if (op->pinned)
-        snprintf(faults, sizeof faults, "flip:%" PRIu64 ":%" PRIu64, op->pin_block, op->pin_bit);
+        snprintf(faults, sizeof faults, "%s:%" PRIu64 ":%" PRIu64, op->pinned == PIN_CACHE ? "cflip" : "flip",
+                 op->pin_block, op->pin_bit);
     else if (op->kill_point)
         snprintf(faults, sizeof faults, "kill:%s:%" PRIu64, op->kill_point, op->kill_nth);
     else

@@ -617,7 +617,8 @@ static void one_op(worker *w, uint64_t i) {
     if (g.flt) {
         flt_op(g.flt, g.epoch << 32 | w->calls);
         flt_tick(g.flt, g.E->native(g.db));
-        if (rop && rop->pinned) flt_flip_page_at(g.flt, rop->pin_block, rop->pin_bit);
+        if (rop && rop->pinned == PIN_PAGE) flt_flip_page_at(g.flt, rop->pin_block, rop->pin_bit);
+        if (rop && rop->pinned == PIN_CACHE) flt_flip_cache_at(g.flt, g.E->native(g.db), rop->pin_block, rop->pin_bit);
         if (rop && rop->kill_point) flt_kill_at(g.flt, rop->kill_point, rop->kill_nth); /* valid: parsed */
     }
     uint64_t key = 0;
