@@ -70,15 +70,22 @@ Rules:
   K6  one thread where the bug allows: a bug rarely needs threads, it
       needs a schedule.  When one thread with the recorded seed does not
       fail the same way, a seed search: one thread, as many ops as all
-      threads did (at most SEARCH_MAX_OPS), a timed SIGKILL made a crash after the last op or else
-      a kill point (the log's write-before-sync point, then any), traced,
-      with the recorded seed and SEARCH_SEEDS others; the first that fails
-      the same way is kept.  The same search runs when the recorded run
-      (several threads, a timed kill) does not fail again in its tries
-      (FALLBACK_SEEDS seeds, FALLBACK_SHARE of the budget), then from a
-      fresh database as K14's, before K8.  Each seed tried is in
-      shrink.json; a different kind met on the way goes aside (K1),
-      never success.
+      threads did (at most SEARCH_MAX_OPS), a timed SIGKILL made a crash
+      after the last op or else a kill point (the log's write-before-sync
+      point, then any), traced, with the recorded seed and SEARCH_SEEDS
+      others; the first that fails the same way is kept.  A failing
+      recovery step's own timed SIGKILL goes in every seed tried (K11's:
+      it can only hide the failure, and with it no trial is deterministic;
+      planted bug witness-at-end-is-damage, sixteenth session: a recorded
+      run that failed 1 of 4 tries, eight seeds that passed three trials
+      each, and a two-thread result at 1.1x; the same folder, whose
+      recorded run then failed 0 of 5, was shrunk 461x by the fallback
+      search, and without the timer the 13th seed fails, one trial each).
+      The same search runs when the recorded run (several threads, a timed
+      kill) does not fail again in its tries (FALLBACK_SEEDS seeds,
+      FALLBACK_SHARE of the budget), then from a fresh database as K14's,
+      before K8.  Each seed tried is in shrink.json; a different kind met
+      on the way goes aside (K1), never success.
   K7  the op count of a deterministic run (traced, or not when every
       traced run passed) halved while it fails, then short runs with other
       seeds (SHORT_OPS ops, each at most a tenth of the count left,
@@ -264,7 +271,9 @@ NEED = 2  # ... of which this many must fail the same way (a rate kept near the 
 # The seed search (K6): seeds tried besides the recorded one, the share of
 # the budget left that it may spend, and the kill points a timed SIGKILL
 # becomes when a crash after the last op does not fail (None: every one).
-SEARCH_SEEDS = 7
+# 15: a failing recovery step's timer gone, each seed is one trial, not
+# three (witness-at-end-is-damage's one-thread run came with the 13th).
+SEARCH_SEEDS = 15
 SEARCH_MAX_OPS = 50000  # ... each with at most this many ops (four times it with room for a kill point)
 SEARCH_SHARE = 0.35
 # ... and when the recorded run did not fail again (nothing else to try).
@@ -426,6 +435,9 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         # timed SIGKILL would land elsewhere or not at all, so it crashes
         # once the database is open (K13).
         start = self.mid_killed(start, "crash_at_end") or start
+        # ... and a failing recovery step's own timer goes (K11): it can
+        # only hide the failure, and with it no trial is deterministic.
+        start = end_unkilled(start) or start
         a = start.op["argv"]
         if opt_get(a, "replay_ops"):
             return False
@@ -517,13 +529,10 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         second, whose failure came before the kill.  The kill races the
         failure (a trial whose recovery replays more log is killed first
         and passes), and a timed kill makes no run deterministic."""
-        c = self.best.copy()
-        last = c.steps[-1]
-        if last["type"] != "stress" or last.get("kill_after") is None or c.w == len(c.steps) - 1:
-            return
-        last["kill_after"], last["expect"] = None, "exit0"
-        c.want[-1] = None  # it fails: the recorded run's "crashed" is not what it must do
-        self.attempt("no SIGKILL in the failing step %s (the failure shows before it)" % last["name"], c, "end_kill")
+        c = end_unkilled(self.best)
+        if c is not None:
+            self.attempt("no SIGKILL in the failing step %s (the failure shows before it)" % c.steps[-1]["name"], c,
+                         "end_kill")
 
     def mid_killed(self, cand, point):
         """CAND with each recovery step between its op step and its last
@@ -991,6 +1000,18 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         write_json(os.path.join(self.dir, "shrink.json"), doc)
         shutil.rmtree(self.work, ignore_errors=True)
         return rc, doc
+
+
+def end_unkilled(cand):
+    """CAND with its failing step's own timed SIGKILL gone (K11), or None
+    when that step has none or is the op step."""
+    c = cand.copy()
+    last = c.steps[-1]
+    if last["type"] != "stress" or last.get("kill_after") is None or c.w == len(c.steps) - 1:
+        return None
+    last["kill_after"], last["expect"] = None, "exit0"
+    c.want[-1] = None  # it fails: the recorded run's "crashed" is not what it must do
+    return c
 
 
 def grown(ops, history):

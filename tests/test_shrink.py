@@ -466,6 +466,23 @@ class TestShrinkParts(unittest.TestCase):
         sh.p_pin()
         self.assertEqual((len(got), searched), (1, []), "kept: no search")
 
+    def test_the_seed_search_runs_a_failing_recovery_without_its_timer(self):
+        # witness-at-end-is-damage: the failing recovery's 0.391 s SIGKILL
+        # made every seed of the search three trials (none deterministic),
+        # and eight seeds passed; without the timer the 13th fails, once.
+        wl, pl, vf = timed_kill_steps()
+        rec = dict(vf, name="recover-v0", expect="sigkill_or_exit0", kill_after=0.391)
+        sh = Shrinker.__new__(Shrinker)
+        sh.best, sh.best_res, got = Cand([wl, pl, rec], False, None, 0, ["crashed", "passed", "failed"]), None, []
+        sh.left = lambda: 100
+        sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
+        self.assertFalse(sh.search(sh.best, 1000, nseeds=1))
+        self.assertEqual(len(got), 6, "two seeds, three endings each")
+        for c in got:
+            self.assertEqual((c.steps[-1]["kill_after"], c.steps[-1]["expect"]), (None, "exit0"))
+            self.assertTrue(c.deterministic(), c.op["argv"])
+        self.assertEqual(sh.best.steps[-1]["kill_after"], 0.391, "the best run is left as it was")
+
     def test_a_kill_point_a_later_step_fails_after_is_kept_then_made_a_crash_after_the_last_op(self):
         # K9: a kill point counts hits, so each op removed moves it; when a
         # later step fails, a crash after the last op is tried too.
