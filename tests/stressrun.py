@@ -1,9 +1,12 @@
 """What the Python tests that run build/stress share: its path ($BUILD,
 default build, as tests/run_all.sh), a run of it, an op trace's lines,
-and a class set-up that builds it or skips."""
+a class set-up that builds it or skips, and a test case that runs it on
+a fresh database of its own with a few faults (OneThreadDb)."""
 
 import os
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,3 +33,41 @@ def need_stress():
                        stderr=subprocess.DEVNULL)
     if r.returncode or not os.path.exists(STRESS):
         raise unittest.SkipTest("build/stress missing")
+
+
+class OneThreadDb(unittest.TestCase):
+    """A case whose tests run build/stress with one thread on a database in
+    a directory of their own (self.d), with FAULTS before their own
+    options (a later option wins)."""
+    FAULTS = ["--read_fault_one_in=20", "--sync_fault_one_in=30", "--cache_size=64K", "--page_size=4096",
+              "--checkpoint_one_in=50", "--max_key=500", "--threads=1"]
+
+    @classmethod
+    def setUpClass(cls):
+        need_stress()
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="test-stress-")
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def run_db(self, *args):
+        return stress("--db=%s/db" % self.d, "--destroy_db_initially", *(self.FAULTS + list(args)))
+
+    def ops_of(self, path):
+        """The op lines of the trace at PATH, newlines kept."""
+        with open(path) as f:
+            return [l for l in f if l.strip() and not l.startswith("#")]
+
+    def assert_not_op_lines(self, texts):
+        """Each of TEXTS, as a --replay_ops file, is a usage error that
+        creates no database."""
+        bad = os.path.join(self.d, "bad.trace")
+        for text in texts:
+            with open(bad, "w") as f:
+                f.write(text)
+            rc, out, err = self.run_db("--replay_ops=" + bad)
+            self.assertEqual(rc, 2, text + out + err)
+            self.assertIn("not an op line", err)
+        self.assertFalse(os.path.exists(os.path.join(self.d, "db")))

@@ -29,30 +29,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from crashtest.cand import Cand, set_faults  # noqa: E402
 from crashtest.executor import ledger_lines_since  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
-from tests.stressrun import need_stress, stress  # noqa: E402
+from tests.stressrun import OneThreadDb  # noqa: E402
 
 
-class TestPinnedFlipInStress(unittest.TestCase):
-    FAULTS = ["--read_fault_one_in=20", "--sync_fault_one_in=30", "--cache_size=64K", "--page_size=4096",
-              "--checkpoint_one_in=50", "--max_key=500", "--threads=1"]
-
-    @classmethod
-    def setUpClass(cls):
-        need_stress()
-
-    def setUp(self):
-        self.d = tempfile.mkdtemp(prefix="test-flip-pin-")
-
-    def tearDown(self):
-        shutil.rmtree(self.d, ignore_errors=True)
-
-    def run_db(self, *args):
-        return stress("--db=%s/db" % self.d, "--destroy_db_initially", *(self.FAULTS + list(args)))
-
-    def ops_of(self, path):
-        with open(path) as f:
-            return [l for l in f if l.strip() and not l.startswith("#")]
-
+class TestPinnedFlipInStress(OneThreadDb):
     def test_a_pinned_page_flip_lands_where_it_says_whatever_ops_come_before_it(self):
         # A traced run with page flips drawn; the last flip's op made
         # flip:BLOCK:BIT, every other fault of the ops before it turned off
@@ -109,15 +89,8 @@ class TestPinnedFlipInStress(unittest.TestCase):
         self.assertEqual(self.ops_of(t3)[-1].split("|")[0], pinned.split("|")[0])
 
     def test_bad_cache_pins_are_usage_errors_that_change_nothing(self):
-        bad = os.path.join(self.d, "bad.trace")
-        for text in ("0 put 3 00 cflip:\n", "0 put 3 00 cflip::5\n", "0 put 3 00 cflip:2:\n",
-                     "0 put 3 00 cflip:2:5x\n", "0 put 3 00 clip:2:5\n"):
-            with open(bad, "w") as f:
-                f.write(text)
-            rc, out, err = self.run_db("--replay_ops=" + bad)
-            self.assertEqual(rc, 2, text + out + err)
-            self.assertIn("not an op line", err)
-        self.assertFalse(os.path.exists(os.path.join(self.d, "db")))
+        self.assert_not_op_lines(("0 put 3 00 cflip:\n", "0 put 3 00 cflip::5\n", "0 put 3 00 cflip:2:\n",
+                                  "0 put 3 00 cflip:2:5x\n", "0 put 3 00 clip:2:5\n"))
 
 
 class TestPinFlipsPass(unittest.TestCase):

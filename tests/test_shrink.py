@@ -50,7 +50,7 @@ from crashtest.multipass import MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS  # noqa:
 from crashtest.cand import (Cand, endings, mt_endings, opt_get, opt_set, powerloss_undone, set_faults,  # noqa: E402
                             trace_inj, trimmed)
 from crashtest.params import same_value  # noqa: E402
-from tests.stressrun import stress  # noqa: E402
+from tests.stressrun import OneThreadDb, stress  # noqa: E402
 from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, Trials  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
@@ -110,28 +110,7 @@ def timed_kill_steps():
     return wl, pl, vf
 
 
-class TestOpTrace(unittest.TestCase):
-    FAULTS = ["--read_fault_one_in=20", "--sync_fault_one_in=30", "--cache_size=64K", "--page_size=4096",
-              "--checkpoint_one_in=50", "--max_key=500", "--threads=1"]
-
-    @classmethod
-    def setUpClass(cls):
-        if not make(STRESS):
-            raise unittest.SkipTest("build/stress missing")
-
-    def setUp(self):
-        self.d = tempfile.mkdtemp(prefix="test-shrink-")
-
-    def tearDown(self):
-        shutil.rmtree(self.d, ignore_errors=True)
-
-    def run_db(self, *args):
-        return stress("--db=%s/db" % self.d, "--destroy_db_initially", *(self.FAULTS + list(args)))
-
-    def ops_of(self, path):
-        with open(path) as f:
-            return [l for l in f if l.strip() and not l.startswith("#")]
-
+class TestOpTrace(OneThreadDb):
     def test_a_replayed_trace_is_the_same_run_faults_included(self):
         t1, t2 = os.path.join(self.d, "a.trace"), os.path.join(self.d, "b.trace")
         rc, out, err = self.run_db("--ops_per_thread=800", "--trace_ops=" + t1)
@@ -219,16 +198,10 @@ class TestOpTrace(unittest.TestCase):
             self.assertEqual(f.read(), "ops 0\n")
 
     def test_bad_traces_and_several_threads_are_usage_errors(self):
-        bad = os.path.join(self.d, "bad.trace")
-        for text in ("0 put\n", "0 fly 3 00 on\n", "0 put 999999 00 on\n", "0 put 3 00 maybe\n", "0 batch 3 00 on\n",
-                     "0 put 3 00 flip:\n", "0 put 3 00 flip::5\n", "0 put 3 00 flip:2:\n", "0 put 3 00 flip:2:5x\n"):
-            with open(bad, "w") as f:
-                f.write(text)
-            rc, out, err = self.run_db("--replay_ops=" + bad)
-            self.assertEqual(rc, 2, text + out + err)
-            self.assertIn("not an op line", err)
-        self.assertFalse(os.path.exists(os.path.join(self.d, "db")))
-        rc, out, err = stress("--db=%s/db" % self.d, "--threads=2", "--trace_ops=" + bad)
+        self.assert_not_op_lines(("0 put\n", "0 fly 3 00 on\n", "0 put 999999 00 on\n", "0 put 3 00 maybe\n",
+                                  "0 batch 3 00 on\n", "0 put 3 00 flip:\n", "0 put 3 00 flip::5\n",
+                                  "0 put 3 00 flip:2:\n", "0 put 3 00 flip:2:5x\n"))
+        rc, out, err = stress("--db=%s/db" % self.d, "--threads=2", "--trace_ops=" + os.path.join(self.d, "bad.trace"))
         self.assertEqual(rc, 2, out + err)
         self.assertIn("--threads 1", err)
 
