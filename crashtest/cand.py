@@ -99,11 +99,12 @@ def set_faults(line, on):
     return " ".join(parts)
 
 
-def trace_flip(line):
+def trace_flip(line, kind="flip"):
     """The (block, bit) of a trace LINE's pinned page flip (FAULTS
-    flip:BLOCK:BIT), or None."""
+    flip:BLOCK:BIT; KIND "cflip": a cached frame's, cflip:BLOCK:BIT), or
+    None."""
     f = line.split()[4]
-    if not f.startswith("flip:"):
+    if not f.startswith(kind + ":"):
         return None
     _, block, bit = f.split(":")
     return int(block), int(bit)
@@ -195,7 +196,7 @@ class Cand:
         # A pinned flip needs no rate.
         if "bitflip_page" not in classes and any(trace_flip(l) for l in self.trace or []):
             classes = sorted(classes + ["bitflip_page"])
-        if "bitflip_cache" not in classes and any(l.split()[4].startswith("cflip:") for l in self.trace or []):
+        if "bitflip_cache" not in classes and any(trace_flip(l, "cflip") for l in self.trace or []):
             classes = sorted(classes + ["bitflip_cache"])
         return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
                 "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
