@@ -17,6 +17,7 @@ from .procs import STOP, signal_name
 from .protection import protection_mode
 from .repro import repro_mode
 from .shrink import DEFAULT_BUDGET, shrink_mode
+from .trials import RAM_DIR
 from .run import run_mode
 
 MODE_HELP = {
@@ -234,6 +235,10 @@ def make_parser():
                    help="what fails the same way: the failure's kind (default), or any failure whose keys include "
                         "it (the judge names a failure by its first key: a false_alarm that comes with a "
                         "wrong_value is a wrong_value)")
+    k.add_argument("--ram-dir", default=RAM_DIR, metavar="DIR",
+                   help="a RAM-backed directory (tmpfs) for the trials that are deterministic, where an fsync "
+                        "costs nothing and their outcome is the same (default: %(default)s when it is a tmpfs "
+                        "with 2 GiB free; 'none': every trial on the disk of $TMPDIR)")
     k.set_defaults(func=shrink_mode)
     m = sub.add_parser("mutants", help=MODE_HELP["mutants"], formatter_class=fmt,
                        description="For each planted bug of the catalogue (tests/mutants.txt): build "

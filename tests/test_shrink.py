@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -48,7 +49,7 @@ from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import BASELINE_TRIALS, Shrinker  # noqa: E402
 from crashtest.multipass import MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS  # noqa: E402
 from crashtest.cand import (Cand, endings, mt_endings, opt_get, opt_set, powerloss_undone, set_faults,  # noqa: E402
-                            trace_inj, trimmed)
+                            set_threads, trace_inj, trimmed)
 from crashtest.params import same_value  # noqa: E402
 from tests.stressrun import OneThreadDb, stress  # noqa: E402
 from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, Trials  # noqa: E402
@@ -937,6 +938,26 @@ class TestShrinkParts(unittest.TestCase):
         self.assertIsNone(made_key(cand, 0, dict(create, argv=create["argv"][1:])))  # not a create step
         self.assertNotEqual(made_key(cand, 0, create),
                             made_key(cand, 0, dict(create, argv=create["argv"][:3] + ["--seed=6"])))
+
+
+    def test_a_deterministic_trial_runs_in_ram_and_one_with_threads_on_disk(self):
+        from crashtest import trials
+        if not trials.ram_root():
+            self.skipTest("%s is not a tmpfs with room" % trials.RAM_DIR)
+        self.assertIsNone(trials.ram_root(ROOT))  # the repository's disk is no tmpfs
+        self.assertIsNone(trials.ram_root("none"))
+        sh = Shrinker.__new__(Shrinker)
+        sh.work, sh.ram = "/work-dir", trials.RAM_DIR
+        one = Cand([{"type": "stress", "name": "w", "argv": ["--threads=1", "--ops_per_thread=50"]}], True, None, 0)
+        self.assertEqual(sh.trial_root(one), trials.RAM_DIR)
+        two = one.copy()
+        set_threads(two, 2)
+        self.assertEqual(sh.trial_root(two), "/work-dir")  # its races timed as the recorded run's were
+        timed = one.copy()
+        timed.op["kill_after"] = 0.5
+        self.assertEqual(sh.trial_root(timed), "/work-dir")
+        with mock.patch.object(trials, "RAM_MIN_FREE", 1 << 60):  # no room left: disk
+            self.assertEqual(sh.trial_root(one), "/work-dir")
 
 
 class TestShrinkTable(unittest.TestCase):
