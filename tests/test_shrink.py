@@ -52,6 +52,7 @@ from crashtest.cand import (Cand, endings, mt_endings, opt_get, opt_set, powerlo
                             set_threads, trace_inj, trimmed)
 from crashtest.params import same_value  # noqa: E402
 from tests.stressrun import OneThreadDb, stress  # noqa: E402
+from crashtest import trials  # noqa: E402
 from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, Trials  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
@@ -941,7 +942,6 @@ class TestShrinkParts(unittest.TestCase):
 
 
     def test_a_deterministic_trial_runs_in_ram_and_one_with_threads_on_disk(self):
-        from crashtest import trials
         if not trials.ram_root():
             self.skipTest("%s is not a tmpfs with room" % trials.RAM_DIR)
         self.assertIsNone(trials.ram_root(ROOT))  # the repository's disk is no tmpfs
@@ -1044,6 +1044,9 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         self.assertEqual(s["repro_reproduced"], "3 of 3", p.stdout)
         self.assertTrue(all(t < 5 for t in s["repro_seconds"]), s["repro_seconds"])
         self.assertTrue(any(e["verdict"] == "kept" for e in doc["steps"]))
+        # K19: its deterministic trials ran in RAM where there is some;
+        # the repro above (3 of 3) ran on disk.
+        self.assertEqual(doc["ram_dir"], trials.ram_root())
         self.assertTrue(all({"what", "trials", "failures", "rate", "verdict", "why"} <= set(e)
                             for e in doc["steps"]))
         r = subprocess.run([sys.executable, CRASHTEST, "repro", os.path.join(folder, "shrunk")],
