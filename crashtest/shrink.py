@@ -81,6 +81,11 @@ Rules:
       each, and a two-thread result at 1.1x; the same folder, whose
       recorded run then failed 0 of 5, was shrunk 461x by the fallback
       search, and without the timer the 13th seed fails, one trial each).
+      When every seed passed and the recorded run had several threads and
+      held no snapshot, the same seeds again with a snapshot held 1 in
+      STANDIN_SNAPSHOT_ONE_IN ops: the reader another thread was, which
+      a freeze or a prune must respect, stood in for by one the thread
+      holds itself (planted bug freeze-clears-xmax).
       The same search runs when the recorded run (several threads, a timed
       kill) does not fail again in its tries (FALLBACK_SEEDS seeds,
       FALLBACK_SHARE of the budget), then from a fresh database as K14's,
@@ -285,6 +290,16 @@ NEED = 2  # ... of which this many must fail the same way (a rate kept near the 
 SEARCH_SEEDS = 15
 SEARCH_MAX_OPS = 50000  # ... each with at most this many ops (four times it with room for a kill point)
 SEARCH_SHARE = 0.35
+# ... then, when the recorded run had several threads and held no snapshot
+# of its own, the same seeds with one held 1 in this many ops (200: the
+# least often of the nightly draws, crashtest/params.py): a reader of
+# another thread made the version a freeze or prune must keep, and a
+# snapshot the one thread holds does the same (planted bug
+# freeze-clears-xmax, seventeenth session: a four-thread catch that did
+# not fail again in 5 tries, 80 one-thread seeds and the multi-thread
+# path passed, 425 s of the budget left unused; with a held snapshot 4 of
+# 8 one-thread seeds fail).
+STANDIN_SNAPSHOT_ONE_IN = 200
 # ... and when the recorded run did not fail again (nothing else to try).
 FALLBACK_SEEDS = 40
 FALLBACK_SHARE = 0.4
@@ -333,6 +348,8 @@ RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot
 
 
 class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
+    recorded_threads = 1  # the recorded op step's threads (K6's stand-in; __init__ sets it)
+
     def __init__(self, a, printer):
         self.p = printer
         self.dir = os.path.abspath(a.failure_dir)
@@ -380,6 +397,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         tr = opt_get(self.best.op["argv"], "replay_ops") or ""
         if tr.startswith("@FOLDER@/"):
             self.best.trace = trace_ops_of(os.path.join(self.dir, tr[len("@FOLDER@/"):]))
+        self.recorded_threads = as_int(opt_get(self.best.op["argv"], "threads"), 2)
         self.best_res = None
         self.log = []  # shrink.json's steps
         self.aside = []
@@ -456,14 +474,24 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         base = as_int(opt_get(a, "seed"))
         seeds = ([base] if recorded else []) + [derive(base, "shrink", "seed", k) for k in range(nseeds)]
         stop = time.monotonic() + self.left() * share
-        for seed in seeds:
-            for end, c in endings(start, ops):
-                if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
-                    return False
-                c.op["argv"] = opt_set(opt_set(c.op["argv"], "seed", seed), "trace_ops", "@ITER@/ops.trace")
-                if self.attempt("%sone thread, %s, traced, seed %d%s" % (
-                        what, end, seed, " (the recorded)" if seed == base else ""), c, phase, extra={"seed": seed}):
-                    return True
+        shapes = [(start, "")]
+        if self.recorded_threads > 1 and as_int(opt_get(a, "acquire_snapshot_one_in")) == 0:
+            # The stand-in: a snapshot the one thread holds now and then
+            # is the reader another thread was.
+            sc = start.copy()
+            sc.op["argv"] = opt_set(sc.op["argv"], "acquire_snapshot_one_in", STANDIN_SNAPSHOT_ONE_IN)
+            shapes.append((sc, "a snapshot held 1 in %d ops (for the other threads' readers), " %
+                           STANDIN_SNAPSHOT_ONE_IN))
+        for shape, held in shapes:
+            for seed in seeds:
+                for end, c in endings(shape, ops):
+                    if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
+                        return False
+                    c.op["argv"] = opt_set(opt_set(c.op["argv"], "seed", seed), "trace_ops", "@ITER@/ops.trace")
+                    if self.attempt("%sone thread, %s%s, traced, seed %d%s" % (
+                            what, held, end, seed, " (the recorded)" if seed == base else ""), c, phase,
+                            extra={"seed": seed}):
+                        return True
         return False
 
     def pin_op(self, c):

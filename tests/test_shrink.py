@@ -46,7 +46,7 @@ from crashtest.executor import injected_by_class  # noqa: E402
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
-from crashtest.shrink import BASELINE_TRIALS, Shrinker  # noqa: E402
+from crashtest.shrink import BASELINE_TRIALS, STANDIN_SNAPSHOT_ONE_IN, Shrinker  # noqa: E402
 from crashtest.multipass import MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS  # noqa: E402
 from crashtest.cand import (Cand, endings, mt_endings, opt_get, opt_set, powerloss_undone, set_faults,  # noqa: E402
                             set_threads, trace_inj, trimmed)
@@ -457,6 +457,30 @@ class TestShrinkParts(unittest.TestCase):
             self.assertEqual((c.steps[-1]["kill_after"], c.steps[-1]["expect"]), (None, "exit0"))
             self.assertTrue(c.deterministic(), c.op["argv"])
         self.assertEqual(sh.best.steps[-1]["kill_after"], 0.391, "the best run is left as it was")
+
+    def test_the_seed_search_holds_a_snapshot_for_the_threads_it_took_away_after_every_seed_passed(self):
+        # freeze-clears-xmax: a four-thread run without snapshots whose
+        # failure needs a reader holding an old version; one thread shows
+        # it only when it holds a snapshot itself.
+        wl, pl, vf = timed_kill_steps()
+        sh = Shrinker.__new__(Shrinker)
+        sh.best, sh.best_res, got = Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"]), None, []
+        sh.recorded_threads = 4
+        sh.left = lambda: 100
+        sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
+        self.assertFalse(sh.search(sh.best, 1000, nseeds=1))
+        held = [opt_get(c.op["argv"], "acquire_snapshot_one_in") for c in got]
+        self.assertEqual(held, [None] * 6 + [str(STANDIN_SNAPSHOT_ONE_IN)] * 6, "two seeds, three endings, twice")
+        self.assertTrue(all(opt_get(c.op["argv"], "threads") == "1" for c in got))
+        # None when the recorded run had one thread, or held snapshots.
+        for threads, argv in ((1, wl["argv"]), (4, wl["argv"] + ["--acquire_snapshot_one_in=2000"])):
+            got[:] = []
+            sh.recorded_threads = threads
+            sh.best = Cand([dict(wl, argv=argv), pl, vf], False, None, 0, ["crashed", "passed", "failed"])
+            sh.search(sh.best, 1000, nseeds=1)
+            self.assertEqual(len(got), 6)
+            self.assertNotIn(str(STANDIN_SNAPSHOT_ONE_IN), [opt_get(c.op["argv"], "acquire_snapshot_one_in")
+                                                            for c in got])
 
     def test_a_kill_point_a_later_step_fails_after_is_kept_then_made_a_crash_after_the_last_op(self):
         # K9: a kill point counts hits, so each op removed moves it; when a
