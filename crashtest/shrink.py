@@ -296,7 +296,7 @@ SEARCH_SHARE = 0.35
 # another thread made the version a freeze or prune must keep, and a
 # snapshot the one thread holds does the same (planted bug
 # freeze-clears-xmax, seventeenth session: a four-thread catch that did
-# not fail again in 5 tries, 80 one-thread seeds and the multi-thread
+# not fail again in 5 tries, 41 one-thread seeds and the multi-thread
 # path passed, 425 s of the budget left unused; with a held snapshot 4 of
 # 8 one-thread seeds fail).
 STANDIN_SNAPSHOT_ONE_IN = 200
