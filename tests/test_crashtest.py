@@ -513,6 +513,11 @@ class TestCommandLine(unittest.TestCase):
             self.assertEqual(rc, 2, (args, out, err))
             self.assertNotIn("Traceback", out + err, args)
             self.assertTrue(err.strip(), args)
+        # An explicit --ram-dir that is no tmpfs (K19) is refused before
+        # anything is read.
+        rc, out, err = run_ct("shrink", "/nonexistent", "--ram-dir", "/")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--ram-dir / is not a directory on a tmpfs", err)
 
 
 @unittest.skipUnless(os.path.exists(FAKE), "no fake driver")
