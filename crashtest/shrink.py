@@ -1091,5 +1091,5 @@ def shrink_mode(a, argv):
         raise UsageError("--ram-dir %s is not a directory on a tmpfs with %d GiB free (give 'none' for every "
                          "trial on disk)" % (ram, RAM_MIN_FREE >> 30))
     rc, _ = shrink_folder(a.failure_dir, a.budget, Printer(tty=False), a.stress_binary, a.powerloss_binary,
-                          getattr(a, "match", "kind"), getattr(a, "ram_dir", RAM_DIR))
+                          getattr(a, "match", "kind"), ram)
     return rc

@@ -56,9 +56,9 @@ class OneThreadDb(unittest.TestCase):
         return stress("--db=%s/db" % self.d, "--destroy_db_initially", *(self.FAULTS + list(args)))
 
     def ops_of(self, path):
-        """The op lines of the trace at PATH, newlines kept."""
-        with open(path) as f:
-            return [l for l in f if l.strip() and not l.startswith("#")]
+        """The op lines of the trace at PATH, newlines kept (a list to write
+        back as a trace)."""
+        return [l + "\n" for l in trace_lines(path)]
 
     def assert_not_op_lines(self, texts):
         """Each of TEXTS, as a --replay_ops file, is a usage error that

@@ -964,7 +964,6 @@ class TestShrinkParts(unittest.TestCase):
         self.assertNotEqual(made_key(cand, 0, create),
                             made_key(cand, 0, dict(create, argv=create["argv"][:3] + ["--seed=6"])))
 
-
     def test_a_deterministic_trial_runs_in_ram_and_one_with_threads_on_disk(self):
         if not trials.ram_root():
             self.skipTest("%s is not a tmpfs with room" % trials.RAM_DIR)

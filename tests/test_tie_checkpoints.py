@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
-from tests.stressrun import need_stress, stress, trace_lines as ops_of  # noqa: E402
+from tests.stressrun import OneThreadDb, stress, trace_lines as ops_of  # noqa: E402
 
 WAL_POINT = "kill/wal/after_write_before_sync"
 
@@ -49,17 +49,7 @@ def shrinker(lines, volume="64K"):
     return sh, d
 
 
-class TestVolumeCheckpointsInStress(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        need_stress()
-
-    def setUp(self):
-        self.d = tempfile.mkdtemp(prefix="test-tie-")
-
-    def tearDown(self):
-        shutil.rmtree(self.d, ignore_errors=True)
-
+class TestVolumeCheckpointsInStress(OneThreadDb):
     def test_the_writes_that_start_checkpoints_say_so_and_the_tied_replay_runs_them_as_ops(self):
         t1, t2, t3 = (os.path.join(self.d, n) for n in ("a.trace", "b.trace", "c.trace"))
         common = ["--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1", "--max_key=500"]
