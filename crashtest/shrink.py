@@ -146,9 +146,10 @@ Rules:
       (the stated minimum rate; once one of them failed, up to MT_MORE
       more trials decide it: a race that short runs show one time in four
       is still a run a reader can repeat, and the 10x smaller runs are the
-      short ones), then confirmed by up to MT_CONFIRM more trials, one
-      of which must fail too (two of a few trials can be luck with a
-      rare race); the first kept wins, and every later step
+      short ones), then confirmed by up to MT_CONFIRM more trials, of
+      which MT_REPRO_NEED must fail too, as many as its repro will need
+      (two of a few trials can be luck with a rare race among the
+      path's many candidates); the first kept wins, and every later step
       is judged the same way (the op count halved, the mix, the options
       ...).  It runs after K6's search, and also when the recorded run did
       not fail again and K6's fallback found nothing.  shrink.json has each
@@ -246,6 +247,21 @@ Rules:
       A trial that is not deterministic runs on the disk of $TMPDIR,
       where its races are timed as the recorded run's were; the shrunk
       folder's repro runs there too (its seconds are the README's).
+  K20 a shrunk run the multi-thread path (K8) led to that reproduced
+      fewer than MT_REPRO_NEED times, stepped back too, resumes the path:
+      the run it kept was kept on a rate its repro did not show again,
+      and everything kept after it stands on it.  The path goes back to
+      the run it started from and goes on with the candidates after the
+      one it kept (each candidate is judged once), the rounds run on what
+      it keeps next, and that run's repro is judged the same way, while
+      MT_RESUME_MIN (60 s) of the budget is left.  The result is the run
+      that reproduced most often (ties: the latest); the recorded run is
+      stepped back to only when no resume is left and no smaller run
+      reproduced at all.  shrink.json's resumed lists each run left
+      behind (the path's step, its repro's rate, what it stepped back to).
+      Why: hint-aborted-while-in-progress's keep on 2 of 8 trials and 1
+      of 2 confirmations reproduced 0 of 10 (1 of 100 when tried again)
+      and the shrink ended at 104 s of 600.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -262,6 +278,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from fractions import Fraction
 
 from .binary import check_binary, stress_info
 from .cand import (Cand, as_int, drop_kills, endings, is_fresh, is_workload, kills_to_crash_at_end,
@@ -274,7 +291,7 @@ from .procs import STOP
 from .repro import failing_key
 from .seeds import derive
 from .freshpass import FreshPasses
-from .multipass import MT_NEED, MT_TRIALS, MultiPasses
+from .multipass import MT_NEED, MT_REPRO_NEED, MT_RESUME_MIN, MT_TRIALS, MultiPasses
 from .tracepass import TracePasses
 from .trials import RAM_DIR, RAM_MIN_FREE, Trials, ram_root
 
@@ -321,9 +338,10 @@ UNTIED = ("checkpoint_wal_bytes", "cache_size")
 # run.  The passes after the rounds take what is left.
 DDMIN_ROUND_SHARE = 0.5
 # finish's check of a multi-thread shrunk run (K8; the path itself is
-# multipass.py's):
-MT_REPRO_NEED = 2  # ... of which this many must reproduce, else finish steps back (K8) ...
-MT_STEP_BACK = 4  # ... to at most this many earlier kept runs, latest first
+# multipass.py's, and MT_REPRO_NEED of its repro's tries must reproduce):
+# below it, finish steps back to at most this many earlier kept runs,
+# latest first.
+MT_STEP_BACK = 4
 # Created with the database, fixed for its life (C3, K5).
 CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
                     "large_value_one_in", "large_value_size"]
@@ -414,6 +432,9 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         self.searched = False  # the one-thread seed search of p_threads ran (once)
         self.multi_tried = False  # the multi-thread path ran (once)
         self.multi = None  # what K8 kept: threads, ops per thread, key space, seed, rate
+        self.multi_from = None  # the state the path started from (K20: resume_multi goes back to it)
+        self.multi_judged = set()  # the path's candidates judged (their signatures; K20 skips them)
+        self.last_kept = None  # the shrunk run's last step kept on several trials (settle sets it)
         self.kept_trials = []  # (step n, candidate, result) of each run kept that is not deterministic (K8, K2)
         self.tried = set()  # candidates run already (their signatures: digests)
         self.hang = self.meta.get("hang_seconds", 120)
@@ -916,21 +937,25 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
                     "seconds": max(e["seconds"] or [None]), "failed_again": False}
         self.orig_ops = (base or {}).get("ops")
         if ok:
-            # Rounds until one keeps nothing: a change kept late (a smaller
-            # key space) can let an earlier one (one thread) through.
-            for _ in range(3):
-                kept = sum(1 for e in self.log if e["verdict"] == "kept")
-                for step in self.round_steps():
-                    if self.left() <= 0 or STOP.is_set():
-                        break
-                    step()
-                if kept == sum(1 for e in self.log if e["verdict"] == "kept"):
-                    break
-            for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_faults_off, self.p_ddmin):
+            self.refine()
+        return ok, orig, base
+
+    def refine(self):
+        """Everything after a run that fails was found: rounds until one
+        keeps nothing (a change kept late, a smaller key space, can let an
+        earlier one, one thread, through), then the passes on the trace."""
+        for _ in range(3):
+            kept = sum(1 for e in self.log if e["verdict"] == "kept")
+            for step in self.round_steps():
                 if self.left() <= 0 or STOP.is_set():
                     break
                 step()
-        return ok, orig, base
+            if kept == sum(1 for e in self.log if e["verdict"] == "kept"):
+                break
+        for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_faults_off, self.p_ddmin):
+            if self.left() <= 0 or STOP.is_set():
+                break
+            step()
 
     def round_steps(self):
         """The steps of one round (K3's order).  The op count early: every
@@ -973,11 +998,13 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             dest = os.path.join(self.dir, "shrunk")
             shutil.rmtree(dest, ignore_errors=True)
             self.write_folder(dest, self.best, self.best_res)
+            times, repro_ok, tries = [], 0, 0
+            if not self.best.deterministic():
+                times, repro_ok, tries = self.settle(dest, doc) or (times, repro_ok, tries)
             ops = self.best_res.get("ops")
             if self.best.trace is not None:
                 ops = len(self.best.trace)
-            times, repro_ok = [], 0
-            if self.best.deterministic():
+            if self.best.deterministic():  # (also what a resume of the multi-thread path kept: K20)
                 for _ in range(3):
                     t0 = time.monotonic()
                     r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
@@ -985,20 +1012,6 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
                     times.append(round(time.monotonic() - t0, 3))
                     repro_ok += r.returncode == 1 and "crashtest: reproduced:" in r.stdout
                 tries = len(times)
-            else:
-                # Not deterministic: one repro, which runs the folder's
-                # repro_tries and prints each try and the rate (K8).  A
-                # chain of steps each kept on a few of a few trials can
-                # drift to a rare run: below MT_REPRO_NEED, the runs kept
-                # before it that are not deterministic are written and
-                # tried instead, latest first (MT_STEP_BACK at most), and
-                # the first that reaches it is the result; if none does,
-                # the one that reproduced most often (Trials.step_back).
-                times, repro_ok, tries = self.repro_rate(dest)
-                if repro_ok < MT_REPRO_NEED and self.kept_trials:
-                    times, repro_ok, tries, doc["stepped_back"] = self.step_back(
-                        dest, (times, repro_ok, tries), MT_REPRO_NEED, MT_STEP_BACK)
-                ops = self.best_res.get("ops")
             # The run's size: every stress step's ops, its op step's as above.
             ops_all = (self.best_res.get("ops_all") or 0) - (self.best_res.get("ops") or 0) + (ops or 0) + \
                 self.grown_ops(self.best)
@@ -1009,12 +1022,11 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
                                  repro_reproduced="%d of %d" % (repro_ok, tries))
             if self.multi:
                 doc["multi"] = dict(self.multi, trials_per_step=MT_TRIALS, need=MT_NEED)
-            if not self.best.deterministic():
+            if not self.best.deterministic() and self.last_kept:
                 # The failure rate of the shrunk run over the trials of its
                 # kept steps (K2, K8): each step's are in "steps".
-                kept = [e for e in self.log if e["verdict"] == "kept" and e["trials"] > 1]
-                if kept:
-                    doc["shrunk"]["last_kept_rate"] = "%d of %d" % (kept[-1]["failures"], kept[-1]["trials"])
+                doc["shrunk"]["last_kept_rate"] = "%d of %d" % (self.last_kept["failures"],
+                                                               self.last_kept["trials"])
             cmd = "%s repro %s" % (nice_path(os.path.join(REPO, "crashtest.py")), shlex.quote(nice_path(dest)))
             doc["command"] = cmd
             o, s = doc["original"], doc["shrunk"]
@@ -1041,6 +1053,71 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         write_json(os.path.join(self.dir, "shrink.json"), doc)
         self.cleanup()
         return rc, doc
+
+    def settle(self, dest, doc):
+        """The repro of a shrunk run that is not deterministic, written to
+        DEST: one repro, which runs the folder's repro_tries and prints
+        each try and the rate (K8).  A chain of steps each kept on a few
+        of a few trials can drift to a rare run: below MT_REPRO_NEED, the
+        runs kept before it that are not deterministic are written and
+        tried instead, latest first (MT_STEP_BACK at most), and the first
+        that reaches it is the result; if none does, the one that
+        reproduced most often (Trials.step_back).  When that is still
+        below MT_REPRO_NEED and the multi-thread path kept the run, the
+        path resumes after the candidate it kept (K20, resume_multi), the
+        rounds run again on what it keeps next, and the new run's repro is
+        judged the same way, while MT_RESUME_MIN of the budget is left;
+        the result is the run that reproduced most often (ties: the
+        latest).  The recorded run is stepped back to only when no resume
+        is left.  Sets DOC's stepped_back and resumed, self.last_kept (the
+        result's last step kept on several trials).  Returns (each try's
+        seconds, how many reproduced, tries) of the result's repro, or None
+        when the rounds after a resume kept a deterministic run (one
+        thread: finish's own repro judges it)."""
+        held = []  # each run judged: (its repro, best, best_res, multi, last_kept, stepped_back, its folder)
+        passed_over = False  # the recorded run was not stepped back to, a resume coming first
+        while True:
+            can_resume = bool(self.multi) and self.left() >= MT_RESUME_MIN and not STOP.is_set()
+            got = self.repro_rate(dest)
+            back = None
+            if got[1] < MT_REPRO_NEED and self.kept_trials:
+                *got, back = self.step_back(dest, got, MT_REPRO_NEED, MT_STEP_BACK, recorded=not can_resume)
+                passed_over = passed_over or can_resume
+            kept = [e for e in self.log if e["verdict"] == "kept" and e["trials"] > 1]
+            held.append((tuple(got), self.best, self.best_res, self.multi, kept[-1] if kept else None, back,
+                         os.path.join(self.work, "held-%d" % len(held))))
+            if got[1] >= MT_REPRO_NEED or not can_resume:
+                break
+            shutil.move(dest, held[-1][-1])
+            doc.setdefault("resumed", []).append({"multi_step": self.multi["step"],
+                                                  "reproduced": "%d of %d" % (got[1], got[2]),
+                                                  "stepped_back": back or []})
+            self.p.line("shrink: the shrunk run reproduced %d of %d (the multi-thread path kept it at step %d): "
+                        "the path resumes after it (K20)" % (got[1], got[2], self.multi["step"]))
+            if not self.resume_multi():
+                self.p.line("shrink: the multi-thread path kept no other run")
+                break
+            self.refine()
+            self.write_folder(dest, self.best, self.best_res)
+            if self.best.deterministic():
+                return None  # one thread after all: finish's repro judges it
+        # The run that reproduced most often, the latest of a tie.
+        best = max(range(len(held)), key=lambda i: (Fraction(held[i][0][1], held[i][0][2]) if held[i][0][2] else 0,
+                                                    i))
+        got, self.best, self.best_res, self.multi, self.last_kept, back, folder = held[best]
+        if best != len(held) - 1 or not os.path.isdir(dest):
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.move(folder, dest)
+            self.p.line("shrink: the run the multi-thread path kept at step %d reproduced most often (%d of %d): "
+                        "it is the result" % (self.multi["step"], got[1], got[2]))
+        if got[1] == 0 and passed_over and self.kept_trials:
+            # No smaller run reproduced at all, and no resume is left: the
+            # recorded run, as step_back does without resumes.
+            *got, more = self.step_back(dest, got, MT_REPRO_NEED, 0, smaller=False)
+            back = (back or []) + more
+        if back is not None:
+            doc["stepped_back"] = back
+        return tuple(got)
 
     def cleanup(self):
         for d in (self.work, self.ram):

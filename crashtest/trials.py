@@ -381,7 +381,7 @@ class Trials:
         got = re.findall(r"crashtest: try \d+ of \d+: (\S+).* \(([\d.]+) s\)", r.stdout)
         return [float(t) for _, t in got], sum(1 for w, _ in got if w == "reproduced"), len(got)
 
-    def step_back(self, dest, first, need, most):
+    def step_back(self, dest, first, need, most, recorded=True, smaller=True):
         """The shrunk run that is not deterministic reproduced FIRST (each
         try's seconds, how many reproduced, tries) in its repro, fewer
         than NEED: write and try the runs kept before it (self.kept_trials
@@ -401,17 +401,20 @@ class Trials:
         (checkpoint-redo-at-record, fifteenth session: two threads of 64
         ops that reproduced 1 of 9 gave way to the recorded run of 12,049
         ops, which did 8 of 9, and the shrink ended at 1.0x).  DEST holds
-        the chosen run's folder.  Returns (times, reproduced, tries, what
-        was tried for shrink.json's stepped_back)."""
+        the chosen run's folder.  RECORDED false: not the recorded run (a
+        resume of the multi-thread path comes first, K20); SMALLER false:
+        only it (what no resume found).  Returns (times, reproduced, tries,
+        what was tried for shrink.json's stepped_back)."""
         tried = [(first, self.best, self.best_res)]
         back = []
-        earlier = list(reversed(self.kept_trials[:-1]))
-        latest = [e for e in earlier if e[0] != 0][:most]
+        earlier = list(reversed(self.kept_trials[:-1])) if smaller else list(self.kept_trials)
+        latest = [e for e in earlier if e[0] != 0][:most] if smaller else []
         # ... then the run the multi-thread path kept (K8: its rate stood
         # on the most trials, its keep's and its confirmation's), when the
         # latest did not reach back to it ...
-        anchor = [e for e in earlier if e[0] == (self.multi or {}).get("step") and e not in latest]
-        recorded = [e for e in earlier if e[0] == 0]
+        anchor = [e for e in earlier if e[0] == (self.multi or {}).get("step") and e not in latest] if smaller \
+            else []
+        recorded = [e for e in earlier if e[0] == 0] if recorded else []
         for n, cand, res in latest + anchor + recorded:
             if n == 0 and any(t[0][1] for t in tried):
                 self.p.line("shrink: a smaller run reproduced: the recorded run is not stepped back to")

@@ -6,16 +6,20 @@ as well as not, before any other seed; a race that needs its fault
 database after a checkpoint raced a write) is then met in a run of 2 x 64
 ops, not only in one of 2 x 256 without it.  And what a recorded run of
 several threads that did not fail again goes through before the
-multi-thread path: one thread on its database, then from a fresh one."""
+multi-thread path: one thread on its database, then from a fresh one.
+How a candidate the path keeps is confirmed, and what a shrunk run that
+does not reproduce in repro goes back to (K20)."""
 
 import os
+import shutil
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crashtest.cand import Cand, opt_get  # noqa: E402
-from crashtest.multipass import MT_OPS, contention_mixes  # noqa: E402
+from crashtest.cand import Cand, opt_get, signature  # noqa: E402
+from crashtest.multipass import MT_CONFIRM, MT_NEED, MT_OPS, MT_REPRO_NEED, MT_TRIALS, contention_mixes  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
 
 
@@ -33,6 +37,7 @@ def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
     sh.meta = {"steps": [{"argv": argv}]}
     sh.defaults = {"checkpoint_wal_bytes": "64M", "snapshot_hold_ops": "200"}
     sh.multi_tried, sh.tried, sh.kept_trials, sh.log = False, [], [], [{"n": 7, "trials": 4, "failures": 2}]
+    sh.multi_from, sh.multi_judged, sh.trials, sh.need, sh.more, sh.multi = None, set(), 3, 2, 0, None
     sh.left = lambda: 100
     sh.p = type("P", (), {"line": lambda self, s: None})()
 
@@ -127,6 +132,124 @@ class TestContentionMixes(unittest.TestCase):
         self.assertNotIn("mix", sh.multi)
         self.assertTrue(all(shape(c)[1] == 5 for c in sh.tried if mix_of(c) != (12, 13, 16, 11, 48)),
                         "the mixes with the recorded seed only")
+
+
+class TestConfirmAndResume(unittest.TestCase):
+    def test_a_kept_candidate_is_confirmed_by_as_many_failures_as_its_repro_needs(self):
+        # hint-aborted-while-in-progress, seventeenth session: a run kept on
+        # 2 of 8 trials and confirmed on 1 of 2 reproduced 0 of 10 (1 of
+        # 100 tried again).  A confirmation with one failure in MT_CONFIRM
+        # is not kept now; one with MT_REPRO_NEED is.
+        sh = shrinker(5)
+        sh.kind, sh.match, sh.aside, sh.cap, sh.best_res = "lost", "kind", [], None, None
+        sh.tried = set()
+        sh.log = []
+        del sh.attempt  # the real one (Trials.attempt), its trials stubbed
+        seqs = []  # each candidate's trial outcomes, in the order first run: 1 fails
+
+        def run_once(c):
+            # The first candidate: 2 of its first trials fail, then 1 of
+            # its confirmation's; the second: 2 and 2; the rest none.
+            sig = signature(c)
+            if sig not in run_once.count:
+                run_once.count[sig] = 0
+                seqs.append([1, 1, 0, 1] + [0] * 6 if not seqs else [1, 1, 1, 1] if len(seqs) == 1 else [0] * 8)
+            i = run_once.count[sig]
+            run_once.count[sig] = i + 1
+            kind = "lost" if seqs[list(run_once.count).index(sig)][i] else None
+            return {"kind": kind, "step": 0 if kind else None, "ops": 32, "ops_all": 32, "seconds": 0.1,
+                    "diverged": None, "dir": "/nonexistent/t", "results": {}, "failure": {"kind": kind}}
+        run_once.count = {}
+        sh.run_once = run_once
+        self.assertTrue(sh.p_multi())
+        judged = [(e["what"].startswith("confirm: "), e["trials"], e["failures"], e["verdict"]) for e in sh.log]
+        self.assertEqual(judged[:4], [(False, MT_NEED, MT_NEED, "kept"), (True, MT_CONFIRM, 1, "rejected"),
+                                      (False, MT_NEED, MT_NEED, "kept"), (True, MT_REPRO_NEED, MT_REPRO_NEED, "kept")])
+        self.assertEqual(len(judged), 4)
+        self.assertEqual(sh.multi["step"], 3)
+        self.assertEqual((sh.multi["trials"], sh.multi["failures"]), (MT_NEED + MT_REPRO_NEED, MT_NEED + MT_REPRO_NEED))
+        self.assertEqual((sh.trials, sh.need), (MT_TRIALS, MT_NEED))
+
+    def settled(self, kept_seeds, rates):
+        """A shrinker whose multi-thread path keeps the candidates whose
+        (ops each, seed) are in KEPT_SEEDS, each the first of its shape,
+        and settle's repro of each reproduces RATES[i] of 8 (the i-th
+        kept).  Returns (shrinker, what settle returned, shrink.json's
+        doc, the candidates kept in order, the folder's path)."""
+        sh = shrinker(5, lambda c: shape(c)[:2] in kept_seeds and not any(
+            shape(k)[:2] == shape(c)[:2] for k in kept))
+        kept = []
+        judge = sh.attempt
+        sh.log[0]["verdict"] = "kept"
+
+        def attempt(what, c, phase, **kw):
+            got = judge(what, c, phase, **kw)
+            if got and not what.startswith("confirm: "):
+                kept.append(c)
+            return got
+        sh.attempt = attempt
+        work = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, work)
+        sh.work, dest = work, os.path.join(work, "shrunk")
+        sh.refine = lambda: None
+        start = sh.best
+
+        def write_folder(d, c, r):
+            os.makedirs(d)
+            with open(os.path.join(d, "which"), "w") as f:
+                f.write(str(kept.index(c) if c in kept else -1))
+        sh.write_folder = write_folder
+
+        def repro_rate(d):
+            with open(os.path.join(d, "which")) as f:
+                return [0.1] * 8, rates[int(f.read())], 8
+        sh.repro_rate = repro_rate
+        self.assertTrue(sh.p_multi())
+        self.assertIs(sh.multi_from["best"], start)
+        write_folder(dest, sh.best, sh.best_res)
+        doc = {}
+        return sh, sh.settle(dest, doc), doc, kept, dest
+
+    def test_a_shrunk_race_that_does_not_reproduce_resumes_the_multi_thread_path_after_the_run_it_kept(self):
+        # K20: the first run kept reproduced 0 of 8; the path goes back to
+        # where it started and keeps the next one, which reproduces 5 of 8.
+        sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 5])
+        self.assertEqual((got[1], got[2]), (5, 8))
+        self.assertEqual([shape(c)[:2] for c in kept], [(16, 5), (64, 5)])
+        self.assertIs(sh.best, kept[1])
+        self.assertEqual(doc["resumed"], [{"multi_step": 7, "reproduced": "0 of 8", "stepped_back": []}])
+        sigs = [signature(c) for c in sh.tried]
+        self.assertEqual(len(sigs), len(set(sigs)), "no candidate is judged twice")
+        with open(os.path.join(dest, "which")) as f:
+            self.assertEqual(f.read(), "1")
+
+    def test_a_resume_that_keeps_a_rarer_run_leaves_the_one_that_reproduced_most(self):
+        sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [1, 0])
+        self.assertEqual(got[1], 1)
+        self.assertIs(sh.best, kept[0])
+        with open(os.path.join(dest, "which")) as f:
+            self.assertEqual(f.read(), "0", "the folder left is the first run's")
+        self.assertEqual([r["reproduced"] for r in doc["resumed"]], ["1 of 8", "0 of 8"],
+                         "each below MT_REPRO_NEED resumed, until the path kept nothing more")
+        # ... and when the path keeps nothing more, the run it kept is the
+        # result, its folder put back.
+        sh, got, doc, kept, dest = self.settled({(16, 5)}, [1])
+        self.assertEqual((got[1], len(kept)), (1, 1))
+        self.assertIs(sh.best, kept[0])
+        with open(os.path.join(dest, "which")) as f:
+            self.assertEqual(f.read(), "0")
+
+    def test_no_resume_once_the_budget_left_is_short(self):
+        sh, got, doc, kept, dest = None, None, None, None, None
+        import crashtest.shrink as shrink_mod
+        old = shrink_mod.MT_RESUME_MIN
+        shrink_mod.MT_RESUME_MIN = 1000  # more than the 100 s the stub has left
+        try:
+            sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 5])
+        finally:
+            shrink_mod.MT_RESUME_MIN = old
+        self.assertEqual((got[1], len(kept)), (0, 1))
+        self.assertNotIn("resumed", doc)
 
 
 class TestNotFailedAgain(unittest.TestCase):
