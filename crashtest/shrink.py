@@ -215,7 +215,10 @@ Rules:
       and a fresh database (p_fresh) is tried early, right after the
       thread and pinning steps: the run as it is, then (one thread) its
       op step untraced from a fresh database with K6's seed search (200
-      ops, then the key space filled; twice more as options change).  A
+      ops, then the key space filled; twice more as options change, at
+      the kept run's own op count first when it has fewer ops than the
+      recorded op step: a bug a fresh database shows quickly in another
+      kind may show its own in a few ops).  A
       few ops replayed on a database whose damage its earlier iterations
       wrote show the reader nothing of how it got there (planted bug
       seal-before-witness, a simple run's second iteration: 289 ops

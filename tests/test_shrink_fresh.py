@@ -64,8 +64,10 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertEqual(len(tried), 1)
         self.assertTrue(is_fresh(tried[0][1]))
         self.assertIsNotNone(tried[0][1].trace, "first the run as it is, its trace too")
-        self.assertEqual(len(searched), 2, "after a create step of 200 ops, then one that fills the key space")
-        start, ops, kw = searched[0]
+        self.assertEqual(len(searched), 4, "after a create step of 200 ops, then one that fills the key space; "
+                         "at the kept run's 44 ops, then at the recorded op step's")
+        self.assertEqual([ops for _, ops, _ in searched], [44, 44, 289, 289])
+        start, ops, kw = searched[2]
         self.assertTrue(is_fresh(start))
         self.assertEqual([s["name"] for s in start.steps], ["create", "workload"])
         self.assertEqual(start.w, 1)
@@ -77,7 +79,7 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertEqual(kw.get("phase"), "fresh")
         self.assertTrue(best.trace, "the run kept is left as it was")
         sh.p_fresh()
-        self.assertEqual(len(searched), 2, "the search runs once")
+        self.assertEqual(len(searched), 4, "the search runs once")
 
     def test_the_fresh_search_runs_again_once_the_kept_options_changed(self):
         # writeback-error-cleans, twelfth session: no fresh seed failed with
@@ -93,17 +95,41 @@ class TestFreshDatabase(unittest.TestCase):
         sh.attempt = lambda what, c, phase, **kw: False
         sh.search = lambda start, ops, **kw: searched.append((start, kw)) and False
         sh.p_fresh()
-        self.assertEqual(len(searched), 3, "the fresh search, filled, then the regrown one")
+        self.assertEqual(len(searched), 5, "the fresh search, filled, at 44 ops and 289, then the regrown one")
         for rate in (40, 40, 7, 3, 2):
             sh.best = sh.best.copy()
             sh.best.op["argv"] = opt_set(sh.best.op["argv"], "kill_random_test", rate)
             sh.best.op["argv"] = opt_set(sh.best.op["argv"], "seed", rate)  # the search sets its own
             sh.p_fresh()
-        self.assertEqual(len(searched), 3 + 2 * (FRESH_SEARCHES - 1), "again for 7 and 3, then no more")
-        for start, kw in searched[3:]:
+        self.assertEqual(len(searched), 5 + 4 * (FRESH_SEARCHES - 1), "again for 7 and 3, then no more")
+        for start, kw in searched[5:]:
             self.assertEqual([s["name"] for s in start.steps], ["create", "workload"], "not regrown again")
             self.assertIn("the options kept since the last search", kw.get("what"))
-        self.assertEqual([opt_get(s.op["argv"], "kill_random_test") for s, _ in searched[3:]], ["7", "7", "3", "3"])
+        self.assertEqual([opt_get(s.op["argv"], "kill_random_test") for s, _ in searched[5:]], ["7"] * 4 + ["3"] * 4)
+
+    def test_a_run_kept_short_is_searched_from_a_fresh_database_at_its_own_length_first(self):
+        # checkpoint-skips-data-fsync, eighteenth session: a lost kept in 2
+        # ops on a database 21,512 ops grew; 32 fresh seeds of the
+        # recorded 9,734 ops failed as unrecoverable or false_alarm, and a
+        # fresh filled database with 2 ops is lost.  The search at the run's
+        # own length comes first; it ends the pass when it keeps one.
+        best = Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 2, 0, ["failed"])
+        sh = shrinker(best)
+        sh.orig_ops = 9734
+        searched = []
+        sh.attempt = lambda what, c, phase, **kw: False
+        sh.search = lambda start, ops, **kw: searched.append(ops) or len(searched) == 2
+        sh.p_fresh()
+        self.assertEqual(searched, [2, 2], "200 ops then filled, at 2 ops; the kept one ends the pass")
+        # An untraced run pinned at the recorded count: one search length.
+        best = Cand([op_step(traced=False)], False, None, 0, ["failed"])
+        sh = shrinker(best)
+        sh.orig_ops = 50
+        searched = []
+        sh.attempt = lambda what, c, phase, **kw: False
+        sh.search = lambda start, ops, **kw: searched.append(ops) and False
+        sh.p_fresh()
+        self.assertEqual(searched, [50, 50])
 
     def test_a_fresh_database_with_its_key_space_filled_is_searched_when_200_ops_are_not_enough(self):
         # fpi-skips-page-at-redo-lsn, twelfth session: its torn page was
@@ -210,7 +236,8 @@ class TestRegrownDatabase(unittest.TestCase):
     from a fresh database that redoes those iterations' workloads."""
 
     def regrown_search(self, history):
-        sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 44, 0, ["failed"]))
+        # (a trace as long as the recorded op step: one search length)
+        sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 289, 0, ["failed"]))
         sh.meta["history"] = history
         searched = []
         sh.attempt = lambda what, c, phase, **kw: False
