@@ -272,7 +272,7 @@ uint64_t st_verify_all(worker *w, int after_crash, const char *what) {
             uint64_t key;
             if (key_parse(k, kl, &key) || key >= g.o.max_key) {
                 /* a key this run never writes: nothing should be there */
-                fprintf(stderr, "stress: FAILURE: unexpected key '%.*s' in the database\n    repro: %s\n",
+                fprintf(stderr, "stress: FAILURE resurrected: unexpected key '%.*s' in the database\n    repro: %s\n",
                         (int)(kl < 64 ? kl : 64), (const char *)k, g.repro);
                 st_observe(VD_OBS_RESURRECTED, w ? w->id : 0, g.epoch << 32, 0, 0, after_crash);
                 atomic_fetch_add(&g.failures, 1);

@@ -483,8 +483,8 @@ static void do_scan(worker *w, uint64_t start) {
     int final = st == ST_NOTFOUND ? ST_OK : st;
     st_note_error(w, final);
     if (bad_key) {
-        fprintf(stderr, "stress: FAILURE: scan [%s, %s) returned a key outside its bounds\n    repro: %s\n", lo, hi,
-                g.repro);
+        fprintf(stderr, "stress: FAILURE wrong_value: scan [%s, %s) returned a key outside its bounds\n    repro: %s\n",
+                lo, hi, g.repro);
         st_observe(VD_OBS_WRONG_VALUE, w->id, g.epoch << 32 | w->calls, 0, start, 0);
         atomic_fetch_add(&g.failures, 1);
     } else if (disorder) {

@@ -358,6 +358,26 @@ class TestJudge(unittest.TestCase):
         self.assertEqual(self.j("kill_point", 0, report=self.PASS), ("passed", None))
         self.assertEqual(self.j("sigkill_or_exit0", 0, report=self.PASS), ("passed", None))
 
+    def test_every_failure_line_stress_prints_names_its_kind(self):
+        # A run killed on its timer leaves no report, only its output, and
+        # the judge names the failure by the word after "FAILURE"
+        # (FAILURE_KIND_RE).  Planted bug kv-checks-nothing, eighteenth
+        # session: "stress: FAILURE: unexpected key ..." was judged error,
+        # a harness kind, and the shrinker's trials, which named it
+        # resurrected, never failed "the same way".
+        src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "stress")
+        seen = 0
+        for name in sorted(os.listdir(src)):
+            if not name.endswith(".c"):
+                continue
+            with open(os.path.join(src, name)) as f:
+                text = f.read()
+            for m in re.finditer(r'stress: FAILURE(\S*) ?(\w*)', text):
+                seen += 1
+                self.assertEqual(m.group(1), "", "%s: %r names no kind" % (name, m.group(0)))
+                self.assertIn(m.group(2), FAILURE_KEYS, "%s: %r" % (name, m.group(0)))
+        self.assertGreater(seen, 5)
+
     def test_failure_kinds(self):
         kind = lambda *a, **k: self.j(*a, **k)[1]["kind"]
         self.assertEqual(kind("kill_point", -9), "crash")  # SIGKILL, no kill point fired: not ours
@@ -372,6 +392,9 @@ class TestJudge(unittest.TestCase):
         self.assertEqual(kind("sigkill", -9, by_us=True, out="stress: FAILURE wrong_value (get): key k1"),
                          "wrong_value")
         self.assertEqual(kind("exit0", 3, out="stress: cannot open x: busy"), "error")
+        # A run killed on its timer before its report: its output names it.
+        self.assertEqual(kind("sigkill", -9, by_us=True,
+                              out="stress: FAILURE resurrected: unexpected key 'k04' in the database"), "resurrected")
         # The run's own database refused after a power loss: the engine did
         # not come back (a journal that rolled back a synced control file).
         self.assertEqual(kind("exit0", 3, out="stress: /w/db: the engine refuses this directory: control file is "
