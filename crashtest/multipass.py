@@ -35,8 +35,9 @@ MT_CONFIRM = 8  # ... and a kept one runs up to this many more ...
 # repro must reproduce in its tries (finish steps back below it, K8).  One
 # was asked until the eighteenth session: a run kept on 2 of 8 trials and
 # confirmed on 1 of 2 reproduced 0 of 10 (hint-aborted-while-in-progress:
-# 1 of 100 when tried again; among the ~60 candidates of a path, one that
-# fails 1 time in 20 passes 2 of 8 and 1 of 8 about one time in 80).
+# 1 of 100 when tried again).  A candidate that fails 1 time in 20 passes
+# 2 of 8 and then 1 of 8 about one time in 50, and a path judges dozens;
+# 2 of 8 twice, about one time in 300.
 MT_REPRO_NEED = 2
 # K20: a multi-thread shrunk run that reproduced fewer than MT_REPRO_NEED
 # times, stepped back too, resumes the path at the candidate after the one
