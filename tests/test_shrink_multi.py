@@ -170,22 +170,28 @@ class TestConfirmAndResume(unittest.TestCase):
         self.assertEqual((sh.multi["trials"], sh.multi["failures"]), (MT_NEED + MT_REPRO_NEED, MT_NEED + MT_REPRO_NEED))
         self.assertEqual((sh.trials, sh.need), (MT_TRIALS, MT_NEED))
 
-    def settled(self, kept_seeds, rates):
+    def settled(self, kept_seeds, rates, recorded=None):
         """A shrinker whose multi-thread path keeps the candidates whose
         (ops each, seed) are in KEPT_SEEDS, each the first of its shape,
         and settle's repro of each reproduces RATES[i] of 8 (the i-th
-        kept).  Returns (shrinker, what settle returned, shrink.json's
-        doc, the candidates kept in order, the folder's path)."""
+        kept); with RECORDED, the recorded run is a kept trial (step 0)
+        whose repro reproduces that many.  Returns (shrinker, what settle
+        returned, shrink.json's doc, the candidates kept in order, the
+        folder's path)."""
         sh = shrinker(5, lambda c: shape(c)[:2] in kept_seeds and not any(
             shape(k)[:2] == shape(c)[:2] for k in kept))
         kept = []
         judge = sh.attempt
         sh.log[0]["verdict"] = "kept"
+        if recorded is not None:
+            sh.kept_trials.append((0, sh.best, {}))
+        rates = dict(enumerate(rates), **{"-1": recorded})
 
         def attempt(what, c, phase, **kw):
             got = judge(what, c, phase, **kw)
             if got and not what.startswith("confirm: "):
                 kept.append(c)
+                sh.kept_trials.append((7, c, {}))
             return got
         sh.attempt = attempt
         work = tempfile.mkdtemp()
@@ -202,7 +208,8 @@ class TestConfirmAndResume(unittest.TestCase):
 
         def repro_rate(d):
             with open(os.path.join(d, "which")) as f:
-                return [0.1] * 8, rates[int(f.read())], 8
+                which = int(f.read())
+            return [0.1] * 8, rates[which if which >= 0 else "-1"], 8
         sh.repro_rate = repro_rate
         self.assertTrue(sh.p_multi())
         self.assertIs(sh.multi_from["best"], start)
@@ -238,6 +245,21 @@ class TestConfirmAndResume(unittest.TestCase):
         self.assertIs(sh.best, kept[0])
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "0")
+
+    def test_the_recorded_run_comes_after_the_resumes_when_no_smaller_run_reproduced(self):
+        # The path's keep reproduced 0 of 8 and the path kept nothing after
+        # it: only then is the recorded run (a kept trial, 6 of 8) tried,
+        # and it is the result.  While a resume was left it was not.
+        sh, got, doc, kept, dest = self.settled({(16, 5)}, [0], recorded=6)
+        self.assertEqual((got[1], len(kept)), (6, 1))
+        self.assertEqual([b["step"] for b in doc["stepped_back"]], [0])
+        self.assertEqual(doc["resumed"][0]["stepped_back"], [], "not before the resume")
+        with open(os.path.join(dest, "which")) as f:
+            self.assertEqual(f.read(), "-1")
+        # One that reproduced once stays, its rate written down.
+        sh, got, doc, kept, dest = self.settled({(16, 5)}, [1], recorded=6)
+        self.assertEqual(got[1], 1)
+        self.assertIs(sh.best, kept[0])
 
     def test_no_resume_once_the_budget_left_is_short(self):
         sh, got, doc, kept, dest = None, None, None, None, None
