@@ -265,6 +265,12 @@ Rules:
       Why: hint-aborted-while-in-progress's keep on 2 of 8 trials and 1
       of 2 confirmations reproduced 0 of 10 (1 of 100 when tried again)
       and the shrink ended at 104 s of 600.
+  K21 a deterministic traced run from a fresh database of 10 ops or more
+      whose values are under 1,024 bytes tries them all 1,024 bytes, then
+      delta debugging again, last of all (tracepass.p_values): a failure
+      that rests on how much log was written needs fewer ops of larger
+      values.  When that does not halve the ops, the values go back and
+      the pass's kept steps are marked "undone" in shrink.json.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -955,7 +961,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
                 step()
             if kept == sum(1 for e in self.log if e["verdict"] == "kept"):
                 break
-        for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_faults_off, self.p_ddmin):
+        for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_faults_off, self.p_ddmin, self.p_values):
             if self.left() <= 0 or STOP.is_set():
                 break
             step()

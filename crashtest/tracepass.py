@@ -19,6 +19,11 @@ from .procs import STOP
 from .repro import failing_key
 
 SEGMENT_MIN = 65536  # the engine's least log segment (engine.h: a power of two >= 64 KiB)
+# p_values (K21): the value size a fresh traced run is tried with when its
+# values are smaller, and the fewest ops it is tried on: each op then logs
+# more, and a failure that needs so much log written needs fewer ops.
+VALUES_SIZE = 1024
+VALUES_MIN_OPS = 10
 # The drawn flips p_pin_flips pins, by their ledger line's class and point:
 # the trace's FAULTS field that replays each where it landed.
 PIN_FIELDS = {("bitflip_page", "tick/data"): "flip", ("bitflip_cache", "tick/cache"): "cflip"}
@@ -252,6 +257,48 @@ class TracePasses:
                                                               if spare else ""),
                         self.with_trace(rest), "types"):
                     break
+
+    def p_values(self):
+        """K21: a deterministic traced run from a fresh database, still
+        VALUES_MIN_OPS ops or more, whose values are smaller than
+        VALUES_SIZE: every value VALUES_SIZE bytes (value_size_min and
+        _max on every step: creation options, K5), then delta debugging
+        again from the largest chunks.  A failure that rests on how much
+        log was written (a segment recycled onto a live one, checkpoints
+        the log's segments start) needs fewer, larger ops; when delta
+        debugging does not halve the ops with them, the values go back
+        and every step this pass kept is marked undone: larger values are
+        no help to a reader then (planted bug recycle-onto-live-segment,
+        eighteenth session: 200 -> 54 ops of values up to 256 bytes, every
+        op needed; with 1,024-byte values, 3 batches)."""
+        b = self.best
+        if b.trace is None or not b.deterministic() or not is_fresh(b) or len(b.trace) < VALUES_MIN_OPS or \
+                self.left() <= 0 or STOP.is_set():
+            return
+        vmax = as_int(opt_get(b.op["argv"], "value_size_max"), as_int(self.defaults.get("value_size_max"), 256))
+        if vmax >= VALUES_SIZE:
+            return
+        c = b.copy()
+        c.set_all("value_size_min", VALUES_SIZE)
+        c.set_all("value_size_max", VALUES_SIZE)
+        mark, size, res = len(self.log), self.ddmin_size, self.best_res
+        if not self.attempt("values up to %d bytes -> %d (more log per op)" % (vmax, VALUES_SIZE), c, "values"):
+            return
+        self.ddmin_size = 1 << 62
+        self.p_ddmin()
+        if len(self.best.trace) * 2 <= len(b.trace):
+            return
+        for e in self.log[mark:]:
+            if e["verdict"] == "kept":
+                e["verdict"] = "undone"
+                e["why"] += "; undone: with larger values delta debugging cut %d ops to %d, not half" % (
+                    len(b.trace), len(self.best.trace))
+        self.p.line("shrink: values   larger values cut %d ops to %d, not half: undone" % (
+            len(b.trace), len(self.best.trace)))
+        # (its trial's directory went when the larger values were kept;
+        # what finish writes from it is in the result itself: the last
+        # pass, no later one reads the directory)
+        self.best, self.best_res, self.ddmin_size = b, res, size
 
     def p_ddmin(self, share=1.0):
         """Delta debugging on the trace: every op of a type removed

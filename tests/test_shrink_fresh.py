@@ -21,6 +21,7 @@ from crashtest.freshpass import FILL_MAX_OPS, FRESH_SEARCHES, HISTORY_MAX_OPS  #
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.shrink import Shrinker, grown  # noqa: E402
 from crashtest.steps import history_entry  # noqa: E402
+from crashtest.tracepass import VALUES_MIN_OPS, VALUES_SIZE  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -229,6 +230,61 @@ class TestPinnedFlipsOnAFreshDatabase(unittest.TestCase):
         sh.search = lambda start, ops, **kw: False
         sh.p_fresh()
         self.assertEqual(len(tried), 1, tried)
+
+
+class TestLargerValues(unittest.TestCase):
+    """K21: a failure that rests on how much log was written needs fewer
+    ops of larger values (planted bug recycle-onto-live-segment: 54 ops of
+    values up to 256 bytes, every op needed; 4 with 1,024-byte ones)."""
+
+    def run_values(self, left_after_ddmin, fresh=True, vmax=256, nops=54):
+        argv = ["@STRESS@", "--db=@STATE@/db", "--threads=1", "--value_size_min=8", "--value_size_max=%d" % vmax,
+                "--replay_ops=@FOLDER@/ops.trace"]
+        step = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "d", "expect": "exit0",
+                "kill_after": None, "argv": argv}
+        best = Cand([step], fresh, ["%d put 1 5 on | 1=v1 ok" % i for i in range(nops)], 0, ["failed"])
+        sh = shrinker(best)
+        sh.defaults = {"value_size_max": "256"}
+        sh.best_res, sh.log, sh.ddmin_size = {"ops": nops, "dir": "/nonexistent"}, [], 7
+        sh.p = type("P", (), {"line": lambda self, x: None})()
+        tried = []
+
+        def attempt(what, c, phase, **kw):
+            tried.append(c)
+            sh.log.append({"what": what, "verdict": "kept", "why": "fails the same way (false_alarm)"})
+            sh.best, sh.best_res = c, {"ops": len(c.trace)}
+            return True
+
+        def ddmin(share=1.0):
+            self.assertEqual(sh.ddmin_size, 1 << 62, "delta debugging starts again from the largest chunks")
+            c = sh.best.copy()
+            c.trace = c.trace[:left_after_ddmin]
+            attempt("ddmin", c, "ddmin")
+        sh.attempt, sh.p_ddmin = attempt, ddmin
+        sh.p_values()
+        return sh, best, tried
+
+    def test_a_fresh_traced_run_is_tried_with_larger_values_then_cut_again(self):
+        sh, best, tried = self.run_values(4)
+        self.assertEqual(len(sh.best.trace), 4)
+        a = sh.best.op["argv"]
+        self.assertEqual((opt_get(a, "value_size_min"), opt_get(a, "value_size_max")),
+                         (str(VALUES_SIZE), str(VALUES_SIZE)))
+        self.assertEqual([e["verdict"] for e in sh.log], ["kept", "kept"])
+
+    def test_larger_values_that_do_not_halve_the_ops_are_undone(self):
+        sh, best, tried = self.run_values(30)
+        self.assertIs(sh.best, best)
+        self.assertEqual(sh.best_res["ops"], 54, "the result it had")
+        self.assertEqual(sh.ddmin_size, 7)
+        self.assertEqual([e["verdict"] for e in sh.log], ["undone", "undone"])
+        self.assertIn("not half", sh.log[0]["why"])
+
+    def test_no_larger_values_for_a_grown_database_large_values_or_few_ops(self):
+        for kw in ({"fresh": False}, {"vmax": VALUES_SIZE}, {"nops": VALUES_MIN_OPS - 1}):
+            sh, best, tried = self.run_values(4, **kw)
+            self.assertEqual(tried, [], kw)
+            self.assertIs(sh.best, best)
 
 
 class TestRegrownDatabase(unittest.TestCase):
