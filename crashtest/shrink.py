@@ -1092,8 +1092,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             if got[1] < MT_REPRO_NEED and self.kept_trials:
                 *got, back = self.step_back(dest, got, MT_REPRO_NEED, MT_STEP_BACK, recorded=not can_resume)
                 passed_over = passed_over or can_resume
-            kept = [e for e in self.log if e["verdict"] == "kept" and e["trials"] > 1]
-            held.append((tuple(got), self.best, self.best_res, self.multi, kept[-1] if kept else None, back,
+            held.append((tuple(got), self.best, self.best_res, self.multi, self.last_kept_on_trials(), back,
                          os.path.join(self.work, "held-%d" % len(held))))
             if got[1] >= MT_REPRO_NEED or not can_resume:
                 break

@@ -365,13 +365,18 @@ class Trials:
         confirmation and the last step kept with several trials), at most
         MT_REPRO_MAX."""
         rates = [Fraction(self.multi["failures"], self.multi["trials"])] if self.multi else []
-        kept = [e for e in self.log if e["verdict"] == "kept" and e["trials"] > 1]
-        if kept:
-            rates.append(Fraction(kept[-1]["failures"], kept[-1]["trials"]))
+        last = self.last_kept_on_trials()
+        if last:
+            rates.append(Fraction(last["failures"], last["trials"]))
         rate = min(rates) if rates else 0
         if rate <= 0:
             return MT_REPRO_TRIES
         return min(MT_REPRO_MAX, max(MT_REPRO_TRIES, math.ceil(MT_REPRO_EXPECT / rate)))
+
+    def last_kept_on_trials(self):
+        """The last step kept on several trials (its shrink.json entry),
+        or None: the observed rate of a run that is not deterministic."""
+        return next((e for e in reversed(self.log) if e["verdict"] == "kept" and e["trials"] > 1), None)
 
     def repro_rate(self, dest):
         """repro of the shrunk folder DEST (its repro_tries): (each try's
