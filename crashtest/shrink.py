@@ -271,6 +271,12 @@ Rules:
       that rests on how much log was written needs fewer ops of larger
       values.  When that does not halve the ops, the values go back and
       the pass's kept steps are marked "undone" in shrink.json.
+  K22 the writes a power-loss step after the op step rolled back or tore
+      in the failing variant (its ledger lines) pinned where they landed,
+      the step in keep mode (tracepass.p_pin_powerloss, powerloss --pin,
+      faults/powerloss.c P8): the newest undone write of the block the
+      failure names, then that block's, then every one (at most 64).  The
+      fewest writes undone, and removing ops no longer moves them.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),

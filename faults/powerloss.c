@@ -5,6 +5,7 @@
  *
  *   build/powerloss DIR --run-dir RUN --seed S [--variants K]
  *                   [--mode rollback|tear|mixed|keep] [--out-prefix P]
+ *                   [--pin NAME@OFFSET:BACK=rollback|tear:HEX ...]
  *
  * Input: RUN/journal and RUN/journal.d/ (journal.h; byte layout in
  * journal_int.h), written by the I/O hooks of the process that crashed.
@@ -79,6 +80,18 @@
  *       run with writes fewer (ops a shrinker removed) decides each write
  *       it still does as before.  Metadata coins come from the variant's
  *       stream in the walk's order.
+ *   P8  --pin NAME@OFFSET:BACK=FATE fixes one unsynced write's fate: the
+ *       write to journal name NAME at OFFSET with BACK writes to that
+ *       name and offset after it (0: the last) is rolled back
+ *       (FATE "rollback") or torn keeping the units HEX lists (FATE
+ *       "tear:HEX", P5's notation), whatever the mode; every write's
+ *       ledger line has "back=BACK".  With --mode keep nothing else
+ *       changes: a shrinker that removes ops keeps the one tear its
+ *       failure needs on the page it needs it on, where P7's draw for
+ *       that page moved with every earlier write of it removed (planted
+ *       bug fpi-skips-page-at-redo-lsn: delta debugging removed 3 to 14
+ *       ops a trial for 600 s).  A pin that matches no unsynced write
+ *       changes nothing.
  *
  * Assumed of the journaled process: writes to overlapping ranges are not
  * in flight at the same time (the engine serializes them per page and
@@ -284,7 +297,10 @@ typedef struct variant {
     strmap names; /* journal name -> index in files */
     pfile **files;
     size_t nfiles, capfiles;
-    strmap pinned; /* names with a later kept operation (P4) */
+    strmap pinned;            /* names with a later kept operation (P4) */
+    const uint32_t *wback;    /* per op of the journal: later writes to its name and offset (P8) */
+    const struct wpin *wpins; /* --pin (P8) */
+    size_t nwpins;
     stats st;
 } variant;
 
@@ -381,6 +397,65 @@ static void hex_units(const uint8_t *kept, size_t n, char *out, size_t cap) {
 
 enum { W_KEEP, W_ROLLBACK, W_TEAR };
 
+/* One --pin (P8). */
+typedef struct wpin {
+    const char *name;
+    size_t name_len;
+    uint64_t offset;
+    uint32_t back;
+    int fate;         /* W_ROLLBACK or W_TEAR */
+    const char *kept; /* W_TEAR: P5's hex of the units kept */
+} wpin;
+
+/* P5's hex back into N units (a digit it lacks: units lost). */
+static void units_of_hex(const char *hex, uint8_t *kept, size_t n) {
+    memset(kept, 0, n);
+    for (size_t i = 0; hex[i] && 4 * i < n; i++) {
+        unsigned d = (unsigned)(hex[i] <= '9' ? hex[i] - '0' : hex[i] - 'a' + 10);
+        for (size_t k = 0; k < 4 && 4 * i + k < n; k++) kept[4 * i + k] = (uint8_t)((d >> k) & 1);
+    }
+}
+
+/* The --pin that names journal op AT (a write), or NULL (P8). */
+static const wpin *pin_of(const variant *v, const jr_rec *r, size_t at) {
+    for (size_t i = 0; i < v->nwpins; i++) {
+        const wpin *p = &v->wpins[i];
+        if (p->offset == r->offset && p->back == v->wback[at] && p->name_len == r->path.len &&
+            memcmp(p->name, r->path.p, r->path.len) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* Parse --pin's NAME@OFFSET:BACK=rollback|tear:HEX into *P: 1, or 0. */
+static int parse_pin(const char *s, wpin *p) {
+    const char *at = strrchr(s, '@');
+    if (!at || at == s) return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long off = strtoull(at + 1, &end, 10);
+    if (errno || end == at + 1 || *end != ':') return 0;
+    const char *b = end + 1;
+    unsigned long back = strtoul(b, &end, 10);
+    if (errno || end == b || *end != '=' || back > UINT32_MAX) return 0;
+    const char *fate = end + 1;
+    p->name = s;
+    p->name_len = (size_t)(at - s);
+    p->offset = off;
+    p->back = (uint32_t)back;
+    p->kept = NULL;
+    if (!strcmp(fate, "rollback")) {
+        p->fate = W_ROLLBACK;
+        return 1;
+    }
+    if (strncmp(fate, "tear:", 5) != 0 || !fate[5] || strlen(fate + 5) > 256) return 0;
+    for (const char *h = fate + 5; *h; h++)
+        if (!((*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'f'))) return 0;
+    p->fate = W_TEAR;
+    p->kept = fate + 5;
+    return 1;
+}
+
 /* P7: the identity of each write of the journal: its name, its offset
  * and how many writes to that name and offset came before it (0 for
  * others).  A write's fate is drawn from the variant's seed and this, not
@@ -390,10 +465,26 @@ enum { W_KEEP, W_ROLLBACK, W_TEAR };
  * moved every later draw, and a tear the failure needed landed on another
  * page (planted bug fpi-skips-page-at-redo-lsn: no removal of ops, down
  * to 83 at a time, kept its failure). */
-static uint64_t *write_ids(const journal_view *jv) {
+static uint64_t *write_ids(const journal_view *jv, uint32_t **backs) {
     uint64_t *id = xcalloc(jv->v.nops ? jv->v.nops : 1, sizeof *id);
-    strmap seen;
+    uint32_t *back = xcalloc(jv->v.nops ? jv->v.nops : 1, sizeof *back);
+    strmap seen, after;
     memset(&seen, 0, sizeof seen);
+    memset(&after, 0, sizeof after);
+    /* P8: how many writes to the same name and offset come after each. */
+    for (size_t i = jv->v.nops; i-- > 0;) {
+        const jr_rec *r = &jv->v.ops[i].r;
+        if (r->kind != JR_WRITE_B) continue;
+        char key[PATH_MAX + 24];
+        int n = snprintf(key, sizeof key, "%.*s@%" PRIu64, (int)r->path.len, r->path.p, r->offset);
+        size_t len = n < 0 ? 0 : (size_t)n < sizeof key ? (size_t)n : sizeof key - 1;
+        int later = sm_get(&after, key, len);
+        if (later < 0) later = 0;
+        back[i] = (uint32_t)later;
+        sm_set(&after, key, len, later + 1);
+    }
+    sm_free(&after);
+    *backs = back;
     for (size_t i = 0; i < jv->v.nops; i++) {
         const jr_rec *r = &jv->v.ops[i].r;
         if (r->kind != JR_WRITE_B) continue;
@@ -420,7 +511,8 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
         v->st.dropped++;
         return;
     }
-    if (o->durable || v->mode == MODE_KEEP) {
+    const wpin *pn = o->durable ? NULL : pin_of(v, r, at);
+    if (!pn && (o->durable || v->mode == MODE_KEEP)) {
         if (!o->durable) v->st.unsynced++, v->st.kept_unsynced++;
         iv_add(&f->kept, r->offset, end);
         return;
@@ -434,6 +526,7 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
     case MODE_TEAR: d = W_TEAR; break;
     default: d = (int)xo_below(&rng, 3); break; /* W_KEEP, W_ROLLBACK, W_TEAR */
     }
+    if (pn) d = pn->fate; /* P8 (its draw above changes no other write's: P7) */
     /* Units of the write (P5): absolute sectors, doubled until at most
      * 1024 of them. */
     uint64_t unit = 512, first, last;
@@ -444,7 +537,7 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
         unit *= 2;
     }
     size_t nu = (size_t)(last - first + 1);
-    if (d == W_TEAR && nu == 1) /* one unit cannot tear: it stays or goes */
+    if (d == W_TEAR && nu == 1 && !pn) /* one unit cannot tear: it stays or goes */
         d = xo_below(&rng, 2) ? W_ROLLBACK : W_KEEP;
     if (d == W_KEEP) {
         v->st.kept_unsynced++;
@@ -456,7 +549,10 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
     char disk_note[PATH_MAX + 8] = "";
     if (strlen(f->disk) != r->path.len || memcmp(f->disk, r->path.p, r->path.len) != 0)
         snprintf(disk_note, sizeof disk_note, " disk=%s", f->disk);
-    if (d == W_TEAR) {
+    const char *pinned_note = pn ? " pinned" : "";
+    if (d == W_TEAR && pn) {
+        units_of_hex(pn->kept, kept, nu); /* as pinned: units it does not list are lost */
+    } else if (d == W_TEAR) {
         size_t nk = 0;
         for (size_t i = 0; i < nu; i++) nk += kept[i] = (uint8_t)xo_below(&rng, 2);
         /* A tear keeps some and loses some: all or nothing is keep or
@@ -465,14 +561,17 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
             size_t flip = (size_t)xo_below(&rng, nu);
             kept[flip] ^= 1;
         }
+    }
+    if (d == W_TEAR) {
         char hex[260];
         hex_units(kept, nu, hex, sizeof hex);
         ledger_note(v, "torn_write", "powerloss/tear", r->path, (int64_t)r->offset, (int64_t)r->len,
-                    "write=%" PRIu64 " unit=%" PRIu64 " kept=%s%s", o->write_no, unit, hex, disk_note);
+                    "write=%" PRIu64 " back=%" PRIu32 " unit=%" PRIu64 " kept=%s%s%s", o->write_no, v->wback[at], unit,
+                    hex, disk_note, pinned_note);
         v->st.torn++;
     } else {
         ledger_note(v, "power_loss", "powerloss/rollback", r->path, (int64_t)r->offset, (int64_t)r->len,
-                    "write=%" PRIu64 "%s", o->write_no, disk_note);
+                    "write=%" PRIu64 " back=%" PRIu32 "%s%s", o->write_no, v->wback[at], disk_note, pinned_note);
         v->st.rolled_back++;
     }
 
@@ -745,6 +844,11 @@ static void usage(FILE *to) {
           "  --variants K    make K copies DIR.pl0..DIR.pl{K-1}, one state each, and\n"
           "                  leave DIR and the journal untouched\n"
           "  --out-prefix P  name the copies P0..P{K-1} (needs --variants)\n"
+          "  --pin NAME@OFFSET:BACK=rollback|tear:HEX\n"
+          "                  the unsynced write to journal name NAME at OFFSET with\n"
+          "                  BACK later writes to it (0: the last) rolled back, or\n"
+          "                  torn keeping the 512-byte units HEX lists (the ledger's\n"
+          "                  kept=), whatever the mode (repeatable, at most 64)\n"
           "Every undo is appended to RUN/ledger (phase powerloss) before it is\n"
           "applied.  Refuses (exit 3) while a process holds DIR/LOCK.\n"
           "Exit: 0 done, 2 usage, 3 refused or I/O error.\n",
@@ -787,6 +891,8 @@ int main(int argc, char **argv) {
     const char *dir = NULL, *run = NULL, *prefix = NULL, *v;
     uint64_t seed = 0, variants = 0;
     int have_seed = 0, have_variants = 0, mode = MODE_ROLLBACK;
+    wpin pins[64];
+    size_t npins = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -808,6 +914,10 @@ int main(int argc, char **argv) {
             for (int m = 0; m < 4; m++)
                 if (!strcmp(v, mode_names[m])) mode = m;
             if (mode < 0) die_usage("bad --mode '%s'", v);
+        } else if ((v = opt_val(argc, argv, &i, "--pin"))) {
+            if (npins == sizeof pins / sizeof pins[0]) die_usage("more than %zu --pin", npins);
+            if (!parse_pin(v, &pins[npins])) die_usage("bad --pin '%s' (NAME@OFFSET:BACK=rollback|tear:HEX)", v);
+            npins++;
         } else if ((v = opt_val(argc, argv, &i, "--out-prefix"))) {
             if (!*v) die_usage("empty --out-prefix");
             prefix = v;
@@ -868,7 +978,8 @@ int main(int argc, char **argv) {
     if (jv.v.torn)
         printf("powerloss: journal: ignoring %zu bytes of torn tail (%" PRIu64 " records, %" PRIu64 " sessions)\n",
                jv.v.torn, jv.v.records, jv.v.sessions);
-    uint64_t *wid = write_ids(&jv);
+    uint32_t *wback = NULL;
+    uint64_t *wid = write_ids(&jv, &wback);
 
     flt_ledger *ledger = NULL;
     int rc = flt_ledger_open(run, &ledger);
@@ -899,6 +1010,9 @@ int main(int argc, char **argv) {
         xo_seed(&var.rng, vs);
         var.seed = vs;
         var.wid = wid;
+        var.wback = wback;
+        var.wpins = pins;
+        var.nwpins = npins;
         if (!have_variants) g_changing = root;
         run_variant(&var, &jv);
         printf("powerloss: %s: mode %s, seed %" PRIu64 " variant %u: %" PRIu64 " writes journaled, %" PRIu64
@@ -913,6 +1027,7 @@ int main(int argc, char **argv) {
     if (!have_variants) journal_reset(run);
     if (jv.map) munmap(jv.map, jv.size);
     free(wid);
+    free(wback);
     flt_jr_view_free(&jv.v);
     if (lockfd >= 0) close(lockfd);
     return 0;
