@@ -456,6 +456,20 @@ static int parse_pin(const char *s, wpin *p) {
     return 1;
 }
 
+/* "NAME@OFFSET" of write R into KEY (CAP bytes): its length. */
+static size_t write_key(const jr_rec *r, char *key, size_t cap) {
+    int n = snprintf(key, cap, "%.*s@%" PRIu64, (int)r->path.len, r->path.p, r->offset);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+/* How many times KEY was counted in M before; counts it once more. */
+static int count_once_more(strmap *m, const char *key, size_t len) {
+    int n = sm_get(m, key, len);
+    if (n < 0) n = 0;
+    sm_set(m, key, len, n + 1);
+    return n;
+}
+
 /* P7: the identity of each write of the journal: its name, its offset
  * and how many writes to that name and offset came before it (0 for
  * others).  A write's fate is drawn from the variant's seed and this, not
@@ -464,7 +478,8 @@ static int parse_pin(const char *s, wpin *p) {
  * does as before: with one stream in journal order, every write removed
  * moved every later draw, and a tear the failure needed landed on another
  * page (planted bug fpi-skips-page-at-redo-lsn: no removal of ops, down
- * to 83 at a time, kept its failure). */
+ * to 83 at a time, kept its failure).  *BACKS gets, per op, how many
+ * writes to its name and offset come after it (P8's BACK). */
 static uint64_t *write_ids(const journal_view *jv, uint32_t **backs) {
     uint64_t *id = xcalloc(jv->v.nops ? jv->v.nops : 1, sizeof *id);
     uint32_t *back = xcalloc(jv->v.nops ? jv->v.nops : 1, sizeof *back);
@@ -476,12 +491,8 @@ static uint64_t *write_ids(const journal_view *jv, uint32_t **backs) {
         const jr_rec *r = &jv->v.ops[i].r;
         if (r->kind != JR_WRITE_B) continue;
         char key[PATH_MAX + 24];
-        int n = snprintf(key, sizeof key, "%.*s@%" PRIu64, (int)r->path.len, r->path.p, r->offset);
-        size_t len = n < 0 ? 0 : (size_t)n < sizeof key ? (size_t)n : sizeof key - 1;
-        int later = sm_get(&after, key, len);
-        if (later < 0) later = 0;
-        back[i] = (uint32_t)later;
-        sm_set(&after, key, len, later + 1);
+        size_t len = write_key(r, key, sizeof key);
+        back[i] = (uint32_t)count_once_more(&after, key, len);
     }
     sm_free(&after);
     *backs = back;
@@ -489,11 +500,8 @@ static uint64_t *write_ids(const journal_view *jv, uint32_t **backs) {
         const jr_rec *r = &jv->v.ops[i].r;
         if (r->kind != JR_WRITE_B) continue;
         char key[PATH_MAX + 24];
-        int n = snprintf(key, sizeof key, "%.*s@%" PRIu64, (int)r->path.len, r->path.p, r->offset);
-        size_t len = n < 0 ? 0 : (size_t)n < sizeof key ? (size_t)n : sizeof key - 1;
-        int before = sm_get(&seen, key, len);
-        if (before < 0) before = 0;
-        sm_set(&seen, key, len, before + 1);
+        size_t len = write_key(r, key, sizeof key);
+        int before = count_once_more(&seen, key, len);
         id[i] = XXH3_64bits_withSeed(r->path.p, r->path.len, r->offset) ^ rng_mix64((uint64_t)before + 1);
     }
     sm_free(&seen);
