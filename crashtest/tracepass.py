@@ -247,14 +247,15 @@ class TracePasses:
         First only the newest undone write of the block the failure names
         (file=NAME block=N in the failing step's output: the page that
         fails its checksum), then every undone write of that block, then
-        every one when there are at most PIN_POWERLOSS_MAX.  A write's fate is drawn from its seed, name,
-        offset and the writes to that offset before it, so removing ops
-        that wrote a page moved its tear, and delta debugging removed 3 to
-        14 ops a trial for a whole budget (planted bug
-        fpi-skips-page-at-redo-lsn: a torn page whose first change after a
-        checkpoint logged no image, eighteenth session, 3,284 -> 1,184);
-        pinned, the tear stays on the last write of that page, and the
-        fewest writes are torn (K3's power-loss variant)."""
+        every one when there are at most PIN_POWERLOSS_MAX.  A write's fate
+        is drawn from its seed, name, offset and the writes to that offset
+        before it, so an op removed that wrote the page moved its tear:
+        pinned, the tear stays on that page's newest write, and the power
+        loss undoes the fewest writes (K3's power-loss variant).  Planted
+        bug fpi-skips-page-at-redo-lsn's eighteenth-session folder: 146
+        undone writes -> 1, and delta debugging's chunks of 117 ops went
+        where 3 to 14 had (its run still needs ~1,900 commits:
+        docs/shrink-measurements.md, nineteenth session)."""
         if self.best.trace is None or not self.best_res or self.best_res.get("step") is None:
             return
         d = self.best_res["dir"]
