@@ -296,7 +296,8 @@ class TracePasses:
                 tries.append(([p for _, p in at], "the %d writes it undid on the block the failure names (%s block %d)"
                               % (len(at), name, block)))
         if undone and len(undone) <= PIN_POWERLOSS_MAX and (not tries or len(tries[-1][0]) < len(undone)):
-            tries.append(([p for _, p in undone], "the %d writes it undid" % len(undone)))
+            tries.append(([p for _, p in undone], "the %d writes it undid" % len(undone) if len(undone) > 1 else
+                          "the one write it undid"))
         for pins, what in tries:
             if self.left() <= 0 or STOP.is_set():
                 return
