@@ -84,7 +84,8 @@
  *       write to journal name NAME at OFFSET with BACK writes to that
  *       name and offset after it (0: the last) is rolled back
  *       (FATE "rollback") or torn keeping the units HEX lists (FATE
- *       "tear:HEX", P5's notation), whatever the mode; every write's
+ *       "tear:HEX", P5's notation; all units kept is a keep, none a
+ *       rollback), whatever the mode; every write's
  *       ledger line has "back=BACK".  With --mode keep nothing else
  *       changes: a shrinker that removes ops keeps the one tear its
  *       failure needs on the page it needs it on, where P7's draw for
@@ -547,20 +548,28 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
     size_t nu = (size_t)(last - first + 1);
     if (d == W_TEAR && nu == 1 && !pn) /* one unit cannot tear: it stays or goes */
         d = xo_below(&rng, 2) ? W_ROLLBACK : W_KEEP;
+    uint8_t kept[1025];
+    memset(kept, 0, nu);
+    if (d == W_TEAR && pn) {
+        /* As pinned (units its HEX does not list are lost); a tear keeps
+         * some and loses some, so all kept is a keep and none a rollback
+         * (a write of another length than the pinned one's). */
+        units_of_hex(pn->kept, kept, nu);
+        size_t nk = 0;
+        for (size_t i = 0; i < nu; i++) nk += kept[i];
+        if (nk == nu) d = W_KEEP;
+        if (nk == 0) d = W_ROLLBACK;
+    }
     if (d == W_KEEP) {
         v->st.kept_unsynced++;
         iv_add(&f->kept, r->offset, end);
         return;
     }
-    uint8_t kept[1025];
-    memset(kept, 0, nu);
     char disk_note[PATH_MAX + 8] = "";
     if (strlen(f->disk) != r->path.len || memcmp(f->disk, r->path.p, r->path.len) != 0)
         snprintf(disk_note, sizeof disk_note, " disk=%s", f->disk);
     const char *pinned_note = pn ? " pinned" : "";
-    if (d == W_TEAR && pn) {
-        units_of_hex(pn->kept, kept, nu); /* as pinned: units it does not list are lost */
-    } else if (d == W_TEAR) {
+    if (d == W_TEAR && !pn) {
         size_t nk = 0;
         for (size_t i = 0; i < nu; i++) nk += kept[i] = (uint8_t)xo_below(&rng, 2);
         /* A tear keeps some and loses some: all or nothing is keep or

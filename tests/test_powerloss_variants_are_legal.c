@@ -364,11 +364,13 @@ Test(powerloss, a_writes_fate_hangs_on_the_write_not_on_the_writes_around_it, T_
 /* ---- 5. a pinned write's fate is the pin's, and keep mode keeps the rest (P8) -- */
 
 /* Sixteen pages of "data" each written twice, unsynced, and power lost in
- * keep mode with two pins: the last write of page 2 torn keeping its first
- * four sectors, the first write of page 3 rolled back.  Those two lines
- * and no other reach the ledger, the variant is exactly what they make
- * (page 3 carries its second write, kept: P1), and a bad pin is a usage
- * error that changes nothing. */
+ * keep mode with pins: the last write of page 2 torn keeping its first
+ * four sectors, the first write of page 3 rolled back, the last of page 4
+ * "torn" keeping every sector (a keep) and of page 5 keeping none (a
+ * rollback), and one naming no write.  Three lines and no other reach the
+ * ledger, the variant is exactly what they make (page 3 carries its
+ * second write, kept: P1), and a bad pin is a usage error that changes
+ * nothing. */
 Test(powerloss, a_pinned_write_is_undone_as_pinned_and_keep_mode_keeps_every_other, T_OPTS) {
     fx f;
     fx_init(&f);
@@ -390,16 +392,24 @@ Test(powerloss, a_pinned_write_is_undone_as_pinned_and_keep_mode_keeps_every_oth
     cr_assert_eq(size_or_absent(f.root, "v0"), -1, "a refused run made a variant");
     pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "7", "--variants", "1", "--mode", "keep", "--out-prefix",
                      prefix, "--pin", "data@8192:0=tear:f0", "--pin", "data@12288:1=rollback", "--pin",
-                     "data@61440:5=rollback", NULL));
+                     "data@61440:5=rollback", "--pin", "data@16384:0=tear:ff", "--pin", "data@20480:0=tear:00", NULL));
     lrecs L = {0};
     ledger_load(&f, &L);
-    cr_assert_eq(L.n, 2, "%zu ledger lines, want the two pinned writes' (a pin naming no write changes nothing)", L.n);
-    cr_assert_str_eq(L.r[0].point, "powerloss/tear");
-    cr_assert(L.r[0].off == 8192 && L.r[0].write_no == 18 && !strcmp(L.r[0].kept, "f0"),
-              "tear: @%lld write=%lld kept=%s", (long long)L.r[0].off, (long long)L.r[0].write_no, L.r[0].kept);
-    cr_assert_str_eq(L.r[1].point, "powerloss/rollback");
-    cr_assert(L.r[1].off == 12288 && L.r[1].write_no == 3, "rollback: @%lld write=%lld", (long long)L.r[1].off,
-              (long long)L.r[1].write_no);
+    cr_assert_eq(L.n, 3,
+                 "%zu ledger lines, want the three pinned writes' (a pin naming no write changes nothing, a tear "
+                 "that keeps every unit is a keep)",
+                 L.n);
+    /* Newest write first: page 5's last (21) rolled back, its tear keeping
+     * no unit; page 2's last (18) torn; page 3's first (3) rolled back. */
+    cr_assert_str_eq(L.r[0].point, "powerloss/rollback");
+    cr_assert(L.r[0].off == 20480 && L.r[0].write_no == 21, "rollback: @%lld write=%lld", (long long)L.r[0].off,
+              (long long)L.r[0].write_no);
+    cr_assert_str_eq(L.r[1].point, "powerloss/tear");
+    cr_assert(L.r[1].off == 8192 && L.r[1].write_no == 18 && !strcmp(L.r[1].kept, "f0"),
+              "tear: @%lld write=%lld kept=%s", (long long)L.r[1].off, (long long)L.r[1].write_no, L.r[1].kept);
+    cr_assert_str_eq(L.r[2].point, "powerloss/rollback");
+    cr_assert(L.r[2].off == 12288 && L.r[2].write_no == 3, "rollback: @%lld write=%lld", (long long)L.r[2].off,
+              (long long)L.r[2].write_no);
     assert_variant(m, &L, 0, dir);
     /* Page 2 as pinned: four sectors of its last write, four of the one before. */
     static uint8_t got[FMAX];
