@@ -2,7 +2,9 @@
 the traced op step made a replay of its list (stress --replay_ops), then
 the list reduced: only the ops that touch the failing key, every op of
 one type, chunks of consecutive ops (delta debugging), and the faults of
-the ops that need none turned off.  shrink.py has the rules (K3) and
+the ops that need none turned off; before delta debugging, what the run
+drew pinned where it landed (page and cache flips, the kill, the writes
+a power loss undid), and last the larger values (K21).  shrink.py has the rules (K3) and
 their order; these are the Shrinker's methods (TracePasses is one of its
 bases) and use what its __init__ and Trials set (best, best_res, kind,
 attempt, left)."""
