@@ -19,6 +19,7 @@ from .executor import ledger_by_op, ledger_lines_since, subst
 from .params import FAULT_OPTIONS, parse_size
 from .procs import STOP
 from .repro import failing_key
+from .trials import trial_paths
 
 SEGMENT_MIN = 65536  # the engine's least log segment (engine.h: a power of two >= 64 KiB)
 # p_values (K21): the value size a fresh traced run is tried with when its
@@ -221,8 +222,7 @@ class TracePasses:
         if self.best.trace is None or not self.best_res:
             return
         d = self.best_res["dir"]
-        state = subst(self.best.op.get("state", "@STATE@"), {"@STATE@": os.path.join(d, "state"),
-                                                             "@ITER@": os.path.join(d, "iter"), "@FOLDER@": d})
+        state = subst(self.best.op.get("state", "@STATE@"), trial_paths(d))
         by_op = ledger_by_op(os.path.join(state, "run", "ledger"))
         lines, n = list(self.best.trace), {"flip": 0, "cflip": 0}
         for i, l in enumerate(lines):
@@ -270,8 +270,7 @@ class TracePasses:
         argv = self.best.steps[n]["argv"]
         if "--pin" in argv or argv[argv.index("--mode") + 1] == "keep":
             return
-        state = subst(argv[argv.index("--run-dir") + 1], {"@STATE@": os.path.join(d, "state"),
-                                                          "@ITER@": os.path.join(d, "iter"), "@FOLDER@": d})
+        state = subst(argv[argv.index("--run-dir") + 1], trial_paths(d))
         undone = []
         for j in ledger_lines_since(os.path.join(state, "ledger")):
             m = re.search(r"variant=(\d+) write=\d+ back=(\d+)(?: unit=\d+ kept=([0-9a-f]+))?", j.get("note") or "")

@@ -103,6 +103,12 @@ def ram_room(path):
     return st.f_bavail * st.f_frsize >= RAM_MIN_FREE
 
 
+def trial_paths(t):
+    """The placeholders of a step's argv (C2) for the trial folder T: its
+    state, its iteration and the folder itself."""
+    return {"@STATE@": os.path.join(t, "state"), "@ITER@": os.path.join(t, "iter"), "@FOLDER@": t}
+
+
 class Trials:
     history = 0  # the ops that grew the recorded run's database (K14; the Shrinker's __init__ sets it)
     multi = None  # what the multi-thread path kept, its step among them (K8; multipass sets it)
@@ -148,8 +154,7 @@ class Trials:
             shutil.copytree(self.start, os.path.join(t, "state"), symlinks=True)
         if cand.trace is not None:
             write_trace(os.path.join(t, "ops.trace"), cand.trace)
-        env = {"@STATE@": os.path.join(t, "state"), "@ITER@": os.path.join(t, "iter"), "@FOLDER@": t}
-        env.update(self.bin)
+        env = dict(trial_paths(t), **self.bin)
         ex = Executor(env, self.hang)
         # ops: the op step's; ops_all: every stress step's (a create step's
         # too), the run's size that original and shrunk are compared by.
