@@ -27,6 +27,7 @@ MT_THREADS = 2
 MT_OPS = (16, 64, 256, 1024)
 MT_KEYS = (8, 64, 512)
 MT_SEEDS = 3
+MT_AGAIN_SEEDS = 6  # ... and when it runs again from the shrunk run (K23)
 MT_TRIALS = 4
 MT_NEED = 2
 MT_MORE = 4  # ... and this many more once one of them failed, MT_NEED still (the floor: 2 of 8)
@@ -82,7 +83,7 @@ def contention_mixes(argv, defaults):
 
 
 class MultiPasses:
-    def p_multi(self, start=None, start_ops=None):
+    def p_multi(self, start=None, start_ops=None, again=False):
         """K8: a failure one thread does not show (a reader meeting a
         writer's running version, an older snapshot held while a newer one
         sets the horizon, records logged during a checkpoint or a group
@@ -97,12 +98,13 @@ class MultiPasses:
         wins, and every later step is judged the same way.  START: the run
         to start from (the recorded one, when it did not fail again), and
         START_OPS what its tries did (its op step killed, the recorded
-        run left no count).  Runs once; returns True if it kept a
-        candidate."""
+        run left no count).  Runs once, or AGAIN (K23, multi_again): from
+        the shrunk run, each size smaller than its own with MT_AGAIN_SEEDS
+        seeds before the next size.  Returns True if it kept a candidate."""
         base = start or self.best
         a = base.op["argv"]
         threads0 = as_int(opt_get(a, "threads"), 2)
-        if self.multi_tried or threads0 <= 1 or opt_get(a, "replay_ops"):
+        if self.multi_tried and not again or threads0 <= 1 or opt_get(a, "replay_ops"):
             return False
         self.multi_tried = True
         if self.multi_from is None:  # what resume_multi (K20) goes back to
@@ -114,7 +116,8 @@ class MultiPasses:
         k0 = as_int(opt_get(a, "max_key"))
         keys = [k for k in MT_KEYS if k < k0] + [k0]
         seed0 = as_int(opt_get(a, "seed"))
-        seeds = [seed0] + [derive(seed0, "shrink", "multi", j) for j in range(MT_SEEDS - 1)]
+        nseeds = MT_AGAIN_SEEDS if again else MT_SEEDS
+        seeds = [seed0] + [derive(seed0, "shrink", "multi", j) for j in range(nseeds - 1)]
         res = (self.best_res or {}).get("results", {}).get(self.best.w) if start is None else None
         res = res or (self.meta["steps"][base.w].get("result") or {})
         fired = res.get("kill_points_fired") or []
@@ -131,7 +134,9 @@ class MultiPasses:
         # one that needs its faults struck (control-redo-is-checkpoint: a
         # sync error reopens after a checkpoint raced a write, 2 x 64 ops
         # fail 8 of 40) before a larger run without them is kept.
-        for n, first in [(n, f) for f in (True, False) for n in MT_OPS]:
+        order = [(n, f) for n in MT_OPS for f in (True, False)] if again else \
+            [(n, f) for f in (True, False) for n in MT_OPS]
+        for n, first in order:
             if pinned and n >= pinned:
                 continue  # no shorter than the run already is
             shapes = []
@@ -194,6 +199,26 @@ class MultiPasses:
                     self.trials, self.need, self.more = MT_TRIALS, MT_NEED, MT_MORE
                     return True
         return False
+
+    def multi_again(self):
+        """K23: a run of several threads the rounds left, with MT_RESUME_MIN
+        of the budget left: the multi-thread path again from it (its
+        options, mix and fault classes are the shrunk ones now, and the
+        sizes it tries are the ones below its own, smallest first, each
+        with MT_AGAIN_SEEDS seeds), and the rounds again on what it keeps,
+        while it keeps one.  The path's first keep is the first run that
+        fails, often its largest size (planted bug control-redo-is-checkpoint:
+        2 x 1,024 ops kept, 2 x 357 after the rounds, and the shrink ended
+        at 79 s of 600).  Returns True if it kept one."""
+        kept = False
+        while self.left() >= MT_RESUME_MIN and not STOP.is_set() and not self.best.deterministic() and \
+                as_int(opt_get(self.best.op["argv"], "threads"), 2) > 1:
+            self.p.line("shrink: the multi-thread path again, from the shrunk run (K23)")
+            if not self.p_multi(again=True):
+                break
+            kept = True
+            self.rounds()
+        return kept
 
     def resume_multi(self):
         """K20: the multi-thread path kept a run whose shrunk folder (and

@@ -277,6 +277,10 @@ Rules:
       faults/powerloss.c P8): the newest undone write of the block the
       failure names, then that block's, then every one (at most 64).  The
       fewest writes undone, and removing ops no longer moves them.
+  K23 a run of several threads left by the rounds, with MT_RESUME_MIN of
+      the budget left: K8's path again from it (multipass.multi_again;
+      its shrunk options and mix, the sizes below its own, smallest
+      first, MT_AGAIN_SEEDS seeds each), the rounds again on each keep.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -958,7 +962,16 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
     def refine(self):
         """Everything after a run that fails was found: rounds until one
         keeps nothing (a change kept late, a smaller key space, can let an
-        earlier one, one thread, through), then the passes on the trace."""
+        earlier one, one thread, through), the multi-thread path again from
+        a run of several threads (K23), then the passes on the trace."""
+        self.rounds()
+        self.multi_again()
+        for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_faults_off, self.p_ddmin, self.p_values):
+            if self.left() <= 0 or STOP.is_set():
+                break
+            step()
+
+    def rounds(self):
         for _ in range(3):
             kept = sum(1 for e in self.log if e["verdict"] == "kept")
             for step in self.round_steps():
@@ -967,10 +980,6 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
                 step()
             if kept == sum(1 for e in self.log if e["verdict"] == "kept"):
                 break
-        for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_faults_off, self.p_ddmin, self.p_values):
-            if self.left() <= 0 or STOP.is_set():
-                break
-            step()
 
     def round_steps(self):
         """The steps of one round (K3's order).  The op count early: every
