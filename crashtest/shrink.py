@@ -972,6 +972,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             step()
 
     def rounds(self):
+        """round_steps again while a round keeps something, three at most."""
         for _ in range(3):
             kept = sum(1 for e in self.log if e["verdict"] == "kept")
             for step in self.round_steps():
