@@ -6,7 +6,7 @@ has the rules and their order; these are the Shrinker's methods
 set (best, best_res, meta, hang, history, orig_ops, attempt, search,
 left)."""
 
-from .cand import as_int, is_fresh, opt_get, opt_set, set_faults, trace_flip
+from .cand import as_int, is_fresh, opt_get, opt_set, set_faults, trace_flip, trace_kill_pin
 from .procs import STOP
 from .seeds import derive
 from .steps import opt_args, state_argv
@@ -55,6 +55,24 @@ def fresh_key(cand):
     return tuple(argv)
 
 
+def kill_redrawn(c, pin, n):
+    """C's op step (untraced) with the kill K16 pinned in the trace it
+    came from (PIN: (point, nth), or None) drawn again at that point, 1 in
+    a quarter of N ops' hits (cand.endings' rate for the log's
+    write-before-sync point): K16 took the drawn kill out of the argv, and
+    a search that drops the trace drops the only kill the run had, so
+    every seed ran to its end and diverged (planted bug
+    witness-at-end-is-damage, twentieth session: the fresh-database
+    searches of a 5-op run killed at kill/wal/after_write_before_sync,
+    36 seeds, each "passed instead of crashed").  C itself when there is
+    no pin or the argv still draws a kill."""
+    if not pin or as_int(opt_get(c.op["argv"], "kill_random_test")) > 0:
+        return c
+    c = c.copy()
+    c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_points", pin[0]), "kill_random_test", max(1, n // 4))
+    return c
+
+
 class FreshPasses:
     fresh_searched = None  # the op step's options p_fresh's seed search last ran with (fresh_key)
     fresh_searches = 0  # how many it ran (FRESH_SEARCHES at most)
@@ -99,6 +117,7 @@ class FreshPasses:
         first = self.fresh_searched is None
         self.fresh_searched = key
         self.fresh_searches += 1
+        pin = trace_kill_pin(self.best.trace[-1]) if self.best.trace else None
         c = self.best.copy()
         c.trace = None
         c.op["argv"] = opt_set(opt_set(c.op["argv"], "replay_ops", None), "trace_ops", None)
@@ -115,10 +134,10 @@ class FreshPasses:
         # failed as unrecoverable or false_alarm, and the shrunk run kept
         # the grown database, 1.5x; a fresh filled one with 2 ops is lost).
         for n in ([now] if 0 < now < ops else []) + [ops]:
-            if self.fresh_search(c, n, what):
+            if self.fresh_search(kill_redrawn(c, pin, n), n, what):
                 return
         if first:
-            self.regrown(c, ops)
+            self.regrown(kill_redrawn(c, pin, ops), ops)
 
     def fresh_search(self, c, ops, what="a fresh database, "):
         """K6's search (one thread, OPS ops) on the op step of C from a

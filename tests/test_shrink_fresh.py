@@ -82,6 +82,37 @@ class TestFreshDatabase(unittest.TestCase):
         sh.p_fresh()
         self.assertEqual(len(searched), 4, "the search runs once")
 
+    def test_a_kill_pinned_in_the_trace_is_drawn_again_at_its_point_for_the_fresh_search(self):
+        # witness-at-end-is-damage, twentieth session: K16 pinned the kill
+        # in the last op of a 5-op run and took --kill_random_test out; the
+        # fresh search dropped the trace with the kill in it, and every seed
+        # ran to its end ("passed instead of crashed").  The search's run
+        # is killed at that point again, 1 in a quarter of its ops' hits.
+        point = "kill/wal/after_write_before_sync"
+        step = op_step()
+        step["expect"] = "kill_point"
+        step["argv"] = opt_set(step["argv"], "kill_random_test", None)
+        trace = ["%d put 1 5 on | 1=v1 ok" % i for i in range(4)] + ["6 put 1 5 kill:%s:1 | 1=v1 killed" % point]
+        best = Cand([step], False, trace, 0, ["failed"])
+        sh = shrinker(best)
+        sh.orig_ops = 26962
+        searched = []
+        sh.attempt = lambda what, c, phase, **kw: False
+        sh.search = lambda start, ops, **kw: searched.append((ops, opt_get(start.op["argv"], "kill_points"),
+                                                              opt_get(start.op["argv"], "kill_random_test"))) and False
+        sh.p_fresh()
+        self.assertEqual(searched, [(5, point, "1"), (5, point, "1"), (26962, point, "6740"), (26962, point, "6740")])
+        self.assertIsNone(opt_get(best.op["argv"], "kill_random_test"), "the run kept is left as it was")
+        # A run that still draws its kill keeps it as it is.
+        best = Cand([op_step()], False, trace, 0, ["failed"])
+        sh = shrinker(best)
+        searched = []
+        sh.attempt = lambda what, c, phase, **kw: False
+        sh.search = lambda start, ops, **kw: searched.append((opt_get(start.op["argv"], "kill_points"),
+                                                              opt_get(start.op["argv"], "kill_random_test"))) and False
+        sh.p_fresh()
+        self.assertEqual(set(searched), {(None, "40")})
+
     def test_the_fresh_search_runs_again_once_the_kept_options_changed(self):
         # writeback-error-cleans, twelfth session: no fresh seed failed with
         # the recorded rates; the run kept on the grown database made its
