@@ -231,6 +231,13 @@ def kills_to_crash_at_end(step):
     step["argv"], step["expect"] = opt_set(step["argv"], "crash_at_end", 1), "crash_at_end"
 
 
+def kill_every(point, ops):
+    """How many hits a kill drawn in a one-thread run of OPS ops fires 1
+    in: a quarter of the ops at a named POINT (the log's write-before-sync
+    point is hit about once an op), the op count at any point (None)."""
+    return max(1, ops // 4 if point else ops)
+
+
 def endings(cand, ops):
     """How the op step of CAND, given one thread and OPS ops in all, may
     end in place of its timed SIGKILL, in the order tried: [(what,
@@ -280,7 +287,7 @@ def endings(cand, ops):
         out.append((what, c))
         if not kill:
             for point in SEARCH_KILLS:
-                rate = max(1, ops // 4 if point else ops)
+                rate = kill_every(point, ops)
                 what, c = shaped(2 * ops, "%d ops, killed at %s 1 in %d hits" % (2 * ops, point or "any kill point",
                                                                                  rate))
                 c.op["kill_after"], c.op["expect"] = None, "kill_point"

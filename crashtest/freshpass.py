@@ -6,7 +6,7 @@ has the rules and their order; these are the Shrinker's methods
 set (best, best_res, meta, hang, history, orig_ops, attempt, search,
 left)."""
 
-from .cand import as_int, is_fresh, opt_get, opt_set, set_faults, trace_flip, trace_kill_pin
+from .cand import as_int, is_fresh, kill_every, opt_get, opt_set, set_faults, trace_flip, trace_kill_pin
 from .procs import STOP
 from .seeds import derive
 from .steps import opt_args, state_argv
@@ -58,8 +58,8 @@ def fresh_key(cand):
 def kill_redrawn(c, pin, n):
     """C's op step (untraced) with the kill K16 pinned in the trace it
     came from (PIN: (point, nth), or None) drawn again at that point, 1 in
-    a quarter of N ops' hits (cand.endings' rate for the log's
-    write-before-sync point): K16 took the drawn kill out of the argv, and
+    a quarter of N ops' hits (cand.kill_every, as K6's endings draw a
+    kill at a point): K16 took the drawn kill out of the argv, and
     a search that drops the trace drops the only kill the run had, so
     every seed ran to its end and diverged (planted bug
     witness-at-end-is-damage, twentieth session: the fresh-database
@@ -69,7 +69,7 @@ def kill_redrawn(c, pin, n):
     if not pin or as_int(opt_get(c.op["argv"], "kill_random_test")) > 0:
         return c
     c = c.copy()
-    c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_points", pin[0]), "kill_random_test", max(1, n // 4))
+    c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_points", pin[0]), "kill_random_test", kill_every(pin[0], n))
     return c
 
 

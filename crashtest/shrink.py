@@ -219,8 +219,9 @@ Rules:
       the kept run's own op count first when it has fewer ops than the
       recorded op step: a bug a fresh database shows quickly in another
       kind may show its own in a few ops; a kill K16 pinned in the
-      trace drawn again at its point).  A few ops replayed on a database whose damage its earlier iterations
-      wrote show the reader nothing of how it got there (planted bug
+      trace drawn again at its point).  A few ops replayed on a database
+      whose damage its earlier iterations wrote show the reader nothing
+      of how it got there (planted bug
       seal-before-witness, a simple run's second iteration: 289 ops
       shrunk to 44 on the grown database, counted as 6.5x).
   K15 what a fresh database lacks, given back (freshpass.py): pinned page
