@@ -75,12 +75,9 @@ Rules:
       point, then any), traced, with the recorded seed and SEARCH_SEEDS
       others; the first that fails the same way is kept.  A failing
       recovery step's own timed SIGKILL goes in every seed tried (K11's:
-      it can only hide the failure, and with it no trial is deterministic;
-      planted bug witness-at-end-is-damage, sixteenth session: a recorded
-      run that failed 1 of 4 tries, eight seeds that passed three trials
-      each, and a two-thread result at 1.1x; the same folder, whose
-      recorded run then failed 0 of 5, was shrunk 461x by the fallback
-      search, and without the timer the 13th seed fails, one trial each).
+      it can only hide the failure, and no trial is deterministic with it:
+      witness-at-end-is-damage's eight seeds passed three trials each, and
+      without it the 13th fails, one trial each).
       When every seed passed and the recorded run had several threads and
       held no snapshot, the same seeds again with a snapshot held 1 in
       STANDIN_SNAPSHOT_ONE_IN ops: the reader another thread was, which
@@ -88,9 +85,13 @@ Rules:
       holds itself (planted bug freeze-clears-xmax).
       The same search runs when the recorded run (several threads, a timed
       kill) does not fail again in its tries (FALLBACK_SEEDS seeds,
-      FALLBACK_SHARE of the budget), then from a fresh database as K14's,
-      before K8.  Each seed tried is in shrink.json; a different kind met
-      on the way goes aside (K1), never success.
+      FALLBACK_SHARE of the budget).  Either search, when no seed failed,
+      runs again from a fresh database (K14's) before K8 looks for a race
+      (witness-at-end-is-damage, twentieth session: a four-thread catch
+      whose 16 seeds on its grown database passed, and K8's 240 candidates
+      too, 1.0x; from a fresh database the seventh seed failed, 144x).
+      Each seed tried is in shrink.json; a different kind met on the way
+      goes aside (K1), never success.
   K7  the op count of a deterministic run (traced, or not when every
       traced run passed) halved while it fails, then short runs with other
       seeds (SHORT_OPS ops, each at most a tenth of the count left,
@@ -475,15 +476,20 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             return
         # A bug rarely needs threads; it needs a schedule: one thread with
         # other seeds, as many ops as all threads did (K6).
-        if not self.searched:
-            self.searched = True
-            if self.search(self.best, (self.best_res or {}).get("ops")):
-                return
+        if not self.searched and self.one_thread(self.best, (self.best_res or {}).get("ops")):
+            return
         half = threads // 2
         if 1 < half < threads:
             c = self.best.copy()
             set_threads(c, half)
             self.attempt("threads %d -> %d" % (threads, half), c, "threads")
+
+    def one_thread(self, start, ops, **kw):
+        """K6: the seed search on START's database, then from a fresh one
+        (K14's search), before K8 looks for a race.  KW: search's."""
+        self.searched = True
+        return self.search(start, ops, **kw) or (self.left() > 0 and not STOP.is_set() and
+                                                  self.fresh_search(start, ops))
 
     def search(self, start, ops, recorded=True, nseeds=SEARCH_SEEDS, share=SEARCH_SHARE, phase="search", what=""):
         """K6: one thread where START has several (or where the recorded
@@ -946,10 +952,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             e = self.log[-1]
             ops = max([o for o in e["ops"] if o] or [0]) or None
             p.line("shrink: the recorded run did not fail again in %d tries: one thread, other seeds" % e["trials"])
-            ok = self.search(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
-            self.searched = True
-            if not ok and self.left() > 0 and not STOP.is_set():
-                ok = self.fresh_search(orig, ops)  # ... then from a fresh database (K14's search)
+            ok = self.one_thread(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
             if not ok and self.left() > 0 and not STOP.is_set():  # ... then several threads, short runs (K8)
                 p.line("shrink: no one-thread seed failed the same way: several threads, short runs")
                 ok = self.p_multi(start=orig, start_ops=ops)

@@ -358,6 +358,33 @@ class TestNotFailedAgain(unittest.TestCase):
                                  ("multi", 337, None)])
         self.assertFalse(base["failed_again"])
 
+    def test_a_run_of_several_threads_that_failed_again_is_searched_from_a_fresh_database_too_before_two_threads(self):
+        # witness-at-end-is-damage, twentieth session: the recorded
+        # four-thread run failed again, its 16 one-thread seeds on the grown
+        # database passed, and K8's 240 candidates too (1.0x); from a fresh
+        # database the seventh seed fails.  p_threads (before p_multi in a
+        # round) runs K14's search too, once.
+        sh = shrinker(5)
+        sh.meta.update({"seed": 9, "db_params": {"page_size": 8192}})
+        sh.hang, sh.searched, calls = 60, False, []
+
+        def search(start, ops, nseeds=None, share=None, phase="search", what=""):
+            create = start.steps[0] if start.fresh else None
+            calls.append((phase, ops, create and opt_get(create["argv"], "ops_per_thread")))
+            return False
+        sh.search = search
+        sh.p_threads()
+        self.assertEqual([opt_get(c.op["argv"], "threads") for c in sh.tried], ["1"], "one thread, the recorded seed")
+        self.assertEqual(calls, [("search", 337, None), ("fresh", 337, "200"), ("fresh", 337, "200")])
+        rounds = sh.round_steps()
+        self.assertLess(rounds.index(sh.p_threads), rounds.index(sh.p_multi))
+        sh.p_threads()
+        self.assertEqual(len(calls), 3, "the searches run once")
+        sh.search = lambda start, ops, phase="search", **kw: calls.append(phase) or phase == "search"
+        sh.searched, calls[:] = False, []
+        sh.p_threads()
+        self.assertEqual(calls, ["search"], "a seed kept on the grown database ends it")
+
 
 if __name__ == "__main__":
     unittest.main()
