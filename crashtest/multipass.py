@@ -28,6 +28,12 @@ MT_OPS = (16, 64, 256, 1024)
 MT_KEYS = (8, 64, 512)
 MT_SEEDS = 3
 MT_AGAIN_SEEDS = 6  # ... and when it runs again from the shrunk run (K23)
+# ... in sweeps of that many other seeds while no smaller run fails and a
+# minute of the budget is left, at most this many (K23; 41 seeds a size):
+# control-redo-is-checkpoint, twenty-first session: a recorded run of 812
+# ops, K8 kept 2 x 1,024 and nothing smaller came in one sweep, 1.1x, the
+# shrink over at 53 s of 600; its other catches shrank to 5 and 8 ops.
+MT_AGAIN_SWEEPS = 8
 MT_TRIALS = 4
 MT_NEED = 2
 MT_MORE = 4  # ... and this many more once one of them failed, MT_NEED still (the floor: 2 of 8)
@@ -59,6 +65,15 @@ MIX_KINDS = (("readpercent", "gets", False), ("writepercent", "puts", True), ("d
              ("iterpercent", "scans", False), (None, "batches", True))
 
 
+def pinned_ops(cand):
+    """The ops per thread CAND's op step is pinned to, or 0 when it is
+    timed (a SIGKILL on a timer or a --duration)."""
+    a = cand.op["argv"]
+    if cand.op.get("kill_after") is None and opt_get(a, "duration") is None:
+        return as_int(opt_get(a, "ops_per_thread"), 10000)
+    return 0
+
+
 def contention_mixes(argv, defaults):
     """The mixes K8 tries besides the run's own (ARGV's, stress's DEFAULTS
     where it sets none): each pair of the kinds it has, at least one of
@@ -83,7 +98,7 @@ def contention_mixes(argv, defaults):
 
 
 class MultiPasses:
-    def p_multi(self, start=None, start_ops=None, again=False):
+    def p_multi(self, start=None, start_ops=None, again=False, sweep=0):
         """K8: a failure one thread does not show (a reader meeting a
         writer's running version, an older snapshot held while a newer one
         sets the horizon, records logged during a checkpoint or a group
@@ -100,7 +115,8 @@ class MultiPasses:
         START_OPS what its tries did (its op step killed, the recorded
         run left no count).  Runs once, or AGAIN (K23, multi_again): from
         the shrunk run, each size smaller than its own with MT_AGAIN_SEEDS
-        seeds before the next size.  Returns True if it kept a candidate."""
+        seeds before the next size (the run's own and, in SWEEP k, the k-th
+        lot of others).  Returns True if it kept a candidate."""
         base = start or self.best
         a = base.op["argv"]
         threads0 = as_int(opt_get(a, "threads"), 2)
@@ -111,13 +127,13 @@ class MultiPasses:
             self.multi_from = {"best": self.best, "best_res": self.best_res, "nkept": len(self.kept_trials),
                                "judged": (self.trials, self.need, self.more), "args": (start, start_ops)}
         threads = min(MT_THREADS, threads0)
-        pinned = as_int(opt_get(a, "ops_per_thread"), 10000) if base.op.get("kill_after") is None and \
-            opt_get(a, "duration") is None else 0
+        pinned = pinned_ops(base)
         k0 = as_int(opt_get(a, "max_key"))
         keys = [k for k in MT_KEYS if k < k0] + [k0]
         seed0 = as_int(opt_get(a, "seed"))
         nseeds = MT_AGAIN_SEEDS if again else MT_SEEDS
-        seeds = [seed0] + [derive(seed0, "shrink", "multi", j) for j in range(nseeds - 1)]
+        seeds = [seed0] + [derive(seed0, "shrink", "multi", j) for j in range(sweep * (nseeds - 1),
+                                                                              (sweep + 1) * (nseeds - 1))]
         res = (self.best_res or {}).get("results", {}).get(self.best.w) if start is None else None
         res = res or (self.meta["steps"][base.w].get("result") or {})
         fired = res.get("kill_points_fired") or []
@@ -206,18 +222,24 @@ class MultiPasses:
         options, mix and fault classes are the shrunk ones now, and the
         sizes it tries are the ones below its own, smallest first, each
         with MT_AGAIN_SEEDS seeds), and the rounds again on what it keeps,
-        while it keeps one.  The path's first keep is the first run that
-        fails, often its largest size (planted bug control-redo-is-checkpoint:
-        2 x 1,024 ops kept, 2 x 357 after the rounds, and the shrink ended
-        at 79 s of 600).  Returns True if it kept one."""
-        kept = False
+        while it keeps one; when a sweep keeps nothing, the next with
+        other seeds, MT_AGAIN_SWEEPS at most.  The path's first keep is the
+        first run that fails, often its largest size (planted bug
+        control-redo-is-checkpoint: 2 x 1,024 ops kept, 2 x 357 after the
+        rounds, and the shrink ended at 79 s of 600), and a race that short
+        runs show is met with some seeds only.  Returns True if it kept
+        one."""
+        kept, sweep = False, 0
         while self.left() >= MT_RESUME_MIN and not STOP.is_set() and not self.best.deterministic() and \
-                as_int(opt_get(self.best.op["argv"], "threads"), 2) > 1:
-            self.p.line("shrink: the multi-thread path again, from the shrunk run (K23)")
-            if not self.p_multi(again=True):
-                break
-            kept = True
-            self.rounds()
+                as_int(opt_get(self.best.op["argv"], "threads"), 2) > 1 and sweep < MT_AGAIN_SWEEPS and \
+                not 0 < pinned_ops(self.best) <= MT_OPS[0]:
+            self.p.line("shrink: the multi-thread path again, from the shrunk run (K23%s)" % (
+                ", sweep %d of other seeds" % (sweep + 1) if sweep else ""))
+            if self.p_multi(again=True, sweep=sweep):
+                kept, sweep = True, 0
+                self.rounds()
+            else:
+                sweep += 1
         return kept
 
     def resume_multi(self):

@@ -280,9 +280,9 @@ Rules:
       failure names, then that block's, then every one (at most 64).  The
       fewest writes undone, and removing ops no longer moves them.
   K23 a run of several threads left by the rounds, with MT_RESUME_MIN of
-      the budget left: K8's path again from it (multipass.multi_again;
-      its shrunk options and mix, the sizes below its own, smallest
-      first, MT_AGAIN_SEEDS seeds each), the rounds again on each keep.
+      the budget left: K8's path again from it (multipass.multi_again: the
+      sizes below its own, smallest first, MT_AGAIN_SEEDS seeds each, and
+      MT_AGAIN_SWEEPS sweeps of others at most), the rounds on each keep.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),

@@ -19,8 +19,10 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand, opt_get, opt_set, signature  # noqa: E402
-from crashtest.multipass import (MT_AGAIN_SEEDS, MT_CONFIRM, MT_NEED, MT_OPS, MT_REPRO_NEED, MT_RESUME_MIN,  # noqa: E402
+from crashtest.multipass import (MT_AGAIN_SEEDS, MT_AGAIN_SWEEPS, MT_CONFIRM, MT_NEED, MT_OPS,  # noqa: E402
+                                 MT_REPRO_NEED, MT_RESUME_MIN,
                                  MT_TRIALS, contention_mixes)
+from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
 
 
@@ -315,6 +317,34 @@ class TestMultiAgain(unittest.TestCase):
         self.assertEqual(rounds, [shape(sh.best)])
         self.assertEqual(max(shape(c)[0] for c in sh.tried), 64, "256 never tried: 64 kept first")
         self.assertEqual(sh.multi["ops_per_thread"], 64)
+
+    def test_a_race_only_a_later_sweep_of_seeds_shows_in_fewer_ops_is_met(self):
+        # control-redo-is-checkpoint, twenty-first session: a recorded run
+        # of 812 ops, 2 x 1,024 kept, and nothing smaller in one sweep of
+        # six seeds with 547 s of the budget left (1.1x).  A race that only
+        # the third sweep's seeds show at 16 ops each: each sweep tries new
+        # seeds (the run's own once), and the third keeps 2 x 16.
+        m = MT_AGAIN_SEEDS - 1
+        lots = [{derive(5, "shrink", "multi", j) for j in range(k * m, (k + 1) * m)} for k in range(3)]
+        sh = pinned(shrinker(5, lambda c: shape(c)[0] == 16 and shape(c)[1] in lots[2]), 64)
+        sh.rounds = lambda: None
+        self.assertTrue(sh.multi_again())
+        self.assertEqual(shape(sh.best)[0], 16)
+        self.assertIn(shape(sh.best)[1], lots[2])
+        seeds = {shape(c)[1] for c in sh.tried}
+        self.assertLessEqual(lots[0] | lots[1], seeds, "the first two sweeps' seeds, each tried")
+        self.assertLessEqual(seeds, {5} | lots[0] | lots[1] | lots[2])
+        self.assertEqual(len(set(map(signature, sh.tried))), len(sh.tried),
+                         "no candidate judged twice (the run's own seed's in the first sweep only)")
+
+    def test_sweeps_stop_at_their_count_or_once_the_run_has_no_smaller_size(self):
+        sh = pinned(shrinker(5), 64)
+        self.assertFalse(sh.multi_again())
+        self.assertEqual(len({shape(c)[1] for c in sh.tried}), 1 + MT_AGAIN_SWEEPS * (MT_AGAIN_SEEDS - 1))
+        self.assertEqual({shape(c)[0] for c in sh.tried}, {16})
+        sh = pinned(shrinker(5), MT_OPS[0])
+        self.assertFalse(sh.multi_again())
+        self.assertEqual(sh.tried, [], "2 x 16: nothing below it")
 
     def test_nothing_again_for_one_thread_or_a_short_budget(self):
         sh = pinned(shrinker(5, lambda c: True), 1024)
