@@ -417,6 +417,15 @@ class TestShrinkParts(unittest.TestCase):
         self.assertEqual((n.op["expect"], opt_get(n.op["argv"], "kill_random_test"),
                           opt_get(n.op["argv"], "kill_points")), ("exit0", None, None))
 
+    def test_a_run_whose_commits_do_not_sync_is_not_searched_with_a_kill_at_the_logs_sync_point(self):
+        # page-before-wal, twenty-first session: with sync_mode off only a
+        # checkpoint or a write-back flushes the log, the point 1 in 25,000
+        # hits never fired, and each of 40 seeds ran 100,000 ops for nothing.
+        wl, pl, vf = timed_kill_steps()
+        wl = dict(wl, argv=wl["argv"] + ["--sync_mode=off"])
+        got = endings(Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"]), 800)
+        self.assertEqual([(c.op["expect"], opt_get(c.op["argv"], "kill_points")) for _, c in got],
+                         [("crash_at_end", None), ("kill_point", None)])
 
     def test_a_timed_one_thread_run_is_pinned_untraced_with_its_seed_before_the_traced_search(self):
         # A traced run is another run: checksum-skips-last-byte failed in a
