@@ -15,7 +15,12 @@ from .params import FAULT_OPTIONS
 
 # The kill points a timed SIGKILL becomes with one thread when a crash
 # after the last op does not fail (None: every one; K6).
-SEARCH_KILLS = ("kill/wal/after_write_before_sync", None)
+LOG_SYNC_POINT = "kill/wal/after_write_before_sync"
+SEARCH_KILLS = (LOG_SYNC_POINT, None)
+# ... and the hits a kill at LOG_SYNC_POINT fires 1 in when commits do
+# not sync the log (sync_mode off): only a checkpoint or a write-back
+# flushes it, a few times a run (kill_every).
+SYNC_OFF_KILL_EVERY = 2
 
 # ---- argv of a recorded stress step: "--name=value" items ----
 
@@ -231,10 +236,18 @@ def kills_to_crash_at_end(step):
     step["argv"], step["expect"] = opt_set(step["argv"], "crash_at_end", 1), "crash_at_end"
 
 
-def kill_every(point, ops):
+def kill_every(point, ops, argv=()):
     """How many hits a kill drawn in a one-thread run of OPS ops fires 1
     in: a quarter of the ops at a named POINT (the log's write-before-sync
-    point is hit about once an op), the op count at any point (None)."""
+    point is hit about once an op), the op count at any point (None).
+    When the run's ARGV has sync_mode off, that point is hit only when a
+    checkpoint or a write-back flushes the log: SYNC_OFF_KILL_EVERY
+    (planted bug page-before-wal, twenty-first session: 1 in 12,500 of a
+    sync_mode off run's hits never fired, and every seed of its search
+    so drawn ran to its end; witness-at-end-is-damage's catch of that run,
+    four threads, shrank to one thread killed there 1 in 2)."""
+    if point == LOG_SYNC_POINT and opt_get(argv, "sync_mode") == "off":
+        return SYNC_OFF_KILL_EVERY
     return max(1, ops // 4 if point else ops)
 
 
@@ -244,9 +257,9 @@ def endings(cand, ops):
     candidate)].  A crash right after the last op first; when that
     cannot fail (a crash after the last commit's fsync leaves nothing
     unsynced to tear), a kill point that fires 1 in N hits, N a quarter
-    of the ops for the log's write-before-sync point (not with
-    sync_mode off) and the op count for every point, with twice the ops
-    of room.  An op step that fails
+    of the ops for the log's write-before-sync point (kill_every: 2
+    with sync_mode off) and the op count for every point, with twice the
+    ops of room.  An op step that fails
     itself and has kill points: kept, then without them; one whose kill
     point a later step's failure follows: kept, then a crash after the
     last op instead (K9); one that fails itself before a timed SIGKILL:
@@ -288,14 +301,7 @@ def endings(cand, ops):
         out.append((what, c))
         if not kill:
             for point in SEARCH_KILLS:
-                if point and opt_get(s["argv"], "sync_mode") == "off":
-                    # No commit syncs the log (only a checkpoint or a
-                    # write-back flushes it), and 1 in a quarter of the ops'
-                    # hits never fires (planted bug page-before-wal,
-                    # twenty-first session: each of 40 seeds ran 100,000 ops
-                    # to their end, "passed instead of crashed").
-                    continue
-                rate = kill_every(point, ops)
+                rate = kill_every(point, ops, s["argv"])
                 what, c = shaped(2 * ops, "%d ops, killed at %s 1 in %d hits" % (2 * ops, point or "any kill point",
                                                                                  rate))
                 c.op["kill_after"], c.op["expect"] = None, "kill_point"

@@ -69,7 +69,8 @@ def kill_redrawn(c, pin, n):
     if not pin or as_int(opt_get(c.op["argv"], "kill_random_test")) > 0:
         return c
     c = c.copy()
-    c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_points", pin[0]), "kill_random_test", kill_every(pin[0], n))
+    every = kill_every(pin[0], n, c.op["argv"])
+    c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_points", pin[0]), "kill_random_test", every)
     return c
 
 

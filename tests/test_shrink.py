@@ -48,8 +48,8 @@ from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import BASELINE_TRIALS, STANDIN_SNAPSHOT_ONE_IN, Shrinker  # noqa: E402
 from crashtest.multipass import MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS  # noqa: E402
-from crashtest.cand import (Cand, endings, mt_endings, opt_get, opt_set, powerloss_undone, set_faults,  # noqa: E402
-                            set_threads, trace_inj, trimmed)
+from crashtest.cand import (LOG_SYNC_POINT, SYNC_OFF_KILL_EVERY, Cand, endings, kill_every, mt_endings,  # noqa: E402
+                            opt_get, opt_set, powerloss_undone, set_faults, set_threads, trace_inj, trimmed)
 from crashtest.params import same_value  # noqa: E402
 from tests.stressrun import OneThreadDb, stress  # noqa: E402
 from crashtest import trials  # noqa: E402
@@ -417,15 +417,22 @@ class TestShrinkParts(unittest.TestCase):
         self.assertEqual((n.op["expect"], opt_get(n.op["argv"], "kill_random_test"),
                           opt_get(n.op["argv"], "kill_points")), ("exit0", None, None))
 
-    def test_a_run_whose_commits_do_not_sync_is_not_searched_with_a_kill_at_the_logs_sync_point(self):
+    def test_a_run_whose_commits_do_not_sync_is_killed_at_the_logs_sync_point_one_in_two_hits(self):
         # page-before-wal, twenty-first session: with sync_mode off only a
-        # checkpoint or a write-back flushes the log, the point 1 in 25,000
-        # hits never fired, and each of 40 seeds ran 100,000 ops for nothing.
+        # checkpoint or a write-back flushes the log, the point 1 in 12,500
+        # hits never fired, and each of 40 seeds ran 100,000 ops for
+        # nothing; witness-at-end-is-damage's four-thread sync_mode off
+        # catch shrank to one thread killed there 1 in 2 hits.
         wl, pl, vf = timed_kill_steps()
-        wl = dict(wl, argv=wl["argv"] + ["--sync_mode=off"])
-        got = endings(Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"]), 800)
-        self.assertEqual([(c.op["expect"], opt_get(c.op["argv"], "kill_points")) for _, c in got],
-                         [("crash_at_end", None), ("kill_point", None)])
+        off = dict(wl, argv=wl["argv"] + ["--sync_mode=off"])
+        got = endings(Cand([off, pl, vf], False, None, 0, ["crashed", "passed", "failed"]), 50000)
+        self.assertEqual([(c.op["expect"], opt_get(c.op["argv"], "kill_points"),
+                           opt_get(c.op["argv"], "kill_random_test")) for _, c in got],
+                         [("crash_at_end", None, None), ("kill_point", LOG_SYNC_POINT, str(SYNC_OFF_KILL_EVERY)),
+                          ("kill_point", None, "50000")])
+        self.assertEqual(kill_every(LOG_SYNC_POINT, 50000, wl["argv"] + ["--sync_mode=group"]), 12500)
+        self.assertEqual(kill_every("kill/checkpoint/after_data_before_control", 50000, off["argv"]), 12500,
+                         "only the log's sync point is hit less often")
 
     def test_a_timed_one_thread_run_is_pinned_untraced_with_its_seed_before_the_traced_search(self):
         # A traced run is another run: checksum-skips-last-byte failed in a
