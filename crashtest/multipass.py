@@ -229,18 +229,27 @@ class MultiPasses:
         rounds, and the shrink ended at 79 s of 600), and a race that short
         runs show is met with some seeds only.  Returns True if it kept
         one."""
-        kept, sweep = False, 0
-        while self.left() >= MT_RESUME_MIN and not STOP.is_set() and not self.best.deterministic() and \
-                as_int(opt_get(self.best.op["argv"], "threads"), 2) > 1 and sweep < MT_AGAIN_SWEEPS and \
-                not 0 < pinned_ops(self.best) <= MT_OPS[0]:
-            self.p.line("shrink: the multi-thread path again, from the shrunk run (K23%s)" % (
-                ", sweep %d of other seeds" % (sweep + 1) if sweep else ""))
-            if self.p_multi(again=True, sweep=sweep):
-                kept, sweep = True, 0
-                self.rounds()
-            else:
-                sweep += 1
+        kept = False
+        while not self.best.deterministic() and as_int(opt_get(self.best.op["argv"], "threads"), 2) > 1 and \
+                self.sweeps(what="from the shrunk run"):
+            kept = True
+            self.rounds()
         return kept
+
+    def sweeps(self, start=None, start_ops=None, what=""):
+        """K23's sweeps: p_multi AGAIN from START (the shrunk run when
+        None; START_OPS as p_multi's), the k-th lot of other seeds in sweep
+        k, until one keeps a run, MT_AGAIN_SWEEPS have run, less than
+        MT_RESUME_MIN of the budget is left, or the run has no size below
+        its own.  WHAT: the log line's.  Returns True if one kept a run."""
+        for sweep in range(MT_AGAIN_SWEEPS):
+            if self.left() < MT_RESUME_MIN or STOP.is_set() or 0 < pinned_ops(start or self.best) <= MT_OPS[0]:
+                break
+            self.p.line("shrink: the multi-thread path again, %s (K23%s)" % (
+                what, ", sweep %d of other seeds" % (sweep + 1) if sweep else ""))
+            if self.p_multi(start, start_ops, again=True, sweep=sweep):
+                return True
+        return False
 
     def resume_multi(self):
         """K20: the multi-thread path kept a run whose shrunk folder (and

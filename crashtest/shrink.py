@@ -153,16 +153,16 @@ Rules:
       path's many candidates); the first kept wins, and every later step
       is judged the same way (the op count halved, the mix, the options
       ...).  It runs after K6's search, and also when the recorded run did
-      not fail again and K6's fallback found nothing.  shrink.json has each
-      candidate's trials, failures and rate, and "multi" what was kept; the
-      shrunk folder's meta.json has repro_tries: its repro replays that
-      many times and prints how many reproduced.  That is MT_REPRO_TRIES,
-      or more (at most MT_REPRO_MAX) where the observed rate (the least of
-      K8's keep with its confirmation and the last step kept) expects
-      fewer than MT_REPRO_EXPECT of them to reproduce: a two-thread run of
-      711 ops that fails one time in six is a run a reader can repeat, if
-      repro tries it often enough.  A chain of
-      steps each kept on two of a few trials can drift to a rare run: when
+      not fail again and K6's fallback found nothing (then K23's sweeps
+      while it keeps none).  shrink.json has each candidate's trials,
+      failures and rate, and "multi" what was kept; the shrunk folder's
+      meta.json has repro_tries: its repro replays that many times and
+      prints how many reproduced.  That is MT_REPRO_TRIES, or more (at
+      most MT_REPRO_MAX) where the observed rate (the least of K8's keep
+      with its confirmation and the last step kept) expects fewer than
+      MT_REPRO_EXPECT of them to reproduce: a two-thread run of 711 ops
+      that fails one time in six is a run a reader can repeat, if repro
+      tries it often enough.  A chain of steps each kept on two of a few trials can drift to a rare run: when
       fewer than MT_REPRO_NEED of the tries reproduce, the runs kept
       before it that are not deterministic (K8's, or K2's repeated trials
       of a run with a timed kill) are tried, latest first, MT_STEP_BACK
@@ -955,7 +955,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             ok = self.one_thread(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
             if not ok and self.left() > 0 and not STOP.is_set():  # ... then several threads, short runs (K8)
                 p.line("shrink: no one-thread seed failed the same way: several threads, short runs")
-                ok = self.p_multi(start=orig, start_ops=ops)
+                ok = self.p_multi(start=orig, start_ops=ops) or self.sweeps(orig, ops, "from the recorded run")
             base = {"ops": ops, "ops_all": max([o for o in e["ops_all"] if o] or [0]) or None,
                     "seconds": max(e["seconds"] or [None]), "failed_again": False}
         self.orig_ops = (base or {}).get("ops")

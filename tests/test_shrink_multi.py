@@ -379,14 +379,31 @@ class TestNotFailedAgain(unittest.TestCase):
                                                   opt_get(create["argv"], "writepercent"))))
             return False
         sh.attempt, sh.search = attempt, search
-        sh.p_multi = lambda start=None, start_ops=None: calls.append(("multi", start_ops, None)) and False
+        sh.p_multi = lambda start=None, start_ops=None, again=False, sweep=0: calls.append(
+            ("again" if again else "multi", start_ops, sweep if again else None)) and False
         ok, _, base = sh.shrink()
         self.assertFalse(ok)
         # (max_key 8: the filled key space's create step is 200 batches,
-        # its least, and no single puts)
+        # its least, and no single puts; then K23's sweeps of other seeds)
         self.assertEqual(calls, [("search", 337, None), ("fresh", 337, ("200", None)), ("fresh", 337, ("200", "0")),
-                                 ("multi", 337, None)])
+                                 ("multi", 337, None)] + [("again", 337, k) for k in range(MT_AGAIN_SWEEPS)])
         self.assertFalse(base["failed_again"])
+
+    def test_a_recorded_run_that_did_not_fail_again_sweeps_other_seeds_with_two_threads(self):
+        # horizon-newest-snapshot, twenty-first session: the recorded run
+        # failed 0 of 5 tries the same way, no one-thread seed did, and the
+        # multi-thread path's 132 candidates passed or failed another way;
+        # the shrink gave up at 103 s of 600.  A race only the second
+        # sweep's seeds show is met.
+        m = MT_AGAIN_SEEDS - 1
+        second = {derive(5, "shrink", "multi", j) for j in range(m, 2 * m)}
+        sh = shrinker(5, lambda c: shape(c)[0] == 64 and shape(c)[1] in second)
+        sh.start = sh.dir = "/nonexistent/f"  # the folder's ledgers: none (nothing struck)
+        start = sh.best
+        self.assertFalse(sh.p_multi(start=start, start_ops=337))
+        self.assertTrue(sh.sweeps(start, 337, "from the recorded run"))
+        self.assertIn(shape(sh.best)[1], second)
+        self.assertEqual(len(set(map(signature, sh.tried))), len(sh.tried), "no candidate judged twice")
 
     def test_a_run_of_several_threads_that_failed_again_is_searched_from_a_fresh_database_too_before_two_threads(self):
         # witness-at-end-is-damage, twentieth session: the recorded
