@@ -162,18 +162,17 @@ Rules:
       with its confirmation and the last step kept) expects fewer than
       MT_REPRO_EXPECT of them to reproduce: a two-thread run of 711 ops
       that fails one time in six is a run a reader can repeat, if repro
-      tries it often enough.  A chain of steps each kept on two of a few trials can drift to a rare run: when
-      fewer than MT_REPRO_NEED of the tries reproduce, the runs kept
-      before it that are not deterministic (K8's, or K2's repeated trials
-      of a run with a timed kill) are tried, latest first, MT_STEP_BACK
-      at most, then the run the path itself kept (multi's step), and the
-      first that reaches MT_REPRO_NEED is the result,
-      else the one of them that reproduced most often; the recorded run
-      (the baseline's kept trial) last, only when no smaller run
-      reproduced at all (shrink.json's
-      stepped_back lists each one tried; a one-thread run with its timed
-      kill, each step kept on one of three trials, ended at 0 of 8:
-      checkpoint-skips-data-fsync).
+      tries it often enough.  A chain of steps each kept on two of a few
+      trials can drift to a rare run: when fewer than MT_REPRO_NEED of the
+      tries reproduce, the runs kept before it that are not deterministic
+      (K8's, or K2's repeated trials of a run with a timed kill) are tried,
+      latest first, MT_STEP_BACK at most, then the run the path itself kept
+      (multi's step), and the first that reaches MT_REPRO_NEED is the
+      result, else the one of them that reproduced most often; the recorded
+      run (the baseline's kept trial) last, only when no smaller run
+      reproduced at all (shrink.json's stepped_back lists each one tried; a
+      one-thread run with its timed kill, each step kept on one of three
+      trials, ended at 0 of 8: checkpoint-skips-data-fsync).
   K10 no kept run that is not deterministic is larger than the recorded
       one: such a trial that fails the same way with more ops (every
       stress step's) than the recorded run had (the largest of its tries:
