@@ -57,9 +57,9 @@ def fresh_key(cand):
 
 def kill_redrawn(c, pin, n):
     """C's op step (untraced) with the kill K16 pinned in the trace it
-    came from (PIN: (point, nth), or None) drawn again at that point, 1 in
-    a quarter of N ops' hits (cand.kill_every, as K6's endings draw a
-    kill at a point): K16 took the drawn kill out of the argv, and
+    came from (PIN: (point, nth), or None) drawn again at that point, at
+    the rate cand.kill_every gives N ops (as K6's endings draw a kill at
+    a point): K16 took the drawn kill out of the argv, and
     a search that drops the trace drops the only kill the run had, so
     every seed ran to its end and diverged (planted bug
     witness-at-end-is-damage, twentieth session: the fresh-database
