@@ -232,8 +232,9 @@ def make_parser():
                    help="another stress binary (default: the recorded one)")
     k.add_argument("--powerloss-binary", default=None, metavar="PATH", help="another powerloss binary")
     k.add_argument("--match", choices=["kind", "keys"], default="kind",
-                   help="what fails the same way: the failure's kind (default), or any failure whose keys include "
-                        "it (the judge names a failure by its first key: a false_alarm that comes with a "
+                   help="what fails the same way: the failure's kind (default: then keys too when the recorded "
+                        "run fails again only with its kind among another's keys, K24), or any failure whose keys "
+                        "include it (the judge names a failure by its first key: a false_alarm that comes with a "
                         "wrong_value is a wrong_value)")
     k.add_argument("--ram-dir", default=RAM_DIR, metavar="DIR",
                    help="a RAM-backed directory (tmpfs) for the trials that are deterministic, where an fsync "

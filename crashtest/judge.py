@@ -13,6 +13,20 @@ SANITIZER_RE = re.compile(r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING
                           r"runtime error: |ERROR: MemorySanitizer|Assertion .* failed")
 ERROR_RE = re.compile(r"^stress: (FAILURE|cannot |reopen failed)", re.M)
 FAILURE_KIND_RE = re.compile(r"^stress: FAILURE (\w+)", re.M)
+# Kinds that say a run's steps did not fit together (a usage error, a
+# process that ended before its planned kill): not the engine's failure.
+HARNESS_KINDS = ("error", "early_exit")
+
+
+def shows_kind(failure, kind, match="kind"):
+    """FAILURE ({'kind', 'keys', ...} or None) shows KIND: as its kind or,
+    with MATCH 'keys', among its failure keys.  A failure is named by the
+    first of FAILURE_KEYS it shows, so a lost that comes with a
+    wrong_value is a wrong_value (crashtest.py shrink's K1 and K24)."""
+    if not failure:
+        return False
+    return failure.get("kind") == kind or (match == "keys" and failure.get("kind") not in HARNESS_KINDS and
+                                           kind in (failure.get("keys") or []))
 
 
 def report_failure_keys(report):

@@ -1,6 +1,8 @@
 """The multi-thread path of a shrink (K8 in shrink.py, whose rules and
 order it follows): a failure that one thread does not show is searched
-with two threads in short runs, where contention makes a race frequent.
+with two threads in short runs, where contention makes a race frequent;
+and settle, the check of a shrunk run of several threads by its repro's
+rate, with its steps back and resumes of the path (K8, K20).
 These are the Shrinker's methods (MultiPasses is one of its bases) and use
 what its __init__ and Trials set (best, best_res, meta, defaults, start,
 dir, tried, kept_trials, multi_judged, attempt, freshened, left)."""
@@ -9,6 +11,7 @@ import json
 import os
 import shutil
 import time
+from fractions import Fraction
 
 from .cand import as_int, is_fresh, mt_endings, opt_get, opt_set, report_ops, signature
 from .executor import injected_by_class, ledger_lines_since
@@ -50,6 +53,9 @@ MT_REPRO_NEED = 2
 # times, stepped back too, resumes the path at the candidate after the one
 # it kept when this much of the budget (seconds) is left.
 MT_RESUME_MIN = 60
+# settle's check of a multi-thread shrunk run: below MT_REPRO_NEED, it
+# steps back to at most this many earlier kept runs, latest first.
+MT_STEP_BACK = 4
 MT_SHARE = 0.6
 # Rare ops that would come less than once in a short run come every
 # quarter of it, and a snapshot is held a quarter of the run (K8).
@@ -266,6 +272,70 @@ class MultiPasses:
         self.trials, self.need, self.more = f["judged"]
         self.multi, self.multi_tried = None, False
         return self.p_multi(*f["args"])
+
+    def settle(self, dest, doc):
+        """The repro of a shrunk run that is not deterministic, written to
+        DEST: one repro, which runs the folder's repro_tries and prints
+        each try and the rate (K8).  A chain of steps each kept on a few
+        of a few trials can drift to a rare run: below MT_REPRO_NEED, the
+        runs kept before it that are not deterministic are written and
+        tried instead, latest first (MT_STEP_BACK at most), and the first
+        that reaches it is the result; if none does, the one that
+        reproduced most often (Trials.step_back).  When that is still
+        below MT_REPRO_NEED and the multi-thread path kept the run, the
+        path resumes after the candidate it kept (K20, resume_multi), the
+        rounds run again on what it keeps next, and the new run's repro is
+        judged the same way, while MT_RESUME_MIN of the budget is left;
+        the result is the run that reproduced most often (ties: the
+        latest).  The recorded run is stepped back to only when no resume
+        is left.  Sets DOC's stepped_back and resumed, self.last_kept (the
+        result's last step kept on several trials).  Returns (each try's
+        seconds, how many reproduced, tries) of the result's repro, or None
+        when the rounds after a resume kept a deterministic run (one
+        thread: finish's own repro judges it)."""
+        held = []  # each run judged: (its repro, best, best_res, multi, last_kept, stepped_back, its folder)
+        passed_over = False  # the recorded run was not stepped back to, a resume coming first
+        while True:
+            can_resume = bool(self.multi) and self.left() >= MT_RESUME_MIN and not STOP.is_set()
+            got = self.repro_rate(dest)
+            back = None
+            if got[1] < MT_REPRO_NEED and self.kept_trials:
+                *got, back = self.step_back(dest, got, MT_REPRO_NEED, MT_STEP_BACK, recorded=not can_resume)
+                passed_over = passed_over or can_resume
+            held.append((tuple(got), self.best, self.best_res, self.multi, self.last_kept_on_trials(), back,
+                         os.path.join(self.work, "held-%d" % len(held))))
+            if got[1] >= MT_REPRO_NEED or not can_resume:
+                break
+            shutil.move(dest, held[-1][-1])
+            doc.setdefault("resumed", []).append({"multi_step": self.multi["step"],
+                                                  "reproduced": "%d of %d" % (got[1], got[2]),
+                                                  "stepped_back": back or []})
+            self.p.line("shrink: the shrunk run reproduced %d of %d (the multi-thread path kept it at step %d): "
+                        "the path resumes after it (K20)" % (got[1], got[2], self.multi["step"]))
+            if not self.resume_multi():
+                self.p.line("shrink: the multi-thread path kept no other run")
+                break
+            self.refine()
+            self.write_folder(dest, self.best, self.best_res)
+            if self.best.deterministic():
+                return None  # one thread after all: finish's repro judges it
+        # The run that reproduced most often, the latest of a tie.
+        best = max(range(len(held)), key=lambda i: (Fraction(held[i][0][1], held[i][0][2]) if held[i][0][2] else 0,
+                                                    i))
+        got, self.best, self.best_res, self.multi, self.last_kept, back, folder = held[best]
+        if best != len(held) - 1 or not os.path.isdir(dest):
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.move(folder, dest)
+            self.p.line("shrink: the run the multi-thread path kept at step %d reproduced most often (%d of %d): "
+                        "it is the result" % (self.multi["step"], got[1], got[2]))
+        if got[1] == 0 and passed_over and self.kept_trials:
+            # No smaller run reproduced at all, and no resume is left: the
+            # recorded run, as step_back does without resumes.
+            *got, more = self.step_back(dest, got, MT_REPRO_NEED, 0, smaller=False)
+            back = (back or []) + more
+        if back is not None:
+            doc["stepped_back"] = back
+        return tuple(got)
 
     def scaled(self, cand, n, faults=None, ops=None, volume=True):
         """CAND's op step for a short run of N ops per thread: each rare op

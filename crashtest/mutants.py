@@ -208,10 +208,10 @@ def mutants_table(doc):
 def shrink_summary(doc):
     """mutants.json's "shrink" entry of one bug from its shrink.json."""
     keep = ("threads", "ops", "fault_classes", "steps", "deterministic", "repro_seconds", "repro_reproduced",
-            "failed_again", "start_ops", "regrown")
+            "failed_again", "start_ops", "regrown", "judged_as")
     return {"original": {k: v for k, v in (doc.get("original") or {}).items() if k in keep},
             "shrunk": {k: v for k, v in (doc.get("shrunk") or {}).items() if k in keep} or None,
-            "elapsed_s": doc.get("elapsed_s"), "kind": doc.get("kind")}
+            "elapsed_s": doc.get("elapsed_s"), "kind": doc.get("kind"), "match_why": doc.get("match_why")}
 
 
 def shrink_table(rows):
@@ -249,8 +249,11 @@ def shrink_table(rows):
         # The recorded run did not fail again: what was shrunk was found by
         # the seed search (one thread, other seeds; shrink.py's K6).
         found = "; found by a seed search" if o.get("failed_again") is False else ""
+        # A match by keys (shrink.py's K24): the kind among another's keys.
+        kind = sh.get("kind") if s.get("judged_as") in (None, sh.get("kind")) else "%s (among the keys of a %s)" % (
+            sh.get("kind"), s["judged_as"])
         out.append("| `%s` | %s | %s -> %s | %s -> %s%s | %s -> %s | %s -> %s | %.0f s | %s s, reproduced %s%s |" % (
-            name, sh.get("kind"), o.get("threads"), s.get("threads"), o.get("ops"), s.get("ops"), ratio,
+            name, kind, o.get("threads"), s.get("threads"), o.get("ops"), s.get("ops"), ratio,
             ", ".join(o.get("fault_classes") or []) or "none", ", ".join(s.get("fault_classes") or []) or "none",
             o.get("steps"), s.get("steps"), sh.get("elapsed_s") or 0,
             "%.1f" % max(times) if times else "-", s.get("repro_reproduced"), found))

@@ -13,6 +13,7 @@ import time
 from .binary import check_binary
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of
 from .executor import Executor, ledger_by_op
+from .judge import shows_kind
 from .output import Printer
 from .params import MODE_DEFAULTS
 
@@ -164,10 +165,13 @@ def repro_once(a, printer, show_list=True, sub=None):
         printer.line("crashtest: NOT reproduced: every replayed step passed (the failure was %s: %s)"
                      % (f.get("kind"), f.get("message")))
         return EXIT_PASS, "not"
-    same = got["kind"] == f.get("kind") and got["step"] == fail_n
+    # A shrunk folder of a match by keys (shrink's K1, K24) reproduces
+    # when its kind is among the failure's keys.
+    same = shows_kind(got, f.get("kind"), f.get("match", "kind")) and got["step"] == fail_n
     if same:
-        printer.line("crashtest: reproduced: %s at step %d (%s): %s" % (got["kind"], fail_n, steps[fail_n]["name"],
-                                                                      got["message"]))
+        beside = "" if got["kind"] == f.get("kind") else ", among the keys of a %s" % got["kind"]
+        printer.line("crashtest: reproduced: %s at step %d (%s)%s: %s" % (f.get("kind"), fail_n,
+                                                                        steps[fail_n]["name"], beside, got["message"]))
     else:
         printer.line("crashtest: failed differently: %s at step %d (%s) (recorded: %s at step %d): %s"
                      % (got["kind"], got["step"], steps[got["step"]]["name"], f.get("kind"), fail_n, got["message"]))

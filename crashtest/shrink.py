@@ -282,6 +282,18 @@ Rules:
       the budget left: K8's path again from it (multipass.multi_again: the
       sizes below its own, smallest first, MT_AGAIN_SEEDS seeds each, and
       MT_AGAIN_SWEEPS sweeps of others at most), the rounds on each keep.
+  K24 a recorded run that failed again in none of its tries with its kind,
+      but in some with another kind that had its kind among its failure
+      keys (the judge names the first of FAILURE_KEYS: a lost beside a
+      wrong_value is a wrong_value), is shrunk with the match by keys of
+      K1 (trials.by_keys): the run shows the kind, named another way.
+      Its tries are run again so matched, and every later trial is judged
+      so.  shrink.json says why ("match_why") and what the judge named the
+      shrunk run ("judged_as"); the shrunk folder keeps the kind, and its
+      repro reproduces when the kind is among the keys (planted bugs
+      durable-publishes-insert and horizon-newest-snapshot: a lost and a
+      resurrected whose recorded runs failed again only as wrong_values,
+      twenty-first session).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -298,7 +310,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from fractions import Fraction
 
 from .binary import check_binary, stress_info
 from .cand import (Cand, as_int, drop_kills, endings, is_fresh, is_workload, kills_to_crash_at_end,
@@ -311,7 +322,7 @@ from .procs import STOP
 from .repro import failing_key
 from .seeds import derive
 from .freshpass import FreshPasses
-from .multipass import MT_NEED, MT_REPRO_NEED, MT_RESUME_MIN, MT_TRIALS, MultiPasses
+from .multipass import MT_NEED, MT_TRIALS, MultiPasses
 from .tracepass import TracePasses
 from .trials import RAM_DIR, RAM_MIN_FREE, Trials, ram_root
 
@@ -357,11 +368,6 @@ UNTIED = ("checkpoint_wal_bytes", "cache_size")
 # option steps after it (a fresh database, fewer keys, the cache) never
 # run.  The passes after the rounds take what is left.
 DDMIN_ROUND_SHARE = 0.5
-# finish's check of a multi-thread shrunk run (K8; the path itself is
-# multipass.py's, and MT_REPRO_NEED of its repro's tries must reproduce):
-# below it, finish steps back to at most this many earlier kept runs,
-# latest first.
-MT_STEP_BACK = 4
 # Created with the database, fixed for its life (C3, K5).
 CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
                     "large_value_one_in", "large_value_size"]
@@ -409,6 +415,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             raise UsageError("%s records no failure: nothing to shrink" % mpath)
         self.kind = self.failure["kind"]
         self.match = getattr(a, "match", "kind") or "kind"
+        self.match_why = None  # why the match is by keys when the shrink chose it (K24)
         self.start = os.path.join(self.dir, "start")
         if not os.path.isdir(self.start):
             raise UsageError("%s is missing" % self.start)
@@ -934,13 +941,15 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         # to BASELINE_TRIALS tries; its rate sets how many of each later
         # step's trials must fail (K2).
         runs = 1 if orig.deterministic() else BASELINE_TRIALS
+        n0 = len(self.log)
         ok = self.attempt("the recorded run, unchanged", orig.copy(), "baseline", runs=runs, need=1)
+        ok = ok or (runs > 1 and self.by_keys(orig, runs))  # K24
         # K10: no kept run is larger than the recorded one (its largest
         # try: a timed run's size varies from try to try, and a change
         # that keeps its timer is no larger for a try that ran longer).
         e = self.log[-1]
-        self.cap = (max([o for o in e["ops_all"] if o] + [(self.best_res or {}).get("ops_all") or 0]) +
-                    self.grown_ops(orig)) or None
+        self.cap = (max([o for x in self.log[n0:] for o in x["ops_all"] if o] +
+                        [(self.best_res or {}).get("ops_all") or 0]) + self.grown_ops(orig)) or None
         if ok and runs > 1:
             e = self.log[-1]
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
@@ -1005,7 +1014,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
 
     def finish(self, ok, orig, base):
         doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
-               "budget_s": self.budget, "match": self.match,
+               "budget_s": self.budget, "match": self.match, "match_why": self.match_why,
                "trials_per_step_when_not_deterministic": self.trials,
                "need_per_step_when_not_deterministic": self.need,
                "failing_key": failing_key((self.meta["steps"][self.failure["step"]].get("result") or {})
@@ -1019,7 +1028,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
                                 op_step_ops=(base or {}).get("ops"), start_ops=self.history,
                                 seconds=(base or {}).get("seconds"),
                                 failed_again=(base or {}).get("failed_again", bool(ok))),
-               "seeds_tried": [e["seed"] for e in self.log if "seed" in e],
+               "seeds_tried": list(dict.fromkeys(e["seed"] for e in self.log if "seed" in e)),
                "steps": self.log, "aside": self.aside}
         rc = EXIT_FAIL
         if ok:
@@ -1043,7 +1052,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             # The run's size: every stress step's ops, its op step's as above.
             ops_all = (self.best_res.get("ops_all") or 0) - (self.best_res.get("ops") or 0) + (ops or 0) + \
                 self.grown_ops(self.best)
-            doc["shrunk"] = dict(self.best.measures(), ops=ops_all, op_step_ops=ops,
+            doc["shrunk"] = dict(self.best.measures(), ops=ops_all, op_step_ops=ops, judged_as=self.best_res["kind"],
                                  start_ops=0 if is_fresh(self.best) else self.history,
                                  seconds=self.best_res.get("seconds"),
                                  path=nice_path(dest), repro_seconds=times,
@@ -1081,70 +1090,6 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         write_json(os.path.join(self.dir, "shrink.json"), doc)
         self.cleanup()
         return rc, doc
-
-    def settle(self, dest, doc):
-        """The repro of a shrunk run that is not deterministic, written to
-        DEST: one repro, which runs the folder's repro_tries and prints
-        each try and the rate (K8).  A chain of steps each kept on a few
-        of a few trials can drift to a rare run: below MT_REPRO_NEED, the
-        runs kept before it that are not deterministic are written and
-        tried instead, latest first (MT_STEP_BACK at most), and the first
-        that reaches it is the result; if none does, the one that
-        reproduced most often (Trials.step_back).  When that is still
-        below MT_REPRO_NEED and the multi-thread path kept the run, the
-        path resumes after the candidate it kept (K20, resume_multi), the
-        rounds run again on what it keeps next, and the new run's repro is
-        judged the same way, while MT_RESUME_MIN of the budget is left;
-        the result is the run that reproduced most often (ties: the
-        latest).  The recorded run is stepped back to only when no resume
-        is left.  Sets DOC's stepped_back and resumed, self.last_kept (the
-        result's last step kept on several trials).  Returns (each try's
-        seconds, how many reproduced, tries) of the result's repro, or None
-        when the rounds after a resume kept a deterministic run (one
-        thread: finish's own repro judges it)."""
-        held = []  # each run judged: (its repro, best, best_res, multi, last_kept, stepped_back, its folder)
-        passed_over = False  # the recorded run was not stepped back to, a resume coming first
-        while True:
-            can_resume = bool(self.multi) and self.left() >= MT_RESUME_MIN and not STOP.is_set()
-            got = self.repro_rate(dest)
-            back = None
-            if got[1] < MT_REPRO_NEED and self.kept_trials:
-                *got, back = self.step_back(dest, got, MT_REPRO_NEED, MT_STEP_BACK, recorded=not can_resume)
-                passed_over = passed_over or can_resume
-            held.append((tuple(got), self.best, self.best_res, self.multi, self.last_kept_on_trials(), back,
-                         os.path.join(self.work, "held-%d" % len(held))))
-            if got[1] >= MT_REPRO_NEED or not can_resume:
-                break
-            shutil.move(dest, held[-1][-1])
-            doc.setdefault("resumed", []).append({"multi_step": self.multi["step"],
-                                                  "reproduced": "%d of %d" % (got[1], got[2]),
-                                                  "stepped_back": back or []})
-            self.p.line("shrink: the shrunk run reproduced %d of %d (the multi-thread path kept it at step %d): "
-                        "the path resumes after it (K20)" % (got[1], got[2], self.multi["step"]))
-            if not self.resume_multi():
-                self.p.line("shrink: the multi-thread path kept no other run")
-                break
-            self.refine()
-            self.write_folder(dest, self.best, self.best_res)
-            if self.best.deterministic():
-                return None  # one thread after all: finish's repro judges it
-        # The run that reproduced most often, the latest of a tie.
-        best = max(range(len(held)), key=lambda i: (Fraction(held[i][0][1], held[i][0][2]) if held[i][0][2] else 0,
-                                                    i))
-        got, self.best, self.best_res, self.multi, self.last_kept, back, folder = held[best]
-        if best != len(held) - 1 or not os.path.isdir(dest):
-            shutil.rmtree(dest, ignore_errors=True)
-            shutil.move(folder, dest)
-            self.p.line("shrink: the run the multi-thread path kept at step %d reproduced most often (%d of %d): "
-                        "it is the result" % (self.multi["step"], got[1], got[2]))
-        if got[1] == 0 and passed_over and self.kept_trials:
-            # No smaller run reproduced at all, and no resume is left: the
-            # recorded run, as step_back does without resumes.
-            *got, more = self.step_back(dest, got, MT_REPRO_NEED, 0, smaller=False)
-            back = (back or []) + more
-        if back is not None:
-            doc["stepped_back"] = back
-        return tuple(got)
 
     def cleanup(self):
         for d in (self.work, self.ram):

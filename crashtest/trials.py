@@ -1,5 +1,5 @@
 """The trials of a shrink (crashtest.py shrink; shrink.py has the rules,
-K1-K13, and the passes): one candidate replayed on a copy of the failure's
+K1-K24, and the passes): one candidate replayed on a copy of the failure's
 start snapshot by the Executor that ran it, judged the same way, kept when
 it fails the same way often enough (K1, K2, K8, K10), a different failure
 kept aside; the folders repro reads, and repro's count of a shrunk run
@@ -7,7 +7,7 @@ that is not deterministic.
 
 Trials is the Shrinker's base: it holds no state of its own; the
 Shrinker's __init__ sets what these use (budget, t0, work, start, bin,
-hang, kind, match, best, best_res, log, tried, aside, need, trials, more,
+hang, kind, match, match_why, best, best_res, log, tried, aside, need, trials, more,
 cap, multi, kept_trials, ntrial, made, meta, dir, p)."""
 
 import math
@@ -22,13 +22,11 @@ from fractions import Fraction
 from .cand import is_fresh, opt_get, opt_set, ops_of, signature, slim, trace_ops_of, trimmed, write_trace
 from .common import REPO, nice_path, sha256_of, write_json
 from .executor import Executor, subst
+from .judge import HARNESS_KINDS, shows_kind
 from .params import FAULT_OPTIONS
 from .procs import STOP
 
 MAX_ASIDE = 5  # different failures kept aside (K1)
-# Kinds that say the trial's steps did not fit together (a usage error, a
-# process that ended before its planned kill): no new failure (K1).
-HARNESS_KINDS = ("error", "early_exit")
 # repro of a shrunk run that is not deterministic (K8): at least this
 # many tries ...
 MT_REPRO_TRIES = 8
@@ -312,10 +310,25 @@ class Trials:
         --match keys, with the kind among its failure keys too (a judge
         names the first of FAILURE_KEYS: a bug that shows as false_alarm
         and wrong_value at once is a wrong_value)."""
-        if r["kind"] == self.kind:
-            return True
-        return self.match == "keys" and r["kind"] not in HARNESS_KINDS and \
-            self.kind in ((r["failure"] or {}).get("keys") or [])
+        return shows_kind(dict(r["failure"] or {}, kind=r["kind"]), self.kind, self.match)
+
+    def by_keys(self, orig, runs):
+        """K24: after a baseline of ORIG in RUNS tries of which none failed
+        with the kind and some failed another way with the kind among their
+        keys, the match goes by keys (K1) and ORIG is tried again so.
+        True when it failed the same way; False at once when the match was
+        by keys already or no try had the kind among its keys."""
+        e = self.log[-1]
+        among = e.get("kind_among_other_keys") or 0
+        if not among or self.match == "keys" or self.left() <= 0 or STOP.is_set():
+            return False
+        self.match = "keys"
+        self.match_why = "the recorded run failed again only as %s, with %s among the keys in %d of %d tries" % (
+            " or ".join(e["other_kinds"]), self.kind, among, e["trials"])
+        self.p.line("shrink: %s: a trial whose failure keys include %s fails the same way from here on (K24)" %
+                    (self.match_why, self.kind))
+        return self.attempt("the recorded run, unchanged, %s among its keys (K24)" % self.kind, orig.copy(),
+                            "baseline", runs=runs, need=1)
 
     def keep_aside(self, cand, r):
         if len(self.aside) >= MAX_ASIDE:
@@ -346,8 +359,13 @@ class Trials:
             steps.append(dict(s, result=slim(res)))
             if res and res.get("outcome") == "crashed" and crashed is None:
                 crashed = n
+        failure = r["failure"]
+        if r["kind"] != self.kind and self.same(r):
+            # A match by keys (K1, K24): the folder is the kind's, and its
+            # repro looks for the kind among the keys too.
+            failure = dict(failure, kind=self.kind, judged_as=r["kind"], match="keys")
         meta = dict(self.meta)
-        meta.update({"id": self.meta["id"] + "-shrunk", "steps": steps, "failure": r["failure"],
+        meta.update({"id": self.meta["id"] + "-shrunk", "steps": steps, "failure": failure,
                      "crashed_after_step": crashed, "replay_from": "start", "shrunk_from": self.meta["id"],
                      "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"}})
         # The binaries in bin/ are the ones the trials ran (--stress-binary):

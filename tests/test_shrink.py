@@ -1153,6 +1153,8 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         self.assertTrue(MT_REPRO_TRIES <= meta["repro_tries"] <= MT_REPRO_MAX, meta["repro_tries"])
         multi = [e for e in doc["steps"] if e["phase"] == "multi"]
         self.assertTrue(multi and multi[-1]["verdict"] == "kept")
+        # The later passes try the kept seed step after step: listed once.
+        self.assertEqual(len(doc["seeds_tried"]), len(set(doc["seeds_tried"])), doc["seeds_tried"])
         for e in doc["steps"]:
             if not e["deterministic"]:
                 self.assertLessEqual(e["trials"], max(BASELINE_TRIALS, MT_TRIALS + MT_MORE, MT_CONFIRM), e)

@@ -266,13 +266,13 @@ class TestConfirmAndResume(unittest.TestCase):
 
     def test_no_resume_once_the_budget_left_is_short(self):
         sh, got, doc, kept, dest = None, None, None, None, None
-        import crashtest.shrink as shrink_mod
-        old = shrink_mod.MT_RESUME_MIN
-        shrink_mod.MT_RESUME_MIN = 1000  # more than the 100 s the stub has left
+        import crashtest.multipass as multipass_mod
+        old = multipass_mod.MT_RESUME_MIN
+        multipass_mod.MT_RESUME_MIN = 1000  # more than the 100 s the stub has left
         try:
             sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 5])
         finally:
-            shrink_mod.MT_RESUME_MIN = old
+            multipass_mod.MT_RESUME_MIN = old
         self.assertEqual((got[1], len(kept)), (0, 1))
         self.assertNotIn("resumed", doc)
 

@@ -1,0 +1,168 @@
+"""Tests of a shrink's match by keys (crashtest/shrink.py's K1 and K24).
+
+The judge names a failure by the first of FAILURE_KEYS it shows, so a lost
+that comes with a wrong_value is a wrong_value.  A recorded run that fails
+again only that way still shows its kind:
+
+- a baseline whose tries fail only as another kind, some with the kind
+  among their keys, switches the match to keys and runs the recorded run
+  again so matched (K24); without the kind among any try's keys, or with
+  the match by keys already, nothing changes;
+- the shrunk folder of a run matched by keys keeps the kind (and says what
+  the judge named it), and repro reproduces it only when the kind is among
+  the replay's keys;
+- the mutants table says a shrunk kind was among another kind's keys.
+
+The trials are stubs (no stress runs): the judging is what is tested."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from crashtest.cand import Cand  # noqa: E402
+from crashtest.judge import shows_kind  # noqa: E402
+from crashtest.mutants import shrink_summary, shrink_table  # noqa: E402
+from crashtest.shrink import BASELINE_TRIALS, Shrinker  # noqa: E402
+
+# How a stubbed trial fails: (its kind, its failure keys), or None: passed.
+BESIDE = ("wrong_value", ["wrong_value", "lost"])  # a lost, named wrong_value
+ALONE = ("wrong_value", ["wrong_value"])
+OWN = ("lost", ["lost"])
+
+
+def shrinker(outcomes, kind="lost", match="kind"):
+    """A Shrinker of a recorded two-thread run (not deterministic) whose
+    trials, in order, end as OUTCOMES say; a trial that fails another way
+    is counted as kept aside, not written."""
+    sh = Shrinker.__new__(Shrinker)
+    argv = ["@STRESS@", "--threads=2", "--ops_per_thread=0", "--duration=2", "--seed=5"]
+    sh.best = Cand([{"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "exit0",
+                     "kill_after": None, "argv": argv}], False, None, 0)
+    sh.best_res, sh.kind, sh.match, sh.match_why = None, kind, match, None
+    sh.tried, sh.log, sh.kept_trials, sh.aside = set(), [], [], []
+    sh.trials, sh.need, sh.more, sh.cap = 3, 2, 0, None
+    sh.left = lambda: 100
+    sh.lines = []
+    sh.p = type("P", (), {"line": lambda self, s: sh.lines.append(s)})()
+    sh.keep_aside = lambda cand, r: sh.aside.append(r["kind"])
+    left = list(outcomes)
+
+    def run_once(cand):
+        got = left.pop(0)
+        k, keys = got if got else (None, None)
+        return {"kind": k, "failure": {"kind": k, "keys": keys, "message": "m", "step": 0} if k else None,
+                "step": 0 if k else None, "diverged": None, "seconds": 0.1, "ops": 100, "ops_all": 100,
+                "dir": "/nonexistent", "results": {}}
+    sh.run_once = run_once
+    return sh
+
+
+def baseline(sh):
+    """The recorded run's tries, then K24, as Shrinker.shrink runs them."""
+    ok = sh.attempt("the recorded run, unchanged", sh.best.copy(), "baseline", runs=BASELINE_TRIALS, need=1)
+    return ok or sh.by_keys(sh.best.copy(), BASELINE_TRIALS)
+
+
+class TestMatchByKeysChosen(unittest.TestCase):
+    def test_a_recorded_run_that_fails_again_only_beside_another_kind_is_shrunk_by_keys(self):
+        sh = shrinker([ALONE, BESIDE, ALONE, ALONE, ALONE] + [ALONE, BESIDE])
+        self.assertTrue(baseline(sh))
+        self.assertEqual(sh.match, "keys")
+        self.assertEqual(sh.match_why, "the recorded run failed again only as wrong_value, with lost among the keys "
+                                       "in 1 of 5 tries")
+        first, again = sh.log
+        self.assertEqual((first["verdict"], first["kind_among_other_keys"]), ("rejected", 1))
+        self.assertEqual((again["verdict"], again["trials"], again["failures"]), ("kept", 2, 1))
+        self.assertIn("K24", again["what"])
+        self.assertEqual(sh.best_res["kind"], "wrong_value")
+        self.assertTrue(any("(K24)" in s for s in sh.lines), sh.lines)
+
+    def test_a_recorded_run_matched_by_keys_that_does_not_fail_again_leaves_the_match_for_the_fallback(self):
+        # The seed search and the multi-thread path that follow judge by
+        # keys too: the kind was seen among them.
+        sh = shrinker([BESIDE, ALONE, ALONE, ALONE, ALONE] + [ALONE] * 5)
+        self.assertFalse(baseline(sh))
+        self.assertEqual(sh.match, "keys")
+        self.assertEqual(len(sh.log), 2)
+
+    def test_nothing_changes_without_the_kind_among_any_tries_keys_or_with_a_match_by_keys_given(self):
+        sh = shrinker([ALONE] * 5)
+        self.assertFalse(baseline(sh))
+        self.assertEqual((sh.match, sh.match_why, len(sh.log)), ("kind", None, 1))
+        # --match keys: the first tries matched by keys already; no second.
+        sh = shrinker([ALONE] * 5, match="keys")
+        self.assertFalse(baseline(sh))
+        self.assertEqual((sh.match_why, len(sh.log)), (None, 1))
+
+    def test_a_recorded_run_that_failed_again_with_its_kind_keeps_the_match_by_kind(self):
+        sh = shrinker([BESIDE, OWN])
+        self.assertTrue(baseline(sh))
+        self.assertEqual((sh.match, len(sh.log)), ("kind", 1))
+        # ... and a later trial that shows it only beside another kind is
+        # another failure (K1), not the same one.
+        self.assertFalse(sh.same({"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": BESIDE[1]}}))
+
+
+class TestShrunkFolderOfAMatchByKeys(unittest.TestCase):
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="test-shrink-keys-")
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+    def written(self, sh, r):
+        sh.dir, sh.start = self.d, os.path.join(self.d, "start")
+        os.makedirs(sh.start, exist_ok=True)
+        for name in ("stress", "powerloss"):
+            with open(os.path.join(self.d, name), "w") as f:
+                f.write("#!/bin/sh\n")
+        sh.bin = {"@STRESS@": os.path.join(self.d, "stress"), "@POWERLOSS@": os.path.join(self.d, "powerloss")}
+        sh.meta, sh.multi, sh.log = {"id": "r0-i1-5", "steps": []}, None, []
+        sh.repro_tries = lambda: 8
+        dest = os.path.join(self.d, "shrunk")
+        sh.write_folder(dest, sh.best, r)
+        with open(os.path.join(dest, "meta.json")) as f:
+            return json.load(f)["failure"]
+
+    def test_the_folder_keeps_the_kind_and_says_what_the_judge_named_it(self):
+        sh = shrinker([], match="keys")
+        r = {"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": BESIDE[1], "message": "m", "step": 0},
+             "step": 0, "results": {}}
+        f = self.written(sh, r)
+        self.assertEqual((f["kind"], f["judged_as"], f["match"], f["keys"]), ("lost", "wrong_value", "keys", BESIDE[1]))
+        # A trial that failed with the kind itself is written as it was.
+        r = {"kind": "lost", "failure": {"kind": "lost", "keys": ["lost"], "message": "m", "step": 0},
+             "step": 0, "results": {}}
+        shutil.rmtree(os.path.join(self.d, "shrunk"))
+        f = self.written(sh, r)
+        self.assertEqual((f["kind"], f.get("judged_as"), f.get("match")), ("lost", None, None))
+
+    def test_repro_of_such_a_folder_wants_the_kind_among_the_replays_keys(self):
+        # repro's test: shows_kind(replayed failure, folder's kind, its match)
+        for got, match, want in (({"kind": "wrong_value", "keys": BESIDE[1]}, "keys", True),
+                                 ({"kind": "wrong_value", "keys": ALONE[1]}, "keys", False),
+                                 ({"kind": "lost", "keys": ["lost"]}, "keys", True),
+                                 ({"kind": "wrong_value", "keys": BESIDE[1]}, "kind", False),
+                                 ({"kind": "error", "keys": ["lost"]}, "keys", False),
+                                 (None, "keys", False)):
+            self.assertEqual(shows_kind(got, "lost", match), want, (got, match))
+
+
+class TestTable(unittest.TestCase):
+    def test_the_table_says_the_kind_was_among_another_kinds_keys(self):
+        doc = {"kind": "lost", "elapsed_s": 41.2, "match_why": "why",
+               "original": {"threads": 2, "ops": 10311, "fault_classes": [], "steps": 2},
+               "shrunk": {"threads": 1, "ops": 10, "fault_classes": [], "steps": 2, "repro_seconds": [0.6],
+                          "repro_reproduced": "3 of 3", "path": "x", "judged_as": "wrong_value"}}
+        self.assertIn("| `a-bug` | lost (among the keys of a wrong_value) | 2 -> 1 |",
+                      shrink_table([("a-bug", shrink_summary(doc))]))
+        doc["shrunk"]["judged_as"] = "lost"
+        self.assertIn("| `a-bug` | lost | 2 -> 1 |", shrink_table([("a-bug", shrink_summary(doc))]))
+
+
+if __name__ == "__main__":
+    unittest.main()
