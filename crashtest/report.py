@@ -19,7 +19,7 @@ import time
 import xml.etree.ElementTree as ET
 
 from .common import META_VERSION, REPO, hms, write_json
-from .htmlreport import blamed_classes, clopper_pearson, render_runs, write_page
+from .htmlreport import blamed_classes, clopper_pearson, render_runs, unreported, write_page
 from .stats import cell_verdict
 from .output import differs
 from .params import CLASS_ORDER, FAILURE_KEYS, OUTCOMES
@@ -175,6 +175,8 @@ def summarize(ct, runs, interrupted):
                 row = classes.setdefault(c, {k: 0 for k in OUTCOMES + FAILURE_KEYS})
                 for k in row:
                     row[k] += int((counts or {}).get(k, 0) or 0)
+        for k in unreported(r):
+            classes["unattributed"][k] += 1  # a failure no report counted: still a failing row
         for k, v in (r.get("points") or {}).items():
             points[k] = points.get(k, 0) + v
         for k, v in (r.get("points_reached") or {}).items():

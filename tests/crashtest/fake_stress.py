@@ -16,6 +16,9 @@ then misbehaves in the workload as FAKE_STRESS_MODE says:
          design, then waits for blackbox's SIGKILL (the kill meets it on
          its way out); a checking run (--verification_only) then fails
          as unrecoverable: the damage the report settled is still there
+  lost_unreported
+         prints a lost commit's FAILURE line and exits 1 without a report
+         (as a recovery does that a planned SIGKILL meets between the two)
 """
 import json
 import os
@@ -81,6 +84,9 @@ def main():
     if mode == "hang":
         time.sleep(600)
         return 0
+    if mode == "lost_unreported":
+        print("stress: FAILURE lost (a synced commit): recovery ended at commit seq 7, but seq 8 was durable (fake)")
+        return 1
     if mode == "unrecoverable_then_killed" and o.get("verification_only") == "1":
         report(o.get("report"), verdict="fail", unrecoverable=True, totals={"unrecoverable": 1})
         print("stress: FAILURE unrecoverable: after the crash: corruption no injection explains (fake)")
