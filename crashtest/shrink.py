@@ -292,8 +292,8 @@ Rules:
       shrunk run ("judged_as"); the shrunk folder keeps the kind, and its
       repro reproduces when the kind is among the keys (planted bugs
       durable-publishes-insert and horizon-newest-snapshot: a lost and a
-      resurrected whose recorded runs failed again only as wrong_values,
-      twenty-first session).
+      resurrected whose recorded runs failed again only as other kinds,
+      their own among one try's keys each, twenty-first session).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
