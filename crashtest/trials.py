@@ -215,14 +215,19 @@ class Trials:
         ex.results[n] = r
         return r
 
-    def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None):
+    def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None, at=None):
         """Run CAND (once if deterministic, else TRIALS times; K2) and keep
         it when it fails the same way (K1) and, given BETTER (a function of
         a trial's result), when BETTER holds for it too.  A trial of a
         candidate that is not deterministic with more ops than the recorded
         run (K10) does not count as failing the same way.
         MORE (default: self.more): trials added once one of RUNS failed but
-        fewer than NEED did (K8).  Returns True if kept."""
+        fewer than NEED did (K8).  AT (the baseline's: the recorded failing
+        step): a trial that fails the same way at an earlier step counts,
+        but the trials go on, up to RUNS, for one that fails at AT, which
+        is kept instead (K1 would cut the steps after an earlier one: the
+        shrink would start from a form of the failure the recorded run did
+        not show).  Returns True if kept."""
         if self.left() <= 0 or STOP.is_set():
             return False
         sig = signature(cand)
@@ -241,7 +246,8 @@ class Trials:
         kept_res = None
         while True:
             most = runs + more if fails else runs  # a failure seen: MORE trials may decide it (K8)
-            if len(results) >= most or self.left() <= 0 or STOP.is_set() or fails >= need or \
+            early = at is not None and kept_res is not None and kept_res["step"] < at
+            if len(results) >= most or self.left() <= 0 or STOP.is_set() or (fails >= need and not early) or \
                     len(results) - fails > most - need:
                 break  # decided (K2), or out of time
             r = self.run_once(cand)
@@ -254,7 +260,8 @@ class Trials:
                 why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")
             elif self.same(r):
                 fails += 1
-                kept_res = kept_res or r
+                if kept_res is None or (at is not None and kept_res["step"] < at <= r["step"]):
+                    kept_res = r
             elif r["kind"] and r["kind"] not in HARNESS_KINDS:
                 why = "failed differently: %s at step %d" % (r["kind"], r["step"])
                 self.keep_aside(cand, r)
@@ -282,6 +289,8 @@ class Trials:
                  "deterministic": cand.deterministic()}
         if extra:
             entry.update(extra)
+        if at is not None:
+            entry["failed_at"] = [r["step"] if self.same(r) else None for r in results]  # each try's step
         if any(r["kind"] and r["kind"] != self.kind for r in results):
             entry["other_kinds"] = sorted(set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind))
             # The failure's own kind may still be among such a trial's keys
@@ -328,7 +337,7 @@ class Trials:
         self.p.line("shrink: %s: a trial whose failure keys include %s fails the same way from here on (K24)" %
                     (self.match_why, self.kind))
         return self.attempt("the recorded run, unchanged, %s among its keys (K24)" % self.kind, orig.copy(),
-                            "baseline", runs=runs, need=1)
+                            "baseline", runs=runs, need=1, at=len(orig.steps) - 1)
 
     def keep_aside(self, cand, r):
         if len(self.aside) >= MAX_ASIDE:

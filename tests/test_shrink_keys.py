@@ -1,4 +1,6 @@
-"""Tests of a shrink's match by keys (crashtest/shrink.py's K1 and K24).
+"""Tests of what counts as the recorded failure in a shrink
+(crashtest/shrink.py's K1 and K24): the match by keys, and the recorded
+run's tries kept at the recorded failing step.
 
 The judge names a failure by the first of FAILURE_KEYS it shows, so a lost
 that comes with a wrong_value is a wrong_value.  A recorded run that fails
@@ -11,7 +13,9 @@ again only that way still shows its kind:
 - the shrunk folder of a run matched by keys keeps the kind (and says what
   the judge named it), and repro reproduces it only when the kind is among
   the replay's keys;
-- the mutants table says a shrunk kind was among another kind's keys.
+- the mutants table says a shrunk kind was among another kind's keys;
+- the recorded run's tries go on after one that fails the same way at an
+  earlier step than the recorded one, and one that fails at it is kept.
 
 The trials are stubs (no stress runs): the judging is what is tested."""
 import json
@@ -53,9 +57,9 @@ def shrinker(outcomes, kind="lost", match="kind"):
 
     def run_once(cand):
         got = left.pop(0)
-        k, keys = got if got else (None, None)
-        return {"kind": k, "failure": {"kind": k, "keys": keys, "message": "m", "step": 0} if k else None,
-                "step": 0 if k else None, "diverged": None, "seconds": 0.1, "ops": 100, "ops_all": 100,
+        k, keys, step = (got + (0,))[:3] if got else (None, None, None)
+        return {"kind": k, "failure": {"kind": k, "keys": keys, "message": "m", "step": step} if k else None,
+                "step": step, "diverged": None, "seconds": 0.1, "ops": 100, "ops_all": 100,
                 "dir": "/nonexistent", "results": {}}
     sh.run_once = run_once
     return sh
@@ -105,6 +109,36 @@ class TestMatchByKeysChosen(unittest.TestCase):
         # ... and a later trial that shows it only beside another kind is
         # another failure (K1), not the same one.
         self.assertFalse(sh.same({"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": BESIDE[1]}}))
+
+
+class TestRecordedStep(unittest.TestCase):
+    # The stub's recorded run is one step; AT says which step failed.
+    def tries(self, outcomes, at):
+        sh = shrinker(outcomes)
+        ok = sh.attempt("the recorded run, unchanged", sh.best.copy(), "baseline", runs=BASELINE_TRIALS, need=1,
+                        at=at)
+        return sh, ok
+
+    def test_a_try_that_fails_earlier_than_the_recorded_step_is_kept_only_when_none_fails_at_it(self):
+        early, late = ("lost", ["lost"], 1), ("lost", ["lost"], 4)
+        sh, ok = self.tries([early, None, late], 4)
+        self.assertTrue(ok)
+        self.assertEqual((sh.best_res["step"], sh.log[-1]["trials"], sh.log[-1]["failures"]), (4, 3, 2))
+        self.assertEqual(sh.log[-1]["failed_at"], [1, None, 4])
+        # None at the recorded step in the tries: the earlier one (K1 cuts
+        # the steps after it).
+        sh, ok = self.tries([None, early, None, None, None], 4)
+        self.assertTrue(ok)
+        self.assertEqual((sh.best_res["step"], sh.log[-1]["trials"]), (1, 5))
+        # One at the recorded step first: no more tries.
+        sh, ok = self.tries([late, early], 4)
+        self.assertEqual((ok, sh.best_res["step"], sh.log[-1]["trials"]), (True, 4, 1))
+
+    def test_other_steps_keep_the_first_failure(self):
+        sh = shrinker([("lost", ["lost"], 1), ("lost", ["lost"], 4)])
+        self.assertTrue(sh.attempt("a change", sh.best.copy(), "ops", runs=2, need=1))
+        self.assertEqual((sh.best_res["step"], sh.log[-1]["trials"]), (1, 1))
+        self.assertNotIn("failed_at", sh.log[-1])
 
 
 class TestShrunkFolderOfAMatchByKeys(unittest.TestCase):
