@@ -24,11 +24,12 @@ Rules:
       them, the last workload step left is the op step (a create step
       that shows the bug with 7 keys), and with none left it is not kept.
       The recorded run's own tries go on after one that fails earlier
-      than the recorded step, and the first that fails at it is kept
-      (durable-publishes-insert, twenty-second session: a try that lost
-      a commit in the op step itself, 1 of 3, made the whole shrink one
-      without the crash its recorded run had, and nothing without it
-      failed again: 2.5x).
+      than the recorded step, and the first that fails at it is kept:
+      the shrink starts from the failure the run recorded when its tries
+      show it (durable-publishes-insert, twenty-second session: tries
+      that lost a commit in the op step itself, before the recorded
+      crash, set the form of the whole shrink; that folder's tries never
+      failed at the recorded step, so it shrank no better for this).
   K2  a trial is deterministic when every stress step it runs has one
       thread, a fixed op count (or an op trace) and no SIGKILL on a timer;
       it runs once.  Otherwise the recorded run gets up to 5 tries (one
