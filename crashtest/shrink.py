@@ -14,7 +14,8 @@ Rules:
       (a lost stays a lost).  A trial that fails with another kind is
       a new failure: its folder is kept aside (FAILURE_DIR/shrink-aside/N,
       repro reads it), never taken as success.  A trial whose crash step
-      passed instead of crashing (or the reverse) diverged: rejected.
+      passed instead of crashing (or the reverse) diverged: rejected (a
+      last step has no steps planned on it: it passed, or failed).
       With --match keys (off by default), a trial whose failure keys
       include the kind fails the same way too (the judge names a failure
       by the first of FAILURE_KEYS it shows: a false_alarm that comes

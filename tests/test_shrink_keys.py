@@ -15,7 +15,9 @@ again only that way still shows its kind:
   the replay's keys;
 - the mutants table says a shrunk kind was among another kind's keys;
 - the recorded run's tries go on after one that fails the same way at an
-  earlier step than the recorded one, and one that fails at it is kept.
+  earlier step than the recorded one, and one that fails at it is kept;
+- a trial whose last step passes has passed: only a step with steps
+  planned on its outcome after it diverges.
 
 The trials are stubs (no stress runs): the judging is what is tested."""
 import json
@@ -24,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -139,6 +142,29 @@ class TestRecordedStep(unittest.TestCase):
         self.assertTrue(sh.attempt("a change", sh.best.copy(), "ops", runs=2, need=1))
         self.assertEqual((sh.best_res["step"], sh.log[-1]["trials"]), (1, 1))
         self.assertNotIn("failed_at", sh.log[-1])
+
+
+class TestLastStepPassing(unittest.TestCase):
+    # A workload recorded as crashed whose later steps a kept failure cut
+    # (K1) is the last step: a trial where it passes has passed, not
+    # diverged; with a step after it planned on the crash, it diverged.
+    def trial(self, nsteps):
+        sh = Shrinker.__new__(Shrinker)
+        d = tempfile.mkdtemp(prefix="test-shrink-last-")
+        self.addCleanup(shutil.rmtree, d, True)
+        os.makedirs(os.path.join(d, "start"))
+        sh.ntrial, sh.work, sh.ram, sh.bin, sh.hang, sh.made = 0, d, None, {}, 60, {}
+        sh.start = os.path.join(d, "start")
+        steps = [{"type": "stress", "name": n, "state": "@STATE@", "argv": ["@STRESS@"], "kill_after": 1.0}
+                 for n in ("workload", "verify")][:nsteps]
+        cand = Cand(steps, False, None, 0, want=["crashed", "failed"][:nsteps])
+        with mock.patch("crashtest.trials.Executor") as ex:
+            ex.return_value.run.return_value = {"outcome": "passed", "failure": None, "report": None}
+            return sh.run_once(cand)
+
+    def test_a_last_step_that_passes_passed(self):
+        self.assertEqual((self.trial(1)["diverged"], self.trial(1)["kind"]), (None, None))
+        self.assertEqual(self.trial(2)["diverged"], "step 0 (workload) passed instead of crashed")
 
 
 class TestShrunkFolderOfAMatchByKeys(unittest.TestCase):
