@@ -1121,7 +1121,7 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         # shrink.json the trials and rate of every step; repro of the
         # shrunk folder replays it several times and prints the rate.
         # 300 s, not 120: a catch on a database grown by earlier iterations
-        # (a slower machine's: CI's, 2026-12-05) is searched with one thread
+        # (CI's, 2026-12-05, under ASan and UBSan) is searched with one thread
         # on it, then from a fresh database (K6) before K8, and those three
         # searches take about 70% of the budget; 300 s leaves K8 the 80 s
         # that 120 s left it before the fresh search came first.
