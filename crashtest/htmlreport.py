@@ -86,16 +86,21 @@ def blamed_classes(record):
     """The fault classes whose failure counters the failing step's report
     raised: the class a failure is blamed on; "unattributed" (the oracle's
     name for no class) when that step wrote no report (unreported)."""
-    f = record.get("failure") or {}
-    steps = record.get("steps") or []
-    n = f.get("step")
-    if not isinstance(n, int) or n >= len(steps):
+    step = failing_step(record)
+    if step is None:
         return []
     if unreported(record):
         return ["unattributed"]
-    rep = (steps[n].get("result") or {}).get("report") or {}
+    rep = (step.get("result") or {}).get("report") or {}
     return sorted(c for c, counts in (rep.get("classes") or {}).items()
                   if any(int((counts or {}).get(k, 0) or 0) for k in FAILURE_KEYS))
+
+
+def failing_step(record):
+    """The step RECORD's failure names, or None."""
+    steps = record.get("steps") or []
+    n = (record.get("failure") or {}).get("step")
+    return steps[n] if isinstance(n, int) and 0 <= n < len(steps) else None
 
 
 def unreported(record):
@@ -103,12 +108,10 @@ def unreported(record):
     wrote no report, so that no class counted it (a recovery step's planned
     SIGKILL that landed after its FAILURE line and before its report: the
     judge read the failure from the output); else []."""
-    f = record.get("failure") or {}
-    steps = record.get("steps") or []
-    n = f.get("step")
-    if not isinstance(n, int) or n >= len(steps) or steps[n].get("type") != "stress" or \
-            (steps[n].get("result") or {}).get("report"):
+    step = failing_step(record)
+    if step is None or step.get("type") != "stress" or (step.get("result") or {}).get("report"):
         return []
+    f = record["failure"]
     return [k for k in (f.get("keys") or [f.get("kind")]) if k in FAILURE_KEYS]
 
 
