@@ -123,6 +123,8 @@ class MultiPasses:
         the shrunk run, each size smaller than its own with MT_AGAIN_SEEDS
         seeds before the next size (the run's own and, in SWEEP k, the k-th
         lot of others).  Returns True if it kept a candidate."""
+        if start is None and not again and self.cut:
+            start, start_ops = self.cut  # the recorded steps (shrink: the baseline kept an earlier one)
         base = start or self.best
         a = base.op["argv"]
         threads0 = as_int(opt_get(a, "threads"), 2)

@@ -162,7 +162,12 @@ Rules:
       is judged the same way (the op count halved, the mix, the options
       ...).  It runs after K6's search, and also when the recorded run did
       not fail again and K6's fallback found nothing (then K23's sweeps
-      while it keeps none).  shrink.json has each candidate's trials,
+      while it keeps none).  When the recorded run's tries failed only at
+      an earlier step (K1's baseline kept it, its later steps cut), its
+      candidates are built from the recorded steps (the cut form lacks the
+      crash they end with: planted bug durable-publishes-insert, whose
+      tries lost commits only in a reopen inside the workload, needs an
+      append during another thread's fsync and then a crash).  shrink.json has each candidate's trials,
       failures and rate, and "multi" what was kept; the shrunk folder's
       meta.json has repro_tries: its repro replays that many times and
       prints how many reproduced.  That is MT_REPRO_TRIES, or more (at
@@ -401,6 +406,7 @@ RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot
 
 class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
     recorded_threads = 1  # the recorded op step's threads (K6's stand-in; __init__ sets it)
+    cut = None  # (the recorded run, its tries' ops) when the baseline kept an earlier step (K8; shrink sets it)
 
     def __init__(self, a, printer):
         self.p = printer
@@ -963,6 +969,12 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             e = self.log[-1]
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
         base = self.best_res
+        if ok and len(self.best.steps) < len(orig.steps):
+            # The tries failed only at an earlier step (K1 cut the later
+            # ones): the multi-thread path starts from the recorded steps,
+            # whose endings include the crash the cut form lacks and the
+            # cut form itself (p_multi).
+            self.cut = (orig, max([o for o in e["ops"] if o] or [0]) or None)
         if not ok and runs > 1 and self.left() > 0 and not STOP.is_set():
             # K6: the recorded run did not come back in its tries: one
             # thread, other seeds (its ops, what the tries did).

@@ -16,6 +16,7 @@ again only that way still shows its kind:
 - the mutants table says a shrunk kind was among another kind's keys;
 - the recorded run's tries go on after one that fails the same way at an
   earlier step than the recorded one, and one that fails at it is kept;
+  when none does, the multi-thread path starts from the recorded steps;
 - a trial whose last step passes has passed: only a step with steps
   planned on its outcome after it diverges.
 
@@ -136,6 +137,31 @@ class TestRecordedStep(unittest.TestCase):
         # One at the recorded step first: no more tries.
         sh, ok = self.tries([late, early], 4)
         self.assertEqual((ok, sh.best_res["step"], sh.log[-1]["trials"]), (True, 4, 1))
+
+    def shrunk(self, outcomes):
+        """A shrink of a recorded run of two steps (the op step, a
+        verification that failed) whose tries end as OUTCOMES say; the
+        rounds after the baseline stubbed."""
+        sh = shrinker(outcomes)
+        verify = {"type": "stress", "name": "verify", "state": "@STATE@", "dir": "v", "expect": "exit0",
+                  "argv": ["@STRESS@", "--verification_only=1"]}
+        sh.best = Cand([sh.best.steps[0], verify], False, None, 0, ["crashed", "failed"])
+        sh.dir, sh.budget, sh.failure = "/nonexistent/f", 600, {"step": 1, "step_name": "verify"}
+        sh.grown_ops, sh.refine = (lambda c: 0), (lambda: None)
+        return sh, sh.shrink()
+
+    def test_a_baseline_kept_at_an_earlier_step_starts_the_multi_thread_path_from_the_recorded_steps(self):
+        # durable-publishes-insert, twenty-second session: its tries lost
+        # commits only in the op step, and the cut form has no crash.
+        sh, (ok, orig, _) = self.shrunk([("lost", ["lost"], 0)] * BASELINE_TRIALS)
+        self.assertTrue(ok)
+        self.assertEqual((len(sh.best.steps), sh.log[-1]["failed_at"]), (1, [0] * BASELINE_TRIALS))
+        self.assertEqual(sh.cut, (orig, 100))
+        self.assertEqual(len(sh.cut[0].steps), 2)
+        # Kept at the recorded step: nothing cut.
+        sh, (ok, _, _) = self.shrunk([("lost", ["lost"], 1)])
+        self.assertTrue(ok)
+        self.assertIsNone(sh.cut)
 
     def test_other_steps_keep_the_first_failure(self):
         sh = shrinker([("lost", ["lost"], 1), ("lost", ["lost"], 4)])

@@ -96,6 +96,45 @@ class TestMultiThreadOrder(unittest.TestCase):
         self.assertEqual(sh.multi["ops_per_thread"], 64)
 
 
+class TestCutBaseline(unittest.TestCase):
+    """A recorded run whose tries failed only in the op step itself (the
+    baseline kept it and K1 cut the crash and the steps after it): the
+    path starts from the recorded steps.  Planted bug
+    durable-publishes-insert (twenty-second session): a lost commit needs
+    an append during another thread's fsync and then the loss of what was
+    unsynced; its tries lost commits in a reopen inside the workload, and
+    every candidate the path built from that cut form had no crash."""
+
+    def cut(self, sh):
+        """SH's recorded run as two steps (a timed SIGKILL, a verification),
+        its best the cut form: the op step alone."""
+        w = dict(sh.best.steps[0], kill_after=0.74, expect="sigkill")
+        v = {"type": "stress", "name": "verify", "state": "@STATE@", "dir": "v", "expect": "exit0",
+             "argv": ["@STRESS@", "--verification_only=1"]}
+        orig = Cand([w, v], False, None, 0, ["crashed", "failed"])
+        sh.cut = (orig, 900)
+        sh.start = sh.dir = "/nonexistent/f"  # the folder's ledgers: none (nothing struck)
+        return orig
+
+    def test_the_path_from_a_cut_baseline_tries_the_recorded_crash_and_keeps_it_when_it_fails(self):
+        sh = shrinker(5, lambda c: len(c.steps) == 2 and opt_get(c.op["argv"], "crash_at_end") == "1")
+        self.cut(sh)
+        self.assertTrue(sh.p_multi())
+        self.assertEqual(len(sh.best.steps), 2, "the verification after the crash is kept")
+        self.assertEqual(sh.best.op["expect"], "crash_at_end")
+        self.assertEqual(sh.multi_from["args"][1], 900, "a resume (K20) starts from the recorded steps too")
+
+    def test_without_the_cut_no_candidate_has_a_crash(self):
+        sh = shrinker(5)
+        self.assertFalse(sh.p_multi())
+        self.assertFalse(any(opt_get(c.op["argv"], "crash_at_end") for c in sh.tried))
+        sh = shrinker(5)
+        self.cut(sh)
+        self.assertFalse(sh.p_multi())
+        self.assertTrue(any(opt_get(c.op["argv"], "crash_at_end") == "1" for c in sh.tried))
+        self.assertTrue(any(len(c.steps) == 1 for c in sh.tried), "the cut form is tried too (no later steps)")
+
+
 class TestContentionMixes(unittest.TestCase):
     # The recorded mix of hint-aborted-while-in-progress's catch: gets 12,
     # puts 13, deletes 16, scans 11, batches 48.  Its race needs a scan to
