@@ -36,6 +36,10 @@ MT_REPRO_EXPECT = 3
 # one is never reused).
 KILL_OPTIONS = ("kill_random_test", "kill_points", "sync_fault_injection", "crash_at_end")
 
+# Why a trial that failed the same way did not count (K10); p_threads
+# looks for it.
+LARGER = "fails the same way, but larger than the recorded run"
+
 
 def made_key(cand, n, step):
     """The key under which the state after step N of CAND may be reused
@@ -257,7 +261,7 @@ class Trials:
             results.append(r)
             if self.same(r) and phase != "baseline" and self.cap and self.size(cand, r) > self.cap and \
                     not cand.deterministic():
-                why = "fails the same way, but larger than the recorded run (%d ops; it had %d)" % (
+                why = LARGER + " (%d ops; it had %d)" % (
                     self.size(cand, r), self.cap)
             elif self.same(r) and better is not None and not better(r):
                 why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")

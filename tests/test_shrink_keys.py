@@ -1,5 +1,5 @@
 """Tests of what counts as the recorded failure in a shrink
-(crashtest/shrink.py's K1 and K24): the match by keys, and the recorded
+(crashtest/shrink.py's K1, K10 and K24): the match by keys, the recorded
 run's tries kept at the recorded failing step.
 
 The judge names a failure by the first of FAILURE_KEYS it shows, so a lost
@@ -18,7 +18,9 @@ again only that way still shows its kind:
   earlier step than the recorded one, and one that fails at it is kept;
   when none does, the multi-thread path starts from the recorded steps;
 - a trial whose last step passes has passed: only a step with steps
-  planned on its outcome after it diverges.
+  planned on its outcome after it diverges;
+- a one-thread run larger than the recorded timed run (K10) is tried
+  again with the op count pinned.
 
 The trials are stubs (no stress runs): the judging is what is tested."""
 import json
@@ -31,7 +33,7 @@ from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from crashtest.cand import Cand  # noqa: E402
+from crashtest.cand import Cand, opt_get  # noqa: E402
 from crashtest.judge import shows_kind  # noqa: E402
 from crashtest.mutants import shrink_summary, shrink_table  # noqa: E402
 from crashtest.shrink import BASELINE_TRIALS, Shrinker  # noqa: E402
@@ -168,6 +170,30 @@ class TestRecordedStep(unittest.TestCase):
         self.assertTrue(sh.attempt("a change", sh.best.copy(), "ops", runs=2, need=1))
         self.assertEqual((sh.best_res["step"], sh.log[-1]["trials"]), (1, 1))
         self.assertNotIn("failed_at", sh.log[-1])
+
+
+class TestOneThreadLarger(unittest.TestCase):
+    def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_tried_with_its_ops_pinned(self):
+        # page-before-wal, 2026-12-05: a timed run of one thread did more
+        # ops than the two recorded ones had in the time; K10 refused it.
+        sh = shrinker([OWN, OWN, OWN])
+        sh.best_res, sh.cap, sh.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
+        sh.grown_ops = lambda c: 0
+        sh.p_threads()
+        first, pinned = sh.log
+        self.assertEqual((first["verdict"], first["trials"]), ("rejected", 2))
+        self.assertIn("larger than the recorded run (100 ops; it had 90)", first["why"])
+        self.assertEqual((pinned["verdict"], pinned["trials"], pinned["deterministic"]), ("kept", 1, True))
+        self.assertEqual(pinned["what"], "threads 2 -> 1, ops pinned (80 per thread)")
+        self.assertEqual([opt_get(sh.best.op["argv"], o) for o in ("threads", "ops_per_thread", "duration")],
+                         ["1", "80", None])
+
+    def test_no_pinned_run_when_one_thread_was_rejected_for_another_reason(self):
+        sh = shrinker([None, None])
+        sh.best_res, sh.cap, sh.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
+        sh.grown_ops = lambda c: 0
+        sh.p_threads()
+        self.assertEqual([e["what"] for e in sh.log], ["threads 2 -> 1"])
 
 
 class TestLastStepPassing(unittest.TestCase):
