@@ -198,7 +198,10 @@ Rules:
       thread doing all the ops of several, with room for the failure to
       come): halving and delta debugging cut it one trial a step.  A
       failure in the op step itself came before any kill point fired, so
-      pinning tries that step without them first.
+      pinning tries that step without them first.  One thread in a timed
+      run does more ops in the time than several did: when K10 refuses
+      it, the same run is tried with its op count pinned to what the kept
+      run's threads did (p_threads).
   K11 the failing step's own timed SIGKILL goes, first, when it is not
       the op step: a recovery SIGKILLed after a fraction of a second whose
       failure came before the kill.  The kill races the failure (planted
