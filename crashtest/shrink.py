@@ -287,11 +287,7 @@ Rules:
       delta debugging again, last of all (tracepass.p_values): a failure
       that rests on how much log was written needs fewer ops of larger
       values.  When that does not halve the ops, the values go back and
-      the pass's kept steps are marked "undone" in shrink.json.  It comes
-      before the last delta debugging as well when the one before ran out
-      of its share still removing (p_values_early, its delta debugging
-      with VALUES_EARLY_SHARE of the budget left): single-op removals of
-      a run that needs its log's volume can spend the whole budget.
+      the pass's kept steps are marked "undone" in shrink.json.
   K22 the writes a power-loss step after the op step rolled back or tore
       in the failing variant (its ledger lines) pinned where they landed,
       the step in keep mode (tracepass.p_pin_powerloss, powerloss --pin,
@@ -1017,8 +1013,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         a run of several threads (K23), then the passes on the trace."""
         self.rounds()
         self.multi_again()
-        for step in (self.p_replay, self.p_focus, self.p_values_early, self.p_ddmin, self.p_faults_off, self.p_ddmin,
-                     self.p_values):
+        for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_faults_off, self.p_ddmin, self.p_values):
             if self.left() <= 0 or STOP.is_set():
                 break
             step()

@@ -27,10 +27,6 @@ SEGMENT_MIN = 65536  # the engine's least log segment (engine.h: a power of two 
 # more, and a failure that needs so much log written needs fewer ops.
 VALUES_SIZE = 1024
 VALUES_MIN_OPS = 10
-# ... and, when delta debugging ran out of its share with single ops still
-# going (p_values_early), the share of the budget left that the pass's
-# delta debugging may spend before the last delta debugging gets the rest.
-VALUES_EARLY_SHARE = 0.5
 # The drawn flips p_pin_flips pins, by their ledger line's class and point:
 # the trace's FAULTS field that replays each where it landed.
 PIN_FIELDS = {("bitflip_page", "tick/data"): "flip", ("bitflip_cache", "tick/cache"): "cflip"}
@@ -44,7 +40,6 @@ WAL_BLOCK = 4096
 class TracePasses:
     segments_tried = False  # smaller_segments ran (once a shrink)
     ddmin_size = 1 << 62  # the chunk size delta debugging last reached (p_ddmin)
-    ddmin_cut_short = False  # the last delta debugging ran out of time before it converged (p_ddmin)
 
     def p_replay(self):
         """The traced op step becomes a replay of its trace (ddmin's input)."""
@@ -340,20 +335,7 @@ class TracePasses:
                         self.with_trace(rest), "types"):
                     break
 
-    def p_values_early(self):
-        """K21 before the last delta debugging, when the one before it ran
-        out of its share with ops still going one by one: a failure that
-        rests on how much log was written needs nearly every op of values
-        this small, and single-op removals can spend the whole budget
-        before p_values, the last pass, runs (planted bug
-        witness-at-end-is-damage, 2026-12-05: 5,113 trials of delta
-        debugging, 558 s, cut 1,453 ops to 1,331; 9,274 -> 1,531, 6.0x).
-        Its delta debugging may spend VALUES_EARLY_SHARE of the budget
-        left."""
-        if self.ddmin_cut_short:
-            self.p_values(VALUES_EARLY_SHARE)
-
-    def p_values(self, share=1.0):
+    def p_values(self):
         """K21: a deterministic traced run from a fresh database, still
         VALUES_MIN_OPS ops or more, whose values are smaller than
         VALUES_SIZE: every value VALUES_SIZE bytes (value_size_min and
@@ -365,8 +347,7 @@ class TracePasses:
         and every step this pass kept is marked undone: larger values are
         no help to a reader then (planted bug recycle-onto-live-segment,
         eighteenth session: 200 -> 54 ops of values up to 256 bytes, every
-        op needed; with 1,024-byte values, 3 batches).  SHARE: of the
-        budget left, what its delta debugging may spend."""
+        op needed; with 1,024-byte values, 3 batches)."""
         b = self.best
         if b.trace is None or not b.deterministic() or not is_fresh(b) or len(b.trace) < VALUES_MIN_OPS or \
                 self.left() <= 0 or STOP.is_set():
@@ -381,7 +362,7 @@ class TracePasses:
         if not self.attempt("values up to %d bytes -> %d (more log per op)" % (vmax, VALUES_SIZE), c, "values"):
             return
         self.ddmin_size = 1 << 62
-        self.p_ddmin(share)
+        self.p_ddmin()
         if len(self.best.trace) * 2 <= len(b.trace):
             return
         for e in self.log[mark:]:
@@ -418,7 +399,6 @@ class TracePasses:
         # (four times it: an option kept since may let larger chunks go),
         # not at half the list again, where every chunk failed before.
         size = max(1, min(len(self.best.trace) // 2, self.ddmin_size * 4))
-        self.ddmin_cut_short = False
         while len(self.best.trace) >= 2 and more():
             self.ddmin_size = size
             i, removed = 0, False
@@ -434,8 +414,6 @@ class TracePasses:
             if size == 1 and not removed:
                 break
             size = max(1, min(size // 2, len(self.best.trace) // 2))
-        else:
-            self.ddmin_cut_short = len(self.best.trace) >= 2  # out of time, not converged
         self.refresh_trace()
 
     def p_faults_off(self):

@@ -965,19 +965,6 @@ class TestShrinkParts(unittest.TestCase):
         sh.p_ddmin()
         self.assertEqual(sizes[0], 16)  # four times the last size, not 32 again
 
-    def test_ddmin_says_whether_it_ran_out_of_time_before_it_converged(self):
-        sh = Shrinker.__new__(Shrinker)
-        sh.best = Cand([{"type": "stress", "argv": []}], True, ["%d put %d 00 on" % (k, k) for k in range(8)], 0)
-        sh.best_res = None
-        budget = [1] * 6  # the budget left, as each call of left() sees it: out after a few trials
-        sh.left = lambda: budget.pop() if budget else 0
-        sh.attempt = lambda what, cand, phase: False
-        sh.p_ddmin()
-        self.assertTrue(sh.ddmin_cut_short)
-        sh.left = lambda: 1  # ... and every removal tried, down to single ops
-        sh.p_ddmin()
-        self.assertFalse(sh.ddmin_cut_short)
-
     def test_only_a_create_step_that_leaves_the_same_database_each_time_is_reused(self):
         from crashtest.trials import made_key
         cand = Cand([], True, None, 0)

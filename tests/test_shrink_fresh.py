@@ -21,7 +21,7 @@ from crashtest.freshpass import FILL_MAX_OPS, FRESH_SEARCHES, HISTORY_MAX_OPS  #
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.shrink import Shrinker, grown  # noqa: E402
 from crashtest.steps import history_entry  # noqa: E402
-from crashtest.tracepass import VALUES_EARLY_SHARE, VALUES_MIN_OPS, VALUES_SIZE  # noqa: E402
+from crashtest.tracepass import VALUES_MIN_OPS, VALUES_SIZE  # noqa: E402
 
 BUILD = os.environ.get("BUILD", "build")
 STRESS = os.path.join(ROOT, BUILD, "stress")
@@ -268,11 +268,7 @@ class TestLargerValues(unittest.TestCase):
     ops of larger values (planted bug recycle-onto-live-segment: 54 ops of
     values up to 256 bytes, every op needed; 4 with 1,024-byte ones)."""
 
-    def run_values(self, left_after_ddmin, fresh=True, vmax=256, nops=54, early=None):
-        """p_values (or, EARLY given, p_values_early after a delta
-        debugging that ran out of time when EARLY is True) on a traced
-        run whose delta debugging leaves LEFT_AFTER_DDMIN ops; the shares
-        delta debugging was given are in .shares."""
+    def run_values(self, left_after_ddmin, fresh=True, vmax=256, nops=54):
         argv = ["@STRESS@", "--db=@STATE@/db", "--threads=1", "--value_size_min=8", "--value_size_max=%d" % vmax,
                 "--replay_ops=@FOLDER@/ops.trace"]
         step = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "d", "expect": "exit0",
@@ -291,17 +287,12 @@ class TestLargerValues(unittest.TestCase):
             return True
 
         def ddmin(share=1.0):
-            sh.shares.append(share)
             self.assertEqual(sh.ddmin_size, 1 << 62, "delta debugging starts again from the largest chunks")
             c = sh.best.copy()
             c.trace = c.trace[:left_after_ddmin]
             attempt("ddmin", c, "ddmin")
-        sh.attempt, sh.p_ddmin, sh.shares = attempt, ddmin, []
-        if early is None:
-            sh.p_values()
-        else:
-            sh.ddmin_cut_short = early
-            sh.p_values_early()
+        sh.attempt, sh.p_ddmin = attempt, ddmin
+        sh.p_values()
         return sh, best, tried
 
     def test_a_fresh_traced_run_is_tried_with_larger_values_then_cut_again(self):
@@ -319,14 +310,6 @@ class TestLargerValues(unittest.TestCase):
         self.assertEqual(sh.ddmin_size, 7)
         self.assertEqual([e["verdict"] for e in sh.log], ["undone", "undone"])
         self.assertIn("not half", sh.log[0]["why"])
-
-    def test_larger_values_come_before_the_last_delta_debugging_when_the_one_before_ran_out_of_time(self):
-        # witness-at-end-is-damage, 2026-12-05: delta debugging spent the
-        # budget removing single ops (1,453 -> 1,331) and p_values never ran.
-        sh, best, tried = self.run_values(4, early=True)
-        self.assertEqual((len(sh.best.trace), sh.shares), (4, [VALUES_EARLY_SHARE]))
-        sh, best, tried = self.run_values(4, early=False)
-        self.assertEqual((tried, sh.shares), ([], []), "it converged: p_values runs last, as before")
 
     def test_no_larger_values_for_a_grown_database_large_values_or_few_ops(self):
         for kw in ({"fresh": False}, {"vmax": VALUES_SIZE}, {"nops": VALUES_MIN_OPS - 1}):
