@@ -310,6 +310,13 @@ Rules:
       durable-publishes-insert and horizon-newest-snapshot: a lost and a
       resurrected whose recorded runs failed again only as other kinds,
       their own among one try's keys each, twenty-first session).
+  K25 a trial that hangs when the failure is another kind (kept aside,
+      K1) ends its change's trials, and the same change (what it says)
+      is not tried again in a later round: each such trial costs the
+      watchdog's time, 60 s and the Executor's guard in a nightly run
+      (planted bug page-before-wal, 2026-12-05: sync_mode set to its
+      default hung in two trials, then in a later round in one more,
+      each about 123 s: 369 s of a 600 s budget).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),

@@ -114,6 +114,7 @@ def trial_paths(t):
 class Trials:
     history = 0  # the ops that grew the recorded run's database (K14; the Shrinker's __init__ sets it)
     multi = None  # what the multi-thread path kept, its step among them (K8; multipass sets it)
+    hung = ()  # the changes (attempt's WHAT) a trial of which hung, the failure another kind (K25)
 
     def p_hang(self):
         """K18: for a hang, every stress step's --hang_seconds down to
@@ -242,6 +243,8 @@ class Trials:
             return False  # no change
         if sig in self.tried and runs is None:
             return False  # the same run was tried and rejected
+        if what in self.hung and runs is None:
+            return False  # K25: this change hung before, in an earlier round
         self.tried.add(sig)
         if runs is None:
             runs = 1 if cand.deterministic() else self.trials
@@ -272,6 +275,13 @@ class Trials:
             elif r["kind"] and r["kind"] not in HARNESS_KINDS:
                 why = "failed differently: %s at step %d" % (r["kind"], r["step"])
                 self.keep_aside(cand, r)
+                if r["kind"] == "hang":
+                    # K25: a hang costs the watchdog's time (stress's
+                    # --hang_seconds, 60 s in a nightly run, and the
+                    # Executor's guard after it): no more trials of this
+                    # change, and it is not tried again in a later round.
+                    self.hung = set(self.hung) | {what}
+                    break
             elif r["kind"] in HARNESS_KINDS:
                 why = "error: %s" % (r["failure"] or {}).get("message", "")[:200]
             elif r["diverged"]:

@@ -1,5 +1,5 @@
 """Tests of what counts as the recorded failure in a shrink
-(crashtest/shrink.py's K1, K10 and K24): the match by keys, the recorded
+(crashtest/shrink.py's K1, K10, K24 and K25): the match by keys, the recorded
 run's tries kept at the recorded failing step.
 
 The judge names a failure by the first of FAILURE_KEYS it shows, so a lost
@@ -20,7 +20,9 @@ again only that way still shows its kind:
 - a trial whose last step passes has passed: only a step with steps
   planned on its outcome after it diverges;
 - a one-thread run larger than the recorded timed run (K10) is tried
-  again with the op count pinned.
+  again with the op count pinned;
+- a change whose trial hangs, the failure another kind, ends its trials
+  and is not tried again (K25).
 
 The trials are stubs (no stress runs): the judging is what is tested."""
 import json
@@ -69,6 +71,13 @@ def shrinker(outcomes, kind="lost", match="kind"):
                 "dir": "/nonexistent", "results": {}}
     sh.run_once = run_once
     return sh
+
+
+def changed(cand, *opts):
+    """CAND with OPTS added to its op step: another run."""
+    c = cand.copy()
+    c.op["argv"] = c.op["argv"] + list(opts)
+    return c
 
 
 def baseline(sh):
@@ -194,6 +203,27 @@ class TestOneThreadLarger(unittest.TestCase):
         sh.grown_ops = lambda c: 0
         sh.p_threads()
         self.assertEqual([e["what"] for e in sh.log], ["threads 2 -> 1"])
+
+
+class TestHang(unittest.TestCase):
+    def test_a_change_that_hangs_ends_its_trials_and_is_not_tried_again(self):
+        # page-before-wal, 2026-12-05: sync_mode set to its default hung in
+        # two trials and again in a later round, about 123 s each.
+        hang = ("hang", ["hang"])
+        sh = shrinker([hang, OWN, OWN, OWN])
+        self.assertFalse(sh.attempt("sync_mode off -> commit", changed(sh.best, "--sync_mode=commit"), "options"))
+        self.assertEqual((sh.log[-1]["trials"], sh.aside), (1, ["hang"]))
+        # another run (a later round's), the same change described
+        c = changed(sh.best, "--max_key=100", "--sync_mode=commit")
+        self.assertFalse(sh.attempt("sync_mode off -> commit", c, "options"))
+        self.assertEqual(len(sh.log), 1, "not tried again")
+        self.assertTrue(sh.attempt("another change", changed(sh.best, "--max_key=100"), "options"),
+                        "other changes still are")
+
+    def test_a_hang_is_judged_as_ever_when_the_failure_is_a_hang(self):
+        sh = shrinker([("hang", ["hang"])] * 3, kind="hang")
+        self.assertTrue(sh.attempt("a change", changed(sh.best, "--max_key=100"), "options"))
+        self.assertEqual(sh.hung, ())
 
 
 class TestLastStepPassing(unittest.TestCase):
