@@ -167,8 +167,8 @@ Rules:
       candidates are built from the recorded steps (the cut form lacks the
       crash they end with: planted bug durable-publishes-insert, whose
       tries lost commits only in a reopen inside the workload, needs an
-      append during another thread's fsync and then a crash).  shrink.json has each candidate's trials,
-      failures and rate, and "multi" what was kept; the shrunk folder's
+      append during another thread's fsync and then a crash).
+      shrink.json has each candidate's trials, failures and rate, and "multi" what was kept; the shrunk folder's
       meta.json has repro_tries: its repro replays that many times and
       prints how many reproduced.  That is MT_REPRO_TRIES, or more (at
       most MT_REPRO_MAX) where the observed rate (the least of K8's keep
