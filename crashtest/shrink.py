@@ -200,8 +200,8 @@ Rules:
       failure in the op step itself came before any kill point fired, so
       pinning tries that step without them first.  One thread in a timed
       run does more ops in the time than several did: when K10 refuses
-      it, the same run is tried with its op count pinned to what the kept
-      run's threads did (p_threads).
+      it, the same run is tried with its op count pinned to what its
+      tries did (p_threads): deterministic, it may be larger a while.
   K11 the failing step's own timed SIGKILL goes, first, when it is not
       the op step: a recovery SIGKILLed after a fraction of a second whose
       failure came before the kill.  The kill races the failure (planted
@@ -507,14 +507,19 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             return
         if len(self.log) > n and self.log[-1].get("why", "").startswith(LARGER):
             # A timed run with one thread does more ops than several did
-            # in the time (K10 refuses it): the same with the op count the
-            # kept run's threads did in all, pinned (planted bug
-            # page-before-wal, 2026-12-05: one thread failed 2 of 2 tries
-            # with 291,835 ops where two threads had done 247,483; the
-            # seed search's runs of 50,000 ops all passed: 1.0x).
-            what = self.pin_op(c)
-            if what and self.attempt("threads %d -> 1, %s" % (threads, ", ".join(what)), c, "threads"):
-                return
+            # in the time (K10 refuses it): the same pinned to the ops its
+            # tries did, deterministic then, which K10 lets be larger for a
+            # while (planted bug page-before-wal, 2026-12-05: one thread
+            # failed 2 of 2 tries with 291,835 ops where two threads had
+            # done 247,483; the seed search's runs of 50,000 ops all
+            # passed: 1.0x.  Pinned to what the two threads had done, a
+            # re-shrink's one-thread run passed: it failed at 335,739).
+            k = max([o for o in self.log[-1]["ops"] if o] or [0])
+            if k:
+                c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", k), "duration", None)
+                what = ["ops pinned (%d, what its tries did)" % k] + self.pin_op(c)
+                if self.attempt("threads %d -> 1, %s" % (threads, ", ".join(what)), c, "threads"):
+                    return
         # A bug rarely needs threads; it needs a schedule: one thread with
         # other seeds, as many ops as all threads did (K6).
         if not self.searched and self.one_thread(self.best, (self.best_res or {}).get("ops")):

@@ -193,9 +193,9 @@ class TestOneThreadLarger(unittest.TestCase):
         self.assertEqual((first["verdict"], first["trials"]), ("rejected", 2))
         self.assertIn("larger than the recorded run (100 ops; it had 90)", first["why"])
         self.assertEqual((pinned["verdict"], pinned["trials"], pinned["deterministic"]), ("kept", 1, True))
-        self.assertEqual(pinned["what"], "threads 2 -> 1, ops pinned (80 per thread)")
+        self.assertEqual(pinned["what"], "threads 2 -> 1, ops pinned (100, what its tries did)")
         self.assertEqual([opt_get(sh.best.op["argv"], o) for o in ("threads", "ops_per_thread", "duration")],
-                         ["1", "80", None])
+                         ["1", "100", None])
 
     def test_no_pinned_run_when_one_thread_was_rejected_for_another_reason(self):
         sh = shrinker([None, None])
