@@ -200,8 +200,8 @@ Rules:
       failure in the op step itself came before any kill point fired, so
       pinning tries that step without them first.  One thread in a timed
       run does more ops in the time than several did: when K10 refuses
-      it, the same run is tried with its op count pinned to what its
-      tries did (p_threads): deterministic, it may be larger a while.
+      it, the same run is tried with its op count pinned to what such a
+      try did (p_threads): deterministic, it may be larger a while.
   K11 the failing step's own timed SIGKILL goes, first, when it is not
       the op step: a recovery SIGKILLed after a fraction of a second whose
       failure came before the kill.  The kill races the failure (planted
@@ -347,7 +347,7 @@ from .seeds import derive
 from .freshpass import FreshPasses
 from .multipass import MT_NEED, MT_TRIALS, MultiPasses
 from .tracepass import TracePasses
-from .trials import LARGER, RAM_DIR, RAM_MIN_FREE, Trials, ram_root
+from .trials import RAM_DIR, RAM_MIN_FREE, Trials, ram_root
 
 DEFAULT_BUDGET = 600
 TRIALS = 3  # runs per change when a trial is not deterministic (K2) ...
@@ -505,7 +505,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         n = len(self.log)
         if self.attempt("threads %d -> 1" % threads, c, "threads"):
             return
-        if len(self.log) > n and self.log[-1].get("why", "").startswith(LARGER):
+        if len(self.log) > n and self.log[-1].get("larger_ops"):
             # A timed run with one thread does more ops than several did
             # in the time (K10 refuses it): the same pinned to the ops its
             # tries did, deterministic then, which K10 lets be larger for a
@@ -513,11 +513,14 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             # failed 2 of 2 tries with 291,835 ops where two threads had
             # done 247,483; the seed search's runs of 50,000 ops all
             # passed: 1.0x.  Pinned to what the two threads had done, a
-            # re-shrink's one-thread run passed: it failed at 335,739).
-            k = max([o for o in self.log[-1]["ops"] if o] or [0])
+            # re-shrink's one-thread run passed, and pinned to the most a
+            # try did, another's did; pinned to a try that failed the same
+            # way, 335,739 ops, it fails: its reopens are spread over the
+            # op count then, not over the time).
+            k = min([o for o in self.log[-1]["larger_ops"] if o] or [0])
             if k:
                 c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", k), "duration", None)
-                what = ["ops pinned (%d, what its tries did)" % k] + self.pin_op(c)
+                what = ["ops pinned (%d, what a try that failed did)" % k] + self.pin_op(c)
                 if self.attempt("threads %d -> 1, %s" % (threads, ", ".join(what)), c, "threads"):
                     return
         # A bug rarely needs threads; it needs a schedule: one thread with

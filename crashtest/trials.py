@@ -36,10 +36,6 @@ MT_REPRO_EXPECT = 3
 # one is never reused).
 KILL_OPTIONS = ("kill_random_test", "kill_points", "sync_fault_injection", "crash_at_end")
 
-# Why a trial that failed the same way did not count (K10); p_threads
-# looks for it.
-LARGER = "fails the same way, but larger than the recorded run"
-
 
 def made_key(cand, n, step):
     """The key under which the state after step N of CAND may be reused
@@ -252,7 +248,7 @@ class Trials:
             need = 1 if runs == 1 else self.need
         if more is None:
             more = self.more if runs > 1 else 0
-        fails, results, why = 0, [], None
+        fails, results, why, larger = 0, [], None, []
         kept_res = None
         while True:
             most = runs + more if fails else runs  # a failure seen: MORE trials may decide it (K8)
@@ -264,8 +260,9 @@ class Trials:
             results.append(r)
             if self.same(r) and phase != "baseline" and self.cap and self.size(cand, r) > self.cap and \
                     not cand.deterministic():
-                why = LARGER + " (%d ops; it had %d)" % (
+                why = "fails the same way, but larger than the recorded run (%d ops; it had %d)" % (
                     self.size(cand, r), self.cap)
+                larger.append(r["ops"])
             elif self.same(r) and better is not None and not better(r):
                 why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")
             elif self.same(r):
@@ -308,6 +305,8 @@ class Trials:
             entry.update(extra)
         if at is not None:
             entry["failed_at"] = [r["step"] if self.same(r) else None for r in results]  # each try's step
+        if larger:
+            entry["larger_ops"] = larger  # the op steps of the trials K10 refused (p_threads pins one)
         if any(r["kind"] and r["kind"] != self.kind for r in results):
             entry["other_kinds"] = sorted(set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind))
             # The failure's own kind may still be among such a trial's keys

@@ -192,8 +192,9 @@ class TestOneThreadLarger(unittest.TestCase):
         first, pinned = sh.log
         self.assertEqual((first["verdict"], first["trials"]), ("rejected", 2))
         self.assertIn("larger than the recorded run (100 ops; it had 90)", first["why"])
+        self.assertEqual(first["larger_ops"], [100, 100])
         self.assertEqual((pinned["verdict"], pinned["trials"], pinned["deterministic"]), ("kept", 1, True))
-        self.assertEqual(pinned["what"], "threads 2 -> 1, ops pinned (100, what its tries did)")
+        self.assertEqual(pinned["what"], "threads 2 -> 1, ops pinned (100, what a try that failed did)")
         self.assertEqual([opt_get(sh.best.op["argv"], o) for o in ("threads", "ops_per_thread", "duration")],
                          ["1", "100", None])
 
