@@ -201,7 +201,8 @@ Rules:
       pinning tries that step without them first.  One thread in a timed
       run does more ops in the time than several did: when K10 refuses
       it, the same run is tried with its op count pinned to what such a
-      try did (p_threads): deterministic, it may be larger a while.
+      try did (p_threads): deterministic, it may be larger a while (not
+      with reopens, which a timed run spreads over the time).
   K11 the failing step's own timed SIGKILL goes, first, when it is not
       the op step: a recovery SIGKILLed after a fraction of a second whose
       failure came before the kill.  The kill races the failure (planted
@@ -505,18 +506,18 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         n = len(self.log)
         if self.attempt("threads %d -> 1" % threads, c, "threads"):
             return
-        if len(self.log) > n and self.log[-1].get("larger_ops"):
+        if len(self.log) > n and self.log[-1].get("larger_ops") and not as_int(opt_get(c.op["argv"], "reopen")):
             # A timed run with one thread does more ops than several did
-            # in the time (K10 refuses it): the same pinned to the ops its
-            # tries did, deterministic then, which K10 lets be larger for a
-            # while (planted bug page-before-wal, 2026-12-05: one thread
-            # failed 2 of 2 tries with 291,835 ops where two threads had
-            # done 247,483; the seed search's runs of 50,000 ops all
-            # passed: 1.0x.  Pinned to what the two threads had done, a
-            # re-shrink's one-thread run passed, and pinned to the most a
-            # try did, another's did; pinned to a try that failed the same
-            # way, 335,739 ops, it fails: its reopens are spread over the
-            # op count then, not over the time).
+            # in the time (K10 refuses it): the same pinned to the ops a
+            # try that failed did is the ops that try ran (one thread draws
+            # each op and fault from the seed), deterministic, and K10 lets
+            # that be larger for a while.  Not with reopens: a timed run
+            # spreads them over the time, a pinned one over the op count,
+            # another run (planted bug page-before-wal, 2026-12-05: one
+            # thread failed 2 of 2 with 3 reopens where two threads had
+            # done fewer ops, 1.0x; pinned to a failing try's 332,096 ops
+            # it passed, as at five other counts from 250,000 to 465,920;
+            # at 335,739, it failed).
             k = min([o for o in self.log[-1]["larger_ops"] if o] or [0])
             if k:
                 c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", k), "duration", None)

@@ -198,7 +198,15 @@ class TestOneThreadLarger(unittest.TestCase):
         self.assertEqual([opt_get(sh.best.op["argv"], o) for o in ("threads", "ops_per_thread", "duration")],
                          ["1", "100", None])
 
-    def test_no_pinned_run_when_one_thread_was_rejected_for_another_reason(self):
+    def test_no_pinned_run_when_one_thread_was_rejected_for_another_reason_or_the_run_reopens(self):
+        # (page-before-wal's run had 3 reopens, spread over the time: pinned
+        # to a failing try's ops, they land elsewhere, and it passed)
+        sh = shrinker([OWN, OWN])
+        sh.best = changed(sh.best, "--reopen=3")
+        sh.best_res, sh.cap, sh.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
+        sh.grown_ops = lambda c: 0
+        sh.p_threads()
+        self.assertEqual([e["what"] for e in sh.log], ["threads 2 -> 1"])
         sh = shrinker([None, None])
         sh.best_res, sh.cap, sh.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
         sh.grown_ops = lambda c: 0
