@@ -117,7 +117,9 @@ class MultiPasses:
         Every candidate is judged by up to MT_TRIALS trials and kept when
         MT_NEED fail the same way (the stated minimum rate); the first kept
         wins, and every later step is judged the same way.  START: the run
-        to start from (the recorded one, when it did not fail again), and
+        to start from (the recorded one, when it did not fail again; the
+        recorded steps, self.cut, when its tries failed only at an earlier
+        step and START is not given), and
         START_OPS what its tries did (its op step killed, the recorded
         run left no count).  Runs once, or AGAIN (K23, multi_again): from
         the shrunk run, each size smaller than its own with MT_AGAIN_SEEDS
