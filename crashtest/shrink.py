@@ -168,8 +168,8 @@ Rules:
       crash they end with: planted bug durable-publishes-insert, whose
       tries lost commits only in a reopen inside the workload, needs an
       append during another thread's fsync and then a crash).
-      shrink.json has each candidate's trials, failures and rate, and "multi" what was kept; the shrunk folder's
-      meta.json has repro_tries: its repro replays that many times and
+      shrink.json has each candidate's trials, failures and rate, and
+      "multi" what was kept; the shrunk folder's meta.json has repro_tries: its repro replays that many times and
       prints how many reproduced.  That is MT_REPRO_TRIES, or more (at
       most MT_REPRO_MAX) where the observed rate (the least of K8's keep
       with its confirmation and the last step kept) expects fewer than
@@ -993,10 +993,10 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         # try: a timed run's size varies from try to try, and a change
         # that keeps its timer is no larger for a try that ran longer).
         e = self.log[-1]
+        ops = max([o for o in e["ops"] if o] or [0]) or None  # the most a try's op step did
         self.cap = (max([o for x in self.log[n0:] for o in x["ops_all"] if o] +
                         [(self.best_res or {}).get("ops_all") or 0]) + self.grown_ops(orig)) or None
         if ok and runs > 1:
-            e = self.log[-1]
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
         base = self.best_res
         if ok and len(self.best.steps) < len(orig.steps):
@@ -1004,12 +1004,10 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             # ones): the multi-thread path starts from the recorded steps,
             # whose endings include the crash the cut form lacks and the
             # cut form itself (p_multi).
-            self.cut = (orig, max([o for o in e["ops"] if o] or [0]) or None)
+            self.cut = (orig, ops)
         if not ok and runs > 1 and self.left() > 0 and not STOP.is_set():
             # K6: the recorded run did not come back in its tries: one
             # thread, other seeds (its ops, what the tries did).
-            e = self.log[-1]
-            ops = max([o for o in e["ops"] if o] or [0]) or None
             p.line("shrink: the recorded run did not fail again in %d tries: one thread, other seeds" % e["trials"])
             ok = self.one_thread(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
             if not ok and self.left() > 0 and not STOP.is_set():  # ... then several threads, short runs (K8)

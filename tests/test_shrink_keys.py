@@ -182,13 +182,21 @@ class TestRecordedStep(unittest.TestCase):
 
 
 class TestOneThreadLarger(unittest.TestCase):
-    def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_tried_with_its_ops_pinned(self):
-        # page-before-wal, 2026-12-05: a timed run of one thread did more
-        # ops than the two recorded ones had in the time; K10 refused it.
-        sh = shrinker([OWN, OWN, OWN])
+    def threads_step(self, outcomes, *opts):
+        """p_threads on a recorded run (OPTS added) kept at 80 ops, capped
+        at 90 (K10), its one-thread trials ending as OUTCOMES say (each of
+        the stub's 100 ops); the seed search done already."""
+        sh = shrinker(outcomes)
+        sh.best = changed(sh.best, *opts)
         sh.best_res, sh.cap, sh.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
         sh.grown_ops = lambda c: 0
         sh.p_threads()
+        return sh
+
+    def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_tried_with_its_ops_pinned(self):
+        # page-before-wal, 2026-12-05: a timed run of one thread did more
+        # ops than the two recorded ones had in the time; K10 refused it.
+        sh = self.threads_step([OWN, OWN, OWN])
         first, pinned = sh.log
         self.assertEqual((first["verdict"], first["trials"]), ("rejected", 2))
         self.assertIn("larger than the recorded run (100 ops; it had 90)", first["why"])
@@ -201,16 +209,9 @@ class TestOneThreadLarger(unittest.TestCase):
     def test_no_pinned_run_when_one_thread_was_rejected_for_another_reason_or_the_run_reopens(self):
         # (page-before-wal's run had 3 reopens, spread over the time: pinned
         # to a failing try's ops, they land elsewhere, and it passed)
-        sh = shrinker([OWN, OWN])
-        sh.best = changed(sh.best, "--reopen=3")
-        sh.best_res, sh.cap, sh.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
-        sh.grown_ops = lambda c: 0
-        sh.p_threads()
+        sh = self.threads_step([OWN, OWN], "--reopen=3")
         self.assertEqual([e["what"] for e in sh.log], ["threads 2 -> 1"])
-        sh = shrinker([None, None])
-        sh.best_res, sh.cap, sh.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
-        sh.grown_ops = lambda c: 0
-        sh.p_threads()
+        sh = self.threads_step([None, None])
         self.assertEqual([e["what"] for e in sh.log], ["threads 2 -> 1"])
 
 
