@@ -199,10 +199,13 @@ Rules:
       come): halving and delta debugging cut it one trial a step.  A
       failure in the op step itself came before any kill point fired, so
       pinning tries that step without them first.  One thread in a timed
-      run does more ops in the time than several did: when K10 refuses
-      it, the same run is tried with its op count pinned to what such a
-      try did (p_threads): deterministic, it may be larger a while (not
-      with reopens, which a timed run spreads over the time).
+      run does more ops in the time than several did: the thread step's
+      one-thread run is traced, and when K10 refuses it the trace of a try
+      that failed is replayed (p_threads): that try's run, deterministic,
+      it may be larger a while.  Not its op count pinned: a pinned run
+      spreads --reopen over the count, a timed one over the time, and the
+      replay puts each reopen where it came (p_pin replays a kept timed
+      one-thread run the same way).
   K11 the failing step's own timed SIGKILL goes, first, when it is not
       the op step: a recovery SIGKILLed after a fraction of a second whose
       failure came before the kill.  The kill races the failure (planted
@@ -503,27 +506,23 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             return
         c = self.best.copy()
         set_threads(c, 1)
-        n = len(self.log)
-        if self.attempt("threads %d -> 1" % threads, c, "threads"):
+        what = "threads %d -> 1" % threads
+        if not opt_get(c.op["argv"], "trace_ops") and not opt_get(c.op["argv"], "replay_ops"):
+            # Traced: a try K10 refuses is replayed below, and a run kept
+            # is replayed by p_pin.
+            c.op["argv"] = opt_set(c.op["argv"], "trace_ops", "@ITER@/ops.trace")
+            what += ", traced"
+        if self.attempt(what, c, "threads"):
             return
-        if len(self.log) > n and self.log[-1].get("larger_ops") and not as_int(opt_get(c.op["argv"], "reopen")):
-            # A timed run with one thread does more ops than several did
-            # in the time (K10 refuses it): the same pinned to the ops a
-            # try that failed did is the ops that try ran (one thread draws
-            # each op and fault from the seed), deterministic, and K10 lets
-            # that be larger for a while.  Not with reopens: a timed run
-            # spreads them over the time, a pinned one over the op count,
-            # another run (planted bug page-before-wal, 2026-12-05: one
-            # thread failed 2 of 2 with 3 reopens where two threads had
-            # done fewer ops, 1.0x; pinned to a failing try's 332,096 ops
-            # it passed, as at five other counts from 250,000 to 465,920;
-            # at 335,739, it failed).
-            k = min([o for o in self.log[-1]["larger_ops"] if o] or [0])
-            if k:
-                c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", k), "duration", None)
-                what = ["ops pinned (%d, what a try that failed did)" % k] + self.pin_op(c)
-                if self.attempt("threads %d -> 1, %s" % (threads, ", ".join(what)), c, "threads"):
-                    return
+        if self.larger_trace:
+            # K10 refused a try that failed (one thread does more ops in
+            # the time than several did): its trace replayed is its run,
+            # reopens where they came (page-before-wal, 2026-12-05: pinned
+            # to a failing try's 332,096 ops, 3 reopens spread over the
+            # count, it passed, as at five other counts; 335,739 failed).
+            c, more = self.replay_of(c, self.larger_trace[1])
+            if c is not None and self.attempt("%s, %s (a try that failed)" % (what, ", ".join(more)), c, "threads"):
+                return
         # A bug rarely needs threads; it needs a schedule: one thread with
         # other seeds, as many ops as all threads did (K6).
         if not self.searched and self.one_thread(self.best, (self.best_res or {}).get("ops")):
@@ -618,13 +617,18 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         """A timed op step gets a fixed op count (what the last kept trial did,
         per thread; four times that when a kill point must still fire), and a
         timed SIGKILL becomes --crash_at_end: a crash after the last op (or,
-        with one thread, when that does not fail, a kill point: endings)."""
+        with one thread, when that does not fail, a kill point: endings).
+        A timed one-thread run the thread step traced replays its trace."""
         c = self.best.copy()
         s = c.op
         if opt_get(s["argv"], "replay_ops"):
             return
         what = []
         threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
+        if threads == 1 and self.best.op_traced() and \
+                (as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 or s.get("kill_after") is not None) and \
+                self.p_replay():
+            return  # its own ops, reopens where they came (K10)
         # One thread kept timed or with its timed kill: first the same run
         # pinned (the recorded seed, untraced: the same ops, deterministic),
         # then traced with the recorded seed and others (K6's search).  A

@@ -41,20 +41,33 @@ class TracePasses:
     segments_tried = False  # smaller_segments ran (once a shrink)
     ddmin_size = 1 << 62  # the chunk size delta debugging last reached (p_ddmin)
 
-    def p_replay(self):
-        """The traced op step becomes a replay of its trace (ddmin's input)."""
-        if not self.best.op_traced() or not self.best_res:
-            return
-        lines = trace_ops_of(os.path.join(self.best_res["dir"], "iter", "ops.trace"))
+    def replay_of(self, cand, path):
+        """CAND (one thread, its op step traced) replaying the op trace at
+        PATH: no op count or time (the list says what the run did, its
+        reopens where they came: a count spreads them over itself, a
+        timed run over its time), a timed SIGKILL made a crash after the
+        last op (pin_op).  Returns (candidate, what changed in words), or
+        (None, None) when the trace has no op."""
+        lines = trace_ops_of(path)
         if not lines:
-            return
-        c = self.best.copy()
+            return None, None
+        c = cand.copy()
         c.trace = lines
         c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "replay_ops", "@FOLDER@/ops.trace"),
                                        "ops_per_thread", None), "duration", None)
-        if self.attempt("replay the %d traced ops (--replay_ops)" % len(lines), c, "replay"):
-            self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
-            self.p_pin_kill()
+        return c, ["the %d traced ops replayed (--replay_ops)" % len(lines)] + self.pin_op(c)
+
+    def p_replay(self):
+        """The traced op step becomes a replay of its trace (ddmin's input).
+        Returns True if kept."""
+        if not self.best.op_traced() or not self.best_res:
+            return False
+        c, what = self.replay_of(self.best, os.path.join(self.best_res["dir"], "iter", "ops.trace"))
+        if c is None or not self.attempt(", ".join(what), c, "replay"):
+            return False
+        self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
+        self.p_pin_kill()
+        return True
 
     def p_pin_kill(self):
         """K16: an op step that a drawn kill point ends (1 in N of its

@@ -111,6 +111,7 @@ class Trials:
     history = 0  # the ops that grew the recorded run's database (K14; the Shrinker's __init__ sets it)
     multi = None  # what the multi-thread path kept, its step among them (K8; multipass sets it)
     hung = ()  # the changes (attempt's WHAT) a trial of which hung, the failure another kind (K25)
+    larger_trace = None  # (ops, path): the last attempt's smallest traced try that K10 refused (p_threads)
 
     def p_hang(self):
         """K18: for a hang, every stress step's --hang_seconds down to
@@ -219,6 +220,19 @@ class Trials:
         ex.results[n] = r
         return r
 
+    def keep_larger_trace(self, cand, r):
+        """The op trace of R, a try of CAND that failed the same way and K10
+        refused as larger, kept in the work directory (the trial's goes)
+        when it is the smallest such try of this attempt: its replay is
+        the run that failed, deterministic (p_threads)."""
+        src = os.path.join(r["dir"], "iter", "ops.trace")
+        if not cand.op_traced() or not os.path.isfile(src) or \
+                (self.larger_trace and self.larger_trace[0] <= (r["ops"] or 0)):
+            return
+        dst = os.path.join(self.work, "larger.trace")
+        shutil.copyfile(src, dst)
+        self.larger_trace = (r["ops"] or 0, dst)
+
     def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None, at=None):
         """Run CAND (once if deterministic, else TRIALS times; K2) and keep
         it when it fails the same way (K1) and, given BETTER (a function of
@@ -232,6 +246,7 @@ class Trials:
         is kept instead (K1 would cut the steps after an earlier one: the
         shrink would start from a form of the failure the recorded run did
         not show).  Returns True if kept."""
+        self.larger_trace = None
         if self.left() <= 0 or STOP.is_set():
             return False
         sig = signature(cand)
@@ -263,6 +278,7 @@ class Trials:
                 why = "fails the same way, but larger than the recorded run (%d ops; it had %d)" % (
                     self.size(cand, r), self.cap)
                 larger.append(r["ops"])
+                self.keep_larger_trace(cand, r)
             elif self.same(r) and better is not None and not better(r):
                 why = "fails the same way, but no smaller: %s" % (better.__doc__ or "")
             elif self.same(r):
@@ -306,7 +322,7 @@ class Trials:
         if at is not None:
             entry["failed_at"] = [r["step"] if self.same(r) else None for r in results]  # each try's step
         if larger:
-            entry["larger_ops"] = larger  # the op steps of the trials K10 refused (p_threads pins one)
+            entry["larger_ops"] = larger  # the op steps of the trials K10 refused (p_threads replays one)
         if any(r["kind"] and r["kind"] != self.kind for r in results):
             entry["other_kinds"] = sorted(set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind))
             # The failure's own kind may still be among such a trial's keys

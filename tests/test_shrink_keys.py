@@ -20,7 +20,8 @@ again only that way still shows its kind:
 - a trial whose last step passes has passed: only a step with steps
   planned on its outcome after it diverges;
 - a one-thread run larger than the recorded timed run (K10) is tried
-  again with the op count pinned;
+  again as the replay of a failing try's trace, and a kept one is
+  replayed by the pin step;
 - a change whose trial hangs, the failure another kind, ends its trials
   and is not tried again (K25).
 
@@ -182,37 +183,68 @@ class TestRecordedStep(unittest.TestCase):
 
 
 class TestOneThreadLarger(unittest.TestCase):
-    def threads_step(self, outcomes, *opts):
+    def threads_step(self, outcomes, *opts, ops=None):
         """p_threads on a recorded run (OPTS added) kept at 80 ops, capped
-        at 90 (K10), its one-thread trials ending as OUTCOMES say (each of
-        the stub's 100 ops); the seed search done already."""
+        at 90 (K10), its one-thread trials ending as OUTCOMES say, each
+        with the stub's 100 ops or OPS[i] (a traced trial writes that many
+        trace lines, the first naming its trial); the seed search done
+        already."""
         sh = shrinker(outcomes)
+        d = tempfile.mkdtemp(prefix="test-shrink-larger-")
+        self.addCleanup(shutil.rmtree, d, True)
+        sh.work, stub, counts, n = d, sh.run_once, list(ops or []), [0]
+
+        def run_once(cand):
+            r = stub(cand)
+            r["ops"] = r["ops_all"] = counts.pop(0) if counts else r["ops"]
+            if cand.op_traced():
+                n[0] += 1
+                r["dir"] = os.path.join(d, "t%d" % n[0])
+                os.makedirs(os.path.join(r["dir"], "iter"), exist_ok=True)
+                with open(os.path.join(r["dir"], "iter", "ops.trace"), "w") as f:
+                    f.write("# stress op trace 1\n" + "".join("%d put %d ops=%d\n" % (i, i, r["ops"])
+                                                              for i in range(r["ops"])))
+            return r
+        sh.run_once = run_once
         sh.best = changed(sh.best, *opts)
         sh.best_res, sh.cap, sh.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
         sh.grown_ops = lambda c: 0
         sh.p_threads()
         return sh
 
-    def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_tried_with_its_ops_pinned(self):
+    def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_replayed_from_a_failing_try(self):
         # page-before-wal, 2026-12-05: a timed run of one thread did more
         # ops than the two recorded ones had in the time; K10 refused it.
-        sh = self.threads_step([OWN, OWN, OWN])
-        first, pinned = sh.log
-        self.assertEqual((first["verdict"], first["trials"]), ("rejected", 2))
+        # Its three reopens were spread over the time: pinned to a failing
+        # try's op count they moved and it passed; the try's trace
+        # replayed puts them where they came.
+        sh = self.threads_step([OWN, OWN, OWN], "--reopen=3", ops=[120, 100])
+        first, replayed = sh.log
+        self.assertEqual((first["what"], first["verdict"], first["trials"]), ("threads 2 -> 1, traced", "rejected", 2))
         self.assertIn("larger than the recorded run (100 ops; it had 90)", first["why"])
-        self.assertEqual(first["larger_ops"], [100, 100])
-        self.assertEqual((pinned["verdict"], pinned["trials"], pinned["deterministic"]), ("kept", 1, True))
-        self.assertEqual(pinned["what"], "threads 2 -> 1, ops pinned (100, what a try that failed did)")
-        self.assertEqual([opt_get(sh.best.op["argv"], o) for o in ("threads", "ops_per_thread", "duration")],
-                         ["1", "100", None])
+        self.assertEqual(first["larger_ops"], [120, 100])
+        self.assertEqual((replayed["verdict"], replayed["trials"], replayed["deterministic"]), ("kept", 1, True))
+        self.assertEqual(replayed["what"], "threads 2 -> 1, traced, the 100 traced ops replayed (--replay_ops) "
+                                           "(a try that failed)")
+        self.assertEqual([opt_get(sh.best.op["argv"], o) for o in ("threads", "replay_ops", "ops_per_thread",
+                                                                   "duration", "reopen")],
+                         ["1", "@FOLDER@/ops.trace", None, None, "3"])
+        self.assertEqual(len(sh.best.trace), 100, "the smaller try's list")
 
-    def test_no_pinned_run_when_one_thread_was_rejected_for_another_reason_or_the_run_reopens(self):
-        # (page-before-wal's run had 3 reopens, spread over the time: pinned
-        # to a failing try's ops, they land elsewhere, and it passed)
-        sh = self.threads_step([OWN, OWN], "--reopen=3")
-        self.assertEqual([e["what"] for e in sh.log], ["threads 2 -> 1"])
+    def test_no_replay_when_one_thread_was_rejected_for_another_reason(self):
         sh = self.threads_step([None, None])
-        self.assertEqual([e["what"] for e in sh.log], ["threads 2 -> 1"])
+        self.assertEqual([e["what"] for e in sh.log], ["threads 2 -> 1, traced"])
+        self.assertIsNone(sh.larger_trace)
+
+    def test_a_kept_timed_one_thread_run_is_replayed_by_the_pin_step(self):
+        # The thread step traced it: p_pin replays what it did (its
+        # reopens where they came), not its op count pinned.
+        sh = self.threads_step([OWN, OWN, OWN], "--reopen=3", ops=[60, 70, 70])
+        self.assertEqual(sh.log[0]["verdict"], "kept")
+        sh.p_pin()
+        self.assertEqual(sh.log[-1]["what"], "the 60 traced ops replayed (--replay_ops)")
+        self.assertEqual([opt_get(sh.best.op["argv"], o) for o in ("threads", "replay_ops", "ops_per_thread")],
+                         ["1", "@FOLDER@/ops.trace", None])
 
 
 class TestHang(unittest.TestCase):
