@@ -106,18 +106,22 @@ class ProcResult:
         self.elapsed = 0.0
         self.killed_by_us = False
         self.hung = None  # why the watchdog ended it
+        self.out_of_time = None  # why it was stopped at the caller's deadline (still making progress)
         self.output = ""
         self.cores = []
 
 
 def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress_paths=(), time_limit=None,
-                env=None):
+                env=None, deadline=None):
     """Run ARGV with stdout and stderr to OUT_PATH.  KILL_AFTER: SIGKILL it
     after that many seconds (a planned kill).  The watchdog ends it with
     SIGKILL when no progress is seen for HANG_SECONDS (trace count, ledger
     and journal sizes, /proc I/O counters) or after TIME_LIMIT seconds, and
-    saves its thread stacks next to OUT_PATH.  Raises Stopped when the run
-    is asked to stop (the process is killed first)."""
+    saves its thread stacks next to OUT_PATH (res.hung says why).
+    DEADLINE (a time.monotonic() value): SIGKILL it then, a run still
+    making progress that the caller has no more time for, not a hang
+    (res.out_of_time says so).  Raises Stopped when the run is asked to
+    stop (the process is killed first)."""
     res = ProcResult()
     t0 = time.monotonic()
     with open(out_path, "wb") as out:
@@ -146,6 +150,11 @@ def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress
                     p.kill()
                     res.killed_by_us = True
                     continue
+                if deadline is not None and now >= deadline:
+                    p.kill()
+                    rc = p.wait()
+                    res.out_of_time = "stopped after %.0f s: the caller's time ran out (not a hang)" % (now - t0)
+                    break
                 if now >= next_check:
                     next_check = now + 1.0
                     sample = (tuple(read_u64_at(pp, 40) if pp.endswith("/expected") else file_size(pp)

@@ -72,7 +72,8 @@ Rules:
       that needs none turned off.  A run's size (shrink.json's
       ops) is the ops of all its stress steps, a create step's too.
   K4  the budget (--budget, seconds) bounds the whole: no trial starts
-      after it; the best run so far is the result.
+      after it, and a stress step still running a minute after it is
+      stopped (an error, not a hang); the best run so far is the result.
   K5  creation-time options and the key space (C3) change only together
       with a fresh database (the step that creates it is then the first).
   K6  one thread where the bug allows: a bug rarely needs threads, it
@@ -319,8 +320,10 @@ Rules:
       is not tried again in a later round: each such trial costs the
       watchdog's time, 60 s and the Executor's guard in a nightly run
       (planted bug page-before-wal, 2026-12-05: sync_mode set to its
-      default hung in two trials, then in a later round in one more,
-      each about 123 s: 369 s of a 600 s budget).
+      default "hung" in two trials, then in a later round in one more,
+      each about 123 s: 369 s of a 600 s budget; they were not hangs but
+      pinned runs that fsync every commit, stopped at the timed step's
+      122 s limit, which now bounds only a timed step: executor.py).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),

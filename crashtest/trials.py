@@ -66,6 +66,7 @@ HANG_SECONDS = (10, 3)
 # /dev/shm).  Trials that are not deterministic stay on the work
 # directory's disk, where their races are timed as the recorded run's were.
 RAM_DIR = "/dev/shm"
+DEADLINE_GRACE = 60  # seconds past the budget a trial's stress step is stopped at (an error, not a hang)
 RAM_MIN_FREE = 2 << 30  # bytes free below which a trial goes to disk instead
 
 
@@ -155,7 +156,9 @@ class Trials:
         if cand.trace is not None:
             write_trace(os.path.join(t, "ops.trace"), cand.trace)
         env = dict(trial_paths(t), **self.bin)
-        ex = Executor(env, self.hang)
+        # Stopped a minute past the budget: a slow trial is an error, not
+        # a failure of the run (a hang needs the watchdog's no progress).
+        ex = Executor(env, self.hang, deadline=time.monotonic() + self.left() + DEADLINE_GRACE)
         # ops: the op step's; ops_all: every stress step's (a create step's
         # too), the run's size that original and shrunk are compared by.
         res = {"kind": None, "step": None, "ops": None, "ops_all": 0, "diverged": None, "dir": t,

@@ -278,6 +278,7 @@ class TestLastStepPassing(unittest.TestCase):
         self.addCleanup(shutil.rmtree, d, True)
         os.makedirs(os.path.join(d, "start"))
         sh.ntrial, sh.work, sh.ram, sh.bin, sh.hang, sh.made = 0, d, None, {}, 60, {}
+        sh.left = lambda: 100
         sh.start = os.path.join(d, "start")
         steps = [{"type": "stress", "name": n, "state": "@STATE@", "argv": ["@STRESS@"], "kill_after": 1.0}
                  for n in ("workload", "verify")][:nsteps]
