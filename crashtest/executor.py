@@ -157,7 +157,7 @@ class Executor:
     def __init__(self, env, hang_seconds, log=None, echo=False, deadline=None):
         self.env = env  # placeholder -> path
         self.hang_seconds = hang_seconds
-        self.deadline = deadline  # time.monotonic() past which a stress step is stopped (an error, not a hang)
+        self.deadline = deadline  # time.monotonic() at which a stress step is stopped (an error, not a hang)
         self.log = log or (lambda s: None)
         self.echo = echo
         self.results = {}
@@ -201,16 +201,20 @@ class Executor:
         before = file_size(ledger) or 0
         progress = [os.path.join(state, "exp", "expected"), ledger, os.path.join(state, "run", "journal")]
         # A step's time limit is its duration's (the run's plan: the
-        # duration, the watchdog and a minute): a step whose op count is
-        # fixed instead (a pinned or shrunk run) has the watchdog alone.
-        # Pinned to the ops a timed run did, a run that fsyncs every commit
-        # took about four minutes where the timed one took two seconds, and
-        # its limit of 122 s made it a "hang" (planted bug page-before-wal).
-        limit = step.get("time_limit") if any(a.startswith("--duration=") for a in argv) else None
+        # duration, the watchdog and a minute): past it a timed step is a
+        # hang.  A step whose op count is fixed instead (a pinned or
+        # shrunk run) is only slow: the limit is then a deadline, and the
+        # step an error (planted bug page-before-wal: pinned to the ops a
+        # two-second timed run did, a run that fsyncs every commit needed
+        # minutes, and its limit of 122 s made a "hang" of it).
+        limit, deadline = step.get("time_limit"), self.deadline
+        if limit is not None and not any(a.startswith("--duration=") for a in argv):
+            deadline = min(x for x in (deadline, time.monotonic() + limit) if x is not None)
+            limit = None
         before_listing = dir_listing(os.path.join(state, "db")) if step["expect"] == "refused" else None
         res = run_process(argv, os.path.join(d, "output.txt"), d, kill_after=step.get("kill_after"),
                           hang_seconds=self.hang_seconds + min(30, self.hang_seconds), progress_paths=progress,
-                          time_limit=limit, deadline=self.deadline)
+                          time_limit=limit, deadline=deadline)
         lock_ok = True
         if res.rc == -signal.SIGKILL or res.hung or res.out_of_time:
             lock_ok = wait_lock_released(os.path.join(state, "db"))
@@ -230,7 +234,8 @@ class Executor:
             outcome, failure = "failed", {"kind": "lost", "keys": ["lost"], "message":
                                           "the engine refused the directory with lost files but changed it"}
         if res.out_of_time:
-            outcome, failure = "failed", {"kind": "error", "keys": ["error"], "message": res.out_of_time}
+            outcome, failure = "failed", {"kind": "error", "keys": ["error"], "message": res.out_of_time,
+                                          "out_of_time": True}
         if failure is None and not lock_ok:
             outcome, failure = "failed", {"kind": "error", "keys": ["error"],
                                           "message": "the database lock was not released 60 s after the process died"}

@@ -118,9 +118,9 @@ def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress
     SIGKILL when no progress is seen for HANG_SECONDS (trace count, ledger
     and journal sizes, /proc I/O counters) or after TIME_LIMIT seconds, and
     saves its thread stacks next to OUT_PATH (res.hung says why).
-    DEADLINE (a time.monotonic() value): SIGKILL it then, a run still
-    making progress that the caller has no more time for, not a hang
-    (res.out_of_time says so).  Raises Stopped when the run is asked to
+    DEADLINE (a time.monotonic() value): SIGKILL it then, a run the
+    watchdog still saw progress in that the caller has no more time for,
+    not a hang (res.out_of_time says so).  Raises Stopped when the run is asked to
     stop (the process is killed first)."""
     res = ProcResult()
     t0 = time.monotonic()
@@ -153,7 +153,8 @@ def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress
                 if deadline is not None and now >= deadline:
                     p.kill()
                     rc = p.wait()
-                    res.out_of_time = "stopped after %.0f s: the caller's time ran out (not a hang)" % (now - t0)
+                    res.out_of_time = "stopped after %.0f s: its time ran out while the watchdog still saw " \
+                                      "progress (slow, not a hang)" % (now - t0)
                     break
                 if now >= next_check:
                     next_check = now + 1.0

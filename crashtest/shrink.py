@@ -316,14 +316,13 @@ Rules:
       resurrected whose recorded runs failed again only as other kinds,
       their own among one try's keys each, twenty-first session).
   K25 a trial that hangs when the failure is another kind (kept aside,
-      K1) ends its change's trials, and the same change (what it says)
-      is not tried again in a later round: each such trial costs the
-      watchdog's time, 60 s and the Executor's guard in a nightly run
+      K1), or is stopped as too slow (an error), ends its change's
+      trials, and the same change (what it says) is not tried again in a
+      later round: each costs the watchdog's or the step's time
       (planted bug page-before-wal, 2026-12-05: sync_mode set to its
-      default "hung" in two trials, then in a later round in one more,
-      each about 123 s: 369 s of a 600 s budget; they were not hangs but
-      pinned runs that fsync every commit, stopped at the timed step's
-      122 s limit, which now bounds only a timed step: executor.py).
+      default "hung" in three trials, 123 s each, 369 s of a 600 s
+      budget: pinned runs that fsync every commit, past the 122 s a
+      timed step has, slow and not hung: executor.py).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),

@@ -300,6 +300,11 @@ class Trials:
                     break
             elif r["kind"] in HARNESS_KINDS:
                 why = "error: %s" % (r["failure"] or {}).get("message", "")[:200]
+                if (r["failure"] or {}).get("out_of_time"):
+                    # K25 too: a trial too slow for its step's time (a
+                    # pinned run that fsyncs every commit) costs that time.
+                    self.hung = set(self.hung) | {what}
+                    break
             elif r["diverged"]:
                 why = "diverged: " + r["diverged"]
             else:

@@ -262,6 +262,26 @@ class TestHang(unittest.TestCase):
         self.assertTrue(sh.attempt("another change", changed(sh.best, "--max_key=100"), "options"),
                         "other changes still are")
 
+    def test_a_trial_too_slow_for_its_time_ends_the_change_too_and_is_kept_aside_as_nothing(self):
+        # Not a hang (the watchdog saw progress): an error, never a new
+        # failure folder, but it costs the same time a trial.
+        slow = ("error", ["error"])
+        sh = shrinker([slow, OWN, OWN, OWN])
+        run = sh.run_once
+
+        def run_once(c):
+            r = run(c)
+            if r["kind"] == "error":
+                r["failure"].update(out_of_time=True, message="stopped after 122 s: ... (slow, not a hang)")
+            return r
+        sh.run_once = run_once
+        self.assertFalse(sh.attempt("sync_mode off -> commit", changed(sh.best, "--sync_mode=commit"), "options"))
+        self.assertEqual((sh.log[-1]["trials"], sh.aside), (1, []))
+        self.assertIn("slow", sh.log[-1]["why"])
+        self.assertFalse(sh.attempt("sync_mode off -> commit", changed(sh.best, "--max_key=100",
+                                                                      "--sync_mode=commit"), "options"))
+        self.assertEqual(len(sh.log), 1, "not tried again")
+
     def test_a_hang_is_judged_as_ever_when_the_failure_is_a_hang(self):
         sh = shrinker([("hang", ["hang"])] * 3, kind="hang")
         self.assertTrue(sh.attempt("a change", changed(sh.best, "--max_key=100"), "options"))
