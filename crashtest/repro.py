@@ -201,8 +201,14 @@ def list_failures(d, printer):
 
 def failing_key(output, kind):
     """The key index a stress failure of KIND names in OUTPUT (the first
-    such failure's; else the first key any failure names), or None."""
-    for pat in (r"FAILURE %s [^\n]*key k\d+ \((\d+)\)" % re.escape(kind or ""), r"FAILURE \w+ [^\n]*key k\d+ \((\d+)\)"):
+    such failure's; else the first key any failure names; else the first
+    SUSPECT of KIND's: a symptom the verdict decides, which failed the
+    run when no FAILURE line came, as a lost key read old after a
+    misdirected write's miss did: planted bug writeback-error-cleans, its
+    focus pass skipped), or None."""
+    k = re.escape(kind or "")
+    for pat in (r"FAILURE %s [^\n]*key k\d+ \((\d+)\)" % k, r"FAILURE \w+ [^\n]*key k\d+ \((\d+)\)",
+                r"SUSPECT \([^)\n]*\) %s [^\n]*key k\d+ \((\d+)\)" % k):
         m = re.search(pat, output or "")
         if m:
             return m.group(1)

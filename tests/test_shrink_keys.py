@@ -23,7 +23,9 @@ again only that way still shows its kind:
   again as the replay of a failing try's trace, and a kept one is
   replayed by the pin step;
 - a change whose trial hangs, the failure another kind, ends its trials
-  and is not tried again (K25).
+  and is not tried again (K25), and so does one too slow for its time;
+- the failing key is the one a FAILURE line names, else the one a
+  SUSPECT line of the kind names (the verdict failed the run on it).
 
 The trials are stubs (no stress runs): the judging is what is tested."""
 import json
@@ -39,6 +41,7 @@ sys.path.insert(0, ROOT)
 from crashtest.cand import Cand, opt_get  # noqa: E402
 from crashtest.judge import shows_kind  # noqa: E402
 from crashtest.mutants import shrink_summary, shrink_table  # noqa: E402
+from crashtest.repro import failing_key  # noqa: E402
 from crashtest.shrink import BASELINE_TRIALS, Shrinker  # noqa: E402
 
 # How a stubbed trial fails: (its kind, its failure keys), or None: passed.
@@ -286,6 +289,24 @@ class TestHang(unittest.TestCase):
         sh = shrinker([("hang", ["hang"])] * 3, kind="hang")
         self.assertTrue(sh.attempt("a change", changed(sh.best, "--max_key=100"), "options"))
         self.assertEqual(sh.hung, ())
+
+
+class TestFailingKey(unittest.TestCase):
+    SUSPECT = ("stress: SUSPECT (a block a misdirected write missed reads old; the verdict below decides) lost "
+               "(after reopening a failed handle): key k000000000001408 (1408), thread 1, op 2:1504\n")
+    MEASURED = ("stress: MEASURED (undetectable by design in this measuring run, not a failure) lost (after "
+                "reopen): key k000000000000007 (7), thread 0, op 1:9\n")
+
+    def test_a_suspect_of_the_kind_names_the_key_when_no_failure_line_does(self):
+        # planted bug writeback-error-cleans, twenty-fourth session: the
+        # run failed as lost on this line alone; the focus pass had no key.
+        self.assertEqual(failing_key(self.MEASURED + self.SUSPECT, "lost"), "1408")
+
+    def test_a_failure_line_comes_first_and_other_lines_name_no_key(self):
+        failure = "stress: FAILURE lost (after reopen): key k000000000000005 (5), thread 0, op 1:3\n"
+        self.assertEqual(failing_key(self.SUSPECT + failure, "lost"), "5")
+        self.assertIsNone(failing_key(self.SUSPECT, "wrong_value"), "a suspect of another kind")
+        self.assertIsNone(failing_key(self.MEASURED, "lost"), "a measured symptom is no failure")
 
 
 class TestLastStepPassing(unittest.TestCase):
