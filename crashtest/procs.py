@@ -106,7 +106,7 @@ class ProcResult:
         self.elapsed = 0.0
         self.killed_by_us = False
         self.hung = None  # why the watchdog ended it
-        self.out_of_time = None  # why it was stopped at the caller's deadline (still making progress)
+        self.out_of_time = None  # why it was stopped at the caller's deadline (slow, not hung)
         self.output = ""
         self.cores = []
 
@@ -120,8 +120,8 @@ def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress
     saves its thread stacks next to OUT_PATH (res.hung says why).
     DEADLINE (a time.monotonic() value): SIGKILL it then, a run the
     watchdog still saw progress in that the caller has no more time for,
-    not a hang (res.out_of_time says so).  Raises Stopped when the run is asked to
-    stop (the process is killed first)."""
+    not a hang (res.out_of_time says so).  Raises Stopped when the run
+    is asked to stop (the process is killed first)."""
     res = ProcResult()
     t0 = time.monotonic()
     with open(out_path, "wb") as out:
