@@ -16,6 +16,9 @@ from .params import FAULT_OPTIONS
 # The kill points a timed SIGKILL becomes with one thread when a crash
 # after the last op does not fail (None: every one; K6).
 LOG_SYNC_POINT = "kill/wal/after_write_before_sync"
+# Created with the database, fixed for its life (C3, K5).
+CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
+                    "large_value_one_in", "large_value_size"]
 SEARCH_KILLS = (LOG_SYNC_POINT, None)
 # ... and the hits a kill at LOG_SYNC_POINT fires 1 in when commits do
 # not sync the log (sync_mode off): only a checkpoint or a write-back
@@ -63,12 +66,15 @@ def set_threads(cand, n):
 
 
 def trace_ops_of(path):
-    """The op lines of a trace file (comments dropped), or []."""
+    """The op lines of a trace file (comments dropped), or [].  A process
+    killed while tracing leaves zero bytes after its lines (stress grows
+    the file ahead of them: trace.c): the lines end at the first."""
     try:
-        with open(path) as f:
-            return [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
+        with open(path, errors="replace") as f:
+            text = f.read().split("\0", 1)[0]
     except OSError:
         return []
+    return [l for l in text.split("\n") if l.strip() and not l.startswith("#")]
 
 
 def line_touches(line, key):

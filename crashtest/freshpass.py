@@ -1,12 +1,16 @@
 """The passes of a shrink (crashtest.py shrink) that start the run from a
 fresh database: the run's grown database replaced by a step that creates
-one (K5, K14), and that create step's ops reduced (p_create).  shrink.py
+one (K5, K14), and that create step's ops reduced (p_create) or folded
+into the op step (p_fold_create, K26).  shrink.py
 has the rules and their order; these are the Shrinker's methods
 (FreshPasses is one of its bases) and use what its __init__ and Trials
 set (best, best_res, meta, hang, history, orig_ops, attempt, search,
 left)."""
 
-from .cand import as_int, is_fresh, kill_every, opt_get, opt_set, set_faults, trace_flip, trace_kill_pin
+import os
+
+from .cand import (CREATION_OPTIONS, as_int, is_fresh, kill_every, opt_get, opt_set, set_faults, trace_flip,
+                   trace_kill_pin, trace_ops_of)
 from .procs import STOP
 from .seeds import derive
 from .steps import opt_args, state_argv
@@ -238,6 +242,53 @@ class FreshPasses:
         self.create_counts("create step's ops %d -> %d", [])
         if as_int(opt_get(self.best.steps[0]["argv"], "writepercent"), 30) != 0:
             self.create_counts("create step's ops %d -> %d batches", [(k, 0) for k in CREATE_MIX])
+
+    def p_fold_create(self):
+        """K26: a create step (one thread, a fixed count) in front of an op
+        step that replays a trace, folded into it: the create step traced
+        (the same run: one thread draws each op from a seed of its own,
+        traced or not), then one step that creates the database (the
+        create step's creation options) and replays the create step's ops
+        (faults off: it had none), a reopen (where that process ended and
+        the op step's opened) and the op step's ops, so that delta
+        debugging cuts the create step's ops one by one too.  p_create
+        cuts a create step's ops from the end only, and a failure that
+        rests on a page the create step's 200th op wrote keeps all 200
+        (planted bug fpi-skips-page-at-redo-lsn, twenty-fourth session:
+        3,854 -> 421 ops, 9.1x, 200 of them the create step's).  When the
+        fold does not fail the same way the traced create step is undone
+        (its trace was only the fold's input)."""
+        b, first = self.best, self.best.steps[0]
+        if b.w != 1 or b.trace is None or first["type"] != "stress" or \
+                opt_get(first["argv"], "destroy_db_initially") != "1" or opt_get(first["argv"], "duration") or \
+                as_int(opt_get(first["argv"], "threads"), 1) != 1 or not opt_get(b.op["argv"], "replay_ops"):
+            return
+        c = b.copy()
+        c.steps[0] = dict(c.steps[0], argv=opt_set(c.steps[0]["argv"], "trace_ops", "@ITER@/create.trace"))
+        mark, res = len(self.log), self.best_res
+        if not self.attempt("the create step's ops traced (--trace_ops)", c, "fold"):
+            return
+        made = [set_faults(l, False) for l in trace_ops_of(os.path.join(self.best_res["dir"], "iter",
+                                                                         "create.trace"))]
+        if made:
+            f = self.best.copy()
+            argv = opt_set(f.op["argv"], "destroy_db_initially", 1)
+            for name in CREATION_OPTIONS:
+                if opt_get(first["argv"], name) is not None:
+                    argv = opt_set(argv, name, opt_get(first["argv"], name))
+            f.op["argv"] = argv
+            f.trace = made + ["%d reopen - 0000000000000000 off | folded: the create step's end, the op step's "
+                              "open" % len(made)] + list(b.trace)
+            f.splice(0, drop=1)
+            if self.attempt("the create step's %d ops folded into the op step (%d -> %d ops, one step fewer)"
+                            % (len(made), len(made) + len(b.trace), len(f.trace)), f, "fold"):
+                self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
+                return
+        for e in self.log[mark:]:
+            if e["verdict"] == "kept":
+                e["verdict"] = "undone"
+                e["why"] += "; undone: the fold did not fail the same way"
+        self.best, self.best_res = b, res if os.path.isdir(res["dir"]) else self.best_res
 
     def create_counts(self, what, mix, i=0, phase="create"):
         """p_create's counts of the create step's ops (or step I's), with

@@ -323,6 +323,9 @@ Rules:
       default "hung" in three trials, 123 s each, 369 s of a 600 s
       budget: pinned runs that fsync every commit, past the 122 s a
       timed step has, slow and not hung: executor.py).
+  K26 a create step in front of an op step that replays a trace is folded
+      into it (freshpass.p_fold_create): delta debugging then cuts the
+      create step's ops too, where p_create cuts them from the end only.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -341,8 +344,8 @@ import tempfile
 import time
 
 from .binary import check_binary, stress_info
-from .cand import (Cand, as_int, drop_kills, endings, is_fresh, is_workload, kills_to_crash_at_end,
-                   opt_get, opt_set, powerloss_undone, set_threads, trace_ops_of)
+from .cand import (CREATION_OPTIONS, Cand, as_int, drop_kills, endings, is_fresh, is_workload,
+                   kills_to_crash_at_end, opt_get, opt_set, powerloss_undone, set_threads, trace_ops_of)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import subst
 from .output import Printer
@@ -397,9 +400,6 @@ UNTIED = ("checkpoint_wal_bytes", "cache_size")
 # option steps after it (a fresh database, fewer keys, the cache) never
 # run.  The passes after the rounds take what is left.
 DDMIN_ROUND_SHARE = 0.5
-# Created with the database, fixed for its life (C3, K5).
-CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
-                    "large_value_one_in", "large_value_size"]
 # Options that place or run the step, not the workload's shape.
 NOT_SHRUNK = {"db", "expected_values_dir", "run_dir", "report", "seed", "max_key", "hang_seconds", "threads",
               "ops_per_thread", "duration", "trace_ops", "replay_ops", "crash_at_end", "sync_fault_injection",
@@ -1033,7 +1033,8 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         a run of several threads (K23), then the passes on the trace."""
         self.rounds()
         self.multi_again()
-        for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_faults_off, self.p_ddmin, self.p_values):
+        for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_fold_create, self.p_faults_off, self.p_ddmin,
+                     self.p_values):
             if self.left() <= 0 or STOP.is_set():
                 break
             step()

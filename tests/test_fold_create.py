@@ -1,0 +1,121 @@
+"""A create step folded into the op step it creates the database for
+(crashtest/freshpass.py p_fold_create, shrink.py K26): the create step is
+traced (the same run), then one step creates the database with the create
+step's creation options and replays its ops (faults off), a reopen where
+one process ended and the next opened, and the op step's ops, so that
+delta debugging can cut the create step's ops as well.  When the folded
+run does not fail the same way, the traced create step is undone.
+
+Planted bug fpi-skips-page-at-redo-lsn (twenty-fourth session) shrank to
+an op step of 221 ops behind a create step of 200 that no smaller count
+replaced: 9.1x, short of the measure by the create step's ops.
+
+The trials are stubs (no stress runs): the candidates are what is tested."""
+
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from crashtest.cand import Cand, is_fresh, opt_get  # noqa: E402
+from crashtest.shrink import Shrinker  # noqa: E402
+
+CREATED = ["0 put 7 00000000000000a1 on | 7=v1 ok op=1:1 inj=0",
+           "1 get 3 00000000000000a2 on | 3=absent ok op=1:2 inj=0",
+           "2 batch - 00000000000000a3 on | 4=v2 ok 5=del ok op=1:3 inj=0"]
+OPS = ["0 put 7 00000000000000b1 on | 7=v3 ok op=2:1 inj=0",
+       "1 checkpoint - 00000000000000b2 on | ok op=2:2 inj=0"]
+
+
+def run():
+    """A fresh run: a create step of 200 ops, the op step replaying OPS,
+    a verify step after it."""
+    create = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "c", "expect": "exit0",
+              "kill_after": None,
+              "argv": ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--page_size=4096", "--value_size_max=64",
+                       "--destroy_db_initially=1", "--threads=1", "--ops_per_thread=200", "--seed=3"]}
+    op = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "crash_at_end",
+          "kill_after": None,
+          "argv": ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--threads=1", "--seed=5", "--cache_size=1M",
+                   "--read_fault_one_in=100", "--crash_at_end=1", "--trace_ops=@ITER@/ops.trace",
+                   "--replay_ops=@FOLDER@/ops.trace"]}
+    verify = {"type": "stress", "name": "verify", "state": "@STATE@", "dir": "v", "expect": "exit0",
+              "kill_after": None, "argv": ["@STRESS@", "--db=@STATE@/db", "--verification_only=1"]}
+    return Cand([create, op, verify], True, list(OPS), 1, ["passed", "crashed", "failed"])
+
+
+class TestFoldCreate(unittest.TestCase):
+    def shrinker(self, fold_kept):
+        """A Shrinker whose trials are judged, not run: the traced create
+        step fails the same way (the same run) and writes CREATED as its
+        trace; the folded run fails the same way when FOLD_KEPT."""
+        sh = Shrinker.__new__(Shrinker)
+        sh.left = lambda: 100
+        sh.best, sh.log, sh.ddmin_size = run(), [], 8
+        d = tempfile.mkdtemp(prefix="test-fold-create-")
+        self.addCleanup(shutil.rmtree, d, True)
+        sh.best_res = {"dir": os.path.join(d, "recorded")}
+        os.makedirs(sh.best_res["dir"])
+
+        def attempt(what, c, phase):
+            t = os.path.join(d, "t%d" % len(sh.log))
+            os.makedirs(os.path.join(t, "iter"))
+            if opt_get(c.steps[0]["argv"], "trace_ops") == "@ITER@/create.trace":
+                with open(os.path.join(t, "iter", "create.trace"), "w") as f:
+                    f.write("# stress op trace 1\n" + "".join(l + "\n" for l in CREATED))
+            kept = len(c.steps) == 3 or fold_kept
+            sh.log.append({"what": what, "phase": phase, "verdict": "kept" if kept else "rejected",
+                           "why": "fails the same way" if kept else "passed"})
+            if kept:
+                sh.best, sh.best_res = c, {"dir": t}
+            return kept
+        sh.attempt = attempt
+        return sh
+
+    def test_the_create_step_folded_into_the_op_step_is_one_list_that_delta_debugging_cuts(self):
+        sh = self.shrinker(True)
+        sh.p_fold_create()
+        self.assertEqual([(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")])
+        self.assertEqual(sh.log[1]["what"], "the create step's 3 ops folded into the op step (5 -> 6 ops, one step "
+                                            "fewer)")
+        b = sh.best
+        self.assertEqual(([s["name"] for s in b.steps], b.w, b.want),
+                         (["workload", "verify"], 0, ["crashed", "failed"]))
+        self.assertTrue(is_fresh(b))
+        a = b.op["argv"]
+        self.assertEqual([opt_get(a, o) for o in ("destroy_db_initially", "page_size", "value_size_max", "cache_size",
+                                                  "read_fault_one_in", "replay_ops")],
+                         ["1", "4096", "64", "1M", "100", "@FOLDER@/ops.trace"])
+        self.assertEqual(b.trace[:3], [l.replace(" on |", " off |") for l in CREATED], "the create step had no faults")
+        self.assertEqual(b.trace[3].split()[1:5], ["reopen", "-", "0000000000000000", "off"])
+        self.assertEqual(b.trace[4:], OPS)
+        self.assertEqual(sh.ddmin_size, 1 << 62, "delta debugging starts again at half the new list")
+
+    def test_a_fold_that_does_not_fail_the_same_way_leaves_the_run_as_it_was(self):
+        sh = self.shrinker(False)
+        sh.p_fold_create()
+        self.assertEqual([e["verdict"] for e in sh.log], ["undone", "rejected"])
+        self.assertIn("undone: the fold did not fail the same way", sh.log[0]["why"])
+        self.assertEqual(([s["name"] for s in sh.best.steps], sh.best.trace), (["create", "workload", "verify"], OPS))
+        self.assertIsNone(opt_get(sh.best.steps[0]["argv"], "trace_ops"), "the create step untraced again")
+        self.assertEqual(sh.ddmin_size, 8)
+
+    def test_no_fold_without_a_create_step_in_front_of_a_replaying_op_step(self):
+        for change in ("timed", "untraced", "two threads"):
+            sh = self.shrinker(True)
+            b = sh.best
+            if change == "timed":
+                b.steps[0]["argv"].append("--duration=10")
+            elif change == "untraced":
+                b.trace = None
+            else:
+                b.steps[0]["argv"] = [x for x in b.steps[0]["argv"] if x != "--threads=1"] + ["--threads=2"]
+            sh.p_fold_create()
+            self.assertEqual(sh.log, [], change)
+
+
+if __name__ == "__main__":
+    unittest.main()
