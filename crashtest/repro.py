@@ -11,6 +11,7 @@ import tempfile
 import time
 
 from .binary import check_binary
+from .cand import trace_ops_of
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of
 from .executor import Executor, ledger_by_op
 from .judge import shows_kind
@@ -240,11 +241,9 @@ def show_ops(printer, trace, state, output, kind=None):
     failing key (named in the failing step's output) are marked '>'."""
     key = failing_key(output, kind)
     ledger = ledger_by_op(os.path.join(state, "run", "ledger"))
-    try:
-        with open(trace) as f:
-            lines = [l.rstrip("\n") for l in f if l.strip() and not l.startswith("#")]
-    except OSError:
+    if not os.path.isfile(trace):
         return
+    lines = trace_ops_of(trace)
     printer.line("crashtest: the op list (%d ops; %s; '>' touches the failing key%s):"
                  % (len(lines), nice_path(trace), " %s" % key if key else ", not named by the failure"))
     for l in lines:

@@ -43,21 +43,54 @@
  *           (inj=N), or for the op a kill point ended, killed=POINT:N
  *           alone; replay ignores all of it
  *
- * A line is written in two write()s, its head before the op runs and
- * its note after, so a process killed in the middle (a kill point,
- * --crash_at_end) leaves every op it did, the one it was killed in too.
+ * A line is written in two parts, its head before the op runs and its
+ * note after, so a process killed in the middle (a kill point,
+ * --crash_at_end, a timer's SIGKILL) leaves every op it did, the one it
+ * was killed in too.  They go into a shared mapping of the file, not
+ * through write(2): the page cache keeps what a killed process stored
+ * there, and a trace must not slow the run it records (two write()s an
+ * op made a one-thread timed run do 3.4 times fewer ops, and a failure
+ * that needs the volume did not come in a traced run).  The file is
+ * grown ahead in steps and cut to its lines when the process ends; a
+ * killed process leaves zero bytes after them, which readers ignore
+ * (docs/formats.md, "Op trace").
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "stress_int.h"
 
 static int trace_fd = -1;
 static int head_out; /* a head is written, its note not yet */
+static char *tmap;   /* the file's shared mapping, TCAP bytes; TUSED of them lines */
+static size_t tcap, tused;
+#define TRACE_STEP ((size_t)1 << 20) /* the least the file grows by */
+
+/* Append N bytes of S to the trace.  When the file cannot grow, the rest
+ * of the trace is lost and a note says so once (the run goes on: its
+ * verdict does not rest on the trace). */
+static void trace_put(const char *s, size_t n) {
+    if (trace_fd < 0 || !tmap) return;
+    if (tused + n > tcap) {
+        size_t cap = tcap * 2 > tused + n + TRACE_STEP ? tcap * 2 : tused + n + TRACE_STEP;
+        void *m = ftruncate(trace_fd, (off_t)cap) ? MAP_FAILED : mremap(tmap, tcap, cap, MREMAP_MAYMOVE);
+        if (m == MAP_FAILED) {
+            fprintf(stderr, "stress: --trace_ops: cannot grow %s to %zu bytes: %s (the trace ends here)\n",
+                    g.o.trace_ops, cap, strerror(errno));
+            munmap(tmap, tcap);
+            tmap = NULL;
+            return;
+        }
+        tmap = m, tcap = cap;
+    }
+    memcpy(tmap + tused, s, n);
+    tused += n;
+}
 static st_trace_op *replay;
 static size_t nreplay;
 static int pins_kill;
@@ -170,17 +203,27 @@ int st_trace_open(void) {
         fclose(f);
     }
     if (g.o.trace_ops) {
-        trace_fd = open(g.o.trace_ops, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        trace_fd = open(g.o.trace_ops, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (trace_fd < 0) {
             fprintf(stderr, "stress: --trace_ops: cannot create %s: %s\n", g.o.trace_ops, strerror(errno));
             return EXIT_INFRA;
         }
+        tcap = TRACE_STEP, tused = 0;
+        void *m = ftruncate(trace_fd, (off_t)tcap) ? MAP_FAILED
+                                                   : mmap(NULL, tcap, PROT_READ | PROT_WRITE, MAP_SHARED, trace_fd, 0);
+        if (m == MAP_FAILED) {
+            fprintf(stderr, "stress: --trace_ops: cannot map %s: %s\n", g.o.trace_ops, strerror(errno));
+            close(trace_fd);
+            trace_fd = -1;
+            return EXIT_INFRA;
+        }
+        tmap = m;
         char head[256];
         int n = snprintf(head, sizeof head,
                          "# stress op trace 1: seed %" PRIu64 " max_key %" PRIu64
                          "\n# INDEX TYPE KEY SEED FAULTS | what it did\n",
                          g.o.seed, g.o.max_key);
-        if (write(trace_fd, head, (size_t)n) != n) {}
+        trace_put(head, (size_t)n);
     }
     return -1; /* go on */
 }
@@ -211,7 +254,7 @@ void st_trace_head(const st_trace_op *op) {
     int n = snprintf(line, sizeof line, "%" PRIu64 " %s %s %016" PRIx64 " %s", op->index, st_op_names[op->type], key,
                      op->seed, faults);
     if (n >= (int)sizeof line) n = (int)sizeof line - 1;
-    if (write(trace_fd, line, (size_t)n) != n) {}
+    trace_put(line, (size_t)n);
     head_out = 1;
 }
 
@@ -223,23 +266,28 @@ void st_trace_note(const char *note, uint64_t injected) {
         n = (int)sizeof line - 1;
         line[n - 1] = '\n';
     }
-    if (write(trace_fd, line, (size_t)n) != n) {}
+    trace_put(line, (size_t)n);
     head_out = 0;
 }
 
-/* Called from flt_options.before_kill, on the thread that is killed: one
- * write(2), in the page cache before the SIGKILL. */
+/* Called from flt_options.before_kill, on the thread that is killed: in
+ * the shared mapping, so in the page cache, before the SIGKILL. */
 void st_trace_killed(const char *point, uint64_t nth) {
     if (trace_fd < 0 || !head_out) return;
     char line[160];
     int n = snprintf(line, sizeof line, " | killed=%s:%" PRIu64 "\n", point, nth);
     if (n >= (int)sizeof line) n = (int)sizeof line - 1;
-    if (write(trace_fd, line, (size_t)n) != n) {}
+    trace_put(line, (size_t)n);
     head_out = 0;
 }
 
 void st_trace_close(void) {
-    if (trace_fd >= 0) close(trace_fd);
+    if (trace_fd >= 0) {
+        if (tmap) munmap(tmap, tcap);
+        if (ftruncate(trace_fd, (off_t)tused)) {} /* its lines alone; a reader ignores zero bytes anyway */
+        close(trace_fd);
+    }
+    tmap = NULL;
     trace_fd = -1;
     for (size_t i = 0; i < nreplay; i++) free(replay[i].kill_point);
     free(replay);

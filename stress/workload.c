@@ -633,16 +633,23 @@ static void one_op(worker *w, uint64_t i) {
     }
     /* Checkpoints the op's write started (the log's volume, the engine's
      * checkpoint_wal_bytes) go in its note, ckpt=N: a shrinker makes them
-     * ops of their own, which removing other ops does not move. */
+     * ops of their own, which removing other ops does not move.  The count
+     * before an op is the one after the op before it on the same handle
+     * (a traced run has one thread and the engine no thread of its own):
+     * one stats call an op, not two (each stats call makes a syscall). */
+    static uint64_t ck_after, ck_epoch = UINT64_MAX;
     st_stats ss = {0};
-    if (st_tracing() && type != OP_CHECKPOINT && g.db) g.E->stats(g.db, &ss);
-    uint64_t ck0 = ss.checkpoints;
+    if (st_tracing() && type != OP_CHECKPOINT && g.db && ck_epoch != seen) g.E->stats(g.db, &ss);
+    uint64_t ck0 = ck_epoch == seen ? ck_after : ss.checkpoints;
     run_op(w, seen, i, type, key);
     if (g.flt && per_op && top.faults_off) flt_pause(g.flt, 0);
     if (st_tracing()) { /* the ledger's op field of what it injected: epoch << 32 | call */
         size_t l = w->tnote_len < sizeof w->tnote ? w->tnote_len : 0;
+        ck_epoch = UINT64_MAX;
         if (type != OP_CHECKPOINT && g.db && atomic_load(&g.handle_epoch) == seen) {
             g.E->stats(g.db, &ss);
+            ck_after = ss.checkpoints;
+            ck_epoch = seen;
             if (ss.checkpoints > ck0 && l < sizeof w->tnote - 32) {
                 int k = snprintf(w->tnote + l, sizeof w->tnote - l, "ckpt=%llu ",
                                  (unsigned long long)(ss.checkpoints - ck0));
