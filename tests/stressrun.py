@@ -20,6 +20,13 @@ def stress(*args, cwd=None):
     return p.returncode, p.stdout, p.stderr
 
 
+def trace_text(path):
+    """The text of the trace at PATH up to its first zero byte (a killed
+    process leaves zero bytes after its lines: stress/trace.c)."""
+    with open(path) as f:
+        return f.read().split("\0", 1)[0]
+
+
 def trace_lines(path):
     """The op lines of the trace at PATH (comments dropped), newlines off:
     crashtest's reader, which ends them at a killed process's zero bytes."""

@@ -51,7 +51,7 @@ from crashtest.multipass import MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS  # noqa:
 from crashtest.cand import (LOG_SYNC_POINT, SYNC_OFF_KILL_EVERY, Cand, endings, kill_every, mt_endings,  # noqa: E402
                             opt_get, opt_set, powerloss_undone, set_faults, set_threads, trace_inj, trimmed)
 from crashtest.params import same_value  # noqa: E402
-from tests.stressrun import OneThreadDb, stress  # noqa: E402
+from tests.stressrun import OneThreadDb, stress, trace_text  # noqa: E402
 from crashtest import trials  # noqa: E402
 from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, Trials  # noqa: E402
 
@@ -169,15 +169,13 @@ class TestOpTrace(OneThreadDb):
         rc, out, err = stress("--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1", "--max_key=100",
                               "--ops_per_thread=500", "--trace_ops=" + t1, *kill)
         self.assertEqual(rc, -9, out + err)
-        with open(t1) as f:
-            text = f.read()
+        text = trace_text(t1)
         self.assertRegex(text.splitlines()[-1], r" \| killed=kill/wal/after_sync:\d+$",
                          "the killed op's line is its head and where it was killed")
         rc, out, err = stress("--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1", "--max_key=100",
                               "--replay_ops=" + t1, "--trace_ops=" + t2, *kill)
         self.assertEqual(rc, -9, out + err)
-        with open(t2) as f:
-            self.assertEqual(f.read(), text)
+        self.assertEqual(trace_text(t2), text)
 
     def test_a_process_a_kill_point_ends_leaves_its_op_count_and_a_checking_run_zero(self):
         # shrink measures a killed run by RUN_DIR/progress.  A kill point
@@ -189,8 +187,8 @@ class TestOpTrace(OneThreadDb):
         rc, out, err = stress(*common, "--destroy_db_initially", "--ops_per_thread=500", "--trace_ops=" + t1,
                               "--sync_fault_injection=1", "--kill_random_test=5", "--kill_points=kill/wal/after_sync")
         self.assertEqual(rc, -9, out + err)
-        with open(t1) as f:
-            done = sum(1 for l in f if l.endswith("\n") and not l.startswith("#") and " | killed=" not in l)
+        done = sum(1 for l in trace_text(t1).splitlines(True)
+                   if l.endswith("\n") and not l.startswith("#") and " | killed=" not in l)
         with open(os.path.join(run, "progress")) as f:
             self.assertEqual(f.read(), "ops %d\n" % done)
         self.assertGreater(done, 0)
