@@ -67,6 +67,10 @@
 
 static int trace_fd = -1;
 static int head_out; /* a head is written, its note not yet */
+static st_trace_op *replay;
+static size_t nreplay;
+static int pins_kill;
+static unsigned pins_flip; /* 1 << PIN_PAGE, 1 << PIN_CACHE: kinds some op pins */
 static char *tmap;   /* the file's shared mapping, TCAP bytes; TUSED of them lines */
 static size_t tcap, tused;
 #define TRACE_STEP ((size_t)1 << 20) /* the least the file grows by */
@@ -91,10 +95,6 @@ static void trace_put(const char *s, size_t n) {
     memcpy(tmap + tused, s, n);
     tused += n;
 }
-static st_trace_op *replay;
-static size_t nreplay;
-static int pins_kill;
-static unsigned pins_flip; /* 1 << PIN_PAGE, 1 << PIN_CACHE: kinds some op pins */
 
 static int type_of(const char *s) {
     for (int t = 0; t < OP_TYPES; t++)
