@@ -71,7 +71,7 @@ static st_trace_op *replay;
 static size_t nreplay;
 static int pins_kill;
 static unsigned pins_flip; /* 1 << PIN_PAGE, 1 << PIN_CACHE: kinds some op pins */
-static char *tmap;   /* the file's shared mapping, TCAP bytes; TUSED of them lines */
+static char *tmap;         /* the file's shared mapping, TCAP bytes; TUSED of them lines */
 static size_t tcap, tused;
 #define TRACE_STEP ((size_t)1 << 20) /* the least the file grows by */
 
