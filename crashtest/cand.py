@@ -65,13 +65,18 @@ def set_threads(cand, n):
             x["argv"] = opt_set(x["argv"], "threads", n)
 
 
+def trace_text(path):
+    """The text of the trace file at PATH up to its first zero byte: a
+    process killed while tracing leaves zero bytes after its lines (stress
+    grows the file ahead of them: trace.c).  Raises OSError."""
+    with open(path, errors="replace") as f:
+        return f.read().split("\0", 1)[0]
+
+
 def trace_ops_of(path):
-    """The op lines of a trace file (comments dropped), or [].  A process
-    killed while tracing leaves zero bytes after its lines (stress grows
-    the file ahead of them: trace.c): the lines end at the first."""
+    """The op lines of a trace file (comments dropped), or []."""
     try:
-        with open(path, errors="replace") as f:
-            text = f.read().split("\0", 1)[0]
+        text = trace_text(path)
     except OSError:
         return []
     return [l for l in text.split("\n") if l.strip() and not l.startswith("#")]

@@ -216,7 +216,7 @@ class Executor:
                           hang_seconds=self.hang_seconds + min(30, self.hang_seconds), progress_paths=progress,
                           time_limit=limit, deadline=deadline)
         lock_ok = True
-        if res.rc == -signal.SIGKILL or res.hung or res.out_of_time:
+        if res.rc == -signal.SIGKILL or res.hung:
             lock_ok = wait_lock_released(os.path.join(state, "db"))
         report = None
         rpath = os.path.join(d, "report.json")

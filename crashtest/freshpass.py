@@ -265,7 +265,7 @@ class FreshPasses:
             return
         c = b.copy()
         c.steps[0] = dict(c.steps[0], argv=opt_set(c.steps[0]["argv"], "trace_ops", "@ITER@/create.trace"))
-        mark, res = len(self.log), self.best_res
+        mark = len(self.log)
         if not self.attempt("the create step's ops traced (--trace_ops)", c, "fold"):
             return
         made = [set_faults(l, False) for l in trace_ops_of(os.path.join(self.best_res["dir"], "iter",
@@ -288,7 +288,9 @@ class FreshPasses:
             if e["verdict"] == "kept":
                 e["verdict"] = "undone"
                 e["why"] += "; undone: the fold did not fail the same way"
-        self.best, self.best_res = b, res if os.path.isdir(res["dir"]) else self.best_res
+        # best_res stays the traced trial's: the same run (the recorded
+        # one's directory went when that trial was kept).
+        self.best = b
 
     def create_counts(self, what, mix, i=0, phase="create"):
         """p_create's counts of the create step's ops (or step I's), with

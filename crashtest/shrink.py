@@ -627,9 +627,9 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             return
         what = []
         threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
-        if threads == 1 and self.best.op_traced() and \
-                (as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 or s.get("kill_after") is not None) and \
-                self.p_replay():
+        one = threads == 1 and (as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 or
+                                s.get("kill_after") is not None)
+        if one and self.best.op_traced() and self.p_replay():
             return  # its own ops, reopens where they came (K10)
         # One thread kept timed or with its timed kill: first the same run
         # pinned (the recorded seed, untraced: the same ops, deterministic),
@@ -641,8 +641,6 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         # 4,776 ops and in none of the eight traced ones, and ended
         # unshrunk.  A timed run is not pinned the same way (where a
         # timer ends it moves), so the other seeds still count.
-        one = threads == 1 and (as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 or
-                                s.get("kill_after") is not None)
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
             ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
             kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0

@@ -9,6 +9,8 @@ import subprocess
 import tempfile
 import unittest
 
+from crashtest.cand import trace_ops_of
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STRESS = os.path.join(ROOT, os.environ.get("BUILD", "build"), "stress")
 
@@ -20,17 +22,9 @@ def stress(*args, cwd=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def trace_text(path):
-    """The text of the trace at PATH up to its first zero byte (a killed
-    process leaves zero bytes after its lines: stress/trace.c)."""
-    with open(path) as f:
-        return f.read().split("\0", 1)[0]
-
-
 def trace_lines(path):
     """The op lines of the trace at PATH (comments dropped), newlines off:
     crashtest's reader, which ends them at a killed process's zero bytes."""
-    from crashtest.cand import trace_ops_of
     if not os.path.isfile(path):
         raise FileNotFoundError(path)
     return trace_ops_of(path)

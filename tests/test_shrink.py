@@ -49,9 +49,10 @@ from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import BASELINE_TRIALS, STANDIN_SNAPSHOT_ONE_IN, Shrinker  # noqa: E402
 from crashtest.multipass import MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS  # noqa: E402
 from crashtest.cand import (LOG_SYNC_POINT, SYNC_OFF_KILL_EVERY, Cand, endings, kill_every, mt_endings,  # noqa: E402
-                            opt_get, opt_set, powerloss_undone, set_faults, set_threads, trace_inj, trimmed)
+                            opt_get, opt_set, powerloss_undone, set_faults, set_threads, trace_inj, trace_text,
+                            trimmed)
 from crashtest.params import same_value  # noqa: E402
-from tests.stressrun import OneThreadDb, stress, trace_text  # noqa: E402
+from tests.stressrun import OneThreadDb, stress  # noqa: E402
 from crashtest import trials  # noqa: E402
 from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, Trials  # noqa: E402
 
