@@ -326,6 +326,11 @@ Rules:
   K26 a create step in front of an op step that replays a trace is folded
       into it (freshpass.p_fold_create): delta debugging then cuts the
       create step's ops too, where p_create cuts them from the end only.
+  K27 a failing step on one power-loss variant's copy drops the variants
+      before it that it does not stand on, and what ran on their copies
+      (steppass.p_branches, first in each round; the seed search starts
+      without them too): a restart killed on a timer there diverges from
+      run to run and its ops count in the run's size.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -344,8 +349,8 @@ import tempfile
 import time
 
 from .binary import check_binary, stress_info
-from .cand import (CREATION_OPTIONS, Cand, as_int, drop_kills, endings, is_fresh, is_workload,
-                   kills_to_crash_at_end, opt_get, opt_set, powerloss_undone, set_threads, trace_ops_of)
+from .cand import (CREATION_OPTIONS, Cand, as_int, drop_kills, endings, is_fresh, is_workload, opt_get, opt_set,
+                   set_threads, trace_ops_of)
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import subst
 from .output import Printer
@@ -354,6 +359,7 @@ from .procs import STOP
 from .repro import failing_key
 from .seeds import derive
 from .freshpass import FreshPasses
+from .steppass import StepPasses, branch_of, end_unkilled
 from .multipass import MT_NEED, MT_TRIALS, MultiPasses
 from .tracepass import TracePasses
 from .trials import RAM_DIR, RAM_MIN_FREE, Trials, ram_root
@@ -383,8 +389,6 @@ STANDIN_SNAPSHOT_ONE_IN = 200
 # ... and when the recorded run did not fail again (nothing else to try).
 FALLBACK_SEEDS = 40
 FALLBACK_SHARE = 0.4
-# Power-loss seeds tried toward fewer writes rolled back or torn.
-POWERLOSS_SEEDS = 4
 # The shortest timer p_timer halves a timed SIGKILL to (seconds: a process
 # opens its database in a few hundredths).
 TIMER_MIN = 0.1
@@ -406,21 +410,10 @@ NOT_SHRUNK = {"db", "expected_values_dir", "run_dir", "report", "seed", "max_key
               "kill_random_test", "kill_points", "destroy_db_initially", "verification_only", "help",
               "list_fault_points"}
 MIX = ["readpercent", "iterpercent", "delpercent"]
-# What a timed SIGKILL of a recovery step becomes (K13), in the order
-# tried: none (the step recovers and verifies: a failure its kill hid
-# shows in it); a crash once the database is open (--crash_at_end: after
-# redo and the end-of-recovery checkpoint, before the verification and
-# the clean close); the kill point before that checkpoint; the one
-# half-way through redo.
-RECOVERY_KILLS = ((None, "ending by themselves (a failure the kill hid shows)"),
-                  ("crash_at_end", "crashing once open (--crash_at_end)"),
-                  ("kill/recovery/before_end_checkpoint",
-                   "killed at kill/recovery/before_end_checkpoint, its first hit"),
-                  ("kill/recovery/mid_redo", "killed at kill/recovery/mid_redo, its first hit"))
 RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
 
 
-class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
+class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
     recorded_threads = 1  # the recorded op step's threads (K6's stand-in; __init__ sets it)
     cut = None  # (the recorded run, its tries' ops) when the baseline kept an earlier step (K8; shrink sets it)
 
@@ -566,6 +559,8 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         # ... and a failing recovery step's own timer goes (K11): it can
         # only hide the failure, and with it no trial is deterministic.
         start = end_unkilled(start) or start
+        # ... and the variants it does not stand on go (K27).
+        start = branch_of(start)[0] or start
         a = start.op["argv"]
         if opt_get(a, "replay_ops"):
             return False
@@ -663,74 +658,6 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         ops = as_int(opt_get(self.best.op["argv"], "ops_per_thread"), 10000) or \
             (self.best_res or {}).get("ops") or 1000
         self.search(self.best, ops)
-
-    def p_end_kill(self):
-        """K11: the failing step's own timed SIGKILL goes when that step is
-        not the op step (p_pin's): a recovery killed after a fraction of a
-        second, whose failure came before the kill.  The kill races the
-        failure (a trial whose recovery replays more log is killed first
-        and passes), and a timed kill makes no run deterministic."""
-        c = end_unkilled(self.best)
-        if c is not None:
-            self.attempt("no SIGKILL in the failing step %s (the failure shows before it)" % c.steps[-1]["name"], c,
-                         "end_kill")
-
-    def mid_killed(self, cand, point):
-        """CAND with each recovery step between its op step and its last
-        step that a timer SIGKILLs killed at POINT's first hit instead, or
-        not killed (POINT None; K13), or None when it has none."""
-        c, n = cand.copy(), 0
-        for i, st in enumerate(c.steps):
-            if st["type"] != "stress" or st.get("kill_after") is None or i in (c.w, len(c.steps) - 1) or \
-                    opt_get(st["argv"], "verification_only") != "1":
-                continue
-            st["kill_after"], n = None, n + 1
-            if point is None:
-                st["expect"], c.want[i] = "exit0", "passed"
-            elif point == "crash_at_end":
-                st["expect"], st["argv"] = "crash_at_end", opt_set(st["argv"], "crash_at_end", 1)
-            else:
-                st["expect"] = "kill_point"
-                st["argv"] = opt_set(opt_set(st["argv"], "kill_random_test", 1), "kill_points", point)
-        return c if n else None
-
-    def p_mid_kill(self):
-        """K13: a recovery step between the op step and the failing one,
-        SIGKILLed on a timer (a restart that only recovers and verifies),
-        not killed, or killed at one of the recovery's own kill points
-        instead, at its first hit (RECOVERY_KILLS, in order).  The timer lands where the
-        recorded run's recovery happened to be after that many seconds; a
-        run with other ops recovers faster or slower and is killed
-        elsewhere or not at all (planted bug page-before-wal: every
-        one-thread run diverged, its recovery done before the kill).  A
-        kill point lands at the same place in every run, and the run can
-        become deterministic."""
-        for point, words in RECOVERY_KILLS:
-            c = self.mid_killed(self.best, point)
-            if c is None or self.attempt("recovery steps %s, not killed on a timer" % words, c, "mid_kill"):
-                return
-
-    def p_crash_end(self):
-        """K9: a one-thread op step that a kill point ends, when a later step
-        fails (the crash is what matters, not where in the op it came): the
-        kill made a crash after the op it fired in (--crash_at_end, no kill
-        points).  A kill point counts hits, so each op removed moves it, and
-        halving or delta debugging stops at the first removal that no longer
-        reaches it; a crash after the last op stays where the ops end."""
-        c = self.best.copy()
-        s = c.op
-        a = s["argv"]
-        if as_int(opt_get(a, "threads"), 2) != 1 or as_int(opt_get(a, "kill_random_test")) <= 0 or \
-                s.get("expect") != "kill_point" or c.w == len(c.steps) - 1 or not self.best_res:
-            return
-        what = "the kill point made a crash after the last op"
-        if not opt_get(a, "replay_ops"):
-            n = (self.best_res.get("ops") or 0) + 1  # the op the kill fired in, too
-            a = opt_set(opt_set(a, "ops_per_thread", n), "duration", None)
-            what += " (%d ops)" % n
-        s["argv"] = a
-        kills_to_crash_at_end(s)
-        self.attempt(what, c, "crash_end")
 
     def p_trace(self):
         """One thread, ops pinned: the ops traced, the recorded seed first
@@ -933,52 +860,6 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
             c.set_all(name, d)
             self.attempt("%s %s -> %s (stress's default)" % (name, v, d), c, "options")
 
-    def p_powerloss(self):
-        for i, s in enumerate(self.best.steps):
-            if s["type"] != "powerloss":
-                continue
-            mode = s["argv"][s["argv"].index("--mode") + 1]
-            for m in ("keep", "rollback"):
-                if m == mode or (mode == "keep"):
-                    break
-                c = self.best.copy()
-                argv = c.steps[i]["argv"]
-                argv[argv.index("--mode") + 1] = m
-                if self.attempt("power loss %s -> %s" % (mode, m), c, "powerloss"):
-                    break
-        self.p_powerloss_seed()
-
-    def p_powerloss_seed(self):
-        """The fewest writes rolled back or torn: other seeds of each
-        power-loss step (its decisions come from its seed), a seed kept
-        when the trial fails the same way with fewer unsynced writes and
-        metadata operations undone than the best run (powerloss's own
-        count) -- never more."""
-        if not self.best_res:
-            return
-        for i, s in enumerate(self.best.steps):
-            if s["type"] != "powerloss" or s["argv"][s["argv"].index("--mode") + 1] == "keep":
-                continue
-            now = powerloss_undone(self.best_res, i)
-            if not now or now <= 1:
-                continue  # nothing fewer (none undone is keep mode's, tried before)
-            base = as_int(s["argv"][s["argv"].index("--seed") + 1])
-            for k in range(POWERLOSS_SEEDS):
-                if self.left() <= 0 or STOP.is_set() or not now or now <= 1:
-                    break
-                c = self.best.copy()
-                argv = c.steps[i]["argv"]
-                seed = derive(base, "shrink", "powerloss", k)
-                argv[argv.index("--seed") + 1] = str(seed)
-
-                def fewer(r, i=i, now=now):
-                    """fewer writes undone"""
-                    got = powerloss_undone(r, i)
-                    return got is not None and got < now
-                if self.attempt("power loss seed %d (fewer than %d writes undone)" % (seed, now), c, "powerloss",
-                                extra={"powerloss_seed": seed}, better=fewer):
-                    now = powerloss_undone(self.best_res, i)
-
     def shrink(self):
         p = self.p
         orig = self.best.copy()
@@ -1059,7 +940,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         with two threads, and the one-thread run the seed search kept lost
         it only in the next round, after delta debugging had run every
         trial twice)."""
-        return (self.p_hang, self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_fresh,
+        return (self.p_branches, self.p_hang, self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_fresh,
                 self.p_trace,
                 self.p_crash_end, self.p_end_kill, self.p_ops, self.p_timer, self.p_short, self.p_replay,
                 self.p_focus, self.p_untied, self.p_volume, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
@@ -1149,18 +1030,6 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses):
         for d in (self.work, self.ram):
             if d:
                 shutil.rmtree(d, ignore_errors=True)
-
-
-def end_unkilled(cand):
-    """CAND with its failing step's own timed SIGKILL gone (K11), or None
-    when that step has none or is the op step."""
-    c = cand.copy()
-    last = c.steps[-1]
-    if last["type"] != "stress" or last.get("kill_after") is None or c.w == len(c.steps) - 1:
-        return None
-    last["kill_after"], last["expect"] = None, "exit0"
-    c.want[-1] = None  # it fails: the recorded run's "crashed" is not what it must do
-    return c
 
 
 def grown(ops, history):
