@@ -125,6 +125,12 @@ class MultiPasses:
         the shrunk run, each size smaller than its own with MT_AGAIN_SEEDS
         seeds before the next size (the run's own and, in SWEEP k, the k-th
         lot of others).  Returns True if it kept a candidate."""
+        if start is None and not again and as_int(opt_get(self.best.op["argv"], "threads"), 2) <= 1:
+            # One thread fails the same way already (K6's search kept it
+            # from the cut form): no race to look for (planted bug
+            # fpi-skips-page-at-redo-lsn, 2026-12-05: the path ran from
+            # the recorded steps after the search kept one thread).
+            return False
         if start is None and not again and self.cut:
             start, start_ops = self.cut  # the recorded steps (shrink: the baseline kept an earlier one)
         base = start or self.best

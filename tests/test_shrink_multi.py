@@ -124,6 +124,16 @@ class TestCutBaseline(unittest.TestCase):
         self.assertEqual(sh.best.op["expect"], "crash_at_end")
         self.assertEqual(sh.multi_from["args"][1], 900, "a resume (K20) starts from the recorded steps too")
 
+    def test_a_cut_baseline_whose_search_kept_one_thread_runs_no_path(self):
+        # Planted bug fpi-skips-page-at-redo-lsn (2026-12-05): K6's search
+        # kept one thread from the cut form, and the path then ran from
+        # the recorded steps, four threads, 60% of the budget for nothing.
+        sh = shrinker(5, lambda c: True)
+        self.cut(sh)
+        sh.best.op["argv"] = opt_set(sh.best.op["argv"], "threads", 1)
+        self.assertFalse(sh.p_multi())
+        self.assertEqual(sh.tried, [])
+
     def test_without_the_cut_no_candidate_has_a_crash(self):
         sh = shrinker(5)
         self.assertFalse(sh.p_multi())
