@@ -277,8 +277,8 @@ class FreshPasses:
                 if opt_get(first["argv"], name) is not None:
                     argv = opt_set(argv, name, opt_get(first["argv"], name))
             f.op["argv"] = argv
-            f.trace = made + ["%d reopen - 0000000000000000 off | folded: the create step's end, the op step's "
-                              "open" % len(made)] + list(b.trace)
+            f.trace = made + ["%d restart - 0000000000000000 off | folded: the create step's end, the op step's "
+                              "start" % len(made)] + list(b.trace)
             f.splice(0, drop=1)
             if self.attempt("the create step's %d ops folded into the op step (%d -> %d ops, one step fewer)"
                             % (len(made), len(made) + len(b.trace), len(f.trace)), f, "fold"):

@@ -12,8 +12,8 @@
 #include "oracle/report_line.h"
 #include "stress_int.h"
 
-const char *const st_op_names[OP_TYPES] = {"get",    "put",    "delete",   "batch",  "scan",   "checkpoint",
-                                           "verify", "reopen", "snapshot", "vacuum", "aborted"};
+const char *const st_op_names[OP_TYPES] = {"get",    "put",    "delete",   "batch",  "scan",    "checkpoint",
+                                           "verify", "reopen", "snapshot", "vacuum", "restart", "aborted"};
 
 /* ---- report ---- */
 

@@ -51,6 +51,7 @@ enum op_type {
     OP_REOPEN,
     OP_SNAPSHOT,
     OP_VACUUM,
+    OP_RESTART, /* never drawn: a replay's (trace.c) */
     OP_ABORTED,
     OP_TYPES
 };

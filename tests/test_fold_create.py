@@ -90,7 +90,7 @@ class TestFoldCreate(unittest.TestCase):
                                                   "read_fault_one_in", "replay_ops")],
                          ["1", "4096", "64", "1M", "100", "@FOLDER@/ops.trace"])
         self.assertEqual(b.trace[:3], [l.replace(" on |", " off |") for l in CREATED], "the create step had no faults")
-        self.assertEqual(b.trace[3].split()[1:5], ["reopen", "-", "0000000000000000", "off"])
+        self.assertEqual(b.trace[3].split()[1:5], ["restart", "-", "0000000000000000", "off"])
         self.assertEqual(b.trace[4:], OPS)
         self.assertEqual(sh.ddmin_size, 1 << 62, "delta debugging starts again at half the new list")
 
