@@ -940,8 +940,8 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         with two threads, and the one-thread run the seed search kept lost
         it only in the next round, after delta debugging had run every
         trial twice)."""
-        return (self.p_branches, self.p_hang, self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi, self.p_pin, self.p_fresh,
-                self.p_trace,
+        return (self.p_branches, self.p_hang, self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi,
+                self.p_pin, self.p_fresh, self.p_trace,
                 self.p_crash_end, self.p_end_kill, self.p_ops, self.p_timer, self.p_short, self.p_replay,
                 self.p_focus, self.p_untied, self.p_volume, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
                 self.p_classes, self.p_kill, self.p_rates, self.p_mix,

@@ -363,6 +363,22 @@ Test(powerloss, a_writes_fate_hangs_on_the_write_not_on_the_writes_around_it, T_
 
 /* ---- 5. a pinned write's fate is the pin's, and keep mode keeps the rest (P8) -- */
 
+/* Sixteen 4 KiB pages of "data", each written twice, unsynced: the model
+ * (its file D), and the variant prefix and first variant's directory in
+ * F's root. */
+static model *pages_written_twice(fx *f, int *d, char *prefix, size_t pcap, char *dir, size_t dcap) {
+    fx_init(f);
+    model *m = calloc(1, sizeof *m);
+    *d = m_file(m, "data", 65536, 3);
+    put_file(f, "data", m->init[*d], m->init_size[*d]);
+    fx_open_journal(f);
+    for (int i = 0; i < 32; i++) m_write(f, m, *d, (uint64_t)(i % 16) * 4096, 4096, 700 + (uint64_t)i);
+    fx_close_journal(f);
+    snprintf(prefix, pcap, "%s/v", f->root);
+    snprintf(dir, dcap, "%s0", prefix);
+    return m;
+}
+
 /* Sixteen pages of "data" each written twice, unsynced, and power lost in
  * keep mode with pins: the last write of page 2 torn keeping its first
  * four sectors, the first write of page 3 rolled back, the last of page 4
@@ -373,16 +389,9 @@ Test(powerloss, a_writes_fate_hangs_on_the_write_not_on_the_writes_around_it, T_
  * nothing. */
 Test(powerloss, a_pinned_write_is_undone_as_pinned_and_keep_mode_keeps_every_other, T_OPTS) {
     fx f;
-    fx_init(&f);
-    model *m = calloc(1, sizeof *m);
-    int d = m_file(m, "data", 65536, 3);
-    put_file(&f, "data", m->init[d], m->init_size[d]);
-    fx_open_journal(&f);
-    for (int i = 0; i < 32; i++) m_write(&f, m, d, (uint64_t)(i % 16) * 4096, 4096, 700 + (uint64_t)i);
-    fx_close_journal(&f);
+    int d;
     char prefix[200], dir[256];
-    snprintf(prefix, sizeof prefix, "%s/v", f.root);
-    snprintf(dir, sizeof dir, "%s0", prefix);
+    model *m = pages_written_twice(&f, &d, prefix, sizeof prefix, dir, sizeof dir);
     cr_assert_eq(run_pl(&f, f.db, "--run-dir", f.run, "--seed", "7", "--variants", "1", "--mode", "keep",
                         "--out-prefix", prefix, "--pin", "data@8192:0=tear:zz", NULL),
                  2, "a pin with a bad HEX was taken");
@@ -430,16 +439,9 @@ Test(powerloss, a_pinned_write_is_undone_as_pinned_and_keep_mode_keeps_every_oth
  * 61 writes pinned one by one).  "*" with a tear is a usage error. */
 Test(powerloss, a_pin_of_every_write_rolls_the_page_back_to_its_synced_state, T_OPTS) {
     fx f;
-    fx_init(&f);
-    model *m = calloc(1, sizeof *m);
-    int d = m_file(m, "data", 65536, 3);
-    put_file(&f, "data", m->init[d], m->init_size[d]);
-    fx_open_journal(&f);
-    for (int i = 0; i < 32; i++) m_write(&f, m, d, (uint64_t)(i % 16) * 4096, 4096, 700 + (uint64_t)i);
-    fx_close_journal(&f);
+    int d;
     char prefix[200], dir[256];
-    snprintf(prefix, sizeof prefix, "%s/v", f.root);
-    snprintf(dir, sizeof dir, "%s0", prefix);
+    model *m = pages_written_twice(&f, &d, prefix, sizeof prefix, dir, sizeof dir);
     cr_assert_eq(run_pl(&f, f.db, "--run-dir", f.run, "--seed", "7", "--variants", "1", "--mode", "keep",
                         "--out-prefix", prefix, "--pin", "data@8192:*=tear:ff", NULL),
                  2, "a pin of every write with a tear was taken");
