@@ -261,13 +261,8 @@ class TracePasses:
         runs in keep mode: every other write kept (faults/powerloss.c, P8).
         First only the newest undone write of the block the failure names
         (file=NAME block=N in the failing step's output: the page that
-        fails its checksum), then, when they were all rolled back, every
-        unsynced write of that block (BACK "*": planted bug
-        fpi-skips-page-at-redo-lsn, 2026-12-05, needed its block 2's 61
-        writes undone, and delta debugging cut 2,412 ops to 1,922: each op
-        removed that wrote the page moved the pins), then every undone
-        write of that block, then every one when there are at most
-        PIN_POWERLOSS_MAX.  A write's fate
+        fails its checksum), then every undone write of that block, then
+        every one when there are at most PIN_POWERLOSS_MAX.  A write's fate
         is drawn from its seed, name, offset and the writes to that offset
         before it, so an op removed that wrote the page moved its tear:
         pinned, the tear stays on that page's newest write, and the power
@@ -310,13 +305,6 @@ class TracePasses:
             if at:
                 # The lines come newest write first: its last undone write alone, then all of them.
                 tries.append(([at[0][1]], "the newest write it undid on the block the failure names (%s block %d)"
-                              % (name, block)))
-            if len(at) > 1 and all(p.endswith("=rollback") for _, p in at):
-                # ... every unsynced write of it rolled back, however many
-                # (powerloss's BACK "*"): the block as the last fsync left
-                # it, and an op removed that wrote it moves no pin.
-                tries.append((sorted({"%s@%d:*=rollback" % (j["file"], j["offset"]) for j, _ in at}),
-                              "every unsynced write of the block the failure names rolled back (%s block %d)"
                               % (name, block)))
             if len(at) > 1:
                 tries.append(([p for _, p in at], "the %d writes it undid on the block the failure names (%s block %d)"

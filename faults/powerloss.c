@@ -92,12 +92,7 @@
  *       that page moved with every earlier write of it removed (planted
  *       bug fpi-skips-page-at-redo-lsn: delta debugging removed 3 to 14
  *       ops a trial for 600 s).  A pin that matches no unsynced write
- *       changes nothing.  BACK "*" (FATE rollback only): every unsynced
- *       write to NAME at OFFSET rolled back, the page as it was synced,
- *       however many ops wrote it (a failure that needs the page back
- *       where the last fsync left it pins its 61 writes one by one, and
- *       the first op removed that wrote it moves every pin: planted bug
- *       fpi-skips-page-at-redo-lsn, 2026-12-05, 2,412 -> 1,922 ops).
+ *       changes nothing.
  *
  * Assumed of the journaled process: writes to overlapping ranges are not
  * in flight at the same time (the engine serializes them per page and
@@ -404,12 +399,11 @@ static void hex_units(const uint8_t *kept, size_t n, char *out, size_t cap) {
 enum { W_KEEP, W_ROLLBACK, W_TEAR };
 
 /* One --pin (P8). */
-#define PIN_EVERY UINT32_MAX
 typedef struct wpin {
     const char *name;
     size_t name_len;
     uint64_t offset;
-    uint32_t back;    /* PIN_EVERY: "*" */
+    uint32_t back;
     int fate;         /* W_ROLLBACK or W_TEAR */
     const char *kept; /* W_TEAR: P5's hex of the units kept */
 } wpin;
@@ -427,15 +421,14 @@ static void units_of_hex(const char *hex, uint8_t *kept, size_t n) {
 static const wpin *pin_of(const variant *v, const jr_rec *r, size_t at) {
     for (size_t i = 0; i < v->nwpins; i++) {
         const wpin *p = &v->wpins[i];
-        if (p->offset == r->offset && (p->back == v->wback[at] || p->back == PIN_EVERY) && p->name_len == r->path.len &&
+        if (p->offset == r->offset && p->back == v->wback[at] && p->name_len == r->path.len &&
             memcmp(p->name, r->path.p, r->path.len) == 0)
             return p;
     }
     return NULL;
 }
 
-/* Parse --pin's NAME@OFFSET:BACK=rollback|tear:HEX (BACK "*": rollback
- * only) into *P: 1, or 0. */
+/* Parse --pin's NAME@OFFSET:BACK=rollback|tear:HEX into *P: 1, or 0. */
 static int parse_pin(const char *s, wpin *p) {
     const char *at = strrchr(s, '@');
     if (!at || at == s) return 0;
@@ -444,12 +437,8 @@ static int parse_pin(const char *s, wpin *p) {
     unsigned long long off = strtoull(at + 1, &end, 10);
     if (errno || end == at + 1 || *end != ':') return 0;
     const char *b = end + 1;
-    unsigned long back = PIN_EVERY;
-    if (*b == '*')
-        end = (char *)b + 1;
-    else
-        back = strtoul(b, &end, 10);
-    if (errno || end == b || *end != '=' || (back >= PIN_EVERY && *b != '*')) return 0;
+    unsigned long back = strtoul(b, &end, 10);
+    if (errno || end == b || *end != '=' || back > UINT32_MAX) return 0;
     const char *fate = end + 1;
     p->name = s;
     p->name_len = (size_t)(at - s);
@@ -460,7 +449,7 @@ static int parse_pin(const char *s, wpin *p) {
         p->fate = W_ROLLBACK;
         return 1;
     }
-    if (p->back == PIN_EVERY || strncmp(fate, "tear:", 5) != 0 || !fate[5] || strlen(fate + 5) > 256) return 0;
+    if (strncmp(fate, "tear:", 5) != 0 || !fate[5] || strlen(fate + 5) > 256) return 0;
     for (const char *h = fate + 5; *h; h++)
         if (!((*h >= '0' && *h <= '9') || (*h >= 'a' && *h <= 'f'))) return 0;
     p->fate = W_TEAR;
@@ -876,8 +865,7 @@ static void usage(FILE *to) {
           "                  the unsynced write to journal name NAME at OFFSET with\n"
           "                  BACK later writes to it (0: the last) rolled back, or\n"
           "                  torn keeping the 512-byte units HEX lists (the ledger's\n"
-          "                  kept=), whatever the mode (repeatable, at most 64);\n"
-          "                  BACK * (rollback only): every unsynced write to it\n"
+          "                  kept=), whatever the mode (repeatable, at most 64)\n"
           "Every undo is appended to RUN/ledger (phase powerloss) before it is\n"
           "applied.  Refuses (exit 3) while a process holds DIR/LOCK.\n"
           "Exit: 0 done, 2 usage, 3 refused or I/O error.\n",

@@ -10,10 +10,8 @@ pass reads the failing variant's decisions from the ledger and makes them
 pins in keep mode:
 
 - first only the newest undone write of the block the failing step names
-  (file=NAME block=N), with the page size the run was created with, then,
-  when its writes were all rolled back, every unsynced write of it
-  (powerloss's BACK "*", which no removed op moves), then all of that
-  block's one by one, then every write the variant undid; another
+  (file=NAME block=N), with the page size the run was created with, then
+  all of that block's, then every write the variant undid; another
   variant's lines never;
 - a failure that names no block gets every write, and none when there are
   more than powerloss takes;
@@ -94,22 +92,6 @@ class TestPinPowerloss(unittest.TestCase):
             ("power loss pinned: the 4 writes it undid, every other write kept (keep mode, --pin)", "keep",
              ["data@245760:0=tear:a0361cf0", "data@0:0=tear:4013", "data@245760:2=rollback",
               "wal/0000000000000000@8192:0=tear:0f"])])
-
-    def test_a_block_whose_writes_were_all_rolled_back_is_pinned_back_to_its_synced_state_before_each_write(self):
-        # Planted bug fpi-skips-page-at-redo-lsn (2026-12-05): its block
-        # 2's 61 writes all rolled back, pinned one by one, and each op
-        # delta debugging removed that wrote the page moved the pins.
-        lines = [line(1, "data", 2 * 16384, b) for b in (0, 1, 3)] + [line(1, "data", 0, 0, "0f")]
-        sh = self.shrinker(lines, "stress: FAILURE unrecoverable: corruption no injection explains: "
-                                  "layer=structure file=data block=2: ")
-        sh.p_pin_powerloss()
-        self.assertEqual([pins for _, _, pins in self.tried],
-                         [["data@32768:0=rollback"], ["data@32768:*=rollback"],
-                          ["data@32768:0=rollback", "data@32768:1=rollback", "data@32768:3=rollback"],
-                          ["data@32768:0=rollback", "data@32768:1=rollback", "data@32768:3=rollback",
-                           "data@0:0=tear:0f"]])
-        self.assertIn("every unsynced write of the block the failure names rolled back (data block 2)",
-                      self.tried[1][0])
 
     def test_a_failure_naming_no_block_pins_every_write_and_none_past_what_powerloss_takes(self):
         sh = self.shrinker([line(1, "data", 16384 * k, 0, "0f") for k in range(3)],

@@ -363,22 +363,6 @@ Test(powerloss, a_writes_fate_hangs_on_the_write_not_on_the_writes_around_it, T_
 
 /* ---- 5. a pinned write's fate is the pin's, and keep mode keeps the rest (P8) -- */
 
-/* Sixteen 4 KiB pages of "data", each written twice, unsynced: the model
- * (its file D), and the variant prefix and first variant's directory in
- * F's root. */
-static model *pages_written_twice(fx *f, int *d, char *prefix, size_t pcap, char *dir, size_t dcap) {
-    fx_init(f);
-    model *m = calloc(1, sizeof *m);
-    *d = m_file(m, "data", 65536, 3);
-    put_file(f, "data", m->init[*d], m->init_size[*d]);
-    fx_open_journal(f);
-    for (int i = 0; i < 32; i++) m_write(f, m, *d, (uint64_t)(i % 16) * 4096, 4096, 700 + (uint64_t)i);
-    fx_close_journal(f);
-    snprintf(prefix, pcap, "%s/v", f->root);
-    snprintf(dir, dcap, "%s0", prefix);
-    return m;
-}
-
 /* Sixteen pages of "data" each written twice, unsynced, and power lost in
  * keep mode with pins: the last write of page 2 torn keeping its first
  * four sectors, the first write of page 3 rolled back, the last of page 4
@@ -389,9 +373,16 @@ static model *pages_written_twice(fx *f, int *d, char *prefix, size_t pcap, char
  * nothing. */
 Test(powerloss, a_pinned_write_is_undone_as_pinned_and_keep_mode_keeps_every_other, T_OPTS) {
     fx f;
-    int d;
+    fx_init(&f);
+    model *m = calloc(1, sizeof *m);
+    int d = m_file(m, "data", 65536, 3);
+    put_file(&f, "data", m->init[d], m->init_size[d]);
+    fx_open_journal(&f);
+    for (int i = 0; i < 32; i++) m_write(&f, m, d, (uint64_t)(i % 16) * 4096, 4096, 700 + (uint64_t)i);
+    fx_close_journal(&f);
     char prefix[200], dir[256];
-    model *m = pages_written_twice(&f, &d, prefix, sizeof prefix, dir, sizeof dir);
+    snprintf(prefix, sizeof prefix, "%s/v", f.root);
+    snprintf(dir, sizeof dir, "%s0", prefix);
     cr_assert_eq(run_pl(&f, f.db, "--run-dir", f.run, "--seed", "7", "--variants", "1", "--mode", "keep",
                         "--out-prefix", prefix, "--pin", "data@8192:0=tear:zz", NULL),
                  2, "a pin with a bad HEX was taken");
@@ -425,41 +416,6 @@ Test(powerloss, a_pinned_write_is_undone_as_pinned_and_keep_mode_keeps_every_oth
     read_in(dir, "data", got);
     cr_assert(memcmp(got + 8192, m->w[18].data, 2048) == 0 && memcmp(got + 10240, m->w[2].data + 2048, 2048) == 0,
               "page 2 is not its last write's first half over its first write's second half");
-    free(L.r);
-    m_free(m);
-    free(m);
-}
-
-/* A pin with BACK "*" rolls back every unsynced write to its name and
- * offset, however many there are: page 2 of sixteen pages each written
- * twice comes back as it was before either write, both writes in the
- * ledger, and keep mode keeps every other page's writes.  A shrinker pins
- * a page back to its synced state so: a pin per write moved with each op
- * removed that wrote the page (planted bug fpi-skips-page-at-redo-lsn:
- * 61 writes pinned one by one).  "*" with a tear is a usage error. */
-Test(powerloss, a_pin_of_every_write_rolls_the_page_back_to_its_synced_state, T_OPTS) {
-    fx f;
-    int d;
-    char prefix[200], dir[256];
-    model *m = pages_written_twice(&f, &d, prefix, sizeof prefix, dir, sizeof dir);
-    cr_assert_eq(run_pl(&f, f.db, "--run-dir", f.run, "--seed", "7", "--variants", "1", "--mode", "keep",
-                        "--out-prefix", prefix, "--pin", "data@8192:*=tear:ff", NULL),
-                 2, "a pin of every write with a tear was taken");
-    cr_assert_eq(size_or_absent(f.root, "v0"), -1, "a refused run made a variant");
-    pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "7", "--variants", "1", "--mode", "keep", "--out-prefix",
-                     prefix, "--pin", "data@8192:*=rollback", NULL));
-    lrecs L = {0};
-    ledger_load(&f, &L);
-    cr_assert_eq(L.n, 2, "%zu ledger lines, want page 2's two writes'", L.n);
-    for (size_t i = 0; i < L.n; i++) {
-        cr_assert_str_eq(L.r[i].point, "powerloss/rollback");
-        cr_assert_eq(L.r[i].off, 8192, "line %zu: @%lld", i, (long long)L.r[i].off);
-    }
-    assert_variant(m, &L, 0, dir);
-    static uint8_t got[FMAX];
-    read_in(dir, "data", got);
-    cr_assert(memcmp(got + 8192, m->init[d] + 8192, 4096) == 0, "page 2 is not as it was before its writes");
-    cr_assert(memcmp(got + 12288, m->w[19].data, 4096) == 0, "page 3 is not its last write (keep mode)");
     free(L.r);
     m_free(m);
     free(m);
