@@ -328,8 +328,8 @@ Rules:
       create step's ops too, where p_create cuts them from the end only.
   K27 a failing step on one power-loss variant's copy drops the variants
       before it that it does not stand on, and what ran on their copies
-      (steppass.p_branches, first in each round; the seed search starts
-      without them too): a restart killed on a timer there diverges from
+      (steppass.p_branches, first in each round and again once the
+      thread steps have run; the seed search starts without them too): a restart killed on a timer there diverges from
       run to run and its ops count in the run's size.
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
@@ -939,10 +939,15 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         trial runs twice (fpi-skips-page-at-redo-lsn: its first try failed
         with two threads, and the one-thread run the seed search kept lost
         it only in the next round, after delta debugging had run every
-        trial twice)."""
+        trial twice).  p_branches again there too: a variant's drop that a
+        rare race passed in its few trials is judged on one trial of the
+        one-thread run, before delta debugging runs the variant's steps in
+        every trial (fpi-skips-page-at-redo-lsn, 2026-12-05: its drop
+        passed 3 of 3 at a rate of 1 in 5, and every one of delta
+        debugging's trials then ran variant 0's recovery)."""
         return (self.p_branches, self.p_hang, self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi,
                 self.p_pin, self.p_fresh, self.p_trace,
-                self.p_crash_end, self.p_end_kill, self.p_ops, self.p_timer, self.p_short, self.p_replay,
+                self.p_crash_end, self.p_end_kill, self.p_branches, self.p_ops, self.p_timer, self.p_short, self.p_replay,
                 self.p_focus, self.p_untied, self.p_volume, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
                 self.p_classes, self.p_kill, self.p_rates, self.p_mix,
                 self.p_fresh, self.p_create, self.p_history, self.p_keys, self.p_options, self.p_powerloss)

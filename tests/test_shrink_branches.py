@@ -127,9 +127,15 @@ class TestBranchesPass(unittest.TestCase):
         sh.p_branches()
         self.assertEqual(len(sh.best.steps), 7)
 
-    def test_the_pass_comes_first_in_each_round(self):
+    def test_the_pass_comes_first_in_each_round_and_again_once_the_thread_steps_have_run(self):
         sh = Shrinker.__new__(Shrinker)
-        self.assertEqual(sh.round_steps()[0].__name__, "p_branches")
+        names = [getattr(f, "__name__", "") for f in sh.round_steps()]
+        self.assertEqual(names[0], "p_branches")
+        again = [i for i, n in enumerate(names) if n == "p_branches"][1:]
+        self.assertEqual(len(again), 1)
+        for before in ("p_threads", "p_multi", "p_pin", "p_trace", "p_crash_end"):
+            self.assertLess(names.index(before), again[0], before)
+        self.assertLess(again[0], names.index("p_ops"), "before the op count and delta debugging")
 
 
 if __name__ == "__main__":
