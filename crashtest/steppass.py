@@ -47,12 +47,12 @@ def branch_of(cand):
     none, the op step is among them, or a step kept reads one of their
     copies (None).  Returns (the candidate, the names of the steps dropped)."""
     last = cand.steps[-1]
-    if last["type"] != "stress" or not any(s["type"] == "variant" and s["to"] == last["state"]
+    if last["type"] != "stress" or not any(s["type"] == "variant" and s["to"] == last.get("state")
                                            for s in cand.steps):
         return None, []
     others = {s["to"] for s in cand.steps if s["type"] == "variant" and s["to"] != last["state"]}
     drop = [i for i, s in enumerate(cand.steps) if s["type"] == "variant" and s["to"] in others or
-            s["type"] == "stress" and s["state"] in others]
+            s["type"] == "stress" and s.get("state") in others]
     kept = [s for i, s in enumerate(cand.steps) if i not in drop]
     reads = [v for s in kept for k, v in s.items() if k != "argv" and isinstance(v, str)] + \
         [a for s in kept for a in s.get("argv", [])]
