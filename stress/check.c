@@ -252,6 +252,18 @@ void st_get_every_key(worker *w, const char *what) {
     st_buf_free(&b);
 }
 
+/* What a run's end reads before its close (stress.c settle, and a
+ * replay's restart: workload.c): every key by a point read, the engine's
+ * verify of every page and log record, every key by a scan.  The caller
+ * pauses the faults.  Returns the verify's status. */
+int st_read_everything(worker *w, const char *what) {
+    uint64_t problems = 0;
+    st_get_every_key(w, what);
+    int st = g.E->verify(g.db, &problems);
+    st_verify_all(w, 0, what);
+    return st;
+}
+
 /* Every key, in key order, by scanning (a damaged stretch falls back to
  * point reads).  Returns the number of failures. */
 uint64_t st_verify_all(worker *w, int after_crash, const char *what) {

@@ -183,6 +183,7 @@ void st_settle_durable(uint64_t seq);
 uint64_t st_verify_all(worker *w, int after_crash, const char *what);
 void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, const char *what, int after_crash);
 void st_get_every_key(worker *w, const char *what);
+int st_read_everything(worker *w, const char *what);
 
 /* run_dir.c */
 uint64_t st_injections_so_far(void);

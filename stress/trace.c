@@ -22,7 +22,7 @@
  *   TYPE    get put delete batch scan checkpoint verify reopen snapshot
  *           vacuum restart (snapshot takes one, or checks the one held;
  *           restart, never drawn, is a process's end and the next one's
- *           start in one: workload.c restart(), a shrinker's fold)
+ *           start in one: workload.c reopen(), a shrinker's fold)
  *   KEY     the key index (get, put, delete, scan start), or '-'
  *   SEED    16 hex digits: the op's own seed (batch keys, value seeds,
  *           scan length, every fault draw during the op)

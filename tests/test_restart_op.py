@@ -1,4 +1,4 @@
-"""The trace op `restart` (stress/workload.c restart(), never drawn): what
+"""The trace op `restart` (stress/workload.c reopen(), never drawn): what
 the end of one stress process and the start of the next do to the
 database, in one process.  A shrinker folds a create step into the op step
 after it with one where the create step's process ended (crashtest.py
