@@ -43,9 +43,9 @@ def end_unkilled(cand):
 def branch_of(cand):
     """CAND without the power-loss variants its failing step does not stand
     on (K27): the variant steps that copy another of the power-loss step's
-    outputs and the stress steps on their copies; None when there are
-    none, the op step is among them, or a step kept reads one of their
-    copies (None).  Returns (the candidate, the names of the steps dropped)."""
+    outputs and the stress steps on their copies.  Returns (the candidate,
+    the names of the steps dropped), or (None, []) when there are none, the
+    op step is among them, or a step kept reads one of their copies."""
     last = cand.steps[-1]
     if last["type"] != "stress" or not any(s["type"] == "variant" and s["to"] == last.get("state")
                                            for s in cand.steps):
