@@ -331,6 +331,19 @@ Rules:
       (steppass.p_branches, first in each round and again once the
       thread steps have run; the seed search starts without them too): a restart killed on a timer there diverges from
       run to run and its ops count in the run's size.
+  K28 what a failure needs brought sooner, on a traced run before delta
+      debugging (tracepass.ids_further, evict_sooner, beside p_volume's
+      checkpoints and segments): on a fresh database its first
+      transaction id (stress --first_xid, creation time) as far on as the
+      run's ops took the ids, then half as far; a cache below stress's
+      default at the engine's least (16 pages), then 4 and 16 times that.
+      Each once a shrink, the first that fails the same way kept.  A
+      failure that needs ids far along (a commit-log entry past its
+      page's first sector) or a page evicted then needs no ops that only
+      led there (planted bug fpi-skips-page-at-redo-lsn, commit-log path:
+      a one-thread run from a fresh database needs transaction 1,888, and
+      its shrinks stayed near 1,900 ops of 2,400-2,600 recorded; with the
+      ids started at 2,493, 2,821 -> 110).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),

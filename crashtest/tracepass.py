@@ -22,6 +22,7 @@ from .repro import failing_key
 from .trials import trial_paths
 
 SEGMENT_MIN = 65536  # the engine's least log segment (engine.h: a power of two >= 64 KiB)
+CACHE_MIN_PAGES = 16  # the engine's least cache (engine.h: at least 16 pages are used)
 # p_values (K21): the value size a fresh traced run is tried with when its
 # values are smaller, and the fewest ops it is tried on: each op then logs
 # more, and a failure that needs so much log written needs fewer ops.
@@ -39,6 +40,8 @@ WAL_BLOCK = 4096
 
 class TracePasses:
     segments_tried = False  # smaller_segments ran (once a shrink)
+    ids_tried = False  # ids_further ran (once a shrink)
+    cache_tried = None  # the power-loss steps evict_sooner last ran with (again once K22 pinned them)
     ddmin_size = 1 << 62  # the chunk size delta debugging last reached (p_ddmin)
 
     def replay_of(self, cand, path):
@@ -107,6 +110,8 @@ class TracePasses:
         if self.best.trace is None:
             return
         self.smaller_segments()
+        self.ids_further()
+        self.evict_sooner()
         v = parse_size(opt_get(self.best.op["argv"], "checkpoint_wal_bytes"))
         d = parse_size(self.defaults.get("checkpoint_wal_bytes"))
         if not v or not d or v >= d:
@@ -143,6 +148,64 @@ class TracePasses:
             for x in c.stress_steps():  # every step: a reopen names the size its database was made with
                 x["argv"] = opt_set(x["argv"], "wal_segment_size", m)
             if self.attempt("wal_segment_size %d -> %d (log segments filled sooner)" % (v, m), c, "volume"):
+                return
+
+    def ids_further(self):
+        """K28: on a fresh database, its first transaction id (stress
+        --first_xid, creation time: every stress step's, as K5 sets them)
+        as far on as the run's ops would take the ids, then half as far,
+        the first that still fails the same way kept.  A failure that needs
+        ids far along (a commit-log entry past its page's first sector, a
+        new commit-log page) then needs no ops that only advance them, and
+        delta debugging removes those (planted bug
+        fpi-skips-page-at-redo-lsn: its torn commit-log page needs an entry
+        past byte 512, transaction 1,888 on, so a one-thread run from a
+        fresh database stayed near 1,900 ops).  Half as far: a failure that
+        needs the ids to cross a point (a page filled) may need the run to
+        start below it.  Once a shrink; nothing when the binary lacks the
+        option or the run already sets it."""
+        if self.ids_tried or not is_fresh(self.best) or self.defaults.get("first_xid") is None or \
+                any(opt_get(x["argv"], "first_xid") is not None for x in self.best.stress_steps()):
+            return
+        self.ids_tried = True
+        n = (self.best_res or {}).get("ops_all") or 0
+        for k in (n, n // 2):
+            if k < 2 or self.left() <= 0 or STOP.is_set():
+                return
+            c = self.best.copy()
+            for x in c.stress_steps():
+                x["argv"] = opt_set(x["argv"], "first_xid", k)
+            if self.attempt("first_xid 1 -> %d (the ids start as far on as the run's %d ops take them)" % (k, n), c,
+                            "volume"):
+                return
+
+    def evict_sooner(self):
+        """K28: a cache below stress's default (the run's database outgrows
+        it) at the engine's least, 16 pages, then 4 and 16 times that,
+        below the run's, the first that still fails the same way kept
+        (every stress step's): a failure that needs a page written back
+        before a checkpoint (a torn write-back) needs that many fewer ops to
+        outgrow the cache (fpi-skips-page-at-redo-lsn: a commit-log page
+        evicted from 32 pages of cache needed a database of about a
+        thousand keys).  Once a shrink, and again once the power loss is
+        pinned (K22): before it, every write-back that came sooner moved
+        the tear the failure needs to another write (that catch: 64 KiB
+        rejected before the pin).  The options pass may take the cache
+        back to stress's default when the ops left do not need it."""
+        v = parse_size(opt_get(self.best.op["argv"], "cache_size"))
+        d = parse_size(self.defaults.get("cache_size"))
+        key = tuple(tuple(x["argv"]) for x in self.best.steps if x["type"] == "powerloss")
+        if self.cache_tried == key or not v or not d or v >= d:
+            return
+        self.cache_tried = key
+        ps = parse_size(next((opt_get(x["argv"], "page_size") for x in self.best.stress_steps()
+                              if opt_get(x["argv"], "page_size")), None) or self.defaults.get("page_size"))
+        for m in (CACHE_MIN_PAGES * ps << k for k in (0, 2, 4)):
+            if not ps or m >= v or self.left() <= 0 or STOP.is_set():
+                return
+            c = self.best.copy()
+            c.set_all("cache_size", m)
+            if self.attempt("cache_size %d -> %d (pages evicted sooner)" % (v, m), c, "volume"):
                 return
 
     def p_tie_checkpoints(self):

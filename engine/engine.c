@@ -87,6 +87,7 @@ void eng_options_init(eng_options *o) {
     o->page_size = 8192;
     o->data_checksums = 1;
     o->wal_segment_size = 16u << 20;
+    o->first_xid = 1;
     o->sync_mode = ENG_SYNC_COMMIT;
     o->full_page_writes = 1;
     o->wal_compression = ENG_WAL_COMPRESSION_NONE;

@@ -177,12 +177,22 @@ typedef enum eng_wal_compression {
     ENG_WAL_COMPRESSION_ZSTD, /* full-page images compressed with zstd */
 } eng_wal_compression;
 
+/* The largest first_xid: room left for 2^20 ids in the 2^30 the status copy
+ * holds (txn.c) and in the commit log of the smallest page (format.h). */
+#define ENG_FIRST_XID_MAX (1ull << 23)
+
 typedef struct eng_options {
     /* Creation-time (stored in the control file; ignored when opening an
      * existing database, whose stored values win). */
     uint32_t page_size;        /* 4096, 8192 (default) or 16384 */
     int data_checksums;        /* 1 (default) or 0 */
     uint64_t wal_segment_size; /* power of two >= 64 KiB; default 16 MiB */
+    uint64_t first_xid;        /* the first transaction id: 1 (default) up to
+                                * ENG_FIRST_XID_MAX.  A database that starts
+                                * further on shows in a few commits what a
+                                * long history would (the commit log's later
+                                * sectors and pages; PostgreSQL's tests set
+                                * the next id with pg_resetwal -x) */
 
     /* Durability (open-time). */
     int sync_mode;                  /* eng_sync_mode */

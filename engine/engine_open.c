@@ -260,8 +260,12 @@ static int create_db(eng_db *db, const dir_files *f) {
     if ((rc = io_dirsync(db->io, db->dir))) return rc;
     db->ctl.redo_lsn = WAL_BLOCK_HDR;
     db->ctl.checkpoint_lsn = start;
-    db->ctl.last_seq = 0;
-    db->ctl.xid_limit = 1 + XID_LEASE;
+    /* Ids below first_xid are used by nobody: as after a restart that moved
+     * ids past a lease, the commit log's pages before the first id's are
+     * created empty with the first commit (btree_clog.c). */
+    db->ctl.last_seq = db->opts.first_xid - 1;
+    db->ctl.xid_limit = db->opts.first_xid + XID_LEASE;
+    atomic_store(&db->seq, db->ctl.last_seq);
     if ((rc = control_write(db->io, db->dir, &db->ctl))) return rc;
     /* The database exists from here; the marker is now stale (F5). */
     if ((rc = io_unlink(db->io, db->dir, CREATING_NAME))) return rc;
@@ -367,6 +371,7 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
         (opts->wal_segment_size & (opts->wal_segment_size - 1)))
         return ENG_INVALID;
     if (opts->wal_buffer_size < 4 * WAL_BLOCK) return ENG_INVALID;
+    if (opts->first_xid < 1 || opts->first_xid > ENG_FIRST_XID_MAX) return ENG_INVALID;
     if (opts->archive_dir && strlen(opts->archive_dir) >= 4000) return ENG_INVALID;
     {
         int w = opts->block_protection_bytes_per_key;

@@ -66,6 +66,7 @@ typedef struct st_open_options {
     int io_backend; /* 0 uring, 1 psync */
     int sync_mode;  /* 0 commit, 1 group, 2 off */
     uint64_t wal_segment_size;
+    uint64_t first_xid; /* creation time: the first transaction id (0: the engine's default) */
     uint64_t checkpoint_wal_bytes;
     st_corruption_fn on_corruption;
     void *on_corruption_ctx;

@@ -69,6 +69,7 @@ static void to_eng(const st_open_options *o, eng_options *e, st_db *a) {
     e->io_backend = o->io_backend ? ENG_IO_PSYNC : ENG_IO_URING;
     e->sync_mode = o->sync_mode == 1 ? ENG_SYNC_GROUP : o->sync_mode == 2 ? ENG_SYNC_OFF : ENG_SYNC_COMMIT;
     if (o->wal_segment_size) e->wal_segment_size = o->wal_segment_size;
+    if (o->first_xid) e->first_xid = o->first_xid;
     e->checkpoint_wal_bytes = o->checkpoint_wal_bytes;
     e->wal_log_hints = o->wal_log_hints;
     e->block_protection_bytes_per_key = o->block_protection_bytes_per_key;

@@ -94,6 +94,8 @@ static const opt_def defs[] = {
     ENUM("io_backend", io_backend, "uring", "uring|psync", "I/O backend"),
     ENUM("sync_mode", sync_mode, "commit", "commit|group|off", "when a commit is fsynced"),
     U64("wal_segment_size", wal_segment_size, "16M", 65536, 1ull << 32, "log segment bytes (power of two)"),
+    U64("first_xid", first_xid, "1", 1, 1ull << 23,
+        "the first transaction id (creation time): a database that starts further on, as after a long history"),
     U64("checkpoint_wal_bytes", checkpoint_wal_bytes, "64M", 0, MAXU,
         "checkpoint after this much log (0: explicit only)"),
     U64("bitflip_page_one_in", one_in[VD_BITFLIP_PAGE], "0", 0, MAXU, "flip a bit in a data page on disk, 1 in N ops"),

@@ -293,6 +293,7 @@ static int parse(int argc, char **argv) {
         .io_backend = g.o.io_backend,
         .sync_mode = g.o.sync_mode,
         .wal_segment_size = g.o.wal_segment_size,
+        .first_xid = g.o.first_xid,
         .checkpoint_wal_bytes = g.o.checkpoint_wal_bytes,
         .on_corruption = st_on_corruption,
     };

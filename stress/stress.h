@@ -50,6 +50,7 @@ typedef struct st_options {
     int io_backend; /* 0 uring, 1 psync */
     int sync_mode;  /* 0 commit, 1 group, 2 off */
     uint64_t wal_segment_size;
+    uint64_t first_xid;
     uint64_t checkpoint_wal_bytes;
     /* faults (docs/fault-classes.md), indexed like enum vd_class / enum
      * flt_class */
