@@ -60,7 +60,8 @@ Invariants:
       they run (@STATE@, @ITER@, @STRESS@, @POWERLOSS@), so repro replays
       the same commands on copies of the saved states
   C3  creation-time options (page size, checksums, WAL segment size, value
-      sizes) and max_key never change during a database's life
+      sizes, first transaction id) and max_key never change during a
+      database's life
 """
 
 from .cli import main  # noqa: F401 (crashtest.py calls it)

@@ -18,7 +18,7 @@ from .params import FAULT_OPTIONS
 LOG_SYNC_POINT = "kill/wal/after_write_before_sync"
 # Created with the database, fixed for its life (C3, K5).
 CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
-                    "large_value_one_in", "large_value_size"]
+                    "large_value_one_in", "large_value_size", "first_xid"]
 SEARCH_KILLS = (LOG_SYNC_POINT, None)
 # ... and the hits a kill at LOG_SYNC_POINT fires 1 in when commits do
 # not sync the log (sync_mode off): only a checkpoint or a write-back

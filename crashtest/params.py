@@ -71,6 +71,11 @@ DB_CHOICES = {
     "large_value_one_in": [0, 0, 100, 1000],
 }
 
+# Creation-time options drawn besides DB_CHOICES (draw_db_params).
+DB_EXTRA = ("value_size_min", "large_value_size", "first_xid")
+FIRST_XID_ONE_IN = 4
+FIRST_XID_RANGE = (1000, 1 << 20)
+
 # Drawn for every iteration (open-time options: they may change from one
 # open to the next).
 ITER_CHOICES = {
@@ -275,12 +280,19 @@ def draw_db_params(seed, cfg):
     p["value_size_min"] = 8
     if p["large_value_one_in"]:
         p["large_value_size"] = rng.choice([16384, 65536, 262144])
+    # One database in FIRST_XID_ONE_IN starts as far on as a long history
+    # would have taken it (the engine's first_xid, log-uniform in
+    # FIRST_XID_RANGE): the commit log's later sectors and pages, and the
+    # crossing into the next page, come within a short run.  Drawn last,
+    # so every draw before it is what it was.
+    if rng.below(FIRST_XID_ONE_IN) == 0:
+        p["first_xid"] = rng.log_uniform(*FIRST_XID_RANGE)
     # A pinned fault that needs page checksums needs them from creation on.
     if not cfg.measure and "data_checksums" not in cfg.pinned:
         if any(FAULTS[c][0] in cfg.pinned and c in PAGE_CLASSES for c in FAULTS):
             p["data_checksums"] = 1
     for k, v in cfg.pinned.items():
-        if k in DB_CHOICES or k in ("value_size_min", "large_value_size"):
+        if k in DB_CHOICES or k in DB_EXTRA:
             p[k] = v
     return {k: v for k, v in p.items() if cfg.known(k)}
 
@@ -339,7 +351,7 @@ def draw_iter_params(seed, cfg, db):
         if cfg.known("bitflip_cache_one_in"):
             p["bitflip_cache_one_in"] = rate
     for k, v in cfg.pinned.items():
-        if k not in DB_CHOICES and k not in ("value_size_min", "large_value_size"):
+        if k not in DB_CHOICES and k not in DB_EXTRA:
             p[k] = v
     merged = dict(db)
     merged.update(p)
