@@ -177,8 +177,9 @@ typedef enum eng_wal_compression {
     ENG_WAL_COMPRESSION_ZSTD, /* full-page images compressed with zstd */
 } eng_wal_compression;
 
-/* The largest first_xid: room left for 2^20 ids in the 2^30 the status copy
- * holds (txn.c) and in the commit log of the smallest page (format.h). */
+/* The largest first_xid: well below the 2^30 ids the status copy holds
+ * (txn.c) and the 16 million the commit log of 4 KiB pages can name
+ * (format.h), so a database made with it has millions of ids left. */
 #define ENG_FIRST_XID_MAX (1ull << 23)
 
 typedef struct eng_options {
