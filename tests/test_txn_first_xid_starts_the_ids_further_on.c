@@ -57,16 +57,6 @@ static void expect_i(eng_db *db, uint64_t i) {
     eng_buf_free(&b);
 }
 
-static void verify_clean(eng_db *db, const char *what) {
-    tu_reports r;
-    tu_reports_init(&r);
-    uint64_t problems = 1;
-    int rc = eng_verify(db, tu_collect, &r, &problems);
-    char buf[2048];
-    cr_assert(rc == ENG_OK && problems == 0, "%s: verify %s, %llu problems: %s", what, eng_strerror(rc),
-              (unsigned long long)problems, tu_reports_str(&r, buf, sizeof buf));
-}
-
 /* N commits from a child that exits without closing (a crash: each commit
  * was fsynced, nothing else was done). */
 static void commits_then_crash(const char *dir, uint64_t first, uint64_t from, uint64_t n) {
@@ -98,7 +88,7 @@ Test(first_xid, ids_start_at_first_xid_and_go_on_after_a_clean_reopen, T_OPTS) {
     db = tu_open(dir, &o);
     cr_assert_eq(put_i(db, 2), 5002);
     for (uint64_t i = 0; i < 3; i++) expect_i(db, i);
-    verify_clean(db, "after a clean reopen");
+    cu_verify_clean(db, "after a clean reopen");
     tu_close(db);
 }
 
@@ -111,7 +101,7 @@ Test(first_xid, a_crash_moves_the_ids_past_the_lease_and_keeps_the_commits, T_OP
     for (uint64_t i = 0; i < 3; i++) expect_i(db, i);
     uint64_t s = put_i(db, 3);
     cr_assert_geq(s, 5000 + 1024, "id %llu after the crash: inside the lease taken from 5000", (unsigned long long)s);
-    verify_clean(db, "after a crash");
+    cu_verify_clean(db, "after a crash");
     tu_close(db);
 }
 
@@ -126,12 +116,12 @@ static void commits_from(uint64_t first, uint64_t n) {
     tu_close(db);
     db = tu_open(dir, &o);
     for (uint64_t i = 0; i < n; i++) expect_i(db, i);
-    verify_clean(db, "after a clean reopen");
+    cu_verify_clean(db, "after a clean reopen");
     tu_close(db);
     commits_then_crash(dir, first, n, n);
     db = tu_open(dir, &o);
     for (uint64_t i = 0; i < 2 * n; i++) expect_i(db, i);
-    verify_clean(db, "after a crash");
+    cu_verify_clean(db, "after a crash");
     tu_close(db);
 }
 
