@@ -7,10 +7,8 @@ needs a commit-log entry past the page's first sector (transaction 1,888
 on) and the page evicted before the crash: every one-thread run from a
 fresh database kept about 1,900 ops (1.3x of a 2,400-op catch).  With the
 ids started where the run's ops took them (stress --first_xid) its shrink
-went on to a few dozen.
+went on to a few dozen (tests/test_first_xid.py tests the option).
 
-- stress passes --first_xid to the engine (the first commit gets that
-  id), and a value out of range is a usage error;
 - ids_further tries first_xid at the run's ops, then half, on every
   stress step, keeps the first that fails the same way, once a shrink,
   and only on a fresh database whose steps do not set it already and a
@@ -19,12 +17,8 @@ went on to a few dozen.
   least (16 pages), then 4 and 16 times that, below the run's, once.
 """
 
-import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,9 +26,6 @@ sys.path.insert(0, ROOT)
 
 from crashtest.cand import Cand, opt_get  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
-from tests.stressrun import need_stress, stress  # noqa: E402
-
-ENGINE_TOOL = os.path.join(ROOT, os.environ.get("BUILD", "build"), "engine-tool")
 
 
 def steps(create=True, cache=None, first_xid=None):
@@ -131,48 +122,6 @@ class TestEvictSooner(unittest.TestCase):
         for sh in (shrinker(fresh_cand()), shrinker(fresh_cand(cache=64 << 20)), shrinker(fresh_cand(cache=65536))):
             sh.evict_sooner()
             self.assertEqual(sh.tried, [])
-
-
-class TestFirstXidInStress(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        need_stress()
-        if not os.path.exists(ENGINE_TOOL):
-            raise unittest.SkipTest("build/engine-tool missing")
-
-    def setUp(self):
-        self.d = tempfile.mkdtemp(prefix="test-first-xid-")
-
-    def tearDown(self):
-        shutil.rmtree(self.d, ignore_errors=True)
-
-    def test_the_engine_starts_its_ids_at_first_xid_across_a_commit_log_page(self):
-        # 4 KiB pages hold 16,224 ids a commit-log page: the run crosses
-        # into the second, and its checks pass.
-        rc, out, err = stress("--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1", "--page_size=4096",
-                              "--ops_per_thread=300", "--max_key=200", "--first_xid=16200")
-        self.assertEqual(rc, 0, out + err)
-        p = subprocess.run([ENGINE_TOOL, "stat", "%s/db" % self.d], stdout=subprocess.PIPE, universal_newlines=True)
-        self.assertEqual(p.returncode, 0)
-        st = json.loads(p.stdout)
-        seqs = [v for k, v in walk(st) if k == "last_seq"]
-        self.assertTrue(seqs and 16224 < seqs[0] < 16200 + 300, seqs)
-
-    def test_a_first_xid_out_of_range_is_a_usage_error(self):
-        for v in ("0", str((1 << 23) + 1), "x"):
-            rc, out, err = stress("--db=%s/db" % self.d, "--destroy_db_initially", "--ops_per_thread=1",
-                                  "--first_xid=" + v)
-            self.assertEqual(rc, 2, v + out + err)
-            self.assertIn("first_xid", err)
-            self.assertFalse(os.path.exists("%s/db" % self.d), "a usage error creates nothing")
-
-
-def walk(d):
-    for k, v in d.items():
-        if isinstance(v, dict):
-            yield from walk(v)
-        else:
-            yield k, v
 
 
 if __name__ == "__main__":
