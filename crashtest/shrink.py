@@ -960,8 +960,8 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         debugging's trials then ran variant 0's recovery)."""
         return (self.p_branches, self.p_hang, self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi,
                 self.p_pin, self.p_fresh, self.p_trace,
-                self.p_crash_end, self.p_end_kill, self.p_branches, self.p_ops, self.p_timer, self.p_short, self.p_replay,
-                self.p_focus, self.p_untied, self.p_volume, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
+                self.p_crash_end, self.p_end_kill, self.p_branches, self.p_ops, self.p_timer, self.p_short,
+                self.p_replay, self.p_focus, self.p_untied, self.p_volume, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
                 self.p_classes, self.p_kill, self.p_rates, self.p_mix,
                 self.p_fresh, self.p_create, self.p_history, self.p_keys, self.p_options, self.p_powerloss)
 
