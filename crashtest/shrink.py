@@ -334,10 +334,12 @@ Rules:
   K28 what a failure needs brought sooner, on a traced run before delta
       debugging (tracepass.ids_further, evict_sooner, beside p_volume's
       checkpoints and segments): on a fresh database its first
-      transaction id (stress --first_xid, creation time) as far on as the
-      run's ops took the ids, then half as far; a cache below stress's
-      default at the engine's least (16 pages), then 4 and 16 times that.
-      Each once a shrink, the first that fails the same way kept.  A
+      transaction id (stress --first_xid, creation time) as far on from
+      the run's own as the run's ops took the ids, then half as far; a
+      cache below stress's default at the engine's least (16 pages), then
+      4 and 16 times that.  Each once a shrink and again once K22 pinned
+      the power loss (before, a sooner write-back or other ids moved the
+      tear), the first that fails the same way kept.  A
       failure that needs ids far along (a commit-log entry past its
       page's first sector) or a page evicted then needs no ops that only
       led there (planted bug fpi-skips-page-at-redo-lsn, commit-log path:

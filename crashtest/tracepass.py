@@ -23,6 +23,7 @@ from .trials import trial_paths
 
 SEGMENT_MIN = 65536  # the engine's least log segment (engine.h: a power of two >= 64 KiB)
 CACHE_MIN_PAGES = 16  # the engine's least cache (engine.h: at least 16 pages are used)
+FIRST_XID_MAX = 1 << 23  # the largest first transaction id (engine.h ENG_FIRST_XID_MAX, stress --first_xid)
 # p_values (K21): the value size a fresh traced run is tried with when its
 # values are smaller, and the fewest ops it is tried on: each op then logs
 # more, and a failure that needs so much log written needs fewer ops.
@@ -40,7 +41,7 @@ WAL_BLOCK = 4096
 
 class TracePasses:
     segments_tried = False  # smaller_segments ran (once a shrink)
-    ids_tried = False  # ids_further ran (once a shrink)
+    ids_tried = None  # the power-loss steps ids_further last ran with (again once K22 pinned them)
     cache_tried = None  # the power-loss steps evict_sooner last ran with (again once K22 pinned them)
     ddmin_size = 1 << 62  # the chunk size delta debugging last reached (p_ddmin)
 
@@ -162,21 +163,27 @@ class TracePasses:
         past byte 512, transaction 1,888 on, so a one-thread run from a
         fresh database stayed near 1,900 ops).  Half as far: a failure that
         needs the ids to cross a point (a page filled) may need the run to
-        start below it.  Once a shrink; nothing when the binary lacks the
-        option or the run already sets it."""
-        if self.ids_tried or not is_fresh(self.best) or self.defaults.get("first_xid") is None or \
-                any(opt_get(x["argv"], "first_xid") is not None for x in self.best.stress_steps()):
+        start below it.  From the run's own first id (1 unless it sets
+        one).  Once a shrink, and again once the power loss is pinned
+        (K22): before it, a run that fails the same way farther on may
+        pass by another tear of the page (that catch, 2026-12-06: 2,724
+        passed, half that, 1,362, was kept below transaction 1,888, and
+        529 ops stayed to reach it).  Nothing when the binary lacks the
+        option."""
+        key = tuple(tuple(x["argv"]) for x in self.best.steps if x["type"] == "powerloss")
+        if self.ids_tried == key or not is_fresh(self.best) or self.defaults.get("first_xid") is None:
             return
-        self.ids_tried = True
+        self.ids_tried = key
+        cur = max([as_int(opt_get(x["argv"], "first_xid"), 1) for x in self.best.stress_steps()] + [1])
         n = (self.best_res or {}).get("ops_all") or 0
-        for k in (n, n // 2):
-            if k < 2 or self.left() <= 0 or STOP.is_set():
+        for k in (cur + n - 1, cur + n // 2 - 1):
+            if k <= cur or k > FIRST_XID_MAX or self.left() <= 0 or STOP.is_set():
                 return
             c = self.best.copy()
             for x in c.stress_steps():
                 x["argv"] = opt_set(x["argv"], "first_xid", k)
-            if self.attempt("first_xid 1 -> %d (the ids start as far on as the run's %d ops take them)" % (k, n), c,
-                            "volume"):
+            if self.attempt("first_xid %d -> %d (the ids start as far on as the run's %d ops take them)" % (cur, k, n),
+                            c, "volume"):
                 return
 
     def evict_sooner(self):

@@ -9,9 +9,10 @@ fresh database kept about 1,900 ops (1.3x of a 2,400-op catch).  With the
 ids started where the run's ops took them (stress --first_xid) its shrink
 went on to a few dozen (tests/test_first_xid.py tests the option).
 
-- ids_further tries first_xid at the run's ops, then half, on every
-  stress step, keeps the first that fails the same way, once a shrink,
-  and only on a fresh database whose steps do not set it already and a
+- ids_further tries first_xid at the run's ops, then half, from the
+  run's own first id, on every stress step, keeps the first that fails
+  the same way, once a shrink and again once the power loss is pinned,
+  and only on a fresh database, below the engine's largest id, with a
   binary that has the option;
 - evict_sooner tries a cache below stress's default at the engine's
   least (16 pages), then 4 and 16 times that, below the run's, once.
@@ -74,17 +75,32 @@ class TestIdsFurther(unittest.TestCase):
         self.assertEqual([values(c, "first_xid") for _, c in sh.tried], [["2400"] * 3, ["1200"] * 3])
         self.assertIn("first_xid 1 -> 2400", sh.tried[0][0])
 
-    def test_the_first_that_fails_the_same_way_is_kept_and_the_pass_runs_once(self):
-        sh = shrinker(fresh_cand(), fails=lambda c: True)
+    def test_the_first_that_fails_the_same_way_is_kept_and_the_pass_runs_once_until_the_power_loss_is_pinned(self):
+        c = fresh_cand()
+        c.steps.insert(2, {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "mixed"]})
+        sh = shrinker(c, fails=lambda c: True)
         sh.ids_further()
         self.assertEqual(len(sh.tried), 1)
         self.assertEqual(values(sh.best, "first_xid"), ["2400"] * 3)
         sh.ids_further()
-        self.assertEqual(len(sh.tried), 1, "once a shrink")
+        self.assertEqual(len(sh.tried), 1, "once")
+        # Pinned, the tear no longer moves with the ids: again, from the
+        # first id the run has now, as far as its ops take them.
+        sh.best.steps[2]["argv"] = ["@POWERLOSS@", "--mode", "keep", "--pin", "data@8192:0=tear:01"]
+        sh.best_res = {"ops_all": 530}
+        sh.ids_further()
+        self.assertEqual(len(sh.tried), 2)
+        self.assertEqual(values(sh.best, "first_xid"), ["2929"] * 3)
+        self.assertIn("first_xid 2400 -> 2929", sh.tried[-1][0])
 
-    def test_nothing_on_a_grown_database_a_run_that_sets_it_or_a_binary_without_it(self):
+    def test_a_run_that_sets_it_moves_on_from_its_own(self):
+        sh = shrinker(fresh_cand(first_xid=5000))
+        sh.ids_further()
+        self.assertEqual([values(c, "first_xid")[0] for _, c in sh.tried], ["7399", "6199"])
+
+    def test_nothing_on_a_grown_database_past_the_engine_s_largest_or_with_a_binary_without_it(self):
         for sh in (shrinker(fresh_cand(create=False)),
-                   shrinker(fresh_cand(first_xid=5000)),
+                   shrinker(fresh_cand(first_xid=(1 << 23) - 100)),
                    shrinker(fresh_cand(), defaults={"cache_size": "64M"}),
                    shrinker(fresh_cand(), ops_all=1)):
             sh.ids_further()
