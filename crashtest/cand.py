@@ -179,6 +179,17 @@ class Cand:
             if opt_get(s["argv"], name) is not None or name == "max_key":
                 s["argv"] = opt_set(s["argv"], name, value)
 
+    def set_every(self, name, value):
+        """NAME on every stress step, those that do not name it too (a
+        creation option: a reopen names what its database was made with)."""
+        for s in self.stress_steps():
+            s["argv"] = opt_set(s["argv"], name, value)
+
+    def powerloss_argv(self):
+        """The power-loss steps' argvs: a pass that K22's pin changes the
+        outcome of runs again once they differ."""
+        return tuple(tuple(s["argv"]) for s in self.steps if s["type"] == "powerloss")
+
     @property
     def op(self):
         return self.steps[self.w]

@@ -146,8 +146,7 @@ class TracePasses:
             if m >= v or self.left() <= 0 or STOP.is_set():
                 return
             c = self.best.copy()
-            for x in c.stress_steps():  # every step: a reopen names the size its database was made with
-                x["argv"] = opt_set(x["argv"], "wal_segment_size", m)
+            c.set_every("wal_segment_size", m)
             if self.attempt("wal_segment_size %d -> %d (log segments filled sooner)" % (v, m), c, "volume"):
                 return
 
@@ -170,7 +169,7 @@ class TracePasses:
         passed, half that, 1,362, was kept below transaction 1,888, and
         529 ops stayed to reach it).  Nothing when the binary lacks the
         option."""
-        key = tuple(tuple(x["argv"]) for x in self.best.steps if x["type"] == "powerloss")
+        key = self.best.powerloss_argv()
         if self.ids_tried == key or not is_fresh(self.best) or self.defaults.get("first_xid") is None:
             return
         self.ids_tried = key
@@ -180,8 +179,7 @@ class TracePasses:
             if k <= cur or k > FIRST_XID_MAX or self.left() <= 0 or STOP.is_set():
                 return
             c = self.best.copy()
-            for x in c.stress_steps():
-                x["argv"] = opt_set(x["argv"], "first_xid", k)
+            c.set_every("first_xid", k)
             if self.attempt("first_xid %d -> %d (the ids start as far on as the run's %d ops take them)" % (cur, k, n),
                             c, "volume"):
                 return
@@ -201,7 +199,7 @@ class TracePasses:
         back to stress's default when the ops left do not need it."""
         v = parse_size(opt_get(self.best.op["argv"], "cache_size"))
         d = parse_size(self.defaults.get("cache_size"))
-        key = tuple(tuple(x["argv"]) for x in self.best.steps if x["type"] == "powerloss")
+        key = self.best.powerloss_argv()
         if self.cache_tried == key or not v or not d or v >= d:
             return
         self.cache_tried = key
