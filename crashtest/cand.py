@@ -213,7 +213,8 @@ class Cand:
     def measures(self):
         """The run's shape in shrink.json: the op step's threads, the fault
         classes of the op step and of the steps that regrow a database
-        (K15: `regrown`, how many), the steps, whether deterministic."""
+        (K15: `regrown`, how many, folded ones too), the steps, whether
+        deterministic."""
         a = self.op["argv"]
         regrown = [s for s in self.steps if s["name"].startswith("history-")]
         classes = sorted({FAULT_OPTIONS[k] for k in FAULT_OPTIONS for x in [a] + [s["argv"] for s in regrown]
@@ -228,7 +229,10 @@ class Cand:
         return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
                 "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
                 "trace_ops": len(self.trace) if self.trace is not None else None,
-                "deterministic": self.deterministic(), "regrown": len(regrown)}
+                "deterministic": self.deterministic(),
+                # A regrowing step folded into the op step (K26) is still
+                # an earlier iteration redone: its end is a restart line.
+                "regrown": len(regrown) + sum(1 for l in self.trace or [] if "| folded: history-" in l)}
 
 
 def trimmed(cand, n):

@@ -9,8 +9,8 @@ left)."""
 
 import os
 
-from .cand import (CREATION_OPTIONS, as_int, is_fresh, kill_every, opt_get, opt_set, set_faults, trace_flip,
-                   trace_kill_pin, trace_ops_of)
+from .cand import (CREATION_OPTIONS, as_int, is_fresh, is_workload, kill_every, opt_get, opt_set, set_faults,
+                   trace_flip, trace_kill_pin, trace_ops_of)
 from .procs import STOP
 from .seeds import derive
 from .steps import opt_args, state_argv
@@ -48,6 +48,28 @@ def history_step(i, h):
     argv = opt_set(opt_set(argv, "threads", 1), "ops_per_thread", max(1, min(h.get("ops") or 1000, HISTORY_MAX_OPS)))
     return {"type": "stress", "name": "history-%d" % i, "state": w.get("state", "@STATE@"), "dir": d, "argv": argv,
             "expect": "exit0", "kill_after": None, "primary": True, "time_limit": None}
+
+
+def foldable(step, first):
+    """STEP can fold into the op step after it (p_fold_create): a workload
+    of one thread and a fixed op count, no timer or kill, the FIRST one
+    creating the database (--destroy_db_initially) and no later one."""
+    a = step["argv"]
+    return step["type"] == "stress" and is_workload(step) and step.get("kill_after") is None and \
+        (opt_get(a, "destroy_db_initially") == "1") == first and not opt_get(a, "duration") and \
+        as_int(opt_get(a, "threads"), 1) == 1 and as_int(opt_get(a, "ops_per_thread"), 0) > 0 and \
+        not as_int(opt_get(a, "kill_random_test")) and not opt_get(a, "kill_points")
+
+
+def fold_trace(i):
+    """The trace file step I writes when it is traced to be folded."""
+    return "@ITER@/create.trace" if i == 0 else "@ITER@/fold-%d.trace" % i
+
+
+def fold_names(cand):
+    """The steps p_fold_create folds, in words."""
+    n = cand.w - 1
+    return "create step's" if n == 0 else "create and %d regrowing step%s" % (n, "'s" if n == 1 else "s'")
 
 
 def fresh_key(cand):
@@ -244,44 +266,54 @@ class FreshPasses:
             self.create_counts("create step's ops %d -> %d batches", [(k, 0) for k in CREATE_MIX])
 
     def p_fold_create(self):
-        """K26: a create step (one thread, a fixed count) in front of an op
-        step that replays a trace, folded into it: the create step traced
-        (the same run: one thread draws each op from a seed of its own,
-        traced or not), then one step that creates the database (the
-        create step's creation options) and replays the create step's ops
-        (faults off: it had none), a reopen (where that process ended and
-        the op step's opened) and the op step's ops, so that delta
-        debugging cuts the create step's ops one by one too.  p_create
-        cuts a create step's ops from the end only, and a failure that
-        rests on a page the create step's 200th op wrote keeps all 200
-        (planted bug fpi-skips-page-at-redo-lsn, twenty-fourth session:
-        3,854 -> 421 ops, 9.1x, 200 of them the create step's).  When the
-        fold does not fail the same way the traced create step is undone
-        (its trace was only the fold's input)."""
-        b, first = self.best, self.best.steps[0]
-        if b.w != 1 or b.trace is None or first["type"] != "stress" or \
-                opt_get(first["argv"], "destroy_db_initially") != "1" or opt_get(first["argv"], "duration") or \
-                as_int(opt_get(first["argv"], "threads"), 1) != 1 or not opt_get(b.op["argv"], "replay_ops"):
+        """K26: the steps in front of an op step that replays a trace (a
+        create step, then any that regrow the database, K15: one thread, a
+        fixed count each) folded into it: each traced (the same run: one
+        thread draws each op from a seed of its own, traced or not), then
+        one step that creates the database (the create step's creation
+        options) and replays their ops (faults off: a create step has
+        none, and a regrowing step's were drawn at its own rates), a
+        restart where each process ended and the next opened, and the op
+        step's ops, so that delta debugging cuts their ops one by one too.
+        p_create and p_history cut a step's ops from the end only, and a
+        failure that rests on a page the create step's 200th op wrote
+        keeps all 200 (planted bug fpi-skips-page-at-redo-lsn,
+        twenty-fourth session: 3,854 -> 421 ops, 9.1x, 200 of them the
+        create step's); a catch that needs the database an earlier
+        iteration grew keeps all of that iteration's ops (planted bug
+        page-before-wal, twenty-sixth session: 200 + 6,210 regrowing ops
+        in front of 13, 1.3x).  The folded ops run with the op step's
+        options, not their own step's: when the fold does not fail the
+        same way the traced steps are undone (their traces were only the
+        fold's input)."""
+        b = self.best
+        if b.w < 1 or b.trace is None or not opt_get(b.op["argv"], "replay_ops") or \
+                not all(foldable(s, i == 0) for i, s in enumerate(b.steps[:b.w])):
             return
         c = b.copy()
-        c.steps[0] = dict(c.steps[0], argv=opt_set(c.steps[0]["argv"], "trace_ops", "@ITER@/create.trace"))
+        for i in range(b.w):
+            c.steps[i] = dict(c.steps[i], argv=opt_set(c.steps[i]["argv"], "trace_ops", fold_trace(i)))
         mark = len(self.log)
-        if not self.attempt("the create step's ops traced (--trace_ops)", c, "fold"):
+        if not self.attempt("the %s ops traced (--trace_ops)" % fold_names(b), c, "fold"):
             return
-        made = [set_faults(l, False) for l in trace_ops_of(os.path.join(self.best_res["dir"], "iter",
-                                                                         "create.trace"))]
-        if made:
+        made, names = [], [s["name"] for s in b.steps[:b.w]] + [b.op["name"]]
+        for i in range(b.w):
+            lines = [set_faults(l, False) for l in trace_ops_of(os.path.join(
+                self.best_res["dir"], "iter", os.path.basename(fold_trace(i))))]
+            made += lines + ["%d restart - 0000000000000000 off | folded: %s's end, %s's start"
+                             % (len(lines), names[i], names[i + 1])]
+        if len(made) > b.w:
             f = self.best.copy()
             argv = opt_set(f.op["argv"], "destroy_db_initially", 1)
             for name in CREATION_OPTIONS:
-                if opt_get(first["argv"], name) is not None:
-                    argv = opt_set(argv, name, opt_get(first["argv"], name))
+                if opt_get(b.steps[0]["argv"], name) is not None:
+                    argv = opt_set(argv, name, opt_get(b.steps[0]["argv"], name))
             f.op["argv"] = argv
-            f.trace = made + ["%d restart - 0000000000000000 off | folded: the create step's end, the op step's "
-                              "start" % len(made)] + list(b.trace)
-            f.splice(0, drop=1)
-            if self.attempt("the create step's %d ops folded into the op step (%d -> %d ops, one step fewer)"
-                            % (len(made), len(made) + len(b.trace), len(f.trace)), f, "fold"):
+            f.trace = made + list(b.trace)
+            f.splice(0, drop=b.w)
+            if self.attempt("the %s %d ops folded into the op step (%d -> %d ops, %s)"
+                            % (fold_names(b), len(made) - b.w, len(made) - b.w + len(b.trace), len(f.trace),
+                               "one step fewer" if b.w == 1 else "%d steps fewer" % b.w), f, "fold"):
                 self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
                 return
         for e in self.log[mark:]:

@@ -8,7 +8,10 @@ run does not fail the same way, the traced create step is undone.
 
 Planted bug fpi-skips-page-at-redo-lsn (twenty-fourth session) shrank to
 an op step of 221 ops behind a create step of 200 that no smaller count
-replaced: 9.1x, short of the measure by the create step's ops.
+replaced: 9.1x, short of the measure by the create step's ops.  The steps
+that regrow a database as earlier iterations grew it (K15) fold the same
+way, each ending in a restart: page-before-wal (twenty-sixth session)
+kept 200 + 6,210 regrowing ops in front of an op step of 13, 1.3x.
 
 The trials are stubs (no stress runs): the candidates are what is tested."""
 
@@ -26,6 +29,8 @@ from crashtest.shrink import Shrinker  # noqa: E402
 CREATED = ["0 put 7 00000000000000a1 on | 7=v1 ok op=1:1 inj=0",
            "1 get 3 00000000000000a2 on | 3=absent ok op=1:2 inj=0",
            "2 batch - 00000000000000a3 on | 4=v2 ok 5=del ok op=1:3 inj=0"]
+GROWN = ["0 put 9 00000000000000c1 on | 9=v4 ok op=1:1 inj=0",
+         "1 delete 7 00000000000000c2 on | 7=del ok op=1:2 inj=1"]
 OPS = ["0 put 7 00000000000000b1 on | 7=v3 ok op=2:1 inj=0",
        "1 checkpoint - 00000000000000b2 on | ok op=2:2 inj=0"]
 
@@ -47,14 +52,27 @@ def run():
     return Cand([create, op, verify], True, list(OPS), 1, ["passed", "crashed", "failed"])
 
 
+def regrown_run():
+    """run() with a step that regrows the database (K15) between its create
+    step and its op step: its own options and fault rates."""
+    c = run()
+    grow = {"type": "stress", "name": "history-0", "state": "@STATE@", "dir": "h", "expect": "exit0",
+            "kill_after": None,
+            "argv": ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--threads=1", "--ops_per_thread=6210",
+                     "--seed=9", "--cache_size=8M", "--write_fault_one_in=50"]}
+    c.splice(1, [grow])
+    return c
+
+
 class TestFoldCreate(unittest.TestCase):
-    def shrinker(self, fold_kept):
-        """A Shrinker whose trials are judged, not run: the traced create
-        step fails the same way (the same run) and writes CREATED as its
-        trace; the folded run fails the same way when FOLD_KEPT."""
+    def shrinker(self, fold_kept, cand=None):
+        """A Shrinker whose trials are judged, not run: the traced steps fail
+        the same way (the same run), the create step writing CREATED as its
+        trace and a regrowing one GROWN; the folded run (one step before
+        its verify) fails the same way when FOLD_KEPT."""
         sh = Shrinker.__new__(Shrinker)
         sh.left = lambda: 100
-        sh.best, sh.log, sh.ddmin_size = run(), [], 8
+        sh.best, sh.log, sh.ddmin_size = cand or run(), [], 8
         d = tempfile.mkdtemp(prefix="test-fold-create-")
         self.addCleanup(shutil.rmtree, d, True)
         sh.best_res = {"dir": os.path.join(d, "recorded")}
@@ -63,10 +81,12 @@ class TestFoldCreate(unittest.TestCase):
         def attempt(what, c, phase):
             t = os.path.join(d, "t%d" % len(sh.log))
             os.makedirs(os.path.join(t, "iter"))
-            if opt_get(c.steps[0]["argv"], "trace_ops") == "@ITER@/create.trace":
-                with open(os.path.join(t, "iter", "create.trace"), "w") as f:
-                    f.write("# stress op trace 1\n" + "".join(l + "\n" for l in CREATED))
-            kept = len(c.steps) == 3 or fold_kept
+            for s, lines in zip(c.steps, (CREATED, GROWN)):
+                name = opt_get(s["argv"], "trace_ops")
+                if name and name != "@ITER@/ops.trace":
+                    with open(os.path.join(t, "iter", os.path.basename(name)), "w") as f:
+                        f.write("# stress op trace 1\n" + "".join(l + "\n" for l in lines))
+            kept = len(c.steps) > 2 or fold_kept
             sh.log.append({"what": what, "phase": phase, "verdict": "kept" if kept else "rejected",
                            "why": "fails the same way" if kept else "passed"})
             if kept:
@@ -93,6 +113,38 @@ class TestFoldCreate(unittest.TestCase):
         self.assertEqual(b.trace[3].split()[1:5], ["restart", "-", "0000000000000000", "off"])
         self.assertEqual(b.trace[4:], OPS)
         self.assertEqual(sh.ddmin_size, 1 << 62, "delta debugging starts again at half the new list")
+
+    def test_the_steps_that_regrow_the_database_fold_too_each_ending_in_a_restart(self):
+        sh = self.shrinker(True, regrown_run())
+        self.assertEqual(sh.best.measures()["regrown"], 1)
+        sh.p_fold_create()
+        self.assertEqual([(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")])
+        self.assertEqual(sh.log[0]["what"], "the create and 1 regrowing step's ops traced (--trace_ops)")
+        self.assertEqual(sh.log[1]["what"], "the create and 1 regrowing step's 5 ops folded into the op step "
+                                            "(7 -> 9 ops, 2 steps fewer)")
+        b = sh.best
+        self.assertEqual(([s["name"] for s in b.steps], b.w, b.want),
+                         (["workload", "verify"], 0, ["crashed", "failed"]))
+        a = b.op["argv"]
+        self.assertEqual([opt_get(a, o) for o in ("destroy_db_initially", "page_size", "cache_size",
+                                                  "write_fault_one_in", "read_fault_one_in")],
+                         ["1", "4096", "1M", None, "100"], "the op step's options, the create step's creation ones")
+        self.assertEqual(b.trace[:3], [l.replace(" on |", " off |") for l in CREATED])
+        self.assertEqual(b.trace[3], "3 restart - 0000000000000000 off | folded: create's end, history-0's start")
+        self.assertEqual(b.trace[4:6], [l.replace(" on |", " off |") for l in GROWN],
+                         "the regrowing step's faults were drawn at its own rates: off")
+        self.assertEqual(b.trace[6], "2 restart - 0000000000000000 off | folded: history-0's end, workload's start")
+        self.assertEqual(b.trace[7:], OPS)
+        self.assertEqual(b.measures()["regrown"], 1, "the folded iteration still counts as one redone")
+
+    def test_a_regrowing_step_that_cannot_fold_leaves_every_step_where_it_was(self):
+        for change in ("timed", "killed", "creates its own database"):
+            sh = self.shrinker(True, regrown_run())
+            a = sh.best.steps[1]["argv"]
+            a.append({"timed": "--duration=10", "killed": "--kill_random_test=1000",
+                      "creates its own database": "--destroy_db_initially=1"}[change])
+            sh.p_fold_create()
+            self.assertEqual(sh.log, [], change)
 
     def test_a_fold_that_does_not_fail_the_same_way_leaves_the_run_as_it_was(self):
         sh = self.shrinker(False)
