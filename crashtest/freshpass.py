@@ -11,6 +11,7 @@ import os
 
 from .cand import (CREATION_OPTIONS, as_int, is_fresh, is_workload, kill_every, opt_get, opt_set, set_faults,
                    trace_flip, trace_kill_pin, trace_ops_of)
+from .params import same_value
 from .procs import STOP
 from .seeds import derive
 from .steps import opt_args, state_argv
@@ -27,6 +28,12 @@ HISTORY_MAX_OPS = 50000
 # The most seed searches p_fresh runs, each up to SEARCH_SHARE of the
 # budget left: the first, and two after options changed.
 FRESH_SEARCHES = 3
+
+# The open options a trace's restart may set (stress/options.c
+# restart_names, docs/formats.md): a folded step's own, on the restart in
+# front of its ops (p_fold_create).
+RESTART_OPTIONS = ("cache_size", "full_page_writes", "wal_log_hints", "hint_fpi", "vacuum_freeze_min_age",
+                   "wal_compression", "sync_mode", "checkpoint_wal_bytes")
 
 # The most ops of a create step that fills the key space (freshened).
 FILL_MAX_OPS = 20000
@@ -275,6 +282,13 @@ class FreshPasses:
         none, and a regrowing step's were drawn at its own rates), a
         restart where each process ended and the next opened, and the op
         step's ops, so that delta debugging cuts their ops one by one too.
+        Each restart names the open options the process after it ran with
+        where they differ from the op step's (open_list; a first restart
+        for the create step's own): a create step runs with stress's
+        cache, sync mode and checkpoint volume, a regrowing step with its
+        iteration's, and a fold that ran them all with the op step's
+        passed (page-before-wal, this session: a create step of 1,000 ops
+        with a 64M cache replayed with the op step's 256K).
         p_create and p_history cut a step's ops from the end only, and a
         failure that rests on a page the create step's 200th op wrote
         keeps all 200 (planted bug fpi-skips-page-at-redo-lsn,
@@ -282,10 +296,9 @@ class FreshPasses:
         create step's); a catch that needs the database an earlier
         iteration grew keeps all of that iteration's ops (planted bug
         page-before-wal, twenty-sixth session: 200 + 6,210 regrowing ops
-        in front of 13, 1.3x).  The folded ops run with the op step's
-        options, not their own step's: when the fold does not fail the
-        same way the traced steps are undone (their traces were only the
-        fold's input)."""
+        in front of 13, 1.3x).  When the fold does not fail the same way
+        the traced steps are undone (their traces were only the fold's
+        input)."""
         b = self.best
         if b.w < 1 or b.trace is None or not opt_get(b.op["argv"], "replay_ops") or \
                 not all(foldable(s, i == 0) for i, s in enumerate(b.steps[:b.w])):
@@ -296,13 +309,16 @@ class FreshPasses:
         mark = len(self.log)
         if not self.attempt("the %s ops traced (--trace_ops)" % fold_names(b), c, "fold"):
             return
-        made, names = [], [s["name"] for s in b.steps[:b.w]] + [b.op["name"]]
+        steps = b.steps[:b.w + 1]
+        lists = [self.open_list(s, b.op) for s in steps]
+        made = ["0 restart %s 0000000000000000 off | folded: %s's start" % (lists[0], steps[0]["name"])] \
+            if lists[0] != "-" else []
         for i in range(b.w):
             lines = [set_faults(l, False) for l in trace_ops_of(os.path.join(
                 self.best_res["dir"], "iter", os.path.basename(fold_trace(i))))]
-            made += lines + ["%d restart - 0000000000000000 off | folded: %s's end, %s's start"
-                             % (len(lines), names[i], names[i + 1])]
-        if len(made) > b.w:
+            made += lines + ["%d restart %s 0000000000000000 off | folded: %s's end, %s's start"
+                             % (len(lines), lists[i + 1], steps[i]["name"], steps[i + 1]["name"])]
+        if len(made) > len(steps):
             f = self.best.copy()
             argv = opt_set(f.op["argv"], "destroy_db_initially", 1)
             for name in CREATION_OPTIONS:
@@ -311,8 +327,9 @@ class FreshPasses:
             f.op["argv"] = argv
             f.trace = made + list(b.trace)
             f.splice(0, drop=b.w)
+            n = sum(1 for l in made if l.split()[1] != "restart")
             if self.attempt("the %s %d ops folded into the op step (%d -> %d ops, %s)"
-                            % (fold_names(b), len(made) - b.w, len(made) - b.w + len(b.trace), len(f.trace),
+                            % (fold_names(b), n, n + len(b.trace), len(f.trace),
                                "one step fewer" if b.w == 1 else "%d steps fewer" % b.w), f, "fold"):
                 self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
                 return
@@ -323,6 +340,19 @@ class FreshPasses:
         # best_res stays the traced trial's: the same run (the recorded
         # one's directory went when that trial was kept).
         self.best = b
+
+    def open_list(self, step, op):
+        """The KEY of the restart in front of STEP's folded ops: the open
+        options STEP ran with where they differ from op step OP's
+        (RESTART_OPTIONS; stress's defaults where a step names none),
+        "name=value,...", or "-" when none does."""
+        d = getattr(self, "defaults", None) or {}
+        out = []
+        for name in RESTART_OPTIONS:
+            v, w = opt_get(step["argv"], name) or d.get(name), opt_get(op["argv"], name) or d.get(name)
+            if v is not None and (w is None or not same_value(v, w)):
+                out.append("%s=%s" % (name, v))
+        return ",".join(out) or "-"
 
     def create_counts(self, what, mix, i=0, phase="create"):
         """p_create's counts of the create step's ops (or step I's), with

@@ -329,9 +329,12 @@ Rules:
       faults off (drawn at their own rates): delta debugging then cuts
       their ops too, where p_create and p_history cut them from the end
       only (planted bug page-before-wal, twenty-sixth session: 200 +
-      6,210 regrowing ops in front of 13 kept every one, 1.3x).  The
-      folded ops run with the op step's options; a fold that does not
-      fail the same way is undone.
+      6,210 regrowing ops in front of 13 kept every one, 1.3x).  Each
+      restart names the open options the process after it ran with
+      where they differ from the op step's (stress's restart KEY), so
+      the folded ops run as they ran (a create step of 1,000 ops replayed
+      with the op step's 256 KiB cache instead of its 64 MiB passed); a
+      fold that does not fail the same way is undone.
   K27 a failing step on one power-loss variant's copy drops the variants
       before it that it does not stand on, and what ran on their copies
       (steppass.p_branches, first in each round and again once the

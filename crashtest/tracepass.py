@@ -274,14 +274,15 @@ class TracePasses:
     def p_focus(self):
         """Before ddmin's chunks: only the ops that touch the failing key (the
         failing step's output names it), with every op that has no key
-        (checkpoints, reopens, verifies, snapshots, vacuums)."""
+        (checkpoints, reopens, verifies, snapshots, vacuums; restarts, whose
+        KEY may name open options)."""
         if self.best.trace is None or not self.best_res:
             return
         key = failing_key(self.best_res.get("output_tail"), self.kind)
         if key is None:
             return
         keep = [l for l in self.best.trace if line_touches(l, key) or l.split()[2] == "-" and
-                l.split()[1] != "batch" or trace_kill_pin(l)]
+                l.split()[1] != "batch" or l.split()[1] == "restart" or trace_kill_pin(l)]
         if 0 < len(keep) < len(self.best.trace):
             self.attempt("ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
                          % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")

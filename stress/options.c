@@ -208,6 +208,41 @@ static const opt_def *find_def(const char *name, size_t len) {
     return NULL;
 }
 
+/* The options a trace's restart may name (trace.c): those the engine
+ * takes at each open that change what reaches the disk or when.  A
+ * shrinker that folds steps into one replay (crashtest.py shrink K26)
+ * gives each folded process's values to the restart that stands for its
+ * start, so the folded ops run as they ran.  Creation options are the
+ * database's (C3); fault rates do not apply to folded ops (they replay
+ * with faults off); per-KV protection and the backend change nothing on
+ * disk. */
+static const char *const restart_names[] = {"cache_size", "full_page_writes",      "wal_log_hints",
+                                            "hint_fpi",   "vacuum_freeze_min_age", "wal_compression",
+                                            "sync_mode",  "checkpoint_wal_bytes",  NULL};
+
+int st_apply_open_list(st_options *o, const char *list) {
+    char buf[512];
+    if (!*list || strlen(list) >= sizeof buf) return 2;
+    memcpy(buf, list, strlen(list) + 1);
+    for (char *item = buf, *next; item; item = next) { /* no empty item: "a=1,,b=2" and "a=1," are not lists */
+        next = strchr(item, ',');
+        if (next) *next++ = 0;
+        char *eq = strchr(item, '=');
+        if (!eq || eq == item) return 2;
+        *eq = 0;
+        int known = 0;
+        for (size_t i = 0; restart_names[i]; i++) known |= !strcmp(restart_names[i], item);
+        const opt_def *d = known ? find_def(item, strlen(item)) : NULL;
+        if (!d) {
+            fprintf(stderr, "stress: a restart cannot set '%s' (it may set the open options of docs/formats.md)\n",
+                    item);
+            return 2;
+        }
+        if (set_opt(o, d, eq + 1)) return 2;
+    }
+    return 0;
+}
+
 int st_parse_options(int argc, char **argv, st_options *o) {
     memset(o, 0, sizeof *o);
     for (size_t i = 0; i < NDEFS; i++)

@@ -260,6 +260,27 @@ static int check_targets(void) {
 
 /* Options, the adapter's check of them, the directories' names, the
  * judge's configuration.  Nothing is written. */
+void st_open_options_from(const st_options *o, st_open_options *eo) {
+    *eo = (st_open_options){
+        .page_size = (uint32_t)o->page_size,
+        .cache_size = o->cache_size,
+        .data_checksums = o->data_checksums,
+        .full_page_writes = o->full_page_writes,
+        .wal_log_hints = o->wal_log_hints,
+        .hint_fpi = o->hint_fpi,
+        .vacuum_freeze_min_age = o->vacuum_freeze_min_age,
+        .wal_compression = o->wal_compression,
+        .block_protection_bytes_per_key = (int)o->block_protection_bytes_per_key,
+        .kv_lazy_leaves = o->kv_lazy_leaves,
+        .io_backend = o->io_backend,
+        .sync_mode = o->sync_mode,
+        .wal_segment_size = o->wal_segment_size,
+        .first_xid = o->first_xid,
+        .checkpoint_wal_bytes = o->checkpoint_wal_bytes,
+        .on_corruption = st_on_corruption,
+    };
+}
+
 static int parse(int argc, char **argv) {
     if (st_parse_options(argc, argv, &g.o)) return EXIT_USAGE;
     g.E = &st_engine_ours;
@@ -279,24 +300,7 @@ static int parse(int argc, char **argv) {
     if (g.E->planted_bug && g.E->planted_bug())
         fprintf(stderr, "stress: this engine carries the planted bug '%s' (tests/mutants.txt): not the real engine\n",
                 g.E->planted_bug());
-    g.eo = (st_open_options){
-        .page_size = (uint32_t)g.o.page_size,
-        .cache_size = g.o.cache_size,
-        .data_checksums = g.o.data_checksums,
-        .full_page_writes = g.o.full_page_writes,
-        .wal_log_hints = g.o.wal_log_hints,
-        .hint_fpi = g.o.hint_fpi,
-        .vacuum_freeze_min_age = g.o.vacuum_freeze_min_age,
-        .wal_compression = g.o.wal_compression,
-        .block_protection_bytes_per_key = (int)g.o.block_protection_bytes_per_key,
-        .kv_lazy_leaves = g.o.kv_lazy_leaves,
-        .io_backend = g.o.io_backend,
-        .sync_mode = g.o.sync_mode,
-        .wal_segment_size = g.o.wal_segment_size,
-        .first_xid = g.o.first_xid,
-        .checkpoint_wal_bytes = g.o.checkpoint_wal_bytes,
-        .on_corruption = st_on_corruption,
-    };
+    st_open_options_from(&g.o, &g.eo);
     char why[256];
     if (g.E->check_options(&g.eo, why, sizeof why) != ST_OK) {
         fprintf(stderr, "stress: %s\n", why);

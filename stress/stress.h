@@ -68,6 +68,10 @@ typedef struct st_options {
 /* Parse ARGV into O (defaults first).  Returns 0, or 2 after printing a
  * message on stderr (usage error: nothing has been written anywhere). */
 int st_parse_options(int argc, char **argv, st_options *o);
+/* LIST ("name=value,name=value"): open options a trace's restart sets
+ * (trace.c; only those that change what reaches the disk) applied to O.
+ * Returns 0, or 2 after printing a message on stderr. */
+int st_apply_open_list(st_options *o, const char *list);
 void st_print_help(FILE *f);
 /* The options as one JSON object (the report's "options"). */
 void st_options_json(const st_options *o, FILE *f);

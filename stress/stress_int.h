@@ -100,6 +100,8 @@ typedef struct st_trace_op {
     uint64_t pin_block, pin_bit;
     char *kill_point;  /* FAULTS kill:POINT:N: killed at POINT's Nth arrival during the op, faults on */
     uint64_t kill_nth; /* (kill_point is owned by the replay list; NULL otherwise) */
+    char *open_opts;   /* a restart's KEY "name=value,...": the open options of the process it stands for,
+                        * over the command line's (st_apply_open_list); owned like kill_point, or NULL */
 } st_trace_op;
 
 /* The driver's state: one per process (stress.c defines it). */
@@ -196,6 +198,10 @@ void st_path_in(char *out, size_t cap, const char *dir, const char *name);
 int st_read_state(uint64_t *epoch, size_t *settled, int *clean);
 int st_write_state(uint64_t epoch, size_t settled, int clean);
 void st_write_progress(uint64_t ops);
+
+/* stress.c: the engine's open options of O (g.eo is the command line's;
+ * a restart with options of its own opens with others, workload.c). */
+void st_open_options_from(const st_options *o, st_open_options *eo);
 
 /* trace.c.  st_trace_open reads all of --replay_ops (a bad line: exit 2
  * before anything is written) and creates --trace_ops; returns -1 to go

@@ -23,7 +23,13 @@
  *           vacuum restart (snapshot takes one, or checks the one held;
  *           restart, never drawn, is a process's end and the next one's
  *           start in one: workload.c reopen(), a shrinker's fold)
- *   KEY     the key index (get, put, delete, scan start), or '-'
+ *   KEY     the key index (get, put, delete, scan start), or '-'; a
+ *           restart's may be a list "name=value,..." of open options
+ *           (cache_size, sync_mode ...: st_apply_open_list) the process
+ *           it stands for opened with, over the command line's: the
+ *           ops after it run as that process ran them (a shrinker's
+ *           fold of steps that had options of their own); a restart
+ *           with '-' opens with the command line's
  *   SEED    16 hex digits: the op's own seed (batch keys, value seeds,
  *           scan length, every fault draw during the op)
  *   FAULTS  'on', or 'off': no fault is injected during this op, or
@@ -104,8 +110,21 @@ static int type_of(const char *s) {
     return -1;
 }
 
-/* Parse one line into OP: 1 an op, 0 a comment or blank, -1 malformed. */
+/* Parse one line into OP: 1 an op, 0 a comment or blank, -1 malformed,
+ * -2 out of memory. */
+static int parse_fields(char *line, st_trace_op *op);
 static int parse_line(char *line, st_trace_op *op) {
+    op->open_opts = op->kill_point = NULL;
+    int r = parse_fields(line, op);
+    if (r < 0) {
+        free(op->open_opts);
+        free(op->kill_point);
+        op->open_opts = op->kill_point = NULL;
+    }
+    return r;
+}
+
+static int parse_fields(char *line, st_trace_op *op) {
     char *bar = strchr(line, '|');
     if (bar) *bar = 0;
     char *hash = strchr(line, '#');
@@ -123,7 +142,13 @@ static int parse_line(char *line, st_trace_op *op) {
     if (op->type < 0) return -1;
     op->has_key = strcmp(tok[2], "-") != 0;
     op->key = 0;
-    if (op->has_key) {
+    op->open_opts = NULL;
+    if (op->has_key && op->type == OP_RESTART) {
+        st_options scratch = g.o;
+        if (st_apply_open_list(&scratch, tok[2])) return -1;
+        if (!(op->open_opts = strdup(tok[2]))) return -2;
+        op->has_key = 0;
+    } else if (op->has_key) {
         op->key = strtoull(tok[2], &end, 10);
         if (*end || errno || op->key >= g.o.max_key) return -1;
     }
@@ -157,11 +182,7 @@ static int parse_line(char *line, st_trace_op *op) {
     } else
         return -1;
     int keyed = op->type == OP_GET || op->type == OP_PUT || op->type == OP_DEL || op->type == OP_SCAN;
-    if (keyed != op->has_key) {
-        free(op->kill_point);
-        return -1;
-    }
-    return 1;
+    return keyed == op->has_key ? 1 : -1;
 }
 
 int st_trace_open(void) {
@@ -193,6 +214,7 @@ int st_trace_open(void) {
                 st_trace_op *p = realloc(replay, cap * sizeof *p);
                 if (!p) {
                     free(op.kill_point);
+                    free(op.open_opts);
                     fclose(f);
                     return EXIT_INFRA;
                 }
@@ -244,8 +266,9 @@ uint64_t st_trace_seed(uint64_t index) { return rng_mix64(g.o.seed ^ rng_mix64(i
  * replays like any line), and its replay is killed at the same place. */
 void st_trace_head(const st_trace_op *op) {
     if (trace_fd < 0) return;
-    char line[256], key[24] = "-", faults[128];
+    char line[768], key[520] = "-", faults[128];
     if (op->has_key) snprintf(key, sizeof key, "%" PRIu64, op->key);
+    if (op->open_opts) snprintf(key, sizeof key, "%s", op->open_opts);
     if (op->pinned)
         snprintf(faults, sizeof faults, "%s:%" PRIu64 ":%" PRIu64, op->pinned == PIN_CACHE ? "cflip" : "flip",
                  op->pin_block, op->pin_bit);
@@ -291,7 +314,10 @@ void st_trace_close(void) {
     }
     tmap = NULL;
     trace_fd = -1;
-    for (size_t i = 0; i < nreplay; i++) free(replay[i].kill_point);
+    for (size_t i = 0; i < nreplay; i++) {
+        free(replay[i].kill_point);
+        free(replay[i].open_opts);
+    }
     free(replay);
     replay = NULL;
     nreplay = 0;

@@ -65,8 +65,12 @@ int st_open_db(worker *w) {
  * bits, which dirty their pages).  A reopen's check comes after its open,
  * and the pages it dirties are written unsynced in the next ops: planted
  * bug redo-reapplies-equal-lsn's fold with a reopen left 32 unsynced
- * writes where the two processes left 8, and passed. */
-static void reopen(worker *w, int poisoned, int type) {
+ * writes where the two processes left 8, and passed.  The next process
+ * opens with OPTS over the command line's open options (the trace line's
+ * KEY, parsed and checked when the trace was read), or with the command
+ * line's when NULL: a folded step ran with its own cache, sync mode and
+ * checkpoint volume, and the ops after it run with them. */
+static void reopen(worker *w, int poisoned, int type, const char *opts) {
     if (type == OP_RESTART) {
         if (g.flt) flt_pause(g.flt, 1);
         int st = st_read_everything(w, "restart");
@@ -79,6 +83,14 @@ static void reopen(worker *w, int poisoned, int type) {
     g.db = NULL;
     if (st != ST_OK && g.flt) st_observe(VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
     atomic_store(&g.recovering, 2);
+    if (type == OP_RESTART) {
+        st_options o = g.o;
+        st_open_options eo;
+        if (opts && st_apply_open_list(&o, opts)) o = g.o; /* checked when read: not reached */
+        st_open_options_from(&o, &eo);
+        eo.io_hooks = g.eo.io_hooks;
+        g.eo = eo; /* the handle is held exclusively: no op reads it now */
+    }
     st = st_open_db(w);
     if (st != ST_OK) {
         atomic_store(&g.recovering, 0);
@@ -99,12 +111,12 @@ static void reopen(worker *w, int poisoned, int type) {
     atomic_store(&g.recovering, 0);
 }
 
-/* From a worker holding the handle shared: reopen (as TYPE) unless another
- * thread did since SEEN. */
-static void reopen_from_worker(worker *w, uint64_t seen, int poisoned, int type) {
+/* From a worker holding the handle shared: reopen (as TYPE, a restart with
+ * OPTS) unless another thread did since SEEN. */
+static void reopen_from_worker(worker *w, uint64_t seen, int poisoned, int type, const char *opts) {
     pthread_rwlock_unlock(&g.handle);
     pthread_rwlock_wrlock(&g.handle);
-    if (atomic_load(&g.handle_epoch) == seen && g.db && !atomic_load(&g.stop)) reopen(w, poisoned, type);
+    if (atomic_load(&g.handle_epoch) == seen && g.db && !atomic_load(&g.stop)) reopen(w, poisoned, type, opts);
     pthread_rwlock_unlock(&g.handle);
     pthread_rwlock_rdlock(&g.handle);
 }
@@ -326,7 +338,7 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
     }
     for (size_t i = ns; i-- > 0;) orc_unlock_stripe(g.exp, stripes[i]);
     if (st == ST_OK && m) {
-        if (g.o.sync_mode != 2)
+        if (g.eo.sync_mode != 2)    /* the open's: a restart may set another (trace.c) */
             st_settle_durable(seq); /* commit, group: durable on return */
         else if (++w->wrote % 64 == 0)
             st_settle_durable(g.E->durable_seq(g.db));
@@ -526,7 +538,7 @@ static void maintenance(worker *w, uint64_t seen, int type, int st) {
     st_note_error(w, st);
     hash_op(w, type, st, 0, 0, 0);
     atomic_fetch_add_explicit(&g.ops[type], 1, memory_order_relaxed);
-    if (needs_reopen(st)) reopen_from_worker(w, seen, 1, OP_REOPEN);
+    if (needs_reopen(st)) reopen_from_worker(w, seen, 1, OP_REOPEN, NULL);
 }
 
 /* The op a worker draws next: its type and key (a batch draws its keys
@@ -560,13 +572,13 @@ static int choose_op(worker *w, uint64_t i, uint64_t *key) {
     return p < r ? OP_GET : p < wr ? OP_PUT : p < d ? OP_DEL : p < it ? OP_SCAN : OP_BATCH;
 }
 
-/* Run op TYPE (on KEY where it has one). */
-static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key) {
+/* Run op TYPE (on KEY where it has one; a restart opens with OPTS). */
+static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key, const char *opts) {
     int st = ST_OK;
     switch (type) {
     case OP_REOPEN:
     case OP_RESTART:
-        reopen_from_worker(w, seen, 0, type);
+        reopen_from_worker(w, seen, 0, type, opts);
         hash_op(w, type, 0, i, 0, 0);
         return;
     case OP_CHECKPOINT: maintenance(w, seen, OP_CHECKPOINT, g.E->checkpoint(g.db)); return;
@@ -606,7 +618,7 @@ static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key)
         st = do_write(w, OP_BATCH, keys, m);
     }
     }
-    if (needs_reopen(st)) reopen_from_worker(w, seen, 1, OP_REOPEN);
+    if (needs_reopen(st)) reopen_from_worker(w, seen, 1, OP_REOPEN, NULL);
 }
 
 /* One workload op, under the handle lock (S3).  With one thread (traced,
@@ -660,7 +672,7 @@ static void one_op(worker *w, uint64_t i) {
     st_stats ss = {0};
     if (st_tracing() && type != OP_CHECKPOINT && g.db && ck_epoch != seen) g.E->stats(g.db, &ss);
     uint64_t ck0 = ck_epoch == seen ? ck_after : ss.checkpoints;
-    run_op(w, seen, i, type, key);
+    run_op(w, seen, i, type, key, rop ? rop->open_opts : NULL);
     if (g.flt && per_op && top.faults_off) flt_pause(g.flt, 0);
     if (st_tracing()) { /* the ledger's op field of what it injected: epoch << 32 | call */
         size_t l = w->tnote_len < sizeof w->tnote ? w->tnote_len : 0;

@@ -11,7 +11,9 @@ an op step of 221 ops behind a create step of 200 that no smaller count
 replaced: 9.1x, short of the measure by the create step's ops.  The steps
 that regrow a database as earlier iterations grew it (K15) fold the same
 way, each ending in a restart: page-before-wal (twenty-sixth session)
-kept 200 + 6,210 regrowing ops in front of an op step of 13, 1.3x.
+kept 200 + 6,210 regrowing ops in front of an op step of 13, 1.3x.  Each
+restart names the open options of the process after it where they differ
+from the op step's, so the folded ops run as they ran.
 
 The trials are stubs (no stress runs): the candidates are what is tested."""
 
@@ -59,7 +61,7 @@ def regrown_run():
     grow = {"type": "stress", "name": "history-0", "state": "@STATE@", "dir": "h", "expect": "exit0",
             "kill_after": None,
             "argv": ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--threads=1", "--ops_per_thread=6210",
-                     "--seed=9", "--cache_size=8M", "--write_fault_one_in=50"]}
+                     "--seed=9", "--cache_size=8M", "--sync_mode=off", "--write_fault_one_in=50"]}
     c.splice(1, [grow])
     return c
 
@@ -116,12 +118,13 @@ class TestFoldCreate(unittest.TestCase):
 
     def test_the_steps_that_regrow_the_database_fold_too_each_ending_in_a_restart(self):
         sh = self.shrinker(True, regrown_run())
+        sh.defaults = {"cache_size": "64M", "sync_mode": "commit", "checkpoint_wal_bytes": "64M"}
         self.assertEqual(sh.best.measures()["regrown"], 1)
         sh.p_fold_create()
         self.assertEqual([(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")])
         self.assertEqual(sh.log[0]["what"], "the create and 1 regrowing step's ops traced (--trace_ops)")
         self.assertEqual(sh.log[1]["what"], "the create and 1 regrowing step's 5 ops folded into the op step "
-                                            "(7 -> 9 ops, 2 steps fewer)")
+                                            "(7 -> 10 ops, 2 steps fewer)")
         b = sh.best
         self.assertEqual(([s["name"] for s in b.steps], b.w, b.want),
                          (["workload", "verify"], 0, ["crashed", "failed"]))
@@ -129,12 +132,18 @@ class TestFoldCreate(unittest.TestCase):
         self.assertEqual([opt_get(a, o) for o in ("destroy_db_initially", "page_size", "cache_size",
                                                   "write_fault_one_in", "read_fault_one_in")],
                          ["1", "4096", "1M", None, "100"], "the op step's options, the create step's creation ones")
-        self.assertEqual(b.trace[:3], [l.replace(" on |", " off |") for l in CREATED])
-        self.assertEqual(b.trace[3], "3 restart - 0000000000000000 off | folded: create's end, history-0's start")
-        self.assertEqual(b.trace[4:6], [l.replace(" on |", " off |") for l in GROWN],
+        # Each process's own open options (stress's defaults where its
+        # step names none) on the restart in front of its ops, where they
+        # differ from the op step's: the create step's 64M cache, the
+        # regrowing step's 8M and its sync_mode, the op step's own last.
+        self.assertEqual(b.trace[0], "0 restart cache_size=64M 0000000000000000 off | folded: create's start")
+        self.assertEqual(b.trace[1:4], [l.replace(" on |", " off |") for l in CREATED])
+        self.assertEqual(b.trace[4], "3 restart cache_size=8M,sync_mode=off 0000000000000000 off | folded: "
+                                     "create's end, history-0's start")
+        self.assertEqual(b.trace[5:7], [l.replace(" on |", " off |") for l in GROWN],
                          "the regrowing step's faults were drawn at its own rates: off")
-        self.assertEqual(b.trace[6], "2 restart - 0000000000000000 off | folded: history-0's end, workload's start")
-        self.assertEqual(b.trace[7:], OPS)
+        self.assertEqual(b.trace[7], "2 restart - 0000000000000000 off | folded: history-0's end, workload's start")
+        self.assertEqual(b.trace[8:], OPS)
         self.assertEqual(b.measures()["regrown"], 1, "the folded iteration still counts as one redone")
 
     def test_a_regrowing_step_that_cannot_fold_leaves_every_step_where_it_was(self):
