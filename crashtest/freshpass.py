@@ -318,7 +318,8 @@ class FreshPasses:
                 self.best_res["dir"], "iter", os.path.basename(fold_trace(i))))]
             made += lines + ["%d restart %s 0000000000000000 off | folded: %s's end, %s's start"
                              % (len(lines), lists[i + 1], steps[i]["name"], steps[i + 1]["name"])]
-        if len(made) > len(steps):
+        n = sum(1 for l in made if l.split()[1] != "restart")
+        if n:
             f = self.best.copy()
             argv = opt_set(f.op["argv"], "destroy_db_initially", 1)
             for name in CREATION_OPTIONS:
@@ -327,7 +328,6 @@ class FreshPasses:
             f.op["argv"] = argv
             f.trace = made + list(b.trace)
             f.splice(0, drop=b.w)
-            n = sum(1 for l in made if l.split()[1] != "restart")
             if self.attempt("the %s %d ops folded into the op step (%d -> %d ops, %s)"
                             % (fold_names(b), n, n + len(b.trace), len(f.trace),
                                "one step fewer" if b.w == 1 else "%d steps fewer" % b.w), f, "fold"):

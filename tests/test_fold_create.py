@@ -67,7 +67,7 @@ def regrown_run():
 
 
 class TestFoldCreate(unittest.TestCase):
-    def shrinker(self, fold_kept, cand=None):
+    def shrinker(self, fold_kept, cand=None, created=CREATED):
         """A Shrinker whose trials are judged, not run: the traced steps fail
         the same way (the same run), the create step writing CREATED as its
         trace and a regrowing one GROWN; the folded run (one step before
@@ -83,7 +83,7 @@ class TestFoldCreate(unittest.TestCase):
         def attempt(what, c, phase):
             t = os.path.join(d, "t%d" % len(sh.log))
             os.makedirs(os.path.join(t, "iter"))
-            for s, lines in zip(c.steps, (CREATED, GROWN)):
+            for s, lines in zip(c.steps, (created, GROWN)):
                 name = opt_get(s["argv"], "trace_ops")
                 if name and name != "@ITER@/ops.trace":
                     with open(os.path.join(t, "iter", os.path.basename(name)), "w") as f:
@@ -145,6 +145,16 @@ class TestFoldCreate(unittest.TestCase):
         self.assertEqual(b.trace[7], "2 restart - 0000000000000000 off | folded: history-0's end, workload's start")
         self.assertEqual(b.trace[8:], OPS)
         self.assertEqual(b.measures()["regrown"], 1, "the folded iteration still counts as one redone")
+
+    def test_a_create_step_of_one_op_folds_too(self):
+        # A create step that p_create cut to one op: its list and the
+        # restart after it are two lines (the count once compared the
+        # lines with the steps, and such a fold was never tried).
+        sh = self.shrinker(True, created=CREATED[:1])
+        sh.p_fold_create()
+        self.assertEqual([(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")])
+        self.assertEqual(sh.best.trace[0], CREATED[0].replace(" on |", " off |"))
+        self.assertEqual(len(sh.best.trace), 1 + 1 + len(OPS))
 
     def test_a_regrowing_step_that_cannot_fold_leaves_every_step_where_it_was(self):
         for change in ("timed", "killed", "creates its own database"):
