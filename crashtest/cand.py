@@ -153,10 +153,15 @@ class Cand:
         # Each step's recorded outcome: a crash step that passes (or the
         # reverse) diverged, the steps after it were planned on it (K1).
         self.want = want if want is not None else [None] * len(steps)
+        # Steps that regrew the database (K15) folded into the op step's
+        # trace (K26): still earlier iterations redone (measures).
+        self.folded_regrown = 0
 
     def copy(self):
-        return Cand([dict(s, argv=list(s["argv"])) if "argv" in s else dict(s) for s in self.steps], self.fresh,
-                    list(self.trace) if self.trace is not None else None, self.w, list(self.want))
+        c = Cand([dict(s, argv=list(s["argv"])) if "argv" in s else dict(s) for s in self.steps], self.fresh,
+                 list(self.trace) if self.trace is not None else None, self.w, list(self.want))
+        c.folded_regrown = self.folded_regrown
+        return c
 
     def stress_steps(self):
         return [s for s in self.steps if s["type"] == "stress"]
@@ -229,10 +234,7 @@ class Cand:
         return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
                 "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
                 "trace_ops": len(self.trace) if self.trace is not None else None,
-                "deterministic": self.deterministic(),
-                # A regrowing step folded into the op step (K26) is still
-                # an earlier iteration redone: its end is a restart line.
-                "regrown": len(regrown) + sum(1 for l in self.trace or [] if "| folded: history-" in l)}
+                "deterministic": self.deterministic(), "regrown": len(regrown) + self.folded_regrown}
 
 
 def trimmed(cand, n):

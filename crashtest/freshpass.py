@@ -287,7 +287,7 @@ class FreshPasses:
         for the create step's own): a create step runs with stress's
         cache, sync mode and checkpoint volume, a regrowing step with its
         iteration's, and a fold that ran them all with the op step's
-        passed (page-before-wal, this session: a create step of 1,000 ops
+        passed (page-before-wal, twenty-seventh session: a create step of 1,000 ops
         with a 64M cache replayed with the op step's 256K).
         p_create and p_history cut a step's ops from the end only, and a
         failure that rests on a page the create step's 200th op wrote
@@ -328,6 +328,7 @@ class FreshPasses:
             f.op["argv"] = argv
             f.trace = made + list(b.trace)
             f.splice(0, drop=b.w)
+            f.folded_regrown += sum(1 for s in steps[:-1] if s["name"].startswith("history-"))
             if self.attempt("the %s %d ops folded into the op step (%d -> %d ops, %s)"
                             % (fold_names(b), n, n + len(b.trace), len(f.trace),
                                "one step fewer" if b.w == 1 else "%d steps fewer" % b.w), f, "fold"):
