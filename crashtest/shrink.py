@@ -273,16 +273,22 @@ Rules:
       where its races are timed as the recorded run's were; the shrunk
       folder's repro runs there too (its seconds are the README's).
   K20 a shrunk run the multi-thread path (K8) led to that reproduced
-      fewer than MT_REPRO_NEED times, stepped back too, resumes the path:
-      the run it kept was kept on a rate its repro did not show again,
-      and everything kept after it stands on it.  The path goes back to
+      fewer than MT_REPRO_NEED times resumes the path, whether or not a
+      run stepped back to reproduced enough: the run it kept was kept on
+      a rate its repro did not show again, and everything kept after it
+      stands on it.  The path goes back to
       the run it started from and goes on with the candidates after the
       one it kept (each candidate is judged once), the rounds run on what
       it keeps next, and that run's repro is judged the same way, while
-      MT_RESUME_MIN (60 s) of the budget is left.  The result is the run
-      that reproduced most often (ties: the latest); the recorded run is
+      MT_RESUME_MIN (60 s) of the budget is left.  The result is the
+      smallest run that reproduced MT_REPRO_NEED times (ties: the
+      latest), else the one that reproduced most often (ties: the
+      latest); the recorded run is
       stepped back to only when no resume is left and no smaller run
-      reproduced at all.  shrink.json's resumed lists each run left
+      reproduced at all (checkpoint-redo-at-record, twenty-seventh
+      session: 2 x 64 ops reproduced 1 of 8, the 2 x 256 stepped back to
+      3 of 8 stood without a resume, and the shrink ended at 169 s of
+      600 with 8.8x).  shrink.json's resumed lists each run left
       behind (the path's step, its repro's rate, what it stepped back to).
       Why: hint-aborted-while-in-progress's keep on 2 of 8 trials and 1
       of 2 confirmations reproduced 0 of 10 (1 of 100 when tried again)

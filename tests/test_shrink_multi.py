@@ -222,12 +222,13 @@ class TestConfirmAndResume(unittest.TestCase):
         self.assertEqual((sh.multi["trials"], sh.multi["failures"]), (MT_NEED + MT_REPRO_NEED, MT_NEED + MT_REPRO_NEED))
         self.assertEqual((sh.trials, sh.need), (MT_TRIALS, MT_NEED))
 
-    def settled(self, kept_seeds, rates, recorded=None):
+    def settled(self, kept_seeds, rates, recorded=None, earlier=None):
         """A shrinker whose multi-thread path keeps the candidates whose
         (ops each, seed) are in KEPT_SEEDS, each the first of its shape,
         and settle's repro of each reproduces RATES[i] of 8 (the i-th
         kept); with RECORDED, the recorded run is a kept trial (step 0)
-        whose repro reproduces that many.  Returns (shrinker, what settle
+        whose repro reproduces that many; with EARLIER, a run the rounds
+        kept before the path (step 3) whose repro reproduces that many.  Returns (shrinker, what settle
         returned, shrink.json's doc, the candidates kept in order, the
         folder's path)."""
         sh = shrinker(5, lambda c: shape(c)[:2] in kept_seeds and not any(
@@ -237,7 +238,9 @@ class TestConfirmAndResume(unittest.TestCase):
         sh.log[0]["verdict"] = "kept"
         if recorded is not None:
             sh.kept_trials.append((0, sh.best, {}))
-        rates = dict(enumerate(rates), **{"-1": recorded})
+        if earlier is not None:
+            sh.kept_trials.append((3, sh.best, {}))
+        rates = dict(enumerate(rates), **{"-1": recorded if recorded is not None else earlier})
 
         def attempt(what, c, phase, **kw):
             got = judge(what, c, phase, **kw)
@@ -297,6 +300,27 @@ class TestConfirmAndResume(unittest.TestCase):
         self.assertIs(sh.best, kept[0])
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "0")
+
+    def test_a_race_an_earlier_run_stands_in_for_resumes_the_path_and_the_smaller_run_that_reproduces_is_kept(self):
+        # The path's keep reproduced 0 of 8 and the run before it 5 of 8:
+        # with budget left the path resumes, and its next keep, which
+        # reproduces 4 of 8 (enough), is the result, not the earlier run
+        # that reproduced more often (checkpoint-redo-at-record, twenty-
+        # seventh session: 2 x 256 ops stood in, 430 s of 600 unused, 8.8x).
+        sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 4], earlier=5)
+        self.assertEqual([shape(c)[:2] for c in kept], [(16, 5), (64, 5)])
+        self.assertEqual(got[1], 4)
+        self.assertIs(sh.best, kept[1])
+        self.assertEqual([(r["reproduced"], [b["step"] for b in r["stepped_back"]]) for r in doc["resumed"]],
+                         [("0 of 8", [3])])
+        with open(os.path.join(dest, "which")) as f:
+            self.assertEqual(f.read(), "1")
+        # When the path keeps nothing more, the earlier run stays.
+        sh, got, doc, kept, dest = self.settled({(16, 5)}, [0], earlier=5)
+        self.assertEqual((got[1], len(kept)), (5, 1))
+        self.assertEqual(len(doc["resumed"]), 1)
+        with open(os.path.join(dest, "which")) as f:
+            self.assertEqual(f.read(), "-1")
 
     def test_the_recorded_run_comes_after_the_resumes_when_no_smaller_run_reproduced(self):
         # The path's keep reproduced 0 of 8 and the path kept nothing after
