@@ -343,8 +343,7 @@ class MultiPasses:
         # of a tie).
         enough = [i for i in range(len(held)) if held[i][0][1] >= MT_REPRO_NEED]
         if enough:
-            best = min(enough, key=lambda i: (self.size(held[i][1], held[i][2]) if (held[i][2] or {}).get(
-                "ops_all") is not None else 0, -i))
+            best = min(enough, key=lambda i: (self.size(held[i][1], held[i][2] or {}), -i))
         else:
             best = max(range(len(held)), key=lambda i: (Fraction(held[i][0][1], held[i][0][2]) if held[i][0][2]
                                                         else 0, i))

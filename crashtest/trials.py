@@ -138,7 +138,7 @@ class Trials:
     def size(self, cand, r):
         """The size of CAND's run R: its stress steps' ops and the ops that
         grew its database (K14)."""
-        return (r["ops_all"] or 0) + self.grown_ops(cand)
+        return (r.get("ops_all") or 0) + self.grown_ops(cand)
 
     def left(self):
         return self.budget - (time.monotonic() - self.t0)

@@ -258,8 +258,6 @@ static int check_targets(void) {
     return GO_ON;
 }
 
-/* Options, the adapter's check of them, the directories' names, the
- * judge's configuration.  Nothing is written. */
 void st_open_options_from(const st_options *o, st_open_options *eo) {
     *eo = (st_open_options){
         .page_size = (uint32_t)o->page_size,
@@ -281,6 +279,8 @@ void st_open_options_from(const st_options *o, st_open_options *eo) {
     };
 }
 
+/* Options, the adapter's check of them, the directories' names, the
+ * judge's configuration.  Nothing is written. */
 static int parse(int argc, char **argv) {
     if (st_parse_options(argc, argv, &g.o)) return EXIT_USAGE;
     g.E = &st_engine_ours;

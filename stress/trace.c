@@ -114,6 +114,7 @@ static int type_of(const char *s) {
  * -2 out of memory. */
 static int parse_fields(char *line, st_trace_op *op);
 static int parse_line(char *line, st_trace_op *op) {
+    /* parse_fields may have allocated either before it met a bad field */
     op->open_opts = op->kill_point = NULL;
     int r = parse_fields(line, op);
     if (r < 0) {
@@ -142,7 +143,6 @@ static int parse_fields(char *line, st_trace_op *op) {
     if (op->type < 0) return -1;
     op->has_key = strcmp(tok[2], "-") != 0;
     op->key = 0;
-    op->open_opts = NULL;
     if (op->has_key && op->type == OP_RESTART) {
         st_options scratch = g.o;
         if (st_apply_open_list(&scratch, tok[2])) return -1;
@@ -155,7 +155,6 @@ static int parse_fields(char *line, st_trace_op *op) {
     op->seed = strtoull(tok[3], &end, 16);
     if (*end || errno) return -1;
     op->pinned = PIN_NONE;
-    op->kill_point = NULL;
     op->kill_nth = 0;
     if (!strcmp(tok[4], "on"))
         op->faults_off = 0;
