@@ -166,6 +166,10 @@ def make_parser():
                            if UNSTABLE_FAULTS else "all, for now", ", ".join(FAULTS)))
         g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                        help="pin a stress option for every iteration (repeatable), e.g. --set sync_mode=commit")
+        g.add_argument("--no-swarm", action="store_true",
+                       help="no swarm iterations: every iteration draws the even mix of ops, features and "
+                            "fault classes (by default half draw a swarm: some op kinds and rare features off, "
+                            "the others frequent, a key space down to a few keys; crashtest/README.md)")
         g.add_argument("--measure", action="store_true",
                        help="allow measuring runs: combinations that make a fault class undetectable by design "
                             "(checksums off with page faults, w=0 with cache flips, lost writes ...)")

@@ -20,7 +20,7 @@ import math
 import os
 
 from .common import UsageError
-from .params import CLASS_ORDER, FAILURE_KEYS
+from .params import CLASS_ORDER, FAILURE_KEYS, swarm_text
 from .stats import clopper_pearson
 
 # Outcome segments of a class bar, in drawing order, with their colours.
@@ -341,14 +341,19 @@ def failures_section(summary):
         return '<p class="pass" id="no-failures">No iteration failed.</p>'
     out = ['<table id="failures-table"><tr><th class="l">iteration</th><th class="l">kind</th>'
            '<th class="l">blamed class</th><th class="l">step</th><th>seed</th><th>run seed</th>'
-           '<th class="l">message and repro</th></tr>']
+           '<th class="l">message and repro</th><th class="l">swarm</th></tr>']
     for r in fails:
         f = r.get("failure") or {}
+        # The swarm that ran (crashtest/params.py swarm_record): which op
+        # kinds and rare features were on; "even mix" when none was drawn.
+        sw = swarm_text(r.get("swarm")).replace("swarm: ", "", 1) or "even mix"
         out.append('<tr class="failure"%s><td class="l">%s</td><td class="l">%s</td><td class="l">%s</td>'
-                   '<td class="l">%s</td><td>%s</td><td>%s</td><td class="l">%s<br><code>%s</code></td></tr>'
+                   '<td class="l">%s</td><td>%s</td><td>%s</td><td class="l">%s<br><code>%s</code></td>'
+                   '<td class="l swarm">%s</td></tr>'
                    % (attrs(id=r.get("id"), kind=f.get("kind"), seed=r.get("seed")), esc(r.get("id")),
                       esc(f.get("kind")), esc(", ".join(blamed_classes(r)) or "-"), esc(f.get("step_name")),
-                      esc(r.get("seed")), esc(r.get("run_seed")), esc(f.get("message")), esc(r.get("repro"))))
+                      esc(r.get("seed")), esc(r.get("run_seed")), esc(f.get("message")), esc(r.get("repro")),
+                      esc(sw)))
     out.append("</table>")
     if total > len(fails):
         out.append('<p class="note">%d more failures: iterations.jsonl has them all.</p>' % (total - len(fails)))

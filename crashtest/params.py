@@ -106,6 +106,57 @@ ITER_CHOICES = {
 # of 100 are batches.  None: a random mix.
 OP_MIXES = [(45, 30, 10, 10), (10, 60, 15, 5), (70, 15, 5, 8), (20, 20, 10, 10), None]
 
+# Swarm testing (Groce et al., ISSTA 2012): an even mix of every feature
+# in every run makes an order of rare operations (a commit right after a
+# snapshot, then a vacuum before the snapshot's next read) as rare as the
+# product of their shares.  SWARM_SHARE of the iterations (a stream of
+# their own, derive(seed, "swarm"), drawn when Config.swarm is on) draw a
+# swarm instead: each op kind on or off with its own weight, each rare
+# feature on at a frequent rate or off, a key space from tiny to the
+# mode's max_key, a thread count and a subset of the fault classes.  The
+# other iterations draw exactly what they drew without it.
+SWARM_SHARE = 0.5
+# Op kinds -> the stress option of their share (batches: the rest of 100).
+SWARM_OPS = [("read", "readpercent"), ("put", "writepercent"), ("delete", "delpercent"), ("scan", "iterpercent"),
+             ("batch", None)]
+# A swarm always writes: put or batch on (deletes alone empty the key
+# space and then do nothing).
+SWARM_WRITERS = ("put", "batch")
+SWARM_OP_WEIGHTS = [1, 2, 4, 8]
+# Rare features -> (stress option, one_in when on; off is 0).  Far more
+# frequent than ITER_CHOICES' rates: a run of a few seconds meets each
+# many times, and their orders with it.
+SWARM_FEATURES = {
+    "snapshot": ("acquire_snapshot_one_in", [10, 50, 200]),
+    "vacuum": ("vacuum_one_in", [20, 100, 500]),
+    "checkpoint": ("checkpoint_one_in", [20, 100, 500]),
+    "verify": ("verify_db_one_in", [200, 1000, 5000]),
+}
+# Reopens (close, open, check every key) in the workload; reopen is
+# managed (the whitebox plan's mode 3 draws its own), so a swarm's count
+# is a workload argument of its own, not an option of every step.
+SWARM_REOPENS = [2, 8, 32]
+# Key spaces: tiny (every key hot: the same pages split, merge, get
+# snapshotted and vacuumed over and over), between, or the mode's max_key.
+# The key space is the database's (C3): a swarm draws it for the database
+# its iteration creates; later iterations on that database keep it.
+SWARM_TINY_KEYS = (8, 64)
+SWARM_THREADS = [1, 2, 3, 4, 8]
+# Each fault class's odds of being on in a swarm (one of these per
+# iteration): from one class now and then to half of them at once.
+SWARM_FAULT_SHARES = [0.08, 0.2, 0.4]
+
+# Delay injection (stress's --delay_one_in, --delay_max_us: a sleep or
+# yield at the engine's delay/ points and each side of an I/O hook's read,
+# write or fsync): races whose window is milliseconds wide are met within
+# minutes.  Not a fault class (no report key); drawn in DELAY_SHARE of
+# the iterations in a stream of their own (derive(seed, "delay")), only
+# when the binary has the options, and kept out of the restarts (which
+# judge; their recovery runs on one thread).
+DELAY_SHARE = 0.5
+DELAY_CHOICES = {"delay_one_in": [10, 50, 200, 1000], "delay_max_us": [100, 1000, 5000, 20000]}
+DELAY_OPTIONS = tuple(DELAY_CHOICES)
+
 # Option values whose support the binary is asked about before a run
 # (stress exits 2 for a value its engine does not support yet; a kernel
 # without io_uring makes "uring" fail to open).
@@ -247,7 +298,7 @@ class Config:
     values, the mode's sizes, the user's pins and fault selection."""
 
     def __init__(self, defaults=None, unsupported=(), fault_classes=None, pinned=None, measure=False,
-                 threads=0, max_key=20000, known=None):
+                 threads=0, max_key=20000, known=None, swarm=True):
         self.defaults = dict(defaults or {})
         self.known_options = None if known is None else set(known)  # None: every option exists
         self.unsupported = set(unsupported)  # {(name, value)}
@@ -256,6 +307,7 @@ class Config:
         self.measure = measure
         self.threads = threads
         self.max_key = max_key
+        self.swarm = swarm  # False: no iteration draws a swarm (--no-swarm)
 
     def choices(self, name, values):
         ok = [v for v in values if (name, v) not in self.unsupported
@@ -297,6 +349,133 @@ def draw_db_params(seed, cfg):
     return {k: v for k, v in p.items() if cfg.known(k)}
 
 
+def draw_swarm(seed, cfg):
+    """The swarm of iteration SEED (SWARM_SHARE of the iterations), or None
+    for one that keeps the even mix (and for every iteration when
+    cfg.swarm is off).  From its own stream: the other draws of the
+    iteration never move with it.  Every draw is made whatever came before
+    (the pins, the binary's options and the user's fault classes are
+    applied by draw_iter_params), so a seed's swarm is one swarm:
+
+      ops       op kind -> weight (0: off); put or batch always on
+      features  rare feature -> one_in (0: off)
+      reopen    reopens in the workload (0: none)
+      max_key   the key space of a database the iteration creates
+      threads   stress threads
+      faults    fault class -> one_in of the classes on (before the
+                eligibility and judgeability rules)"""
+    if not cfg.swarm:
+        return None
+    rng = Rng(derive(seed, "swarm"))
+    if not rng.chance(SWARM_SHARE):
+        return None
+    ops = {}
+    for kind, _ in SWARM_OPS:
+        on = rng.chance(0.5)
+        w = rng.choice(SWARM_OP_WEIGHTS)
+        ops[kind] = w if on else 0
+    writer = rng.choice(SWARM_WRITERS)
+    if not any(ops[k] for k in SWARM_WRITERS):
+        ops[writer] = rng.choice(SWARM_OP_WEIGHTS)
+    features = {}
+    for name, (_, rates) in SWARM_FEATURES.items():
+        on = rng.chance(0.5)
+        rate = rng.choice(rates)
+        features[name] = rate if on else 0
+    on = rng.chance(0.5)
+    n = rng.choice(SWARM_REOPENS)
+    reopen = n if on else 0
+    top = max(1, int(cfg.max_key))
+    size = rng.below(3)
+    tiny = rng.log_uniform(*SWARM_TINY_KEYS)
+    between = rng.log_uniform(SWARM_TINY_KEYS[1] + 1, max(SWARM_TINY_KEYS[1] + 1, top))
+    max_key = min(top, [tiny, between, top][size])
+    threads = rng.choice(SWARM_THREADS)
+    share = rng.choice(SWARM_FAULT_SHARES)
+    faults = {}
+    for c, (_, values) in FAULTS.items():  # a coin and a rate per class, in a fixed order
+        on = rng.chance(share)
+        v = rng.choice(values)
+        if on:
+            faults[c] = v
+    return {"ops": ops, "features": features, "reopen": reopen, "max_key": max_key, "threads": threads,
+            "faults": faults}
+
+
+def swarm_percents(ops):
+    """OPS (kind -> weight, 0: off) as (readpercent, writepercent,
+    delpercent, iterpercent): shares of 100 by weight, batches the rest.
+    A kind that is on gets at least 1; without batches the four add up
+    to 100 exactly."""
+    total = sum(ops.values())
+    pct = {k: (max(1, ops[k] * 100 // total) if ops[k] else 0) for k, _ in SWARM_OPS}
+    if not ops["batch"]:
+        last = [k for k, opt in SWARM_OPS if opt and ops[k]][-1]
+        pct[last] += 100 - sum(pct.values())
+    return tuple(pct[k] for k, opt in SWARM_OPS if opt)
+
+
+def apply_swarm(sw, p, cfg):
+    """Put swarm SW's ops, rare features and threads into the iteration's
+    options P (the pins are applied later and win).  A pinned share of
+    the op mix keeps the even mix's shares: the swarm's could add up past
+    100 with it."""
+    if not cfg.threads:
+        p["threads"] = sw["threads"]
+    if not {opt for _, opt in SWARM_OPS if opt} & set(cfg.pinned):
+        p["readpercent"], p["writepercent"], p["delpercent"], p["iterpercent"] = swarm_percents(sw["ops"])
+    for name, (opt, _) in SWARM_FEATURES.items():
+        p[opt] = sw["features"][name]
+
+
+def swarm_record(sw, params, max_key, reopen):
+    """What ran of swarm SW, for the iteration's record and its failure's
+    listings: the op shares, rare features, key space, threads and fault
+    classes as the stress options finally say (pins and the sanitizer
+    applied; MAX_KEY the database's key space, REOPEN the workload's
+    reopens), or None for an iteration without a swarm."""
+    if sw is None:
+        return None
+    def num(k):
+        try:
+            return int(params.get(k, 0) or 0)
+        except (TypeError, ValueError):
+            return 0
+    shares = {kind: num(opt) for kind, opt in SWARM_OPS if opt}
+    shares["batch"] = max(0, 100 - sum(shares.values()))
+    return {"ops": shares, "features": dict({n: num(opt) for n, (opt, _) in SWARM_FEATURES.items()},
+                                            reopen=int(reopen or 0)),
+            "max_key": int(max_key), "threads": num("threads") or None,
+            "faults": sorted(c for c, (opt, _) in FAULTS.items() if num(opt))}
+
+
+def swarm_text(rec):
+    """A swarm record (swarm_record) in one line: the op kinds on with
+    their shares, the rare features on with their rates, those off, the
+    key space, threads and fault classes."""
+    if not rec:
+        return ""
+    ops = " ".join("%s=%d%%" % (k, v) for k, v in rec["ops"].items() if v)
+    feats = rec.get("features") or {}
+    on = " ".join(("%s x%d" if n == "reopen" else "%s 1/%d") % (n, v) for n, v in feats.items() if v)
+    off = ",".join(n for n, v in feats.items() if not v)
+    return "swarm: ops %s; %s%skeys %d; threads %s; faults %s" % (
+        ops or "none", "on " + on + "; " if on else "", "off " + off + "; " if off else "", rec["max_key"],
+        rec.get("threads") or "?", ",".join(rec.get("faults") or []) or "none")
+
+
+def draw_delays(seed, cfg):
+    """The delay options of iteration SEED ({} in the iterations without
+    delays, or when the binary lacks --delay_one_in), from their own
+    stream."""
+    rng = Rng(derive(seed, "delay"))
+    on = rng.chance(DELAY_SHARE)
+    drawn = {name: rng.choice(values) for name, values in DELAY_CHOICES.items()}
+    if not on or not cfg.known("delay_one_in"):
+        return {}
+    return {k: v for k, v in drawn.items() if cfg.known(k)}
+
+
 def draw_iter_params(seed, cfg, db):
     """Open-time options, op mix and faults of one iteration (stress
     option -> value), from SEED; DB: the database's creation options.
@@ -321,6 +500,9 @@ def draw_iter_params(seed, cfg, db):
             i = max(0, i - 5)
         mix = (r, w, d, i)
     p["readpercent"], p["writepercent"], p["delpercent"], p["iterpercent"] = mix
+    sw = draw_swarm(seed, cfg)
+    if sw:
+        apply_swarm(sw, p, cfg)
 
     frng = Rng(derive(seed, "faults"))
     merged = dict(db)
@@ -338,8 +520,12 @@ def draw_iter_params(seed, cfg, db):
     for c in FAULTS:  # one draw per class, in a fixed order, picked or not
         opt, values = FAULTS[c]
         v = frng.choice(values)
-        if c in picked:
+        if c in picked and not sw:
             p[opt] = v
+    if sw:  # the swarm's classes in place of the even mix's, by the same rules
+        for c, v in sw["faults"].items():
+            if c in eligible:
+                p[FAULTS[c][0]] = v
     srng = Rng(derive(seed, "protection stratum"))
     widths = cfg.protection_widths()
     rate = srng.choice(STRATUM_ONE_IN)
@@ -350,6 +536,7 @@ def draw_iter_params(seed, cfg, db):
         p["block_protection_bytes_per_key"] = widths[((seed & 7) >> 1) % len(widths)]
         if cfg.known("bitflip_cache_one_in"):
             p["bitflip_cache_one_in"] = rate
+    p.update(draw_delays(seed, cfg))
     for k, v in cfg.pinned.items():
         if k not in DB_CHOICES and k not in DB_EXTRA:
             p[k] = v

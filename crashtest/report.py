@@ -22,7 +22,7 @@ from .common import META_VERSION, REPO, hms, write_json
 from .htmlreport import blamed_classes, clopper_pearson, render_runs, unreported, write_page
 from .stats import cell_verdict
 from .output import differs
-from .params import CLASS_ORDER, FAILURE_KEYS, OUTCOMES
+from .params import CLASS_ORDER, FAILURE_KEYS, OUTCOMES, swarm_text
 
 
 def reached_of(reports):
@@ -62,7 +62,7 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
         "crashtest_meta": META_VERSION, "id": rid, "mode": ct.mode, "run_seed": run.seed, "seed": record["seed"],
         "index": record["index"], "kind": record["kind"], "db_params": record["db_params"],
         "db_age": record["db_age"], "db_ops": record["db_ops"], "history": list(run.history),
-        "params": record["params"], "plan": record["plan"], "max_key": ct.a.max_key,
+        "params": record["params"], "plan": record["plan"], "max_key": run.max_key, "swarm": record.get("swarm"),
         "hang_seconds": ct.a.hang_seconds, "steps": record["steps"], "failure": record["failure"],
         "crashed_after_step": crashed_after, "build": ct.identity,
         "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"},
@@ -346,12 +346,14 @@ def write_junit(path, summary, recs):
                 el = ET.SubElement(tc, "failure", type=f["kind"], message="%s at %s: %s" % (
                     f["kind"], f["step_name"], f["message"]))
                 st = r["steps"][f["step"]].get("result") or {}
-                el.text = "%s\n\nartifacts: %s\nrepro: %s\n" % (st.get("output_tail", ""), r.get("artifacts"),
-                                                                r.get("repro"))
+                el.text = "%s\n\n%sartifacts: %s\nrepro: %s\n" % (
+                    st.get("output_tail", ""), swarm_text(r.get("swarm")) + "\n" if r.get("swarm") else "",
+                    r.get("artifacts"), r.get("repro"))
             out = ET.SubElement(tc, "system-out")
             out.text = "seed: %d\nrepro: %s\n%s\n" % (r["seed"], r.get("repro") or "(passed: no artifacts kept)",
                                                         json.dumps({"params": r["params"], "db_params": r["db_params"],
-                                                                    "totals": r["totals"]}, sort_keys=True))
+                                                                    "totals": r["totals"], "swarm": r.get("swarm")},
+                                                                   sort_keys=True))
     tree = ET.ElementTree(root)
     tmp = path + ".tmp"
     tree.write(tmp, encoding="utf-8", xml_declaration=True)

@@ -17,7 +17,7 @@ import time
 from .binary import build_identity, check_binary, probe_support, stress_info, usable_dir
 from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, hms, nice_path
 from .output import Printer
-from .params import FAULTS, MANAGED, PROBED, UNSTABLE_FAULTS, Config
+from .params import FAULTS, MANAGED, PROBED, UNSTABLE_FAULTS, Config, swarm_text
 from .procs import STOP, Stopped
 from .report import iteration_line, summarize
 from .repro import rerun_line
@@ -42,6 +42,7 @@ class Run:
         self.db_age = 0
         self.db_ops = 0  # the ops its database's earlier iterations did
         self.history = []  # and their workloads (meta.json history, K15)
+        self.max_key = ct.a.max_key  # its key space (a swarm may draw a smaller one, C3)
         self.iterations = 0
         self.failures = 0
 
@@ -126,7 +127,7 @@ class CrashTest:
         self.unsupported = sorted(unsupported, key=str)
         classes = self.parse_faults(a.faults)
         self.cfg = Config(self.defaults, unsupported, classes, pinned, a.measure, a.threads, a.max_key,
-                          known=self.defaults.keys())
+                          known=self.defaults.keys(), swarm=not getattr(a, "no_swarm", False))
         self.p.log_f = open(os.path.join(self.report_dir, "log.txt"), "a")
         self.jsonl = open(os.path.join(self.report_dir, "iterations.jsonl"), "a")
         if unsupported:
@@ -246,6 +247,8 @@ class CrashTest:
         self.p.line(iteration_line(record, run.index, self.defaults))
         if record["failure"]:
             self.p.line("    %s" % record["failure"]["message"])
+            if record.get("swarm"):
+                self.p.line("    %s" % swarm_text(record["swarm"]))
             self.p.line("    artifacts: %s" % nice_path(record["artifacts"]))
             self.p.line("    repro: %s" % record["repro"])
             self.p.line("    rerun its parameters on a fresh database: %s" % rerun_line(self.a, self.mode,

@@ -24,7 +24,8 @@ import time
 from .cand import ops_of
 from .executor import Executor, copy_state, subst, trim_journal
 from .output import differs
-from .params import FAILURE_KEYS, FAULT_OPTIONS, OUTCOMES, draw_db_params, draw_iter_params, draw_plan
+from .params import (DELAY_OPTIONS, FAILURE_KEYS, FAULT_OPTIONS, OUTCOMES, draw_db_params, draw_iter_params,
+                     draw_plan, draw_swarm, swarm_record)
 from .report import counted, points_of, reached_of, save_failure
 from .repro import repro_line
 from .seeds import Rng, derive
@@ -125,8 +126,10 @@ def run_iteration(ct, run, index, seed):
         new_database(ct, run, seed)
     db = run.db_params
     params, notes, merged, plan = draw_iteration(ct, seed, db)
-    st = Steps(["--max_key=%d" % a.max_key, "--hang_seconds=%d" % a.hang_seconds], merged)
-    w = plan_workload(st, run, seed, plan, fresh, db, iter_dir, a.hang_seconds)
+    reopen = swarm_reopen(ct, seed, plan)
+    swarm = swarm_record(draw_swarm(seed, ct.cfg), merged, run.max_key, plan.get("reopen") or reopen)
+    st = Steps(["--max_key=%d" % run.max_key, "--hang_seconds=%d" % a.hang_seconds], merged)
+    w = plan_workload(st, run, seed, plan, fresh, db, iter_dir, a.hang_seconds, reopen)
 
     # Steps after the workload are planned once it ended: a crash needs
     # the power-loss step and a restart per variant.
@@ -143,20 +146,36 @@ def run_iteration(ct, run, index, seed):
     results = [st.ex.results.get(i) for i in range(len(st.list))]
     primary = counted_reports(st.list, results)
     record = make_record(ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed)
+    record["swarm"] = swarm
     record["ops"] = iteration_ops(st.list, results, st.ex.env)
     conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_state)
     ct.finish(record, run)
 
 
 def new_database(ct, run, seed):
-    """A fresh database for RUN: creation-time options drawn from SEED (C3)."""
+    """A fresh database for RUN: creation-time options and key space
+    drawn from SEED (C3: the key space is the expected state's size, so
+    a swarm's tiny one is the database's for its life)."""
     run.db_params = draw_db_params(seed, ct.cfg)
+    sw = draw_swarm(seed, ct.cfg)
+    run.max_key = sw["max_key"] if sw else ct.a.max_key
     run.db_id += 1
     run.db_age = 0
     run.db_ops = 0
     run.history = []
-    ct.p.line("run %d: new database %d (iteration seed %d): %s" % (
-        run.index, run.db_id, seed, " ".join(differs(run.db_params, {})) or "defaults"))
+    ct.p.line("run %d: new database %d (iteration seed %d): %s%s" % (
+        run.index, run.db_id, seed, " ".join(differs(run.db_params, {})) or "defaults",
+        " max_key=%d (swarm)" % run.max_key if run.max_key != ct.a.max_key else ""))
+
+
+def swarm_reopen(ct, seed, plan):
+    """The reopens the iteration's swarm adds to its workload (0: none;
+    the plan's own reopen run keeps its count, and a binary without
+    --reopen gets none)."""
+    sw = draw_swarm(seed, ct.cfg)
+    if not sw or plan.get("reopen") or not ct.cfg.known("reopen"):
+        return 0
+    return sw["reopen"]
 
 
 def draw_iteration(ct, seed, db):
@@ -178,18 +197,18 @@ def draw_iteration(ct, seed, db):
 
 def verify_options(merged):
     """A restart's options: the restart injects nothing, it judges what was
-    injected."""
+    injected (and delays nothing: its recovery runs on one thread)."""
     verify_opts = dict(merged)
-    for k in FAULT_OPTIONS:
+    for k in list(FAULT_OPTIONS) + list(DELAY_OPTIONS):
         verify_opts.pop(k, None)
     return verify_opts
 
 
-def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds):
+def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds, reopen=0):
     """Record the steps up to the crash (the database's creation when
-    FRESH, then the workload the PLAN asks for) and take the start
-    snapshot: what repro needs when the failure comes before the crash.
-    Returns the workload's step number."""
+    FRESH, then the workload the PLAN asks for, with REOPEN reopens of a
+    swarm) and take the start snapshot: what repro needs when the failure
+    comes before the crash.  Returns the workload's step number."""
     if fresh:
         create_opts = dict(db)
         st.stress("create", S, ["--destroy_db_initially=1", "--threads=1", "--ops_per_thread=200",
@@ -204,8 +223,11 @@ def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds):
     dur = plan["duration"]
     limit = dur + hang_seconds + 60
     if plan["kind"] == "blackbox":
+        # stress spreads its reopens over --duration, and the SIGKILL comes
+        # long before its end: as many more as bring REOPEN before the kill.
+        more = ["--reopen=%d" % min(64 * reopen, round(reopen * dur / max(plan["kill_at"], 0.5)))] if reopen else []
         return st.stress("workload", S, ["--ops_per_thread=0", "--duration=%d" % dur, "--sync_fault_injection=1",
-                                         wseed], "sigkill", kill_after=plan["kill_at"], time_limit=limit)
+                                         wseed] + more, "sigkill", kill_after=plan["kill_at"], time_limit=limit)
     if plan.get("reopen"):
         return st.stress("workload", S, ["--ops_per_thread=0", "--duration=%d" % dur,
                                          "--reopen=%d" % plan["reopen"], wseed], "exit0", time_limit=limit)
@@ -213,6 +235,8 @@ def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds):
              "--kill_random_test=%d" % plan["kill_random_test"], wseed]
     if plan.get("kill_points"):
         extra.append("--kill_points=%s" % plan["kill_points"])
+    if reopen:
+        extra.append("--reopen=%d" % reopen)
     return st.stress("workload", S, extra, "kill_point", time_limit=limit)
 
 
