@@ -321,7 +321,16 @@ static int writer_resolve(bt_wctx *w, bp_frame *f, unsigned idx, int exact, int 
                            "cell runs off its page in the cache");
         if (key_cmp(c.key, c.klen, o->key, o->klen) != 0) break;
         if (c.xmin != me && !xid_committed(t, c.xmin)) continue; /* aborted */
+#ifdef ENG_BROKEN_REINSERT_REVIVES_DELETED
+        /* planted bug (tests/mutants.txt): only the batch's own delete is
+         * taken as ending the version, not a committed one: a put after a
+         * delete re-stamps the deleted version's xmax with its own id, and
+         * a snapshot taken between the delete and the put sees the deleted
+         * key again. */
+        if (c.xmax == 0 || c.xmax != me) *live = (int)i;
+#else
         if (c.xmax == 0 || (c.xmax != me && !xid_committed(t, c.xmax))) *live = (int)i;
+#endif
         break;
     }
     return ENG_OK;
@@ -330,7 +339,14 @@ static int writer_resolve(bt_wctx *w, bp_frame *f, unsigned idx, int exact, int 
 /* A version no snapshot can see: its writer aborted, or its deleter
  * committed at or below the horizon.  ME: the writer's own id (0: none). */
 static int version_dead(const bt_tree *t, const leaf_cell *c, uint64_t horizon, uint64_t me) {
+#ifdef ENG_BROKEN_BATCH_PRUNES_OWN_INSERT
+    /* planted bug (tests/mutants.txt): the writer's own id is not excepted
+     * from "not committed, so aborted": a put that must make room in a
+     * leaf prunes the versions its own batch inserted there before it. */
+    if (c->xmin != 0 && !xid_committed(t, c->xmin)) return 1;
+#else
     if (c->xmin != 0 && c->xmin != me && !xid_committed(t, c->xmin)) return 1;
+#endif
     return c->xmax != 0 && c->xmax != me && c->xmax <= horizon && xid_committed(t, c->xmax);
 }
 

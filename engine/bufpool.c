@@ -483,9 +483,11 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
     /* Write-ahead rule: the log first, up to the newest page's LSN. */
     if (rc == ENG_OK && nreq && maxlsn && bp->cfg.wal_flush) rc = bp->cfg.wal_flush(bp->cfg.wal_ctx, maxlsn);
     if (nreq && rc == ENG_OK) {
+        ENG_DELAY_POINT(FP_DELAY_WRITEBACK_BEFORE_WRITE);
         rc = io_write_batch(bp->cfg.io, reqs, nreq);
         count(bp, C_WRITES, nreq);
         ENG_KILL_POINT(FP_KILL_PAGE_WRITE);
+        ENG_DELAY_POINT(FP_DELAY_WRITEBACK_BEFORE_RELEASE);
     }
     for (size_t i = 0; i < nreq; i++) {
 #ifdef ENG_BROKEN_WRITEBACK_ERROR_CLEANS
@@ -828,7 +830,14 @@ int bp_flush_all(bp_pool *bp) {
                 }
                 if (!atomic_load(&f->dirty)) {
                     /* Clean: done once no write of it is in flight (L5). */
+#ifdef ENG_BROKEN_CHECKPOINT_PASSES_WRITE_IN_FLIGHT
+                    /* planted bug (tests/mutants.txt): a clean frame counts
+                     * as flushed at once, so an eviction's write still in
+                     * flight completes after the checkpoint's fsync began. */
+                    if (0)
+#else
                     if (atomic_load(&f->writing))
+#endif
                         left++;
                     else
                         want[i] = UINT32_MAX;

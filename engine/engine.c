@@ -248,6 +248,7 @@ int eng_checkpoint_as(eng_db *db, int closing) {
     atomic_store(&db->ckpt_due, 0);
     pthread_mutex_unlock(&db->write_mu);
 
+    ENG_DELAY_POINT(FP_DELAY_CKPT_AFTER_REDO);
     int rc = bp_flush_all(db->bp);
 #ifdef ENG_BROKEN_CHECKPOINT_SKIPS_DATA_FSYNC
     /* planted bug (tests/mutants.txt): the data file is not fsynced before
@@ -269,6 +270,7 @@ int eng_checkpoint_as(eng_db *db, int closing) {
     if (rc == ENG_OK) eng_durable_seq(db);
     if (rc == ENG_OK) {
         ENG_KILL_POINT(FP_KILL_CKPT_RECORD);
+        ENG_DELAY_POINT(FP_DELAY_CKPT_BEFORE_CONTROL);
         int injected = ENG_FAULT(FP_CKPT_CONTROL);
         if (injected) rc = io_status_from_errno(injected);
     }
@@ -291,7 +293,14 @@ int eng_checkpoint_as(eng_db *db, int closing) {
         if (rc == ENG_OK) db->ctl = c;
         pthread_mutex_unlock(&db->ctl_mu);
         if (rc == ENG_OK) {
+#ifdef ENG_BROKEN_CHECKPOINT_KEEPS_OLD_HWM
+            /* planted bug (tests/mutants.txt): the high-water mark written
+             * to control is not published to the open handle, whose pool
+             * keeps the one of the open: a block written and synced since,
+             * read back all zero (a lost write), passes for a fresh page. */
+#else
             atomic_store(&db->hwm, c.hwm);
+#endif
             atomic_fetch_add(&db->checkpoints, 1);
             rc = wal_remove_before(db->wal, redo);
         }
@@ -410,6 +419,7 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
                 } else if (status == CLOG_COMMITTED) {
                     bend = cend;
                     seq_note(db, cend, seq);
+                    ENG_DELAY_POINT(FP_DELAY_COMMIT_BEFORE_PUBLISH);
                     txn_publish(db->txn, seq);
                     atomic_fetch_add_explicit(&db->commits, 1, memory_order_relaxed);
                     ENG_KILL_POINT(FP_KILL_COMMIT);

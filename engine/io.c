@@ -462,7 +462,16 @@ static int rw_run(io_ctx *io, int kind, io_req *reqs, size_t n) {
 /* R1 (io.h): after a read of F, wait out any fsync of F in flight; if one
  * failed, the bytes read may predate writes the kernel dropped. */
 static int read_settle(io_file *f) {
+#ifdef ENG_BROKEN_READ_CHECKS_FAILURE_BEFORE_WAIT
+    /* planted bug (tests/mutants.txt): the failure flag is read before the
+     * fsync in flight is waited out, so a read that completes while that
+     * fsync fails returns the bytes it read instead of ENG_POISONED. */
+    int failed = atomic_load_explicit(&f->sync_failed, memory_order_acquire);
     while (atomic_load_explicit(&f->syncs_active, memory_order_acquire) > 0) sched_yield();
+    return failed ? ENG_POISONED : ENG_OK;
+#else
+    while (atomic_load_explicit(&f->syncs_active, memory_order_acquire) > 0) sched_yield();
+#endif
 #ifdef ENG_BROKEN_READ_IGNORES_FAILED_FSYNC
     /* planted bug (tests/mutants.txt): a failed fsync of the file is not
      * looked at, so a read may return contents the kernel dropped. */

@@ -250,7 +250,15 @@ static inline int slotted(int type) { return type == PAGE_LEAF || type == PAGE_I
  * through the CRC (three steps) where the hardware has it; the parity
  * bit is the same either way. */
 static uint32_t page_code(const uint8_t *page, uint32_t ps, uint64_t *hashed) {
+#ifdef ENG_BROKEN_KV_SLOTLESS_PAGE_CODE_SHORT
+    /* planted bug (tests/mutants.txt): the length of a page without slots
+     * subtracts the header size instead of the code's start offset, so the
+     * last 24 bytes of overflow and commit-log pages are covered by no code:
+     * a flip there in the cache is returned or written back unseen. */
+    size_t len = slotted(ph_get_type(page)) ? PAGE_HDR - 16 : ps - PAGE_HDR;
+#else
     size_t len = slotted(ph_get_type(page)) ? PAGE_HDR - 16 : ps - 16;
+#endif
     if (hashed) *hashed += len;
     if (len <= 64 && use_crc()) {
         unsigned par;

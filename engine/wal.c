@@ -418,7 +418,15 @@ static int write_snapshot(wal *w, int sync) {
         }
         for (size_t i = 0; rc == ENG_OK && i < w->nsegs; i++) {
             wal_seg *s = w->segs[i];
+#ifdef ENG_BROKEN_WAL_SYNC_CURRENT_SEGMENT_ONLY
+            /* planted bug (tests/mutants.txt): only the segment being
+             * written is fsynced: when a group crosses into a new segment,
+             * the old one's last writes are never synced, yet durable_lsn
+             * covers them and their commits are acknowledged. */
+            if (s->dirty && s->base == w->cur_seg) {
+#else
             if (s->dirty) {
+#endif
                 s->dirty = 0;
                 s->pins++;
                 w->sync_set[nsync++] = s;
@@ -433,6 +441,7 @@ static int write_snapshot(wal *w, int sync) {
     if (!sync || rc != ENG_OK) return rc;
 
     ENG_KILL_POINT(FP_KILL_WAL_WRITE_SYNC);
+    ENG_DELAY_POINT(FP_DELAY_WAL_BEFORE_SYNC);
     /* Outside the locks: appenders go on, and a buffer-full write-out may
      * land in a segment being synced; it is not claimed by this flush. */
     for (size_t i = 0; i < nsync && rc == ENG_OK; i++) {
@@ -448,6 +457,7 @@ static int write_snapshot(wal *w, int sync) {
     pthread_mutex_unlock(&w->write_mu);
 
     if (rc == ENG_OK) ENG_KILL_POINT(FP_KILL_WAL_SYNC);
+    if (rc == ENG_OK) ENG_DELAY_POINT(FP_DELAY_WAL_BEFORE_PUBLISH);
 #ifdef ENG_BROKEN_DURABLE_PUBLISHES_INSERT
     /* planted bug (tests/mutants.txt): the flusher publishes the insert
      * position as it is after the fsync, not the snapshot S it wrote and

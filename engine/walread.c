@@ -348,7 +348,15 @@ static int rd_report(wal_reader *r, uint64_t bad, uint64_t expected, uint64_t fo
  * size, not a sector's contents. */
 static int rd_check_sectors(wal_reader *r) {
     uint64_t L = r->fail_lsn;
+#ifdef ENG_BROKEN_TAIL_CHECK_SKIPS_FIRST_SECTOR
+    /* planted bug (tests/mutants.txt): L is rounded up to a sector
+     * boundary, not down, so the sector holding the start of the failing
+     * record (all of a record that ends in it) is never checked: damage
+     * there passes for a torn tail and a synced record is trimmed. */
+    uint64_t from = r->fail_block_bad ? blk_of(L) : (L + WAL_SECTOR - 1) & ~(uint64_t)(WAL_SECTOR - 1);
+#else
     uint64_t from = r->fail_block_bad ? blk_of(L) : L & ~(uint64_t)(WAL_SECTOR - 1);
+#endif
     uint64_t to = r->fail_end > L ? r->fail_end : L + 1;
     for (uint64_t x = from; x < to; x += WAL_SECTOR) {
         const uint8_t *p;
