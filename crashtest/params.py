@@ -441,10 +441,13 @@ def swarm_record(sw, params, max_key, reopen):
             return int(params.get(k, 0) or 0)
         except (TypeError, ValueError):
             return 0
-    shares = {kind: num(opt) for kind, opt in SWARM_OPS if opt}
-    shares["batch"] = max(0, 100 - sum(shares.values()))
-    return {"ops": shares, "features": dict({n: num(opt) for n, (opt, _) in SWARM_FEATURES.items()},
-                                            reopen=int(reopen or 0)),
+    # An option the binary lacks (absent from PARAMS) is left out: the
+    # record says what ran, not what was drawn.
+    shares = {kind: num(opt) for kind, opt in SWARM_OPS if opt and opt in params}
+    if len(shares) == len(SWARM_OPS) - 1:
+        shares["batch"] = max(0, 100 - sum(shares.values()))
+    feats = {n: num(opt) for n, (opt, _) in SWARM_FEATURES.items() if opt in params}
+    return {"ops": shares, "features": dict(feats, reopen=int(reopen or 0)),
             "max_key": int(max_key), "threads": num("threads") or None,
             "faults": sorted(c for c, (opt, _) in FAULTS.items() if num(opt))}
 
@@ -462,6 +465,16 @@ def swarm_text(rec):
     return "swarm: ops %s; %s%skeys %d; threads %s; faults %s" % (
         ops or "none", "on " + on + "; " if on else "", "off " + off + "; " if off else "", rec["max_key"],
         rec.get("threads") or "?", ",".join(rec.get("faults") or []) or "none")
+
+
+def swarm_brief(rec):
+    """A swarm record in a few words for a table cell: the op kinds and
+    rare features on, the key space."""
+    if not rec:
+        return ""
+    feats = [n for n, v in (rec.get("features") or {}).items() if v]
+    return "swarm: %s; %s; %d keys" % (",".join(k for k, v in rec["ops"].items() if v) or "no ops",
+                                       ",".join(feats) or "no rare feature", rec["max_key"])
 
 
 def draw_delays(seed, cfg):
