@@ -29,6 +29,7 @@ import time
 from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, last_line, nice_path, write_json
 from .htmlreport import blamed_classes
 from .output import Printer
+from .params import swarm_brief
 from .procs import STOP
 from .seeds import derive
 from .shrink import shrink_folder
@@ -94,7 +95,7 @@ def mutant_result(m, summary, budget, seed, rc):
         before = sum(1 for r in recs if r.get("t_end", 0) < first.get("t_end", 0))
         res.update(seconds=first.get("t_end"), iterations_to_catch=before + 1, kind=f.get("kind"),
                    keys=f.get("keys") or [], classes=blamed_classes(first), message=f.get("message"),
-                   step=f.get("step_name"), repro=first.get("repro"))
+                   step=f.get("step_name"), repro=first.get("repro"), swarm=first.get("swarm"))
     elif summary.get("internal_error"):
         res["error"] = True
         res["message"] = "crashtest itself failed (internal-error.txt): nothing was measured"
@@ -197,8 +198,10 @@ def mutants_table(doc):
             when = "error"
         else:
             when = "**missed** (%g s)" % r["budget_s"]
-        rows.append("| `%s` | %s | %s | %s | %s |" % (r["name"], r["guarantee"], when,
-                                                    (r["kind"] if r["caught"] else None) or "-",
+        as_ = (r["kind"] if r["caught"] else None) or "-"
+        if r["caught"] and r.get("swarm"):  # the swarm the catching iteration ran (crashtest/params.py)
+            as_ += " (%s)" % swarm_brief(r["swarm"])
+        rows.append("| `%s` | %s | %s | %s | %s |" % (r["name"], r["guarantee"], when, as_,
                                                     ", ".join(r["classes"] if r["caught"] else []) or "-"))
     rows.append("")
     rows.append("%s (budget %g s, -j %d, seed %d)." % (doc["summary_line"], doc["budget_s"], doc["jobs"], doc["seed"]))

@@ -285,6 +285,8 @@ def rerun_args(a):
         out.append("--faults %s" % a.faults)
     if a.measure:
         out.append("--measure")
+    if getattr(a, "no_swarm", False):
+        out.append("--no-swarm")
     if a.powerloss_modes:
         out.append("--powerloss-modes %s" % ",".join(a.powerloss_modes))
     out.append("--max-key %d --interval %g" % (a.max_key, a.interval))
