@@ -101,6 +101,9 @@ def ledger_by_op(ledger):
 # range a failed write may have torn.  A sync error that dropped three pages
 # struck once, not four times.
 CONSEQUENCES = ("sync/drop_dirty", "write/partial")
+# Ledger classes that are no fault: a pause that widened a race window
+# (faults/delay.c) changes nothing and strikes nothing.
+NOT_FAULTS = ("kill", "delay")
 
 
 def injected_by_class(lines):
@@ -113,7 +116,7 @@ def injected_by_class(lines):
     out = {}
     for j in lines:
         c = j.get("class")
-        if c and c != "kill" and (j.get("phase") or "run") == "run" and j.get("point") not in CONSEQUENCES:
+        if c and c not in NOT_FAULTS and (j.get("phase") or "run") == "run" and j.get("point") not in CONSEQUENCES:
             out[c] = out.get(c, 0) + 1
     return out
 

@@ -9,7 +9,7 @@
  * lock and a hash lookup on every call, enabled or not.  Points sit on I/O
  * and commit paths only, never on in-memory hot paths.
  *
- * Two kinds:
+ * Three kinds:
  *   engine/...  an I/O or log failure: when the point fires, the operation
  *               fails with errno = the failnum it was enabled with (EIO,
  *               ENOSPC ...), before it is issued, as the kernel would say it
@@ -18,6 +18,13 @@
  *               library can drop the file's dirty data as Linux may)
  *   kill/...    a crash site: the point only asks; the fault library's
  *               callback ends the process (SIGKILL) when it decides to
+ *   delay/...   a timing site between two steps another thread may race
+ *               with: the point only asks, never fails; the fault
+ *               library's callback may sleep or yield there before it
+ *               returns, so a window of a few instructions opens for
+ *               milliseconds (FoundationDB's BUGGIFY).  Each sits where a
+ *               step is done and the next not yet begun: the engine must
+ *               be right whatever happens in between.
  * libfiu tells an external callback the enabled name, not the point that
  * fired, so points are enabled by exact name when the decision depends on
  * the point.
@@ -55,7 +62,21 @@ typedef struct eng_fault_point {
     X(FP_KILL_CONTROL, "kill/control/after_temp_before_rename", "crash with control.tmp written, before the rename")   \
     X(FP_KILL_RECOVERY_REDO, "kill/recovery/mid_redo", "crash in the middle of redo")                                  \
     X(FP_KILL_RECOVERY_END, "kill/recovery/before_end_checkpoint",                                                     \
-      "crash after redo, before the end-of-recovery checkpoint")
+      "crash after redo, before the end-of-recovery checkpoint")                                                       \
+    X(FP_DELAY_WAL_BEFORE_SYNC, "delay/wal/before_sync",                                                               \
+      "a pause after log blocks are written, before their fsync (appenders go on)")                                    \
+    X(FP_DELAY_WAL_BEFORE_PUBLISH, "delay/wal/before_publish",                                                         \
+      "a pause after a log fsync, before its position is published as durable")                                        \
+    X(FP_DELAY_COMMIT_BEFORE_PUBLISH, "delay/commit/before_publish",                                                   \
+      "a pause after a batch's pages and commit-log entry changed, before readers are told it committed")              \
+    X(FP_DELAY_CKPT_AFTER_REDO, "delay/checkpoint/after_redo_point",                                                   \
+      "a pause after a checkpoint chose its redo point, before it flushes the pool (writers go on)")                   \
+    X(FP_DELAY_CKPT_BEFORE_CONTROL, "delay/checkpoint/before_control",                                                 \
+      "a pause after the checkpoint record is durable, before control names it")                                       \
+    X(FP_DELAY_WRITEBACK_BEFORE_WRITE, "delay/bufpool/before_write_back",                                              \
+      "a pause with write-back copies made and the log flushed, before the pages are written")                         \
+    X(FP_DELAY_WRITEBACK_BEFORE_RELEASE, "delay/bufpool/before_latch_release",                                         \
+      "a pause after a write-back completed, before its frames are settled and their latches released")
 
 enum eng_fault_point_id {
 #define FP_ENUM(id, name, what) id,
@@ -80,5 +101,7 @@ extern _Atomic int eng_faults_armed_flag;
 
 /* A crash site: the fault library's callback kills the process. */
 #define ENG_KILL_POINT(id) ((void)ENG_FAULT(id))
+/* A timing site: the fault library's callback may pause the thread. */
+#define ENG_DELAY_POINT(id) ((void)ENG_FAULT(id))
 
 #endif

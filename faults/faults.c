@@ -119,7 +119,7 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
         f->db_dir_len = strlen(f->db_dir);
         while (f->db_dir_len > 1 && f->db_dir[f->db_dir_len - 1] == '/') f->db_dir[--f->db_dir_len] = 0;
     }
-    for (int c = 0; c < FLT_CLASS_COUNT; c++) flt_rng_seed(&f->anon_rng[c], o.seed, -1, c);
+    for (int c = 0; c < FLT_STREAM_COUNT; c++) flt_rng_seed(&f->anon_rng[c], o.seed, -1, c);
 
     int e = flt_ledger_open(f->run_dir, &f->ledger);
     if (e < 0) {

@@ -59,6 +59,8 @@ enum flt_class {
 const char *flt_class_name(int cls);   /* report key */
 const char *flt_class_option(int cls); /* stress option (without "--") */
 
+#define FLT_DELAY_MAX_US_DEFAULT 5000
+
 typedef struct flt_options {
     uint64_t seed;
     const char *run_dir; /* ledger and journal live here */
@@ -75,6 +77,14 @@ typedef struct flt_options {
     int phase_recovery;        /* this process is recovering: ledger phase */
     int cache_patterns;        /* bitflip_cache draws flip patterns, each
                                 * checked and undone (cacheflip.h) */
+    /* Pauses that widen race windows (delay.c), not a fault class: at
+     * each delay opportunity (the engine's delay/... points; before a
+     * write, a read or an fsync and after a write or an fsync, in the I/O
+     * hooks) a pause with odds 1 in delay_one_in (0: none), a sleep of
+     * up to delay_max_us microseconds (0: FLT_DELAY_MAX_US_DEFAULT) or a
+     * yield.  Each is a ledger line of class "delay". */
+    uint64_t delay_one_in;
+    uint64_t delay_max_us;
     /* Called once on the thread a kill point fires on, after its ledger
      * line and right before SIGKILL: the caller's last chance to note
      * what it did (stress writes its op count there, and the killed op's
@@ -160,6 +170,7 @@ typedef struct flt_counts {
     uint64_t injected[FLT_CLASS_COUNT];
     uint64_t point_hits[64];   /* per fault point (faultpoints.h order): times it fired */
     uint64_t point_checks[64]; /* times it was reached while armed */
+    uint64_t delays;           /* pauses made (delay_one_in); no class's */
 } flt_counts;
 void flt_get_counts(flt_ctx *f, flt_counts *out);
 

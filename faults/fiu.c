@@ -25,6 +25,8 @@
  *                                                     drops dirty data as for hook/sync
  *   short_io               engine/io/short            (any: the engine halves one
  *                                                     transfer and finishes the rest)
+ *   (delay_one_in,         delay/...                  (none: the callback may
+ *    no class)                                         pause, delay.c, and returns 0)
  *   kill                   kill/... (all,             the callback never returns:
  *                          or kill_points)            ledger line, then SIGKILL
  *                                                     (drawn, or pinned by flt_kill_at:
@@ -54,6 +56,7 @@
 #include <fiu-control.h>
 #include <fiu.h>
 
+#include "delay_int.h"
 #include "frame.h"
 #include "fiu_int.h"
 #include "inject_int.h"
@@ -63,10 +66,11 @@ int flt_fiu_wanted(const flt_options *o) {
      * the points compiled in, half of it goes through engine/io/fsync. */
     return o->one_in[FLT_READ_ERROR] || o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE] ||
            o->one_in[FLT_SHORT_IO] || o->kill_random_test || o->one_in[FLT_KILL] || o->kill_pins ||
-           (o->one_in[FLT_SYNC_ERROR] && eng_faults_compiled());
+           ((o->one_in[FLT_SYNC_ERROR] || o->delay_one_in) && eng_faults_compiled());
 }
 
 static int is_kill_point(const char *name) { return strncmp(name, "kill/", 5) == 0; }
+static int is_delay_point(const char *name) { return strncmp(name, "delay/", 6) == 0; }
 
 /* 1 if NAME is one of the comma-separated names of LIST (spaces around a
  * name are ignored). */
@@ -117,6 +121,11 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
     if (flt_paused(f)) return 0;
     flt_thr *t = flt_thr_get(f);
     int cls = -1, err = 0;
+    if (p->kind == FLT_PK_DELAY) {
+        /* A pause, never a failure: its line is delay.c's. */
+        if (flt_delay(f, t, p->name)) atomic_fetch_add_explicit(&f->point_hits[p->idx], 1, memory_order_relaxed);
+        return 0;
+    }
     switch (p->kind) {
     case FLT_PK_READ:
         if (flt_draw(f, t, FLT_READ_ERROR)) cls = FLT_READ_ERROR, err = EIO;
@@ -224,6 +233,8 @@ int flt_fiu_setup(flt_ctx *f) {
         else if (is_kill_point(name) &&
                  (o->kill_pins || (o->kill_random_test && (!o->kill_points || list_has(o->kill_points, name)))))
             kind = FLT_PK_KILL, got_kill = 1;
+        else if (is_delay_point(name) && o->delay_one_in)
+            kind = FLT_PK_DELAY;
         if (kind == FLT_PK_NONE) continue;
         flt_point *p = &f->points[i];
         *p = (flt_point){.f = f, .idx = (int)i, .kind = kind, .name = name};

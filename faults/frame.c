@@ -60,7 +60,7 @@ void flt_thread_start(flt_ctx *f, int thread) {
     if (!t) return;
     /* A negative index joins the shared streams of thread -1. */
     t->thread = thread < 0 ? -1 : thread;
-    for (int c = 0; c < FLT_CLASS_COUNT; c++) flt_rng_seed(&t->rng[c], f->o.seed, t->thread, c);
+    for (int c = 0; c < FLT_STREAM_COUNT; c++) flt_rng_seed(&t->rng[c], f->o.seed, t->thread, c);
     atomic_store_explicit(&t->op, -1, memory_order_relaxed);
 }
 
@@ -68,7 +68,7 @@ void flt_thread_reseed(flt_ctx *f, uint64_t seed) {
     if (!f) return;
     flt_thr *t = flt_thr_get(f);
     if (!t) return;
-    for (int c = 0; c < FLT_CLASS_COUNT; c++) flt_rng_seed(&t->rng[c], seed, t->thread, c);
+    for (int c = 0; c < FLT_STREAM_COUNT; c++) flt_rng_seed(&t->rng[c], seed, t->thread, c);
 }
 
 void flt_op(flt_ctx *f, uint64_t op) {
@@ -115,6 +115,7 @@ void flt_get_counts(flt_ctx *f, flt_counts *out) {
     memset(out, 0, sizeof *out);
     if (!f) return;
     for (int c = 0; c < FLT_CLASS_COUNT; c++) out->injected[c] = atomic_load(&f->injected[c]);
+    out->delays = atomic_load(&f->delays);
     for (int i = 0; i < FLT_MAX_POINTS; i++) {
         out->point_hits[i] = atomic_load(&f->point_hits[i]);
         out->point_checks[i] = atomic_load(&f->point_checks[i]);

@@ -59,6 +59,11 @@ typedef struct flt_rng {
     uint64_t s;
 } flt_rng;
 
+/* Streams: one per fault class, then the delay stream (delay.c), which
+ * is no class: it injects nothing. */
+#define FLT_STREAM_DELAY FLT_CLASS_COUNT
+#define FLT_STREAM_COUNT (FLT_CLASS_COUNT + 1)
+
 static inline void flt_rng_seed(flt_rng *r, uint64_t seed, int thread, int cls) {
     uint64_t t = (uint64_t)(int64_t)thread;
     r->s = rng_mix64(rng_mix64(rng_mix64(seed) ^ (t * RNG_GOLDEN + 0x7f4a7c15ull)) ^
@@ -85,7 +90,7 @@ typedef struct flt_buf {
 typedef struct flt_thr {
     int thread;                   /* index from flt_thread_start, or -1 */
     _Atomic int64_t op;           /* from flt_op; -1 before the first */
-    flt_rng rng[FLT_CLASS_COUNT]; /* unused when thread == -1 (shared streams) */
+    flt_rng rng[FLT_STREAM_COUNT]; /* unused when thread == -1 (shared streams) */
     flt_buf *bufs;
     size_t nbufs;
     /* Set by the hooks, read by fiu.c's callback on the same thread: */
@@ -120,8 +125,18 @@ typedef struct flt_point {
 /* What a point injects (fiu.c's table): READ read_error; WRITE
  * write_error or nospace; EIO write_error only; SHORT short_io; FSYNC the
  * sync_error before(SYNC) decided; URING read_error or write_error by the
- * thread's io_kind; KILL kill. */
-enum { FLT_PK_NONE = 0, FLT_PK_READ, FLT_PK_WRITE, FLT_PK_EIO, FLT_PK_SHORT, FLT_PK_FSYNC, FLT_PK_URING, FLT_PK_KILL };
+ * thread's io_kind; KILL kill; DELAY a pause (delay.c), never a failure. */
+enum {
+    FLT_PK_NONE = 0,
+    FLT_PK_READ,
+    FLT_PK_WRITE,
+    FLT_PK_EIO,
+    FLT_PK_SHORT,
+    FLT_PK_FSYNC,
+    FLT_PK_URING,
+    FLT_PK_KILL,
+    FLT_PK_DELAY
+};
 
 /* Damage this process made to DIR/data that is still on disk (D1-D4 in
  * faults.h, flt_damage_present): the evidence that lets the oracle tell
@@ -183,7 +198,7 @@ struct flt_ctx {
 
     pthread_mutex_t mu; /* the thread list and the shared streams */
     flt_thr *threads;
-    flt_rng anon_rng[FLT_CLASS_COUNT]; /* thread index -1 */
+    flt_rng anon_rng[FLT_STREAM_COUNT]; /* thread index -1 */
 
     pthread_mutex_t dmg_mu; /* the damage table, and the WAL tail below */
     flt_damage *dmg;
@@ -193,8 +208,14 @@ struct flt_ctx {
     flt_crecent *crecent[FLT_CRECENT_BUCKETS]; /* cache flips that may still be there (under dmg_mu) */
     char wal_tail_name[24];                    /* the WAL segment of the last completed write ("" none) */
     uint64_t wal_tail_off, wal_tail_len;       /* and its bytes: where the log ends */
+    char wal_pend_name[24];                    /* the last write when an fsync of its segment began */
+    uint64_t wal_pend_off, wal_pend_len;
+    char wal_sync_name[24];                    /* ... and when that fsync succeeded: the last synced */
+    uint64_t wal_sync_off, wal_sync_len;       /* write, the end of the last synced group ("" none) */
+    _Atomic uint64_t last_data_block;          /* 1 + the block of the last completed data write; 0 none */
 
     _Atomic uint64_t injected[FLT_CLASS_COUNT];
+    _Atomic uint64_t delays; /* pauses made (delay.c) */
     _Atomic uint64_t point_hits[FLT_MAX_POINTS];
     _Atomic uint64_t point_checks[FLT_MAX_POINTS];
 };
@@ -207,7 +228,8 @@ flt_thr *flt_thr_get(flt_ctx *f); /* the calling thread's state (created on dema
 /* One opportunity of class CLS: 1 with odds 1 in one_in[CLS], else 0 (and
  * 0 without drawing when the class is off or injection is paused). */
 int flt_draw(flt_ctx *f, flt_thr *t, int cls);
-/* A parameter draw in [0, n) from the class's stream (n > 0). */
+/* A parameter draw in [0, n) from the class's stream (n > 0); CLS may
+ * also be FLT_STREAM_DELAY. */
 uint64_t flt_below(flt_ctx *f, flt_thr *t, int cls, uint64_t n);
 /* An event for class CLS at POINT with the thread's op and index filled
  * in (and the phase). */

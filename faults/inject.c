@@ -100,8 +100,10 @@
 #include <xxhash.h>
 
 #include "cacheflip.h"
+#include "delay_int.h"
 #include "frame.h"
 #include "inject_int.h"
+#include "place.h"
 
 #define SECTOR 512u
 
@@ -588,9 +590,26 @@ static void drop_dirty(flt_ctx *f, flt_thr *t, const char *path) {
     }
 }
 
+/* The delay opportunity (delay.c) on one side of a read, a write or an
+ * fsync: its ledger point, or NULL for other operations. */
+static const char *delay_point(const eng_io_op *op, int after) {
+    switch (op->kind) {
+    case ENG_IO_READ: return after ? "hook/read/after" : "hook/read/before";
+    case ENG_IO_WRITE: return after ? "hook/write/after" : "hook/write/before";
+    case ENG_IO_SYNC: return after ? "hook/sync/after" : "hook/sync/before";
+    default: return NULL;
+    }
+}
+
+static void maybe_delay(flt_ctx *f, const eng_io_op *op, int after) {
+    const char *where = f->o.delay_one_in ? delay_point(op, after) : NULL;
+    if (where) flt_delay(f, flt_thr_get(f), where);
+}
+
 static int hook_before(void *ctx, eng_io_op *op) {
     flt_ctx *f = ctx;
     flt_thr *t = NULL;
+    maybe_delay(f, op, 0);
     if (op->kind == ENG_IO_READ || op->kind == ENG_IO_WRITE) {
         /* For the uring points, which fire for this op (or its batch)
          * with no op of their own to look at. */
@@ -680,12 +699,16 @@ static void hook_after(void *ctx, eng_io_op *op) {
     if (op->kind == ENG_IO_WRITE && is_data_file(op)) {
         if (op->result < 0 && op->issued > 0) note_partial_write(f, op);
         damage_written(f, op);
+        uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
+        if (op->result > 0 && ps) /* zero_page's last_written */
+            atomic_store_explicit(&f->last_data_block, op->offset / ps + 1, memory_order_relaxed);
     } else if ((op->kind == ENG_IO_UNLINK || op->kind == ENG_IO_CREATE) && op->result >= 0 && is_data_path(op->path))
         damage_file_gone(f);
     else if (op->kind == ENG_IO_WRITE && op->result > 0)
         note_wal_tail(f, op);
     if (f->journal) flt_journal_after(f->journal, op);
     if (op->kind == ENG_IO_WRITE && op->buf) buf_give(flt_thr_get(f), op->buf);
+    maybe_delay(f, op, 1); /* the engine hears of the completion late */
 }
 
 void flt_hooks_init(flt_ctx *f) { f->hooks = (eng_io_hooks){.ctx = f, .before = hook_before, .after = hook_after}; }

@@ -267,7 +267,10 @@ vd_ctx *vd_new(const vd_config *c);
 void vd_free(vd_ctx *v);
 
 /* Feed the judge.  CARRIED: the line was written by an earlier process
- * (a crashed run, or the power-loss step) and is judged here. */
+ * (a crashed run, or the power-loss step) and is judged here.  Returns 0
+ * for an injection added, 1 for a line that is none (class "delay": a
+ * pause that widened a race window, faults/delay.c), -1 for a line that
+ * does not parse. */
 int vd_add_ledger_line(vd_ctx *v, const char *line, int carried);
 void vd_add_report(vd_ctx *v, const vd_report *r);
 void vd_add_observation(vd_ctx *v, const vd_observation *o);

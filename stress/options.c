@@ -119,6 +119,11 @@ static const opt_def defs[] = {
     BOOL("sync_fault_injection", sync_fault_injection, "0", "journal unsynced writes for power-loss simulation"),
     U64("kill_random_test", kill_random_test, "0", 0, MAXU, "kill the process at a kill point, 1 in N hits"),
     STR("kill_points", kill_points, NULL, "comma list of kill points (default: all)"),
+    U64("delay_one_in", delay_one_in, "0", 0, MAXU,
+        "pause a thread at a delay opportunity (the engine's delay/ points, each side of a read, write or fsync), 1 in "
+        "N: a sleep of up to --delay_max_us or a yield, so race windows open for milliseconds (a ledger line each, no "
+        "fault)"),
+    U64("delay_max_us", delay_max_us, "5000", 1, 10000000, "the longest pause (microseconds; log-uniform from 1)"),
     FLAG("list_fault_points", list_fault_points, "print the engine's fault point catalogue and exit"),
     FLAG("help", help, "this list"),
     FLAG("version", version, "git describe and build options, then exit"),
@@ -325,7 +330,7 @@ int st_parse_options(int argc, char **argv, st_options *o) {
 int st_faults_requested(const st_options *o) {
     for (int i = 0; i < VD_CLASS_COUNT; i++)
         if (o->one_in[i]) return 1;
-    return o->sync_fault_injection || o->kill_random_test;
+    return o->sync_fault_injection || o->kill_random_test || o->delay_one_in;
 }
 
 void st_print_help(FILE *f) {

@@ -76,10 +76,12 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
     /* Per engine point this process armed: times reached (checked while
      * armed) and fired (the fault library's counts; a point not enabled
      * is never reached, a killed process writes no report). */
-    fprintf(f, "},\n  \"fault_points_reached\": {");
+    flt_counts fc;
+    flt_get_counts(g.flt, &fc);
+    /* Pauses made to widen race windows (faults/delay.c): no class's. */
+    fprintf(f, "},\n  \"delays\": %llu", (unsigned long long)fc.delays);
+    fprintf(f, ",\n  \"fault_points_reached\": {");
     {
-        flt_counts fc;
-        flt_get_counts(g.flt, &fc);
         int first = 1;
         for (size_t i = 0; i < g.E->fault_point_count() && i < 64; i++) {
             if (!fc.point_checks[i] && !fc.point_hits[i]) continue;

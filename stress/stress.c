@@ -485,6 +485,8 @@ static int open_faults(void) {
         fo.cache_patterns = g.o.bitflip_cache_patterns;
         fo.kill_random_test = g.o.kill_random_test;
         fo.kill_points = g.o.kill_points;
+        fo.delay_one_in = g.o.delay_one_in;
+        fo.delay_max_us = g.o.delay_max_us;
         fo.kill_pins = st_replay_pins_kill();
         fo.before_kill = note_ops_before_kill;
         rc = flt_open(&fo, &g.flt);

@@ -59,6 +59,8 @@ typedef struct st_options {
     int bitflip_cache_patterns; /* cache flips as checked patterns (faults/cacheflip.c) */
     uint64_t kill_random_test;
     const char *kill_points;
+    uint64_t delay_one_in; /* pauses that widen race windows (faults/delay.c) */
+    uint64_t delay_max_us;
     /* actions */
     int help;
     int version;

@@ -1,0 +1,62 @@
+/*
+ * delay.c -- pauses that widen race windows (FoundationDB's BUGGIFY).
+ *
+ * A race between two threads shows only when one of them is caught
+ * between two steps while the other acts, and a window of a few
+ * instructions opens a few times a run: a uniform draw of operations
+ * almost never lands in it.  With delay_one_in set, every delay
+ * opportunity (the engine's delay/... points, and each side of an fsync,
+ * a write and a read in the I/O hooks) pauses the thread with odds 1 in
+ * N: a sleep of a length drawn log-uniform in [1, delay_max_us]
+ * microseconds (short pauses are as common per decade as long ones, so
+ * both tight and slow races are met), or, one time in four, a yield.
+ *
+ * A pause is never a fault: it changes no byte and no result, so it
+ * explains nothing.  Its ledger line (class "delay") is for the reader
+ * of a failure and for replay; the oracle skips such lines.  Draws come
+ * from the thread's delay stream (FLT_STREAM_DELAY), so one seed and one
+ * thread give the same pauses at the same opportunities, and an op
+ * trace's per-op reseed carries them with their op.
+ */
+#include <math.h>
+#include <sched.h>
+#include <time.h>
+
+#include "delay_int.h"
+
+/* One time in YIELD_ONE_IN a pause is a yield, not a sleep. */
+#define YIELD_ONE_IN 4
+
+/* Log-uniform in [1, max]: 2^(u * log2 max) with u uniform in [0, 1). */
+static uint64_t draw_us(flt_ctx *f, flt_thr *t, uint64_t max) {
+    if (max <= 1) return 1;
+    double u = (double)flt_below(f, t, FLT_STREAM_DELAY, 1u << 20) / (double)(1u << 20);
+    uint64_t us = (uint64_t)exp2(u * log2((double)max));
+    return us < 1 ? 1 : us > max ? max : us;
+}
+
+int flt_delay(flt_ctx *f, flt_thr *t, const char *where) {
+    uint64_t n = f->o.delay_one_in;
+    if (!n || flt_paused(f)) return 0;
+    if (flt_below(f, t, FLT_STREAM_DELAY, n) != 0) return 0;
+    /* Both draws happen whatever is chosen, so the stream moves alike. */
+    int yield = flt_below(f, t, FLT_STREAM_DELAY, YIELD_ONE_IN) == 0;
+    uint64_t us = draw_us(f, t, f->o.delay_max_us ? f->o.delay_max_us : FLT_DELAY_MAX_US_DEFAULT);
+    if (yield) us = 0;
+    flt_event e = flt_event_none("delay", where);
+    e.phase = f->o.phase_recovery ? "recovery" : NULL;
+    if (t) {
+        e.op = atomic_load_explicit(&t->op, memory_order_relaxed);
+        e.thread = t->thread;
+    }
+    e.len = (int64_t)us;
+    if (flt_ledger_append_seq(f->ledger, &e, NULL) != 0) return 0;
+    atomic_fetch_add_explicit(&f->delays, 1, memory_order_relaxed);
+    if (yield) {
+        sched_yield();
+    } else {
+        struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+        while (nanosleep(&ts, &ts) != 0) {}
+    }
+    return 1;
+}

@@ -1,0 +1,18 @@
+/*
+ * delay_int.h -- what delay.c offers fiu.c and inject.c: the pauses that
+ * widen race windows (faults.h, delay_one_in).
+ */
+#ifndef FAULTS_DELAY_INT_H
+#define FAULTS_DELAY_INT_H
+
+#include "frame.h"
+
+/* One delay opportunity at WHERE (an engine delay/... point, or an I/O
+ * hook's side of an operation, "hook/sync/before" ...) on the calling
+ * thread T (may be NULL): with odds 1 in delay_one_in, a ledger line
+ * (class "delay", point WHERE, len the pause in microseconds, 0 for a
+ * yield) and then the pause.  Nothing, and no draw, while paused or with
+ * delays off.  Returns 1 when it paused. */
+int flt_delay(flt_ctx *f, flt_thr *t, const char *where);
+
+#endif
