@@ -150,7 +150,8 @@ $(FAULT_TESTS): $(BUILD)/tests/%: tests/%.c $(BUILD)/libfaults.a $(BUILD)/libeng
 	$(Q)$(CC) $(CFLAGS_BASE) -Itests -Ifaults -DFIU_ENABLE -o $@ $< $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU) -lcriterion
 
 # test_oracle*.c compile oracle/verdict.c into themselves (they test static rules).
-$(BUILD)/tests/test_oracle $(BUILD)/tests/test_oracle_narrow_codes: $(wildcard oracle/*.c oracle/*.h)
+$(BUILD)/tests/test_oracle $(BUILD)/tests/test_oracle_narrow_codes \
+  $(BUILD)/tests/test_oracle_unopenable_database_still_judges_its_damage: $(wildcard oracle/*.c oracle/*.h)
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libengine.a $(wildcard tests/*.h) $(COMMON_H)
 	@mkdir -p $(dir $@)

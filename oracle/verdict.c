@@ -653,8 +653,13 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         for (size_t i = 1; i < v->nrep; i++) {
             if (cmp_report(&v->rep[i], &v->rep[w - 1]))
                 v->rep[w++] = v->rep[i];
-            else if (v->rep[i].r.after_crash == 1 || !v->rep[w - 1].r.after_crash)
-                v->rep[w - 1].r.after_crash = v->rep[i].r.after_crash; /* V8 judges the place once, the crash first */
+            else {
+                /* V8 judges the place once, the crash first; a place the
+                 * engine itself reported is no reader report (V4c). */
+                if (v->rep[i].r.after_crash == 1 || !v->rep[w - 1].r.after_crash)
+                    v->rep[w - 1].r.after_crash = v->rep[i].r.after_crash;
+                v->rep[w - 1].r.reader &= v->rep[i].r.reader;
+            }
         }
         v->nrep = w;
     }
@@ -698,9 +703,11 @@ void vd_settle(vd_ctx *v, vd_result *out) {
                 v->rep[r].matched = 2;
                 if (a && design_inj[a] == (size_t)-1) design_inj[a] = i;
             }
+        if (v->rep[r].r.reader) continue; /* V4c: asked only about its own block */
         if (!v->rep[r].matched && is_cross_page(v->rep[r].r.layer))
             for (size_t q = 0; q < v->nrep && !v->rep[r].matched; q++)
-                if (v->rep[q].matched == 1 && !strcmp(norm_file(v->rep[q].r.file), norm_file(v->rep[r].r.file))) {
+                if (v->rep[q].matched == 1 && !v->rep[q].r.reader &&
+                    !strcmp(norm_file(v->rep[q].r.file), norm_file(v->rep[r].r.file))) {
                     v->rep[r].matched = 3;
                     for (size_t i = 0; i < v->ninj && a && design_inj[a] == (size_t)-1; i++)
                         if (vd_report_matches(&v->cfg, &v->rep[q].r, &v->inj[i])) design_inj[a] = i;

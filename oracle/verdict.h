@@ -62,6 +62,17 @@
  *       still hashes to what the flip made of it (vd_mark_present), and
  *       that no report matched, escaped the checks that exist to find it:
  *       swallowed (a failure), or undetectable when measured.
+ *   V4c a database that did not open has no final verify, so V4b asks the
+ *       engine's page reader instead: each data block whose injected
+ *       damage is provably still there (the fault library's D1-D4 for
+ *       this process's own, the ledger's post hash for a page flip or a
+ *       zeroed block of any process) is read from the closed files and
+ *       checked as an open reads it (a zero page only below the control
+ *       file's high-water mark: at or past it the block is legal as never
+ *       written).  Its reports (vd_report.reader) credit as any report
+ *       (V1d: only the class's detector); damage it passes is present
+ *       with no credit: swallowed, even though the database is
+ *       unrecoverable by design for another reason.
  *   V5  power_loss and kill: repaired when the post-crash recovery passed
  *       the exact-prefix check with no unexplained report (V8), lost when
  *       the check failed, unrecoverable when the database did not open or
@@ -237,6 +248,11 @@ typedef struct vd_report {
                       * the check right after that open: 1 after a crash,
                       * 2 after this process's own failed handle, 0 other
                       * (rule V8) */
+    int reader;       /* V4c: made by the engine's page reader on a block of the
+                      * closed files of a database that did not open, read to
+                      * judge damage still there: it credits and explains the
+                      * injections at its place, and nothing else (never a
+                      * false alarm, never a V8 report, never V1c) */
 } vd_report;
 
 /* What the driver saw. */

@@ -143,6 +143,17 @@ typedef struct st_engine {
     int (*verify)(st_db *db, uint64_t *problems);
     /* The same on a closed database, reading every block from disk. */
     int (*verify_dir)(const char *dir, const st_open_options *o, uint64_t *problems);
+    /* The engine's own page reader on one block of a closed database that
+     * may not open (nothing written, no lock): block BLOCK of DIR's data
+     * file read from disk and checked as an open's read checks it (the
+     * zero-page rule against the control file's high-water mark, the
+     * checksum, the block number, the header, slots and cells).  ST_OK: it
+     * passes; ST_CORRUPTION: FN got its report; ST_NOTFOUND: nothing to
+     * judge by (the control file does not check, the block is past the
+     * file's end); else an I/O status.  *HWM: the control file's
+     * high-water mark, when it checked.  NULL: the engine has no such
+     * window. */
+    int (*check_block)(const char *dir, uint64_t block, st_corruption_fn fn, void *ctx, uint64_t *hwm);
     /* What opening DIR would find, changing nothing: ST_OK a database,
      * ST_NOTFOUND none (an open creates one), ST_CORRUPTION files of a
      * database the engine refuses to open or to create over (why in WHY).

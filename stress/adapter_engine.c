@@ -3,12 +3,15 @@
  * (engine/engine.h).  Thin: status and report translation, options, and
  * eng_buf / st_buf sharing one layout.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "adapter.h"
 #include "engine.h"
+#include "inspect.h"
 
 struct st_db {
     eng_db *db;
@@ -181,6 +184,55 @@ static int a_verify_dir(const char *dir, const st_open_options *o, uint64_t *pro
     return st_of(eng_verify_dir(dir, &e, fwd_report, &f, problems));
 }
 
+static void no_report(void *ctx, const eng_corruption *r) { (void)ctx, (void)r; }
+
+/* The control file checked by the engine's reader first, then its fields
+ * by format.h's layout; the block through page_verify, the check every
+ * read of the pool makes (inspect.h). */
+static int a_check_block(const char *dir, uint64_t block, st_corruption_fn fn, void *ctx, uint64_t *hwm) {
+    insp_dir *d;
+    int rc = insp_open(dir, &d);
+    if (rc != ENG_OK) return st_of(rc);
+    uint64_t seg, redo;
+    rc = insp_read_control(d, &seg, &redo, no_report, NULL);
+    insp_close(d);
+    if (rc == ENG_CORRUPTION || rc == ENG_NOTFOUND) return ST_NOTFOUND;
+    if (rc != ENG_OK) return st_of(rc);
+    char path[4200];
+    uint8_t ct[CONTROL_SIZE];
+    snprintf(path, sizeof path, "%s/" CONTROL_NAME, dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? pread(fd, ct, sizeof ct, 0) : -1;
+    if (fd >= 0) close(fd);
+    if (got != (ssize_t)sizeof ct) return ST_IOERR;
+    uint32_t ps, flags;
+    memcpy(&ps, ct + CT_PAGE_SIZE_OFF, 4);
+    memcpy(&flags, ct + CT_FLAGS_OFF, 4);
+    memcpy(hwm, ct + CT_HWM_OFF, 8);
+    uint8_t *page = ps >= 4096 && ps <= 16384 ? malloc(ps) : NULL;
+    if (!page) return ST_NOTFOUND;
+    snprintf(path, sizeof path, "%s/data", dir);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    got = fd >= 0 ? pread(fd, page, ps, (off_t)(block * ps)) : -1;
+    if (fd >= 0) close(fd);
+    int st = got == (ssize_t)ps ? ST_OK : got < 0 ? ST_IOERR : ST_NOTFOUND;
+    page_problem pr;
+    int zero = 0;
+    if (st == ST_OK &&
+        page_verify(page, ps, block, *hwm, (flags & CONTROL_FLAG_CHECKSUMS) != 0, &zero, &pr) != ENG_OK) {
+        st_corruption c = {eng_layer_name(pr.layer),
+                           "data",
+                           (int64_t)block,
+                           (int64_t)(block * ps) + (pr.offset >= 0 ? pr.offset : 0),
+                           pr.detail,
+                           pr.entry};
+        if (fn) fn(ctx, &c);
+        st = ST_CORRUPTION;
+    }
+    free(page);
+    return st;
+}
+
 typedef struct why_buf {
     char *p;
     size_t cap;
@@ -237,6 +289,7 @@ const st_engine st_engine_ours = {
     .checkpoint = a_checkpoint,
     .verify = a_verify,
     .verify_dir = a_verify_dir,
+    .check_block = a_check_block,
     .probe_dir = a_probe_dir,
     .durable_seq = a_durable,
     .recovery = a_recovery,

@@ -613,12 +613,114 @@ static int settle(int *failed) {
     return closed_ok;
 }
 
+/* ---- V4c: the damage of a database that did not open ---- */
+
+/* Blocks the engine's page reader judged on the closed files of a
+ * database that did not open (for the messages). */
+static size_t unopened_judged;
+
+/* A report of the engine's page reader: V4c's, asked about one block. */
+static void add_reader_report(void *ctx, const st_corruption *r) {
+    vd_report v = {.block = r->block, .offset = r->offset, .entry = r->entry, .reader = 1};
+    snprintf(v.layer, sizeof v.layer, "%s", r->layer ? r->layer : "");
+    snprintf(v.file, sizeof v.file, "%s", r->file ? r->file : "");
+    snprintf(v.detail, sizeof v.detail, "%s", r->detail ? r->detail : "");
+    vd_add_report(ctx, &v);
+}
+
+/* Damage an injection left in the bytes of a data page on disk, which the
+ * page checks exist to refuse: not a flip in a read buffer (D5: never on
+ * disk) nor a cache flip (D7: a page with a valid checksum, the per-KV
+ * codes' to find), nor a lost write (an old page, valid by design). */
+static int page_damage_on_disk(const vd_injection *j) {
+    int cls = j->cls;
+    if (strcmp(j->file, "data") || (j->block < 0 && j->offset < 0)) return 0;
+    if (cls == VD_BITFLIP_INFLIGHT) return strcmp(j->point, "hook/read") != 0;
+    return cls == VD_BITFLIP_PAGE || cls == VD_ZERO_PAGE || cls == VD_TORN_WRITE || cls == VD_MISDIRECTED_WRITE;
+}
+
+/* 1 if own-process ledger line SEQ is among the fault library's present
+ * damage (OWN, N: flt_damage_present's list). */
+static int seq_in(const uint64_t *own, size_t n, int64_t seq) {
+    for (size_t i = 0; i < n; i++)
+        if ((int64_t)own[i] == seq) return 1;
+    return 0;
+}
+
+/* V4c (docs/oracle.md): a database that did not open gets no final verify
+ * of its closed files, so V4b never learned whether the page checks would
+ * have passed the damage still in them: a zero page beside the flip that
+ * failed the open made the run unrecoverable by design, and the zero-page
+ * rule was never asked.  Here each data block whose injected damage is
+ * provably still there (this process's: the fault library's D1-D4; any
+ * process's page flip or zeroed block: its ledger post hash, and no later
+ * fault's pre undoing it) is read from disk by the engine's own page
+ * reader (adapter check_block: the checks an open's read makes, the
+ * zero-page rule against the control file's high-water mark).  Its reports
+ * go to the judge as reader reports; the injection is marked present, so
+ * a block the reader passes is swallowed.  A zero page at or past the
+ * high-water mark is legal as never written and is not judged, nor is a
+ * block the reader cannot judge (no valid control file, past the file's
+ * end).  Returns how many injections were judged (then settle again). */
+static size_t judge_unopened_damage(vd_ctx *v) {
+    if (!g.E->check_block || g.db || g.final_verified || !atomic_load(&g.unrecoverable)) return 0;
+    if (!g.reopen_failed && g.crash_check != VD_CHECK_NO_OPEN) return 0;
+    uint32_t ps = g.eo.page_size;
+    uint64_t *own = NULL;
+    size_t nown = 0;
+    if (g.flt) {
+        size_t n = flt_damage_present(g.flt, NULL, 0);
+        own = n ? calloc(n, sizeof *own) : NULL;
+        if (own) nown = flt_damage_present(g.flt, own, n);
+        if (nown > n) nown = n;
+    }
+    char p[4200];
+    st_path_in(p, sizeof p, g.o.db, "data");
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    uint8_t *buf = ps ? malloc(ps) : NULL;
+    size_t judged = 0;
+    for (size_t k = 0; fd >= 0 && buf && k < vd_injection_count(v); k++) {
+        const vd_injection *j = vd_injection_at(v, k);
+        if (!page_damage_on_disk(j)) continue;
+        /* where the damage is: a misdirected write names where it landed
+         * by offset, every other line its block's offset too */
+        int64_t blk = j->offset >= 0 ? j->offset / (int64_t)ps : j->block;
+        int there = 0;
+        if (j->page_post) {
+            there = pread(fd, buf, ps, (off_t)((uint64_t)blk * ps)) == (ssize_t)ps && XXH64(buf, ps, 0) == j->page_post;
+            for (size_t q = 0; q < vd_injection_count(v) && there; q++) {
+                const vd_injection *o = vd_injection_at(v, q);
+                there = !(o->page_post && o->block == j->block && o->page_pre == j->page_post);
+            }
+        } else if (!j->carried) {
+            there = seq_in(own, nown, j->seq);
+        }
+        if (!there) continue;
+        uint64_t hwm = 0;
+        int st = g.E->check_block(g.o.db, (uint64_t)blk, add_reader_report, v, &hwm);
+        if (st != ST_OK && st != ST_CORRUPTION) continue;
+        if (j->cls == VD_ZERO_PAGE && (uint64_t)blk >= hwm) continue; /* P5: legal as never written */
+        vd_mark_present(v, k);
+        judged++;
+    }
+    free(buf);
+    free(own);
+    if (fd >= 0) close(fd);
+    if (judged)
+        fprintf(stderr,
+                "stress: the database did not open: %zu injection(s) whose damage is still on disk judged with the "
+                "engine's page reader (V4c)\n",
+                judged);
+    return judged;
+}
+
 /* Judge, print what failed, write the report and the summary line.
  * Returns 1 if the run passed. */
 static int verdict(int failed) {
     vd_result res;
     uint64_t trace_hash;
     vd_ctx *v = st_judge(&res, &trace_hash);
+    if ((unopened_judged = judge_unopened_damage(v))) vd_settle(v, &res);
 
     /* Reports that matched no injection: each is a failure to explain. */
     for (size_t i = 0; i < vd_false_alarm_count(v) && i < MAX_DETAILED; i++) {
@@ -634,9 +736,13 @@ static int verdict(int failed) {
             fprintf(
                 stderr,
                 "stress: FAILURE swallowed: %s injected at %s (file %s block %lld offset %lld len %lld) is still on "
-                "disk (nothing overwrote it) but no check reported it, not even the final verify of every block\n"
+                "disk (nothing overwrote it) but no check reported it, not even %s\n"
                 "    repro: %s\n",
-                j->cls_name, j->point, j->file, (long long)j->block, (long long)j->offset, (long long)j->len, g.repro);
+                j->cls_name, j->point, j->file, (long long)j->block, (long long)j->offset, (long long)j->len,
+                unopened_judged ? "the engine's page reader on the closed files of the database that did not open "
+                                  "(V4c)"
+                                : "the final verify of every block",
+                g.repro);
         else if (j->outcome == VD_SWALLOWED && i < 1000)
             fprintf(
                 stderr,
