@@ -309,6 +309,55 @@ $(foreach m,$(MUTANTS),$(eval $(call mutant_rules,$(m),$(call mutant_macro,$(m))
 mutants: all
 	$(Q)./crashtest.py mutants -j 2 --build-dir $(BUILD) $(MUTANTS_ARGS)
 
+# ---- planted harness bugs (tests/harness_mutants.txt, docs/mutants.md) ----
+# Bugs planted in faults/ and oracle/, measured against the suites that
+# guard the harness rather than against `simple`.  A harness bug reaches
+# the tests through the fault library, the oracle, the stress driver, the
+# power-loss tool and the suites that compile oracle/verdict.c into
+# themselves, so each gets a whole build dir of its own: make, run again
+# with BUILD=$(BUILD)/hmutants/NAME and HMUTANT=NAME, defines its switch
+# for every object.  The engine's objects do not see the switch: they are
+# copied (times kept) from $(BUILD) so only the harness is compiled again.
+# The suites run with HMUTANT in their environment, so a make they start
+# themselves (t_stress.sh builds the stress driver and the engine-bug
+# drivers it runs) keeps the bug in.
+HMUTANTS := $(shell awk '!/^[[:space:]]*(\#|$$)/ {print $$1}' tests/harness_mutants.txt)
+ifneq ($(HMUTANT),)
+CFLAGS_BASE += -D$(call mutant_macro,$(HMUTANT))
+endif
+# The Criterion suites that link faults/ or oracle/ (crashtest/mutants.py
+# runs them, with tests/t_stress.sh and a few Python suites).
+HMUTANT_SUITES := $(patsubst tests/%.c,tests/%,$(wildcard tests/test_faults*.c tests/test_powerloss*.c \
+                    tests/test_lost_files*.c tests/test_oracle*.c tests/test_report_line.c))
+# The engine-bug drivers t_stress.sh runs (its "broken" checks).
+HMUTANT_ENGINE_BUGS := $(shell sed -n 's|.*"$$B/\([a-z0-9-]*\)/stress".*|\1|p' tests/t_stress.sh | sort -u)
+define hmutant_rules
+.PHONY: hmutant-$(1)
+hmutant-$(1): $(BUILD)/hmutants/$(1)/.built
+$(BUILD)/hmutants/$(1)/.built: $(ENGINE_OBJ) $(ENGINE_FIU_OBJ) $(TOOL_OBJ) \
+  $(foreach e,$(HMUTANT_ENGINE_BUGS),$(BUILD)/mutants/$(e)/libengine.a) FORCE
+	@mkdir -p $(BUILD)/hmutants/$(1)
+	$(Q)for d in obj/engine obj/tools obj-fiu/engine $(foreach e,$(HMUTANT_ENGINE_BUGS),mutants/$(e)/obj/engine); do \
+	  if [ -d $(BUILD)/$$$$d ] && [ ! -d $(BUILD)/hmutants/$(1)/$$$$d ]; then \
+	    mkdir -p $(BUILD)/hmutants/$(1)/$$$$(dirname $$$$d) && cp -a $(BUILD)/$$$$d $(BUILD)/hmutants/$(1)/$$$$d; fi; \
+	done
+	$(Q)$$(MAKE) --no-print-directory BUILD=$(BUILD)/hmutants/$(1) HMUTANT=$(1) all \
+	  $(BUILD)/hmutants/$(1)/engine-tool $(BUILD)/hmutants/$(1)/stress $(BUILD)/hmutants/$(1)/powerloss \
+	  $(addprefix $(BUILD)/hmutants/$(1)/,$(HMUTANT_SUITES)) \
+	  $(foreach e,$(HMUTANT_ENGINE_BUGS),$(BUILD)/hmutants/$(1)/mutants/$(e)/stress)
+	$(Q)echo '$(call mutant_macro,$(1))' >$$@
+endef
+$(foreach m,$(HMUTANTS),$(eval $(call hmutant_rules,$(m))))
+.PHONY: FORCE
+FORCE:
+
+# make harness-mutants: every harness bug against the guarding suites
+# (build/hmutants.json, and a "harness" table in the mutants report);
+# HMUTANTS_ARGS adds options (e.g. "verdict-v3-swallowed-error-masked").
+.PHONY: harness-mutants
+harness-mutants: all
+	$(Q)./crashtest.py mutants --harness --build-dir $(BUILD) $(HMUTANTS_ARGS)
+
 # ---- the include graph: printed, and its rules checked (tools/deps_graph.py:
 # no include circle, engine internals only inside engine/ (tests exempt),
 # no source file over 1,200 lines) ----

@@ -267,6 +267,15 @@ def make_parser():
     m.add_argument("--catalogue", default=MUTANTS_FILE, metavar="FILE", help="the list of planted bugs")
     m.add_argument("--build-dir", default="build", metavar="DIR", help="the Makefile's BUILD")
     m.add_argument("--no-build", action="store_true", help="use the binaries already in BUILD/mutants/")
+    m.add_argument("--harness", action="store_true",
+                   help="measure the suites that guard the harness instead: each bug of tests/harness_mutants.txt "
+                        "built into BUILD/hmutants/NAME and run against them, after a baseline run against the "
+                        "real harness; a 'harness' table in mutants.md and list in mutants.json")
+    m.add_argument("--suites", default=None, metavar="LIST",
+                   help="with --harness: the suites to run, comma-separated (default: crashtest/mutants.py's "
+                        "HARNESS_SUITES)")
+    m.add_argument("--no-baseline", action="store_true",
+                   help="with --harness: skip the baseline run against the real harness")
     m.add_argument("--report-dir", default=None, metavar="DIR",
                    help="mutants.json, one simple report dir and log per bug (default: "
                         "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy)")

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, last_line, nice_path, write_json
+from .common import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, REPO, UsageError, last_line, nice_path, write_json
 from .htmlreport import blamed_classes
 from .output import Printer
 from .params import swarm_brief
@@ -293,6 +293,8 @@ def mutation_score_line(results):
 
 
 def mutants_mode(a, argv):
+    if getattr(a, "harness", False):
+        return harness_mode(a)
     try:
         a.simple_args = shlex.split(a.simple_opts)
     except ValueError as e:
@@ -405,6 +407,231 @@ def mutants_mode(a, argv):
     if a.build_dir == "build" or os.path.abspath(a.build_dir) == os.path.join(REPO, "build"):
         write_json(os.path.join(REPO, "build", "mutants.json"), doc)
     p.line("crashtest: mutants.json: %s" % nice_path(os.path.join(report_dir, "mutants.json")))
+    if STOP.is_set():
+        return EXIT_FAIL
+    return EXIT_PASS if results and all(r["caught"] for r in results) else EXIT_FAIL
+
+
+# ---- harness bugs (tests/harness_mutants.txt; docs/mutants.md, "Harness bugs") ----
+
+HARNESS_MUTANTS_FILE = os.path.join(REPO, "tests", "harness_mutants.txt")
+
+# The suites that guard the harness, cheapest and nearest first; a bug's
+# run stops at the first that fails.  The Criterion suites are every suite
+# that links the fault library or the oracle (the Makefile's
+# HMUTANT_SUITES): the oracle's rules and narrow codes, the report line,
+# the power-loss journal, tool and variants, the fault classes and their
+# ledger lines, lost files.  test_powerloss_pin.py drives build/powerloss's
+# --pin through the shrinker's pin pass.  t_stress.sh last: the stress
+# driver, the oracle and the power-loss tool end to end, the oracle's
+# catches of foreign, lost and resurrected values and of the engine-bug
+# drivers (about four minutes, where the Criterion suites take about one).
+# The other Python suites drive crashtest.py's own logic (shrinking, seeds,
+# reports) with stub binaries or read what stress writes; a bug in the
+# harness's C code reaches them only through a run t_stress.sh already
+# makes, so they would add many minutes per bug and no catch.
+HARNESS_SUITES = [
+    "test_oracle", "test_oracle_narrow_codes", "test_report_line",
+    "test_powerloss_journal_is_whole_and_ordered",
+    "test_powerloss_variants_are_legal", "test_powerloss_tool_undoes_metadata_and_refuses_damage",
+    "test_faults_ledger_replays_and_names_every_fault", "test_faults_write_faults_land_where_the_ledger_says",
+    "test_faults_damage_table_tracks_what_is_on_disk", "test_faults_carried_cache_flip",
+    "test_faults_errors_are_reported_at_their_points", "test_faults_cache_flip_names_the_code_of_its_part",
+    "test_faults_sync_error_drops_unsynced_writes", "test_powerloss_engine_survives_every_state",
+    "test_lost_files_refused",
+    "test_powerloss_pin.py",
+    "t_stress.sh",
+]
+SUITE_TIMEOUT_S = 1200  # a suite the bug made hang is a catch, not a stuck measurement
+
+
+def suite_cmd(suite, build):
+    """(argv, kind) of one guarding suite run against BUILD: 'criterion'
+    (BUILD/tests/NAME), 'shell' (tests/NAME.sh) or 'python' (tests/NAME.py)."""
+    if suite.endswith(".sh"):
+        return ["bash", os.path.join(REPO, "tests", suite)], "shell"
+    if suite.endswith(".py"):
+        return [sys.executable, "-m", "unittest", "tests." + suite[:-3]], "python"
+    return [os.path.join(build, "tests", suite), "--jobs=1"], "criterion"
+
+
+def suite_failed(kind, rc, out):
+    """Whether a suite's run failed: its exit status, and what it printed
+    (Criterion's synthesis line, the shell suites' 'not ok' lines)."""
+    if rc is None or rc != 0:
+        return True
+    if kind == "criterion":
+        m = re.search(r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)", out)
+        return not m or int(m.group(3)) + int(m.group(4)) > 0 or int(m.group(1)) == 0
+    if kind == "shell":
+        return bool(re.search(r"^not ok ", out, re.M))
+    return False
+
+
+def run_suite(suite, build, env, log_path):
+    """Run SUITE against BUILD with ENV: (failed, seconds, exit status)."""
+    cmd, kind = suite_cmd(suite, build)
+    if kind == "criterion" and not os.access(cmd[0], os.X_OK):
+        with open(log_path, "a") as log:
+            log.write("== %s: %s is missing\n" % (suite, cmd[0]))
+        return True, 0.0, None
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=SUITE_TIMEOUT_S, start_new_session=True)
+        rc, out = p.returncode, p.stdout
+    except subprocess.TimeoutExpired as e:
+        rc, out = None, (e.stdout or b"").decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+    dt = time.monotonic() - t0
+    with open(log_path, "a") as log:
+        log.write("== %s (exit %s, %.1f s)\n%s\n" % (suite, rc, dt, out[-20000:]))
+    return suite_failed(kind, rc, out), dt, rc
+
+
+def suite_env(build, hmutant):
+    """The suites' environment: BUILD names the build they test (every
+    suite reads it); HMUTANT keeps the bug in whatever make they start."""
+    env = dict(os.environ, BUILD=os.path.relpath(build, REPO))
+    env.pop("HMUTANT", None)
+    if hmutant:
+        env["HMUTANT"] = hmutant
+    return env
+
+
+def make_targets(build, targets, hmutant=None):
+    """make -j2 TARGETS with BUILD (relative to the repository): (ok, output)."""
+    cmd = ["make", "-s", "-j2", "BUILD=%s" % os.path.relpath(build, REPO)] + list(targets)
+    mk = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                        env=suite_env(build, hmutant))
+    return mk.returncode == 0, mk.stdout
+
+
+def baseline_targets(build, suites):
+    """What the real harness's suites need in BUILD."""
+    rel = os.path.relpath(build, REPO)
+    out = ["all", os.path.join(rel, "stress"), os.path.join(rel, "powerloss"), os.path.join(rel, "engine-tool")]
+    out += [os.path.join(rel, "tests", s) for s in suites if suite_cmd(s, build)[1] == "criterion"]
+    return out
+
+
+def harness_result(m, caught, suite, seconds, **more):
+    r = {"name": m.name, "guarantee": m.guarantee, "bug": m.bug, "macro": m.macro, "caught": caught,
+         "suite": suite, "seconds": None if seconds is None else round(seconds, 1)}
+    r.update(more)
+    return r
+
+
+def harness_table(doc):
+    """mutants.md's "harness" table: each harness bug, caught by which suite, how fast."""
+    rows = ["## harness", "", "| harness bug | guarantee | caught | by suite | seconds |", "|---|---|---|---|---|"]
+    for r in doc["harness"]:
+        caught = "error" if r.get("error") else "yes" if r["caught"] else "**missed**"
+        rows.append("| `%s` | %s | %s | %s | %s |" % (r["name"], r["guarantee"], caught, r["suite"] or "-",
+                                                    "-" if r["seconds"] is None else "%.1f" % r["seconds"]))
+    rows.append("")
+    rows.append("%s (suites: %s; %.0f s in all)." % (doc["harness_line"], ", ".join(doc["harness_suites"]),
+                                                     doc["harness_elapsed_s"]))
+    return "\n".join(rows) + "\n"
+
+
+def harness_mode(a):
+    """crashtest.py mutants --harness: each harness bug against the suites
+    that guard the harness.  A baseline run of the same suites against the
+    real harness comes first: a suite that fails there would 'catch' every
+    bug, so a failing baseline is an error (exit 2), not a measurement."""
+    catalogue = read_mutants(a.catalogue if a.catalogue != MUTANTS_FILE else HARNESS_MUTANTS_FILE)
+    by_name = {m.name: m for m in catalogue}
+    unknown = [n for n in a.names if n not in by_name]
+    if unknown:
+        raise UsageError("not in the harness catalogue: %s (known: %s)" % (", ".join(unknown), ", ".join(by_name)))
+    chosen = [by_name[n] for n in (a.names or [m.name for m in catalogue])]
+    suites = [s.strip() for s in a.suites.split(",") if s.strip()] if a.suites else list(HARNESS_SUITES)
+    build = os.path.abspath(a.build_dir)
+    report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
+        datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
+    os.makedirs(report_dir, exist_ok=True)
+    p = Printer(tty=False)
+    p.line("crashtest: mutants --harness: %d harness bugs, %d suites, reports in %s"
+           % (len(chosen), len(suites), nice_path(report_dir)))
+    t0 = time.monotonic()
+    if not a.no_build:
+        ok, out = make_targets(build, baseline_targets(build, suites))
+        if not ok:
+            p.line("crashtest: mutants --harness: the real build failed:\n%s" % out[-2000:])
+            return EXIT_USAGE
+    if not a.no_baseline:
+        log = os.path.join(report_dir, "harness-baseline.log")
+        for s in suites:
+            failed, dt, rc = run_suite(s, build, suite_env(build, None), log)
+            if failed:
+                p.line("crashtest: mutants --harness: the real harness fails %s (exit %s, %.1f s; %s): a failing "
+                       "baseline measures nothing" % (s, rc, dt, nice_path(log)))
+                return EXIT_USAGE
+        p.line("baseline: the real harness passes all %d suites (%.0f s)" % (len(suites), time.monotonic() - t0))
+    results = []
+    for m in chosen:
+        if STOP.is_set():
+            break
+        hb = os.path.join(build, "hmutants", m.name)
+        stamp = os.path.join(hb, ".built")
+        if not a.no_build:
+            ok, out = make_targets(build, [os.path.relpath(stamp, REPO)])
+            if not ok:
+                p.line("harness bug %s: BUILD FAILED\n%s" % (m.name, out[-2000:]))
+                results.append(harness_result(m, False, None, None, error=True,
+                                              message="make failed: %s" % last_line(out)))
+                continue
+        # The build must carry the bug it is said to carry: the stamp
+        # names its switch, and (with sources) an #ifdef of it exists.
+        try:
+            with open(stamp) as f:
+                carried = f.read().strip()
+        except OSError:
+            carried = None
+        if carried != m.macro:
+            results.append(harness_result(m, False, None, None, error=True,
+                                          message="%s does not say it carries %s" % (nice_path(stamp), m.macro)))
+            p.line("harness bug %-44s ERROR: %s" % (m.name, results[-1]["message"]))
+            continue
+        log = os.path.join(report_dir, "harness-%s.log" % m.name)
+        open(log, "w").close()
+        env = suite_env(hb, m.name)
+        t1 = time.monotonic()
+        caught_by, rc = None, None
+        for s in suites:
+            if STOP.is_set():
+                break
+            failed, dt, rc = run_suite(s, hb, env, log)
+            if failed:
+                caught_by = s
+                break
+        secs = time.monotonic() - t1
+        r = harness_result(m, caught_by is not None, caught_by, secs, exit=rc, log=nice_path(log))
+        results.append(r)
+        if r["caught"]:
+            p.line("harness bug %-44s caught by %s in %.1f s" % (m.name, caught_by, secs))
+        else:
+            p.line("harness bug %-44s MISSED: every suite passed (%.1f s)" % (m.name, secs))
+    caught = sum(1 for r in results if r["caught"])
+    line = "harness score: %d of %d caught" % (caught, len(results))
+    p.line(line)
+    path = os.path.join(report_dir, "mutants.json")
+    try:
+        with open(path) as f:
+            doc = json.load(f)  # an engine measurement in the same folder: the table goes beside it
+    except (OSError, ValueError):
+        doc = {"tool": "crashtest.py", "mode": "mutants", "mutants": []}
+    doc.update(harness=results, harness_line=line, harness_suites=suites,
+               harness_catalogue=nice_path(a.catalogue if a.catalogue != MUTANTS_FILE else HARNESS_MUTANTS_FILE),
+               harness_elapsed_s=round(time.monotonic() - t0, 1), interrupted=STOP.is_set())
+    write_json(path, doc)
+    md = os.path.join(report_dir, "mutants.md")
+    engine_md = mutants_table(doc) if doc.get("mutants") and doc.get("summary_line") else ""
+    with open(md, "w") as f:
+        f.write(engine_md + ("\n" if engine_md else "") + harness_table(doc))
+    if os.path.abspath(a.build_dir) == os.path.join(REPO, "build"):
+        write_json(os.path.join(REPO, "build", "hmutants.json"), doc)
+    p.line("crashtest: mutants.json: %s" % nice_path(path))
     if STOP.is_set():
         return EXIT_FAIL
     return EXIT_PASS if results and all(r["caught"] for r in results) else EXIT_FAIL

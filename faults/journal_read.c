@@ -455,7 +455,19 @@ int flt_jr_durability(jr_view *v, jr_strmap *names) {
             case JR_WRITE_B:
             case JR_TRUNCATE_B: b->done_pos = f.tok[b->tok].done++; break;
             case JR_SYNC_B:
+#if defined(ENG_BROKEN_JOURNAL_SYNC_COVERS_WRITES_DONE_DURING_IT)
+                /* planted bug (tests/harness_mutants.txt): an fsync covers the writes completed by its
+                 * DONE, not by its BEGIN: a write that completed while the fsync
+                 * ran counts as synced and is never rolled back. */
+                if (b->result >= 0 && f.tok[b->tok].synced_upto < f.tok[b->tok].done)
+                    f.tok[b->tok].synced_upto = f.tok[b->tok].done;
+#elif defined(ENG_BROKEN_JOURNAL_FAILED_SYNC_COVERS)
+                /* planted bug (tests/harness_mutants.txt): a failed fsync covers its writes as a
+                 * successful one does. */
+                if (f.tok[b->tok].synced_upto < b->snap) f.tok[b->tok].synced_upto = b->snap;
+#else
                 if (b->result >= 0 && f.tok[b->tok].synced_upto < b->snap) f.tok[b->tok].synced_upto = b->snap;
+#endif
                 break;
             case JR_DIRSYNC_B:
                 if (b->result >= 0 && f.dir[b->dir1].synced_upto < b->snap) f.dir[b->dir1].synced_upto = b->snap;
@@ -522,8 +534,16 @@ int flt_jr_durability(jr_view *v, jr_strmap *names) {
         case JR_CREATE_B:
         case JR_RENAME_B:
         case JR_UNLINK_B:
+#ifdef ENG_BROKEN_JOURNAL_RENAME_DURABLE_WITHOUT_DIRSYNC
+            /* planted bug (tests/harness_mutants.txt): a rename that succeeded counts as durable
+             * without an fsync of its directories. */
+            o->durable = o->result >= 0 &&
+                         (o->r.kind == JR_RENAME_B || (o->done_pos < f.dir[o->dir1].synced_upto &&
+                                                       (o->dir2 < 0 || o->done_pos2 < f.dir[o->dir2].synced_upto)));
+#else
             o->durable = o->result >= 0 && o->done_pos < f.dir[o->dir1].synced_upto &&
                          (o->dir2 < 0 || o->done_pos2 < f.dir[o->dir2].synced_upto);
+#endif
             break;
         }
     }

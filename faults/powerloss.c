@@ -421,8 +421,15 @@ static void units_of_hex(const char *hex, uint8_t *kept, size_t n) {
 static const wpin *pin_of(const variant *v, const jr_rec *r, size_t at) {
     for (size_t i = 0; i < v->nwpins; i++) {
         const wpin *p = &v->wpins[i];
+#ifdef ENG_BROKEN_POWERLOSS_PIN_IGNORES_BACK
+        /* planted bug (tests/harness_mutants.txt): a pin matches every unsynced write to its
+         * name and offset, not only the one BACK names. */
+        if (p->offset == r->offset && p->name_len == r->path.len && memcmp(p->name, r->path.p, r->path.len) == 0 &&
+            v->wback[at] < UINT32_MAX)
+#else
         if (p->offset == r->offset && p->back == v->wback[at] && p->name_len == r->path.len &&
             memcmp(p->name, r->path.p, r->path.len) == 0)
+#endif
             return p;
     }
     return NULL;
@@ -604,9 +611,18 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
     int fd = open_rw(v, f->disk);
     undo_check(flt_jr_undo_begin(&u, fd, r->old, r->offset, r->old_size), what);
     for (size_t i = 0; i < nu; i++) {
+#ifdef ENG_BROKEN_POWERLOSS_TEAR_SHIFTED_ONE_UNIT
+        /* planted bug (tests/harness_mutants.txt): the undone unit is counted from the write's
+         * second unit: a tear loses the unit after the one its ledger line
+         * says, and a rollback keeps the write's first unit. */
+        if (kept[i]) continue;
+        uint64_t a = (first + i + 1) * unit, b = a + unit;
+        undo_check(flt_jr_undo_range(&u, &f->kept, a > r->offset ? a : r->offset, b < end ? b : end), what);
+#else
         if (kept[i]) continue;
         uint64_t a = (first + i) * unit, b = a + unit;
         undo_check(flt_jr_undo_range(&u, &f->kept, a > r->offset ? a : r->offset, b < end ? b : end), what);
+#endif
     }
     undo_check(flt_jr_undo_finish(&u, &f->kept, end), what); /* P2 */
     close(fd);
@@ -684,7 +700,13 @@ static void step_create(variant *v, const pl_op *o) {
     if (o->has_done && o->result < 0) return; /* nothing was created */
     pfile *f = pf_lookup(v, r->path);
     if (!o->durable) v->st.meta_unsynced++;
+#ifdef ENG_BROKEN_POWERLOSS_UNDOES_DURABLE_CREATE
+    /* planted bug (tests/harness_mutants.txt): a create is undone by the coin even when
+     * its directory was synced after it. */
+    if (f->gone || pinned(v, r->path) || !undo_coin(v)) {
+#else
     if (o->durable || f->gone || pinned(v, r->path) || !undo_coin(v)) {
+#endif
         pin(v, r->path);
         pf_bind(v, r->path, pf_new(v, r->path.p, r->path.len, 1)); /* before it: no file */
         return;
