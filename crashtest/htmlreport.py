@@ -215,6 +215,25 @@ def table_classes(summary):
     return "".join(out) + "</table>"
 
 
+def table_regions(summary):
+    """Damage by region (summary.json `regions`): one row per class and
+    region its injections named, the regions it never hit left out (the
+    text table lists them)."""
+    regions = summary.get("regions") or {}
+    if not regions:
+        return ""
+    keys = ["injected", "detected", "repaired", "masked", "undetectable", "unrecoverable_by_design", "swallowed"]
+    out = ['<table id="regions-table"><tr><th class="l">class</th><th class="l">region</th>%s</tr>'
+           % "".join("<th>%s</th>" % esc(k.replace("unrecoverable_", "").replace("_", " ")) for k in keys)]
+    for c in sorted(regions, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99):
+        for r in sorted(regions[c]):
+            row = regions[c][r] or {}
+            out.append('<tr%s><td class="l">%s</td><td class="l">%s</td>%s</tr>'
+                       % (attrs(cls=c), esc(c), esc(r), "".join("<td>%s</td>" % fmt(int(row.get(k, 0) or 0))
+                                                                 for k in keys)))
+    return "<h3>Damage by region</h3>" + "".join(out) + "</table>"
+
+
 def widths_of(summary):
     out = []
     for w, row in sorted((summary.get("protection_widths") or {}).items(), key=lambda kv: int(kv[0])):
@@ -431,7 +450,7 @@ def hms(s):
 def run_body(summary, src):
     return "".join([
         header(summary, src),
-        "<h2>Outcomes per fault class</h2>", chart_classes(summary), table_classes(summary),
+        "<h2>Outcomes per fault class</h2>", chart_classes(summary), table_classes(summary), table_regions(summary),
         "<h2>Per-KV protection: escape rate per width</h2>", chart_escapes(summary), table_escapes(summary),
         '<p class="note">An escape is a corrupted cache entry read back wrong without a report; a w-byte code lets '
         'about 2^-8w through, and the oracle fails a run only when escapes exceed its Poisson bound.</p>',

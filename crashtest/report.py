@@ -152,12 +152,56 @@ def counted(step, result):
     return bool(step.get("primary") or result.get("failure"))
 
 
+# Where on-disk damage lands (faults/place.h; docs/fault-classes.md):
+# every region each class can name, so that one never hit shows as a row
+# of zeros instead of no row.
+REGIONS = {
+    "bitflip_page": ["header", "hints", "slots", "free", "cells", "meta", "clog", "overflow", "trunk"],
+    "bitflip_wal": ["block_header", "sector_trailer", "record_header", "record_payload", "padding"],
+    "zero_page": ["meta", "root", "interior", "leaf", "clog", "overflow", "trunk", "hwm_below", "hwm_above",
+                  "last_written", "file_end"],
+}
+
+
+def add_regions(regions, rep_regions):
+    """Add one stress report's `regions` ({class: {region: {key: n}}})
+    into REGIONS' running sums."""
+    for c, by in (rep_regions or {}).items():
+        for r, counts in (by or {}).items():
+            row = regions.setdefault(c, {}).setdefault(r, {})
+            for k, v in (counts or {}).items():
+                row[k] = row.get(k, 0) + int(v or 0)
+
+
+def region_table(pl, regions):
+    """The 'damage by region' table under the class table: per class that
+    was injected, every region it can name (REGIONS) and any other it
+    named, with its injections and outcomes; a region never hit prints
+    zeros and is listed at the end."""
+    if not regions:
+        return
+    keys = OUTCOMES + ["swallowed"]
+    pl("damage by region   %-15s %9s %9s %9s %9s %9s %9s %9s" % (
+        "region", "injected", "detected", "repaired", "masked", "undetect.", "by design", "swallowed"))
+    never = []
+    for c in sorted(regions, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99):
+        names = REGIONS.get(c, []) + sorted(r for r in regions[c] if r not in REGIONS.get(c, []))
+        for r in names:
+            row = regions[c].get(r, {})
+            if not row.get("injected"):
+                never.append("%s/%s" % (c, r))
+            pl("%-18s %-15s %s" % (c, r, " ".join("%9d" % int(row.get(k, 0) or 0) for k in keys)))
+    if never:
+        pl("regions never hit: %s" % ", ".join(never))
+
+
 def summarize(ct, runs, interrupted):
     """The final table on stdout, summary.json and junit.xml in the report
     directory.  Returns the number of failed iterations."""
     a = ct.a
     recs = sorted(ct.records, key=lambda r: (r["run"], r["index"]))
     classes = {c: {k: 0 for k in OUTCOMES + FAILURE_KEYS} for c in CLASS_ORDER}
+    regions = {}
     variants_judged = 0
     points = {}
     reached = {}
@@ -175,6 +219,7 @@ def summarize(ct, runs, interrupted):
                 row = classes.setdefault(c, {k: 0 for k in OUTCOMES + FAILURE_KEYS})
                 for k in row:
                     row[k] += int((counts or {}).get(k, 0) or 0)
+            add_regions(regions, rep.get("regions"))
         for k in unreported(r):
             classes["unattributed"][k] += 1  # a failure no report counted: still a failing row
         for k, v in (r.get("points") or {}).items():
@@ -215,6 +260,7 @@ def summarize(ct, runs, interrupted):
             c, row["injected"], row["detected"], row["repaired"], row["masked"], row["undetectable"],
             row["unrecoverable_by_design"], f,
             "  (" + ", ".join("%s=%d" % (k, row[k]) for k in FAILURE_KEYS if row[k]) + ")" if f else ""))
+    region_table(pl, regions)
     if any(w for w in widths):
         pl("%-18s %10s %11s %9s %11s %11s" % ("per-KV protection", "iterations", "cache flips", "escaped",
                                               "rate", "2^-8w"))
@@ -257,7 +303,7 @@ def summarize(ct, runs, interrupted):
         "failures": full[:MAX_FULL_FAILURES], "failures_total": len(full),
         "failed": nfail, "measuring": measuring, "variants_judged": variants_judged,
         "unrecoverable_by_design": {"iterations": len(by_design), "explained_by": by_design_what},
-        "classes": classes, "points_hit": points, "points_reached": reached, "engine_points": engine_points,
+        "classes": classes, "regions": regions, "points_hit": points, "points_reached": reached, "engine_points": engine_points,
         "protection_widths": {str(w): v for w, v in sorted(widths.items())},
         "engine_points_never_hit": [p for p in engine_points if p not in hit],
         "planted_bugs": planted,

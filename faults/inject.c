@@ -64,12 +64,15 @@
  *   bitflip_page        tick/data   data  block     block * ps     page size  yes
  *                       crash/data  (the same, right before a kill's SIGKILL;
  *                                    pre and post: the block's hashes)
+ *                       region: the page region of the bit (place.h)
  *   zero_page           crash/data  data  block     block * ps     page size  -
- *                                   (right before a kill's SIGKILL, the block
- *                                    below the high-water mark; pre, post)
+ *                                   (right before a kill's SIGKILL, a block
+ *                                    drawn by class; pre, post)
+ *                       region (hook/write too): the block's class
  *   bitflip_wal         tick/wal    wal/NAME  4 KiB block of the segment,
- *                                         offset and len of that block (the
+ *                       crash/wal         offset and len of that block (the
  *                                         last one may be partial)  yes
+ *                       region: the byte's class in the log (place.h)
  * "bit" is the bit's index within [offset, offset + len): the byte at
  * offset + bit / 8 was XORed with mask = 1 << (bit % 8).
  *
@@ -142,9 +145,9 @@ static void learn_page_size(flt_ctx *f, const eng_io_op *op) {
 }
 
 /* A whole control file being written (to its temporary name, renamed
- * over the old one once synced): note its high-water mark, for
- * zero_page's bias.  Only a hint: a control file that never lands costs
- * a few biased draws. */
+ * over the old one once synced): note its high-water mark, for the block
+ * classes hwm_below and hwm_above (place.h).  Only a hint: a control file
+ * that never lands moves a few draws off the mark by a block or two. */
 static void learn_hwm(flt_ctx *f, const eng_io_op *op) {
     if (!op->path || !op->buf || op->offset != 0 || op->len < CT_HWM_OFF + 8) return;
     const char *slash = strrchr(op->path, '/');
@@ -431,7 +434,7 @@ void flt_cflips_free(flt_ctx *f) {
 }
 
 /* The last completed write to a WAL segment: the log's end, where the
- * tail rules of recovery decide (bitflip_wal's bias). */
+ * tail rules of recovery decide (bitflip_wal's unsynced tail). */
 static void note_wal_tail(flt_ctx *f, const eng_io_op *op) {
     const char *rel = flt_rel_path(f, op->path);
     if (!rel || strncmp(rel, "wal/", 4) != 0 || strlen(rel) >= sizeof f->wal_tail_name) return;
@@ -439,6 +442,25 @@ static void note_wal_tail(flt_ctx *f, const eng_io_op *op) {
     snprintf(f->wal_tail_name, sizeof f->wal_tail_name, "%s", rel);
     f->wal_tail_off = op->offset;
     f->wal_tail_len = (uint64_t)op->result;
+    pthread_mutex_unlock(&f->dmg_mu);
+}
+
+/* An fsync of a WAL segment: when it begins, the last write to that
+ * segment is what it will cover (a write completed later is not); when
+ * it succeeds, that write ends the last synced group, whose records
+ * recovery must never trim (bitflip_wal's synced group).  A failed fsync
+ * promotes nothing. */
+static void note_wal_sync(flt_ctx *f, const eng_io_op *op, int done) {
+    const char *rel = flt_rel_path(f, op->path);
+    if (!rel || strncmp(rel, "wal/", 4) != 0) return;
+    pthread_mutex_lock(&f->dmg_mu);
+    if (!done && !strcmp(rel, f->wal_tail_name)) {
+        memcpy(f->wal_pend_name, f->wal_tail_name, sizeof f->wal_pend_name);
+        f->wal_pend_off = f->wal_tail_off, f->wal_pend_len = f->wal_tail_len;
+    } else if (done && op->result == 0 && !strcmp(rel, f->wal_pend_name)) {
+        memcpy(f->wal_sync_name, f->wal_pend_name, sizeof f->wal_sync_name);
+        f->wal_sync_off = f->wal_pend_off, f->wal_sync_len = f->wal_pend_len;
+    }
     pthread_mutex_unlock(&f->dmg_mu);
 }
 
@@ -477,6 +499,111 @@ static flt_event page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, 
     return e;
 }
 
+/* ---- block classes (place.h): where zero_page and some page flips land ---- */
+
+/* What the data file says about its blocks, read once per draw: the
+ * meta page's root and commit-log directory, the size, the durable
+ * high-water mark the control file last carried, the last block written. */
+typedef struct blk_view {
+    int fd;
+    uint32_t ps;
+    uint64_t nblocks, root, hwm, last;
+    uint32_t clog[64];
+    unsigned nclog;
+} blk_view;
+
+static int blk_view_open(flt_ctx *f, const char *path, uint64_t nblocks, uint32_t ps, blk_view *b) {
+    *b = (blk_view){.ps = ps, .nblocks = nblocks, .root = UINT64_MAX};
+    b->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (b->fd < 0) return 0;
+    b->hwm = atomic_load_explicit(&f->ctl_hwm, memory_order_relaxed);
+    b->last = atomic_load_explicit(&f->last_data_block, memory_order_relaxed);
+    uint8_t m[META_CLOG_OFF + 4 * 64];
+    if (pread(b->fd, m, sizeof m, 0) == (ssize_t)sizeof m && m[PH_TYPE_OFF] == PAGE_META) {
+        b->root = fmt_get32(m + META_OFF_ROOT);
+        uint32_t n = fmt_get32(m + META_OFF_CLOGN);
+        for (uint32_t i = 0; i < n && b->nclog < 64; i++) {
+            uint32_t c = fmt_get32(m + META_CLOG_OFF + 4 * i);
+            if (c && c < nblocks) b->clog[b->nclog++] = c;
+        }
+    }
+    return 1;
+}
+
+/* The type class of BLOCK on disk, or -1. */
+static int blk_type(const blk_view *b, uint64_t block) {
+    uint8_t h[PAGE_HDR];
+    if (pread(b->fd, h, sizeof h, (off_t)(block * b->ps)) != (ssize_t)sizeof h) return -1;
+    return flt_block_type_class(h, block, b->root);
+}
+
+/* A block of class C, or UINT64_MAX when the file has none (a page type
+ * is looked for among 16 drawn blocks). */
+static uint64_t blk_of_class(flt_ctx *f, flt_thr *t, int cls, const blk_view *b, int c) {
+    uint64_t n = b->nblocks;
+    switch (c) {
+    case FLT_BC_META: return 0;
+    case FLT_BC_ROOT: return b->root < n ? b->root : UINT64_MAX;
+    case FLT_BC_CLOG: return b->nclog ? b->clog[flt_below(f, t, cls, b->nclog)] : UINT64_MAX;
+    case FLT_BC_HWM_BELOW: return b->hwm && b->hwm <= n ? b->hwm - 1 : UINT64_MAX;
+    case FLT_BC_HWM_ABOVE: return b->hwm && b->hwm < n ? b->hwm : UINT64_MAX;
+    case FLT_BC_LAST_WRITTEN: return b->last && b->last <= n ? b->last - 1 : UINT64_MAX;
+    case FLT_BC_FILE_END: return n - 1;
+    default:
+        for (int k = 0; k < 16; k++) {
+            uint64_t blk = flt_below(f, t, cls, n);
+            if (blk_type(b, blk) == c) return blk;
+        }
+        return UINT64_MAX;
+    }
+}
+
+/* A block of the data file drawn by class, for class CLS's stream: half
+ * the draws among the places at the boundary of what is durable
+ * (hwm_below, hwm_above, last_written, file_end: a lost or damaged write
+ * there must still be told from a page never written), half among the
+ * page types (meta, root, interior, leaf, clog, overflow, trunk: each
+ * has its own reader, and a uniform draw of a block almost never meets
+ * the one meta page or a rare type).  A class the file has no block of
+ * is drawn again, up to eight times, then any block.  *BC: the class the
+ * block was drawn as (or its type's, -1 for none). */
+static uint64_t pick_block_by_class(flt_ctx *f, flt_thr *t, int cls, const blk_view *b, int *bc) {
+    for (int k = 0; k < 8; k++) {
+        int c = flt_below(f, t, cls, 2)
+                    ? FLT_BC_FIRST_BOUNDARY + (int)flt_below(f, t, cls, FLT_BC_COUNT - FLT_BC_FIRST_BOUNDARY)
+                    : (int)flt_below(f, t, cls, FLT_BC_FIRST_BOUNDARY);
+        uint64_t blk = blk_of_class(f, t, cls, b, c);
+        if (blk != UINT64_MAX) {
+            *bc = c;
+            return blk;
+        }
+    }
+    uint64_t blk = flt_below(f, t, cls, b->nblocks);
+    *bc = blk_type(b, blk);
+    return blk;
+}
+
+/* The class of the data block a write OP is about to put on disk (the
+ * ledger's region of a zeroed write): a place at the durable boundary
+ * first, else the type of the page written ("unused" for none). */
+static const char *written_block_class(flt_ctx *f, const eng_io_op *op, uint64_t block, uint32_t ps) {
+    uint64_t hwm = atomic_load_explicit(&f->ctl_hwm, memory_order_relaxed);
+    struct stat st;
+    if (hwm && block + 1 == hwm) return flt_block_class_name(FLT_BC_HWM_BELOW);
+    if (hwm && block == hwm) return flt_block_class_name(FLT_BC_HWM_ABOVE);
+    if (stat(op->path, &st) == 0 && op->offset + ps >= (uint64_t)st.st_size)
+        return flt_block_class_name(FLT_BC_FILE_END);
+    uint64_t root = UINT64_MAX;
+    uint8_t r[4];
+    int fd = open(op->path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (pread(fd, r, 4, META_OFF_ROOT) == 4) root = fmt_get32(r);
+        close(fd);
+    }
+    int c = flt_block_type_class(op->buf, block, root);
+    return c >= 0 ? flt_block_class_name(c) : "unused";
+}
+
 static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
     uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
     if (!ps || op->len != ps || op->offset % ps != 0) return; /* not a page write: nothing here models a fault of it */
@@ -507,24 +634,15 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
             }
         }
     }
-    /* A zeroed page is drawn with four times its odds for a write of the
-     * file's last block or of the block right below the high-water mark
-     * of the last control file written: the newest pages, where the
-     * zero-page rule must still tell a lost write from a hole (and an
-     * off-by-one in that comparison hides).  The file's end and the mark
-     * part as soon as the file grows after a checkpoint. */
-    int zero = flt_draw(f, t, FLT_ZERO_PAGE);
-    if (!zero && !done && f->o.one_in[FLT_ZERO_PAGE]) {
-        struct stat zst;
-        uint64_t hwm = atomic_load_explicit(&f->ctl_hwm, memory_order_relaxed);
-        if (block + 1 == hwm || (stat(op->path, &zst) == 0 && op->offset + len >= (uint64_t)zst.st_size))
-            for (int k = 0; k < 3 && !zero; k++) zero = flt_draw(f, t, FLT_ZERO_PAGE);
-    }
-    if (zero && !done) {
+    /* A zeroed write is drawn at the class's odds for every block; the
+     * blocks at the durable boundary get their share at the crash
+     * (zero_at_crash), where nothing writes them again. */
+    if (flt_draw(f, t, FLT_ZERO_PAGE) && !done) {
         void *z = buf_take(t, len);
         if (z) {
             memset(z, 0, len);
             flt_event e = page_event(f, t, FLT_ZERO_PAGE, "hook/write", block, op->offset, len);
+            e.region = written_block_class(f, op, block, ps);
             uint64_t seq;
             if (flt_record_seq(f, FLT_ZERO_PAGE, &e, &seq) == 0) {
                 op->buf = z, done = 1;
@@ -617,6 +735,7 @@ static int hook_before(void *ctx, eng_io_op *op) {
         if (t) t->io_kind = 1 + op->kind;
     }
     int data = is_data_file(op);
+    if (op->kind == ENG_IO_SYNC) note_wal_sync(f, op, 0); /* paused or not, as the tail */
     if (data && (op->kind == ENG_IO_WRITE || op->kind == ENG_IO_READ))
         learn_page_size(f, op);
     else if (op->kind == ENG_IO_WRITE)
@@ -689,6 +808,7 @@ static void hook_after(void *ctx, eng_io_op *op) {
         }
     }
     if (op->kind == ENG_IO_SYNC) {
+        note_wal_sync(f, op, 1);
         flt_thr *t = flt_thr_get(f);
         if (t) {
             int fired = t->sync_fiu_fired;
@@ -935,22 +1055,31 @@ static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
 static uint64_t block_lsn(int fd, uint64_t block, uint32_t ps) {
     uint8_t b[8];
     if (pread(fd, b, sizeof b, (off_t)(block * ps + PH_LSN_OFF)) != (ssize_t)sizeof b) return UINT64_MAX;
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | b[i];
-    return v;
+    return fmt_get64(b);
 }
 
-/* A block for a page flip.  Half the draws are uniform; the other half
- * take the coldest (lowest on-disk LSN) of COLD_TRIES uniform draws.  A
- * flip on a hot page is mostly masked: the pool writes the page again
- * from its cached copy, or recovery restores it from a full-page image,
- * before anything reads it from disk (five flips in six, measured on
- * small runs).  A cold page keeps the flip until a reader meets it, so
- * a checksum that misses some bytes is found by a read, not by luck. */
+/* A block for a page flip.  A quarter of the draws are uniform, a
+ * quarter by block class (pick_block_by_class: the meta page, the root,
+ * a commit-log page ... and the blocks at the durable boundary, which a
+ * uniform draw almost never meets), and half take the coldest (lowest
+ * on-disk LSN) of COLD_TRIES uniform draws.  A flip on a hot page is
+ * mostly masked: the pool writes the page again from its cached copy,
+ * or recovery restores it from a full-page image, before anything reads
+ * it from disk (five flips in six, measured on small runs).  A cold page
+ * keeps the flip until a reader meets it. */
 #define COLD_TRIES 8
 static uint64_t pick_page_block(flt_ctx *f, flt_thr *t, const char *path, uint64_t nblocks, uint32_t ps) {
+    uint64_t how = flt_below(f, t, FLT_BITFLIP_PAGE, 4);
     uint64_t block = flt_below(f, t, FLT_BITFLIP_PAGE, nblocks);
-    if (flt_below(f, t, FLT_BITFLIP_PAGE, 2) == 0) return block;
+    if (how == 0) return block;
+    if (how == 1) {
+        blk_view b;
+        if (!blk_view_open(f, path, nblocks, ps, &b)) return block;
+        int bc;
+        block = pick_block_by_class(f, t, FLT_BITFLIP_PAGE, &b, &bc);
+        close(b.fd);
+        return block;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return block;
     uint64_t best = block_lsn(fd, block, ps);
@@ -962,8 +1091,40 @@ static uint64_t pick_page_block(flt_ctx *f, flt_thr *t, const char *path, uint64
     return block;
 }
 
-/* The flip itself, at BLOCK and BIT of PATH: ledger line at POINT, damage
- * table, block hashes. */
+/* A byte of a region [LO, HI) for CLS's flip: one in four on one of the
+ * region's two edge bytes (its first or its last: where an off-by-one in
+ * a range that a check or a checksum covers hides, in every region
+ * alike), the rest uniform inside it. */
+static uint64_t pick_in_span(flt_ctx *f, flt_thr *t, int cls, uint64_t lo, uint64_t hi) {
+    if (flt_below(f, t, cls, 4) == 0) return flt_below(f, t, cls, 2) ? hi - 1 : lo;
+    return lo + flt_below(f, t, cls, hi - lo);
+}
+
+/* A bit of page P (PS bytes) for a page flip: a region of the page's own
+ * format (place.h: header, hints, slots, free, cells; meta, clog,
+ * overflow, trunk) drawn by its size with a floor of PS/8 bytes, so that
+ * the 40-byte header or a short slot array is drawn about one flip in
+ * ten instead of one in a hundred, then a byte of it (pick_in_span) and
+ * a bit of the byte. */
+static uint64_t pick_page_bit(flt_ctx *f, flt_thr *t, const uint8_t *p, uint32_t ps) {
+    flt_span s[FLT_PAGE_SPANS];
+    int n = flt_page_spans(p, ps, s);
+    uint64_t w[FLT_PAGE_SPANS], total = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t size = s[i].hi - s[i].lo;
+        w[i] = size < ps / 8 ? ps / 8 : size;
+        total += w[i];
+    }
+    uint64_t k = flt_below(f, t, FLT_BITFLIP_PAGE, total);
+    int i = 0;
+    while (i + 1 < n && k >= w[i]) k -= w[i++];
+    uint64_t byte = pick_in_span(f, t, FLT_BITFLIP_PAGE, s[i].lo, s[i].hi);
+    return byte * 8 + flt_below(f, t, FLT_BITFLIP_PAGE, 8);
+}
+
+/* The flip itself, at BLOCK and BIT of PATH: ledger line at POINT (with
+ * the region of the page the bit lies in, read from the page as it was
+ * right before), damage table, block hashes. */
 static void flip_page_bit(flt_ctx *f, flt_thr *t, const char *point, const char *path, uint64_t block, uint64_t bit,
                           uint32_t ps) {
     uint8_t mask = (uint8_t)(1u << (bit % 8));
@@ -977,6 +1138,7 @@ static void flip_page_bit(flt_ctx *f, flt_thr *t, const char *point, const char 
      * which claims nothing. */
     uint8_t *pg = malloc(ps);
     if (pg && read_block(path, block, ps, pg)) {
+        e.region = flt_page_region_at(pg, ps, bit / 8);
         e.page_pre = XXH64(pg, ps, 0);
         pg[bit / 8] ^= mask;
         e.page_post = XXH64(pg, ps, 0);
@@ -991,10 +1153,6 @@ static void flip_page_bit(flt_ctx *f, flt_thr *t, const char *point, const char 
     }
 }
 
-/* Flip one bit of the data file (ledger line at POINT, damage table, block
- * hashes).  EDGE_ONE_IN: one flip in that many lands on the page's edges;
- * 0: every flip lands on one of the two bytes that bound the checksummed
- * range. */
 /* The data file's path (into PATH) and page size (into *PS), and its
  * whole blocks: 0 when the page size is unknown or the file has none. */
 static uint64_t data_blocks(flt_ctx *f, char path[4200], uint32_t *ps) {
@@ -1005,27 +1163,17 @@ static uint64_t data_blocks(flt_ctx *f, char path[4200], uint32_t *ps) {
     return stat(path, &st) == 0 ? (uint64_t)st.st_size / *ps : 0;
 }
 
-static void flip_page(flt_ctx *f, flt_thr *t, const char *point, uint64_t edge_one_in) {
+/* One page flip at POINT: a block (pick_page_block), then a bit by the
+ * page's format (pick_page_bit).  An unreadable block flips nothing. */
+static void flip_page(flt_ctx *f, flt_thr *t, const char *point) {
     char path[4200];
     uint32_t ps;
     uint64_t nblocks = data_blocks(f, path, &ps);
     if (!nblocks) return;
     uint64_t block = pick_page_block(f, t, path, nblocks, ps);
-    /* Some flips land on the page's edges, where an off-by-one in a
-     * checksum's or a check's range hides: half of those in one of the
-     * two bytes that bound the checksummed range (its first, right after
-     * the checksum field, and the page's last), half in the first or last
-     * 16 (the checksum and the header fields; the end of the last cell). */
-    uint64_t bit;
-    if (!edge_one_in || flt_below(f, t, FLT_BITFLIP_PAGE, edge_one_in) == 0) {
-        uint64_t w = edge_one_in && flt_below(f, t, FLT_BITFLIP_PAGE, 2) ? 16 : 1;
-        uint64_t lo = w == 1 ? PH_LSN_OFF : 0; /* the checksum field is [0, PH_LSN_OFF) */
-        uint64_t e = flt_below(f, t, FLT_BITFLIP_PAGE, 2 * w * 8);
-        bit = e < w * 8 ? lo * 8 + e : ((uint64_t)ps - 2 * w) * 8 + e;
-    } else {
-        bit = flt_below(f, t, FLT_BITFLIP_PAGE, (uint64_t)ps * 8);
-    }
-    flip_page_bit(f, t, point, path, block, bit, ps);
+    uint8_t *pg = malloc(ps);
+    if (pg && read_block(path, block, ps, pg)) flip_page_bit(f, t, point, path, block, pick_page_bit(f, t, pg, ps), ps);
+    free(pg);
 }
 
 void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit) {
@@ -1054,67 +1202,176 @@ static int is_segment_name(const char *s) {
 static int cmp_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
 /* Flip bit POS of the WAL segment REL (at PATH, SIZE bytes), with its
- * ledger line (the 4 KiB block around it; NOTE, if any). */
-static void flip_wal_bit(flt_ctx *f, flt_thr *t, const char *rel, const char *path, uint64_t size, uint64_t pos,
-                         const char *note) {
+ * ledger line at POINT (the 4 KiB block around it; REGION; NOTE, if any). */
+static void flip_wal_bit(flt_ctx *f, flt_thr *t, const char *point, const char *rel, const char *path, uint64_t size,
+                         uint64_t pos, const char *region, const char *note) {
     uint64_t block = pos / 8 / WAL_BLOCK, start = block * WAL_BLOCK;
     uint64_t len = size - start < WAL_BLOCK ? size - start : WAL_BLOCK;
     uint64_t bit = pos - start * 8;
     uint8_t mask = (uint8_t)(1u << (bit % 8));
-    flt_event e = flt_event_for(f, t, FLT_BITFLIP_WAL, "tick/wal");
+    flt_event e = flt_event_for(f, t, FLT_BITFLIP_WAL, point);
     e.file = rel;
     e.block = (int64_t)block;
     e.offset = (int64_t)start;
     e.len = (int64_t)len;
     e.bit = (int64_t)bit;
     e.mask = mask;
+    e.region = region;
     e.note = note;
     if (flt_record(f, FLT_BITFLIP_WAL, &e) == 0) flip_file_byte(path, start + bit / 8, mask);
 }
 
-/* Flip a bit in the bytes of the last completed WAL write (the log's end;
- * with LAST_SECTOR, in its final 512 bytes: the end of its last record).
- * 1 if it did, 0 when no WAL write is known (or its file changed size). */
-static int flip_wal_tail(flt_ctx *f, flt_thr *t, int last_sector, const char *note) {
-    char rel[24];
-    uint64_t off, len;
-    pthread_mutex_lock(&f->dmg_mu);
-    snprintf(rel, sizeof rel, "%s", f->wal_tail_name);
-    off = f->wal_tail_off, len = f->wal_tail_len;
-    pthread_mutex_unlock(&f->dmg_mu);
-    if (!rel[0] || !len) return 0;
-    char path[4300];
-    snprintf(path, sizeof path, "%s/%s", f->db_dir, rel);
+/* A stretch of one WAL segment read from disk and labeled by the format
+ * (place.h flt_wal_label): bytes [lo, lo + n) of the file, from two
+ * blocks before the bytes of interest, so that their records are walked
+ * from a block where one starts, to a block past them, so that a record
+ * header that begins in them and ends after them is read whole. */
+typedef struct wal_view {
+    char rel[24], path[4300];
+    uint64_t size, lo, n;
+    uint8_t *buf, *lab;
+    flt_wal_rec *recs;
+    size_t nrec;
+} wal_view;
+
+static void wal_view_free(wal_view *v) {
+    free(v->buf);
+    free(v->lab);
+    free(v->recs);
+    v->buf = v->lab = NULL;
+    v->recs = NULL;
+}
+
+/* Load REL's bytes up to OFF + LEN (clamped to the file).  1 if loaded. */
+static int wal_view_load(flt_ctx *f, const char *rel, uint64_t off, uint64_t len, wal_view *v) {
+    memset(v, 0, sizeof *v);
+    if (strncmp(rel, "wal/", 4) != 0 || !is_segment_name(rel + 4)) return 0;
+    snprintf(v->rel, sizeof v->rel, "%s", rel);
+    snprintf(v->path, sizeof v->path, "%s/%s", f->db_dir, rel);
     struct stat st;
-    if (stat(path, &st) != 0 || (uint64_t)st.st_size < off + len) return 0;
-    if (last_sector && len > SECTOR) off += len - SECTOR, len = SECTOR;
-    flip_wal_bit(f, t, rel, path, (uint64_t)st.st_size, off * 8 + flt_below(f, t, FLT_BITFLIP_WAL, len * 8), note);
+    if (stat(v->path, &st) != 0 || !st.st_size) return 0;
+    v->size = (uint64_t)st.st_size;
+    uint64_t hi = off + len + WAL_BLOCK < v->size ? off + len + WAL_BLOCK : v->size;
+    uint64_t lo = off / WAL_BLOCK * WAL_BLOCK;
+    lo = lo >= 2 * WAL_BLOCK ? lo - 2 * WAL_BLOCK : 0;
+    if (hi <= lo) return 0;
+    v->lo = lo, v->n = hi - lo;
+    v->buf = malloc(v->n);
+    v->lab = malloc(v->n);
+    size_t cap = v->n / WAL_REC_HDR + 1;
+    v->recs = malloc(cap * sizeof *v->recs);
+    int fd = open(v->path, O_RDONLY | O_CLOEXEC);
+    int ok = fd >= 0 && v->buf && v->lab && v->recs && pread(fd, v->buf, v->n, (off_t)lo) == (ssize_t)v->n;
+    if (fd >= 0) close(fd);
+    if (!ok) {
+        wal_view_free(v);
+        return 0;
+    }
+    uint64_t base = strtoull(rel + 4, NULL, 16);
+    v->nrec = flt_wal_label(v->buf, lo, v->n, base, v->lab, v->recs, cap);
+    if (v->nrec > cap) v->nrec = cap;
     return 1;
 }
 
-/* A runtime flip: one in four on the page's edges. */
-static void tick_page(flt_ctx *f, flt_thr *t) { flip_page(f, t, "tick/data", 4); }
+/* The K-th byte (0-based) labeled L in [A, B) of V: its file offset. */
+static uint64_t wal_nth(const wal_view *v, uint64_t a, uint64_t b, int l, uint64_t k) {
+    for (uint64_t o = a; o < b; o++)
+        if (v->lab[o - v->lo] == l && k-- == 0) return o;
+    return a;
+}
 
-/* zero_page at the crash: the block right below the high-water mark of
- * the last control file written (else the file's last) reads back all
- * zero, as if its last write had been lost as zeros.  Only recovery's
- * full-page images may bring it back; otherwise the block is below the
- * mark and the zero-page rule must report it (P5), while an off-by-one
- * against the mark takes it for a page never written.  The ledger line
- * carries the block's hashes (pre, post: all zero) for V4b after the
- * crash; an all-zero block is left alone (no damage, no line). */
+static uint64_t wal_count(const wal_view *v, uint64_t a, uint64_t b, int l) {
+    uint64_t n = 0;
+    for (uint64_t o = a; o < b; o++) n += v->lab[o - v->lo] == l;
+    return n;
+}
+
+/* The WAL write bitflip_wal aims at (into REL, *OFF, *LEN): the last
+ * write of the last synced group or the last write of all (the unsynced
+ * tail, when there is one), drawn half and half when they differ.  0
+ * when no WAL write is known. */
+static int wal_aim(flt_ctx *f, flt_thr *t, char rel[24], uint64_t *off, uint64_t *len) {
+    pthread_mutex_lock(&f->dmg_mu);
+    int synced = f->wal_sync_name[0] && f->wal_sync_len, tail = f->wal_tail_name[0] && f->wal_tail_len;
+    int same = synced && tail && !strcmp(f->wal_sync_name, f->wal_tail_name) && f->wal_sync_off == f->wal_tail_off &&
+               f->wal_sync_len == f->wal_tail_len;
+    pthread_mutex_unlock(&f->dmg_mu);
+    if (!synced && !tail) return 0;
+    int use_sync = synced && (!tail || same || flt_below(f, t, FLT_BITFLIP_WAL, 2) == 0);
+    pthread_mutex_lock(&f->dmg_mu);
+    memcpy(rel, use_sync ? f->wal_sync_name : f->wal_tail_name, 24);
+    *off = use_sync ? f->wal_sync_off : f->wal_tail_off;
+    *len = use_sync ? f->wal_sync_len : f->wal_tail_len;
+    pthread_mutex_unlock(&f->dmg_mu);
+    return 1;
+}
+
+/* At the crash: a bit inside a record's bytes in the aimed write
+ * (wal_aim), never in padding past the log's end.  Half the flips hit
+ * the write's last record (the one no later record witnesses: where
+ * recovery decides between a torn tail and damage it must report, W3),
+ * half any record of it; then its header or its payload, half and half,
+ * and a byte of that part inside the write.  1 if it flipped. */
+static int flip_wal_at_crash(flt_ctx *f, flt_thr *t) {
+    char rel[24];
+    uint64_t off, len;
+    if (!wal_aim(f, t, rel, &off, &len)) return 0;
+    wal_view v;
+    if (!wal_view_load(f, rel, off, len, &v)) return 0;
+    uint64_t a = off, b = off + len < v.size ? off + len : v.size;
+    size_t first = v.nrec, last = 0, n = 0;
+    for (size_t i = 0; i < v.nrec; i++)
+        if (v.recs[i].end > a && v.recs[i].start < b) {
+            if (first == v.nrec) first = i;
+            last = i, n++;
+        }
+    int done = 0;
+    if (n) {
+        size_t r = flt_below(f, t, FLT_BITFLIP_WAL, 2) ? last : first + (size_t)flt_below(f, t, FLT_BITFLIP_WAL, n);
+        uint64_t ra = v.recs[r].start > a ? v.recs[r].start : a, rb = v.recs[r].end < b ? v.recs[r].end : b;
+        int l = flt_below(f, t, FLT_BITFLIP_WAL, 2) ? FLT_WR_RECORD_PAYLOAD : FLT_WR_RECORD_HEADER;
+        uint64_t c = wal_count(&v, ra, rb, l);
+        if (!c)
+            l = l == FLT_WR_RECORD_HEADER ? FLT_WR_RECORD_PAYLOAD : FLT_WR_RECORD_HEADER, c = wal_count(&v, ra, rb, l);
+        if (c) {
+            uint64_t pos = wal_nth(&v, ra, rb, l, flt_below(f, t, FLT_BITFLIP_WAL, c));
+            flip_wal_bit(f, t, "crash/wal", v.rel, v.path, v.size, pos * 8 + flt_below(f, t, FLT_BITFLIP_WAL, 8),
+                         flt_wal_region_name(l),
+                         r == last ? "at the crash: the last record of the write" : "at the crash");
+            done = 1;
+        }
+    }
+    wal_view_free(&v);
+    return done;
+}
+
+/* zero_page at the crash: a block drawn by class (pick_block_by_class:
+ * half at the boundary of what is durable, half by page type) reads back
+ * all zero, as if its last write had been lost as zeros.  Only
+ * recovery's full-page images may bring it back; below the high-water
+ * mark the zero-page rule must report it (P5).  Nothing of the dead
+ * process writes the block again.  The ledger line carries the block's
+ * class (region) and hashes (pre, post: all zero) for V4b after the
+ * crash; an all-zero block is left alone (no damage, no line), and up to
+ * four blocks are drawn for one that is not. */
 static void zero_at_crash(flt_ctx *f, flt_thr *t) {
     char path[4200];
     uint32_t ps;
     uint64_t nblocks = data_blocks(f, path, &ps);
     if (!nblocks) return;
-    uint64_t hwm = atomic_load_explicit(&f->ctl_hwm, memory_order_relaxed);
-    uint64_t block = hwm && hwm <= nblocks ? hwm - 1 : nblocks - 1;
+    blk_view b;
     uint8_t *pg = calloc(2, ps);
-    if (!pg) return;
-    if (read_block(path, block, ps, pg) && memcmp(pg, pg + ps, ps) != 0) {
+    if (!pg || !blk_view_open(f, path, nblocks, ps, &b)) {
+        free(pg);
+        return;
+    }
+    for (int k = 0; k < 4; k++) {
+        int bc;
+        uint64_t block = pick_block_by_class(f, t, FLT_ZERO_PAGE, &b, &bc);
+        if (pread(b.fd, pg, ps, (off_t)(block * ps)) != (ssize_t)ps || memcmp(pg, pg + ps, ps) == 0) continue;
         flt_event e = page_event(f, t, FLT_ZERO_PAGE, "crash/data", block, block * ps, ps);
-        e.note = "at the crash: the block below the high-water mark reads back all zero";
+        e.region = bc >= 0 ? flt_block_class_name(bc) : "unused";
+        e.note = "at the crash: the block reads back all zero";
         e.page_pre = XXH64(pg, ps, 0);
         e.page_post = XXH64(pg + ps, ps, 0);
         if (flt_record(f, FLT_ZERO_PAGE, &e) == 0) {
@@ -1127,24 +1384,62 @@ static void zero_at_crash(flt_ctx *f, flt_thr *t) {
                 close(fd);
             }
         }
+        break;
     }
+    close(b.fd);
     free(pg);
 }
 
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
     if (!f->db_dir) return;
     if (f->o.one_in[FLT_ZERO_PAGE] && flt_below(f, t, FLT_ZERO_PAGE, 2) == 0) zero_at_crash(f, t);
-    if (f->o.one_in[FLT_BITFLIP_WAL]) flip_wal_tail(f, t, 1, "at the crash: the last sector of the last log write");
+    if (f->o.one_in[FLT_BITFLIP_WAL]) flip_wal_at_crash(f, t);
     /* A page flipped at the crash is judged after recovery, with nothing
      * of this process left to write the page again: only a full-page
      * image after the redo point may mask it (the ledger's block hashes
-     * tell).  Always on a byte that bounds the checksummed range (byte 8
-     * or the last): ticks cover the rest of the page, and a crash is
-     * rarer than a tick. */
-    if (f->o.one_in[FLT_BITFLIP_PAGE]) flip_page(f, t, "crash/data", 0);
+     * tell).  Placed as a tick's is, by the page's format. */
+    if (f->o.one_in[FLT_BITFLIP_PAGE]) flip_page(f, t, "crash/data");
+}
+
+/* A tick's WAL flip inside the 4 KiB block at BLK of REL: a region of
+ * the block by the format (place.h: block_header, sector_trailer,
+ * record_header, record_payload, padding) drawn by its size with a floor
+ * of 256 bytes (a block's 32 header bytes and 32 trailer bytes are drawn
+ * about one flip in ten each), then a byte of it. */
+static void flip_wal_block(flt_ctx *f, flt_thr *t, const char *rel, uint64_t blk) {
+    wal_view v;
+    if (!wal_view_load(f, rel, blk, WAL_BLOCK, &v)) return;
+    uint64_t a = blk, b = blk + WAL_BLOCK < v.size ? blk + WAL_BLOCK : v.size;
+    if (a < b) {
+        uint64_t cnt[FLT_WR_COUNT], w[FLT_WR_COUNT], total = 0;
+        for (int l = 0; l < FLT_WR_COUNT; l++) {
+            cnt[l] = wal_count(&v, a, b, l);
+            w[l] = cnt[l] ? (cnt[l] < 256 ? 256 : cnt[l]) : 0;
+            total += w[l];
+        }
+        uint64_t k = flt_below(f, t, FLT_BITFLIP_WAL, total);
+        int l = 0;
+        while (l + 1 < FLT_WR_COUNT && k >= w[l]) k -= w[l++];
+        uint64_t pos = wal_nth(&v, a, b, l, flt_below(f, t, FLT_BITFLIP_WAL, cnt[l]));
+        flip_wal_bit(f, t, "tick/wal", v.rel, v.path, v.size, pos * 8 + flt_below(f, t, FLT_BITFLIP_WAL, 8),
+                     flt_wal_region_name(l), NULL);
+    }
+    wal_view_free(&v);
 }
 
 static void tick_wal(flt_ctx *f, flt_thr *t) {
+    /* Half the flips land in a block of the aimed write (wal_aim: the end
+     * of the last synced group or the unsynced tail), where recovery
+     * decides between a torn tail it may trim and damage to synced
+     * records it must report (W3); uniform draws over whole segments
+     * almost never reach it. */
+    char rel[24];
+    uint64_t off, len;
+    if (flt_below(f, t, FLT_BITFLIP_WAL, 2) == 0 && wal_aim(f, t, rel, &off, &len)) {
+        uint64_t b0 = off / WAL_BLOCK, b1 = (off + len + WAL_BLOCK - 1) / WAL_BLOCK;
+        flip_wal_block(f, t, rel, (b0 + flt_below(f, t, FLT_BITFLIP_WAL, b1 - b0)) * WAL_BLOCK);
+        return;
+    }
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/wal", f->db_dir);
     DIR *d = opendir(dir);
@@ -1177,21 +1472,17 @@ static void tick_wal(flt_ctx *f, flt_thr *t) {
             sizes[m++] = (uint64_t)st.st_size;
         }
     }
-    /* Half the flips land in the bytes of the last WAL write: the log's
-     * end, where recovery decides between a torn tail it may trim and
-     * damage to synced records it must report (W3).  Uniform draws over
-     * whole segments almost never reach it. */
-    if (m && (flt_below(f, t, FLT_BITFLIP_WAL, 2) != 0 || !flip_wal_tail(f, t, 0, NULL))) {
+    if (m) {
         size_t s = (size_t)flt_below(f, t, FLT_BITFLIP_WAL, m);
-        uint64_t pos = flt_below(f, t, FLT_BITFLIP_WAL, sizes[s] * 8); /* a bit of the file */
-        char rel[32];
         snprintf(rel, sizeof rel, "wal/%s", names[s]);
-        snprintf(path, sizeof path, "%s/%s", dir, names[s]);
-        flip_wal_bit(f, t, rel, path, sizes[s], pos, NULL);
+        flip_wal_block(f, t, rel, flt_below(f, t, FLT_BITFLIP_WAL, (sizes[s] + WAL_BLOCK - 1) / WAL_BLOCK) * WAL_BLOCK);
     }
     free(sizes);
     free(names);
 }
+
+/* A runtime page flip. */
+static void tick_page(flt_ctx *f, flt_thr *t) { flip_page(f, t, "tick/data"); }
 
 void flt_tick(flt_ctx *f, eng_db *db) {
     if (!f || flt_paused(f)) return;

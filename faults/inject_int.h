@@ -14,13 +14,14 @@ const char *flt_rel_path(flt_ctx *f, const char *path); /* for the ledger's file
 void flt_thr_free_bufs(flt_thr *t);
 
 /* At every kill, before the SIGKILL (fiu.c's kill points).  With
- * bitflip_wal on, a bit in the last sector of the last WAL write flips
- * (the end of the last record): damage to the log's end that nothing
- * written later can reveal, which recovery must report when the record
- * was synced and may trim when it was not (engine/wal.h W3).  With
- * bitflip_page on, a bit of a data page flips (byte 8 or the last), and
- * with zero_page on, half the kills zero the block below the high-water
- * mark: nothing of the process writes those blocks again. */
+ * bitflip_wal on, a bit inside a record of the last synced group's last
+ * write or of the unsynced tail flips (half the time in that write's last
+ * record): damage nothing written later can cover, which recovery must
+ * report when the record was synced and may trim when it was not
+ * (engine/wal.h W3).  With bitflip_page on, a bit of a data page flips,
+ * placed by the page's format as a tick's is; with zero_page on, half the
+ * kills zero a block drawn by class (place.h: the durable boundary or a
+ * page type).  Nothing of the process writes those bytes again. */
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t);
 
 /* Free D7's pending frame copies and the cache flips pair_of may name

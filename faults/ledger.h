@@ -22,6 +22,17 @@
  *   err     injected errno name ("EIO", "ENOSPC")
  *   note    free text
  *   pre, post  bitflip_page: XXH64 (hex) of the block before and after the flip
+ *   region  where the damage landed, by the format (faults/place.h):
+ *           bitflip_page  header, hints, slots, free, cells, meta, clog,
+ *                         overflow, trunk (the page's region of the bit)
+ *           bitflip_wal   block_header, sector_trailer, record_header,
+ *                         record_payload, padding (the byte's class)
+ *           zero_page     meta, root, interior, leaf, clog, overflow,
+ *                         trunk, hwm_below, hwm_above, last_written,
+ *                         file_end (the block's class; unused for a page
+ *                         of no known type)
+ *           bitflip_cache with patterns: key, value, version, slot,
+ *                         page_header, separator (cacheflip.c)
  */
 #ifndef FAULTS_LEDGER_H
 #define FAULTS_LEDGER_H
@@ -65,7 +76,8 @@ typedef struct flt_event {
     int thread;                    /* -1: absent */
     const char *err;
     const char *note;
-    /* bitflip_cache with patterns (cacheflip.c): NULL / -1 absent */
+    /* bitflip_cache with patterns (cacheflip.c): NULL / -1 absent;
+     * region also for bitflip_page, bitflip_wal and zero_page (above) */
     const char *pattern, *region, *bits, *parity, *check;
     int64_t nbits;
     uint64_t page_pre, page_post; /* 0: absent; a flip in a data page on disk:

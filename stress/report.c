@@ -17,6 +17,70 @@ const char *const st_op_names[OP_TYPES] = {"get",    "put",    "delete",   "batc
 
 /* ---- report ---- */
 
+/* The ledger's `region` of each injection st_judge fed the judge, by its
+ * index there ("" none): where on-disk damage landed (faults/place.h),
+ * for the report's `regions`. */
+static char (*inj_region)[24];
+static size_t ninj_region, capinj_region;
+
+static void note_region(size_t k, const char *line) {
+    if (k >= capinj_region) {
+        size_t cap = capinj_region ? 2 * capinj_region : 256;
+        while (cap <= k) cap *= 2;
+        char(*n)[24] = realloc(inj_region, cap * sizeof *n);
+        if (!n) return;
+        inj_region = n, capinj_region = cap;
+    }
+    while (ninj_region <= k) inj_region[ninj_region++][0] = 0;
+    const char *p = strstr(line, "\"region\":\"");
+    if (!p) return;
+    p += 10;
+    size_t n = 0;
+    while (p[n] && p[n] != '"' && n + 1 < sizeof inj_region[k]) n++;
+    memcpy(inj_region[k], p, n);
+    inj_region[k][n] = 0;
+}
+
+/* "regions": {class: {region: {"injected": n, OUTCOME: n ...}}}: each
+ * injection that names a region, counted once as injected and once under
+ * its outcome (the class table's keys), so a region never hit, or one
+ * whose damage is never detected, shows in crashtest's table. */
+static void write_regions(FILE *f, vd_ctx *v) {
+    fprintf(f, "  \"regions\": {");
+    size_t n = v ? vd_injection_count(v) : 0;
+    if (n > ninj_region) n = ninj_region;
+    int first_cls = 1;
+    for (int c = 0; c < VD_CLASS_COUNT; c++) {
+        int first_reg = 1;
+        for (size_t k = 0; k < n; k++) {
+            if (vd_injection_at(v, k)->cls != c || !inj_region[k][0]) continue;
+            int seen = 0; /* one entry per region, written at its first injection */
+            for (size_t q = 0; q < k && !seen; q++)
+                seen = vd_injection_at(v, q)->cls == c && !strcmp(inj_region[q], inj_region[k]);
+            if (seen) continue;
+            uint64_t injected = 0, by[VD_OUTCOME_COUNT] = {0};
+            for (size_t q = k; q < n; q++) {
+                const vd_injection *o = vd_injection_at(v, q);
+                if (o->cls != c || strcmp(inj_region[q], inj_region[k])) continue;
+                injected++;
+                if (o->outcome > VD_PENDING && o->outcome < VD_OUTCOME_COUNT) by[o->outcome]++;
+            }
+            if (first_reg) {
+                fprintf(f, "%s\n    \"%s\": {", first_cls ? "" : ",", vd_class_name(c));
+                first_cls = 0;
+            }
+            fprintf(f, "%s\"%s\": {\"injected\": %llu", first_reg ? "" : ", ", inj_region[k],
+                    (unsigned long long)injected);
+            for (int o = VD_PENDING + 1; o < VD_OUTCOME_COUNT; o++)
+                if (by[o]) fprintf(f, ", \"%s\": %llu", vd_outcome_name(o), (unsigned long long)by[o]);
+            fputc('}', f);
+            first_reg = 0;
+        }
+        if (!first_reg) fputc('}', f);
+    }
+    fprintf(f, "%s},\n", first_cls ? "" : "\n  ");
+}
+
 static void write_counts(FILE *f, const vd_counts *c) {
     int first = 1;
     fputc('{', f);
@@ -51,7 +115,9 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
         write_counts(f, &res->cls[c]);
         fprintf(f, "%s\n", c < VD_CLASS_COUNT ? "," : "");
     }
-    fprintf(f, "  },\n  \"totals\": ");
+    fprintf(f, "  },\n");
+    write_regions(f, v);
+    fprintf(f, "  \"totals\": ");
     write_counts(f, &res->total);
     fprintf(f, ",\n  \"injections_per_point\": {");
     if (v) {
@@ -148,7 +214,7 @@ static void feed_line(void *ctx, const char *line) {
     ledger_feed *lf = ctx;
     size_t i = lf->i++;
     if (i < lf->from) return;
-    vd_add_ledger_line(lf->v, line, i < lf->own_from);
+    if (vd_add_ledger_line(lf->v, line, i < lf->own_from) == 0) note_region(vd_injection_count(lf->v) - 1, line);
     if (i >= lf->own_from && lf->h) XXH3_64bits_update(lf->h, line, strlen(line));
 }
 
@@ -194,6 +260,7 @@ vd_ctx *st_judge(vd_result *res, uint64_t *trace_hash) {
         XXH3_64bits_update(h, &d, sizeof d);
     }
     ledger_feed lf = {v, 0, g.ledger_settled, g.ledger_start, h};
+    ninj_region = 0;
     flt_ledger_read(g.run_dir, feed_line, &lf);
     *trace_hash = XXH3_64bits_digest(h);
     XXH3_freeState(h);
