@@ -330,6 +330,9 @@ endif
 HMUTANT_SUITES := $(patsubst tests/%.c,tests/%,$(wildcard tests/test_faults*.c tests/test_powerloss*.c \
                     tests/test_lost_files*.c tests/test_oracle*.c tests/test_report_line.c))
 # The engine-bug drivers t_stress.sh runs (its "broken" checks).
+# Suites written to catch harness bugs that compile the oracle in (as
+# test_oracle*.c do) are rebuilt when it changes.
+$(BUILD)/tests/test_oracle_injection_after_an_observation_explains_nothing: $(wildcard oracle/*.c oracle/*.h)
 HMUTANT_ENGINE_BUGS := $(shell sed -n 's|.*"$$B/\([a-z0-9-]*\)/stress".*|\1|p' tests/t_stress.sh | sort -u)
 define hmutant_rules
 .PHONY: hmutant-$(1)

@@ -644,6 +644,7 @@ static size_t misdirected_before(const vd_ctx *v, const vd_observation *o) {
 #ifdef ENG_BROKEN_LEDGER_INJECTION_AFTER_OBSERVATION_EXPLAINS
     /* planted bug (tests/harness_mutants.txt): V6b without its time: a misdirected write made
      * after the observation explains it (the whole ledger is searched). */
+    (void)o;
     size_t own = vd_first_own(v), end = own + v->ninj;
     if (end > v->ninj) end = v->ninj;
     for (size_t i = end; i-- > 0;)
