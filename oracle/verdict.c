@@ -455,6 +455,7 @@ int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection
     if (i->cls == VD_BITFLIP_CACHE && !cache_flip_may_reach_disk(c, i) && strcmp(r->layer, "kv_protection") &&
         strcmp(r->layer, "hint_status"))
         return 0;
+#endif
     char rf[80];
     int64_t rb;
     report_place(c, r, rf, sizeof rf, &rb);
