@@ -452,16 +452,26 @@ def swarm_record(sw, params, max_key, reopen):
             "faults": sorted(c for c, (opt, _) in FAULTS.items() if num(opt))}
 
 
+def swarm_order(d, names):
+    """D's items in the order of NAMES (a record read back from JSON has
+    its keys sorted), then any others."""
+    return [(n, d[n]) for n in names if n in d] + [(n, v) for n, v in d.items() if n not in names]
+
+
+SWARM_OP_NAMES = [k for k, _ in SWARM_OPS]
+SWARM_FEATURE_NAMES = list(SWARM_FEATURES) + ["reopen"]
+
+
 def swarm_text(rec):
     """A swarm record (swarm_record) in one line: the op kinds on with
     their shares, the rare features on with their rates, those off, the
     key space, threads and fault classes."""
     if not rec:
         return ""
-    ops = " ".join("%s=%d%%" % (k, v) for k, v in rec["ops"].items() if v)
-    feats = rec.get("features") or {}
-    on = " ".join(("%s x%d" if n == "reopen" else "%s 1/%d") % (n, v) for n, v in feats.items() if v)
-    off = ",".join(n for n, v in feats.items() if not v)
+    ops = " ".join("%s=%d%%" % (k, v) for k, v in swarm_order(rec["ops"], SWARM_OP_NAMES) if v)
+    feats = swarm_order(rec.get("features") or {}, SWARM_FEATURE_NAMES)
+    on = " ".join(("%s x%d" if n == "reopen" else "%s 1/%d") % (n, v) for n, v in feats if v)
+    off = ",".join(n for n, v in feats if not v)
     return "swarm: ops %s; %s%skeys %d; threads %s; faults %s" % (
         ops or "none", "on " + on + "; " if on else "", "off " + off + "; " if off else "", rec["max_key"],
         rec.get("threads") or "?", ",".join(rec.get("faults") or []) or "none")
@@ -472,8 +482,9 @@ def swarm_brief(rec):
     rare features on, the key space."""
     if not rec:
         return ""
-    feats = [n for n, v in (rec.get("features") or {}).items() if v]
-    return "swarm: %s; %s; %d keys" % (",".join(k for k, v in rec["ops"].items() if v) or "no ops",
+    feats = [n for n, v in swarm_order(rec.get("features") or {}, SWARM_FEATURE_NAMES) if v]
+    return "swarm: %s; %s; %d keys" % (",".join(k for k, v in swarm_order(rec["ops"], SWARM_OP_NAMES) if v)
+                                       or "no ops",
                                        ",".join(feats) or "no rare feature", rec["max_key"])
 
 

@@ -282,6 +282,8 @@ class TestSwarmReported(unittest.TestCase):
                      "keys 23", "faults zero_page"):
             self.assertIn(part, text)
         self.assertNotIn("read=", text)
+        # read back from JSON (keys sorted), the same line
+        self.assertEqual(swarm_text(json.loads(json.dumps(self.SW, sort_keys=True))), text)
 
     def test_the_failure_listing_carries_the_swarm(self):
         rec = failed_record(self.SW)
