@@ -333,6 +333,12 @@ HMUTANT_SUITES := $(patsubst tests/%.c,tests/%,$(wildcard tests/test_faults*.c t
 # Suites written to catch harness bugs that compile the oracle in (as
 # test_oracle*.c do) are rebuilt when it changes.
 $(BUILD)/tests/test_oracle_injection_after_an_observation_explains_nothing: $(wildcard oracle/*.c oracle/*.h)
+# The expected state's check links the oracle's library (as test_report_line).
+$(BUILD)/tests/test_oracle_expected_value_damaged_anywhere_is_wrong: tests/test_oracle_expected_value_damaged_anywhere_is_wrong.c \
+  $(BUILD)/liboracle.a $(wildcard oracle/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -Itests -o $@ $< $(BUILD)/liboracle.a $(LDLIBS) -lcriterion
 HMUTANT_ENGINE_BUGS := $(shell sed -n 's|.*"$$B/\([a-z0-9-]*\)/stress".*|\1|p' tests/t_stress.sh | sort -u)
 define hmutant_rules
 .PHONY: hmutant-$(1)
