@@ -332,7 +332,8 @@ HMUTANT_SUITES := $(patsubst tests/%.c,tests/%,$(wildcard tests/test_faults*.c t
 # The engine-bug drivers t_stress.sh runs (its "broken" checks).
 # Suites written to catch harness bugs that compile the oracle in (as
 # test_oracle*.c do) are rebuilt when it changes.
-$(BUILD)/tests/test_oracle_injection_after_an_observation_explains_nothing: $(wildcard oracle/*.c oracle/*.h)
+$(BUILD)/tests/test_oracle_injection_after_an_observation_explains_nothing \
+  $(BUILD)/tests/test_oracle_a_cache_flip_the_codes_must_stop_explains_no_checksum_report: $(wildcard oracle/*.c oracle/*.h)
 # The expected state's check links the oracle's library (as test_report_line).
 $(BUILD)/tests/test_oracle_expected_value_damaged_anywhere_is_wrong: tests/test_oracle_expected_value_damaged_anywhere_is_wrong.c \
   $(BUILD)/liboracle.a $(wildcard oracle/*.h)

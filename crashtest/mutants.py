@@ -434,6 +434,7 @@ HARNESS_SUITES = [
     "test_oracle", "test_oracle_narrow_codes", "test_report_line",
     "test_oracle_injection_after_an_observation_explains_nothing",
     "test_oracle_expected_value_damaged_anywhere_is_wrong",
+    "test_oracle_a_cache_flip_the_codes_must_stop_explains_no_checksum_report",
     "test_powerloss_journal_is_whole_and_ordered", "test_powerloss_write_completed_during_an_fsync_is_not_covered_by_it",
     "test_powerloss_variants_are_legal", "test_powerloss_tool_undoes_metadata_and_refuses_damage",
     "test_faults_ledger_replays_and_names_every_fault", "test_faults_write_faults_land_where_the_ledger_says",
