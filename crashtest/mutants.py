@@ -419,17 +419,20 @@ HARNESS_MUTANTS_FILE = os.path.join(REPO, "tests", "harness_mutants.txt")
 # The suites that guard the harness, cheapest and nearest first; a bug's
 # run stops at the first that fails.  The Criterion suites are every suite
 # that links the fault library or the oracle (the Makefile's
-# HMUTANT_SUITES): the oracle's rules and narrow codes, the report line,
-# the power-loss journal, tool and variants, the fault classes and their
-# ledger lines, lost files.  test_powerloss_pin.py drives build/powerloss's
-# --pin through the shrinker's pin pass.  t_stress.sh last: the stress
-# driver, the oracle and the power-loss tool end to end, the oracle's
-# catches of foreign, lost and resurrected values and of the engine-bug
-# drivers (about four minutes, where the Criterion suites take about one).
-# The other Python suites drive crashtest.py's own logic (shrinking, seeds,
-# reports) with stub binaries or read what stress writes; a bug in the
-# harness's C code reaches them only through a run t_stress.sh already
-# makes, so they would add many minutes per bug and no catch.
+# HMUTANT_SUITES): the oracle's rules, narrow codes, expected values and
+# report line, the power-loss journal, tool and variants, the fault
+# classes and their ledger lines, lost files (about a minute in all).
+# test_protection.py runs crashtest.py protection with the real stress
+# driver: the oracle's escape bound and pattern verdicts end to end (half
+# a minute).  t_stress.sh last: the stress driver, the oracle and the
+# power-loss tool end to end, the oracle's catches of foreign, lost and
+# resurrected values and of the engine-bug drivers (three to four
+# minutes).  Left out: the Python suites that drive crashtest.py's own
+# logic with stub binaries or stored reports (shrinking, seeds, pins,
+# traces: no harness C code runs in them), and test_crashtest.py, whose
+# real runs of simple, blackbox and repro take most of `make test`'s
+# quarter hour and reach the harness through the same stress and
+# powerloss runs t_stress.sh makes.
 HARNESS_SUITES = [
     "test_oracle", "test_oracle_narrow_codes", "test_report_line",
     "test_oracle_injection_after_an_observation_explains_nothing",
@@ -442,7 +445,7 @@ HARNESS_SUITES = [
     "test_faults_errors_are_reported_at_their_points", "test_faults_cache_flip_names_the_code_of_its_part",
     "test_faults_sync_error_drops_unsynced_writes", "test_powerloss_engine_survives_every_state",
     "test_lost_files_refused",
-    "test_powerloss_pin.py",
+    "test_protection.py",
     "t_stress.sh",
 ]
 SUITE_TIMEOUT_S = 1200  # a suite the bug made hang is a catch, not a stuck measurement
