@@ -409,13 +409,10 @@ int vd_injection_explains(const vd_config *c, const vd_injection *i) {
      * no corruption report, and an fsync failure's dropped data is a
      * state to recover from (below).  Crashes are judged by V5/V8. */
     if (is_error_class(i->cls) || i->cls == VD_POWER_LOSS || i->cls == VD_KILL) return 0;
-#ifdef ENG_BROKEN_VERDICT_V0_POWERLOSS_STEP_EXPLAINS
-    /* planted bug (tests/harness_mutants.txt): V0 too lenient: the power-loss step's rollbacks
-     * and tears explain reports as injected damage does. */
+#ifdef ENG_BROKEN_VERDICT_V0_POWERLOSS_STEP_EXPLAINS /* planted bug (tests/harness_mutants.txt): V0, the power-loss step explains */
     if (strcmp(i->point, "sync/drop_dirty")) return 1;
-#else
-    if (!from_powerloss_step(i) && strcmp(i->point, "sync/drop_dirty")) return 1;
 #endif
+    if (!from_powerloss_step(i) && strcmp(i->point, "sync/drop_dirty")) return 1;
     /* With full_page_writes off there is no image to rebuild a torn page:
      * a tear at the crash is detected at its block, not repaired. */
     return i->cls == VD_TORN_WRITE && !c->full_page_writes;
@@ -435,9 +432,7 @@ static int cache_flip_may_reach_disk(const vd_config *c, const vd_injection *i) 
 
 int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection *i) {
     if (!i->file[0] || !vd_injection_explains(c, i)) return 0;
-#ifdef ENG_BROKEN_VERDICT_V1E_CACHE_FLIP_MATCHES_ANY_LAYER
-    /* planted bug (tests/harness_mutants.txt): V1e too lenient: a cache flip the codes must
-     * stop matches a report of any layer at its block. */
+#ifdef ENG_BROKEN_VERDICT_V1E_CACHE_FLIP_MATCHES_ANY_LAYER /* planted bug (tests/harness_mutants.txt): V1e, page_checksum too */
     if (i->cls == VD_BITFLIP_CACHE && !cache_flip_may_reach_disk(c, i) && strcmp(r->layer, "kv_protection") &&
         strcmp(r->layer, "hint_status") && strcmp(r->layer, "page_checksum"))
         return 0;
@@ -483,13 +478,7 @@ int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection
     if (strcmp(rf, inf)) return 0;
     if (rb < 0) return 1; /* no block in the report: the file is all we know */
     int64_t ps = c->page_size ? c->page_size : 8192;
-#ifdef ENG_BROKEN_LEDGER_REPORT_MATCHES_ANOTHER_BLOCK
-    /* planted bug (tests/harness_mutants.txt): V1 too lenient: any block of the injection's
-     * file matches (the report's block is only checked to be known). */
-    if (i->block >= 0 && rb >= 0) return 1;
-#else
     if (i->block >= 0 && i->block == rb) return 1;
-#endif
     if (i->offset >= 0) {
         /* The range touched, in blocks (a misdirected write names where
          * it landed by offset, the block it was meant for by block). */
@@ -501,15 +490,11 @@ int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection
 
 /* Classes that leave a page with a valid checksum but wrong contents. */
 static int leaves_valid_page(const vd_config *c, const vd_injection *i) {
-#ifdef ENG_BROKEN_VERDICT_V1B_ANY_CLASS_EXPLAINS_CROSS_PAGE
-    /* planted bug (tests/harness_mutants.txt): V1b too lenient: every class, not only those
-     * that leave a valid page, explains cross-page reports in its file. */
-    int cls = i->cls;
-    if (cls >= 0) return 1;
-#else
+#ifdef ENG_BROKEN_VERDICT_V1B_ANY_CLASS_EXPLAINS_CROSS_PAGE /* planted bug (tests/harness_mutants.txt): V1b, any class */
+    if (i->cls >= 0) return 1;
+#endif
     int cls = i->cls;
     if (cls == VD_LOST_WRITE || cls == VD_MISDIRECTED_WRITE) return 1;
-#endif
     if (cls == VD_BITFLIP_CACHE) return cache_flip_may_reach_disk(c, i);
     return !c->data_checksums && (needs_page_checksum(cls) || cls == VD_LOST_WRITE);
 }
@@ -642,34 +627,23 @@ static int measured_class_for(const vd_ctx *v, int blamed, const vd_counts *cls)
  * count whenever O came after a crash or from a carried process, own
  * ones up to O's injection mark), or (size_t)-1. */
 static size_t misdirected_before(const vd_ctx *v, const vd_observation *o) {
-#ifdef ENG_BROKEN_LEDGER_INJECTION_AFTER_OBSERVATION_EXPLAINS
-    /* planted bug (tests/harness_mutants.txt): V6b without its time: a misdirected write made
-     * after the observation explains it (the whole ledger is searched). */
-    (void)o;
-    size_t own = vd_first_own(v), end = own + v->ninj;
-    if (end > v->ninj) end = v->ninj;
-    for (size_t i = end; i-- > 0;)
-        if (v->inj[i].cls == VD_MISDIRECTED_WRITE) return i;
-#else
     size_t own = vd_first_own(v), end = own + (size_t)o->inj_mark;
     if (end > v->ninj) end = v->ninj;
+#ifdef ENG_BROKEN_LEDGER_INJECTION_AFTER_OBSERVATION_EXPLAINS /* planted bug (tests/harness_mutants.txt): V6b, later injections too */
+    end = v->ninj;
+#endif
     for (size_t i = end; i-- > 0;)
         if (v->inj[i].cls == VD_MISDIRECTED_WRITE) return i;
-#endif
     return (size_t)-1;
 }
 
 /* V8: a database that did not open is unrecoverable by design only when
  * every report of that open is explained by an earlier injection. */
 static int open_outcome(uint64_t unexplained, uint64_t explained, size_t design_inj) {
-#ifdef ENG_BROKEN_VERDICT_V8_UNOPENABLE_BY_DESIGN_WITH_UNEXPLAINED
-    /* planted bug (tests/harness_mutants.txt): V8 too lenient: one explained report makes
-     * an unopenable database by design, whatever else that open reported. */
-    (void)unexplained;
-    return explained && design_inj != (size_t)-1 ? VD_UNRECOVERABLE_BY_DESIGN : VD_UNRECOVERABLE;
-#else
-    return !unexplained && explained && design_inj != (size_t)-1 ? VD_UNRECOVERABLE_BY_DESIGN : VD_UNRECOVERABLE;
+#ifdef ENG_BROKEN_VERDICT_V8_UNOPENABLE_BY_DESIGN_WITH_UNEXPLAINED /* planted bug (tests/harness_mutants.txt): V8, one explained report */
+    unexplained = 0;
 #endif
+    return !unexplained && explained && design_inj != (size_t)-1 ? VD_UNRECOVERABLE_BY_DESIGN : VD_UNRECOVERABLE;
 }
 
 /* V1d: the one check that exists to find class CLS (the detector column of
@@ -679,13 +653,10 @@ static int open_outcome(uint64_t unexplained, uint64_t explained, size_t design_
  * page can be reported by nothing else first: a report from another layer
  * means the detector let the damage by. */
 static const char *sole_detector(const vd_config *c, int cls) {
-#ifdef ENG_BROKEN_VERDICT_V1D_ANY_LAYER_CREDITS
-    /* planted bug (tests/harness_mutants.txt): V1d too lenient: a zero page is credited to
-     * whatever layer reported its block. */
+#ifdef ENG_BROKEN_VERDICT_V1D_ANY_LAYER_CREDITS /* planted bug (tests/harness_mutants.txt): V1d, any layer */
     if (cls == VD_ZERO_PAGE) return NULL;
-#else
-    if (cls == VD_ZERO_PAGE) return "zero_page";
 #endif
+    if (cls == VD_ZERO_PAGE) return "zero_page";
     if (c->data_checksums &&
         (cls == VD_BITFLIP_PAGE || cls == VD_BITFLIP_INFLIGHT || cls == VD_TORN_WRITE || cls == VD_MISDIRECTED_WRITE))
         return "page_checksum";
@@ -820,12 +791,9 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         /* V6b, V6c: the check failed only on values a misdirected write
          * or an escaped cache flip before the crash explains (no synced
          * commit lost): by design. */
-#ifdef ENG_BROKEN_VERDICT_V5_LOST_CHECK_REPAIRED
-        /* planted bug (tests/harness_mutants.txt): V5 too lenient: a post-crash check that
-         * failed counts the crash as repaired. */
-        crash_o = VD_REPAIRED;
-#else
         crash_o = VD_LOST;
+#ifdef ENG_BROKEN_VERDICT_V5_LOST_CHECK_REPAIRED /* planted bug (tests/harness_mutants.txt): V5, a failed check repaired */
+        crash_o = VD_REPAIRED;
 #endif
         if (crash_design_inj != (size_t)-1) crash_o = VD_UNRECOVERABLE_BY_DESIGN, design_inj[1] = crash_design_inj;
         break;
@@ -873,17 +841,13 @@ void vd_settle(vd_ctx *v, vd_result *out) {
                 o = VD_DETECTED;
             else if (i->carried || i->thread < 0 || i->op < 0)
                 o = VD_MASKED; /* its call died with the process */
-#ifdef ENG_BROKEN_VERDICT_V3_SWALLOWED_ERROR_MASKED
-            /* planted bug (tests/harness_mutants.txt): V3 too lenient: an I/O error whose call
-             * returned ok counts as masked, not swallowed. */
             else
+#ifdef ENG_BROKEN_VERDICT_V3_SWALLOWED_ERROR_MASKED /* planted bug (tests/harness_mutants.txt): V3, swallowed counted masked */
                 o = VD_MASKED;
-        } else if (c == VD_SHORT_IO) {
 #else
-            else
                 o = VD_SWALLOWED;
-        } else if (c == VD_SHORT_IO) {
 #endif
+        } else if (c == VD_SHORT_IO) {
             o = find_error_obs(v, i->thread, i->op) || i->reports ? VD_DETECTED : VD_MASKED;
         } else if (c == VD_POWER_LOSS || c == VD_KILL || (from_powerloss_step(i) && !i->reports)) {
             o = crash_o; /* what the power-loss step did shares the crash's outcome */
@@ -901,9 +865,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         } else if (vd_class_measured(&v->cfg, c)) {
             o = VD_UNDETECTABLE;
         } else if (i->present) {
-#ifdef ENG_BROKEN_VERDICT_V4B_PRESENT_DAMAGE_MASKED
-            /* planted bug (tests/harness_mutants.txt): V4b too lenient: damage still on disk after
-             * the final verify counts as masked. */
+#ifdef ENG_BROKEN_VERDICT_V4B_PRESENT_DAMAGE_MASKED /* planted bug (tests/harness_mutants.txt): V4b, present damage masked */
             o = VD_MASKED;
 #else
             o = VD_SWALLOWED; /* V4b: still on disk, and the final verify passed it */
@@ -976,9 +938,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
         const vd_observation *o = &v->obs[k];
         if (o->kind == VD_OBS_ERROR) continue;
         int c = attribute(v, o);
-#ifdef ENG_BROKEN_VERDICT_V6_MEASURING_HIDES_LOST_COMMIT
-        /* planted bug (tests/harness_mutants.txt): V6 too lenient: a measuring run counts a
-         * synced commit lost by recovery as undetectable. */
+#ifdef ENG_BROKEN_VERDICT_V6_MEASURING_HIDES_LOST_COMMIT /* planted bug (tests/harness_mutants.txt): V6, measuring hides a lost commit */
         if (o->kind == VD_OBS_LOST_COMMIT && !out->measuring) {
 #else
         if (o->kind == VD_OBS_LOST_COMMIT) {
@@ -1067,12 +1027,9 @@ void vd_settle(vd_ctx *v, vd_result *out) {
      * failures. */
     if (v->cfg.protection_bytes > 0 && !out->measuring) {
         vd_counts *cc = &out->cls[VD_BITFLIP_CACHE];
-#ifdef ENG_BROKEN_BOUND_ESCAPE_ODDS_IN_NIBBLES
-        /* planted bug (tests/harness_mutants.txt): the escape bound counts a code's width in
-         * nibbles, not bytes: odds 2^-(4w-3), far too many escapes allowed. */
-        double lambda = 0, miss = ldexp(1.0, -(4 * v->cfg.protection_bytes - 3));
-#else
         double lambda = 0, miss = ldexp(1.0, -(8 * v->cfg.protection_bytes - 3));
+#ifdef ENG_BROKEN_BOUND_ESCAPE_ODDS_IN_NIBBLES /* planted bug (tests/harness_mutants.txt): odds 2^-(4w-3) */
+        miss = ldexp(1.0, -(4 * v->cfg.protection_bytes - 3));
 #endif
         uint64_t n = 0;
         size_t *ix = malloc(sizeof *ix * (v->ninj ? v->ninj : 1));
