@@ -1,5 +1,6 @@
 /*
- * cacheflip.c -- bitflip_cache with flip patterns (--bitflip_cache_patterns,
+ * cacheflip.c -- bitflip_cache: a flip drawn at a tick into a resident
+ * frame (flt_tick_cache; pinned, flt_flip_cache_at), and with flip patterns (--bitflip_cache_patterns,
  * crashtest.py protection): flips drawn on purpose against the layout of
  * the per-KV codes (engine/kvprot.h), each one checked right away and
  * undone, so every flip is one trial of the codes with a known outcome.
@@ -44,9 +45,11 @@
  * or "none" when the frame carries no codes).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cacheflip.h"
+#include "damage_int.h"
 
 enum { PAT_SINGLE, PAT_DOUBLE_PART, PAT_DOUBLE_PARTS, PAT_BURST, PAT_BYTE, PAT_COUNT };
 static const char *const pat_names[PAT_COUNT] = {"single", "double_part", "double_parts", "burst", "byte"};
@@ -235,4 +238,226 @@ void flt_cache_pattern(flt_ctx *f, flt_thr *t, eng_db *db) {
     e.parity = odd ? "odd" : even;
     e.check = rc < 0 ? "none" : rc ? "detected" : "escaped";
     flt_record(f, FLT_BITFLIP_CACHE, &e);
+}
+
+/* ---- a drawn flip (flt_tick) or a pinned one (flt_flip_cache_at) ---- */
+
+static size_t clamp(size_t v, size_t lo, size_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* The bytes of a cached page that hold something: the header, then for
+ * leaves and internal pages the slot array [HDR, lower) and the cells
+ * [upper, ps); for other types the payload their header says they carry.
+ * Fills R with up to three [start, end) ranges; returns their count.  The
+ * header fields are read from memory a fault may already have changed, so
+ * every range is clamped to the page. */
+static int used_ranges(const uint8_t *p, size_t ps, size_t r[3][2]) {
+    int n = 0;
+    size_t hdr = PAGE_HDR;
+    r[n][0] = 0, r[n][1] = hdr, n++;
+    switch (p[PH_TYPE_OFF]) {
+    case PAGE_LEAF:
+    case PAGE_INTERNAL: {
+        size_t lower = clamp(get16(p + PH_LOWER_OFF), hdr, ps);
+        size_t upper = clamp(get16(p + PH_UPPER_OFF), lower, ps);
+        if (lower > hdr) r[n][0] = hdr, r[n][1] = lower, n++;
+        if (upper < ps) r[n][0] = upper, r[n][1] = ps, n++;
+        break;
+    }
+    case PAGE_OVERFLOW: r[0][1] = hdr + clamp(get32(p + PH_AUX_OFF), 0, ps - hdr); break;
+    case PAGE_META:
+        r[0][1] = META_OFF_CLOGN; /* magic .. height */
+        break;
+    case PAGE_FREE: r[0][1] = hdr + 4 * clamp(get32(p + PH_AUX_OFF), 0, (ps - hdr) / 4); break;
+    default: break;
+    }
+    return n;
+}
+
+/* The bytes around BYTE that one parity bit of the engine's per-KV codes
+ * covers, as far as the page's layout tells (engine/kvprot.h), and which
+ * code that is (*CODE, the ledger's part_code): the header's steering
+ * fields [16, 40) and a page without slots from byte 16 on ("page": the
+ * 4-byte page code); a slot, or a cell taken from its start to the next
+ * cell's (dead bytes between included: wider is safe) ("entry": the w-byte
+ * entry codes); the checksum and LSN fields [0, 16) and a leaf's hint byte
+ * ("none": no code covers them, and no read follows them to an answer:
+ * a hint is used only where the transaction status agrees).  Two flips
+ * in one part may cancel in a code's parity and escape with the odds of
+ * that code's hash bits; in different parts never. */
+static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, size_t *len, const char **code) {
+    unsigned type = p[PH_TYPE_OFF];
+    *off = 0, *len = ps, *code = "page";
+    if (byte < PH_BLOCK_OFF) {
+        *len = PH_BLOCK_OFF, *code = "none";
+        return;
+    }
+    if (byte < PAGE_HDR) {
+        *off = PH_BLOCK_OFF, *len = PAGE_HDR - PH_BLOCK_OFF;
+        return;
+    }
+    if (type != PAGE_LEAF && type != PAGE_INTERNAL) {
+        *off = PAGE_HDR;
+        *len = ps - PAGE_HDR;
+        return;
+    }
+    *code = "entry";
+    size_t base = PAGE_HDR + (type == PAGE_LEAF ? LEAF_HINT_BYTES(ps) : 0);
+    size_t lower = clamp(get16(p + PH_LOWER_OFF), PAGE_HDR, ps);
+    if (byte < base) {
+        *off = byte, *len = 1, *code = "none";
+        return;
+    }
+    if (byte < lower) {
+        *off = base + (byte - base) / 2 * 2, *len = 2;
+        return;
+    }
+    size_t start = clamp(get16(p + PH_UPPER_OFF), lower, ps), end = ps;
+    size_t n = clamp(get16(p + PH_NSLOTS_OFF), 0, (ps - base) / 2);
+    for (size_t i = 0; i < n; i++) {
+        size_t o = get16(p + base + 2 * i);
+        if (o <= byte && o > start) start = o;
+        if (o > byte && o < end) end = o;
+    }
+    if (start > byte) start = byte;
+    *off = start, *len = end - start;
+}
+
+/* The seq of an earlier cache flip of this process in BLOCK's part [PO,
+ * PO + PL) whose byte still holds the value that flip left in frame P
+ * (it may still be there: the page was neither reloaded nor rewritten
+ * there since), or -1.  A flip whose page was dropped when a check found
+ * it, or whose bytes an edit replaced, pairs with nothing: counting every
+ * earlier flip of the part over a whole run let 978 flips at w = 1 allow
+ * 12 escapes.  A byte that holds the value again by chance only widens
+ * the oracle's bound.  Under dmg_mu. */
+static int64_t crecent_pair(flt_ctx *f, uint64_t block, const uint8_t *p, size_t po, size_t pl) {
+    int64_t pair = -1;
+    for (flt_crecent **rp = &f->crecent[block % FLT_CRECENT_BUCKETS]; *rp;) {
+        flt_crecent *r = *rp;
+        if (r->block == block && p[r->byte] != r->val) { /* gone: a reload or an edit took it */
+            *rp = r->next;
+            free(r);
+            continue;
+        }
+        if (r->block == block && r->byte >= po && r->byte < po + pl) pair = (int64_t)r->seq;
+        rp = &r->next;
+    }
+    return pair;
+}
+
+/* 1 if flipping MASK at BYTE of BLOCK undoes an earlier flip still noted
+ * there (crecent_pair has dropped the ones that are gone).  Under dmg_mu. */
+static int crecent_undoes(flt_ctx *f, uint64_t block, size_t byte, uint8_t mask) {
+    for (flt_crecent *r = f->crecent[block % FLT_CRECENT_BUCKETS]; r; r = r->next)
+        if (r->block == block && r->byte == byte && r->mask == mask) return 1;
+    return 0;
+}
+
+/* The ledger's pair_check for a flip of MASK at BYTE of BLOCK's held
+ * frame P that pairs with an earlier one in a part CODE covers: the
+ * frame's codes are tested with the bit flipped and without (restored
+ * before anyone else can latch the frame).  A part of the page code
+ * escaped when the flip makes that code match again; an entry's part
+ * (which lies under one entry code) when fewer entry codes mismatch with
+ * the flip: the part holds an even count of flips its code cannot see
+ * ("escaped").  Under dmg_mu, before the flip's ledger line. */
+static const char *pair_check(flt_ctx *f, eng_db *db, uint64_t block, uint8_t *p, size_t byte, uint8_t mask,
+                              const char *code) {
+    if (crecent_undoes(f, block, byte, mask)) return "none"; /* the part is as it was */
+    if (strcmp(code, "page") && strcmp(code, "entry")) return "none";
+    int pb, pa;
+    int before = eng_debug_frame_mismatches(db, block, &pb);
+    p[byte] ^= mask;
+    int after = eng_debug_frame_mismatches(db, block, &pa);
+    p[byte] ^= mask;
+    if (before < 0 || after < 0) return "none";
+    int escaped = !strcmp(code, "page") ? pb && !pa : after < before;
+    return escaped ? "escaped" : "detected";
+}
+
+/* Note the flip SEQ that left VAL at BYTE of BLOCK's frame.  Under dmg_mu.
+ * Without memory it is not noted: a later flip then names no pair, which
+ * errs toward failing. */
+static void crecent_note(flt_ctx *f, uint64_t seq, uint64_t block, size_t byte, uint8_t val, uint8_t mask) {
+    flt_crecent *r = malloc(sizeof *r);
+    if (!r) return;
+    *r = (flt_crecent){seq, block, (uint32_t)byte, val, mask, f->crecent[block % FLT_CRECENT_BUCKETS]};
+    f->crecent[block % FLT_CRECENT_BUCKETS] = r;
+}
+
+/* Flip bit BIT of BLOCK's frame P (PS bytes, held by eng_debug_frame_bytes,
+ * released here) with its ledger line at tick/cache: a tick's drawn
+ * flip and a replayed trace's pinned one (flt_flip_cache_at) alike. */
+static void flip_cache_bit(flt_ctx *f, flt_thr *t, eng_db *db, uint64_t block, uint8_t *p, size_t ps, uint64_t bit) {
+    size_t byte = (size_t)(bit / 8);
+    uint8_t mask = (uint8_t)(1u << (bit % 8));
+    flt_event e = flt_page_event(f, t, FLT_BITFLIP_CACHE, "tick/cache", block, block * ps, ps);
+    e.bit = (int64_t)bit;
+    e.mask = mask;
+    size_t po, pl;
+    flip_part(p, ps, byte, &po, &pl, &e.part_code);
+    e.part_offset = (int64_t)po;
+    e.part_len = (int64_t)pl;
+    uint64_t seq;
+    /* dmg_mu held from the pair test to the note: another thread's flip
+     * of the same frame cannot come between (the frame latch keeps it
+     * out too). */
+    pthread_mutex_lock(&f->dmg_mu);
+    e.pair_of = crecent_pair(f, block, p, po, pl);
+    if (e.pair_of >= 0) e.pair_check = pair_check(f, db, block, p, byte, mask, e.part_code);
+    int rc = flt_record_seq(f, FLT_BITFLIP_CACHE, &e, &seq);
+    if (rc == 0) {
+        p[byte] ^= mask;
+        crecent_note(f, seq, block, byte, p[byte], mask);
+    }
+    pthread_mutex_unlock(&f->dmg_mu);
+    if (rc == 0) flt_cflip_note(f, seq, block, p, ps, byte, mask);
+    eng_debug_frame_release(db, block);
+}
+
+void flt_tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
+    if (f->o.cache_patterns) {
+        flt_cache_pattern(f, t, db);
+        return;
+    }
+    uint64_t nblocks = eng_debug_nblocks(db);
+    if (!nblocks) return;
+    /* Up to eight blocks are tried for one that is resident: with a cache
+     * much smaller than the database, one try finds a frame rarely, and a
+     * class drawn 1 in N ops would flip far fewer than that. */
+    uint64_t block = 0;
+    size_t ps = 0;
+    uint8_t *p = NULL;
+    for (int k = 0; k < 8 && !p; k++) {
+        block = flt_below(f, t, FLT_BITFLIP_CACHE, nblocks);
+        p = eng_debug_frame_bytes(db, block, &ps);
+    }
+    if (!p) return; /* none resident: nothing to flip, no line */
+    size_t r[3][2];
+    int n = used_ranges(p, ps, r);
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) total += r[i][1] - r[i][0];
+    /* One flip in four lands in the header (a 40-byte range that uniform
+     * draws over the used bytes would hit about 1% of the time): the page
+     * code (K3, K4 before write-back) is the header's only guard. */
+    int in_header = flt_below(f, t, FLT_BITFLIP_CACHE, 4) == 0;
+    uint64_t k = flt_below(f, t, FLT_BITFLIP_CACHE, (in_header ? r[0][1] - r[0][0] : total) * 8);
+    uint64_t byte = 0;
+    for (int i = 0; i < (in_header ? 1 : n); i++) {
+        uint64_t sz = r[i][1] - r[i][0];
+        if (k < sz * 8) {
+            byte = r[i][0] + k / 8;
+            break;
+        }
+        k -= sz * 8;
+    }
+    flip_cache_bit(f, t, db, block, p, ps, byte * 8 + k % 8);
+}
+
+void flt_flip_cache_at(flt_ctx *f, eng_db *db, uint64_t block, uint64_t bit) {
+    if (!f || !db || block >= eng_debug_nblocks(db)) return;
+    size_t ps = 0;
+    uint8_t *p = eng_debug_frame_bytes(db, block, &ps);
+    if (!p) return; /* not resident: nothing to flip, no line (as a draw that finds no frame) */
+    flip_cache_bit(f, flt_thr_get(f), db, block, p, ps, bit % ((uint64_t)ps * 8));
 }

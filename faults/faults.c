@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "damage_int.h"
 #include "frame.h"
 #include "fiu_int.h"
 #include "inject_int.h"

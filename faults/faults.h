@@ -200,6 +200,10 @@ void flt_get_counts(flt_ctx *f, flt_counts *out);
  *       A write of the block with any other bytes ends the watch (the
  *       frame changed: whether the change laundered the flip is not
  *       provable); at most 64 flips are watched at once
+ *   D8  a flip of the file's bytes in place inside a zeroed page makes
+ *       the zeroing unknown: the page is no longer all zero, so the
+ *       zero-page rule cannot see it (the flip's own entry stands, and
+ *       the page checksum must report the block)
  * The stress driver asks after its final verify of the closed files:
  * present damage that no report matched escaped the page checks (oracle
  * V4b). */

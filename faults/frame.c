@@ -101,6 +101,16 @@ flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point) {
     return e;
 }
 
+flt_event flt_page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block, uint64_t offset,
+                         uint64_t len) {
+    flt_event e = flt_event_for(f, t, cls, point);
+    e.file = "data";
+    e.block = (int64_t)block;
+    e.offset = (int64_t)offset;
+    e.len = (int64_t)len;
+    return e;
+}
+
 int flt_record(flt_ctx *f, int cls, const flt_event *e) { return flt_record_seq(f, cls, e, NULL); }
 
 int flt_record_seq(flt_ctx *f, int cls, const flt_event *e, uint64_t *seq) {

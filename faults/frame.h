@@ -88,8 +88,8 @@ typedef struct flt_buf {
 } flt_buf;
 
 typedef struct flt_thr {
-    int thread;                   /* index from flt_thread_start, or -1 */
-    _Atomic int64_t op;           /* from flt_op; -1 before the first */
+    int thread;                    /* index from flt_thread_start, or -1 */
+    _Atomic int64_t op;            /* from flt_op; -1 before the first */
     flt_rng rng[FLT_STREAM_COUNT]; /* unused when thread == -1 (shared streams) */
     flt_buf *bufs;
     size_t nbufs;
@@ -149,6 +149,7 @@ typedef struct flt_damage {
     uint8_t mask;        /* a flip of one byte: its XOR mask (two equal flips cancel) */
     const void *creator; /* the write op that puts it on disk, until that op's after() */
     int state;           /* FLT_DMG_* */
+    int zeroed;          /* a zeroed page (zero_page): D8 */
 } flt_damage;
 
 /* A bitflip_cache flip in a frame's header bytes that the page code
@@ -162,7 +163,7 @@ typedef struct flt_cflip {
     uint8_t *frame; /* page-size copy */
 } flt_cflip;
 
-/* A bitflip_cache flip of this process (tick_cache): its byte in the
+/* A bitflip_cache flip of this process (cacheflip.c, flt_tick_cache): its byte in the
  * frame and the value it left there.  While that byte still holds the
  * value, the flip may still be in the cached page, and a later flip into
  * the same part may make an even count there (the ledger's pair_of).
@@ -210,9 +211,9 @@ struct flt_ctx {
     uint64_t wal_tail_off, wal_tail_len;       /* and its bytes: where the log ends */
     char wal_pend_name[24];                    /* the last write when an fsync of its segment began */
     uint64_t wal_pend_off, wal_pend_len;
-    char wal_sync_name[24];                    /* ... and when that fsync succeeded: the last synced */
-    uint64_t wal_sync_off, wal_sync_len;       /* write, the end of the last synced group ("" none) */
-    _Atomic uint64_t last_data_block;          /* 1 + the block of the last completed data write; 0 none */
+    char wal_sync_name[24];              /* ... and when that fsync succeeded: the last synced */
+    uint64_t wal_sync_off, wal_sync_len; /* write, the end of the last synced group ("" none) */
+    _Atomic uint64_t last_data_block;    /* 1 + the block of the last completed data write; 0 none */
 
     _Atomic uint64_t injected[FLT_CLASS_COUNT];
     _Atomic uint64_t delays; /* pauses made (delay.c) */
@@ -234,6 +235,10 @@ uint64_t flt_below(flt_ctx *f, flt_thr *t, int cls, uint64_t n);
 /* An event for class CLS at POINT with the thread's op and index filled
  * in (and the phase). */
 flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point);
+/* An event of class CLS at POINT for the data file's bytes [OFFSET,
+ * OFFSET + LEN) of BLOCK. */
+flt_event flt_page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block, uint64_t offset,
+                         uint64_t len);
 /* Append E to the ledger and count it for CLS.  0, or -errno when the
  * line could not be written: the caller must then not inject (a fault
  * the ledger does not know would be judged a failure of the engine). */

@@ -103,6 +103,7 @@
 #include <xxhash.h>
 
 #include "cacheflip.h"
+#include "damage_int.h"
 #include "delay_int.h"
 #include "frame.h"
 #include "inject_int.h"
@@ -241,67 +242,6 @@ void flt_thr_free_bufs(flt_thr *t) {
     t->nbufs = 0;
 }
 
-/* ---- damage still on disk (faults.h D1-D7) ---- */
-
-static void damage_add(flt_ctx *f, uint64_t seq, uint64_t off, uint64_t len, uint8_t mask, const void *creator) {
-    pthread_mutex_lock(&f->dmg_mu);
-    if (mask && len == 1 && !creator) {
-        /* D3: the same flip again restores the byte.  Only a flip of the
-         * file's bytes in place (a tick) can undo one; a write's flip
-         * comes with a whole new page, which overwrites any older flip
-         * (D2 at its after()) rather than undoing it.  The flip undone
-         * may be a tick's or a completed write's in-flight flip (its
-         * mask is kept for this). */
-        for (size_t i = 0; i < f->ndmg; i++) {
-            flt_damage *d = &f->dmg[i];
-            if (d->state == FLT_DMG_PRESENT && !d->creator && d->len == 1 && d->off == off && d->mask == mask) {
-                d->state = FLT_DMG_UNKNOWN;
-                pthread_mutex_unlock(&f->dmg_mu);
-                return;
-            }
-        }
-    }
-    if (f->ndmg == f->capdmg) {
-        /* Drop what can never be present again (gone or unknown, its write
-         * done) before growing: every data write scans the table, so it
-         * holds live damage only, not a process's whole history. */
-        size_t w = 0;
-        for (size_t i = 0; i < f->ndmg; i++)
-            if (f->dmg[i].state == FLT_DMG_PRESENT || f->dmg[i].creator) f->dmg[w++] = f->dmg[i];
-        f->ndmg = w;
-    }
-    if (f->ndmg == f->capdmg) {
-        size_t cap = f->capdmg ? 2 * f->capdmg : 64;
-        flt_damage *n = realloc(f->dmg, cap * sizeof *n);
-        if (!n) { /* without an entry the damage only ever counts as masked */
-            pthread_mutex_unlock(&f->dmg_mu);
-            return;
-        }
-        f->dmg = n, f->capdmg = cap;
-    }
-    f->dmg[f->ndmg++] = (flt_damage){seq, off, len, mask, creator, FLT_DMG_PRESENT};
-    pthread_mutex_unlock(&f->dmg_mu);
-}
-
-/* after() of a write to the data file: D1 for the damage OP itself puts
- * on disk, D2 for what it overwrites.  A failed write may have put any
- * part of what it issued on disk: damage there is then unknown. */
-static void damage_written(flt_ctx *f, const eng_io_op *op) {
-    pthread_mutex_lock(&f->dmg_mu);
-    int failed = op->result < 0;
-    uint64_t lo = op->offset, hi = op->offset + (failed ? op->issued : (uint64_t)op->result);
-    for (size_t i = 0; i < f->ndmg; i++) {
-        flt_damage *d = &f->dmg[i];
-        if (d->creator == op) {
-            d->creator = NULL;
-            if (failed) d->state = FLT_DMG_UNKNOWN;
-        } else if (d->state == FLT_DMG_PRESENT && lo < hi && d->off < hi && lo < d->off + d->len) {
-            d->state = failed ? FLT_DMG_UNKNOWN : FLT_DMG_GONE;
-        }
-    }
-    pthread_mutex_unlock(&f->dmg_mu);
-}
-
 /* after() of a data-file write that failed once part of it was issued (a
  * short transfer, then an error on the rest; or an error the OS gave for
  * bytes it may have written): the range may now hold old and new bytes
@@ -324,113 +264,6 @@ static void note_partial_write(flt_ctx *f, const eng_io_op *op) {
              (unsigned long long)op->len);
     e.note = note;
     flt_record(f, cls, &e);
-}
-
-/* D4: old contents of the data file came back. */
-static void damage_unknown_all(flt_ctx *f) {
-    pthread_mutex_lock(&f->dmg_mu);
-    for (size_t i = 0; i < f->ndmg; i++) /* read flips (D5, no range) were taken in: they stay */
-        if (f->dmg[i].state == FLT_DMG_PRESENT && f->dmg[i].len) f->dmg[i].state = FLT_DMG_UNKNOWN;
-    pthread_mutex_unlock(&f->dmg_mu);
-}
-
-/* The data file was removed (debris of an interrupted creation): what was
- * in it is gone with it (D2). */
-static void damage_file_gone(flt_ctx *f) {
-    pthread_mutex_lock(&f->dmg_mu);
-    for (size_t i = 0; i < f->ndmg; i++)
-        if (f->dmg[i].state == FLT_DMG_PRESENT && f->dmg[i].len) f->dmg[i].state = FLT_DMG_GONE;
-    pthread_mutex_unlock(&f->dmg_mu);
-}
-
-size_t flt_damage_present(flt_ctx *f, uint64_t *seqs, size_t cap) {
-    size_t n = 0;
-    if (!f) return 0;
-    pthread_mutex_lock(&f->dmg_mu);
-    for (size_t i = 0; i < f->ndmg; i++) {
-        const flt_damage *d = &f->dmg[i];
-        if (d->state != FLT_DMG_PRESENT || d->creator) continue;
-        if (n < cap) seqs[n] = d->seq;
-        n++;
-    }
-    pthread_mutex_unlock(&f->dmg_mu);
-    return n;
-}
-
-static void damage_unknown_seq(flt_ctx *f, uint64_t seq) {
-    pthread_mutex_lock(&f->dmg_mu);
-    for (size_t i = 0; i < f->ndmg; i++)
-        if (f->dmg[i].seq == seq) f->dmg[i].state = FLT_DMG_UNKNOWN;
-    pthread_mutex_unlock(&f->dmg_mu);
-}
-
-/* D7, at the flip (the frame latched, so no write-back is copying it):
- * every pending copy of BLOCK takes the flip too, and a flip in the
- * header bytes the page code covers, past the stamped fields, gets a
- * copy of its own.  Full: the oldest is dropped (it only counts as
- * masked). */
-static void cflip_note(flt_ctx *f, uint64_t seq, uint64_t block, const uint8_t *frame, size_t ps, uint64_t byte,
-                       uint8_t mask) {
-    pthread_mutex_lock(&f->dmg_mu);
-    for (size_t i = 0; i < f->ncflips; i++)
-        if (f->cflips[i].block == block) f->cflips[i].frame[byte] ^= mask;
-    if (byte >= FLT_PAGE_STAMPED && byte < PAGE_HDR) {
-        if (!f->cflips) f->cflips = calloc(FLT_CFLIP_MAX, sizeof *f->cflips);
-        uint8_t *copy = f->cflips ? malloc(ps) : NULL;
-        if (copy) {
-            memcpy(copy, frame, ps);
-            if (f->ncflips == FLT_CFLIP_MAX) {
-                free(f->cflips[0].frame);
-                memmove(f->cflips, f->cflips + 1, (FLT_CFLIP_MAX - 1) * sizeof *f->cflips);
-                f->ncflips--;
-            }
-            f->cflips[f->ncflips++] = (flt_cflip){seq, block, copy};
-        }
-    }
-    pthread_mutex_unlock(&f->dmg_mu);
-}
-
-/* D7, at a write of a whole page of the data file, paused or not (the
- * final flush writes with injection paused): a pending flip of that
- * block whose frame is written unchanged since the flip was carried to
- * disk under a fresh checksum, past the check that must refuse a frame
- * that differs from its codes (K4).  It stays present for good, like a
- * read flip taken in (D5).  Either way the entry ends: the frame's next
- * state is what this write put on disk. */
-static void cflip_written(flt_ctx *f, const eng_io_op *op, size_t ps) {
-    if (!op->buf || op->len != ps || op->offset % ps != 0) return;
-    uint64_t block = op->offset / ps;
-    pthread_mutex_lock(&f->dmg_mu);
-    size_t w = 0;
-    uint64_t carried[FLT_CFLIP_MAX];
-    size_t ncarried = 0;
-    for (size_t i = 0; i < f->ncflips; i++) {
-        flt_cflip *c = &f->cflips[i];
-        if (c->block != block) {
-            f->cflips[w++] = *c;
-            continue;
-        }
-        if (memcmp((const uint8_t *)op->buf + FLT_PAGE_STAMPED, c->frame + FLT_PAGE_STAMPED, ps - FLT_PAGE_STAMPED) ==
-            0)
-            carried[ncarried++] = c->seq;
-        free(c->frame);
-    }
-    f->ncflips = w;
-    pthread_mutex_unlock(&f->dmg_mu);
-    for (size_t i = 0; i < ncarried; i++) damage_add(f, carried[i], UINT64_MAX, 0, 0, NULL);
-}
-
-void flt_cflips_free(flt_ctx *f) {
-    for (size_t b = 0; b < FLT_CRECENT_BUCKETS; b++)
-        while (f->crecent[b]) {
-            flt_crecent *r = f->crecent[b];
-            f->crecent[b] = r->next;
-            free(r);
-        }
-    for (size_t i = 0; i < f->ncflips; i++) free(f->cflips[i].frame);
-    free(f->cflips);
-    f->cflips = NULL;
-    f->ncflips = 0;
 }
 
 /* The last completed write to a WAL segment: the log's end, where the
@@ -488,16 +321,6 @@ static int file_differs(const char *path, uint64_t off, const void *p, size_t le
 }
 
 /* ---- before(WRITE of the data file) ---- */
-
-static flt_event page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block, uint64_t offset,
-                            uint64_t len) {
-    flt_event e = flt_event_for(f, t, cls, point);
-    e.file = "data";
-    e.block = (int64_t)block;
-    e.offset = (int64_t)offset;
-    e.len = (int64_t)len;
-    return e;
-}
 
 /* ---- block classes (place.h): where zero_page and some page flips land ---- */
 
@@ -613,7 +436,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
     int done = 0;
 
     if (flt_draw(f, t, FLT_LOST_WRITE) && !done) {
-        flt_event e = page_event(f, t, FLT_LOST_WRITE, "hook/write", block, op->offset, len);
+        flt_event e = flt_page_event(f, t, FLT_LOST_WRITE, "hook/write", block, op->offset, len);
         if (flt_record(f, FLT_LOST_WRITE, &e) == 0) op->skip = 1, done = 1;
     }
     if (flt_draw(f, t, FLT_MISDIRECTED_WRITE) && !done) {
@@ -623,14 +446,14 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
         if (nblocks && others) {
             uint64_t target = flt_below(f, t, FLT_MISDIRECTED_WRITE, others);
             if (block < nblocks && target >= block) target++;
-            flt_event e = page_event(f, t, FLT_MISDIRECTED_WRITE, "hook/write", block, target * ps, len);
+            flt_event e = flt_page_event(f, t, FLT_MISDIRECTED_WRITE, "hook/write", block, target * ps, len);
             snprintf(note, sizeof note, "meant for block %llu at offset %llu, written to block %llu",
                      (unsigned long long)block, (unsigned long long)op->offset, (unsigned long long)target);
             e.note = note;
             uint64_t seq;
             if (flt_record_seq(f, FLT_MISDIRECTED_WRITE, &e, &seq) == 0) {
                 op->offset = target * ps, done = 1;
-                damage_add(f, seq, target * ps, len, 0, op);
+                flt_damage_add(f, seq, target * ps, len, 0, op, 0);
             }
         }
     }
@@ -641,12 +464,12 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
         void *z = buf_take(t, len);
         if (z) {
             memset(z, 0, len);
-            flt_event e = page_event(f, t, FLT_ZERO_PAGE, "hook/write", block, op->offset, len);
+            flt_event e = flt_page_event(f, t, FLT_ZERO_PAGE, "hook/write", block, op->offset, len);
             e.region = written_block_class(f, op, block, ps);
             uint64_t seq;
             if (flt_record_seq(f, FLT_ZERO_PAGE, &e, &seq) == 0) {
                 op->buf = z, done = 1;
-                damage_add(f, seq, op->offset, len, 0, op);
+                flt_damage_add(f, seq, op->offset, len, 0, op, 1);
             } else {
                 buf_give(t, z);
             }
@@ -655,7 +478,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
     if (flt_draw(f, t, FLT_TORN_WRITE) && !done && len >= 2 * SECTOR) {
         size_t sectors = len / SECTOR;
         size_t keep = (1 + (size_t)flt_below(f, t, FLT_TORN_WRITE, sectors - 1)) * SECTOR;
-        flt_event e = page_event(f, t, FLT_TORN_WRITE, "hook/write", block, op->offset + keep, len - keep);
+        flt_event e = flt_page_event(f, t, FLT_TORN_WRITE, "hook/write", block, op->offset + keep, len - keep);
         snprintf(note, sizeof note, "wrote %zu of %zu bytes", keep, len);
         e.note = note;
         /* Read before the write: the pool has one write of a page in flight. */
@@ -663,7 +486,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
         uint64_t seq;
         if (flt_record_seq(f, FLT_TORN_WRITE, &e, &seq) == 0) {
             op->len = keep, done = 1;
-            if (differs) damage_add(f, seq, op->offset + keep, len - keep, 0, op);
+            if (differs) flt_damage_add(f, seq, op->offset + keep, len - keep, 0, op, 0);
         }
     }
     if (flt_draw(f, t, FLT_BITFLIP_INFLIGHT) && !done) {
@@ -672,7 +495,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
         if (copy) {
             memcpy(copy, op->buf, len);
             uint8_t mask = (uint8_t)(1u << (bit % 8));
-            flt_event e = page_event(f, t, FLT_BITFLIP_INFLIGHT, "hook/write", block, op->offset, len);
+            flt_event e = flt_page_event(f, t, FLT_BITFLIP_INFLIGHT, "hook/write", block, op->offset, len);
             e.bit = (int64_t)bit;
             e.mask = mask;
             uint64_t seq;
@@ -680,7 +503,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
                 copy[bit / 8] ^= mask;
                 op->buf = copy;
                 done = 1;
-                damage_add(f, seq, op->offset + bit / 8, 1, mask, op); /* mask: D3 */
+                flt_damage_add(f, seq, op->offset + bit / 8, 1, mask, op, 0); /* mask: D3 */
             } else {
                 buf_give(t, copy);
             }
@@ -692,7 +515,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
  * journal), each drop in the ledger first; counted as sync_error. */
 static void drop_dirty(flt_ctx *f, flt_thr *t, const char *path) {
     if (!f->journal) return;
-    if (is_data_path(path)) damage_unknown_all(f); /* D4 */
+    if (is_data_path(path)) flt_damage_unknown_all(f); /* D4 */
     flt_event d = flt_event_for(f, t, FLT_SYNC_ERROR, "sync/drop_dirty");
     uint64_t n = 0;
     flt_journal_drop_unsynced(f->journal, path, f->ledger, &d, &n);
@@ -742,7 +565,7 @@ static int hook_before(void *ctx, eng_io_op *op) {
         learn_hwm(f, op);
     if (data && op->kind == ENG_IO_WRITE && f->ncflips) {
         uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
-        if (ps) cflip_written(f, op, ps);
+        if (ps) flt_cflip_written(f, op, ps);
     }
     if (!flt_paused(f)) {
         if (data && op->kind == ENG_IO_WRITE) {
@@ -803,7 +626,7 @@ static void hook_after(void *ctx, eng_io_op *op) {
                 /* The engine now holds a damaged page, which its read
                  * check must refuse: damage no write can overwrite (an
                  * empty range), present from here on. */
-                damage_add(f, seq, UINT64_MAX, 0, 0, NULL);
+                flt_damage_add(f, seq, UINT64_MAX, 0, 0, NULL, 0);
             }
         }
     }
@@ -818,12 +641,12 @@ static void hook_after(void *ctx, eng_io_op *op) {
     }
     if (op->kind == ENG_IO_WRITE && is_data_file(op)) {
         if (op->result < 0 && op->issued > 0) note_partial_write(f, op);
-        damage_written(f, op);
+        flt_damage_written(f, op);
         uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
         if (op->result > 0 && ps) /* zero_page's last_written */
             atomic_store_explicit(&f->last_data_block, op->offset / ps + 1, memory_order_relaxed);
     } else if ((op->kind == ENG_IO_UNLINK || op->kind == ENG_IO_CREATE) && op->result >= 0 && is_data_path(op->path))
-        damage_file_gone(f);
+        flt_damage_file_gone(f);
     else if (op->kind == ENG_IO_WRITE && op->result > 0)
         note_wal_tail(f, op);
     if (f->journal) flt_journal_after(f->journal, op);
@@ -835,221 +658,6 @@ void flt_hooks_init(flt_ctx *f) { f->hooks = (eng_io_hooks){.ctx = f, .before = 
 
 /* ---- flt_tick ---- */
 
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t rd32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static size_t clamp(size_t v, size_t lo, size_t hi) { return v < lo ? lo : v > hi ? hi : v; }
-
-/* The bytes of a cached page that hold something: the header, then for
- * leaves and internal pages the slot array [HDR, lower) and the cells
- * [upper, ps); for other types the payload their header says they carry.
- * Fills R with up to three [start, end) ranges; returns their count.  The
- * header fields are read from memory a fault may already have changed, so
- * every range is clamped to the page. */
-static int used_ranges(const uint8_t *p, size_t ps, size_t r[3][2]) {
-    int n = 0;
-    size_t hdr = PAGE_HDR;
-    r[n][0] = 0, r[n][1] = hdr, n++;
-    switch (p[PH_TYPE_OFF]) {
-    case PAGE_LEAF:
-    case PAGE_INTERNAL: {
-        size_t lower = clamp(rd16(p + PH_LOWER_OFF), hdr, ps);
-        size_t upper = clamp(rd16(p + PH_UPPER_OFF), lower, ps);
-        if (lower > hdr) r[n][0] = hdr, r[n][1] = lower, n++;
-        if (upper < ps) r[n][0] = upper, r[n][1] = ps, n++;
-        break;
-    }
-    case PAGE_OVERFLOW: r[0][1] = hdr + clamp(rd32(p + PH_AUX_OFF), 0, ps - hdr); break;
-    case PAGE_META:
-        r[0][1] = META_OFF_CLOGN; /* magic .. height */
-        break;
-    case PAGE_FREE: r[0][1] = hdr + 4 * clamp(rd32(p + PH_AUX_OFF), 0, (ps - hdr) / 4); break;
-    default: break;
-    }
-    return n;
-}
-
-/* The bytes around BYTE that one parity bit of the engine's per-KV codes
- * covers, as far as the page's layout tells (engine/kvprot.h), and which
- * code that is (*CODE, the ledger's part_code): the header's steering
- * fields [16, 40) and a page without slots from byte 16 on ("page": the
- * 4-byte page code); a slot, or a cell taken from its start to the next
- * cell's (dead bytes between included: wider is safe) ("entry": the w-byte
- * entry codes); the checksum and LSN fields [0, 16) and a leaf's hint byte
- * ("none": no code covers them, and no read follows them to an answer:
- * a hint is used only where the transaction status agrees).  Two flips
- * in one part may cancel in a code's parity and escape with the odds of
- * that code's hash bits; in different parts never. */
-static void flip_part(const uint8_t *p, size_t ps, size_t byte, size_t *off, size_t *len, const char **code) {
-    unsigned type = p[PH_TYPE_OFF];
-    *off = 0, *len = ps, *code = "page";
-    if (byte < PH_BLOCK_OFF) {
-        *len = PH_BLOCK_OFF, *code = "none";
-        return;
-    }
-    if (byte < PAGE_HDR) {
-        *off = PH_BLOCK_OFF, *len = PAGE_HDR - PH_BLOCK_OFF;
-        return;
-    }
-    if (type != PAGE_LEAF && type != PAGE_INTERNAL) {
-        *off = PAGE_HDR;
-        *len = ps - PAGE_HDR;
-        return;
-    }
-    *code = "entry";
-    size_t base = PAGE_HDR + (type == PAGE_LEAF ? LEAF_HINT_BYTES(ps) : 0);
-    size_t lower = clamp(rd16(p + PH_LOWER_OFF), PAGE_HDR, ps);
-    if (byte < base) {
-        *off = byte, *len = 1, *code = "none";
-        return;
-    }
-    if (byte < lower) {
-        *off = base + (byte - base) / 2 * 2, *len = 2;
-        return;
-    }
-    size_t start = clamp(rd16(p + PH_UPPER_OFF), lower, ps), end = ps;
-    size_t n = clamp(rd16(p + PH_NSLOTS_OFF), 0, (ps - base) / 2);
-    for (size_t i = 0; i < n; i++) {
-        size_t o = rd16(p + base + 2 * i);
-        if (o <= byte && o > start) start = o;
-        if (o > byte && o < end) end = o;
-    }
-    if (start > byte) start = byte;
-    *off = start, *len = end - start;
-}
-
-/* The seq of an earlier cache flip of this process in BLOCK's part [PO,
- * PO + PL) whose byte still holds the value that flip left in frame P
- * (it may still be there: the page was neither reloaded nor rewritten
- * there since), or -1.  A flip whose page was dropped when a check found
- * it, or whose bytes an edit replaced, pairs with nothing: counting every
- * earlier flip of the part over a whole run let 978 flips at w = 1 allow
- * 12 escapes.  A byte that holds the value again by chance only widens
- * the oracle's bound.  Under dmg_mu. */
-static int64_t crecent_pair(flt_ctx *f, uint64_t block, const uint8_t *p, size_t po, size_t pl) {
-    int64_t pair = -1;
-    for (flt_crecent **rp = &f->crecent[block % FLT_CRECENT_BUCKETS]; *rp;) {
-        flt_crecent *r = *rp;
-        if (r->block == block && p[r->byte] != r->val) { /* gone: a reload or an edit took it */
-            *rp = r->next;
-            free(r);
-            continue;
-        }
-        if (r->block == block && r->byte >= po && r->byte < po + pl) pair = (int64_t)r->seq;
-        rp = &r->next;
-    }
-    return pair;
-}
-
-/* 1 if flipping MASK at BYTE of BLOCK undoes an earlier flip still noted
- * there (crecent_pair has dropped the ones that are gone).  Under dmg_mu. */
-static int crecent_undoes(flt_ctx *f, uint64_t block, size_t byte, uint8_t mask) {
-    for (flt_crecent *r = f->crecent[block % FLT_CRECENT_BUCKETS]; r; r = r->next)
-        if (r->block == block && r->byte == byte && r->mask == mask) return 1;
-    return 0;
-}
-
-/* The ledger's pair_check for a flip of MASK at BYTE of BLOCK's held
- * frame P that pairs with an earlier one in a part CODE covers: the
- * frame's codes are tested with the bit flipped and without (restored
- * before anyone else can latch the frame).  A part of the page code
- * escaped when the flip makes that code match again; an entry's part
- * (which lies under one entry code) when fewer entry codes mismatch with
- * the flip: the part holds an even count of flips its code cannot see
- * ("escaped").  Under dmg_mu, before the flip's ledger line. */
-static const char *pair_check(flt_ctx *f, eng_db *db, uint64_t block, uint8_t *p, size_t byte, uint8_t mask,
-                              const char *code) {
-    if (crecent_undoes(f, block, byte, mask)) return "none"; /* the part is as it was */
-    if (strcmp(code, "page") && strcmp(code, "entry")) return "none";
-    int pb, pa;
-    int before = eng_debug_frame_mismatches(db, block, &pb);
-    p[byte] ^= mask;
-    int after = eng_debug_frame_mismatches(db, block, &pa);
-    p[byte] ^= mask;
-    if (before < 0 || after < 0) return "none";
-    int escaped = !strcmp(code, "page") ? pb && !pa : after < before;
-    return escaped ? "escaped" : "detected";
-}
-
-/* Note the flip SEQ that left VAL at BYTE of BLOCK's frame.  Under dmg_mu.
- * Without memory it is not noted: a later flip then names no pair, which
- * errs toward failing. */
-static void crecent_note(flt_ctx *f, uint64_t seq, uint64_t block, size_t byte, uint8_t val, uint8_t mask) {
-    flt_crecent *r = malloc(sizeof *r);
-    if (!r) return;
-    *r = (flt_crecent){seq, block, (uint32_t)byte, val, mask, f->crecent[block % FLT_CRECENT_BUCKETS]};
-    f->crecent[block % FLT_CRECENT_BUCKETS] = r;
-}
-
-/* Flip bit BIT of BLOCK's frame P (PS bytes, held by eng_debug_frame_bytes,
- * released here) with its ledger line at tick/cache: a tick's drawn
- * flip and a replayed trace's pinned one (flt_flip_cache_at) alike. */
-static void flip_cache_bit(flt_ctx *f, flt_thr *t, eng_db *db, uint64_t block, uint8_t *p, size_t ps, uint64_t bit) {
-    size_t byte = (size_t)(bit / 8);
-    uint8_t mask = (uint8_t)(1u << (bit % 8));
-    flt_event e = page_event(f, t, FLT_BITFLIP_CACHE, "tick/cache", block, block * ps, ps);
-    e.bit = (int64_t)bit;
-    e.mask = mask;
-    size_t po, pl;
-    flip_part(p, ps, byte, &po, &pl, &e.part_code);
-    e.part_offset = (int64_t)po;
-    e.part_len = (int64_t)pl;
-    uint64_t seq;
-    /* dmg_mu held from the pair test to the note: another thread's flip
-     * of the same frame cannot come between (the frame latch keeps it
-     * out too). */
-    pthread_mutex_lock(&f->dmg_mu);
-    e.pair_of = crecent_pair(f, block, p, po, pl);
-    if (e.pair_of >= 0) e.pair_check = pair_check(f, db, block, p, byte, mask, e.part_code);
-    int rc = flt_record_seq(f, FLT_BITFLIP_CACHE, &e, &seq);
-    if (rc == 0) {
-        p[byte] ^= mask;
-        crecent_note(f, seq, block, byte, p[byte], mask);
-    }
-    pthread_mutex_unlock(&f->dmg_mu);
-    if (rc == 0) cflip_note(f, seq, block, p, ps, byte, mask);
-    eng_debug_frame_release(db, block);
-}
-
-static void tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
-    if (f->o.cache_patterns) {
-        flt_cache_pattern(f, t, db);
-        return;
-    }
-    uint64_t nblocks = eng_debug_nblocks(db);
-    if (!nblocks) return;
-    /* Up to eight blocks are tried for one that is resident: with a cache
-     * much smaller than the database, one try finds a frame rarely, and a
-     * class drawn 1 in N ops would flip far fewer than that. */
-    uint64_t block = 0;
-    size_t ps = 0;
-    uint8_t *p = NULL;
-    for (int k = 0; k < 8 && !p; k++) {
-        block = flt_below(f, t, FLT_BITFLIP_CACHE, nblocks);
-        p = eng_debug_frame_bytes(db, block, &ps);
-    }
-    if (!p) return; /* none resident: nothing to flip, no line */
-    size_t r[3][2];
-    int n = used_ranges(p, ps, r);
-    uint64_t total = 0;
-    for (int i = 0; i < n; i++) total += r[i][1] - r[i][0];
-    /* One flip in four lands in the header (a 40-byte range that uniform
-     * draws over the used bytes would hit about 1% of the time): the page
-     * code (K3, K4 before write-back) is the header's only guard. */
-    int in_header = flt_below(f, t, FLT_BITFLIP_CACHE, 4) == 0;
-    uint64_t k = flt_below(f, t, FLT_BITFLIP_CACHE, (in_header ? r[0][1] - r[0][0] : total) * 8);
-    uint64_t byte = 0;
-    for (int i = 0; i < (in_header ? 1 : n); i++) {
-        uint64_t sz = r[i][1] - r[i][0];
-        if (k < sz * 8) {
-            byte = r[i][0] + k / 8;
-            break;
-        }
-        k -= sz * 8;
-    }
-    flip_cache_bit(f, t, db, block, p, ps, byte * 8 + k % 8);
-}
 
 /* The on-disk ph_lsn of BLOCK (UINT64_MAX when it cannot be read). */
 static uint64_t block_lsn(int fd, uint64_t block, uint32_t ps) {
@@ -1128,7 +736,7 @@ static uint64_t pick_page_bit(flt_ctx *f, flt_thr *t, const uint8_t *p, uint32_t
 static void flip_page_bit(flt_ctx *f, flt_thr *t, const char *point, const char *path, uint64_t block, uint64_t bit,
                           uint32_t ps) {
     uint8_t mask = (uint8_t)(1u << (bit % 8));
-    flt_event e = page_event(f, t, FLT_BITFLIP_PAGE, point, block, block * ps, ps);
+    flt_event e = flt_page_event(f, t, FLT_BITFLIP_PAGE, point, block, block * ps, ps);
     e.bit = (int64_t)bit;
     e.mask = mask;
     /* The block's hash before and after: a later process (after a crash
@@ -1148,8 +756,8 @@ static void flip_page_bit(flt_ctx *f, flt_thr *t, const char *point, const char 
     if (flt_record_seq(f, FLT_BITFLIP_PAGE, &e, &seq) == 0) {
         /* D1: in the table before the byte changes (a write completing
          * meanwhile marks it gone: over-eager, never wrong). */
-        damage_add(f, seq, block * ps + bit / 8, 1, mask, NULL);
-        if (flip_file_byte(path, block * ps + bit / 8, mask) != 0) damage_unknown_seq(f, seq);
+        flt_damage_add(f, seq, block * ps + bit / 8, 1, mask, NULL, 0);
+        if (flip_file_byte(path, block * ps + bit / 8, mask) != 0) flt_damage_unknown_seq(f, seq);
     }
 }
 
@@ -1182,14 +790,6 @@ void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit) {
     uint32_t ps;
     if (block >= data_blocks(f, path, &ps)) return;
     flip_page_bit(f, flt_thr_get(f), "tick/data", path, block, bit % ((uint64_t)ps * 8), ps);
-}
-
-void flt_flip_cache_at(flt_ctx *f, eng_db *db, uint64_t block, uint64_t bit) {
-    if (!f || !db || block >= eng_debug_nblocks(db)) return;
-    size_t ps = 0;
-    uint8_t *p = eng_debug_frame_bytes(db, block, &ps);
-    if (!p) return; /* not resident: nothing to flip, no line (as a draw that finds no frame) */
-    flip_cache_bit(f, flt_thr_get(f), db, block, p, ps, bit % ((uint64_t)ps * 8));
 }
 
 static int is_segment_name(const char *s) {
@@ -1369,7 +969,7 @@ static void zero_at_crash(flt_ctx *f, flt_thr *t) {
         int bc;
         uint64_t block = pick_block_by_class(f, t, FLT_ZERO_PAGE, &b, &bc);
         if (pread(b.fd, pg, ps, (off_t)(block * ps)) != (ssize_t)ps || memcmp(pg, pg + ps, ps) == 0) continue;
-        flt_event e = page_event(f, t, FLT_ZERO_PAGE, "crash/data", block, block * ps, ps);
+        flt_event e = flt_page_event(f, t, FLT_ZERO_PAGE, "crash/data", block, block * ps, ps);
         e.region = bc >= 0 ? flt_block_class_name(bc) : "unused";
         e.note = "at the crash: the block reads back all zero";
         e.page_pre = XXH64(pg, ps, 0);
@@ -1487,7 +1087,7 @@ static void tick_page(flt_ctx *f, flt_thr *t) { flip_page(f, t, "tick/data"); }
 void flt_tick(flt_ctx *f, eng_db *db) {
     if (!f || flt_paused(f)) return;
     flt_thr *t = flt_thr_get(f);
-    if (db && flt_draw(f, t, FLT_BITFLIP_CACHE)) tick_cache(f, t, db);
+    if (db && flt_draw(f, t, FLT_BITFLIP_CACHE)) flt_tick_cache(f, t, db);
     if (flt_draw(f, t, FLT_BITFLIP_PAGE)) tick_page(f, t);
     if (flt_draw(f, t, FLT_BITFLIP_WAL)) tick_wal(f, t);
 }

@@ -24,8 +24,5 @@ void flt_thr_free_bufs(flt_thr *t);
  * page type).  Nothing of the process writes those bytes again. */
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t);
 
-/* Free D7's pending frame copies and the cache flips pair_of may name
- * (flt_close). */
-void flt_cflips_free(flt_ctx *f);
 
 #endif

@@ -67,7 +67,7 @@ typedef struct flt_event {
                                  * entry codes) or "none" */
     const char *pair_check;        /* NULL: absent; cache flips with pair_of:
                                  * the frame's codes tested right around
-                                 * this flip (inject.c tick_cache):
+                                 * this flip (cacheflip.c flt_tick_cache):
                                  * "escaped" (it made a damaged code match
                                  * again: the damage is invisible to every
                                  * check), "detected" (it did not), "none"

@@ -646,3 +646,43 @@ Test(faults, a_torn_write_that_changed_nothing_is_not_damage, T_OPTS) {
     flt_close(f);
     free(w);
 }
+
+/* D8: a tick's flip inside a zeroed page leaves a page that is not all
+ * zero, which the zero-page rule cannot see and need not: the zeroing
+ * stops counting as present, the flip counts (so an engine that passed
+ * the block unread would still fail V4b on the flip). */
+Test(faults, a_flip_in_a_zeroed_page_takes_the_zeroing_and_stays_itself, T_OPTS) {
+    const char *dir = tu_tmpdir(), *run = tu_tmpdir();
+    char path[4096];
+    tu_path(path, sizeof path, dir, "data");
+    uint8_t *page = malloc(PS), *written = malloc(PS);
+    cr_assert(page && written);
+    tu_fill(page, PS, 78);
+    int fd = open(path, O_CREAT | O_WRONLY, 0644);
+    cr_assert(fd >= 0);
+    cr_assert_eq(pwrite(fd, page, PS, 0), (ssize_t)PS);
+    close(fd);
+    flt_options fo = fopts(run, dir, 5);
+    fo.one_in[FLT_ZERO_PAGE] = 1;
+    flt_ctx *f = fopen_ok(&fo);
+    flt_thread_start(f, 0);
+    flt_op(f, 0);
+    hook_write_page(f, path, page, written);
+    uint8_t zero[PS] = {0};
+    cr_assert(!memcmp(written, zero, PS), "the write was not zeroed");
+    uint64_t s[DMG_CAP];
+    cr_assert_eq(dmg_list(f, s), 1, "the zeroed page is present");
+    uint64_t zseq = s[0];
+    flt_flip_page_at(f, 0, 8 * 100 + 3);
+    size_t n = dmg_list(f, s);
+    cr_assert_eq(n, 1, "%zu entries present after the flip", n);
+    cr_assert_neq(s[0], zseq, "the zeroing still counts as present in a page that is not all zero");
+    lg l = lg_read(run);
+    uint64_t byte, seq;
+    dmg_flip_line(&l, "bitflip_page", 0, &byte, &seq);
+    cr_assert_eq(s[0], seq, "the flip's seq %llu is not the one present", (unsigned long long)seq);
+    lg_free(&l);
+    flt_close(f);
+    free(page);
+    free(written);
+}
