@@ -36,11 +36,16 @@ def reached_of(reports):
 
 
 def points_of(reports):
-    """{point: injections} from stress's injections_per_point."""
+    """{point: injections} from stress's injections_per_point, and the
+    pauses of the engine's delay/ points (no injection: the oracle never
+    sees them; their firings are in fault_points_reached)."""
     pts = {}
     for r in reports:
         for k, v in ((r or {}).get("injections_per_point") or {}).items():
             pts[k] = pts.get(k, 0) + int(v or 0)
+        for k, v in ((r or {}).get("fault_points_reached") or {}).items():
+            if k.startswith("delay/") and int((v or {}).get("fired", 0) or 0):
+                pts[k] = pts.get(k, 0) + int(v["fired"])
     return pts
 
 
@@ -205,7 +210,9 @@ def summarize(ct, runs, interrupted):
     variants_judged = 0
     points = {}
     reached = {}
+    delays, delayed = 0, 0  # pauses (faults/delay.c), iterations that paused
     for r in recs:
+        paused = 0
         for s in r["steps"]:
             res = s.get("result") or {}
             rep = res.get("report")
@@ -220,6 +227,9 @@ def summarize(ct, runs, interrupted):
                 for k in row:
                     row[k] += int((counts or {}).get(k, 0) or 0)
             add_regions(regions, rep.get("regions"))
+            paused += int(rep.get("delays", 0) or 0)
+        delays += paused
+        delayed += paused > 0
         for k in unreported(r):
             classes["unattributed"][k] += 1  # a failure no report counted: still a failing row
         for k, v in (r.get("points") or {}).items():
@@ -286,6 +296,8 @@ def summarize(ct, runs, interrupted):
             "; reached, never fired: " + ", ".join(unfired) if unfired else ""))
     if other:
         pl("injectors hit besides the engine's points: %s" % ", ".join(other))
+    pl("delays: %d pauses in %d of %d iterations (delay_one_in: no fault, race windows widened)"
+       % (delays, delayed, len(recs)))
     timeline, sampled = timeline_of(recs)
     jsonl = finish_jsonl(ct)
     full = [r for r in recs if r["failure"]]
@@ -303,7 +315,8 @@ def summarize(ct, runs, interrupted):
         "failures": full[:MAX_FULL_FAILURES], "failures_total": len(full),
         "failed": nfail, "measuring": measuring, "variants_judged": variants_judged,
         "unrecoverable_by_design": {"iterations": len(by_design), "explained_by": by_design_what},
-        "classes": classes, "regions": regions, "points_hit": points, "points_reached": reached, "engine_points": engine_points,
+        "classes": classes, "regions": regions, "points_hit": points, "points_reached": reached,
+        "delays": delays, "iterations_delayed": delayed, "engine_points": engine_points,
         "protection_widths": {str(w): v for w, v in sorted(widths.items())},
         "engine_points_never_hit": [p for p in engine_points if p not in hit],
         "planted_bugs": planted,
