@@ -320,6 +320,12 @@ def mutants_mode(a, argv):
            % (len(chosen), a.budget, a.jobs, a.seed, nice_path(report_dir)))
     results = []
     t0 = time.monotonic()
+    if not a.no_build:
+        # The real binaries too: every catch is replayed with them
+        # (real_check), and a build directory of its own has none yet.
+        ok, out = make_targets(build, [os.path.join(build, "stress"), os.path.join(build, "powerloss")])
+        if not ok:
+            raise UsageError("the real binaries of %s do not build: %s" % (build, last_line(out)))
     for m in chosen:
         if STOP.is_set():
             break
