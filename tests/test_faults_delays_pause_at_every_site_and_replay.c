@@ -49,8 +49,8 @@ static lg run_with_delays(uint64_t seed, uint64_t one_in, uint64_t n, flt_counts
 }
 
 static int is_hook_site(const char *point) {
-    static const char *const sites[] = {"hook/read/before",  "hook/read/after",  "hook/write/before",
-                                        "hook/write/after",  "hook/sync/before", "hook/sync/after"};
+    static const char *const sites[] = {"hook/read/before", "hook/read/after",  "hook/write/before",
+                                        "hook/write/after", "hook/sync/before", "hook/sync/after"};
     for (size_t i = 0; i < sizeof sites / sizeof *sites; i++)
         if (!strcmp(point, sites[i])) return 1;
     return 0;
