@@ -145,6 +145,14 @@ SWARM_THREADS = [1, 2, 3, 4, 8]
 # Each fault class's odds of being on in a swarm (one of these per
 # iteration): from one class now and then to half of them at once.
 SWARM_FAULT_SHARES = [0.08, 0.2, 0.4]
+# Swarms that run one of their classes hot, and how much hotter: its
+# one_in divided by one of SWARM_HOT_DIVS (at least 2).  An even rate
+# starves the faults whose opportunities are rare among their class's (a
+# failed fsync of the data file, met at checkpoints only, among the log's
+# fsyncs at every commit): run hot, they strike several times a run, and
+# the code that handles them meets its races.
+SWARM_HOT_SHARE = 0.5
+SWARM_HOT_DIVS = [10, 30, 100]
 
 # Delay injection (stress's --delay_one_in, --delay_max_us: a sleep or
 # yield at the engine's delay/ points and each side of an I/O hook's read,
@@ -155,7 +163,25 @@ SWARM_FAULT_SHARES = [0.08, 0.2, 0.4]
 # judge; their recovery runs on one thread).
 DELAY_SHARE = 0.5
 DELAY_CHOICES = {"delay_one_in": [10, 50, 200, 1000], "delay_max_us": [100, 1000, 5000, 20000]}
-DELAY_OPTIONS = tuple(DELAY_CHOICES)
+# FoundationDB's BUGGIFY enables a quarter of its points per simulation
+# run and fires an enabled one often: a race needs its own site to pause
+# often, and pauses spread over every site at an even rate dilute it.  So
+# DELAY_SITES_SHARE of the iterations with delays name their sites
+# (--delay_sites): each of DELAY_SITES with odds DELAY_SITE_ODDS (one at
+# least), paused 1 in one of DELAY_HOT_ONE_IN; the others pause at every
+# site at DELAY_CHOICES' rates.  The engine's delay/ points (its
+# catalogue, engine/faultpoints.h; tests/test_delays.py holds the list
+# against the binary's) and the hooks' six sides of a read, a write and
+# an fsync (faults/delay.c).
+DELAY_SITES_SHARE = 0.75
+DELAY_SITE_ODDS = 0.25
+DELAY_HOT_ONE_IN = [2, 5, 20]
+DELAY_SITES = ["delay/wal/before_sync", "delay/wal/before_publish", "delay/commit/before_publish",
+               "delay/checkpoint/after_redo_point", "delay/checkpoint/before_control",
+               "delay/bufpool/before_write_back", "delay/bufpool/before_latch_release",
+               "hook/read/before", "hook/read/after", "hook/write/before", "hook/write/after",
+               "hook/sync/before", "hook/sync/after"]
+DELAY_OPTIONS = tuple(DELAY_CHOICES) + ("delay_sites",)
 
 # Option values whose support the binary is asked about before a run
 # (stress exits 2 for a value its engine does not support yet; a kernel
@@ -398,8 +424,17 @@ def draw_swarm(seed, cfg):
         v = rng.choice(values)
         if on:
             faults[c] = v
+    # Drawn after everything else, and whatever is on, so every draw above
+    # is what it was without it.
+    hot_on = rng.chance(SWARM_HOT_SHARE)
+    hot_k = rng.below(len(FAULTS))
+    hot_div = rng.choice(SWARM_HOT_DIVS)
+    hot = None
+    if hot_on and faults:
+        hot = sorted(faults, key=list(FAULTS).index)[hot_k % len(faults)]
+        faults[hot] = max(2, faults[hot] // hot_div)
     return {"ops": ops, "features": features, "reopen": reopen, "max_key": max_key, "threads": threads,
-            "faults": faults}
+            "faults": faults, "hot": hot}
 
 
 def swarm_percents(ops):
@@ -447,9 +482,13 @@ def swarm_record(sw, params, max_key, reopen):
     if len(shares) == len(SWARM_OPS) - 1:
         shares["batch"] = max(0, 100 - sum(shares.values()))
     feats = {n: num(opt) for n, (opt, _) in SWARM_FEATURES.items() if opt in params}
-    return {"ops": shares, "features": dict(feats, reopen=int(reopen or 0)),
-            "max_key": int(max_key), "threads": num("threads") or None,
-            "faults": sorted(c for c, (opt, _) in FAULTS.items() if num(opt))}
+    rec = {"ops": shares, "features": dict(feats, reopen=int(reopen or 0)),
+           "max_key": int(max_key), "threads": num("threads") or None,
+           "faults": sorted(c for c, (opt, _) in FAULTS.items() if num(opt))}
+    hot = sw.get("hot")
+    if hot and num(FAULTS[hot][0]):
+        rec["hot"] = "%s 1/%d" % (hot, num(FAULTS[hot][0]))
+    return rec
 
 
 def swarm_order(d, names):
@@ -472,9 +511,10 @@ def swarm_text(rec):
     feats = swarm_order(rec.get("features") or {}, SWARM_FEATURE_NAMES)
     on = " ".join(("%s x%d" if n == "reopen" else "%s 1/%d") % (n, v) for n, v in feats if v)
     off = ",".join(n for n, v in feats if not v)
-    return "swarm: ops %s; %s%skeys %d; threads %s; faults %s" % (
+    return "swarm: ops %s; %s%skeys %d; threads %s; faults %s%s" % (
         ops or "none", "on " + on + "; " if on else "", "off " + off + "; " if off else "", rec["max_key"],
-        rec.get("threads") or "?", ",".join(rec.get("faults") or []) or "none")
+        rec.get("threads") or "?", ",".join(rec.get("faults") or []) or "none",
+        " (hot %s)" % rec["hot"] if rec.get("hot") else "")
 
 
 def swarm_brief(rec):
@@ -495,8 +535,15 @@ def draw_delays(seed, cfg):
     rng = Rng(derive(seed, "delay"))
     on = rng.chance(DELAY_SHARE)
     drawn = {name: rng.choice(values) for name, values in DELAY_CHOICES.items()}
+    # The sites, drawn whatever came before (the draws above stay what
+    # they were without them).
+    named = rng.chance(DELAY_SITES_SHARE)
+    hot = rng.choice(DELAY_HOT_ONE_IN)
+    sites = [s for s in DELAY_SITES if rng.chance(DELAY_SITE_ODDS)] or [rng.choice(DELAY_SITES)]
     if not on or not cfg.known("delay_one_in"):
         return {}
+    if named and cfg.known("delay_sites"):
+        drawn.update(delay_one_in=hot, delay_sites=",".join(sites))
     return {k: v for k, v in drawn.items() if cfg.known(k)}
 
 

@@ -10,6 +10,10 @@
  * N: a sleep of a length drawn log-uniform in [1, delay_max_us]
  * microseconds (short pauses are as common per decade as long ones, so
  * both tight and slow races are met), or, one time in four, a yield.
+ * delay_sites narrows the opportunities to the sites it names, as
+ * BUGGIFY enables a quarter of its points per simulation run: a race
+ * needs its own site to pause often, and pauses spread over every site
+ * dilute it.
  *
  * A pause is never a fault: it changes no byte and no result, so it
  * explains nothing.  Its ledger line (class "delay") is for the reader
@@ -20,12 +24,50 @@
  */
 #include <math.h>
 #include <sched.h>
+#include <string.h>
 #include <time.h>
 
 #include "delay_int.h"
 
 /* One time in YIELD_ONE_IN a pause is a yield, not a sleep. */
 #define YIELD_ONE_IN 4
+
+/* The hooks' sites, [kind][after]: read, write and fsync, each side. */
+static const char *const hook_sites[3][2] = {
+    {"hook/read/before", "hook/read/after"},
+    {"hook/write/before", "hook/write/after"},
+    {"hook/sync/before", "hook/sync/after"},
+};
+
+const char *flt_delay_hook_site(int kind, int after) {
+    int k = kind == ENG_IO_READ ? 0 : kind == ENG_IO_WRITE ? 1 : kind == ENG_IO_SYNC ? 2 : -1;
+    return k < 0 ? NULL : hook_sites[k][after != 0];
+}
+
+static int is_site(const char *name, size_t n) {
+    for (int k = 0; k < 3; k++)
+        for (int a = 0; a < 2; a++)
+            if (strlen(hook_sites[k][a]) == n && !memcmp(hook_sites[k][a], name, n)) return 1;
+    for (size_t i = 0; i < eng_fault_point_count(); i++) {
+        const char *p = eng_fault_point_name(i);
+        if (!strncmp(p, "delay/", 6) && strlen(p) == n && !memcmp(p, name, n)) return 1;
+    }
+    return 0;
+}
+
+const char *flt_delay_sites_invalid(const char *list) {
+    int names = 0;
+    for (const char *s = list; *s;) {
+        while (*s == ' ' || *s == ',') s++;
+        if (!*s) break;
+        size_t n = strcspn(s, ",");
+        while (n && s[n - 1] == ' ') n--;
+        if (!is_site(s, n)) return s;
+        names++;
+        s += strcspn(s, ",");
+    }
+    return names ? NULL : list;
+}
 
 /* Log-uniform in [1, max]: 2^(u * log2 max) with u uniform in [0, 1). */
 static uint64_t draw_us(flt_ctx *f, flt_thr *t, uint64_t max) {
@@ -38,6 +80,8 @@ static uint64_t draw_us(flt_ctx *f, flt_thr *t, uint64_t max) {
 int flt_delay(flt_ctx *f, flt_thr *t, const char *where) {
     uint64_t n = f->o.delay_one_in;
     if (!n || flt_paused(f)) return 0;
+    /* A site left out of delay_sites is no opportunity: nothing drawn. */
+    if (f->o.delay_sites && !flt_list_has(f->o.delay_sites, where)) return 0;
     if (flt_below(f, t, FLT_STREAM_DELAY, n) != 0) return 0;
     /* Both draws happen whatever is chosen, so the stream moves alike. */
     int yield = flt_below(f, t, FLT_STREAM_DELAY, YIELD_ONE_IN) == 0;

@@ -15,4 +15,9 @@
  * delays off.  Returns 1 when it paused. */
 int flt_delay(flt_ctx *f, flt_thr *t, const char *where);
 
+/* The delay site on one side (AFTER 0 or 1) of an I/O operation of KIND
+ * (enum eng_io_kind) in the hooks: "hook/read/before" ... "hook/sync/after",
+ * or NULL for a kind that has none (metadata operations). */
+const char *flt_delay_hook_site(int kind, int after);
+
 #endif

@@ -75,6 +75,7 @@ static int normalize(const flt_options *in, flt_options *o) {
     if (o->sync_fault_injection != 0 && o->sync_fault_injection != 1) o->sync_fault_injection = 1;
     if (o->kill_points && !o->kill_random_test) return ENG_INVALID; /* a list of points that would never be armed */
     if (o->kill_points && !flt_kill_points_valid(o->kill_points)) return ENG_INVALID;
+    if (o->delay_sites && (!o->delay_one_in || flt_delay_sites_invalid(o->delay_sites))) return ENG_INVALID;
     /* Injectors that work on files by name need the database directory. */
     if ((o->one_in[FLT_BITFLIP_PAGE] || o->one_in[FLT_BITFLIP_WAL] || o->sync_fault_injection) &&
         (!o->db_dir || !*o->db_dir))
@@ -107,6 +108,7 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
     f->run_dir = dup_or_null(o.run_dir, &oom);
     f->db_dir = dup_or_null(o.db_dir, &oom);
     f->kill_points = dup_or_null(o.kill_points, &oom);
+    f->delay_sites = dup_or_null(o.delay_sites, &oom);
     if (oom) {
         rc = ENG_NOMEM;
         goto fail;
@@ -116,6 +118,7 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
     f->o.run_dir = f->run_dir;
     f->o.db_dir = f->db_dir;
     f->o.kill_points = f->kill_points;
+    f->o.delay_sites = f->delay_sites;
     if (f->db_dir) {
         f->db_dir_len = strlen(f->db_dir);
         while (f->db_dir_len > 1 && f->db_dir[f->db_dir_len - 1] == '/') f->db_dir[--f->db_dir_len] = 0;
@@ -174,6 +177,7 @@ void flt_close(flt_ctx *f) {
     free(f->run_dir);
     free(f->db_dir);
     free(f->kill_points);
+    free(f->delay_sites);
     free(f);
 }
 

@@ -85,6 +85,8 @@ typedef struct flt_options {
      * yield.  Each is a ledger line of class "delay". */
     uint64_t delay_one_in;
     uint64_t delay_max_us;
+    const char *delay_sites; /* comma list of the sites that may pause
+                              * (flt_delay_sites_invalid); NULL: all */
     /* Called once on the thread a kill point fires on, after its ledger
      * line and right before SIGKILL: the caller's last chance to note
      * what it did (stress writes its op count there, and the killed op's
@@ -162,6 +164,13 @@ int flt_kill_at(flt_ctx *f, const char *point, uint64_t nth);
 /* 1 if LIST is a comma list of one or more kill points of the engine's
  * catalogue (kill_points, a trace's kill:POINT:N). */
 int flt_kill_points_valid(const char *list);
+
+/* NULL if LIST is a comma list of one or more delay sites (the engine's
+ * delay/... points, hook/read/before, hook/read/after, hook/write/before,
+ * hook/write/after, hook/sync/before, hook/sync/after); else where in
+ * LIST the first name that is none begins (LIST itself when it names
+ * nothing). */
+const char *flt_delay_sites_invalid(const char *list);
 
 /* Stop injecting (a final verify, or shutdown); arming stays off. */
 void flt_pause(flt_ctx *f, int paused);

@@ -72,22 +72,6 @@ int flt_fiu_wanted(const flt_options *o) {
 static int is_kill_point(const char *name) { return strncmp(name, "kill/", 5) == 0; }
 static int is_delay_point(const char *name) { return strncmp(name, "delay/", 6) == 0; }
 
-/* 1 if NAME is one of the comma-separated names of LIST (spaces around a
- * name are ignored). */
-static int list_has(const char *list, const char *name) {
-    size_t n = strlen(name);
-    for (const char *s = list; *s;) {
-        while (*s == ' ' || *s == ',') s++;
-        const char *e = s;
-        while (*e && *e != ',') e++;
-        const char *t = e;
-        while (t > s && t[-1] == ' ') t--;
-        if ((size_t)(t - s) == n && n && memcmp(s, name, n) == 0) return 1;
-        s = e;
-    }
-    return 0;
-}
-
 int flt_kill_points_valid(const char *list) {
     /* Every name must be a kill point of the catalogue, and there must be
      * at least one. */
@@ -231,7 +215,7 @@ int flt_fiu_setup(flt_ctx *f) {
         else if (!strcmp(name, "engine/io/short") && o->one_in[FLT_SHORT_IO])
             kind = FLT_PK_SHORT, got_short = 1;
         else if (is_kill_point(name) &&
-                 (o->kill_pins || (o->kill_random_test && (!o->kill_points || list_has(o->kill_points, name)))))
+                 (o->kill_pins || (o->kill_random_test && (!o->kill_points || flt_list_has(o->kill_points, name)))))
             kind = FLT_PK_KILL, got_kill = 1;
         else if (is_delay_point(name) && o->delay_one_in)
             kind = FLT_PK_DELAY;

@@ -101,6 +101,22 @@ flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point) {
     return e;
 }
 
+/* 1 if NAME is one of the comma-separated names of LIST (spaces around a
+ * name are ignored). */
+int flt_list_has(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *s = list; *s;) {
+        while (*s == ' ' || *s == ',') s++;
+        const char *e = s;
+        while (*e && *e != ',') e++;
+        const char *t = e;
+        while (t > s && t[-1] == ' ') t--;
+        if ((size_t)(t - s) == n && n && memcmp(s, name, n) == 0) return 1;
+        s = e;
+    }
+    return 0;
+}
+
 flt_event flt_page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block, uint64_t offset,
                          uint64_t len) {
     flt_event e = flt_event_for(f, t, cls, point);

@@ -180,7 +180,7 @@ typedef struct flt_crecent {
 struct flt_ctx {
     uint64_t gen;  /* unique per context: keys the thread-local cache */
     flt_options o; /* copy; strings below are owned copies */
-    char *run_dir, *db_dir, *kill_points;
+    char *run_dir, *db_dir, *kill_points, *delay_sites;
     size_t db_dir_len;
     flt_ledger *ledger;
     flt_journal *journal;
@@ -235,6 +235,9 @@ uint64_t flt_below(flt_ctx *f, flt_thr *t, int cls, uint64_t n);
 /* An event for class CLS at POINT with the thread's op and index filled
  * in (and the phase). */
 flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point);
+/* 1 if NAME is one of the comma-separated names of LIST (spaces around a
+ * name are ignored): kill_points, delay_sites. */
+int flt_list_has(const char *list, const char *name);
 /* An event of class CLS at POINT for the data file's bytes [OFFSET,
  * OFFSET + LEN) of BLOCK. */
 flt_event flt_page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block, uint64_t offset,

@@ -531,19 +531,8 @@ static void drop_dirty(flt_ctx *f, flt_thr *t, const char *path) {
     }
 }
 
-/* The delay opportunity (delay.c) on one side of a read, a write or an
- * fsync: its ledger point, or NULL for other operations. */
-static const char *delay_point(const eng_io_op *op, int after) {
-    switch (op->kind) {
-    case ENG_IO_READ: return after ? "hook/read/after" : "hook/read/before";
-    case ENG_IO_WRITE: return after ? "hook/write/after" : "hook/write/before";
-    case ENG_IO_SYNC: return after ? "hook/sync/after" : "hook/sync/before";
-    default: return NULL;
-    }
-}
-
 static void maybe_delay(flt_ctx *f, const eng_io_op *op, int after) {
-    const char *where = f->o.delay_one_in ? delay_point(op, after) : NULL;
+    const char *where = f->o.delay_one_in ? flt_delay_hook_site(op->kind, after) : NULL;
     if (where) flt_delay(f, flt_thr_get(f), where);
 }
 

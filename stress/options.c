@@ -124,6 +124,9 @@ static const opt_def defs[] = {
         "N: a sleep of up to --delay_max_us or a yield, so race windows open for milliseconds (a ledger line each, no "
         "fault)"),
     U64("delay_max_us", delay_max_us, "5000", 1, 10000000, "the longest pause (microseconds; log-uniform from 1)"),
+    STR("delay_sites", delay_sites, NULL,
+        "comma list of the sites that may pause (default: all): the engine's delay/ points (--list_fault_points), "
+        "hook/read/before, hook/read/after, hook/write/before, hook/write/after, hook/sync/before, hook/sync/after"),
     FLAG("list_fault_points", list_fault_points, "print the engine's fault point catalogue and exit"),
     FLAG("help", help, "this list"),
     FLAG("version", version, "git describe and build options, then exit"),

@@ -211,6 +211,20 @@ static int check_targets(void) {
             return EXIT_USAGE;
         }
     }
+    if (g.o.delay_sites) {
+        const char *bad = g.o.delay_one_in ? flt_delay_sites_invalid(g.o.delay_sites) : NULL;
+        if (!g.o.delay_one_in) {
+            fprintf(stderr, "stress: --delay_sites needs --delay_one_in (no site would pause)\n");
+            return EXIT_USAGE;
+        }
+        if (bad) {
+            fprintf(stderr,
+                    "stress: --delay_sites: '%.*s' is not a delay site (the engine's delay/ points of "
+                    "--list_fault_points, or hook/{read,write,sync}/{before,after})\n",
+                    (int)strcspn(bad, ","), bad);
+            return EXIT_USAGE;
+        }
+    }
     struct stat sb;
     const char *db = g.o.db;
     if (stat(db, &sb) == 0) {
@@ -487,6 +501,7 @@ static int open_faults(void) {
         fo.kill_points = g.o.kill_points;
         fo.delay_one_in = g.o.delay_one_in;
         fo.delay_max_us = g.o.delay_max_us;
+        fo.delay_sites = g.o.delay_sites;
         fo.kill_pins = st_replay_pins_kill();
         fo.before_kill = note_ops_before_kill;
         rc = flt_open(&fo, &g.flt);

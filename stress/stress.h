@@ -61,6 +61,7 @@ typedef struct st_options {
     const char *kill_points;
     uint64_t delay_one_in; /* pauses that widen race windows (faults/delay.c) */
     uint64_t delay_max_us;
+    const char *delay_sites; /* the sites that may pause (NULL: all) */
     /* actions */
     int help;
     int version;

@@ -17,7 +17,10 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from crashtest.params import DELAY_SITES  # noqa: E402
 from tests.stressrun import need_stress, stress  # noqa: E402
+
+HOOK_SITES = ["hook/%s/%s" % (k, s) for k in ("read", "write", "sync") for s in ("before", "after")]
 
 
 def ledger_of(path):
@@ -84,10 +87,27 @@ class TestDelays(unittest.TestCase):
         self.assertGreater(len(first), 20)
         self.assertEqual(first, pauses(db2))
 
+    def test_named_sites_alone_pause(self):
+        sites = ["hook/sync/after", "delay/commit/before_publish"]
+        rc, err, db = self.run_stress("s", "--threads=2", "--ops_per_thread=800", "--delay_one_in=2",
+                                      "--delay_max_us=100", "--delay_sites=" + " , ".join(sites))
+        self.assertEqual(rc, 0, err)
+        at = {j["point"] for j in ledger_of(os.path.join(db + ".expected", "ledger")) if j.get("class") == "delay"}
+        self.assertEqual(at, set(sites))
+
+    def test_crashtests_sites_are_the_engines_delay_points_and_the_hooks(self):
+        rc, out, err = stress("--list_fault_points")
+        self.assertEqual(rc, 0, err)
+        engine = [w for w in out.split() if w.startswith("delay/")]
+        self.assertTrue(engine)
+        self.assertEqual(sorted(DELAY_SITES), sorted(engine + HOOK_SITES))
+
     def test_a_bad_value_is_a_usage_error_that_creates_nothing(self):
-        for bad in ("--delay_max_us=0", "--delay_one_in=-1", "--delay_one_in=x"):
+        for bad in (["--delay_max_us=0"], ["--delay_one_in=-1"], ["--delay_one_in=x"],
+                    ["--delay_sites=hook/sync/after"], ["--delay_one_in=3", "--delay_sites=delay/no/such"],
+                    ["--delay_one_in=3", "--delay_sites=kill/wal/after_sync"], ["--delay_one_in=3", "--delay_sites=,"]):
             db = os.path.join(self.d, "bad")
-            rc, out, err = stress("--db=" + db, "--destroy_db_initially", "--ops_per_thread=10", bad)
+            rc, out, err = stress("--db=" + db, "--destroy_db_initially", "--ops_per_thread=10", *bad)
             self.assertEqual(rc, 2, (bad, err))
             self.assertIn("delay_", err)
             self.assertFalse(os.path.exists(db), bad)

@@ -136,3 +136,20 @@ Test(faults_delays, no_pause_while_paused_or_off, T_OPTS) {
     cr_assert_eq(c.delays, 0);
     lg_free(&l);
 }
+
+Test(faults_delays, delay_sites_must_name_sites_and_need_pauses, T_OPTS) {
+    cr_assert_null(flt_delay_sites_invalid("hook/sync/after, delay/commit/before_publish"));
+    const char *bad = "hook/sync/after,delay/no/such";
+    cr_assert_eq(flt_delay_sites_invalid(bad), bad + strlen("hook/sync/after,"));
+    cr_assert_not_null(flt_delay_sites_invalid("kill/wal/after_sync"), "a kill point is no delay site");
+    cr_assert_not_null(flt_delay_sites_invalid(" , "), "no site named");
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+    flt_options fo = fopts(run, dir, 1);
+    fo.delay_sites = "hook/sync/after";
+    flt_ctx *f = NULL;
+    cr_assert_eq(flt_open(&fo, &f), ENG_INVALID, "sites without delay_one_in would never pause");
+    fo.delay_one_in = 2;
+    fo.delay_sites = "hook/sync/later";
+    cr_assert_eq(flt_open(&fo, &f), ENG_INVALID, "an unknown site");
+    cr_assert_null(f);
+}

@@ -23,8 +23,8 @@ sys.path.insert(0, ROOT)
 from crashtest.htmlreport import failures_section  # noqa: E402
 from crashtest.mutants import mutants_table  # noqa: E402
 from crashtest.params import (  # noqa: E402
-    CLASS_ORDER, DB_CHOICES, DB_EXTRA, DELAY_CHOICES, DELAY_OPTIONS, FAILURE_KEYS, FAULT_OPTIONS, FAULTS,
-    ITER_CHOICES, OUTCOMES, SWARM_FEATURES, SWARM_TINY_KEYS, Config, draw_db_params, draw_iter_params, draw_swarm,
+    CLASS_ORDER, DB_CHOICES, DB_EXTRA, DELAY_CHOICES, DELAY_HOT_ONE_IN, DELAY_OPTIONS, DELAY_SITES, FAILURE_KEYS,
+    FAULT_OPTIONS, FAULTS, ITER_CHOICES, OUTCOMES, SWARM_FEATURES, SWARM_TINY_KEYS, Config, draw_db_params, draw_iter_params, draw_swarm,
     swarm_record, swarm_text, unjudgeable_reason)
 from crashtest.report import write_junit  # noqa: E402
 from crashtest.repro import rerun_line  # noqa: E402
@@ -336,18 +336,29 @@ class TestDelayDraw(unittest.TestCase):
 
     def test_delays_in_about_half_the_iterations_from_their_tables(self):
         cfg = Config(known=BEFORE | set(DELAY_OPTIONS))
-        on = 0
+        on = named = 0
+        sizes = set()
         for s in SEEDS:
             p = draw(s, cfg)[1]
             if "delay_one_in" in p:
                 on += 1
-                self.assertIn(p["delay_one_in"], DELAY_CHOICES["delay_one_in"])
+                if "delay_sites" in p:  # BUGGIFY: a few sites, paused often
+                    named += 1
+                    self.assertIn(p["delay_one_in"], DELAY_HOT_ONE_IN)
+                    sites = p["delay_sites"].split(",")
+                    self.assertTrue(sites and set(sites) <= set(DELAY_SITES), sites)
+                    self.assertEqual(len(sites), len(set(sites)))
+                    sizes.add(len(sites))
+                else:
+                    self.assertIn(p["delay_one_in"], DELAY_CHOICES["delay_one_in"])
                 self.assertIn(p["delay_max_us"], DELAY_CHOICES["delay_max_us"])
             else:
                 self.assertNotIn("delay_max_us", p)
             # the other draws do not move with the delays
             self.assertEqual({k: v for k, v in p.items() if k not in DELAY_OPTIONS}, draw(s, Config(known=BEFORE))[1])
         self.assertTrue(0.35 * len(SEEDS) < on < 0.65 * len(SEEDS), on)
+        self.assertTrue(0.6 * on < named < 0.9 * on, (named, on))
+        self.assertTrue({1, 2, 3} <= sizes, sizes)
         # only --delay_one_in known: no --delay_max_us asked for
         cfg = Config(known=BEFORE | {"delay_one_in"})
         self.assertFalse(any("delay_max_us" in draw(s, cfg)[1] for s in SEEDS[:100]))
