@@ -401,8 +401,12 @@ def conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_stat
             os.rename(new_state, run.state)
             shutil.rmtree(old, ignore_errors=True)
     for r in primary:
-        if r.get("unrecoverable") or int(r.get("reports", 0) or 0) > 0:
-            run.fresh = True  # damage at rest would be a false alarm for the next process
+        # Damage at rest would be a false alarm for the next process,
+        # which does not judge the lines its injections were judged by:
+        # reported damage, and damage the oracle called unrecoverable by
+        # design (a misdirected write's stale block, V6b, reports nothing).
+        if r.get("unrecoverable") or r.get("unrecoverable_by_design") or int(r.get("reports", 0) or 0) > 0:
+            run.fresh = True
     if not a.keep_artifacts:
         shutil.rmtree(iter_dir, ignore_errors=True)
     else:
