@@ -344,8 +344,10 @@ static int blk_view_open(flt_ctx *f, const char *path, uint64_t nblocks, uint32_
     uint8_t m[META_CLOG_OFF + 4 * 64];
     if (pread(b->fd, m, sizeof m, 0) == (ssize_t)sizeof m && m[PH_TYPE_OFF] == PAGE_META) {
         b->root = fmt_get32(m + META_OFF_ROOT);
+        /* Bytes on disk, damaged maybe by a flip of ours: the count bounds
+         * nothing but itself, the buffer bounds the loop. */
         uint32_t n = fmt_get32(m + META_OFF_CLOGN);
-        for (uint32_t i = 0; i < n && b->nclog < 64; i++) {
+        for (uint32_t i = 0; i < n && i < 64; i++) {
             uint32_t c = fmt_get32(m + META_CLOG_OFF + 4 * i);
             if (c && c < nblocks) b->clog[b->nclog++] = c;
         }
