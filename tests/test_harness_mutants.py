@@ -10,6 +10,7 @@ tested in seconds without building a harness bug."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -17,7 +18,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crashtest.mutants import suite_failed  # noqa: E402
+from crashtest.mutants import HARNESS_MUTANTS_FILE, read_mutants, suite_failed  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,6 +35,24 @@ exit $fail
 
 def macro(name):
     return "ENG_BROKEN_" + name.upper().replace("-", "_")
+
+
+class CataloguesTest(unittest.TestCase):
+    def test_every_planted_switch_is_in_one_catalogue_and_planted(self):
+        # The engine's (tests/mutants.txt) and the harness's catalogues:
+        # every switch either names is planted in engine/, faults/ or
+        # oracle/, every planted one is in one of them, never in both.
+        planted = set()
+        for d in ("engine", "faults", "oracle"):
+            for fn in os.listdir(os.path.join(REPO, d)):
+                if fn.endswith((".c", ".h")):
+                    with open(os.path.join(REPO, d, fn)) as f:
+                        planted |= set(re.findall(r"ENG_BROKEN_[A-Z0-9_]+", f.read()))
+        engine = {m.macro for m in read_mutants()}
+        harness = {m.macro for m in read_mutants(HARNESS_MUTANTS_FILE)}
+        self.assertTrue(engine and harness)
+        self.assertFalse(engine & harness)
+        self.assertEqual(planted, engine | harness)
 
 
 class HarnessRunnerTest(unittest.TestCase):
