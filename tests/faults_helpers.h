@@ -185,17 +185,22 @@ static inline void kv(uint64_t i, uint32_t gen, char *k, size_t *kl, uint8_t *v,
     tu_fill(v, *vl, i * 1000003u + gen);
 }
 
-/* Fill DIR with N keys and close it (no faults, no hooks). */
-static inline void populate(const char *dir, int backend, uint64_t n) {
-    eng_options o = eopts(backend, NULL, NULL);
-    eng_db *db = tu_open(dir, &o);
+/* Put keys 0..N-1 with the values of generation GEN (kv). */
+static inline void put_keys(eng_db *db, uint64_t n, uint32_t gen) {
     char k[32];
     uint8_t v[512];
     size_t kl, vl;
     for (uint64_t i = 0; i < n; i++) {
-        kv(i, 0, k, &kl, v, &vl);
+        kv(i, gen, k, &kl, v, &vl);
         cr_assert_eq(eng_put(db, k, kl, v, vl, NULL), ENG_OK);
     }
+}
+
+/* Fill DIR with N keys and close it (no faults, no hooks). */
+static inline void populate(const char *dir, int backend, uint64_t n) {
+    eng_options o = eopts(backend, NULL, NULL);
+    eng_db *db = tu_open(dir, &o);
+    put_keys(db, n, 0);
     tu_close(db);
 }
 

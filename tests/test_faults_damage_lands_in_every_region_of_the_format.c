@@ -172,13 +172,7 @@ static eng_db *wal_workload(flt_ctx *f, const char *dir, uint64_t n) {
     o.wal_segment_size = 64u << 10;
     o.sync_mode = ENG_SYNC_COMMIT;
     eng_db *db = tu_open(dir, &o);
-    char k[32];
-    uint8_t v[512];
-    size_t kl, vl;
-    for (uint64_t i = 0; i < n; i++) {
-        kv(i, 0, k, &kl, v, &vl);
-        cr_assert_eq(eng_put(db, k, kl, v, vl, NULL), ENG_OK);
-    }
+    put_keys(db, n, 0);
     return db;
 }
 
