@@ -153,6 +153,13 @@ SWARM_FAULT_SHARES = [0.08, 0.2, 0.4]
 # the code that handles them meets its races.
 SWARM_HOT_SHARE = 0.5
 SWARM_HOT_DIVS = [10, 30, 100]
+# Swarms that aim the I/O classes (read_error, write_error, nospace,
+# short_io, sync_error) at one file kind (--fault_files): the handling of
+# a failure of the data file, the control file or a directory hides
+# behind the log's far more frequent calls, which an even aim strikes
+# first (and which poison the handle before the rarer failure is met).
+SWARM_FILES_SHARE = 0.5
+SWARM_FILE_KINDS = ["data", "wal", "control", "dir"]
 
 # Delay injection (stress's --delay_one_in, --delay_max_us: a sleep or
 # yield at the engine's delay/ points and each side of an I/O hook's read,
@@ -389,7 +396,10 @@ def draw_swarm(seed, cfg):
       max_key   the key space of a database the iteration creates
       threads   stress threads
       faults    fault class -> one_in of the classes on (before the
-                eligibility and judgeability rules)"""
+                eligibility and judgeability rules)
+      hot       the class run hot, or None
+      files     the file kind the I/O classes strike (--fault_files), or
+                None for all"""
     if not cfg.swarm:
         return None
     rng = Rng(derive(seed, "swarm"))
@@ -433,8 +443,10 @@ def draw_swarm(seed, cfg):
     if hot_on and faults:
         hot = sorted(faults, key=list(FAULTS).index)[hot_k % len(faults)]
         faults[hot] = max(2, faults[hot] // hot_div)
+    files_on = rng.chance(SWARM_FILES_SHARE)  # last, as hot
+    files = rng.choice(SWARM_FILE_KINDS)
     return {"ops": ops, "features": features, "reopen": reopen, "max_key": max_key, "threads": threads,
-            "faults": faults, "hot": hot}
+            "faults": faults, "hot": hot, "files": files if files_on else None}
 
 
 def swarm_percents(ops):
@@ -488,6 +500,8 @@ def swarm_record(sw, params, max_key, reopen):
     hot = sw.get("hot")
     if hot and num(FAULTS[hot][0]):
         rec["hot"] = "%s 1/%d" % (hot, num(FAULTS[hot][0]))
+    if params.get("fault_files"):
+        rec["files"] = params["fault_files"]
     return rec
 
 
@@ -511,10 +525,10 @@ def swarm_text(rec):
     feats = swarm_order(rec.get("features") or {}, SWARM_FEATURE_NAMES)
     on = " ".join(("%s x%d" if n == "reopen" else "%s 1/%d") % (n, v) for n, v in feats if v)
     off = ",".join(n for n, v in feats if not v)
-    return "swarm: ops %s; %s%skeys %d; threads %s; faults %s%s" % (
+    return "swarm: ops %s; %s%skeys %d; threads %s; faults %s%s%s" % (
         ops or "none", "on " + on + "; " if on else "", "off " + off + "; " if off else "", rec["max_key"],
         rec.get("threads") or "?", ",".join(rec.get("faults") or []) or "none",
-        " (hot %s)" % rec["hot"] if rec.get("hot") else "")
+        " (hot %s)" % rec["hot"] if rec.get("hot") else "", " on %s files" % rec["files"] if rec.get("files") else "")
 
 
 def swarm_brief(rec):
@@ -597,6 +611,8 @@ def draw_iter_params(seed, cfg, db):
         for c, v in sw["faults"].items():
             if c in eligible:
                 p[FAULTS[c][0]] = v
+        if sw["files"] and cfg.known("fault_files"):
+            p["fault_files"] = sw["files"]
     srng = Rng(derive(seed, "protection stratum"))
     widths = cfg.protection_widths()
     rate = srng.choice(STRATUM_ONE_IN)

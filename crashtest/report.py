@@ -164,7 +164,7 @@ REGIONS = {
     "bitflip_page": ["header", "hints", "slots", "free", "cells", "meta", "clog", "overflow", "trunk"],
     "bitflip_wal": ["block_header", "sector_trailer", "record_header", "record_payload", "padding"],
     "zero_page": ["meta", "root", "interior", "leaf", "clog", "overflow", "trunk", "hwm_below", "hwm_above",
-                  "last_written", "file_end"],
+                  "last_written", "file_end", "since_redo"],
 }
 
 

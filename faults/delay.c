@@ -55,19 +55,7 @@ static int is_site(const char *name, size_t n) {
     return 0;
 }
 
-const char *flt_delay_sites_invalid(const char *list) {
-    int names = 0;
-    for (const char *s = list; *s;) {
-        while (*s == ' ' || *s == ',') s++;
-        if (!*s) break;
-        size_t n = strcspn(s, ",");
-        while (n && s[n - 1] == ' ') n--;
-        if (!is_site(s, n)) return s;
-        names++;
-        s += strcspn(s, ",");
-    }
-    return names ? NULL : list;
-}
+const char *flt_delay_sites_invalid(const char *list) { return flt_list_invalid(list, is_site); }
 
 /* Log-uniform in [1, max]: 2^(u * log2 max) with u uniform in [0, 1). */
 static uint64_t draw_us(flt_ctx *f, flt_thr *t, uint64_t max) {

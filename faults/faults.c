@@ -76,6 +76,7 @@ static int normalize(const flt_options *in, flt_options *o) {
     if (o->kill_points && !o->kill_random_test) return ENG_INVALID; /* a list of points that would never be armed */
     if (o->kill_points && !flt_kill_points_valid(o->kill_points)) return ENG_INVALID;
     if (o->delay_sites && (!o->delay_one_in || flt_delay_sites_invalid(o->delay_sites))) return ENG_INVALID;
+    if (o->fault_files && flt_fault_files_invalid(o->fault_files)) return ENG_INVALID;
     /* Injectors that work on files by name need the database directory. */
     if ((o->one_in[FLT_BITFLIP_PAGE] || o->one_in[FLT_BITFLIP_WAL] || o->sync_fault_injection) &&
         (!o->db_dir || !*o->db_dir))
@@ -109,6 +110,7 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
     f->db_dir = dup_or_null(o.db_dir, &oom);
     f->kill_points = dup_or_null(o.kill_points, &oom);
     f->delay_sites = dup_or_null(o.delay_sites, &oom);
+    f->fault_files = dup_or_null(o.fault_files, &oom);
     if (oom) {
         rc = ENG_NOMEM;
         goto fail;
@@ -119,6 +121,7 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
     f->o.db_dir = f->db_dir;
     f->o.kill_points = f->kill_points;
     f->o.delay_sites = f->delay_sites;
+    f->o.fault_files = f->fault_files;
     if (f->db_dir) {
         f->db_dir_len = strlen(f->db_dir);
         while (f->db_dir_len > 1 && f->db_dir[f->db_dir_len - 1] == '/') f->db_dir[--f->db_dir_len] = 0;
@@ -178,6 +181,7 @@ void flt_close(flt_ctx *f) {
     free(f->db_dir);
     free(f->kill_points);
     free(f->delay_sites);
+    free(f->fault_files);
     free(f);
 }
 

@@ -87,6 +87,17 @@ typedef struct flt_options {
     uint64_t delay_max_us;
     const char *delay_sites; /* comma list of the sites that may pause
                               * (flt_delay_sites_invalid); NULL: all */
+    /* The file kinds the I/O classes (read_error, write_error, nospace,
+     * short_io, sync_error) strike: a comma list of "data", "wal",
+     * "control" and "dir" (a directory's fsync or a directory made or
+     * removed); NULL: all.  An I/O of another kind draws nothing.  The
+     * kind is the path's (inject.c); a libfiu point fired inside an I/O
+     * takes the kind of its thread's last hooked I/O, except the WAL's
+     * append point (wal) and the checkpoint's control point (control).
+     * A bug in how one kind's failure is handled hides behind the
+     * calls of a more frequent kind (an engine fsyncs its log far more
+     * often than its data file); a run on one kind meets it. */
+    const char *fault_files;
     /* Called once on the thread a kill point fires on, after its ledger
      * line and right before SIGKILL: the caller's last chance to note
      * what it did (stress writes its op count there, and the killed op's
@@ -171,6 +182,10 @@ int flt_kill_points_valid(const char *list);
  * LIST the first name that is none begins (LIST itself when it names
  * nothing). */
 const char *flt_delay_sites_invalid(const char *list);
+
+/* NULL if LIST names only file kinds of fault_files (data, wal,
+ * control, dir), at least one; else where its first other name begins. */
+const char *flt_fault_files_invalid(const char *list);
 
 /* Stop injecting (a final verify, or shutdown); arming stays off. */
 void flt_pause(flt_ctx *f, int paused);

@@ -110,6 +110,19 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
         if (flt_delay(f, t, p->name)) atomic_fetch_add_explicit(&f->point_hits[p->idx], 1, memory_order_relaxed);
         return 0;
     }
+    /* fault_files.  The engine's read, write and meta points fire before
+     * the hooks see the I/O they fail (engine/io.c), so their draw is
+     * made here as always and handed to before(), which knows the file
+     * and fails the I/O if its kind is one of fault_files (inject.c).
+     * Two points outside any I/O name their kind themselves.  The
+     * thread's state comes back after the draw. */
+    int off0 = t ? t->file_off : 0;
+    const char *kind = !strcmp(p->name, "engine/wal/append")           ? "wal"
+                       : !strcmp(p->name, "engine/checkpoint/control") ? "control"
+                                                                       : NULL;
+    int defer = t && f->o.fault_files && !kind && !strncmp(p->name, "engine/io/", 10) &&
+                (p->kind == FLT_PK_READ || p->kind == FLT_PK_WRITE || p->kind == FLT_PK_EIO);
+    if (t && f->o.fault_files) t->file_off = kind ? !flt_list_has(f->o.fault_files, kind) : defer ? 0 : off0;
     switch (p->kind) {
     case FLT_PK_READ:
         if (flt_draw(f, t, FLT_READ_ERROR)) cls = FLT_READ_ERROR, err = EIO;
@@ -162,7 +175,15 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
     }
     default: break;
     }
+    if (t) t->file_off = off0;
     if (cls < 0) return 0;
+    if (defer) {
+        t->deferred = 1 + cls;
+        t->deferred_err = err;
+        t->deferred_idx = p->idx;
+        t->deferred_point = p->name;
+        return 0;
+    }
     flt_event e = flt_event_for(f, t, cls, p->name);
     if (err) e.err = err == ENOSPC ? "ENOSPC" : "EIO";
     if (cls == FLT_SYNC_ERROR) e.file = flt_rel_path(f, t->sync_path); /* as hook/sync's line */

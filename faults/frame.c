@@ -85,9 +85,16 @@ uint64_t flt_below(flt_ctx *f, flt_thr *t, int cls, uint64_t n) {
     return v;
 }
 
+/* The classes that fail an I/O call, which fault_files narrows. */
+static int is_io_class(int cls) {
+    return cls == FLT_READ_ERROR || cls == FLT_WRITE_ERROR || cls == FLT_NOSPACE || cls == FLT_SHORT_IO ||
+           cls == FLT_SYNC_ERROR;
+}
+
 int flt_draw(flt_ctx *f, flt_thr *t, int cls) {
     uint64_t n = f->o.one_in[cls];
     if (!n || flt_paused(f)) return 0;
+    if (t && t->file_off && is_io_class(cls)) return 0; /* not a kind of fault_files: no opportunity */
     return flt_below(f, t, cls, n) == 0;
 }
 
@@ -115,6 +122,20 @@ int flt_list_has(const char *list, const char *name) {
         s = e;
     }
     return 0;
+}
+
+const char *flt_list_invalid(const char *list, int (*known)(const char *name, size_t n)) {
+    int names = 0;
+    for (const char *s = list; *s;) {
+        while (*s == ' ' || *s == ',') s++;
+        if (!*s) break;
+        size_t n = strcspn(s, ",");
+        while (n && s[n - 1] == ' ') n--;
+        if (!known(s, n)) return s;
+        names++;
+        s += strcspn(s, ",");
+    }
+    return names ? NULL : list;
 }
 
 flt_event flt_page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block, uint64_t offset,

@@ -103,6 +103,16 @@ typedef struct flt_thr {
                                * engine/io/fsync point: it fires next */
     const char *sync_path; /* the file of that fsync (valid until after()) */
     int sync_fiu_fired;    /* it fired: after(SYNC) drops dirty data */
+    int file_off;          /* the last hooked I/O's file kind is not one
+                            * of fault_files: the I/O classes draw
+                            * nothing (flt_draw) */
+    int deferred;          /* with fault_files: 1 + the class an engine
+                            * point drew for the I/O whose before() comes
+                            * next (fiu.c), 0 none; with its errno, its
+                            * point's index and name */
+    int deferred_err;
+    size_t deferred_idx;
+    const char *deferred_point;
     /* Kill points reached during the current op, per point (fiu.c): the
      * op they were counted in and how many times (before_kill's NTH). */
     int64_t kill_op[FLT_MAX_POINTS];
@@ -180,7 +190,7 @@ typedef struct flt_crecent {
 struct flt_ctx {
     uint64_t gen;  /* unique per context: keys the thread-local cache */
     flt_options o; /* copy; strings below are owned copies */
-    char *run_dir, *db_dir, *kill_points, *delay_sites;
+    char *run_dir, *db_dir, *kill_points, *delay_sites, *fault_files;
     size_t db_dir_len;
     flt_ledger *ledger;
     flt_journal *journal;
@@ -191,6 +201,7 @@ struct flt_ctx {
     int owns_fiu;               /* F3: this context holds libfiu's table */
     _Atomic uint32_t page_size; /* learned from data-file I/O; 0 = not yet */
     _Atomic uint64_t ctl_hwm;   /* high-water mark of the last control file written; 0 = none seen */
+    _Atomic uint64_t ctl_redo;  /* and its redo point (LSN); 0 = none seen */
 
     flt_point points[FLT_MAX_POINTS];
     size_t npoints;
@@ -238,6 +249,10 @@ flt_event flt_event_for(flt_ctx *f, flt_thr *t, int cls, const char *point);
 /* 1 if NAME is one of the comma-separated names of LIST (spaces around a
  * name are ignored): kill_points, delay_sites. */
 int flt_list_has(const char *list, const char *name);
+/* NULL if every name of the comma-separated LIST is KNOWN (a name and
+ * its length), and there is one at least; else where the first unknown
+ * name begins (LIST itself when it names nothing). */
+const char *flt_list_invalid(const char *list, int (*known)(const char *name, size_t n));
 /* An event of class CLS at POINT for the data file's bytes [OFFSET,
  * OFFSET + LEN) of BLOCK. */
 flt_event flt_page_event(flt_ctx *f, flt_thr *t, int cls, const char *point, uint64_t block, uint64_t offset,

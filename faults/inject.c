@@ -121,6 +121,28 @@ static int is_data_path(const char *path) {
 
 static int is_data_file(const eng_io_op *op) { return op->file_id == 0 && is_data_path(op->path); }
 
+static const char *const file_kinds[] = {"data", "wal", "control", "dir"};
+
+static int is_file_kind(const char *name, size_t n) {
+    for (size_t i = 0; i < sizeof file_kinds / sizeof *file_kinds; i++)
+        if (strlen(file_kinds[i]) == n && !memcmp(file_kinds[i], name, n)) return 1;
+    return 0;
+}
+
+const char *flt_fault_files_invalid(const char *list) { return flt_list_invalid(list, is_file_kind); }
+
+/* OP's file kind for fault_files: the data file, a WAL segment, the
+ * control file (or its temporary), else a directory (an fsync of one, the
+ * WAL's directory made) or another file of the database's (LOCK). */
+static const char *file_kind(flt_ctx *f, const eng_io_op *op) {
+    if (op->kind == ENG_IO_DIRSYNC || !op->path) return "dir";
+    if (is_data_path(op->path)) return "data";
+    const char *rel = flt_rel_path(f, op->path);
+    if (!strncmp(rel, "wal/", 4)) return "wal";
+    if (!strncmp(rel, CONTROL_NAME, strlen(CONTROL_NAME))) return "control";
+    return "dir";
+}
+
 /* PATH relative to the database directory, for the ledger. */
 const char *flt_rel_path(flt_ctx *f, const char *path) {
     if (!path) return NULL;
@@ -146,17 +168,17 @@ static void learn_page_size(flt_ctx *f, const eng_io_op *op) {
 }
 
 /* A whole control file being written (to its temporary name, renamed
- * over the old one once synced): note its high-water mark, for the block
- * classes hwm_below and hwm_above (place.h).  Only a hint: a control file
- * that never lands moves a few draws off the mark by a block or two. */
+ * over the old one once synced): note its high-water mark and redo
+ * point, for the block classes hwm_below, hwm_above and since_redo
+ * (place.h).  Only a hint: a control file that never lands moves a few
+ * draws off the mark by a block or two. */
 static void learn_hwm(flt_ctx *f, const eng_io_op *op) {
-    if (!op->path || !op->buf || op->offset != 0 || op->len < CT_HWM_OFF + 8) return;
+    if (!op->path || !op->buf || op->offset != 0 || op->len < CT_REDO_LSN_OFF + 8) return;
     const char *slash = strrchr(op->path, '/');
     if (strcmp(slash ? slash + 1 : op->path, "control.tmp") != 0) return;
-    const uint8_t *b = (const uint8_t *)op->buf + CT_HWM_OFF;
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | b[i];
-    atomic_store_explicit(&f->ctl_hwm, v, memory_order_relaxed);
+    const uint8_t *b = op->buf;
+    atomic_store_explicit(&f->ctl_hwm, fmt_get64(b + CT_HWM_OFF), memory_order_relaxed);
+    atomic_store_explicit(&f->ctl_redo, fmt_get64(b + CT_REDO_LSN_OFF), memory_order_relaxed);
 }
 
 /* The page size, or 0 if no data-file I/O has shown it and DIR/control
@@ -330,7 +352,7 @@ static int file_differs(const char *path, uint64_t off, const void *p, size_t le
 typedef struct blk_view {
     int fd;
     uint32_t ps;
-    uint64_t nblocks, root, hwm, last;
+    uint64_t nblocks, root, hwm, last, redo;
     uint32_t clog[64];
     unsigned nclog;
 } blk_view;
@@ -341,6 +363,7 @@ static int blk_view_open(flt_ctx *f, const char *path, uint64_t nblocks, uint32_
     if (b->fd < 0) return 0;
     b->hwm = atomic_load_explicit(&f->ctl_hwm, memory_order_relaxed);
     b->last = atomic_load_explicit(&f->last_data_block, memory_order_relaxed);
+    b->redo = atomic_load_explicit(&f->ctl_redo, memory_order_relaxed);
     uint8_t m[META_CLOG_OFF + 4 * 64];
     if (pread(b->fd, m, sizeof m, 0) == (ssize_t)sizeof m && m[PH_TYPE_OFF] == PAGE_META) {
         b->root = fmt_get32(m + META_OFF_ROOT);
@@ -362,8 +385,17 @@ static int blk_type(const blk_view *b, uint64_t block) {
     return flt_block_type_class(h, block, b->root);
 }
 
-/* A block of class C, or UINT64_MAX when the file has none (a page type
- * is looked for among 16 drawn blocks). */
+/* 1 if BLOCK's page on disk was changed at or past the redo point (its
+ * ph_lsn; an unreadable block is not). */
+static int blk_since_redo(const blk_view *b, uint64_t block) {
+    uint8_t l[8];
+    if (!b->redo || pread(b->fd, l, sizeof l, (off_t)(block * b->ps + PH_LSN_OFF)) != (ssize_t)sizeof l) return 0;
+    return fmt_get64(l) >= b->redo;
+}
+
+/* A block of class C, or UINT64_MAX when the file has none (a page type,
+ * or a page changed since the redo point, is looked for among 16 drawn
+ * blocks). */
 static uint64_t blk_of_class(flt_ctx *f, flt_thr *t, int cls, const blk_view *b, int c) {
     uint64_t n = b->nblocks;
     switch (c) {
@@ -374,6 +406,12 @@ static uint64_t blk_of_class(flt_ctx *f, flt_thr *t, int cls, const blk_view *b,
     case FLT_BC_HWM_ABOVE: return b->hwm && b->hwm < n ? b->hwm : UINT64_MAX;
     case FLT_BC_LAST_WRITTEN: return b->last && b->last <= n ? b->last - 1 : UINT64_MAX;
     case FLT_BC_FILE_END: return n - 1;
+    case FLT_BC_SINCE_REDO:
+        for (int k = 0; k < 16; k++) {
+            uint64_t blk = flt_below(f, t, cls, n);
+            if (blk_since_redo(b, blk)) return blk;
+        }
+        return UINT64_MAX;
     default:
         for (int k = 0; k < 16; k++) {
             uint64_t blk = flt_below(f, t, cls, n);
@@ -418,6 +456,9 @@ static const char *written_block_class(flt_ctx *f, const eng_io_op *op, uint64_t
     if (hwm && block == hwm) return flt_block_class_name(FLT_BC_HWM_ABOVE);
     if (stat(op->path, &st) == 0 && op->offset + ps >= (uint64_t)st.st_size)
         return flt_block_class_name(FLT_BC_FILE_END);
+    uint64_t redo = atomic_load_explicit(&f->ctl_redo, memory_order_relaxed);
+    if (redo && fmt_get64((const uint8_t *)op->buf + PH_LSN_OFF) >= redo)
+        return flt_block_class_name(FLT_BC_SINCE_REDO);
     uint64_t root = UINT64_MAX;
     uint8_t r[4];
     int fd = open(op->path, O_RDONLY | O_CLOEXEC);
@@ -538,10 +579,30 @@ static void maybe_delay(flt_ctx *f, const eng_io_op *op, int after) {
     if (where) flt_delay(f, flt_thr_get(f), where);
 }
 
+/* An engine point's failure drawn for this I/O (fiu.c, fault_files):
+ * its ledger line and -errno when the file's kind is one of
+ * fault_files, else 0 (the I/O goes on). */
+static int fire_deferred(flt_ctx *f, flt_thr *t) {
+    int cls = t->deferred - 1, err = t->deferred_err;
+    t->deferred = 0;
+    if (t->file_off) return 0;
+    flt_event e = flt_event_for(f, t, cls, t->deferred_point);
+    e.err = err == ENOSPC ? "ENOSPC" : "EIO";
+    if (flt_record(f, cls, &e) != 0) return 0; /* F1: no line, no fault */
+    atomic_fetch_add_explicit(&f->point_hits[t->deferred_idx], 1, memory_order_relaxed);
+    return -err;
+}
+
 static int hook_before(void *ctx, eng_io_op *op) {
     flt_ctx *f = ctx;
     flt_thr *t = NULL;
     maybe_delay(f, op, 0);
+    if (f->o.fault_files) { /* for flt_draw, here and in fiu.c's points inside this I/O */
+        t = flt_thr_get(f);
+        if (t) t->file_off = !flt_list_has(f->o.fault_files, file_kind(f, op));
+        int rc = t && t->deferred ? fire_deferred(f, t) : 0;
+        if (rc) return rc; /* not issued, so not journaled */
+    }
     if (op->kind == ENG_IO_READ || op->kind == ENG_IO_WRITE) {
         /* For the uring points, which fire for this op (or its batch)
          * with no op of their own to look at. */

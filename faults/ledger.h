@@ -29,7 +29,7 @@
  *                         record_payload, padding (the byte's class)
  *           zero_page     meta, root, interior, leaf, clog, overflow,
  *                         trunk, hwm_below, hwm_above, last_written,
- *                         file_end (the block's class; unused for a page
+ *                         file_end, since_redo (the block's class; unused for a page
  *                         of no known type)
  *           bitflip_cache with patterns: key, value, version, slot,
  *                         page_header, separator (cacheflip.c)

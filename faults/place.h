@@ -42,6 +42,9 @@
  *   hwm_above     the block at the mark (the first one past it)
  *   last_written  the data block of the last completed write
  *   file_end      the data file's last block
+ *   since_redo    a block whose page on disk was changed at or past the
+ *                 redo point of that control file (the pages recovery
+ *                 replays onto first, and the next checkpoint flushes)
  */
 #ifndef FAULTS_PLACE_H
 #define FAULTS_PLACE_H
@@ -104,6 +107,7 @@ enum {
     FLT_BC_HWM_ABOVE,
     FLT_BC_LAST_WRITTEN,
     FLT_BC_FILE_END,
+    FLT_BC_SINCE_REDO,
     FLT_BC_COUNT
 };
 #define FLT_BC_FIRST_BOUNDARY FLT_BC_HWM_BELOW /* the classes from here on are places, not page types */

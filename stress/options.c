@@ -127,6 +127,9 @@ static const opt_def defs[] = {
     STR("delay_sites", delay_sites, NULL,
         "comma list of the sites that may pause (default: all): the engine's delay/ points (--list_fault_points), "
         "hook/read/before, hook/read/after, hook/write/before, hook/write/after, hook/sync/before, hook/sync/after"),
+    STR("fault_files", fault_files, NULL,
+        "comma list of the file kinds the I/O classes (read_error, write_error, nospace, short_io, sync_error) "
+        "strike: data, wal, control, dir (default: all)"),
     FLAG("list_fault_points", list_fault_points, "print the engine's fault point catalogue and exit"),
     FLAG("help", help, "this list"),
     FLAG("version", version, "git describe and build options, then exit"),

@@ -225,6 +225,12 @@ static int check_targets(void) {
             return EXIT_USAGE;
         }
     }
+    const char *bad = g.o.fault_files ? flt_fault_files_invalid(g.o.fault_files) : NULL;
+    if (bad) {
+        fprintf(stderr, "stress: --fault_files: '%.*s' is not a file kind (data, wal, control, dir)\n",
+                (int)strcspn(bad, ","), bad);
+        return EXIT_USAGE;
+    }
     struct stat sb;
     const char *db = g.o.db;
     if (stat(db, &sb) == 0) {
@@ -502,6 +508,7 @@ static int open_faults(void) {
         fo.delay_one_in = g.o.delay_one_in;
         fo.delay_max_us = g.o.delay_max_us;
         fo.delay_sites = g.o.delay_sites;
+        fo.fault_files = g.o.fault_files;
         fo.kill_pins = st_replay_pins_kill();
         fo.before_kill = note_ops_before_kill;
         rc = flt_open(&fo, &g.flt);

@@ -62,6 +62,7 @@ typedef struct st_options {
     uint64_t delay_one_in; /* pauses that widen race windows (faults/delay.c) */
     uint64_t delay_max_us;
     const char *delay_sites; /* the sites that may pause (NULL: all) */
+    const char *fault_files; /* the file kinds the I/O classes strike (NULL: all) */
     /* actions */
     int help;
     int version;
