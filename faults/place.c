@@ -165,7 +165,7 @@ size_t flt_wal_label(const uint8_t *buf, uint64_t lo, uint64_t n, uint64_t seg_b
 
 static const char *const block_names[FLT_BC_COUNT] = {"meta",      "root",         "interior", "leaf",
                                                       "clog",      "overflow",     "trunk",    "hwm_below",
-                                                      "hwm_above", "last_written", "file_end",  "since_redo"};
+                                                      "hwm_above", "last_written", "file_end", "since_redo"};
 
 const char *flt_block_class_name(int c) { return c >= 0 && c < FLT_BC_COUNT ? block_names[c] : NULL; }
 
