@@ -51,7 +51,8 @@ COMMON_H := $(wildcard common/*.h)
 
 # Debian packages the project needs (make deps installs what is missing).
 DEB_PACKAGES := build-essential pkg-config liburing-dev libxxhash-dev libzstd-dev \
-                libfiu-dev fiu-utils libcriterion-dev clang libclang-rt-14-dev clang-format python3
+                libfiu-dev fiu-utils libcriterion-dev clang libclang-rt-14-dev clang-format python3 \
+                libsqlite3-dev librocksdb-dev
 # bench-engine's peers: RocksDB's db_bench, and LMDB (bench/bench_lmdb.c).
 BENCH_PACKAGES := rocksdb-tools liblmdb-dev
 
@@ -241,6 +242,9 @@ ORACLE_SRC := $(wildcard oracle/*.c)
 ORACLE_OBJ := $(patsubst %.c,$(BUILD)/obj-oracle/%.o,$(ORACLE_SRC))
 STRESS_SRC := $(wildcard stress/*.c)
 STRESS_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(STRESS_SRC))
+# The other engines the driver runs (stress --engine: adapter_sqlite.c,
+# adapter_rocksdb.c), linked into every stress binary.
+STRESS_ENGINE_LIBS := -lsqlite3 -lrocksdb
 
 $(BUILD)/obj-oracle/oracle/%.o: oracle/%.c $(wildcard oracle/*.h) $(COMMON_H) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -258,7 +262,17 @@ $(BUILD)/obj-fiu/stress/%.o: stress/%.c $(wildcard stress/*.h oracle/*.h faults/
 
 $(BUILD)/stress: $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a
 	@$(if $(Q),echo "  LD $@")
-	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU)
+	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU) $(STRESS_ENGINE_LIBS)
+
+# The adapters' contract suites: the adapter compiled in with
+# adapter_engine.c (st_status_name, st_buf_free) and the plain engine.
+ADAPTER_TESTS := $(BUILD)/tests/test_adapter_sqlite_keeps_the_contract $(BUILD)/tests/test_adapter_rocksdb_keeps_the_contract
+$(ADAPTER_TESTS): $(BUILD)/tests/test_adapter_%_keeps_the_contract: tests/test_adapter_%_keeps_the_contract.c \
+  stress/adapter_%.c stress/adapter_engine.c stress/adapter.h tests/adapter_helpers.h $(BUILD)/libengine.a
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS_BASE) -Itests -Istress -o $@ $< stress/adapter_$*.c stress/adapter_engine.c $(BUILD)/libengine.a \
+	  $(LDLIBS) $(STRESS_ENGINE_LIBS) -lcriterion
 
 # test_report_line links the oracle's library (report_line.o and what it needs).
 $(BUILD)/tests/test_report_line: tests/test_report_line.c $(BUILD)/liboracle.a $(wildcard oracle/*.h)
@@ -293,7 +307,7 @@ $(BUILD)/mutants/$(1)/libfaults.a: $(patsubst %.c,$(BUILD)/mutants/$(1)/obj/%.o,
 	$(Q)rm -f $$@ && ar rcs $$@ $$^
 $(BUILD)/mutants/$(1)/stress: $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a
 	@$$(if $(Q),echo "  LD $$@")
-	$(Q)$$(CC) $$(CFLAGS_BASE) -o $$@ $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $$(LDLIBS_FIU)
+	$(Q)$$(CC) $$(CFLAGS_BASE) -o $$@ $$(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $$(LDLIBS_FIU) $$(STRESS_ENGINE_LIBS)
 $(BUILD)/mutants/$(1)/powerloss: faults/powerloss.c $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $(wildcard faults/*.h) $(COMMON_H)
 	@$$(if $(Q),echo "  LD $$@")
 	$(Q)$$(CC) $$(CFLAGS_BASE) -Ifaults -DFIU_ENABLE -D$(2) -DENG_MUTANT='"$(1)"' -o $$@ $$< $(BUILD)/mutants/$(1)/libfaults.a $(BUILD)/mutants/$(1)/libengine.a $$(LDLIBS_FIU)

@@ -71,6 +71,19 @@ typedef struct st_open_options {
     st_corruption_fn on_corruption;
     void *on_corruption_ctx;
     const void *io_hooks; /* the engine's own hook struct (the fault library's), or NULL */
+    /* Settings of the other engines (adapter_sqlite.c, adapter_rocksdb.c);
+     * the others ignore them. */
+    int sqlite_journal_mode;       /* 0 WAL, 1 DELETE */
+    int sqlite_synchronous;        /* 0 FULL, 1 NORMAL */
+    int rocksdb_wal_recovery_mode; /* RocksDB's WALRecoveryMode, 0..3 */
+    /* For check_options only (NULL elsewhere): comma lists of the command
+     * line's options set away from their defaults.  HOOK_OPTIONS: those
+     * only an engine with the fault library's hooks can serve (fault
+     * classes, the power-loss journal, kill points, delays, cache flip
+     * patterns); CHANGED_OPTIONS: every one.  An adapter refuses what its
+     * engine cannot honour or where an option would mean nothing. */
+    const char *hook_options;
+    const char *changed_options;
 } st_open_options;
 
 typedef struct st_buf {
@@ -178,6 +191,10 @@ typedef struct st_engine {
 
 /* Our engine (adapter_engine.c). */
 extern const st_engine st_engine_ours;
+/* SQLite (adapter_sqlite.c) and RocksDB (adapter_rocksdb.c) through their
+ * C APIs: no fault hooks, no fault points. */
+extern const st_engine st_engine_sqlite;
+extern const st_engine st_engine_rocksdb;
 
 void st_buf_free(st_buf *b);
 

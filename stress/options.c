@@ -77,6 +77,9 @@ static const opt_def defs[] = {
     STR("replay_ops", replay_ops, NULL,
         "perform exactly the ops of this trace, then end the workload (--threads 1; --ops_per_thread and "
         "--duration are ignored)"),
+    ENUM("engine", engine, "ours", "ours|rocksdb|sqlite",
+         "the engine under test: ours, or RocksDB or SQLite through their C APIs (stress/README.md, Other engines: "
+         "which options they take)"),
     U64("page_size", page_size, "8192", 4096, 16384, "page size at creation: 4096, 8192 or 16384"),
     U64("cache_size", cache_size, "64M", 65536, MAXU, "buffer pool bytes"),
     BOOL("data_checksums", data_checksums, "1", "page checksums (creation time)"),
@@ -98,6 +101,13 @@ static const opt_def defs[] = {
         "the first transaction id (creation time): a database that starts further on, as after a long history"),
     U64("checkpoint_wal_bytes", checkpoint_wal_bytes, "64M", 0, MAXU,
         "checkpoint after this much log (0: explicit only)"),
+    ENUM("sqlite_journal_mode", sqlite_journal_mode, "wal", "wal|delete",
+         "--engine sqlite: PRAGMA journal_mode (delete: a rollback journal; snapshots then need wal)"),
+    ENUM("sqlite_synchronous", sqlite_synchronous, "full", "full|normal",
+         "--engine sqlite: PRAGMA synchronous (normal with wal syncs at checkpoints only: needs --sync_mode off)"),
+    U64("rocksdb_wal_recovery_mode", rocksdb_wal_recovery_mode, "2", 0, 3,
+        "--engine rocksdb: WALRecoveryMode: 0 tolerate corrupted tail records, 1 absolute consistency, 2 point in "
+        "time, 3 skip any corrupted record"),
     U64("bitflip_page_one_in", one_in[VD_BITFLIP_PAGE], "0", 0, MAXU, "flip a bit in a data page on disk, 1 in N ops"),
     U64("bitflip_wal_one_in", one_in[VD_BITFLIP_WAL], "0", 0, MAXU, "flip a bit in a WAL block on disk, 1 in N ops"),
     U64("bitflip_cache_one_in", one_in[VD_BITFLIP_CACHE], "0", 0, MAXU,
@@ -337,6 +347,40 @@ int st_faults_requested(const st_options *o) {
     for (int i = 0; i < VD_CLASS_COUNT; i++)
         if (o->one_in[i]) return 1;
     return o->sync_fault_injection || o->kill_random_test || o->delay_one_in;
+}
+
+/* Options that only an engine with the fault library's hooks can serve. */
+static int needs_hooks(const opt_def *d) {
+    if (d->off >= OFF(one_in) && d->off < OFF(one_in) + sizeof(((st_options *)0)->one_in)) return 1;
+    return d->off == OFF(sync_fault_injection) || d->off == OFF(bitflip_cache_patterns) ||
+           d->off == OFF(kill_random_test) || d->off == OFF(kill_points) || d->off == OFF(delay_one_in) ||
+           d->off == OFF(delay_max_us) || d->off == OFF(delay_sites);
+}
+
+size_t st_options_changed(const st_options *o, int hooks_only, char *out, size_t cap) {
+    st_options def;
+    memset(&def, 0, sizeof def);
+    size_t n = 0, len = 0;
+    if (cap) out[0] = 0;
+    for (size_t i = 0; i < NDEFS; i++) {
+        const opt_def *d = &defs[i];
+        if (d->type == T_FLAG || (hooks_only && !needs_hooks(d))) continue;
+        if (d->def && set_opt(&def, d, d->def)) continue; /* a bad table: st_parse_options said so */
+        const void *a = (const char *)o + d->off, *b = (const char *)&def + d->off;
+        int same;
+        if (d->type == T_U64)
+            same = *(const uint64_t *)a == *(const uint64_t *)b;
+        else if (d->type == T_STR) {
+            const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+            same = x == y || (x && y && !strcmp(x, y));
+        } else
+            same = *(const int *)a == *(const int *)b;
+        if (same) continue;
+        n++;
+        int k = snprintf(out + len, cap > len ? cap - len : 0, "%s%s", len ? "," : "", d->name);
+        if (k > 0 && len + (size_t)k < cap) len += (size_t)k;
+    }
+    return n;
 }
 
 void st_print_help(FILE *f) {

@@ -295,6 +295,9 @@ void st_open_options_from(const st_options *o, st_open_options *eo) {
         .wal_segment_size = o->wal_segment_size,
         .first_xid = o->first_xid,
         .checkpoint_wal_bytes = o->checkpoint_wal_bytes,
+        .sqlite_journal_mode = o->sqlite_journal_mode,
+        .sqlite_synchronous = o->sqlite_synchronous,
+        .rocksdb_wal_recovery_mode = (int)o->rocksdb_wal_recovery_mode,
         .on_corruption = st_on_corruption,
     };
 }
@@ -303,7 +306,7 @@ void st_open_options_from(const st_options *o, st_open_options *eo) {
  * judge's configuration.  Nothing is written. */
 static int parse(int argc, char **argv) {
     if (st_parse_options(argc, argv, &g.o)) return EXIT_USAGE;
-    g.E = &st_engine_ours;
+    g.E = g.o.engine == 1 ? &st_engine_rocksdb : g.o.engine == 2 ? &st_engine_sqlite : &st_engine_ours;
     if (g.o.help) {
         st_print_help(stdout);
         return EXIT_PASS;
@@ -321,8 +324,27 @@ static int parse(int argc, char **argv) {
         fprintf(stderr, "stress: this engine carries the planted bug '%s' (tests/mutants.txt): not the real engine\n",
                 g.E->planted_bug());
     st_open_options_from(&g.o, &g.eo);
-    char why[256];
-    if (g.E->check_options(&g.eo, why, sizeof why) != ST_OK) {
+    /* What the adapter refuses, it refuses by name: the lists live only
+     * while it checks (no open reads them). */
+    static char hooks[2048], changed[4096];
+    st_options_changed(&g.o, 1, hooks, sizeof hooks);
+    st_options_changed(&g.o, 0, changed, sizeof changed);
+    for (const char *c = changed; *c; c += strcspn(c, ","), c += *c == ',') {
+        size_t n = strcspn(c, ",");
+        int sq = n > 7 && !strncmp(c, "sqlite_", 7), rk = n > 8 && !strncmp(c, "rocksdb_", 8);
+        if ((sq && g.E != &st_engine_sqlite) || (rk && g.E != &st_engine_rocksdb)) {
+            static const char *const names[] = {"ours", "rocksdb", "sqlite"};
+            fprintf(stderr, "stress: --%.*s is an option of --engine %s, not of --engine %s\n", (int)n, c,
+                    sq ? "sqlite" : "rocksdb", names[g.o.engine]);
+            return EXIT_USAGE;
+        }
+    }
+    g.eo.hook_options = hooks[0] ? hooks : NULL;
+    g.eo.changed_options = changed[0] ? changed : NULL;
+    char why[512];
+    int crc = g.E->check_options(&g.eo, why, sizeof why);
+    g.eo.hook_options = g.eo.changed_options = NULL;
+    if (crc != ST_OK) {
         fprintf(stderr, "stress: %s\n", why);
         return EXIT_USAGE;
     }
@@ -495,6 +517,14 @@ static int open_faults(void) {
      * prepare_run_dir). */
     if (st_faults_requested(&g.o) || st_replay_pins_kill() || st_replay_pins_flip(PIN_PAGE) ||
         st_replay_pins_flip(PIN_CACHE)) {
+        if (!g.E->fault_point_count()) { /* only a trace's pins get here: check_options refused the rest */
+            fprintf(stderr,
+                    "stress: --engine %s: the trace's pins need the fault library's hooks, which this engine "
+                    "does not have\n",
+                    g.E->name);
+            undo_run_state();
+            return EXIT_USAGE;
+        }
         flt_options fo;
         flt_options_init(&fo);
         fo.seed = g.o.seed;

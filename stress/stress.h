@@ -37,6 +37,7 @@ typedef struct st_options {
     const char *trace_ops;  /* write every op performed here (one thread) */
     const char *replay_ops; /* perform the ops of this trace instead of drawing them */
     /* engine */
+    int engine; /* 0 ours, 1 rocksdb, 2 sqlite */
     uint64_t page_size;
     uint64_t cache_size;
     int data_checksums;
@@ -52,6 +53,9 @@ typedef struct st_options {
     uint64_t wal_segment_size;
     uint64_t first_xid;
     uint64_t checkpoint_wal_bytes;
+    int sqlite_journal_mode; /* 0 wal, 1 delete */
+    int sqlite_synchronous;  /* 0 full, 1 normal */
+    uint64_t rocksdb_wal_recovery_mode;
     /* faults (docs/fault-classes.md), indexed like enum vd_class / enum
      * flt_class */
     uint64_t one_in[VD_CLASS_COUNT];
@@ -81,5 +85,10 @@ void st_print_help(FILE *f);
 void st_options_json(const st_options *o, FILE *f);
 /* 1 if any fault option is on. */
 int st_faults_requested(const st_options *o);
+/* The options of O set away from their defaults, as a comma list in OUT
+ * (names as the table's; cut short at CAP): every one, or with HOOKS_ONLY
+ * those only the fault library's hooks in an engine can serve.  Returns
+ * how many. */
+size_t st_options_changed(const st_options *o, int hooks_only, char *out, size_t cap);
 
 #endif

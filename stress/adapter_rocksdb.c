@@ -1,0 +1,598 @@
+/*
+ * adapter_rocksdb.c -- the stress adapter (adapter.h) for RocksDB through
+ * its C API (rocksdb/c.h, Debian's librocksdb-dev 7.8): the driver, the
+ * oracle and their checks run unchanged against an engine nobody here
+ * wrote.
+ *
+ * The database is RocksDB's directory at DIR, one column family.  The
+ * driver's keys ("k" and digits: common/keys.h) are stored as they are;
+ * the commit sequence is one reserved key below all of them:
+ *
+ *   "\0stress/seq" -> the sequence, 8 bytes little-endian
+ *
+ * Keys that start with a zero byte are the adapter's (a write of one is
+ * ST_INVALID), and every iterator's lower bound is raised to "\1", so the
+ * reserved key is never in the driver's key space.
+ *
+ *   R1  every write is one WriteBatch with the reserved key set to
+ *       last + 1, written under the handle's write mutex: sequence order
+ *       is commit order, one number per batch (RocksDB's own write group
+ *       then holds one batch; the order is worth more here);
+ *   R2  recovered_seq is the reserved key as the open found it (after
+ *       RocksDB replayed its log under --rocksdb_wal_recovery_mode);
+ *   R3  a snapshot is rocksdb_create_snapshot; its sequence is the
+ *       reserved key read at that snapshot: the last commit it sees;
+ *   R4  durable_seq: with --sync_mode commit or group every write has
+ *       WriteOptions.sync (synced before it returns); with off, a write is
+ *       durable once a checkpoint's rocksdb_flush_wal(sync) ran after it
+ *       (under the write mutex, so the sequence read there is exact).
+ *
+ * Reads have verify_checksums on; the options have paranoid_checks on.
+ * Errors come from RocksDB's status strings: "Corruption" -> ST_CORRUPTION
+ * (reported through the callback, layer "rocksdb", the file and offset
+ * when the message names them), "IO error" -> ST_IOERR ("No space" in it:
+ * ST_NOSPACE), "Resource busy"/"Busy" -> ST_BUSY, "Invalid argument" ->
+ * ST_INVALID, "Not implemented" -> ST_NOTSUP.  A failed write is in doubt
+ * when the failure was I/O or corruption (the batch may be in the log).
+ *
+ * What RocksDB's C API does not have, and this adapter does not fake:
+ *   - no rocksdb_verify_checksum in 7.8's C API: verify is a full scan with
+ *     verify_checksums and no cache fill, which stops at the first bad
+ *     block (problems is 0 or 1) and checks the live SST files only, not
+ *     the log;
+ *   - rocksdb_compact_range returns no status: vacuum (compaction, which
+ *     drops versions no snapshot needs) says ST_OTHER when RocksDB's
+ *     background error count grew during it, else ST_OK;
+ *   - no fault hooks, no fault points (count 0), no native handle for the
+ *     fault library: check_options refuses every option that needs them;
+ *   - no page reader on a closed directory: check_block NULL;
+ *   - recovery's record count and torn-tail flag are unknown (0).
+ * Options mapped: page_size -> block size, cache_size -> an LRU block
+ * cache, data_checksums=0 -> kNoChecksum for new tables, wal_compression
+ * zstd -> wal_compression, sync_mode as R4, --rocksdb_wal_recovery_mode.
+ * Our engine's other format and log options are refused when set away from
+ * their defaults (checkpoint_wal_bytes too: RocksDB flushes when its
+ * memtable fills, not by log volume).
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <rocksdb/c.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adapter.h"
+
+static const char seq_key[] = "\0stress/seq";
+#define SEQ_KEY_LEN (sizeof seq_key - 1)
+#define LOWEST      "\1" /* every iterator's lowest bound: above the reserved keys */
+
+struct st_db {
+    rocksdb_t *r;
+    rocksdb_options_t *opts;
+    rocksdb_block_based_table_options_t *bbto;
+    rocksdb_cache_t *cache;
+    rocksdb_readoptions_t *ro;
+    rocksdb_writeoptions_t *wo;
+    st_corruption_fn fn;
+    void *ctx;
+    char dir[4200];
+    int sync;
+    pthread_mutex_t write_mu;
+    uint64_t last_seq; /* write_mu */
+    _Atomic uint64_t last_pub, durable, checkpoints;
+    uint64_t recovered;
+};
+
+struct st_snap {
+    const rocksdb_snapshot_t *s;
+    rocksdb_readoptions_t *ro;
+};
+
+struct st_iter {
+    st_db *db;
+    rocksdb_iterator_t *it;
+    rocksdb_readoptions_t *ro;
+    char *lo, *up; /* the bounds' bytes: RocksDB keeps pointers to them */
+    size_t ll, ul;
+};
+
+static __thread int tl_in_doubt;
+
+/* The file and offset a RocksDB message names (" in PATH offset N"). */
+static void locate(const char *msg, const char *dir, char *file, size_t cap, int64_t *off) {
+    file[0] = 0;
+    *off = -1;
+    const char *o = strstr(msg, " offset ");
+    if (!o) return;
+    *off = strtoll(o + 8, NULL, 10);
+    const char *b = o;
+    while (b > msg && b[-1] != ' ') b--;
+    size_t dl = strlen(dir);
+    if (!strncmp(b, dir, dl) && b[dl] == '/') b += dl + 1;
+    snprintf(file, cap, "%.*s", (int)(o - b), b);
+}
+
+/* ERR (RocksDB's status text, freed here) as an st_status, a corruption
+ * reported through FN. */
+static int st_err(st_corruption_fn fn, void *ctx, const char *dir, char *err) {
+    if (!err) return ST_OK;
+    int st = ST_OTHER;
+    if (!strncmp(err, "Corruption", 10)) {
+        st = ST_CORRUPTION;
+        if (fn) {
+            char file[512];
+            int64_t off;
+            locate(err, dir, file, sizeof file, &off);
+            st_corruption c = {"rocksdb", file, -1, off, err, -1};
+            fn(ctx, &c);
+        }
+    } else if (!strncmp(err, "IO error", 8)) {
+        st = strstr(err, "No space") || strstr(err, "no space") ? ST_NOSPACE : ST_IOERR;
+    } else if (!strncmp(err, "Resource busy", 13) || !strncmp(err, "Busy", 4)) {
+        st = ST_BUSY;
+    } else if (!strncmp(err, "Invalid argument", 16)) {
+        st = ST_INVALID;
+    } else if (!strncmp(err, "Not implemented", 15)) {
+        st = ST_NOTSUP;
+    }
+    rocksdb_free(err);
+    return st;
+}
+#define ST_ERR(db, err) st_err((db)->fn, (db)->ctx, (db)->dir, (err))
+
+static int has_opt(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *c = list; c && *c; c += strcspn(c, ","), c += *c == ',')
+        if (strcspn(c, ",") == n && !strncmp(c, name, n)) return 1;
+    return 0;
+}
+
+/* LIST ("a,b") as "--a, --b" in OUT. */
+static void dashed(const char *list, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = 0;
+    for (const char *c = list; *c && len < cap; c += strcspn(c, ","), c += *c == ',')
+        len += (size_t)snprintf(out + len, cap - len, "%s--%.*s", len ? ", " : "", (int)strcspn(c, ","), c);
+}
+
+static const char *const meaningless[] = {"full_page_writes",
+                                          "wal_log_hints",
+                                          "hint_fpi",
+                                          "vacuum_freeze_min_age",
+                                          "block_protection_bytes_per_key",
+                                          "kv_lazy_leaves",
+                                          "io_backend",
+                                          "wal_segment_size",
+                                          "first_xid",
+                                          "checkpoint_wal_bytes",
+                                          "sqlite_journal_mode",
+                                          "sqlite_synchronous",
+                                          NULL};
+
+static int check_options(const st_open_options *o, char *why, size_t cap) {
+    if (o->hook_options) {
+        char names[512];
+        dashed(o->hook_options, names, sizeof names);
+        snprintf(why, cap,
+                 "--engine rocksdb: %s need%s the fault library's hooks in the engine (faults, the power-loss journal, "
+                 "kill points, delays), which RocksDB has none of here (no fault door for it yet)",
+                 names, strchr(o->hook_options, ',') ? "" : "s");
+        return ST_NOTSUP;
+    }
+    char bad[512] = "";
+    size_t len = 0;
+    for (size_t i = 0; meaningless[i]; i++)
+        if (has_opt(o->changed_options, meaningless[i]))
+            len += (size_t)snprintf(bad + len, sizeof bad - len, "%s--%s", len ? ", " : "", meaningless[i]);
+    if (len) {
+        snprintf(why, cap, "--engine rocksdb: %s mean nothing to RocksDB (stress/README.md, Other engines)", bad);
+        return ST_NOTSUP;
+    }
+    if (o->rocksdb_wal_recovery_mode < 0 || o->rocksdb_wal_recovery_mode > 3) {
+        snprintf(why, cap, "--rocksdb_wal_recovery_mode: %d is not 0..3", o->rocksdb_wal_recovery_mode);
+        return ST_NOTSUP;
+    }
+    return ST_OK;
+}
+
+static void put_u64(char b[8], uint64_t v) {
+    for (int i = 0; i < 8; i++) b[i] = (char)(v >> (8 * i));
+}
+
+/* The reserved key through RO: 0 when absent (a new database). */
+static int read_seq(st_db *db, const rocksdb_readoptions_t *ro, uint64_t *seq) {
+    char *err = NULL;
+    size_t vl = 0;
+    char *v = rocksdb_get(db->r, ro, seq_key, SEQ_KEY_LEN, &vl, &err);
+    int st = ST_ERR(db, err);
+    *seq = 0;
+    if (st == ST_OK && v && vl != 8) {
+        st_corruption c = {"rocksdb", "", -1, -1, "the commit sequence key holds no 8-byte number", -1};
+        if (db->fn) db->fn(db->ctx, &c);
+        st = ST_CORRUPTION;
+    } else if (st == ST_OK && v) {
+        for (int i = 0; i < 8; i++) *seq |= (uint64_t)(uint8_t)v[i] << (8 * i);
+    }
+    rocksdb_free(v);
+    return st;
+}
+
+/* ---- open and close ---- */
+
+static void release(st_db *db) {
+    if (db->r) rocksdb_close(db->r);
+    if (db->ro) rocksdb_readoptions_destroy(db->ro);
+    if (db->wo) rocksdb_writeoptions_destroy(db->wo);
+    if (db->opts) rocksdb_options_destroy(db->opts);
+    if (db->bbto) rocksdb_block_based_options_destroy(db->bbto);
+    if (db->cache) rocksdb_cache_destroy(db->cache);
+    pthread_mutex_destroy(&db->write_mu);
+    free(db);
+}
+
+/* The options of O as RocksDB's, in DB's fields. */
+static void make_options(st_db *db, const st_open_options *o) {
+    db->opts = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(db->opts, 1);
+    rocksdb_options_set_paranoid_checks(db->opts, 1);
+    rocksdb_options_set_wal_recovery_mode(db->opts, o->rocksdb_wal_recovery_mode);
+    rocksdb_options_set_info_log_level(db->opts, 2); /* warnings and worse: the LOG file stays small */
+    rocksdb_options_set_keep_log_file_num(db->opts, 4);
+    if (o->wal_compression) rocksdb_options_set_wal_compression(db->opts, 0x07); /* kZSTD */
+    db->bbto = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_size(db->bbto, o->page_size ? o->page_size : 4096);
+    db->cache = rocksdb_cache_create_lru(o->cache_size ? o->cache_size : (8u << 20));
+    rocksdb_block_based_options_set_block_cache(db->bbto, db->cache);
+    if (!o->data_checksums) rocksdb_block_based_options_set_checksum(db->bbto, 0); /* kNoChecksum */
+    rocksdb_options_set_block_based_table_factory(db->opts, db->bbto);
+}
+
+static int a_open(const char *dir, const st_open_options *o, st_db **out) {
+    *out = NULL;
+    st_db *db = calloc(1, sizeof *db);
+    if (!db) return ST_OTHER;
+    snprintf(db->dir, sizeof db->dir, "%s", dir);
+    db->fn = o->on_corruption;
+    db->ctx = o->on_corruption_ctx;
+    db->sync = o->sync_mode != 2;
+    pthread_mutex_init(&db->write_mu, NULL);
+    make_options(db, o);
+    db->ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_verify_checksums(db->ro, 1);
+    db->wo = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_set_sync(db->wo, (unsigned char)db->sync);
+    char *err = NULL;
+    db->r = rocksdb_open(db->opts, dir, &err);
+    int st = ST_ERR(db, err);
+    if (st == ST_OK && !db->r) st = ST_OTHER;
+    if (st == ST_OK) st = read_seq(db, db->ro, &db->recovered);
+    if (st != ST_OK) {
+        release(db);
+        return st;
+    }
+    /* What the open found is the oracle's new base either way (R2). */
+    db->last_seq = db->recovered;
+    atomic_store(&db->last_pub, db->recovered);
+    atomic_store(&db->durable, db->recovered);
+    *out = db;
+    return ST_OK;
+}
+
+static int a_close(st_db *db) {
+    if (!db) return ST_OK;
+    /* rocksdb_close reports nothing: sync what a --sync_mode off run left
+     * in the log first, and say if that failed. */
+    char *err = NULL;
+    if (!db->sync) rocksdb_flush_wal(db->r, 1, &err);
+    int st = ST_ERR(db, err);
+    release(db);
+    return st;
+}
+
+/* ---- writes (R1) ---- */
+
+static int a_write(st_db *db, const st_op *ops, size_t n, uint64_t *seq) {
+    tl_in_doubt = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!ops[i].klen || !((const char *)ops[i].key)[0]) return ST_INVALID; /* the adapter's key space */
+    rocksdb_writebatch_t *b = rocksdb_writebatch_create();
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].kind == ST_PUT)
+            rocksdb_writebatch_put(b, ops[i].key, ops[i].klen, ops[i].vlen ? ops[i].val : "", ops[i].vlen);
+        else
+            rocksdb_writebatch_delete(b, ops[i].key, ops[i].klen);
+    }
+    char v[8], *err = NULL;
+    pthread_mutex_lock(&db->write_mu);
+    uint64_t s = db->last_seq + 1;
+    put_u64(v, s);
+    rocksdb_writebatch_put(b, seq_key, SEQ_KEY_LEN, v, 8);
+    rocksdb_write(db->r, db->wo, b, &err);
+    int st = ST_ERR(db, err);
+    tl_in_doubt = st == ST_IOERR || st == ST_NOSPACE || st == ST_CORRUPTION || st == ST_OTHER;
+    if (st == ST_OK || tl_in_doubt) { /* in doubt: the number may be in the log; never given again */
+        db->last_seq = s;
+        atomic_store(&db->last_pub, s);
+    }
+    if (st == ST_OK && db->sync) atomic_store(&db->durable, s); /* R4 */
+    pthread_mutex_unlock(&db->write_mu);
+    rocksdb_writebatch_destroy(b);
+    if (st == ST_OK) *seq = s;
+    return st;
+}
+
+static int a_in_doubt(st_db *db) {
+    (void)db;
+    return tl_in_doubt;
+}
+
+/* ---- reads ---- */
+
+static int get_with(st_db *db, const rocksdb_readoptions_t *ro, const void *key, size_t klen, st_buf *val) {
+    if (!klen || !((const char *)key)[0]) return ST_NOTFOUND; /* never the driver's */
+    char *err = NULL;
+    size_t vl = 0;
+    char *v = rocksdb_get(db->r, ro, key, klen, &vl, &err);
+    int st = ST_ERR(db, err);
+    if (st != ST_OK) {
+        rocksdb_free(v);
+        return st;
+    }
+    if (!v) return ST_NOTFOUND;
+    if (val->cap < vl || !val->data) {
+        void *p = realloc(val->data, vl ? vl : 1);
+        if (!p) {
+            rocksdb_free(v);
+            return ST_OTHER;
+        }
+        val->data = p, val->cap = vl ? vl : 1;
+    }
+    memcpy(val->data, v, vl);
+    val->len = vl;
+    rocksdb_free(v);
+    return ST_OK;
+}
+
+static int a_get(st_db *db, const void *key, size_t klen, st_buf *val) { return get_with(db, db->ro, key, klen, val); }
+
+static int iter_with(st_db *db, const rocksdb_snapshot_t *snap, const void *lo, size_t ll, const void *up, size_t ul,
+                     st_iter **out) {
+    *out = NULL;
+    st_iter *it = calloc(1, sizeof *it);
+    if (!it) return ST_OTHER;
+    it->db = db;
+    if (!lo || !ll || memcmp(lo, LOWEST, 1) < 0) lo = LOWEST, ll = 1; /* R: the reserved keys stay out */
+    it->lo = malloc(ll);
+    it->up = up ? malloc(ul ? ul : 1) : NULL;
+    if (!it->lo || (up && !it->up)) {
+        free(it->lo), free(it->up), free(it);
+        return ST_OTHER;
+    }
+    memcpy(it->lo, lo, ll);
+    it->ll = ll;
+    if (up) memcpy(it->up, up, ul), it->ul = ul;
+    it->ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_verify_checksums(it->ro, 1);
+    if (snap) rocksdb_readoptions_set_snapshot(it->ro, snap);
+    rocksdb_readoptions_set_iterate_lower_bound(it->ro, it->lo, it->ll);
+    if (up) rocksdb_readoptions_set_iterate_upper_bound(it->ro, it->up, it->ul);
+    it->it = rocksdb_create_iterator(db->r, it->ro);
+    *out = it;
+    return ST_OK;
+}
+
+static int a_iter_open(st_db *db, const void *lo, size_t ll, const void *up, size_t ul, st_iter **out) {
+    return iter_with(db, NULL, lo, ll, up, ul, out);
+}
+
+static int iter_status(st_iter *it) {
+    if (rocksdb_iter_valid(it->it)) return ST_OK;
+    char *err = NULL;
+    rocksdb_iter_get_error(it->it, &err);
+    int st = ST_ERR(it->db, err);
+    return st == ST_OK ? ST_NOTFOUND : st;
+}
+static int a_iter_first(st_iter *it) {
+    rocksdb_iter_seek(it->it, it->lo, it->ll);
+    return iter_status(it);
+}
+static int a_iter_next(st_iter *it) {
+    rocksdb_iter_next(it->it);
+    return iter_status(it);
+}
+static const void *a_iter_key(st_iter *it, size_t *kl) { return rocksdb_iter_key(it->it, kl); }
+static const void *a_iter_value(st_iter *it, size_t *vl) { return rocksdb_iter_value(it->it, vl); }
+static void a_iter_close(st_iter *it) {
+    if (!it) return;
+    rocksdb_iter_destroy(it->it);
+    rocksdb_readoptions_destroy(it->ro);
+    free(it->lo);
+    free(it->up);
+    free(it);
+}
+
+/* ---- snapshots (R3) ---- */
+
+static int a_snapshot(st_db *db, st_snap **out, uint64_t *seq) {
+    *out = NULL;
+    st_snap *s = calloc(1, sizeof *s);
+    if (!s) return ST_OTHER;
+    s->s = rocksdb_create_snapshot(db->r);
+    s->ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_verify_checksums(s->ro, 1);
+    rocksdb_readoptions_set_snapshot(s->ro, s->s);
+    int st = read_seq(db, s->ro, seq);
+    if (st != ST_OK) {
+        rocksdb_readoptions_destroy(s->ro);
+        rocksdb_release_snapshot(db->r, s->s);
+        free(s);
+        return st;
+    }
+    *out = s;
+    return ST_OK;
+}
+
+static void a_snapshot_release(st_db *db, st_snap *s) {
+    if (!s) return;
+    rocksdb_readoptions_destroy(s->ro);
+    rocksdb_release_snapshot(db->r, s->s);
+    free(s);
+}
+
+static int a_get_at(st_db *db, st_snap *s, const void *key, size_t klen, st_buf *val) {
+    return get_with(db, s ? s->ro : db->ro, key, klen, val);
+}
+
+static int a_iter_open_at(st_db *db, st_snap *s, const void *lo, size_t ll, const void *up, size_t ul, st_iter **out) {
+    return iter_with(db, s ? s->s : NULL, lo, ll, up, ul, out);
+}
+
+/* ---- checkpoint, vacuum, verify ---- */
+
+static int a_checkpoint(st_db *db) {
+    char *err = NULL;
+    pthread_mutex_lock(&db->write_mu);
+    uint64_t s = db->last_seq;
+    rocksdb_flush_wal(db->r, 1, &err);
+    int st = ST_ERR(db, err);
+    if (st == ST_OK) atomic_store(&db->durable, s); /* R4: every write before it is synced */
+    pthread_mutex_unlock(&db->write_mu);
+    if (st != ST_OK) return st;
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, 1);
+    rocksdb_flush(db->r, fo, &err);
+    rocksdb_flushoptions_destroy(fo);
+    st = ST_ERR(db, err);
+    if (st == ST_OK) atomic_fetch_add(&db->checkpoints, 1);
+    return st;
+}
+
+static uint64_t bg_errors(st_db *db) {
+    uint64_t n = 0;
+    return rocksdb_property_int(db->r, "rocksdb.background-errors", &n) == 0 ? n : 0;
+}
+
+static int a_vacuum(st_db *db) {
+    uint64_t before = bg_errors(db);
+    rocksdb_compact_range(db->r, NULL, 0, NULL, 0);
+    return bg_errors(db) > before ? ST_OTHER : ST_OK;
+}
+
+/* Every key of R (the reserved one too) read with checksums verified and
+ * no cache fill: each block comes from the file. */
+static int scan_all(rocksdb_t *r, st_corruption_fn fn, void *ctx, const char *dir, uint64_t *problems) {
+    *problems = 0;
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_verify_checksums(ro, 1);
+    rocksdb_readoptions_set_fill_cache(ro, 0);
+    rocksdb_iterator_t *it = rocksdb_create_iterator(r, ro);
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {}
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    int st = st_err(fn, ctx, dir, err);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    if (st == ST_CORRUPTION) *problems = 1;
+    return st;
+}
+
+static int a_verify(st_db *db, uint64_t *problems) { return scan_all(db->r, db->fn, db->ctx, db->dir, problems); }
+
+static int a_verify_dir(const char *dir, const st_open_options *o, uint64_t *problems) {
+    *problems = 0;
+    st_db *db = calloc(1, sizeof *db);
+    if (!db) return ST_OTHER;
+    snprintf(db->dir, sizeof db->dir, "%s", dir);
+    db->fn = o->on_corruption;
+    db->ctx = o->on_corruption_ctx;
+    pthread_mutex_init(&db->write_mu, NULL);
+    make_options(db, o);
+    rocksdb_options_set_create_if_missing(db->opts, 0);
+    char *err = NULL;
+    db->r = rocksdb_open_for_read_only(db->opts, dir, 0, &err);
+    int st = ST_ERR(db, err);
+    if (st == ST_CORRUPTION) *problems = 1;
+    if (st == ST_OK && db->r) st = scan_all(db->r, db->fn, db->ctx, dir, problems);
+    release(db);
+    return st;
+}
+
+/* A directory without RocksDB's CURRENT file that holds files holds
+ * another engine's database: opening would create a new one beside it. */
+static int a_probe_dir(const char *dir, char *why, size_t cap) {
+    if (cap) why[0] = 0;
+    char p[4200];
+    snprintf(p, sizeof p, "%s/CURRENT", dir);
+    if (access(p, F_OK) == 0) return ST_OK;
+    DIR *d = opendir(dir);
+    if (!d) return ST_NOTFOUND;
+    struct dirent *e;
+    int other = 0;
+    while ((e = readdir(d)) && !other) other = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    if (!other) return ST_NOTFOUND;
+    snprintf(why, cap, "no CURRENT file, but the directory holds other files (another engine's database?)");
+    return ST_CORRUPTION;
+}
+
+static uint64_t a_durable(st_db *db) { return atomic_load(&db->durable); }
+
+static void a_recovery(st_db *db, st_recovery *out) { *out = (st_recovery){db->recovered, 0, 0}; }
+
+static void a_stats(st_db *db, st_stats *out) {
+    memset(out, 0, sizeof *out);
+    out->checkpoints = atomic_load(&db->checkpoints);
+    out->durable_seq = atomic_load(&db->durable);
+    out->last_seq = atomic_load(&db->last_pub);
+}
+
+static void *a_native(st_db *db) {
+    (void)db;
+    return NULL; /* nothing the fault library could use */
+}
+static int a_native_status(int rc) { return rc; } /* the adapter's codes are st_status already */
+static const char *a_strerror(int rc) { return st_status_name(rc); }
+static size_t no_points(void) { return 0; }
+static const char *no_point(size_t i) {
+    (void)i;
+    return "";
+}
+
+const st_engine st_engine_rocksdb = {
+    .name = "rocksdb",
+    .planted_bug = NULL,
+    .check_options = check_options,
+    .open = a_open,
+    .close = a_close,
+    .write = a_write,
+    .in_doubt = a_in_doubt,
+    .snapshot = a_snapshot,
+    .snapshot_release = a_snapshot_release,
+    .get_at = a_get_at,
+    .iter_open_at = a_iter_open_at,
+    .vacuum = a_vacuum,
+    .get = a_get,
+    .iter_open = a_iter_open,
+    .iter_first = a_iter_first,
+    .iter_next = a_iter_next,
+    .iter_key = a_iter_key,
+    .iter_value = a_iter_value,
+    .iter_close = a_iter_close,
+    .checkpoint = a_checkpoint,
+    .verify = a_verify,
+    .verify_dir = a_verify_dir,
+    .check_block = NULL,
+    .probe_dir = a_probe_dir,
+    .durable_seq = a_durable,
+    .recovery = a_recovery,
+    .stats = a_stats,
+    .native = a_native,
+    .native_status = a_native_status,
+    .native_strerror = a_strerror,
+    .fault_point_count = no_points,
+    .fault_point_name = no_point,
+    .fault_point_what = no_point,
+};
