@@ -1,0 +1,82 @@
+/*
+ * test_adapter_sqlite_keeps_the_contract.c -- stress/adapter_sqlite.c
+ * meets stress/adapter.h (the scenarios of adapter_helpers.h), in both
+ * journal modes, and SQLite's own checks reach the corruption callback:
+ * PRAGMA integrity_check's lines on a damaged file, layer
+ * sqlite_integrity_check, file db.sqlite.
+ */
+#include "adapter_helpers.h"
+
+#define E (&st_engine_sqlite)
+
+Test(adapter_sqlite, put_get_delete_are_sequenced_writes) { ad_put_get_delete(E); }
+Test(adapter_sqlite, a_batch_is_never_seen_half_applied_and_gets_one_sequence) { ad_batch_atomic(E); }
+Test(adapter_sqlite, a_snapshot_sees_exactly_the_commits_up_to_its_sequence) { ad_snapshot_isolation(E); }
+Test(adapter_sqlite, iterators_are_ordered_bounded_and_show_only_the_drivers_keys) { ad_iterator_order_and_bounds(E); }
+Test(adapter_sqlite, a_reopen_keeps_synced_commits_and_recovers_the_last_sequence) {
+    ad_reopen_keeps_synced_commits(E);
+}
+Test(adapter_sqlite, a_process_that_died_without_closing_kept_every_acknowledged_commit) {
+    ad_crash_keeps_synced_commits(E);
+}
+Test(adapter_sqlite, options_that_need_hooks_or_mean_nothing_are_refused) { ad_refuses_hook_options(E); }
+
+Test(adapter_sqlite, the_rollback_journal_keeps_the_contract_but_has_no_snapshots) {
+    ad_run a;
+    ad_init(&a, E);
+    a.o.sqlite_journal_mode = 1;
+    ad_open(&a);
+    uint64_t s = ad_put(&a, 1, "x");
+    ad_expect(&a, NULL, 1, "x");
+    st_snap *snap = NULL;
+    uint64_t seq = 0;
+    cr_expect_eq(E->snapshot(a.db, &snap, &seq), ST_NOTSUP, "a held read transaction would block every commit");
+    ad_close(&a);
+    ad_open(&a);
+    st_recovery rec;
+    E->recovery(a.db, &rec);
+    cr_expect_eq(rec.recovered_seq, s);
+    ad_done(&a);
+    a.o.changed_options = "acquire_snapshot_one_in";
+    char why[512];
+    cr_expect_eq(E->check_options(&a.o, why, sizeof why), ST_NOTSUP);
+}
+
+Test(adapter_sqlite, wal_with_normal_sync_needs_sync_mode_off_and_is_durable_at_a_full_checkpoint) {
+    ad_run a;
+    ad_init(&a, E);
+    a.o.sqlite_synchronous = 1;
+    char why[512] = "";
+    cr_expect_eq(E->check_options(&a.o, why, sizeof why), ST_NOTSUP);
+    cr_expect(strstr(why, "--sync_mode off"), "%s", why);
+    a.o.sync_mode = 2;
+    ad_open(&a);
+    uint64_t s = 0;
+    for (unsigned i = 0; i < 20; i++) s = ad_put(&a, i, "n");
+    cr_expect_eq(E->durable_seq(a.db), 0, "no checkpoint yet: nothing known synced");
+    cr_expect_eq(E->checkpoint(a.db), ST_OK);
+    cr_expect_eq(E->durable_seq(a.db), s);
+    ad_done(&a);
+}
+
+Test(adapter_sqlite, integrity_check_lines_on_a_damaged_file_reach_the_callback) {
+    ad_run a;
+    ad_init(&a, E);
+    a.o.page_size = 4096;
+    ad_open(&a);
+    char v[200];
+    memset(v, 'v', sizeof v - 1);
+    v[sizeof v - 1] = 0;
+    for (unsigned i = 0; i < 2000; i++) ad_put(&a, i, v);
+    ad_close(&a); /* the WAL is checkpointed into db.sqlite and removed */
+    /* The middle of a page well inside the kv tree: cells, not the header. */
+    ad_damage(&a, "db.sqlite", 20 * 4096 + 1024, 512);
+    uint64_t problems = 0;
+    int st = E->verify_dir(a.dir, &a.o, &problems);
+    cr_expect_eq(st, ST_CORRUPTION, "%s", st_status_name(st));
+    cr_expect_gt(problems, 0);
+    cr_expect_gt(a.reports, 0);
+    cr_expect(!strcmp(a.last_layer, "sqlite_integrity_check") || !strcmp(a.last_layer, "sqlite"), "%s", a.last_layer);
+    cr_expect_str_eq(a.last_file, "db.sqlite");
+    ad_done(&a);
+}
