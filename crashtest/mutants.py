@@ -189,7 +189,7 @@ def real_run_fails_same(r, failed, jobs, stress, powerloss, simple_args):
 
 def mutants_table(doc):
     """The catalogue with this run's figures, as the Markdown table the
-    README keeps (REPORT_DIR/mutants.md)."""
+    docs/mutants.md keeps (REPORT_DIR/mutants.md)."""
     rows = ["| planted bug | guarantee | caught in | as | class blamed |", "|---|---|---|---|---|"]
     for r in doc["mutants"]:
         if r["caught"]:
@@ -218,7 +218,7 @@ def shrink_summary(doc):
 
 
 def shrink_table(rows):
-    """The README's shrinking table: ROWS of (bug name, shrink summary)."""
+    """The shrinking table of docs/shrink-measurements.md: ROWS of (bug name, shrink summary)."""
     out = ["| planted bug | kind | threads | ops | fault classes | steps | shrunk in | repro of the shrunk run |",
            "|---|---|---|---|---|---|---|---|"]
     for name, sh in rows:

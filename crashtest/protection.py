@@ -123,7 +123,7 @@ def fmt_rate(x):
 
 
 def table_lines(widths):
-    """The Markdown table (README, protection.md)."""
+    """The Markdown table (protection.md; docs/protection.md shows one)."""
     lines = ["| w | pattern | flips checked | detected | escaped | observed rate (95% interval) | expected rate "
              "| bound (escapes) | verdict |", "|---|---|---:|---:|---:|---|---|---:|---|"]
     for w, row in sorted(widths.items()):

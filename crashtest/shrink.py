@@ -1,5 +1,5 @@
 """crashtest.py shrink FAILURE_DIR: a saved failure reduced to the smallest
-run that still shows it (README, "Shrinking a failure"; the rules are
+run that still shows it (docs/shrinking.md; the rules are
 here).
 
 repro replays a failure exactly; a reader then wants the smallest run that
@@ -271,7 +271,7 @@ Rules:
       step of 1,000 batches: 0.67 s on this machine's disk, 0.11 s there).
       A trial that is not deterministic runs on the disk of $TMPDIR,
       where its races are timed as the recorded run's were; the shrunk
-      folder's repro runs there too (its seconds are the README's).
+      folder's repro runs there too (its seconds are docs/shrink-measurements.md's).
   K20 a shrunk run the multi-thread path (K8) led to that reproduced
       fewer than MT_REPRO_NEED times resumes the path, whether or not a
       run stepped back to reproduced enough: the run it kept was kept on

@@ -335,11 +335,9 @@ class TracePasses:
         is drawn from its seed, name, offset and the writes to that offset
         before it, so an op removed that wrote the page moved its tear:
         pinned, the tear stays on that page's newest write, and the power
-        loss undoes the fewest writes (K3's power-loss variant).  Planted
-        bug fpi-skips-page-at-redo-lsn's eighteenth-session folder: 146
-        undone writes -> 1, and delta debugging's chunks of 117 ops went
-        where 3 to 14 had (its run still needs ~1,900 commits:
-        docs/shrink-measurements.md, nineteenth session)."""
+        loss undoes the fewest writes (K3's power-loss variant): delta
+        debugging then removes large chunks of ops, where an unpinned tear
+        that moves with every removal lets only small ones through."""
         if self.best.trace is None or not self.best_res or self.best_res.get("step") is None:
             return
         d = self.best_res["dir"]

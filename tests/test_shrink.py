@@ -61,7 +61,7 @@ STRESS = os.path.join(ROOT, BUILD, "stress")
 POWERLOSS = os.path.join(ROOT, BUILD, "powerloss")
 CRASHTEST = os.path.join(ROOT, "crashtest.py")
 # Planted bugs a single thread shows, caught within seconds by simple with
-# the measurement's seed (README, Shrinking a failure), whose failure kind
+# the measurement's seed (docs/shrink-measurements.md), whose failure kind
 # does not hang on the timing of a kill (checkpoint-skips-data-fsync, say,
 # is caught as wrong_value or as false_alarm by the same seed, and the
 # false_alarm does not survive one thread).
@@ -71,15 +71,12 @@ CRASHTEST = os.path.join(ROOT, "crashtest.py")
 # minutes: witness-at-end-is-damage (about 45 s: one thread only by the
 # seed search, its timed kill made a kill point), freeze-clears-xmax and
 # writeback-error-cleans (SHRINK_BUGS=... runs them).
-# redo-skips-second-action was here until 2026-12-02 and is left out now:
-# the failure its 120-second catch meets first depends on timing (four
-# threads, timed kills), and of the shapes seen (README, "One planted bug,
-# many failures") two do not reach one thread and ten times fewer ops in
-# 300 s every time: a lost key the create step wrote, and an unrecoverable
-# recovery after a kill 200 ops into a four-thread run (one thread on some
-# shrinks, four on others).  CI failed on it once, and so did one local
-# make test of three; a test that passes or fails with the machine's
-# timing proves nothing.
+# redo-skips-second-action is left out: the failure its 120-second catch
+# meets first depends on timing (four threads, timed kills), and some of
+# its shapes (a lost key the create step wrote, an unrecoverable recovery
+# after a kill 200 ops into a four-thread run) do not reach one thread
+# and ten times fewer ops in 300 s every time; a test that passes or
+# fails with the machine's timing proves nothing.
 DEFAULT_BUGS = ["stale-value", "kv-codes-stale-after-in-place-edit", "seal-before-witness"]
 SEED = 20261201
 
@@ -1052,7 +1049,7 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         # bug's failure back.
         rd = os.path.join(self.d, "r-" + name)
         # --no-swarm: these tests measure the shrinker from the shapes the
-        # seed draws without a swarm (README, Shrinking a failure); a swarm
+        # seed draws without a swarm (docs/shrink-measurements.md); a swarm
         # iteration that catches first (eight threads, writes only, a hot
         # fault class) is another starting point, and which iteration
         # catches first depends on the machine's timing.

@@ -282,7 +282,7 @@ static const char *sync_mode_name(int mode) {
 
 int cmd_stat(const tool_args *a) {
     eng_db *db;
-    /* 0 or 2, as the README promises: a database stat cannot open (a
+    /* 0 or 2, as docs/engine-tool.md promises: a database stat cannot open (a
      * damaged control file included) is an invalid database here, not a
      * verdict; verify is the command that judges damage. */
     int rc = tool_open(a, TOOL_READ, stderr, &db);
