@@ -129,7 +129,8 @@ typedef struct st_engine {
     int (*write)(st_db *db, const st_op *ops, size_t n, uint64_t *seq);
     /* After a failed write: 1 if the batch is in doubt (present or absent
      * after a reopen), 0 if the engine aborted it (never visible).  NULL:
-     * always in doubt. */
+     * always in doubt.  Asked by the thread whose write failed, before its
+     * next call (the other engines' adapters keep the answer per thread). */
     int (*in_doubt)(st_db *db);
     /* Snapshots (NULL if the engine has none): a read at a snapshot sees
      * exactly the commits up to its sequence.  Released before close. */

@@ -38,7 +38,9 @@
  * matches a new one).  Writes and checkpoints use one writer connection,
  * only under the write mutex (Q1: SQLite has one writer at a time anyway).
  * Snapshot connections are pooled and reused.  Every connection has a
- * busy timeout (BUSY_MS): SQLITE_BUSY becomes ST_BUSY only after it.  A
+ * busy timeout (BUSY_MS): SQLITE_BUSY becomes ST_BUSY only after it, and
+ * PRAGMA cell_size_check=ON (a damaged cell is refused when read, not only
+ * by integrity_check).  A
  * rollback journal (DELETE) lets a reader block a commit, so snapshots,
  * held across many ops, need WAL (check_options refuses the pair).
  *

@@ -434,7 +434,11 @@ static int prepare_run_dir(void) {
     st_path_in(p, sizeof p, g.exp_dir, "expected");
     int have_expected = access(p, F_OK) == 0;
     st_path_in(p, sizeof p, g.o.db, "control");
-    if (!have_expected && access(p, F_OK) == 0) {
+    /* Another engine's database is what its probe calls one. */
+    char pwhy[8];
+    int has_db = g.E == &st_engine_ours ? access(p, F_OK) == 0
+                                        : g.E->probe_dir && g.E->probe_dir(g.o.db, pwhy, sizeof pwhy) == ST_OK;
+    if (!have_expected && has_db) {
         fprintf(stderr, "stress: %s holds a database but %s has no expected state: use --destroy_db_initially\n",
                 g.o.db, g.exp_dir);
         return EXIT_INFRA;
