@@ -9,7 +9,9 @@ engines nobody here wrote.
 - an option that needs the fault library's hooks in the engine (a fault
   class), or one of our engine's that means nothing to the other, is a
   usage error (exit 2, the option named) that creates nothing;
-- an option of one engine given to another is a usage error too.
+- an option of one engine given to another is a usage error too;
+- a directory that holds another engine's database, or one of this
+  engine's with no expected state, is refused (exit 3) and left unchanged.
 """
 
 import json
@@ -115,6 +117,20 @@ class OtherEngines(unittest.TestCase):
     def test_another_engines_option_is_a_usage_error(self):
         self.refused("--sqlite_journal_mode", "delete", want=["--engine sqlite"])
         self.refused("--engine", "sqlite", "--rocksdb_wal_recovery_mode", "0", want=["--engine rocksdb"])
+
+    def test_a_database_of_another_engine_or_without_expected_state_is_refused_unchanged(self):
+        rc, out, err, _ = self.run_engine("sqlite", "--ops_per_thread", "50", "--threads", "1")
+        self.assertEqual(rc, 0, out + err)
+        db = os.path.join(self.tmp, "db")
+        before = sorted(os.listdir(db))
+        rc, out, err = stress("--engine", "rocksdb", "--db", db, "--ops_per_thread", "10")
+        self.assertEqual(rc, 3, out + err)
+        self.assertIn("another engine's database", err)
+        self.assertEqual(sorted(os.listdir(db)), before, "nothing written into it")
+        shutil.rmtree(db + ".expected")
+        rc, out, err = stress("--engine", "sqlite", "--db", db, "--ops_per_thread", "10")
+        self.assertEqual(rc, 3, out + err)
+        self.assertIn("has no expected state", err)
 
     def test_wal_with_normal_sync_needs_sync_mode_off(self):
         self.refused("--engine", "sqlite", "--sqlite_synchronous", "normal", want=["--sync_mode off"])
