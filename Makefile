@@ -67,6 +67,9 @@ TOOL_SRC   := $(wildcard tools/engine-tool/*.c)
 TOOL_OBJ   := $(patsubst %.c,$(BUILD)/obj/%.o,$(TOOL_SRC))
 FAULTS_SRC := $(filter-out faults/powerloss.c,$(wildcard faults/*.c))
 FAULTS_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(FAULTS_SRC))
+# faults/door.o defines open, read, write ... (the door at the POSIX
+# boundary, faults/README.md): the linker takes it into every program that
+# links libfaults.a, and those calls reach libc through dlsym (in libc).
 TEST_SRC   := $(wildcard tests/test_*.c)
 TEST_BIN   := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 # Suites of the fault library (and those that use its power-loss journal)

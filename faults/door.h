@@ -47,7 +47,8 @@
  *   - renameat2 with RENAME_EXCHANGE, a rename into or out of the
  *     directory, O_TMPFILE, fallocate's COLLAPSE/INSERT/UNSHARE ranges:
  *     nothing the journal could undo;
- *   - a descriptor made by fcntl(F_DUPFD), and descriptors past 2^20.
+ *   - a descriptor made by fcntl(F_DUPFD), and descriptors past 2^20;
+ *   - a library dlopen'ed with RTLD_DEEPBIND (it finds libc's first).
  *
  * Which files: those under the directory flt_door_arm was given, by path
  * (textual under its spelling or its realpath, else the realpath of the
