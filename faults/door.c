@@ -36,8 +36,9 @@
  *       journal reads the old bytes of the range the write really covers;
  *   D5  after a rename or unlink the table holds no descriptor under a name
  *       that no longer names its inode (the source's descriptors move to
- *       the target's name; the replaced target's and the unlinked file's
- *       are forgotten and pass through from then on).
+ *       the target's name; the replaced target's, the unlinked file's
+ *       and those of files inside a renamed directory are forgotten and
+ *       pass through from then on).
  *
  * The 64-bit names (open64, pread64 ...) are the same calls on LP64 Linux:
  * every entry point reaches libc through its 64-bit function.
@@ -312,20 +313,25 @@ static int slot_get(int fd, door_fd *out) {
     return 0;
 }
 
-/* Every descriptor of FROM now names TO (NULL: forgotten).  D5. */
+/* Every descriptor of FROM now names TO (NULL: forgotten), and those of
+ * files below FROM (a directory) are forgotten.  D5. */
 static void slots_move(door_file *from, door_file *to) {
     int hwm = atomic_load(&fd_hwm);
+    size_t fl = strlen(from->rel);
     for (int fd = 0; fd < hwm; fd++) {
         door_slot *s = slot_at(fd, 0);
         if (!s) {
             fd |= CHUNK - 1; /* no chunk: skip to the next */
             continue;
         }
-        if (atomic_load_explicit(&s->file, memory_order_relaxed) != from) continue;
+        door_file *f = atomic_load_explicit(&s->file, memory_order_relaxed);
+        /* A renamed directory's files: their names moved too, forgotten. */
+        int below = f && f != from && !strncmp(f->rel, from->rel, fl) && f->rel[fl] == '/';
+        if (f != from && !below) continue;
         pthread_mutex_t *mu = &slot_mu[fd % NLOCKS];
         pthread_mutex_lock(mu);
-        if (atomic_load_explicit(&s->file, memory_order_relaxed) == from)
-            atomic_store_explicit(&s->file, to, memory_order_relaxed);
+        if (atomic_load_explicit(&s->file, memory_order_relaxed) == f)
+            atomic_store_explicit(&s->file, below ? NULL : to, memory_order_relaxed);
         pthread_mutex_unlock(mu);
     }
 }
@@ -920,22 +926,14 @@ typedef struct trunc_arg {
     off64_t off;
 } trunc_arg;
 
-static int do_ftruncate(void *p) {
-    trunc_arg *a = p;
-    return REAL(ftruncate64)(a->fd, a->len) == 0 ? 0 : -errno;
-}
-static int do_truncate(void *p) {
-    trunc_arg *a = p;
-    return REAL(truncate64)(a->path, a->len) == 0 ? 0 : -errno;
-}
+#define TA(p) ((trunc_arg *)(p))
+static int do_ftruncate(void *p) { return REAL(ftruncate64)(TA(p)->fd, TA(p)->len) == 0 ? 0 : -errno; }
+static int do_truncate(void *p) { return REAL(truncate64)(TA(p)->path, TA(p)->len) == 0 ? 0 : -errno; }
 static int do_fallocate(void *p) {
-    trunc_arg *a = p;
-    return REAL(fallocate64)(a->fd, a->mode, a->off, a->len) == 0 ? 0 : -errno;
+    return REAL(fallocate64)(TA(p)->fd, TA(p)->mode, TA(p)->off, TA(p)->len) == 0 ? 0 : -errno;
 }
-static int do_posix_fallocate(void *p) {
-    trunc_arg *a = p;
-    return -REAL(posix_fallocate64)(a->fd, a->off, a->len); /* returns the errno itself */
-}
+/* posix_fallocate returns the errno itself. */
+static int do_posix_fallocate(void *p) { return -REAL(posix_fallocate64)(TA(p)->fd, TA(p)->off, TA(p)->len); }
 
 int ftruncate(int fd, off_t len) {
     door_fd d;
