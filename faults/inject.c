@@ -1,6 +1,6 @@
 /*
  * inject.c -- the in-process injectors: the engine's I/O hooks (flt_hooks)
- * and the between-operations flips of flt_tick.
+ * and the between-operations flips and zeroed blocks of flt_tick.
  *
  * Hooks (eng_io_hooks; engine/io.c calls before() once per logical
  * operation and after() once it completed, on the same thread):
@@ -65,9 +65,10 @@
  *                       crash/data  (the same, right before a kill's SIGKILL;
  *                                    pre and post: the block's hashes)
  *                       region: the page region of the bit (place.h)
- *   zero_page           crash/data  data  block     block * ps     page size  -
- *                                   (right before a kill's SIGKILL, a block
- *                                    drawn by class; pre, post)
+ *   zero_page           tick/data   data  block     block * ps     page size  -
+ *                       crash/data  (between operations, and right before a
+ *                                    kill's SIGKILL: a block drawn by
+ *                                    class; pre, post)
  *                       region (hook/write too): the block's class
  *   bitflip_wal         tick/wal    wal/NAME  4 KiB block of the segment,
  *                       crash/wal         offset and len of that block (the
@@ -501,8 +502,8 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
         }
     }
     /* A zeroed write is drawn at the class's odds for every block; the
-     * blocks at the durable boundary get their share at the crash
-     * (zero_at_crash), where nothing writes them again. */
+     * blocks at the durable boundary get their share between operations
+     * and at the crash (zero_block), drawn by class. */
     if (flt_draw(f, t, FLT_ZERO_PAGE) && !done) {
         void *z = buf_take(t, len);
         if (z) {
@@ -997,16 +998,19 @@ static int flip_wal_at_crash(flt_ctx *f, flt_thr *t) {
     return done;
 }
 
-/* zero_page at the crash: a block drawn by class (pick_block_by_class:
- * half at the boundary of what is durable, half by page type) reads back
- * all zero, as if its last write had been lost as zeros.  Only
- * recovery's full-page images may bring it back; below the high-water
- * mark the zero-page rule must report it (P5).  Nothing of the dead
- * process writes the block again.  The ledger line carries the block's
- * class (region) and hashes (pre, post: all zero) for V4b after the
- * crash; an all-zero block is left alone (no damage, no line), and up to
- * four blocks are drawn for one that is not. */
-static void zero_at_crash(flt_ctx *f, flt_thr *t) {
+/* zero_page on disk: a block drawn by class (pick_block_by_class: half
+ * at the boundary of what is durable, half by page type) reads back all
+ * zero, as if its last write had been lost as zeros.  Below the
+ * high-water mark the zero-page rule must report it (P5) when the engine
+ * reads it from disk; only a full-page image (recovery's, or a write of
+ * the page from the cache) may bring it back.  At the crash (POINT
+ * crash/data) nothing of the dead process writes the block again;
+ * between operations (tick/data) it is damage in the table (D1, D8)
+ * until a write of the block.  The ledger line carries the block's class
+ * (region) and hashes (pre, post: all zero) for V4b after a crash; an
+ * all-zero block is left alone (no damage, no line), and up to four
+ * blocks are drawn for one that is not. */
+static void zero_block(flt_ctx *f, flt_thr *t, const char *point, const char *note) {
     char path[4200];
     uint32_t ps;
     uint64_t nblocks = data_blocks(f, path, &ps);
@@ -1021,20 +1025,20 @@ static void zero_at_crash(flt_ctx *f, flt_thr *t) {
         int bc;
         uint64_t block = pick_block_by_class(f, t, FLT_ZERO_PAGE, &b, &bc);
         if (pread(b.fd, pg, ps, (off_t)(block * ps)) != (ssize_t)ps || memcmp(pg, pg + ps, ps) == 0) continue;
-        flt_event e = flt_page_event(f, t, FLT_ZERO_PAGE, "crash/data", block, block * ps, ps);
+        flt_event e = flt_page_event(f, t, FLT_ZERO_PAGE, point, block, block * ps, ps);
         e.region = bc >= 0 ? flt_block_class_name(bc) : "unused";
-        e.note = "at the crash: the block reads back all zero";
+        e.note = note;
         e.page_pre = XXH64(pg, ps, 0);
         e.page_post = XXH64(pg + ps, ps, 0);
-        if (flt_record(f, FLT_ZERO_PAGE, &e) == 0) {
+        uint64_t seq;
+        if (flt_record_seq(f, FLT_ZERO_PAGE, &e, &seq) == 0) {
+            flt_damage_add(f, seq, block * ps, ps, 0, NULL, 1); /* D1: before the bytes change */
             int fd = open(path, O_WRONLY | O_CLOEXEC);
-            if (fd >= 0) {
-                /* A short write leaves the block hashing to neither "pre"
-                 * nor "post": V4b then claims nothing of it. */
-                ssize_t w = pwrite(fd, pg + ps, ps, (off_t)(block * ps));
-                (void)w;
-                close(fd);
-            }
+            /* A short write leaves the block hashing to neither "pre"
+             * nor "post": V4b then claims nothing of it. */
+            ssize_t w = fd >= 0 ? pwrite(fd, pg + ps, ps, (off_t)(block * ps)) : -1;
+            if (w != (ssize_t)ps) flt_damage_unknown_seq(f, seq);
+            if (fd >= 0) close(fd);
         }
         break;
     }
@@ -1044,7 +1048,8 @@ static void zero_at_crash(flt_ctx *f, flt_thr *t) {
 
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
     if (!f->db_dir) return;
-    if (f->o.one_in[FLT_ZERO_PAGE] && flt_below(f, t, FLT_ZERO_PAGE, 2) == 0) zero_at_crash(f, t);
+    if (f->o.one_in[FLT_ZERO_PAGE] && flt_below(f, t, FLT_ZERO_PAGE, 2) == 0)
+        zero_block(f, t, "crash/data", "at the crash: the block reads back all zero");
     if (f->o.one_in[FLT_BITFLIP_WAL]) flip_wal_at_crash(f, t);
     /* A page flipped at the crash is judged after recovery, with nothing
      * of this process left to write the page again: only a full-page
@@ -1142,4 +1147,6 @@ void flt_tick(flt_ctx *f, eng_db *db) {
     if (db && flt_draw(f, t, FLT_BITFLIP_CACHE)) flt_tick_cache(f, t, db);
     if (flt_draw(f, t, FLT_BITFLIP_PAGE)) tick_page(f, t);
     if (flt_draw(f, t, FLT_BITFLIP_WAL)) tick_wal(f, t);
+    if (flt_draw(f, t, FLT_ZERO_PAGE))
+        zero_block(f, t, "tick/data", "between operations: the block reads back all zero (a write lost as zeros)");
 }

@@ -6,8 +6,9 @@
  * overflow payloads), WAL flips every byte class of a log block (block
  * header, sector trailer, record header, record payload, padding), the
  * ledger's `region` names the region of the bit that actually changed,
- * and a WAL flip at a crash always lands inside a record, before the
- * log's end.
+ * a WAL flip at a crash always lands inside a record, before the log's
+ * end, and a zeroed block between operations is a whole block drawn by
+ * class, in the damage table until a write of it.
  *
  * The regions are computed here again from engine/format.h, by code of
  * this file's own (a page classified by its header; the log walked record
@@ -316,4 +317,59 @@ Test(faults, a_wal_flip_at_the_crash_lands_in_a_record_before_the_logs_end, T_OP
      * another. */
     cr_assert(last_record > 0 && last_record < TRIALS, "%zu of %d flips on the write's last record", last_record,
               TRIALS);
+}
+
+/* ---- zeroed blocks between operations ----------------------------------- */
+
+Test(faults, a_tick_zeroes_a_block_drawn_by_class_and_it_stays_damage_until_written, T_OPTS) {
+    enum { TICKS = 60 };
+    static const char *classes[] = {"meta",       "root",         "interior",  "leaf",      "clog",
+                                    "overflow",   "trunk",        "hwm_below", "hwm_above", "file_end",
+                                    "since_redo", "last_written", "unused"};
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+    populate_all_types(dir);
+    char p[4096];
+    size_t len = 0;
+    uint8_t *copy = cu_read_file(tu_path(p, sizeof p, dir, "data"), &len);
+    flt_options fo = fopts(run, dir, 5);
+    fo.one_in[FLT_ZERO_PAGE] = 1;
+    flt_ctx *f = fopen_ok(&fo);
+    flt_thread_start(f, 0);
+    size_t lines = 0, meta = 0;
+    static uint8_t zero[PS];
+    uint8_t now[PS];
+    for (int t = 0; t < TICKS; t++) {
+        flt_op(f, (uint64_t)t);
+        flt_tick(f, NULL);
+        lg l = lg_read(run);
+        cr_assert(l.n <= lines + 1, "tick %d: one block at most", t);
+        if (l.n == lines) { /* four draws met blocks zeroed already */
+            lg_free(&l);
+            continue;
+        }
+        lines = l.n;
+        const char *line = l.lines[l.n - 1];
+        char point[32], region[32];
+        cr_assert_str_eq(jstr(line, "point", point, sizeof point), "tick/data", "%s", line);
+        cr_assert_not_null(jstr(line, "region", region, sizeof region), "%s", line);
+        int known = 0;
+        for (size_t i = 0; i < sizeof classes / sizeof *classes; i++) known |= !strcmp(region, classes[i]);
+        cr_assert(known, "region %s", region);
+        meta += !strcmp(region, "meta");
+        int64_t block = jnum(line, "block");
+        cr_assert(block >= 0 && (uint64_t)(block + 1) * PS <= len, "%s", line);
+        /* The whole block reads back zero, it was not zero before, and the
+         * damage table holds it (no write of the block came since). */
+        read_block(p, (uint64_t)block * PS, now);
+        cr_assert(memcmp(now, zero, PS) == 0, "tick %d: block %lld is not all zero", t, (long long)block);
+        cr_assert(memcmp(copy + block * PS, zero, PS) != 0, "tick %d: an all-zero block was zeroed", t);
+        cr_assert(dmg_has(f, (uint64_t)jnum(line, "seq")), "tick %d: %s not in the damage table", t, line);
+        memcpy(copy + block * PS, now, PS);
+        lg_free(&l);
+    }
+    cr_assert(lines >= TICKS / 2, "%zu blocks zeroed in %d ticks", lines, TICKS);
+    cr_assert(meta > 0, "the one meta page was never drawn");
+    check_counts(f, run);
+    flt_close(f);
+    free(copy);
 }
