@@ -29,9 +29,10 @@ docs/mutants.md), protection (checked cache-flip patterns at every
 width: escape rates per width and pattern against the codes'
 construction; crashtest/protection.py) and report DIR... (one
 self-contained HTML page from report directories, with trends across
-several, or from the benchmarks' JSON).
+several, or from the benchmarks' JSON), and clean (the work folders and
+stale locks of runs that died).
 Python 3 standard library only.  Exit: 0 every iteration passed, 1 one
-failed (or the run was interrupted), 2 usage.
+failed, 2 usage, 130 interrupted before a failure (verdict INTERRUPTED).
 
 Seeds.  --seed S is the run seed; run r (of -j N, --shard K/N) draws from
 derive(S, "run", r); iteration i of a run from its iteration seed, whose

@@ -15,6 +15,7 @@ import threading
 
 from .common import REPO, UsageError, sha256_of
 from .params import PROBED
+from .procs import die_with_parent
 
 
 def usable_dir(path, what):
@@ -79,7 +80,8 @@ def probe_support(binary, workdir, values=PROBED, extra=None):
                 "--ops_per_thread=1", "--max_key=8", "--wal_segment_size=64K", "--cache_size=1M",
                 "--seed=1", "--%s=%s" % (name, value)] + list(extra or [])
         try:
-            r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+            r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
+                               preexec_fn=die_with_parent())
             text = r.stdout.decode(errors="replace").strip().splitlines()
             why = next((t for t in text if not t.startswith("stress: pass")), "exit %d" % r.returncode)
             results[(name, value)] = (r.returncode != 2, why, r.returncode)

@@ -3,17 +3,19 @@ argument types, signal handling and main().  Usage errors exit 2 without
 a traceback."""
 
 import argparse
+import os
 import re
 import signal
 import sys
 import threading
 
 from .binary import build_identity
-from .common import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, UsageError
+from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, REPO, UsageError
+from .folders import clean_report_dirs, clean_work_dirs
 from .htmlreport import render, write_page
 from .mutants import MUTANTS_FILE, mutants_mode
 from .params import FAULTS, MODE_DEFAULTS, POWERLOSS_MODES, UNSTABLE_FAULTS
-from .procs import STOP, signal_name
+from .procs import STOP, Stopped, signal_name
 from .protection import protection_mode
 from .repro import repro_mode
 from .shrink import DEFAULT_BUDGET, shrink_mode
@@ -32,7 +34,12 @@ MODE_HELP = {
               "way",
     "protection": "protection-bytes fuzzing: short runs of checked cache-flip patterns at every width, escape "
                   "rates per width and pattern against the codes' construction",
+    "clean": "remove the work folders of runs that died (SIGKILL, a crash) and their report folders' stale locks",
 }
+# What every mode's help says about a stop by SIGINT or SIGTERM.
+STOPPED = "%d interrupted (SIGINT or SIGTERM before a failure was found: verdict INTERRUPTED)" % EXIT_INTERRUPTED
+FOLDER_RULE = ("A report folder belongs to one run: one that a live run holds, or that holds an earlier run's "
+               "results, is refused (exit 2).")
 
 
 def positive_int(s):
@@ -70,6 +77,7 @@ def seconds(s):
     return v
 
 
+at_least_one_second = bounded("at_least_one_second", seconds, lambda v: v >= 1, "must be at least 1 s")
 positive_seconds = bounded("positive_seconds", seconds, lambda v: v >= 0.5, "must be at least 0.5 s")
 
 
@@ -127,14 +135,17 @@ class Version(argparse.Action):
 def make_parser():
     fmt = HelpFormatter
     p = Parser(prog="crashtest.py", description="Nightly crash tests of the engine through build/stress "
-               "(docs/architecture.md).  Exit: 0 every iteration passed, 1 a failure, 2 usage.  "
+               "(docs/architecture.md).  Exit: 0 every iteration passed, 1 a failure, 2 usage, " + STOPPED + ".  "
                "'crashtest.py MODE --help' lists each mode's options with their defaults.",
                formatter_class=fmt)
     p.add_argument("--version", action=Version, help="git describe of the tree, then exit")
     sub = p.add_subparsers(dest="mode", metavar="MODE", parser_class=Parser)
     for mode in ("blackbox", "whitebox", "simple"):
         d = MODE_DEFAULTS[mode]
-        s = sub.add_parser(mode, help=MODE_HELP[mode], description=MODE_HELP[mode] + ".", formatter_class=fmt)
+        s = sub.add_parser(mode, help=MODE_HELP[mode], formatter_class=fmt,
+                           description="%s.  Exit: 0 every iteration passed, 1 a failure, 2 usage (a value stress "
+                                       "rejects too, asked before the first iteration), %s.  %s"
+                                       % (MODE_HELP[mode], STOPPED, FOLDER_RULE))
         g = s.add_argument_group("length")
         g.add_argument("--duration", type=seconds, default=d["duration"], metavar="S",
                        help="start no iteration after S seconds (0: no limit; with --iterations and no "
@@ -207,7 +218,7 @@ def make_parser():
     r = sub.add_parser("repro", help=MODE_HELP["repro"], formatter_class=fmt,
                        description="Replay a failed iteration from its saved artifacts (REPORT_DIR/failures/ID): "
                                    "the same seeds, options and crashed state; each command is printed.  Exit 1 "
-                                   "when it fails again, 0 when it passes, 2 usage.")
+                                   "when it fails again, 0 when it passes, 2 usage, " + STOPPED + ".")
     r.add_argument("run_dir", metavar="RUN_DIR", help="the failed iteration's folder")
     r.add_argument("--from", dest="start", choices=["auto", "crashed", "start"], default="auto",
                    help="replay from the crashed state (after the crash) or from the iteration's start")
@@ -228,7 +239,8 @@ def make_parser():
                                    "Writes FAILURE_DIR/shrunk/ (repro reads it) and FAILURE_DIR/shrink.json (every "
                                    "step tried), prints the final command.  A different failure found on the way "
                                    "is kept in FAILURE_DIR/shrink-aside/.  Exit 0 shrunk, 1 the failure did not "
-                                   "come back, 2 usage.")
+                                   "come back, 2 usage, " + STOPPED + ": shrink.json and shrunk/ then hold "
+                                   "the smallest run kept so far.")
     k.add_argument("failure_dir", metavar="FAILURE_DIR", help="the failed iteration's folder")
     k.add_argument("--budget", type=seconds, default=DEFAULT_BUDGET, metavar="S",
                    help="seconds for the whole shrinking (no trial starts after it)")
@@ -251,8 +263,9 @@ def make_parser():
                                    "until the first failure or the budget, and record caught or not, seconds and "
                                    "iterations to the first failure, its kind, the fault class blamed and the "
                                    "repro line in REPORT_DIR/mutants.json.  Prints 'mutation score: K of N caught, "
-                                   "median time to catch T s'.  Exit: 0 every bug caught, 1 one missed (or "
-                                   "interrupted), 2 usage.")
+                                   "median time to catch T s'.  The bug under way when it is stopped is 'not "
+                                   "judged', and build/mutants.json is left as it was.  Exit: 0 every bug caught, "
+                                   "1 one missed, 2 usage, " + STOPPED + ".  " + FOLDER_RULE)
     m.add_argument("names", nargs="*", metavar="NAME", help="planted bugs to run (default: the whole catalogue)")
     m.add_argument("--budget", type=positive_seconds, default=300.0, metavar="S",
                    help="longest simple run per bug (its --duration)")
@@ -267,6 +280,9 @@ def make_parser():
     m.add_argument("--catalogue", default=MUTANTS_FILE, metavar="FILE", help="the list of planted bugs")
     m.add_argument("--build-dir", default="build", metavar="DIR", help="the Makefile's BUILD")
     m.add_argument("--no-build", action="store_true", help="use the binaries already in BUILD/mutants/")
+    m.add_argument("--list", action="store_true",
+                   help="print the catalogues (tests/mutants.txt, tests/harness_mutants.txt): each bug's name, the "
+                        "guarantee it breaks and the mode that runs it; run nothing")
     m.add_argument("--harness", action="store_true",
                    help="measure the suites that guard the harness instead: each bug of tests/harness_mutants.txt "
                         "built into BUILD/hmutants/NAME and run against them, after a baseline run against the "
@@ -289,18 +305,31 @@ def make_parser():
     h = sub.add_parser("report", help=MODE_HELP["report"], formatter_class=fmt,
                        description="Write one self-contained HTML page (inline SVG and CSS, no script, no network) "
                                    "from report directories of crashtest runs (several: a night each, with trends) "
-                                   "or from benchmark JSON (build/bench/*.json, or the folder).  Exit 0, 2 usage.")
+                                   "or from benchmark JSON (build/bench/*.json, or the folder).  Several report "
+                                   "directories must be of one mode (a trend is one series).  Exit 0, 2 usage.")
     h.add_argument("inputs", nargs="+", metavar="DIR", help="report directories, or benchmark JSON files or folders")
-    h.add_argument("-o", "--output", default="report.html", metavar="FILE", help="the page to write")
+    h.add_argument("-o", "--output", default="report.html", metavar="FILE",
+                   help="the page to write (a directory: DIR/report.html)")
     h.set_defaults(func=report_mode)
+    c = sub.add_parser("clean", help=MODE_HELP["clean"], formatter_class=fmt,
+                       description="Remove what runs that died (a SIGKILL, a crash) left behind: their temporary "
+                                   "work folders (crashtest-* in $TMPDIR) and the stale lock files of their "
+                                   "report folders (their results are kept).  Only what it can prove dead: a "
+                                   "lock file whose lock no live process holds.  Exit 0, 2 usage.")
+    c.add_argument("--report-dir", default=None, metavar="DIR",
+                   help="a report folder, or a folder of them (default: build/crashtest)")
+    c.add_argument("--tmp-dir", default=None, metavar="DIR", help="where work folders are made (default: $TMPDIR)")
+    c.set_defaults(func=clean_mode)
     return p
 
 
 def add_protection_parser(sub, fmt):
     q = sub.add_parser("protection", help=MODE_HELP["protection"], formatter_class=fmt,
                        description=MODE_HELP["protection"] + " (crashtest/protection.py).  Exit: 0 every escape "
-                                   "within what the construction allows, 1 a failure, 2 usage.")
-    q.add_argument("--duration", type=seconds, default=600.0, metavar="S", help="start no run after S seconds")
+                                   "within what the construction allows, 1 a failure, 2 usage, " + STOPPED + ".  "
+                                   + FOLDER_RULE)
+    q.add_argument("--duration", type=at_least_one_second, default=600.0, metavar="S",
+                   help="start no run after S seconds (at least 1; SIGINT stops it sooner)")
     q.add_argument("--widths", default="1,2,4,8", metavar="LIST", help="protection widths, a comma list of 1,2,4,8")
     q.add_argument("--flips-per-width", type=at_least_one, default=10 ** 9, metavar="N",
                    help="stop a width once N flips were checked at it (default: no limit)")
@@ -316,8 +345,31 @@ def add_protection_parser(sub, fmt):
 
 
 def report_mode(a, argv):
-    write_page(a.output, render(a.inputs))
-    print("crashtest: wrote %s" % a.output)
+    out = a.output
+    if os.path.isdir(out):
+        out = os.path.join(out, "report.html")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise UsageError("-o %s: no folder %s to write it in" % (a.output, os.path.dirname(os.path.abspath(out))))
+    text = render(a.inputs)
+    try:
+        write_page(out, text)
+    except OSError as e:
+        raise UsageError("-o %s: cannot write it: %s" % (a.output, e.strerror or e))
+    print("crashtest: wrote %s" % out)
+    return EXIT_PASS
+
+
+def clean_mode(a, argv):
+    root = a.report_dir or os.path.join(REPO, "build", "crashtest")
+    if a.tmp_dir and not os.path.isdir(a.tmp_dir):
+        raise UsageError("--tmp-dir %s is not a folder" % a.tmp_dir)
+    gone = clean_work_dirs(a.tmp_dir)
+    for d in gone:
+        print("crashtest: removed %s (its run is dead)" % d)
+    unlocked = clean_report_dirs(root)
+    for d in unlocked:
+        print("crashtest: %s: its run is dead; stale lock removed, results kept" % d)
+    print("crashtest: clean: %d work folder(s) removed, %d report folder(s) unlocked" % (len(gone), len(unlocked)))
     return EXIT_PASS
 
 
@@ -345,9 +397,9 @@ def main(argv=None):
     except UsageError as e:
         sys.stderr.write("crashtest.py: %s\n" % e)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Stopped):
         sys.stderr.write("crashtest.py: interrupted\n")
-        return EXIT_FAIL
+        return EXIT_INTERRUPTED
     except OSError as e:
         sys.stderr.write("crashtest.py: %s\n" % e)
         return EXIT_FAIL

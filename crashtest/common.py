@@ -8,6 +8,11 @@ import json
 import os
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+# A run stopped by SIGINT or SIGTERM before it found a failure: neither a
+# pass nor a fail (128 + SIGINT, what a shell reports for a command ^C
+# ended).  Its artifacts say "INTERRUPTED".
+EXIT_INTERRUPTED = 130
+INTERRUPTED = "INTERRUPTED"
 # The repository: the folder that holds crashtest.py and this package.
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 META_VERSION = 1

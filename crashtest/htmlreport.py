@@ -19,7 +19,7 @@ import json
 import math
 import os
 
-from .common import UsageError
+from .common import INTERRUPTED, UsageError
 from .params import CLASS_ORDER, FAILURE_KEYS, swarm_text
 from .stats import clopper_pearson
 
@@ -31,7 +31,7 @@ CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1100px;color:#222;
 padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-.meta{color:#555}.pass{color:#31a354;font-weight:600}.fail{color:#de2d26;font-weight:600}
+.meta{color:#555}.pass{color:#31a354;font-weight:600}.fail{color:#de2d26;font-weight:600}.interrupted{color:#e6550d;font-weight:600}
 table{border-collapse:collapse;margin:8px 0 4px;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;
 text-align:right}th{background:#f4f4f4}td.l,th.l{text-align:left}code{font-size:12px;word-break:break-all}
 svg{display:block;margin:6px 0;max-width:100%;height:auto}svg text{font:12px system-ui,sans-serif;fill:#333}
@@ -421,12 +421,18 @@ def table_kinds(summary):
     return "".join(out) + "</table>"
 
 
+def verdict_class(verdict):
+    """The CSS class of a run's verdict: an interrupted run is neither
+    green nor red."""
+    return "pass" if verdict == "pass" else "interrupted" if verdict == INTERRUPTED else "fail"
+
+
 def header(summary, src):
     b = summary.get("build") or {}
     verdict = summary.get("verdict", "?")
     return ('<h1>crashtest %s: <span class="%s" id="verdict">%s</span></h1><p class="meta">%s iterations, %s failed, '
             '%s measuring, %s; seed %s%s, shard %s, -j %s; started %s; git %s; host %s; from <code>%s</code></p>%s'
-            % (esc(summary.get("mode")), "pass" if verdict == "pass" else "fail", esc(verdict.upper()),
+            % (esc(summary.get("mode")), verdict_class(verdict), esc(verdict.upper()),
                fmt(summary.get("iterations_total", len(summary.get("iterations") or []))),
                fmt(summary.get("failed", 0)), fmt(summary.get("measuring", 0)),
                esc(hms(summary.get("elapsed_s") or 0)), esc(summary.get("seed")),
@@ -547,6 +553,10 @@ def render_runs(dirs):
     """The page for one report directory, or for several (nights): the
     latest in full, after the trends."""
     nights = sorted(((load_summary(d), d) for d in dirs), key=lambda sd: sd[0].get("started") or "")
+    modes = sorted({str(s.get("mode")) for s, _ in nights})
+    if len(modes) > 1:  # nights of one series are runs of one mode: a trend across modes compares nothing
+        raise UsageError("report directories of different modes (%s): give the runs of one mode for a trend"
+                         % ", ".join(modes))
     last, src = nights[-1]
     body = ""
     if len(nights) > 1:
@@ -751,7 +761,15 @@ def render(inputs):
 
 
 def write_page(path, text):
+    """TEXT to PATH whole or not at all: no PATH.tmp is left behind."""
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -26,11 +26,12 @@ import sys
 import tempfile
 import time
 
-from .common import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, REPO, UsageError, last_line, nice_path, write_json
+from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, INTERRUPTED, REPO, UsageError, last_line, nice_path, write_json
+from .folders import claim_report_dir, release
 from .htmlreport import blamed_classes
 from .output import Printer
 from .params import swarm_brief
-from .procs import STOP
+from .procs import STOP, die_with_parent
 from .seeds import derive
 from .shrink import shrink_folder
 
@@ -99,7 +100,7 @@ def mutant_result(m, summary, budget, seed, rc):
     elif summary.get("internal_error"):
         res["error"] = True
         res["message"] = "crashtest itself failed (internal-error.txt): nothing was measured"
-    elif rc not in (EXIT_PASS, EXIT_FAIL):
+    elif rc not in (EXIT_PASS, EXIT_FAIL, EXIT_INTERRUPTED):  # (interrupted: mutants' own stop at its deadline)
         res["error"] = True
         res["message"] = "the simple run ended with exit %s" % rc
     return res
@@ -194,6 +195,8 @@ def mutants_table(doc):
     for r in doc["mutants"]:
         if r["caught"]:
             when = "%.1f s (%d it.)" % (r["seconds"], r["iterations_to_catch"])
+        elif not r.get("judged", True):
+            when = "not judged (interrupted)"
         elif r.get("error"):
             when = "error"
         else:
@@ -292,7 +295,38 @@ def mutation_score_line(results):
     return "mutation score: %d of %d caught, median time to catch %s s" % (len(caught), len(results), t)
 
 
+def list_catalogues(a):
+    """--list: each bug of both catalogues with its guarantee and the mode
+    that runs it."""
+    rows = [(m, "mutants") for m in read_mutants(a.catalogue)]
+    if os.path.exists(HARNESS_MUTANTS_FILE):
+        rows += [(m, "mutants --harness") for m in read_mutants(HARNESS_MUTANTS_FILE)]
+    width = max([len(m.name) for m, _ in rows] + [4])
+    print("%-*s  %-10s  %-30s  %s" % (width, "name", "guarantee", "run by", "the bug"))
+    for m, mode in rows:
+        print("%-*s  %-10s  %-30s  %s" % (width, m.name, m.guarantee, "crashtest.py " + mode, m.bug))
+    return EXIT_PASS
+
+
+def missing_binaries(build, name, binaries):
+    """The usage error for --no-build when NAME's binaries are not built:
+    the make command that builds them, as mutants itself runs it."""
+    rel = os.path.relpath(build, REPO)
+    return UsageError("%s missing: build %s with 'make -C %s BUILD=%s %s', or drop --no-build" % (
+        ", ".join(binaries), name, shlex.quote(REPO), shlex.quote(rel),
+        " ".join(shlex.quote(os.path.relpath(b, REPO)) for b in binaries)))
+
+
+def not_judged(m, seed, budget):
+    """mutants.json's entry of the bug whose run a stop cut short: neither
+    caught nor missed."""
+    return dict(mutant_result(m, {}, budget, seed, None), judged=False, error=False,
+                message="not judged: the measurement was interrupted during its run")
+
+
 def mutants_mode(a, argv):
+    if getattr(a, "list", False):
+        return list_catalogues(a)
     if getattr(a, "harness", False):
         return harness_mode(a)
     try:
@@ -314,7 +348,12 @@ def mutants_mode(a, argv):
     build = os.path.abspath(a.build_dir)
     report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
         datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
-    os.makedirs(report_dir, exist_ok=True)
+    for m in chosen if a.no_build else []:
+        missing = [os.path.join(build, "mutants", m.name, b) for b in ("stress", "powerloss")
+                   if not os.access(os.path.join(build, "mutants", m.name, b), os.X_OK)]
+        if missing:
+            raise missing_binaries(build, m.name, missing)
+    claim_report_dir(report_dir)
     p = Printer(tty=False)
     p.line("crashtest: mutants: %d planted bugs, budget %g s each, -j %d, seed %d, reports in %s"
            % (len(chosen), a.budget, a.jobs, a.seed, nice_path(report_dir)))
@@ -340,14 +379,12 @@ def mutants_mode(a, argv):
                 results.append(dict(mutant_result(m, {}, a.budget, None, None), build_failed=True,
                                     message="make failed: %s" % last_line(mk.stdout)))
                 continue
-        for b in (stress, powerloss):
-            if not os.access(b, os.X_OK):
-                raise UsageError("%s is missing (build it with make %s, or drop --no-build)" % (b, b))
         seed = derive(a.seed, "mutant", m.name)
         rd = os.path.join(report_dir, m.name)
         cmd = simple_cmd(seed, a.budget, a.jobs, stress, powerloss, rd, a.simple_args)
         with open(os.path.join(report_dir, m.name + ".log"), "w") as log:
-            child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+            child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+                                     preexec_fn=die_with_parent())
             deadline = time.monotonic() + a.budget + MUTANT_GRACE_S
             while child.poll() is None:
                 if STOP.is_set() or time.monotonic() > deadline:
@@ -365,6 +402,10 @@ def mutants_mode(a, argv):
                 summary = json.load(f)
         except (OSError, ValueError):
             summary = {}
+        if STOP.is_set() and not summary.get("failures"):
+            results.append(not_judged(m, seed, a.budget))
+            p.line("mutant %-32s not judged: interrupted" % m.name)
+            break
         r = mutant_result(m, summary, a.budget, seed, child.returncode)
         # The binary must carry the bug it is said to carry.
         if r["planted_bug_seen"] and r["planted_bug_seen"] != [m.name]:
@@ -396,26 +437,30 @@ def mutants_mode(a, argv):
         else:
             p.line("mutant %-32s MISSED: %d iterations passed in %s s%s" % (
                 m.name, r["iterations"], r["elapsed_s"], ("  (%s)" % r["message"]) if r["message"] else ""))
-    line = mutation_score_line(results) if results else "mutation score: nothing run"
+    judged = [r for r in results if r.get("judged", True)]
+    line = mutation_score_line(judged) if judged else "mutation score: nothing judged"
     p.line(line)
     med = median_time_to_catch(results)
     doc = {"tool": "crashtest.py", "mode": "mutants", "seed": a.seed, "budget_s": a.budget, "jobs": a.jobs,
            "catalogue": nice_path(a.catalogue), "elapsed_s": round(time.monotonic() - t0, 3),
-           "score": {"caught": sum(1 for r in results if r["caught"]), "total": len(results),
+           "score": {"caught": sum(1 for r in judged if r["caught"]), "total": len(judged),
                      "median_seconds": med if med is not None and med != float("inf") else None},
-           "summary_line": line, "interrupted": STOP.is_set(), "mutants": results}
+           "summary_line": line, "interrupted": STOP.is_set(), "mutants": results,
+           "verdict": "fail" if any(not r["caught"] for r in judged) else INTERRUPTED if STOP.is_set() else "pass"}
     write_json(os.path.join(report_dir, "mutants.json"), doc)
     with open(os.path.join(report_dir, "mutants.md"), "w") as f:
         f.write(mutants_table(doc))
         shrunk = [(r["name"], r["shrink"]) for r in results if r.get("shrink")]
         if shrunk:
             f.write("\n" + shrink_table(shrunk))
-    if a.build_dir == "build" or os.path.abspath(a.build_dir) == os.path.join(REPO, "build"):
+    # An interrupted measurement leaves the last whole one's table as it was.
+    if not STOP.is_set() and (a.build_dir == "build" or os.path.abspath(a.build_dir) == os.path.join(REPO, "build")):
         write_json(os.path.join(REPO, "build", "mutants.json"), doc)
+    release(report_dir)
     p.line("crashtest: mutants.json: %s" % nice_path(os.path.join(report_dir, "mutants.json")))
-    if STOP.is_set():
+    if any(not r["caught"] for r in judged):
         return EXIT_FAIL
-    return EXIT_PASS if results and all(r["caught"] for r in results) else EXIT_FAIL
+    return EXIT_INTERRUPTED if STOP.is_set() else EXIT_PASS if judged else EXIT_FAIL
 
 
 # ---- harness bugs (tests/harness_mutants.txt; docs/mutants.md, "Harness bugs") ----
@@ -450,8 +495,8 @@ HARNESS_SUITES = [
     "test_faults_damage_table_tracks_what_is_on_disk", "test_faults_carried_cache_flip",
     "test_faults_errors_are_reported_at_their_points", "test_faults_cache_flip_names_the_code_of_its_part",
     "test_faults_sync_error_drops_unsynced_writes", "test_powerloss_engine_survives_every_state",
-    "test_lost_files_refused",
-    "test_protection.py",
+    "test_lost_files_refused", "test_faults_damage_lands_in_every_region_of_the_format",
+    "test_protection.py", "test_fault_files.py",
     "t_stress.sh",
 ]
 SUITE_TIMEOUT_S = 1200  # a suite the bug made hang is a catch, not a stuck measurement
@@ -641,9 +686,11 @@ def harness_mode(a):
     engine_md = mutants_table(doc) if doc.get("mutants") and doc.get("summary_line") else ""
     with open(md, "w") as f:
         f.write(engine_md + ("\n" if engine_md else "") + harness_table(doc))
-    if os.path.abspath(a.build_dir) == os.path.join(REPO, "build"):
+    if not STOP.is_set() and os.path.abspath(a.build_dir) == os.path.join(REPO, "build"):
         write_json(os.path.join(REPO, "build", "hmutants.json"), doc)
     p.line("crashtest: mutants.json: %s" % nice_path(path))
-    if STOP.is_set():
+    if any(not r["caught"] for r in results):
         return EXIT_FAIL
+    if STOP.is_set():
+        return EXIT_INTERRUPTED
     return EXIT_PASS if results and all(r["caught"] for r in results) else EXIT_FAIL

@@ -7,6 +7,7 @@ OUTPUT_CAP bytes of output (a loop), saving its thread stacks.
 STOP is the one flag that stops the whole run (SIGINT, SIGTERM): every
 wait of the package checks it and raises Stopped."""
 
+import ctypes
 import fcntl
 import os
 import shutil
@@ -23,6 +24,28 @@ class Stopped(Exception):
 
 
 STOP = threading.Event()
+
+PR_SET_PDEATHSIG = 1
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux: children outlive a killed parent
+    _prctl = None
+
+
+def die_with_parent():
+    """A preexec_fn: the child gets SIGKILL when crashtest dies, however it
+    dies (a SIGKILL of crashtest runs no handler that could end it), so a
+    hard kill leaves no stress or powerloss running on a removed folder.
+    The signal is tied to the forking thread, which waits for its child.
+    Resolved before the fork: the child calls nothing that takes a lock."""
+    parent = os.getpid()
+
+    def setup():
+        if _prctl is not None:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the parent died before the prctl
+                os._exit(127)
+    return setup
 
 # A process's output beyond this is a loop, not a report: the watchdog ends
 # it (a scan that returned one damaged key for ever wrote 8 GB in a minute,
@@ -127,7 +150,7 @@ def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress
     with open(out_path, "wb") as out:
         try:
             p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd,
-                                 env=env, start_new_session=True)
+                                 env=env, start_new_session=True, preexec_fn=die_with_parent())
         except OSError as e:
             out.write(("crashtest: cannot start %s: %s\n" % (argv[0], e)).encode())
             res.rc = 127

@@ -28,10 +28,10 @@ import os
 import shlex
 import shutil
 import sys
-import tempfile
 import time
 
-from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, nice_path, write_json
+from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, INTERRUPTED, REPO, UsageError, nice_path, write_json
+from .folders import WORK_PREFIX, claim_report_dir, make_work_dir, release, remove_work_dir
 from .htmlreport import render, write_page
 from .procs import STOP, Stopped, run_process
 from .seeds import Rng, derive
@@ -165,8 +165,8 @@ def protection_mode(a, argv):
     seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(8), "little")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "protection-%s-%d" % (stamp, os.getpid()))
-    os.makedirs(report_dir, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="crashtest-protection-", dir=a.work_dir)
+    claim_report_dir(report_dir)
+    work = make_work_dir(WORK_PREFIX + "protection-", a.work_dir)
     print("crashtest: protection seed=%d widths=%s duration=%ss flips-per-width=%d run=%ss report=%s" % (
         seed, ",".join(map(str, widths)), a.duration, a.flips_per_width, a.run_seconds, nice_path(report_dir)))
     sys.stdout.flush()
@@ -228,16 +228,18 @@ def protection_mode(a, argv):
     except Stopped:
         print("crashtest: stopped")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_work_dir(work)
     table, cell_fail = judge(agg)
     elapsed = time.monotonic() - t0
-    ok = not failures and not cell_fail and not STOP.is_set()
+    failed = bool(failures or cell_fail)
+    stopped = STOP.is_set() and not failed  # stopped before a failure: neither a pass nor a fail
+    ok = not failed and not stopped
     summary = {
         "mode": "protection", "seed": seed, "widths_asked": widths, "duration": a.duration,
         "flips_per_width": a.flips_per_width, "elapsed": round(elapsed, 1), "runs": len(runs),
         "pass": ok, "failures": failures,
         # what the HTML page's header reads (a run is an iteration there)
-        "verdict": "pass" if ok else "fail", "iterations_total": len(runs), "failed": len(failures),
+        "verdict": "pass" if ok else INTERRUPTED if stopped else "fail", "interrupted": STOP.is_set(), "iterations_total": len(runs), "failed": len(failures),
         "elapsed_s": round(elapsed, 1), "jobs": 1, "shard": "0/1", "seed_given": a.seed is not None,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - elapsed)),
         "first_failure_seconds": failures[0]["at"] if failures else None,
@@ -263,7 +265,8 @@ def protection_mode(a, argv):
     for w, row in sorted(table.items()):
         print("w=%d: %d flips checked, %d escaped (rate %s, expected %s)" % (
             w, row["checked"], row["escaped"], fmt_rate(row["rate"]), fmt_rate(row["expected_rate"])))
+    release(report_dir)
     print("crashtest: protection %s: %d runs in %.0fs%s; report %s" % (
-        "PASS" if ok else "FAIL", len(runs), elapsed,
+        "PASS" if ok else INTERRUPTED if stopped else "FAIL", len(runs), elapsed,
         ", first failure after %.1fs" % failures[0]["at"] if failures else "", nice_path(report_dir)))
-    return EXIT_PASS if ok else EXIT_FAIL
+    return EXIT_PASS if ok else EXIT_INTERRUPTED if stopped else EXIT_FAIL

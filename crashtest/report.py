@@ -18,7 +18,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
-from .common import META_VERSION, REPO, hms, write_json
+from .common import INTERRUPTED, META_VERSION, REPO, hms, write_json
 from .htmlreport import blamed_classes, clopper_pearson, render_runs, unreported, write_page
 from .stats import cell_verdict
 from .output import differs
@@ -320,7 +320,9 @@ def summarize(ct, runs, interrupted):
         "protection_widths": {str(w): v for w, v in sorted(widths.items())},
         "engine_points_never_hit": [p for p in engine_points if p not in hit],
         "planted_bugs": planted,
-        "verdict": "fail" if nfail or interrupted or ct.internal_error else "pass",
+        # A failure found is a fail, interrupted or not; a run stopped
+        # before it found one is neither a pass nor a fail.
+        "verdict": "fail" if nfail or ct.internal_error else INTERRUPTED if interrupted else "pass",
         "internal_error": ct.internal_error,
     }
     write_json(os.path.join(ct.report_dir, "summary.json"), fit(summary))
@@ -355,8 +357,9 @@ def write_junit(path, summary, recs):
     nfail = sum(1 for r in recs if r["failure"])
     classes = summary["classes"]
     cls_fail = {c: sum(row.get(k, 0) for k in FAILURE_KEYS) for c, row in classes.items()}
-    root = ET.Element("testsuites", name="crashtest.%s" % mode, tests=str(len(recs) + len(classes)),
-                      failures=str(nfail + sum(1 for v in cls_fail.values() if v)),
+    stopped = summary.get("verdict") == INTERRUPTED
+    root = ET.Element("testsuites", name="crashtest.%s" % mode, tests=str(len(recs) + len(classes) + stopped),
+                      failures=str(nfail + sum(1 for v in cls_fail.values() if v)), errors=str(int(stopped)),
                       time="%.3f" % summary["elapsed_s"])
     build = summary.get("build") or {}
     common = [("seed", summary["seed"]), ("seed_given", "yes" if summary.get("seed_given") else "no (random)"),
@@ -413,10 +416,26 @@ def write_junit(path, summary, recs):
                                                         json.dumps({"params": r["params"], "db_params": r["db_params"],
                                                                     "totals": r["totals"], "swarm": r.get("swarm")},
                                                                    sort_keys=True))
+    if stopped:
+        junit_interrupted(root, summary, common, host)
     tree = ET.ElementTree(root)
     tmp = path + ".tmp"
     tree.write(tmp, encoding="utf-8", xml_declaration=True)
     os.replace(tmp, path)
+
+
+def junit_interrupted(root, summary, common, host):
+    """An interrupted run: a suite "crashtest.MODE.run" whose one test case
+    "MODE.interrupted" is an error, so that a dashboard shows the night
+    neither green nor as a failure of the engine."""
+    mode = summary["mode"]
+    suite = ET.SubElement(root, "testsuite", name="crashtest.%s.run" % mode, tests="1", failures="0", errors="1",
+                          skipped="0", time="%.3f" % summary["elapsed_s"], hostname=host)
+    junit_props(suite, common)
+    tc = ET.SubElement(suite, "testcase", classname="crashtest.%s.run" % mode, name="%s.interrupted" % mode,
+                       time="%.3f" % summary["elapsed_s"])
+    ET.SubElement(tc, "error", type="interrupted", message="%s: stopped by SIGINT or SIGTERM after %d iterations, "
+                  "none failed: the run was not judged to its end" % (INTERRUPTED, summary["iterations_total"]))
 
 
 # summary.json stays small: at most this many timeline rows (failures

@@ -7,13 +7,13 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
 import time
 
 from .binary import check_binary
 from .cand import trace_ops_of
 from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, sha256_of
 from .executor import Executor, ledger_by_op
+from .folders import WORK_PREFIX, make_work_dir, release
 from .judge import shows_kind
 from .output import Printer
 from .params import MODE_DEFAULTS
@@ -96,7 +96,7 @@ def repro_once(a, printer, show_list=True, sub=None):
         if want and have != want:
             printer.line("crashtest: note: %s differs from the binary that failed (sha256 %s, was %s)"
                          % (binaries[key], have[:12], want[:12]))
-    work = os.path.abspath(a.work_dir) if a.work_dir else tempfile.mkdtemp(prefix="crashtest-repro-")
+    work = os.path.abspath(a.work_dir) if a.work_dir else make_work_dir(WORK_PREFIX + "repro-")
     if a.work_dir and sub:
         work = os.path.join(work, sub)
     os.makedirs(work, exist_ok=True)
@@ -152,6 +152,7 @@ def repro_once(a, printer, show_list=True, sub=None):
     if show_list and os.path.exists(os.path.join(d, "ops.trace")):
         show_ops(printer, os.path.join(d, "ops.trace"), state,
                  (ex.results.get(got["step"] if got else fail_n) or {}).get("output_tail"), f.get("kind"))
+    release(work)
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
     else:
@@ -279,6 +280,8 @@ def rerun_args(a):
     out = []
     if a.stress_binary_given:
         out.append("--stress-binary %s" % shlex.quote(a.stress_binary))
+    if getattr(a, "powerloss_binary_given", False):
+        out.append("--powerloss-binary %s" % shlex.quote(a.powerloss_binary))
     for s in a.set or []:
         out.append("--set %s" % shlex.quote(s))
     if a.faults != MODE_DEFAULTS[a.mode]["faults"]:
@@ -289,6 +292,8 @@ def rerun_args(a):
         out.append("--no-swarm")
     if a.powerloss_modes:
         out.append("--powerloss-modes %s" % ",".join(a.powerloss_modes))
+    if getattr(a, "threads", 0):
+        out.append("--threads %d" % a.threads)
     out.append("--max-key %d --interval %g" % (a.max_key, a.interval))
     return " " + " ".join(out)
 

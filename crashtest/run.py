@@ -15,7 +15,8 @@ import threading
 import time
 
 from .binary import build_identity, check_binary, probe_support, stress_info, usable_dir
-from .common import EXIT_FAIL, EXIT_PASS, REPO, UsageError, hms, nice_path
+from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, REPO, UsageError, hms, nice_path
+from .folders import claim_report_dir, clean_work_dirs, make_work_dir, release, remove_work_dir
 from .output import Printer
 from .params import FAULTS, MANAGED, PROBED, UNSTABLE_FAULTS, Config, swarm_text
 from .procs import STOP, Stopped
@@ -71,18 +72,24 @@ class CrashTest:
 
     # ---- setup ----
     def setup(self):
+        """Everything a run needs before its first iteration.  Every value
+        passed through to stress is asked of stress itself first (a tiny
+        run with them: stress_values), so a usage error exits 2 before a
+        report folder holds anything."""
         a = self.a
+        classes = self.parse_faults(a.faults)
         check_binary(self.stress, "stress")
         check_binary(self.powerloss, "powerloss")
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         self.report_dir = os.path.abspath(a.report_dir or os.path.join(
             REPO, "build", "crashtest", "%s-%s-%d" % (self.mode, stamp, os.getpid())))
+        self.made_report_dir = claim_report_dir(self.report_dir)
         usable_dir(self.report_dir, "--report-dir")
         if a.work_dir:
             usable_dir(a.work_dir, "--work-dir")
         # The run uses copies: a rebuild while it runs (a developer's make)
         # changes nothing under it, and a failure keeps the very binaries.
-        self.work = os.path.abspath(a.work_dir) if a.work_dir else tempfile.mkdtemp(prefix="crashtest-")
+        self.work = os.path.abspath(a.work_dir) if a.work_dir else make_work_dir()
         self.own_work = not a.work_dir
         bindir = os.path.join(self.work, "bin")
         os.makedirs(bindir, exist_ok=True)
@@ -93,27 +100,10 @@ class CrashTest:
         info = stress_info(self.bin["@STRESS@"])
         self.defaults = info["options"]
         self.catalogue = info["catalogue"]
-        pinned = {}
-        for s in a.set or []:
-            name, _, value = s.partition("=")
-            name = name.strip().lstrip("-").replace("-", "_")
-            if not name or not _ or value == "":
-                raise UsageError("--set %r: want NAME=VALUE" % s)
-            if name in MANAGED:
-                raise UsageError("--set %s: crashtest manages --%s itself" % (name, name))
-            if name not in self.defaults:
-                raise UsageError("--set %s: %s has no option --%s (see %s --help)" % (name, self.stress, name,
-                                                                                      self.stress))
-            pinned[name] = value
+        pinned = self.pins()
         probe_dir = tempfile.mkdtemp(prefix="probe-", dir=self.work)
-        values = list(PROBED)
-        results = probe_support(self.bin["@STRESS@"], probe_dir, values)
-        if pinned:
-            pin_args = ["--%s=%s" % kv for kv in sorted(pinned.items())]
-            pr = probe_support(self.bin["@STRESS@"], probe_dir, [("seed", 1)], extra=pin_args)
-            ok, why, _ = pr[("seed", 1)]
-            if not ok:
-                raise UsageError("--set %s: %s rejects it: %s" % (" ".join(a.set), os.path.basename(self.stress), why))
+        results = probe_support(self.bin["@STRESS@"], probe_dir, list(PROBED))
+        self.stress_values(probe_dir, pinned)
         shutil.rmtree(probe_dir, ignore_errors=True)
         unsupported = {k for k, (ok, _, _) in results.items() if not ok}
         for (name, value), (ok, why, rc) in sorted(results.items(), key=str):
@@ -125,7 +115,6 @@ class CrashTest:
                 raise UsageError("--set %s=%s: %s does not support it yet (%s)"
                                  % (name, value, self.stress, results[(name, value)][1]))
         self.unsupported = sorted(unsupported, key=str)
-        classes = self.parse_faults(a.faults)
         self.cfg = Config(self.defaults, unsupported, classes, pinned, a.measure, a.threads, a.max_key,
                           known=self.defaults.keys(), swarm=not getattr(a, "no_swarm", False))
         self.p.log_f = open(os.path.join(self.report_dir, "log.txt"), "a")
@@ -137,6 +126,35 @@ class CrashTest:
             self.p.line("crashtest: note: %s does not support %s yet: left out of the draw"
                         % (nice_path(self.stress), ", ".join("--%s=%s" % (n, ",".join(v))
                                                                      for n, v in by.items())))
+
+    def pins(self):
+        """--set NAME=VALUE as {name: value}: options stress has and
+        crashtest does not manage itself."""
+        pinned = {}
+        for s in self.a.set or []:
+            name, _, value = s.partition("=")
+            name = name.strip().lstrip("-").replace("-", "_")
+            if not name or not _ or value == "":
+                raise UsageError("--set %r: want NAME=VALUE" % s)
+            if name in MANAGED:
+                raise UsageError("--set %s: crashtest manages --%s itself" % (name, name))
+            if name not in self.defaults:
+                raise UsageError("--set %s: %s has no option --%s (see %s --help)" % (name, self.stress, name,
+                                                                                      self.stress))
+            pinned[name] = value
+        return pinned
+
+    def stress_values(self, probe_dir, pinned):
+        """Ask stress about the values given for it (--threads, --max-key,
+        --set): a tiny run with them, whose usage error (exit 2) is ours."""
+        a = self.a
+        given = ["--max_key=%d" % a.max_key] + (["--threads=%d" % a.threads] if a.threads else []) + \
+            ["--%s=%s" % kv for kv in sorted(pinned.items())]
+        ok, why, _ = probe_support(self.bin["@STRESS@"], probe_dir, [("seed", 1)], extra=given)[("seed", 1)]
+        if not ok:
+            what = " ".join(["--max-key %d" % a.max_key] + (["--threads %d" % a.threads] if a.threads else []) +
+                            ["--set %s" % x for x in a.set or []])
+            raise UsageError("%s rejects %s: %s" % (os.path.basename(self.stress), what, why))
 
     def parse_faults(self, spec):
         if spec in (None, "", "all"):
@@ -292,14 +310,23 @@ def run_mode(a, argv):
     a.stress_binary_given = a.stress_binary is not None
     if a.stress_binary is None:
         a.stress_binary = os.path.join(REPO, "build", "stress")
+    a.powerloss_binary_given = a.powerloss_binary is not None
     if a.powerloss_binary is None:
         a.powerloss_binary = os.path.join(os.path.dirname(os.path.abspath(a.stress_binary)), "powerloss")
         if not os.path.exists(a.powerloss_binary):
             a.powerloss_binary = os.path.join(REPO, "build", "powerloss")
     printer = Printer()
+    for d in clean_work_dirs():
+        printer.line("crashtest: removed %s, the work folder of a run that died" % d)
     ct = CrashTest(a, printer)
+    nfail, interrupted = 0, False
     try:
-        ct.setup()
+        try:
+            ct.setup()
+        except UsageError:
+            if ct.report_dir:
+                release(ct.report_dir, remove=getattr(ct, "made_report_dir", False))
+            raise
         runs = ct.go()
         interrupted = STOP.is_set()
         if interrupted:
@@ -310,7 +337,12 @@ def run_mode(a, argv):
     finally:
         printer.clear_progress()
         if ct.work and ct.own_work and not a.keep_artifacts:
-            shutil.rmtree(ct.work, ignore_errors=True)
+            remove_work_dir(ct.work)
         elif ct.work and a.keep_artifacts:
+            release(ct.work)
             printer.line("crashtest: work dir kept: %s" % ct.work)
-    return EXIT_FAIL if (nfail or interrupted or ct.internal_error) else EXIT_PASS
+        if ct.report_dir:
+            release(ct.report_dir)
+    if nfail or ct.internal_error:
+        return EXIT_FAIL
+    return EXIT_INTERRUPTED if interrupted else EXIT_PASS

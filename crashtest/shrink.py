@@ -375,17 +375,17 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 from .binary import check_binary, stress_info
 from .cand import (CREATION_OPTIONS, Cand, as_int, drop_kills, endings, is_fresh, is_workload, opt_get, opt_set,
                    set_threads, trace_ops_of)
-from .common import EXIT_FAIL, EXIT_PASS, META_VERSION, REPO, UsageError, nice_path, write_json
+from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, INTERRUPTED, META_VERSION, REPO, UsageError, nice_path, write_json
 from .executor import subst
+from .folders import WORK_PREFIX, make_work_dir, remove_work_dir
 from .output import Printer
 from .params import FAULT_OPTIONS, same_value
-from .procs import STOP
+from .procs import STOP, Stopped
 from .repro import failing_key
 from .seeds import derive
 from .freshpass import FreshPasses
@@ -499,10 +499,10 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         self.best_res = None
         self.log = []  # shrink.json's steps
         self.aside = []
-        self.work = tempfile.mkdtemp(prefix="crashtest-shrink-")
+        self.work = make_work_dir(WORK_PREFIX + "shrink-")
         # K19: deterministic trials in RAM where there is room.
         root = ram_root(getattr(a, "ram_dir", RAM_DIR))
-        self.ram = tempfile.mkdtemp(prefix="crashtest-shrink-", dir=root) if root else None
+        self.ram = make_work_dir(WORK_PREFIX + "shrink-", root) if root else None
         self.ntrial = 0
         self.made = {}  # K12: the state a create step left, by its argv
         self.need = NEED
@@ -900,6 +900,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         # to BASELINE_TRIALS tries; its rate sets how many of each later
         # step's trials must fail (K2).
         runs = 1 if orig.deterministic() else BASELINE_TRIALS
+        self.orig, self.base = orig, None  # what finish() reads if a stop cuts the shrink short
         n0 = len(self.log)
         ok = self.attempt("the recorded run, unchanged", orig.copy(), "baseline", runs=runs, need=1,
                           at=len(orig.steps) - 1)
@@ -914,6 +915,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         if ok and runs > 1:
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
         base = self.best_res
+        self.base = base
         if ok and len(self.best.steps) < len(orig.steps):
             # The tries failed only at an earlier step (K1 cut the later
             # ones): the multi-thread path starts from the recorded steps,
@@ -930,6 +932,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
                 ok = self.p_multi(start=orig, start_ops=ops) or self.sweeps(orig, ops, "from the recorded run")
             base = {"ops": ops, "ops_all": max([o for o in e["ops_all"] if o] or [0]) or None,
                     "seconds": max(e["seconds"] or [None]), "failed_again": False}
+            self.base = base
         self.orig_ops = (base or {}).get("ops")
         if ok:
             self.refine()
@@ -1001,17 +1004,22 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
                "seeds_tried": list(dict.fromkeys(e["seed"] for e in self.log if "seed" in e)),
                "steps": self.log, "aside": self.aside}
         rc = EXIT_FAIL
+        stopped = STOP.is_set()
+        if stopped:
+            doc.update(interrupted=True, verdict=INTERRUPTED)
         if ok:
             dest = os.path.join(self.dir, "shrunk")
             shutil.rmtree(dest, ignore_errors=True)
             self.write_folder(dest, self.best, self.best_res)
             times, repro_ok, tries = [], 0, 0
-            if not self.best.deterministic():
+            if stopped:
+                pass  # the smallest run kept so far, its repro not tried: nothing more runs after a stop
+            elif not self.best.deterministic():
                 times, repro_ok, tries = self.settle(dest, doc) or (times, repro_ok, tries)
             ops = self.best_res.get("ops")
             if self.best.trace is not None:
                 ops = len(self.best.trace)
-            if self.best.deterministic():  # (also what a resume of the multi-thread path kept: K20)
+            if self.best.deterministic() and not stopped:  # (also what a resume of the multi-thread path kept: K20)
                 for _ in range(3):
                     t0 = time.monotonic()
                     r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
@@ -1027,6 +1035,8 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
                                  seconds=self.best_res.get("seconds"),
                                  path=nice_path(dest), repro_seconds=times,
                                  repro_reproduced="%d of %d" % (repro_ok, tries))
+            if stopped:
+                doc["shrunk"]["repro_reproduced"] = "not tried: interrupted"
             if self.multi:
                 doc["multi"] = dict(self.multi, trials_per_step=MT_TRIALS, need=MT_NEED)
             if not self.best.deterministic() and self.last_kept:
@@ -1053,18 +1063,24 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
                    "@STRESS@": nice_path(os.path.join(dest, "bin", "stress"))}
             self.p.line("shrink: its op step: %s" % shlex.join(subst(self.best.op["argv"], env)))
             rc = EXIT_PASS
+        elif stopped:
+            self.p.line("shrink: interrupted before the recorded run failed again (%s): nothing kept" % self.kind)
         else:
             self.p.line("shrink: the recorded run did not fail again (%s): nothing to shrink" % self.kind)
         doc["elapsed_s"] = round(time.monotonic() - self.t0, 3)
         doc["ram_dir"] = os.path.dirname(self.ram) if self.ram else None
         write_json(os.path.join(self.dir, "shrink.json"), doc)
         self.cleanup()
+        if stopped:
+            self.p.line("shrink: INTERRUPTED: shrink.json%s hold what was found so far" % (
+                " and shrunk/" if ok else ""))
+            return EXIT_INTERRUPTED, doc
         return rc, doc
 
     def cleanup(self):
         for d in (self.work, self.ram):
             if d:
-                shutil.rmtree(d, ignore_errors=True)
+                remove_work_dir(d)
 
 
 def grown(ops, history):
@@ -1086,6 +1102,11 @@ def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_bi
     s = Shrinker(a, printer)
     try:
         ok, orig, base = s.shrink()
+    except Stopped:  # SIGINT, SIGTERM: the best run so far is still written
+        if getattr(s, "orig", None) is None:
+            s.cleanup()
+            raise
+        ok, orig, base = s.best_res is not None, s.orig, s.base
     except BaseException:
         s.cleanup()
         raise
