@@ -497,7 +497,10 @@ static int door_openat(int dirfd, const char *path, int flags, mode_t mode) {
     int fd;
     if (!df) {
         fd = REAL(openat64)(dirfd, path, flags, mode);
-        if (fd >= 0) slot_put(fd, NULL, NULL); /* whatever a descriptor of that number left */
+        if (fd >= 0) {
+            slot_put(fd, NULL, NULL); /* whatever a descriptor of that number left */
+            errno = saved;            /* path_file's realpath may have set it */
+        }
         door_leave();
         return fd;
     }
@@ -832,7 +835,9 @@ static ssize_t door_vec(int fd, const struct iovec *iov, int cnt, off64_t off, i
         return 0;
     }
     *handled = 1;
-    uint8_t *g = malloc(total ? total : 1);
+    /* Page-aligned: the caller's descriptor may be O_DIRECT. */
+    void *gp = NULL;
+    uint8_t *g = posix_memalign(&gp, 4096, total ? total : 1) == 0 ? gp : NULL;
     ssize_t r;
     if (!g) {
         errno = ENOMEM;
@@ -973,8 +978,10 @@ static long zero_range(int fd, const door_fd *d, int mode, off64_t off, off64_t 
     if (mode & FALLOC_FL_KEEP_SIZE) hi = hi < (uint64_t)st.st_size ? hi : (uint64_t)st.st_size;
     if (hi <= lo || hi - lo > ZERO_MAX) return 0;
     size_t n = (size_t)(hi - lo);
-    uint8_t *z = calloc(1, n);
+    void *zp = NULL;
+    uint8_t *z = posix_memalign(&zp, 4096, n) == 0 ? zp : NULL; /* aligned, as door_vec's */
     if (!z) return 0;
+    memset(z, 0, n);
     *handled = 1;
     eng_io_op op = {
         .kind = ENG_IO_WRITE, .file_id = d->file->id, .path = d->file->abs, .buf = z, .offset = lo, .len = n};

@@ -362,6 +362,17 @@ Test(door, calls_return_what_libc_returns, DOOR_OPTS) {
     SAME("append after lseek", write(fi, a + 9, 9), write(fo, a + 9, 9));
     close(fi);
     close(fo);
+    /* O_DIRECT: a vectored call's gathered buffer is page-aligned too */
+    fi = open(pin, O_RDWR | O_DIRECT), fo = open(pout, O_RDWR | O_DIRECT);
+    if (fi >= 0 && fo >= 0) { /* (a file system without O_DIRECT refuses both) */
+        static uint8_t al[2][BS] __attribute__((aligned(BS)));
+        memcpy(al, a, sizeof al);
+        struct iovec dv[2] = {{al[0], BS}, {al[1], BS}};
+        SAME("pwritev O_DIRECT", pwritev(fi, dv, 2, 2 * BS), pwritev(fo, dv, 2, 2 * BS));
+        SAME("preadv O_DIRECT", preadv(fi, dv, 2, 0), preadv(fo, dv, 2, 0));
+    }
+    if (fi >= 0) close(fi);
+    if (fo >= 0) close(fo);
     /* errors come back as libc's */
     errno = 0;
     SAME("write on a read-only descriptor", write(fi = open(pin, O_RDONLY), a, 1),
