@@ -5,8 +5,11 @@
  * engine_verify.c; the handle's struct is in engine_int.h.
  *
  * Files of a database directory:
- *   LOCK     flock()ed exclusively while a handle is open (dies with the
- *            process, so a crashed holder never blocks recovery)
+ *   LOCK     flock()ed exclusively while a read-write handle is open,
+ *            shared while a read-only one is (which neither creates nor
+ *            writes it, and goes unlocked when it cannot read it:
+ *            engine_open.c, take_lock); the lock dies with the process, so
+ *            a crashed holder never blocks recovery
  *   control  creation options and durable marks (control.h)
  *   data     the pages (page.h); block 0 meta, block 1 root
  *   wal/     the log segments (wal.h)

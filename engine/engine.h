@@ -241,7 +241,27 @@ typedef struct eng_options {
     int io_backend;                     /* eng_io_backend */
     int create_if_missing;              /* default 1 */
     int error_if_exists;                /* default 0 */
-    int read_only;                      /* default 0 */
+    int read_only;                      /* default 0.  1: the open writes
+                             * nothing in the directory: every file is
+                             * opened O_RDONLY, LOCK is neither created nor
+                             * written, control is not rewritten, no log is
+                             * opened for appending, nothing is synced,
+                             * removed or created (no CREATING cleanup, no
+                             * archive directory), no hint bits are set,
+                             * and close writes nothing.  Locking: a shared
+                             * flock on LOCK when LOCK can be opened for
+                             * reading (read-only handles run together; a
+                             * read-write handle and a read-only one refuse
+                             * each other with ENG_BUSY), none when it
+                             * cannot (absent, unreadable): then a writer
+                             * is not kept out.  Recovery replays the log
+                             * into the cache only (never written back), so
+                             * the handle shows the recovered state; a
+                             * replay that needs more cache than
+                             * cache_size fails the open with ENG_READONLY
+                             * (open read-write, or with a larger cache, to
+                             * recover).  Writes, sync, checkpoint and
+                             * vacuum return ENG_READONLY */
     eng_corruption_fn on_corruption;
     void *on_corruption_ctx;
     const eng_io_hooks *io_hooks; /* may be NULL; must outlive the handle */
@@ -255,7 +275,8 @@ typedef struct eng_db eng_db;
 
 /* Open or create the database in directory DIR (created if missing and
  * create_if_missing).  Takes an exclusive lock on DIR/LOCK: a second open,
- * in this process or another, gets ENG_BUSY.  On failure *out is NULL and
+ * in this process or another, gets ENG_BUSY (a read_only open takes a
+ * shared one or none: see read_only).  On failure *out is NULL and
  * nothing on disk was changed unless the database was being created. */
 int eng_open(const char *dir, const eng_options *opts, eng_db **out);
 

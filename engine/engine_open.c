@@ -23,18 +23,32 @@
 #define CREATING_NAME "CREATING"
 #define MIN_FRAMES    16u
 
-/* The lock file is created only by an open that may create the database:
- * a read-only look at a directory that holds none changes nothing. */
+/* The lock file (LOCK at the top of engine.c).  A read-write handle opens it O_RDWR and takes flock's
+ * exclusive lock; the file is created only by an open that may create the
+ * database, so a look at a directory that holds none changes nothing.
+ * A read-only handle never creates or writes it: it opens LOCK O_RDONLY
+ * and takes a shared lock, which a writer's exclusive lock refuses both
+ * ways (ENG_BUSY), so readers run together but never beside a writer.
+ * When LOCK cannot be opened for reading (absent, no permission) it takes
+ * no lock at all and goes on (pg_checksums and sqlite3 -readonly do the
+ * same on a copy they cannot lock): a writer that opens meanwhile is not
+ * kept out. */
 static int take_lock(eng_db *db, int create) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", db->dir, LOCK_NAME);
-    db->lockfd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
-    if (db->lockfd < 0) return errno == ENOENT ? ENG_NOTFOUND : io_status_from_errno(errno);
-    if (flock(db->lockfd, LOCK_EX | LOCK_NB) != 0) {
+    int ro = db->opts.read_only;
+    db->lockfd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | (create && !ro ? O_CREAT : 0), 0644);
+    if (db->lockfd < 0) {
+        if (ro) return ENG_OK; /* no lock: see above */
+        return errno == ENOENT ? ENG_NOTFOUND : io_status_from_errno(errno);
+    }
+    if (flock(db->lockfd, (ro ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
         int e = errno;
         close(db->lockfd);
         db->lockfd = -1;
-        return e == EWOULDBLOCK ? ENG_BUSY : io_status_from_errno(e);
+        if (e == EWOULDBLOCK) return ENG_BUSY;
+        /* A file system without flock (ENOLCK): a reader goes on unlocked. */
+        return ro ? ENG_OK : io_status_from_errno(e);
     }
     return ENG_OK;
 }
@@ -299,7 +313,7 @@ static int recover_db(eng_db *db) {
     if ((rc = start_pool(db))) return rc;
     rec_result rr;
     rc = recovery_redo(db->io, db->dir, db->ctl.seg_size, db->ctl.redo_lsn, db->ctl.last_seq, db->bp, db->ctl.page_size,
-                       &db->rep, &rr);
+                       !db->opts.read_only, &db->rep, &rr);
     if (rc) {
         rec_result_free(&rr);
         return rc;
@@ -418,7 +432,7 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
         free_handle(db);
         return ENG_INVALID;
     }
-    if (db->archive_dir[0] && mkdir(db->archive_dir, 0755) != 0 && errno != EEXIST) {
+    if (db->archive_dir[0] && !opts->read_only && mkdir(db->archive_dir, 0755) != 0 && errno != EEXIST) {
         int rc = io_status_from_errno(errno);
         free_handle(db);
         return rc;
@@ -433,8 +447,9 @@ int eng_open(const char *dir, const eng_options *opts, eng_db **out) {
         rc = report_lost_control(&db->rep, &f);
     } else if (rc == ENG_OK) {
         /* A directory holding a database (control present) gets its LOCK
-         * back if it was copied without one; any other directory is
-         * touched only by an open that may create. */
+         * back from a read-write open if it was copied without one; any
+         * other directory is touched only by an open that may create, and
+         * a read-only open creates nothing (take_lock). */
         int writable_create = opts->create_if_missing && !opts->read_only;
         rc = take_lock(db, f.control || writable_create);
         /* No LOCK and none made: nobody holds this directory, and what is

@@ -16,9 +16,9 @@ void rec_result_free(rec_result *r) {
     r->batch_payload = NULL;
 }
 
-/* Pass 1: find the end; fsync what was read. */
-static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn, const eng_reporter *rep,
-                    rec_result *out) {
+/* Pass 1: find the end; fsync what was read (SYNC_LOG). */
+static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn, int sync_log,
+                    const eng_reporter *rep, rec_result *out) {
     wal_reader *r;
     int rc = wal_reader_open(io, dir, seg_size, redo_lsn, 0, rep, &r);
     if (rc) return rc;
@@ -40,6 +40,10 @@ static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t red
                           "the log holds no record at the redo point (LSN 0x%llx): the checkpoint's "
                           "record is missing",
                           (unsigned long long)redo_lsn);
+    /* The sync orders the log before pages written back from it; a pool
+     * that never writes back (a read-only open) needs none, and its
+     * segments may not be writable at all. */
+    if (!sync_log) return ENG_OK;
     char wdir[4200];
     snprintf(wdir, sizeof wdir, "%s/%s", dir, WAL_DIR);
     for (uint64_t s = redo_lsn & ~(seg_size - 1); s < out->end_lsn; s += seg_size) {
@@ -229,11 +233,11 @@ static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa
 }
 
 int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn, uint64_t last_seq, bp_pool *bp,
-                  uint32_t page_size, const eng_reporter *rep, rec_result *out) {
+                  uint32_t page_size, int sync_log, const eng_reporter *rep, rec_result *out) {
     memset(out, 0, sizeof *out);
     out->last_seq = last_seq;
     out->max_seq = last_seq;
-    int rc = scan_end(io, dir, seg_size, redo_lsn, rep, out);
+    int rc = scan_end(io, dir, seg_size, redo_lsn, sync_log, rep, out);
     if (rc) return rc;
 
     wal_reader *r;

@@ -62,10 +62,13 @@ typedef struct rec_result {
 } rec_result;
 
 /* Replay DIR's log from REDO_LSN into the pages of BP.  LAST_SEQ is the
- * commit sequence at the redo point (from control).  ENG_CORRUPTION (with
- * reports) when the log or a page cannot be trusted. */
+ * commit sequence at the redo point (from control).  SYNC_LOG: pass 1
+ * fsyncs the segments it read and wal/; 0 for a pool that never writes
+ * back (a read-only open: nothing is opened for writing or synced).
+ * ENG_CORRUPTION (with reports) when the log or a page cannot be
+ * trusted. */
 int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_lsn, uint64_t last_seq, bp_pool *bp,
-                  uint32_t page_size, const eng_reporter *rep, rec_result *out);
+                  uint32_t page_size, int sync_log, const eng_reporter *rep, rec_result *out);
 void rec_result_free(rec_result *r);
 
 #endif

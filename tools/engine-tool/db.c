@@ -4,12 +4,14 @@
  * command opens it and explains a failure.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "tool.h"
@@ -92,9 +94,47 @@ void json_lines(FILE *f, const char *buf, size_t len) {
 /* Exit code for a failed engine call. */
 int status_exit(int st) { return st == ENG_CORRUPTION ? EXIT_PROBLEM : EXIT_ERROR; }
 
+/* The engine's I/O error carries no errno: look for a file of the
+ * database the tool cannot open for reading (a permission, a damaged
+ * mount) and name it.  Reads only. */
+static void describe_ioerr(const char *dir, char *out, size_t cap) {
+    static const char *const names[] = {"control", "data", "wal"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            close(fd);
+            continue;
+        }
+        if (errno == ENOENT) continue;
+        snprintf(out, cap, "%s (%s: %s)", eng_strerror(ENG_IOERR), path, strerror(errno));
+        return;
+    }
+    snprintf(out, cap, "%s", eng_strerror(ENG_IOERR));
+}
+
+/* ST as the cause of a failure: the engine's name, and for a failed open
+ * (DB NULL) what the status means there. */
+static void describe_status(const char *dir, int st, eng_db *db, char *out, size_t cap) {
+    if (st == ENG_IOERR) {
+        describe_ioerr(dir, out, cap);
+    } else if (!db && st == ENG_NOTFOUND) {
+        snprintf(out, cap, "not found (no database in this directory)");
+    } else if (!db && st == ENG_READONLY) {
+        snprintf(out, cap,
+                 "read-only (replaying the log needs more cache than a read-only open may fill: "
+                 "give a larger --cache-size)");
+    } else {
+        snprintf(out, cap, "%s", eng_strerror(st));
+    }
+}
+
 /* Explain a failed call on DB (may be NULL after a failed open) to F. */
 void explain_failure(FILE *f, const char *what, const char *dir, int st, eng_db *db) {
-    fprintf(stderr, "engine-tool: %s %s: %s\n", what, dir, eng_strerror(st));
+    char cause[4400];
+    describe_status(dir, st, db, cause, sizeof cause);
+    fprintf(stderr, "engine-tool: %s %s: %s\n", what, dir, cause);
     if (st != ENG_CORRUPTION) return;
     eng_corruption r;
     if (db && eng_last_corruption(db, &r)) {
@@ -131,7 +171,10 @@ void base_options(const tool_args *a, eng_options *o, int mode) {
 int require_dir(const char *dir) {
     struct stat sb;
     if (stat(dir, &sb) != 0) {
-        fprintf(stderr, "engine-tool: open %s: %s\n", dir, strerror(errno));
+        if (errno == ENOENT)
+            fprintf(stderr, "engine-tool: open %s: not found (no such directory)\n", dir);
+        else
+            fprintf(stderr, "engine-tool: open %s: %s\n", dir, strerror(errno));
         return EXIT_ERROR;
     }
     if (!S_ISDIR(sb.st_mode)) {
@@ -216,7 +259,7 @@ static void print_verify_summary(const eng_verify_info *info, const verify_ctx *
 static void print_verify_json(const eng_verify_info *info, verify_ctx *v, uint64_t problems, int st, const char *buf,
                               size_t len) {
     uint64_t shown = info->unchecked < ENG_VERIFY_UNCHECKED_LIST ? info->unchecked : ENG_VERIFY_UNCHECKED_LIST;
-    printf("{\n  \"complete\": %s,\n", st == ENG_OK || st == ENG_CORRUPTION ? "true" : "false");
+    printf("{\n  \"checked\": true,\n  \"complete\": %s,\n", st == ENG_OK || st == ENG_CORRUPTION ? "true" : "false");
     if (st != ENG_OK && st != ENG_CORRUPTION) {
         printf("  \"error\": ");
         json_str(stdout, eng_strerror(st));
@@ -252,6 +295,23 @@ int cmd_verify(const tool_args *a) {
     int st = eng_verify_dir_ex(a->dir, &o, verify_report, &v, &info);
     uint64_t problems = info.problems;
     if (problems < v.seen) problems = v.seen;
+    /* Stopped before checking anything (the database could not be opened:
+     * busy, not a database, unreadable): a summary of zeros would read as
+     * a clean database, so there is none, only the cause. */
+    int checked = st == ENG_OK || st == ENG_CORRUPTION || problems || info.blocks_scanned || info.wal_records;
+    if (!checked) {
+        char cause[4400];
+        describe_status(a->dir, st, NULL, cause, sizeof cause);
+        fprintf(stderr, "engine-tool: verify %s: %s; nothing was checked\n", a->dir, cause);
+        if (v.json) {
+            fclose(v.reports);
+            free(buf);
+            printf("{\n  \"checked\": false,\n  \"complete\": false,\n  \"error\": ");
+            json_str(stdout, cause);
+            printf("\n}\n");
+        }
+        return status_exit(st);
+    }
     if (v.json) {
         fclose(v.reports);
         print_verify_json(&info, &v, problems, st, buf, len);
