@@ -586,7 +586,9 @@ static void maybe_delay(flt_ctx *f, const eng_io_op *op, int after) {
 static int fire_deferred(flt_ctx *f, flt_thr *t) {
     int cls = t->deferred - 1, err = t->deferred_err;
     t->deferred = 0;
+#ifndef ENG_BROKEN_AIM_FAULT_FILES_FAILS_ANY_KIND /* planted harness bug (tests/harness_mutants.txt) */
     if (t->file_off) return 0;
+#endif
     flt_event e = flt_event_for(f, t, cls, t->deferred_point);
     e.err = err == ENOSPC ? "ENOSPC" : "EIO";
     if (flt_record(f, cls, &e) != 0) return 0; /* F1: no line, no fault */
@@ -1032,7 +1034,10 @@ static void zero_block(flt_ctx *f, flt_thr *t, const char *point, const char *no
         e.page_post = XXH64(pg + ps, ps, 0);
         uint64_t seq;
         if (flt_record_seq(f, FLT_ZERO_PAGE, &e, &seq) == 0) {
-            flt_damage_add(f, seq, block * ps, ps, 0, NULL, 1); /* D1: before the bytes change */
+            /* D1: in the table before the bytes change. */
+#ifndef ENG_BROKEN_AIM_ZERO_TICK_NOT_IN_DAMAGE_TABLE /* planted harness bug (tests/harness_mutants.txt) */
+            flt_damage_add(f, seq, block * ps, ps, 0, NULL, 1);
+#endif
             int fd = open(path, O_WRONLY | O_CLOEXEC);
             /* A short write leaves the block hashing to neither "pre"
              * nor "post": V4b then claims nothing of it. */
