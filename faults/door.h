@@ -78,9 +78,10 @@
  * O_APPEND descriptor, which fcntl(F_GETFL) reads at each call), under a
  * lock per file, so concurrent unpositioned calls on one file cannot
  * interleave between the journal's read of the old bytes and the write.
- * Vectored calls are gathered into one buffer and made one op (and one
- * write(2) of it): a vectored write stays one write in the journal, kept
- * or rolled back whole, as the kernel would keep the order of its bytes.
+ * Vectored calls are gathered into one page-aligned buffer (O_DIRECT
+ * descriptors accept it) and made one op (and one write(2) of it): a
+ * vectored write stays one write in the journal, kept or rolled back
+ * whole, as the kernel would keep the order of its bytes.
  *
  * Re-entrancy: while the door runs the hooks, the calling thread's file
  * calls pass straight through (a thread-local flag), so the fault
