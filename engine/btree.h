@@ -146,8 +146,13 @@ void bt_leafcopy_free(bt_leafcopy *lc);
 
 /* Check the whole file and tree (the caller holds the write lock so the
  * tree holds still); every problem goes to REP; *problems counts them.
- * INFO (may be NULL; zeroed by the caller) gets the pages that could not
- * be checked and the checks skipped because of them (V1-V3 in btree_verify.c). */
-int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verify_info *info);
+ * HWM is the high-water mark and FILE_BYTES the data file's size read
+ * after it (a file only grows past a mark already set, so writes going on
+ * never make it look short): whole blocks below HWM missing from the file
+ * are reported once, as a short data file, and left unchecked.  INFO (may be NULL; zeroed by the
+ * caller) gets the pages that could not be checked and the checks skipped
+ * because of them (V1-V3 in btree_verify.c). */
+int bt_verify(bt_tree *t, uint64_t file_bytes, uint64_t hwm, const eng_reporter *rep, uint64_t *problems,
+              eng_verify_info *info);
 
 #endif

@@ -3,7 +3,8 @@
  * every block's own bytes, then the tree (shape, order, fences, overflow
  * chains, leaf links, versions against the commit log), the commit log's
  * pages, the free list, and blocks nothing refers to.  Unchecked pages
- * follow rules V1-V3 below.
+ * follow rules V1-V3 below; the blocks of a data file cut short of the
+ * high-water mark are unchecked pages, reported once for the file.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,7 +250,8 @@ static void verify_node(vstate *v, uint32_t blk, int level, const uint8_t *lo, s
     free(p);
 }
 
-int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verify_info *info) {
+int bt_verify(bt_tree *t, uint64_t file_bytes, uint64_t hwm, const eng_reporter *rep, uint64_t *problems,
+              eng_verify_info *info) {
     vstate v = {.t = t, .rep = rep, .nblocks = atomic_load(&t->nblocks), .prev_leaf = UINT32_MAX};
     v.use = calloc(v.nblocks ? v.nblocks : 1, 1);
     v.bad = calloc(v.nblocks ? v.nblocks : 1, 1);
@@ -261,8 +263,25 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verif
         return ENG_NOMEM;
     }
 
+    /* 0. A data file cut short of the high-water mark lost blocks that
+     * were written and synced: one report for the file (the zero-page
+     * rule's layer: below the mark, a missing block reads as an all-zero
+     * page), and its missing blocks unchecked and never read (one report
+     * each would bury a single damage). */
+    uint64_t whole = file_bytes / t->ps, missing = 0;
+    if (whole < hwm) {
+        eng_report(rep, ENG_LAYER_ZERO_PAGE, t->cfg.file, (int64_t)whole, (int64_t)(whole * t->ps), -1, hwm, whole,
+                   "the data file is shorter than control says (%llu blocks, mark %llu)", (unsigned long long)whole,
+                   (unsigned long long)hwm);
+        v.problems++;
+    }
     /* 1. Every block as stored (pg_checksums). */
     for (uint32_t b = 0; b < v.nblocks; b++) {
+        if (b >= whole && b < hwm) {
+            v.bad[b] = 1;
+            missing++;
+            continue;
+        }
         page_problem pr;
         int rc = bp_check_block(t->bp, b, buf, &pr);
         if (rc == ENG_CORRUPTION) {
@@ -371,7 +390,7 @@ int bt_verify(bt_tree *t, const eng_reporter *rep, uint64_t *problems, eng_verif
         info->tree_skipped = 1;
         info->leaks_skipped = 1;
     }
-    if (info) info->blocks_scanned = v.nblocks;
+    if (info) info->blocks_scanned = v.nblocks - missing;
     if (info) /* V3 */
         for (uint32_t b = 0; b < v.nblocks; b++)
             if (v.bad[b]) {

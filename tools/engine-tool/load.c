@@ -111,14 +111,51 @@ static FILE *check_out;
 typedef struct check_state {
     unsigned wrong, gaps, corrupt, extra;
     eng_corruption last; /* last report printed, to print each once */
+    /* A data file shorter than the high-water mark: its whole blocks and
+     * the mark (whole < hwm), and whether a key read there was shown. */
+    uint64_t whole, hwm;
+    int short_key_shown;
 } check_state;
 
+/* A data file cut short of control's high-water mark is one problem, not
+ * one all-zero page per missing block (verify reports it the same way):
+ * said once, before the keys, as a report line. */
+static void check_file_length(eng_db *db, check_state *cs) {
+    eng_stats s;
+    memset(&s, 0, sizeof s);
+    if (eng_get_stats(db, &s) != ENG_OK || !s.page_size) return;
+    uint64_t whole = s.data_file_bytes / s.page_size;
+    if (whole >= s.high_water_mark) return;
+    cs->whole = whole;
+    cs->hwm = s.high_water_mark;
+    eng_corruption r = {.layer = ENG_LAYER_ZERO_PAGE,
+                        .file = "data",
+                        .block = (int64_t)whole,
+                        .offset = (int64_t)(whole * s.page_size),
+                        .entry = -1,
+                        .expected = s.high_water_mark,
+                        .found = whole};
+    snprintf(r.detail, sizeof r.detail,
+             "the data file is shorter than control says (%" PRIu64 " blocks, mark %" PRIu64 ")", whole,
+             s.high_water_mark);
+    print_report(check_out, &r);
+}
+
 /* A read of WHAT failed on corruption: print the report, unless it is the
- * one just printed (every key of a corrupt leaf reports the same page). */
+ * one just printed (every key of a corrupt leaf reports the same page) or
+ * a block the short data file lost (said once, by check_file_length). */
 static void check_corruption(eng_db *db, const char *what, check_state *cs) {
     eng_corruption r;
     memset(&r, 0, sizeof r);
     int have = eng_last_corruption(db, &r);
+    if (have && cs->whole < cs->hwm && r.layer == ENG_LAYER_ZERO_PAGE && strcmp(r.file, "data") == 0 &&
+        r.block >= (int64_t)cs->whole && r.block < (int64_t)cs->hwm) {
+        cs->corrupt++;
+        if (!cs->short_key_shown)
+            fprintf(check_out, "unreadable: key=%s (in the missing part of the data file)\n", what);
+        cs->short_key_shown = 1;
+        return;
+    }
     if (cs->corrupt++ > 0 && have && r.layer == cs->last.layer && r.block == cs->last.block &&
         strcmp(r.file, cs->last.file) == 0 && strcmp(r.detail, cs->last.detail) == 0)
         return;
@@ -196,6 +233,7 @@ int cmd_check(const tool_args *a) {
 
     check_state cs;
     memset(&cs, 0, sizeof cs);
+    check_file_length(db, &cs);
     eng_buf got = {NULL, 0, 0};
     uint64_t leading = 0, present = 0;
     int64_t first_missing = -1;
@@ -251,7 +289,7 @@ int cmd_check(const tool_args *a) {
     }
     if (json) {
         fclose(check_out);
-        int failed = cs.wrong || cs.gaps || cs.corrupt || cs.extra;
+        int failed = cs.wrong || cs.gaps || cs.corrupt || cs.extra || cs.whole < cs.hwm;
         printf("{\"opened\": true, \"keys\": %" PRIu64 ", \"present\": %" PRIu64 ", \"present_total\": %" PRIu64
                ", \"wrong_values\": %u, \"gaps\": %u, \"corrupt_reads\": %u, \"extra_keys\": %u, \"complete\": %s, "
                "\"result\": \"%s\", \"problems\": ",
@@ -267,10 +305,11 @@ int cmd_check(const tool_args *a) {
     }
     printf("present=%" PRIu64 "\n", leading);
     if (rc) return rc;
-    if (cs.wrong || cs.gaps || cs.corrupt || cs.extra) {
+    if (cs.wrong || cs.gaps || cs.corrupt || cs.extra || cs.whole < cs.hwm) {
         printf("check: FAILED: %" PRIu64 " of %" PRIu64 " keys present, %u wrong values, "
-               "%u gaps, %u corrupt reads, %u extra keys\n",
-               present, a->keys, cs.wrong, cs.gaps, cs.corrupt, cs.extra);
+               "%u gaps, %u corrupt reads, %u extra keys%s\n",
+               present, a->keys, cs.wrong, cs.gaps, cs.corrupt, cs.extra,
+               cs.whole < cs.hwm ? ", the data file shorter than control says" : "");
         return EXIT_PROBLEM;
     }
     return EXIT_OK;
