@@ -306,7 +306,8 @@ def make_parser():
                        description="Write one self-contained HTML page (inline SVG and CSS, no script, no network) "
                                    "from report directories of crashtest runs (several: a night each, with trends) "
                                    "or from benchmark JSON (build/bench/*.json, or the folder).  Several report "
-                                   "directories must be of one mode (a trend is one series).  Exit 0, 2 usage.")
+                                   "directories must be of one mode (a trend is one series).  Exit 0, 2 usage, "
+                                   + STOPPED + ".")
     h.add_argument("inputs", nargs="+", metavar="DIR", help="report directories, or benchmark JSON files or folders")
     h.add_argument("-o", "--output", default="report.html", metavar="FILE",
                    help="the page to write (a directory: DIR/report.html)")
@@ -315,7 +316,7 @@ def make_parser():
                        description="Remove what runs that died (a SIGKILL, a crash) left behind: their temporary "
                                    "work folders (crashtest-* in $TMPDIR) and the stale lock files of their "
                                    "report folders (their results are kept).  Only what it can prove dead: a "
-                                   "lock file whose lock no live process holds.  Exit 0, 2 usage.")
+                                   "lock file whose lock no live process holds.  Exit 0, 2 usage, " + STOPPED + ".")
     c.add_argument("--report-dir", default=None, metavar="DIR",
                    help="a report folder, or a folder of them (default: build/crashtest)")
     c.add_argument("--tmp-dir", default=None, metavar="DIR", help="where work folders are made (default: $TMPDIR)")

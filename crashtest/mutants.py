@@ -353,7 +353,7 @@ def mutants_mode(a, argv):
                    if not os.access(os.path.join(build, "mutants", m.name, b), os.X_OK)]
         if missing:
             raise missing_binaries(build, m.name, missing)
-    claim_report_dir(report_dir)
+    made = claim_report_dir(report_dir)
     p = Printer(tty=False)
     p.line("crashtest: mutants: %d planted bugs, budget %g s each, -j %d, seed %d, reports in %s"
            % (len(chosen), a.budget, a.jobs, a.seed, nice_path(report_dir)))
@@ -364,6 +364,7 @@ def mutants_mode(a, argv):
         # (real_check), and a build directory of its own has none yet.
         ok, out = make_targets(build, [os.path.join(build, "stress"), os.path.join(build, "powerloss")])
         if not ok:
+            release(report_dir, remove=made)
             raise UsageError("the real binaries of %s do not build: %s" % (build, last_line(out)))
     for m in chosen:
         if STOP.is_set():
@@ -422,8 +423,10 @@ def mutants_mode(a, argv):
             if art and os.path.isdir(art):
                 _, sdoc = shrink_folder(art, a.shrink_budget, p)
                 r["shrink"] = shrink_summary(sdoc)
-        r["rerun"] = "%s mutants --seed %d --budget %g -j %d %s" % (
-            nice_path(os.path.join(REPO, "crashtest.py")), a.seed, a.budget, a.jobs, m.name)
+        r["rerun"] = "%s mutants --seed %d --budget %g -j %d%s%s %s" % (
+            nice_path(os.path.join(REPO, "crashtest.py")), a.seed, a.budget, a.jobs,
+            " --simple %s" % shlex.quote(a.simple_opts) if a.simple_opts else "",
+            " --build-dir %s" % shlex.quote(a.build_dir) if a.build_dir != "build" else "", m.name)
         results.append(r)
         if r["caught"]:
             p.line("mutant %-32s caught in %6.1f s (%d iterations) as %s%s; the real engine's replay: %s" % (

@@ -385,7 +385,7 @@ from .executor import subst
 from .folders import WORK_PREFIX, make_work_dir, remove_work_dir
 from .output import Printer
 from .params import FAULT_OPTIONS, same_value
-from .procs import STOP, Stopped
+from .procs import STOP, Stopped, die_with_parent
 from .repro import failing_key
 from .seeds import derive
 from .freshpass import FreshPasses
@@ -1023,7 +1023,8 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
                 for _ in range(3):
                     t0 = time.monotonic()
                     r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
-                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                                       preexec_fn=die_with_parent())
                     times.append(round(time.monotonic() - t0, 3))
                     repro_ok += r.returncode == 1 and "crashtest: reproduced:" in r.stdout
                 tries = len(times)

@@ -24,7 +24,7 @@ from .common import REPO, nice_path, sha256_of, write_json
 from .executor import Executor, subst
 from .judge import HARNESS_KINDS, shows_kind
 from .params import FAULT_OPTIONS
-from .procs import STOP
+from .procs import STOP, die_with_parent
 
 MAX_ASIDE = 5  # different failures kept aside (K1)
 # repro of a shrunk run that is not deterministic (K8): at least this
@@ -454,7 +454,8 @@ class Trials:
         """repro of the shrunk folder DEST (its repro_tries): (each try's
         seconds, how many reproduced, tries)."""
         r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                           preexec_fn=die_with_parent())
         got = re.findall(r"crashtest: try \d+ of \d+: (\S+).* \(([\d.]+) s\)", r.stdout)
         return [float(t) for _, t in got], sum(1 for w, _ in got if w == "reproduced"), len(got)
 
