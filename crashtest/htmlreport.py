@@ -546,7 +546,8 @@ def load_summary(d):
         with open(path) as f:
             return json.load(f)
     except (OSError, ValueError) as e:
-        raise UsageError("%s: no readable summary.json (%s): give report directories of crashtest runs" % (d, e))
+        raise UsageError("%s: no readable summary.json (%s): give report directories of crashtest runs"
+                         % (d, getattr(e, "strerror", None) or e))
 
 
 def render_runs(dirs):

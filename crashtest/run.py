@@ -146,14 +146,15 @@ class CrashTest:
 
     def stress_values(self, probe_dir, pinned):
         """Ask stress about the values given for it (--threads, --max-key,
-        --set): a tiny run with them, whose usage error (exit 2) is ours."""
+        --hang-seconds, --set): a tiny run with them, whose usage error
+        (exit 2) is ours."""
         a = self.a
-        given = ["--max_key=%d" % a.max_key] + (["--threads=%d" % a.threads] if a.threads else []) + \
-            ["--%s=%s" % kv for kv in sorted(pinned.items())]
+        given = ["--max_key=%d" % a.max_key, "--hang_seconds=%d" % a.hang_seconds] + \
+            (["--threads=%d" % a.threads] if a.threads else []) + ["--%s=%s" % kv for kv in sorted(pinned.items())]
         ok, why, _ = probe_support(self.bin["@STRESS@"], probe_dir, [("seed", 1)], extra=given)[("seed", 1)]
         if not ok:
-            what = " ".join(["--max-key %d" % a.max_key] + (["--threads %d" % a.threads] if a.threads else []) +
-                            ["--set %s" % x for x in a.set or []])
+            what = " ".join(["--max-key %d --hang-seconds %d" % (a.max_key, a.hang_seconds)] +
+                            (["--threads %d" % a.threads] if a.threads else []) + ["--set %s" % x for x in a.set or []])
             raise UsageError("%s rejects %s: %s" % (os.path.basename(self.stress), what, why))
 
     def parse_faults(self, spec):
