@@ -30,6 +30,11 @@
  * layouts of engine/format.h.  Those never write anything.  From engine/
  * it includes engine.h, format.h and inspect.h, nothing else.
  *
+ * verify, check, stat, get, dump-page and waldump never write to the
+ * directory: they open it read-only (engine.h, read_only: a shared lock on
+ * LOCK when it can be read, none when it cannot), so they work on a
+ * read-only mount or without write permission.
+ *
  * Exit codes (other tools read them; keep them stable):
  *   0  success / clean / found
  *   1  the database is corrupt, a check failed, or (get) the key is absent
@@ -131,7 +136,21 @@ static void usage(FILE *f) {
             "verify checks every page, then reads every WAL record from the redo\n"
             "point; a damaged record in the synced part of the log is a problem.  It\n"
             "ends with a pg_checksums-style summary (blocks scanned, bad checksums,\n"
-            "other problems, WAL records checked, pages it could not check).\n"
+            "other problems, WAL records checked, pages it could not check); when it\n"
+            "could check nothing (busy, not found, unreadable) it prints the cause on\n"
+            "one line and no summary.  A data file shorter than control's high-water\n"
+            "mark is one report (\"the data file is shorter than control says\").\n"
+            "\n"
+            "Read-only commands: verify, check, stat, get, dump-page and waldump write\n"
+            "nothing in DIR (no LOCK created, no log replayed to disk: a log to replay\n"
+            "is replayed in memory) and work on a read-only mount or without write\n"
+            "permission.  verify, check, stat, get and dump-page take a shared lock\n"
+            "on DIR/LOCK when they can open it for reading (a writer holding it makes\n"
+            "them exit 2, busy; while they hold it a writer is busy), and no lock at\n"
+            "all when they cannot (no LOCK, or not readable): then a writer is not\n"
+            "kept out.  dump-page still decodes the raw block when the database is\n"
+            "busy; waldump never locks.  load, checkpoint and vacuum lock DIR\n"
+            "exclusively.\n"
             "\n"
             "--json (verify, check, waldump, dump-page): one JSON document on stdout\n"
             "instead of the lines (docs/formats.md); the exit status is the same.\n"
