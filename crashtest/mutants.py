@@ -317,6 +317,21 @@ def missing_binaries(build, name, binaries):
         " ".join(shlex.quote(os.path.relpath(b, REPO)) for b in binaries)))
 
 
+def simple_refused(report_dir, made, name, simple_opts):
+    """The usage error of a first simple run that refused its options
+    (--simple, a value stress rejects): its message, and the report folder
+    left as it was before (removed if this run made it)."""
+    log = os.path.join(report_dir, name + ".log")
+    try:
+        with open(log) as f:
+            why = [l.strip() for l in f if l.strip()][-1]
+        os.unlink(log)
+    except (OSError, IndexError):
+        why = "(no output)"
+    release(report_dir, remove=made)
+    return UsageError("simple refused the options of the run (--simple %r): %s" % (simple_opts, why))
+
+
 def not_judged(m, seed, budget):
     """mutants.json's entry of the bug whose run a stop cut short: neither
     caught nor missed."""
@@ -398,6 +413,8 @@ def mutants_mode(a, argv):
                         child.wait()
                     break
                 time.sleep(0.2)
+        if child.returncode == EXIT_USAGE and not results:
+            raise simple_refused(report_dir, made, m.name, a.simple_opts)
         try:
             with open(os.path.join(rd, "summary.json")) as f:
                 summary = json.load(f)

@@ -306,6 +306,15 @@ class TestBadValuesNeverReachARun(Case):
             self.assertNotIn("Traceback", err)
             self.assertFalse(os.path.exists(rd), "%s left %s behind" % (args, rd))
 
+    @unittest.skipUnless(os.path.exists(STALE), "build/mutants/stale-value/stress missing")
+    def test_mutants_whose_simple_options_stress_rejects_is_a_usage_error(self):
+        rd = os.path.join(self.d, "m")
+        rc, out, err = run_ct("mutants", "--no-build", "--simple", "--threads 9999 --faults none", "--report-dir", rd,
+                              "stale-value")
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("--threads: bad value '9999'", err)
+        self.assertFalse(os.path.exists(rd))
+
 
 class TestPrintedCommands(Case):
     def test_mutants_no_build_names_a_make_command_that_exists(self):
