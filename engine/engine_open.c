@@ -23,10 +23,10 @@
 #define CREATING_NAME "CREATING"
 #define MIN_FRAMES    16u
 
-/* The lock file (LOCK at the top of engine.c).  A read-write handle opens it O_RDWR and takes flock's
- * exclusive lock; the file is created only by an open that may create the
- * database, so a look at a directory that holds none changes nothing.
- * A read-only handle never creates or writes it: it opens LOCK O_RDONLY
+/* The lock file (LOCK at the top of engine.c).  A read-write handle opens
+ * it O_RDWR and takes flock's exclusive lock; the file is created only by
+ * an open that may create the database, so a look at a directory that
+ * holds none changes nothing.  A read-only handle never creates or writes it: it opens LOCK O_RDONLY
  * and takes a shared lock, which a writer's exclusive lock refuses both
  * ways (ENG_BUSY), so readers run together but never beside a writer.
  * When LOCK cannot be opened for reading (absent, no permission) it takes
