@@ -642,6 +642,11 @@ static int hook_before(void *ctx, eng_io_op *op) {
                     /* Not issued, so not journaled: no after() follows. */
                     if (flt_record(f, FLT_SYNC_ERROR, &e) == 0) {
                         drop_dirty(f, t, op->path);
+                        /* The engine hears of the failure late, as after()
+                         * makes it hear of a completion: the window in
+                         * which a concurrent read must not return the
+                         * dropped data widens with the delays. */
+                        maybe_delay(f, op, 1);
                         return -EIO;
                     }
                 }
