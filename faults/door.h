@@ -65,7 +65,8 @@
  * database directory when flt_open got the same spelling; path2 for a
  * rename; file_id is the path's own small id, from 1 up in the order the
  * door first met the names (0, which inject.c takes for the engine's data
- * file, is never given; -1 for directories).  Then, as engine/io.c does:
+ * file, is never given: with flt_options.via_door inject.c tells the data
+ * file by its name, "data"; -1 for directories).  Then, as engine/io.c does:
  * before() (a negative errno fails the call with -1 and errno, nothing
  * issued, no after(); skip reports it done; a write's buf, offset and len
  * may be replaced, len only shortened into the caller's buffer), the real

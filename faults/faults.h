@@ -98,6 +98,13 @@ typedef struct flt_options {
      * calls of a more frequent kind (an engine fsyncs its log far more
      * often than its data file); a run on one kind meets it. */
     const char *fault_files;
+    /* The hooks are fed by the door at the POSIX boundary (door.h), not
+     * by the engine's eng_io_hooks: every sync_error stays on the hook
+     * route (the engine's engine/io/fsync point sits in engine/io.c, which
+     * a call through the door never passes, so a firing sent there would
+     * do nothing), and the data file is told by its name relative to
+     * db_dir, "data", since the door numbers files from 1. */
+    int via_door;
     /* Called once on the thread a kill point fires on, after its ledger
      * line and right before SIGKILL: the caller's last chance to note
      * what it did (stress writes its op count there, and the killed op's

@@ -57,6 +57,7 @@
 #include <fiu.h>
 
 #include "delay_int.h"
+#include "door.h"
 #include "frame.h"
 #include "fiu_int.h"
 #include "inject_int.h"
@@ -199,7 +200,11 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
     if (cls == FLT_KILL) {
         /* The ledger line is in the page cache (one write(2) returned):
          * it survives the kill. */
+        /* Through the door, the flips' own pwrite would be taken for the
+         * engine's: hooked, and journaled as a write power loss may undo. */
+        flt_door_bypass(1);
         flt_flip_at_crash(f, t);
+        flt_door_bypass(0);
         if (f->o.before_kill) f->o.before_kill(p->name, t ? t->kill_n[p->idx] : 1);
         raise(SIGKILL);
         for (;;) pause(); /* not reached: SIGKILL cannot be caught */
@@ -231,7 +236,7 @@ int flt_fiu_setup(flt_ctx *f) {
             kind = FLT_PK_EIO;
         else if ((!strcmp(name, "engine/io/uring/submit") || !strcmp(name, "engine/io/uring/complete")) && (rd || wr))
             kind = FLT_PK_URING;
-        else if (!strcmp(name, "engine/io/fsync") && o->one_in[FLT_SYNC_ERROR])
+        else if (!strcmp(name, "engine/io/fsync") && o->one_in[FLT_SYNC_ERROR] && !o->via_door)
             kind = FLT_PK_FSYNC, f->fsync_point = 1;
         else if (!strcmp(name, "engine/io/short") && o->one_in[FLT_SHORT_IO])
             kind = FLT_PK_SHORT, got_short = 1;

@@ -106,6 +106,7 @@
 #include "cacheflip.h"
 #include "damage_int.h"
 #include "delay_int.h"
+#include "door.h"
 #include "frame.h"
 #include "inject_int.h"
 #include "place.h"
@@ -120,7 +121,13 @@ static int is_data_path(const char *path) {
     return (n >= 5 && strcmp(path + n - 5, "/data") == 0) || strcmp(path, "data") == 0;
 }
 
-static int is_data_file(const eng_io_op *op) { return op->file_id == 0 && is_data_path(op->path); }
+/* The engine's hooks give the data file id 0; the door numbers every
+ * file from 1, so through it (via_door) the data file is the one named
+ * "data" right under the database directory. */
+static int is_data_file(flt_ctx *f, const eng_io_op *op) {
+    if (op->file_id == 0) return is_data_path(op->path);
+    return f->o.via_door && op->file_id > 0 && op->path && !strcmp(flt_rel_path(f, op->path), "data");
+}
 
 static const char *const file_kinds[] = {"data", "wal", "control", "dir"};
 
@@ -612,7 +619,7 @@ static int hook_before(void *ctx, eng_io_op *op) {
         t = flt_thr_get(f);
         if (t) t->io_kind = 1 + op->kind;
     }
-    int data = is_data_file(op);
+    int data = is_data_file(f, op);
     if (op->kind == ENG_IO_SYNC) note_wal_sync(f, op, 0); /* paused or not, as the tail */
     if (data && (op->kind == ENG_IO_WRITE || op->kind == ENG_IO_READ))
         learn_page_size(f, op);
@@ -666,7 +673,7 @@ static int hook_before(void *ctx, eng_io_op *op) {
 
 static void hook_after(void *ctx, eng_io_op *op) {
     flt_ctx *f = ctx;
-    if (op->kind == ENG_IO_READ && op->result > 0 && is_data_file(op) && !flt_paused(f)) {
+    if (op->kind == ENG_IO_READ && op->result > 0 && is_data_file(f, op) && !flt_paused(f)) {
         flt_thr *t = flt_thr_get(f);
         if (flt_draw(f, t, FLT_BITFLIP_INFLIGHT)) {
             uint64_t n = (uint64_t)op->result;
@@ -699,7 +706,7 @@ static void hook_after(void *ctx, eng_io_op *op) {
             if (fired && op->result < 0) drop_dirty(f, t, op->path); /* before the engine hears of the failure */
         }
     }
-    if (op->kind == ENG_IO_WRITE && is_data_file(op)) {
+    if (op->kind == ENG_IO_WRITE && is_data_file(f, op)) {
         if (op->result < 0 && op->issued > 0) note_partial_write(f, op);
         flt_damage_written(f, op);
         uint32_t ps = atomic_load_explicit(&f->page_size, memory_order_relaxed);
@@ -848,8 +855,10 @@ void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit) {
     if (!f || !f->db_dir) return;
     char path[4200];
     uint32_t ps;
-    if (block >= data_blocks(f, path, &ps)) return;
-    flip_page_bit(f, flt_thr_get(f), "tick/data", path, block, bit % ((uint64_t)ps * 8), ps);
+    flt_door_bypass(1); /* the library's I/O, as flt_tick's */
+    if (block < data_blocks(f, path, &ps))
+        flip_page_bit(f, flt_thr_get(f), "tick/data", path, block, bit % ((uint64_t)ps * 8), ps);
+    flt_door_bypass(0);
 }
 
 static int is_segment_name(const char *s) {
@@ -1151,12 +1160,18 @@ static void tick_wal(flt_ctx *f, flt_thr *t) {
 /* A runtime page flip. */
 static void tick_page(flt_ctx *f, flt_thr *t) { flip_page(f, t, "tick/data"); }
 
+/* The ticks' and pins' reads and writes of the database's files are the
+ * library's, not the engine's: the door (door.h) must pass them to libc,
+ * neither hooked (a read fault on them) nor journaled (a flip power loss
+ * could undo). */
 void flt_tick(flt_ctx *f, eng_db *db) {
     if (!f || flt_paused(f)) return;
+    flt_door_bypass(1);
     flt_thr *t = flt_thr_get(f);
     if (db && flt_draw(f, t, FLT_BITFLIP_CACHE)) flt_tick_cache(f, t, db);
     if (flt_draw(f, t, FLT_BITFLIP_PAGE)) tick_page(f, t);
     if (flt_draw(f, t, FLT_BITFLIP_WAL)) tick_wal(f, t);
     if (flt_draw(f, t, FLT_ZERO_PAGE))
         zero_block(f, t, "tick/data", "between operations: the block reads back all zero (a write lost as zeros)");
+    flt_door_bypass(0);
 }

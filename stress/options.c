@@ -137,6 +137,9 @@ static const opt_def defs[] = {
     STR("delay_sites", delay_sites, NULL,
         "comma list of the sites that may pause (default: all): the engine's delay/ points (--list_fault_points), "
         "hook/read/before, hook/read/after, hook/write/before, hook/write/after, hook/sync/before, hook/sync/after"),
+    ENUM("faults_via", faults_via, "hooks", "hooks|posix",
+         "how the fault library's hooks see the engine's I/O: the engine's I/O hooks, or libc's file calls on the "
+         "database directory (the door of faults/door.h; our engine needs --io_backend psync)"),
     STR("fault_files", fault_files, NULL,
         "comma list of the file kinds the I/O classes (read_error, write_error, nospace, short_io, sync_error) "
         "strike: data, wal, control, dir (default: all)"),

@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "common/version.h"
+#include "faults/door.h"
 #include "oracle/report_line.h"
 #include "stress_int.h"
 
@@ -324,6 +325,14 @@ static int parse(int argc, char **argv) {
         fprintf(stderr, "stress: this engine carries the planted bug '%s' (tests/mutants.txt): not the real engine\n",
                 g.E->planted_bug());
     st_open_options_from(&g.o, &g.eo);
+    if (g.o.faults_via == 1 && g.E == &st_engine_ours && g.o.io_backend != 1) {
+        /* io_uring's reads and writes never pass through libc's file
+         * calls, so the door would see the opens and fsyncs alone. */
+        fprintf(stderr,
+                "stress: --faults_via posix: our engine's io_uring backend bypasses libc's file calls, which the door "
+                "translates: add --io_backend psync\n");
+        return EXIT_USAGE;
+    }
     /* What the adapter refuses, it refuses by name: the lists live only
      * while it checks (no open reads them). */
     static char hooks[2048], changed[4096];
@@ -545,6 +554,7 @@ static int open_faults(void) {
         fo.fault_files = g.o.fault_files;
         fo.kill_pins = st_replay_pins_kill();
         fo.before_kill = note_ops_before_kill;
+        fo.via_door = g.o.faults_via == 1;
         rc = flt_open(&fo, &g.flt);
         if (rc) {
             fprintf(stderr, "stress: cannot set up the fault library: %s\n", g.E->native_strerror(rc));
@@ -552,8 +562,22 @@ static int open_faults(void) {
             undo_run_state();
             return EXIT_USAGE;
         }
-        g.eo.io_hooks = flt_hooks(g.flt);
         flt_thread_start(g.flt, 0);
+        if (g.o.faults_via == 0) {
+            g.eo.io_hooks = flt_hooks(g.flt);
+        } else {
+            /* The door: the engine gets no hooks; its file calls on the
+             * database directory reach them instead.  It stays armed over
+             * every open and close of the handle (reopens included: a
+             * closed descriptor leaves its table) until settle's close.
+             * The directory must exist to be armed on (mkdir is not
+             * among the calls it translates). */
+            int dr = mkdir_p(g.o.db) ? -errno : flt_door_arm(flt_hooks(g.flt), g.o.db);
+            if (dr) {
+                fprintf(stderr, "stress: --faults_via posix: cannot arm the door on %s: %s\n", g.o.db, strerror(-dr));
+                return EXIT_INFRA;
+            }
+        }
     }
 
     return GO_ON;
@@ -647,6 +671,7 @@ static int settle(int *failed) {
         st_release_snapshots();
         int st = g.E->close(g.db);
         g.db = NULL;
+        flt_door_disarm(); /* the closed files are read below as they are, by no engine */
         closed_ok = st == ST_OK;
         if (closed_ok) {
             /* Every block from disk (a page cached clean all run long
@@ -666,6 +691,7 @@ static int settle(int *failed) {
             }
         }
     }
+    flt_door_disarm(); /* no handle (the open failed): V4c's reader is no engine either */
     return closed_ok;
 }
 

@@ -67,6 +67,7 @@ typedef struct st_options {
     uint64_t delay_max_us;
     const char *delay_sites; /* the sites that may pause (NULL: all) */
     const char *fault_files; /* the file kinds the I/O classes strike (NULL: all) */
+    int faults_via;          /* 0 hooks (eng_io_hooks), 1 posix (the door, faults/door.h) */
     /* actions */
     int help;
     int version;
