@@ -44,7 +44,9 @@
  *     drops versions no snapshot needs) says ST_OTHER when RocksDB's
  *     background error count grew during it, else ST_OK;
  *   - no fault hooks, no fault points (count 0), no native handle for the
- *     fault library: check_options refuses every option that needs them;
+ *     fault library: check_options refuses every option that needs them
+ *     (stress lets --sync_fault_injection through with --faults_via posix:
+ *     the door writes the power-loss journal from the file calls);
  *   - no page reader on a closed directory: check_block NULL;
  *   - recovery's record count and torn-tail flag are unknown (0).
  * Options mapped: page_size -> block size, cache_size -> an LRU block
@@ -180,7 +182,8 @@ static int check_options(const st_open_options *o, char *why, size_t cap) {
         dashed(o->hook_options, names, sizeof names);
         snprintf(why, cap,
                  "--engine rocksdb: %s need%s the fault library's hooks in the engine (faults, the power-loss journal, "
-                 "kill points, delays), which RocksDB has none of here (no fault door for it yet)",
+                 "kill points, delays), which RocksDB has none of here (the fault door serves it "
+                 "--sync_fault_injection alone, with --faults_via posix)",
                  names, strchr(o->hook_options, ',') ? "" : "s");
         return ST_NOTSUP;
     }

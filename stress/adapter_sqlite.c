@@ -56,7 +56,9 @@
  *
  * What SQLite does not have, and this adapter therefore does not fake:
  *   - no fault hooks, no fault points (count 0), no native handle for the
- *     fault library: check_options refuses every option that needs them;
+ *     fault library: check_options refuses every option that needs them
+ *     (stress lets --sync_fault_injection through with --faults_via posix:
+ *     the door writes the power-loss journal from the file calls);
  *   - no page reader on a closed file that may not open: check_block NULL;
  *   - no old versions to collect: vacuum NULL (VACUUM rewrites the file,
  *     which is not what the driver's vacuum means);
@@ -210,7 +212,8 @@ static int check_options(const st_open_options *o, char *why, size_t cap) {
         dashed(o->hook_options, names, sizeof names);
         snprintf(why, cap,
                  "--engine sqlite: %s need%s the fault library's hooks in the engine (faults, the power-loss journal, "
-                 "kill points, delays), which SQLite has none of here (no fault door for it yet)",
+                 "kill points, delays), which SQLite has none of here (the fault door serves it "
+                 "--sync_fault_injection alone, with --faults_via posix)",
                  names, strchr(o->hook_options, ',') ? "" : "s");
         return ST_NOTSUP;
     }

@@ -303,6 +303,25 @@ void st_open_options_from(const st_options *o, st_open_options *eo) {
     };
 }
 
+/* From the comma list HOOKS of the options that need the fault library's
+ * hooks, those the door serves an engine without hooks of its own: the
+ * power-loss journal (--sync_fault_injection) needs only the file calls'
+ * writes, fsyncs and metadata operations.  The fault classes wait: their
+ * judgement of another engine's pages and the libfiu points it lacks are
+ * not there yet. */
+static void drop_door_served(char *hooks) {
+    static const char *const served[] = {"sync_fault_injection", NULL};
+    char out[2048] = "";
+    size_t len = 0;
+    for (const char *c = hooks; *c; c += strcspn(c, ","), c += *c == ',') {
+        size_t n = strcspn(c, ","), i = 0;
+        while (served[i] && !(strlen(served[i]) == n && !strncmp(served[i], c, n))) i++;
+        if (!served[i] && len + n + 2 < sizeof out)
+            len += (size_t)snprintf(out + len, sizeof out - len, "%s%.*s", len ? "," : "", (int)n, c);
+    }
+    memcpy(hooks, out, len + 1);
+}
+
 /* Options, the adapter's check of them, the directories' names, the
  * judge's configuration.  Nothing is written. */
 static int parse(int argc, char **argv) {
@@ -337,6 +356,7 @@ static int parse(int argc, char **argv) {
      * while it checks (no open reads them). */
     static char hooks[2048], changed[4096];
     st_options_changed(&g.o, 1, hooks, sizeof hooks);
+    if (g.o.faults_via == 1 && g.E != &st_engine_ours) drop_door_served(hooks);
     st_options_changed(&g.o, 0, changed, sizeof changed);
     for (const char *c = changed; *c; c += strcspn(c, ","), c += *c == ',') {
         size_t n = strcspn(c, ",");
@@ -530,7 +550,10 @@ static int open_faults(void) {
      * prepare_run_dir). */
     if (st_faults_requested(&g.o) || st_replay_pins_kill() || st_replay_pins_flip(PIN_PAGE) ||
         st_replay_pins_flip(PIN_CACHE)) {
-        if (!g.E->fault_point_count()) { /* only a trace's pins get here: check_options refused the rest */
+        int pins = st_replay_pins_kill() || st_replay_pins_flip(PIN_PAGE) || st_replay_pins_flip(PIN_CACHE);
+        /* Only a trace's pins get here, or what the door serves
+         * (drop_door_served): check_options refused the rest. */
+        if (!g.E->fault_point_count() && (pins || g.o.faults_via == 0)) {
             fprintf(stderr,
                     "stress: --engine %s: the trace's pins need the fault library's hooks, which this engine "
                     "does not have\n",

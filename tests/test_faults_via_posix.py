@@ -6,8 +6,10 @@ ledger lines are there and the run passes); the power-loss journal the
 door writes is the one the hooks write (same seed, same journal), ticks'
 flips on disk included as the library's own I/O and not the engine's;
 a crash, the power-loss step and a verification-only rerun through the
-door pass; a planted durability bug is caught through it; and our
-engine's io_uring backend, which the door cannot see, is refused."""
+door pass, for SQLite and RocksDB too (their power-loss journal: the one
+option the door serves them); a planted durability bug is caught through
+it; and our engine's io_uring backend, which the door cannot see, is
+refused."""
 
 import json
 import os
@@ -147,6 +149,58 @@ class FaultsViaPosix(unittest.TestCase):
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn("FAILURE lost", p.stdout + p.stderr)
+
+
+class OtherEnginesPowerLossThroughTheDoor(unittest.TestCase):
+    """--sync_fault_injection for SQLite and RocksDB, which have no hooks:
+    the door writes the power-loss journal from their file calls."""
+
+    @classmethod
+    def setUpClass(cls):
+        FaultsViaPosix.setUpClass()
+
+    setUp = FaultsViaPosix.setUp
+    tearDown = FaultsViaPosix.tearDown
+    crash = FaultsViaPosix.crash
+
+    def crash_variants_rerun(self, name, opts):
+        db, run = self.crash(STRESS, name, "--ops_per_thread=2000", *opts)
+        rc, out = powerloss(db, run, "--mode", "mixed", "--variants", "3")
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r" [1-9][0-9]* unsynced")
+        for k in range(3):
+            # Each state on a copy of the expected state: a rerun writes it.
+            exp = os.path.join(self.d, name, "exp%d" % k)
+            shutil.copytree(run, exp)
+            report = os.path.join(exp, "r.json")
+            rc, out, err = stress("--db=%s.pl%d" % (db, k), "--expected_values_dir=" + exp, "--verification_only",
+                                  "--report=" + report, *opts)
+            self.assertEqual(rc, 0, out + err)
+            with open(report) as f:
+                self.assertEqual(json.load(f)["post_crash_check"], "passed")
+        rc, out = powerloss(db, run, "--mode", "mixed")
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r" [1-9][0-9]* rolled back")
+        rc, out, err = stress("--db=" + db, "--verification_only", *opts)
+        self.assertEqual(rc, 0, out + err)
+
+    def test_sqlite_crash_power_loss_and_rerun(self):
+        self.crash_variants_rerun("sqlite", [
+            "--engine=sqlite", "--sqlite_journal_mode=wal", "--sqlite_synchronous=full", "--faults_via=posix",
+            "--sync_fault_injection=1", "--threads=1", "--max_key=2000", "--seed=5"])
+
+    def test_rocksdb_crash_power_loss_and_rerun(self):
+        self.crash_variants_rerun("rocksdb", [
+            "--engine=rocksdb", "--sync_mode=off", "--checkpoint_one_in=300", "--faults_via=posix",
+            "--sync_fault_injection=1", "--threads=1", "--max_key=2000", "--seed=5"])
+
+    def test_what_the_door_does_not_serve_them_yet_is_still_refused(self):
+        db = os.path.join(self.d, "db")
+        for extra in (["--faults_via=hooks", "--sync_fault_injection=1"],
+                      ["--faults_via=posix", "--sync_fault_injection=1", "--read_fault_one_in=100"]):
+            rc, out, err = stress("--db=" + db, "--destroy_db_initially", "--engine=sqlite", *extra)
+            self.assertEqual(rc, 2, out + err)
+            self.assertFalse(os.path.exists(db))
 
 
 if __name__ == "__main__":
