@@ -1,6 +1,6 @@
 /*
  * damage.c -- damage still on disk: the table behind flt_damage_present
- * (faults.h, rules D1-D8) and D7's watch of cache flips in header bytes
+ * (faults.h, rules D1-D9) and D7's watch of cache flips in header bytes
  * until their frame's next write-back.  The injectors (inject.c's hooks
  * and ticks, cacheflip.c's cache flips) say what they put where; this
  * file decides, from the writes and fsyncs that follow, whether it is
@@ -35,6 +35,14 @@ void flt_damage_add(flt_ctx *f, uint64_t seq, uint64_t off, uint64_t len, uint8_
             flt_damage *d = &f->dmg[i];
             if (d->state == FLT_DMG_PRESENT && !d->creator && d->zeroed && off - d->off < d->len)
                 d->state = FLT_DMG_UNKNOWN;
+        }
+    }
+    if (zeroed && !creator) {
+        /* D9: a block zeroed in place holds nothing of what was in it. */
+        for (size_t i = 0; i < f->ndmg; i++) {
+            flt_damage *d = &f->dmg[i];
+            if (d->state == FLT_DMG_PRESENT && !d->creator && d->len && d->off < off + len && off < d->off + d->len)
+                d->state = FLT_DMG_GONE;
         }
     }
     if (f->ndmg == f->capdmg) {

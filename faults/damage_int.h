@@ -1,6 +1,6 @@
 /*
  * damage_int.h -- what damage.c offers the injectors (inject.c,
- * cacheflip.c): the damage table of faults.h's D1-D8 and D7's watch of
+ * cacheflip.c): the damage table of faults.h's D1-D9 and D7's watch of
  * cache flips.  Every function takes dmg_mu itself.
  */
 #ifndef FAULTS_DAMAGE_INT_H

@@ -235,6 +235,9 @@ void flt_get_counts(flt_ctx *f, flt_counts *out);
  *       the zeroing unknown: the page is no longer all zero, so the
  *       zero-page rule cannot see it (the flip's own entry stands, and
  *       the page checksum must report the block)
+ *   D9  a block zeroed in place (zero_page between operations or at a
+ *       kill) marks every entry inside it gone: its bytes are zeros now,
+ *       judged as the zeroing's own entry
  * The stress driver asks after its final verify of the closed files:
  * present damage that no report matched escaped the page checks (oracle
  * V4b). */

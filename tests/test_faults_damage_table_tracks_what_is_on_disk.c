@@ -686,3 +686,43 @@ Test(faults, a_flip_in_a_zeroed_page_takes_the_zeroing_and_stays_itself, T_OPTS)
     free(page);
     free(written);
 }
+
+/* D9: a block zeroed in place replaces the damage that was in it. */
+Test(faults, a_block_zeroed_in_place_takes_the_damage_that_was_in_it, T_OPTS) {
+    const char *dir = tu_tmpdir(), *run = tu_tmpdir();
+    char path[4096];
+    uint8_t *page = malloc(PS), ctl[CONTROL_SIZE] = {0};
+    cr_assert(page);
+    tu_fill(page, PS, 91);
+    int fd = open(tu_path(path, sizeof path, dir, "data"), O_CREAT | O_WRONLY, 0644);
+    cr_assert(fd >= 0);
+    cr_assert_eq(pwrite(fd, page, PS, 0), (ssize_t)PS); /* one block: the zeroing can only land there */
+    close(fd);
+    fmt_put32(ctl + CT_PAGE_SIZE_OFF, PS); /* where the library reads the page size from */
+    fd = open(tu_path(path, sizeof path, dir, "control"), O_CREAT | O_WRONLY, 0644);
+    cr_assert(fd >= 0);
+    cr_assert_eq(pwrite(fd, ctl, sizeof ctl, 0), (ssize_t)sizeof ctl);
+    close(fd);
+    flt_options fo = fopts(run, dir, 9);
+    fo.one_in[FLT_ZERO_PAGE] = 1;
+    flt_ctx *f = fopen_ok(&fo);
+    flt_thread_start(f, 0);
+    flt_op(f, 0);
+    flt_flip_page_at(f, 0, 8 * 200 + 1);
+    uint64_t s[DMG_CAP];
+    cr_assert_eq(dmg_list(f, s), 1, "the flip is present");
+    uint64_t flip = s[0];
+    flt_op(f, 1);
+    flt_tick(f, NULL);
+    lg l = lg_read(run);
+    cr_assert_eq(l.n, 2, "one flip, one zeroed block");
+    char point[32];
+    cr_assert_str_eq(jstr(l.lines[1], "point", point, sizeof point), "tick/data");
+    uint64_t zero = (uint64_t)jnum(l.lines[1], "seq");
+    lg_free(&l);
+    size_t n = dmg_list(f, s);
+    cr_assert_eq(n, 1, "%zu entries present after the zeroing", n);
+    cr_assert_eq(s[0], zero, "the flip (seq %llu) is still present in a block of zeros", (unsigned long long)flip);
+    flt_close(f);
+    free(page);
+}
