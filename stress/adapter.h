@@ -199,4 +199,17 @@ extern const st_engine st_engine_rocksdb;
 
 void st_buf_free(st_buf *b);
 
+/* For the adapters of other engines (adapter_engine.c holds what the
+ * adapters share): 1 if NAME is one of the comma-separated LIST (NULL:
+ * none). */
+int st_opt_listed(const char *list, const char *name);
+/* The options ENGINE (its --engine name; WORDS, its name in a sentence)
+ * cannot honour: those that need the fault library's hooks in the engine
+ * (O->hook_options), and those of MEANINGLESS (NULL-terminated) set away
+ * from their defaults (O->changed_options); EXTRA, when not NULL, is one
+ * more such option already written as "--NAME (why)".  ST_NOTSUP with
+ * the reason in WHY, or ST_OK. */
+int st_refuse_options(const st_open_options *o, const char *engine, const char *words, const char *const meaningless[],
+                      const char *extra, char *why, size_t cap);
+
 #endif

@@ -31,6 +31,42 @@ void st_buf_free(st_buf *b) {
     b->len = b->cap = 0;
 }
 
+int st_opt_listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *c = list; c && *c; c += strcspn(c, ","), c += *c == ',')
+        if (strcspn(c, ",") == n && !strncmp(c, name, n)) return 1;
+    return 0;
+}
+
+int st_refuse_options(const st_open_options *o, const char *engine, const char *words, const char *const meaningless[],
+                      const char *extra, char *why, size_t cap) {
+    if (o->hook_options) {
+        char names[512];
+        size_t len = 0;
+        names[0] = 0;
+        for (const char *c = o->hook_options; *c && len < sizeof names; c += strcspn(c, ","), c += *c == ',')
+            len +=
+                (size_t)snprintf(names + len, sizeof names - len, "%s--%.*s", len ? ", " : "", (int)strcspn(c, ","), c);
+        snprintf(why, cap,
+                 "--engine %s: %s need%s the fault library's hooks in the engine (faults, the power-loss journal, "
+                 "kill points, delays), which %s has none of here (the fault door serves it "
+                 "--sync_fault_injection alone, with --faults_via posix)",
+                 engine, names, strchr(o->hook_options, ',') ? "" : "s", words);
+        return ST_NOTSUP;
+    }
+    char bad[512] = "";
+    size_t len = 0;
+    for (size_t i = 0; meaningless[i] && len < sizeof bad; i++)
+        if (st_opt_listed(o->changed_options, meaningless[i]))
+            len += (size_t)snprintf(bad + len, sizeof bad - len, "%s--%s", len ? ", " : "", meaningless[i]);
+    if (extra && len < sizeof bad) len += (size_t)snprintf(bad + len, sizeof bad - len, "%s%s", len ? ", " : "", extra);
+    if (len) {
+        snprintf(why, cap, "--engine %s: %s mean nothing to %s (stress/README.md, Other engines)", engine, bad, words);
+        return ST_NOTSUP;
+    }
+    return ST_OK;
+}
+
 static int st_of(int rc) {
     switch (rc) {
     case ENG_OK: return ST_OK;

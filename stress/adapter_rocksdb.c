@@ -147,21 +147,6 @@ static int st_err(st_corruption_fn fn, void *ctx, const char *dir, char *err) {
 }
 #define ST_ERR(db, err) st_err((db)->fn, (db)->ctx, (db)->dir, (err))
 
-static int has_opt(const char *list, const char *name) {
-    size_t n = strlen(name);
-    for (const char *c = list; c && *c; c += strcspn(c, ","), c += *c == ',')
-        if (strcspn(c, ",") == n && !strncmp(c, name, n)) return 1;
-    return 0;
-}
-
-/* LIST ("a,b") as "--a, --b" in OUT. */
-static void dashed(const char *list, char *out, size_t cap) {
-    size_t len = 0;
-    out[0] = 0;
-    for (const char *c = list; *c && len < cap; c += strcspn(c, ","), c += *c == ',')
-        len += (size_t)snprintf(out + len, cap - len, "%s--%.*s", len ? ", " : "", (int)strcspn(c, ","), c);
-}
-
 static const char *const meaningless[] = {"full_page_writes",
                                           "wal_log_hints",
                                           "hint_fpi",
@@ -177,25 +162,8 @@ static const char *const meaningless[] = {"full_page_writes",
                                           NULL};
 
 static int check_options(const st_open_options *o, char *why, size_t cap) {
-    if (o->hook_options) {
-        char names[512];
-        dashed(o->hook_options, names, sizeof names);
-        snprintf(why, cap,
-                 "--engine rocksdb: %s need%s the fault library's hooks in the engine (faults, the power-loss journal, "
-                 "kill points, delays), which RocksDB has none of here (the fault door serves it "
-                 "--sync_fault_injection alone, with --faults_via posix)",
-                 names, strchr(o->hook_options, ',') ? "" : "s");
-        return ST_NOTSUP;
-    }
-    char bad[512] = "";
-    size_t len = 0;
-    for (size_t i = 0; meaningless[i]; i++)
-        if (has_opt(o->changed_options, meaningless[i]))
-            len += (size_t)snprintf(bad + len, sizeof bad - len, "%s--%s", len ? ", " : "", meaningless[i]);
-    if (len) {
-        snprintf(why, cap, "--engine rocksdb: %s mean nothing to RocksDB (stress/README.md, Other engines)", bad);
-        return ST_NOTSUP;
-    }
+    int st = st_refuse_options(o, "rocksdb", "RocksDB", meaningless, NULL, why, cap);
+    if (st != ST_OK) return st;
     if (o->rocksdb_wal_recovery_mode < 0 || o->rocksdb_wal_recovery_mode > 3) {
         snprintf(why, cap, "--rocksdb_wal_recovery_mode: %d is not 0..3", o->rocksdb_wal_recovery_mode);
         return ST_NOTSUP;

@@ -161,21 +161,6 @@ static int st_of(st_db *db, sqlite3 *c, int rc) {
     return st;
 }
 
-static int has_opt(const char *list, const char *name) {
-    size_t n = strlen(name);
-    for (const char *c = list; c && *c; c += strcspn(c, ","), c += *c == ',')
-        if (strcspn(c, ",") == n && !strncmp(c, name, n)) return 1;
-    return 0;
-}
-
-/* LIST ("a,b") as "--a, --b" in OUT. */
-static void dashed(const char *list, char *out, size_t cap) {
-    size_t len = 0;
-    out[0] = 0;
-    for (const char *c = list; *c && len < cap; c += strcspn(c, ","), c += *c == ',')
-        len += (size_t)snprintf(out + len, cap - len, "%s--%.*s", len ? ", " : "", (int)strcspn(c, ","), c);
-}
-
 /* Our engine's options that mean nothing to SQLite (its format, its
  * protection, its log), refused when set away from their defaults. */
 static const char *const meaningless[] = {"data_checksums",
@@ -207,28 +192,11 @@ static int check_pairs(const st_open_options *o, char *why, size_t cap) {
 }
 
 static int check_options(const st_open_options *o, char *why, size_t cap) {
-    if (o->hook_options) {
-        char names[512];
-        dashed(o->hook_options, names, sizeof names);
-        snprintf(why, cap,
-                 "--engine sqlite: %s need%s the fault library's hooks in the engine (faults, the power-loss journal, "
-                 "kill points, delays), which SQLite has none of here (the fault door serves it "
-                 "--sync_fault_injection alone, with --faults_via posix)",
-                 names, strchr(o->hook_options, ',') ? "" : "s");
-        return ST_NOTSUP;
-    }
-    char bad[512] = "";
-    size_t len = 0;
-    for (size_t i = 0; meaningless[i]; i++)
-        if (has_opt(o->changed_options, meaningless[i]))
-            len += (size_t)snprintf(bad + len, sizeof bad - len, "%s--%s", len ? ", " : "", meaningless[i]);
-    if (o->sqlite_journal_mode == 1 && has_opt(o->changed_options, "checkpoint_wal_bytes") && len < sizeof bad)
-        len += (size_t)snprintf(bad + len, sizeof bad - len, "%s--checkpoint_wal_bytes (no WAL)", len ? ", " : "");
-    if (len) {
-        snprintf(why, cap, "--engine sqlite: %s mean nothing to SQLite (stress/README.md, Other engines)", bad);
-        return ST_NOTSUP;
-    }
-    if (o->sqlite_journal_mode == 1 && has_opt(o->changed_options, "acquire_snapshot_one_in")) {
+    int no_wal = o->sqlite_journal_mode == 1 && st_opt_listed(o->changed_options, "checkpoint_wal_bytes");
+    int st = st_refuse_options(o, "sqlite", "SQLite", meaningless, no_wal ? "--checkpoint_wal_bytes (no WAL)" : NULL,
+                               why, cap);
+    if (st != ST_OK) return st;
+    if (o->sqlite_journal_mode == 1 && st_opt_listed(o->changed_options, "acquire_snapshot_one_in")) {
         snprintf(why, cap,
                  "--engine sqlite: --acquire_snapshot_one_in needs --sqlite_journal_mode=wal (with a rollback "
                  "journal a snapshot's read transaction, held across ops, blocks every commit)");
