@@ -2,11 +2,13 @@
  * adapter.h -- what the stress driver needs from an engine under test.
  *
  * The driver (stress.c) and the oracle speak only this interface; one
- * file per engine implements it (adapter_engine.c: our engine).  A second
- * engine -- SQLite through a VFS, say -- is one more adapter file: the
- * driver, faults/ and oracle/ stay as they are.  The fault library still
- * sees the engine through that engine's own hook type, so the adapter
- * passes the hooks and the native handle through as opaque pointers.
+ * file per engine implements it (adapter_engine.c: our engine;
+ * adapter_sqlite.c, adapter_rocksdb.c: SQLite and RocksDB through their C
+ * APIs), and the driver, faults/ and oracle/ stay as they are.  The fault
+ * library sees our engine through its own hook type, so the adapter
+ * passes the hooks and the native handle through as opaque pointers; an
+ * engine without hooks is reached through the door at the POSIX boundary
+ * (faults/door.h, stress --faults_via posix).
  *
  * Contract shared by all calls:
  *   - every call returns an st_status; ST_OK is success, ST_NOTFOUND is an
