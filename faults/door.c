@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #include "door.h"
+#include "paths.h"
 
 /* The _FORTIFY_SOURCE entry points a library built with it calls instead
  * of open and read (glibc exports them; its headers declare them only
@@ -363,46 +364,6 @@ static int fd_enter(int fd, door_fd *d) {
 
 /* ---- paths ------------------------------------------------------------------------------------------- */
 
-/* Normalize REST (a path below the directory) into OUT: no empty or "."
- * components, ".." resolved, "." for the directory itself.  0, or -1 if it
- * climbs out or does not fit.  (The journal's rule: journal.c norm_rel.) */
-static int norm_rel(const char *rest, char *out, size_t cap) {
-    size_t n = 0;
-    const char *s = rest;
-    while (*s) {
-        while (*s == '/') s++;
-        if (!*s) break;
-        const char *e = strchr(s, '/');
-        size_t cl = e ? (size_t)(e - s) : strlen(s);
-        if (cl == 1 && s[0] == '.') {
-            /* skip */
-        } else if (cl == 2 && s[0] == '.' && s[1] == '.') {
-            if (n == 0) return -1;
-            while (n > 0 && out[n - 1] != '/') n--;
-            if (n > 0) n--;
-        } else {
-            if (n + (n ? 1 : 0) + cl + 1 > cap) return -1;
-            if (n) out[n++] = '/';
-            memcpy(out + n, s, cl);
-            n += cl;
-        }
-        s += cl;
-    }
-    if (n == 0) {
-        if (cap < 2) return -1;
-        out[n++] = '.';
-    }
-    out[n] = 0;
-    return 0;
-}
-
-/* If PATH is PREFIX or below it, the rest (from '/' or NUL); else NULL. */
-static const char *under(const char *path, const char *prefix) {
-    size_t pl = strlen(prefix);
-    if (strncmp(path, prefix, pl) != 0) return NULL;
-    if (path[pl] != '/' && path[pl] != 0 && !(pl > 0 && prefix[pl - 1] == '/')) return NULL;
-    return path + pl;
-}
 
 /* The path of directory descriptor DIRFD into OUT: a tracked directory's
  * record, else /proc/self/fd.  1 if known. */
@@ -437,9 +398,9 @@ static int path_rel(int dirfd, const char *path, char *rel, size_t cap) {
         if (dirfd == AT_FDCWD ? !getcwd(base, sizeof base) : !dirfd_path(dirfd, base, sizeof base)) return 0;
         if (snprintf(full, sizeof full, "%s/%s", base, path) >= (int)sizeof full) return 0;
     }
-    const char *rest = under(full, g_db);
-    if (!rest) rest = under(full, g_db_real);
-    if (rest && norm_rel(rest, rel, cap) == 0) return 1;
+    const char *rest = flt_path_under(full, g_db);
+    if (!rest) rest = flt_path_under(full, g_db_real);
+    if (rest && flt_path_norm_rel(rest, rel, cap) == 0) return 1;
     char res[PATH_MAX];
     char *slash = strrchr(full, '/');
     const char *name = slash + 1;
@@ -453,8 +414,8 @@ static int path_rel(int dirfd, const char *path, char *rel, size_t cap) {
         if (rl > 1) res[rl++] = '/';
         strcpy(res + rl, name);
     }
-    rest = under(res, g_db_real);
-    return rest && norm_rel(rest, rel, cap) == 0;
+    rest = flt_path_under(res, g_db_real);
+    return rest && flt_path_norm_rel(rest, rel, cap) == 0;
 }
 
 /* The record of PATH (relative to DIRFD) if it is under the directory,

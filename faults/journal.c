@@ -80,6 +80,7 @@
 
 #include "journal.h"
 #include "journal_int.h"
+#include "paths.h"
 
 /* Read descriptors kept open for old-byte reads: the data file and the
  * few WAL segments being written fit; more would only cost descriptors. */
@@ -212,56 +213,15 @@ static int rb_append(flt_journal *j, recbuf *b, int kind, uint64_t id) {
 
 /* ---- paths ------------------------------------------------------------------- */
 
-/* Normalize REST (a path below the database directory) into OUT: no empty
- * or "." components, ".." resolved, "." for the directory itself.
- * Returns 0, or -1 if it climbs out of the directory or does not fit. */
-static int norm_rel(const char *rest, char *out, size_t cap) {
-    size_t n = 0;
-    const char *s = rest;
-    while (*s) {
-        while (*s == '/') s++;
-        if (!*s) break;
-        const char *e = strchr(s, '/');
-        size_t cl = e ? (size_t)(e - s) : strlen(s);
-        if (cl == 1 && s[0] == '.') {
-            /* skip */
-        } else if (cl == 2 && s[0] == '.' && s[1] == '.') {
-            if (n == 0) return -1;
-            while (n > 0 && out[n - 1] != '/') n--;
-            if (n > 0) n--; /* the slash */
-        } else {
-            if (n + (n ? 1 : 0) + cl + 1 > cap) return -1;
-            if (n) out[n++] = '/';
-            memcpy(out + n, s, cl);
-            n += cl;
-        }
-        s += cl;
-    }
-    if (n == 0) {
-        if (cap < 2) return -1;
-        out[n++] = '.';
-    }
-    out[n] = 0;
-    return 0;
-}
-
-/* If PATH starts with directory PREFIX, the rest (starting at '/' or
- * NUL); else NULL. */
-static const char *under(const char *path, const char *prefix) {
-    size_t pl = strlen(prefix);
-    if (strncmp(path, prefix, pl) != 0) return NULL;
-    if (path[pl] != '/' && path[pl] != 0 && !(pl > 0 && prefix[pl - 1] == '/')) return NULL;
-    return path + pl;
-}
 
 /* PATH relative to the database directory, into OUT.  Returns 1 if PATH
  * is inside it, 0 if not (or too long).  The engine builds every path as
  * "DIR/name" from the directory it was given, so the textual match is the
  * common case; realpath is the fallback for a differently spelled DIR. */
 static int rel_of(const flt_journal *j, const char *path, char *out, size_t cap) {
-    const char *rest = under(path, j->db);
-    if (!rest && j->db_real) rest = under(path, j->db_real);
-    if (rest) return norm_rel(rest, out, cap) == 0;
+    const char *rest = flt_path_under(path, j->db);
+    if (!rest && j->db_real) rest = flt_path_under(path, j->db_real);
+    if (rest) return flt_path_norm_rel(rest, out, cap) == 0;
     if (!j->db_real) return 0;
     /* Resolve the parent (the file itself may not exist yet). */
     char tmp[PATH_MAX], res[PATH_MAX];
@@ -281,8 +241,8 @@ static int rel_of(const flt_journal *j, const char *path, char *out, size_t cap)
     if (rl + 1 + strlen(base) + 1 > sizeof res) return 0;
     res[rl] = '/';
     strcpy(res + rl + 1, base);
-    rest = under(res, j->db_real);
-    return rest && norm_rel(rest, out, cap) == 0;
+    rest = flt_path_under(res, j->db_real);
+    return rest && flt_path_norm_rel(rest, out, cap) == 0;
 }
 
 /* ---- read-descriptor cache (J2) --------------------------------------------------- */
