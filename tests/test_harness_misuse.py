@@ -37,14 +37,30 @@ CRASHTEST = os.path.join(ROOT, "crashtest.py")
 SMALL = ["--faults", "none", "--max-key", "100", "--threads", "1", "-j", "1", "--interval", "1"]
 
 
+def with_build(args):
+    """ARGS with this build's binaries (BUILD, the sanitizer run's too)
+    for the modes that run them, unless ARGS names its own."""
+    args = list(args)
+    mode = args[0] if args else None
+    if "--help" in args or "--list" in args:
+        return args
+    if mode in ("simple", "blackbox", "whitebox") and "--stress-binary" not in args:
+        return [mode, "--stress-binary", STRESS, "--powerloss-binary", POWERLOSS] + args[1:]
+    if mode == "protection" and "--stress-binary" not in args:
+        return [mode, "--stress-binary", STRESS] + args[1:]
+    if mode == "mutants" and "--build-dir" not in args:
+        return [mode, "--build-dir", os.path.join(ROOT, BUILD)] + args[1:]
+    return args
+
+
 def run_ct(*args, timeout=300):
-    r = subprocess.run([sys.executable, CRASHTEST] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    r = subprocess.run([sys.executable, CRASHTEST] + with_build(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=timeout, cwd=ROOT)
     return r.returncode, r.stdout, r.stderr
 
 
 def start_ct(*args):
-    return subprocess.Popen([sys.executable, CRASHTEST] + list(args), stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, CRASHTEST] + with_build(args), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
 
 
