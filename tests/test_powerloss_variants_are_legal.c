@@ -347,6 +347,7 @@ static void data_fates(int others, char fates[32][340]) {
     cr_assert_eq(n, 32, "%d of data's 32 writes torn", n);
     free(L.r);
     m_free(m);
+    free(m);
 }
 
 Test(powerloss, a_writes_fate_hangs_on_the_write_not_on_the_writes_around_it, T_OPTS) {
