@@ -1,6 +1,6 @@
 /*
  * bench_hashes.c -- what a faster hash would buy per key-value protection
- * on this CPU (issue 15; bench/README.md, its fourth step).
+ * on this CPU (bench/README.md, "w = 8 on the CRC, and where the floor is").
  *
  *   bench_hashes [--rounds K] [--cell N]
  *

@@ -48,7 +48,7 @@ CLASS_ORDER = list(FAULTS) + ["power_loss", "kill", "unattributed"]
 OUTCOMES = ["injected", "detected", "repaired", "masked", "undetectable", "unrecoverable_by_design"]
 FAILURE_KEYS = ["wrong_value", "lost", "resurrected", "false_alarm", "swallowed", "unrecoverable", "crash", "hang"]
 
-# Stratified cache flips (issue 18): half the iterations (a stream of
+# Stratified cache flips: half the iterations (a stream of
 # their own) take the width from the iteration index (the seed's low bits,
 # index mod 8: each width of the binary's in turn) and turn bitflip_cache
 # on at one of these rates, so every width's cache flips come in a steady

@@ -157,7 +157,7 @@ int bp_kv_code_lazy(bp_pool *bp, bp_frame *f) {
      * moment is left where a flip would be coded as right.  The leaf has
      * gone cold since its load: its lines are asked for all at once first,
      * so the coding pass does not wait for them one at a time (measured
-     * in bench/README.md, issue 15's fourth step). */
+     * in bench/README.md, "w = 8 on the CRC"). */
     for (uint32_t o = 0; o < bp->cfg.page_size; o += 64) __builtin_prefetch(f->data + o);
     bp_kv_update(bp, f);
     uint32_t block = atomic_load(&f->block);
