@@ -169,15 +169,30 @@ def repro_once(a, printer, show_list=True, sub=None):
         return EXIT_PASS, "not"
     # A shrunk folder of a match by keys (shrink's K1, K24) reproduces
     # when its kind is among the failure's keys.
-    same = shows_kind(got, f.get("kind"), f.get("match", "kind")) and got["step"] == fail_n
+    same = shows_kind(got, f.get("kind"), f.get("match", "kind")) and (
+        got["step"] == fail_n or killed_before_judging(steps, got["step"], fail_n))
     if same:
         beside = "" if got["kind"] == f.get("kind") else ", among the keys of a %s" % got["kind"]
-        printer.line("crashtest: reproduced: %s at step %d (%s)%s: %s" % (f.get("kind"), fail_n,
-                                                                        steps[fail_n]["name"], beside, got["message"]))
+        if got["step"] != fail_n:
+            beside += "; recorded at step %d (%s): the recorded run's planned kill met step %d first" % (
+                fail_n, steps[fail_n]["name"], got["step"])
+        printer.line("crashtest: reproduced: %s at step %d (%s)%s: %s" % (f.get("kind"), got["step"],
+                                                                        steps[got["step"]]["name"], beside,
+                                                                        got["message"]))
     else:
         printer.line("crashtest: failed differently: %s at step %d (%s) (recorded: %s at step %d): %s"
                      % (got["kind"], got["step"], steps[got["step"]]["name"], f.get("kind"), fail_n, got["message"]))
     return EXIT_FAIL, "reproduced" if same else "failed differently: %s" % got["kind"]
+
+
+def killed_before_judging(steps, n, fail_n):
+    """Step N, before the recorded failure's step FAIL_N, was a run the
+    record shows killed (its kill is timed): the replay's run judged the
+    same state before its kill came, so finding the failure there is the
+    same failure met sooner, not another one."""
+    if n >= fail_n:
+        return False
+    return (steps[n].get("result") or {}).get("outcome") == "crashed"
 
 
 def list_failures(d, printer):

@@ -41,7 +41,7 @@ sys.path.insert(0, ROOT)
 from crashtest.cand import Cand, opt_get  # noqa: E402
 from crashtest.judge import shows_kind  # noqa: E402
 from crashtest.mutants import shrink_summary, shrink_table  # noqa: E402
-from crashtest.repro import failing_key  # noqa: E402
+from crashtest.repro import failing_key, killed_before_judging  # noqa: E402
 from crashtest.shrink import BASELINE_TRIALS, Shrinker  # noqa: E402
 
 # How a stubbed trial fails: (its kind, its failure keys), or None: passed.
@@ -289,6 +289,16 @@ class TestHang(unittest.TestCase):
         sh = shrinker([("hang", ["hang"])] * 3, kind="hang")
         self.assertTrue(sh.attempt("a change", changed(sh.best, "--max_key=100"), "options"))
         self.assertEqual(sh.hung, ())
+
+
+class TestReproStep(unittest.TestCase):
+    def test_the_same_failure_sooner_counts_only_at_a_step_the_record_shows_killed(self):
+        steps = [{"result": {"outcome": o}} for o in ("crashed", "passed", "crashed", "passed", "failed")]
+        self.assertTrue(killed_before_judging(steps, 2, 4))
+        self.assertTrue(killed_before_judging(steps, 0, 4))
+        self.assertFalse(killed_before_judging(steps, 1, 4))  # judged then and passed: another failure
+        self.assertFalse(killed_before_judging(steps, 4, 4))
+        self.assertFalse(killed_before_judging(steps, 2, 1))  # after the recorded step
 
 
 class TestFailingKey(unittest.TestCase):
