@@ -270,10 +270,10 @@ def kill_every(point, ops, argv=()):
     point is hit about once an op), the op count at any point (None).
     When the run's ARGV has sync_mode off, that point is hit only when a
     checkpoint or a write-back flushes the log: SYNC_OFF_KILL_EVERY
-    (planted bug page-before-wal, twenty-first session: 1 in 12,500 of a
-    sync_mode off run's hits never fired, and every seed of its search
-    so drawn ran to its end; witness-at-end-is-damage's catch of that run,
-    four threads, shrank to one thread killed there 1 in 2)."""
+    (planted bug page-before-wal: 1 in 12,500 of a sync_mode off run's
+    hits never fires, and every seed of its search so drawn runs to its
+    end; witness-at-end-is-damage's catch of such a run, four threads,
+    shrinks to one thread killed there 1 in 2)."""
     if point == LOG_SYNC_POINT and opt_get(argv, "sync_mode") == "off":
         return SYNC_OFF_KILL_EVERY
     return max(1, ops // 4 if point else ops)
@@ -415,8 +415,8 @@ def signature(cand):
     """What makes two candidates the same run (options in any order), as
     a digest: the shrinker keeps one per candidate tried, and a candidate
     carries its whole op trace (a mutants --shrink process that kept the
-    JSON itself grew to 24 GB over one long delta debugging and was
-    killed by the OOM killer)."""
+    JSON itself would grow to 24 GB over one long delta debugging and
+    meet the OOM killer)."""
     steps = [dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps]
     return hashlib.sha256(json.dumps([steps, cand.fresh, cand.trace], sort_keys=True).encode()).hexdigest()
 

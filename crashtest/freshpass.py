@@ -92,13 +92,13 @@ def kill_redrawn(c, pin, n):
     """C's op step (untraced) with the kill K16 pinned in the trace it
     came from (PIN: (point, nth), or None) drawn again at that point, at
     the rate cand.kill_every gives N ops (as K6's endings draw a kill at
-    a point): K16 took the drawn kill out of the argv, and
-    a search that drops the trace drops the only kill the run had, so
-    every seed ran to its end and diverged (planted bug
-    witness-at-end-is-damage, twentieth session: the fresh-database
-    searches of a 5-op run killed at kill/wal/after_write_before_sync,
-    36 seeds, each "passed instead of crashed").  C itself when there is
-    no pin or the argv still draws a kill."""
+    a point): K16 takes the drawn kill out of the argv, and
+    a search that drops the trace would drop the only kill the run has:
+    every seed would run to its end and diverge (planted bug
+    witness-at-end-is-damage: without the redraw, the fresh-database
+    searches of a 5-op run killed at kill/wal/after_write_before_sync
+    end all 36 seeds "passed instead of crashed").  C itself when there
+    is no pin or the argv still draws a kill."""
     if not pin or as_int(opt_get(c.op["argv"], "kill_random_test")) > 0:
         return c
     c = c.copy()
@@ -124,17 +124,16 @@ class FreshPasses:
         have changed since its last one: a run kept on the grown database
         with its rare ops and faults made frequent (p_short) may show from
         a fresh one what the recorded options did not (planted bug
-        writeback-error-cleans, twelfth session: no fresh seed failed with
-        a write fault 1 in 2,000 and a checkpoint 1 in 2,000 ops, and the
-        run kept 23 ops on a database 97,102 ops grew, 1.2x; with the 1 in
-        330 and 1 in 64 p_short kept, ten seeds of ten fail from a fresh
-        database).  Each search runs after a create step of 200 ops, then,
+        writeback-error-cleans: with a write fault 1 in 2,000 and a
+        checkpoint 1 in 2,000 ops no fresh seed fails, which leaves 23 ops
+        on a database 97,102 ops grew, 1.2x; with the 1 in 330 and 1 in 64
+        p_short keeps, ten seeds of ten fail from a fresh database).  Each search runs after a create step of 200 ops, then,
         if no seed failed, after one that fills the key space: a failure
         that needs pages evicted from a cache the database outgrows, or a
         key space as full as the grown one, shows only there (planted bug
-        fpi-skips-page-at-redo-lsn, twelfth session: no seed of eight
-        failed after 200 ops, and the run stayed at 52 ops on a database
-        2,834 ops grew, 5.0x; after 1,000 batches six seeds of ten fail).
+        fpi-skips-page-at-redo-lsn: no seed of eight fails after 200 ops,
+        which leaves 52 ops on a database 2,834 ops grew, 5.0x; after
+        1,000 batches six seeds of ten fail).
         At most FRESH_SEARCHES; the regrown database (K15) is tried once,
         after the first."""
         if is_fresh(self.best):
@@ -163,10 +162,10 @@ class FreshPasses:
         # debugging) is searched at its own length first: its trials are
         # short, and a bug that a fresh database shows quickly in another
         # kind shows its own kind there before that (planted bug
-        # checkpoint-skips-data-fsync, eighteenth session: a lost kept in 2
-        # ops on a database 21,512 ops grew; 32 fresh seeds of 9,734 ops
-        # failed as unrecoverable or false_alarm, and the shrunk run kept
-        # the grown database, 1.5x; a fresh filled one with 2 ops is lost).
+        # checkpoint-skips-data-fsync: a lost kept in 2 ops on a database
+        # 21,512 ops grew; 32 fresh seeds of 9,734 ops fail as
+        # unrecoverable or false_alarm, which would keep the grown
+        # database, 1.5x; a fresh filled one with 2 ops is lost).
         for n in ([now] if 0 < now < ops else []) + [ops]:
             if self.fresh_search(kill_redrawn(c, pin, n), n, what):
                 return
@@ -177,12 +176,12 @@ class FreshPasses:
         """K6's search (one thread, OPS ops) on the op step of C from a
         fresh database: after a create step of 200 ops, then, if no seed
         failed the same way, after one that fills the key space (p_fresh).
-        Also when the recorded run did not fail again and no seed on its
-        grown database did (shrink.py K6): planted bug
-        fpi-skips-page-at-redo-lsn's two-thread catch, thirteenth session,
-        whose torn page is one a cache the database outgrows evicted,
-        was not shrunk.  True when one was kept; False at once when C
-        already starts from a fresh database."""
+        Also when the recorded run does not fail again and no seed on its
+        grown database does (shrink.py K6): a catch whose torn page is one
+        a cache the database outgrows evicted (planted bug
+        fpi-skips-page-at-redo-lsn's two-thread catch) is not shrunk
+        otherwise.  True when one was kept; False at once when C already
+        starts from a fresh database."""
         if is_fresh(c):
             return False
         if self.search(self.freshened(c), ops, phase="fresh", what=what):
@@ -226,8 +225,8 @@ class FreshPasses:
         the same bits.  A flip pinned on block 670 of a grown data file
         lands on nothing in a fresh one, and a failure that rests on which
         byte of a page it flips, not on which page, shows on any (planted
-        bug checksum-skips-last-byte: its last byte, seventh and ninth
-        sessions' 6.4x with 12 ops on a database of 98,199).  Each
+        bug checksum-skips-last-byte: its last byte; on the grown database
+        the shrink stops at 6.4x, 12 ops on a database of 98,199).  Each
         distinct block in order of first use goes to FIRST, FIRST+1 ...
         for FIRST in FRESH_FLIP_BLOCKS; the first run that fails the same
         way is kept."""
@@ -255,15 +254,16 @@ class FreshPasses:
         (a create step: one thread, a fixed count): one op, then 1/128 of
         them, 1/64 ... 1/2, 3/4, 7/8, the first that still fails the same
         way kept.  They count in the run's size like the op step's (the
-        last two: a failure that needs more than half of a create step of
-        200 kept all 200, and a run of 2,029 ops whose op step shrank to 3
-        ended at 203: seal-before-witness, seventh session).  Then the same
+        last two: without them a failure that needs more than half of a
+        create step of 200 keeps all 200, and a run of 2,029 ops whose op
+        step shrinks to 3 ends at 203: planted bug seal-before-witness).
+        Then the same
         counts of what is left as batches only: a create step's reads and
         scans change nothing on disk, and a batch of 2-8 keys writes what
-        as many puts would (eighth session: checkpoint-skips-data-fsync
-        kept 150 of 200 ops behind an op step of 10, 160 ops from 445;
-        as 10 batches it fails the same way; redo-skips-second-action, 175
-        behind 3, as 25 batches)."""
+        as many puts would (planted bug checkpoint-skips-data-fsync: 150
+        of 200 ops kept behind an op step of 10, 160 ops from 445, fail the
+        same way as 10 batches; redo-skips-second-action's 175 behind 3 as
+        25 batches)."""
         first = self.best.steps[0]
         if self.best.w == 0 or first["type"] != "stress" or not is_fresh(self.best) or \
                 opt_get(first["argv"], "duration") or as_int(opt_get(first["argv"], "threads"), 1) != 1:
@@ -287,16 +287,15 @@ class FreshPasses:
         for the create step's own): a create step runs with stress's
         cache, sync mode and checkpoint volume, a regrowing step with its
         iteration's, and a fold that ran them all with the op step's
-        passed (page-before-wal, twenty-seventh session: a create step of 1,000 ops
+        would pass (planted bug page-before-wal: a create step of 1,000 ops
         with a 64M cache replayed with the op step's 256K).
         p_create and p_history cut a step's ops from the end only, and a
         failure that rests on a page the create step's 200th op wrote
-        keeps all 200 (planted bug fpi-skips-page-at-redo-lsn,
-        twenty-fourth session: 3,854 -> 421 ops, 9.1x, 200 of them the
-        create step's); a catch that needs the database an earlier
-        iteration grew keeps all of that iteration's ops (planted bug
-        page-before-wal, twenty-sixth session: 200 + 6,210 regrowing ops
-        in front of 13, 1.3x).  When the fold does not fail the same way
+        keeps all 200 (planted bug fpi-skips-page-at-redo-lsn: 3,854 ->
+        421 ops, 9.1x, 200 of them the create step's); a catch that needs
+        the database an earlier iteration grew keeps all of that
+        iteration's ops (planted bug page-before-wal: 200 + 6,210
+        regrowing ops in front of 13, 1.3x).  When the fold does not fail the same way
         the traced steps are undone (their traces were only the fold's
         input)."""
         b = self.best

@@ -33,9 +33,10 @@ MT_SEEDS = 3
 MT_AGAIN_SEEDS = 6  # ... and when it runs again from the shrunk run (K23)
 # ... in sweeps of that many other seeds while no smaller run fails and a
 # minute of the budget is left, at most this many (K23; 41 seeds a size):
-# control-redo-is-checkpoint, twenty-first session: a recorded run of 812
-# ops, K8 kept 2 x 1,024 and nothing smaller came in one sweep, 1.1x, the
-# shrink over at 53 s of 600; its other catches shrank to 5 and 8 ops.
+# one sweep may meet nothing smaller (planted bug control-redo-is-checkpoint:
+# from a recorded run of 812 ops K8 keeps 2 x 1,024, and with one sweep the
+# shrink is over at 53 s of 600 with 1.1x; its other catches shrink to 5
+# and 8 ops).
 MT_AGAIN_SWEEPS = 8
 MT_TRIALS = 4
 MT_NEED = 2
@@ -43,9 +44,9 @@ MT_MORE = 4  # ... and this many more once one of them failed, MT_NEED still (th
 MT_CONFIRM = 8  # ... and a kept one runs up to this many more ...
 # ... until this many fail the same way too: as many as the shrunk folder's
 # repro must reproduce in its tries (finish steps back below it, K8).  One
-# was asked until the eighteenth session: a run kept on 2 of 8 trials and
-# confirmed on 1 of 2 reproduced 0 of 10 (hint-aborted-while-in-progress:
-# 1 of 100 when tried again).  A candidate that fails 1 time in 20 passes
+# is too few: a run kept on 2 of 8 trials and confirmed on 1 of 2 can
+# reproduce 0 of 10 (planted bug hint-aborted-while-in-progress: such a run
+# fails 1 of 100 when tried again).  A candidate that fails 1 time in 20 passes
 # 2 of 8 and then 1 of 8 about one time in 50, and a path judges dozens;
 # 2 of 8 twice, about one time in 300.
 MT_REPRO_NEED = 2
@@ -128,8 +129,8 @@ class MultiPasses:
         if start is None and not again and as_int(opt_get(self.best.op["argv"], "threads"), 2) <= 1:
             # One thread fails the same way already (K6's search kept it
             # from the cut form): no race to look for (planted bug
-            # fpi-skips-page-at-redo-lsn, 2026-12-05: the path ran from
-            # the recorded steps after the search kept one thread).
+            # fpi-skips-page-at-redo-lsn: without this the path would run
+            # from the recorded steps after the search kept one thread).
             return False
         if start is None and not again and self.cut:
             start, start_ops = self.cut  # the recorded steps (shrink: the baseline kept an earlier one)
@@ -242,7 +243,7 @@ class MultiPasses:
         other seeds, MT_AGAIN_SWEEPS at most.  The path's first keep is the
         first run that fails, often its largest size (planted bug
         control-redo-is-checkpoint: 2 x 1,024 ops kept, 2 x 357 after the
-        rounds, and the shrink ended at 79 s of 600), and a race that short
+        rounds, and the shrink over at 79 s of 600), and a race that short
         runs show is met with some seeds only.  Returns True if it kept
         one."""
         kept = False
@@ -318,9 +319,9 @@ class MultiPasses:
                          os.path.join(self.work, "held-%d" % len(held))))
             # An earlier run that reproduced stands in for the smaller one
             # that did not: the path resumes too while budget is left
-            # (checkpoint-redo-at-record, twenty-seventh session: 2 x 64
-            # ops reproduced 1 of 8, 2 x 256 did 3 of 8, and the shrink
-            # ended at 169 s of 600 with 8.8x).
+            # (planted bug checkpoint-redo-at-record: 2 x 64 ops reproduce
+            # 1 of 8, 2 x 256 3 of 8, and without the resume the shrink is
+            # over at 169 s of 600 with 8.8x).
             if not can_resume or got[1] >= MT_REPRO_NEED and not back:
                 break
             shutil.move(dest, held[-1][-1])
@@ -373,12 +374,12 @@ class MultiPasses:
         starts (checkpoint_wal_bytes) come as often per op as they came in
         that run: the threshold scaled by the short run's share of its
         ops (a run that never reached it does not in the short run either).
-        Planted bug checkpoint-redo-at-record's four-thread catch had
+        Planted bug checkpoint-redo-at-record's four-thread catch has
         checkpoints only by volume (8M: one or two in 266,000 ops), and
-        no run of the multi-thread path, 2 x 1,024 ops at most, wrote
-        8M, so none had the checkpoint its race needs (it still needs a
-        read error from disk to poison the handle, which a short run on a
-        fresh key space does not read: 1.2x with this).  K7's short runs
+        no run of the multi-thread path, 2 x 1,024 ops at most, writes
+        8M, so unscaled none has the checkpoint its race needs (it still
+        needs a read error from disk to poison the handle, which a short
+        run on a fresh key space does not read: 1.2x with this).  K7's short runs
         (p_short) leave the threshold: their first shape is the run
         unscaled, and the volume alone would add a shape of six seeds to
         every one-thread run, whether its run checkpointed or not.  With FAULTS

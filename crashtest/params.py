@@ -36,11 +36,11 @@ FAULT_OPTIONS = {opt: cls for cls, (opt, _) in FAULTS.items()}
 # Classes kept out of "--faults stable", simple's default (so CI's short
 # run fails only on something new); the nightly modes draw them all.
 # Empty: every class is in the stable set (the I/O error
-# classes' false alarms are fixed, and simple must reach every engine
+# classes raise no false alarms, and simple must reach every engine
 # fault point, which needs read_error, write_error, nospace and
-# sync_error).  bitflip_wal's known limit (engine/wal.h, W3: a record
-# damaged after its fsync, with no later block written, is trimmed as a
-# torn tail) is back in with them; take it out here if it shows.
+# sync_error).  bitflip_wal is in with them despite its known limit
+# (engine/wal.h, W3: a record damaged after its fsync, with no later
+# block written, is trimmed as a torn tail); take it out here if it shows.
 UNSTABLE_FAULTS = []
 # Every class of the report, in the fault library's order (FLT_CLASSES in
 # faults/faults.h; docs/fault-classes.md): the final table.

@@ -27,10 +27,10 @@ Rules:
       The recorded run's own tries go on after one that fails earlier
       than the recorded step, and the first that fails at it is kept:
       the shrink starts from the failure the run recorded when its tries
-      show it (durable-publishes-insert, twenty-second session: tries
-      that lost a commit in the op step itself, before the recorded
-      crash, set the form of the whole shrink; that folder's tries never
-      failed at the recorded step, so it shrank no better for this).
+      show it (planted bug durable-publishes-insert: tries that lose a
+      commit in the op step itself, before the recorded crash, would set
+      the form of the whole shrink; a folder whose tries never fail at
+      the recorded step shrinks no better for this).
   K2  a trial is deterministic when every stress step it runs has one
       thread, a fixed op count (or an op trace) and no SIGKILL on a timer;
       it runs once.  Otherwise the recorded run gets up to 5 tries (one
@@ -59,7 +59,7 @@ Rules:
       page or cache flip the run drew pinned where it landed (p_pin_flips:
       flip:BLOCK:BIT, cflip:BLOCK:BIT; a drawn flip picks its block by the
       file's size and the blocks' LSNs, a cache flip among the resident
-      ones, so every removal moved it) and a kill point that
+      ones, so every removal moves it) and a kill point that
       ended the op step pinned in its op (K16), then checkpoints by
       log volume sooner (p_volume: checkpoint_wal_bytes at 1/16 ... 1/2,
       and on a fresh database log segments of 64 KiB, 256 KiB ...: a
@@ -85,8 +85,8 @@ Rules:
       others; the first that fails the same way is kept.  A failing
       recovery step's own timed SIGKILL goes in every seed tried (K11's:
       it can only hide the failure, and no trial is deterministic with it:
-      witness-at-end-is-damage's eight seeds passed three trials each, and
-      without it the 13th fails, one trial each).
+      with it planted bug witness-at-end-is-damage's eight seeds pass
+      three trials each; without it the 13th fails, one trial each).
       When every seed passed and the recorded run had several threads and
       held no snapshot, the same seeds again with a snapshot held 1 in
       STANDIN_SNAPSHOT_ONE_IN ops: the reader another thread was, which
@@ -96,9 +96,9 @@ Rules:
       kill) does not fail again in its tries (FALLBACK_SEEDS seeds,
       FALLBACK_SHARE of the budget).  Either search, when no seed failed,
       runs again from a fresh database (K14's) before K8 looks for a race
-      (witness-at-end-is-damage, twentieth session: a four-thread catch
-      whose 16 seeds on its grown database passed, and K8's 240 candidates
-      too, 1.0x; from a fresh database the seventh seed failed, 144x).
+      (planted bug witness-at-end-is-damage: a four-thread catch whose 16
+      seeds on its grown database pass, and K8's 240 candidates too, 1.0x;
+      from a fresh database the seventh seed fails, 144x).
       Each seed tried is in shrink.json; a different kind met on the way
       goes aside (K1), never success.
   K7  the op count of a deterministic run (traced, or not when every
@@ -186,7 +186,7 @@ Rules:
       run (the baseline's kept trial) last, only when no smaller run
       reproduced at all (shrink.json's stepped_back lists each one tried; a
       one-thread run with its timed kill, each step kept on one of three
-      trials, ended at 0 of 8: checkpoint-skips-data-fsync).
+      trials, can end at 0 of 8: planted bug checkpoint-skips-data-fsync).
   K10 no kept run that is not deterministic is larger than the recorded
       one: such a trial that fails the same way with more ops (every
       stress step's) than the recorded run had (the largest of its tries:
@@ -211,20 +211,20 @@ Rules:
       the op step: a recovery SIGKILLed after a fraction of a second whose
       failure came before the kill.  The kill races the failure (planted
       bug checkpoint-skips-data-fsync: with the op step traced, recovery
-      replayed more log and was killed before it verified, so every
-      one-thread run passed), and a timed kill makes no run deterministic.
+      replays more log and is killed before it verifies, so every
+      one-thread run passes), and a timed kill makes no run deterministic.
   K12 a first step that creates the database with one thread, a fixed op
       count, no fault, no kill and no timer leaves the same database each
       time: its state is kept after its first run and copied into every
       later trial that runs the same step (trials.made_key).  Delta
-      debugging changes only the op step, and the create step was a third
-      of each trial's time.  The shrunk folder's repro runs every step.
+      debugging changes only the op step, and the create step would be a
+      third of each trial's time.  The shrunk folder's repro runs every step.
   K13 a recovery step between the op step and the failing one that a
       timer SIGKILLs (a restart that recovers, verifies and is killed
       after a fraction of a second) lands wherever that recovery was at
       that time; a run with other ops recovers faster or slower and is
       killed elsewhere or not at all (planted bug page-before-wal: every
-      one-thread run diverged, its recovery done before the kill).  The
+      one-thread run diverges, its recovery done before the kill).  The
       timer goes, in the order of RECOVERY_KILLS: the step ends by itself
       (a failure the kill hid shows in it), crashes once the database is
       open (--crash_at_end), or is killed at one of recovery's kill
@@ -259,7 +259,7 @@ Rules:
       such step, or cuts its ops as p_create cuts a create step's.
   K16 an op step that a drawn kill point ends replays with the kill
       pinned in the op it fired in (kill:POINT:N, tracepass.p_pin_kill:
-      a drawn kill counts hits, and every removal moved it).
+      a drawn kill counts hits, and every removal moves it).
   K17 checkpoints the log's volume started made ops of their own when
       checkpoint_wal_bytes cannot go to its default (p_tie_checkpoints).
   K18 a hang's --hang_seconds shortened first (trials.p_hang).
@@ -285,14 +285,15 @@ Rules:
       latest), else the one that reproduced most often (ties: the
       latest); the recorded run is
       stepped back to only when no resume is left and no smaller run
-      reproduced at all (checkpoint-redo-at-record, twenty-seventh
-      session: 2 x 64 ops reproduced 1 of 8, the 2 x 256 stepped back to
-      3 of 8 stood without a resume, and the shrink ended at 169 s of
-      600 with 8.8x).  shrink.json's resumed lists each run left
+      reproduced at all (planted bug checkpoint-redo-at-record: 2 x 64
+      ops reproduce 1 of 8 and the 2 x 256 stepped back to 3 of 8; without
+      a resume that run stands and the shrink is over at 169 s of 600
+      with 8.8x).  shrink.json's resumed lists each run left
       behind (the path's step, its repro's rate, what it stepped back to).
-      Why: hint-aborted-while-in-progress's keep on 2 of 8 trials and 1
-      of 2 confirmations reproduced 0 of 10 (1 of 100 when tried again)
-      and the shrink ended at 104 s of 600.
+      Why: planted bug hint-aborted-while-in-progress's keep on 2 of 8
+      trials and 1 of 2 confirmations reproduces 0 of 10 (1 of 100 when
+      tried again), and without a resume the shrink is over at 104 s of
+      600.
   K21 a deterministic traced run from a fresh database of 10 ops or more
       whose values are under 1,024 bytes tries them all 1,024 bytes, then
       delta debugging again, last of all (tracepass.p_values): a failure
@@ -319,27 +320,27 @@ Rules:
       shrunk run ("judged_as"); the shrunk folder keeps the kind, and its
       repro reproduces when the kind is among the keys (planted bugs
       durable-publishes-insert and horizon-newest-snapshot: a lost and a
-      resurrected whose recorded runs failed again only as other kinds,
-      their own among one try's keys each, twenty-first session).
+      resurrected whose recorded runs fail again only as other kinds,
+      their own among one try's keys each).
   K25 a trial that hangs when the failure is another kind (kept aside,
       K1), or is stopped as too slow (an error), ends its change's
       trials, and the same change (what it says) is not tried again in a
       later round: each costs the watchdog's or the step's time
-      (planted bug page-before-wal, 2026-12-05: sync_mode set to its
-      default "hung" in three trials, 123 s each, 369 s of a 600 s
-      budget: pinned runs that fsync every commit, past the 122 s a
-      timed step has, slow and not hung: executor.py).
+      (planted bug page-before-wal: sync_mode set to its default is
+      judged "hung" in three trials, 123 s each, 369 s of a 600 s budget
+      for one change: pinned runs that fsync every commit, past the 122 s
+      a timed step has, slow and not hung: executor.py).
   K26 a create step in front of an op step that replays a trace is folded
       into it (freshpass.p_fold_create), and so are the steps that regrow
       a database between them (K15), each ending in a restart, their
       faults off (drawn at their own rates): delta debugging then cuts
       their ops too, where p_create and p_history cut them from the end
-      only (planted bug page-before-wal, twenty-sixth session: 200 +
-      6,210 regrowing ops in front of 13 kept every one, 1.3x).  Each
+      only (planted bug page-before-wal: cut from the end, 200 + 6,210
+      regrowing ops in front of 13 keep every one, 1.3x).  Each
       restart names the open options the process after it ran with
       where they differ from the op step's (stress's restart KEY), so
       the folded ops run as they ran (a create step of 1,000 ops replayed
-      with the op step's 256 KiB cache instead of its 64 MiB passed); a
+      with the op step's 256 KiB cache instead of its 64 MiB passes); a
       fold that does not fail the same way is undone.
   K27 a failing step on one power-loss variant's copy drops the variants
       before it that it does not stand on, and what ran on their copies
@@ -353,14 +354,14 @@ Rules:
       the run's own as the run's ops took the ids, then half as far; a
       cache below stress's default at the engine's least (16 pages), then
       4 and 16 times that.  Each once a shrink and again once K22 pinned
-      the power loss (before, a sooner write-back or other ids moved the
-      tear), the first that fails the same way kept.  A
+      the power loss (before it, a sooner write-back or other ids move
+      the tear), the first that fails the same way kept.  A
       failure that needs ids far along (a commit-log entry past its
       page's first sector) or a page evicted then needs no ops that only
       led there (planted bug fpi-skips-page-at-redo-lsn, commit-log path:
       a one-thread run from a fresh database needs transaction 1,888, and
-      its shrinks stayed near 1,900 ops of 2,400-2,600 recorded; with the
-      ids started at 2,493, 2,821 -> 110).
+      without K28 its shrinks stay near 1,900 ops of 2,400-2,600 recorded;
+      with the ids started at 2,493, 2,821 -> 110).
 
 Files: FAILURE_DIR/shrunk/ (the layout repro reads: meta.json with
 "replay_from": "start", start/, bin/, ops.trace when the run replays one),
@@ -402,7 +403,8 @@ NEED = 2  # ... of which this many must fail the same way (a rate kept near the 
 # the budget left that it may spend, and the kill points a timed SIGKILL
 # becomes when a crash after the last op does not fail (None: every one).
 # 15: a failing recovery step's timer gone, each seed is one trial, not
-# three (witness-at-end-is-damage's one-thread run came with the 13th).
+# three (planted bug witness-at-end-is-damage's one-thread run comes with
+# the 13th).
 SEARCH_SEEDS = 15
 SEARCH_MAX_OPS = 50000  # ... each with at most this many ops (four times it with room for a kill point)
 SEARCH_SHARE = 0.35
@@ -411,10 +413,10 @@ SEARCH_SHARE = 0.35
 # least often of the nightly draws, crashtest/params.py): a reader of
 # another thread made the version a freeze or prune must keep, and a
 # snapshot the one thread holds does the same (planted bug
-# freeze-clears-xmax, seventeenth session: a four-thread catch that did
-# not fail again in 5 tries, 41 one-thread seeds and the multi-thread
-# path passed, 425 s of the budget left unused; with a held snapshot 4 of
-# 8 one-thread seeds fail).
+# freeze-clears-xmax: a four-thread catch that does not fail again in 5
+# tries; without the stand-in its 41 one-thread seeds and the
+# multi-thread path pass with 425 s of the budget left unused; with a
+# held snapshot 4 of 8 one-thread seeds fail).
 STANDIN_SNAPSHOT_ONE_IN = 200
 # ... and when the recorded run did not fail again (nothing else to try).
 FALLBACK_SEEDS = 40
@@ -519,7 +521,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         self.tried = set()  # candidates run already (their signatures: digests)
         self.hang = self.meta.get("hang_seconds", 120)
         # K14: the ops the database's earlier iterations did (None: a folder
-        # from before meta.json kept them), and the recorded op step's.
+        # whose meta.json has no db_ops), and the recorded op step's.
         self.history = 0 if is_fresh(self.best) else self.meta.get("db_ops")
         self.orig_ops = None
 
@@ -542,9 +544,10 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         if self.larger_trace:
             # K10 refused a try that failed (one thread does more ops in
             # the time than several did): its trace replayed is its run,
-            # reopens where they came (page-before-wal, 2026-12-05: pinned
+            # reopens where they came (planted bug page-before-wal: pinned
             # to a failing try's 332,096 ops, 3 reopens spread over the
-            # count, it passed, as at five other counts; 335,739 failed).
+            # count, the run passes, as at five other counts; 335,739
+            # fails).
             c, more = self.replay_of(c, self.larger_trace[1])
             if c is not None and self.attempt("%s, %s (a try that failed)" % (what, ", ".join(more)), c, "threads"):
                 return
@@ -579,8 +582,9 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         if not ops:
             ops = 1000  # killed before its first progress note: a guess
         # No more than SEARCH_MAX_OPS: one thread doing what four did in a
-        # timed run of 277,000 ops took 16 s a seed (four times that with
-        # room for a kill point), and eight seeds took 114 s of the 300.
+        # timed run of 277,000 ops takes 16 s a seed (four times that with
+        # room for a kill point), and eight seeds take 114 s of a 300 s
+        # budget.
         ops = min(ops, SEARCH_MAX_OPS)
         # A one-thread run recovers at its own speed: a recovery step's
         # timed SIGKILL would land elsewhere or not at all, so it crashes
@@ -661,10 +665,10 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         # then traced with the recorded seed and others (K6's search).  A
         # one-thread run draws each op from a seed of its own, traced or
         # not (stress's workload.c), so the traced run with the recorded
-        # seed is the pinned run; before it was, planted bug
-        # checksum-skips-last-byte failed in a timed one-thread run of
-        # 4,776 ops and in none of the eight traced ones, and ended
-        # unshrunk.  A timed run is not pinned the same way (where a
+        # seed is the pinned run (planted bug checksum-skips-last-byte
+        # fails in a timed one-thread run of 4,776 ops and in none of eight
+        # traced ones of other seeds: the pinned run is what shrinks it).
+        # A timed run is not pinned the same way (where a
         # timer ends it moves), so the other seeds still count.
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
             ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
@@ -786,11 +790,11 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         all passed) that ends by itself, with a crash after its last op, or
         by a kill point when a later step fails: its kill point then fires
         1 in a quarter of the short run's hits (planted bug
-        seal-before-witness, make test 2026-12-03: a commit killed between
-        its log write and its fsync, rolled back by the power loss, left
-        the log's end in a block's first sector; a crash after the op
-        rolled nothing back and passed, and delta debugging moved the kill
-        with every removal: 13,121 -> 1,998 ops)."""
+        seal-before-witness: a commit killed between its log write and its
+        fsync, rolled back by the power loss, leaves the log's end in a
+        block's first sector; a crash after the op rolls nothing back and
+        passes, and delta debugging moves the kill with every removal:
+        13,121 -> 1,998 ops)."""
         a = self.best.op["argv"]
         n = as_int(opt_get(a, "ops_per_thread"), 10000)
         expect = self.best.op.get("expect")
@@ -969,15 +973,17 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         ops left.  p_end_kill again once the thread steps have run: a
         failing recovery's timer that raced a run of several threads may
         not race the one-thread run they kept, and until it goes every
-        trial runs twice (fpi-skips-page-at-redo-lsn: its first try failed
-        with two threads, and the one-thread run the seed search kept lost
-        it only in the next round, after delta debugging had run every
-        trial twice).  p_branches again there too: a variant's drop that a
-        rare race passed in its few trials is judged on one trial of the
-        one-thread run, before delta debugging runs the variant's steps in
-        every trial (fpi-skips-page-at-redo-lsn, 2026-12-05: its drop
-        passed 3 of 3 at a rate of 1 in 5, and every one of delta
-        debugging's trials then ran variant 0's recovery)."""
+        trial runs twice (planted bug fpi-skips-page-at-redo-lsn: its
+        first try fails with two threads; without the second p_end_kill
+        the one-thread run the seed search keeps loses the timer only in
+        the next round, after delta debugging has run every trial
+        twice).  p_branches again
+        there too: a variant's drop that a rare race passed in its few
+        trials is judged on one trial of the one-thread run, before delta
+        debugging runs the variant's steps in every trial (planted bug
+        fpi-skips-page-at-redo-lsn: its drop passes 3 of 3 at a rate of 1
+        in 5, and without the second p_branches every one of delta
+        debugging's trials runs variant 0's recovery)."""
         return (self.p_branches, self.p_hang, self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi,
                 self.p_pin, self.p_fresh, self.p_trace,
                 self.p_crash_end, self.p_end_kill, self.p_branches, self.p_ops, self.p_timer, self.p_short,

@@ -71,10 +71,10 @@ class StepPasses:
         power-loss step, and what ran on it (a restart killed on a timer)
         changes nothing the failing variant reads, but its outcome can
         diverge and its ops count in the run's size (planted bug
-        fpi-skips-page-at-redo-lsn, 2026-12-05: variant 1 failed, variant
-        0's timed recovery made one thread's run 2,816 ops to the recorded
-        2,689, refused as larger by K10, and 94 one-thread seeds diverged
-        there, its recovery killed instead of ending)."""
+        fpi-skips-page-at-redo-lsn: variant 1 fails, variant 0's timed
+        recovery makes one thread's run 2,816 ops to the recorded 2,689,
+        refused as larger by K10, and 94 one-thread seeds diverge there,
+        its recovery killed instead of ending)."""
         c, names = branch_of(self.best)
         if c is not None:
             self.attempt("the variants the failing step does not use dropped (%s)" % ", ".join(names), c,
@@ -118,7 +118,7 @@ class StepPasses:
         recorded run's recovery happened to be after that many seconds; a
         run with other ops recovers faster or slower and is killed
         elsewhere or not at all (planted bug page-before-wal: every
-        one-thread run diverged, its recovery done before the kill).  A
+        one-thread run diverges, its recovery done before the kill).  A
         kill point lands at the same place in every run, and the run can
         become deterministic."""
         for point, words in RECOVERY_KILLS:

@@ -80,11 +80,11 @@ class TracePasses:
         kill:POINT:N, and --kill_random_test goes (stress then kills at
         the Nth time that op reaches POINT, and nowhere else).  A drawn
         kill counts hits over the run, so every op removed before it
-        moved the kill to another op, and delta debugging kept nothing
+        moves the kill to another op, and delta debugging keeps nothing
         (planted bug redo-reads-before-image: 92 removals, every one
-        diverged, 1.4x, tenth session); a crash after the last op (K9)
-        passed there, because the kill between the log's write and its
-        fsync is the bug's window."""
+        diverging, 1.4x); a crash after the last op (K9) passes there,
+        because the kill between the log's write and its fsync is the
+        bug's window."""
         if self.best.trace is None or not self.best_res or self.best.op.get("expect") != "kill_point" or \
                 as_int(opt_get(self.best.op["argv"], "kill_random_test")) <= 0:
             return
@@ -106,8 +106,8 @@ class TracePasses:
         kept (every stress step's, as the options pass sets them): a
         failure that needs such a checkpoint then needs that many fewer
         ops before it, and delta debugging can remove the rest
-        (redo-reapplies-equal-lsn: 2,500 ops of about 500 bytes each were
-        left to fill the 1M its checkpoint needed, seventh session)."""
+        (planted bug redo-reapplies-equal-lsn: otherwise 2,500 ops of
+        about 500 bytes each stay to fill the 1M its checkpoint needs)."""
         if self.best.trace is None:
             return
         self.smaller_segments()
@@ -132,8 +132,8 @@ class TracePasses:
         of 64 KiB (the engine's least), then 4, 16, 64 times that, below
         the run's, the first that still fails the same way kept.  A
         failure that needs segments filled, recycled or removed (planted
-        bug recycle-onto-live-segment: segments of 256 KiB and 5,384 ops
-        left when the budget ran out, ninth session) then needs that many
+        bug recycle-onto-live-segment: with segments of 256 KiB, 5,384 ops
+        are left when the budget runs out) then needs that many
         fewer ops to get there.  Once a shrink: the options pass may then
         take the size back to stress's default when the few ops left do
         not need it (stale-value: 200 -> 2 ops with 256 KiB segments it
@@ -160,14 +160,14 @@ class TracePasses:
         delta debugging removes those (planted bug
         fpi-skips-page-at-redo-lsn: its torn commit-log page needs an entry
         past byte 512, transaction 1,888 on, so a one-thread run from a
-        fresh database stayed near 1,900 ops).  Half as far: a failure that
+        fresh database stays near 1,900 ops).  Half as far: a failure that
         needs the ids to cross a point (a page filled) may need the run to
         start below it.  From the run's own first id (1 unless it sets
         one).  Once a shrink, and again once the power loss is pinned
         (K22): before it, a run that fails the same way farther on may
-        pass by another tear of the page (that catch, 2026-12-06: 2,724
-        passed, half that, 1,362, was kept below transaction 1,888, and
-        529 ops stayed to reach it).  Nothing when the binary lacks the
+        pass by another tear of the page (that catch: 2,724 passes, half
+        that, 1,362, is kept below transaction 1,888, and 529 ops stay to
+        reach it).  Nothing when the binary lacks the
         option."""
         key = self.best.powerloss_argv()
         if self.ids_tried == key or not is_fresh(self.best) or self.defaults.get("first_xid") is None:
@@ -191,11 +191,11 @@ class TracePasses:
         (every stress step's): a failure that needs a page written back
         before a checkpoint (a torn write-back) needs that many fewer ops to
         outgrow the cache (fpi-skips-page-at-redo-lsn: a commit-log page
-        evicted from 32 pages of cache needed a database of about a
+        evicted from 32 pages of cache needs a database of about a
         thousand keys).  Once a shrink, and again once the power loss is
-        pinned (K22): before it, every write-back that came sooner moved
+        pinned (K22): before it, every write-back that comes sooner moves
         the tear the failure needs to another write (that catch: 64 KiB
-        rejected before the pin).  The options pass may take the cache
+        is rejected before the pin).  The options pass may take the cache
         back to stress's default when the ops left do not need it."""
         v = parse_size(opt_get(self.best.op["argv"], "cache_size"))
         d = parse_size(self.defaults.get("cache_size"))
@@ -223,8 +223,8 @@ class TracePasses:
         An op step a pinned kill ends in a write with no ckpt= note (the
         kill came before the note) is tried first with the kill in such a
         checkpoint after it (planted bug redo-reads-before-image: killed
-        at the third log flush of a checkpoint a put started, sync_mode
-        off; every removal moved the checkpoint, eleventh session)."""
+        at the third log flush of a checkpoint a put starts, sync_mode
+        off; every removal moves the checkpoint)."""
         if self.best.trace is None or not self.best_res:
             return
         v = parse_size(opt_get(self.best.op["argv"], "checkpoint_wal_bytes"))
@@ -425,8 +425,8 @@ class TracePasses:
         the log's segments start) needs fewer, larger ops; when delta
         debugging does not halve the ops with them, the values go back
         and every step this pass kept is marked undone: larger values are
-        no help to a reader then (planted bug recycle-onto-live-segment,
-        eighteenth session: 200 -> 54 ops of values up to 256 bytes, every
+        no help to a reader then (planted bug recycle-onto-live-segment:
+        200 -> 54 ops of values up to 256 bytes, every
         op needed; with 1,024-byte values, 3 batches)."""
         b = self.best
         if b.trace is None or not b.deterministic() or not is_fresh(b) or len(b.trace) < VALUES_MIN_OPS or \

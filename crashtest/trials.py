@@ -55,8 +55,8 @@ def made_key(cand, n, step):
 # A hang's watchdog, shortened (K18): stress's --hang_seconds tried at
 # these, largest first below the run's.  A few seconds with no op done is
 # no stall of a healthy engine in a run of a few ops, and a minute of it
-# made every trial of a hang a minute long (planted bug kv-checks-nothing:
-# 823 s for 6.9x, its repro 62 s, eleventh session).
+# makes every trial of a hang a minute long (planted bug kv-checks-nothing:
+# 823 s for 6.9x, its repro 62 s).
 HANG_SECONDS = (10, 3)
 
 # K19: a deterministic trial runs on a RAM-backed file system when there is
@@ -469,16 +469,16 @@ class Trials:
         does, the one that reproduced most often does (ties: the latest
         kept, the smallest), so that the folder left is never one that
         reproduced less often than a run it was compared with (a chain
-        of steps each kept on 2 of 4 trials drifted to a run that
-        reproduced 0 of 9 while an earlier one did 1 of 9:
-        writeback-error-cleans, seventh session).  The recorded run (the
+        of steps each kept on 2 of 4 trials can drift to a run that
+        reproduces 0 of 9 while an earlier one does 1 of 9: planted bug
+        writeback-error-cleans).  The recorded run (the
         baseline's kept trial, step 0) comes last, only when no smaller
         run reproduced at all: a shrunk folder that is the recorded run
         says nothing a repro of the failure does not, and a smaller run
-        that reproduced is kept with its rate written down
-        (checkpoint-redo-at-record, fifteenth session: two threads of 64
-        ops that reproduced 1 of 9 gave way to the recorded run of 12,049
-        ops, which did 8 of 9, and the shrink ended at 1.0x).  DEST holds
+        that reproduced is kept with its rate written down (planted bug
+        checkpoint-redo-at-record: two threads of 64 ops reproduce 1 of 9,
+        the recorded run of 12,049 ops 8 of 9; taking the recorded run
+        would end the shrink at 1.0x).  DEST holds
         the chosen run's folder.  RECORDED false: not the recorded run (a
         resume of the multi-thread path comes first, K20); SMALLER false:
         only it (what no resume found).  Returns (times, reproduced, tries,
