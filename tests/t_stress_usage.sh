@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t_stress_usage.sh -- what the stress driver and powerloss say to a new
-# user (issue 17): --help shows one default per option; --version names
+# user: --help shows one default per option; --version names
 # the git tree and the build; --kill_points names a bad point; an unusable
 # --db is a usage error (exit 2) with errno's text and leaves nothing; a
 # missing parent of --db is never made without a word; a usage error found

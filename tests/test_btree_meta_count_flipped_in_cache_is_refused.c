@@ -4,16 +4,16 @@
  * from the free list as from the end of the file, and the handle's count
  * and the data file stay as they were.
  *
- * The bug it caught (crashtest.py mutants, the catalogue run of the
- * fourteenth session, kv-checks-nothing, seed 84595132249066): with the
- * per-KV checks made blind, a cache flip raised the cached meta page's
- * block count to 12,848,899.  Allocation checked the count against the
- * blocks this handle allocated only on its path past the end; the free-
- * list path took it, logged it and stored it as the handle's count, so the
- * next allocation past the end wrote block 12,848,899 (a 210 GB sparse
- * file) and the verify that followed read every block up to it (the run
- * was ended as a hang).  At w = 0 (no per-KV codes, bitflip_cache only
- * measured) the real engine did the same.
+ * The bug it guards against (crashtest.py mutants, planted bug
+ * kv-checks-nothing, seed 84595132249066 reaches it): with the per-KV
+ * checks made blind, a cache flip raises the cached meta page's block
+ * count to 12,848,899.  An allocation that checked the count against the
+ * blocks this handle allocated only on its path past the end would take
+ * it on the free-list path, log it and store it as the handle's count;
+ * the next allocation past the end would write block 12,848,899 (a 210 GB
+ * sparse file) and the verify after it read every block up to it (the run
+ * ends as a hang).  At w = 0 (no per-KV codes, bitflip_cache only
+ * measured) the real engine meets such a flip too, planted bug or not.
  */
 #include <sys/stat.h>
 

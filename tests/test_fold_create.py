@@ -6,12 +6,12 @@ one process ended and the next opened, and the op step's ops, so that
 delta debugging can cut the create step's ops as well.  When the folded
 run does not fail the same way, the traced create step is undone.
 
-Planted bug fpi-skips-page-at-redo-lsn (twenty-fourth session) shrank to
-an op step of 221 ops behind a create step of 200 that no smaller count
-replaced: 9.1x, short of the measure by the create step's ops.  The steps
-that regrow a database as earlier iterations grew it (K15) fold the same
-way, each ending in a restart: page-before-wal (twenty-sixth session)
-kept 200 + 6,210 regrowing ops in front of an op step of 13, 1.3x.  Each
+Unfolded, planted bug fpi-skips-page-at-redo-lsn shrinks to an op step
+of 221 ops behind a create step of 200 that no smaller count replaces:
+9.1x, short of the measure by the create step's ops.  The steps that
+regrow a database as earlier iterations grew it (K15) fold the same way,
+each ending in a restart: unfolded, page-before-wal keeps 200 + 6,210
+regrowing ops in front of an op step of 13, 1.3x.  Each
 restart names the open options of the process after it where they differ
 from the op step's, so the folded ops run as they ran.
 
@@ -150,8 +150,8 @@ class TestFoldCreate(unittest.TestCase):
 
     def test_a_create_step_of_one_op_folds_too(self):
         # A create step that p_create cut to one op: its list and the
-        # restart after it are two lines (the count once compared the
-        # lines with the steps, and such a fold was never tried).
+        # restart after it are two lines, as many as the steps folded, and
+        # the fold must not take that count for the steps' own.
         sh = self.shrinker(True, created=CREATED[:1])
         sh.p_fold_create()
         self.assertEqual([(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")])

@@ -177,8 +177,9 @@ class TestOpTrace(OneThreadDb):
 
     def test_a_process_a_kill_point_ends_leaves_its_op_count_and_a_checking_run_zero(self):
         # shrink measures a killed run by RUN_DIR/progress.  A kill point
-        # that fires within the watchdog's first fifth of a second used to
-        # leave "ops 0"; the count is now written right before SIGKILL.
+        # may fire within the watchdog's first fifth of a second, before
+        # any periodic note: the count is written right before SIGKILL, so
+        # such a run leaves its count too, not "ops 0".
         t1, run = os.path.join(self.d, "a.trace"), os.path.join(self.d, "run")
         common = ["--db=%s/db" % self.d, "--expected_values_dir=%s/exp" % self.d, "--run_dir=" + run,
                   "--threads=1", "--max_key=100"]
@@ -236,8 +237,8 @@ class TestShrinkParts(unittest.TestCase):
         # Four runs kept (A..D, D the shrunk one, each on 2 of 4 trials);
         # D reproduces 0 of 9.  When an earlier one reaches the need, it
         # is the result; when none does, the one that reproduced most often
-        # is, never D (writeback-error-cleans ended at 0 of 9 while C had
-        # reproduced 1 of 9).
+        # is, never D (planted bug writeback-error-cleans can end at 0 of 9
+        # while C reproduces 1 of 9).
         class T(Trials):
             def __init__(self, rates):
                 self.rates, self.written, self.lines = rates, [], []
@@ -265,9 +266,9 @@ class TestShrinkParts(unittest.TestCase):
         # The baseline's kept trial (step 0, the recorded run) and the
         # multi-thread path's run (step 64, the shrunk one) that reproduced
         # 1 of 9: the shrunk run stays, its rate written down
-        # (checkpoint-redo-at-record ended at 1.0x when the recorded run,
-        # 8 of 9, was the result).  When it reproduced 0 of 9, the recorded
-        # run is tried and, reaching the need, is the result.
+        # (planted bug checkpoint-redo-at-record would end at 1.0x with the
+        # recorded run, 8 of 9, as the result).  When it reproduced 0 of 9,
+        # the recorded run is tried and, reaching the need, is the result.
         class T(Trials):
             def __init__(self):
                 self.written, self.lines = [], []
@@ -291,8 +292,8 @@ class TestShrinkParts(unittest.TestCase):
     def test_a_step_back_past_its_latest_runs_tries_the_multi_thread_path_s_own_run(self):
         # Six runs kept after the multi-thread path's (step 50), each on a
         # few trials, the shrunk one reproducing 0 of 8 like the four
-        # before it (hint-aborted-while-in-progress, fifteenth session,
-        # ended at 0 of 8): the path's run, confirmed by the most trials,
+        # before it (planted bug hint-aborted-while-in-progress's shrink can
+        # end so, at 0 of 8): the path's run, confirmed by the most trials,
         # is tried next, before the recorded run.
         class T(Trials):
             def __init__(self, rates):
@@ -347,9 +348,9 @@ class TestShrinkParts(unittest.TestCase):
     def test_a_create_step_that_still_needs_most_of_its_ops_is_tried_as_batches(self):
         # p_create: fewer ops first (200 -> 1, 1/128 ... 7/8), the first that
         # fails kept (here 3/4: 150); then the same counts of what is left
-        # as batches only (checkpoint-skips-data-fsync, eighth session: 150
-        # create ops behind an op step of 10; as 10 batches it failed the
-        # same way).
+        # as batches only (planted bug checkpoint-skips-data-fsync: 150
+        # create ops behind an op step of 10 fail the same way as 10
+        # batches).
         create = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "c", "expect": "exit0",
                   "kill_after": None, "argv": ["@STRESS@", "--destroy_db_initially=1", "--threads=1",
                                                "--ops_per_thread=200", "--seed=3"]}
@@ -414,11 +415,11 @@ class TestShrinkParts(unittest.TestCase):
                           opt_get(n.op["argv"], "kill_points")), ("exit0", None, None))
 
     def test_a_run_whose_commits_do_not_sync_is_killed_at_the_logs_sync_point_one_in_two_hits(self):
-        # page-before-wal, twenty-first session: with sync_mode off only a
-        # checkpoint or a write-back flushes the log, the point 1 in 12,500
-        # hits never fired, and each of 40 seeds ran 100,000 ops for
+        # Planted bug page-before-wal: with sync_mode off only a checkpoint
+        # or a write-back flushes the log, so the point 1 in 12,500 hits
+        # never fires, and each of 40 seeds would run 100,000 ops for
         # nothing; witness-at-end-is-damage's four-thread sync_mode off
-        # catch shrank to one thread killed there 1 in 2 hits.
+        # catch shrinks to one thread killed there 1 in 2 hits.
         wl, pl, vf = timed_kill_steps()
         off = dict(wl, argv=wl["argv"] + ["--sync_mode=off"])
         got = endings(Cand([off, pl, vf], False, None, 0, ["crashed", "passed", "failed"]), 50000)
@@ -578,10 +579,10 @@ class TestShrinkParts(unittest.TestCase):
         self.assertEqual(got, [])
 
     def test_short_runs_of_an_op_step_a_kill_point_ends_keep_the_kill_firing_in_them(self):
-        # seal-before-witness (make test, 2026-12-03): a commit killed
-        # between its log write and its fsync, rolled back by the power
-        # loss, left the log's end in a block's first sector.  A crash after
-        # the op passed, and every removal moved the kill: 13,121 -> 1,998.
+        # Planted bug seal-before-witness: a commit killed between its log
+        # write and its fsync, rolled back by the power loss, leaves the
+        # log's end in a block's first sector.  A crash after the op passes,
+        # and every removal moves the kill: 13,121 -> 1,998.
         # Short runs with other seeds keep the kill point, firing 1 in a
         # quarter of the run's hits.
         wl = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "kill_point",
@@ -838,8 +839,8 @@ class TestShrinkParts(unittest.TestCase):
 
     def test_the_failing_recoverys_own_timed_kill_goes_and_the_run_becomes_deterministic(self):
         # K11 (planted bug checkpoint-skips-data-fsync): a recovery SIGKILLed
-        # after 0.136 s failed before the kill; a traced one-thread run
-        # replayed more log, was killed first and passed.
+        # after 0.136 s fails before the kill; a traced one-thread run
+        # replays more log, is killed first and passes.
         wl, pl, vf = timed_kill_steps()
         wc = dict(wl, expect="crash_at_end", kill_after=None,
                   argv=["@STRESS@", "--threads=1", "--ops_per_thread=800", "--crash_at_end=1"])
@@ -861,9 +862,10 @@ class TestShrinkParts(unittest.TestCase):
         self.assertEqual(got, [])
 
     def test_the_failing_recoverys_kill_is_tried_again_once_the_thread_steps_have_run(self):
-        # fpi-skips-page-at-redo-lsn: the recovery's timed kill stayed after
-        # a two-thread try, the seed search kept a one-thread run, and
-        # delta debugging ran every trial twice until the next round.
+        # Planted bug fpi-skips-page-at-redo-lsn: the recovery's timed kill
+        # stays after a two-thread try, the seed search keeps a one-thread
+        # run, and without a second p_end_kill delta debugging runs every
+        # trial twice until the next round.
         sh = Shrinker.__new__(Shrinker)
         names = [getattr(f, "__name__", "") for f in sh.round_steps()]
         again = [i for i, n in enumerate(names) if n == "p_end_kill"]
@@ -1011,8 +1013,8 @@ class TestShrinkTable(unittest.TestCase):
         # Just below ten is never printed as ten (2,029 -> 203 is 9.995x).
         near = dict(doc, original=dict(doc["original"], ops=2029), shrunk=dict(doc["shrunk"], ops=203))
         self.assertIn("2029 -> 203 (9.9x)", shrink_table([("c-bug", shrink_summary(near))]))
-        # A recorded run that did no op (checksum-skips-last-byte, eighth
-        # session: a kill point in the open, before the first op) has a
+        # A recorded run that did no op (planted bug checksum-skips-last-byte
+        # killed at a kill point in the open, before the first op) has a
         # size, 0, not "?" (which is for a size no step said).
         none = dict(doc, original=dict(doc["original"], ops=0))
         self.assertIn("| 0 -> 1 (none to remove: the recorded run did no op) |",
@@ -1122,10 +1124,10 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         # shrink.json the trials and rate of every step; repro of the
         # shrunk folder replays it several times and prints the rate.
         # 300 s, not 120: a catch on a database grown by earlier iterations
-        # (CI's, 2026-12-05, under ASan and UBSan) is searched with one thread
-        # on it, then from a fresh database (K6) before K8, and those three
-        # searches take about 70% of the budget; 300 s leaves K8 the 80 s
-        # that 120 s left it before the fresh search came first.
+        # (as a build under ASan and UBSan can make) is searched with one
+        # thread on it, then from a fresh database (K6) before K8, and those
+        # three searches take about 70% of the budget; 300 s leaves K8 the
+        # 80 s it needs.
         name = "horizon-newest-snapshot"
         folder = self.catch(name)
         with open(os.path.join(folder, "meta.json")) as f:

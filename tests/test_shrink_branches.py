@@ -6,10 +6,11 @@ restart on it, the op step and the variant's power-loss step still
 named right; a run that fails on the main state, or whose kept steps
 read another variant's copy, is left as it is.
 
-Planted bug fpi-skips-page-at-redo-lsn (2026-12-05): variant 1 failed,
-variant 0's restart killed on a timer counted its ops in every trial's
-size (one thread's run refused as larger than the recorded one, 2,816
-ops to 2,689) and ended another way in 94 one-thread seeds (diverged).
+Planted bug fpi-skips-page-at-redo-lsn reaches this case: variant 1
+fails, and variant 0's restart killed on a timer counts its ops in every
+trial's size (one thread's run refused as larger than the recorded one,
+2,816 ops to 2,689) and ends another way in 94 one-thread seeds
+(diverged).
 
 The trials are stubs (no stress runs): the candidates are what is tested."""
 

@@ -1,10 +1,10 @@
 """A failure on a database that earlier iterations grew (crashtest/shrink.py
 K14, crashtest/freshpass.py): its size counts the ops that grew it, and
 the shrinker looks for the same failure from a fresh database.  Planted bug
-seal-before-witness, caught by make test's simple run in its second
-iteration on CI, shrank from 289 ops to 44 on the grown database; the
-earlier iteration's log, sealed wrong, was what failed, and the shrunk run
-was counted as 6.5x smaller while it still needed that iteration."""
+seal-before-witness, caught by a simple run in its second iteration,
+shrinks from 289 ops to 44 on the grown database; the earlier iteration's
+log, sealed wrong, is what fails, and without its ops counted the shrunk
+run would pass for 6.5x smaller while it still needs that iteration."""
 
 import os
 import shutil
@@ -83,11 +83,11 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertEqual(len(searched), 4, "the search runs once")
 
     def test_a_kill_pinned_in_the_trace_is_drawn_again_at_its_point_for_the_fresh_search(self):
-        # witness-at-end-is-damage, twentieth session: K16 pinned the kill
-        # in the last op of a 5-op run and took --kill_random_test out; the
-        # fresh search dropped the trace with the kill in it, and every seed
-        # ran to its end ("passed instead of crashed").  The search's run
-        # is killed at that point again, 1 in a quarter of its ops' hits.
+        # Planted bug witness-at-end-is-damage: K16 pins the kill in the
+        # last op of a 5-op run and takes --kill_random_test out; a fresh
+        # search that drops the trace with the kill in it runs every seed
+        # to its end ("passed instead of crashed").  The search's run is
+        # killed at that point again, 1 in a quarter of its ops' hits.
         point = "kill/wal/after_write_before_sync"
         step = op_step()
         step["expect"] = "kill_point"
@@ -114,8 +114,8 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertEqual(set(searched), {(None, "40")})
 
     def test_the_fresh_search_runs_again_once_the_kept_options_changed(self):
-        # writeback-error-cleans, twelfth session: no fresh seed failed with
-        # the recorded rates; the run kept on the grown database made its
+        # Planted bug writeback-error-cleans: no fresh seed fails with the
+        # recorded rates; the run kept on the grown database makes its
         # faults and checkpoints frequent (p_short), and with those ten
         # seeds of ten fail from a fresh database.  The search runs again
         # with the options kept, not the regrown database (once), and no
@@ -140,10 +140,10 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertEqual([opt_get(s.op["argv"], "kill_random_test") for s, _ in searched[5:]], ["7"] * 4 + ["3"] * 4)
 
     def test_a_run_kept_short_is_searched_from_a_fresh_database_at_its_own_length_first(self):
-        # checkpoint-skips-data-fsync, eighteenth session: a lost kept in 2
-        # ops on a database 21,512 ops grew; 32 fresh seeds of the
-        # recorded 9,734 ops failed as unrecoverable or false_alarm, and a
-        # fresh filled database with 2 ops is lost.  The search at the run's
+        # Planted bug checkpoint-skips-data-fsync: a lost kept in 2 ops on
+        # a database 21,512 ops grew; 32 fresh seeds of the recorded 9,734
+        # ops fail as unrecoverable or false_alarm, and a fresh filled
+        # database with 2 ops is lost.  The search at the run's
         # own length comes first; it ends the pass when it keeps one.
         best = Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 2, 0, ["failed"])
         sh = shrinker(best)
@@ -164,8 +164,8 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertEqual(searched, [50, 50])
 
     def test_a_fresh_database_with_its_key_space_filled_is_searched_when_200_ops_are_not_enough(self):
-        # fpi-skips-page-at-redo-lsn, twelfth session: its torn page was
-        # one the cache evicted, which a database of 200 ops never does;
+        # Planted bug fpi-skips-page-at-redo-lsn: its torn page is one the
+        # cache evicted, which a database of 200 ops never does;
         # after a create step of 1,000 batches (max_key 2000) six seeds of
         # ten fail.  The filled create step is one thread, batches only.
         best = Cand([op_step(traced=False)], False, None, 0, ["failed"])

@@ -166,8 +166,8 @@ class TestRecordedStep(unittest.TestCase):
         return sh, sh.shrink()
 
     def test_a_baseline_kept_at_an_earlier_step_starts_the_multi_thread_path_from_the_recorded_steps(self):
-        # durable-publishes-insert, twenty-second session: its tries lost
-        # commits only in the op step, and the cut form has no crash.
+        # Planted bug durable-publishes-insert: its tries lose commits only
+        # in the op step, and the cut form has no crash.
         sh, (ok, orig, _) = self.shrunk([("lost", ["lost"], 0)] * BASELINE_TRIALS)
         self.assertTrue(ok)
         self.assertEqual((len(sh.best.steps), sh.log[-1]["failed_at"]), (1, [0] * BASELINE_TRIALS))
@@ -216,10 +216,10 @@ class TestOneThreadLarger(unittest.TestCase):
         return sh
 
     def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_replayed_from_a_failing_try(self):
-        # page-before-wal, 2026-12-05: a timed run of one thread did more
-        # ops than the two recorded ones had in the time; K10 refused it.
-        # Its three reopens were spread over the time: pinned to a failing
-        # try's op count they moved and it passed; the try's trace
+        # Planted bug page-before-wal: a timed run of one thread does more
+        # ops than the two recorded ones did in the time; K10 refuses it.
+        # Its three reopens are spread over the time: pinned to a failing
+        # try's op count they move and it passes; the try's trace
         # replayed puts them where they came.
         sh = self.threads_step([OWN, OWN, OWN], "--reopen=3", ops=[120, 100])
         first, replayed = sh.log
@@ -252,8 +252,8 @@ class TestOneThreadLarger(unittest.TestCase):
 
 class TestHang(unittest.TestCase):
     def test_a_change_that_hangs_ends_its_trials_and_is_not_tried_again(self):
-        # page-before-wal, 2026-12-05: sync_mode set to its default hung in
-        # two trials and again in a later round, about 123 s each.
+        # Planted bug page-before-wal: sync_mode set to its default hangs
+        # in two trials and again in a later round, about 123 s each.
         hang = ("hang", ["hang"])
         sh = shrinker([hang, OWN, OWN, OWN])
         self.assertFalse(sh.attempt("sync_mode off -> commit", changed(sh.best, "--sync_mode=commit"), "options"))
@@ -308,8 +308,8 @@ class TestFailingKey(unittest.TestCase):
                 "reopen): key k000000000000007 (7), thread 0, op 1:9\n")
 
     def test_a_suspect_of_the_kind_names_the_key_when_no_failure_line_does(self):
-        # planted bug writeback-error-cleans, twenty-fourth session: the
-        # run failed as lost on this line alone; the focus pass had no key.
+        # Planted bug writeback-error-cleans: a run can fail as lost on this
+        # line alone, and without it the focus pass has no key.
         self.assertEqual(failing_key(self.MEASURED + self.SUSPECT, "lost"), "1408")
 
     def test_a_failure_line_comes_first_and_other_lines_name_no_key(self):

@@ -100,10 +100,10 @@ class TestCutBaseline(unittest.TestCase):
     """A recorded run whose tries failed only in the op step itself (the
     baseline kept it and K1 cut the crash and the steps after it): the
     path starts from the recorded steps.  Planted bug
-    durable-publishes-insert (twenty-second session): a lost commit needs
-    an append during another thread's fsync and then the loss of what was
-    unsynced; its tries lost commits in a reopen inside the workload, and
-    every candidate the path built from that cut form had no crash."""
+    durable-publishes-insert: a lost commit needs an append during another
+    thread's fsync and then the loss of what was unsynced; its tries lose
+    commits in a reopen inside the workload, and every candidate a path
+    built from that cut form would have no crash."""
 
     def cut(self, sh):
         """SH's recorded run as two steps (a timed SIGKILL, a verification),
@@ -125,9 +125,9 @@ class TestCutBaseline(unittest.TestCase):
         self.assertEqual(sh.multi_from["args"][1], 900, "a resume (K20) starts from the recorded steps too")
 
     def test_a_cut_baseline_whose_search_kept_one_thread_runs_no_path(self):
-        # Planted bug fpi-skips-page-at-redo-lsn (2026-12-05): K6's search
-        # kept one thread from the cut form, and the path then ran from
-        # the recorded steps, four threads, 60% of the budget for nothing.
+        # Planted bug fpi-skips-page-at-redo-lsn: K6's search keeps one
+        # thread from the cut form; a path run then from the recorded
+        # steps, four threads, would spend 60% of the budget for nothing.
         sh = shrinker(5, lambda c: True)
         self.cut(sh)
         sh.best.op["argv"] = opt_set(sh.best.op["argv"], "threads", 1)
@@ -188,10 +188,10 @@ class TestContentionMixes(unittest.TestCase):
 
 class TestConfirmAndResume(unittest.TestCase):
     def test_a_kept_candidate_is_confirmed_by_as_many_failures_as_its_repro_needs(self):
-        # hint-aborted-while-in-progress, seventeenth session: a run kept on
-        # 2 of 8 trials and confirmed on 1 of 2 reproduced 0 of 10 (1 of
-        # 100 tried again).  A confirmation with one failure in MT_CONFIRM
-        # is not kept now; one with MT_REPRO_NEED is.
+        # Planted bug hint-aborted-while-in-progress: a run kept on 2 of 8
+        # trials and confirmed on 1 of 2 can reproduce 0 of 10 (1 of 100
+        # tried again).  A confirmation with one failure in MT_CONFIRM is
+        # not kept; one with MT_REPRO_NEED is.
         sh = shrinker(5)
         sh.kind, sh.match, sh.aside, sh.cap, sh.best_res = "lost", "kind", [], None, None
         sh.tried = set()
@@ -305,8 +305,8 @@ class TestConfirmAndResume(unittest.TestCase):
         # The path's keep reproduced 0 of 8 and the run before it 5 of 8:
         # with budget left the path resumes, and its next keep, which
         # reproduces 4 of 8 (enough), is the result, not the earlier run
-        # that reproduced more often (checkpoint-redo-at-record, twenty-
-        # seventh session: 2 x 256 ops stood in, 430 s of 600 unused, 8.8x).
+        # that reproduced more often (planted bug checkpoint-redo-at-record:
+        # with 2 x 256 ops standing in, 430 s of 600 go unused, 8.8x).
         sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 4], earlier=5)
         self.assertEqual([shape(c)[:2] for c in kept], [(16, 5), (64, 5)])
         self.assertEqual(got[1], 4)
@@ -325,7 +325,7 @@ class TestConfirmAndResume(unittest.TestCase):
     def test_the_recorded_run_comes_after_the_resumes_when_no_smaller_run_reproduced(self):
         # The path's keep reproduced 0 of 8 and the path kept nothing after
         # it: only then is the recorded run (a kept trial, 6 of 8) tried,
-        # and it is the result.  While a resume was left it was not.
+        # and it is the result.  It is not tried while a resume is left.
         sh, got, doc, kept, dest = self.settled({(16, 5)}, [0], recorded=6)
         self.assertEqual((got[1], len(kept)), (6, 1))
         self.assertEqual([b["step"] for b in doc["stepped_back"]], [0])
@@ -359,8 +359,8 @@ def pinned(sh, n):
 
 
 class TestMultiAgain(unittest.TestCase):
-    # K23: the path's first keep was its largest size (control-redo-is-
-    # checkpoint, nineteenth session: 2 x 1,024 ops kept, 2 x 357 after the
+    # K23: the path's first keep can be its largest size (planted bug
+    # control-redo-is-checkpoint: 2 x 1,024 ops kept, 2 x 357 after the
     # rounds, the shrink over at 79 s of 600).
 
     def test_again_tries_only_the_sizes_below_the_shrunk_run_smallest_first_each_with_every_seed(self):
@@ -392,8 +392,8 @@ class TestMultiAgain(unittest.TestCase):
         self.assertEqual(sh.multi["ops_per_thread"], 64)
 
     def test_a_race_only_a_later_sweep_of_seeds_shows_in_fewer_ops_is_met(self):
-        # control-redo-is-checkpoint, twenty-first session: a recorded run
-        # of 812 ops, 2 x 1,024 kept, and nothing smaller in one sweep of
+        # Planted bug control-redo-is-checkpoint: a recorded run of 812
+        # ops, 2 x 1,024 kept, and nothing smaller in one sweep of
         # six seeds with 547 s of the budget left (1.1x).  A race that only
         # the third sweep's seeds show at 16 ops each: each sweep tries new
         # seeds (the run's own once), and the third keeps 2 x 16.
@@ -463,11 +463,11 @@ class TestNotFailedAgain(unittest.TestCase):
         self.assertFalse(base["failed_again"])
 
     def test_a_recorded_run_that_did_not_fail_again_sweeps_other_seeds_with_two_threads(self):
-        # horizon-newest-snapshot, twenty-first session: the recorded run
-        # failed 0 of 5 tries the same way, no one-thread seed did, and the
-        # multi-thread path's 132 candidates passed or failed another way;
-        # the shrink gave up at 103 s of 600.  A race only the second
-        # sweep's seeds show is met.
+        # Planted bug horizon-newest-snapshot: the recorded run can fail 0
+        # of 5 tries the same way, no one-thread seed does, and the
+        # multi-thread path's 132 candidates pass or fail another way;
+        # with no sweeps the shrink gives up at 103 s of 600.  A race only
+        # the second sweep's seeds show is met.
         m = MT_AGAIN_SEEDS - 1
         second = {derive(5, "shrink", "multi", j) for j in range(m, 2 * m)}
         sh = shrinker(5, lambda c: shape(c)[0] == 64 and shape(c)[1] in second)
@@ -479,10 +479,10 @@ class TestNotFailedAgain(unittest.TestCase):
         self.assertEqual(len(set(map(signature, sh.tried))), len(sh.tried), "no candidate judged twice")
 
     def test_a_run_of_several_threads_that_failed_again_is_searched_from_a_fresh_database_too_before_two_threads(self):
-        # witness-at-end-is-damage, twentieth session: the recorded
-        # four-thread run failed again, its 16 one-thread seeds on the grown
-        # database passed, and K8's 240 candidates too (1.0x); from a fresh
-        # database the seventh seed fails.  p_threads (before p_multi in a
+        # Planted bug witness-at-end-is-damage: the recorded four-thread
+        # run fails again, its 16 one-thread seeds on the grown database
+        # pass, and K8's 240 candidates too (1.0x); from a fresh database
+        # the seventh seed fails.  p_threads (before p_multi in a
         # round) runs K14's search too, once.
         sh = shrinker(5)
         sh.meta.update({"seed": 9, "db_params": {"page_size": 8192}})

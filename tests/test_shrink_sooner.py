@@ -4,10 +4,11 @@ that only led up to it.
 
 Planted bug fpi-skips-page-at-redo-lsn, caught on its commit-log path,
 needs a commit-log entry past the page's first sector (transaction 1,888
-on) and the page evicted before the crash: every one-thread run from a
-fresh database kept about 1,900 ops (1.3x of a 2,400-op catch).  With the
-ids started where the run's ops took them (stress --first_xid) its shrink
-went on to a few dozen (tests/test_first_xid.py tests the option).
+on) and the page evicted before the crash: without K28 every one-thread
+run from a fresh database keeps about 1,900 ops (1.3x of a 2,400-op
+catch).  With the ids started where the run's ops take them (stress
+--first_xid) its shrink goes on to a few dozen (tests/test_first_xid.py
+tests the option).
 
 - ids_further tries first_xid at the run's ops, then half, from the
   run's own first id, on every stress step, keeps the first that fails

@@ -5,9 +5,9 @@ crashtest/procs.py):
   watchdog and a minute) is a hang: it did not end when its plan says;
 - a step whose op count is fixed (a shrink pins a timed run to the ops it
   did) past that limit is slow, not hung: an error.  Pinned to what a
-  timed two-second run did, a run that fsyncs every commit took minutes,
-  and the limit made a "hang" of it (planted bug page-before-wal,
-  twenty-fourth session), kept aside as a new failure;
+  timed two-second run did, a run that fsyncs every commit can take
+  minutes (planted bug page-before-wal's shrink), and a "hang" would be
+  kept aside as a new failure;
 - a caller's deadline (the shrink's budget) stops a step that still makes
   progress as an error too, and a shrink keeps no error aside and tries
   the change no more (K25).
