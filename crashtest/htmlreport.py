@@ -79,6 +79,10 @@ def width_row(w, row):
     if row.get("bound") is not None and "bound_rate" not in row:
         row["bound_rate"] = row["bound"] / n if n else None
     row.setdefault("bound_rate", None)
+    row.setdefault("expected_rate", None)
+    # The judgement the chart shows: inside the bound the escapes are what
+    # the codes allow; None when nothing was checked or no bound is known.
+    row["within_bound"] = None if not n or row["bound"] is None else x <= int(row["bound"])
     return row
 
 
@@ -198,7 +202,8 @@ def chart_classes(summary):
         body.append('<g class="classbar"%s>%s</g>' % (attrs(cls=c, **{k: int(row.get(k, 0) or 0) for k in
                                                                        ["injected"] + [s for s, _ in SEGMENTS]}),
                                                       "".join(seg)))
-    return legend([(k.replace("_", " "), c) for k, c in SEGMENTS]) + svg(
+    used = {k for _, row in rows for k, _ in SEGMENTS if int(row.get(k, 0) or 0)}
+    return legend([(k.replace("_", " "), c) for k, c in SEGMENTS if k in used]) + svg(
         left + barw + 110, 20 + rowh * len(rows), body, "outcomes per fault class", chart="classes")
 
 
@@ -242,85 +247,146 @@ def widths_of(summary):
     return out
 
 
+# The marks of the escape-rate chart, in legend order: (mark, colour).
+# The legend lists a mark only when the chart draws it.
+ESC_COLOURS = [("observed", "#222"), ("observed-over", FAIL_C), ("observed-none", "#222"), ("ci", "#3182bd"),
+               ("bound", "#756bb1"), ("expected", "#31a354"), ("nominal", "#999")]
+
+
+def escape_words(summary):
+    """What each mark of the escape chart means, for SUMMARY's mode."""
+    protection = summary.get("mode") == "protection"
+    return {
+        "observed": "observed escape rate, within its bound",
+        "observed-over": "observed escape rate, above its bound: the width fails",
+        "observed-none": "no escape observed (rate 0, drawn on the axis floor)",
+        "ci": "its 95% interval (exact)",
+        "bound": ("bound: the most escapes the construction's expected escapes allow (Poisson, odds below 1e-6 "
+                  "above it), per flip checked" if protection else
+                  "bound: the oracle's Poisson bound on escapes, summed over the stress processes, per flip checked"),
+        "expected": "expected from the construction (the checked patterns' odds)",
+        "nominal": "2^-8w: a w-byte hash's odds for any flip (a reference, not a limit)",
+    }
+
+
+def hline(mark, cx, yy, colour, title, dash=False):
+    return ('<line data-mark="%s" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="%d"%s>'
+            '<title>%s</title></line>' % (mark, cx - 40, cx + 40, yy, yy, colour, 2 if dash else 3,
+                                          ' stroke-dasharray="4 3"' if dash else "", esc(title)))
+
+
+def escape_marks(w, row, cx, y):
+    """The marks of width W's column centred on CX: [(mark, svg)].  A rate
+    of 0 (no escape, a bound of 0 escapes) sits on the axis floor."""
+    c = dict(ESC_COLOURS)
+    n, x, ci = int(row.get("checked") or 0), int(row.get("escaped") or 0), row.get("ci95")
+    out = [("nominal", hline("nominal", cx, y(row["nominal"]), c["nominal"], "2^-%d = %.3g (reference)" % (
+        8 * w, row["nominal"]), dash=True))]
+    if not n:
+        return out
+    if row.get("expected_rate") is not None:
+        out.append(("expected", hline("expected", cx, y(row["expected_rate"]), c["expected"],
+                                      "expected from the construction %.3g" % row["expected_rate"])))
+    if row.get("bound") is not None:
+        out.append(("bound", hline("bound", cx, y(row["bound_rate"] or 0), c["bound"], "bound %d escapes in %d "
+                                   "(%.3g per flip)" % (int(row["bound"]), n, row["bound_rate"] or 0))))
+    if ci:
+        out.append(("ci", '<line data-mark="ci" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2">'
+                    '<title>95%% interval %.3g .. %.3g</title></line><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" '
+                    'stroke="%s" stroke-width="2"/>' % (cx, cx, y(ci[0]), y(ci[1]), c["ci"], ci[0], ci[1], cx - 8,
+                                                        cx + 8, y(ci[1]), y(ci[1]), c["ci"])))
+    mark = "observed-none" if not x else "observed" if row.get("within_bound") is not False else "observed-over"
+    paint = ' fill="none" stroke="%s" stroke-width="2"' if not x else ' fill="%s"'
+    out.append((mark, '<circle data-mark="%s" cx="%.1f" cy="%.1f" r="5"%s><title>observed %.3g (%d of %d)</title>'
+                      '</circle>' % (mark, cx, y(x / n), paint % c[mark], x / n, x, n)))
+    return out
+
+
+def width_caption(row):
+    """The words under a width's column: what its marks add up to."""
+    n, x = int(row.get("checked") or 0), int(row.get("escaped") or 0)
+    if not n:
+        return "no flip checked"
+    if row.get("within_bound") is None:
+        return "%s of %s, bound unknown" % (fmt(x), fmt(n))
+    return "%s of %s: %s bound %s" % (fmt(x), fmt(n), "within" if row["within_bound"] else "ABOVE",
+                                      fmt(int(row["bound"])))
+
+
 def chart_escapes(summary):
     """Observed escape rate per protection width with its 95% interval,
-    against 2^-8w and the oracle's bound, on a log scale."""
+    against the bound its verdict used, the construction's expected rate
+    and 2^-8w, on a log scale."""
     ws = widths_of(summary)
     if not ws:
         return ('<p class="note">No iteration ran with per-KV protection (w &gt; 0): no escape rate to show.</p>')
-    left, top, h, colw = 70, 10, 300, 120
+    left, top, h, colw = 70, 10, 300, 170
     width = left + colw * len(ws) + 20
     parts, y = log_axis(top, top + h, -20, 0, left, width - 10)
-    body = list(parts)
+    body, drawn = list(parts), set()
     for i, (w, row) in enumerate(ws):
         cx = left + colw * i + colw / 2
-        body.append('<text x="%.1f" y="%d" text-anchor="middle">w=%d</text>' % (cx, top + h + 18, w))
-        g = []
-        g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="4 3" stroke-width="2">'
-                 '<title>2^-%d = %.3g</title></line>' % (cx - 40, cx + 40, y(row["nominal"]), y(row["nominal"]),
-                                                        8 * w, row["nominal"]))
-        if row.get("expected_rate"):
-            g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#31a354" stroke-width="3">'
-                     '<title>expected from the construction %.3g</title></line>' % (
-                         cx - 40, cx + 40, y(row["expected_rate"]), y(row["expected_rate"]), row["expected_rate"]))
-        if row.get("bound_rate"):
-            g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#9e9ac8" stroke-width="3">'
-                     '<title>oracle bound %.3g</title></line>' % (cx - 40, cx + 40, y(row["bound_rate"]),
-                                                                  y(row["bound_rate"]), row["bound_rate"]))
+        cap = width_caption(row)
+        body.append('<text x="%.1f" y="%d" text-anchor="middle">w=%d</text><text x="%.1f" y="%d" text-anchor="middle"'
+                    ' class="caption"%s>%s</text>' % (cx, top + h + 18, w, cx, top + h + 34,
+                                                      ' fill="%s"' % FAIL_C if "ABOVE" in cap else "", esc(cap)))
+        marks = escape_marks(w, row, cx, y)
+        drawn.update(m for m, _ in marks)
         ci = row.get("ci95")
-        if ci:
-            lo = ci[0] if ci[0] > 0 else 1e-20
-            g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#3182bd" stroke-width="2">'
-                     '<title>95%% interval %.3g .. %.3g</title></line>' % (cx, cx, y(lo), y(ci[1]), ci[0], ci[1]))
-            g.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#3182bd" stroke-width="2"/>'
-                     % (cx - 8, cx + 8, y(ci[1]), y(ci[1])))
-        if row.get("rate"):
-            g.append('<circle cx="%.1f" cy="%.1f" r="5" fill="#de2d26"><title>observed %.3g (%d of %d)</title>'
-                     '</circle>' % (cx, y(row["rate"]), row["rate"], row["escaped"], row["checked"]))
-        body.append('<g class="width"%s>%s</g>' % (attrs(w=w, checked=row.get("checked", 0),
-                                                         escaped=row.get("escaped", 0), rate=row.get("rate"),
-                                                         ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None,
-                                                         nominal=row["nominal"], bound=row.get("bound"),
-                                                         bound_rate=row.get("bound_rate")), "".join(g)))
-    return legend([("observed escape rate", "#de2d26"), ("its 95% interval (exact)", "#3182bd"),
-                   ("2^-8w", "#555"), ("expected from the construction (checked patterns)", "#31a354"),
-                   ("oracle's bound (Poisson, per checked flip)", "#9e9ac8")]) + svg(
-        width, top + h + 30, body, "escape rate per protection width", chart="escapes")
+        body.append('<g class="width"%s>%s</g>' % (attrs(
+            w=w, checked=row.get("checked", 0), escaped=row.get("escaped", 0), rate=row.get("rate"),
+            ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None, nominal=row["nominal"],
+            bound=row.get("bound"), bound_rate=row.get("bound_rate"), expected_rate=row.get("expected_rate"),
+            within_bound=row.get("within_bound")), "".join(s for _, s in marks)))
+    words = escape_words(summary)
+    look = {m: "background:%s" % c for m, c in ESC_COLOURS}
+    look["observed-none"] = "border:2px solid #222;border-radius:50%;width:7px;height:7px"
+    items = "".join('<span data-legend="%s"><i style="%s"></i>%s</span>' % (m, look[m], esc(words[m]))
+                    for m, _ in ESC_COLOURS if m in drawn)
+    return '<div class="legend">%s</div>' % items + svg(width, top + h + 44, body,
+                                                         "escape rate per protection width", chart="escapes")
 
 
 def table_escapes(summary):
     ws = widths_of(summary)
     if not ws:
         return ""
-    out = ['<table id="escapes-table"><tr><th>w</th><th>iterations</th><th>cache flips checked</th><th>escaped</th>'
-           '<th>rate</th><th>95% interval</th><th>2^-8w</th><th>oracle bound (escapes)</th></tr>']
+    runs = "stress runs" if summary.get("mode") == "protection" else "iterations"
+    out = ['<table id="escapes-table"><tr><th>w</th><th>%s</th><th>cache flips checked</th><th>escaped</th>'
+           '<th>rate</th><th>95%% interval</th><th>expected rate</th><th>bound (escapes allowed)</th>'
+           '<th class="l">judged</th><th>2^-8w (reference)</th></tr>' % runs]
     for w, row in ws:
         ci = row.get("ci95")
-        out.append("<tr><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>"
+        out.append("<tr><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                   '<td class="l">%s</td><td>%s</td></tr>'
                    % (w, fmt(row.get("iterations")), fmt(row.get("checked")), fmt(row.get("escaped")),
-                      fmt(row.get("rate")), "%.3g .. %.3g" % tuple(ci) if ci else "-", fmt(row["nominal"]),
-                      fmt(row.get("bound"))))
+                      fmt(row.get("rate")), "%.3g .. %.3g" % tuple(ci) if ci else "-", fmt(row.get("expected_rate")),
+                      fmt(row.get("bound")), esc(width_caption(row)), fmt(row["nominal"])))
     out.append("</table>")
-    # crashtest.py protection: per width and pattern (checked flips, V9)
+    return "".join(out) + table_patterns(summary)
+
+
+def table_patterns(summary):
+    """crashtest.py protection: per width and pattern (checked flips, V9)."""
     prot = summary.get("protection") or {}
-    if prot:
-        out.append('<table id="patterns-table"><tr><th>w</th><th>pattern</th><th>flips checked</th><th>escaped</th>'
-                   '<th>rate</th><th>95% interval</th><th>expected</th><th>bound</th><th>verdict</th></tr>')
-        for w, row in sorted(prot.items(), key=lambda kv: int(kv[0])):
-            for name, c in (row.get("patterns") or {}).items():
-                if not c.get("checked"):
-                    continue
-                ci = c.get("ci95")
-                verdict = "FAIL" if c.get("fail") else "ok"
-                if c.get("consistent") is not None:
-                    verdict += ", consistent" if c["consistent"] else ", not consistent with expected"
-                out.append("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-                           "<td>%s</td><td>%s</td></tr>" % (
-                               esc(w), esc(name), fmt(c.get("checked")), fmt(c.get("escaped")), fmt(c.get("rate")),
-                               "%.3g .. %.3g" % tuple(ci) if ci else "-", fmt(c.get("expected_rate")),
-                               fmt(c.get("bound")), esc(verdict)))
-        out.append("</table>")
-    return "".join(out)
+    if not prot:
+        return ""
+    out = ['<table id="patterns-table"><tr><th>w</th><th>pattern</th><th>flips checked</th><th>escaped</th>'
+           '<th>rate</th><th>95% interval</th><th>expected</th><th>bound</th><th>verdict</th></tr>']
+    for w, row in sorted(prot.items(), key=lambda kv: int(kv[0])):
+        for name, c in (row.get("patterns") or {}).items():
+            if not c.get("checked"):
+                continue
+            ci = c.get("ci95")
+            verdict = "FAIL" if c.get("fail") else "ok"
+            if c.get("consistent") is not None:
+                verdict += ", consistent" if c["consistent"] else ", not consistent with expected"
+            out.append("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                       "<td>%s</td><td>%s</td></tr>" % (
+                           esc(w), esc(name), fmt(c.get("checked")), fmt(c.get("escaped")), fmt(c.get("rate")),
+                           "%.3g .. %.3g" % tuple(ci) if ci else "-", fmt(c.get("expected_rate")),
+                           fmt(c.get("bound")), esc(verdict)))
+    return "".join(out) + "</table>"
 
 
 def chart_points(summary):
@@ -337,16 +403,30 @@ def chart_points(summary):
             '<text x="%d" y="13">%d of %d engine points hit</text>' % (cols * cell + 8, nhit, len(pts))]
     for i, p in enumerate(pts):
         x, yy = (i % cols) * cell, 26 + (i // cols) * cell
-        colour = "#31a354" if hit.get(p) else "#fdae6b" if reached.get(p) else "#ddd"
-        body.append('<rect class="point" x="%d" y="%d" width="%d" height="%d" fill="%s"%s><title>%s: hit %d, '
-                    'reached %d</title></rect>' % (x, yy, cell - 3, cell - 3, colour, attrs(point=p, hit=hit.get(p, 0)),
-                                                   esc(p), hit.get(p, 0), reached.get(p, 0)))
-    return legend([("hit (injected or fired)", "#31a354"), ("reached, never fired", "#fdae6b"),
-                   ("never reached", "#ddd")]) + svg(cols * cell + 200, 30 + rows * cell, body, "fault points hit",
-                                                     chart="points", hit=nhit, total=len(pts))
+        colour, what = point_state(p, hit, reached)
+        body.append('<rect class="point" x="%d" y="%d" width="%d" height="%d" fill="%s"%s><title>%s: %s</title></rect>'
+                    % (x, yy, cell - 3, cell - 3, colour, attrs(point=p, hit=hit.get(p, 0)), esc(p), esc(what)))
+    return legend([("hit: a fault injected or a kill point fired there", "#31a354"),
+                   ("not hit: armed and passed in a process that wrote a report, never fired", "#fdae6b"),
+                   ("not hit", "#ddd")]) + svg(cols * cell + 200, 30 + rows * cell, body, "fault points hit",
+                                               chart="points", hit=nhit, total=len(pts))
+
+
+def point_state(p, hit, reached):
+    """A point's colour and words: hit (the one count the page and the
+    summary give), or not hit and seen armed without firing, or not hit.
+    The passes are known only from processes that wrote a report: a
+    killed workload that hit a point leaves none, so they are no count."""
+    if hit.get(p):
+        return "#31a354", "hit %d times" % hit[p]
+    if reached.get(p):
+        return "#fdae6b", "not hit: armed and passed %d times, never fired" % reached[p]
+    return "#ddd", "not hit"
 
 
 def table_points(summary):
+    if not summary.get("engine_points"):
+        return ""
     never = summary.get("engine_points_never_hit") or []
     if not never:
         return '<p class="note">Every engine fault point was hit.</p>'
@@ -356,6 +436,8 @@ def table_points(summary):
 def failures_section(summary):
     fails = summary.get("failures") or []
     total = summary.get("failures_total", len(fails))
+    if not total and summary.get("internal_error"):
+        return '<p class="fail" id="no-failures">No iteration failed; crashtest itself failed (internal-error.txt).</p>'
     if not total:
         return '<p class="pass" id="no-failures">No iteration failed.</p>'
     out = ['<table id="failures-table"><tr><th class="l">iteration</th><th class="l">kind</th>'
@@ -382,7 +464,9 @@ def failures_section(summary):
 def chart_timeline(summary):
     rows = [r for r in summary.get("iterations") or [] if isinstance(r, dict)]
     if not rows:
-        return '<p class="note">No iteration finished.</p>'
+        n = summary.get("iterations_total") or 0
+        return ('<p class="note">No iteration finished.</p>' if not n else
+                '<p class="note">summary.json holds no timeline row of its %s iterations.</p>' % fmt(n))
     left, top, w, h = 60, 10, 760, 220
     tmax = max(float(r.get("t_end") or 0) for r in rows) or 1.0
     emax = max(float(r.get("elapsed") or 0) for r in rows) or 1.0
@@ -392,8 +476,7 @@ def chart_timeline(summary):
                 % (left + w / 2, top + h + 30))
     for r in rows:
         x = left + float(r.get("t_end") or 0) / tmax * w
-        colour = FAIL_C if r.get("verdict") == "fail" else MEAS_C if "measuring" in (r.get("judging_mode") or "") \
-            else PASS_C
+        colour = iteration_colour(r)
         body.append('<circle class="iteration" cx="%.1f" cy="%.1f" r="3.5" fill="%s"%s><title>run %s iteration %s '
                     '(%s): %s, %.1f s</title></circle>'
                     % (x, y(float(r.get("elapsed") or 0)), colour, attrs(verdict=r.get("verdict")), esc(r.get("run")),
@@ -403,12 +486,21 @@ def chart_timeline(summary):
     if (summary.get("iterations_sampled") or 1) > 1:
         note = ('<p class="note">%d iterations: every %d-th shown, and every failed one.</p>'
                 % (summary.get("iterations_total", len(rows)), summary["iterations_sampled"]))
-    return legend([("pass", PASS_C), ("fail", FAIL_C), ("measuring", MEAS_C)]) + svg(
+    used = {iteration_colour(r) for r in rows}
+    return legend([(n, c) for n, c in [("pass", PASS_C), ("fail", FAIL_C), ("measuring", MEAS_C)] if c in used]) + svg(
         left + w + 20, top + h + 40, body, "iterations over time: duration and outcome", chart="timeline",
         count=len(rows)) + note
 
 
+def iteration_colour(r):
+    if r.get("verdict") == "fail":
+        return FAIL_C
+    return MEAS_C if "measuring" in (r.get("judging_mode") or "") else PASS_C
+
+
 def table_kinds(summary):
+    if not summary.get("iterations"):
+        return ""
     kinds = {}
     for r in summary.get("iterations") or []:
         k = kinds.setdefault(r.get("kind"), [0, 0, 0.0])
@@ -427,18 +519,33 @@ def verdict_class(verdict):
     return "pass" if verdict == "pass" else "interrupted" if verdict == INTERRUPTED else "fail"
 
 
+def known(v):
+    """V for the page, or "unknown": a field is never printed empty."""
+    return "unknown" if v is None or v == "" else esc(v)
+
+
 def header(summary, src):
+    """The title with the verdict, and what the counts under it mean."""
     b = summary.get("build") or {}
     verdict = summary.get("verdict", "?")
-    return ('<h1>crashtest %s: <span class="%s" id="verdict">%s</span></h1><p class="meta">%s iterations, %s failed, '
-            '%s measuring, %s; seed %s%s, shard %s, -j %s; started %s; git %s; host %s; from <code>%s</code></p>%s'
-            % (esc(summary.get("mode")), verdict_class(verdict), esc(verdict.upper()),
-               fmt(summary.get("iterations_total", len(summary.get("iterations") or []))),
-               fmt(summary.get("failed", 0)), fmt(summary.get("measuring", 0)),
-               esc(hms(summary.get("elapsed_s") or 0)), esc(summary.get("seed")),
-               "" if summary.get("seed_given", True) else " (random)", esc(summary.get("shard")),
-               esc(summary.get("jobs")), esc(summary.get("started")), esc(b.get("git_describe")), esc(b.get("host")),
-               esc(src), planted_note(summary)))
+    if summary.get("mode") == "protection":
+        counts = ["%s stress runs of cache flips, %s failed on their own oracle; the verdict also judges their "
+                  "flips summed per width and pattern (below)" % (fmt(summary.get("iterations_total", 0)),
+                                                                  fmt(summary.get("failed", 0)))]
+    else:
+        counts = ["%s iterations (crash cycles), %s failed, %s measuring (options the oracle cannot judge: "
+                  "--measure)" % (fmt(summary.get("iterations_total", len(summary.get("iterations") or []))),
+                                  fmt(summary.get("failed", 0)), fmt(summary.get("measuring", 0)))]
+        counts += ["shard %s" % esc(summary["shard"])] if summary.get("shard") else []
+        counts += ["-j %s" % esc(summary["jobs"])] if summary.get("jobs") else []
+    fields = counts + [esc(hms(summary.get("elapsed_s") or 0)),
+                       "seed %s%s" % (known(summary.get("seed")), "" if summary.get("seed_given", True) else
+                                      " (random)"),
+                       "started %s" % known(summary.get("started")), "git %s" % known(b.get("git_describe")),
+                       "host %s" % known(b.get("host")), "from <code>%s</code>" % esc(src)]
+    return ('<h1>crashtest %s: <span class="%s" id="verdict">%s</span></h1><p class="meta">%s</p>%s'
+            % (known(summary.get("mode")), verdict_class(verdict), esc(verdict.upper()), "; ".join(fields),
+               planted_note(summary)))
 
 
 def planted_note(summary):
@@ -453,17 +560,83 @@ def hms(s):
     return "%02d:%02d:%02d" % (s // 3600, s % 3600 // 60, s % 60)
 
 
+def note_escapes(summary):
+    """What an escape is and what judges it, for SUMMARY's mode."""
+    if summary.get("mode") == "protection":
+        judged = ("Each width and each (width, pattern) cell is judged against the Poisson bound of the escapes "
+                  "the construction expects from the flips checked (crashtest/stats.py poisson_bound: more escapes "
+                  "have odds below 1e-6); a flip of odd parity may never escape.")
+    else:
+        judged = ("Each stress process is judged against the oracle's Poisson bound on its own escapes; a width's "
+                  "bound is their sum: escapes above it mean a process failed, and inside it each process's own verdict "
+                  "decides (Failures, below).")
+    return ('<p class="note">An escape is a flipped cache entry read back without a report. %s The codes\' odds '
+            'depend on the flip (two flips in one part escape at 2^-(8w-3)), so an observed rate above 2^-8w, '
+            'a truncated hash\'s odds for any flip, is no failure.</p>' % judged)
+
+
 def run_body(summary, src):
+    if summary.get("mode") == "protection":
+        return protection_body(summary, src)
     return "".join([
         header(summary, src),
         "<h2>Outcomes per fault class</h2>", chart_classes(summary), table_classes(summary), table_regions(summary),
         "<h2>Per-KV protection: escape rate per width</h2>", chart_escapes(summary), table_escapes(summary),
-        '<p class="note">An escape is a corrupted cache entry read back wrong without a report; a w-byte code lets '
-        'about 2^-8w through, and the oracle fails a run only when escapes exceed its Poisson bound.</p>',
+        note_escapes(summary),
         "<h2>Fault points</h2>", chart_points(summary), table_points(summary),
         "<h2>Failures</h2>", failures_section(summary),
         "<h2>Iterations over time</h2>", chart_timeline(summary), table_kinds(summary),
     ])
+
+
+def protection_body(summary, src):
+    """A protection run's page: its runs are cache flips only (no crash,
+    no fault class, no fault point), judged by their sums."""
+    return "".join([
+        header(summary, src),
+        "<h2>Per-KV protection: escape rate per width</h2>", chart_escapes(summary), table_escapes(summary),
+        note_escapes(summary),
+        "<h2>Flips by region</h2>", '<p class="note">The same flips by where they landed, each region against the '
+        'bound of its own expected escapes: a view of where a code is weaker, not part of the verdict.</p>',
+        table_flip_regions(summary),
+        "<h2>Failed stress runs</h2>", protection_failures(summary),
+    ])
+
+
+def table_flip_regions(summary):
+    """protection's summary `regions`: per width and region, the flips
+    checked (every pattern) and their verdict."""
+    out = ['<table id="flip-regions-table"><tr><th>w</th><th class="l">region</th><th>flips checked</th>'
+           '<th>escaped</th><th>rate</th><th>95% interval</th><th>expected rate</th><th>bound</th>'
+           '<th class="l">against its bound</th></tr>']
+    for w, rs in sorted((summary.get("regions") or {}).items(), key=lambda kv: int(kv[0])):
+        for r, c in sorted(rs.items()):
+            ci = c.get("ci95")
+            out.append('<tr><td>%s</td><td class="l">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>'
+                       '<td>%s</td><td class="l">%s</td></tr>' % (
+                           esc(w), esc(r), fmt(c.get("checked")), fmt(c.get("escaped")), fmt(c.get("rate")),
+                           "%.3g .. %.3g" % tuple(ci) if ci else "-", fmt(c.get("expected_rate")),
+                           fmt(c.get("bound")), "above" if c.get("fail") else "within"))
+    if len(out) == 1:
+        return '<p class="note">No ledger named the region of a checked flip.</p>'
+    return "".join(out) + "</table>"
+
+
+def protection_failures(summary):
+    """The stress runs that failed on their own, with their repro command."""
+    fails = summary.get("failures") or []
+    if not fails:
+        cls = "pass" if summary.get("verdict") == "pass" else "note"
+        return '<p class="%s" id="no-failures">No stress run failed on its own.</p>' % cls
+    out = ['<table id="failures-table"><tr><th>run</th><th>w</th><th>exit</th><th>flips</th><th>after s</th>'
+           '<th class="l">folder and command</th></tr>']
+    for r in fails:
+        out.append('<tr class="failure"%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class="l">'
+                   '<code>%s</code><br><code>%s</code></td></tr>' % (
+                       attrs(id=r.get("index"), kind="exit %s" % r.get("rc"), seed=r.get("seed")), fmt(r.get("index")),
+                       fmt(r.get("w")), esc(r.get("rc")), fmt(r.get("flips")), fmt(r.get("at")), known(r.get("dir")),
+                       esc(r.get("command"))))
+    return "".join(out) + "</table>"
 
 
 # ---- several nights ----
@@ -496,7 +669,8 @@ def chart_trend(nights, key, label, fn):
 
 
 def trends_section(nights):
-    out = ["<h2>Trends across %d report directories</h2>" % len(nights),
+    out = ["<h2>Trends across %d report directories</h2><p class=\"meta\" id=\"series\">One series: every night "
+           "is a run of %s (a trend never mixes modes or engines).</p>" % (len(nights), esc(series_of(nights[0][0]))),
            chart_trend(nights, "failures", "failed iterations per night", lambda s: s.get("failed", 0)),
            chart_trend(nights, "iterations", "iterations per night",
                        lambda s: s.get("iterations_total", len(s.get("iterations") or [])))]
@@ -550,14 +724,36 @@ def load_summary(d):
                          % (d, getattr(e, "strerror", None) or e))
 
 
+def series_of(summary):
+    """The series a night belongs to: its mode, and the planted bugs of
+    the engine it ran (a mutant's simple run is no night of the real
+    engine's simple series)."""
+    bugs = sorted(summary.get("planted_bugs") or [])
+    return "%s%s" % (summary.get("mode"), " with planted bug %s" % ", ".join(bugs) if bugs else "")
+
+
+def one_series(nights):
+    """Refuse NIGHTS [(summary, dir)] that are not one series: a trend
+    across modes, or across engines, compares nothing."""
+    unnamed = [d for s, d in nights if not s.get("mode")]
+    if unnamed:
+        raise UsageError("%s: summary.json names no mode: a trend takes the runs of one mode" % unnamed[0])
+    modes = sorted({s["mode"] for s, _ in nights})
+    if len(modes) > 1:
+        raise UsageError("report directories of different modes (%s): give the runs of one mode for a trend"
+                         % ", ".join(modes))
+    series = sorted({series_of(s) for s, _ in nights})
+    if len(series) > 1:
+        raise UsageError("report directories of one mode on different engines (%s): give the runs of one engine "
+                         "for a trend" % "; ".join(series))
+
+
 def render_runs(dirs):
     """The page for one report directory, or for several (nights): the
     latest in full, after the trends."""
     nights = sorted(((load_summary(d), d) for d in dirs), key=lambda sd: sd[0].get("started") or "")
-    modes = sorted({str(s.get("mode")) for s, _ in nights})
-    if len(modes) > 1:  # nights of one series are runs of one mode: a trend across modes compares nothing
-        raise UsageError("report directories of different modes (%s): give the runs of one mode for a trend"
-                         % ", ".join(modes))
+    if len(nights) > 1:
+        one_series(nights)
     last, src = nights[-1]
     body = ""
     if len(nights) > 1:
@@ -747,6 +943,9 @@ def render(inputs):
     for x in inputs:
         if os.path.isdir(x) and os.path.exists(os.path.join(x, "summary.json")):
             runs.append(x)
+        elif os.path.isdir(x) and os.path.exists(os.path.join(x, "mutants.json")):
+            raise UsageError("%s is a mutants report folder: each planted bug's simple run is a folder in it, a "
+                             "series of its own" % x)
         elif os.path.isdir(x):
             found = sorted(os.path.join(x, f) for f in os.listdir(x) if f.endswith(".json"))
             if not found:

@@ -1,5 +1,5 @@
 """`crashtest.py protection`: protection-bytes fuzzing with statistical
-power (issue 18).  The whole budget goes to cache flips: short stress runs
+power.  The whole budget goes to cache flips: short stress runs
 (no crash) at high bitflip_cache rates with --bitflip_cache_patterns, over
 every width asked for, page size and cache size.  Each flip is one trial
 of the per-KV codes (faults/cacheflip.c: a pattern flipped, the engine's
@@ -10,8 +10,9 @@ The width of the next run is the one with the fewest flips checked so far
 (stratified, not drawn), so every width gets its share.  Per width and
 pattern the runs' counts are summed and judged (crashtest.stats): the run
 fails when a flip of odd parity (a single bit above all) escapes at any
-width, or when a pattern's escapes exceed the Poisson bound of its
-expected escapes; where the expected escapes are observable (w = 1's two
+width, or when a pattern's escapes, or a width's escapes summed over its
+patterns, exceed the Poisson bound of their expected escapes (the bound
+report.html draws per width); where the expected escapes are observable (w = 1's two
 flips in one part: 1 in 32) it also says whether the observed rate is
 consistent with the expected one (its 95% interval holds it).  A stress
 run that fails (its own oracle, per run) stops the mode (unless
@@ -32,6 +33,7 @@ import time
 
 from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, INTERRUPTED, REPO, UsageError, nice_path, write_json
 from .folders import WORK_PREFIX, claim_report_dir, make_work_dir, release, remove_work_dir
+from .binary import build_identity
 from .htmlreport import render, write_page
 from .procs import STOP, Stopped, run_process
 from .seeds import Rng, derive
@@ -100,7 +102,9 @@ def empty_cells():
 
 
 def judge(agg):
-    """{w: {"patterns": {p: cell verdict}, totals...}} and the overall fail."""
+    """{w: {"patterns": {p: cell verdict}, totals...}} and the overall fail:
+    a (width, pattern) cell above its bound, or a width's sum above the
+    bound of its sum (the same cell_verdict: the bound report.html draws)."""
     out, fail = {}, False
     for w, cells in sorted(agg.items()):
         row = {"patterns": {}, "checked": 0, "detected": 0, "escaped": 0, "expected": 0.0}
@@ -113,7 +117,8 @@ def judge(agg):
             for k in ("checked", "detected", "escaped", "expected"):
                 row[k] += c[k]
         t = cell_verdict(row["checked"], row["escaped"], row["expected"])
-        row.update(rate=t["rate"], ci95=t["ci95"], expected_rate=t["expected_rate"], bound=t["bound"])
+        row.update(rate=t["rate"], ci95=t["ci95"], expected_rate=t["expected_rate"], bound=t["bound"], fail=t["fail"])
+        fail |= t["fail"]
         out[w] = row
     return out, fail
 
@@ -141,20 +146,129 @@ def table_lines(widths):
     return lines
 
 
+def width_line(w, row):
+    """One width's sums in words: the rate, what the construction expects,
+    and the bound the verdict judges the escapes against."""
+    return "w=%d: %d flips checked, %d escaped (rate %s; expected from the construction %s; bound %d escapes: %s)" % (
+        w, row["checked"], row["escaped"], fmt_rate(row["rate"]), fmt_rate(row["expected_rate"]), row["bound"],
+        "ABOVE, FAIL" if row["fail"] else "within")
+
+
 def region_lines(regions):
-    """The same flips by region (every pattern): where a code is weaker."""
-    lines = ["| w | region | flips checked | escaped | observed rate (95% interval) | expected rate | verdict |",
-             "|---|---|---:|---:|---|---|---|"]
+    """The same flips by region (every pattern): where a code is weaker.
+    A view, not a verdict: the run is judged by width and pattern."""
+    lines = ["| w | region | flips checked | escaped | observed rate (95% interval) | expected rate "
+             "| against its bound (a view, not judged) |", "|---|---|---:|---:|---|---|---|"]
     for w, rs in sorted(regions.items(), key=lambda kv: int(kv[0])):
         for r, c in rs.items():
             ci = c["ci95"] or [None, None]
-            verdict = "FAIL" if c["fail"] else "ok"
+            verdict = region_word(c)
             if c["consistent"] is not None:
                 verdict += ", consistent" if c["consistent"] else ", NOT consistent with expected"
             lines.append("| %s | %s | %d | %d | %s (%s .. %s) | %s | %s |" % (
                 w, r, c["checked"], c["escaped"], fmt_rate(c["rate"]), fmt_rate(ci[0]), fmt_rate(ci[1]),
                 fmt_rate(c["expected_rate"]), verdict))
     return lines
+
+
+def region_word(c):
+    return "above its bound of %d" % c["bound"] if c["fail"] else "within %d" % c["bound"]
+
+
+def add_report(cells, d, w):
+    """Add run directory D's pattern counts at width W to CELLS; returns
+    the flips it checked (0 when it wrote no report)."""
+    rep = {}
+    try:
+        with open(os.path.join(d, "report.json")) as f:
+            rep = json.load(f)
+    except (OSError, ValueError):
+        pass
+    e = (rep.get("escape_rate_per_protection_width") or {}).get(str(w)) or {}
+    got = 0
+    for p, c in (e.get("patterns") or {}).items():
+        if p in cells:
+            for k in ("checked", "detected", "escaped"):
+                cells[p][k] += int(c.get(k, 0) or 0)
+            cells[p]["expected"] += float(c.get("expected", 0) or 0)
+            got += int(c.get("checked", 0) or 0)
+    return got
+
+
+def one_run(a, stress, dirs, seed, i, w, left, t0, agg, regions):
+    """Run I at width W (DIRS: the work and report folders), its counts
+    added to AGG and REGIONS.  Returns its record; a failed run's folder
+    is kept under failures/ and named in the record's "dir"."""
+    work, report_dir = dirs
+    rseed = derive(seed, "protection", i)
+    d = os.path.join(work, "run-%d" % i)
+    os.makedirs(d)
+    argv = run_argv(stress, d, w, rseed, min(a.run_seconds, max(1, left)))
+    res = run_process(argv, os.path.join(d, "out.txt"), d, hang_seconds=90, time_limit=a.run_seconds + 120)
+    got = add_report(agg[w], d, w)
+    count_regions(regions.setdefault(w, {}), os.path.join(d, "run", "ledger"), w)
+    elapsed = time.monotonic() - t0
+    run = {"index": i, "seed": rseed, "w": w, "rc": res.rc, "flips": got, "seconds": round(res.elapsed, 2),
+           "at": round(elapsed, 2), "command": " ".join(shlex.quote(x) for x in argv)}
+    line = "run %d w=%d rc=%s flips=%d  (%.0fs)" % (i, w, res.rc, got, elapsed)
+    if res.rc != 0 or res.hung:
+        dest = os.path.join(report_dir, "failures", "run-%d" % i)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.move(d, dest)
+        run["dir"] = dest
+        print(line + "  FAIL (%s); kept %s\n  repro: %s" % (
+            res.hung or "exit %s" % res.rc, nice_path(dest), run["command"]))
+    else:
+        shutil.rmtree(d, ignore_errors=True)
+        print(line)
+    sys.stdout.flush()
+    return run
+
+
+def width_rows(table, runs):
+    """The per-width table of the summary and the HTML chart
+    (htmlreport.widths_of): each width's sums, the bound its verdict
+    judged them against and whether they passed it."""
+    return {str(w): {"iterations": sum(1 for r in runs if r["w"] == w), "checked": row["checked"],
+                     "escaped": row["escaped"], "bound": row["bound"], "rate": row["rate"], "ci95": row["ci95"],
+                     "expected_rate": row["expected_rate"], "fail": row["fail"]} for w, row in table.items()}
+
+
+def summary_doc(a, argv, run, table, regions, verdict):
+    """summary.json of a protection run.  RUN: seed, widths, stress, runs,
+    failures, elapsed."""
+    runs, failures, elapsed = run["runs"], run["failures"], run["elapsed"]
+    return {
+        "mode": "protection", "seed": run["seed"], "widths_asked": run["widths"], "duration": a.duration,
+        "flips_per_width": a.flips_per_width, "elapsed": round(elapsed, 1), "runs": len(runs),
+        "pass": verdict == "pass", "failures": failures,
+        # what the HTML page's header reads (its count of runs)
+        "verdict": verdict, "interrupted": STOP.is_set(), "iterations_total": len(runs), "failed": len(failures),
+        "elapsed_s": round(elapsed, 1), "jobs": 1, "shard": "0/1", "seed_given": a.seed is not None,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - elapsed)),
+        "first_failure_seconds": failures[0]["at"] if failures else None,
+        "protection": {str(w): row for w, row in table.items()},
+        "regions": {str(w): {r: cell_verdict(c["checked"], c["escaped"], c["expected"]) for r, c in sorted(rs.items())}
+                    for w, rs in sorted(regions.items())},
+        "protection_widths": width_rows(table, runs),
+        "command_line": [sys.executable, os.path.join(REPO, "crashtest.py")] + list(argv),
+        "build": build_identity({"stress": run["stress"]}),
+    }
+
+
+def write_outputs(report_dir, summary, table):
+    """summary.json, protection.md and report.html; the tables printed."""
+    write_json(os.path.join(report_dir, "summary.json"), summary)
+    lines = table_lines(table) + [""] + region_lines(summary["regions"])
+    with open(os.path.join(report_dir, "protection.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    try:
+        write_page(os.path.join(report_dir, "report.html"), render([report_dir]))
+    except (OSError, ValueError, KeyError, TypeError) as e:  # the page is a view: the summary stands without it
+        print("crashtest: report.html not written: %s" % e)
+    print("\n".join(lines))
+    for w, row in sorted(table.items()):
+        print(width_line(w, row))
 
 
 def protection_mode(a, argv):
@@ -174,7 +288,6 @@ def protection_mode(a, argv):
     regions = {}  # w -> region -> cell: the same flips by where they landed (from the ledgers)
     runs, failures = [], []
     t0 = time.monotonic()
-    i = 0
     try:
         while True:
             left = a.duration - (time.monotonic() - t0) if a.duration else float("inf")
@@ -182,49 +295,12 @@ def protection_mode(a, argv):
             if left < 1 or not todo or STOP.is_set():
                 break
             w = min(todo, key=lambda x: (sum(c["checked"] for c in agg[x].values()), x))
-            rseed = derive(seed, "protection", i)
-            d = os.path.join(work, "run-%d" % i)
-            os.makedirs(d)
-            argv = run_argv(stress, d, w, rseed, min(a.run_seconds, max(1, left)))
-            res = run_process(argv, os.path.join(d, "out.txt"), d, hang_seconds=90,
-                              time_limit=a.run_seconds + 120)
-            rep = {}
-            try:
-                with open(os.path.join(d, "report.json")) as f:
-                    rep = json.load(f)
-            except (OSError, ValueError):
-                pass
-            e = (rep.get("escape_rate_per_protection_width") or {}).get(str(w)) or {}
-            got = 0
-            for p, c in (e.get("patterns") or {}).items():
-                if p in agg[w]:
-                    for k in ("checked", "detected", "escaped"):
-                        agg[w][p][k] += int(c.get(k, 0) or 0)
-                    agg[w][p]["expected"] += float(c.get("expected", 0) or 0)
-                    got += int(c.get("checked", 0) or 0)
-            count_regions(regions.setdefault(w, {}), os.path.join(d, "run", "ledger"), w)
-            elapsed = time.monotonic() - t0
-            run = {"index": i, "seed": rseed, "w": w, "rc": res.rc, "flips": got, "seconds": round(res.elapsed, 2),
-                   "at": round(elapsed, 2), "command": " ".join(shlex.quote(x) for x in argv)}
+            run = one_run(a, stress, (work, report_dir), seed, len(runs), w, left, t0, agg, regions)
             runs.append(run)
-            line = "run %d w=%d rc=%s flips=%d  (%.0fs)" % (i, w, res.rc, got, elapsed)
-            if res.rc != 0 or res.hung:
-                dest = os.path.join(report_dir, "failures", "run-%d" % i)
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                shutil.move(d, dest)
-                run["dir"] = dest
+            if "dir" in run:
                 failures.append(run)
-                print(line + "  FAIL (%s); kept %s\n  repro: %s" % (
-                    res.hung or "exit %s" % res.rc, nice_path(dest), run["command"]))
-                sys.stdout.flush()
                 if not a.keep_going:
                     break
-                i += 1
-                continue
-            shutil.rmtree(d, ignore_errors=True)
-            print(line)
-            sys.stdout.flush()
-            i += 1
     except Stopped:
         print("crashtest: stopped")
     finally:
@@ -233,40 +309,11 @@ def protection_mode(a, argv):
     elapsed = time.monotonic() - t0
     failed = bool(failures or cell_fail)
     stopped = STOP.is_set() and not failed  # stopped before a failure: neither a pass nor a fail
-    ok = not failed and not stopped
-    summary = {
-        "mode": "protection", "seed": seed, "widths_asked": widths, "duration": a.duration,
-        "flips_per_width": a.flips_per_width, "elapsed": round(elapsed, 1), "runs": len(runs),
-        "pass": ok, "failures": failures,
-        # what the HTML page's header reads (a run is an iteration there)
-        "verdict": "pass" if ok else INTERRUPTED if stopped else "fail", "interrupted": STOP.is_set(), "iterations_total": len(runs), "failed": len(failures),
-        "elapsed_s": round(elapsed, 1), "jobs": 1, "shard": "0/1", "seed_given": a.seed is not None,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - elapsed)),
-        "first_failure_seconds": failures[0]["at"] if failures else None,
-        "protection": {str(w): row for w, row in table.items()},
-        "regions": {str(w): {r: cell_verdict(c["checked"], c["escaped"], c["expected"]) for r, c in sorted(rs.items())}
-                    for w, rs in sorted(regions.items())},
-        # the per-width table of the summary and the HTML chart (htmlreport.widths_of)
-        "protection_widths": {str(w): {"iterations": sum(1 for r in runs if r["w"] == w), "checked": row["checked"],
-                                       "escaped": row["escaped"], "bound": row["bound"], "rate": row["rate"],
-                                       "ci95": row["ci95"], "expected_rate": row["expected_rate"]}
-                              for w, row in table.items()},
-        "command_line": [sys.executable, os.path.join(REPO, "crashtest.py")] + list(argv),
-    }
-    write_json(os.path.join(report_dir, "summary.json"), summary)
-    lines = table_lines(table) + [""] + region_lines(summary["regions"])
-    with open(os.path.join(report_dir, "protection.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    try:
-        write_page(os.path.join(report_dir, "report.html"), render([report_dir]))
-    except (OSError, ValueError, KeyError, TypeError) as e:  # the page is a view: the summary stands without it
-        print("crashtest: report.html not written: %s" % e)
-    print("\n".join(lines))
-    for w, row in sorted(table.items()):
-        print("w=%d: %d flips checked, %d escaped (rate %s, expected %s)" % (
-            w, row["checked"], row["escaped"], fmt_rate(row["rate"]), fmt_rate(row["expected_rate"])))
+    verdict = "fail" if failed else INTERRUPTED if stopped else "pass"
+    done = {"seed": seed, "widths": widths, "stress": stress, "runs": runs, "failures": failures, "elapsed": elapsed}
+    write_outputs(report_dir, summary_doc(a, argv, done, table, regions, verdict), table)
     release(report_dir)
     print("crashtest: protection %s: %d runs in %.0fs%s; report %s" % (
-        "PASS" if ok else INTERRUPTED if stopped else "FAIL", len(runs), elapsed,
+        verdict.upper(), len(runs), elapsed,
         ", first failure after %.1fs" % failures[0]["at"] if failures else "", nice_path(report_dir)))
-    return EXIT_PASS if ok else EXIT_INTERRUPTED if stopped else EXIT_FAIL
+    return EXIT_PASS if verdict == "pass" else EXIT_INTERRUPTED if stopped else EXIT_FAIL

@@ -200,6 +200,37 @@ def region_table(pl, regions):
         pl("regions never hit: %s" % ", ".join(never))
 
 
+def points_line(engine_points, points, reached):
+    """The one count of engine fault points: hit, a fault injected there or
+    a kill point fired (from the reports and the judging steps' ledgers).
+    Passes are counted only by processes that wrote a report, and a killed
+    workload writes none, so they make no count: only the never-hit points
+    seen armed and passed are named."""
+    hit = [p for p in engine_points if points.get(p)]
+    never = [p for p in engine_points if not points.get(p)]
+    passed = [p for p in never if reached.get(p)]
+    return "fault points hit: %d of %d engine points (a fault injected or a kill point fired there)%s%s" % (
+        len(hit), len(engine_points), "; never hit: " + ", ".join(never) if never else "",
+        " (of these, armed and passed without firing: %s)" % ", ".join(passed) if passed else "")
+
+
+def width_lines(pl, widths):
+    """The per-KV protection table: per width the cache flips checked,
+    the escapes and the oracle's bound on them (its Poisson bound, summed
+    over the stress processes: each was judged against its own)."""
+    pl("%-18s %10s %11s %9s %11s %9s %8s %11s" % ("per-KV protection", "iterations", "cache flips", "escaped",
+                                                  "rate", "bound", "", "2^-8w (ref)"))
+    for w in sorted(widths):
+        row = widths[w]
+        rate = "%.3g" % (row["escaped"] / row["checked"]) if row["checked"] else "-"
+        judged = "-" if not row["checked"] else "within" if row["escaped"] <= row["bound"] else "ABOVE"
+        pl("%-18s %10d %11d %9d %11s %9d %8s %11s" % ("w=%d" % w, row["iterations"], row["checked"], row["escaped"],
+                                                      rate, row["bound"], judged,
+                                                      "%.3g" % 2.0 ** (-8 * w) if w else "(none)"))
+    pl("  (bound: escapes the oracle allows, its Poisson bound summed over the stress processes, each judged "
+       "against its own; 2^-8w: a w-byte hash's odds for any flip, a reference, not a limit)")
+
+
 def summarize(ct, runs, interrupted):
     """The final table on stdout, summary.json and junit.xml in the report
     directory.  Returns the number of failed iterations."""
@@ -272,28 +303,12 @@ def summarize(ct, runs, interrupted):
             "  (" + ", ".join("%s=%d" % (k, row[k]) for k in FAILURE_KEYS if row[k]) + ")" if f else ""))
     region_table(pl, regions)
     if any(w for w in widths):
-        pl("%-18s %10s %11s %9s %11s %11s" % ("per-KV protection", "iterations", "cache flips", "escaped",
-                                              "rate", "2^-8w"))
-        for w in sorted(widths):
-            row = widths[w]
-            rate = "%.3g" % (row["escaped"] / row["checked"]) if row["checked"] else "-"
-            pl("%-18s %10d %11d %9d %11s %11s" % ("w=%d" % w, row["iterations"], row["checked"], row["escaped"],
-                                                 rate, "%.3g" % 2.0 ** (-8 * w) if w else "(none)"))
+        width_lines(pl, widths)
     pl("unrecoverable_by_design: %d of %d iterations%s" % (
         len(by_design), len(recs),
         " (" + ", ".join("%s x%d" % kv for kv in sorted(by_design_what.items())) + ")" if by_design_what else ""))
     if engine_points:
-        pl("fault points hit: %d of %d engine points%s" % (
-            len(hit), len(engine_points),
-            "; never hit: " + ", ".join(p for p in engine_points if p not in hit) if len(hit) < len(engine_points)
-            else ""))
-        # Reached: armed and checked in a process that wrote a report
-        # (a kill point that fired leaves none, so it may count as hit
-        # and not reached).
-        unfired = [p for p in engine_points if reached.get(p) and not points.get(p)]
-        pl("fault points reached: %d of %d engine points%s" % (
-            sum(1 for p in engine_points if reached.get(p)), len(engine_points),
-            "; reached, never fired: " + ", ".join(unfired) if unfired else ""))
+        pl(points_line(engine_points, points, reached))
     if other:
         pl("injectors hit besides the engine's points: %s" % ", ".join(other))
     pl("delays: %d pauses in %d of %d iterations (delay_one_in: no fault, race windows widened)"
