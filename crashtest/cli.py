@@ -259,16 +259,18 @@ def make_parser():
     k.set_defaults(func=shrink_mode)
     m = sub.add_parser("mutants", help=MODE_HELP["mutants"], formatter_class=fmt,
                        description="For each planted bug of the catalogue (tests/mutants.txt): build "
-                                   "build/mutants/NAME/{stress,powerloss}, run 'crashtest.py simple' against it "
+                                   "build/mutants/NAME/{stress,powerloss}, run the mode its line names against it "
+                                   "('crashtest.py simple', or 'protection' for the per-KV codes' construction) "
                                    "until the first failure or the budget, and record caught or not, seconds and "
                                    "iterations to the first failure, its kind, the fault class blamed and the "
                                    "repro line in REPORT_DIR/mutants.json.  Prints 'mutation score: K of N caught, "
                                    "median time to catch T s'.  The bug under way when it is stopped is 'not "
-                                   "judged', and build/mutants.json is left as it was.  Exit: 0 every bug caught, "
+                                   "judged'.  build/mutants.json is replaced only by a whole, uninterrupted run of "
+                                   "the catalogue.  Exit: 0 every bug caught, "
                                    "1 one missed, 2 usage, " + STOPPED + ".  " + FOLDER_RULE)
     m.add_argument("names", nargs="*", metavar="NAME", help="planted bugs to run (default: the whole catalogue)")
     m.add_argument("--budget", type=positive_seconds, default=300.0, metavar="S",
-                   help="longest simple run per bug (its --duration)")
+                   help="longest simple or protection run per bug (its --duration)")
     m.add_argument("-j", "--jobs", type=at_least_one, default=1, metavar="N", help="simple's -j for each bug")
     m.add_argument("--seed", type=seed_int, default=None, metavar="N",
                    help="seed of the whole measurement; each bug's simple seed derives from it and its name "
@@ -294,7 +296,7 @@ def make_parser():
                    help="with --harness: skip the baseline run against the real harness")
     m.add_argument("--report-dir", default=None, metavar="DIR",
                    help="mutants.json, one simple report dir and log per bug (default: "
-                        "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy)")
+                        "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy of a whole run)")
     m.add_argument("--shrink", action="store_true",
                    help="shrink each caught bug's failure (crashtest.py shrink): the reductions go into "
                         "mutants.json and a second table of mutants.md")

@@ -3,9 +3,13 @@
 tests/mutants.txt lists planted bugs, each a compile-time switch
 ENG_BROKEN_<NAME> in the engine or the fault library.  For each bug the
 mode builds build/mutants/NAME/{stress,powerloss} (the Makefile's rules),
-runs `crashtest.py simple` against it until the first failure or the
-budget, and records whether it was caught, how fast, as what and which
-fault class the failing report blamed.  A bug that ran its whole budget
+runs the mode built to see its kind against it until the first failure
+or the budget, and records whether it was caught, how fast, as what and
+which fault class the failing report blamed.  The mode is the
+catalogue's (GUARANTEE/MODE): `crashtest.py simple` unless a line says
+`protection`, the statistical mode for bugs of the per-KV codes'
+construction (a code whose escape odds are wrong is seen by counting
+escapes over many checked flips, not by one workload's luck).  A bug that ran its whole budget
 as PASS is a hole in the harness, and the mode exits 1.
 
 The run's seed derives each bug's simple seed (derive(seed, "mutant",
@@ -27,6 +31,7 @@ import tempfile
 import time
 
 from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, INTERRUPTED, REPO, UsageError, last_line, nice_path, write_json
+from .judge import report_failure_keys
 from .folders import claim_report_dir, release
 from .htmlreport import blamed_classes
 from .output import Printer
@@ -37,11 +42,14 @@ from .shrink import shrink_folder
 
 MUTANTS_FILE = os.path.join(REPO, "tests", "mutants.txt")
 MUTANT_GRACE_S = 240  # an iteration in flight at the budget may finish
+# The modes a catalogue line may name after its guarantee (GUARANTEE/MODE);
+# the first is the default.
+MODES = ("simple", "protection")
 
 
 class Mutant:
-    def __init__(self, name, guarantee, bug, line):
-        self.name, self.guarantee, self.bug, self.line = name, guarantee, bug, line
+    def __init__(self, name, guarantee, bug, line, mode=MODES[0]):
+        self.name, self.guarantee, self.bug, self.line, self.mode = name, guarantee, bug, line, mode
 
     @property
     def macro(self):
@@ -67,8 +75,11 @@ def read_mutants(path=MUTANTS_FILE):
                                  % (path, n))
             if parts[0] in seen:
                 raise UsageError("%s:%d: %s listed twice" % (path, n, parts[0]))
+            guarantee, _, mode = parts[1].partition("/")
+            if mode and mode not in MODES:
+                raise UsageError("%s:%d: mode %r of %s: want one of %s" % (path, n, mode, parts[0], ", ".join(MODES)))
             seen.add(parts[0])
-            out.append(Mutant(parts[0], parts[1], parts[2], n))
+            out.append(Mutant(parts[0], guarantee, parts[2], n, mode or MODES[0]))
     return out
 
 
@@ -84,7 +95,7 @@ def mutant_result(m, summary, budget, seed, rc):
     # the failed iterations' full records.
     recs = sorted(summary.get("iterations") or [], key=lambda r: r.get("t_end", 0))
     failed = sorted(summary.get("failures") or [], key=lambda r: r.get("t_end", 0))
-    res = {"name": m.name, "guarantee": m.guarantee, "bug": m.bug, "macro": m.macro, "seed": seed,
+    res = {"name": m.name, "guarantee": m.guarantee, "mode": m.mode, "bug": m.bug, "macro": m.macro, "seed": seed,
            "budget_s": budget, "iterations": summary.get("iterations_total", len(recs)),
            "elapsed_s": summary.get("elapsed_s"),
            "caught": bool(failed), "seconds": None, "iterations_to_catch": None, "kind": None,
@@ -104,6 +115,116 @@ def mutant_result(m, summary, budget, seed, rc):
         res["error"] = True
         res["message"] = "the simple run ended with exit %s" % rc
     return res
+
+
+def read_report(d):
+    """A stress run's report.json in folder D, or {}."""
+    try:
+        with open(os.path.join(d or "", "report.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def failure_line(d):
+    """The first line of a stress run's output (D/out.txt) that names its
+    failure, or its last line."""
+    try:
+        with open(os.path.join(d or "", "out.txt"), errors="replace") as f:
+            lines = [l.strip() for l in f if l.strip()]
+    except OSError:
+        return None
+    named = [l for l in lines if l.startswith("stress: FAILURE")]
+    return (named or lines or [None])[0]
+
+
+def failed_cells(summary):
+    """The width/pattern cells of a protection SUMMARY whose escapes broke
+    their bound: ['w=1 single: 3 escaped, bound 0', ...]."""
+    out = []
+    for w, row in sorted((summary.get("protection") or {}).items(), key=lambda kv: int(kv[0])):
+        for p, c in sorted((row.get("patterns") or {}).items()):
+            if c.get("fail"):
+                out.append("w=%s %s: %s escaped, bound %s" % (w, p, c.get("escaped"), c.get("bound")))
+    return out
+
+
+def protection_result(m, summary, budget, seed, rc, cmd):
+    """mutants.json's entry for M from its protection run's SUMMARY (CMD:
+    that run): caught when one stress run failed its own oracle, or when
+    a width's escapes broke their bound over all runs."""
+    res = dict(mutant_result(m, {}, budget, seed, rc), iterations=summary.get("runs", 0),
+               elapsed_s=summary.get("elapsed_s"), mode="protection")
+    failed = summary.get("failures") or []
+    reports = [read_report(f.get("dir")) for f in failed]
+    res["planted_bug_seen"] = sorted({r["planted_bug"] for r in reports if r.get("planted_bug")})
+    if failed:
+        first, rep = failed[0], reports[0]
+        keys = report_failure_keys(rep)
+        classes = sorted(c for c, counts in (rep.get("classes") or {}).items()
+                         if any(int(counts.get(k, 0) or 0) for k in keys))
+        res.update(caught=True, seconds=first.get("at"), iterations_to_catch=int(first.get("index") or 0) + 1,
+                   kind=keys[0] if keys else "error", keys=keys, classes=classes, run_dir=first.get("dir"),
+                   message=failure_line(first.get("dir")), step="protection run %s (w = %s)" % (
+                       first.get("index"), first.get("w")), command=first.get("command"),
+                   repro=replay_line(first.get("command"), first.get("dir")))
+    elif summary.get("verdict") == "fail":
+        res.update(caught=True, seconds=summary.get("elapsed_s"), iterations_to_catch=summary.get("runs"),
+                   kind="escape_rate", message="escapes above their bound: %s" % "; ".join(failed_cells(summary)),
+                   repro=" ".join(shlex.quote(x) for x in cmd))
+    elif rc not in (EXIT_PASS, EXIT_FAIL, EXIT_INTERRUPTED):
+        res.update(error=True, message="the protection run ended with exit %s" % rc)
+    return res
+
+
+def replay_argv(command, stress, d):
+    """A protection run's stress COMMAND with the binary STRESS and its
+    folders moved into D (the run's own are gone with its work folder)."""
+    argv = shlex.split(command)
+    argv[0] = stress
+    moved = {"--db": "db", "--expected_values_dir": "expected", "--run_dir": "run", "--report": "report.json"}
+    for i, x in enumerate(argv):
+        opt = x.split("=", 1)[0]
+        if opt in moved:
+            argv[i] = "%s=%s" % (opt, os.path.join(d, moved[opt]))
+    return argv
+
+
+def replay_line(command, kept):
+    """The shell line that replays a failed protection run (COMMAND) from
+    scratch into KEPT/replay, beside the folders it left."""
+    if not command or not kept:
+        return command
+    d = os.path.join(kept, "replay")
+    argv = replay_argv(command, shlex.split(command)[0], d)
+    return "mkdir -p %s && %s" % (shlex.quote(d), " ".join(shlex.quote(x) for x in argv))
+
+
+def protection_real_check(r, summary, build, cmd):
+    """The real stress binary on what caught R: the failed run's command
+    again (same seed, fresh folders), or for an escape-rate catch the same
+    protection run (CMD with the real binary).  If the real engine fails
+    it too, the catch is no evidence of the planted bug."""
+    stress = os.path.join(build, "stress")
+    if not os.access(stress, os.X_OK):
+        r["real_engine_replay"] = "not run"
+        return
+    d = tempfile.mkdtemp(prefix="crashtest-realrun-")
+    try:
+        if r["kind"] == "escape_rate":
+            real = list(cmd)
+            real[real.index("--stress-binary") + 1] = stress
+            real[real.index("--report-dir") + 1] = os.path.join(d, "report")
+        else:
+            real = replay_argv(r["command"], stress, d)
+        rc, _ = run_check(real, timeout=4 * float(r.get("budget_s") or 90) + 120)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    r["real_engine_replay"] = "passes" if rc == 0 else "fails" if rc == 1 else "error (exit %s)" % rc
+    if rc != 0:
+        r["caught"] = False
+        r["message"] = "the real engine's replay %s: the failure (%s) is no evidence of this bug" % (
+            r["real_engine_replay"], r["kind"])
 
 
 def real_check(r, summary, build, simple_args):
@@ -152,6 +273,13 @@ def run_check(cmd, timeout=600):
         return p.returncode, p.stdout
     except subprocess.TimeoutExpired:
         return None, ""
+
+
+def protection_cmd(seed, duration, stress, report_dir):
+    """The `protection` run that hunts one planted bug of the codes'
+    construction (one stress run at a time: it has no -j)."""
+    return [sys.executable, os.path.join(REPO, "crashtest.py"), "protection", "--duration", "%g" % duration,
+            "--seed", str(seed), "--stress-binary", stress, "--report-dir", report_dir]
 
 
 def simple_cmd(seed, duration, jobs, stress, powerloss, report_dir, simple_args):
@@ -296,15 +424,16 @@ def mutation_score_line(results):
 
 
 def list_catalogues(a):
-    """--list: each bug of both catalogues with its guarantee and the mode
-    that runs it."""
-    rows = [(m, "mutants") for m in read_mutants(a.catalogue)]
+    """--list: each bug of both catalogues with its guarantee, the mode
+    that hunts it (simple, protection; the harness's: its suites) and the
+    command that measures it."""
+    rows = [(m, m.mode, "mutants") for m in read_mutants(a.catalogue)]
     if os.path.exists(HARNESS_MUTANTS_FILE):
-        rows += [(m, "mutants --harness") for m in read_mutants(HARNESS_MUTANTS_FILE)]
-    width = max([len(m.name) for m, _ in rows] + [4])
-    print("%-*s  %-10s  %-30s  %s" % (width, "name", "guarantee", "run by", "the bug"))
-    for m, mode in rows:
-        print("%-*s  %-10s  %-30s  %s" % (width, m.name, m.guarantee, "crashtest.py " + mode, m.bug))
+        rows += [(m, "suites", "mutants --harness") for m in read_mutants(HARNESS_MUTANTS_FILE)]
+    width = max([len(m.name) for m, _, _ in rows] + [4])
+    print("%-*s  %-10s  %-10s  %-30s  %s" % (width, "name", "guarantee", "mode", "run by", "the bug"))
+    for m, mode, cmd in rows:
+        print("%-*s  %-10s  %-10s  %-30s  %s" % (width, m.name, m.guarantee, mode, "crashtest.py " + cmd, m.bug))
     return EXIT_PASS
 
 
@@ -364,7 +493,8 @@ def mutants_mode(a, argv):
     report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
         datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
     for m in chosen if a.no_build else []:
-        missing = [os.path.join(build, "mutants", m.name, b) for b in ("stress", "powerloss")
+        needs = ("stress",) if m.mode == "protection" else ("stress", "powerloss")
+        missing = [os.path.join(build, "mutants", m.name, b) for b in needs
                    if not os.access(os.path.join(build, "mutants", m.name, b), os.X_OK)]
         if missing:
             raise missing_binaries(build, m.name, missing)
@@ -397,7 +527,8 @@ def mutants_mode(a, argv):
                 continue
         seed = derive(a.seed, "mutant", m.name)
         rd = os.path.join(report_dir, m.name)
-        cmd = simple_cmd(seed, a.budget, a.jobs, stress, powerloss, rd, a.simple_args)
+        cmd = (protection_cmd(seed, a.budget, stress, rd) if m.mode == "protection" else
+               simple_cmd(seed, a.budget, a.jobs, stress, powerloss, rd, a.simple_args))
         with open(os.path.join(report_dir, m.name + ".log"), "w") as log:
             child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
                                      preexec_fn=die_with_parent())
@@ -424,14 +555,17 @@ def mutants_mode(a, argv):
             results.append(not_judged(m, seed, a.budget))
             p.line("mutant %-32s not judged: interrupted" % m.name)
             break
-        r = mutant_result(m, summary, a.budget, seed, child.returncode)
+        r = (protection_result(m, summary, a.budget, seed, child.returncode, cmd) if m.mode == "protection" else
+             mutant_result(m, summary, a.budget, seed, child.returncode))
         # The binary must carry the bug it is said to carry.
         if r["planted_bug_seen"] and r["planted_bug_seen"] != [m.name]:
             r["caught"] = False
             r["message"] = "the stress binary reported planted bug(s) %s, not %s" % (r["planted_bug_seen"], m.name)
-        if r["caught"] and summary:
+        if r["caught"] and summary and m.mode == "protection":
+            protection_real_check(r, summary, build, cmd)
+        elif r["caught"] and summary:
             real_check(r, summary, build, a.simple_args)
-        if r["caught"] and summary and getattr(a, "shrink", False) and not STOP.is_set():
+        if r["caught"] and summary and m.mode == "simple" and getattr(a, "shrink", False) and not STOP.is_set():
             # The full records of failed iterations (the timeline in
             # "iterations" is sampled and names no folder).
             first = sorted((i for i in summary.get("failures") or [] if i.get("artifacts")),
@@ -446,8 +580,9 @@ def mutants_mode(a, argv):
             " --build-dir %s" % shlex.quote(a.build_dir) if a.build_dir != "build" else "", m.name)
         results.append(r)
         if r["caught"]:
-            p.line("mutant %-32s caught in %6.1f s (%d iterations) as %s%s; the real engine's replay: %s" % (
-                m.name, r["seconds"], r["iterations_to_catch"], r["kind"],
+            p.line("mutant %-32s caught in %6.1f s (%d %s) as %s%s; the real engine's replay: %s" % (
+                m.name, r["seconds"], r["iterations_to_catch"],
+                "runs of protection" if m.mode == "protection" else "iterations", r["kind"],
                 " [class %s]" % ",".join(r["classes"]) if r["classes"] else "",
                 r.get("real_engine_replay", "not run")))
             if r["repro"]:
@@ -473,8 +608,10 @@ def mutants_mode(a, argv):
         shrunk = [(r["name"], r["shrink"]) for r in results if r.get("shrink")]
         if shrunk:
             f.write("\n" + shrink_table(shrunk))
-    # An interrupted measurement leaves the last whole one's table as it was.
-    if not STOP.is_set() and (a.build_dir == "build" or os.path.abspath(a.build_dir) == os.path.join(REPO, "build")):
+    # build/mutants.json is the last whole measurement of the catalogue: a
+    # run of some bugs, or one interrupted, leaves it as it was.
+    whole = not a.pick_by_date and set(names) == set(by_name)
+    if whole and not STOP.is_set() and os.path.abspath(a.build_dir) == os.path.join(REPO, "build"):
         write_json(os.path.join(REPO, "build", "mutants.json"), doc)
     release(report_dir)
     p.line("crashtest: mutants.json: %s" % nice_path(os.path.join(report_dir, "mutants.json")))

@@ -1,4 +1,4 @@
-"""Tests of protection-bytes fuzzing (issue 18): crashtest/stats.py against
+"""Tests of protection-bytes fuzzing: crashtest/stats.py against
 known binomial and Poisson cases, and `crashtest.py protection` against the
 real stress binary (passes) and the two weakened codes of tests/mutants.txt
 (kv-no-parity: caught at w = 1; kv-checks-nothing: caught at every width),
@@ -148,6 +148,31 @@ class ProtectionModeTest(unittest.TestCase):
         self.assertEqual(failed, {1, 2, 4, 8}, out)
         for w in ("1", "2", "4", "8"):
             self.assertEqual(s["protection"][w]["patterns"]["single"]["detected"], 0)
+
+
+class MutantsHuntTheCodesWithProtectionTest(unittest.TestCase):
+    def test_a_bug_of_the_codes_is_hunted_by_protection_checked_on_the_real_engine_and_its_repro_runs(self):
+        mutant = binary_or_skip(self, "mutants/kv-no-parity")
+        binary_or_skip(self, None)  # the real engine's replay
+        with tempfile.TemporaryDirectory(prefix="test-protection-") as d:
+            rd = os.path.join(d, "r")
+            p = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "mutants", "--no-build",
+                                "--budget", "60", "--seed", "18", "--build-dir", os.path.join(REPO, BUILD),
+                                "--report-dir", rd, "kv-no-parity"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+            out = p.stdout.decode(errors="replace")
+            self.assertEqual(p.returncode, 0, out)
+            with open(os.path.join(rd, "mutants.json")) as f:
+                m = json.load(f)["mutants"][0]
+            self.assertEqual((m["mode"], m["caught"], m["real_engine_replay"], m["planted_bug_seen"]),
+                             ("protection", True, "passes", ["kv-no-parity"]), out)
+            self.assertIn("bitflip_cache", m["classes"])
+            self.assertTrue(m["repro"].startswith("mkdir -p "), m["repro"])
+            self.assertIn(mutant, m["repro"])
+            # The printed repro replays the failed run: the planted bug fails it again.
+            r = subprocess.run(m["repro"], shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+            self.assertEqual(r.returncode, 1, r.stdout.decode(errors="replace")[-2000:])
+            self.assertIn(b"planted bug 'kv-no-parity'", r.stdout)
 
 
 if __name__ == "__main__":
