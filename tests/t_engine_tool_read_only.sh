@@ -146,6 +146,22 @@ inspect_all() {
 
 # ---- tests -----------------------------------------------------------------
 
+# The reader is what the permission tests rely on: not root (root ignores
+# modes, so the tests would pass whatever the tool wrote), able to run the
+# tool's copy, and refused a write in a directory without write
+# permission.  Run as root (CI), this proves the drop to nobody happened.
+t_reader_is_unprivileged() {
+  local uid
+  uid=$(as_reader id -u) || { echo "cannot run as the reader (setpriv)"; return 1; }
+  [ "$uid" != 0 ] || { echo "the reader is root"; return 1; }
+  as_reader "$TOOL" --version >/dev/null || { echo "the reader cannot run $TOOL (is $T reachable?)"; return 1; }
+  mkdir -p "$T/probe" && chmod 555 "$T/probe"
+  if as_reader sh -c ': >"$1/x"' _ "$T/probe" 2>/dev/null; then
+    echo "the reader (uid $uid) wrote into a directory without write permission"
+    return 1
+  fi
+}
+
 # No write permission anywhere; LOCK present (a shared lock is taken).
 t_no_write_permission() {
   local d=$T/perm/db keys
@@ -283,6 +299,7 @@ t_truncated() {
   [ "$(grep -c '^corruption:' "$T/out")" -eq 1 ] || { echo "more than one report:"; cat "$T/out"; return 1; }
 }
 
+run_test reader_is_unprivileged t_reader_is_unprivileged
 run_test no_write_permission t_no_write_permission
 run_test no_lock_file t_no_lock_file
 if [ "$(id -u)" -eq 0 ] && unshare -m --propagation private true 2>/dev/null &&
