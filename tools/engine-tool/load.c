@@ -306,9 +306,13 @@ int cmd_check(const tool_args *a) {
     printf("present=%" PRIu64 "\n", leading);
     if (rc) return rc;
     if (cs.wrong || cs.gaps || cs.corrupt || cs.extra || cs.whole < cs.hwm) {
-        printf("check: FAILED: %" PRIu64 " of %" PRIu64 " keys present, %u wrong values, "
+        /* present=m counts only the unbroken run from key 0 (an unreadable
+         * or missing key ends it); the keys found anywhere are another
+         * count, named apart so the two never read as a contradiction. */
+        printf("check: FAILED: %" PRIu64 " of %" PRIu64 " keys found, present=%" PRIu64
+               " of them in the unbroken run from key 0, %u wrong values, "
                "%u gaps, %u corrupt reads, %u extra keys%s\n",
-               present, a->keys, cs.wrong, cs.gaps, cs.corrupt, cs.extra,
+               present, a->keys, leading, cs.wrong, cs.gaps, cs.corrupt, cs.extra,
                cs.whole < cs.hwm ? ", the data file shorter than control says" : "");
         return EXIT_PROBLEM;
     }
