@@ -223,22 +223,8 @@ static void make_options(st_db *db, const st_open_options *o) {
     rocksdb_options_set_block_based_table_factory(db->opts, db->bbto);
 }
 
-/* RocksDB creates the database directory but not its parents. */
-static int mkdir_p(const char *dir) {
-    char p[4200];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *c = p + 1; *c; c++) {
-        if (*c != '/') continue;
-        *c = 0;
-        if (mkdir(p, 0755) && errno != EEXIST) return -1;
-        *c = '/';
-    }
-    return 0;
-}
-
 static int a_open(const char *dir, const st_open_options *o, st_db **out) {
     *out = NULL;
-    if (mkdir_p(dir)) return errno == ENOSPC ? ST_NOSPACE : ST_IOERR;
     st_db *db = calloc(1, sizeof *db);
     if (!db) return ST_OTHER;
     snprintf(db->dir, sizeof db->dir, "%s", dir);

@@ -301,17 +301,9 @@ static int read_seq(st_db *db, conn *k, uint64_t *seq) {
 
 /* ---- open and close ---- */
 
-static int mkdir_p(const char *dir) {
-    char p[4200];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *c = p + 1; *c; c++) {
-        if (*c != '/') continue;
-        *c = 0;
-        if (mkdir(p, 0755) && errno != EEXIST) return -1;
-        *c = '/';
-    }
-    return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
-}
+/* SQLite makes its files but not their directory.  Only the directory
+ * itself is made: the driver refused a missing parent (a mistyped path). */
+static int mkdir_one(const char *dir) { return mkdir(dir, 0755) && errno != EEXIST ? -1 : 0; }
 
 static int a_close(st_db *db) {
     if (!db) return ST_OK;
@@ -330,7 +322,7 @@ static int a_open(const char *dir, const st_open_options *o, st_db **out) {
     *out = NULL;
     char why[256];
     if (check_pairs(o, why, sizeof why) != ST_OK) return ST_NOTSUP;
-    if (mkdir_p(dir)) return errno == ENOSPC ? ST_NOSPACE : ST_IOERR;
+    if (mkdir_one(dir)) return errno == ENOSPC ? ST_NOSPACE : ST_IOERR;
     st_db *db = calloc(1, sizeof *db);
     if (!db) return ST_OTHER;
     snprintf(db->path, sizeof db->path, "%s/" DB_FILE, dir);

@@ -84,18 +84,10 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
 
 static void rm_rf(const char *p) { nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-/* mkdir -p: 0 or -1 (errno set). */
-static int mkdir_p(const char *dir) {
-    char p[4096];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *c = p + 1; *c; c++) {
-        if (*c != '/') continue;
-        *c = 0;
-        if (mkdir(p, 0755) && errno != EEXIST) return -1;
-        *c = '/';
-    }
-    return mkdir(p, 0755) && errno != EEXIST ? -1 : 0;
-}
+/* Makes DIR itself, never a parent: a mistyped path must not grow a tree
+ * beside the intended one (check_targets refused a missing parent before
+ * anything was written).  0 when DIR exists afterwards, else -1 (errno). */
+static int mkdir_one(const char *dir) { return mkdir(dir, 0755) && errno != EEXIST ? -1 : 0; }
 
 static void build_repro(int argc, char **argv) {
     size_t n = 0;
@@ -174,12 +166,64 @@ static void scan_carried(void *ctx, const char *line) {
  * code (EXIT_*). */
 enum { GO_ON = -1 };
 
+/* A directory the run writes in (OPT names its option): an existing
+ * directory stress may write, or one it can make in an existing, writable
+ * parent.  A missing parent is refused, never made: a mistyped path would
+ * otherwise start a new database and expected state beside the intended
+ * ones, and the run would pass against the wrong files.  Returns GO_ON,
+ * or EXIT_USAGE with one line naming the path (and errno's text). */
+static int check_dir_target(const char *opt, const char *dir) {
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (!S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "stress: %s %s: %s\n", opt, dir, strerror(ENOTDIR));
+            return EXIT_USAGE;
+        }
+        if (access(dir, W_OK | X_OK) != 0) {
+            fprintf(stderr, "stress: %s %s: %s\n", opt, dir, strerror(errno));
+            return EXIT_USAGE;
+        }
+        return GO_ON;
+    }
+    if (errno != ENOENT) {
+        fprintf(stderr, "stress: %s %s: %s\n", opt, dir, strerror(errno));
+        return EXIT_USAGE;
+    }
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", dir);
+    size_t len = strlen(parent);
+    while (len > 1 && parent[len - 1] == '/') parent[--len] = 0;
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else if (slash == parent)
+        parent[1] = 0;
+    else
+        *slash = 0;
+    if (stat(parent, &sb) != 0) {
+        if (errno == ENOENT)
+            fprintf(stderr, "stress: %s %s: its parent %s does not exist (only the directory itself is made)\n", opt,
+                    dir, parent);
+        else
+            fprintf(stderr, "stress: %s %s: its parent %s: %s\n", opt, dir, parent, strerror(errno));
+        return EXIT_USAGE;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "stress: %s %s: its parent %s: %s\n", opt, dir, parent, strerror(ENOTDIR));
+        return EXIT_USAGE;
+    }
+    if (access(parent, W_OK | X_OK) != 0) {
+        fprintf(stderr, "stress: %s %s: cannot create it in %s: %s\n", opt, dir, parent, strerror(errno));
+        return EXIT_USAGE;
+    }
+    return GO_ON;
+}
+
 /* Usage checks of what the options name, before anything is written (a
  * run refused here leaves no state a later run could take for a kill):
  * every --kill_points name is a kill point of the catalogue (the bad one
- * named); --db is a directory that can be written, or can be made in an
- * existing, writable parent (errno's text said); a missing parent is not
- * made without a word.  Returns GO_ON or EXIT_USAGE. */
+ * named); --db, the expected-values directory and the run directory each
+ * pass check_dir_target.  Returns GO_ON or EXIT_USAGE. */
 static int check_targets(void) {
     if (g.o.kill_points) {
         if (!g.o.kill_random_test) {
@@ -232,51 +276,10 @@ static int check_targets(void) {
                 (int)strcspn(bad, ","), bad);
         return EXIT_USAGE;
     }
-    struct stat sb;
-    const char *db = g.o.db;
-    if (stat(db, &sb) == 0) {
-        if (!S_ISDIR(sb.st_mode)) {
-            fprintf(stderr, "stress: --db %s: %s\n", db, strerror(ENOTDIR));
-            return EXIT_USAGE;
-        }
-        if (access(db, W_OK | X_OK) != 0) {
-            fprintf(stderr, "stress: --db %s: %s\n", db, strerror(errno));
-            return EXIT_USAGE;
-        }
-        return GO_ON;
-    }
-    if (errno != ENOENT) {
-        fprintf(stderr, "stress: --db %s: %s\n", db, strerror(errno));
-        return EXIT_USAGE;
-    }
-    char parent[4096];
-    snprintf(parent, sizeof parent, "%s", db);
-    size_t len = strlen(parent);
-    while (len > 1 && parent[len - 1] == '/') parent[--len] = 0;
-    char *slash = strrchr(parent, '/');
-    if (!slash)
-        snprintf(parent, sizeof parent, ".");
-    else if (slash == parent)
-        parent[1] = 0;
-    else
-        *slash = 0;
-    if (stat(parent, &sb) != 0) {
-        if (errno != ENOENT) {
-            fprintf(stderr, "stress: --db %s: its parent %s: %s\n", db, parent, strerror(errno));
-            return EXIT_USAGE;
-        }
-        fprintf(stderr, "stress: note: --db %s: creating its missing parent directory %s\n", db, parent);
-        return GO_ON;
-    }
-    if (!S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "stress: --db %s: its parent %s: %s\n", db, parent, strerror(ENOTDIR));
-        return EXIT_USAGE;
-    }
-    if (access(parent, W_OK | X_OK) != 0) {
-        fprintf(stderr, "stress: --db %s: cannot create it in %s: %s\n", db, parent, strerror(errno));
-        return EXIT_USAGE;
-    }
-    return GO_ON;
+    int rc = check_dir_target("--db", g.o.db);
+    if (rc == GO_ON) rc = check_dir_target("--expected_values_dir", g.exp_dir);
+    if (rc == GO_ON && strcmp(g.run_dir, g.exp_dir) != 0) rc = check_dir_target("--run_dir", g.run_dir);
+    return rc;
 }
 
 void st_open_options_from(const st_options *o, st_open_options *eo) {
@@ -379,8 +382,13 @@ static int parse(int argc, char **argv) {
     }
     if (g.o.expected_values_dir)
         snprintf(g.exp_dir, sizeof g.exp_dir, "%s", g.o.expected_values_dir);
-    else
-        snprintf(g.exp_dir, sizeof g.exp_dir, "%s.expected", g.o.db);
+    else {
+        /* Beside the database, also for "--db DIR/": "DIR/.expected"
+         * would lie inside a directory not yet made. */
+        int n = (int)strlen(g.o.db);
+        while (n > 1 && g.o.db[n - 1] == '/') n--;
+        snprintf(g.exp_dir, sizeof g.exp_dir, "%.*s.expected", n, g.o.db);
+    }
     snprintf(g.run_dir, sizeof g.run_dir, "%s", g.o.run_dir ? g.o.run_dir : g.exp_dir);
     g.o.expected_values_dir = g.exp_dir; /* as resolved, for the report */
     g.o.run_dir = g.run_dir;
@@ -455,7 +463,7 @@ static int prepare_run_dir(void) {
         for (size_t i = 0; i < 3; i++) st_path_in(p, sizeof p, g.exp_dir, exp_files[i]), rm_rf(p);
         for (size_t i = 0; i < 6; i++) st_path_in(p, sizeof p, g.run_dir, run_files[i]), rm_rf(p);
     }
-    if (mkdir_p(g.exp_dir) || mkdir_p(g.run_dir)) {
+    if (mkdir_one(g.exp_dir) || mkdir_one(g.run_dir)) {
         fprintf(stderr, "stress: cannot create %s or %s: %s\n", g.exp_dir, g.run_dir, strerror(errno));
         return EXIT_INFRA;
     }
@@ -595,7 +603,7 @@ static int open_faults(void) {
              * closed descriptor leaves its table) until settle's close.
              * The directory must exist to be armed on (mkdir is not
              * among the calls it translates). */
-            int dr = mkdir_p(g.o.db) ? -errno : flt_door_arm(flt_hooks(g.flt), g.o.db);
+            int dr = mkdir_one(g.o.db) ? -errno : flt_door_arm(flt_hooks(g.flt), g.o.db);
             if (dr) {
                 fprintf(stderr, "stress: --faults_via posix: cannot arm the door on %s: %s\n", g.o.db, strerror(-dr));
                 return EXIT_INFRA;
