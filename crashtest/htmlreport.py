@@ -327,9 +327,10 @@ def chart_escapes(summary):
     for i, (w, row) in enumerate(ws):
         cx = left + colw * i + colw / 2
         cap = width_caption(row)
-        body.append('<text x="%.1f" y="%d" text-anchor="middle">w=%d</text><text x="%.1f" y="%d" text-anchor="middle"'
-                    ' class="caption"%s>%s</text>' % (cx, top + h + 18, w, cx, top + h + 34,
-                                                      ' fill="%s"' % FAIL_C if "ABOVE" in cap else "", esc(cap)))
+        body.append('<text x="%.1f" y="%d" text-anchor="middle">w=%d</text>' % (cx, top + h + 18, w))
+        for k, part in enumerate(cap.split(": ")):  # the counts, then the judgement, one line each
+            body.append('<text x="%.1f" y="%d" text-anchor="middle" class="caption"%s>%s</text>' % (
+                cx, top + h + 34 + 15 * k, ' fill="%s"' % FAIL_C if "ABOVE" in part else "", esc(part)))
         marks = escape_marks(w, row, cx, y)
         drawn.update(m for m, _ in marks)
         ci = row.get("ci95")
@@ -343,7 +344,7 @@ def chart_escapes(summary):
     look["observed-none"] = "border:2px solid #222;border-radius:50%;width:7px;height:7px"
     items = "".join('<span data-legend="%s"><i style="%s"></i>%s</span>' % (m, look[m], esc(words[m]))
                     for m, _ in ESC_COLOURS if m in drawn)
-    return '<div class="legend">%s</div>' % items + svg(width, top + h + 44, body,
+    return '<div class="legend">%s</div>' % items + svg(width, top + h + 58, body,
                                                          "escape rate per protection width", chart="escapes")
 
 

@@ -231,17 +231,13 @@ def width_lines(pl, widths):
        "against its own; 2^-8w: a w-byte hash's odds for any flip, a reference, not a limit)")
 
 
-def summarize(ct, runs, interrupted):
-    """The final table on stdout, summary.json and junit.xml in the report
-    directory.  Returns the number of failed iterations."""
-    a = ct.a
-    recs = sorted(ct.records, key=lambda r: (r["run"], r["index"]))
-    classes = {c: {k: 0 for k in OUTCOMES + FAILURE_KEYS} for c in CLASS_ORDER}
-    regions = {}
-    variants_judged = 0
-    points = {}
-    reached = {}
-    delays, delayed = 0, 0  # pauses (faults/delay.c), iterations that paused
+def tally(recs):
+    """The sums over the iterations RECS the summary reports: the class
+    and region tables, the extra variants judged, the points hit and seen
+    passed, the delays."""
+    t = {"classes": {c: {k: 0 for k in OUTCOMES + FAILURE_KEYS} for c in CLASS_ORDER}, "regions": {},
+         "variants_judged": 0, "points": {}, "reached": {}, "delays": 0, "delayed": 0}
+    classes = t["classes"]
     for r in recs:
         paused = 0
         for s in r["steps"]:
@@ -250,27 +246,29 @@ def summarize(ct, runs, interrupted):
             if not rep:
                 continue
             if s["type"] == "stress" and not s.get("primary"):
-                variants_judged += 1
+                t["variants_judged"] += 1
             if not counted(s, res):
                 continue
             for c, counts in (rep.get("classes") or {}).items():
                 row = classes.setdefault(c, {k: 0 for k in OUTCOMES + FAILURE_KEYS})
                 for k in row:
                     row[k] += int((counts or {}).get(k, 0) or 0)
-            add_regions(regions, rep.get("regions"))
+            add_regions(t["regions"], rep.get("regions"))
             paused += int(rep.get("delays", 0) or 0)
-        delays += paused
-        delayed += paused > 0
+        t["delays"] += paused  # pauses (faults/delay.c)
+        t["delayed"] += paused > 0  # iterations that paused
         for k in unreported(r):
             classes["unattributed"][k] += 1  # a failure no report counted: still a failing row
-        for k, v in (r.get("points") or {}).items():
-            points[k] = points.get(k, 0) + v
-        for k, v in (r.get("points_reached") or {}).items():
-            reached[k] = reached.get(k, 0) + v
-    widths = width_table(recs)
+        for key, into in (("points", t["points"]), ("points_reached", t["reached"])):
+            for k, v in (r.get(key) or {}).items():
+                into[k] = into.get(k, 0) + v
+    return t
+
+
+def summary_of(ct, runs, interrupted, recs):
+    """summary.json's content (before fit) for the iterations RECS."""
+    a, t = ct.a, tally(recs)
     engine_points = list(ct.catalogue)
-    hit = [p for p in engine_points if points.get(p)]
-    other = sorted(p for p in points if p not in engine_points)
     nfail = sum(1 for r in recs if r["failure"])
     by_design = [r for r in recs if r.get("by_design")]
     by_design_what = {}
@@ -278,20 +276,48 @@ def summarize(ct, runs, interrupted):
         for d in r["by_design"]:
             what = d.split(" file=")[0]
             by_design_what[what] = by_design_what.get(what, 0) + 1
-    measuring = sum(1 for r in recs if r.get("judging_mode") and "measuring" in r["judging_mode"])
     planted = sorted({(s.get("result") or {}).get("report", {}).get("planted_bug") for r in recs
                       for s in r["steps"] if ((s.get("result") or {}).get("report") or {}).get("planted_bug")})
-    el = time.monotonic() - ct.t0
-    pl = ct.p.line
+    timeline, sampled = timeline_of(recs)
+    full = [r for r in recs if r["failure"]]
+    return {
+        "tool": "crashtest.py", "mode": ct.mode, "seed": a.seed, "seed_given": bool(getattr(a, "seed_given", True)),
+        "iteration_seed": a.iteration_seed,
+        "shard": "%d/%d" % a.shard, "jobs": a.jobs, "runs": [{"index": r.index, "seed": r.seed,
+                                                             "iterations": r.iterations,
+                                                             "failures": r.failures} for r in runs],
+        "arguments": sys.argv[1:], "options": {k: v for k, v in vars(a).items() if k not in ("func",)},
+        "build": ct.identity, "unsupported_values": [list(u) for u in ct.unsupported],
+        "started": ct.started_at, "elapsed_s": round(time.monotonic() - ct.t0, 3), "interrupted": interrupted,
+        "iterations": timeline, "iterations_total": len(recs), "iterations_sampled": sampled,
+        "iterations_file": finish_jsonl(ct),
+        "failures": full[:MAX_FULL_FAILURES], "failures_total": len(full),
+        "failed": nfail, "measuring": sum(1 for r in recs if "measuring" in (r.get("judging_mode") or "")),
+        "variants_judged": t["variants_judged"],
+        "unrecoverable_by_design": {"iterations": len(by_design), "explained_by": by_design_what},
+        "classes": t["classes"], "regions": t["regions"], "points_hit": t["points"], "points_reached": t["reached"],
+        "delays": t["delays"], "iterations_delayed": t["delayed"], "engine_points": engine_points,
+        "protection_widths": {str(w): v for w, v in sorted(width_table(recs).items())},
+        "engine_points_never_hit": [p for p in engine_points if not t["points"].get(p)],
+        "planted_bugs": planted,
+        # A failure found is a fail, interrupted or not; a run stopped
+        # before it found one is neither a pass nor a fail.
+        "verdict": "fail" if nfail or ct.internal_error else INTERRUPTED if interrupted else "pass",
+        "internal_error": ct.internal_error,
+    }
+
+
+def print_summary(pl, s):
+    """The final tables on stdout, from the summary S."""
     pl("")
-    if planted:
+    if s["planted_bugs"]:
         pl("crashtest: the engine under test carries planted bug(s) %s (tests/mutants.txt): a mutant, "
-           "not the real engine" % ", ".join(planted))
+           "not the real engine" % ", ".join(s["planted_bugs"]))
     pl("crashtest: %s: %d iterations, %d failed, %d measuring, %d extra power-loss variants judged, %s"
-       % (ct.mode, len(recs), nfail, measuring, variants_judged, hms(el)))
-    hdr = "%-18s %9s %9s %9s %9s %9s %9s %9s" % ("class", "injected", "detected", "repaired", "masked",
-                                                 "undetect.", "by design", "failures")
-    pl(hdr)
+       % (s["mode"], s["iterations_total"], s["failed"], s["measuring"], s["variants_judged"], hms(s["elapsed_s"])))
+    pl("%-18s %9s %9s %9s %9s %9s %9s %9s" % ("class", "injected", "detected", "repaired", "masked",
+                                             "undetect.", "by design", "failures"))
+    classes = s["classes"]
     for c in sorted(classes, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99):
         row = classes[c]
         f = sum(row[k] for k in FAILURE_KEYS)
@@ -301,45 +327,31 @@ def summarize(ct, runs, interrupted):
             c, row["injected"], row["detected"], row["repaired"], row["masked"], row["undetectable"],
             row["unrecoverable_by_design"], f,
             "  (" + ", ".join("%s=%d" % (k, row[k]) for k in FAILURE_KEYS if row[k]) + ")" if f else ""))
-    region_table(pl, regions)
+    region_table(pl, s["regions"])
+    widths = {int(w): row for w, row in s["protection_widths"].items()}
     if any(w for w in widths):
         width_lines(pl, widths)
+    ubd = s["unrecoverable_by_design"]
     pl("unrecoverable_by_design: %d of %d iterations%s" % (
-        len(by_design), len(recs),
-        " (" + ", ".join("%s x%d" % kv for kv in sorted(by_design_what.items())) + ")" if by_design_what else ""))
-    if engine_points:
-        pl(points_line(engine_points, points, reached))
+        ubd["iterations"], s["iterations_total"], " (" + ", ".join("%s x%d" % kv for kv in sorted(
+            ubd["explained_by"].items())) + ")" if ubd["explained_by"] else ""))
+    if s["engine_points"]:
+        pl(points_line(s["engine_points"], s["points_hit"], s["points_reached"]))
+    other = sorted(p for p in s["points_hit"] if p not in s["engine_points"])
     if other:
         pl("injectors hit besides the engine's points: %s" % ", ".join(other))
     pl("delays: %d pauses in %d of %d iterations (delay_one_in: no fault, race windows widened)"
-       % (delays, delayed, len(recs)))
-    timeline, sampled = timeline_of(recs)
-    jsonl = finish_jsonl(ct)
-    full = [r for r in recs if r["failure"]]
-    summary = {
-        "tool": "crashtest.py", "mode": ct.mode, "seed": a.seed, "seed_given": bool(getattr(a, "seed_given", True)),
-        "iteration_seed": a.iteration_seed,
-        "shard": "%d/%d" % a.shard, "jobs": a.jobs, "runs": [{"index": r.index, "seed": r.seed,
-                                                             "iterations": r.iterations,
-                                                             "failures": r.failures} for r in runs],
-        "arguments": sys.argv[1:], "options": {k: v for k, v in vars(a).items() if k not in ("func",)},
-        "build": ct.identity, "unsupported_values": [list(u) for u in ct.unsupported],
-        "started": ct.started_at, "elapsed_s": round(el, 3), "interrupted": interrupted,
-        "iterations": timeline, "iterations_total": len(recs), "iterations_sampled": sampled,
-        "iterations_file": jsonl,
-        "failures": full[:MAX_FULL_FAILURES], "failures_total": len(full),
-        "failed": nfail, "measuring": measuring, "variants_judged": variants_judged,
-        "unrecoverable_by_design": {"iterations": len(by_design), "explained_by": by_design_what},
-        "classes": classes, "regions": regions, "points_hit": points, "points_reached": reached,
-        "delays": delays, "iterations_delayed": delayed, "engine_points": engine_points,
-        "protection_widths": {str(w): v for w, v in sorted(widths.items())},
-        "engine_points_never_hit": [p for p in engine_points if p not in hit],
-        "planted_bugs": planted,
-        # A failure found is a fail, interrupted or not; a run stopped
-        # before it found one is neither a pass nor a fail.
-        "verdict": "fail" if nfail or ct.internal_error else INTERRUPTED if interrupted else "pass",
-        "internal_error": ct.internal_error,
-    }
+       % (s["delays"], s["iterations_delayed"], s["iterations_total"]))
+
+
+def summarize(ct, runs, interrupted):
+    """The final table on stdout, summary.json and junit.xml in the report
+    directory.  Returns the number of failed iterations."""
+    recs = sorted(ct.records, key=lambda r: (r["run"], r["index"]))
+    summary = summary_of(ct, runs, interrupted, recs)
+    nfail = summary["failed"]
+    pl = ct.p.line
+    print_summary(pl, summary)
     write_json(os.path.join(ct.report_dir, "summary.json"), fit(summary))
     write_junit(os.path.join(ct.report_dir, "junit.xml"), summary, recs)
     try:
