@@ -45,6 +45,7 @@ run() {
 }
 
 echo "stress: filling $KEYS keys ..."
+mkdir -p "$work/s"
 "$S" --db "$work/s/db" --destroy_db_initially --threads 1 --ops_per_thread $((KEYS * 2)) "${common[@]}" \
      --readpercent 0 --writepercent 100 --delpercent 0 --iterpercent 0 >"$work/fill.out" 2>&1 \
   || { cat "$work/fill.out" >&2; exit 3; }

@@ -200,6 +200,9 @@ class Executor:
         d = subst(step["dir"], env)
         state = subst(step["state"], env)
         os.makedirs(d, exist_ok=True)
+        # stress makes the folders of a state (db, exp, run), never their
+        # parent: a mistyped path of a person's is refused there.
+        os.makedirs(state, exist_ok=True)
         ledger = os.path.join(state, "run", "ledger")
         before = file_size(ledger) or 0
         progress = [os.path.join(state, "exp", "expected"), ledger, os.path.join(state, "run", "journal")]

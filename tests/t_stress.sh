@@ -44,9 +44,10 @@ SMALL=(--threads 1 --ops_per_thread 3000 --max_key 2000 --page_size 4096 --cache
 run_usage() {
   local name=$1; shift
   local d=$T/usage-$name
+  mkdir -p "$d"
   "$S" --db "$d/db" "$@" >"$T/u.out" 2>"$T/u.err"
   local rc=$?
-  if [ $rc -eq 2 ] && [ ! -e "$d" ] && [ -s "$T/u.err" ]; then ok "usage_$name"; else nok "usage_$name (rc=$rc)" "$T/u.err"; fi
+  if [ $rc -eq 2 ] && [ -z "$(ls -A "$d")" ] && [ -s "$T/u.err" ]; then ok "usage_$name"; else nok "usage_$name (rc=$rc)" "$T/u.err"; fi
 }
 run_usage unknown_option --no_such_option 1
 run_usage bad_number --threads abc
@@ -68,6 +69,7 @@ if "$S" --list_fault_points >"$T/l.out" 2>&1 && grep -q '^engine/io/read' "$T/l.
 # threads and explicit checkpoints a writer and the checkpoint's flush once
 # waited on each other's page latches.)
 d=$T/clean
+mkdir -p "$d"
 "$S" --db "$d/db" --destroy_db_initially --threads 2 --ops_per_thread 4000 --max_key 3000 --reopen 2 \
      --verify_db_one_in 1500 --checkpoint_one_in 400 --large_value_one_in 40 --sync_mode group --seed 3 \
      --report "$d/r.json" >"$d.out" 2>&1
@@ -111,6 +113,7 @@ else nok destroy_db_initially_recreates_a_refused_folder "$T/foreign.out"; fi
 class_alone() {
   local tname=$1 cls=$2 opt=$3 n=$4 mode=$5; shift 5
   local d=$T/cls-$tname
+  mkdir -p "$d"
   "$S" --db "$d/db" --destroy_db_initially --seed 1 "${SMALL[@]}" "--$opt=$n" "$@" --report "$d/r.json" >"$d.out" 2>&1
   local rc=$?
   python3 - "$d/r.json" "$cls" "$mode" <<'PY' >"$d.chk" 2>&1
@@ -157,6 +160,7 @@ class_alone torn_write_no_fpw torn_write torn_write_one_in 100 measuring --full_
 
 # ---- one seed, one thread, one trace hash ----
 det() {
+  mkdir -p "$T/det"
   "$S" --db "$T/det/db" --destroy_db_initially --seed "$1" "${SMALL[@]}" --reopen 2 --read_fault_one_in 200 \
        --bitflip_page_one_in 300 --report "$T/det/r.json" >"$T/det.out" 2>&1
   jget "$T/det/r.json" trace_hash
@@ -170,6 +174,7 @@ else nok "trace_hash_deterministic ($h1 $h2 $h3)" "$T/det.out"; fi
 # there), restart on the same database and expected state.
 crash_restart() {
   local mode=$1 d=$T/crash-$1
+  mkdir -p "$d"
   "$S" --db "$d/db" --destroy_db_initially --threads 2 --ops_per_thread 100000000 --max_key 3000 \
        --sync_mode commit --sync_fault_injection --checkpoint_one_in 500 >"$d.out1" 2>&1 &
   local pid=$!
@@ -199,6 +204,7 @@ crash_restart mixed
 # a crash at a known point (--crash_at_end): every acknowledged write must
 # come back, and the restart judges the crash
 d=$T/crash-at-end
+mkdir -p "$d"
 ( "$S" --db "$d/db" --destroy_db_initially --seed 5 "${SMALL[@]}" --sync_mode group --crash_at_end >"$d.out1" 2>&1; exit $? ) 2>/dev/null
 crc=$?
 "$S" --db "$d/db" "${SMALL[@]}" --sync_mode group --report "$d/r.json" >"$d.out" 2>&1
@@ -208,6 +214,7 @@ if [ $crc -eq 137 ] && [ $rc -eq 0 ] && [ "$(jget "$d/r.json" post_crash_check)"
 else nok "crash_at_end_restart (first rc=$crc, restart rc=$rc)" "$d.out"; fi
 # whitebox: a kill point fires inside the engine; the restart judges it.
 d=$T/killpoint
+mkdir -p "$d"
 ( "$S" --db "$d/db" --destroy_db_initially --threads 1 --ops_per_thread 100000000 --max_key 3000 --sync_mode group \
      --sync_fault_injection --kill_random_test 2000 --checkpoint_one_in 300 >"$d.out1" 2>&1; exit $? ) 2>/dev/null
 krc=$?
@@ -224,6 +231,7 @@ else nok "kill_point_restart (first rc=$krc, restart rc=$rc)" "$d.out"; fi
 mvcc_crash() {
   local name=$1; shift
   local d=$T/mvcc-$name
+  mkdir -p "$d"
   ( "$S" --db "$d/db" --destroy_db_initially --threads 2 --ops_per_thread 100000000 --max_key 2000 --sync_mode group \
        --page_size 4096 --cache_size 64k --sync_fault_injection --kill_random_test 3000 --checkpoint_one_in 400 \
        --acquire_snapshot_one_in 20 --snapshot_hold_ops 100 --vacuum_one_in 300 --vacuum_freeze_min_age 50 \
@@ -255,6 +263,7 @@ mvcc_crash hint_fpi --hint_fpi 1 --wal_compression zstd
 # w = 0: the same run measures the hole (undetectable > 0).
 kvprot() {
   local w=$1 d=$T/kvprot-$1
+  mkdir -p "$d"
   "$S" --db "$d/db" --destroy_db_initially --threads 2 --ops_per_thread 6000 --max_key 3000 --sync_mode off \
        --page_size 4096 --cache_size 128k --checkpoint_one_in 200 --reopen 3 --bitflip_cache_one_in 40 \
        --block_protection_bytes_per_key "$w" --report "$d/r.json" >"$d.out" 2>&1
@@ -290,7 +299,7 @@ for w in 0 1 2 4 8; do kvprot $w; done
 # Each starts from a clean run's database and expected state, changes one
 # of them behind the driver's back, and restarts: exit 1, the right key.
 fresh() {
-  rm -rf "$1"
+  rm -rf "$1" && mkdir -p "$1"
   "$S" --db "$1/db" --destroy_db_initially --threads 1 --ops_per_thread 2000 --max_key 500 >/dev/null 2>&1
 }
 expect_failure() { # NAME DIR KEY
@@ -339,6 +348,7 @@ broken() { # NAME KEYS(a|b) RUN-ARGS...
   if ! make -n "$bin" >/dev/null 2>&1; then echo "ok broken_engine_$name # SKIP no make target $bin"; return; fi
   make -s "$bin" >/dev/null 2>&1 || { nok "broken_engine_$name (build failed)"; return; }
   local d=$T/broken-$name
+  mkdir -p "$d"
   "$@" >"$d.out" 2>&1
   local rc=$?
   local n; n=$(python3 -c 'import json,sys
@@ -385,6 +395,7 @@ image_run() {
 broken redo-reads-before-image unrecoverable image_run
 # The same crash with the real engine: the torn pages are rebuilt.
 d=$T/image-real
+mkdir -p "$d"
 ( "$S" --db "$d/db" --destroy_db_initially --seed 1 "${SMALL[@]}" --sync_mode off --sync_fault_injection 1 \
     --crash_at_end 1 >/dev/null 2>&1; exit $? ) 2>/dev/null
 "$PL" "$d/db" --run-dir "$d/db.expected" --seed 1 --mode tear >/dev/null

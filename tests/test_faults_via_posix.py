@@ -67,6 +67,7 @@ class FaultsViaPosix(unittest.TestCase):
     def crash(self, binary, name, *args):
         """A run of BINARY on database NAME killed at its end (--crash_at_end)."""
         db = os.path.join(self.d, name, "db")
+        os.makedirs(os.path.dirname(db), exist_ok=True)
         p = subprocess.run([binary, "--db=" + db, "--destroy_db_initially", "--crash_at_end"] + list(args),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
         self.assertEqual(p.returncode, -9, p.stdout + p.stderr)
