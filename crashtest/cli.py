@@ -14,7 +14,7 @@ from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, REPO, Us
 from .folders import clean_report_dirs, clean_work_dirs
 from .htmlreport import render, write_page
 from .mutants import MUTANTS_FILE, mutants_mode
-from .params import FAULTS, MODE_DEFAULTS, POWERLOSS_MODES, UNSTABLE_FAULTS
+from .params import ENGINES, FAULTS, MODE_DEFAULTS, POWERLOSS_MODES, UNSTABLE_FAULTS
 from .procs import STOP, Stopped, signal_name
 from .protection import protection_mode
 from .repro import repro_mode
@@ -175,6 +175,15 @@ def make_parser():
                        help="fault classes that may be drawn: all; stable (%s); none; or a comma list of %s" % (
                            "all but %s, which trip open engine leads" % ", ".join(UNSTABLE_FAULTS)
                            if UNSTABLE_FAULTS else "all, for now", ", ".join(FAULTS)))
+        g.add_argument("--engine", choices=ENGINES, default=ENGINES[0],
+                       help="the engine under test: ours, or RocksDB or SQLite through stress's adapters.  The "
+                            "others have no fault hooks: power loss and SIGKILL through the fault door "
+                            "(--faults-via posix), no fault classes, no whitebox kill points "
+                            "(crashtest/README.md, Other engines)")
+        g.add_argument("--faults-via", choices=("hooks", "posix"), default=None,
+                       help="how the fault library sees the engine's I/O: its hooks (ours only) or the door at the "
+                            "POSIX boundary (default: hooks for ours, posix for the others; ours through the "
+                            "door runs --io_backend psync)")
         g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                        help="pin a stress option for every iteration (repeatable), e.g. --set sync_mode=commit")
         g.add_argument("--no-swarm", action="store_true",

@@ -726,11 +726,16 @@ def load_summary(d):
 
 
 def series_of(summary):
-    """The series a night belongs to: its mode, and the planted bugs of
-    the engine it ran (a mutant's simple run is no night of the real
-    engine's simple series)."""
+    """The series a night belongs to: its mode, the engine it ran (another
+    engine's nights, or ours through the fault door, are a series of their
+    own) and its planted bugs (a mutant's simple run is no night of the
+    real engine's simple series)."""
     bugs = sorted(summary.get("planted_bugs") or [])
-    return "%s%s" % (summary.get("mode"), " with planted bug %s" % ", ".join(bugs) if bugs else "")
+    engine = summary.get("engine") or "ours"
+    via = summary.get("faults_via") or ("hooks" if engine == "ours" else "posix")
+    return "%s%s%s%s" % (summary.get("mode"), "" if engine == "ours" else " on %s" % engine,
+                         " through the fault door" if engine == "ours" and via == "posix" else "",
+                         " with planted bug %s" % ", ".join(bugs) if bugs else "")
 
 
 def one_series(nights):

@@ -140,12 +140,15 @@ def failure_line(d):
 
 def failed_cells(summary):
     """The width/pattern cells of a protection SUMMARY whose escapes broke
-    their bound: ['w=1 single: 3 escaped, bound 0', ...]."""
+    their bound, and the widths whose summed escapes did: ['w=1 single: 3
+    escaped, bound 0', 'w=2 (all patterns): 9 escaped, bound 5', ...]."""
     out = []
     for w, row in sorted((summary.get("protection") or {}).items(), key=lambda kv: int(kv[0])):
         for p, c in sorted((row.get("patterns") or {}).items()):
             if c.get("fail"):
                 out.append("w=%s %s: %s escaped, bound %s" % (w, p, c.get("escaped"), c.get("bound")))
+        if row.get("fail"):
+            out.append("w=%s (all patterns): %s escaped, bound %s" % (w, row.get("escaped"), row.get("bound")))
     return out
 
 

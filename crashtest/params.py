@@ -71,6 +71,22 @@ DB_CHOICES = {
     "large_value_one_in": [0, 0, 100, 1000],
 }
 
+# The engines stress has adapters for (its --engine), ours first.  The
+# others have no fault hooks: their runs reach them through the fault door
+# (--faults_via posix), which serves power loss alone, and SIGKILL.
+ENGINES = ("ours", "rocksdb", "sqlite")
+# Each other engine's own options, drawn when a database is created (from
+# a stream of their own, so the other draws stay what they were).
+# RocksDB's WALRecoveryMode: 0 tolerate corrupted tail records, 2 point in
+# time, 3 skip any corrupted record.  1 (absolute consistency) refuses to
+# open after the incomplete tail record a crash may leave (RocksDB wiki,
+# WAL Recovery Modes): it waits for the engine's promise table, which
+# says so, before it is drawn.
+ENGINE_CHOICES = {
+    "rocksdb": {"rocksdb_wal_recovery_mode": [0, 2, 2, 3]},
+    "sqlite": {"sqlite_journal_mode": ["wal", "wal", "delete"], "sqlite_synchronous": ["full", "full", "normal"]},
+}
+
 # Creation-time options drawn besides DB_CHOICES (draw_db_params).
 DB_EXTRA = ("value_size_min", "large_value_size", "first_xid")
 FIRST_XID_ONE_IN = 4
@@ -200,7 +216,7 @@ PROBED = [("wal_log_hints", 1)] + [("block_protection_bytes_per_key", w) for w i
 MANAGED = {"db", "expected_values_dir", "run_dir", "report", "seed", "destroy_db_initially",
            "verification_only", "crash_at_end", "duration", "ops_per_thread", "max_key", "help",
            "list_fault_points", "sync_fault_injection", "kill_random_test", "kill_points", "hang_seconds",
-           "reopen", "cache_pages"}
+           "reopen", "cache_pages", "engine", "faults_via"}
 
 # Options shown in an iteration's line only when they differ from stress's
 # defaults; these never are (they are bookkeeping).
@@ -331,8 +347,16 @@ class Config:
     values, the mode's sizes, the user's pins and fault selection."""
 
     def __init__(self, defaults=None, unsupported=(), fault_classes=None, pinned=None, measure=False,
-                 threads=0, max_key=20000, known=None, swarm=True):
+                 threads=0, max_key=20000, known=None, swarm=True, engine=ENGINES[0], refused=(), engine_pins=None):
         self.defaults = dict(defaults or {})
+        self.engine = engine
+        # The options that choose the engine and its door (--engine,
+        # --faults_via, our engine's psync behind the door): part of the
+        # database's options, so every step of its life runs them.
+        self.engine_pins = dict(engine_pins or {})
+        # Options the engine refuses away from their defaults (stress's
+        # adapter said so when asked): never drawn, left at the default.
+        self.refused = set(refused)
         self.known_options = None if known is None else set(known)  # None: every option exists
         self.unsupported = set(unsupported)  # {(name, value)}
         self.fault_classes = list(FAULTS) if fault_classes is None else list(fault_classes)
@@ -350,7 +374,7 @@ class Config:
     def known(self, name):
         """The binary has option --NAME (a newer or older driver may lack
         some of the table's)."""
-        return self.known_options is None or name in self.known_options
+        return (self.known_options is None or name in self.known_options) and name not in self.refused
 
     def protection_widths(self):
         return [w for w in (1, 2, 4, 8) if ("block_protection_bytes_per_key", w) not in self.unsupported]
@@ -376,10 +400,63 @@ def draw_db_params(seed, cfg):
     if not cfg.measure and "data_checksums" not in cfg.pinned:
         if any(FAULTS[c][0] in cfg.pinned and c in PAGE_CLASSES for c in FAULTS):
             p["data_checksums"] = 1
+    p.update(draw_engine_params(seed, cfg))
+    p.update(cfg.engine_pins)
+    engine_consistent(p, cfg.pinned)
     for k, v in cfg.pinned.items():
-        if k in DB_CHOICES or k in DB_EXTRA:
+        if k in DB_CHOICES or k in DB_EXTRA or k in ENGINE_CHOICES.get(cfg.engine, {}):
             p[k] = v
     return {k: v for k, v in p.items() if cfg.known(k)}
+
+
+def drawn_options():
+    """(stress option, values) of every option the draws may set besides
+    the fault classes: what an engine is asked whether it takes."""
+    out = [(k, v) for k, v in DB_CHOICES.items()] + [(k, v) for k, v in ITER_CHOICES.items()]
+    out += [("value_size_min", [8]), ("large_value_size", [16384]), ("first_xid", [FIRST_XID_RANGE[0]])]
+    out += [opt_values for opt_values in SWARM_FEATURES.values()] + list(DELAY_CHOICES.items())
+    out += [("delay_sites", [DELAY_SITES[0]]), ("fault_files", SWARM_FILE_KINDS)]
+    return out
+
+
+def other_value(values, default):
+    """A value of VALUES that is not DEFAULT (as stress prints it), or None."""
+    return next((v for v in values if str(v) != str(default)), None)
+
+
+def draw_engine_params(seed, cfg):
+    """The options of the engine under test (ENGINE_CHOICES) for a new
+    database, from their own stream ({} for ours)."""
+    rng = Rng(derive(seed, "engine options"))
+    return {name: rng.choice(values) for name, values in ENGINE_CHOICES.get(cfg.engine, {}).items()}
+
+
+def engine_consistent(p, pinned):
+    """The pairs an engine's adapter refuses, made whole in P (unpinned
+    options give way): SQLite's rollback journal (journal_mode delete)
+    holds no snapshot across ops and has no WAL to size.  SQLite promises
+    a commit durable at its return only with WAL and synchronous FULL:
+    NORMAL with WAL syncs at checkpoints only, and a rollback journal's
+    commit is the journal's unlink, which SQLite makes durable (a
+    directory fsync) only with synchronous EXTRA (SQLite docs, PRAGMA
+    synchronous): such runs promise no commit durable (sync_mode off) and
+    are judged for consistency alone.  RocksDB's WAL recovery modes 0 (tolerate a
+    corrupted tail) and 3 (skip any corrupted record) promise a consistent
+    state only when no unsynced write lies before the log's end: with
+    sync off a power loss leaves holes in the middle of the log, which
+    mode 0 refuses to open and mode 3 replays past (RocksDB wiki, WAL
+    Recovery Modes), so they run with every commit synced; mode 2 (point
+    in time) takes every sync_mode.  Returns P."""
+    if p.get("sqlite_journal_mode") == "delete":
+        for k in ("acquire_snapshot_one_in", "checkpoint_wal_bytes"):
+            if k not in pinned:
+                p.pop(k, None)
+    if str(p.get("rocksdb_wal_recovery_mode", 2)) in ("0", "3") and "sync_mode" not in pinned:
+        p["sync_mode"] = "commit"
+    no_durable_commit = p.get("sqlite_journal_mode") == "delete" or p.get("sqlite_synchronous") == "normal"
+    if p.get("engine") == "sqlite" and no_durable_commit and "sync_mode" not in pinned:
+        p["sync_mode"] = "off"
+    return p
 
 
 def draw_swarm(seed, cfg):
@@ -554,8 +631,8 @@ def draw_delays(seed, cfg):
     named = rng.chance(DELAY_SITES_SHARE)
     hot = rng.choice(DELAY_HOT_ONE_IN)
     sites = [s for s in DELAY_SITES if rng.chance(DELAY_SITE_ODDS)] or [rng.choice(DELAY_SITES)]
-    if not on or not cfg.known("delay_one_in"):
-        return {}
+    if not on or not cfg.known("delay_one_in") or cfg.engine != ENGINES[0]:
+        return {}  # (the pauses are the fault library's hooks: ours only)
     if named and cfg.known("delay_sites"):
         drawn.update(delay_one_in=hot, delay_sites=",".join(sites))
     return {k: v for k, v in drawn.items() if cfg.known(k)}
@@ -611,7 +688,7 @@ def draw_iter_params(seed, cfg, db):
         for c, v in sw["faults"].items():
             if c in eligible:
                 p[FAULTS[c][0]] = v
-        if sw["files"] and cfg.known("fault_files"):
+        if sw["files"] and eligible and cfg.known("fault_files"):
             p["fault_files"] = sw["files"]
     srng = Rng(derive(seed, "protection stratum"))
     widths = cfg.protection_widths()
@@ -630,6 +707,7 @@ def draw_iter_params(seed, cfg, db):
     merged = dict(db)
     merged.update(p)
     merged, notes = sanitize(merged, cfg.pinned, cfg.measure, cfg.protection_widths())
+    merged = engine_consistent(merged, cfg.pinned)
     out = {k: v for k, v in merged.items() if (k not in db or k in p) and cfg.known(k)}
     return out, notes
 
@@ -653,6 +731,10 @@ def draw_plan(seed, mode, interval, params, catalogue, measure=False, max_varian
     POWERLOSS_MODES: the modes the user allows (None: all)."""
     rng = Rng(derive(seed, "plan"))
     kind, kmode = iteration_kind(mode, seed)
+    if kind == "whitebox" and not any(p.startswith("kill/") for p in catalogue):
+        # An engine without kill points (another engine's adapter): its
+        # crashes are SIGKILLs from outside.
+        kind, kmode = "blackbox", None
     plan = {"kind": kind, "kill_mode": kmode}
     # Shared draws first, so every kind consumes the stream alike.
     early = rng.chance(1.0 / 8)

@@ -281,7 +281,9 @@ def summary_of(ct, runs, interrupted, recs):
     timeline, sampled = timeline_of(recs)
     full = [r for r in recs if r["failure"]]
     return {
-        "tool": "crashtest.py", "mode": ct.mode, "seed": a.seed, "seed_given": bool(getattr(a, "seed_given", True)),
+        "tool": "crashtest.py", "mode": ct.mode, "engine": getattr(a, "engine", "ours"),
+        "faults_via": ct.engine_pins.get("faults_via", "hooks") if hasattr(ct, "engine_pins") else "hooks",
+        "seed": a.seed, "seed_given": bool(getattr(a, "seed_given", True)),
         "iteration_seed": a.iteration_seed,
         "shard": "%d/%d" % a.shard, "jobs": a.jobs, "runs": [{"index": r.index, "seed": r.seed,
                                                              "iterations": r.iterations,

@@ -18,7 +18,7 @@ from .binary import build_identity, check_binary, probe_support, stress_info, us
 from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, REPO, UsageError, hms, nice_path
 from .folders import claim_report_dir, clean_work_dirs, make_work_dir, release, remove_work_dir
 from .output import Printer
-from .params import FAULTS, MANAGED, PROBED, UNSTABLE_FAULTS, Config, swarm_text
+from .params import FAULTS, MANAGED, PROBED, UNSTABLE_FAULTS, Config, drawn_options, other_value, swarm_text
 from .procs import STOP, Stopped
 from .report import iteration_line, summarize
 from .repro import rerun_line
@@ -77,7 +77,7 @@ class CrashTest:
         run with them: stress_values), so a usage error exits 2 before a
         report folder holds anything."""
         a = self.a
-        classes = self.parse_faults(a.faults)
+        classes = self.engine_faults(self.parse_faults(a.faults))
         check_binary(self.stress, "stress")
         check_binary(self.powerloss, "powerloss")
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -97,12 +97,14 @@ class CrashTest:
         shutil.copy2(self.stress, self.bin["@STRESS@"])
         shutil.copy2(self.powerloss, self.bin["@POWERLOSS@"])
         self.identity = build_identity({"stress": self.stress, "powerloss": self.powerloss})
-        info = stress_info(self.bin["@STRESS@"])
+        info = stress_info(self.bin["@STRESS@"], self.engine_args)
         self.defaults = info["options"]
         self.catalogue = info["catalogue"]
         pinned = self.pins()
         probe_dir = tempfile.mkdtemp(prefix="probe-", dir=self.work)
-        results = probe_support(self.bin["@STRESS@"], probe_dir, list(PROBED))
+        results = probe_support(self.bin["@STRESS@"], probe_dir, list(PROBED)) if a.engine == "ours" else {}
+        refused = self.engine_refuses(probe_dir, pinned)
+        pinned.update(self.engine_pins)
         self.stress_values(probe_dir, pinned)
         shutil.rmtree(probe_dir, ignore_errors=True)
         unsupported = {k for k, (ok, _, _) in results.items() if not ok}
@@ -116,7 +118,8 @@ class CrashTest:
                                  % (name, value, self.stress, results[(name, value)][1]))
         self.unsupported = sorted(unsupported, key=str)
         self.cfg = Config(self.defaults, unsupported, classes, pinned, a.measure, a.threads, a.max_key,
-                          known=self.defaults.keys(), swarm=not getattr(a, "no_swarm", False))
+                          known=self.defaults.keys(), swarm=not getattr(a, "no_swarm", False), engine=a.engine,
+                          refused=refused, engine_pins=self.engine_pins)
         self.p.log_f = open(os.path.join(self.report_dir, "log.txt"), "a")
         self.jsonl = open(os.path.join(self.report_dir, "iterations.jsonl"), "a")
         if unsupported:
@@ -126,6 +129,49 @@ class CrashTest:
             self.p.line("crashtest: note: %s does not support %s yet: left out of the draw"
                         % (nice_path(self.stress), ", ".join("--%s=%s" % (n, ",".join(v))
                                                                      for n, v in by.items())))
+
+    def engine_faults(self, classes):
+        """The engine and door of the run (--engine, --faults-via): the
+        options every stress step gets for them (self.engine_pins, also
+        self.engine_args), and CLASSES as the engine can take them.  An
+        engine without hooks takes no fault class and no kill point:
+        asking for them is a usage error, the default asks for none."""
+        a = self.a
+        via = a.faults_via or ("hooks" if a.engine == "ours" else "posix")
+        self.engine_pins = {}
+        if a.engine != "ours":
+            if via == "hooks":
+                raise UsageError("--engine %s --faults-via hooks: only our engine has the fault library's hooks; "
+                                 "the others are reached through the door (posix)" % a.engine)
+            if self.mode == "whitebox":
+                raise UsageError("whitebox --engine %s: whitebox crashes at the engine's kill points, which only "
+                                 "our engine has (blackbox and simple kill it from outside)" % a.engine)
+            if classes and "faults" in getattr(a, "given", ()):
+                raise UsageError("--engine %s --faults %s: the door serves %s power loss and SIGKILL only; give "
+                                 "--faults none" % (a.engine, a.faults, a.engine))
+            classes = []
+            self.engine_pins["engine"] = a.engine
+        if via == "posix":
+            self.engine_pins["faults_via"] = "posix"
+        self.engine_args = ["--%s=%s" % kv for kv in sorted(self.engine_pins.items())]
+        return classes
+
+    def engine_refuses(self, probe_dir, pinned):
+        """The drawn options the engine refuses away from their defaults
+        (ours: none), asked of stress: a tiny run of each with a value not
+        its default.  Our engine through the door runs psync."""
+        if self.engine_pins.get("faults_via") == "posix" and self.a.engine == "ours":
+            if pinned.get("io_backend", "psync") != "psync":
+                raise UsageError("--faults-via posix: our engine's io_uring backend bypasses libc's file calls, "
+                                 "which the door sees: drop --set io_backend=%s" % pinned["io_backend"])
+            self.engine_pins["io_backend"] = "psync"
+        if self.a.engine == "ours":
+            return set()
+        probes = [(name, other_value(values, self.defaults.get(name))) for name, values in drawn_options()
+                  if name in self.defaults and name not in pinned]
+        results = probe_support(self.bin["@STRESS@"], probe_dir, [pv for pv in probes if pv[1] is not None],
+                                extra=self.engine_args)
+        return {name for (name, _), (ok, _, _) in results.items() if not ok}
 
     def pins(self):
         """--set NAME=VALUE as {name: value}: options stress has and
@@ -301,6 +347,7 @@ def run_mode(a, argv):
     for x in argv:
         if x.startswith("--"):
             given.add(x[2:].split("=")[0])
+    a.given = sorted(given)  # the options written on the command line
     if a.iterations and "duration" not in given:
         a.duration = 0
     a.seed_given = a.seed is not None

@@ -1,0 +1,135 @@
+"""crashtest.py --engine rocksdb|sqlite, --faults-via posix: the nightly
+modes run an engine without fault hooks through the door (power loss and
+SIGKILL), draw only the options its adapter takes, keep each drawn
+configuration inside what the engine's documentation promises, and
+refuse what the door cannot serve.
+
+    python3 -m unittest tests.test_crashtest_other_engines"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from crashtest.params import Config, draw_db_params, draw_iter_params, draw_plan  # noqa: E402
+
+BUILD = os.environ.get("BUILD", "build")
+STRESS = os.path.join(ROOT, BUILD, "stress")
+POWERLOSS = os.path.join(ROOT, BUILD, "powerloss")
+CRASHTEST = os.path.join(ROOT, "crashtest.py")
+
+
+def run_ct(mode, *args, timeout=600):
+    argv = [sys.executable, CRASHTEST, mode, "--stress-binary", STRESS, "--powerloss-binary", POWERLOSS] + list(args)
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=timeout, cwd=ROOT)
+    return r.returncode, r.stdout, r.stderr
+
+
+def engine_cfg(engine, pinned=None):
+    pins = {"engine": engine, "faults_via": "posix"}
+    return Config(engine=engine, fault_classes=[], pinned=dict(pins, **(pinned or {})), engine_pins=pins)
+
+
+class TheDrawKeepsToWhatEachEnginePromises(unittest.TestCase):
+    def test_every_database_and_step_of_another_engine_names_it_and_the_door(self):
+        for engine in ("rocksdb", "sqlite"):
+            cfg = engine_cfg(engine)
+            for seed in range(40):
+                db = draw_db_params(seed, cfg)
+                self.assertEqual((db["engine"], db["faults_via"]), (engine, "posix"))
+                p, _ = draw_iter_params(seed, cfg, db)
+                self.assertFalse([k for k in p if k.endswith("_one_in") and k.startswith(("bitflip", "zero"))])
+                self.assertNotIn("delay_one_in", p)
+
+    def test_rocksdb_recovery_modes_that_replay_past_holes_run_with_every_commit_synced(self):
+        seen = set()
+        for seed in range(200):
+            cfg = engine_cfg("rocksdb")
+            db = draw_db_params(seed, cfg)
+            p, _ = draw_iter_params(seed, cfg, db)
+            mode = db["rocksdb_wal_recovery_mode"]
+            seen.add(mode)
+            self.assertNotEqual(mode, 1)  # absolute consistency refuses the torn tail of any crash
+            if mode in (0, 3):
+                self.assertEqual(p["sync_mode"], "commit", (seed, db, p))
+        self.assertEqual(seen, {0, 2, 3})
+        # A pinned sync_mode is the user's: kept.
+        cfg = engine_cfg("rocksdb", {"rocksdb_wal_recovery_mode": "0", "sync_mode": "off"})
+        p, _ = draw_iter_params(1, cfg, draw_db_params(1, cfg))
+        self.assertEqual(p["sync_mode"], "off")
+
+    def test_sqlite_promises_a_durable_commit_only_with_wal_and_synchronous_full(self):
+        kinds = set()
+        for seed in range(200):
+            cfg = engine_cfg("sqlite")
+            db = draw_db_params(seed, cfg)
+            p, _ = draw_iter_params(seed, cfg, db)
+            durable = db["sqlite_journal_mode"] == "wal" and db["sqlite_synchronous"] == "full"
+            kinds.add((db["sqlite_journal_mode"], db["sqlite_synchronous"]))
+            if not durable:
+                self.assertEqual((p["sync_mode"], db.get("sync_mode")), ("off", "off"), (seed, db, p))
+            if db["sqlite_journal_mode"] == "delete":
+                self.assertNotIn("acquire_snapshot_one_in", p)
+                self.assertNotIn("checkpoint_wal_bytes", p)
+        self.assertEqual(len(kinds), 4)
+
+    def test_an_engine_without_kill_points_is_killed_from_outside(self):
+        plans = {draw_plan(seed, "simple", 3.0, {}, [], max_variants=2)["kind"] for seed in range(16)}
+        self.assertEqual(plans, {"blackbox"})
+        plans = {draw_plan(seed, "simple", 3.0, {}, ["kill/wal/append"], max_variants=2)["kind"] for seed in range(16)}
+        self.assertEqual(plans, {"blackbox", "whitebox"})
+
+
+class WhatTheDoorCannotServeIsAUsageError(unittest.TestCase):
+    def test_each_is_refused_before_a_report_folder_is_made(self):
+        with tempfile.TemporaryDirectory(prefix="ct-engines-") as d:
+            rd = os.path.join(d, "r")
+            cases = [("whitebox", ["--engine", "sqlite"], "kill points"),
+                     ("simple", ["--engine", "rocksdb", "--faults", "bitflip_page"], "--faults none"),
+                     ("simple", ["--engine", "sqlite", "--faults-via", "hooks"], "door"),
+                     ("simple", ["--faults-via", "posix", "--set", "io_backend=uring"], "io_uring")]
+            for mode, args, why in cases:
+                rc, out, err = run_ct(mode, "--duration", "5", "--report-dir", rd, *args)
+                self.assertEqual(rc, 2, out + err)
+                self.assertIn(why, err)
+                self.assertFalse(os.path.exists(rd), args)
+
+
+class OtherEnginesRunTheNightlyCycle(unittest.TestCase):
+    def run_engine(self, *args):
+        with tempfile.TemporaryDirectory(prefix="ct-engines-") as d:
+            rd = os.path.join(d, "r")
+            rc, out, err = run_ct("simple", "--duration", "20", "-j", "1", "--seed", "7", "--report-dir", rd, *args)
+            with open(os.path.join(rd, "summary.json")) as f:
+                s = json.load(f)
+            with open(os.path.join(rd, "iterations.jsonl")) as f:
+                its = [json.loads(l) for l in f if l.strip()]
+        return rc, out + err, s, its
+
+    def test_rocksdb_and_sqlite_pass_power_loss_and_sigkill_through_the_door(self):
+        for engine in ("rocksdb", "sqlite"):
+            rc, out, s, its = self.run_engine("--engine", engine)
+            self.assertEqual(rc, 0, out)
+            self.assertGreaterEqual(s["iterations_total"], 3, out)
+            self.assertTrue(all(i["db_params"]["engine"] == engine for i in its))
+            self.assertGreater(s["classes"]["power_loss"]["injected"], 0, out)
+            steps = [st for i in its for st in i["steps"] if st["type"] == "stress"]
+            self.assertTrue(all("--engine=%s" % engine in st["argv"] for st in steps))
+
+    def test_our_engine_through_the_door_runs_psync(self):
+        rc, out, s, its = self.run_engine("--faults-via", "posix", "--faults", "none")
+        self.assertEqual(rc, 0, out)
+        steps = [st for i in its for st in i["steps"] if st["type"] == "stress"]
+        self.assertTrue(steps)
+        self.assertTrue(all("--faults_via=posix" in st["argv"] and "--io_backend=psync" in st["argv"]
+                            for st in steps))
+
+
+if __name__ == "__main__":
+    unittest.main()
