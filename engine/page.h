@@ -24,9 +24,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "decode.h"
 #include "engine.h"
 #include "format.h"
-#include "inspect.h"
 
 static inline uint16_t rd16(const uint8_t *p) {
     uint16_t v;
@@ -93,12 +93,12 @@ static inline int key_cmp(const void *a, size_t al, const void *b, size_t bl) {
 
 /* ---- checksums (checksum.c) ---- */
 
-/* page_checksum and page_is_zero: inspect.h.  Set the checksum of a page
+/* page_checksum and page_is_zero: decode.h.  Set the checksum of a page
  * about to be written to BLOCK. */
 void page_set_checksum(uint8_t *page, size_t page_size, uint64_t block);
 
 /* The decoders (page_verify, page_check_structure, the cell accessors,
- * meta_read, page_type_name) are declared in inspect.h. */
+ * meta_read, page_type_name) are declared in decode.h. */
 
 /* Version order on a leaf: key ascending, then xmin descending. */
 static inline int version_cmp(const void *a, size_t al, uint64_t ax, const void *b, size_t bl, uint64_t bx) {

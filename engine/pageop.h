@@ -51,15 +51,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "inspect.h"
+#include "decode.h"
 #include "page.h"
 
-/* WAL_REC_BATCH payload (inspect.h): u64 seq | u32 nops | per op: u8 kind | u16 klen |
+/* WAL_REC_BATCH payload (decode.h): u64 seq | u32 nops | per op: u8 kind | u16 klen |
  * u32 vlen | key | value.  Encode into BUF (pa_batch_size bytes). */
 size_t pa_batch_size(const pa_op *ops, uint32_t nops);
 void pa_batch_encode(uint8_t *buf, uint64_t seq, const pa_op *ops, uint32_t nops);
 /* The decoders of both payloads (pa_batch_count, pa_batch_decode,
- * pa_parse) and the kinds are declared in inspect.h.  Is KIND a creating
+ * pa_parse) and the kinds are declared in decode.h.  Is KIND a creating
  * action? */
 int pa_creates(int kind);
 

@@ -73,8 +73,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decode.h"
 #include "format.h"
-#include "inspect.h"
 #include "io.h"
 #include "status.h"
 
@@ -135,7 +135,7 @@ void wal_get_stats(wal *w, wal_stats *st);
 int wal_reader_open(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t start_lsn, uint64_t prev_lsn,
                     const eng_reporter *rep, wal_reader **out);
 /* wal_reader_next, wal_reader_end, wal_reader_close and wal_record:
- * inspect.h. */
+ * decode.h. */
 
 /* ---- stream geometry (for tools and tests that locate bytes) ---- */
 
@@ -158,7 +158,7 @@ void wal_sector_seal(uint8_t *s);
  * A block header that does not check ends the search at the segment's
  * first record position; the reader then says what is wrong there. */
 int wal_oldest_record(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t *lsn);
-/* wal_guess_seg_size: inspect.h. */
+/* wal_guess_seg_size: decode.h. */
 
 /* ---- the segment files, for open's look at a directory ---- */
 
