@@ -6,20 +6,26 @@ system headers are left out), then checks:
 
   G1  no include circle: the graph of modules has no cycle.  x.c, x.h and
       x_int.h are one module, SQLite-style, so "x.c includes y.h, y.c
-      includes x.h" is a circle; a header that includes nothing but other
-      such headers (a contract: engine.h, format.h, inspect.h) is a node
-      of its own;
+      includes x.h" is a circle.  A contract header is a node of its own
+      instead: every layer may include it without joining the module of
+      the .c file that shares its name.  The contracts are the headers
+      listed in tools/deps_contracts.txt, each with the reason it is one;
+      a header not listed there is not a contract, and a listed path that
+      is not a header of the tree is a breach;
   G2  outside engine/, the only engine headers included are the public
       engine.h, the byte layouts of format.h and the inspection door
       inspect.h.  tests/ is exempt: its suites are white-box tests of the
       engine's layers (a suite for page.c includes page.h), the way
       SQLite's test*.c files include sqliteInt.h;
   G3  no source file (.c, .h, .py) is longer than MAX_LINES;
-  G4  engine/ never includes common/ (the conventions of the programs
-      around the engine: the seeded RNG, the key format).
+  G4  engine/ includes nothing outside engine/: not common/ (the
+      conventions of the programs around the engine: the seeded RNG, the
+      key format), not faults/, oracle/ or stress/ (the engine is what
+      they test; it offers them hook points it declares itself).
 
 Exit 0 when every rule holds, 1 when one is broken (each breach printed),
-2 on a usage error.  Standard library only: `make deps-graph` runs it.
+2 on a usage error (no contracts file).  Standard library only: `make
+deps-graph` runs it.
 """
 import argparse
 import os
@@ -35,6 +41,7 @@ MAX_LINES = 1200
 # -Ifaults / -Itests for the fault library and the suites).
 SEARCH = ["", "engine", "faults", "tests", "oracle", "stress"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+CONTRACTS_FILE = os.path.join("tools", "deps_contracts.txt")
 
 
 def sources(root):
@@ -60,18 +67,21 @@ def resolve(root, src, name):
     return None
 
 
-def contracts(graph):
-    """Headers that are contracts: a header that includes no project
-    header but other contracts (engine.h, format.h, inspect.h: a list of
-    declarations and byte layouts that layers above and below share)."""
-    out = set()
-    changed = True
-    while changed:
-        changed = False
-        for f, incs in graph.items():
-            if f.endswith(".h") and f not in out and all(p in out for p in incs):
-                out.add(f)
-                changed = True
+def read_contracts(path):
+    """The contract headers PATH lists: {header: why}.  One per line,
+    "HEADER  why it is a contract"; blank lines and lines starting with #
+    are skipped.  A line without its reason is refused (ValueError): a
+    contract nobody can explain is a module header."""
+    out = {}
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            parts = line.split(None, 1)
+            if len(parts) < 2:
+                raise ValueError("%s:%d: %s has no reason" % (path, n, parts[0]))
+            out[os.path.normpath(parts[0])] = parts[1]
     return out
 
 
@@ -79,7 +89,9 @@ def module(path, contract):
     """The module a file belongs to: x.c, x.h and the internal header
     x_int.h are one module (their mutual includes are no circle).  A
     contract is a node of its own: every layer may include it without
-    joining its module."""
+    joining its module.  (A header with no .c of its name is a node of its
+    own anyway; listing it as a contract keeps it one if such a file
+    appears.)"""
     if path in contract:
         return path
     base = os.path.splitext(path)[0]
@@ -120,14 +132,52 @@ def cycles(edges):
     return out
 
 
+def circle_path(comp, medges, graph, contract):
+    """One shortest circle through COMP's first module, told by the
+    includes that make it: "a.c includes b.h, b.h includes a.h"."""
+    inside, start = set(comp), comp[0]
+    prev, todo = {}, [start]
+    while todo and start not in prev:
+        nxt = []
+        for v in todo:
+            for w in sorted(medges.get(v, ())):
+                if w in inside and w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        todo = nxt
+    path, v = [start], start
+    while True:
+        v = prev[v]
+        path.append(v)
+        if v == start:
+            break
+    path.reverse()
+    how = []
+    for m1, m2 in zip(path, path[1:]):
+        f, p = next((f, p) for f in sorted(graph) for p in graph[f]
+                    if module(f, contract) == m1 and module(p, contract) == m2)
+        how.append("%s includes %s" % (f, p))
+    return ", ".join(how)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--root", default=ROOT, help="repository root (default: %(default)s)")
+    ap.add_argument("--contracts", help="the contract headers' list (default: ROOT/%s)" % CONTRACTS_FILE)
     ap.add_argument("--quiet", action="store_true", help="print only breaches")
     a = ap.parse_args(argv)
     root = a.root
+    cpath = a.contracts or os.path.join(root, CONTRACTS_FILE)
+    try:
+        contract = read_contracts(cpath)
+    except (OSError, ValueError) as e:
+        print("deps-graph: contracts: %s" % e, file=sys.stderr)
+        return 2
     files = sources(root)
     graph, breaches = {}, []
+    for c in sorted(contract):
+        if not c.endswith(".h") or not os.path.isfile(os.path.join(root, c)):
+            breaches.append("G1 %s lists %s, which is no header of the tree" % (a.contracts or CONTRACTS_FILE, c))
     for f in files:
         with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
             text = fh.read()
@@ -149,15 +199,15 @@ def main(argv=None):
                                     (f, p, ", ".join(sorted(ENGINE_DOORS))))
         if f.startswith("engine/"):
             for p in incs:
-                if p.startswith("common/"):
-                    breaches.append("G4 %s includes %s (the engine never includes common/)" % (f, p))
-    medges, contract = {}, contracts(graph)
+                if not p.startswith("engine/"):
+                    breaches.append("G4 %s includes %s (the engine includes nothing outside engine/)" % (f, p))
+    medges = {}
     for f, incs in graph.items():
         for p in incs:
             if module(p, contract) != module(f, contract):
                 medges.setdefault(module(f, contract), set()).add(module(p, contract))
     for comp in cycles(medges):
-        breaches.append("G1 include circle: %s" % " <-> ".join(comp))
+        breaches.append("G1 include circle: %s (%s)" % (" <-> ".join(comp), circle_path(comp, medges, graph, contract)))
     if not a.quiet:
         folder = None
         for f in sorted(graph):
@@ -172,8 +222,9 @@ def main(argv=None):
         print("deps-graph: %d breach(es)" % len(breaches), file=sys.stderr)
         return 1
     if not a.quiet:
-        print("deps-graph: no circle; engine internals stay in engine/ (tests exempt); no file over %d lines;"
-              " the engine includes nothing of common/" % MAX_LINES)
+        print("deps-graph: no circle (contracts: %s); engine internals stay in engine/ (tests exempt);"
+              " no file over %d lines; the engine includes nothing outside engine/"
+              % (", ".join(sorted(contract)), MAX_LINES))
     return 0
 
 
