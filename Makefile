@@ -45,8 +45,9 @@ endif
 
 CFLAGS_BASE := -std=gnu11 $(OPTFLAGS) $(WFLAGS) $(SANFLAGS) -D_GNU_SOURCE -pthread -I. -Iengine
 LDLIBS := -luring -lxxhash -lzstd -lpthread -lm
-# common/: header-only conventions (the seeded RNG, the key format) that
-# stress, tools, bench, tests and the fault library include; never the engine.
+# common/: header-only conventions (the seeded RNG, the key format, the JSON
+# string writer) that stress, tools, bench, tests and the fault library
+# include; never the engine.
 COMMON_H := $(wildcard common/*.h)
 
 # Debian packages the project needs (make deps installs what is missing).

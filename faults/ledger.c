@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "ledger.h"
 
 struct flt_ledger {
@@ -53,24 +54,6 @@ void flt_ledger_close(flt_ledger *l) {
     free(l);
 }
 
-/* JSON string body: the strings here are names and paths, but escape
- * anyway so a odd path cannot break the line. */
-static size_t esc(char *o, size_t cap, const char *s) {
-    size_t n = 0;
-    for (; *s && n + 7 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            o[n++] = '\\';
-            o[n++] = (char)c;
-        } else if (c < 0x20)
-            n += (size_t)snprintf(o + n, cap - n, "\\u%04x", c);
-        else
-            o[n++] = (char)c;
-    }
-    o[n] = 0;
-    return n;
-}
-
 int flt_ledger_append(flt_ledger *l, const flt_event *e) { return flt_ledger_append_seq(l, e, NULL); }
 
 int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
@@ -79,12 +62,12 @@ int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     uint64_t my_seq = atomic_fetch_add(&l->seq, 1);
     if (seq) *seq = my_seq;
 #define PUT(...) n += (size_t)snprintf(line + n, sizeof line - n, __VA_ARGS__)
-#define PUTS(key, val)                       \
-    do {                                     \
-        if (val) {                           \
-            esc(tmp, sizeof tmp, val);       \
-            PUT(",\"%s\":\"%s\"", key, tmp); \
-        }                                    \
+#define PUTS(key, val)                         \
+    do {                                       \
+        if (val) {                             \
+            json_escape(tmp, sizeof tmp, val); \
+            PUT(",\"%s\":\"%s\"", key, tmp);   \
+        }                                      \
     } while (0)
 #define PUTI(key, val)                                              \
     do {                                                            \

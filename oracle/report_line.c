@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "report_line.h"
 
 /* ---- observation kinds ---- */
@@ -62,17 +63,15 @@ static void put(out *o, const char *fmt, ...) {
         o->n += (size_t)k;
 }
 
-/* S as a JSON string body (no quotes). */
+/* S as a JSON string body (no quotes, common/json.h's rule); a body that
+ * does not fit whole sets over. */
 static void put_str(out *o, const char *s) {
-    for (; *s && !o->over; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            put(o, "\\%c", c);
-        else if (c < 0x20)
-            put(o, "\\u%04x", c);
-        else
-            put(o, "%c", c);
-    }
+    if (o->over) return;
+    size_t k = json_escape(o->p + o->n, o->cap - o->n, s);
+    if (k >= o->cap - o->n)
+        o->over = 1;
+    else
+        o->n += k;
 }
 
 int orc_report_line_format(char *buf, size_t cap, const vd_report *r) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "stress.h"
 
 enum { T_U64, T_BOOL, T_STR, T_ENUM, T_FLAG };
@@ -427,15 +428,7 @@ void st_options_json(const st_options *o, FILE *f) {
                 fputs("null", f);
                 break;
             }
-            fputc('"', f);
-            for (; *s; s++) {
-                if (*s == '"' || *s == '\\') fputc('\\', f);
-                if ((unsigned char)*s < 0x20)
-                    fprintf(f, "\\u%04x", *s);
-                else
-                    fputc(*s, f);
-            }
-            fputc('"', f);
+            json_fput_str(f, s);
             break;
         }
         case T_ENUM: {

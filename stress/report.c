@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "oracle/report_line.h"
 #include "stress_int.h"
 
@@ -95,12 +96,12 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
     st_options_json(&g.o, f);
     if (g.E->planted_bug && g.E->planted_bug()) {
         fprintf(f, ",\n  \"planted_bug\": ");
-        st_json_str_to(f, g.E->planted_bug());
+        json_fput_str(f, g.E->planted_bug());
     }
     fprintf(f, ",\n  \"mode\": \"%s\",\n", res->measuring ? "measuring" : "judging");
     if (res->measuring) {
         fprintf(f, "  \"measuring_why\": ");
-        st_json_str_to(f, res->measuring_why);
+        json_fput_str(f, res->measuring_why);
         fprintf(f, ",\n");
     }
     fprintf(f, "  \"ops\": {");
@@ -135,7 +136,7 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
         }
         for (size_t k = 0; k < np; k++) {
             fprintf(f, "%s", k ? ", " : "");
-            st_json_str_to(f, names[k]);
+            json_fput_str(f, names[k]);
             fprintf(f, ": %llu", (unsigned long long)counts[k]);
         }
     }
@@ -152,7 +153,7 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
         for (size_t i = 0; i < g.E->fault_point_count() && i < 64; i++) {
             if (!fc.point_checks[i] && !fc.point_hits[i]) continue;
             fprintf(f, "%s", first ? "" : ", ");
-            st_json_str_to(f, g.E->fault_point_name(i));
+            json_fput_str(f, g.E->fault_point_name(i));
             fprintf(f, ": {\"reached\": %llu, \"fired\": %llu}", (unsigned long long)fc.point_checks[i],
                     (unsigned long long)fc.point_hits[i]);
             first = 0;
@@ -171,12 +172,12 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
     fprintf(f, "  \"unrecoverable\": %s,\n", atomic_load(&g.unrecoverable) || res->unrecoverable ? "true" : "false");
     fprintf(f, "  \"unrecoverable_by_design\": ");
     if (res->by_design[0])
-        st_json_str_to(f, res->by_design);
+        json_fput_str(f, res->by_design);
     else
         fprintf(f, "null");
     fprintf(f, ",\n  \"unrecoverable_why\": ");
     if (res->unrecoverable_why[0])
-        st_json_str_to(f, res->unrecoverable_why);
+        json_fput_str(f, res->unrecoverable_why);
     else
         fprintf(f, "null");
     fprintf(f, ",\n");
@@ -187,7 +188,7 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
     fprintf(f, "  \"workload_s\": %.3f,\n  \"workload_ops_per_s\": %.0f,\n", g.work_s,
             g.work_s > 0 ? (double)wops / g.work_s : 0.0);
     fprintf(f, "  \"repro\": ");
-    st_json_str_to(f, g.repro);
+    json_fput_str(f, g.repro);
     fprintf(f, ",\n  \"verdict\": \"%s\"\n}\n", hang ? "fail" : res->pass ? "pass" : "fail");
 }
 

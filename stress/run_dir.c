@@ -21,18 +21,6 @@ static int append_line(int fd, const char *line, int n) {
     return write(fd, line, (size_t)n) == n ? 0 : -1;
 }
 
-void st_json_str_to(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 void st_path_in(char *out, size_t cap, const char *dir, const char *name) { snprintf(out, cap, "%s/%s", dir, name); }
 
 /* stress_state: "epoch N\nsettled L\nclean C\n" (whole file rewritten). */

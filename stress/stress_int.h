@@ -189,7 +189,6 @@ int st_read_everything(worker *w, const char *what);
 
 /* run_dir.c */
 uint64_t st_injections_so_far(void);
-void st_json_str_to(FILE *f, const char *s);
 size_t st_ledger_lines(void);
 int st_load_carried(vd_ctx *v);
 void st_observe(int kind, int thread, uint64_t op, int status, uint64_t key, int after_crash);

@@ -41,35 +41,21 @@ void print_report(FILE *f, const eng_corruption *r) {
     fprintf(f, "%s\n", line);
 }
 
-void json_str(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 void print_report_json(FILE *f, const eng_corruption *r) {
     char line[512];
     eng_corruption_format(r, line, sizeof line);
     const char *layer = eng_layer_name(r->layer);
     fprintf(f, "{\"layer\": ");
-    json_str(f, layer ? layer : "unknown");
+    json_fput_str(f, layer ? layer : "unknown");
     fprintf(f, ", \"file\": ");
-    json_str(f, r->file);
+    json_fput_str(f, r->file);
     fprintf(f,
             ", \"block\": %" PRId64 ", \"offset\": %" PRId64 ", \"entry\": %" PRId32 ", \"expected\": \"0x%" PRIx64
             "\", \"found\": \"0x%" PRIx64 "\", \"detail\": ",
             r->block, r->offset, r->entry, r->expected, r->found);
-    json_str(f, r->detail);
+    json_fput_str(f, r->detail);
     fprintf(f, ", \"text\": ");
-    json_str(f, line);
+    json_fput_str(f, line);
     fputc('}', f);
 }
 
@@ -83,7 +69,7 @@ void json_lines(FILE *f, const char *buf, size_t len) {
         if (n) {
             snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line - 1 ? n : sizeof line - 1), buf + i);
             fprintf(f, "%s", first ? "" : ", ");
-            json_str(f, line);
+            json_fput_str(f, line);
             first = 0;
         }
         i += n + 1;
@@ -262,7 +248,7 @@ static void print_verify_json(const eng_verify_info *info, verify_ctx *v, uint64
     printf("{\n  \"checked\": true,\n  \"complete\": %s,\n", st == ENG_OK || st == ENG_CORRUPTION ? "true" : "false");
     if (st != ENG_OK && st != ENG_CORRUPTION) {
         printf("  \"error\": ");
-        json_str(stdout, eng_strerror(st));
+        json_fput_str(stdout, eng_strerror(st));
         printf(",\n");
     }
     printf("  \"problems\": %" PRIu64 ",\n  \"blocks_scanned\": %" PRIu64 ",\n  \"bad_checksums\": %" PRIu64
@@ -307,7 +293,7 @@ int cmd_verify(const tool_args *a) {
             fclose(v.reports);
             free(buf);
             printf("{\n  \"checked\": false,\n  \"complete\": false,\n  \"error\": ");
-            json_str(stdout, cause);
+            json_fput_str(stdout, cause);
             printf("\n}\n");
         }
         return status_exit(st);

@@ -210,11 +210,11 @@ static int dump_page_json(const uint8_t *p, uint32_t ps, uint64_t block, uint64_
     printf(" \"verify\": {\"ok\": %s, \"all_zero\": %s", st == ENG_OK ? "true" : "false", is_zero ? "true" : "false");
     if (st != ENG_OK) {
         printf(", \"layer\": ");
-        json_str(stdout, eng_layer_name(pr.layer) ? eng_layer_name(pr.layer) : "unknown");
+        json_fput_str(stdout, eng_layer_name(pr.layer) ? eng_layer_name(pr.layer) : "unknown");
         printf(", \"entry\": %" PRId32 ", \"offset\": %" PRId64 ", \"expected\": \"0x%" PRIx64
                "\", \"found\": \"0x%" PRIx64 "\", \"detail\": ",
                pr.entry, pr.offset, pr.expected, pr.found);
-        json_str(stdout, pr.detail);
+        json_fput_str(stdout, pr.detail);
     }
     printf("}");
     page_problem sp;
@@ -223,7 +223,7 @@ static int dump_page_json(const uint8_t *p, uint32_t ps, uint64_t block, uint64_
     if (!page_is_zero(p, ps) && (type == PAGE_LEAF || type == PAGE_INTERNAL)) {
         if (page_check_structure(p, ps, &sp) != ENG_OK) {
             printf(",\n \"cells\": null, \"cells_not_decoded\": ");
-            json_str(stdout, sp.detail);
+            json_fput_str(stdout, sp.detail);
         } else {
             unsigned n = ph_get_nslots(p);
             printf(",\n \"cells\": [");
@@ -236,14 +236,14 @@ static int dump_page_json(const uint8_t *p, uint32_t ps, uint64_t block, uint64_
                            ", \"overflow\": %s, \"xmin\": %" PRIu64 ", \"xmax\": %" PRIu64 ", \"hint\": %u, \"key\": ",
                            i, page_slot(p, i), c.size, c.klen, c.vlen, c.cflags & CELL_OVERFLOW ? "true" : "false",
                            c.xmin, c.xmax, (unsigned)leaf_hint_get(p, i));
-                    json_str(stdout, escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
+                    json_fput_str(stdout, escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
                 } else {
                     internal_cell c;
                     page_internal_cell(p, i, &c);
                     printf("{\"slot\": %u, \"offset\": %u, \"size\": %u, \"klen\": %u, \"child\": %" PRIu32
                            ", \"key\": ",
                            i, page_slot(p, i), c.size, c.klen, c.child);
-                    json_str(stdout, escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
+                    json_fput_str(stdout, escape_key(c.key, c.klen, SHOW_KEY_BYTES, shown));
                 }
                 printf("}");
             }

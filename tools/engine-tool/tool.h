@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/json.h"
 #include "common/keys.h"
 #include "engine.h"
 
@@ -92,8 +93,6 @@ int cmd_dump_page(const tool_args *a); /* dump_page.c */
 /* ---- db.c: reports and opening ---- */
 void print_report(FILE *f, const eng_corruption *r);
 /* ---- db.c: --json output ---- */
-/* S as a JSON string, quoted and escaped. */
-void json_str(FILE *f, const char *s);
 /* Report R as a JSON object: layer, file, block, offset, entry, expected
  * and found (hex strings), detail, and "text", the line print_report
  * prints. */

@@ -258,10 +258,10 @@ static int walk_log(insp_dir *d, uint64_t seg_size, uint64_t from, uint64_t limi
                     rec.len + WAL_REC_HDR);
             char tn[32];
             snprintf(tn, sizeof tn, "unknown(%d)", rec.type);
-            json_str(record_out, name ? name : tn);
+            json_fput_str(record_out, name ? name : tn);
             fprintf(record_out, ", \"prev\": \"0x%" PRIx64 "\", \"malformed\": %s, \"text\": ", rec.prev,
                     why ? "true" : "false");
-            json_str(record_out, lbuf ? lbuf : "");
+            json_fput_str(record_out, lbuf ? lbuf : "");
             fputc('}', record_out);
             free(lbuf);
             lbuf = NULL;
