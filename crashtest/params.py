@@ -84,7 +84,7 @@ ENGINES = ("ours", "rocksdb", "sqlite")
 # says so, before it is drawn.
 ENGINE_CHOICES = {
     "rocksdb": {"rocksdb_wal_recovery_mode": [0, 2, 2, 3]},
-    "sqlite": {"sqlite_journal_mode": ["wal", "wal", "delete"], "sqlite_synchronous": ["full", "full", "normal"]},
+    "sqlite": {"sqlite_journal_mode": ["wal", "wal", "delete"], "sqlite_synchronous": ["full", "full", "normal", "extra"]},
 }
 
 # Creation-time options drawn besides DB_CHOICES (draw_db_params).
@@ -435,12 +435,13 @@ def engine_consistent(p, pinned):
     """The pairs an engine's adapter refuses, made whole in P (unpinned
     options give way): SQLite's rollback journal (journal_mode delete)
     holds no snapshot across ops and has no WAL to size.  SQLite promises
-    a commit durable at its return only with WAL and synchronous FULL:
-    NORMAL with WAL syncs at checkpoints only, and a rollback journal's
-    commit is the journal's unlink, which SQLite makes durable (a
-    directory fsync) only with synchronous EXTRA (SQLite docs, PRAGMA
-    synchronous): such runs promise no commit durable (sync_mode off) and
-    are judged for consistency alone.  RocksDB's WAL recovery modes 0 (tolerate a
+    a commit durable at its return with WAL and synchronous FULL or EXTRA,
+    or a rollback journal and EXTRA: NORMAL with WAL syncs at checkpoints
+    only, and a rollback journal's commit is the journal's unlink, which
+    SQLite makes durable (a directory fsync) under EXTRA alone (SQLite
+    docs, PRAGMA synchronous).  The other pairs promise no commit durable
+    at its return (sync_mode off: stress asks the adapter what is) and are
+    judged for consistency and for what the adapter says is durable.  RocksDB's WAL recovery modes 0 (tolerate a
     corrupted tail) and 3 (skip any corrupted record) promise a consistent
     state only when no unsynced write lies before the log's end: with
     sync off a power loss leaves holes in the middle of the log, which
@@ -453,7 +454,8 @@ def engine_consistent(p, pinned):
                 p.pop(k, None)
     if str(p.get("rocksdb_wal_recovery_mode", 2)) in ("0", "3") and "sync_mode" not in pinned:
         p["sync_mode"] = "commit"
-    no_durable_commit = p.get("sqlite_journal_mode") == "delete" or p.get("sqlite_synchronous") == "normal"
+    sync = p.get("sqlite_synchronous", "full")
+    no_durable_commit = sync == "normal" or (p.get("sqlite_journal_mode") == "delete" and sync != "extra")
     if p.get("engine") == "sqlite" and no_durable_commit and "sync_mode" not in pinned:
         p["sync_mode"] = "off"
     return p

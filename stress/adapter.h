@@ -76,7 +76,7 @@ typedef struct st_open_options {
     /* Settings of the other engines (adapter_sqlite.c, adapter_rocksdb.c);
      * the others ignore them. */
     int sqlite_journal_mode;       /* 0 WAL, 1 DELETE */
-    int sqlite_synchronous;        /* 0 FULL, 1 NORMAL */
+    int sqlite_synchronous;        /* 0 FULL, 1 NORMAL, 2 EXTRA */
     int rocksdb_wal_recovery_mode; /* RocksDB's WALRecoveryMode, 0..3 */
     /* For check_options only (NULL elsewhere): comma lists of the command
      * line's options set away from their defaults.  HOOK_OPTIONS: those

@@ -21,15 +21,20 @@
  *   Q3  a snapshot is a read transaction held open on a connection of its
  *       own (BEGIN; SELECT seq FROM meta; ... ROLLBACK at release): its
  *       sequence is the last commit it sees, read in the same transaction;
- *   Q4  durable_seq: with synchronous=FULL, or a rollback journal (DELETE:
- *       even NORMAL syncs the database file at each commit), every commit
- *       is synced before COMMIT returns; with WAL and NORMAL a commit is
- *       synced only by a checkpoint, so durable_seq moves only when a
- *       checkpoint copied every frame of the log (PASSIVE: it never waits
- *       for a reader, so a held snapshot may leave frames behind and the
- *       sequence where it was).  Such a run needs --sync_mode off, which is
- *       the only mode in which the driver asks durable_seq instead of
- *       taking every acknowledged commit as durable.
+ *   Q4  durable_seq: a commit is durable when COMMIT returns with WAL and
+ *       synchronous FULL or EXTRA (the log's frames are synced), and with
+ *       a rollback journal (DELETE) only under EXTRA: the commit is the
+ *       journal's unlink, which SQLite makes durable by syncing the
+ *       directory under EXTRA alone (SQLite docs, PRAGMA synchronous); a
+ *       power loss may bring the journal back and roll the last commit
+ *       back.  With WAL and NORMAL a commit is synced only by a
+ *       checkpoint, so durable_seq moves only when a checkpoint copied
+ *       every frame of the log (PASSIVE: it never waits for a reader, so a
+ *       held snapshot may leave frames behind and the sequence where it
+ *       was); with DELETE and FULL or NORMAL it never moves past what the
+ *       open recovered.  Those runs need --sync_mode off, the only mode in
+ *       which the driver asks durable_seq instead of taking every
+ *       acknowledged commit as durable.
  *
  * Connections: the driver calls one handle from many threads at once.
  * Reads (get, iterators, verify) use a connection per calling thread,
@@ -99,7 +104,7 @@ struct st_db {
     char path[4200];
     st_corruption_fn fn;
     void *ctx;
-    int wal, normal;
+    int wal, normal, extra;
     uint32_t page_size;
     uint64_t cache_size, autockpt_bytes;
     uint64_t id; /* unique per handle: the thread-local slot's tag */
@@ -178,13 +183,21 @@ static const char *const meaningless[] = {"data_checksums",
                                           "rocksdb_wal_recovery_mode",
                                           NULL};
 
+/* Q4: a commit is durable when COMMIT returns (WAL: the log is synced;
+ * DELETE: the journal's unlink too). */
+static int commit_durable(int wal, int synchronous) { return wal ? synchronous != 1 : synchronous == 2; }
+
 /* The pairs that cannot work whatever the command line (open checks them
  * too: a trace's restart may set another sync mode). */
 static int check_pairs(const st_open_options *o, char *why, size_t cap) {
-    if (o->sqlite_journal_mode == 0 && o->sqlite_synchronous == 1 && o->sync_mode != 2) {
+    if (!commit_durable(o->sqlite_journal_mode == 0, o->sqlite_synchronous) && o->sync_mode != 2) {
         snprintf(why, cap,
-                 "--engine sqlite: --sqlite_synchronous=normal with --sqlite_journal_mode=wal syncs commits only at "
-                 "checkpoints, but --sync_mode %s takes every acknowledged commit as durable: add --sync_mode off",
+                 "--engine sqlite: --sqlite_synchronous=%s with --sqlite_journal_mode=%s does not make a commit "
+                 "durable at its return (%s), but --sync_mode %s takes every acknowledged commit as durable: add "
+                 "--sync_mode off",
+                 o->sqlite_synchronous == 1 ? "normal" : "full", o->sqlite_journal_mode == 0 ? "wal" : "delete",
+                 o->sqlite_journal_mode == 0 ? "the log is synced at checkpoints only"
+                                             : "the journal's unlink is made durable under extra alone",
                  o->sync_mode == 1 ? "group" : "commit");
         return ST_NOTSUP;
     }
@@ -241,7 +254,10 @@ static int conn_open(st_db *db, int create, conn **out) {
     snprintf(
         sql, sizeof sql,
         "PRAGMA synchronous=%s; PRAGMA cache_size=-%llu; PRAGMA cell_size_check=ON; PRAGMA wal_autocheckpoint=%llu",
-        db->normal ? "NORMAL" : "FULL", (unsigned long long)(db->cache_size / 1024 ? db->cache_size / 1024 : 1),
+        db->normal  ? "NORMAL"
+        : db->extra ? "EXTRA"
+                    : "FULL",
+        (unsigned long long)(db->cache_size / 1024 ? db->cache_size / 1024 : 1),
         (unsigned long long)(db->autockpt_bytes / db->page_size));
     int st = exec(db, k->c, sql);
     if (st != ST_OK) {
@@ -330,6 +346,7 @@ static int a_open(const char *dir, const st_open_options *o, st_db **out) {
     db->ctx = o->on_corruption_ctx;
     db->wal = o->sqlite_journal_mode == 0;
     db->normal = o->sqlite_synchronous == 1;
+    db->extra = o->sqlite_synchronous == 2;
     db->page_size = o->page_size ? o->page_size : 4096;
     db->cache_size = o->cache_size;
     db->autockpt_bytes = db->wal ? o->checkpoint_wal_bytes : 0;
@@ -413,7 +430,8 @@ static int a_write(st_db *db, const st_op *ops, size_t n, uint64_t *seq) {
         db->last_seq = s;
         atomic_store(&db->last_pub, s);
     }
-    if (st == ST_OK && (db->normal == 0 || !db->wal)) atomic_store(&db->durable, s); /* Q4 */
+    if (st == ST_OK && commit_durable(db->wal, db->normal ? 1 : db->extra ? 2 : 0))
+        atomic_store(&db->durable, s); /* Q4 */
     pthread_mutex_unlock(&db->write_mu);
     if (st == ST_OK) *seq = s;
     return st;

@@ -104,8 +104,9 @@ static const opt_def defs[] = {
         "checkpoint after this much log (0: explicit only)"),
     ENUM("sqlite_journal_mode", sqlite_journal_mode, "wal", "wal|delete",
          "--engine sqlite: PRAGMA journal_mode (delete: a rollback journal; snapshots then need wal)"),
-    ENUM("sqlite_synchronous", sqlite_synchronous, "full", "full|normal",
-         "--engine sqlite: PRAGMA synchronous (normal with wal syncs at checkpoints only: needs --sync_mode off)"),
+    ENUM("sqlite_synchronous", sqlite_synchronous, "full", "full|normal|extra",
+         "--engine sqlite: PRAGMA synchronous (a commit is durable at its return with wal and full or extra, or "
+         "delete and extra; the other pairs need --sync_mode off)"),
     U64("rocksdb_wal_recovery_mode", rocksdb_wal_recovery_mode, "2", 0, 3,
         "--engine rocksdb: WALRecoveryMode: 0 tolerate corrupted tail records, 1 absolute consistency, 2 point in "
         "time, 3 skip any corrupted record"),

@@ -25,6 +25,7 @@ Test(adapter_sqlite, the_rollback_journal_keeps_the_contract_but_has_no_snapshot
     ad_run a;
     ad_init(&a, E);
     a.o.sqlite_journal_mode = 1;
+    a.o.sqlite_synchronous = 2; /* EXTRA: its commits are durable at their return */
     ad_open(&a);
     uint64_t s = ad_put(&a, 1, "x");
     ad_expect(&a, NULL, 1, "x");
@@ -55,6 +56,32 @@ Test(adapter_sqlite, wal_with_normal_sync_needs_sync_mode_off_and_is_durable_at_
     for (unsigned i = 0; i < 20; i++) s = ad_put(&a, i, "n");
     cr_expect_eq(E->durable_seq(a.db), 0, "no checkpoint yet: nothing known synced");
     cr_expect_eq(E->checkpoint(a.db), ST_OK);
+    cr_expect_eq(E->durable_seq(a.db), s);
+    ad_done(&a);
+}
+
+Test(adapter_sqlite, a_rollback_journal_commit_is_durable_at_its_return_under_extra_sync_only) {
+    ad_run a;
+    ad_init(&a, E);
+    a.o.sqlite_journal_mode = 1;
+    a.o.sqlite_synchronous = 0; /* FULL: the journal's unlink is not synced */
+    char why[512] = "";
+    cr_expect_eq(E->check_options(&a.o, why, sizeof why), ST_NOTSUP);
+    cr_expect(strstr(why, "--sync_mode off"), "%s", why);
+    a.o.sync_mode = 2;
+    ad_open(&a);
+    for (unsigned i = 0; i < 20; i++) ad_put(&a, i, "f");
+    cr_expect_eq(E->checkpoint(a.db), ST_OK);
+    cr_expect_eq(E->durable_seq(a.db), 0, "no commit is promised durable");
+    ad_done(&a);
+
+    ad_init(&a, E);
+    a.o.sqlite_journal_mode = 1;
+    a.o.sqlite_synchronous = 2; /* EXTRA: the directory is synced after the unlink */
+    cr_expect_eq(E->check_options(&a.o, why, sizeof why), ST_OK, "%s", why);
+    ad_open(&a);
+    uint64_t s = 0;
+    for (unsigned i = 0; i < 20; i++) s = ad_put(&a, i, "e");
     cr_expect_eq(E->durable_seq(a.db), s);
     ad_done(&a);
 }

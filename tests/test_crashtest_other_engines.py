@@ -64,20 +64,21 @@ class TheDrawKeepsToWhatEachEnginePromises(unittest.TestCase):
         p, _ = draw_iter_params(1, cfg, draw_db_params(1, cfg))
         self.assertEqual(p["sync_mode"], "off")
 
-    def test_sqlite_promises_a_durable_commit_only_with_wal_and_synchronous_full(self):
+    def test_sqlite_runs_sync_mode_off_where_it_promises_no_durable_commit_at_its_return(self):
         kinds = set()
         for seed in range(200):
             cfg = engine_cfg("sqlite")
             db = draw_db_params(seed, cfg)
             p, _ = draw_iter_params(seed, cfg, db)
-            durable = db["sqlite_journal_mode"] == "wal" and db["sqlite_synchronous"] == "full"
+            wal, sync = db["sqlite_journal_mode"] == "wal", db["sqlite_synchronous"]
+            durable = sync == "extra" or (wal and sync == "full")
             kinds.add((db["sqlite_journal_mode"], db["sqlite_synchronous"]))
             if not durable:
                 self.assertEqual((p["sync_mode"], db.get("sync_mode")), ("off", "off"), (seed, db, p))
             if db["sqlite_journal_mode"] == "delete":
                 self.assertNotIn("acquire_snapshot_one_in", p)
                 self.assertNotIn("checkpoint_wal_bytes", p)
-        self.assertEqual(len(kinds), 4)
+        self.assertEqual(len(kinds), 6)
 
     def test_an_engine_without_kill_points_is_killed_from_outside(self):
         plans = {draw_plan(seed, "simple", 3.0, {}, [], max_variants=2)["kind"] for seed in range(16)}

@@ -78,12 +78,13 @@ class OtherEngines(unittest.TestCase):
     def test_sqlite_runs_and_is_named(self):
         self.timed_run_passes_and_names_the_engine("sqlite")
 
-    def test_sqlite_rollback_journal_with_normal_sync_runs(self):
-        rc, out, err, rep = self.run_engine("sqlite", "--sqlite_journal_mode", "delete", "--sqlite_synchronous",
-                                            "normal", "--ops_per_thread", "300", "--threads", "4", "--max_key", "500",
-                                            "--reopen", "1", "--checkpoint_one_in", "100")
-        self.assertEqual(rc, 0, out + err)
-        self.assertEqual(rep["options"]["sqlite_journal_mode"], "delete")
+    def test_sqlite_rollback_journal_runs_with_each_synchronous_level(self):
+        for sync, mode in (("normal", "off"), ("full", "off"), ("extra", "commit")):
+            rc, out, err, rep = self.run_engine("sqlite", "--sqlite_journal_mode", "delete", "--sqlite_synchronous",
+                                                sync, "--sync_mode", mode, "--ops_per_thread", "300", "--threads",
+                                                "4", "--max_key", "500", "--reopen", "1", "--checkpoint_one_in", "100")
+            self.assertEqual(rc, 0, out + err)
+            self.assertEqual(rep["options"]["sqlite_journal_mode"], "delete")
 
     def test_rocksdb_runs_and_is_named(self):
         self.timed_run_passes_and_names_the_engine("rocksdb", "--vacuum_one_in", "1000")
@@ -134,6 +135,13 @@ class OtherEngines(unittest.TestCase):
 
     def test_wal_with_normal_sync_needs_sync_mode_off(self):
         self.refused("--engine", "sqlite", "--sqlite_synchronous", "normal", want=["--sync_mode off"])
+
+    def test_a_rollback_journal_below_extra_sync_needs_sync_mode_off(self):
+        # Its commit is the journal's unlink, durable only when SQLite
+        # syncs the directory: under synchronous EXTRA alone.
+        for sync in ("full", "normal"):
+            self.refused("--engine", "sqlite", "--sqlite_journal_mode", "delete", "--sqlite_synchronous", sync,
+                         want=["--sync_mode off", "extra"])
 
 
 if __name__ == "__main__":
