@@ -235,6 +235,16 @@ $(BUILD)/bench/bench_faults_fiu: bench/bench_engine.c $(BUILD)/libengine-fiu.a $
 bench-faults: all $(BUILD)/bench/bench_faults_plain $(BUILD)/bench/bench_faults_fiu
 	$(Q)BUILD=$(BUILD) bench/run_faults.sh
 
+# make bench-door: fillsync with the fault door armed (no fault) against
+# the same engine without it, both psync (build/bench/door.json).
+$(BUILD)/bench/bench_door: bench/bench_engine.c $(BUILD)/libengine.a $(BUILD)/libfaults.a $(wildcard bench/*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC $< (door)")
+	$(Q)$(CC) $(CFLAGS_BASE) -I. -DBENCH_DOOR -o $@ $< $(BUILD)/libfaults.a $(BUILD)/libengine.a $(LDLIBS) -ldl
+
+bench-door: all $(BUILD)/bench/bench_faults_plain $(BUILD)/bench/bench_door
+	$(Q)BUILD=$(BUILD) bench/run_door.sh
+
 demo: all
 	$(Q)BUILD=$(BUILD) tests/demo.sh
 

@@ -3,7 +3,7 @@
  * `make bench-faults`: the shape of RocksDB's per-KV checksum PR (32-byte
  * keys, 200-byte values, one thread, sync off, no compression).
  *
- *   bench_engine DIR --num N [--phase fill|fillsync|read] [--reads R] [--cache-size B]
+ *   bench_engine DIR --num N [--phase fill|fillsync|read] [--reads R] [--cache-size B] [--psync]
  *
  * fill:  fillseq of N keys into a fresh DIR, then close (prints fillseq_ops)
  * fillsync: the same with sync_mode=commit, one fsync per put, like
@@ -16,16 +16,23 @@
  *        flattering it.
  * Output: one line "NAME ops_per_sec" per measurement.
  *
- * Built three times (Makefile): bench_engine and bench_faults_plain against
+ * Built four times (Makefile): bench_engine and bench_faults_plain against
  * build/libengine.a; bench_faults_fiu against build/libengine-fiu.a with
  * -DBENCH_FIU: fiu_init is called, no point is enabled and
  * eng_faults_arm(1) is not, so every point costs one relaxed load of the
- * engine's armed flag (what make bench-faults measures).
+ * engine's armed flag (what make bench-faults measures); bench_door
+ * against build/libengine.a and the fault library's door with
+ * -DBENCH_DOOR: the door (faults/door.h) armed on DIR with hooks that
+ * inject nothing, so every file call of the engine on DIR is translated
+ * and handed to them (what make bench-door measures).  --psync runs the
+ * engine's pread/pwrite backend, the one the door sees, in every build.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 #include "engine.h"
 #include "bench_util.h"
@@ -33,6 +40,19 @@
 #ifdef BENCH_FIU
 #include <fiu.h>
 #define BUILD_NAME "fiu"
+#elif defined(BENCH_DOOR)
+#include "faults/door.h"
+#define BUILD_NAME "door"
+static int pass_before(void *ctx, eng_io_op *op) {
+    (void)ctx;
+    (void)op;
+    return 0;
+}
+static void pass_after(void *ctx, eng_io_op *op) {
+    (void)ctx;
+    (void)op;
+}
+static const eng_io_hooks pass_hooks = {NULL, pass_before, pass_after};
 #else
 #define BUILD_NAME "plain"
 #endif
@@ -46,13 +66,22 @@ static int fail(const char *what, int rc) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_engine DIR --num N [--phase fill|fillsync|read] [--reads R] [--cache-size B]\n");
+        fprintf(
+            stderr,
+            "usage: bench_engine DIR --num N [--phase fill|fillsync|read] [--reads R] [--cache-size B] [--psync]\n");
         return 2;
     }
     const char *dir = argv[1], *phase = "fill";
     uint64_t num = 200000, cache = 1ull << 30, reads = 0;
-    for (int i = 2; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--num"))
+    int psync = 0;
+    for (int i = 2; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--psync")) {
+            psync = 1;
+            i--;
+        } else if (i + 1 >= argc) {
+            fprintf(stderr, "bench_engine: %s needs a value\n", argv[i]);
+            return 2;
+        } else if (!strcmp(argv[i], "--num"))
             num = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--cache-size"))
             cache = strtoull(argv[i + 1], NULL, 10);
@@ -82,6 +111,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_engine: not linked against the fault build\n");
         return 3;
     }
+#elif defined(BENCH_DOOR)
+    if (psync) {
+        /* The door translates calls under an existing directory. */
+        int dr = mkdir(dir, 0755) && errno != EEXIST ? -errno : flt_door_arm(&pass_hooks, dir);
+        if (dr) {
+            fprintf(stderr, "bench_engine (door): cannot arm the door on %s: %s\n", dir, strerror(-dr));
+            return 3;
+        }
+    }
 #else
     if (eng_faults_compiled()) {
         fprintf(stderr, "bench_engine: the plain build has fault points\n");
@@ -92,6 +130,7 @@ int main(int argc, char **argv) {
     eng_options o;
     eng_options_init(&o);
     o.cache_size = cache;
+    if (psync) o.io_backend = ENG_IO_PSYNC;
     o.sync_mode = strcmp(phase, "fillsync") ? ENG_SYNC_OFF : ENG_SYNC_COMMIT;
     o.checkpoint_wal_bytes = 256u << 20;
     eng_db *db;
@@ -108,6 +147,10 @@ int main(int argc, char **argv) {
         }
         double t1 = bench_now();
         printf("%s_ops %.0f\n", strcmp(phase, "fill") ? "fillsync" : "fillseq", (double)num / (t1 - t0));
+#ifdef BENCH_DOOR
+        /* What the door translated: a run it saw nothing of measured nothing. */
+        printf("door_ops %llu\n", (unsigned long long)flt_door_ops());
+#endif
     } else if (!strcmp(phase, "read")) {
         eng_iter *it;
         if ((rc = eng_iter_open(db, NULL, &it))) return fail("iter", rc);
