@@ -434,10 +434,37 @@ static void undo_run_state(void) {
     }
 }
 
+/* The engine whose database DIR holds, by the file each one makes first
+ * (ours: control; SQLite: the adapter's db.sqlite; RocksDB: CURRENT), or
+ * NULL (none of them, or no directory). */
+static const char *engine_in_dir(const char *dir) {
+    static const struct {
+        const char *engine, *file;
+    } marks[] = {{"ours", "control"}, {"sqlite", "db.sqlite"}, {"rocksdb", "CURRENT"}};
+    char path[4200];
+    struct stat sb;
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, marks[i].file);
+        if (stat(path, &sb) == 0) return marks[i].engine;
+    }
+    return NULL;
+}
+
 /* Refuse a directory the engine refuses; then create or clean the
  * directories, read the run state, open the files of the run directory
  * and the expected state, install the crash handler. */
 static int prepare_run_dir(void) {
+    /* Another engine's database is no database of this one: opening it
+     * would create this engine's files beside the other's. */
+    static const char *const names[] = {"ours", "rocksdb", "sqlite"};
+    const char *found = g.o.destroy_db_initially ? NULL : engine_in_dir(g.o.db);
+    if (found && strcmp(found, names[g.o.engine])) {
+        fprintf(stderr,
+                "stress: %s holds another engine's database (--engine %s), not one of --engine %s: nothing was "
+                "changed (give --engine %s, or --destroy_db_initially to start a new database there)\n",
+                g.o.db, found, names[g.o.engine], found);
+        return EXIT_INFRA; /* as a directory the engine itself refuses */
+    }
     /* A directory the engine refuses (files of a database with one of
      * them lost: control, data, a WAL segment) is left exactly as it is:
      * nothing of it is created over, and nothing is written beside it.

@@ -115,6 +115,19 @@ class OtherEngines(unittest.TestCase):
         self.refused("--engine", "rocksdb", "--block_protection_bytes_per_key", "4",
                      want=["--block_protection_bytes_per_key"])
 
+    def test_a_database_of_another_engine_is_refused_and_left_as_it_was(self):
+        for maker, other in (("sqlite", "ours"), ("ours", "rocksdb"), ("rocksdb", "sqlite")):
+            db = os.path.join(self.tmp, "of-" + maker, "db")
+            os.makedirs(os.path.dirname(db))
+            rc, out, err = stress("--engine", maker, "--db", db, "--destroy_db_initially", "--ops_per_thread", "50",
+                                  "--threads", "1")
+            self.assertEqual(rc, 0, out + err)
+            before = {n: os.stat(os.path.join(db, n)).st_mtime_ns for n in os.listdir(db)}
+            rc, out, err = stress("--engine", other, "--db", db, "--ops_per_thread", "50", "--threads", "1")
+            self.assertEqual(rc, 3, out + err)
+            self.assertIn("another engine's database (--engine %s)" % maker, err)
+            self.assertEqual({n: os.stat(os.path.join(db, n)).st_mtime_ns for n in os.listdir(db)}, before)
+
     def test_another_engines_option_is_a_usage_error(self):
         self.refused("--sqlite_journal_mode", "delete", want=["--engine sqlite"])
         self.refused("--engine", "sqlite", "--rocksdb_wal_recovery_mode", "0", want=["--engine rocksdb"])
