@@ -25,12 +25,11 @@ void value_for(uint64_t index, uint64_t seed, uint8_t *buf, size_t len) {
     }
 }
 
-/* Printable form of a key: printable ASCII as is, other bytes \xNN,
- * at most MAXSHOW bytes then "...".  OUT needs 4 * MAXSHOW + 4 bytes. */
+/* The one key printer of the tool (its rule in tool.h). */
 const char *escape_key(const uint8_t *k, size_t len, size_t maxshow, char *out) {
     size_t o = 0, n = len < maxshow ? len : maxshow;
     for (size_t i = 0; i < n; i++) {
-        if (k[i] >= 0x20 && k[i] < 0x7f)
+        if (k[i] > 0x20 && k[i] < 0x7f && k[i] != '\\')
             out[o++] = (char)k[i];
         else
             o += (size_t)sprintf(out + o, "\\x%02x", k[i]);

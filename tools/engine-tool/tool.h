@@ -117,8 +117,11 @@ int tool_open(const tool_args *a, int mode, FILE *report_to, eng_db **db);
 /* The value load writes for key INDEX: LEN bytes of a splitmix64 stream
  * seeded by (INDEX, SEED).  Deterministic; check recomputes it. */
 void value_for(uint64_t index, uint64_t seed, uint8_t *buf, size_t len);
-/* Printable form of a key: printable ASCII as is, other bytes \xNN,
- * at most MAXSHOW bytes then "...".  OUT needs 4 * MAXSHOW + 4 bytes. */
+/* A key as one printable, space-free token, the one form every command
+ * prints keys in: '!'..'~' as is except the backslash, every other byte
+ * (space, backslash, control bytes, >= 0x7f) as \xNN, so the token splits
+ * on spaces and reads back unambiguously; at most MAXSHOW bytes, then
+ * "...".  OUT needs 4 * MAXSHOW + 4 bytes. */
 const char *escape_key(const uint8_t *k, size_t len, size_t maxshow, char *out);
 
 #endif

@@ -53,25 +53,6 @@ static void outf(FILE *f, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* A key as one space-free token: bytes outside '!'..'~' and the backslash
- * as \xNN, at most MAXSHOW bytes then "...".  OUT needs 4 * MAXSHOW + 4
- * bytes. */
-static const char *escape_token(const uint8_t *k, size_t len, size_t maxshow, char *out) {
-    size_t o = 0, n = len < maxshow ? len : maxshow;
-    for (size_t i = 0; i < n; i++) {
-        if (k[i] > 0x20 && k[i] < 0x7f && k[i] != '\\')
-            out[o++] = (char)k[i];
-        else
-            o += (size_t)sprintf(out + o, "\\x%02x", k[i]);
-    }
-    if (len > n) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o] = '\0';
-    return out;
-}
-
 static const char *rec_type_name(int type) {
     switch (type) {
     case WAL_REC_BATCH: return "batch";
@@ -97,9 +78,9 @@ static const char *describe_batch(FILE *f, const uint8_t *p, size_t len) {
     for (uint32_t i = 0; i < b.nops && i < WALDUMP_OPS; i++) {
         const pa_op *o = &b.ops[i];
         if (o->kind == BOP_PUT)
-            outf(f, " put k=%s vlen=%" PRIu32, escape_token(o->key, o->klen, SHOW_KEY_BYTES, shown), o->vlen);
+            outf(f, " put k=%s vlen=%" PRIu32, escape_key(o->key, o->klen, SHOW_KEY_BYTES, shown), o->vlen);
         else
-            outf(f, " del k=%s", escape_token(o->key, o->klen, SHOW_KEY_BYTES, shown));
+            outf(f, " del k=%s", escape_key(o->key, o->klen, SHOW_KEY_BYTES, shown));
     }
     if (b.nops > WALDUMP_OPS) outf(f, " ...(%" PRIu32 " more)", b.nops - WALDUMP_OPS);
     free(b.ops);
