@@ -30,8 +30,8 @@ int bt_wctx_init(bt_wctx *w, bt_tree *t, const pa_batch *batch, uint32_t op, uin
     /* PAGES record header: batch LSN, op index (filled now, actions follow). */
     pa_buf_reset(&w->rec);
     uint8_t hdr[PA_REC_HDR];
-    wr64(hdr, batch_lsn);
-    wr32(hdr + 8, op);
+    wr64(hdr + PR_BATCH_LSN_OFF, batch_lsn);
+    wr32(hdr + PR_OP_OFF, op);
     if (w->rec.cap < 4096) {
         w->rec.p = malloc(4096);
         if (!w->rec.p) {

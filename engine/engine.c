@@ -160,8 +160,8 @@ int eng_pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t l
     int checksums = (db->ctl.flags & CONTROL_FLAG_CHECKSUMS) != 0;
     pa_buf b = {0};
     uint8_t hdr[PA_REC_HDR];
-    wr64(hdr, 0);
-    wr32(hdr + 8, PA_OP_MAINT);
+    wr64(hdr + PR_BATCH_LSN_OFF, 0);
+    wr32(hdr + PR_OP_OFF, PA_OP_MAINT);
     if (db->opts.hint_fpi && (checksums || db->opts.wal_log_hints)) {
         if (lsn > atomic_load(&db->redo_lsn)) return ENG_OK; /* an image of this cycle exists */
         uint8_t *h = malloc(PA_REC_HDR);
@@ -263,10 +263,10 @@ int eng_checkpoint_as(eng_db *db, int closing) {
     if (rc == ENG_OK) ENG_KILL_POINT(FP_KILL_CKPT_DATA);
     uint64_t cstart = 0, cend = 0;
     if (rc == ENG_OK) {
-        uint8_t rec[24];
-        wr64(rec, redo);
-        wr64(rec + 8, last_seq);
-        wr64(rec + 16, nblocks);
+        uint8_t rec[CK_SIZE];
+        wr64(rec + CK_REDO_OFF, redo);
+        wr64(rec + CK_LAST_SEQ_OFF, last_seq);
+        wr64(rec + CK_NBLOCKS_OFF, nblocks);
         rc = eng_log_append(db, WAL_REC_CHECKPOINT, rec, sizeof rec, &cstart, &cend);
     }
     if (rc == ENG_OK) rc = wal_flush(db->wal, cend);

@@ -264,10 +264,10 @@ static int create_db(eng_db *db, const dir_files *f) {
     atomic_store(&db->hwm, 2);
     if (mkdir(wdir, 0755) != 0 && errno != EEXIST) return io_status_from_errno(errno);
     if ((rc = open_wal(db, WAL_BLOCK_HDR, 0))) return rc;
-    uint8_t rec[24] = {0};
+    uint8_t rec[CK_SIZE] = {0};
     uint64_t start, end;
-    wr64(rec, WAL_BLOCK_HDR);
-    wr64(rec + 16, 2);
+    wr64(rec + CK_REDO_OFF, WAL_BLOCK_HDR);
+    wr64(rec + CK_NBLOCKS_OFF, 2);
     if ((rc = eng_log_append(db, WAL_REC_CHECKPOINT, rec, sizeof rec, &start, &end))) return rc;
     if ((rc = wal_flush(db->wal, end))) return rc;
     if ((rc = io_dirsync(db->io, wdir))) return rc;

@@ -115,8 +115,45 @@
  *   16     8    xl_lsn      LSN of this record (its own position)
  *   24     8    xl_check    XXH3-64 of header (check as zero) + payload
  *
- * The rules the writer and the reader keep (W1-W4) are in wal.h; payload
- * formats live with their writers (pageop.h, engine.c).
+ * The rules the writer and the reader keep (W1-W4) are in wal.h.
+ *
+ * Record payloads (offsets from the payload's first byte; what each field
+ * means and how redo applies it: pageop.h for batches and page actions,
+ * engine.c for checkpoints):
+ *
+ *   WAL_REC_CHECKPOINT (CK_SIZE = 24 bytes):
+ *     0 u64 redo LSN | 8 u64 last_seq | 16 u64 nblocks
+ *   WAL_REC_BATCH:
+ *     0 u64 seq | 8 u32 nops | 12 ops, each BR_OP_HDR = 7 bytes and data:
+ *       0 u8 kind | 1 u16 klen | 3 u32 vlen | 7 key | value
+ *   WAL_REC_PAGES:
+ *     0 u64 batch LSN | 8 u32 op index | 12 actions
+ *
+ * A page action is a prefix of PA_PREFIX = 5 bytes, 0 u8 kind | 1 u32
+ * block, then a body; offsets below are from the body's first byte:
+ *
+ *   PA_IMAGE     0 u16 hole start | 2 u16 hole len | 4 u8 codec |
+ *                5 u32 stored len | 9 bytes
+ *   PA_INIT      0 u8 type | 1 u16 level | 3 u32 next | 7 u32 aux      (11)
+ *   PA_FREE      0 u32 next                                            (4)
+ *   PA_OVFL      0 u32 next | 4 u32 len | 8 u8 src |
+ *                  src 0: 9 bytes (len)
+ *                  src 1: 9 u32 op | 13 u32 offset in its value        (17)
+ *   PA_INSERT    0 u16 idx | 2 u8 replace | 3 cellsrc
+ *   PA_REMOVE    0 u16 idx                                             (2)
+ *   PA_SPLIT     0 u16 idx | 2 u8 replace | 3 u16 m | 5 u32 next | 9 cellsrc
+ *   PA_META      0 u32 nblocks | 4 u32 freelist                        (8)
+ *   PA_SETNEXT   0 u32 next                                            (4)
+ *   PA_PUSHFREE  0 u32 freed block                                     (4)
+ *   PA_POPFREE   (no body)
+ *   PA_SETXMAX   0 u16 idx | 2 u64 xid                                 (10)
+ *   PA_FREEZE    0 u16 idx                                             (2)
+ *   PA_CLOGSET   0 u32 index | 4 u8 status                             (5)
+ *   PA_CLOGDIR   0 u32 directory entry | 4 u32 block                   (8)
+ *   PA_HINTS     0 u16 len | 2 bytes
+ *   cellsrc      0 u8 src | src 0: 1 u16 len | 3 bytes
+ *                           src 1: 1 u32 op | 5 u32 ovfl               (9)
+ *   (n): the body's fixed size.
  *
  * ===== The control file (DIR/control) ======================================
  *
@@ -325,6 +362,107 @@ enum wal_rec_type {
     WAL_REC_CHECKPOINT = 3, /* a completed checkpoint */
     WAL_REC_TYPE_MAX = 3
 };
+
+/* Checkpoint record payload */
+#define CK_REDO_OFF     0u
+#define CK_LAST_SEQ_OFF 8u
+#define CK_NBLOCKS_OFF  16u
+#define CK_SIZE         24u
+
+/* Batch record payload, and each operation in it */
+#define BR_SEQ_OFF     0u
+#define BR_NOPS_OFF    8u
+#define BR_OPS_OFF     12u
+#define BR_OP_KIND_OFF 0u
+#define BR_OP_KLEN_OFF 1u
+#define BR_OP_VLEN_OFF 3u
+#define BR_OP_HDR      7u /* then key, value */
+
+/* Page record payload: its header (PA_REC_HDR bytes), then the actions */
+#define PR_BATCH_LSN_OFF 0u
+#define PR_OP_OFF        8u
+
+/* Page actions: the prefix, then the body of each kind (offsets from the
+ * body's first byte; _SIZE a body's fixed size) */
+#define PA_KIND_OFF  0u
+#define PA_BLOCK_OFF 1u
+#define PA_PREFIX    5u
+
+#define PA_IMAGE_HOLE_OFF     0u
+#define PA_IMAGE_HOLE_LEN_OFF 2u
+#define PA_IMAGE_CODEC_OFF    4u
+#define PA_IMAGE_STORED_OFF   5u
+#define PA_IMAGE_BYTES_OFF    9u
+#define PA_CODEC_RAW          0u
+#define PA_CODEC_ZSTD         1u
+
+#define PA_INIT_TYPE_OFF  0u
+#define PA_INIT_LEVEL_OFF 1u
+#define PA_INIT_NEXT_OFF  3u
+#define PA_INIT_AUX_OFF   7u
+#define PA_INIT_SIZE      11u
+
+#define PA_FREE_NEXT_OFF 0u
+#define PA_FREE_SIZE     4u
+
+#define PA_OVFL_NEXT_OFF   0u
+#define PA_OVFL_LEN_OFF    4u
+#define PA_OVFL_SRC_OFF    8u
+#define PA_OVFL_BYTES_OFF  9u  /* src PA_SRC_BYTES */
+#define PA_OVFL_OP_OFF     9u  /* src PA_SRC_OP */
+#define PA_OVFL_VALOFF_OFF 13u /* src PA_SRC_OP: the offset in the op's value */
+#define PA_OVFL_OP_SIZE    17u /* src PA_SRC_OP */
+
+#define PA_INSERT_IDX_OFF     0u
+#define PA_INSERT_REPLACE_OFF 2u
+#define PA_INSERT_CELL_OFF    3u
+
+#define PA_REMOVE_IDX_OFF 0u
+#define PA_REMOVE_SIZE    2u
+
+#define PA_SPLIT_IDX_OFF     0u
+#define PA_SPLIT_REPLACE_OFF 2u
+#define PA_SPLIT_M_OFF       3u
+#define PA_SPLIT_NEXT_OFF    5u
+#define PA_SPLIT_CELL_OFF    9u
+
+#define PA_META_NBLOCKS_OFF  0u
+#define PA_META_FREELIST_OFF 4u
+#define PA_META_SIZE         8u
+
+#define PA_SETNEXT_NEXT_OFF 0u
+#define PA_SETNEXT_SIZE     4u
+
+#define PA_PUSHFREE_FREED_OFF 0u
+#define PA_PUSHFREE_SIZE      4u
+
+#define PA_SETXMAX_IDX_OFF 0u
+#define PA_SETXMAX_XID_OFF 2u
+#define PA_SETXMAX_SIZE    10u
+
+#define PA_FREEZE_IDX_OFF 0u
+#define PA_FREEZE_SIZE    2u
+
+#define PA_CLOGSET_INDEX_OFF  0u
+#define PA_CLOGSET_STATUS_OFF 4u
+#define PA_CLOGSET_SIZE       5u
+
+#define PA_CLOGDIR_ENTRY_OFF 0u
+#define PA_CLOGDIR_BLOCK_OFF 4u
+#define PA_CLOGDIR_SIZE      8u
+
+#define PA_HINTS_LEN_OFF   0u
+#define PA_HINTS_BYTES_OFF 2u
+
+/* A cell source (PA_INSERT, PA_SPLIT), and the source byte of PA_OVFL */
+#define PA_SRC_BYTES 0u /* the bytes follow */
+#define PA_SRC_OP    1u /* built from an operation of the record's batch */
+#define CS_SRC_OFF   0u
+#define CS_LEN_OFF   1u /* src PA_SRC_BYTES */
+#define CS_BYTES_OFF 3u /* src PA_SRC_BYTES */
+#define CS_OP_OFF    1u /* src PA_SRC_OP */
+#define CS_OVFL_OFF  5u /* src PA_SRC_OP */
+#define CS_OP_SIZE   9u /* src PA_SRC_OP */
 
 /* ---- the control file ------------------------------------------------------ */
 

@@ -16,20 +16,20 @@
 /* ---- batch records ---- */
 
 size_t pa_batch_size(const pa_op *ops, uint32_t nops) {
-    size_t n = 12;
-    for (uint32_t i = 0; i < nops; i++) n += 7 + ops[i].klen + ops[i].vlen;
+    size_t n = BR_OPS_OFF;
+    for (uint32_t i = 0; i < nops; i++) n += BR_OP_HDR + ops[i].klen + ops[i].vlen;
     return n;
 }
 
 void pa_batch_encode(uint8_t *buf, uint64_t seq, const pa_op *ops, uint32_t nops) {
-    wr64(buf, seq);
-    wr32(buf + 8, nops);
-    uint8_t *p = buf + 12;
+    wr64(buf + BR_SEQ_OFF, seq);
+    wr32(buf + BR_NOPS_OFF, nops);
+    uint8_t *p = buf + BR_OPS_OFF;
     for (uint32_t i = 0; i < nops; i++) {
-        *p = (uint8_t)ops[i].kind;
-        wr16(p + 1, (uint16_t)ops[i].klen);
-        wr32(p + 3, ops[i].vlen);
-        p += 7;
+        p[BR_OP_KIND_OFF] = (uint8_t)ops[i].kind;
+        wr16(p + BR_OP_KLEN_OFF, (uint16_t)ops[i].klen);
+        wr32(p + BR_OP_VLEN_OFF, ops[i].vlen);
+        p += BR_OP_HDR;
         memcpy(p, ops[i].key, ops[i].klen);
         p += ops[i].klen;
         if (ops[i].vlen) memcpy(p, ops[i].val, ops[i].vlen);
@@ -38,8 +38,8 @@ void pa_batch_encode(uint8_t *buf, uint64_t seq, const pa_op *ops, uint32_t nops
 }
 
 int pa_batch_count(const uint8_t *p, size_t len, uint32_t *nops) {
-    if (len < 12) return -1;
-    *nops = rd32(p + 8);
+    if (len < BR_OPS_OFF) return -1;
+    *nops = rd32(p + BR_NOPS_OFF);
     if (*nops == 0 || *nops > len / 8) return -1;
     return 0;
 }
@@ -47,16 +47,16 @@ int pa_batch_count(const uint8_t *p, size_t len, uint32_t *nops) {
 int pa_batch_decode(const uint8_t *p, size_t len, pa_batch *b) {
     uint32_t n;
     if (pa_batch_count(p, len, &n)) return -1;
-    b->seq = rd64(p);
+    b->seq = rd64(p + BR_SEQ_OFF);
     b->nops = n;
-    size_t off = 12;
+    size_t off = BR_OPS_OFF;
     for (uint32_t i = 0; i < n; i++) {
-        if (len - off < 7) return -1;
+        if (len - off < BR_OP_HDR) return -1;
         pa_op *o = &b->ops[i];
-        o->kind = p[off];
-        o->klen = rd16(p + off + 1);
-        o->vlen = rd32(p + off + 3);
-        off += 7;
+        o->kind = p[off + BR_OP_KIND_OFF];
+        o->klen = rd16(p + off + BR_OP_KLEN_OFF);
+        o->vlen = rd32(p + off + BR_OP_VLEN_OFF);
+        off += BR_OP_HDR;
         if ((o->kind != BOP_PUT && o->kind != BOP_DELETE) || o->klen == 0 || o->klen > ENG_MAX_KEY ||
             (o->kind == BOP_DELETE && o->vlen != 0) || len - off < (size_t)o->klen + o->vlen)
             return -1;
@@ -97,23 +97,23 @@ static uint8_t *grow(pa_buf *b, size_t n) {
 }
 
 static uint8_t *head(pa_buf *b, int kind, uint32_t block, size_t body) {
-    uint8_t *p = grow(b, 5 + body);
+    uint8_t *p = grow(b, PA_PREFIX + body);
     if (!p) return NULL;
-    p[0] = (uint8_t)kind;
-    wr32(p + 1, block);
-    return p + 5;
+    p[PA_KIND_OFF] = (uint8_t)kind;
+    wr32(p + PA_BLOCK_OFF, block);
+    return p + PA_PREFIX;
 }
 
-static size_t cellsrc_size(const uint8_t *cell, size_t clen) { return cell ? 3 + clen : 9; }
+static size_t cellsrc_size(const uint8_t *cell, size_t clen) { return cell ? CS_BYTES_OFF + clen : CS_OP_SIZE; }
 static void cellsrc_put(uint8_t *p, const uint8_t *cell, size_t clen, uint32_t op, uint32_t ovfl) {
     if (cell) {
-        p[0] = 0;
-        wr16(p + 1, (uint16_t)clen);
-        memcpy(p + 3, cell, clen);
+        p[CS_SRC_OFF] = PA_SRC_BYTES;
+        wr16(p + CS_LEN_OFF, (uint16_t)clen);
+        memcpy(p + CS_BYTES_OFF, cell, clen);
     } else {
-        p[0] = 1;
-        wr32(p + 1, op);
-        wr32(p + 5, ovfl);
+        p[CS_SRC_OFF] = PA_SRC_OP;
+        wr32(p + CS_OP_OFF, op);
+        wr32(p + CS_OVFL_OFF, ovfl);
     }
 }
 
@@ -141,7 +141,7 @@ static void hole_of(const uint8_t *page, uint32_t ps, uint16_t *off, uint16_t *l
             *len = (uint16_t)(ps - used);
         }
     } else if (type == PAGE_META) {
-        uint32_t n = rd32(page + PAGE_HDR + 24);
+        uint32_t n = rd32(page + META_OFF_CLOGN);
         if (n <= META_CLOG_CAP(ps)) {
             *off = (uint16_t)(META_CLOG_OFF + 4u * n);
             *len = (uint16_t)(ps - *off);
@@ -161,13 +161,13 @@ size_t pa_put_image(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps,
             memcpy(tmp + hoff, page + hoff + hlen, ps - hoff - hlen);
             size_t z = ZSTD_compress(tmp + raw, bound, tmp, raw, 1);
             if (!ZSTD_isError(z) && z < raw) {
-                uint8_t *p = head(b, PA_IMAGE, block, 9 + z);
+                uint8_t *p = head(b, PA_IMAGE, block, PA_IMAGE_BYTES_OFF + z);
                 if (p) {
-                    wr16(p, hoff);
-                    wr16(p + 2, hlen);
-                    p[4] = 1;
-                    wr32(p + 5, (uint32_t)z);
-                    memcpy(p + 9, tmp + raw, z);
+                    wr16(p + PA_IMAGE_HOLE_OFF, hoff);
+                    wr16(p + PA_IMAGE_HOLE_LEN_OFF, hlen);
+                    p[PA_IMAGE_CODEC_OFF] = PA_CODEC_ZSTD;
+                    wr32(p + PA_IMAGE_STORED_OFF, (uint32_t)z);
+                    memcpy(p + PA_IMAGE_BYTES_OFF, tmp + raw, z);
                 }
                 free(tmp);
                 return raw;
@@ -175,183 +175,188 @@ size_t pa_put_image(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps,
             free(tmp);
         }
     }
-    uint8_t *p = head(b, PA_IMAGE, block, 9 + raw);
+    uint8_t *p = head(b, PA_IMAGE, block, PA_IMAGE_BYTES_OFF + raw);
     if (!p) return raw;
-    wr16(p, hoff);
-    wr16(p + 2, hlen);
-    p[4] = 0;
-    wr32(p + 5, (uint32_t)raw);
-    memcpy(p + 9, page, hoff);
-    memcpy(p + 9 + hoff, page + hoff + hlen, ps - hoff - hlen);
+    wr16(p + PA_IMAGE_HOLE_OFF, hoff);
+    wr16(p + PA_IMAGE_HOLE_LEN_OFF, hlen);
+    p[PA_IMAGE_CODEC_OFF] = PA_CODEC_RAW;
+    wr32(p + PA_IMAGE_STORED_OFF, (uint32_t)raw);
+    memcpy(p + PA_IMAGE_BYTES_OFF, page, hoff);
+    memcpy(p + PA_IMAGE_BYTES_OFF + hoff, page + hoff + hlen, ps - hoff - hlen);
     return raw;
 }
 
 void pa_put_init(pa_buf *b, uint32_t block, int type, int level, uint32_t next, uint32_t aux) {
-    uint8_t *p = head(b, PA_INIT, block, 11);
+    uint8_t *p = head(b, PA_INIT, block, PA_INIT_SIZE);
     if (!p) return;
-    p[0] = (uint8_t)type;
-    wr16(p + 1, (uint16_t)level);
-    wr32(p + 3, next);
-    wr32(p + 7, aux);
+    p[PA_INIT_TYPE_OFF] = (uint8_t)type;
+    wr16(p + PA_INIT_LEVEL_OFF, (uint16_t)level);
+    wr32(p + PA_INIT_NEXT_OFF, next);
+    wr32(p + PA_INIT_AUX_OFF, aux);
 }
 
 void pa_put_free(pa_buf *b, uint32_t block, uint32_t next) {
-    uint8_t *p = head(b, PA_FREE, block, 4);
-    if (p) wr32(p, next);
+    uint8_t *p = head(b, PA_FREE, block, PA_FREE_SIZE);
+    if (p) wr32(p + PA_FREE_NEXT_OFF, next);
 }
 
 void pa_put_ovfl(pa_buf *b, uint32_t block, uint32_t next, const uint8_t *bytes, uint32_t len, uint32_t op,
                  uint32_t off) {
     int explicit_ = op == UINT32_MAX;
-    uint8_t *p = head(b, PA_OVFL, block, 9 + (explicit_ ? len : 8));
+    uint8_t *p = head(b, PA_OVFL, block, explicit_ ? PA_OVFL_BYTES_OFF + len : PA_OVFL_OP_SIZE);
     if (!p) return;
-    wr32(p, next);
-    wr32(p + 4, len);
+    wr32(p + PA_OVFL_NEXT_OFF, next);
+    wr32(p + PA_OVFL_LEN_OFF, len);
     if (explicit_) {
-        p[8] = 0;
-        memcpy(p + 9, bytes, len);
+        p[PA_OVFL_SRC_OFF] = PA_SRC_BYTES;
+        memcpy(p + PA_OVFL_BYTES_OFF, bytes, len);
     } else {
-        p[8] = 1;
-        wr32(p + 9, op);
-        wr32(p + 13, off);
+        p[PA_OVFL_SRC_OFF] = PA_SRC_OP;
+        wr32(p + PA_OVFL_OP_OFF, op);
+        wr32(p + PA_OVFL_VALOFF_OFF, off);
     }
 }
 
 void pa_put_insert(pa_buf *b, uint32_t block, unsigned idx, int replace, const uint8_t *cell, size_t clen, uint32_t op,
                    uint32_t ovfl) {
-    uint8_t *p = head(b, PA_INSERT, block, 3 + cellsrc_size(cell, clen));
+    uint8_t *p = head(b, PA_INSERT, block, PA_INSERT_CELL_OFF + cellsrc_size(cell, clen));
     if (!p) return;
-    wr16(p, (uint16_t)idx);
-    p[2] = (uint8_t)replace;
-    cellsrc_put(p + 3, cell, clen, op, ovfl);
+    wr16(p + PA_INSERT_IDX_OFF, (uint16_t)idx);
+    p[PA_INSERT_REPLACE_OFF] = (uint8_t)replace;
+    cellsrc_put(p + PA_INSERT_CELL_OFF, cell, clen, op, ovfl);
 }
 
 void pa_put_remove(pa_buf *b, uint32_t block, unsigned idx) {
-    uint8_t *p = head(b, PA_REMOVE, block, 2);
-    if (p) wr16(p, (uint16_t)idx);
+    uint8_t *p = head(b, PA_REMOVE, block, PA_REMOVE_SIZE);
+    if (p) wr16(p + PA_REMOVE_IDX_OFF, (uint16_t)idx);
 }
 
 void pa_put_split(pa_buf *b, uint32_t block, unsigned idx, int replace, unsigned m, uint32_t next, const uint8_t *cell,
                   size_t clen, uint32_t op, uint32_t ovfl) {
-    uint8_t *p = head(b, PA_SPLIT, block, 9 + cellsrc_size(cell, clen));
+    uint8_t *p = head(b, PA_SPLIT, block, PA_SPLIT_CELL_OFF + cellsrc_size(cell, clen));
     if (!p) return;
-    wr16(p, (uint16_t)idx);
-    p[2] = (uint8_t)replace;
-    wr16(p + 3, (uint16_t)m);
-    wr32(p + 5, next);
-    cellsrc_put(p + 9, cell, clen, op, ovfl);
+    wr16(p + PA_SPLIT_IDX_OFF, (uint16_t)idx);
+    p[PA_SPLIT_REPLACE_OFF] = (uint8_t)replace;
+    wr16(p + PA_SPLIT_M_OFF, (uint16_t)m);
+    wr32(p + PA_SPLIT_NEXT_OFF, next);
+    cellsrc_put(p + PA_SPLIT_CELL_OFF, cell, clen, op, ovfl);
 }
 
 void pa_put_meta(pa_buf *b, uint32_t nblocks, uint32_t freelist) {
-    uint8_t *p = head(b, PA_META, 0, 8);
+    uint8_t *p = head(b, PA_META, 0, PA_META_SIZE);
     if (p) {
-        wr32(p, nblocks);
-        wr32(p + 4, freelist);
+        wr32(p + PA_META_NBLOCKS_OFF, nblocks);
+        wr32(p + PA_META_FREELIST_OFF, freelist);
     }
 }
 
 void pa_put_setnext(pa_buf *b, uint32_t block, uint32_t next) {
-    uint8_t *p = head(b, PA_SETNEXT, block, 4);
-    if (p) wr32(p, next);
+    uint8_t *p = head(b, PA_SETNEXT, block, PA_SETNEXT_SIZE);
+    if (p) wr32(p + PA_SETNEXT_NEXT_OFF, next);
 }
 
 void pa_put_pushfree(pa_buf *b, uint32_t trunk, uint32_t freed) {
-    uint8_t *p = head(b, PA_PUSHFREE, trunk, 4);
-    if (p) wr32(p, freed);
+    uint8_t *p = head(b, PA_PUSHFREE, trunk, PA_PUSHFREE_SIZE);
+    if (p) wr32(p + PA_PUSHFREE_FREED_OFF, freed);
 }
 
 void pa_put_popfree(pa_buf *b, uint32_t trunk) { head(b, PA_POPFREE, trunk, 0); }
 
 void pa_put_setxmax(pa_buf *b, uint32_t block, unsigned idx, uint64_t xid) {
-    uint8_t *p = head(b, PA_SETXMAX, block, 10);
+    uint8_t *p = head(b, PA_SETXMAX, block, PA_SETXMAX_SIZE);
     if (p) {
-        wr16(p, (uint16_t)idx);
-        wr64(p + 2, xid);
+        wr16(p + PA_SETXMAX_IDX_OFF, (uint16_t)idx);
+        wr64(p + PA_SETXMAX_XID_OFF, xid);
     }
 }
 
 void pa_put_freeze(pa_buf *b, uint32_t block, unsigned idx) {
-    uint8_t *p = head(b, PA_FREEZE, block, 2);
-    if (p) wr16(p, (uint16_t)idx);
+    uint8_t *p = head(b, PA_FREEZE, block, PA_FREEZE_SIZE);
+    if (p) wr16(p + PA_FREEZE_IDX_OFF, (uint16_t)idx);
 }
 
 void pa_put_clogset(pa_buf *b, uint32_t block, uint32_t index, int status) {
-    uint8_t *p = head(b, PA_CLOGSET, block, 5);
+    uint8_t *p = head(b, PA_CLOGSET, block, PA_CLOGSET_SIZE);
     if (p) {
-        wr32(p, index);
-        p[4] = (uint8_t)status;
+        wr32(p + PA_CLOGSET_INDEX_OFF, index);
+        p[PA_CLOGSET_STATUS_OFF] = (uint8_t)status;
     }
 }
 
 void pa_put_clogdir(pa_buf *b, uint32_t i, uint32_t clog_block) {
-    uint8_t *p = head(b, PA_CLOGDIR, 0, 8);
+    uint8_t *p = head(b, PA_CLOGDIR, 0, PA_CLOGDIR_SIZE);
     if (p) {
-        wr32(p, i);
-        wr32(p + 4, clog_block);
+        wr32(p + PA_CLOGDIR_ENTRY_OFF, i);
+        wr32(p + PA_CLOGDIR_BLOCK_OFF, clog_block);
     }
 }
 
 void pa_put_hints(pa_buf *b, uint32_t block, const uint8_t *page, uint32_t ps) {
     uint16_t n = (uint16_t)LEAF_HINT_BYTES(ps);
-    uint8_t *p = head(b, PA_HINTS, block, 2u + n);
+    uint8_t *p = head(b, PA_HINTS, block, PA_HINTS_BYTES_OFF + n);
     if (p) {
-        wr16(p, n);
-        memcpy(p + 2, page + PAGE_HDR, n);
+        wr16(p + PA_HINTS_LEN_OFF, n);
+        memcpy(p + PA_HINTS_BYTES_OFF, page + PAGE_HDR, n);
     }
 }
 
 /* ---- decoding ---- */
 
 static size_t cellsrc_parse(const uint8_t *p, size_t len) {
-    if (len < 1) return 0;
-    if (p[0] == 0) {
-        if (len < 3) return 0;
-        size_t n = 3 + rd16(p + 1);
+    if (len < CS_SRC_OFF + 1) return 0;
+    if (p[CS_SRC_OFF] == PA_SRC_BYTES) {
+        if (len < CS_BYTES_OFF) return 0;
+        size_t n = CS_BYTES_OFF + rd16(p + CS_LEN_OFF);
         return n <= len ? n : 0;
     }
-    return p[0] == 1 && len >= 9 ? 9 : 0;
+    return p[CS_SRC_OFF] == PA_SRC_OP && len >= CS_OP_SIZE ? CS_OP_SIZE : 0;
 }
 
 size_t pa_parse(const uint8_t *p, size_t len, int *kind, uint32_t *block) {
-    if (len < 5) return 0;
-    *kind = p[0];
-    *block = rd32(p + 1);
-    const uint8_t *q = p + 5;
-    size_t rest = len - 5, n;
+    if (len < PA_PREFIX) return 0;
+    *kind = p[PA_KIND_OFF];
+    *block = rd32(p + PA_BLOCK_OFF);
+    const uint8_t *q = p + PA_PREFIX;
+    size_t rest = len - PA_PREFIX, n;
+/* The whole action when its body has the fixed size SIZE, else 0. */
+#define FIXED(size) (rest >= (size) ? PA_PREFIX + (size) : 0)
     switch (*kind) {
     case PA_IMAGE:
-        if (rest < 9) return 0;
-        n = 9 + (size_t)rd32(q + 5);
-        return n <= rest ? 5 + n : 0;
-    case PA_INIT: return rest >= 11 ? 16 : 0;
-    case PA_FREE: return rest >= 4 ? 9 : 0;
+        if (rest < PA_IMAGE_BYTES_OFF) return 0;
+        n = PA_IMAGE_BYTES_OFF + (size_t)rd32(q + PA_IMAGE_STORED_OFF);
+        return n <= rest ? PA_PREFIX + n : 0;
+    case PA_INIT: return FIXED(PA_INIT_SIZE);
+    case PA_FREE: return FIXED(PA_FREE_SIZE);
     case PA_OVFL:
-        if (rest < 9) return 0;
-        n = q[8] == 0 ? 9 + (size_t)rd32(q + 4) : q[8] == 1 ? 17 : (size_t)-1;
-        return n <= rest ? 5 + n : 0;
+        if (rest < PA_OVFL_BYTES_OFF) return 0;
+        n = q[PA_OVFL_SRC_OFF] == PA_SRC_BYTES ? PA_OVFL_BYTES_OFF + (size_t)rd32(q + PA_OVFL_LEN_OFF)
+            : q[PA_OVFL_SRC_OFF] == PA_SRC_OP  ? PA_OVFL_OP_SIZE
+                                               : (size_t)-1;
+        return n <= rest ? PA_PREFIX + n : 0;
     case PA_INSERT:
-        if (rest < 3) return 0;
-        n = cellsrc_parse(q + 3, rest - 3);
-        return n ? 5 + 3 + n : 0;
-    case PA_REMOVE: return rest >= 2 ? 7 : 0;
+        if (rest < PA_INSERT_CELL_OFF) return 0;
+        n = cellsrc_parse(q + PA_INSERT_CELL_OFF, rest - PA_INSERT_CELL_OFF);
+        return n ? PA_PREFIX + PA_INSERT_CELL_OFF + n : 0;
+    case PA_REMOVE: return FIXED(PA_REMOVE_SIZE);
     case PA_SPLIT:
-        if (rest < 9) return 0;
-        n = cellsrc_parse(q + 9, rest - 9);
-        return n ? 5 + 9 + n : 0;
-    case PA_META: return rest >= 8 ? 13 : 0;
-    case PA_SETNEXT: return rest >= 4 ? 9 : 0;
-    case PA_PUSHFREE: return rest >= 4 ? 9 : 0;
-    case PA_POPFREE: return 5;
-    case PA_SETXMAX: return rest >= 10 ? 15 : 0;
-    case PA_FREEZE: return rest >= 2 ? 7 : 0;
-    case PA_CLOGSET: return rest >= 5 ? 10 : 0;
-    case PA_CLOGDIR: return rest >= 8 ? 13 : 0;
+        if (rest < PA_SPLIT_CELL_OFF) return 0;
+        n = cellsrc_parse(q + PA_SPLIT_CELL_OFF, rest - PA_SPLIT_CELL_OFF);
+        return n ? PA_PREFIX + PA_SPLIT_CELL_OFF + n : 0;
+    case PA_META: return FIXED(PA_META_SIZE);
+    case PA_SETNEXT: return FIXED(PA_SETNEXT_SIZE);
+    case PA_PUSHFREE: return FIXED(PA_PUSHFREE_SIZE);
+    case PA_POPFREE: return PA_PREFIX;
+    case PA_SETXMAX: return FIXED(PA_SETXMAX_SIZE);
+    case PA_FREEZE: return FIXED(PA_FREEZE_SIZE);
+    case PA_CLOGSET: return FIXED(PA_CLOGSET_SIZE);
+    case PA_CLOGDIR: return FIXED(PA_CLOGDIR_SIZE);
     case PA_HINTS:
-        if (rest < 2) return 0;
-        n = 2 + (size_t)rd16(q);
-        return n <= rest ? 5 + n : 0;
+        if (rest < PA_HINTS_BYTES_OFF) return 0;
+        n = PA_HINTS_BYTES_OFF + (size_t)rd16(q + PA_HINTS_LEN_OFF);
+        return n <= rest ? PA_PREFIX + n : 0;
     default: return 0;
     }
+#undef FIXED
 }
 
 int pa_creates(int kind) { return kind == PA_IMAGE || kind == PA_INIT || kind == PA_FREE || kind == PA_OVFL; }
@@ -367,12 +372,12 @@ size_t pa_op_cell(const pa_batch *batch, uint32_t op, uint32_t ovfl, uint8_t *ou
 /* Resolve a cellsrc into bytes (pointing into the record or into TMP). */
 static int cellsrc_get(const uint8_t *p, const pa_batch *batch, uint8_t *tmp, size_t cap, const uint8_t **cell,
                        size_t *clen) {
-    if (p[0] == 0) {
-        *cell = p + 3;
-        *clen = rd16(p + 1);
+    if (p[CS_SRC_OFF] == PA_SRC_BYTES) {
+        *cell = p + CS_BYTES_OFF;
+        *clen = rd16(p + CS_LEN_OFF);
         return *clen ? 0 : -1;
     }
-    *clen = pa_op_cell(batch, rd32(p + 1), rd32(p + 5), tmp, cap);
+    *clen = pa_op_cell(batch, rd32(p + CS_OP_OFF), rd32(p + CS_OVFL_OFF), tmp, cap);
     *cell = tmp;
     return *clen ? 0 : -1;
 }
@@ -449,28 +454,28 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         *why = "malformed page action";
         return ENG_CORRUPTION;
     }
-    const uint8_t *q = a + 5;
+    const uint8_t *q = a + PA_PREFIX;
     uint8_t cellbuf[LEAF_CELL_HDR + ENG_MAX_KEY + 4096 + 8];
     const uint8_t *cell;
     size_t clen;
     switch (kind) {
     case PA_IMAGE: {
-        uint16_t hoff = rd16(q), hlen = rd16(q + 2);
-        uint32_t stored = rd32(q + 5);
+        uint16_t hoff = rd16(q + PA_IMAGE_HOLE_OFF), hlen = rd16(q + PA_IMAGE_HOLE_LEN_OFF);
+        uint32_t stored = rd32(q + PA_IMAGE_STORED_OFF);
         size_t raw = (size_t)ps - hlen;
         if ((size_t)hoff + hlen > ps) {
             *why = "image hole outside the page";
             return ENG_CORRUPTION;
         }
-        const uint8_t *src = q + 9;
-        if (q[4] == 1) {
+        const uint8_t *src = q + PA_IMAGE_BYTES_OFF;
+        if (q[PA_IMAGE_CODEC_OFF] == PA_CODEC_ZSTD) {
             size_t z = ZSTD_decompress(zscratch, ps, src, stored);
             if (ZSTD_isError(z) || z != raw) {
                 *why = "compressed image does not decompress to its size";
                 return ENG_CORRUPTION;
             }
             src = zscratch;
-        } else if (q[4] != 0 || stored != raw) {
+        } else if (q[PA_IMAGE_CODEC_OFF] != PA_CODEC_RAW || stored != raw) {
             *why = "image length disagrees with its hole";
             return ENG_CORRUPTION;
         }
@@ -481,29 +486,29 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         return ENG_OK;
     }
     case PA_INIT:
-        if (q[0] < PAGE_META || q[0] > PAGE_TYPE_MAX) {
+        if (q[PA_INIT_TYPE_OFF] < PAGE_META || q[PA_INIT_TYPE_OFF] > PAGE_TYPE_MAX) {
             *why = "bad page type";
             return ENG_CORRUPTION;
         }
-        page_init(page, ps, block, q[0], rd16(q + 1));
-        ph_set_next(page, rd32(q + 3));
-        ph_set_aux(page, rd32(q + 7));
+        page_init(page, ps, block, q[PA_INIT_TYPE_OFF], rd16(q + PA_INIT_LEVEL_OFF));
+        ph_set_next(page, rd32(q + PA_INIT_NEXT_OFF));
+        ph_set_aux(page, rd32(q + PA_INIT_AUX_OFF));
         return ENG_OK;
     case PA_FREE:
         page_init(page, ps, block, PAGE_FREE, 0);
-        ph_set_next(page, rd32(q));
+        ph_set_next(page, rd32(q + PA_FREE_NEXT_OFF));
         return ENG_OK;
     case PA_OVFL: {
-        uint32_t len = rd32(q + 4);
+        uint32_t len = rd32(q + PA_OVFL_LEN_OFF);
         if (len > ps - PAGE_HDR) {
             *why = "overflow payload larger than a page";
             return ENG_CORRUPTION;
         }
         const uint8_t *src;
-        if (q[8] == 0) {
-            src = q + 9;
+        if (q[PA_OVFL_SRC_OFF] == PA_SRC_BYTES) {
+            src = q + PA_OVFL_BYTES_OFF;
         } else {
-            uint32_t op = rd32(q + 9), off = rd32(q + 13);
+            uint32_t op = rd32(q + PA_OVFL_OP_OFF), off = rd32(q + PA_OVFL_VALOFF_OFF);
             if (!batch || op >= batch->nops || off > batch->ops[op].vlen || batch->ops[op].vlen - off < len) {
                 *why = "overflow payload outside its batch value";
                 return ENG_CORRUPTION;
@@ -511,15 +516,15 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
             src = batch->ops[op].val + off;
         }
         page_init(page, ps, block, PAGE_OVERFLOW, 0);
-        ph_set_next(page, rd32(q));
+        ph_set_next(page, rd32(q + PA_OVFL_NEXT_OFF));
         ph_set_aux(page, len);
         memcpy(page + PAGE_HDR, src, len);
         return ENG_OK;
     }
     case PA_INSERT: {
-        unsigned idx = rd16(q), nslots = ph_get_nslots(page);
-        int replace = q[2];
-        if (cellsrc_get(q + 3, batch, cellbuf, sizeof cellbuf, &cell, &clen)) {
+        unsigned idx = rd16(q + PA_INSERT_IDX_OFF), nslots = ph_get_nslots(page);
+        int replace = q[PA_INSERT_REPLACE_OFF];
+        if (cellsrc_get(q + PA_INSERT_CELL_OFF, batch, cellbuf, sizeof cellbuf, &cell, &clen)) {
             *why = "cell source missing";
             return ENG_CORRUPTION;
         }
@@ -547,7 +552,7 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         return ENG_OK;
     }
     case PA_REMOVE: {
-        unsigned idx = rd16(q);
+        unsigned idx = rd16(q + PA_REMOVE_IDX_OFF);
         if (idx >= ph_get_nslots(page)) {
             *why = "remove slot out of range";
             return ENG_CORRUPTION;
@@ -556,33 +561,34 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         return ENG_OK;
     }
     case PA_SPLIT: {
-        if (cellsrc_get(q + 9, batch, cellbuf, sizeof cellbuf, &cell, &clen)) {
+        if (cellsrc_get(q + PA_SPLIT_CELL_OFF, batch, cellbuf, sizeof cellbuf, &cell, &clen)) {
             *why = "cell source missing";
             return ENG_CORRUPTION;
         }
-        if (pa_split_cells(page, ps, rd16(q), q[2], cell, clen, rd16(q + 3), NULL, 0)) {
+        if (pa_split_cells(page, ps, rd16(q + PA_SPLIT_IDX_OFF), q[PA_SPLIT_REPLACE_OFF], cell, clen,
+                           rd16(q + PA_SPLIT_M_OFF), NULL, 0)) {
             *why = "split does not fit the page";
             return ENG_CORRUPTION;
         }
-        ph_set_next(page, rd32(q + 5));
+        ph_set_next(page, rd32(q + PA_SPLIT_NEXT_OFF));
         return ENG_OK;
     }
     case PA_META: {
         meta_fields m;
         meta_read(page, &m);
-        m.nblocks = rd32(q);
-        m.freelist = rd32(q + 4);
+        m.nblocks = rd32(q + PA_META_NBLOCKS_OFF);
+        m.freelist = rd32(q + PA_META_FREELIST_OFF);
         meta_write(page, &m);
         return ENG_OK;
     }
-    case PA_SETNEXT: ph_set_next(page, rd32(q)); return ENG_OK;
+    case PA_SETNEXT: ph_set_next(page, rd32(q + PA_SETNEXT_NEXT_OFF)); return ENG_OK;
     case PA_PUSHFREE: {
         uint32_t n = ph_get_aux(page);
         if (ph_get_type(page) != PAGE_FREE || n >= FREE_TRUNK_CAP(ps)) {
             *why = "free-list trunk full or not a trunk";
             return ENG_CORRUPTION;
         }
-        wr32(page + PAGE_HDR + 4u * n, rd32(q));
+        wr32(page + PAGE_HDR + 4u * n, rd32(q + PA_PUSHFREE_FREED_OFF));
         ph_set_aux(page, n + 1);
         return ENG_OK;
     }
@@ -598,7 +604,7 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
     }
     case PA_SETXMAX:
     case PA_FREEZE: {
-        unsigned idx = rd16(q);
+        unsigned idx = rd16(q + (kind == PA_FREEZE ? PA_FREEZE_IDX_OFF : PA_SETXMAX_IDX_OFF));
         if (ph_get_type(page) != PAGE_LEAF || idx >= ph_get_nslots(page)) {
             *why = "version slot out of range";
             return ENG_CORRUPTION;
@@ -623,32 +629,33 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
             return ENG_OK;
         }
 #endif
-        wr64(c + LEAF_XMAX_OFF, rd64(q + 2));
+        wr64(c + LEAF_XMAX_OFF, rd64(q + PA_SETXMAX_XID_OFF));
         /* A new xmax makes its hint stale; what is known of xmin stays. */
         unsigned h = page_hint(page, idx);
         if (h == HINT_XMAX_C || h == HINT_XMAX_A) page_hint_set(page, idx, HINT_XMIN_C);
         return ENG_OK;
     }
     case PA_CLOGSET: {
-        uint32_t i = rd32(q);
-        if (ph_get_type(page) != PAGE_CLOG || i >= CLOG_PER_PAGE(ps) || q[4] > CLOG_ABORTED) {
+        uint32_t i = rd32(q + PA_CLOGSET_INDEX_OFF);
+        uint8_t status = q[PA_CLOGSET_STATUS_OFF];
+        if (ph_get_type(page) != PAGE_CLOG || i >= CLOG_PER_PAGE(ps) || status > CLOG_ABORTED) {
             *why = "commit-log entry out of range";
             return ENG_CORRUPTION;
         }
         uint8_t *b = page + PAGE_HDR + i / 4u;
         unsigned sh = (i % 4u) * 2u;
-        *b = (uint8_t)((*b & ~(3u << sh)) | ((unsigned)q[4] << sh));
+        *b = (uint8_t)((*b & ~(3u << sh)) | ((unsigned)status << sh));
         return ENG_OK;
     }
     case PA_CLOGDIR: {
-        uint32_t i = rd32(q);
+        uint32_t i = rd32(q + PA_CLOGDIR_ENTRY_OFF);
         meta_fields m;
         meta_read(page, &m);
         if (ph_get_type(page) != PAGE_META || i >= META_CLOG_CAP(ps) || i > m.clog_pages) {
             *why = "commit-log directory entry out of range";
             return ENG_CORRUPTION;
         }
-        wr32(page + META_CLOG_OFF + 4u * i, rd32(q + 4));
+        wr32(page + META_CLOG_OFF + 4u * i, rd32(q + PA_CLOGDIR_BLOCK_OFF));
         if (i == m.clog_pages) {
             m.clog_pages = i + 1;
             meta_write(page, &m);
@@ -656,12 +663,12 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         return ENG_OK;
     }
     case PA_HINTS: {
-        uint16_t n = rd16(q);
+        uint16_t n = rd16(q + PA_HINTS_LEN_OFF);
         if (ph_get_type(page) != PAGE_LEAF || n != LEAF_HINT_BYTES(ps)) {
             *why = "hint record does not fit the page";
             return ENG_CORRUPTION;
         }
-        memcpy(page + PAGE_HDR, q + 2, n);
+        memcpy(page + PAGE_HDR, q + PA_HINTS_BYTES_OFF, n);
         return ENG_OK;
     }
     }

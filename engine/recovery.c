@@ -299,8 +299,8 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
                 rc = eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec.lsn, -1, 0, 0,
                                 "batch record at LSN 0x%llx does not decode", (unsigned long long)rec.lsn);
         } else if (rec.type == WAL_REC_PAGES) {
-            uint64_t blsn = rec.len >= PA_REC_HDR ? rd64(rec.payload) : 0;
-            uint32_t op = rec.len >= PA_REC_HDR ? rd32(rec.payload + 8) : UINT32_MAX - 1;
+            uint64_t blsn = rec.len >= PA_REC_HDR ? rd64(rec.payload + PR_BATCH_LSN_OFF) : 0;
+            uint32_t op = rec.len >= PA_REC_HDR ? rd32(rec.payload + PR_OP_OFF) : UINT32_MAX - 1;
             if (op == PA_OP_MAINT) {
                 rc = apply_pages(bp, page_size, &rec, NULL, zscratch, rep, &h, out);
             } else if (!out->batch_payload || blsn != out->batch_lsn ||

@@ -87,68 +87,91 @@ static const char *describe_batch(FILE *f, const uint8_t *p, size_t len) {
     return NULL;
 }
 
-/* One page action, fields per the encoding at the top of pageop.h.  Q is
- * the action past its common prefix (kind, block); pa_parse has checked
- * that every field read here lies inside the record. */
+/* One page action, its fields at format.h's offsets (pageop.h says what
+ * they mean).  Q is the action past its common prefix (kind, block);
+ * pa_parse has checked that every field read here lies inside the record. */
 static void describe_action(FILE *f, int kind, uint32_t block, const uint8_t *q) {
     switch (kind) {
     case PA_IMAGE:
-        outf(f, " image(block=%" PRIu32 " hole=%u+%u codec=%s bytes=%" PRIu32 ")", block, (unsigned)fmt_get16(q),
-             (unsigned)fmt_get16(q + 2),
-             q[4] == 0   ? "raw"
-             : q[4] == 1 ? "zstd"
-                         : "unknown",
-             fmt_get32(q + 5));
+        outf(f, " image(block=%" PRIu32 " hole=%u+%u codec=%s bytes=%" PRIu32 ")", block,
+             (unsigned)fmt_get16(q + PA_IMAGE_HOLE_OFF), (unsigned)fmt_get16(q + PA_IMAGE_HOLE_LEN_OFF),
+             q[PA_IMAGE_CODEC_OFF] == PA_CODEC_RAW    ? "raw"
+             : q[PA_IMAGE_CODEC_OFF] == PA_CODEC_ZSTD ? "zstd"
+                                                      : "unknown",
+             fmt_get32(q + PA_IMAGE_STORED_OFF));
         break;
     case PA_INIT: {
-        const char *t = q[0] <= PAGE_TYPE_MAX ? page_type_name(q[0]) : NULL;
+        uint8_t type = q[PA_INIT_TYPE_OFF];
+        const char *t = type <= PAGE_TYPE_MAX ? page_type_name(type) : NULL;
         outf(f, " init(block=%" PRIu32 " type=%s level=%u next=%" PRIu32 " aux=%" PRIu32 ")", block, t ? t : "unknown",
-             (unsigned)fmt_get16(q + 1), fmt_get32(q + 3), fmt_get32(q + 7));
+             (unsigned)fmt_get16(q + PA_INIT_LEVEL_OFF), fmt_get32(q + PA_INIT_NEXT_OFF),
+             fmt_get32(q + PA_INIT_AUX_OFF));
         break;
     }
-    case PA_FREE: outf(f, " free(block=%" PRIu32 " next=%" PRIu32 ")", block, fmt_get32(q)); break;
+    case PA_FREE: outf(f, " free(block=%" PRIu32 " next=%" PRIu32 ")", block, fmt_get32(q + PA_FREE_NEXT_OFF)); break;
     case PA_OVFL:
-        outf(f, " ovfl(block=%" PRIu32 " next=%" PRIu32 " len=%" PRIu32 " src=%s)", block, fmt_get32(q),
-             fmt_get32(q + 4), q[8] == 0 ? "bytes" : "op");
+        outf(f, " ovfl(block=%" PRIu32 " next=%" PRIu32 " len=%" PRIu32 " src=%s)", block,
+             fmt_get32(q + PA_OVFL_NEXT_OFF), fmt_get32(q + PA_OVFL_LEN_OFF),
+             q[PA_OVFL_SRC_OFF] == PA_SRC_BYTES ? "bytes" : "op");
         break;
     case PA_INSERT:
-        outf(f, " insert(block=%" PRIu32 " idx=%u src=%s)", block, (unsigned)fmt_get16(q), q[3] == 0 ? "bytes" : "op");
+        outf(f, " insert(block=%" PRIu32 " idx=%u src=%s)", block, (unsigned)fmt_get16(q + PA_INSERT_IDX_OFF),
+             q[PA_INSERT_CELL_OFF + CS_SRC_OFF] == PA_SRC_BYTES ? "bytes" : "op");
         break;
-    case PA_REMOVE: outf(f, " remove(block=%" PRIu32 " idx=%u)", block, (unsigned)fmt_get16(q)); break;
+    case PA_REMOVE:
+        outf(f, " remove(block=%" PRIu32 " idx=%u)", block, (unsigned)fmt_get16(q + PA_REMOVE_IDX_OFF));
+        break;
     case PA_SPLIT:
-        outf(f, " split(block=%" PRIu32 " m=%u next=%" PRIu32 ")", block, (unsigned)fmt_get16(q + 3), fmt_get32(q + 5));
+        outf(f, " split(block=%" PRIu32 " m=%u next=%" PRIu32 ")", block, (unsigned)fmt_get16(q + PA_SPLIT_M_OFF),
+             fmt_get32(q + PA_SPLIT_NEXT_OFF));
         break;
-    case PA_META: outf(f, " meta(nblocks=%" PRIu32 " freelist=%" PRIu32 ")", fmt_get32(q), fmt_get32(q + 4)); break;
-    case PA_SETNEXT: outf(f, " setnext(block=%" PRIu32 " next=%" PRIu32 ")", block, fmt_get32(q)); break;
-    case PA_PUSHFREE: outf(f, " pushfree(trunk=%" PRIu32 " freed=%" PRIu32 ")", block, fmt_get32(q)); break;
+    case PA_META:
+        outf(f, " meta(nblocks=%" PRIu32 " freelist=%" PRIu32 ")", fmt_get32(q + PA_META_NBLOCKS_OFF),
+             fmt_get32(q + PA_META_FREELIST_OFF));
+        break;
+    case PA_SETNEXT:
+        outf(f, " setnext(block=%" PRIu32 " next=%" PRIu32 ")", block, fmt_get32(q + PA_SETNEXT_NEXT_OFF));
+        break;
+    case PA_PUSHFREE:
+        outf(f, " pushfree(trunk=%" PRIu32 " freed=%" PRIu32 ")", block, fmt_get32(q + PA_PUSHFREE_FREED_OFF));
+        break;
     case PA_POPFREE: outf(f, " popfree(trunk=%" PRIu32 ")", block); break;
     case PA_SETXMAX:
-        outf(f, " setxmax(block=%" PRIu32 " idx=%u xid=%" PRIu64 ")", block, (unsigned)fmt_get16(q), fmt_get64(q + 2));
+        outf(f, " setxmax(block=%" PRIu32 " idx=%u xid=%" PRIu64 ")", block,
+             (unsigned)fmt_get16(q + PA_SETXMAX_IDX_OFF), fmt_get64(q + PA_SETXMAX_XID_OFF));
         break;
-    case PA_FREEZE: outf(f, " freeze(block=%" PRIu32 " idx=%u)", block, (unsigned)fmt_get16(q)); break;
+    case PA_FREEZE:
+        outf(f, " freeze(block=%" PRIu32 " idx=%u)", block, (unsigned)fmt_get16(q + PA_FREEZE_IDX_OFF));
+        break;
     case PA_CLOGSET:
-        outf(f, " clogset(block=%" PRIu32 " entry=%" PRIu32 " status=%s)", block, fmt_get32(q),
-             q[4] == CLOG_COMMITTED ? "committed"
-             : q[4] == CLOG_ABORTED ? "aborted"
-                                    : "in-progress");
+        outf(f, " clogset(block=%" PRIu32 " entry=%" PRIu32 " status=%s)", block, fmt_get32(q + PA_CLOGSET_INDEX_OFF),
+             q[PA_CLOGSET_STATUS_OFF] == CLOG_COMMITTED ? "committed"
+             : q[PA_CLOGSET_STATUS_OFF] == CLOG_ABORTED ? "aborted"
+                                                        : "in-progress");
         break;
-    case PA_CLOGDIR: outf(f, " clogdir(page=%" PRIu32 " block=%" PRIu32 ")", fmt_get32(q), fmt_get32(q + 4)); break;
-    case PA_HINTS: outf(f, " hints(block=%" PRIu32 " bytes=%u)", block, (unsigned)fmt_get16(q)); break;
+    case PA_CLOGDIR:
+        outf(f, " clogdir(page=%" PRIu32 " block=%" PRIu32 ")", fmt_get32(q + PA_CLOGDIR_ENTRY_OFF),
+             fmt_get32(q + PA_CLOGDIR_BLOCK_OFF));
+        break;
+    case PA_HINTS:
+        outf(f, " hints(block=%" PRIu32 " bytes=%u)", block, (unsigned)fmt_get16(q + PA_HINTS_LEN_OFF));
+        break;
     }
 }
 
 /* WAL_REC_PAGES: "batch=<lsn> op=I" and every action. */
 static const char *describe_pages(FILE *f, const uint8_t *p, size_t len) {
     if (len < PA_REC_HDR) return "page record shorter than its header";
-    uint32_t op = fmt_get32(p + 8);
+    uint32_t op = fmt_get32(p + PR_OP_OFF);
+    uint64_t batch = fmt_get64(p + PR_BATCH_LSN_OFF);
     if (op == PA_OP_COMMIT)
-        outf(f, " batch=0x%" PRIx64 " op=commit", fmt_get64(p));
+        outf(f, " batch=0x%" PRIx64 " op=commit", batch);
     else if (op == PA_OP_ABORT)
-        outf(f, " batch=0x%" PRIx64 " op=abort", fmt_get64(p));
+        outf(f, " batch=0x%" PRIx64 " op=abort", batch);
     else if (op == PA_OP_MAINT)
         outf(f, " op=maint");
     else
-        outf(f, " batch=0x%" PRIx64 " op=%" PRIu32, fmt_get64(p), op);
+        outf(f, " batch=0x%" PRIx64 " op=%" PRIu32, batch, op);
     size_t off = PA_REC_HDR;
     if (off == len) return "page record without actions";
     while (off < len) {
@@ -156,18 +179,18 @@ static const char *describe_pages(FILE *f, const uint8_t *p, size_t len) {
         uint32_t block = 0;
         size_t n = pa_parse(p + off, len - off, &kind, &block);
         if (n == 0) return "malformed page action";
-        describe_action(f, kind, block, p + off + 5);
+        describe_action(f, kind, block, p + off + PA_PREFIX);
         if ((kind == PA_META || kind == PA_CLOGDIR) && block != 0) return "meta action names a block other than 0";
         off += n;
     }
     return NULL;
 }
 
-/* WAL_REC_CHECKPOINT: u64 redo | u64 last_seq | u64 nblocks. */
+/* WAL_REC_CHECKPOINT (format.h). */
 static const char *describe_checkpoint(FILE *f, const uint8_t *p, size_t len) {
-    if (len != 24) return "checkpoint record is not 24 bytes";
-    outf(f, " redo=0x%" PRIx64 " last_seq=%" PRIu64 " nblocks=%" PRIu64, fmt_get64(p), fmt_get64(p + 8),
-         fmt_get64(p + 16));
+    if (len != CK_SIZE) return "checkpoint record is not 24 bytes";
+    outf(f, " redo=0x%" PRIx64 " last_seq=%" PRIu64 " nblocks=%" PRIu64, fmt_get64(p + CK_REDO_OFF),
+         fmt_get64(p + CK_LAST_SEQ_OFF), fmt_get64(p + CK_NBLOCKS_OFF));
     return NULL;
 }
 
