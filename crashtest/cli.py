@@ -133,6 +133,7 @@ class Version(argparse.Action):
 
 
 def make_parser():
+    """The parser of every mode: its subparsers in the order --help lists them."""
     fmt = HelpFormatter
     p = Parser(prog="crashtest.py", description="Nightly crash tests of the engine through build/stress "
                "(docs/architecture.md).  Exit: 0 every iteration passed, 1 a failure, 2 usage, " + STOPPED + ".  "
@@ -141,89 +142,142 @@ def make_parser():
     p.add_argument("--version", action=Version, help="git describe of the tree, then exit")
     sub = p.add_subparsers(dest="mode", metavar="MODE", parser_class=Parser)
     for mode in ("blackbox", "whitebox", "simple"):
-        d = MODE_DEFAULTS[mode]
-        s = sub.add_parser(mode, help=MODE_HELP[mode], formatter_class=fmt,
-                           description="%s.  Exit: 0 every iteration passed, 1 a failure, 2 usage (a value stress "
-                                       "rejects too, asked before the first iteration), %s.  %s"
-                                       % (MODE_HELP[mode], STOPPED, FOLDER_RULE))
-        g = s.add_argument_group("length")
-        g.add_argument("--duration", type=seconds, default=d["duration"], metavar="S",
-                       help="start no iteration after S seconds (0: no limit; with --iterations and no "
-                            "--duration, no limit)")
-        g.add_argument("--iterations", type=positive_int, default=0, metavar="N",
-                       help="iterations per run (0: until --duration)")
-        g.add_argument("--interval", type=positive_seconds, default=d["interval"], metavar="S",
-                       help="blackbox: longest time before the SIGKILL; whitebox: longest run of one stress process")
-        g.add_argument("--max-failures", type=positive_int, default=10, metavar="N",
-                       help="stop once N iterations failed (0: never)")
-        g = s.add_argument_group("seeds and parallelism")
-        g.add_argument("--seed", type=seed_int, default=None, metavar="N",
-                       help="run seed (default: random, printed)")
-        g.add_argument("--iteration-seed", type=seed_int, default=None, metavar="N",
-                       help="run exactly the iteration with this seed, on a fresh database")
-        g.add_argument("-j", "--jobs", type=at_least_one, default=1, metavar="N",
-                       help="independent runs in parallel on this machine")
-        g.add_argument("--shard", type=shard, default="0/1", metavar="K/N",
-                       help="run only slice K (0-based) of N of the seed space: runs K, K+N, K+2N ... (one "
-                            "per -j)")
-        g = s.add_argument_group("what is drawn")
-        g.add_argument("--max-key", type=at_least_one, default=d["max_key"], metavar="N",
-                       help="key space of stress, fixed for the run")
-        g.add_argument("--threads", type=positive_int, default=0, metavar="N",
-                       help="stress threads (0: drawn per iteration)")
-        g.add_argument("--faults", default=d["faults"], metavar="LIST",
-                       help="fault classes that may be drawn: all; stable (%s); none; or a comma list of %s" % (
-                           "all but %s, which trip open engine leads" % ", ".join(UNSTABLE_FAULTS)
-                           if UNSTABLE_FAULTS else "all, for now", ", ".join(FAULTS)))
-        g.add_argument("--engine", choices=ENGINES, default=ENGINES[0],
-                       help="the engine under test: ours, or RocksDB or SQLite through stress's adapters.  The "
-                            "others have no fault hooks: power loss and SIGKILL through the fault door "
-                            "(--faults-via posix), no fault classes, no whitebox kill points "
-                            "(crashtest/README.md, Other engines)")
-        g.add_argument("--faults-via", choices=("hooks", "posix"), default=None,
-                       help="how the fault library sees the engine's I/O: its hooks (ours only) or the door at the "
-                            "POSIX boundary (default: hooks for ours, posix for the others; ours through the "
-                            "door runs --io_backend psync)")
-        g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                       help="pin a stress option for every iteration (repeatable), e.g. --set sync_mode=commit")
-        g.add_argument("--no-swarm", action="store_true",
-                       help="no swarm iterations: every iteration draws the even mix of ops, features and "
-                            "fault classes (by default half draw a swarm: some op kinds and rare features off, "
-                            "the others frequent, a key space down to a few keys; crashtest/README.md)")
-        g.add_argument("--measure", action="store_true",
-                       help="allow measuring runs: combinations that make a fault class undetectable by design "
-                            "(checksums off with page faults, w=0 with cache flips, lost writes ...)")
-        g.add_argument("--db-iterations", type=at_least_one, default=d["db_iterations"], metavar="N",
-                       help="iterations on one database before a fresh one (new creation-time options)")
-        g.add_argument("--max-variants", type=at_least_one, default=d["max_variants"], metavar="K",
-                       help="most power-loss states judged per crash")
-        g.add_argument("--powerloss-modes", type=powerloss_list, default=None, metavar="LIST",
-                       help="power-loss modes to draw from: a comma list of rollback, tear, mixed, keep "
-                            "(default: all that keep the run judgeable; tearing needs checksums and "
-                            "full-page writes)")
-        g = s.add_argument_group("files and binaries")
-        g.add_argument("--report-dir", default=None, metavar="DIR",
-                       help="summary.json, junit.xml, failures/ (default: build/crashtest/MODE-DATE-PID)")
-        g.add_argument("--work-dir", default=None, metavar="DIR",
-                       help="databases and iteration scratch (default: a temporary directory, removed)")
-        g.add_argument("--keep-artifacts", action="store_true",
-                       help="keep every iteration's directory, not only failed ones")
-        g.add_argument("--stress-binary", default=None, metavar="PATH",
-                       help="the stress driver (default: build/stress)")
-        g.add_argument("--powerloss-binary", default=None, metavar="PATH",
-                       help="the power-loss step (default: build/powerloss)")
-        g = s.add_argument_group("watchdog and output")
-        g.add_argument("--hang-seconds", type=at_least_one, default=d["hang_seconds"], metavar="S",
-                       help="no progress for S seconds is a hang (stress's own watchdog; crashtest's ends the "
-                            "process min(S, 30) s later)")
-        g.add_argument("-v", "--verbose", action="store_true", help="print every command")
-        g = s.add_argument_group("shrinking")
-        g.add_argument("--shrink", action="store_true",
-                       help="after the run's iterations, shrink each failure it saved (crashtest.py shrink), "
-                            "within --shrink-budget")
-        g.add_argument("--shrink-budget", type=seconds, default=DEFAULT_BUDGET, metavar="S",
-                       help="seconds for all the shrinking of --shrink (each failure gets what is left)")
-        s.set_defaults(func=run_mode)
+        add_run_parser(sub, fmt, mode)
+    add_repro_parser(sub, fmt)
+    add_shrink_parser(sub, fmt)
+    add_mutants_parser(sub, fmt)
+    add_protection_parser(sub, fmt)
+    add_report_parser(sub, fmt)
+    add_clean_parser(sub, fmt)
+    return p
+
+
+def add_run_parser(sub, fmt, mode):
+    """The subparser of one run mode (blackbox, whitebox, simple); returns it."""
+    d = MODE_DEFAULTS[mode]
+    s = sub.add_parser(mode, help=MODE_HELP[mode], formatter_class=fmt,
+                       description="%s.  Exit: 0 every iteration passed, 1 a failure, 2 usage (a value stress "
+                                   "rejects too, asked before the first iteration), %s.  %s"
+                                   % (MODE_HELP[mode], STOPPED, FOLDER_RULE))
+    add_length_options(s, d)
+    add_seed_options(s)
+    add_draw_options(s, d)
+    add_file_options(s)
+    add_watchdog_options(s, d)
+    add_shrinking_options(s)
+    s.set_defaults(func=run_mode)
+    return s
+
+
+def add_length_options(s, d):
+    """The run modes' 'length' group, defaults D of the mode; returns the group."""
+    g = s.add_argument_group("length")
+    g.add_argument("--duration", type=seconds, default=d["duration"], metavar="S",
+                   help="start no iteration after S seconds (0: no limit; with --iterations and no "
+                        "--duration, no limit)")
+    g.add_argument("--iterations", type=positive_int, default=0, metavar="N",
+                   help="iterations per run (0: until --duration)")
+    g.add_argument("--interval", type=positive_seconds, default=d["interval"], metavar="S",
+                   help="blackbox: longest time before the SIGKILL; whitebox: longest run of one stress process")
+    g.add_argument("--max-failures", type=positive_int, default=10, metavar="N",
+                   help="stop once N iterations failed (0: never)")
+    return g
+
+
+def add_seed_options(s):
+    """The run modes' 'seeds and parallelism' group; returns the group."""
+    g = s.add_argument_group("seeds and parallelism")
+    g.add_argument("--seed", type=seed_int, default=None, metavar="N",
+                   help="run seed (default: random, printed)")
+    g.add_argument("--iteration-seed", type=seed_int, default=None, metavar="N",
+                   help="run exactly the iteration with this seed, on a fresh database")
+    g.add_argument("-j", "--jobs", type=at_least_one, default=1, metavar="N",
+                   help="independent runs in parallel on this machine")
+    g.add_argument("--shard", type=shard, default="0/1", metavar="K/N",
+                   help="run only slice K (0-based) of N of the seed space: runs K, K+N, K+2N ... (one "
+                        "per -j)")
+    return g
+
+
+def add_draw_options(s, d):
+    """The run modes' 'what is drawn' group, defaults D of the mode; returns the group."""
+    g = s.add_argument_group("what is drawn")
+    g.add_argument("--max-key", type=at_least_one, default=d["max_key"], metavar="N",
+                   help="key space of stress, fixed for the run")
+    g.add_argument("--threads", type=positive_int, default=0, metavar="N",
+                   help="stress threads (0: drawn per iteration)")
+    g.add_argument("--faults", default=d["faults"], metavar="LIST",
+                   help="fault classes that may be drawn: all; stable (%s); none; or a comma list of %s" % (
+                       "all but %s, which trip open engine leads" % ", ".join(UNSTABLE_FAULTS)
+                       if UNSTABLE_FAULTS else "all, for now", ", ".join(FAULTS)))
+    g.add_argument("--engine", choices=ENGINES, default=ENGINES[0],
+                   help="the engine under test: ours, or RocksDB or SQLite through stress's adapters.  The "
+                        "others have no fault hooks: power loss and SIGKILL through the fault door "
+                        "(--faults-via posix), no fault classes, no whitebox kill points "
+                        "(crashtest/README.md, Other engines)")
+    g.add_argument("--faults-via", choices=("hooks", "posix"), default=None,
+                   help="how the fault library sees the engine's I/O: its hooks (ours only) or the door at the "
+                        "POSIX boundary (default: hooks for ours, posix for the others; ours through the "
+                        "door runs --io_backend psync)")
+    g.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="pin a stress option for every iteration (repeatable), e.g. --set sync_mode=commit")
+    g.add_argument("--no-swarm", action="store_true",
+                   help="no swarm iterations: every iteration draws the even mix of ops, features and "
+                        "fault classes (by default half draw a swarm: some op kinds and rare features off, "
+                        "the others frequent, a key space down to a few keys; crashtest/README.md)")
+    g.add_argument("--measure", action="store_true",
+                   help="allow measuring runs: combinations that make a fault class undetectable by design "
+                        "(checksums off with page faults, w=0 with cache flips, lost writes ...)")
+    g.add_argument("--db-iterations", type=at_least_one, default=d["db_iterations"], metavar="N",
+                   help="iterations on one database before a fresh one (new creation-time options)")
+    g.add_argument("--max-variants", type=at_least_one, default=d["max_variants"], metavar="K",
+                   help="most power-loss states judged per crash")
+    g.add_argument("--powerloss-modes", type=powerloss_list, default=None, metavar="LIST",
+                   help="power-loss modes to draw from: a comma list of rollback, tear, mixed, keep "
+                        "(default: all that keep the run judgeable; tearing needs checksums and "
+                        "full-page writes)")
+    return g
+
+
+def add_file_options(s):
+    """The run modes' 'files and binaries' group; returns the group."""
+    g = s.add_argument_group("files and binaries")
+    g.add_argument("--report-dir", default=None, metavar="DIR",
+                   help="summary.json, junit.xml, failures/ (default: build/crashtest/MODE-DATE-PID)")
+    g.add_argument("--work-dir", default=None, metavar="DIR",
+                   help="databases and iteration scratch (default: a temporary directory, removed)")
+    g.add_argument("--keep-artifacts", action="store_true",
+                   help="keep every iteration's directory, not only failed ones")
+    g.add_argument("--stress-binary", default=None, metavar="PATH",
+                   help="the stress driver (default: build/stress)")
+    g.add_argument("--powerloss-binary", default=None, metavar="PATH",
+                   help="the power-loss step (default: build/powerloss)")
+    return g
+
+
+def add_watchdog_options(s, d):
+    """The run modes' 'watchdog and output' group, defaults D of the mode; returns the group."""
+    g = s.add_argument_group("watchdog and output")
+    g.add_argument("--hang-seconds", type=at_least_one, default=d["hang_seconds"], metavar="S",
+                   help="no progress for S seconds is a hang (stress's own watchdog; crashtest's ends the "
+                        "process min(S, 30) s later)")
+    g.add_argument("-v", "--verbose", action="store_true", help="print every command")
+    return g
+
+
+def add_shrinking_options(s):
+    """The run modes' 'shrinking' group (--shrink after the run); returns the group."""
+    g = s.add_argument_group("shrinking")
+    g.add_argument("--shrink", action="store_true",
+                   help="after the run's iterations, shrink each failure it saved (crashtest.py shrink), "
+                        "within --shrink-budget")
+    g.add_argument("--shrink-budget", type=seconds, default=DEFAULT_BUDGET, metavar="S",
+                   help="seconds for all the shrinking of --shrink (each failure gets what is left)")
+    return g
+
+
+def add_repro_parser(sub, fmt):
+    """The subparser of repro; returns it."""
     r = sub.add_parser("repro", help=MODE_HELP["repro"], formatter_class=fmt,
                        description="Replay a failed iteration from its saved artifacts (REPORT_DIR/failures/ID): "
                                    "the same seeds, options and crashed state; each command is printed.  Exit 1 "
@@ -241,6 +295,11 @@ def make_parser():
                    help="replay N times and print how many reproduced the failure (default: the folder's "
                         "repro_tries: 8 to 24 for a shrunk run with several threads; else 1)")
     r.set_defaults(func=repro_mode)
+    return r
+
+
+def add_shrink_parser(sub, fmt):
+    """The subparser of shrink; returns it."""
     k = sub.add_parser("shrink", help=MODE_HELP["shrink"], formatter_class=fmt,
                        description="Reduce a failed iteration to the smallest run that still fails with the same "
                                    "kind: one thread, fewer ops, fewer fault classes, a fresh small database, "
@@ -266,6 +325,11 @@ def make_parser():
                         "costs nothing and their outcome is the same (default: %(default)s when it is a tmpfs "
                         "with 2 GiB free; 'none': every trial on the disk of $TMPDIR)")
     k.set_defaults(func=shrink_mode)
+    return k
+
+
+def add_mutants_parser(sub, fmt):
+    """The subparser of mutants; returns it."""
     m = sub.add_parser("mutants", help=MODE_HELP["mutants"], formatter_class=fmt,
                        description="For each planted bug of the catalogue (tests/mutants.txt): build "
                                    "build/mutants/NAME/{stress,powerloss}, run the mode its line names against it "
@@ -312,7 +376,11 @@ def make_parser():
     m.add_argument("--shrink-budget", type=seconds, default=DEFAULT_BUDGET, metavar="S",
                    help="seconds of shrinking per caught bug")
     m.set_defaults(func=mutants_mode)
-    add_protection_parser(sub, fmt)
+    return m
+
+
+def add_report_parser(sub, fmt):
+    """The subparser of report; returns it."""
     h = sub.add_parser("report", help=MODE_HELP["report"], formatter_class=fmt,
                        description="Write one self-contained HTML page (inline SVG and CSS, no script, no network) "
                                    "from report directories of crashtest runs (several: a night each, with trends) "
@@ -323,6 +391,11 @@ def make_parser():
     h.add_argument("-o", "--output", default="report.html", metavar="FILE",
                    help="the page to write (a directory: DIR/report.html)")
     h.set_defaults(func=report_mode)
+    return h
+
+
+def add_clean_parser(sub, fmt):
+    """The subparser of clean; returns it."""
     c = sub.add_parser("clean", help=MODE_HELP["clean"], formatter_class=fmt,
                        description="Remove what runs that died (a SIGKILL, a crash) left behind: their temporary "
                                    "work folders (crashtest-* in $TMPDIR) and the stale lock files of their "
@@ -332,10 +405,11 @@ def make_parser():
                    help="a report folder, or a folder of them (default: build/crashtest)")
     c.add_argument("--tmp-dir", default=None, metavar="DIR", help="where work folders are made (default: $TMPDIR)")
     c.set_defaults(func=clean_mode)
-    return p
+    return c
 
 
 def add_protection_parser(sub, fmt):
+    """The subparser of protection; returns it."""
     q = sub.add_parser("protection", help=MODE_HELP["protection"], formatter_class=fmt,
                        description=MODE_HELP["protection"] + " (crashtest/protection.py).  Exit: 0 every escape "
                                    "within what the construction allows, 1 a failure, 2 usage, " + STOPPED + ".  "
@@ -354,6 +428,7 @@ def add_protection_parser(sub, fmt):
                    help="summary.json, protection.md, failures/ (default: build/crashtest/protection-DATE-PID)")
     q.add_argument("--work-dir", default=None, metavar="DIR", help="where the runs' databases live (default: /tmp)")
     q.set_defaults(func=protection_mode)
+    return q
 
 
 def report_mode(a, argv):
