@@ -291,6 +291,10 @@ static inline __attribute__((always_inline)) void cell_span(const uint8_t *page,
     *len = sz;
 }
 
+uint64_t kv_leaf_entry_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w) {
+    return entry_code_of(p, len, LEAF_CELL_HDR, seed, w);
+}
+
 static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsigned w, uint64_t *hashed) {
     const uint8_t *p;
     size_t len;

@@ -16,7 +16,9 @@ system headers are left out), then checks:
       engine.h, the byte layouts of format.h and the inspection door
       inspect.h.  tests/ is exempt: its suites are white-box tests of the
       engine's layers (a suite for page.c includes page.h), the way
-      SQLite's test*.c files include sqliteInt.h;
+      SQLite's test*.c files include sqliteInt.h.  So is each pair of
+      G2_ALLOWED, a benchmark that times one internal function itself
+      rather than a copy that would drift from it;
   G3  no source file (.c, .h, .py) is longer than MAX_LINES;
   G4  engine/ includes nothing outside engine/: not common/ (the
       conventions of the programs around the engine: the seeded RNG, the
@@ -36,6 +38,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDERS = ["engine", "common", "faults", "oracle", "stress", "bench", "tools", "tests", "crashtest"]
 ENGINE_DOORS = {"engine/engine.h", "engine/format.h", "engine/inspect.h"}
 G2_EXEMPT = ("tests/",)
+# (file, engine header) pairs G2 lets through, each with its reason.
+G2_ALLOWED = {
+    ("bench/bench_hashes.c", "engine/kvprot.h"): "times kv_leaf_entry_code, the entry code the pool runs",
+}
 MAX_LINES = 1200
 # The compiler's search path, as the Makefile gives it (-I. -Iengine, and
 # -Ifaults / -Itests for the fault library and the suites).
@@ -194,7 +200,7 @@ def main(argv=None):
         graph[f] = incs
         if not f.startswith("engine/") and not f.startswith(G2_EXEMPT):
             for p in incs:
-                if p.startswith("engine/") and p not in ENGINE_DOORS:
+                if p.startswith("engine/") and p not in ENGINE_DOORS and (f, p) not in G2_ALLOWED:
                     breaches.append("G2 %s includes %s (outside engine/ only %s)" %
                                     (f, p, ", ".join(sorted(ENGINE_DOORS))))
         if f.startswith("engine/"):
