@@ -471,11 +471,9 @@ def not_judged(m, seed, budget):
                 message="not judged: the measurement was interrupted during its run")
 
 
-def mutants_mode(a, argv):
-    if getattr(a, "list", False):
-        return list_catalogues(a)
-    if getattr(a, "harness", False):
-        return harness_mode(a)
+def mutant_args(a):
+    """mutants' arguments checked (--simple parsed into a.simple_args, a
+    random a.seed drawn when none was given): (names, by_name, chosen)."""
     try:
         a.simple_args = shlex.split(a.simple_opts)
     except ValueError as e:
@@ -492,109 +490,111 @@ def mutants_mode(a, argv):
     chosen = [by_name[n] for n in names]
     if a.seed is None:
         a.seed = int.from_bytes(os.urandom(4), "little")
-    build = os.path.abspath(a.build_dir)
-    report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
-        datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
-    for m in chosen if a.no_build else []:
+    return names, by_name, chosen
+
+
+def check_built(chosen, build):
+    """--no-build: raises the usage error of the first bug whose binaries
+    are not in BUILD/mutants/; returns None."""
+    for m in chosen:
         needs = ("stress",) if m.mode == "protection" else ("stress", "powerloss")
         missing = [os.path.join(build, "mutants", m.name, b) for b in needs
                    if not os.access(os.path.join(build, "mutants", m.name, b), os.X_OK)]
         if missing:
             raise missing_binaries(build, m.name, missing)
-    made = claim_report_dir(report_dir)
-    p = Printer(tty=False)
-    p.line("crashtest: mutants: %d planted bugs, budget %g s each, -j %d, seed %d, reports in %s"
-           % (len(chosen), a.budget, a.jobs, a.seed, nice_path(report_dir)))
-    results = []
-    t0 = time.monotonic()
-    if not a.no_build:
-        # The real binaries too: every catch is replayed with them
-        # (real_check), and a build directory of its own has none yet.
-        ok, out = make_targets(build, [os.path.join(build, "stress"), os.path.join(build, "powerloss")])
-        if not ok:
-            release(report_dir, remove=made)
-            raise UsageError("the real binaries of %s do not build: %s" % (build, last_line(out)))
-    for m in chosen:
-        if STOP.is_set():
-            break
-        stress = os.path.join(build, "mutants", m.name, "stress")
-        powerloss = os.path.join(build, "mutants", m.name, "powerloss")
-        if not a.no_build:
-            mk = subprocess.run(["make", "-s", "BUILD=%s" % os.path.relpath(build, REPO), os.path.relpath(stress, REPO),
-                                 os.path.relpath(powerloss, REPO)],
-                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-            if mk.returncode != 0:
-                p.line("mutant %s: BUILD FAILED\n%s" % (m.name, mk.stdout[-2000:]))
-                results.append(dict(mutant_result(m, {}, a.budget, None, None), build_failed=True,
-                                    message="make failed: %s" % last_line(mk.stdout)))
-                continue
-        seed = derive(a.seed, "mutant", m.name)
-        rd = os.path.join(report_dir, m.name)
-        cmd = (protection_cmd(seed, a.budget, stress, rd) if m.mode == "protection" else
-               simple_cmd(seed, a.budget, a.jobs, stress, powerloss, rd, a.simple_args))
-        with open(os.path.join(report_dir, m.name + ".log"), "w") as log:
-            child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
-                                     preexec_fn=die_with_parent())
-            deadline = time.monotonic() + a.budget + MUTANT_GRACE_S
-            while child.poll() is None:
-                if STOP.is_set() or time.monotonic() > deadline:
-                    # simple writes its reports on SIGTERM
-                    os.killpg(child.pid, signal.SIGTERM)
-                    try:
-                        child.wait(60)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(child.pid, signal.SIGKILL)
-                        child.wait()
-                    break
-                time.sleep(0.2)
-        if child.returncode == EXIT_USAGE and not results:
-            raise simple_refused(report_dir, made, m.name, a.simple_opts)
-        try:
-            with open(os.path.join(rd, "summary.json")) as f:
-                summary = json.load(f)
-        except (OSError, ValueError):
-            summary = {}
-        if STOP.is_set() and not summary.get("failures"):
-            results.append(not_judged(m, seed, a.budget))
-            p.line("mutant %-32s not judged: interrupted" % m.name)
-            break
-        r = (protection_result(m, summary, a.budget, seed, child.returncode, cmd) if m.mode == "protection" else
-             mutant_result(m, summary, a.budget, seed, child.returncode))
-        # The binary must carry the bug it is said to carry.
-        if r["planted_bug_seen"] and r["planted_bug_seen"] != [m.name]:
-            r["caught"] = False
-            r["message"] = "the stress binary reported planted bug(s) %s, not %s" % (r["planted_bug_seen"], m.name)
-        if r["caught"] and summary and m.mode == "protection":
-            protection_real_check(r, summary, build, cmd)
-        elif r["caught"] and summary:
-            real_check(r, summary, build, a.simple_args)
-        if r["caught"] and summary and m.mode == "simple" and getattr(a, "shrink", False) and not STOP.is_set():
-            # The full records of failed iterations (the timeline in
-            # "iterations" is sampled and names no folder).
-            first = sorted((i for i in summary.get("failures") or [] if i.get("artifacts")),
-                           key=lambda i: i.get("t_end", 0))
-            art = first[0].get("artifacts") if first else None
-            if art and os.path.isdir(art):
-                _, sdoc = shrink_folder(art, a.shrink_budget, p)
-                r["shrink"] = shrink_summary(sdoc)
-        r["rerun"] = "%s mutants --seed %d --budget %g -j %d%s%s %s" % (
-            nice_path(os.path.join(REPO, "crashtest.py")), a.seed, a.budget, a.jobs,
-            " --simple %s" % shlex.quote(a.simple_opts) if a.simple_opts else "",
-            " --build-dir %s" % shlex.quote(a.build_dir) if a.build_dir != "build" else "", m.name)
-        results.append(r)
-        if r["caught"]:
-            p.line("mutant %-32s caught in %6.1f s (%d %s) as %s%s; the real engine's replay: %s" % (
-                m.name, r["seconds"], r["iterations_to_catch"],
-                "runs of protection" if m.mode == "protection" else "iterations", r["kind"],
-                " [class %s]" % ",".join(r["classes"]) if r["classes"] else "",
-                r.get("real_engine_replay", "not run")))
-            if r["repro"]:
-                p.line("    repro: %s" % r["repro"])
-        elif r.get("error"):
-            p.line("mutant %-32s ERROR: %s" % (m.name, r["message"]))
-        else:
-            p.line("mutant %-32s MISSED: %d iterations passed in %s s%s" % (
-                m.name, r["iterations"], r["elapsed_s"], ("  (%s)" % r["message"]) if r["message"] else ""))
+
+
+def build_mutant(m, build, stress, powerloss, budget, p):
+    """make M's binaries: None when built, else its build-failed record."""
+    mk = subprocess.run(["make", "-s", "BUILD=%s" % os.path.relpath(build, REPO), os.path.relpath(stress, REPO),
+                         os.path.relpath(powerloss, REPO)],
+                        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if mk.returncode == 0:
+        return None
+    p.line("mutant %s: BUILD FAILED\n%s" % (m.name, mk.stdout[-2000:]))
+    return dict(mutant_result(m, {}, budget, None, None), build_failed=True,
+                message="make failed: %s" % last_line(mk.stdout))
+
+
+def run_mutant(cmd, log_path, budget):
+    """One bug's simple or protection run, its output in LOG_PATH, stopped
+    by SIGTERM past BUDGET and the grace or at a stop: its exit status."""
+    with open(log_path, "w") as log:
+        child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+                                 preexec_fn=die_with_parent())
+        deadline = time.monotonic() + budget + MUTANT_GRACE_S
+        while child.poll() is None:
+            if STOP.is_set() or time.monotonic() > deadline:
+                # simple writes its reports on SIGTERM
+                os.killpg(child.pid, signal.SIGTERM)
+                try:
+                    child.wait(60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(child.pid, signal.SIGKILL)
+                    child.wait()
+                break
+            time.sleep(0.2)
+    return child.returncode
+
+
+def read_summary(rd):
+    """The summary.json of report folder RD: a dict ({} when none is read)."""
+    try:
+        with open(os.path.join(rd, "summary.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def mutant_record(a, m, summary, build, seed, rc, cmd, p):
+    """mutants.json's entry of M's finished run: caught or not, checked
+    against the real binaries, shrunk under --shrink, its rerun line."""
+    r = (protection_result(m, summary, a.budget, seed, rc, cmd) if m.mode == "protection" else
+         mutant_result(m, summary, a.budget, seed, rc))
+    # The binary must carry the bug it is said to carry.
+    if r["planted_bug_seen"] and r["planted_bug_seen"] != [m.name]:
+        r["caught"] = False
+        r["message"] = "the stress binary reported planted bug(s) %s, not %s" % (r["planted_bug_seen"], m.name)
+    if r["caught"] and summary and m.mode == "protection":
+        protection_real_check(r, summary, build, cmd)
+    elif r["caught"] and summary:
+        real_check(r, summary, build, a.simple_args)
+    if r["caught"] and summary and m.mode == "simple" and getattr(a, "shrink", False) and not STOP.is_set():
+        # The full records of failed iterations (the timeline in
+        # "iterations" is sampled and names no folder).
+        first = sorted((i for i in summary.get("failures") or [] if i.get("artifacts")),
+                       key=lambda i: i.get("t_end", 0))
+        art = first[0].get("artifacts") if first else None
+        if art and os.path.isdir(art):
+            _, sdoc = shrink_folder(art, a.shrink_budget, p)
+            r["shrink"] = shrink_summary(sdoc)
+    r["rerun"] = "%s mutants --seed %d --budget %g -j %d%s%s %s" % (
+        nice_path(os.path.join(REPO, "crashtest.py")), a.seed, a.budget, a.jobs,
+        " --simple %s" % shlex.quote(a.simple_opts) if a.simple_opts else "",
+        " --build-dir %s" % shlex.quote(a.build_dir) if a.build_dir != "build" else "", m.name)
+    return r
+
+
+def print_mutant(p, m, r):
+    """M's console lines: caught (and its repro), an error, or missed; returns None."""
+    if r["caught"]:
+        p.line("mutant %-32s caught in %6.1f s (%d %s) as %s%s; the real engine's replay: %s" % (
+            m.name, r["seconds"], r["iterations_to_catch"],
+            "runs of protection" if m.mode == "protection" else "iterations", r["kind"],
+            " [class %s]" % ",".join(r["classes"]) if r["classes"] else "",
+            r.get("real_engine_replay", "not run")))
+        if r["repro"]:
+            p.line("    repro: %s" % r["repro"])
+    elif r.get("error"):
+        p.line("mutant %-32s ERROR: %s" % (m.name, r["message"]))
+    else:
+        p.line("mutant %-32s MISSED: %d iterations passed in %s s%s" % (
+            m.name, r["iterations"], r["elapsed_s"], ("  (%s)" % r["message"]) if r["message"] else ""))
+
+
+def mutants_report(a, names, by_name, results, report_dir, t0, p):
+    """The score line, mutants.json and mutants.md (and build/mutants.json
+    after a whole run), the report folder released: the exit code."""
     judged = [r for r in results if r.get("judged", True)]
     line = mutation_score_line(judged) if judged else "mutation score: nothing judged"
     p.line(line)
@@ -621,6 +621,58 @@ def mutants_mode(a, argv):
     if any(not r["caught"] for r in judged):
         return EXIT_FAIL
     return EXIT_INTERRUPTED if STOP.is_set() else EXIT_PASS if judged else EXIT_FAIL
+
+
+def mutants_mode(a, argv):
+    """crashtest.py mutants: one run per planted bug, then the report: the exit code."""
+    if getattr(a, "list", False):
+        return list_catalogues(a)
+    if getattr(a, "harness", False):
+        return harness_mode(a)
+    names, by_name, chosen = mutant_args(a)
+    build = os.path.abspath(a.build_dir)
+    report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
+        datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
+    if a.no_build:
+        check_built(chosen, build)
+    made = claim_report_dir(report_dir)
+    p = Printer(tty=False)
+    p.line("crashtest: mutants: %d planted bugs, budget %g s each, -j %d, seed %d, reports in %s"
+           % (len(chosen), a.budget, a.jobs, a.seed, nice_path(report_dir)))
+    results = []
+    t0 = time.monotonic()
+    if not a.no_build:
+        # The real binaries too: every catch is replayed with them
+        # (real_check), and a build directory of its own has none yet.
+        ok, out = make_targets(build, [os.path.join(build, "stress"), os.path.join(build, "powerloss")])
+        if not ok:
+            release(report_dir, remove=made)
+            raise UsageError("the real binaries of %s do not build: %s" % (build, last_line(out)))
+    for m in chosen:
+        if STOP.is_set():
+            break
+        stress = os.path.join(build, "mutants", m.name, "stress")
+        powerloss = os.path.join(build, "mutants", m.name, "powerloss")
+        failed = None if a.no_build else build_mutant(m, build, stress, powerloss, a.budget, p)
+        if failed:
+            results.append(failed)
+            continue
+        seed = derive(a.seed, "mutant", m.name)
+        rd = os.path.join(report_dir, m.name)
+        cmd = (protection_cmd(seed, a.budget, stress, rd) if m.mode == "protection" else
+               simple_cmd(seed, a.budget, a.jobs, stress, powerloss, rd, a.simple_args))
+        rc = run_mutant(cmd, os.path.join(report_dir, m.name + ".log"), a.budget)
+        if rc == EXIT_USAGE and not results:
+            raise simple_refused(report_dir, made, m.name, a.simple_opts)
+        summary = read_summary(rd)
+        if STOP.is_set() and not summary.get("failures"):
+            results.append(not_judged(m, seed, a.budget))
+            p.line("mutant %-32s not judged: interrupted" % m.name)
+            break
+        r = mutant_record(a, m, summary, build, seed, rc, cmd, p)
+        results.append(r)
+        print_mutant(p, m, r)
+    return mutants_report(a, names, by_name, results, report_dir, t0, p)
 
 
 # ---- harness bugs (tests/harness_mutants.txt; docs/mutants.md, "Harness bugs") ----
@@ -751,26 +803,27 @@ def harness_table(doc):
     return "\n".join(rows) + "\n"
 
 
-def harness_mode(a):
-    """crashtest.py mutants --harness: each harness bug against the suites
-    that guard the harness.  A baseline run of the same suites against the
-    real harness comes first: a suite that fails there would 'catch' every
-    bug, so a failing baseline is an error (exit 2), not a measurement."""
-    catalogue = read_mutants(a.catalogue if a.catalogue != MUTANTS_FILE else HARNESS_MUTANTS_FILE)
+def harness_catalogue(a):
+    """The harness catalogue's path: --catalogue when it names another
+    file than the engine's."""
+    return a.catalogue if a.catalogue != MUTANTS_FILE else HARNESS_MUTANTS_FILE
+
+
+def harness_args(a):
+    """--harness's arguments checked: (chosen bugs, suites)."""
+    catalogue = read_mutants(harness_catalogue(a))
     by_name = {m.name: m for m in catalogue}
     unknown = [n for n in a.names if n not in by_name]
     if unknown:
         raise UsageError("not in the harness catalogue: %s (known: %s)" % (", ".join(unknown), ", ".join(by_name)))
     chosen = [by_name[n] for n in (a.names or [m.name for m in catalogue])]
     suites = [s.strip() for s in a.suites.split(",") if s.strip()] if a.suites else list(HARNESS_SUITES)
-    build = os.path.abspath(a.build_dir)
-    report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
-        datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
-    os.makedirs(report_dir, exist_ok=True)
-    p = Printer(tty=False)
-    p.line("crashtest: mutants --harness: %d harness bugs, %d suites, reports in %s"
-           % (len(chosen), len(suites), nice_path(report_dir)))
-    t0 = time.monotonic()
+    return chosen, suites
+
+
+def harness_baseline(a, build, suites, report_dir, t0, p):
+    """The real build and the suites' baseline run against the real
+    harness: None when both pass (or are skipped), else EXIT_USAGE."""
     if not a.no_build:
         ok, out = make_targets(build, baseline_targets(build, suites))
         if not ok:
@@ -785,50 +838,55 @@ def harness_mode(a):
                        "baseline measures nothing" % (s, rc, dt, nice_path(log)))
                 return EXIT_USAGE
         p.line("baseline: the real harness passes all %d suites (%.0f s)" % (len(suites), time.monotonic() - t0))
-    results = []
-    for m in chosen:
+    return None
+
+
+def run_harness_bug(a, m, build, suites, report_dir, p):
+    """One harness bug built and run against the suites up to the first
+    that fails: its harness_result record."""
+    hb = os.path.join(build, "hmutants", m.name)
+    stamp = os.path.join(hb, ".built")
+    if not a.no_build:
+        ok, out = make_targets(build, [os.path.relpath(stamp, REPO)])
+        if not ok:
+            p.line("harness bug %s: BUILD FAILED\n%s" % (m.name, out[-2000:]))
+            return harness_result(m, False, None, None, error=True, message="make failed: %s" % last_line(out))
+    # The build must carry the bug it is said to carry: the stamp
+    # names its switch, and (with sources) an #ifdef of it exists.
+    try:
+        with open(stamp) as f:
+            carried = f.read().strip()
+    except OSError:
+        carried = None
+    if carried != m.macro:
+        r = harness_result(m, False, None, None, error=True,
+                           message="%s does not say it carries %s" % (nice_path(stamp), m.macro))
+        p.line("harness bug %-44s ERROR: %s" % (m.name, r["message"]))
+        return r
+    log = os.path.join(report_dir, "harness-%s.log" % m.name)
+    open(log, "w").close()
+    env = suite_env(hb, m.name)
+    t1 = time.monotonic()
+    caught_by, rc = None, None
+    for s in suites:
         if STOP.is_set():
             break
-        hb = os.path.join(build, "hmutants", m.name)
-        stamp = os.path.join(hb, ".built")
-        if not a.no_build:
-            ok, out = make_targets(build, [os.path.relpath(stamp, REPO)])
-            if not ok:
-                p.line("harness bug %s: BUILD FAILED\n%s" % (m.name, out[-2000:]))
-                results.append(harness_result(m, False, None, None, error=True,
-                                              message="make failed: %s" % last_line(out)))
-                continue
-        # The build must carry the bug it is said to carry: the stamp
-        # names its switch, and (with sources) an #ifdef of it exists.
-        try:
-            with open(stamp) as f:
-                carried = f.read().strip()
-        except OSError:
-            carried = None
-        if carried != m.macro:
-            results.append(harness_result(m, False, None, None, error=True,
-                                          message="%s does not say it carries %s" % (nice_path(stamp), m.macro)))
-            p.line("harness bug %-44s ERROR: %s" % (m.name, results[-1]["message"]))
-            continue
-        log = os.path.join(report_dir, "harness-%s.log" % m.name)
-        open(log, "w").close()
-        env = suite_env(hb, m.name)
-        t1 = time.monotonic()
-        caught_by, rc = None, None
-        for s in suites:
-            if STOP.is_set():
-                break
-            failed, dt, rc = run_suite(s, hb, env, log)
-            if failed:
-                caught_by = s
-                break
-        secs = time.monotonic() - t1
-        r = harness_result(m, caught_by is not None, caught_by, secs, exit=rc, log=nice_path(log))
-        results.append(r)
-        if r["caught"]:
-            p.line("harness bug %-44s caught by %s in %.1f s" % (m.name, caught_by, secs))
-        else:
-            p.line("harness bug %-44s MISSED: every suite passed (%.1f s)" % (m.name, secs))
+        failed, dt, rc = run_suite(s, hb, env, log)
+        if failed:
+            caught_by = s
+            break
+    secs = time.monotonic() - t1
+    r = harness_result(m, caught_by is not None, caught_by, secs, exit=rc, log=nice_path(log))
+    if r["caught"]:
+        p.line("harness bug %-44s caught by %s in %.1f s" % (m.name, caught_by, secs))
+    else:
+        p.line("harness bug %-44s MISSED: every suite passed (%.1f s)" % (m.name, secs))
+    return r
+
+
+def harness_report(a, results, suites, report_dir, t0, p):
+    """The harness score line, its records added to mutants.json and its
+    table to mutants.md (and build/hmutants.json): the exit code."""
     caught = sum(1 for r in results if r["caught"])
     line = "harness score: %d of %d caught" % (caught, len(results))
     p.line(line)
@@ -839,7 +897,7 @@ def harness_mode(a):
     except (OSError, ValueError):
         doc = {"tool": "crashtest.py", "mode": "mutants", "mutants": []}
     doc.update(harness=results, harness_line=line, harness_suites=suites,
-               harness_catalogue=nice_path(a.catalogue if a.catalogue != MUTANTS_FILE else HARNESS_MUTANTS_FILE),
+               harness_catalogue=nice_path(harness_catalogue(a)),
                harness_elapsed_s=round(time.monotonic() - t0, 1), interrupted=STOP.is_set())
     write_json(path, doc)
     md = os.path.join(report_dir, "mutants.md")
@@ -854,3 +912,28 @@ def harness_mode(a):
     if STOP.is_set():
         return EXIT_INTERRUPTED
     return EXIT_PASS if results and all(r["caught"] for r in results) else EXIT_FAIL
+
+
+def harness_mode(a):
+    """crashtest.py mutants --harness: each harness bug against the suites
+    that guard the harness.  A baseline run of the same suites against the
+    real harness comes first: a suite that fails there would 'catch' every
+    bug, so a failing baseline is an error (exit 2), not a measurement."""
+    chosen, suites = harness_args(a)
+    build = os.path.abspath(a.build_dir)
+    report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
+        datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
+    os.makedirs(report_dir, exist_ok=True)
+    p = Printer(tty=False)
+    p.line("crashtest: mutants --harness: %d harness bugs, %d suites, reports in %s"
+           % (len(chosen), len(suites), nice_path(report_dir)))
+    t0 = time.monotonic()
+    failed = harness_baseline(a, build, suites, report_dir, t0, p)
+    if failed is not None:
+        return failed
+    results = []
+    for m in chosen:
+        if STOP.is_set():
+            break
+        results.append(run_harness_bug(a, m, build, suites, report_dir, p))
+    return harness_report(a, results, suites, report_dir, t0, p)
