@@ -52,16 +52,10 @@ def repro(a, printer):
     return EXIT_FAIL if got or kinds else EXIT_PASS
 
 
-def repro_once(a, printer, show_list=True, sub=None):
-    """One replay (repro's): (exit code, 'reproduced' | 'failed differently: KIND' | 'not').  SHOW_LIST:
-    print the op list; SUB: the replay's folder under --work-dir."""
-    d = os.path.abspath(a.run_dir)
-    mpath = os.path.join(d, "meta.json")
-    if not os.path.isfile(mpath) and (os.path.isfile(os.path.join(d, "summary.json")) or
-                                      os.path.isdir(os.path.join(d, "failures"))):
-        return list_failures(d, printer), "not"
+def read_meta(mpath, run_dir):
+    """A failure folder's meta.json, of this version of crashtest.py: the dict."""
     if not os.path.isfile(mpath):
-        raise UsageError("%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)" % a.run_dir)
+        raise UsageError("%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)" % run_dir)
     try:
         with open(mpath) as f:
             meta = json.load(f)
@@ -69,9 +63,12 @@ def repro_once(a, printer, show_list=True, sub=None):
         raise UsageError("cannot read %s: %s" % (mpath, e))
     if meta.get("crashtest_meta") != META_VERSION:
         raise UsageError("%s was written by another version of crashtest.py" % mpath)
-    steps = meta["steps"]
-    failure = meta.get("failure")
-    fail_n = failure["step"] if failure else len(steps) - 1
+    return meta
+
+
+def replay_start(a, meta, d, fail_n):
+    """Where a replay starts ('crashed' or 'start', --from auto chosen from
+    the record): (start_from, first step, snapshot folder)."""
     crashed_after = meta.get("crashed_after_step")
     start_from = a.start
     if start_from == "auto":
@@ -82,6 +79,19 @@ def repro_once(a, printer, show_list=True, sub=None):
     snap = os.path.join(d, "crashed" if start_from == "crashed" else "start")
     if not os.path.isdir(snap):
         raise UsageError("%s is missing" % snap)
+    if start_from == "crashed":
+        # Outputs of steps before the crash point are not needed, but their
+        # folders are where the replayed steps write.
+        first = crashed_after + 1
+    else:
+        first = 0
+    return start_from, first, snap
+
+
+def replay_binaries(a, d, meta, printer):
+    """The binaries a replay runs (the folder's, or --stress-binary and
+    --powerloss-binary), checked, a note printed for each that differs
+    from the one that failed: {placeholder: path}."""
     binaries = {k: os.path.join(d, v) for k, v in meta["binaries"].items()}
     if a.stress_binary:
         binaries["@STRESS@"] = os.path.abspath(a.stress_binary)
@@ -96,6 +106,12 @@ def repro_once(a, printer, show_list=True, sub=None):
         if want and have != want:
             printer.line("crashtest: note: %s differs from the binary that failed (sha256 %s, was %s)"
                          % (binaries[key], have[:12], want[:12]))
+    return binaries
+
+
+def replay_dirs(a, sub, snap):
+    """A replay's work folder (locked; --work-dir's SUB folder when given),
+    its state a copy of SNAP: (work, state, iter)."""
     work = os.path.abspath(a.work_dir) if a.work_dir else make_work_dir(WORK_PREFIX + "repro-")
     if a.work_dir and sub:
         work = os.path.join(work, sub)
@@ -107,21 +123,14 @@ def repro_once(a, printer, show_list=True, sub=None):
             raise UsageError("%s exists: give an empty --work-dir" % p)
     shutil.copytree(snap, state, symlinks=True)
     os.makedirs(it)
-    if start_from == "crashed":
-        # Outputs of steps before the crash point are not needed, but their
-        # folders are where the replayed steps write.
-        first = crashed_after + 1
-    else:
-        first = 0
-    f = failure or {}
-    printer.line("crashtest: repro of %s (%s, seed %s): %s at step %d (%s), replaying steps %d..%d from %s/"
-                 % (meta["id"], meta["kind"], meta["seed"], f.get("kind", "?"), fail_n,
-                    steps[fail_n]["name"], first, fail_n, start_from))
-    # @FOLDER@: files the folder itself holds (a shrunk run's ops.trace).
-    env = {"@STATE@": state, "@ITER@": it, "@STRESS@": binaries["@STRESS@"], "@POWERLOSS@": binaries["@POWERLOSS@"],
-           "@FOLDER@": d}
-    ex = Executor(env, meta.get("hang_seconds", 120), log=printer.line, echo=True)
-    # A variant step needs its power-loss step's ledger offset: replayed too.
+    return work, state, it
+
+
+def replay_steps(a, ex, steps, first, fail_n, printer):
+    """Steps FIRST..FAIL_N run again (printed only with --dry-run), up to
+    the first failure or the first stress step whose outcome differs from
+    the recorded one: (failure with its step or None, (step, recorded,
+    replayed) of a divergence or None)."""
     got = None
     diverged = None
     for n in range(first, fail_n + 1):
@@ -147,16 +156,12 @@ def repro_once(a, printer, show_list=True, sub=None):
             # them after a different one would judge a state no run makes.
             diverged = (n, recorded, r["outcome"])
             break
-    if a.dry_run:
-        return EXIT_PASS, "not"
-    if show_list and os.path.exists(os.path.join(d, "ops.trace")):
-        show_ops(printer, os.path.join(d, "ops.trace"), state,
-                 (ex.results.get(got["step"] if got else fail_n) or {}).get("output_tail"), f.get("kind"))
-    release(work)
-    if not a.keep:
-        shutil.rmtree(work, ignore_errors=True)
-    else:
-        printer.line("crashtest: replay kept in %s" % work)
+    return got, diverged
+
+
+def replay_verdict(printer, steps, f, fail_n, got, diverged):
+    """The replay's closing line against the recorded failure F: (exit
+    code, 'reproduced' | 'failed differently: KIND' | 'not')."""
     if got is None and diverged:
         printer.line("crashtest: NOT reproduced: the replay diverged at step %d (%s): recorded %s, replayed %s; "
                      "the later steps depend on it (the failure was %s: %s)"
@@ -183,6 +188,44 @@ def repro_once(a, printer, show_list=True, sub=None):
         printer.line("crashtest: failed differently: %s at step %d (%s) (recorded: %s at step %d): %s"
                      % (got["kind"], got["step"], steps[got["step"]]["name"], f.get("kind"), fail_n, got["message"]))
     return EXIT_FAIL, "reproduced" if same else "failed differently: %s" % got["kind"]
+
+
+def repro_once(a, printer, show_list=True, sub=None):
+    """One replay (repro's): (exit code, 'reproduced' | 'failed differently: KIND' | 'not').  SHOW_LIST:
+    print the op list; SUB: the replay's folder under --work-dir."""
+    d = os.path.abspath(a.run_dir)
+    mpath = os.path.join(d, "meta.json")
+    if not os.path.isfile(mpath) and (os.path.isfile(os.path.join(d, "summary.json")) or
+                                      os.path.isdir(os.path.join(d, "failures"))):
+        return list_failures(d, printer), "not"
+    meta = read_meta(mpath, a.run_dir)
+    steps = meta["steps"]
+    failure = meta.get("failure")
+    fail_n = failure["step"] if failure else len(steps) - 1
+    start_from, first, snap = replay_start(a, meta, d, fail_n)
+    binaries = replay_binaries(a, d, meta, printer)
+    work, state, it = replay_dirs(a, sub, snap)
+    f = failure or {}
+    printer.line("crashtest: repro of %s (%s, seed %s): %s at step %d (%s), replaying steps %d..%d from %s/"
+                 % (meta["id"], meta["kind"], meta["seed"], f.get("kind", "?"), fail_n,
+                    steps[fail_n]["name"], first, fail_n, start_from))
+    # @FOLDER@: files the folder itself holds (a shrunk run's ops.trace).
+    env = {"@STATE@": state, "@ITER@": it, "@STRESS@": binaries["@STRESS@"], "@POWERLOSS@": binaries["@POWERLOSS@"],
+           "@FOLDER@": d}
+    ex = Executor(env, meta.get("hang_seconds", 120), log=printer.line, echo=True)
+    # A variant step needs its power-loss step's ledger offset: replayed too.
+    got, diverged = replay_steps(a, ex, steps, first, fail_n, printer)
+    if a.dry_run:
+        return EXIT_PASS, "not"
+    if show_list and os.path.exists(os.path.join(d, "ops.trace")):
+        show_ops(printer, os.path.join(d, "ops.trace"), state,
+                 (ex.results.get(got["step"] if got else fail_n) or {}).get("output_tail"), f.get("kind"))
+    release(work)
+    if not a.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        printer.line("crashtest: replay kept in %s" % work)
+    return replay_verdict(printer, steps, f, fail_n, got, diverged)
 
 
 def killed_before_judging(steps, n, fail_n):
