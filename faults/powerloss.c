@@ -926,73 +926,95 @@ static const char *opt_val(int argc, char **argv, int *i, const char *name) {
     return argv[++*i];
 }
 
-int main(int argc, char **argv) {
-    const char *dir = NULL, *run = NULL, *prefix = NULL, *v;
-    uint64_t seed = 0, variants = 0;
-    int have_seed = 0, have_variants = 0, mode = MODE_ROLLBACK;
+/* The command line, parsed and checked (usage errors only; nothing opened). */
+typedef struct pl_args {
+    const char *dir, *run, *prefix;
+    uint64_t seed, variants;
+    int have_seed, have_variants, mode;
     wpin pins[64];
-    size_t npins = 0;
+    size_t npins;
+    size_t dl; /* DIR's length without trailing slashes */
+} pl_args;
+
+/* Returns 1 when the command is done (--help, --version), 0 to go on. */
+static int parse_args(int argc, char **argv, pl_args *a) {
+    const char *v;
+    memset(a, 0, sizeof *a);
+    a->mode = MODE_ROLLBACK;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
-            return 0;
+            return 1;
         } else if (!strcmp(argv[i], "--version")) {
             version_print(stdout, "powerloss");
-            return 0;
+            return 1;
         } else if ((v = opt_val(argc, argv, &i, "--run-dir"))) {
-            run = v;
+            a->run = v;
         } else if ((v = opt_val(argc, argv, &i, "--seed"))) {
-            if (!parse_u64(v, &seed)) die_usage("bad --seed '%s'", v);
-            have_seed = 1;
+            if (!parse_u64(v, &a->seed)) die_usage("bad --seed '%s'", v);
+            a->have_seed = 1;
         } else if ((v = opt_val(argc, argv, &i, "--variants"))) {
-            if (!parse_u64(v, &variants) || variants < 1 || variants > 10000)
+            if (!parse_u64(v, &a->variants) || a->variants < 1 || a->variants > 10000)
                 die_usage("bad --variants '%s' (1..10000)", v);
-            have_variants = 1;
+            a->have_variants = 1;
         } else if ((v = opt_val(argc, argv, &i, "--mode"))) {
-            mode = -1;
+            a->mode = -1;
             for (int m = 0; m < 4; m++)
-                if (!strcmp(v, mode_names[m])) mode = m;
-            if (mode < 0) die_usage("bad --mode '%s'", v);
+                if (!strcmp(v, mode_names[m])) a->mode = m;
+            if (a->mode < 0) die_usage("bad --mode '%s'", v);
         } else if ((v = opt_val(argc, argv, &i, "--pin"))) {
-            if (npins == sizeof pins / sizeof pins[0]) die_usage("more than %zu --pin", npins);
-            if (!parse_pin(v, &pins[npins])) die_usage("bad --pin '%s' (NAME@OFFSET:BACK=rollback|tear:HEX)", v);
-            npins++;
+            if (a->npins == sizeof a->pins / sizeof a->pins[0]) die_usage("more than %zu --pin", a->npins);
+            if (!parse_pin(v, &a->pins[a->npins])) die_usage("bad --pin '%s' (NAME@OFFSET:BACK=rollback|tear:HEX)", v);
+            a->npins++;
         } else if ((v = opt_val(argc, argv, &i, "--out-prefix"))) {
             if (!*v) die_usage("empty --out-prefix");
-            prefix = v;
+            a->prefix = v;
         } else if (argv[i][0] == '-') {
             die_usage("unknown option '%s'", argv[i]);
-        } else if (!dir) {
-            dir = argv[i];
+        } else if (!a->dir) {
+            a->dir = argv[i];
         } else {
-            die_usage("more than one directory ('%s', '%s')", dir, argv[i]);
+            die_usage("more than one directory ('%s', '%s')", a->dir, argv[i]);
         }
     }
-    if (!dir) die_usage("no database directory given");
-    if (!run) die_usage("--run-dir is required");
-    if (!have_seed) die_usage("--seed is required");
-    if (prefix && !have_variants) die_usage("--out-prefix needs --variants");
+    if (!a->dir) die_usage("no database directory given");
+    if (!a->run) die_usage("--run-dir is required");
+    if (!a->have_seed) die_usage("--seed is required");
+    if (a->prefix && !a->have_variants) die_usage("--out-prefix needs --variants");
+    return 0;
+}
 
+/* Variant K's directory: P{K} with --out-prefix, else DIR.pl{K}. */
+static void variant_path(const pl_args *a, uint64_t k, char *out, size_t cap) {
+    if (a->prefix)
+        snprintf(out, cap, "%s%" PRIu64, a->prefix, k);
+    else
+        snprintf(out, cap, "%.*s.pl%" PRIu64, (int)a->dl, a->dir, k);
+}
+
+/* DIR and RUN are directories and no variant's directory exists yet;
+ * sets a->dl. */
+static void check_dirs(pl_args *a) {
     struct stat st;
-    if (stat(dir, &st) != 0) die_usage("%s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode)) die_usage("%s is not a directory", dir);
-    if (stat(run, &st) != 0 || !S_ISDIR(st.st_mode)) die_usage("run directory %s is not a directory", run);
-    char lockpath[PATH_MAX];
-    size_t dl = strlen(dir);
-    while (dl > 1 && dir[dl - 1] == '/') dl--;
-    if (dl + 32 >= sizeof lockpath) die_usage("directory name too long");
+    if (stat(a->dir, &st) != 0) die_usage("%s: %s", a->dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) die_usage("%s is not a directory", a->dir);
+    if (stat(a->run, &st) != 0 || !S_ISDIR(st.st_mode)) die_usage("run directory %s is not a directory", a->run);
+    a->dl = strlen(a->dir);
+    while (a->dl > 1 && a->dir[a->dl - 1] == '/') a->dl--;
+    if (a->dl + 32 >= PATH_MAX) die_usage("directory name too long");
     char outp[PATH_MAX];
-    for (uint64_t k = 0; k < variants; k++) {
-        if (prefix)
-            snprintf(outp, sizeof outp, "%s%" PRIu64, prefix, k);
-        else
-            snprintf(outp, sizeof outp, "%.*s.pl%" PRIu64, (int)dl, dir, k);
+    for (uint64_t k = 0; k < a->variants; k++) {
+        variant_path(a, k, outp, sizeof outp);
         if (lstat(outp, &st) == 0) die_usage("%s exists: remove it first (variants are never overwritten)", outp);
     }
+}
 
-    /* A live process would go on writing into whatever this step makes;
-     * the engine's flock on LOCK dies with its holder. */
-    snprintf(lockpath, sizeof lockpath, "%.*s/LOCK", (int)dl, dir);
+/* A live process would go on writing into whatever this step makes;
+ * the engine's flock on LOCK dies with its holder.  Returns the
+ * descriptor holding DIR/LOCK while DIR changes in place, else -1. */
+static int lock_dir(const pl_args *a) {
+    char lockpath[PATH_MAX];
+    snprintf(lockpath, sizeof lockpath, "%.*s/LOCK", (int)a->dl, a->dir);
     int lockfd = open(lockpath, O_RDONLY | O_CLOEXEC);
     if (lockfd >= 0) {
         if (flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
@@ -1004,16 +1026,62 @@ int main(int argc, char **argv) {
         }
         /* In place, hold it while the directory changes so no engine
          * opens a half-made state; copies leave DIR alone. */
-        if (have_variants) {
+        if (a->have_variants) {
             close(lockfd);
             lockfd = -1;
         }
     } else if (errno != ENOENT) {
         die_io("open %s: %s", lockpath, strerror(errno));
     }
+    return lockfd;
+}
+
+/* Variant K: DIR itself, or a copy of it, put into one legal state and
+ * its counts printed. */
+static void make_variant(const pl_args *a, uint64_t k, const journal_view *jv, const uint64_t *wid,
+                         const uint32_t *wback, flt_ledger *ledger) {
+    const char *root = a->dir;
+    char rootbuf[PATH_MAX];
+    if (a->have_variants) {
+        variant_path(a, k, rootbuf, sizeof rootbuf);
+        copy_tree(a->dir, rootbuf);
+        root = rootbuf;
+    }
+    variant var;
+    memset(&var, 0, sizeof var);
+    var.root = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (var.root < 0) die_io("open %s: %s", root, strerror(errno));
+    var.root_path = root;
+    var.run = a->run;
+    var.index = (unsigned)k;
+    var.mode = a->mode;
+    var.ledger = ledger;
+    uint64_t vs = variant_seed(a->seed, (unsigned)k);
+    xo_seed(&var.rng, vs);
+    var.seed = vs;
+    var.wid = wid;
+    var.wback = wback;
+    var.wpins = a->pins;
+    var.nwpins = a->npins;
+    if (!a->have_variants) g_changing = root;
+    run_variant(&var, jv);
+    printf("powerloss: %s: mode %s, seed %" PRIu64 " variant %u: %" PRIu64 " writes journaled, %" PRIu64
+           " unsynced, %" PRIu64 " rolled back, %" PRIu64 " torn, %" PRIu64 " kept; %" PRIu64
+           " unsynced metadata operations, %" PRIu64 " undone; %" PRIu64 " dropped by failed fsyncs\n",
+           root, mode_names[a->mode], a->seed, (unsigned)k, jv->v.writes, var.st.unsynced, var.st.rolled_back,
+           var.st.torn, var.st.kept_unsynced, var.st.meta_unsynced, var.st.meta_undone, var.st.dropped);
+    close(var.root);
+    variant_free(&var);
+}
+
+int main(int argc, char **argv) {
+    pl_args a;
+    if (parse_args(argc, argv, &a)) return 0;
+    check_dirs(&a);
+    int lockfd = lock_dir(&a);
 
     journal_view jv;
-    journal_load(run, &jv);
+    journal_load(a.run, &jv);
     if (jv.v.torn)
         printf("powerloss: journal: ignoring %zu bytes of torn tail (%" PRIu64 " records, %" PRIu64 " sessions)\n",
                jv.v.torn, jv.v.records, jv.v.sessions);
@@ -1021,49 +1089,13 @@ int main(int argc, char **argv) {
     uint64_t *wid = write_ids(&jv, &wback);
 
     flt_ledger *ledger = NULL;
-    int rc = flt_ledger_open(run, &ledger);
-    if (rc) die_io("cannot open %s/ledger: %s", run, strerror(-rc));
+    int rc = flt_ledger_open(a.run, &ledger);
+    if (rc) die_io("cannot open %s/ledger: %s", a.run, strerror(-rc));
 
-    uint64_t nvar = have_variants ? variants : 1;
-    for (uint64_t k = 0; k < nvar; k++) {
-        const char *root = dir;
-        char rootbuf[PATH_MAX];
-        if (have_variants) {
-            if (prefix)
-                snprintf(rootbuf, sizeof rootbuf, "%s%" PRIu64, prefix, k);
-            else
-                snprintf(rootbuf, sizeof rootbuf, "%.*s.pl%" PRIu64, (int)dl, dir, k);
-            copy_tree(dir, rootbuf);
-            root = rootbuf;
-        }
-        variant var;
-        memset(&var, 0, sizeof var);
-        var.root = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (var.root < 0) die_io("open %s: %s", root, strerror(errno));
-        var.root_path = root;
-        var.run = run;
-        var.index = (unsigned)k;
-        var.mode = mode;
-        var.ledger = ledger;
-        uint64_t vs = variant_seed(seed, (unsigned)k);
-        xo_seed(&var.rng, vs);
-        var.seed = vs;
-        var.wid = wid;
-        var.wback = wback;
-        var.wpins = pins;
-        var.nwpins = npins;
-        if (!have_variants) g_changing = root;
-        run_variant(&var, &jv);
-        printf("powerloss: %s: mode %s, seed %" PRIu64 " variant %u: %" PRIu64 " writes journaled, %" PRIu64
-               " unsynced, %" PRIu64 " rolled back, %" PRIu64 " torn, %" PRIu64 " kept; %" PRIu64
-               " unsynced metadata operations, %" PRIu64 " undone; %" PRIu64 " dropped by failed fsyncs\n",
-               root, mode_names[mode], seed, (unsigned)k, jv.v.writes, var.st.unsynced, var.st.rolled_back, var.st.torn,
-               var.st.kept_unsynced, var.st.meta_unsynced, var.st.meta_undone, var.st.dropped);
-        close(var.root);
-        variant_free(&var);
-    }
+    uint64_t nvar = a.have_variants ? a.variants : 1;
+    for (uint64_t k = 0; k < nvar; k++) make_variant(&a, k, &jv, wid, wback, ledger);
     flt_ledger_close(ledger);
-    if (!have_variants) journal_reset(run);
+    if (!a.have_variants) journal_reset(a.run);
     if (jv.map) munmap(jv.map, jv.size);
     free(wid);
     free(wback);
