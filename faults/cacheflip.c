@@ -99,68 +99,65 @@ static uint64_t other_bit(flt_ctx *f, flt_thr *t, span s, const uint64_t *bits, 
     }
 }
 
-void flt_cache_pattern(flt_ctx *f, flt_thr *t, eng_db *db) {
-    uint64_t nblocks = eng_debug_nblocks(db);
-    if (!nblocks) return;
-    int pat = (int)draw(f, t, PAT_COUNT), rg = (int)draw(f, t, RG_COUNT);
-    /* A resident slotted page with entries, of the region's type when one
-     * of sixteen draws finds it (internal pages are few). */
-    uint64_t block = 0;
-    size_t ps = 0;
-    uint8_t *p = NULL;
-    for (int k = 0; k < 24 && !p; k++) {
+/* One trial: the frame, the entry drawn in it and the bits to flip. */
+typedef struct trial {
+    int pat, rg, leaf;
+    uint64_t block;
+    size_t ps;
+    uint8_t *p;             /* the frame, latched exclusively */
+    span sl, hd, rest, hdr; /* the entry's parts, and the page header's */
+    span reg, part;         /* the region's bytes, and the part they lie in */
+    uint64_t bits[8];
+    int nb;
+} trial;
+
+/* Latches a resident slotted page with entries, of the region's type when
+ * one of sixteen draws finds it (internal pages are few); 0 when none was
+ * found. */
+static int latch_page(flt_ctx *f, flt_thr *t, eng_db *db, uint64_t nblocks, trial *tr) {
+    for (int k = 0; k < 24; k++) {
         /* One frame latched at a time (the caller of eng_debug_frame_bytes
          * holds no other latch): a misfit is released before the next. */
         uint64_t b = draw(f, t, nblocks);
         size_t s = 0;
         uint8_t *q = eng_debug_frame_bytes(db, b, &s);
         if (!q) continue;
-        int type = q[PH_TYPE_OFF];
+        int type = q[PH_TYPE_OFF], rg = tr->rg;
         int fits = (type == PAGE_LEAF || type == PAGE_INTERNAL) && get16(q + PH_NSLOTS_OFF) > 0;
         int want = rg == RG_SEPARATOR ? type == PAGE_INTERNAL : rg <= RG_VERSION ? type == PAGE_LEAF : 1;
         if (fits && (want || k >= 16)) {
-            p = q, ps = s, block = b;
-            break;
+            tr->p = q, tr->ps = s, tr->block = b;
+            return 1;
         }
         eng_debug_frame_release(db, b);
     }
-    if (!p) return; /* none resident: nothing to flip, no line */
-    /* A leaf a reader loaded and nobody used since carries no codes yet
-     * (the pool proves it by its page checksum until its next use): code
-     * it now, so the trial measures the codes, not the checksum.  Random
-     * flips (inject.c) leave such frames as they are, so the checksum's
-     * watch over them is exercised there. */
-    if (eng_debug_frame_code(db, block) != 0) {
-        eng_debug_frame_release(db, block);
-        return;
-    }
-    int leaf = p[PH_TYPE_OFF] == PAGE_LEAF;
-    if (!leaf && rg <= RG_VERSION) rg = RG_SEPARATOR;
-    if (leaf && rg == RG_SEPARATOR) rg = RG_KEY;
-    unsigned n = get16(p + PH_NSLOTS_OFF), slot = (unsigned)draw(f, t, n);
-    span sl, hd, rest, hdrspan = {PH_BLOCK_OFF, PAGE_HDR};
-    if (!entry_parts(p, ps, slot, &sl, &hd, &rest)) {
-        eng_debug_frame_release(db, block);
-        return;
-    }
+    return 0;
+}
+
+static void place_region(flt_ctx *f, flt_thr *t, trial *tr) {
+    span rest = tr->rest;
     size_t klen = rest.b - rest.a; /* key bytes within rest */
-    if (leaf) klen = get16(p + hd.a);
-    /* The region's bytes, and the part they lie in. */
-    span reg, part;
-    switch (rg) {
-    case RG_KEY: reg = (span){rest.a, rest.a + klen}, part = rest; break;
+    if (tr->leaf) klen = get16(tr->p + tr->hd.a);
+    switch (tr->rg) {
+    case RG_KEY: tr->reg = (span){rest.a, rest.a + klen}, tr->part = rest; break;
     case RG_VALUE:
-        reg = rest.a + klen < rest.b ? (span){rest.a + klen, rest.b} : (span){rest.a, rest.a + klen};
-        part = rest;
+        tr->reg = rest.a + klen < rest.b ? (span){rest.a + klen, rest.b} : (span){rest.a, rest.a + klen};
+        tr->part = rest;
         break;
-    case RG_VERSION: reg = part = hd; break;
-    case RG_SLOT: reg = part = sl; break;
-    case RG_HEADER: reg = part = hdrspan; break;
-    default: reg = part = draw(f, t, 2) ? rest : hd; break; /* separator: its key or its header */
+    case RG_VERSION: tr->reg = tr->part = tr->hd; break;
+    case RG_SLOT: tr->reg = tr->part = tr->sl; break;
+    case RG_HEADER: tr->reg = tr->part = tr->hdr; break;
+    default: tr->reg = tr->part = draw(f, t, 2) ? rest : tr->hd; break; /* separator: its key or its header */
     }
-    uint64_t bits[8] = {0};
+}
+
+/* The bits the pattern flips, in the region (and for double_parts in
+ * another part of the entry). */
+static void draw_bits(flt_ctx *f, flt_thr *t, trial *tr) {
+    uint64_t *bits = tr->bits;
+    span reg = tr->reg, part = tr->part;
     int nb = 0;
-    switch (pat) {
+    switch (tr->pat) {
     case PAT_SINGLE: bits[nb++] = other_bit(f, t, reg, bits, 0); break;
     case PAT_DOUBLE_PART:
         bits[nb++] = other_bit(f, t, reg, bits, 0);
@@ -171,9 +168,9 @@ void flt_cache_pattern(flt_ctx *f, flt_thr *t, eng_db *db) {
         /* Another part of the same entry (for the header: of the entry). */
         span others[3];
         int no = 0;
-        if (part.a != sl.a) others[no++] = sl;
-        if (part.a != hd.a) others[no++] = hd;
-        if (part.a != rest.a) others[no++] = rest;
+        if (part.a != tr->sl.a) others[no++] = tr->sl;
+        if (part.a != tr->hd.a) others[no++] = tr->hd;
+        if (part.a != tr->rest.a) others[no++] = tr->rest;
         bits[nb] = other_bit(f, t, others[draw(f, t, (uint64_t)no)], bits, nb), nb++;
         break;
     }
@@ -191,54 +188,105 @@ void flt_cache_pattern(flt_ctx *f, flt_thr *t, eng_db *db) {
         break;
     }
     }
-    /* Parity per part: odd anywhere is always caught. */
-    int odd = 0;
-    span parts[4] = {sl, hd, rest, hdrspan};
+    tr->nb = nb;
+}
+
+/* The ledger's parity: "odd" when some part got an odd count of flips
+ * (always caught), else which parities still vouch. */
+static const char *parity_of(const trial *tr) {
+    const uint64_t *bits = tr->bits;
+    int nb = tr->nb, odd = 0;
+    span parts[4] = {tr->sl, tr->hd, tr->rest, tr->hdr};
     for (int k = 0; k < 4; k++) {
         int c = 0;
         for (int i = 0; i < nb; i++) c += bits[i] / 8 >= parts[k].a && bits[i] / 8 < parts[k].b;
         odd |= c & 1;
     }
-    /* Even everywhere: which parities still vouch.  Flips in a slot make
-     * the code hash another cell, whose header and rest parities are then
-     * coin tosses; flips in a length (klen, vlen, the overflow flag) move
-     * where the rest ends, whose parity is then a coin toss. */
-    const char *even = part.a == hdrspan.a ? "page" : "entry";
-    if (part.a == sl.a) even = "slot";
-    if (part.a == hd.a) {
-        int ovfl = leaf && (p[hd.a + 2] & CELL_OVERFLOW);
+    if (odd) return "odd";
+    /* Flips in a slot make the code hash another cell, whose header and
+     * rest parities are then coin tosses; flips in a length (klen, vlen,
+     * the overflow flag) move where the rest ends, whose parity is then a
+     * coin toss. */
+    const char *even = tr->part.a == tr->hdr.a ? "page" : "entry";
+    if (tr->part.a == tr->sl.a) even = "slot";
+    if (tr->part.a == tr->hd.a) {
+        size_t ha = tr->hd.a;
+        int leaf = tr->leaf, ovfl = leaf && (tr->p[ha + 2] & CELL_OVERFLOW);
         for (int i = 0; i < nb; i++) {
-            size_t o = bits[i] / 8 - hd.a;
+            size_t o = bits[i] / 8 - ha;
             if (o < 2 || (leaf && ((o == 2 && bits[i] % 8 == 0) || (o >= 3 && o < 7 && !ovfl)))) even = "span";
         }
     }
+    return even;
+}
+
+/* Flips the bits, runs the engine's whole-page check, flips them back and
+ * releases the frame; returns the check's result. */
+static int check_flipped(eng_db *db, trial *tr) {
+    for (int i = 0; i < tr->nb; i++) tr->p[tr->bits[i] / 8] ^= (uint8_t)(1u << (tr->bits[i] % 8));
+    int rc = eng_debug_frame_check(db, tr->block);
+    for (int i = 0; i < tr->nb; i++) tr->p[tr->bits[i] / 8] ^= (uint8_t)(1u << (tr->bits[i] % 8));
+    eng_debug_frame_release(db, tr->block);
+    tr->p = NULL;
+    return rc;
+}
+
+static void record_trial(flt_ctx *f, flt_thr *t, const trial *tr, const char *parity, int rc) {
     char list[8 * 8];
     size_t ll = 0;
     list[0] = 0;
-    for (int i = 0; i < nb; i++)
-        ll += (size_t)snprintf(list + ll, sizeof list - ll, "%s%llu", i ? "," : "", (unsigned long long)bits[i]);
-    for (int i = 0; i < nb; i++) p[bits[i] / 8] ^= (uint8_t)(1u << (bits[i] % 8));
-    int rc = eng_debug_frame_check(db, block);
-    for (int i = 0; i < nb; i++) p[bits[i] / 8] ^= (uint8_t)(1u << (bits[i] % 8));
-    eng_debug_frame_release(db, block);
-
+    for (int i = 0; i < tr->nb; i++)
+        ll += (size_t)snprintf(list + ll, sizeof list - ll, "%s%llu", i ? "," : "", (unsigned long long)tr->bits[i]);
     flt_event e = flt_event_for(f, t, FLT_BITFLIP_CACHE, "tick/cache");
     e.file = "data";
-    e.block = (int64_t)block;
-    e.offset = (int64_t)(block * ps);
-    e.len = (int64_t)ps;
-    e.bit = (int64_t)bits[0];
-    e.mask = 1u << (bits[0] % 8);
-    e.part_offset = (int64_t)part.a;
-    e.part_len = (int64_t)(part.b - part.a);
-    e.part_code = part.a == hdrspan.a ? "page" : "entry";
-    e.pattern = pat_names[pat];
-    e.region = rg_names[rg];
-    e.nbits = nb;
+    e.block = (int64_t)tr->block;
+    e.offset = (int64_t)(tr->block * tr->ps);
+    e.len = (int64_t)tr->ps;
+    e.bit = (int64_t)tr->bits[0];
+    e.mask = 1u << (tr->bits[0] % 8);
+    e.part_offset = (int64_t)tr->part.a;
+    e.part_len = (int64_t)(tr->part.b - tr->part.a);
+    e.part_code = tr->part.a == tr->hdr.a ? "page" : "entry";
+    e.pattern = pat_names[tr->pat];
+    e.region = rg_names[tr->rg];
+    e.nbits = tr->nb;
     e.bits = list;
-    e.parity = odd ? "odd" : even;
+    e.parity = parity;
     e.check = rc < 0 ? "none" : rc ? "detected" : "escaped";
     flt_record(f, FLT_BITFLIP_CACHE, &e);
+}
+
+void flt_cache_pattern(flt_ctx *f, flt_thr *t, eng_db *db) {
+    uint64_t nblocks = eng_debug_nblocks(db);
+    if (!nblocks) return;
+    trial tr;
+    memset(&tr, 0, sizeof tr);
+    tr.pat = (int)draw(f, t, PAT_COUNT);
+    tr.rg = (int)draw(f, t, RG_COUNT);
+    if (!latch_page(f, t, db, nblocks, &tr)) return; /* none resident: nothing to flip, no line */
+    /* A leaf a reader loaded and nobody used since carries no codes yet
+     * (the pool proves it by its page checksum until its next use): code
+     * it now, so the trial measures the codes, not the checksum.  Random
+     * flips (inject.c) leave such frames as they are, so the checksum's
+     * watch over them is exercised there. */
+    if (eng_debug_frame_code(db, tr.block) != 0) {
+        eng_debug_frame_release(db, tr.block);
+        return;
+    }
+    tr.leaf = tr.p[PH_TYPE_OFF] == PAGE_LEAF;
+    if (!tr.leaf && tr.rg <= RG_VERSION) tr.rg = RG_SEPARATOR;
+    if (tr.leaf && tr.rg == RG_SEPARATOR) tr.rg = RG_KEY;
+    unsigned n = get16(tr.p + PH_NSLOTS_OFF), slot = (unsigned)draw(f, t, n);
+    tr.hdr = (span){PH_BLOCK_OFF, PAGE_HDR};
+    if (!entry_parts(tr.p, tr.ps, slot, &tr.sl, &tr.hd, &tr.rest)) {
+        eng_debug_frame_release(db, tr.block);
+        return;
+    }
+    place_region(f, t, &tr);
+    draw_bits(f, t, &tr);
+    const char *parity = parity_of(&tr);
+    int rc = check_flipped(db, &tr);
+    record_trial(f, t, &tr, parity, rc);
 }
 
 /* ---- a drawn flip (flt_tick) or a pinned one (flt_flip_cache_at) ---- */
