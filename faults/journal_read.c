@@ -428,6 +428,123 @@ static int parent_tok(fwd *f, jr_str s) {
     return dir_tok(f, s.p, (size_t)(slash - s.p));
 }
 
+/* A create, rename or unlink that succeeded: the names now denote other
+ * inodes. */
+static void rebind_names(fwd *f, const jr_op *b) {
+    if (b->r.kind == JR_CREATE_B) {
+        int t = new_counter(f, &f->tok, &f->ntok, &f->captok);
+        if (t >= 0) fwd_set(f, &f->names, b->r.path.p, b->r.path.len, t);
+    } else if (b->r.kind == JR_RENAME_B) {
+        int t = tok_of(f, b->r.path);
+        fwd_set(f, &f->names, b->r.path2.p, b->r.path2.len, t);
+        fwd_set(f, &f->names, b->r.path.p, b->r.path.len, -1);
+    } else {
+        fwd_set(f, &f->names, b->r.path.p, b->r.path.len, -1);
+    }
+}
+
+/* A DONE: its BEGIN (of the current session, IDS) takes its result and
+ * its rank among the DONEs of its inode or directory; a sync's moves the
+ * durable mark up to the rank its BEGIN saw. */
+static void note_done(fwd *f, jr_view *v, const jr_op *o, const jr_u64map *ids) {
+    uint64_t bi;
+    if (!flt_jr_um_get(ids, o->r.id + 1, &bi)) return; /* its BEGIN was reset away */
+    jr_op *b = &v->ops[bi];
+    if (b->has_done) return;
+    b->has_done = 1;
+    b->result = o->r.result;
+    switch (b->r.kind) {
+    case JR_WRITE_B:
+    case JR_TRUNCATE_B: b->done_pos = f->tok[b->tok].done++; break;
+    case JR_SYNC_B:
+#if defined(ENG_BROKEN_JOURNAL_SYNC_COVERS_WRITES_DONE_DURING_IT)
+        /* planted bug (tests/harness_mutants.txt): an fsync covers the writes completed by its
+         * DONE, not by its BEGIN: a write that completed while the fsync
+         * ran counts as synced and is never rolled back. */
+        if (b->result >= 0 && f->tok[b->tok].synced_upto < f->tok[b->tok].done)
+            f->tok[b->tok].synced_upto = f->tok[b->tok].done;
+#elif defined(ENG_BROKEN_JOURNAL_FAILED_SYNC_COVERS)
+        /* planted bug (tests/harness_mutants.txt): a failed fsync covers its writes as a
+         * successful one does. */
+        if (f->tok[b->tok].synced_upto < b->snap) f->tok[b->tok].synced_upto = b->snap;
+#else
+        if (b->result >= 0 && f->tok[b->tok].synced_upto < b->snap) f->tok[b->tok].synced_upto = b->snap;
+#endif
+        break;
+    case JR_DIRSYNC_B:
+        if (b->result >= 0 && f->dir[b->dir1].synced_upto < b->snap) f->dir[b->dir1].synced_upto = b->snap;
+        break;
+    case JR_CREATE_B:
+    case JR_RENAME_B:
+    case JR_UNLINK_B:
+        if (b->result < 0) break;
+        b->done_pos = f->dir[b->dir1].done++;
+        if (b->dir2 >= 0) b->done_pos2 = f->dir[b->dir2].done++;
+        rebind_names(f, b);
+        break;
+    }
+}
+
+/* A BEGIN: the counters of its inode or directories, and for a sync the
+ * DONEs it covers.  0 when O is no BEGIN. */
+static int note_begin(fwd *f, jr_op *o) {
+    switch (o->r.kind) {
+    case JR_WRITE_B:
+    case JR_TRUNCATE_B: o->tok = tok_of(f, o->r.path); return 1;
+    case JR_SYNC_B:
+        o->tok = tok_of(f, o->r.path);
+        if (o->tok >= 0) o->snap = f->tok[o->tok].done;
+        return 1;
+    case JR_DIRSYNC_B:
+        o->dir1 = dir_tok(f, o->r.path.p, o->r.path.len);
+        if (o->dir1 >= 0) o->snap = f->dir[o->dir1].done;
+        return 1;
+    case JR_CREATE_B:
+    case JR_UNLINK_B: o->dir1 = parent_tok(f, o->r.path); return 1;
+    case JR_RENAME_B:
+        o->dir1 = parent_tok(f, o->r.path);
+        o->dir2 = parent_tok(f, o->r.path2);
+        if (o->dir2 == o->dir1) o->dir2 = -1;
+        return 1;
+    default: return 0;
+    }
+}
+
+/* Each completed operation's durable flag from the marks the walk left. */
+static void mark_durable(const fwd *f, jr_view *v) {
+    for (size_t i = 0; i < v->nops; i++) {
+        jr_op *o = &v->ops[i];
+        if (!o->has_done) continue;
+        switch (o->r.kind) {
+        case JR_WRITE_B:
+        case JR_TRUNCATE_B:
+#ifdef ENG_BROKEN_JOURNAL_SYNC_MISSES_LAST_WRITE
+            /* planted bug (tests/mutants.txt): off by one, the last write
+             * completed before a successful fsync began counts as unsynced
+             * and may be rolled back (or dropped by a failed fsync). */
+            o->durable = o->done_pos + 1 < f->tok[o->tok].synced_upto;
+#else
+            o->durable = o->done_pos < f->tok[o->tok].synced_upto;
+#endif
+            break;
+        case JR_CREATE_B:
+        case JR_RENAME_B:
+        case JR_UNLINK_B:
+#ifdef ENG_BROKEN_JOURNAL_RENAME_DURABLE_WITHOUT_DIRSYNC
+            /* planted bug (tests/harness_mutants.txt): a rename that succeeded counts as durable
+             * without an fsync of its directories. */
+            o->durable = o->result >= 0 &&
+                         (o->r.kind == JR_RENAME_B || (o->done_pos < f->dir[o->dir1].synced_upto &&
+                                                       (o->dir2 < 0 || o->done_pos2 < f->dir[o->dir2].synced_upto)));
+#else
+            o->durable = o->result >= 0 && o->done_pos < f->dir[o->dir1].synced_upto &&
+                         (o->dir2 < 0 || o->done_pos2 < f->dir[o->dir2].synced_upto);
+#endif
+            break;
+        }
+    }
+}
+
 int flt_jr_durability(jr_view *v, jr_strmap *names) {
     fwd f;
     memset(&f, 0, sizeof f);
@@ -444,109 +561,14 @@ int flt_jr_durability(jr_view *v, jr_strmap *names) {
             if (flt_jr_um_get(&ids, o->r.id + 1, &bi) && v->ops[bi].r.kind == JR_WRITE_B) v->ops[bi].dropped = 1;
             continue;
         }
-        case JR_DONE: {
-            uint64_t bi;
-            if (!flt_jr_um_get(&ids, o->r.id + 1, &bi)) continue; /* its BEGIN was reset away */
-            jr_op *b = &v->ops[bi];
-            if (b->has_done) continue;
-            b->has_done = 1;
-            b->result = o->r.result;
-            switch (b->r.kind) {
-            case JR_WRITE_B:
-            case JR_TRUNCATE_B: b->done_pos = f.tok[b->tok].done++; break;
-            case JR_SYNC_B:
-#if defined(ENG_BROKEN_JOURNAL_SYNC_COVERS_WRITES_DONE_DURING_IT)
-                /* planted bug (tests/harness_mutants.txt): an fsync covers the writes completed by its
-                 * DONE, not by its BEGIN: a write that completed while the fsync
-                 * ran counts as synced and is never rolled back. */
-                if (b->result >= 0 && f.tok[b->tok].synced_upto < f.tok[b->tok].done)
-                    f.tok[b->tok].synced_upto = f.tok[b->tok].done;
-#elif defined(ENG_BROKEN_JOURNAL_FAILED_SYNC_COVERS)
-                /* planted bug (tests/harness_mutants.txt): a failed fsync covers its writes as a
-                 * successful one does. */
-                if (f.tok[b->tok].synced_upto < b->snap) f.tok[b->tok].synced_upto = b->snap;
-#else
-                if (b->result >= 0 && f.tok[b->tok].synced_upto < b->snap) f.tok[b->tok].synced_upto = b->snap;
-#endif
-                break;
-            case JR_DIRSYNC_B:
-                if (b->result >= 0 && f.dir[b->dir1].synced_upto < b->snap) f.dir[b->dir1].synced_upto = b->snap;
-                break;
-            case JR_CREATE_B:
-            case JR_RENAME_B:
-            case JR_UNLINK_B:
-                if (b->result < 0) break;
-                b->done_pos = f.dir[b->dir1].done++;
-                if (b->dir2 >= 0) b->done_pos2 = f.dir[b->dir2].done++;
-                /* The names now denote other inodes. */
-                if (b->r.kind == JR_CREATE_B) {
-                    int t = new_counter(&f, &f.tok, &f.ntok, &f.captok);
-                    if (t >= 0) fwd_set(&f, &f.names, b->r.path.p, b->r.path.len, t);
-                } else if (b->r.kind == JR_RENAME_B) {
-                    int t = tok_of(&f, b->r.path);
-                    fwd_set(&f, &f.names, b->r.path2.p, b->r.path2.len, t);
-                    fwd_set(&f, &f.names, b->r.path.p, b->r.path.len, -1);
-                } else {
-                    fwd_set(&f, &f.names, b->r.path.p, b->r.path.len, -1);
-                }
-                break;
-            }
-            continue;
+        case JR_DONE: note_done(&f, v, o, &ids); continue;
+        default: break;
         }
-        case JR_WRITE_B:
-        case JR_TRUNCATE_B: o->tok = tok_of(&f, o->r.path); break;
-        case JR_SYNC_B:
-            o->tok = tok_of(&f, o->r.path);
-            if (o->tok >= 0) o->snap = f.tok[o->tok].done;
-            break;
-        case JR_DIRSYNC_B:
-            o->dir1 = dir_tok(&f, o->r.path.p, o->r.path.len);
-            if (o->dir1 >= 0) o->snap = f.dir[o->dir1].done;
-            break;
-        case JR_CREATE_B:
-        case JR_UNLINK_B: o->dir1 = parent_tok(&f, o->r.path); break;
-        case JR_RENAME_B:
-            o->dir1 = parent_tok(&f, o->r.path);
-            o->dir2 = parent_tok(&f, o->r.path2);
-            if (o->dir2 == o->dir1) o->dir2 = -1;
-            break;
-        default: continue;
-        }
-        if (f.err) break;
+        if (!note_begin(&f, o) || f.err) continue;
         int rc = flt_jr_um_put(&ids, o->r.id + 1, i);
         if (rc) f.err = rc;
     }
-    for (size_t i = 0; i < v->nops && !f.err; i++) {
-        jr_op *o = &v->ops[i];
-        if (!o->has_done) continue;
-        switch (o->r.kind) {
-        case JR_WRITE_B:
-        case JR_TRUNCATE_B:
-#ifdef ENG_BROKEN_JOURNAL_SYNC_MISSES_LAST_WRITE
-            /* planted bug (tests/mutants.txt): off by one, the last write
-             * completed before a successful fsync began counts as unsynced
-             * and may be rolled back (or dropped by a failed fsync). */
-            o->durable = o->done_pos + 1 < f.tok[o->tok].synced_upto;
-#else
-            o->durable = o->done_pos < f.tok[o->tok].synced_upto;
-#endif
-            break;
-        case JR_CREATE_B:
-        case JR_RENAME_B:
-        case JR_UNLINK_B:
-#ifdef ENG_BROKEN_JOURNAL_RENAME_DURABLE_WITHOUT_DIRSYNC
-            /* planted bug (tests/harness_mutants.txt): a rename that succeeded counts as durable
-             * without an fsync of its directories. */
-            o->durable = o->result >= 0 &&
-                         (o->r.kind == JR_RENAME_B || (o->done_pos < f.dir[o->dir1].synced_upto &&
-                                                       (o->dir2 < 0 || o->done_pos2 < f.dir[o->dir2].synced_upto)));
-#else
-            o->durable = o->result >= 0 && o->done_pos < f.dir[o->dir1].synced_upto &&
-                         (o->dir2 < 0 || o->done_pos2 < f.dir[o->dir2].synced_upto);
-#endif
-            break;
-        }
-    }
+    if (!f.err) mark_durable(&f, v);
     int rc = f.err;
     if (names && !rc)
         *names = f.names;
