@@ -252,7 +252,8 @@ clean:
 	rm -rf build
 
 # ---- the oracle and the stress driver (stress/, oracle/) ----
-ORACLE_SRC := $(wildcard oracle/*.c)
+# settle.c is compiled inside verdict.c (its last #include), not on its own.
+ORACLE_SRC := $(filter-out oracle/settle.c,$(wildcard oracle/*.c))
 ORACLE_OBJ := $(patsubst %.c,$(BUILD)/obj-oracle/%.o,$(ORACLE_SRC))
 STRESS_SRC := $(wildcard stress/*.c)
 STRESS_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(STRESS_SRC))
@@ -260,6 +261,7 @@ STRESS_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(STRESS_SRC))
 # adapter_rocksdb.c), linked into every stress binary.
 STRESS_ENGINE_LIBS := -lsqlite3 -lrocksdb
 
+$(BUILD)/obj-oracle/oracle/verdict.o: oracle/settle.c
 $(BUILD)/obj-oracle/oracle/%.o: oracle/%.c $(wildcard oracle/*.h) $(COMMON_H) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
