@@ -325,22 +325,57 @@ static void keep_report(void *ctx, const eng_corruption *r) {
     if (lr->count++ == 0) lr->first = *r;
 }
 
-int cmd_waldump(const tool_args *a) {
-    int rc = require_dir(a->dir);
-    if (rc) return rc;
-    insp_dir *d = NULL;
-    int st = insp_open(a->dir, &d);
-    if (st != ENG_OK) {
-        fprintf(stderr, "engine-tool: waldump %s: %s\n", a->dir, eng_strerror(st));
+/* Where the walk starts, and what is known of the log's geometry. */
+typedef struct wd_plan {
+    uint64_t seg_size, start;
+    int from_redo;  /* START is the control file's redo point */
+    int size_known; /* SEG_SIZE is the log's, not only a size it reads the same at */
+} wd_plan;
+
+/* Without a readable control file: the segment size from
+ * --wal-segment-size or from the segment files, with a note on stderr.
+ * EXIT_ERROR (said) when there are no segments. */
+static int seg_size_of_files(const tool_args *a, wd_plan *p) {
+    uint64_t lo = 0, hi = 0;
+    int sr = wal_seg_size_bounds(a->dir, &lo, &hi);
+    if (sr != ENG_OK) {
+        fprintf(stderr, "engine-tool: waldump %s: no WAL segments in %s/%s\n", a->dir, a->dir, WAL_DIR);
         return EXIT_ERROR;
     }
+    if (a->given & OPT_WAL_SEGMENT_SIZE) {
+        p->seg_size = a->wal_segment_size;
+        if (p->seg_size < lo || p->seg_size > hi)
+            fprintf(stderr,
+                    "engine-tool: note: --wal-segment-size %" PRIu64 " disagrees with the segment files "
+                    "(%" PRIu64 "..%" PRIu64 ")\n",
+                    p->seg_size, lo, hi);
+    } else if (lo == hi) {
+        p->seg_size = lo;
+        fprintf(stderr, "engine-tool: note: WAL segment size %" PRIu64 " read from the segment files\n", p->seg_size);
+    } else {
+        /* One segment: every LSN in it maps to it at any size from LO
+         * to HI, so its records read the same; only the size is unknown. */
+        p->seg_size = lo;
+        p->size_known = 0;
+        fprintf(stderr,
+                "engine-tool: note: the WAL segment size cannot be told from one segment file: "
+                "between %" PRIu64 " and %" PRIu64 " bytes (its records read the same at any of them; "
+                "--wal-segment-size gives it)\n",
+                lo, hi);
+    }
+    return 0;
+}
+
+/* The segment size and the start: the control file's redo point, --from,
+ * or the oldest record (--from-oldest, or no readable control file
+ * without --from).  0, or EXIT_ERROR once said on stderr. */
+static int plan_walk(const tool_args *a, insp_dir *d, wd_plan *p) {
     log_reports noted;
     memset(&noted, 0, sizeof noted);
-    uint64_t seg_size = 0, start = 0;
-    int from_redo = 0, oldest = a->from_oldest, size_known = 1, json = (a->given & OPT_JSON) != 0;
-    st = insp_read_control(d, &seg_size, &start, keep_report, &noted);
+    int oldest = a->from_oldest;
+    int st = insp_read_control(d, &p->seg_size, &p->start, keep_report, &noted);
     if (st == ENG_OK) {
-        from_redo = !(a->given & OPT_FROM);
+        p->from_redo = !(a->given & OPT_FROM);
     } else if (st == ENG_NOTFOUND || st == ENG_CORRUPTION) {
         if (st == ENG_NOTFOUND) {
             fprintf(stderr, "engine-tool: note: %s has no control file\n", a->dir);
@@ -350,98 +385,78 @@ int cmd_waldump(const tool_args *a) {
             fprintf(stderr, "engine-tool: note: %s: control file unreadable: %s\n", a->dir,
                     noted.count ? line : "corruption");
         }
-        uint64_t lo = 0, hi = 0;
-        int sr = wal_seg_size_bounds(a->dir, &lo, &hi);
-        if (sr != ENG_OK) {
-            fprintf(stderr, "engine-tool: waldump %s: no WAL segments in %s/%s\n", a->dir, a->dir, WAL_DIR);
-            insp_close(d);
-            return EXIT_ERROR;
-        }
-        if (a->given & OPT_WAL_SEGMENT_SIZE) {
-            seg_size = a->wal_segment_size;
-            if (seg_size < lo || seg_size > hi)
-                fprintf(stderr,
-                        "engine-tool: note: --wal-segment-size %" PRIu64 " disagrees with the segment files "
-                        "(%" PRIu64 "..%" PRIu64 ")\n",
-                        seg_size, lo, hi);
-        } else if (lo == hi) {
-            seg_size = lo;
-            fprintf(stderr, "engine-tool: note: WAL segment size %" PRIu64 " read from the segment files\n", seg_size);
-        } else {
-            /* One segment: every LSN in it maps to it at any size from LO
-             * to HI, so its records read the same; only the size is unknown. */
-            seg_size = lo;
-            size_known = 0;
-            fprintf(stderr,
-                    "engine-tool: note: the WAL segment size cannot be told from one segment file: "
-                    "between %" PRIu64 " and %" PRIu64 " bytes (its records read the same at any of them; "
-                    "--wal-segment-size gives it)\n",
-                    lo, hi);
-        }
+        if (seg_size_of_files(a, p)) return EXIT_ERROR;
         if (!(a->given & OPT_FROM)) oldest = 1;
     } else {
         fprintf(stderr, "engine-tool: waldump %s: reading the control file: %s\n", a->dir, eng_strerror(st));
-        insp_close(d);
         return EXIT_ERROR;
     }
     if (oldest) {
-        if (insp_oldest_record(d, seg_size, &start) != ENG_OK) {
+        if (insp_oldest_record(d, p->seg_size, &p->start) != ENG_OK) {
             fprintf(stderr, "engine-tool: waldump %s: no WAL segments in %s/%s\n", a->dir, a->dir, WAL_DIR);
-            insp_close(d);
             return EXIT_ERROR;
         }
         if (!a->from_oldest)
             fprintf(stderr,
                     "engine-tool: note: starting at the oldest segment's first record, "
                     "lsn=0x%" PRIx64 "\n",
-                    start);
+                    p->start);
     } else if (a->given & OPT_FROM) {
-        start = a->from;
+        p->start = a->from;
     }
+    return 0;
+}
 
+/* --json: the walk as one document on stdout; closes D. */
+static int dump_json(const tool_args *a, insp_dir *d, const wd_plan *p) {
     log_reports shown;
     memset(&shown, 0, sizeof shown);
     log_rep rep = {print_log_report, &shown};
     log_walk w;
-    if (json) {
-        char *rbuf = NULL, *cbuf = NULL;
-        size_t rlen = 0, clen = 0;
-        FILE *recs = open_memstream(&rbuf, &rlen);
-        json_reports = open_memstream(&cbuf, &clen);
-        if (!recs || !json_reports) {
-            fprintf(stderr, "engine-tool: waldump: out of memory\n");
-            insp_close(d);
-            return EXIT_ERROR;
-        }
-        st = walk_log(d, seg_size, start, a->limit, recs, 1, &rep, &w);
+    char *rbuf = NULL, *cbuf = NULL;
+    size_t rlen = 0, clen = 0;
+    FILE *recs = open_memstream(&rbuf, &rlen);
+    json_reports = open_memstream(&cbuf, &clen);
+    if (!recs || !json_reports) {
+        fprintf(stderr, "engine-tool: waldump: out of memory\n");
         insp_close(d);
-        if (st == ENG_OK && !w.limited && from_redo && w.records == 0) report_no_redo_record(&rep, start, w.end);
-        fclose(recs);
-        fclose(json_reports);
-        json_reports = NULL;
-        printf("{\"start_lsn\": \"0x%" PRIx64 "\", \"segment_size\": %" PRIu64 ", \"segment_size_known\": %s, "
-               "\"records\": [%.*s%s],\n",
-               start, seg_size, size_known ? "true" : "false", (int)rlen, rbuf ? rbuf : "", rlen ? "\n" : "");
-        printf(" \"record_count\": %" PRIu64 ", \"end_lsn\": \"0x%" PRIx64 "\", \"trimmed\": %s, \"limited\": %s, "
-               "\"complete\": %s, \"corruption\": [%.*s%s]}\n",
-               w.records, w.end, w.trimmed ? "true" : "false", w.limited ? "true" : "false",
-               st == ENG_OK || st == ENG_CORRUPTION ? "true" : "false", (int)clen, cbuf ? cbuf : "", clen ? "\n" : "");
-        free(rbuf);
-        free(cbuf);
-        if (st != ENG_OK && st != ENG_CORRUPTION) {
-            fprintf(stderr, "engine-tool: waldump %s: reading the log after %" PRIu64 " records: %s\n", a->dir,
-                    w.records, eng_strerror(st));
-            return EXIT_ERROR;
-        }
-        return (st == ENG_CORRUPTION || shown.count) ? EXIT_PROBLEM : EXIT_OK;
+        return EXIT_ERROR;
     }
+    int st = walk_log(d, p->seg_size, p->start, a->limit, recs, 1, &rep, &w);
+    insp_close(d);
+    if (st == ENG_OK && !w.limited && p->from_redo && w.records == 0) report_no_redo_record(&rep, p->start, w.end);
+    fclose(recs);
+    fclose(json_reports);
+    json_reports = NULL;
+    printf("{\"start_lsn\": \"0x%" PRIx64 "\", \"segment_size\": %" PRIu64 ", \"segment_size_known\": %s, "
+           "\"records\": [%.*s%s],\n",
+           p->start, p->seg_size, p->size_known ? "true" : "false", (int)rlen, rbuf ? rbuf : "", rlen ? "\n" : "");
+    printf(" \"record_count\": %" PRIu64 ", \"end_lsn\": \"0x%" PRIx64 "\", \"trimmed\": %s, \"limited\": %s, "
+           "\"complete\": %s, \"corruption\": [%.*s%s]}\n",
+           w.records, w.end, w.trimmed ? "true" : "false", w.limited ? "true" : "false",
+           st == ENG_OK || st == ENG_CORRUPTION ? "true" : "false", (int)clen, cbuf ? cbuf : "", clen ? "\n" : "");
+    free(rbuf);
+    free(cbuf);
+    if (st != ENG_OK && st != ENG_CORRUPTION) {
+        fprintf(stderr, "engine-tool: waldump %s: reading the log after %" PRIu64 " records: %s\n", a->dir, w.records,
+                eng_strerror(st));
+        return EXIT_ERROR;
+    }
+    return (st == ENG_CORRUPTION || shown.count) ? EXIT_PROBLEM : EXIT_OK;
+}
 
-    st = walk_log(d, seg_size, start, a->limit, stdout, 0, &rep, &w);
+/* One line per record and one for how the walk ended; closes D. */
+static int dump_text(const tool_args *a, insp_dir *d, const wd_plan *p) {
+    log_reports shown;
+    memset(&shown, 0, sizeof shown);
+    log_rep rep = {print_log_report, &shown};
+    log_walk w;
+    int st = walk_log(d, p->seg_size, p->start, a->limit, stdout, 0, &rep, &w);
     insp_close(d);
     if (st == ENG_OK && w.limited) {
         printf("stopped after %" PRIu64 " records (--limit); next lsn=0x%" PRIx64 "\n", w.records, w.end);
     } else if (st == ENG_OK) {
-        if (from_redo && w.records == 0) report_no_redo_record(&rep, start, w.end);
+        if (p->from_redo && w.records == 0) report_no_redo_record(&rep, p->start, w.end);
         printf("end of log at lsn=0x%" PRIx64 "%s\n", w.end, w.trimmed ? " (torn tail trimmed)" : "");
     } else if (st != ENG_CORRUPTION) {
         fprintf(stderr, "engine-tool: waldump %s: reading the log after %" PRIu64 " records: %s\n", a->dir, w.records,
@@ -455,4 +470,21 @@ int cmd_waldump(const tool_args *a) {
                 "did not read\n",
                 a->from_str);
     return (st == ENG_CORRUPTION || shown.count) ? EXIT_PROBLEM : EXIT_OK;
+}
+
+int cmd_waldump(const tool_args *a) {
+    int rc = require_dir(a->dir);
+    if (rc) return rc;
+    insp_dir *d = NULL;
+    int st = insp_open(a->dir, &d);
+    if (st != ENG_OK) {
+        fprintf(stderr, "engine-tool: waldump %s: %s\n", a->dir, eng_strerror(st));
+        return EXIT_ERROR;
+    }
+    wd_plan p = {.seg_size = 0, .start = 0, .from_redo = 0, .size_known = 1};
+    if (plan_walk(a, d, &p)) {
+        insp_close(d);
+        return EXIT_ERROR;
+    }
+    return (a->given & OPT_JSON) ? dump_json(a, d, &p) : dump_text(a, d, &p);
 }
