@@ -35,6 +35,16 @@
  *       was reported damaged at an injection's place is a consequence of
  *       that damage (a sibling or parent check that met the bad page):
  *       explained, not credited.
+ *   V1d a class with one detector by design (zero_page: the zero-page rule;
+ *       with checksums on, bitflip_page, bitflip_inflight, torn_write and
+ *       misdirected_write: the page checksum) is detected only by a report
+ *       from that layer; another layer's report at its place is explained
+ *       (no false alarm) but credits nothing, so a broken detector cannot
+ *       hide behind a structure check (V4b then judges the damage).
+ *   V1e with per-KV codes of two bytes or more, a bitflip_cache injection
+ *       matches only kv_protection reports: another layer at its block
+ *       says the flipped page reached the disk past the write-back check
+ *       (K4), which is the engine's failure, never an explanation.
  *   V2  a report that matches no injection is a false_alarm (a failure).
  *   V3  error classes (read_error, write_error, nospace, sync_error):
  *       detected when the driver's call that was running when the error
@@ -45,16 +55,6 @@
  *   V4  corruption classes without a matching report at settlement are
  *       masked (overwritten or never needed; the final verify of every
  *       page ran clean), or undetectable when the run measures that class.
- *   V1e with per-KV codes of two bytes or more, a bitflip_cache injection
- *       matches only kv_protection reports: another layer at its block
- *       says the flipped page reached the disk past the write-back check
- *       (K4), which is the engine's failure, never an explanation
- *   V1d a class with one detector by design (zero_page: the zero-page rule;
- *       with checksums on, bitflip_page, bitflip_inflight, torn_write and
- *       misdirected_write: the page checksum) is detected only by a report
- *       from that layer; another layer's report at its place is explained
- *       (no false alarm) but credits nothing, so a broken detector cannot
- *       hide behind a structure check (V4b then judges the damage)
  *   V4b masked needs the damage gone: an injection of this process that
  *       the fault library shows still on disk after the final verify of
  *       the closed files (vd_note_damage_present: nothing overwrote it),
@@ -85,6 +85,13 @@
  *       block must be reported there (its block-seeded checksum); a wrong,
  *       lost or resurrected value blamed on it came from the block that
  *       missed its write (a lost write there) and counts as undetectable.
+ *   V6c cache flips whose pairs the injector tested (ledger pair_check):
+ *       a wrong, lost or resurrected value after a flip that escaped the
+ *       codes is that escape's, whatever key it meets (the check after a
+ *       crash too); one with no escape before it fails.  The escapes are
+ *       held to the Poisson bound of the pairs' odds, in time too: past
+ *       it those values fail and the escapes beyond the bound count as
+ *       swallowed.
  *   V7  the verdict is pass when every failure count is zero.
  *   V8  a report made while opening after a crash (or after this
  *       process's own failed handle), or by the check right after, is
@@ -105,6 +112,28 @@
  *       included) turns every escape of the pattern into swallowed;
  *       within it they are undetectable (the code's design).  Reports
  *       matched to other injections at the block credit nothing here.
+ *
+ * Settlement order.  The numbers group the rules by topic; vd_settle
+ * (settle.c) applies them in the order their inputs need:
+ *   1. the reports, one per place and layer, each matched to the
+ *      injections at its place: V1, with V0 (what may explain at all),
+ *      V1e (the layers a cache flip matches) and V1d (what credits);
+ *   2. each report left unmatched, in place order: V1b, then V1c (not for
+ *      a V4c reader report), then V8 for a report of an open after a
+ *      crash or a failed handle, V2 for any other;
+ *   3. the opens: V6b and V6c read a post-crash check that failed, then
+ *      V5 and V8 give the crash's outcome and the own reopen's (they need
+ *      the unexplained reports of 2), and V8 names what explains them;
+ *   4. each injection: V3 for the error classes, V5 for the crashes and
+ *      the power-loss step's decisions (the outcome of 3), V9 for a
+ *      checked pattern flip, V4 and V4b for the rest; then the opens no
+ *      ledger line carries (an external kill, an own failed handle);
+ *   5. the driver's symptoms: V6, V6b, V6c;
+ *   6. the bound on the escapes of the per-KV codes (V6c, and its
+ *      estimate for a ledger without pair_check);
+ *   7. V9 per pattern: past its bound, a pattern's escapes counted in 4
+ *      turn swallowed;
+ *   8. V7.
  */
 #ifndef ORACLE_VERDICT_H
 #define ORACLE_VERDICT_H
