@@ -420,6 +420,9 @@ static int settle_v9_checked_flip_outcome(const vd_injection *i) {
     return i->reports ? VD_DETECTED : VD_SWALLOWED;
 }
 
+/* Count outcome O in CC.  The crash's outcome (settle_v5_v8_opens) is
+ * always one of repaired, lost, unrecoverable and unrecoverable by design,
+ * so an external kill counted here lands where a kill line's would. */
 static void count_outcome(vd_counts *cc, int o) {
     switch (o) {
     case VD_DETECTED: cc->detected++; break;
@@ -463,7 +466,7 @@ static void settle_v3_v4_v5_v9_injections(vd_ctx *v, settle_state *s) {
     }
     if (v->external_kill) {
         out->cls[VD_KILL].injected++;
-        count_outcome(&out->cls[VD_KILL], s->crash_o); /* never pending: see settle_v5_v8_opens */
+        count_outcome(&out->cls[VD_KILL], s->crash_o);
     }
     if (s->crash_unrec && !crash_judged) {
         if (s->crash_o == VD_UNRECOVERABLE_BY_DESIGN)
