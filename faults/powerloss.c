@@ -60,7 +60,11 @@
  *       need; the bytes in between it no longer holds read as zeros.
  *   P3  A name is followed through renames to the file that now carries
  *       it on disk; writes to an inode later unlinked or replaced (and
- *       kept so) are skipped: that inode is gone.
+ *       kept so) are skipped: that inode is gone.  So is a write or
+ *       truncate after which its name names no file on disk: it went
+ *       through a descriptor of an inode already unlinked (the door
+ *       journals a call that raced with the unlink under the old name,
+ *       RocksDB truncating a WAL file its purge had just removed).
  *   P4  Once a later operation on a name is kept, every earlier metadata
  *       operation on that name is kept too (a rename of "x.tmp" that
  *       reached the disk implies the creation of "x.tmp" did).
@@ -516,11 +520,19 @@ static uint64_t *write_ids(const journal_view *jv, uint32_t **backs) {
     return id;
 }
 
+/* P3: F's inode is no longer reachable: gone, or (walking back, the
+ * directory as it was right after the operation) no file under its name. */
+static int unreachable(variant *v, pfile *f) {
+    struct stat st;
+    if (!f->gone && fstatat(v->root, f->disk, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) f->gone = 1;
+    return f->gone;
+}
+
 static void step_write(variant *v, const pl_op *o, size_t at) {
     const jr_rec *r = &o->r;
     pfile *f = pf_lookup(v, r->path);
     uint64_t end = r->offset + r->len;
-    if (f->gone) return; /* P3: that inode is no longer reachable */
+    if (unreachable(v, f)) return; /* P3 */
     if (o->dropped) {
         /* P6: rolled back already by a failed fsync; what came later was
          * made on top of that. */
@@ -634,7 +646,7 @@ static int undo_coin(variant *v) { return v->mode != MODE_KEEP && xo_below(&v->r
 static void step_truncate(variant *v, const pl_op *o) {
     const jr_rec *r = &o->r;
     pfile *f = pf_lookup(v, r->path);
-    if (f->gone || (o->has_done && o->result < 0)) return;
+    if (unreachable(v, f) || (o->has_done && o->result < 0)) return; /* P3 */
     uint64_t lo = r->new_size < r->old_size ? r->new_size : r->old_size;
     if (!o->durable) v->st.meta_unsynced++;
     if (o->durable || !undo_coin(v)) {
