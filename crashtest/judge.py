@@ -36,6 +36,109 @@ def report_failure_keys(report):
     return [k for k in FAILURE_KEYS if int(totals.get(k, 0) or 0) > 0]
 
 
+def failed(kind, message, keys=None):
+    """A failed outcome: ('failed', {'kind', 'keys', 'message'})."""
+    return "failed", {"kind": kind, "keys": keys or [kind], "message": message}
+
+
+def judge_refused(expect, rc, hung, output, report, refused):
+    """EXPECT 'refused' (a database with lost files): passed when the engine
+    refused it, a failure when it opened it; else None."""
+    if expect == "refused" and not hung and rc == 3 and refused:
+        return "passed", None
+    if expect == "refused" and not hung and rc in (0, 1) and not SANITIZER_RE.search(output or ""):
+        # It opened a database whose files were lost (F1-F5), as if nothing
+        # were missing: whatever it then served was not the database.
+        keys = report_failure_keys(report)
+        return failed(keys[0] if keys else "lost", "the engine opened a database with lost files instead of "
+                      "refusing it (exit %s%s)" % (rc, ": " + ", ".join(keys) if keys else ""), keys or ["lost"])
+    return None
+
+
+def judge_crash(rc, hung, output, cores):
+    """A hang, a sanitizer report, a core, a fatal signal or a signal no
+    kill planned: the failure, else None."""
+    if hung:
+        return failed("hang", "the watchdog ended it: %s" % hung)
+    m = SANITIZER_RE.search(output or "")
+    if m:
+        line = next((l for l in output.splitlines() if SANITIZER_RE.search(l)), m.group(0))
+        return failed("crash", "sanitizer report: %s" % line.strip()[:200])
+    if cores:
+        return failed("crash", "core dumped (%s)" % ", ".join(cores))
+    if "FAILURE crash" in (output or ""):
+        return failed("crash", "a fatal signal in the process")
+    if rc is not None and rc < 0 and rc != -signal.SIGKILL:
+        return failed("crash", "killed by %s, which no kill planned" % signal_name(-rc))
+    return None
+
+
+def judge_findings(output, report):
+    """The failure the report's counts or stress's FAILURE and error lines
+    name, else None."""
+    keys = report_failure_keys(report)
+    if "hang" in keys:
+        return failed("hang", "stress reported a hang (no operation finished)", keys)
+    if "crash" in keys:
+        return failed("crash", "stress reported a crash of an earlier process", keys)
+    if keys:
+        return failed(keys[0], "verification failure: %s" % ", ".join(keys), keys)
+    errors = ERROR_RE.findall(output or "")
+    if errors:
+        kinds = FAILURE_KIND_RE.findall(output or "")
+        kind = kinds[0] if kinds else "error"
+        first = next(l for l in output.splitlines() if ERROR_RE.match(l))
+        return failed(kind, first.strip()[:300], sorted(set(kinds)) or ["error"])
+    return None
+
+
+def judge_sigkill(expect, killed_by_us, output, report, kill_lines):
+    """A process ended by SIGKILL and nothing worse: (outcome, failure)."""
+    if killed_by_us and expect in ("sigkill", "sigkill_or_exit0") and isinstance(report, dict) and \
+            report.get("unrecoverable") and report.get("verdict") == "pass":
+        # It had ended the run itself, its report whole: the database
+        # did not come back, by design.  Our kill met a process on its
+        # way out, not a running engine, and no crash follows: a power
+        # loss and a restart on that database would meet the damage
+        # its report settled (the next process is not told of it) and
+        # call it unexplained (blackbox 2026-12-02 seed 20261311).
+        return "passed", None
+    if killed_by_us and expect in ("sigkill", "sigkill_or_exit0"):
+        return "crashed", None
+    if expect == "kill_point" and kill_lines:
+        return "crashed", None
+    if expect == "crash_at_end" and "--crash_at_end: killing this process" in (output or ""):
+        return "crashed", None
+    if killed_by_us:
+        return failed("crash", "killed by SIGKILL although no kill was planned")
+    return failed("crash", "killed by SIGKILL that no kill planned (OOM killer?)")
+
+
+def judge_exit(expect, rc, output, report, refused):
+    """A process that ended by itself and nothing worse, by its exit
+    status RC: (outcome, failure)."""
+    if rc == 0:
+        if report is None:
+            return failed("error", "exit 0 but no report was written")
+        if report.get("verdict") != "pass":
+            return failed("error", "exit 0 but the report's verdict is %r" % report.get("verdict"))
+        if expect == "sigkill" and not report.get("unrecoverable"):
+            return failed("early_exit", "stress exited before it was killed")
+        return "passed", None
+    if rc == 1:
+        return failed("verification", "exit 1 (verification failure) without failure counts in a report")
+    if rc == 2:
+        return failed("error", "exit 2 (usage): %s" % last_line(output))
+    if rc == 3:
+        if refused:
+            # Every database crashtest hands to stress is one the engine
+            # made earlier in the run: refusing it is failing to come back
+            # (stress itself only refuses to touch it, exit 3).
+            return failed("unrecoverable", "the engine refuses the run's own database: %s" % refused.strip()[:300])
+        return failed("error", "exit 3 (infrastructure): %s" % last_line(output))
+    return failed("error", "exit %s: %s" % (rc, last_line(output)))
+
+
 def judge_stress(expect, rc, killed_by_us, hung, output, report, kill_lines, cores=()):
     """The outcome of one stress process.  EXPECT: 'exit0' (must end by
     itself and pass), 'sigkill' (we kill it: ending first is a failure,
@@ -48,80 +151,10 @@ def judge_stress(expect, rc, killed_by_us, hung, output, report, kill_lines, cor
     3, and change nothing).  KILL_LINES:
     ledger lines of class kill this process appended.  Returns (outcome,
     failure): outcome 'passed' or 'crashed' (a planned crash); failure
-    None or {'kind', 'keys', 'message'}."""
-    def fail(kind, message, keys=None):
-        return "failed", {"kind": kind, "keys": keys or [kind], "message": message}
-
+    None or {'kind', 'keys', 'message'}.  The checks run in order, the
+    first that has a verdict gives it."""
     refused = next((l for l in (output or "").splitlines() if "the engine refuses this directory" in l), None)
-    if expect == "refused" and not hung and rc == 3 and refused:
-        return "passed", None
-    if expect == "refused" and not hung and rc in (0, 1) and not SANITIZER_RE.search(output or ""):
-        # It opened a database whose files were lost (F1-F5), as if nothing
-        # were missing: whatever it then served was not the database.
-        keys = report_failure_keys(report)
-        return fail(keys[0] if keys else "lost", "the engine opened a database with lost files instead of refusing "
-                    "it (exit %s%s)" % (rc, ": " + ", ".join(keys) if keys else ""), keys or ["lost"])
-    if hung:
-        return fail("hang", "the watchdog ended it: %s" % hung)
-    m = SANITIZER_RE.search(output or "")
-    if m:
-        line = next((l for l in output.splitlines() if SANITIZER_RE.search(l)), m.group(0))
-        return fail("crash", "sanitizer report: %s" % line.strip()[:200])
-    if cores:
-        return fail("crash", "core dumped (%s)" % ", ".join(cores))
-    if "FAILURE crash" in (output or ""):
-        return fail("crash", "a fatal signal in the process")
-    if rc is not None and rc < 0 and rc != -signal.SIGKILL:
-        return fail("crash", "killed by %s, which no kill planned" % signal_name(-rc))
-    keys = report_failure_keys(report)
-    if "hang" in keys:
-        return fail("hang", "stress reported a hang (no operation finished)", keys)
-    if "crash" in keys:
-        return fail("crash", "stress reported a crash of an earlier process", keys)
-    if keys:
-        return fail(keys[0], "verification failure: %s" % ", ".join(keys), keys)
-    errors = ERROR_RE.findall(output or "")
-    if errors:
-        kinds = FAILURE_KIND_RE.findall(output or "")
-        kind = kinds[0] if kinds else "error"
-        first = next(l for l in output.splitlines() if ERROR_RE.match(l))
-        return fail(kind, first.strip()[:300], sorted(set(kinds)) or ["error"])
-    if rc == -signal.SIGKILL:
-        if killed_by_us and expect in ("sigkill", "sigkill_or_exit0") and isinstance(report, dict) and \
-                report.get("unrecoverable") and report.get("verdict") == "pass":
-            # It had ended the run itself, its report whole: the database
-            # did not come back, by design.  Our kill met a process on its
-            # way out, not a running engine, and no crash follows: a power
-            # loss and a restart on that database would meet the damage
-            # its report settled (the next process is not told of it) and
-            # call it unexplained (blackbox 2026-12-02 seed 20261311).
-            return "passed", None
-        if killed_by_us and expect in ("sigkill", "sigkill_or_exit0"):
-            return "crashed", None
-        if expect == "kill_point" and kill_lines:
-            return "crashed", None
-        if expect == "crash_at_end" and "--crash_at_end: killing this process" in (output or ""):
-            return "crashed", None
-        if killed_by_us:
-            return fail("crash", "killed by SIGKILL although no kill was planned")
-        return fail("crash", "killed by SIGKILL that no kill planned (OOM killer?)")
-    if rc == 0:
-        if report is None:
-            return fail("error", "exit 0 but no report was written")
-        if report.get("verdict") != "pass":
-            return fail("error", "exit 0 but the report's verdict is %r" % report.get("verdict"))
-        if expect == "sigkill" and not report.get("unrecoverable"):
-            return fail("early_exit", "stress exited before it was killed")
-        return "passed", None
-    if rc == 1:
-        return fail("verification", "exit 1 (verification failure) without failure counts in a report")
-    if rc == 2:
-        return fail("error", "exit 2 (usage): %s" % last_line(output))
-    if rc == 3:
-        if refused:
-            # Every database crashtest hands to stress is one the engine
-            # made earlier in the run: refusing it is failing to come back
-            # (stress itself only refuses to touch it, exit 3).
-            return fail("unrecoverable", "the engine refuses the run's own database: %s" % refused.strip()[:300])
-        return fail("error", "exit 3 (infrastructure): %s" % last_line(output))
-    return fail("error", "exit %s: %s" % (rc, last_line(output)))
+    return (judge_refused(expect, rc, hung, output, report, refused) or judge_crash(rc, hung, output, cores) or
+            judge_findings(output, report) or
+            (judge_sigkill(expect, killed_by_us, output, report, kill_lines) if rc == -signal.SIGKILL else
+             judge_exit(expect, rc, output, report, refused)))
