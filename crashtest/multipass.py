@@ -126,24 +126,70 @@ class MultiPasses:
         the shrunk run, each size smaller than its own with MT_AGAIN_SEEDS
         seeds before the next size (the run's own and, in SWEEP k, the k-th
         lot of others).  Returns True if it kept a candidate."""
+        got = self.multi_base(start, start_ops, again)
+        if got is None:
+            return False
+        start, start_ops, base = got
+        threads, pinned, keys, seeds, fired, faults, stop = self.multi_plan(base, start, start_ops, again, sweep)
+        # Two passes: each size and key space with the recorded seed (each
+        # shape, every ending), then other seeds: a race that needs 256 ops
+        # each on 8 keys (hint-aborted-while-in-progress) is met early, and
+        # one that needs its faults struck (control-redo-is-checkpoint: a
+        # sync error reopens after a checkpoint raced a write, 2 x 64 ops
+        # fail 8 of 40) before a larger run without them is kept.
+        order = [(n, f) for n in MT_OPS for f in (True, False)] if again else \
+            [(n, f) for f in (True, False) for n in MT_OPS]
+        for n, first in order:
+            if pinned and n >= pinned:
+                continue  # no shorter than the run already is
+            shapes = self.multi_shapes(base, n, first, keys, faults, threads)
+            for (k, c0, shape, mix), seed in [(x, y) for x in shapes for y in (seeds[:1] if first else seeds[1:])]:
+                for what, c in mt_endings(c0, threads, n, fired):
+                    if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
+                        return False
+                    c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
+                    sig = signature(c)
+                    if sig in self.multi_judged:
+                        continue  # judged before resume_multi went back (K20)
+                    self.multi_judged.add(sig)
+                    label = "%d threads, %d ops each, key space %d%s, seed %d%s" % (
+                        threads, n, k, " (fresh)" if c.fresh and not base.fresh else "", seed,
+                        "".join(", " + x for x in (shape, what) if x))
+                    extra = dict({"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k},
+                                 **({"mix": mix} if mix else {}))
+                    if self.multi_keep(label, c, extra):
+                        return True
+        return False
+
+    def multi_base(self, start, start_ops, again):
+        """The run K8 starts from, the path marked as tried and where it
+        started kept for resume_multi (K20): (start, start_ops, base), or
+        None when the path has nothing to look for."""
         if start is None and not again and as_int(opt_get(self.best.op["argv"], "threads"), 2) <= 1:
             # One thread fails the same way already (K6's search kept it
             # from the cut form): no race to look for (planted bug
             # fpi-skips-page-at-redo-lsn: without this the path would run
             # from the recorded steps after the search kept one thread).
-            return False
+            return None
         if start is None and not again and self.cut:
             start, start_ops = self.cut  # the recorded steps (shrink: the baseline kept an earlier one)
         base = start or self.best
         a = base.op["argv"]
         threads0 = as_int(opt_get(a, "threads"), 2)
         if self.multi_tried and not again or threads0 <= 1 or opt_get(a, "replay_ops"):
-            return False
+            return None
         self.multi_tried = True
         if self.multi_from is None:  # what resume_multi (K20) goes back to
             self.multi_from = {"best": self.best, "best_res": self.best_res, "nkept": len(self.kept_trials),
                                "judged": (self.trials, self.need, self.more), "args": (start, start_ops)}
-        threads = min(MT_THREADS, threads0)
+        return start, start_ops, base
+
+    def multi_plan(self, base, start, start_ops, again, sweep):
+        """K8's sizes from BASE, its plan printed: (threads, BASE's pinned
+        ops, key spaces (BASE's last), seeds, kill points fired, (faults
+        injected, ops they struck in), the path's deadline)."""
+        a = base.op["argv"]
+        threads = min(MT_THREADS, as_int(opt_get(a, "threads"), 2))
         pinned = pinned_ops(base)
         k0 = as_int(opt_get(a, "max_key"))
         keys = [k for k in MT_KEYS if k < k0] + [k0]
@@ -161,77 +207,65 @@ class MultiPasses:
         self.p.line("shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
                     "%d of %d trials fail the same way" % (threads, "/".join(map(str, MT_OPS)),
                                                             "/".join(map(str, keys)), len(seeds), MT_NEED, MT_TRIALS))
-        # Two passes: each size and key space with the recorded seed (each
-        # shape, every ending), then other seeds: a race that needs 256 ops
-        # each on 8 keys (hint-aborted-while-in-progress) is met early, and
-        # one that needs its faults struck (control-redo-is-checkpoint: a
-        # sync error reopens after a checkpoint raced a write, 2 x 64 ops
-        # fail 8 of 40) before a larger run without them is kept.
-        order = [(n, f) for n in MT_OPS for f in (True, False)] if again else \
-            [(n, f) for f in (True, False) for n in MT_OPS]
-        for n, first in order:
-            if pinned and n >= pinned:
-                continue  # no shorter than the run already is
-            shapes = []
-            for k in keys:
-                c0 = base
-                if k != k0:
-                    c0 = base if is_fresh(base) else self.freshened(base)
-                    c0 = c0.copy()
-                    c0.set_all("max_key", k)
-                sc = self.scaled(c0, n, ops=faults[1])
-                vol = opt_get(sc.op["argv"], "checkpoint_wal_bytes")
-                shapes.append((k, sc, "checkpoint_wal_bytes %s" % vol
-                               if vol != opt_get(c0.op["argv"], "checkpoint_wal_bytes") else "", None))
-                sf = self.scaled(c0, n, faults)
-                if sf.op["argv"] != sc.op["argv"]:
-                    shapes.append((k, sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES), None))
-            # ... then, with the recorded seed, the smallest key space's run
-            # in each contention mix (the most contention; after every key
-            # space in the run's own mix: a race that needs none is met
-            # in that first).
-            k, sc = shapes[0][0], shapes[0][1]
-            for what, mix in contention_mixes(sc.op["argv"], self.defaults) if first else []:
-                c = sc.copy()
-                for opt, v in mix.items():
-                    c.op["argv"] = opt_set(c.op["argv"], opt, v)
-                shapes.append((k, c, what, mix))
-            for (k, c0, shape, mix), seed in [(x, y) for x in shapes for y in (seeds[:1] if first else seeds[1:])]:
-                for what, c in mt_endings(c0, threads, n, fired):
-                    if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
-                        return False
-                    c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
-                    sig = signature(c)
-                    if sig in self.multi_judged:
-                        continue  # judged before resume_multi went back (K20)
-                    self.multi_judged.add(sig)
-                    label = "%d threads, %d ops each, key space %d%s, seed %d%s" % (
-                        threads, n, k, " (fresh)" if c.fresh and not base.fresh else "", seed,
-                        "".join(", " + x for x in (shape, what) if x))
-                    extra = dict({"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k},
-                                 **({"mix": mix} if mix else {}))
-                    prev = (self.best, self.best_res)
-                    nkept = len(self.kept_trials)
-                    if not self.attempt(label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra,
-                                        more=MT_MORE):
-                        continue
-                    e = self.log[-1]
-                    # Two of a few trials can be luck with a rare race
-                    # among the path's many candidates: MT_CONFIRM more,
-                    # as many of which must fail as repro needs.
-                    if not self.attempt("confirm: " + label, self.best.copy(), "multi", runs=MT_CONFIRM,
-                                        need=MT_REPRO_NEED, extra=extra, more=0):
-                        if self.best_res is not prev[1] and self.best_res:
-                            shutil.rmtree(self.best_res["dir"], ignore_errors=True)
-                        self.best, self.best_res = prev
-                        del self.kept_trials[nkept:]
-                        continue
-                    f = self.log[-1]
-                    t, n_f = e["trials"] + f["trials"], e["failures"] + f["failures"]
-                    self.multi = dict(extra, trials=t, failures=n_f, rate=round(n_f / t, 3), step=f["n"])
-                    self.trials, self.need, self.more = MT_TRIALS, MT_NEED, MT_MORE
-                    return True
-        return False
+        return threads, pinned, keys, seeds, fired, faults, stop
+
+    def multi_shapes(self, base, n, first, keys, faults, threads):
+        """K8's shapes of N ops per thread: each key space of KEYS (the
+        last BASE's own) with the rare ops scaled, then with the faults
+        that struck scaled too; in the FIRST pass the contention mixes of
+        the smallest key space's run.  [(key space, cand, what, mix)]."""
+        k0 = keys[-1]
+        shapes = []
+        for k in keys:
+            c0 = base
+            if k != k0:
+                c0 = base if is_fresh(base) else self.freshened(base)
+                c0 = c0.copy()
+                c0.set_all("max_key", k)
+            sc = self.scaled(c0, n, ops=faults[1])
+            vol = opt_get(sc.op["argv"], "checkpoint_wal_bytes")
+            shapes.append((k, sc, "checkpoint_wal_bytes %s" % vol
+                           if vol != opt_get(c0.op["argv"], "checkpoint_wal_bytes") else "", None))
+            sf = self.scaled(c0, n, faults)
+            if sf.op["argv"] != sc.op["argv"]:
+                shapes.append((k, sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES), None))
+        # ... then, with the recorded seed, the smallest key space's run
+        # in each contention mix (the most contention; after every key
+        # space in the run's own mix: a race that needs none is met
+        # in that first).
+        k, sc = shapes[0][0], shapes[0][1]
+        for what, mix in contention_mixes(sc.op["argv"], self.defaults) if first else []:
+            c = sc.copy()
+            for opt, v in mix.items():
+                c.op["argv"] = opt_set(c.op["argv"], opt, v)
+            shapes.append((k, c, what, mix))
+        return shapes
+
+    def multi_keep(self, label, c, extra):
+        """K8's judgement of candidate C: kept on MT_NEED of MT_TRIALS (and
+        MT_MORE), then confirmed on MT_REPRO_NEED of MT_CONFIRM more, or
+        the run before it restored; on a keep self.multi and the judging
+        of later steps set.  Returns True if kept."""
+        prev = (self.best, self.best_res)
+        nkept = len(self.kept_trials)
+        if not self.attempt(label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra, more=MT_MORE):
+            return False
+        e = self.log[-1]
+        # Two of a few trials can be luck with a rare race
+        # among the path's many candidates: MT_CONFIRM more,
+        # as many of which must fail as repro needs.
+        if not self.attempt("confirm: " + label, self.best.copy(), "multi", runs=MT_CONFIRM,
+                            need=MT_REPRO_NEED, extra=extra, more=0):
+            if self.best_res is not prev[1] and self.best_res:
+                shutil.rmtree(self.best_res["dir"], ignore_errors=True)
+            self.best, self.best_res = prev
+            del self.kept_trials[nkept:]
+            return False
+        f = self.log[-1]
+        t, n_f = e["trials"] + f["trials"], e["failures"] + f["failures"]
+        self.multi = dict(extra, trials=t, failures=n_f, rate=round(n_f / t, 3), step=f["n"])
+        self.trials, self.need, self.more = MT_TRIALS, MT_NEED, MT_MORE
+        return True
 
     def multi_again(self):
         """K23: a run of several threads the rounds left, with MT_RESUME_MIN
