@@ -360,6 +360,129 @@ static bp_frame *pin_if_valid(bp_pool *bp, uint32_t block) {
     return f;
 }
 
+/* Share-latch F for its write-back and claim it: 1 when it is to be
+ * written (latched, marked writing, its dirty flag cleared: L5); 0 when it
+ * is passed by, holding nothing. */
+static int latch_for_write(bp_frame *f, int try) {
+    if (try) {
+        if (atomic_load(&f->pending)) return 0;
+        if (pthread_rwlock_tryrdlock(&f->latch) != 0) return 0;
+    } else {
+        pthread_rwlock_rdlock(&f->latch);
+    }
+    /* Pending: its operation's record is not in the log yet.  The
+     * writer clears it without this latch, so wait it out (flush) or
+     * pass (eviction). */
+    while (atomic_load(&f->pending)) {
+        pthread_rwlock_unlock(&f->latch);
+        if (try) return 0;
+        sched_yield();
+        pthread_rwlock_rdlock(&f->latch);
+    }
+    /* L6: one write of a frame in flight at a time.  Readers set hint
+     * bits (and dirty) under a shared latch, so a second write-back
+     * could start while the first is still under way: the two writes
+     * of one block would land in either order, and the power-loss
+     * journal's pre-image of the second could catch the first half
+     * copied (a torn page the crash never made).  Never waited for
+     * (L2: this may hold other frames' marks): the frame is passed by,
+     * stays dirty, and a flush retries it on its next pass. */
+    uint8_t idle = 0;
+    if (!atomic_compare_exchange_strong(&f->writing, &idle, 1)) {
+        pthread_rwlock_unlock(&f->latch);
+        return 0;
+    }
+    /* writing is set before dirty clears (L5) */
+    if (!atomic_exchange(&f->dirty, 0) || atomic_load(&f->state) != ST_VALID) {
+        atomic_fetch_sub(&f->writing, 1);
+        pthread_rwlock_unlock(&f->latch);
+        return 0;
+    }
+    return 1;
+}
+
+/* Give back a frame latch_for_write claimed, unwritten: dirty again. */
+static void release_unwritten(bp_frame *f) {
+    atomic_store(&f->dirty, 1);
+    atomic_fetch_sub(&f->writing, 1);
+    pthread_rwlock_unlock(&f->latch);
+}
+
+/* K4: a frame damaged in memory is never written: its fresh checksum
+ * would make the damage permanent and invisible.  1 when COPY, F's bytes,
+ * differs from F's codes (reported, the handle poisoned). */
+static int kv_damaged(bp_pool *bp, bp_frame *f, const uint8_t *copy, uint32_t block) {
+    if (!bp->cfg.kv_width || !f->kv_on) return 0;
+    uint64_t e, g;
+    int32_t entry;
+    uint64_t hashed = 0;
+    size_t ps = bp->cfg.page_size;
+    int bad = kv_check_all(&f->kv, copy, (uint32_t)ps, bp->cfg.kv_width, &entry, &e, &g, &hashed);
+    count(bp, C_KV_CHECKS, 1 + f->kv.n);
+    count(bp, C_KV_CHECK_BYTES, hashed);
+    if (!bad) return 0;
+    kv_fail(bp, block, entry, e, g, "a dirty page differs from its protection codes before write-back: not written");
+    if (bp->cfg.poisoned) atomic_store(bp->cfg.poisoned, 1);
+    return 1;
+}
+
+/* A frame whose hint bits changed since its last write is logged first
+ * (hint_log), which may move its LSN (*LSN, and F's) and the log's flush
+ * point (*MAXLSN).  Returns hint_log's failure, F's hint flag set again. */
+static int log_hints(bp_pool *bp, bp_frame *f, uint32_t block, uint8_t *copy, uint64_t *lsn, uint64_t *maxlsn) {
+    if (!atomic_exchange(&f->hint_dirty, 0)) return ENG_OK;
+    count(bp, C_HINT_WRITES, 1);
+    if (!bp->cfg.hint_log || bp->cfg.read_only) return ENG_OK;
+    uint64_t nl = *lsn, fl = 0;
+    int hr = bp->cfg.hint_log(bp->cfg.wal_ctx, block, copy, *lsn, &nl, &fl);
+    if (fl > *maxlsn) *maxlsn = fl;
+    if (hr) {
+        atomic_store(&f->hint_dirty, 1);
+        return hr;
+    }
+    if (nl > *lsn) {
+        *lsn = nl;
+        uint64_t cur = atomic_load(&f->lsn);
+        while (cur < nl && !atomic_compare_exchange_weak(&f->lsn, &cur, nl)) {}
+    }
+    return ENG_OK;
+}
+
+/* The queued writes, after the log (write-ahead rule: flushed up to the
+ * newest page's LSN, MAXLSN).  RC is what queuing them left. */
+static int submit_writes(bp_pool *bp, io_req *reqs, size_t nreq, uint64_t maxlsn, int rc) {
+    if (nreq && bp->cfg.read_only && !rc) rc = ENG_READONLY;
+    if (rc == ENG_OK && nreq && maxlsn && bp->cfg.wal_flush) rc = bp->cfg.wal_flush(bp->cfg.wal_ctx, maxlsn);
+    if (nreq && rc == ENG_OK) {
+        ENG_DELAY_POINT(FP_DELAY_WRITEBACK_BEFORE_WRITE);
+        rc = io_write_batch(bp->cfg.io, reqs, nreq);
+        count(bp, C_WRITES, nreq);
+        ENG_KILL_POINT(FP_KILL_PAGE_WRITE);
+        ENG_DELAY_POINT(FP_DELAY_WRITEBACK_BEFORE_RELEASE);
+    }
+    return rc;
+}
+
+/* Release the queued frames: those whose write failed (or, RC set, never
+ * ran) stay dirty; the others are marked in WRITTEN (by IDX). */
+static void release_queued(const io_req *reqs, bp_frame **latched, const size_t *idx, size_t nreq, int rc,
+                           uint8_t *written) {
+    for (size_t i = 0; i < nreq; i++) {
+#ifdef ENG_BROKEN_WRITEBACK_ERROR_CLEANS
+        /* planted bug (tests/mutants.txt): a frame whose write failed is
+         * not marked dirty again, so it can be evicted with its change. */
+        if (rc == ENG_OK && reqs[i].status == ENG_OK && written) written[idx[i]] = 1;
+#else
+        if (rc != ENG_OK || reqs[i].status != ENG_OK)
+            atomic_store(&latched[i]->dirty, 1);
+        else if (written)
+            written[idx[i]] = 1;
+#endif
+        atomic_fetch_sub(&latched[i]->writing, 1);
+        pthread_rwlock_unlock(&latched[i]->latch);
+    }
+}
+
 /* Write back up to n pinned frames, each share-latched during its write
  * (L3).  Frames that fail stay dirty.  Returns the first error.  With
  * TRY, a frame whose latch is taken is skipped: an evicting reader may hold
@@ -378,131 +501,38 @@ static int write_back(bp_pool *bp, bp_frame **fs, size_t n, int try, uint8_t *wr
     if (written) memset(written, 0, n);
     for (size_t i = 0; i < n; i++) {
         bp_frame *f = fs[i];
-        if (try) {
-            if (atomic_load(&f->pending)) continue;
-            if (pthread_rwlock_tryrdlock(&f->latch) != 0) continue;
-        } else {
-            pthread_rwlock_rdlock(&f->latch);
-        }
-        /* Pending: its operation's record is not in the log yet.  The
-         * writer clears it without this latch, so wait it out (flush) or
-         * pass (eviction). */
-        while (atomic_load(&f->pending)) {
-            pthread_rwlock_unlock(&f->latch);
-            if (try) goto next;
-            sched_yield();
-            pthread_rwlock_rdlock(&f->latch);
-        }
-        /* L6: one write of a frame in flight at a time.  Readers set hint
-         * bits (and dirty) under a shared latch, so a second write-back
-         * could start while the first is still under way: the two writes
-         * of one block would land in either order, and the power-loss
-         * journal's pre-image of the second could catch the first half
-         * copied (a torn page the crash never made).  Never waited for
-         * (L2: this may hold other frames' marks): the frame is passed by,
-         * stays dirty, and a flush retries it on its next pass. */
-        uint8_t idle = 0;
-        if (!atomic_compare_exchange_strong(&f->writing, &idle, 1)) {
-            pthread_rwlock_unlock(&f->latch);
+        if (!latch_for_write(f, try)) continue;
+        uint8_t *copy = bufs + nreq * ps;
+        memcpy(copy, f->data, ps);
+        uint32_t block = atomic_load(&f->block);
+        if (kv_damaged(bp, f, copy, block)) {
+            release_unwritten(f);
+            kv_bad = 1;
             continue;
         }
-        /* writing is set before dirty clears (L5) */
-        if (!atomic_exchange(&f->dirty, 0) || atomic_load(&f->state) != ST_VALID) {
-            atomic_fetch_sub(&f->writing, 1);
-            pthread_rwlock_unlock(&f->latch);
-            continue;
+        uint64_t lsn = atomic_load(&f->lsn);
+        int hr = log_hints(bp, f, block, copy, &lsn, &maxlsn);
+        if (hr) {
+            release_unwritten(f);
+            free(bufs);
+            /* Frames already queued stay dirty: nothing was written. */
+            for (size_t j = 0; j < nreq; j++) release_unwritten(latched[j]);
+            return hr;
         }
-        {
-            uint8_t *copy = bufs + nreq * ps;
-            memcpy(copy, f->data, ps);
-            uint32_t block = atomic_load(&f->block);
-            if (bp->cfg.kv_width && f->kv_on) {
-                /* K4: a frame damaged in memory is never written: its fresh
-                 * checksum would make the damage permanent and invisible. */
-                uint64_t e, g;
-                int32_t entry;
-                uint64_t hashed = 0;
-                int bad = kv_check_all(&f->kv, copy, (uint32_t)ps, bp->cfg.kv_width, &entry, &e, &g, &hashed);
-                count(bp, C_KV_CHECKS, 1 + f->kv.n);
-                count(bp, C_KV_CHECK_BYTES, hashed);
-                if (bad) {
-                    kv_fail(bp, block, entry, e, g,
-                            "a dirty page differs from its protection codes before write-back: not written");
-                    if (bp->cfg.poisoned) atomic_store(bp->cfg.poisoned, 1);
-                    atomic_store(&f->dirty, 1);
-                    atomic_fetch_sub(&f->writing, 1);
-                    pthread_rwlock_unlock(&f->latch);
-                    kv_bad = 1;
-                    continue;
-                }
-            }
-            uint64_t lsn = atomic_load(&f->lsn);
-            if (atomic_exchange(&f->hint_dirty, 0)) {
-                count(bp, C_HINT_WRITES, 1);
-                if (bp->cfg.hint_log && !bp->cfg.read_only) {
-                    uint64_t nl = lsn, fl = 0;
-                    int hr = bp->cfg.hint_log(bp->cfg.wal_ctx, block, copy, lsn, &nl, &fl);
-                    if (fl > maxlsn) maxlsn = fl;
-                    if (hr) {
-                        atomic_store(&f->hint_dirty, 1);
-                        atomic_store(&f->dirty, 1);
-                        atomic_fetch_sub(&f->writing, 1);
-                        pthread_rwlock_unlock(&f->latch);
-                        free(bufs);
-                        /* Frames already queued stay dirty: nothing was written. */
-                        for (size_t j = 0; j < nreq; j++) {
-                            atomic_store(&latched[j]->dirty, 1);
-                            atomic_fetch_sub(&latched[j]->writing, 1);
-                            pthread_rwlock_unlock(&latched[j]->latch);
-                        }
-                        return hr;
-                    }
-                    if (nl > lsn) {
-                        lsn = nl;
-                        uint64_t cur = atomic_load(&f->lsn);
-                        while (cur < nl && !atomic_compare_exchange_weak(&f->lsn, &cur, nl)) {}
-                    }
-                }
-            }
 #ifdef ENG_BROKEN_PAGE_BEFORE_WAL
-            /* planted bug (tests/mutants.txt): the page's own LSN is not
-             * counted, so the log is flushed only for hint records: a page
-             * reaches the disk before the WAL is durable up to its LSN. */
+        /* planted bug (tests/mutants.txt): the page's own LSN is not
+         * counted, so the log is flushed only for hint records: a page
+         * reaches the disk before the WAL is durable up to its LSN. */
 #else
-            if (lsn > maxlsn) maxlsn = lsn;
+        if (lsn > maxlsn) maxlsn = lsn;
 #endif
-            prepare_write(bp, block, lsn, copy);
-            reqs[nreq] = (io_req){.f = bp->cfg.file, .buf = copy, .len = ps, .offset = (uint64_t)block * ps};
-            idx[nreq] = i;
-            latched[nreq++] = f;
-        }
-    next:;
+        prepare_write(bp, block, lsn, copy);
+        reqs[nreq] = (io_req){.f = bp->cfg.file, .buf = copy, .len = ps, .offset = (uint64_t)block * ps};
+        idx[nreq] = i;
+        latched[nreq++] = f;
     }
-    int rc = kv_bad ? ENG_CORRUPTION : ENG_OK;
-    if (nreq && bp->cfg.read_only && !rc) rc = ENG_READONLY;
-    /* Write-ahead rule: the log first, up to the newest page's LSN. */
-    if (rc == ENG_OK && nreq && maxlsn && bp->cfg.wal_flush) rc = bp->cfg.wal_flush(bp->cfg.wal_ctx, maxlsn);
-    if (nreq && rc == ENG_OK) {
-        ENG_DELAY_POINT(FP_DELAY_WRITEBACK_BEFORE_WRITE);
-        rc = io_write_batch(bp->cfg.io, reqs, nreq);
-        count(bp, C_WRITES, nreq);
-        ENG_KILL_POINT(FP_KILL_PAGE_WRITE);
-        ENG_DELAY_POINT(FP_DELAY_WRITEBACK_BEFORE_RELEASE);
-    }
-    for (size_t i = 0; i < nreq; i++) {
-#ifdef ENG_BROKEN_WRITEBACK_ERROR_CLEANS
-        /* planted bug (tests/mutants.txt): a frame whose write failed is
-         * not marked dirty again, so it can be evicted with its change. */
-        if (rc == ENG_OK && reqs[i].status == ENG_OK && written) written[idx[i]] = 1;
-#else
-        if (rc != ENG_OK || reqs[i].status != ENG_OK)
-            atomic_store(&latched[i]->dirty, 1);
-        else if (written)
-            written[idx[i]] = 1;
-#endif
-        atomic_fetch_sub(&latched[i]->writing, 1);
-        pthread_rwlock_unlock(&latched[i]->latch);
-    }
+    int rc = submit_writes(bp, reqs, nreq, maxlsn, kv_bad ? ENG_CORRUPTION : ENG_OK);
+    release_queued(reqs, latched, idx, nreq, rc, written);
     free(bufs);
     return rc;
 }
