@@ -992,83 +992,16 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
                 self.p_fresh, self.p_create, self.p_history, self.p_keys, self.p_options, self.p_powerloss)
 
     def finish(self, ok, orig, base):
-        doc = {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
-               "budget_s": self.budget, "match": self.match, "match_why": self.match_why,
-               "trials_per_step_when_not_deterministic": self.trials,
-               "need_per_step_when_not_deterministic": self.need,
-               "failing_key": failing_key((self.meta["steps"][self.failure["step"]].get("result") or {})
-                                          .get("output_tail"), self.kind),
-               # 0 is a size when the op step's is known (a kill point in
-               # the open, before any op: checksum-skips-last-byte's), else
-               # no step said (killed before its first progress note).  A
-               # run on a grown database counts the ops that grew it (K14).
-               "original": dict(orig.measures(), ops=grown((base or {}).get("ops_all") or (
-                                0 if (base or {}).get("ops") == 0 else None), self.grown_ops(orig)),
-                                op_step_ops=(base or {}).get("ops"), start_ops=self.history,
-                                seconds=(base or {}).get("seconds"),
-                                failed_again=(base or {}).get("failed_again", bool(ok))),
-               "seeds_tried": list(dict.fromkeys(e["seed"] for e in self.log if "seed" in e)),
-               "steps": self.log, "aside": self.aside}
+        """The shrink's end: shrunk/ written and its repro tried when OK,
+        shrink.json written, the work folders removed: (exit code, the
+        shrink.json document)."""
+        doc = self.shrink_doc(ok, orig, base)
         rc = EXIT_FAIL
         stopped = STOP.is_set()
         if stopped:
             doc.update(interrupted=True, verdict=INTERRUPTED)
         if ok:
-            dest = os.path.join(self.dir, "shrunk")
-            shutil.rmtree(dest, ignore_errors=True)
-            self.write_folder(dest, self.best, self.best_res)
-            times, repro_ok, tries = [], 0, 0
-            if stopped:
-                pass  # the smallest run kept so far, its repro not tried: nothing more runs after a stop
-            elif not self.best.deterministic():
-                times, repro_ok, tries = self.settle(dest, doc) or (times, repro_ok, tries)
-            ops = self.best_res.get("ops")
-            if self.best.trace is not None:
-                ops = len(self.best.trace)
-            if self.best.deterministic() and not stopped:  # (also what a resume of the multi-thread path kept: K20)
-                for _ in range(3):
-                    t0 = time.monotonic()
-                    r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
-                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                                       preexec_fn=die_with_parent())
-                    times.append(round(time.monotonic() - t0, 3))
-                    repro_ok += r.returncode == 1 and "crashtest: reproduced:" in r.stdout
-                tries = len(times)
-            # The run's size: every stress step's ops, its op step's as above.
-            ops_all = (self.best_res.get("ops_all") or 0) - (self.best_res.get("ops") or 0) + (ops or 0) + \
-                self.grown_ops(self.best)
-            doc["shrunk"] = dict(self.best.measures(), ops=ops_all, op_step_ops=ops, judged_as=self.best_res["kind"],
-                                 start_ops=0 if is_fresh(self.best) else self.history,
-                                 seconds=self.best_res.get("seconds"),
-                                 path=nice_path(dest), repro_seconds=times,
-                                 repro_reproduced="%d of %d" % (repro_ok, tries))
-            if stopped:
-                doc["shrunk"]["repro_reproduced"] = "not tried: interrupted"
-            if self.multi:
-                doc["multi"] = dict(self.multi, trials_per_step=MT_TRIALS, need=MT_NEED)
-            if not self.best.deterministic() and self.last_kept:
-                # The failure rate of the shrunk run over the trials of its
-                # kept steps (K2, K8): each step's are in "steps".
-                doc["shrunk"]["last_kept_rate"] = "%d of %d" % (self.last_kept["failures"],
-                                                               self.last_kept["trials"])
-            cmd = "%s repro %s" % (nice_path(os.path.join(REPO, "crashtest.py")), shlex.quote(nice_path(dest)))
-            doc["command"] = cmd
-            o, s = doc["original"], doc["shrunk"]
-            self.p.line("shrink: %s: threads %s -> %s, ops %s -> %s (op step %s -> %s), fault classes %s -> %s, "
-                        "steps %s -> %s; repro %s s (reproduced %s)" % (
-                            self.kind, o["threads"], s["threads"], o["ops"], s["ops"], o["op_step_ops"],
-                            s["op_step_ops"],
-                            ",".join(o["fault_classes"]) or "none", ",".join(s["fault_classes"]) or "none",
-                            o["steps"], s["steps"], "/".join("%.1f" % x for x in times), s["repro_reproduced"]))
-            if self.history:
-                self.p.line("shrink: the recorded run's database was grown by %d ops of earlier iterations, "
-                            "counted in its size; the shrunk run %s" % (
-                                self.history, "starts from a fresh database" if is_fresh(self.best)
-                                else "starts from that database: they count in its size too"))
-            self.p.line("shrink: %s" % cmd)
-            env = {"@STATE@": "STATE", "@ITER@": "ITER", "@FOLDER@": nice_path(dest),
-                   "@STRESS@": nice_path(os.path.join(dest, "bin", "stress"))}
-            self.p.line("shrink: its op step: %s" % shlex.join(subst(self.best.op["argv"], env)))
+            self.write_shrunk(doc, stopped)
             rc = EXIT_PASS
         elif stopped:
             self.p.line("shrink: interrupted before the recorded run failed again (%s): nothing kept" % self.kind)
@@ -1083,6 +1016,99 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
                 " and shrunk/" if ok else ""))
             return EXIT_INTERRUPTED, doc
         return rc, doc
+
+    def shrink_doc(self, ok, orig, base):
+        """shrink.json's document before its shrunk run: the failure, the
+        original run ORIG (BASE: its baseline's result), every step tried."""
+        return {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
+                "budget_s": self.budget, "match": self.match, "match_why": self.match_why,
+                "trials_per_step_when_not_deterministic": self.trials,
+                "need_per_step_when_not_deterministic": self.need,
+                "failing_key": failing_key((self.meta["steps"][self.failure["step"]].get("result") or {})
+                                           .get("output_tail"), self.kind),
+                # 0 is a size when the op step's is known (a kill point in
+                # the open, before any op: checksum-skips-last-byte's), else
+                # no step said (killed before its first progress note).  A
+                # run on a grown database counts the ops that grew it (K14).
+                "original": dict(orig.measures(), ops=grown((base or {}).get("ops_all") or (
+                                 0 if (base or {}).get("ops") == 0 else None), self.grown_ops(orig)),
+                                 op_step_ops=(base or {}).get("ops"), start_ops=self.history,
+                                 seconds=(base or {}).get("seconds"),
+                                 failed_again=(base or {}).get("failed_again", bool(ok))),
+                "seeds_tried": list(dict.fromkeys(e["seed"] for e in self.log if "seed" in e)),
+                "steps": self.log, "aside": self.aside}
+
+    def write_shrunk(self, doc, stopped):
+        """The kept run written to shrunk/, its repro tried (unless
+        STOPPED), DOC's "shrunk", "multi" and "command" set and the
+        result printed; returns None."""
+        dest = os.path.join(self.dir, "shrunk")
+        shutil.rmtree(dest, ignore_errors=True)
+        self.write_folder(dest, self.best, self.best_res)
+        times, repro_ok, tries = self.shrunk_repro(dest, doc, stopped)
+        ops = self.best_res.get("ops")
+        if self.best.trace is not None:
+            ops = len(self.best.trace)
+        # The run's size: every stress step's ops, its op step's as above.
+        ops_all = (self.best_res.get("ops_all") or 0) - (self.best_res.get("ops") or 0) + (ops or 0) + \
+            self.grown_ops(self.best)
+        doc["shrunk"] = dict(self.best.measures(), ops=ops_all, op_step_ops=ops, judged_as=self.best_res["kind"],
+                             start_ops=0 if is_fresh(self.best) else self.history,
+                             seconds=self.best_res.get("seconds"),
+                             path=nice_path(dest), repro_seconds=times,
+                             repro_reproduced="%d of %d" % (repro_ok, tries))
+        if stopped:
+            doc["shrunk"]["repro_reproduced"] = "not tried: interrupted"
+        if self.multi:
+            doc["multi"] = dict(self.multi, trials_per_step=MT_TRIALS, need=MT_NEED)
+        if not self.best.deterministic() and self.last_kept:
+            # The failure rate of the shrunk run over the trials of its
+            # kept steps (K2, K8): each step's are in "steps".
+            doc["shrunk"]["last_kept_rate"] = "%d of %d" % (self.last_kept["failures"],
+                                                           self.last_kept["trials"])
+        doc["command"] = "%s repro %s" % (nice_path(os.path.join(REPO, "crashtest.py")),
+                                          shlex.quote(nice_path(dest)))
+        self.print_shrunk(doc, dest, times)
+
+    def shrunk_repro(self, dest, doc, stopped):
+        """The repro of the shrunk run in DEST: settle's tries when it is
+        not deterministic, else three replays; none after a stop: (seconds
+        of each, how many reproduced, tries)."""
+        times, repro_ok, tries = [], 0, 0
+        if stopped:
+            pass  # the smallest run kept so far, its repro not tried: nothing more runs after a stop
+        elif not self.best.deterministic():
+            times, repro_ok, tries = self.settle(dest, doc) or (times, repro_ok, tries)
+        if self.best.deterministic() and not stopped:  # (also what a resume of the multi-thread path kept: K20)
+            for _ in range(3):
+                t0 = time.monotonic()
+                r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                                   preexec_fn=die_with_parent())
+                times.append(round(time.monotonic() - t0, 3))
+                repro_ok += r.returncode == 1 and "crashtest: reproduced:" in r.stdout
+            tries = len(times)
+        return times, repro_ok, tries
+
+    def print_shrunk(self, doc, dest, times):
+        """The shrink's result lines: the original and shrunk sizes, the
+        grown database's ops, the repro command and the op step; returns None."""
+        o, s = doc["original"], doc["shrunk"]
+        self.p.line("shrink: %s: threads %s -> %s, ops %s -> %s (op step %s -> %s), fault classes %s -> %s, "
+                    "steps %s -> %s; repro %s s (reproduced %s)" % (
+                        self.kind, o["threads"], s["threads"], o["ops"], s["ops"], o["op_step_ops"],
+                        s["op_step_ops"],
+                        ",".join(o["fault_classes"]) or "none", ",".join(s["fault_classes"]) or "none",
+                        o["steps"], s["steps"], "/".join("%.1f" % x for x in times), s["repro_reproduced"]))
+        if self.history:
+            self.p.line("shrink: the recorded run's database was grown by %d ops of earlier iterations, "
+                        "counted in its size; the shrunk run %s" % (
+                            self.history, "starts from a fresh database" if is_fresh(self.best)
+                            else "starts from that database: they count in its size too"))
+        self.p.line("shrink: %s" % doc["command"])
+        env = {"@STATE@": "STATE", "@ITER@": "ITER", "@FOLDER@": nice_path(dest),
+               "@STRESS@": nice_path(os.path.join(dest, "bin", "stress"))}
+        self.p.line("shrink: its op step: %s" % shlex.join(subst(self.best.op["argv"], env)))
 
     def cleanup(self):
         for d in (self.work, self.ram):
