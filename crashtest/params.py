@@ -446,14 +446,21 @@ def engine_consistent(p, pinned):
     state only when no unsynced write lies before the log's end: with
     sync off a power loss leaves holes in the middle of the log, which
     mode 0 refuses to open and mode 3 replays past (RocksDB wiki, WAL
-    Recovery Modes), so they run with every commit synced; mode 2 (point
-    in time) takes every sync_mode.  Returns P."""
+    Recovery Modes), so they run with every commit synced.  Mode 2 (point
+    in time) with sync off recovered states that are no prefix of the
+    history, an open lead (docs/findings/rocksdb-point-in-time-after-
+    unsynced-writes.md: RocksDB's or the door's power-loss model), so it
+    runs with acknowledged commits synced until that is settled; --set
+    sync_mode=off reproduces it.  Returns P."""
     if p.get("sqlite_journal_mode") == "delete":
         for k in ("acquire_snapshot_one_in", "checkpoint_wal_bytes"):
             if k not in pinned:
                 p.pop(k, None)
-    if str(p.get("rocksdb_wal_recovery_mode", 2)) in ("0", "3") and "sync_mode" not in pinned:
-        p["sync_mode"] = "commit"
+    if p.get("engine") == "rocksdb" and "sync_mode" not in pinned:
+        if str(p.get("rocksdb_wal_recovery_mode", 2)) in ("0", "3"):
+            p["sync_mode"] = "commit"
+        elif p.get("sync_mode") == "off":
+            p["sync_mode"] = "group"
     sync = p.get("sqlite_synchronous", "full")
     no_durable_commit = sync == "normal" or (p.get("sqlite_journal_mode") == "delete" and sync != "extra")
     if p.get("engine") == "sqlite" and no_durable_commit and "sync_mode" not in pinned:

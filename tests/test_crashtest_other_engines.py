@@ -58,6 +58,7 @@ class TheDrawKeepsToWhatEachEnginePromises(unittest.TestCase):
             self.assertNotEqual(mode, 1)  # absolute consistency refuses the torn tail of any crash
             if mode in (0, 3):
                 self.assertEqual(p["sync_mode"], "commit", (seed, db, p))
+            self.assertNotEqual(p["sync_mode"], "off", (seed, db, p))  # an open lead: docs/findings/
         self.assertEqual(seen, {0, 2, 3})
         # A pinned sync_mode is the user's: kept.
         cfg = engine_cfg("rocksdb", {"rocksdb_wal_recovery_mode": "0", "sync_mode": "off"})
