@@ -340,8 +340,9 @@ static int check_key(const void *key, size_t klen) {
     return (!key || klen == 0 || klen > ENG_MAX_KEY) ? ENG_INVALID : ENG_OK;
 }
 
-int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
-    if (seqp) *seqp = 0;
+/* ENG_INVALID for a batch the log could not hold or that names no key,
+ * ENG_READONLY on a read-only handle, else ENG_OK. */
+static int check_batch(const eng_db *db, const eng_op *ops, size_t n) {
     if (!ops || n == 0 || n > ENG_MAX_BATCH_OPS) return ENG_INVALID;
     uint64_t vbytes = 0;
     for (size_t i = 0; i < n; i++) {
@@ -355,6 +356,107 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
     }
     if (vbytes > WAL_MAX_RECORD / 2) return ENG_INVALID;
     if (db->opts.read_only) return ENG_READONLY;
+    return ENG_OK;
+}
+
+/* The control file leases ids ahead (xid_limit): take another lease
+ * before SEQ is used. */
+static int lease_xid(eng_db *db, uint64_t seq) {
+    int rc = ENG_OK;
+    pthread_mutex_lock(&db->ctl_mu);
+    if (seq >= db->ctl.xid_limit) {
+        control c = db->ctl;
+        c.xid_limit = seq + XID_LEASE;
+        rc = control_write(db->io, db->dir, &c);
+        if (rc == ENG_OK) db->ctl = c;
+    }
+    pthread_mutex_unlock(&db->ctl_mu);
+    return rc;
+}
+
+/* Commit batch SEQ (logged at BSTART) when RC is ENG_OK, else abort it
+ * (an op failed before changing a page: a corrupt page on the way down):
+ * every change made so far is logged, so the handle stays usable and the
+ * batch's versions stay invisible (T3).  *BEND moves to the commit
+ * record's end. */
+static int commit_or_abort(eng_db *db, uint64_t seq, uint64_t bstart, int rc, uint64_t *bend) {
+    int status = rc == ENG_OK ? CLOG_COMMITTED : CLOG_ABORTED, cchanged = 0;
+    uint64_t cend = 0;
+    int crc = bt_commit(db->bt, seq, bstart, status, &cend, &cchanged);
+    if (crc != ENG_OK) {
+        if (rc == ENG_OK) rc = crc;
+        atomic_store(&db->poisoned, 1); /* in doubt */
+    } else if (status == CLOG_COMMITTED) {
+        *bend = cend;
+        seq_note(db, cend, seq);
+        ENG_DELAY_POINT(FP_DELAY_COMMIT_BEFORE_PUBLISH);
+        txn_publish(db->txn, seq);
+        atomic_fetch_add_explicit(&db->commits, 1, memory_order_relaxed);
+        ENG_KILL_POINT(FP_KILL_COMMIT);
+    } else {
+        /* T1: the aborted id is finished; readers may move past. */
+        txn_publish(db->txn, seq);
+        atomic_fetch_add_explicit(&db->aborts, 1, memory_order_relaxed);
+    }
+    return rc;
+}
+
+/* The logged batch (at BSTART) applied op by op, then committed or
+ * aborted, and with ENG_SYNC_COMMIT its log flushed.  *NOTFOUND when a
+ * delete found no key. */
+static int apply_batch(eng_db *db, const pa_batch *batch, uint64_t bstart, uint64_t *bend, int *notfound) {
+    int rc = ENG_OK, changed = 0, clean = 1;
+    for (uint32_t i = 0; i < batch->nops && rc == ENG_OK; i++) {
+        if (i) ENG_KILL_POINT(FP_KILL_OP);
+        rc = bt_apply_op(db->bt, batch, i, bstart, &changed);
+        if (rc == ENG_NOTFOUND) {
+            *notfound = 1;
+            rc = ENG_OK;
+        }
+        if (rc != ENG_OK && changed) clean = 0;
+    }
+    if (rc == ENG_OK || clean) {
+        rc = commit_or_abort(db, batch->seq, bstart, rc, bend);
+    } else {
+        /* Pages changed without their record: in doubt until
+         * reopen, where the batch (uncommitted) is aborted. */
+        atomic_store(&db->poisoned, 1);
+    }
+    if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_COMMIT) {
+        rc = wal_flush(db->wal, *bend);
+        if (rc != ENG_OK) atomic_store(&db->poisoned, 1);
+        if (rc == ENG_POISONED) rc = ENG_IOERR; /* committed, in doubt: not refused */
+    }
+    return rc;
+}
+
+/* Under write_mu: the batch given the next id (*SEQ), encoded into REC
+ * (BLEN bytes), logged (ending at *BEND), applied and committed. */
+static int write_locked(eng_db *db, pa_batch *batch, uint8_t *rec, size_t blen, uint64_t *seq, uint64_t *bend,
+                        int *notfound) {
+    if (atomic_load(&db->poisoned)) return ENG_POISONED;
+    uint64_t bstart = 0;
+    *seq = atomic_load(&db->seq) + 1;
+    batch->seq = *seq;
+    pa_batch_encode(rec, *seq, batch->ops, batch->nops);
+    int rc = lease_xid(db, *seq);
+    if (rc == ENG_OK) rc = eng_log_append(db, WAL_REC_BATCH, rec, blen, &bstart, bend);
+    if (rc == ENG_OK) {
+        /* The id is used from here on, committed or not. */
+        atomic_store(&db->seq, *seq);
+        rc = apply_batch(db, batch, bstart, bend, notfound);
+    } else {
+        poison(db, rc);
+    }
+    uint64_t every = db->opts.checkpoint_wal_bytes;
+    if (every && wal_insert_lsn(db->wal) - atomic_load(&db->redo_lsn) > every) atomic_store(&db->ckpt_due, 1);
+    return rc;
+}
+
+int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
+    if (seqp) *seqp = 0;
+    int rc = check_batch(db, ops, n);
+    if (rc != ENG_OK) return rc;
 
     pa_op stackops[8];
     pa_op *pops = n <= 8 ? stackops : malloc(sizeof *pops * n);
@@ -375,78 +477,12 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
         return ENG_NOMEM;
     }
 
-    int rc = ENG_OK, notfound = 0;
-    uint64_t bstart = 0, bend = 0, seq = 0;
+    int notfound = 0;
+    uint64_t bend = 0, seq = 0;
     atomic_fetch_add(&db->writers_waiting, 1);
     pthread_mutex_lock(&db->write_mu);
     atomic_fetch_sub(&db->writers_waiting, 1);
-    if (atomic_load(&db->poisoned)) {
-        rc = ENG_POISONED;
-    } else {
-        seq = atomic_load(&db->seq) + 1;
-        batch.seq = seq;
-        pa_batch_encode(rec, seq, pops, (uint32_t)n);
-        pthread_mutex_lock(&db->ctl_mu);
-        if (seq >= db->ctl.xid_limit) {
-            control c = db->ctl;
-            c.xid_limit = seq + XID_LEASE;
-            rc = control_write(db->io, db->dir, &c);
-            if (rc == ENG_OK) db->ctl = c;
-        }
-        pthread_mutex_unlock(&db->ctl_mu);
-        if (rc == ENG_OK) rc = eng_log_append(db, WAL_REC_BATCH, rec, blen, &bstart, &bend);
-        if (rc == ENG_OK) {
-            /* The id is used from here on, committed or not. */
-            atomic_store(&db->seq, seq);
-            int changed = 0, clean = 1;
-            for (uint32_t i = 0; i < n && rc == ENG_OK; i++) {
-                if (i) ENG_KILL_POINT(FP_KILL_OP);
-                rc = bt_apply_op(db->bt, &batch, i, bstart, &changed);
-                if (rc == ENG_NOTFOUND) {
-                    notfound = 1;
-                    rc = ENG_OK;
-                }
-                if (rc != ENG_OK && changed) clean = 0;
-            }
-            if (rc == ENG_OK || clean) {
-                /* Commit, or abort an op that failed before changing a
-                 * page (a corrupt page on the way down): every change
-                 * made so far is logged, so the handle stays usable and
-                 * the batch's versions stay invisible (T3). */
-                int status = rc == ENG_OK ? CLOG_COMMITTED : CLOG_ABORTED, cchanged = 0;
-                uint64_t cend = 0;
-                int crc = bt_commit(db->bt, seq, bstart, status, &cend, &cchanged);
-                if (crc != ENG_OK) {
-                    if (rc == ENG_OK) rc = crc;
-                    atomic_store(&db->poisoned, 1); /* in doubt */
-                } else if (status == CLOG_COMMITTED) {
-                    bend = cend;
-                    seq_note(db, cend, seq);
-                    ENG_DELAY_POINT(FP_DELAY_COMMIT_BEFORE_PUBLISH);
-                    txn_publish(db->txn, seq);
-                    atomic_fetch_add_explicit(&db->commits, 1, memory_order_relaxed);
-                    ENG_KILL_POINT(FP_KILL_COMMIT);
-                } else {
-                    /* T1: the aborted id is finished; readers may move past. */
-                    txn_publish(db->txn, seq);
-                    atomic_fetch_add_explicit(&db->aborts, 1, memory_order_relaxed);
-                }
-            } else {
-                /* Pages changed without their record: in doubt until
-                 * reopen, where the batch (uncommitted) is aborted. */
-                atomic_store(&db->poisoned, 1);
-            }
-            if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_COMMIT) {
-                rc = wal_flush(db->wal, bend);
-                if (rc != ENG_OK) atomic_store(&db->poisoned, 1);
-                if (rc == ENG_POISONED) rc = ENG_IOERR; /* committed, in doubt: not refused */
-            }
-        } else {
-            poison(db, rc);
-        }
-        uint64_t every = db->opts.checkpoint_wal_bytes;
-        if (every && wal_insert_lsn(db->wal) - atomic_load(&db->redo_lsn) > every) atomic_store(&db->ckpt_due, 1);
-    }
+    rc = write_locked(db, &batch, rec, blen, &seq, &bend, &notfound);
     pthread_mutex_unlock(&db->write_mu);
     if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_GROUP) {
         rc = wal_flush(db->wal, bend);
