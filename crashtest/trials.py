@@ -236,20 +236,10 @@ class Trials:
         shutil.copyfile(src, dst)
         self.larger_trace = (r["ops"] or 0, dst)
 
-    def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None, at=None):
-        """Run CAND (once if deterministic, else TRIALS times; K2) and keep
-        it when it fails the same way (K1) and, given BETTER (a function of
-        a trial's result), when BETTER holds for it too.  A trial of a
-        candidate that is not deterministic with more ops than the recorded
-        run (K10) does not count as failing the same way.
-        MORE (default: self.more): trials added once one of RUNS failed but
-        fewer than NEED did (K8).  AT (the baseline's: the recorded failing
-        step): a trial that fails the same way at an earlier step counts,
-        but the trials go on, up to RUNS, for one that fails at AT, which
-        is kept instead (K1 would cut the steps after an earlier one: the
-        shrink would start from a form of the failure the recorded run did
-        not show).  Returns True if kept."""
-        self.larger_trace = None
+    def new_attempt(self, what, cand, runs):
+        """Whether CAND is worth trials: False for no change, a run tried
+        and rejected, a change that hung (K25), or no budget left; True
+        after recording its signature as tried."""
         if self.left() <= 0 or STOP.is_set():
             return False
         sig = signature(cand)
@@ -260,12 +250,12 @@ class Trials:
         if what in self.hung and runs is None:
             return False  # K25: this change hung before, in an earlier round
         self.tried.add(sig)
-        if runs is None:
-            runs = 1 if cand.deterministic() else self.trials
-        if need is None:
-            need = 1 if runs == 1 else self.need
-        if more is None:
-            more = self.more if runs > 1 else 0
+        return True
+
+    def run_trials(self, what, cand, phase, runs, need, better, more, at):
+        """CAND's trials until decided (K2, K8) or out of time, each judged:
+        (failures, results, why the last one did not count, the op counts
+        K10 refused, the result kept)."""
         fails, results, why, larger = 0, [], None, []
         kept_res = None
         while True:
@@ -309,15 +299,10 @@ class Trials:
                 why = "diverged: " + r["diverged"]
             else:
                 why = why or "passed"
-        kept = fails >= need
-        # The failure may now show at an earlier step: the later ones go,
-        # and when the op step went with them the workload step it now
-        # shows in is the op step (a create step that finds the bug with 7
-        # keys: planted bug delete-at-snapshot-invisible; the op step's
-        # trace went with it).
-        left = trimmed(cand, kept_res["step"]) if kept else None
-        if kept and left is None:
-            kept, why = False, "the failure shows before any workload step"
+        return fails, results, why, larger, kept_res
+
+    def attempt_entry(self, what, cand, phase, kept, why, fails, results, larger, extra, at):
+        """shrink.json's record of one attempt (its trials, verdict, why): the dict."""
         entry = {"n": len(self.log), "phase": phase, "what": what, "trials": len(results), "failures": fails,
                  "rate": round(fails / len(results), 3) if results else None,
                  "verdict": "kept" if kept else "rejected",
@@ -339,6 +324,41 @@ class Trials:
                         self.kind in ((r["failure"] or {}).get("keys") or []))
             if among:
                 entry["kind_among_other_keys"] = among
+        return entry
+
+    def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None, at=None):
+        """Run CAND (once if deterministic, else TRIALS times; K2) and keep
+        it when it fails the same way (K1) and, given BETTER (a function of
+        a trial's result), when BETTER holds for it too.  A trial of a
+        candidate that is not deterministic with more ops than the recorded
+        run (K10) does not count as failing the same way.
+        MORE (default: self.more): trials added once one of RUNS failed but
+        fewer than NEED did (K8).  AT (the baseline's: the recorded failing
+        step): a trial that fails the same way at an earlier step counts,
+        but the trials go on, up to RUNS, for one that fails at AT, which
+        is kept instead (K1 would cut the steps after an earlier one: the
+        shrink would start from a form of the failure the recorded run did
+        not show).  Returns True if kept."""
+        self.larger_trace = None
+        if not self.new_attempt(what, cand, runs):
+            return False
+        if runs is None:
+            runs = 1 if cand.deterministic() else self.trials
+        if need is None:
+            need = 1 if runs == 1 else self.need
+        if more is None:
+            more = self.more if runs > 1 else 0
+        fails, results, why, larger, kept_res = self.run_trials(what, cand, phase, runs, need, better, more, at)
+        kept = fails >= need
+        # The failure may now show at an earlier step: the later ones go,
+        # and when the op step went with them the workload step it now
+        # shows in is the op step (a create step that finds the bug with 7
+        # keys: planted bug delete-at-snapshot-invisible; the op step's
+        # trace went with it).
+        left = trimmed(cand, kept_res["step"]) if kept else None
+        if kept and left is None:
+            kept, why = False, "the failure shows before any workload step"
+        entry = self.attempt_entry(what, cand, phase, kept, why, fails, results, larger, extra, at)
         self.log.append(entry)
         self.p.line("shrink: %-8s %-60s %s (%d/%d)%s" % (phase, what[:60], entry["verdict"], fails, len(results),
                                                         "" if kept else ": " + entry["why"][:80]))
