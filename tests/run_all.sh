@@ -4,6 +4,7 @@
 #   - shell suites tests/t_*.sh                   (lines "ok NAME" / "not ok NAME")
 #   - Python unittest suites tests/test_*.py      (counted from unittest's summary)
 #   - tools/deps_graph.py --quiet                 (one test: the tree's shape)
+#   - tools/py_function_length.py --quiet         (one test: no Python function over 80 lines)
 #   - clang-format --dry-run over the C files     (one test: the house style)
 #   - the libFuzzer target for FUZZ_SECONDS       (one test: no crash found)
 # Environment: BUILD (default build), FUZZ_SECONDS (default 20).
@@ -76,6 +77,15 @@ done
 # including nothing outside engine/.
 echo "== deps_graph"
 if python3 tools/deps_graph.py --quiet; then add 1 0; echo "ok deps_graph"; else add 0 1; echo "not ok deps_graph"; fi
+
+# The Python tooling's functions fit on a screen (crashtest.py, crashtest/,
+# tools/; tests exempt): a longer one is split into named helpers.
+echo "== py_function_length"
+if python3 tools/py_function_length.py --quiet; then
+  add 1 0; echo "ok py_function_length"
+else
+  add 0 1; echo "not ok py_function_length"
+fi
 
 # The house style (.clang-format; make format applies it).
 echo "== clang_format"
