@@ -440,7 +440,7 @@ DDMIN_ROUND_SHARE = 0.5
 NOT_SHRUNK = {"db", "expected_values_dir", "run_dir", "report", "seed", "max_key", "hang_seconds", "threads",
               "ops_per_thread", "duration", "trace_ops", "replay_ops", "crash_at_end", "sync_fault_injection",
               "kill_random_test", "kill_points", "destroy_db_initially", "verification_only", "help",
-              "list_fault_points"}
+              "list_fault_points", "engine", "faults_via"}
 MIX = ["readpercent", "iterpercent", "delpercent"]
 RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
 
