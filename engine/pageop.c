@@ -443,7 +443,250 @@ int pa_split_cells(uint8_t *page, uint32_t ps, unsigned idx, int replace, const 
     return rc;
 }
 
-/* ---- apply ---- */
+/* ---- apply ----
+ *
+ * One function per action kind, as redo has one per record type: each
+ * takes the action's body Q (past its prefix), checks that it fits the
+ * page as it is, and changes the page, or returns ENG_CORRUPTION with
+ * *WHY set (pa_apply's contract). */
+
+static int apply_image(uint8_t *page, uint32_t ps, const uint8_t *q, uint8_t *zscratch, const char **why) {
+    uint16_t hoff = rd16(q + PA_IMAGE_HOLE_OFF), hlen = rd16(q + PA_IMAGE_HOLE_LEN_OFF);
+    uint32_t stored = rd32(q + PA_IMAGE_STORED_OFF);
+    size_t raw = (size_t)ps - hlen;
+    if ((size_t)hoff + hlen > ps) {
+        *why = "image hole outside the page";
+        return ENG_CORRUPTION;
+    }
+    const uint8_t *src = q + PA_IMAGE_BYTES_OFF;
+    if (q[PA_IMAGE_CODEC_OFF] == PA_CODEC_ZSTD) {
+        size_t z = ZSTD_decompress(zscratch, ps, src, stored);
+        if (ZSTD_isError(z) || z != raw) {
+            *why = "compressed image does not decompress to its size";
+            return ENG_CORRUPTION;
+        }
+        src = zscratch;
+    } else if (q[PA_IMAGE_CODEC_OFF] != PA_CODEC_RAW || stored != raw) {
+        *why = "image length disagrees with its hole";
+        return ENG_CORRUPTION;
+    }
+    if (src == page) return ENG_OK;
+    memmove(page, src, hoff);
+    memset(page + hoff, 0, hlen);
+    memcpy(page + hoff + hlen, src + hoff, ps - hoff - hlen);
+    return ENG_OK;
+}
+
+static int apply_init(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *q, const char **why) {
+    if (q[PA_INIT_TYPE_OFF] < PAGE_META || q[PA_INIT_TYPE_OFF] > PAGE_TYPE_MAX) {
+        *why = "bad page type";
+        return ENG_CORRUPTION;
+    }
+    page_init(page, ps, block, q[PA_INIT_TYPE_OFF], rd16(q + PA_INIT_LEVEL_OFF));
+    ph_set_next(page, rd32(q + PA_INIT_NEXT_OFF));
+    ph_set_aux(page, rd32(q + PA_INIT_AUX_OFF));
+    return ENG_OK;
+}
+
+static int apply_free(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *q) {
+    page_init(page, ps, block, PAGE_FREE, 0);
+    ph_set_next(page, rd32(q + PA_FREE_NEXT_OFF));
+    return ENG_OK;
+}
+
+/* The payload is in the action or, by reference, in a value of BATCH. */
+static int apply_ovfl(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *q, const pa_batch *batch,
+                      const char **why) {
+    uint32_t len = rd32(q + PA_OVFL_LEN_OFF);
+    if (len > ps - PAGE_HDR) {
+        *why = "overflow payload larger than a page";
+        return ENG_CORRUPTION;
+    }
+    const uint8_t *src;
+    if (q[PA_OVFL_SRC_OFF] == PA_SRC_BYTES) {
+        src = q + PA_OVFL_BYTES_OFF;
+    } else {
+        uint32_t op = rd32(q + PA_OVFL_OP_OFF), off = rd32(q + PA_OVFL_VALOFF_OFF);
+        if (!batch || op >= batch->nops || off > batch->ops[op].vlen || batch->ops[op].vlen - off < len) {
+            *why = "overflow payload outside its batch value";
+            return ENG_CORRUPTION;
+        }
+        src = batch->ops[op].val + off;
+    }
+    page_init(page, ps, block, PAGE_OVERFLOW, 0);
+    ph_set_next(page, rd32(q + PA_OVFL_NEXT_OFF));
+    ph_set_aux(page, len);
+    memcpy(page + PAGE_HDR, src, len);
+    return ENG_OK;
+}
+
+static int apply_insert(uint8_t *page, uint32_t ps, const uint8_t *q, const pa_batch *batch, const char **why) {
+    uint8_t cellbuf[LEAF_CELL_HDR + ENG_MAX_KEY + 4096 + 8];
+    const uint8_t *cell;
+    size_t clen;
+    unsigned idx = rd16(q + PA_INSERT_IDX_OFF), nslots = ph_get_nslots(page);
+    int replace = q[PA_INSERT_REPLACE_OFF];
+    if (cellsrc_get(q + PA_INSERT_CELL_OFF, batch, cellbuf, sizeof cellbuf, &cell, &clen)) {
+        *why = "cell source missing";
+        return ENG_CORRUPTION;
+    }
+    if (idx > nslots || (replace && idx >= nslots)) {
+        *why = "insert slot out of range";
+        return ENG_CORRUPTION;
+    }
+    size_t oldsz = 0;
+    if (replace) page_cell_bytes(page, idx, &oldsz);
+    if (page_reclaimable(page) + (replace ? oldsz + 2 : 0) < clen + 2) {
+        *why = "cell does not fit the page";
+        return ENG_CORRUPTION;
+    }
+    if (page_free(page) < clen + 2) {
+        /* The insert will compact, moving every cell by its size: prove
+         * the cells first (a cached page can be damaged in memory). */
+        page_problem pr;
+        if (page_check_structure(page, ps, &pr) != ENG_OK) {
+            *why = "page damaged before compaction";
+            return ENG_CORRUPTION;
+        }
+    }
+    if (replace) page_remove_cell(page, idx);
+    page_insert_cell(page, ps, idx, cell, clen);
+    return ENG_OK;
+}
+
+static int apply_remove(uint8_t *page, const uint8_t *q, const char **why) {
+    unsigned idx = rd16(q + PA_REMOVE_IDX_OFF);
+    if (idx >= ph_get_nslots(page)) {
+        *why = "remove slot out of range";
+        return ENG_CORRUPTION;
+    }
+    page_remove_cell(page, idx);
+    return ENG_OK;
+}
+
+/* The left page of a split keeps the first M cells of the combined order
+ * (pa_split_cells without a right page). */
+static int apply_split(uint8_t *page, uint32_t ps, const uint8_t *q, const pa_batch *batch, const char **why) {
+    uint8_t cellbuf[LEAF_CELL_HDR + ENG_MAX_KEY + 4096 + 8];
+    const uint8_t *cell;
+    size_t clen;
+    if (cellsrc_get(q + PA_SPLIT_CELL_OFF, batch, cellbuf, sizeof cellbuf, &cell, &clen)) {
+        *why = "cell source missing";
+        return ENG_CORRUPTION;
+    }
+    if (pa_split_cells(page, ps, rd16(q + PA_SPLIT_IDX_OFF), q[PA_SPLIT_REPLACE_OFF], cell, clen,
+                       rd16(q + PA_SPLIT_M_OFF), NULL, 0)) {
+        *why = "split does not fit the page";
+        return ENG_CORRUPTION;
+    }
+    ph_set_next(page, rd32(q + PA_SPLIT_NEXT_OFF));
+    return ENG_OK;
+}
+
+static int apply_meta(uint8_t *page, const uint8_t *q) {
+    meta_fields m;
+    meta_read(page, &m);
+    m.nblocks = rd32(q + PA_META_NBLOCKS_OFF);
+    m.freelist = rd32(q + PA_META_FREELIST_OFF);
+    meta_write(page, &m);
+    return ENG_OK;
+}
+
+static int apply_pushfree(uint8_t *page, uint32_t ps, const uint8_t *q, const char **why) {
+    uint32_t n = ph_get_aux(page);
+    if (ph_get_type(page) != PAGE_FREE || n >= FREE_TRUNK_CAP(ps)) {
+        *why = "free-list trunk full or not a trunk";
+        return ENG_CORRUPTION;
+    }
+    wr32(page + PAGE_HDR + 4u * n, rd32(q + PA_PUSHFREE_FREED_OFF));
+    ph_set_aux(page, n + 1);
+    return ENG_OK;
+}
+
+static int apply_popfree(uint8_t *page, uint32_t ps, const char **why) {
+    uint32_t n = ph_get_aux(page);
+    if (ph_get_type(page) != PAGE_FREE || n == 0 || n > FREE_TRUNK_CAP(ps)) {
+        *why = "free-list trunk empty or not a trunk";
+        return ENG_CORRUPTION;
+    }
+    wr32(page + PAGE_HDR + 4u * (n - 1), 0);
+    ph_set_aux(page, n - 1);
+    return ENG_OK;
+}
+
+/* PA_SETXMAX and PA_FREEZE (KIND): both write an id field of one version
+ * in place, after the same checks of its slot and cell. */
+static int apply_version(uint8_t *page, uint32_t ps, int kind, const uint8_t *q, const char **why) {
+    unsigned idx = rd16(q + (kind == PA_FREEZE ? PA_FREEZE_IDX_OFF : PA_SETXMAX_IDX_OFF));
+    if (ph_get_type(page) != PAGE_LEAF || idx >= ph_get_nslots(page)) {
+        *why = "version slot out of range";
+        return ENG_CORRUPTION;
+    }
+    size_t sz;
+    uint8_t *c = (uint8_t *)page_cell_bytes(page, idx, &sz);
+    if (!c || c < page + page_slot_base(page) || c + LEAF_CELL_HDR > page + ps) {
+        *why = "version cell outside the page";
+        return ENG_CORRUPTION;
+    }
+#ifdef ENG_BROKEN_FREEZE_CLEARS_XMAX
+    /* planted bug (tests/mutants.txt): the freeze writes the wrong id
+     * field, clearing xmax instead of xmin: a version deleted after
+     * the oldest snapshot comes back for every reader. */
+    if (kind == PA_FREEZE) {
+        wr64(c + LEAF_XMAX_OFF, 0);
+        return ENG_OK;
+    }
+#else
+    if (kind == PA_FREEZE) {
+        wr64(c + LEAF_XMIN_OFF, 0);
+        return ENG_OK;
+    }
+#endif
+    wr64(c + LEAF_XMAX_OFF, rd64(q + PA_SETXMAX_XID_OFF));
+    /* A new xmax makes its hint stale; what is known of xmin stays. */
+    unsigned h = page_hint(page, idx);
+    if (h == HINT_XMAX_C || h == HINT_XMAX_A) page_hint_set(page, idx, HINT_XMIN_C);
+    return ENG_OK;
+}
+
+static int apply_clogset(uint8_t *page, uint32_t ps, const uint8_t *q, const char **why) {
+    uint32_t i = rd32(q + PA_CLOGSET_INDEX_OFF);
+    uint8_t status = q[PA_CLOGSET_STATUS_OFF];
+    if (ph_get_type(page) != PAGE_CLOG || i >= CLOG_PER_PAGE(ps) || status > CLOG_ABORTED) {
+        *why = "commit-log entry out of range";
+        return ENG_CORRUPTION;
+    }
+    uint8_t *b = page + PAGE_HDR + i / 4u;
+    unsigned sh = (i % 4u) * 2u;
+    *b = (uint8_t)((*b & ~(3u << sh)) | ((unsigned)status << sh));
+    return ENG_OK;
+}
+
+static int apply_clogdir(uint8_t *page, uint32_t ps, const uint8_t *q, const char **why) {
+    uint32_t i = rd32(q + PA_CLOGDIR_ENTRY_OFF);
+    meta_fields m;
+    meta_read(page, &m);
+    if (ph_get_type(page) != PAGE_META || i >= META_CLOG_CAP(ps) || i > m.clog_pages) {
+        *why = "commit-log directory entry out of range";
+        return ENG_CORRUPTION;
+    }
+    wr32(page + META_CLOG_OFF + 4u * i, rd32(q + PA_CLOGDIR_BLOCK_OFF));
+    if (i == m.clog_pages) {
+        m.clog_pages = i + 1;
+        meta_write(page, &m);
+    }
+    return ENG_OK;
+}
+
+static int apply_hints(uint8_t *page, uint32_t ps, const uint8_t *q, const char **why) {
+    uint16_t n = rd16(q + PA_HINTS_LEN_OFF);
+    if (ph_get_type(page) != PAGE_LEAF || n != LEAF_HINT_BYTES(ps)) {
+        *why = "hint record does not fit the page";
+        return ENG_CORRUPTION;
+    }
+    memcpy(page + PAGE_HDR, q + PA_HINTS_BYTES_OFF, n);
+    return ENG_OK;
+}
 
 int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_t alen, const pa_batch *batch,
              uint8_t *zscratch, const char **why) {
@@ -455,222 +698,23 @@ int pa_apply(uint8_t *page, uint32_t ps, uint32_t block, const uint8_t *a, size_
         return ENG_CORRUPTION;
     }
     const uint8_t *q = a + PA_PREFIX;
-    uint8_t cellbuf[LEAF_CELL_HDR + ENG_MAX_KEY + 4096 + 8];
-    const uint8_t *cell;
-    size_t clen;
     switch (kind) {
-    case PA_IMAGE: {
-        uint16_t hoff = rd16(q + PA_IMAGE_HOLE_OFF), hlen = rd16(q + PA_IMAGE_HOLE_LEN_OFF);
-        uint32_t stored = rd32(q + PA_IMAGE_STORED_OFF);
-        size_t raw = (size_t)ps - hlen;
-        if ((size_t)hoff + hlen > ps) {
-            *why = "image hole outside the page";
-            return ENG_CORRUPTION;
-        }
-        const uint8_t *src = q + PA_IMAGE_BYTES_OFF;
-        if (q[PA_IMAGE_CODEC_OFF] == PA_CODEC_ZSTD) {
-            size_t z = ZSTD_decompress(zscratch, ps, src, stored);
-            if (ZSTD_isError(z) || z != raw) {
-                *why = "compressed image does not decompress to its size";
-                return ENG_CORRUPTION;
-            }
-            src = zscratch;
-        } else if (q[PA_IMAGE_CODEC_OFF] != PA_CODEC_RAW || stored != raw) {
-            *why = "image length disagrees with its hole";
-            return ENG_CORRUPTION;
-        }
-        if (src == page) return ENG_OK;
-        memmove(page, src, hoff);
-        memset(page + hoff, 0, hlen);
-        memcpy(page + hoff + hlen, src + hoff, ps - hoff - hlen);
-        return ENG_OK;
-    }
-    case PA_INIT:
-        if (q[PA_INIT_TYPE_OFF] < PAGE_META || q[PA_INIT_TYPE_OFF] > PAGE_TYPE_MAX) {
-            *why = "bad page type";
-            return ENG_CORRUPTION;
-        }
-        page_init(page, ps, block, q[PA_INIT_TYPE_OFF], rd16(q + PA_INIT_LEVEL_OFF));
-        ph_set_next(page, rd32(q + PA_INIT_NEXT_OFF));
-        ph_set_aux(page, rd32(q + PA_INIT_AUX_OFF));
-        return ENG_OK;
-    case PA_FREE:
-        page_init(page, ps, block, PAGE_FREE, 0);
-        ph_set_next(page, rd32(q + PA_FREE_NEXT_OFF));
-        return ENG_OK;
-    case PA_OVFL: {
-        uint32_t len = rd32(q + PA_OVFL_LEN_OFF);
-        if (len > ps - PAGE_HDR) {
-            *why = "overflow payload larger than a page";
-            return ENG_CORRUPTION;
-        }
-        const uint8_t *src;
-        if (q[PA_OVFL_SRC_OFF] == PA_SRC_BYTES) {
-            src = q + PA_OVFL_BYTES_OFF;
-        } else {
-            uint32_t op = rd32(q + PA_OVFL_OP_OFF), off = rd32(q + PA_OVFL_VALOFF_OFF);
-            if (!batch || op >= batch->nops || off > batch->ops[op].vlen || batch->ops[op].vlen - off < len) {
-                *why = "overflow payload outside its batch value";
-                return ENG_CORRUPTION;
-            }
-            src = batch->ops[op].val + off;
-        }
-        page_init(page, ps, block, PAGE_OVERFLOW, 0);
-        ph_set_next(page, rd32(q + PA_OVFL_NEXT_OFF));
-        ph_set_aux(page, len);
-        memcpy(page + PAGE_HDR, src, len);
-        return ENG_OK;
-    }
-    case PA_INSERT: {
-        unsigned idx = rd16(q + PA_INSERT_IDX_OFF), nslots = ph_get_nslots(page);
-        int replace = q[PA_INSERT_REPLACE_OFF];
-        if (cellsrc_get(q + PA_INSERT_CELL_OFF, batch, cellbuf, sizeof cellbuf, &cell, &clen)) {
-            *why = "cell source missing";
-            return ENG_CORRUPTION;
-        }
-        if (idx > nslots || (replace && idx >= nslots)) {
-            *why = "insert slot out of range";
-            return ENG_CORRUPTION;
-        }
-        size_t oldsz = 0;
-        if (replace) page_cell_bytes(page, idx, &oldsz);
-        if (page_reclaimable(page) + (replace ? oldsz + 2 : 0) < clen + 2) {
-            *why = "cell does not fit the page";
-            return ENG_CORRUPTION;
-        }
-        if (page_free(page) < clen + 2) {
-            /* The insert will compact, moving every cell by its size: prove
-             * the cells first (a cached page can be damaged in memory). */
-            page_problem pr;
-            if (page_check_structure(page, ps, &pr) != ENG_OK) {
-                *why = "page damaged before compaction";
-                return ENG_CORRUPTION;
-            }
-        }
-        if (replace) page_remove_cell(page, idx);
-        page_insert_cell(page, ps, idx, cell, clen);
-        return ENG_OK;
-    }
-    case PA_REMOVE: {
-        unsigned idx = rd16(q + PA_REMOVE_IDX_OFF);
-        if (idx >= ph_get_nslots(page)) {
-            *why = "remove slot out of range";
-            return ENG_CORRUPTION;
-        }
-        page_remove_cell(page, idx);
-        return ENG_OK;
-    }
-    case PA_SPLIT: {
-        if (cellsrc_get(q + PA_SPLIT_CELL_OFF, batch, cellbuf, sizeof cellbuf, &cell, &clen)) {
-            *why = "cell source missing";
-            return ENG_CORRUPTION;
-        }
-        if (pa_split_cells(page, ps, rd16(q + PA_SPLIT_IDX_OFF), q[PA_SPLIT_REPLACE_OFF], cell, clen,
-                           rd16(q + PA_SPLIT_M_OFF), NULL, 0)) {
-            *why = "split does not fit the page";
-            return ENG_CORRUPTION;
-        }
-        ph_set_next(page, rd32(q + PA_SPLIT_NEXT_OFF));
-        return ENG_OK;
-    }
-    case PA_META: {
-        meta_fields m;
-        meta_read(page, &m);
-        m.nblocks = rd32(q + PA_META_NBLOCKS_OFF);
-        m.freelist = rd32(q + PA_META_FREELIST_OFF);
-        meta_write(page, &m);
-        return ENG_OK;
-    }
+    case PA_IMAGE: return apply_image(page, ps, q, zscratch, why);
+    case PA_INIT: return apply_init(page, ps, block, q, why);
+    case PA_FREE: return apply_free(page, ps, block, q);
+    case PA_OVFL: return apply_ovfl(page, ps, block, q, batch, why);
+    case PA_INSERT: return apply_insert(page, ps, q, batch, why);
+    case PA_REMOVE: return apply_remove(page, q, why);
+    case PA_SPLIT: return apply_split(page, ps, q, batch, why);
+    case PA_META: return apply_meta(page, q);
     case PA_SETNEXT: ph_set_next(page, rd32(q + PA_SETNEXT_NEXT_OFF)); return ENG_OK;
-    case PA_PUSHFREE: {
-        uint32_t n = ph_get_aux(page);
-        if (ph_get_type(page) != PAGE_FREE || n >= FREE_TRUNK_CAP(ps)) {
-            *why = "free-list trunk full or not a trunk";
-            return ENG_CORRUPTION;
-        }
-        wr32(page + PAGE_HDR + 4u * n, rd32(q + PA_PUSHFREE_FREED_OFF));
-        ph_set_aux(page, n + 1);
-        return ENG_OK;
-    }
-    case PA_POPFREE: {
-        uint32_t n = ph_get_aux(page);
-        if (ph_get_type(page) != PAGE_FREE || n == 0 || n > FREE_TRUNK_CAP(ps)) {
-            *why = "free-list trunk empty or not a trunk";
-            return ENG_CORRUPTION;
-        }
-        wr32(page + PAGE_HDR + 4u * (n - 1), 0);
-        ph_set_aux(page, n - 1);
-        return ENG_OK;
-    }
+    case PA_PUSHFREE: return apply_pushfree(page, ps, q, why);
+    case PA_POPFREE: return apply_popfree(page, ps, why);
     case PA_SETXMAX:
-    case PA_FREEZE: {
-        unsigned idx = rd16(q + (kind == PA_FREEZE ? PA_FREEZE_IDX_OFF : PA_SETXMAX_IDX_OFF));
-        if (ph_get_type(page) != PAGE_LEAF || idx >= ph_get_nslots(page)) {
-            *why = "version slot out of range";
-            return ENG_CORRUPTION;
-        }
-        size_t sz;
-        uint8_t *c = (uint8_t *)page_cell_bytes(page, idx, &sz);
-        if (!c || c < page + page_slot_base(page) || c + LEAF_CELL_HDR > page + ps) {
-            *why = "version cell outside the page";
-            return ENG_CORRUPTION;
-        }
-#ifdef ENG_BROKEN_FREEZE_CLEARS_XMAX
-        /* planted bug (tests/mutants.txt): the freeze writes the wrong id
-         * field, clearing xmax instead of xmin: a version deleted after
-         * the oldest snapshot comes back for every reader. */
-        if (kind == PA_FREEZE) {
-            wr64(c + LEAF_XMAX_OFF, 0);
-            return ENG_OK;
-        }
-#else
-        if (kind == PA_FREEZE) {
-            wr64(c + LEAF_XMIN_OFF, 0);
-            return ENG_OK;
-        }
-#endif
-        wr64(c + LEAF_XMAX_OFF, rd64(q + PA_SETXMAX_XID_OFF));
-        /* A new xmax makes its hint stale; what is known of xmin stays. */
-        unsigned h = page_hint(page, idx);
-        if (h == HINT_XMAX_C || h == HINT_XMAX_A) page_hint_set(page, idx, HINT_XMIN_C);
-        return ENG_OK;
-    }
-    case PA_CLOGSET: {
-        uint32_t i = rd32(q + PA_CLOGSET_INDEX_OFF);
-        uint8_t status = q[PA_CLOGSET_STATUS_OFF];
-        if (ph_get_type(page) != PAGE_CLOG || i >= CLOG_PER_PAGE(ps) || status > CLOG_ABORTED) {
-            *why = "commit-log entry out of range";
-            return ENG_CORRUPTION;
-        }
-        uint8_t *b = page + PAGE_HDR + i / 4u;
-        unsigned sh = (i % 4u) * 2u;
-        *b = (uint8_t)((*b & ~(3u << sh)) | ((unsigned)status << sh));
-        return ENG_OK;
-    }
-    case PA_CLOGDIR: {
-        uint32_t i = rd32(q + PA_CLOGDIR_ENTRY_OFF);
-        meta_fields m;
-        meta_read(page, &m);
-        if (ph_get_type(page) != PAGE_META || i >= META_CLOG_CAP(ps) || i > m.clog_pages) {
-            *why = "commit-log directory entry out of range";
-            return ENG_CORRUPTION;
-        }
-        wr32(page + META_CLOG_OFF + 4u * i, rd32(q + PA_CLOGDIR_BLOCK_OFF));
-        if (i == m.clog_pages) {
-            m.clog_pages = i + 1;
-            meta_write(page, &m);
-        }
-        return ENG_OK;
-    }
-    case PA_HINTS: {
-        uint16_t n = rd16(q + PA_HINTS_LEN_OFF);
-        if (ph_get_type(page) != PAGE_LEAF || n != LEAF_HINT_BYTES(ps)) {
-            *why = "hint record does not fit the page";
-            return ENG_CORRUPTION;
-        }
-        memcpy(page + PAGE_HDR, q + PA_HINTS_BYTES_OFF, n);
-        return ENG_OK;
-    }
+    case PA_FREEZE: return apply_version(page, ps, kind, q, why);
+    case PA_CLOGSET: return apply_clogset(page, ps, q, why);
+    case PA_CLOGDIR: return apply_clogdir(page, ps, q, why);
+    case PA_HINTS: return apply_hints(page, ps, q, why);
     }
     *why = "unknown page action";
     return ENG_CORRUPTION;
