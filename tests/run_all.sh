@@ -5,6 +5,7 @@
 #   - Python unittest suites tests/test_*.py      (counted from unittest's summary)
 #   - tools/deps_graph.py --quiet                 (one test: the tree's shape)
 #   - tools/py_function_length.py --quiet         (one test: no Python function over 80 lines)
+#   - tools/c_function_length.py                  (one test: no C function over 120 lines)
 #   - clang-format --dry-run over the C files     (one test: the house style)
 #   - the libFuzzer target for FUZZ_SECONDS       (one test: no crash found)
 # Environment: BUILD (default build), FUZZ_SECONDS (default 20).
@@ -85,6 +86,15 @@ if python3 tools/py_function_length.py --quiet; then
   add 1 0; echo "ok py_function_length"
 else
   add 0 1; echo "not ok py_function_length"
+fi
+
+# The C functions too (engine/, faults/, oracle/, stress/, tools/; tests and
+# bench exempt): none over 120 lines.
+echo "== c_function_length"
+if python3 tools/c_function_length.py; then
+  add 1 0; echo "ok c_function_length"
+else
+  add 0 1; echo "not ok c_function_length"
 fi
 
 # The house style (.clang-format; make format applies it).
