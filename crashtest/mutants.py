@@ -37,6 +37,7 @@ from .htmlreport import blamed_classes
 from .output import Printer
 from .params import swarm_brief
 from .procs import STOP, die_with_parent
+from .protection import replay_argv
 from .seeds import derive
 from .shrink import shrink_folder
 
@@ -170,7 +171,7 @@ def protection_result(m, summary, budget, seed, rc, cmd):
                    kind=keys[0] if keys else "error", keys=keys, classes=classes, run_dir=first.get("dir"),
                    message=failure_line(first.get("dir")), step="protection run %s (w = %s)" % (
                        first.get("index"), first.get("w")), command=first.get("command"),
-                   repro=replay_line(first.get("command"), first.get("dir")))
+                   repro=first.get("repro") or first.get("command"))
     elif summary.get("verdict") == "fail":
         res.update(caught=True, seconds=summary.get("elapsed_s"), iterations_to_catch=summary.get("runs"),
                    kind="escape_rate", message="escapes above their bound: %s" % "; ".join(failed_cells(summary)),
@@ -178,29 +179,6 @@ def protection_result(m, summary, budget, seed, rc, cmd):
     elif rc not in (EXIT_PASS, EXIT_FAIL, EXIT_INTERRUPTED):
         res.update(error=True, message="the protection run ended with exit %s" % rc)
     return res
-
-
-def replay_argv(command, stress, d):
-    """A protection run's stress COMMAND with the binary STRESS and its
-    folders moved into D (the run's own are gone with its work folder)."""
-    argv = shlex.split(command)
-    argv[0] = stress
-    moved = {"--db": "db", "--expected_values_dir": "expected", "--run_dir": "run", "--report": "report.json"}
-    for i, x in enumerate(argv):
-        opt = x.split("=", 1)[0]
-        if opt in moved:
-            argv[i] = "%s=%s" % (opt, os.path.join(d, moved[opt]))
-    return argv
-
-
-def replay_line(command, kept):
-    """The shell line that replays a failed protection run (COMMAND) from
-    scratch into KEPT/replay, beside the folders it left."""
-    if not command or not kept:
-        return command
-    d = os.path.join(kept, "replay")
-    argv = replay_argv(command, shlex.split(command)[0], d)
-    return "mkdir -p %s && %s" % (shlex.quote(d), " ".join(shlex.quote(x) for x in argv))
 
 
 def protection_real_check(r, summary, build, cmd):

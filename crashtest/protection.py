@@ -195,6 +195,29 @@ def add_report(cells, d, w):
     return got
 
 
+def replay_argv(command, stress, d):
+    """A protection run's stress COMMAND with the binary STRESS and its
+    folders moved into D (the run's own are gone with its work folder)."""
+    argv = shlex.split(command)
+    argv[0] = stress
+    moved = {"--db": "db", "--expected_values_dir": "expected", "--run_dir": "run", "--report": "report.json"}
+    for i, x in enumerate(argv):
+        opt = x.split("=", 1)[0]
+        if opt in moved:
+            argv[i] = "%s=%s" % (opt, os.path.join(d, moved[opt]))
+    return argv
+
+
+def replay_line(command, kept):
+    """The shell line that replays a failed protection run (COMMAND) from
+    scratch into KEPT/replay, beside the folders it left."""
+    if not command or not kept:
+        return command
+    d = os.path.join(kept, "replay")
+    argv = replay_argv(command, shlex.split(command)[0], d)
+    return "mkdir -p %s && %s" % (shlex.quote(d), " ".join(shlex.quote(x) for x in argv))
+
+
 def one_run(a, stress, dirs, seed, i, w, left, t0, agg, regions):
     """Run I at width W (DIRS: the work and report folders), its counts
     added to AGG and REGIONS.  Returns its record; a failed run's folder
@@ -216,8 +239,9 @@ def one_run(a, stress, dirs, seed, i, w, left, t0, agg, regions):
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.move(d, dest)
         run["dir"] = dest
+        run["repro"] = replay_line(run["command"], dest)
         print(line + "  FAIL (%s); kept %s\n  repro: %s" % (
-            res.hung or "exit %s" % res.rc, nice_path(dest), run["command"]))
+            res.hung or "exit %s" % res.rc, nice_path(dest), run["repro"]))
     else:
         shutil.rmtree(d, ignore_errors=True)
         print(line)
