@@ -104,7 +104,7 @@ struct st_db {
     char path[4200];
     st_corruption_fn fn;
     void *ctx;
-    int wal, normal, extra;
+    int wal, synchronous; /* synchronous: 0 FULL, 1 NORMAL, 2 EXTRA (st_open_options) */
     uint32_t page_size;
     uint64_t cache_size, autockpt_bytes;
     uint64_t id; /* unique per handle: the thread-local slot's tag */
@@ -254,9 +254,7 @@ static int conn_open(st_db *db, int create, conn **out) {
     snprintf(
         sql, sizeof sql,
         "PRAGMA synchronous=%s; PRAGMA cache_size=-%llu; PRAGMA cell_size_check=ON; PRAGMA wal_autocheckpoint=%llu",
-        db->normal  ? "NORMAL"
-        : db->extra ? "EXTRA"
-                    : "FULL",
+        (const char *const[]){"FULL", "NORMAL", "EXTRA"}[db->synchronous],
         (unsigned long long)(db->cache_size / 1024 ? db->cache_size / 1024 : 1),
         (unsigned long long)(db->autockpt_bytes / db->page_size));
     int st = exec(db, k->c, sql);
@@ -345,8 +343,7 @@ static int a_open(const char *dir, const st_open_options *o, st_db **out) {
     db->fn = o->on_corruption;
     db->ctx = o->on_corruption_ctx;
     db->wal = o->sqlite_journal_mode == 0;
-    db->normal = o->sqlite_synchronous == 1;
-    db->extra = o->sqlite_synchronous == 2;
+    db->synchronous = o->sqlite_synchronous;
     db->page_size = o->page_size ? o->page_size : 4096;
     db->cache_size = o->cache_size;
     db->autockpt_bytes = db->wal ? o->checkpoint_wal_bytes : 0;
@@ -430,8 +427,7 @@ static int a_write(st_db *db, const st_op *ops, size_t n, uint64_t *seq) {
         db->last_seq = s;
         atomic_store(&db->last_pub, s);
     }
-    if (st == ST_OK && commit_durable(db->wal, db->normal ? 1 : db->extra ? 2 : 0))
-        atomic_store(&db->durable, s); /* Q4 */
+    if (st == ST_OK && commit_durable(db->wal, db->synchronous)) atomic_store(&db->durable, s); /* Q4 */
     pthread_mutex_unlock(&db->write_mu);
     if (st == ST_OK) *seq = s;
     return st;
