@@ -88,7 +88,10 @@ def probe_support(binary, workdir, values=PROBED, extra=None):
             r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
                                preexec_fn=die_with_parent())
             text = r.stdout.decode(errors="replace").strip().splitlines()
-            why = next((t for t in text if not t.startswith("stress: pass")), "exit %d" % r.returncode)
+            # The first line that says why: not the summary, not a
+            # planted bug's banner (every line of a mutant's run opens so).
+            why = next((t for t in text if not t.startswith("stress: pass") and "carries the planted bug" not in t),
+                       "exit %d" % r.returncode)
             results[(name, value)] = (r.returncode != 2, why, r.returncode)
         except (OSError, subprocess.SubprocessError) as e:
             results[(name, value)] = (False, str(e), None)
