@@ -82,7 +82,7 @@ void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, in
                  const char *what, int after_crash) {
     int thread = w ? w->id : 0;
     uint64_t op = w ? (g.epoch << 32 | w->calls) : (g.epoch << 32);
-    st_observe(kind, thread, op, 0, key, after_crash);
+    st_observe(&g, kind, thread, op, 0, key, after_crash);
     /* With misdirected writes on, a stale value may be the lost half of
      * one (oracle V6b): the verdict decides, from the ledger. */
     int v6b = !g.measuring && g.vc.class_on[VD_MISDIRECTED_WRITE];
@@ -137,7 +137,7 @@ void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, in
  * can do it too: then the verdict decides (V6c). */
 void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, const char *what, int after_crash) {
     int thread = w ? w->id : 0;
-    st_observe(VD_OBS_WRONG_VALUE, thread, w ? (g.epoch << 32 | w->calls) : (g.epoch << 32), 0, key, after_crash);
+    st_observe(&g, VD_OBS_WRONG_VALUE, thread, w ? (g.epoch << 32 | w->calls) : (g.epoch << 32), 0, key, after_crash);
     atomic_fetch_add(&g.symptoms, 1);
     int escape = escapes_possible();
     if (!g.measuring && !escape) atomic_fetch_add(&g.failures, 1);
@@ -286,7 +286,7 @@ uint64_t st_verify_all(worker *w, int after_crash, const char *what) {
                 /* a key this run never writes: nothing should be there */
                 fprintf(stderr, "stress: FAILURE resurrected: unexpected key '%.*s' in the database\n    repro: %s\n",
                         (int)(kl < 64 ? kl : 64), (const char *)k, g.repro);
-                st_observe(VD_OBS_RESURRECTED, w ? w->id : 0, g.epoch << 32, 0, 0, after_crash);
+                st_observe(&g, VD_OBS_RESURRECTED, w ? w->id : 0, g.epoch << 32, 0, 0, after_crash);
                 atomic_fetch_add(&g.failures, 1);
                 bad++;
                 st = g.E->iter_next(it);
@@ -373,7 +373,7 @@ int st_post_open_check(worker *w, int after_crash, const char *what) {
                 (unsigned long long)r, (unsigned long long)d, (unsigned long long)orc_last_seq(g.exp));
         print_lost_commits(r, d);
         fprintf(stderr, "    repro: %s\n", g.repro);
-        st_observe(VD_OBS_LOST_COMMIT, w ? w->id : 0, g.epoch << 32, 0, 0, after_crash);
+        st_observe(&g, VD_OBS_LOST_COMMIT, w ? w->id : 0, g.epoch << 32, 0, 0, after_crash);
         atomic_fetch_add(&g.failures, 1);
         return 1; /* the expected state cannot be rewound below durable */
     }

@@ -265,7 +265,7 @@ vd_ctx *st_judge(vd_result *res, uint64_t *trace_hash) {
     flt_ledger_read(g.run_dir, feed_line, &lf);
     *trace_hash = XXH3_64bits_digest(h);
     XXH3_freeState(h);
-    int carried_crash = g.crashed_before ? st_load_carried(v) : 0;
+    int carried_crash = g.crashed_before ? st_load_carried(g.run_dir, v) : 0;
     for (size_t i = 0; i < vd_injection_count(v); i++) {
         const vd_injection *j = vd_injection_at(v, i);
         if (j->carried && (j->cls == VD_KILL || j->cls == VD_POWER_LOSS)) carried_crash = 1;
@@ -306,13 +306,13 @@ void *st_watchdog_main(void *arg) {
          * left 0, and shrink measured no run); the rest every 200 ms. */
         usleep(20000);
         uint64_t n = st_total_done();
-        if (!g.o.verification_only && n != st_progress_written) st_write_progress(st_progress_written = n);
+        if (!g.o.verification_only && n != st_progress_written) st_write_progress(g.run_dir, st_progress_written = n);
         if (++sub % 10) continue;
         if (++tick % 5) continue;
         uint64_t secs = tick / 5;
         if (n != last) last = n, last_change_at = secs;
         if (tty) {
-            uint64_t inj = st_injections_so_far();
+            uint64_t inj = st_injections_so_far(g.flt);
             fprintf(stderr, "\r[stress] %6.1fs  ops %llu (%llu/s)  faults %llu  detections %llu  failures %llu   ",
                     st_now() - g.t0, (unsigned long long)n, (unsigned long long)(n - prev), (unsigned long long)inj,
                     (unsigned long long)atomic_load(&g.detections), (unsigned long long)atomic_load(&g.failures));
@@ -321,7 +321,7 @@ void *st_watchdog_main(void *arg) {
         if (secs - last_change_at >= g.o.hang_seconds && !atomic_load(&st_watch_stop)) {
             fprintf(stderr, "\nstress: FAILURE hang: no operation finished for %llu s\n    repro: %s\n",
                     (unsigned long long)g.o.hang_seconds, g.repro);
-            st_observe(VD_OBS_HANG, -1, 0, 0, 0, 0);
+            st_observe(&g, VD_OBS_HANG, -1, 0, 0, 0, 0);
             vd_result res;
             uint64_t th;
             vd_ctx *v = st_judge(&res, &th);

@@ -24,9 +24,9 @@ static int append_line(int fd, const char *line, int n) {
 void st_path_in(char *out, size_t cap, const char *dir, const char *name) { snprintf(out, cap, "%s/%s", dir, name); }
 
 /* stress_state: "epoch N\nsettled L\nclean C\n" (whole file rewritten). */
-int st_read_state(uint64_t *epoch, size_t *settled, int *clean) {
+int st_read_state(const char *run_dir, uint64_t *epoch, size_t *settled, int *clean) {
     char p[4200];
-    st_path_in(p, sizeof p, g.run_dir, "stress_state");
+    st_path_in(p, sizeof p, run_dir, "stress_state");
     FILE *f = fopen(p, "r");
     if (!f) return -1;
     unsigned long long e = 0, s = 0;
@@ -38,9 +38,9 @@ int st_read_state(uint64_t *epoch, size_t *settled, int *clean) {
     return 0;
 }
 
-int st_write_state(uint64_t epoch, size_t settled, int clean) {
+int st_write_state(const char *run_dir, uint64_t epoch, size_t settled, int clean) {
     char p[4200], tmp[4300];
-    st_path_in(p, sizeof p, g.run_dir, "stress_state");
+    st_path_in(p, sizeof p, run_dir, "stress_state");
     snprintf(tmp, sizeof tmp, "%s.tmp", p);
     FILE *f = fopen(tmp, "w");
     if (!f) return -1;
@@ -57,9 +57,9 @@ int st_write_state(uint64_t epoch, size_t settled, int clean) {
  * every 20 ms by the watchdog, right before a kill point's SIGKILL and at
  * the workload's end): what a killed process did, for crashtest.py
  * shrink's measure of a run. */
-void st_write_progress(uint64_t ops) {
+void st_write_progress(const char *run_dir, uint64_t ops) {
     char p[4200], line[64];
-    st_path_in(p, sizeof p, g.run_dir, "progress");
+    st_path_in(p, sizeof p, run_dir, "progress");
     int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return;
     int n = snprintf(line, sizeof line, "ops %llu\n", (unsigned long long)ops);
@@ -72,72 +72,72 @@ static void count_line(void *ctx, const char *line) {
     (*(size_t *)ctx)++;
 }
 
-size_t st_ledger_lines(void) {
+size_t st_ledger_lines(const char *run_dir) {
     size_t n = 0;
-    flt_ledger_read(g.run_dir, count_line, &n);
+    flt_ledger_read(run_dir, count_line, &n);
     return n;
 }
 
 /* ---- observations and reports ---- */
 
-uint64_t st_injections_so_far(void) {
-    if (!g.flt) return 0;
+uint64_t st_injections_so_far(flt_ctx *flt) {
+    if (!flt) return 0;
     flt_counts c;
-    flt_get_counts(g.flt, &c);
+    flt_get_counts(flt, &c);
     uint64_t n = 0;
     for (int i = 0; i < FLT_CLASS_COUNT; i++) n += c.injected[i];
     return n;
 }
 
-void st_observe(int kind, int thread, uint64_t op, int status, uint64_t key, int after_crash) {
+void st_observe(st_driver *d, int kind, int thread, uint64_t op, int status, uint64_t key, int after_crash) {
     vd_observation o = {.kind = kind,
                         .thread = thread,
                         .op = (int64_t)op,
                         .status = status,
                         .key = key,
-                        .inj_mark = st_injections_so_far(),
+                        .inj_mark = st_injections_so_far(d->flt),
                         .after_crash = after_crash};
-    pthread_mutex_lock(&g.mu);
-    if (g.nobs == g.capobs) {
-        size_t nc = g.capobs ? 2 * g.capobs : 256;
-        void *p = realloc(g.obs, nc * sizeof *g.obs);
-        if (p) g.obs = p, g.capobs = nc;
+    pthread_mutex_lock(&d->mu);
+    if (d->nobs == d->capobs) {
+        size_t nc = d->capobs ? 2 * d->capobs : 256;
+        void *p = realloc(d->obs, nc * sizeof *d->obs);
+        if (p) d->obs = p, d->capobs = nc;
     }
-    if (g.nobs < g.capobs) g.obs[g.nobs++] = o;
+    if (d->nobs < d->capobs) d->obs[d->nobs++] = o;
     char line[ORC_LINE_MAX];
-    append_line(g.obs_fd, line, orc_obs_line_format(line, sizeof line, &o));
-    pthread_mutex_unlock(&g.mu);
+    append_line(d->obs_fd, line, orc_obs_line_format(line, sizeof line, &o));
+    pthread_mutex_unlock(&d->mu);
 }
 
 void st_on_corruption(void *ctx, const st_corruption *r) {
-    (void)ctx;
+    st_driver *d = ctx;
     vd_report v = {
-        .block = r->block, .offset = r->offset, .entry = r->entry, .after_crash = atomic_load(&g.recovering)};
+        .block = r->block, .offset = r->offset, .entry = r->entry, .after_crash = atomic_load(&d->recovering)};
     snprintf(v.layer, sizeof v.layer, "%s", r->layer ? r->layer : "");
     snprintf(v.file, sizeof v.file, "%s", r->file ? r->file : "");
     snprintf(v.detail, sizeof v.detail, "%s", r->detail ? r->detail : "");
-    atomic_fetch_add(&g.detections, 1);
-    pthread_mutex_lock(&g.mu);
-    if (g.nreports == g.capreports) {
-        size_t nc = g.capreports ? 2 * g.capreports : 256;
-        void *p = realloc(g.reports, nc * sizeof *g.reports);
-        if (p) g.reports = p, g.capreports = nc;
+    atomic_fetch_add(&d->detections, 1);
+    pthread_mutex_lock(&d->mu);
+    if (d->nreports == d->capreports) {
+        size_t nc = d->capreports ? 2 * d->capreports : 256;
+        void *p = realloc(d->reports, nc * sizeof *d->reports);
+        if (p) d->reports = p, d->capreports = nc;
     }
-    if (g.nreports < g.capreports) g.reports[g.nreports++] = v;
+    if (d->nreports < d->capreports) d->reports[d->nreports++] = v;
     char line[ORC_LINE_MAX];
-    append_line(g.reports_fd, line, orc_report_line_format(line, sizeof line, &v));
-    pthread_mutex_unlock(&g.mu);
+    append_line(d->reports_fd, line, orc_report_line_format(line, sizeof line, &v));
+    pthread_mutex_unlock(&d->mu);
 }
 
 /* Earlier processes' reports and observations (a crashed run's) come
  * back as carried input for the verdict. */
-int st_load_carried(vd_ctx *v) {
+int st_load_carried(const char *run_dir, vd_ctx *v) {
     int died = 0; /* the earlier process recorded its own crash or hang */
     char p[4200];
     char *line = NULL;
     size_t cap = 0;
     for (int which = 0; which < 2; which++) {
-        st_path_in(p, sizeof p, g.run_dir, which ? ORC_OBSERVATIONS_FILE : ORC_REPORTS_FILE);
+        st_path_in(p, sizeof p, run_dir, which ? ORC_OBSERVATIONS_FILE : ORC_REPORTS_FILE);
         FILE *f = fopen(p, "r");
         if (!f) continue;
         while (getline(&line, &cap, f) >= 0) {

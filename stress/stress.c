@@ -303,6 +303,7 @@ void st_open_options_from(const st_options *o, st_open_options *eo) {
         .sqlite_synchronous = o->sqlite_synchronous,
         .rocksdb_wal_recovery_mode = (int)o->rocksdb_wal_recovery_mode,
         .on_corruption = st_on_corruption,
+        .on_corruption_ctx = &g,
     };
 }
 
@@ -427,7 +428,7 @@ static struct {
 static void undo_run_state(void) {
     char p[4200];
     if (prev_state.had) {
-        st_write_state(prev_state.epoch, prev_state.settled, prev_state.clean);
+        st_write_state(g.run_dir, prev_state.epoch, prev_state.settled, prev_state.clean);
     } else {
         st_path_in(p, sizeof p, g.run_dir, "stress_state");
         unlink(p);
@@ -510,14 +511,14 @@ static int prepare_run_dir(void) {
     uint64_t prev_epoch = 0;
     int clean = 1;
     size_t settled = 0;
-    prev_state.had = st_read_state(&prev_epoch, &settled, &clean) == 0;
+    prev_state.had = st_read_state(g.run_dir, &prev_epoch, &settled, &clean) == 0;
     if (prev_state.had) g.crashed_before = !clean;
     prev_state.epoch = prev_epoch;
     prev_state.settled = settled;
     prev_state.clean = clean;
     g.epoch = prev_epoch + 1;
     g.ledger_settled = settled;
-    g.ledger_start = st_ledger_lines();
+    g.ledger_start = st_ledger_lines(g.run_dir);
     if (g.ledger_start < settled) g.ledger_settled = 0; /* the ledger was replaced */
     /* Faults an earlier process injected are judged here: their classes
      * count as on (a cache flip written back by a crashed measuring run
@@ -531,13 +532,13 @@ static int prepare_run_dir(void) {
     carried_scan cs = {0, g.ledger_settled, g.ledger_start, &g.vc};
     flt_ledger_read(g.run_dir, scan_carried, &cs);
     g.measuring = vd_measuring(&g.vc, NULL, 0);
-    if (st_write_state(g.epoch, g.ledger_settled, 0)) {
+    if (st_write_state(g.run_dir, g.epoch, g.ledger_settled, 0)) {
         fprintf(stderr, "stress: cannot write the run state in %s: %s\n", g.run_dir, strerror(errno));
         return EXIT_INFRA;
     }
     /* Every process's count starts at 0, not at an earlier process's: a
      * checking run, or one killed in its open, did no workload ops. */
-    st_write_progress(0);
+    st_write_progress(g.run_dir, 0);
     st_path_in(p, sizeof p, g.run_dir, ORC_REPORTS_FILE);
     g.reports_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     st_path_in(p, sizeof p, g.run_dir, ORC_OBSERVATIONS_FILE);
@@ -574,7 +575,7 @@ static atomic_int st_working;
  * so its op count goes to RUN_DIR/progress here (the watchdog's copy is
  * up to 20 ms old: a kill early in a run would read too few). */
 static void note_ops_before_kill(const char *point, uint64_t nth) {
-    if (atomic_load(&st_working)) st_write_progress(st_total_done());
+    if (atomic_load(&st_working)) st_write_progress(g.run_dir, st_total_done());
     st_trace_killed(point, nth);
 }
 
@@ -690,7 +691,7 @@ static int run_workers(int failed, pthread_t *wd) {
         for (uint64_t i = 0; i < g.o.threads; i++) pthread_create(&g.w[i].th, NULL, st_worker_main, &g.w[i]);
         for (uint64_t i = 0; i < g.o.threads; i++) pthread_join(g.w[i].th, NULL);
         g.work_s = st_now() - t;
-        st_write_progress(st_total_done());
+        st_write_progress(g.run_dir, st_total_done());
     }
 
     return GO_ON;
@@ -916,9 +917,9 @@ static int verdict(int failed) {
  * release everything. */
 static void finish(int closed_ok) {
     /* This run's faults are judged: the next run starts after them. */
-    size_t total = st_ledger_lines();
+    size_t total = st_ledger_lines(g.run_dir);
     if (closed_ok || g.unrecoverable) {
-        st_write_state(g.epoch, total, 1);
+        st_write_state(g.run_dir, g.epoch, total, 1);
         if (g.reports_fd >= 0 && ftruncate(g.reports_fd, 0)) {}
         if (g.obs_fd >= 0 && ftruncate(g.obs_fd, 0)) {}
     }

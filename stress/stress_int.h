@@ -187,16 +187,18 @@ void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, c
 void st_get_every_key(worker *w, const char *what);
 int st_read_everything(worker *w, const char *what);
 
-/* run_dir.c */
-uint64_t st_injections_so_far(void);
-size_t st_ledger_lines(void);
-int st_load_carried(vd_ctx *v);
-void st_observe(int kind, int thread, uint64_t op, int status, uint64_t key, int after_crash);
-void st_on_corruption(void *ctx, const st_corruption *r);
+/* run_dir.c.  The files of RUN_DIR take its name alone; what feeds the
+ * verdict (observations, reports) takes the driver, whose lists and
+ * descriptors they append to under D->mu. */
+uint64_t st_injections_so_far(flt_ctx *flt); /* 0 without a fault library */
+size_t st_ledger_lines(const char *run_dir);
+int st_load_carried(const char *run_dir, vd_ctx *v);
+void st_observe(st_driver *d, int kind, int thread, uint64_t op, int status, uint64_t key, int after_crash);
+void st_on_corruption(void *ctx, const st_corruption *r); /* CTX: the st_driver (on_corruption_ctx) */
 void st_path_in(char *out, size_t cap, const char *dir, const char *name);
-int st_read_state(uint64_t *epoch, size_t *settled, int *clean);
-int st_write_state(uint64_t epoch, size_t settled, int clean);
-void st_write_progress(uint64_t ops);
+int st_read_state(const char *run_dir, uint64_t *epoch, size_t *settled, int *clean);
+int st_write_state(const char *run_dir, uint64_t epoch, size_t settled, int clean);
+void st_write_progress(const char *run_dir, uint64_t ops);
 
 /* stress.c: the engine's open options of O (g.eo is the command line's;
  * a restart with options of its own opens with others, workload.c). */

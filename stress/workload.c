@@ -45,7 +45,7 @@ int st_open_db(worker *w) {
         if (g.flt) flt_op(g.flt, op);
         st = g.E->open(g.o.db, &g.eo, &g.db);
         if (st == ST_OK) break;
-        if (g.flt) st_observe(VD_OBS_ERROR, w->id, op, st, 0, 0);
+        if (g.flt) st_observe(&g, VD_OBS_ERROR, w->id, op, st, 0, 0);
         if (st == ST_CORRUPTION || st == ST_BUSY || st == ST_INVALID || st == ST_NOTSUP) break;
     }
     if (g.flt) flt_pause(g.flt, 0);
@@ -81,7 +81,7 @@ static void reopen(worker *w, int poisoned, int type, const char *opts) {
     st_release_snapshots();
     int st = g.E->close(g.db);
     g.db = NULL;
-    if (st != ST_OK && g.flt) st_observe(VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
+    if (st != ST_OK && g.flt) st_observe(&g, VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
     atomic_store(&g.recovering, 2);
     if (type == OP_RESTART) {
         st_options o = g.o;
@@ -163,7 +163,7 @@ static int needs_reopen(int st) { return st == ST_IOERR || st == ST_NOSPACE || s
 
 void st_note_error(worker *w, int st) {
     if (is_in_doubt_error(st) && (g.flt || st != ST_CORRUPTION))
-        st_observe(VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
+        st_observe(&g, VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
 }
 
 static void do_get(worker *w, uint64_t key) {
@@ -515,7 +515,7 @@ static void do_scan(worker *w, uint64_t start) {
     if (bad_key) {
         fprintf(stderr, "stress: FAILURE wrong_value: scan [%s, %s) returned a key outside its bounds\n    repro: %s\n",
                 lo, hi, g.repro);
-        st_observe(VD_OBS_WRONG_VALUE, w->id, g.epoch << 32 | w->calls, 0, start, 0);
+        st_observe(&g, VD_OBS_WRONG_VALUE, w->id, g.epoch << 32 | w->calls, 0, start, 0);
         atomic_fetch_add(&g.failures, 1);
     } else if (disorder) {
         st_scan_disorder(w, key_of_disorder, last, "again or out of order", "scan", 0);
@@ -644,7 +644,7 @@ static void one_op(worker *w, uint64_t i) {
         w->tnote_len = 0;
         w->tnote[0] = 0;
     }
-    uint64_t inj0 = st_tracing() ? st_injections_so_far() : 0, call = w->calls;
+    uint64_t inj0 = st_tracing() ? st_injections_so_far(g.flt) : 0, call = w->calls;
     if (g.flt) {
         flt_op(g.flt, g.epoch << 32 | w->calls);
         flt_tick(g.flt, g.E->native(g.db));
@@ -689,7 +689,7 @@ static void one_op(worker *w, uint64_t i) {
         }
         snprintf(w->tnote + l, sizeof w->tnote - l, "op=%llu:%llu", (unsigned long long)g.epoch,
                  (unsigned long long)call);
-        st_trace_note(w->tnote, st_injections_so_far() - inj0);
+        st_trace_note(w->tnote, st_injections_so_far(g.flt) - inj0);
     }
 }
 
