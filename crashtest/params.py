@@ -176,6 +176,16 @@ SWARM_HOT_DIVS = [10, 30, 100]
 # first (and which poison the handle before the rarer failure is met).
 SWARM_FILES_SHARE = 0.5
 SWARM_FILE_KINDS = ["data", "wal", "control", "dir"]
+# The classes fault_files narrows (faults/frame.c, is_io_class).
+IO_CLASSES = ("read_error", "write_error", "nospace", "short_io", "sync_error")
+# Aimed at a file kind the engine calls rarely, the I/O classes on run
+# hotter by one of these (at least one in 2): their odds are per call of
+# the aimed kind, and the even odds, set for the log's calls at every
+# commit, strike the data file's fsyncs (one per checkpoint), the control
+# file's writes or a directory's fsyncs (a few a run) in almost no
+# iteration.  Aimed at wal, the odds stay: the log's calls are the
+# frequent ones.
+SWARM_AIM_DIVS = [10, 30, 100]
 
 # Delay injection (stress's --delay_one_in, --delay_max_us: a sleep or
 # yield at the engine's delay/ points and each side of an I/O hook's read,
@@ -531,6 +541,11 @@ def draw_swarm(seed, cfg):
         faults[hot] = max(2, faults[hot] // hot_div)
     files_on = rng.chance(SWARM_FILES_SHARE)  # last, as hot
     files = rng.choice(SWARM_FILE_KINDS)
+    aim_div = rng.choice(SWARM_AIM_DIVS)  # after files, whatever is on
+    if files_on and files != "wal":
+        for c in IO_CLASSES:
+            if c in faults and c != hot:
+                faults[c] = max(2, faults[c] // aim_div)
     return {"ops": ops, "features": features, "reopen": reopen, "max_key": max_key, "threads": threads,
             "faults": faults, "hot": hot, "files": files if files_on else None}
 
