@@ -526,9 +526,9 @@ static int prepare_run_dir(void) {
     /* So are the classes of a replayed trace's pins (kill:POINT:N,
      * flip:BLOCK:BIT, cflip:BLOCK:BIT), which inject with no rate drawn:
      * a cache flip makes a run without per-KV codes measure, pinned or not. */
-    g.vc.class_on[VD_KILL] |= st_replay_pins_kill();
-    g.vc.class_on[VD_BITFLIP_PAGE] |= st_replay_pins_flip(PIN_PAGE);
-    g.vc.class_on[VD_BITFLIP_CACHE] |= st_replay_pins_flip(PIN_CACHE);
+    g.vc.class_on[VD_KILL] |= st_replay_pins_kill(&g.trace);
+    g.vc.class_on[VD_BITFLIP_PAGE] |= st_replay_pins_flip(&g.trace, PIN_PAGE);
+    g.vc.class_on[VD_BITFLIP_CACHE] |= st_replay_pins_flip(&g.trace, PIN_CACHE);
     carried_scan cs = {0, g.ledger_settled, g.ledger_start, &g.vc};
     flt_ledger_read(g.run_dir, scan_carried, &cs);
     g.measuring = vd_measuring(&g.vc, NULL, 0);
@@ -576,7 +576,7 @@ static atomic_int st_working;
  * up to 20 ms old: a kill early in a run would read too few). */
 static void note_ops_before_kill(const char *point, uint64_t nth) {
     if (atomic_load(&st_working)) st_write_progress(g.run_dir, st_total_done());
-    st_trace_killed(point, nth);
+    st_trace_killed(&g.trace, point, nth);
 }
 
 /* The fault library, when a fault option asks for it. */
@@ -584,9 +584,10 @@ static int open_faults(void) {
     int rc;
     /* A trace's pins inject with no rate drawn (their classes are on:
      * prepare_run_dir). */
-    if (st_faults_requested(&g.o) || st_replay_pins_kill() || st_replay_pins_flip(PIN_PAGE) ||
-        st_replay_pins_flip(PIN_CACHE)) {
-        int pins = st_replay_pins_kill() || st_replay_pins_flip(PIN_PAGE) || st_replay_pins_flip(PIN_CACHE);
+    if (st_faults_requested(&g.o) || st_replay_pins_kill(&g.trace) || st_replay_pins_flip(&g.trace, PIN_PAGE) ||
+        st_replay_pins_flip(&g.trace, PIN_CACHE)) {
+        int pins = st_replay_pins_kill(&g.trace) || st_replay_pins_flip(&g.trace, PIN_PAGE) ||
+                   st_replay_pins_flip(&g.trace, PIN_CACHE);
         /* Only a trace's pins get here, or what the door serves
          * (drop_door_served): check_options refused the rest. */
         if (!g.E->fault_point_count() && (pins || g.o.faults_via == 0)) {
@@ -611,7 +612,7 @@ static int open_faults(void) {
         fo.delay_max_us = g.o.delay_max_us;
         fo.delay_sites = g.o.delay_sites;
         fo.fault_files = g.o.fault_files;
-        fo.kill_pins = st_replay_pins_kill();
+        fo.kill_pins = st_replay_pins_kill(&g.trace);
         fo.before_kill = note_ops_before_kill;
         fo.via_door = g.o.faults_via == 1;
         rc = flt_open(&fo, &g.flt);
@@ -924,7 +925,7 @@ static void finish(int closed_ok) {
         if (g.obs_fd >= 0 && ftruncate(g.obs_fd, 0)) {}
     }
     if (g.flt) flt_close(g.flt);
-    st_trace_close();
+    st_trace_close(&g.trace);
     orc_close(g.exp);
     for (uint64_t i = 0; i < g.o.threads; i++) {
         XXH3_freeState(g.w[i].hash);
@@ -944,8 +945,8 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     int rc, failed = 0;
     pthread_t wd;
-    if ((rc = parse(argc, argv)) != GO_ON || (rc = st_trace_open()) != GO_ON || (rc = prepare_run_dir()) != GO_ON ||
-        (rc = open_faults()) != GO_ON || (rc = open_and_check(&failed)) != GO_ON ||
+    if ((rc = parse(argc, argv)) != GO_ON || (rc = st_trace_open(&g.trace, &g.o)) != GO_ON ||
+        (rc = prepare_run_dir()) != GO_ON || (rc = open_faults()) != GO_ON || (rc = open_and_check(&failed)) != GO_ON ||
         (rc = run_workers(failed, &wd)) != GO_ON)
         return rc;
     crash_if_asked();

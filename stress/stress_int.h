@@ -104,6 +104,21 @@ typedef struct st_trace_op {
                         * over the command line's (st_apply_open_list); owned like kill_point, or NULL */
 } st_trace_op;
 
+/* The op trace written (--trace_ops) and the one replayed (--replay_ops):
+ * trace.c's, filled by st_trace_open, one per driver (st_driver.trace). */
+typedef struct st_trace {
+    const char *path; /* --trace_ops (messages) */
+    int fd;           /* the trace written, or -1 */
+    int head_out;     /* a head is written, its note not yet */
+    char *map;        /* the file's shared mapping, CAP bytes; USED of them lines */
+    size_t cap, used;
+    int replaying; /* --replay_ops was given */
+    st_trace_op *replay;
+    size_t nreplay;
+    int pins_kill;
+    unsigned pins_flip; /* 1 << PIN_PAGE, 1 << PIN_CACHE: kinds some op pins */
+} st_trace;
+
 /* The driver's state: one per process (stress.c defines it). */
 typedef struct st_driver {
     st_options o;
@@ -163,6 +178,7 @@ typedef struct st_driver {
     uint64_t *damage;      /* V4b: ledger seqs of damage still on disk after the final */
     size_t ndamage;        /* verify of the closed files (flt_damage_present) */
     int final_verified;    /* that verify ran: every block was read from disk */
+    st_trace trace;        /* --trace_ops, --replay_ops */
 } st_driver;
 extern st_driver g;
 
@@ -204,25 +220,28 @@ void st_write_progress(const char *run_dir, uint64_t ops);
  * a restart with options of its own opens with others, workload.c). */
 void st_open_options_from(const st_options *o, st_open_options *eo);
 
-/* trace.c.  st_trace_open reads all of --replay_ops (a bad line: exit 2
- * before anything is written) and creates --trace_ops; returns -1 to go
- * on, else an exit code (a message was printed). */
-int st_trace_open(void);
-int st_tracing(void);   /* --trace_ops is being written */
-int st_replaying(void); /* the workload is --replay_ops's list */
-size_t st_replay_count(void);
-const st_trace_op *st_replay_at(size_t i); /* NULL past the end */
-uint64_t st_trace_seed(uint64_t index);    /* a traced op's seed: f(--seed, its index) */
+/* trace.c.  st_trace_open fills T from O: it reads all of --replay_ops
+ * (a bad line: exit 2 before anything is written) and creates
+ * --trace_ops; returns -1 to go on, else an exit code (a message was
+ * printed).  Every other call takes the T it filled. */
+int st_trace_open(st_trace *t, const st_options *o);
+int st_tracing(const st_trace *t);   /* --trace_ops is being written */
+int st_replaying(const st_trace *t); /* the workload is --replay_ops's list */
+size_t st_replay_count(const st_trace *t);
+const st_trace_op *st_replay_at(const st_trace *t, size_t i); /* NULL past the end */
+uint64_t st_trace_seed(uint64_t seed, uint64_t index);        /* a traced op's seed: f(--seed, its index) */
 /* An op's line: its head before the op runs, its note (what it did, the
  * ledger lines it added) after; a kill in between leaves the head. */
-void st_trace_head(const st_trace_op *op);
-void st_trace_note(const char *note, uint64_t injected);
+void st_trace_head(st_trace *t, const st_trace_op *op);
+void st_trace_note(st_trace *t, const char *note, uint64_t injected);
 /* A kill point fires in the op whose head is out: its note names where
  * (killed=POINT:N, what kill:POINT:N replays).  Nothing without a head. */
-void st_trace_killed(const char *point, uint64_t nth);
-int st_replay_pins_kill(void);     /* some op of --replay_ops is kill:POINT:N */
-int st_replay_pins_flip(int kind); /* some op of --replay_ops pins a flip of KIND (PIN_PAGE, PIN_CACHE) */
-void st_trace_close(void);
+void st_trace_killed(st_trace *t, const char *point, uint64_t nth);
+/* Some op of --replay_ops is kill:POINT:N; pins a flip of KIND (PIN_PAGE,
+ * PIN_CACHE). */
+int st_replay_pins_kill(const st_trace *t);
+int st_replay_pins_flip(const st_trace *t, int kind);
+void st_trace_close(st_trace *t);
 
 /* report.c */
 vd_ctx *st_judge(vd_result *res, uint64_t *trace_hash);

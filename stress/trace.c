@@ -73,35 +73,27 @@
 
 #include "stress_int.h"
 
-static int trace_fd = -1;
-static int head_out; /* a head is written, its note not yet */
-static st_trace_op *replay;
-static size_t nreplay;
-static int pins_kill;
-static unsigned pins_flip; /* 1 << PIN_PAGE, 1 << PIN_CACHE: kinds some op pins */
-static char *tmap;         /* the file's shared mapping, TCAP bytes; TUSED of them lines */
-static size_t tcap, tused;
 #define TRACE_STEP ((size_t)1 << 20) /* the least the file grows by */
 
 /* Append N bytes of S to the trace.  When the file cannot grow, the rest
  * of the trace is lost and a note says so once (the run goes on: its
  * verdict does not rest on the trace). */
-static void trace_put(const char *s, size_t n) {
-    if (trace_fd < 0 || !tmap) return;
-    if (tused + n > tcap) {
-        size_t cap = tcap * 2 > tused + n + TRACE_STEP ? tcap * 2 : tused + n + TRACE_STEP;
-        void *m = ftruncate(trace_fd, (off_t)cap) ? MAP_FAILED : mremap(tmap, tcap, cap, MREMAP_MAYMOVE);
+static void trace_put(st_trace *t, const char *s, size_t n) {
+    if (t->fd < 0 || !t->map) return;
+    if (t->used + n > t->cap) {
+        size_t cap = t->cap * 2 > t->used + n + TRACE_STEP ? t->cap * 2 : t->used + n + TRACE_STEP;
+        void *m = ftruncate(t->fd, (off_t)cap) ? MAP_FAILED : mremap(t->map, t->cap, cap, MREMAP_MAYMOVE);
         if (m == MAP_FAILED) {
-            fprintf(stderr, "stress: --trace_ops: cannot grow %s to %zu bytes: %s (the trace ends here)\n",
-                    g.o.trace_ops, cap, strerror(errno));
-            munmap(tmap, tcap);
-            tmap = NULL;
+            fprintf(stderr, "stress: --trace_ops: cannot grow %s to %zu bytes: %s (the trace ends here)\n", t->path,
+                    cap, strerror(errno));
+            munmap(t->map, t->cap);
+            t->map = NULL;
             return;
         }
-        tmap = m, tcap = cap;
+        t->map = m, t->cap = cap;
     }
-    memcpy(tmap + tused, s, n);
-    tused += n;
+    memcpy(t->map + t->used, s, n);
+    t->used += n;
 }
 
 static int type_of(const char *s) {
@@ -112,11 +104,11 @@ static int type_of(const char *s) {
 
 /* Parse one line into OP: 1 an op, 0 a comment or blank, -1 malformed,
  * -2 out of memory. */
-static int parse_fields(char *line, st_trace_op *op);
-static int parse_line(char *line, st_trace_op *op) {
+static int parse_fields(const st_options *o, char *line, st_trace_op *op);
+static int parse_line(const st_options *o, char *line, st_trace_op *op) {
     /* parse_fields may have allocated either before it met a bad field */
     op->open_opts = op->kill_point = NULL;
-    int r = parse_fields(line, op);
+    int r = parse_fields(o, line, op);
     if (r < 0) {
         free(op->open_opts);
         free(op->kill_point);
@@ -125,7 +117,7 @@ static int parse_line(char *line, st_trace_op *op) {
     return r;
 }
 
-static int parse_fields(char *line, st_trace_op *op) {
+static int parse_fields(const st_options *o, char *line, st_trace_op *op) {
     char *bar = strchr(line, '|');
     if (bar) *bar = 0;
     char *hash = strchr(line, '#');
@@ -144,13 +136,13 @@ static int parse_fields(char *line, st_trace_op *op) {
     op->has_key = strcmp(tok[2], "-") != 0;
     op->key = 0;
     if (op->has_key && op->type == OP_RESTART) {
-        st_options scratch = g.o;
+        st_options scratch = *o;
         if (st_apply_open_list(&scratch, tok[2])) return -1;
         if (!(op->open_opts = strdup(tok[2]))) return -2;
         op->has_key = 0;
     } else if (op->has_key) {
         op->key = strtoull(tok[2], &end, 10);
-        if (*end || errno || op->key >= g.o.max_key) return -1;
+        if (*end || errno || op->key >= o->max_key) return -1;
     }
     op->seed = strtoull(tok[3], &end, 16);
     if (*end || errno) return -1;
@@ -184,11 +176,12 @@ static int parse_fields(char *line, st_trace_op *op) {
     return keyed == op->has_key ? 1 : -1;
 }
 
-int st_trace_open(void) {
-    if (g.o.replay_ops) {
-        FILE *f = fopen(g.o.replay_ops, "r");
+int st_trace_open(st_trace *t, const st_options *o) {
+    *t = (st_trace){.fd = -1, .path = o->trace_ops, .replaying = o->replay_ops != NULL};
+    if (o->replay_ops) {
+        FILE *f = fopen(o->replay_ops, "r");
         if (!f) {
-            fprintf(stderr, "stress: --replay_ops: cannot open %s: %s\n", g.o.replay_ops, strerror(errno));
+            fprintf(stderr, "stress: --replay_ops: cannot open %s: %s\n", o->replay_ops, strerror(errno));
             return EXIT_USAGE;
         }
         char line[1024];
@@ -196,75 +189,77 @@ int st_trace_open(void) {
         while (fgets(line, sizeof line, f)) {
             lineno++;
             st_trace_op op;
-            int r = parse_line(line, &op);
+            int r = parse_line(o, line, &op);
             if (r == -2) {
                 fclose(f);
                 return EXIT_INFRA;
             }
             if (r < 0) {
                 fprintf(stderr, "stress: --replay_ops: %s:%zu: not an op line (docs/formats.md, Op trace)\n",
-                        g.o.replay_ops, lineno);
+                        o->replay_ops, lineno);
                 fclose(f);
                 return EXIT_USAGE;
             }
             if (!r) continue;
-            if (nreplay == cap) {
+            if (t->nreplay == cap) {
                 cap = cap ? 2 * cap : 256;
-                st_trace_op *p = realloc(replay, cap * sizeof *p);
+                st_trace_op *p = realloc(t->replay, cap * sizeof *p);
                 if (!p) {
                     free(op.kill_point);
                     free(op.open_opts);
                     fclose(f);
                     return EXIT_INFRA;
                 }
-                replay = p;
+                t->replay = p;
             }
-            replay[nreplay++] = op;
-            pins_kill |= op.kill_point != NULL;
-            pins_flip |= op.pinned ? 1u << op.pinned : 0;
+            t->replay[t->nreplay++] = op;
+            t->pins_kill |= op.kill_point != NULL;
+            t->pins_flip |= op.pinned ? 1u << op.pinned : 0;
         }
         fclose(f);
     }
-    if (g.o.trace_ops) {
-        trace_fd = open(g.o.trace_ops, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (trace_fd < 0) {
-            fprintf(stderr, "stress: --trace_ops: cannot create %s: %s\n", g.o.trace_ops, strerror(errno));
+    if (o->trace_ops) {
+        t->fd = open(o->trace_ops, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (t->fd < 0) {
+            fprintf(stderr, "stress: --trace_ops: cannot create %s: %s\n", o->trace_ops, strerror(errno));
             return EXIT_INFRA;
         }
-        tcap = TRACE_STEP, tused = 0;
-        void *m = ftruncate(trace_fd, (off_t)tcap) ? MAP_FAILED
-                                                   : mmap(NULL, tcap, PROT_READ | PROT_WRITE, MAP_SHARED, trace_fd, 0);
+        t->cap = TRACE_STEP, t->used = 0;
+        void *m = ftruncate(t->fd, (off_t)t->cap) ? MAP_FAILED
+                                                  : mmap(NULL, t->cap, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
         if (m == MAP_FAILED) {
-            fprintf(stderr, "stress: --trace_ops: cannot map %s: %s\n", g.o.trace_ops, strerror(errno));
-            close(trace_fd);
-            trace_fd = -1;
+            fprintf(stderr, "stress: --trace_ops: cannot map %s: %s\n", o->trace_ops, strerror(errno));
+            close(t->fd);
+            t->fd = -1;
             return EXIT_INFRA;
         }
-        tmap = m;
+        t->map = m;
         char head[256];
         int n = snprintf(head, sizeof head,
                          "# stress op trace 1: seed %" PRIu64 " max_key %" PRIu64
                          "\n# INDEX TYPE KEY SEED FAULTS | what it did\n",
-                         g.o.seed, g.o.max_key);
-        trace_put(head, (size_t)n);
+                         o->seed, o->max_key);
+        trace_put(t, head, (size_t)n);
     }
     return -1; /* go on */
 }
 
-int st_tracing(void) { return trace_fd >= 0; }
-int st_replaying(void) { return g.o.replay_ops != NULL; }
-int st_replay_pins_kill(void) { return pins_kill; }
-int st_replay_pins_flip(int kind) { return (pins_flip >> kind) & 1; }
-size_t st_replay_count(void) { return nreplay; }
-const st_trace_op *st_replay_at(size_t i) { return i < nreplay ? &replay[i] : NULL; }
+int st_tracing(const st_trace *t) { return t->fd >= 0; }
+int st_replaying(const st_trace *t) { return t->replaying; }
+int st_replay_pins_kill(const st_trace *t) { return t->pins_kill; }
+int st_replay_pins_flip(const st_trace *t, int kind) { return (t->pins_flip >> kind) & 1; }
+size_t st_replay_count(const st_trace *t) { return t->nreplay; }
+const st_trace_op *st_replay_at(const st_trace *t, size_t i) { return i < t->nreplay ? &t->replay[i] : NULL; }
 
-uint64_t st_trace_seed(uint64_t index) { return rng_mix64(g.o.seed ^ rng_mix64(index + 1) ^ 0x6f70736565640000ull); }
+uint64_t st_trace_seed(uint64_t seed, uint64_t index) {
+    return rng_mix64(seed ^ rng_mix64(index + 1) ^ 0x6f70736565640000ull);
+}
 
 /* The line's head goes out before the op runs, its note after: an op
  * that a kill point ends halfway stays in the trace (a head alone, which
  * replays like any line), and its replay is killed at the same place. */
-void st_trace_head(const st_trace_op *op) {
-    if (trace_fd < 0) return;
+void st_trace_head(st_trace *t, const st_trace_op *op) {
+    if (t->fd < 0) return;
     char line[768], key[520] = "-", faults[128];
     if (op->has_key) snprintf(key, sizeof key, "%" PRIu64, op->key);
     if (op->open_opts) snprintf(key, sizeof key, "%s", op->open_opts);
@@ -278,46 +273,46 @@ void st_trace_head(const st_trace_op *op) {
     int n = snprintf(line, sizeof line, "%" PRIu64 " %s %s %016" PRIx64 " %s", op->index, st_op_names[op->type], key,
                      op->seed, faults);
     if (n >= (int)sizeof line) n = (int)sizeof line - 1;
-    trace_put(line, (size_t)n);
-    head_out = 1;
+    trace_put(t, line, (size_t)n);
+    t->head_out = 1;
 }
 
-void st_trace_note(const char *note, uint64_t injected) {
-    if (trace_fd < 0) return;
+void st_trace_note(st_trace *t, const char *note, uint64_t injected) {
+    if (t->fd < 0) return;
     char line[1024];
     int n = snprintf(line, sizeof line, " | %s inj=%" PRIu64 "\n", note, injected);
     if (n >= (int)sizeof line) {
         n = (int)sizeof line - 1;
         line[n - 1] = '\n';
     }
-    trace_put(line, (size_t)n);
-    head_out = 0;
+    trace_put(t, line, (size_t)n);
+    t->head_out = 0;
 }
 
 /* Called from flt_options.before_kill, on the thread that is killed: in
  * the shared mapping, so in the page cache, before the SIGKILL. */
-void st_trace_killed(const char *point, uint64_t nth) {
-    if (trace_fd < 0 || !head_out) return;
+void st_trace_killed(st_trace *t, const char *point, uint64_t nth) {
+    if (t->fd < 0 || !t->head_out) return;
     char line[160];
     int n = snprintf(line, sizeof line, " | killed=%s:%" PRIu64 "\n", point, nth);
     if (n >= (int)sizeof line) n = (int)sizeof line - 1;
-    trace_put(line, (size_t)n);
-    head_out = 0;
+    trace_put(t, line, (size_t)n);
+    t->head_out = 0;
 }
 
-void st_trace_close(void) {
-    if (trace_fd >= 0) {
-        if (tmap) munmap(tmap, tcap);
-        if (ftruncate(trace_fd, (off_t)tused)) {} /* its lines alone; a reader ignores zero bytes anyway */
-        close(trace_fd);
+void st_trace_close(st_trace *t) {
+    if (t->fd >= 0) {
+        if (t->map) munmap(t->map, t->cap);
+        if (ftruncate(t->fd, (off_t)t->used)) {} /* its lines alone; a reader ignores zero bytes anyway */
+        close(t->fd);
     }
-    tmap = NULL;
-    trace_fd = -1;
-    for (size_t i = 0; i < nreplay; i++) {
-        free(replay[i].kill_point);
-        free(replay[i].open_opts);
+    t->map = NULL;
+    t->fd = -1;
+    for (size_t i = 0; i < t->nreplay; i++) {
+        free(t->replay[i].kill_point);
+        free(t->replay[i].open_opts);
     }
-    free(replay);
-    replay = NULL;
-    nreplay = 0;
+    free(t->replay);
+    t->replay = NULL;
+    t->nreplay = 0;
 }

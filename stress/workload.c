@@ -134,7 +134,7 @@ static void hash_op(worker *w, int type, int status, uint64_t key, uint32_t v, u
     /* With several threads the interleaving is not reproducible, so the
      * op trace is not either: hash it only where it means something. */
     if (g.o.threads > 1) return;
-    if (st_tracing() && w->tnote_len < sizeof w->tnote - 64) { /* the line's "what it did" */
+    if (st_tracing(&g.trace) && w->tnote_len < sizeof w->tnote - 64) { /* the line's "what it did" */
         int k = 0;
         char *o = w->tnote + w->tnote_len;
         size_t room = sizeof w->tnote - w->tnote_len;
@@ -633,18 +633,18 @@ static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key,
 static void one_op(worker *w, uint64_t i) {
     uint64_t seen = atomic_load(&g.handle_epoch);
     w->calls++;
-    const st_trace_op *rop = st_replaying() ? st_replay_at(i) : NULL;
+    const st_trace_op *rop = st_replaying(&g.trace) ? st_replay_at(&g.trace, i) : NULL;
     st_trace_op top = {.index = i};
-    int per_op = rop || st_tracing() || g.o.threads == 1;
+    int per_op = rop || st_tracing(&g.trace) || g.o.threads == 1;
     if (per_op) {
-        top = rop ? *rop : (st_trace_op){.index = i, .seed = st_trace_seed(i)};
+        top = rop ? *rop : (st_trace_op){.index = i, .seed = st_trace_seed(g.o.seed, i)};
         w->rng = top.seed;
         if (g.flt) flt_thread_reseed(g.flt, top.seed);
         if (g.flt && top.faults_off) flt_pause(g.flt, 1);
         w->tnote_len = 0;
         w->tnote[0] = 0;
     }
-    uint64_t inj0 = st_tracing() ? st_injections_so_far(g.flt) : 0, call = w->calls;
+    uint64_t inj0 = st_tracing(&g.trace) ? st_injections_so_far(g.flt) : 0, call = w->calls;
     if (g.flt) {
         flt_op(g.flt, g.epoch << 32 | w->calls);
         flt_tick(g.flt, g.E->native(g.db));
@@ -660,7 +660,7 @@ static void one_op(worker *w, uint64_t i) {
         top.has_key = type == OP_GET || type == OP_PUT || type == OP_DEL || type == OP_SCAN;
         top.key = top.has_key ? key : 0;
         w->rng = rng_mix64(top.seed ^ 0x72756e6f70000000ull);
-        if (st_tracing()) st_trace_head(&top);
+        if (st_tracing(&g.trace)) st_trace_head(&g.trace, &top);
     }
     /* Checkpoints the op's write started (the log's volume, the engine's
      * checkpoint_wal_bytes) go in its note, ckpt=N: a shrinker makes them
@@ -670,11 +670,11 @@ static void one_op(worker *w, uint64_t i) {
      * one stats call an op, not two (each stats call makes a syscall). */
     static uint64_t ck_after, ck_epoch = UINT64_MAX;
     st_stats ss = {0};
-    if (st_tracing() && type != OP_CHECKPOINT && g.db && ck_epoch != seen) g.E->stats(g.db, &ss);
+    if (st_tracing(&g.trace) && type != OP_CHECKPOINT && g.db && ck_epoch != seen) g.E->stats(g.db, &ss);
     uint64_t ck0 = ck_epoch == seen ? ck_after : ss.checkpoints;
     run_op(w, seen, i, type, key, rop ? rop->open_opts : NULL);
     if (g.flt && per_op && top.faults_off) flt_pause(g.flt, 0);
-    if (st_tracing()) { /* the ledger's op field of what it injected: epoch << 32 | call */
+    if (st_tracing(&g.trace)) { /* the ledger's op field of what it injected: epoch << 32 | call */
         size_t l = w->tnote_len < sizeof w->tnote ? w->tnote_len : 0;
         ck_epoch = UINT64_MAX;
         if (type != OP_CHECKPOINT && g.db && atomic_load(&g.handle_epoch) == seen) {
@@ -689,7 +689,7 @@ static void one_op(worker *w, uint64_t i) {
         }
         snprintf(w->tnote + l, sizeof w->tnote - l, "op=%llu:%llu", (unsigned long long)g.epoch,
                  (unsigned long long)call);
-        st_trace_note(w->tnote, st_injections_so_far(g.flt) - inj0);
+        st_trace_note(&g.trace, w->tnote, st_injections_so_far(g.flt) - inj0);
     }
 }
 
@@ -698,9 +698,9 @@ void *st_worker_main(void *arg) {
     if (g.flt) flt_thread_start(g.flt, w->id);
     double end = g.o.duration ? g.t0 + (double)g.o.duration : 0;
     pthread_rwlock_rdlock(&g.handle);
-    int replay = st_replaying();
+    int replay = st_replaying(&g.trace);
     if (replay) end = 0; /* the trace says how many ops */
-    for (uint64_t i = 0; replay ? i < st_replay_count() : !g.o.ops_per_thread || i < g.o.ops_per_thread; i++) {
+    for (uint64_t i = 0; replay ? i < st_replay_count(&g.trace) : !g.o.ops_per_thread || i < g.o.ops_per_thread; i++) {
         if (atomic_load_explicit(&g.stop, memory_order_relaxed)) break;
         if (end && (i & 63) == 0 && st_now() >= end) break;
         if ((i & 15) == 15) { /* let a waiting reopen in */
