@@ -30,7 +30,8 @@ static void print_touching(void *ctx, const char *line) {
     }
 }
 
-static void describe_value(char *out, size_t cap, uint64_t key, int found, const uint8_t *buf, size_t len) {
+static void describe_value(const st_driver *d, char *out, size_t cap, uint64_t key, int found, const uint8_t *buf,
+                           size_t len) {
     if (!found) {
         snprintf(out, cap, "absent");
         return;
@@ -43,7 +44,7 @@ static void describe_value(char *out, size_t cap, uint64_t key, int found, const
     uint32_t v = 0;
     if (orc_value_whose(buf, len, &k, &v) == 0 && k == key && st_value_is(key, v, buf, len))
         snprintf(out, cap, "value seed 0x%08x (%zu bytes)", v, len);
-    else if (orc_value_whose(buf, len, &k, &v) == 0 && k < g.o.max_key && st_value_is(k, v, buf, len))
+    else if (orc_value_whose(buf, len, &k, &v) == 0 && k < d->o.max_key && st_value_is(k, v, buf, len))
         snprintf(out, cap, "the value of key %llu, seed 0x%08x (%zu bytes)", (unsigned long long)k, v, len);
     else
         snprintf(out, cap, "%zu bytes that are no value of this run (claim key %llu seed 0x%08x)", len,
@@ -72,20 +73,21 @@ static void describe_expected(char *out, size_t cap, orc_entry a, orc_entry b) {
 /* Cache flips and per-KV codes on: a flip may escape the codes (oracle
  * V6c: the injector tests each pair), so a wrong answer is the verdict's
  * to judge, from the ledger. */
-static int escapes_possible(void) {
-    return !g.measuring && g.vc.class_on[VD_BITFLIP_CACHE] && g.vc.protection_bytes >= 1;
+static int escapes_possible(const st_driver *d) {
+    return !d->measuring && d->vc.class_on[VD_BITFLIP_CACHE] && d->vc.protection_bytes >= 1;
 }
 
 /* A wrong answer: record it, print it (expected, found, ledger, repro).
  * In a measuring run it is counted as undetectable by design instead. */
 void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, int found, const uint8_t *buf, size_t len,
                  const char *what, int after_crash) {
-    int thread = w ? w->id : 0;
-    uint64_t op = w ? (g.epoch << 32 | w->calls) : (g.epoch << 32);
-    st_observe(&g, kind, thread, op, 0, key, after_crash);
+    st_driver *d = w->d;
+    int thread = w->id;
+    uint64_t op = d->epoch << 32 | w->calls;
+    st_observe(d, kind, thread, op, 0, key, after_crash);
     /* With misdirected writes on, a stale value may be the lost half of
      * one (oracle V6b): the verdict decides, from the ledger. */
-    int v6b = !g.measuring && g.vc.class_on[VD_MISDIRECTED_WRITE];
+    int v6b = !d->measuring && d->vc.class_on[VD_MISDIRECTED_WRITE];
     /* With cache flips and per-KV codes on, a wrong answer may come from
      * flips that escaped the codes by design (an even number in one part:
      * 2^-(8w-3) each at the entry codes); the verdict decides, against the
@@ -99,31 +101,31 @@ void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, in
      * mutants seed 20261801).  The verdict fails what its bound does not
      * allow, and (V6c: the injector tests each pair of flips) a symptom
      * with no escaped flip before it. */
-    int escape = escapes_possible();
-    atomic_fetch_add(&g.symptoms, 1);
-    if (!g.measuring && !v6b && !escape) atomic_fetch_add(&g.failures, 1);
-    pthread_mutex_lock(&g.mu);
-    if (g.detailed++ < MAX_DETAILED) {
+    int escape = escapes_possible(d);
+    atomic_fetch_add(&d->symptoms, 1);
+    if (!d->measuring && !v6b && !escape) atomic_fetch_add(&d->failures, 1);
+    pthread_mutex_lock(&d->mu);
+    if (d->detailed++ < MAX_DETAILED) {
         char exp[256], got[256], ks[KEY_LEN + 1];
         describe_expected(exp, sizeof exp, a, b);
-        describe_value(got, sizeof got, key, found, buf, len);
+        describe_value(d, got, sizeof got, key, found, buf, len);
         key_format(key, ks);
         fprintf(stderr, "stress: %s %s (%s): key %s (%llu), thread %d, op %llu:%llu\n",
-                g.measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
-                : v6b       ? "SUSPECT (a block a misdirected write missed reads old; the verdict below decides)"
-                : escape    ? "SUSPECT (cache flips that escaped the per-KV codes? the verdict below decides)"
-                            : "FAILURE",
-                orc_obs_kind_name(kind), what, ks, (unsigned long long)key, thread, (unsigned long long)g.epoch,
+                d->measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
+                : v6b        ? "SUSPECT (a block a misdirected write missed reads old; the verdict below decides)"
+                : escape     ? "SUSPECT (cache flips that escaped the per-KV codes? the verdict below decides)"
+                             : "FAILURE",
+                orc_obs_kind_name(kind), what, ks, (unsigned long long)key, thread, (unsigned long long)d->epoch,
                 (unsigned long long)(op & 0xffffffffu));
         fprintf(stderr, "    expected %s\n    found    %s\n", exp, got);
         /* Ledger entries that may touch it: the failing thread's recent
          * window (the key's block is not known to the driver). */
         ledger_filter lf = {thread, (int64_t)(op > 64 ? op - 64 : 0), (int64_t)op, 0};
-        if (g.flt) flt_ledger_read(g.run_dir, print_touching, &lf);
+        if (d->flt) flt_ledger_read(d->run_dir, print_touching, &lf);
         if (!lf.printed) fprintf(stderr, "    ledger: no injection in this thread's last 64 ops\n");
-        fprintf(stderr, "    repro: %s\n", g.repro);
+        fprintf(stderr, "    repro: %s\n", d->repro);
     }
-    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_unlock(&d->mu);
 }
 
 
@@ -136,21 +138,22 @@ void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, in
  * copy held the key's value.  A key flipped past the codes (an escape)
  * can do it too: then the verdict decides (V6c). */
 void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, const char *what, int after_crash) {
-    int thread = w ? w->id : 0;
-    st_observe(&g, VD_OBS_WRONG_VALUE, thread, w ? (g.epoch << 32 | w->calls) : (g.epoch << 32), 0, key, after_crash);
-    atomic_fetch_add(&g.symptoms, 1);
-    int escape = escapes_possible();
-    if (!g.measuring && !escape) atomic_fetch_add(&g.failures, 1);
-    pthread_mutex_lock(&g.mu);
-    if (g.detailed++ < MAX_DETAILED)
+    st_driver *d = w->d;
+    int thread = w->id;
+    st_observe(d, VD_OBS_WRONG_VALUE, thread, d->epoch << 32 | w->calls, 0, key, after_crash);
+    atomic_fetch_add(&d->symptoms, 1);
+    int escape = escapes_possible(d);
+    if (!d->measuring && !escape) atomic_fetch_add(&d->failures, 1);
+    pthread_mutex_lock(&d->mu);
+    if (d->detailed++ < MAX_DETAILED)
         fprintf(stderr,
                 "stress: %s wrong_value (%s): the scan returned key %llu %s (after key %llu), thread %d\n"
                 "    repro: %s\n",
-                g.measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
-                : escape    ? "SUSPECT (a key flipped past the per-KV codes? the verdict below decides)"
-                            : "FAILURE",
-                what, (unsigned long long)key, how, (unsigned long long)prev, thread, g.repro);
-    pthread_mutex_unlock(&g.mu);
+                d->measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
+                : escape     ? "SUSPECT (a key flipped past the per-KV codes? the verdict below decides)"
+                             : "FAILURE",
+                what, (unsigned long long)key, how, (unsigned long long)prev, thread, d->repro);
+    pthread_mutex_unlock(&d->mu);
 }
 
 /* ---- the E3 check of one answer ---- */
@@ -170,8 +173,9 @@ static int candidate(uint32_t v, orc_entry a, orc_entry b) {
  * write settled on its stripe meanwhile (E3 cannot tell).  Returns 1 ok. */
 int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t len, orc_entry a, orc_entry b,
                     int ambiguous, int after_crash, const char *what) {
+    st_driver *d = w->d;
     if (st != ST_OK && st != ST_NOTFOUND) {
-        atomic_fetch_add_explicit(&g.unverifiable, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&d->unverifiable, 1, memory_order_relaxed);
         return 1; /* an error is not a wrong answer; the verdict judges it */
     }
     uint32_t v = 0;
@@ -184,11 +188,11 @@ int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t 
              st_value_is(key, v, buf, len);
     }
     if (ok) {
-        atomic_fetch_add_explicit(&g.verified, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&d->verified, 1, memory_order_relaxed);
         return 1;
     }
     if (ambiguous) {
-        atomic_fetch_add_explicit(&g.ambiguous, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&d->ambiguous, 1, memory_order_relaxed);
         return 1;
     }
     int kind = VD_OBS_WRONG_VALUE;
@@ -205,8 +209,8 @@ int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t 
 
 /* ---- the handle: open, post-open check, reopen ---- */
 
-void st_settle_durable(uint64_t seq) {
-    if (seq) orc_note_durable(g.exp, seq);
+void st_settle_durable(orc_state *exp, uint64_t seq) {
+    if (seq) orc_note_durable(exp, seq);
 }
 
 /* Read KEY (faults paused by the caller) and check it exactly: a pending
@@ -215,25 +219,26 @@ void st_settle_durable(uint64_t seq) {
 /* After a key was checked while everything is quiet: settle a pending
  * key to what the engine shows; in a measuring run, also adopt a wrong
  * answer that is a value of this key (a corruption is counted once). */
-static void adopt(uint64_t key, int ok, orc_entry e, int st, const uint8_t *buf, size_t len) {
+static void adopt(st_driver *d, uint64_t key, int ok, orc_entry e, int st, const uint8_t *buf, size_t len) {
     if (st != ST_OK && st != ST_NOTFOUND) return;
     if (ok && !e.pending) return;
-    if (!ok && !g.measuring && !g.vc.class_on[VD_MISDIRECTED_WRITE]) return;
+    if (!ok && !d->measuring && !d->vc.class_on[VD_MISDIRECTED_WRITE]) return;
     uint32_t v = 0;
     uint64_t k = key;
     if (st == ST_OK && (orc_value_whose(buf, len, &k, &v) || k != key || !st_value_is(key, v, buf, len))) return;
-    orc_resolve(g.exp, key, v);
+    orc_resolve(d->exp, key, v);
 }
 
 
 static int verify_key(worker *w, uint64_t key, st_buf *b, int after_crash, const char *what) {
+    st_driver *d = w->d;
     char ks[KEY_LEN + 1];
     key_format(key, ks);
-    orc_entry e = orc_get(g.exp, key);
-    int st = g.E->get(g.db, ks, KEY_LEN, b);
-    if (w) st_note_error(w, st); /* an injected error this check met was reported, not swallowed */
+    orc_entry e = orc_get(d->exp, key);
+    int st = d->E->get(d->db, ks, KEY_LEN, b);
+    st_note_error(w, st); /* an injected error this check met was reported, not swallowed */
     int ok = st_check_answer(w, key, st, b->data, b->len, e, e, 0, after_crash, what);
-    adopt(key, ok, e, st, b->data, b->len);
+    adopt(d, key, ok, e, st, b->data, b->len);
     return ok;
 }
 
@@ -247,8 +252,9 @@ static int verify_key(worker *w, uint64_t key, st_buf *b, int after_crash, const
  * cache into a larger one is met first by the get that searches for its
  * old bytes. */
 void st_get_every_key(worker *w, const char *what) {
+    st_driver *d = w->d;
     st_buf b = {0};
-    for (uint64_t k = 0; k < g.o.max_key; k++) verify_key(w, k, &b, 0, what);
+    for (uint64_t k = 0; k < d->o.max_key; k++) verify_key(w, k, &b, 0, what);
     st_buf_free(&b);
 }
 
@@ -257,9 +263,10 @@ void st_get_every_key(worker *w, const char *what) {
  * verify of every page and log record, every key by a scan.  The caller
  * pauses the faults.  Returns the verify's status. */
 int st_read_everything(worker *w, const char *what) {
+    st_driver *d = w->d;
     uint64_t problems = 0;
     st_get_every_key(w, what);
-    int st = g.E->verify(g.db, &problems);
+    int st = d->E->verify(d->db, &problems);
     st_verify_all(w, 0, what);
     return st;
 }
@@ -267,29 +274,30 @@ int st_read_everything(worker *w, const char *what) {
 /* Every key, in key order, by scanning (a damaged stretch falls back to
  * point reads).  Returns the number of failures. */
 uint64_t st_verify_all(worker *w, int after_crash, const char *what) {
+    st_driver *d = w->d;
     uint64_t bad = 0, next = 0;
     st_buf b = {0};
-    while (next < g.o.max_key) {
+    while (next < d->o.max_key) {
         char lo[KEY_LEN + 1];
         key_format(next, lo);
         st_iter *it = NULL;
         uint64_t first = next;
         int disorder = 0;
-        int st = g.E->iter_open(g.db, lo, KEY_LEN, NULL, 0, &it);
-        if (st == ST_OK) st = g.E->iter_first(it);
+        int st = d->E->iter_open(d->db, lo, KEY_LEN, NULL, 0, &it);
+        if (st == ST_OK) st = d->E->iter_first(it);
         while (st == ST_OK) {
             size_t kl, vl;
-            const void *k = g.E->iter_key(it, &kl);
-            const uint8_t *v = g.E->iter_value(it, &vl);
+            const void *k = d->E->iter_key(it, &kl);
+            const uint8_t *v = d->E->iter_value(it, &vl);
             uint64_t key;
-            if (key_parse(k, kl, &key) || key >= g.o.max_key) {
+            if (key_parse(k, kl, &key) || key >= d->o.max_key) {
                 /* a key this run never writes: nothing should be there */
                 fprintf(stderr, "stress: FAILURE resurrected: unexpected key '%.*s' in the database\n    repro: %s\n",
-                        (int)(kl < 64 ? kl : 64), (const char *)k, g.repro);
-                st_observe(&g, VD_OBS_RESURRECTED, w ? w->id : 0, g.epoch << 32, 0, 0, after_crash);
-                atomic_fetch_add(&g.failures, 1);
+                        (int)(kl < 64 ? kl : 64), (const char *)k, d->repro);
+                st_observe(d, VD_OBS_RESURRECTED, w->id, d->epoch << 32, 0, 0, after_crash);
+                atomic_fetch_add(&d->failures, 1);
                 bad++;
-                st = g.E->iter_next(it);
+                st = d->E->iter_next(it);
                 continue;
             }
             if (key < next) { /* next >= first: below where it began too */
@@ -302,35 +310,35 @@ uint64_t st_verify_all(worker *w, int after_crash, const char *what) {
                 break;
             }
             for (; next < key; next++) { /* keys not seen: must be absent */
-                orc_entry e = orc_get(g.exp, next);
+                orc_entry e = orc_get(d->exp, next);
                 int ok = st_check_answer(w, next, ST_NOTFOUND, NULL, 0, e, e, 0, after_crash, what);
                 bad += !ok;
-                adopt(next, ok, e, ST_NOTFOUND, NULL, 0);
+                adopt(d, next, ok, e, ST_NOTFOUND, NULL, 0);
             }
-            orc_entry e = orc_get(g.exp, key);
+            orc_entry e = orc_get(d->exp, key);
             int ok = st_check_answer(w, key, ST_OK, v, vl, e, e, 0, after_crash, what);
             bad += !ok;
-            adopt(key, ok, e, ST_OK, v, vl);
+            adopt(d, key, ok, e, ST_OK, v, vl);
             next = key + 1;
-            st = g.E->iter_next(it);
+            st = d->E->iter_next(it);
         }
-        if (it) g.E->iter_close(it);
+        if (it) d->E->iter_close(it);
         /* A scan that failed with an error (an injected read error while
          * a post-open check ran) returned it: the call noticed, and its
          * observation must say so, or the oracle calls it swallowed. */
-        if (w && st != ST_NOTFOUND && !disorder) st_note_error(w, st);
+        if (st != ST_NOTFOUND && !disorder) st_note_error(w, st);
         if (st == ST_NOTFOUND) {
-            for (; next < g.o.max_key; next++) {
-                orc_entry e = orc_get(g.exp, next);
+            for (; next < d->o.max_key; next++) {
+                orc_entry e = orc_get(d->exp, next);
                 int ok = st_check_answer(w, next, ST_NOTFOUND, NULL, 0, e, e, 0, after_crash, what);
                 bad += !ok;
-                adopt(next, ok, e, ST_NOTFOUND, NULL, 0);
+                adopt(d, next, ok, e, ST_NOTFOUND, NULL, 0);
             }
             break;
         }
         /* The scan failed (a damaged page) or broke its order: read this
          * key alone, go on. */
-        if (next < g.o.max_key) {
+        if (next < d->o.max_key) {
             if (!verify_key(w, next, &b, after_crash, what)) bad++;
             next++;
         }
@@ -340,15 +348,15 @@ uint64_t st_verify_all(worker *w, int after_crash, const char *what) {
 }
 
 /* The trace's keys written after R up to D (for a lost-commit message). */
-static void print_lost_commits(uint64_t r, uint64_t d) {
+static void print_lost_commits(const char *exp_dir, uint64_t r, uint64_t dur) {
     char p[4200];
-    st_path_in(p, sizeof p, g.exp_dir, "trace");
+    st_path_in(p, sizeof p, exp_dir, "trace");
     FILE *f = fopen(p, "rb");
     if (!f) return;
     orc_trace_rec rec;
     int n = 0;
     while (fread(&rec, sizeof rec, 1, f) == 1 && n < 20)
-        if (rec.seq > r && rec.seq <= d) {
+        if (rec.seq > r && rec.seq <= dur) {
             fprintf(stderr, "    lost: seq %llu key %llu (value seed 0x%08x -> %s0x%08x)\n",
                     (unsigned long long)rec.seq, (unsigned long long)rec.key, rec.old_v, rec.new_v ? "" : "absent ",
                     rec.new_v);
@@ -362,40 +370,41 @@ static void print_lost_commits(uint64_t r, uint64_t d) {
  * Returns 0 ok, 1 failure found, 2 only wrong answers a misdirected
  * write may explain (V6b: the verdict decides), -1 cannot proceed. */
 int st_post_open_check(worker *w, int after_crash, const char *what) {
+    st_driver *d = w->d;
     st_recovery rec;
-    g.E->recovery(g.db, &rec);
-    uint64_t r = rec.recovered_seq, d = orc_durable_seq(g.exp);
+    d->E->recovery(d->db, &rec);
+    uint64_t r = rec.recovered_seq, dur = orc_durable_seq(d->exp);
     int failed = 0;
-    if (r < d) {
+    if (r < dur) {
         fprintf(stderr,
                 "stress: FAILURE lost (a synced commit): recovery ended at commit seq %llu, but seq %llu was durable "
                 "(last acknowledged %llu)\n",
-                (unsigned long long)r, (unsigned long long)d, (unsigned long long)orc_last_seq(g.exp));
-        print_lost_commits(r, d);
-        fprintf(stderr, "    repro: %s\n", g.repro);
-        st_observe(&g, VD_OBS_LOST_COMMIT, w ? w->id : 0, g.epoch << 32, 0, 0, after_crash);
-        atomic_fetch_add(&g.failures, 1);
+                (unsigned long long)r, (unsigned long long)dur, (unsigned long long)orc_last_seq(d->exp));
+        print_lost_commits(d->exp_dir, r, dur);
+        fprintf(stderr, "    repro: %s\n", d->repro);
+        st_observe(d, VD_OBS_LOST_COMMIT, w->id, d->epoch << 32, 0, 0, after_crash);
+        atomic_fetch_add(&d->failures, 1);
         return 1; /* the expected state cannot be rewound below durable */
     }
-    if (orc_rewind(g.exp, r) > 0) {
+    if (orc_rewind(d->exp, r) > 0) {
         /* Writes after R were undone: a batch in doubt since then was
          * written over values that are gone; its "old" is what the
          * expected state holds now. */
-        pthread_mutex_lock(&g.mu);
-        for (size_t i = 0; i < g.ndoubt; i++)
-            for (int k = 0; k < g.doubt[i].n; k++)
-                if (!g.doubt[i].seen[k]) g.doubt[i].old_v[k] = orc_get(g.exp, g.doubt[i].key[k]).cur;
-        pthread_mutex_unlock(&g.mu);
+        pthread_mutex_lock(&d->mu);
+        for (size_t i = 0; i < d->ndoubt; i++)
+            for (int k = 0; k < d->doubt[i].n; k++)
+                if (!d->doubt[i].seen[k]) d->doubt[i].old_v[k] = orc_get(d->exp, d->doubt[i].key[k]).cur;
+        pthread_mutex_unlock(&d->mu);
     }
-    if (g.flt) flt_pause(g.flt, 1);
-    uint64_t before = atomic_load(&g.failures), seen = atomic_load(&g.symptoms);
+    if (d->flt) flt_pause(d->flt, 1);
+    uint64_t before = atomic_load(&d->failures), seen = atomic_load(&d->symptoms);
     st_verify_all(w, after_crash, what);
     st_check_doubts(w, after_crash);
-    if (g.flt) flt_pause(g.flt, 0);
-    if (atomic_load(&g.failures) != before)
+    if (d->flt) flt_pause(d->flt, 0);
+    if (atomic_load(&d->failures) != before)
         failed = 1;
-    else if (atomic_load(&g.symptoms) != seen)
+    else if (atomic_load(&d->symptoms) != seen)
         failed = 2; /* V6b suspects: the verdict decides */
-    orc_checkpoint_trace(g.exp, r);
+    orc_checkpoint_trace(d->exp, r);
     return failed;
 }

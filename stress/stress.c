@@ -648,7 +648,7 @@ static int open_faults(void) {
 static int open_and_check(int *failed) {
     /* The main thread is fault-library thread 0 too: its calls are
      * numbered from the top of the range so they never meet worker 0's. */
-    worker main_w = {.id = 0, .calls = 0xf0000000u};
+    worker main_w = {.d = &g, .id = 0, .calls = 0xf0000000u};
     atomic_store(&g.recovering, 1);
     int st = st_open_db(&main_w);
     if (st == ST_CORRUPTION) {
@@ -678,6 +678,7 @@ static int run_workers(int failed, pthread_t *wd) {
     if (maxv < 12) maxv = 12;
     for (uint64_t i = 0; i < g.o.threads; i++) {
         worker *w = &g.w[i];
+        w->d = &g;
         w->id = (int)i;
         w->rng = rng_mix64(g.o.seed ^ rng_mix64(i + 1) ^ 0x5354524553530000ull);
         w->hash = XXH3_createState();

@@ -63,7 +63,13 @@ extern const char *const st_op_names[OP_TYPES]; /* report.c: the report's "ops" 
 
 #define SNAP_KEYS 8
 
+typedef struct st_driver st_driver;
+
+/* A thread that calls the engine: a worker, or the main thread's stand-in
+ * for the open at start and the settlement.  Its driver travels with it
+ * (D): a worker thread's start argument is its worker. */
 typedef struct worker {
+    st_driver *d;
     int id;
     pthread_t th;
     uint64_t rng;
@@ -120,7 +126,7 @@ typedef struct st_trace {
 } st_trace;
 
 /* The driver's state: one per process (stress.c defines it). */
-typedef struct st_driver {
+struct st_driver {
     st_options o;
     char repro[8192]; /* the exact command line, shell-quoted */
     char exp_dir[4096], run_dir[4096];
@@ -179,7 +185,7 @@ typedef struct st_driver {
     size_t ndamage;        /* verify of the closed files (flt_damage_present) */
     int final_verified;    /* that verify ran: every block was read from disk */
     st_trace trace;        /* --trace_ops, --replay_ops */
-} st_driver;
+};
 extern st_driver g;
 
 /* workload.c */
@@ -191,13 +197,14 @@ void st_release_snapshots(void);
 int st_value_is(uint64_t key, uint32_t v, const uint8_t *buf, size_t len);
 void *st_worker_main(void *arg);
 
-/* check.c */
+/* check.c.  W is the calling thread's worker, never NULL: its driver
+ * (w->d) holds the expected state, the handle and the counters. */
 int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t len, orc_entry a, orc_entry b,
                     int ambiguous, int after_crash, const char *what);
 void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, int found, const uint8_t *buf, size_t len,
                  const char *what, int after_crash);
 int st_post_open_check(worker *w, int after_crash, const char *what);
-void st_settle_durable(uint64_t seq);
+void st_settle_durable(orc_state *exp, uint64_t seq);
 uint64_t st_verify_all(worker *w, int after_crash, const char *what);
 void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, const char *what, int after_crash);
 void st_get_every_key(worker *w, const char *what);

@@ -338,10 +338,10 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
     }
     for (size_t i = ns; i-- > 0;) orc_unlock_stripe(g.exp, stripes[i]);
     if (st == ST_OK && m) {
-        if (g.eo.sync_mode != 2)    /* the open's: a restart may set another (trace.c) */
-            st_settle_durable(seq); /* commit, group: durable on return */
+        if (g.eo.sync_mode != 2)           /* the open's: a restart may set another (trace.c) */
+            st_settle_durable(g.exp, seq); /* commit, group: durable on return */
         else if (++w->wrote % 64 == 0)
-            st_settle_durable(g.E->durable_seq(g.db));
+            st_settle_durable(g.exp, g.E->durable_seq(g.db));
     }
     st_note_error(w, st);
     for (size_t i = 0; i < m; i++) hash_op(w, type, st, keys[i], vs[i], (unsigned)m);
