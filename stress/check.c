@@ -42,9 +42,9 @@ static void describe_value(const st_driver *d, char *out, size_t cap, uint64_t k
     }
     uint64_t k = 0;
     uint32_t v = 0;
-    if (orc_value_whose(buf, len, &k, &v) == 0 && k == key && st_value_is(key, v, buf, len))
+    if (orc_value_whose(buf, len, &k, &v) == 0 && k == key && st_value_is(&d->values, key, v, buf, len))
         snprintf(out, cap, "value seed 0x%08x (%zu bytes)", v, len);
-    else if (orc_value_whose(buf, len, &k, &v) == 0 && k < d->o.max_key && st_value_is(k, v, buf, len))
+    else if (orc_value_whose(buf, len, &k, &v) == 0 && k < d->o.max_key && st_value_is(&d->values, k, v, buf, len))
         snprintf(out, cap, "the value of key %llu, seed 0x%08x (%zu bytes)", (unsigned long long)k, v, len);
     else
         snprintf(out, cap, "%zu bytes that are no value of this run (claim key %llu seed 0x%08x)", len,
@@ -185,7 +185,7 @@ int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t 
     } else {
         uint64_t k;
         ok = orc_value_whose(buf, len, &k, &v) == 0 && k == key && v != 0 && v != ORC_DEL && candidate(v, a, b) &&
-             st_value_is(key, v, buf, len);
+             st_value_is(&d->values, key, v, buf, len);
     }
     if (ok) {
         atomic_fetch_add_explicit(&d->verified, 1, memory_order_relaxed);
@@ -200,7 +200,7 @@ int st_check_answer(worker *w, uint64_t key, int st, const uint8_t *buf, size_t 
         kind = VD_OBS_LOST;
     else if (candidate(0, a, b) && !a.pending && !b.pending && a.cur == 0 && b.cur == 0) {
         uint64_t k;
-        if (orc_value_whose(buf, len, &k, &v) == 0 && k == key && st_value_is(key, v, buf, len))
+        if (orc_value_whose(buf, len, &k, &v) == 0 && k == key && st_value_is(&d->values, key, v, buf, len))
             kind = VD_OBS_RESURRECTED;
     }
     st_fail_key(w, kind, key, a, b, st == ST_OK, buf, len, what, after_crash);
@@ -225,7 +225,8 @@ static void adopt(st_driver *d, uint64_t key, int ok, orc_entry e, int st, const
     if (!ok && !d->measuring && !d->vc.class_on[VD_MISDIRECTED_WRITE]) return;
     uint32_t v = 0;
     uint64_t k = key;
-    if (st == ST_OK && (orc_value_whose(buf, len, &k, &v) || k != key || !st_value_is(key, v, buf, len))) return;
+    if (st == ST_OK && (orc_value_whose(buf, len, &k, &v) || k != key || !st_value_is(&d->values, key, v, buf, len)))
+        return;
     orc_resolve(d->exp, key, v);
 }
 

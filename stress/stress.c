@@ -115,32 +115,34 @@ static void build_repro(int argc, char **argv) {
 }
 
 /* Value-size parameters live with the expected state: values written by
- * an earlier run must be checked with the sizes they were written with. */
-static void value_params(void) {
-    g.vmin = g.o.value_size_min, g.vmax = g.o.value_size_max;
-    g.large_one_in = g.o.large_value_one_in, g.large_max = g.o.large_value_size;
-    if (g.large_max < g.vmax + 1) g.large_max = g.vmax + 1;
-    if (g.large_max < 4096) g.large_max = 4096;
+ * an earlier run must be checked with the sizes they were written with.
+ * *SZ: O's sizes, or those EXP_DIR's "values" file keeps (written from O's
+ * when there is none). */
+static void value_params(st_value_sizes *sz, const st_options *o, const char *exp_dir) {
+    sz->vmin = o->value_size_min, sz->vmax = o->value_size_max;
+    sz->large_one_in = o->large_value_one_in, sz->large_max = o->large_value_size;
+    if (sz->large_max < sz->vmax + 1) sz->large_max = sz->vmax + 1;
+    if (sz->large_max < 4096) sz->large_max = 4096;
     char p[4200];
-    st_path_in(p, sizeof p, g.exp_dir, "values");
+    st_path_in(p, sizeof p, exp_dir, "values");
     FILE *f = fopen(p, "r");
     if (f) {
         unsigned long long a, b, c, d;
         if (fscanf(f, "%llu %llu %llu %llu", &a, &b, &c, &d) == 4 &&
-            (a != g.vmin || b != g.vmax || c != g.large_one_in || d != g.large_max)) {
+            (a != sz->vmin || b != sz->vmax || c != sz->large_one_in || d != sz->large_max)) {
             fprintf(stderr,
                     "stress: note: keeping the value sizes of the expected state (%llu..%llu, large 1 in %llu up to "
                     "%llu)\n",
                     a, b, c, d);
-            g.vmin = a, g.vmax = b, g.large_one_in = c, g.large_max = d;
+            sz->vmin = a, sz->vmax = b, sz->large_one_in = c, sz->large_max = d;
         }
         fclose(f);
         return;
     }
     f = fopen(p, "w");
     if (f) {
-        fprintf(f, "%llu %llu %llu %llu\n", (unsigned long long)g.vmin, (unsigned long long)g.vmax,
-                (unsigned long long)g.large_one_in, (unsigned long long)g.large_max);
+        fprintf(f, "%llu %llu %llu %llu\n", (unsigned long long)sz->vmin, (unsigned long long)sz->vmax,
+                (unsigned long long)sz->large_one_in, (unsigned long long)sz->large_max);
         fclose(f);
     }
 }
@@ -553,7 +555,7 @@ static int prepare_run_dir(void) {
     }
     g.nstripes = orc_nstripes(g.exp);
     g.stripe_ver = calloc(g.nstripes, sizeof *g.stripe_ver);
-    value_params();
+    value_params(&g.values, &g.o, g.exp_dir);
 
     crash_len = (size_t)snprintf(crash_msg, sizeof crash_msg,
                                  "\nstress: FAILURE crash: fatal signal in the process\n    repro: %s\n", g.repro);
@@ -674,12 +676,13 @@ static int open_and_check(int *failed) {
 /* The workers, and the watchdog (*WD) that outlives them until settle. */
 static int run_workers(int failed, pthread_t *wd) {
     g.w = calloc(g.o.threads, sizeof *g.w);
-    size_t maxv = (g.large_one_in ? g.large_max : g.vmax);
+    size_t maxv = (g.values.large_one_in ? g.values.large_max : g.values.vmax);
     if (maxv < 12) maxv = 12;
     for (uint64_t i = 0; i < g.o.threads; i++) {
         worker *w = &g.w[i];
         w->d = &g;
         w->id = (int)i;
+        w->ck_epoch = UINT64_MAX;
         w->rng = rng_mix64(g.o.seed ^ rng_mix64(i + 1) ^ 0x5354524553530000ull);
         w->hash = XXH3_createState();
         XXH3_64bits_reset(w->hash);
@@ -729,7 +732,7 @@ static int settle(int *failed) {
         orc_note_durable(g.exp, g.E->durable_seq(g.db));
     }
     if (g.db) {
-        st_release_snapshots();
+        st_release_snapshots(&g);
         int st = g.E->close(g.db);
         g.db = NULL;
         flt_door_disarm(); /* the closed files are read below as they are, by no engine */

@@ -65,6 +65,13 @@ extern const char *const st_op_names[OP_TYPES]; /* report.c: the report's "ops" 
 
 typedef struct st_driver st_driver;
 
+/* The sizes of the values of (key, value seed): the options', or those the
+ * expected state was written with (stress.c value_params). */
+typedef struct st_value_sizes {
+    uint64_t vmin, vmax;              /* an ordinary value */
+    uint64_t large_one_in, large_max; /* one in LARGE_ONE_IN is large (0: none), up to LARGE_MAX */
+} st_value_sizes;
+
 /* A thread that calls the engine: a worker, or the main thread's stand-in
  * for the open at start and the settlement.  Its driver travels with it
  * (D): a worker thread's start argument is its worker. */
@@ -90,6 +97,10 @@ typedef struct worker {
     /* What the current op did, for its line of the op trace (trace.c). */
     char tnote[512];
     size_t tnote_len;
+    /* The engine's checkpoint count after this worker's last traced op, and
+     * the handle epoch it was read in (UINT64_MAX: none), for the next op's
+     * ckpt=N without a second stats call. */
+    uint64_t ck_after, ck_epoch;
 } worker;
 
 /* One op of an op trace (trace.c; docs/formats.md, Op trace). */
@@ -147,7 +158,7 @@ struct st_driver {
     int measuring;                       /* wrong values are measured, not failures
                                   * (docs/oracle.md, rule V6) */
     vd_config vc;                        /* what the options make of each fault class */
-    uint64_t vmin, vmax, large_one_in, large_max;
+    st_value_sizes values;               /* as the expected state keeps them */
     _Atomic uint64_t *stripe_ver;
     unsigned nstripes;
     _Atomic int stop;
@@ -193,8 +204,8 @@ void st_check_doubts(worker *w, int after_crash);
 void st_note_error(worker *w, int st);
 double st_now(void);
 int st_open_db(worker *w);
-void st_release_snapshots(void);
-int st_value_is(uint64_t key, uint32_t v, const uint8_t *buf, size_t len);
+void st_release_snapshots(st_driver *d);
+int st_value_is(const st_value_sizes *sz, uint64_t key, uint32_t v, const uint8_t *buf, size_t len);
 void *st_worker_main(void *arg);
 
 /* check.c.  W is the calling thread's worker, never NULL: its driver

@@ -24,31 +24,32 @@ static int one_in(worker *w, uint64_t n) { return n && below(w, n) == 0; }
 
 /* ---- values (keys: common/keys.h's key_format) ---- */
 
-static size_t vlen_of(uint64_t key, uint32_t v) {
-    if (g.large_one_in && rng_mix64(key * 0x100000001b3ull ^ ((uint64_t)v << 17)) % g.large_one_in == 0)
-        return orc_value_len(key, v, g.vmax + 1 > 4096 ? g.vmax + 1 : 4096, g.large_max);
-    return orc_value_len(key, v, g.vmin, g.vmax);
+static size_t vlen_of(const st_value_sizes *sz, uint64_t key, uint32_t v) {
+    if (sz->large_one_in && rng_mix64(key * 0x100000001b3ull ^ ((uint64_t)v << 17)) % sz->large_one_in == 0)
+        return orc_value_len(key, v, sz->vmax + 1 > 4096 ? sz->vmax + 1 : 4096, sz->large_max);
+    return orc_value_len(key, v, sz->vmin, sz->vmax);
 }
 
 /* 1 if BUF is exactly the value of (key, v). */
-int st_value_is(uint64_t key, uint32_t v, const uint8_t *buf, size_t len) {
-    return orc_value_is(key, v, buf, len, vlen_of(key, v));
+int st_value_is(const st_value_sizes *sz, uint64_t key, uint32_t v, const uint8_t *buf, size_t len) {
+    return orc_value_is(key, v, buf, len, vlen_of(sz, key, v));
 }
 
 /* Open the database, retrying injected failures (each attempt is a call
  * of W's, S4).  Returns the status. */
 int st_open_db(worker *w) {
+    st_driver *d = w->d;
     int st = ST_OTHER;
     for (int attempt = 0; attempt < 8; attempt++) {
-        if (attempt == 4 && g.flt) flt_pause(g.flt, 1); /* enough: let it open */
-        uint64_t op = g.epoch << 32 | ++w->calls;
-        if (g.flt) flt_op(g.flt, op);
-        st = g.E->open(g.o.db, &g.eo, &g.db);
+        if (attempt == 4 && d->flt) flt_pause(d->flt, 1); /* enough: let it open */
+        uint64_t op = d->epoch << 32 | ++w->calls;
+        if (d->flt) flt_op(d->flt, op);
+        st = d->E->open(d->o.db, &d->eo, &d->db);
         if (st == ST_OK) break;
-        if (g.flt) st_observe(&g, VD_OBS_ERROR, w->id, op, st, 0, 0);
+        if (d->flt) st_observe(d, VD_OBS_ERROR, w->id, op, st, 0, 0);
         if (st == ST_CORRUPTION || st == ST_BUSY || st == ST_INVALID || st == ST_NOTSUP) break;
     }
-    if (g.flt) flt_pause(g.flt, 0);
+    if (d->flt) flt_pause(d->flt, 0);
     return st;
 }
 
@@ -71,54 +72,56 @@ int st_open_db(worker *w) {
  * line's when NULL: a folded step ran with its own cache, sync mode and
  * checkpoint volume, and the ops after it run with them. */
 static void reopen(worker *w, int poisoned, int type, const char *opts) {
+    st_driver *d = w->d;
     if (type == OP_RESTART) {
-        if (g.flt) flt_pause(g.flt, 1);
+        if (d->flt) flt_pause(d->flt, 1);
         int st = st_read_everything(w, "restart");
         st_note_error(w, st == ST_CORRUPTION ? ST_OK : st);
-        if (g.flt) flt_pause(g.flt, 0);
+        if (d->flt) flt_pause(d->flt, 0);
     }
-    if (g.flt) flt_op(g.flt, g.epoch << 32 | ++w->calls);
-    st_release_snapshots();
-    int st = g.E->close(g.db);
-    g.db = NULL;
-    if (st != ST_OK && g.flt) st_observe(&g, VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
-    atomic_store(&g.recovering, 2);
+    if (d->flt) flt_op(d->flt, d->epoch << 32 | ++w->calls);
+    st_release_snapshots(d);
+    int st = d->E->close(d->db);
+    d->db = NULL;
+    if (st != ST_OK && d->flt) st_observe(d, VD_OBS_ERROR, w->id, d->epoch << 32 | w->calls, st, 0, 0);
+    atomic_store(&d->recovering, 2);
     if (type == OP_RESTART) {
-        st_options o = g.o;
+        st_options o = d->o;
         st_open_options eo;
-        if (opts && st_apply_open_list(&o, opts)) o = g.o; /* checked when read: not reached */
+        if (opts && st_apply_open_list(&o, opts)) o = d->o; /* checked when read: not reached */
         st_open_options_from(&o, &eo);
-        eo.io_hooks = g.eo.io_hooks;
-        g.eo = eo; /* the handle is held exclusively: no op reads it now */
+        eo.io_hooks = d->eo.io_hooks;
+        d->eo = eo; /* the handle is held exclusively: no op reads it now */
     }
     st = st_open_db(w);
     if (st != ST_OK) {
-        atomic_store(&g.recovering, 0);
+        atomic_store(&d->recovering, 0);
         if (st == ST_CORRUPTION) {
             fprintf(stderr, "stress: the database no longer opens (corruption reported): ending the run\n");
-            atomic_store(&g.unrecoverable, 1);
-            g.reopen_failed = 1;
+            atomic_store(&d->unrecoverable, 1);
+            d->reopen_failed = 1;
         } else {
             fprintf(stderr, "stress: reopen failed: %s\n", st_status_name(st));
-            atomic_store(&g.infra, 1);
+            atomic_store(&d->infra, 1);
         }
-        atomic_store(&g.stop, 1);
+        atomic_store(&d->stop, 1);
         return;
     }
-    atomic_fetch_add(&g.handle_epoch, 1);
-    atomic_fetch_add(&g.ops[type], 1);
+    atomic_fetch_add(&d->handle_epoch, 1);
+    atomic_fetch_add(&d->ops[type], 1);
     st_post_open_check(w, poisoned, poisoned ? "after reopening a failed handle" : "after reopen");
-    atomic_store(&g.recovering, 0);
+    atomic_store(&d->recovering, 0);
 }
 
 /* From a worker holding the handle shared: reopen (as TYPE, a restart with
  * OPTS) unless another thread did since SEEN. */
 static void reopen_from_worker(worker *w, uint64_t seen, int poisoned, int type, const char *opts) {
-    pthread_rwlock_unlock(&g.handle);
-    pthread_rwlock_wrlock(&g.handle);
-    if (atomic_load(&g.handle_epoch) == seen && g.db && !atomic_load(&g.stop)) reopen(w, poisoned, type, opts);
-    pthread_rwlock_unlock(&g.handle);
-    pthread_rwlock_rdlock(&g.handle);
+    st_driver *d = w->d;
+    pthread_rwlock_unlock(&d->handle);
+    pthread_rwlock_wrlock(&d->handle);
+    if (atomic_load(&d->handle_epoch) == seen && d->db && !atomic_load(&d->stop)) reopen(w, poisoned, type, opts);
+    pthread_rwlock_unlock(&d->handle);
+    pthread_rwlock_rdlock(&d->handle);
 }
 
 /* ---- operations ---- */
@@ -131,10 +134,11 @@ typedef struct op_rec { /* what goes into the trace hash, per op */
 } op_rec;
 
 static void hash_op(worker *w, int type, int status, uint64_t key, uint32_t v, unsigned n) {
+    st_driver *d = w->d;
     /* With several threads the interleaving is not reproducible, so the
      * op trace is not either: hash it only where it means something. */
-    if (g.o.threads > 1) return;
-    if (st_tracing(&g.trace) && w->tnote_len < sizeof w->tnote - 64) { /* the line's "what it did" */
+    if (d->o.threads > 1) return;
+    if (st_tracing(&d->trace) && w->tnote_len < sizeof w->tnote - 64) { /* the line's "what it did" */
         int k = 0;
         char *o = w->tnote + w->tnote_len;
         size_t room = sizeof w->tnote - w->tnote_len;
@@ -162,25 +166,27 @@ static int is_in_doubt_error(int st) { return st != ST_OK && st != ST_NOTFOUND; 
 static int needs_reopen(int st) { return st == ST_IOERR || st == ST_NOSPACE || st == ST_POISONED || st == ST_OTHER; }
 
 void st_note_error(worker *w, int st) {
-    if (is_in_doubt_error(st) && (g.flt || st != ST_CORRUPTION))
-        st_observe(&g, VD_OBS_ERROR, w->id, g.epoch << 32 | w->calls, st, 0, 0);
+    st_driver *d = w->d;
+    if (is_in_doubt_error(st) && (d->flt || st != ST_CORRUPTION))
+        st_observe(d, VD_OBS_ERROR, w->id, d->epoch << 32 | w->calls, st, 0, 0);
 }
 
 static void do_get(worker *w, uint64_t key) {
+    st_driver *d = w->d;
     char ks[KEY_LEN + 1];
     key_format(key, ks);
-    unsigned s = orc_stripe(g.exp, key);
-    uint64_t v0 = atomic_load_explicit(&g.stripe_ver[s], memory_order_acquire);
-    orc_entry a = orc_get(g.exp, key);
-    int st = g.E->get(g.db, ks, KEY_LEN, &w->rbuf);
-    orc_entry b = orc_get(g.exp, key);
-    uint64_t v1 = atomic_load_explicit(&g.stripe_ver[s], memory_order_acquire);
+    unsigned s = orc_stripe(d->exp, key);
+    uint64_t v0 = atomic_load_explicit(&d->stripe_ver[s], memory_order_acquire);
+    orc_entry a = orc_get(d->exp, key);
+    int st = d->E->get(d->db, ks, KEY_LEN, &w->rbuf);
+    orc_entry b = orc_get(d->exp, key);
+    uint64_t v1 = atomic_load_explicit(&d->stripe_ver[s], memory_order_acquire);
     st_note_error(w, st);
     st_check_answer(w, key, st, w->rbuf.data, w->rbuf.len, a, b, v1 - v0 > 1, 0, "get");
     uint32_t vs = 0;
     if (st == ST_OK && w->rbuf.len >= 12) memcpy(&vs, (uint8_t *)w->rbuf.data + 8, 4);
     hash_op(w, OP_GET, st, key, vs, 1);
-    atomic_fetch_add_explicit(&g.ops[OP_GET], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->ops[OP_GET], 1, memory_order_relaxed);
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -193,89 +199,95 @@ static int cmp_u64(const void *a, const void *b) {
  * or wholly absent.  Called with the keys' stripes locked: cur is the old
  * value. */
 static void note_doubt(worker *w, int status, const uint64_t *keys, const uint32_t *vs, size_t m) {
-    pthread_mutex_lock(&g.mu);
-    if (g.ndoubt == g.capdoubt) {
-        size_t nc = g.capdoubt ? 2 * g.capdoubt : 16;
-        void *p = realloc(g.doubt, nc * sizeof *g.doubt);
-        if (p) g.doubt = p, g.capdoubt = nc;
+    st_driver *d = w->d;
+    pthread_mutex_lock(&d->mu);
+    if (d->ndoubt == d->capdoubt) {
+        size_t nc = d->capdoubt ? 2 * d->capdoubt : 16;
+        void *p = realloc(d->doubt, nc * sizeof *d->doubt);
+        if (p) d->doubt = p, d->capdoubt = nc;
     }
-    if (g.ndoubt < g.capdoubt) {
-        struct doubt *d = &g.doubt[g.ndoubt++];
-        d->n = (int)m;
-        d->thread = w->id;
-        d->status = status;
-        d->op = g.epoch << 32 | w->calls;
-        memset(d->seen, 0, sizeof d->seen);
+    if (d->ndoubt < d->capdoubt) {
+        struct doubt *bd = &d->doubt[d->ndoubt++];
+        bd->n = (int)m;
+        bd->thread = w->id;
+        bd->status = status;
+        bd->op = d->epoch << 32 | w->calls;
+        memset(bd->seen, 0, sizeof bd->seen);
         for (size_t i = 0; i < m; i++) {
-            d->key[i] = keys[i];
-            d->old_v[i] = orc_get(g.exp, keys[i]).cur;
-            d->new_v[i] = vs[i] == ORC_DEL ? 0 : vs[i];
+            bd->key[i] = keys[i];
+            bd->old_v[i] = orc_get(d->exp, keys[i]).cur;
+            bd->new_v[i] = vs[i] == ORC_DEL ? 0 : vs[i];
         }
     }
-    pthread_mutex_unlock(&g.mu);
+    pthread_mutex_unlock(&d->mu);
 }
 
 /* After every key was resolved (everything quiet): each batch in doubt
  * must have all its keys old or all new.  Batches with a key still
  * unresolved (unreadable) wait for the next check. */
 void st_check_doubts(worker *w, int after_crash) {
-    pthread_mutex_lock(&g.mu);
+    st_driver *d = w->d;
+    pthread_mutex_lock(&d->mu);
     size_t keep = 0;
-    for (size_t i = 0; i < g.ndoubt; i++) {
-        struct doubt *d = &g.doubt[i];
+    for (size_t i = 0; i < d->ndoubt; i++) {
+        struct doubt *bd = &d->doubt[i];
         int olds = 0, news = 0, open = 0;
-        for (int k = 0; k < d->n; k++) {
-            if (!d->seen[k]) {
-                orc_entry e = orc_get(g.exp, d->key[k]);
+        for (int k = 0; k < bd->n; k++) {
+            if (!bd->seen[k]) {
+                orc_entry e = orc_get(d->exp, bd->key[k]);
                 if (e.pending) {
                     open = 1;
                     continue;
                 }
-                d->seen[k] = d->old_v[k] == d->new_v[k] ? 3 : e.cur == d->new_v[k] ? 2 : e.cur == d->old_v[k] ? 1 : 3;
+                bd->seen[k] = bd->old_v[k] == bd->new_v[k] ? 3
+                              : e.cur == bd->new_v[k]      ? 2
+                              : e.cur == bd->old_v[k]      ? 1
+                                                           : 3;
             }
-            news += d->seen[k] == 2;
-            olds += d->seen[k] == 1;
+            news += bd->seen[k] == 2;
+            olds += bd->seen[k] == 1;
         }
         if (open) {
-            g.doubt[keep++] = *d;
+            d->doubt[keep++] = *bd;
             continue;
         }
         if (olds && news) {
-            pthread_mutex_unlock(&g.mu);
-            orc_entry a = {d->old_v[0], d->new_v[0]};
-            st_fail_key(w, VD_OBS_WRONG_VALUE, d->key[0], a, a, 1, NULL, 0, "batch in doubt came back half applied",
+            pthread_mutex_unlock(&d->mu);
+            orc_entry a = {bd->old_v[0], bd->new_v[0]};
+            st_fail_key(w, VD_OBS_WRONG_VALUE, bd->key[0], a, a, 1, NULL, 0, "batch in doubt came back half applied",
                         after_crash);
-            pthread_mutex_lock(&g.mu);
+            pthread_mutex_lock(&d->mu);
             st_recovery rec = {0};
-            if (g.db) g.E->recovery(g.db, &rec);
+            if (d->db) d->E->recovery(d->db, &rec);
             fprintf(stderr,
                     "    batch of %d keys written by thread %d, op %llu:%llu, failed with %s: %d keys hold the new "
                     "value, %d the old one (last recovery: seq %llu, %llu records)\n",
-                    d->n, d->thread, (unsigned long long)(d->op >> 32), (unsigned long long)(d->op & 0xffffffffu),
-                    st_status_name(d->status), news, olds, (unsigned long long)rec.recovered_seq,
+                    bd->n, bd->thread, (unsigned long long)(bd->op >> 32), (unsigned long long)(bd->op & 0xffffffffu),
+                    st_status_name(bd->status), news, olds, (unsigned long long)rec.recovered_seq,
                     (unsigned long long)rec.records);
-            for (int k = 0; k < d->n; k++) {
-                orc_entry e = orc_get(g.exp, d->key[k]);
+            for (int k = 0; k < bd->n; k++) {
+                orc_entry e = orc_get(d->exp, bd->key[k]);
                 fprintf(stderr, "      key %llu: old 0x%08x new 0x%08x resolved as %s, now 0x%08x\n",
-                        (unsigned long long)d->key[k], d->old_v[k], d->new_v[k],
-                        d->seen[k] == 1   ? "old"
-                        : d->seen[k] == 2 ? "new"
-                                          : "neither",
+                        (unsigned long long)bd->key[k], bd->old_v[k], bd->new_v[k],
+                        bd->seen[k] == 1   ? "old"
+                        : bd->seen[k] == 2 ? "new"
+                                           : "neither",
                         e.cur);
             }
         }
     }
-    g.ndoubt = keep;
-    pthread_mutex_unlock(&g.mu);
+    d->ndoubt = keep;
+    pthread_mutex_unlock(&d->mu);
 }
 
 /* A write of N keys (1: put or delete; more: a batch, all or nothing).
  * Returns the status (the caller reopens when it says so). */
 static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
+    st_driver *d = w->d;
     /* S1: lock the stripes of all keys, each once, in stripe order. */
     unsigned stripes[MAX_BATCH];
     size_t ns = 0;
-    for (size_t i = 0; i < n; i++) stripes[ns++] = orc_stripe(g.exp, keys[i]);
+    for (size_t i = 0; i < n; i++) stripes[ns++] = orc_stripe(d->exp, keys[i]);
     for (size_t i = 1; i < ns; i++) /* insertion sort, unique */
         for (size_t j = i; j > 0 && stripes[j] < stripes[j - 1]; j--) {
             unsigned t = stripes[j];
@@ -286,24 +298,24 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
     for (size_t i = 0; i < ns; i++)
         if (!u || stripes[i] != stripes[u - 1]) stripes[u++] = stripes[i];
     ns = u;
-    for (size_t i = 0; i < ns; i++) orc_lock_stripe(g.exp, stripes[i]);
+    for (size_t i = 0; i < ns; i++) orc_lock_stripe(d->exp, stripes[i]);
 
     st_op ops[MAX_BATCH];
     char kbuf[MAX_BATCH][KEY_LEN + 1];
     uint32_t vs[MAX_BATCH];
     size_t m = 0;
-    size_t maxv = g.large_one_in ? g.large_max : g.vmax;
+    size_t maxv = d->values.large_one_in ? d->values.large_max : d->values.vmax;
     if (maxv < 12) maxv = 12;
     for (size_t i = 0; i < n; i++) {
-        orc_entry e = orc_get(g.exp, keys[i]);
+        orc_entry e = orc_get(d->exp, keys[i]);
         if (e.pending) continue; /* S2: in doubt until a reopen resolves it */
         int del = type == OP_DEL || (type == OP_BATCH && below(w, 4) == 0);
-        uint32_t v = del ? ORC_DEL : orc_next_value(g.exp, keys[i], rnd(w));
+        uint32_t v = del ? ORC_DEL : orc_next_value(d->exp, keys[i], rnd(w));
         key_format(keys[i], kbuf[m]);
         ops[m] = (st_op){.kind = del ? ST_DELETE : ST_PUT, .key = kbuf[m], .klen = KEY_LEN};
         if (!del) {
             uint8_t *val = w->vbuf + m * maxv;
-            size_t len = vlen_of(keys[i], v);
+            size_t len = vlen_of(&d->values, keys[i], v);
             orc_value(keys[i], v, val, len);
             ops[m].val = val;
             ops[m].vlen = len;
@@ -315,38 +327,38 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
     int st = ST_OK, aborted = 0;
     uint64_t seq = 0;
     if (m) {
-        for (size_t i = 0; i < m; i++) orc_mark_pending(g.exp, keys[i], vs[i]);
-        st = g.E->write(g.db, ops, m, &seq);
+        for (size_t i = 0; i < m; i++) orc_mark_pending(d->exp, keys[i], vs[i]);
+        st = d->E->write(d->db, ops, m, &seq);
         /* ST_POISONED: refused at the door (an earlier failure), nothing
          * of it reached the engine; otherwise the engine says. */
-        if (st != ST_OK && st != ST_NOTFOUND && (st == ST_POISONED || (g.E->in_doubt && !g.E->in_doubt(g.db)))) {
+        if (st != ST_OK && st != ST_NOTFOUND && (st == ST_POISONED || (d->E->in_doubt && !d->E->in_doubt(d->db)))) {
             /* Aborted by the engine: none of it is, or will ever be,
              * visible; the keys keep their values (checked by later
              * reads, after crashes too). */
-            for (size_t i = 0; i < m; i++) orc_resolve(g.exp, keys[i], orc_get(g.exp, keys[i]).cur);
+            for (size_t i = 0; i < m; i++) orc_resolve(d->exp, keys[i], orc_get(d->exp, keys[i]).cur);
             aborted = 1;
-            atomic_fetch_add_explicit(&g.ops[OP_ABORTED], 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&d->ops[OP_ABORTED], 1, memory_order_relaxed);
         } else if (st != ST_OK && m > 1) {
             note_doubt(w, st, keys, vs, m);
         }
         if (st == ST_OK) {
             for (size_t i = 0; i < m; i++) {
-                orc_settle(g.exp, keys[i], seq);
-                atomic_fetch_add_explicit(&g.stripe_ver[orc_stripe(g.exp, keys[i])], 1, memory_order_release);
+                orc_settle(d->exp, keys[i], seq);
+                atomic_fetch_add_explicit(&d->stripe_ver[orc_stripe(d->exp, keys[i])], 1, memory_order_release);
             }
         }
     }
-    for (size_t i = ns; i-- > 0;) orc_unlock_stripe(g.exp, stripes[i]);
+    for (size_t i = ns; i-- > 0;) orc_unlock_stripe(d->exp, stripes[i]);
     if (st == ST_OK && m) {
-        if (g.eo.sync_mode != 2)           /* the open's: a restart may set another (trace.c) */
-            st_settle_durable(g.exp, seq); /* commit, group: durable on return */
+        if (d->eo.sync_mode != 2)           /* the open's: a restart may set another (trace.c) */
+            st_settle_durable(d->exp, seq); /* commit, group: durable on return */
         else if (++w->wrote % 64 == 0)
-            st_settle_durable(g.exp, g.E->durable_seq(g.db));
+            st_settle_durable(d->exp, d->E->durable_seq(d->db));
     }
     st_note_error(w, st);
     for (size_t i = 0; i < m; i++) hash_op(w, type, st, keys[i], vs[i], (unsigned)m);
     if (!m) hash_op(w, type, 0xff, keys[0], 0, 0);
-    atomic_fetch_add_explicit(&g.ops[type], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->ops[type], 1, memory_order_relaxed);
     /* The error was judged (note_error); the handle goes on. */
     return aborted ? ST_OK : st;
 }
@@ -358,12 +370,13 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
  * through it, point reads and a scan, and each must be exactly what was
  * recorded, whatever was written, vacuumed or checkpointed meanwhile. */
 static void snap_take(worker *w) {
-    uint64_t n = SNAP_KEYS < g.o.max_key ? SNAP_KEYS : g.o.max_key;
-    uint64_t k0 = below(w, g.o.max_key - n + 1);
+    st_driver *d = w->d;
+    uint64_t n = SNAP_KEYS < d->o.max_key ? SNAP_KEYS : d->o.max_key;
+    uint64_t k0 = below(w, d->o.max_key - n + 1);
     unsigned stripes[SNAP_KEYS];
     size_t ns = 0;
     for (uint64_t i = 0; i < n; i++) {
-        unsigned st = orc_stripe(g.exp, k0 + i);
+        unsigned st = orc_stripe(d->exp, k0 + i);
         size_t j = ns;
         while (j > 0 && stripes[j - 1] > st) j--;
         if (j > 0 && stripes[j - 1] == st) continue;
@@ -371,35 +384,36 @@ static void snap_take(worker *w) {
         stripes[j] = st;
         ns++;
     }
-    for (size_t i = 0; i < ns; i++) orc_lock_stripe(g.exp, stripes[i]);
+    for (size_t i = 0; i < ns; i++) orc_lock_stripe(d->exp, stripes[i]);
     uint64_t seq = 0;
-    int st = g.E->snapshot(g.db, &w->snap, &seq);
+    int st = d->E->snapshot(d->db, &w->snap, &seq);
     if (st == ST_OK) {
         for (uint64_t i = 0; i < n; i++) {
-            orc_entry e = orc_get(g.exp, k0 + i);
+            orc_entry e = orc_get(d->exp, k0 + i);
             w->snap_known[i] = !e.pending;
             w->snap_v[i] = e.cur == ORC_DEL ? 0 : e.cur;
         }
         w->snap_seq = seq;
         w->snap_key = k0;
         w->snap_n = (int)n;
-        w->snap_until = w->calls + 1 + below(w, 2 * g.o.snapshot_hold_ops);
+        w->snap_until = w->calls + 1 + below(w, 2 * d->o.snapshot_hold_ops);
     } else {
         w->snap = NULL;
     }
-    for (size_t i = ns; i-- > 0;) orc_unlock_stripe(g.exp, stripes[i]);
+    for (size_t i = ns; i-- > 0;) orc_unlock_stripe(d->exp, stripes[i]);
     st_note_error(w, st);
     hash_op(w, OP_SNAPSHOT, st, k0, 0, 0);
 }
 
 static void snap_check(worker *w) {
+    st_driver *d = w->d;
     char ks[KEY_LEN + 1];
     char what[96];
     snprintf(what, sizeof what, "read at a snapshot (seq %llu)", (unsigned long long)w->snap_seq);
     for (int i = 0; i < w->snap_n; i++) {
         uint64_t key = w->snap_key + (uint64_t)i;
         key_format(key, ks);
-        int st = g.E->get_at(g.db, w->snap, ks, KEY_LEN, &w->rbuf);
+        int st = d->E->get_at(d->db, w->snap, ks, KEY_LEN, &w->rbuf);
         st_note_error(w, st);
         if (!w->snap_known[i]) continue;
         orc_entry e = {w->snap_v[i], 0};
@@ -411,13 +425,13 @@ static void snap_check(worker *w) {
     key_format(w->snap_key + (uint64_t)w->snap_n, hi);
     st_iter *it = NULL;
     int seen[SNAP_KEYS] = {0};
-    int st = g.E->iter_open_at(g.db, w->snap, lo, KEY_LEN, hi, KEY_LEN, &it);
-    if (st == ST_OK) st = g.E->iter_first(it);
+    int st = d->E->iter_open_at(d->db, w->snap, lo, KEY_LEN, hi, KEY_LEN, &it);
+    if (st == ST_OK) st = d->E->iter_first(it);
     snprintf(what, sizeof what, "scan at a snapshot (seq %llu)", (unsigned long long)w->snap_seq);
     while (st == ST_OK) {
         size_t kl, vl;
-        const void *k = g.E->iter_key(it, &kl);
-        const void *v = g.E->iter_value(it, &vl);
+        const void *k = d->E->iter_key(it, &kl);
+        const void *v = d->E->iter_value(it, &vl);
         uint64_t key;
         if (key_parse(k, kl, &key) || key < w->snap_key || key >= w->snap_key + (uint64_t)w->snap_n) break;
         int i = (int)(key - w->snap_key);
@@ -426,9 +440,9 @@ static void snap_check(worker *w) {
             orc_entry e = {w->snap_v[i], 0};
             st_check_answer(w, key, ST_OK, v, vl, e, e, 0, 0, what);
         }
-        st = g.E->iter_next(it);
+        st = d->E->iter_next(it);
     }
-    if (it) g.E->iter_close(it);
+    if (it) d->E->iter_close(it);
     st_note_error(w, st == ST_NOTFOUND ? ST_OK : st);
     if (st == ST_NOTFOUND) /* a complete scan: keys it skipped are absent */
         for (int i = 0; i < w->snap_n; i++)
@@ -436,29 +450,30 @@ static void snap_check(worker *w) {
                 orc_entry e = {w->snap_v[i], 0};
                 st_check_answer(w, w->snap_key + (uint64_t)i, ST_NOTFOUND, NULL, 0, e, e, 0, 0, what);
             }
-    g.E->snapshot_release(g.db, w->snap);
+    d->E->snapshot_release(d->db, w->snap);
     w->snap = NULL;
     hash_op(w, OP_SNAPSHOT, 0, w->snap_key, 1, 0);
-    atomic_fetch_add_explicit(&g.ops[OP_SNAPSHOT], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->ops[OP_SNAPSHOT], 1, memory_order_relaxed);
 }
 
 /* Reopen and close: every worker is stopped; their snapshots go first. */
-void st_release_snapshots(void) {
-    for (uint64_t i = 0; g.w && i < g.o.threads; i++)
-        if (g.w[i].snap) {
-            if (g.db) g.E->snapshot_release(g.db, g.w[i].snap);
-            g.w[i].snap = NULL;
+void st_release_snapshots(st_driver *d) {
+    for (uint64_t i = 0; d->w && i < d->o.threads; i++)
+        if (d->w[i].snap) {
+            if (d->db) d->E->snapshot_release(d->db, d->w[i].snap);
+            d->w[i].snap = NULL;
         }
 }
 
 static void do_scan(worker *w, uint64_t start) {
+    st_driver *d = w->d;
     uint64_t n = 1 + below(w, MAX_SCAN);
-    if (start + n > g.o.max_key) n = g.o.max_key - start;
+    if (start + n > d->o.max_key) n = d->o.max_key - start;
     orc_entry a[MAX_SCAN], b[MAX_SCAN];
     uint64_t v0[MAX_SCAN], v1[MAX_SCAN];
     for (uint64_t i = 0; i < n; i++) {
-        v0[i] = atomic_load_explicit(&g.stripe_ver[orc_stripe(g.exp, start + i)], memory_order_acquire);
-        a[i] = orc_get(g.exp, start + i);
+        v0[i] = atomic_load_explicit(&d->stripe_ver[orc_stripe(d->exp, start + i)], memory_order_acquire);
+        a[i] = orc_get(d->exp, start + i);
     }
     char lo[KEY_LEN + 1], hi[KEY_LEN + 1];
     key_format(start, lo);
@@ -471,15 +486,15 @@ static void do_scan(worker *w, uint64_t start) {
     size_t offs[MAX_SCAN];
     for (uint64_t i = 0; i < n; i++) sts[i] = ST_NOTFOUND, vals[i] = NULL, lens[i] = 0;
     st_iter *it = NULL;
-    int st = g.E->iter_open(g.db, lo, KEY_LEN, hi, KEY_LEN, &it);
-    if (st == ST_OK) st = g.E->iter_first(it);
+    int st = d->E->iter_open(d->db, lo, KEY_LEN, hi, KEY_LEN, &it);
+    if (st == ST_OK) st = d->E->iter_first(it);
     unsigned seen = 0;
     uint64_t last = 0, key_of_disorder = 0;
     int bad_key = 0, disorder = 0;
     while (st == ST_OK) {
         size_t kl, vl;
-        const void *k = g.E->iter_key(it, &kl);
-        const void *v = g.E->iter_value(it, &vl);
+        const void *k = d->E->iter_key(it, &kl);
+        const void *v = d->E->iter_value(it, &vl);
         uint64_t key;
         if (key_parse(k, kl, &key) || key < start || key >= start + n) {
             bad_key = 1;
@@ -503,20 +518,20 @@ static void do_scan(worker *w, uint64_t start) {
         sts[key - start] = ST_OK;
         lens[key - start] = vl;
         seen++;
-        st = g.E->iter_next(it);
+        st = d->E->iter_next(it);
     }
-    if (it) g.E->iter_close(it);
+    if (it) d->E->iter_close(it);
     for (uint64_t i = 0; i < n; i++) {
-        b[i] = orc_get(g.exp, start + i);
-        v1[i] = atomic_load_explicit(&g.stripe_ver[orc_stripe(g.exp, start + i)], memory_order_acquire);
+        b[i] = orc_get(d->exp, start + i);
+        v1[i] = atomic_load_explicit(&d->stripe_ver[orc_stripe(d->exp, start + i)], memory_order_acquire);
     }
     int final = st == ST_NOTFOUND ? ST_OK : st;
     st_note_error(w, final);
     if (bad_key) {
         fprintf(stderr, "stress: FAILURE wrong_value: scan [%s, %s) returned a key outside its bounds\n    repro: %s\n",
-                lo, hi, g.repro);
-        st_observe(&g, VD_OBS_WRONG_VALUE, w->id, g.epoch << 32 | w->calls, 0, start, 0);
-        atomic_fetch_add(&g.failures, 1);
+                lo, hi, d->repro);
+        st_observe(d, VD_OBS_WRONG_VALUE, w->id, d->epoch << 32 | w->calls, 0, start, 0);
+        atomic_fetch_add(&d->failures, 1);
     } else if (disorder) {
         st_scan_disorder(w, key_of_disorder, last, "again or out of order", "scan", 0);
     } else if (final == ST_OK) {
@@ -525,55 +540,58 @@ static void do_scan(worker *w, uint64_t start) {
             st_check_answer(w, start + i, sts[i], vals[i], lens[i], a[i], b[i], v1[i] - v0[i] > 1, 0, "scan");
         }
     } else {
-        atomic_fetch_add_explicit(&g.unverifiable, n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&d->unverifiable, n, memory_order_relaxed);
     }
     free(copies);
     hash_op(w, OP_SCAN, final, start, seen, (unsigned)n);
-    atomic_fetch_add_explicit(&g.ops[OP_SCAN], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->ops[OP_SCAN], 1, memory_order_relaxed);
 }
 
 /* A checkpoint or vacuum that ran with status ST: judge, count, reopen if
  * it left the handle failed. */
 static void maintenance(worker *w, uint64_t seen, int type, int st) {
+    st_driver *d = w->d;
     st_note_error(w, st);
     hash_op(w, type, st, 0, 0, 0);
-    atomic_fetch_add_explicit(&g.ops[type], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->ops[type], 1, memory_order_relaxed);
     if (needs_reopen(st)) reopen_from_worker(w, seen, 1, OP_REOPEN, NULL);
 }
 
 /* The op a worker draws next: its type and key (a batch draws its keys
  * when it runs).  The draws are those of the run's stream. */
 static int choose_op(worker *w, uint64_t i, uint64_t *key) {
+    st_driver *d = w->d;
     /* Reopens spread over the run (thread 0): by op count, or by time
      * when the run has only a --duration. */
-    if (w->id == 0 && g.o.reopen) {
+    if (w->id == 0 && d->o.reopen) {
         int due = 0;
-        if (g.o.ops_per_thread) {
-            uint64_t every = g.o.ops_per_thread / (g.o.reopen + 1);
-            due = every && i && i % every == 0 && i / every <= g.o.reopen;
-        } else if ((i & 63) == 0 && g.reopens_done < g.o.reopen) {
-            due = st_now() - g.t0 >= (double)g.o.duration * (double)(g.reopens_done + 1) / (double)(g.o.reopen + 1);
+        if (d->o.ops_per_thread) {
+            uint64_t every = d->o.ops_per_thread / (d->o.reopen + 1);
+            due = every && i && i % every == 0 && i / every <= d->o.reopen;
+        } else if ((i & 63) == 0 && d->reopens_done < d->o.reopen) {
+            due = st_now() - d->t0 >= (double)d->o.duration * (double)(d->reopens_done + 1) / (double)(d->o.reopen + 1);
         }
         if (due) {
-            g.reopens_done++;
+            d->reopens_done++;
             return OP_REOPEN;
         }
     }
-    if (one_in(w, g.o.checkpoint_one_in)) return OP_CHECKPOINT;
-    if (g.E->snapshot) {
+    if (one_in(w, d->o.checkpoint_one_in)) return OP_CHECKPOINT;
+    if (d->E->snapshot) {
         if (w->snap && w->calls >= w->snap_until) return OP_SNAPSHOT;
-        if (!w->snap && one_in(w, g.o.acquire_snapshot_one_in)) return OP_SNAPSHOT;
+        if (!w->snap && one_in(w, d->o.acquire_snapshot_one_in)) return OP_SNAPSHOT;
     }
-    if (g.E->vacuum && one_in(w, g.o.vacuum_one_in)) return OP_VACUUM;
-    if (one_in(w, g.o.verify_db_one_in)) return OP_VERIFY;
+    if (d->E->vacuum && one_in(w, d->o.vacuum_one_in)) return OP_VACUUM;
+    if (one_in(w, d->o.verify_db_one_in)) return OP_VERIFY;
     uint64_t p = below(w, 100);
-    *key = below(w, g.o.max_key);
-    uint64_t r = g.o.readpercent, wr = r + g.o.writepercent, d = wr + g.o.delpercent, it = d + g.o.iterpercent;
-    return p < r ? OP_GET : p < wr ? OP_PUT : p < d ? OP_DEL : p < it ? OP_SCAN : OP_BATCH;
+    *key = below(w, d->o.max_key);
+    uint64_t r = d->o.readpercent, wr = r + d->o.writepercent, dl = wr + d->o.delpercent, it = dl + d->o.iterpercent;
+    return p < r ? OP_GET : p < wr ? OP_PUT : p < dl ? OP_DEL : p < it ? OP_SCAN : OP_BATCH;
 }
 
 /* Run op TYPE (on KEY where it has one; a restart opens with OPTS). */
 static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key, const char *opts) {
+    st_driver *d = w->d;
     int st = ST_OK;
     switch (type) {
     case OP_REOPEN:
@@ -581,12 +599,12 @@ static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key,
         reopen_from_worker(w, seen, 0, type, opts);
         hash_op(w, type, 0, i, 0, 0);
         return;
-    case OP_CHECKPOINT: maintenance(w, seen, OP_CHECKPOINT, g.E->checkpoint(g.db)); return;
+    case OP_CHECKPOINT: maintenance(w, seen, OP_CHECKPOINT, d->E->checkpoint(d->db)); return;
     case OP_VACUUM:
-        if (g.E->vacuum) maintenance(w, seen, OP_VACUUM, g.E->vacuum(g.db));
+        if (d->E->vacuum) maintenance(w, seen, OP_VACUUM, d->E->vacuum(d->db));
         return;
     case OP_SNAPSHOT:
-        if (!g.E->snapshot) return;
+        if (!d->E->snapshot) return;
         if (w->snap)
             snap_check(w);
         else
@@ -594,10 +612,10 @@ static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key,
         return;
     case OP_VERIFY: {
         uint64_t problems = 0;
-        st = g.E->verify(g.db, &problems);
+        st = d->E->verify(d->db, &problems);
         st_note_error(w, st == ST_CORRUPTION ? ST_OK : st);
         hash_op(w, OP_VERIFY, st, problems, 0, 0);
-        atomic_fetch_add_explicit(&g.ops[OP_VERIFY], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&d->ops[OP_VERIFY], 1, memory_order_relaxed);
         return;
     }
     case OP_GET: do_get(w, key); return;
@@ -607,9 +625,9 @@ static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key,
     default: {
         uint64_t keys[MAX_BATCH];
         size_t n = 2 + below(w, MAX_BATCH - 1), m = 0;
-        if (n > g.o.max_key) n = g.o.max_key;
+        if (n > d->o.max_key) n = d->o.max_key;
         while (m < n) { /* distinct keys */
-            uint64_t k = below(w, g.o.max_key);
+            uint64_t k = below(w, d->o.max_key);
             int dup = 0;
             for (size_t j = 0; j < m; j++) dup |= keys[j] == k;
             if (!dup) keys[m++] = k;
@@ -631,26 +649,28 @@ static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key,
  * its shape that may not fail.  Several threads keep one stream each (a
  * run of several threads is not deterministic anyway). */
 static void one_op(worker *w, uint64_t i) {
-    uint64_t seen = atomic_load(&g.handle_epoch);
+    st_driver *d = w->d;
+    uint64_t seen = atomic_load(&d->handle_epoch);
     w->calls++;
-    const st_trace_op *rop = st_replaying(&g.trace) ? st_replay_at(&g.trace, i) : NULL;
+    const st_trace_op *rop = st_replaying(&d->trace) ? st_replay_at(&d->trace, i) : NULL;
     st_trace_op top = {.index = i};
-    int per_op = rop || st_tracing(&g.trace) || g.o.threads == 1;
+    int per_op = rop || st_tracing(&d->trace) || d->o.threads == 1;
     if (per_op) {
-        top = rop ? *rop : (st_trace_op){.index = i, .seed = st_trace_seed(g.o.seed, i)};
+        top = rop ? *rop : (st_trace_op){.index = i, .seed = st_trace_seed(d->o.seed, i)};
         w->rng = top.seed;
-        if (g.flt) flt_thread_reseed(g.flt, top.seed);
-        if (g.flt && top.faults_off) flt_pause(g.flt, 1);
+        if (d->flt) flt_thread_reseed(d->flt, top.seed);
+        if (d->flt && top.faults_off) flt_pause(d->flt, 1);
         w->tnote_len = 0;
         w->tnote[0] = 0;
     }
-    uint64_t inj0 = st_tracing(&g.trace) ? st_injections_so_far(g.flt) : 0, call = w->calls;
-    if (g.flt) {
-        flt_op(g.flt, g.epoch << 32 | w->calls);
-        flt_tick(g.flt, g.E->native(g.db));
-        if (rop && rop->pinned == PIN_PAGE) flt_flip_page_at(g.flt, rop->pin_block, rop->pin_bit);
-        if (rop && rop->pinned == PIN_CACHE) flt_flip_cache_at(g.flt, g.E->native(g.db), rop->pin_block, rop->pin_bit);
-        if (rop && rop->kill_point) flt_kill_at(g.flt, rop->kill_point, rop->kill_nth); /* valid: parsed */
+    uint64_t inj0 = st_tracing(&d->trace) ? st_injections_so_far(d->flt) : 0, call = w->calls;
+    if (d->flt) {
+        flt_op(d->flt, d->epoch << 32 | w->calls);
+        flt_tick(d->flt, d->E->native(d->db));
+        if (rop && rop->pinned == PIN_PAGE) flt_flip_page_at(d->flt, rop->pin_block, rop->pin_bit);
+        if (rop && rop->pinned == PIN_CACHE)
+            flt_flip_cache_at(d->flt, d->E->native(d->db), rop->pin_block, rop->pin_bit);
+        if (rop && rop->kill_point) flt_kill_at(d->flt, rop->kill_point, rop->kill_nth); /* valid: parsed */
     }
     uint64_t key = 0;
     int type = rop ? rop->type : choose_op(w, i, &key);
@@ -660,7 +680,7 @@ static void one_op(worker *w, uint64_t i) {
         top.has_key = type == OP_GET || type == OP_PUT || type == OP_DEL || type == OP_SCAN;
         top.key = top.has_key ? key : 0;
         w->rng = rng_mix64(top.seed ^ 0x72756e6f70000000ull);
-        if (st_tracing(&g.trace)) st_trace_head(&g.trace, &top);
+        if (st_tracing(&d->trace)) st_trace_head(&d->trace, &top);
     }
     /* Checkpoints the op's write started (the log's volume, the engine's
      * checkpoint_wal_bytes) go in its note, ckpt=N: a shrinker makes them
@@ -668,49 +688,50 @@ static void one_op(worker *w, uint64_t i) {
      * before an op is the one after the op before it on the same handle
      * (a traced run has one thread and the engine no thread of its own):
      * one stats call an op, not two (each stats call makes a syscall). */
-    static uint64_t ck_after, ck_epoch = UINT64_MAX;
     st_stats ss = {0};
-    if (st_tracing(&g.trace) && type != OP_CHECKPOINT && g.db && ck_epoch != seen) g.E->stats(g.db, &ss);
-    uint64_t ck0 = ck_epoch == seen ? ck_after : ss.checkpoints;
+    if (st_tracing(&d->trace) && type != OP_CHECKPOINT && d->db && w->ck_epoch != seen) d->E->stats(d->db, &ss);
+    uint64_t ck0 = w->ck_epoch == seen ? w->ck_after : ss.checkpoints;
     run_op(w, seen, i, type, key, rop ? rop->open_opts : NULL);
-    if (g.flt && per_op && top.faults_off) flt_pause(g.flt, 0);
-    if (st_tracing(&g.trace)) { /* the ledger's op field of what it injected: epoch << 32 | call */
+    if (d->flt && per_op && top.faults_off) flt_pause(d->flt, 0);
+    if (st_tracing(&d->trace)) { /* the ledger's op field of what it injected: epoch << 32 | call */
         size_t l = w->tnote_len < sizeof w->tnote ? w->tnote_len : 0;
-        ck_epoch = UINT64_MAX;
-        if (type != OP_CHECKPOINT && g.db && atomic_load(&g.handle_epoch) == seen) {
-            g.E->stats(g.db, &ss);
-            ck_after = ss.checkpoints;
-            ck_epoch = seen;
+        w->ck_epoch = UINT64_MAX;
+        if (type != OP_CHECKPOINT && d->db && atomic_load(&d->handle_epoch) == seen) {
+            d->E->stats(d->db, &ss);
+            w->ck_after = ss.checkpoints;
+            w->ck_epoch = seen;
             if (ss.checkpoints > ck0 && l < sizeof w->tnote - 32) {
                 int k = snprintf(w->tnote + l, sizeof w->tnote - l, "ckpt=%llu ",
                                  (unsigned long long)(ss.checkpoints - ck0));
                 if (k > 0) l += (size_t)k;
             }
         }
-        snprintf(w->tnote + l, sizeof w->tnote - l, "op=%llu:%llu", (unsigned long long)g.epoch,
+        snprintf(w->tnote + l, sizeof w->tnote - l, "op=%llu:%llu", (unsigned long long)d->epoch,
                  (unsigned long long)call);
-        st_trace_note(&g.trace, w->tnote, st_injections_so_far(g.flt) - inj0);
+        st_trace_note(&d->trace, w->tnote, st_injections_so_far(d->flt) - inj0);
     }
 }
 
 void *st_worker_main(void *arg) {
     worker *w = arg;
-    if (g.flt) flt_thread_start(g.flt, w->id);
-    double end = g.o.duration ? g.t0 + (double)g.o.duration : 0;
-    pthread_rwlock_rdlock(&g.handle);
-    int replay = st_replaying(&g.trace);
+    st_driver *d = w->d;
+    if (d->flt) flt_thread_start(d->flt, w->id);
+    double end = d->o.duration ? d->t0 + (double)d->o.duration : 0;
+    pthread_rwlock_rdlock(&d->handle);
+    int replay = st_replaying(&d->trace);
     if (replay) end = 0; /* the trace says how many ops */
-    for (uint64_t i = 0; replay ? i < st_replay_count(&g.trace) : !g.o.ops_per_thread || i < g.o.ops_per_thread; i++) {
-        if (atomic_load_explicit(&g.stop, memory_order_relaxed)) break;
+    for (uint64_t i = 0; replay ? i < st_replay_count(&d->trace) : !d->o.ops_per_thread || i < d->o.ops_per_thread;
+         i++) {
+        if (atomic_load_explicit(&d->stop, memory_order_relaxed)) break;
         if (end && (i & 63) == 0 && st_now() >= end) break;
         if ((i & 15) == 15) { /* let a waiting reopen in */
-            pthread_rwlock_unlock(&g.handle);
-            pthread_rwlock_rdlock(&g.handle);
+            pthread_rwlock_unlock(&d->handle);
+            pthread_rwlock_rdlock(&d->handle);
         }
-        if (!g.db) break;
+        if (!d->db) break;
         one_op(w, i);
         atomic_store_explicit(&w->done, i + 1, memory_order_relaxed);
     }
-    pthread_rwlock_unlock(&g.handle);
+    pthread_rwlock_unlock(&d->handle);
     return NULL;
 }
