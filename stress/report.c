@@ -18,51 +18,47 @@ const char *const st_op_names[OP_TYPES] = {"get",    "put",    "delete",   "batc
 
 /* ---- report ---- */
 
-/* The ledger's `region` of each injection st_judge fed the judge, by its
- * index there ("" none): where on-disk damage landed (faults/place.h),
- * for the report's `regions`. */
-static char (*inj_region)[24];
-static size_t ninj_region, capinj_region;
-
-static void note_region(size_t k, const char *line) {
-    if (k >= capinj_region) {
-        size_t cap = capinj_region ? 2 * capinj_region : 256;
+/* Note in R the ledger's `region` of the injection at index K of the
+ * judge (from its ledger LINE; "" none). */
+static void note_region(st_regions *r, size_t k, const char *line) {
+    if (k >= r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 256;
         while (cap <= k) cap *= 2;
-        char(*n)[24] = realloc(inj_region, cap * sizeof *n);
+        char(*n)[24] = realloc(r->name, cap * sizeof *n);
         if (!n) return;
-        inj_region = n, capinj_region = cap;
+        r->name = n, r->cap = cap;
     }
-    while (ninj_region <= k) inj_region[ninj_region++][0] = 0;
+    while (r->n <= k) r->name[r->n++][0] = 0;
     const char *p = strstr(line, "\"region\":\"");
     if (!p) return;
     p += 10;
     size_t n = 0;
-    while (p[n] && p[n] != '"' && n + 1 < sizeof inj_region[k]) n++;
-    memcpy(inj_region[k], p, n);
-    inj_region[k][n] = 0;
+    while (p[n] && p[n] != '"' && n + 1 < sizeof r->name[k]) n++;
+    memcpy(r->name[k], p, n);
+    r->name[k][n] = 0;
 }
 
 /* "regions": {class: {region: {"injected": n, OUTCOME: n ...}}}: each
  * injection that names a region, counted once as injected and once under
  * its outcome (the class table's keys), so a region never hit, or one
  * whose damage is never detected, shows in crashtest's table. */
-static void write_regions(FILE *f, vd_ctx *v) {
+static void write_regions(FILE *f, const st_regions *r, vd_ctx *v) {
     fprintf(f, "  \"regions\": {");
     size_t n = v ? vd_injection_count(v) : 0;
-    if (n > ninj_region) n = ninj_region;
+    if (n > r->n) n = r->n;
     int first_cls = 1;
     for (int c = 0; c < VD_CLASS_COUNT; c++) {
         int first_reg = 1;
         for (size_t k = 0; k < n; k++) {
-            if (vd_injection_at(v, k)->cls != c || !inj_region[k][0]) continue;
+            if (vd_injection_at(v, k)->cls != c || !r->name[k][0]) continue;
             int seen = 0; /* one entry per region, written at its first injection */
             for (size_t q = 0; q < k && !seen; q++)
-                seen = vd_injection_at(v, q)->cls == c && !strcmp(inj_region[q], inj_region[k]);
+                seen = vd_injection_at(v, q)->cls == c && !strcmp(r->name[q], r->name[k]);
             if (seen) continue;
             uint64_t injected = 0, by[VD_OUTCOME_COUNT] = {0};
             for (size_t q = k; q < n; q++) {
                 const vd_injection *o = vd_injection_at(v, q);
-                if (o->cls != c || strcmp(inj_region[q], inj_region[k])) continue;
+                if (o->cls != c || strcmp(r->name[q], r->name[k])) continue;
                 injected++;
                 if (o->outcome > VD_PENDING && o->outcome < VD_OUTCOME_COUNT) by[o->outcome]++;
             }
@@ -70,7 +66,7 @@ static void write_regions(FILE *f, vd_ctx *v) {
                 fprintf(f, "%s\n    \"%s\": {", first_cls ? "" : ",", vd_class_name(c));
                 first_cls = 0;
             }
-            fprintf(f, "%s\"%s\": {\"injected\": %llu", first_reg ? "" : ", ", inj_region[k],
+            fprintf(f, "%s\"%s\": {\"injected\": %llu", first_reg ? "" : ", ", r->name[k],
                     (unsigned long long)injected);
             for (int o = VD_PENDING + 1; o < VD_OUTCOME_COUNT; o++)
                 if (by[o]) fprintf(f, ", \"%s\": %llu", vd_outcome_name(o), (unsigned long long)by[o]);
@@ -91,12 +87,13 @@ static void write_counts(FILE *f, const vd_counts *c) {
     fputc('}', f);
 }
 
-static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang) {
-    fprintf(f, "{\n  \"seed\": %llu,\n  \"engine\": \"%s\",\n  \"options\": ", (unsigned long long)g.o.seed, g.E->name);
-    st_options_json(&g.o, f);
-    if (g.E->planted_bug && g.E->planted_bug()) {
+static void write_report_to(FILE *f, st_driver *d, const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang) {
+    fprintf(f, "{\n  \"seed\": %llu,\n  \"engine\": \"%s\",\n  \"options\": ", (unsigned long long)d->o.seed,
+            d->E->name);
+    st_options_json(&d->o, f);
+    if (d->E->planted_bug && d->E->planted_bug()) {
         fprintf(f, ",\n  \"planted_bug\": ");
-        json_fput_str(f, g.E->planted_bug());
+        json_fput_str(f, d->E->planted_bug());
     }
     fprintf(f, ",\n  \"mode\": \"%s\",\n", res->measuring ? "measuring" : "judging");
     if (res->measuring) {
@@ -106,10 +103,10 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
     }
     fprintf(f, "  \"ops\": {");
     for (int i = 0; i < OP_TYPES; i++)
-        fprintf(f, "%s\"%s\": %llu", i ? ", " : "", st_op_names[i], (unsigned long long)atomic_load(&g.ops[i]));
+        fprintf(f, "%s\"%s\": %llu", i ? ", " : "", st_op_names[i], (unsigned long long)atomic_load(&d->ops[i]));
     fprintf(f, "},\n  \"checks\": {\"verified\": %llu, \"ambiguous\": %llu, \"unverifiable\": %llu},\n",
-            (unsigned long long)atomic_load(&g.verified), (unsigned long long)atomic_load(&g.ambiguous),
-            (unsigned long long)atomic_load(&g.unverifiable));
+            (unsigned long long)atomic_load(&d->verified), (unsigned long long)atomic_load(&d->ambiguous),
+            (unsigned long long)atomic_load(&d->unverifiable));
     fprintf(f, "  \"classes\": {\n");
     for (int c = 0; c <= VD_CLASS_COUNT; c++) {
         fprintf(f, "    \"%s\": ", vd_class_name(c));
@@ -117,7 +114,7 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
         fprintf(f, "%s\n", c < VD_CLASS_COUNT ? "," : "");
     }
     fprintf(f, "  },\n");
-    write_regions(f, v);
+    write_regions(f, &d->regions, v);
     fprintf(f, "  \"totals\": ");
     write_counts(f, &res->total);
     fprintf(f, ",\n  \"injections_per_point\": {");
@@ -144,16 +141,16 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
      * armed) and fired (the fault library's counts; a point not enabled
      * is never reached, a killed process writes no report). */
     flt_counts fc;
-    flt_get_counts(g.flt, &fc);
+    flt_get_counts(d->flt, &fc);
     /* Pauses made to widen race windows (faults/delay.c): no class's. */
     fprintf(f, "},\n  \"delays\": %llu", (unsigned long long)fc.delays);
     fprintf(f, ",\n  \"fault_points_reached\": {");
     {
         int first = 1;
-        for (size_t i = 0; i < g.E->fault_point_count() && i < 64; i++) {
+        for (size_t i = 0; i < d->E->fault_point_count() && i < 64; i++) {
             if (!fc.point_checks[i] && !fc.point_hits[i]) continue;
             fprintf(f, "%s", first ? "" : ", ");
-            json_fput_str(f, g.E->fault_point_name(i));
+            json_fput_str(f, d->E->fault_point_name(i));
             fprintf(f, ": {\"reached\": %llu, \"fired\": %llu}", (unsigned long long)fc.point_checks[i],
                     (unsigned long long)fc.point_hits[i]);
             first = 0;
@@ -165,11 +162,11 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
     fprintf(f, "  \"reports\": %llu,\n  \"false_alarms\": %llu,\n", (unsigned long long)res->reports,
             (unsigned long long)res->false_alarms);
     fprintf(f, "  \"post_crash_check\": \"%s\",\n",
-            g.crash_check == VD_CHECK_NONE      ? "none"
-            : g.crash_check == VD_CHECK_PASSED  ? "passed"
-            : g.crash_check == VD_CHECK_NO_OPEN ? "no_open"
-                                                : "failed");
-    fprintf(f, "  \"unrecoverable\": %s,\n", atomic_load(&g.unrecoverable) || res->unrecoverable ? "true" : "false");
+            d->crash_check == VD_CHECK_NONE      ? "none"
+            : d->crash_check == VD_CHECK_PASSED  ? "passed"
+            : d->crash_check == VD_CHECK_NO_OPEN ? "no_open"
+                                                 : "failed");
+    fprintf(f, "  \"unrecoverable\": %s,\n", atomic_load(&d->unrecoverable) || res->unrecoverable ? "true" : "false");
     fprintf(f, "  \"unrecoverable_by_design\": ");
     if (res->by_design[0])
         json_fput_str(f, res->by_design);
@@ -182,31 +179,32 @@ static void write_report_to(FILE *f, const vd_result *res, vd_ctx *v, uint64_t t
         fprintf(f, "null");
     fprintf(f, ",\n");
     fprintf(f, "  \"trace_hash\": \"%016llx\",\n", (unsigned long long)trace_hash);
-    fprintf(f, "  \"elapsed_s\": %.3f,\n", st_now() - g.t0);
+    fprintf(f, "  \"elapsed_s\": %.3f,\n", st_now() - d->t0);
     uint64_t wops = 0;
-    for (uint64_t i = 0; i < g.o.threads && g.w; i++) wops += atomic_load(&g.w[i].done);
-    fprintf(f, "  \"workload_s\": %.3f,\n  \"workload_ops_per_s\": %.0f,\n", g.work_s,
-            g.work_s > 0 ? (double)wops / g.work_s : 0.0);
+    for (uint64_t i = 0; i < d->o.threads && d->w; i++) wops += atomic_load(&d->w[i].done);
+    fprintf(f, "  \"workload_s\": %.3f,\n  \"workload_ops_per_s\": %.0f,\n", d->work_s,
+            d->work_s > 0 ? (double)wops / d->work_s : 0.0);
     fprintf(f, "  \"repro\": ");
-    json_fput_str(f, g.repro);
+    json_fput_str(f, d->repro);
     fprintf(f, ",\n  \"verdict\": \"%s\"\n}\n", hang ? "fail" : res->pass ? "pass" : "fail");
 }
 
-void st_write_report(const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang) {
-    if (!g.o.report) return;
+void st_write_report(st_driver *d, const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang) {
+    if (!d->o.report) return;
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", g.o.report);
+    snprintf(tmp, sizeof tmp, "%s.tmp", d->o.report);
     FILE *f = fopen(tmp, "w");
     if (!f) {
         fprintf(stderr, "stress: cannot write %s: %s\n", tmp, strerror(errno));
         return;
     }
-    write_report_to(f, res, v, trace_hash, hang);
-    if (fclose(f) == 0) rename(tmp, g.o.report);
+    write_report_to(f, d, res, v, trace_hash, hang);
+    if (fclose(f) == 0) rename(tmp, d->o.report);
 }
 
 typedef struct ledger_feed {
     vd_ctx *v;
+    st_regions *regions;
     size_t i, from, own_from;
     XXH3_state_t *h;
 } ledger_feed;
@@ -215,7 +213,8 @@ static void feed_line(void *ctx, const char *line) {
     ledger_feed *lf = ctx;
     size_t i = lf->i++;
     if (i < lf->from) return;
-    if (vd_add_ledger_line(lf->v, line, i < lf->own_from) == 0) note_region(vd_injection_count(lf->v) - 1, line);
+    if (vd_add_ledger_line(lf->v, line, i < lf->own_from) == 0)
+        note_region(lf->regions, vd_injection_count(lf->v) - 1, line);
     if (i >= lf->own_from && lf->h) XXH3_64bits_update(lf->h, line, strlen(line));
 }
 
@@ -224,10 +223,9 @@ static void feed_line(void *ctx, const char *line) {
  * that still hashes to what the fault made of it is still there, and the
  * final verify just read it from disk.  Not when it also hashes to what
  * some fault found there (a second flip of the same bit undid the first). */
-static void mark_flipped_pages_present(vd_ctx *v) {
-    uint32_t ps = g.eo.page_size;
+static void mark_flipped_pages_present(vd_ctx *v, const char *db, uint32_t ps) {
     char p[4200];
-    st_path_in(p, sizeof p, g.o.db, "data");
+    st_path_in(p, sizeof p, db, "data");
     int fd = open(p, O_RDONLY | O_CLOEXEC);
     uint8_t *buf = ps ? malloc(ps) : NULL;
     for (size_t k = 0; fd >= 0 && buf && k < vd_injection_count(v); k++) {
@@ -252,80 +250,76 @@ static void mark_flipped_pages_present(vd_ctx *v) {
  * judged (carried ones from a crashed run first), the reports and the
  * observations; settle.  *TRACE_HASH: the per-thread op hashes and this
  * process's ledger lines. */
-vd_ctx *st_judge(vd_result *res, uint64_t *trace_hash) {
-    vd_ctx *v = vd_new(&g.vc);
+vd_ctx *st_judge(st_driver *d, vd_result *res, uint64_t *trace_hash) {
+    vd_ctx *v = vd_new(&d->vc);
     XXH3_state_t *h = XXH3_createState();
     XXH3_64bits_reset(h);
-    for (uint64_t i = 0; i < g.o.threads && g.w; i++) {
-        uint64_t d = XXH3_64bits_digest(g.w[i].hash);
-        XXH3_64bits_update(h, &d, sizeof d);
+    for (uint64_t i = 0; i < d->o.threads && d->w; i++) {
+        uint64_t dg = XXH3_64bits_digest(d->w[i].hash);
+        XXH3_64bits_update(h, &dg, sizeof dg);
     }
-    ledger_feed lf = {v, 0, g.ledger_settled, g.ledger_start, h};
-    ninj_region = 0;
-    flt_ledger_read(g.run_dir, feed_line, &lf);
+    ledger_feed lf = {v, &d->regions, 0, d->ledger_settled, d->ledger_start, h};
+    d->regions.n = 0;
+    flt_ledger_read(d->run_dir, feed_line, &lf);
     *trace_hash = XXH3_64bits_digest(h);
     XXH3_freeState(h);
-    int carried_crash = g.crashed_before ? st_load_carried(g.run_dir, v) : 0;
+    int carried_crash = d->crashed_before ? st_load_carried(d->run_dir, v) : 0;
     for (size_t i = 0; i < vd_injection_count(v); i++) {
         const vd_injection *j = vd_injection_at(v, i);
         if (j->carried && (j->cls == VD_KILL || j->cls == VD_POWER_LOSS)) carried_crash = 1;
     }
-    if (g.crashed_before && !carried_crash) vd_note_external_kill(v);
-    pthread_mutex_lock(&g.mu);
-    for (size_t i = 0; i < g.nreports; i++) vd_add_report(v, &g.reports[i]);
-    for (size_t i = 0; i < g.nobs; i++) vd_add_observation(v, &g.obs[i]);
-    pthread_mutex_unlock(&g.mu);
-    vd_set_crash_check(v, g.crash_check);
-    if (g.reopen_failed) vd_note_reopen_failed(v);
-    for (size_t i = 0; i < g.ndamage; i++) vd_note_damage_present(v, (int64_t)g.damage[i]);
-    if (g.final_verified) mark_flipped_pages_present(v);
+    if (d->crashed_before && !carried_crash) vd_note_external_kill(v);
+    pthread_mutex_lock(&d->mu);
+    for (size_t i = 0; i < d->nreports; i++) vd_add_report(v, &d->reports[i]);
+    for (size_t i = 0; i < d->nobs; i++) vd_add_observation(v, &d->obs[i]);
+    pthread_mutex_unlock(&d->mu);
+    vd_set_crash_check(v, d->crash_check);
+    if (d->reopen_failed) vd_note_reopen_failed(v);
+    for (size_t i = 0; i < d->ndamage; i++) vd_note_damage_present(v, (int64_t)d->damage[i]);
+    if (d->final_verified) mark_flipped_pages_present(v, d->o.db, d->eo.page_size);
     vd_settle(v, res);
     return v;
 }
 
 /* ---- watchdog and status line ---- */
 
-_Atomic int st_watch_stop;
-
-uint64_t st_total_done(void) {
+uint64_t st_total_done(const st_driver *d) {
     uint64_t n = 0;
-    for (uint64_t i = 0; i < g.o.threads; i++) n += atomic_load(&g.w[i].done);
+    for (uint64_t i = 0; i < d->o.threads; i++) n += atomic_load(&d->w[i].done);
     return n;
 }
 
-
-static uint64_t st_progress_written; /* the last count in RUN_DIR/progress */
-
 void *st_watchdog_main(void *arg) {
-    (void)arg;
+    st_driver *d = arg;
     int tty = isatty(2);
     uint64_t last = 0, last_change_at = 0, tick = 0, prev = 0, sub = 0;
-    while (!atomic_load(&st_watch_stop)) {
+    uint64_t written = 0; /* the last count in RUN_DIR/progress */
+    while (!atomic_load(&d->watch_stop)) {
         /* The op count every 20 ms (one pwrite: cheap), so a process a
          * timer kills 58 ms in still leaves what it did (at 200 ms it
          * left 0, and shrink measured no run); the rest every 200 ms. */
         usleep(20000);
-        uint64_t n = st_total_done();
-        if (!g.o.verification_only && n != st_progress_written) st_write_progress(g.run_dir, st_progress_written = n);
+        uint64_t n = st_total_done(d);
+        if (!d->o.verification_only && n != written) st_write_progress(d->run_dir, written = n);
         if (++sub % 10) continue;
         if (++tick % 5) continue;
         uint64_t secs = tick / 5;
         if (n != last) last = n, last_change_at = secs;
         if (tty) {
-            uint64_t inj = st_injections_so_far(g.flt);
+            uint64_t inj = st_injections_so_far(d->flt);
             fprintf(stderr, "\r[stress] %6.1fs  ops %llu (%llu/s)  faults %llu  detections %llu  failures %llu   ",
-                    st_now() - g.t0, (unsigned long long)n, (unsigned long long)(n - prev), (unsigned long long)inj,
-                    (unsigned long long)atomic_load(&g.detections), (unsigned long long)atomic_load(&g.failures));
+                    st_now() - d->t0, (unsigned long long)n, (unsigned long long)(n - prev), (unsigned long long)inj,
+                    (unsigned long long)atomic_load(&d->detections), (unsigned long long)atomic_load(&d->failures));
             prev = n;
         }
-        if (secs - last_change_at >= g.o.hang_seconds && !atomic_load(&st_watch_stop)) {
+        if (secs - last_change_at >= d->o.hang_seconds && !atomic_load(&d->watch_stop)) {
             fprintf(stderr, "\nstress: FAILURE hang: no operation finished for %llu s\n    repro: %s\n",
-                    (unsigned long long)g.o.hang_seconds, g.repro);
-            st_observe(&g, VD_OBS_HANG, -1, 0, 0, 0, 0);
+                    (unsigned long long)d->o.hang_seconds, d->repro);
+            st_observe(d, VD_OBS_HANG, -1, 0, 0, 0, 0);
             vd_result res;
             uint64_t th;
-            vd_ctx *v = st_judge(&res, &th);
-            st_write_report(&res, v, th, 1);
+            vd_ctx *v = st_judge(d, &res, &th);
+            st_write_report(d, &res, v, th, 1);
             _exit(EXIT_FAIL);
         }
     }

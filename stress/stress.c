@@ -577,7 +577,7 @@ static atomic_int st_working;
  * so its op count goes to RUN_DIR/progress here (the watchdog's copy is
  * up to 20 ms old: a kill early in a run would read too few). */
 static void note_ops_before_kill(const char *point, uint64_t nth) {
-    if (atomic_load(&st_working)) st_write_progress(g.run_dir, st_total_done());
+    if (atomic_load(&st_working)) st_write_progress(g.run_dir, st_total_done(&g));
     st_trace_killed(&g.trace, point, nth);
 }
 
@@ -689,14 +689,14 @@ static int run_workers(int failed, pthread_t *wd) {
         w->vbuf = malloc(MAX_BATCH * maxv);
         if (!w->hash || !w->vbuf) return EXIT_INFRA;
     }
-    pthread_create(wd, NULL, st_watchdog_main, NULL);
+    pthread_create(wd, NULL, st_watchdog_main, &g);
     if (!g.o.verification_only && g.db && !failed) {
         atomic_store(&st_working, 1);
         double t = st_now();
         for (uint64_t i = 0; i < g.o.threads; i++) pthread_create(&g.w[i].th, NULL, st_worker_main, &g.w[i]);
         for (uint64_t i = 0; i < g.o.threads; i++) pthread_join(g.w[i].th, NULL);
         g.work_s = st_now() - t;
-        st_write_progress(g.run_dir, st_total_done());
+        st_write_progress(g.run_dir, st_total_done(&g));
     }
 
     return GO_ON;
@@ -709,7 +709,7 @@ static void crash_if_asked(void) {
          * is settled and noted, none in flight.  The next run's
          * post-crash check judges recovery. */
         fprintf(stderr, "stress: --crash_at_end: killing this process after %llu ops\n",
-                (unsigned long long)st_total_done());
+                (unsigned long long)st_total_done(&g));
         fflush(NULL);
         kill(getpid(), SIGKILL);
     }
@@ -865,7 +865,7 @@ static size_t judge_unopened_damage(vd_ctx *v) {
 static int verdict(int failed) {
     vd_result res;
     uint64_t trace_hash;
-    vd_ctx *v = st_judge(&res, &trace_hash);
+    vd_ctx *v = st_judge(&g, &res, &trace_hash);
     if ((unopened_judged = judge_unopened_damage(v))) vd_settle(v, &res);
 
     /* Reports that matched no injection: each is a failure to explain. */
@@ -901,7 +901,7 @@ static int verdict(int failed) {
                 res.by_design);
     else if (res.unrecoverable && res.unrecoverable_why[0])
         fprintf(stderr, "stress: FAILURE unrecoverable: %s\n    repro: %s\n", res.unrecoverable_why, g.repro);
-    st_write_report(&res, v, trace_hash, 0);
+    st_write_report(&g, &res, v, trace_hash, 0);
     int pass = res.pass && !failed && !atomic_load(&g.infra);
     uint64_t ops = 0;
     for (int i = 0; i < OP_TYPES; i++) ops += atomic_load(&g.ops[i]);
@@ -940,6 +940,7 @@ static void finish(int closed_ok) {
     free(g.reports);
     free(g.obs);
     free(g.doubt);
+    free(g.regions.name);
     free((void *)g.stripe_ver);
     if (g.reports_fd >= 0) close(g.reports_fd);
     if (g.obs_fd >= 0) close(g.obs_fd);
@@ -955,7 +956,7 @@ int main(int argc, char **argv) {
         return rc;
     crash_if_asked();
     int closed_ok = settle(&failed);
-    atomic_store(&st_watch_stop, 1);
+    atomic_store(&g.watch_stop, 1);
     pthread_join(wd, NULL);
 
     int pass = verdict(failed);

@@ -136,6 +136,14 @@ typedef struct st_trace {
     unsigned pins_flip; /* 1 << PIN_PAGE, 1 << PIN_CACHE: kinds some op pins */
 } st_trace;
 
+/* The ledger's `region` of each injection st_judge fed the judge, by its
+ * index there ("" none): where on-disk damage landed (faults/place.h),
+ * for the report's `regions` (report.c). */
+typedef struct st_regions {
+    char (*name)[24];
+    size_t n, cap;
+} st_regions;
+
 /* The driver's state: one per process (stress.c defines it). */
 struct st_driver {
     st_options o;
@@ -190,12 +198,14 @@ struct st_driver {
     uint64_t detailed;
     worker *w;
     double t0;
-    double work_s;         /* seconds of the workload phase */
-    uint64_t reopens_done; /* scheduled reopens so far (thread 0 only) */
-    uint64_t *damage;      /* V4b: ledger seqs of damage still on disk after the final */
-    size_t ndamage;        /* verify of the closed files (flt_damage_present) */
-    int final_verified;    /* that verify ran: every block was read from disk */
-    st_trace trace;        /* --trace_ops, --replay_ops */
+    double work_s;          /* seconds of the workload phase */
+    uint64_t reopens_done;  /* scheduled reopens so far (thread 0 only) */
+    uint64_t *damage;       /* V4b: ledger seqs of damage still on disk after the final */
+    size_t ndamage;         /* verify of the closed files (flt_damage_present) */
+    int final_verified;     /* that verify ran: every block was read from disk */
+    st_trace trace;         /* --trace_ops, --replay_ops */
+    st_regions regions;     /* of the last judgement (report.c) */
+    _Atomic int watch_stop; /* the watchdog ends (report.c) */
 };
 extern st_driver g;
 
@@ -261,12 +271,11 @@ int st_replay_pins_kill(const st_trace *t);
 int st_replay_pins_flip(const st_trace *t, int kind);
 void st_trace_close(st_trace *t);
 
-/* report.c */
-vd_ctx *st_judge(vd_result *res, uint64_t *trace_hash);
-uint64_t st_total_done(void);
+/* report.c.  The watchdog's thread takes its driver as its start
+ * argument and runs until D->watch_stop is set. */
+vd_ctx *st_judge(st_driver *d, vd_result *res, uint64_t *trace_hash);
+uint64_t st_total_done(const st_driver *d);
 void *st_watchdog_main(void *arg);
-void st_write_report(const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang);
-
-extern _Atomic int st_watch_stop; /* report.c: the watchdog ends */
+void st_write_report(st_driver *d, const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang);
 
 #endif
