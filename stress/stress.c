@@ -60,17 +60,21 @@
 #include "oracle/report_line.h"
 #include "stress_int.h"
 
-st_driver g;
+/* The driver, for the two callers that cannot be handed it: on_fatal runs
+ * in async-signal context (a handler takes the signal number alone) and
+ * flt_options.before_kill is called with the kill point alone.  Set by
+ * prepare_run_dir before it installs the handler, and so before
+ * open_faults gives the fault library the callback; every other function
+ * takes the driver as an argument. */
+static st_driver *handler_driver;
 
 /* ---- crash of the engine: a signal ---- */
 
-static char crash_msg[9000];
-static size_t crash_len;
-
 static void on_fatal(int sig) {
-    if (write(2, crash_msg, crash_len) < 0) {}
+    const st_driver *d = handler_driver;
+    if (write(2, d->crash_msg, d->crash_len) < 0) {}
     static const char line[] = ORC_OBS_CRASH_LINE;
-    if (g.obs_fd >= 0 && write(g.obs_fd, line, sizeof line - 1) < 0) {}
+    if (d->obs_fd >= 0 && write(d->obs_fd, line, sizeof line - 1) < 0) {}
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -89,29 +93,30 @@ static void rm_rf(const char *p) { nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS); 
  * anything was written).  0 when DIR exists afterwards, else -1 (errno). */
 static int mkdir_one(const char *dir) { return mkdir(dir, 0755) && errno != EEXIST ? -1 : 0; }
 
-static void build_repro(int argc, char **argv) {
+/* REPRO (CAP bytes): the command line ARGV, shell-quoted. */
+static void build_repro(char *repro, size_t cap, int argc, char **argv) {
     size_t n = 0;
-    for (int i = 0; i < argc && n + 4 < sizeof g.repro; i++) {
+    for (int i = 0; i < argc && n + 4 < cap; i++) {
         const char *a = argv[i];
         int plain = *a != 0;
         for (const char *c = a; *c; c++)
             if (!(isalnum((unsigned char)*c) || strchr("-_=./,:+@%", *c))) plain = 0;
-        if (i) g.repro[n++] = ' ';
+        if (i) repro[n++] = ' ';
         if (plain)
-            n += (size_t)snprintf(g.repro + n, sizeof g.repro - n, "%s", a);
+            n += (size_t)snprintf(repro + n, cap - n, "%s", a);
         else {
-            g.repro[n++] = '\'';
-            for (const char *c = a; *c && n + 6 < sizeof g.repro; c++) {
+            repro[n++] = '\'';
+            for (const char *c = a; *c && n + 6 < cap; c++) {
                 if (*c == '\'')
-                    n += (size_t)snprintf(g.repro + n, sizeof g.repro - n, "'\\''");
+                    n += (size_t)snprintf(repro + n, cap - n, "'\\''");
                 else
-                    g.repro[n++] = *c;
+                    repro[n++] = *c;
             }
-            g.repro[n++] = '\'';
+            repro[n++] = '\'';
         }
-        if (n >= sizeof g.repro) n = sizeof g.repro - 1;
+        if (n >= cap) n = cap - 1;
     }
-    g.repro[n < sizeof g.repro ? n : sizeof g.repro - 1] = 0;
+    repro[n < cap ? n : cap - 1] = 0;
 }
 
 /* Value-size parameters live with the expected state: values written by
@@ -226,21 +231,21 @@ static int check_dir_target(const char *opt, const char *dir) {
  * every --kill_points name is a kill point of the catalogue (the bad one
  * named); --db, the expected-values directory and the run directory each
  * pass check_dir_target.  Returns GO_ON or EXIT_USAGE. */
-static int check_targets(void) {
-    if (g.o.kill_points) {
-        if (!g.o.kill_random_test) {
+static int check_targets(const st_driver *d) {
+    if (d->o.kill_points) {
+        if (!d->o.kill_random_test) {
             fprintf(stderr, "stress: --kill_points needs --kill_random_test (no point would be armed)\n");
             return EXIT_USAGE;
         }
         int names = 0;
-        for (const char *s = g.o.kill_points; *s;) {
+        for (const char *s = d->o.kill_points; *s;) {
             while (*s == ' ' || *s == ',') s++;
             if (!*s) break;
             size_t n = strcspn(s, ",");
             while (n && s[n - 1] == ' ') n--;
             int known = 0;
-            for (size_t i = 0; i < g.E->fault_point_count() && !known; i++) {
-                const char *nm = g.E->fault_point_name(i);
+            for (size_t i = 0; i < d->E->fault_point_count() && !known; i++) {
+                const char *nm = d->E->fault_point_name(i);
                 known = strncmp(nm, "kill/", 5) == 0 && strlen(nm) == n && memcmp(nm, s, n) == 0;
             }
             if (!known) {
@@ -258,9 +263,9 @@ static int check_targets(void) {
             return EXIT_USAGE;
         }
     }
-    if (g.o.delay_sites) {
-        const char *bad = g.o.delay_one_in ? flt_delay_sites_invalid(g.o.delay_sites) : NULL;
-        if (!g.o.delay_one_in) {
+    if (d->o.delay_sites) {
+        const char *bad = d->o.delay_one_in ? flt_delay_sites_invalid(d->o.delay_sites) : NULL;
+        if (!d->o.delay_one_in) {
             fprintf(stderr, "stress: --delay_sites needs --delay_one_in (no site would pause)\n");
             return EXIT_USAGE;
         }
@@ -272,19 +277,19 @@ static int check_targets(void) {
             return EXIT_USAGE;
         }
     }
-    const char *bad = g.o.fault_files ? flt_fault_files_invalid(g.o.fault_files) : NULL;
+    const char *bad = d->o.fault_files ? flt_fault_files_invalid(d->o.fault_files) : NULL;
     if (bad) {
         fprintf(stderr, "stress: --fault_files: '%.*s' is not a file kind (data, wal, control, dir)\n",
                 (int)strcspn(bad, ","), bad);
         return EXIT_USAGE;
     }
-    int rc = check_dir_target("--db", g.o.db);
-    if (rc == GO_ON) rc = check_dir_target("--expected_values_dir", g.exp_dir);
-    if (rc == GO_ON && strcmp(g.run_dir, g.exp_dir) != 0) rc = check_dir_target("--run_dir", g.run_dir);
+    int rc = check_dir_target("--db", d->o.db);
+    if (rc == GO_ON) rc = check_dir_target("--expected_values_dir", d->exp_dir);
+    if (rc == GO_ON && strcmp(d->run_dir, d->exp_dir) != 0) rc = check_dir_target("--run_dir", d->run_dir);
     return rc;
 }
 
-void st_open_options_from(const st_options *o, st_open_options *eo) {
+void st_open_options_from(const st_options *o, st_driver *d, st_open_options *eo) {
     *eo = (st_open_options){
         .page_size = (uint32_t)o->page_size,
         .cache_size = o->cache_size,
@@ -305,7 +310,7 @@ void st_open_options_from(const st_options *o, st_open_options *eo) {
         .sqlite_synchronous = o->sqlite_synchronous,
         .rocksdb_wal_recovery_mode = (int)o->rocksdb_wal_recovery_mode,
         .on_corruption = st_on_corruption,
-        .on_corruption_ctx = &g,
+        .on_corruption_ctx = d,
     };
 }
 
@@ -330,27 +335,27 @@ static void drop_door_served(char *hooks) {
 
 /* Options, the adapter's check of them, the directories' names, the
  * judge's configuration.  Nothing is written. */
-static int parse(int argc, char **argv) {
-    if (st_parse_options(argc, argv, &g.o)) return EXIT_USAGE;
-    g.E = g.o.engine == 1 ? &st_engine_rocksdb : g.o.engine == 2 ? &st_engine_sqlite : &st_engine_ours;
-    if (g.o.help) {
+static int parse(st_driver *d, int argc, char **argv) {
+    if (st_parse_options(argc, argv, &d->o)) return EXIT_USAGE;
+    d->E = d->o.engine == 1 ? &st_engine_rocksdb : d->o.engine == 2 ? &st_engine_sqlite : &st_engine_ours;
+    if (d->o.help) {
         st_print_help(stdout);
         return EXIT_PASS;
     }
-    if (g.o.version) {
+    if (d->o.version) {
         version_print(stdout, "stress");
         return EXIT_PASS;
     }
-    if (g.o.list_fault_points) {
-        for (size_t i = 0; i < g.E->fault_point_count(); i++)
-            printf("%-44s %s\n", g.E->fault_point_name(i), g.E->fault_point_what(i));
+    if (d->o.list_fault_points) {
+        for (size_t i = 0; i < d->E->fault_point_count(); i++)
+            printf("%-44s %s\n", d->E->fault_point_name(i), d->E->fault_point_what(i));
         return EXIT_PASS;
     }
-    if (g.E->planted_bug && g.E->planted_bug())
+    if (d->E->planted_bug && d->E->planted_bug())
         fprintf(stderr, "stress: this engine carries the planted bug '%s' (tests/mutants.txt): not the real engine\n",
-                g.E->planted_bug());
-    st_open_options_from(&g.o, &g.eo);
-    if (g.o.faults_via == 1 && g.E == &st_engine_ours && g.o.io_backend != 1) {
+                d->E->planted_bug());
+    st_open_options_from(&d->o, d, &d->eo);
+    if (d->o.faults_via == 1 && d->E == &st_engine_ours && d->o.io_backend != 1) {
         /* io_uring's reads and writes never pass through libc's file
          * calls, so the door would see the opens and fsyncs alone. */
         fprintf(stderr,
@@ -360,79 +365,73 @@ static int parse(int argc, char **argv) {
     }
     /* What the adapter refuses, it refuses by name: the lists live only
      * while it checks (no open reads them). */
-    static char hooks[2048], changed[4096];
-    st_options_changed(&g.o, 1, hooks, sizeof hooks);
-    if (g.o.faults_via == 1 && g.E != &st_engine_ours) drop_door_served(hooks);
-    st_options_changed(&g.o, 0, changed, sizeof changed);
+    char hooks[2048], changed[4096];
+    st_options_changed(&d->o, 1, hooks, sizeof hooks);
+    if (d->o.faults_via == 1 && d->E != &st_engine_ours) drop_door_served(hooks);
+    st_options_changed(&d->o, 0, changed, sizeof changed);
     for (const char *c = changed; *c; c += strcspn(c, ","), c += *c == ',') {
         size_t n = strcspn(c, ",");
         int sq = n > 7 && !strncmp(c, "sqlite_", 7), rk = n > 8 && !strncmp(c, "rocksdb_", 8);
-        if ((sq && g.E != &st_engine_sqlite) || (rk && g.E != &st_engine_rocksdb)) {
+        if ((sq && d->E != &st_engine_sqlite) || (rk && d->E != &st_engine_rocksdb)) {
             static const char *const names[] = {"ours", "rocksdb", "sqlite"};
             fprintf(stderr, "stress: --%.*s is an option of --engine %s, not of --engine %s\n", (int)n, c,
-                    sq ? "sqlite" : "rocksdb", names[g.o.engine]);
+                    sq ? "sqlite" : "rocksdb", names[d->o.engine]);
             return EXIT_USAGE;
         }
     }
-    g.eo.hook_options = hooks[0] ? hooks : NULL;
-    g.eo.changed_options = changed[0] ? changed : NULL;
+    d->eo.hook_options = hooks[0] ? hooks : NULL;
+    d->eo.changed_options = changed[0] ? changed : NULL;
     char why[512];
-    int crc = g.E->check_options(&g.eo, why, sizeof why);
-    g.eo.hook_options = g.eo.changed_options = NULL;
+    int crc = d->E->check_options(&d->eo, why, sizeof why);
+    d->eo.hook_options = d->eo.changed_options = NULL;
     if (crc != ST_OK) {
         fprintf(stderr, "stress: %s\n", why);
         return EXIT_USAGE;
     }
-    if (g.o.expected_values_dir)
-        snprintf(g.exp_dir, sizeof g.exp_dir, "%s", g.o.expected_values_dir);
+    if (d->o.expected_values_dir)
+        snprintf(d->exp_dir, sizeof d->exp_dir, "%s", d->o.expected_values_dir);
     else {
         /* Beside the database, also for "--db DIR/": "DIR/.expected"
          * would lie inside a directory not yet made. */
-        int n = (int)strlen(g.o.db);
-        while (n > 1 && g.o.db[n - 1] == '/') n--;
-        snprintf(g.exp_dir, sizeof g.exp_dir, "%.*s.expected", n, g.o.db);
+        int n = (int)strlen(d->o.db);
+        while (n > 1 && d->o.db[n - 1] == '/') n--;
+        snprintf(d->exp_dir, sizeof d->exp_dir, "%.*s.expected", n, d->o.db);
     }
-    snprintf(g.run_dir, sizeof g.run_dir, "%s", g.o.run_dir ? g.o.run_dir : g.exp_dir);
-    g.o.expected_values_dir = g.exp_dir; /* as resolved, for the report */
-    g.o.run_dir = g.run_dir;
-    int trc = check_targets();
+    snprintf(d->run_dir, sizeof d->run_dir, "%s", d->o.run_dir ? d->o.run_dir : d->exp_dir);
+    d->o.expected_values_dir = d->exp_dir; /* as resolved, for the report */
+    d->o.run_dir = d->run_dir;
+    int trc = check_targets(d);
     if (trc != GO_ON) return trc;
-    build_repro(argc, argv);
-    g.t0 = st_now();
-    g.crash_check = -1;
-    g.reports_fd = g.obs_fd = -1;
-    pthread_mutex_init(&g.mu, NULL);
-    pthread_rwlock_init(&g.handle, NULL);
+    build_repro(d->repro, sizeof d->repro, argc, argv);
+    d->t0 = st_now();
+    d->crash_check = -1;
+    d->reports_fd = d->obs_fd = -1;
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_rwlock_init(&d->handle, NULL);
 
-    vd_config vc = g.vc = (vd_config){.data_checksums = g.o.data_checksums,
-                                      .full_page_writes = g.o.full_page_writes,
-                                      .protection_bytes = (int)g.o.block_protection_bytes_per_key,
-                                      .page_size = (uint32_t)g.o.page_size,
-                                      .wal_segment_size = g.o.wal_segment_size};
-    for (int i = 0; i < VD_CLASS_COUNT; i++) vc.class_on[i] = g.o.one_in[i] != 0;
-    vc.class_on[VD_POWER_LOSS] = g.o.sync_fault_injection;
-    vc.class_on[VD_KILL] = g.o.kill_random_test != 0;
-    g.vc = vc;
-    g.measuring = vd_measuring(&vc, NULL, 0);
+    vd_config vc = d->vc = (vd_config){.data_checksums = d->o.data_checksums,
+                                       .full_page_writes = d->o.full_page_writes,
+                                       .protection_bytes = (int)d->o.block_protection_bytes_per_key,
+                                       .page_size = (uint32_t)d->o.page_size,
+                                       .wal_segment_size = d->o.wal_segment_size};
+    for (int i = 0; i < VD_CLASS_COUNT; i++) vc.class_on[i] = d->o.one_in[i] != 0;
+    vc.class_on[VD_POWER_LOSS] = d->o.sync_fault_injection;
+    vc.class_on[VD_KILL] = d->o.kill_random_test != 0;
+    d->vc = vc;
+    d->measuring = vd_measuring(&vc, NULL, 0);
 
     return GO_ON;
 }
 
-/* The run state as this process found it: a usage error found after
- * prepare_run_dir marked the run unclean puts it back, so the next run
- * does not take a refused command line for a crash. */
-static struct {
-    int had, clean;
-    uint64_t epoch;
-    size_t settled;
-} prev_state;
-
-static void undo_run_state(void) {
+/* Put back the run state as this process found it (D->prev_state): a
+ * usage error found after prepare_run_dir marked the run unclean, so the
+ * next run does not take a refused command line for a crash. */
+static void undo_run_state(const st_driver *d) {
     char p[4200];
-    if (prev_state.had) {
-        st_write_state(g.run_dir, prev_state.epoch, prev_state.settled, prev_state.clean);
+    if (d->prev_state.had) {
+        st_write_state(d->run_dir, d->prev_state.epoch, d->prev_state.settled, d->prev_state.clean);
     } else {
-        st_path_in(p, sizeof p, g.run_dir, "stress_state");
+        st_path_in(p, sizeof p, d->run_dir, "stress_state");
         unlink(p);
     }
 }
@@ -456,110 +455,111 @@ static const char *engine_in_dir(const char *dir) {
 /* Refuse a directory the engine refuses; then create or clean the
  * directories, read the run state, open the files of the run directory
  * and the expected state, install the crash handler. */
-static int prepare_run_dir(void) {
+static int prepare_run_dir(st_driver *d) {
     /* Another engine's database is no database of this one: opening it
      * would create this engine's files beside the other's. */
     static const char *const names[] = {"ours", "rocksdb", "sqlite"};
-    const char *found = g.o.destroy_db_initially ? NULL : engine_in_dir(g.o.db);
-    if (found && strcmp(found, names[g.o.engine])) {
+    const char *found = d->o.destroy_db_initially ? NULL : engine_in_dir(d->o.db);
+    if (found && strcmp(found, names[d->o.engine])) {
         fprintf(stderr,
                 "stress: %s holds another engine's database (--engine %s), not one of --engine %s: nothing was "
                 "changed (give --engine %s, or --destroy_db_initially to start a new database there)\n",
-                g.o.db, found, names[g.o.engine], found);
+                d->o.db, found, names[d->o.engine], found);
         return EXIT_INFRA; /* as a directory the engine itself refuses */
     }
     /* A directory the engine refuses (files of a database with one of
      * them lost: control, data, a WAL segment) is left exactly as it is:
      * nothing of it is created over, and nothing is written beside it.
      * Only --destroy_db_initially starts a new database there. */
-    if (!g.o.destroy_db_initially && g.E->probe_dir) {
+    if (!d->o.destroy_db_initially && d->E->probe_dir) {
         char why[320];
-        if (g.E->probe_dir(g.o.db, why, sizeof why) == ST_CORRUPTION) {
+        if (d->E->probe_dir(d->o.db, why, sizeof why) == ST_CORRUPTION) {
             fprintf(stderr,
                     "stress: %s: the engine refuses this directory: %s\n"
                     "stress: nothing was changed; --destroy_db_initially removes it and creates a new database\n",
-                    g.o.db, why);
+                    d->o.db, why);
             return EXIT_INFRA;
         }
     }
 
     /* ---- from here on, things are written ---- */
-    if (g.o.destroy_db_initially) {
-        rm_rf(g.o.db);
+    if (d->o.destroy_db_initially) {
+        rm_rf(d->o.db);
         const char *exp_files[] = {"expected", "trace", "values"};
         const char *run_files[] = {"ledger",      "journal", "journal.d", ORC_REPORTS_FILE, ORC_OBSERVATIONS_FILE,
                                    "stress_state"};
         char p[4200];
-        for (size_t i = 0; i < 3; i++) st_path_in(p, sizeof p, g.exp_dir, exp_files[i]), rm_rf(p);
-        for (size_t i = 0; i < 6; i++) st_path_in(p, sizeof p, g.run_dir, run_files[i]), rm_rf(p);
+        for (size_t i = 0; i < 3; i++) st_path_in(p, sizeof p, d->exp_dir, exp_files[i]), rm_rf(p);
+        for (size_t i = 0; i < 6; i++) st_path_in(p, sizeof p, d->run_dir, run_files[i]), rm_rf(p);
     }
-    if (mkdir_one(g.exp_dir) || mkdir_one(g.run_dir)) {
-        fprintf(stderr, "stress: cannot create %s or %s: %s\n", g.exp_dir, g.run_dir, strerror(errno));
+    if (mkdir_one(d->exp_dir) || mkdir_one(d->run_dir)) {
+        fprintf(stderr, "stress: cannot create %s or %s: %s\n", d->exp_dir, d->run_dir, strerror(errno));
         return EXIT_INFRA;
     }
     char p[4200];
-    st_path_in(p, sizeof p, g.exp_dir, "expected");
+    st_path_in(p, sizeof p, d->exp_dir, "expected");
     int have_expected = access(p, F_OK) == 0;
-    st_path_in(p, sizeof p, g.o.db, "control");
+    st_path_in(p, sizeof p, d->o.db, "control");
     /* Another engine's database is what its probe calls one. */
     char pwhy[8];
-    int has_db = g.E == &st_engine_ours ? access(p, F_OK) == 0
-                                        : g.E->probe_dir && g.E->probe_dir(g.o.db, pwhy, sizeof pwhy) == ST_OK;
+    int has_db = d->E == &st_engine_ours ? access(p, F_OK) == 0
+                                         : d->E->probe_dir && d->E->probe_dir(d->o.db, pwhy, sizeof pwhy) == ST_OK;
     if (!have_expected && has_db) {
         fprintf(stderr, "stress: %s holds a database but %s has no expected state: use --destroy_db_initially\n",
-                g.o.db, g.exp_dir);
+                d->o.db, d->exp_dir);
         return EXIT_INFRA;
     }
     uint64_t prev_epoch = 0;
     int clean = 1;
     size_t settled = 0;
-    prev_state.had = st_read_state(g.run_dir, &prev_epoch, &settled, &clean) == 0;
-    if (prev_state.had) g.crashed_before = !clean;
-    prev_state.epoch = prev_epoch;
-    prev_state.settled = settled;
-    prev_state.clean = clean;
-    g.epoch = prev_epoch + 1;
-    g.ledger_settled = settled;
-    g.ledger_start = st_ledger_lines(g.run_dir);
-    if (g.ledger_start < settled) g.ledger_settled = 0; /* the ledger was replaced */
+    d->prev_state.had = st_read_state(d->run_dir, &prev_epoch, &settled, &clean) == 0;
+    if (d->prev_state.had) d->crashed_before = !clean;
+    d->prev_state.epoch = prev_epoch;
+    d->prev_state.settled = settled;
+    d->prev_state.clean = clean;
+    d->epoch = prev_epoch + 1;
+    d->ledger_settled = settled;
+    d->ledger_start = st_ledger_lines(d->run_dir);
+    if (d->ledger_start < settled) d->ledger_settled = 0; /* the ledger was replaced */
     /* Faults an earlier process injected are judged here: their classes
      * count as on (a cache flip written back by a crashed measuring run
      * makes this run measure too). */
     /* So are the classes of a replayed trace's pins (kill:POINT:N,
      * flip:BLOCK:BIT, cflip:BLOCK:BIT), which inject with no rate drawn:
      * a cache flip makes a run without per-KV codes measure, pinned or not. */
-    g.vc.class_on[VD_KILL] |= st_replay_pins_kill(&g.trace);
-    g.vc.class_on[VD_BITFLIP_PAGE] |= st_replay_pins_flip(&g.trace, PIN_PAGE);
-    g.vc.class_on[VD_BITFLIP_CACHE] |= st_replay_pins_flip(&g.trace, PIN_CACHE);
-    carried_scan cs = {0, g.ledger_settled, g.ledger_start, &g.vc};
-    flt_ledger_read(g.run_dir, scan_carried, &cs);
-    g.measuring = vd_measuring(&g.vc, NULL, 0);
-    if (st_write_state(g.run_dir, g.epoch, g.ledger_settled, 0)) {
-        fprintf(stderr, "stress: cannot write the run state in %s: %s\n", g.run_dir, strerror(errno));
+    d->vc.class_on[VD_KILL] |= st_replay_pins_kill(&d->trace);
+    d->vc.class_on[VD_BITFLIP_PAGE] |= st_replay_pins_flip(&d->trace, PIN_PAGE);
+    d->vc.class_on[VD_BITFLIP_CACHE] |= st_replay_pins_flip(&d->trace, PIN_CACHE);
+    carried_scan cs = {0, d->ledger_settled, d->ledger_start, &d->vc};
+    flt_ledger_read(d->run_dir, scan_carried, &cs);
+    d->measuring = vd_measuring(&d->vc, NULL, 0);
+    if (st_write_state(d->run_dir, d->epoch, d->ledger_settled, 0)) {
+        fprintf(stderr, "stress: cannot write the run state in %s: %s\n", d->run_dir, strerror(errno));
         return EXIT_INFRA;
     }
     /* Every process's count starts at 0, not at an earlier process's: a
      * checking run, or one killed in its open, did no workload ops. */
-    st_write_progress(g.run_dir, 0);
-    st_path_in(p, sizeof p, g.run_dir, ORC_REPORTS_FILE);
-    g.reports_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    st_path_in(p, sizeof p, g.run_dir, ORC_OBSERVATIONS_FILE);
-    g.obs_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    st_write_progress(d->run_dir, 0);
+    st_path_in(p, sizeof p, d->run_dir, ORC_REPORTS_FILE);
+    d->reports_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    st_path_in(p, sizeof p, d->run_dir, ORC_OBSERVATIONS_FILE);
+    d->obs_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
-    int rc = orc_open(g.exp_dir, g.o.max_key, g.o.seed, g.o.destroy_db_initially, &g.exp);
+    int rc = orc_open(d->exp_dir, d->o.max_key, d->o.seed, d->o.destroy_db_initially, &d->exp);
     if (rc) {
-        fprintf(stderr, "stress: cannot open the expected state in %s: %s%s\n", g.exp_dir, strerror(-rc),
+        fprintf(stderr, "stress: cannot open the expected state in %s: %s%s\n", d->exp_dir, strerror(-rc),
                 rc == -EINVAL ? " (written for another --max_key?)" : "");
-        if (rc == -EINVAL) undo_run_state();
+        if (rc == -EINVAL) undo_run_state(d);
         return rc == -EINVAL ? EXIT_USAGE : EXIT_INFRA;
     }
-    g.nstripes = orc_nstripes(g.exp);
-    g.stripe_ver = calloc(g.nstripes, sizeof *g.stripe_ver);
-    value_params(&g.values, &g.o, g.exp_dir);
+    d->nstripes = orc_nstripes(d->exp);
+    d->stripe_ver = calloc(d->nstripes, sizeof *d->stripe_ver);
+    value_params(&d->values, &d->o, d->exp_dir);
 
-    crash_len = (size_t)snprintf(crash_msg, sizeof crash_msg,
-                                 "\nstress: FAILURE crash: fatal signal in the process\n    repro: %s\n", g.repro);
-    if (crash_len >= sizeof crash_msg) crash_len = sizeof crash_msg - 1;
+    d->crash_len = (size_t)snprintf(d->crash_msg, sizeof d->crash_msg,
+                                    "\nstress: FAILURE crash: fatal signal in the process\n    repro: %s\n", d->repro);
+    if (d->crash_len >= sizeof d->crash_msg) d->crash_len = sizeof d->crash_msg - 1;
+    handler_driver = d;
     signal(SIGSEGV, on_fatal);
     signal(SIGBUS, on_fatal);
     signal(SIGFPE, on_fatal);
@@ -569,64 +569,62 @@ static int prepare_run_dir(void) {
     return GO_ON;
 }
 
-/* Set once the workload's ops begin: a kill point that fires before (in
- * the open's recovery) leaves RUN_DIR/progress as it was. */
-static atomic_int st_working;
-
 /* flt_options.before_kill: a process a kill point ends writes no report,
  * so its op count goes to RUN_DIR/progress here (the watchdog's copy is
- * up to 20 ms old: a kill early in a run would read too few). */
+ * up to 20 ms old: a kill early in a run would read too few).  The driver
+ * is handler_driver's: the callback is given nothing else. */
 static void note_ops_before_kill(const char *point, uint64_t nth) {
-    if (atomic_load(&st_working)) st_write_progress(g.run_dir, st_total_done(&g));
-    st_trace_killed(&g.trace, point, nth);
+    st_driver *d = handler_driver;
+    if (atomic_load(&d->working)) st_write_progress(d->run_dir, st_total_done(d));
+    st_trace_killed(&d->trace, point, nth);
 }
 
 /* The fault library, when a fault option asks for it. */
-static int open_faults(void) {
+static int open_faults(st_driver *d) {
     int rc;
     /* A trace's pins inject with no rate drawn (their classes are on:
      * prepare_run_dir). */
-    if (st_faults_requested(&g.o) || st_replay_pins_kill(&g.trace) || st_replay_pins_flip(&g.trace, PIN_PAGE) ||
-        st_replay_pins_flip(&g.trace, PIN_CACHE)) {
-        int pins = st_replay_pins_kill(&g.trace) || st_replay_pins_flip(&g.trace, PIN_PAGE) ||
-                   st_replay_pins_flip(&g.trace, PIN_CACHE);
+    if (st_faults_requested(&d->o) || st_replay_pins_kill(&d->trace) || st_replay_pins_flip(&d->trace, PIN_PAGE) ||
+        st_replay_pins_flip(&d->trace, PIN_CACHE)) {
+        int pins = st_replay_pins_kill(&d->trace) || st_replay_pins_flip(&d->trace, PIN_PAGE) ||
+                   st_replay_pins_flip(&d->trace, PIN_CACHE);
         /* Only a trace's pins get here, or what the door serves
          * (drop_door_served): check_options refused the rest. */
-        if (!g.E->fault_point_count() && (pins || g.o.faults_via == 0)) {
+        if (!d->E->fault_point_count() && (pins || d->o.faults_via == 0)) {
             fprintf(stderr,
                     "stress: --engine %s: the trace's pins need the fault library's hooks, which this engine "
                     "does not have\n",
-                    g.E->name);
-            undo_run_state();
+                    d->E->name);
+            undo_run_state(d);
             return EXIT_USAGE;
         }
         flt_options fo;
         flt_options_init(&fo);
-        fo.seed = g.o.seed;
-        fo.run_dir = g.run_dir;
-        fo.db_dir = g.o.db;
-        for (int i = 0; i < FLT_CLASS_COUNT && i < VD_CLASS_COUNT; i++) fo.one_in[i] = g.o.one_in[i];
-        fo.sync_fault_injection = g.o.sync_fault_injection;
-        fo.cache_patterns = g.o.bitflip_cache_patterns;
-        fo.kill_random_test = g.o.kill_random_test;
-        fo.kill_points = g.o.kill_points;
-        fo.delay_one_in = g.o.delay_one_in;
-        fo.delay_max_us = g.o.delay_max_us;
-        fo.delay_sites = g.o.delay_sites;
-        fo.fault_files = g.o.fault_files;
-        fo.kill_pins = st_replay_pins_kill(&g.trace);
+        fo.seed = d->o.seed;
+        fo.run_dir = d->run_dir;
+        fo.db_dir = d->o.db;
+        for (int i = 0; i < FLT_CLASS_COUNT && i < VD_CLASS_COUNT; i++) fo.one_in[i] = d->o.one_in[i];
+        fo.sync_fault_injection = d->o.sync_fault_injection;
+        fo.cache_patterns = d->o.bitflip_cache_patterns;
+        fo.kill_random_test = d->o.kill_random_test;
+        fo.kill_points = d->o.kill_points;
+        fo.delay_one_in = d->o.delay_one_in;
+        fo.delay_max_us = d->o.delay_max_us;
+        fo.delay_sites = d->o.delay_sites;
+        fo.fault_files = d->o.fault_files;
+        fo.kill_pins = st_replay_pins_kill(&d->trace);
         fo.before_kill = note_ops_before_kill;
-        fo.via_door = g.o.faults_via == 1;
-        rc = flt_open(&fo, &g.flt);
+        fo.via_door = d->o.faults_via == 1;
+        rc = flt_open(&fo, &d->flt);
         if (rc) {
-            fprintf(stderr, "stress: cannot set up the fault library: %s\n", g.E->native_strerror(rc));
-            if (g.E->native_status(rc) != ST_INVALID) return EXIT_INFRA;
-            undo_run_state();
+            fprintf(stderr, "stress: cannot set up the fault library: %s\n", d->E->native_strerror(rc));
+            if (d->E->native_status(rc) != ST_INVALID) return EXIT_INFRA;
+            undo_run_state(d);
             return EXIT_USAGE;
         }
-        flt_thread_start(g.flt, 0);
-        if (g.o.faults_via == 0) {
-            g.eo.io_hooks = flt_hooks(g.flt);
+        flt_thread_start(d->flt, 0);
+        if (d->o.faults_via == 0) {
+            d->eo.io_hooks = flt_hooks(d->flt);
         } else {
             /* The door: the engine gets no hooks; its file calls on the
              * database directory reach them instead.  It stays armed over
@@ -634,9 +632,9 @@ static int open_faults(void) {
              * closed descriptor leaves its table) until settle's close.
              * The directory must exist to be armed on (mkdir is not
              * among the calls it translates). */
-            int dr = mkdir_one(g.o.db) ? -errno : flt_door_arm(flt_hooks(g.flt), g.o.db);
+            int dr = mkdir_one(d->o.db) ? -errno : flt_door_arm(flt_hooks(d->flt), d->o.db);
             if (dr) {
-                fprintf(stderr, "stress: --faults_via posix: cannot arm the door on %s: %s\n", g.o.db, strerror(-dr));
+                fprintf(stderr, "stress: --faults_via posix: cannot arm the door on %s: %s\n", d->o.db, strerror(-dr));
                 return EXIT_INFRA;
             }
         }
@@ -647,69 +645,69 @@ static int open_faults(void) {
 
 /* Open the database (recovery) and run the post-open check (after a
  * crash: the post-crash check).  *FAILED: it found a failure. */
-static int open_and_check(int *failed) {
+static int open_and_check(st_driver *d, int *failed) {
     /* The main thread is fault-library thread 0 too: its calls are
      * numbered from the top of the range so they never meet worker 0's. */
-    worker main_w = {.d = &g, .id = 0, .calls = 0xf0000000u};
-    atomic_store(&g.recovering, 1);
+    worker main_w = {.d = d, .id = 0, .calls = 0xf0000000u};
+    atomic_store(&d->recovering, 1);
     int st = st_open_db(&main_w);
     if (st == ST_CORRUPTION) {
         fprintf(stderr, "stress: the database does not open: corruption reported (judged below)\n");
-        atomic_store(&g.unrecoverable, 1);
-        g.crash_check = VD_CHECK_NO_OPEN;
+        atomic_store(&d->unrecoverable, 1);
+        d->crash_check = VD_CHECK_NO_OPEN;
     } else if (st != ST_OK) {
-        fprintf(stderr, "stress: cannot open %s: %s\n", g.o.db, st_status_name(st));
+        fprintf(stderr, "stress: cannot open %s: %s\n", d->o.db, st_status_name(st));
         return EXIT_INFRA;
     } else {
         st_recovery rec;
-        g.E->recovery(g.db, &rec);
-        int after_crash = g.crashed_before;
+        d->E->recovery(d->db, &rec);
+        int after_crash = d->crashed_before;
         int bad = st_post_open_check(&main_w, after_crash, after_crash ? "post-crash check" : "check at start");
         if (bad == 1) *failed = 1;
-        if (after_crash) g.crash_check = bad ? VD_CHECK_LOST : VD_CHECK_PASSED;
+        if (after_crash) d->crash_check = bad ? VD_CHECK_LOST : VD_CHECK_PASSED;
     }
-    atomic_store(&g.recovering, 0);
+    atomic_store(&d->recovering, 0);
 
     return GO_ON;
 }
 
 /* The workers, and the watchdog (*WD) that outlives them until settle. */
-static int run_workers(int failed, pthread_t *wd) {
-    g.w = calloc(g.o.threads, sizeof *g.w);
-    size_t maxv = (g.values.large_one_in ? g.values.large_max : g.values.vmax);
+static int run_workers(st_driver *d, int failed, pthread_t *wd) {
+    d->w = calloc(d->o.threads, sizeof *d->w);
+    size_t maxv = (d->values.large_one_in ? d->values.large_max : d->values.vmax);
     if (maxv < 12) maxv = 12;
-    for (uint64_t i = 0; i < g.o.threads; i++) {
-        worker *w = &g.w[i];
-        w->d = &g;
+    for (uint64_t i = 0; i < d->o.threads; i++) {
+        worker *w = &d->w[i];
+        w->d = d;
         w->id = (int)i;
         w->ck_epoch = UINT64_MAX;
-        w->rng = rng_mix64(g.o.seed ^ rng_mix64(i + 1) ^ 0x5354524553530000ull);
+        w->rng = rng_mix64(d->o.seed ^ rng_mix64(i + 1) ^ 0x5354524553530000ull);
         w->hash = XXH3_createState();
         XXH3_64bits_reset(w->hash);
         w->vbuf = malloc(MAX_BATCH * maxv);
         if (!w->hash || !w->vbuf) return EXIT_INFRA;
     }
-    pthread_create(wd, NULL, st_watchdog_main, &g);
-    if (!g.o.verification_only && g.db && !failed) {
-        atomic_store(&st_working, 1);
+    pthread_create(wd, NULL, st_watchdog_main, d);
+    if (!d->o.verification_only && d->db && !failed) {
+        atomic_store(&d->working, 1);
         double t = st_now();
-        for (uint64_t i = 0; i < g.o.threads; i++) pthread_create(&g.w[i].th, NULL, st_worker_main, &g.w[i]);
-        for (uint64_t i = 0; i < g.o.threads; i++) pthread_join(g.w[i].th, NULL);
-        g.work_s = st_now() - t;
-        st_write_progress(g.run_dir, st_total_done(&g));
+        for (uint64_t i = 0; i < d->o.threads; i++) pthread_create(&d->w[i].th, NULL, st_worker_main, &d->w[i]);
+        for (uint64_t i = 0; i < d->o.threads; i++) pthread_join(d->w[i].th, NULL);
+        d->work_s = st_now() - t;
+        st_write_progress(d->run_dir, st_total_done(d));
     }
 
     return GO_ON;
 }
 
 /* --crash_at_end: the process ends here. */
-static void crash_if_asked(void) {
-    if (g.o.crash_at_end) {
+static void crash_if_asked(const st_driver *d) {
+    if (d->o.crash_at_end) {
         /* A crash of our own, at a known point: every acknowledged write
          * is settled and noted, none in flight.  The next run's
          * post-crash check judges recovery. */
         fprintf(stderr, "stress: --crash_at_end: killing this process after %llu ops\n",
-                (unsigned long long)st_total_done(&g));
+                (unsigned long long)st_total_done(d));
         fflush(NULL);
         kill(getpid(), SIGKILL);
     }
@@ -719,39 +717,39 @@ static void crash_if_asked(void) {
  * every key, close, verify the closed files from disk, note the damage
  * still there.
  * Returns 1 if the database closed cleanly. */
-static int settle(int *failed) {
-    if (g.flt) flt_pause(g.flt, 1);
+static int settle(st_driver *d, int *failed) {
+    if (d->flt) flt_pause(d->flt, 1);
     int closed_ok = 0;
-    if (g.db && !*failed) {
-        worker *w0 = &g.w[0];
-        uint64_t before = atomic_load(&g.failures);
+    if (d->db && !*failed) {
+        worker *w0 = &d->w[0];
+        uint64_t before = atomic_load(&d->failures);
         int vst = st_read_everything(w0, "settlement");
         if (vst != ST_OK && vst != ST_CORRUPTION) fprintf(stderr, "stress: final verify: %s\n", st_status_name(vst));
         st_check_doubts(w0, 0);
-        if (atomic_load(&g.failures) != before) *failed = 1;
-        orc_note_durable(g.exp, g.E->durable_seq(g.db));
+        if (atomic_load(&d->failures) != before) *failed = 1;
+        orc_note_durable(d->exp, d->E->durable_seq(d->db));
     }
-    if (g.db) {
-        st_release_snapshots(&g);
-        int st = g.E->close(g.db);
-        g.db = NULL;
+    if (d->db) {
+        st_release_snapshots(d);
+        int st = d->E->close(d->db);
+        d->db = NULL;
         flt_door_disarm(); /* the closed files are read below as they are, by no engine */
         closed_ok = st == ST_OK;
         if (closed_ok) {
             /* Every block from disk (a page cached clean all run long
              * hid whatever happened to it on disk). */
             uint64_t problems = 0;
-            st_open_options vo = g.eo;
-            int vd = g.E->verify_dir(g.o.db, &vo, &problems);
+            st_open_options vo = d->eo;
+            int vd = d->E->verify_dir(d->o.db, &vo, &problems);
             /* A clean close made everything durable.  Every block was just
              * read from disk: damage the fault library shows still there
              * must have been reported (oracle V4b). */
-            g.final_verified = vd == ST_OK || vd == ST_CORRUPTION;
-            if (g.flt && g.final_verified) {
-                size_t n = flt_damage_present(g.flt, NULL, 0);
-                g.damage = n ? calloc(n, sizeof *g.damage) : NULL;
-                if (g.damage) g.ndamage = flt_damage_present(g.flt, g.damage, n);
-                if (g.ndamage > n) g.ndamage = n;
+            d->final_verified = vd == ST_OK || vd == ST_CORRUPTION;
+            if (d->flt && d->final_verified) {
+                size_t n = flt_damage_present(d->flt, NULL, 0);
+                d->damage = n ? calloc(n, sizeof *d->damage) : NULL;
+                if (d->damage) d->ndamage = flt_damage_present(d->flt, d->damage, n);
+                if (d->ndamage > n) d->ndamage = n;
             }
         }
     }
@@ -760,10 +758,6 @@ static int settle(int *failed) {
 }
 
 /* ---- V4c: the damage of a database that did not open ---- */
-
-/* Blocks the engine's page reader judged on the closed files of a
- * database that did not open (for the messages). */
-static size_t unopened_judged;
 
 /* A report of the engine's page reader: V4c's, asked about one block. */
 static void add_reader_report(void *ctx, const st_corruption *r) {
@@ -808,20 +802,20 @@ static int seq_in(const uint64_t *own, size_t n, int64_t seq) {
  * high-water mark is legal as never written and is not judged, nor is a
  * block the reader cannot judge (no valid control file, past the file's
  * end).  Returns how many injections were judged (then settle again). */
-static size_t judge_unopened_damage(vd_ctx *v) {
-    if (!g.E->check_block || g.db || g.final_verified || !atomic_load(&g.unrecoverable)) return 0;
-    if (!g.reopen_failed && g.crash_check != VD_CHECK_NO_OPEN) return 0;
-    uint32_t ps = g.eo.page_size;
+static size_t judge_unopened_damage(const st_driver *d, vd_ctx *v) {
+    if (!d->E->check_block || d->db || d->final_verified || !atomic_load(&d->unrecoverable)) return 0;
+    if (!d->reopen_failed && d->crash_check != VD_CHECK_NO_OPEN) return 0;
+    uint32_t ps = d->eo.page_size;
     uint64_t *own = NULL;
     size_t nown = 0;
-    if (g.flt) {
-        size_t n = flt_damage_present(g.flt, NULL, 0);
+    if (d->flt) {
+        size_t n = flt_damage_present(d->flt, NULL, 0);
         own = n ? calloc(n, sizeof *own) : NULL;
-        if (own) nown = flt_damage_present(g.flt, own, n);
+        if (own) nown = flt_damage_present(d->flt, own, n);
         if (nown > n) nown = n;
     }
     char p[4200];
-    st_path_in(p, sizeof p, g.o.db, "data");
+    st_path_in(p, sizeof p, d->o.db, "data");
     int fd = open(p, O_RDONLY | O_CLOEXEC);
     uint8_t *buf = ps ? malloc(ps) : NULL;
     size_t judged = 0;
@@ -843,7 +837,7 @@ static size_t judge_unopened_damage(vd_ctx *v) {
         }
         if (!there) continue;
         uint64_t hwm = 0;
-        int st = g.E->check_block(g.o.db, (uint64_t)blk, add_reader_report, v, &hwm);
+        int st = d->E->check_block(d->o.db, (uint64_t)blk, add_reader_report, v, &hwm);
         if (st != ST_OK && st != ST_CORRUPTION) continue;
         if (j->cls == VD_ZERO_PAGE && (uint64_t)blk >= hwm) continue; /* P5: legal as never written */
         vd_mark_present(v, k);
@@ -862,11 +856,14 @@ static size_t judge_unopened_damage(vd_ctx *v) {
 
 /* Judge, print what failed, write the report and the summary line.
  * Returns 1 if the run passed. */
-static int verdict(int failed) {
+static int verdict(st_driver *d, int failed) {
     vd_result res;
     uint64_t trace_hash;
-    vd_ctx *v = st_judge(&g, &res, &trace_hash);
-    if ((unopened_judged = judge_unopened_damage(v))) vd_settle(v, &res);
+    vd_ctx *v = st_judge(d, &res, &trace_hash);
+    /* injections the engine's page reader judged on the closed files of a
+     * database that did not open (for the messages) */
+    size_t unopened_judged = judge_unopened_damage(d, v);
+    if (unopened_judged) vd_settle(v, &res);
 
     /* Reports that matched no injection: each is a failure to explain. */
     for (size_t i = 0; i < vd_false_alarm_count(v) && i < MAX_DETAILED; i++) {
@@ -874,7 +871,7 @@ static int verdict(int failed) {
         fprintf(stderr,
                 "stress: FAILURE false_alarm: corruption reported with no injection there: layer=%s file=%s block=%lld "
                 "offset=%lld: %s\n    repro: %s\n",
-                r->layer, r->file, (long long)r->block, (long long)r->offset, r->detail, g.repro);
+                r->layer, r->file, (long long)r->block, (long long)r->offset, r->detail, d->repro);
     }
     for (size_t i = 0; i < vd_injection_count(v); i++) {
         const vd_injection *j = vd_injection_at(v, i);
@@ -888,79 +885,84 @@ static int verdict(int failed) {
                 unopened_judged ? "the engine's page reader on the closed files of the database that did not open "
                                   "(V4c)"
                                 : "the final verify of every block",
-                g.repro);
+                d->repro);
         else if (j->outcome == VD_SWALLOWED && i < 1000)
             fprintf(
                 stderr,
                 "stress: FAILURE swallowed: %s injected at %s (thread %d, op %lld:%lld) but the call returned ok\n    "
                 "repro: %s\n",
-                j->cls_name, j->point, j->thread, (long long)(j->op >> 32), (long long)(j->op & 0xffffffff), g.repro);
+                j->cls_name, j->point, j->thread, (long long)(j->op >> 32), (long long)(j->op & 0xffffffff), d->repro);
     }
     if (res.unrecoverable && res.by_design[0])
         fprintf(stderr, "stress: unrecoverable_by_design: the database did not come back, explained by %s\n",
                 res.by_design);
     else if (res.unrecoverable && res.unrecoverable_why[0])
-        fprintf(stderr, "stress: FAILURE unrecoverable: %s\n    repro: %s\n", res.unrecoverable_why, g.repro);
-    st_write_report(&g, &res, v, trace_hash, 0);
-    int pass = res.pass && !failed && !atomic_load(&g.infra);
+        fprintf(stderr, "stress: FAILURE unrecoverable: %s\n    repro: %s\n", res.unrecoverable_why, d->repro);
+    st_write_report(d, &res, v, trace_hash, 0);
+    int pass = res.pass && !failed && !atomic_load(&d->infra);
     uint64_t ops = 0;
-    for (int i = 0; i < OP_TYPES; i++) ops += atomic_load(&g.ops[i]);
+    for (int i = 0; i < OP_TYPES; i++) ops += atomic_load(&d->ops[i]);
     uint64_t inj = res.total.injected;
     printf("stress: %s mode=%s ops=%llu verified=%llu injected=%llu detected=%llu repaired=%llu masked=%llu "
            "undetectable=%llu failures=%llu trace_hash=%016llx elapsed=%.2fs\n",
            pass ? "pass" : "FAIL", res.measuring ? "measuring" : "judging", (unsigned long long)ops,
-           (unsigned long long)atomic_load(&g.verified), (unsigned long long)inj,
+           (unsigned long long)atomic_load(&d->verified), (unsigned long long)inj,
            (unsigned long long)res.total.detected, (unsigned long long)res.total.repaired,
            (unsigned long long)res.total.masked, (unsigned long long)res.total.undetectable,
-           (unsigned long long)vd_failures(&res.total), (unsigned long long)trace_hash, st_now() - g.t0);
-    if (!pass) printf("stress: repro: %s\n", g.repro);
+           (unsigned long long)vd_failures(&res.total), (unsigned long long)trace_hash, st_now() - d->t0);
+    if (!pass) printf("stress: repro: %s\n", d->repro);
     vd_free(v);
     return pass;
 }
 
 /* Note this run's faults as judged (when the run ended cleanly) and
  * release everything. */
-static void finish(int closed_ok) {
+static void finish(st_driver *d, int closed_ok) {
     /* This run's faults are judged: the next run starts after them. */
-    size_t total = st_ledger_lines(g.run_dir);
-    if (closed_ok || g.unrecoverable) {
-        st_write_state(g.run_dir, g.epoch, total, 1);
-        if (g.reports_fd >= 0 && ftruncate(g.reports_fd, 0)) {}
-        if (g.obs_fd >= 0 && ftruncate(g.obs_fd, 0)) {}
+    size_t total = st_ledger_lines(d->run_dir);
+    if (closed_ok || d->unrecoverable) {
+        st_write_state(d->run_dir, d->epoch, total, 1);
+        if (d->reports_fd >= 0 && ftruncate(d->reports_fd, 0)) {}
+        if (d->obs_fd >= 0 && ftruncate(d->obs_fd, 0)) {}
     }
-    if (g.flt) flt_close(g.flt);
-    st_trace_close(&g.trace);
-    orc_close(g.exp);
-    for (uint64_t i = 0; i < g.o.threads; i++) {
-        XXH3_freeState(g.w[i].hash);
-        free(g.w[i].vbuf);
-        st_buf_free(&g.w[i].rbuf);
+    if (d->flt) flt_close(d->flt);
+    st_trace_close(&d->trace);
+    orc_close(d->exp);
+    for (uint64_t i = 0; i < d->o.threads; i++) {
+        XXH3_freeState(d->w[i].hash);
+        free(d->w[i].vbuf);
+        st_buf_free(&d->w[i].rbuf);
     }
-    free(g.w);
-    free(g.reports);
-    free(g.obs);
-    free(g.doubt);
-    free(g.regions.name);
-    free((void *)g.stripe_ver);
-    if (g.reports_fd >= 0) close(g.reports_fd);
-    if (g.obs_fd >= 0) close(g.obs_fd);
+    free(d->w);
+    free(d->reports);
+    free(d->obs);
+    free(d->doubt);
+    free(d->regions.name);
+    free((void *)d->stripe_ver);
+    if (d->reports_fd >= 0) close(d->reports_fd);
+    if (d->obs_fd >= 0) close(d->obs_fd);
 }
 
 int main(int argc, char **argv) {
+    /* The run's state, handed to each step.  Static storage, not main's
+     * frame: the crash handler may still read it (handler_driver) while
+     * exit() runs after main has returned. */
+    static st_driver driver;
+    st_driver *d = &driver;
     setvbuf(stdout, NULL, _IOLBF, 0);
     int rc, failed = 0;
     pthread_t wd;
-    if ((rc = parse(argc, argv)) != GO_ON || (rc = st_trace_open(&g.trace, &g.o)) != GO_ON ||
-        (rc = prepare_run_dir()) != GO_ON || (rc = open_faults()) != GO_ON || (rc = open_and_check(&failed)) != GO_ON ||
-        (rc = run_workers(failed, &wd)) != GO_ON)
+    if ((rc = parse(d, argc, argv)) != GO_ON || (rc = st_trace_open(&d->trace, &d->o)) != GO_ON ||
+        (rc = prepare_run_dir(d)) != GO_ON || (rc = open_faults(d)) != GO_ON ||
+        (rc = open_and_check(d, &failed)) != GO_ON || (rc = run_workers(d, failed, &wd)) != GO_ON)
         return rc;
-    crash_if_asked();
-    int closed_ok = settle(&failed);
-    atomic_store(&g.watch_stop, 1);
+    crash_if_asked(d);
+    int closed_ok = settle(d, &failed);
+    atomic_store(&d->watch_stop, 1);
     pthread_join(wd, NULL);
 
-    int pass = verdict(failed);
-    finish(closed_ok);
-    if (atomic_load(&g.infra)) return EXIT_INFRA;
+    int pass = verdict(d, failed);
+    finish(d, closed_ok);
+    if (atomic_load(&d->infra)) return EXIT_INFRA;
     return pass ? EXIT_PASS : EXIT_FAIL;
 }

@@ -144,7 +144,9 @@ typedef struct st_regions {
     size_t n, cap;
 } st_regions;
 
-/* The driver's state: one per process (stress.c defines it). */
+/* The driver's state: one per process, main's (stress.c), handed to
+ * whatever needs it: as an argument, through a worker (worker.d), as a
+ * thread's start argument or the engine's on_corruption_ctx. */
 struct st_driver {
     st_options o;
     char repro[8192]; /* the exact command line, shell-quoted */
@@ -206,8 +208,18 @@ struct st_driver {
     st_trace trace;         /* --trace_ops, --replay_ops */
     st_regions regions;     /* of the last judgement (report.c) */
     _Atomic int watch_stop; /* the watchdog ends (report.c) */
+    _Atomic int working;    /* the workload's ops have begun: a kill point before
+                             * (in the open's recovery) leaves RUN_DIR/progress as it was */
+    /* The run state as this process found it (stress_state), put back
+     * when a usage error is found after it was marked unclean. */
+    struct {
+        int had, clean;
+        uint64_t epoch;
+        size_t settled;
+    } prev_state;
+    char crash_msg[9000]; /* what the crash handler prints (repro included) */
+    size_t crash_len;
 };
-extern st_driver g;
 
 /* workload.c */
 void st_check_doubts(worker *w, int after_crash);
@@ -244,9 +256,10 @@ int st_read_state(const char *run_dir, uint64_t *epoch, size_t *settled, int *cl
 int st_write_state(const char *run_dir, uint64_t epoch, size_t settled, int clean);
 void st_write_progress(const char *run_dir, uint64_t ops);
 
-/* stress.c: the engine's open options of O (g.eo is the command line's;
- * a restart with options of its own opens with others, workload.c). */
-void st_open_options_from(const st_options *o, st_open_options *eo);
+/* stress.c: the engine's open options of O, reporting corruption to D
+ * (D->eo is the command line's; a restart with options of its own opens
+ * with others, workload.c). */
+void st_open_options_from(const st_options *o, st_driver *d, st_open_options *eo);
 
 /* trace.c.  st_trace_open fills T from O: it reads all of --replay_ops
  * (a bad line: exit 2 before anything is written) and creates

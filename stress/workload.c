@@ -89,7 +89,7 @@ static void reopen(worker *w, int poisoned, int type, const char *opts) {
         st_options o = d->o;
         st_open_options eo;
         if (opts && st_apply_open_list(&o, opts)) o = d->o; /* checked when read: not reached */
-        st_open_options_from(&o, &eo);
+        st_open_options_from(&o, d, &eo);
         eo.io_hooks = d->eo.io_hooks;
         d->eo = eo; /* the handle is held exclusively: no op reads it now */
     }
