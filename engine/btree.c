@@ -193,7 +193,16 @@ int bt_version_state(bt_tree *t, bp_frame *f, unsigned slot, const leaf_cell *c,
     if (h == HINT_XMAX_C) return V_DELETED;
     if (h == HINT_XMAX_A) return V_VISIBLE;
     if (xid_committed(t, c->xmax)) {
+#ifdef ENG_BROKEN_XMAX_HINT_BEFORE_DURABLE
+        /* planted bug (tests/mutants.txt): the delete's hint is learned as
+         * soon as its commit is visible, not once it is durable (the xmin
+         * hint above waits for that): a leaf written back while the commit
+         * record is still unsynced carries "xmax committed" to disk, and a
+         * power loss that loses the commit leaves the key deleted. */
+        if (hints && h == HINT_XMIN_C) hint_learn(t, f, slot, HINT_XMIN_C, HINT_XMAX_C);
+#else
         if (hints && h == HINT_XMIN_C && c->xmax <= durable) hint_learn(t, f, slot, HINT_XMIN_C, HINT_XMAX_C);
+#endif
         return V_DELETED;
     }
     if (hints && h == HINT_XMIN_C) hint_learn(t, f, slot, HINT_XMIN_C, HINT_XMAX_A);
@@ -520,6 +529,14 @@ int bt_get(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out
  * and the get answers only if it finds its key in the leaf; GET_ASK_AGAIN
  * asks for the get with every check. */
 static int get_in(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_buf *out, int found_only) {
+#ifdef ENG_BROKEN_GET_SNAPSHOT_BEFORE_LEAF_LATCH
+    /* planted bug (tests/mutants.txt): a get without a snapshot reads the
+     * last commit before its descent, not under the leaf's latch: the
+     * writer may commit and prune the key's versions (horizon past that
+     * id) while the get waits for a page, and the version it should see
+     * is gone (NOTFOUND for a key that existed throughout). */
+    uint64_t S = snap ? snap : txn_last_committed(t->cfg.txn);
+#endif
     bp_frame *f;
     int rc =
         found_only ? descend_for_found(t, key, klen, &f) : bt_descend(t, key, klen, BT_GE, BP_SHARED, &f, NULL, NULL);
@@ -530,7 +547,9 @@ static int get_in(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_b
         bp_release(t->bp, f, BP_SHARED);
         return GET_ASK_AGAIN;
     }
+#ifndef ENG_BROKEN_GET_SNAPSHOT_BEFORE_LEAF_LATCH
     uint64_t S = snap ? snap : txn_last_committed(t->cfg.txn);
+#endif
     if (exact && t->kvw && (bp_kv_flags(f) & KV_UNIQUE_KEYS)) {
         rc = get_only_version(t, f, idx, S, out);
         if (rc != GET_ASK_AGAIN) {

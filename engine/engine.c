@@ -247,7 +247,15 @@ int eng_checkpoint_as(eng_db *db, int closing) {
     uint64_t last_seq = atomic_load(&db->seq);
     uint32_t nblocks = bt_nblocks(db->bt);
     /* From here every first change of a page logs its image. */
+#ifdef ENG_BROKEN_REDO_POINT_PUBLISHED_AFTER_FLUSH
+    /* planted bug (tests/mutants.txt): the writers learn the new redo
+     * point only with the control file that names it (below): a page whose
+     * first change since that point comes while the pool is flushed logs
+     * no image, and a torn write of it before the next checkpoint cannot
+     * be rebuilt by redo, which starts at that point. */
+#else
     atomic_store(&db->redo_lsn, redo);
+#endif
     atomic_store(&db->ckpt_due, 0);
     pthread_mutex_unlock(&db->write_mu);
 
@@ -294,6 +302,9 @@ int eng_checkpoint_as(eng_db *db, int closing) {
         if (nblocks > c.hwm) c.hwm = nblocks;
         rc = control_write(db->io, db->dir, &c);
         if (rc == ENG_OK) db->ctl = c;
+#ifdef ENG_BROKEN_REDO_POINT_PUBLISHED_AFTER_FLUSH
+        if (rc == ENG_OK) atomic_store(&db->redo_lsn, redo);
+#endif
         pthread_mutex_unlock(&db->ctl_mu);
         if (rc == ENG_OK) {
 #ifdef ENG_BROKEN_CHECKPOINT_KEEPS_OLD_HWM

@@ -135,7 +135,15 @@ static void hole_of(const uint8_t *page, uint32_t ps, uint16_t *off, uint16_t *l
             *len = (uint16_t)(ps - used);
         }
     } else if (type == PAGE_FREE) {
+#ifdef ENG_BROKEN_TRUNK_IMAGE_HOLE_COUNTS_BYTES
+        /* planted bug (tests/mutants.txt): copied from the overflow case,
+         * where ph_aux counts bytes; a trunk's counts 4-byte entries, so
+         * its image leaves out the entries past byte ph_aux and redo
+         * restores them as zeros: free-list entries naming block 0. */
+        uint32_t used = PAGE_HDR + ph_get_aux(page);
+#else
         uint32_t used = PAGE_HDR + 4u * ph_get_aux(page);
+#endif
         if (used <= ps) {
             *off = (uint16_t)used;
             *len = (uint16_t)(ps - used);
@@ -645,7 +653,15 @@ static int apply_version(uint8_t *page, uint32_t ps, int kind, const uint8_t *q,
     wr64(c + LEAF_XMAX_OFF, rd64(q + PA_SETXMAX_XID_OFF));
     /* A new xmax makes its hint stale; what is known of xmin stays. */
     unsigned h = page_hint(page, idx);
+#ifdef ENG_BROKEN_NEW_XMAX_KEEPS_ABORTED_HINT
+    /* planted bug (tests/mutants.txt): only a "delete committed" hint is
+     * taken as stale; a version whose earlier delete aborted keeps its
+     * "delete aborted" hint under the new xmax, so readers trust the hint
+     * and the key stays visible after the new delete commits. */
+    if (h == HINT_XMAX_C) page_hint_set(page, idx, HINT_XMIN_C);
+#else
     if (h == HINT_XMAX_C || h == HINT_XMAX_A) page_hint_set(page, idx, HINT_XMIN_C);
+#endif
     return ENG_OK;
 }
 

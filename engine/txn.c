@@ -83,7 +83,16 @@ int txn_set_status(txn_mgr *m, uint64_t xid, int status) {
     while (!__atomic_compare_exchange_n(p + i / 4, &old, nw, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     /* Only the writer (or open) sets statuses: the prefix has one writer. */
     uint64_t pre = atomic_load_explicit(&m->committed_prefix, memory_order_relaxed), q = pre;
+#ifdef ENG_BROKEN_COMMIT_PREFIX_SKIPS_CUT_BATCH
+    /* planted bug (tests/mutants.txt): ids finish in order (T1), so the
+     * prefix runs up to the id just set unless an abort stops it; but a
+     * batch cut by a crash has no status at all (T3), so the first commit
+     * after the reopen takes it for committed and its half-applied
+     * operations become visible. */
+    while (q < xid && txn_status(m, q + 1) != CLOG_ABORTED) q++;
+#else
     while (txn_status(m, q + 1) == CLOG_COMMITTED) q++;
+#endif
     if (q != pre) atomic_store_explicit(&m->committed_prefix, q, memory_order_release);
     return ENG_OK;
 }
@@ -120,10 +129,22 @@ void txn_snapshot_release(txn_mgr *m, eng_snapshot *s) {
         s->prev->next = s->next;
     else
         m->head = s->next;
+#ifdef ENG_BROKEN_RELEASE_NEWEST_SNAPSHOT_CLEARS_TAIL
+    /* planted bug (tests/mutants.txt): the tail line copies the head line's
+     * neighbour: releasing the newest of two or more snapshots sets the
+     * tail to its next (none), so the next acquire starts a new list and
+     * the older snapshots drop out of the horizon (T4): pruning and vacuum
+     * remove versions they still read. */
+    if (s->next)
+        s->next->prev = s->prev;
+    else
+        m->tail = s->next;
+#else
     if (s->next)
         s->next->prev = s->prev;
     else
         m->tail = s->prev;
+#endif
     m->nsnap--;
     pthread_mutex_unlock(&m->mu);
     free(s);

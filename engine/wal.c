@@ -567,7 +567,16 @@ static int load_partial_block(wal *w) {
     size_t done = 0;
     rc = io_read(w->io, &s->f, w->buf, WAL_BLOCK, b - s->base, &done);
     if (rc != ENG_OK) return rc;
+#ifdef ENG_BROKEN_REOPEN_KEEPS_BYTES_PAST_LOG_END
+    /* planted bug (tests/mutants.txt): only what the read did not fill is
+     * zeroed, not everything from the log's end: the bytes a torn tail
+     * left past it stay in the buffer (B2 broken), and the new records'
+     * padding carries them to disk, where the reader finds non-zero
+     * padding in the synced log and reports it as damage. */
+    memset(w->buf + done, 0, WAL_BLOCK - done);
+#else
     memset(w->buf + (done < off ? done : off), 0, WAL_BLOCK - (done < off ? done : off));
+#endif
     uint16_t cont = 0;
     wb_hdr h;
     uint64_t e, f;

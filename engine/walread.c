@@ -122,7 +122,15 @@ static int rd_block(wal_reader *r, uint64_t b, const uint8_t **p) {
 static int rd_fail(wal_reader *r, uint64_t L, uint64_t block, const char *why, uint64_t expected, uint64_t found,
                    int block_bad) {
     r->fail_lsn = L;
+#ifdef ENG_BROKEN_TAIL_CHECK_END_IGNORES_TRAILERS
+    /* planted bug (tests/mutants.txt): the failing record's end is its
+     * start plus its length, as if its bytes were contiguous: the sector
+     * trailers and block headers it runs over are not counted, so W3a
+     * stops short of the last sector of a record that spans sectors. */
+    r->fail_end = L + r->cur_len;
+#else
     r->fail_end = stream_end(L, r->cur_len);
+#endif
     r->fail_block = block;
     r->fail_why = why;
     r->fail_expected = expected;
@@ -366,7 +374,14 @@ static int rd_check_sectors(wal_reader *r) {
             x = blk_of(x) + WAL_BLOCK - WAL_SECTOR; /* no such block: nothing to damage */
             continue;
         }
+#ifdef ENG_BROKEN_TAIL_CHECK_FILE_END_COUNTS_AS_CUT
+        /* planted bug (tests/mutants.txt): <= instead of <, so the sector
+         * that ends exactly at its file's end (the last of the segment's
+         * last block) counts as cut by the end and is never checked. */
+        if (x < r->win_eof && r->win_eof <= x + WAL_SECTOR) continue;
+#else
         if (x < r->win_eof && r->win_eof < x + WAL_SECTOR) continue;
+#endif
         const uint8_t *sec = p + blk_off(x);
         if (!wal_sector_valid(sec)) {
             char tail[160];
