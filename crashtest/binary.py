@@ -40,13 +40,21 @@ def stress_info(binary, engine_args=()):
     """{'options': {name: default}, 'catalogue': [point, ...]} from the
     binary (the catalogue of the engine ENGINE_ARGS names)."""
     try:
-        h = subprocess.run([binary, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
-        l = subprocess.run([binary, "--list_fault_points"] + list(engine_args), stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=30)
+        h = subprocess.run(
+            [binary, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30
+        )
+        l = subprocess.run(
+            [binary, "--list_fault_points"] + list(engine_args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError) as e:
         raise UsageError("cannot run %s: %s" % (binary, e))
     if h.returncode != 0:
-        raise UsageError("%s --help failed (exit %d): is it the stress driver?" % (binary, h.returncode))
+        raise UsageError(
+            "%s --help failed (exit %d): is it the stress driver?" % (binary, h.returncode)
+        )
     options = {}
     for line in h.stdout.decode(errors="replace").splitlines():
         m = re.match(r"\s+--([a-z0-9_]+)(=\S*)?\s+(.*)$", line)
@@ -55,7 +63,10 @@ def stress_info(binary, engine_args=()):
         d = re.search(r"\[default: ([^\]]*)\]\s*$", m.group(3))
         options[m.group(1)] = d.group(1) if d else None
     if "db" not in options or "kill_random_test" not in options:
-        raise UsageError("%s does not look like the stress driver (no --db / --kill_random_test in --help)" % binary)
+        raise UsageError(
+            "%s does not look like the stress driver (no --db / --kill_random_test in --help)"
+            % binary
+        )
     catalogue = []
     if l.returncode == 0:
         for line in l.stdout.decode(errors="replace").splitlines():
@@ -82,16 +93,38 @@ def probe_support(binary, workdir, values=PROBED, extra=None):
     def one(i, name, value):
         d = os.path.join(workdir, "probe-%d" % i)
         os.makedirs(d, exist_ok=True)
-        argv = [binary, "--db=" + os.path.join(d, "db"), "--destroy_db_initially=1", "--threads=1",
-                "--ops_per_thread=1", "--max_key=8"] + small + ["--seed=1", "--%s=%s" % (name, value)] + list(extra or [])
+        argv = (
+            [
+                binary,
+                "--db=" + os.path.join(d, "db"),
+                "--destroy_db_initially=1",
+                "--threads=1",
+                "--ops_per_thread=1",
+                "--max_key=8",
+            ]
+            + small
+            + ["--seed=1", "--%s=%s" % (name, value)]
+            + list(extra or [])
+        )
         try:
-            r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
-                               preexec_fn=die_with_parent())
+            r = subprocess.run(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=60,
+                preexec_fn=die_with_parent(),
+            )
             text = r.stdout.decode(errors="replace").strip().splitlines()
             # The first line that says why: not the summary, not a
             # planted bug's banner (every line of a mutant's run opens so).
-            why = next((t for t in text if not t.startswith("stress: pass") and "carries the planted bug" not in t),
-                       "exit %d" % r.returncode)
+            why = next(
+                (
+                    t
+                    for t in text
+                    if not t.startswith("stress: pass") and "carries the planted bug" not in t
+                ),
+                "exit %d" % r.returncode,
+            )
             results[(name, value)] = (r.returncode != 2, why, r.returncode)
         except (OSError, subprocess.SubprocessError) as e:
             results[(name, value)] = (False, str(e), None)
@@ -106,12 +139,20 @@ def probe_support(binary, workdir, values=PROBED, extra=None):
 
 
 def build_identity(binaries):
-    ident = {"host": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version()}
+    ident = {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
 
     def git(*args):
         try:
-            r = subprocess.run(["git", "-C", REPO] + list(args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               timeout=10)
+            r = subprocess.run(
+                ["git", "-C", REPO] + list(args),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                timeout=10,
+            )
             return r.stdout.decode().strip() if r.returncode == 0 else None
         except (OSError, subprocess.SubprocessError):
             return None
@@ -121,8 +162,11 @@ def build_identity(binaries):
     for name, path in binaries.items():
         try:
             st = os.stat(path)
-            ident[name] = {"path": os.path.abspath(path), "sha256": sha256_of(path),
-                           "mtime": datetime.datetime.fromtimestamp(st.st_mtime).isoformat(timespec="seconds")}
+            ident[name] = {
+                "path": os.path.abspath(path),
+                "sha256": sha256_of(path),
+                "mtime": datetime.datetime.fromtimestamp(st.st_mtime).isoformat(timespec="seconds"),
+            }
         except OSError:
             ident[name] = {"path": os.path.abspath(path), "sha256": None}
     return ident

@@ -17,8 +17,16 @@ from .params import FAULT_OPTIONS
 # after the last op does not fail (None: every one; K6).
 LOG_SYNC_POINT = "kill/wal/after_write_before_sync"
 # Created with the database, fixed for its life (C3, K5).
-CREATION_OPTIONS = ["page_size", "data_checksums", "wal_segment_size", "value_size_min", "value_size_max",
-                    "large_value_one_in", "large_value_size", "first_xid"]
+CREATION_OPTIONS = [
+    "page_size",
+    "data_checksums",
+    "wal_segment_size",
+    "value_size_min",
+    "value_size_max",
+    "large_value_one_in",
+    "large_value_size",
+    "first_xid",
+]
 SEARCH_KILLS = (LOG_SYNC_POINT, None)
 # ... and the hits a kill at LOG_SYNC_POINT fires 1 in when commits do
 # not sync the log (sync_mode off): only a checkpoint or a write-back
@@ -26,6 +34,7 @@ SEARCH_KILLS = (LOG_SYNC_POINT, None)
 SYNC_OFF_KILL_EVERY = 2
 
 # ---- argv of a recorded stress step: "--name=value" items ----
+
 
 def opt_get(argv, name):
     out = None
@@ -158,8 +167,13 @@ class Cand:
         self.folded_regrown = 0
 
     def copy(self):
-        c = Cand([dict(s, argv=list(s["argv"])) if "argv" in s else dict(s) for s in self.steps], self.fresh,
-                 list(self.trace) if self.trace is not None else None, self.w, list(self.want))
+        c = Cand(
+            [dict(s, argv=list(s["argv"])) if "argv" in s else dict(s) for s in self.steps],
+            self.fresh,
+            list(self.trace) if self.trace is not None else None,
+            self.w,
+            list(self.want),
+        )
         c.folded_regrown = self.folded_regrown
         return c
 
@@ -171,8 +185,8 @@ class Cand:
         I, and the indices that name a step (the op step's, a variant's
         power-loss step) moved with the steps after them."""
         d = len(add) - drop
-        self.steps[i:i + drop] = list(add)
-        self.want[i:i + drop] = ["passed"] * len(add)
+        self.steps[i : i + drop] = list(add)
+        self.want[i : i + drop] = ["passed"] * len(add)
         for s in self.steps:
             if s["type"] == "variant" and s["powerloss_step"] >= i + drop:
                 s["powerloss_step"] += d
@@ -210,8 +224,11 @@ class Cand:
                 return False
             if s.get("kill_after") is not None:
                 return False
-            if is_workload(s) and as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 \
-                    and not opt_get(s["argv"], "replay_ops"):
+            if (
+                is_workload(s)
+                and as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0
+                and not opt_get(s["argv"], "replay_ops")
+            ):
                 return False
         return True
 
@@ -222,19 +239,32 @@ class Cand:
         deterministic."""
         a = self.op["argv"]
         regrown = [s for s in self.steps if s["name"].startswith("history-")]
-        classes = sorted({FAULT_OPTIONS[k] for k in FAULT_OPTIONS for x in [a] + [s["argv"] for s in regrown]
-                          if as_int(opt_get(x, k)) > 0})
-        if as_int(opt_get(a, "kill_random_test")) > 0 or any(trace_kill_pin(l) for l in self.trace or []):
+        classes = sorted(
+            {
+                FAULT_OPTIONS[k]
+                for k in FAULT_OPTIONS
+                for x in [a] + [s["argv"] for s in regrown]
+                if as_int(opt_get(x, k)) > 0
+            }
+        )
+        if as_int(opt_get(a, "kill_random_test")) > 0 or any(
+            trace_kill_pin(l) for l in self.trace or []
+        ):
             classes.append("kill")
         # A pinned flip needs no rate.
         if "bitflip_page" not in classes and any(trace_flip(l) for l in self.trace or []):
             classes = sorted(classes + ["bitflip_page"])
         if "bitflip_cache" not in classes and any(trace_flip(l, "cflip") for l in self.trace or []):
             classes = sorted(classes + ["bitflip_cache"])
-        return {"threads": as_int(opt_get(a, "threads"), 2), "fault_classes": classes,
-                "max_key": as_int(opt_get(a, "max_key")), "steps": len(self.steps),
-                "trace_ops": len(self.trace) if self.trace is not None else None,
-                "deterministic": self.deterministic(), "regrown": len(regrown) + self.folded_regrown}
+        return {
+            "threads": as_int(opt_get(a, "threads"), 2),
+            "fault_classes": classes,
+            "max_key": as_int(opt_get(a, "max_key")),
+            "steps": len(self.steps),
+            "trace_ops": len(self.trace) if self.trace is not None else None,
+            "deterministic": self.deterministic(),
+            "regrown": len(regrown) + self.folded_regrown,
+        }
 
 
 def trimmed(cand, n):
@@ -242,7 +272,7 @@ def trimmed(cand, n):
     op step the last workload step left when its own went (None when
     none is left)."""
     c = cand.copy()
-    c.steps, c.want = c.steps[:n + 1], c.want[:n + 1]
+    c.steps, c.want = c.steps[: n + 1], c.want[: n + 1]
     if c.w > n:
         ws = [i for i in range(n + 1) if is_workload(c.steps[i])]
         if not ws:
@@ -301,6 +331,7 @@ def endings(cand, ops):
         set_threads(c, 1)
         c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", max(1, n)), "duration", None)
         return what, c
+
     if s.get("kill_after") is None:
         out.append(shaped(ops * (4 if kill else 1), "%d ops" % (ops * (4 if kill else 1))))
         if kill and cand.w == len(cand.steps) - 1:
@@ -312,7 +343,9 @@ def endings(cand, ops):
         elif kill and s.get("expect") == "kill_point":
             # A later step fails: the crash matters, maybe not where it
             # came (K9); a crash after the last op, no kill points.
-            what, c = shaped(ops, "%d ops, a crash after the last op instead of its kill points" % ops)
+            what, c = shaped(
+                ops, "%d ops, a crash after the last op instead of its kill points" % ops
+            )
             kills_to_crash_at_end(c.op)
             out.append((what, c))
     elif cand.w == len(cand.steps) - 1:
@@ -330,11 +363,17 @@ def endings(cand, ops):
         if not kill:
             for point in SEARCH_KILLS:
                 rate = kill_every(point, ops, s["argv"])
-                what, c = shaped(2 * ops, "%d ops, killed at %s 1 in %d hits" % (2 * ops, point or "any kill point",
-                                                                                 rate))
+                what, c = shaped(
+                    2 * ops,
+                    "%d ops, killed at %s 1 in %d hits"
+                    % (2 * ops, point or "any kill point", rate),
+                )
                 c.op["kill_after"], c.op["expect"] = None, "kill_point"
-                c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "kill_random_test", rate), "kill_points",
-                                               point), "sync_fault_injection", 1)
+                c.op["argv"] = opt_set(
+                    opt_set(opt_set(c.op["argv"], "kill_random_test", rate), "kill_points", point),
+                    "sync_fault_injection",
+                    1,
+                )
                 out.append((what, c))
     return out
 
@@ -354,11 +393,13 @@ def mt_endings(cand, threads, n, fired=None):
     kill).  When the op step is the failing one and no kill point
     fired in it (FIRED empty: the ledger says the failure needed none),
     only none."""
+
     def shaped():
         c = cand.copy()
         set_threads(c, threads)
         c.op["argv"] = opt_set(opt_set(c.op["argv"], "ops_per_thread", n), "duration", None)
         return c
+
     def unkilled():
         # The failure a later step found may show in the op step itself
         # when nothing ends it first (a reader's hint that contradicts a
@@ -370,6 +411,7 @@ def mt_endings(cand, threads, n, fired=None):
         c.op["kill_after"] = None
         c.want[-1] = None  # it fails, or nothing after it is planned on it
         return c
+
     out = []
     last = cand.w == len(cand.steps) - 1
     kill = as_int(opt_get(cand.op["argv"], "kill_random_test"))
@@ -382,7 +424,9 @@ def mt_endings(cand, threads, n, fired=None):
             c.op["kill_after"], c.op["expect"] = None, "crash_at_end"
             c.op["argv"] = opt_set(c.op["argv"], "crash_at_end", 1)
             out.append(("a crash after the last op", c))
-            out.append(("no SIGKILL, no later steps (the failure may show before a crash)", unkilled()))
+            out.append(
+                ("no SIGKILL, no later steps (the failure may show before a crash)", unkilled())
+            )
     elif kill > 0:
         rate = max(1, min(kill, threads * n // 4))
         c = shaped()
@@ -395,10 +439,14 @@ def mt_endings(cand, threads, n, fired=None):
             out.append(("no kill points", c))
         elif fired:
             c = shaped()
-            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", 1), "kill_points", fired[-1])
+            c.op["argv"] = opt_set(
+                opt_set(c.op["argv"], "kill_random_test", 1), "kill_points", fired[-1]
+            )
             out.append(("killed at %s, its first hit" % fired[-1], c))
         if not last:
-            out.append(("no kill points, no later steps (the failure may show before a crash)", unkilled()))
+            out.append(
+                ("no kill points, no later steps (the failure may show before a crash)", unkilled())
+            )
     else:
         out.append(("", shaped()))
     return out
@@ -417,8 +465,12 @@ def signature(cand):
     carries its whole op trace (a mutants --shrink process that kept the
     JSON itself would grow to 24 GB over one long delta debugging and
     meet the OOM killer)."""
-    steps = [dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps]
-    return hashlib.sha256(json.dumps([steps, cand.fresh, cand.trace], sort_keys=True).encode()).hexdigest()
+    steps = [
+        dict(s, argv=sorted(s["argv"])) if s.get("type") == "stress" else s for s in cand.steps
+    ]
+    return hashlib.sha256(
+        json.dumps([steps, cand.fresh, cand.trace], sort_keys=True).encode()
+    ).hexdigest()
 
 
 def powerloss_undone(r, n):
@@ -426,8 +478,10 @@ def powerloss_undone(r, n):
     back or torn and metadata operations undone, summed over its variants
     (its output's lines), or None."""
     res = (r or {}).get("results", {}).get(n) or {}
-    got = re.findall(r"(\d+) rolled back, (\d+) torn, .*?; \d+ unsynced metadata operations, (\d+) undone",
-                     res.get("output_tail") or "")
+    got = re.findall(
+        r"(\d+) rolled back, (\d+) torn, .*?; \d+ unsynced metadata operations, (\d+) undone",
+        res.get("output_tail") or "",
+    )
     return sum(int(a) + int(b) + int(c) for a, b, c in got) if got else None
 
 
@@ -460,6 +514,8 @@ def slim(r):
 
 def write_trace(path, lines):
     with open(path, "w") as f:
-        f.write("# stress op trace 1 (crashtest.py shrink)\n# INDEX TYPE KEY SEED FAULTS | what it did\n")
+        f.write(
+            "# stress op trace 1 (crashtest.py shrink)\n# INDEX TYPE KEY SEED FAULTS | what it did\n"
+        )
         for l in lines:
             f.write(l + "\n")

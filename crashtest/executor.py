@@ -92,7 +92,7 @@ def ledger_by_op(ledger):
     for j in ledger_lines_since(ledger):
         op = j.get("op")
         if isinstance(op, int) and op >= 0:
-            out.setdefault("%d:%d" % (op >> 32, op & 0xffffffff), []).append(j)
+            out.setdefault("%d:%d" % (op >> 32, op & 0xFFFFFFFF), []).append(j)
     return out
 
 
@@ -116,7 +116,12 @@ def injected_by_class(lines):
     out = {}
     for j in lines:
         c = j.get("class")
-        if c and c not in NOT_FAULTS and (j.get("phase") or "run") == "run" and j.get("point") not in CONSEQUENCES:
+        if (
+            c
+            and c not in NOT_FAULTS
+            and (j.get("phase") or "run") == "run"
+            and j.get("point") not in CONSEQUENCES
+        ):
             out[c] = out.get(c, 0) + 1
     return out
 
@@ -131,8 +136,11 @@ def prepare_variant(k, from_db, from_state, to, ledger_offset):
     shutil.move(from_db, os.path.join(to, "db"))
     shutil.copytree(os.path.join(from_state, "exp"), os.path.join(to, "exp"))
     copy_state_run = os.path.join(to, "run")
-    shutil.copytree(os.path.join(from_state, "run"), copy_state_run,
-                    ignore=shutil.ignore_patterns("journal", "journal.d", "ledger"))
+    shutil.copytree(
+        os.path.join(from_state, "run"),
+        copy_state_run,
+        ignore=shutil.ignore_patterns("journal", "journal.d", "ledger"),
+    )
     src = os.path.join(from_state, "run", "ledger")
     try:
         with open(src, "rb") as f:
@@ -160,7 +168,9 @@ class Executor:
     def __init__(self, env, hang_seconds, log=None, echo=False, deadline=None):
         self.env = env  # placeholder -> path
         self.hang_seconds = hang_seconds
-        self.deadline = deadline  # time.monotonic() at which a stress step is stopped (an error, not a hang)
+        self.deadline = (
+            deadline  # time.monotonic() at which a stress step is stopped (an error, not a hang)
+        )
         self.log = log or (lambda s: None)
         self.echo = echo
         self.results = {}
@@ -181,12 +191,20 @@ class Executor:
 
     def print_step(self, step):
         if step["type"] == "lose":
-            self.log("(crashtest) lost files: copy %s -> %s, then remove %s" % (
-                subst(step["from"], self.env), subst(step["to"], self.env), " ".join(step["remove"])))
+            self.log(
+                "(crashtest) lost files: copy %s -> %s, then remove %s"
+                % (
+                    subst(step["from"], self.env),
+                    subst(step["to"], self.env),
+                    " ".join(step["remove"]),
+                )
+            )
             return
         if step["type"] == "variant":
-            self.log("(crashtest) variant %d: %s -> %s (expected state copied, ledger: this variant's lines)"
-                     % (step["k"], subst(step["from_db"], self.env), subst(step["to"], self.env)))
+            self.log(
+                "(crashtest) variant %d: %s -> %s (expected state copied, ledger: this variant's lines)"
+                % (step["k"], subst(step["from_db"], self.env), subst(step["to"], self.env))
+            )
             return
         cmd = shlex.join(subst(step["argv"], self.env))
         extra = ""
@@ -205,7 +223,11 @@ class Executor:
         os.makedirs(state, exist_ok=True)
         ledger = os.path.join(state, "run", "ledger")
         before = file_size(ledger) or 0
-        progress = [os.path.join(state, "exp", "expected"), ledger, os.path.join(state, "run", "journal")]
+        progress = [
+            os.path.join(state, "exp", "expected"),
+            ledger,
+            os.path.join(state, "run", "journal"),
+        ]
         # A step's time limit is its duration's (the run's plan: the
         # duration, the watchdog and a minute): past it a timed step is a
         # hang.  A step whose op count is fixed instead (a pinned or
@@ -217,10 +239,19 @@ class Executor:
         if limit is not None and not any(a.startswith("--duration=") for a in argv):
             deadline = min(x for x in (deadline, time.monotonic() + limit) if x is not None)
             limit = None
-        before_listing = dir_listing(os.path.join(state, "db")) if step["expect"] == "refused" else None
-        res = run_process(argv, os.path.join(d, "output.txt"), d, kill_after=step.get("kill_after"),
-                          hang_seconds=self.hang_seconds + min(30, self.hang_seconds), progress_paths=progress,
-                          time_limit=limit, deadline=deadline)
+        before_listing = (
+            dir_listing(os.path.join(state, "db")) if step["expect"] == "refused" else None
+        )
+        res = run_process(
+            argv,
+            os.path.join(d, "output.txt"),
+            d,
+            kill_after=step.get("kill_after"),
+            hang_seconds=self.hang_seconds + min(30, self.hang_seconds),
+            progress_paths=progress,
+            time_limit=limit,
+            deadline=deadline,
+        )
         lock_ok = True
         if res.rc == -signal.SIGKILL or res.hung:
             lock_ok = wait_lock_released(os.path.join(state, "db"))
@@ -234,21 +265,44 @@ class Executor:
                 report = None
         lines = ledger_lines_since(ledger, before)
         kills = [j for j in lines if j.get("class") == "kill"]
-        outcome, failure = judge_stress(step["expect"], res.rc, res.killed_by_us, res.hung, res.output, report,
-                                        kills, res.cores)
-        if failure is None and before_listing is not None and dir_listing(os.path.join(state, "db")) != before_listing:
-            outcome, failure = "failed", {"kind": "lost", "keys": ["lost"], "message":
-                                          "the engine refused the directory with lost files but changed it"}
+        outcome, failure = judge_stress(
+            step["expect"], res.rc, res.killed_by_us, res.hung, res.output, report, kills, res.cores
+        )
+        if (
+            failure is None
+            and before_listing is not None
+            and dir_listing(os.path.join(state, "db")) != before_listing
+        ):
+            outcome, failure = "failed", {
+                "kind": "lost",
+                "keys": ["lost"],
+                "message": "the engine refused the directory with lost files but changed it",
+            }
         if res.out_of_time:
-            outcome, failure = "failed", {"kind": "error", "keys": ["error"], "message": res.out_of_time,
-                                          "out_of_time": True}
+            outcome, failure = "failed", {
+                "kind": "error",
+                "keys": ["error"],
+                "message": res.out_of_time,
+                "out_of_time": True,
+            }
         if failure is None and not lock_ok:
-            outcome, failure = "failed", {"kind": "error", "keys": ["error"],
-                                          "message": "the database lock was not released 60 s after the process died"}
-        r = {"rc": res.rc, "elapsed": round(res.elapsed, 3), "killed_by_us": res.killed_by_us, "hung": res.hung,
-             "outcome": outcome, "failure": failure, "report": report,
-             "kill_points_fired": [k.get("point") for k in kills], "injected": injected_by_class(lines),
-             "output_tail": tail_text(res.output, 40)}
+            outcome, failure = "failed", {
+                "kind": "error",
+                "keys": ["error"],
+                "message": "the database lock was not released 60 s after the process died",
+            }
+        r = {
+            "rc": res.rc,
+            "elapsed": round(res.elapsed, 3),
+            "killed_by_us": res.killed_by_us,
+            "hung": res.hung,
+            "outcome": outcome,
+            "failure": failure,
+            "report": report,
+            "kill_points_fired": [k.get("point") for k in kills],
+            "injected": injected_by_class(lines),
+            "output_tail": tail_text(res.output, 40),
+        }
         self.results[n] = r
         return r
 
@@ -270,11 +324,19 @@ class Executor:
         if res.hung:
             failure = {"kind": "hang", "keys": ["hang"], "message": "powerloss: %s" % res.hung}
         elif res.rc != 0:
-            failure = {"kind": "error", "keys": ["error"],
-                       "message": "powerloss exit %s: %s" % (res.rc, last_line(res.output))}
-        r = {"rc": res.rc, "elapsed": round(res.elapsed, 3), "ledger_offset": offset,
-             "outcome": "failed" if failure else "passed", "failure": failure,
-             "output_tail": tail_text(res.output, 20)}
+            failure = {
+                "kind": "error",
+                "keys": ["error"],
+                "message": "powerloss exit %s: %s" % (res.rc, last_line(res.output)),
+            }
+        r = {
+            "rc": res.rc,
+            "elapsed": round(res.elapsed, 3),
+            "ledger_offset": offset,
+            "outcome": "failed" if failure else "passed",
+            "failure": failure,
+            "output_tail": tail_text(res.output, 20),
+        }
         self.results[n] = r
         return r
 
@@ -290,9 +352,17 @@ class Executor:
             for rel in step["remove"]:
                 os.unlink(os.path.join(to, rel))
         except OSError as e:
-            failure = {"kind": "error", "keys": ["error"], "message": "preparing the lost-file copy: %s" % e}
-        r = {"rc": 0 if failure is None else 1, "elapsed": round(time.monotonic() - t0, 3),
-             "outcome": "failed" if failure else "passed", "failure": failure}
+            failure = {
+                "kind": "error",
+                "keys": ["error"],
+                "message": "preparing the lost-file copy: %s" % e,
+            }
+        r = {
+            "rc": 0 if failure is None else 1,
+            "elapsed": round(time.monotonic() - t0, 3),
+            "outcome": "failed" if failure else "passed",
+            "failure": failure,
+        }
         self.results[n] = r
         return r
 
@@ -300,12 +370,25 @@ class Executor:
         pl = self.results.get(step["powerloss_step"]) or {}
         t0 = time.monotonic()
         try:
-            prepare_variant(step["k"], subst(step["from_db"], self.env), subst(step["from_state"], self.env),
-                            subst(step["to"], self.env), pl.get("ledger_offset", 0))
+            prepare_variant(
+                step["k"],
+                subst(step["from_db"], self.env),
+                subst(step["from_state"], self.env),
+                subst(step["to"], self.env),
+                pl.get("ledger_offset", 0),
+            )
             failure = None
         except OSError as e:
-            failure = {"kind": "error", "keys": ["error"], "message": "preparing variant %d: %s" % (step["k"], e)}
-        r = {"rc": 0 if failure is None else 1, "elapsed": round(time.monotonic() - t0, 3),
-             "outcome": "failed" if failure else "passed", "failure": failure}
+            failure = {
+                "kind": "error",
+                "keys": ["error"],
+                "message": "preparing variant %d: %s" % (step["k"], e),
+            }
+        r = {
+            "rc": 0 if failure is None else 1,
+            "elapsed": round(time.monotonic() - t0, 3),
+            "outcome": "failed" if failure else "passed",
+            "failure": failure,
+        }
         self.results[n] = r
         return r

@@ -82,13 +82,17 @@ def claim_report_dir(path, what="--report-dir"):
         raise UsageError("%s %s: %s" % (what, path, e.strerror or e))
     if fd is None:
         pid = owner_pid(path)
-        raise UsageError("%s %s is in use by a live run%s: a report folder belongs to one run; pick another"
-                         % (what, nice_path(path), " (pid %d)" % pid if pid else ""))
+        raise UsageError(
+            "%s %s is in use by a live run%s: a report folder belongs to one run; pick another"
+            % (what, nice_path(path), " (pid %d)" % pid if pid else "")
+        )
     earlier = [n for n in RESULTS if os.path.exists(os.path.join(path, n))]
     if earlier:
         os.close(fd)
-        raise UsageError("%s %s holds an earlier run's results (%s): pick another folder or remove it"
-                         % (what, nice_path(path), ", ".join(earlier)))
+        raise UsageError(
+            "%s %s holds an earlier run's results (%s): pick another folder or remove it"
+            % (what, nice_path(path), ", ".join(earlier))
+        )
     _write_pid(fd)
     _held[os.path.abspath(path)] = (fd, LOCK_NAME)
     return made
@@ -166,7 +170,11 @@ def clean_report_dirs(root):
     """The report folders under ROOT (ROOT itself included) whose run died:
     their stale lock file removed, their results kept.  Returns them."""
     out = []
-    dirs = [root] + [os.path.join(root, n) for n in sorted(os.listdir(root))] if os.path.isdir(root) else []
+    dirs = (
+        [root] + [os.path.join(root, n) for n in sorted(os.listdir(root))]
+        if os.path.isdir(root)
+        else []
+    )
     for d in dirs:
         if os.path.isdir(d) and dead(d):
             try:

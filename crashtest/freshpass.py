@@ -9,8 +9,19 @@ left)."""
 
 import os
 
-from .cand import (CREATION_OPTIONS, as_int, is_fresh, is_workload, kill_every, opt_get, opt_set, set_faults,
-                   trace_flip, trace_kill_pin, trace_ops_of)
+from .cand import (
+    CREATION_OPTIONS,
+    as_int,
+    is_fresh,
+    is_workload,
+    kill_every,
+    opt_get,
+    opt_set,
+    set_faults,
+    trace_flip,
+    trace_kill_pin,
+    trace_ops_of,
+)
 from .params import same_value
 from .procs import STOP
 from .seeds import derive
@@ -32,8 +43,16 @@ FRESH_SEARCHES = 3
 # The open options a trace's restart may set (stress/options.c
 # restart_names, docs/formats.md): a folded step's own, on the restart in
 # front of its ops (p_fold_create).
-RESTART_OPTIONS = ("cache_size", "full_page_writes", "wal_log_hints", "hint_fpi", "vacuum_freeze_min_age",
-                   "wal_compression", "sync_mode", "checkpoint_wal_bytes")
+RESTART_OPTIONS = (
+    "cache_size",
+    "full_page_writes",
+    "wal_log_hints",
+    "hint_fpi",
+    "vacuum_freeze_min_age",
+    "wal_compression",
+    "sync_mode",
+    "checkpoint_wal_bytes",
+)
 
 # The most ops of a create step that fills the key space (freshened).
 FILL_MAX_OPS = 20000
@@ -52,9 +71,22 @@ def history_step(i, h):
     argv = opt_set(w["argv"], "report", d + "/report.json")
     for o in ("duration", "kill_random_test", "kill_points", "trace_ops", "replay_ops"):
         argv = opt_set(argv, o, None)
-    argv = opt_set(opt_set(argv, "threads", 1), "ops_per_thread", max(1, min(h.get("ops") or 1000, HISTORY_MAX_OPS)))
-    return {"type": "stress", "name": "history-%d" % i, "state": w.get("state", "@STATE@"), "dir": d, "argv": argv,
-            "expect": "exit0", "kill_after": None, "primary": True, "time_limit": None}
+    argv = opt_set(
+        opt_set(argv, "threads", 1),
+        "ops_per_thread",
+        max(1, min(h.get("ops") or 1000, HISTORY_MAX_OPS)),
+    )
+    return {
+        "type": "stress",
+        "name": "history-%d" % i,
+        "state": w.get("state", "@STATE@"),
+        "dir": d,
+        "argv": argv,
+        "expect": "exit0",
+        "kill_after": None,
+        "primary": True,
+        "time_limit": None,
+    }
 
 
 def foldable(step, first):
@@ -62,10 +94,17 @@ def foldable(step, first):
     of one thread and a fixed op count, no timer or kill, the FIRST one
     creating the database (--destroy_db_initially) and no later one."""
     a = step["argv"]
-    return step["type"] == "stress" and is_workload(step) and step.get("kill_after") is None and \
-        (opt_get(a, "destroy_db_initially") == "1") == first and not opt_get(a, "duration") and \
-        as_int(opt_get(a, "threads"), 1) == 1 and as_int(opt_get(a, "ops_per_thread"), 0) > 0 and \
-        not as_int(opt_get(a, "kill_random_test")) and not opt_get(a, "kill_points")
+    return (
+        step["type"] == "stress"
+        and is_workload(step)
+        and step.get("kill_after") is None
+        and (opt_get(a, "destroy_db_initially") == "1") == first
+        and not opt_get(a, "duration")
+        and as_int(opt_get(a, "threads"), 1) == 1
+        and as_int(opt_get(a, "ops_per_thread"), 0) > 0
+        and not as_int(opt_get(a, "kill_random_test"))
+        and not opt_get(a, "kill_points")
+    )
 
 
 def fold_trace(i):
@@ -76,7 +115,11 @@ def fold_trace(i):
 def fold_names(cand):
     """The steps p_fold_create folds, in words."""
     n = cand.w - 1
-    return "create step's" if n == 0 else "create and %d regrowing step%s" % (n, "'s" if n == 1 else "s'")
+    return (
+        "create step's"
+        if n == 0
+        else "create and %d regrowing step%s" % (n, "'s" if n == 1 else "s'")
+    )
 
 
 def fresh_key(cand):
@@ -138,14 +181,22 @@ class FreshPasses:
         after the first."""
         if is_fresh(self.best):
             return
-        if self.attempt("a fresh database instead of the one the run had grown", self.freshened(self.best),
-                        "fresh"):
+        if self.attempt(
+            "a fresh database instead of the one the run had grown",
+            self.freshened(self.best),
+            "fresh",
+        ):
             return
         if self.fresh_flips():
             return
         key = fresh_key(self.best)
-        if self.fresh_searched == key or self.fresh_searches >= FRESH_SEARCHES or \
-                as_int(opt_get(self.best.op["argv"], "threads"), 2) != 1 or self.left() <= 0 or STOP.is_set():
+        if (
+            self.fresh_searched == key
+            or self.fresh_searches >= FRESH_SEARCHES
+            or as_int(opt_get(self.best.op["argv"], "threads"), 2) != 1
+            or self.left() <= 0
+            or STOP.is_set()
+        ):
             return
         first = self.fresh_searched is None
         self.fresh_searched = key
@@ -155,9 +206,16 @@ class FreshPasses:
         c.trace = None
         c.op["argv"] = opt_set(opt_set(c.op["argv"], "replay_ops", None), "trace_ops", None)
         ops = max(self.orig_ops or 0, as_int(opt_get(c.op["argv"], "ops_per_thread")))
-        now = len(self.best.trace) if self.best.trace is not None else as_int(opt_get(self.best.op["argv"],
-                                                                                      "ops_per_thread"))
-        what = "a fresh database, " if first else "a fresh database, the options kept since the last search, "
+        now = (
+            len(self.best.trace)
+            if self.best.trace is not None
+            else as_int(opt_get(self.best.op["argv"], "ops_per_thread"))
+        )
+        what = (
+            "a fresh database, "
+            if first
+            else "a fresh database, the options kept since the last search, "
+        )
         # A run kept shorter than the recorded op step (p_short, delta
         # debugging) is searched at its own length first: its trials are
         # short, and a bug that a fresh database shows quickly in another
@@ -186,8 +244,16 @@ class FreshPasses:
             return False
         if self.search(self.freshened(c), ops, phase="fresh", what=what):
             return True
-        return self.left() > 0 and not STOP.is_set() and \
-            self.search(self.freshened(c, fill=True), ops, phase="fresh", what=what + "its key space filled, ")
+        return (
+            self.left() > 0
+            and not STOP.is_set()
+            and self.search(
+                self.freshened(c, fill=True),
+                ops,
+                phase="fresh",
+                what=what + "its key space filled, ",
+            )
+        )
 
     def regrown(self, c, ops):
         """K15: the op step C (one thread, untraced) from a fresh database
@@ -201,23 +267,39 @@ class FreshPasses:
         what that iteration did, and a fault class the failing iteration
         did not draw comes back with it."""
         hist = self.meta.get("history") or []
-        if not hist or not all(h.get("workload") for h in hist) or self.left() <= 0 or STOP.is_set():
+        if (
+            not hist
+            or not all(h.get("workload") for h in hist)
+            or self.left() <= 0
+            or STOP.is_set()
+        ):
             return False
         g = self.freshened(c)
         g.splice(1, [history_step(i, h) for i, h in enumerate(hist)])
-        return self.search(g, ops, phase="history", what="a fresh database grown as its %d earlier "
-                           "iteration%s did, " % (len(hist), "s" if len(hist) > 1 else ""))
+        return self.search(
+            g,
+            ops,
+            phase="history",
+            what="a fresh database grown as its %d earlier "
+            "iteration%s did, " % (len(hist), "s" if len(hist) > 1 else ""),
+        )
 
     def p_history(self):
         """The steps that regrow a database (K15), each dropped, then its
         ops cut as p_create cuts a create step's."""
         for i in reversed(range(len(self.best.steps))):
-            if not self.best.steps[i]["name"].startswith("history-") or self.left() <= 0 or STOP.is_set():
+            if (
+                not self.best.steps[i]["name"].startswith("history-")
+                or self.left() <= 0
+                or STOP.is_set()
+            ):
                 continue
             c = self.best.copy()
             c.splice(i, drop=1)
             if not self.attempt("step %s dropped" % self.best.steps[i]["name"], c, "history"):
-                self.create_counts("%s's ops %%d -> %%d" % self.best.steps[i]["name"], [], i, "history")
+                self.create_counts(
+                    "%s's ops %%d -> %%d" % self.best.steps[i]["name"], [], i, "history"
+                )
 
     def fresh_flips(self):
         """K14: the run from a fresh database with its pinned page flips
@@ -239,12 +321,17 @@ class FreshPasses:
             to = {b: first + i for i, b in enumerate(blocks)}
             if all(to[b] == b for b in blocks):
                 continue
-            moved = [set_faults(l, "flip:%d:%d" % (to[f[0]], f[1])) if f else l for l, f in zip(lines, flips)]
+            moved = [
+                set_faults(l, "flip:%d:%d" % (to[f[0]], f[1])) if f else l
+                for l, f in zip(lines, flips)
+            ]
             c = self.best.copy()
             c.trace = moved
             what = "a fresh database, the pinned page flip%s moved to block%s %s" % (
-                "s" if len(blocks) > 1 else "", "s" if len(blocks) > 1 else "",
-                ",".join(str(to[b]) for b in blocks))
+                "s" if len(blocks) > 1 else "",
+                "s" if len(blocks) > 1 else "",
+                ",".join(str(to[b]) for b in blocks),
+            )
             if self.attempt(what, self.freshened(c), "fresh"):
                 return True
         return False
@@ -265,8 +352,13 @@ class FreshPasses:
         same way as 10 batches; redo-skips-second-action's 175 behind 3 as
         25 batches)."""
         first = self.best.steps[0]
-        if self.best.w == 0 or first["type"] != "stress" or not is_fresh(self.best) or \
-                opt_get(first["argv"], "duration") or as_int(opt_get(first["argv"], "threads"), 1) != 1:
+        if (
+            self.best.w == 0
+            or first["type"] != "stress"
+            or not is_fresh(self.best)
+            or opt_get(first["argv"], "duration")
+            or as_int(opt_get(first["argv"], "threads"), 1) != 1
+        ):
             return
         self.create_counts("create step's ops %d -> %d", [])
         if as_int(opt_get(self.best.steps[0]["argv"], "writepercent"), 30) != 0:
@@ -299,24 +391,42 @@ class FreshPasses:
         the traced steps are undone (their traces were only the fold's
         input)."""
         b = self.best
-        if b.w < 1 or b.trace is None or not opt_get(b.op["argv"], "replay_ops") or \
-                not all(foldable(s, i == 0) for i, s in enumerate(b.steps[:b.w])):
+        if (
+            b.w < 1
+            or b.trace is None
+            or not opt_get(b.op["argv"], "replay_ops")
+            or not all(foldable(s, i == 0) for i, s in enumerate(b.steps[: b.w]))
+        ):
             return
         c = b.copy()
         for i in range(b.w):
-            c.steps[i] = dict(c.steps[i], argv=opt_set(c.steps[i]["argv"], "trace_ops", fold_trace(i)))
+            c.steps[i] = dict(
+                c.steps[i], argv=opt_set(c.steps[i]["argv"], "trace_ops", fold_trace(i))
+            )
         mark = len(self.log)
         if not self.attempt("the %s ops traced (--trace_ops)" % fold_names(b), c, "fold"):
             return
-        steps = b.steps[:b.w + 1]
+        steps = b.steps[: b.w + 1]
         lists = [self.open_list(s, b.op) for s in steps]
-        made = ["0 restart %s 0000000000000000 off | folded: %s's start" % (lists[0], steps[0]["name"])] \
-            if lists[0] != "-" else []
+        made = (
+            [
+                "0 restart %s 0000000000000000 off | folded: %s's start"
+                % (lists[0], steps[0]["name"])
+            ]
+            if lists[0] != "-"
+            else []
+        )
         for i in range(b.w):
-            lines = [set_faults(l, False) for l in trace_ops_of(os.path.join(
-                self.best_res["dir"], "iter", os.path.basename(fold_trace(i))))]
-            made += lines + ["%d restart %s 0000000000000000 off | folded: %s's end, %s's start"
-                             % (len(lines), lists[i + 1], steps[i]["name"], steps[i + 1]["name"])]
+            lines = [
+                set_faults(l, False)
+                for l in trace_ops_of(
+                    os.path.join(self.best_res["dir"], "iter", os.path.basename(fold_trace(i)))
+                )
+            ]
+            made += lines + [
+                "%d restart %s 0000000000000000 off | folded: %s's end, %s's start"
+                % (len(lines), lists[i + 1], steps[i]["name"], steps[i + 1]["name"])
+            ]
         n = sum(1 for l in made if l.split()[1] != "restart")
         if n:
             f = self.best.copy()
@@ -328,9 +438,18 @@ class FreshPasses:
             f.trace = made + list(b.trace)
             f.splice(0, drop=b.w)
             f.folded_regrown += sum(1 for s in steps[:-1] if s["name"].startswith("history-"))
-            if self.attempt("the %s %d ops folded into the op step (%d -> %d ops, %s)"
-                            % (fold_names(b), n, n + len(b.trace), len(f.trace),
-                               "one step fewer" if b.w == 1 else "%d steps fewer" % b.w), f, "fold"):
+            if self.attempt(
+                "the %s %d ops folded into the op step (%d -> %d ops, %s)"
+                % (
+                    fold_names(b),
+                    n,
+                    n + len(b.trace),
+                    len(f.trace),
+                    "one step fewer" if b.w == 1 else "%d steps fewer" % b.w,
+                ),
+                f,
+                "fold",
+            ):
                 self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
                 return
         for e in self.log[mark:]:
@@ -349,7 +468,9 @@ class FreshPasses:
         d = getattr(self, "defaults", None) or {}
         out = []
         for name in RESTART_OPTIONS:
-            v, w = opt_get(step["argv"], name) or d.get(name), opt_get(op["argv"], name) or d.get(name)
+            v, w = opt_get(step["argv"], name) or d.get(name), opt_get(op["argv"], name) or d.get(
+                name
+            )
             if v is not None and (w is None or not same_value(v, w)):
                 out.append("%s=%s" % (name, v))
         return ",".join(out) or "-"
@@ -359,7 +480,9 @@ class FreshPasses:
         its op mix options MIX [(name, value)] set; the first that fails
         kept."""
         n = as_int(opt_get(self.best.steps[i]["argv"], "ops_per_thread"), 10000)
-        tries = sorted({1} | {n >> k for k in range(7, 0, -1) if 1 < n >> k} | {n - (n >> 2), n - (n >> 3)})
+        tries = sorted(
+            {1} | {n >> k for k in range(7, 0, -1) if 1 < n >> k} | {n - (n >> 2), n - (n >> 3)}
+        )
         for m in tries:
             if m >= n or self.left() <= 0 or STOP.is_set():
                 continue
@@ -384,13 +507,30 @@ class FreshPasses:
         common = ["--max_key=%s" % max_key, "--hang_seconds=%d" % self.hang]
         ops = ["--ops_per_thread=200"]
         if fill:
-            ops = ["--ops_per_thread=%d" % min(FILL_MAX_OPS, max(200, as_int(max_key, 10000) // 2))] + \
-                ["--%s=0" % k for k in CREATE_MIX]
-        create = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "@ITER@/steps/create",
-                  "argv": ["@STRESS@"] + state_argv("@STATE@") + common + opt_args(db) +
-                  ["--report=@ITER@/steps/create/report.json", "--destroy_db_initially=1", "--threads=1"] + ops +
-                  ["--seed=%d" % derive(seed, "create")],
-                  "expect": "exit0", "kill_after": None, "primary": True, "time_limit": None}
+            ops = [
+                "--ops_per_thread=%d" % min(FILL_MAX_OPS, max(200, as_int(max_key, 10000) // 2))
+            ] + ["--%s=0" % k for k in CREATE_MIX]
+        create = {
+            "type": "stress",
+            "name": "create",
+            "state": "@STATE@",
+            "dir": "@ITER@/steps/create",
+            "argv": ["@STRESS@"]
+            + state_argv("@STATE@")
+            + common
+            + opt_args(db)
+            + [
+                "--report=@ITER@/steps/create/report.json",
+                "--destroy_db_initially=1",
+                "--threads=1",
+            ]
+            + ops
+            + ["--seed=%d" % derive(seed, "create")],
+            "expect": "exit0",
+            "kill_after": None,
+            "primary": True,
+            "time_limit": None,
+        }
         c.splice(0, [create])
         c.fresh = True
         return c

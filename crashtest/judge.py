@@ -9,8 +9,10 @@ from .common import last_line
 from .params import FAILURE_KEYS
 from .procs import signal_name
 
-SANITIZER_RE = re.compile(r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|"
-                          r"runtime error: |ERROR: MemorySanitizer|Assertion .* failed")
+SANITIZER_RE = re.compile(
+    r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|"
+    r"runtime error: |ERROR: MemorySanitizer|Assertion .* failed"
+)
 ERROR_RE = re.compile(r"^stress: (FAILURE|cannot |reopen failed)", re.M)
 FAILURE_KIND_RE = re.compile(r"^stress: FAILURE (\w+)", re.M)
 # Kinds that say a run's steps did not fit together (a usage error, a
@@ -25,8 +27,11 @@ def shows_kind(failure, kind, match="kind"):
     wrong_value is a wrong_value (crashtest.py shrink's K1 and K24)."""
     if not failure:
         return False
-    return failure.get("kind") == kind or (match == "keys" and failure.get("kind") not in HARNESS_KINDS and
-                                           kind in (failure.get("keys") or []))
+    return failure.get("kind") == kind or (
+        match == "keys"
+        and failure.get("kind") not in HARNESS_KINDS
+        and kind in (failure.get("keys") or [])
+    )
 
 
 def report_failure_keys(report):
@@ -50,8 +55,12 @@ def judge_refused(expect, rc, hung, output, report, refused):
         # It opened a database whose files were lost (F1-F5), as if nothing
         # were missing: whatever it then served was not the database.
         keys = report_failure_keys(report)
-        return failed(keys[0] if keys else "lost", "the engine opened a database with lost files instead of "
-                      "refusing it (exit %s%s)" % (rc, ": " + ", ".join(keys) if keys else ""), keys or ["lost"])
+        return failed(
+            keys[0] if keys else "lost",
+            "the engine opened a database with lost files instead of "
+            "refusing it (exit %s%s)" % (rc, ": " + ", ".join(keys) if keys else ""),
+            keys or ["lost"],
+        )
     return None
 
 
@@ -94,8 +103,13 @@ def judge_findings(output, report):
 
 def judge_sigkill(expect, killed_by_us, output, report, kill_lines):
     """A process ended by SIGKILL and nothing worse: (outcome, failure)."""
-    if killed_by_us and expect in ("sigkill", "sigkill_or_exit0") and isinstance(report, dict) and \
-            report.get("unrecoverable") and report.get("verdict") == "pass":
+    if (
+        killed_by_us
+        and expect in ("sigkill", "sigkill_or_exit0")
+        and isinstance(report, dict)
+        and report.get("unrecoverable")
+        and report.get("verdict") == "pass"
+    ):
         # It had ended the run itself, its report whole: the database
         # did not come back, by design.  Our kill met a process on its
         # way out, not a running engine, and no crash follows: a power
@@ -126,7 +140,9 @@ def judge_exit(expect, rc, output, report, refused):
             return failed("early_exit", "stress exited before it was killed")
         return "passed", None
     if rc == 1:
-        return failed("verification", "exit 1 (verification failure) without failure counts in a report")
+        return failed(
+            "verification", "exit 1 (verification failure) without failure counts in a report"
+        )
     if rc == 2:
         return failed("error", "exit 2 (usage): %s" % last_line(output))
     if rc == 3:
@@ -134,7 +150,10 @@ def judge_exit(expect, rc, output, report, refused):
             # Every database crashtest hands to stress is one the engine
             # made earlier in the run: refusing it is failing to come back
             # (stress itself only refuses to touch it, exit 3).
-            return failed("unrecoverable", "the engine refuses the run's own database: %s" % refused.strip()[:300])
+            return failed(
+                "unrecoverable",
+                "the engine refuses the run's own database: %s" % refused.strip()[:300],
+            )
         return failed("error", "exit 3 (infrastructure): %s" % last_line(output))
     return failed("error", "exit %s: %s" % (rc, last_line(output)))
 
@@ -153,8 +172,16 @@ def judge_stress(expect, rc, killed_by_us, hung, output, report, kill_lines, cor
     failure): outcome 'passed' or 'crashed' (a planned crash); failure
     None or {'kind', 'keys', 'message'}.  The checks run in order, the
     first that has a verdict gives it."""
-    refused = next((l for l in (output or "").splitlines() if "the engine refuses this directory" in l), None)
-    return (judge_refused(expect, rc, hung, output, report, refused) or judge_crash(rc, hung, output, cores) or
-            judge_findings(output, report) or
-            (judge_sigkill(expect, killed_by_us, output, report, kill_lines) if rc == -signal.SIGKILL else
-             judge_exit(expect, rc, output, report, refused)))
+    refused = next(
+        (l for l in (output or "").splitlines() if "the engine refuses this directory" in l), None
+    )
+    return (
+        judge_refused(expect, rc, hung, output, report, refused)
+        or judge_crash(rc, hung, output, cores)
+        or judge_findings(output, report)
+        or (
+            judge_sigkill(expect, killed_by_us, output, report, kill_lines)
+            if rc == -signal.SIGKILL
+            else judge_exit(expect, rc, output, report, refused)
+        )
+    )

@@ -68,8 +68,13 @@ MT_FAULT_TIMES = 4
 # stress's op mix: each kind's option (the rest of 100 after the four is
 # batches), its name, and whether it writes.  K8's contention mixes give
 # two kinds of the run's mix, one of them a writer, half the ops each.
-MIX_KINDS = (("readpercent", "gets", False), ("writepercent", "puts", True), ("delpercent", "deletes", True),
-             ("iterpercent", "scans", False), (None, "batches", True))
+MIX_KINDS = (
+    ("readpercent", "gets", False),
+    ("writepercent", "puts", True),
+    ("delpercent", "deletes", True),
+    ("iterpercent", "scans", False),
+    (None, "batches", True),
+)
 
 
 def pinned_ops(cand):
@@ -92,12 +97,14 @@ def contention_mixes(argv, defaults):
     at 11% and batches at 48% (its shrunk mix, puts the rest) failed 0 of
     10 runs, 2 x 16 ops of scans and batches at half each 2 of 20
     (stress alone, sync_mode=commit)."""
-    share = {opt: as_int(opt_get(argv, opt), as_int(defaults.get(opt))) for opt, _, _ in MIX_KINDS[:-1]}
+    share = {
+        opt: as_int(opt_get(argv, opt), as_int(defaults.get(opt))) for opt, _, _ in MIX_KINDS[:-1]
+    }
     share[None] = max(0, 100 - sum(share.values()))
     kinds = [k for k in MIX_KINDS if share[k[0]] > 0]
     out = []
     for i, (a, an, aw) in enumerate(kinds):
-        for b, bn, bw in kinds[i + 1:]:
+        for b, bn, bw in kinds[i + 1 :]:
             if (aw or bw) and (share[a], share[b]) != (50, 50):
                 m = {opt: 50 if opt in (a, b) else 0 for opt, _, _ in MIX_KINDS[:-1]}
                 out.append((-share[a] * share[b], "%s and %s, half the ops each" % (an, bn), m))
@@ -130,20 +137,27 @@ class MultiPasses:
         if got is None:
             return False
         start, start_ops, base = got
-        threads, pinned, keys, seeds, fired, faults, stop = self.multi_plan(base, start, start_ops, again, sweep)
+        threads, pinned, keys, seeds, fired, faults, stop = self.multi_plan(
+            base, start, start_ops, again, sweep
+        )
         # Two passes: each size and key space with the recorded seed (each
         # shape, every ending), then other seeds: a race that needs 256 ops
         # each on 8 keys (hint-aborted-while-in-progress) is met early, and
         # one that needs its faults struck (control-redo-is-checkpoint: a
         # sync error reopens after a checkpoint raced a write, 2 x 64 ops
         # fail 8 of 40) before a larger run without them is kept.
-        order = [(n, f) for n in MT_OPS for f in (True, False)] if again else \
-            [(n, f) for f in (True, False) for n in MT_OPS]
+        order = (
+            [(n, f) for n in MT_OPS for f in (True, False)]
+            if again
+            else [(n, f) for f in (True, False) for n in MT_OPS]
+        )
         for n, first in order:
             if pinned and n >= pinned:
                 continue  # no shorter than the run already is
             shapes = self.multi_shapes(base, n, first, keys, faults, threads)
-            for (k, c0, shape, mix), seed in [(x, y) for x in shapes for y in (seeds[:1] if first else seeds[1:])]:
+            for (k, c0, shape, mix), seed in [
+                (x, y) for x in shapes for y in (seeds[:1] if first else seeds[1:])
+            ]:
                 for what, c in mt_endings(c0, threads, n, fired):
                     if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
                         return False
@@ -153,10 +167,17 @@ class MultiPasses:
                         continue  # judged before resume_multi went back (K20)
                     self.multi_judged.add(sig)
                     label = "%d threads, %d ops each, key space %d%s, seed %d%s" % (
-                        threads, n, k, " (fresh)" if c.fresh and not base.fresh else "", seed,
-                        "".join(", " + x for x in (shape, what) if x))
-                    extra = dict({"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k},
-                                 **({"mix": mix} if mix else {}))
+                        threads,
+                        n,
+                        k,
+                        " (fresh)" if c.fresh and not base.fresh else "",
+                        seed,
+                        "".join(", " + x for x in (shape, what) if x),
+                    )
+                    extra = dict(
+                        {"seed": seed, "threads": threads, "ops_per_thread": n, "max_key": k},
+                        **({"mix": mix} if mix else {})
+                    )
                     if self.multi_keep(label, c, extra):
                         return True
         return False
@@ -172,7 +193,10 @@ class MultiPasses:
             # from the recorded steps after the search kept one thread).
             return None
         if start is None and not again and self.cut:
-            start, start_ops = self.cut  # the recorded steps (shrink: the baseline kept an earlier one)
+            (
+                start,
+                start_ops,
+            ) = self.cut  # the recorded steps (shrink: the baseline kept an earlier one)
         base = start or self.best
         a = base.op["argv"]
         threads0 = as_int(opt_get(a, "threads"), 2)
@@ -180,8 +204,13 @@ class MultiPasses:
             return None
         self.multi_tried = True
         if self.multi_from is None:  # what resume_multi (K20) goes back to
-            self.multi_from = {"best": self.best, "best_res": self.best_res, "nkept": len(self.kept_trials),
-                               "judged": (self.trials, self.need, self.more), "args": (start, start_ops)}
+            self.multi_from = {
+                "best": self.best,
+                "best_res": self.best_res,
+                "nkept": len(self.kept_trials),
+                "judged": (self.trials, self.need, self.more),
+                "args": (start, start_ops),
+            }
         return start, start_ops, base
 
     def multi_plan(self, base, start, start_ops, again, sweep):
@@ -195,8 +224,10 @@ class MultiPasses:
         keys = [k for k in MT_KEYS if k < k0] + [k0]
         seed0 = as_int(opt_get(a, "seed"))
         nseeds = MT_AGAIN_SEEDS if again else MT_SEEDS
-        seeds = [seed0] + [derive(seed0, "shrink", "multi", j) for j in range(sweep * (nseeds - 1),
-                                                                              (sweep + 1) * (nseeds - 1))]
+        seeds = [seed0] + [
+            derive(seed0, "shrink", "multi", j)
+            for j in range(sweep * (nseeds - 1), (sweep + 1) * (nseeds - 1))
+        ]
         res = (self.best_res or {}).get("results", {}).get(self.best.w) if start is None else None
         res = res or (self.meta["steps"][base.w].get("result") or {})
         fired = res.get("kill_points_fired") or []
@@ -204,9 +235,18 @@ class MultiPasses:
         if faults[1] is None:
             faults = (faults[0], start_ops)
         stop = time.monotonic() + self.left() * MT_SHARE
-        self.p.line("shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
-                    "%d of %d trials fail the same way" % (threads, "/".join(map(str, MT_OPS)),
-                                                            "/".join(map(str, keys)), len(seeds), MT_NEED, MT_TRIALS))
+        self.p.line(
+            "shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
+            "%d of %d trials fail the same way"
+            % (
+                threads,
+                "/".join(map(str, MT_OPS)),
+                "/".join(map(str, keys)),
+                len(seeds),
+                MT_NEED,
+                MT_TRIALS,
+            )
+        )
         return threads, pinned, keys, seeds, fired, faults, stop
 
     def multi_shapes(self, base, n, first, keys, faults, threads):
@@ -224,11 +264,21 @@ class MultiPasses:
                 c0.set_all("max_key", k)
             sc = self.scaled(c0, n, ops=faults[1])
             vol = opt_get(sc.op["argv"], "checkpoint_wal_bytes")
-            shapes.append((k, sc, "checkpoint_wal_bytes %s" % vol
-                           if vol != opt_get(c0.op["argv"], "checkpoint_wal_bytes") else "", None))
+            shapes.append(
+                (
+                    k,
+                    sc,
+                    "checkpoint_wal_bytes %s" % vol
+                    if vol != opt_get(c0.op["argv"], "checkpoint_wal_bytes")
+                    else "",
+                    None,
+                )
+            )
             sf = self.scaled(c0, n, faults)
             if sf.op["argv"] != sc.op["argv"]:
-                shapes.append((k, sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES), None))
+                shapes.append(
+                    (k, sf, "faults every %d ops" % max(2, n * threads // MT_FAULT_TIMES), None)
+                )
         # ... then, with the recorded seed, the smallest key space's run
         # in each contention mix (the most contention; after every key
         # space in the run's own mix: a race that needs none is met
@@ -248,14 +298,23 @@ class MultiPasses:
         of later steps set.  Returns True if kept."""
         prev = (self.best, self.best_res)
         nkept = len(self.kept_trials)
-        if not self.attempt(label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra, more=MT_MORE):
+        if not self.attempt(
+            label, c, "multi", runs=MT_TRIALS, need=MT_NEED, extra=extra, more=MT_MORE
+        ):
             return False
         e = self.log[-1]
         # Two of a few trials can be luck with a rare race
         # among the path's many candidates: MT_CONFIRM more,
         # as many of which must fail as repro needs.
-        if not self.attempt("confirm: " + label, self.best.copy(), "multi", runs=MT_CONFIRM,
-                            need=MT_REPRO_NEED, extra=extra, more=0):
+        if not self.attempt(
+            "confirm: " + label,
+            self.best.copy(),
+            "multi",
+            runs=MT_CONFIRM,
+            need=MT_REPRO_NEED,
+            extra=extra,
+            more=0,
+        ):
             if self.best_res is not prev[1] and self.best_res:
                 shutil.rmtree(self.best_res["dir"], ignore_errors=True)
             self.best, self.best_res = prev
@@ -281,8 +340,11 @@ class MultiPasses:
         runs show is met with some seeds only.  Returns True if it kept
         one."""
         kept = False
-        while not self.best.deterministic() and as_int(opt_get(self.best.op["argv"], "threads"), 2) > 1 and \
-                self.sweeps(what="from the shrunk run"):
+        while (
+            not self.best.deterministic()
+            and as_int(opt_get(self.best.op["argv"], "threads"), 2) > 1
+            and self.sweeps(what="from the shrunk run")
+        ):
             kept = True
             self.rounds()
         return kept
@@ -294,10 +356,16 @@ class MultiPasses:
         MT_RESUME_MIN of the budget is left, or the run has no size below
         its own.  WHAT: the log line's.  Returns True if one kept a run."""
         for sweep in range(MT_AGAIN_SWEEPS):
-            if self.left() < MT_RESUME_MIN or STOP.is_set() or 0 < pinned_ops(start or self.best) <= MT_OPS[0]:
+            if (
+                self.left() < MT_RESUME_MIN
+                or STOP.is_set()
+                or 0 < pinned_ops(start or self.best) <= MT_OPS[0]
+            ):
                 break
-            self.p.line("shrink: the multi-thread path again, %s (K23%s)" % (
-                what, ", sweep %d of other seeds" % (sweep + 1) if sweep else ""))
+            self.p.line(
+                "shrink: the multi-thread path again, %s (K23%s)"
+                % (what, ", sweep %d of other seeds" % (sweep + 1) if sweep else "")
+            )
             if self.p_multi(start, start_ops, again=True, sweep=sweep):
                 return True
         return False
@@ -313,7 +381,7 @@ class MultiPasses:
         another one."""
         f = self.multi_from
         self.best, self.best_res = f["best"], f["best_res"]
-        del self.kept_trials[f["nkept"]:]
+        del self.kept_trials[f["nkept"] :]
         self.trials, self.need, self.more = f["judged"]
         self.multi, self.multi_tried = None, False
         return self.p_multi(*f["args"])
@@ -340,17 +408,30 @@ class MultiPasses:
         seconds, how many reproduced, tries) of the result's repro, or None
         when the rounds after a resume kept a deterministic run (one
         thread: finish's own repro judges it)."""
-        held = []  # each run judged: (its repro, best, best_res, multi, last_kept, stepped_back, its folder)
+        held = (
+            []
+        )  # each run judged: (its repro, best, best_res, multi, last_kept, stepped_back, its folder)
         passed_over = False  # the recorded run was not stepped back to, a resume coming first
         while True:
             can_resume = bool(self.multi) and self.left() >= MT_RESUME_MIN and not STOP.is_set()
             got = first = self.repro_rate(dest)
             back = None
             if got[1] < MT_REPRO_NEED and self.kept_trials:
-                *got, back = self.step_back(dest, got, MT_REPRO_NEED, MT_STEP_BACK, recorded=not can_resume)
+                *got, back = self.step_back(
+                    dest, got, MT_REPRO_NEED, MT_STEP_BACK, recorded=not can_resume
+                )
                 passed_over = passed_over or can_resume
-            held.append((tuple(got), self.best, self.best_res, self.multi, self.last_kept_on_trials(), back,
-                         os.path.join(self.work, "held-%d" % len(held))))
+            held.append(
+                (
+                    tuple(got),
+                    self.best,
+                    self.best_res,
+                    self.multi,
+                    self.last_kept_on_trials(),
+                    back,
+                    os.path.join(self.work, "held-%d" % len(held)),
+                )
+            )
             # An earlier run that reproduced stands in for the smaller one
             # that did not: the path resumes too while budget is left
             # (planted bug checkpoint-redo-at-record: 2 x 64 ops reproduce
@@ -359,13 +440,25 @@ class MultiPasses:
             if not can_resume or got[1] >= MT_REPRO_NEED and not back:
                 break
             shutil.move(dest, held[-1][-1])
-            doc.setdefault("resumed", []).append({"multi_step": self.multi["step"],
-                                                  "reproduced": "%d of %d" % (first[1], first[2]),
-                                                  "stepped_back": back or []})
-            self.p.line("shrink: the shrunk run reproduced %d of %d (the multi-thread path kept it at step %d)%s: "
-                        "the path resumes after it (K20)" % (
-                            first[1], first[2], self.multi["step"],
-                            ", an earlier run %d of %d" % (got[1], got[2]) if got[1] >= MT_REPRO_NEED else ""))
+            doc.setdefault("resumed", []).append(
+                {
+                    "multi_step": self.multi["step"],
+                    "reproduced": "%d of %d" % (first[1], first[2]),
+                    "stepped_back": back or [],
+                }
+            )
+            self.p.line(
+                "shrink: the shrunk run reproduced %d of %d (the multi-thread path kept it at step %d)%s: "
+                "the path resumes after it (K20)"
+                % (
+                    first[1],
+                    first[2],
+                    self.multi["step"],
+                    ", an earlier run %d of %d" % (got[1], got[2])
+                    if got[1] >= MT_REPRO_NEED
+                    else "",
+                )
+            )
             if not self.resume_multi():
                 self.p.line("shrink: the multi-thread path kept no other run")
                 break
@@ -380,14 +473,18 @@ class MultiPasses:
         if enough:
             best = min(enough, key=lambda i: (self.size(held[i][1], held[i][2] or {}), -i))
         else:
-            best = max(range(len(held)), key=lambda i: (Fraction(held[i][0][1], held[i][0][2]) if held[i][0][2]
-                                                        else 0, i))
+            best = max(
+                range(len(held)),
+                key=lambda i: (Fraction(held[i][0][1], held[i][0][2]) if held[i][0][2] else 0, i),
+            )
         got, self.best, self.best_res, self.multi, self.last_kept, back, folder = held[best]
         if best != len(held) - 1 or not os.path.isdir(dest):
             shutil.rmtree(dest, ignore_errors=True)
             shutil.move(folder, dest)
-            self.p.line("shrink: the run the multi-thread path kept at step %d (reproduced %d of %d) is the result"
-                        % (self.multi["step"], got[1], got[2]))
+            self.p.line(
+                "shrink: the run the multi-thread path kept at step %d (reproduced %d of %d) is the result"
+                % (self.multi["step"], got[1], got[2])
+            )
         if got[1] == 0 and passed_over and self.kept_trials:
             # No smaller run reproduced at all, and no resume is left: the
             # recorded run, as step_back does without resumes.
@@ -430,14 +527,21 @@ class MultiPasses:
             v = as_int(opt_get(a, name))
             if v > n:
                 a = opt_set(a, name, q)
-        if as_int(opt_get(a, "acquire_snapshot_one_in")) > 0 and "snapshot_hold_ops" in self.defaults:
-            hold = as_int(opt_get(a, "snapshot_hold_ops"), as_int(self.defaults["snapshot_hold_ops"], 200))
+        if (
+            as_int(opt_get(a, "acquire_snapshot_one_in")) > 0
+            and "snapshot_hold_ops" in self.defaults
+        ):
+            hold = as_int(
+                opt_get(a, "snapshot_hold_ops"), as_int(self.defaults["snapshot_hold_ops"], 200)
+            )
             if hold > q:
                 a = opt_set(a, "snapshot_hold_ops", q)
         run = n * max(1, as_int(opt_get(a, "threads"), 2))
         ops = ops or (faults[1] if faults else None)
         if volume and ops and run < ops:
-            every = parse_size(opt_get(a, "checkpoint_wal_bytes") or self.defaults.get("checkpoint_wal_bytes") or 0)
+            every = parse_size(
+                opt_get(a, "checkpoint_wal_bytes") or self.defaults.get("checkpoint_wal_bytes") or 0
+            )
             if every:
                 a = opt_set(a, "checkpoint_wal_bytes", max(1, every * run // ops))
         if faults and faults[1]:

@@ -30,7 +30,18 @@ import sys
 import tempfile
 import time
 
-from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, INTERRUPTED, REPO, UsageError, last_line, nice_path, write_json
+from .common import (
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    EXIT_PASS,
+    EXIT_USAGE,
+    INTERRUPTED,
+    REPO,
+    UsageError,
+    last_line,
+    nice_path,
+    write_json,
+)
 from .judge import report_failure_keys
 from .folders import claim_report_dir, release
 from .htmlreport import blamed_classes
@@ -72,13 +83,18 @@ def read_mutants(path=MUTANTS_FILE):
                 continue
             parts = t.split(None, 2)
             if len(parts) < 3 or not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", parts[0]):
-                raise UsageError("%s:%d: want 'NAME GUARANTEE description' (NAME in lower-case-with-dashes)"
-                                 % (path, n))
+                raise UsageError(
+                    "%s:%d: want 'NAME GUARANTEE description' (NAME in lower-case-with-dashes)"
+                    % (path, n)
+                )
             if parts[0] in seen:
                 raise UsageError("%s:%d: %s listed twice" % (path, n, parts[0]))
             guarantee, _, mode = parts[1].partition("/")
             if mode and mode not in MODES:
-                raise UsageError("%s:%d: mode %r of %s: want one of %s" % (path, n, mode, parts[0], ", ".join(MODES)))
+                raise UsageError(
+                    "%s:%d: mode %r of %s: want one of %s"
+                    % (path, n, mode, parts[0], ", ".join(MODES))
+                )
             seen.add(parts[0])
             out.append(Mutant(parts[0], guarantee, parts[2], n, mode or MODES[0]))
     return out
@@ -96,23 +112,50 @@ def mutant_result(m, summary, budget, seed, rc):
     # the failed iterations' full records.
     recs = sorted(summary.get("iterations") or [], key=lambda r: r.get("t_end", 0))
     failed = sorted(summary.get("failures") or [], key=lambda r: r.get("t_end", 0))
-    res = {"name": m.name, "guarantee": m.guarantee, "mode": m.mode, "bug": m.bug, "macro": m.macro, "seed": seed,
-           "budget_s": budget, "iterations": summary.get("iterations_total", len(recs)),
-           "elapsed_s": summary.get("elapsed_s"),
-           "caught": bool(failed), "seconds": None, "iterations_to_catch": None, "kind": None,
-           "keys": [], "classes": [], "message": None, "step": None, "repro": None,
-           "planted_bug_seen": sorted(set(summary.get("planted_bugs") or []))}
+    res = {
+        "name": m.name,
+        "guarantee": m.guarantee,
+        "mode": m.mode,
+        "bug": m.bug,
+        "macro": m.macro,
+        "seed": seed,
+        "budget_s": budget,
+        "iterations": summary.get("iterations_total", len(recs)),
+        "elapsed_s": summary.get("elapsed_s"),
+        "caught": bool(failed),
+        "seconds": None,
+        "iterations_to_catch": None,
+        "kind": None,
+        "keys": [],
+        "classes": [],
+        "message": None,
+        "step": None,
+        "repro": None,
+        "planted_bug_seen": sorted(set(summary.get("planted_bugs") or [])),
+    }
     if failed:
         first = failed[0]
         f = first["failure"]
         before = sum(1 for r in recs if r.get("t_end", 0) < first.get("t_end", 0))
-        res.update(seconds=first.get("t_end"), iterations_to_catch=before + 1, kind=f.get("kind"),
-                   keys=f.get("keys") or [], classes=blamed_classes(first), message=f.get("message"),
-                   step=f.get("step_name"), repro=first.get("repro"), swarm=first.get("swarm"))
+        res.update(
+            seconds=first.get("t_end"),
+            iterations_to_catch=before + 1,
+            kind=f.get("kind"),
+            keys=f.get("keys") or [],
+            classes=blamed_classes(first),
+            message=f.get("message"),
+            step=f.get("step_name"),
+            repro=first.get("repro"),
+            swarm=first.get("swarm"),
+        )
     elif summary.get("internal_error"):
         res["error"] = True
         res["message"] = "crashtest itself failed (internal-error.txt): nothing was measured"
-    elif rc not in (EXIT_PASS, EXIT_FAIL, EXIT_INTERRUPTED):  # (interrupted: mutants' own stop at its deadline)
+    elif rc not in (
+        EXIT_PASS,
+        EXIT_FAIL,
+        EXIT_INTERRUPTED,
+    ):  # (interrupted: mutants' own stop at its deadline)
         res["error"] = True
         res["message"] = "the simple run ended with exit %s" % rc
     return res
@@ -147,9 +190,14 @@ def failed_cells(summary):
     for w, row in sorted((summary.get("protection") or {}).items(), key=lambda kv: int(kv[0])):
         for p, c in sorted((row.get("patterns") or {}).items()):
             if c.get("fail"):
-                out.append("w=%s %s: %s escaped, bound %s" % (w, p, c.get("escaped"), c.get("bound")))
+                out.append(
+                    "w=%s %s: %s escaped, bound %s" % (w, p, c.get("escaped"), c.get("bound"))
+                )
         if row.get("fail"):
-            out.append("w=%s (all patterns): %s escaped, bound %s" % (w, row.get("escaped"), row.get("bound")))
+            out.append(
+                "w=%s (all patterns): %s escaped, bound %s"
+                % (w, row.get("escaped"), row.get("bound"))
+            )
     return out
 
 
@@ -157,25 +205,45 @@ def protection_result(m, summary, budget, seed, rc, cmd):
     """mutants.json's entry for M from its protection run's SUMMARY (CMD:
     that run): caught when one stress run failed its own oracle, or when
     a width's escapes broke their bound over all runs."""
-    res = dict(mutant_result(m, {}, budget, seed, rc), iterations=summary.get("runs", 0),
-               elapsed_s=summary.get("elapsed_s"), mode="protection")
+    res = dict(
+        mutant_result(m, {}, budget, seed, rc),
+        iterations=summary.get("runs", 0),
+        elapsed_s=summary.get("elapsed_s"),
+        mode="protection",
+    )
     failed = summary.get("failures") or []
     reports = [read_report(f.get("dir")) for f in failed]
     res["planted_bug_seen"] = sorted({r["planted_bug"] for r in reports if r.get("planted_bug")})
     if failed:
         first, rep = failed[0], reports[0]
         keys = report_failure_keys(rep)
-        classes = sorted(c for c, counts in (rep.get("classes") or {}).items()
-                         if any(int(counts.get(k, 0) or 0) for k in keys))
-        res.update(caught=True, seconds=first.get("at"), iterations_to_catch=int(first.get("index") or 0) + 1,
-                   kind=keys[0] if keys else "error", keys=keys, classes=classes, run_dir=first.get("dir"),
-                   message=failure_line(first.get("dir")), step="protection run %s (w = %s)" % (
-                       first.get("index"), first.get("w")), command=first.get("command"),
-                   repro=first.get("repro") or first.get("command"))
+        classes = sorted(
+            c
+            for c, counts in (rep.get("classes") or {}).items()
+            if any(int(counts.get(k, 0) or 0) for k in keys)
+        )
+        res.update(
+            caught=True,
+            seconds=first.get("at"),
+            iterations_to_catch=int(first.get("index") or 0) + 1,
+            kind=keys[0] if keys else "error",
+            keys=keys,
+            classes=classes,
+            run_dir=first.get("dir"),
+            message=failure_line(first.get("dir")),
+            step="protection run %s (w = %s)" % (first.get("index"), first.get("w")),
+            command=first.get("command"),
+            repro=first.get("repro") or first.get("command"),
+        )
     elif summary.get("verdict") == "fail":
-        res.update(caught=True, seconds=summary.get("elapsed_s"), iterations_to_catch=summary.get("runs"),
-                   kind="escape_rate", message="escapes above their bound: %s" % "; ".join(failed_cells(summary)),
-                   repro=" ".join(shlex.quote(x) for x in cmd))
+        res.update(
+            caught=True,
+            seconds=summary.get("elapsed_s"),
+            iterations_to_catch=summary.get("runs"),
+            kind="escape_rate",
+            message="escapes above their bound: %s" % "; ".join(failed_cells(summary)),
+            repro=" ".join(shlex.quote(x) for x in cmd),
+        )
     elif rc not in (EXIT_PASS, EXIT_FAIL, EXIT_INTERRUPTED):
         res.update(error=True, message="the protection run ended with exit %s" % rc)
     return res
@@ -201,11 +269,17 @@ def protection_real_check(r, summary, build, cmd):
         rc, _ = run_check(real, timeout=4 * float(r.get("budget_s") or 90) + 120)
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    r["real_engine_replay"] = "passes" if rc == 0 else "fails" if rc == 1 else "error (exit %s)" % rc
+    r["real_engine_replay"] = (
+        "passes" if rc == 0 else "fails" if rc == 1 else "error (exit %s)" % rc
+    )
     if rc != 0:
         r["caught"] = False
-        r["message"] = "the real engine's replay %s: the failure (%s) is no evidence of this bug" % (
-            r["real_engine_replay"], r["kind"])
+        r[
+            "message"
+        ] = "the real engine's replay %s: the failure (%s) is no evidence of this bug" % (
+            r["real_engine_replay"],
+            r["kind"],
+        )
 
 
 def real_check(r, summary, build, simple_args):
@@ -229,28 +303,49 @@ def real_check(r, summary, build, simple_args):
     if not art or not os.path.isdir(art) or not os.access(stress, os.X_OK):
         r["real_engine_replay"] = "not run"
         return
-    cmd = [sys.executable, os.path.join(REPO, "crashtest.py"), "repro", art, "--from", "start",
-           "--stress-binary", stress, "--powerloss-binary", powerloss]
+    cmd = [
+        sys.executable,
+        os.path.join(REPO, "crashtest.py"),
+        "repro",
+        art,
+        "--from",
+        "start",
+        "--stress-binary",
+        stress,
+        "--powerloss-binary",
+        powerloss,
+    ]
     rc, out = run_check(cmd)
     # Only the same failure at the same step is the real engine's own: a
     # different one (a bug that changes the file format leaves a start
     # state the real engine cannot even read) says nothing either way.
     same = rc == 1 and "crashtest: reproduced:" in out
-    r["real_engine_replay"] = ("passes" if rc == 0 else "fails" if same else
-                               "fails differently" if rc == 1 else "error")
+    r["real_engine_replay"] = (
+        "passes" if rc == 0 else "fails" if same else "fails differently" if rc == 1 else "error"
+    )
     if same and int(first[0].get("db_age") or 0) > 0:
-        same = real_run_fails_same(r, first[0], summary.get("jobs") or 1, stress, powerloss, simple_args)
+        same = real_run_fails_same(
+            r, first[0], summary.get("jobs") or 1, stress, powerloss, simple_args
+        )
     if same:
         r["caught"] = False
-        r["message"] = ("the real engine fails the same iteration replayed from its start: the failure (%s) is "
-                        "no evidence of this bug" % r["kind"])
+        r["message"] = (
+            "the real engine fails the same iteration replayed from its start: the failure (%s) is "
+            "no evidence of this bug" % r["kind"]
+        )
 
 
 def run_check(cmd, timeout=600):
     """(exit status or None on timeout, output) of a check command."""
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                           timeout=timeout, cwd=REPO)
+        p = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            universal_newlines=True,
+            timeout=timeout,
+            cwd=REPO,
+        )
         return p.returncode, p.stdout
     except subprocess.TimeoutExpired:
         return None, ""
@@ -259,16 +354,43 @@ def run_check(cmd, timeout=600):
 def protection_cmd(seed, duration, stress, report_dir):
     """The `protection` run that hunts one planted bug of the codes'
     construction (one stress run at a time: it has no -j)."""
-    return [sys.executable, os.path.join(REPO, "crashtest.py"), "protection", "--duration", "%g" % duration,
-            "--seed", str(seed), "--stress-binary", stress, "--report-dir", report_dir]
+    return [
+        sys.executable,
+        os.path.join(REPO, "crashtest.py"),
+        "protection",
+        "--duration",
+        "%g" % duration,
+        "--seed",
+        str(seed),
+        "--stress-binary",
+        stress,
+        "--report-dir",
+        report_dir,
+    ]
 
 
 def simple_cmd(seed, duration, jobs, stress, powerloss, report_dir, simple_args):
     """The `simple` run that hunts one planted bug (and, with the real
     binaries, real_check's rerun of it)."""
-    return [sys.executable, os.path.join(REPO, "crashtest.py"), "simple", "--duration", "%g" % duration,
-            "--max-failures", "1", "-j", str(jobs), "--seed", str(seed), "--stress-binary", stress,
-            "--powerloss-binary", powerloss, "--report-dir", report_dir] + list(simple_args)
+    return [
+        sys.executable,
+        os.path.join(REPO, "crashtest.py"),
+        "simple",
+        "--duration",
+        "%g" % duration,
+        "--max-failures",
+        "1",
+        "-j",
+        str(jobs),
+        "--seed",
+        str(seed),
+        "--stress-binary",
+        stress,
+        "--powerloss-binary",
+        powerloss,
+        "--report-dir",
+        report_dir,
+    ] + list(simple_args)
 
 
 def real_run_fails_same(r, failed, jobs, stress, powerloss, simple_args):
@@ -279,21 +401,29 @@ def real_run_fails_same(r, failed, jobs, stress, powerloss, simple_args):
     try:
         budget = float(r.get("budget_s") or 90)
         cmd = simple_cmd(r["seed"], 2 * budget, jobs, stress, powerloss, rd, simple_args) + [
-            "--iterations", str(int(failed.get("index") or 0) + 1)]
+            "--iterations",
+            str(int(failed.get("index") or 0) + 1),
+        ]
         rc, _ = run_check(cmd, timeout=4 * budget + 120)
         try:
             with open(os.path.join(rd, "summary.json")) as f:
-                kinds = [(i.get("failure") or {}).get("kind") for i in json.load(f).get("failures") or []]
+                kinds = [
+                    (i.get("failure") or {}).get("kind") for i in json.load(f).get("failures") or []
+                ]
         except (OSError, ValueError):
             kinds = []
     finally:
         shutil.rmtree(rd, ignore_errors=True)
     same = rc == 1 and (failed.get("failure") or {}).get("kind") in kinds
-    r["real_engine_replay"] = ("fails, and fails the same run from a fresh database" if same else
-                               "fails from the start the planted bug wrote; passes the same run from a fresh "
-                               "database" if rc == 0 else
-                               "fails from the start the planted bug wrote; the same run from a fresh database "
-                               "ends otherwise (exit %s)" % rc)
+    r["real_engine_replay"] = (
+        "fails, and fails the same run from a fresh database"
+        if same
+        else "fails from the start the planted bug wrote; passes the same run from a fresh "
+        "database"
+        if rc == 0
+        else "fails from the start the planted bug wrote; the same run from a fresh database "
+        "ends otherwise (exit %s)" % rc
+    )
     return same
 
 
@@ -311,35 +441,73 @@ def mutants_table(doc):
         else:
             when = "**missed** (%g s)" % r["budget_s"]
         as_ = (r["kind"] if r["caught"] else None) or "-"
-        if r["caught"] and r.get("swarm"):  # the swarm the catching iteration ran (crashtest/params.py)
+        if r["caught"] and r.get(
+            "swarm"
+        ):  # the swarm the catching iteration ran (crashtest/params.py)
             as_ += " (%s)" % swarm_brief(r["swarm"])
-        rows.append("| `%s` | %s | %s | %s | %s |" % (r["name"], r["guarantee"], when, as_,
-                                                    ", ".join(r["classes"] if r["caught"] else []) or "-"))
+        rows.append(
+            "| `%s` | %s | %s | %s | %s |"
+            % (
+                r["name"],
+                r["guarantee"],
+                when,
+                as_,
+                ", ".join(r["classes"] if r["caught"] else []) or "-",
+            )
+        )
     rows.append("")
-    rows.append("%s (budget %g s, -j %d, seed %d)." % (doc["summary_line"], doc["budget_s"], doc["jobs"], doc["seed"]))
+    rows.append(
+        "%s (budget %g s, -j %d, seed %d)."
+        % (doc["summary_line"], doc["budget_s"], doc["jobs"], doc["seed"])
+    )
     return "\n".join(rows) + "\n"
 
 
 def shrink_summary(doc):
     """mutants.json's "shrink" entry of one bug from its shrink.json."""
-    keep = ("threads", "ops", "fault_classes", "steps", "deterministic", "repro_seconds", "repro_reproduced",
-            "failed_again", "start_ops", "regrown", "judged_as")
-    return {"original": {k: v for k, v in (doc.get("original") or {}).items() if k in keep},
-            "shrunk": {k: v for k, v in (doc.get("shrunk") or {}).items() if k in keep} or None,
-            "elapsed_s": doc.get("elapsed_s"), "kind": doc.get("kind"), "match_why": doc.get("match_why")}
+    keep = (
+        "threads",
+        "ops",
+        "fault_classes",
+        "steps",
+        "deterministic",
+        "repro_seconds",
+        "repro_reproduced",
+        "failed_again",
+        "start_ops",
+        "regrown",
+        "judged_as",
+    )
+    return {
+        "original": {k: v for k, v in (doc.get("original") or {}).items() if k in keep},
+        "shrunk": {k: v for k, v in (doc.get("shrunk") or {}).items() if k in keep} or None,
+        "elapsed_s": doc.get("elapsed_s"),
+        "kind": doc.get("kind"),
+        "match_why": doc.get("match_why"),
+    }
 
 
 def shrink_table(rows):
     """The shrinking table of docs/shrink-measurements.md: ROWS of (bug name, shrink summary)."""
-    out = ["| planted bug | kind | threads | ops | fault classes | steps | shrunk in | repro of the shrunk run |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| planted bug | kind | threads | ops | fault classes | steps | shrunk in | repro of the shrunk run |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, sh in rows:
         o, s = sh["original"], sh.get("shrunk")
         if not s:
-            out.append("| `%s` | %s | %s | %s | %s | %s | %s | the recorded run did not fail again |"
-                       % (name, sh.get("kind"), o.get("threads"), o.get("ops") or "?",
-                          ", ".join(o.get("fault_classes") or []) or "none", o.get("steps"),
-                          "%.0f s" % (sh.get("elapsed_s") or 0)))
+            out.append(
+                "| `%s` | %s | %s | %s | %s | %s | %s | the recorded run did not fail again |"
+                % (
+                    name,
+                    sh.get("kind"),
+                    o.get("threads"),
+                    o.get("ops") or "?",
+                    ", ".join(o.get("fault_classes") or []) or "none",
+                    o.get("steps"),
+                    "%.0f s" % (sh.get("elapsed_s") or 0),
+                )
+            )
             continue
         ratio = ""
         if o.get("ops") and s.get("ops"):
@@ -356,22 +524,46 @@ def shrink_table(rows):
             # run starts from a fresh database.
             # K15: a fresh one regrown as the earlier iterations did.
             ratio += "; %d of them grew its database, %s" % (
-                o["start_ops"], "still in the shrunk run" if s.get("start_ops") else
-                "the shrunk run starts fresh and redoes %d of those iterations" % s["regrown"]
-                if s.get("regrown") else "the shrunk run starts fresh")
-        o = dict(o, ops="?" if o.get("ops") is None else o["ops"])  # killed before its first progress note
+                o["start_ops"],
+                "still in the shrunk run"
+                if s.get("start_ops")
+                else "the shrunk run starts fresh and redoes %d of those iterations" % s["regrown"]
+                if s.get("regrown")
+                else "the shrunk run starts fresh",
+            )
+        o = dict(
+            o, ops="?" if o.get("ops") is None else o["ops"]
+        )  # killed before its first progress note
         times = s.get("repro_seconds") or []
         # The recorded run did not fail again: what was shrunk was found by
         # the seed search (one thread, other seeds; shrink.py's K6).
         found = "; found by a seed search" if o.get("failed_again") is False else ""
         # A match by keys (shrink.py's K24): the kind among another's keys.
-        kind = sh.get("kind") if s.get("judged_as") in (None, sh.get("kind")) else "%s (among the keys of a %s)" % (
-            sh.get("kind"), s["judged_as"])
-        out.append("| `%s` | %s | %s -> %s | %s -> %s%s | %s -> %s | %s -> %s | %.0f s | %s s, reproduced %s%s |" % (
-            name, kind, o.get("threads"), s.get("threads"), o.get("ops"), s.get("ops"), ratio,
-            ", ".join(o.get("fault_classes") or []) or "none", ", ".join(s.get("fault_classes") or []) or "none",
-            o.get("steps"), s.get("steps"), sh.get("elapsed_s") or 0,
-            "%.1f" % max(times) if times else "-", s.get("repro_reproduced"), found))
+        kind = (
+            sh.get("kind")
+            if s.get("judged_as") in (None, sh.get("kind"))
+            else "%s (among the keys of a %s)" % (sh.get("kind"), s["judged_as"])
+        )
+        out.append(
+            "| `%s` | %s | %s -> %s | %s -> %s%s | %s -> %s | %s -> %s | %.0f s | %s s, reproduced %s%s |"
+            % (
+                name,
+                kind,
+                o.get("threads"),
+                s.get("threads"),
+                o.get("ops"),
+                s.get("ops"),
+                ratio,
+                ", ".join(o.get("fault_classes") or []) or "none",
+                ", ".join(s.get("fault_classes") or []) or "none",
+                o.get("steps"),
+                s.get("steps"),
+                sh.get("elapsed_s") or 0,
+                "%.1f" % max(times) if times else "-",
+                s.get("repro_reproduced"),
+                found,
+            )
+        )
     return "\n".join(out) + "\n"
 
 
@@ -401,7 +593,11 @@ def mutation_score_line(results):
         t = "> %g" % max(r["budget_s"] for r in results)
     else:
         t = "%.1f" % med
-    return "mutation score: %d of %d caught, median time to catch %s s" % (len(caught), len(results), t)
+    return "mutation score: %d of %d caught, median time to catch %s s" % (
+        len(caught),
+        len(results),
+        t,
+    )
 
 
 def list_catalogues(a):
@@ -412,9 +608,14 @@ def list_catalogues(a):
     if os.path.exists(HARNESS_MUTANTS_FILE):
         rows += [(m, "suites", "mutants --harness") for m in read_mutants(HARNESS_MUTANTS_FILE)]
     width = max([len(m.name) for m, _, _ in rows] + [4])
-    print("%-*s  %-10s  %-10s  %-30s  %s" % (width, "name", "guarantee", "mode", "run by", "the bug"))
+    print(
+        "%-*s  %-10s  %-10s  %-30s  %s" % (width, "name", "guarantee", "mode", "run by", "the bug")
+    )
     for m, mode, cmd in rows:
-        print("%-*s  %-10s  %-10s  %-30s  %s" % (width, m.name, m.guarantee, mode, "crashtest.py " + cmd, m.bug))
+        print(
+            "%-*s  %-10s  %-10s  %-30s  %s"
+            % (width, m.name, m.guarantee, mode, "crashtest.py " + cmd, m.bug)
+        )
     return EXIT_PASS
 
 
@@ -422,9 +623,16 @@ def missing_binaries(build, name, binaries):
     """The usage error for --no-build when NAME's binaries are not built:
     the make command that builds them, as mutants itself runs it."""
     rel = os.path.relpath(build, REPO)
-    return UsageError("%s missing: build %s with 'make -C %s BUILD=%s %s', or drop --no-build" % (
-        ", ".join(binaries), name, shlex.quote(REPO), shlex.quote(rel),
-        " ".join(shlex.quote(os.path.relpath(b, REPO)) for b in binaries)))
+    return UsageError(
+        "%s missing: build %s with 'make -C %s BUILD=%s %s', or drop --no-build"
+        % (
+            ", ".join(binaries),
+            name,
+            shlex.quote(REPO),
+            shlex.quote(rel),
+            " ".join(shlex.quote(os.path.relpath(b, REPO)) for b in binaries),
+        )
+    )
 
 
 def simple_refused(report_dir, made, name, simple_opts):
@@ -439,14 +647,20 @@ def simple_refused(report_dir, made, name, simple_opts):
     except (OSError, IndexError):
         why = "(no output)"
     release(report_dir, remove=made)
-    return UsageError("simple refused the options of the run (--simple %r): %s" % (simple_opts, why))
+    return UsageError(
+        "simple refused the options of the run (--simple %r): %s" % (simple_opts, why)
+    )
 
 
 def not_judged(m, seed, budget):
     """mutants.json's entry of the bug whose run a stop cut short: neither
     caught nor missed."""
-    return dict(mutant_result(m, {}, budget, seed, None), judged=False, error=False,
-                message="not judged: the measurement was interrupted during its run")
+    return dict(
+        mutant_result(m, {}, budget, seed, None),
+        judged=False,
+        error=False,
+        message="not judged: the measurement was interrupted during its run",
+    )
 
 
 def mutant_args(a):
@@ -460,8 +674,10 @@ def mutant_args(a):
     by_name = {m.name: m for m in catalogue}
     unknown = [n for n in a.names if n not in by_name]
     if unknown:
-        raise UsageError("not in %s: %s (known: %s)" % (nice_path(a.catalogue), ", ".join(unknown),
-                                                         ", ".join(by_name)))
+        raise UsageError(
+            "not in %s: %s (known: %s)"
+            % (nice_path(a.catalogue), ", ".join(unknown), ", ".join(by_name))
+        )
     names = a.names or [m.name for m in catalogue]
     if a.pick_by_date:
         names = [pick_by_date(names)]
@@ -476,30 +692,52 @@ def check_built(chosen, build):
     are not in BUILD/mutants/; returns None."""
     for m in chosen:
         needs = ("stress",) if m.mode == "protection" else ("stress", "powerloss")
-        missing = [os.path.join(build, "mutants", m.name, b) for b in needs
-                   if not os.access(os.path.join(build, "mutants", m.name, b), os.X_OK)]
+        missing = [
+            os.path.join(build, "mutants", m.name, b)
+            for b in needs
+            if not os.access(os.path.join(build, "mutants", m.name, b), os.X_OK)
+        ]
         if missing:
             raise missing_binaries(build, m.name, missing)
 
 
 def build_mutant(m, build, stress, powerloss, budget, p):
     """make M's binaries: None when built, else its build-failed record."""
-    mk = subprocess.run(["make", "-s", "BUILD=%s" % os.path.relpath(build, REPO), os.path.relpath(stress, REPO),
-                         os.path.relpath(powerloss, REPO)],
-                        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    mk = subprocess.run(
+        [
+            "make",
+            "-s",
+            "BUILD=%s" % os.path.relpath(build, REPO),
+            os.path.relpath(stress, REPO),
+            os.path.relpath(powerloss, REPO),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+    )
     if mk.returncode == 0:
         return None
     p.line("mutant %s: BUILD FAILED\n%s" % (m.name, mk.stdout[-2000:]))
-    return dict(mutant_result(m, {}, budget, None, None), build_failed=True,
-                message="make failed: %s" % last_line(mk.stdout))
+    return dict(
+        mutant_result(m, {}, budget, None, None),
+        build_failed=True,
+        message="make failed: %s" % last_line(mk.stdout),
+    )
 
 
 def run_mutant(cmd, log_path, budget):
     """One bug's simple or protection run, its output in LOG_PATH, stopped
     by SIGTERM past BUDGET and the grace or at a stop: its exit status."""
     with open(log_path, "w") as log:
-        child = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
-                                 preexec_fn=die_with_parent())
+        child = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            start_new_session=True,
+            preexec_fn=die_with_parent(),
+        )
         deadline = time.monotonic() + budget + MUTANT_GRACE_S
         while child.poll() is None:
             if STOP.is_set() or time.monotonic() > deadline:
@@ -527,47 +765,80 @@ def read_summary(rd):
 def mutant_record(a, m, summary, build, seed, rc, cmd, p):
     """mutants.json's entry of M's finished run: caught or not, checked
     against the real binaries, shrunk under --shrink, its rerun line."""
-    r = (protection_result(m, summary, a.budget, seed, rc, cmd) if m.mode == "protection" else
-         mutant_result(m, summary, a.budget, seed, rc))
+    r = (
+        protection_result(m, summary, a.budget, seed, rc, cmd)
+        if m.mode == "protection"
+        else mutant_result(m, summary, a.budget, seed, rc)
+    )
     # The binary must carry the bug it is said to carry.
     if r["planted_bug_seen"] and r["planted_bug_seen"] != [m.name]:
         r["caught"] = False
-        r["message"] = "the stress binary reported planted bug(s) %s, not %s" % (r["planted_bug_seen"], m.name)
+        r["message"] = "the stress binary reported planted bug(s) %s, not %s" % (
+            r["planted_bug_seen"],
+            m.name,
+        )
     if r["caught"] and summary and m.mode == "protection":
         protection_real_check(r, summary, build, cmd)
     elif r["caught"] and summary:
         real_check(r, summary, build, a.simple_args)
-    if r["caught"] and summary and m.mode == "simple" and getattr(a, "shrink", False) and not STOP.is_set():
+    if (
+        r["caught"]
+        and summary
+        and m.mode == "simple"
+        and getattr(a, "shrink", False)
+        and not STOP.is_set()
+    ):
         # The full records of failed iterations (the timeline in
         # "iterations" is sampled and names no folder).
-        first = sorted((i for i in summary.get("failures") or [] if i.get("artifacts")),
-                       key=lambda i: i.get("t_end", 0))
+        first = sorted(
+            (i for i in summary.get("failures") or [] if i.get("artifacts")),
+            key=lambda i: i.get("t_end", 0),
+        )
         art = first[0].get("artifacts") if first else None
         if art and os.path.isdir(art):
             _, sdoc = shrink_folder(art, a.shrink_budget, p)
             r["shrink"] = shrink_summary(sdoc)
     r["rerun"] = "%s mutants --seed %d --budget %g -j %d%s%s %s" % (
-        nice_path(os.path.join(REPO, "crashtest.py")), a.seed, a.budget, a.jobs,
+        nice_path(os.path.join(REPO, "crashtest.py")),
+        a.seed,
+        a.budget,
+        a.jobs,
         " --simple %s" % shlex.quote(a.simple_opts) if a.simple_opts else "",
-        " --build-dir %s" % shlex.quote(a.build_dir) if a.build_dir != "build" else "", m.name)
+        " --build-dir %s" % shlex.quote(a.build_dir) if a.build_dir != "build" else "",
+        m.name,
+    )
     return r
 
 
 def print_mutant(p, m, r):
     """M's console lines: caught (and its repro), an error, or missed; returns None."""
     if r["caught"]:
-        p.line("mutant %-32s caught in %6.1f s (%d %s) as %s%s; the real engine's replay: %s" % (
-            m.name, r["seconds"], r["iterations_to_catch"],
-            "runs of protection" if m.mode == "protection" else "iterations", r["kind"],
-            " [class %s]" % ",".join(r["classes"]) if r["classes"] else "",
-            r.get("real_engine_replay", "not run")))
+        p.line(
+            "mutant %-32s caught in %6.1f s (%d %s) as %s%s; the real engine's replay: %s"
+            % (
+                m.name,
+                r["seconds"],
+                r["iterations_to_catch"],
+                "runs of protection" if m.mode == "protection" else "iterations",
+                r["kind"],
+                " [class %s]" % ",".join(r["classes"]) if r["classes"] else "",
+                r.get("real_engine_replay", "not run"),
+            )
+        )
         if r["repro"]:
             p.line("    repro: %s" % r["repro"])
     elif r.get("error"):
         p.line("mutant %-32s ERROR: %s" % (m.name, r["message"]))
     else:
-        p.line("mutant %-32s MISSED: %d iterations passed in %s s%s" % (
-            m.name, r["iterations"], r["elapsed_s"], ("  (%s)" % r["message"]) if r["message"] else ""))
+        p.line(
+            "mutant %-32s MISSED: %d iterations passed in %s s%s"
+            % (
+                m.name,
+                r["iterations"],
+                r["elapsed_s"],
+                ("  (%s)" % r["message"]) if r["message"] else "",
+            )
+        )
 
 
 def mutants_report(a, names, by_name, results, report_dir, t0, p):
@@ -577,12 +848,28 @@ def mutants_report(a, names, by_name, results, report_dir, t0, p):
     line = mutation_score_line(judged) if judged else "mutation score: nothing judged"
     p.line(line)
     med = median_time_to_catch(results)
-    doc = {"tool": "crashtest.py", "mode": "mutants", "seed": a.seed, "budget_s": a.budget, "jobs": a.jobs,
-           "catalogue": nice_path(a.catalogue), "elapsed_s": round(time.monotonic() - t0, 3),
-           "score": {"caught": sum(1 for r in judged if r["caught"]), "total": len(judged),
-                     "median_seconds": med if med is not None and med != float("inf") else None},
-           "summary_line": line, "interrupted": STOP.is_set(), "mutants": results,
-           "verdict": "fail" if any(not r["caught"] for r in judged) else INTERRUPTED if STOP.is_set() else "pass"}
+    doc = {
+        "tool": "crashtest.py",
+        "mode": "mutants",
+        "seed": a.seed,
+        "budget_s": a.budget,
+        "jobs": a.jobs,
+        "catalogue": nice_path(a.catalogue),
+        "elapsed_s": round(time.monotonic() - t0, 3),
+        "score": {
+            "caught": sum(1 for r in judged if r["caught"]),
+            "total": len(judged),
+            "median_seconds": med if med is not None and med != float("inf") else None,
+        },
+        "summary_line": line,
+        "interrupted": STOP.is_set(),
+        "mutants": results,
+        "verdict": "fail"
+        if any(not r["caught"] for r in judged)
+        else INTERRUPTED
+        if STOP.is_set()
+        else "pass",
+    }
     write_json(os.path.join(report_dir, "mutants.json"), doc)
     with open(os.path.join(report_dir, "mutants.md"), "w") as f:
         f.write(mutants_table(doc))
@@ -609,20 +896,28 @@ def mutants_mode(a, argv):
         return harness_mode(a)
     names, by_name, chosen = mutant_args(a)
     build = os.path.abspath(a.build_dir)
-    report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
-        datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
+    report_dir = a.report_dir or os.path.join(
+        REPO,
+        "build",
+        "crashtest",
+        "mutants-%s-%d" % (datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()),
+    )
     if a.no_build:
         check_built(chosen, build)
     made = claim_report_dir(report_dir)
     p = Printer(tty=False)
-    p.line("crashtest: mutants: %d planted bugs, budget %g s each, -j %d, seed %d, reports in %s"
-           % (len(chosen), a.budget, a.jobs, a.seed, nice_path(report_dir)))
+    p.line(
+        "crashtest: mutants: %d planted bugs, budget %g s each, -j %d, seed %d, reports in %s"
+        % (len(chosen), a.budget, a.jobs, a.seed, nice_path(report_dir))
+    )
     results = []
     t0 = time.monotonic()
     if not a.no_build:
         # The real binaries too: every catch is replayed with them
         # (real_check), and a build directory of its own has none yet.
-        ok, out = make_targets(build, [os.path.join(build, "stress"), os.path.join(build, "powerloss")])
+        ok, out = make_targets(
+            build, [os.path.join(build, "stress"), os.path.join(build, "powerloss")]
+        )
         if not ok:
             release(report_dir, remove=made)
             raise UsageError("the real binaries of %s do not build: %s" % (build, last_line(out)))
@@ -637,8 +932,11 @@ def mutants_mode(a, argv):
             continue
         seed = derive(a.seed, "mutant", m.name)
         rd = os.path.join(report_dir, m.name)
-        cmd = (protection_cmd(seed, a.budget, stress, rd) if m.mode == "protection" else
-               simple_cmd(seed, a.budget, a.jobs, stress, powerloss, rd, a.simple_args))
+        cmd = (
+            protection_cmd(seed, a.budget, stress, rd)
+            if m.mode == "protection"
+            else simple_cmd(seed, a.budget, a.jobs, stress, powerloss, rd, a.simple_args)
+        )
         rc = run_mutant(cmd, os.path.join(report_dir, m.name + ".log"), a.budget)
         if rc == EXIT_USAGE and not results:
             raise simple_refused(report_dir, made, m.name, a.simple_opts)
@@ -675,18 +973,28 @@ HARNESS_MUTANTS_FILE = os.path.join(REPO, "tests", "harness_mutants.txt")
 # quarter hour and reach the harness through the same stress and
 # powerloss runs t_stress.sh makes.
 HARNESS_SUITES = [
-    "test_oracle", "test_oracle_narrow_codes", "test_report_line",
+    "test_oracle",
+    "test_oracle_narrow_codes",
+    "test_report_line",
     "test_oracle_injection_after_an_observation_explains_nothing",
     "test_oracle_expected_value_damaged_anywhere_is_wrong",
     "test_oracle_a_cache_flip_the_codes_must_stop_explains_no_checksum_report",
-    "test_powerloss_journal_is_whole_and_ordered", "test_powerloss_write_completed_during_an_fsync_is_not_covered_by_it",
-    "test_powerloss_variants_are_legal", "test_powerloss_tool_undoes_metadata_and_refuses_damage",
-    "test_faults_ledger_replays_and_names_every_fault", "test_faults_write_faults_land_where_the_ledger_says",
-    "test_faults_damage_table_tracks_what_is_on_disk", "test_faults_carried_cache_flip",
-    "test_faults_errors_are_reported_at_their_points", "test_faults_cache_flip_names_the_code_of_its_part",
-    "test_faults_sync_error_drops_unsynced_writes", "test_powerloss_engine_survives_every_state",
-    "test_lost_files_refused", "test_faults_damage_lands_in_every_region_of_the_format",
-    "test_protection.py", "test_fault_files.py",
+    "test_powerloss_journal_is_whole_and_ordered",
+    "test_powerloss_write_completed_during_an_fsync_is_not_covered_by_it",
+    "test_powerloss_variants_are_legal",
+    "test_powerloss_tool_undoes_metadata_and_refuses_damage",
+    "test_faults_ledger_replays_and_names_every_fault",
+    "test_faults_write_faults_land_where_the_ledger_says",
+    "test_faults_damage_table_tracks_what_is_on_disk",
+    "test_faults_carried_cache_flip",
+    "test_faults_errors_are_reported_at_their_points",
+    "test_faults_cache_flip_names_the_code_of_its_part",
+    "test_faults_sync_error_drops_unsynced_writes",
+    "test_powerloss_engine_survives_every_state",
+    "test_lost_files_refused",
+    "test_faults_damage_lands_in_every_region_of_the_format",
+    "test_protection.py",
+    "test_fault_files.py",
     "t_stress.sh",
 ]
 SUITE_TIMEOUT_S = 1200  # a suite the bug made hang is a catch, not a stuck measurement
@@ -708,7 +1016,9 @@ def suite_failed(kind, rc, out):
     if rc is None or rc != 0:
         return True
     if kind == "criterion":
-        m = re.search(r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)", out)
+        m = re.search(
+            r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)", out
+        )
         return not m or int(m.group(3)) + int(m.group(4)) > 0 or int(m.group(1)) == 0
     if kind == "shell":
         return bool(re.search(r"^not ok ", out, re.M))
@@ -724,11 +1034,21 @@ def run_suite(suite, build, env, log_path):
         return True, 0.0, None
     t0 = time.monotonic()
     try:
-        p = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           universal_newlines=True, timeout=SUITE_TIMEOUT_S, start_new_session=True)
+        p = subprocess.run(
+            cmd,
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            universal_newlines=True,
+            timeout=SUITE_TIMEOUT_S,
+            start_new_session=True,
+        )
         rc, out = p.returncode, p.stdout
     except subprocess.TimeoutExpired as e:
-        rc, out = None, (e.stdout or b"").decode("utf-8", "replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc, out = None, (e.stdout or b"").decode("utf-8", "replace") if isinstance(
+            e.stdout, bytes
+        ) else (e.stdout or "")
     dt = time.monotonic() - t0
     with open(log_path, "a") as log:
         log.write("== %s (exit %s, %.1f s)\n%s\n" % (suite, rc, dt, out[-20000:]))
@@ -748,36 +1068,69 @@ def suite_env(build, hmutant):
 def make_targets(build, targets, hmutant=None):
     """make -j2 TARGETS with BUILD (relative to the repository): (ok, output)."""
     cmd = ["make", "-s", "-j2", "BUILD=%s" % os.path.relpath(build, REPO)] + list(targets)
-    mk = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                        env=suite_env(build, hmutant))
+    mk = subprocess.run(
+        cmd,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        env=suite_env(build, hmutant),
+    )
     return mk.returncode == 0, mk.stdout
 
 
 def baseline_targets(build, suites):
     """What the real harness's suites need in BUILD."""
     rel = os.path.relpath(build, REPO)
-    out = ["all", os.path.join(rel, "stress"), os.path.join(rel, "powerloss"), os.path.join(rel, "engine-tool")]
+    out = [
+        "all",
+        os.path.join(rel, "stress"),
+        os.path.join(rel, "powerloss"),
+        os.path.join(rel, "engine-tool"),
+    ]
     out += [os.path.join(rel, "tests", s) for s in suites if suite_cmd(s, build)[1] == "criterion"]
     return out
 
 
 def harness_result(m, caught, suite, seconds, **more):
-    r = {"name": m.name, "guarantee": m.guarantee, "bug": m.bug, "macro": m.macro, "caught": caught,
-         "suite": suite, "seconds": None if seconds is None else round(seconds, 1)}
+    r = {
+        "name": m.name,
+        "guarantee": m.guarantee,
+        "bug": m.bug,
+        "macro": m.macro,
+        "caught": caught,
+        "suite": suite,
+        "seconds": None if seconds is None else round(seconds, 1),
+    }
     r.update(more)
     return r
 
 
 def harness_table(doc):
     """mutants.md's "harness" table: each harness bug, caught by which suite, how fast."""
-    rows = ["## harness", "", "| harness bug | guarantee | caught | by suite | seconds |", "|---|---|---|---|---|"]
+    rows = [
+        "## harness",
+        "",
+        "| harness bug | guarantee | caught | by suite | seconds |",
+        "|---|---|---|---|---|",
+    ]
     for r in doc["harness"]:
         caught = "error" if r.get("error") else "yes" if r["caught"] else "**missed**"
-        rows.append("| `%s` | %s | %s | %s | %s |" % (r["name"], r["guarantee"], caught, r["suite"] or "-",
-                                                    "-" if r["seconds"] is None else "%.1f" % r["seconds"]))
+        rows.append(
+            "| `%s` | %s | %s | %s | %s |"
+            % (
+                r["name"],
+                r["guarantee"],
+                caught,
+                r["suite"] or "-",
+                "-" if r["seconds"] is None else "%.1f" % r["seconds"],
+            )
+        )
     rows.append("")
-    rows.append("%s (suites: %s; %.0f s in all)." % (doc["harness_line"], ", ".join(doc["harness_suites"]),
-                                                     doc["harness_elapsed_s"]))
+    rows.append(
+        "%s (suites: %s; %.0f s in all)."
+        % (doc["harness_line"], ", ".join(doc["harness_suites"]), doc["harness_elapsed_s"])
+    )
     return "\n".join(rows) + "\n"
 
 
@@ -793,9 +1146,14 @@ def harness_args(a):
     by_name = {m.name: m for m in catalogue}
     unknown = [n for n in a.names if n not in by_name]
     if unknown:
-        raise UsageError("not in the harness catalogue: %s (known: %s)" % (", ".join(unknown), ", ".join(by_name)))
+        raise UsageError(
+            "not in the harness catalogue: %s (known: %s)"
+            % (", ".join(unknown), ", ".join(by_name))
+        )
     chosen = [by_name[n] for n in (a.names or [m.name for m in catalogue])]
-    suites = [s.strip() for s in a.suites.split(",") if s.strip()] if a.suites else list(HARNESS_SUITES)
+    suites = (
+        [s.strip() for s in a.suites.split(",") if s.strip()] if a.suites else list(HARNESS_SUITES)
+    )
     return chosen, suites
 
 
@@ -812,10 +1170,15 @@ def harness_baseline(a, build, suites, report_dir, t0, p):
         for s in suites:
             failed, dt, rc = run_suite(s, build, suite_env(build, None), log)
             if failed:
-                p.line("crashtest: mutants --harness: the real harness fails %s (exit %s, %.1f s; %s): a failing "
-                       "baseline measures nothing" % (s, rc, dt, nice_path(log)))
+                p.line(
+                    "crashtest: mutants --harness: the real harness fails %s (exit %s, %.1f s; %s): a failing "
+                    "baseline measures nothing" % (s, rc, dt, nice_path(log))
+                )
                 return EXIT_USAGE
-        p.line("baseline: the real harness passes all %d suites (%.0f s)" % (len(suites), time.monotonic() - t0))
+        p.line(
+            "baseline: the real harness passes all %d suites (%.0f s)"
+            % (len(suites), time.monotonic() - t0)
+        )
     return None
 
 
@@ -828,7 +1191,9 @@ def run_harness_bug(a, m, build, suites, report_dir, p):
         ok, out = make_targets(build, [os.path.relpath(stamp, REPO)])
         if not ok:
             p.line("harness bug %s: BUILD FAILED\n%s" % (m.name, out[-2000:]))
-            return harness_result(m, False, None, None, error=True, message="make failed: %s" % last_line(out))
+            return harness_result(
+                m, False, None, None, error=True, message="make failed: %s" % last_line(out)
+            )
     # The build must carry the bug it is said to carry: the stamp
     # names its switch, and (with sources) an #ifdef of it exists.
     try:
@@ -837,8 +1202,14 @@ def run_harness_bug(a, m, build, suites, report_dir, p):
     except OSError:
         carried = None
     if carried != m.macro:
-        r = harness_result(m, False, None, None, error=True,
-                           message="%s does not say it carries %s" % (nice_path(stamp), m.macro))
+        r = harness_result(
+            m,
+            False,
+            None,
+            None,
+            error=True,
+            message="%s does not say it carries %s" % (nice_path(stamp), m.macro),
+        )
         p.line("harness bug %-44s ERROR: %s" % (m.name, r["message"]))
         return r
     log = os.path.join(report_dir, "harness-%s.log" % m.name)
@@ -874,9 +1245,14 @@ def harness_report(a, results, suites, report_dir, t0, p):
             doc = json.load(f)  # an engine measurement in the same folder: the table goes beside it
     except (OSError, ValueError):
         doc = {"tool": "crashtest.py", "mode": "mutants", "mutants": []}
-    doc.update(harness=results, harness_line=line, harness_suites=suites,
-               harness_catalogue=nice_path(harness_catalogue(a)),
-               harness_elapsed_s=round(time.monotonic() - t0, 1), interrupted=STOP.is_set())
+    doc.update(
+        harness=results,
+        harness_line=line,
+        harness_suites=suites,
+        harness_catalogue=nice_path(harness_catalogue(a)),
+        harness_elapsed_s=round(time.monotonic() - t0, 1),
+        interrupted=STOP.is_set(),
+    )
     write_json(path, doc)
     md = os.path.join(report_dir, "mutants.md")
     engine_md = mutants_table(doc) if doc.get("mutants") and doc.get("summary_line") else ""
@@ -899,12 +1275,18 @@ def harness_mode(a):
     bug, so a failing baseline is an error (exit 2), not a measurement."""
     chosen, suites = harness_args(a)
     build = os.path.abspath(a.build_dir)
-    report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "mutants-%s-%d" % (
-        datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()))
+    report_dir = a.report_dir or os.path.join(
+        REPO,
+        "build",
+        "crashtest",
+        "mutants-%s-%d" % (datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), os.getpid()),
+    )
     os.makedirs(report_dir, exist_ok=True)
     p = Printer(tty=False)
-    p.line("crashtest: mutants --harness: %d harness bugs, %d suites, reports in %s"
-           % (len(chosen), len(suites), nice_path(report_dir)))
+    p.line(
+        "crashtest: mutants --harness: %d harness bugs, %d suites, reports in %s"
+        % (len(chosen), len(suites), nice_path(report_dir))
+    )
     t0 = time.monotonic()
     failed = harness_baseline(a, build, suites, report_dir, t0, p)
     if failed is not None:

@@ -45,7 +45,9 @@ def die_with_parent():
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() != parent:  # the parent died before the prctl
                 os._exit(127)
+
     return setup
+
 
 # A process's output beyond this is a loop, not a report: the watchdog ends
 # it (a scan that returned one damaged key for ever wrote 8 GB in a minute,
@@ -69,7 +71,10 @@ def read_output(path):
     except OSError:
         return ""
     return "%s\ncrashtest: ... %d bytes of output left out ...\n%s" % (
-        head.decode(errors="replace"), size - 2 * OUTPUT_KEEP, tail.decode(errors="replace"))
+        head.decode(errors="replace"),
+        size - 2 * OUTPUT_KEEP,
+        tail.decode(errors="replace"),
+    )
 
 
 def read_u64_at(path, off):
@@ -97,9 +102,22 @@ def capture_stacks(pid, path):
     gdb = shutil.which("gdb")
     if gdb:
         try:
-            r = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx", "-ex", "set pagination off",
-                                "-ex", "thread apply all bt"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               timeout=60)
+            r = subprocess.run(
+                [
+                    gdb,
+                    "-p",
+                    str(pid),
+                    "-batch",
+                    "-nx",
+                    "-ex",
+                    "set pagination off",
+                    "-ex",
+                    "thread apply all bt",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=60,
+            )
             out.append(r.stdout.decode(errors="replace"))
         except (OSError, subprocess.SubprocessError) as e:
             out.append("gdb: %s\n" % e)
@@ -134,8 +152,17 @@ class ProcResult:
         self.cores = []
 
 
-def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress_paths=(), time_limit=None,
-                env=None, deadline=None):
+def run_process(
+    argv,
+    out_path,
+    cwd,
+    kill_after=None,
+    hang_seconds=120,
+    progress_paths=(),
+    time_limit=None,
+    env=None,
+    deadline=None,
+):
     """Run ARGV with stdout and stderr to OUT_PATH.  KILL_AFTER: SIGKILL it
     after that many seconds (a planned kill).  The watchdog ends it with
     SIGKILL when no progress is seen for HANG_SECONDS (trace count, ledger
@@ -149,8 +176,16 @@ def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress
     t0 = time.monotonic()
     with open(out_path, "wb") as out:
         try:
-            p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd,
-                                 env=env, start_new_session=True, preexec_fn=die_with_parent())
+            p = subprocess.Popen(
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                preexec_fn=die_with_parent(),
+            )
         except OSError as e:
             out.write(("crashtest: cannot start %s: %s\n" % (argv[0], e)).encode())
             res.rc = 127
@@ -176,13 +211,20 @@ def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress
                 if deadline is not None and now >= deadline:
                     p.kill()
                     rc = p.wait()
-                    res.out_of_time = "stopped after %.0f s: its time ran out while the watchdog still saw " \
-                                      "progress (slow, not a hang)" % (now - t0)
+                    res.out_of_time = (
+                        "stopped after %.0f s: its time ran out while the watchdog still saw "
+                        "progress (slow, not a hang)" % (now - t0)
+                    )
                     break
                 if now >= next_check:
                     next_check = now + 1.0
-                    sample = (tuple(read_u64_at(pp, 40) if pp.endswith("/expected") else file_size(pp)
-                                    for pp in progress_paths), proc_io(p.pid))
+                    sample = (
+                        tuple(
+                            read_u64_at(pp, 40) if pp.endswith("/expected") else file_size(pp)
+                            for pp in progress_paths
+                        ),
+                        proc_io(p.pid),
+                    )
                     if sample != last_sample:
                         last_sample, last_progress = sample, now
                     why = None
@@ -193,7 +235,9 @@ def run_process(argv, out_path, cwd, kill_after=None, hang_seconds=120, progress
                     elif time_limit is not None and now - t0 >= time_limit:
                         why = "still running after %d s" % time_limit
                     if why:
-                        capture_stacks(p.pid, os.path.join(os.path.dirname(out_path), "hang-stacks.txt"))
+                        capture_stacks(
+                            p.pid, os.path.join(os.path.dirname(out_path), "hang-stacks.txt")
+                        )
                         p.kill()
                         p.wait()
                         res.hung = why

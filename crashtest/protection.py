@@ -31,7 +31,16 @@ import shutil
 import sys
 import time
 
-from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, INTERRUPTED, REPO, UsageError, nice_path, write_json
+from .common import (
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    EXIT_PASS,
+    INTERRUPTED,
+    REPO,
+    UsageError,
+    nice_path,
+    write_json,
+)
 from .folders import WORK_PREFIX, claim_report_dir, make_work_dir, release, remove_work_dir
 from .binary import build_identity
 from .htmlreport import render, write_page
@@ -64,13 +73,22 @@ def run_argv(stress, d, w, seed, seconds):
     rng = Rng(derive(seed, "protection run"))
     ps = rng.choice(PAGE_SIZES)
     opts = {
-        "db": os.path.join(d, "db"), "expected_values_dir": os.path.join(d, "expected"),
-        "run_dir": os.path.join(d, "run"), "report": os.path.join(d, "report.json"),
-        "destroy_db_initially": 1, "seed": seed, "duration": max(1, int(seconds)),
+        "db": os.path.join(d, "db"),
+        "expected_values_dir": os.path.join(d, "expected"),
+        "run_dir": os.path.join(d, "run"),
+        "report": os.path.join(d, "report.json"),
+        "destroy_db_initially": 1,
+        "seed": seed,
+        "duration": max(1, int(seconds)),
         "ops_per_thread": 0,
-        "block_protection_bytes_per_key": w, "bitflip_cache_one_in": rng.choice(ONE_IN),
-        "bitflip_cache_patterns": 1, "page_size": ps, "cache_size": max(65536, rng.choice(CACHE_PAGES) * ps),
-        "threads": rng.choice(THREADS), "value_size_max": rng.choice(VALUE_SIZES), "max_key": rng.choice(MAX_KEY),
+        "block_protection_bytes_per_key": w,
+        "bitflip_cache_one_in": rng.choice(ONE_IN),
+        "bitflip_cache_patterns": 1,
+        "page_size": ps,
+        "cache_size": max(65536, rng.choice(CACHE_PAGES) * ps),
+        "threads": rng.choice(THREADS),
+        "value_size_max": rng.choice(VALUE_SIZES),
+        "max_key": rng.choice(MAX_KEY),
         "hang_seconds": 60,
     }
     return [stress] + ["--%s=%s" % (k, v) for k, v in opts.items()]
@@ -117,7 +135,13 @@ def judge(agg):
             for k in ("checked", "detected", "escaped", "expected"):
                 row[k] += c[k]
         t = cell_verdict(row["checked"], row["escaped"], row["expected"])
-        row.update(rate=t["rate"], ci95=t["ci95"], expected_rate=t["expected_rate"], bound=t["bound"], fail=t["fail"])
+        row.update(
+            rate=t["rate"],
+            ci95=t["ci95"],
+            expected_rate=t["expected_rate"],
+            bound=t["bound"],
+            fail=t["fail"],
+        )
         fail |= t["fail"]
         out[w] = row
     return out, fail
@@ -129,8 +153,11 @@ def fmt_rate(x):
 
 def table_lines(widths):
     """The Markdown table (protection.md; docs/protection.md shows one)."""
-    lines = ["| w | pattern | flips checked | detected | escaped | observed rate (95% interval) | expected rate "
-             "| bound (escapes) | verdict |", "|---|---|---:|---:|---:|---|---|---:|---|"]
+    lines = [
+        "| w | pattern | flips checked | detected | escaped | observed rate (95% interval) | expected rate "
+        "| bound (escapes) | verdict |",
+        "|---|---|---:|---:|---:|---|---|---:|---|",
+    ]
     for w, row in sorted(widths.items()):
         for p in PATTERNS:
             c = row["patterns"][p]
@@ -140,34 +167,70 @@ def table_lines(widths):
             verdict = "FAIL" if c["fail"] else "ok"
             if c["consistent"] is not None:
                 verdict += ", consistent" if c["consistent"] else ", NOT consistent with expected"
-            lines.append("| %d | %s | %d | %d | %d | %s (%s .. %s) | %s | %d | %s |" % (
-                w, p, c["checked"], c["detected"], c["escaped"], fmt_rate(c["rate"]), fmt_rate(ci[0]),
-                fmt_rate(ci[1]), fmt_rate(c["expected_rate"]), c["bound"], verdict))
+            lines.append(
+                "| %d | %s | %d | %d | %d | %s (%s .. %s) | %s | %d | %s |"
+                % (
+                    w,
+                    p,
+                    c["checked"],
+                    c["detected"],
+                    c["escaped"],
+                    fmt_rate(c["rate"]),
+                    fmt_rate(ci[0]),
+                    fmt_rate(ci[1]),
+                    fmt_rate(c["expected_rate"]),
+                    c["bound"],
+                    verdict,
+                )
+            )
     return lines
 
 
 def width_line(w, row):
     """One width's sums in words: the rate, what the construction expects,
     and the bound the verdict judges the escapes against."""
-    return "w=%d: %d flips checked, %d escaped (rate %s; expected from the construction %s; bound %d escapes: %s)" % (
-        w, row["checked"], row["escaped"], fmt_rate(row["rate"]), fmt_rate(row["expected_rate"]), row["bound"],
-        "ABOVE, FAIL" if row["fail"] else "within")
+    return (
+        "w=%d: %d flips checked, %d escaped (rate %s; expected from the construction %s; bound %d escapes: %s)"
+        % (
+            w,
+            row["checked"],
+            row["escaped"],
+            fmt_rate(row["rate"]),
+            fmt_rate(row["expected_rate"]),
+            row["bound"],
+            "ABOVE, FAIL" if row["fail"] else "within",
+        )
+    )
 
 
 def region_lines(regions):
     """The same flips by region (every pattern): where a code is weaker.
     A view, not a verdict: the run is judged by width and pattern."""
-    lines = ["| w | region | flips checked | escaped | observed rate (95% interval) | expected rate "
-             "| against its bound (a view, not judged) |", "|---|---|---:|---:|---|---|---|"]
+    lines = [
+        "| w | region | flips checked | escaped | observed rate (95% interval) | expected rate "
+        "| against its bound (a view, not judged) |",
+        "|---|---|---:|---:|---|---|---|",
+    ]
     for w, rs in sorted(regions.items(), key=lambda kv: int(kv[0])):
         for r, c in rs.items():
             ci = c["ci95"] or [None, None]
             verdict = region_word(c)
             if c["consistent"] is not None:
                 verdict += ", consistent" if c["consistent"] else ", NOT consistent with expected"
-            lines.append("| %s | %s | %d | %d | %s (%s .. %s) | %s | %s |" % (
-                w, r, c["checked"], c["escaped"], fmt_rate(c["rate"]), fmt_rate(ci[0]), fmt_rate(ci[1]),
-                fmt_rate(c["expected_rate"]), verdict))
+            lines.append(
+                "| %s | %s | %d | %d | %s (%s .. %s) | %s | %s |"
+                % (
+                    w,
+                    r,
+                    c["checked"],
+                    c["escaped"],
+                    fmt_rate(c["rate"]),
+                    fmt_rate(ci[0]),
+                    fmt_rate(ci[1]),
+                    fmt_rate(c["expected_rate"]),
+                    verdict,
+                )
+            )
     return lines
 
 
@@ -200,7 +263,12 @@ def replay_argv(command, stress, d):
     folders moved into D (the run's own are gone with its work folder)."""
     argv = shlex.split(command)
     argv[0] = stress
-    moved = {"--db": "db", "--expected_values_dir": "expected", "--run_dir": "run", "--report": "report.json"}
+    moved = {
+        "--db": "db",
+        "--expected_values_dir": "expected",
+        "--run_dir": "run",
+        "--report": "report.json",
+    }
     for i, x in enumerate(argv):
         opt = x.split("=", 1)[0]
         if opt in moved:
@@ -227,12 +295,22 @@ def one_run(a, stress, dirs, seed, i, w, left, t0, agg, regions):
     d = os.path.join(work, "run-%d" % i)
     os.makedirs(d)
     argv = run_argv(stress, d, w, rseed, min(a.run_seconds, max(1, left)))
-    res = run_process(argv, os.path.join(d, "out.txt"), d, hang_seconds=90, time_limit=a.run_seconds + 120)
+    res = run_process(
+        argv, os.path.join(d, "out.txt"), d, hang_seconds=90, time_limit=a.run_seconds + 120
+    )
     got = add_report(agg[w], d, w)
     count_regions(regions.setdefault(w, {}), os.path.join(d, "run", "ledger"), w)
     elapsed = time.monotonic() - t0
-    run = {"index": i, "seed": rseed, "w": w, "rc": res.rc, "flips": got, "seconds": round(res.elapsed, 2),
-           "at": round(elapsed, 2), "command": " ".join(shlex.quote(x) for x in argv)}
+    run = {
+        "index": i,
+        "seed": rseed,
+        "w": w,
+        "rc": res.rc,
+        "flips": got,
+        "seconds": round(res.elapsed, 2),
+        "at": round(elapsed, 2),
+        "command": " ".join(shlex.quote(x) for x in argv),
+    }
     line = "run %d w=%d rc=%s flips=%d  (%.0fs)" % (i, w, res.rc, got, elapsed)
     if res.rc != 0 or res.hung:
         dest = os.path.join(report_dir, "failures", "run-%d" % i)
@@ -240,8 +318,11 @@ def one_run(a, stress, dirs, seed, i, w, left, t0, agg, regions):
         shutil.move(d, dest)
         run["dir"] = dest
         run["repro"] = replay_line(run["command"], dest)
-        print(line + "  FAIL (%s); kept %s\n  repro: %s" % (
-            res.hung or "exit %s" % res.rc, nice_path(dest), run["repro"]))
+        print(
+            line
+            + "  FAIL (%s); kept %s\n  repro: %s"
+            % (res.hung or "exit %s" % res.rc, nice_path(dest), run["repro"])
+        )
     else:
         shutil.rmtree(d, ignore_errors=True)
         print(line)
@@ -253,9 +334,19 @@ def width_rows(table, runs):
     """The per-width table of the summary and the HTML chart
     (htmlreport.widths_of): each width's sums, the bound its verdict
     judged them against and whether they passed it."""
-    return {str(w): {"iterations": sum(1 for r in runs if r["w"] == w), "checked": row["checked"],
-                     "escaped": row["escaped"], "bound": row["bound"], "rate": row["rate"], "ci95": row["ci95"],
-                     "expected_rate": row["expected_rate"], "fail": row["fail"]} for w, row in table.items()}
+    return {
+        str(w): {
+            "iterations": sum(1 for r in runs if r["w"] == w),
+            "checked": row["checked"],
+            "escaped": row["escaped"],
+            "bound": row["bound"],
+            "rate": row["rate"],
+            "ci95": row["ci95"],
+            "expected_rate": row["expected_rate"],
+            "fail": row["fail"],
+        }
+        for w, row in table.items()
+    }
 
 
 def summary_doc(a, argv, run, table, regions, verdict):
@@ -263,17 +354,34 @@ def summary_doc(a, argv, run, table, regions, verdict):
     failures, elapsed."""
     runs, failures, elapsed = run["runs"], run["failures"], run["elapsed"]
     return {
-        "mode": "protection", "seed": run["seed"], "widths_asked": run["widths"], "duration": a.duration,
-        "flips_per_width": a.flips_per_width, "elapsed": round(elapsed, 1), "runs": len(runs),
-        "pass": verdict == "pass", "failures": failures,
+        "mode": "protection",
+        "seed": run["seed"],
+        "widths_asked": run["widths"],
+        "duration": a.duration,
+        "flips_per_width": a.flips_per_width,
+        "elapsed": round(elapsed, 1),
+        "runs": len(runs),
+        "pass": verdict == "pass",
+        "failures": failures,
         # what the HTML page's header reads (its count of runs)
-        "verdict": verdict, "interrupted": STOP.is_set(), "iterations_total": len(runs), "failed": len(failures),
-        "elapsed_s": round(elapsed, 1), "jobs": 1, "shard": "0/1", "seed_given": a.seed is not None,
+        "verdict": verdict,
+        "interrupted": STOP.is_set(),
+        "iterations_total": len(runs),
+        "failed": len(failures),
+        "elapsed_s": round(elapsed, 1),
+        "jobs": 1,
+        "shard": "0/1",
+        "seed_given": a.seed is not None,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - elapsed)),
         "first_failure_seconds": failures[0]["at"] if failures else None,
         "protection": {str(w): row for w, row in table.items()},
-        "regions": {str(w): {r: cell_verdict(c["checked"], c["escaped"], c["expected"]) for r, c in sorted(rs.items())}
-                    for w, rs in sorted(regions.items())},
+        "regions": {
+            str(w): {
+                r: cell_verdict(c["checked"], c["escaped"], c["expected"])
+                for r, c in sorted(rs.items())
+            }
+            for w, rs in sorted(regions.items())
+        },
         "protection_widths": width_rows(table, runs),
         "command_line": [sys.executable, os.path.join(REPO, "crashtest.py")] + list(argv),
         "build": build_identity({"stress": run["stress"]}),
@@ -288,7 +396,12 @@ def write_outputs(report_dir, summary, table):
         f.write("\n".join(lines) + "\n")
     try:
         write_page(os.path.join(report_dir, "report.html"), render([report_dir]))
-    except (OSError, ValueError, KeyError, TypeError) as e:  # the page is a view: the summary stands without it
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+    ) as e:  # the page is a view: the summary stands without it
         print("crashtest: report.html not written: %s" % e)
     print("\n".join(lines))
     for w, row in sorted(table.items()):
@@ -302,11 +415,22 @@ def protection_mode(a, argv):
         raise UsageError("stress binary %s not found (run make)" % stress)
     seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(8), "little")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    report_dir = a.report_dir or os.path.join(REPO, "build", "crashtest", "protection-%s-%d" % (stamp, os.getpid()))
+    report_dir = a.report_dir or os.path.join(
+        REPO, "build", "crashtest", "protection-%s-%d" % (stamp, os.getpid())
+    )
     claim_report_dir(report_dir)
     work = make_work_dir(WORK_PREFIX + "protection-", a.work_dir)
-    print("crashtest: protection seed=%d widths=%s duration=%ss flips-per-width=%d run=%ss report=%s" % (
-        seed, ",".join(map(str, widths)), a.duration, a.flips_per_width, a.run_seconds, nice_path(report_dir)))
+    print(
+        "crashtest: protection seed=%d widths=%s duration=%ss flips-per-width=%d run=%ss report=%s"
+        % (
+            seed,
+            ",".join(map(str, widths)),
+            a.duration,
+            a.flips_per_width,
+            a.run_seconds,
+            nice_path(report_dir),
+        )
+    )
     sys.stdout.flush()
     agg = {w: empty_cells() for w in widths}
     regions = {}  # w -> region -> cell: the same flips by where they landed (from the ledgers)
@@ -315,7 +439,9 @@ def protection_mode(a, argv):
     try:
         while True:
             left = a.duration - (time.monotonic() - t0) if a.duration else float("inf")
-            todo = [w for w in widths if sum(c["checked"] for c in agg[w].values()) < a.flips_per_width]
+            todo = [
+                w for w in widths if sum(c["checked"] for c in agg[w].values()) < a.flips_per_width
+            ]
             if left < 1 or not todo or STOP.is_set():
                 break
             w = min(todo, key=lambda x: (sum(c["checked"] for c in agg[x].values()), x))
@@ -334,10 +460,24 @@ def protection_mode(a, argv):
     failed = bool(failures or cell_fail)
     stopped = STOP.is_set() and not failed  # stopped before a failure: neither a pass nor a fail
     verdict = "fail" if failed else INTERRUPTED if stopped else "pass"
-    done = {"seed": seed, "widths": widths, "stress": stress, "runs": runs, "failures": failures, "elapsed": elapsed}
+    done = {
+        "seed": seed,
+        "widths": widths,
+        "stress": stress,
+        "runs": runs,
+        "failures": failures,
+        "elapsed": elapsed,
+    }
     write_outputs(report_dir, summary_doc(a, argv, done, table, regions, verdict), table)
     release(report_dir)
-    print("crashtest: protection %s: %d runs in %.0fs%s; report %s" % (
-        verdict.upper(), len(runs), elapsed,
-        ", first failure after %.1fs" % failures[0]["at"] if failures else "", nice_path(report_dir)))
+    print(
+        "crashtest: protection %s: %d runs in %.0fs%s; report %s"
+        % (
+            verdict.upper(),
+            len(runs),
+            elapsed,
+            ", first failure after %.1fs" % failures[0]["at"] if failures else "",
+            nice_path(report_dir),
+        )
+    )
     return EXIT_PASS if verdict == "pass" else EXIT_INTERRUPTED if stopped else EXIT_FAIL

@@ -62,14 +62,30 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
     if os.path.isdir(run.state):
         # The workload's crashed state (powerloss made copies: the state
         # itself is as the crash left it), or whatever the failure left.
-        os.rename(run.state, os.path.join(iter_dir, "crashed" if crashed_after is not None else "end"))
+        os.rename(
+            run.state, os.path.join(iter_dir, "crashed" if crashed_after is not None else "end")
+        )
     meta = {
-        "crashtest_meta": META_VERSION, "id": rid, "mode": ct.mode, "run_seed": run.seed, "seed": record["seed"],
-        "index": record["index"], "kind": record["kind"], "db_params": record["db_params"],
-        "db_age": record["db_age"], "db_ops": record["db_ops"], "history": list(run.history),
-        "params": record["params"], "plan": record["plan"], "max_key": run.max_key, "swarm": record.get("swarm"),
-        "hang_seconds": ct.a.hang_seconds, "steps": record["steps"], "failure": record["failure"],
-        "crashed_after_step": crashed_after, "build": ct.identity,
+        "crashtest_meta": META_VERSION,
+        "id": rid,
+        "mode": ct.mode,
+        "run_seed": run.seed,
+        "seed": record["seed"],
+        "index": record["index"],
+        "kind": record["kind"],
+        "db_params": record["db_params"],
+        "db_age": record["db_age"],
+        "db_ops": record["db_ops"],
+        "history": list(run.history),
+        "params": record["params"],
+        "plan": record["plan"],
+        "max_key": run.max_key,
+        "swarm": record.get("swarm"),
+        "hang_seconds": ct.a.hang_seconds,
+        "steps": record["steps"],
+        "failure": record["failure"],
+        "crashed_after_step": crashed_after,
+        "build": ct.identity,
         "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"},
         "binaries_built_as": {"@STRESS@": ct.stress, "@POWERLOSS@": ct.powerloss},
         "paths": {"@STATE@": run.state, "@ITER@": iter_dir},
@@ -78,26 +94,41 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
     with open(os.path.join(iter_dir, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
     with open(os.path.join(iter_dir, "commands.sh"), "w") as f:
-        f.write("#!/bin/sh\n# Iteration %s: the commands as they ran, with the placeholders crashtest\n"
-                "# substitutes (the work directory they ran in is gone):\n"
-                "#   @STATE@      the state: a copy of crashed/ (or start/, before the crash)\n"
-                "#   @ITER@       the iteration's scratch folder (steps/ ...)\n"
-                "#   @STRESS@     bin/stress      (a copy of %s)\n"
-                "#   @POWERLOSS@  bin/powerloss   (a copy of %s)\n"
-                "# Replay (copies, substitutes and runs them): %s repro %s\n\n"
-                % (rid, ct.stress, ct.powerloss, os.path.join(REPO, "crashtest.py"), dest))
+        f.write(
+            "#!/bin/sh\n# Iteration %s: the commands as they ran, with the placeholders crashtest\n"
+            "# substitutes (the work directory they ran in is gone):\n"
+            "#   @STATE@      the state: a copy of crashed/ (or start/, before the crash)\n"
+            "#   @ITER@       the iteration's scratch folder (steps/ ...)\n"
+            "#   @STRESS@     bin/stress      (a copy of %s)\n"
+            "#   @POWERLOSS@  bin/powerloss   (a copy of %s)\n"
+            "# Replay (copies, substitutes and runs them): %s repro %s\n\n"
+            % (rid, ct.stress, ct.powerloss, os.path.join(REPO, "crashtest.py"), dest)
+        )
         for i, s in enumerate(record["steps"]):
             r = s.get("result") or {}
             if s["type"] == "variant":
-                f.write("# step %d: variant %d of the power-loss step (crashtest copies the state)\n" % (i, s["k"]))
+                f.write(
+                    "# step %d: variant %d of the power-loss step (crashtest copies the state)\n"
+                    % (i, s["k"])
+                )
                 continue
             if s["type"] == "lose":
-                f.write("# step %d: the lost-file check copies %s to %s and removes %s\n" % (
-                    i, s["from"], s["to"], " ".join(s["remove"])))
+                f.write(
+                    "# step %d: the lost-file check copies %s to %s and removes %s\n"
+                    % (i, s["from"], s["to"], " ".join(s["remove"]))
+                )
                 continue
-            f.write("# step %d (%s): exit %s%s\n" % (i, s["name"], r.get("rc"),
-                                                    ", SIGKILL after %.3f s" % s["kill_after"]
-                                                    if s.get("kill_after") is not None else ""))
+            f.write(
+                "# step %d (%s): exit %s%s\n"
+                % (
+                    i,
+                    s["name"],
+                    r.get("rc"),
+                    ", SIGKILL after %.3f s" % s["kill_after"]
+                    if s.get("kill_after") is not None
+                    else "",
+                )
+            )
             f.write(shlex.join(s["argv"]) + "\n\n")
     os.makedirs(os.path.join(iter_dir, "bin"), exist_ok=True)
     for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
@@ -117,10 +148,12 @@ def iteration_line(record, run_index, defaults):
     elif plan.get("reopen"):
         how = "whitebox reopen×%d" % plan["reopen"]
     else:
-        wl = (record["steps"][1 if record["steps"][0]["name"] == "create" else 0].get("result") or {})
+        wl = record["steps"][1 if record["steps"][0]["name"] == "create" else 0].get("result") or {}
         fired = wl.get("kill_points_fired") or []
-        how = "whitebox kill 1/%d %s" % (plan["kill_random_test"],
-                                         ("-> " + fired[0]) if fired else "(none fired)")
+        how = "whitebox kill 1/%d %s" % (
+            plan["kill_random_test"],
+            ("-> " + fired[0]) if fired else "(none fired)",
+        )
     crashed = any(s["type"] == "powerloss" for s in record["steps"])
     if crashed:
         how += " powerloss=%s×%d" % (plan["powerloss_mode"], plan["variants"])
@@ -128,19 +161,33 @@ def iteration_line(record, run_index, defaults):
             how += " +recovery crash"
     opts = differs(dict(record["params"]), defaults)
     t = record["totals"]
-    counts = "injected=%d detected=%d repaired=%d masked=%d" % (t["injected"], t["detected"], t["repaired"],
-                                                               t["masked"])
+    counts = "injected=%d detected=%d repaired=%d masked=%d" % (
+        t["injected"],
+        t["detected"],
+        t["repaired"],
+        t["masked"],
+    )
     if t["undetectable"]:
         counts += " undetectable=%d" % t["undetectable"]
     for d in record.get("by_design") or []:
         counts += " unrecoverable_by_design=[%s]" % d
     if record["judging_mode"] and record["judging_mode"] != "judging":
         counts += " (%s)" % record["judging_mode"]
-    verdict = "pass" if not record["failure"] else "FAIL %s at %s" % (record["failure"]["kind"],
-                                                                      record["failure"]["step_name"])
+    verdict = (
+        "pass"
+        if not record["failure"]
+        else "FAIL %s at %s" % (record["failure"]["kind"], record["failure"]["step_name"])
+    )
     return "run %d iter %d seed=%d %s | %s | %s | %s %.1fs" % (
-        run_index, record["index"], record["seed"], how, " ".join(opts) or "defaults", counts, verdict,
-        record["elapsed"])
+        run_index,
+        record["index"],
+        record["seed"],
+        how,
+        " ".join(opts) or "defaults",
+        counts,
+        verdict,
+        record["elapsed"],
+    )
 
 
 def counted(step, result):
@@ -161,10 +208,32 @@ def counted(step, result):
 # every region each class can name, so that one never hit shows as a row
 # of zeros instead of no row.
 REGIONS = {
-    "bitflip_page": ["header", "hints", "slots", "free", "cells", "meta", "clog", "overflow", "trunk"],
+    "bitflip_page": [
+        "header",
+        "hints",
+        "slots",
+        "free",
+        "cells",
+        "meta",
+        "clog",
+        "overflow",
+        "trunk",
+    ],
     "bitflip_wal": ["block_header", "sector_trailer", "record_header", "record_payload", "padding"],
-    "zero_page": ["meta", "root", "interior", "leaf", "clog", "overflow", "trunk", "hwm_below", "hwm_above",
-                  "last_written", "file_end", "since_redo"],
+    "zero_page": [
+        "meta",
+        "root",
+        "interior",
+        "leaf",
+        "clog",
+        "overflow",
+        "trunk",
+        "hwm_below",
+        "hwm_above",
+        "last_written",
+        "file_end",
+        "since_redo",
+    ],
 }
 
 
@@ -186,8 +255,19 @@ def region_table(pl, regions):
     if not regions:
         return
     keys = OUTCOMES + ["swallowed"]
-    pl("damage by region   %-15s %9s %9s %9s %9s %9s %9s %9s" % (
-        "region", "injected", "detected", "repaired", "masked", "undetect.", "by design", "swallowed"))
+    pl(
+        "damage by region   %-15s %9s %9s %9s %9s %9s %9s %9s"
+        % (
+            "region",
+            "injected",
+            "detected",
+            "repaired",
+            "masked",
+            "undetect.",
+            "by design",
+            "swallowed",
+        )
+    )
     never = []
     for c in sorted(regions, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99):
         names = REGIONS.get(c, []) + sorted(r for r in regions[c] if r not in REGIONS.get(c, []))
@@ -209,34 +289,74 @@ def points_line(engine_points, points, reached):
     hit = [p for p in engine_points if points.get(p)]
     never = [p for p in engine_points if not points.get(p)]
     passed = [p for p in never if reached.get(p)]
-    return "fault points hit: %d of %d engine points (a fault injected or a kill point fired there)%s%s" % (
-        len(hit), len(engine_points), "; never hit: " + ", ".join(never) if never else "",
-        " (of these, armed and passed without firing: %s)" % ", ".join(passed) if passed else "")
+    return (
+        "fault points hit: %d of %d engine points (a fault injected or a kill point fired there)%s%s"
+        % (
+            len(hit),
+            len(engine_points),
+            "; never hit: " + ", ".join(never) if never else "",
+            " (of these, armed and passed without firing: %s)" % ", ".join(passed)
+            if passed
+            else "",
+        )
+    )
 
 
 def width_lines(pl, widths):
     """The per-KV protection table: per width the cache flips checked,
     the escapes and the oracle's bound on them (its Poisson bound, summed
     over the stress processes: each was judged against its own)."""
-    pl("%-18s %10s %11s %9s %11s %9s %8s %11s" % ("per-KV protection", "iterations", "cache flips", "escaped",
-                                                  "rate", "bound", "", "2^-8w (ref)"))
+    pl(
+        "%-18s %10s %11s %9s %11s %9s %8s %11s"
+        % (
+            "per-KV protection",
+            "iterations",
+            "cache flips",
+            "escaped",
+            "rate",
+            "bound",
+            "",
+            "2^-8w (ref)",
+        )
+    )
     for w in sorted(widths):
         row = widths[w]
         rate = "%.3g" % (row["escaped"] / row["checked"]) if row["checked"] else "-"
-        judged = "-" if not row["checked"] else "within" if row["escaped"] <= row["bound"] else "ABOVE"
-        pl("%-18s %10d %11d %9d %11s %9d %8s %11s" % ("w=%d" % w, row["iterations"], row["checked"], row["escaped"],
-                                                      rate, row["bound"], judged,
-                                                      "%.3g" % 2.0 ** (-8 * w) if w else "(none)"))
-    pl("  (bound: escapes the oracle allows, its Poisson bound summed over the stress processes, each judged "
-       "against its own; 2^-8w: a w-byte hash's odds for any flip, a reference, not a limit)")
+        judged = (
+            "-" if not row["checked"] else "within" if row["escaped"] <= row["bound"] else "ABOVE"
+        )
+        pl(
+            "%-18s %10d %11d %9d %11s %9d %8s %11s"
+            % (
+                "w=%d" % w,
+                row["iterations"],
+                row["checked"],
+                row["escaped"],
+                rate,
+                row["bound"],
+                judged,
+                "%.3g" % 2.0 ** (-8 * w) if w else "(none)",
+            )
+        )
+    pl(
+        "  (bound: escapes the oracle allows, its Poisson bound summed over the stress processes, each judged "
+        "against its own; 2^-8w: a w-byte hash's odds for any flip, a reference, not a limit)"
+    )
 
 
 def tally(recs):
     """The sums over the iterations RECS the summary reports: the class
     and region tables, the extra variants judged, the points hit and seen
     passed, the delays."""
-    t = {"classes": {c: {k: 0 for k in OUTCOMES + FAILURE_KEYS} for c in CLASS_ORDER}, "regions": {},
-         "variants_judged": 0, "points": {}, "reached": {}, "delays": 0, "delayed": 0}
+    t = {
+        "classes": {c: {k: 0 for k in OUTCOMES + FAILURE_KEYS} for c in CLASS_ORDER},
+        "regions": {},
+        "variants_judged": 0,
+        "points": {},
+        "reached": {},
+        "delays": 0,
+        "delayed": 0,
+    }
     classes = t["classes"]
     for r in recs:
         paused = 0
@@ -276,29 +396,56 @@ def summary_of(ct, runs, interrupted, recs):
         for d in r["by_design"]:
             what = d.split(" file=")[0]
             by_design_what[what] = by_design_what.get(what, 0) + 1
-    planted = sorted({(s.get("result") or {}).get("report", {}).get("planted_bug") for r in recs
-                      for s in r["steps"] if ((s.get("result") or {}).get("report") or {}).get("planted_bug")})
+    planted = sorted(
+        {
+            (s.get("result") or {}).get("report", {}).get("planted_bug")
+            for r in recs
+            for s in r["steps"]
+            if ((s.get("result") or {}).get("report") or {}).get("planted_bug")
+        }
+    )
     timeline, sampled = timeline_of(recs)
     full = [r for r in recs if r["failure"]]
     return {
-        "tool": "crashtest.py", "mode": ct.mode, "engine": getattr(a, "engine", "ours"),
-        "faults_via": ct.engine_pins.get("faults_via", "hooks") if hasattr(ct, "engine_pins") else "hooks",
-        "seed": a.seed, "seed_given": bool(getattr(a, "seed_given", True)),
+        "tool": "crashtest.py",
+        "mode": ct.mode,
+        "engine": getattr(a, "engine", "ours"),
+        "faults_via": ct.engine_pins.get("faults_via", "hooks")
+        if hasattr(ct, "engine_pins")
+        else "hooks",
+        "seed": a.seed,
+        "seed_given": bool(getattr(a, "seed_given", True)),
         "iteration_seed": a.iteration_seed,
-        "shard": "%d/%d" % a.shard, "jobs": a.jobs, "runs": [{"index": r.index, "seed": r.seed,
-                                                             "iterations": r.iterations,
-                                                             "failures": r.failures} for r in runs],
-        "arguments": sys.argv[1:], "options": {k: v for k, v in vars(a).items() if k not in ("func",)},
-        "build": ct.identity, "unsupported_values": [list(u) for u in ct.unsupported],
-        "started": ct.started_at, "elapsed_s": round(time.monotonic() - ct.t0, 3), "interrupted": interrupted,
-        "iterations": timeline, "iterations_total": len(recs), "iterations_sampled": sampled,
+        "shard": "%d/%d" % a.shard,
+        "jobs": a.jobs,
+        "runs": [
+            {"index": r.index, "seed": r.seed, "iterations": r.iterations, "failures": r.failures}
+            for r in runs
+        ],
+        "arguments": sys.argv[1:],
+        "options": {k: v for k, v in vars(a).items() if k not in ("func",)},
+        "build": ct.identity,
+        "unsupported_values": [list(u) for u in ct.unsupported],
+        "started": ct.started_at,
+        "elapsed_s": round(time.monotonic() - ct.t0, 3),
+        "interrupted": interrupted,
+        "iterations": timeline,
+        "iterations_total": len(recs),
+        "iterations_sampled": sampled,
         "iterations_file": finish_jsonl(ct),
-        "failures": full[:MAX_FULL_FAILURES], "failures_total": len(full),
-        "failed": nfail, "measuring": sum(1 for r in recs if "measuring" in (r.get("judging_mode") or "")),
+        "failures": full[:MAX_FULL_FAILURES],
+        "failures_total": len(full),
+        "failed": nfail,
+        "measuring": sum(1 for r in recs if "measuring" in (r.get("judging_mode") or "")),
         "variants_judged": t["variants_judged"],
         "unrecoverable_by_design": {"iterations": len(by_design), "explained_by": by_design_what},
-        "classes": t["classes"], "regions": t["regions"], "points_hit": t["points"], "points_reached": t["reached"],
-        "delays": t["delays"], "iterations_delayed": t["delayed"], "engine_points": engine_points,
+        "classes": t["classes"],
+        "regions": t["regions"],
+        "points_hit": t["points"],
+        "points_reached": t["reached"],
+        "delays": t["delays"],
+        "iterations_delayed": t["delayed"],
+        "engine_points": engine_points,
         "protection_widths": {str(w): v for w, v in sorted(width_table(recs).items())},
         "engine_points_never_hit": [p for p in engine_points if not t["points"].get(p)],
         "planted_bugs": planted,
@@ -313,37 +460,80 @@ def print_summary(pl, s):
     """The final tables on stdout, from the summary S."""
     pl("")
     if s["planted_bugs"]:
-        pl("crashtest: the engine under test carries planted bug(s) %s (tests/mutants.txt): a mutant, "
-           "not the real engine" % ", ".join(s["planted_bugs"]))
-    pl("crashtest: %s: %d iterations, %d failed, %d measuring, %d extra power-loss variants judged, %s"
-       % (s["mode"], s["iterations_total"], s["failed"], s["measuring"], s["variants_judged"], hms(s["elapsed_s"])))
-    pl("%-18s %9s %9s %9s %9s %9s %9s %9s" % ("class", "injected", "detected", "repaired", "masked",
-                                             "undetect.", "by design", "failures"))
+        pl(
+            "crashtest: the engine under test carries planted bug(s) %s (tests/mutants.txt): a mutant, "
+            "not the real engine" % ", ".join(s["planted_bugs"])
+        )
+    pl(
+        "crashtest: %s: %d iterations, %d failed, %d measuring, %d extra power-loss variants judged, %s"
+        % (
+            s["mode"],
+            s["iterations_total"],
+            s["failed"],
+            s["measuring"],
+            s["variants_judged"],
+            hms(s["elapsed_s"]),
+        )
+    )
+    pl(
+        "%-18s %9s %9s %9s %9s %9s %9s %9s"
+        % (
+            "class",
+            "injected",
+            "detected",
+            "repaired",
+            "masked",
+            "undetect.",
+            "by design",
+            "failures",
+        )
+    )
     classes = s["classes"]
     for c in sorted(classes, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99):
         row = classes[c]
         f = sum(row[k] for k in FAILURE_KEYS)
         if not any(row.values()):
             continue
-        pl("%-18s %9d %9d %9d %9d %9d %9d %9d%s" % (
-            c, row["injected"], row["detected"], row["repaired"], row["masked"], row["undetectable"],
-            row["unrecoverable_by_design"], f,
-            "  (" + ", ".join("%s=%d" % (k, row[k]) for k in FAILURE_KEYS if row[k]) + ")" if f else ""))
+        pl(
+            "%-18s %9d %9d %9d %9d %9d %9d %9d%s"
+            % (
+                c,
+                row["injected"],
+                row["detected"],
+                row["repaired"],
+                row["masked"],
+                row["undetectable"],
+                row["unrecoverable_by_design"],
+                f,
+                "  (" + ", ".join("%s=%d" % (k, row[k]) for k in FAILURE_KEYS if row[k]) + ")"
+                if f
+                else "",
+            )
+        )
     region_table(pl, s["regions"])
     widths = {int(w): row for w, row in s["protection_widths"].items()}
     if any(w for w in widths):
         width_lines(pl, widths)
     ubd = s["unrecoverable_by_design"]
-    pl("unrecoverable_by_design: %d of %d iterations%s" % (
-        ubd["iterations"], s["iterations_total"], " (" + ", ".join("%s x%d" % kv for kv in sorted(
-            ubd["explained_by"].items())) + ")" if ubd["explained_by"] else ""))
+    pl(
+        "unrecoverable_by_design: %d of %d iterations%s"
+        % (
+            ubd["iterations"],
+            s["iterations_total"],
+            " (" + ", ".join("%s x%d" % kv for kv in sorted(ubd["explained_by"].items())) + ")"
+            if ubd["explained_by"]
+            else "",
+        )
+    )
     if s["engine_points"]:
         pl(points_line(s["engine_points"], s["points_hit"], s["points_reached"]))
     other = sorted(p for p in s["points_hit"] if p not in s["engine_points"])
     if other:
         pl("injectors hit besides the engine's points: %s" % ", ".join(other))
-    pl("delays: %d pauses in %d of %d iterations (delay_one_in: no fault, race windows widened)"
-       % (s["delays"], s["iterations_delayed"], s["iterations_total"]))
+    pl(
+        "delays: %d pauses in %d of %d iterations (delay_one_in: no fault, race windows widened)"
+        % (s["delays"], s["iterations_delayed"], s["iterations_total"])
+    )
 
 
 def summarize(ct, runs, interrupted):
@@ -362,9 +552,15 @@ def summarize(ct, runs, interrupted):
         pl("crashtest: WARNING: report.html not written: %s" % e)
     # An internal error of crashtest itself is never a pass: the runs
     # it stopped judged nothing (internal-error.txt has the trace).
-    status = ("ERROR (crashtest itself failed: internal-error.txt)" if ct.internal_error else
-              "PASS" if not nfail and not interrupted else
-              "INTERRUPTED" if interrupted and not nfail else "FAIL")
+    status = (
+        "ERROR (crashtest itself failed: internal-error.txt)"
+        if ct.internal_error
+        else "PASS"
+        if not nfail and not interrupted
+        else "INTERRUPTED"
+        if interrupted and not nfail
+        else "FAIL"
+    )
     pl("crashtest: %s (summary.json, junit.xml and report.html in %s)" % (status, ct.report_dir))
     return nfail
 
@@ -387,33 +583,63 @@ def write_junit(path, summary, recs):
     classes = summary["classes"]
     cls_fail = {c: sum(row.get(k, 0) for k in FAILURE_KEYS) for c, row in classes.items()}
     stopped = summary.get("verdict") == INTERRUPTED
-    root = ET.Element("testsuites", name="crashtest.%s" % mode, tests=str(len(recs) + len(classes) + stopped),
-                      failures=str(nfail + sum(1 for v in cls_fail.values() if v)), errors=str(int(stopped)),
-                      time="%.3f" % summary["elapsed_s"])
+    root = ET.Element(
+        "testsuites",
+        name="crashtest.%s" % mode,
+        tests=str(len(recs) + len(classes) + stopped),
+        failures=str(nfail + sum(1 for v in cls_fail.values() if v)),
+        errors=str(int(stopped)),
+        time="%.3f" % summary["elapsed_s"],
+    )
     build = summary.get("build") or {}
-    common = [("seed", summary["seed"]), ("seed_given", "yes" if summary.get("seed_given") else "no (random)"),
-              ("mode", mode), ("shard", summary["shard"]), ("jobs", summary["jobs"]),
-              ("command_line", shlex.join(["crashtest.py"] + list(summary.get("arguments") or []))),
-              ("git_describe", build.get("git_describe")), ("git_commit", build.get("git_commit"))]
+    common = [
+        ("seed", summary["seed"]),
+        ("seed_given", "yes" if summary.get("seed_given") else "no (random)"),
+        ("mode", mode),
+        ("shard", summary["shard"]),
+        ("jobs", summary["jobs"]),
+        ("command_line", shlex.join(["crashtest.py"] + list(summary.get("arguments") or []))),
+        ("git_describe", build.get("git_describe")),
+        ("git_commit", build.get("git_commit")),
+    ]
     host = socket.gethostname()
     # The classes: every class of the table, each night (not injected: skipped).
     order = sorted(classes, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99)
-    suite = ET.SubElement(root, "testsuite", name="crashtest.%s.classes" % mode, tests=str(len(order)),
-                          failures=str(sum(1 for c in order if cls_fail[c])), errors="0",
-                          skipped=str(sum(1 for c in order if not classes[c].get("injected") and not cls_fail[c])),
-                          time="%.3f" % summary["elapsed_s"], hostname=host)
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        name="crashtest.%s.classes" % mode,
+        tests=str(len(order)),
+        failures=str(sum(1 for c in order if cls_fail[c])),
+        errors="0",
+        skipped=str(sum(1 for c in order if not classes[c].get("injected") and not cls_fail[c])),
+        time="%.3f" % summary["elapsed_s"],
+        hostname=host,
+    )
     junit_props(suite, common)
     for c in order:
         row = classes[c]
-        tc = ET.SubElement(suite, "testcase", classname="crashtest.%s.classes" % mode, name="%s.%s" % (mode, c),
-                           time="0")
+        tc = ET.SubElement(
+            suite,
+            "testcase",
+            classname="crashtest.%s.classes" % mode,
+            name="%s.%s" % (mode, c),
+            time="0",
+        )
         junit_props(tc, [(k, row.get(k, 0)) for k in OUTCOMES + FAILURE_KEYS])
         if cls_fail[c]:
             who = [r for r in recs if r["failure"] and c in blamed_classes(r)]
             kinds = [k for k in FAILURE_KEYS if row.get(k)]
-            el = ET.SubElement(tc, "failure", type="+".join(kinds),
-                               message="%s: %s" % (c, ", ".join("%s=%d" % (k, row[k]) for k in kinds)))
-            el.text = "\n".join("%s: %s\nrepro: %s" % (r["id"], r["failure"]["message"], r.get("repro")) for r in who)
+            el = ET.SubElement(
+                tc,
+                "failure",
+                type="+".join(kinds),
+                message="%s: %s" % (c, ", ".join("%s=%d" % (k, row[k]) for k in kinds)),
+            )
+            el.text = "\n".join(
+                "%s: %s\nrepro: %s" % (r["id"], r["failure"]["message"], r.get("repro"))
+                for r in who
+            )
         elif not row.get("injected"):
             ET.SubElement(tc, "skipped", message="not injected in this run")
         ET.SubElement(tc, "system-out").text = json.dumps(row, sort_keys=True)
@@ -422,29 +648,69 @@ def write_junit(path, summary, recs):
         by_run.setdefault(r["run"], []).append(r)
     for run, rs in sorted(by_run.items()):
         name = "crashtest.%s.run%d" % (mode, run)
-        suite = ET.SubElement(root, "testsuite", name=name, tests=str(len(rs)),
-                              failures=str(sum(1 for r in rs if r["failure"])), errors="0", skipped="0",
-                              time="%.3f" % sum(r["elapsed"] for r in rs), hostname=host)
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=name,
+            tests=str(len(rs)),
+            failures=str(sum(1 for r in rs if r["failure"])),
+            errors="0",
+            skipped="0",
+            time="%.3f" % sum(r["elapsed"] for r in rs),
+            hostname=host,
+        )
         junit_props(suite, common + [("run", run), ("run_seed", rs[0]["run_seed"])])
         for r in rs:
-            tc = ET.SubElement(suite, "testcase", classname=name, name="%s.i%d" % (mode, r["index"]),
-                               time="%.3f" % r["elapsed"])
-            junit_props(tc, [("seed", r["seed"]), ("kind", r["kind"]), ("verdict", r["verdict"]),
-                             ("artifacts", r.get("artifacts")), ("repro", r.get("repro"))] +
-                        [("option." + k, v) for k, v in sorted(dict(r["db_params"], **r["params"]).items())])
+            tc = ET.SubElement(
+                suite,
+                "testcase",
+                classname=name,
+                name="%s.i%d" % (mode, r["index"]),
+                time="%.3f" % r["elapsed"],
+            )
+            junit_props(
+                tc,
+                [
+                    ("seed", r["seed"]),
+                    ("kind", r["kind"]),
+                    ("verdict", r["verdict"]),
+                    ("artifacts", r.get("artifacts")),
+                    ("repro", r.get("repro")),
+                ]
+                + [
+                    ("option." + k, v)
+                    for k, v in sorted(dict(r["db_params"], **r["params"]).items())
+                ],
+            )
             if r["failure"]:
                 f = r["failure"]
-                el = ET.SubElement(tc, "failure", type=f["kind"], message="%s at %s: %s" % (
-                    f["kind"], f["step_name"], f["message"]))
+                el = ET.SubElement(
+                    tc,
+                    "failure",
+                    type=f["kind"],
+                    message="%s at %s: %s" % (f["kind"], f["step_name"], f["message"]),
+                )
                 st = r["steps"][f["step"]].get("result") or {}
                 el.text = "%s\n\n%sartifacts: %s\nrepro: %s\n" % (
-                    st.get("output_tail", ""), swarm_text(r.get("swarm")) + "\n" if r.get("swarm") else "",
-                    r.get("artifacts"), r.get("repro"))
+                    st.get("output_tail", ""),
+                    swarm_text(r.get("swarm")) + "\n" if r.get("swarm") else "",
+                    r.get("artifacts"),
+                    r.get("repro"),
+                )
             out = ET.SubElement(tc, "system-out")
-            out.text = "seed: %d\nrepro: %s\n%s\n" % (r["seed"], r.get("repro") or "(passed: no artifacts kept)",
-                                                        json.dumps({"params": r["params"], "db_params": r["db_params"],
-                                                                    "totals": r["totals"], "swarm": r.get("swarm")},
-                                                                   sort_keys=True))
+            out.text = "seed: %d\nrepro: %s\n%s\n" % (
+                r["seed"],
+                r.get("repro") or "(passed: no artifacts kept)",
+                json.dumps(
+                    {
+                        "params": r["params"],
+                        "db_params": r["db_params"],
+                        "totals": r["totals"],
+                        "swarm": r.get("swarm"),
+                    },
+                    sort_keys=True,
+                ),
+            )
     if stopped:
         junit_interrupted(root, summary, common, host)
     tree = ET.ElementTree(root)
@@ -458,13 +724,33 @@ def junit_interrupted(root, summary, common, host):
     "MODE.interrupted" is an error, so that a dashboard shows the night
     neither green nor as a failure of the engine."""
     mode = summary["mode"]
-    suite = ET.SubElement(root, "testsuite", name="crashtest.%s.run" % mode, tests="1", failures="0", errors="1",
-                          skipped="0", time="%.3f" % summary["elapsed_s"], hostname=host)
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        name="crashtest.%s.run" % mode,
+        tests="1",
+        failures="0",
+        errors="1",
+        skipped="0",
+        time="%.3f" % summary["elapsed_s"],
+        hostname=host,
+    )
     junit_props(suite, common)
-    tc = ET.SubElement(suite, "testcase", classname="crashtest.%s.run" % mode, name="%s.interrupted" % mode,
-                       time="%.3f" % summary["elapsed_s"])
-    ET.SubElement(tc, "error", type="interrupted", message="%s: stopped by SIGINT or SIGTERM after %d iterations, "
-                  "none failed: the run was not judged to its end" % (INTERRUPTED, summary["iterations_total"]))
+    tc = ET.SubElement(
+        suite,
+        "testcase",
+        classname="crashtest.%s.run" % mode,
+        name="%s.interrupted" % mode,
+        time="%.3f" % summary["elapsed_s"],
+    )
+    ET.SubElement(
+        tc,
+        "error",
+        type="interrupted",
+        message="%s: stopped by SIGINT or SIGTERM after %d iterations, "
+        "none failed: the run was not judged to its end"
+        % (INTERRUPTED, summary["iterations_total"]),
+    )
 
 
 # summary.json stays small: at most this many timeline rows (failures
@@ -482,8 +768,10 @@ def fit(summary):
     """SUMMARY within SUMMARY_BUDGET bytes as written: fewer full failure
     records first (iterations.jsonl has them all), then a sparser
     timeline (failed iterations kept)."""
+
     def size():
         return len(json.dumps(summary, indent=1, sort_keys=True, default=str))
+
     while size() > SUMMARY_BUDGET and summary["failures"]:
         summary["failures"] = summary["failures"][:-1]
     while size() > SUMMARY_BUDGET and len(summary["iterations"]) > 1:
@@ -497,11 +785,20 @@ def fit(summary):
 
 def timeline_row(r):
     """An iteration in a few fields: summary.json's "iterations" entry."""
-    return {"id": r["id"], "run": r["run"], "index": r["index"], "seed": r["seed"], "kind": r["kind"],
-            "verdict": r["verdict"], "failure": (r["failure"] or {}).get("kind"), "elapsed": r["elapsed"],
-            "t_end": r.get("t_end"), "judging_mode": r.get("judging_mode"),
-            "w": (r.get("params") or {}).get("block_protection_bytes_per_key"),
-            "injected": (r.get("totals") or {}).get("injected", 0)}
+    return {
+        "id": r["id"],
+        "run": r["run"],
+        "index": r["index"],
+        "seed": r["seed"],
+        "kind": r["kind"],
+        "verdict": r["verdict"],
+        "failure": (r["failure"] or {}).get("kind"),
+        "elapsed": r["elapsed"],
+        "t_end": r.get("t_end"),
+        "judging_mode": r.get("judging_mode"),
+        "w": (r.get("params") or {}).get("block_protection_bytes_per_key"),
+        "injected": (r.get("totals") or {}).get("injected", 0),
+    }
 
 
 def timeline_of(recs):
@@ -565,7 +862,8 @@ def width_table(recs):
             row["bound"] += int(e.get("bound", 0) or 0)
             for name, c in (e.get("patterns") or {}).items():  # checked pattern flips (oracle V9)
                 pc = row.setdefault("patterns", {}).setdefault(
-                    name, {"checked": 0, "detected": 0, "escaped": 0, "expected": 0.0})
+                    name, {"checked": 0, "detected": 0, "escaped": 0, "expected": 0.0}
+                )
                 for k in ("checked", "detected", "escaped"):
                     pc[k] += int(c.get(k, 0) or 0)
                 pc["expected"] += float(c.get("expected", 0) or 0)

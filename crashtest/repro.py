@@ -45,17 +45,24 @@ def repro(a, printer):
         got += status == "reproduced"
         if status not in ("reproduced", "not"):
             kinds[status] = kinds.get(status, 0) + 1
-        printer.line("crashtest: try %d of %d: %s (%.1f s)" % (i + 1, tries, {"not": "NOT reproduced"}.get(
-            status, status), time.monotonic() - t0))
-    printer.line("crashtest: reproduced %d of %d tries (rate %.2f; several threads: not deterministic)%s"
-                 % (got, tries, got / tries, "".join("; %s %d" % kv for kv in sorted(kinds.items()))))
+        printer.line(
+            "crashtest: try %d of %d: %s (%.1f s)"
+            % (i + 1, tries, {"not": "NOT reproduced"}.get(status, status), time.monotonic() - t0)
+        )
+    printer.line(
+        "crashtest: reproduced %d of %d tries (rate %.2f; several threads: not deterministic)%s"
+        % (got, tries, got / tries, "".join("; %s %d" % kv for kv in sorted(kinds.items())))
+    )
     return EXIT_FAIL if got or kinds else EXIT_PASS
 
 
 def read_meta(mpath, run_dir):
     """A failure folder's meta.json, of this version of crashtest.py: the dict."""
     if not os.path.isfile(mpath):
-        raise UsageError("%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)" % run_dir)
+        raise UsageError(
+            "%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)"
+            % run_dir
+        )
     try:
         with open(mpath) as f:
             meta = json.load(f)
@@ -73,7 +80,8 @@ def replay_start(a, meta, d, fail_n):
     start_from = a.start
     if start_from == "auto":
         start_from = meta.get("replay_from") or (
-            "crashed" if crashed_after is not None and fail_n > crashed_after else "start")
+            "crashed" if crashed_after is not None and fail_n > crashed_after else "start"
+        )
     if start_from == "crashed" and crashed_after is None:
         raise UsageError("this iteration never crashed: replay with --from start")
     snap = os.path.join(d, "crashed" if start_from == "crashed" else "start")
@@ -104,8 +112,10 @@ def replay_binaries(a, d, meta, printer):
         want = (build.get(name) or {}).get("sha256")
         have = sha256_of(binaries[key])
         if want and have != want:
-            printer.line("crashtest: note: %s differs from the binary that failed (sha256 %s, was %s)"
-                         % (binaries[key], have[:12], want[:12]))
+            printer.line(
+                "crashtest: note: %s differs from the binary that failed (sha256 %s, was %s)"
+                % (binaries[key], have[:12], want[:12])
+            )
     return binaries
 
 
@@ -150,7 +160,11 @@ def replay_steps(a, ex, steps, first, fail_n, printer):
                 printer.line("    | " + line)
             break
         recorded = (steps[n].get("result") or {}).get("outcome")
-        if step["type"] == "stress" and recorded in ("crashed", "passed") and r["outcome"] != recorded:
+        if (
+            step["type"] == "stress"
+            and recorded in ("crashed", "passed")
+            and r["outcome"] != recorded
+        ):
             # The steps after this one were planned on its recorded outcome
             # (a crash brings a power-loss step and a restart): replaying
             # them after a different one would judge a state no run makes.
@@ -163,30 +177,53 @@ def replay_verdict(printer, steps, f, fail_n, got, diverged):
     """The replay's closing line against the recorded failure F: (exit
     code, 'reproduced' | 'failed differently: KIND' | 'not')."""
     if got is None and diverged:
-        printer.line("crashtest: NOT reproduced: the replay diverged at step %d (%s): recorded %s, replayed %s; "
-                     "the later steps depend on it (the failure was %s: %s)"
-                     % (diverged[0], steps[diverged[0]]["name"], diverged[1], diverged[2], f.get("kind"),
-                        f.get("message")))
+        printer.line(
+            "crashtest: NOT reproduced: the replay diverged at step %d (%s): recorded %s, replayed %s; "
+            "the later steps depend on it (the failure was %s: %s)"
+            % (
+                diverged[0],
+                steps[diverged[0]]["name"],
+                diverged[1],
+                diverged[2],
+                f.get("kind"),
+                f.get("message"),
+            )
+        )
         return EXIT_PASS, "not"
     if got is None:
-        printer.line("crashtest: NOT reproduced: every replayed step passed (the failure was %s: %s)"
-                     % (f.get("kind"), f.get("message")))
+        printer.line(
+            "crashtest: NOT reproduced: every replayed step passed (the failure was %s: %s)"
+            % (f.get("kind"), f.get("message"))
+        )
         return EXIT_PASS, "not"
     # A shrunk folder of a match by keys (shrink's K1, K24) reproduces
     # when its kind is among the failure's keys.
     same = shows_kind(got, f.get("kind"), f.get("match", "kind")) and (
-        got["step"] == fail_n or killed_before_judging(steps, got["step"], fail_n))
+        got["step"] == fail_n or killed_before_judging(steps, got["step"], fail_n)
+    )
     if same:
         beside = "" if got["kind"] == f.get("kind") else ", among the keys of a %s" % got["kind"]
         if got["step"] != fail_n:
-            beside += "; recorded at step %d (%s): the recorded run's planned kill met step %d first" % (
-                fail_n, steps[fail_n]["name"], got["step"])
-        printer.line("crashtest: reproduced: %s at step %d (%s)%s: %s" % (f.get("kind"), got["step"],
-                                                                        steps[got["step"]]["name"], beside,
-                                                                        got["message"]))
+            beside += (
+                "; recorded at step %d (%s): the recorded run's planned kill met step %d first"
+                % (fail_n, steps[fail_n]["name"], got["step"])
+            )
+        printer.line(
+            "crashtest: reproduced: %s at step %d (%s)%s: %s"
+            % (f.get("kind"), got["step"], steps[got["step"]]["name"], beside, got["message"])
+        )
     else:
-        printer.line("crashtest: failed differently: %s at step %d (%s) (recorded: %s at step %d): %s"
-                     % (got["kind"], got["step"], steps[got["step"]]["name"], f.get("kind"), fail_n, got["message"]))
+        printer.line(
+            "crashtest: failed differently: %s at step %d (%s) (recorded: %s at step %d): %s"
+            % (
+                got["kind"],
+                got["step"],
+                steps[got["step"]]["name"],
+                f.get("kind"),
+                fail_n,
+                got["message"],
+            )
+        )
     return EXIT_FAIL, "reproduced" if same else "failed differently: %s" % got["kind"]
 
 
@@ -195,8 +232,10 @@ def repro_once(a, printer, show_list=True, sub=None):
     print the op list; SUB: the replay's folder under --work-dir."""
     d = os.path.abspath(a.run_dir)
     mpath = os.path.join(d, "meta.json")
-    if not os.path.isfile(mpath) and (os.path.isfile(os.path.join(d, "summary.json")) or
-                                      os.path.isdir(os.path.join(d, "failures"))):
+    if not os.path.isfile(mpath) and (
+        os.path.isfile(os.path.join(d, "summary.json"))
+        or os.path.isdir(os.path.join(d, "failures"))
+    ):
         return list_failures(d, printer), "not"
     meta = read_meta(mpath, a.run_dir)
     steps = meta["steps"]
@@ -206,20 +245,41 @@ def repro_once(a, printer, show_list=True, sub=None):
     binaries = replay_binaries(a, d, meta, printer)
     work, state, it = replay_dirs(a, sub, snap)
     f = failure or {}
-    printer.line("crashtest: repro of %s (%s, seed %s): %s at step %d (%s), replaying steps %d..%d from %s/"
-                 % (meta["id"], meta["kind"], meta["seed"], f.get("kind", "?"), fail_n,
-                    steps[fail_n]["name"], first, fail_n, start_from))
+    printer.line(
+        "crashtest: repro of %s (%s, seed %s): %s at step %d (%s), replaying steps %d..%d from %s/"
+        % (
+            meta["id"],
+            meta["kind"],
+            meta["seed"],
+            f.get("kind", "?"),
+            fail_n,
+            steps[fail_n]["name"],
+            first,
+            fail_n,
+            start_from,
+        )
+    )
     # @FOLDER@: files the folder itself holds (a shrunk run's ops.trace).
-    env = {"@STATE@": state, "@ITER@": it, "@STRESS@": binaries["@STRESS@"], "@POWERLOSS@": binaries["@POWERLOSS@"],
-           "@FOLDER@": d}
+    env = {
+        "@STATE@": state,
+        "@ITER@": it,
+        "@STRESS@": binaries["@STRESS@"],
+        "@POWERLOSS@": binaries["@POWERLOSS@"],
+        "@FOLDER@": d,
+    }
     ex = Executor(env, meta.get("hang_seconds", 120), log=printer.line, echo=True)
     # A variant step needs its power-loss step's ledger offset: replayed too.
     got, diverged = replay_steps(a, ex, steps, first, fail_n, printer)
     if a.dry_run:
         return EXIT_PASS, "not"
     if show_list and os.path.exists(os.path.join(d, "ops.trace")):
-        show_ops(printer, os.path.join(d, "ops.trace"), state,
-                 (ex.results.get(got["step"] if got else fail_n) or {}).get("output_tail"), f.get("kind"))
+        show_ops(
+            printer,
+            os.path.join(d, "ops.trace"),
+            state,
+            (ex.results.get(got["step"] if got else fail_n) or {}).get("output_tail"),
+            f.get("kind"),
+        )
     release(work)
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
@@ -242,10 +302,15 @@ def list_failures(d, printer):
     """A report directory instead of a failure's folder: list its failed
     iterations, each with the command that replays it."""
     base = os.path.join(d, "failures")
-    names = sorted(n for n in os.listdir(base) if os.path.isfile(os.path.join(base, n, "meta.json"))) \
-        if os.path.isdir(base) else []
-    printer.line("crashtest: %s is a report directory, not a failed iteration's folder: %d failure%s kept in it%s"
-                 % (nice_path(d), len(names), "" if len(names) == 1 else "s", ":" if names else ""))
+    names = (
+        sorted(n for n in os.listdir(base) if os.path.isfile(os.path.join(base, n, "meta.json")))
+        if os.path.isdir(base)
+        else []
+    )
+    printer.line(
+        "crashtest: %s is a report directory, not a failed iteration's folder: %d failure%s kept in it%s"
+        % (nice_path(d), len(names), "" if len(names) == 1 else "s", ":" if names else "")
+    )
     for n in names:
         try:
             with open(os.path.join(base, n, "meta.json")) as f:
@@ -253,8 +318,16 @@ def list_failures(d, printer):
         except (OSError, ValueError):
             meta = {}
         f = meta.get("failure") or {}
-        printer.line("  %s: %s at %s (seed %s): %s" % (n, f.get("kind", "?"), f.get("step_name", "?"),
-                                                       meta.get("seed", "?"), f.get("message", "")))
+        printer.line(
+            "  %s: %s at %s (seed %s): %s"
+            % (
+                n,
+                f.get("kind", "?"),
+                f.get("step_name", "?"),
+                meta.get("seed", "?"),
+                f.get("message", ""),
+            )
+        )
         printer.line("    %s" % repro_line(os.path.join(base, n)))
     return EXIT_PASS
 
@@ -267,8 +340,11 @@ def failing_key(output, kind):
     misdirected write's miss did: planted bug writeback-error-cleans, its
     focus pass skipped), or None."""
     k = re.escape(kind or "")
-    for pat in (r"FAILURE %s [^\n]*key k\d+ \((\d+)\)" % k, r"FAILURE \w+ [^\n]*key k\d+ \((\d+)\)",
-                r"SUSPECT \([^)\n]*\) %s [^\n]*key k\d+ \((\d+)\)" % k):
+    for pat in (
+        r"FAILURE %s [^\n]*key k\d+ \((\d+)\)" % k,
+        r"FAILURE \w+ [^\n]*key k\d+ \((\d+)\)",
+        r"SUSPECT \([^)\n]*\) %s [^\n]*key k\d+ \((\d+)\)" % k,
+    ):
         m = re.search(pat, output or "")
         if m:
             return m.group(1)
@@ -283,7 +359,10 @@ def faults_words(field):
     if field.startswith("flip:") or field.startswith("cflip:"):
         kind, block, bit = field.split(":")
         return "   (faults off; bit %s of %s %s flipped before it)" % (
-            bit, "data block" if kind == "flip" else "the cached frame of block", block)
+            bit,
+            "data block" if kind == "flip" else "the cached frame of block",
+            block,
+        )
     if field.startswith("kill:"):
         point, _, nth = field[5:].rpartition(":")
         return "   (killed at %s, its %s arrival in this op)" % (point, ordinal(int(nth)))
@@ -291,7 +370,10 @@ def faults_words(field):
 
 
 def ordinal(n):
-    return "%d%s" % (n, "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th"))
+    return "%d%s" % (
+        n,
+        "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th"),
+    )
 
 
 def show_ops(printer, trace, state, output, kind=None):
@@ -303,8 +385,10 @@ def show_ops(printer, trace, state, output, kind=None):
     if not os.path.isfile(trace):
         return
     lines = trace_ops_of(trace)
-    printer.line("crashtest: the op list (%d ops; %s; '>' touches the failing key%s):"
-                 % (len(lines), nice_path(trace), " %s" % key if key else ", not named by the failure"))
+    printer.line(
+        "crashtest: the op list (%d ops; %s; '>' touches the failing key%s):"
+        % (len(lines), nice_path(trace), " %s" % key if key else ", not named by the failure")
+    )
     for l in lines:
         head, _, what = l.partition("|")
         f = head.split()
@@ -313,25 +397,46 @@ def show_ops(printer, trace, state, output, kind=None):
         op = re.search(r"op=(\d+:\d+)", what)
         keys = re.findall(r"(?:^|\s|\[)(\d+)(?:=|\s|,)", " " + what)
         touches = key is not None and (f[2] == key or key in keys)
-        printer.line("  %s %5s %-10s %-6s %s%s" % (">" if touches else " ", f[0], f[1], f[2] if f[2] != "-" else "",
-                                                  re.sub(r"\s*op=\S+|\s*inj=\d+", "", what).strip(),
-                                                  faults_words(f[4])))
+        printer.line(
+            "  %s %5s %-10s %-6s %s%s"
+            % (
+                ">" if touches else " ",
+                f[0],
+                f[1],
+                f[2] if f[2] != "-" else "",
+                re.sub(r"\s*op=\S+|\s*inj=\d+", "", what).strip(),
+                faults_words(f[4]),
+            )
+        )
         for j in ledger.get(op.group(1), []) if op else []:
-            where = " ".join("%s=%s" % (k, j[k]) for k in ("file", "block", "offset", "len", "err", "note")
-                             if j.get(k) not in (None, ""))
-            printer.line("  %s       ledger: %s at %s %s" % (">" if touches else " ", j.get("class"), j.get("point"),
-                                                            where))
+            where = " ".join(
+                "%s=%s" % (k, j[k])
+                for k in ("file", "block", "offset", "len", "err", "note")
+                if j.get(k) not in (None, "")
+            )
+            printer.line(
+                "  %s       ledger: %s at %s %s"
+                % (">" if touches else " ", j.get("class"), j.get("point"), where)
+            )
 
 
 def repro_line(dest):
     """The command that replays the failed iteration kept in DEST."""
-    return "%s repro %s" % (shlex.quote(nice_path(os.path.join(REPO, "crashtest.py"))), shlex.quote(nice_path(dest)))
+    return "%s repro %s" % (
+        shlex.quote(nice_path(os.path.join(REPO, "crashtest.py"))),
+        shlex.quote(nice_path(dest)),
+    )
 
 
 def rerun_line(a, mode, seed):
     """The command that reruns iteration SEED's parameters on a fresh
     database, with the options of the run (A) that change its draws."""
-    return "%s %s --iteration-seed %d%s" % (nice_path(os.path.join(REPO, "crashtest.py")), mode, seed, rerun_args(a))
+    return "%s %s --iteration-seed %d%s" % (
+        nice_path(os.path.join(REPO, "crashtest.py")),
+        mode,
+        seed,
+        rerun_args(a),
+    )
 
 
 def rerun_args(a):

@@ -18,7 +18,16 @@ from .binary import build_identity, check_binary, probe_support, stress_info, us
 from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, REPO, UsageError, hms, nice_path
 from .folders import claim_report_dir, clean_work_dirs, make_work_dir, release, remove_work_dir
 from .output import Printer
-from .params import FAULTS, MANAGED, PROBED, UNSTABLE_FAULTS, Config, drawn_options, other_value, swarm_text
+from .params import (
+    FAULTS,
+    MANAGED,
+    PROBED,
+    UNSTABLE_FAULTS,
+    Config,
+    drawn_options,
+    other_value,
+    swarm_text,
+)
 from .procs import STOP, Stopped
 from .report import iteration_line, summarize
 from .repro import rerun_line
@@ -81,8 +90,12 @@ class CrashTest:
         check_binary(self.stress, "stress")
         check_binary(self.powerloss, "powerloss")
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        self.report_dir = os.path.abspath(a.report_dir or os.path.join(
-            REPO, "build", "crashtest", "%s-%s-%d" % (self.mode, stamp, os.getpid())))
+        self.report_dir = os.path.abspath(
+            a.report_dir
+            or os.path.join(
+                REPO, "build", "crashtest", "%s-%s-%d" % (self.mode, stamp, os.getpid())
+            )
+        )
         self.made_report_dir = claim_report_dir(self.report_dir)
         usable_dir(self.report_dir, "--report-dir")
         if a.work_dir:
@@ -93,7 +106,10 @@ class CrashTest:
         self.own_work = not a.work_dir
         bindir = os.path.join(self.work, "bin")
         os.makedirs(bindir, exist_ok=True)
-        self.bin = {"@STRESS@": os.path.join(bindir, "stress"), "@POWERLOSS@": os.path.join(bindir, "powerloss")}
+        self.bin = {
+            "@STRESS@": os.path.join(bindir, "stress"),
+            "@POWERLOSS@": os.path.join(bindir, "powerloss"),
+        }
         shutil.copy2(self.stress, self.bin["@STRESS@"])
         shutil.copy2(self.powerloss, self.bin["@POWERLOSS@"])
         self.identity = build_identity({"stress": self.stress, "powerloss": self.powerloss})
@@ -102,7 +118,11 @@ class CrashTest:
         self.catalogue = info["catalogue"]
         pinned = self.pins()
         probe_dir = tempfile.mkdtemp(prefix="probe-", dir=self.work)
-        results = probe_support(self.bin["@STRESS@"], probe_dir, list(PROBED)) if a.engine == "ours" else {}
+        results = (
+            probe_support(self.bin["@STRESS@"], probe_dir, list(PROBED))
+            if a.engine == "ours"
+            else {}
+        )
         refused = self.engine_refuses(probe_dir, pinned)
         pinned.update(self.engine_pins)
         self.stress_values(probe_dir, pinned)
@@ -110,25 +130,44 @@ class CrashTest:
         unsupported = {k for k, (ok, _, _) in results.items() if not ok}
         for (name, value), (ok, why, rc) in sorted(results.items(), key=str):
             if ok and rc != 0:
-                self.p.line("crashtest: WARNING: a tiny run with --%s=%s failed (exit %s: %s); kept in the draw, "
-                            "the iterations that draw it judge it" % (name, value, rc, why))
-        for (name, value) in unsupported:
+                self.p.line(
+                    "crashtest: WARNING: a tiny run with --%s=%s failed (exit %s: %s); kept in the draw, "
+                    "the iterations that draw it judge it" % (name, value, rc, why)
+                )
+        for name, value in unsupported:
             if name in pinned and str(pinned[name]) == str(value):
-                raise UsageError("--set %s=%s: %s does not support it yet (%s)"
-                                 % (name, value, self.stress, results[(name, value)][1]))
+                raise UsageError(
+                    "--set %s=%s: %s does not support it yet (%s)"
+                    % (name, value, self.stress, results[(name, value)][1])
+                )
         self.unsupported = sorted(unsupported, key=str)
-        self.cfg = Config(self.defaults, unsupported, classes, pinned, a.measure, a.threads, a.max_key,
-                          known=self.defaults.keys(), swarm=not getattr(a, "no_swarm", False), engine=a.engine,
-                          refused=refused, engine_pins=self.engine_pins)
+        self.cfg = Config(
+            self.defaults,
+            unsupported,
+            classes,
+            pinned,
+            a.measure,
+            a.threads,
+            a.max_key,
+            known=self.defaults.keys(),
+            swarm=not getattr(a, "no_swarm", False),
+            engine=a.engine,
+            refused=refused,
+            engine_pins=self.engine_pins,
+        )
         self.p.log_f = open(os.path.join(self.report_dir, "log.txt"), "a")
         self.jsonl = open(os.path.join(self.report_dir, "iterations.jsonl"), "a")
         if unsupported:
             by = {}
             for name, value in sorted(unsupported, key=str):
                 by.setdefault(name, []).append(str(value))
-            self.p.line("crashtest: note: %s does not support %s yet: left out of the draw"
-                        % (nice_path(self.stress), ", ".join("--%s=%s" % (n, ",".join(v))
-                                                                     for n, v in by.items())))
+            self.p.line(
+                "crashtest: note: %s does not support %s yet: left out of the draw"
+                % (
+                    nice_path(self.stress),
+                    ", ".join("--%s=%s" % (n, ",".join(v)) for n, v in by.items()),
+                )
+            )
 
     def engine_faults(self, classes):
         """The engine and door of the run (--engine, --faults-via): the
@@ -141,14 +180,20 @@ class CrashTest:
         self.engine_pins = {}
         if a.engine != "ours":
             if via == "hooks":
-                raise UsageError("--engine %s --faults-via hooks: only our engine has the fault library's hooks; "
-                                 "the others are reached through the door (posix)" % a.engine)
+                raise UsageError(
+                    "--engine %s --faults-via hooks: only our engine has the fault library's hooks; "
+                    "the others are reached through the door (posix)" % a.engine
+                )
             if self.mode == "whitebox":
-                raise UsageError("whitebox --engine %s: whitebox crashes at the engine's kill points, which only "
-                                 "our engine has (blackbox and simple kill it from outside)" % a.engine)
+                raise UsageError(
+                    "whitebox --engine %s: whitebox crashes at the engine's kill points, which only "
+                    "our engine has (blackbox and simple kill it from outside)" % a.engine
+                )
             if classes and "faults" in getattr(a, "given", ()):
-                raise UsageError("--engine %s --faults %s: the door serves %s power loss and SIGKILL only; give "
-                                 "--faults none" % (a.engine, a.faults, a.engine))
+                raise UsageError(
+                    "--engine %s --faults %s: the door serves %s power loss and SIGKILL only; give "
+                    "--faults none" % (a.engine, a.faults, a.engine)
+                )
             classes = []
             self.engine_pins["engine"] = a.engine
         if via == "posix":
@@ -162,15 +207,24 @@ class CrashTest:
         its default.  Our engine through the door runs psync."""
         if self.engine_pins.get("faults_via") == "posix" and self.a.engine == "ours":
             if pinned.get("io_backend", "psync") != "psync":
-                raise UsageError("--faults-via posix: our engine's io_uring backend bypasses libc's file calls, "
-                                 "which the door sees: drop --set io_backend=%s" % pinned["io_backend"])
+                raise UsageError(
+                    "--faults-via posix: our engine's io_uring backend bypasses libc's file calls, "
+                    "which the door sees: drop --set io_backend=%s" % pinned["io_backend"]
+                )
             self.engine_pins["io_backend"] = "psync"
         if self.a.engine == "ours":
             return set()
-        probes = [(name, other_value(values, self.defaults.get(name))) for name, values in drawn_options()
-                  if name in self.defaults and name not in pinned]
-        results = probe_support(self.bin["@STRESS@"], probe_dir, [pv for pv in probes if pv[1] is not None],
-                                extra=self.engine_args)
+        probes = [
+            (name, other_value(values, self.defaults.get(name)))
+            for name, values in drawn_options()
+            if name in self.defaults and name not in pinned
+        ]
+        results = probe_support(
+            self.bin["@STRESS@"],
+            probe_dir,
+            [pv for pv in probes if pv[1] is not None],
+            extra=self.engine_args,
+        )
         return {name for (name, _), (ok, _, _) in results.items() if not ok}
 
     def pins(self):
@@ -185,8 +239,10 @@ class CrashTest:
             if name in MANAGED:
                 raise UsageError("--set %s: crashtest manages --%s itself" % (name, name))
             if name not in self.defaults:
-                raise UsageError("--set %s: %s has no option --%s (see %s --help)" % (name, self.stress, name,
-                                                                                      self.stress))
+                raise UsageError(
+                    "--set %s: %s has no option --%s (see %s --help)"
+                    % (name, self.stress, name, self.stress)
+                )
             pinned[name] = value
         return pinned
 
@@ -195,12 +251,20 @@ class CrashTest:
         --hang-seconds, --set): a tiny run with them, whose usage error
         (exit 2) is ours."""
         a = self.a
-        given = ["--max_key=%d" % a.max_key, "--hang_seconds=%d" % a.hang_seconds] + \
-            (["--threads=%d" % a.threads] if a.threads else []) + ["--%s=%s" % kv for kv in sorted(pinned.items())]
-        ok, why, _ = probe_support(self.bin["@STRESS@"], probe_dir, [("seed", 1)], extra=given)[("seed", 1)]
+        given = (
+            ["--max_key=%d" % a.max_key, "--hang_seconds=%d" % a.hang_seconds]
+            + (["--threads=%d" % a.threads] if a.threads else [])
+            + ["--%s=%s" % kv for kv in sorted(pinned.items())]
+        )
+        ok, why, _ = probe_support(self.bin["@STRESS@"], probe_dir, [("seed", 1)], extra=given)[
+            ("seed", 1)
+        ]
         if not ok:
-            what = " ".join(["--max-key %d --hang-seconds %d" % (a.max_key, a.hang_seconds)] +
-                            (["--threads %d" % a.threads] if a.threads else []) + ["--set %s" % x for x in a.set or []])
+            what = " ".join(
+                ["--max-key %d --hang-seconds %d" % (a.max_key, a.hang_seconds)]
+                + (["--threads %d" % a.threads] if a.threads else [])
+                + ["--set %s" % x for x in a.set or []]
+            )
             raise UsageError("%s rejects %s: %s" % (os.path.basename(self.stress), what, why))
 
     def parse_faults(self, spec):
@@ -214,8 +278,10 @@ class CrashTest:
         for c in spec.split(","):
             c = c.strip()
             if c not in FAULTS:
-                raise UsageError("--faults: unknown class %r (classes: %s; or all, stable, none)"
-                                 % (c, ", ".join(FAULTS)))
+                raise UsageError(
+                    "--faults: unknown class %r (classes: %s; or all, stable, none)"
+                    % (c, ", ".join(FAULTS))
+                )
             out.append(c)
         return out
 
@@ -229,17 +295,34 @@ class CrashTest:
         runs = [Run(self, r, run_seed_of(a.seed, r)) for r in self.run_indices()]
         if a.iteration_seed is not None:
             runs = [Run(self, 0, a.seed)]
-        self.p.line("crashtest: %s, seed %d (rerun with --seed %d), %s, %s, interval %gs"
-                    % (self.mode, a.seed, a.seed,
-                       "iteration seed %d" % a.iteration_seed if a.iteration_seed is not None else
-                       "%d run%s%s" % (len(runs), "s" if len(runs) > 1 else "",
-                                       " (shard %d/%d)" % a.shard if a.shard != (0, 1) else ""),
-                       ("%d iterations" % a.iterations if a.iterations else "") +
-                       (" " if a.iterations and a.duration else "") +
-                       ("duration %ds" % a.duration if a.duration else ""),
-                       a.interval))
-        self.p.line("crashtest: %s (%s), git %s" % (self.stress, (self.identity["stress"]["sha256"] or "?")[:12],
-                                                    self.identity.get("git_describe") or "?"))
+        self.p.line(
+            "crashtest: %s, seed %d (rerun with --seed %d), %s, %s, interval %gs"
+            % (
+                self.mode,
+                a.seed,
+                a.seed,
+                "iteration seed %d" % a.iteration_seed
+                if a.iteration_seed is not None
+                else "%d run%s%s"
+                % (
+                    len(runs),
+                    "s" if len(runs) > 1 else "",
+                    " (shard %d/%d)" % a.shard if a.shard != (0, 1) else "",
+                ),
+                ("%d iterations" % a.iterations if a.iterations else "")
+                + (" " if a.iterations and a.duration else "")
+                + ("duration %ds" % a.duration if a.duration else ""),
+                a.interval,
+            )
+        )
+        self.p.line(
+            "crashtest: %s (%s), git %s"
+            % (
+                self.stress,
+                (self.identity["stress"]["sha256"] or "?")[:12],
+                self.identity.get("git_describe") or "?",
+            )
+        )
         self.p.line("crashtest: work dir %s; reports in %s" % (self.work, self.report_dir))
         threads = [threading.Thread(target=self.run_loop, args=(r,), daemon=True) for r in runs]
         for t in threads:
@@ -256,7 +339,12 @@ class CrashTest:
         total = " / %s" % hms(self.a.duration) if self.a.duration else ""
         with self.lock:
             s = "[crashtest] %s%s  iterations %d (%d running)  failures %d" % (
-                hms(el), total, len(self.records), self.running, self.failed)
+                hms(el),
+                total,
+                len(self.records),
+                self.running,
+                self.failed,
+            )
         self.p.set_progress(s)
 
     def should_stop(self, run):
@@ -276,8 +364,11 @@ class CrashTest:
     def run_loop(self, run):
         try:
             while not self.should_stop(run):
-                seed = self.a.iteration_seed if self.a.iteration_seed is not None else \
-                    iteration_seed(run.seed, run.iterations)
+                seed = (
+                    self.a.iteration_seed
+                    if self.a.iteration_seed is not None
+                    else iteration_seed(run.seed, run.iterations)
+                )
                 with self.lock:
                     self.running += 1
                 try:
@@ -290,6 +381,7 @@ class CrashTest:
             pass
         except Exception as e:  # a bug of crashtest itself: say so, stop this run
             import traceback
+
             self.p.line("crashtest: internal error in run %d: %s" % (run.index, e))
             with open(os.path.join(self.report_dir, "internal-error.txt"), "a") as f:
                 traceback.print_exc(file=f)
@@ -316,8 +408,10 @@ class CrashTest:
                 self.p.line("    %s" % swarm_text(record["swarm"]))
             self.p.line("    artifacts: %s" % nice_path(record["artifacts"]))
             self.p.line("    repro: %s" % record["repro"])
-            self.p.line("    rerun its parameters on a fresh database: %s" % rerun_line(self.a, self.mode,
-                                                                                      record["seed"]))
+            self.p.line(
+                "    rerun its parameters on a fresh database: %s"
+                % rerun_line(self.a, self.mode, record["seed"])
+            )
 
 
 def shrink_failures(ct, budget):
@@ -360,7 +454,9 @@ def run_mode(a, argv):
         a.stress_binary = os.path.join(REPO, "build", "stress")
     a.powerloss_binary_given = a.powerloss_binary is not None
     if a.powerloss_binary is None:
-        a.powerloss_binary = os.path.join(os.path.dirname(os.path.abspath(a.stress_binary)), "powerloss")
+        a.powerloss_binary = os.path.join(
+            os.path.dirname(os.path.abspath(a.stress_binary)), "powerloss"
+        )
         if not os.path.exists(a.powerloss_binary):
             a.powerloss_binary = os.path.join(REPO, "build", "powerloss")
     printer = Printer()

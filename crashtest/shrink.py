@@ -379,9 +379,30 @@ import sys
 import time
 
 from .binary import check_binary, stress_info
-from .cand import (CREATION_OPTIONS, Cand, as_int, drop_kills, endings, is_fresh, is_workload, opt_get, opt_set,
-                   set_threads, trace_ops_of)
-from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, INTERRUPTED, META_VERSION, REPO, UsageError, nice_path, write_json
+from .cand import (
+    CREATION_OPTIONS,
+    Cand,
+    as_int,
+    drop_kills,
+    endings,
+    is_fresh,
+    is_workload,
+    opt_get,
+    opt_set,
+    set_threads,
+    trace_ops_of,
+)
+from .common import (
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    EXIT_PASS,
+    INTERRUPTED,
+    META_VERSION,
+    REPO,
+    UsageError,
+    nice_path,
+    write_json,
+)
 from .executor import subst
 from .folders import WORK_PREFIX, make_work_dir, remove_work_dir
 from .output import Printer
@@ -406,7 +427,9 @@ NEED = 2  # ... of which this many must fail the same way (a rate kept near the 
 # three (planted bug witness-at-end-is-damage's one-thread run comes with
 # the 13th).
 SEARCH_SEEDS = 15
-SEARCH_MAX_OPS = 50000  # ... each with at most this many ops (four times it with room for a kill point)
+SEARCH_MAX_OPS = (
+    50000  # ... each with at most this many ops (four times it with room for a kill point)
+)
 SEARCH_SHARE = 0.35
 # ... then, when the recorded run had several threads and held no snapshot
 # of its own, the same seeds with one held 1 in this many ops (200: the
@@ -437,12 +460,38 @@ UNTIED = ("checkpoint_wal_bytes", "cache_size")
 # run.  The passes after the rounds take what is left.
 DDMIN_ROUND_SHARE = 0.5
 # Options that place or run the step, not the workload's shape.
-NOT_SHRUNK = {"db", "expected_values_dir", "run_dir", "report", "seed", "max_key", "hang_seconds", "threads",
-              "ops_per_thread", "duration", "trace_ops", "replay_ops", "crash_at_end", "sync_fault_injection",
-              "kill_random_test", "kill_points", "destroy_db_initially", "verification_only", "help",
-              "list_fault_points", "engine", "faults_via"}
+NOT_SHRUNK = {
+    "db",
+    "expected_values_dir",
+    "run_dir",
+    "report",
+    "seed",
+    "max_key",
+    "hang_seconds",
+    "threads",
+    "ops_per_thread",
+    "duration",
+    "trace_ops",
+    "replay_ops",
+    "crash_at_end",
+    "sync_fault_injection",
+    "kill_random_test",
+    "kill_points",
+    "destroy_db_initially",
+    "verification_only",
+    "help",
+    "list_fault_points",
+    "engine",
+    "faults_via",
+}
 MIX = ["readpercent", "iterpercent", "delpercent"]
-RARE_OPS = ["reopen", "checkpoint_one_in", "verify_db_one_in", "acquire_snapshot_one_in", "vacuum_one_in"]
+RARE_OPS = [
+    "reopen",
+    "checkpoint_one_in",
+    "verify_db_one_in",
+    "acquire_snapshot_one_in",
+    "vacuum_one_in",
+]
 
 
 class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
@@ -456,8 +505,10 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         self.t0 = time.monotonic()
         mpath = os.path.join(self.dir, "meta.json")
         if not os.path.isfile(mpath):
-            raise UsageError("%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)"
-                             % a.failure_dir)
+            raise UsageError(
+                "%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)"
+                % a.failure_dir
+            )
         try:
             with open(mpath) as f:
                 self.meta = json.load(f)
@@ -483,20 +534,33 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         check_binary(self.bin["@POWERLOSS@"], "powerloss")
         self.defaults = stress_info(self.bin["@STRESS@"])["options"]
         if "trace_ops" not in self.defaults:
-            raise UsageError("%s has no --trace_ops: rebuild it (or give --stress-binary)" % self.bin["@STRESS@"])
+            raise UsageError(
+                "%s has no --trace_ops: rebuild it (or give --stress-binary)" % self.bin["@STRESS@"]
+            )
         steps = self.meta["steps"]
         fail_n = self.failure["step"]
-        w = fail_n if is_workload(steps[fail_n]) else max(
-            [i for i in range(fail_n) if is_workload(steps[i])] or [None], key=lambda x: -1 if x is None else x)
+        w = (
+            fail_n
+            if is_workload(steps[fail_n])
+            else max(
+                [i for i in range(fail_n) if is_workload(steps[i])] or [None],
+                key=lambda x: -1 if x is None else x,
+            )
+        )
         if w is None:
             raise UsageError("no workload step before the failure: nothing to shrink")
-        self.best = Cand([{k: v for k, v in s.items() if k != "result"} for s in steps[:fail_n + 1]],
-                         False, None, w, [(s.get("result") or {}).get("outcome") for s in steps[:fail_n + 1]])
+        self.best = Cand(
+            [{k: v for k, v in s.items() if k != "result"} for s in steps[: fail_n + 1]],
+            False,
+            None,
+            w,
+            [(s.get("result") or {}).get("outcome") for s in steps[: fail_n + 1]],
+        )
         # A shrunk folder replays its own ops.trace (@FOLDER@): shrinking
         # it again starts from that list.
         tr = opt_get(self.best.op["argv"], "replay_ops") or ""
         if tr.startswith("@FOLDER@/"):
-            self.best.trace = trace_ops_of(os.path.join(self.dir, tr[len("@FOLDER@/"):]))
+            self.best.trace = trace_ops_of(os.path.join(self.dir, tr[len("@FOLDER@/") :]))
         self.recorded_threads = as_int(opt_get(self.best.op["argv"], "threads"), 2)
         self.best_res = None
         self.log = []  # shrink.json's steps
@@ -508,16 +572,22 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         self.ntrial = 0
         self.made = {}  # K12: the state a create step left, by its argv
         self.need = NEED
-        self.trials = TRIALS  # runs per change when not deterministic (K2; MT_TRIALS once K8 kept one)
+        self.trials = (
+            TRIALS  # runs per change when not deterministic (K2; MT_TRIALS once K8 kept one)
+        )
         self.more = 0  # trials added once one failed (MT_MORE once K8 kept one)
         self.cap = None  # the recorded run's ops: no kept run is larger (K10)
         self.searched = False  # the one-thread seed search of p_threads ran (once)
         self.multi_tried = False  # the multi-thread path ran (once)
         self.multi = None  # what K8 kept: threads, ops per thread, key space, seed, rate
-        self.multi_from = None  # the state the path started from (K20: resume_multi goes back to it)
+        self.multi_from = (
+            None  # the state the path started from (K20: resume_multi goes back to it)
+        )
         self.multi_judged = set()  # the path's candidates judged (their signatures; K20 skips them)
         self.last_kept = None  # the shrunk run's last step kept on several trials (settle sets it)
-        self.kept_trials = []  # (step n, candidate, result) of each run kept that is not deterministic (K8, K2)
+        self.kept_trials = (
+            []
+        )  # (step n, candidate, result) of each run kept that is not deterministic (K8, K2)
         self.tried = set()  # candidates run already (their signatures: digests)
         self.hang = self.meta.get("hang_seconds", 120)
         # K14: the ops the database's earlier iterations did (None: a folder
@@ -549,7 +619,9 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
             # count, the run passes, as at five other counts; 335,739
             # fails).
             c, more = self.replay_of(c, self.larger_trace[1])
-            if c is not None and self.attempt("%s, %s (a try that failed)" % (what, ", ".join(more)), c, "threads"):
+            if c is not None and self.attempt(
+                "%s, %s (a try that failed)" % (what, ", ".join(more)), c, "threads"
+            ):
                 return
         # A bug rarely needs threads; it needs a schedule: one thread with
         # other seeds, as many ops as all threads did (K6).
@@ -565,10 +637,20 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         """K6: the seed search on START's database, then from a fresh one
         (K14's search), before K8 looks for a race.  KW: search's."""
         self.searched = True
-        return self.search(start, ops, **kw) or (self.left() > 0 and not STOP.is_set() and
-                                                  self.fresh_search(start, ops))
+        return self.search(start, ops, **kw) or (
+            self.left() > 0 and not STOP.is_set() and self.fresh_search(start, ops)
+        )
 
-    def search(self, start, ops, recorded=True, nseeds=SEARCH_SEEDS, share=SEARCH_SHARE, phase="search", what=""):
+    def search(
+        self,
+        start,
+        ops,
+        recorded=True,
+        nseeds=SEARCH_SEEDS,
+        share=SEARCH_SHARE,
+        phase="search",
+        what="",
+    ):
         """K6: one thread where START has several (or where the recorded
         run did not fail again): its op step with one thread, OPS ops in all
         (what all threads did), a timed SIGKILL made a crash after the last
@@ -599,25 +681,40 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         if opt_get(a, "replay_ops"):
             return False
         base = as_int(opt_get(a, "seed"))
-        seeds = ([base] if recorded else []) + [derive(base, "shrink", "seed", k) for k in range(nseeds)]
+        seeds = ([base] if recorded else []) + [
+            derive(base, "shrink", "seed", k) for k in range(nseeds)
+        ]
         stop = time.monotonic() + self.left() * share
         shapes = [(start, "")]
         if self.recorded_threads > 1 and as_int(opt_get(a, "acquire_snapshot_one_in")) == 0:
             # The stand-in: a snapshot the one thread holds now and then
             # is the reader another thread was.
             sc = start.copy()
-            sc.op["argv"] = opt_set(sc.op["argv"], "acquire_snapshot_one_in", STANDIN_SNAPSHOT_ONE_IN)
-            shapes.append((sc, "a snapshot held 1 in %d ops (for the other threads' readers), " %
-                           STANDIN_SNAPSHOT_ONE_IN))
+            sc.op["argv"] = opt_set(
+                sc.op["argv"], "acquire_snapshot_one_in", STANDIN_SNAPSHOT_ONE_IN
+            )
+            shapes.append(
+                (
+                    sc,
+                    "a snapshot held 1 in %d ops (for the other threads' readers), "
+                    % STANDIN_SNAPSHOT_ONE_IN,
+                )
+            )
         for shape, held in shapes:
             for seed in seeds:
                 for end, c in endings(shape, ops):
                     if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
                         return False
-                    c.op["argv"] = opt_set(opt_set(c.op["argv"], "seed", seed), "trace_ops", "@ITER@/ops.trace")
-                    if self.attempt("%sone thread, %s%s, traced, seed %d%s" % (
-                            what, held, end, seed, " (the recorded)" if seed == base else ""), c, phase,
-                            extra={"seed": seed}):
+                    c.op["argv"] = opt_set(
+                        opt_set(c.op["argv"], "seed", seed), "trace_ops", "@ITER@/ops.trace"
+                    )
+                    if self.attempt(
+                        "%sone thread, %s%s, traced, seed %d%s"
+                        % (what, held, end, seed, " (the recorded)" if seed == base else ""),
+                        c,
+                        phase,
+                        extra={"seed": seed},
+                    ):
                         return True
         return False
 
@@ -631,8 +728,12 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         s, what = c.op, []
         threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
-            ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
-            n = max(1, ops // threads) * (4 if as_int(opt_get(s["argv"], "kill_random_test")) > 0 else 1)
+            ops = (self.best_res or {}).get(
+                "ops"
+            ) or 1000  # killed before its first progress note: a guess
+            n = max(1, ops // threads) * (
+                4 if as_int(opt_get(s["argv"], "kill_random_test")) > 0 else 1
+            )
             s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
             what.append("ops pinned (%d per thread)" % n)
         if s.get("kill_after") is not None and c.w == len(c.steps) - 1:
@@ -656,8 +757,10 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
             return
         what = []
         threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
-        one = threads == 1 and (as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0 or
-                                s.get("kill_after") is not None)
+        one = threads == 1 and (
+            as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0
+            or s.get("kill_after") is not None
+        )
         if one and self.best.op_traced() and self.p_replay():
             return  # its own ops, reopens where they came (K10)
         # One thread kept timed or with its timed kill: first the same run
@@ -671,7 +774,9 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         # A timed run is not pinned the same way (where a
         # timer ends it moves), so the other seeds still count.
         if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
-            ops = (self.best_res or {}).get("ops") or 1000  # killed before its first progress note: a guess
+            ops = (self.best_res or {}).get(
+                "ops"
+            ) or 1000  # killed before its first progress note: a guess
             kill = as_int(opt_get(s["argv"], "kill_random_test")) > 0
             per = max(1, ops // threads)  # no more than the recorded run did (K10)
             if kill and s.get("expect") == "kill_point" and c.w == len(c.steps) - 1:
@@ -682,15 +787,24 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
                 # run's ops is larger than it: K10).
                 c2 = c.copy()
                 drop_kills(c2.op)
-                c2.op["argv"] = opt_set(opt_set(c2.op["argv"], "ops_per_thread", per), "duration", None)
-                if self.attempt("ops pinned (%d per thread), no kill points (the failure shows before one fires)"
-                                % per, c2, "pin"):
+                c2.op["argv"] = opt_set(
+                    opt_set(c2.op["argv"], "ops_per_thread", per), "duration", None
+                )
+                if self.attempt(
+                    "ops pinned (%d per thread), no kill points (the failure shows before one fires)"
+                    % per,
+                    c2,
+                    "pin",
+                ):
                     return
         what += self.pin_op(c)
         if what and self.attempt(", ".join(what), c, "pin") or not one:
             return
-        ops = as_int(opt_get(self.best.op["argv"], "ops_per_thread"), 10000) or \
-            (self.best_res or {}).get("ops") or 1000
+        ops = (
+            as_int(opt_get(self.best.op["argv"], "ops_per_thread"), 10000)
+            or (self.best_res or {}).get("ops")
+            or 1000
+        )
         self.search(self.best, ops)
 
     def p_trace(self):
@@ -699,8 +813,12 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         own, traced or not), then a few others (a failure that needed its
         recorded binary's draws, or its timing)."""
         a = self.best.op["argv"]
-        if as_int(opt_get(a, "threads"), 2) != 1 or opt_get(a, "trace_ops") or opt_get(a, "replay_ops") \
-                or as_int(opt_get(a, "ops_per_thread"), 10000) == 0:
+        if (
+            as_int(opt_get(a, "threads"), 2) != 1
+            or opt_get(a, "trace_ops")
+            or opt_get(a, "replay_ops")
+            or as_int(opt_get(a, "ops_per_thread"), 10000) == 0
+        ):
             return
         base = as_int(opt_get(a, "seed"))
         for seed in [None] + [derive(base, "shrink", k) for k in range(3)]:
@@ -708,8 +826,12 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
             c.op["argv"] = opt_set(c.op["argv"], "trace_ops", "@ITER@/ops.trace")
             if seed is not None:
                 c.op["argv"] = opt_set(c.op["argv"], "seed", seed)
-            if self.attempt("ops traced (--trace_ops)" + (", seed %d" % seed if seed else ""), c, "trace",
-                            extra={"seed": seed if seed is not None else base}):
+            if self.attempt(
+                "ops traced (--trace_ops)" + (", seed %d" % seed if seed else ""),
+                c,
+                "trace",
+                extra={"seed": seed if seed is not None else base},
+            ):
                 return
 
     def p_classes(self):
@@ -728,7 +850,9 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
             return
         for rate in ("1", opt_get(a, "kill_random_test")):
             c = self.best.copy()
-            c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_points", fired[-1]), "kill_random_test", rate)
+            c.op["argv"] = opt_set(
+                opt_set(c.op["argv"], "kill_points", fired[-1]), "kill_random_test", rate
+            )
             if self.attempt("kill only at %s, 1 in %s hits" % (fired[-1], rate), c, "kill"):
                 return
 
@@ -768,14 +892,19 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         still fails the same way (K2's trials), down to TIMER_MIN seconds.
         The ops shrink with the time."""
         s = self.best.op
-        if s.get("kill_after") is None or opt_get(s["argv"], "replay_ops") or \
-                as_int(opt_get(s["argv"], "ops_per_thread"), 10000) != 0:
+        if (
+            s.get("kill_after") is None
+            or opt_get(s["argv"], "replay_ops")
+            or as_int(opt_get(s["argv"], "ops_per_thread"), 10000) != 0
+        ):
             return
         t = s["kill_after"]
         while t / 2 >= TIMER_MIN and self.left() > 0 and not STOP.is_set():
             c = self.best.copy()
             c.op["kill_after"] = round(t / 2, 3)
-            if not self.attempt("the op step killed after %.3f s, not %.3f s" % (t / 2, t), c, "timer"):
+            if not self.attempt(
+                "the op step killed after %.3f s, not %.3f s" % (t / 2, t), c, "timer"
+            ):
                 return
             t = t / 2
 
@@ -799,9 +928,14 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         n = as_int(opt_get(a, "ops_per_thread"), 10000)
         expect = self.best.op.get("expect")
         kill = as_int(opt_get(a, "kill_random_test"))
-        if opt_get(a, "replay_ops") or not self.best.deterministic() or n <= 10 or \
-                expect not in ("exit0", "crash_at_end", "kill_point") or \
-                expect == "kill_point" and (kill <= 0 or self.best.w == len(self.best.steps) - 1):
+        if (
+            opt_get(a, "replay_ops")
+            or not self.best.deterministic()
+            or n <= 10
+            or expect not in ("exit0", "crash_at_end", "kill_point")
+            or expect == "kill_point"
+            and (kill <= 0 or self.best.w == len(self.best.steps) - 1)
+        ):
             return
         base = as_int(opt_get(a, "seed"))
         for k in [x for x in SHORT_OPS if x * 10 <= n]:
@@ -813,7 +947,9 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
             sc = self.scaled(self.best, k)
             if sc.op["argv"] != self.best.op["argv"]:
                 shapes.append((sc, ", rare ops every %d" % max(2, k // 4)))
-            sf = self.scaled(self.best, k, self.injected_in(self.best_res, self.best.w), volume=False)
+            sf = self.scaled(
+                self.best, k, self.injected_in(self.best_res, self.best.w), volume=False
+            )
             if sf.op["argv"] != sc.op["argv"]:
                 shapes.append((sf, ", rare ops and faults every %d" % max(2, k // 4)))
             for start, label in shapes:
@@ -828,8 +964,12 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
                         every = max(1, min(kill, k // 4))
                         c.op["argv"] = opt_set(c.op["argv"], "kill_random_test", every)
                         kl = ", kill points 1 in %d hits" % every
-                    if self.attempt("ops %d -> %d, seed %d%s%s" % (n, k, seed, kl, label), c, "short",
-                                    extra={"seed": seed}):
+                    if self.attempt(
+                        "ops %d -> %d, seed %d%s%s" % (n, k, seed, kl, label),
+                        c,
+                        "short",
+                        extra={"seed": seed},
+                    ):
                         return
 
     def p_mix(self):
@@ -874,15 +1014,23 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
             self.p_tie_checkpoints()
 
     def p_options(self, only=None):
-        fresh = self.best.fresh or opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") == "1"
+        fresh = (
+            self.best.fresh
+            or opt_get(self.best.steps[0].get("argv", []), "destroy_db_initially") == "1"
+        )
         a = self.best.op["argv"]
         names = [x[2:].split("=", 1)[0] for x in a if x.startswith("--")]
         names = sorted(set(names), key=lambda n: (n != "cache_size", n))
         for name in names:
             if only is not None and name not in only:
                 continue
-            if name in NOT_SHRUNK or name in FAULT_OPTIONS or name in MIX or name in RARE_OPS or \
-                    name == "writepercent":
+            if (
+                name in NOT_SHRUNK
+                or name in FAULT_OPTIONS
+                or name in MIX
+                or name in RARE_OPS
+                or name == "writepercent"
+            ):
                 continue
             if name in CREATION_OPTIONS and not fresh:
                 continue
@@ -897,25 +1045,43 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
     def shrink(self):
         p = self.p
         orig = self.best.copy()
-        p.line("shrink: %s (%s at step %d, %s), budget %g s" % (nice_path(self.dir), self.kind,
-                                                             self.failure["step"], self.failure.get("step_name"),
-                                                             self.budget))
+        p.line(
+            "shrink: %s (%s at step %d, %s), budget %g s"
+            % (
+                nice_path(self.dir),
+                self.kind,
+                self.failure["step"],
+                self.failure.get("step_name"),
+                self.budget,
+            )
+        )
         # Does it come back at all?  A run that is not deterministic gets up
         # to BASELINE_TRIALS tries; its rate sets how many of each later
         # step's trials must fail (K2).
         runs = 1 if orig.deterministic() else BASELINE_TRIALS
         self.orig, self.base = orig, None  # what finish() reads if a stop cuts the shrink short
         n0 = len(self.log)
-        ok = self.attempt("the recorded run, unchanged", orig.copy(), "baseline", runs=runs, need=1,
-                          at=len(orig.steps) - 1)
+        ok = self.attempt(
+            "the recorded run, unchanged",
+            orig.copy(),
+            "baseline",
+            runs=runs,
+            need=1,
+            at=len(orig.steps) - 1,
+        )
         ok = ok or (runs > 1 and self.by_keys(orig, runs))  # K24
         # K10: no kept run is larger than the recorded one (its largest
         # try: a timed run's size varies from try to try, and a change
         # that keeps its timer is no larger for a try that ran longer).
         e = self.log[-1]
         ops = max([o for o in e["ops"] if o] or [0]) or None  # the most a try's op step did
-        self.cap = (max([o for x in self.log[n0:] for o in x["ops_all"] if o] +
-                        [(self.best_res or {}).get("ops_all") or 0]) + self.grown_ops(orig)) or None
+        self.cap = (
+            max(
+                [o for x in self.log[n0:] for o in x["ops_all"] if o]
+                + [(self.best_res or {}).get("ops_all") or 0]
+            )
+            + self.grown_ops(orig)
+        ) or None
         if ok and runs > 1:
             self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
         base = self.best_res
@@ -929,13 +1095,26 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         if not ok and runs > 1 and self.left() > 0 and not STOP.is_set():
             # K6: the recorded run did not come back in its tries: one
             # thread, other seeds (its ops, what the tries did).
-            p.line("shrink: the recorded run did not fail again in %d tries: one thread, other seeds" % e["trials"])
+            p.line(
+                "shrink: the recorded run did not fail again in %d tries: one thread, other seeds"
+                % e["trials"]
+            )
             ok = self.one_thread(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
-            if not ok and self.left() > 0 and not STOP.is_set():  # ... then several threads, short runs (K8)
-                p.line("shrink: no one-thread seed failed the same way: several threads, short runs")
-                ok = self.p_multi(start=orig, start_ops=ops) or self.sweeps(orig, ops, "from the recorded run")
-            base = {"ops": ops, "ops_all": max([o for o in e["ops_all"] if o] or [0]) or None,
-                    "seconds": max(e["seconds"] or [None]), "failed_again": False}
+            if (
+                not ok and self.left() > 0 and not STOP.is_set()
+            ):  # ... then several threads, short runs (K8)
+                p.line(
+                    "shrink: no one-thread seed failed the same way: several threads, short runs"
+                )
+                ok = self.p_multi(start=orig, start_ops=ops) or self.sweeps(
+                    orig, ops, "from the recorded run"
+                )
+            base = {
+                "ops": ops,
+                "ops_all": max([o for o in e["ops_all"] if o] or [0]) or None,
+                "seconds": max(e["seconds"] or [None]),
+                "failed_again": False,
+            }
             self.base = base
         self.orig_ops = (base or {}).get("ops")
         if ok:
@@ -949,8 +1128,15 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         a run of several threads (K23), then the passes on the trace."""
         self.rounds()
         self.multi_again()
-        for step in (self.p_replay, self.p_focus, self.p_ddmin, self.p_fold_create, self.p_faults_off, self.p_ddmin,
-                     self.p_values):
+        for step in (
+            self.p_replay,
+            self.p_focus,
+            self.p_ddmin,
+            self.p_fold_create,
+            self.p_faults_off,
+            self.p_ddmin,
+            self.p_values,
+        ):
             if self.left() <= 0 or STOP.is_set():
                 break
             step()
@@ -984,12 +1170,38 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         fpi-skips-page-at-redo-lsn: its drop passes 3 of 3 at a rate of 1
         in 5, and without the second p_branches every one of delta
         debugging's trials runs variant 0's recovery)."""
-        return (self.p_branches, self.p_hang, self.p_end_kill, self.p_mid_kill, self.p_threads, self.p_multi,
-                self.p_pin, self.p_fresh, self.p_trace,
-                self.p_crash_end, self.p_end_kill, self.p_branches, self.p_ops, self.p_timer, self.p_short,
-                self.p_replay, self.p_focus, self.p_untied, self.p_volume, lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
-                self.p_classes, self.p_kill, self.p_rates, self.p_mix,
-                self.p_fresh, self.p_create, self.p_history, self.p_keys, self.p_options, self.p_powerloss)
+        return (
+            self.p_branches,
+            self.p_hang,
+            self.p_end_kill,
+            self.p_mid_kill,
+            self.p_threads,
+            self.p_multi,
+            self.p_pin,
+            self.p_fresh,
+            self.p_trace,
+            self.p_crash_end,
+            self.p_end_kill,
+            self.p_branches,
+            self.p_ops,
+            self.p_timer,
+            self.p_short,
+            self.p_replay,
+            self.p_focus,
+            self.p_untied,
+            self.p_volume,
+            lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
+            self.p_classes,
+            self.p_kill,
+            self.p_rates,
+            self.p_mix,
+            self.p_fresh,
+            self.p_create,
+            self.p_history,
+            self.p_keys,
+            self.p_options,
+            self.p_powerloss,
+        )
 
     def finish(self, ok, orig, base):
         """The shrink's end: shrunk/ written and its repro tried when OK,
@@ -1004,39 +1216,62 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
             self.write_shrunk(doc, stopped)
             rc = EXIT_PASS
         elif stopped:
-            self.p.line("shrink: interrupted before the recorded run failed again (%s): nothing kept" % self.kind)
+            self.p.line(
+                "shrink: interrupted before the recorded run failed again (%s): nothing kept"
+                % self.kind
+            )
         else:
-            self.p.line("shrink: the recorded run did not fail again (%s): nothing to shrink" % self.kind)
+            self.p.line(
+                "shrink: the recorded run did not fail again (%s): nothing to shrink" % self.kind
+            )
         doc["elapsed_s"] = round(time.monotonic() - self.t0, 3)
         doc["ram_dir"] = os.path.dirname(self.ram) if self.ram else None
         write_json(os.path.join(self.dir, "shrink.json"), doc)
         self.cleanup()
         if stopped:
-            self.p.line("shrink: INTERRUPTED: shrink.json%s hold what was found so far" % (
-                " and shrunk/" if ok else ""))
+            self.p.line(
+                "shrink: INTERRUPTED: shrink.json%s hold what was found so far"
+                % (" and shrunk/" if ok else "")
+            )
             return EXIT_INTERRUPTED, doc
         return rc, doc
 
     def shrink_doc(self, ok, orig, base):
         """shrink.json's document before its shrunk run: the failure, the
         original run ORIG (BASE: its baseline's result), every step tried."""
-        return {"tool": "crashtest.py", "mode": "shrink", "failure_dir": nice_path(self.dir), "kind": self.kind,
-                "budget_s": self.budget, "match": self.match, "match_why": self.match_why,
-                "trials_per_step_when_not_deterministic": self.trials,
-                "need_per_step_when_not_deterministic": self.need,
-                "failing_key": failing_key((self.meta["steps"][self.failure["step"]].get("result") or {})
-                                           .get("output_tail"), self.kind),
-                # 0 is a size when the op step's is known (a kill point in
-                # the open, before any op: checksum-skips-last-byte's), else
-                # no step said (killed before its first progress note).  A
-                # run on a grown database counts the ops that grew it (K14).
-                "original": dict(orig.measures(), ops=grown((base or {}).get("ops_all") or (
-                                 0 if (base or {}).get("ops") == 0 else None), self.grown_ops(orig)),
-                                 op_step_ops=(base or {}).get("ops"), start_ops=self.history,
-                                 seconds=(base or {}).get("seconds"),
-                                 failed_again=(base or {}).get("failed_again", bool(ok))),
-                "seeds_tried": list(dict.fromkeys(e["seed"] for e in self.log if "seed" in e)),
-                "steps": self.log, "aside": self.aside}
+        return {
+            "tool": "crashtest.py",
+            "mode": "shrink",
+            "failure_dir": nice_path(self.dir),
+            "kind": self.kind,
+            "budget_s": self.budget,
+            "match": self.match,
+            "match_why": self.match_why,
+            "trials_per_step_when_not_deterministic": self.trials,
+            "need_per_step_when_not_deterministic": self.need,
+            "failing_key": failing_key(
+                (self.meta["steps"][self.failure["step"]].get("result") or {}).get("output_tail"),
+                self.kind,
+            ),
+            # 0 is a size when the op step's is known (a kill point in
+            # the open, before any op: checksum-skips-last-byte's), else
+            # no step said (killed before its first progress note).  A
+            # run on a grown database counts the ops that grew it (K14).
+            "original": dict(
+                orig.measures(),
+                ops=grown(
+                    (base or {}).get("ops_all") or (0 if (base or {}).get("ops") == 0 else None),
+                    self.grown_ops(orig),
+                ),
+                op_step_ops=(base or {}).get("ops"),
+                start_ops=self.history,
+                seconds=(base or {}).get("seconds"),
+                failed_again=(base or {}).get("failed_again", bool(ok)),
+            ),
+            "seeds_tried": list(dict.fromkeys(e["seed"] for e in self.log if "seed" in e)),
+            "steps": self.log,
+            "aside": self.aside,
+        }
 
     def write_shrunk(self, doc, stopped):
         """The kept run written to shrunk/, its repro tried (unless
@@ -1050,13 +1285,23 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         if self.best.trace is not None:
             ops = len(self.best.trace)
         # The run's size: every stress step's ops, its op step's as above.
-        ops_all = (self.best_res.get("ops_all") or 0) - (self.best_res.get("ops") or 0) + (ops or 0) + \
-            self.grown_ops(self.best)
-        doc["shrunk"] = dict(self.best.measures(), ops=ops_all, op_step_ops=ops, judged_as=self.best_res["kind"],
-                             start_ops=0 if is_fresh(self.best) else self.history,
-                             seconds=self.best_res.get("seconds"),
-                             path=nice_path(dest), repro_seconds=times,
-                             repro_reproduced="%d of %d" % (repro_ok, tries))
+        ops_all = (
+            (self.best_res.get("ops_all") or 0)
+            - (self.best_res.get("ops") or 0)
+            + (ops or 0)
+            + self.grown_ops(self.best)
+        )
+        doc["shrunk"] = dict(
+            self.best.measures(),
+            ops=ops_all,
+            op_step_ops=ops,
+            judged_as=self.best_res["kind"],
+            start_ops=0 if is_fresh(self.best) else self.history,
+            seconds=self.best_res.get("seconds"),
+            path=nice_path(dest),
+            repro_seconds=times,
+            repro_reproduced="%d of %d" % (repro_ok, tries),
+        )
         if stopped:
             doc["shrunk"]["repro_reproduced"] = "not tried: interrupted"
         if self.multi:
@@ -1064,10 +1309,14 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         if not self.best.deterministic() and self.last_kept:
             # The failure rate of the shrunk run over the trials of its
             # kept steps (K2, K8): each step's are in "steps".
-            doc["shrunk"]["last_kept_rate"] = "%d of %d" % (self.last_kept["failures"],
-                                                           self.last_kept["trials"])
-        doc["command"] = "%s repro %s" % (nice_path(os.path.join(REPO, "crashtest.py")),
-                                          shlex.quote(nice_path(dest)))
+            doc["shrunk"]["last_kept_rate"] = "%d of %d" % (
+                self.last_kept["failures"],
+                self.last_kept["trials"],
+            )
+        doc["command"] = "%s repro %s" % (
+            nice_path(os.path.join(REPO, "crashtest.py")),
+            shlex.quote(nice_path(dest)),
+        )
         self.print_shrunk(doc, dest, times)
 
     def shrunk_repro(self, dest, doc, stopped):
@@ -1079,12 +1328,18 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
             pass  # the smallest run kept so far, its repro not tried: nothing more runs after a stop
         elif not self.best.deterministic():
             times, repro_ok, tries = self.settle(dest, doc) or (times, repro_ok, tries)
-        if self.best.deterministic() and not stopped:  # (also what a resume of the multi-thread path kept: K20)
+        if (
+            self.best.deterministic() and not stopped
+        ):  # (also what a resume of the multi-thread path kept: K20)
             for _ in range(3):
                 t0 = time.monotonic()
-                r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                                   preexec_fn=die_with_parent())
+                r = subprocess.run(
+                    [sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    universal_newlines=True,
+                    preexec_fn=die_with_parent(),
+                )
                 times.append(round(time.monotonic() - t0, 3))
                 repro_ok += r.returncode == 1 and "crashtest: reproduced:" in r.stdout
             tries = len(times)
@@ -1094,20 +1349,43 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         """The shrink's result lines: the original and shrunk sizes, the
         grown database's ops, the repro command and the op step; returns None."""
         o, s = doc["original"], doc["shrunk"]
-        self.p.line("shrink: %s: threads %s -> %s, ops %s -> %s (op step %s -> %s), fault classes %s -> %s, "
-                    "steps %s -> %s; repro %s s (reproduced %s)" % (
-                        self.kind, o["threads"], s["threads"], o["ops"], s["ops"], o["op_step_ops"],
-                        s["op_step_ops"],
-                        ",".join(o["fault_classes"]) or "none", ",".join(s["fault_classes"]) or "none",
-                        o["steps"], s["steps"], "/".join("%.1f" % x for x in times), s["repro_reproduced"]))
+        self.p.line(
+            "shrink: %s: threads %s -> %s, ops %s -> %s (op step %s -> %s), fault classes %s -> %s, "
+            "steps %s -> %s; repro %s s (reproduced %s)"
+            % (
+                self.kind,
+                o["threads"],
+                s["threads"],
+                o["ops"],
+                s["ops"],
+                o["op_step_ops"],
+                s["op_step_ops"],
+                ",".join(o["fault_classes"]) or "none",
+                ",".join(s["fault_classes"]) or "none",
+                o["steps"],
+                s["steps"],
+                "/".join("%.1f" % x for x in times),
+                s["repro_reproduced"],
+            )
+        )
         if self.history:
-            self.p.line("shrink: the recorded run's database was grown by %d ops of earlier iterations, "
-                        "counted in its size; the shrunk run %s" % (
-                            self.history, "starts from a fresh database" if is_fresh(self.best)
-                            else "starts from that database: they count in its size too"))
+            self.p.line(
+                "shrink: the recorded run's database was grown by %d ops of earlier iterations, "
+                "counted in its size; the shrunk run %s"
+                % (
+                    self.history,
+                    "starts from a fresh database"
+                    if is_fresh(self.best)
+                    else "starts from that database: they count in its size too",
+                )
+            )
         self.p.line("shrink: %s" % doc["command"])
-        env = {"@STATE@": "STATE", "@ITER@": "ITER", "@FOLDER@": nice_path(dest),
-               "@STRESS@": nice_path(os.path.join(dest, "bin", "stress"))}
+        env = {
+            "@STATE@": "STATE",
+            "@ITER@": "ITER",
+            "@FOLDER@": nice_path(dest),
+            "@STRESS@": nice_path(os.path.join(dest, "bin", "stress")),
+        }
         self.p.line("shrink: its op step: %s" % shlex.join(subst(self.best.op["argv"], env)))
 
     def cleanup(self):
@@ -1122,15 +1400,28 @@ def grown(ops, history):
     return None if ops is None else ops + history
 
 
-def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_binary=None, match="kind",
-                  ram_dir=RAM_DIR):
+def shrink_folder(
+    failure_dir,
+    budget,
+    printer,
+    stress_binary=None,
+    powerloss_binary=None,
+    match="kind",
+    ram_dir=RAM_DIR,
+):
     """Shrink FAILURE_DIR within BUDGET seconds (the nightly modes' --shrink
     calls this).  Returns (exit code, shrink.json's document)."""
+
     class A:
         pass
+
     a = A()
-    a.failure_dir, a.budget, a.stress_binary, a.powerloss_binary = failure_dir, budget, stress_binary, \
-        powerloss_binary
+    a.failure_dir, a.budget, a.stress_binary, a.powerloss_binary = (
+        failure_dir,
+        budget,
+        stress_binary,
+        powerloss_binary,
+    )
     a.match, a.ram_dir = match, ram_dir
     s = Shrinker(a, printer)
     try:
@@ -1149,8 +1440,17 @@ def shrink_folder(failure_dir, budget, printer, stress_binary=None, powerloss_bi
 def shrink_mode(a, argv):
     ram = getattr(a, "ram_dir", RAM_DIR)
     if ram not in (RAM_DIR, "none") and not ram_root(ram):
-        raise UsageError("--ram-dir %s is not a directory on a tmpfs with %d GiB free (give 'none' for every "
-                         "trial on disk)" % (ram, RAM_MIN_FREE >> 30))
-    rc, _ = shrink_folder(a.failure_dir, a.budget, Printer(tty=False), a.stress_binary, a.powerloss_binary,
-                          getattr(a, "match", "kind"), ram)
+        raise UsageError(
+            "--ram-dir %s is not a directory on a tmpfs with %d GiB free (give 'none' for every "
+            "trial on disk)" % (ram, RAM_MIN_FREE >> 30)
+        )
+    rc, _ = shrink_folder(
+        a.failure_dir,
+        a.budget,
+        Printer(tty=False),
+        a.stress_binary,
+        a.powerloss_binary,
+        getattr(a, "match", "kind"),
+        ram,
+    )
     return rc

@@ -20,9 +20,9 @@ def pattern_odds(parity, w):
     if not parity or parity == "odd" or w <= 0:
         return 0.0
     if parity == "page":
-        return 2.0 ** -31
+        return 2.0**-31
     bits = 8 * min(w, 8) - 3 + {"span": 1, "slot": 2}.get(parity, 0)
-    return 2.0 ** -bits
+    return 2.0**-bits
 
 
 def binom_cdf(x, n, p):
@@ -36,12 +36,15 @@ def binom_cdf(x, n, p):
     lp, lq = math.log(p), math.log1p(-p)
     t = 0.0
     for k in range(0, min(x, n) + 1):
-        t += math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq)
+        t += math.exp(
+            math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lp + (n - k) * lq
+        )
     return min(1.0, t)
 
 
 def clopper_pearson(x, n, alpha=0.05):
     """The exact (Clopper-Pearson) two-sided interval of a rate of X in N."""
+
     def solve(f):
         lo, hi = 0.0, 1.0
         for _ in range(200):
@@ -51,6 +54,7 @@ def clopper_pearson(x, n, alpha=0.05):
             else:
                 hi = mid
         return lo
+
     lower = 0.0 if x == 0 else solve(lambda p: 1.0 - binom_cdf(x - 1, n, p) < alpha / 2)
     upper = 1.0 if x >= n else solve(lambda p: binom_cdf(x, n, p) > alpha / 2)
     return lower, upper
@@ -91,6 +95,15 @@ def cell_verdict(checked, escaped, expected):
     consistent = None
     if observable and ci:
         consistent = ci[0] <= exp_rate <= ci[1]
-    return {"checked": n, "escaped": x, "rate": x / n if n else None, "ci95": ci, "expected": expected,
-            "expected_rate": exp_rate, "bound": bound, "fail": x > bound, "observable": observable,
-            "consistent": consistent}
+    return {
+        "checked": n,
+        "escaped": x,
+        "rate": x / n if n else None,
+        "ci95": ci,
+        "expected": expected,
+        "expected_rate": exp_rate,
+        "bound": bound,
+        "fail": x > bound,
+        "observable": observable,
+        "consistent": consistent,
+    }

@@ -21,11 +21,15 @@ POWERLOSS_SEEDS = 4
 # redo and the end-of-recovery checkpoint, before the verification and
 # the clean close); the kill point before that checkpoint; the one
 # half-way through redo.
-RECOVERY_KILLS = ((None, "ending by themselves (a failure the kill hid shows)"),
-                  ("crash_at_end", "crashing once open (--crash_at_end)"),
-                  ("kill/recovery/before_end_checkpoint",
-                   "killed at kill/recovery/before_end_checkpoint, its first hit"),
-                  ("kill/recovery/mid_redo", "killed at kill/recovery/mid_redo, its first hit"))
+RECOVERY_KILLS = (
+    (None, "ending by themselves (a failure the kill hid shows)"),
+    ("crash_at_end", "crashing once open (--crash_at_end)"),
+    (
+        "kill/recovery/before_end_checkpoint",
+        "killed at kill/recovery/before_end_checkpoint, its first hit",
+    ),
+    ("kill/recovery/mid_redo", "killed at kill/recovery/mid_redo, its first hit"),
+)
 
 
 def end_unkilled(cand):
@@ -47,15 +51,23 @@ def branch_of(cand):
     the names of the steps dropped), or (None, []) when there are none, the
     op step is among them, or a step kept reads one of their copies."""
     last = cand.steps[-1]
-    if last["type"] != "stress" or not any(s["type"] == "variant" and s["to"] == last.get("state")
-                                           for s in cand.steps):
+    if last["type"] != "stress" or not any(
+        s["type"] == "variant" and s["to"] == last.get("state") for s in cand.steps
+    ):
         return None, []
     others = {s["to"] for s in cand.steps if s["type"] == "variant" and s["to"] != last["state"]}
-    drop = [i for i, s in enumerate(cand.steps) if s["type"] == "variant" and s["to"] in others or
-            s["type"] == "stress" and s.get("state") in others]
+    drop = [
+        i
+        for i, s in enumerate(cand.steps)
+        if s["type"] == "variant"
+        and s["to"] in others
+        or s["type"] == "stress"
+        and s.get("state") in others
+    ]
     kept = [s for i, s in enumerate(cand.steps) if i not in drop]
-    reads = [v for s in kept for k, v in s.items() if k != "argv" and isinstance(v, str)] + \
-        [a for s in kept for a in s.get("argv", [])]
+    reads = [v for s in kept for k, v in s.items() if k != "argv" and isinstance(v, str)] + [
+        a for s in kept for a in s.get("argv", [])
+    ]
     if not drop or cand.w in drop or any(o + "/" in r + "/" for o in others for r in reads):
         return None, []
     c = cand.copy()
@@ -77,8 +89,11 @@ class StepPasses:
         its recovery killed instead of ending)."""
         c, names = branch_of(self.best)
         if c is not None:
-            self.attempt("the variants the failing step does not use dropped (%s)" % ", ".join(names), c,
-                         "branches")
+            self.attempt(
+                "the variants the failing step does not use dropped (%s)" % ", ".join(names),
+                c,
+                "branches",
+            )
 
     def p_end_kill(self):
         """K11: the failing step's own timed SIGKILL goes when that step is
@@ -88,8 +103,12 @@ class StepPasses:
         and passes), and a timed kill makes no run deterministic."""
         c = end_unkilled(self.best)
         if c is not None:
-            self.attempt("no SIGKILL in the failing step %s (the failure shows before it)" % c.steps[-1]["name"], c,
-                         "end_kill")
+            self.attempt(
+                "no SIGKILL in the failing step %s (the failure shows before it)"
+                % c.steps[-1]["name"],
+                c,
+                "end_kill",
+            )
 
     def mid_killed(self, cand, point):
         """CAND with each recovery step between its op step and its last
@@ -97,8 +116,12 @@ class StepPasses:
         not killed (POINT None; K13), or None when it has none."""
         c, n = cand.copy(), 0
         for i, st in enumerate(c.steps):
-            if st["type"] != "stress" or st.get("kill_after") is None or i in (c.w, len(c.steps) - 1) or \
-                    opt_get(st["argv"], "verification_only") != "1":
+            if (
+                st["type"] != "stress"
+                or st.get("kill_after") is None
+                or i in (c.w, len(c.steps) - 1)
+                or opt_get(st["argv"], "verification_only") != "1"
+            ):
                 continue
             st["kill_after"], n = None, n + 1
             if point is None:
@@ -107,7 +130,9 @@ class StepPasses:
                 st["expect"], st["argv"] = "crash_at_end", opt_set(st["argv"], "crash_at_end", 1)
             else:
                 st["expect"] = "kill_point"
-                st["argv"] = opt_set(opt_set(st["argv"], "kill_random_test", 1), "kill_points", point)
+                st["argv"] = opt_set(
+                    opt_set(st["argv"], "kill_random_test", 1), "kill_points", point
+                )
         return c if n else None
 
     def p_mid_kill(self):
@@ -123,7 +148,9 @@ class StepPasses:
         become deterministic."""
         for point, words in RECOVERY_KILLS:
             c = self.mid_killed(self.best, point)
-            if c is None or self.attempt("recovery steps %s, not killed on a timer" % words, c, "mid_kill"):
+            if c is None or self.attempt(
+                "recovery steps %s, not killed on a timer" % words, c, "mid_kill"
+            ):
                 return
 
     def p_crash_end(self):
@@ -136,8 +163,13 @@ class StepPasses:
         c = self.best.copy()
         s = c.op
         a = s["argv"]
-        if as_int(opt_get(a, "threads"), 2) != 1 or as_int(opt_get(a, "kill_random_test")) <= 0 or \
-                s.get("expect") != "kill_point" or c.w == len(c.steps) - 1 or not self.best_res:
+        if (
+            as_int(opt_get(a, "threads"), 2) != 1
+            or as_int(opt_get(a, "kill_random_test")) <= 0
+            or s.get("expect") != "kill_point"
+            or c.w == len(c.steps) - 1
+            or not self.best_res
+        ):
             return
         what = "the kill point made a crash after the last op"
         if not opt_get(a, "replay_ops"):
@@ -190,6 +222,12 @@ class StepPasses:
                     """fewer writes undone"""
                     got = powerloss_undone(r, i)
                     return got is not None and got < now
-                if self.attempt("power loss seed %d (fewer than %d writes undone)" % (seed, now), c, "powerloss",
-                                extra={"powerloss_seed": seed}, better=fewer):
+
+                if self.attempt(
+                    "power loss seed %d (fewer than %d writes undone)" % (seed, now),
+                    c,
+                    "powerloss",
+                    extra={"powerloss_seed": seed},
+                    better=fewer,
+                ):
                     now = powerloss_undone(self.best_res, i)

@@ -24,8 +24,17 @@ import time
 from .cand import ops_of
 from .executor import Executor, copy_state, subst, trim_journal
 from .output import differs
-from .params import (DELAY_OPTIONS, FAILURE_KEYS, FAULT_OPTIONS, OUTCOMES, draw_db_params, draw_iter_params,
-                     draw_plan, draw_swarm, swarm_record)
+from .params import (
+    DELAY_OPTIONS,
+    FAILURE_KEYS,
+    FAULT_OPTIONS,
+    OUTCOMES,
+    draw_db_params,
+    draw_iter_params,
+    draw_plan,
+    draw_swarm,
+    swarm_record,
+)
 from .report import counted, points_of, reached_of, save_failure
 from .repro import repro_line
 from .seeds import Rng, derive
@@ -40,7 +49,11 @@ LOST_FILE_CHOICES = [["control"], ["data"], ["control", "data"]]
 
 
 def state_argv(state):
-    return ["--db=%s/db" % state, "--expected_values_dir=%s/exp" % state, "--run_dir=%s/run" % state]
+    return [
+        "--db=%s/db" % state,
+        "--expected_values_dir=%s/exp" % state,
+        "--run_dir=%s/run" % state,
+    ]
 
 
 def opt_args(params):
@@ -70,31 +83,79 @@ class Steps:
         self.failure = None
         self.fail_n = None
 
-    def stress(self, name, state, extra, expect, kill_after=None, primary=True, opts=None, time_limit=None):
+    def stress(
+        self, name, state, extra, expect, kill_after=None, primary=True, opts=None, time_limit=None
+    ):
         n = len(self.list)
         d = "%s/steps/%02d-%s" % (I, n, name)
-        argv = ["@STRESS@"] + state_argv(state) + self.common + \
-            opt_args(opts if opts is not None else self.opts) + ["--report=%s/report.json" % d] + extra
-        self.list.append({"type": "stress", "name": name, "argv": argv, "state": state, "dir": d,
-                          "expect": expect, "kill_after": kill_after, "primary": primary,
-                          "time_limit": time_limit})
+        argv = (
+            ["@STRESS@"]
+            + state_argv(state)
+            + self.common
+            + opt_args(opts if opts is not None else self.opts)
+            + ["--report=%s/report.json" % d]
+            + extra
+        )
+        self.list.append(
+            {
+                "type": "stress",
+                "name": name,
+                "argv": argv,
+                "state": state,
+                "dir": d,
+                "expect": expect,
+                "kill_after": kill_after,
+                "primary": primary,
+                "time_limit": time_limit,
+            }
+        )
         return n
 
     def powerloss(self, name, state, mode, pseed, variants, prefix):
         n = len(self.list)
         d = "%s/steps/%02d-%s" % (I, n, name)
-        argv = ["@POWERLOSS@", state + "/db", "--run-dir", state + "/run", "--seed", str(pseed),
-                "--variants", str(variants), "--mode", mode, "--out-prefix", prefix]
-        self.list.append({"type": "powerloss", "name": name, "argv": argv, "dir": d,
-                          "ledger": state + "/run/ledger"})
+        argv = [
+            "@POWERLOSS@",
+            state + "/db",
+            "--run-dir",
+            state + "/run",
+            "--seed",
+            str(pseed),
+            "--variants",
+            str(variants),
+            "--mode",
+            mode,
+            "--out-prefix",
+            prefix,
+        ]
+        self.list.append(
+            {
+                "type": "powerloss",
+                "name": name,
+                "argv": argv,
+                "dir": d,
+                "ledger": state + "/run/ledger",
+            }
+        )
         return n
 
     def variant(self, k, pl_n, prefix, from_state, to):
-        self.list.append({"type": "variant", "name": "variant-%d" % k, "k": k, "powerloss_step": pl_n,
-                          "from_db": "%s%d" % (prefix, k), "from_state": from_state, "to": to})
+        self.list.append(
+            {
+                "type": "variant",
+                "name": "variant-%d" % k,
+                "k": k,
+                "powerloss_step": pl_n,
+                "from_db": "%s%d" % (prefix, k),
+                "from_state": from_state,
+                "to": to,
+            }
+        )
 
     def lose(self, from_state, to, remove):
-        self.list.append({"type": "lose", "name": "lose", "from": from_state, "to": to, "remove": remove})
+        self.list.append(
+            {"type": "lose", "name": "lose", "from": from_state, "to": to, "remove": remove}
+        )
 
     def execute_pending(self):
         """Run the steps recorded since the last call, up to the first failure."""
@@ -127,7 +188,9 @@ def run_iteration(ct, run, index, seed):
     db = run.db_params
     params, notes, merged, plan = draw_iteration(ct, seed, db)
     reopen = swarm_reopen(ct, seed, plan)
-    swarm = swarm_record(draw_swarm(seed, ct.cfg), merged, run.max_key, plan.get("reopen") or reopen)
+    swarm = swarm_record(
+        draw_swarm(seed, ct.cfg), merged, run.max_key, plan.get("reopen") or reopen
+    )
     st = Steps(["--max_key=%d" % run.max_key, "--hang_seconds=%d" % a.hang_seconds], merged)
     w = plan_workload(st, run, seed, plan, fresh, db, iter_dir, a.hang_seconds, reopen)
 
@@ -145,7 +208,9 @@ def run_iteration(ct, run, index, seed):
 
     results = [st.ex.results.get(i) for i in range(len(st.list))]
     primary = counted_reports(st.list, results)
-    record = make_record(ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed)
+    record = make_record(
+        ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed
+    )
     record["swarm"] = swarm
     record["ops"] = iteration_ops(st.list, results, st.ex.env)
     conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_state)
@@ -163,9 +228,16 @@ def new_database(ct, run, seed):
     run.db_age = 0
     run.db_ops = 0
     run.history = []
-    ct.p.line("run %d: new database %d (iteration seed %d): %s%s" % (
-        run.index, run.db_id, seed, " ".join(differs(run.db_params, {})) or "defaults",
-        " max_key=%d (swarm)" % run.max_key if run.max_key != ct.a.max_key else ""))
+    ct.p.line(
+        "run %d: new database %d (iteration seed %d): %s%s"
+        % (
+            run.index,
+            run.db_id,
+            seed,
+            " ".join(differs(run.db_params, {})) or "defaults",
+            " max_key=%d (swarm)" % run.max_key if run.max_key != ct.a.max_key else "",
+        )
+    )
 
 
 def swarm_reopen(ct, seed, plan):
@@ -186,10 +258,22 @@ def draw_iteration(ct, seed, db):
     params, notes = draw_iter_params(seed, cfg, db)
     merged = dict(db)
     merged.update(params)
-    plan = draw_plan(seed, ct.mode, a.interval, merged, ct.catalogue, a.measure, a.max_variants,
-                     a.powerloss_modes)
-    if plan["kind"] == "whitebox" and plan["kill_mode"] == 2 and not int(merged.get("checkpoint_one_in", 0)) \
-            and "checkpoint_one_in" not in cfg.pinned:
+    plan = draw_plan(
+        seed,
+        ct.mode,
+        a.interval,
+        merged,
+        ct.catalogue,
+        a.measure,
+        a.max_variants,
+        a.powerloss_modes,
+    )
+    if (
+        plan["kind"] == "whitebox"
+        and plan["kill_mode"] == 2
+        and not int(merged.get("checkpoint_one_in", 0))
+        and "checkpoint_one_in" not in cfg.pinned
+    ):
         params["checkpoint_one_in"] = Rng(derive(seed, "ckpt")).choice([100, 500, 2000])
         merged["checkpoint_one_in"] = params["checkpoint_one_in"]
     return params, notes, merged, plan
@@ -211,8 +295,18 @@ def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds, reopen
     comes before the crash.  Returns the workload's step number."""
     if fresh:
         create_opts = dict(db)
-        st.stress("create", S, ["--destroy_db_initially=1", "--threads=1", "--ops_per_thread=200",
-                                "--seed=%d" % derive(seed, "create")], "exit0", opts=create_opts)
+        st.stress(
+            "create",
+            S,
+            [
+                "--destroy_db_initially=1",
+                "--threads=1",
+                "--ops_per_thread=200",
+                "--seed=%d" % derive(seed, "create"),
+            ],
+            "exit0",
+            opts=create_opts,
+        )
     else:
         trim_journal(run.state)
     if os.path.isdir(run.state):
@@ -225,14 +319,34 @@ def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds, reopen
     if plan["kind"] == "blackbox":
         # stress spreads its reopens over --duration, and the SIGKILL comes
         # long before its end: as many more as bring REOPEN before the kill.
-        more = ["--reopen=%d" % min(64 * reopen, round(reopen * dur / max(plan["kill_at"], 0.5)))] if reopen else []
-        return st.stress("workload", S, ["--ops_per_thread=0", "--duration=%d" % dur, "--sync_fault_injection=1",
-                                         wseed] + more, "sigkill", kill_after=plan["kill_at"], time_limit=limit)
+        more = (
+            ["--reopen=%d" % min(64 * reopen, round(reopen * dur / max(plan["kill_at"], 0.5)))]
+            if reopen
+            else []
+        )
+        return st.stress(
+            "workload",
+            S,
+            ["--ops_per_thread=0", "--duration=%d" % dur, "--sync_fault_injection=1", wseed] + more,
+            "sigkill",
+            kill_after=plan["kill_at"],
+            time_limit=limit,
+        )
     if plan.get("reopen"):
-        return st.stress("workload", S, ["--ops_per_thread=0", "--duration=%d" % dur,
-                                         "--reopen=%d" % plan["reopen"], wseed], "exit0", time_limit=limit)
-    extra = ["--ops_per_thread=0", "--duration=%d" % dur, "--sync_fault_injection=1",
-             "--kill_random_test=%d" % plan["kill_random_test"], wseed]
+        return st.stress(
+            "workload",
+            S,
+            ["--ops_per_thread=0", "--duration=%d" % dur, "--reopen=%d" % plan["reopen"], wseed],
+            "exit0",
+            time_limit=limit,
+        )
+    extra = [
+        "--ops_per_thread=0",
+        "--duration=%d" % dur,
+        "--sync_fault_injection=1",
+        "--kill_random_test=%d" % plan["kill_random_test"],
+        wseed,
+    ]
     if plan.get("kill_points"):
         extra.append("--kill_points=%s" % plan["kill_points"])
     if reopen:
@@ -247,8 +361,14 @@ def after_crash(st, seed, plan, verify_opts, limit):
     that carries on (the first variant's, after any second crash), or None
     when a step failed before it was judged."""
     primary_state = None
-    pl = st.powerloss("powerloss", S, plan["powerloss_mode"], plan["powerloss_seed"], plan["variants"],
-                      I + "/pl/db.")
+    pl = st.powerloss(
+        "powerloss",
+        S,
+        plan["powerloss_mode"],
+        plan["powerloss_seed"],
+        plan["variants"],
+        I + "/pl/db.",
+    )
     for k in range(plan["variants"]):
         to = "%s/v%d" % (I, k)
         st.variant(k, pl, I + "/pl/db.", S, to)
@@ -275,26 +395,61 @@ def plan_restart(st, k, to, second, seed, verify_opts, limit):
     soon after the start)."""
     vseed = "--seed=%d" % derive(seed, "verify", k)
     if second and second["how"] == "kill_point":
-        st.stress("recover-v%d" % k, to, ["--verification_only=1", "--sync_fault_injection=1",
-                                           "--kill_random_test=%d" % second["kill_random_test"],
-                                           "--kill_points=%s" % second["kill_points"], vseed],
-                  "kill_point", primary=True, opts=verify_opts, time_limit=limit)
+        st.stress(
+            "recover-v%d" % k,
+            to,
+            [
+                "--verification_only=1",
+                "--sync_fault_injection=1",
+                "--kill_random_test=%d" % second["kill_random_test"],
+                "--kill_points=%s" % second["kill_points"],
+                vseed,
+            ],
+            "kill_point",
+            primary=True,
+            opts=verify_opts,
+            time_limit=limit,
+        )
     elif second:
-        st.stress("recover-v%d" % k, to, ["--verification_only=1", "--sync_fault_injection=1", vseed],
-                  "sigkill_or_exit0", kill_after=second["after"], primary=True, opts=verify_opts, time_limit=limit)
+        st.stress(
+            "recover-v%d" % k,
+            to,
+            ["--verification_only=1", "--sync_fault_injection=1", vseed],
+            "sigkill_or_exit0",
+            kill_after=second["after"],
+            primary=True,
+            opts=verify_opts,
+            time_limit=limit,
+        )
     else:
-        st.stress("verify-v%d" % k, to, ["--verification_only=1", vseed], "exit0", primary=(k == 0),
-                  opts=verify_opts, time_limit=limit)
+        st.stress(
+            "verify-v%d" % k,
+            to,
+            ["--verification_only=1", vseed],
+            "exit0",
+            primary=(k == 0),
+            opts=verify_opts,
+            time_limit=limit,
+        )
 
 
 def after_second_crash(st, k, to, second, seed, verify_opts, limit):
     """The restart of variant K crashed: one more power-loss step, then the
     final restart; run them.  Returns the final restart's state."""
-    pl2 = st.powerloss("powerloss-2", to, second["powerloss_mode"], second["powerloss_seed"], 1, I + "/pl2/db.")
+    pl2 = st.powerloss(
+        "powerloss-2", to, second["powerloss_mode"], second["powerloss_seed"], 1, I + "/pl2/db."
+    )
     to2 = "%s/v%dr" % (I, k)
     st.variant(0, pl2, I + "/pl2/db.", to, to2)
-    st.stress("verify-v%dr" % k, to2, ["--verification_only=1", "--seed=%d" % derive(seed, "verify2")],
-              "exit0", primary=True, opts=verify_opts, time_limit=limit)
+    st.stress(
+        "verify-v%dr" % k,
+        to2,
+        ["--verification_only=1", "--seed=%d" % derive(seed, "verify2")],
+        "exit0",
+        primary=True,
+        opts=verify_opts,
+        time_limit=limit,
+    )
     st.execute_pending()
     return to2
 
@@ -310,8 +465,15 @@ def lost_file_check(st, seed, primary_state, verify_opts, limit):
     if st.failure is None and primary_state is not None and lrng.chance(1.0 / 6) and ours:
         remove = lrng.choice(LOST_FILE_CHOICES)
         st.lose(primary_state, I + "/lost", ["db/" + r for r in remove])
-        st.stress("refuse", I + "/lost", ["--verification_only=1", "--seed=%d" % derive(seed, "refuse")],
-                  "refused", primary=False, opts=verify_opts, time_limit=limit)
+        st.stress(
+            "refuse",
+            I + "/lost",
+            ["--verification_only=1", "--seed=%d" % derive(seed, "refuse")],
+            "refused",
+            primary=False,
+            opts=verify_opts,
+            time_limit=limit,
+        )
         st.execute_pending()
 
 
@@ -331,8 +493,11 @@ def iteration_ops(steps, results, env):
     from its progress note): what it added to its database's history.  A
     failure on a grown database was made by its earlier iterations too, so
     a shrink counts them in the recorded run's size (meta.json db_ops)."""
-    return sum(ops_of(r, subst(s["state"], env)) or 0 for s, r in zip(steps, results)
-               if r and s["type"] == "stress" and s.get("primary"))
+    return sum(
+        ops_of(r, subst(s["state"], env)) or 0
+        for s, r in zip(steps, results)
+        if r and s["type"] == "stress" and s.get("primary")
+    )
 
 
 def history_entry(record, steps):
@@ -342,32 +507,57 @@ def history_entry(record, steps):
     this one was grown (one thread, as many ops, the same options and
     faults)."""
     w = next((s for s in steps if s["type"] == "stress" and s["name"] == "workload"), None)
-    return {"index": record["index"], "seed": record["seed"], "kind": record["kind"], "ops": record["ops"],
-            "workload": {k: w[k] for k in ("argv", "state", "dir", "expect")} if w else None}
+    return {
+        "index": record["index"],
+        "seed": record["seed"],
+        "kind": record["kind"],
+        "ops": record["ops"],
+        "workload": {k: w[k] for k in ("argv", "state", "dir", "expect")} if w else None,
+    }
 
 
-def make_record(ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed):
+def make_record(
+    ct, run, index, seed, started, plan, db, params, notes, st, results, primary, elapsed
+):
     """The iteration's record: iterations.jsonl's line, summary.json's entry."""
     steps = st.list
     totals = sum_totals(primary)
     mode_names = sorted({(r or {}).get("mode") for r in primary if r and r.get("mode")})
     rid = "r%d-i%d-%d" % (run.index, index, seed)
     record = {
-        "id": rid, "run": run.index, "run_seed": run.seed, "index": index, "seed": seed, "mode": ct.mode,
+        "id": rid,
+        "run": run.index,
+        "run_seed": run.seed,
+        "index": index,
+        "seed": seed,
+        "mode": ct.mode,
         "started": started,
         "kind": plan["kind"] + ("" if plan["kind"] == "blackbox" else "/" + plan["kill_mode_name"]),
-        "db": run.db_id, "db_age": run.db_age, "db_ops": run.db_ops, "db_params": db, "params": params,
+        "db": run.db_id,
+        "db_age": run.db_age,
+        "db_ops": run.db_ops,
+        "db_params": db,
+        "params": params,
         "sanitizer_notes": notes,
-        "plan": plan, "steps": [dict(s, result=r) for s, r in zip(steps, results)],
-        "verdict": "fail" if st.failure else "pass", "failure": None, "elapsed": round(elapsed, 3),
-        "totals": totals, "judging_mode": "/".join(mode_names) or None,
+        "plan": plan,
+        "steps": [dict(s, result=r) for s, r in zip(steps, results)],
+        "verdict": "fail" if st.failure else "pass",
+        "failure": None,
+        "elapsed": round(elapsed, 3),
+        "totals": totals,
+        "judging_mode": "/".join(mode_names) or None,
         "points": points_of([r.get("report") for r in results if r and r.get("report")]),
         "points_reached": reached_of([r.get("report") for r in results if r and r.get("report")]),
         # Restarts that did not come back, explained by an earlier
         # injection (the oracle's V8): counted apart, never a pass in
         # disguise, so a rising count shows.
-        "by_design": [r["report"]["unrecoverable_by_design"] for s, r in zip(steps, results)
-                      if r and s["type"] == "stress" and (r.get("report") or {}).get("unrecoverable_by_design")],
+        "by_design": [
+            r["report"]["unrecoverable_by_design"]
+            for s, r in zip(steps, results)
+            if r
+            and s["type"] == "stress"
+            and (r.get("report") or {}).get("unrecoverable_by_design")
+        ],
     }
     if st.failure:
         record["failure"] = dict(st.failure, step=st.fail_n, step_name=steps[st.fail_n]["name"])
@@ -408,7 +598,11 @@ def conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_stat
         # which does not judge the lines its injections were judged by:
         # reported damage, and damage the oracle called unrecoverable by
         # design (a misdirected write's stale block, V6b, reports nothing).
-        if r.get("unrecoverable") or r.get("unrecoverable_by_design") or int(r.get("reports", 0) or 0) > 0:
+        if (
+            r.get("unrecoverable")
+            or r.get("unrecoverable_by_design")
+            or int(r.get("reports", 0) or 0) > 0
+        ):
             run.fresh = True
     if not a.keep_artifacts:
         shutil.rmtree(iter_dir, ignore_errors=True)

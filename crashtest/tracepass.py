@@ -13,8 +13,19 @@ import os
 import re
 import time
 
-from .cand import (as_int, is_fresh, line_touches, opt_get, opt_set, set_faults, trace_ckpt, trace_inj,
-                   trace_kill_pin, trace_killed, trace_ops_of)
+from .cand import (
+    as_int,
+    is_fresh,
+    line_touches,
+    opt_get,
+    opt_set,
+    set_faults,
+    trace_ckpt,
+    trace_inj,
+    trace_kill_pin,
+    trace_killed,
+    trace_ops_of,
+)
 from .executor import ledger_by_op, ledger_lines_since, subst
 from .params import FAULT_OPTIONS, parse_size
 from .procs import STOP
@@ -23,7 +34,9 @@ from .trials import trial_paths
 
 SEGMENT_MIN = 65536  # the engine's least log segment (engine.h: a power of two >= 64 KiB)
 CACHE_MIN_PAGES = 16  # the engine's least cache (engine.h: at least 16 pages are used)
-FIRST_XID_MAX = 1 << 23  # the largest first transaction id (engine.h ENG_FIRST_XID_MAX, stress --first_xid)
+FIRST_XID_MAX = (
+    1 << 23
+)  # the largest first transaction id (engine.h ENG_FIRST_XID_MAX, stress --first_xid)
 # p_values (K21): the value size a fresh traced run is tried with when its
 # values are smaller, and the fewest ops it is tried on: each op then logs
 # more, and a failure that needs so much log written needs fewer ops.
@@ -42,7 +55,9 @@ WAL_BLOCK = 4096
 class TracePasses:
     segments_tried = False  # smaller_segments ran (once a shrink)
     ids_tried = None  # the power-loss steps ids_further last ran with (again once K22 pinned them)
-    cache_tried = None  # the power-loss steps evict_sooner last ran with (again once K22 pinned them)
+    cache_tried = (
+        None  # the power-loss steps evict_sooner last ran with (again once K22 pinned them)
+    )
     ddmin_size = 1 << 62  # the chunk size delta debugging last reached (p_ddmin)
 
     def replay_of(self, cand, path):
@@ -57,8 +72,13 @@ class TracePasses:
             return None, None
         c = cand.copy()
         c.trace = lines
-        c.op["argv"] = opt_set(opt_set(opt_set(c.op["argv"], "replay_ops", "@FOLDER@/ops.trace"),
-                                       "ops_per_thread", None), "duration", None)
+        c.op["argv"] = opt_set(
+            opt_set(
+                opt_set(c.op["argv"], "replay_ops", "@FOLDER@/ops.trace"), "ops_per_thread", None
+            ),
+            "duration",
+            None,
+        )
         return c, ["the %d traced ops replayed (--replay_ops)" % len(lines)] + self.pin_op(c)
 
     def p_replay(self):
@@ -85,8 +105,12 @@ class TracePasses:
         diverging, 1.4x); a crash after the last op (K9) passes there,
         because the kill between the log's write and its fsync is the
         bug's window."""
-        if self.best.trace is None or not self.best_res or self.best.op.get("expect") != "kill_point" or \
-                as_int(opt_get(self.best.op["argv"], "kill_random_test")) <= 0:
+        if (
+            self.best.trace is None
+            or not self.best_res
+            or self.best.op.get("expect") != "kill_point"
+            or as_int(opt_get(self.best.op["argv"], "kill_random_test")) <= 0
+        ):
             return
         self.refresh_trace()
         lines = list(self.best.trace)
@@ -96,8 +120,12 @@ class TracePasses:
         lines[-1] = set_faults(lines[-1], "kill:%s:%d" % got)
         c = self.with_trace(lines)
         c.op["argv"] = opt_set(opt_set(c.op["argv"], "kill_random_test", None), "kill_points", None)
-        self.attempt("the kill pinned in op %s, where it fired (kill:%s:%d)" % ((lines[-1].split()[0],) + got), c,
-                     "pin_kill")
+        self.attempt(
+            "the kill pinned in op %s, where it fired (kill:%s:%d)"
+            % ((lines[-1].split()[0],) + got),
+            c,
+            "pin_kill",
+        )
 
     def p_volume(self):
         """Once the op step replays a trace whose checkpoints its log volume
@@ -123,8 +151,11 @@ class TracePasses:
                 continue
             c = self.best.copy()
             c.set_all("checkpoint_wal_bytes", m)
-            if self.attempt("checkpoint_wal_bytes %d -> %d (checkpoints by log volume sooner)" % (v, m), c,
-                            "volume"):
+            if self.attempt(
+                "checkpoint_wal_bytes %d -> %d (checkpoints by log volume sooner)" % (v, m),
+                c,
+                "volume",
+            ):
                 return
 
     def smaller_segments(self):
@@ -138,7 +169,10 @@ class TracePasses:
         take the size back to stress's default when the few ops left do
         not need it (stale-value: 200 -> 2 ops with 256 KiB segments it
         never needed), and the two do not undo each other every round."""
-        v = parse_size(opt_get(self.best.op["argv"], "wal_segment_size") or self.defaults.get("wal_segment_size"))
+        v = parse_size(
+            opt_get(self.best.op["argv"], "wal_segment_size")
+            or self.defaults.get("wal_segment_size")
+        )
         if not v or not is_fresh(self.best) or self.segments_tried:
             return
         self.segments_tried = True
@@ -147,7 +181,9 @@ class TracePasses:
                 return
             c = self.best.copy()
             c.set_every("wal_segment_size", m)
-            if self.attempt("wal_segment_size %d -> %d (log segments filled sooner)" % (v, m), c, "volume"):
+            if self.attempt(
+                "wal_segment_size %d -> %d (log segments filled sooner)" % (v, m), c, "volume"
+            ):
                 return
 
     def ids_further(self):
@@ -170,18 +206,28 @@ class TracePasses:
         reach it).  Nothing when the binary lacks the
         option."""
         key = self.best.powerloss_argv()
-        if self.ids_tried == key or not is_fresh(self.best) or self.defaults.get("first_xid") is None:
+        if (
+            self.ids_tried == key
+            or not is_fresh(self.best)
+            or self.defaults.get("first_xid") is None
+        ):
             return
         self.ids_tried = key
-        cur = max([as_int(opt_get(x["argv"], "first_xid"), 1) for x in self.best.stress_steps()] + [1])
+        cur = max(
+            [as_int(opt_get(x["argv"], "first_xid"), 1) for x in self.best.stress_steps()] + [1]
+        )
         n = (self.best_res or {}).get("ops_all") or 0
         for k in (cur + n - 1, cur + n // 2 - 1):
             if k <= cur or k > FIRST_XID_MAX or self.left() <= 0 or STOP.is_set():
                 return
             c = self.best.copy()
             c.set_every("first_xid", k)
-            if self.attempt("first_xid %d -> %d (the ids start as far on as the run's %d ops take them)" % (cur, k, n),
-                            c, "volume"):
+            if self.attempt(
+                "first_xid %d -> %d (the ids start as far on as the run's %d ops take them)"
+                % (cur, k, n),
+                c,
+                "volume",
+            ):
                 return
 
     def evict_sooner(self):
@@ -203,8 +249,17 @@ class TracePasses:
         if self.cache_tried == key or not v or not d or v >= d:
             return
         self.cache_tried = key
-        ps = parse_size(next((opt_get(x["argv"], "page_size") for x in self.best.stress_steps()
-                              if opt_get(x["argv"], "page_size")), None) or self.defaults.get("page_size"))
+        ps = parse_size(
+            next(
+                (
+                    opt_get(x["argv"], "page_size")
+                    for x in self.best.stress_steps()
+                    if opt_get(x["argv"], "page_size")
+                ),
+                None,
+            )
+            or self.defaults.get("page_size")
+        )
         for m in (CACHE_MIN_PAGES * ps << k for k in (0, 2, 4)):
             if not ps or m >= v or self.left() <= 0 or STOP.is_set():
                 return
@@ -234,8 +289,14 @@ class TracePasses:
         self.refresh_trace()
         lines = self.best.trace
         last = lines[-1].split() if lines else []
-        guesses = [True, False] if last and trace_kill_pin(lines[-1]) and not trace_ckpt(lines[-1]) and \
-            last[1] in ("put", "delete", "batch") else [False]
+        guesses = (
+            [True, False]
+            if last
+            and trace_kill_pin(lines[-1])
+            and not trace_ckpt(lines[-1])
+            and last[1] in ("put", "delete", "batch")
+            else [False]
+        )
         for guess in guesses:
             out, n = [], 0
             for i, l in enumerate(lines):
@@ -246,16 +307,23 @@ class TracePasses:
                     continue
                 f = l.split()
                 out.append(set_faults(l, "on") if pin else l)
-                out += ["%s checkpoint - %s %s" % (f[0], f[3], "kill:%s:%d" % pin if pin and j == k - 1 else "off")
-                        for j in range(k)]
+                out += [
+                    "%s checkpoint - %s %s"
+                    % (f[0], f[3], "kill:%s:%d" % pin if pin and j == k - 1 else "off")
+                    for j in range(k)
+                ]
                 n += k
             if not n or self.left() <= 0 or STOP.is_set():
                 continue
             c = self.with_trace(out)
             c.set_all("checkpoint_wal_bytes", d)
-            if self.attempt("%d checkpoint%s the log's volume started made ops of their own%s, checkpoint_wal_bytes "
-                            "%d -> %d" % (n, "s" if n > 1 else "", " (the kill in the last)" if guess else "", v, d),
-                            c, "tie_checkpoints"):
+            if self.attempt(
+                "%d checkpoint%s the log's volume started made ops of their own%s, checkpoint_wal_bytes "
+                "%d -> %d"
+                % (n, "s" if n > 1 else "", " (the kill in the last)" if guess else "", v, d),
+                c,
+                "tie_checkpoints",
+            ):
                 return
 
     def refresh_trace(self):
@@ -281,11 +349,22 @@ class TracePasses:
         key = failing_key(self.best_res.get("output_tail"), self.kind)
         if key is None:
             return
-        keep = [l for l in self.best.trace if line_touches(l, key) or l.split()[2] == "-" and
-                l.split()[1] != "batch" or l.split()[1] == "restart" or trace_kill_pin(l)]
+        keep = [
+            l
+            for l in self.best.trace
+            if line_touches(l, key)
+            or l.split()[2] == "-"
+            and l.split()[1] != "batch"
+            or l.split()[1] == "restart"
+            or trace_kill_pin(l)
+        ]
         if 0 < len(keep) < len(self.best.trace):
-            self.attempt("ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
-                         % (len(self.best.trace), len(keep), key), self.with_trace(keep), "focus")
+            self.attempt(
+                "ops %d -> %d (those that touch the failing key %s, and the keyless ones)"
+                % (len(self.best.trace), len(keep), key),
+                self.with_trace(keep),
+                "focus",
+            )
 
     def p_pin_flips(self):
         """Every page or cache flip a traced op drew (bitflip_page at
@@ -309,19 +388,37 @@ class TracePasses:
         lines, n = list(self.best.trace), {"flip": 0, "cflip": 0}
         for i, l in enumerate(lines):
             m = re.search(r"op=(\d+:\d+)", l.partition("|")[2])
-            got = [j for j in by_op.get(m.group(1), []) if j.get("phase", "run") == "run"] \
-                if m and l.split()[4] == "on" else []
+            got = (
+                [j for j in by_op.get(m.group(1), []) if j.get("phase", "run") == "run"]
+                if m and l.split()[4] == "on"
+                else []
+            )
             j = got[0] if len(got) == 1 else {}
             pin = PIN_FIELDS.get((j.get("class"), j.get("point")))
-            if pin and "pattern" not in j and isinstance(j.get("block"), int) and isinstance(j.get("bit"), int):
+            if (
+                pin
+                and "pattern" not in j
+                and isinstance(j.get("block"), int)
+                and isinstance(j.get("bit"), int)
+            ):
                 lines[i] = set_faults(l, "%s:%d:%d" % (pin, j["block"], j["bit"]))
                 n[pin] += 1
         if sum(n.values()):
-            what = " and ".join("%d %s flip%s" % (k, "page" if pin == "flip" else "cache", "s" if k > 1 else "")
-                                for pin, k in n.items() if k)
-            self.attempt("%s pinned where %s landed (%s)" % (
-                what, "they" if sum(n.values()) > 1 else "it",
-                ", ".join("%s:BLOCK:BIT" % pin for pin, k in n.items() if k)), self.with_trace(lines), "pin_flips")
+            what = " and ".join(
+                "%d %s flip%s" % (k, "page" if pin == "flip" else "cache", "s" if k > 1 else "")
+                for pin, k in n.items()
+                if k
+            )
+            self.attempt(
+                "%s pinned where %s landed (%s)"
+                % (
+                    what,
+                    "they" if sum(n.values()) > 1 else "it",
+                    ", ".join("%s:BLOCK:BIT" % pin for pin, k in n.items() if k),
+                ),
+                self.with_trace(lines),
+                "pin_flips",
+            )
 
     def p_pin_powerloss(self):
         """K22: a power-loss step's decisions pinned where they landed: the
@@ -343,7 +440,9 @@ class TracePasses:
         d = self.best_res["dir"]
         fs = self.best_res["step"]
         fdb = opt_get(self.best.steps[fs].get("argv") or [], "db") or ""
-        var = [s for s in self.best.steps if s["type"] == "variant" and fdb.startswith(s["to"] + "/")]
+        var = [
+            s for s in self.best.steps if s["type"] == "variant" and fdb.startswith(s["to"] + "/")
+        ]
         if not var:
             return
         n, k = var[0]["powerloss_step"], var[0]["k"]
@@ -353,32 +452,84 @@ class TracePasses:
         state = subst(argv[argv.index("--run-dir") + 1], trial_paths(d))
         undone = []
         for j in ledger_lines_since(os.path.join(state, "ledger")):
-            m = re.search(r"variant=(\d+) write=\d+ back=(\d+)(?: unit=\d+ kept=([0-9a-f]+))?", j.get("note") or "")
-            if j.get("phase") == "powerloss" and m and int(m.group(1)) == k and \
-                    isinstance(j.get("offset"), int) and isinstance(j.get("len"), int):
-                undone.append((j, "%s@%d:%s=%s" % (j["file"], j["offset"], m.group(2),
-                                                   "tear:" + m.group(3) if m.group(3) else "rollback")))
-        got = re.findall(r"file=(\S+) block=(\d+)", (self.best_res.get("results", {}).get(fs) or {})
-                         .get("output_tail") or "")
+            m = re.search(
+                r"variant=(\d+) write=\d+ back=(\d+)(?: unit=\d+ kept=([0-9a-f]+))?",
+                j.get("note") or "",
+            )
+            if (
+                j.get("phase") == "powerloss"
+                and m
+                and int(m.group(1)) == k
+                and isinstance(j.get("offset"), int)
+                and isinstance(j.get("len"), int)
+            ):
+                undone.append(
+                    (
+                        j,
+                        "%s@%d:%s=%s"
+                        % (
+                            j["file"],
+                            j["offset"],
+                            m.group(2),
+                            "tear:" + m.group(3) if m.group(3) else "rollback",
+                        ),
+                    )
+                )
+        got = re.findall(
+            r"file=(\S+) block=(\d+)",
+            (self.best_res.get("results", {}).get(fs) or {}).get("output_tail") or "",
+        )
         tries = []
         if got:
             name, block = got[-1][0], int(got[-1][1])
             sizes = [opt_get(x["argv"], "page_size") for x in self.best.stress_steps()]
-            bs = WAL_BLOCK if name.startswith("wal/") else parse_size(
-                next((v for v in sizes if v), None) or (self.meta.get("db_params") or {}).get("page_size") or
-                self.defaults.get("page_size"))
-            at = [(j, p) for j, p in undone if j["file"] == name and bs and
-                  j["offset"] < (block + 1) * bs and block * bs < j["offset"] + j["len"]]
+            bs = (
+                WAL_BLOCK
+                if name.startswith("wal/")
+                else parse_size(
+                    next((v for v in sizes if v), None)
+                    or (self.meta.get("db_params") or {}).get("page_size")
+                    or self.defaults.get("page_size")
+                )
+            )
+            at = [
+                (j, p)
+                for j, p in undone
+                if j["file"] == name
+                and bs
+                and j["offset"] < (block + 1) * bs
+                and block * bs < j["offset"] + j["len"]
+            ]
             if at:
                 # The lines come newest write first: its last undone write alone, then all of them.
-                tries.append(([at[0][1]], "the newest write it undid on the block the failure names (%s block %d)"
-                              % (name, block)))
+                tries.append(
+                    (
+                        [at[0][1]],
+                        "the newest write it undid on the block the failure names (%s block %d)"
+                        % (name, block),
+                    )
+                )
             if len(at) > 1:
-                tries.append(([p for _, p in at], "the %d writes it undid on the block the failure names (%s block %d)"
-                              % (len(at), name, block)))
-        if undone and len(undone) <= PIN_POWERLOSS_MAX and (not tries or len(tries[-1][0]) < len(undone)):
-            tries.append(([p for _, p in undone], "the %d writes it undid" % len(undone) if len(undone) > 1 else
-                          "the one write it undid"))
+                tries.append(
+                    (
+                        [p for _, p in at],
+                        "the %d writes it undid on the block the failure names (%s block %d)"
+                        % (len(at), name, block),
+                    )
+                )
+        if (
+            undone
+            and len(undone) <= PIN_POWERLOSS_MAX
+            and (not tries or len(tries[-1][0]) < len(undone))
+        ):
+            tries.append(
+                (
+                    [p for _, p in undone],
+                    "the %d writes it undid" % len(undone)
+                    if len(undone) > 1
+                    else "the one write it undid",
+                )
+            )
         for pins, what in tries:
             if self.left() <= 0 or STOP.is_set():
                 return
@@ -387,8 +538,11 @@ class TracePasses:
             a[a.index("--mode") + 1] = "keep"
             for p in pins:
                 a += ["--pin", p]
-            if self.attempt("power loss pinned: %s, every other write kept (keep mode, --pin)" % what, c,
-                            "pin_powerloss"):
+            if self.attempt(
+                "power loss pinned: %s, every other write kept (keep mode, --pin)" % what,
+                c,
+                "pin_powerloss",
+            ):
                 return
 
     def p_types(self):
@@ -409,10 +563,16 @@ class TracePasses:
                 lines = self.best.trace
                 rest = [l for l in lines if l.split()[1] != t or spare and line_touches(l, key)]
                 if 0 < len(rest) < len(lines) and self.attempt(
-                        "ops %d -> %d (every %s%s removed)" % (len(lines), len(rest), t,
-                                                              " not touching the failing key %s" % key
-                                                              if spare else ""),
-                        self.with_trace(rest), "types"):
+                    "ops %d -> %d (every %s%s removed)"
+                    % (
+                        len(lines),
+                        len(rest),
+                        t,
+                        " not touching the failing key %s" % key if spare else "",
+                    ),
+                    self.with_trace(rest),
+                    "types",
+                ):
                     break
 
     def p_values(self):
@@ -429,17 +589,28 @@ class TracePasses:
         200 -> 54 ops of values up to 256 bytes, every
         op needed; with 1,024-byte values, 3 batches)."""
         b = self.best
-        if b.trace is None or not b.deterministic() or not is_fresh(b) or len(b.trace) < VALUES_MIN_OPS or \
-                self.left() <= 0 or STOP.is_set():
+        if (
+            b.trace is None
+            or not b.deterministic()
+            or not is_fresh(b)
+            or len(b.trace) < VALUES_MIN_OPS
+            or self.left() <= 0
+            or STOP.is_set()
+        ):
             return
-        vmax = as_int(opt_get(b.op["argv"], "value_size_max"), as_int(self.defaults.get("value_size_max"), 256))
+        vmax = as_int(
+            opt_get(b.op["argv"], "value_size_max"),
+            as_int(self.defaults.get("value_size_max"), 256),
+        )
         if vmax >= VALUES_SIZE:
             return
         c = b.copy()
         c.set_all("value_size_min", VALUES_SIZE)
         c.set_all("value_size_max", VALUES_SIZE)
         mark, size, res = len(self.log), self.ddmin_size, self.best_res
-        if not self.attempt("values up to %d bytes -> %d (more log per op)" % (vmax, VALUES_SIZE), c, "values"):
+        if not self.attempt(
+            "values up to %d bytes -> %d (more log per op)" % (vmax, VALUES_SIZE), c, "values"
+        ):
             return
         self.ddmin_size = 1 << 62
         self.p_ddmin()
@@ -448,10 +619,16 @@ class TracePasses:
         for e in self.log[mark:]:
             if e["verdict"] == "kept":
                 e["verdict"] = "undone"
-                e["why"] += "; undone: with larger values delta debugging cut %d ops to %d, not half" % (
-                    len(b.trace), len(self.best.trace))
-        self.p.line("shrink: values   larger values cut %d ops to %d, not half: undone" % (
-            len(b.trace), len(self.best.trace)))
+                e[
+                    "why"
+                ] += "; undone: with larger values delta debugging cut %d ops to %d, not half" % (
+                    len(b.trace),
+                    len(self.best.trace),
+                )
+        self.p.line(
+            "shrink: values   larger values cut %d ops to %d, not half: undone"
+            % (len(b.trace), len(self.best.trace))
+        )
         # (its trial's directory went when the larger values were kept;
         # what finish writes from it is in the result itself: the last
         # pass, no later one reads the directory)
@@ -475,6 +652,7 @@ class TracePasses:
 
         def more():
             return self.left() > 0 and time.monotonic() < stop and not STOP.is_set()
+
         # A later pass starts near the chunk size the last one reached
         # (four times it: an option kept since may let larger chunks go),
         # not at half the list again, where every chunk failed before.
@@ -484,10 +662,13 @@ class TracePasses:
             i, removed = 0, False
             while i < len(self.best.trace) and more():
                 lines = self.best.trace
-                rest = lines[:i] + lines[i + size:]
-                if rest and self.attempt("ops %d -> %d (remove ops %d..%d of the list)"
-                                         % (len(lines), len(rest), i, min(i + size, len(lines)) - 1),
-                                         self.with_trace(rest), "ddmin"):
+                rest = lines[:i] + lines[i + size :]
+                if rest and self.attempt(
+                    "ops %d -> %d (remove ops %d..%d of the list)"
+                    % (len(lines), len(rest), i, min(i + size, len(lines)) - 1),
+                    self.with_trace(rest),
+                    "ddmin",
+                ):
                     removed = True
                     continue  # the next chunk is at I now
                 i += size
@@ -497,18 +678,29 @@ class TracePasses:
         self.refresh_trace()
 
     def p_faults_off(self):
-        if self.best.trace is None or not any(as_int(opt_get(self.best.op["argv"], o)) for o in FAULT_OPTIONS):
+        if self.best.trace is None or not any(
+            as_int(opt_get(self.best.op["argv"], o)) for o in FAULT_OPTIONS
+        ):
             return
         self.refresh_trace()
         lines = self.best.trace
-        quiet = [set_faults(l, False) if trace_inj(l) == 0 and l.split()[4] == "on" else l for l in lines]
+        quiet = [
+            set_faults(l, False) if trace_inj(l) == 0 and l.split()[4] == "on" else l for l in lines
+        ]
         if quiet != lines:
-            self.attempt("faults off in the %d ops that injected nothing"
-                         % sum(1 for l in lines if trace_inj(l) == 0), self.with_trace(quiet), "faults")
+            self.attempt(
+                "faults off in the %d ops that injected nothing"
+                % sum(1 for l in lines if trace_inj(l) == 0),
+                self.with_trace(quiet),
+                "faults",
+            )
         for i in reversed(range(len(self.best.trace))):
             l = self.best.trace[i]
             if l.split()[4] == "on":
                 t = list(self.best.trace)
                 t[i] = set_faults(l, False)
-                self.attempt("faults off in op %s (%s)" % (l.split()[0], " ".join(l.split()[1:3])),
-                             self.with_trace(t), "faults")
+                self.attempt(
+                    "faults off in op %s (%s)" % (l.split()[0], " ".join(l.split()[1:3])),
+                    self.with_trace(t),
+                    "faults",
+                )

@@ -19,7 +19,17 @@ import sys
 import time
 from fractions import Fraction
 
-from .cand import is_fresh, opt_get, opt_set, ops_of, signature, slim, trace_ops_of, trimmed, write_trace
+from .cand import (
+    is_fresh,
+    opt_get,
+    opt_set,
+    ops_of,
+    signature,
+    slim,
+    trace_ops_of,
+    trimmed,
+    write_trace,
+)
 from .common import REPO, nice_path, sha256_of, write_json
 from .executor import Executor, subst
 from .judge import HARNESS_KINDS, shows_kind
@@ -30,7 +40,9 @@ MAX_ASIDE = 5  # different failures kept aside (K1)
 # repro of a shrunk run that is not deterministic (K8): at least this
 # many tries ...
 MT_REPRO_TRIES = 8
-MT_REPRO_MAX = 24  # ... and at most this many: enough that MT_REPRO_EXPECT reproduce at its observed rate
+MT_REPRO_MAX = (
+    24  # ... and at most this many: enough that MT_REPRO_EXPECT reproduce at its observed rate
+)
 MT_REPRO_EXPECT = 3
 # Options that kill a stress process or fail its fsyncs (K12: a step with
 # one is never reused).
@@ -43,11 +55,19 @@ def made_key(cand, n, step):
     thread, a fixed op count, no fault, no kill and no timer -- a run that
     leaves the same database every time."""
     a = step.get("argv") or []
-    if n != 0 or step.get("type") != "stress" or step.get("kill_after") is not None or \
-            opt_get(a, "destroy_db_initially") != "1" or opt_get(a, "threads") != "1" or \
-            not (opt_get(a, "ops_per_thread") or "0").isdigit() or opt_get(a, "ops_per_thread") == "0" or \
-            opt_get(a, "duration") or opt_get(a, "trace_ops") or opt_get(a, "replay_ops") or \
-            any(opt_get(a, o) not in (None, "0") for o in list(FAULT_OPTIONS) + list(KILL_OPTIONS)):
+    if (
+        n != 0
+        or step.get("type") != "stress"
+        or step.get("kill_after") is not None
+        or opt_get(a, "destroy_db_initially") != "1"
+        or opt_get(a, "threads") != "1"
+        or not (opt_get(a, "ops_per_thread") or "0").isdigit()
+        or opt_get(a, "ops_per_thread") == "0"
+        or opt_get(a, "duration")
+        or opt_get(a, "trace_ops")
+        or opt_get(a, "replay_ops")
+        or any(opt_get(a, o) not in (None, "0") for o in list(FAULT_OPTIONS) + list(KILL_OPTIONS))
+    ):
         return None
     return (bool(cand.fresh), tuple(a))
 
@@ -66,7 +86,9 @@ HANG_SECONDS = (10, 3)
 # /dev/shm).  Trials that are not deterministic stay on the work
 # directory's disk, where their races are timed as the recorded run's were.
 RAM_DIR = "/dev/shm"
-DEADLINE_GRACE = 60  # seconds past the budget a trial's stress step is stopped at (an error, not a hang)
+DEADLINE_GRACE = (
+    60  # seconds past the budget a trial's stress step is stopped at (an error, not a hang)
+)
 RAM_MIN_FREE = 2 << 30  # bytes free below which a trial goes to disk instead
 
 
@@ -83,7 +105,9 @@ def ram_root(path=RAM_DIR):
                 parts = line.split()
                 if len(parts) >= 3:
                     mnt = parts[1].replace("\\040", " ")
-                    if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best):
+                    if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(
+                        best
+                    ):
                         best, fstype = mnt, parts[2]
     except OSError:
         return None
@@ -109,10 +133,14 @@ def trial_paths(t):
 
 
 class Trials:
-    history = 0  # the ops that grew the recorded run's database (K14; the Shrinker's __init__ sets it)
+    history = (
+        0  # the ops that grew the recorded run's database (K14; the Shrinker's __init__ sets it)
+    )
     multi = None  # what the multi-thread path kept, its step among them (K8; multipass sets it)
     hung = ()  # the changes (attempt's WHAT) a trial of which hung, the failure another kind (K25)
-    larger_trace = None  # (ops, path): the last attempt's smallest traced try that K10 refused (p_threads)
+    larger_trace = (
+        None  # (ops, path): the last attempt's smallest traced try that K10 refused (p_threads)
+    )
 
     def p_hang(self):
         """K18: for a hang, every stress step's --hang_seconds down to
@@ -122,7 +150,10 @@ class Trials:
         if self.kind != "hang":
             return
         for h in HANG_SECONDS:
-            now = min(int(opt_get(s["argv"], "hang_seconds") or self.hang) for s in self.best.stress_steps())
+            now = min(
+                int(opt_get(s["argv"], "hang_seconds") or self.hang)
+                for s in self.best.stress_steps()
+            )
             if h >= now or self.left() <= 0 or STOP.is_set():
                 continue
             c = self.best.copy()
@@ -161,8 +192,16 @@ class Trials:
         ex = Executor(env, self.hang, deadline=time.monotonic() + self.left() + DEADLINE_GRACE)
         # ops: the op step's; ops_all: every stress step's (a create step's
         # too), the run's size that original and shrunk are compared by.
-        res = {"kind": None, "step": None, "ops": None, "ops_all": 0, "diverged": None, "dir": t,
-               "results": {}, "failure": None}
+        res = {
+            "kind": None,
+            "step": None,
+            "ops": None,
+            "ops_all": 0,
+            "diverged": None,
+            "dir": t,
+            "results": {},
+            "failure": None,
+        }
         t0 = time.monotonic()
         for n, step in enumerate(cand.steps):
             key = made_key(cand, n, step)
@@ -175,7 +214,11 @@ class Trials:
             res["results"][n] = r
             if step["type"] == "stress":
                 traced = opt_get(step["argv"], "trace_ops")
-                k = len(trace_ops_of(subst(traced, env))) if traced else ops_of(r, subst(step["state"], env))
+                k = (
+                    len(trace_ops_of(subst(traced, env)))
+                    if traced
+                    else ops_of(r, subst(step["state"], env))
+                )
                 if n == cand.w:
                     res["ops"] = k
                 res["ops_all"] += k or 0
@@ -188,9 +231,18 @@ class Trials:
             # Diverged: a step the later ones were planned on ended another
             # way.  The last step has none after it: it passed, or failed.
             want = cand.want[n] if n < len(cand.want) else None
-            if step["type"] == "stress" and n < len(cand.steps) - 1 and want in ("crashed", "passed") and \
-                    r["outcome"] != want:
-                res["diverged"] = "step %d (%s) %s instead of %s" % (n, step["name"], r["outcome"], want)
+            if (
+                step["type"] == "stress"
+                and n < len(cand.steps) - 1
+                and want in ("crashed", "passed")
+                and r["outcome"] != want
+            ):
+                res["diverged"] = "step %d (%s) %s instead of %s" % (
+                    n,
+                    step["name"],
+                    r["outcome"],
+                    want,
+                )
                 break
         res["seconds"] = round(time.monotonic() - t0, 3)
         return res
@@ -229,8 +281,11 @@ class Trials:
         when it is the smallest such try of this attempt: its replay is
         the run that failed, deterministic (p_threads)."""
         src = os.path.join(r["dir"], "iter", "ops.trace")
-        if not cand.op_traced() or not os.path.isfile(src) or \
-                (self.larger_trace and self.larger_trace[0] <= (r["ops"] or 0)):
+        if (
+            not cand.op_traced()
+            or not os.path.isfile(src)
+            or (self.larger_trace and self.larger_trace[0] <= (r["ops"] or 0))
+        ):
             return
         dst = os.path.join(self.work, "larger.trace")
         shutil.copyfile(src, dst)
@@ -261,15 +316,27 @@ class Trials:
         while True:
             most = runs + more if fails else runs  # a failure seen: MORE trials may decide it (K8)
             early = at is not None and kept_res is not None and kept_res["step"] < at
-            if len(results) >= most or self.left() <= 0 or STOP.is_set() or (fails >= need and not early) or \
-                    len(results) - fails > most - need:
+            if (
+                len(results) >= most
+                or self.left() <= 0
+                or STOP.is_set()
+                or (fails >= need and not early)
+                or len(results) - fails > most - need
+            ):
                 break  # decided (K2), or out of time
             r = self.run_once(cand)
             results.append(r)
-            if self.same(r) and phase != "baseline" and self.cap and self.size(cand, r) > self.cap and \
-                    not cand.deterministic():
+            if (
+                self.same(r)
+                and phase != "baseline"
+                and self.cap
+                and self.size(cand, r) > self.cap
+                and not cand.deterministic()
+            ):
                 why = "fails the same way, but larger than the recorded run (%d ops; it had %d)" % (
-                    self.size(cand, r), self.cap)
+                    self.size(cand, r),
+                    self.cap,
+                )
                 larger.append(r["ops"])
                 self.keep_larger_trace(cand, r)
             elif self.same(r) and better is not None and not better(r):
@@ -303,30 +370,50 @@ class Trials:
 
     def attempt_entry(self, what, cand, phase, kept, why, fails, results, larger, extra, at):
         """shrink.json's record of one attempt (its trials, verdict, why): the dict."""
-        entry = {"n": len(self.log), "phase": phase, "what": what, "trials": len(results), "failures": fails,
-                 "rate": round(fails / len(results), 3) if results else None,
-                 "verdict": "kept" if kept else "rejected",
-                 "why": "fails the same way (%s)" % self.kind if kept else (why or "out of budget"),
-                 "seconds": [r["seconds"] for r in results],
-                 "ops": [r["ops"] for r in results], "ops_all": [r["ops_all"] for r in results],
-                 "deterministic": cand.deterministic()}
+        entry = {
+            "n": len(self.log),
+            "phase": phase,
+            "what": what,
+            "trials": len(results),
+            "failures": fails,
+            "rate": round(fails / len(results), 3) if results else None,
+            "verdict": "kept" if kept else "rejected",
+            "why": "fails the same way (%s)" % self.kind if kept else (why or "out of budget"),
+            "seconds": [r["seconds"] for r in results],
+            "ops": [r["ops"] for r in results],
+            "ops_all": [r["ops_all"] for r in results],
+            "deterministic": cand.deterministic(),
+        }
         if extra:
             entry.update(extra)
         if at is not None:
-            entry["failed_at"] = [r["step"] if self.same(r) else None for r in results]  # each try's step
+            entry["failed_at"] = [
+                r["step"] if self.same(r) else None for r in results
+            ]  # each try's step
         if larger:
-            entry["larger_ops"] = larger  # the op steps of the trials K10 refused (p_threads replays one)
+            entry[
+                "larger_ops"
+            ] = larger  # the op steps of the trials K10 refused (p_threads replays one)
         if any(r["kind"] and r["kind"] != self.kind for r in results):
-            entry["other_kinds"] = sorted(set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind))
+            entry["other_kinds"] = sorted(
+                set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind)
+            )
             # The failure's own kind may still be among such a trial's keys
             # (a judge names the first of FAILURE_KEYS): said, never taken (K1).
-            among = sum(1 for r in results if r["kind"] and r["kind"] != self.kind and
-                        self.kind in ((r["failure"] or {}).get("keys") or []))
+            among = sum(
+                1
+                for r in results
+                if r["kind"]
+                and r["kind"] != self.kind
+                and self.kind in ((r["failure"] or {}).get("keys") or [])
+            )
             if among:
                 entry["kind_among_other_keys"] = among
         return entry
 
-    def attempt(self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None, at=None):
+    def attempt(
+        self, what, cand, phase, runs=None, need=None, extra=None, better=None, more=None, at=None
+    ):
         """Run CAND (once if deterministic, else TRIALS times; K2) and keep
         it when it fails the same way (K1) and, given BETTER (a function of
         a trial's result), when BETTER holds for it too.  A trial of a
@@ -348,7 +435,9 @@ class Trials:
             need = 1 if runs == 1 else self.need
         if more is None:
             more = self.more if runs > 1 else 0
-        fails, results, why, larger, kept_res = self.run_trials(what, cand, phase, runs, need, better, more, at)
+        fails, results, why, larger, kept_res = self.run_trials(
+            what, cand, phase, runs, need, better, more, at
+        )
         kept = fails >= need
         # The failure may now show at an earlier step: the later ones go,
         # and when the op step went with them the workload step it now
@@ -360,8 +449,17 @@ class Trials:
             kept, why = False, "the failure shows before any workload step"
         entry = self.attempt_entry(what, cand, phase, kept, why, fails, results, larger, extra, at)
         self.log.append(entry)
-        self.p.line("shrink: %-8s %-60s %s (%d/%d)%s" % (phase, what[:60], entry["verdict"], fails, len(results),
-                                                        "" if kept else ": " + entry["why"][:80]))
+        self.p.line(
+            "shrink: %-8s %-60s %s (%d/%d)%s"
+            % (
+                phase,
+                what[:60],
+                entry["verdict"],
+                fails,
+                len(results),
+                "" if kept else ": " + entry["why"][:80],
+            )
+        )
         if kept:
             if self.best_res and self.best_res is not kept_res:
                 shutil.rmtree(self.best_res["dir"], ignore_errors=True)
@@ -392,12 +490,22 @@ class Trials:
         if not among or self.match == "keys" or self.left() <= 0 or STOP.is_set():
             return False
         self.match = "keys"
-        self.match_why = "the recorded run failed again only as %s, with %s among the keys in %d of %d tries" % (
-            " or ".join(e["other_kinds"]), self.kind, among, e["trials"])
-        self.p.line("shrink: %s: a trial whose failure keys include %s fails the same way from here on (K24)" %
-                    (self.match_why, self.kind))
-        return self.attempt("the recorded run, unchanged, %s among its keys (K24)" % self.kind, orig.copy(),
-                            "baseline", runs=runs, need=1, at=len(orig.steps) - 1)
+        self.match_why = (
+            "the recorded run failed again only as %s, with %s among the keys in %d of %d tries"
+            % (" or ".join(e["other_kinds"]), self.kind, among, e["trials"])
+        )
+        self.p.line(
+            "shrink: %s: a trial whose failure keys include %s fails the same way from here on (K24)"
+            % (self.match_why, self.kind)
+        )
+        return self.attempt(
+            "the recorded run, unchanged, %s among its keys (K24)" % self.kind,
+            orig.copy(),
+            "baseline",
+            runs=runs,
+            need=1,
+            at=len(orig.steps) - 1,
+        )
 
     def keep_aside(self, cand, r):
         if len(self.aside) >= MAX_ASIDE:
@@ -406,7 +514,9 @@ class Trials:
         shutil.rmtree(dest, ignore_errors=True)
         self.write_folder(dest, cand, r)
         self.aside.append({"path": nice_path(dest), "kind": r["kind"], "step": r["step"]})
-        self.p.line("shrink: a different failure (%s) kept aside: %s" % (r["kind"], nice_path(dest)))
+        self.p.line(
+            "shrink: a different failure (%s) kept aside: %s" % (r["kind"], nice_path(dest))
+        )
 
     def write_folder(self, dest, cand, r):
         """A folder repro reads (its layout: meta.json, start/, bin/), for
@@ -423,7 +533,7 @@ class Trials:
             write_trace(os.path.join(dest, "ops.trace"), cand.trace)
         steps = []
         crashed = None
-        for n, s in enumerate(cand.steps[:r["step"] + 1] if r["step"] is not None else cand.steps):
+        for n, s in enumerate(cand.steps[: r["step"] + 1] if r["step"] is not None else cand.steps):
             res = r["results"].get(n)
             steps.append(dict(s, result=slim(res)))
             if res and res.get("outcome") == "crashed" and crashed is None:
@@ -434,15 +544,26 @@ class Trials:
             # repro looks for the kind among the keys too.
             failure = dict(failure, kind=self.kind, judged_as=r["kind"], match="keys")
         meta = dict(self.meta)
-        meta.update({"id": self.meta["id"] + "-shrunk", "steps": steps, "failure": failure,
-                     "crashed_after_step": crashed, "replay_from": "start", "shrunk_from": self.meta["id"],
-                     "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"}})
+        meta.update(
+            {
+                "id": self.meta["id"] + "-shrunk",
+                "steps": steps,
+                "failure": failure,
+                "crashed_after_step": crashed,
+                "replay_from": "start",
+                "shrunk_from": self.meta["id"],
+                "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"},
+            }
+        )
         # The binaries in bin/ are the ones the trials ran (--stress-binary):
         # repro compares against their sha256, not the recorded run's.
         build = dict(meta.get("build") or {})
         for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
-            build[name] = dict({x: v for x, v in (build.get(name) or {}).items() if x != "mtime"}, path=self.bin[k],
-                               sha256=sha256_of(self.bin[k]))
+            build[name] = dict(
+                {x: v for x, v in (build.get(name) or {}).items() if x != "mtime"},
+                path=self.bin[k],
+                sha256=sha256_of(self.bin[k]),
+            )
         meta["build"] = build
         if not cand.deterministic():
             meta["repro_tries"] = self.repro_tries()  # repro prints the rate over these (K8)
@@ -468,14 +589,20 @@ class Trials:
     def last_kept_on_trials(self):
         """The last step kept on several trials (its shrink.json entry),
         or None: the observed rate of a run that is not deterministic."""
-        return next((e for e in reversed(self.log) if e["verdict"] == "kept" and e["trials"] > 1), None)
+        return next(
+            (e for e in reversed(self.log) if e["verdict"] == "kept" and e["trials"] > 1), None
+        )
 
     def repro_rate(self, dest):
         """repro of the shrunk folder DEST (its repro_tries): (each try's
         seconds, how many reproduced, tries)."""
-        r = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                           preexec_fn=die_with_parent())
+        r = subprocess.run(
+            [sys.executable, os.path.join(REPO, "crashtest.py"), "repro", dest],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            universal_newlines=True,
+            preexec_fn=die_with_parent(),
+        )
         got = re.findall(r"crashtest: try \d+ of \d+: (\S+).* \(([\d.]+) s\)", r.stdout)
         return [float(t) for _, t in got], sum(1 for w, _ in got if w == "reproduced"), len(got)
 
@@ -510,19 +637,26 @@ class Trials:
         # ... then the run the multi-thread path kept (K8: its rate stood
         # on the most trials, its keep's and its confirmation's), when the
         # latest did not reach back to it ...
-        anchor = [e for e in earlier if e[0] == (self.multi or {}).get("step") and e not in latest] if smaller \
+        anchor = (
+            [e for e in earlier if e[0] == (self.multi or {}).get("step") and e not in latest]
+            if smaller
             else []
+        )
         recorded = [e for e in earlier if e[0] == 0] if recorded else []
         for n, cand, res in latest + anchor + recorded:
             if n == 0 and any(t[0][1] for t in tried):
-                self.p.line("shrink: a smaller run reproduced: the recorded run is not stepped back to")
+                self.p.line(
+                    "shrink: a smaller run reproduced: the recorded run is not stepped back to"
+                )
                 break
             shutil.rmtree(dest, ignore_errors=True)
             self.write_folder(dest, cand, res)
             got = self.repro_rate(dest)
             back.append({"step": n, "reproduced": "%d of %d" % (got[1], got[2])})
-            self.p.line("shrink: the shrunk run reproduced %d of %d: step %d's run instead: %d of %d"
-                        % (first[1], first[2], n, got[1], got[2]))
+            self.p.line(
+                "shrink: the shrunk run reproduced %d of %d: step %d's run instead: %d of %d"
+                % (first[1], first[2], n, got[1], got[2])
+            )
             tried.append((got, cand, res))
             if got[1] >= need:
                 self.best, self.best_res = cand, res
@@ -532,7 +666,8 @@ class Trials:
         shutil.rmtree(dest, ignore_errors=True)
         self.write_folder(dest, cand, res)
         if back:
-            self.p.line("shrink: no run stepped back to reproduced %d times: the one that reproduced most "
-                        "often is the result (%d of %d)" % (need, got[1], got[2]))
+            self.p.line(
+                "shrink: no run stepped back to reproduced %d times: the one that reproduced most "
+                "often is the result (%d of %d)" % (need, got[1], got[2])
+            )
         return got + (back,)
-
