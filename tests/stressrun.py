@@ -17,8 +17,13 @@ STRESS = os.path.join(ROOT, os.environ.get("BUILD", "build"), "stress")
 
 def stress(*args, cwd=None):
     """Run stress with ARGS: (returncode, stdout, stderr)."""
-    p = subprocess.run([STRESS] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True, cwd=cwd)
+    p = subprocess.run(
+        [STRESS] + list(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        cwd=cwd,
+    )
     return p.returncode, p.stdout, p.stderr
 
 
@@ -33,8 +38,12 @@ def trace_lines(path):
 def need_stress():
     """For setUpClass: build build/stress if it is missing or stale, else
     skip the class."""
-    r = subprocess.run(["make", "-s", os.path.relpath(STRESS, ROOT)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+    r = subprocess.run(
+        ["make", "-s", os.path.relpath(STRESS, ROOT)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     if r.returncode or not os.path.exists(STRESS):
         raise unittest.SkipTest("build/stress missing")
 
@@ -43,8 +52,16 @@ class OneThreadDb(unittest.TestCase):
     """A case whose tests run build/stress with one thread on a database in
     a directory of their own (self.d), with FAULTS before their own
     options (a later option wins)."""
-    FAULTS = ["--read_fault_one_in=20", "--sync_fault_one_in=30", "--cache_size=64K", "--page_size=4096",
-              "--checkpoint_one_in=50", "--max_key=500", "--threads=1"]
+
+    FAULTS = [
+        "--read_fault_one_in=20",
+        "--sync_fault_one_in=30",
+        "--cache_size=64K",
+        "--page_size=4096",
+        "--checkpoint_one_in=50",
+        "--max_key=500",
+        "--threads=1",
+    ]
 
     @classmethod
     def setUpClass(cls):

@@ -38,12 +38,31 @@ sys.path.insert(0, ROOT)
 from crashtest.common import sha256_of, UsageError  # noqa: E402
 from crashtest.executor import prepare_variant  # noqa: E402
 from crashtest.judge import judge_stress  # noqa: E402
-from crashtest.mutants import Mutant, mutant_result, mutation_score_line, pick_by_date, read_mutants  # noqa: E402
+from crashtest.mutants import (
+    Mutant,
+    mutant_result,
+    mutation_score_line,
+    pick_by_date,
+    read_mutants,
+)  # noqa: E402
 from crashtest.output import Printer  # noqa: E402
 from crashtest.params import (  # noqa: E402
-    Config, DB_CHOICES, FAILURE_KEYS, OUTCOMES,
-    draw_db_params, draw_iter_params, draw_plan, FAULT_OPTIONS, FAULTS, ITER_CHOICES,
-    iteration_kind, measured_classes, powerloss_modes_allowed, sanitize, UNSTABLE_FAULTS)
+    Config,
+    DB_CHOICES,
+    FAILURE_KEYS,
+    OUTCOMES,
+    draw_db_params,
+    draw_iter_params,
+    draw_plan,
+    FAULT_OPTIONS,
+    FAULTS,
+    ITER_CHOICES,
+    iteration_kind,
+    measured_classes,
+    powerloss_modes_allowed,
+    sanitize,
+    UNSTABLE_FAULTS,
+)
 from crashtest import procs  # noqa: E402
 from crashtest.procs import run_process, wait_lock_released  # noqa: E402
 from crashtest.report import counted, finish_jsonl, fit, read_iterations, timeline_of  # noqa: E402
@@ -72,8 +91,12 @@ def built(path):
         # test passes it down in MAKEFLAGS); without it, take what is there.
         san = "SANITIZER=" in os.environ.get("MAKEFLAGS", "") or os.environ.get("SANITIZER")
         if BUILD == "build" or san:
-            r = subprocess.run(["make", "-s", os.path.relpath(path, ROOT)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+            r = subprocess.run(
+                ["make", "-s", os.path.relpath(path, ROOT)],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             _made[path] = r.returncode == 0 and os.path.exists(path)
         else:
             _made[path] = os.path.exists(path)
@@ -83,8 +106,14 @@ def built(path):
 def run_ct(*args, env=None, timeout=600):
     e = dict(os.environ)
     e.update(env or {})
-    r = subprocess.run([sys.executable, CRASHTEST] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=timeout, env=e, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, CRASHTEST] + list(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        timeout=timeout,
+        env=e,
+        cwd=ROOT,
+    )
     return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
 
 
@@ -119,12 +148,18 @@ class TestSeeds(unittest.TestCase):
 
 class TestDraw(unittest.TestCase):
     def test_deterministic_per_seed(self):
-        for seed in (1, 12345, 2 ** 47 + 5):
+        for seed in (1, 12345, 2**47 + 5):
             self.assertEqual(merged(seed), merged(seed))
             m = merged(seed)[2]
-            plan = draw_plan(seed, "whitebox", 10, m, ["kill/wal/after_sync", "kill/recovery/mid_redo"])
-            self.assertEqual(plan, draw_plan(seed, "whitebox", 10, m, ["kill/wal/after_sync",
-                                                                      "kill/recovery/mid_redo"]))
+            plan = draw_plan(
+                seed, "whitebox", 10, m, ["kill/wal/after_sync", "kill/recovery/mid_redo"]
+            )
+            self.assertEqual(
+                plan,
+                draw_plan(
+                    seed, "whitebox", 10, m, ["kill/wal/after_sync", "kill/recovery/mid_redo"]
+                ),
+            )
         draws = {json.dumps(merged(s)[2], sort_keys=True) for s in range(50)}
         self.assertGreater(len(draws), 45, "different seeds draw different options")
 
@@ -143,8 +178,8 @@ class TestDraw(unittest.TestCase):
         self.assertEqual(seen["wal_compression"], {"none", "zstd"})
         self.assertEqual(seen["io_backend"], {"uring", "psync"})
         self.assertEqual(seen["sync_mode"], {"commit", "group", "off"})
-        self.assertIn(32, seen["cache_pages"])      # tiny: the engine's least
-        self.assertIn(8192, seen["cache_pages"])    # larger than the database
+        self.assertIn(32, seen["cache_pages"])  # tiny: the engine's least
+        self.assertIn(8192, seen["cache_pages"])  # larger than the database
         self.assertGreater(len(seen["checkpoint_one_in"]), 2)
         self.assertGreater(len(seen["readpercent"]), 4)
         for cls, (opt, _) in FAULTS.items():
@@ -160,8 +195,10 @@ class TestDraw(unittest.TestCase):
         self.assertEqual(seen, set(FAULT_OPTIONS))
 
     def test_unsupported_values_are_left_out(self):
-        cfg = Config(unsupported={("block_protection_bytes_per_key", w) for w in (1, 2, 4, 8)} |
-                     {("wal_log_hints", 1), ("io_backend", "uring")})
+        cfg = Config(
+            unsupported={("block_protection_bytes_per_key", w) for w in (1, 2, 4, 8)}
+            | {("wal_log_hints", 1), ("io_backend", "uring")}
+        )
         for seed in range(300):
             m = merged(seed, cfg)[2]
             self.assertEqual(int(m["block_protection_bytes_per_key"]), 0)
@@ -170,9 +207,20 @@ class TestDraw(unittest.TestCase):
             self.assertNotIn("bitflip_cache_one_in", m)  # w = 0: cache flips unjudgeable
 
     def test_options_the_binary_lacks_are_left_out(self):
-        known = set(DB_CHOICES) | set(ITER_CHOICES) | {"cache_size", "readpercent", "writepercent",
-                                                       "delpercent", "iterpercent", "value_size_min",
-                                                       "large_value_size", "read_fault_one_in"}
+        known = (
+            set(DB_CHOICES)
+            | set(ITER_CHOICES)
+            | {
+                "cache_size",
+                "readpercent",
+                "writepercent",
+                "delpercent",
+                "iterpercent",
+                "value_size_min",
+                "large_value_size",
+                "read_fault_one_in",
+            }
+        )
         known -= {"vacuum_one_in", "hint_fpi"}
         cfg = Config(known=known)
         for seed in range(200):
@@ -194,7 +242,9 @@ class TestDraw(unittest.TestCase):
                 self.assertNotIn(k, p)
 
     def test_pins(self):
-        cfg = Config(pinned={"sync_mode": "commit", "page_size": "4096", "torn_write_one_in": "100"})
+        cfg = Config(
+            pinned={"sync_mode": "commit", "page_size": "4096", "torn_write_one_in": "100"}
+        )
         for seed in range(100):
             db, p, m = merged(seed, cfg)
             self.assertEqual(m["sync_mode"], "commit")
@@ -229,7 +279,10 @@ class TestSanitizer(unittest.TestCase):
             ({"data_checksums": 0, "zero_page_one_in": 100}, "zero_page_one_in"),
             ({"data_checksums": 0, "bitflip_inflight_one_in": 100}, "bitflip_inflight_one_in"),
             ({"full_page_writes": 0, "torn_write_one_in": 100}, "torn_write_one_in"),
-            ({"block_protection_bytes_per_key": 0, "bitflip_cache_one_in": 100}, "bitflip_cache_one_in"),
+            (
+                {"block_protection_bytes_per_key": 0, "bitflip_cache_one_in": 100},
+                "bitflip_cache_one_in",
+            ),
             ({"lost_write_one_in": 100}, "lost_write_one_in"),
         ]
         for params, dropped in cases:
@@ -239,9 +292,17 @@ class TestSanitizer(unittest.TestCase):
             self.assertEqual(measured_classes(p), [])
 
     def test_keeps_judgeable_combinations(self):
-        params = {"data_checksums": 1, "full_page_writes": 1, "block_protection_bytes_per_key": 2,
-                  "bitflip_page_one_in": 100, "torn_write_one_in": 100, "bitflip_cache_one_in": 100,
-                  "bitflip_wal_one_in": 100, "read_fault_one_in": 100, "sync_fault_one_in": 5}
+        params = {
+            "data_checksums": 1,
+            "full_page_writes": 1,
+            "block_protection_bytes_per_key": 2,
+            "bitflip_page_one_in": 100,
+            "torn_write_one_in": 100,
+            "bitflip_cache_one_in": 100,
+            "bitflip_wal_one_in": 100,
+            "read_fault_one_in": 100,
+            "sync_fault_one_in": 5,
+        }
         self.assertEqual(sanitize(params), (params, []))
         # checksums off leave the WAL's own checksums and error classes judgeable
         p = {"data_checksums": 0, "bitflip_wal_one_in": 100, "write_fault_one_in": 100}
@@ -252,13 +313,20 @@ class TestSanitizer(unittest.TestCase):
         self.assertEqual(sanitize(params, measure=True), (params, []))
 
     def test_pinned_faults_turn_their_detector_on(self):
-        p, _ = sanitize({"full_page_writes": 0, "torn_write_one_in": 100}, pinned={"torn_write_one_in"})
+        p, _ = sanitize(
+            {"full_page_writes": 0, "torn_write_one_in": 100}, pinned={"torn_write_one_in"}
+        )
         self.assertEqual(p["full_page_writes"], 1)
-        p, _ = sanitize({"block_protection_bytes_per_key": 0, "bitflip_cache_one_in": 9},
-                        pinned={"bitflip_cache_one_in"}, protection_widths=(2, 4))
+        p, _ = sanitize(
+            {"block_protection_bytes_per_key": 0, "bitflip_cache_one_in": 9},
+            pinned={"bitflip_cache_one_in"},
+            protection_widths=(2, 4),
+        )
         self.assertEqual(p["block_protection_bytes_per_key"], 2)
-        p, notes = sanitize({"full_page_writes": 0, "torn_write_one_in": 100},
-                            pinned={"torn_write_one_in", "full_page_writes"})
+        p, notes = sanitize(
+            {"full_page_writes": 0, "torn_write_one_in": 100},
+            pinned={"torn_write_one_in", "full_page_writes"},
+        )
         self.assertEqual(p["full_page_writes"], 0)
         self.assertIn("measuring", notes[0])
 
@@ -274,14 +342,23 @@ class TestSanitizer(unittest.TestCase):
         self.assertEqual(powerloss_modes_allowed({"full_page_writes": 0}), ["rollback", "keep"])
         self.assertEqual(powerloss_modes_allowed({"data_checksums": 0}), ["rollback", "keep"])
         self.assertIn("tear", powerloss_modes_allowed({"full_page_writes": 0}, measure=True))
-        modes = {draw_plan(s, "blackbox", 5, {"full_page_writes": 0}, [])["powerloss_mode"] for s in range(200)}
+        modes = {
+            draw_plan(s, "blackbox", 5, {"full_page_writes": 0}, [])["powerloss_mode"]
+            for s in range(200)
+        }
         self.assertEqual(modes, {"rollback", "keep"})
 
 
 class TestPlan(unittest.TestCase):
-    CAT = ["kill/wal/after_sync", "kill/commit/between_ops", "kill/page/mid_write_back",
-           "kill/checkpoint/after_record", "kill/control/after_temp_before_rename", "kill/recovery/mid_redo",
-           "kill/recovery/before_end_checkpoint"]
+    CAT = [
+        "kill/wal/after_sync",
+        "kill/commit/between_ops",
+        "kill/page/mid_write_back",
+        "kill/checkpoint/after_record",
+        "kill/control/after_temp_before_rename",
+        "kill/recovery/mid_redo",
+        "kill/recovery/before_end_checkpoint",
+    ]
 
     def test_blackbox_kills_within_the_interval(self):
         early = 0
@@ -305,32 +382,47 @@ class TestPlan(unittest.TestCase):
         second = [p["second_crash"] for p in plans if p.get("second_crash")]
         self.assertTrue(second)
         for s in second:  # a second crash strikes inside recovery
-            self.assertEqual(s["kill_points"], "kill/recovery/mid_redo,kill/recovery/before_end_checkpoint")
-
+            self.assertEqual(
+                s["kill_points"], "kill/recovery/mid_redo,kill/recovery/before_end_checkpoint"
+            )
 
     # The engine's kill points (stress --list_fault_points).
-    ALL_KILL = ["kill/wal/after_write_before_sync", "kill/wal/after_sync", "kill/commit/after_batch_record",
-                "kill/commit/between_ops", "kill/page/mid_write_back", "kill/checkpoint/after_data_before_control",
-                "kill/checkpoint/after_record", "kill/control/after_temp_before_rename", "kill/recovery/mid_redo",
-                "kill/recovery/before_end_checkpoint"]
+    ALL_KILL = [
+        "kill/wal/after_write_before_sync",
+        "kill/wal/after_sync",
+        "kill/commit/after_batch_record",
+        "kill/commit/between_ops",
+        "kill/page/mid_write_back",
+        "kill/checkpoint/after_data_before_control",
+        "kill/checkpoint/after_record",
+        "kill/control/after_temp_before_rename",
+        "kill/recovery/mid_redo",
+        "kill/recovery/before_end_checkpoint",
+    ]
 
     def test_log_and_commit_kill_points_get_groups_of_their_own(self):
         # A 5-minute simple run never hit kill/wal/*, a 10-minute one with
         # only the log group missed kill/commit/between_ops: at "all points"
         # odds a short iteration rarely kills, and no narrower group held them.
-        plans = [draw_plan(iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL) for i in range(600)]
+        plans = [
+            draw_plan(iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL) for i in range(600)
+        ]
         mode0 = [p for p in plans if p.get("kill_mode") == 0]
         self.assertTrue(mode0)
-        for name, pts in (("log write and sync points", "kill/wal/after_write_before_sync,kill/wal/after_sync"),
-                          ("commit points", "kill/commit/after_batch_record,kill/commit/between_ops")):
+        for name, pts in (
+            ("log write and sync points", "kill/wal/after_write_before_sync,kill/wal/after_sync"),
+            ("commit points", "kill/commit/after_batch_record,kill/commit/between_ops"),
+        ):
             got = [p for p in plans if p.get("kill_points") == pts]
             self.assertGreater(len(got), len(mode0) // 6, name)
             for p in got:
                 self.assertEqual(p["kill_mode_name"], name)
                 self.assertLessEqual(p["kill_random_test"], 20000)
         self.assertTrue([p for p in mode0 if p["kill_mode_name"] == "all points"])
-        self.assertEqual(plans, [draw_plan(iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL)
-                                 for i in range(600)])  # still a function of the seed
+        self.assertEqual(
+            plans,
+            [draw_plan(iteration_seed(5, i), "simple", 3, {}, self.ALL_KILL) for i in range(600)],
+        )  # still a function of the seed
 
     def test_every_kill_point_is_in_a_narrow_group(self):
         # Each kill point is armed, at odds of at most 20000, by some
@@ -349,8 +441,16 @@ class TestJudge(unittest.TestCase):
     PASS = {"verdict": "pass", "totals": {}}
 
     def j(self, expect, rc, **kw):
-        return judge_stress(expect, rc, kw.get("by_us", False), kw.get("hung"), kw.get("out", ""),
-                            kw.get("report"), kw.get("kills", []), kw.get("cores", []))
+        return judge_stress(
+            expect,
+            rc,
+            kw.get("by_us", False),
+            kw.get("hung"),
+            kw.get("out", ""),
+            kw.get("report"),
+            kw.get("kills", []),
+            kw.get("cores", []),
+        )
 
     def test_planned_kills(self):
         self.assertEqual(self.j("sigkill", -9, by_us=True), ("crashed", None))
@@ -372,7 +472,7 @@ class TestJudge(unittest.TestCase):
                 continue
             with open(os.path.join(src, name)) as f:
                 text = f.read()
-            for m in re.finditer(r'stress: FAILURE(\S*) ?(\w*)', text):
+            for m in re.finditer(r"stress: FAILURE(\S*) ?(\w*)", text):
                 seen += 1
                 self.assertEqual(m.group(1), "", "%s: %r names no kind" % (name, m.group(0)))
                 self.assertIn(m.group(2), FAILURE_KEYS, "%s: %r" % (name, m.group(0)))
@@ -382,23 +482,47 @@ class TestJudge(unittest.TestCase):
         kind = lambda *a, **k: self.j(*a, **k)[1]["kind"]
         self.assertEqual(kind("kill_point", -9), "crash")  # SIGKILL, no kill point fired: not ours
         self.assertEqual(kind("exit0", -11), "crash")
-        self.assertEqual(kind("exit0", 1, out="==1==ERROR: AddressSanitizer: heap-use-after-free"), "crash")
-        self.assertEqual(kind("exit0", 1, out="x.c:3:5: runtime error: signed integer overflow"), "crash")
+        self.assertEqual(
+            kind("exit0", 1, out="==1==ERROR: AddressSanitizer: heap-use-after-free"), "crash"
+        )
+        self.assertEqual(
+            kind("exit0", 1, out="x.c:3:5: runtime error: signed integer overflow"), "crash"
+        )
         self.assertEqual(kind("exit0", 0, report=self.PASS, cores=["core.123"]), "crash")
         self.assertEqual(kind("exit0", -9, hung="no progress for 5 s"), "hang")
-        self.assertEqual(kind("exit0", 1, report={"verdict": "fail", "totals": {"hang": 1}}), "hang")
-        self.assertEqual(kind("exit0", 1, report={"verdict": "fail", "totals": {"lost": 2}}), "lost")
+        self.assertEqual(
+            kind("exit0", 1, report={"verdict": "fail", "totals": {"hang": 1}}), "hang"
+        )
+        self.assertEqual(
+            kind("exit0", 1, report={"verdict": "fail", "totals": {"lost": 2}}), "lost"
+        )
         self.assertEqual(kind("sigkill", 0, report=self.PASS), "early_exit")
-        self.assertEqual(kind("sigkill", -9, by_us=True, out="stress: FAILURE wrong_value (get): key k1"),
-                         "wrong_value")
+        self.assertEqual(
+            kind("sigkill", -9, by_us=True, out="stress: FAILURE wrong_value (get): key k1"),
+            "wrong_value",
+        )
         self.assertEqual(kind("exit0", 3, out="stress: cannot open x: busy"), "error")
         # A run killed on its timer before its report: its output names it.
-        self.assertEqual(kind("sigkill", -9, by_us=True,
-                              out="stress: FAILURE resurrected: unexpected key 'k04' in the database"), "resurrected")
+        self.assertEqual(
+            kind(
+                "sigkill",
+                -9,
+                by_us=True,
+                out="stress: FAILURE resurrected: unexpected key 'k04' in the database",
+            ),
+            "resurrected",
+        )
         # The run's own database refused after a power loss: the engine did
         # not come back (a journal that rolled back a synced control file).
-        self.assertEqual(kind("exit0", 3, out="stress: /w/db: the engine refuses this directory: control file is "
-                                                "0 bytes\nstress: nothing was changed"), "unrecoverable")
+        self.assertEqual(
+            kind(
+                "exit0",
+                3,
+                out="stress: /w/db: the engine refuses this directory: control file is "
+                "0 bytes\nstress: nothing was changed",
+            ),
+            "unrecoverable",
+        )
         self.assertEqual(kind("exit0", 0, report=None), "error")
 
     def test_the_lost_file_check_wants_a_refusal(self):
@@ -440,8 +564,12 @@ class TestProcesses(unittest.TestCase):
         self.addCleanup(setattr, procs, "OUTPUT_CAP", cap)
         self.addCleanup(setattr, procs, "OUTPUT_KEEP", keep)
         t = time.monotonic()
-        r = run_process([sys.executable, "-c", "import sys\nprint('first line')\nwhile True: print('x' * 99)"],
-                        os.path.join(self.d, "out"), self.d, hang_seconds=60)
+        r = run_process(
+            [sys.executable, "-c", "import sys\nprint('first line')\nwhile True: print('x' * 99)"],
+            os.path.join(self.d, "out"),
+            self.d,
+            hang_seconds=60,
+        )
         self.assertLess(time.monotonic() - t, 30)
         self.assertIn("output", r.hung or "")
         self.assertTrue(os.path.exists(os.path.join(self.d, "hang-stacks.txt")))
@@ -465,13 +593,18 @@ class TestProcesses(unittest.TestCase):
         for sub in ("exp", "run/journal.d"):
             os.makedirs(os.path.join(st, sub))
         before = b'{"seq":0,"phase":"run","class":"kill","point":"kill/wal/after_sync"}\n'
-        lines = [b'{"seq":%d,"phase":"powerloss","class":"power_loss","note":"variant=%d write=%d"}\n'
-                 % (i, i % 2, i) for i in range(4)]
+        lines = [
+            b'{"seq":%d,"phase":"powerloss","class":"power_loss","note":"variant=%d write=%d"}\n'
+            % (i, i % 2, i)
+            for i in range(4)
+        ]
         with open(os.path.join(st, "run", "ledger"), "wb") as f:
             f.write(before + b"".join(lines))
         open(os.path.join(st, "run", "journal"), "w").close()
         os.makedirs(os.path.join(self.d, "pl", "db.1"))
-        prepare_variant(1, os.path.join(self.d, "pl", "db.1"), st, os.path.join(self.d, "v1"), len(before))
+        prepare_variant(
+            1, os.path.join(self.d, "pl", "db.1"), st, os.path.join(self.d, "v1"), len(before)
+        )
         with open(os.path.join(self.d, "v1", "run", "ledger"), "rb") as f:
             self.assertEqual(f.read(), before + lines[1] + lines[3])
         self.assertFalse(os.path.exists(os.path.join(self.d, "v1", "run", "journal")))
@@ -503,8 +636,18 @@ class TestCommandLine(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             self.assertIn("default", out)
             if mode != "repro":
-                for opt in ("--duration", "--interval", "--seed", "--iteration-seed", "--report-dir",
-                            "--keep-artifacts", "--measure", "--shard", "--stress-binary", "--jobs"):
+                for opt in (
+                    "--duration",
+                    "--interval",
+                    "--seed",
+                    "--iteration-seed",
+                    "--report-dir",
+                    "--keep-artifacts",
+                    "--measure",
+                    "--shard",
+                    "--stress-binary",
+                    "--jobs",
+                ):
                     self.assertIn(opt, out, (mode, opt))
         rc, out, err = run_ct("--help")
         self.assertEqual(rc, 0)
@@ -554,15 +697,35 @@ class TestFailureKinds(unittest.TestCase):
         pl = POWERLOSS if os.path.exists(POWERLOSS) else "/bin/true"
         # whitebox: no planned SIGKILL races the misbehaviour; blackbox
         # (seed 2 kills after 9 s) for the early exit.
-        rc, out, err = run_ct("blackbox" if mode in ("exit0", "unrecoverable_then_killed") else "whitebox",
-                              "--iterations", "1", "--seed", "2", "--interval", "30",
-                              "--stress-binary", FAKE, "--powerloss-binary", pl, "--report-dir", rd,
-                              "--hang-seconds", "1", *extra, env={"FAKE_STRESS_MODE": mode})
+        rc, out, err = run_ct(
+            "blackbox" if mode in ("exit0", "unrecoverable_then_killed") else "whitebox",
+            "--iterations",
+            "1",
+            "--seed",
+            "2",
+            "--interval",
+            "30",
+            "--stress-binary",
+            FAKE,
+            "--powerloss-binary",
+            pl,
+            "--report-dir",
+            rd,
+            "--hang-seconds",
+            "1",
+            *extra,
+            env={"FAKE_STRESS_MODE": mode}
+        )
         with open(os.path.join(rd, "summary.json")) as f:
             return rc, out, json.load(f), rd
 
     def test_kinds(self):
-        for mode, kind in (("segv", "crash"), ("asan", "crash"), ("hang", "hang"), ("exit0", "early_exit")):
+        for mode, kind in (
+            ("segv", "crash"),
+            ("asan", "crash"),
+            ("hang", "hang"),
+            ("exit0", "early_exit"),
+        ):
             rc, out, s, rd = self.run_fake(mode)
             self.assertEqual(rc, 1, out)
             it = s["failures"][0]
@@ -586,8 +749,10 @@ class TestFailureKinds(unittest.TestCase):
                 self.assertEqual(rc2, 0, out2 + err2)
                 self.assertIn("1 failure kept in it", out2)
                 self.assertIn("crash at", out2)
-                self.assertIn("repro " + os.path.basename(it["artifacts"]), out2.replace(os.path.dirname(
-                    it["artifacts"]) + "/", ""))
+                self.assertIn(
+                    "repro " + os.path.basename(it["artifacts"]),
+                    out2.replace(os.path.dirname(it["artifacts"]) + "/", ""),
+                )
                 # the page of the run names the failure and its repro line
                 page = HtmlFacts(os.path.join(rd, "report.html"))
                 self.assertEqual([f["kind"] for f in page.data("failure")], ["crash"])
@@ -597,10 +762,15 @@ class TestFailureKinds(unittest.TestCase):
         # every class row clean (make test, 2026-12-05): now "unattributed".
         rc, out, s, rd = self.run_fake("lost_unreported")
         it = s["failures"][0]
-        self.assertEqual((rc, it["failure"]["kind"], s["classes"]["unattributed"]["lost"]), (1, "lost", 1), out)
+        self.assertEqual(
+            (rc, it["failure"]["kind"], s["classes"]["unattributed"]["lost"]), (1, "lost", 1), out
+        )
         self.assertRegex(out, r"unattributed +0 +0 +0 +0 +0 +0 +1 +\(lost=1\)")
-        fails = {tc.get("name"): f for tc in ET.parse(os.path.join(rd, "junit.xml")).getroot().iter("testcase")
-                 for f in tc.findall("failure")}
+        fails = {
+            tc.get("name"): f
+            for tc in ET.parse(os.path.join(rd, "junit.xml")).getroot().iter("testcase")
+            for f in tc.findall("failure")
+        }
         self.assertEqual(fails["whitebox.unattributed"].get("type"), "lost")
         self.assertIn(it["repro"], fails["whitebox.unattributed"].text)
         page = HtmlFacts(os.path.join(rd, "report.html"))
@@ -615,17 +785,32 @@ class TestFailureKinds(unittest.TestCase):
         # injection explains".  The iteration ends with the workload.
         rc, out, s, rd = self.run_fake("unrecoverable_then_killed", "--hang-seconds", "60")
         self.assertEqual(rc, 0, out)
-        it, = read_iterations(rd)
+        (it,) = read_iterations(rd)
         self.assertEqual(it["verdict"], "pass", it.get("failure"))
         self.assertEqual([st["name"] for st in it["steps"]], ["create", "workload"])
         self.assertEqual(it["steps"][1]["result"]["outcome"], "passed")
-        self.assertEqual(it["by_design"], ["misdirected_write at hook/write file=data block=29 (this process)"])
+        self.assertEqual(
+            it["by_design"], ["misdirected_write at hook/write file=data block=29 (this process)"]
+        )
 
 
 class HtmlFacts(html.parser.HTMLParser):
     """A page, parsed: its elements' data-* attributes by class (or chart),
     the tags left open (none: well formed), what it would load."""
-    VOID = {"meta", "br", "link", "img", "input", "hr", "line", "circle", "rect", "polyline", "path"}
+
+    VOID = {
+        "meta",
+        "br",
+        "link",
+        "img",
+        "input",
+        "hr",
+        "line",
+        "circle",
+        "rect",
+        "polyline",
+        "path",
+    }
 
     def __init__(self, path):
         super().__init__()
@@ -643,7 +828,11 @@ class HtmlFacts(html.parser.HTMLParser):
                 self.loads.append(a[k])
         d = {k[5:].replace("-", "_"): v for k, v in a.items() if k.startswith("data-")}
         if d:
-            d["_class"] = a.get("class") or ("chart-" + d.get("chart", "")) if "chart" in d else a.get("class")
+            d["_class"] = (
+                a.get("class") or ("chart-" + d.get("chart", ""))
+                if "chart" in d
+                else a.get("class")
+            )
             self.items.append(d)
         if tag not in self.VOID:
             self.stack.append(tag)
@@ -680,7 +869,14 @@ def check_page_against_summary(tc, page, s):
         if not any(row.values()):
             tc.assertNotIn(c, bars)
             continue
-        for k in ("injected", "detected", "repaired", "masked", "undetectable", "unrecoverable_by_design"):
+        for k in (
+            "injected",
+            "detected",
+            "repaired",
+            "masked",
+            "undetectable",
+            "unrecoverable_by_design",
+        ):
             tc.assertEqual(int(bars[c][k]), row[k], (c, k))
         tc.assertEqual(int(bars[c]["failures"]), failures, c)
     widths = {int(d["w"]): d for d in page.data("width")}
@@ -702,26 +898,67 @@ def check_page_against_summary(tc, page, s):
 
 
 def fake_summary(started, failed=0):
-    classes = {c: {k: 0 for k in OUTCOMES + FAILURE_KEYS} for c in ("bitflip_page", "bitflip_cache", "kill")}
+    classes = {
+        c: {k: 0 for k in OUTCOMES + FAILURE_KEYS}
+        for c in ("bitflip_page", "bitflip_cache", "kill")
+    }
     classes["bitflip_page"].update(injected=10, detected=7, masked=3)
     classes["bitflip_cache"].update(injected=40, detected=30, masked=8, wrong_value=failed)
     classes["kill"].update(injected=5, repaired=5)
-    fail = {"id": "r0-i1-9", "run": 0, "index": 1, "seed": 9, "run_seed": 3, "repro": "crashtest.py repro X",
-            "failure": {"kind": "wrong_value", "step": 0, "step_name": "workload", "message": "k1 wrong"},
-            "steps": [{"result": {"report": {"classes": {"bitflip_cache": {"wrong_value": 1}}}}}], "t_end": 4.0}
-    return {"mode": "blackbox", "seed": 5, "seed_given": True, "shard": "0/1", "jobs": 1, "started": started,
-            "elapsed_s": 30.0, "verdict": "fail" if failed else "pass", "failed": failed, "measuring": 0,
-            "build": {"git_describe": "v1-2-gabc", "host": "h"}, "classes": classes,
-            "protection_widths": {"0": {"iterations": 1, "checked": 0, "escaped": 0},
-                                  "1": {"iterations": 2, "checked": 400, "escaped": 2, "bound": 5},
-                                  "8": {"iterations": 2, "checked": 300, "escaped": 0, "bound": 0}},
-            "engine_points": ["engine/io/read", "engine/io/write", "kill/wal/after_sync"],
-            "points_hit": {"engine/io/read": 3}, "points_reached": {"engine/io/write": 9},
-            "engine_points_never_hit": ["engine/io/write", "kill/wal/after_sync"],
-            "iterations": [{"run": 0, "index": i, "kind": "blackbox",
-                            "verdict": "fail" if failed and i == 1 else "pass",
-                            "elapsed": 1.0 + i, "t_end": 2.0 * (i + 1), "failure": None} for i in range(3)],
-            "iterations_total": 3, "failures": [fail] if failed else [], "failures_total": failed}
+    fail = {
+        "id": "r0-i1-9",
+        "run": 0,
+        "index": 1,
+        "seed": 9,
+        "run_seed": 3,
+        "repro": "crashtest.py repro X",
+        "failure": {
+            "kind": "wrong_value",
+            "step": 0,
+            "step_name": "workload",
+            "message": "k1 wrong",
+        },
+        "steps": [{"result": {"report": {"classes": {"bitflip_cache": {"wrong_value": 1}}}}}],
+        "t_end": 4.0,
+    }
+    return {
+        "mode": "blackbox",
+        "seed": 5,
+        "seed_given": True,
+        "shard": "0/1",
+        "jobs": 1,
+        "started": started,
+        "elapsed_s": 30.0,
+        "verdict": "fail" if failed else "pass",
+        "failed": failed,
+        "measuring": 0,
+        "build": {"git_describe": "v1-2-gabc", "host": "h"},
+        "classes": classes,
+        "protection_widths": {
+            "0": {"iterations": 1, "checked": 0, "escaped": 0},
+            "1": {"iterations": 2, "checked": 400, "escaped": 2, "bound": 5},
+            "8": {"iterations": 2, "checked": 300, "escaped": 0, "bound": 0},
+        },
+        "engine_points": ["engine/io/read", "engine/io/write", "kill/wal/after_sync"],
+        "points_hit": {"engine/io/read": 3},
+        "points_reached": {"engine/io/write": 9},
+        "engine_points_never_hit": ["engine/io/write", "kill/wal/after_sync"],
+        "iterations": [
+            {
+                "run": 0,
+                "index": i,
+                "kind": "blackbox",
+                "verdict": "fail" if failed and i == 1 else "pass",
+                "elapsed": 1.0 + i,
+                "t_end": 2.0 * (i + 1),
+                "failure": None,
+            }
+            for i in range(3)
+        ],
+        "iterations_total": 3,
+        "failures": [fail] if failed else [],
+        "failures_total": failed,
+    }
 
 
 class TestSummarySize(unittest.TestCase):
@@ -729,25 +966,61 @@ class TestSummarySize(unittest.TestCase):
         # An hour of -j 4 at a second an iteration, 40 failures, records the
         # size of real ones: the summary keeps timeline rows and a few full
         # failures, and stays under 1 MB; iterations.jsonl has the rest.
-        step = {"name": "workload", "type": "stress", "primary": True, "argv": ["--x=%d" % i for i in range(60)],
-                "result": {"outcome": "crashed", "rc": -9, "output_tail": "y" * 3000,
-                           "report": {"classes": {c: {k: 1 for k in OUTCOMES + FAILURE_KEYS} for c in FAULTS},
-                                      "injections_per_point": {"p%d" % i: i for i in range(40)}}}}
+        step = {
+            "name": "workload",
+            "type": "stress",
+            "primary": True,
+            "argv": ["--x=%d" % i for i in range(60)],
+            "result": {
+                "outcome": "crashed",
+                "rc": -9,
+                "output_tail": "y" * 3000,
+                "report": {
+                    "classes": {c: {k: 1 for k in OUTCOMES + FAILURE_KEYS} for c in FAULTS},
+                    "injections_per_point": {"p%d" % i: i for i in range(40)},
+                },
+            },
+        }
         recs = []
         for i in range(14400):
-            recs.append({"id": "r%d-i%d" % (i % 4, i), "run": i % 4, "index": i // 4, "seed": i * 7919,
-                         "kind": "blackbox",
-                         "verdict": "fail" if i % 360 == 0 else "pass", "elapsed": 1.0, "t_end": i / 4.0,
-                         "judging_mode": "judging", "params": {"block_protection_bytes_per_key": 4},
-                         "totals": {"injected": 3}, "steps": [step] * 6,
-                         "failure": {"kind": "lost", "step": 0, "step_name": "workload"} if i % 360 == 0 else None})
+            recs.append(
+                {
+                    "id": "r%d-i%d" % (i % 4, i),
+                    "run": i % 4,
+                    "index": i // 4,
+                    "seed": i * 7919,
+                    "kind": "blackbox",
+                    "verdict": "fail" if i % 360 == 0 else "pass",
+                    "elapsed": 1.0,
+                    "t_end": i / 4.0,
+                    "judging_mode": "judging",
+                    "params": {"block_protection_bytes_per_key": 4},
+                    "totals": {"injected": 3},
+                    "steps": [step] * 6,
+                    "failure": {"kind": "lost", "step": 0, "step_name": "workload"}
+                    if i % 360 == 0
+                    else None,
+                }
+            )
         rows, k = timeline_of(recs)
         full = [r for r in recs if r["failure"]]
-        s = fit({"iterations": rows, "iterations_sampled": k, "failures": full[:10], "classes": {}, "build": {}})
+        s = fit(
+            {
+                "iterations": rows,
+                "iterations_sampled": k,
+                "failures": full[:10],
+                "classes": {},
+                "build": {},
+            }
+        )
         size = len(json.dumps(s, indent=1, sort_keys=True))
         self.assertLess(size, 1 << 20)
         self.assertTrue(s["failures"], "some full failure records are kept")
-        self.assertEqual(sum(1 for r in s["iterations"] if r["failure"]), len(full), "every failure in the timeline")
+        self.assertEqual(
+            sum(1 for r in s["iterations"] if r["failure"]),
+            len(full),
+            "every failure in the timeline",
+        )
 
 
 class TestClassTable(unittest.TestCase):
@@ -759,20 +1032,33 @@ class TestClassTable(unittest.TestCase):
         # table read 0 failures on a FAIL); the passing extra stays out, so
         # that the crash's kill counts once.
         def rep(classes):
-            totals = {k: sum(c.get(k, 0) for c in classes.values()) for k in OUTCOMES + FAILURE_KEYS}
+            totals = {
+                k: sum(c.get(k, 0) for c in classes.values()) for k in OUTCOMES + FAILURE_KEYS
+            }
             return {"classes": classes, "totals": totals}
-        steps = [{"type": "stress", "name": "workload", "primary": True},
-                 {"type": "powerloss", "name": "powerloss"},
-                 {"type": "stress", "name": "verify-v0", "primary": True},
-                 {"type": "stress", "name": "verify-v1", "primary": False},
-                 {"type": "stress", "name": "verify-v2", "primary": False}]
-        results = [{"outcome": "crashed", "report": None}, {"outcome": "passed"},
-                   {"failure": None, "report": rep({"kill": {"injected": 1, "repaired": 1}})},
-                   {"failure": None, "report": rep({"power_loss": {"injected": 1, "repaired": 1}})},
-                   {"failure": {"kind": "lost"}, "report": rep({"power_loss": {"injected": 1, "lost": 3}})}]
+
+        steps = [
+            {"type": "stress", "name": "workload", "primary": True},
+            {"type": "powerloss", "name": "powerloss"},
+            {"type": "stress", "name": "verify-v0", "primary": True},
+            {"type": "stress", "name": "verify-v1", "primary": False},
+            {"type": "stress", "name": "verify-v2", "primary": False},
+        ]
+        results = [
+            {"outcome": "crashed", "report": None},
+            {"outcome": "passed"},
+            {"failure": None, "report": rep({"kill": {"injected": 1, "repaired": 1}})},
+            {"failure": None, "report": rep({"power_loss": {"injected": 1, "repaired": 1}})},
+            {
+                "failure": {"kind": "lost"},
+                "report": rep({"power_loss": {"injected": 1, "lost": 3}}),
+            },
+        ]
         t = sum_totals(counted_reports(steps, results))
         self.assertEqual((t["injected"], t["repaired"], t["lost"]), (2, 1, 3))
-        self.assertEqual([counted(s, r) for s, r in zip(steps, results)], [False, False, True, False, True])
+        self.assertEqual(
+            [counted(s, r) for s, r in zip(steps, results)], [False, False, True, False, True]
+        )
 
 
 class TestIterationsFile(unittest.TestCase):
@@ -784,6 +1070,7 @@ class TestIterationsFile(unittest.TestCase):
         class Ct:
             report_dir = d
             jsonl = open(os.path.join(d, "iterations.jsonl"), "w")
+
         for r in recs:
             Ct.jsonl.write(json.dumps(r) + "\n")
         self.assertEqual(finish_jsonl(Ct), "iterations.jsonl.gz")
@@ -817,7 +1104,9 @@ class TestHtmlReport(unittest.TestCase):
         check_page_against_summary(self, page, s)
         self.assertEqual(page.data("failure")[0]["kind"], "wrong_value")
         self.assertIn("crashtest.py repro X", page.text)
-        self.assertIn("bitflip_cache</td>", page.text.replace('<td class="l">', ""))  # the blamed class
+        self.assertIn(
+            "bitflip_cache</td>", page.text.replace('<td class="l">', "")
+        )  # the blamed class
         w1 = [x for x in page.data("width") if x["w"] == "1"][0]
         self.assertAlmostEqual(float(w1["rate"]), 2 / 400)
         self.assertAlmostEqual(float(w1["bound_rate"]), 5 / 400)
@@ -830,8 +1119,12 @@ class TestHtmlReport(unittest.TestCase):
         self.assertEqual(rc, 0, o + err)
         page = HtmlFacts(out)
         self.assertEqual(page.bad, [])
-        fails = [int(x["value"]) for x in page.items if x.get("_class") == "night" and
-                 x in page.items[page.items.index(page.chart("trend-failures")):]][:2]
+        fails = [
+            int(x["value"])
+            for x in page.items
+            if x.get("_class") == "night"
+            and x in page.items[page.items.index(page.chart("trend-failures")) :]
+        ][:2]
         self.assertEqual(fails, [0, 1], "nights in date order")
         self.assertTrue(page.chart("trend-escapes"))
         self.assertEqual(len(page.data("night-escape")), 4)
@@ -843,14 +1136,44 @@ class TestHtmlReport(unittest.TestCase):
             self.assertNotIn("Traceback", err)
 
     def test_benchmarks_page(self):
-        prot = [{"cache_fraction": f, "width": w, "ops": 1000 - 10 * w, "ratio": 1 - w / 100.0,
-                 "memory_bytes_per_key": w + 0.5} for f in (1.0, 0.0) for w in (0, 1, 8)]
-        wal = [{"data_checksums": 0, "wal_log_hints": 0, "wal_compression": "none", "hint_fpi": 0, "wal_bytes": 100,
-                "archive_bytes": 10, "vacuum_s": 1.0},
-               {"data_checksums": 1, "wal_log_hints": 0, "wal_compression": "zstd", "hint_fpi": 0, "wal_bytes": 105,
-                "archive_bytes": 11, "vacuum_s": 1.2}]
-        eng = {"ratio": {"fillseq_ops": 0.9, "readrandom_cached_ops": 1.6}, "ratio_lmdb": {"fillseq_ops": 1.8},
-               "engine": {"fillseq_ops": 100}, "rocksdb": {"fillseq_ops": 111}, "lmdb": {}}
+        prot = [
+            {
+                "cache_fraction": f,
+                "width": w,
+                "ops": 1000 - 10 * w,
+                "ratio": 1 - w / 100.0,
+                "memory_bytes_per_key": w + 0.5,
+            }
+            for f in (1.0, 0.0)
+            for w in (0, 1, 8)
+        ]
+        wal = [
+            {
+                "data_checksums": 0,
+                "wal_log_hints": 0,
+                "wal_compression": "none",
+                "hint_fpi": 0,
+                "wal_bytes": 100,
+                "archive_bytes": 10,
+                "vacuum_s": 1.0,
+            },
+            {
+                "data_checksums": 1,
+                "wal_log_hints": 0,
+                "wal_compression": "zstd",
+                "hint_fpi": 0,
+                "wal_bytes": 105,
+                "archive_bytes": 11,
+                "vacuum_s": 1.2,
+            },
+        ]
+        eng = {
+            "ratio": {"fillseq_ops": 0.9, "readrandom_cached_ops": 1.6},
+            "ratio_lmdb": {"fillseq_ops": 1.8},
+            "engine": {"fillseq_ops": 100},
+            "rocksdb": {"fillseq_ops": 111},
+            "lmdb": {},
+        }
         bd = os.path.join(self.d, "bench")
         os.makedirs(bd)
         for name, doc in (("protection.json", prot), ("wal.json", wal), ("engine.json", eng)):
@@ -868,15 +1191,30 @@ class TestHtmlReport(unittest.TestCase):
         self.assertAlmostEqual(bars[("PostgreSQL seed", "vacuum_s")], 20.0)
         self.assertAlmostEqual(bars[("readrandom_cached", "vs RocksDB")], 1.6)
 
-    @unittest.skipUnless(shutil.which("chromium"), "chromium is not installed (make deps-report installs Debian's "
-                                                   "chromium): the page was not rendered in a browser")
+    @unittest.skipUnless(
+        shutil.which("chromium"),
+        "chromium is not installed (make deps-report installs Debian's "
+        "chromium): the page was not rendered in a browser",
+    )
     def test_the_page_loads_in_headless_chromium(self):
         d = self.night("n", fake_summary("2026-11-30T01:00:00", failed=1))
         out = os.path.join(self.d, "c.html")
         self.assertEqual(run_ct("report", d, "-o", out)[0], 0)
-        r = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                            "--user-data-dir=" + os.path.join(self.d, "profile"), "--dump-dom", "file://" + out],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        r = subprocess.run(
+            [
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--enable-logging=stderr",
+                "--user-data-dir=" + os.path.join(self.d, "profile"),
+                "--dump-dom",
+                "file://" + out,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
         dom, log = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
         self.assertEqual(r.returncode, 0, log[-2000:])
         self.assertIn('data-chart="escapes"', dom)
@@ -887,7 +1225,9 @@ class TestHtmlReport(unittest.TestCase):
 
 
 def need_engine(test):
-    return unittest.skipUnless(built(STRESS) and built(POWERLOSS), "build/stress or build/powerloss missing")(test)
+    return unittest.skipUnless(
+        built(STRESS) and built(POWERLOSS), "build/stress or build/powerloss missing"
+    )(test)
 
 
 @need_engine
@@ -905,9 +1245,25 @@ class TestRealEngine(unittest.TestCase):
     def test_short_blackbox_passes(self):
         rd = os.path.join(self.d, "r")
         work = os.path.join(self.d, "w")
-        rc, out, err = run_ct("blackbox", "--iterations", "3", "--seed", "11", "--interval", "1.5",
-                              "--max-key", "1000", "--stress-binary", STRESS, "--powerloss-binary", POWERLOSS,
-                              "--report-dir", rd, "--work-dir", work)
+        rc, out, err = run_ct(
+            "blackbox",
+            "--iterations",
+            "3",
+            "--seed",
+            "11",
+            "--interval",
+            "1.5",
+            "--max-key",
+            "1000",
+            "--stress-binary",
+            STRESS,
+            "--powerloss-binary",
+            POWERLOSS,
+            "--report-dir",
+            rd,
+            "--work-dir",
+            work,
+        )
         self.assertEqual(rc, 0, out + err)
         s = self.summary(rd)
         self.assertEqual(s["verdict"], "pass")
@@ -929,16 +1285,22 @@ class TestRealEngine(unittest.TestCase):
             self.assertEqual(res["outcome"], "crashed")
             crashed += 1
             self.assertIn("powerloss", names)
-            self.assertTrue(any(n.startswith("verify-v0") or n.startswith("recover-v0") for n in names))
+            self.assertTrue(
+                any(n.startswith("verify-v0") or n.startswith("recover-v0") for n in names)
+            )
             self.assertIn("run 0 iter %d seed=%d" % (it["index"], it["seed"]), out)
         self.assertGreaterEqual(crashed, 1)
         self.assertIn("seed 11", out)
         self.assertIn("fault points hit:", out)
-        self.assertGreaterEqual(s["classes"]["power_loss"]["injected"] + s["classes"]["kill"]["injected"], 1)
+        self.assertGreaterEqual(
+            s["classes"]["power_loss"]["injected"] + s["classes"]["kill"]["injected"], 1
+        )
         suite = ET.parse(os.path.join(rd, "junit.xml")).getroot()
         names = [tc.get("name") for tc in suite.findall(".//testcase")]
         # stable names: one per iteration index, one per fault class; seeds in properties
-        self.assertEqual([n for n in names if ".i" in n], ["blackbox.i0", "blackbox.i1", "blackbox.i2"])
+        self.assertEqual(
+            [n for n in names if ".i" in n], ["blackbox.i0", "blackbox.i1", "blackbox.i2"]
+        )
         self.assertIn("blackbox.bitflip_page", names)
         self.assertIn("blackbox.power_loss", names)
         self.assertEqual(suite.findall(".//failure"), [])
@@ -956,30 +1318,80 @@ class TestRealEngine(unittest.TestCase):
 
     def test_short_whitebox_passes(self):
         rd = os.path.join(self.d, "r")
-        rc, out, err = run_ct("whitebox", "--iterations", "4", "--seed", "5", "--interval", "1.5",
-                              "--max-key", "1000", "--stress-binary", STRESS, "--powerloss-binary", POWERLOSS,
-                              "--report-dir", rd)
+        rc, out, err = run_ct(
+            "whitebox",
+            "--iterations",
+            "4",
+            "--seed",
+            "5",
+            "--interval",
+            "1.5",
+            "--max-key",
+            "1000",
+            "--stress-binary",
+            STRESS,
+            "--powerloss-binary",
+            POWERLOSS,
+            "--report-dir",
+            rd,
+        )
         self.assertEqual(rc, 0, out + err)
         s = self.summary(rd)
         kinds = [it["kind"] for it in read_iterations(rd)]
         self.assertEqual(len(kinds), 4)
         self.assertIn("whitebox/reopen without a kill", kinds)
         # mode 0: every point, or (two thirds of its iterations) the log's or the commit path's
-        self.assertTrue({"whitebox/all points", "whitebox/log write and sync points", "whitebox/commit points"}
-                        & set(kinds), kinds)
+        self.assertTrue(
+            {"whitebox/all points", "whitebox/log write and sync points", "whitebox/commit points"}
+            & set(kinds),
+            kinds,
+        )
         self.assertTrue(all(it["verdict"] == "pass" for it in s["iterations"]))
 
     def test_iteration_seed_and_shards(self):
         rd = os.path.join(self.d, "r")
-        rc, out, err = run_ct("simple", "--iteration-seed", "8", "--interval", "1", "--max-key", "500",
-                              "--stress-binary", STRESS, "--powerloss-binary", POWERLOSS, "--report-dir", rd)
+        rc, out, err = run_ct(
+            "simple",
+            "--iteration-seed",
+            "8",
+            "--interval",
+            "1",
+            "--max-key",
+            "500",
+            "--stress-binary",
+            STRESS,
+            "--powerloss-binary",
+            POWERLOSS,
+            "--report-dir",
+            rd,
+        )
         self.assertEqual(rc, 0, out + err)
         its = self.summary(rd)["iterations"]
         self.assertEqual([it["seed"] for it in its], [8])
         rd2 = os.path.join(self.d, "r2")
-        rc, out, err = run_ct("simple", "--seed", "77", "--shard", "1/3", "-j", "2", "--iterations", "1",
-                              "--interval", "1", "--max-key", "500", "--threads", "1",
-                              "--stress-binary", STRESS, "--powerloss-binary", POWERLOSS, "--report-dir", rd2)
+        rc, out, err = run_ct(
+            "simple",
+            "--seed",
+            "77",
+            "--shard",
+            "1/3",
+            "-j",
+            "2",
+            "--iterations",
+            "1",
+            "--interval",
+            "1",
+            "--max-key",
+            "500",
+            "--threads",
+            "1",
+            "--stress-binary",
+            STRESS,
+            "--powerloss-binary",
+            POWERLOSS,
+            "--report-dir",
+            rd2,
+        )
         self.assertEqual(rc, 0, out + err)
         runs = self.summary(rd2)["runs"]
         self.assertEqual([r["index"] for r in runs], [1, 4])
@@ -995,22 +1407,61 @@ class TestRealEngine(unittest.TestCase):
         # kill is timed, so which crash catches it varies from run to run:
         # with three crashes seed 45 failed as it should in 4 of 5 runs).
         rd = os.path.join(self.d, "r")
-        rc, out, err = run_ct("blackbox", "--iterations", "6", "--max-failures", "1", "--seed", "45",
-                              "--interval", "2", "--max-key", "2000", "--faults", "none", "--threads", "1",
-                              "--set", "sync_mode=commit", "--max-variants", "4", "--powerloss-modes", "rollback",
-                              "--stress-binary", BROKEN, "--powerloss-binary", POWERLOSS, "--report-dir", rd)
+        rc, out, err = run_ct(
+            "blackbox",
+            "--iterations",
+            "6",
+            "--max-failures",
+            "1",
+            "--seed",
+            "45",
+            "--interval",
+            "2",
+            "--max-key",
+            "2000",
+            "--faults",
+            "none",
+            "--threads",
+            "1",
+            "--set",
+            "sync_mode=commit",
+            "--max-variants",
+            "4",
+            "--powerloss-modes",
+            "rollback",
+            "--stress-binary",
+            BROKEN,
+            "--powerloss-binary",
+            POWERLOSS,
+            "--report-dir",
+            rd,
+        )
         self.assertEqual(rc, 1, out + err)
         s = self.summary(rd)
         it = s["failures"][0]
         self.assertEqual([i for i in read_iterations(rd) if i["failure"]][0], it)
         self.assertEqual(it["failure"]["kind"], "lost", it["failure"])
-        self.assertGreater(it["failure"]["step"], it["steps"].index(
-            next(st for st in it["steps"] if st["name"] == "workload")))  # judged after the crash
+        self.assertGreater(
+            it["failure"]["step"],
+            it["steps"].index(next(st for st in it["steps"] if st["name"] == "workload")),
+        )  # judged after the crash
         art = it["artifacts"]
-        for p in ("meta.json", "commands.sh", "build.json", "crashed/db/control", "crashed/run/journal",
-                  "crashed/run/ledger", "crashed/exp/expected", "start", "bin/stress", "bin/powerloss"):
+        for p in (
+            "meta.json",
+            "commands.sh",
+            "build.json",
+            "crashed/db/control",
+            "crashed/run/journal",
+            "crashed/run/ledger",
+            "crashed/exp/expected",
+            "start",
+            "bin/stress",
+            "bin/powerloss",
+        ):
             self.assertTrue(os.path.exists(os.path.join(art, p)), p)
-        outputs = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(art, "steps")) for f in fs]
+        outputs = [
+            os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(art, "steps")) for f in fs
+        ]
         self.assertTrue(any(o.endswith("output.txt") for o in outputs))
         with open(os.path.join(art, "build.json")) as f:
             b = json.load(f)
@@ -1021,15 +1472,32 @@ class TestRealEngine(unittest.TestCase):
         self.assertIn("--seed", cmds)
         self.assertIn("powerloss", cmds)
         self.assertIn("repro: ", out)
-        fails = [(tc.get("name"), f.get("type")) for tc in ET.parse(os.path.join(rd, "junit.xml")).getroot().iter(
-            "testcase") for f in tc.findall("failure")]
+        fails = [
+            (tc.get("name"), f.get("type"))
+            for tc in ET.parse(os.path.join(rd, "junit.xml")).getroot().iter("testcase")
+            for f in tc.findall("failure")
+        ]
         self.assertEqual([t for n, t in fails if re.fullmatch(r"blackbox\.i\d+", n)], ["lost"])
         # (A recovery whose planned SIGKILL met it before its report fails
         # "unattributed": TestFailureKinds.)
-        blamed = [(st["name"], sorted(c for c, v in (((st.get("result") or {}).get("report") or {}).get("classes")
-                                                     or {}).items() if v.get("lost"))) for st in it["steps"]]
-        self.assertIn("lost", [t for n, t in fails if not re.fullmatch(r"blackbox\.i\d+", n)],
-                      "its class fails too: %s; %s" % (it["failure"], blamed))
+        blamed = [
+            (
+                st["name"],
+                sorted(
+                    c
+                    for c, v in (
+                        ((st.get("result") or {}).get("report") or {}).get("classes") or {}
+                    ).items()
+                    if v.get("lost")
+                ),
+            )
+            for st in it["steps"]
+        ]
+        self.assertIn(
+            "lost",
+            [t for n, t in fails if not re.fullmatch(r"blackbox\.i\d+", n)],
+            "its class fails too: %s; %s" % (it["failure"], blamed),
+        )
 
         rc, out, err = run_ct("repro", art)
         self.assertEqual(rc, 1, out + err)
@@ -1041,7 +1509,10 @@ class TestRealEngine(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertIn("NOT reproduced", out)
 
-    @unittest.skipUnless(built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")), "build/mutants/stale-value/stress missing")
+    @unittest.skipUnless(
+        built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")),
+        "build/mutants/stale-value/stress missing",
+    )
     def test_failure_before_the_crash_replays_from_the_start(self):
         # A get returns the value a put replaced: found before any crash,
         # by the creating run's settlement (its point get of every key) or
@@ -1049,9 +1520,27 @@ class TestRealEngine(unittest.TestCase):
         # start snapshot.
         rd = os.path.join(self.d, "r")
         broken = os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")
-        rc, out, err = run_ct("blackbox", "--iterations", "1", "--seed", "3", "--interval", "2", "--max-key", "1000",
-                              "--faults", "none", "--threads", "1", "--stress-binary", broken,
-                              "--powerloss-binary", POWERLOSS, "--report-dir", rd)
+        rc, out, err = run_ct(
+            "blackbox",
+            "--iterations",
+            "1",
+            "--seed",
+            "3",
+            "--interval",
+            "2",
+            "--max-key",
+            "1000",
+            "--faults",
+            "none",
+            "--threads",
+            "1",
+            "--stress-binary",
+            broken,
+            "--powerloss-binary",
+            POWERLOSS,
+            "--report-dir",
+            rd,
+        )
         self.assertEqual(rc, 1, out + err)
         it = self.summary(rd)["failures"][0]
         self.assertEqual(it["failure"]["kind"], "wrong_value")
@@ -1077,20 +1566,48 @@ class TestCacheFlipSuspects(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.d, ignore_errors=True)
 
-    @unittest.skipUnless(built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")),
-                         "build/mutants/stale-value/stress missing")
+    @unittest.skipUnless(
+        built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")),
+        "build/mutants/stale-value/stress missing",
+    )
     def test_a_stale_value_under_cache_flips_is_failed_by_the_verdict(self):
         broken = os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")
-        r = subprocess.run([broken, "--db", os.path.join(self.d, "db"), "--max_key", "200", "--threads", "1",
-                            "--ops_per_thread", "3000", "--bitflip_cache_one_in", "200",
-                            "--block_protection_bytes_per_key", "1", "--seed", "10", "--destroy_db_initially", "1",
-                            "--report", os.path.join(self.d, "r.json")],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+        r = subprocess.run(
+            [
+                broken,
+                "--db",
+                os.path.join(self.d, "db"),
+                "--max_key",
+                "200",
+                "--threads",
+                "1",
+                "--ops_per_thread",
+                "3000",
+                "--bitflip_cache_one_in",
+                "200",
+                "--block_protection_bytes_per_key",
+                "1",
+                "--seed",
+                "10",
+                "--destroy_db_initially",
+                "1",
+                "--report",
+                os.path.join(self.d, "r.json"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=300,
+        )
         out = r.stdout.decode(errors="replace")
         self.assertEqual(r.returncode, 1, out[-3000:])
-        self.assertRegex(out, r"(?m)^stress: SUSPECT .* wrong_value .*\n    expected .*\n    found    value seed",
-                         out[-3000:])
-        self.assertRegex(out, r"(?m)^stress: FAIL mode=judging .* undetectable=0 failures=[1-9]", out[-3000:])
+        self.assertRegex(
+            out,
+            r"(?m)^stress: SUSPECT .* wrong_value .*\n    expected .*\n    found    value seed",
+            out[-3000:],
+        )
+        self.assertRegex(
+            out, r"(?m)^stress: FAIL mode=judging .* undetectable=0 failures=[1-9]", out[-3000:]
+        )
 
 
 class TestMutants(unittest.TestCase):
@@ -1115,7 +1632,9 @@ class TestMutants(unittest.TestCase):
         names = [m.name for m in ms]
         self.assertEqual(len(names), len(set(names)))
         self.assertIn("skip-checksum", names)
-        self.assertEqual(Mutant("skip-checksum", "checksum", "x", 1).macro, "ENG_BROKEN_SKIP_CHECKSUM")
+        self.assertEqual(
+            Mutant("skip-checksum", "checksum", "x", 1).macro, "ENG_BROKEN_SKIP_CHECKSUM"
+        )
         # Every planted switch is in a catalogue: test_harness_mutants.py.
 
     def test_a_malformed_or_repeated_line_is_a_usage_error(self):
@@ -1125,7 +1644,9 @@ class TestMutants(unittest.TestCase):
             read_mutants(self.cat("a-b checksum one\na-b checksum two\n"))
         with self.assertRaises(UsageError):
             read_mutants(self.cat("a-b checksum\n"))
-        self.assertEqual([m.name for m in read_mutants(self.cat("# c\n\na-b checksum one two\n"))], ["a-b"])
+        self.assertEqual(
+            [m.name for m in read_mutants(self.cat("# c\n\na-b checksum one two\n"))], ["a-b"]
+        )
         rc, out, err = run_ct("mutants", "no-such-bug")
         self.assertEqual(rc, 2, out + err)
         self.assertIn("no-such-bug", err)
@@ -1134,51 +1655,101 @@ class TestMutants(unittest.TestCase):
         d = datetime.date(2026, 12, 1)
         names = ["a", "b", "c"]
         self.assertEqual(pick_by_date(names, d), pick_by_date(names, d))
-        self.assertNotEqual(pick_by_date(names, d), pick_by_date(names, d + datetime.timedelta(days=1)))
+        self.assertNotEqual(
+            pick_by_date(names, d), pick_by_date(names, d + datetime.timedelta(days=1))
+        )
 
     def test_a_missed_bug_counts_as_never_caught_in_the_median(self):
         def r(sec):
             return {"caught": sec is not None, "seconds": sec, "budget_s": 300}
-        self.assertEqual(mutation_score_line([r(10), r(20), r(None)]),
-                         "mutation score: 2 of 3 caught, median time to catch 20.0 s")
-        self.assertEqual(mutation_score_line([r(10), r(None), r(None)]),
-                         "mutation score: 1 of 3 caught, median time to catch > 300 s")
+
+        self.assertEqual(
+            mutation_score_line([r(10), r(20), r(None)]),
+            "mutation score: 2 of 3 caught, median time to catch 20.0 s",
+        )
+        self.assertEqual(
+            mutation_score_line([r(10), r(None), r(None)]),
+            "mutation score: 1 of 3 caught, median time to catch > 300 s",
+        )
 
     def test_the_result_takes_the_first_failure_by_time(self):
         m = Mutant("x-y", "wal", "bug", 1)
-        rep = {"classes": {"bitflip_page": {"injected": 1, "swallowed": 1}, "kill": {"injected": 1}}}
+        rep = {
+            "classes": {"bitflip_page": {"injected": 1, "swallowed": 1}, "kill": {"injected": 1}}
+        }
         fails = [
-            {"t_end": 30.0, "failure": {"kind": "lost", "keys": ["lost"], "step": 0, "step_name": "restart"},
-             "steps": [{"result": {"report": {}}}], "repro": "r2"},
-            {"t_end": 12.5, "failure": {"kind": "swallowed", "keys": ["swallowed"], "step": 0, "step_name": "workload"},
-             "steps": [{"result": {"report": rep}}], "repro": "r1"}]
+            {
+                "t_end": 30.0,
+                "failure": {"kind": "lost", "keys": ["lost"], "step": 0, "step_name": "restart"},
+                "steps": [{"result": {"report": {}}}],
+                "repro": "r2",
+            },
+            {
+                "t_end": 12.5,
+                "failure": {
+                    "kind": "swallowed",
+                    "keys": ["swallowed"],
+                    "step": 0,
+                    "step_name": "workload",
+                },
+                "steps": [{"result": {"report": rep}}],
+                "repro": "r1",
+            },
+        ]
         # summary.json: the timeline rows and the failures' full records
-        summary = {"elapsed_s": 50, "planted_bugs": ["x-y"], "failures": fails, "iterations": [
-            {"t_end": 30.0, "failure": "lost"}, {"t_end": 12.5, "failure": "swallowed"},
-            {"t_end": 5.0, "failure": None}]}
+        summary = {
+            "elapsed_s": 50,
+            "planted_bugs": ["x-y"],
+            "failures": fails,
+            "iterations": [
+                {"t_end": 30.0, "failure": "lost"},
+                {"t_end": 12.5, "failure": "swallowed"},
+                {"t_end": 5.0, "failure": None},
+            ],
+        }
         res = mutant_result(m, summary, 300, 7, 1)
         self.assertTrue(res["caught"])
-        self.assertEqual((res["seconds"], res["iterations_to_catch"], res["kind"], res["classes"], res["repro"]),
-                         (12.5, 2, "swallowed", ["bitflip_page"], "r1"))
+        self.assertEqual(
+            (res["seconds"], res["iterations_to_catch"], res["kind"], res["classes"], res["repro"]),
+            (12.5, 2, "swallowed", ["bitflip_page"], "r1"),
+        )
         res = mutant_result(m, {"iterations": [{"t_end": 1, "failure": None}]}, 300, 7, 0)
         self.assertFalse(res["caught"])
         self.assertEqual(res["iterations"], 1)
 
-    @unittest.skipUnless(built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress")) and
-                         built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "powerloss")),
-                         "build/mutants/stale-value missing")
+    @unittest.skipUnless(
+        built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "stress"))
+        and built(os.path.join(ROOT, BUILD, "mutants", "stale-value", "powerloss")),
+        "build/mutants/stale-value missing",
+    )
     def test_a_planted_bug_is_caught_recorded_and_shrunk(self):
         # --shrink shrinks the caught failure (it once looked for the folder
         # in the sampled timeline, which names none, and shrank nothing).
         rd = os.path.join(self.d, "r")
-        rc, out, err = run_ct("mutants", "--budget", "90", "--seed", "1", "--no-build", "--build-dir", BUILD,
-                              "--report-dir", rd, "--shrink", "--shrink-budget", "60", "stale-value")
+        rc, out, err = run_ct(
+            "mutants",
+            "--budget",
+            "90",
+            "--seed",
+            "1",
+            "--no-build",
+            "--build-dir",
+            BUILD,
+            "--report-dir",
+            rd,
+            "--shrink",
+            "--shrink-budget",
+            "60",
+            "stale-value",
+        )
         self.assertEqual(rc, 0, out + err)
         self.assertIn("mutation score: 1 of 1 caught", out)
         with open(os.path.join(rd, "mutants.json")) as f:
             doc = json.load(f)
         m = doc["mutants"][0]
-        self.assertEqual((m["name"], m["caught"], m["planted_bug_seen"]), ("stale-value", True, ["stale-value"]))
+        self.assertEqual(
+            (m["name"], m["caught"], m["planted_bug_seen"]), ("stale-value", True, ["stale-value"])
+        )
         self.assertIn("wrong_value", m["keys"])
         self.assertTrue(m["repro"])
         self.assertLessEqual(m["seconds"], doc["mutants"][0]["elapsed_s"])

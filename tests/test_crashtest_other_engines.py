@@ -25,15 +25,31 @@ CRASHTEST = os.path.join(ROOT, "crashtest.py")
 
 
 def run_ct(mode, *args, timeout=600):
-    argv = [sys.executable, CRASHTEST, mode, "--stress-binary", STRESS, "--powerloss-binary", POWERLOSS] + list(args)
-    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                       timeout=timeout, cwd=ROOT)
+    argv = [
+        sys.executable,
+        CRASHTEST,
+        mode,
+        "--stress-binary",
+        STRESS,
+        "--powerloss-binary",
+        POWERLOSS,
+    ] + list(args)
+    r = subprocess.run(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
     return r.returncode, r.stdout, r.stderr
 
 
 def engine_cfg(engine, pinned=None):
     pins = {"engine": engine, "faults_via": "posix"}
-    return Config(engine=engine, fault_classes=[], pinned=dict(pins, **(pinned or {})), engine_pins=pins)
+    return Config(
+        engine=engine, fault_classes=[], pinned=dict(pins, **(pinned or {})), engine_pins=pins
+    )
 
 
 class TheDrawKeepsToWhatEachEnginePromises(unittest.TestCase):
@@ -44,7 +60,9 @@ class TheDrawKeepsToWhatEachEnginePromises(unittest.TestCase):
                 db = draw_db_params(seed, cfg)
                 self.assertEqual((db["engine"], db["faults_via"]), (engine, "posix"))
                 p, _ = draw_iter_params(seed, cfg, db)
-                self.assertFalse([k for k in p if k.endswith("_one_in") and k.startswith(("bitflip", "zero"))])
+                self.assertFalse(
+                    [k for k in p if k.endswith("_one_in") and k.startswith(("bitflip", "zero"))]
+                )
                 self.assertNotIn("delay_one_in", p)
 
     def test_rocksdb_recovery_modes_that_replay_past_holes_run_with_every_commit_synced(self):
@@ -58,7 +76,9 @@ class TheDrawKeepsToWhatEachEnginePromises(unittest.TestCase):
             self.assertNotEqual(mode, 1)  # absolute consistency refuses the torn tail of any crash
             if mode in (0, 3):
                 self.assertEqual(p["sync_mode"], "commit", (seed, db, p))
-            self.assertNotEqual(p["sync_mode"], "off", (seed, db, p))  # an open lead: docs/findings/
+            self.assertNotEqual(
+                p["sync_mode"], "off", (seed, db, p)
+            )  # an open lead: docs/findings/
         self.assertEqual(seen, {0, 2, 3})
         # A pinned sync_mode is the user's: kept.
         cfg = engine_cfg("rocksdb", {"rocksdb_wal_recovery_mode": "0", "sync_mode": "off"})
@@ -75,16 +95,23 @@ class TheDrawKeepsToWhatEachEnginePromises(unittest.TestCase):
             durable = sync == "extra" or (wal and sync == "full")
             kinds.add((db["sqlite_journal_mode"], db["sqlite_synchronous"]))
             if not durable:
-                self.assertEqual((p["sync_mode"], db.get("sync_mode")), ("off", "off"), (seed, db, p))
+                self.assertEqual(
+                    (p["sync_mode"], db.get("sync_mode")), ("off", "off"), (seed, db, p)
+                )
             if db["sqlite_journal_mode"] == "delete":
                 self.assertNotIn("acquire_snapshot_one_in", p)
                 self.assertNotIn("checkpoint_wal_bytes", p)
         self.assertEqual(len(kinds), 6)
 
     def test_an_engine_without_kill_points_is_killed_from_outside(self):
-        plans = {draw_plan(seed, "simple", 3.0, {}, [], max_variants=2)["kind"] for seed in range(16)}
+        plans = {
+            draw_plan(seed, "simple", 3.0, {}, [], max_variants=2)["kind"] for seed in range(16)
+        }
         self.assertEqual(plans, {"blackbox"})
-        plans = {draw_plan(seed, "simple", 3.0, {}, ["kill/wal/append"], max_variants=2)["kind"] for seed in range(16)}
+        plans = {
+            draw_plan(seed, "simple", 3.0, {}, ["kill/wal/append"], max_variants=2)["kind"]
+            for seed in range(16)
+        }
         self.assertEqual(plans, {"blackbox", "whitebox"})
 
 
@@ -92,10 +119,12 @@ class WhatTheDoorCannotServeIsAUsageError(unittest.TestCase):
     def test_each_is_refused_before_a_report_folder_is_made(self):
         with tempfile.TemporaryDirectory(prefix="ct-engines-") as d:
             rd = os.path.join(d, "r")
-            cases = [("whitebox", ["--engine", "sqlite"], "kill points"),
-                     ("simple", ["--engine", "rocksdb", "--faults", "bitflip_page"], "--faults none"),
-                     ("simple", ["--engine", "sqlite", "--faults-via", "hooks"], "door"),
-                     ("simple", ["--faults-via", "posix", "--set", "io_backend=uring"], "io_uring")]
+            cases = [
+                ("whitebox", ["--engine", "sqlite"], "kill points"),
+                ("simple", ["--engine", "rocksdb", "--faults", "bitflip_page"], "--faults none"),
+                ("simple", ["--engine", "sqlite", "--faults-via", "hooks"], "door"),
+                ("simple", ["--faults-via", "posix", "--set", "io_backend=uring"], "io_uring"),
+            ]
             for mode, args, why in cases:
                 rc, out, err = run_ct(mode, "--duration", "5", "--report-dir", rd, *args)
                 self.assertEqual(rc, 2, out + err)
@@ -107,7 +136,9 @@ class OtherEnginesRunTheNightlyCycle(unittest.TestCase):
     def run_engine(self, *args):
         with tempfile.TemporaryDirectory(prefix="ct-engines-") as d:
             rd = os.path.join(d, "r")
-            rc, out, err = run_ct("simple", "--duration", "20", "-j", "1", "--seed", "7", "--report-dir", rd, *args)
+            rc, out, err = run_ct(
+                "simple", "--duration", "20", "-j", "1", "--seed", "7", "--report-dir", rd, *args
+            )
             with open(os.path.join(rd, "summary.json")) as f:
                 s = json.load(f)
             with open(os.path.join(rd, "iterations.jsonl")) as f:
@@ -129,8 +160,12 @@ class OtherEnginesRunTheNightlyCycle(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         steps = [st for i in its for st in i["steps"] if st["type"] == "stress"]
         self.assertTrue(steps)
-        self.assertTrue(all("--faults_via=posix" in st["argv"] and "--io_backend=psync" in st["argv"]
-                            for st in steps))
+        self.assertTrue(
+            all(
+                "--faults_via=posix" in st["argv"] and "--io_backend=psync" in st["argv"]
+                for st in steps
+            )
+        )
 
 
 if __name__ == "__main__":

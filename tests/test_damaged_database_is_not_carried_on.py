@@ -21,8 +21,15 @@ from crashtest.steps import conclude  # noqa: E402
 
 
 def fake_run(d):
-    return types.SimpleNamespace(failures=0, fresh=False, db_age=0, db_ops=0, history=[],
-                                 state=os.path.join(d, "state"), dir=d)
+    return types.SimpleNamespace(
+        failures=0,
+        fresh=False,
+        db_age=0,
+        db_ops=0,
+        history=[],
+        state=os.path.join(d, "state"),
+        dir=d,
+    )
 
 
 class TestCarryOn(unittest.TestCase):
@@ -45,7 +52,9 @@ class TestCarryOn(unittest.TestCase):
         self.assertEqual(run.db_age, 1)
 
     def test_a_database_left_unrecoverable_by_design_is_not_carried_on(self):
-        run = self.conclude_with({"unrecoverable_by_design": "misdirected_write at hook/write file=data block=87"})
+        run = self.conclude_with(
+            {"unrecoverable_by_design": "misdirected_write at hook/write file=data block=87"}
+        )
         self.assertTrue(run.fresh)
 
     def test_reported_or_unrecoverable_damage_is_not_carried_on(self):

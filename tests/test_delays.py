@@ -44,13 +44,27 @@ class TestDelays(unittest.TestCase):
 
     def run_stress(self, name, *args):
         db = os.path.join(self.d, name)
-        rc, out, err = stress("--db=" + db, "--destroy_db_initially", "--max_key=400", "--page_size=4096",
-                              "--cache_size=64K", "--checkpoint_one_in=100", "--report=" + db + ".json", *args)
+        rc, out, err = stress(
+            "--db=" + db,
+            "--destroy_db_initially",
+            "--max_key=400",
+            "--page_size=4096",
+            "--cache_size=64K",
+            "--checkpoint_one_in=100",
+            "--report=" + db + ".json",
+            *args
+        )
         return rc, err, db
 
     def test_a_run_with_pauses_passes_and_counts_them_apart_from_the_faults(self):
-        rc, err, db = self.run_stress("db", "--threads=2", "--ops_per_thread=1500", "--delay_one_in=8",
-                                      "--delay_max_us=500", "--read_fault_one_in=300")
+        rc, err, db = self.run_stress(
+            "db",
+            "--threads=2",
+            "--ops_per_thread=1500",
+            "--delay_one_in=8",
+            "--delay_max_us=500",
+            "--read_fault_one_in=300",
+        )
         self.assertEqual(rc, 0, err)
         with open(db + ".json") as f:
             rep = json.load(f)
@@ -60,8 +74,11 @@ class TestDelays(unittest.TestCase):
         self.assertEqual(rep["delays"], len(pauses))
         self.assertNotIn("delay", rep["classes"])
         faults = [j for j in lines if j.get("class") != "delay"]
-        self.assertEqual(sum(c["injected"] for c in rep["classes"].values()), len(faults),
-                         "the oracle counted a pause as an injection")
+        self.assertEqual(
+            sum(c["injected"] for c in rep["classes"].values()),
+            len(faults),
+            "the oracle counted a pause as an injection",
+        )
         for j in pauses:
             self.assertTrue(j["point"].startswith(("delay/", "hook/")), j)
             self.assertTrue(0 <= j["len"] <= 500, j)
@@ -81,18 +98,32 @@ class TestDelays(unittest.TestCase):
         self.assertEqual(rc, 0, err)
 
         def pauses(d):
-            return [(j["point"], j["len"], j["op"]) for j in ledger_of(os.path.join(d + ".expected", "ledger"))
-                    if j.get("class") == "delay" and j.get("phase") == "run"]
+            return [
+                (j["point"], j["len"], j["op"])
+                for j in ledger_of(os.path.join(d + ".expected", "ledger"))
+                if j.get("class") == "delay" and j.get("phase") == "run"
+            ]
+
         first = pauses(db)
         self.assertGreater(len(first), 20)
         self.assertEqual(first, pauses(db2))
 
     def test_named_sites_alone_pause(self):
         sites = ["hook/sync/after", "delay/commit/before_publish"]
-        rc, err, db = self.run_stress("s", "--threads=2", "--ops_per_thread=800", "--delay_one_in=2",
-                                      "--delay_max_us=100", "--delay_sites=" + " , ".join(sites))
+        rc, err, db = self.run_stress(
+            "s",
+            "--threads=2",
+            "--ops_per_thread=800",
+            "--delay_one_in=2",
+            "--delay_max_us=100",
+            "--delay_sites=" + " , ".join(sites),
+        )
         self.assertEqual(rc, 0, err)
-        at = {j["point"] for j in ledger_of(os.path.join(db + ".expected", "ledger")) if j.get("class") == "delay"}
+        at = {
+            j["point"]
+            for j in ledger_of(os.path.join(db + ".expected", "ledger"))
+            if j.get("class") == "delay"
+        }
         self.assertEqual(at, set(sites))
 
     def test_crashtests_sites_are_the_engines_delay_points_and_the_hooks(self):
@@ -103,11 +134,19 @@ class TestDelays(unittest.TestCase):
         self.assertEqual(sorted(DELAY_SITES), sorted(engine + HOOK_SITES))
 
     def test_a_bad_value_is_a_usage_error_that_creates_nothing(self):
-        for bad in (["--delay_max_us=0"], ["--delay_one_in=-1"], ["--delay_one_in=x"],
-                    ["--delay_sites=hook/sync/after"], ["--delay_one_in=3", "--delay_sites=delay/no/such"],
-                    ["--delay_one_in=3", "--delay_sites=kill/wal/after_sync"], ["--delay_one_in=3", "--delay_sites=,"]):
+        for bad in (
+            ["--delay_max_us=0"],
+            ["--delay_one_in=-1"],
+            ["--delay_one_in=x"],
+            ["--delay_sites=hook/sync/after"],
+            ["--delay_one_in=3", "--delay_sites=delay/no/such"],
+            ["--delay_one_in=3", "--delay_sites=kill/wal/after_sync"],
+            ["--delay_one_in=3", "--delay_sites=,"],
+        ):
             db = os.path.join(self.d, "bad")
-            rc, out, err = stress("--db=" + db, "--destroy_db_initially", "--ops_per_thread=10", *bad)
+            rc, out, err = stress(
+                "--db=" + db, "--destroy_db_initially", "--ops_per_thread=10", *bad
+            )
             self.assertEqual(rc, 2, (bad, err))
             self.assertIn("delay_", err)
             self.assertFalse(os.path.exists(db), bad)

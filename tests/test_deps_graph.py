@@ -47,8 +47,12 @@ FILES = [
 
 def run(root):
     """deps_graph.py --quiet on ROOT: (exit status, stderr)."""
-    p = subprocess.run([sys.executable, TOOL, "--root", root, "--quiet"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    p = subprocess.run(
+        [sys.executable, TOOL, "--root", root, "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+    )
     return p.returncode, p.stderr
 
 

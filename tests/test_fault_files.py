@@ -41,17 +41,32 @@ class TestFaultFiles(unittest.TestCase):
 
     def run_stress(self, name, *args):
         db = os.path.join(self.d, name)
-        rc, out, err = stress("--db=" + db, "--destroy_db_initially", "--max_key=2000", "--page_size=4096",
-                              "--cache_size=64K", "--report=" + db + ".json", *args)
+        rc, out, err = stress(
+            "--db=" + db,
+            "--destroy_db_initially",
+            "--max_key=2000",
+            "--page_size=4096",
+            "--cache_size=64K",
+            "--report=" + db + ".json",
+            *args
+        )
         with open(db + ".json") as f:
             rep = json.load(f)
         return rc, err, rep, ledger_of(os.path.join(db + ".expected", "ledger"))
 
     def test_failed_fsyncs_aimed_at_one_kind_strike_only_its_files(self):
-        for kind, want in (("data", lambda f: f == "data"), ("wal", lambda f: f.startswith("wal/"))):
-            rc, err, rep, lines = self.run_stress(kind, "--threads=2", "--ops_per_thread=1500",
-                                                  "--checkpoint_one_in=50", "--sync_fault_one_in=3",
-                                                  "--fault_files=" + kind)
+        for kind, want in (
+            ("data", lambda f: f == "data"),
+            ("wal", lambda f: f.startswith("wal/")),
+        ):
+            rc, err, rep, lines = self.run_stress(
+                kind,
+                "--threads=2",
+                "--ops_per_thread=1500",
+                "--checkpoint_one_in=50",
+                "--sync_fault_one_in=3",
+                "--fault_files=" + kind,
+            )
             self.assertEqual(rc, 0, err)
             files = [j.get("file") for j in lines if j["class"] == "sync_error"]
             self.assertGreater(len(files), 10, kind)
@@ -86,12 +101,21 @@ class TestSwarmAimsFiles(unittest.TestCase):
         for sw, p in aimed:
             self.assertEqual(p["fault_files"], sw["files"])
         self.assertTrue(all("fault_files" not in p for _, sw, p in got if not sw["files"]))
-        rec = {"ops": {"put": 100}, "features": {}, "max_key": 8, "threads": 2, "faults": ["sync_error"],
-               "files": "data"}
+        rec = {
+            "ops": {"put": 100},
+            "features": {},
+            "max_key": 8,
+            "threads": 2,
+            "faults": ["sync_error"],
+            "files": "data",
+        }
         self.assertIn("faults sync_error on data files", swarm_text(rec))
 
     def test_a_binary_without_the_option_gets_no_aim(self):
-        cfg = Config(max_key=2000, known={"threads", "readpercent", "writepercent", "delpercent", "iterpercent"})
+        cfg = Config(
+            max_key=2000,
+            known={"threads", "readpercent", "writepercent", "delpercent", "iterpercent"},
+        )
         for i in range(200):
             s = iteration_seed(7, i)
             if draw_swarm(s, cfg) and draw_swarm(s, cfg)["files"]:

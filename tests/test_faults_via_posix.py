@@ -28,8 +28,16 @@ BROKEN = os.path.join(ROOT, BUILD, "mutants", "drop-synced-commit", "stress")
 DOOR = ["--faults_via=posix", "--io_backend=psync"]
 # One thread and a small cache: page writes and unsynced log writes between
 # checkpoints, so the journal has something to roll back.
-CRASHY = ["--seed=5", "--threads=1", "--max_key=2000", "--sync_fault_injection=1", "--sync_mode=off",
-          "--checkpoint_one_in=300", "--cache_size=64K", "--page_size=4096"]
+CRASHY = [
+    "--seed=5",
+    "--threads=1",
+    "--max_key=2000",
+    "--sync_fault_injection=1",
+    "--sync_mode=off",
+    "--checkpoint_one_in=300",
+    "--cache_size=64K",
+    "--page_size=4096",
+]
 
 
 def ledger_points(run_dir):
@@ -44,19 +52,26 @@ def ledger_points(run_dir):
 
 
 def powerloss(db, run_dir, *args):
-    p = subprocess.run([POWERLOSS, db, "--run-dir", run_dir, "--seed", "5"] + list(args), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, universal_newlines=True)
+    p = subprocess.run(
+        [POWERLOSS, db, "--run-dir", run_dir, "--seed", "5"] + list(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+    )
     return p.returncode, p.stdout + p.stderr
 
 
 class FaultsViaPosix(unittest.TestCase):
-
     @classmethod
     def setUpClass(cls):
         need_stress()
         if not os.path.exists(POWERLOSS):
-            subprocess.run(["make", "-s", os.path.relpath(POWERLOSS, ROOT)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+            subprocess.run(
+                ["make", "-s", os.path.relpath(POWERLOSS, ROOT)],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
 
     def setUp(self):
         self.d = tempfile.mkdtemp(prefix="test-faults-via-posix-")
@@ -68,23 +83,48 @@ class FaultsViaPosix(unittest.TestCase):
         """A run of BINARY on database NAME killed at its end (--crash_at_end)."""
         db = os.path.join(self.d, name, "db")
         os.makedirs(os.path.dirname(db), exist_ok=True)
-        p = subprocess.run([binary, "--db=" + db, "--destroy_db_initially", "--crash_at_end"] + list(args),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        p = subprocess.run(
+            [binary, "--db=" + db, "--destroy_db_initially", "--crash_at_end"] + list(args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+        )
         self.assertEqual(p.returncode, -9, p.stdout + p.stderr)
         return db, db + ".expected"
 
     def test_hook_classes_act_through_the_door(self):
         db = os.path.join(self.d, "db")
         # One thread: the seed gives every class below at least once.
-        rc, out, err = stress("--db=" + db, "--destroy_db_initially", *DOOR, "--sync_fault_injection=1",
-                              "--threads=1", "--ops_per_thread=6000", "--max_key=2000", "--page_size=4096",
-                              "--cache_size=64K", "--checkpoint_one_in=200", "--read_fault_one_in=60",
-                              "--write_fault_one_in=500", "--sync_fault_one_in=40", "--torn_write_one_in=40",
-                              "--zero_page_one_in=200", "--bitflip_page_one_in=1500", "--seed=4")
+        rc, out, err = stress(
+            "--db=" + db,
+            "--destroy_db_initially",
+            *DOOR,
+            "--sync_fault_injection=1",
+            "--threads=1",
+            "--ops_per_thread=6000",
+            "--max_key=2000",
+            "--page_size=4096",
+            "--cache_size=64K",
+            "--checkpoint_one_in=200",
+            "--read_fault_one_in=60",
+            "--write_fault_one_in=500",
+            "--sync_fault_one_in=40",
+            "--torn_write_one_in=40",
+            "--zero_page_one_in=200",
+            "--bitflip_page_one_in=1500",
+            "--seed=4"
+        )
         self.assertEqual(rc, 0, out + err)
         pts = ledger_points(db + ".expected")
         classes = {c for c, _ in pts}
-        for c in ("read_error", "write_error", "sync_error", "torn_write", "zero_page", "bitflip_page"):
+        for c in (
+            "read_error",
+            "write_error",
+            "sync_error",
+            "torn_write",
+            "zero_page",
+            "bitflip_page",
+        ):
             self.assertIn(c, classes, pts)
         # Through the door, not the engine's hooks nor its fsync point:
         # every sync_error is the hook route's (via_door), and torn and
@@ -103,9 +143,17 @@ class FaultsViaPosix(unittest.TestCase):
         # power loss could undo them.
         lines = {}
         for via in ("hooks", "posix"):
-            db, run = self.crash(STRESS, via, "--faults_via=" + via, "--io_backend=psync", "--ops_per_thread=2000",
-                                 "--bitflip_page_one_in=100", "--zero_page_one_in=400", "--torn_write_one_in=100",
-                                 *CRASHY)
+            db, run = self.crash(
+                STRESS,
+                via,
+                "--faults_via=" + via,
+                "--io_backend=psync",
+                "--ops_per_thread=2000",
+                "--bitflip_page_one_in=100",
+                "--zero_page_one_in=400",
+                "--torn_write_one_in=100",
+                *CRASHY
+            )
             rc, out = powerloss(db, run, "--mode", "mixed", "--variants", "1")
             self.assertEqual(rc, 0, out)
             lines[via] = out.strip().splitlines()[-1].split(" variant ", 1)[1]
@@ -119,7 +167,9 @@ class FaultsViaPosix(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         self.assertRegex(out, r" [1-9][0-9]* rolled back")
         report = os.path.join(self.d, "r.json")
-        rc, out, err = stress("--db=" + db, *DOOR, "--verification_only", "--report=" + report, *CRASHY)
+        rc, out, err = stress(
+            "--db=" + db, *DOOR, "--verification_only", "--report=" + report, *CRASHY
+        )
         self.assertEqual(rc, 0, out + err)
         with open(report) as f:
             r = json.load(f)
@@ -128,26 +178,42 @@ class FaultsViaPosix(unittest.TestCase):
 
     def test_io_uring_is_refused(self):
         db = os.path.join(self.d, "db")
-        rc, out, err = stress("--db=" + db, "--destroy_db_initially", "--faults_via=posix", "--sync_fault_injection=1")
+        rc, out, err = stress(
+            "--db=" + db, "--destroy_db_initially", "--faults_via=posix", "--sync_fault_injection=1"
+        )
         self.assertEqual(rc, 2, out + err)
         self.assertIn("--io_backend psync", err)
         self.assertFalse(os.path.exists(db))
 
     def test_a_synced_commit_dropped_by_recovery_is_caught_through_the_door(self):
-        made = subprocess.run(["make", "-s", os.path.relpath(BROKEN, ROOT)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+        made = subprocess.run(
+            ["make", "-s", os.path.relpath(BROKEN, ROOT)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         if made.returncode or not os.path.exists(BROKEN):
             self.skipTest("build/mutants/drop-synced-commit/stress missing")
         # Every commit synced (--sync_mode commit), so the power-loss step
         # may undo nothing acknowledged: a commit gone after recovery is
         # the engine's loss, judged lost.
-        opts = DOOR + ["--seed=5", "--threads=1", "--max_key=2000", "--sync_fault_injection=1", "--sync_mode=commit"]
+        opts = DOOR + [
+            "--seed=5",
+            "--threads=1",
+            "--max_key=2000",
+            "--sync_fault_injection=1",
+            "--sync_mode=commit",
+        ]
         db, run = self.crash(BROKEN, "broken", "--ops_per_thread=2000", *opts)
         rc, out = powerloss(db, run, "--mode", "rollback")
         self.assertEqual(rc, 0, out)
         report = os.path.join(self.d, "b.json")
-        p = subprocess.run([BROKEN, "--db=" + db, "--verification_only", "--report=" + report] + opts,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        p = subprocess.run(
+            [BROKEN, "--db=" + db, "--verification_only", "--report=" + report] + opts,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+        )
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn("FAILURE lost", p.stdout + p.stderr)
 
@@ -174,8 +240,13 @@ class OtherEnginesPowerLossThroughTheDoor(unittest.TestCase):
             exp = os.path.join(self.d, name, "exp%d" % k)
             shutil.copytree(run, exp)
             report = os.path.join(exp, "r.json")
-            rc, out, err = stress("--db=%s.pl%d" % (db, k), "--expected_values_dir=" + exp, "--verification_only",
-                                  "--report=" + report, *opts)
+            rc, out, err = stress(
+                "--db=%s.pl%d" % (db, k),
+                "--expected_values_dir=" + exp,
+                "--verification_only",
+                "--report=" + report,
+                *opts
+            )
             self.assertEqual(rc, 0, out + err)
             with open(report) as f:
                 self.assertEqual(json.load(f)["post_crash_check"], "passed")
@@ -186,19 +257,41 @@ class OtherEnginesPowerLossThroughTheDoor(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
 
     def test_sqlite_crash_power_loss_and_rerun(self):
-        self.crash_variants_rerun("sqlite", [
-            "--engine=sqlite", "--sqlite_journal_mode=wal", "--sqlite_synchronous=full", "--faults_via=posix",
-            "--sync_fault_injection=1", "--threads=1", "--max_key=2000", "--seed=5"])
+        self.crash_variants_rerun(
+            "sqlite",
+            [
+                "--engine=sqlite",
+                "--sqlite_journal_mode=wal",
+                "--sqlite_synchronous=full",
+                "--faults_via=posix",
+                "--sync_fault_injection=1",
+                "--threads=1",
+                "--max_key=2000",
+                "--seed=5",
+            ],
+        )
 
     def test_rocksdb_crash_power_loss_and_rerun(self):
-        self.crash_variants_rerun("rocksdb", [
-            "--engine=rocksdb", "--sync_mode=off", "--checkpoint_one_in=300", "--faults_via=posix",
-            "--sync_fault_injection=1", "--threads=1", "--max_key=2000", "--seed=5"])
+        self.crash_variants_rerun(
+            "rocksdb",
+            [
+                "--engine=rocksdb",
+                "--sync_mode=off",
+                "--checkpoint_one_in=300",
+                "--faults_via=posix",
+                "--sync_fault_injection=1",
+                "--threads=1",
+                "--max_key=2000",
+                "--seed=5",
+            ],
+        )
 
     def test_what_the_door_does_not_serve_them_yet_is_still_refused(self):
         db = os.path.join(self.d, "db")
-        for extra in (["--faults_via=hooks", "--sync_fault_injection=1"],
-                      ["--faults_via=posix", "--sync_fault_injection=1", "--read_fault_one_in=100"]):
+        for extra in (
+            ["--faults_via=hooks", "--sync_fault_injection=1"],
+            ["--faults_via=posix", "--sync_fault_injection=1", "--read_fault_one_in=100"],
+        ):
             rc, out, err = stress("--db=" + db, "--destroy_db_initially", "--engine=sqlite", *extra)
             self.assertEqual(rc, 2, out + err)
             self.assertFalse(os.path.exists(db))

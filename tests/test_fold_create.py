@@ -28,29 +28,72 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from crashtest.cand import Cand, is_fresh, opt_get  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
 
-CREATED = ["0 put 7 00000000000000a1 on | 7=v1 ok op=1:1 inj=0",
-           "1 get 3 00000000000000a2 on | 3=absent ok op=1:2 inj=0",
-           "2 batch - 00000000000000a3 on | 4=v2 ok 5=del ok op=1:3 inj=0"]
-GROWN = ["0 put 9 00000000000000c1 on | 9=v4 ok op=1:1 inj=0",
-         "1 delete 7 00000000000000c2 on | 7=del ok op=1:2 inj=1"]
-OPS = ["0 put 7 00000000000000b1 on | 7=v3 ok op=2:1 inj=0",
-       "1 checkpoint - 00000000000000b2 on | ok op=2:2 inj=0"]
+CREATED = [
+    "0 put 7 00000000000000a1 on | 7=v1 ok op=1:1 inj=0",
+    "1 get 3 00000000000000a2 on | 3=absent ok op=1:2 inj=0",
+    "2 batch - 00000000000000a3 on | 4=v2 ok 5=del ok op=1:3 inj=0",
+]
+GROWN = [
+    "0 put 9 00000000000000c1 on | 9=v4 ok op=1:1 inj=0",
+    "1 delete 7 00000000000000c2 on | 7=del ok op=1:2 inj=1",
+]
+OPS = [
+    "0 put 7 00000000000000b1 on | 7=v3 ok op=2:1 inj=0",
+    "1 checkpoint - 00000000000000b2 on | ok op=2:2 inj=0",
+]
 
 
 def run():
     """A fresh run: a create step of 200 ops, the op step replaying OPS,
     a verify step after it."""
-    create = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "c", "expect": "exit0",
-              "kill_after": None,
-              "argv": ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--page_size=4096", "--value_size_max=64",
-                       "--destroy_db_initially=1", "--threads=1", "--ops_per_thread=200", "--seed=3"]}
-    op = {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "crash_at_end",
-          "kill_after": None,
-          "argv": ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--threads=1", "--seed=5", "--cache_size=1M",
-                   "--read_fault_one_in=100", "--crash_at_end=1", "--trace_ops=@ITER@/ops.trace",
-                   "--replay_ops=@FOLDER@/ops.trace"]}
-    verify = {"type": "stress", "name": "verify", "state": "@STATE@", "dir": "v", "expect": "exit0",
-              "kill_after": None, "argv": ["@STRESS@", "--db=@STATE@/db", "--verification_only=1"]}
+    create = {
+        "type": "stress",
+        "name": "create",
+        "state": "@STATE@",
+        "dir": "c",
+        "expect": "exit0",
+        "kill_after": None,
+        "argv": [
+            "@STRESS@",
+            "--db=@STATE@/db",
+            "--max_key=100",
+            "--page_size=4096",
+            "--value_size_max=64",
+            "--destroy_db_initially=1",
+            "--threads=1",
+            "--ops_per_thread=200",
+            "--seed=3",
+        ],
+    }
+    op = {
+        "type": "stress",
+        "name": "workload",
+        "state": "@STATE@",
+        "dir": "d",
+        "expect": "crash_at_end",
+        "kill_after": None,
+        "argv": [
+            "@STRESS@",
+            "--db=@STATE@/db",
+            "--max_key=100",
+            "--threads=1",
+            "--seed=5",
+            "--cache_size=1M",
+            "--read_fault_one_in=100",
+            "--crash_at_end=1",
+            "--trace_ops=@ITER@/ops.trace",
+            "--replay_ops=@FOLDER@/ops.trace",
+        ],
+    }
+    verify = {
+        "type": "stress",
+        "name": "verify",
+        "state": "@STATE@",
+        "dir": "v",
+        "expect": "exit0",
+        "kill_after": None,
+        "argv": ["@STRESS@", "--db=@STATE@/db", "--verification_only=1"],
+    }
     return Cand([create, op, verify], True, list(OPS), 1, ["passed", "crashed", "failed"])
 
 
@@ -58,10 +101,25 @@ def regrown_run():
     """run() with a step that regrows the database (K15) between its create
     step and its op step: its own options and fault rates."""
     c = run()
-    grow = {"type": "stress", "name": "history-0", "state": "@STATE@", "dir": "h", "expect": "exit0",
-            "kill_after": None,
-            "argv": ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--threads=1", "--ops_per_thread=6210",
-                     "--seed=9", "--cache_size=8M", "--sync_mode=off", "--write_fault_one_in=50"]}
+    grow = {
+        "type": "stress",
+        "name": "history-0",
+        "state": "@STATE@",
+        "dir": "h",
+        "expect": "exit0",
+        "kill_after": None,
+        "argv": [
+            "@STRESS@",
+            "--db=@STATE@/db",
+            "--max_key=100",
+            "--threads=1",
+            "--ops_per_thread=6210",
+            "--seed=9",
+            "--cache_size=8M",
+            "--sync_mode=off",
+            "--write_fault_one_in=50",
+        ],
+    }
     c.splice(1, [grow])
     return c
 
@@ -89,63 +147,128 @@ class TestFoldCreate(unittest.TestCase):
                     with open(os.path.join(t, "iter", os.path.basename(name)), "w") as f:
                         f.write("# stress op trace 1\n" + "".join(l + "\n" for l in lines))
             kept = len(c.steps) > 2 or fold_kept
-            sh.log.append({"what": what, "phase": phase, "verdict": "kept" if kept else "rejected",
-                           "why": "fails the same way" if kept else "passed"})
+            sh.log.append(
+                {
+                    "what": what,
+                    "phase": phase,
+                    "verdict": "kept" if kept else "rejected",
+                    "why": "fails the same way" if kept else "passed",
+                }
+            )
             if kept:
                 sh.best, sh.best_res = c, {"dir": t}
             return kept
+
         sh.attempt = attempt
         return sh
 
     def test_the_create_step_folded_into_the_op_step_is_one_list_that_delta_debugging_cuts(self):
         sh = self.shrinker(True)
         sh.p_fold_create()
-        self.assertEqual([(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")])
-        self.assertEqual(sh.log[1]["what"], "the create step's 3 ops folded into the op step (5 -> 6 ops, one step "
-                                            "fewer)")
+        self.assertEqual(
+            [(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")]
+        )
+        self.assertEqual(
+            sh.log[1]["what"],
+            "the create step's 3 ops folded into the op step (5 -> 6 ops, one step " "fewer)",
+        )
         b = sh.best
-        self.assertEqual(([s["name"] for s in b.steps], b.w, b.want),
-                         (["workload", "verify"], 0, ["crashed", "failed"]))
+        self.assertEqual(
+            ([s["name"] for s in b.steps], b.w, b.want),
+            (["workload", "verify"], 0, ["crashed", "failed"]),
+        )
         self.assertTrue(is_fresh(b))
         a = b.op["argv"]
-        self.assertEqual([opt_get(a, o) for o in ("destroy_db_initially", "page_size", "value_size_max", "cache_size",
-                                                  "read_fault_one_in", "replay_ops")],
-                         ["1", "4096", "64", "1M", "100", "@FOLDER@/ops.trace"])
-        self.assertEqual(b.trace[:3], [l.replace(" on |", " off |") for l in CREATED], "the create step had no faults")
+        self.assertEqual(
+            [
+                opt_get(a, o)
+                for o in (
+                    "destroy_db_initially",
+                    "page_size",
+                    "value_size_max",
+                    "cache_size",
+                    "read_fault_one_in",
+                    "replay_ops",
+                )
+            ],
+            ["1", "4096", "64", "1M", "100", "@FOLDER@/ops.trace"],
+        )
+        self.assertEqual(
+            b.trace[:3],
+            [l.replace(" on |", " off |") for l in CREATED],
+            "the create step had no faults",
+        )
         self.assertEqual(b.trace[3].split()[1:5], ["restart", "-", "0000000000000000", "off"])
         self.assertEqual(b.trace[4:], OPS)
-        self.assertEqual(sh.ddmin_size, 1 << 62, "delta debugging starts again at half the new list")
+        self.assertEqual(
+            sh.ddmin_size, 1 << 62, "delta debugging starts again at half the new list"
+        )
 
     def test_the_steps_that_regrow_the_database_fold_too_each_ending_in_a_restart(self):
         sh = self.shrinker(True, regrown_run())
         sh.defaults = {"cache_size": "64M", "sync_mode": "commit", "checkpoint_wal_bytes": "64M"}
         self.assertEqual(sh.best.measures()["regrown"], 1)
         sh.p_fold_create()
-        self.assertEqual([(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")])
-        self.assertEqual(sh.log[0]["what"], "the create and 1 regrowing step's ops traced (--trace_ops)")
-        self.assertEqual(sh.log[1]["what"], "the create and 1 regrowing step's 5 ops folded into the op step "
-                                            "(7 -> 10 ops, 2 steps fewer)")
+        self.assertEqual(
+            [(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")]
+        )
+        self.assertEqual(
+            sh.log[0]["what"], "the create and 1 regrowing step's ops traced (--trace_ops)"
+        )
+        self.assertEqual(
+            sh.log[1]["what"],
+            "the create and 1 regrowing step's 5 ops folded into the op step "
+            "(7 -> 10 ops, 2 steps fewer)",
+        )
         b = sh.best
-        self.assertEqual(([s["name"] for s in b.steps], b.w, b.want),
-                         (["workload", "verify"], 0, ["crashed", "failed"]))
+        self.assertEqual(
+            ([s["name"] for s in b.steps], b.w, b.want),
+            (["workload", "verify"], 0, ["crashed", "failed"]),
+        )
         a = b.op["argv"]
-        self.assertEqual([opt_get(a, o) for o in ("destroy_db_initially", "page_size", "cache_size",
-                                                  "write_fault_one_in", "read_fault_one_in")],
-                         ["1", "4096", "1M", None, "100"], "the op step's options, the create step's creation ones")
+        self.assertEqual(
+            [
+                opt_get(a, o)
+                for o in (
+                    "destroy_db_initially",
+                    "page_size",
+                    "cache_size",
+                    "write_fault_one_in",
+                    "read_fault_one_in",
+                )
+            ],
+            ["1", "4096", "1M", None, "100"],
+            "the op step's options, the create step's creation ones",
+        )
         # Each process's own open options (stress's defaults where its
         # step names none) on the restart in front of its ops, where they
         # differ from the op step's: the create step's 64M cache, the
         # regrowing step's 8M and its sync_mode, the op step's own last.
-        self.assertEqual(b.trace[0], "0 restart cache_size=64M 0000000000000000 off | folded: create's start")
+        self.assertEqual(
+            b.trace[0], "0 restart cache_size=64M 0000000000000000 off | folded: create's start"
+        )
         self.assertEqual(b.trace[1:4], [l.replace(" on |", " off |") for l in CREATED])
-        self.assertEqual(b.trace[4], "3 restart cache_size=8M,sync_mode=off 0000000000000000 off | folded: "
-                                     "create's end, history-0's start")
-        self.assertEqual(b.trace[5:7], [l.replace(" on |", " off |") for l in GROWN],
-                         "the regrowing step's faults were drawn at its own rates: off")
-        self.assertEqual(b.trace[7], "2 restart - 0000000000000000 off | folded: history-0's end, workload's start")
+        self.assertEqual(
+            b.trace[4],
+            "3 restart cache_size=8M,sync_mode=off 0000000000000000 off | folded: "
+            "create's end, history-0's start",
+        )
+        self.assertEqual(
+            b.trace[5:7],
+            [l.replace(" on |", " off |") for l in GROWN],
+            "the regrowing step's faults were drawn at its own rates: off",
+        )
+        self.assertEqual(
+            b.trace[7],
+            "2 restart - 0000000000000000 off | folded: history-0's end, workload's start",
+        )
         self.assertEqual(b.trace[8:], OPS)
-        self.assertEqual(b.measures()["regrown"], 1, "the folded iteration still counts as one redone")
-        b.trace = [l.split("|")[0] + "| ok" for l in b.trace]  # traced again by a replay (refresh_trace)
+        self.assertEqual(
+            b.measures()["regrown"], 1, "the folded iteration still counts as one redone"
+        )
+        b.trace = [
+            l.split("|")[0] + "| ok" for l in b.trace
+        ]  # traced again by a replay (refresh_trace)
         self.assertEqual(b.copy().measures()["regrown"], 1, "whatever the notes say")
 
     def test_a_create_step_of_one_op_folds_too(self):
@@ -154,7 +277,9 @@ class TestFoldCreate(unittest.TestCase):
         # the fold must not take that count for the steps' own.
         sh = self.shrinker(True, created=CREATED[:1])
         sh.p_fold_create()
-        self.assertEqual([(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")])
+        self.assertEqual(
+            [(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")]
+        )
         self.assertEqual(sh.best.trace[0], CREATED[0].replace(" on |", " off |"))
         self.assertEqual(len(sh.best.trace), 1 + 1 + len(OPS))
 
@@ -162,8 +287,13 @@ class TestFoldCreate(unittest.TestCase):
         for change in ("timed", "killed", "creates its own database"):
             sh = self.shrinker(True, regrown_run())
             a = sh.best.steps[1]["argv"]
-            a.append({"timed": "--duration=10", "killed": "--kill_random_test=1000",
-                      "creates its own database": "--destroy_db_initially=1"}[change])
+            a.append(
+                {
+                    "timed": "--duration=10",
+                    "killed": "--kill_random_test=1000",
+                    "creates its own database": "--destroy_db_initially=1",
+                }[change]
+            )
             sh.p_fold_create()
             self.assertEqual(sh.log, [], change)
 
@@ -172,8 +302,13 @@ class TestFoldCreate(unittest.TestCase):
         sh.p_fold_create()
         self.assertEqual([e["verdict"] for e in sh.log], ["undone", "rejected"])
         self.assertIn("undone: the fold did not fail the same way", sh.log[0]["why"])
-        self.assertEqual(([s["name"] for s in sh.best.steps], sh.best.trace), (["create", "workload", "verify"], OPS))
-        self.assertIsNone(opt_get(sh.best.steps[0]["argv"], "trace_ops"), "the create step untraced again")
+        self.assertEqual(
+            ([s["name"] for s in sh.best.steps], sh.best.trace),
+            (["create", "workload", "verify"], OPS),
+        )
+        self.assertIsNone(
+            opt_get(sh.best.steps[0]["argv"], "trace_ops"), "the create step untraced again"
+        )
         self.assertEqual(sh.ddmin_size, 8)
 
     def test_no_fold_without_a_create_step_in_front_of_a_replaying_op_step(self):
@@ -185,7 +320,9 @@ class TestFoldCreate(unittest.TestCase):
             elif change == "untraced":
                 b.trace = None
             else:
-                b.steps[0]["argv"] = [x for x in b.steps[0]["argv"] if x != "--threads=1"] + ["--threads=2"]
+                b.steps[0]["argv"] = [x for x in b.steps[0]["argv"] if x != "--threads=1"] + [
+                    "--threads=2"
+                ]
             sh.p_fold_create()
             self.assertEqual(sh.log, [], change)
 

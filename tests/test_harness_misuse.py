@@ -54,14 +54,25 @@ def with_build(args):
 
 
 def run_ct(*args, timeout=300):
-    r = subprocess.run([sys.executable, CRASHTEST] + with_build(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True, timeout=timeout, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, CRASHTEST] + with_build(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
     return r.returncode, r.stdout, r.stderr
 
 
 def start_ct(*args):
-    return subprocess.Popen([sys.executable, CRASHTEST] + with_build(args), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
+    return subprocess.Popen(
+        [sys.executable, CRASHTEST] + with_build(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        cwd=ROOT,
+    )
 
 
 def read_until(p, pattern, timeout=120):
@@ -112,9 +123,27 @@ def pids_under(path):
 def make_stale_failure(rd):
     """A report folder with one failed iteration of stale-value: the folder
     of its failure, and what the run printed."""
-    rc, out, err = run_ct("blackbox", "--iterations", "1", "--seed", "3", "--interval", "2", "--max-key", "1000",
-                          "--faults", "none", "--threads", "1", "--stress-binary", STALE,
-                          "--powerloss-binary", POWERLOSS, "--report-dir", rd)
+    rc, out, err = run_ct(
+        "blackbox",
+        "--iterations",
+        "1",
+        "--seed",
+        "3",
+        "--interval",
+        "2",
+        "--max-key",
+        "1000",
+        "--faults",
+        "none",
+        "--threads",
+        "1",
+        "--stress-binary",
+        STALE,
+        "--powerloss-binary",
+        POWERLOSS,
+        "--report-dir",
+        rd,
+    )
     if rc != 1:
         raise AssertionError("stale-value did not fail: %s%s" % (out, err))
     with open(os.path.join(rd, "summary.json")) as f:
@@ -138,7 +167,9 @@ class Case(unittest.TestCase):
 
 
 class TestAReportFolderBelongsToOneRun(Case):
-    def test_a_live_run_s_folder_and_an_earlier_run_s_folder_are_refused_and_an_interrupted_run_says_so(self):
+    def test_a_live_run_s_folder_and_an_earlier_run_s_folder_are_refused_and_an_interrupted_run_says_so(
+        self,
+    ):
         rd = os.path.join(self.d, "r")
         a = start_ct("simple", "--duration", "60", "--report-dir", rd, *SMALL)
         read_until(a, r"work dir .*; reports in")
@@ -156,13 +187,19 @@ class TestAReportFolderBelongsToOneRun(Case):
         self.assertTrue(s["interrupted"])
         root = ET.parse(os.path.join(rd, "junit.xml")).getroot()
         self.assertEqual(root.get("errors"), "1")
-        errors = [(tc.get("name"), e.get("type")) for tc in root.iter("testcase") for e in tc.findall("error")]
+        errors = [
+            (tc.get("name"), e.get("type"))
+            for tc in root.iter("testcase")
+            for e in tc.findall("error")
+        ]
         self.assertEqual(errors, [("simple.interrupted", "interrupted")])
         with open(os.path.join(rd, "report.html")) as f:
             page = f.read()
         self.assertIn('<span class="interrupted" id="verdict">INTERRUPTED</span>', page)
         with open(os.path.join(rd, "log.txt")) as f:
-            self.assertEqual(len(re.findall(r"crashtest: simple, seed", f.read())), 1, "one run's log")
+            self.assertEqual(
+                len(re.findall(r"crashtest: simple, seed", f.read())), 1, "one run's log"
+            )
         # and once it is over, its results are not mixed with another's
         rc, out, err = run_ct("simple", "--iterations", "1", "--report-dir", rd, *SMALL)
         self.assertEqual(rc, 2, out + err)
@@ -174,7 +211,17 @@ class TestAReportFolderBelongsToOneRun(Case):
 class TestInterruptedIsAVerdict(Case):
     def test_protection_stopped_by_sigterm_is_interrupted(self):
         rd = os.path.join(self.d, "p")
-        p = start_ct("protection", "--duration", "60", "--run-seconds", "2", "--widths", "1", "--report-dir", rd)
+        p = start_ct(
+            "protection",
+            "--duration",
+            "60",
+            "--run-seconds",
+            "2",
+            "--widths",
+            "1",
+            "--report-dir",
+            rd,
+        )
         read_until(p, r"^run 0 ")
         p.send_signal(signal.SIGTERM)
         rc, out = finish(p)
@@ -183,7 +230,9 @@ class TestInterruptedIsAVerdict(Case):
         self.assertEqual(self.summary(rd)["verdict"], "INTERRUPTED")
 
     def test_protection_of_no_duration_is_a_usage_error(self):
-        rc, out, err = run_ct("protection", "--duration", "0", "--report-dir", os.path.join(self.d, "p"))
+        rc, out, err = run_ct(
+            "protection", "--duration", "0", "--report-dir", os.path.join(self.d, "p")
+        )
         self.assertEqual(rc, 2, out + err)
         self.assertFalse(os.path.exists(os.path.join(self.d, "p")))
 
@@ -191,7 +240,9 @@ class TestInterruptedIsAVerdict(Case):
         modes = make_parser()._subparsers._group_actions[0].choices
         self.assertIn("clean", modes)
         for mode, sub in modes.items():
-            self.assertIn("%d interrupted" % EXIT_INTERRUPTED, " ".join(sub.format_help().split()), mode)
+            self.assertIn(
+                "%d interrupted" % EXIT_INTERRUPTED, " ".join(sub.format_help().split()), mode
+            )
         rc, out, err = run_ct("simple", "--help")
         self.assertIn("%d interrupted" % EXIT_INTERRUPTED, " ".join(out.split()))
 
@@ -200,11 +251,25 @@ class TestInterruptedIsAVerdict(Case):
         table = os.path.join(ROOT, BUILD, "mutants.json")
         before = read_bytes(table)
         rd = os.path.join(self.d, "m")
-        p = start_ct("mutants", "--no-build", "--budget", "60", "--simple", "--faults none --max-key 100",
-                     "--report-dir", rd, "--seed", "1", "stale-value")
+        p = start_ct(
+            "mutants",
+            "--no-build",
+            "--budget",
+            "60",
+            "--simple",
+            "--faults none --max-key 100",
+            "--report-dir",
+            rd,
+            "--seed",
+            "1",
+            "stale-value",
+        )
         read_until(p, r"crashtest: mutants: ")
         t0 = time.monotonic()  # the bug's simple run under way
-        while not os.path.exists(os.path.join(rd, "stale-value", "log.txt")) and time.monotonic() - t0 < 60:
+        while (
+            not os.path.exists(os.path.join(rd, "stale-value", "log.txt"))
+            and time.monotonic() - t0 < 60
+        ):
             time.sleep(0.05)
         p.send_signal(signal.SIGINT)
         rc, out = finish(p, timeout=300)
@@ -255,7 +320,9 @@ class TestAFailure(Case):
 
     def test_the_repro_and_rerun_lines_it_printed_run(self):
         repro = re.search(r"^\s+repro: (.*)$", self.out, re.M).group(1)
-        rerun = re.search(r"rerun its parameters on a fresh database: (.*)$", self.out, re.M).group(1)
+        rerun = re.search(r"rerun its parameters on a fresh database: (.*)$", self.out, re.M).group(
+            1
+        )
         self.assertIn("--threads 1", rerun)
         self.assertIn("--powerloss-binary %s" % POWERLOSS, rerun)
         for line in (repro, rerun):
@@ -268,8 +335,10 @@ class TestAFailure(Case):
         rd = os.path.join(self.d, "again")
         rc, out, err = run_ct(*(shlex.split(rerun)[1:] + ["--report-dir", rd]))
         self.assertIn(rc, (0, 1), out + err)
-        self.assertEqual(self.summary(rd)["iteration_seed"], int(re.search(r"--iteration-seed (\d+)", rerun)
-                                                                  .group(1)))
+        self.assertEqual(
+            self.summary(rd)["iteration_seed"],
+            int(re.search(r"--iteration-seed (\d+)", rerun).group(1)),
+        )
         self.assertEqual(self.summary(rd)["options"]["threads"], 1)
 
 
@@ -279,7 +348,9 @@ class TestAHardKill(Case):
         p = start_ct("simple", "--duration", "60", "--report-dir", rd, *SMALL)
         work = re.search(r"work dir (\S+);", read_until(p, r"work dir .*; reports in")[-1]).group(1)
         t0 = time.monotonic()
-        while not [x for x in pids_under(work + "/bin/") if x != p.pid] and time.monotonic() - t0 < 60:
+        while (
+            not [x for x in pids_under(work + "/bin/") if x != p.pid] and time.monotonic() - t0 < 60
+        ):
             time.sleep(0.05)
         self.assertTrue(pids_under(work + "/bin/"), "no stress or powerloss of the run started")
         p.kill()
@@ -293,12 +364,18 @@ class TestAHardKill(Case):
         self.assertEqual(rc, 0, out + err)
         self.assertFalse(os.path.exists(work), out)
         self.assertIn("%s: its run is dead" % rd, out)
-        self.assertTrue(os.path.isfile(os.path.join(rd, "iterations.jsonl")), "its results are kept")
+        self.assertTrue(
+            os.path.isfile(os.path.join(rd, "iterations.jsonl")), "its results are kept"
+        )
 
     def test_clean_leaves_a_live_run_s_work_folder(self):
-        p = start_ct("simple", "--duration", "60", "--report-dir", os.path.join(self.d, "r"), *SMALL)
+        p = start_ct(
+            "simple", "--duration", "60", "--report-dir", os.path.join(self.d, "r"), *SMALL
+        )
         work = re.search(r"work dir (\S+);", read_until(p, r"work dir .*; reports in")[-1]).group(1)
-        rc, out, err = run_ct("clean", "--report-dir", os.path.join(self.d, "r"), "--tmp-dir", os.path.dirname(work))
+        rc, out, err = run_ct(
+            "clean", "--report-dir", os.path.join(self.d, "r"), "--tmp-dir", os.path.dirname(work)
+        )
         self.assertEqual(rc, 0, out + err)
         self.assertTrue(os.path.isdir(work), out)
         p.send_signal(signal.SIGINT)
@@ -308,14 +385,26 @@ class TestAHardKill(Case):
 
 class TestBadValuesNeverReachARun(Case):
     def test_values_stress_rejects_are_usage_errors_with_no_report_folder(self):
-        cases = [(["--threads", "9999"], "--threads: bad value '9999'"),
-                 (["--max-key", "99999999999"], "--max_key: bad value '99999999999'"),
-                 (["--faults", "bogus"], "--faults: unknown class 'bogus'"),
-                 (["--set", "no_such_option=1"], "has no option --no_such_option"),
-                 (["--set", "threads=0"], "--threads: bad value '0'")]
+        cases = [
+            (["--threads", "9999"], "--threads: bad value '9999'"),
+            (["--max-key", "99999999999"], "--max_key: bad value '99999999999'"),
+            (["--faults", "bogus"], "--faults: unknown class 'bogus'"),
+            (["--set", "no_such_option=1"], "has no option --no_such_option"),
+            (["--set", "threads=0"], "--threads: bad value '0'"),
+        ]
         for i, (args, says) in enumerate(cases):
             rd = os.path.join(self.d, "r%d" % i)
-            base = ["simple", "--iterations", "1", "--report-dir", rd, "--faults", "none", "--max-key", "100"]
+            base = [
+                "simple",
+                "--iterations",
+                "1",
+                "--report-dir",
+                rd,
+                "--faults",
+                "none",
+                "--max-key",
+                "100",
+            ]
             rc, out, err = run_ct(*(base + args))
             self.assertEqual(rc, 2, args)
             self.assertIn(says, err, args)
@@ -325,8 +414,15 @@ class TestBadValuesNeverReachARun(Case):
     @unittest.skipUnless(os.path.exists(STALE), "build/mutants/stale-value/stress missing")
     def test_mutants_whose_simple_options_stress_rejects_is_a_usage_error(self):
         rd = os.path.join(self.d, "m")
-        rc, out, err = run_ct("mutants", "--no-build", "--simple", "--threads 9999 --faults none", "--report-dir", rd,
-                              "stale-value")
+        rc, out, err = run_ct(
+            "mutants",
+            "--no-build",
+            "--simple",
+            "--threads 9999 --faults none",
+            "--report-dir",
+            rd,
+            "stale-value",
+        )
         self.assertEqual(rc, 2, out + err)
         self.assertIn("--threads: bad value '9999'", err)
         self.assertFalse(os.path.exists(rd))
@@ -338,8 +434,12 @@ class TestPrintedCommands(Case):
         rc, out, err = run_ct("mutants", "--no-build", "--build-dir", build, "stale-value")
         self.assertEqual(rc, 2, out + err)
         cmd = shlex.split(re.search(r"'(make [^']*)'", err).group(1))
-        r = subprocess.run(cmd[:1] + ["-n"] + cmd[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           universal_newlines=True)
+        r = subprocess.run(
+            cmd[:1] + ["-n"] + cmd[1:],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            universal_newlines=True,
+        )
         self.assertEqual(r.returncode, 0, "%s: %s" % (cmd, r.stderr))
 
     def test_report_into_a_directory_or_nowhere(self):
@@ -373,8 +473,10 @@ class TestMutantsList(unittest.TestCase):
         rc, out, err = run_ct("mutants", "--list")
         self.assertEqual(rc, 0, err)
         rows = {l.split()[0]: l.split() for l in out.splitlines()[1:] if l.strip()}
-        for path, cmd in (("mutants.txt", ["crashtest.py", "mutants"]),
-                          ("harness_mutants.txt", ["crashtest.py", "mutants", "--harness"])):
+        for path, cmd in (
+            ("mutants.txt", ["crashtest.py", "mutants"]),
+            ("harness_mutants.txt", ["crashtest.py", "mutants", "--harness"]),
+        ):
             with open(os.path.join(ROOT, "tests", path)) as f:
                 bugs = [l.split(None, 2) for l in f if l.strip() and not l.startswith("#")]
             self.assertTrue(bugs)
@@ -382,7 +484,7 @@ class TestMutantsList(unittest.TestCase):
                 guarantee, _, mode = guarantee.partition("/")
                 mode = mode or ("simple" if path == "mutants.txt" else "suites")
                 self.assertEqual(rows[name][1:3], [guarantee, mode], name)
-                self.assertEqual(rows[name][3:3 + len(cmd)], cmd, name)
+                self.assertEqual(rows[name][3 : 3 + len(cmd)], cmd, name)
         # The bugs of the per-KV codes' construction are hunted by the
         # statistical mode, the others by simple.
         self.assertEqual(rows["kv-no-parity"][2], "protection")

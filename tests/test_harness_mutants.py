@@ -62,8 +62,10 @@ class HarnessRunnerTest(unittest.TestCase):
         self.build = os.path.join(self.d, "b")
         self.cat = os.path.join(self.d, "harness_mutants.txt")
         with open(self.cat, "w") as f:
-            f.write("# two stub bugs\nstub-seen verdict a bug the stub suite sees\n"
-                    "stub-unseen ledger a bug no suite sees\n")
+            f.write(
+                "# two stub bugs\nstub-seen verdict a bug the stub suite sees\n"
+                "stub-unseen ledger a bug no suite sees\n"
+            )
         self.stub("stub_suite", None)
         for name in ("stub-seen", "stub-unseen"):
             self.stub("stub_suite", name)
@@ -83,11 +85,30 @@ class HarnessRunnerTest(unittest.TestCase):
 
     def run_harness(self, *names, env=None):
         rd = os.path.join(self.d, "report")
-        cmd = [sys.executable, os.path.join(REPO, "crashtest.py"), "mutants", "--harness", "--no-build",
-               "--build-dir", self.build, "--catalogue", self.cat, "--suites", "stub_suite",
-               "--report-dir", rd] + list(names)
-        p = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                           env=dict(os.environ, SEES="stub-seen", **(env or {})), timeout=120)
+        cmd = [
+            sys.executable,
+            os.path.join(REPO, "crashtest.py"),
+            "mutants",
+            "--harness",
+            "--no-build",
+            "--build-dir",
+            self.build,
+            "--catalogue",
+            self.cat,
+            "--suites",
+            "stub_suite",
+            "--report-dir",
+            rd,
+        ] + list(names)
+        p = subprocess.run(
+            cmd,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            universal_newlines=True,
+            env=dict(os.environ, SEES="stub-seen", **(env or {})),
+            timeout=120,
+        )
         doc = None
         if os.path.exists(os.path.join(rd, "mutants.json")):
             with open(os.path.join(rd, "mutants.json")) as f:
@@ -132,7 +153,11 @@ class HarnessRunnerTest(unittest.TestCase):
     def test_a_criterion_failure_counts_even_when_the_binary_exits_zero(self):
         line = "[====] Synthesis: Tested: 3 | Passing: 2 | Failing: 1 | Crashing: 0 "
         self.assertTrue(suite_failed("criterion", 0, line))
-        self.assertFalse(suite_failed("criterion", 0, line.replace("Passing: 2 | Failing: 1", "Passing: 3 | Failing: 0")))
+        self.assertFalse(
+            suite_failed(
+                "criterion", 0, line.replace("Passing: 2 | Failing: 1", "Passing: 3 | Failing: 0")
+            )
+        )
         self.assertTrue(suite_failed("criterion", 0, "no synthesis line"))
         self.assertTrue(suite_failed("shell", 0, "ok a\nnot ok b\n"))
         self.assertFalse(suite_failed("shell", 0, "ok a\nok b # SKIP not ok here\n"))

@@ -52,18 +52,33 @@ class TestPinnedKillInStress(unittest.TestCase):
         shutil.rmtree(self.d, ignore_errors=True)
 
     def run_db(self, *args):
-        return stress("--db=%s/db" % self.d, "--expected_values_dir=%s/exp" % self.d, "--run_dir=" + self.run,
-                      "--destroy_db_initially", "--threads=1", "--max_key=200", *args)
+        return stress(
+            "--db=%s/db" % self.d,
+            "--expected_values_dir=%s/exp" % self.d,
+            "--run_dir=" + self.run,
+            "--destroy_db_initially",
+            "--threads=1",
+            "--max_key=200",
+            *args
+        )
 
     def kills(self):
-        return [j for j in ledger_lines_since(os.path.join(self.run, "ledger")) if j.get("class") == "kill"]
+        return [
+            j
+            for j in ledger_lines_since(os.path.join(self.run, "ledger"))
+            if j.get("class") == "kill"
+        ]
 
     def traced_kill(self, point, one_in, ops=3000):
         """A traced run a drawn kill at POINT ends: its lines, the killed
         op's (point, nth)."""
         t1 = os.path.join(self.d, "a.trace")
-        rc, out, err = self.run_db("--ops_per_thread=%d" % ops, "--trace_ops=" + t1, "--kill_random_test=%d" % one_in,
-                                   "--kill_points=" + point)
+        rc, out, err = self.run_db(
+            "--ops_per_thread=%d" % ops,
+            "--trace_ops=" + t1,
+            "--kill_random_test=%d" % one_in,
+            "--kill_points=" + point,
+        )
         self.assertEqual(rc, -9, out + err)
         lines = ops_of(t1)
         got = trace_killed(lines[-1])
@@ -74,13 +89,17 @@ class TestPinnedKillInStress(unittest.TestCase):
 
     def test_a_pinned_kill_fires_in_its_op_whatever_ops_come_before_it(self):
         lines, (point, nth) = self.traced_kill(WAL_POINT, 400)
-        self.assertGreater(len(lines), 20, "the kill came too early for ops to be removed before it")
+        self.assertGreater(
+            len(lines), 20, "the kill came too early for ops to be removed before it"
+        )
         pinned = set_faults(head(lines[-1]), "kill:%s:%d" % (point, nth))
         kept = [head(l) for l in lines[:-1:2]] + [pinned]  # every other op before it removed
         t2, t3 = os.path.join(self.d, "b.trace"), os.path.join(self.d, "c.trace")
         with open(t2, "w") as f:
             f.write("\n".join(kept) + "\n")
-        rc, out, err = self.run_db("--replay_ops=" + t2, "--trace_ops=" + t3)  # no --kill_random_test
+        rc, out, err = self.run_db(
+            "--replay_ops=" + t2, "--trace_ops=" + t3
+        )  # no --kill_random_test
         self.assertEqual(rc, -9, out + err)
         got = ops_of(t3)
         self.assertEqual(len(got), len(kept), "killed in the pinned op, the last, not before it")
@@ -89,7 +108,7 @@ class TestPinnedKillInStress(unittest.TestCase):
         k = self.kills()
         self.assertEqual([j["point"] for j in k], [point])
         # The ledger's op is the pinned op's (its number in the replay).
-        self.assertEqual(k[0]["op"] & 0xffffffff, len(kept))
+        self.assertEqual(k[0]["op"] & 0xFFFFFFFF, len(kept))
 
     def test_the_nth_arrival_of_its_op_is_the_one_that_kills(self):
         # A batch reaches kill/commit/between_ops between each two of its
@@ -97,7 +116,11 @@ class TestPinnedKillInStress(unittest.TestCase):
         t1, t2, t3 = (os.path.join(self.d, n) for n in ("a.trace", "b.trace", "c.trace"))
         rc, out, err = self.run_db("--ops_per_thread=300", "--trace_ops=" + t1)
         self.assertEqual(rc, 0, out + err)
-        batch = next(head(l) for l in ops_of(t1) if l.split()[1] == "batch" and l.count("=v") + l.count("=del") >= 3)
+        batch = next(
+            head(l)
+            for l in ops_of(t1)
+            if l.split()[1] == "batch" and l.count("=v") + l.count("=del") >= 3
+        )
         with open(t2, "w") as f:
             f.write(set_faults(batch, "kill:kill/commit/between_ops:2") + "\n")
         rc, out, err = self.run_db("--replay_ops=" + t2, "--trace_ops=" + t3)
@@ -114,8 +137,16 @@ class TestPinnedKillInStress(unittest.TestCase):
 
     def test_bad_pins_are_usage_errors(self):
         bad = os.path.join(self.d, "bad.trace")
-        for field in ("kill:", "kill:nope:1", "kill:%s:0" % WAL_POINT, "kill:%s" % WAL_POINT, "kill:%s:" % WAL_POINT,
-                      "kill:%s:2x" % WAL_POINT, "kill:%s,%s:1" % (WAL_POINT, WAL_POINT), "kill:engine/io/read:1"):
+        for field in (
+            "kill:",
+            "kill:nope:1",
+            "kill:%s:0" % WAL_POINT,
+            "kill:%s" % WAL_POINT,
+            "kill:%s:" % WAL_POINT,
+            "kill:%s:2x" % WAL_POINT,
+            "kill:%s,%s:1" % (WAL_POINT, WAL_POINT),
+            "kill:engine/io/read:1",
+        ):
             with open(bad, "w") as f:
                 f.write("0 put 3 0000000000000001 %s\n" % field)
             rc, out, err = self.run_db("--replay_ops=" + bad)
@@ -127,23 +158,40 @@ class TestPinnedKillInStress(unittest.TestCase):
 class TestPinKillPass(unittest.TestCase):
     """p_pin_kill on a Shrinker whose trials are recorded, not run."""
 
-    def shrinker(self, lines, expect="kill_point", argv=("--threads=1", "--kill_random_test=40",
-                                                         "--kill_points=" + WAL_POINT)):
+    def shrinker(
+        self,
+        lines,
+        expect="kill_point",
+        argv=("--threads=1", "--kill_random_test=40", "--kill_points=" + WAL_POINT),
+    ):
         d = tempfile.mkdtemp(prefix="test-kill-pin-")
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
         os.makedirs(os.path.join(d, "iter"))
         with open(os.path.join(d, "iter", "ops.trace"), "w") as f:
             f.write("# stress op trace 1\n" + "\n".join(lines) + "\n")
         sh = Shrinker.__new__(Shrinker)
-        sh.best = Cand([{"type": "stress", "name": "workload", "argv": ["@STRESS@"] + list(argv), "expect": expect}],
-                       True, [head(l) + " | old" for l in lines], 0)
+        sh.best = Cand(
+            [
+                {
+                    "type": "stress",
+                    "name": "workload",
+                    "argv": ["@STRESS@"] + list(argv),
+                    "expect": expect,
+                }
+            ],
+            True,
+            [head(l) + " | old" for l in lines],
+            0,
+        )
         sh.best_res = {"dir": d}
         sh.tried = []
         sh.attempt = lambda what, cand, phase: sh.tried.append((what, cand, phase))
         return sh
 
-    TRACE = ["0 put 3 00000000000000aa on | 3=v1 ok op=1:1 inj=0",
-             "1 put 4 00000000000000bb on | killed=%s:1" % WAL_POINT]
+    TRACE = [
+        "0 put 3 00000000000000aa on | 3=v1 ok op=1:1 inj=0",
+        "1 put 4 00000000000000bb on | killed=%s:1" % WAL_POINT,
+    ]
 
     def test_the_killed_op_is_pinned_and_the_drawn_kills_go(self):
         sh = self.shrinker(self.TRACE)
@@ -156,19 +204,27 @@ class TestPinKillPass(unittest.TestCase):
         self.assertEqual(trace_kill_pin(c.trace[-1]), (WAL_POINT, 1))
         self.assertEqual([a for a in c.op["argv"] if "kill" in a], [])
         self.assertEqual(c.op["expect"], "kill_point")
-        self.assertIn("kill", c.measures()["fault_classes"], "a pinned kill is a kill in the shrunk run's classes")
+        self.assertIn(
+            "kill",
+            c.measures()["fault_classes"],
+            "a pinned kill is a kill in the shrunk run's classes",
+        )
 
     def test_nothing_is_pinned_unless_a_kill_point_ended_the_op_step(self):
-        for sh in (self.shrinker(self.TRACE, expect="crash_at_end"),
-                   self.shrinker(self.TRACE, argv=("--threads=1",)),
-                   self.shrinker([self.TRACE[0], "1 put 4 00000000000000bb on"])):
+        for sh in (
+            self.shrinker(self.TRACE, expect="crash_at_end"),
+            self.shrinker(self.TRACE, argv=("--threads=1",)),
+            self.shrinker([self.TRACE[0], "1 put 4 00000000000000bb on"]),
+        ):
             sh.p_pin_kill()
             self.assertEqual(sh.tried, [])
 
     def test_the_passes_after_it_keep_the_pinned_line(self):
-        pinned = ["0 put 3 00000000000000aa on | 3=v1 ok op=1:1 inj=0",
-                  "1 put 5 00000000000000cc on | 5=v2 ok op=1:2 inj=0",
-                  "2 put 4 00000000000000bb kill:%s:1 | killed=%s:1" % (WAL_POINT, WAL_POINT)]
+        pinned = [
+            "0 put 3 00000000000000aa on | 3=v1 ok op=1:1 inj=0",
+            "1 put 5 00000000000000cc on | 5=v2 ok op=1:2 inj=0",
+            "2 put 4 00000000000000bb kill:%s:1 | killed=%s:1" % (WAL_POINT, WAL_POINT),
+        ]
         sh = self.shrinker(pinned, argv=("--threads=1", "--read_fault_one_in=9"))
         sh.best.trace = list(pinned)
         sh.kind = "lost"

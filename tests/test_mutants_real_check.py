@@ -35,10 +35,19 @@ class TestRealEngineCheck(unittest.TestCase):
             with open(os.path.join(build, b), "w") as f:
                 f.write("#!/bin/sh\n")
             os.chmod(os.path.join(build, b), 0o755)
-        failed = {"artifacts": art, "t_end": 5, "db_age": db_age, "index": 3, "failure": {"kind": "lost"}}
+        failed = {
+            "artifacts": art,
+            "t_end": 5,
+            "db_age": db_age,
+            "index": 3,
+            "failure": {"kind": "lost"},
+        }
         # the mutant's run: seed 42, its binaries under m/
-        summary = {"failures": [failed], "jobs": 1,
-                   "arguments": ["simple", "--seed", "42", "--stress-binary", "m/stress"]}
+        summary = {
+            "failures": [failed],
+            "jobs": 1,
+            "arguments": ["simple", "--seed", "42", "--stress-binary", "m/stress"],
+        }
         ran = []
 
         def fake(cmd, timeout=600):
@@ -49,6 +58,7 @@ class TestRealEngineCheck(unittest.TestCase):
             with open(os.path.join(rd, "summary.json"), "w") as f:
                 json.dump({"failures": [{"failure": {"kind": k}} for k in fresh_run_kinds]}, f)
             return (1 if fresh_run_kinds else 0), ""
+
         r = {"caught": True, "kind": "lost", "budget_s": 90, "seed": 42}
         saved = mutants.run_check
         mutants.run_check = fake
@@ -58,7 +68,9 @@ class TestRealEngineCheck(unittest.TestCase):
             mutants.run_check = saved
         return r, ran
 
-    def test_a_catch_from_a_start_the_planted_bug_wrote_counts_if_the_real_engine_passes_the_run_afresh(self):
+    def test_a_catch_from_a_start_the_planted_bug_wrote_counts_if_the_real_engine_passes_the_run_afresh(
+        self,
+    ):
         # seal-before-witness (seed 20261801): its second iteration failed;
         # the real engine, replaying from the start the mutant had written
         # (log blocks whose first sector the bug had sealed wrong), failed
@@ -69,7 +81,9 @@ class TestRealEngineCheck(unittest.TestCase):
         fresh = ran[1]
         self.assertEqual(fresh[fresh.index("--seed") + 1], "42")
         self.assertEqual(fresh[fresh.index("--iterations") + 1], "4")
-        self.assertEqual(fresh[fresh.index("--stress-binary") + 1], os.path.join(self.d, "build", "stress"))
+        self.assertEqual(
+            fresh[fresh.index("--stress-binary") + 1], os.path.join(self.d, "build", "stress")
+        )
         self.assertNotIn("m/stress", fresh)
         self.assertIn("passes the same run from a fresh database", r["real_engine_replay"])
 

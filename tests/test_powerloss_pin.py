@@ -36,9 +36,15 @@ def line(variant, file, offset, back, kept=None, length=16384):
     note = "variant=%d write=%d back=%d" % (variant, 100 + offset // 16384, back)
     if kept:
         note += " unit=512 kept=%s" % kept
-    return {"phase": "powerloss", "class": "torn_write" if kept else "power_loss",
-            "point": "powerloss/tear" if kept else "powerloss/rollback", "file": file, "offset": offset,
-            "len": length, "note": note}
+    return {
+        "phase": "powerloss",
+        "class": "torn_write" if kept else "power_loss",
+        "point": "powerloss/tear" if kept else "powerloss/rollback",
+        "file": file,
+        "offset": offset,
+        "len": length,
+        "note": note,
+    }
 
 
 class TestPinPowerloss(unittest.TestCase):
@@ -47,17 +53,45 @@ class TestPinPowerloss(unittest.TestCase):
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
         os.makedirs(os.path.join(d, "state", "run"))
         with open(os.path.join(d, "state", "run", "ledger"), "w") as f:
-            f.write(json.dumps({"phase": "run", "class": "nospace", "point": "engine/io/write"}) + "\n")
+            f.write(
+                json.dumps({"phase": "run", "class": "nospace", "point": "engine/io/write"}) + "\n"
+            )
             for j in lines:
                 f.write(json.dumps(j) + "\n")
-        steps = [{"type": "stress", "argv": ["@STRESS@", "--db=@STATE@/db", "--page_size=16384",
-                                             "--destroy_db_initially=1"]},
-                 {"type": "stress", "argv": ["@STRESS@", "--db=@STATE@/db", "--replay_ops=@FOLDER@/ops.trace"]},
-                 {"type": "powerloss", "argv": ["@POWERLOSS@", "@STATE@/db", "--run-dir", "@STATE@/run", "--seed",
-                                                "5", "--variants", "2", "--mode", mode] + list(extra)},
-                 {"type": "variant", "k": 0, "powerloss_step": 2, "to": "@ITER@/v0"},
-                 {"type": "variant", "k": 1, "powerloss_step": 2, "to": "@ITER@/v1"},
-                 {"type": "stress", "argv": ["@STRESS@", "--db=@ITER@/v1/db", "--verification_only=1"]}]
+        steps = [
+            {
+                "type": "stress",
+                "argv": [
+                    "@STRESS@",
+                    "--db=@STATE@/db",
+                    "--page_size=16384",
+                    "--destroy_db_initially=1",
+                ],
+            },
+            {
+                "type": "stress",
+                "argv": ["@STRESS@", "--db=@STATE@/db", "--replay_ops=@FOLDER@/ops.trace"],
+            },
+            {
+                "type": "powerloss",
+                "argv": [
+                    "@POWERLOSS@",
+                    "@STATE@/db",
+                    "--run-dir",
+                    "@STATE@/run",
+                    "--seed",
+                    "5",
+                    "--variants",
+                    "2",
+                    "--mode",
+                    mode,
+                ]
+                + list(extra),
+            },
+            {"type": "variant", "k": 0, "powerloss_step": 2, "to": "@ITER@/v0"},
+            {"type": "variant", "k": 1, "powerloss_step": 2, "to": "@ITER@/v1"},
+            {"type": "stress", "argv": ["@STRESS@", "--db=@ITER@/v1/db", "--verification_only=1"]},
+        ]
         sh = Shrinker.__new__(Shrinker)
         sh.best = Cand(steps, True, ["0 put 1 00 on | 1=v1 ok op=2:1 inj=0"], 1)
         sh.best_res = {"dir": d, "step": 5, "results": {5: {"output_tail": output}}}
@@ -67,41 +101,81 @@ class TestPinPowerloss(unittest.TestCase):
 
         def attempt(what, cand, phase):
             argv = cand.steps[2]["argv"]
-            self.tried.append((what, argv[argv.index("--mode") + 1],
-                               [argv[i + 1] for i, a in enumerate(argv) if a == "--pin"]))
+            self.tried.append(
+                (
+                    what,
+                    argv[argv.index("--mode") + 1],
+                    [argv[i + 1] for i, a in enumerate(argv) if a == "--pin"],
+                )
+            )
             return False
+
         sh.attempt = attempt
         return sh
 
-    def test_the_failing_variants_writes_of_the_named_block_are_pinned_first_then_all_it_undid(self):
-        lines = [line(1, "data", 15 * 16384, 0, "a0361cf0"), line(1, "data", 0, 0, "4013"),
-                 line(0, "data", 15 * 16384, 0, "ffff0000"), line(1, "data", 15 * 16384, 2),
-                 line(1, "wal/0000000000000000", 8192, 0, "0f", length=4096)]
-        sh = self.shrinker(lines, "stress: FAILURE unrecoverable: corruption no injection explains: "
-                                  "layer=page_checksum file=data block=15: ")
+    def test_the_failing_variants_writes_of_the_named_block_are_pinned_first_then_all_it_undid(
+        self,
+    ):
+        lines = [
+            line(1, "data", 15 * 16384, 0, "a0361cf0"),
+            line(1, "data", 0, 0, "4013"),
+            line(0, "data", 15 * 16384, 0, "ffff0000"),
+            line(1, "data", 15 * 16384, 2),
+            line(1, "wal/0000000000000000", 8192, 0, "0f", length=4096),
+        ]
+        sh = self.shrinker(
+            lines,
+            "stress: FAILURE unrecoverable: corruption no injection explains: "
+            "layer=page_checksum file=data block=15: ",
+        )
         sh.p_pin_powerloss()
         # Block 15 of 16 KiB pages (the create step's page size, not the
         # default's 8 KiB: its offset 245760), variant 1's only (the
         # failing step reads v1): its newest undone write, then both;
         # then all of variant 1's.
-        self.assertEqual(self.tried, [
-            ("power loss pinned: the newest write it undid on the block the failure names (data block 15), every "
-             "other write kept (keep mode, --pin)", "keep", ["data@245760:0=tear:a0361cf0"]),
-            ("power loss pinned: the 2 writes it undid on the block the failure names (data block 15), every other "
-             "write kept (keep mode, --pin)", "keep", ["data@245760:0=tear:a0361cf0", "data@245760:2=rollback"]),
-            ("power loss pinned: the 4 writes it undid, every other write kept (keep mode, --pin)", "keep",
-             ["data@245760:0=tear:a0361cf0", "data@0:0=tear:4013", "data@245760:2=rollback",
-              "wal/0000000000000000@8192:0=tear:0f"])])
+        self.assertEqual(
+            self.tried,
+            [
+                (
+                    "power loss pinned: the newest write it undid on the block the failure names (data block 15), every "
+                    "other write kept (keep mode, --pin)",
+                    "keep",
+                    ["data@245760:0=tear:a0361cf0"],
+                ),
+                (
+                    "power loss pinned: the 2 writes it undid on the block the failure names (data block 15), every other "
+                    "write kept (keep mode, --pin)",
+                    "keep",
+                    ["data@245760:0=tear:a0361cf0", "data@245760:2=rollback"],
+                ),
+                (
+                    "power loss pinned: the 4 writes it undid, every other write kept (keep mode, --pin)",
+                    "keep",
+                    [
+                        "data@245760:0=tear:a0361cf0",
+                        "data@0:0=tear:4013",
+                        "data@245760:2=rollback",
+                        "wal/0000000000000000@8192:0=tear:0f",
+                    ],
+                ),
+            ],
+        )
 
     def test_a_failure_naming_no_block_pins_every_write_and_none_past_what_powerloss_takes(self):
-        sh = self.shrinker([line(1, "data", 16384 * k, 0, "0f") for k in range(3)],
-                           "stress: FAILURE lost: key 7 ...")
+        sh = self.shrinker(
+            [line(1, "data", 16384 * k, 0, "0f") for k in range(3)],
+            "stress: FAILURE lost: key 7 ...",
+        )
         sh.p_pin_powerloss()
-        self.assertEqual([(w.split(",")[0], len(pins)) for w, _, pins in self.tried],
-                         [("power loss pinned: the 3 writes it undid", 3)])
+        self.assertEqual(
+            [(w.split(",")[0], len(pins)) for w, _, pins in self.tried],
+            [("power loss pinned: the 3 writes it undid", 3)],
+        )
         self.tried.clear()
-        sh = self.shrinker([line(1, "data", 16384 * k, 0, "0f") for k in range(PIN_POWERLOSS_MAX + 1)],
-                           "stress: FAILURE lost: key 7 ...")
+        sh = self.shrinker(
+            [line(1, "data", 16384 * k, 0, "0f") for k in range(PIN_POWERLOSS_MAX + 1)],
+            "stress: FAILURE lost: key 7 ...",
+        )
         sh.p_pin_powerloss()
         self.assertEqual(self.tried, [])
 

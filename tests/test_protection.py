@@ -22,13 +22,19 @@ import unittest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from crashtest.stats import binom_cdf, cell_verdict, clopper_pearson, pattern_odds, poisson_bound  # noqa: E402
+from crashtest.stats import (
+    binom_cdf,
+    cell_verdict,
+    clopper_pearson,
+    pattern_odds,
+    poisson_bound,
+)  # noqa: E402
 
 
 class StatsTest(unittest.TestCase):
     def test_binomial_cdf_known_values(self):
         self.assertAlmostEqual(binom_cdf(5, 10, 0.5), 638 / 1024, places=12)
-        self.assertAlmostEqual(binom_cdf(0, 20, 0.1), 0.9 ** 20, places=12)
+        self.assertAlmostEqual(binom_cdf(0, 20, 0.1), 0.9**20, places=12)
         self.assertAlmostEqual(binom_cdf(1, 3, 1 / 3), 20 / 27, places=12)
         self.assertEqual(binom_cdf(-1, 5, 0.5), 0.0)
         self.assertEqual(binom_cdf(3, 5, 0.0), 1.0)
@@ -37,9 +43,9 @@ class StatsTest(unittest.TestCase):
         # x = 0 and x = n have closed forms: (0, 1 - (a/2)^(1/n)) and ((a/2)^(1/n), 1)
         lo, hi = clopper_pearson(0, 10)
         self.assertEqual(lo, 0.0)
-        self.assertAlmostEqual(hi, 1 - 0.025 ** 0.1, places=9)
+        self.assertAlmostEqual(hi, 1 - 0.025**0.1, places=9)
         lo, hi = clopper_pearson(10, 10)
-        self.assertAlmostEqual(lo, 0.025 ** 0.1, places=9)
+        self.assertAlmostEqual(lo, 0.025**0.1, places=9)
         self.assertEqual(hi, 1.0)
         # 5 of 10: the textbook (0.1871, 0.8129), symmetric
         lo, hi = clopper_pearson(5, 10)
@@ -55,7 +61,9 @@ class StatsTest(unittest.TestCase):
         self.assertEqual(poisson_bound(0), 0)
         for lam in (1e-9, 0.5, 3.0, 40.0, 300.0):
             k = poisson_bound(lam)
-            tail = 1 - sum(math.exp(-lam + i * math.log(lam) - math.lgamma(i + 1)) for i in range(k + 1))
+            tail = 1 - sum(
+                math.exp(-lam + i * math.log(lam) - math.lgamma(i + 1)) for i in range(k + 1)
+            )
             self.assertLess(tail, 1e-6, lam)
             if k:
                 tail_before = tail + math.exp(-lam + k * math.log(lam) - math.lgamma(k + 1))
@@ -65,11 +73,11 @@ class StatsTest(unittest.TestCase):
         # the oracle's vd_pattern_odds (tests/test_oracle.c checks the same numbers)
         self.assertEqual(pattern_odds("odd", 1), 0.0)
         self.assertEqual(pattern_odds("entry", 1), 1 / 32)
-        self.assertEqual(pattern_odds("entry", 2), 2.0 ** -13)
+        self.assertEqual(pattern_odds("entry", 2), 2.0**-13)
         self.assertEqual(pattern_odds("span", 1), 1 / 64)
-        self.assertEqual(pattern_odds("slot", 2), 2.0 ** -15)
-        self.assertEqual(pattern_odds("entry", 8), 2.0 ** -61)
-        self.assertEqual(pattern_odds("page", 4), 2.0 ** -31)
+        self.assertEqual(pattern_odds("slot", 2), 2.0**-15)
+        self.assertEqual(pattern_odds("entry", 8), 2.0**-61)
+        self.assertEqual(pattern_odds("page", 4), 2.0**-31)
 
     def test_cell_verdicts(self):
         v = cell_verdict(100000, 1, 0.0)  # one single-bit escape: always a failure
@@ -93,12 +101,30 @@ class StatsTest(unittest.TestCase):
 def run_protection(binary, widths, duration, keep_going=False):
     """Run `crashtest.py protection`; (exit code, summary)."""
     with tempfile.TemporaryDirectory(prefix="test-protection-") as d:
-        argv = [sys.executable, os.path.join(REPO, "crashtest.py"), "protection", "--duration", str(duration),
-                "--widths", widths, "--run-seconds", "8", "--seed", "18", "--stress-binary", binary,
-                "--report-dir", os.path.join(d, "report"), "--work-dir", d]
+        argv = [
+            sys.executable,
+            os.path.join(REPO, "crashtest.py"),
+            "protection",
+            "--duration",
+            str(duration),
+            "--widths",
+            widths,
+            "--run-seconds",
+            "8",
+            "--seed",
+            "18",
+            "--stress-binary",
+            binary,
+            "--report-dir",
+            os.path.join(d, "report"),
+            "--work-dir",
+            d,
+        ]
         if keep_going:
             argv.append("--keep-going")
-        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=duration + 300)
+        p = subprocess.run(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=duration + 300
+        )
         with open(os.path.join(d, "report", "summary.json")) as f:
             return p.returncode, json.load(f), p.stdout.decode(errors="replace")
 
@@ -110,11 +136,17 @@ def binary_or_skip(tc, name):
     """The stress binary of BUILD (NAME: a planted bug's), made first as
     tests/test_crashtest.py's built() does, so `make test` runs these
     cases instead of skipping them; skipped only when make cannot."""
-    path = os.path.join(REPO, BUILD, name, "stress") if name else os.path.join(REPO, BUILD, "stress")
+    path = (
+        os.path.join(REPO, BUILD, name, "stress") if name else os.path.join(REPO, BUILD, "stress")
+    )
     san = "SANITIZER=" in os.environ.get("MAKEFLAGS", "") or os.environ.get("SANITIZER")
     if BUILD == "build" or san:
-        subprocess.run(["make", "-s", os.path.relpath(path, REPO)], cwd=REPO, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["make", "-s", os.path.relpath(path, REPO)],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     if not os.path.isfile(path):
         tc.skipTest("%s missing: make %s" % (path, os.path.relpath(path, REPO)))
     return path
@@ -141,8 +173,9 @@ class ProtectionModeTest(unittest.TestCase):
         self.assertEqual(s["failures"][0]["w"], 1)
 
     def test_checks_nothing_caught_at_every_width(self):
-        rc, s, out = run_protection(binary_or_skip(self, "mutants/kv-checks-nothing"), "1,2,4,8", 60,
-                                    keep_going=True)
+        rc, s, out = run_protection(
+            binary_or_skip(self, "mutants/kv-checks-nothing"), "1,2,4,8", 60, keep_going=True
+        )
         self.assertEqual(rc, 1, out)
         failed = {f["w"] for f in s["failures"]}
         self.assertEqual(failed, {1, 2, 4, 8}, out)
@@ -151,26 +184,53 @@ class ProtectionModeTest(unittest.TestCase):
 
 
 class MutantsHuntTheCodesWithProtectionTest(unittest.TestCase):
-    def test_a_bug_of_the_codes_is_hunted_by_protection_checked_on_the_real_engine_and_its_repro_runs(self):
+    def test_a_bug_of_the_codes_is_hunted_by_protection_checked_on_the_real_engine_and_its_repro_runs(
+        self,
+    ):
         mutant = binary_or_skip(self, "mutants/kv-no-parity")
         binary_or_skip(self, None)  # the real engine's replay
         with tempfile.TemporaryDirectory(prefix="test-protection-") as d:
             rd = os.path.join(d, "r")
-            p = subprocess.run([sys.executable, os.path.join(REPO, "crashtest.py"), "mutants", "--no-build",
-                                "--budget", "60", "--seed", "18", "--build-dir", os.path.join(REPO, BUILD),
-                                "--report-dir", rd, "kv-no-parity"],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+            p = subprocess.run(
+                [
+                    sys.executable,
+                    os.path.join(REPO, "crashtest.py"),
+                    "mutants",
+                    "--no-build",
+                    "--budget",
+                    "60",
+                    "--seed",
+                    "18",
+                    "--build-dir",
+                    os.path.join(REPO, BUILD),
+                    "--report-dir",
+                    rd,
+                    "kv-no-parity",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=600,
+            )
             out = p.stdout.decode(errors="replace")
             self.assertEqual(p.returncode, 0, out)
             with open(os.path.join(rd, "mutants.json")) as f:
                 m = json.load(f)["mutants"][0]
-            self.assertEqual((m["mode"], m["caught"], m["real_engine_replay"], m["planted_bug_seen"]),
-                             ("protection", True, "passes", ["kv-no-parity"]), out)
+            self.assertEqual(
+                (m["mode"], m["caught"], m["real_engine_replay"], m["planted_bug_seen"]),
+                ("protection", True, "passes", ["kv-no-parity"]),
+                out,
+            )
             self.assertIn("bitflip_cache", m["classes"])
             self.assertTrue(m["repro"].startswith("mkdir -p "), m["repro"])
             self.assertIn(mutant, m["repro"])
             # The printed repro replays the failed run: the planted bug fails it again.
-            r = subprocess.run(m["repro"], shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+            r = subprocess.run(
+                m["repro"],
+                shell=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                timeout=300,
+            )
             self.assertEqual(r.returncode, 1, r.stdout.decode(errors="replace")[-2000:])
             self.assertIn(b"planted bug 'kv-no-parity'", r.stdout)
 

@@ -63,16 +63,38 @@ def protection_summary(cells_by_width, build=None):
     for w, cells in cells_by_width.items():
         agg[w] = protection.empty_cells()
         for p, (n, x, parity) in cells.items():
-            agg[w][p].update(checked=n, detected=n - x, escaped=x, expected=n * pattern_odds(parity, w))
+            agg[w][p].update(
+                checked=n, detected=n - x, escaped=x, expected=n * pattern_odds(parity, w)
+            )
     table, fail = protection.judge(agg)
     runs = [{"index": i, "w": w} for i, w in enumerate(sorted(cells_by_width))]
-    s = {"mode": "protection", "seed": 5, "seed_given": True, "verdict": "fail" if fail else "pass",
-         "iterations_total": len(runs), "failed": 0, "failures": [], "elapsed_s": 12.0, "jobs": 1, "shard": "0/1",
-         "started": "2026-01-01T00:00:00Z", "protection": {str(w): r for w, r in table.items()},
-         "regions": {}, "protection_widths": {str(w): {
-             "iterations": sum(1 for r in runs if r["w"] == w), "checked": r["checked"], "escaped": r["escaped"],
-             "bound": r["bound"], "rate": r["rate"], "ci95": r["ci95"], "expected_rate": r["expected_rate"]}
-             for w, r in table.items()}}
+    s = {
+        "mode": "protection",
+        "seed": 5,
+        "seed_given": True,
+        "verdict": "fail" if fail else "pass",
+        "iterations_total": len(runs),
+        "failed": 0,
+        "failures": [],
+        "elapsed_s": 12.0,
+        "jobs": 1,
+        "shard": "0/1",
+        "started": "2026-01-01T00:00:00Z",
+        "protection": {str(w): r for w, r in table.items()},
+        "regions": {},
+        "protection_widths": {
+            str(w): {
+                "iterations": sum(1 for r in runs if r["w"] == w),
+                "checked": r["checked"],
+                "escaped": r["escaped"],
+                "bound": r["bound"],
+                "rate": r["rate"],
+                "ci95": r["ci95"],
+                "expected_rate": r["expected_rate"],
+            }
+            for w, r in table.items()
+        },
+    }
     if build:
         s["build"] = build
     return s, table, fail
@@ -81,20 +103,49 @@ def protection_summary(cells_by_width, build=None):
 # w = 2 of a passing run: one escape of a two-flips-in-one-part pattern in
 # 20,103 checked flips, above 2^-16 and well inside what the construction
 # allows (its odds are 2^-13 per flip).
-W2_ONE_ESCAPE = {1: {"double_part": (4000, 125, "entry"), "single": (4000, 0, "odd")},
-                 2: {"double_part": (10103, 1, "entry"), "single": (10000, 0, "odd")}}
+W2_ONE_ESCAPE = {
+    1: {"double_part": (4000, 125, "entry"), "single": (4000, 0, "odd")},
+    2: {"double_part": (10103, 1, "entry"), "single": (10000, 0, "odd")},
+}
 
 
 def nightly_summary(**over):
-    s = {"mode": "blackbox", "seed": 5, "seed_given": True, "shard": "0/1", "jobs": 1,
-         "started": "2026-01-01T01:00:00", "elapsed_s": 30.0, "verdict": "pass", "failed": 0, "measuring": 0,
-         "build": {"git_describe": "v1-2-gabc", "host": "h"}, "classes": {}, "planted_bugs": [],
-         "protection_widths": {"1": {"iterations": 2, "checked": 400, "escaped": 2, "bound": 5},
-                               "8": {"iterations": 2, "checked": 300, "escaped": 0, "bound": 0}},
-         "engine_points": ["engine/io/read", "engine/io/write"], "points_hit": {"engine/io/read": 3},
-         "points_reached": {}, "engine_points_never_hit": ["engine/io/write"],
-         "iterations": [{"run": 0, "index": 0, "kind": "blackbox", "verdict": "pass", "elapsed": 1.0, "t_end": 2.0}],
-         "iterations_total": 1, "failures": [], "failures_total": 0}
+    s = {
+        "mode": "blackbox",
+        "seed": 5,
+        "seed_given": True,
+        "shard": "0/1",
+        "jobs": 1,
+        "started": "2026-01-01T01:00:00",
+        "elapsed_s": 30.0,
+        "verdict": "pass",
+        "failed": 0,
+        "measuring": 0,
+        "build": {"git_describe": "v1-2-gabc", "host": "h"},
+        "classes": {},
+        "planted_bugs": [],
+        "protection_widths": {
+            "1": {"iterations": 2, "checked": 400, "escaped": 2, "bound": 5},
+            "8": {"iterations": 2, "checked": 300, "escaped": 0, "bound": 0},
+        },
+        "engine_points": ["engine/io/read", "engine/io/write"],
+        "points_hit": {"engine/io/read": 3},
+        "points_reached": {},
+        "engine_points_never_hit": ["engine/io/write"],
+        "iterations": [
+            {
+                "run": 0,
+                "index": 0,
+                "kind": "blackbox",
+                "verdict": "pass",
+                "elapsed": 1.0,
+                "t_end": 2.0,
+            }
+        ],
+        "iterations_total": 1,
+        "failures": [],
+        "failures_total": 0,
+    }
     s.update(over)
     return s
 
@@ -105,8 +156,10 @@ class TestEscapeChartJudgesEachWidthByItsBound(unittest.TestCase):
         self.assertFalse(fail)
         m = Marks(htmlreport.chart_escapes(s))
         w2 = [g for g in m.widths if g["w"] == "2"][0]
-        self.assertGreater(1 / 20103, 2.0 ** -16, "the case: above the 2^-8w line")
-        self.assertEqual(int(w2["bound"]), poisson_bound(table[2]["expected"]), "the verdict's own bound")
+        self.assertGreater(1 / 20103, 2.0**-16, "the case: above the 2^-8w line")
+        self.assertEqual(
+            int(w2["bound"]), poisson_bound(table[2]["expected"]), "the verdict's own bound"
+        )
         self.assertIn("bound", w2["marks"])
         self.assertIn("observed", w2["marks"], "a point inside its bound is marked within it")
         self.assertNotIn("observed-over", w2["marks"])
@@ -153,6 +206,7 @@ class TestEscapeChartJudgesEachWidthByItsBound(unittest.TestCase):
 class TestOneCountOfFaultPoints(unittest.TestCase):
     def test_the_run_summary_states_one_count_of_fault_points(self):
         from crashtest import report
+
         pts = ["engine/io/read", "engine/io/write", "kill/wal/after_sync"]
         # a blackbox night: the killed workloads wrote no report, so no
         # pass was counted, while their injections were.
@@ -177,8 +231,14 @@ class TestProtectionPageSaysOnlyWhatIsTrue(unittest.TestCase):
 
     def test_a_protection_page_has_no_sentence_of_the_crash_cycle_modes(self):
         t = self.page()
-        for sentence in ("No fault was injected", "Every engine fault point was hit", "No iteration finished",
-                         "fault points", "No iteration failed", "measuring"):
+        for sentence in (
+            "No fault was injected",
+            "Every engine fault point was hit",
+            "No iteration finished",
+            "fault points",
+            "No iteration failed",
+            "measuring",
+        ):
             self.assertNotIn(sentence, t)
         self.assertIn("2 stress runs", t)
 
@@ -190,12 +250,18 @@ class TestProtectionPageSaysOnlyWhatIsTrue(unittest.TestCase):
         self.assertIn("git v9-1-gabc", self.page({"git_describe": "v9-1-gabc", "host": "box"}))
 
     def test_a_page_without_fault_points_does_not_say_every_point_was_hit(self):
-        t = text_of(htmlreport.run_body(nightly_summary(engine_points=[], engine_points_never_hit=[]), "/tmp/n"))
+        t = text_of(
+            htmlreport.run_body(
+                nightly_summary(engine_points=[], engine_points_never_hit=[]), "/tmp/n"
+            )
+        )
         self.assertIn("listed no fault points", t)
         self.assertNotIn("Every engine fault point was hit", t)
 
     def test_an_iteration_count_without_timeline_rows_is_not_called_none_finished(self):
-        t = text_of(htmlreport.run_body(nightly_summary(iterations=[], iterations_total=4), "/tmp/n"))
+        t = text_of(
+            htmlreport.run_body(nightly_summary(iterations=[], iterations_total=4), "/tmp/n")
+        )
         self.assertNotIn("No iteration finished", t)
 
 
@@ -204,6 +270,7 @@ class TestTrendIsOneSeries(unittest.TestCase):
         import json
         import shutil
         import tempfile
+
         root = tempfile.mkdtemp(prefix="ct-series-")
         self.addCleanup(shutil.rmtree, root, True)
         out = []
@@ -217,7 +284,9 @@ class TestTrendIsOneSeries(unittest.TestCase):
 
     def test_a_planted_bug_run_is_no_night_of_the_real_engine(self):
         real = nightly_summary(mode="simple", started="2026-01-01T01:00:00")
-        mutant = nightly_summary(mode="simple", started="2026-01-02T01:00:00", planted_bugs=["drop-synced-commit"])
+        mutant = nightly_summary(
+            mode="simple", started="2026-01-02T01:00:00", planted_bugs=["drop-synced-commit"]
+        )
         with self.assertRaises(UsageError) as e:
             htmlreport.render_runs(self.dirs(real, mutant))
         self.assertIn("drop-synced-commit", str(e.exception))
@@ -230,12 +299,16 @@ class TestTrendIsOneSeries(unittest.TestCase):
             htmlreport.render_runs(self.dirs(a, b))
 
     def test_the_trend_page_says_which_series_it_draws(self):
-        page = htmlreport.render_runs(self.dirs(nightly_summary(started="2026-01-01T01:00:00"),
-                                                nightly_summary(started="2026-01-02T01:00:00")))
+        page = htmlreport.render_runs(
+            self.dirs(
+                nightly_summary(started="2026-01-01T01:00:00"),
+                nightly_summary(started="2026-01-02T01:00:00"),
+            )
+        )
         self.assertIn("One series: every night is a run of blackbox", text_of(page))
 
     def test_a_mutants_folder_is_refused_as_what_it_is(self):
-        d, = self.dirs(nightly_summary())
+        (d,) = self.dirs(nightly_summary())
         m = os.path.join(os.path.dirname(d), "mutants")
         os.makedirs(m)
         with open(os.path.join(m, "mutants.json"), "w") as f:

@@ -42,8 +42,15 @@ class TestRestartOp(OneThreadDb):
         after the first 150, replayed on a fresh database: (report, the
         replay's trace lines, stderr)."""
         made = os.path.join(self.d, "made.trace")
-        rc, out, err = stress("--db=%s/db0" % self.d, "--destroy_db_initially", "--threads=1",
-                              "--max_key=%d" % KEYS, "--ops_per_thread=200", "--trace_ops=" + made, "--seed=11")
+        rc, out, err = stress(
+            "--db=%s/db0" % self.d,
+            "--destroy_db_initially",
+            "--threads=1",
+            "--max_key=%d" % KEYS,
+            "--ops_per_thread=200",
+            "--trace_ops=" + made,
+            "--seed=11",
+        )
         self.assertEqual(rc, 0, out + err)
         lines = trace_lines(made)
         lines = lines[:150] + ["150 %s - 0000000000000000 off | folded" % op] + lines[150:]
@@ -52,9 +59,15 @@ class TestRestartOp(OneThreadDb):
             f.write("".join(l + "\n" for l in lines))
         again = os.path.join(self.d, op + ".again")
         report = os.path.join(self.d, op + ".json")
-        rc, out, err = stress("--db=%s/%s" % (self.d, op), "--destroy_db_initially", "--threads=1",
-                              "--max_key=%d" % KEYS, "--replay_ops=" + path, "--trace_ops=" + again,
-                              "--report=" + report)
+        rc, out, err = stress(
+            "--db=%s/%s" % (self.d, op),
+            "--destroy_db_initially",
+            "--threads=1",
+            "--max_key=%d" % KEYS,
+            "--replay_ops=" + path,
+            "--trace_ops=" + again,
+            "--report=" + report,
+        )
         self.assertEqual(rc, 0, out + err)
         with open(report) as f:
             return json.load(f), trace_lines(again), out + err
@@ -66,8 +79,11 @@ class TestRestartOp(OneThreadDb):
     def test_a_restart_reads_every_key_before_its_close_as_well_as_after_its_open(self):
         rep_reopen, _, out_reopen = self.replay_with("reopen")
         rep_restart, again, out_restart = self.replay_with("restart")
-        self.assertGreaterEqual(self.verified(out_restart), self.verified(out_reopen) + KEYS,
-                                "every key read before the close too")
+        self.assertGreaterEqual(
+            self.verified(out_restart),
+            self.verified(out_reopen) + KEYS,
+            "every key read before the close too",
+        )
         self.assertEqual((rep_restart["ops"]["restart"], rep_restart["ops"]["reopen"]), (1, 0))
         self.assertEqual((rep_reopen["ops"]["restart"], rep_reopen["ops"]["reopen"]), (0, 1))
         self.assertEqual(again[150].split()[1], "restart", "traced again as itself")
@@ -77,9 +93,10 @@ class TestRestartOp(OneThreadDb):
         _, plain, _ = self.replay_with("reopen")
         _, restarted, _ = self.replay_with("restart")
         # Each op's keys and what it read or wrote, after the op's head.
-        self.assertEqual([l.split("|")[1].split(" op=")[0] for l in restarted[151:]],
-                         [l.split("|")[1].split(" op=")[0] for l in plain[151:]])
-
+        self.assertEqual(
+            [l.split("|")[1].split(" op=")[0] for l in restarted[151:]],
+            [l.split("|")[1].split(" op=")[0] for l in plain[151:]],
+        )
 
     def replay_restart(self, key, name):
         """The ops of a traced run of 120 puts of large values, a restart with
@@ -87,46 +104,83 @@ class TestRestartOp(OneThreadDb):
         rest, replayed with the command line's 64M checkpoint volume: the
         replay's trace lines."""
         made = os.path.join(self.d, "made.trace")
-        common = ["--threads=1", "--max_key=%d" % KEYS, "--value_size_min=900", "--value_size_max=1000",
-                  "--writepercent=100", "--readpercent=0", "--delpercent=0", "--iterpercent=0"]
-        rc, out, err = stress("--db=%s/db0" % self.d, "--destroy_db_initially", "--ops_per_thread=120",
-                              "--trace_ops=" + made, "--seed=11", *common)
+        common = [
+            "--threads=1",
+            "--max_key=%d" % KEYS,
+            "--value_size_min=900",
+            "--value_size_max=1000",
+            "--writepercent=100",
+            "--readpercent=0",
+            "--delpercent=0",
+            "--iterpercent=0",
+        ]
+        rc, out, err = stress(
+            "--db=%s/db0" % self.d,
+            "--destroy_db_initially",
+            "--ops_per_thread=120",
+            "--trace_ops=" + made,
+            "--seed=11",
+            *common
+        )
         self.assertEqual(rc, 0, out + err)
         lines = trace_lines(made)
-        lines = ["0 restart %s 0000000000000000 off" % key] + lines[:60] + \
-            ["60 restart - 0000000000000000 off"] + lines[60:]
+        lines = (
+            ["0 restart %s 0000000000000000 off" % key]
+            + lines[:60]
+            + ["60 restart - 0000000000000000 off"]
+            + lines[60:]
+        )
         path = os.path.join(self.d, name + ".trace")
         with open(path, "w") as f:
             f.write("".join(l + "\n" for l in lines))
         again = os.path.join(self.d, name + ".again")
-        rc, out, err = stress("--db=%s/%s" % (self.d, name), "--destroy_db_initially", "--replay_ops=" + path,
-                              "--trace_ops=" + again, "--checkpoint_wal_bytes=64M", *common)
+        rc, out, err = stress(
+            "--db=%s/%s" % (self.d, name),
+            "--destroy_db_initially",
+            "--replay_ops=" + path,
+            "--trace_ops=" + again,
+            "--checkpoint_wal_bytes=64M",
+            *common
+        )
         self.assertEqual(rc, 0, out + err)
         return trace_lines(again)
 
     def test_a_restart_opens_with_the_options_it_names_until_the_next_restart(self):
         plain = self.replay_restart("-", "plain")
         named = self.replay_restart("checkpoint_wal_bytes=64K,sync_mode=off", "named")
-        self.assertEqual(named[0].split()[:3], ["0", "restart", "checkpoint_wal_bytes=64K,sync_mode=off"],
-                         "traced again with its options")
+        self.assertEqual(
+            named[0].split()[:3],
+            ["0", "restart", "checkpoint_wal_bytes=64K,sync_mode=off"],
+            "traced again with its options",
+        )
         self.assertEqual(named[61].split()[:3], ["60", "restart", "-"])
 
         def ckpts(lines):
             return sum(1 for l in lines if re.search(r"\sckpt=\d+", l.partition("|")[2]))
+
         self.assertEqual(ckpts(plain), 0, "60 KB of values start no checkpoint at 64M")
         self.assertGreater(ckpts(named[:61]), 0, "at 64K of log they start some")
-        self.assertEqual(ckpts(named[61:]), 0, "after a restart with '-', the command line's 64M again")
+        self.assertEqual(
+            ckpts(named[61:]), 0, "after a restart with '-', the command line's 64M again"
+        )
 
     def test_a_restart_that_names_what_it_cannot_set_is_a_usage_error(self):
-        for key, why in (("page_size=4096", "a restart cannot set 'page_size'"),
-                         ("read_fault_one_in=5", "a restart cannot set 'read_fault_one_in'"),
-                         ("sync_mode=sometimes", "bad value 'sometimes'"),
-                         ("cache_size", "not an op line"), ("cache_size=1M,", "not an op line")):
+        for key, why in (
+            ("page_size=4096", "a restart cannot set 'page_size'"),
+            ("read_fault_one_in=5", "a restart cannot set 'read_fault_one_in'"),
+            ("sync_mode=sometimes", "bad value 'sometimes'"),
+            ("cache_size", "not an op line"),
+            ("cache_size=1M,", "not an op line"),
+        ):
             bad = os.path.join(self.d, "bad.trace")
             with open(bad, "w") as f:
                 f.write("0 restart %s 0000000000000000 off\n1 put 3 00000000000000a1 on\n" % key)
-            rc, out, err = stress("--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1",
-                                  "--replay_ops=" + bad)
+            rc, out, err = stress(
+                "--db=%s/db" % self.d,
+                "--destroy_db_initially",
+                "--threads=1",
+                "--replay_ops=" + bad,
+            )
             self.assertEqual(rc, 2, key + out + err)
             self.assertIn(why, err, key)
         self.assert_not_op_lines(["0 put cache_size=1M 00000000000000a1 on\n"])

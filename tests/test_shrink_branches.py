@@ -26,38 +26,90 @@ from crashtest.steppass import branch_of  # noqa: E402
 
 
 def stress(name, state, *argv, **kw):
-    return dict({"type": "stress", "name": name, "state": state, "dir": "@ITER@/steps/" + name, "expect": "exit0",
-                 "kill_after": None, "argv": ["@STRESS@", "--db=%s/db" % state] + list(argv)}, **kw)
+    return dict(
+        {
+            "type": "stress",
+            "name": name,
+            "state": state,
+            "dir": "@ITER@/steps/" + name,
+            "expect": "exit0",
+            "kill_after": None,
+            "argv": ["@STRESS@", "--db=%s/db" % state] + list(argv),
+        },
+        **kw
+    )
 
 
 def variant(k, step=2, state="@STATE@"):
-    return {"type": "variant", "name": "variant-%d" % k, "k": k, "powerloss_step": step,
-            "from_db": "@ITER@/pl/db.%d" % k, "from_state": state, "to": "@ITER@/v%d" % k}
+    return {
+        "type": "variant",
+        "name": "variant-%d" % k,
+        "k": k,
+        "powerloss_step": step,
+        "from_db": "@ITER@/pl/db.%d" % k,
+        "from_state": state,
+        "to": "@ITER@/v%d" % k,
+    }
 
 
 def run(fail_on=1):
     """create, a timed workload (the op step), power loss with two variants,
     a timed restart on variant 0, a verification of variant FAIL_ON (the
     failing step, last)."""
-    steps = [stress("create", "@STATE@", "--destroy_db_initially=1", "--threads=1", "--ops_per_thread=200"),
-             stress("workload", "@STATE@", "--threads=4", "--duration=60", expect="sigkill", kill_after=0.2),
-             {"type": "powerloss", "name": "powerloss", "ledger": "@STATE@/run/ledger", "dir": "@ITER@/pl",
-              "argv": ["@POWERLOSS@", "@STATE@/db", "--variants", "2", "--seed", "7", "--mode", "rollback"]},
-             variant(0),
-             stress("recover-v0", "@ITER@/v0", "--threads=4", "--duration=60", expect="sigkill_or_exit0",
-                    kill_after=0.25)]
+    steps = [
+        stress(
+            "create", "@STATE@", "--destroy_db_initially=1", "--threads=1", "--ops_per_thread=200"
+        ),
+        stress(
+            "workload", "@STATE@", "--threads=4", "--duration=60", expect="sigkill", kill_after=0.2
+        ),
+        {
+            "type": "powerloss",
+            "name": "powerloss",
+            "ledger": "@STATE@/run/ledger",
+            "dir": "@ITER@/pl",
+            "argv": [
+                "@POWERLOSS@",
+                "@STATE@/db",
+                "--variants",
+                "2",
+                "--seed",
+                "7",
+                "--mode",
+                "rollback",
+            ],
+        },
+        variant(0),
+        stress(
+            "recover-v0",
+            "@ITER@/v0",
+            "--threads=4",
+            "--duration=60",
+            expect="sigkill_or_exit0",
+            kill_after=0.25,
+        ),
+    ]
     if fail_on == 1:
         steps += [variant(1), stress("verify-v1", "@ITER@/v1", "--verification_only=1")]
     else:
         steps += [stress("verify-v0", "@ITER@/v0", "--verification_only=1")]
-    return Cand(steps, False, None, 1, ["passed", "crashed", None, None, "passed", None, "failed"][:len(steps)])
+    return Cand(
+        steps,
+        False,
+        None,
+        1,
+        ["passed", "crashed", None, None, "passed", None, "failed"][: len(steps)],
+    )
 
 
 class TestBranchOf(unittest.TestCase):
     def test_the_other_variant_and_the_restart_on_its_copy_go(self):
         c, names = branch_of(run())
         self.assertEqual(names, ["variant-0", "recover-v0"])
-        self.assertEqual([s["name"] for s in c.steps], ["create", "workload", "powerloss", "variant-1", "verify-v1"])
+        self.assertEqual(
+            [s["name"] for s in c.steps],
+            ["create", "workload", "powerloss", "variant-1", "verify-v1"],
+        )
         self.assertEqual(c.w, 1)
         self.assertEqual(c.op["name"], "workload")
         self.assertEqual(c.steps[3]["powerloss_step"], 2)
@@ -110,6 +162,7 @@ class TestBranchesPass(unittest.TestCase):
             if kept:
                 sh.best = c
             return kept
+
         sh.attempt = attempt
         return sh
 

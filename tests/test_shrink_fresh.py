@@ -30,14 +30,27 @@ CRASHTEST = os.path.join(ROOT, "crashtest.py")
 
 
 def op_step(threads=1, traced=True):
-    argv = ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--threads=%d" % threads, "--seed=5",
-            "--kill_random_test=40"]
+    argv = [
+        "@STRESS@",
+        "--db=@STATE@/db",
+        "--max_key=100",
+        "--threads=%d" % threads,
+        "--seed=5",
+        "--kill_random_test=40",
+    ]
     if traced:
         argv += ["--trace_ops=@ITER@/ops.trace", "--replay_ops=@FOLDER@/ops.trace"]
     else:
         argv += ["--ops_per_thread=50"]
-    return {"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "exit0",
-            "kill_after": None, "argv": argv}
+    return {
+        "type": "stress",
+        "name": "workload",
+        "state": "@STATE@",
+        "dir": "d",
+        "expect": "exit0",
+        "kill_after": None,
+        "argv": argv,
+    }
 
 
 def shrinker(best):
@@ -65,8 +78,12 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertEqual(len(tried), 1)
         self.assertTrue(is_fresh(tried[0][1]))
         self.assertIsNotNone(tried[0][1].trace, "first the run as it is, its trace too")
-        self.assertEqual(len(searched), 4, "after a create step of 200 ops, then one that fills the key space; "
-                         "at the kept run's 44 ops, then at the recorded op step's")
+        self.assertEqual(
+            len(searched),
+            4,
+            "after a create step of 200 ops, then one that fills the key space; "
+            "at the kept run's 44 ops, then at the recorded op step's",
+        )
         self.assertEqual([ops for _, ops, _ in searched], [44, 44, 289, 289])
         start, ops, kw = searched[2]
         self.assertTrue(is_fresh(start))
@@ -75,7 +92,9 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertIsNone(start.trace)
         self.assertIsNone(opt_get(start.op["argv"], "replay_ops"))
         self.assertIsNone(opt_get(start.op["argv"], "trace_ops"))
-        self.assertEqual(opt_get(start.op["argv"], "kill_random_test"), "40", "its options are the shrunk run's")
+        self.assertEqual(
+            opt_get(start.op["argv"], "kill_random_test"), "40", "its options are the shrunk run's"
+        )
         self.assertEqual(ops, 289, "as many ops as the recorded op step did")
         self.assertEqual(kw.get("phase"), "fresh")
         self.assertTrue(best.trace, "the run kept is left as it was")
@@ -92,24 +111,46 @@ class TestFreshDatabase(unittest.TestCase):
         step = op_step()
         step["expect"] = "kill_point"
         step["argv"] = opt_set(step["argv"], "kill_random_test", None)
-        trace = ["%d put 1 5 on | 1=v1 ok" % i for i in range(4)] + ["6 put 1 5 kill:%s:1 | 1=v1 killed" % point]
+        trace = ["%d put 1 5 on | 1=v1 ok" % i for i in range(4)] + [
+            "6 put 1 5 kill:%s:1 | 1=v1 killed" % point
+        ]
         best = Cand([step], False, trace, 0, ["failed"])
         sh = shrinker(best)
         sh.orig_ops = 26962
         searched = []
         sh.attempt = lambda what, c, phase, **kw: False
-        sh.search = lambda start, ops, **kw: searched.append((ops, opt_get(start.op["argv"], "kill_points"),
-                                                              opt_get(start.op["argv"], "kill_random_test"))) and False
+        sh.search = (
+            lambda start, ops, **kw: searched.append(
+                (
+                    ops,
+                    opt_get(start.op["argv"], "kill_points"),
+                    opt_get(start.op["argv"], "kill_random_test"),
+                )
+            )
+            and False
+        )
         sh.p_fresh()
-        self.assertEqual(searched, [(5, point, "1"), (5, point, "1"), (26962, point, "6740"), (26962, point, "6740")])
-        self.assertIsNone(opt_get(best.op["argv"], "kill_random_test"), "the run kept is left as it was")
+        self.assertEqual(
+            searched,
+            [(5, point, "1"), (5, point, "1"), (26962, point, "6740"), (26962, point, "6740")],
+        )
+        self.assertIsNone(
+            opt_get(best.op["argv"], "kill_random_test"), "the run kept is left as it was"
+        )
         # A run that still draws its kill keeps it as it is.
         best = Cand([op_step()], False, trace, 0, ["failed"])
         sh = shrinker(best)
         searched = []
         sh.attempt = lambda what, c, phase, **kw: False
-        sh.search = lambda start, ops, **kw: searched.append((opt_get(start.op["argv"], "kill_points"),
-                                                              opt_get(start.op["argv"], "kill_random_test"))) and False
+        sh.search = (
+            lambda start, ops, **kw: searched.append(
+                (
+                    opt_get(start.op["argv"], "kill_points"),
+                    opt_get(start.op["argv"], "kill_random_test"),
+                )
+            )
+            and False
+        )
         sh.p_fresh()
         self.assertEqual(set(searched), {(None, "40")})
 
@@ -127,17 +168,28 @@ class TestFreshDatabase(unittest.TestCase):
         sh.attempt = lambda what, c, phase, **kw: False
         sh.search = lambda start, ops, **kw: searched.append((start, kw)) and False
         sh.p_fresh()
-        self.assertEqual(len(searched), 5, "the fresh search, filled, at 44 ops and 289, then the regrown one")
+        self.assertEqual(
+            len(searched), 5, "the fresh search, filled, at 44 ops and 289, then the regrown one"
+        )
         for rate in (40, 40, 7, 3, 2):
             sh.best = sh.best.copy()
             sh.best.op["argv"] = opt_set(sh.best.op["argv"], "kill_random_test", rate)
-            sh.best.op["argv"] = opt_set(sh.best.op["argv"], "seed", rate)  # the search sets its own
+            sh.best.op["argv"] = opt_set(
+                sh.best.op["argv"], "seed", rate
+            )  # the search sets its own
             sh.p_fresh()
-        self.assertEqual(len(searched), 5 + 4 * (FRESH_SEARCHES - 1), "again for 7 and 3, then no more")
+        self.assertEqual(
+            len(searched), 5 + 4 * (FRESH_SEARCHES - 1), "again for 7 and 3, then no more"
+        )
         for start, kw in searched[5:]:
-            self.assertEqual([s["name"] for s in start.steps], ["create", "workload"], "not regrown again")
+            self.assertEqual(
+                [s["name"] for s in start.steps], ["create", "workload"], "not regrown again"
+            )
             self.assertIn("the options kept since the last search", kw.get("what"))
-        self.assertEqual([opt_get(s.op["argv"], "kill_random_test") for s, _ in searched[5:]], ["7"] * 4 + ["3"] * 4)
+        self.assertEqual(
+            [opt_get(s.op["argv"], "kill_random_test") for s, _ in searched[5:]],
+            ["7"] * 4 + ["3"] * 4,
+        )
 
     def test_a_run_kept_short_is_searched_from_a_fresh_database_at_its_own_length_first(self):
         # Planted bug checkpoint-skips-data-fsync: a lost kept in 2 ops on
@@ -152,7 +204,9 @@ class TestFreshDatabase(unittest.TestCase):
         sh.attempt = lambda what, c, phase, **kw: False
         sh.search = lambda start, ops, **kw: searched.append(ops) or len(searched) == 2
         sh.p_fresh()
-        self.assertEqual(searched, [2, 2], "200 ops then filled, at 2 ops; the kept one ends the pass")
+        self.assertEqual(
+            searched, [2, 2], "200 ops then filled, at 2 ops; the kept one ends the pass"
+        )
         # An untraced run pinned at the recorded count: one search length.
         best = Cand([op_step(traced=False)], False, None, 0, ["failed"])
         sh = shrinker(best)
@@ -163,7 +217,9 @@ class TestFreshDatabase(unittest.TestCase):
         sh.p_fresh()
         self.assertEqual(searched, [50, 50])
 
-    def test_a_fresh_database_with_its_key_space_filled_is_searched_when_200_ops_are_not_enough(self):
+    def test_a_fresh_database_with_its_key_space_filled_is_searched_when_200_ops_are_not_enough(
+        self,
+    ):
         # Planted bug fpi-skips-page-at-redo-lsn: its torn page is one the
         # cache evicted, which a database of 200 ops never does;
         # after a create step of 1,000 batches (max_key 2000) six seeds of
@@ -178,18 +234,44 @@ class TestFreshDatabase(unittest.TestCase):
         (small, _), (full, kw) = searched
         self.assertEqual(opt_get(small.steps[0]["argv"], "ops_per_thread"), "200")
         a = full.steps[0]["argv"]
-        self.assertEqual(opt_get(a, "ops_per_thread"), "200", "max_key 100: at least the 200 of a create step")
+        self.assertEqual(
+            opt_get(a, "ops_per_thread"), "200", "max_key 100: at least the 200 of a create step"
+        )
         for k in ("readpercent", "writepercent", "delpercent", "iterpercent"):
             self.assertEqual(opt_get(a, k), "0", "batches only")
         self.assertEqual(opt_get(a, "threads"), "1")
         self.assertIn("key space filled", kw.get("what"))
-        big = Cand([dict(op_step(traced=False), argv=opt_set(op_step(traced=False)["argv"], "max_key", 2000))],
-                   False, None, 0, ["failed"])
-        self.assertEqual(opt_get(sh.freshened(big, fill=True).steps[0]["argv"], "ops_per_thread"), "1000")
-        huge = Cand([dict(op_step(traced=False), argv=opt_set(op_step(traced=False)["argv"], "max_key", 10 ** 7))],
-                    False, None, 0, ["failed"])
-        self.assertEqual(opt_get(sh.freshened(huge, fill=True).steps[0]["argv"], "ops_per_thread"),
-                         str(FILL_MAX_OPS))
+        big = Cand(
+            [
+                dict(
+                    op_step(traced=False),
+                    argv=opt_set(op_step(traced=False)["argv"], "max_key", 2000),
+                )
+            ],
+            False,
+            None,
+            0,
+            ["failed"],
+        )
+        self.assertEqual(
+            opt_get(sh.freshened(big, fill=True).steps[0]["argv"], "ops_per_thread"), "1000"
+        )
+        huge = Cand(
+            [
+                dict(
+                    op_step(traced=False),
+                    argv=opt_set(op_step(traced=False)["argv"], "max_key", 10**7),
+                )
+            ],
+            False,
+            None,
+            0,
+            ["failed"],
+        )
+        self.assertEqual(
+            opt_get(sh.freshened(huge, fill=True).steps[0]["argv"], "ops_per_thread"),
+            str(FILL_MAX_OPS),
+        )
 
     def test_a_fresh_run_that_fails_the_same_way_ends_the_pass(self):
         sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
@@ -203,8 +285,10 @@ class TestFreshDatabase(unittest.TestCase):
         # Several threads: K8's path tries fresh databases of its own, and
         # K6's search runs after p_threads; a fresh run has nothing to do.
         searched = []
-        for best in (Cand([op_step(threads=2, traced=False)], False, None, 0, ["failed"]),
-                     Cand([op_step(traced=False)], True, None, 0, ["failed"])):
+        for best in (
+            Cand([op_step(threads=2, traced=False)], False, None, 0, ["failed"]),
+            Cand([op_step(traced=False)], True, None, 0, ["failed"]),
+        ):
             sh = shrinker(best)
             sh.attempt = lambda what, c, phase, **kw: False
             sh.search = lambda start, ops, **kw: searched.append(start)
@@ -225,11 +309,25 @@ class TestFreshDatabase(unittest.TestCase):
 
 
 def workload_template(kill=True):
-    argv = ["@STRESS@", "--db=@STATE@/db", "--max_key=100", "--threads=4", "--ops_per_thread=0", "--duration=30",
-            "--write_fault_one_in=50", "--report=@ITER@/steps/01-workload/report.json", "--seed=77"]
+    argv = [
+        "@STRESS@",
+        "--db=@STATE@/db",
+        "--max_key=100",
+        "--threads=4",
+        "--ops_per_thread=0",
+        "--duration=30",
+        "--write_fault_one_in=50",
+        "--report=@ITER@/steps/01-workload/report.json",
+        "--seed=77",
+    ]
     if kill:
         argv += ["--kill_random_test=900", "--kill_points=kill/wal/after_write_before_sync"]
-    return {"argv": argv, "state": "@STATE@", "dir": "@ITER@/steps/01-workload", "expect": "kill_point"}
+    return {
+        "argv": argv,
+        "state": "@STATE@",
+        "dir": "@ITER@/steps/01-workload",
+        "expect": "kill_point",
+    }
 
 
 class TestPinnedFlipsOnAFreshDatabase(unittest.TestCase):
@@ -237,8 +335,12 @@ class TestPinnedFlipsOnAFreshDatabase(unittest.TestCase):
         # checksum-skips-last-byte: a flip pinned on block 670 of a grown
         # data file lands on nothing in a fresh one; the same bit of
         # block 1, 2 ... does.  Distinct blocks stay distinct, in order.
-        trace = ["3 scan 842 655a16326198dd30 flip:670:65530 | seen=19 ok", "4 get 7 655a16326198dd31 on | ok",
-                 "5 put 9 655a16326198dd32 flip:900:3 | ok", "6 get 9 655a16326198dd33 flip:670:8 | ok"]
+        trace = [
+            "3 scan 842 655a16326198dd30 flip:670:65530 | seen=19 ok",
+            "4 get 7 655a16326198dd31 on | ok",
+            "5 put 9 655a16326198dd32 flip:900:3 | ok",
+            "6 get 9 655a16326198dd33 flip:670:8 | ok",
+        ]
         sh = shrinker(Cand([op_step()], False, trace, 0, ["failed"]))
         tried = []
         sh.attempt = lambda what, c, phase, **kw: tried.append((what, c)) or len(tried) == 3
@@ -249,8 +351,10 @@ class TestPinnedFlipsOnAFreshDatabase(unittest.TestCase):
         self.assertEqual(tried[0][1].trace, trace, "the run as it is first")
         for first, (what, c) in zip((1, 2), tried[1:]):
             self.assertTrue(is_fresh(c))
-            self.assertEqual([l.split()[4] for l in c.trace],
-                             ["flip:%d:65530" % first, "on", "flip:%d:3" % (first + 1), "flip:%d:8" % first])
+            self.assertEqual(
+                [l.split()[4] for l in c.trace],
+                ["flip:%d:65530" % first, "on", "flip:%d:3" % (first + 1), "flip:%d:8" % first],
+            )
             self.assertIn("moved to blocks %d,%d" % (first, first + 1), what)
         self.assertEqual(sh.best.trace, trace, "the run kept is left to attempt")
 
@@ -269,11 +373,26 @@ class TestLargerValues(unittest.TestCase):
     values up to 256 bytes, every op needed; 4 with 1,024-byte ones)."""
 
     def run_values(self, left_after_ddmin, fresh=True, vmax=256, nops=54):
-        argv = ["@STRESS@", "--db=@STATE@/db", "--threads=1", "--value_size_min=8", "--value_size_max=%d" % vmax,
-                "--replay_ops=@FOLDER@/ops.trace"]
-        step = {"type": "stress", "name": "create", "state": "@STATE@", "dir": "d", "expect": "exit0",
-                "kill_after": None, "argv": argv}
-        best = Cand([step], fresh, ["%d put 1 5 on | 1=v1 ok" % i for i in range(nops)], 0, ["failed"])
+        argv = [
+            "@STRESS@",
+            "--db=@STATE@/db",
+            "--threads=1",
+            "--value_size_min=8",
+            "--value_size_max=%d" % vmax,
+            "--replay_ops=@FOLDER@/ops.trace",
+        ]
+        step = {
+            "type": "stress",
+            "name": "create",
+            "state": "@STATE@",
+            "dir": "d",
+            "expect": "exit0",
+            "kill_after": None,
+            "argv": argv,
+        }
+        best = Cand(
+            [step], fresh, ["%d put 1 5 on | 1=v1 ok" % i for i in range(nops)], 0, ["failed"]
+        )
         sh = shrinker(best)
         sh.defaults = {"value_size_max": "256"}
         sh.best_res, sh.log, sh.ddmin_size = {"ops": nops, "dir": "/nonexistent"}, [], 7
@@ -282,15 +401,20 @@ class TestLargerValues(unittest.TestCase):
 
         def attempt(what, c, phase, **kw):
             tried.append(c)
-            sh.log.append({"what": what, "verdict": "kept", "why": "fails the same way (false_alarm)"})
+            sh.log.append(
+                {"what": what, "verdict": "kept", "why": "fails the same way (false_alarm)"}
+            )
             sh.best, sh.best_res = c, {"ops": len(c.trace)}
             return True
 
         def ddmin(share=1.0):
-            self.assertEqual(sh.ddmin_size, 1 << 62, "delta debugging starts again from the largest chunks")
+            self.assertEqual(
+                sh.ddmin_size, 1 << 62, "delta debugging starts again from the largest chunks"
+            )
             c = sh.best.copy()
             c.trace = c.trace[:left_after_ddmin]
             attempt("ddmin", c, "ddmin")
+
         sh.attempt, sh.p_ddmin = attempt, ddmin
         sh.p_values()
         return sh, best, tried
@@ -299,8 +423,10 @@ class TestLargerValues(unittest.TestCase):
         sh, best, tried = self.run_values(4)
         self.assertEqual(len(sh.best.trace), 4)
         a = sh.best.op["argv"]
-        self.assertEqual((opt_get(a, "value_size_min"), opt_get(a, "value_size_max")),
-                         (str(VALUES_SIZE), str(VALUES_SIZE)))
+        self.assertEqual(
+            (opt_get(a, "value_size_min"), opt_get(a, "value_size_max")),
+            (str(VALUES_SIZE), str(VALUES_SIZE)),
+        )
         self.assertEqual([e["verdict"] for e in sh.log], ["kept", "kept"])
 
     def test_larger_values_that_do_not_halve_the_ops_are_undone(self):
@@ -333,13 +459,18 @@ class TestRegrownDatabase(unittest.TestCase):
         return searched
 
     def test_the_earlier_iterations_workloads_are_redone_with_one_thread_before_the_op_step(self):
-        searched = self.regrown_search([{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()},
-                                        {"index": 1, "seed": 2, "ops": 10 ** 6,
-                                         "workload": workload_template(kill=False)}])
+        searched = self.regrown_search(
+            [
+                {"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()},
+                {"index": 1, "seed": 2, "ops": 10**6, "workload": workload_template(kill=False)},
+            ]
+        )
         self.assertEqual(len(searched), 3, "the fresh search, filled, then the regrown one")
         start, ops, kw = searched[2]
         self.assertEqual(kw.get("phase"), "history")
-        self.assertEqual([s["name"] for s in start.steps], ["create", "history-0", "history-1", "workload"])
+        self.assertEqual(
+            [s["name"] for s in start.steps], ["create", "history-0", "history-1", "workload"]
+        )
         self.assertEqual(start.w, 3)
         self.assertEqual(start.want[:3], ["passed"] * 3)
         self.assertEqual(ops, 289)
@@ -357,16 +488,23 @@ class TestRegrownDatabase(unittest.TestCase):
         self.assertEqual(sum(1 for a in start.steps[1]["argv"] if a.startswith("--report=")), 1)
         m = start.measures()
         self.assertEqual(m["regrown"], 2)
-        self.assertIn("write_error", m["fault_classes"], "a regrown step's faults are the run's too")
+        self.assertIn(
+            "write_error", m["fault_classes"], "a regrown step's faults are the run's too"
+        )
 
     def test_no_regrown_search_without_a_recorded_history(self):
         self.assertEqual(len(self.regrown_search([])), 2)
-        self.assertEqual(len(self.regrown_search([{"index": 0, "seed": 1, "ops": 5, "workload": None}])), 2,
-                         "an iteration without a workload step cannot be redone: no partial history")
+        self.assertEqual(
+            len(self.regrown_search([{"index": 0, "seed": 1, "ops": 5, "workload": None}])),
+            2,
+            "an iteration without a workload step cannot be redone: no partial history",
+        )
 
     def test_the_steps_that_regrow_a_database_are_dropped_or_cut_like_a_create_step(self):
         sh = shrinker(None)
-        searched = self.regrown_search([{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()}])
+        searched = self.regrown_search(
+            [{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()}]
+        )
         sh.best = searched[2][0]
         tried = []
         sh.attempt = lambda what, c, phase, **kw: tried.append((what, c, phase)) and False
@@ -398,13 +536,22 @@ class TestSmallerLogSegments(unittest.TestCase):
     def test_smaller_segments_are_tried_smallest_first_on_every_step_of_a_fresh_run(self):
         self.assertEqual(self.tried(True, "16M"), [["65536"], ["262144"], ["1048576"], ["4194304"]])
         self.assertEqual(self.tried(True, "256K"), [["65536"]], "only sizes below the run's")
-        self.assertEqual(self.tried(True, "16M", keep_at=2), [["65536"], ["262144"]], "the first kept ends it")
+        self.assertEqual(
+            self.tried(True, "16M", keep_at=2), [["65536"], ["262144"]], "the first kept ends it"
+        )
 
     def test_smaller_segments_are_tried_once_a_shrink(self):
         # The options pass may take the size back to the default when the
         # ops left do not need it; a later round does not lower it again.
-        sh = shrinker(Cand([dict(op_step(), argv=op_step()["argv"] + ["--wal_segment_size=16M"])], True,
-                           ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
+        sh = shrinker(
+            Cand(
+                [dict(op_step(), argv=op_step()["argv"] + ["--wal_segment_size=16M"])],
+                True,
+                ["0 put 1 5 on | 1=v1 ok"],
+                0,
+                ["failed"],
+            )
+        )
         sh.defaults = {"wal_segment_size": "16M"}
         tried = []
         sh.attempt = lambda what, c, phase, **kw: tried.append(c) and False
@@ -431,15 +578,42 @@ class TestDatabaseHistory(unittest.TestCase):
     def test_each_iteration_records_the_ops_its_database_did_before_it(self):
         # Three iterations on one database (no faults: none makes it fresh
         # again): each record's db_ops is the ops of the ones before.
-        p = subprocess.run([sys.executable, CRASHTEST, "simple", "--iterations", "3", "--seed", "11", "--interval",
-                            "1", "--max-key", "500", "--faults", "none", "--db-iterations", "4", "--stress-binary",
-                            STRESS, "--powerloss-binary", POWERLOSS, "--report-dir", self.d],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, cwd=ROOT)
+        p = subprocess.run(
+            [
+                sys.executable,
+                CRASHTEST,
+                "simple",
+                "--iterations",
+                "3",
+                "--seed",
+                "11",
+                "--interval",
+                "1",
+                "--max-key",
+                "500",
+                "--faults",
+                "none",
+                "--db-iterations",
+                "4",
+                "--stress-binary",
+                STRESS,
+                "--powerloss-binary",
+                POWERLOSS,
+                "--report-dir",
+                self.d,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            universal_newlines=True,
+            cwd=ROOT,
+        )
         self.assertEqual(p.returncode, 0, p.stdout)
         recs = sorted(read_iterations(self.d), key=lambda r: r["index"])
         self.assertEqual([r["db_age"] for r in recs], [0, 1, 2], p.stdout)
         self.assertTrue(all(r["ops"] > 0 for r in recs), [r["ops"] for r in recs])
-        self.assertEqual([r["db_ops"] for r in recs], [0, recs[0]["ops"], recs[0]["ops"] + recs[1]["ops"]])
+        self.assertEqual(
+            [r["db_ops"] for r in recs], [0, recs[0]["ops"], recs[0]["ops"] + recs[1]["ops"]]
+        )
         # What a later failure's meta.json keeps of each (K15): the
         # workload as it ran, ready to be redone.
         h = history_entry(recs[1], recs[1]["steps"])

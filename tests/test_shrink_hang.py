@@ -16,8 +16,10 @@ def shrinker(kind, hangs_below):
     """A Shrinker whose trials are judged, not run: a candidate fails the
     same way when its watchdog is at least HANGS_BELOW seconds."""
     sh = Shrinker.__new__(Shrinker)
-    steps = [{"type": "stress", "name": n, "argv": ["@STRESS@", "--threads=1", "--hang_seconds=60"]}
-             for n in ("workload", "verify")]
+    steps = [
+        {"type": "stress", "name": n, "argv": ["@STRESS@", "--threads=1", "--hang_seconds=60"]}
+        for n in ("workload", "verify")
+    ]
     sh.best = Cand(steps, True, None, 0)
     sh.kind, sh.hang = kind, 60
     sh.left = lambda: 100
@@ -30,6 +32,7 @@ def shrinker(kind, hangs_below):
             sh.best = cand
             return True
         return False
+
     sh.attempt = attempt
     return sh
 
@@ -38,9 +41,16 @@ class TestShrinkHang(unittest.TestCase):
     def test_a_hang_keeps_the_shortest_watchdog_that_still_hangs_on_every_step(self):
         sh = shrinker("hang", 3)
         sh.p_hang()
-        self.assertEqual(sh.tried, ["hang_seconds 60 -> 10 (the watchdog sooner)",
-                                    "hang_seconds 10 -> 3 (the watchdog sooner)"])
-        self.assertEqual([opt_get(s["argv"], "hang_seconds") for s in sh.best.stress_steps()], ["3", "3"])
+        self.assertEqual(
+            sh.tried,
+            [
+                "hang_seconds 60 -> 10 (the watchdog sooner)",
+                "hang_seconds 10 -> 3 (the watchdog sooner)",
+            ],
+        )
+        self.assertEqual(
+            [opt_get(s["argv"], "hang_seconds") for s in sh.best.stress_steps()], ["3", "3"]
+        )
         sh.tried = []
         sh.p_hang()  # the next round: nothing left to shorten
         self.assertEqual(sh.tried, [])
@@ -49,7 +59,9 @@ class TestShrinkHang(unittest.TestCase):
         sh = shrinker("hang", 10)
         sh.p_hang()
         self.assertEqual(len(sh.tried), 2)
-        self.assertEqual([opt_get(s["argv"], "hang_seconds") for s in sh.best.stress_steps()], ["10", "10"])
+        self.assertEqual(
+            [opt_get(s["argv"], "hang_seconds") for s in sh.best.stress_steps()], ["10", "10"]
+        )
 
     def test_other_kinds_keep_their_watchdog(self):
         sh = shrinker("lost", 3)

@@ -56,8 +56,22 @@ def shrinker(outcomes, kind="lost", match="kind"):
     is counted as kept aside, not written."""
     sh = Shrinker.__new__(Shrinker)
     argv = ["@STRESS@", "--threads=2", "--ops_per_thread=0", "--duration=2", "--seed=5"]
-    sh.best = Cand([{"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "exit0",
-                     "kill_after": None, "argv": argv}], False, None, 0)
+    sh.best = Cand(
+        [
+            {
+                "type": "stress",
+                "name": "workload",
+                "state": "@STATE@",
+                "dir": "d",
+                "expect": "exit0",
+                "kill_after": None,
+                "argv": argv,
+            }
+        ],
+        False,
+        None,
+        0,
+    )
     sh.best_res, sh.kind, sh.match, sh.match_why = None, kind, match, None
     sh.tried, sh.log, sh.kept_trials, sh.aside = set(), [], [], []
     sh.trials, sh.need, sh.more, sh.cap = 3, 2, 0, None
@@ -70,9 +84,18 @@ def shrinker(outcomes, kind="lost", match="kind"):
     def run_once(cand):
         got = left.pop(0)
         k, keys, step = (got + (0,))[:3] if got else (None, None, None)
-        return {"kind": k, "failure": {"kind": k, "keys": keys, "message": "m", "step": step} if k else None,
-                "step": step, "diverged": None, "seconds": 0.1, "ops": 100, "ops_all": 100,
-                "dir": "/nonexistent", "results": {}}
+        return {
+            "kind": k,
+            "failure": {"kind": k, "keys": keys, "message": "m", "step": step} if k else None,
+            "step": step,
+            "diverged": None,
+            "seconds": 0.1,
+            "ops": 100,
+            "ops_all": 100,
+            "dir": "/nonexistent",
+            "results": {},
+        }
+
     sh.run_once = run_once
     return sh
 
@@ -86,7 +109,9 @@ def changed(cand, *opts):
 
 def baseline(sh):
     """The recorded run's tries, then K24, as Shrinker.shrink runs them."""
-    ok = sh.attempt("the recorded run, unchanged", sh.best.copy(), "baseline", runs=BASELINE_TRIALS, need=1)
+    ok = sh.attempt(
+        "the recorded run, unchanged", sh.best.copy(), "baseline", runs=BASELINE_TRIALS, need=1
+    )
     return ok or sh.by_keys(sh.best.copy(), BASELINE_TRIALS)
 
 
@@ -95,8 +120,11 @@ class TestMatchByKeysChosen(unittest.TestCase):
         sh = shrinker([ALONE, BESIDE, ALONE, ALONE, ALONE] + [ALONE, BESIDE])
         self.assertTrue(baseline(sh))
         self.assertEqual(sh.match, "keys")
-        self.assertEqual(sh.match_why, "the recorded run failed again only as wrong_value, with lost among the keys "
-                                       "in 1 of 5 tries")
+        self.assertEqual(
+            sh.match_why,
+            "the recorded run failed again only as wrong_value, with lost among the keys "
+            "in 1 of 5 tries",
+        )
         first, again = sh.log
         self.assertEqual((first["verdict"], first["kind_among_other_keys"]), ("rejected", 1))
         self.assertEqual((again["verdict"], again["trials"], again["failures"]), ("kept", 2, 1))
@@ -104,7 +132,9 @@ class TestMatchByKeysChosen(unittest.TestCase):
         self.assertEqual(sh.best_res["kind"], "wrong_value")
         self.assertTrue(any("(K24)" in s for s in sh.lines), sh.lines)
 
-    def test_a_recorded_run_matched_by_keys_that_does_not_fail_again_leaves_the_match_for_the_fallback(self):
+    def test_a_recorded_run_matched_by_keys_that_does_not_fail_again_leaves_the_match_for_the_fallback(
+        self,
+    ):
         # The seed search and the multi-thread path that follow judge by
         # keys too: the kind was seen among them.
         sh = shrinker([BESIDE, ALONE, ALONE, ALONE, ALONE] + [ALONE] * 5)
@@ -112,7 +142,9 @@ class TestMatchByKeysChosen(unittest.TestCase):
         self.assertEqual(sh.match, "keys")
         self.assertEqual(len(sh.log), 2)
 
-    def test_nothing_changes_without_the_kind_among_any_tries_keys_or_with_a_match_by_keys_given(self):
+    def test_nothing_changes_without_the_kind_among_any_tries_keys_or_with_a_match_by_keys_given(
+        self,
+    ):
         sh = shrinker([ALONE] * 5)
         self.assertFalse(baseline(sh))
         self.assertEqual((sh.match, sh.match_why, len(sh.log)), ("kind", None, 1))
@@ -127,22 +159,34 @@ class TestMatchByKeysChosen(unittest.TestCase):
         self.assertEqual((sh.match, len(sh.log)), ("kind", 1))
         # ... and a later trial that shows it only beside another kind is
         # another failure (K1), not the same one.
-        self.assertFalse(sh.same({"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": BESIDE[1]}}))
+        self.assertFalse(
+            sh.same({"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": BESIDE[1]}})
+        )
 
 
 class TestRecordedStep(unittest.TestCase):
     # The stub's recorded run is one step; AT says which step failed.
     def tries(self, outcomes, at):
         sh = shrinker(outcomes)
-        ok = sh.attempt("the recorded run, unchanged", sh.best.copy(), "baseline", runs=BASELINE_TRIALS, need=1,
-                        at=at)
+        ok = sh.attempt(
+            "the recorded run, unchanged",
+            sh.best.copy(),
+            "baseline",
+            runs=BASELINE_TRIALS,
+            need=1,
+            at=at,
+        )
         return sh, ok
 
-    def test_a_try_that_fails_earlier_than_the_recorded_step_is_kept_only_when_none_fails_at_it(self):
+    def test_a_try_that_fails_earlier_than_the_recorded_step_is_kept_only_when_none_fails_at_it(
+        self,
+    ):
         early, late = ("lost", ["lost"], 1), ("lost", ["lost"], 4)
         sh, ok = self.tries([early, None, late], 4)
         self.assertTrue(ok)
-        self.assertEqual((sh.best_res["step"], sh.log[-1]["trials"], sh.log[-1]["failures"]), (4, 3, 2))
+        self.assertEqual(
+            (sh.best_res["step"], sh.log[-1]["trials"], sh.log[-1]["failures"]), (4, 3, 2)
+        )
         self.assertEqual(sh.log[-1]["failed_at"], [1, None, 4])
         # None at the recorded step in the tries: the earlier one (K1 cuts
         # the steps after it).
@@ -158,14 +202,22 @@ class TestRecordedStep(unittest.TestCase):
         verification that failed) whose tries end as OUTCOMES say; the
         rounds after the baseline stubbed."""
         sh = shrinker(outcomes)
-        verify = {"type": "stress", "name": "verify", "state": "@STATE@", "dir": "v", "expect": "exit0",
-                  "argv": ["@STRESS@", "--verification_only=1"]}
+        verify = {
+            "type": "stress",
+            "name": "verify",
+            "state": "@STATE@",
+            "dir": "v",
+            "expect": "exit0",
+            "argv": ["@STRESS@", "--verification_only=1"],
+        }
         sh.best = Cand([sh.best.steps[0], verify], False, None, 0, ["crashed", "failed"])
         sh.dir, sh.budget, sh.failure = "/nonexistent/f", 600, {"step": 1, "step_name": "verify"}
         sh.grown_ops, sh.refine = (lambda c: 0), (lambda: None)
         return sh, sh.shrink()
 
-    def test_a_baseline_kept_at_an_earlier_step_starts_the_multi_thread_path_from_the_recorded_steps(self):
+    def test_a_baseline_kept_at_an_earlier_step_starts_the_multi_thread_path_from_the_recorded_steps(
+        self,
+    ):
         # Planted bug durable-publishes-insert: its tries lose commits only
         # in the op step, and the cut form has no crash.
         sh, (ok, orig, _) = self.shrunk([("lost", ["lost"], 0)] * BASELINE_TRIALS)
@@ -205,9 +257,12 @@ class TestOneThreadLarger(unittest.TestCase):
                 r["dir"] = os.path.join(d, "t%d" % n[0])
                 os.makedirs(os.path.join(r["dir"], "iter"), exist_ok=True)
                 with open(os.path.join(r["dir"], "iter", "ops.trace"), "w") as f:
-                    f.write("# stress op trace 1\n" + "".join("%d put %d ops=%d\n" % (i, i, r["ops"])
-                                                              for i in range(r["ops"])))
+                    f.write(
+                        "# stress op trace 1\n"
+                        + "".join("%d put %d ops=%d\n" % (i, i, r["ops"]) for i in range(r["ops"]))
+                    )
             return r
+
         sh.run_once = run_once
         sh.best = changed(sh.best, *opts)
         sh.best_res, sh.cap, sh.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
@@ -215,7 +270,9 @@ class TestOneThreadLarger(unittest.TestCase):
         sh.p_threads()
         return sh
 
-    def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_replayed_from_a_failing_try(self):
+    def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_replayed_from_a_failing_try(
+        self,
+    ):
         # Planted bug page-before-wal: a timed run of one thread does more
         # ops than the two recorded ones did in the time; K10 refuses it.
         # Its three reopens are spread over the time: pinned to a failing
@@ -223,15 +280,27 @@ class TestOneThreadLarger(unittest.TestCase):
         # replayed puts them where they came.
         sh = self.threads_step([OWN, OWN, OWN], "--reopen=3", ops=[120, 100])
         first, replayed = sh.log
-        self.assertEqual((first["what"], first["verdict"], first["trials"]), ("threads 2 -> 1, traced", "rejected", 2))
+        self.assertEqual(
+            (first["what"], first["verdict"], first["trials"]),
+            ("threads 2 -> 1, traced", "rejected", 2),
+        )
         self.assertIn("larger than the recorded run (100 ops; it had 90)", first["why"])
         self.assertEqual(first["larger_ops"], [120, 100])
-        self.assertEqual((replayed["verdict"], replayed["trials"], replayed["deterministic"]), ("kept", 1, True))
-        self.assertEqual(replayed["what"], "threads 2 -> 1, traced, the 100 traced ops replayed (--replay_ops) "
-                                           "(a try that failed)")
-        self.assertEqual([opt_get(sh.best.op["argv"], o) for o in ("threads", "replay_ops", "ops_per_thread",
-                                                                   "duration", "reopen")],
-                         ["1", "@FOLDER@/ops.trace", None, None, "3"])
+        self.assertEqual(
+            (replayed["verdict"], replayed["trials"], replayed["deterministic"]), ("kept", 1, True)
+        )
+        self.assertEqual(
+            replayed["what"],
+            "threads 2 -> 1, traced, the 100 traced ops replayed (--replay_ops) "
+            "(a try that failed)",
+        )
+        self.assertEqual(
+            [
+                opt_get(sh.best.op["argv"], o)
+                for o in ("threads", "replay_ops", "ops_per_thread", "duration", "reopen")
+            ],
+            ["1", "@FOLDER@/ops.trace", None, None, "3"],
+        )
         self.assertEqual(len(sh.best.trace), 100, "the smaller try's list")
 
     def test_no_replay_when_one_thread_was_rejected_for_another_reason(self):
@@ -246,8 +315,10 @@ class TestOneThreadLarger(unittest.TestCase):
         self.assertEqual(sh.log[0]["verdict"], "kept")
         sh.p_pin()
         self.assertEqual(sh.log[-1]["what"], "the 60 traced ops replayed (--replay_ops)")
-        self.assertEqual([opt_get(sh.best.op["argv"], o) for o in ("threads", "replay_ops", "ops_per_thread")],
-                         ["1", "@FOLDER@/ops.trace", None])
+        self.assertEqual(
+            [opt_get(sh.best.op["argv"], o) for o in ("threads", "replay_ops", "ops_per_thread")],
+            ["1", "@FOLDER@/ops.trace", None],
+        )
 
 
 class TestHang(unittest.TestCase):
@@ -256,14 +327,18 @@ class TestHang(unittest.TestCase):
         # in two trials and again in a later round, about 123 s each.
         hang = ("hang", ["hang"])
         sh = shrinker([hang, OWN, OWN, OWN])
-        self.assertFalse(sh.attempt("sync_mode off -> commit", changed(sh.best, "--sync_mode=commit"), "options"))
+        self.assertFalse(
+            sh.attempt("sync_mode off -> commit", changed(sh.best, "--sync_mode=commit"), "options")
+        )
         self.assertEqual((sh.log[-1]["trials"], sh.aside), (1, ["hang"]))
         # another run (a later round's), the same change described
         c = changed(sh.best, "--max_key=100", "--sync_mode=commit")
         self.assertFalse(sh.attempt("sync_mode off -> commit", c, "options"))
         self.assertEqual(len(sh.log), 1, "not tried again")
-        self.assertTrue(sh.attempt("another change", changed(sh.best, "--max_key=100"), "options"),
-                        "other changes still are")
+        self.assertTrue(
+            sh.attempt("another change", changed(sh.best, "--max_key=100"), "options"),
+            "other changes still are",
+        )
 
     def test_a_trial_too_slow_for_its_time_ends_the_change_too_and_is_kept_aside_as_nothing(self):
         # Not a hang (the watchdog saw progress): an error, never a new
@@ -275,14 +350,24 @@ class TestHang(unittest.TestCase):
         def run_once(c):
             r = run(c)
             if r["kind"] == "error":
-                r["failure"].update(out_of_time=True, message="stopped after 122 s: ... (slow, not a hang)")
+                r["failure"].update(
+                    out_of_time=True, message="stopped after 122 s: ... (slow, not a hang)"
+                )
             return r
+
         sh.run_once = run_once
-        self.assertFalse(sh.attempt("sync_mode off -> commit", changed(sh.best, "--sync_mode=commit"), "options"))
+        self.assertFalse(
+            sh.attempt("sync_mode off -> commit", changed(sh.best, "--sync_mode=commit"), "options")
+        )
         self.assertEqual((sh.log[-1]["trials"], sh.aside), (1, []))
         self.assertIn("slow", sh.log[-1]["why"])
-        self.assertFalse(sh.attempt("sync_mode off -> commit", changed(sh.best, "--max_key=100",
-                                                                      "--sync_mode=commit"), "options"))
+        self.assertFalse(
+            sh.attempt(
+                "sync_mode off -> commit",
+                changed(sh.best, "--max_key=100", "--sync_mode=commit"),
+                "options",
+            )
+        )
         self.assertEqual(len(sh.log), 1, "not tried again")
 
     def test_a_hang_is_judged_as_ever_when_the_failure_is_a_hang(self):
@@ -293,19 +378,27 @@ class TestHang(unittest.TestCase):
 
 class TestReproStep(unittest.TestCase):
     def test_the_same_failure_sooner_counts_only_at_a_step_the_record_shows_killed(self):
-        steps = [{"result": {"outcome": o}} for o in ("crashed", "passed", "crashed", "passed", "failed")]
+        steps = [
+            {"result": {"outcome": o}} for o in ("crashed", "passed", "crashed", "passed", "failed")
+        ]
         self.assertTrue(killed_before_judging(steps, 2, 4))
         self.assertTrue(killed_before_judging(steps, 0, 4))
-        self.assertFalse(killed_before_judging(steps, 1, 4))  # judged then and passed: another failure
+        self.assertFalse(
+            killed_before_judging(steps, 1, 4)
+        )  # judged then and passed: another failure
         self.assertFalse(killed_before_judging(steps, 4, 4))
         self.assertFalse(killed_before_judging(steps, 2, 1))  # after the recorded step
 
 
 class TestFailingKey(unittest.TestCase):
-    SUSPECT = ("stress: SUSPECT (a block a misdirected write missed reads old; the verdict below decides) lost "
-               "(after reopening a failed handle): key k000000000001408 (1408), thread 1, op 2:1504\n")
-    MEASURED = ("stress: MEASURED (undetectable by design in this measuring run, not a failure) lost (after "
-                "reopen): key k000000000000007 (7), thread 0, op 1:9\n")
+    SUSPECT = (
+        "stress: SUSPECT (a block a misdirected write missed reads old; the verdict below decides) lost "
+        "(after reopening a failed handle): key k000000000001408 (1408), thread 1, op 2:1504\n"
+    )
+    MEASURED = (
+        "stress: MEASURED (undetectable by design in this measuring run, not a failure) lost (after "
+        "reopen): key k000000000000007 (7), thread 0, op 1:9\n"
+    )
 
     def test_a_suspect_of_the_kind_names_the_key_when_no_failure_line_does(self):
         # Planted bug writeback-error-cleans: a run can fail as lost on this
@@ -313,7 +406,9 @@ class TestFailingKey(unittest.TestCase):
         self.assertEqual(failing_key(self.MEASURED + self.SUSPECT, "lost"), "1408")
 
     def test_a_failure_line_comes_first_and_other_lines_name_no_key(self):
-        failure = "stress: FAILURE lost (after reopen): key k000000000000005 (5), thread 0, op 1:3\n"
+        failure = (
+            "stress: FAILURE lost (after reopen): key k000000000000005 (5), thread 0, op 1:3\n"
+        )
         self.assertEqual(failing_key(self.SUSPECT + failure, "lost"), "5")
         self.assertIsNone(failing_key(self.SUSPECT, "wrong_value"), "a suspect of another kind")
         self.assertIsNone(failing_key(self.MEASURED, "lost"), "a measured symptom is no failure")
@@ -331,11 +426,23 @@ class TestLastStepPassing(unittest.TestCase):
         sh.ntrial, sh.work, sh.ram, sh.bin, sh.hang, sh.made = 0, d, None, {}, 60, {}
         sh.left = lambda: 100
         sh.start = os.path.join(d, "start")
-        steps = [{"type": "stress", "name": n, "state": "@STATE@", "argv": ["@STRESS@"], "kill_after": 1.0}
-                 for n in ("workload", "verify")][:nsteps]
+        steps = [
+            {
+                "type": "stress",
+                "name": n,
+                "state": "@STATE@",
+                "argv": ["@STRESS@"],
+                "kill_after": 1.0,
+            }
+            for n in ("workload", "verify")
+        ][:nsteps]
         cand = Cand(steps, False, None, 0, want=["crashed", "failed"][:nsteps])
         with mock.patch("crashtest.trials.Executor") as ex:
-            ex.return_value.run.return_value = {"outcome": "passed", "failure": None, "report": None}
+            ex.return_value.run.return_value = {
+                "outcome": "passed",
+                "failure": None,
+                "report": None,
+            }
             return sh.run_once(cand)
 
     def test_a_last_step_that_passes_passed(self):
@@ -356,7 +463,10 @@ class TestShrunkFolderOfAMatchByKeys(unittest.TestCase):
         for name in ("stress", "powerloss"):
             with open(os.path.join(self.d, name), "w") as f:
                 f.write("#!/bin/sh\n")
-        sh.bin = {"@STRESS@": os.path.join(self.d, "stress"), "@POWERLOSS@": os.path.join(self.d, "powerloss")}
+        sh.bin = {
+            "@STRESS@": os.path.join(self.d, "stress"),
+            "@POWERLOSS@": os.path.join(self.d, "powerloss"),
+        }
         sh.meta, sh.multi, sh.log = {"id": "r0-i1-5", "steps": []}, None, []
         sh.repro_tries = lambda: 8
         dest = os.path.join(self.d, "shrunk")
@@ -366,36 +476,63 @@ class TestShrunkFolderOfAMatchByKeys(unittest.TestCase):
 
     def test_the_folder_keeps_the_kind_and_says_what_the_judge_named_it(self):
         sh = shrinker([], match="keys")
-        r = {"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": BESIDE[1], "message": "m", "step": 0},
-             "step": 0, "results": {}}
+        r = {
+            "kind": "wrong_value",
+            "failure": {"kind": "wrong_value", "keys": BESIDE[1], "message": "m", "step": 0},
+            "step": 0,
+            "results": {},
+        }
         f = self.written(sh, r)
-        self.assertEqual((f["kind"], f["judged_as"], f["match"], f["keys"]), ("lost", "wrong_value", "keys", BESIDE[1]))
+        self.assertEqual(
+            (f["kind"], f["judged_as"], f["match"], f["keys"]),
+            ("lost", "wrong_value", "keys", BESIDE[1]),
+        )
         # A trial that failed with the kind itself is written as it was.
-        r = {"kind": "lost", "failure": {"kind": "lost", "keys": ["lost"], "message": "m", "step": 0},
-             "step": 0, "results": {}}
+        r = {
+            "kind": "lost",
+            "failure": {"kind": "lost", "keys": ["lost"], "message": "m", "step": 0},
+            "step": 0,
+            "results": {},
+        }
         shutil.rmtree(os.path.join(self.d, "shrunk"))
         f = self.written(sh, r)
         self.assertEqual((f["kind"], f.get("judged_as"), f.get("match")), ("lost", None, None))
 
     def test_repro_of_such_a_folder_wants_the_kind_among_the_replays_keys(self):
         # repro's test: shows_kind(replayed failure, folder's kind, its match)
-        for got, match, want in (({"kind": "wrong_value", "keys": BESIDE[1]}, "keys", True),
-                                 ({"kind": "wrong_value", "keys": ALONE[1]}, "keys", False),
-                                 ({"kind": "lost", "keys": ["lost"]}, "keys", True),
-                                 ({"kind": "wrong_value", "keys": BESIDE[1]}, "kind", False),
-                                 ({"kind": "error", "keys": ["lost"]}, "keys", False),
-                                 (None, "keys", False)):
+        for got, match, want in (
+            ({"kind": "wrong_value", "keys": BESIDE[1]}, "keys", True),
+            ({"kind": "wrong_value", "keys": ALONE[1]}, "keys", False),
+            ({"kind": "lost", "keys": ["lost"]}, "keys", True),
+            ({"kind": "wrong_value", "keys": BESIDE[1]}, "kind", False),
+            ({"kind": "error", "keys": ["lost"]}, "keys", False),
+            (None, "keys", False),
+        ):
             self.assertEqual(shows_kind(got, "lost", match), want, (got, match))
 
 
 class TestTable(unittest.TestCase):
     def test_the_table_says_the_kind_was_among_another_kinds_keys(self):
-        doc = {"kind": "lost", "elapsed_s": 41.2, "match_why": "why",
-               "original": {"threads": 2, "ops": 10311, "fault_classes": [], "steps": 2},
-               "shrunk": {"threads": 1, "ops": 10, "fault_classes": [], "steps": 2, "repro_seconds": [0.6],
-                          "repro_reproduced": "3 of 3", "path": "x", "judged_as": "wrong_value"}}
-        self.assertIn("| `a-bug` | lost (among the keys of a wrong_value) | 2 -> 1 |",
-                      shrink_table([("a-bug", shrink_summary(doc))]))
+        doc = {
+            "kind": "lost",
+            "elapsed_s": 41.2,
+            "match_why": "why",
+            "original": {"threads": 2, "ops": 10311, "fault_classes": [], "steps": 2},
+            "shrunk": {
+                "threads": 1,
+                "ops": 10,
+                "fault_classes": [],
+                "steps": 2,
+                "repro_seconds": [0.6],
+                "repro_reproduced": "3 of 3",
+                "path": "x",
+                "judged_as": "wrong_value",
+            },
+        }
+        self.assertIn(
+            "| `a-bug` | lost (among the keys of a wrong_value) | 2 -> 1 |",
+            shrink_table([("a-bug", shrink_summary(doc))]),
+        )
         doc["shrunk"]["judged_as"] = "lost"
         self.assertIn("| `a-bug` | lost | 2 -> 1 |", shrink_table([("a-bug", shrink_summary(doc))]))
 

@@ -19,9 +19,17 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand, opt_get, opt_set, signature  # noqa: E402
-from crashtest.multipass import (MT_AGAIN_SEEDS, MT_AGAIN_SWEEPS, MT_CONFIRM, MT_NEED, MT_OPS,  # noqa: E402
-                                 MT_REPRO_NEED, MT_RESUME_MIN,
-                                 MT_TRIALS, contention_mixes)
+from crashtest.multipass import (
+    MT_AGAIN_SEEDS,
+    MT_AGAIN_SWEEPS,
+    MT_CONFIRM,
+    MT_NEED,
+    MT_OPS,  # noqa: E402
+    MT_REPRO_NEED,
+    MT_RESUME_MIN,
+    MT_TRIALS,
+    contention_mixes,
+)
 from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
 
@@ -32,15 +40,52 @@ def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
     and whose trials are judged by FAILS, not run: the candidates tried
     are in .tried."""
     sh = Shrinker.__new__(Shrinker)
-    argv = ["@STRESS@", "--threads=2", "--ops_per_thread=0", "--duration=2", "--max_key=%d" % max_key,
-            "--seed=%d" % seed, "--checkpoint_one_in=100", "--sync_fault_one_in=1000"] + list(mix)
-    sh.best = Cand([{"type": "stress", "name": "workload", "state": "@STATE@", "dir": "d", "expect": "exit0",
-                     "kill_after": None, "argv": argv}], False, None, 0)
-    sh.best_res = {"ops": 337, "results": {0: {"injected": {"sync_error": 1}, "kill_points_fired": []}}}
+    argv = [
+        "@STRESS@",
+        "--threads=2",
+        "--ops_per_thread=0",
+        "--duration=2",
+        "--max_key=%d" % max_key,
+        "--seed=%d" % seed,
+        "--checkpoint_one_in=100",
+        "--sync_fault_one_in=1000",
+    ] + list(mix)
+    sh.best = Cand(
+        [
+            {
+                "type": "stress",
+                "name": "workload",
+                "state": "@STATE@",
+                "dir": "d",
+                "expect": "exit0",
+                "kill_after": None,
+                "argv": argv,
+            }
+        ],
+        False,
+        None,
+        0,
+    )
+    sh.best_res = {
+        "ops": 337,
+        "results": {0: {"injected": {"sync_error": 1}, "kill_points_fired": []}},
+    }
     sh.meta = {"steps": [{"argv": argv}]}
     sh.defaults = {"checkpoint_wal_bytes": "64M", "snapshot_hold_ops": "200"}
-    sh.multi_tried, sh.tried, sh.kept_trials, sh.log = False, [], [], [{"n": 7, "trials": 4, "failures": 2}]
-    sh.multi_from, sh.multi_judged, sh.trials, sh.need, sh.more, sh.multi = None, set(), 3, 2, 0, None
+    sh.multi_tried, sh.tried, sh.kept_trials, sh.log = (
+        False,
+        [],
+        [],
+        [{"n": 7, "trials": 4, "failures": 2}],
+    )
+    sh.multi_from, sh.multi_judged, sh.trials, sh.need, sh.more, sh.multi = (
+        None,
+        set(),
+        3,
+        2,
+        0,
+        None,
+    )
     sh.left = lambda: 100
     sh.p = type("P", (), {"line": lambda self, s: None})()
 
@@ -52,19 +97,27 @@ def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
             sh.best = c
             return True
         return False
+
     sh.attempt = attempt
     return sh
 
 
 def mix_of(c):
     """(gets, puts, deletes, scans, batches) of C's op step, percent."""
-    m = [int(opt_get(c.op["argv"], o) or 0) for o in ("readpercent", "writepercent", "delpercent", "iterpercent")]
+    m = [
+        int(opt_get(c.op["argv"], o) or 0)
+        for o in ("readpercent", "writepercent", "delpercent", "iterpercent")
+    ]
     return tuple(m + [100 - sum(m)])
 
 
 def shape(c):
     a = c.op["argv"]
-    return int(opt_get(a, "ops_per_thread")), int(opt_get(a, "seed")), int(opt_get(a, "sync_fault_one_in"))
+    return (
+        int(opt_get(a, "ops_per_thread")),
+        int(opt_get(a, "seed")),
+        int(opt_get(a, "sync_fault_one_in")),
+    )
 
 
 class TestMultiThreadOrder(unittest.TestCase):
@@ -73,13 +126,15 @@ class TestMultiThreadOrder(unittest.TestCase):
         self.assertFalse(sh.p_multi())
         got = [shape(c) for c in sh.tried]
         first = [g for g in got if g[1] == 5]
-        self.assertEqual(got[:len(first)], first, "the recorded seed's candidates come first")
+        self.assertEqual(got[: len(first)], first, "the recorded seed's candidates come first")
         for n in MT_OPS:
             rates = sorted({g[2] for g in first if g[0] == n})
             if 2 * n >= 337:
                 self.assertEqual(rates, [1000], "%d ops each: it strikes once already" % n)
                 continue
-            self.assertEqual(len(rates), 2, "%d ops each: the recorded rate and the struck one (%s)" % (n, rates))
+            self.assertEqual(
+                len(rates), 2, "%d ops each: the recorded rate and the struck one (%s)" % (n, rates)
+            )
             # about MT_FAULT_TIMES (4) strikes in the short run: once in 337
             # ops at 1 in 1000, so 1 in 1000 * (2n / 337) / 4
             self.assertEqual(rates, [int(1000 * (2 * n / 337) / 4), 1000])
@@ -109,20 +164,30 @@ class TestCutBaseline(unittest.TestCase):
         """SH's recorded run as two steps (a timed SIGKILL, a verification),
         its best the cut form: the op step alone."""
         w = dict(sh.best.steps[0], kill_after=0.74, expect="sigkill")
-        v = {"type": "stress", "name": "verify", "state": "@STATE@", "dir": "v", "expect": "exit0",
-             "argv": ["@STRESS@", "--verification_only=1"]}
+        v = {
+            "type": "stress",
+            "name": "verify",
+            "state": "@STATE@",
+            "dir": "v",
+            "expect": "exit0",
+            "argv": ["@STRESS@", "--verification_only=1"],
+        }
         orig = Cand([w, v], False, None, 0, ["crashed", "failed"])
         sh.cut = (orig, 900)
         sh.start = sh.dir = "/nonexistent/f"  # the folder's ledgers: none (nothing struck)
         return orig
 
     def test_the_path_from_a_cut_baseline_tries_the_recorded_crash_and_keeps_it_when_it_fails(self):
-        sh = shrinker(5, lambda c: len(c.steps) == 2 and opt_get(c.op["argv"], "crash_at_end") == "1")
+        sh = shrinker(
+            5, lambda c: len(c.steps) == 2 and opt_get(c.op["argv"], "crash_at_end") == "1"
+        )
         self.cut(sh)
         self.assertTrue(sh.p_multi())
         self.assertEqual(len(sh.best.steps), 2, "the verification after the crash is kept")
         self.assertEqual(sh.best.op["expect"], "crash_at_end")
-        self.assertEqual(sh.multi_from["args"][1], 900, "a resume (K20) starts from the recorded steps too")
+        self.assertEqual(
+            sh.multi_from["args"][1], 900, "a resume (K20) starts from the recorded steps too"
+        )
 
     def test_a_cut_baseline_whose_search_kept_one_thread_runs_no_path(self):
         # Planted bug fpi-skips-page-at-redo-lsn: K6's search keeps one
@@ -142,7 +207,9 @@ class TestCutBaseline(unittest.TestCase):
         self.cut(sh)
         self.assertFalse(sh.p_multi())
         self.assertTrue(any(opt_get(c.op["argv"], "crash_at_end") == "1" for c in sh.tried))
-        self.assertTrue(any(len(c.steps) == 1 for c in sh.tried), "the cut form is tried too (no later steps)")
+        self.assertTrue(
+            any(len(c.steps) == 1 for c in sh.tried), "the cut form is tried too (no later steps)"
+        )
 
 
 class TestContentionMixes(unittest.TestCase):
@@ -155,15 +222,29 @@ class TestContentionMixes(unittest.TestCase):
         got = contention_mixes(list(self.MIX), {})
         self.assertEqual(len(got), 9, "ten pairs of five kinds, less gets and scans (no writer)")
         self.assertEqual(got[0][0], "deletes and batches, half the ops each")
-        self.assertIn(("scans and batches, half the ops each",
-                       {"readpercent": 0, "writepercent": 0, "delpercent": 0, "iterpercent": 50}), got)
+        self.assertIn(
+            (
+                "scans and batches, half the ops each",
+                {"readpercent": 0, "writepercent": 0, "delpercent": 0, "iterpercent": 50},
+            ),
+            got,
+        )
         self.assertNotIn("gets and scans, half the ops each", [w for w, _ in got])
-        self.assertEqual(contention_mixes(["--iterpercent=50"], {}), [],
-                         "scans and batches at half each already: nothing else to pair")
-        self.assertEqual(contention_mixes(["--iterpercent=0"], {"writepercent": "30", "readpercent": "70"}),
-                         [("gets and puts, half the ops each",
-                           {"readpercent": 50, "writepercent": 50, "delpercent": 0, "iterpercent": 0})],
-                         "stress's defaults where the run sets none")
+        self.assertEqual(
+            contention_mixes(["--iterpercent=50"], {}),
+            [],
+            "scans and batches at half each already: nothing else to pair",
+        )
+        self.assertEqual(
+            contention_mixes(["--iterpercent=0"], {"writepercent": "30", "readpercent": "70"}),
+            [
+                (
+                    "gets and puts, half the ops each",
+                    {"readpercent": 50, "writepercent": 50, "delpercent": 0, "iterpercent": 0},
+                )
+            ],
+            "stress's defaults where the run sets none",
+        )
 
     def test_a_race_of_scans_and_batches_is_kept_in_their_mix_at_the_smallest_size(self):
         sh = shrinker(5, lambda c: mix_of(c) == (0, 0, 0, 50, 50), self.MIX, max_key=2000)
@@ -175,15 +256,17 @@ class TestContentionMixes(unittest.TestCase):
         # Before it, at that size: every key space in the run's own mix.
         own = [c for c in sh.tried if mix_of(c) == (12, 13, 16, 11, 48)]
         self.assertEqual({int(opt_get(c.op["argv"], "max_key")) for c in own}, {8, 64, 512, 2000})
-        self.assertEqual(sh.tried[:len(own)], own)
+        self.assertEqual(sh.tried[: len(own)], own)
 
     def test_a_race_the_run_s_own_mix_shows_is_kept_in_it(self):
         sh = shrinker(5, lambda c: shape(c)[0] >= 64, self.MIX)
         self.assertTrue(sh.p_multi())
         self.assertEqual(mix_of(sh.best), (12, 13, 16, 11, 48))
         self.assertNotIn("mix", sh.multi)
-        self.assertTrue(all(shape(c)[1] == 5 for c in sh.tried if mix_of(c) != (12, 13, 16, 11, 48)),
-                        "the mixes with the recorded seed only")
+        self.assertTrue(
+            all(shape(c)[1] == 5 for c in sh.tried if mix_of(c) != (12, 13, 16, 11, 48)),
+            "the mixes with the recorded seed only",
+        )
 
 
 class TestConfirmAndResume(unittest.TestCase):
@@ -205,21 +288,50 @@ class TestConfirmAndResume(unittest.TestCase):
             sig = signature(c)
             if sig not in run_once.count:
                 run_once.count[sig] = 0
-                seqs.append([1, 1, 0, 1] + [0] * 6 if not seqs else [1, 1, 1, 1] if len(seqs) == 1 else [0] * 8)
+                seqs.append(
+                    [1, 1, 0, 1] + [0] * 6
+                    if not seqs
+                    else [1, 1, 1, 1]
+                    if len(seqs) == 1
+                    else [0] * 8
+                )
             i = run_once.count[sig]
             run_once.count[sig] = i + 1
             kind = "lost" if seqs[list(run_once.count).index(sig)][i] else None
-            return {"kind": kind, "step": 0 if kind else None, "ops": 32, "ops_all": 32, "seconds": 0.1,
-                    "diverged": None, "dir": "/nonexistent/t", "results": {}, "failure": {"kind": kind}}
+            return {
+                "kind": kind,
+                "step": 0 if kind else None,
+                "ops": 32,
+                "ops_all": 32,
+                "seconds": 0.1,
+                "diverged": None,
+                "dir": "/nonexistent/t",
+                "results": {},
+                "failure": {"kind": kind},
+            }
+
         run_once.count = {}
         sh.run_once = run_once
         self.assertTrue(sh.p_multi())
-        judged = [(e["what"].startswith("confirm: "), e["trials"], e["failures"], e["verdict"]) for e in sh.log]
-        self.assertEqual(judged[:4], [(False, MT_NEED, MT_NEED, "kept"), (True, MT_CONFIRM, 1, "rejected"),
-                                      (False, MT_NEED, MT_NEED, "kept"), (True, MT_REPRO_NEED, MT_REPRO_NEED, "kept")])
+        judged = [
+            (e["what"].startswith("confirm: "), e["trials"], e["failures"], e["verdict"])
+            for e in sh.log
+        ]
+        self.assertEqual(
+            judged[:4],
+            [
+                (False, MT_NEED, MT_NEED, "kept"),
+                (True, MT_CONFIRM, 1, "rejected"),
+                (False, MT_NEED, MT_NEED, "kept"),
+                (True, MT_REPRO_NEED, MT_REPRO_NEED, "kept"),
+            ],
+        )
         self.assertEqual(len(judged), 4)
         self.assertEqual(sh.multi["step"], 3)
-        self.assertEqual((sh.multi["trials"], sh.multi["failures"]), (MT_NEED + MT_REPRO_NEED, MT_NEED + MT_REPRO_NEED))
+        self.assertEqual(
+            (sh.multi["trials"], sh.multi["failures"]),
+            (MT_NEED + MT_REPRO_NEED, MT_NEED + MT_REPRO_NEED),
+        )
         self.assertEqual((sh.trials, sh.need), (MT_TRIALS, MT_NEED))
 
     def settled(self, kept_seeds, rates, recorded=None, earlier=None):
@@ -231,8 +343,11 @@ class TestConfirmAndResume(unittest.TestCase):
         kept before the path (step 3) whose repro reproduces that many.  Returns (shrinker, what settle
         returned, shrink.json's doc, the candidates kept in order, the
         folder's path)."""
-        sh = shrinker(5, lambda c: shape(c)[:2] in kept_seeds and not any(
-            shape(k)[:2] == shape(c)[:2] for k in kept))
+        sh = shrinker(
+            5,
+            lambda c: shape(c)[:2] in kept_seeds
+            and not any(shape(k)[:2] == shape(c)[:2] for k in kept),
+        )
         kept = []
         judge = sh.attempt
         sh.log[0]["verdict"] = "kept"
@@ -248,6 +363,7 @@ class TestConfirmAndResume(unittest.TestCase):
                 kept.append(c)
                 sh.kept_trials.append((7, c, {}))
             return got
+
         sh.attempt = attempt
         work = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, work)
@@ -259,12 +375,14 @@ class TestConfirmAndResume(unittest.TestCase):
             os.makedirs(d)
             with open(os.path.join(d, "which"), "w") as f:
                 f.write(str(kept.index(c) if c in kept else -1))
+
         sh.write_folder = write_folder
 
         def repro_rate(d):
             with open(os.path.join(d, "which")) as f:
                 which = int(f.read())
             return [0.1] * 8, rates[which if which >= 0 else "-1"], 8
+
         sh.repro_rate = repro_rate
         self.assertTrue(sh.p_multi())
         self.assertIs(sh.multi_from["best"], start)
@@ -272,14 +390,18 @@ class TestConfirmAndResume(unittest.TestCase):
         doc = {}
         return sh, sh.settle(dest, doc), doc, kept, dest
 
-    def test_a_shrunk_race_that_does_not_reproduce_resumes_the_multi_thread_path_after_the_run_it_kept(self):
+    def test_a_shrunk_race_that_does_not_reproduce_resumes_the_multi_thread_path_after_the_run_it_kept(
+        self,
+    ):
         # K20: the first run kept reproduced 0 of 8; the path goes back to
         # where it started and keeps the next one, which reproduces 5 of 8.
         sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 5])
         self.assertEqual((got[1], got[2]), (5, 8))
         self.assertEqual([shape(c)[:2] for c in kept], [(16, 5), (64, 5)])
         self.assertIs(sh.best, kept[1])
-        self.assertEqual(doc["resumed"], [{"multi_step": 7, "reproduced": "0 of 8", "stepped_back": []}])
+        self.assertEqual(
+            doc["resumed"], [{"multi_step": 7, "reproduced": "0 of 8", "stepped_back": []}]
+        )
         sigs = [signature(c) for c in sh.tried]
         self.assertEqual(len(sigs), len(set(sigs)), "no candidate is judged twice")
         with open(os.path.join(dest, "which")) as f:
@@ -291,8 +413,11 @@ class TestConfirmAndResume(unittest.TestCase):
         self.assertIs(sh.best, kept[0])
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "0", "the folder left is the first run's")
-        self.assertEqual([r["reproduced"] for r in doc["resumed"]], ["1 of 8", "0 of 8"],
-                         "each below MT_REPRO_NEED resumed, until the path kept nothing more")
+        self.assertEqual(
+            [r["reproduced"] for r in doc["resumed"]],
+            ["1 of 8", "0 of 8"],
+            "each below MT_REPRO_NEED resumed, until the path kept nothing more",
+        )
         # ... and when the path keeps nothing more, the run it kept is the
         # result, its folder put back.
         sh, got, doc, kept, dest = self.settled({(16, 5)}, [1])
@@ -301,7 +426,9 @@ class TestConfirmAndResume(unittest.TestCase):
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "0")
 
-    def test_a_race_an_earlier_run_stands_in_for_resumes_the_path_and_the_smaller_run_that_reproduces_is_kept(self):
+    def test_a_race_an_earlier_run_stands_in_for_resumes_the_path_and_the_smaller_run_that_reproduces_is_kept(
+        self,
+    ):
         # The path's keep reproduced 0 of 8 and the run before it 5 of 8:
         # with budget left the path resumes, and its next keep, which
         # reproduces 4 of 8 (enough), is the result, not the earlier run
@@ -311,8 +438,10 @@ class TestConfirmAndResume(unittest.TestCase):
         self.assertEqual([shape(c)[:2] for c in kept], [(16, 5), (64, 5)])
         self.assertEqual(got[1], 4)
         self.assertIs(sh.best, kept[1])
-        self.assertEqual([(r["reproduced"], [b["step"] for b in r["stepped_back"]]) for r in doc["resumed"]],
-                         [("0 of 8", [3])])
+        self.assertEqual(
+            [(r["reproduced"], [b["step"] for b in r["stepped_back"]]) for r in doc["resumed"]],
+            [("0 of 8", [3])],
+        )
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "1")
         # When the path keeps nothing more, the earlier run stays.
@@ -340,6 +469,7 @@ class TestConfirmAndResume(unittest.TestCase):
     def test_no_resume_once_the_budget_left_is_short(self):
         sh, got, doc, kept, dest = None, None, None, None, None
         import crashtest.multipass as multipass_mod
+
         old = multipass_mod.MT_RESUME_MIN
         multipass_mod.MT_RESUME_MIN = 1000  # more than the 100 s the stub has left
         try:
@@ -363,7 +493,9 @@ class TestMultiAgain(unittest.TestCase):
     # control-redo-is-checkpoint: 2 x 1,024 ops kept, 2 x 357 after the
     # rounds, the shrink over at 79 s of 600).
 
-    def test_again_tries_only_the_sizes_below_the_shrunk_run_smallest_first_each_with_every_seed(self):
+    def test_again_tries_only_the_sizes_below_the_shrunk_run_smallest_first_each_with_every_seed(
+        self,
+    ):
         sh = pinned(shrinker(5), 256)
         self.assertFalse(sh.p_multi(again=True))
         got = [shape(c) for c in sh.tried]
@@ -398,7 +530,9 @@ class TestMultiAgain(unittest.TestCase):
         # the third sweep's seeds show at 16 ops each: each sweep tries new
         # seeds (the run's own once), and the third keeps 2 x 16.
         m = MT_AGAIN_SEEDS - 1
-        lots = [{derive(5, "shrink", "multi", j) for j in range(k * m, (k + 1) * m)} for k in range(3)]
+        lots = [
+            {derive(5, "shrink", "multi", j) for j in range(k * m, (k + 1) * m)} for k in range(3)
+        ]
         sh = pinned(shrinker(5, lambda c: shape(c)[0] == 16 and shape(c)[1] in lots[2]), 64)
         sh.rounds = lambda: None
         self.assertTrue(sh.multi_again())
@@ -407,13 +541,18 @@ class TestMultiAgain(unittest.TestCase):
         seeds = {shape(c)[1] for c in sh.tried}
         self.assertLessEqual(lots[0] | lots[1], seeds, "the first two sweeps' seeds, each tried")
         self.assertLessEqual(seeds, {5} | lots[0] | lots[1] | lots[2])
-        self.assertEqual(len(set(map(signature, sh.tried))), len(sh.tried),
-                         "no candidate judged twice (the run's own seed's in the first sweep only)")
+        self.assertEqual(
+            len(set(map(signature, sh.tried))),
+            len(sh.tried),
+            "no candidate judged twice (the run's own seed's in the first sweep only)",
+        )
 
     def test_sweeps_stop_at_their_count_or_once_the_run_has_no_smaller_size(self):
         sh = pinned(shrinker(5), 64)
         self.assertFalse(sh.multi_again())
-        self.assertEqual(len({shape(c)[1] for c in sh.tried}), 1 + MT_AGAIN_SWEEPS * (MT_AGAIN_SEEDS - 1))
+        self.assertEqual(
+            len({shape(c)[1] for c in sh.tried}), 1 + MT_AGAIN_SWEEPS * (MT_AGAIN_SEEDS - 1)
+        )
         self.assertEqual({shape(c)[0] for c in sh.tried}, {16})
         sh = pinned(shrinker(5), MT_OPS[0])
         self.assertFalse(sh.multi_again())
@@ -430,7 +569,9 @@ class TestMultiAgain(unittest.TestCase):
 
 
 class TestNotFailedAgain(unittest.TestCase):
-    def test_a_recorded_run_that_did_not_fail_again_is_searched_from_a_fresh_database_before_two_threads(self):
+    def test_a_recorded_run_that_did_not_fail_again_is_searched_from_a_fresh_database_before_two_threads(
+        self,
+    ):
         # K6: one thread on the grown database, then (K14's search) one
         # thread from a fresh database after 200 ops and after the key
         # space filled, then the multi-thread path (K8).
@@ -442,24 +583,55 @@ class TestNotFailedAgain(unittest.TestCase):
         calls = []
 
         def attempt(what, c, phase, **kw):
-            sh.log.append({"what": what, "trials": 5, "failures": 0, "ops": [337] * 5, "ops_all": [337] * 5,
-                           "seconds": [2.0] * 5, "verdict": "rejected"})
+            sh.log.append(
+                {
+                    "what": what,
+                    "trials": 5,
+                    "failures": 0,
+                    "ops": [337] * 5,
+                    "ops_all": [337] * 5,
+                    "seconds": [2.0] * 5,
+                    "verdict": "rejected",
+                }
+            )
             return False
 
         def search(start, ops, nseeds=None, share=None, phase="search", what=""):
             create = start.steps[0] if start.fresh else None
-            calls.append((phase, ops, create and (opt_get(create["argv"], "ops_per_thread"),
-                                                  opt_get(create["argv"], "writepercent"))))
+            calls.append(
+                (
+                    phase,
+                    ops,
+                    create
+                    and (
+                        opt_get(create["argv"], "ops_per_thread"),
+                        opt_get(create["argv"], "writepercent"),
+                    ),
+                )
+            )
             return False
+
         sh.attempt, sh.search = attempt, search
-        sh.p_multi = lambda start=None, start_ops=None, again=False, sweep=0: calls.append(
-            ("again" if again else "multi", start_ops, sweep if again else None)) and False
+        sh.p_multi = (
+            lambda start=None, start_ops=None, again=False, sweep=0: calls.append(
+                ("again" if again else "multi", start_ops, sweep if again else None)
+            )
+            and False
+        )
         ok, _, base = sh.shrink()
         self.assertFalse(ok)
         # (max_key 8: the filled key space's create step is 200 batches,
         # its least, and no single puts; then K23's sweeps of other seeds)
-        self.assertEqual(calls, [("search", 337, None), ("fresh", 337, ("200", None)), ("fresh", 337, ("200", "0")),
-                                 ("multi", 337, None)] + [("again", 337, k) for k in range(MT_AGAIN_SWEEPS)])
+        self.assertEqual(
+            calls,
+            [
+                ("search", 337, None),
+                ("fresh", 337, ("200", None)),
+                ("fresh", 337, ("200", "0")),
+                ("multi", 337, None),
+            ]
+            + [("again", 337, k) for k in range(MT_AGAIN_SWEEPS)],
+        )
         self.assertFalse(base["failed_again"])
 
     def test_a_recorded_run_that_did_not_fail_again_sweeps_other_seeds_with_two_threads(self):
@@ -476,9 +648,13 @@ class TestNotFailedAgain(unittest.TestCase):
         self.assertFalse(sh.p_multi(start=start, start_ops=337))
         self.assertTrue(sh.sweeps(start, 337, "from the recorded run"))
         self.assertIn(shape(sh.best)[1], second)
-        self.assertEqual(len(set(map(signature, sh.tried))), len(sh.tried), "no candidate judged twice")
+        self.assertEqual(
+            len(set(map(signature, sh.tried))), len(sh.tried), "no candidate judged twice"
+        )
 
-    def test_a_run_of_several_threads_that_failed_again_is_searched_from_a_fresh_database_too_before_two_threads(self):
+    def test_a_run_of_several_threads_that_failed_again_is_searched_from_a_fresh_database_too_before_two_threads(
+        self,
+    ):
         # Planted bug witness-at-end-is-damage: the recorded four-thread
         # run fails again, its 16 one-thread seeds on the grown database
         # pass, and K8's 240 candidates too (1.0x); from a fresh database
@@ -492,15 +668,24 @@ class TestNotFailedAgain(unittest.TestCase):
             create = start.steps[0] if start.fresh else None
             calls.append((phase, ops, create and opt_get(create["argv"], "ops_per_thread")))
             return False
+
         sh.search = search
         sh.p_threads()
-        self.assertEqual([opt_get(c.op["argv"], "threads") for c in sh.tried], ["1"], "one thread, the recorded seed")
-        self.assertEqual(calls, [("search", 337, None), ("fresh", 337, "200"), ("fresh", 337, "200")])
+        self.assertEqual(
+            [opt_get(c.op["argv"], "threads") for c in sh.tried],
+            ["1"],
+            "one thread, the recorded seed",
+        )
+        self.assertEqual(
+            calls, [("search", 337, None), ("fresh", 337, "200"), ("fresh", 337, "200")]
+        )
         rounds = sh.round_steps()
         self.assertLess(rounds.index(sh.p_threads), rounds.index(sh.p_multi))
         sh.p_threads()
         self.assertEqual(len(calls), 3, "the searches run once")
-        sh.search = lambda start, ops, phase="search", **kw: calls.append(phase) or phase == "search"
+        sh.search = (
+            lambda start, ops, phase="search", **kw: calls.append(phase) or phase == "search"
+        )
         sh.searched, calls[:] = False, []
         sh.p_threads()
         self.assertEqual(calls, ["search"], "a seed kept on the grown database ends it")

@@ -33,11 +33,28 @@ from crashtest.shrink import Shrinker  # noqa: E402
 def steps(create=True, cache=None, first_xid=None):
     extra = ["--cache_size=%d" % cache] if cache else []
     extra += ["--first_xid=%d" % first_xid] if first_xid else []
-    op = {"type": "stress", "name": "workload", "argv": ["@STRESS@", "--page_size=4096", "--threads=1",
-                                                          "--replay_ops=@FOLDER@/ops.trace"] + extra}
-    verify = {"type": "stress", "name": "verify", "argv": ["@STRESS@", "--verification_only=1"] + extra}
-    first = [{"type": "stress", "name": "create", "argv": ["@STRESS@", "--destroy_db_initially=1",
-                                                           "--ops_per_thread=200"]}] if create else []
+    op = {
+        "type": "stress",
+        "name": "workload",
+        "argv": ["@STRESS@", "--page_size=4096", "--threads=1", "--replay_ops=@FOLDER@/ops.trace"]
+        + extra,
+    }
+    verify = {
+        "type": "stress",
+        "name": "verify",
+        "argv": ["@STRESS@", "--verification_only=1"] + extra,
+    }
+    first = (
+        [
+            {
+                "type": "stress",
+                "name": "create",
+                "argv": ["@STRESS@", "--destroy_db_initially=1", "--ops_per_thread=200"],
+            }
+        ]
+        if create
+        else []
+    )
     return first + [op, verify]
 
 
@@ -45,8 +62,11 @@ def shrinker(cand, ops_all=2400, defaults=None, fails=lambda c: False):
     sh = Shrinker.__new__(Shrinker)
     sh.best = cand
     sh.best_res = {"ops_all": ops_all}
-    sh.defaults = defaults if defaults is not None else {"first_xid": "1", "cache_size": "64M",
-                                                         "page_size": "8192"}
+    sh.defaults = (
+        defaults
+        if defaults is not None
+        else {"first_xid": "1", "cache_size": "64M", "page_size": "8192"}
+    )
     sh.left = lambda: 100
     sh.tried = []
 
@@ -56,6 +76,7 @@ def shrinker(cand, ops_all=2400, defaults=None, fails=lambda c: False):
             sh.best = c
             return True
         return False
+
     sh.attempt = attempt
     return sh
 
@@ -73,12 +94,19 @@ class TestIdsFurther(unittest.TestCase):
     def test_first_xid_is_tried_at_the_run_s_ops_then_half_on_every_stress_step(self):
         sh = shrinker(fresh_cand())
         sh.ids_further()
-        self.assertEqual([values(c, "first_xid") for _, c in sh.tried], [["2400"] * 3, ["1200"] * 3])
+        self.assertEqual(
+            [values(c, "first_xid") for _, c in sh.tried], [["2400"] * 3, ["1200"] * 3]
+        )
         self.assertIn("first_xid 1 -> 2400", sh.tried[0][0])
 
-    def test_the_first_that_fails_the_same_way_is_kept_and_the_pass_runs_once_until_the_power_loss_is_pinned(self):
+    def test_the_first_that_fails_the_same_way_is_kept_and_the_pass_runs_once_until_the_power_loss_is_pinned(
+        self,
+    ):
         c = fresh_cand()
-        c.steps.insert(2, {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "mixed"]})
+        c.steps.insert(
+            2,
+            {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "mixed"]},
+        )
         sh = shrinker(c, fails=lambda c: True)
         sh.ids_further()
         self.assertEqual(len(sh.tried), 1)
@@ -99,11 +127,15 @@ class TestIdsFurther(unittest.TestCase):
         sh.ids_further()
         self.assertEqual([values(c, "first_xid")[0] for _, c in sh.tried], ["7399", "6199"])
 
-    def test_nothing_on_a_grown_database_past_the_engine_s_largest_or_with_a_binary_without_it(self):
-        for sh in (shrinker(fresh_cand(create=False)),
-                   shrinker(fresh_cand(first_xid=(1 << 23) - 100)),
-                   shrinker(fresh_cand(), defaults={"cache_size": "64M"}),
-                   shrinker(fresh_cand(), ops_all=1)):
+    def test_nothing_on_a_grown_database_past_the_engine_s_largest_or_with_a_binary_without_it(
+        self,
+    ):
+        for sh in (
+            shrinker(fresh_cand(create=False)),
+            shrinker(fresh_cand(first_xid=(1 << 23) - 100)),
+            shrinker(fresh_cand(), defaults={"cache_size": "64M"}),
+            shrinker(fresh_cand(), ops_all=1),
+        ):
             sh.ids_further()
             self.assertEqual(sh.tried, [])
 
@@ -112,10 +144,12 @@ class TestEvictSooner(unittest.TestCase):
     def test_a_small_cache_is_tried_at_16_pages_then_4_and_16_times_that_below_the_run_s(self):
         sh = shrinker(fresh_cand(cache=1 << 20))
         sh.evict_sooner()
-        self.assertEqual([values(c, "cache_size") for _, c in sh.tried],
-                         [[None, "65536", "65536"], [None, "262144", "262144"]],
-                         "16 pages of 4 KiB, then 4 times that (16 times is the run's own 1 MiB), on every stress "
-                         "step that names a cache")
+        self.assertEqual(
+            [values(c, "cache_size") for _, c in sh.tried],
+            [[None, "65536", "65536"], [None, "262144", "262144"]],
+            "16 pages of 4 KiB, then 4 times that (16 times is the run's own 1 MiB), on every stress "
+            "step that names a cache",
+        )
 
     def test_the_first_that_fails_is_kept_once_a_shrink(self):
         sh = shrinker(fresh_cand(cache=1 << 20), fails=lambda c: True)
@@ -126,7 +160,10 @@ class TestEvictSooner(unittest.TestCase):
 
     def test_tried_again_once_the_power_loss_is_pinned(self):
         c = fresh_cand(cache=1 << 20)
-        c.steps.insert(2, {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "mixed"]})
+        c.steps.insert(
+            2,
+            {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "mixed"]},
+        )
         sh = shrinker(c)
         sh.evict_sooner()
         sh.evict_sooner()
@@ -136,7 +173,11 @@ class TestEvictSooner(unittest.TestCase):
         self.assertEqual(len(sh.tried), 4, "again with the tear pinned")
 
     def test_nothing_when_the_cache_is_stress_s_default_or_already_the_least(self):
-        for sh in (shrinker(fresh_cand()), shrinker(fresh_cand(cache=64 << 20)), shrinker(fresh_cand(cache=65536))):
+        for sh in (
+            shrinker(fresh_cand()),
+            shrinker(fresh_cand(cache=64 << 20)),
+            shrinker(fresh_cand(cache=65536)),
+        ):
             sh.evict_sooner()
             self.assertEqual(sh.tried, [])
 

@@ -37,10 +37,25 @@ def shrinker(lines, volume="64K"):
     with open(os.path.join(d, "iter", "ops.trace"), "w") as f:
         f.write("\n".join(lines) + "\n")
     sh = Shrinker.__new__(Shrinker)
-    argv = ["@STRESS@", "--threads=1", "--checkpoint_wal_bytes=" + volume, "--replay_ops=@FOLDER@/ops.trace"]
-    sh.best = Cand([{"type": "stress", "name": "workload", "argv": argv, "expect": "kill_point"},
-                    {"type": "stress", "name": "verify", "argv": ["@STRESS@", "--checkpoint_wal_bytes=" + volume]}],
-                   True, list(lines), 0)
+    argv = [
+        "@STRESS@",
+        "--threads=1",
+        "--checkpoint_wal_bytes=" + volume,
+        "--replay_ops=@FOLDER@/ops.trace",
+    ]
+    sh.best = Cand(
+        [
+            {"type": "stress", "name": "workload", "argv": argv, "expect": "kill_point"},
+            {
+                "type": "stress",
+                "name": "verify",
+                "argv": ["@STRESS@", "--checkpoint_wal_bytes=" + volume],
+            },
+        ],
+        True,
+        list(lines),
+        0,
+    )
     sh.best_res = {"dir": d}
     sh.defaults = {"checkpoint_wal_bytes": "64M"}
     sh.left = lambda: 100
@@ -53,8 +68,13 @@ class TestVolumeCheckpointsInStress(OneThreadDb):
     def test_the_writes_that_start_checkpoints_say_so_and_the_tied_replay_runs_them_as_ops(self):
         t1, t2, t3 = (os.path.join(self.d, n) for n in ("a.trace", "b.trace", "c.trace"))
         common = ["--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1", "--max_key=500"]
-        rc, out, err = stress(*common, "--ops_per_thread=1500", "--checkpoint_wal_bytes=64K", "--checkpoint_one_in=0",
-                              "--trace_ops=" + t1)
+        rc, out, err = stress(
+            *common,
+            "--ops_per_thread=1500",
+            "--checkpoint_wal_bytes=64K",
+            "--checkpoint_one_in=0",
+            "--trace_ops=" + t1
+        )
         self.assertEqual(rc, 0, out + err)
         lines = ops_of(t1)
         noted = [l for l in lines if " ckpt=" in l]
@@ -63,17 +83,21 @@ class TestVolumeCheckpointsInStress(OneThreadDb):
         sh, d = shrinker(lines)
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
         sh.p_tie_checkpoints()
-        (what, c), = sh.tried
+        ((what, c),) = sh.tried
         with open(t2, "w") as f:
             f.write("\n".join(c.trace) + "\n")
         self.assertIn("checkpoint_wal_bytes 65536 -> 67108864", what)
         self.assertEqual(sum(1 for l in c.trace if l.split()[1] == "checkpoint"), len(noted))
-        rc, out, err = stress(*common, "--replay_ops=" + t2, "--checkpoint_wal_bytes=64M", "--trace_ops=" + t3)
+        rc, out, err = stress(
+            *common, "--replay_ops=" + t2, "--checkpoint_wal_bytes=64M", "--trace_ops=" + t3
+        )
         self.assertEqual(rc, 0, out + err)
         got = ops_of(t3)
         self.assertEqual(len(got), len(c.trace))
         self.assertFalse([l for l in got if " ckpt=" in l], "no checkpoint by volume is left")
-        self.assertTrue(all(l.partition("| ")[2].startswith("ok ") for l in got if l.split()[1] == "checkpoint"))
+        self.assertTrue(
+            all(l.partition("| ")[2].startswith("ok ") for l in got if l.split()[1] == "checkpoint")
+        )
 
 
 class TestTiePass(unittest.TestCase):
@@ -84,29 +108,52 @@ class TestTiePass(unittest.TestCase):
         return sh.tried
 
     def test_checkpoints_go_right_after_the_write_that_started_them(self):
-        lines = ["0 put 3 00000000000000aa on | 3=v1 ok op=1:1 inj=0",
-                 "1 batch - 00000000000000bb on | 4=v2 ok 5=del ok ckpt=2 op=1:2 inj=0",
-                 "2 get 3 00000000000000cc on | 3=v1 ok op=1:3 inj=0"]
-        (what, c), = self.run_pass(lines)
-        self.assertEqual(what, "2 checkpoints the log's volume started made ops of their own, "
-                               "checkpoint_wal_bytes 65536 -> 67108864")
-        self.assertEqual([" ".join(l.split()[:5]) for l in c.trace],
-                         ["0 put 3 00000000000000aa on", "1 batch - 00000000000000bb on",
-                          "1 checkpoint - 00000000000000bb off", "1 checkpoint - 00000000000000bb off",
-                          "2 get 3 00000000000000cc on"])
-        self.assertEqual([a for s in c.stress_steps() for a in s["argv"] if "checkpoint_wal_bytes" in a],
-                         ["--checkpoint_wal_bytes=67108864"] * 2, "every step's, as the options pass sets it")
+        lines = [
+            "0 put 3 00000000000000aa on | 3=v1 ok op=1:1 inj=0",
+            "1 batch - 00000000000000bb on | 4=v2 ok 5=del ok ckpt=2 op=1:2 inj=0",
+            "2 get 3 00000000000000cc on | 3=v1 ok op=1:3 inj=0",
+        ]
+        ((what, c),) = self.run_pass(lines)
+        self.assertEqual(
+            what,
+            "2 checkpoints the log's volume started made ops of their own, "
+            "checkpoint_wal_bytes 65536 -> 67108864",
+        )
+        self.assertEqual(
+            [" ".join(l.split()[:5]) for l in c.trace],
+            [
+                "0 put 3 00000000000000aa on",
+                "1 batch - 00000000000000bb on",
+                "1 checkpoint - 00000000000000bb off",
+                "1 checkpoint - 00000000000000bb off",
+                "2 get 3 00000000000000cc on",
+            ],
+        )
+        self.assertEqual(
+            [a for s in c.stress_steps() for a in s["argv"] if "checkpoint_wal_bytes" in a],
+            ["--checkpoint_wal_bytes=67108864"] * 2,
+            "every step's, as the options pass sets it",
+        )
 
     def test_a_pinned_kill_in_a_write_moves_into_a_checkpoint_first_then_stays(self):
-        lines = ["0 put 3 00000000000000aa on | 3=v1 ok ckpt=1 op=1:1 inj=0",
-                 "1 put 4 00000000000000bb kill:%s:3 | killed=%s:3" % (WAL_POINT, WAL_POINT)]
+        lines = [
+            "0 put 3 00000000000000aa on | 3=v1 ok ckpt=1 op=1:1 inj=0",
+            "1 put 4 00000000000000bb kill:%s:3 | killed=%s:3" % (WAL_POINT, WAL_POINT),
+        ]
         tried = self.run_pass(lines)
         self.assertEqual(len(tried), 2)
         first, second = (c.trace for _, c in tried)
         self.assertIn("(the kill in the last)", tried[0][0])
-        self.assertEqual([" ".join(l.split()[:5]) for l in first[2:]],
-                         ["1 put 4 00000000000000bb on", "1 checkpoint - 00000000000000bb kill:%s:3" % WAL_POINT])
-        self.assertEqual(second[-1], lines[-1], "then the kill where it fired, the other checkpoint tied")
+        self.assertEqual(
+            [" ".join(l.split()[:5]) for l in first[2:]],
+            [
+                "1 put 4 00000000000000bb on",
+                "1 checkpoint - 00000000000000bb kill:%s:3" % WAL_POINT,
+            ],
+        )
+        self.assertEqual(
+            second[-1], lines[-1], "then the kill where it fired, the other checkpoint tied"
+        )
         self.assertEqual(len(second), 3)
 
     def test_nothing_happens_at_the_default_volume_or_without_notes(self):

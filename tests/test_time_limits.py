@@ -51,12 +51,23 @@ class TestTimeLimits(unittest.TestCase):
             f.write(FAKE_STRESS)
 
     def step(self, seconds, *opts, time_limit=None):
-        return {"type": "stress", "name": "workload", "state": os.path.join(self.d, "state"),
-                "dir": os.path.join(self.d, "step"), "expect": "exit0", "kill_after": None,
-                "time_limit": time_limit,
-                "argv": [sys.executable, self.fake, "--state=" + os.path.join(self.d, "state"),
-                         "--report=" + os.path.join(self.d, "step", "report.json"), "--seconds=%g" % seconds]
-                + list(opts)}
+        return {
+            "type": "stress",
+            "name": "workload",
+            "state": os.path.join(self.d, "state"),
+            "dir": os.path.join(self.d, "step"),
+            "expect": "exit0",
+            "kill_after": None,
+            "time_limit": time_limit,
+            "argv": [
+                sys.executable,
+                self.fake,
+                "--state=" + os.path.join(self.d, "state"),
+                "--report=" + os.path.join(self.d, "step", "report.json"),
+                "--seconds=%g" % seconds,
+            ]
+            + list(opts),
+        }
 
     def run_step(self, step, deadline=None):
         t = time.monotonic()
@@ -81,7 +92,9 @@ class TestTimeLimits(unittest.TestCase):
         self.assertEqual((r["outcome"], r["failure"]), ("passed", None))
 
     def test_a_deadline_stops_a_step_that_makes_progress_as_an_error_not_a_hang(self):
-        r, took = self.run_step(self.step(30, "--ops_per_thread=1000"), deadline=time.monotonic() + 1)
+        r, took = self.run_step(
+            self.step(30, "--ops_per_thread=1000"), deadline=time.monotonic() + 1
+        )
         self.assertLess(took, 20)
         self.assertEqual(r["outcome"], "failed")
         self.assertEqual(r["failure"]["kind"], "error")

@@ -23,9 +23,16 @@ from tests.stressrun import OneThreadDb, stress  # noqa: E402
 class TestTraceFile(OneThreadDb):
     def run_traced(self, ops, *args):
         path = os.path.join(self.d, "ops.trace")
-        rc, out, err = stress("--db=%s/db" % self.d, "--destroy_db_initially", "--threads=1", "--max_key=500",
-                              "--ops_per_thread=%d" % ops, "--trace_ops=" + path,
-                              "--report=%s/report.json" % self.d, *args)
+        rc, out, err = stress(
+            "--db=%s/db" % self.d,
+            "--destroy_db_initially",
+            "--threads=1",
+            "--max_key=500",
+            "--ops_per_thread=%d" % ops,
+            "--trace_ops=" + path,
+            "--report=%s/report.json" % self.d,
+            *args
+        )
         with open(path, "rb") as f:
             return rc, err, f.read(), path
 
@@ -44,10 +51,18 @@ class TestTraceFile(OneThreadDb):
         lines = trace_ops_of(path)
         self.assertEqual([int(l.split()[0]) for l in lines], list(range(300)))
         again = os.path.join(self.d, "again.trace")
-        rc, out, err = stress("--db=%s/db2" % self.d, "--destroy_db_initially", "--threads=1", "--max_key=500",
-                              "--replay_ops=" + path, "--trace_ops=" + again)
+        rc, out, err = stress(
+            "--db=%s/db2" % self.d,
+            "--destroy_db_initially",
+            "--threads=1",
+            "--max_key=500",
+            "--replay_ops=" + path,
+            "--trace_ops=" + again,
+        )
         self.assertEqual(rc, 0, out + err)
-        self.assertEqual([l.split("|")[0] for l in trace_ops_of(again)], [l.split("|")[0] for l in lines])
+        self.assertEqual(
+            [l.split("|")[0] for l in trace_ops_of(again)], [l.split("|")[0] for l in lines]
+        )
 
 
 if __name__ == "__main__":

@@ -37,7 +37,16 @@ EXEMPT = ("tests/", "bench/")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Identifiers followed by a parenthesized group that is not a parameter
 # list.
-NOT_NAMES = {"__attribute__", "__attribute", "__declspec", "__asm__", "asm", "__typeof__", "typeof", "_Alignas"}
+NOT_NAMES = {
+    "__attribute__",
+    "__attribute",
+    "__declspec",
+    "__asm__",
+    "asm",
+    "__typeof__",
+    "typeof",
+    "_Alignas",
+}
 
 
 def tracked_c_files(root):
@@ -214,8 +223,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         description="List the C functions (git-tracked *.c outside tests/ and bench/) longer than the limit."
     )
-    ap.add_argument("--limit", type=int, default=LIMIT, help="most lines a function may have (default %(default)s)")
-    ap.add_argument("--root", default=ROOT, help="the repository (default: the one holding this script)")
+    ap.add_argument(
+        "--limit",
+        type=int,
+        default=LIMIT,
+        help="most lines a function may have (default %(default)s)",
+    )
+    ap.add_argument(
+        "--root", default=ROOT, help="the repository (default: the one holding this script)"
+    )
     ap.add_argument("files", nargs="*", help="measure these files instead of the tracked ones")
     args = ap.parse_args(argv)
     if args.limit < 1:

@@ -40,7 +40,10 @@ ENGINE_DOORS = {"engine/engine.h", "engine/format.h", "engine/inspect.h"}
 G2_EXEMPT = ("tests/",)
 # (file, engine header) pairs G2 lets through, each with its reason.
 G2_ALLOWED = {
-    ("bench/bench_hashes.c", "engine/kvprot.h"): "times kv_leaf_entry_code, the entry code the pool runs",
+    (
+        "bench/bench_hashes.c",
+        "engine/kvprot.h",
+    ): "times kv_leaf_entry_code, the entry code the pool runs",
 }
 MAX_LINES = 1200
 # The compiler's search path, as the Makefile gives it (-I. -Iengine, and
@@ -160,8 +163,12 @@ def circle_path(comp, medges, graph, contract):
     path.reverse()
     how = []
     for m1, m2 in zip(path, path[1:]):
-        f, p = next((f, p) for f in sorted(graph) for p in graph[f]
-                    if module(f, contract) == m1 and module(p, contract) == m2)
+        f, p = next(
+            (f, p)
+            for f in sorted(graph)
+            for p in graph[f]
+            if module(f, contract) == m1 and module(p, contract) == m2
+        )
         how.append("%s includes %s" % (f, p))
     return ", ".join(how)
 
@@ -169,7 +176,9 @@ def circle_path(comp, medges, graph, contract):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--root", default=ROOT, help="repository root (default: %(default)s)")
-    ap.add_argument("--contracts", help="the contract headers' list (default: ROOT/%s)" % CONTRACTS_FILE)
+    ap.add_argument(
+        "--contracts", help="the contract headers' list (default: ROOT/%s)" % CONTRACTS_FILE
+    )
     ap.add_argument("--quiet", action="store_true", help="print only breaches")
     a = ap.parse_args(argv)
     root = a.root
@@ -183,7 +192,10 @@ def main(argv=None):
     graph, breaches = {}, []
     for c in sorted(contract):
         if not c.endswith(".h") or not os.path.isfile(os.path.join(root, c)):
-            breaches.append("G1 %s lists %s, which is no header of the tree" % (a.contracts or CONTRACTS_FILE, c))
+            breaches.append(
+                "G1 %s lists %s, which is no header of the tree"
+                % (a.contracts or CONTRACTS_FILE, c)
+            )
     for f in files:
         with open(os.path.join(root, f), encoding="utf-8", errors="replace") as fh:
             text = fh.read()
@@ -201,19 +213,26 @@ def main(argv=None):
         if not f.startswith("engine/") and not f.startswith(G2_EXEMPT):
             for p in incs:
                 if p.startswith("engine/") and p not in ENGINE_DOORS and (f, p) not in G2_ALLOWED:
-                    breaches.append("G2 %s includes %s (outside engine/ only %s)" %
-                                    (f, p, ", ".join(sorted(ENGINE_DOORS))))
+                    breaches.append(
+                        "G2 %s includes %s (outside engine/ only %s)"
+                        % (f, p, ", ".join(sorted(ENGINE_DOORS)))
+                    )
         if f.startswith("engine/"):
             for p in incs:
                 if not p.startswith("engine/"):
-                    breaches.append("G4 %s includes %s (the engine includes nothing outside engine/)" % (f, p))
+                    breaches.append(
+                        "G4 %s includes %s (the engine includes nothing outside engine/)" % (f, p)
+                    )
     medges = {}
     for f, incs in graph.items():
         for p in incs:
             if module(p, contract) != module(f, contract):
                 medges.setdefault(module(f, contract), set()).add(module(p, contract))
     for comp in cycles(medges):
-        breaches.append("G1 include circle: %s (%s)" % (" <-> ".join(comp), circle_path(comp, medges, graph, contract)))
+        breaches.append(
+            "G1 include circle: %s (%s)"
+            % (" <-> ".join(comp), circle_path(comp, medges, graph, contract))
+        )
     if not a.quiet:
         folder = None
         for f in sorted(graph):
@@ -221,16 +240,18 @@ def main(argv=None):
             if top != folder:
                 folder = top
                 print("%s/" % top)
-            print("  %-40s -> %s" % (f[len(top) + 1:], ", ".join(graph[f]) or "-"))
+            print("  %-40s -> %s" % (f[len(top) + 1 :], ", ".join(graph[f]) or "-"))
     for b in breaches:
         print("deps-graph: " + b, file=sys.stderr)
     if breaches:
         print("deps-graph: %d breach(es)" % len(breaches), file=sys.stderr)
         return 1
     if not a.quiet:
-        print("deps-graph: no circle (contracts: %s); engine internals stay in engine/ (tests exempt);"
-              " no file over %d lines; the engine includes nothing outside engine/"
-              % (", ".join(sorted(contract)), MAX_LINES))
+        print(
+            "deps-graph: no circle (contracts: %s); engine internals stay in engine/ (tests exempt);"
+            " no file over %d lines; the engine includes nothing outside engine/"
+            % (", ".join(sorted(contract)), MAX_LINES)
+        )
     return 0
 
 

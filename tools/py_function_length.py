@@ -51,10 +51,16 @@ def long_functions(path, limit):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="Fail when a function of crashtest.py, crashtest/ or tools/ is "
-                                             "longer than --limit lines.")
-    ap.add_argument("--limit", type=int, default=MAX_LINES, metavar="N", help="most lines a function may span")
-    ap.add_argument("--quiet", action="store_true", help="print only the functions that are too long")
+    ap = argparse.ArgumentParser(
+        description="Fail when a function of crashtest.py, crashtest/ or tools/ is "
+        "longer than --limit lines."
+    )
+    ap.add_argument(
+        "--limit", type=int, default=MAX_LINES, metavar="N", help="most lines a function may span"
+    )
+    ap.add_argument(
+        "--quiet", action="store_true", help="print only the functions that are too long"
+    )
     a = ap.parse_args(argv)
     files = python_files()
     bad, unreadable = [], 0
@@ -67,7 +73,10 @@ def main(argv=None):
     for path, line, name, length in bad:
         print("%s:%d: %s is %d lines (limit %d)" % (path, line, name, length, a.limit))
     if not a.quiet or bad or unreadable:
-        print("py_function_length: %d file(s), %d function(s) over %d lines" % (len(files), len(bad), a.limit))
+        print(
+            "py_function_length: %d file(s), %d function(s) over %d lines"
+            % (len(files), len(bad), a.limit)
+        )
     return 1 if bad or unreadable else 0
 
 

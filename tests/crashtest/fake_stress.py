@@ -50,11 +50,34 @@ def opts(argv):
 def report(path, **fields):
     if not path:
         return
-    totals = {k: 0 for k in ("injected", "detected", "repaired", "masked", "undetectable", "wrong_value", "lost",
-                             "resurrected", "false_alarm", "swallowed", "unrecoverable", "crash", "hang")}
+    totals = {
+        k: 0
+        for k in (
+            "injected",
+            "detected",
+            "repaired",
+            "masked",
+            "undetectable",
+            "wrong_value",
+            "lost",
+            "resurrected",
+            "false_alarm",
+            "swallowed",
+            "unrecoverable",
+            "crash",
+            "hang",
+        )
+    }
     totals.update(fields.pop("totals", {}))
-    doc = {"verdict": "pass", "mode": "judging", "totals": totals, "classes": {}, "injections_per_point": {},
-           "reports": 0, "unrecoverable": False}
+    doc = {
+        "verdict": "pass",
+        "mode": "judging",
+        "totals": totals,
+        "classes": {},
+        "injections_per_point": {},
+        "reports": 0,
+        "unrecoverable": False,
+    }
     doc.update(fields)
     with open(path, "w") as f:
         json.dump(doc, f)
@@ -85,15 +108,22 @@ def main():
         time.sleep(600)
         return 0
     if mode == "lost_unreported":
-        print("stress: FAILURE lost (a synced commit): recovery ended at commit seq 7, but seq 8 was durable (fake)")
+        print(
+            "stress: FAILURE lost (a synced commit): recovery ended at commit seq 7, but seq 8 was durable (fake)"
+        )
         return 1
     if mode == "unrecoverable_then_killed" and o.get("verification_only") == "1":
         report(o.get("report"), verdict="fail", unrecoverable=True, totals={"unrecoverable": 1})
-        print("stress: FAILURE unrecoverable: after the crash: corruption no injection explains (fake)")
+        print(
+            "stress: FAILURE unrecoverable: after the crash: corruption no injection explains (fake)"
+        )
         return 1
     if mode == "unrecoverable_then_killed":
-        report(o.get("report"), unrecoverable=True,
-               unrecoverable_by_design="misdirected_write at hook/write file=data block=29 (this process)")
+        report(
+            o.get("report"),
+            unrecoverable=True,
+            unrecoverable_by_design="misdirected_write at hook/write file=data block=29 (this process)",
+        )
         print("stress: the database no longer opens (corruption reported): ending the run (fake)")
         sys.stdout.flush()
         time.sleep(600)
