@@ -186,6 +186,14 @@ IO_CLASSES = ("read_error", "write_error", "nospace", "short_io", "sync_error")
 # iteration.  Aimed at wal, the odds stay: the log's calls are the
 # frequent ones.
 SWARM_AIM_DIVS = [10, 30, 100]
+# Swarms whose cache holds a few pages (of the database's page size,
+# stress's floor of 64 KiB): every op reads pages back from disk and every
+# write evicts, where the even mix's smallest cache (32 pages) holds all
+# of a key space of a few thousand keys and the read and write-back paths
+# (a read racing a failed fsync, an eviction racing a checkpoint) are
+# almost never taken.
+SWARM_TINY_CACHE_SHARE = 0.3
+SWARM_TINY_CACHE_PAGES = [8, 16]
 
 # Delay injection (stress's --delay_one_in, --delay_max_us: a sleep or
 # yield at the engine's delay/ points and each side of an I/O hook's read,
@@ -495,7 +503,9 @@ def draw_swarm(seed, cfg):
                 eligibility and judgeability rules)
       hot       the class run hot, or None
       files     the file kind the I/O classes strike (--fault_files), or
-                None for all"""
+                None for all
+      cache_pages  a cache of that many pages, or None for the even
+                mix's"""
     if not cfg.swarm:
         return None
     rng = Rng(derive(seed, "swarm"))
@@ -546,8 +556,11 @@ def draw_swarm(seed, cfg):
         for c in IO_CLASSES:
             if c in faults and c != hot:
                 faults[c] = max(2, faults[c] // aim_div)
+    tiny_cache_on = rng.chance(SWARM_TINY_CACHE_SHARE)  # last, as the aim
+    tiny_cache = rng.choice(SWARM_TINY_CACHE_PAGES)
     return {"ops": ops, "features": features, "reopen": reopen, "max_key": max_key, "threads": threads,
-            "faults": faults, "hot": hot, "files": files if files_on else None}
+            "faults": faults, "hot": hot, "files": files if files_on else None,
+            "cache_pages": tiny_cache if tiny_cache_on else None}
 
 
 def swarm_percents(ops):
@@ -603,6 +616,8 @@ def swarm_record(sw, params, max_key, reopen):
         rec["hot"] = "%s 1/%d" % (hot, num(FAULTS[hot][0]))
     if params.get("fault_files"):
         rec["files"] = params["fault_files"]
+    if sw.get("cache_pages") and params.get("cache_size"):
+        rec["cache"] = "%dK" % (parse_size(params["cache_size"]) // 1024)
     return rec
 
 
@@ -629,7 +644,8 @@ def swarm_text(rec):
     return "swarm: ops %s; %s%skeys %d; threads %s; faults %s%s%s" % (
         ops or "none", "on " + on + "; " if on else "", "off " + off + "; " if off else "", rec["max_key"],
         rec.get("threads") or "?", ",".join(rec.get("faults") or []) or "none",
-        " (hot %s)" % rec["hot"] if rec.get("hot") else "", " on %s files" % rec["files"] if rec.get("files") else "")
+        " (hot %s)" % rec["hot"] if rec.get("hot") else "", " on %s files" % rec["files"] if rec.get("files") else "") + \
+        ("; cache %s" % rec["cache"] if rec.get("cache") else "")
 
 
 def swarm_brief(rec):
@@ -689,6 +705,8 @@ def draw_iter_params(seed, cfg, db):
     sw = draw_swarm(seed, cfg)
     if sw:
         apply_swarm(sw, p, cfg)
+        if sw["cache_pages"]:
+            p["cache_size"] = max(65536, sw["cache_pages"] * page_size)
 
     frng = Rng(derive(seed, "faults"))
     merged = dict(db)
