@@ -43,7 +43,7 @@ def stress_info(binary, engine_args=()):
         h = subprocess.run(
             [binary, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30
         )
-        l = subprocess.run(
+        listing = subprocess.run(
             [binary, "--list_fault_points"] + list(engine_args),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -68,8 +68,8 @@ def stress_info(binary, engine_args=()):
             % binary
         )
     catalogue = []
-    if l.returncode == 0:
-        for line in l.stdout.decode(errors="replace").splitlines():
+    if listing.returncode == 0:
+        for line in listing.stdout.decode(errors="replace").splitlines():
             if line.strip():
                 catalogue.append(line.split()[0])
     return {"options": options, "catalogue": catalogue}

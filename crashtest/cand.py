@@ -88,7 +88,7 @@ def trace_ops_of(path):
         text = trace_text(path)
     except OSError:
         return []
-    return [l for l in text.split("\n") if l.strip() and not l.startswith("#")]
+    return [line for line in text.split("\n") if line.strip() and not line.startswith("#")]
 
 
 def line_touches(line, key):
@@ -248,13 +248,15 @@ class Cand:
             }
         )
         if as_int(opt_get(a, "kill_random_test")) > 0 or any(
-            trace_kill_pin(l) for l in self.trace or []
+            trace_kill_pin(line) for line in self.trace or []
         ):
             classes.append("kill")
         # A pinned flip needs no rate.
-        if "bitflip_page" not in classes and any(trace_flip(l) for l in self.trace or []):
+        if "bitflip_page" not in classes and any(trace_flip(line) for line in self.trace or []):
             classes = sorted(classes + ["bitflip_page"])
-        if "bitflip_cache" not in classes and any(trace_flip(l, "cflip") for l in self.trace or []):
+        if "bitflip_cache" not in classes and any(
+            trace_flip(line, "cflip") for line in self.trace or []
+        ):
             classes = sorted(classes + ["bitflip_cache"])
         return {
             "threads": as_int(opt_get(a, "threads"), 2),
@@ -517,5 +519,5 @@ def write_trace(path, lines):
         f.write(
             "# stress op trace 1 (crashtest.py shrink)\n# INDEX TYPE KEY SEED FAULTS | what it did\n"
         )
-        for l in lines:
-            f.write(l + "\n")
+        for line in lines:
+            f.write(line + "\n")

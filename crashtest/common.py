@@ -41,7 +41,7 @@ def file_size(path):
 
 
 def last_line(text):
-    lines = [l for l in (text or "").splitlines() if l.strip()]
+    lines = [line for line in (text or "").splitlines() if line.strip()]
     return lines[-1].strip()[:300] if lines else "(no output)"
 
 

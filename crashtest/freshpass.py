@@ -313,7 +313,7 @@ class FreshPasses:
         for FIRST in FRESH_FLIP_BLOCKS; the first run that fails the same
         way is kept."""
         lines = self.best.trace or []
-        flips = [trace_flip(l) for l in lines]
+        flips = [trace_flip(line) for line in lines]
         blocks = list(dict.fromkeys(f[0] for f in flips if f))  # distinct, in order of first use
         for first in FRESH_FLIP_BLOCKS if blocks else ():
             if self.left() <= 0 or STOP.is_set():
@@ -322,8 +322,8 @@ class FreshPasses:
             if all(to[b] == b for b in blocks):
                 continue
             moved = [
-                set_faults(l, "flip:%d:%d" % (to[f[0]], f[1])) if f else l
-                for l, f in zip(lines, flips)
+                set_faults(line, "flip:%d:%d" % (to[f[0]], f[1])) if f else line
+                for line, f in zip(lines, flips)
             ]
             c = self.best.copy()
             c.trace = moved
@@ -418,8 +418,8 @@ class FreshPasses:
         )
         for i in range(b.w):
             lines = [
-                set_faults(l, False)
-                for l in trace_ops_of(
+                set_faults(line, False)
+                for line in trace_ops_of(
                     os.path.join(self.best_res["dir"], "iter", os.path.basename(fold_trace(i)))
                 )
             ]
@@ -427,7 +427,7 @@ class FreshPasses:
                 "%d restart %s 0000000000000000 off | folded: %s's end, %s's start"
                 % (len(lines), lists[i + 1], steps[i]["name"], steps[i + 1]["name"])
             ]
-        n = sum(1 for l in made if l.split()[1] != "restart")
+        n = sum(1 for line in made if line.split()[1] != "restart")
         if n:
             f = self.best.copy()
             argv = opt_set(f.op["argv"], "destroy_db_initially", 1)

@@ -1283,10 +1283,15 @@ def bar_chart(groups, series, label, chart, unit="", ref=None, spread=None):
     return legend(series) + svg(width, int(top + h + low), body, label, chart=chart)
 
 
+def cache_name(fraction):
+    """A cache size of bench-protection as the chart names it: its FRACTION
+    of the database, or the default 8 MiB (fraction 0)."""
+    return "8 MiB" if not fraction else "%d%%" % round(fraction * 100)
+
+
 def bench_protection(rows):
     fr = sorted({r["cache_fraction"] for r in rows}, reverse=True)
     ws = sorted({r["width"] for r in rows if r["width"]})
-    name = lambda f: "8 MiB" if not f else "%d%%" % round(f * 100)
     R = {(r["cache_fraction"], r["width"]): r for r in rows}
     colours = ["#fdae6b", "#e6550d", "#3182bd", "#31a354"]
     series = [("w=%d" % w, colours[i % 4]) for i, w in enumerate(ws)] + [
@@ -1296,7 +1301,7 @@ def bench_protection(rows):
     for f in fr:
         g = {"w=%d" % w: round((R[(f, w)]["ratio"] - 1) * 100, 2) for w in ws if (f, w) in R}
         g["RocksDB PR 11287"] = ROCKS_PROTECTION.get(round(f, 1))
-        groups.append(("cache " + name(f), g))
+        groups.append(("cache " + cache_name(f), g))
     out = [
         "<h2>Per-KV protection: readrandom cost per width and cache size</h2>",
         bar_chart(groups, series, "protection cost", "bench-protection", "%"),
@@ -1309,7 +1314,7 @@ def bench_protection(rows):
         out.append(
             '<tr><td class="l">%s</td>%s<td>%s</td></tr>'
             % (
-                name(f),
+                cache_name(f),
                 "".join(
                     "<td>%s (%.3f)</td>" % (fmt(R[(f, w)]["ops"]), R[(f, w)]["ratio"])
                     if (f, w) in R

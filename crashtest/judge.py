@@ -71,7 +71,10 @@ def judge_crash(rc, hung, output, cores):
         return failed("hang", "the watchdog ended it: %s" % hung)
     m = SANITIZER_RE.search(output or "")
     if m:
-        line = next((l for l in output.splitlines() if SANITIZER_RE.search(l)), m.group(0))
+        line = next(
+            (out_line for out_line in output.splitlines() if SANITIZER_RE.search(out_line)),
+            m.group(0),
+        )
         return failed("crash", "sanitizer report: %s" % line.strip()[:200])
     if cores:
         return failed("crash", "core dumped (%s)" % ", ".join(cores))
@@ -96,7 +99,7 @@ def judge_findings(output, report):
     if errors:
         kinds = FAILURE_KIND_RE.findall(output or "")
         kind = kinds[0] if kinds else "error"
-        first = next(l for l in output.splitlines() if ERROR_RE.match(l))
+        first = next(line for line in output.splitlines() if ERROR_RE.match(line))
         return failed(kind, first.strip()[:300], sorted(set(kinds)) or ["error"])
     return None
 
@@ -173,7 +176,12 @@ def judge_stress(expect, rc, killed_by_us, hung, output, report, kill_lines, cor
     None or {'kind', 'keys', 'message'}.  The checks run in order, the
     first that has a verdict gives it."""
     refused = next(
-        (l for l in (output or "").splitlines() if "the engine refuses this directory" in l), None
+        (
+            line
+            for line in (output or "").splitlines()
+            if "the engine refuses this directory" in line
+        ),
+        None,
     )
     return (
         judge_refused(expect, rc, hung, output, report, refused)

@@ -175,10 +175,10 @@ def failure_line(d):
     failure, or its last line."""
     try:
         with open(os.path.join(d or "", "out.txt"), errors="replace") as f:
-            lines = [l.strip() for l in f if l.strip()]
+            lines = [line.strip() for line in f if line.strip()]
     except OSError:
         return None
-    named = [l for l in lines if l.startswith("stress: FAILURE")]
+    named = [line for line in lines if line.startswith("stress: FAILURE")]
     return (named or lines or [None])[0]
 
 
@@ -642,7 +642,7 @@ def simple_refused(report_dir, made, name, simple_opts):
     log = os.path.join(report_dir, name + ".log")
     try:
         with open(log) as f:
-            why = [l.strip() for l in f if l.strip()][-1]
+            why = [line.strip() for line in f if line.strip()][-1]
         os.unlink(log)
     except (OSError, IndexError):
         why = "(no output)"

@@ -389,8 +389,8 @@ def show_ops(printer, trace, state, output, kind=None):
         "crashtest: the op list (%d ops; %s; '>' touches the failing key%s):"
         % (len(lines), nice_path(trace), " %s" % key if key else ", not named by the failure")
     )
-    for l in lines:
-        head, _, what = l.partition("|")
+    for line in lines:
+        head, _, what = line.partition("|")
         f = head.split()
         if len(f) < 5:
             continue

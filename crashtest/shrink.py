@@ -995,7 +995,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
             return
         k = as_int(opt_get(self.best.op["argv"], "max_key"))
         # A replayed trace names its keys: no key space below the largest.
-        top = max([as_int(l.split()[2], -1) for l in self.best.trace or []] or [-1])
+        top = max([as_int(line.split()[2], -1) for line in self.best.trace or []] or [-1])
         while k > 8 and k // 2 > top and self.left() > 0:
             c = self.best.copy()
             c.set_all("max_key", k // 2)

@@ -41,7 +41,7 @@ from .seeds import Rng, derive
 
 # Placeholders of the step templates (C2): the state directory and the
 # iteration's directory.
-S, I = "@STATE@", "@ITER@"
+STATE_DIR, ITER_DIR = "@STATE@", "@ITER@"
 
 # What the lost-file check removes from a recovered database (engine F3:
 # control lost, with data or with only the log left; F4: data lost).
@@ -87,7 +87,7 @@ class Steps:
         self, name, state, extra, expect, kill_after=None, primary=True, opts=None, time_limit=None
     ):
         n = len(self.list)
-        d = "%s/steps/%02d-%s" % (I, n, name)
+        d = "%s/steps/%02d-%s" % (ITER_DIR, n, name)
         argv = (
             ["@STRESS@"]
             + state_argv(state)
@@ -113,7 +113,7 @@ class Steps:
 
     def powerloss(self, name, state, mode, pseed, variants, prefix):
         n = len(self.list)
-        d = "%s/steps/%02d-%s" % (I, n, name)
+        d = "%s/steps/%02d-%s" % (ITER_DIR, n, name)
         argv = [
             "@POWERLOSS@",
             state + "/db",
@@ -297,7 +297,7 @@ def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds, reopen
         create_opts = dict(db)
         st.stress(
             "create",
-            S,
+            STATE_DIR,
             [
                 "--destroy_db_initially=1",
                 "--threads=1",
@@ -326,7 +326,7 @@ def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds, reopen
         )
         return st.stress(
             "workload",
-            S,
+            STATE_DIR,
             ["--ops_per_thread=0", "--duration=%d" % dur, "--sync_fault_injection=1", wseed] + more,
             "sigkill",
             kill_after=plan["kill_at"],
@@ -335,7 +335,7 @@ def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds, reopen
     if plan.get("reopen"):
         return st.stress(
             "workload",
-            S,
+            STATE_DIR,
             ["--ops_per_thread=0", "--duration=%d" % dur, "--reopen=%d" % plan["reopen"], wseed],
             "exit0",
             time_limit=limit,
@@ -351,7 +351,7 @@ def plan_workload(st, run, seed, plan, fresh, db, iter_dir, hang_seconds, reopen
         extra.append("--kill_points=%s" % plan["kill_points"])
     if reopen:
         extra.append("--reopen=%d" % reopen)
-    return st.stress("workload", S, extra, "kill_point", time_limit=limit)
+    return st.stress("workload", STATE_DIR, extra, "kill_point", time_limit=limit)
 
 
 def after_crash(st, seed, plan, verify_opts, limit):
@@ -363,15 +363,15 @@ def after_crash(st, seed, plan, verify_opts, limit):
     primary_state = None
     pl = st.powerloss(
         "powerloss",
-        S,
+        STATE_DIR,
         plan["powerloss_mode"],
         plan["powerloss_seed"],
         plan["variants"],
-        I + "/pl/db.",
+        ITER_DIR + "/pl/db.",
     )
     for k in range(plan["variants"]):
-        to = "%s/v%d" % (I, k)
-        st.variant(k, pl, I + "/pl/db.", S, to)
+        to = "%s/v%d" % (ITER_DIR, k)
+        st.variant(k, pl, ITER_DIR + "/pl/db.", STATE_DIR, to)
         second = plan.get("second_crash") if k == 0 else None
         plan_restart(st, k, to, second, seed, verify_opts, limit)
         st.execute_pending()
@@ -437,10 +437,15 @@ def after_second_crash(st, k, to, second, seed, verify_opts, limit):
     """The restart of variant K crashed: one more power-loss step, then the
     final restart; run them.  Returns the final restart's state."""
     pl2 = st.powerloss(
-        "powerloss-2", to, second["powerloss_mode"], second["powerloss_seed"], 1, I + "/pl2/db."
+        "powerloss-2",
+        to,
+        second["powerloss_mode"],
+        second["powerloss_seed"],
+        1,
+        ITER_DIR + "/pl2/db.",
     )
-    to2 = "%s/v%dr" % (I, k)
-    st.variant(0, pl2, I + "/pl2/db.", to, to2)
+    to2 = "%s/v%dr" % (ITER_DIR, k)
+    st.variant(0, pl2, ITER_DIR + "/pl2/db.", to, to2)
     st.stress(
         "verify-v%dr" % k,
         to2,
@@ -464,10 +469,10 @@ def lost_file_check(st, seed, primary_state, verify_opts, limit):
     ours = verify_opts.get("engine", "ours") == "ours"
     if st.failure is None and primary_state is not None and lrng.chance(1.0 / 6) and ours:
         remove = lrng.choice(LOST_FILE_CHOICES)
-        st.lose(primary_state, I + "/lost", ["db/" + r for r in remove])
+        st.lose(primary_state, ITER_DIR + "/lost", ["db/" + r for r in remove])
         st.stress(
             "refuse",
-            I + "/lost",
+            ITER_DIR + "/lost",
             ["--verification_only=1", "--seed=%d" % derive(seed, "refuse")],
             "refused",
             primary=False,

@@ -299,14 +299,14 @@ class TracePasses:
         )
         for guess in guesses:
             out, n = [], 0
-            for i, l in enumerate(lines):
-                k = trace_ckpt(l) or (1 if guess and i == len(lines) - 1 else 0)
-                pin = trace_kill_pin(l) if i == len(lines) - 1 else None
+            for i, line in enumerate(lines):
+                k = trace_ckpt(line) or (1 if guess and i == len(lines) - 1 else 0)
+                pin = trace_kill_pin(line) if i == len(lines) - 1 else None
                 if not k:
-                    out.append(l)
+                    out.append(line)
                     continue
-                f = l.split()
-                out.append(set_faults(l, "on") if pin else l)
+                f = line.split()
+                out.append(set_faults(line, "on") if pin else line)
                 out += [
                     "%s checkpoint - %s %s"
                     % (f[0], f[3], "kill:%s:%d" % pin if pin and j == k - 1 else "off")
@@ -350,13 +350,13 @@ class TracePasses:
         if key is None:
             return
         keep = [
-            l
-            for l in self.best.trace
-            if line_touches(l, key)
-            or l.split()[2] == "-"
-            and l.split()[1] != "batch"
-            or l.split()[1] == "restart"
-            or trace_kill_pin(l)
+            line
+            for line in self.best.trace
+            if line_touches(line, key)
+            or line.split()[2] == "-"
+            and line.split()[1] != "batch"
+            or line.split()[1] == "restart"
+            or trace_kill_pin(line)
         ]
         if 0 < len(keep) < len(self.best.trace):
             self.attempt(
@@ -386,11 +386,11 @@ class TracePasses:
         state = subst(self.best.op.get("state", "@STATE@"), trial_paths(d))
         by_op = ledger_by_op(os.path.join(state, "run", "ledger"))
         lines, n = list(self.best.trace), {"flip": 0, "cflip": 0}
-        for i, l in enumerate(lines):
-            m = re.search(r"op=(\d+:\d+)", l.partition("|")[2])
+        for i, line in enumerate(lines):
+            m = re.search(r"op=(\d+:\d+)", line.partition("|")[2])
             got = (
                 [j for j in by_op.get(m.group(1), []) if j.get("phase", "run") == "run"]
-                if m and l.split()[4] == "on"
+                if m and line.split()[4] == "on"
                 else []
             )
             j = got[0] if len(got) == 1 else {}
@@ -401,7 +401,7 @@ class TracePasses:
                 and isinstance(j.get("block"), int)
                 and isinstance(j.get("bit"), int)
             ):
-                lines[i] = set_faults(l, "%s:%d:%d" % (pin, j["block"], j["bit"]))
+                lines[i] = set_faults(line, "%s:%d:%d" % (pin, j["block"], j["bit"]))
                 n[pin] += 1
         if sum(n.values()):
             what = " and ".join(
@@ -556,12 +556,16 @@ class TracePasses:
             return
         key = failing_key(self.best_res.get("output_tail"), self.kind) if self.best_res else None
         counts = {}
-        for l in self.best.trace:
-            counts[l.split()[1]] = counts.get(l.split()[1], 0) + 1
+        for line in self.best.trace:
+            counts[line.split()[1]] = counts.get(line.split()[1], 0) + 1
         for t in sorted(counts, key=lambda t: (-counts[t], t)):
             for spare in (False, True) if key is not None else (False,):
                 lines = self.best.trace
-                rest = [l for l in lines if l.split()[1] != t or spare and line_touches(l, key)]
+                rest = [
+                    line
+                    for line in lines
+                    if line.split()[1] != t or spare and line_touches(line, key)
+                ]
                 if 0 < len(rest) < len(lines) and self.attempt(
                     "ops %d -> %d (every %s%s removed)"
                     % (
@@ -685,22 +689,23 @@ class TracePasses:
         self.refresh_trace()
         lines = self.best.trace
         quiet = [
-            set_faults(l, False) if trace_inj(l) == 0 and l.split()[4] == "on" else l for l in lines
+            set_faults(line, False) if trace_inj(line) == 0 and line.split()[4] == "on" else line
+            for line in lines
         ]
         if quiet != lines:
             self.attempt(
                 "faults off in the %d ops that injected nothing"
-                % sum(1 for l in lines if trace_inj(l) == 0),
+                % sum(1 for line in lines if trace_inj(line) == 0),
                 self.with_trace(quiet),
                 "faults",
             )
         for i in reversed(range(len(self.best.trace))):
-            l = self.best.trace[i]
-            if l.split()[4] == "on":
+            line = self.best.trace[i]
+            if line.split()[4] == "on":
                 t = list(self.best.trace)
-                t[i] = set_faults(l, False)
+                t[i] = set_faults(line, False)
                 self.attempt(
-                    "faults off in op %s (%s)" % (l.split()[0], " ".join(l.split()[1:3])),
+                    "faults off in op %s (%s)" % (line.split()[0], " ".join(line.split()[1:3])),
                     self.with_trace(t),
                     "faults",
                 )

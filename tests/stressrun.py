@@ -79,7 +79,7 @@ class OneThreadDb(unittest.TestCase):
     def ops_of(self, path):
         """The op lines of the trace at PATH, newlines kept (a list to write
         back as a trace)."""
-        return [l + "\n" for l in trace_lines(path)]
+        return [line + "\n" for line in trace_lines(path)]
 
     def assert_not_op_lines(self, texts):
         """Each of TEXTS, as a --replay_ops file, is a usage error that

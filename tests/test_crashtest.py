@@ -38,13 +38,13 @@ sys.path.insert(0, ROOT)
 from crashtest.common import sha256_of, UsageError  # noqa: E402
 from crashtest.executor import prepare_variant  # noqa: E402
 from crashtest.judge import judge_stress  # noqa: E402
-from crashtest.mutants import (
+from crashtest.mutants import (  # noqa: E402
     Mutant,
     mutant_result,
     mutation_score_line,
     pick_by_date,
     read_mutants,
-)  # noqa: E402
+)
 from crashtest.output import Printer  # noqa: E402
 from crashtest.params import (  # noqa: E402
     Config,
@@ -226,11 +226,14 @@ class TestDraw(unittest.TestCase):
         for seed in range(200):
             m = merged(seed, cfg)[2]
             self.assertTrue(set(m) <= known, set(m) - known)
+
         # the engine options that remain are drawn as before
+        def engine_options(m):
+            return {k: v for k, v in m.items() if k in known and k not in FAULT_OPTIONS}
+
         for seed in range(20):
             a, b = merged(seed, cfg)[2], merged(seed)[2]
-            keep = lambda m: {k: v for k, v in m.items() if k in known and k not in FAULT_OPTIONS}
-            self.assertEqual(keep(a), keep(b))
+            self.assertEqual(engine_options(a), engine_options(b))
 
     def test_fixed_options_stay_fixed(self):
         # Creation-time options come from the database's draw, never from
@@ -254,7 +257,9 @@ class TestDraw(unittest.TestCase):
             self.assertEqual(int(m["data_checksums"]), 1)
 
     def test_fault_sets(self):
-        parse = lambda spec: CrashTest.parse_faults(None, spec)
+        def parse(spec):
+            return CrashTest.parse_faults(None, spec)
+
         self.assertEqual(parse("all"), list(FAULTS))
         self.assertEqual(parse("none"), [])
         self.assertEqual(set(parse("stable")), set(FAULTS) - set(UNSTABLE_FAULTS))
@@ -479,7 +484,9 @@ class TestJudge(unittest.TestCase):
         self.assertGreater(seen, 5)
 
     def test_failure_kinds(self):
-        kind = lambda *a, **k: self.j(*a, **k)[1]["kind"]
+        def kind(*a, **k):
+            return self.j(*a, **k)[1]["kind"]
+
         self.assertEqual(kind("kill_point", -9), "crash")  # SIGKILL, no kill point fired: not ours
         self.assertEqual(kind("exit0", -11), "crash")
         self.assertEqual(

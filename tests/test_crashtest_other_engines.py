@@ -142,7 +142,7 @@ class OtherEnginesRunTheNightlyCycle(unittest.TestCase):
             with open(os.path.join(rd, "summary.json")) as f:
                 s = json.load(f)
             with open(os.path.join(rd, "iterations.jsonl")) as f:
-                its = [json.loads(l) for l in f if l.strip()]
+                its = [json.loads(line) for line in f if line.strip()]
         return rc, out + err, s, its
 
     def test_rocksdb_and_sqlite_pass_power_loss_and_sigkill_through_the_door(self):

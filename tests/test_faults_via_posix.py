@@ -13,7 +13,6 @@ refused."""
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile

@@ -23,11 +23,11 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from crashtest.params import (
+from crashtest.params import (  # noqa: E402
     DB_CHOICES,
     FIRST_XID_ONE_IN,
     FIRST_XID_RANGE,
-    Config,  # noqa: E402
+    Config,
     draw_db_params,
 )
 from tests.stressrun import need_stress, stress  # noqa: E402

@@ -56,10 +56,12 @@ class TestPinnedFlipInStress(OneThreadDb):
         f0 = flips[-1]
         op = "op=%d:%d" % (f0["op"] >> 32, f0["op"] & 0xFFFFFFFF)
         lines = self.ops_of(t1)
-        i = next(k for k, l in enumerate(lines) if op + " " in l)
+        i = next(k for k, line in enumerate(lines) if op + " " in line)
         pinned = set_faults(lines[i].rstrip("\n"), "flip:%d:%d" % (f0["block"], f0["bit"])) + "\n"
         with open(t2, "w") as f:
-            f.writelines([set_faults(l.rstrip("\n"), False) + "\n" for l in lines[:i]] + [pinned])
+            f.writelines(
+                [set_faults(line.rstrip("\n"), False) + "\n" for line in lines[:i]] + [pinned]
+            )
         rc, out, err = self.run_db(*args, "--replay_ops=" + t2, "--trace_ops=" + t3)
         got = [
             j
@@ -101,7 +103,7 @@ class TestPinnedFlipInStress(OneThreadDb):
         f0 = flips[0]
         op = "op=%d:%d" % (f0["op"] >> 32, f0["op"] & 0xFFFFFFFF)
         lines = self.ops_of(t1)
-        i = next(k for k, l in enumerate(lines) if op + " " in l)
+        i = next(k for k, line in enumerate(lines) if op + " " in line)
         pinned = set_faults(lines[i].rstrip("\n"), "cflip:%d:%d" % (f0["block"], f0["bit"])) + "\n"
         with open(t2, "w") as f:
             f.writelines(lines[:i] + [pinned])
@@ -140,7 +142,10 @@ class TestPinFlipsPass(unittest.TestCase):
         d = tempfile.mkdtemp(prefix="test-shrink-")
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
         os.makedirs(os.path.join(d, "state", "run"))
-        op = lambda call: 2 << 32 | call  # noqa: E731
+
+        def op(call):
+            return 2 << 32 | call
+
         with open(os.path.join(d, "state", "run", "ledger"), "w") as f:
             for j in (
                 {
@@ -203,7 +208,7 @@ class TestPinFlipsPass(unittest.TestCase):
         # error) keep their draws, and so does op 4, whose cache flip was
         # a pattern trial (undone at once: no damage to pin).
         self.assertEqual(
-            [l.split()[4] for l in got], ["on", "flip:3:99", "on", "on", "cflip:5:200"]
+            [line.split()[4] for line in got], ["on", "flip:3:99", "on", "on", "cflip:5:200"]
         )
 
 

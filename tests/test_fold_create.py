@@ -145,7 +145,7 @@ class TestFoldCreate(unittest.TestCase):
                 name = opt_get(s["argv"], "trace_ops")
                 if name and name != "@ITER@/ops.trace":
                     with open(os.path.join(t, "iter", os.path.basename(name)), "w") as f:
-                        f.write("# stress op trace 1\n" + "".join(l + "\n" for l in lines))
+                        f.write("# stress op trace 1\n" + "".join(line + "\n" for line in lines))
             kept = len(c.steps) > 2 or fold_kept
             sh.log.append(
                 {
@@ -195,7 +195,7 @@ class TestFoldCreate(unittest.TestCase):
         )
         self.assertEqual(
             b.trace[:3],
-            [l.replace(" on |", " off |") for l in CREATED],
+            [line.replace(" on |", " off |") for line in CREATED],
             "the create step had no faults",
         )
         self.assertEqual(b.trace[3].split()[1:5], ["restart", "-", "0000000000000000", "off"])
@@ -247,7 +247,7 @@ class TestFoldCreate(unittest.TestCase):
         self.assertEqual(
             b.trace[0], "0 restart cache_size=64M 0000000000000000 off | folded: create's start"
         )
-        self.assertEqual(b.trace[1:4], [l.replace(" on |", " off |") for l in CREATED])
+        self.assertEqual(b.trace[1:4], [line.replace(" on |", " off |") for line in CREATED])
         self.assertEqual(
             b.trace[4],
             "3 restart cache_size=8M,sync_mode=off 0000000000000000 off | folded: "
@@ -255,7 +255,7 @@ class TestFoldCreate(unittest.TestCase):
         )
         self.assertEqual(
             b.trace[5:7],
-            [l.replace(" on |", " off |") for l in GROWN],
+            [line.replace(" on |", " off |") for line in GROWN],
             "the regrowing step's faults were drawn at its own rates: off",
         )
         self.assertEqual(
@@ -267,7 +267,7 @@ class TestFoldCreate(unittest.TestCase):
             b.measures()["regrown"], 1, "the folded iteration still counts as one redone"
         )
         b.trace = [
-            l.split("|")[0] + "| ok" for l in b.trace
+            line.split("|")[0] + "| ok" for line in b.trace
         ]  # traced again by a replay (refresh_trace)
         self.assertEqual(b.copy().measures()["regrown"], 1, "whatever the notes say")
 

@@ -472,13 +472,15 @@ class TestMutantsList(unittest.TestCase):
     def test_the_list_names_each_bug_its_guarantee_and_its_mode(self):
         rc, out, err = run_ct("mutants", "--list")
         self.assertEqual(rc, 0, err)
-        rows = {l.split()[0]: l.split() for l in out.splitlines()[1:] if l.strip()}
+        rows = {line.split()[0]: line.split() for line in out.splitlines()[1:] if line.strip()}
         for path, cmd in (
             ("mutants.txt", ["crashtest.py", "mutants"]),
             ("harness_mutants.txt", ["crashtest.py", "mutants", "--harness"]),
         ):
             with open(os.path.join(ROOT, "tests", path)) as f:
-                bugs = [l.split(None, 2) for l in f if l.strip() and not l.startswith("#")]
+                bugs = [
+                    line.split(None, 2) for line in f if line.strip() and not line.startswith("#")
+                ]
             self.assertTrue(bugs)
             for name, guarantee, _ in bugs:
                 guarantee, _, mode = guarantee.partition("/")

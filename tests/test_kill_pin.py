@@ -93,7 +93,7 @@ class TestPinnedKillInStress(unittest.TestCase):
             len(lines), 20, "the kill came too early for ops to be removed before it"
         )
         pinned = set_faults(head(lines[-1]), "kill:%s:%d" % (point, nth))
-        kept = [head(l) for l in lines[:-1:2]] + [pinned]  # every other op before it removed
+        kept = [head(line) for line in lines[:-1:2]] + [pinned]  # every other op before it removed
         t2, t3 = os.path.join(self.d, "b.trace"), os.path.join(self.d, "c.trace")
         with open(t2, "w") as f:
             f.write("\n".join(kept) + "\n")
@@ -117,9 +117,9 @@ class TestPinnedKillInStress(unittest.TestCase):
         rc, out, err = self.run_db("--ops_per_thread=300", "--trace_ops=" + t1)
         self.assertEqual(rc, 0, out + err)
         batch = next(
-            head(l)
-            for l in ops_of(t1)
-            if l.split()[1] == "batch" and l.count("=v") + l.count("=del") >= 3
+            head(line)
+            for line in ops_of(t1)
+            if line.split()[1] == "batch" and line.count("=v") + line.count("=del") >= 3
         )
         with open(t2, "w") as f:
             f.write(set_faults(batch, "kill:kill/commit/between_ops:2") + "\n")
@@ -180,7 +180,7 @@ class TestPinKillPass(unittest.TestCase):
                 }
             ],
             True,
-            [head(l) + " | old" for l in lines],
+            [head(line) + " | old" for line in lines],
             0,
         )
         sh.best_res = {"dir": d}
@@ -200,7 +200,7 @@ class TestPinKillPass(unittest.TestCase):
         what, c, phase = sh.tried[0]
         self.assertEqual(phase, "pin_kill")
         self.assertIn("op 1", what)
-        self.assertEqual([l.split()[4] for l in c.trace], ["on", "kill:%s:1" % WAL_POINT])
+        self.assertEqual([line.split()[4] for line in c.trace], ["on", "kill:%s:1" % WAL_POINT])
         self.assertEqual(trace_kill_pin(c.trace[-1]), (WAL_POINT, 1))
         self.assertEqual([a for a in c.op["argv"] if "kill" in a], [])
         self.assertEqual(c.op["expect"], "kill_point")

@@ -22,13 +22,13 @@ import unittest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from crashtest.stats import (
+from crashtest.stats import (  # noqa: E402
     binom_cdf,
     cell_verdict,
     clopper_pearson,
     pattern_odds,
     poisson_bound,
-)  # noqa: E402
+)
 
 
 class StatsTest(unittest.TestCase):

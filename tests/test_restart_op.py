@@ -56,7 +56,7 @@ class TestRestartOp(OneThreadDb):
         lines = lines[:150] + ["150 %s - 0000000000000000 off | folded" % op] + lines[150:]
         path = os.path.join(self.d, op + ".trace")
         with open(path, "w") as f:
-            f.write("".join(l + "\n" for l in lines))
+            f.write("".join(line + "\n" for line in lines))
         again = os.path.join(self.d, op + ".again")
         report = os.path.join(self.d, op + ".json")
         rc, out, err = stress(
@@ -94,8 +94,8 @@ class TestRestartOp(OneThreadDb):
         _, restarted, _ = self.replay_with("restart")
         # Each op's keys and what it read or wrote, after the op's head.
         self.assertEqual(
-            [l.split("|")[1].split(" op=")[0] for l in restarted[151:]],
-            [l.split("|")[1].split(" op=")[0] for l in plain[151:]],
+            [line.split("|")[1].split(" op=")[0] for line in restarted[151:]],
+            [line.split("|")[1].split(" op=")[0] for line in plain[151:]],
         )
 
     def replay_restart(self, key, name):
@@ -132,7 +132,7 @@ class TestRestartOp(OneThreadDb):
         )
         path = os.path.join(self.d, name + ".trace")
         with open(path, "w") as f:
-            f.write("".join(l + "\n" for l in lines))
+            f.write("".join(line + "\n" for line in lines))
         again = os.path.join(self.d, name + ".again")
         rc, out, err = stress(
             "--db=%s/%s" % (self.d, name),
@@ -156,7 +156,7 @@ class TestRestartOp(OneThreadDb):
         self.assertEqual(named[61].split()[:3], ["60", "restart", "-"])
 
         def ckpts(lines):
-            return sum(1 for l in lines if re.search(r"\sckpt=\d+", l.partition("|")[2]))
+            return sum(1 for line in lines if re.search(r"\sckpt=\d+", line.partition("|")[2]))
 
         self.assertEqual(ckpts(plain), 0, "60 KB of values start no checkpoint at 64M")
         self.assertGreater(ckpts(named[:61]), 0, "at 64K of log they start some")

@@ -48,13 +48,13 @@ from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import BASELINE_TRIALS, STANDIN_SNAPSHOT_ONE_IN, Shrinker  # noqa: E402
 from crashtest.multipass import MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS  # noqa: E402
-from crashtest.cand import (
+from crashtest.cand import (  # noqa: E402
     LOG_SYNC_POINT,
     SYNC_OFF_KILL_EVERY,
     Cand,
     endings,
     kill_every,
-    mt_endings,  # noqa: E402
+    mt_endings,
     opt_get,
     opt_set,
     powerloss_undone,
@@ -157,7 +157,7 @@ class TestOpTrace(OneThreadDb):
         lines = self.ops_of(t1)
         self.assertEqual(len(lines), 800)
         self.assertTrue(
-            any(not l.rstrip().endswith("inj=0") for l in lines), "no op injected a fault"
+            any(not line.rstrip().endswith("inj=0") for line in lines), "no op injected a fault"
         )
         rc2, out2, err2 = self.run_db("--replay_ops=" + t1, "--trace_ops=" + t2)
         self.assertEqual(rc2, 0, out2 + err2)
@@ -194,10 +194,12 @@ class TestOpTrace(OneThreadDb):
         rc, out, err = self.run_db("--replay_ops=" + t2, "--trace_ops=" + t3)
         self.assertEqual(rc, 0, out + err)
         got = self.ops_of(t3)
-        self.assertEqual([l.split("|")[0] for l in got], [l.split("|")[0] for l in lines[::2]])
+        self.assertEqual(
+            [line.split("|")[0] for line in got], [line.split("|")[0] for line in lines[::2]]
+        )
         # Faults turned off op by op: no op injects.
         with open(t2, "w") as f:
-            f.writelines(set_faults(l.rstrip("\n"), False) + "\n" for l in lines)
+            f.writelines(set_faults(line.rstrip("\n"), False) + "\n" for line in lines)
         rc, out, err = self.run_db("--replay_ops=" + t2)
         self.assertEqual(rc, 0, out + err)
         self.assertEqual(summary_field(out, "injected"), "0")
@@ -262,8 +264,8 @@ class TestOpTrace(OneThreadDb):
         self.assertEqual(rc, -9, out + err)
         done = sum(
             1
-            for l in trace_text(t1).splitlines(True)
-            if l.endswith("\n") and not l.startswith("#") and " | killed=" not in l
+            for line in trace_text(t1).splitlines(True)
+            if line.endswith("\n") and not line.startswith("#") and " | killed=" not in line
         )
         with open(os.path.join(run, "progress")) as f:
             self.assertEqual(f.read(), "ops %d\n" % done)
@@ -1412,7 +1414,7 @@ class TestShrinkParts(unittest.TestCase):
 
         def attempt(what, cand, phase):
             trials.append(len(cand.trace))
-            if all(l in cand.trace for l in need):
+            if all(line in cand.trace for line in need):
                 sh.best = cand
                 return True
             return False
@@ -1440,8 +1442,10 @@ class TestShrinkParts(unittest.TestCase):
 
         def attempt(what, cand, phase):
             tried.append(what)
-            puts = [l for l in trace if " put " in l]
-            if all(l in cand.trace for l in puts) and any(" get 7 " in l for l in cand.trace):
+            puts = [line for line in trace if " put " in line]
+            if all(line in cand.trace for line in puts) and any(
+                " get 7 " in line for line in cand.trace
+            ):
                 sh.best = cand
                 return True
             return False

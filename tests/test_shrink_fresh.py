@@ -352,7 +352,7 @@ class TestPinnedFlipsOnAFreshDatabase(unittest.TestCase):
         for first, (what, c) in zip((1, 2), tried[1:]):
             self.assertTrue(is_fresh(c))
             self.assertEqual(
-                [l.split()[4] for l in c.trace],
+                [line.split()[4] for line in c.trace],
                 ["flip:%d:65530" % first, "on", "flip:%d:3" % (first + 1), "flip:%d:8" % first],
             )
             self.assertIn("moved to blocks %d,%d" % (first, first + 1), what)

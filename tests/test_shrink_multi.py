@@ -19,12 +19,12 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand, opt_get, opt_set, signature  # noqa: E402
-from crashtest.multipass import (
+from crashtest.multipass import (  # noqa: E402
     MT_AGAIN_SEEDS,
     MT_AGAIN_SWEEPS,
     MT_CONFIRM,
     MT_NEED,
-    MT_OPS,  # noqa: E402
+    MT_OPS,
     MT_REPRO_NEED,
     MT_RESUME_MIN,
     MT_TRIALS,

@@ -77,9 +77,11 @@ class TestVolumeCheckpointsInStress(OneThreadDb):
         )
         self.assertEqual(rc, 0, out + err)
         lines = ops_of(t1)
-        noted = [l for l in lines if " ckpt=" in l]
+        noted = [line for line in lines if " ckpt=" in line]
         self.assertGreater(len(noted), 3, "64K of log in 1,500 ops starts several checkpoints")
-        self.assertTrue(all(l.split()[1] in ("put", "delete", "batch") for l in noted), noted[:3])
+        self.assertTrue(
+            all(line.split()[1] in ("put", "delete", "batch") for line in noted), noted[:3]
+        )
         sh, d = shrinker(lines)
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
         sh.p_tie_checkpoints()
@@ -87,16 +89,22 @@ class TestVolumeCheckpointsInStress(OneThreadDb):
         with open(t2, "w") as f:
             f.write("\n".join(c.trace) + "\n")
         self.assertIn("checkpoint_wal_bytes 65536 -> 67108864", what)
-        self.assertEqual(sum(1 for l in c.trace if l.split()[1] == "checkpoint"), len(noted))
+        self.assertEqual(sum(1 for line in c.trace if line.split()[1] == "checkpoint"), len(noted))
         rc, out, err = stress(
             *common, "--replay_ops=" + t2, "--checkpoint_wal_bytes=64M", "--trace_ops=" + t3
         )
         self.assertEqual(rc, 0, out + err)
         got = ops_of(t3)
         self.assertEqual(len(got), len(c.trace))
-        self.assertFalse([l for l in got if " ckpt=" in l], "no checkpoint by volume is left")
+        self.assertFalse(
+            [line for line in got if " ckpt=" in line], "no checkpoint by volume is left"
+        )
         self.assertTrue(
-            all(l.partition("| ")[2].startswith("ok ") for l in got if l.split()[1] == "checkpoint")
+            all(
+                line.partition("| ")[2].startswith("ok ")
+                for line in got
+                if line.split()[1] == "checkpoint"
+            )
         )
 
 
@@ -120,7 +128,7 @@ class TestTiePass(unittest.TestCase):
             "checkpoint_wal_bytes 65536 -> 67108864",
         )
         self.assertEqual(
-            [" ".join(l.split()[:5]) for l in c.trace],
+            [" ".join(line.split()[:5]) for line in c.trace],
             [
                 "0 put 3 00000000000000aa on",
                 "1 batch - 00000000000000bb on",
@@ -145,7 +153,7 @@ class TestTiePass(unittest.TestCase):
         first, second = (c.trace for _, c in tried)
         self.assertIn("(the kill in the last)", tried[0][0])
         self.assertEqual(
-            [" ".join(l.split()[:5]) for l in first[2:]],
+            [" ".join(line.split()[:5]) for line in first[2:]],
             [
                 "1 put 4 00000000000000bb on",
                 "1 checkpoint - 00000000000000bb kill:%s:3" % WAL_POINT,

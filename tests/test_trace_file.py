@@ -49,7 +49,7 @@ class TestTraceFile(OneThreadDb):
         self.assertEqual(rc, -signal.SIGKILL, err)
         self.assertIn(b"\0", raw, "grown ahead of its lines, not cut: the process was killed")
         lines = trace_ops_of(path)
-        self.assertEqual([int(l.split()[0]) for l in lines], list(range(300)))
+        self.assertEqual([int(line.split()[0]) for line in lines], list(range(300)))
         again = os.path.join(self.d, "again.trace")
         rc, out, err = stress(
             "--db=%s/db2" % self.d,
@@ -61,7 +61,8 @@ class TestTraceFile(OneThreadDb):
         )
         self.assertEqual(rc, 0, out + err)
         self.assertEqual(
-            [l.split("|")[0] for l in trace_ops_of(again)], [l.split("|")[0] for l in lines]
+            [line.split("|")[0] for line in trace_ops_of(again)],
+            [line.split("|")[0] for line in lines],
         )
 
 
