@@ -517,7 +517,8 @@ def slim(r):
 def write_trace(path, lines):
     with open(path, "w") as f:
         f.write(
-            "# stress op trace 1 (crashtest.py shrink)\n# INDEX TYPE KEY SEED FAULTS | what it did\n"
+            "# stress op trace 1 (crashtest.py shrink)\n"
+            "# INDEX TYPE KEY SEED FAULTS | what it did\n"
         )
         for line in lines:
             f.write(line + "\n")

@@ -24,17 +24,31 @@ from .run import run_mode
 
 MODE_HELP = {
     "blackbox": "SIGKILL stress after a random interval, power loss, restart and judge; repeat",
-    "whitebox": "kill points inside the engine (odds rotated; some in recovery), or reopen without a kill; "
-    "power loss, restart and judge; repeat",
+    "whitebox": (
+        "kill points inside the engine (odds rotated; some in recovery), or reopen without "
+        "a kill; power loss, restart and judge; repeat"
+    ),
     "simple": "a short, small mix of blackbox and whitebox iterations (CI, a quick check)",
     "repro": "replay a failed iteration from its artifacts (REPORT_DIR/failures/ID)",
-    "mutants": "run simple against each planted bug of tests/mutants.txt: caught or not, time to catch",
-    "report": "one self-contained HTML page from report directories (several: trends) or benchmark JSON",
-    "shrink": "reduce a failed iteration (REPORT_DIR/failures/ID) to the smallest run that still fails the same "
-    "way",
-    "protection": "protection-bytes fuzzing: short runs of checked cache-flip patterns at every width, escape "
-    "rates per width and pattern against the codes' construction",
-    "clean": "remove the work folders of runs that died (SIGKILL, a crash) and their report folders' stale locks",
+    "mutants": (
+        "run simple against each planted bug of tests/mutants.txt: caught or not, time to catch"
+    ),
+    "report": (
+        "one self-contained HTML page from report directories (several: trends) or "
+        "benchmark JSON"
+    ),
+    "shrink": (
+        "reduce a failed iteration (REPORT_DIR/failures/ID) to the smallest run that still "
+        "fails the same way"
+    ),
+    "protection": (
+        "protection-bytes fuzzing: short runs of checked cache-flip patterns at every "
+        "width, escape rates per width and pattern against the codes' construction"
+    ),
+    "clean": (
+        "remove the work folders of runs that died (SIGKILL, a crash) and their report "
+        "folders' stale locks"
+    ),
 }
 # What every mode's help says about a stop by SIGINT or SIGTERM.
 STOPPED = (
@@ -217,7 +231,8 @@ def add_length_options(s, d):
         type=positive_seconds,
         default=d["interval"],
         metavar="S",
-        help="blackbox: longest time before the SIGKILL; whitebox: longest run of one stress process",
+        help="blackbox: longest time before the SIGKILL; whitebox: longest run of one stress "
+        "process",
     )
     g.add_argument(
         "--max-failures",
@@ -307,8 +322,8 @@ def add_draw_options(s, d):
         "--faults-via",
         choices=("hooks", "posix"),
         default=None,
-        help="how the fault library sees the engine's I/O: its hooks (ours only) or the door at the "
-        "POSIX boundary (default: hooks for ours, posix for the others; ours through the "
+        help="how the fault library sees the engine's I/O: its hooks (ours only) or the door at "
+        "the POSIX boundary (default: hooks for ours, posix for the others; ours through the "
         "door runs --io_backend psync)",
     )
     g.add_argument(
@@ -509,10 +524,10 @@ def add_shrink_parser(sub, fmt):
         "--match",
         choices=["kind", "keys"],
         default="kind",
-        help="what fails the same way: the failure's kind (default: then keys too when the recorded "
-        "run fails again only with its kind among another's keys, K24), or any failure whose keys "
-        "include it (the judge names a failure by its first key: a false_alarm that comes with a "
-        "wrong_value is a wrong_value)",
+        help="what fails the same way: the failure's kind (default: then keys too when the "
+        "recorded run fails again only with its kind among another's keys, K24), or any failure "
+        "whose keys include it (the judge names a failure by its first key: a false_alarm that "
+        "comes with a wrong_value is a wrong_value)",
     )
     k.add_argument(
         "--ram-dir",
@@ -570,7 +585,8 @@ def add_mutants_parser(sub, fmt):
     m.add_argument(
         "--pick-by-date",
         action="store_true",
-        help="run one of the NAMEs (or of the catalogue) chosen by today's UTC date: CI's smoke check",
+        help="run one of the NAMEs (or of the catalogue) chosen by today's UTC date: CI's smoke "
+        "check",
     )
     m.add_argument(
         "--simple",
@@ -589,15 +605,16 @@ def add_mutants_parser(sub, fmt):
     m.add_argument(
         "--list",
         action="store_true",
-        help="print the catalogues (tests/mutants.txt, tests/harness_mutants.txt): each bug's name, the "
-        "guarantee it breaks and the mode that runs it; run nothing",
+        help="print the catalogues (tests/mutants.txt, tests/harness_mutants.txt): each bug's "
+        "name, the guarantee it breaks and the mode that runs it; run nothing",
     )
     m.add_argument(
         "--harness",
         action="store_true",
-        help="measure the suites that guard the harness instead: each bug of tests/harness_mutants.txt "
-        "built into BUILD/hmutants/NAME and run against them, after a baseline run against the "
-        "real harness; a 'harness' table in mutants.md and list in mutants.json",
+        help="measure the suites that guard the harness instead: each bug of "
+        "tests/harness_mutants.txt built into BUILD/hmutants/NAME and run against them, after a "
+        "baseline run against the real harness; a 'harness' table in mutants.md and list in "
+        "mutants.json",
     )
     m.add_argument(
         "--suites",
@@ -641,8 +658,8 @@ def add_report_parser(sub, fmt):
         "report",
         help=MODE_HELP["report"],
         formatter_class=fmt,
-        description="Write one self-contained HTML page (inline SVG and CSS, no script, no network) "
-        "from report directories of crashtest runs (several: a night each, with trends) "
+        description="Write one self-contained HTML page (inline SVG and CSS, no script, no "
+        "network) from report directories of crashtest runs (several: a night each, with trends) "
         "or from benchmark JSON (build/bench/*.json, or the folder).  Several report "
         "directories must be of one mode (a trend is one series).  Exit 0, 2 usage, "
         + STOPPED
@@ -749,7 +766,8 @@ def add_protection_parser(sub, fmt):
         "--report-dir",
         default=None,
         metavar="DIR",
-        help="summary.json, protection.md, failures/ (default: build/crashtest/protection-DATE-PID)",
+        help="summary.json, protection.md, failures/ "
+        "(default: build/crashtest/protection-DATE-PID)",
     )
     q.add_argument(
         "--work-dir",

@@ -202,7 +202,8 @@ class Executor:
             return
         if step["type"] == "variant":
             self.log(
-                "(crashtest) variant %d: %s -> %s (expected state copied, ledger: this variant's lines)"
+                "(crashtest) variant %d: %s -> %s (expected state copied, ledger: this variant's "
+                "lines)"
                 % (step["k"], subst(step["from_db"], self.env), subst(step["to"], self.env))
             )
             return

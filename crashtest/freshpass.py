@@ -170,13 +170,13 @@ class FreshPasses:
         writeback-error-cleans: with a write fault 1 in 2,000 and a
         checkpoint 1 in 2,000 ops no fresh seed fails, which leaves 23 ops
         on a database 97,102 ops grew, 1.2x; with the 1 in 330 and 1 in 64
-        p_short keeps, ten seeds of ten fail from a fresh database).  Each search runs after a create step of 200 ops, then,
-        if no seed failed, after one that fills the key space: a failure
-        that needs pages evicted from a cache the database outgrows, or a
-        key space as full as the grown one, shows only there (planted bug
-        fpi-skips-page-at-redo-lsn: no seed of eight fails after 200 ops,
-        which leaves 52 ops on a database 2,834 ops grew, 5.0x; after
-        1,000 batches six seeds of ten fail).
+        p_short keeps, ten seeds of ten fail from a fresh database).  Each
+        search runs after a create step of 200 ops, then, if no seed failed,
+        after one that fills the key space: a failure that needs pages evicted
+        from a cache the database outgrows, or a key space as full as the grown
+        one, shows only there (planted bug fpi-skips-page-at-redo-lsn: no seed
+        of eight fails after 200 ops, which leaves 52 ops on a database 2,834
+        ops grew, 5.0x; after 1,000 batches six seeds of ten fail).
         At most FRESH_SEARCHES; the regrown database (K15) is tried once,
         after the first."""
         if is_fresh(self.best):

@@ -34,14 +34,17 @@ SEGMENTS = [
 ]
 PASS_C, FAIL_C, MEAS_C = "#31a354", "#de2d26", "#fdae6b"
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1100px;color:#222;
-padding:0 16px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-.meta{color:#555}.pass{color:#31a354;font-weight:600}.fail{color:#de2d26;font-weight:600}.interrupted{color:#e6550d;font-weight:600}
-table{border-collapse:collapse;margin:8px 0 4px;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;
-text-align:right}th{background:#f4f4f4}td.l,th.l{text-align:left}code{font-size:12px;word-break:break-all}
-svg{display:block;margin:6px 0;max-width:100%;height:auto}svg text{font:12px system-ui,sans-serif;fill:#333}
-.note{color:#666;font-size:12px}.legend span{display:inline-block;margin-right:14px;font-size:12px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1100px;
+color:#222;padding:0 16px}h1{font-size:22px;margin:0 0 4px}
+h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.meta{color:#555}.pass{color:#31a354;font-weight:600}.fail{color:#de2d26;font-weight:600}
+.interrupted{color:#e6550d;font-weight:600}
+table{border-collapse:collapse;margin:8px 0 4px;font-size:13px}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f4f4f4}
+td.l,th.l{text-align:left}code{font-size:12px;word-break:break-all}
+svg{display:block;margin:6px 0;max-width:100%;height:auto}
+svg text{font:12px system-ui,sans-serif;fill:#333}.note{color:#666;font-size:12px}
+.legend span{display:inline-block;margin-right:14px;font-size:12px}
 .legend i{display:inline-block;width:11px;height:11px;margin-right:4px;vertical-align:-1px}
 """
 
@@ -135,8 +138,8 @@ def unreported(record):
 
 def svg(width, height, body, label, **data):
     return (
-        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" '
-        'aria-label="%s"%s>%s</svg>'
+        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+        'role="img" aria-label="%s"%s>%s</svg>'
         % (width, height, width, height, esc(label), attrs(**data), "".join(body))
     )
 
@@ -220,7 +223,8 @@ def chart_classes(summary):
                 continue
             w = barw * v / total
             seg.append(
-                '<rect x="%.1f" y="%d" width="%.1f" height="18" fill="%s"%s><title>%s: %s %d</title></rect>'
+                '<rect x="%.1f" y="%d" width="%.1f" height="18" fill="%s"%s>'
+                "<title>%s: %s %d</title></rect>"
                 % (x, y + 2, max(w, 1.0), colour, attrs(key=k, value=v), esc(c), k, v)
             )
             x += w
@@ -256,7 +260,8 @@ def table_classes(summary):
         "failures",
     ]
     out = [
-        '<table id="classes-table"><tr><th class="l">class</th>%s<th class="l">failures by kind</th></tr>'
+        '<table id="classes-table"><tr><th class="l">class</th>%s<th class="l">failures by '
+        "kind</th></tr>"
         % "".join(
             "<th>%s</th>" % esc(k.replace("unrecoverable_", "").replace("_", " ")) for k in keys
         )
@@ -346,10 +351,11 @@ def escape_words(summary):
         "observed-none": "no escape observed (rate 0, drawn on the axis floor)",
         "ci": "its 95% interval (exact)",
         "bound": (
-            "bound: the most escapes the construction's expected escapes allow (Poisson, odds below 1e-6 "
-            "above it), per flip checked"
+            "bound: the most escapes the construction's expected escapes allow (Poisson, odds "
+            "below 1e-6 above it), per flip checked"
             if protection
-            else "bound: the oracle's Poisson bound on escapes, summed over the stress processes, per flip checked"
+            else "bound: the oracle's Poisson bound on escapes, summed over the stress processes, "
+            "per flip checked"
         ),
         "expected": "expected from the construction (the checked patterns' odds)",
         "nominal": "2^-8w: a w-byte hash's odds for any flip (a reference, not a limit)",
@@ -358,8 +364,8 @@ def escape_words(summary):
 
 def hline(mark, cx, yy, colour, title, dash=False):
     return (
-        '<line data-mark="%s" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="%d"%s>'
-        "<title>%s</title></line>"
+        '<line data-mark="%s" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" '
+        'stroke-width="%d"%s><title>%s</title></line>'
         % (
             mark,
             cx - 40,
@@ -425,9 +431,9 @@ def escape_marks(w, row, cx, y):
         out.append(
             (
                 "ci",
-                '<line data-mark="ci" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2">'
-                '<title>95%% interval %.3g .. %.3g</title></line><line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" '
-                'stroke="%s" stroke-width="2"/>'
+                '<line data-mark="ci" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" '
+                'stroke-width="2"><title>95%% interval %.3g .. %.3g</title></line>'
+                '<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>'
                 % (
                     cx,
                     cx,
@@ -455,8 +461,9 @@ def escape_marks(w, row, cx, y):
     out.append(
         (
             mark,
-            '<circle data-mark="%s" cx="%.1f" cy="%.1f" r="5"%s><title>observed %.3g (%d of %d)</title>'
-            "</circle>" % (mark, cx, y(x / n), paint % c[mark], x / n, x, n),
+            '<circle data-mark="%s" cx="%.1f" cy="%.1f" r="5"%s>'
+            "<title>observed %.3g (%d of %d)</title></circle>"
+            % (mark, cx, y(x / n), paint % c[mark], x / n, x, n),
         )
     )
     return out
@@ -483,7 +490,10 @@ def chart_escapes(summary):
     and 2^-8w, on a log scale."""
     ws = widths_of(summary)
     if not ws:
-        return '<p class="note">No iteration ran with per-KV protection (w &gt; 0): no escape rate to show.</p>'
+        return (
+            '<p class="note">No iteration ran with per-KV protection (w &gt; 0): no escape '
+            "rate to show.</p>"
+        )
     left, top, h, colw = 70, 10, 300, 170
     width = left + colw * len(ws) + 20
     parts, y = log_axis(top, top + h, -20, 0, left, width - 10)
@@ -545,15 +555,16 @@ def table_escapes(summary):
         return ""
     runs = "stress runs" if summary.get("mode") == "protection" else "iterations"
     out = [
-        '<table id="escapes-table"><tr><th>w</th><th>%s</th><th>cache flips checked</th><th>escaped</th>'
-        "<th>rate</th><th>95%% interval</th><th>expected rate</th><th>bound (escapes allowed)</th>"
-        '<th class="l">judged</th><th>2^-8w (reference)</th></tr>' % runs
+        '<table id="escapes-table"><tr><th>w</th><th>%s</th><th>cache flips checked</th>'
+        "<th>escaped</th><th>rate</th><th>95%% interval</th><th>expected rate</th>"
+        '<th>bound (escapes allowed)</th><th class="l">judged</th><th>2^-8w (reference)</th>'
+        "</tr>" % runs
     ]
     for w, row in ws:
         ci = row.get("ci95")
         out.append(
-            "<tr><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-            '<td class="l">%s</td><td>%s</td></tr>'
+            "<tr><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+            '<td>%s</td><td class="l">%s</td><td>%s</td></tr>'
             % (
                 w,
                 fmt(row.get("iterations")),
@@ -577,8 +588,9 @@ def table_patterns(summary):
     if not prot:
         return ""
     out = [
-        '<table id="patterns-table"><tr><th>w</th><th>pattern</th><th>flips checked</th><th>escaped</th>'
-        "<th>rate</th><th>95% interval</th><th>expected</th><th>bound</th><th>verdict</th></tr>"
+        '<table id="patterns-table"><tr><th>w</th><th>pattern</th><th>flips checked</th>'
+        "<th>escaped</th><th>rate</th><th>95% interval</th><th>expected</th><th>bound</th>"
+        "<th>verdict</th></tr>"
     ]
     for w, row in sorted(prot.items(), key=lambda kv: int(kv[0])):
         for name, c in (row.get("patterns") or {}).items():
@@ -625,7 +637,8 @@ def chart_points(summary):
         x, yy = (i % cols) * cell, 26 + (i // cols) * cell
         colour, what = point_state(p, hit, reached)
         body.append(
-            '<rect class="point" x="%d" y="%d" width="%d" height="%d" fill="%s"%s><title>%s: %s</title></rect>'
+            '<rect class="point" x="%d" y="%d" width="%d" height="%d" fill="%s"%s>'
+            "<title>%s: %s</title></rect>"
             % (
                 x,
                 yy,
@@ -681,7 +694,10 @@ def failures_section(summary):
     fails = summary.get("failures") or []
     total = summary.get("failures_total", len(fails))
     if not total and summary.get("internal_error"):
-        return '<p class="fail" id="no-failures">No iteration failed; crashtest itself failed (internal-error.txt).</p>'
+        return (
+            '<p class="fail" id="no-failures">No iteration failed; crashtest itself failed '
+            "(internal-error.txt).</p>"
+        )
     if not total:
         return '<p class="pass" id="no-failures">No iteration failed.</p>'
     out = [
@@ -743,8 +759,8 @@ def chart_timeline(summary):
         x = left + float(r.get("t_end") or 0) / tmax * w
         colour = iteration_colour(r)
         body.append(
-            '<circle class="iteration" cx="%.1f" cy="%.1f" r="3.5" fill="%s"%s><title>run %s iteration %s '
-            "(%s): %s, %.1f s</title></circle>"
+            '<circle class="iteration" cx="%.1f" cy="%.1f" r="3.5" fill="%s"%s>'
+            "<title>run %s iteration %s (%s): %s, %.1f s</title></circle>"
             % (
                 x,
                 y(float(r.get("elapsed") or 0)),
@@ -800,7 +816,8 @@ def table_kinds(summary):
         k[1] += r.get("verdict") == "fail"
         k[2] += float(r.get("elapsed") or 0)
     out = [
-        '<table id="kinds-table"><tr><th class="l">kind</th><th>iterations</th><th>failed</th><th>mean s</th></tr>'
+        '<table id="kinds-table"><tr><th class="l">kind</th><th>iterations</th><th>failed</th>'
+        "<th>mean s</th></tr>"
     ]
     for k, (n, f, s) in sorted(kinds.items(), key=lambda kv: str(kv[0])):
         out.append(
@@ -827,14 +844,14 @@ def header(summary, src):
     verdict = summary.get("verdict", "?")
     if summary.get("mode") == "protection":
         counts = [
-            "%s stress runs of cache flips, %s failed on their own oracle; the verdict also judges their "
-            "flips summed per width and pattern (below)"
+            "%s stress runs of cache flips, %s failed on their own oracle; the verdict also judges "
+            "their flips summed per width and pattern (below)"
             % (fmt(summary.get("iterations_total", 0)), fmt(summary.get("failed", 0)))
         ]
     else:
         counts = [
-            "%s iterations (crash cycles), %s failed, %s measuring (options the oracle cannot judge: "
-            "--measure)"
+            "%s iterations (crash cycles), %s failed, %s measuring (options the oracle cannot "
+            "judge: --measure)"
             % (
                 fmt(summary.get("iterations_total", len(summary.get("iterations") or []))),
                 fmt(summary.get("failed", 0)),
@@ -868,8 +885,8 @@ def planted_note(summary):
     if not summary.get("planted_bugs"):
         return ""
     return (
-        '<p class="fail">The engine under test carries planted bug(s) %s (tests/mutants.txt): a mutant.</p>'
-        % esc(", ".join(summary["planted_bugs"]))
+        '<p class="fail">The engine under test carries planted bug(s) %s (tests/mutants.txt): a '
+        "mutant.</p>" % esc(", ".join(summary["planted_bugs"]))
     )
 
 
@@ -882,20 +899,22 @@ def note_escapes(summary):
     """What an escape is and what judges it, for SUMMARY's mode."""
     if summary.get("mode") == "protection":
         judged = (
-            "Each width and each (width, pattern) cell is judged against the Poisson bound of the escapes "
-            "the construction expects from the flips checked (crashtest/stats.py poisson_bound: more escapes "
-            "have odds below 1e-6); a flip of odd parity may never escape."
+            "Each width and each (width, pattern) cell is judged against the Poisson bound of the "
+            "escapes the construction expects from the flips checked (crashtest/stats.py "
+            "poisson_bound: more escapes have odds below 1e-6); a flip of odd parity may never "
+            "escape."
         )
     else:
         judged = (
-            "Each stress process is judged against the oracle's Poisson bound on its own escapes; a width's "
-            "bound is their sum: escapes above it mean a process failed, and inside it each process's own verdict "
-            "decides (Failures, below)."
+            "Each stress process is judged against the oracle's Poisson bound on its own escapes; "
+            "a width's bound is their sum: escapes above it mean a process failed, and inside it "
+            "each process's own verdict decides (Failures, below)."
         )
     return (
-        '<p class="note">An escape is a flipped cache entry read back without a report. %s The codes\' odds '
-        "depend on the flip (two flips in one part escape at 2^-(8w-3)), so an observed rate above 2^-8w, "
-        "a truncated hash's odds for any flip, is no failure.</p>" % judged
+        '<p class="note">An escape is a flipped cache entry read back without a report. %s The '
+        "codes' odds depend on the flip (two flips in one part escape at 2^-(8w-3)), so an "
+        "observed rate above 2^-8w, a truncated hash's odds for any flip, is no "
+        "failure.</p>" % judged
     )
 
 
@@ -937,7 +956,8 @@ def protection_body(summary, src):
             note_escapes(summary),
             "<h2>Flips by region</h2>",
             '<p class="note">The same flips by where they landed, each region against the '
-            "bound of its own expected escapes: a view of where a code is weaker, not part of the verdict.</p>",
+            "bound of its own expected escapes: a view of where a code is weaker, not part of the "
+            "verdict.</p>",
             table_flip_regions(summary),
             "<h2>Failed stress runs</h2>",
             protection_failures(summary),
@@ -949,16 +969,16 @@ def table_flip_regions(summary):
     """protection's summary `regions`: per width and region, the flips
     checked (every pattern) and their verdict."""
     out = [
-        '<table id="flip-regions-table"><tr><th>w</th><th class="l">region</th><th>flips checked</th>'
-        "<th>escaped</th><th>rate</th><th>95% interval</th><th>expected rate</th><th>bound</th>"
-        '<th class="l">against its bound</th></tr>'
+        '<table id="flip-regions-table"><tr><th>w</th><th class="l">region</th>'
+        "<th>flips checked</th><th>escaped</th><th>rate</th><th>95% interval</th>"
+        '<th>expected rate</th><th>bound</th><th class="l">against its bound</th></tr>'
     ]
     for w, rs in sorted((summary.get("regions") or {}).items(), key=lambda kv: int(kv[0])):
         for r, c in sorted(rs.items()):
             ci = c.get("ci95")
             out.append(
-                '<tr><td>%s</td><td class="l">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>'
-                '<td>%s</td><td class="l">%s</td></tr>'
+                '<tr><td>%s</td><td class="l">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>'
+                '<td>%s</td><td>%s</td><td class="l">%s</td></tr>'
                 % (
                     esc(w),
                     esc(r),
@@ -983,13 +1003,13 @@ def protection_failures(summary):
         cls = "pass" if summary.get("verdict") == "pass" else "note"
         return '<p class="%s" id="no-failures">No stress run failed on its own.</p>' % cls
     out = [
-        '<table id="failures-table"><tr><th>run</th><th>w</th><th>exit</th><th>flips</th><th>after s</th>'
-        '<th class="l">folder and command</th></tr>'
+        '<table id="failures-table"><tr><th>run</th><th>w</th><th>exit</th><th>flips</th>'
+        '<th>after s</th><th class="l">folder and command</th></tr>'
     ]
     for r in fails:
         out.append(
-            '<tr class="failure"%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class="l">'
-            "<code>%s</code><br><code>%s</code></td></tr>"
+            '<tr class="failure"%s><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>'
+            '<td class="l"><code>%s</code><br><code>%s</code></td></tr>'
             % (
                 attrs(id=r.get("index"), kind="exit %s" % r.get("rc"), seed=r.get("seed")),
                 fmt(r.get("index")),
@@ -1032,8 +1052,8 @@ def chart_trend(nights, key, label, fn):
             continue
         pts.append("%.1f,%.1f" % (x, y(v)))
         body.append(
-            '<circle class="night" cx="%.1f" cy="%.1f" r="4" fill="#3182bd"%s><title>%s: %s</title></circle>'
-            % (x, y(v), attrs(value=v), esc(night_label(s, src)), v)
+            '<circle class="night" cx="%.1f" cy="%.1f" r="4" fill="#3182bd"%s><title>%s: %s</title>'
+            "</circle>" % (x, y(v), attrs(value=v), esc(night_label(s, src)), v)
         )
     if len(pts) > 1:
         body.insert(
@@ -1046,8 +1066,8 @@ def chart_trend(nights, key, label, fn):
 
 def trends_section(nights):
     out = [
-        '<h2>Trends across %d report directories</h2><p class="meta" id="series">One series: every night '
-        "is a run of %s (a trend never mixes modes or engines).</p>"
+        '<h2>Trends across %d report directories</h2><p class="meta" id="series">One series: every '
+        "night is a run of %s (a trend never mixes modes or engines).</p>"
         % (len(nights), esc(series_of(nights[0][0]))),
         chart_trend(
             nights, "failures", "failed iterations per night", lambda s: s.get("failed", 0)
@@ -1072,8 +1092,8 @@ def trends_section(nights):
             x = left + w * (i + 0.5) / len(nights) + (widths.index(wd) - len(widths) / 2) * 8
             v = row["rate"] if row.get("rate") else row["ci95"][1]
             body.append(
-                '<circle class="night-escape" cx="%.1f" cy="%.1f" r="4" fill="%s"%s%s><title>w=%d %s: %s'
-                "</title></circle>"
+                '<circle class="night-escape" cx="%.1f" cy="%.1f" r="4" fill="%s"%s%s>'
+                "<title>w=%d %s: %s</title></circle>"
                 % (
                     x,
                     y(v),
@@ -1094,13 +1114,14 @@ def trends_section(nights):
             svg(left + w + 20, top + h + 10, body, "escape rates per night", chart="trend-escapes")
         )
     out.append(
-        '<table id="nights-table"><tr><th class="l">night</th><th class="l">mode</th><th>iterations</th>'
-        '<th>failed</th><th class="l">verdict</th><th class="l">git</th><th class="l">directory</th></tr>'
+        '<table id="nights-table"><tr><th class="l">night</th><th class="l">mode</th>'
+        '<th>iterations</th><th>failed</th><th class="l">verdict</th><th class="l">git</th>'
+        '<th class="l">directory</th></tr>'
     )
     for s, src in nights:
         out.append(
-            '<tr><td class="l">%s</td><td class="l">%s</td><td>%s</td><td>%s</td><td class="l">%s</td>'
-            '<td class="l">%s</td><td class="l"><code>%s</code></td></tr>'
+            '<tr><td class="l">%s</td><td class="l">%s</td><td>%s</td><td>%s</td>'
+            '<td class="l">%s</td><td class="l">%s</td><td class="l"><code>%s</code></td></tr>'
             % (
                 esc(night_label(s, src)),
                 esc(s.get("mode")),
@@ -1117,9 +1138,9 @@ def trends_section(nights):
 def page(title, body):
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>%s</title>'
-        '<meta name="viewport" content="width=device-width, initial-scale=1"><style>%s</style></head>'
-        '<body>%s<p class="note">Made by crashtest.py report on %s (a self-contained page: no script, no '
-        "network).</p></body></html>\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1"><style>%s</style>'
+        '</head><body>%s<p class="note">Made by crashtest.py report on %s (a self-contained page: '
+        "no script, no network).</p></body></html>\n"
         % (esc(title), CSS, body, datetime.datetime.now().isoformat(timespec="seconds"))
     )
 
@@ -1258,8 +1279,8 @@ def bar_chart(groups, series, label, chart, unit="", ref=None, spread=None):
                 continue
             y1, y2 = sorted((y(v), y(0)))
             body.append(
-                '<rect class="bar" x="%.1f" y="%.1f" width="16" height="%.1f" fill="%s"%s><title>%s %s: %.3g%s'
-                "</title></rect>"
+                '<rect class="bar" x="%.1f" y="%.1f" width="16" height="%.1f" fill="%s"%s>'
+                "<title>%s %s: %.3g%s</title></rect>"
                 % (
                     x0 + 18 * j,
                     y1,
@@ -1276,8 +1297,9 @@ def bar_chart(groups, series, label, chart, unit="", ref=None, spread=None):
             if lo_hi and None not in lo_hi:
                 xm = x0 + 18 * j + 8
                 body.append(
-                    '<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333"><title>rounds %.3g .. %.3g'
-                    "</title></line>" % (xm, xm, y(lo_hi[0]), y(lo_hi[1]), lo_hi[0], lo_hi[1])
+                    '<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333">'
+                    "<title>rounds %.3g .. %.3g</title></line>"
+                    % (xm, xm, y(lo_hi[0]), y(lo_hi[1]), lo_hi[0], lo_hi[1])
                 )
     low = max(len(n) for n, _ in groups) * 3.6 + 20 if rot else 26
     return legend(series) + svg(width, int(top + h + low), body, label, chart=chart)
@@ -1305,8 +1327,8 @@ def bench_protection(rows):
     out = [
         "<h2>Per-KV protection: readrandom cost per width and cache size</h2>",
         bar_chart(groups, series, "protection cost", "bench-protection", "%"),
-        '<p class="note">Ops/s change against w = 0 at the same cache size (median of interleaved cells); grey: '
-        "RocksDB's published figures (PR 11287, on vs off).</p>",
+        '<p class="note">Ops/s change against w = 0 at the same cache size (median of interleaved '
+        "cells); grey: RocksDB's published figures (PR 11287, on vs off).</p>",
         '<table><tr><th class="l">cache</th>%s<th>memory per key (w=8)</th></tr>'
         % "".join("<th>w=%d ops/s (ratio)</th>" % w for w in ws),
     ]
@@ -1351,9 +1373,10 @@ def bench_wal(rows):
     out = [
         "<h2>WAL and vacuum cost of checksums</h2>",
         bar_chart(groups, keys, "WAL and vacuum ratios", "bench-wal", "x", ref=1.0),
-        '<p class="note">Ratios to the first row (%s); the last two groups are PostgreSQL\'s figures that seeded '
-        "the project.</p>" % esc(wal_label(base)),
-        '<table><tr><th class="l">row</th><th>WAL bytes</th><th>archive bytes</th><th>vacuum s</th></tr>',
+        '<p class="note">Ratios to the first row (%s); the last two groups are PostgreSQL\'s '
+        "figures that seeded the project.</p>" % esc(wal_label(base)),
+        '<table><tr><th class="l">row</th><th>WAL bytes</th><th>archive bytes</th>'
+        "<th>vacuum s</th></tr>",
     ]
     for r in rows:
         out.append(
@@ -1396,9 +1419,10 @@ def bench_engine(doc):
             ref=1.0,
             spread=spread,
         ),
-        '<p class="note">Engine / peer, the median of per-round ratios (whiskers: the rounds\' lowest and highest); '
-        "above 1 the engine is the faster.</p>",
-        '<table><tr><th class="l">benchmark</th><th>engine ops/s</th><th>RocksDB ops/s</th><th>LMDB ops/s</th></tr>',
+        '<p class="note">Engine / peer, the median of per-round ratios (whiskers: the rounds\' '
+        "lowest and highest); above 1 the engine is the faster.</p>",
+        '<table><tr><th class="l">benchmark</th><th>engine ops/s</th><th>RocksDB ops/s</th>'
+        "<th>LMDB ops/s</th></tr>",
     ]
     for k in keys:
         out.append(

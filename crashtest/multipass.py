@@ -236,8 +236,8 @@ class MultiPasses:
             faults = (faults[0], start_ops)
         stop = time.monotonic() + self.left() * MT_SHARE
         self.p.line(
-            "shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, kept when "
-            "%d of %d trials fail the same way"
+            "shrink: multi-thread path (K8): %d threads, %s ops each, key spaces %s, %d seeds, "
+            "kept when %d of %d trials fail the same way"
             % (
                 threads,
                 "/".join(map(str, MT_OPS)),
@@ -408,9 +408,8 @@ class MultiPasses:
         seconds, how many reproduced, tries) of the result's repro, or None
         when the rounds after a resume kept a deterministic run (one
         thread: finish's own repro judges it)."""
-        held = (
-            []
-        )  # each run judged: (its repro, best, best_res, multi, last_kept, stepped_back, its folder)
+        # each run judged: (its repro, best, best_res, multi, last_kept, stepped_back, its folder)
+        held = []
         passed_over = False  # the recorded run was not stepped back to, a resume coming first
         while True:
             can_resume = bool(self.multi) and self.left() >= MT_RESUME_MIN and not STOP.is_set()
@@ -448,8 +447,8 @@ class MultiPasses:
                 }
             )
             self.p.line(
-                "shrink: the shrunk run reproduced %d of %d (the multi-thread path kept it at step %d)%s: "
-                "the path resumes after it (K20)"
+                "shrink: the shrunk run reproduced %d of %d (the multi-thread path kept it at step "
+                "%d)%s: the path resumes after it (K20)"
                 % (
                     first[1],
                     first[2],
@@ -482,8 +481,8 @@ class MultiPasses:
             shutil.rmtree(dest, ignore_errors=True)
             shutil.move(folder, dest)
             self.p.line(
-                "shrink: the run the multi-thread path kept at step %d (reproduced %d of %d) is the result"
-                % (self.multi["step"], got[1], got[2])
+                "shrink: the run the multi-thread path kept at step %d (reproduced %d of %d) is "
+                "the result" % (self.multi["step"], got[1], got[2])
             )
         if got[1] == 0 and passed_over and self.kept_trials:
             # No smaller run reproduced at all, and no resume is left: the

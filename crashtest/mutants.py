@@ -490,7 +490,8 @@ def shrink_summary(doc):
 def shrink_table(rows):
     """The shrinking table of docs/shrink-measurements.md: ROWS of (bug name, shrink summary)."""
     out = [
-        "| planted bug | kind | threads | ops | fault classes | steps | shrunk in | repro of the shrunk run |",
+        "| planted bug | kind | threads | ops | fault classes | steps | shrunk in | repro of the "
+        "shrunk run |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, sh in rows:
@@ -545,7 +546,8 @@ def shrink_table(rows):
             else "%s (among the keys of a %s)" % (sh.get("kind"), s["judged_as"])
         )
         out.append(
-            "| `%s` | %s | %s -> %s | %s -> %s%s | %s -> %s | %s -> %s | %.0f s | %s s, reproduced %s%s |"
+            "| `%s` | %s | %s -> %s | %s -> %s%s | %s -> %s | %s -> %s | %.0f s | %s s, reproduced "
+            "%s%s |"
             % (
                 name,
                 kind,
@@ -1171,8 +1173,8 @@ def harness_baseline(a, build, suites, report_dir, t0, p):
             failed, dt, rc = run_suite(s, build, suite_env(build, None), log)
             if failed:
                 p.line(
-                    "crashtest: mutants --harness: the real harness fails %s (exit %s, %.1f s; %s): a failing "
-                    "baseline measures nothing" % (s, rc, dt, nice_path(log))
+                    "crashtest: mutants --harness: the real harness fails %s (exit %s, %.1f s; "
+                    "%s): a failing baseline measures nothing" % (s, rc, dt, nice_path(log))
                 )
                 return EXIT_USAGE
         p.line(

@@ -154,8 +154,8 @@ def fmt_rate(x):
 def table_lines(widths):
     """The Markdown table (protection.md; docs/protection.md shows one)."""
     lines = [
-        "| w | pattern | flips checked | detected | escaped | observed rate (95% interval) | expected rate "
-        "| bound (escapes) | verdict |",
+        "| w | pattern | flips checked | detected | escaped | observed rate (95% interval) | "
+        "expected rate | bound (escapes) | verdict |",
         "|---|---|---:|---:|---:|---|---|---:|---|",
     ]
     for w, row in sorted(widths.items()):
@@ -190,7 +190,8 @@ def width_line(w, row):
     """One width's sums in words: the rate, what the construction expects,
     and the bound the verdict judges the escapes against."""
     return (
-        "w=%d: %d flips checked, %d escaped (rate %s; expected from the construction %s; bound %d escapes: %s)"
+        "w=%d: %d flips checked, %d escaped (rate %s; expected from the construction %s; bound %d "
+        "escapes: %s)"
         % (
             w,
             row["checked"],

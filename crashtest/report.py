@@ -290,7 +290,8 @@ def points_line(engine_points, points, reached):
     never = [p for p in engine_points if not points.get(p)]
     passed = [p for p in never if reached.get(p)]
     return (
-        "fault points hit: %d of %d engine points (a fault injected or a kill point fired there)%s%s"
+        "fault points hit: %d of %d engine points (a fault injected or a kill point fired "
+        "there)%s%s"
         % (
             len(hit),
             len(engine_points),
@@ -339,8 +340,9 @@ def width_lines(pl, widths):
             )
         )
     pl(
-        "  (bound: escapes the oracle allows, its Poisson bound summed over the stress processes, each judged "
-        "against its own; 2^-8w: a w-byte hash's odds for any flip, a reference, not a limit)"
+        "  (bound: escapes the oracle allows, its Poisson bound summed over the stress processes, "
+        "each judged against its own; 2^-8w: a w-byte hash's odds for any flip, a reference, not a "
+        "limit)"
     )
 
 
@@ -461,11 +463,12 @@ def print_summary(pl, s):
     pl("")
     if s["planted_bugs"]:
         pl(
-            "crashtest: the engine under test carries planted bug(s) %s (tests/mutants.txt): a mutant, "
-            "not the real engine" % ", ".join(s["planted_bugs"])
+            "crashtest: the engine under test carries planted bug(s) %s (tests/mutants.txt): a "
+            "mutant, not the real engine" % ", ".join(s["planted_bugs"])
         )
     pl(
-        "crashtest: %s: %d iterations, %d failed, %d measuring, %d extra power-loss variants judged, %s"
+        "crashtest: %s: %d iterations, %d failed, %d measuring, %d extra power-loss variants "
+        "judged, %s"
         % (
             s["mode"],
             s["iterations_total"],

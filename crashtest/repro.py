@@ -178,8 +178,8 @@ def replay_verdict(printer, steps, f, fail_n, got, diverged):
     code, 'reproduced' | 'failed differently: KIND' | 'not')."""
     if got is None and diverged:
         printer.line(
-            "crashtest: NOT reproduced: the replay diverged at step %d (%s): recorded %s, replayed %s; "
-            "the later steps depend on it (the failure was %s: %s)"
+            "crashtest: NOT reproduced: the replay diverged at step %d (%s): recorded %s, replayed "
+            "%s; the later steps depend on it (the failure was %s: %s)"
             % (
                 diverged[0],
                 steps[diverged[0]]["name"],
@@ -228,8 +228,9 @@ def replay_verdict(printer, steps, f, fail_n, got, diverged):
 
 
 def repro_once(a, printer, show_list=True, sub=None):
-    """One replay (repro's): (exit code, 'reproduced' | 'failed differently: KIND' | 'not').  SHOW_LIST:
-    print the op list; SUB: the replay's folder under --work-dir."""
+    """One replay (repro's): (exit code, 'reproduced' | 'failed differently:
+    KIND' | 'not').  SHOW_LIST: print the op list; SUB: the replay's folder
+    under --work-dir."""
     d = os.path.abspath(a.run_dir)
     mpath = os.path.join(d, "meta.json")
     if not os.path.isfile(mpath) and (
@@ -308,8 +309,8 @@ def list_failures(d, printer):
         else []
     )
     printer.line(
-        "crashtest: %s is a report directory, not a failed iteration's folder: %d failure%s kept in it%s"
-        % (nice_path(d), len(names), "" if len(names) == 1 else "s", ":" if names else "")
+        "crashtest: %s is a report directory, not a failed iteration's folder: %d failure%s kept "
+        "in it%s" % (nice_path(d), len(names), "" if len(names) == 1 else "s", ":" if names else "")
     )
     for n in names:
         try:

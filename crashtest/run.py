@@ -131,8 +131,8 @@ class CrashTest:
         for (name, value), (ok, why, rc) in sorted(results.items(), key=str):
             if ok and rc != 0:
                 self.p.line(
-                    "crashtest: WARNING: a tiny run with --%s=%s failed (exit %s: %s); kept in the draw, "
-                    "the iterations that draw it judge it" % (name, value, rc, why)
+                    "crashtest: WARNING: a tiny run with --%s=%s failed (exit %s: %s); kept in the "
+                    "draw, the iterations that draw it judge it" % (name, value, rc, why)
                 )
         for name, value in unsupported:
             if name in pinned and str(pinned[name]) == str(value):
@@ -181,13 +181,13 @@ class CrashTest:
         if a.engine != "ours":
             if via == "hooks":
                 raise UsageError(
-                    "--engine %s --faults-via hooks: only our engine has the fault library's hooks; "
-                    "the others are reached through the door (posix)" % a.engine
+                    "--engine %s --faults-via hooks: only our engine has the fault library's "
+                    "hooks; the others are reached through the door (posix)" % a.engine
                 )
             if self.mode == "whitebox":
                 raise UsageError(
-                    "whitebox --engine %s: whitebox crashes at the engine's kill points, which only "
-                    "our engine has (blackbox and simple kill it from outside)" % a.engine
+                    "whitebox --engine %s: whitebox crashes at the engine's kill points, which "
+                    "only our engine has (blackbox and simple kill it from outside)" % a.engine
                 )
             if classes and "faults" in getattr(a, "given", ()):
                 raise UsageError(

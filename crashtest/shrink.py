@@ -129,14 +129,14 @@ Rules:
       multi-thread path searches as K6 and K7 do for one thread: MT_THREADS
       (2) threads, short runs with a pinned op count per thread (MT_OPS,
       smallest first, in two passes: each size and key space with the
-      recorded seed in each shape first, then the other seeds; never a timed --duration run, which grows as every
-      change makes the run faster), a small key space (MT_KEYS, on a fresh
-      database, then the recorded one), MT_SEEDS seeds each, the endings of
-      mt_endings (a timed SIGKILL made a crash after the last op, then
-      none; kill points rescaled to fire in a short run, then none: a
-      failure a later step found may show in the op step itself, the steps
-      after it gone; only none when none fired in the failing op step),
-      and the rare ops of MT_SCALED that would come
+      recorded seed in each shape first, then the other seeds; never a timed
+      --duration run, which grows as every change makes the run faster), a
+      small key space (MT_KEYS, on a fresh database, then the recorded one),
+      MT_SEEDS seeds each, the endings of mt_endings (a timed SIGKILL made a
+      crash after the last op, then none; kill points rescaled to fire in a
+      short run, then none: a failure a later step found may show in the op
+      step itself, the steps after it gone; only none when none fired in the
+      failing op step), and the rare ops of MT_SCALED that would come
       less than once in the run every quarter of it, a snapshot held a
       quarter of it (a snapshot held across 200 ops is never read again
       in a run of 64); then the same with each fault class that struck
@@ -170,13 +170,13 @@ Rules:
       tries lost commits only in a reopen inside the workload, needs an
       append during another thread's fsync and then a crash).
       shrink.json has each candidate's trials, failures and rate, and
-      "multi" what was kept; the shrunk folder's meta.json has repro_tries: its repro replays that many times and
-      prints how many reproduced.  That is MT_REPRO_TRIES, or more (at
-      most MT_REPRO_MAX) where the observed rate (the least of K8's keep
-      with its confirmation and the last step kept) expects fewer than
-      MT_REPRO_EXPECT of them to reproduce: a two-thread run of 711 ops
-      that fails one time in six is a run a reader can repeat, if repro
-      tries it often enough.  A chain of steps each kept on two of a few
+      "multi" what was kept; the shrunk folder's meta.json has repro_tries: its
+      repro replays that many times and prints how many reproduced.  That is
+      MT_REPRO_TRIES, or more (at most MT_REPRO_MAX) where the observed rate
+      (the least of K8's keep with its confirmation and the last step kept)
+      expects fewer than MT_REPRO_EXPECT of them to reproduce: a two-thread run
+      of 711 ops that fails one time in six is a run a reader can repeat, if
+      repro tries it often enough.  A chain of steps each kept on two of a few
       trials can drift to a rare run: when fewer than MT_REPRO_NEED of the
       tries reproduce, the runs kept before it that are not deterministic
       (K8's, or K2's repeated trials of a run with a timed kill) are tried,
@@ -345,8 +345,9 @@ Rules:
   K27 a failing step on one power-loss variant's copy drops the variants
       before it that it does not stand on, and what ran on their copies
       (steppass.p_branches, first in each round and again once the
-      thread steps have run; the seed search starts without them too): a restart killed on a timer there diverges from
-      run to run and its ops count in the run's size.
+      thread steps have run; the seed search starts without them too): a
+      restart killed on a timer there diverges from run to run and its ops
+      count in the run's size.
   K28 what a failure needs brought sooner, on a traced run before delta
       debugging (tracepass.ids_further, evict_sooner, beside p_volume's
       checkpoints and segments): on a fresh database its first
@@ -419,7 +420,9 @@ from .trials import RAM_DIR, RAM_MIN_FREE, Trials, ram_root
 DEFAULT_BUDGET = 600
 TRIALS = 3  # runs per change when a trial is not deterministic (K2) ...
 BASELINE_TRIALS = 5  # tries of the recorded run when it is not deterministic
-NEED = 2  # ... of which this many must fail the same way (a rate kept near the start's, not drifting to rare)
+# ... of which this many must fail the same way (a rate kept near the
+# start's, not drifting to rare)
+NEED = 2
 # The seed search (K6): seeds tried besides the recorded one, the share of
 # the budget left that it may spend, and the kill points a timed SIGKILL
 # becomes when a crash after the last op does not fail (None: every one).
@@ -496,7 +499,9 @@ RARE_OPS = [
 
 class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
     recorded_threads = 1  # the recorded op step's threads (K6's stand-in; __init__ sets it)
-    cut = None  # (the recorded run, its tries' ops) when the baseline kept an earlier step (K8; shrink sets it)
+    # (the recorded run, its tries' ops) when the baseline kept an earlier
+    # step (K8; shrink sets it)
+    cut = None
 
     def __init__(self, a, printer):
         self.p = printer
@@ -791,8 +796,8 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
                     opt_set(c2.op["argv"], "ops_per_thread", per), "duration", None
                 )
                 if self.attempt(
-                    "ops pinned (%d per thread), no kill points (the failure shows before one fires)"
-                    % per,
+                    "ops pinned (%d per thread), no kill points (the failure shows before one "
+                    "fires)" % per,
                     c2,
                     "pin",
                 ):
@@ -1325,7 +1330,9 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         of each, how many reproduced, tries)."""
         times, repro_ok, tries = [], 0, 0
         if stopped:
-            pass  # the smallest run kept so far, its repro not tried: nothing more runs after a stop
+            # the smallest run kept so far, its repro not tried: nothing more
+            # runs after a stop
+            pass
         elif not self.best.deterministic():
             times, repro_ok, tries = self.settle(dest, doc) or (times, repro_ok, tries)
         if (
@@ -1350,8 +1357,8 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         grown database's ops, the repro command and the op step; returns None."""
         o, s = doc["original"], doc["shrunk"]
         self.p.line(
-            "shrink: %s: threads %s -> %s, ops %s -> %s (op step %s -> %s), fault classes %s -> %s, "
-            "steps %s -> %s; repro %s s (reproduced %s)"
+            "shrink: %s: threads %s -> %s, ops %s -> %s (op step %s -> %s), fault classes %s -> "
+            "%s, steps %s -> %s; repro %s s (reproduced %s)"
             % (
                 self.kind,
                 o["threads"],

@@ -318,8 +318,8 @@ class TracePasses:
             c = self.with_trace(out)
             c.set_all("checkpoint_wal_bytes", d)
             if self.attempt(
-                "%d checkpoint%s the log's volume started made ops of their own%s, checkpoint_wal_bytes "
-                "%d -> %d"
+                "%d checkpoint%s the log's volume started made ops of their own%s, "
+                "checkpoint_wal_bytes %d -> %d"
                 % (n, "s" if n > 1 else "", " (the kill in the last)" if guess else "", v, d),
                 c,
                 "tie_checkpoints",

@@ -495,8 +495,8 @@ class Trials:
             % (" or ".join(e["other_kinds"]), self.kind, among, e["trials"])
         )
         self.p.line(
-            "shrink: %s: a trial whose failure keys include %s fails the same way from here on (K24)"
-            % (self.match_why, self.kind)
+            "shrink: %s: a trial whose failure keys include %s fails the same way from here on "
+            "(K24)" % (self.match_why, self.kind)
         )
         return self.attempt(
             "the recorded run, unchanged, %s among its keys (K24)" % self.kind,

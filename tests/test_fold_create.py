@@ -170,7 +170,7 @@ class TestFoldCreate(unittest.TestCase):
         )
         self.assertEqual(
             sh.log[1]["what"],
-            "the create step's 3 ops folded into the op step (5 -> 6 ops, one step " "fewer)",
+            "the create step's 3 ops folded into the op step (5 -> 6 ops, one step fewer)",
         )
         b = sh.best
         self.assertEqual(

@@ -167,7 +167,7 @@ class Case(unittest.TestCase):
 
 
 class TestAReportFolderBelongsToOneRun(Case):
-    def test_a_live_run_s_folder_and_an_earlier_run_s_folder_are_refused_and_an_interrupted_run_says_so(
+    def test_a_live_run_s_folder_and_an_earlier_run_s_folder_are_refused_and_an_interrupted_run_says_so(  # noqa: E501
         self,
     ):
         rd = os.path.join(self.d, "r")

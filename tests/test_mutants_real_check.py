@@ -68,7 +68,7 @@ class TestRealEngineCheck(unittest.TestCase):
             mutants.run_check = saved
         return r, ran
 
-    def test_a_catch_from_a_start_the_planted_bug_wrote_counts_if_the_real_engine_passes_the_run_afresh(
+    def test_a_catch_from_a_start_the_planted_bug_wrote_counts_if_the_real_engine_passes_the_run_afresh(  # noqa: E501
         self,
     ):
         # seal-before-witness (seed 20261801): its second iteration failed;

@@ -137,19 +137,20 @@ class TestPinPowerloss(unittest.TestCase):
             self.tried,
             [
                 (
-                    "power loss pinned: the newest write it undid on the block the failure names (data block 15), every "
-                    "other write kept (keep mode, --pin)",
+                    "power loss pinned: the newest write it undid on the block the failure names "
+                    "(data block 15), every other write kept (keep mode, --pin)",
                     "keep",
                     ["data@245760:0=tear:a0361cf0"],
                 ),
                 (
-                    "power loss pinned: the 2 writes it undid on the block the failure names (data block 15), every other "
-                    "write kept (keep mode, --pin)",
+                    "power loss pinned: the 2 writes it undid on the block the failure names (data "
+                    "block 15), every other write kept (keep mode, --pin)",
                     "keep",
                     ["data@245760:0=tear:a0361cf0", "data@245760:2=rollback"],
                 ),
                 (
-                    "power loss pinned: the 4 writes it undid, every other write kept (keep mode, --pin)",
+                    "power loss pinned: the 4 writes it undid, every other write kept (keep mode, "
+                    "--pin)",
                     "keep",
                     [
                         "data@245760:0=tear:a0361cf0",

@@ -184,7 +184,7 @@ class ProtectionModeTest(unittest.TestCase):
 
 
 class MutantsHuntTheCodesWithProtectionTest(unittest.TestCase):
-    def test_a_bug_of_the_codes_is_hunted_by_protection_checked_on_the_real_engine_and_its_repro_runs(
+    def test_a_bug_of_the_codes_is_hunted_by_protection_checked_on_the_real_engine_and_its_repro_runs(  # noqa: E501
         self,
     ):
         mutant = binary_or_skip(self, "mutants/kv-no-parity")

@@ -1386,10 +1386,12 @@ class TestShrinkParts(unittest.TestCase):
 
     def test_what_a_power_loss_undid_is_read_from_its_output(self):
         out = (
-            "powerloss: /x/pl/db.0: mode mixed, seed 5 variant 0: 9 writes journaled, 6 unsynced, 2 rolled back, "
-            "1 torn, 3 kept; 2 unsynced metadata operations, 1 undone; 0 dropped by failed fsyncs\n"
-            "powerloss: /x/pl/db.1: mode mixed, seed 5 variant 1: 9 writes journaled, 6 unsynced, 0 rolled back, "
-            "0 torn, 6 kept; 2 unsynced metadata operations, 0 undone; 0 dropped by failed fsyncs\n"
+            "powerloss: /x/pl/db.0: mode mixed, seed 5 variant 0: 9 writes journaled, 6 unsynced, "
+            "2 rolled back, 1 torn, 3 kept; 2 unsynced metadata operations, 1 undone; "
+            "0 dropped by failed fsyncs\n"
+            "powerloss: /x/pl/db.1: mode mixed, seed 5 variant 1: 9 writes journaled, 6 unsynced, "
+            "0 rolled back, 0 torn, 6 kept; 2 unsynced metadata operations, 0 undone; "
+            "0 dropped by failed fsyncs\n"
         )
         self.assertEqual(powerloss_undone({"results": {1: {"output_tail": out}}}, 1), 4)
         self.assertIsNone(
@@ -1457,7 +1459,7 @@ class TestShrinkParts(unittest.TestCase):
             tried,
             [
                 "ops 80 -> 40 (every get removed)",
-                "ops 80 -> 41 (every get not touching the " "failing key 7 removed)",
+                "ops 80 -> 41 (every get not touching the failing key 7 removed)",
                 "ops 41 -> 1 (every put removed)",
                 "ops 41 -> 2 (every put not touching the failing key 7 removed)",
             ],
@@ -1569,8 +1571,8 @@ class TestShrinkTable(unittest.TestCase):
             ]
         )
         self.assertIn(
-            "| `a-bug` | lost | 4 -> 1 | 10311 -> 1 (10311x) | read_error -> none | 5 -> 5 | 41 s | "
-            "0.6 s, reproduced 2 of 2 |",
+            "| `a-bug` | lost | 4 -> 1 | 10311 -> 1 (10311x) | read_error -> none | 5 -> 5 | 41 s "
+            "| 0.6 s, reproduced 2 of 2 |",
             t,
         )
         self.assertIn("| `b-bug` | lost | 2 | ? |", t)

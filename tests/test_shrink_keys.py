@@ -132,7 +132,7 @@ class TestMatchByKeysChosen(unittest.TestCase):
         self.assertEqual(sh.best_res["kind"], "wrong_value")
         self.assertTrue(any("(K24)" in s for s in sh.lines), sh.lines)
 
-    def test_a_recorded_run_matched_by_keys_that_does_not_fail_again_leaves_the_match_for_the_fallback(
+    def test_a_recorded_run_matched_by_keys_that_does_not_fail_again_leaves_the_match_for_the_fallback(  # noqa: E501
         self,
     ):
         # The seed search and the multi-thread path that follow judge by
@@ -215,7 +215,7 @@ class TestRecordedStep(unittest.TestCase):
         sh.grown_ops, sh.refine = (lambda c: 0), (lambda: None)
         return sh, sh.shrink()
 
-    def test_a_baseline_kept_at_an_earlier_step_starts_the_multi_thread_path_from_the_recorded_steps(
+    def test_a_baseline_kept_at_an_earlier_step_starts_the_multi_thread_path_from_the_recorded_steps(  # noqa: E501
         self,
     ):
         # Planted bug durable-publishes-insert: its tries lose commits only
@@ -270,7 +270,7 @@ class TestOneThreadLarger(unittest.TestCase):
         sh.p_threads()
         return sh
 
-    def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_replayed_from_a_failing_try(
+    def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_replayed_from_a_failing_try(  # noqa: E501
         self,
     ):
         # Planted bug page-before-wal: a timed run of one thread does more
@@ -392,12 +392,12 @@ class TestReproStep(unittest.TestCase):
 
 class TestFailingKey(unittest.TestCase):
     SUSPECT = (
-        "stress: SUSPECT (a block a misdirected write missed reads old; the verdict below decides) lost "
-        "(after reopening a failed handle): key k000000000001408 (1408), thread 1, op 2:1504\n"
+        "stress: SUSPECT (a block a misdirected write missed reads old; the verdict below decides) "
+        "lost (after reopening a failed handle): key k000000000001408 (1408), thread 1, op 2:1504\n"
     )
     MEASURED = (
-        "stress: MEASURED (undetectable by design in this measuring run, not a failure) lost (after "
-        "reopen): key k000000000000007 (7), thread 0, op 1:9\n"
+        "stress: MEASURED (undetectable by design in this measuring run, not a failure) lost "
+        "(after reopen): key k000000000000007 (7), thread 0, op 1:9\n"
     )
 
     def test_a_suspect_of_the_kind_names_the_key_when_no_failure_line_does(self):

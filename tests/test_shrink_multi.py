@@ -340,9 +340,9 @@ class TestConfirmAndResume(unittest.TestCase):
         and settle's repro of each reproduces RATES[i] of 8 (the i-th
         kept); with RECORDED, the recorded run is a kept trial (step 0)
         whose repro reproduces that many; with EARLIER, a run the rounds
-        kept before the path (step 3) whose repro reproduces that many.  Returns (shrinker, what settle
-        returned, shrink.json's doc, the candidates kept in order, the
-        folder's path)."""
+        kept before the path (step 3) whose repro reproduces that many.
+        Returns (shrinker, what settle returned, shrink.json's doc, the
+        candidates kept in order, the folder's path)."""
         sh = shrinker(
             5,
             lambda c: shape(c)[:2] in kept_seeds
@@ -390,7 +390,7 @@ class TestConfirmAndResume(unittest.TestCase):
         doc = {}
         return sh, sh.settle(dest, doc), doc, kept, dest
 
-    def test_a_shrunk_race_that_does_not_reproduce_resumes_the_multi_thread_path_after_the_run_it_kept(
+    def test_a_shrunk_race_that_does_not_reproduce_resumes_the_multi_thread_path_after_the_run_it_kept(  # noqa: E501
         self,
     ):
         # K20: the first run kept reproduced 0 of 8; the path goes back to
@@ -426,7 +426,7 @@ class TestConfirmAndResume(unittest.TestCase):
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "0")
 
-    def test_a_race_an_earlier_run_stands_in_for_resumes_the_path_and_the_smaller_run_that_reproduces_is_kept(
+    def test_a_race_an_earlier_run_stands_in_for_resumes_the_path_and_the_smaller_run_that_reproduces_is_kept(  # noqa: E501
         self,
     ):
         # The path's keep reproduced 0 of 8 and the run before it 5 of 8:
@@ -569,7 +569,7 @@ class TestMultiAgain(unittest.TestCase):
 
 
 class TestNotFailedAgain(unittest.TestCase):
-    def test_a_recorded_run_that_did_not_fail_again_is_searched_from_a_fresh_database_before_two_threads(
+    def test_a_recorded_run_that_did_not_fail_again_is_searched_from_a_fresh_database_before_two_threads(  # noqa: E501
         self,
     ):
         # K6: one thread on the grown database, then (K14's search) one
@@ -652,7 +652,7 @@ class TestNotFailedAgain(unittest.TestCase):
             len(set(map(signature, sh.tried))), len(sh.tried), "no candidate judged twice"
         )
 
-    def test_a_run_of_several_threads_that_failed_again_is_searched_from_a_fresh_database_too_before_two_threads(
+    def test_a_run_of_several_threads_that_failed_again_is_searched_from_a_fresh_database_too_before_two_threads(  # noqa: E501
         self,
     ):
         # Planted bug witness-at-end-is-damage: the recorded four-thread

@@ -99,7 +99,7 @@ class TestIdsFurther(unittest.TestCase):
         )
         self.assertIn("first_xid 1 -> 2400", sh.tried[0][0])
 
-    def test_the_first_that_fails_the_same_way_is_kept_and_the_pass_runs_once_until_the_power_loss_is_pinned(
+    def test_the_first_that_fails_the_same_way_is_kept_and_the_pass_runs_once_until_the_power_loss_is_pinned(  # noqa: E501
         self,
     ):
         c = fresh_cand()
@@ -147,8 +147,8 @@ class TestEvictSooner(unittest.TestCase):
         self.assertEqual(
             [values(c, "cache_size") for _, c in sh.tried],
             [[None, "65536", "65536"], [None, "262144", "262144"]],
-            "16 pages of 4 KiB, then 4 times that (16 times is the run's own 1 MiB), on every stress "
-            "step that names a cache",
+            "16 pages of 4 KiB, then 4 times that (16 times is the run's own 1 MiB), on every "
+            "stress step that names a cache",
         )
 
     def test_the_first_that_fails_is_kept_once_a_shrink(self):

@@ -221,7 +221,8 @@ def functions(text):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(
-        description="List the C functions (git-tracked *.c outside tests/ and bench/) longer than the limit."
+        description="List the C functions (git-tracked *.c outside tests/ and bench/) longer than "
+        "the limit."
     )
     ap.add_argument(
         "--limit",

@@ -248,8 +248,8 @@ def main(argv=None):
         return 1
     if not a.quiet:
         print(
-            "deps-graph: no circle (contracts: %s); engine internals stay in engine/ (tests exempt);"
-            " no file over %d lines; the engine includes nothing outside engine/"
+            "deps-graph: no circle (contracts: %s); engine internals stay in engine/ (tests "
+            "exempt); no file over %d lines; the engine includes nothing outside engine/"
             % (", ".join(sorted(contract)), MAX_LINES)
         )
     return 0

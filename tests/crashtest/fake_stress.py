@@ -109,20 +109,24 @@ def main():
         return 0
     if mode == "lost_unreported":
         print(
-            "stress: FAILURE lost (a synced commit): recovery ended at commit seq 7, but seq 8 was durable (fake)"
+            "stress: FAILURE lost (a synced commit): recovery ended at commit seq 7, but seq 8 was "
+            "durable (fake)"
         )
         return 1
     if mode == "unrecoverable_then_killed" and o.get("verification_only") == "1":
         report(o.get("report"), verdict="fail", unrecoverable=True, totals={"unrecoverable": 1})
         print(
-            "stress: FAILURE unrecoverable: after the crash: corruption no injection explains (fake)"
+            "stress: FAILURE unrecoverable: after the crash: corruption no injection explains "
+            "(fake)"
         )
         return 1
     if mode == "unrecoverable_then_killed":
         report(
             o.get("report"),
             unrecoverable=True,
-            unrecoverable_by_design="misdirected_write at hook/write file=data block=29 (this process)",
+            unrecoverable_by_design=(
+                "misdirected_write at hook/write file=data block=29 (this process)"
+            ),
         )
         print("stress: the database no longer opens (corruption reported): ending the run (fake)")
         sys.stdout.flush()
