@@ -309,23 +309,7 @@ def add_draw_options(s, d):
             ", ".join(FAULTS),
         ),
     )
-    g.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default=ENGINES[0],
-        help="the engine under test: ours, or RocksDB or SQLite through stress's adapters.  The "
-        "others have no fault hooks: power loss and SIGKILL through the fault door "
-        "(--faults-via posix), no fault classes, no whitebox kill points "
-        "(crashtest/README.md, Other engines)",
-    )
-    g.add_argument(
-        "--faults-via",
-        choices=("hooks", "posix"),
-        default=None,
-        help="how the fault library sees the engine's I/O: its hooks (ours only) or the door at "
-        "the POSIX boundary (default: hooks for ours, posix for the others; ours through the "
-        "door runs --io_backend psync)",
-    )
+    add_engine_options(g)
     g.add_argument(
         "--set",
         action="append",
@@ -346,6 +330,33 @@ def add_draw_options(s, d):
         help="allow measuring runs: combinations that make a fault class undetectable by design "
         "(checksums off with page faults, w=0 with cache flips, lost writes ...)",
     )
+    add_database_draw_options(g, d)
+    return g
+
+
+def add_engine_options(g):
+    """The engine under test and how the fault library reaches it, into group G."""
+    g.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=ENGINES[0],
+        help="the engine under test: ours, or RocksDB or SQLite through stress's adapters.  The "
+        "others have no fault hooks: power loss and SIGKILL through the fault door "
+        "(--faults-via posix), no fault classes, no whitebox kill points "
+        "(crashtest/README.md, Other engines)",
+    )
+    g.add_argument(
+        "--faults-via",
+        choices=("hooks", "posix"),
+        default=None,
+        help="how the fault library sees the engine's I/O: its hooks (ours only) or the door at "
+        "the POSIX boundary (default: hooks for ours, posix for the others; ours through the "
+        "door runs --io_backend psync)",
+    )
+
+
+def add_database_draw_options(g, d):
+    """How long a database lives and what a crash is judged on, into group G (defaults D)."""
     g.add_argument(
         "--db-iterations",
         type=at_least_one,
@@ -369,7 +380,6 @@ def add_draw_options(s, d):
         "(default: all that keep the run judgeable; tearing needs checksums and "
         "full-page writes)",
     )
-    return g
 
 
 def add_file_options(s):
@@ -558,6 +568,34 @@ def add_mutants_parser(sub, fmt):
         "the catalogue.  Exit: 0 every bug caught, "
         "1 one missed, 2 usage, " + STOPPED + ".  " + FOLDER_RULE,
     )
+    add_mutants_run_options(m)
+    add_mutants_catalogue_options(m)
+    m.add_argument(
+        "--report-dir",
+        default=None,
+        metavar="DIR",
+        help="mutants.json, one simple report dir and log per bug (default: "
+        "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy of a whole run)",
+    )
+    m.add_argument(
+        "--shrink",
+        action="store_true",
+        help="shrink each caught bug's failure (crashtest.py shrink): the reductions go into "
+        "mutants.json and a second table of mutants.md",
+    )
+    m.add_argument(
+        "--shrink-budget",
+        type=seconds,
+        default=DEFAULT_BUDGET,
+        metavar="S",
+        help="seconds of shrinking per caught bug",
+    )
+    m.set_defaults(func=mutants_mode)
+    return m
+
+
+def add_mutants_run_options(m):
+    """What mutants runs against each planted bug, and for how long, into parser M."""
     m.add_argument(
         "names",
         nargs="*",
@@ -595,6 +633,10 @@ def add_mutants_parser(sub, fmt):
         metavar="ARGS",
         help="more options for each simple run, one shell-quoted string (e.g. '--faults none')",
     )
+
+
+def add_mutants_catalogue_options(m):
+    """Which planted bugs, where their binaries are built, and --harness's suites, into parser M."""
     m.add_argument(
         "--catalogue", default=MUTANTS_FILE, metavar="FILE", help="the list of planted bugs"
     )
@@ -628,28 +670,6 @@ def add_mutants_parser(sub, fmt):
         action="store_true",
         help="with --harness: skip the baseline run against the real harness",
     )
-    m.add_argument(
-        "--report-dir",
-        default=None,
-        metavar="DIR",
-        help="mutants.json, one simple report dir and log per bug (default: "
-        "build/crashtest/mutants-DATE-PID; build/mutants.json gets a copy of a whole run)",
-    )
-    m.add_argument(
-        "--shrink",
-        action="store_true",
-        help="shrink each caught bug's failure (crashtest.py shrink): the reductions go into "
-        "mutants.json and a second table of mutants.md",
-    )
-    m.add_argument(
-        "--shrink-budget",
-        type=seconds,
-        default=DEFAULT_BUDGET,
-        metavar="S",
-        help="seconds of shrinking per caught bug",
-    )
-    m.set_defaults(func=mutants_mode)
-    return m
 
 
 def add_report_parser(sub, fmt):

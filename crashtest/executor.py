@@ -161,6 +161,64 @@ def prepare_variant(k, from_db, from_state, to, ledger_offset):
         f.write(head + b"".join(keep))
 
 
+def stress_limits(step, argv, deadline):
+    """(time limit, deadline) of a stress STEP run as ARGV, the executor's
+    DEADLINE given.  A step's time limit is its duration's (the run's plan:
+    the duration, the watchdog and a minute): past it a timed step is a
+    hang.  A step whose op count is fixed instead (a pinned or shrunk run)
+    is only slow: the limit is then a deadline, and the step an error
+    (planted bug page-before-wal: pinned to the ops a two-second timed run
+    did, a run that fsyncs every commit needed minutes, and its limit of
+    122 s made a "hang" of it)."""
+    limit = step.get("time_limit")
+    if limit is not None and not any(a.startswith("--duration=") for a in argv):
+        deadline = min(x for x in (deadline, time.monotonic() + limit) if x is not None)
+        limit = None
+    return limit, deadline
+
+
+def read_report(path):
+    """The report.json at PATH, or None when it is missing or unreadable."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def judge_stress_step(expect, res, report, kills, lock_ok, db, before_listing):
+    """(outcome, failure) of a finished stress process RES: the judge's
+    verdict on it, then what the process cannot say itself.  BEFORE_LISTING
+    is the listing of the database folder DB before a step that expects a
+    refusal (None for the others): a refused directory must be left as it
+    was.  LOCK_OK: the database lock was released after a kill or a hang."""
+    outcome, failure = judge_stress(
+        expect, res.rc, res.killed_by_us, res.hung, res.output, report, kills, res.cores
+    )
+    if failure is None and before_listing is not None and dir_listing(db) != before_listing:
+        outcome, failure = "failed", {
+            "kind": "lost",
+            "keys": ["lost"],
+            "message": "the engine refused the directory with lost files but changed it",
+        }
+    if res.out_of_time:
+        outcome, failure = "failed", {
+            "kind": "error",
+            "keys": ["error"],
+            "message": res.out_of_time,
+            "out_of_time": True,
+        }
+    if failure is None and not lock_ok:
+        outcome, failure = "failed", {
+            "kind": "error",
+            "keys": ["error"],
+            "message": "the database lock was not released 60 s after the process died",
+        }
+    return outcome, failure
+
+
 class Executor:
     """Runs recorded steps (C2) and judges them; shared by the runs and by
     repro, so a replay runs exactly what the run ran."""
@@ -168,9 +226,8 @@ class Executor:
     def __init__(self, env, hang_seconds, log=None, echo=False, deadline=None):
         self.env = env  # placeholder -> path
         self.hang_seconds = hang_seconds
-        self.deadline = (
-            deadline  # time.monotonic() at which a stress step is stopped (an error, not a hang)
-        )
+        # time.monotonic() at which a stress step is stopped (an error, not a hang)
+        self.deadline = deadline
         self.log = log or (lambda s: None)
         self.echo = echo
         self.results = {}
@@ -229,17 +286,7 @@ class Executor:
             ledger,
             os.path.join(state, "run", "journal"),
         ]
-        # A step's time limit is its duration's (the run's plan: the
-        # duration, the watchdog and a minute): past it a timed step is a
-        # hang.  A step whose op count is fixed instead (a pinned or
-        # shrunk run) is only slow: the limit is then a deadline, and the
-        # step an error (planted bug page-before-wal: pinned to the ops a
-        # two-second timed run did, a run that fsyncs every commit needed
-        # minutes, and its limit of 122 s made a "hang" of it).
-        limit, deadline = step.get("time_limit"), self.deadline
-        if limit is not None and not any(a.startswith("--duration=") for a in argv):
-            deadline = min(x for x in (deadline, time.monotonic() + limit) if x is not None)
-            limit = None
+        limit, deadline = stress_limits(step, argv, self.deadline)
         before_listing = (
             dir_listing(os.path.join(state, "db")) if step["expect"] == "refused" else None
         )
@@ -256,42 +303,12 @@ class Executor:
         lock_ok = True
         if res.rc == -signal.SIGKILL or res.hung:
             lock_ok = wait_lock_released(os.path.join(state, "db"))
-        report = None
-        rpath = os.path.join(d, "report.json")
-        if os.path.exists(rpath):
-            try:
-                with open(rpath) as f:
-                    report = json.load(f)
-            except (OSError, ValueError):
-                report = None
+        report = read_report(os.path.join(d, "report.json"))
         lines = ledger_lines_since(ledger, before)
         kills = [j for j in lines if j.get("class") == "kill"]
-        outcome, failure = judge_stress(
-            step["expect"], res.rc, res.killed_by_us, res.hung, res.output, report, kills, res.cores
+        outcome, failure = judge_stress_step(
+            step["expect"], res, report, kills, lock_ok, os.path.join(state, "db"), before_listing
         )
-        if (
-            failure is None
-            and before_listing is not None
-            and dir_listing(os.path.join(state, "db")) != before_listing
-        ):
-            outcome, failure = "failed", {
-                "kind": "lost",
-                "keys": ["lost"],
-                "message": "the engine refused the directory with lost files but changed it",
-            }
-        if res.out_of_time:
-            outcome, failure = "failed", {
-                "kind": "error",
-                "keys": ["error"],
-                "message": res.out_of_time,
-                "out_of_time": True,
-            }
-        if failure is None and not lock_ok:
-            outcome, failure = "failed", {
-                "kind": "error",
-                "keys": ["error"],
-                "message": "the database lock was not released 60 s after the process died",
-            }
         r = {
             "rc": res.rc,
             "elapsed": round(res.elapsed, 3),

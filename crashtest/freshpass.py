@@ -398,14 +398,38 @@ class FreshPasses:
             or not all(foldable(s, i == 0) for i, s in enumerate(b.steps[: b.w]))
         ):
             return
+        mark = len(self.log)
+        if not self.attempt_fold_traced(b):
+            return
+        made = self.folded_ops(b)
+        n = sum(1 for line in made if line.split()[1] != "restart")
+        if n and self.attempt_fold(b, made, n):
+            self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
+            return
+        for e in self.log[mark:]:
+            if e["verdict"] == "kept":
+                e["verdict"] = "undone"
+                e["why"] += "; undone: the fold did not fail the same way"
+        # best_res stays the traced trial's: the same run (the recorded
+        # one's directory went when that trial was kept).
+        self.best = b
+
+    def attempt_fold_traced(self, b):
+        """K26's first trial: candidate B with each step in front of its op
+        step traced (--trace_ops); whether it failed the same way (then
+        kept)."""
         c = b.copy()
         for i in range(b.w):
             c.steps[i] = dict(
                 c.steps[i], argv=opt_set(c.steps[i]["argv"], "trace_ops", fold_trace(i))
             )
-        mark = len(self.log)
-        if not self.attempt("the %s ops traced (--trace_ops)" % fold_names(b), c, "fold"):
-            return
+        return self.attempt("the %s ops traced (--trace_ops)" % fold_names(b), c, "fold")
+
+    def folded_ops(self, b):
+        """The op lines of B's steps in front of its op step, as the best
+        (traced) trial recorded them, faults off, with a restart where each
+        process ended and the next opened (and a first one for the create
+        step's open options, open_list)."""
         steps = b.steps[: b.w + 1]
         lists = [self.open_list(s, b.op) for s in steps]
         made = (
@@ -427,38 +451,35 @@ class FreshPasses:
                 "%d restart %s 0000000000000000 off | folded: %s's end, %s's start"
                 % (len(lines), lists[i + 1], steps[i]["name"], steps[i + 1]["name"])
             ]
-        n = sum(1 for line in made if line.split()[1] != "restart")
-        if n:
-            f = self.best.copy()
-            argv = opt_set(f.op["argv"], "destroy_db_initially", 1)
-            for name in CREATION_OPTIONS:
-                if opt_get(b.steps[0]["argv"], name) is not None:
-                    argv = opt_set(argv, name, opt_get(b.steps[0]["argv"], name))
-            f.op["argv"] = argv
-            f.trace = made + list(b.trace)
-            f.splice(0, drop=b.w)
-            f.folded_regrown += sum(1 for s in steps[:-1] if s["name"].startswith("history-"))
-            if self.attempt(
-                "the %s %d ops folded into the op step (%d -> %d ops, %s)"
-                % (
-                    fold_names(b),
-                    n,
-                    n + len(b.trace),
-                    len(f.trace),
-                    "one step fewer" if b.w == 1 else "%d steps fewer" % b.w,
-                ),
-                f,
-                "fold",
-            ):
-                self.ddmin_size = 1 << 62  # a new list: delta debugging starts at its half
-                return
-        for e in self.log[mark:]:
-            if e["verdict"] == "kept":
-                e["verdict"] = "undone"
-                e["why"] += "; undone: the fold did not fail the same way"
-        # best_res stays the traced trial's: the same run (the recorded
-        # one's directory went when that trial was kept).
-        self.best = b
+        return made
+
+    def attempt_fold(self, b, made, n):
+        """K26's second trial: one op step that creates the database with
+        B's create step's creation options and replays MADE (N ops, the
+        folded steps') before B's own trace; whether it failed the same way
+        (then kept)."""
+        f = self.best.copy()
+        argv = opt_set(f.op["argv"], "destroy_db_initially", 1)
+        for name in CREATION_OPTIONS:
+            if opt_get(b.steps[0]["argv"], name) is not None:
+                argv = opt_set(argv, name, opt_get(b.steps[0]["argv"], name))
+        f.op["argv"] = argv
+        f.trace = made + list(b.trace)
+        f.splice(0, drop=b.w)
+        steps = b.steps[: b.w + 1]
+        f.folded_regrown += sum(1 for s in steps[:-1] if s["name"].startswith("history-"))
+        return self.attempt(
+            "the %s %d ops folded into the op step (%d -> %d ops, %s)"
+            % (
+                fold_names(b),
+                n,
+                n + len(b.trace),
+                len(f.trace),
+                "one step fewer" if b.w == 1 else "%d steps fewer" % b.w,
+            ),
+            f,
+            "fold",
+        )
 
     def open_list(self, step, op):
         """The KEY of the restart in front of STEP's folded ops: the open

@@ -428,28 +428,40 @@ def escape_marks(w, row, cx, y):
             )
         )
     if ci:
-        out.append(
-            (
-                "ci",
-                '<line data-mark="ci" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" '
-                'stroke-width="2"><title>95%% interval %.3g .. %.3g</title></line>'
-                '<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>'
-                % (
-                    cx,
-                    cx,
-                    y(ci[0]),
-                    y(ci[1]),
-                    c["ci"],
-                    ci[0],
-                    ci[1],
-                    cx - 8,
-                    cx + 8,
-                    y(ci[1]),
-                    y(ci[1]),
-                    c["ci"],
-                ),
-            )
+        out.append(("ci", interval_mark(ci, cx, y, c["ci"])))
+    out.append(observed_mark(row, n, x, cx, y))
+    return out
+
+
+def interval_mark(ci, cx, y, colour):
+    """The 95% interval CI = (low, high) of a column centred on CX: a
+    vertical line with a tick at its top."""
+    return (
+        '<line data-mark="ci" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" '
+        'stroke-width="2"><title>95%% interval %.3g .. %.3g</title></line>'
+        '<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"/>'
+        % (
+            cx,
+            cx,
+            y(ci[0]),
+            y(ci[1]),
+            colour,
+            ci[0],
+            ci[1],
+            cx - 8,
+            cx + 8,
+            y(ci[1]),
+            y(ci[1]),
+            colour,
         )
+    )
+
+
+def observed_mark(row, n, x, cx, y):
+    """The observed rate of ROW, X escapes of N flips checked, as a dot on
+    the column centred on CX: (mark, svg), the mark saying none, within
+    the bound or over it."""
+    c = dict(ESC_COLOURS)
     mark = (
         "observed-none"
         if not x
@@ -458,15 +470,12 @@ def escape_marks(w, row, cx, y):
         else "observed-over"
     )
     paint = ' fill="none" stroke="%s" stroke-width="2"' if not x else ' fill="%s"'
-    out.append(
-        (
-            mark,
-            '<circle data-mark="%s" cx="%.1f" cy="%.1f" r="5"%s>'
-            "<title>observed %.3g (%d of %d)</title></circle>"
-            % (mark, cx, y(x / n), paint % c[mark], x / n, x, n),
-        )
+    return (
+        mark,
+        '<circle data-mark="%s" cx="%.1f" cy="%.1f" r="5"%s>'
+        "<title>observed %.3g (%d of %d)</title></circle>"
+        % (mark, cx, y(x / n), paint % c[mark], x / n, x, n),
     )
-    return out
 
 
 def width_caption(row):
@@ -1273,36 +1282,45 @@ def bar_chart(groups, series, label, chart, unit="", ref=None, spread=None):
                 '<text x="%.1f" y="%d" text-anchor="middle">%s</text>'
                 % (cx, top + h + 16, esc(name))
             )
-        for j, (s, colour) in enumerate(series):
-            v = g.get(s)
-            if v is None:
-                continue
-            y1, y2 = sorted((y(v), y(0)))
-            body.append(
-                '<rect class="bar" x="%.1f" y="%.1f" width="16" height="%.1f" fill="%s"%s>'
-                "<title>%s %s: %.3g%s</title></rect>"
-                % (
-                    x0 + 18 * j,
-                    y1,
-                    max(y2 - y1, 1),
-                    colour,
-                    attrs(group=name, series=s, value=v),
-                    esc(name),
-                    esc(s),
-                    v,
-                    unit,
-                )
-            )
-            lo_hi = spread.get((name, s))
-            if lo_hi and None not in lo_hi:
-                xm = x0 + 18 * j + 8
-                body.append(
-                    '<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333">'
-                    "<title>rounds %.3g .. %.3g</title></line>"
-                    % (xm, xm, y(lo_hi[0]), y(lo_hi[1]), lo_hi[0], lo_hi[1])
-                )
+        body += group_bars(name, g, series, x0, y, unit, spread)
     low = max(len(n) for n, _ in groups) * 3.6 + 20 if rot else 26
     return legend(series) + svg(width, int(top + h + low), body, label, chart=chart)
+
+
+def group_bars(name, g, series, x0, y, unit, spread):
+    """bar_chart's bars of group NAME (values G by series) from X0, one per
+    series that has a value, each with its whisker when SPREAD has one:
+    [svg]."""
+    body = []
+    for j, (s, colour) in enumerate(series):
+        v = g.get(s)
+        if v is None:
+            continue
+        y1, y2 = sorted((y(v), y(0)))
+        body.append(
+            '<rect class="bar" x="%.1f" y="%.1f" width="16" height="%.1f" fill="%s"%s>'
+            "<title>%s %s: %.3g%s</title></rect>"
+            % (
+                x0 + 18 * j,
+                y1,
+                max(y2 - y1, 1),
+                colour,
+                attrs(group=name, series=s, value=v),
+                esc(name),
+                esc(s),
+                v,
+                unit,
+            )
+        )
+        lo_hi = spread.get((name, s))
+        if lo_hi and None not in lo_hi:
+            xm = x0 + 18 * j + 8
+            body.append(
+                '<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#333">'
+                "<title>rounds %.3g .. %.3g</title></line>"
+                % (xm, xm, y(lo_hi[0]), y(lo_hi[1]), lo_hi[0], lo_hi[1])
+            )
+    return body
 
 
 def cache_name(fraction):

@@ -439,25 +439,7 @@ class MultiPasses:
             if not can_resume or got[1] >= MT_REPRO_NEED and not back:
                 break
             shutil.move(dest, held[-1][-1])
-            doc.setdefault("resumed", []).append(
-                {
-                    "multi_step": self.multi["step"],
-                    "reproduced": "%d of %d" % (first[1], first[2]),
-                    "stepped_back": back or [],
-                }
-            )
-            self.p.line(
-                "shrink: the shrunk run reproduced %d of %d (the multi-thread path kept it at step "
-                "%d)%s: the path resumes after it (K20)"
-                % (
-                    first[1],
-                    first[2],
-                    self.multi["step"],
-                    ", an earlier run %d of %d" % (got[1], got[2])
-                    if got[1] >= MT_REPRO_NEED
-                    else "",
-                )
-            )
+            self.note_resume(doc, first, got, back)
             if not self.resume_multi():
                 self.p.line("shrink: the multi-thread path kept no other run")
                 break
@@ -465,25 +447,7 @@ class MultiPasses:
             self.write_folder(dest, self.best, self.best_res)
             if self.best.deterministic():
                 return None  # one thread after all: finish's repro judges it
-        # The smallest run that reproduced MT_REPRO_NEED times (the latest
-        # of a tie), else the one that reproduced most often (the latest
-        # of a tie).
-        enough = [i for i in range(len(held)) if held[i][0][1] >= MT_REPRO_NEED]
-        if enough:
-            best = min(enough, key=lambda i: (self.size(held[i][1], held[i][2] or {}), -i))
-        else:
-            best = max(
-                range(len(held)),
-                key=lambda i: (Fraction(held[i][0][1], held[i][0][2]) if held[i][0][2] else 0, i),
-            )
-        got, self.best, self.best_res, self.multi, self.last_kept, back, folder = held[best]
-        if best != len(held) - 1 or not os.path.isdir(dest):
-            shutil.rmtree(dest, ignore_errors=True)
-            shutil.move(folder, dest)
-            self.p.line(
-                "shrink: the run the multi-thread path kept at step %d (reproduced %d of %d) is "
-                "the result" % (self.multi["step"], got[1], got[2])
-            )
+        got, back = self.take_held(held, self.pick_held(held), dest)
         if got[1] == 0 and passed_over and self.kept_trials:
             # No smaller run reproduced at all, and no resume is left: the
             # recorded run, as step_back does without resumes.
@@ -492,6 +456,55 @@ class MultiPasses:
         if back is not None:
             doc["stepped_back"] = back
         return tuple(got)
+
+    def note_resume(self, doc, first, got, back):
+        """settle's record of a resume (K20) in DOC's resumed, and its
+        line: the shrunk run's repro reproduced FIRST (tries, of), and GOT
+        is what the runs stepped back to (BACK) reproduced."""
+        doc.setdefault("resumed", []).append(
+            {
+                "multi_step": self.multi["step"],
+                "reproduced": "%d of %d" % (first[1], first[2]),
+                "stepped_back": back or [],
+            }
+        )
+        self.p.line(
+            "shrink: the shrunk run reproduced %d of %d (the multi-thread path kept it at step "
+            "%d)%s: the path resumes after it (K20)"
+            % (
+                first[1],
+                first[2],
+                self.multi["step"],
+                ", an earlier run %d of %d" % (got[1], got[2]) if got[1] >= MT_REPRO_NEED else "",
+            )
+        )
+
+    def pick_held(self, held):
+        """The index in HELD (settle's runs judged) of the result: the
+        smallest run that reproduced MT_REPRO_NEED times (the latest of a
+        tie), else the one that reproduced most often (the latest of a
+        tie)."""
+        enough = [i for i in range(len(held)) if held[i][0][1] >= MT_REPRO_NEED]
+        if enough:
+            return min(enough, key=lambda i: (self.size(held[i][1], held[i][2] or {}), -i))
+        return max(
+            range(len(held)),
+            key=lambda i: (Fraction(held[i][0][1], held[i][0][2]) if held[i][0][2] else 0, i),
+        )
+
+    def take_held(self, held, best, dest):
+        """Make HELD[BEST] the shrinker's result again (best, best_res,
+        multi, last_kept), its folder DEST when it is not the last one
+        judged; returns (its repro's figures, the runs stepped back to)."""
+        got, self.best, self.best_res, self.multi, self.last_kept, back, folder = held[best]
+        if best != len(held) - 1 or not os.path.isdir(dest):
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.move(folder, dest)
+            self.p.line(
+                "shrink: the run the multi-thread path kept at step %d (reproduced %d of %d) is "
+                "the result" % (self.multi["step"], got[1], got[2])
+            )
+        return got, back
 
     def scaled(self, cand, n, faults=None, ops=None, volume=True):
         """CAND's op step for a short run of N ops per thread: each rare op

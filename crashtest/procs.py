@@ -152,6 +152,82 @@ class ProcResult:
         self.cores = []
 
 
+class Watchdog:
+    """What the watchdog saw of process PID since T0: it is hung once it
+    writes more than OUTPUT_CAP bytes to OUT_PATH, makes no progress for
+    HANG_SECONDS (PROGRESS_PATHS' trace count or sizes, /proc I/O
+    counters) or runs longer than TIME_LIMIT seconds."""
+
+    def __init__(self, pid, out_path, t0, hang_seconds, progress_paths, time_limit):
+        self.pid, self.out_path, self.t0 = pid, out_path, t0
+        self.hang_seconds = hang_seconds
+        self.progress_paths = progress_paths
+        self.time_limit = time_limit
+        self.last_sample, self.last_progress, self.next_check = None, t0, t0
+
+    def why_hung(self, now):
+        """Sampled once a second: why the process counts as hung at NOW,
+        or None."""
+        if now < self.next_check:
+            return None
+        self.next_check = now + 1.0
+        sample = (
+            tuple(
+                read_u64_at(pp, 40) if pp.endswith("/expected") else file_size(pp)
+                for pp in self.progress_paths
+            ),
+            proc_io(self.pid),
+        )
+        if sample != self.last_sample:
+            self.last_sample, self.last_progress = sample, now
+        if (file_size(self.out_path) or 0) > OUTPUT_CAP:
+            return "wrote more than %d MB of output (a loop?)" % (OUTPUT_CAP >> 20)
+        if now - self.last_progress >= self.hang_seconds:
+            return "no progress for %d s" % self.hang_seconds
+        if self.time_limit is not None and now - self.t0 >= self.time_limit:
+            return "still running after %d s" % self.time_limit
+        return None
+
+
+def wait_watched(p, res, t0, kill_after, deadline, watchdog):
+    """Wait for process P (started at T0) under WATCHDOG: its exit status.
+    SIGKILL it at KILL_AFTER seconds (res.killed_by_us), at DEADLINE
+    (res.out_of_time) or when the watchdog finds it hung (res.hung, its
+    thread stacks saved next to its output); raise Stopped, P killed, when
+    the run is asked to stop."""
+    while True:
+        try:
+            return p.wait(timeout=0.02)
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if STOP.is_set():
+            p.kill()
+            p.wait()
+            raise Stopped()
+        if kill_after is not None and now - t0 >= kill_after and not res.killed_by_us:
+            p.kill()
+            res.killed_by_us = True
+            continue
+        if deadline is not None and now >= deadline:
+            p.kill()
+            rc = p.wait()
+            res.out_of_time = (
+                "stopped after %.0f s: its time ran out while the watchdog still saw "
+                "progress (slow, not a hang)" % (now - t0)
+            )
+            return rc
+        why = watchdog.why_hung(now)
+        if why:
+            capture_stacks(
+                p.pid, os.path.join(os.path.dirname(watchdog.out_path), "hang-stacks.txt")
+            )
+            p.kill()
+            p.wait()
+            res.hung = why
+            return p.returncode
+
+
 def run_process(
     argv,
     out_path,
@@ -191,58 +267,9 @@ def run_process(
             res.rc = 127
             res.output = "crashtest: cannot start %s: %s\n" % (argv[0], e)
             return res
-        last_sample, last_progress, next_check = None, t0, t0
+        watchdog = Watchdog(p.pid, out_path, t0, hang_seconds, progress_paths, time_limit)
         try:
-            while True:
-                try:
-                    rc = p.wait(timeout=0.02)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                now = time.monotonic()
-                if STOP.is_set():
-                    p.kill()
-                    p.wait()
-                    raise Stopped()
-                if kill_after is not None and now - t0 >= kill_after and not res.killed_by_us:
-                    p.kill()
-                    res.killed_by_us = True
-                    continue
-                if deadline is not None and now >= deadline:
-                    p.kill()
-                    rc = p.wait()
-                    res.out_of_time = (
-                        "stopped after %.0f s: its time ran out while the watchdog still saw "
-                        "progress (slow, not a hang)" % (now - t0)
-                    )
-                    break
-                if now >= next_check:
-                    next_check = now + 1.0
-                    sample = (
-                        tuple(
-                            read_u64_at(pp, 40) if pp.endswith("/expected") else file_size(pp)
-                            for pp in progress_paths
-                        ),
-                        proc_io(p.pid),
-                    )
-                    if sample != last_sample:
-                        last_sample, last_progress = sample, now
-                    why = None
-                    if (file_size(out_path) or 0) > OUTPUT_CAP:
-                        why = "wrote more than %d MB of output (a loop?)" % (OUTPUT_CAP >> 20)
-                    elif now - last_progress >= hang_seconds:
-                        why = "no progress for %d s" % hang_seconds
-                    elif time_limit is not None and now - t0 >= time_limit:
-                        why = "still running after %d s" % time_limit
-                    if why:
-                        capture_stacks(
-                            p.pid, os.path.join(os.path.dirname(out_path), "hang-stacks.txt")
-                        )
-                        p.kill()
-                        p.wait()
-                        res.hung = why
-                        rc = p.returncode
-                        break
+            rc = wait_watched(p, res, t0, kill_after, deadline, watchdog)
         except BaseException:
             if p.poll() is None:
                 p.kill()

@@ -65,7 +65,23 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
         os.rename(
             run.state, os.path.join(iter_dir, "crashed" if crashed_after is not None else "end")
         )
-    meta = {
+    meta = failure_meta(ct, run, iter_dir, rid, record, crashed_after)
+    with open(os.path.join(iter_dir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+    write_commands(os.path.join(iter_dir, "commands.sh"), ct, rid, record["steps"], dest)
+    os.makedirs(os.path.join(iter_dir, "bin"), exist_ok=True)
+    for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
+        shutil.copy2(ct.bin[k], os.path.join(iter_dir, "bin", name))
+    with open(os.path.join(iter_dir, "build.json"), "w") as f:
+        json.dump(ct.identity, f, indent=1, sort_keys=True)
+    shutil.move(iter_dir, dest)
+    return dest
+
+
+def failure_meta(ct, run, iter_dir, rid, record, crashed_after):
+    """meta.json of failure RID (repro's input): the iteration's draws,
+    steps and failure, the build, and where its placeholders pointed."""
+    return {
         "crashtest_meta": META_VERSION,
         "id": rid,
         "mode": ct.mode,
@@ -91,9 +107,12 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
         "paths": {"@STATE@": run.state, "@ITER@": iter_dir},
         "command_line": [sys.executable, os.path.join(REPO, "crashtest.py")] + sys.argv[1:],
     }
-    with open(os.path.join(iter_dir, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=1, sort_keys=True)
-    with open(os.path.join(iter_dir, "commands.sh"), "w") as f:
+
+
+def write_commands(path, ct, rid, steps, dest):
+    """commands.sh of failure RID at PATH: STEPS as they ran, each with
+    its exit, their placeholders explained, and the repro line of DEST."""
+    with open(path, "w") as f:
         f.write(
             "#!/bin/sh\n# Iteration %s: the commands as they ran, with the placeholders crashtest\n"
             "# substitutes (the work directory they ran in is gone):\n"
@@ -104,7 +123,7 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
             "# Replay (copies, substitutes and runs them): %s repro %s\n\n"
             % (rid, ct.stress, ct.powerloss, os.path.join(REPO, "crashtest.py"), dest)
         )
-        for i, s in enumerate(record["steps"]):
+        for i, s in enumerate(steps):
             r = s.get("result") or {}
             if s["type"] == "variant":
                 f.write(
@@ -130,13 +149,6 @@ def save_failure(ct, run, iter_dir, rid, record, crashed_after, ex):
                 )
             )
             f.write(shlex.join(s["argv"]) + "\n\n")
-    os.makedirs(os.path.join(iter_dir, "bin"), exist_ok=True)
-    for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
-        shutil.copy2(ct.bin[k], os.path.join(iter_dir, "bin", name))
-    with open(os.path.join(iter_dir, "build.json"), "w") as f:
-        json.dump(ct.identity, f, indent=1, sort_keys=True)
-    shutil.move(iter_dir, dest)
-    return dest
 
 
 def iteration_line(record, run_index, defaults):
@@ -594,8 +606,22 @@ def write_junit(path, summary, recs):
         errors=str(int(stopped)),
         time="%.3f" % summary["elapsed_s"],
     )
+    common = junit_common(summary, mode)
+    host = socket.gethostname()
+    junit_classes(root, summary, recs, cls_fail, common, host)
+    junit_runs(root, mode, recs, common, host)
+    if stopped:
+        junit_interrupted(root, summary, common, host)
+    tree = ET.ElementTree(root)
+    tmp = path + ".tmp"
+    tree.write(tmp, encoding="utf-8", xml_declaration=True)
+    os.replace(tmp, path)
+
+
+def junit_common(summary, mode):
+    """The properties of every suite of run SUMMARY: [(name, value)]."""
     build = summary.get("build") or {}
-    common = [
+    return [
         ("seed", summary["seed"]),
         ("seed_given", "yes" if summary.get("seed_given") else "no (random)"),
         ("mode", mode),
@@ -605,7 +631,14 @@ def write_junit(path, summary, recs):
         ("git_describe", build.get("git_describe")),
         ("git_commit", build.get("git_commit")),
     ]
-    host = socket.gethostname()
+
+
+def junit_classes(root, summary, recs, cls_fail, common, host):
+    """The suite "crashtest.MODE.classes" under ROOT: one test case per
+    fault class of SUMMARY's table, failed when CLS_FAIL counts failures
+    RECS blame on it, skipped when it was not injected."""
+    mode = summary["mode"]
+    classes = summary["classes"]
     # The classes: every class of the table, each night (not injected: skipped).
     order = sorted(classes, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99)
     suite = ET.SubElement(
@@ -646,6 +679,11 @@ def write_junit(path, summary, recs):
         elif not row.get("injected"):
             ET.SubElement(tc, "skipped", message="not injected in this run")
         ET.SubElement(tc, "system-out").text = json.dumps(row, sort_keys=True)
+
+
+def junit_runs(root, mode, recs, common, host):
+    """One suite "crashtest.MODE.runN" per run under ROOT, of one test case
+    per iteration of RECS."""
     by_run = {}
     for r in recs:
         by_run.setdefault(r["run"], []).append(r)
@@ -664,62 +702,59 @@ def write_junit(path, summary, recs):
         )
         junit_props(suite, common + [("run", run), ("run_seed", rs[0]["run_seed"])])
         for r in rs:
-            tc = ET.SubElement(
-                suite,
-                "testcase",
-                classname=name,
-                name="%s.i%d" % (mode, r["index"]),
-                time="%.3f" % r["elapsed"],
-            )
-            junit_props(
-                tc,
-                [
-                    ("seed", r["seed"]),
-                    ("kind", r["kind"]),
-                    ("verdict", r["verdict"]),
-                    ("artifacts", r.get("artifacts")),
-                    ("repro", r.get("repro")),
-                ]
-                + [
-                    ("option." + k, v)
-                    for k, v in sorted(dict(r["db_params"], **r["params"]).items())
-                ],
-            )
-            if r["failure"]:
-                f = r["failure"]
-                el = ET.SubElement(
-                    tc,
-                    "failure",
-                    type=f["kind"],
-                    message="%s at %s: %s" % (f["kind"], f["step_name"], f["message"]),
-                )
-                st = r["steps"][f["step"]].get("result") or {}
-                el.text = "%s\n\n%sartifacts: %s\nrepro: %s\n" % (
-                    st.get("output_tail", ""),
-                    swarm_text(r.get("swarm")) + "\n" if r.get("swarm") else "",
-                    r.get("artifacts"),
-                    r.get("repro"),
-                )
-            out = ET.SubElement(tc, "system-out")
-            out.text = "seed: %d\nrepro: %s\n%s\n" % (
-                r["seed"],
-                r.get("repro") or "(passed: no artifacts kept)",
-                json.dumps(
-                    {
-                        "params": r["params"],
-                        "db_params": r["db_params"],
-                        "totals": r["totals"],
-                        "swarm": r.get("swarm"),
-                    },
-                    sort_keys=True,
-                ),
-            )
-    if stopped:
-        junit_interrupted(root, summary, common, host)
-    tree = ET.ElementTree(root)
-    tmp = path + ".tmp"
-    tree.write(tmp, encoding="utf-8", xml_declaration=True)
-    os.replace(tmp, path)
+            junit_iteration(suite, name, mode, r)
+
+
+def junit_iteration(suite, name, mode, r):
+    """Iteration record R's test case "MODE.iN" in SUITE (NAME): its seed,
+    options and repro line as properties, its failure's output tail."""
+    tc = ET.SubElement(
+        suite,
+        "testcase",
+        classname=name,
+        name="%s.i%d" % (mode, r["index"]),
+        time="%.3f" % r["elapsed"],
+    )
+    junit_props(
+        tc,
+        [
+            ("seed", r["seed"]),
+            ("kind", r["kind"]),
+            ("verdict", r["verdict"]),
+            ("artifacts", r.get("artifacts")),
+            ("repro", r.get("repro")),
+        ]
+        + [("option." + k, v) for k, v in sorted(dict(r["db_params"], **r["params"]).items())],
+    )
+    if r["failure"]:
+        f = r["failure"]
+        el = ET.SubElement(
+            tc,
+            "failure",
+            type=f["kind"],
+            message="%s at %s: %s" % (f["kind"], f["step_name"], f["message"]),
+        )
+        st = r["steps"][f["step"]].get("result") or {}
+        el.text = "%s\n\n%sartifacts: %s\nrepro: %s\n" % (
+            st.get("output_tail", ""),
+            swarm_text(r.get("swarm")) + "\n" if r.get("swarm") else "",
+            r.get("artifacts"),
+            r.get("repro"),
+        )
+    out = ET.SubElement(tc, "system-out")
+    out.text = "seed: %d\nrepro: %s\n%s\n" % (
+        r["seed"],
+        r.get("repro") or "(passed: no artifacts kept)",
+        json.dumps(
+            {
+                "params": r["params"],
+                "db_params": r["db_params"],
+                "totals": r["totals"],
+                "swarm": r.get("swarm"),
+            },
+            sort_keys=True,
+        ),
+    )
 
 
 def junit_interrupted(root, summary, common, host):

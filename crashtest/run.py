@@ -89,6 +89,36 @@ class CrashTest:
         classes = self.engine_faults(self.parse_faults(a.faults))
         check_binary(self.stress, "stress")
         check_binary(self.powerloss, "powerloss")
+        self.prepare_folders()
+        self.identity = build_identity({"stress": self.stress, "powerloss": self.powerloss})
+        info = stress_info(self.bin["@STRESS@"], self.engine_args)
+        self.defaults = info["options"]
+        self.catalogue = info["catalogue"]
+        pinned = self.pins()
+        unsupported, refused = self.probe_values(pinned)
+        self.unsupported = sorted(unsupported, key=str)
+        self.cfg = Config(
+            self.defaults,
+            unsupported,
+            classes,
+            pinned,
+            a.measure,
+            a.threads,
+            a.max_key,
+            known=self.defaults.keys(),
+            swarm=not getattr(a, "no_swarm", False),
+            engine=a.engine,
+            refused=refused,
+            engine_pins=self.engine_pins,
+        )
+        self.p.log_f = open(os.path.join(self.report_dir, "log.txt"), "a")
+        self.jsonl = open(os.path.join(self.report_dir, "iterations.jsonl"), "a")
+        self.note_unsupported(unsupported)
+
+    def prepare_folders(self):
+        """The run's report folder (claimed: it belongs to one run) and work
+        folder, and its copies of the binaries in the work folder."""
+        a = self.a
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         self.report_dir = os.path.abspath(
             a.report_dir
@@ -112,11 +142,13 @@ class CrashTest:
         }
         shutil.copy2(self.stress, self.bin["@STRESS@"])
         shutil.copy2(self.powerloss, self.bin["@POWERLOSS@"])
-        self.identity = build_identity({"stress": self.stress, "powerloss": self.powerloss})
-        info = stress_info(self.bin["@STRESS@"], self.engine_args)
-        self.defaults = info["options"]
-        self.catalogue = info["catalogue"]
-        pinned = self.pins()
+
+    def probe_values(self, pinned):
+        """Ask stress about the draw's values (a tiny run each, in a probe
+        folder of the work folder).  PINNED (the --set values) gets the
+        engine's own pins added, and must be accepted.  Returns (the values
+        stress does not support, what the engine refuses: engine_refuses)."""
+        a = self.a
         probe_dir = tempfile.mkdtemp(prefix="probe-", dir=self.work)
         results = (
             probe_support(self.bin["@STRESS@"], probe_dir, list(PROBED))
@@ -140,23 +172,10 @@ class CrashTest:
                     "--set %s=%s: %s does not support it yet (%s)"
                     % (name, value, self.stress, results[(name, value)][1])
                 )
-        self.unsupported = sorted(unsupported, key=str)
-        self.cfg = Config(
-            self.defaults,
-            unsupported,
-            classes,
-            pinned,
-            a.measure,
-            a.threads,
-            a.max_key,
-            known=self.defaults.keys(),
-            swarm=not getattr(a, "no_swarm", False),
-            engine=a.engine,
-            refused=refused,
-            engine_pins=self.engine_pins,
-        )
-        self.p.log_f = open(os.path.join(self.report_dir, "log.txt"), "a")
-        self.jsonl = open(os.path.join(self.report_dir, "iterations.jsonl"), "a")
+        return unsupported, refused
+
+    def note_unsupported(self, unsupported):
+        """The line that names the values left out of the draw, if any."""
         if unsupported:
             by = {}
             for name, value in sorted(unsupported, key=str):

@@ -371,7 +371,6 @@ kept or rejected and why; the original and shrunk measures), and the
 final command printed.  The op trace's format is docs/formats.md's
 (stress/trace.c writes and parses it)."""
 
-import json
 import os
 import shlex
 import shutil
@@ -398,7 +397,6 @@ from .common import (
     EXIT_INTERRUPTED,
     EXIT_PASS,
     INTERRUPTED,
-    META_VERSION,
     REPO,
     UsageError,
     nice_path,
@@ -409,7 +407,7 @@ from .folders import WORK_PREFIX, make_work_dir, remove_work_dir
 from .output import Printer
 from .params import FAULT_OPTIONS, same_value
 from .procs import STOP, Stopped, die_with_parent
-from .repro import failing_key
+from .repro import failing_key, read_meta
 from .seeds import derive
 from .freshpass import FreshPasses
 from .steppass import StepPasses, branch_of, end_unkilled
@@ -430,9 +428,9 @@ NEED = 2
 # three (planted bug witness-at-end-is-damage's one-thread run comes with
 # the 13th).
 SEARCH_SEEDS = 15
-SEARCH_MAX_OPS = (
-    50000  # ... each with at most this many ops (four times it with room for a kill point)
-)
+# ... each with at most this many ops (four times it with room for a kill
+# point)
+SEARCH_MAX_OPS = 50000
 SEARCH_SHARE = 0.35
 # ... then, when the recorded run had several threads and held no snapshot
 # of its own, the same seeds with one held 1 in this many ops (200: the
@@ -497,6 +495,48 @@ RARE_OPS = [
 ]
 
 
+def binary_defaults(binaries):
+    """stress's option defaults, BINARIES (placeholder -> path) checked
+    first; a stress without --trace_ops cannot be shrunk with."""
+    check_binary(binaries["@STRESS@"], "stress")
+    check_binary(binaries["@POWERLOSS@"], "powerloss")
+    defaults = stress_info(binaries["@STRESS@"])["options"]
+    if "trace_ops" not in defaults:
+        raise UsageError(
+            "%s has no --trace_ops: rebuild it (or give --stress-binary)" % binaries["@STRESS@"]
+        )
+    return defaults
+
+
+def recorded_cand(steps, fail_n, d):
+    """The recorded run of failure folder D as a candidate: STEPS up to the
+    failing one FAIL_N, its op step the last workload step up to it (a
+    usage error when there is none)."""
+    w = (
+        fail_n
+        if is_workload(steps[fail_n])
+        else max(
+            [i for i in range(fail_n) if is_workload(steps[i])] or [None],
+            key=lambda x: -1 if x is None else x,
+        )
+    )
+    if w is None:
+        raise UsageError("no workload step before the failure: nothing to shrink")
+    best = Cand(
+        [{k: v for k, v in s.items() if k != "result"} for s in steps[: fail_n + 1]],
+        False,
+        None,
+        w,
+        [(s.get("result") or {}).get("outcome") for s in steps[: fail_n + 1]],
+    )
+    # A shrunk folder replays its own ops.trace (@FOLDER@): shrinking
+    # it again starts from that list.
+    tr = opt_get(best.op["argv"], "replay_ops") or ""
+    if tr.startswith("@FOLDER@/"):
+        best.trace = trace_ops_of(os.path.join(d, tr[len("@FOLDER@/") :]))
+    return best
+
+
 class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
     recorded_threads = 1  # the recorded op step's threads (K6's stand-in; __init__ sets it)
     # (the recorded run, its tries' ops) when the baseline kept an earlier
@@ -509,18 +549,7 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         self.budget = a.budget
         self.t0 = time.monotonic()
         mpath = os.path.join(self.dir, "meta.json")
-        if not os.path.isfile(mpath):
-            raise UsageError(
-                "%s has no meta.json: give the folder of a failed iteration (REPORT/failures/ID)"
-                % a.failure_dir
-            )
-        try:
-            with open(mpath) as f:
-                self.meta = json.load(f)
-        except (OSError, ValueError) as e:
-            raise UsageError("cannot read %s: %s" % (mpath, e))
-        if self.meta.get("crashtest_meta") != META_VERSION:
-            raise UsageError("%s was written by another version of crashtest.py" % mpath)
+        self.meta = read_meta(mpath, a.failure_dir)
         self.failure = self.meta.get("failure")
         if not self.failure:
             raise UsageError("%s records no failure: nothing to shrink" % mpath)
@@ -535,37 +564,8 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
             self.bin["@STRESS@"] = os.path.abspath(a.stress_binary)
         if a.powerloss_binary:
             self.bin["@POWERLOSS@"] = os.path.abspath(a.powerloss_binary)
-        check_binary(self.bin["@STRESS@"], "stress")
-        check_binary(self.bin["@POWERLOSS@"], "powerloss")
-        self.defaults = stress_info(self.bin["@STRESS@"])["options"]
-        if "trace_ops" not in self.defaults:
-            raise UsageError(
-                "%s has no --trace_ops: rebuild it (or give --stress-binary)" % self.bin["@STRESS@"]
-            )
-        steps = self.meta["steps"]
-        fail_n = self.failure["step"]
-        w = (
-            fail_n
-            if is_workload(steps[fail_n])
-            else max(
-                [i for i in range(fail_n) if is_workload(steps[i])] or [None],
-                key=lambda x: -1 if x is None else x,
-            )
-        )
-        if w is None:
-            raise UsageError("no workload step before the failure: nothing to shrink")
-        self.best = Cand(
-            [{k: v for k, v in s.items() if k != "result"} for s in steps[: fail_n + 1]],
-            False,
-            None,
-            w,
-            [(s.get("result") or {}).get("outcome") for s in steps[: fail_n + 1]],
-        )
-        # A shrunk folder replays its own ops.trace (@FOLDER@): shrinking
-        # it again starts from that list.
-        tr = opt_get(self.best.op["argv"], "replay_ops") or ""
-        if tr.startswith("@FOLDER@/"):
-            self.best.trace = trace_ops_of(os.path.join(self.dir, tr[len("@FOLDER@/") :]))
+        self.defaults = binary_defaults(self.bin)
+        self.best = recorded_cand(self.meta["steps"], self.failure["step"], self.dir)
         self.recorded_threads = as_int(opt_get(self.best.op["argv"], "threads"), 2)
         self.best_res = None
         self.log = []  # shrink.json's steps
@@ -577,22 +577,19 @@ class Shrinker(Trials, TracePasses, FreshPasses, MultiPasses, StepPasses):
         self.ntrial = 0
         self.made = {}  # K12: the state a create step left, by its argv
         self.need = NEED
-        self.trials = (
-            TRIALS  # runs per change when not deterministic (K2; MT_TRIALS once K8 kept one)
-        )
+        # runs per change when not deterministic (K2; MT_TRIALS once K8 kept one)
+        self.trials = TRIALS
         self.more = 0  # trials added once one failed (MT_MORE once K8 kept one)
         self.cap = None  # the recorded run's ops: no kept run is larger (K10)
         self.searched = False  # the one-thread seed search of p_threads ran (once)
         self.multi_tried = False  # the multi-thread path ran (once)
         self.multi = None  # what K8 kept: threads, ops per thread, key space, seed, rate
-        self.multi_from = (
-            None  # the state the path started from (K20: resume_multi goes back to it)
-        )
+        # the state the path started from (K20: resume_multi goes back to it)
+        self.multi_from = None
         self.multi_judged = set()  # the path's candidates judged (their signatures; K20 skips them)
         self.last_kept = None  # the shrunk run's last step kept on several trials (settle sets it)
-        self.kept_trials = (
-            []
-        )  # (step n, candidate, result) of each run kept that is not deterministic (K8, K2)
+        # (step n, candidate, result) of each run kept that is not deterministic (K8, K2)
+        self.kept_trials = []
         self.tried = set()  # candidates run already (their signatures: digests)
         self.hang = self.meta.get("hang_seconds", 120)
         # K14: the ops the database's earlier iterations did (None: a folder

@@ -34,9 +34,8 @@ from .trials import trial_paths
 
 SEGMENT_MIN = 65536  # the engine's least log segment (engine.h: a power of two >= 64 KiB)
 CACHE_MIN_PAGES = 16  # the engine's least cache (engine.h: at least 16 pages are used)
-FIRST_XID_MAX = (
-    1 << 23
-)  # the largest first transaction id (engine.h ENG_FIRST_XID_MAX, stress --first_xid)
+# the largest first transaction id (engine.h ENG_FIRST_XID_MAX, stress --first_xid)
+FIRST_XID_MAX = 1 << 23
 # p_values (K21): the value size a fresh traced run is tried with when its
 # values are smaller, and the fewest ops it is tried on: each op then logs
 # more, and a failure that needs so much log written needs fewer ops.
@@ -52,12 +51,43 @@ PIN_POWERLOSS_MAX = 64
 WAL_BLOCK = 4096
 
 
+def undone_writes(state, k):
+    """The writes power-loss variant K undid, from the ledger of run
+    folder STATE (phase powerloss, newest first): [(ledger line, its --pin
+    NAME@OFFSET:BACK=FATE)]."""
+    undone = []
+    for j in ledger_lines_since(os.path.join(state, "ledger")):
+        m = re.search(
+            r"variant=(\d+) write=\d+ back=(\d+)(?: unit=\d+ kept=([0-9a-f]+))?",
+            j.get("note") or "",
+        )
+        if (
+            j.get("phase") == "powerloss"
+            and m
+            and int(m.group(1)) == k
+            and isinstance(j.get("offset"), int)
+            and isinstance(j.get("len"), int)
+        ):
+            undone.append(
+                (
+                    j,
+                    "%s@%d:%s=%s"
+                    % (
+                        j["file"],
+                        j["offset"],
+                        m.group(2),
+                        "tear:" + m.group(3) if m.group(3) else "rollback",
+                    ),
+                )
+            )
+    return undone
+
+
 class TracePasses:
     segments_tried = False  # smaller_segments ran (once a shrink)
     ids_tried = None  # the power-loss steps ids_further last ran with (again once K22 pinned them)
-    cache_tried = (
-        None  # the power-loss steps evict_sooner last ran with (again once K22 pinned them)
-    )
+    # the power-loss steps evict_sooner last ran with (again once K22 pinned them)
+    cache_tried = None
     ddmin_size = 1 << 62  # the chunk size delta debugging last reached (p_ddmin)
 
     def replay_of(self, cand, path):
@@ -450,73 +480,8 @@ class TracePasses:
         if "--pin" in argv or argv[argv.index("--mode") + 1] == "keep":
             return
         state = subst(argv[argv.index("--run-dir") + 1], trial_paths(d))
-        undone = []
-        for j in ledger_lines_since(os.path.join(state, "ledger")):
-            m = re.search(
-                r"variant=(\d+) write=\d+ back=(\d+)(?: unit=\d+ kept=([0-9a-f]+))?",
-                j.get("note") or "",
-            )
-            if (
-                j.get("phase") == "powerloss"
-                and m
-                and int(m.group(1)) == k
-                and isinstance(j.get("offset"), int)
-                and isinstance(j.get("len"), int)
-            ):
-                undone.append(
-                    (
-                        j,
-                        "%s@%d:%s=%s"
-                        % (
-                            j["file"],
-                            j["offset"],
-                            m.group(2),
-                            "tear:" + m.group(3) if m.group(3) else "rollback",
-                        ),
-                    )
-                )
-        got = re.findall(
-            r"file=(\S+) block=(\d+)",
-            (self.best_res.get("results", {}).get(fs) or {}).get("output_tail") or "",
-        )
-        tries = []
-        if got:
-            name, block = got[-1][0], int(got[-1][1])
-            sizes = [opt_get(x["argv"], "page_size") for x in self.best.stress_steps()]
-            bs = (
-                WAL_BLOCK
-                if name.startswith("wal/")
-                else parse_size(
-                    next((v for v in sizes if v), None)
-                    or (self.meta.get("db_params") or {}).get("page_size")
-                    or self.defaults.get("page_size")
-                )
-            )
-            at = [
-                (j, p)
-                for j, p in undone
-                if j["file"] == name
-                and bs
-                and j["offset"] < (block + 1) * bs
-                and block * bs < j["offset"] + j["len"]
-            ]
-            if at:
-                # The lines come newest write first: its last undone write alone, then all of them.
-                tries.append(
-                    (
-                        [at[0][1]],
-                        "the newest write it undid on the block the failure names (%s block %d)"
-                        % (name, block),
-                    )
-                )
-            if len(at) > 1:
-                tries.append(
-                    (
-                        [p for _, p in at],
-                        "the %d writes it undid on the block the failure names (%s block %d)"
-                        % (len(at), name, block),
-                    )
-                )
+        undone = undone_writes(state, k)
+        tries = self.block_pins(undone, fs)
         if (
             undone
             and len(undone) <= PIN_POWERLOSS_MAX
@@ -544,6 +509,55 @@ class TracePasses:
                 "pin_powerloss",
             ):
                 return
+
+    def block_pins(self, undone, fs):
+        """K22's first tries: of UNDONE (undone_writes), those on the block
+        the output of failing step FS names (file=NAME block=N), the newest
+        alone, then all of them: [(pins, what)]."""
+        got = re.findall(
+            r"file=(\S+) block=(\d+)",
+            (self.best_res.get("results", {}).get(fs) or {}).get("output_tail") or "",
+        )
+        if not got:
+            return []
+        tries = []
+        name, block = got[-1][0], int(got[-1][1])
+        sizes = [opt_get(x["argv"], "page_size") for x in self.best.stress_steps()]
+        bs = (
+            WAL_BLOCK
+            if name.startswith("wal/")
+            else parse_size(
+                next((v for v in sizes if v), None)
+                or (self.meta.get("db_params") or {}).get("page_size")
+                or self.defaults.get("page_size")
+            )
+        )
+        at = [
+            (j, p)
+            for j, p in undone
+            if j["file"] == name
+            and bs
+            and j["offset"] < (block + 1) * bs
+            and block * bs < j["offset"] + j["len"]
+        ]
+        if at:
+            # The lines come newest write first: its last undone write alone, then all of them.
+            tries.append(
+                (
+                    [at[0][1]],
+                    "the newest write it undid on the block the failure names (%s block %d)"
+                    % (name, block),
+                )
+            )
+        if len(at) > 1:
+            tries.append(
+                (
+                    [p for _, p in at],
+                    "the %d writes it undid on the block the failure names (%s block %d)"
+                    % (len(at), name, block),
+                )
+            )
+        return tries
 
     def p_types(self):
         """Before ddmin's chunks: every op of one type removed (the most

@@ -40,9 +40,9 @@ MAX_ASIDE = 5  # different failures kept aside (K1)
 # repro of a shrunk run that is not deterministic (K8): at least this
 # many tries ...
 MT_REPRO_TRIES = 8
-MT_REPRO_MAX = (
-    24  # ... and at most this many: enough that MT_REPRO_EXPECT reproduce at its observed rate
-)
+# ... and at most this many: enough that MT_REPRO_EXPECT reproduce at its
+# observed rate
+MT_REPRO_MAX = 24
 MT_REPRO_EXPECT = 3
 # Options that kill a stress process or fail its fsyncs (K12: a step with
 # one is never reused).
@@ -86,9 +86,9 @@ HANG_SECONDS = (10, 3)
 # /dev/shm).  Trials that are not deterministic stay on the work
 # directory's disk, where their races are timed as the recorded run's were.
 RAM_DIR = "/dev/shm"
-DEADLINE_GRACE = (
-    60  # seconds past the budget a trial's stress step is stopped at (an error, not a hang)
-)
+# seconds past the budget a trial's stress step is stopped at (an error, not a
+# hang)
+DEADLINE_GRACE = 60
 RAM_MIN_FREE = 2 << 30  # bytes free below which a trial goes to disk instead
 
 
@@ -133,14 +133,14 @@ def trial_paths(t):
 
 
 class Trials:
-    history = (
-        0  # the ops that grew the recorded run's database (K14; the Shrinker's __init__ sets it)
-    )
+    # the ops that grew the recorded run's database (K14; the Shrinker's __init__
+    # sets it)
+    history = 0
     multi = None  # what the multi-thread path kept, its step among them (K8; multipass sets it)
     hung = ()  # the changes (attempt's WHAT) a trial of which hung, the failure another kind (K25)
-    larger_trace = (
-        None  # (ops, path): the last attempt's smallest traced try that K10 refused (p_threads)
-    )
+    # (ops, path): the last attempt's smallest traced try that K10 refused
+    # (p_threads)
+    larger_trace = None
 
     def p_hang(self):
         """K18: for a hang, every stress step's --hang_seconds down to
