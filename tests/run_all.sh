@@ -6,6 +6,7 @@
 #   - tools/deps_graph.py --quiet                 (one test: the tree's shape)
 #   - tools/py_function_length.py --quiet         (one test: no Python function over 80 lines)
 #   - tools/c_function_length.py                  (one test: no C function over 120 lines)
+#   - tools/py_style.py black, flake8             (one test each: the Python style)
 #   - clang-format --dry-run over the C files     (one test: the house style)
 #   - the libFuzzer target for FUZZ_SECONDS       (one test: no crash found)
 # Environment: BUILD (default build), FUZZ_SECONDS (default 20).
@@ -96,6 +97,18 @@ if python3 tools/c_function_length.py; then
 else
   add 0 1; echo "not ok c_function_length"
 fi
+
+# The Python style (pyproject.toml, .flake8; make lint runs both, make
+# format applies black).  A tool that is missing fails its test, naming
+# the Debian package to install.
+for tool in black flake8; do
+  echo "== $tool"
+  if python3 tools/py_style.py "$tool" >"$log/$tool.out" 2>&1; then
+    add 1 0; echo "ok $tool"
+  else
+    add 0 1; head -n 30 "$log/$tool.out"; echo "not ok $tool (make lint)"
+  fi
+done
 
 # The house style (.clang-format; make format applies it).
 echo "== clang_format"
