@@ -61,7 +61,11 @@
  *       or a page flip of any process, before a crash too, whose block
  *       still hashes to what the flip made of it (vd_mark_present), and
  *       that no report matched, escaped the checks that exist to find it:
- *       swallowed (a failure), or undetectable when measured.
+ *       swallowed (a failure), or undetectable when measured.  A data
+ *       block at or past the high-water mark of the final verify is no
+ *       part of the database (never written as far as the engine knows,
+ *       so never read: the blocks of a batch a crash cut, written before
+ *       their allocation was logged): damage there is masked.
  *   V4c a database that did not open has no final verify, so V4b asks the
  *       engine's page reader instead: each data block whose injected
  *       damage is provably still there (the fault library's D1-D4 for
@@ -331,6 +335,11 @@ void vd_set_crash_check(vd_ctx *v, int crash_check);
 /* Reopening this process's own failed (poisoned) handle did not open the
  * database: recovery without a crash failed (V8). */
 void vd_note_reopen_failed(vd_ctx *v);
+/* V4b: the data file's high-water mark when the final verify read it
+ * (the closed files' control file).  Damage at or past it is outside the
+ * database, never read: vd_mark_present and vd_note_damage_present leave
+ * it out (masked).  Call before them; unset, every block counts. */
+void vd_note_final_hwm(vd_ctx *v, uint64_t hwm);
 /* V4b: this process's ledger line SEQ put damage into the data file that
  * is still there after the final verify of the closed files (the fault
  * library's flt_damage_present).  Call after the ledger lines are added. */

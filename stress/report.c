@@ -246,6 +246,21 @@ static void mark_flipped_pages_present(vd_ctx *v, const char *db, uint32_t ps) {
     if (fd >= 0) close(fd);
 }
 
+static void ignore_report(void *ctx, const st_corruption *r) {
+    (void)ctx;
+    (void)r;
+}
+
+/* V4b: the high-water mark of the closed files the final verify read (the
+ * control file's, through the engine's page reader), or UINT64_MAX when
+ * the engine has no such reader or its control file does not check. */
+static uint64_t final_hwm(st_driver *d) {
+    uint64_t hwm = UINT64_MAX;
+    if (!d->E->check_block) return UINT64_MAX;
+    int st = d->E->check_block(d->o.db, 0, ignore_report, NULL, &hwm);
+    return st == ST_OK || st == ST_CORRUPTION ? hwm : UINT64_MAX;
+}
+
 /* Feed the judge everything this run knows: the ledger lines not yet
  * judged (carried ones from a crashed run first), the reports and the
  * observations; settle.  *TRACE_HASH: the per-thread op hashes and this
@@ -275,6 +290,7 @@ vd_ctx *st_judge(st_driver *d, vd_result *res, uint64_t *trace_hash) {
     pthread_mutex_unlock(&d->mu);
     vd_set_crash_check(v, d->crash_check);
     if (d->reopen_failed) vd_note_reopen_failed(v);
+    if (d->final_verified) vd_note_final_hwm(v, final_hwm(d));
     for (size_t i = 0; i < d->ndamage; i++) vd_note_damage_present(v, (int64_t)d->damage[i]);
     if (d->final_verified) mark_flipped_pages_present(v, d->o.db, d->eo.page_size);
     vd_settle(v, res);

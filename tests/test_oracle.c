@@ -816,6 +816,40 @@ Test(oracle_verdict, damage_still_on_disk_after_the_final_verify_is_swallowed_no
     vd_free(v);
 }
 
+/* V4b at the high-water mark: a block at or past the mark of the final
+ * verify is outside the database (the overflow pages of a batch a crash
+ * cut, written before their allocation was logged, lie past it after
+ * recovery), so a zeroed or flipped block there is masked; one block
+ * below the mark is the database's, and damage there that nothing
+ * reported is swallowed (hides: zero-page-last-block-fresh's block + 1
+ * comparison, and any reader that takes the last block for a fresh one). */
+Test(oracle_verdict, damage_past_the_final_high_water_mark_is_outside_the_database) {
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_PAGE] = c.class_on[VD_ZERO_PAGE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"seq\":0,\"class\":\"zero_page\",\"file\":\"data\",\"block\":125}", 1);
+    vd_add_ledger_line(v, "{\"seq\":1,\"class\":\"zero_page\",\"file\":\"data\",\"block\":126}", 1);
+    vd_add_ledger_line(v, "{\"seq\":2,\"class\":\"bitflip_page\",\"file\":\"data\",\"block\":147}", 1);
+    vd_add_ledger_line(v, "{\"seq\":0,\"class\":\"zero_page\",\"file\":\"data\",\"block\":130}", 0);
+    vd_note_final_hwm(v, 126);
+    for (size_t k = 0; k < 3; k++) vd_mark_present(v, k);
+    vd_note_damage_present(v, 0);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_ZERO_PAGE].swallowed, 1, "block 125, below the mark");
+    cr_assert_eq(res.cls[VD_ZERO_PAGE].masked, 2, "blocks 126 and 130, at and past it");
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].masked, 1);
+    cr_assert_not(res.pass);
+    vd_free(v);
+    /* Without the mark (an engine with no page reader) every block counts. */
+    v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"seq\":1,\"class\":\"zero_page\",\"file\":\"data\",\"block\":126}", 1);
+    vd_mark_present(v, 0);
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_ZERO_PAGE].swallowed, 1);
+    vd_free(v);
+}
+
 /* Hides (V1d): a broken zero-page rule or page checksum, when a structure
  * check that happens to trip over the same damaged page gets the credit:
  * the damage counts as detected although its detector never fired. */
