@@ -46,7 +46,16 @@ UNSTABLE_FAULTS = []
 # faults/faults.h; docs/fault-classes.md): the final table.
 CLASS_ORDER = list(FAULTS) + ["power_loss", "kill", "unattributed"]
 OUTCOMES = ["injected", "detected", "repaired", "masked", "undetectable", "unrecoverable_by_design"]
-FAILURE_KEYS = ["wrong_value", "lost", "resurrected", "false_alarm", "swallowed", "unrecoverable", "crash", "hang"]
+FAILURE_KEYS = [
+    "wrong_value",
+    "lost",
+    "resurrected",
+    "false_alarm",
+    "swallowed",
+    "unrecoverable",
+    "crash",
+    "hang",
+]
 
 # Stratified cache flips: half the iterations (a stream of
 # their own) take the width from the iteration index (the seed's low bits,
@@ -84,7 +93,10 @@ ENGINES = ("ours", "rocksdb", "sqlite")
 # says so, before it is drawn.
 ENGINE_CHOICES = {
     "rocksdb": {"rocksdb_wal_recovery_mode": [0, 2, 2, 3]},
-    "sqlite": {"sqlite_journal_mode": ["wal", "wal", "delete"], "sqlite_synchronous": ["full", "full", "normal", "extra"]},
+    "sqlite": {
+        "sqlite_journal_mode": ["wal", "wal", "delete"],
+        "sqlite_synchronous": ["full", "full", "normal", "extra"],
+    },
 }
 
 # Creation-time options drawn besides DB_CHOICES (draw_db_params).
@@ -96,7 +108,8 @@ FIRST_XID_RANGE = (1000, 1 << 20)
 # open to the next).
 ITER_CHOICES = {
     "threads": [1, 2, 2, 4],
-    "cache_pages": [32, 64, 256, 1024, 8192],  # cache_size = pages * page_size: tiny to above the database
+    # cache_size = pages * page_size: tiny to above the database
+    "cache_pages": [32, 64, 256, 1024, 8192],
     "full_page_writes": [1, 1, 1, 0],
     "wal_log_hints": [0, 1],
     "wal_compression": ["none", "zstd"],
@@ -133,8 +146,13 @@ OP_MIXES = [(45, 30, 10, 10), (10, 60, 15, 5), (70, 15, 5, 8), (20, 20, 10, 10),
 # other iterations draw exactly what they drew without it.
 SWARM_SHARE = 0.5
 # Op kinds -> the stress option of their share (batches: the rest of 100).
-SWARM_OPS = [("read", "readpercent"), ("put", "writepercent"), ("delete", "delpercent"), ("scan", "iterpercent"),
-             ("batch", None)]
+SWARM_OPS = [
+    ("read", "readpercent"),
+    ("put", "writepercent"),
+    ("delete", "delpercent"),
+    ("scan", "iterpercent"),
+    ("batch", None),
+]
 # A swarm always writes: put or batch on (deletes alone empty the key
 # space and then do nothing).
 SWARM_WRITERS = ("put", "batch")
@@ -217,24 +235,56 @@ DELAY_CHOICES = {"delay_one_in": [10, 50, 200, 1000], "delay_max_us": [100, 1000
 DELAY_SITES_SHARE = 0.75
 DELAY_SITE_ODDS = 0.25
 DELAY_HOT_ONE_IN = [2, 5, 20]
-DELAY_SITES = ["delay/wal/before_sync", "delay/wal/before_publish", "delay/commit/before_publish",
-               "delay/checkpoint/after_redo_point", "delay/checkpoint/before_control",
-               "delay/bufpool/before_write_back", "delay/bufpool/before_latch_release",
-               "hook/read/before", "hook/read/after", "hook/write/before", "hook/write/after",
-               "hook/sync/before", "hook/sync/after"]
+DELAY_SITES = [
+    "delay/wal/before_sync",
+    "delay/wal/before_publish",
+    "delay/commit/before_publish",
+    "delay/checkpoint/after_redo_point",
+    "delay/checkpoint/before_control",
+    "delay/bufpool/before_write_back",
+    "delay/bufpool/before_latch_release",
+    "hook/read/before",
+    "hook/read/after",
+    "hook/write/before",
+    "hook/write/after",
+    "hook/sync/before",
+    "hook/sync/after",
+]
 DELAY_OPTIONS = tuple(DELAY_CHOICES) + ("delay_sites",)
 
 # Option values whose support the binary is asked about before a run
 # (stress exits 2 for a value its engine does not support yet; a kernel
 # without io_uring makes "uring" fail to open).
-PROBED = [("wal_log_hints", 1)] + [("block_protection_bytes_per_key", w) for w in (1, 2, 4, 8)] + \
-         [("io_backend", "uring")]
+PROBED = (
+    [("wal_log_hints", 1)]
+    + [("block_protection_bytes_per_key", w) for w in (1, 2, 4, 8)]
+    + [("io_backend", "uring")]
+)
 
 # Options crashtest manages itself: --set may not pin them.
-MANAGED = {"db", "expected_values_dir", "run_dir", "report", "seed", "destroy_db_initially",
-           "verification_only", "crash_at_end", "duration", "ops_per_thread", "max_key", "help",
-           "list_fault_points", "sync_fault_injection", "kill_random_test", "kill_points", "hang_seconds",
-           "reopen", "cache_pages", "engine", "faults_via"}
+MANAGED = {
+    "db",
+    "expected_values_dir",
+    "run_dir",
+    "report",
+    "seed",
+    "destroy_db_initially",
+    "verification_only",
+    "crash_at_end",
+    "duration",
+    "ops_per_thread",
+    "max_key",
+    "help",
+    "list_fault_points",
+    "sync_fault_injection",
+    "kill_random_test",
+    "kill_points",
+    "hang_seconds",
+    "reopen",
+    "cache_pages",
+    "engine",
+    "faults_via",
+}
 
 # Options shown in an iteration's line only when they differ from stress's
 # defaults; these never are (they are bookkeeping).
@@ -248,7 +298,11 @@ PAGE_CLASSES = {"bitflip_page", "bitflip_inflight", "torn_write", "misdirected_w
 # divided for rarer points.  Mode 3 reopens without a kill.
 KILL_MODES = [
     ("all points", None, (10000, 10000000)),
-    ("write-back, checkpoint and control points", ["kill/page/", "kill/checkpoint/", "kill/control/"], (10, 10000)),
+    (
+        "write-back, checkpoint and control points",
+        ["kill/page/", "kill/checkpoint/", "kill/control/"],
+        (10, 10000),
+    ),
     ("checkpoint and control points", ["kill/checkpoint/", "kill/control/"], (3, 300)),
     ("reopen without a kill", None, None),
 ]
@@ -258,8 +312,10 @@ KILL_MODES = [
 # holds the log's or the commit path's points: a 5-minute simple run never
 # hit kill/wal/*, and with the log group alone a 10-minute one missed
 # kill/commit/between_ops (reached only between the ops of a batch).
-NARROW_KILL_MODES = [("log write and sync points", ["kill/wal/"], (20, 20000)),
-                     ("commit points", ["kill/commit/"], (20, 20000))]
+NARROW_KILL_MODES = [
+    ("log write and sync points", ["kill/wal/"], (20, 20000)),
+    ("commit points", ["kill/commit/"], (20, 20000)),
+]
 RECOVERY_PREFIX = "kill/recovery/"
 
 POWERLOSS_MODES = [("rollback", 3), ("tear", 2), ("mixed", 3), ("keep", 1)]
@@ -349,9 +405,16 @@ def sanitize(params, pinned=(), measure=False, protection_widths=(1, 2, 4, 8)):
             if why == "full_page_writes off" and "full_page_writes" not in pinned:
                 p["full_page_writes"] = 1
                 notes.append("full_page_writes on for the pinned %s" % opt)
-            elif why.startswith("no per-KV") and "block_protection_bytes_per_key" not in pinned and protection_widths:
+            elif (
+                why.startswith("no per-KV")
+                and "block_protection_bytes_per_key" not in pinned
+                and protection_widths
+            ):
                 p["block_protection_bytes_per_key"] = protection_widths[0]
-                notes.append("block_protection_bytes_per_key=%s for the pinned %s" % (protection_widths[0], opt))
+                notes.append(
+                    "block_protection_bytes_per_key=%s for the pinned %s"
+                    % (protection_widths[0], opt)
+                )
             else:
                 notes.append("pinned %s makes a measuring run (%s)" % (opt, why))
             continue
@@ -364,8 +427,21 @@ class Config:
     """What the draw needs to know: the binary's defaults and supported
     values, the mode's sizes, the user's pins and fault selection."""
 
-    def __init__(self, defaults=None, unsupported=(), fault_classes=None, pinned=None, measure=False,
-                 threads=0, max_key=20000, known=None, swarm=True, engine=ENGINES[0], refused=(), engine_pins=None):
+    def __init__(
+        self,
+        defaults=None,
+        unsupported=(),
+        fault_classes=None,
+        pinned=None,
+        measure=False,
+        threads=0,
+        max_key=20000,
+        known=None,
+        swarm=True,
+        engine=ENGINES[0],
+        refused=(),
+        engine_pins=None,
+    ):
         self.defaults = dict(defaults or {})
         self.engine = engine
         # The options that choose the engine and its door (--engine,
@@ -385,17 +461,24 @@ class Config:
         self.swarm = swarm  # False: no iteration draws a swarm (--no-swarm)
 
     def choices(self, name, values):
-        ok = [v for v in values if (name, v) not in self.unsupported
-              and (name, str(v)) not in self.unsupported]
+        ok = [
+            v
+            for v in values
+            if (name, v) not in self.unsupported and (name, str(v)) not in self.unsupported
+        ]
         return ok or [values[0]]
 
     def known(self, name):
         """The binary has option --NAME (a newer or older driver may lack
         some of the table's)."""
-        return (self.known_options is None or name in self.known_options) and name not in self.refused
+        return (
+            self.known_options is None or name in self.known_options
+        ) and name not in self.refused
 
     def protection_widths(self):
-        return [w for w in (1, 2, 4, 8) if ("block_protection_bytes_per_key", w) not in self.unsupported]
+        return [
+            w for w in (1, 2, 4, 8) if ("block_protection_bytes_per_key", w) not in self.unsupported
+        ]
 
 
 def draw_db_params(seed, cfg):
@@ -431,7 +514,11 @@ def drawn_options():
     """(stress option, values) of every option the draws may set besides
     the fault classes: what an engine is asked whether it takes."""
     out = [(k, v) for k, v in DB_CHOICES.items()] + [(k, v) for k, v in ITER_CHOICES.items()]
-    out += [("value_size_min", [8]), ("large_value_size", [16384]), ("first_xid", [FIRST_XID_RANGE[0]])]
+    out += [
+        ("value_size_min", [8]),
+        ("large_value_size", [16384]),
+        ("first_xid", [FIRST_XID_RANGE[0]]),
+    ]
     out += [opt_values for opt_values in SWARM_FEATURES.values()] + list(DELAY_CHOICES.items())
     out += [("delay_sites", [DELAY_SITES[0]]), ("fault_files", SWARM_FILE_KINDS)]
     return out
@@ -459,12 +546,12 @@ def engine_consistent(p, pinned):
     SQLite makes durable (a directory fsync) under EXTRA alone (SQLite
     docs, PRAGMA synchronous).  The other pairs promise no commit durable
     at its return (sync_mode off: stress asks the adapter what is) and are
-    judged for consistency and for what the adapter says is durable.  RocksDB's WAL recovery modes 0 (tolerate a
-    corrupted tail) and 3 (skip any corrupted record) promise a consistent
-    state only when no unsynced write lies before the log's end: with
-    sync off a power loss leaves holes in the middle of the log, which
-    mode 0 refuses to open and mode 3 replays past (RocksDB wiki, WAL
-    Recovery Modes), so they run with every commit synced.  Mode 2 (point
+    judged for consistency and for what the adapter says is durable.  RocksDB's
+    WAL recovery modes 0 (tolerate a corrupted tail) and 3 (skip any corrupted
+    record) promise a consistent state only when no unsynced write lies before
+    the log's end: with sync off a power loss leaves holes in the middle of the
+    log, which mode 0 refuses to open and mode 3 replays past (RocksDB wiki,
+    WAL Recovery Modes), so they run with every commit synced.  Mode 2 (point
     in time) with sync off recovered states that are no prefix of the
     history, an open lead (docs/findings/rocksdb-point-in-time-after-
     unsynced-writes.md: RocksDB's or the door's power-loss model), so it
@@ -480,7 +567,9 @@ def engine_consistent(p, pinned):
         elif p.get("sync_mode") == "off":
             p["sync_mode"] = "group"
     sync = p.get("sqlite_synchronous", "full")
-    no_durable_commit = sync == "normal" or (p.get("sqlite_journal_mode") == "delete" and sync != "extra")
+    no_durable_commit = sync == "normal" or (
+        p.get("sqlite_journal_mode") == "delete" and sync != "extra"
+    )
     if p.get("engine") == "sqlite" and no_durable_commit and "sync_mode" not in pinned:
         p["sync_mode"] = "off"
     return p
@@ -511,19 +600,8 @@ def draw_swarm(seed, cfg):
     rng = Rng(derive(seed, "swarm"))
     if not rng.chance(SWARM_SHARE):
         return None
-    ops = {}
-    for kind, _ in SWARM_OPS:
-        on = rng.chance(0.5)
-        w = rng.choice(SWARM_OP_WEIGHTS)
-        ops[kind] = w if on else 0
-    writer = rng.choice(SWARM_WRITERS)
-    if not any(ops[k] for k in SWARM_WRITERS):
-        ops[writer] = rng.choice(SWARM_OP_WEIGHTS)
-    features = {}
-    for name, (_, rates) in SWARM_FEATURES.items():
-        on = rng.chance(0.5)
-        rate = rng.choice(rates)
-        features[name] = rate if on else 0
+    ops = swarm_ops(rng)
+    features = swarm_features(rng)
     on = rng.chance(0.5)
     n = rng.choice(SWARM_REOPENS)
     reopen = n if on else 0
@@ -540,8 +618,51 @@ def draw_swarm(seed, cfg):
         v = rng.choice(values)
         if on:
             faults[c] = v
-    # Drawn after everything else, and whatever is on, so every draw above
-    # is what it was without it.
+    hot, files = swarm_aim(rng, faults)
+    tiny_cache_on = rng.chance(SWARM_TINY_CACHE_SHARE)  # last, as the aim
+    tiny_cache = rng.choice(SWARM_TINY_CACHE_PAGES)
+    return {
+        "ops": ops,
+        "features": features,
+        "reopen": reopen,
+        "max_key": max_key,
+        "threads": threads,
+        "faults": faults,
+        "hot": hot,
+        "files": files,
+        "cache_pages": tiny_cache if tiny_cache_on else None,
+    }
+
+
+def swarm_ops(rng):
+    """A swarm's op kinds, from RNG: kind -> weight (0: off), a coin and a
+    weight per kind, then a writer turned on if no writer is."""
+    ops = {}
+    for kind, _ in SWARM_OPS:
+        on = rng.chance(0.5)
+        w = rng.choice(SWARM_OP_WEIGHTS)
+        ops[kind] = w if on else 0
+    writer = rng.choice(SWARM_WRITERS)
+    if not any(ops[k] for k in SWARM_WRITERS):
+        ops[writer] = rng.choice(SWARM_OP_WEIGHTS)
+    return ops
+
+
+def swarm_features(rng):
+    """A swarm's rare features, from RNG: feature -> one_in (0: off)."""
+    features = {}
+    for name, (_, rates) in SWARM_FEATURES.items():
+        on = rng.chance(0.5)
+        rate = rng.choice(rates)
+        features[name] = rate if on else 0
+    return features
+
+
+def swarm_aim(rng, faults):
+    """Where a swarm's FAULTS (class -> one_in, changed in place) are
+    aimed, from RNG: (the class run hot or None, the file kind the I/O
+    classes strike or None).  Drawn after everything else, and whatever is
+    on, so every draw before is what it was without them."""
     hot_on = rng.chance(SWARM_HOT_SHARE)
     hot_k = rng.below(len(FAULTS))
     hot_div = rng.choice(SWARM_HOT_DIVS)
@@ -556,11 +677,7 @@ def draw_swarm(seed, cfg):
         for c in IO_CLASSES:
             if c in faults and c != hot:
                 faults[c] = max(2, faults[c] // aim_div)
-    tiny_cache_on = rng.chance(SWARM_TINY_CACHE_SHARE)  # last, as the aim
-    tiny_cache = rng.choice(SWARM_TINY_CACHE_PAGES)
-    return {"ops": ops, "features": features, "reopen": reopen, "max_key": max_key, "threads": threads,
-            "faults": faults, "hot": hot, "files": files if files_on else None,
-            "cache_pages": tiny_cache if tiny_cache_on else None}
+    return hot, files if files_on else None
 
 
 def swarm_percents(ops):
@@ -584,7 +701,9 @@ def apply_swarm(sw, p, cfg):
     if not cfg.threads:
         p["threads"] = sw["threads"]
     if not {opt for _, opt in SWARM_OPS if opt} & set(cfg.pinned):
-        p["readpercent"], p["writepercent"], p["delpercent"], p["iterpercent"] = swarm_percents(sw["ops"])
+        p["readpercent"], p["writepercent"], p["delpercent"], p["iterpercent"] = swarm_percents(
+            sw["ops"]
+        )
     for name, (opt, _) in SWARM_FEATURES.items():
         p[opt] = sw["features"][name]
 
@@ -597,20 +716,26 @@ def swarm_record(sw, params, max_key, reopen):
     reopens), or None for an iteration without a swarm."""
     if sw is None:
         return None
+
     def num(k):
         try:
             return int(params.get(k, 0) or 0)
         except (TypeError, ValueError):
             return 0
+
     # An option the binary lacks (absent from PARAMS) is left out: the
     # record says what ran, not what was drawn.
     shares = {kind: num(opt) for kind, opt in SWARM_OPS if opt and opt in params}
     if len(shares) == len(SWARM_OPS) - 1:
         shares["batch"] = max(0, 100 - sum(shares.values()))
     feats = {n: num(opt) for n, (opt, _) in SWARM_FEATURES.items() if opt in params}
-    rec = {"ops": shares, "features": dict(feats, reopen=int(reopen or 0)),
-           "max_key": int(max_key), "threads": num("threads") or None,
-           "faults": sorted(c for c, (opt, _) in FAULTS.items() if num(opt))}
+    rec = {
+        "ops": shares,
+        "features": dict(feats, reopen=int(reopen or 0)),
+        "max_key": int(max_key),
+        "threads": num("threads") or None,
+        "faults": sorted(c for c, (opt, _) in FAULTS.items() if num(opt)),
+    }
     hot = sw.get("hot")
     if hot and num(FAULTS[hot][0]):
         rec["hot"] = "%s 1/%d" % (hot, num(FAULTS[hot][0]))
@@ -642,10 +767,15 @@ def swarm_text(rec):
     on = " ".join(("%s x%d" if n == "reopen" else "%s 1/%d") % (n, v) for n, v in feats if v)
     off = ",".join(n for n, v in feats if not v)
     return "swarm: ops %s; %s%skeys %d; threads %s; faults %s%s%s" % (
-        ops or "none", "on " + on + "; " if on else "", "off " + off + "; " if off else "", rec["max_key"],
-        rec.get("threads") or "?", ",".join(rec.get("faults") or []) or "none",
-        " (hot %s)" % rec["hot"] if rec.get("hot") else "", " on %s files" % rec["files"] if rec.get("files") else "") + \
-        ("; cache %s" % rec["cache"] if rec.get("cache") else "")
+        ops or "none",
+        "on " + on + "; " if on else "",
+        "off " + off + "; " if off else "",
+        rec["max_key"],
+        rec.get("threads") or "?",
+        ",".join(rec.get("faults") or []) or "none",
+        " (hot %s)" % rec["hot"] if rec.get("hot") else "",
+        " on %s files" % rec["files"] if rec.get("files") else "",
+    ) + ("; cache %s" % rec["cache"] if rec.get("cache") else "")
 
 
 def swarm_brief(rec):
@@ -654,9 +784,11 @@ def swarm_brief(rec):
     if not rec:
         return ""
     feats = [n for n, v in swarm_order(rec.get("features") or {}, SWARM_FEATURE_NAMES) if v]
-    return "swarm: %s; %s; %d keys" % (",".join(k for k, v in swarm_order(rec["ops"], SWARM_OP_NAMES) if v)
-                                       or "no ops",
-                                       ",".join(feats) or "no rare feature", rec["max_key"])
+    return "swarm: %s; %s; %d keys" % (
+        ",".join(k for k, v in swarm_order(rec["ops"], SWARM_OP_NAMES) if v) or "no ops",
+        ",".join(feats) or "no rare feature",
+        rec["max_key"],
+    )
 
 
 def draw_delays(seed, cfg):
@@ -735,8 +867,12 @@ def draw_iter_params(seed, cfg, db):
     srng = Rng(derive(seed, "protection stratum"))
     widths = cfg.protection_widths()
     rate = srng.choice(STRATUM_ONE_IN)
-    if srng.chance(0.5) and widths and "bitflip_cache" in cfg.fault_classes \
-            and not {"block_protection_bytes_per_key", "bitflip_cache_one_in"} & set(cfg.pinned):
+    if (
+        srng.chance(0.5)
+        and widths
+        and "bitflip_cache" in cfg.fault_classes
+        and not {"block_protection_bytes_per_key", "bitflip_cache_one_in"} & set(cfg.pinned)
+    ):
         # The width whether or not the binary has the flips (the other
         # draws must not depend on what it lacks).
         p["block_protection_bytes_per_key"] = widths[((seed & 7) >> 1) % len(widths)]
@@ -767,7 +903,9 @@ def iteration_kind(mode, seed):
     return "whitebox", (low >> 1) & 3
 
 
-def draw_plan(seed, mode, interval, params, catalogue, measure=False, max_variants=3, powerloss_modes=None):
+def draw_plan(
+    seed, mode, interval, params, catalogue, measure=False, max_variants=3, powerloss_modes=None
+):
     """The crash plan of one iteration: kind, kill timing or odds, power-loss
     mode and variants, second crash.  Deterministic in SEED.
     POWERLOSS_MODES: the modes the user allows (None: all)."""
@@ -784,8 +922,11 @@ def draw_plan(seed, mode, interval, params, catalogue, measure=False, max_varian
     run_for = max(1, int(round(rng.uniform(0.5 * interval, interval))))
     modes = powerloss_modes_allowed(params, measure)
     if powerloss_modes:
-        modes = [m for m in modes if m in powerloss_modes] or \
-            [m for m in ("rollback", "keep") if m in powerloss_modes] or ["rollback"]
+        modes = (
+            [m for m in modes if m in powerloss_modes]
+            or [m for m in ("rollback", "keep") if m in powerloss_modes]
+            or ["rollback"]
+        )
     pl_mode = weighted(rng, [(m, w) for m, w in POWERLOSS_MODES if m in modes])
     variants = 1
     if rng.chance(1.0 / 3) and max_variants > 1:
@@ -802,8 +943,12 @@ def draw_plan(seed, mode, interval, params, catalogue, measure=False, max_varian
         plan["duration"] = int(kill_at) + 60
         # A second SIGKILL soon after the restart: often inside recovery.
         if second and rng.chance(0.5):
-            plan["second_crash"] = {"how": "sigkill", "after": round(second_after, 3), "powerloss_mode": pl2_mode,
-                                    "powerloss_seed": derive(seed, "powerloss2")}
+            plan["second_crash"] = {
+                "how": "sigkill",
+                "after": round(second_after, 3),
+                "powerloss_mode": pl2_mode,
+                "powerloss_seed": derive(seed, "powerloss2"),
+            }
         return plan
     plan["duration"] = run_for
     name, prefixes, odds = KILL_MODES[kmode]
@@ -822,19 +967,44 @@ def draw_plan(seed, mode, interval, params, catalogue, measure=False, max_varian
         if pts:
             plan["kill_points"] = ",".join(pts)
     if second and recovery_points:
-        plan["second_crash"] = {"how": "kill_point", "kill_random_test": rec_odds,
-                                "kill_points": ",".join(recovery_points), "powerloss_mode": pl2_mode,
-                                "powerloss_seed": derive(seed, "powerloss2")}
+        plan["second_crash"] = {
+            "how": "kill_point",
+            "kill_random_test": rec_odds,
+            "kill_points": ",".join(recovery_points),
+            "powerloss_mode": pl2_mode,
+            "powerloss_seed": derive(seed, "powerloss2"),
+        }
     return plan
 
 
 # Per-mode defaults of the command line (crashtest.cli).
 MODE_DEFAULTS = {
     # duration, interval, max_key, db_iterations, max_variants, hang_seconds, faults
-    "blackbox": dict(duration=3600, interval=15.0, max_key=20000, db_iterations=20, max_variants=3, hang_seconds=120,
-                     faults="all"),
-    "whitebox": dict(duration=3600, interval=15.0, max_key=20000, db_iterations=20, max_variants=3, hang_seconds=120,
-                     faults="all"),
-    "simple": dict(duration=120, interval=3.0, max_key=2000, db_iterations=4, max_variants=2, hang_seconds=60,
-                   faults="stable"),
+    "blackbox": dict(
+        duration=3600,
+        interval=15.0,
+        max_key=20000,
+        db_iterations=20,
+        max_variants=3,
+        hang_seconds=120,
+        faults="all",
+    ),
+    "whitebox": dict(
+        duration=3600,
+        interval=15.0,
+        max_key=20000,
+        db_iterations=20,
+        max_variants=3,
+        hang_seconds=120,
+        faults="all",
+    ),
+    "simple": dict(
+        duration=120,
+        interval=3.0,
+        max_key=2000,
+        db_iterations=4,
+        max_variants=2,
+        hang_seconds=60,
+        faults="stable",
+    ),
 }
