@@ -134,7 +134,7 @@ BUILD = os.environ.get("BUILD", "build")  # as tests/run_all.sh passes it
 
 def binary_or_skip(tc, name):
     """The stress binary of BUILD (NAME: a planted bug's), made first as
-    tests/test_crashtest.py's built() does, so `make test` runs these
+    tests/crashtestrun.py's built() does, so `make test` runs these
     cases instead of skipping them; skipped only when make cannot."""
     path = (
         os.path.join(REPO, BUILD, name, "stress") if name else os.path.join(REPO, BUILD, "stress")
