@@ -1,4 +1,4 @@
-"""Tests of `crashtest.py mutants --harness` (crashtest/mutants.py,
+"""Tests of `crashtest.py mutants --harness` (crashtest/hmutants.py,
 harness_mode; docs/mutants.md, "Harness bugs"): that it counts a catch and
 a miss right, names the suite that caught, refuses to measure against a
 baseline that fails, and never counts a build that does not carry its bug.
@@ -18,7 +18,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from crashtest.mutants import HARNESS_MUTANTS_FILE, read_mutants, suite_failed  # noqa: E402
+from crashtest.hmutants import suite_failed  # noqa: E402
+from crashtest.mutants import HARNESS_MUTANTS_FILE, read_mutants  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
