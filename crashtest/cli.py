@@ -662,7 +662,7 @@ def add_mutants_catalogue_options(m):
         "--suites",
         default=None,
         metavar="LIST",
-        help="with --harness: the suites to run, comma-separated (default: crashtest/mutants.py's "
+        help="with --harness: the suites to run, comma-separated (default: crashtest/hmutants.py's "
         "HARNESS_SUITES)",
     )
     m.add_argument(
