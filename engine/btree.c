@@ -9,6 +9,7 @@
  * the wrong level or type, a pointer past the end, a broken overflow
  * chain) is checked here and reported as structure / overflow corruption.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,7 @@ static void hint_learn(bt_tree *t, bp_frame *f, unsigned slot, unsigned from, un
      * only holder is the reader that loaded it, with the exclusive latch
      * (bufpool.h).  A checksum that fails now is reported; no hint then. */
     if (bp_frame_lazy(f) && (page_hint(f->data, slot) != from || bp_kv_code_lazy(t->bp, f) != ENG_OK)) return;
+    assert(!bp_frame_lazy(f)); /* K0: nothing writes into a lazy leaf, hints included */
     if (page_hint_cas(f->data, slot, from, to)) {
         bp_mark_hint_dirty(f);
         atomic_fetch_add_explicit(&t->hints_set, 1, memory_order_relaxed);

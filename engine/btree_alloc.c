@@ -7,6 +7,7 @@
  * every change here is an action of the writer's operation
  * (btree_wctx.c).
  */
+#include <assert.h>
 #include <string.h>
 
 #include "btree_int.h"
@@ -161,6 +162,9 @@ int bt_alloc_page(bt_wctx *w, bp_frame **out) {
         pa_put_meta(&w->rec, mf.nblocks, mf.freelist);
         rc = bt_act_apply(w, m, at);
     }
+    /* The block count only grows: meta_latch found it equal to the
+     * handle's, and allocation adds one or takes a free block. */
+    assert(mf.nblocks >= atomic_load(&t->nblocks));
     if (rc == ENG_OK) atomic_store(&t->nblocks, mf.nblocks);
     bp_release(t->bp, m, BP_EXCL);
     if (rc) {
@@ -218,6 +222,7 @@ int bt_free_pages(bt_wctx *w, const uint32_t *blocks, int n) {
         if (rc == ENG_OK) mf.freelist = blocks[i];
     }
     if (tr) bp_release(t->bp, tr, BP_EXCL);
+    assert(mf.nblocks == atomic_load(&t->nblocks)); /* freeing never changes the block count */
     if (rc == ENG_OK && (rc = bt_act_begin(w, m, 0, &at)) == ENG_OK) {
         pa_put_meta(&w->rec, mf.nblocks, mf.freelist);
         rc = bt_act_apply(w, m, at);

@@ -4,6 +4,7 @@
  * loaded into the status copy at open (txn.h) and set by the writer as
  * one logged record per commit or abort.
  */
+#include <assert.h>
 #include <stdlib.h>
 
 #include "btree_int.h"
@@ -26,6 +27,7 @@ static int clog_dir_push(bt_tree *t, uint32_t blk) {
 static int clog_get(bt_tree *t, uint32_t i, int mode, bp_frame **out) {
     bp_frame *f;
     *out = NULL;
+    assert(i < t->clog_n); /* a page the directory names */
     int rc = bp_get(t->bp, t->clog_dir[i], mode, &f);
     if (rc) return rc;
     if ((rc = kv_page(t, f)) != ENG_OK) {
@@ -74,6 +76,8 @@ int bt_load_clog(bt_tree *t) {
 int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t *end, int *changed) {
     *changed = 0;
     *end = 0;
+    /* The writer finishes its own id, once: commit or abort (T1, T3) */
+    assert(xid > 0 && (status == CLOG_COMMITTED || status == CLOG_ABORTED));
     const uint32_t per = CLOG_PER_PAGE(t->ps);
     uint64_t pi = xid / per;
     if (pi >= META_CLOG_CAP(t->ps)) return ENG_NOSPACE;
@@ -110,6 +114,7 @@ int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t
         else
             bp_release(t->bp, g, BP_EXCL);
     }
+    assert(rc != ENG_OK || pi < t->clog_n); /* the directory reaches the id's page */
     if (rc == ENG_OK && !f) rc = clog_get(t, (uint32_t)pi, BP_EXCL, &f);
     if (rc == ENG_OK && (rc = bt_act_begin(&w, f, 0, &at)) == ENG_OK) {
         pa_put_clogset(&w.rec, atomic_load(&f->block), (uint32_t)(xid % per), status);

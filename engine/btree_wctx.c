@@ -13,6 +13,7 @@
  * writing them early is harmless, and they are not pinned, which lets an
  * overflow chain larger than the pool pass through it.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,8 @@ int bt_act_begin(bt_wctx *w, bp_frame *f, int creating, size_t *at) {
         bp_pin_again(f);
         atomic_store(&f->pending, 1);
         w->touched[w->ntouched++] = f;
+        /* L1: pinned by the caller's latch and again here, until commit */
+        assert(atomic_load(&f->pin) >= 2);
         bt_tree *t = w->t;
 #ifdef ENG_BROKEN_FPI_SKIPS_PAGE_AT_REDO_LSN
         /* planted bug (tests/mutants.txt): strictly below the redo point,
@@ -118,6 +121,11 @@ int bt_act_apply(bt_wctx *w, bp_frame *f, size_t at) {
     if (w->rec.oom) return ENG_NOMEM;
     const char *why = "";
     uint32_t blk = atomic_load(&f->block);
+    /* The action was just appended after AT; an existing page is pending
+     * until its record is in the log (W-rule); nothing writes into a lazy
+     * leaf (K0: the writer's bp_get codes it). */
+    assert(at >= PA_REC_HDR && at < w->rec.len && !bp_frame_lazy(f));
+    assert(blk >= w->fresh_from || atomic_load(&f->pending));
 #ifdef ENG_BROKEN_KV_CODES_STALE_AFTER_IN_PLACE_EDIT
     const unsigned nslots_before = ph_get_nslots(f->data);
 #endif
@@ -144,13 +152,16 @@ int bt_wctx_commit(bt_wctx *w, int ok) {
     if (ok && w->rec.len > PA_REC_HDR) {
         rc = w->t->cfg.log_append(w->t->cfg.log_ctx, WAL_REC_PAGES, w->rec.p, w->rec.len, &start, &end);
         w->end = end;
+        assert(rc != ENG_OK || end > start);
         if (rc == ENG_OK) {
             for (int i = 0; i < w->ntouched; i++) {
+                assert(atomic_load(&w->touched[i]->pending)); /* registered by bt_act_begin */
                 atomic_store(&w->touched[i]->lsn, end);
                 atomic_store(&w->touched[i]->pending, 0);
             }
         }
     } else if (ok) {
+        assert(w->ntouched == 0); /* a page was registered by an action: the record holds it */
         for (int i = 0; i < w->ntouched; i++) atomic_store(&w->touched[i]->pending, 0);
     }
     for (int i = 0; i < w->ntouched; i++) bp_unpin(w->t->bp, w->touched[i]);

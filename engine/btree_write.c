@@ -6,6 +6,7 @@
  * Each operation is one record of page actions (btree_wctx.c); it takes
  * pages from allocation and writes overflow chains through btree_alloc.c.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -573,6 +574,8 @@ static int do_delete(bt_wctx *w) {
 int bt_apply_op(bt_tree *t, const pa_batch *batch, uint32_t op, uint64_t batch_lsn, int *changed) {
     *changed = 0;
     if (!batch || op >= batch->nops) return ENG_INVALID;
+    /* T1: the writer's id is the only unfinished one, above every finished */
+    assert(batch->seq > txn_last_committed(t->cfg.txn));
     bt_wctx w;
     int rc = bt_wctx_init(&w, t, batch, op, batch_lsn);
     if (rc) return rc;
@@ -589,6 +592,9 @@ int bt_vacuum_leaf(bt_tree *t, const bt_cursor *at_key, uint64_t horizon, uint64
                    bt_vac_stats *st, int *changed) {
     *changed = 0;
     next->set = 0;
+    /* T4: vacuum's horizon is at most the last commit, and it freezes
+     * only below the horizon */
+    assert(horizon <= txn_last_committed(t->cfg.txn) && freeze_below <= horizon + 1);
     fence hi;
     bp_frame *f;
     int rc = bt_descend(t, at_key && at_key->set ? at_key->key : NULL, at_key && at_key->set ? at_key->len : 0, BT_GE,

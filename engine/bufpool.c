@@ -9,6 +9,7 @@
  * both win.  Counters are striped per thread so two readers do not bounce
  * one cache line on every page access.
  */
+#include <assert.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -77,6 +78,7 @@ static inline void count(bp_pool *bp, int which, uint64_t n) {
         unsigned s = atomic_fetch_add(&stripe_seq, 1);
         my_stripe = s < NSTRIPE ? s : NSTRIPE + s % NSTRIPE;
     }
+    assert(my_stripe < 2 * NSTRIPE); /* a counter stripe of the table */
     _Atomic uint64_t *c = &bp->stripes[my_stripe].c[which];
     if (my_stripe < NSTRIPE)
         atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
@@ -106,6 +108,7 @@ void bp_kv_update(bp_pool *bp, bp_frame *f) {
 
 static void kv_drop(bp_pool *bp, bp_frame *f) {
     if (!f->kv_on) return;
+    assert(atomic_load(&bp->kv_pages) > 0); /* a coded frame is counted (bp_kv_update) */
     atomic_fetch_sub(&bp->kv_bytes, (int64_t)kv_memory(f->kv.n, bp->cfg.kv_width));
     atomic_fetch_sub(&bp->kv_keys, (int64_t)f->kv.n);
     atomic_fetch_sub(&bp->kv_pages, 1);
@@ -235,6 +238,25 @@ int bp_kv_check_all(bp_pool *bp, bp_frame *f) {
                              : "entry (key, value, slot or hint bits) differs from its protection code in the cache");
 }
 
+/* L2 in debug builds: how many partition mutexes this thread holds; a
+ * latch is waited for only while it holds none. */
+#ifndef NDEBUG
+static __thread int parts_held;
+#define PARTS_HELD(d) (parts_held += (d))
+#else
+#define PARTS_HELD(d) 0
+#endif
+
+static inline void part_lock(struct part *p) {
+    pthread_mutex_lock(&p->mu);
+    (void)PARTS_HELD(1);
+}
+static inline void part_unlock(struct part *p) {
+    assert(PARTS_HELD(0) > 0);
+    (void)PARTS_HELD(-1);
+    pthread_mutex_unlock(&p->mu);
+}
+
 static inline size_t bucket_of(const bp_pool *bp, uint32_t block) {
     return (size_t)(((uint64_t)block * 0x9E3779B97F4A7C15ull) >> 20) & bp->bucket_mask;
 }
@@ -350,14 +372,22 @@ static void prepare_write(bp_pool *bp, uint32_t block, uint64_t lsn, uint8_t *co
 static bp_frame *pin_if_valid(bp_pool *bp, uint32_t block) {
     size_t b = bucket_of(bp, block);
     struct part *p = part_of(bp, b);
-    pthread_mutex_lock(&p->mu);
+    part_lock(p);
     bp_frame *f = chain_find(bp, b, block);
     if (f && atomic_load(&f->state) == ST_VALID)
         atomic_fetch_add(&f->pin, 1);
     else
         f = NULL;
-    pthread_mutex_unlock(&p->mu);
+    part_unlock(p);
     return f;
+}
+
+/* F's write-back is over (or was never issued): its writing mark, taken
+ * 0 -> 1 by latch_for_write, goes back to 0. */
+static void writing_done(bp_frame *f) {
+    uint8_t was = atomic_fetch_sub(&f->writing, 1);
+    assert(was == 1); /* L6: one write of a frame in flight, and it was ours */
+    (void)was;
 }
 
 /* Share-latch F for its write-back and claim it: 1 when it is to be
@@ -368,6 +398,7 @@ static int latch_for_write(bp_frame *f, int try) {
         if (atomic_load(&f->pending)) return 0;
         if (pthread_rwlock_tryrdlock(&f->latch) != 0) return 0;
     } else {
+        assert(PARTS_HELD(0) == 0); /* L2 */
         pthread_rwlock_rdlock(&f->latch);
     }
     /* Pending: its operation's record is not in the log yet.  The
@@ -394,17 +425,21 @@ static int latch_for_write(bp_frame *f, int try) {
     }
     /* writing is set before dirty clears (L5) */
     if (!atomic_exchange(&f->dirty, 0) || atomic_load(&f->state) != ST_VALID) {
-        atomic_fetch_sub(&f->writing, 1);
+        writing_done(f);
         pthread_rwlock_unlock(&f->latch);
         return 0;
     }
+    /* L3: written pinned and share-latched; W-rule: never while pending
+     * (pending is set only under the exclusive latch, so it stays clear
+     * while this shared latch is held). */
+    assert(atomic_load(&f->pin) > 0 && !atomic_load(&f->pending));
     return 1;
 }
 
 /* Give back a frame latch_for_write claimed, unwritten: dirty again. */
 static void release_unwritten(bp_frame *f) {
     atomic_store(&f->dirty, 1);
-    atomic_fetch_sub(&f->writing, 1);
+    writing_done(f);
     pthread_rwlock_unlock(&f->latch);
 }
 
@@ -478,7 +513,7 @@ static void release_queued(const io_req *reqs, bp_frame **latched, const size_t 
         else if (written)
             written[idx[i]] = 1;
 #endif
-        atomic_fetch_sub(&latched[i]->writing, 1);
+        writing_done(latched[i]);
         pthread_rwlock_unlock(&latched[i]->latch);
     }
 }
@@ -559,6 +594,7 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
             uint32_t zero = 0;
             if (atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
                 if (atomic_load(&f->state) == ST_FREE) {
+                    assert(atomic_load(&f->pin) == 1); /* out of the hash: nobody else can pin it */
                     *out = f;
                     return ENG_OK;
                 }
@@ -599,7 +635,7 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
         }
         size_t b = bucket_of(bp, block);
         struct part *p = part_of(bp, b);
-        pthread_mutex_lock(&p->mu);
+        part_lock(p);
         uint32_t zero = 0;
         if (atomic_load(&f->block) == block && atomic_load(&f->state) == ST_VALID && !atomic_load(&f->dirty) &&
             atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
@@ -608,24 +644,37 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
             if (f->kv_lazy) lazy_fate(bp, 0);
             f->kv_lazy = 0; /* pinned by us alone: no latch holder reads it */
             atomic_store(&f->state, ST_FREE);
-            pthread_mutex_unlock(&p->mu);
+            part_unlock(p);
             count(bp, C_EVICTIONS, 1);
+            /* L4: evicted clean, unpinned (the CAS above) and out of the
+             * hash, so no write of it is in flight and nobody else pins it */
+            assert(atomic_load(&f->pin) == 1 && !atomic_load(&f->writing));
             *out = f;
             return ENG_OK;
         }
-        pthread_mutex_unlock(&p->mu);
+        part_unlock(p);
     }
     return ENG_BUSY; /* every frame pinned: the pool is far too small */
+}
+
+/* What bp_get, bp_new and latch_confirm hand out: F pinned (L1: a latched
+ * frame is pinned, so never evicted), valid, caching BLOCK. */
+static inline int frame_holds(bp_frame *f, uint32_t block) {
+    return atomic_load(&f->pin) > 0 && atomic_load(&f->state) == ST_VALID && atomic_load(&f->block) == block;
 }
 
 /* Latch F in MODE and confirm it still caches BLOCK (it may have failed to
  * load while we waited).  Returns 1 when it does; else unlatched+unpinned. */
 static int latch_confirm(bp_pool *bp, bp_frame *f, uint32_t block, int mode) {
+    assert(PARTS_HELD(0) == 0); /* L2 */
     if (mode == BP_EXCL)
         pthread_rwlock_wrlock(&f->latch);
     else
         pthread_rwlock_rdlock(&f->latch);
-    if (atomic_load(&f->state) == ST_VALID && atomic_load(&f->block) == block) return 1;
+    if (atomic_load(&f->state) == ST_VALID && atomic_load(&f->block) == block) {
+        assert(atomic_load(&f->pin) > 0); /* L1: latched only while pinned */
+        return 1;
+    }
     pthread_rwlock_unlock(&f->latch);
     bp_unpin(bp, f);
     return 0;
@@ -639,7 +688,9 @@ static int latch_hit(bp_pool *bp, bp_frame *f, uint32_t block, int mode, int *rc
     if (!latch_confirm(bp, f, block, mode)) return 0;
     /* A pinned frame is never evicted, so it cannot turn lazy again once
      * coded: the loop ends after one coding. */
+    int codings = 0;
     while (f->kv_lazy) {
+        assert(codings++ == 0); /* K0: coded once, a lazy frame stays coded */
         if (mode == BP_SHARED) {
             pthread_rwlock_unlock(&f->latch);
             if (!latch_confirm(bp, f, block, BP_EXCL)) return 0;
@@ -654,6 +705,7 @@ static int latch_hit(bp_pool *bp, bp_frame *f, uint32_t block, int mode, int *rc
             if (!latch_confirm(bp, f, block, BP_SHARED)) return 0;
         }
     }
+    (void)codings;
     return 1;
 }
 
@@ -662,36 +714,38 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
     size_t b = bucket_of(bp, block);
     struct part *p = part_of(bp, b);
     for (;;) {
-        pthread_mutex_lock(&p->mu);
+        part_lock(p);
         bp_frame *f = chain_find(bp, b, block);
         if (f) {
             atomic_fetch_add(&f->pin, 1);
-            pthread_mutex_unlock(&p->mu);
+            part_unlock(p);
             if (!atomic_load_explicit(&f->ref, memory_order_relaxed))
                 atomic_store_explicit(&f->ref, 1, memory_order_relaxed);
             count(bp, C_HITS, 1);
             int hrc = ENG_OK, got = latch_hit(bp, f, block, mode, &hrc);
             if (got < 0) return hrc;
             if (got) {
+                assert(frame_holds(f, block) && !f->kv_lazy); /* K0: a hit is coded */
                 *out = f;
                 return ENG_OK;
             }
             continue;
         }
-        pthread_mutex_unlock(&p->mu);
+        part_unlock(p);
 
         bp_frame *nf;
         int rc = claim_frame(bp, &nf);
         if (rc != ENG_OK) return rc;
-        pthread_mutex_lock(&p->mu);
+        part_lock(p);
         f = chain_find(bp, b, block);
         if (f) { /* someone loaded it meanwhile: give ours back */
             atomic_fetch_add(&f->pin, 1);
-            pthread_mutex_unlock(&p->mu);
+            part_unlock(p);
             bp_unpin(bp, nf);
             int hrc = ENG_OK, got = latch_hit(bp, f, block, mode, &hrc);
             if (got < 0) return hrc;
             if (got) {
+                assert(frame_holds(f, block) && !f->kv_lazy); /* K0: a hit is coded */
                 *out = f;
                 return ENG_OK;
             }
@@ -705,18 +759,20 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
         nf->hnext = bp->buckets[b];
         bp->buckets[b] = nf;
         /* Never blocks: nobody latches a frame it could not pin (L1). */
+        assert(atomic_load(&nf->pin) == 1); /* ours alone: just claimed, just hashed */
         pthread_rwlock_wrlock(&nf->latch);
-        pthread_mutex_unlock(&p->mu);
+        part_unlock(p);
         count(bp, C_MISSES, 1);
+        assert(!nf->kv_on && !nf->kv_lazy); /* a FREE frame carries no codes (kv_drop) */
 
         page_problem pr;
         rc = read_verify(bp, block, nf->data, &pr);
         if (rc != ENG_OK) {
-            pthread_mutex_lock(&p->mu);
+            part_lock(p);
             chain_remove(bp, b, nf);
             kv_drop(bp, nf);
             atomic_store(&nf->state, ST_FREE);
-            pthread_mutex_unlock(&p->mu);
+            part_unlock(p);
             pthread_rwlock_unlock(&nf->latch);
             bp_unpin(bp, nf);
             if (rc == ENG_CORRUPTION) frame_problem_report(bp, block, &pr);
@@ -739,6 +795,7 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             pthread_rwlock_unlock(&nf->latch);
             if (!latch_confirm(bp, nf, block, mode)) continue;
         }
+        assert(frame_holds(nf, block));
         *out = nf;
         return ENG_OK;
     }
@@ -759,7 +816,7 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
     bp_frame *nf;
     int rc = claim_frame(bp, &nf);
     if (rc != ENG_OK) return rc;
-    pthread_mutex_lock(&p->mu);
+    part_lock(p);
     bp_frame *f = chain_find(bp, b, block);
     if (f) {
         /* A stale image of a block past the end (read as a zero page by a
@@ -768,7 +825,7 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
          * stale meta page or free list): waiting could be waiting on
          * ourselves, so refuse. */
         atomic_fetch_add(&f->pin, 1);
-        pthread_mutex_unlock(&p->mu);
+        part_unlock(p);
         bp_unpin(bp, nf);
         /* A write-back may hold it for the length of one write (a freed
          * page that was dirty): wait that out.  Held for longer, it is in
@@ -788,13 +845,18 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
             bp_unpin(bp, f);
             return ENG_BUSY;
         }
+        /* Still the block's frame in the hash: it was found there pinned,
+         * and a pinned frame is never evicted (L1).  (Not LOADING: its
+         * loader holds the latch until the frame is VALID or FREE.) */
+        assert(atomic_load(&f->block) == block && atomic_load(&f->state) == ST_VALID);
         nf = f;
     } else {
         atomic_store(&nf->block, block);
         nf->hnext = bp->buckets[b];
         bp->buckets[b] = nf;
+        assert(atomic_load(&nf->pin) == 1); /* L1, L2: ours alone, so this never blocks */
         pthread_rwlock_wrlock(&nf->latch);
-        pthread_mutex_unlock(&p->mu);
+        part_unlock(p);
     }
     memset(nf->data, 0, bp->cfg.page_size);
     nf->kv_lazy = 0;
@@ -804,19 +866,24 @@ int bp_new(bp_pool *bp, uint32_t block, bp_frame **out) {
     atomic_store(&nf->dirty, 1);
     atomic_store(&nf->hint_dirty, 0);
     atomic_store(&nf->state, ST_VALID);
+    assert(frame_holds(nf, block));
     *out = nf;
     return ENG_OK;
 }
 
 void bp_release(bp_pool *bp, bp_frame *f, int mode) {
     (void)mode;
+    /* L1: a latched frame is pinned, so it still caches its block */
+    assert(atomic_load(&f->pin) > 0 && atomic_load(&f->state) == ST_VALID);
     pthread_rwlock_unlock(&f->latch);
     bp_unpin(bp, f);
 }
 
 void bp_unpin(bp_pool *bp, bp_frame *f) {
     (void)bp;
-    atomic_fetch_sub_explicit(&f->pin, 1, memory_order_release);
+    uint32_t was = atomic_fetch_sub_explicit(&f->pin, 1, memory_order_release);
+    assert(was > 0); /* pins never go negative: no unpin of an unpinned frame */
+    (void)was;
 }
 
 bp_frame *bp_pin_resident(bp_pool *bp, uint32_t block) { return pin_if_valid(bp, block); }
@@ -907,6 +974,7 @@ int bp_flush_all(bp_pool *bp) {
 int bp_check_block(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) {
     bp_frame *f = pin_if_valid(bp, block);
     if (f) {
+        assert(PARTS_HELD(0) == 0); /* L2 */
         pthread_rwlock_wrlock(&f->latch);
         if (atomic_load(&f->state) == ST_VALID && atomic_load(&f->block) == block) {
             int rc;

@@ -77,6 +77,7 @@
  * checkpoint) until it is reopened: the kernel may have dropped the dirty
  * data, so retrying would lie.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,10 @@ void eng_db_report(void *ctx, const eng_corruption *r) {
     if (db->opts.on_corruption) db->opts.on_corruption(db->opts.on_corruption_ctx, r);
 }
 
+
+#ifndef NDEBUG
+__thread unsigned eng_locks_held;
+#endif
 
 static int poison(eng_db *db, int rc) {
     if (rc == ENG_IOERR || rc == ENG_NOSPACE || rc == ENG_POISONED || rc == ENG_NOMEM) atomic_store(&db->poisoned, 1);
@@ -206,6 +211,13 @@ static void seq_note(eng_db *db, uint64_t end, uint64_t seq) {
         db->ring_len--;
     }
     size_t at = (db->ring_head + db->ring_len) % SEQ_RING;
+    /* Commits are noted in commit order (under the writer lock): the ring
+     * is ascending in both sequence and record end. */
+    if (db->ring_len) {
+        size_t last = (at + SEQ_RING - 1) % SEQ_RING;
+        assert(db->ring[last].seq < seq && db->ring[last].end < end);
+        (void)last;
+    }
     db->ring[at].end = end;
     db->ring[at].seq = seq;
     db->ring_len++;
@@ -216,6 +228,7 @@ uint64_t eng_durable_seq(eng_db *db) {
     if (!db->wal) return atomic_load(&db->durable_seq);
     uint64_t d = wal_durable_lsn(db->wal);
     pthread_mutex_lock(&db->seq_mu);
+    assert(db->ring_head < SEQ_RING && db->ring_len <= SEQ_RING);
     while (db->ring_len && db->ring[db->ring_head].end <= d) {
         if (db->ring[db->ring_head].seq > atomic_load(&db->durable_seq))
             atomic_store(&db->durable_seq, db->ring[db->ring_head].seq);
@@ -223,7 +236,10 @@ uint64_t eng_durable_seq(eng_db *db) {
         db->ring_len--;
     }
     pthread_mutex_unlock(&db->seq_mu);
-    return atomic_load(&db->durable_seq);
+    uint64_t durable = atomic_load(&db->durable_seq);
+    /* Only ids already used become durable (read in this order: both grow). */
+    assert(durable <= atomic_load(&db->seq));
+    return durable;
 }
 
 uint64_t eng_last_seq(eng_db *db) { return atomic_load(&db->seq); }
@@ -234,18 +250,21 @@ uint64_t eng_last_seq(eng_db *db) { return atomic_load(&db->seq); }
  * record is on disk, so no id above the last one used exists anywhere. */
 int eng_checkpoint_as(eng_db *db, int closing) {
     if (atomic_load(&db->poisoned)) return ENG_POISONED;
-    pthread_mutex_lock(&db->ckpt_mu);
-    pthread_mutex_lock(&db->write_mu);
+    eng_lock(&db->ckpt_mu, LK_CKPT);
+    eng_lock(&db->write_mu, LK_WRITE);
     if (atomic_load(&db->poisoned)) {
         /* A write failed half-applied since the check above: its pages
          * must never be written, nor the redo point move past it. */
-        pthread_mutex_unlock(&db->write_mu);
-        pthread_mutex_unlock(&db->ckpt_mu);
+        eng_unlock(&db->write_mu, LK_WRITE);
+        eng_unlock(&db->ckpt_mu, LK_CKPT);
         return ENG_POISONED;
     }
     uint64_t redo = wal_insert_lsn(db->wal);
     uint64_t last_seq = atomic_load(&db->seq);
     uint32_t nblocks = bt_nblocks(db->bt);
+    /* The redo point only moves forward (open sets it at or below the end
+     * of the log it resumes at, and the log only grows). */
+    assert(redo >= atomic_load(&db->redo_lsn));
     /* From here every first change of a page logs its image. */
 #ifdef ENG_BROKEN_REDO_POINT_PUBLISHED_AFTER_FLUSH
     /* planted bug (tests/mutants.txt): the writers learn the new redo
@@ -257,7 +276,7 @@ int eng_checkpoint_as(eng_db *db, int closing) {
     atomic_store(&db->redo_lsn, redo);
 #endif
     atomic_store(&db->ckpt_due, 0);
-    pthread_mutex_unlock(&db->write_mu);
+    eng_unlock(&db->write_mu, LK_WRITE);
 
     ENG_DELAY_POINT(FP_DELAY_CKPT_AFTER_REDO);
     int rc = bp_flush_all(db->bp);
@@ -277,6 +296,8 @@ int eng_checkpoint_as(eng_db *db, int closing) {
         wr64(rec + CK_NBLOCKS_OFF, nblocks);
         rc = eng_log_append(db, WAL_REC_CHECKPOINT, rec, sizeof rec, &cstart, &cend);
     }
+    /* The checkpoint record follows its redo point. */
+    assert(rc != ENG_OK || (cstart >= redo && cend > cstart));
     if (rc == ENG_OK) rc = wal_flush(db->wal, cend);
     if (rc == ENG_OK) eng_durable_seq(db);
     if (rc == ENG_OK) {
@@ -286,7 +307,7 @@ int eng_checkpoint_as(eng_db *db, int closing) {
         if (injected) rc = io_status_from_errno(injected);
     }
     if (rc == ENG_OK) {
-        pthread_mutex_lock(&db->ctl_mu);
+        eng_lock(&db->ctl_mu, LK_CTL);
         control c = db->ctl;
 #ifdef ENG_BROKEN_CHECKPOINT_REDO_AT_RECORD
         /* planted bug (tests/mutants.txt): the redo point is taken as the
@@ -296,6 +317,7 @@ int eng_checkpoint_as(eng_db *db, int closing) {
 #else
         c.redo_lsn = redo;
 #endif
+        assert(c.redo_lsn >= db->ctl.redo_lsn); /* control's redo point only moves forward */
         c.checkpoint_lsn = cstart;
         c.last_seq = last_seq;
         if (closing) c.xid_limit = last_seq + 1;
@@ -305,7 +327,7 @@ int eng_checkpoint_as(eng_db *db, int closing) {
 #ifdef ENG_BROKEN_REDO_POINT_PUBLISHED_AFTER_FLUSH
         if (rc == ENG_OK) atomic_store(&db->redo_lsn, redo);
 #endif
-        pthread_mutex_unlock(&db->ctl_mu);
+        eng_unlock(&db->ctl_mu, LK_CTL);
         if (rc == ENG_OK) {
 #ifdef ENG_BROKEN_CHECKPOINT_KEEPS_OLD_HWM
             /* planted bug (tests/mutants.txt): the high-water mark written
@@ -327,7 +349,7 @@ int eng_checkpoint_as(eng_db *db, int closing) {
      * 215499459964913: "meta page counts fewer blocks than the
      * high-water mark" after the reopen). */
     if (rc != ENG_CORRUPTION) rc = poison(db, rc);
-    pthread_mutex_unlock(&db->ckpt_mu);
+    eng_unlock(&db->ckpt_mu, LK_CKPT);
     return rc;
 }
 
@@ -374,14 +396,15 @@ static int check_batch(const eng_db *db, const eng_op *ops, size_t n) {
  * before SEQ is used. */
 static int lease_xid(eng_db *db, uint64_t seq) {
     int rc = ENG_OK;
-    pthread_mutex_lock(&db->ctl_mu);
+    eng_lock(&db->ctl_mu, LK_CTL);
     if (seq >= db->ctl.xid_limit) {
         control c = db->ctl;
         c.xid_limit = seq + XID_LEASE;
         rc = control_write(db->io, db->dir, &c);
         if (rc == ENG_OK) db->ctl = c;
     }
-    pthread_mutex_unlock(&db->ctl_mu);
+    assert(rc != ENG_OK || seq < db->ctl.xid_limit); /* an id is used only under a lease */
+    eng_unlock(&db->ctl_mu, LK_CTL);
     return rc;
 }
 
@@ -448,6 +471,7 @@ static int write_locked(eng_db *db, pa_batch *batch, uint8_t *rec, size_t blen, 
     if (atomic_load(&db->poisoned)) return ENG_POISONED;
     uint64_t bstart = 0;
     *seq = atomic_load(&db->seq) + 1;
+    assert(*seq > txn_last_committed(db->txn)); /* T1: the writer's id is above every finished one */
     batch->seq = *seq;
     pa_batch_encode(rec, *seq, batch->ops, batch->nops);
     int rc = lease_xid(db, *seq);
@@ -491,10 +515,10 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
     int notfound = 0;
     uint64_t bend = 0, seq = 0;
     atomic_fetch_add(&db->writers_waiting, 1);
-    pthread_mutex_lock(&db->write_mu);
+    eng_lock(&db->write_mu, LK_WRITE);
     atomic_fetch_sub(&db->writers_waiting, 1);
     rc = write_locked(db, &batch, rec, blen, &seq, &bend, &notfound);
-    pthread_mutex_unlock(&db->write_mu);
+    eng_unlock(&db->write_mu, LK_WRITE);
     if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_GROUP) {
         rc = wal_flush(db->wal, bend);
         if (rc) atomic_store(&db->poisoned, 1);
@@ -577,13 +601,14 @@ int eng_vacuum(eng_db *db, eng_vacuum_stats *st) {
     /* One leaf per turn of the write lock, so writers wait for a leaf, not
      * for the whole pass; the horizon is taken anew each turn (T4). */
     for (;;) {
-        pthread_mutex_lock(&db->write_mu);
+        eng_lock(&db->write_mu, LK_WRITE);
         if (atomic_load(&db->poisoned)) {
-            pthread_mutex_unlock(&db->write_mu);
+            eng_unlock(&db->write_mu, LK_WRITE);
             rc = ENG_POISONED;
             break;
         }
         uint64_t horizon = txn_horizon(db->txn, NULL, NULL);
+        assert(horizon <= txn_last_committed(db->txn)); /* T4 (no commit meanwhile: writer lock) */
         uint64_t age = db->opts.vacuum_freeze_min_age;
         uint64_t freeze_below = horizon > age ? horizon - age : 0;
         if (age == 0) freeze_below = horizon + 1;
@@ -593,7 +618,7 @@ int eng_vacuum(eng_db *db, eng_vacuum_stats *st) {
         int changed = 0;
         rc = bt_vacuum_leaf(db->bt, &at, horizon, freeze_below, &next, &vs, &changed);
         if (rc != ENG_OK && changed) atomic_store(&db->poisoned, 1);
-        pthread_mutex_unlock(&db->write_mu);
+        eng_unlock(&db->write_mu, LK_WRITE);
         if (rc != ENG_OK || !next.set) break;
         at = next;
     }

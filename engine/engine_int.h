@@ -16,6 +16,7 @@
 #ifndef ENGINE_ENGINE_INT_H
 #define ENGINE_ENGINE_INT_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -80,6 +81,35 @@ struct eng_db {
     txn_mgr *txn;
     _Atomic uint64_t commits, aborts, vacuums, hint_records, hint_record_bytes;
 };
+
+/* The handle's nested locks, in their order: ckpt_mu, then write_mu, then
+ * ctl_mu (a leaf).  Taken through eng_lock, so debug builds keep the ones
+ * this thread holds and check that it takes one only while it holds none
+ * later in the order. */
+enum { LK_CKPT = 1, LK_WRITE = 2, LK_CTL = 4 };
+#ifndef NDEBUG
+extern __thread unsigned eng_locks_held; /* engine.c */
+#endif
+
+static inline void eng_lock(pthread_mutex_t *mu, unsigned which) {
+#ifndef NDEBUG
+    assert(eng_locks_held < which);
+    eng_locks_held |= which;
+#else
+    (void)which;
+#endif
+    pthread_mutex_lock(mu);
+}
+
+static inline void eng_unlock(pthread_mutex_t *mu, unsigned which) {
+#ifndef NDEBUG
+    assert(eng_locks_held & which);
+    eng_locks_held &= ~which;
+#else
+    (void)which;
+#endif
+    pthread_mutex_unlock(mu);
+}
 
 /* engine.c */
 void eng_db_report(void *ctx, const eng_corruption *r);

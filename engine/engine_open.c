@@ -5,6 +5,7 @@
  * opening, by eng_probe_dir.  The directory's files and rules F1-F5 are
  * drawn at the top of engine.c.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -334,6 +335,9 @@ static int recover_db(eng_db *db) {
     /* Ids are never reused: an aborted batch's versions keep its id, and
      * ids of the last lease may be on pages whose log records were lost. */
     if (db->ctl.xid_limit > rr.max_seq + 1) rr.max_seq = db->ctl.xid_limit - 1;
+    /* Redo read on from the redo point, and ids are never reused: the log
+     * resumes at or past the redo point, ids above every committed one. */
+    assert(rr.end_lsn >= db->ctl.redo_lsn && rr.max_seq >= rr.last_seq);
 #ifdef ENG_BROKEN_RECOVERY_HWM_AFTER_REDO
     atomic_store(&db->hwm, db->ctl.hwm);
 #endif

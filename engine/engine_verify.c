@@ -53,8 +53,8 @@ int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *
      * being added would see a block not yet written before a block that
      * already witnesses it: a false alarm); the checkpoint lock keeps
      * segments from going away.  Readers go on throughout. */
-    pthread_mutex_lock(&db->ckpt_mu);
-    pthread_mutex_lock(&db->write_mu);
+    eng_lock(&db->ckpt_mu, LK_CKPT);
+    eng_lock(&db->write_mu, LK_WRITE);
     uint64_t hwm = atomic_load(&db->hwm), size = 0;
     int rc = io_size(db->io, &db->data, &size);
     if (rc == ENG_OK) rc = bt_verify(db->bt, size, hwm, &rep, problems, info);
@@ -71,8 +71,8 @@ int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *
         else if (wrc == ENG_CORRUPTION && rc == ENG_OK)
             rc = ENG_CORRUPTION;
     }
-    pthread_mutex_unlock(&db->write_mu);
-    pthread_mutex_unlock(&db->ckpt_mu);
+    eng_unlock(&db->write_mu, LK_WRITE);
+    eng_unlock(&db->ckpt_mu, LK_CKPT);
     /* A writer that queued behind this verify goes first, so a caller
      * verifying in a loop cannot starve writes (mutexes are not fair). */
     for (int spins = 0; atomic_load(&db->writers_waiting) && spins < 1000; spins++) usleep(100);

@@ -44,6 +44,7 @@
 #include "io.h"
 #include "faultpoints.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -293,6 +294,7 @@ static void rw_progress(int kind, rw_state *s, long res) {
         s->state = RW_DONE;
     } else {
         s->pos += (size_t)res;
+        assert(s->pos <= s->sent && s->sent <= s->op.len); /* never more than was handed over */
         if (s->pos >= s->op.len) s->state = RW_DONE;
     }
 }
@@ -313,6 +315,7 @@ static size_t rw_chunk(const rw_state *s) {
 
 /* Run after() for S and fill REQ; returns REQ's status. */
 static int rw_finish(io_ctx *io, int kind, rw_state *s, io_req *req) {
+    assert(s->state != RW_PENDING); /* IO1: after() once, for a finished operation */
     if (s->state == RW_FAILED_BEFORE) {
         req->done = 0;
         return req->status = io_fail(io, s->err);
@@ -399,6 +402,9 @@ static void ring_issue(io_ctx *io, int kind, io_req *reqs, rw_state *s, size_t m
             break;
         }
         size_t i = (size_t)io_uring_cqe_get_data64(cqe);
+        /* Our own tag: only this window's requests are in flight on a ring
+         * held alone (a failed wait marks it broken, never used again). */
+        assert(i < m && s[i].state == RW_PENDING);
         int res = cqe->res;
         int injected = ENG_FAULT(FP_URING_COMPLETE);
         if (injected) res = -injected; /* the transfer may have happened: as with EIO */
@@ -428,6 +434,7 @@ static void ring_issue(io_ctx *io, int kind, io_req *reqs, rw_state *s, size_t m
             }
         }
     }
+    assert(nord == m); /* IO2: every request of the window finished, each once in ORDER */
     ring_release(r);
 }
 
@@ -443,6 +450,7 @@ static int rw_run(io_ctx *io, int kind, io_req *reqs, size_t n) {
     for (size_t base = 0; base < n; base += IO_RING_DEPTH) {
         size_t m = n - base < IO_RING_DEPTH ? n - base : IO_RING_DEPTH;
         io_req *w = reqs + base;
+        assert(m > 0 && m <= IO_RING_DEPTH); /* a window fits the state arrays and a ring */
         for (size_t i = 0; i < m; i++) rw_prepare(io, kind, &w[i], &s[i]);
         if (io->backend == ENG_IO_URING)
             ring_issue(io, kind, w, s, m, order);
@@ -541,7 +549,9 @@ static int file_sync(io_ctx *io, io_file *f, int data) {
         atomic_store_explicit(&f->sync_failed, 1, memory_order_release);
     else if (atomic_load_explicit(&f->sync_failed, memory_order_acquire))
         rc = ENG_POISONED; /* R2 (io.h): it proves nothing after a failed one */
-    atomic_fetch_sub_explicit(&f->syncs_active, 1, memory_order_acq_rel);
+    int was = atomic_fetch_sub_explicit(&f->syncs_active, 1, memory_order_acq_rel);
+    assert(was > 0); /* R1's count of fsyncs in flight never goes negative */
+    (void)was;
     return rc;
 }
 

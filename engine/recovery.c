@@ -2,6 +2,7 @@
  * recovery.c -- redo from the last checkpoint (passes and rules in
  * recovery.h).
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,9 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
         if (!hf) /* cannot happen: plan_pages saw every action up to here */
             return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec->lsn, -1, 0, 0,
                               "record at LSN 0x%llx holds a malformed page action", (unsigned long long)rec->lsn);
+        /* R1: a page is let go only after its last action, so every action
+         * met lies at or before the last one the plan saw for its page. */
+        assert((size_t)(p - start) <= hf->last);
         if (!hf->f && (rc = creates ? bp_overwrite(bp, block, &hf->f) : bp_get(bp, block, BP_EXCL, &hf->f))) {
             hf->f = NULL;
             return rc;
@@ -199,6 +203,11 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
                 return eng_report(rep, ENG_LAYER_STRUCTURE, "data", block, (int64_t)block * ps, -1, rec->lsn, lsn,
                                   "redo of the record at LSN 0x%llx: %s", (unsigned long long)rec->lsn, why);
             }
+            /* A modifying action never moves a page's LSN back: a page at
+             * or past the record's end was skipped above (unless this
+             * record made it so).  A creating one defines the whole page
+             * as of this record, whatever it held. */
+            assert((creates || atomic_load(&f->lsn) <= rec->end) && !bp_frame_lazy(f));
             atomic_store(&f->lsn, rec->end);
             bp_kv_update(bp, f);
             bp_mark_dirty(f);
@@ -251,7 +260,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
         return ENG_NOMEM;
     }
     wal_record rec;
-    uint64_t seen = 0;
+    uint64_t seen = 0, prev_end = redo_lsn;
     uint64_t replay = out->records;
 #ifdef ENG_BROKEN_DROP_SYNCED_COMMIT
     /* Test-only broken build: the last committed batch is forgotten, synced
@@ -260,6 +269,9 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
 #endif
     while (rc == ENG_OK && seen < replay && (rc = wal_reader_next(r, &rec)) == ENG_OK) {
         seen++;
+        /* The reader walks forward from the redo point, record by record. */
+        assert(rec.lsn >= prev_end && rec.end > rec.lsn);
+        prev_end = rec.end;
         if (seen == out->records / 2 + 1) ENG_KILL_POINT(FP_KILL_RECOVERY_REDO);
         if (rec.type == WAL_REC_BATCH) {
             uint32_t nops;
@@ -322,6 +334,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
             }
         }
     }
+    (void)prev_end;
     if (rc == ENG_NOTFOUND) rc = ENG_OK; /* cannot happen: pass 1 counted */
     wal_reader_close(r);
     free(zscratch);

@@ -9,6 +9,7 @@
  * a million transactions in 256 KiB, which stays in a core's L2 cache,
  * where a byte each spilled to L3 and main memory.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -101,6 +102,8 @@ uint64_t txn_last_committed(const txn_mgr *m) { return atomic_load(&((txn_mgr *)
 
 void txn_publish(txn_mgr *m, uint64_t xid) {
     pthread_mutex_lock(&m->mu); /* T4: horizon and acquire see one order */
+    /* T1: ids finish in order, so last_committed only grows */
+    assert(xid >= atomic_load(&m->last_committed));
     atomic_store(&m->last_committed, xid);
     pthread_mutex_unlock(&m->mu);
 }
@@ -110,6 +113,8 @@ int txn_snapshot_acquire(txn_mgr *m, eng_snapshot **out) {
     if (!s) return ENG_NOMEM;
     pthread_mutex_lock(&m->mu);
     s->seq = atomic_load(&m->last_committed);
+    /* the registry is oldest first: acquired in seq order (T1, T4) */
+    assert(!m->tail || m->tail->seq <= s->seq);
     s->prev = m->tail;
     if (m->tail)
         m->tail->next = s;
@@ -125,6 +130,7 @@ int txn_snapshot_acquire(txn_mgr *m, eng_snapshot **out) {
 void txn_snapshot_release(txn_mgr *m, eng_snapshot *s) {
     if (!s) return;
     pthread_mutex_lock(&m->mu);
+    assert(m->nsnap > 0 && m->head && m->tail); /* S is in the registry */
     if (s->prev)
         s->prev->next = s->next;
     else
@@ -154,6 +160,9 @@ uint64_t txn_snapshot_seq(const eng_snapshot *s) { return s->seq; }
 
 uint64_t txn_horizon(txn_mgr *m, uint64_t *active, uint64_t *oldest) {
     pthread_mutex_lock(&m->mu);
+    /* T4: the registry's ends are its oldest and newest snapshots */
+    assert(!m->head == !m->tail && (!m->head || m->head->seq <= m->tail->seq));
+    assert(m->head || m->nsnap == 0);
     uint64_t h = atomic_load(&m->last_committed);
 #ifdef ENG_BROKEN_HORIZON_NEWEST_SNAPSHOT
     /* planted bug (tests/mutants.txt): the horizon is taken from the

@@ -50,6 +50,7 @@
 #include "faultpoints.h"
 #include "wal_int.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -121,6 +122,34 @@ struct wal {
 };
 
 static inline void stat_add(_Atomic uint64_t *s, uint64_t v) { atomic_fetch_add_explicit(s, v, memory_order_relaxed); }
+
+/* The three locks, in their order (drawn above).  Debug builds keep the
+ * ones this thread holds and check that it takes a lock only while it
+ * holds none later in the order. */
+enum { LK_FLUSH = 1, LK_INS = 2, LK_WRITE = 4 };
+#ifndef NDEBUG
+static __thread unsigned locks_held;
+#endif
+
+static inline void lock_in_order(pthread_mutex_t *mu, unsigned which) {
+#ifndef NDEBUG
+    assert(locks_held < which);
+    locks_held |= which;
+#else
+    (void)which;
+#endif
+    pthread_mutex_lock(mu);
+}
+
+static inline void unlock_in_order(pthread_mutex_t *mu, unsigned which) {
+#ifndef NDEBUG
+    assert(locks_held & which);
+    locks_held &= ~which;
+#else
+    (void)which;
+#endif
+    pthread_mutex_unlock(mu);
+}
 
 /* W4: after a failed write or fsync the kernel may have dropped dirty pages
  * that the log claims, so nothing may be appended or made "durable" again
@@ -199,6 +228,10 @@ static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage, uint32_
     uint64_t mask = w->seg_size - 1;
     size_t n = 0;
     uint64_t bytes = 0;
+    /* B1: whole blocks of the buffer, from the first not yet written */
+    assert(blk_off(from) == 0 && blk_off(to) == 0 && from <= to && from == w->written_full);
+    assert(from >= w->buf_lsn && to - w->buf_lsn <= w->buf_cap);
+    assert(durable <= w->written_lsn); /* B3, B4: a witness never passes what was written */
 
     for (uint64_t b = from; b < to; b += WAL_BLOCK) wal_wb_seal(w->buf + (b - w->buf_lsn), durable, WAL_BLOCK_SECTORS);
     if (stage) wal_wb_seal(stage, durable, (stage_len + WAL_SECTOR - 1) / WAL_SECTOR);
@@ -208,6 +241,7 @@ static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage, uint32_
         wal_seg *s;
         int rc = seg_get(w, seg, &s);
         if (rc != ENG_OK) return rc;
+        assert(n < w->reqs_cap); /* reqs_needed: a run per segment, the stage, slack */
         io_req *r = &w->reqs[n++];
         if (a < to) {
             uint64_t e = min64(seg + w->seg_size, to);
@@ -247,9 +281,10 @@ static size_t reqs_needed(size_t buf_cap, uint64_t seg_size) { return (size_t)(b
  * record is larger than all of it. */
 static int make_room(wal *w, uint64_t end_raw) {
     if (end_raw - w->buf_lsn <= w->buf_cap) return ENG_OK;
-    pthread_mutex_lock(&w->write_mu);
+    lock_in_order(&w->write_mu, LK_WRITE);
     int rc = ENG_OK;
     uint64_t ib = blk_of(w->ins);
+    assert(w->buf_lsn <= w->written_full && w->written_full <= ib); /* B1 (both locks held) */
     if (w->written_full < ib) {
         rc = wr_blocks(w, w->written_full, ib, NULL, 0);
         if (rc == ENG_OK) {
@@ -279,7 +314,7 @@ static int make_room(wal *w, uint64_t end_raw) {
             w->reqs_cap = nreq;
         }
     }
-    pthread_mutex_unlock(&w->write_mu);
+    unlock_in_order(&w->write_mu, LK_WRITE);
     return rc;
 }
 
@@ -319,17 +354,19 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
     }
     uint64_t total = WAL_REC_HDR + len;
 
-    pthread_mutex_lock(&w->ins_mu);
+    lock_in_order(&w->ins_mu, LK_INS);
     if (is_poisoned(w)) {
-        pthread_mutex_unlock(&w->ins_mu);
+        unlock_in_order(&w->ins_mu, LK_INS);
         return ENG_POISONED;
     }
     uint64_t pos = w->ins;
     uint64_t lsn = rec_start_at(pos);
     uint64_t end_raw = stream_end(lsn, total);
+    /* records chain backwards (xl_prev) and start where one may */
+    assert(valid_stream_pos(pos) && w->prev_rec < lsn);
     int rc = make_room(w, end_raw);
     if (rc != ENG_OK) {
-        pthread_mutex_unlock(&w->ins_mu);
+        unlock_in_order(&w->ins_mu, LK_INS);
         return rc;
     }
 
@@ -361,11 +398,13 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
         uint8_t *rec = w->buf + (lsn - w->buf_lsn);
         fmt_put64(rec + XL_CHECK_OFF, XXH3_64bits(rec, (size_t)total));
     }
+    /* B4: the insert position only grows */
+    assert(align8(end_raw) > pos);
     w->ins = align8(end_raw); /* padding is already zero (B2) */
     w->prev_rec = lsn;
     atomic_store(&w->insert_lsn, w->ins);
     uint64_t e = w->ins;
-    pthread_mutex_unlock(&w->ins_mu);
+    unlock_in_order(&w->ins_mu, LK_INS);
 
     stat_add(&w->st_records, 1);
     stat_add(&w->st_bytes_appended, total);
@@ -385,17 +424,18 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
 static int write_snapshot(wal *w, int sync) {
     _Alignas(64) uint8_t stage[WAL_BLOCK];
 
-    pthread_mutex_lock(&w->ins_mu);
+    lock_in_order(&w->ins_mu, LK_INS);
     uint64_t S = w->ins, Sb = blk_of(S);
     uint32_t off = blk_off(S);
     if (off) {
         memcpy(stage, w->buf + (Sb - w->buf_lsn), off);
         memset(stage + off, 0, WAL_BLOCK - off);
     }
-    pthread_mutex_unlock(&w->ins_mu);
+    unlock_in_order(&w->ins_mu, LK_INS);
 
-    pthread_mutex_lock(&w->write_mu);
+    lock_in_order(&w->write_mu, LK_WRITE);
     int rc = ENG_OK;
+    assert(!sync || w->flushing); /* with SYNC, this thread holds the group-commit token */
     if (S > w->written_lsn) {
         /* S > written_lsn >= written_full, so Sb >= written_full (B1). */
         rc = wr_blocks(w, w->written_full, Sb, off ? stage : NULL, off);
@@ -404,6 +444,8 @@ static int write_snapshot(wal *w, int sync) {
             w->written_lsn = S;
         }
     }
+    /* B1, B4: written_full <= written_lsn, and S is written unless it failed */
+    assert(w->written_full <= w->written_lsn && (rc != ENG_OK || S <= w->written_lsn));
     size_t nsync = 0;
     int dirsync = 0;
     if (sync && rc == ENG_OK) {
@@ -437,7 +479,7 @@ static int write_snapshot(wal *w, int sync) {
             w->need_dirsync = 0;
         }
     }
-    pthread_mutex_unlock(&w->write_mu);
+    unlock_in_order(&w->write_mu, LK_WRITE);
     if (!sync || rc != ENG_OK) return rc;
 
     ENG_KILL_POINT(FP_KILL_WAL_WRITE_SYNC);
@@ -451,10 +493,13 @@ static int write_snapshot(wal *w, int sync) {
     if (rc == ENG_OK && dirsync) rc = io_dirsync(w->io, w->waldir);
     if (rc != ENG_OK) wal_poison(w); /* never retried (W4) */
 
-    pthread_mutex_lock(&w->write_mu);
-    for (size_t i = 0; i < nsync; i++) w->sync_set[i]->pins--;
+    lock_in_order(&w->write_mu, LK_WRITE);
+    for (size_t i = 0; i < nsync; i++) {
+        assert(w->sync_set[i]->pins > 0); /* pinned above, for this fsync */
+        w->sync_set[i]->pins--;
+    }
     seg_cleanup(w);
-    pthread_mutex_unlock(&w->write_mu);
+    unlock_in_order(&w->write_mu, LK_WRITE);
 
     if (rc == ENG_OK) ENG_KILL_POINT(FP_KILL_WAL_SYNC);
     if (rc == ENG_OK) ENG_DELAY_POINT(FP_DELAY_WAL_BEFORE_PUBLISH);
@@ -466,6 +511,8 @@ static int write_snapshot(wal *w, int sync) {
      * overstate, B3). */
     S = atomic_load(&w->insert_lsn);
 #endif
+    /* B4: durable_lsn <= written_lsn <= ins; S was written (above) */
+    assert(rc != ENG_OK || S <= atomic_load(&w->insert_lsn));
     if (rc == ENG_OK && S > atomic_load(&w->durable_lsn))
         atomic_store(&w->durable_lsn, S); /* only the token holder publishes */
     return rc;
@@ -477,28 +524,28 @@ int wal_flush(wal *w, uint64_t upto) {
     if (upto > ins) upto = ins; /* records not yet appended cannot be made durable */
     if (atomic_load(&w->durable_lsn) >= upto) return ENG_OK;
 
-    pthread_mutex_lock(&w->flush_mu);
+    lock_in_order(&w->flush_mu, LK_FLUSH);
     for (;;) {
         if (is_poisoned(w)) {
-            pthread_mutex_unlock(&w->flush_mu);
+            unlock_in_order(&w->flush_mu, LK_FLUSH);
             return ENG_POISONED;
         }
         if (atomic_load(&w->durable_lsn) >= upto) {
-            pthread_mutex_unlock(&w->flush_mu); /* a flusher's fsync covered us */
+            unlock_in_order(&w->flush_mu, LK_FLUSH); /* a flusher's fsync covered us */
             return ENG_OK;
         }
         if (!w->flushing) break;
         pthread_cond_wait(&w->flush_cv, &w->flush_mu);
     }
     w->flushing = 1;
-    pthread_mutex_unlock(&w->flush_mu);
+    unlock_in_order(&w->flush_mu, LK_FLUSH);
 
     int rc = write_snapshot(w, 1);
 
-    pthread_mutex_lock(&w->flush_mu);
+    lock_in_order(&w->flush_mu, LK_FLUSH);
     w->flushing = 0;
     pthread_cond_broadcast(&w->flush_cv);
-    pthread_mutex_unlock(&w->flush_mu);
+    unlock_in_order(&w->flush_mu, LK_FLUSH);
     return rc;
 }
 
@@ -735,7 +782,7 @@ int wal_remove_before(wal *w, uint64_t lsn) {
     }
 
     int changed = 0;
-    pthread_mutex_lock(&w->write_mu);
+    lock_in_order(&w->write_mu, LK_WRITE);
     uint64_t *all;
     size_t nall;
     rc = wal_seg_list(w->waldir, &all, &nall);
@@ -752,6 +799,9 @@ int wal_remove_before(wal *w, uint64_t lsn) {
             int busy = 0;
             for (size_t j = 0; j < w->nsegs; j++)
                 if (w->segs[j]->base == v[i]) {
+                    /* Every write below durable_lsn was synced before it
+                     * was published (B3), and nothing writes there since. */
+                    assert(!w->segs[j]->dirty && !w->segs[j]->pins);
                     if (w->segs[j]->dirty || w->segs[j]->pins)
                         busy = 1; /* cannot happen below durable_lsn; keep it */
                     else
@@ -790,7 +840,7 @@ int wal_remove_before(wal *w, uint64_t lsn) {
             changed |= rc == ENG_OK;
         }
     }
-    pthread_mutex_unlock(&w->write_mu);
+    unlock_in_order(&w->write_mu, LK_WRITE);
     free(v);
     if (changed) {
         int rc2 = io_dirsync(w->io, w->waldir);

@@ -15,6 +15,7 @@
  * covers their bytes, and the trailers cost the reader nothing until it
  * must tell damage from a tear.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,7 @@ static int rd_seg_open(wal_reader *r, uint64_t base) {
  * the block does not exist.  Pointers stay valid until the next call. */
 static int rd_block(wal_reader *r, uint64_t b, const uint8_t **p) {
     *p = NULL;
+    assert(blk_off(b) == 0); /* callers ask for whole blocks */
     if (r->win_len && b >= r->win_lsn && b - r->win_lsn < r->win_len) {
         *p = r->win + (b - r->win_lsn);
         return ENG_OK;
@@ -300,6 +302,9 @@ static int rd_record(wal_reader *r, wal_record *out) {
         }
     }
 
+    /* The walk only moves forward, from one record position to the next
+     * (positions are the reader's own arithmetic, not bytes it read). */
+    assert(L >= r->pos && end > L && valid_stream_pos(end));
     out->lsn = L;
     out->end = end;
     out->prev = xprev;
