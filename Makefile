@@ -45,7 +45,7 @@ BUILD ?= build$(if $(FLAVOUR_DIR),/$(FLAVOUR_DIR))
 # into it (BUILD=build DEBUG=1, say) is refused, so objects of two never
 # mix in one library.
 FLAVOUR := $(strip $(OPTFLAGS) $(SANFLAGS))
-ifeq ($(filter clean deps format deps-graph deps-report,$(MAKECMDGOALS)),)
+ifeq ($(filter clean deps format lint deps-graph deps-report,$(MAKECMDGOALS)),)
 FLAVOUR_OLD := $(shell cat $(BUILD)/flavour.txt 2>/dev/null)
 ifneq ($(FLAVOUR_OLD),)
 ifneq ($(FLAVOUR_OLD),$(FLAVOUR))
@@ -80,6 +80,7 @@ COMMON_H := $(wildcard common/*.h)
 # Debian packages the project needs (make deps installs what is missing).
 DEB_PACKAGES := build-essential pkg-config liburing-dev libxxhash-dev libzstd-dev \
                 libfiu-dev fiu-utils libcriterion-dev clang libclang-rt-14-dev clang-format python3 \
+                black python3-flake8 \
                 libsqlite3-dev librocksdb-dev
 # bench-engine's peers: RocksDB's db_bench, and LMDB (bench/bench_lmdb.c).
 BENCH_PACKAGES := rocksdb-tools liblmdb-dev
@@ -452,11 +453,15 @@ harness-mutants: all
 deps-graph:
 	$(Q)python3 tools/deps_graph.py
 
-# ---- the house style (.clang-format): make format applies it; make test
-# checks it (tests/run_all.sh) ----
-.PHONY: format
+# ---- the house style (.clang-format for C; black and flake8 for Python,
+# pyproject.toml and .flake8): make format applies clang-format and black,
+# make lint checks the Python; make test checks all of it (tests/run_all.sh) ----
+.PHONY: format lint
 format:
 	$(Q)git ls-files '*.c' '*.h' | xargs clang-format -i
+	$(Q)python3 tools/py_style.py --fix black
+lint:
+	$(Q)python3 tools/py_style.py
 
 # make bench-report: the benchmarks' JSON of build/bench drawn as one
 # self-contained page (crashtest/htmlreport.py), build/bench/report.html.
