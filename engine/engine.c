@@ -345,9 +345,8 @@ int eng_checkpoint_as(eng_db *db, int closing) {
      * ckpt_mu would otherwise find the handle clean, write nothing (the
      * pages this one wrote are clean in the pool, though a failed fsync
      * dropped them), fsync with success and move the redo point past
-     * them (found by the stress driver with the real engine, seed
-     * 215499459964913: "meta page counts fewer blocks than the
-     * high-water mark" after the reopen). */
+     * them: after the reopen the meta page would count fewer blocks than
+     * the high-water mark. */
     if (rc != ENG_CORRUPTION) rc = poison(db, rc);
     eng_unlock(&db->ckpt_mu, LK_CKPT);
     return rc;
