@@ -978,26 +978,20 @@ def draw_plan(
 
 
 # Per-mode defaults of the command line (crashtest.cli).
+# The nightly modes, blackbox and whitebox, share theirs.
+NIGHTLY_DEFAULTS = dict(
+    duration=3600,
+    interval=15.0,
+    max_key=20000,
+    db_iterations=20,
+    max_variants=3,
+    hang_seconds=120,
+    faults="all",
+)
 MODE_DEFAULTS = {
     # duration, interval, max_key, db_iterations, max_variants, hang_seconds, faults
-    "blackbox": dict(
-        duration=3600,
-        interval=15.0,
-        max_key=20000,
-        db_iterations=20,
-        max_variants=3,
-        hang_seconds=120,
-        faults="all",
-    ),
-    "whitebox": dict(
-        duration=3600,
-        interval=15.0,
-        max_key=20000,
-        db_iterations=20,
-        max_variants=3,
-        hang_seconds=120,
-        faults="all",
-    ),
+    "blackbox": dict(NIGHTLY_DEFAULTS),
+    "whitebox": dict(NIGHTLY_DEFAULTS),
     "simple": dict(
         duration=120,
         interval=3.0,
