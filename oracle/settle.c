@@ -456,7 +456,7 @@ static void settle_v3_v4_v5_v9_injections(vd_ctx *v, settle_state *s) {
         out->cls[c].injected++;
         if (is_error_class(c))
             i->outcome = settle_v3_error_returned(v, i);
-        else if (c == VD_POWER_LOSS || c == VD_KILL || (from_powerloss_step(i) && !i->reports))
+        else if (c == VD_POWER_LOSS || c == VD_KILL || (vd_from_powerloss_step(i) && !i->reports))
             i->outcome = s->crash_o;
         else if (checked_flip(i))
             i->outcome = settle_v9_checked_flip_outcome(i);

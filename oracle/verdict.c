@@ -412,8 +412,7 @@ static void report_place(const vd_config *c, const vd_report *r, char *file, siz
         *block = r->offset / 4096;
 }
 
-/* A decision of the power-loss step (rollbacks, tears, undone metadata). */
-static int from_powerloss_step(const vd_injection *i) {
+int vd_from_powerloss_step(const vd_injection *i) {
     return !strcmp(i->phase, "powerloss") || !strncmp(i->point, "powerloss/", 10);
 }
 
@@ -436,7 +435,7 @@ int vd_injection_explains(const vd_config *c, const vd_injection *i) {
 #ifdef ENG_BROKEN_VERDICT_V0_POWERLOSS_STEP_EXPLAINS /* planted bug (tests/harness_mutants.txt): V0, the power-loss step explains */
     if (strcmp(i->point, "sync/drop_dirty")) return 1;
 #endif
-    if (!from_powerloss_step(i) && strcmp(i->point, "sync/drop_dirty")) return 1;
+    if (!vd_from_powerloss_step(i) && strcmp(i->point, "sync/drop_dirty")) return 1;
     /* With full_page_writes off there is no image to rebuild a torn page:
      * a tear at the crash is detected at its block, not repaired. */
     return i->cls == VD_TORN_WRITE && !c->full_page_writes;

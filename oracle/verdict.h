@@ -384,6 +384,12 @@ int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection
 /* 1 if report R is explained by injection I under rule V1b. */
 int vd_report_explained(const vd_config *c, const vd_report *r, const vd_injection *i);
 
+/* 1 if injection I is a decision of the power-loss step (phase
+ * "powerloss": rollbacks, tears, undone metadata).  A run that finds one
+ * carried in its ledger follows a crash, however the process before it
+ * ended: a power loss after a clean exit is a crash too. */
+int vd_from_powerloss_step(const vd_injection *i);
+
 /* 1 if injection I may explain a corruption report (V0): the power-loss
  * step's own decisions (phase "powerloss": rollbacks, undone metadata,
  * tears) and the dirty data an fsync failure dropped ("sync/drop_dirty")

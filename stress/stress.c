@@ -155,6 +155,7 @@ static void value_params(st_value_sizes *sz, const st_options *o, const char *ex
 typedef struct carried_scan {
     size_t i, from, to;
     vd_config *vc;
+    int powerloss; /* a line of the power-loss step is among them */
 } carried_scan;
 
 static void scan_carried(void *ctx, const char *line) {
@@ -163,6 +164,7 @@ static void scan_carried(void *ctx, const char *line) {
     vd_injection j;
     if (i < cs->from || i >= cs->to || vd_parse_ledger_line(line, &j)) return;
     if (j.cls >= 0 && j.cls < VD_CLASS_COUNT) cs->vc->class_on[j.cls] = 1;
+    cs->powerloss |= vd_from_powerloss_step(&j);
 }
 
 /* ---- main ---- */
@@ -344,6 +346,9 @@ static int parse(st_driver *d, int argc, char **argv) {
     }
     if (d->o.version) {
         version_print(stdout, "stress");
+        const st_engine *others[] = {&st_engine_rocksdb, &st_engine_sqlite};
+        for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+            printf("engine %s %s\n", others[i]->name, others[i]->library_version());
         return EXIT_PASS;
     }
     if (d->o.list_fault_points) {
@@ -530,8 +535,13 @@ static int prepare_run_dir(st_driver *d) {
     d->vc.class_on[VD_KILL] |= st_replay_pins_kill(&d->trace);
     d->vc.class_on[VD_BITFLIP_PAGE] |= st_replay_pins_flip(&d->trace, PIN_PAGE);
     d->vc.class_on[VD_BITFLIP_CACHE] |= st_replay_pins_flip(&d->trace, PIN_CACHE);
-    carried_scan cs = {0, d->ledger_settled, d->ledger_start, &d->vc};
+    carried_scan cs = {0, d->ledger_settled, d->ledger_start, &d->vc, 0};
     flt_ledger_read(d->run_dir, scan_carried, &cs);
+    /* A power loss after the last process wrote "clean" (killed between
+     * its last state write and its exit, or a power-loss step run on a
+     * cleanly closed database) is a crash all the same: its rollbacks are
+     * judged by the post-crash check, not left without an open to judge. */
+    if (cs.powerloss) d->crashed_before = 1;
     d->measuring = vd_measuring(&d->vc, NULL, 0);
     if (st_write_state(d->run_dir, d->epoch, d->ledger_settled, 0)) {
         fprintf(stderr, "stress: cannot write the run state in %s: %s\n", d->run_dir, strerror(errno));
