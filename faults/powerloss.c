@@ -45,9 +45,10 @@
  *               (p = 1/2).  tear: a random subset of its sectors kept (at
  *               least one kept and one not when it spans two or more).
  *               mixed: keep, roll back or tear (p = 1/3 each).
- *     truncate, create, rename, unlink: durable or keep mode: kept;
- *               else undone with p = 1/2 (a directory entry may or may
- *               not have reached the disk).
+ *     truncate: durable or keep mode: kept; else undone with p = 1/2.
+ *     create, rename, unlink: durable or keep mode: kept; else the
+ *               newest K of them are undone, K drawn uniformly from 0 to
+ *               their number (P9).
  *
  * Rules that make the result a state the disk could really hold:
  *   P1  Rolling back restores the old bytes only outside the ranges that
@@ -97,6 +98,17 @@
  *       bug fpi-skips-page-at-redo-lsn: delta debugging removed 3 to 14
  *       ops a trial for 600 s).  A pin that matches no unsynced write
  *       changes nothing.
+ *
+ *   P9  Directory operations reach the disk in the order they were made:
+ *       ext4 and XFS log every create, rename and unlink in one ordered
+ *       journal, so a power loss loses a suffix of them, never an earlier
+ *       one under a later one that stayed.  The walk undoes unsynced ones
+ *       until it has undone its drawn K or meets one it keeps (durable,
+ *       pinned, or one the directory no longer allows undoing); every
+ *       earlier one is kept.  Without it, a power loss could remove a
+ *       file whose name a later, kept rename already points at
+ *       (RocksDB's CURRENT naming a MANIFEST that is gone): a state no
+ *       journaling file system leaves.
  *
  * Assumed of the journaled process: writes to overlapping ranges are not
  * in flight at the same time (the engine serializes them per page and
@@ -307,6 +319,8 @@ typedef struct variant {
     const struct wpin *wpins; /* --pin (P8) */
     size_t nwpins;
     stats st;
+    int64_t dir_undo;    /* P9: directory operations still to undo; -1 before the draw */
+    size_t dir_unsynced; /* P9: the journal's unsynced directory operations */
 } variant;
 
 static int pf_new(variant *v, const char *disk, size_t len, int gone) {
@@ -640,8 +654,21 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
     close(fd);
 }
 
-/* Coin for an unsynced metadata operation: 1 = undo. */
+/* Coin for an unsynced truncate: 1 = undo. */
 static int undo_coin(variant *v) { return v->mode != MODE_KEEP && xo_below(&v->rng, 2) == 1; }
+
+/* P9's decision for an unsynced directory operation the walk may undo:
+ * 1 = undo (one of the newest K), 0 = keep, and so every earlier one. */
+static int dir_undo_next(variant *v) {
+    if (v->mode == MODE_KEEP) return 0;
+    if (v->dir_undo < 0) v->dir_undo = (int64_t)xo_below(&v->rng, v->dir_unsynced + 1);
+    if (v->dir_undo == 0) return 0;
+    v->dir_undo--;
+    return 1;
+}
+
+/* P9: a directory operation was kept; no earlier one may be undone. */
+static void dir_kept(variant *v) { v->dir_undo = 0; }
 
 static void step_truncate(variant *v, const pl_op *o) {
     const jr_rec *r = &o->r;
@@ -715,10 +742,11 @@ static void step_create(variant *v, const pl_op *o) {
 #ifdef ENG_BROKEN_POWERLOSS_UNDOES_DURABLE_CREATE
     /* planted bug (tests/harness_mutants.txt): a create is undone by the coin even when
      * its directory was synced after it. */
-    if (f->gone || pinned(v, r->path) || !undo_coin(v)) {
+    if (f->gone || pinned(v, r->path) || !dir_undo_next(v)) {
 #else
-    if (o->durable || f->gone || pinned(v, r->path) || !undo_coin(v)) {
+    if (o->durable || f->gone || pinned(v, r->path) || !dir_undo_next(v)) {
 #endif
+        dir_kept(v);
         pin(v, r->path);
         pf_bind(v, r->path, pf_new(v, r->path.p, r->path.len, 1)); /* before it: no file */
         return;
@@ -739,9 +767,10 @@ static void step_rename(variant *v, const pl_op *o) {
     /* Cut by the crash: if the source is still there, it did not happen. */
     if (!o->has_done && disk_exists(v, from)) return;
     if (!o->durable) v->st.meta_unsynced++;
-    int keep =
-        o->durable || pinned(v, r->path) || pinned(v, r->path2) || fb->gone || disk_exists(v, from) || !undo_coin(v);
+    int keep = o->durable || pinned(v, r->path) || pinned(v, r->path2) || fb->gone || disk_exists(v, from) ||
+               !dir_undo_next(v);
     if (keep) {
+        dir_kept(v);
         pin(v, r->path);
         pin(v, r->path2);
         int ib = sm_get(&v->names, r->path2.p, r->path2.len);
@@ -774,7 +803,8 @@ static void step_unlink(variant *v, const pl_op *o) {
     str0(r->path, p, sizeof p);
     if (!o->has_done && disk_exists(v, p)) return; /* cut by the crash before it happened */
     if (!o->durable) v->st.meta_unsynced++;
-    if (o->durable || pinned(v, r->path) || disk_exists(v, p) || !undo_coin(v)) {
+    if (o->durable || pinned(v, r->path) || disk_exists(v, p) || !dir_undo_next(v)) {
+        dir_kept(v);
         pin(v, r->path);
         pf_bind(v, r->path, pf_new(v, r->path.p, r->path.len, 1));
         return;
@@ -786,6 +816,12 @@ static void step_unlink(variant *v, const pl_op *o) {
 }
 
 static void run_variant(variant *v, const journal_view *jv) {
+    v->dir_undo = -1;
+    v->dir_unsynced = 0;
+    for (size_t i = 0; i < jv->v.nops; i++) {
+        int k = jv->v.ops[i].r.kind;
+        v->dir_unsynced += (k == JR_CREATE_B || k == JR_RENAME_B || k == JR_UNLINK_B) && !jv->v.ops[i].durable;
+    }
     for (size_t i = jv->v.nops; i-- > 0;) {
         const pl_op *o = &jv->v.ops[i];
         switch (o->r.kind) {

@@ -64,8 +64,8 @@ Test(powerloss, unsynced_metadata_undone_durable_kept, T_OPTS) {
 
     char prefix[200];
     snprintf(prefix, sizeof prefix, "%s/v", f.root);
-    const int K = 16;
-    pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "777", "--variants", "16", "--mode", "rollback",
+    const int K = 48;
+    pl_ok(&f, run_pl(&f, f.db, "--run-dir", f.run, "--seed", "777", "--variants", "48", "--mode", "rollback",
                      "--out-prefix", prefix, NULL));
     lrecs L = {0};
     ledger_load(&f, &L);
@@ -110,6 +110,11 @@ Test(powerloss, unsynced_metadata_undone_durable_kept, T_OPTS) {
         read_str(dir, "old1", s, sizeof s);
         cr_assert_str_eq(s, u ? "OLD1" : "<missing>", "variant %d: old1", v);
         undone[3] += u, kept[3] += !u;
+        /* P9: directory operations are lost as a suffix, in the order
+         * they were made (create new1, create tmp, rename tmp, unlink old1). */
+        int seq[4] = {ledger_has(&L, v, "powerloss/undo_create", "new1"), uc, ur, u};
+        for (int i = 0; i < 3; i++)
+            cr_assert(!seq[i] || seq[i + 1], "variant %d: directory operation %d undone under a kept later one", v, i);
         /* tr */
         u = ledger_has(&L, v, "powerloss/undo_truncate", "tr");
         static uint8_t got[FMAX];
