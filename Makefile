@@ -308,6 +308,11 @@ STRESS_OBJ := $(patsubst %.c,$(BUILD)/obj-fiu/%.o,$(STRESS_SRC))
 # The other engines the driver runs (stress --engine: adapter_sqlite.c,
 # adapter_rocksdb.c), linked into every stress binary.
 STRESS_ENGINE_LIBS := -lsqlite3 -lrocksdb
+# RocksDB's version, from its C++ header (stress --version prints it;
+# crashtest leaves out of the draw what the version's known bugs break).
+ROCKSDB_VERSION := $(shell sed -n 's/^\#define ROCKSDB_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' \
+  /usr/include/rocksdb/version.h 2>/dev/null | paste -sd. -)
+$(BUILD)/obj-fiu/stress/adapter_rocksdb.o: CFLAGS_BASE += -DST_ROCKSDB_VERSION='"$(ROCKSDB_VERSION)"'
 
 $(BUILD)/obj-oracle/oracle/verdict.o: oracle/settle.c
 $(BUILD)/obj-oracle/oracle/%.o: oracle/%.c $(wildcard oracle/*.h) $(COMMON_H) | $(DEPS_STAMP)

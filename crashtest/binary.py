@@ -72,7 +72,25 @@ def stress_info(binary, engine_args=()):
         for line in listing.stdout.decode(errors="replace").splitlines():
             if line.strip():
                 catalogue.append(line.split()[0])
-    return {"options": options, "catalogue": catalogue}
+    return {"options": options, "catalogue": catalogue, "engines": engine_versions(binary)}
+
+
+def engine_versions(binary):
+    """{engine: version} of the other engines' libraries BINARY was built
+    against ('engine rocksdb 7.8.3' lines of stress --version); {} from a
+    binary that prints none."""
+    try:
+        r = subprocess.run(
+            [binary, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    out = {}
+    for line in r.stdout.decode(errors="replace").splitlines():
+        m = re.match(r"engine (\S+) (\S+)$", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
 
 
 def probe_support(binary, workdir, values=PROBED, extra=None):

@@ -377,7 +377,14 @@ def measured_classes(p):
 
 def powerloss_modes_allowed(p, measure=False):
     """A torn page is rebuilt only from a full-page image and found only by
-    a page checksum: without both, tearing makes the restart measure."""
+    a page checksum: without both, tearing makes the restart measure.
+    RocksDB's WAL recovery mode 0 promises to open after a crash that left
+    the last record incomplete, and to refuse one whose log holds a
+    corruption (WALRecoveryMode in rocksdb/options.h): a torn last write is
+    a checksum mismatch, which it refuses as documented, so it is crashed
+    without tears."""
+    if str(p.get("rocksdb_wal_recovery_mode", "")) == "0" and p.get("engine") == "rocksdb":
+        return ["rollback", "keep"]
     if measure or (int(p.get("data_checksums", 1)) and int(p.get("full_page_writes", 1))):
         return [m for m, _ in POWERLOSS_MODES]
     return ["rollback", "keep"]

@@ -442,6 +442,10 @@ def rerun_line(a, mode, seed):
 
 def rerun_args(a):
     out = []
+    if getattr(a, "engine", "ours") != "ours":
+        out.append("--engine %s" % a.engine)
+    if getattr(a, "faults_via", None):
+        out.append("--faults-via %s" % a.faults_via)
     if a.stress_binary_given:
         out.append("--stress-binary %s" % shlex.quote(a.stress_binary))
     if getattr(a, "powerloss_binary_given", False):

@@ -16,6 +16,7 @@ import time
 
 from .binary import build_identity, check_binary, probe_support, stress_info, usable_dir
 from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, REPO, UsageError, hms, nice_path
+from .knownbugs import bugs_of
 from .folders import claim_report_dir, clean_work_dirs, make_work_dir, release, remove_work_dir
 from .output import Printer
 from .params import (
@@ -94,12 +95,14 @@ class CrashTest:
         info = stress_info(self.bin["@STRESS@"], self.engine_args)
         self.defaults = info["options"]
         self.catalogue = info["catalogue"]
+        self.identity["engines"] = info["engines"]
         pinned = self.pins()
         unsupported, refused = self.probe_values(pinned)
+        bugs = self.known_bugs(info["engines"], pinned)
         self.unsupported = sorted(unsupported, key=str)
         self.cfg = Config(
             self.defaults,
-            unsupported,
+            unsupported | bugs,
             classes,
             pinned,
             a.measure,
@@ -173,6 +176,31 @@ class CrashTest:
                     % (name, value, self.stress, results[(name, value)][1])
                 )
         return unsupported, refused
+
+    def known_bugs(self, versions, pinned):
+        """The option values that reach a known bug of the engine's version
+        (crashtest.knownbugs), one line each; a value the user pinned stays
+        (the finding's reproduction).  Returns them as (name, value)s."""
+        engine = self.a.engine
+        out = set()
+        for b in bugs_of(engine, versions.get(engine)):
+            kept = str(pinned.get(b["option"])) == b["value"]
+            self.p.line(
+                "crashtest: note: %s %s %s (fixed in %s; %s): --%s=%s %s"
+                % (
+                    engine,
+                    versions.get(engine, "of unknown version"),
+                    b["what"],
+                    b["fixed_in"],
+                    b["finding"],
+                    b["option"],
+                    b["value"],
+                    "pinned by --set, kept" if kept else "left out of the draw",
+                )
+            )
+            if not kept:
+                out.add((b["option"], b["value"]))
+        return out
 
     def note_unsupported(self, unsupported):
         """The line that names the values left out of the draw, if any."""

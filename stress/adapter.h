@@ -123,6 +123,11 @@ typedef struct st_engine {
     /* The planted bug the engine was built with (tests/mutants.txt), or
      * NULL: printed and reported so a mutant never passes for the engine. */
     const char *(*planted_bug)(void);
+    /* The version of the engine's library this binary was built against
+     * ("7.8.3"), or NULL for ours (the tree's own git describe says it):
+     * printed by --version, where crashtest reads which of an engine's
+     * known bugs the build carries. */
+    const char *(*library_version)(void);
     /* Options this engine cannot honour: message in WHY, ST_NOTSUP. */
     int (*check_options)(const st_open_options *o, char *why, size_t cap);
     int (*open)(const char *dir, const st_open_options *o, st_db **out);

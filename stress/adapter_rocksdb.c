@@ -534,9 +534,19 @@ static const char *no_point(size_t i) {
     return "";
 }
 
+/* RocksDB's version header is C++ (rocksdb/version.h) and its C API has
+ * no call that returns the version: the Makefile reads the header's
+ * ROCKSDB_MAJOR, _MINOR and _PATCH and passes them in.  The library's
+ * soname (librocksdb.so.MAJOR.MINOR) holds the patch level alone free. */
+#ifndef ST_ROCKSDB_VERSION
+#define ST_ROCKSDB_VERSION "unknown"
+#endif
+static const char *a_library_version(void) { return ST_ROCKSDB_VERSION; }
+
 const st_engine st_engine_rocksdb = {
     .name = "rocksdb",
     .planted_bug = NULL,
+    .library_version = a_library_version,
     .check_options = check_options,
     .open = a_open,
     .close = a_close,

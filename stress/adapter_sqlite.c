@@ -715,6 +715,7 @@ static const char *no_point(size_t i) {
 const st_engine st_engine_sqlite = {
     .name = "sqlite",
     .planted_bug = NULL,
+    .library_version = sqlite3_libversion,
     .check_options = check_options,
     .open = a_open,
     .close = a_close,
