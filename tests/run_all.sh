@@ -20,6 +20,15 @@ log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
 add() { passed=$((passed + $1)); failed=$((failed + $2)); }
+# Each suite's wall time, printed after it and ranked at the end: make test
+# must stay under 15 minutes on a 2-core machine, and this says where the
+# time goes.
+: >"$log/times"
+started() { t0=$(date +%s.%N); }
+took() {
+  local s; s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  echo "   ($s s)"; echo "$s $1" >>"$log/times"
+}
 
 for t in "$BUILD"/tests/test_*; do
   [ -x "$t" ] || continue
@@ -32,8 +41,10 @@ for t in "$BUILD"/tests/test_*; do
     continue
   fi
   echo "== $name"
+  started
   "$t" --jobs=1 >"$log/$name.out" 2>&1
   rc=$?
+  took "$name"
   cat "$log/$name.out" | grep -vE '^\[----\] |^$' | tail -n 40
   syn=$(grep -E 'Synthesis: Tested: ' "$log/$name.out" | tail -n 1)
   if [ -n "$syn" ]; then
@@ -51,8 +62,10 @@ done
 for t in tests/t_*.sh; do
   [ -f "$t" ] || continue
   echo "== $t"
+  started
   bash "$t" >"$log/sh.out" 2>&1
   rc=$?
+  took "$t"
   cat "$log/sh.out"
   p=$(grep -cE '^ok ' "$log/sh.out"); f=$(grep -cE '^not ok ' "$log/sh.out")
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "   $t exited $rc"; fi
@@ -62,8 +75,10 @@ done
 for t in tests/test_*.py; do
   [ -f "$t" ] || continue
   echo "== $t"
+  started
   python3 -m unittest -v "tests.$(basename "$t" .py)" >"$log/py.out" 2>&1
   rc=$?
+  took "$t"
   cat "$log/py.out" | tail -n 60
   run=$(grep -E '^Ran [0-9]+ test' "$log/py.out" | sed -E 's/Ran ([0-9]+).*/\1/')
   run=${run:-0}
@@ -135,5 +150,7 @@ if [ -x "$fuzz" ] && [ "$FUZZ_SECONDS" -gt 0 ]; then
 fi
 
 echo
+echo "slowest suites (seconds):"
+sort -rn "$log/times" | head -n 8 | sed 's/^/   /'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
