@@ -317,6 +317,34 @@ NARROW_KILL_MODES = [
     ("commit points", ["kill/commit/"], (20, 20000)),
 ]
 RECOVERY_PREFIX = "kill/recovery/"
+# The same for an engine reached through the fault door (faults.h: kill
+# points before the door's calls, kill/door/OP/KIND).  Its log calls come
+# with every commit, its manifest, directory and file-name calls a few
+# times a run, so each group has odds of its own; in recovery (the second
+# crash) every door point is armed, since the open writes a new log and
+# manifest and renames CURRENT.
+DOOR_PREFIX = "kill/door/"
+DOOR_KILL_MODES = [
+    ("all door calls", None, (1000, 1000000)),
+    ("table writes and syncs", ["kill/door/write/data", "kill/door/sync/data"], (10, 10000)),
+    (
+        "manifest, directory and file-name calls",
+        [
+            "kill/door/write/control",
+            "kill/door/sync/control",
+            "kill/door/sync/dir",
+            "kill/door/create",
+            "kill/door/rename",
+            "kill/door/unlink",
+            "kill/door/truncate",
+        ],
+        (1, 30),
+    ),
+    ("reopen without a kill", None, None),
+]
+DOOR_NARROW_KILL_MODES = [
+    ("log write and sync calls", ["kill/door/write/wal", "kill/door/sync/wal"], (20, 20000)),
+]
 
 POWERLOSS_MODES = [("rollback", 3), ("tear", 2), ("mixed", 3), ("keep", 1)]
 
@@ -919,8 +947,8 @@ def draw_plan(
     rng = Rng(derive(seed, "plan"))
     kind, kmode = iteration_kind(mode, seed)
     if kind == "whitebox" and not any(p.startswith("kill/") for p in catalogue):
-        # An engine without kill points (another engine's adapter): its
-        # crashes are SIGKILLs from outside.
+        # A stress binary whose engine offers no kill points: its crashes
+        # are SIGKILLs from outside.
         kind, kmode = "blackbox", None
     plan = {"kind": kind, "kill_mode": kmode}
     # Shared draws first, so every kind consumes the stream alike.
@@ -944,7 +972,9 @@ def draw_plan(
     odds_x = rng.u64()
     pl2_mode = weighted(rng, [(m, w) for m, w in POWERLOSS_MODES if m in modes])
     plan.update(powerloss_mode=pl_mode, variants=variants, powerloss_seed=derive(seed, "powerloss"))
-    recovery_points = [p for p in catalogue if p.startswith(RECOVERY_PREFIX)]
+    door = any(p.startswith(DOOR_PREFIX) for p in catalogue)
+    rprefix = DOOR_PREFIX if door else RECOVERY_PREFIX
+    recovery_points = [p for p in catalogue if p.startswith(rprefix)]
     if kind == "blackbox":
         plan["kill_at"] = round(kill_at, 3)
         plan["duration"] = int(kill_at) + 60
@@ -958,11 +988,14 @@ def draw_plan(
             }
         return plan
     plan["duration"] = run_for
-    name, prefixes, odds = KILL_MODES[kmode]
+    modes, narrow = (
+        (DOOR_KILL_MODES, DOOR_NARROW_KILL_MODES) if door else (KILL_MODES, NARROW_KILL_MODES)
+    )
+    name, prefixes, odds = modes[kmode]
     if kmode == 0:
-        g = Rng(derive(seed, "kill group")).below(len(NARROW_KILL_MODES) + 1)
-        if g < len(NARROW_KILL_MODES):
-            name, prefixes, odds = NARROW_KILL_MODES[g]
+        g = Rng(derive(seed, "kill group")).below(len(narrow) + 1)
+        if g < len(narrow):
+            name, prefixes, odds = narrow[g]
     plan["kill_mode_name"] = name
     if odds is None:
         plan["reopen"] = 2 + Rng(odds_x).below(9)

@@ -231,11 +231,6 @@ class CrashTest:
                     "--engine %s --faults-via hooks: only our engine has the fault library's "
                     "hooks; the others are reached through the door (posix)" % a.engine
                 )
-            if self.mode == "whitebox":
-                raise UsageError(
-                    "whitebox --engine %s: whitebox crashes at the engine's kill points, which "
-                    "only our engine has (blackbox and simple kill it from outside)" % a.engine
-                )
             if classes and "faults" in getattr(a, "given", ()):
                 raise UsageError(
                     "--engine %s --faults %s: the door serves %s power loss and SIGKILL only; give "

@@ -33,6 +33,7 @@
 #include "frame.h"
 #include "fiu_int.h"
 #include "inject_int.h"
+#include "kill_int.h"
 
 /* ---- options ---- */
 
@@ -146,6 +147,7 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
     flt_hooks_init(f);
     rc = flt_fiu_setup(f);
     if (rc) goto fail;
+    flt_kill_hooks(f); /* after the door's kill points are set up */
     *out = f;
     return ENG_OK;
 

@@ -105,6 +105,13 @@ typedef struct flt_options {
      * do nothing), and the data file is told by its name relative to
      * db_dir, "data", since the door numbers files from 1. */
     int via_door;
+    /* An engine's file kind of a database file ("data", "wal" or
+     * "control"; NULL: none of them, as an info log or a lock file), from
+     * its path relative to db_dir: how fault_files and the door's kill
+     * points tell another engine's files apart (RocksDB's *.sst, *.log,
+     * MANIFEST-*; SQLite's database and its -wal).  NULL: ours, by the
+     * names engine/format.h gives its files. */
+    const char *(*file_kind)(const char *rel);
     /* Called once on the thread a kill point fires on, after its ledger
      * line and right before SIGKILL: the caller's last chance to note
      * what it did (stress writes its op count there, and the killed op's
@@ -182,6 +189,21 @@ int flt_kill_at(flt_ctx *f, const char *point, uint64_t nth);
 /* 1 if LIST is a comma list of one or more kill points of the engine's
  * catalogue (kill_points, a trace's kill:POINT:N). */
 int flt_kill_points_valid(const char *list);
+
+/* The door's kill points, for an engine with none of its own (via_door):
+ * kill/door/OP/KIND before a write or an fsync of a file of KIND (data,
+ * wal, control; an fsync of a directory is kill/door/sync/dir), and
+ * kill/door/create, /rename, /unlink and /truncate before those calls on
+ * any file of the database.  Drawn with odds 1 in kill_random_test at
+ * each such call, limited by kill_points like the engine's, counted per
+ * op and pinned by flt_kill_at the same way; the kill happens before the
+ * call is issued. */
+size_t flt_door_kill_point_count(void);
+/* The index in flt_counts' point_hits and point_checks of the enabled
+ * point NAME (an engine's or the door's), or -1. */
+int flt_point_index(const flt_ctx *f, const char *name);
+const char *flt_door_kill_point_name(size_t i);
+const char *flt_door_kill_point_what(size_t i);
 
 /* NULL if LIST is a comma list of one or more delay sites (the engine's
  * delay/... points, hook/read/before, hook/read/after, hook/write/before,

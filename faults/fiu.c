@@ -45,7 +45,6 @@
  * one thread, or with only one of the two classes on, it is exact.
  */
 #include <errno.h>
-#include <signal.h>
 #ifdef FLT_DEBUG_BT
 #include <execinfo.h>
 #include <stdlib.h>
@@ -57,10 +56,10 @@
 #include <fiu.h>
 
 #include "delay_int.h"
-#include "door.h"
 #include "frame.h"
 #include "fiu_int.h"
 #include "inject_int.h"
+#include "kill_int.h"
 
 int flt_fiu_wanted(const flt_options *o) {
     /* sync_error works through the hooks alone in the plain build; with
@@ -89,6 +88,7 @@ int flt_kill_points_valid(const char *list) {
             const char *nm = eng_fault_point_name(i);
             known = is_kill_point(nm) && strlen(nm) == (size_t)(t - s) && memcmp(nm, s, (size_t)(t - s)) == 0;
         }
+        known = known || flt_is_door_kill_point(s, (size_t)(t - s));
         if (!known) return 0;
         names++;
         s = e;
@@ -158,22 +158,9 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
         else if (t && t->io_kind == 1 + ENG_IO_WRITE && flt_draw(f, t, FLT_WRITE_ERROR))
             cls = FLT_WRITE_ERROR, err = EIO;
         break;
-    case FLT_PK_KILL: {
-        if (!t) {
-            if (flt_draw(f, t, FLT_KILL)) cls = FLT_KILL;
-            break;
-        }
-        /* Count the arrivals of this op (before_kill's NTH); a pinned
-         * kill fires at its NTH and is never drawn. */
-        int64_t op = atomic_load_explicit(&t->op, memory_order_relaxed);
-        if (t->kill_op[p->idx] != op) t->kill_op[p->idx] = op, t->kill_n[p->idx] = 0;
-        t->kill_n[p->idx]++;
-        if (t->kill_pin == 1 + p->idx && t->kill_pin_op == op) {
-            if (t->kill_n[p->idx] == t->kill_pin_nth) cls = FLT_KILL;
-        } else if (flt_draw(f, t, FLT_KILL))
-            cls = FLT_KILL;
+    case FLT_PK_KILL:
+        if (flt_kill_arrival(f, t, p->idx)) cls = FLT_KILL;
         break;
-    }
     default: break;
     }
     if (t) t->file_off = off0;
@@ -197,18 +184,7 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
     }
 #endif
     atomic_fetch_add_explicit(&f->point_hits[p->idx], 1, memory_order_relaxed);
-    if (cls == FLT_KILL) {
-        /* The ledger line is in the page cache (one write(2) returned):
-         * it survives the kill. */
-        /* Through the door, the flips' own pwrite would be taken for the
-         * engine's: hooked, and journaled as a write power loss may undo. */
-        flt_door_bypass(1);
-        flt_flip_at_crash(f, t);
-        flt_door_bypass(0);
-        if (f->o.before_kill) f->o.before_kill(p->name, t ? t->kill_n[p->idx] : 1);
-        raise(SIGKILL);
-        for (;;) pause(); /* not reached: SIGKILL cannot be caught */
-    }
+    if (cls == FLT_KILL) flt_kill_fire(f, t, p->name, t ? t->kill_n[p->idx] : 1);
     if (cls == FLT_SYNC_ERROR) t->sync_fiu_fired = 1; /* after(SYNC) drops the file's dirty data */
     if (err) *failnum = err;
     return 1;
@@ -252,6 +228,7 @@ int flt_fiu_setup(flt_ctx *f) {
             return ENG_NOMEM; /* flt_close disables what was enabled */
         p->enabled = 1;
     }
+    got_kill |= flt_door_kills_setup(f) > 0;
     /* A class whose point the catalogue lacks cannot be injected: say so
      * rather than run a test that silently tests nothing. */
     if ((o->one_in[FLT_READ_ERROR] && !got_read) ||
@@ -278,10 +255,16 @@ int flt_kill_at(flt_ctx *f, const char *point, uint64_t nth) {
     return ENG_INVALID; /* no kill point of that name is enabled (kill_pins or kill_random_test) */
 }
 
+int flt_point_index(const flt_ctx *f, const char *name) {
+    for (size_t i = 0; f && i < f->npoints; i++)
+        if (f->points[i].enabled && !strcmp(f->points[i].name, name)) return (int)i;
+    return -1;
+}
+
 void flt_fiu_teardown(flt_ctx *f) {
     for (size_t i = 0; i < f->npoints; i++) {
         if (f->points[i].enabled) {
-            fiu_disable(f->points[i].name);
+            if (!f->points[i].door) fiu_disable(f->points[i].name);
             f->points[i].enabled = 0;
         }
     }

@@ -130,6 +130,8 @@ typedef struct flt_point {
     int kind; /* FLT_PK_* */
     const char *name;
     int enabled;
+    int door; /* one of the door's kill points: no libfiu point, inject.c
+               * draws it in before() */
 } flt_point;
 
 /* What a point injects (fiu.c's table): READ read_error; WRITE
@@ -205,6 +207,10 @@ struct flt_ctx {
 
     flt_point points[FLT_MAX_POINTS];
     size_t npoints;
+    /* The door's kill points (via_door): door_kill[i] is the index in
+     * points of flt_door_kill_point_name(i), or -1 when not enabled. */
+    int door_kill[16];
+    int door_kills;  /* 1 if any is enabled */
     int fsync_point; /* engine/io/fsync is enabled: sync_error
                                * splits its firings with hook/sync */
 

@@ -141,9 +141,11 @@ const char *flt_fault_files_invalid(const char *list) { return flt_list_invalid(
 
 /* OP's file kind for fault_files: the data file, a WAL segment, the
  * control file (or its temporary), else a directory (an fsync of one, the
- * WAL's directory made) or another file of the database's (LOCK). */
-static const char *file_kind(flt_ctx *f, const eng_io_op *op) {
+ * WAL's directory made) or another file of the database's (LOCK).
+ * Another engine's files are named by its own rule (o.file_kind). */
+const char *flt_file_kind(flt_ctx *f, const eng_io_op *op) {
     if (op->kind == ENG_IO_DIRSYNC || !op->path) return "dir";
+    if (f->o.file_kind) return f->o.file_kind(flt_rel_path(f, op->path));
     if (is_data_path(op->path)) return "data";
     const char *rel = flt_rel_path(f, op->path);
     if (!strncmp(rel, "wal/", 4)) return "wal";
@@ -603,13 +605,14 @@ static int fire_deferred(flt_ctx *f, flt_thr *t) {
     return -err;
 }
 
-static int hook_before(void *ctx, eng_io_op *op) {
+int flt_hook_before(void *ctx, eng_io_op *op) {
     flt_ctx *f = ctx;
     flt_thr *t = NULL;
     maybe_delay(f, op, 0);
     if (f->o.fault_files) { /* for flt_draw, here and in fiu.c's points inside this I/O */
         t = flt_thr_get(f);
-        if (t) t->file_off = !flt_list_has(f->o.fault_files, file_kind(f, op));
+        const char *kind = flt_file_kind(f, op);
+        if (t) t->file_off = !kind || !flt_list_has(f->o.fault_files, kind);
         int rc = t && t->deferred ? fire_deferred(f, t) : 0;
         if (rc) return rc; /* not issued, so not journaled */
     }
@@ -721,7 +724,7 @@ static void hook_after(void *ctx, eng_io_op *op) {
     maybe_delay(f, op, 1); /* the engine hears of the completion late */
 }
 
-void flt_hooks_init(flt_ctx *f) { f->hooks = (eng_io_hooks){.ctx = f, .before = hook_before, .after = hook_after}; }
+void flt_hooks_init(flt_ctx *f) { f->hooks = (eng_io_hooks){.ctx = f, .before = flt_hook_before, .after = hook_after}; }
 
 /* ---- flt_tick ---- */
 

@@ -24,5 +24,14 @@ void flt_thr_free_bufs(flt_thr *t);
  * page type).  Nothing of the process writes those bytes again. */
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t);
 
+/* The I/O hooks' before(): kill.c's before() runs its door kill points,
+ * then this. */
+int flt_hook_before(void *ctx, eng_io_op *op);
+
+/* OP's file kind ("data", "wal", "control" or "dir"; NULL for a file of
+ * another engine that is none of them): fault_files' and the door kill
+ * points' word for it. */
+const char *flt_file_kind(flt_ctx *f, const eng_io_op *op);
+
 
 #endif

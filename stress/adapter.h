@@ -128,6 +128,12 @@ typedef struct st_engine {
      * printed by --version, where crashtest reads which of an engine's
      * known bugs the build carries. */
     const char *(*library_version)(void);
+    /* The kind of the database file REL (relative to the directory):
+     * "data", "wal" or "control", NULL for none of them (an info log, a
+     * lock file).  NULL for ours (the fault library knows its names).
+     * How the door's kill points and --fault_files tell the files of an
+     * engine without hooks apart. */
+    const char *(*file_kind)(const char *rel);
     /* Options this engine cannot honour: message in WHY, ST_NOTSUP. */
     int (*check_options)(const st_open_options *o, char *why, size_t cap);
     int (*open)(const char *dir, const st_open_options *o, st_db **out);

@@ -534,6 +534,24 @@ static const char *no_point(size_t i) {
     return "";
 }
 
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), m = strlen(tail);
+    return n >= m && !strcmp(s + n - m, tail);
+}
+
+/* RocksDB's files by name (file/filename.cc): tables NNNNNN.sst, logs
+ * NNNNNN.log, and what says which of them are live (MANIFEST-NNNNNN,
+ * CURRENT and its NNNNNN.dbtmp, OPTIONS-NNNNNN, IDENTITY); the info log
+ * (LOG, LOG.old.*) and LOCK are none of them. */
+static const char *a_file_kind(const char *rel) {
+    if (ends_with(rel, ".sst")) return "data";
+    if (ends_with(rel, ".log")) return "wal";
+    if (!strncmp(rel, "MANIFEST-", 9) || !strcmp(rel, "CURRENT") || !strncmp(rel, "OPTIONS-", 8) ||
+        !strcmp(rel, "IDENTITY") || ends_with(rel, ".dbtmp"))
+        return "control";
+    return NULL;
+}
+
 /* RocksDB's version header is C++ (rocksdb/version.h) and its C API has
  * no call that returns the version: the Makefile reads the header's
  * ROCKSDB_MAJOR, _MINOR and _PATCH and passes them in.  The library's
@@ -547,6 +565,7 @@ const st_engine st_engine_rocksdb = {
     .name = "rocksdb",
     .planted_bug = NULL,
     .library_version = a_library_version,
+    .file_kind = a_file_kind,
     .check_options = check_options,
     .open = a_open,
     .close = a_close,

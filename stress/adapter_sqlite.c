@@ -706,6 +706,16 @@ static void *a_native(st_db *db) {
     return NULL; /* nothing the fault library could use */
 }
 static const char *a_strerror(int rc) { return sqlite3_errstr(rc); }
+/* The database file, its log (-wal, or the rollback -journal), nothing
+ * else: the -shm index is reached through mmap, which the door cannot see. */
+static const char *a_file_kind(const char *rel) {
+    size_t n = strlen(DB_FILE);
+    if (strncmp(rel, DB_FILE, n)) return NULL;
+    if (!rel[n]) return "data";
+    if (!strcmp(rel + n, "-wal") || !strcmp(rel + n, "-journal")) return "wal";
+    return NULL;
+}
+
 static size_t no_points(void) { return 0; }
 static const char *no_point(size_t i) {
     (void)i;
@@ -716,6 +726,7 @@ const st_engine st_engine_sqlite = {
     .name = "sqlite",
     .planted_bug = NULL,
     .library_version = sqlite3_libversion,
+    .file_kind = a_file_kind,
     .check_options = check_options,
     .open = a_open,
     .close = a_close,

@@ -147,12 +147,13 @@ static void write_report_to(FILE *f, st_driver *d, const vd_result *res, vd_ctx 
     fprintf(f, ",\n  \"fault_points_reached\": {");
     {
         int first = 1;
-        for (size_t i = 0; i < d->E->fault_point_count() && i < 64; i++) {
-            if (!fc.point_checks[i] && !fc.point_hits[i]) continue;
+        for (size_t i = 0; i < st_point_count(d); i++) {
+            int k = flt_point_index(d->flt, st_point_name(d, i));
+            if (k < 0 || k >= 64 || (!fc.point_checks[k] && !fc.point_hits[k])) continue;
             fprintf(f, "%s", first ? "" : ", ");
-            json_fput_str(f, d->E->fault_point_name(i));
-            fprintf(f, ": {\"reached\": %llu, \"fired\": %llu}", (unsigned long long)fc.point_checks[i],
-                    (unsigned long long)fc.point_hits[i]);
+            json_fput_str(f, st_point_name(d, i));
+            fprintf(f, ": {\"reached\": %llu, \"fired\": %llu}", (unsigned long long)fc.point_checks[k],
+                    (unsigned long long)fc.point_hits[k]);
             first = 0;
         }
     }

@@ -246,8 +246,8 @@ static int check_targets(const st_driver *d) {
             size_t n = strcspn(s, ",");
             while (n && s[n - 1] == ' ') n--;
             int known = 0;
-            for (size_t i = 0; i < d->E->fault_point_count() && !known; i++) {
-                const char *nm = d->E->fault_point_name(i);
+            for (size_t i = 0; i < st_point_count(d) && !known; i++) {
+                const char *nm = st_point_name(d, i);
                 known = strncmp(nm, "kill/", 5) == 0 && strlen(nm) == n && memcmp(nm, s, n) == 0;
             }
             if (!known) {
@@ -322,8 +322,21 @@ void st_open_options_from(const st_options *o, st_driver *d, st_open_options *eo
  * writes, fsyncs and metadata operations.  The fault classes wait: their
  * judgement of another engine's pages and the libfiu points it lacks are
  * not there yet. */
+/* The kill points an engine offers: ours has its own catalogue
+ * (engine/faultpoints.h); another engine, reached through the door, the
+ * door's (faults.h). */
+size_t st_point_count(const st_driver *d) {
+    return d->E == &st_engine_ours ? d->E->fault_point_count() : flt_door_kill_point_count();
+}
+const char *st_point_name(const st_driver *d, size_t i) {
+    return d->E == &st_engine_ours ? d->E->fault_point_name(i) : flt_door_kill_point_name(i);
+}
+const char *st_point_what(const st_driver *d, size_t i) {
+    return d->E == &st_engine_ours ? d->E->fault_point_what(i) : flt_door_kill_point_what(i);
+}
+
 static void drop_door_served(char *hooks) {
-    static const char *const served[] = {"sync_fault_injection", NULL};
+    static const char *const served[] = {"sync_fault_injection", "kill_random_test", "kill_points", NULL};
     char out[2048] = "";
     size_t len = 0;
     for (const char *c = hooks; *c; c += strcspn(c, ","), c += *c == ',') {
@@ -352,8 +365,7 @@ static int parse(st_driver *d, int argc, char **argv) {
         return EXIT_PASS;
     }
     if (d->o.list_fault_points) {
-        for (size_t i = 0; i < d->E->fault_point_count(); i++)
-            printf("%-44s %s\n", d->E->fault_point_name(i), d->E->fault_point_what(i));
+        for (size_t i = 0; i < st_point_count(d); i++) printf("%-44s %s\n", st_point_name(d, i), st_point_what(d, i));
         return EXIT_PASS;
     }
     if (d->E->planted_bug && d->E->planted_bug())
@@ -596,14 +608,13 @@ static int open_faults(st_driver *d) {
      * prepare_run_dir). */
     if (st_faults_requested(&d->o) || st_replay_pins_kill(&d->trace) || st_replay_pins_flip(&d->trace, PIN_PAGE) ||
         st_replay_pins_flip(&d->trace, PIN_CACHE)) {
-        int pins = st_replay_pins_kill(&d->trace) || st_replay_pins_flip(&d->trace, PIN_PAGE) ||
-                   st_replay_pins_flip(&d->trace, PIN_CACHE);
         /* Only a trace's pins get here, or what the door serves
          * (drop_door_served): check_options refused the rest. */
-        if (!d->E->fault_point_count() && (pins || d->o.faults_via == 0)) {
+        int flips = st_replay_pins_flip(&d->trace, PIN_PAGE) || st_replay_pins_flip(&d->trace, PIN_CACHE);
+        if (d->E != &st_engine_ours && (flips || d->o.faults_via == 0)) {
             fprintf(stderr,
-                    "stress: --engine %s: the trace's pins need the fault library's hooks, which this engine "
-                    "does not have\n",
+                    "stress: --engine %s: the trace's flips need the fault library's hooks, which this engine "
+                    "does not have (its kill pins go through the door)\n",
                     d->E->name);
             undo_run_state(d);
             return EXIT_USAGE;
@@ -625,6 +636,7 @@ static int open_faults(st_driver *d) {
         fo.kill_pins = st_replay_pins_kill(&d->trace);
         fo.before_kill = note_ops_before_kill;
         fo.via_door = d->o.faults_via == 1;
+        fo.file_kind = d->E->file_kind;
         rc = flt_open(&fo, &d->flt);
         if (rc) {
             fprintf(stderr, "stress: cannot set up the fault library: %s\n", d->E->native_strerror(rc));

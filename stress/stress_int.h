@@ -243,6 +243,12 @@ void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, c
 void st_get_every_key(worker *w, const char *what);
 int st_read_everything(worker *w, const char *what);
 
+/* stress.c: the kill points the run's engine offers (its own catalogue,
+ * or the door's for an engine reached through it). */
+size_t st_point_count(const st_driver *d);
+const char *st_point_name(const st_driver *d, size_t i);
+const char *st_point_what(const st_driver *d, size_t i);
+
 /* run_dir.c.  The files of RUN_DIR take its name alone; what feeds the
  * verdict (observations, reports) takes the driver, whose lists and
  * descriptors they append to under D->mu. */

@@ -107,6 +107,37 @@ class TheDrawKeepsToWhatEachEnginePromises(unittest.TestCase):
                 self.assertNotIn("checkpoint_wal_bytes", p)
         self.assertEqual(len(kinds), 6)
 
+    def test_another_engine_is_killed_at_the_doors_calls_in_whitebox(self):
+        door = [
+            "kill/door/write/data",
+            "kill/door/write/wal",
+            "kill/door/sync/wal",
+            "kill/door/sync/control",
+            "kill/door/rename",
+        ]
+        groups, seconds = set(), set()
+        for seed in range(200):
+            plan = draw_plan(seed, "whitebox", 3.0, {}, door, max_variants=2)
+            if plan["kind"] != "whitebox" or "kill_random_test" not in plan:
+                continue
+            pts = plan.get("kill_points", ",".join(door)).split(",")
+            self.assertTrue(set(pts) <= set(door), plan)
+            groups.add(plan["kill_mode_name"])
+            second = plan.get("second_crash")
+            if second:
+                seconds.add(second["how"])
+                self.assertTrue(set(second["kill_points"].split(",")) <= set(door), plan)
+        self.assertEqual(
+            groups,
+            {
+                "all door calls",
+                "log write and sync calls",
+                "table writes and syncs",
+                "manifest, directory and file-name calls",
+            },
+        )
+        self.assertEqual(seconds, {"kill_point"})
+
     def test_an_engine_without_kill_points_is_killed_from_outside(self):
         plans = {
             draw_plan(seed, "simple", 3.0, {}, [], max_variants=2)["kind"] for seed in range(16)
@@ -196,7 +227,6 @@ class WhatTheDoorCannotServeIsAUsageError(unittest.TestCase):
         with tempfile.TemporaryDirectory(prefix="ct-engines-") as d:
             rd = os.path.join(d, "r")
             cases = [
-                ("whitebox", ["--engine", "sqlite"], "kill points"),
                 ("simple", ["--engine", "rocksdb", "--faults", "bitflip_page"], "--faults none"),
                 ("simple", ["--engine", "sqlite", "--faults-via", "hooks"], "door"),
                 ("simple", ["--faults-via", "posix", "--set", "io_backend=uring"], "io_uring"),
@@ -230,6 +260,37 @@ class OtherEnginesRunTheNightlyCycle(unittest.TestCase):
             self.assertGreater(s["classes"]["power_loss"]["injected"], 0, out)
             steps = [st for i in its for st in i["steps"] if st["type"] == "stress"]
             self.assertTrue(all("--engine=%s" % engine in st["argv"] for st in steps))
+
+    def test_rocksdb_whitebox_kills_at_the_doors_calls_and_passes(self):
+        with tempfile.TemporaryDirectory(prefix="ct-engines-") as d:
+            rd = os.path.join(d, "r")
+            rc, out, err = run_ct(
+                "whitebox",
+                "--engine",
+                "rocksdb",
+                "--duration",
+                "30",
+                "--interval",
+                "3",
+                "--max-key",
+                "2000",
+                "-j",
+                "1",
+                "--seed",
+                "5",
+                "--report-dir",
+                rd,
+            )
+            self.assertEqual(rc, 0, out + err)
+            with open(os.path.join(rd, "iterations.jsonl")) as f:
+                its = [json.loads(line) for line in f if line.strip()]
+        fired = [
+            p
+            for i in its
+            for st in i["steps"]
+            for p in ((st.get("result") or {}).get("kill_points_fired") or [])
+        ]
+        self.assertTrue(any(p.startswith("kill/door/") for p in fired), out)
 
     def test_our_engine_through_the_door_runs_psync(self):
         rc, out, s, its = self.run_engine("--faults-via", "posix", "--faults", "none")
