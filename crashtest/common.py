@@ -3,9 +3,11 @@ repository root, the usage error, and small file and text helpers.
 
 Nothing here imports another module of the package."""
 
+import fcntl
 import hashlib
 import json
 import os
+import subprocess
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 # A run stopped by SIGINT or SIGTERM before it found a failure: neither a
@@ -20,6 +22,18 @@ META_VERSION = 1
 
 class UsageError(Exception):
     """A bad command line or setup: message printed, exit 2."""
+
+
+def run_make(argv, **kw):
+    """subprocess.run(ARGV, **KW) for a make in the repository, one at a
+    time: two makes of the same target at once (two suites of a parallel
+    make test, two mutants runs sharing a build folder) would write the
+    same objects together.  The lock is build/.make.lock; the second make
+    finds the target made."""
+    os.makedirs(os.path.join(REPO, "build"), exist_ok=True)
+    with open(os.path.join(REPO, "build", ".make.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return subprocess.run(argv, **kw)
 
 
 def sha256_of(path):

@@ -43,6 +43,7 @@ from .common import (
     UsageError,
     last_line,
     nice_path,
+    run_make,
     write_json,
 )
 from .judge import report_failure_keys
@@ -710,7 +711,7 @@ def check_built(chosen, build):
 
 def build_mutant(m, build, stress, powerloss, budget, p):
     """make M's binaries: None when built, else its build-failed record."""
-    mk = subprocess.run(
+    mk = run_make(
         [
             "make",
             "-s",
@@ -746,7 +747,7 @@ def suite_env(build, hmutant):
 def make_targets(build, targets, hmutant=None):
     """make -j2 TARGETS with BUILD (relative to the repository): (ok, output)."""
     cmd = ["make", "-s", "-j2", "BUILD=%s" % os.path.relpath(build, REPO)] + list(targets)
-    mk = subprocess.run(
+    mk = run_make(
         cmd,
         cwd=REPO,
         stdout=subprocess.PIPE,

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+from crashtest.common import run_make
 from crashtest.params import FAILURE_KEYS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,7 +31,7 @@ def built(path):
         # test passes it down in MAKEFLAGS); without it, take what is there.
         san = "SANITIZER=" in os.environ.get("MAKEFLAGS", "") or os.environ.get("SANITIZER")
         if BUILD == "build" or san:
-            r = subprocess.run(
+            r = run_make(
                 ["make", "-s", os.path.relpath(path, ROOT)],
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,

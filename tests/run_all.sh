@@ -9,7 +9,8 @@
 #   - tools/py_style.py black, flake8             (one test each: the Python style)
 #   - clang-format --dry-run over the C files     (one test: the house style)
 #   - the libFuzzer target for FUZZ_SECONDS       (one test: no crash found)
-# Environment: BUILD (default build), FUZZ_SECONDS (default 20).
+# Environment: BUILD (default build), FUZZ_SECONDS (default 20), TEST_JOBS (suites at
+# a time, default 2).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -20,16 +21,73 @@ log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
 add() { passed=$((passed + $1)); failed=$((failed + $2)); }
-# Each suite's wall time, printed after it and ranked at the end: make test
-# must stay under 15 minutes on a 2-core machine, and this says where the
-# time goes.
-: >"$log/times"
-started() { t0=$(date +%s.%N); }
-took() {
-  local s; s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  echo "   ($s s)"; echo "$s $1" >>"$log/times"
+
+# The suites run TEST_JOBS at a time (default 2, the cores CI has), each
+# into its own log; a suite's block (its tail, then its wall time) is
+# printed when it ends, and the counts are added at the end.  Builds the
+# suites start themselves go one at a time (crashtest.common.run_make's
+# lock), so two suites never write the same objects.  The eight slowest
+# are ranked before the last line: make test must stay under 15 minutes.
+JOBS=${TEST_JOBS:-2}
+
+# Count a Criterion binary's synthesis line: "P F".
+count_c() {
+  local syn p f c
+  syn=$(grep -E 'Synthesis: Tested: ' "$1" | tail -n 1)
+  if [ -z "$syn" ]; then echo "0 1 no synthesis line (rc=$2): counted as one failure"; return; fi
+  p=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$syn")
+  f=$(sed -E 's/.*Failing: ([0-9]+).*/\1/' <<<"$syn")
+  c=$(sed -E 's/.*Crashing: ([0-9]+).*/\1/' <<<"$syn")
+  echo "$p $((f + c))"
 }
 
+# A shell suite's "ok NAME" / "not ok NAME" lines: "P F".
+count_sh() {
+  local p f
+  p=$(grep -cE '^ok ' "$1"); f=$(grep -cE '^not ok ' "$1")
+  if [ "$2" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  echo "$p $f"
+}
+
+# unittest's summary: "P F".
+count_py() {
+  local run bad
+  run=$(grep -E '^Ran [0-9]+ test' "$1" | sed -E 's/Ran ([0-9]+).*/\1/')
+  run=${run:-0}
+  bad=$(grep -E '^FAILED \(' "$1" | grep -oE '(failures|errors)=[0-9]+' | awk -F= '{s+=$2} END{print s+0}')
+  bad=${bad:-0}
+  if [ "$2" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+  echo "$((run - bad < 0 ? 0 : run - bad)) $bad"
+}
+
+# Run suite I (KIND c, sh or py, at PATH): $log/I.res holds "P F SECONDS",
+# $log/I.show the block to print.
+run_suite() {
+  local i=$1 kind=$2 t=$3 out="$log/$1.out" rc t0 secs name counts
+  t0=$(date +%s.%N)
+  case $kind in
+    c) name=$(basename "$t"); "$t" --jobs=1 >"$out" 2>&1 ;;
+    sh) name=$t; bash "$t" >"$out" 2>&1 ;;
+    py) name=$t; python3 -m unittest -v "tests.$(basename "$t" .py)" >"$out" 2>&1 ;;
+  esac
+  rc=$?
+  secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  counts=$(count_"$kind" "$out" "$rc")
+  {
+    echo "== $name"
+    case $kind in
+      c) grep -vE '^\[----\] |^$' "$out" | tail -n 40 ;;
+      sh) cat "$out" ;;
+      py) tail -n 60 "$out" ;;
+    esac
+    [ "${counts#* * }" != "$counts" ] && echo "   $name ${counts#* * }"
+    echo "   ($secs s)"
+  } >"$log/$i.tmp"
+  echo "${counts%% *} $(cut -d' ' -f2 <<<"$counts") $secs $name" >"$log/$i.res"
+  mv "$log/$i.tmp" "$log/$i.show" # whole when show_done sees it
+}
+
+suites=()
 for t in "$BUILD"/tests/test_*; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
@@ -40,53 +98,35 @@ for t in "$BUILD"/tests/test_*; do
     rm -f "$t"
     continue
   fi
-  echo "== $name"
-  started
-  "$t" --jobs=1 >"$log/$name.out" 2>&1
-  rc=$?
-  took "$name"
-  cat "$log/$name.out" | grep -vE '^\[----\] |^$' | tail -n 40
-  syn=$(grep -E 'Synthesis: Tested: ' "$log/$name.out" | tail -n 1)
-  if [ -n "$syn" ]; then
-    p=$(sed -E 's/.*Passing: ([0-9]+).*/\1/' <<<"$syn")
-    f=$(sed -E 's/.*Failing: ([0-9]+).*/\1/' <<<"$syn")
-    c=$(sed -E 's/.*Crashing: ([0-9]+).*/\1/' <<<"$syn")
-    add "$p" "$((f + c))"
-  else
-    echo "   $name produced no synthesis line (rc=$rc): counted as one failure"
-    add 0 1
-  fi
-  [ $rc -eq 0 ] || [ -n "$syn" ] || true
+  suites+=("c $t")
 done
+for t in tests/t_*.sh; do [ -f "$t" ] && suites+=("sh $t"); done
+for t in tests/test_*.py; do [ -f "$t" ] && suites+=("py $t"); done
 
-for t in tests/t_*.sh; do
-  [ -f "$t" ] || continue
-  echo "== $t"
-  started
-  bash "$t" >"$log/sh.out" 2>&1
-  rc=$?
-  took "$t"
-  cat "$log/sh.out"
-  p=$(grep -cE '^ok ' "$log/sh.out"); f=$(grep -cE '^not ok ' "$log/sh.out")
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "   $t exited $rc"; fi
+shown=0
+show_done() { # print the blocks of suites that ended, in the order they ended
+  local f
+  for f in $(ls -tr "$log"/*.show 2>/dev/null); do
+    cat "$f"; mv "$f" "$f.shown"; shown=$((shown + 1))
+  done
+}
+i=0
+for s in "${suites[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; show_done; done
+  run_suite "$i" $s &
+  i=$((i + 1))
+done
+wait
+show_done
+for r in "$log"/*.res; do
+  [ -f "$r" ] || continue
+  read -r p f secs name <"$r"
   add "$p" "$f"
+  echo "$secs $name" >>"$log/times"
 done
-
-for t in tests/test_*.py; do
-  [ -f "$t" ] || continue
-  echo "== $t"
-  started
-  python3 -m unittest -v "tests.$(basename "$t" .py)" >"$log/py.out" 2>&1
-  rc=$?
-  took "$t"
-  cat "$log/py.out" | tail -n 60
-  run=$(grep -E '^Ran [0-9]+ test' "$log/py.out" | sed -E 's/Ran ([0-9]+).*/\1/')
-  run=${run:-0}
-  bad=$(grep -E '^FAILED \(' "$log/py.out" | grep -oE '(failures|errors)=[0-9]+' | awk -F= '{s+=$2} END{print s+0}')
-  bad=${bad:-0}
-  if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
-  add "$((run - bad < 0 ? 0 : run - bad))" "$bad"
-done
+if [ "$(ls "$log"/*.res 2>/dev/null | wc -l)" -ne "${#suites[@]}" ]; then
+  echo "   a suite left no result: counted as one failure"; add 0 1
+fi
 
 # The tree's own shape (make deps-graph, rules G1-G4 of tools/deps_graph.py):
 # no include circle (contracts: tools/deps_contracts.txt), engine internals

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import unittest
 
+from crashtest.common import run_make
 from crashtest.cand import trace_ops_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,7 +39,7 @@ def trace_lines(path):
 def need_stress():
     """For setUpClass: build build/stress if it is missing or stale, else
     skip the class."""
-    r = subprocess.run(
+    r = run_make(
         ["make", "-s", os.path.relpath(STRESS, ROOT)],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import unittest
 
+from crashtest.common import run_make
 from tests.stressrun import ROOT, STRESS, need_stress, stress
 
 BUILD = os.environ.get("BUILD", "build")
@@ -65,7 +66,7 @@ class FaultsViaPosix(unittest.TestCase):
     def setUpClass(cls):
         need_stress()
         if not os.path.exists(POWERLOSS):
-            subprocess.run(
+            run_make(
                 ["make", "-s", os.path.relpath(POWERLOSS, ROOT)],
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,
@@ -185,7 +186,7 @@ class FaultsViaPosix(unittest.TestCase):
         self.assertFalse(os.path.exists(db))
 
     def test_a_synced_commit_dropped_by_recovery_is_caught_through_the_door(self):
-        made = subprocess.run(
+        made = run_make(
             ["make", "-s", os.path.relpath(BROKEN, ROOT)],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,

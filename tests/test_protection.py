@@ -22,6 +22,7 @@ import unittest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
+from crashtest.common import run_make  # noqa: E402
 from crashtest.stats import (  # noqa: E402
     binom_cdf,
     cell_verdict,
@@ -141,7 +142,7 @@ def binary_or_skip(tc, name):
     )
     san = "SANITIZER=" in os.environ.get("MAKEFLAGS", "") or os.environ.get("SANITIZER")
     if BUILD == "build" or san:
-        subprocess.run(
+        run_make(
             ["make", "-s", os.path.relpath(path, REPO)],
             cwd=REPO,
             stdout=subprocess.DEVNULL,

@@ -45,6 +45,7 @@ sys.path.insert(0, ROOT)
 from crashtest.judge import judge_stress  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.seeds import derive  # noqa: E402
+from crashtest.common import run_make  # noqa: E402
 from crashtest.shrink import BASELINE_TRIALS  # noqa: E402
 from crashtest.multipass import MT_CONFIRM, MT_MORE, MT_NEED, MT_TRIALS  # noqa: E402
 from crashtest.cand import (  # noqa: E402
@@ -99,7 +100,7 @@ def bugs():
 
 
 def make(*targets):
-    r = subprocess.run(
+    r = run_make(
         ["make", "-s"] + [os.path.relpath(t, ROOT) for t in targets],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
