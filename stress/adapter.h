@@ -134,6 +134,9 @@ typedef struct st_engine {
      * How the door's kill points and --fault_files tell the files of an
      * engine without hooks apart. */
     const char *(*file_kind)(const char *rel);
+    /* The kinds file_kind may return, comma-separated ("data,wal"): the
+     * door's kill points of another kind are left out of its catalogue. */
+    const char *file_kinds;
     /* Options this engine cannot honour: message in WHY, ST_NOTSUP. */
     int (*check_options)(const st_open_options *o, char *why, size_t cap);
     int (*open)(const char *dir, const st_open_options *o, st_db **out);

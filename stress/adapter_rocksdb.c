@@ -566,6 +566,7 @@ const st_engine st_engine_rocksdb = {
     .planted_bug = NULL,
     .library_version = a_library_version,
     .file_kind = a_file_kind,
+    .file_kinds = "data,wal,control",
     .check_options = check_options,
     .open = a_open,
     .close = a_close,

@@ -727,6 +727,7 @@ const st_engine st_engine_sqlite = {
     .planted_bug = NULL,
     .library_version = sqlite3_libversion,
     .file_kind = a_file_kind,
+    .file_kinds = "data,wal",
     .check_options = check_options,
     .open = a_open,
     .close = a_close,
