@@ -119,6 +119,24 @@ static void locate(const char *msg, const char *dir, char *file, size_t cap, int
     snprintf(file, cap, "%.*s", (int)(o - b), b);
 }
 
+/* The log file RocksDB's info log (DIR/LOG, kept at warnings) last said
+ * it dropped bytes of ("NNNNNN.log: dropping N bytes; Corruption: ..."):
+ * a WAL replay's status names no file, its warning does. */
+static void wal_named_by_info_log(const char *dir, char *file, size_t cap) {
+    char p[4200], line[1024];
+    snprintf(p, sizeof p, "%s/LOG", dir);
+    FILE *f = fopen(p, "r");
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        const char *d = strstr(line, ".log: dropping ");
+        if (!d) continue;
+        const char *b = d;
+        while (b > line && b[-1] != '/' && b[-1] != ' ') b--;
+        snprintf(file, cap, "%.*s.log", (int)(d - b), b);
+    }
+    fclose(f);
+}
+
 /* ERR (RocksDB's status text, freed here) as an st_status, a corruption
  * reported through FN. */
 static int st_err(st_corruption_fn fn, void *ctx, const char *dir, char *err) {
@@ -130,6 +148,7 @@ static int st_err(st_corruption_fn fn, void *ctx, const char *dir, char *err) {
             char file[512];
             int64_t off;
             locate(err, dir, file, sizeof file, &off);
+            if (!file[0] && dir) wal_named_by_info_log(dir, file, sizeof file);
             st_corruption c = {"rocksdb", file, -1, off, err, -1};
             fn(ctx, &c);
         }
