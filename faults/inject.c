@@ -110,6 +110,7 @@
 #include "frame.h"
 #include "inject_int.h"
 #include "place.h"
+#include "walview.h"
 
 #define SECTOR 512u
 
@@ -351,8 +352,6 @@ static int file_differs(const char *path, uint64_t off, const void *p, size_t le
     close(fd);
     return differs;
 }
-
-/* ---- before(WRITE of the data file) ---- */
 
 /* ---- block classes (place.h): where zero_page and some page flips land ---- */
 
@@ -864,13 +863,6 @@ void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit) {
     flt_door_bypass(0);
 }
 
-static int is_segment_name(const char *s) {
-    size_t n = 0;
-    for (; s[n]; n++)
-        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f'))) return 0;
-    return n == 16;
-}
-
 static int cmp_names(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
 /* Flip bit POS of the WAL segment REL (at PATH, SIZE bytes), with its
@@ -893,71 +885,6 @@ static void flip_wal_bit(flt_ctx *f, flt_thr *t, const char *point, const char *
     if (flt_record(f, FLT_BITFLIP_WAL, &e) == 0) flip_file_byte(path, start + bit / 8, mask);
 }
 
-/* A stretch of one WAL segment read from disk and labeled by the format
- * (place.h flt_wal_label): bytes [lo, lo + n) of the file, from two
- * blocks before the bytes of interest, so that their records are walked
- * from a block where one starts, to a block past them, so that a record
- * header that begins in them and ends after them is read whole. */
-typedef struct wal_view {
-    char rel[24], path[4300];
-    uint64_t size, lo, n;
-    uint8_t *buf, *lab;
-    flt_wal_rec *recs;
-    size_t nrec;
-} wal_view;
-
-static void wal_view_free(wal_view *v) {
-    free(v->buf);
-    free(v->lab);
-    free(v->recs);
-    v->buf = v->lab = NULL;
-    v->recs = NULL;
-}
-
-/* Load REL's bytes up to OFF + LEN (clamped to the file).  1 if loaded. */
-static int wal_view_load(flt_ctx *f, const char *rel, uint64_t off, uint64_t len, wal_view *v) {
-    memset(v, 0, sizeof *v);
-    if (strncmp(rel, "wal/", 4) != 0 || !is_segment_name(rel + 4)) return 0;
-    snprintf(v->rel, sizeof v->rel, "%s", rel);
-    snprintf(v->path, sizeof v->path, "%s/%s", f->db_dir, rel);
-    struct stat st;
-    if (stat(v->path, &st) != 0 || !st.st_size) return 0;
-    v->size = (uint64_t)st.st_size;
-    uint64_t hi = off + len + WAL_BLOCK < v->size ? off + len + WAL_BLOCK : v->size;
-    uint64_t lo = off / WAL_BLOCK * WAL_BLOCK;
-    lo = lo >= 2 * WAL_BLOCK ? lo - 2 * WAL_BLOCK : 0;
-    if (hi <= lo) return 0;
-    v->lo = lo, v->n = hi - lo;
-    v->buf = malloc(v->n);
-    v->lab = malloc(v->n);
-    size_t cap = v->n / WAL_REC_HDR + 1;
-    v->recs = malloc(cap * sizeof *v->recs);
-    int fd = open(v->path, O_RDONLY | O_CLOEXEC);
-    int ok = fd >= 0 && v->buf && v->lab && v->recs && pread(fd, v->buf, v->n, (off_t)lo) == (ssize_t)v->n;
-    if (fd >= 0) close(fd);
-    if (!ok) {
-        wal_view_free(v);
-        return 0;
-    }
-    uint64_t base = strtoull(rel + 4, NULL, 16);
-    v->nrec = flt_wal_label(v->buf, lo, v->n, base, v->lab, v->recs, cap);
-    if (v->nrec > cap) v->nrec = cap;
-    return 1;
-}
-
-/* The K-th byte (0-based) labeled L in [A, B) of V: its file offset. */
-static uint64_t wal_nth(const wal_view *v, uint64_t a, uint64_t b, int l, uint64_t k) {
-    for (uint64_t o = a; o < b; o++)
-        if (v->lab[o - v->lo] == l && k-- == 0) return o;
-    return a;
-}
-
-static uint64_t wal_count(const wal_view *v, uint64_t a, uint64_t b, int l) {
-    uint64_t n = 0;
-    for (uint64_t o = a; o < b; o++) n += v->lab[o - v->lo] == l;
-    return n;
-}
-
 /* The WAL write bitflip_wal aims at (into REL, *OFF, *LEN): the last
  * write of the last synced group or the last write of all (the unsynced
  * tail, when there is one), drawn half and half when they differ.  0
@@ -978,18 +905,48 @@ static int wal_aim(flt_ctx *f, flt_thr *t, char rel[24], uint64_t *off, uint64_t
     return 1;
 }
 
+/* A record byte (header or payload) of WAL sector S in [RA, RB), drawn; RB if none. */
+static uint64_t wal_record_byte_in_sector(flt_ctx *f, flt_thr *t, const flt_wal_view *v, uint64_t s, uint64_t ra,
+                                          uint64_t rb) {
+    uint64_t a = s > ra ? s : ra, b = s + WAL_SECTOR < rb ? s + WAL_SECTOR : rb;
+    uint64_t h = flt_wal_view_count(v, a, b, FLT_WR_RECORD_HEADER),
+             p = flt_wal_view_count(v, a, b, FLT_WR_RECORD_PAYLOAD);
+    if (!h && !p) return rb;
+    uint64_t k = flt_below(f, t, FLT_BITFLIP_WAL, h + p);
+    return k < h ? flt_wal_view_nth(v, a, b, FLT_WR_RECORD_HEADER, k)
+                 : flt_wal_view_nth(v, a, b, FLT_WR_RECORD_PAYLOAD, k - h);
+}
+
+/* The byte of record [RA, RB) a crash flip hits: a third of the time in
+ * its first sector, a third in its last (the edges where a sector-by-sector
+ * check is off by one), else in its header or payload, half and half. */
+static uint64_t wal_crash_byte(flt_ctx *f, flt_thr *t, const flt_wal_view *v, uint64_t ra, uint64_t rb, int *edge) {
+    *edge = (int)flt_below(f, t, FLT_BITFLIP_WAL, 3); /* 0 first sector, 1 last, 2 neither */
+    if (*edge < 2) {
+        uint64_t s = (*edge == 0 ? ra : rb - 1) / WAL_SECTOR * WAL_SECTOR;
+        uint64_t pos = wal_record_byte_in_sector(f, t, v, s, ra, rb);
+        if (pos < rb) return pos;
+        *edge = 2;
+    }
+    int l = flt_below(f, t, FLT_BITFLIP_WAL, 2) ? FLT_WR_RECORD_PAYLOAD : FLT_WR_RECORD_HEADER;
+    uint64_t c = flt_wal_view_count(v, ra, rb, l);
+    if (!c)
+        l = l == FLT_WR_RECORD_HEADER ? FLT_WR_RECORD_PAYLOAD : FLT_WR_RECORD_HEADER,
+        c = flt_wal_view_count(v, ra, rb, l);
+    return c ? flt_wal_view_nth(v, ra, rb, l, flt_below(f, t, FLT_BITFLIP_WAL, c)) : rb;
+}
+
 /* At the crash: a bit inside a record's bytes in the aimed write
  * (wal_aim), never in padding past the log's end.  Half the flips hit
  * the write's last record (the one no later record witnesses: where
  * recovery decides between a torn tail and damage it must report, W3),
- * half any record of it; then its header or its payload, half and half,
- * and a byte of that part inside the write.  1 if it flipped. */
+ * half any record of it; then a byte of it (wal_crash_byte).  1 if it flipped. */
 static int flip_wal_at_crash(flt_ctx *f, flt_thr *t) {
     char rel[24];
     uint64_t off, len;
     if (!wal_aim(f, t, rel, &off, &len)) return 0;
-    wal_view v;
-    if (!wal_view_load(f, rel, off, len, &v)) return 0;
+    flt_wal_view v;
+    if (!flt_wal_view_load(f->db_dir, rel, off, len, &v)) return 0;
     uint64_t a = off, b = off + len < v.size ? off + len : v.size;
     size_t first = v.nrec, last = 0, n = 0;
     for (size_t i = 0; i < v.nrec; i++)
@@ -1001,19 +958,20 @@ static int flip_wal_at_crash(flt_ctx *f, flt_thr *t) {
     if (n) {
         size_t r = flt_below(f, t, FLT_BITFLIP_WAL, 2) ? last : first + (size_t)flt_below(f, t, FLT_BITFLIP_WAL, n);
         uint64_t ra = v.recs[r].start > a ? v.recs[r].start : a, rb = v.recs[r].end < b ? v.recs[r].end : b;
-        int l = flt_below(f, t, FLT_BITFLIP_WAL, 2) ? FLT_WR_RECORD_PAYLOAD : FLT_WR_RECORD_HEADER;
-        uint64_t c = wal_count(&v, ra, rb, l);
-        if (!c)
-            l = l == FLT_WR_RECORD_HEADER ? FLT_WR_RECORD_PAYLOAD : FLT_WR_RECORD_HEADER, c = wal_count(&v, ra, rb, l);
-        if (c) {
-            uint64_t pos = wal_nth(&v, ra, rb, l, flt_below(f, t, FLT_BITFLIP_WAL, c));
+        static const char *const notes[2][3] = {
+            {"at the crash: a record's first sector", "at the crash: a record's last sector", "at the crash"},
+            {"at the crash: the last record of the write, its first sector",
+             "at the crash: the last record of the write, its last sector",
+             "at the crash: the last record of the write"}};
+        int edge = 2;
+        uint64_t pos = ra < rb ? wal_crash_byte(f, t, &v, ra, rb, &edge) : rb;
+        if (pos < rb) {
             flip_wal_bit(f, t, "crash/wal", v.rel, v.path, v.size, pos * 8 + flt_below(f, t, FLT_BITFLIP_WAL, 8),
-                         flt_wal_region_name(l),
-                         r == last ? "at the crash: the last record of the write" : "at the crash");
+                         flt_wal_region_name(v.lab[pos - v.lo]), notes[r == last][edge]);
             done = 1;
         }
     }
-    wal_view_free(&v);
+    flt_wal_view_free(&v);
     return done;
 }
 
@@ -1086,24 +1044,24 @@ void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
  * of 256 bytes (a block's 32 header bytes and 32 trailer bytes are drawn
  * about one flip in ten each), then a byte of it. */
 static void flip_wal_block(flt_ctx *f, flt_thr *t, const char *rel, uint64_t blk) {
-    wal_view v;
-    if (!wal_view_load(f, rel, blk, WAL_BLOCK, &v)) return;
+    flt_wal_view v;
+    if (!flt_wal_view_load(f->db_dir, rel, blk, WAL_BLOCK, &v)) return;
     uint64_t a = blk, b = blk + WAL_BLOCK < v.size ? blk + WAL_BLOCK : v.size;
     if (a < b) {
         uint64_t cnt[FLT_WR_COUNT], w[FLT_WR_COUNT], total = 0;
         for (int l = 0; l < FLT_WR_COUNT; l++) {
-            cnt[l] = wal_count(&v, a, b, l);
+            cnt[l] = flt_wal_view_count(&v, a, b, l);
             w[l] = cnt[l] ? (cnt[l] < 256 ? 256 : cnt[l]) : 0;
             total += w[l];
         }
         uint64_t k = flt_below(f, t, FLT_BITFLIP_WAL, total);
         int l = 0;
         while (l + 1 < FLT_WR_COUNT && k >= w[l]) k -= w[l++];
-        uint64_t pos = wal_nth(&v, a, b, l, flt_below(f, t, FLT_BITFLIP_WAL, cnt[l]));
+        uint64_t pos = flt_wal_view_nth(&v, a, b, l, flt_below(f, t, FLT_BITFLIP_WAL, cnt[l]));
         flip_wal_bit(f, t, "tick/wal", v.rel, v.path, v.size, pos * 8 + flt_below(f, t, FLT_BITFLIP_WAL, 8),
                      flt_wal_region_name(l), NULL);
     }
-    wal_view_free(&v);
+    flt_wal_view_free(&v);
 }
 
 static void tick_wal(flt_ctx *f, flt_thr *t) {
@@ -1128,7 +1086,7 @@ static void tick_wal(flt_ctx *f, flt_thr *t) {
     size_t n = 0, cap = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        if (!is_segment_name(de->d_name)) continue;
+        if (!flt_is_segment_name(de->d_name)) continue;
         if (n == cap) {
             size_t nc = cap ? 2 * cap : 16;
             char(*nn)[17] = realloc(names, nc * sizeof *nn);
