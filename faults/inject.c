@@ -917,16 +917,16 @@ static uint64_t wal_record_byte_in_sector(flt_ctx *f, flt_thr *t, const flt_wal_
                  : flt_wal_view_nth(v, a, b, FLT_WR_RECORD_PAYLOAD, k - h);
 }
 
-/* The byte of record [RA, RB) a crash flip hits: a third of the time in
- * its first sector, a third in its last (the edges where a sector-by-sector
- * check is off by one), else in its header or payload, half and half. */
+/* The byte of record [RA, RB) a crash flip hits: a quarter of the time in
+ * its last sector (the edge a check walking a record sector by sector
+ * misses when it counts the record's end short), else in its header or
+ * payload, half and half (its first sector holds the header). */
 static uint64_t wal_crash_byte(flt_ctx *f, flt_thr *t, const flt_wal_view *v, uint64_t ra, uint64_t rb, int *edge) {
-    *edge = (int)flt_below(f, t, FLT_BITFLIP_WAL, 3); /* 0 first sector, 1 last, 2 neither */
-    if (*edge < 2) {
-        uint64_t s = (*edge == 0 ? ra : rb - 1) / WAL_SECTOR * WAL_SECTOR;
-        uint64_t pos = wal_record_byte_in_sector(f, t, v, s, ra, rb);
+    *edge = flt_below(f, t, FLT_BITFLIP_WAL, 4) == 0;
+    if (*edge) {
+        uint64_t pos = wal_record_byte_in_sector(f, t, v, (rb - 1) / WAL_SECTOR * WAL_SECTOR, ra, rb);
         if (pos < rb) return pos;
-        *edge = 2;
+        *edge = 0;
     }
     int l = flt_below(f, t, FLT_BITFLIP_WAL, 2) ? FLT_WR_RECORD_PAYLOAD : FLT_WR_RECORD_HEADER;
     uint64_t c = flt_wal_view_count(v, ra, rb, l);
@@ -958,12 +958,10 @@ static int flip_wal_at_crash(flt_ctx *f, flt_thr *t) {
     if (n) {
         size_t r = flt_below(f, t, FLT_BITFLIP_WAL, 2) ? last : first + (size_t)flt_below(f, t, FLT_BITFLIP_WAL, n);
         uint64_t ra = v.recs[r].start > a ? v.recs[r].start : a, rb = v.recs[r].end < b ? v.recs[r].end : b;
-        static const char *const notes[2][3] = {
-            {"at the crash: a record's first sector", "at the crash: a record's last sector", "at the crash"},
-            {"at the crash: the last record of the write, its first sector",
-             "at the crash: the last record of the write, its last sector",
-             "at the crash: the last record of the write"}};
-        int edge = 2;
+        static const char *const notes[2][2] = {{"at the crash", "at the crash: a record's last sector"},
+                                                {"at the crash: the last record of the write",
+                                                 "at the crash: the last record of the write, its last sector"}};
+        int edge = 0;
         uint64_t pos = ra < rb ? wal_crash_byte(f, t, &v, ra, rb, &edge) : rb;
         if (pos < rb) {
             flip_wal_bit(f, t, "crash/wal", v.rel, v.path, v.size, pos * 8 + flt_below(f, t, FLT_BITFLIP_WAL, 8),
