@@ -121,9 +121,7 @@ void eng_db_report(void *ctx, const eng_corruption *r) {
 }
 
 
-#ifndef NDEBUG
-__thread unsigned eng_locks_held;
-#endif
+__thread unsigned eng_locks_held; /* engine_int.h's lock order (lockorder.h) */
 
 static int poison(eng_db *db, int rc) {
     if (rc == ENG_IOERR || rc == ENG_NOSPACE || rc == ENG_POISONED || rc == ENG_NOMEM) atomic_store(&db->poisoned, 1);

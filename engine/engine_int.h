@@ -23,6 +23,7 @@
 
 #include "btree.h"
 #include "bufpool.h"
+#include "lockorder.h"
 #include "control.h"
 #include "engine.h"
 #include "io.h"
@@ -87,29 +88,10 @@ struct eng_db {
  * this thread holds and check that it takes one only while it holds none
  * later in the order. */
 enum { LK_CKPT = 1, LK_WRITE = 2, LK_CTL = 4 };
-#ifndef NDEBUG
 extern __thread unsigned eng_locks_held; /* engine.c */
-#endif
 
-static inline void eng_lock(pthread_mutex_t *mu, unsigned which) {
-#ifndef NDEBUG
-    assert(eng_locks_held < which);
-    eng_locks_held |= which;
-#else
-    (void)which;
-#endif
-    pthread_mutex_lock(mu);
-}
-
-static inline void eng_unlock(pthread_mutex_t *mu, unsigned which) {
-#ifndef NDEBUG
-    assert(eng_locks_held & which);
-    eng_locks_held &= ~which;
-#else
-    (void)which;
-#endif
-    pthread_mutex_unlock(mu);
-}
+static inline void eng_lock(pthread_mutex_t *mu, unsigned which) { lock_in_order(&eng_locks_held, mu, which); }
+static inline void eng_unlock(pthread_mutex_t *mu, unsigned which) { unlock_in_order(&eng_locks_held, mu, which); }
 
 /* engine.c */
 void eng_db_report(void *ctx, const eng_corruption *r);

@@ -48,6 +48,7 @@
  *       one write, so no sector reaches the disk with a stale trailer.
  */
 #include "faultpoints.h"
+#include "lockorder.h"
 #include "wal_int.h"
 
 #include <assert.h>
@@ -127,29 +128,7 @@ static inline void stat_add(_Atomic uint64_t *s, uint64_t v) { atomic_fetch_add_
  * ones this thread holds and check that it takes a lock only while it
  * holds none later in the order. */
 enum { LK_FLUSH = 1, LK_INS = 2, LK_WRITE = 4 };
-#ifndef NDEBUG
-static __thread unsigned locks_held;
-#endif
-
-static inline void lock_in_order(pthread_mutex_t *mu, unsigned which) {
-#ifndef NDEBUG
-    assert(locks_held < which);
-    locks_held |= which;
-#else
-    (void)which;
-#endif
-    pthread_mutex_lock(mu);
-}
-
-static inline void unlock_in_order(pthread_mutex_t *mu, unsigned which) {
-#ifndef NDEBUG
-    assert(locks_held & which);
-    locks_held &= ~which;
-#else
-    (void)which;
-#endif
-    pthread_mutex_unlock(mu);
-}
+static __thread unsigned locks_held; /* lockorder.h */
 
 /* W4: after a failed write or fsync the kernel may have dropped dirty pages
  * that the log claims, so nothing may be appended or made "durable" again
@@ -281,7 +260,7 @@ static size_t reqs_needed(size_t buf_cap, uint64_t seg_size) { return (size_t)(b
  * record is larger than all of it. */
 static int make_room(wal *w, uint64_t end_raw) {
     if (end_raw - w->buf_lsn <= w->buf_cap) return ENG_OK;
-    lock_in_order(&w->write_mu, LK_WRITE);
+    lock_in_order(&locks_held, &w->write_mu, LK_WRITE);
     int rc = ENG_OK;
     uint64_t ib = blk_of(w->ins);
     assert(w->buf_lsn <= w->written_full && w->written_full <= ib); /* B1 (both locks held) */
@@ -314,7 +293,7 @@ static int make_room(wal *w, uint64_t end_raw) {
             w->reqs_cap = nreq;
         }
     }
-    unlock_in_order(&w->write_mu, LK_WRITE);
+    unlock_in_order(&locks_held, &w->write_mu, LK_WRITE);
     return rc;
 }
 
@@ -354,9 +333,9 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
     }
     uint64_t total = WAL_REC_HDR + len;
 
-    lock_in_order(&w->ins_mu, LK_INS);
+    lock_in_order(&locks_held, &w->ins_mu, LK_INS);
     if (is_poisoned(w)) {
-        unlock_in_order(&w->ins_mu, LK_INS);
+        unlock_in_order(&locks_held, &w->ins_mu, LK_INS);
         return ENG_POISONED;
     }
     uint64_t pos = w->ins;
@@ -366,7 +345,7 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
     assert(valid_stream_pos(pos) && w->prev_rec < lsn);
     int rc = make_room(w, end_raw);
     if (rc != ENG_OK) {
-        unlock_in_order(&w->ins_mu, LK_INS);
+        unlock_in_order(&locks_held, &w->ins_mu, LK_INS);
         return rc;
     }
 
@@ -404,7 +383,7 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
     w->prev_rec = lsn;
     atomic_store(&w->insert_lsn, w->ins);
     uint64_t e = w->ins;
-    unlock_in_order(&w->ins_mu, LK_INS);
+    unlock_in_order(&locks_held, &w->ins_mu, LK_INS);
 
     stat_add(&w->st_records, 1);
     stat_add(&w->st_bytes_appended, total);
@@ -424,16 +403,16 @@ int wal_append(wal *w, int type, const void *payload, size_t len, uint64_t *star
 static int write_snapshot(wal *w, int sync) {
     _Alignas(64) uint8_t stage[WAL_BLOCK];
 
-    lock_in_order(&w->ins_mu, LK_INS);
+    lock_in_order(&locks_held, &w->ins_mu, LK_INS);
     uint64_t S = w->ins, Sb = blk_of(S);
     uint32_t off = blk_off(S);
     if (off) {
         memcpy(stage, w->buf + (Sb - w->buf_lsn), off);
         memset(stage + off, 0, WAL_BLOCK - off);
     }
-    unlock_in_order(&w->ins_mu, LK_INS);
+    unlock_in_order(&locks_held, &w->ins_mu, LK_INS);
 
-    lock_in_order(&w->write_mu, LK_WRITE);
+    lock_in_order(&locks_held, &w->write_mu, LK_WRITE);
     int rc = ENG_OK;
     assert(!sync || w->flushing); /* with SYNC, this thread holds the group-commit token */
     if (S > w->written_lsn) {
@@ -479,7 +458,7 @@ static int write_snapshot(wal *w, int sync) {
             w->need_dirsync = 0;
         }
     }
-    unlock_in_order(&w->write_mu, LK_WRITE);
+    unlock_in_order(&locks_held, &w->write_mu, LK_WRITE);
     if (!sync || rc != ENG_OK) return rc;
 
     ENG_KILL_POINT(FP_KILL_WAL_WRITE_SYNC);
@@ -493,13 +472,13 @@ static int write_snapshot(wal *w, int sync) {
     if (rc == ENG_OK && dirsync) rc = io_dirsync(w->io, w->waldir);
     if (rc != ENG_OK) wal_poison(w); /* never retried (W4) */
 
-    lock_in_order(&w->write_mu, LK_WRITE);
+    lock_in_order(&locks_held, &w->write_mu, LK_WRITE);
     for (size_t i = 0; i < nsync; i++) {
         assert(w->sync_set[i]->pins > 0); /* pinned above, for this fsync */
         w->sync_set[i]->pins--;
     }
     seg_cleanup(w);
-    unlock_in_order(&w->write_mu, LK_WRITE);
+    unlock_in_order(&locks_held, &w->write_mu, LK_WRITE);
 
     if (rc == ENG_OK) ENG_KILL_POINT(FP_KILL_WAL_SYNC);
     if (rc == ENG_OK) ENG_DELAY_POINT(FP_DELAY_WAL_BEFORE_PUBLISH);
@@ -524,28 +503,28 @@ int wal_flush(wal *w, uint64_t upto) {
     if (upto > ins) upto = ins; /* records not yet appended cannot be made durable */
     if (atomic_load(&w->durable_lsn) >= upto) return ENG_OK;
 
-    lock_in_order(&w->flush_mu, LK_FLUSH);
+    lock_in_order(&locks_held, &w->flush_mu, LK_FLUSH);
     for (;;) {
         if (is_poisoned(w)) {
-            unlock_in_order(&w->flush_mu, LK_FLUSH);
+            unlock_in_order(&locks_held, &w->flush_mu, LK_FLUSH);
             return ENG_POISONED;
         }
         if (atomic_load(&w->durable_lsn) >= upto) {
-            unlock_in_order(&w->flush_mu, LK_FLUSH); /* a flusher's fsync covered us */
+            unlock_in_order(&locks_held, &w->flush_mu, LK_FLUSH); /* a flusher's fsync covered us */
             return ENG_OK;
         }
         if (!w->flushing) break;
         pthread_cond_wait(&w->flush_cv, &w->flush_mu);
     }
     w->flushing = 1;
-    unlock_in_order(&w->flush_mu, LK_FLUSH);
+    unlock_in_order(&locks_held, &w->flush_mu, LK_FLUSH);
 
     int rc = write_snapshot(w, 1);
 
-    lock_in_order(&w->flush_mu, LK_FLUSH);
+    lock_in_order(&locks_held, &w->flush_mu, LK_FLUSH);
     w->flushing = 0;
     pthread_cond_broadcast(&w->flush_cv);
-    unlock_in_order(&w->flush_mu, LK_FLUSH);
+    unlock_in_order(&locks_held, &w->flush_mu, LK_FLUSH);
     return rc;
 }
 
@@ -782,7 +761,7 @@ int wal_remove_before(wal *w, uint64_t lsn) {
     }
 
     int changed = 0;
-    lock_in_order(&w->write_mu, LK_WRITE);
+    lock_in_order(&locks_held, &w->write_mu, LK_WRITE);
     uint64_t *all;
     size_t nall;
     rc = wal_seg_list(w->waldir, &all, &nall);
@@ -840,7 +819,7 @@ int wal_remove_before(wal *w, uint64_t lsn) {
             changed |= rc == ENG_OK;
         }
     }
-    unlock_in_order(&w->write_mu, LK_WRITE);
+    unlock_in_order(&locks_held, &w->write_mu, LK_WRITE);
     free(v);
     if (changed) {
         int rc2 = io_dirsync(w->io, w->waldir);
