@@ -204,6 +204,9 @@ size_t flt_door_kill_point_count(void);
 int flt_point_index(const flt_ctx *f, const char *name);
 const char *flt_door_kill_point_name(size_t i);
 const char *flt_door_kill_point_what(size_t i);
+/* The file kind point I is for ("data", "wal", "control"), "dir" for a
+ * directory's fsync, NULL for a call on any file. */
+const char *flt_door_kill_point_kind(size_t i);
 
 /* NULL if LIST is a comma list of one or more delay sites (the engine's
  * delay/... points, hook/read/before, hook/read/after, hook/write/before,

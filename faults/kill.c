@@ -47,6 +47,8 @@ static const struct {
 size_t flt_door_kill_point_count(void) { return NDOOR; }
 const char *flt_door_kill_point_name(size_t i) { return i < NDOOR ? door_points[i].name : NULL; }
 const char *flt_door_kill_point_what(size_t i) { return i < NDOOR ? door_points[i].what : NULL; }
+const char *flt_door_kill_point_kind(size_t i) { return i < NDOOR ? door_points[i].file : NULL; }
+_Static_assert(NDOOR <= sizeof((flt_ctx *)0)->door_kill / sizeof(int), "frame.h's door_kill holds every door point");
 
 int flt_is_door_kill_point(const char *name, size_t n) {
     for (size_t i = 0; i < NDOOR; i++)

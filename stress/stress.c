@@ -326,21 +326,19 @@ void st_open_options_from(const st_options *o, st_driver *d, st_open_options *eo
  * (engine/faultpoints.h); another engine, reached through the door, the
  * door's (faults.h) on the kinds of file it has (kill/door/OP/KIND with
  * KIND among its file_kinds, and those on any file). */
-static int door_point_applies(const st_driver *d, const char *name) {
-    const char *kind = strrchr(name, '/') + 1;
-    if (strncmp(name, "kill/door/write/", 16) && strncmp(name, "kill/door/sync/", 15)) return 1;
-    if (!strcmp(kind, "dir")) return 1;
-    return d->E->file_kinds && st_opt_listed(d->E->file_kinds, kind);
+static int door_point_applies(const st_driver *d, size_t k) {
+    const char *kind = flt_door_kill_point_kind(k);
+    return !kind || !strcmp(kind, "dir") || (d->E->file_kinds && st_opt_listed(d->E->file_kinds, kind));
 }
 static size_t door_index(const st_driver *d, size_t i) { /* the catalogue's I-th applying point */
     for (size_t k = 0; k < flt_door_kill_point_count(); k++)
-        if (door_point_applies(d, flt_door_kill_point_name(k)) && i-- == 0) return k;
+        if (door_point_applies(d, k) && i-- == 0) return k;
     return (size_t)-1;
 }
 size_t st_point_count(const st_driver *d) {
     if (d->E == &st_engine_ours) return d->E->fault_point_count();
     size_t n = 0;
-    for (size_t k = 0; k < flt_door_kill_point_count(); k++) n += door_point_applies(d, flt_door_kill_point_name(k));
+    for (size_t k = 0; k < flt_door_kill_point_count(); k++) n += door_point_applies(d, k);
     return n;
 }
 const char *st_point_name(const st_driver *d, size_t i) {
