@@ -243,6 +243,8 @@ DELAY_SITES = [
     "delay/checkpoint/before_control",
     "delay/bufpool/before_write_back",
     "delay/bufpool/before_latch_release",
+    "delay/bufpool/before_page_latch",
+    "delay/bufpool/after_page_release",
     "hook/read/before",
     "hook/read/after",
     "hook/write/before",

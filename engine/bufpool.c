@@ -711,6 +711,7 @@ static int latch_hit(bp_pool *bp, bp_frame *f, uint32_t block, int mode, int *rc
 
 int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
     *out = NULL;
+    ENG_DELAY_POINT(FP_DELAY_PAGE_BEFORE_LATCH);
     size_t b = bucket_of(bp, block);
     struct part *p = part_of(bp, b);
     for (;;) {
@@ -877,6 +878,7 @@ void bp_release(bp_pool *bp, bp_frame *f, int mode) {
     assert(atomic_load(&f->pin) > 0 && atomic_load(&f->state) == ST_VALID);
     pthread_rwlock_unlock(&f->latch);
     bp_unpin(bp, f);
+    ENG_DELAY_POINT(FP_DELAY_PAGE_AFTER_RELEASE);
 }
 
 void bp_unpin(bp_pool *bp, bp_frame *f) {

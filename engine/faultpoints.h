@@ -76,7 +76,11 @@ typedef struct eng_fault_point {
     X(FP_DELAY_WRITEBACK_BEFORE_WRITE, "delay/bufpool/before_write_back",                                              \
       "a pause with write-back copies made and the log flushed, before the pages are written")                         \
     X(FP_DELAY_WRITEBACK_BEFORE_RELEASE, "delay/bufpool/before_latch_release",                                         \
-      "a pause after a write-back completed, before its frames are settled and their latches released")
+      "a pause after a write-back completed, before its frames are settled and their latches released")                \
+    X(FP_DELAY_PAGE_BEFORE_LATCH, "delay/bufpool/before_page_latch",                                                   \
+      "a pause before a page is looked up and latched (a descent between two levels, a reader before its leaf)")       \
+    X(FP_DELAY_PAGE_AFTER_RELEASE, "delay/bufpool/after_page_release",                                                 \
+      "a pause after a page's latch is released, before the thread's next step (others may change the page)")
 
 enum eng_fault_point_id {
 #define FP_ENUM(id, name, what) id,

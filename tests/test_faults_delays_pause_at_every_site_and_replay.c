@@ -75,10 +75,11 @@ Test(faults_delays, every_site_a_workload_reaches_pauses_and_says_so, T_OPTS) {
                   (unsigned long long)c.point_checks[i], (unsigned long long)c.point_hits[i]);
         if (!strcmp(name, "delay/wal/before_sync") || !strcmp(name, "delay/commit/before_publish") ||
             !strcmp(name, "delay/checkpoint/after_redo_point") || !strcmp(name, "delay/checkpoint/before_control") ||
-            !strcmp(name, "delay/bufpool/before_write_back"))
+            !strcmp(name, "delay/bufpool/before_write_back") || !strcmp(name, "delay/bufpool/before_page_latch") ||
+            !strcmp(name, "delay/bufpool/after_page_release"))
             cr_assert(c.point_hits[i] > 0, "%s never paused", name);
     }
-    cr_assert(ndelay_points >= 7, "the catalogue lists %zu delay points", ndelay_points);
+    cr_assert(ndelay_points >= 9, "the catalogue lists %zu delay points", ndelay_points);
     const char *need[] = {"hook/write/before", "hook/write/after", "hook/sync/before", "hook/sync/after"};
     for (size_t k = 0; k < sizeof need / sizeof *need; k++)
         cr_assert_not_null(lg_nth_at(&l, "delay", need[k], 0), "no pause at %s", need[k]);
