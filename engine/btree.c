@@ -381,10 +381,23 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
         }
         bp_frame *c;
         int cmode = level == 1 ? leaf_mode : BP_SHARED;
+#ifdef ENG_BROKEN_DESCENT_DROPS_PARENT_BEFORE_CHILD
+        /* planted bug (tests/mutants.txt): the parent is let go before the
+         * child is latched (no crabbing): a writer splitting the child in
+         * between (while this reader waits for its latch or its read) moves
+         * the upper half to a new right sibling, and this reader searches
+         * the left half: a get answers NOTFOUND for a key that exists, a
+         * scan skips the moved keys up to the old fence. */
+        bp_release(t->bp, f, BP_SHARED);
+        rc = bp_get(t->bp, child, cmode, &c);
+        if (rc == ENG_OK && ((rc = kv_page(t, c)) || (rc = bt_check_child_page(t, c, blk, level - 1))))
+            bp_release(t->bp, c, cmode);
+#else
         rc = bp_get(t->bp, child, cmode, &c);
         if (rc == ENG_OK && ((rc = kv_page(t, c)) || (rc = bt_check_child_page(t, c, blk, level - 1))))
             bp_release(t->bp, c, cmode);
         bp_release(t->bp, f, BP_SHARED);
+#endif
         if (rc) return rc;
         f = c;
         level--;

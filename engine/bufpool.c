@@ -738,7 +738,18 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
         int rc = claim_frame(bp, &nf);
         if (rc != ENG_OK) return rc;
         part_lock(p);
+#ifdef ENG_BROKEN_LOAD_SKIPS_RECHECK_AFTER_CLAIM
+        /* planted bug (tests/mutants.txt): the lookup made before the
+         * claim is trusted, though the partition mutex was let go while
+         * claim_frame ran (a victim's write-back: milliseconds): two
+         * threads missing one block both hash a frame for it, a writer
+         * changes the one found first, and once that one is evicted the
+         * other, stale copy answers reads and takes later changes (lost
+         * updates, stale values). */
+        f = NULL;
+#else
         f = chain_find(bp, b, block);
+#endif
         if (f) { /* someone loaded it meanwhile: give ours back */
             atomic_fetch_add(&f->pin, 1);
             part_unlock(p);

@@ -194,7 +194,18 @@ int eng_pool_hint_log(void *ctx, uint32_t block, const uint8_t *copy, uint64_t l
         atomic_fetch_add_explicit(&db->hint_records, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&db->hint_record_bytes, b.len + WAL_REC_HDR, memory_order_relaxed);
         *flush = end;
+#ifdef ENG_BROKEN_HINT_RECORD_MOVES_PAGE_LSN
+        /* planted bug (tests/mutants.txt): the page is stamped with the end
+         * of the record that logged it whatever the record is, so a compact
+         * hint record (no image) also moves the page LSN past the redo
+         * point: the page's next change after the checkpoint logs no
+         * full-page image, and a write of it torn by a crash cannot be
+         * rebuilt (redo reads the torn page: the database does not open). */
+        (void)image;
+        *out = end;
+#else
         if (image) *out = end;
+#endif
     }
     pa_buf_free(&b);
     return rc ? poison(db, rc) : ENG_OK;

@@ -203,7 +203,16 @@ static void seg_cleanup(wal *w) {
  * write poisons the log (W4); failing to open a segment does not, since
  * nothing was written. */
 static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage, uint32_t stage_len) {
+#ifdef ENG_BROKEN_WITNESS_COUNTS_WRITTEN_AS_DURABLE
+    /* planted bug (tests/mutants.txt): the witness is what was written
+     * so far, not what was fsynced (B3 broken): a block written after an
+     * unsynced write-out (a full buffer) claims that write durable, and a
+     * power loss that rolls it back leaves a torn tail that W3b takes for
+     * damage (the database does not reopen). */
+    uint64_t durable = w->written_lsn;
+#else
     uint64_t durable = atomic_load(&w->durable_lsn);
+#endif
     uint64_t mask = w->seg_size - 1;
     size_t n = 0;
     uint64_t bytes = 0;
@@ -514,7 +523,18 @@ int wal_flush(wal *w, uint64_t upto) {
             return ENG_OK;
         }
         if (!w->flushing) break;
+#ifdef ENG_BROKEN_FLUSH_WAITER_TRUSTS_RUNNING_FSYNC
+        /* planted bug (tests/mutants.txt): the flush in progress is taken
+         * to cover this caller, but its snapshot of the log was taken
+         * before this caller's records were appended: the caller returns
+         * ENG_OK with its records neither written nor fsynced (a commit
+         * acknowledged as durable, or a page written before its log). */
+        while (w->flushing) pthread_cond_wait(&w->flush_cv, &w->flush_mu);
+        unlock_in_order(&locks_held, &w->flush_mu, LK_FLUSH);
+        return is_poisoned(w) ? ENG_POISONED : ENG_OK;
+#else
         pthread_cond_wait(&w->flush_cv, &w->flush_mu);
+#endif
     }
     w->flushing = 1;
     unlock_in_order(&locks_held, &w->flush_mu, LK_FLUSH);
