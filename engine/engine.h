@@ -415,7 +415,9 @@ void eng_iter_close(eng_iter *it);
  * to FN (and to the corruption callback).  *problems gets the count.
  * Returns ENG_OK when clean, ENG_CORRUPTION when problems were found, or
  * another status when verification itself could not proceed, also when it
- * had found problems before it stopped (they are reported either way). */
+ * had found problems before it stopped (they are reported either way).
+ * A poisoned handle (eng_poisoned) is not verified: ENG_POISONED, nothing
+ * reported; its cache may hold an operation's unlogged half (reopen first). */
 int eng_verify(eng_db *db, eng_corruption_fn fn, void *ctx, uint64_t *problems);
 
 /* Verify a database directory that may be too damaged to open normally:

@@ -56,7 +56,13 @@ int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *
     eng_lock(&db->ckpt_mu, LK_CKPT);
     eng_lock(&db->write_mu, LK_WRITE);
     uint64_t hwm = atomic_load(&db->hwm), size = 0;
-    int rc = io_size(db->io, &db->data, &size);
+    /* A poisoned handle's cache holds the pages of an operation that
+     * failed half-way, changed but never logged (the reopen drops them):
+     * judging them would report a healthy database as damaged (a chain
+     * written before its put failed is "allocated but unreachable").
+     * The poisons that leave such pages (a failed write's or vacuum's
+     * operation) are set under the write lock, so they are settled here. */
+    int rc = atomic_load(&db->poisoned) ? ENG_POISONED : io_size(db->io, &db->data, &size);
     if (rc == ENG_OK) rc = bt_verify(db->bt, size, hwm, &rep, problems, info);
     if (rc == ENG_OK || rc == ENG_CORRUPTION) {
         /* Records still in the buffer are not on disk: write them out so
