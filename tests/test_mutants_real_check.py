@@ -98,6 +98,28 @@ class TestRealEngineCheck(unittest.TestCase):
         self.assertFalse(r["caught"])
         self.assertEqual(len(ran), 1)
 
+    def tries_for(self, meta):
+        art = os.path.join(self.d, "art")
+        os.makedirs(art, exist_ok=True)
+        if meta is not None:
+            with open(os.path.join(art, "meta.json"), "w") as f:
+                json.dump(meta, f)
+        return mutants.real_replay_tries(art)
+
+    def test_a_replay_of_several_threads_is_tried_several_times(self):
+        # not deterministic: one passing replay would clear the real engine
+        self.assertEqual(self.tries_for({"params": {"threads": 2}}), mutants.REAL_REPLAY_TRIES)
+        self.assertGreater(mutants.REAL_REPLAY_TRIES, 1)
+        self.assertEqual(self.tries_for({"params": {}}), mutants.REAL_REPLAY_TRIES)
+        self.assertEqual(self.tries_for(None), mutants.REAL_REPLAY_TRIES)
+        self.assertEqual(self.tries_for({"params": {"threads": 1}}), 1)
+
+    def test_the_replay_command_asks_for_the_tries(self):
+        art = os.path.join(self.d, "failures", "r0-i3-9")
+        _, ran = self.real_check_with(db_age=0, fresh_run_kinds=[])
+        cmd = ran[0]
+        self.assertEqual(cmd[cmd.index("--tries") + 1], str(mutants.real_replay_tries(art)))
+
 
 if __name__ == "__main__":
     unittest.main()
