@@ -20,7 +20,7 @@
  *       line: {"width", "cache_size", "ops", "seconds", "cpu_ops" (gets per
  *       CPU-second of the reader threads, times T), "kv_bytes",
  *       "kv_pages", "kv_keys", "kv_checks", "kv_check_bytes", "kv_code_bytes", "kv_lazy_leaves" (leaves
- *       loaded and left uncoded, K0), "kv_lazy_coded" (of those, coded at a
+ *       loaded and left uncoded, KV0), "kv_lazy_coded" (of those, coded at a
  *       later use), "cache_pages", "misses",
  *       "hits"}: the kv_protection_* memory figures as the timed gets left
  *       them; kv_checks, misses and hits counted over the timed gets.
@@ -157,7 +157,7 @@ static int phase_load(const char *dir, uint64_t num) {
 }
 
 /* kv_lazy_leaves of the handles (--kv-lazy auto|always|never: 0, 1, -1),
- * for the A/B of K0 in bench/README.md. */
+ * for the A/B of KV0 in bench/README.md. */
 static int kv_lazy;
 
 /* Open DIR read-only at width WIDTH with a cache of CACHE bytes and warm

@@ -101,7 +101,7 @@ for f in FRACS:
             # that entered the pool during the timed gets
             "check_bytes_per_get": round(per(x, "kv_check_bytes"), 1),
             "code_bytes_per_get": round(per(x, "kv_code_bytes"), 1),
-            # K0: the share of loads left uncoded, and of those the share
+            # KV0: the share of loads left uncoded, and of those the share
             # coded at a later use (the pool's choice follows the latter)
             "lazy_fraction": round(x["kv_lazy_leaves"] / max(1, x["misses"]), 4),
             "lazy_coded_fraction": round(x["kv_lazy_coded"] / max(1, x["kv_lazy_leaves"]), 4),

@@ -111,12 +111,12 @@ void bt_close(bt_tree *t) {
  * outlive a commit lost in a crash). */
 static void hint_learn(bt_tree *t, bp_frame *f, unsigned slot, unsigned from, unsigned to) {
     if (t->cfg.no_hints) return;
-    /* A lazy leaf (K0) is proven by its page checksum until it is coded,
+    /* A lazy leaf (KV0) is proven by its page checksum until it is coded,
      * and a hint would change the bytes that prove it: code it first.  Its
      * only holder is the reader that loaded it, with the exclusive latch
      * (bufpool.h).  A checksum that fails now is reported; no hint then. */
     if (bp_frame_lazy(f) && (page_hint(f->data, slot) != from || bp_kv_code_lazy(t->bp, f) != ENG_OK)) return;
-    assert(!bp_frame_lazy(f)); /* K0: nothing writes into a lazy leaf, hints included */
+    assert(!bp_frame_lazy(f)); /* KV0: nothing writes into a lazy leaf, hints included */
     if (page_hint_cas(f->data, slot, from, to)) {
         bp_mark_hint_dirty(f);
         atomic_fetch_add_explicit(&t->hints_set, 1, memory_order_relaxed);
@@ -237,7 +237,7 @@ static int resolve_key(bt_tree *t, bp_frame *f, unsigned first, uint64_t S, unsi
             if (!decided && kv_entry(t, f, (int)i)) return -2;
             break;
         }
-        if (i > first && kv_entry(t, f, (int)i)) return -2; /* K2: every version read */
+        if (i > first && kv_entry(t, f, (int)i)) return -2; /* KV2: every version read */
         if (decided) continue;
         int st = bt_version_state(t, f, i, &c, S, BT_VS_LEARN);
         if (st < 0) return -2;
@@ -354,7 +354,7 @@ int bt_descend(bt_tree *t, const void *key, size_t klen, int mode, int leaf_mode
         uint32_t blk = atomic_load(&f->block);
         uint32_t child = bt_child_for_side(f->data, key, klen, mode, &slot, bp_kv_codes(f, t->kvw), t->kvw);
         unsigned n = ph_get_nslots(f->data);
-        /* K1: the chosen separator and the next prove the child. */
+        /* KV1: the chosen separator and the next prove the child. */
         if ((rc = kv_entry(t, f, slot)) || (slot + 1 < (int)n && (rc = kv_entry(t, f, slot + 1)))) {
             bp_release(t->bp, f, BP_SHARED);
             return rc;
@@ -438,10 +438,10 @@ int bt_cell_in_page(const bt_tree *t, const uint8_t *p, const leaf_cell *c) {
 }
 
 /* A get whose key was found at IDX of leaf F (latched), a page whose keys
- * were unique when coded (K1u; the flag came with the page code checked
+ * were unique when coded (KV1u; the flag came with the page code checked
  * on the way down): the entry is the key's only version in the page, so
  * it alone proves the answer.  It is read first and verified once, after
- * the header, the hint and the value were read (K2v): a flip before or
+ * the header, the hint and the value were read (KV2v): a flip before or
  * during the reads fails that check, and nothing read is acted on before
  * it (the value goes to the caller's buffer only, its length clamped to
  * the page).  Where reading would learn a hint (a write into the page) or
@@ -460,7 +460,7 @@ static int get_only_version(bt_tree *t, bp_frame *f, unsigned idx, uint64_t S, e
     int rc = ENG_OK;
     if (st == V_VISIBLE && (rc = buf_reserve(out, c.vlen ? c.vlen : 1)) != ENG_OK) return rc;
     if (st == V_VISIBLE && c.vlen) memcpy(out->data, c.val, c.vlen);
-    if ((rc = kv_entry(t, f, (int)idx))) return rc; /* K2v: one check after every read */
+    if ((rc = kv_entry(t, f, (int)idx))) return rc; /* KV2v: one check after every read */
     if (st != V_VISIBLE) return ENG_NOTFOUND;
     out->len = c.vlen;
     return ENG_OK;
@@ -475,7 +475,7 @@ uint8_t stale_key[ENG_MAX_KEY], stale_val[4096];
 size_t stale_klen, stale_vlen;
 #endif
 
-/* The descent of a get that answers only if it finds its key (K1f): the
+/* The descent of a get that answers only if it finds its key (KV1f): the
  * route needs no proof then, because a verified entry holding the key is
  * the key's and every version of a key lives in one leaf.  So at each
  * internal level the page code (the header steers the search) and the
@@ -558,7 +558,7 @@ static int get_in(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_b
     if (rc) return rc;
     int exact = 0;
     unsigned idx = page_search_side(f->data, key, klen, &exact, bp_kv_codes(f, t->kvw), t->kvw), end;
-    if (found_only && !exact) { /* "absent" needs the route proven (K1) */
+    if (found_only && !exact) { /* "absent" needs the route proven (KV1) */
         bp_release(t->bp, f, BP_SHARED);
         return GET_ASK_AGAIN;
     }
@@ -572,10 +572,10 @@ static int get_in(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_b
             return rc;
         }
     }
-    /* K1: the entries around the position prove it (idx's in resolve_key;
+    /* KV1: the entries around the position prove it (idx's in resolve_key;
      * for "absent", the one at idx too). */
 #ifdef ENG_BROKEN_KV_ABSENT_KEY_UNCHECKED
-    /* planted bug (tests/mutants.txt): K1 on the "absent" path checks the
+    /* planted bug (tests/mutants.txt): KV1 on the "absent" path checks the
      * entry below the position only, not the one at it: a key damaged in
      * the cache reads as NOTFOUND instead of a reported corruption. */
     if ((rc = kv_entry(t, f, (int)idx - 1))) {
@@ -605,7 +605,7 @@ static int get_in(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_b
     }
     rc = buf_reserve(out, c.vlen ? c.vlen : 1);
     if (rc == ENG_OK) rc = cell_value(t, f, (int)idx, &c, out->data);
-    /* K2 after the copy too: a bit flipped between the check and the copy
+    /* KV2 after the copy too: a bit flipped between the check and the copy
      * (memory faults do not take latches) is caught, not returned. */
     if (rc == ENG_OK) rc = kv_entry(t, f, (int)idx);
     if (rc == ENG_OK) out->len = c.vlen;
@@ -679,7 +679,7 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
         bp_frame *f;
         int rc = bt_descend(t, k, kl, mode, BP_SHARED, &f, fwd ? &fc : NULL, fwd ? NULL : &fc);
         if (rc) return rc;
-        /* K2: a scan copies (nearly) the whole rest of the leaf: prove it
+        /* KV2: a scan copies (nearly) the whole rest of the leaf: prove it
          * whole, once, rather than entry by entry. */
         if ((rc = kv_all(t, f))) {
             bp_release(t->bp, f, BP_SHARED);
@@ -746,7 +746,7 @@ int bt_seek(bt_tree *t, uint64_t snap, const void *key, size_t klen, int mode, b
             }
             i = fwd ? (int)end : (int)first - 1;
         }
-        /* K2 after the copy too: a bit flipped in the leaf between the
+        /* KV2 after the copy too: a bit flipped in the leaf between the
          * check above and the copy is caught, not returned. */
         if (rc == ENG_OK && lc->n) rc = kv_all(t, f);
         if (rc == ENG_OK) rc = lc_in_order(t, lc, k, kl, mode, atomic_load(&f->block));

@@ -22,7 +22,7 @@ static int clog_dir_push(bt_tree *t, uint32_t blk) {
 }
 
 /* Commit-log page I of the directory, latched in MODE: proven by its
- * codes first (K3: a flip in the cached type or index is the codes' to
+ * codes first (KV3: a flip in the cached type or index is the codes' to
  * name), then checked to be that page.  On failure *OUT is NULL. */
 static int clog_get(bt_tree *t, uint32_t i, int mode, bp_frame **out) {
     bp_frame *f;
@@ -99,7 +99,7 @@ int bt_commit(bt_tree *t, uint64_t xid, uint64_t batch_lsn, int status, uint64_t
             rc = bt_act_apply(&w, g, at);
         }
         if (rc == ENG_OK && (rc = bp_get(t->bp, META_BLOCK, BP_EXCL, &m)) == ENG_OK) {
-            /* K3 again: bt_act_begin proves a page at its first change in an
+            /* KV3 again: bt_act_begin proves a page at its first change in an
              * operation only, and the meta page was unlatched in between
              * when this commit creates more than one log page. */
             if ((rc = kv_page(t, m)) == ENG_OK && (rc = bt_act_begin(&w, m, 0, &at)) == ENG_OK) {

@@ -54,7 +54,7 @@ static inline int corrupt(bt_tree *t, int layer, uint32_t block, int32_t entry, 
                       what);
 }
 
-/* Per-KV checks (kvprot.h K1-K3); free when protection is off. */
+/* Per-KV checks (kvprot.h KV1-KV3); free when protection is off. */
 static inline int kv_page(bt_tree *t, bp_frame *f) { return t->kvw ? bp_kv_check_page(t->bp, f) : ENG_OK; }
 static inline int kv_entry(bt_tree *t, bp_frame *f, int slot) {
     return t->kvw && slot >= 0 ? bp_kv_check_entry(t->bp, f, (unsigned)slot) : ENG_OK;

@@ -57,7 +57,7 @@ static int vget(vstate *v, uint32_t blk, bp_frame **f) {
     return rc;
 }
 
-/* vget, then the frame's page code (K3: a header flipped in the cache is
+/* vget, then the frame's page code (KV3: a header flipped in the cache is
  * the codes' to name, kv_protection, before any check reads it). */
 static int vget_proven(vstate *v, uint32_t blk, bp_frame **f) {
     int rc = vget(v, blk, f);

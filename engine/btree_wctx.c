@@ -68,7 +68,7 @@ int bt_fail_op(bt_wctx *w, int rc) {
  * start at. */
 int bt_act_begin(bt_wctx *w, bp_frame *f, int creating, size_t *at) {
     uint32_t blk = atomic_load(&f->block);
-    /* K3 first: a frame is proven by its codes before anything trusts its
+    /* KV3 first: a frame is proven by its codes before anything trusts its
      * header, so damage in memory is named by the codes (kv_protection),
      * not by the shape check below, which cannot tell memory damage from
      * a page that was wrong on disk (regression test:
@@ -134,7 +134,7 @@ int bt_act_apply(bt_wctx *w, bp_frame *f, size_t at) {
     uint32_t blk = atomic_load(&f->block);
     /* The action was just appended after AT; an existing page is pending
      * until its record is in the log (W-rule); nothing writes into a lazy
-     * leaf (K0: the writer's bp_get codes it). */
+     * leaf (KV0: the writer's bp_get codes it). */
     assert(at >= PA_REC_HDR && at < w->rec.len && !bp_frame_lazy(f));
     assert(blk >= w->fresh_from || atomic_load(&f->pending));
 #ifdef ENG_BROKEN_KV_CODES_STALE_AFTER_IN_PLACE_EDIT

@@ -129,7 +129,7 @@ static int insert_at(bt_wctx *w, pathent *path, int d, unsigned idx, int replace
     }
     int leaf = ph_get_type(p) == PAGE_LEAF;
     int level = ph_get_level(p);
-    if ((rc = kv_all(t, f))) return rc; /* K3: a split copies every entry */
+    if ((rc = kv_all(t, f))) return rc; /* KV3: a split copies every entry */
     {
         /* A split copies every cell: prove the page first (rare path). */
         page_problem pr;
@@ -258,7 +258,7 @@ static int put_pessimistic(bt_wctx *w, const newcell *nc, uint32_t **oldb, int *
         int level = ph_get_level(path[d].f->data);
         uint32_t child = bt_child_for(path[d].f->data, o->key, o->klen, BT_GE, &slot);
         unsigned n = ph_get_nslots(path[d].f->data);
-        /* K1, K2: the separator chosen and the next prove the child followed
+        /* KV1, KV2: the separator chosen and the next prove the child followed
          * (the search ran on unverified bytes). */
         if ((rc = kv_entry(t, path[d].f, slot)) || (slot + 1 < (int)n && (rc = kv_entry(t, path[d].f, slot + 1))))
             goto out;

@@ -60,7 +60,7 @@ struct bp_pool {
     _Atomic size_t hand;
     struct stripe stripes[2 * NSTRIPE]; /* owned, then shared (count) */
     _Atomic int64_t kv_bytes, kv_pages, kv_keys;
-    /* K0's choice (lazy_choice): what became of the lazy leaves, decayed */
+    /* KV0's choice (lazy_choice): what became of the lazy leaves, decayed */
     _Atomic uint32_t lazy_used, lazy_dropped;
     _Atomic uint64_t lazy_loads;
 };
@@ -121,7 +121,7 @@ static int kv_fail(bp_pool *bp, uint32_t block, int32_t entry, uint64_t exp, uin
                       exp, found, "%s", what);
 }
 
-/* K0's choice.  A lazy leaf saves its coding when it leaves the pool
+/* KV0's choice.  A lazy leaf saves its coding when it leaves the pool
  * unused, and costs more than coding at load when it is used again: by
  * then its bytes have gone cold, and coding them pays their cache misses
  * (about three times the coding of a page just read, bench/README.md).
@@ -173,7 +173,7 @@ int bp_kv_code_lazy(bp_pool *bp, bp_frame *f) {
         return ENG_OK;
     }
     kv_drop(bp, f);
-    kv_fail(bp, block, -1, stored, computed, "a leaf not yet coded (K0) differs from its page checksum in the cache");
+    kv_fail(bp, block, -1, stored, computed, "a leaf not yet coded (KV0) differs from its page checksum in the cache");
     return ENG_CORRUPTION;
 }
 
@@ -332,7 +332,7 @@ static void frame_problem_report(bp_pool *bp, uint32_t block, const page_problem
                pr->detail);
 }
 
-/* Whether a read page's checksum is checked (then it proves the bytes: K0). */
+/* Whether a read page's checksum is checked (then it proves the bytes: KV0). */
 static int checked_checksums(const bp_pool *bp) {
 #ifdef ENG_BROKEN_SKIP_CHECKSUM
     /* Test-only broken build (stress proves the oracle catches it): the
@@ -443,7 +443,7 @@ static void release_unwritten(bp_frame *f) {
     pthread_rwlock_unlock(&f->latch);
 }
 
-/* K4: a frame damaged in memory is never written: its fresh checksum
+/* KV4: a frame damaged in memory is never written: its fresh checksum
  * would make the damage permanent and invisible.  1 when COPY, F's bytes,
  * differs from F's codes (reported, the handle poisoned). */
 static int kv_damaged(bp_pool *bp, bp_frame *f, const uint8_t *copy, uint32_t block) {
@@ -680,7 +680,7 @@ static int latch_confirm(bp_pool *bp, bp_frame *f, uint32_t block, int mode) {
     return 0;
 }
 
-/* latch_confirm for a hit: a lazy frame (K0) is coded first, under the
+/* latch_confirm for a hit: a lazy frame (KV0) is coded first, under the
  * exclusive latch.  Returns 1 latched in MODE; 0 when F no longer caches
  * BLOCK (unlatched, unpinned); -1 when coding found the frame damaged
  * (reported, *RC set; unlatched, unpinned). */
@@ -690,7 +690,7 @@ static int latch_hit(bp_pool *bp, bp_frame *f, uint32_t block, int mode, int *rc
      * coded: the loop ends after one coding. */
     int codings = 0;
     while (f->kv_lazy) {
-        assert(codings++ == 0); /* K0: coded once, a lazy frame stays coded */
+        assert(codings++ == 0); /* KV0: coded once, a lazy frame stays coded */
         if (mode == BP_SHARED) {
             pthread_rwlock_unlock(&f->latch);
             if (!latch_confirm(bp, f, block, BP_EXCL)) return 0;
@@ -726,7 +726,7 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             int hrc = ENG_OK, got = latch_hit(bp, f, block, mode, &hrc);
             if (got < 0) return hrc;
             if (got) {
-                assert(frame_holds(f, block) && !f->kv_lazy); /* K0: a hit is coded */
+                assert(frame_holds(f, block) && !f->kv_lazy); /* KV0: a hit is coded */
                 *out = f;
                 return ENG_OK;
             }
@@ -757,7 +757,7 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             int hrc = ENG_OK, got = latch_hit(bp, f, block, mode, &hrc);
             if (got < 0) return hrc;
             if (got) {
-                assert(frame_holds(f, block) && !f->kv_lazy); /* K0: a hit is coded */
+                assert(frame_holds(f, block) && !f->kv_lazy); /* KV0: a hit is coded */
                 *out = f;
                 return ENG_OK;
             }
@@ -791,7 +791,7 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             return rc;
         }
         atomic_store(&nf->lsn, ph_get_lsn(nf->data));
-        /* K0: a leaf read for a reader may stay uncoded (lazy_choice),
+        /* KV0: a leaf read for a reader may stay uncoded (lazy_choice),
          * proven by the checksum just checked; the reader keeps the
          * exclusive latch the check ran under (no downgrade: in the gap a
          * flip could land in bytes no code covers), and the next bp_get
@@ -993,7 +993,7 @@ int bp_check_block(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) 
             int rc;
             if (atomic_load(&f->dirty)) {
                 memcpy(buf, f->data, bp->cfg.page_size);
-                /* K3 first: damage in a cached page is the codes' to name
+                /* KV3 first: damage in a cached page is the codes' to name
                  * (layer kv_protection); the structure check only says the
                  * page is wrong, not that memory changed under it. */
                 unsigned w = bp->cfg.kv_width;

@@ -16,7 +16,7 @@
  *                        +--verify/read failed------+--> FREE
  *     (bp_new: FREE --> VALID directly, page zeroed, dirty)
  *
- * Per-KV codes of a VALID frame (kvprot.h): coded (kv_on), or lazy (K0:
+ * Per-KV codes of a VALID frame (kvprot.h): coded (kv_on), or lazy (KV0:
  * a leaf loaded for a reader, proven by its page checksum, held only by
  * that reader under the exclusive latch); a lazy frame is coded by the
  * next bp_get of it, or stays lazy (and damaged) if its checksum fails.
@@ -84,7 +84,7 @@ typedef struct bp_frame {
                              * the exclusive latch, with the bytes */
     uint8_t kv_on;
     uint8_t kv_lazy; /* a leaf read for a reader and not coded yet: its bytes
-                      * are proven by the page checksum alone (K0, kvprot.h);
+                      * are proven by the page checksum alone (KV0, kvprot.h);
                       * set and cleared under the exclusive latch */
 } bp_frame;
 
@@ -125,7 +125,7 @@ typedef struct bp_stats {
     uint64_t reads, writes, hits, misses, evictions, frames, hint_writes;
     uint64_t kv_bytes, kv_pages, kv_keys, kv_checks;
     uint64_t kv_check_bytes, kv_code_bytes; /* bytes hashed by checks, by coding */
-    uint64_t kv_lazy_leaves, kv_lazy_coded; /* K0: leaves loaded lazy, coded later */
+    uint64_t kv_lazy_leaves, kv_lazy_coded; /* KV0: leaves loaded lazy, coded later */
 } bp_stats;
 
 int bp_create(const bp_config *cfg, bp_pool **out);
@@ -136,7 +136,7 @@ void bp_destroy(bp_pool *bp);
  * ENG_CORRUPTION (reported) if the page fails verification; the frame is
  * then not cached and *out is NULL.
  *
- * K0 (per-KV protection on, checksums on): a leaf read for BP_SHARED is
+ * KV0 (per-KV protection on, checksums on): a leaf read for BP_SHARED is
  * not coded at load.  Its reader gets it latched exclusively (it is still
  * the latch the read and the checksum were done under, so nothing has
  * touched the bytes since the checksum proved them) and reads it as with
@@ -149,7 +149,7 @@ void bp_destroy(bp_pool *bp);
  * (bp_frame_lazy), writers get it coded. */
 int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out);
 
-/* F (latched) is a lazy leaf (K0): no codes yet, bytes proven by the page
+/* F (latched) is a lazy leaf (KV0): no codes yet, bytes proven by the page
  * checksum; nothing may be written into it, hints included. */
 static inline int bp_frame_lazy(const bp_frame *f) { return f->kv_lazy; }
 
@@ -219,7 +219,7 @@ static inline const uint8_t *bp_kv_codes(const bp_frame *f, unsigned w) { return
 /* The frame's bytes changed (exclusive latch): recompute its codes. */
 void bp_kv_update(bp_pool *bp, bp_frame *f);
 
-/* A lazy frame F (K0), latched exclusively: code it now (codes, then the
+/* A lazy frame F (KV0), latched exclusively: code it now (codes, then the
  * checksum over the same bytes).  ENG_OK (also when F was not lazy), or
  * ENG_CORRUPTION reported; F stays lazy then. */
 int bp_kv_code_lazy(bp_pool *bp, bp_frame *f);

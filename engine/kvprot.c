@@ -450,7 +450,7 @@ int kv_check_all(const kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w
     KV_CHECKS_NOTHING;
     *entry = -1;
 #ifdef ENG_BROKEN_KV_CHECK_ALL_SKIPS_PAGE_CODE
-    /* planted bug (tests/mutants.txt): the whole-page check (K3, and K4
+    /* planted bug (tests/mutants.txt): the whole-page check (KV3, and KV4
      * before write-back) verifies every entry but not the page code, so a
      * flipped header bit in a dirty frame is written under a fresh
      * checksum. */

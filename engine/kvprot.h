@@ -37,41 +37,41 @@
  * has it).
  *
  * The checks (btree*.c, bufpool.c):
- *   K0  a leaf read from disk for a reader is not coded at load: the page
- *       checksum just checked proves its bytes, and its reader keeps the
- *       exclusive latch that check ran under (nothing, hint or flip
- *       injector, can touch the frame before the reader is done).  Its
- *       next use codes it under the exclusive latch, codes first and then
- *       the checksum over the same bytes, so a flip at any moment fails
- *       one of them; a read that would learn a hint codes it first.  Most
- *       leaves a small cache loads are never used twice: their coding was
- *       the cost of protection there.  The pool chooses by how many of its
- *       lazy leaves are used again (bufpool.c lazy_choice; the option
- *       kv_lazy_leaves forces it either way)
- *   K1  a binary search is proven by its two bracketing entries (sorted
- *       order does the rest: whatever garbage steered the search, two
- *       adjacent verified keys around the target prove the position)
- *   K1u a search that finds its key in a leaf flagged KV_UNIQUE_KEYS (the
- *       page code, flag included, checked on the way down) is proven by
- *       the found entry alone: it is the key's only version there, so no
- *       entry below it can hold a newer one
- *   K1f a get that finds its key needs no proof of the route down: the
- *       verified entry holding the key is the key's, and every version of
- *       a key lives in one leaf.  Its descent checks each internal page's
- *       code and the entry whose child pointer it follows (never a garbage
- *       pointer), not the separator to the right; a get that does not find
- *       its key, or meets anything odd, descends again with K1 in full
- *   K2v an entry may be read before it is verified when nothing is done
- *       with what was read until one check after all the reads (no hint
- *       learned, no pointer followed, lengths clamped to the page): a bit
- *       flipped before or during the reads fails that check
- *   K2  every entry whose key or value is returned, compared or followed
- *       is verified first (values, versions, scans, child pointers)
- *   K3  a page an operation changes is verified whole before the change
- *       and its codes recomputed after it (redo too)
- *   K4  a dirty page is verified whole, on the copy about to be written,
- *       before every write-back; a mismatch is never written (the handle
- *       is poisoned: the log still holds the page's changes)
+ *   KV0  a leaf read from disk for a reader is not coded at load: the page
+ *        checksum just checked proves its bytes, and its reader keeps the
+ *        exclusive latch that check ran under (nothing, hint or flip
+ *        injector, can touch the frame before the reader is done).  Its
+ *        next use codes it under the exclusive latch, codes first and then
+ *        the checksum over the same bytes, so a flip at any moment fails
+ *        one of them; a read that would learn a hint codes it first.  Most
+ *        leaves a small cache loads are never used twice: their coding was
+ *        the cost of protection there.  The pool chooses by how many of its
+ *        lazy leaves are used again (bufpool.c lazy_choice; the option
+ *        kv_lazy_leaves forces it either way)
+ *   KV1  a binary search is proven by its two bracketing entries (sorted
+ *        order does the rest: whatever garbage steered the search, two
+ *        adjacent verified keys around the target prove the position)
+ *   KV1u a search that finds its key in a leaf flagged KV_UNIQUE_KEYS (the
+ *        page code, flag included, checked on the way down) is proven by
+ *        the found entry alone: it is the key's only version there, so no
+ *        entry below it can hold a newer one
+ *   KV1f a get that finds its key needs no proof of the route down: the
+ *        verified entry holding the key is the key's, and every version of
+ *        a key lives in one leaf.  Its descent checks each internal page's
+ *        code and the entry whose child pointer it follows (never a garbage
+ *        pointer), not the separator to the right; a get that does not find
+ *        its key, or meets anything odd, descends again with KV1 in full
+ *   KV2v an entry may be read before it is verified when nothing is done
+ *        with what was read until one check after all the reads (no hint
+ *        learned, no pointer followed, lengths clamped to the page): a bit
+ *        flipped before or during the reads fails that check
+ *   KV2  every entry whose key or value is returned, compared or followed
+ *        is verified first (values, versions, scans, child pointers)
+ *   KV3  a page an operation changes is verified whole before the change
+ *        and its codes recomputed after it (redo too)
+ *   KV4  a dirty page is verified whole, on the copy about to be written,
+ *        before every write-back; a mismatch is never written (the handle
+ *        is poisoned: the log still holds the page's changes)
  */
 #ifndef ENGINE_KVPROT_H
 #define ENGINE_KVPROT_H
@@ -92,7 +92,7 @@ typedef struct kv_codes {
 
 /* Leaf flag: when the codes were made, no two adjacent entries had equal
  * keys (every key has one version in the page).  A lookup that finds its
- * key in such a page needs no bracket below it (K1u).  The flag flips the
+ * key in such a page needs no bracket below it (KV1u).  The flag flips the
  * page code's parity bit, so a flipped flag is always a page code
  * mismatch. */
 #define KV_UNIQUE_KEYS 1u

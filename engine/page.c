@@ -442,7 +442,7 @@ unsigned page_search_side(const uint8_t *page, const void *key, size_t klen, int
              * so "exact" speaks of the entry returned.  (An equal entry met
              * anywhere else is not the answer when a damaged key in the
              * cache breaks the order, and callers verify only the entries
-             * around the position they get: kvprot.h K1.) */
+             * around the position they get: kvprot.h KV1.) */
             found = cmp == 0;
             hi = mid;
         }

@@ -126,7 +126,7 @@ void page_init(uint8_t *page, size_t page_size, uint64_t block, int type, int le
  * first slot whose key is >= KEY and sets *exact when that slot's key
  * equals KEY.  On a page whose order is damaged (a flipped key in the
  * cache) the two entries around the returned index are the ones the
- * search compared last, so verifying them proves the answer (kvprot.h K1);
+ * search compared last, so verifying them proves the answer (kvprot.h KV1);
  * *exact never speaks of any other entry. */
 unsigned page_search(const uint8_t *page, const void *key, size_t klen, int *exact);
 /* The same, and once the range left fits one cache line of SIDE (an

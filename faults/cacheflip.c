@@ -29,7 +29,7 @@
  * stamped at every write-back) and a leaf's hint nibbles are outside the
  * codes by design (kvprot.h).  Under the frame's exclusive latch
  * (eng_debug_frame_bytes) the bits flip, the engine's whole-page check
- * (eng_debug_frame_check, K4's) runs, which reports a mismatch through
+ * (eng_debug_frame_check, KV4's) runs, which reports a mismatch through
  * the corruption callback, and the bits flip back: no thread ever sees
  * the damaged frame, so one trial cannot hide or reveal another, and an
  * escaped flip leaves nothing behind.  The ledger line is written after
@@ -488,7 +488,7 @@ void flt_tick_cache(flt_ctx *f, flt_thr *t, eng_db *db) {
     for (int i = 0; i < n; i++) total += r[i][1] - r[i][0];
     /* One flip in four lands in the header (a 40-byte range that uniform
      * draws over the used bytes would hit about 1% of the time): the page
-     * code (K3, K4 before write-back) is the header's only guard. */
+     * code (KV3, KV4 before write-back) is the header's only guard. */
     int in_header = flt_below(f, t, FLT_BITFLIP_CACHE, 4) == 0;
     uint64_t k = flt_below(f, t, FLT_BITFLIP_CACHE, (in_header ? r[0][1] - r[0][0] : total) * 8);
     uint64_t byte = 0;

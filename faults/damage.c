@@ -154,7 +154,7 @@ void flt_cflip_note(flt_ctx *f, uint64_t seq, uint64_t block, const uint8_t *fra
  * final flush writes with injection paused): a pending flip of that
  * block whose frame is written unchanged since the flip was carried to
  * disk under a fresh checksum, past the check that must refuse a frame
- * that differs from its codes (K4).  It stays present for good, like a
+ * that differs from its codes (KV4).  It stays present for good, like a
  * read flip taken in (D5).  Either way the entry ends: the frame's next
  * state is what this write put on disk. */
 void flt_cflip_written(flt_ctx *f, const eng_io_op *op, size_t ps) {

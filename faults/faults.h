@@ -252,7 +252,7 @@ void flt_get_counts(flt_ctx *f, flt_counts *out);
  *       covers ([20, 40): past the checksum, LSN and block the pool
  *       stamps on every write) whose frame is then written back byte for
  *       byte as it was right after the flip went to disk with no check in
- *       between (K4 must refuse such a frame): present for good, like D5.
+ *       between (KV4 must refuse such a frame): present for good, like D5.
  *       A write of the block with any other bytes ends the watch (the
  *       frame changed: whether the change laundered the flip is not
  *       provable); at most 64 flips are watched at once

@@ -445,7 +445,7 @@ int vd_injection_explains(const vd_config *c, const vd_injection *i) {
  * per-KV codes: with none (w = 0, measured), or past a one-byte entry
  * code, whose 1 in 32 misses a nightly run meets.  From two bytes on (1 in
  * 2^13 and less), and at one byte for a part the page code covers
- * (ledger part_code "page", 1 in 2^31), the write-back check (K4) must
+ * (ledger part_code "page", 1 in 2^31), the write-back check (KV4) must
  * have stopped it: a page it let out is the engine's failure, not an
  * explanation (V1b, V1e). */
 static int cache_flip_may_reach_disk(const vd_config *c, const vd_injection *i) {
@@ -464,7 +464,7 @@ int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection
      * codes of two bytes or more; at one byte, in a part the page code
      * covers) is found by the codes, in the cache, or not at all: a report
      * of another layer at its block means the flipped page went to disk
-     * past the write-back check (K4), which no design allows.  hint_status
+     * past the write-back check (KV4), which no design allows.  hint_status
      * is the codes' partner for the hint nibbles they leave out
      * (kvprot.h): two flips in one nibble make another valid state, which
      * only the comparison with the transaction status sees.  (At one byte

@@ -44,7 +44,7 @@
  *   V1e with per-KV codes of two bytes or more, a bitflip_cache injection
  *       matches only kv_protection reports: another layer at its block
  *       says the flipped page reached the disk past the write-back check
- *       (K4), which is the engine's failure, never an explanation.
+ *       (KV4), which is the engine's failure, never an explanation.
  *   V2  a report that matches no injection is a false_alarm (a failure).
  *   V3  error classes (read_error, write_error, nospace, sync_error):
  *       detected when the driver's call that was running when the error

@@ -244,8 +244,8 @@ static int verify_key(worker *w, uint64_t key, st_buf *b, int after_crash, const
 }
 
 /* Every key by a point read, in key order, before any whole-page check.
- * A get takes its own path through a leaf (the search, K1 on the entries
- * around the position, K2 on the version it returns) that neither the
+ * A get takes its own path through a leaf (the search, KV1 on the entries
+ * around the position, KV2 on the version it returns) that neither the
  * scan of st_verify_all nor the engine's verify takes: a damaged entry
  * that only a get would meet must be met here, before a whole-page check
  * reports the page on the get's behalf.  In key order, so the get of a

@@ -191,7 +191,7 @@ Test(faults_cache_flip, names_an_earlier_flip_still_in_its_part) {
 /* A flip that pairs with an earlier one says whether the two escape the
  * code over their part (pair_check, oracle V6c): "escaped" only when the
  * frame's codes see nothing of them.  Checked here with the engine's own
- * whole-page check (K4's), every other flip of the frame still there put
+ * whole-page check (KV4's), every other flip of the frame still there put
  * back first, so only the pair is left for it to find: an escaped pair
  * passes it.  Flips at w = 1 in one part escape 1 in 32 at most, so this
  * seed's run meets both answers. */

@@ -4,7 +4,7 @@
  * per-KV page code covers, [20, 40), is present for good once its frame
  * is written to DIR/data byte for byte as it was right after the flip
  * (the stamped fields [0, 20) aside); a write of the block with other
- * bytes ends the watch; an engine that refuses the frame (K4) leaves
+ * bytes ends the watch; an engine that refuses the frame (KV4) leaves
  * nothing present.
  *
  * Every test opens a fresh database with per-KV protection on, fills its
@@ -149,13 +149,13 @@ static void hook_write_block(flt_ctx *f, const char *path, uint64_t block, const
 /* Close the handle (it may refuse: the flip is still in its cache), then
  * the library. */
 static void hf_teardown(hf *h) {
-    eng_close(h->db); /* K4 refuses block B's write-back: not ENG_OK, by design */
+    eng_close(h->db); /* KV4 refuses block B's write-back: not ENG_OK, by design */
     flt_close(h->f);
 }
 
 /* ---- the tests -------------------------------------------------------------------- */
 
-/* The engine's own write-back checks the dirty frame (K4), reports the
+/* The engine's own write-back checks the dirty frame (KV4), reports the
  * mismatch and writes nothing: the watched flip never reaches the disk. */
 Test(carried_cache_flip, a_header_flip_the_engine_refuses_to_write_is_not_present, T_OPTS) {
     static hf h;
@@ -193,7 +193,7 @@ Test(carried_cache_flip, a_header_flip_written_back_unchanged_is_present_for_goo
     hook_write_block(h.f, h.data, h.block, clean);
     cr_assert(dmg_has(h.f, h.seq), "a later write of the block took a carried flip away (%s)", h.line);
     cr_assert_eq(dmg_list(h.f, s), 1, "present after the rewrite: exactly the carried flip (%s)", h.line);
-    eng_close(h.db); /* refuses block B (K4): writes nothing of it */
+    eng_close(h.db); /* refuses block B (KV4): writes nothing of it */
     cr_assert(dmg_has(h.f, h.seq), "closing the engine took a carried flip away (%s)", h.line);
     flt_close(h.f);
 }

@@ -1,7 +1,7 @@
 /*
  * test_kvprot_found_get_needs_no_route_proof.c -- a get that finds its key
- * proves its answer by the leaf entry it read (engine/kvprot.h K1f, K1u,
- * K2v): on the way down it checks each internal page's code and the entry
+ * proves its answer by the leaf entry it read (engine/kvprot.h KV1f, KV1u,
+ * KV2v): on the way down it checks each internal page's code and the entry
  * whose child it follows, not the separator to the right of it.  What that
  * must never cost:
  *   - a flipped separator that does not steer a get leaves its answer

@@ -10,7 +10,7 @@
  * Found by the crash test (crashtest.py mutants, 2026-12-01: the real
  * engine failed an iteration replayed from its start, seed 245680733046645
  * of stress, w = 4, checksums off): bt_act_begin checked the header's
- * shape before K3, so cache damage in a header was named `structure`,
+ * shape before KV3, so cache damage in a header was named `structure`,
  * which the oracle (V1e: with codes of two bytes or more only
  * kv_protection may name a cache flip) calls a false alarm.  A frame is
  * now proven by its codes before anything trusts its header.

@@ -1,5 +1,5 @@
 /*
- * test_kvprot_lazy_leaf_is_proven_by_its_checksum_until_coded.c -- K0
+ * test_kvprot_lazy_leaf_is_proven_by_its_checksum_until_coded.c -- KV0
  * (engine/bufpool.h, engine/kvprot.h): a leaf a reader loads is not coded
  * at load; its page checksum proves it until its next use codes it.  What
  * that must never cost:

@@ -1,6 +1,6 @@
 /*
  * test_kvprot_unique_keys_flag_is_bound_to_the_page_code.c -- the leaf flag
- * that lets a found key skip its left bracket (engine/kvprot.h K1u) is
+ * that lets a found key skip its left bracket (engine/kvprot.h KV1u) is
  * right, and it cannot be trusted wrongly:
  *   - a leaf whose keys all differ gets KV_UNIQUE_KEYS; one with two
  *     versions of a key anywhere (first, middle or last pair) does not,
@@ -115,7 +115,7 @@ Test(kvprot_unique, a_flipped_flag_or_page_code_bit_fails_the_page_check_at_ever
 
 Test(kvprot_unique, recoding_after_a_change_follows_the_keys) {
     /* A put of a second version makes a unique leaf non-unique; the
-     * codes made after the change (K3) say so, and removing it again
+     * codes made after the change (KV3) say so, and removing it again
      * brings the flag back. */
     static const int keys[] = {1, 2, 3, 5, 8, 13, 21, 34};
     uint8_t page[PS];

@@ -878,7 +878,7 @@ Test(oracle_verdict, only_the_classs_own_detector_credits_a_detection) {
     vd_free(v);
 }
 
-/* Hides (V1b): a write-back check (K4) that lets a flipped frame out, when
+/* Hides (V1b): a write-back check (KV4) that lets a flipped frame out, when
  * any structure report the written page causes was explained by the cache
  * flip.  From two bytes of per-KV code on, a flip the codes let through is
  * a 1 in 65536 event: the report is a failure. */
@@ -899,7 +899,7 @@ Test(oracle_verdict, a_cache_flip_explains_a_structure_report_only_with_codes_of
     }
 }
 
-/* Hides (V1e): a write-back check (K4) that lets a flipped frame reach the
+/* Hides (V1e): a write-back check (KV4) that lets a flipped frame reach the
  * disk, when a page_header or structure report at the flip's block, even
  * one that keeps the database from opening, matched the cache flip (V8
  * then called the failed open "by design"). */

@@ -3,7 +3,7 @@
  * -- rule V1e of docs/oracle.md for the page checksum.  With per-KV codes
  * of two bytes or more, and at one byte for a part the page code covers, a
  * cache flip is found by the codes in the cache or not at all: the
- * write-back check (engine K4) must keep the flipped frame from the disk.
+ * write-back check (engine KV4) must keep the flipped frame from the disk.
  * A page_checksum report at the flipped block then says the page reached
  * the disk anyway, and the flip must not explain it: a false alarm that
  * fails the run.  A checksum cannot even fail for it (the write-back
