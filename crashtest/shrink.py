@@ -303,7 +303,7 @@ Rules:
   K22 the writes a power-loss step after the op step rolled back or tore
       in the failing variant (its ledger lines) pinned where they landed,
       the step in keep mode (tracepass.p_pin_powerloss, powerloss --pin,
-      faults/powerloss.c P8): the newest undone write of the block the
+      faults/powerloss.c PL8): the newest undone write of the block the
       failure names, then that block's, then every one (at most 64).  The
       fewest writes undone, and removing ops no longer moves them.
   K23 a run of several threads left by the rounds, with MT_RESUME_MIN of

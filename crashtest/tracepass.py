@@ -454,7 +454,7 @@ class TracePasses:
         """K22: a power-loss step's decisions pinned where they landed: the
         writes the failing variant rolled back or tore (its ledger lines,
         phase powerloss) become --pin NAME@OFFSET:BACK=FATE, and the step
-        runs in keep mode: every other write kept (faults/powerloss.c, P8).
+        runs in keep mode: every other write kept (faults/powerloss.c, PL8).
         First only the newest undone write of the block the failure names
         (file=NAME block=N in the failing step's output: the page that
         fails its checksum), then every undone write of that block, then

@@ -61,7 +61,7 @@
  * The reader (journal_read.c: decoding and the analysis of journal_int.h)
  * is step 1 of the power-loss step, shared with powerloss.c so that a drop
  * and a later power loss apply one rule of what is durable, and one way of
- * undoing a write (P1, P2 of powerloss.c).
+ * undoing a write (PL1, PL2 of powerloss.c).
  */
 #include <dirent.h>
 #include <errno.h>

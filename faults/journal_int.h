@@ -222,8 +222,8 @@ int flt_jr_durability(jr_view *v, jr_strmap *names);
 void flt_jr_view_free(jr_view *v);
 
 /* Undoing one write or truncate tail on a file open read-write as FD,
- * outside the ranges KEPT covers (later kept changes win: P1 of
- * powerloss.c), with an extension undone by truncating back (P2):
+ * outside the ranges KEPT covers (later kept changes win: PL1 of
+ * powerloss.c), with an extension undone by truncating back (PL2):
  *
  *     flt_jr_undo_begin(&u, fd, old, base, old_end);   old bytes of [base, old_end)
  *     flt_jr_undo_range(&u, kept, a, b);               any number of sub-ranges

@@ -10,9 +10,10 @@
  * Input: RUN/journal and RUN/journal.d/ (journal.h; byte layout in
  * journal_int.h), written by the I/O hooks of the process that crashed.
  * Output: DIR changed in place, or with --variants K the copies
- * DIR.pl0 .. DIR.pl{K-1} (P0 .. P{K-1} with --out-prefix P), each with its
- * own decisions, DIR untouched.  Every decision to undo something is
- * appended to RUN/ledger (phase "powerloss") before it is applied.
+ * DIR.pl0 .. DIR.pl{K-1} (PREFIX0 .. PREFIX{K-1} with --out-prefix
+ * PREFIX), each with its own decisions, DIR untouched.  Every decision to
+ * undo something is appended to RUN/ledger (phase "powerloss") before it
+ * is applied.
  * Exit: 0 done; 2 usage (nothing changed); 3 refused (DIR/LOCK held) or
  * an I/O error.
  *
@@ -20,9 +21,9 @@
  * in journal_read.c, shared with the drop of an injected fsync failure, so both
  * apply one rule).
  *
- *     journal:  W1.B W1.D  S.B  W2.B W2.D  S.D(ok)  C.B C.D  DS.B DS.D(ok)
- *               |<-- W1 done before S began: synced -->|   |<- C done before
- *                              W2 completed after S began: unsynced   DS began: durable
+ *     journal:  w1.B w1.D  S.B  w2.B w2.D  S.D(ok)  C.B C.D  DS.B DS.D(ok)
+ *               |<-- w1 done before S began: synced -->|   |<- C done before
+ *                              w2 completed after S began: unsynced   DS began: durable
  *
  *   - A write or truncate is durable iff its DONE precedes the BEGIN of a
  *     SYNC of the same inode whose DONE reports success.  Inodes are
@@ -48,67 +49,67 @@
  *     truncate: durable or keep mode: kept; else undone with p = 1/2.
  *     create, rename, unlink: durable or keep mode: kept; else the
  *               newest K of them are undone, K drawn uniformly from 0 to
- *               their number (P9).
+ *               their number (PL9).
  *
  * Rules that make the result a state the disk could really hold:
- *   P1  Rolling back restores the old bytes only outside the ranges that
- *       later kept (or durable) writes of the same inode cover (an
- *       interval set per file), so a kept later write wins over an undone
- *       earlier one; a durable write is never touched, nor anything a
- *       durable or kept truncate decided.
- *   P2  A write that extended the file is undone by truncating back to
- *       its old size, or to the end of the last byte later kept writes
- *       need; the bytes in between it no longer holds read as zeros.
- *   P3  A name is followed through renames to the file that now carries
- *       it on disk; writes to an inode later unlinked or replaced (and
- *       kept so) are skipped: that inode is gone.  So is a write or
- *       truncate after which its name names no file on disk: it went
- *       through a descriptor of an inode already unlinked (the door
- *       journals a call that raced with the unlink under the old name,
- *       RocksDB truncating a WAL file its purge had just removed).
- *   P4  Once a later operation on a name is kept, every earlier metadata
- *       operation on that name is kept too (a rename of "x.tmp" that
- *       reached the disk implies the creation of "x.tmp" did).
- *   P5  The tear unit is the 512-byte sector at absolute file offsets
- *       (doubled until a write spans at most 1024 units); the ledger note
- *       "unit=U kept=HEX" lists the kept units, hex digit i holding units
- *       4i..4i+3, least significant bit first.  Write lines carry
- *       "write=N", the write's rank (from 0) among the journal's writes,
- *       since one range is often written many times.
- *   P6  A dropped write is neither kept nor undone: its old bytes were put
- *       back when its fsync failed, and every later record was made on
- *       top of that (it adds nothing to the kept ranges of P1 either).
- *   P7  A write's fate (keep, roll back or tear, and the units a tear
- *       keeps) is drawn from a stream of its own, seeded by the variant's
- *       seed and the write's identity: its name, its offset, and how many
- *       writes to that name and offset the journal holds before it.  So a
- *       run with writes fewer (ops a shrinker removed) decides each write
- *       it still does as before.  Metadata coins come from the variant's
- *       stream in the walk's order.
- *   P8  --pin NAME@OFFSET:BACK=FATE fixes one unsynced write's fate: the
- *       write to journal name NAME at OFFSET with BACK writes to that
- *       name and offset after it (0: the last) is rolled back
- *       (FATE "rollback") or torn keeping the units HEX lists (FATE
- *       "tear:HEX", P5's notation; all units kept is a keep, none a
- *       rollback), whatever the mode; every write's
- *       ledger line has "back=BACK".  With --mode keep nothing else
- *       changes: a shrinker that removes ops keeps the one tear its
- *       failure needs on the page it needs it on, where P7's draw for
- *       that page moved with every earlier write of it removed (planted
- *       bug fpi-skips-page-at-redo-lsn: delta debugging removed 3 to 14
- *       ops a trial for 600 s).  A pin that matches no unsynced write
- *       changes nothing.
+ *   PL1  Rolling back restores the old bytes only outside the ranges that
+ *        later kept (or durable) writes of the same inode cover (an
+ *        interval set per file), so a kept later write wins over an undone
+ *        earlier one; a durable write is never touched, nor anything a
+ *        durable or kept truncate decided.
+ *   PL2  A write that extended the file is undone by truncating back to
+ *        its old size, or to the end of the last byte later kept writes
+ *        need; the bytes in between it no longer holds read as zeros.
+ *   PL3  A name is followed through renames to the file that now carries
+ *        it on disk; writes to an inode later unlinked or replaced (and
+ *        kept so) are skipped: that inode is gone.  So is a write or
+ *        truncate after which its name names no file on disk: it went
+ *        through a descriptor of an inode already unlinked (the door
+ *        journals a call that raced with the unlink under the old name,
+ *        RocksDB truncating a WAL file its purge had just removed).
+ *   PL4  Once a later operation on a name is kept, every earlier metadata
+ *        operation on that name is kept too (a rename of "x.tmp" that
+ *        reached the disk implies the creation of "x.tmp" did).
+ *   PL5  The tear unit is the 512-byte sector at absolute file offsets
+ *        (doubled until a write spans at most 1024 units); the ledger note
+ *        "unit=U kept=HEX" lists the kept units, hex digit i holding units
+ *        4i..4i+3, least significant bit first.  Write lines carry
+ *        "write=N", the write's rank (from 0) among the journal's writes,
+ *        since one range is often written many times.
+ *   PL6  A dropped write is neither kept nor undone: its old bytes were put
+ *        back when its fsync failed, and every later record was made on
+ *        top of that (it adds nothing to the kept ranges of PL1 either).
+ *   PL7  A write's fate (keep, roll back or tear, and the units a tear
+ *        keeps) is drawn from a stream of its own, seeded by the variant's
+ *        seed and the write's identity: its name, its offset, and how many
+ *        writes to that name and offset the journal holds before it.  So a
+ *        run with writes fewer (ops a shrinker removed) decides each write
+ *        it still does as before.  Metadata coins come from the variant's
+ *        stream in the walk's order.
+ *   PL8  --pin NAME@OFFSET:BACK=FATE fixes one unsynced write's fate: the
+ *        write to journal name NAME at OFFSET with BACK writes to that
+ *        name and offset after it (0: the last) is rolled back
+ *        (FATE "rollback") or torn keeping the units HEX lists (FATE
+ *        "tear:HEX", PL5's notation; all units kept is a keep, none a
+ *        rollback), whatever the mode; every write's
+ *        ledger line has "back=BACK".  With --mode keep nothing else
+ *        changes: a shrinker that removes ops keeps the one tear its
+ *        failure needs on the page it needs it on, where PL7's draw for
+ *        that page moved with every earlier write of it removed (planted
+ *        bug fpi-skips-page-at-redo-lsn: delta debugging removed 3 to 14
+ *        ops a trial for 600 s).  A pin that matches no unsynced write
+ *        changes nothing.
  *
- *   P9  Directory operations reach the disk in the order they were made:
- *       ext4 and XFS log every create, rename and unlink in one ordered
- *       journal, so a power loss loses a suffix of them, never an earlier
- *       one under a later one that stayed.  The walk undoes unsynced ones
- *       until it has undone its drawn K or meets one it keeps (durable,
- *       pinned, or one the directory no longer allows undoing); every
- *       earlier one is kept.  Without it, a power loss could remove a
- *       file whose name a later, kept rename already points at
- *       (RocksDB's CURRENT naming a MANIFEST that is gone): a state no
- *       journaling file system leaves.
+ *   PL9  Directory operations reach the disk in the order they were made:
+ *        ext4 and XFS log every create, rename and unlink in one ordered
+ *        journal, so a power loss loses a suffix of them, never an earlier
+ *        one under a later one that stayed.  The walk undoes unsynced ones
+ *        until it has undone its drawn K or meets one it keeps (durable,
+ *        pinned, or one the directory no longer allows undoing); every
+ *        earlier one is kept.  Without it, a power loss could remove a
+ *        file whose name a later, kept rename already points at
+ *        (RocksDB's CURRENT naming a MANIFEST that is gone): a state no
+ *        journaling file system leaves.
  *
  * Assumed of the journaled process: writes to overlapping ranges are not
  * in flight at the same time (the engine serializes them per page and
@@ -228,7 +229,7 @@ static uint64_t variant_seed(uint64_t seed, unsigned v) {
 
 /* ---- the shared analysis (journal_int.h), with exits on failure -------------------- */
 
-/* The interval sets and the undo of a write (P1, P2) are journal_read.c's too:
+/* The interval sets and the undo of a write (PL1, PL2) are journal_read.c's too:
  * flt_jr_iv_*, flt_jr_undo_*. */
 
 typedef jr_strmap strmap;
@@ -288,15 +289,15 @@ static void journal_load(const char *run, journal_view *jv) {
 
 /* ---- step 2: one variant ---------------------------------------------------------------- */
 
-/* A file as step 2 follows it backwards (P3). */
+/* A file as step 2 follows it backwards (PL3). */
 typedef struct pfile {
     char *disk; /* where it is now, relative to the root */
     int gone;   /* no longer reachable: its changes need no undo */
-    ivset kept; /* ranges whose bytes later kept changes decided (P1) */
+    ivset kept; /* ranges whose bytes later kept changes decided (PL1) */
 } pfile;
 
 typedef struct stats {
-    uint64_t dropped; /* writes a failed fsync rolled back (P6) */
+    uint64_t dropped; /* writes a failed fsync rolled back (PL6) */
     uint64_t unsynced, rolled_back, torn, kept_unsynced;
     uint64_t meta_unsynced, meta_undone;
 } stats;
@@ -308,19 +309,19 @@ typedef struct variant {
     unsigned index;
     int mode;
     xoshiro rng;         /* metadata coins, in the backward walk's order */
-    uint64_t seed;       /* the variant's seed: each write's own stream (P7) */
-    const uint64_t *wid; /* per op of the journal: a write's identity (P7) */
+    uint64_t seed;       /* the variant's seed: each write's own stream (PL7) */
+    const uint64_t *wid; /* per op of the journal: a write's identity (PL7) */
     flt_ledger *ledger;
     strmap names; /* journal name -> index in files */
     pfile **files;
     size_t nfiles, capfiles;
-    strmap pinned;            /* names with a later kept operation (P4) */
-    const uint32_t *wback;    /* per op of the journal: later writes to its name and offset (P8) */
-    const struct wpin *wpins; /* --pin (P8) */
+    strmap pinned;            /* names with a later kept operation (PL4) */
+    const uint32_t *wback;    /* per op of the journal: later writes to its name and offset (PL8) */
+    const struct wpin *wpins; /* --pin (PL8) */
     size_t nwpins;
     stats st;
-    int64_t dir_undo;    /* P9: directory operations still to undo; -1 before the draw */
-    size_t dir_unsynced; /* P9: the journal's unsynced directory operations */
+    int64_t dir_undo;    /* PL9: directory operations still to undo; -1 before the draw */
+    size_t dir_unsynced; /* PL9: the journal's unsynced directory operations */
 } variant;
 
 static int pf_new(variant *v, const char *disk, size_t len, int gone) {
@@ -403,7 +404,7 @@ static void undo_check(int rc, const char *what) {
     if (rc) die_io("restoring %s: %s", what, strerror(-rc));
 }
 
-/* Hex bitmap of units (P5). */
+/* Hex bitmap of units (PL5). */
 static void hex_units(const uint8_t *kept, size_t n, char *out, size_t cap) {
     size_t o = 0;
     for (size_t i = 0; i < n && o + 1 < cap; i += 4) {
@@ -416,17 +417,17 @@ static void hex_units(const uint8_t *kept, size_t n, char *out, size_t cap) {
 
 enum { W_KEEP, W_ROLLBACK, W_TEAR };
 
-/* One --pin (P8). */
+/* One --pin (PL8). */
 typedef struct wpin {
     const char *name;
     size_t name_len;
     uint64_t offset;
     uint32_t back;
     int fate;         /* W_ROLLBACK or W_TEAR */
-    const char *kept; /* W_TEAR: P5's hex of the units kept */
+    const char *kept; /* W_TEAR: PL5's hex of the units kept */
 } wpin;
 
-/* P5's hex back into N units (a digit it lacks: units lost). */
+/* PL5's hex back into N units (a digit it lacks: units lost). */
 static void units_of_hex(const char *hex, uint8_t *kept, size_t n) {
     memset(kept, 0, n);
     for (size_t i = 0; hex[i] && 4 * i < n; i++) {
@@ -435,7 +436,7 @@ static void units_of_hex(const char *hex, uint8_t *kept, size_t n) {
     }
 }
 
-/* The --pin that names journal op AT (a write), or NULL (P8). */
+/* The --pin that names journal op AT (a write), or NULL (PL8). */
 static const wpin *pin_of(const variant *v, const jr_rec *r, size_t at) {
     for (size_t i = 0; i < v->nwpins; i++) {
         const wpin *p = &v->wpins[i];
@@ -496,7 +497,7 @@ static int count_once_more(strmap *m, const char *key, size_t len) {
     return n;
 }
 
-/* P7: the identity of each write of the journal: its name, its offset
+/* PL7: the identity of each write of the journal: its name, its offset
  * and how many writes to that name and offset came before it (0 for
  * others).  A write's fate is drawn from the variant's seed and this, not
  * from its place among the journal's writes, so a run with some writes
@@ -505,14 +506,14 @@ static int count_once_more(strmap *m, const char *key, size_t len) {
  * moved every later draw, and a tear the failure needed landed on another
  * page (planted bug fpi-skips-page-at-redo-lsn: no removal of ops, down
  * to 83 at a time, kept its failure).  *BACKS gets, per op, how many
- * writes to its name and offset come after it (P8's BACK). */
+ * writes to its name and offset come after it (PL8's BACK). */
 static uint64_t *write_ids(const journal_view *jv, uint32_t **backs) {
     uint64_t *id = xcalloc(jv->v.nops ? jv->v.nops : 1, sizeof *id);
     uint32_t *back = xcalloc(jv->v.nops ? jv->v.nops : 1, sizeof *back);
     strmap seen, after;
     memset(&seen, 0, sizeof seen);
     memset(&after, 0, sizeof after);
-    /* P8: how many writes to the same name and offset come after each. */
+    /* PL8: how many writes to the same name and offset come after each. */
     for (size_t i = jv->v.nops; i-- > 0;) {
         const jr_rec *r = &jv->v.ops[i].r;
         if (r->kind != JR_WRITE_B) continue;
@@ -534,7 +535,7 @@ static uint64_t *write_ids(const journal_view *jv, uint32_t **backs) {
     return id;
 }
 
-/* P3: F's inode is no longer reachable: gone, or (walking back, the
+/* PL3: F's inode is no longer reachable: gone, or (walking back, the
  * directory as it was right after the operation) no file under its name. */
 static int unreachable(variant *v, pfile *f) {
     struct stat st;
@@ -546,9 +547,9 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
     const jr_rec *r = &o->r;
     pfile *f = pf_lookup(v, r->path);
     uint64_t end = r->offset + r->len;
-    if (unreachable(v, f)) return; /* P3 */
+    if (unreachable(v, f)) return; /* PL3 */
     if (o->dropped) {
-        /* P6: rolled back already by a failed fsync; what came later was
+        /* PL6: rolled back already by a failed fsync; what came later was
          * made on top of that. */
         v->st.dropped++;
         return;
@@ -560,7 +561,7 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
         return;
     }
     v->st.unsynced++;
-    xoshiro rng; /* P7: this write's own stream */
+    xoshiro rng; /* PL7: this write's own stream */
     xo_seed(&rng, v->seed ^ v->wid[at]);
     int d;
     switch (v->mode) {
@@ -568,8 +569,8 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
     case MODE_TEAR: d = W_TEAR; break;
     default: d = (int)xo_below(&rng, 3); break; /* W_KEEP, W_ROLLBACK, W_TEAR */
     }
-    if (pn) d = pn->fate; /* P8 (its draw above changes no other write's: P7) */
-    /* Units of the write (P5): absolute sectors, doubled until at most
+    if (pn) d = pn->fate; /* PL8 (its draw above changes no other write's: PL7) */
+    /* Units of the write (PL5): absolute sectors, doubled until at most
      * 1024 of them. */
     uint64_t unit = 512, first, last;
     for (;;) {
@@ -625,7 +626,7 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
         v->st.rolled_back++;
     }
 
-    /* Kept units first, so the undone ones leave them alone (P1). */
+    /* Kept units first, so the undone ones leave them alone (PL1). */
     for (size_t i = 0; i < nu; i++) {
         if (!kept[i]) continue;
         uint64_t a = (first + i) * unit, b = a + unit;
@@ -650,14 +651,14 @@ static void step_write(variant *v, const pl_op *o, size_t at) {
         undo_check(flt_jr_undo_range(&u, &f->kept, a > r->offset ? a : r->offset, b < end ? b : end), what);
 #endif
     }
-    undo_check(flt_jr_undo_finish(&u, &f->kept, end), what); /* P2 */
+    undo_check(flt_jr_undo_finish(&u, &f->kept, end), what); /* PL2 */
     close(fd);
 }
 
 /* Coin for an unsynced truncate: 1 = undo. */
 static int undo_coin(variant *v) { return v->mode != MODE_KEEP && xo_below(&v->rng, 2) == 1; }
 
-/* P9's decision for an unsynced directory operation the walk may undo:
+/* PL9's decision for an unsynced directory operation the walk may undo:
  * 1 = undo (one of the newest K), 0 = keep, and so every earlier one. */
 static int dir_undo_next(variant *v) {
     if (v->mode == MODE_KEEP) return 0;
@@ -667,13 +668,13 @@ static int dir_undo_next(variant *v) {
     return 1;
 }
 
-/* P9: a directory operation was kept; no earlier one may be undone. */
+/* PL9: a directory operation was kept; no earlier one may be undone. */
 static void dir_kept(variant *v) { v->dir_undo = 0; }
 
 static void step_truncate(variant *v, const pl_op *o) {
     const jr_rec *r = &o->r;
     pfile *f = pf_lookup(v, r->path);
-    if (unreachable(v, f) || (o->has_done && o->result < 0)) return; /* P3 */
+    if (unreachable(v, f) || (o->has_done && o->result < 0)) return; /* PL3 */
     uint64_t lo = r->new_size < r->old_size ? r->new_size : r->old_size;
     if (!o->durable) v->st.meta_unsynced++;
     if (o->durable || !undo_coin(v)) {
@@ -774,7 +775,7 @@ static void step_rename(variant *v, const pl_op *o) {
         pin(v, r->path);
         pin(v, r->path2);
         int ib = sm_get(&v->names, r->path2.p, r->path2.len);
-        pf_bind(v, r->path, ib);                                      /* P3 */
+        pf_bind(v, r->path, ib);                                      /* PL3 */
         pf_bind(v, r->path2, pf_new(v, r->path2.p, r->path2.len, 1)); /* the replaced inode */
         return;
     }

@@ -35,9 +35,9 @@
  *   rollback_variants_restore_exact_old_bytes      E L S D, 8 variants x 3 seeds
  *   tear_variants_keep_sector_subsets              E L S D, torn at 512-byte units
  *   mixed_variants_are_legal                       E L S D
- *   later_kept_write_wins_over_earlier_rollback    overlap, extension, holes (P1, P2)
+ *   later_kept_write_wins_over_earlier_rollback    overlap, extension, holes (PL1, PL2)
  *   unsynced_metadata_undone_durable_kept          create/rename/unlink/truncate, S D,
- *                                                  P4, journal.d keeps only what may be needed
+ *                                                  PL4, journal.d keeps only what may be needed
  *   in_place_applies_and_resets_the_journal        E L, journal reset, second run no-op
  *   keep_mode_changes_nothing
  *   refuses_while_lock_is_held                     exit 3, nothing changed
@@ -50,7 +50,7 @@
  *   engine_survives_every_power_loss_state         per I/O backend, end to end
  *   dropped_writes_stay_dropped_in_every_variant   failed fsyncs drop unsynced writes
  *                                                  (flt_journal_drop_unsynced) mid-run; each
- *                                                  drop exact on the spot; then E L S D, P6
+ *                                                  drop exact on the spot; then E L S D, PL6
  *   drop_spares_in_flight_truncated_and_synced     in-flight write, truncate, rename, other
  *                                                  file, outside path; power loss after
  * Seeds derive from CU_SEED (environment); messages name them.
@@ -435,7 +435,7 @@ static inline void decisions_of(const model *m, const lrecs *L, int v, decision 
         last = r->write_no;
         cr_assert(!m->w[found].synced, "S: variant %d: %s of synced write #%d (%s@%llu+%zu)", v, r->point, found,
                   r->file, (unsigned long long)m->w[found].off, m->w[found].len);
-        cr_assert(!m->w[found].dropped, "P6: variant %d: %s of write #%d, which a failed fsync dropped", v, r->point,
+        cr_assert(!m->w[found].dropped, "PL6: variant %d: %s of write #%d, which a failed fsync dropped", v, r->point,
                   found);
         cr_assert_str_eq(r->cls, tear ? "torn_write" : "power_loss");
         decision *d = &dec[found];

@@ -165,7 +165,7 @@ Test(door, every_subset_of_unsynced_writes_is_reached, DOOR_OPTS) {
             cr_assert(!strcmp(s, "OLD") || !strcmp(s, "<missing>"), "seed %d variant %d: old holds %s", seed, v, s);
             undone[2] += !strcmp(s, "OLD"), kept[2] += !strcmp(s, "<missing>");
             /* tmp's create kept and its rename undone leaves tmp; the
-             * rename kept implies the create was (P4). */
+             * rename kept implies the create was (PL4). */
             read_str(dir, "tmp", s, sizeof s);
             cr_assert(!strcmp(s, "<missing>") || (ctl_undone && !strcmp(s, "NEWCTL")),
                       "seed %d variant %d: tmp holds %s with ctl %s", seed, v, s, ctl_undone ? "old" : "new");

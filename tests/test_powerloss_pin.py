@@ -1,6 +1,6 @@
 """Tests of the shrink pass that pins a power-loss step's decisions where
 they landed (tracepass.p_pin_powerloss, shrink.py's K22; powerloss's
---pin, faults/powerloss.c P8, has its C test in
+--pin, faults/powerloss.c PL8, has its C test in
 test_powerloss_variants_are_legal.c).
 
 A write's fate after a power loss is drawn from the step's seed and the

@@ -95,7 +95,7 @@ Test(powerloss, unsynced_metadata_undone_durable_kept, T_OPTS) {
         read_str(dir, "new1", s, sizeof s);
         cr_assert_str_eq(s, u ? "<missing>" : "N1", "variant %d: new1 (create %s)", v, u ? "undone" : "kept");
         undone[0] += u, kept[0] += !u;
-        /* tmp -> ctl, and the create of tmp (kept whenever the rename is: P4) */
+        /* tmp -> ctl, and the create of tmp (kept whenever the rename is: PL4) */
         int ur = ledger_has(&L, v, "powerloss/undo_rename", "tmp");
         int uc = ledger_has(&L, v, "powerloss/undo_create", "tmp");
         cr_assert(ur || !uc, "variant %d: the create of tmp undone but its rename kept", v);
@@ -110,7 +110,7 @@ Test(powerloss, unsynced_metadata_undone_durable_kept, T_OPTS) {
         read_str(dir, "old1", s, sizeof s);
         cr_assert_str_eq(s, u ? "OLD1" : "<missing>", "variant %d: old1", v);
         undone[3] += u, kept[3] += !u;
-        /* P9: directory operations are lost as a suffix, in the order
+        /* PL9: directory operations are lost as a suffix, in the order
          * they were made (create new1, create tmp, rename tmp, unlink old1). */
         int seq[4] = {ledger_has(&L, v, "powerloss/undo_create", "new1"), uc, ur, u};
         for (int i = 0; i < 3; i++)

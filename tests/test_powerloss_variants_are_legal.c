@@ -96,7 +96,7 @@ Test(powerloss, mixed_variants_are_legal, T_OPTS) {
 /* Failed fsyncs drop their file's unsynced writes while the process runs
  * (each drop checked on the spot by m_drop); then power-loss states of
  * that journal, in every mode, are exact and legal with the dropped writes
- * counted as never made: no ledger line undoes or tears one (P6), and
+ * counted as never made: no ledger line undoes or tears one (PL6), and
  * none comes back. */
 Test(powerloss, dropped_writes_stay_dropped_in_every_variant, T_OPTS) {
     static const char *const modes[] = {"rollback", "tear", "mixed"};
@@ -313,7 +313,7 @@ Test(powerloss, later_kept_write_wins_over_earlier_rollback, T_OPTS) {
     free(m);
 }
 
-/* ---- 4. a write's fate hangs on the write, not on its place (P7) ------------- */
+/* ---- 4. a write's fate hangs on the write, not on its place (PL7) ------------- */
 
 /* Thirty-two unsynced page writes to "data" (each of its 16 pages twice),
  * with, when OTHERS, a write to "other" after each; torn with one seed.
@@ -362,7 +362,7 @@ Test(powerloss, a_writes_fate_hangs_on_the_write_not_on_the_writes_around_it, T_
                          i);
 }
 
-/* ---- 5. a pinned write's fate is the pin's, and keep mode keeps the rest (P8) -- */
+/* ---- 5. a pinned write's fate is the pin's, and keep mode keeps the rest (PL8) -- */
 
 /* Sixteen pages of "data" each written twice, unsynced, and power lost in
  * keep mode with pins: the last write of page 2 torn keeping its first
@@ -370,7 +370,7 @@ Test(powerloss, a_writes_fate_hangs_on_the_write_not_on_the_writes_around_it, T_
  * "torn" keeping every sector (a keep) and of page 5 keeping none (a
  * rollback), and one naming no write.  Three lines and no other reach the
  * ledger, the variant is exactly what they make (page 3 carries its
- * second write, kept: P1), and a bad pin is a usage error that changes
+ * second write, kept: PL1), and a bad pin is a usage error that changes
  * nothing. */
 Test(powerloss, a_pinned_write_is_undone_as_pinned_and_keep_mode_keeps_every_other, T_OPTS) {
     fx f;

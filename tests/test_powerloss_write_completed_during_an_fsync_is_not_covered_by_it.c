@@ -5,15 +5,15 @@
  * writes whose DONE precedes the fsync's BEGIN, and only when the fsync
  * succeeded.
  *
- *     W1.B W1.D  S.B  W2.B W2.D  S.D(ok)       W1 synced, W2 not: the
+ *     w1.B w1.D  S.B  w2.B w2.D  S.D(ok)       w1 synced, w2 not: the
  *                                             kernel may have written
- *                                             back W1's pages before W2
- *     W1.B W1.D  S.B  S.D(-EIO)               W1 not synced
+ *                                             back w1's pages before w2
+ *     w1.B w1.D  S.B  S.D(-EIO)               w1 not synced
  *
- * A journal reader that counts W2 as covered (the fsync's count taken at
+ * A journal reader that counts w2 as covered (the fsync's count taken at
  * its DONE) or a failed fsync as a successful one makes every later
  * power-loss state keep those writes: a recovery that loses them is never
- * tried.  Each case pins the writes to be rolled back (--pin, P8: a pin
+ * tried.  Each case pins the writes to be rolled back (--pin, PL8: a pin
  * acts on unsynced writes only) and reads what the variant kept.
  */
 #include "powerloss_helpers.h"
