@@ -6,25 +6,25 @@
  * page_check_structure can be walked by page_leaf_cell / page_internal_cell /
  * page_search without another bounds check:
  *
- *   S1  type is PAGE_META..PAGE_FREE (PAGE_ZERO is never a stored type)
- *   S2  leaf: level 0; internal: level >= 1 and ph_aux (leftmost child) != 0
- *   S3  each cell: 1 <= klen <= ENG_MAX_KEY, header and body inside
- *       [upper, page_size); leaf cflags only CELL_OVERFLOW, an overflow cell
- *       carries exactly a u32 block != 0; internal child != 0
- *   S4  cells never overlap (two slots sharing a cell count as overlap)
- *   S5  ph_frag == (page_size - upper) - sum of live cell sizes, exactly:
- *       page_reclaimable() is then the truth and an insert that trusted it
- *       cannot write over a live cell
- *   S6  meta, overflow and free pages have no slots; meta: magic matches,
- *       nblocks >= 2, 0 < root < nblocks, freelist < nblocks, height >= 1;
- *       overflow: ph_aux (payload bytes) <= page_size - PAGE_HDR
+ *   PS1  type is PAGE_META..PAGE_FREE (PAGE_ZERO is never a stored type)
+ *   PS2  leaf: level 0; internal: level >= 1 and ph_aux (leftmost child) != 0
+ *   PS3  each cell: 1 <= klen <= ENG_MAX_KEY, header and body inside
+ *        [upper, page_size); leaf cflags only CELL_OVERFLOW, an overflow cell
+ *        carries exactly a u32 block != 0; internal child != 0
+ *   PS4  cells never overlap (two slots sharing a cell count as overlap)
+ *   PS5  ph_frag == (page_size - upper) - sum of live cell sizes, exactly:
+ *        page_reclaimable() is then the truth and an insert that trusted it
+ *        cannot write over a live cell
+ *   PS6  meta, overflow and free pages have no slots; meta: magic matches,
+ *        nblocks >= 2, 0 < root < nblocks, freelist < nblocks, height >= 1;
+ *        overflow: ph_aux (payload bytes) <= page_size - PAGE_HDR
  *
  * Nothing here trusts a page byte before it is checked: with data_checksums
  * off a page may hold anything, and the answer to nonsense is
  * ENG_CORRUPTION with a report, never a crash or an assert.  Asserts guard
  * only what callers promise (page sizes, insert room, slot indexes).
  *
- * page_insert_cell / page_remove_cell / page_compact keep S5 exact, so a
+ * page_insert_cell / page_remove_cell / page_compact keep PS5 exact, so a
  * page that was valid stays valid through any sequence of them.
  */
 #include <assert.h>

@@ -11,7 +11,7 @@
  *     the block (P4): a page copied to another block fails;
  *   - the zero-page rule against the high-water mark (P5);
  *   - insert / remove / compact keep P1-P3 and the exact frag accounting
- *     (S5 in page.c) through random operations checked against a model, at
+ *     (PS5 in page.c) through random operations checked against a model, at
  *     every page size;
  *   - page_check_structure rejects each kind of crafted damage and names it;
  *   - the version rules: versions of one key sit newest (largest xmin)

@@ -1,6 +1,6 @@
 /*
  * test_page_edits_match_a_model.c -- insert / remove / compact keep P1-P3
- * and the exact frag accounting (S5 in page.c) through random operations
+ * and the exact frag accounting (PS5 in page.c) through random operations
  * checked against a model, at every page size and on leaf and internal
  * pages.
  *
@@ -80,7 +80,7 @@ static void compare_with_model(const uint8_t *p, size_t ps, int leaf, const ment
     if (leaf)
         for (unsigned i = n; i < 2 * LEAF_HINT_BYTES(ps); i++)
             cr_assert_eq(page_hint(p, i), 0, "op %u: hint of unused slot %u", op, i);
-    /* S5: the accounting is exact, so reclaimable is the truth. */
+    /* PS5: the accounting is exact, so reclaimable is the truth. */
     cr_assert_eq(page_reclaimable(p), ps - page_base_for(leaf ? PAGE_LEAF : PAGE_INTERNAL, ps) - 2 * (size_t)n - live,
                  "op %u", op);
 }

@@ -137,7 +137,7 @@ TU_BACKEND_TEST(wal, bit_flip_in_every_sector_of_the_last_block_is_reported, .fi
     fx_done(&f);
 }
 
-/* A log synced to S1 in the middle of block 1, then a second group
+/* A log synced to s1 in the middle of block 1, then a second group
  * appended and written in one flush: block 1 rewritten in place (W1) and
  * block 2 written partly.  OLD/NEW get blocks 1 and 2 as they were before
  * and after that write (block 2 before: zeros). */
