@@ -151,7 +151,7 @@ void bt_leafcopy_free(bt_leafcopy *lc);
  * never make it look short): whole blocks below HWM missing from the file
  * are reported once, as a short data file, and left unchecked.  INFO (may be NULL; zeroed by the
  * caller) gets the pages that could not be checked and the checks skipped
- * because of them (V1-V3 in btree_verify.c). */
+ * because of them (BV1-BV3 in btree_verify.c). */
 int bt_verify(bt_tree *t, uint64_t file_bytes, uint64_t hwm, const eng_reporter *rep, uint64_t *problems,
               eng_verify_info *info);
 

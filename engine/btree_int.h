@@ -14,7 +14,7 @@
  *   btree_write.c    puts and deletes as versions, splits between keys,
  *                    pruning, vacuum of a leaf
  *   btree_clog.c     the commit log's pages and their directory
- *   btree_verify.c   verify of the whole file and tree (V1-V3)
+ *   btree_verify.c   verify of the whole file and tree (BV1-BV3)
  */
 #ifndef ENGINE_BTREE_INT_H
 #define ENGINE_BTREE_INT_H

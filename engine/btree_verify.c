@@ -3,7 +3,7 @@
  * every block's own bytes, then the tree (shape, order, fences, overflow
  * chains, leaf links, versions against the commit log), the commit log's
  * pages, the free list, and blocks nothing refers to.  Unchecked pages
- * follow rules V1-V3 below; the blocks of a data file cut short of the
+ * follow rules BV1-BV3 below; the blocks of a data file cut short of the
  * high-water mark are unchecked pages, reported once for the file.
  */
 #include <stdio.h>
@@ -20,15 +20,15 @@ enum { USE_NONE = 0, USE_META, USE_TREE, USE_OVFL, USE_FREE, USE_CLOG, USE_FREED
  * a per-entry code) or could not be read is reported once, for itself,
  * and then treated as unknown: no check that needs its contents runs, and
  * no check that pairs it with another page blames the other one.
- *   V1  a subtree that is not walked (its page unchecked, or not a node
- *       of its place) leaves the leaf chain unknown across it: the next
- *       leaf's predecessor is not compared (its link may rightly name a
- *       leaf the walk skipped);
- *   V2  an unchecked page that refers to others (a tree node, an overflow
- *       page, a free-list trunk) hides what it refers to: the
- *       unreachable-block check is skipped, not run to blame those blocks;
- *   V3  the unchecked pages are listed (eng_verify_info), so a verify with
- *       them is never read as a complete check of the rest. */
+ *   BV1  a subtree that is not walked (its page unchecked, or not a node
+ *        of its place) leaves the leaf chain unknown across it: the next
+ *        leaf's predecessor is not compared (its link may rightly name a
+ *        leaf the walk skipped);
+ *   BV2  an unchecked page that refers to others (a tree node, an overflow
+ *        page, a free-list trunk) hides what it refers to: the
+ *        unreachable-block check is skipped, not run to blame those blocks;
+ *   BV3  the unchecked pages are listed (eng_verify_info), so a verify with
+ *        them is never read as a complete check of the rest. */
 typedef struct vstate {
     bt_tree *t;
     const eng_reporter *rep;
@@ -37,9 +37,9 @@ typedef struct vstate {
     uint8_t *use;       /* per block: what references it */
     uint8_t *bad;       /* per block: failed its own checks or could not be
                        * read (unchecked) */
-    uint32_t prev_leaf; /* UINT32_MAX: none, or unknown (V1) */
+    uint32_t prev_leaf; /* UINT32_MAX: none, or unknown (BV1) */
     int leaves_seen;
-    int refs_unknown; /* V2 */
+    int refs_unknown; /* BV2 */
     int err;          /* first failure to read a page (not corruption): verify
                        * could not finish and must say so, not pass */
 } vstate;
@@ -52,7 +52,7 @@ static int vget(vstate *v, uint32_t blk, bp_frame **f) {
     if (rc && rc != ENG_CORRUPTION && !v->err) v->err = rc;
     if (rc && blk < v->nblocks) {
         v->bad[blk] = 1;
-        if (v->use[blk] != USE_CLOG && v->use[blk] != USE_FREED) v->refs_unknown = 1; /* V2 */
+        if (v->use[blk] != USE_CLOG && v->use[blk] != USE_FREED) v->refs_unknown = 1; /* BV2 */
     }
     return rc;
 }
@@ -91,7 +91,7 @@ static int claim(vstate *v, uint32_t b, int use, uint32_t from) {
         return 0;
     }
     v->use[b] = (uint8_t)use;
-    if (v->bad[b] && use != USE_CLOG && use != USE_FREED) v->refs_unknown = 1; /* V2 */
+    if (v->bad[b] && use != USE_CLOG && use != USE_FREED) v->refs_unknown = 1; /* BV2 */
     return !v->bad[b];
 }
 
@@ -120,7 +120,7 @@ static void verify_chain(vstate *v, uint32_t leaf, int slot, uint32_t first, uin
 
 /* A private copy of node BLK, claimed for the tree by PARENT and proven by
  * its codes (kv_all), or NULL: the node is not walked, and unless verify
- * ran out of memory the leaf chain is unknown across it (V1). */
+ * ran out of memory the leaf chain is unknown across it (BV1). */
 static uint8_t *vnode_load(vstate *v, uint32_t blk, uint32_t parent) {
     bt_tree *t = v->t;
     if (!claim(v, blk, USE_TREE, parent)) {
@@ -215,7 +215,7 @@ static void vleaf_versions(vstate *v, const uint8_t *p, uint32_t blk) {
 }
 
 /* Leaf chain: leaf BLK must be the successor named by the last leaf
- * walked (unless the walk skipped something since: V1). */
+ * walked (unless the walk skipped something since: BV1). */
 static void vleaf_link(vstate *v, uint32_t blk) {
     if (v->prev_leaf != UINT32_MAX && !v->err) {
         bp_frame *pf;
@@ -365,7 +365,7 @@ static void verify_free_list(vstate *v, uint32_t first) {
         if (!claim(v, b, USE_FREE, META_BLOCK)) break;
         bp_frame *f;
         if (vget_proven(v, b, &f)) {
-            v->refs_unknown = 1; /* the rest of the list is unknown (V2) */
+            v->refs_unknown = 1; /* the rest of the list is unknown (BV2) */
             break;
         }
         int ok = ph_get_type(f->data) == PAGE_FREE;
@@ -384,7 +384,7 @@ static void verify_free_list(vstate *v, uint32_t first) {
             } else {
                 vreport(v, ENG_LAYER_STRUCTURE, b, -1, FREE_TRUNK_CAP(t->ps), got,
                         "%sfree-list trunk count beyond its room", "");
-                v->refs_unknown = 1; /* what it lists is unknown (V2) */
+                v->refs_unknown = 1; /* what it lists is unknown (BV2) */
             }
             break;
         }
@@ -411,7 +411,7 @@ static void verify_meta_lists(vstate *v) {
         vreport(v, ENG_LAYER_STRUCTURE, META_BLOCK, -1, META_CLOG_CAP(t->ps), mf.clog_pages,
                 "%smeta commit-log directory claims more pages than it has room for", "");
         mf.clog_pages = 0;
-        v->refs_unknown = 1; /* the commit log's pages are not claimed: no leak check (V2) */
+        v->refs_unknown = 1; /* the commit log's pages are not claimed: no leak check (BV2) */
     }
     uint32_t *cl = calloc(mf.clog_pages + 1u, sizeof *cl);
     for (uint32_t i = 0; cl && i < mf.clog_pages; i++) cl[i] = meta_clog_block(m->data, i);
@@ -422,7 +422,7 @@ static void verify_meta_lists(vstate *v) {
 }
 
 /* Step 4, leaks: allocated blocks nothing refers to (only after a
- * complete walk: an unchecked page hides what it refers to, V2). */
+ * complete walk: an unchecked page hides what it refers to, BV2). */
 static void verify_leaks(vstate *v, eng_verify_info *info) {
     if (v->err || v->refs_unknown) {
         if (info) info->leaks_skipped = 1;
@@ -434,7 +434,7 @@ static void verify_leaks(vstate *v, eng_verify_info *info) {
 }
 
 /* What INFO says of the verify: the blocks scanned and the unchecked
- * ones (V3). */
+ * ones (BV3). */
 static void verify_info(const vstate *v, eng_verify_info *info, uint64_t missing) {
     if (!info) return;
     info->blocks_scanned = v->nblocks - missing;

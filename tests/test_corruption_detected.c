@@ -510,12 +510,12 @@ TU_BACKEND_TEST(corruption, truncated_data_file_is_reported, T_TIMEOUT) {
 }
 
 /* ---- verify blames only the damaged page ---- */
-/* (engine/btree_verify.c V1-V3; docs/engine.md, Verify) */
+/* (engine/btree_verify.c BV1-BV3; docs/engine.md, Verify) */
 
 /* One flipped bit in a page of a many-leaf tree: eng_verify and
  * eng_verify_dir report that block and no other (a leaf's neighbours keep
  * their sibling links, blocks under it are not called unreachable), and
- * name it as the one page they could not check (V1-V3 in btree_verify.c).  The
+ * name it as the one page they could not check (BV1-BV3 in btree_verify.c).  The
  * regression: a flip in a leaf also reported its left neighbour, "leaf
  * sibling link skips a leaf". */
 TU_BACKEND_TEST(corruption, verify_reports_only_the_damaged_page_and_names_it_unchecked, T_TIMEOUT) {
