@@ -33,7 +33,7 @@
  * the corruption callback, and the bits flip back: no thread ever sees
  * the damaged frame, so one trial cannot hide or reveal another, and an
  * escaped flip leaves nothing behind.  The ledger line is written after
- * the trial, with its outcome (the one exception to F1: the damage never
+ * the trial, with its outcome (the one exception to FL1: the damage never
  * outlives the latch; a kill in between loses the trial, and its report,
  * with the process).  Ledger fields beyond bitflip_cache's
  * (docs/formats.md): pattern, region, nbits, bits (the flipped bits'

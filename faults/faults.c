@@ -17,13 +17,13 @@
  *            point again); the journal keeps recording
  *
  * Invariants:
- *   F1  an injection is in the ledger before it takes effect, and is
- *       counted exactly when its line was written (counts == ledger lines
- *       per class, for this process)
- *   F2  a thread's decisions depend only on (seed, its index, its own
- *       sequence of opportunities)
- *   F3  at most one context has libfiu points enabled at a time (libfiu's
- *       table is process-wide)
+ *   FL1  an injection is in the ledger before it takes effect, and is
+ *        counted exactly when its line was written (counts == ledger lines
+ *        per class, for this process)
+ *   FL2  a thread's decisions depend only on (seed, its index, its own
+ *        sequence of opportunities)
+ *   FL3  at most one context has libfiu points enabled at a time (libfiu's
+ *        table is process-wide)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,7 +46,7 @@ void flt_options_init(flt_options *o) {
 
 /* ---- open / close ---- */
 
-static _Atomic int fiu_owned; /* F3 */
+static _Atomic int fiu_owned; /* FL3 */
 
 static int status_of_errno(int e) {
     if (e < 0) e = -e;

@@ -35,7 +35,7 @@
  * libfiu calls the callback every time an enabled point is reached (with
  * the engine armed), so the callback counts checks there, draws from the
  * calling thread's stream of the class, and on a firing writes the ledger
- * line first (F1), counts the hit, and only then lets the fault happen.
+ * line first (FL1), counts the hit, and only then lets the fault happen.
  * libfiu's own random generator is never used.
  *
  * Limitation: libfiu keeps one failnum per enabled point and reads it
@@ -175,7 +175,7 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
     flt_event e = flt_event_for(f, t, cls, p->name);
     if (err) e.err = err == ENOSPC ? "ENOSPC" : "EIO";
     if (cls == FLT_SYNC_ERROR) e.file = flt_rel_path(f, t->sync_path); /* as hook/sync's line */
-    if (flt_record(f, cls, &e) != 0) return 0;                         /* F1: no line, no fault */
+    if (flt_record(f, cls, &e) != 0) return 0;                         /* FL1: no line, no fault */
 #ifdef FLT_DEBUG_BT
     if (cls == FLT_READ_ERROR && getenv("FLT_BT")) {
         void *bt[32];

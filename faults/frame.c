@@ -2,7 +2,7 @@
  * frame.c -- the fault library's frame (frame.h): class names, the
  * per-thread state and PRNG streams, the draws, the ledger helper and the
  * counts.  Everything else in faults/ stands on it; it calls none of them.
- * It keeps F1 (flt_record) and F2 (flt_thread_start, flt_below) of
+ * It keeps FL1 (flt_record) and FL2 (flt_thread_start, flt_below) of
  * faults.c.
  */
 #include <stdlib.h>

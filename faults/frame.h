@@ -200,7 +200,7 @@ struct flt_ctx {
 
     _Atomic int paused;
     int armed;                  /* we called eng_faults_arm(1) */
-    int owns_fiu;               /* F3: this context holds libfiu's table */
+    int owns_fiu;               /* FL3: this context holds libfiu's table */
     _Atomic uint32_t page_size; /* learned from data-file I/O; 0 = not yet */
     _Atomic uint64_t ctl_hwm;   /* high-water mark of the last control file written; 0 = none seen */
     _Atomic uint64_t ctl_redo;  /* and its redo point (LSN); 0 = none seen */

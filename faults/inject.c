@@ -34,7 +34,7 @@
  *   op right before it is issued and flt_journal_after(op) once it
  *   completed, for every operation of every file (paused or not).
  *
- * Ledger lines (F1: written before the fault takes effect):
+ * Ledger lines (FL1: written before the fault takes effect):
  *   class               point       file  block     offset         len        bit/mask
  *   lost_write          hook/write  data  the block its offset     page size  -
  *   misdirected_write   hook/write  data  INTENDED  where it went  page size  -
@@ -599,7 +599,7 @@ static int fire_deferred(flt_ctx *f, flt_thr *t) {
 #endif
     flt_event e = flt_event_for(f, t, cls, t->deferred_point);
     e.err = err == ENOSPC ? "ENOSPC" : "EIO";
-    if (flt_record(f, cls, &e) != 0) return 0; /* F1: no line, no fault */
+    if (flt_record(f, cls, &e) != 0) return 0; /* FL1: no line, no fault */
     atomic_fetch_add_explicit(&f->point_hits[t->deferred_idx], 1, memory_order_relaxed);
     return -err;
 }

@@ -857,7 +857,7 @@ static int drop_writes(flt_journal *j, const jr_view *v, int tok, int fd, const 
             rc = flt_jr_iv_add(&kept, r->offset, end);
             continue;
         }
-        /* The ledger first, then the journal, then the disk (F1; a crash in
+        /* The ledger first, then the journal, then the disk (FL1; a crash in
          * between leaves a state a power cut may leave too: the write
          * unsynced and still there). */
         char note[PATH_MAX + 80];

@@ -121,7 +121,7 @@ static int kill_before(void *ctx, eng_io_op *op) {
         if (flt_kill_arrival(f, t, idx)) {
             flt_event e = flt_event_for(f, t, FLT_KILL, f->points[idx].name);
             e.file = flt_rel_path(f, op->path);
-            if (flt_record(f, FLT_KILL, &e) == 0) { /* F1: no line, no fault */
+            if (flt_record(f, FLT_KILL, &e) == 0) { /* FL1: no line, no fault */
                 atomic_fetch_add_explicit(&f->point_hits[idx], 1, memory_order_relaxed);
                 flt_kill_fire(f, t, f->points[idx].name, t ? t->kill_n[idx] : 1);
             }
