@@ -19,26 +19,26 @@
  * Disarmed, every call is one relaxed load of `armed` and a jump to libc.
  *
  * Invariants:
- *   D1  a translated call runs with the thread's `inside` count raised, so
- *       the hooks' own file calls (the journal reading old bytes, a drop
- *       rolling writes back) go straight to libc and are never translated;
- *   D2  the file records (door_file) a descriptor slot points at live
- *       until flt_door_disarm, which frees them only once no thread is
- *       inside the door (`users`): every reader and writer of a slot's
- *       pointer is counted in `users` first (the relaxed "is the slot
- *       empty" test derefs nothing);
- *   D3  a slot is trusted only while fstat(fd) still shows its device and
- *       inode, so a descriptor closed behind the door's back (glibc's
- *       internal close in fclose) and reused is never taken for the file
- *       it was;
- *   D4  unpositioned reads and writes of one file run under that file's
- *       lock, from the lseek that learns their offset to after(): the
- *       journal reads the old bytes of the range the write really covers;
- *   D5  after a rename or unlink the table holds no descriptor under a name
- *       that no longer names its inode (the source's descriptors move to
- *       the target's name; the replaced target's, the unlinked file's
- *       and those of files inside a renamed directory are forgotten and
- *       pass through from then on).
+ *   DR1  a translated call runs with the thread's `inside` count raised, so
+ *        the hooks' own file calls (the journal reading old bytes, a drop
+ *        rolling writes back) go straight to libc and are never translated;
+ *   DR2  the file records (door_file) a descriptor slot points at live
+ *        until flt_door_disarm, which frees them only once no thread is
+ *        inside the door (`users`): every reader and writer of a slot's
+ *        pointer is counted in `users` first (the relaxed "is the slot
+ *        empty" test derefs nothing);
+ *   DR3  a slot is trusted only while fstat(fd) still shows its device and
+ *        inode, so a descriptor closed behind the door's back (glibc's
+ *        internal close in fclose) and reused is never taken for the file
+ *        it was;
+ *   DR4  unpositioned reads and writes of one file run under that file's
+ *        lock, from the lseek that learns their offset to after(): the
+ *        journal reads the old bytes of the range the write really covers;
+ *   DR5  after a rename or unlink the table holds no descriptor under a name
+ *        that no longer names its inode (the source's descriptors move to
+ *        the target's name; the replaced target's, the unlinked file's
+ *        and those of files inside a renamed directory are forgotten and
+ *        pass through from then on).
  *
  * The 64-bit names (open64, pread64 ...) are the same calls on LP64 Linux:
  * every entry point reaches libc through its 64-bit function.
@@ -134,9 +134,9 @@ __attribute__((constructor(101))) static void door_ctor(void) { resolve(); }
 /* ---- state ---------------------------------------------------------------------------------------- */
 
 static atomic_int armed;      /* the one load a disarmed call pays */
-static atomic_long users;     /* threads inside a translated call (D2) */
+static atomic_long users;     /* threads inside a translated call (DR2) */
 static _Atomic uint64_t nops; /* flt_door_ops */
-static __thread int inside;   /* D1; flt_door_bypass */
+static __thread int inside;   /* DR1; flt_door_bypass */
 static pthread_mutex_t arm_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Set by flt_door_arm before `armed`, read only by threads counted in
@@ -147,7 +147,7 @@ static char *g_db_real; /* its realpath */
 
 static inline int door_on(void) { return atomic_load_explicit(&armed, memory_order_relaxed) && !inside; }
 
-/* Count the caller in (D2): 1 if the door is still armed, else 0 and not
+/* Count the caller in (DR2): 1 if the door is still armed, else 0 and not
  * counted. */
 static int door_enter(void) {
     atomic_fetch_add(&users, 1);
@@ -229,7 +229,7 @@ static void files_free(void) {
 
 typedef struct door_slot {
     _Atomic(door_file *) file; /* NULL: not a database file */
-    uint64_t dev, ino;         /* D3, under the slot's lock */
+    uint64_t dev, ino;         /* DR3, under the slot's lock */
     int is_dir;
 } door_slot;
 
@@ -248,7 +248,7 @@ static atomic_int fd_hwm; /* highest descriptor ever given a slot, + 1 */
 
 #define NLOCKS 64
 static pthread_mutex_t slot_mu[NLOCKS] = {[0 ... NLOCKS - 1] = PTHREAD_MUTEX_INITIALIZER};
-static pthread_mutex_t pos_mu[NLOCKS] = {[0 ... NLOCKS - 1] = PTHREAD_MUTEX_INITIALIZER}; /* D4, by file */
+static pthread_mutex_t pos_mu[NLOCKS] = {[0 ... NLOCKS - 1] = PTHREAD_MUTEX_INITIALIZER}; /* DR4, by file */
 
 static door_slot *slot_at(int fd, int make) {
     if (fd < 0 || fd >= NCHUNKS * CHUNK) return NULL;
@@ -293,7 +293,7 @@ static void slot_track(int fd, door_file *df) {
 }
 
 /* FD's slot copied into *OUT; 1 if it names a database file still open on
- * the inode it was opened on (D3).  Caller counted in. */
+ * the inode it was opened on (DR3).  Caller counted in. */
 static int slot_get(int fd, door_fd *out) {
     door_slot *s = slot_at(fd, 0);
     if (!s) return 0;
@@ -315,7 +315,7 @@ static int slot_get(int fd, door_fd *out) {
 }
 
 /* Every descriptor of FROM now names TO (NULL: forgotten), and those of
- * files below FROM (a directory) are forgotten.  D5. */
+ * files below FROM (a directory) are forgotten.  DR5. */
 static void slots_move(door_file *from, door_file *to) {
     int hwm = atomic_load(&fd_hwm);
     size_t fl = strlen(from->rel);
@@ -589,7 +589,7 @@ int dup3(int old, int nfd, int flags) {
 /* ---- reads and writes -------------------------------------------------------------------------------- */
 
 /* Where an unpositioned call on FD starts (*AT), and whether FD appends;
- * D4's lock is taken by the caller.  0, or -errno (ESPIPE: the caller
+ * DR4's lock is taken by the caller.  0, or -errno (ESPIPE: the caller
  * passes the call through). */
 static int fd_position(int fd, uint64_t *at, int *append, int *flags) {
     *flags = fcntl(fd, F_GETFL);
@@ -1029,7 +1029,7 @@ static int door_renameat2(int da, const char *a, int db, const char *b, unsigned
             rc = op.result < 0 ? op.result : 0;
         }
     }
-    if (moved && fa != fb) { /* D5 (RENAME_EXCHANGE: both names now name other inodes) */
+    if (moved && fa != fb) { /* DR5 (RENAME_EXCHANGE: both names now name other inodes) */
         if (fb) slots_move(fb, NULL);
         if (fa) slots_move(fa, (flags & RENAME_EXCHANGE) ? NULL : fb);
     }
@@ -1057,7 +1057,7 @@ static int door_unlinkat(int dirfd, const char *path, int flags) {
             op.result = op.skip ? 0 : REAL(unlinkat)(dirfd, path, flags) == 0 ? 0 : -(int64_t)errno;
             hook_after(&op);
             rc = op.result < 0 ? op.result : 0;
-            if (rc == 0 && !op.skip) slots_move(df, NULL); /* D5 */
+            if (rc == 0 && !op.skip) slots_move(df, NULL); /* DR5 */
         }
     }
     door_leave();
@@ -1133,7 +1133,7 @@ void flt_door_disarm(void) {
     pthread_mutex_lock(&arm_mu);
     if (atomic_load(&armed)) {
         atomic_store(&armed, 0);
-        while (atomic_load(&users) > 0) sched_yield(); /* D2 */
+        while (atomic_load(&users) > 0) sched_yield(); /* DR2 */
         slots_clear();
         files_free();
         free(g_db);

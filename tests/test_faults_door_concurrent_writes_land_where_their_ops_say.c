@@ -6,7 +6,7 @@
  *
  *   - two threads appending 512-byte records with write(2) to one shared
  *     descriptor, two more to one O_APPEND descriptor of another file
- *     (door.h D4: the offset is learned and the write made under the
+ *     (door.c DR4: the offset is learned and the write made under the
  *     file's lock);
  *   - four threads each writing a file of their own with pwrite, write
  *     after lseek and pwritev, then fsync;
