@@ -9,13 +9,13 @@
  * writer's operation for (key, version) is also a pure function (put or
  * delete), so a reader can tell a version that was never a put.
  * Readers assert, for every observation:
- *   C1  status is OK or NOTFOUND (gets) / OK or NOTFOUND (iterator moves);
- *   C2  the value is self-consistent and belongs to the key it is under;
- *   C3  its version was a put, and was already started by the writer;
- *   C4  per reader and key, versions never go backwards (a read never sees
- *       an older value than an earlier read saw);
- *   C5  iterator scans return keys in strictly increasing (decreasing for
- *       prev) order.
+ *   CC1  status is OK or NOTFOUND (gets) / OK or NOTFOUND (iterator moves);
+ *   CC2  the value is self-consistent and belongs to the key it is under;
+ *   CC3  its version was a put, and was already started by the writer;
+ *   CC4  per reader and key, versions never go backwards (a read never sees
+ *        an older value than an earlier read saw);
+ *   CC5  iterator scans return keys in strictly increasing (decreasing for
+ *        prev) order.
  * And checkpoint_fsync_never_passes_a_page_write_in_flight (which also
  * checks L6, no two writes of one block in flight at once): while a writer
  * and a reader evict dirty pages, no fsync of the data file by a
@@ -82,7 +82,7 @@ static size_t make_value(uint8_t *buf, uint32_t i, uint32_t v) {
     return len;
 }
 
-/* C2: returns the version, or 0 with *why set. */
+/* CC2: returns the version, or 0 with *why set. */
 static uint32_t parse_value(const void *val, size_t len, uint32_t key, const char **why) {
     static __thread uint8_t exp[12 + 9000 + 12000];
     uint32_t hdr[3];
@@ -113,7 +113,7 @@ static uint32_t parse_value(const void *val, size_t len, uint32_t key, const cha
 
 static int key_index(const void *k, size_t kl) { return (int)tu_key_index(k, kl, NK); }
 
-/* C2-C4 for one observation of KEY with VALUE. */
+/* CC2-CC4 for one observation of KEY with VALUE. */
 static int observe(uint32_t *seen, uint32_t key, const void *val, size_t len, const char *how) {
     const char *why = "";
     uint32_t v = parse_value(val, len, key, &why);
