@@ -64,7 +64,7 @@ static int scan_end(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t red
 }
 
 /* The pages of one record, each held (pinned, latched exclusively) from
- * its first action to its last (R1 in recovery.h): only a page the record
+ * its first action to its last (RC1 in recovery.h): only a page the record
  * changes again later stays held meanwhile, so a record that allocates a
  * long overflow chain holds its free-list trunk, not the chain. */
 struct rec_page {
@@ -154,7 +154,7 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
         if (!hf) /* cannot happen: plan_pages saw every action up to here */
             return eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec->lsn, -1, 0, 0,
                               "record at LSN 0x%llx holds a malformed page action", (unsigned long long)rec->lsn);
-        /* R1: a page is let go only after its last action, so every action
+        /* RC1: a page is let go only after its last action, so every action
          * met lies at or before the last one the plan saw for its page. */
         assert((size_t)(p - start) <= hf->last);
         if (!hf->f && (rc = creates ? bp_overwrite(bp, block, &hf->f) : bp_get(bp, block, BP_EXCL, &hf->f))) {
@@ -241,7 +241,7 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
  * until its last action on it is applied: a frame written back between
  * two actions of one record would reach the disk with the record's end as
  * its LSN but only the first change, and a recovery after this one (this
- * open failing, or a crash) would skip the second as applied (R1). */
+ * open failing, or a crash) would skip the second as applied (RC1). */
 static int apply_pages(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
                        const eng_reporter *rep, rec_pages *h, rec_result *out) {
     int rc = apply_actions(bp, ps, rec, batch, zscratch, rep, h, out);

@@ -11,18 +11,18 @@
  *      torn by the crash is rebuilt from its image; modifying actions only
  *      when the page's LSN is below the record's end (a change the page
  *      already has is skipped).
- * R1  Each page of a record is held (pinned, latched) from the record's
- *     first action on it to its last, so it is never written back between
- *     two of them: a page carries a record's end as its LSN only with all
- *     of the record's changes to it.  One operation's record may change a
- *     page twice with others between (pops from one free-list trunk, each
- *     followed by the page it allocates); a trunk written back after the
- *     first pop would make a recovery after this one (a failed open, a
- *     crash) skip the second.  A page is let go after its last action, so
- *     only the pages the record comes back to are held meanwhile (the
- *     trunk, not the chain it hands out): holding every page to the end of
- *     the record made a 128 KiB pool (16 frames) fail the open with
- *     ENG_BUSY on a record that allocated a long overflow chain.
+ * RC1  Each page of a record is held (pinned, latched) from the record's
+ *      first action on it to its last, so it is never written back between
+ *      two of them: a page carries a record's end as its LSN only with all
+ *      of the record's changes to it.  One operation's record may change a
+ *      page twice with others between (pops from one free-list trunk, each
+ *      followed by the page it allocates); a trunk written back after the
+ *      first pop would make a recovery after this one (a failed open, a
+ *      crash) skip the second.  A page is let go after its last action, so
+ *      only the pages the record comes back to are held meanwhile (the
+ *      trunk, not the chain it hands out): holding every page to the end of
+ *      the record made a 128 KiB pool (16 frames) fail the open with
+ *      ENG_BUSY on a record that allocated a long overflow chain.
  * A batch is committed by its WAL_REC_PAGES record with op index
  * PA_OP_COMMIT (the commit-log entry).  A batch whose commit record is not
  * in the log (cut short by the crash) is aborted and counted in

@@ -14,18 +14,18 @@
  * ST_INVALID), and every iterator's lower bound is raised to "\1", so the
  * reserved key is never in the driver's key space.
  *
- *   R1  every write is one WriteBatch with the reserved key set to
- *       last + 1, written under the handle's write mutex: sequence order
- *       is commit order, one number per batch (RocksDB's own write group
- *       then holds one batch; the order is worth more here);
- *   R2  recovered_seq is the reserved key as the open found it (after
- *       RocksDB replayed its log under --rocksdb_wal_recovery_mode);
- *   R3  a snapshot is rocksdb_create_snapshot; its sequence is the
- *       reserved key read at that snapshot: the last commit it sees;
- *   R4  durable_seq: with --sync_mode commit or group every write has
- *       WriteOptions.sync (synced before it returns); with off, a write is
- *       durable once a checkpoint's rocksdb_flush_wal(sync) ran after it
- *       (under the write mutex, so the sequence read there is exact).
+ *   RD1  every write is one WriteBatch with the reserved key set to
+ *        last + 1, written under the handle's write mutex: sequence order
+ *        is commit order, one number per batch (RocksDB's own write group
+ *        then holds one batch; the order is worth more here);
+ *   RD2  recovered_seq is the reserved key as the open found it (after
+ *        RocksDB replayed its log under --rocksdb_wal_recovery_mode);
+ *   RD3  a snapshot is rocksdb_create_snapshot; its sequence is the
+ *        reserved key read at that snapshot: the last commit it sees;
+ *   RD4  durable_seq: with --sync_mode commit or group every write has
+ *        WriteOptions.sync (synced before it returns); with off, a write is
+ *        durable once a checkpoint's rocksdb_flush_wal(sync) ran after it
+ *        (under the write mutex, so the sequence read there is exact).
  *
  * Reads have verify_checksums on; the options have paranoid_checks on.
  * Errors come from RocksDB's status strings: "Corruption" -> ST_CORRUPTION
@@ -51,7 +51,7 @@
  *   - recovery's record count and torn-tail flag are unknown (0).
  * Options mapped: page_size -> block size, cache_size -> an LRU block
  * cache, data_checksums=0 -> kNoChecksum for new tables, wal_compression
- * zstd -> wal_compression, sync_mode as R4, --rocksdb_wal_recovery_mode.
+ * zstd -> wal_compression, sync_mode as RD4, --rocksdb_wal_recovery_mode.
  * Our engine's other format and log options are refused when set away from
  * their defaults (checkpoint_wal_bytes too: RocksDB flushes when its
  * memtable fills, not by log volume).
@@ -265,7 +265,7 @@ static int a_open(const char *dir, const st_open_options *o, st_db **out) {
         release(db);
         return st;
     }
-    /* What the open found is the oracle's new base either way (R2). */
+    /* What the open found is the oracle's new base either way (RD2). */
     db->last_seq = db->recovered;
     atomic_store(&db->last_pub, db->recovered);
     atomic_store(&db->durable, db->recovered);
@@ -284,7 +284,7 @@ static int a_close(st_db *db) {
     return st;
 }
 
-/* ---- writes (R1) ---- */
+/* ---- writes (RD1) ---- */
 
 static int a_write(st_db *db, const st_op *ops, size_t n, uint64_t *seq) {
     tl_in_doubt = 0;
@@ -309,7 +309,7 @@ static int a_write(st_db *db, const st_op *ops, size_t n, uint64_t *seq) {
         db->last_seq = s;
         atomic_store(&db->last_pub, s);
     }
-    if (st == ST_OK && db->sync) atomic_store(&db->durable, s); /* R4 */
+    if (st == ST_OK && db->sync) atomic_store(&db->durable, s); /* RD4 */
     pthread_mutex_unlock(&db->write_mu);
     rocksdb_writebatch_destroy(b);
     if (st == ST_OK) *seq = s;
@@ -406,7 +406,7 @@ static void a_iter_close(st_iter *it) {
     free(it);
 }
 
-/* ---- snapshots (R3) ---- */
+/* ---- snapshots (RD3) ---- */
 
 static int a_snapshot(st_db *db, st_snap **out, uint64_t *seq) {
     *out = NULL;
@@ -450,7 +450,7 @@ static int a_checkpoint(st_db *db) {
     uint64_t s = db->last_seq;
     rocksdb_flush_wal(db->r, 1, &err);
     int st = ST_ERR(db, err);
-    if (st == ST_OK) atomic_store(&db->durable, s); /* R4: every write before it is synced */
+    if (st == ST_OK) atomic_store(&db->durable, s); /* RD4: every write before it is synced */
     pthread_mutex_unlock(&db->write_mu);
     if (st != ST_OK) return st;
     rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();

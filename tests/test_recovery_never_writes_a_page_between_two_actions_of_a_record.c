@@ -15,7 +15,7 @@
  * "already at" the record's end and skipped every later pop: the free
  * list still offered blocks the overflow chains used, and the next
  * allocations overwrote live values.  Redo now holds every frame of a
- * record until its last action (recovery.h R1).
+ * record until its last action (recovery.h RC1).
  *
  * The test: free many overflow pages (large values, deleted, vacuumed),
  * checkpoint; a child writes new large values (each pops a run of blocks
