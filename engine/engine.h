@@ -452,7 +452,8 @@ int eng_verify_ex(eng_db *db, eng_corruption_fn fn, void *ctx, eng_verify_info *
 int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_fn fn, void *ctx, eng_verify_info *info);
 
 /* What an open of DIR would find, changing nothing and taking no lock (so
- * ask it of a directory nobody has open).  Rules F1-F5 of engine/engine.c:
+ * ask it of a directory nobody has open), by the rules on a database's
+ * files at the top of engine/engine.c:
  *   ENG_OK          a database (control, its data file and the log up to
  *                   its checkpoint record are present; the open may still
  *                   find damage inside them)
@@ -526,7 +527,7 @@ int eng_last_corruption(eng_db *db, eng_corruption *out);
 void *eng_debug_frame_bytes(eng_db *db, uint64_t block, size_t *page_size);
 void eng_debug_frame_release(eng_db *db, uint64_t block);
 /* With BLOCK's frame held through eng_debug_frame_bytes: the whole-page
- * per-KV check a write-back makes (K4: page code, every entry, the hint
+ * per-KV check a write-back makes (page code, every entry, the hint
  * states), a mismatch reported through the corruption callback like any
  * other.  1 on a mismatch, 0 when the codes agree, -1 when the frame
  * carries no codes (w = 0, or not resident).  For fault injectors that
