@@ -6,6 +6,7 @@
 #   - tools/deps_graph.py --quiet                 (one test: the tree's shape)
 #   - tools/py_function_length.py --quiet         (one test: no Python function over 80 lines)
 #   - tools/c_function_length.py                  (one test: no C function over 120 lines)
+#   - tools/rule_labels.py --quiet                (one test: every rule label cited is in docs/rules.md)
 #   - tools/py_style.py black, flake8             (one test each: the Python style)
 #   - clang-format --dry-run over the C files     (one test: the house style)
 #   - the libFuzzer target for FUZZ_SECONDS       (one test: no crash found)
@@ -151,6 +152,15 @@ if python3 tools/c_function_length.py; then
   add 1 0; echo "ok c_function_length"
 else
   add 0 1; echo "not ok c_function_length"
+fi
+
+# The rule labels (K1, PL8, V4b ...) the tree cites are one namespace:
+# each is listed once, with the file that defines it, in docs/rules.md.
+echo "== rule_labels"
+if python3 tools/rule_labels.py --quiet; then
+  add 1 0; echo "ok rule_labels"
+else
+  add 0 1; echo "not ok rule_labels"
 fi
 
 # The Python style (pyproject.toml, .flake8; make lint runs both, make
