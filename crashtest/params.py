@@ -114,7 +114,7 @@ ITER_CHOICES = {
     "wal_log_hints": [0, 1],
     "wal_compression": ["none", "zstd"],
     "block_protection_bytes_per_key": [0, 1, 2, 4, 8],
-    # K0 (engine/kvprot.h): the pool's choice, or either way forced, so a
+    # KV0 (engine/kvprot.h): the pool's choice, or either way forced, so a
     # night tries lazy leaves where the pool would rarely choose them
     "kv_lazy_leaves": ["auto", "auto", "always", "never"],
     "io_backend": ["uring", "psync"],

@@ -9,7 +9,7 @@ label in backticks and whose second is the file that defines it:
 Its labels' letter prefixes are the families (KV, PL, V ...).  The tool
 then reads the tree -- engine/ faults/ oracle/ stress/ crashtest/ tools/
 common/ tests/ docs/ bench/ and the top folder's own files; *.c, *.h,
-*.py, *.md, *.sh -- and fails when
+*.py, *.md, *.sh, *.txt -- and fails when
 
   - a file cites a label of a listed family that docs/rules.md does not
     list (an old name, a typo, a rule nobody listed), or
@@ -19,7 +19,8 @@ common/ tests/ docs/ bench/ and the top folder's own files; *.c, *.h,
 
 What counts as a citation: in C, the comments (an identifier or a usage
 string is not one); in Python, the comments and the strings (docstrings);
-in Markdown and shell, every line.  A label is one to three capitals, one
+in Markdown, shell and text files (the planted-bug catalogues), every
+line.  A label is one to three capitals, one
 or two digits and at most one lower-case letter, standing alone (K1, V4b,
 KV1u, IO3), and only a listed family's prefix makes a word one: E402,
 XXH3 and SSE2 are none.  NOT_LABELS names the few words of the tree that
@@ -45,13 +46,12 @@ RULES = os.path.join("docs", "rules.md")
 SELF = (os.path.join("tools", "rule_labels.py"), os.path.join("tests", "test_rule_labels.py"))
 FOLDERS = ("engine", "faults", "oracle", "stress", "crashtest", "tools", "common")
 FOLDERS += ("tests", "docs", "bench")
-EXTENSIONS = (".c", ".h", ".py", ".md", ".sh")
+EXTENSIONS = (".c", ".h", ".py", ".md", ".sh", ".txt")
 LABEL = re.compile(r"(?<![A-Za-z0-9_])([A-Z]{1,3})([0-9]{1,2})([a-z]?)(?![A-Za-z0-9_])")
 ROW = re.compile(r"^\|\s*`([A-Z]{1,3}[0-9]{1,2}[a-z]?)`\s*\|\s*`([^`]+)`\s*\|")
 # (file, word): why the word is no citation of a rule.
 NOT_LABELS = {
     ("crashtest/procs.py", "T0"): "the parameter t0, upper-cased in docstrings",
-    ("crashtest/params.py", "K0"): "kvprot.h's KV0 under its old name, to be renamed there",
 }
 
 
