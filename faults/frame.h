@@ -230,6 +230,8 @@ struct flt_ctx {
     uint64_t wal_pend_off, wal_pend_len;
     char wal_sync_name[24];              /* ... and when that fsync succeeded: the last synced */
     uint64_t wal_sync_off, wal_sync_len; /* write, the end of the last synced group ("" none) */
+    char wal_edge_name[24];              /* the last write to the segment before the tail's: */
+    uint64_t wal_edge_off, wal_edge_len; /* where the log crossed into its newest file ("" none) */
     _Atomic uint64_t last_data_block;    /* 1 + the block of the last completed data write; 0 none */
 
     _Atomic uint64_t injected[FLT_CLASS_COUNT];

@@ -300,11 +300,17 @@ static void note_partial_write(flt_ctx *f, const eng_io_op *op) {
 }
 
 /* The last completed write to a WAL segment: the log's end, where the
- * tail rules of recovery decide (bitflip_wal's unsynced tail). */
+ * tail rules of recovery decide (bitflip_wal's unsynced tail).  When the
+ * write is to another segment than the tail's, the tail before it is the
+ * log's crossing from one file to the next (bitflip_wal's segment edge). */
 static void note_wal_tail(flt_ctx *f, const eng_io_op *op) {
     const char *rel = flt_rel_path(f, op->path);
     if (!rel || strncmp(rel, "wal/", 4) != 0 || strlen(rel) >= sizeof f->wal_tail_name) return;
     pthread_mutex_lock(&f->dmg_mu);
+    if (f->wal_tail_name[0] && strcmp(rel, f->wal_tail_name) != 0) {
+        memcpy(f->wal_edge_name, f->wal_tail_name, sizeof f->wal_edge_name);
+        f->wal_edge_off = f->wal_tail_off, f->wal_edge_len = f->wal_tail_len;
+    }
     snprintf(f->wal_tail_name, sizeof f->wal_tail_name, "%s", rel);
     f->wal_tail_off = op->offset;
     f->wal_tail_len = (uint64_t)op->result;
@@ -885,23 +891,38 @@ static void flip_wal_bit(flt_ctx *f, flt_thr *t, const char *point, const char *
     if (flt_record(f, FLT_BITFLIP_WAL, &e) == 0) flip_file_byte(path, start + bit / 8, mask);
 }
 
-/* The WAL write bitflip_wal aims at (into REL, *OFF, *LEN): the last
- * write of the last synced group or the last write of all (the unsynced
- * tail, when there is one), drawn half and half when they differ.  0
- * when no WAL write is known. */
+/* The WAL write bitflip_wal aims at (into REL, *OFF, *LEN), drawn
+ * evenly among those known and distinct: the last write of the last
+ * synced group, the last write of all (the unsynced tail), and the last
+ * write to the segment before the tail's (the edge where a reader crosses
+ * into the next file, and where a check that looks for a witness in one
+ * file only goes wrong).  0 when no WAL write is known. */
 static int wal_aim(flt_ctx *f, flt_thr *t, char rel[24], uint64_t *off, uint64_t *len) {
+    struct {
+        const char *name;
+        uint64_t off, len;
+    } c[3];
+    char names[3][24];
+    int n = 0;
     pthread_mutex_lock(&f->dmg_mu);
-    int synced = f->wal_sync_name[0] && f->wal_sync_len, tail = f->wal_tail_name[0] && f->wal_tail_len;
-    int same = synced && tail && !strcmp(f->wal_sync_name, f->wal_tail_name) && f->wal_sync_off == f->wal_tail_off &&
-               f->wal_sync_len == f->wal_tail_len;
+    const char *nm[3] = {f->wal_sync_name, f->wal_tail_name, f->wal_edge_name};
+    const uint64_t of[3] = {f->wal_sync_off, f->wal_tail_off, f->wal_edge_off};
+    const uint64_t ln[3] = {f->wal_sync_len, f->wal_tail_len, f->wal_edge_len};
+    for (int i = 0; i < 3; i++) {
+        if (!nm[i][0] || !ln[i]) continue;
+        int dup = 0;
+        for (int j = 0; j < n; j++) dup |= !strcmp(c[j].name, nm[i]) && c[j].off == of[i] && c[j].len == ln[i];
+        if (dup) continue;
+        memcpy(names[n], nm[i], 24);
+        c[n].name = names[n], c[n].off = of[i], c[n].len = ln[i];
+        n++;
+    }
     pthread_mutex_unlock(&f->dmg_mu);
-    if (!synced && !tail) return 0;
-    int use_sync = synced && (!tail || same || flt_below(f, t, FLT_BITFLIP_WAL, 2) == 0);
-    pthread_mutex_lock(&f->dmg_mu);
-    memcpy(rel, use_sync ? f->wal_sync_name : f->wal_tail_name, 24);
-    *off = use_sync ? f->wal_sync_off : f->wal_tail_off;
-    *len = use_sync ? f->wal_sync_len : f->wal_tail_len;
-    pthread_mutex_unlock(&f->dmg_mu);
+    if (!n) return 0;
+    int k = n > 1 ? (int)flt_below(f, t, FLT_BITFLIP_WAL, (uint64_t)n) : 0;
+    memcpy(rel, c[k].name, 24);
+    *off = c[k].off;
+    *len = c[k].len;
     return 1;
 }
 

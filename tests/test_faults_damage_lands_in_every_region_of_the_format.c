@@ -242,6 +242,66 @@ Test(faults, wal_flips_reach_every_region_and_the_ledger_names_the_one_changed, 
     free(copy);
 }
 
+/* Where the log crossed into its newest segment file, a reader moves from
+ * one file to the next, and a check that looks for a witness in one file
+ * only misjudges damage there: the aimed share of the ticks' WAL flips
+ * reaches the last write to the segment before the tail's, not only the
+ * uniform share (with the log in two segments, about 1 flip in 64 would
+ * land in that block by chance). */
+Test(faults, wal_flips_reach_the_last_write_before_the_log_crossed_into_its_newest_segment, T_OPTS) {
+    enum { TICKS = 300 };
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir();
+    flt_options fo = fopts(run, dir, 29);
+    fo.one_in[FLT_BITFLIP_WAL] = 1;
+    flt_ctx *f = fopen_ok(&fo);
+    flt_pause(f, 1); /* the workload writes the log; the ticks below flip it */
+    eng_db *db = wal_workload(f, dir, 200);
+    flt_pause(f, 0);
+    flt_thread_start(f, 0);
+    char segp[4096], seg[64], next[64], nextp[4096];
+    snprintf(seg, sizeof seg, "%s/%016x", WAL_DIR, 0);
+    snprintf(next, sizeof next, "%s/%016x", WAL_DIR, 64u << 10);
+    tu_path(segp, sizeof segp, dir, seg);
+    struct stat st;
+    cr_assert(stat(tu_path(nextp, sizeof nextp, dir, next), &st) == 0 && st.st_size > 0,
+              "the log never crossed into %s", next);
+    size_t n = 0;
+    uint8_t *copy = cu_read_file(segp, &n);
+    cr_assert_eq(n, 64u << 10, "the first segment holds %zu bytes", n);
+    size_t at_edge = 0;
+    for (int t = 0; t < TICKS; t++) {
+        flt_op(f, (uint64_t)t);
+        flt_tick(f, NULL);
+        lg l = lg_read(run);
+        const char *line = l.lines[l.n - 1];
+        char file[64];
+        cr_assert_not_null(jstr(line, "file", file, sizeof file));
+        uint64_t byte = (uint64_t)jnum(line, "offset") + (uint64_t)jnum(line, "bit") / 8;
+        if (!strcmp(file, seg)) {
+            at_edge += byte >= n - WAL_BLOCK;
+            int fd = open(segp, O_WRONLY); /* undone: every tick meets the log as written */
+            cr_assert(fd >= 0 && pwrite(fd, copy + byte, 1, (off_t)byte) == 1);
+            close(fd);
+        } else {
+            char p[4096];
+            size_t m = 0;
+            uint8_t *now = cu_read_file(tu_path(p, sizeof p, dir, file), &m);
+            now[byte] ^= (uint8_t)jmask(line);
+            int fd = open(p, O_WRONLY);
+            cr_assert(fd >= 0 && pwrite(fd, now + byte, 1, (off_t)byte) == 1);
+            close(fd);
+            free(now);
+        }
+        lg_free(&l);
+    }
+    cr_assert(at_edge > TICKS / 12, "%zu of %d flips in the first segment's last block", at_edge, TICKS);
+    flt_pause(f, 1);
+    eng_close(db);
+    check_counts(f, run);
+    flt_close(f);
+    free(copy);
+}
+
 /* A WAL flip at the crash lands inside a record's bytes (its header or
  * its payload), before the log's end, in every trial: a kill between a
  * commit's write and its fsync (an unsynced tail after the last synced
