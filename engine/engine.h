@@ -456,7 +456,8 @@ int eng_verify_dir_ex(const char *dir, const eng_options *opts, eng_corruption_f
  * files at the top of engine/engine.c:
  *   ENG_OK          a database (control, its data file and the log up to
  *                   its checkpoint record are present; the open may still
- *                   find damage inside them)
+ *                   find damage inside them, a control file that fails
+ *                   its checksum included)
  *   ENG_NOTFOUND    no database: nothing of one, or the debris of an
  *                   interrupted creation (a writable open with
  *                   create_if_missing creates one)

@@ -525,8 +525,13 @@ int eng_probe_dir(const char *dir, eng_corruption_fn fn, void *ctx) {
     io_ctx *io;
     if ((rc = io_ctx_create(ENG_IO_PSYNC, NULL, &io))) return rc;
     control c;
-    rc = control_read(io, dir, &c, &rep);
+    /* A control file that is there but fails its check is damage inside
+     * a database, not a file missing: ENG_OK, and the open reports it
+     * (its fields cannot say which segments the log needs). */
+    eng_reporter quiet = {NULL, NULL};
+    rc = control_read(io, dir, &c, &quiet);
     io_ctx_destroy(io);
+    if (rc == ENG_CORRUPTION) return ENG_OK;
     if (rc == ENG_NOTFOUND) rc = ENG_IOERR; /* it was there a moment ago */
     if (rc == ENG_OK) rc = check_data_present(&rep, &f, &c);
     if (rc == ENG_OK) rc = wal_check_segments(dir, c.seg_size, c.redo_lsn, c.checkpoint_lsn, &rep);

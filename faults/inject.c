@@ -1045,6 +1045,31 @@ static void zero_block(flt_ctx *f, flt_thr *t, const char *point, const char *no
     free(pg);
 }
 
+/* bitflip_page in the control file at the crash (CONTROL_FLIP_ONE_IN of
+ * the kills that flip a page): one bit of its CONTROL_SIZE bytes, all of
+ * which its checksum covers, so the next open must report it (or, after a
+ * power loss that brought the previous file back, meet none of it).  The
+ * ledger line carries the file's hashes before and after (V4b); the
+ * process dies next, so no damage-table entry is needed. */
+#define CONTROL_FLIP_ONE_IN 4
+static void flip_control(flt_ctx *f, flt_thr *t) {
+    char path[4200];
+    uint8_t c[CONTROL_SIZE];
+    snprintf(path, sizeof path, "%s/%s", f->db_dir, CONTROL_NAME);
+    if (!read_block(path, 0, CONTROL_SIZE, c)) return; /* another engine's files, or none yet */
+    uint64_t bit = flt_below(f, t, FLT_BITFLIP_PAGE, CONTROL_SIZE * 8);
+    flt_event e = flt_page_event(f, t, FLT_BITFLIP_PAGE, "crash/control", 0, 0, CONTROL_SIZE);
+    e.file = CONTROL_NAME;
+    e.region = "control";
+    e.bit = (int64_t)bit;
+    e.mask = (uint8_t)(1u << (bit % 8));
+    e.note = "at the crash: the control file";
+    e.page_pre = XXH64(c, CONTROL_SIZE, 0);
+    c[bit / 8] ^= (uint8_t)e.mask;
+    e.page_post = XXH64(c, CONTROL_SIZE, 0);
+    if (flt_record(f, FLT_BITFLIP_PAGE, &e) == 0) flip_file_byte(path, bit / 8, (uint8_t)e.mask);
+}
+
 void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
     if (!f->db_dir) return;
     if (f->o.one_in[FLT_ZERO_PAGE] && flt_below(f, t, FLT_ZERO_PAGE, 2) == 0)
@@ -1055,6 +1080,8 @@ void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
      * image after the redo point may mask it (the ledger's block hashes
      * tell).  Placed as a tick's is, by the page's format. */
     if (f->o.one_in[FLT_BITFLIP_PAGE]) flip_page(f, t, "crash/data");
+    if (f->o.one_in[FLT_BITFLIP_PAGE] && flt_below(f, t, FLT_BITFLIP_PAGE, CONTROL_FLIP_ONE_IN) == 0)
+        flip_control(f, t);
 }
 
 /* A tick's WAL flip inside the 4 KiB block at BLK of REL: a region of

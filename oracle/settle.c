@@ -145,16 +145,20 @@ static int open_outcome(uint64_t unexplained, uint64_t explained, size_t design_
     return !unexplained && explained && design_inj != (size_t)-1 ? VD_UNRECOVERABLE_BY_DESIGN : VD_UNRECOVERABLE;
 }
 
-/* V1d: the one check that exists to find class CLS (the detector column of
- * docs/fault-classes.md; docs/oracle.md, rule V1d), or NULL when any check at
- * its place counts.  page_verify tries the zero-page rule, then the
+/* V1d: the one check that exists to find injection IN (its class's
+ * detector column of docs/fault-classes.md; docs/oracle.md, rule V1d), or
+ * NULL when any check at its place counts.  page_verify tries the zero-page rule, then the
  * block-seeded checksum, before anything else, so with checksums on a damaged
  * page can be reported by nothing else first: a report from another layer
  * means the detector let the damage by. */
-static const char *sole_detector(const vd_config *c, int cls) {
+static const char *sole_detector(const vd_config *c, const vd_injection *in) {
+    int cls = in->cls;
 #ifdef ENG_BROKEN_VERDICT_V1D_ANY_LAYER_CREDITS /* planted bug (tests/harness_mutants.txt): V1d, any layer */
     if (cls == VD_ZERO_PAGE) return NULL;
 #endif
+    /* The control file is checked by its own checksum, on or off with the
+     * pages' (a flip of it at the crash: crash/control). */
+    if (cls == VD_BITFLIP_PAGE && !strcmp(in->file, "control")) return "control";
     if (cls == VD_ZERO_PAGE) return "zero_page";
     if (c->data_checksums &&
         (cls == VD_BITFLIP_PAGE || cls == VD_BITFLIP_INFLIGHT || cls == VD_TORN_WRITE || cls == VD_MISDIRECTED_WRITE))
@@ -218,7 +222,7 @@ static void settle_v1_reports_match_their_places(vd_ctx *v, settle_state *s) {
         v->rep[r].matched = 0;
         for (size_t i = 0; i < v->ninj; i++) {
             if (v->inj[i].cls < 0 || !vd_report_matches(&v->cfg, &v->rep[r].r, &v->inj[i])) continue;
-            const char *det = sole_detector(&v->cfg, v->inj[i].cls);
+            const char *det = sole_detector(&v->cfg, &v->inj[i]);
             if (!det || !strcmp(det, v->rep[r].r.layer)) v->inj[i].reports++;
             v->rep[r].matched = 1;
             int a = v->rep[r].r.after_crash;

@@ -2,11 +2,13 @@
  * report.c: the verdict (judge), the report, the watchdog.
  * Internal to the stress driver (stress_int.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/json.h"
@@ -247,6 +249,63 @@ static void mark_flipped_pages_present(vd_ctx *v, const char *db, uint32_t ps) {
     if (fd >= 0) close(fd);
 }
 
+/* XXH64 of the whole file at PATH into *H, if it is a regular file of at
+ * most ST_SMALL_FILE_MAX bytes: 1, else 0. */
+static int small_file_hash(const char *path, uint64_t *h) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)ST_SMALL_FILE_MAX) return 0;
+    uint8_t *buf = malloc(ST_SMALL_FILE_MAX);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 && buf ? read(fd, buf, ST_SMALL_FILE_MAX) : -1;
+    if (fd >= 0) close(fd);
+    if (n >= 0) *h = XXH64(buf, (size_t)n, 0);
+    free(buf);
+    return n >= 0;
+}
+
+void st_note_small_files(st_driver *d) {
+    d->small_noted = 1;
+    DIR *dir = opendir(d->o.db);
+    if (!dir) return;
+    struct dirent *de;
+    char p[4200];
+    while ((de = readdir(dir)) != NULL && d->nsmall < ST_SMALL_FILES) {
+        if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof d->small[0].name) continue;
+        st_path_in(p, sizeof p, d->o.db, de->d_name);
+        if (!small_file_hash(p, &d->small[d->nsmall].hash)) continue;
+        snprintf(d->small[d->nsmall].name, sizeof d->small[0].name, "%s", de->d_name);
+        d->nsmall++;
+    }
+    closedir(dir);
+}
+
+/* V4b for flips of a whole small file (a page flip whose file is not the
+ * data file: the control file at a crash, hashed whole before and after):
+ * still there when the file hashed to what the flip made of it at this
+ * process's first open (which read it) or, after a clean close, now (the
+ * final verify read it); not when that is also what a later flip found
+ * there (a second flip of the same bit undid it). */
+static void mark_flipped_files_present(vd_ctx *v, st_driver *d) {
+    char p[4200];
+    for (size_t k = 0; k < vd_injection_count(v); k++) {
+        const vd_injection *j = vd_injection_at(v, k);
+        if (j->cls != VD_BITFLIP_PAGE || !j->page_post || !j->file[0] || !strcmp(j->file, "data") ||
+            !strncmp(j->file, "wal", 3))
+            continue;
+        int there = 0;
+        for (int i = 0; i < d->nsmall && !there; i++)
+            there = !strcmp(d->small[i].name, j->file) && d->small[i].hash == j->page_post;
+        uint64_t now = 0;
+        st_path_in(p, sizeof p, d->o.db, j->file);
+        if (!there && d->final_verified && small_file_hash(p, &now)) there = now == j->page_post;
+        for (size_t q = 0; q < vd_injection_count(v) && there; q++) {
+            const vd_injection *o = vd_injection_at(v, q);
+            there = !(q != k && o->page_pre == j->page_post && !strcmp(o->file, j->file));
+        }
+        if (there) vd_mark_present(v, k);
+    }
+}
+
 static void ignore_report(void *ctx, const st_corruption *r) {
     (void)ctx;
     (void)r;
@@ -294,6 +353,7 @@ vd_ctx *st_judge(st_driver *d, vd_result *res, uint64_t *trace_hash) {
     if (d->final_verified) vd_note_final_hwm(v, final_hwm(d));
     for (size_t i = 0; i < d->ndamage; i++) vd_note_damage_present(v, (int64_t)d->damage[i]);
     if (d->final_verified) mark_flipped_pages_present(v, d->o.db, d->eo.page_size);
+    mark_flipped_files_present(v, d);
     vd_settle(v, res);
     return v;
 }

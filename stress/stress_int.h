@@ -61,7 +61,9 @@ extern const char *const st_op_names[OP_TYPES]; /* report.c: the report's "ops" 
 #define MAX_SCAN     32
 #define MAX_DETAILED 10 /* failures printed in full; the rest are counted */
 
-#define SNAP_KEYS 8
+#define SNAP_KEYS         8
+#define ST_SMALL_FILES    16     /* small files hashed at the first open ... */
+#define ST_SMALL_FILE_MAX 65536u /* ... of at most this many bytes */
 
 typedef struct st_driver st_driver;
 
@@ -200,11 +202,19 @@ struct st_driver {
     uint64_t detailed;
     worker *w;
     double t0;
-    double work_s;          /* seconds of the workload phase */
-    uint64_t reopens_done;  /* scheduled reopens so far (thread 0 only) */
-    uint64_t *damage;       /* V4b: ledger seqs of damage still on disk after the final */
-    size_t ndamage;         /* verify of the closed files (flt_damage_present) */
-    int final_verified;     /* that verify ran: every block was read from disk */
+    double work_s;         /* seconds of the workload phase */
+    uint64_t reopens_done; /* scheduled reopens so far (thread 0 only) */
+    uint64_t *damage;      /* V4b: ledger seqs of damage still on disk after the final */
+    size_t ndamage;        /* verify of the closed files (flt_damage_present) */
+    int final_verified;    /* that verify ran: every block was read from disk */
+    /* V4b for flips of a whole small file (the control file at a crash):
+     * each small top-level file's hash as this process's first open found
+     * it, which that open read (st_note_small_files). */
+    struct {
+        char name[64];
+        uint64_t hash;
+    } small[ST_SMALL_FILES];
+    int nsmall, small_noted;
     st_trace trace;         /* --trace_ops, --replay_ops */
     st_regions regions;     /* of the last judgement (report.c) */
     _Atomic int watch_stop; /* the watchdog ends (report.c) */
@@ -226,6 +236,10 @@ void st_check_doubts(worker *w, int after_crash);
 void st_note_error(worker *w, int st);
 double st_now(void);
 int st_open_db(worker *w);
+/* Before this process's first open: D->small gets the hash of every
+ * regular top-level file of the database of at most ST_SMALL_FILE_MAX
+ * bytes (report.c). */
+void st_note_small_files(st_driver *d);
 void st_release_snapshots(st_driver *d);
 int st_value_is(const st_value_sizes *sz, uint64_t key, uint32_t v, const uint8_t *buf, size_t len);
 void *st_worker_main(void *arg);

@@ -40,6 +40,7 @@ int st_value_is(const st_value_sizes *sz, uint64_t key, uint32_t v, const uint8_
 int st_open_db(worker *w) {
     st_driver *d = w->d;
     int st = ST_OTHER;
+    if (!d->small_noted) st_note_small_files(d);
     for (int attempt = 0; attempt < 8; attempt++) {
         if (attempt == 4 && d->flt) flt_pause(d->flt, 1); /* enough: let it open */
         uint64_t op = d->epoch << 32 | ++w->calls;

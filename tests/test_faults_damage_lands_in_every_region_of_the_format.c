@@ -17,6 +17,8 @@
  *
  * Part of the faults suite; the helpers it shares are in faults_helpers.h.
  */
+#include <xxhash.h>
+
 #include "faults_helpers.h"
 
 /* ---- the regions, independently ---------------------------------------- */
@@ -381,6 +383,84 @@ Test(faults, a_wal_flip_at_the_crash_lands_in_a_record_before_the_logs_end, T_OP
     /* And a record's last sector, the edge a check that walks a record
      * sector by sector misses when it counts the end short. */
     cr_assert(last_sector > 0 && last_sector < TRIALS, "%zu last-sector flips of %d", last_sector, TRIALS);
+}
+
+/* With bitflip_page on, some kills also flip one bit of the control file
+ * (crash/control): the ledger names the file, the bit and the file's
+ * hashes before and after, the file differs from its old bytes in that
+ * bit alone, and the engine's next open refuses it with a control report
+ * (every byte of the file is under its checksum). */
+static void control_report(void *ctx, const eng_corruption *r) {
+    int *n = ctx;
+    *n += r->layer == ENG_LAYER_CONTROL;
+}
+
+Test(faults, a_kill_may_flip_the_control_file_and_the_next_open_reports_it, T_OPTS) {
+    enum { TRIALS = 200 };
+    const char *root = tu_tmpdir();
+    int found = 0;
+    for (int trial = 0; trial < TRIALS && !found; trial++) {
+        char run[128], dir[128], cpath[4096];
+        snprintf(run, sizeof run, "%s/run%d", root, trial);
+        snprintf(dir, sizeof dir, "%s/db%d", root, trial);
+        cr_assert(mkdir(run, 0755) == 0 && mkdir(dir, 0755) == 0, "mkdir: %s", strerror(errno));
+        tu_path(cpath, sizeof cpath, dir, CONTROL_NAME);
+        pid_t pid = cu_fork();
+        if (pid == 0) {
+            flt_options fo = fopts(run, dir, 300 + (uint64_t)trial);
+            fo.one_in[FLT_BITFLIP_PAGE] = 1u << 30; /* on, but no tick is drawn: only the crash flips */
+            fo.kill_pins = 1;
+            flt_ctx *f = NULL;
+            if (flt_open(&fo, &f) != ENG_OK) _exit(CU_EXIT_FAIL);
+            flt_thread_start(f, 0);
+            eng_options o = eopts(ENG_IO_PSYNC, flt_hooks(f), NULL);
+            o.sync_mode = ENG_SYNC_COMMIT;
+            eng_db *db = NULL;
+            if (eng_open(dir, &o, &db) != ENG_OK) _exit(CU_EXIT_FAIL);
+            char k[32];
+            uint8_t v[512];
+            size_t kl, vl;
+            for (uint64_t i = 0; i <= 4; i++) {
+                flt_op(f, i);
+                if (i == 4) flt_kill_at(f, "kill/wal/after_sync", 1);
+                kv(i, 0, k, &kl, v, &vl);
+                if (eng_put(db, k, kl, v, vl, NULL) != ENG_OK) _exit(CU_EXIT_FAIL);
+            }
+            _exit(CU_EXIT_DONE);
+        }
+        int st = cu_wait(pid);
+        cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "trial %d: the child was not killed", trial);
+        lg l = lg_read(run);
+        const char *line = lg_nth_at(&l, "bitflip_page", "crash/control", 0);
+        if (!line) {
+            lg_free(&l);
+            continue;
+        }
+        found = 1;
+        char file[64], pre[32], post[32];
+        cr_assert(jstr(line, "file", file, sizeof file) && !strcmp(file, CONTROL_NAME), "%s", line);
+        cr_assert(line_is(line, "region", "control"), "%s", line);
+        cr_assert(jstr(line, "pre", pre, sizeof pre) && jstr(line, "post", post, sizeof post), "%s", line);
+        size_t n = 0;
+        uint8_t *c = cu_read_file(cpath, &n);
+        cr_assert_eq(n, CONTROL_SIZE);
+        cr_assert_eq(XXH64(c, n, 0), strtoull(post, NULL, 16), "the file does not hash to post: %s", line);
+        int64_t bit = jnum(line, "bit");
+        cr_assert(bit >= 0 && bit < (int64_t)CONTROL_SIZE * 8, "%s", line);
+        c[bit / 8] ^= (uint8_t)jmask(line);
+        cr_assert_eq(XXH64(c, n, 0), strtoull(pre, NULL, 16), "undoing the bit does not give pre: %s", line);
+        free(c);
+        int reports = 0;
+        eng_options o = eopts(ENG_IO_PSYNC, NULL, NULL);
+        o.on_corruption = control_report;
+        o.on_corruption_ctx = &reports;
+        eng_db *db = NULL;
+        int rc = eng_open(dir, &o, &db);
+        cr_assert_eq(rc, ENG_CORRUPTION, "trial %d: a flipped control file opened: %s", trial, eng_strerror(rc));
+        cr_assert_gt(reports, 0, "trial %d: no control report", trial);
+        lg_free(&l);
+    }
+    cr_assert(found, "no kill of %d flipped the control file", TRIALS);
 }
 
 /* ---- zeroed blocks between operations ----------------------------------- */

@@ -432,6 +432,35 @@ Test(lost_files, creation_debris_with_marker_is_cleared_and_recreated, T_OPTS) {
     cr_assert(!snap_has(&s, "control.tmp"));
 }
 
+/* A control file that is there but fails its checksum is no lost file:
+ * the probe calls the directory a database (the crash test hands it to
+ * the open, whose report the oracle judges), and the open refuses it with
+ * a control report, changing nothing. */
+Test(lost_files, damaged_control_is_a_database_the_open_refuses, T_OPTS) {
+    const char *db = tu_tmpdir_db();
+    make_db(db, 300);
+    char p[4096];
+    snprintf(p, sizeof p, "%s/control", db);
+    int fd = open(p, O_RDWR);
+    uint8_t b;
+    cr_assert(fd >= 0 && pread(fd, &b, 1, 100) == 1);
+    b ^= 0x10;
+    cr_assert(pwrite(fd, &b, 1, 100) == 1);
+    close(fd);
+    snap before;
+    snap_take(db, &before);
+    tu_reports rep;
+    tu_reports_init(&rep);
+    cr_assert_eq(eng_probe_dir(db, tu_collect, &rep), ENG_OK);
+    cr_assert_eq(rep.n, 0, "the probe reported what the open reports");
+    tu_reports_init(&rep);
+    eng_options o = small_opts(&rep);
+    eng_db *h = NULL;
+    cr_assert_eq(eng_open(db, &o, &h), ENG_CORRUPTION);
+    cr_assert(rep.n >= 1 && rep.r[0].layer == ENG_LAYER_CONTROL, "no control report");
+    snap_same(db, &before, "the refused open");
+}
+
 Test(lost_files, stale_marker_beside_control_is_removed, T_OPTS) {
     const char *db = tu_tmpdir_db();
     make_db(db, 300);

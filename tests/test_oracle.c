@@ -451,6 +451,54 @@ Test(oracle_recovery, a_page_flipped_before_the_crash_explains_a_database_that_d
     vd_free(v);
 }
 
+#define CTL_FLIP                                                                                      \
+    "{\"phase\":\"run\",\"class\":\"bitflip_page\",\"point\":\"crash/control\",\"file\":\"control\"," \
+    "\"block\":0,\"offset\":0,\"len\":512,\"region\":\"control\",\"pre\":\"0x11\",\"post\":\"0x22\"}"
+
+/* A bit of the control file flipped at the crash: the open's control check
+ * (its own checksum, the flip's sole detector) reports it and the database
+ * does not open: detected, and unrecoverable by design, named. */
+Test(oracle_recovery, a_control_file_flipped_at_the_crash_explains_a_database_that_does_not_open) {
+    vd_config c = judging();
+    c.class_on[VD_POWER_LOSS] = c.class_on[VD_BITFLIP_PAGE] = 1;
+    const char *lines[] = {CTL_FLIP, PL_ROLLBACK, NULL};
+    vd_report r = rep("control", "control", -1, 0);
+    r.after_crash = 1;
+    vd_result res;
+    vd_ctx *v = judge_restart(c, lines, &r, 1, VD_CHECK_NO_OPEN, &res);
+    cr_assert(res.pass);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].detected, 1);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable_by_design, 1);
+    cr_assert(strstr(res.by_design, "bitflip_page at crash/control file=control") != NULL, "%s", res.by_design);
+    vd_free(v);
+}
+
+/* Hides: a control-file check that leaves some bytes unchecked (a checksum
+ * over part of the file): the flipped file, still there when the open
+ * read it (stress marks it present), opens with no report: swallowed. */
+Test(oracle_recovery, a_control_file_flip_the_open_read_and_did_not_report_is_swallowed) {
+    vd_config c = judging();
+    c.class_on[VD_POWER_LOSS] = c.class_on[VD_BITFLIP_PAGE] = 1;
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, CTL_FLIP, 1);
+    vd_add_ledger_line(v, PL_ROLLBACK, 1);
+    vd_set_crash_check(v, VD_CHECK_PASSED);
+    vd_mark_present(v, 0);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_not(res.pass);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].swallowed, 1);
+    vd_free(v);
+    /* Gone (a power loss brought the previous file back): masked. */
+    v = vd_new(&c);
+    vd_add_ledger_line(v, CTL_FLIP, 1);
+    vd_set_crash_check(v, VD_CHECK_PASSED);
+    vd_settle(v, &res);
+    cr_assert(res.pass);
+    cr_assert_eq(res.cls[VD_BITFLIP_PAGE].masked, 1);
+    vd_free(v);
+}
+
 /* Hides: recovery failing on one page while an unrelated injection
  * elsewhere is used as the excuse.  Every report of the failed open must
  * be explained. */
