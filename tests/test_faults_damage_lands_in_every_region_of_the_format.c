@@ -179,16 +179,26 @@ static eng_db *wal_workload(flt_ctx *f, const char *dir, uint64_t n) {
     return db;
 }
 
+/* The fault library at RUN over DIR with a WAL flip at every tick (seed
+ * SEED), into *F; the log written first with N keys, unflipped
+ * (wal_workload), then the ticking thread started.  Returns the open
+ * database. */
+static eng_db *wal_ticks_ready(const char *run, const char *dir, uint64_t seed, uint64_t n, flt_ctx **f) {
+    flt_options fo = fopts(run, dir, seed);
+    fo.one_in[FLT_BITFLIP_WAL] = 1;
+    *f = fopen_ok(&fo);
+    flt_pause(*f, 1); /* the workload writes the log; the ticks flip it */
+    eng_db *db = wal_workload(*f, dir, n);
+    flt_pause(*f, 0);
+    flt_thread_start(*f, 0);
+    return db;
+}
+
 Test(faults, wal_flips_reach_every_region_and_the_ledger_names_the_one_changed, T_OPTS) {
     enum { TICKS = 600 };
     const char *run = tu_tmpdir(), *dir = tu_tmpdir();
-    flt_options fo = fopts(run, dir, 23);
-    fo.one_in[FLT_BITFLIP_WAL] = 1;
-    flt_ctx *f = fopen_ok(&fo);
-    flt_pause(f, 1); /* the workload writes the log; the ticks below flip it */
-    eng_db *db = wal_workload(f, dir, 60);
-    flt_pause(f, 0);
-    flt_thread_start(f, 0);
+    flt_ctx *f;
+    eng_db *db = wal_ticks_ready(run, dir, 23, 60, &f);
     char segp[4096], seg[64];
     snprintf(seg, sizeof seg, "%s/%016x", WAL_DIR, 0);
     tu_path(segp, sizeof segp, dir, seg);
@@ -253,13 +263,8 @@ Test(faults, wal_flips_reach_every_region_and_the_ledger_names_the_one_changed, 
 Test(faults, wal_flips_reach_the_last_write_before_the_log_crossed_into_its_newest_segment, T_OPTS) {
     enum { TICKS = 300 };
     const char *run = tu_tmpdir(), *dir = tu_tmpdir();
-    flt_options fo = fopts(run, dir, 29);
-    fo.one_in[FLT_BITFLIP_WAL] = 1;
-    flt_ctx *f = fopen_ok(&fo);
-    flt_pause(f, 1); /* the workload writes the log; the ticks below flip it */
-    eng_db *db = wal_workload(f, dir, 200);
-    flt_pause(f, 0);
-    flt_thread_start(f, 0);
+    flt_ctx *f;
+    eng_db *db = wal_ticks_ready(run, dir, 29, 200, &f);
     char segp[4096], seg[64], next[64], nextp[4096];
     snprintf(seg, sizeof seg, "%s/%016x", WAL_DIR, 0);
     snprintf(next, sizeof next, "%s/%016x", WAL_DIR, 64u << 10);
