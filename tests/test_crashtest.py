@@ -507,6 +507,50 @@ class TestJudge(unittest.TestCase):
         self.assertEqual(f["kind"], "lost")
         self.assertEqual(self.j("refused", 3, out="stress: cannot lock: busy")[1]["kind"], "error")
 
+    def test_no_lost_file_check_of_a_database_that_did_not_come_back_by_design(self):
+        # A control file flipped at the crash leaves no recovered state: the
+        # check would remove files of a database already refused, and its
+        # open would report the flip, not the lost file.
+        from crashtest import steps
+
+        class FakeSt:
+            def __init__(self, by_design):
+                self.failure, self.by_design = None, by_design
+
+            def powerloss(self, *a):
+                return 0
+
+            def variant(self, *a):
+                pass
+
+            def stress(self, *a, **k):
+                pass
+
+            def execute_pending(self):
+                pass
+
+            def last_outcome(self):
+                return "passed"
+
+            def last_by_design(self):
+                return self.by_design
+
+        seen = []
+        saved = steps.lost_file_check
+        steps.lost_file_check = lambda st, seed, state, *a: seen.append(state)
+        try:
+            plan = {"powerloss_mode": "rollback", "powerloss_seed": 1, "variants": 2}
+            for by_design, want in (
+                (None, steps.ITER_DIR + "/v0"),
+                ("bitflip_page at crash/control", None),
+            ):
+                seen.clear()
+                got = steps.after_crash(FakeSt(by_design), 7, plan, {}, 60)
+                self.assertEqual(got, steps.ITER_DIR + "/v0")  # the state carries on either way
+                self.assertEqual(seen, [want])
+        finally:
+            steps.lost_file_check = saved
+
     def test_a_database_refused_for_good_may_end_a_blackbox_run(self):
         rep = {"verdict": "pass", "totals": {}, "unrecoverable": True}
         self.assertEqual(self.j("sigkill", 0, report=rep), ("passed", None))
