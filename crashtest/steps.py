@@ -469,8 +469,9 @@ def after_second_crash(st, k, to, second, seed, verify_opts, limit):
 
 def lost_file_check(st, seed, primary_state, verify_opts, limit):
     """The lost-file check (engine F1-F5): one crash in six, the recovered
-    state with a file of the database removed must be refused, not opened
-    as if nothing were missing.  Our engine's files only: another engine
+    state (PRIMARY_STATE; None when the restart did not come back) with a
+    file of the database removed must be refused, not opened as if nothing
+    were missing.  Our engine's files only: another engine
     names its files otherwise, and whether it refuses a database with one
     missing is its own promise."""
     lrng = Rng(derive(seed, "lose"))
