@@ -309,6 +309,42 @@ Test(faults, wal_flips_reach_the_last_write_before_the_log_crossed_into_its_newe
     free(copy);
 }
 
+/* In a child: the fault library at RUN over DIR (seed SEED) with class
+ * CLS on but no tick drawn (only the crash flips), 64 KiB segments and
+ * commit syncs; puts keys 0..KEYS, the last one killed at POINT.  Waits
+ * for it and asserts the kill. */
+static void put_keys_then_kill(const char *run, const char *dir, uint64_t seed, int cls, uint64_t keys,
+                               const char *point, int trial) {
+    pid_t pid = cu_fork();
+    if (pid == 0) {
+        flt_options fo = fopts(run, dir, seed);
+        fo.one_in[cls] = 1u << 30;
+        fo.kill_pins = 1;
+        flt_ctx *f = NULL;
+        if (flt_open(&fo, &f) != ENG_OK) _exit(CU_EXIT_FAIL);
+        flt_thread_start(f, 0);
+        eng_options o = eopts(ENG_IO_PSYNC, flt_hooks(f), NULL);
+        o.wal_segment_size = 64u << 10;
+        o.sync_mode = ENG_SYNC_COMMIT;
+        eng_db *db = NULL;
+        if (eng_open(dir, &o, &db) != ENG_OK) _exit(CU_EXIT_FAIL);
+        char k[32];
+        uint8_t v[512];
+        size_t kl, vl;
+        for (uint64_t i = 0; i <= keys; i++) {
+            flt_op(f, i);
+            if (i == keys) flt_kill_at(f, point, 1);
+            kv(i, 0, k, &kl, v, &vl);
+            if (eng_put(db, k, kl, v, vl, NULL) != ENG_OK) _exit(CU_EXIT_FAIL);
+        }
+        _exit(CU_EXIT_DONE); /* not reached if the point killed us */
+    }
+    int st = cu_wait(pid);
+    char sb[64];
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "trial %d (%s after %llu commits): child %s", trial, point,
+              (unsigned long long)keys, cu_status_str(st, sb, sizeof sb));
+}
+
 /* A WAL flip at the crash lands inside a record's bytes (its header or
  * its payload), before the log's end, in every trial: a kill between a
  * commit's write and its fsync (an unsynced tail after the last synced
@@ -328,34 +364,7 @@ Test(faults, a_wal_flip_at_the_crash_lands_in_a_record_before_the_logs_end, T_OP
         cr_assert(mkdir(run, 0755) == 0 && mkdir(dir, 0755) == 0, "mkdir: %s", strerror(errno));
         const char *point = points[trial % 2];
         uint64_t keys = 3 + (uint64_t)trial * 7;
-        pid_t pid = cu_fork();
-        if (pid == 0) {
-            flt_options fo = fopts(run, dir, 100 + (uint64_t)trial);
-            fo.one_in[FLT_BITFLIP_WAL] = 1u << 30; /* on, but no tick is drawn: only the crash flips */
-            fo.kill_pins = 1;
-            flt_ctx *f = NULL;
-            if (flt_open(&fo, &f) != ENG_OK) _exit(CU_EXIT_FAIL);
-            flt_thread_start(f, 0);
-            eng_options o = eopts(ENG_IO_PSYNC, flt_hooks(f), NULL);
-            o.wal_segment_size = 64u << 10;
-            o.sync_mode = ENG_SYNC_COMMIT;
-            eng_db *db = NULL;
-            if (eng_open(dir, &o, &db) != ENG_OK) _exit(CU_EXIT_FAIL);
-            char k[32];
-            uint8_t v[512];
-            size_t kl, vl;
-            for (uint64_t i = 0; i <= keys; i++) {
-                flt_op(f, i);
-                if (i == keys) flt_kill_at(f, point, 1);
-                kv(i, 0, k, &kl, v, &vl);
-                if (eng_put(db, k, kl, v, vl, NULL) != ENG_OK) _exit(CU_EXIT_FAIL);
-            }
-            _exit(CU_EXIT_DONE); /* not reached if the point killed us */
-        }
-        int st = cu_wait(pid);
-        char sb[64];
-        cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "trial %d: child %s", trial,
-                  cu_status_str(st, sb, sizeof sb));
+        put_keys_then_kill(run, dir, 100 + (uint64_t)trial, FLT_BITFLIP_WAL, keys, point, trial);
         lg l = lg_read(run);
         const char *line = lg_nth_at(&l, "bitflip_wal", "crash/wal", 0);
         cr_assert_not_null(line, "trial %d (%s after %llu commits): no WAL flip at the crash", trial, point,
@@ -410,31 +419,7 @@ Test(faults, a_kill_may_flip_the_control_file_and_the_next_open_reports_it, T_OP
         snprintf(dir, sizeof dir, "%s/db%d", root, trial);
         cr_assert(mkdir(run, 0755) == 0 && mkdir(dir, 0755) == 0, "mkdir: %s", strerror(errno));
         tu_path(cpath, sizeof cpath, dir, CONTROL_NAME);
-        pid_t pid = cu_fork();
-        if (pid == 0) {
-            flt_options fo = fopts(run, dir, 300 + (uint64_t)trial);
-            fo.one_in[FLT_BITFLIP_PAGE] = 1u << 30; /* on, but no tick is drawn: only the crash flips */
-            fo.kill_pins = 1;
-            flt_ctx *f = NULL;
-            if (flt_open(&fo, &f) != ENG_OK) _exit(CU_EXIT_FAIL);
-            flt_thread_start(f, 0);
-            eng_options o = eopts(ENG_IO_PSYNC, flt_hooks(f), NULL);
-            o.sync_mode = ENG_SYNC_COMMIT;
-            eng_db *db = NULL;
-            if (eng_open(dir, &o, &db) != ENG_OK) _exit(CU_EXIT_FAIL);
-            char k[32];
-            uint8_t v[512];
-            size_t kl, vl;
-            for (uint64_t i = 0; i <= 4; i++) {
-                flt_op(f, i);
-                if (i == 4) flt_kill_at(f, "kill/wal/after_sync", 1);
-                kv(i, 0, k, &kl, v, &vl);
-                if (eng_put(db, k, kl, v, vl, NULL) != ENG_OK) _exit(CU_EXIT_FAIL);
-            }
-            _exit(CU_EXIT_DONE);
-        }
-        int st = cu_wait(pid);
-        cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "trial %d: the child was not killed", trial);
+        put_keys_then_kill(run, dir, 300 + (uint64_t)trial, FLT_BITFLIP_PAGE, 4, "kill/wal/after_sync", trial);
         lg l = lg_read(run);
         const char *line = lg_nth_at(&l, "bitflip_page", "crash/control", 0);
         if (!line) {
