@@ -20,12 +20,12 @@ common/ tests/ docs/ bench/ and the top folder's own files; *.c, *.h,
 What counts as a citation: in C, the comments (an identifier or a usage
 string is not one); in Python, the comments and the strings (docstrings);
 in Markdown, shell and text files (the planted-bug catalogues), every
-line.  A label is one to three capitals, one
-or two digits and at most one lower-case letter, standing alone (K1, V4b,
-KV1u, IO3), and only a listed family's prefix makes a word one: E402,
-XXH3 and SSE2 are none.  NOT_LABELS names the few words of the tree that
-look like a label of a family and are none; an entry that no longer
-matches fails too, so the list cannot outlive its reason.  This file and
+line.  A label is one to three capitals, one or two digits and at most
+one lower-case letter, standing alone (K1, V4b, KV1u, IO3), and only a
+listed family's prefix makes a word one: E402, XXH3 and SSE2 are none.
+NOT_LABELS names the few words of the tree that look like a label of a
+family and are none; an entry that no longer matches fails too, so the
+list cannot outlive its reason.  This file and
 its test (tests/test_rule_labels.py) are not read: they name words that
 are no labels, on purpose.
 
