@@ -899,10 +899,9 @@ static void flip_wal_bit(flt_ctx *f, flt_thr *t, const char *point, const char *
  * file only goes wrong).  0 when no WAL write is known. */
 static int wal_aim(flt_ctx *f, flt_thr *t, char rel[24], uint64_t *off, uint64_t *len) {
     struct {
-        const char *name;
+        char name[24];
         uint64_t off, len;
     } c[3];
-    char names[3][24];
     int n = 0;
     pthread_mutex_lock(&f->dmg_mu);
     const char *nm[3] = {f->wal_sync_name, f->wal_tail_name, f->wal_edge_name};
@@ -913,8 +912,8 @@ static int wal_aim(flt_ctx *f, flt_thr *t, char rel[24], uint64_t *off, uint64_t
         int dup = 0;
         for (int j = 0; j < n; j++) dup |= !strcmp(c[j].name, nm[i]) && c[j].off == of[i] && c[j].len == ln[i];
         if (dup) continue;
-        memcpy(names[n], nm[i], 24);
-        c[n].name = names[n], c[n].off = of[i], c[n].len = ln[i];
+        memcpy(c[n].name, nm[i], 24);
+        c[n].off = of[i], c[n].len = ln[i];
         n++;
     }
     pthread_mutex_unlock(&f->dmg_mu);
