@@ -226,6 +226,16 @@ static void feed_line(void *ctx, const char *line) {
  * that still hashes to what the fault made of it is still there, and the
  * final verify just read it from disk.  Not when it also hashes to what
  * some fault found there (a second flip of the same bit undid the first). */
+int st_flip_undone(vd_ctx *v, size_t k) {
+    const vd_injection *j = vd_injection_at(v, k);
+    for (size_t q = 0; q < vd_injection_count(v); q++) {
+        const vd_injection *o = vd_injection_at(v, q);
+        if (q != k && o->page_post && o->block == j->block && o->page_pre == j->page_post && !strcmp(o->file, j->file))
+            return 1;
+    }
+    return 0;
+}
+
 static void mark_flipped_pages_present(vd_ctx *v, const char *db, uint32_t ps) {
     char p[4200];
     st_path_in(p, sizeof p, db, "data");
@@ -238,12 +248,7 @@ static void mark_flipped_pages_present(vd_ctx *v, const char *db, uint32_t ps) {
             continue;
         if (pread(fd, buf, ps, (off_t)((uint64_t)j->block * ps)) != (ssize_t)ps) continue;
         if (XXH64(buf, ps, 0) != j->page_post) continue;
-        int undone = 0;
-        for (size_t q = 0; q < vd_injection_count(v) && !undone; q++) {
-            const vd_injection *o = vd_injection_at(v, q);
-            undone = o->page_post && o->block == j->block && o->page_pre == j->page_post;
-        }
-        if (!undone) vd_mark_present(v, k);
+        if (!st_flip_undone(v, k)) vd_mark_present(v, k);
     }
     free(buf);
     if (fd >= 0) close(fd);
@@ -298,11 +303,7 @@ static void mark_flipped_files_present(vd_ctx *v, st_driver *d) {
         uint64_t now = 0;
         st_path_in(p, sizeof p, d->o.db, j->file);
         if (!there && d->final_verified && small_file_hash(p, &now)) there = now == j->page_post;
-        for (size_t q = 0; q < vd_injection_count(v) && there; q++) {
-            const vd_injection *o = vd_injection_at(v, q);
-            there = !(q != k && o->page_pre == j->page_post && !strcmp(o->file, j->file));
-        }
-        if (there) vd_mark_present(v, k);
+        if (there && !st_flip_undone(v, k)) vd_mark_present(v, k);
     }
 }
 

@@ -862,11 +862,8 @@ static size_t judge_unopened_damage(const st_driver *d, vd_ctx *v) {
         int64_t blk = j->offset >= 0 ? j->offset / (int64_t)ps : j->block;
         int there = 0;
         if (j->page_post) {
-            there = pread(fd, buf, ps, (off_t)((uint64_t)blk * ps)) == (ssize_t)ps && XXH64(buf, ps, 0) == j->page_post;
-            for (size_t q = 0; q < vd_injection_count(v) && there; q++) {
-                const vd_injection *o = vd_injection_at(v, q);
-                there = !(o->page_post && o->block == j->block && o->page_pre == j->page_post);
-            }
+            there = pread(fd, buf, ps, (off_t)((uint64_t)blk * ps)) == (ssize_t)ps &&
+                    XXH64(buf, ps, 0) == j->page_post && !st_flip_undone(v, k);
         } else if (!j->carried) {
             there = seq_in(own, nown, j->seq);
         }

@@ -240,6 +240,10 @@ int st_open_db(worker *w);
  * regular top-level file of the database of at most ST_SMALL_FILE_MAX
  * bytes (report.c). */
 void st_note_small_files(st_driver *d);
+/* 1 if another ledger line of V at injection K's file and block found
+ * there what K's flip made (its pre hash is K's post): a second flip of
+ * the same bit undid K (report.c). */
+int st_flip_undone(vd_ctx *v, size_t k);
 void st_release_snapshots(st_driver *d);
 int st_value_is(const st_value_sizes *sz, uint64_t key, uint32_t v, const uint8_t *buf, size_t len);
 void *st_worker_main(void *arg);
