@@ -212,6 +212,15 @@ SWARM_AIM_DIVS = [10, 30, 100]
 # almost never taken.
 SWARM_TINY_CACHE_SHARE = 0.3
 SWARM_TINY_CACHE_PAGES = [8, 16]
+# Swarms whose mix changes as the run goes (stress's --phase_ops): every
+# so many ops of a worker, a phase keeps some of the swarm's op kinds,
+# turns its rare features off or ten times hotter and may narrow the keys
+# to a hot eighth (stress/README.md).  One swarm per run makes each kind
+# present or absent for the whole run; an order of operations (reads that
+# set hints after a checkpoint, then writes to the same pages, then a
+# crash) needs one stretch rich in the first and the next in the second.
+SWARM_PHASE_SHARE = 0.5
+SWARM_PHASE_OPS = [20, 100, 500]
 
 # Delay injection (stress's --delay_one_in, --delay_max_us: a sleep or
 # yield at the engine's delay/ points and each side of an I/O hook's read,
@@ -631,7 +640,9 @@ def draw_swarm(seed, cfg):
       files     the file kind the I/O classes strike (--fault_files), or
                 None for all
       cache_pages  a cache of that many pages, or None for the even
-                mix's"""
+                mix's
+      phase_ops a new phase every that many ops of a worker, or None
+                for one mix for the whole run"""
     if not cfg.swarm:
         return None
     rng = Rng(derive(seed, "swarm"))
@@ -658,6 +669,8 @@ def draw_swarm(seed, cfg):
     hot, files = swarm_aim(rng, faults)
     tiny_cache_on = rng.chance(SWARM_TINY_CACHE_SHARE)  # last, as the aim
     tiny_cache = rng.choice(SWARM_TINY_CACHE_PAGES)
+    phased = rng.chance(SWARM_PHASE_SHARE)  # last, as the cache
+    phase_ops = rng.choice(SWARM_PHASE_OPS)
     return {
         "ops": ops,
         "features": features,
@@ -668,6 +681,7 @@ def draw_swarm(seed, cfg):
         "hot": hot,
         "files": files,
         "cache_pages": tiny_cache if tiny_cache_on else None,
+        "phase_ops": phase_ops if phased else None,
     }
 
 
@@ -743,6 +757,8 @@ def apply_swarm(sw, p, cfg):
         )
     for name, (opt, _) in SWARM_FEATURES.items():
         p[opt] = sw["features"][name]
+    if sw.get("phase_ops") and cfg.known("phase_ops"):
+        p["phase_ops"] = sw["phase_ops"]
 
 
 def swarm_record(sw, params, max_key, reopen):
@@ -780,6 +796,8 @@ def swarm_record(sw, params, max_key, reopen):
         rec["files"] = params["fault_files"]
     if sw.get("cache_pages") and params.get("cache_size"):
         rec["cache"] = "%dK" % (parse_size(params["cache_size"]) // 1024)
+    if num("phase_ops"):
+        rec["phase_ops"] = num("phase_ops")
     return rec
 
 
@@ -803,16 +821,21 @@ def swarm_text(rec):
     feats = swarm_order(rec.get("features") or {}, SWARM_FEATURE_NAMES)
     on = " ".join(("%s x%d" if n == "reopen" else "%s 1/%d") % (n, v) for n, v in feats if v)
     off = ",".join(n for n, v in feats if not v)
-    return "swarm: ops %s; %s%skeys %d; threads %s; faults %s%s%s" % (
-        ops or "none",
-        "on " + on + "; " if on else "",
-        "off " + off + "; " if off else "",
-        rec["max_key"],
-        rec.get("threads") or "?",
-        ",".join(rec.get("faults") or []) or "none",
-        " (hot %s)" % rec["hot"] if rec.get("hot") else "",
-        " on %s files" % rec["files"] if rec.get("files") else "",
-    ) + ("; cache %s" % rec["cache"] if rec.get("cache") else "")
+    return (
+        "swarm: ops %s; %s%skeys %d; threads %s; faults %s%s%s"
+        % (
+            ops or "none",
+            "on " + on + "; " if on else "",
+            "off " + off + "; " if off else "",
+            rec["max_key"],
+            rec.get("threads") or "?",
+            ",".join(rec.get("faults") or []) or "none",
+            " (hot %s)" % rec["hot"] if rec.get("hot") else "",
+            " on %s files" % rec["files"] if rec.get("files") else "",
+        )
+        + ("; cache %s" % rec["cache"] if rec.get("cache") else "")
+        + ("; phases of %d ops" % rec["phase_ops"] if rec.get("phase_ops") else "")
+    )
 
 
 def swarm_brief(rec):
@@ -821,10 +844,11 @@ def swarm_brief(rec):
     if not rec:
         return ""
     feats = [n for n, v in swarm_order(rec.get("features") or {}, SWARM_FEATURE_NAMES) if v]
-    return "swarm: %s; %s; %d keys" % (
+    return "swarm: %s; %s; %d keys%s" % (
         ",".join(k for k, v in swarm_order(rec["ops"], SWARM_OP_NAMES) if v) or "no ops",
         ",".join(feats) or "no rare feature",
         rec["max_key"],
+        "; phases of %d ops" % rec["phase_ops"] if rec.get("phase_ops") else "",
     )
 
 

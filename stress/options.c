@@ -63,6 +63,10 @@ static const opt_def defs[] = {
     U64("snapshot_hold_ops", snapshot_hold_ops, "200", 1, MAXU,
         "ops a worker holds its snapshot across before re-reading"),
     U64("vacuum_one_in", vacuum_one_in, "0", 0, MAXU, "vacuum the database once in N ops"),
+    U64("phase_ops", phase_ops, "0", 0, MAXU,
+        "0: one op mix for the whole run; N: every N ops of a worker a phase draws its own mix from the options' "
+        "(some op kinds off, checkpoints, snapshots and vacuums off, as set or ten times as frequent, keys from "
+        "the whole space or its first eighth)"),
     BOOL("destroy_db_initially", destroy_db_initially, "0", "start from an empty database and expected state"),
     BOOL("verification_only", verification_only, "0", "recover and verify every key, run no workload"),
     BOOL("crash_at_end", crash_at_end, "0",

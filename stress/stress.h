@@ -28,6 +28,7 @@ typedef struct st_options {
     uint64_t checkpoint_one_in;
     uint64_t acquire_snapshot_one_in, snapshot_hold_ops;
     uint64_t vacuum_one_in;
+    uint64_t phase_ops; /* 0: one mix for the whole run; N: a mix drawn anew every N ops (workload.c) */
     int destroy_db_initially;
     int verification_only;
     int crash_at_end;

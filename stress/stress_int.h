@@ -77,6 +77,18 @@ typedef struct st_value_sizes {
 /* A thread that calls the engine: a worker, or the main thread's stand-in
  * for the open at start and the settlement.  Its driver travels with it
  * (D): a worker thread's start argument is its worker. */
+/* A phase of the workload (--phase_ops): the run's op mix narrowed for a
+ * stretch of ops.  An order of rare operations (reads that set hints right
+ * after a checkpoint, then writes to the same pages) is as rare as the
+ * product of their shares in one even mix; phases that each run a few
+ * kinds on a few pages make it one phase after another. */
+typedef struct st_phase {
+    uint64_t index;                  /* the phase drawn (op index / phase_ops); UINT64_MAX: none yet */
+    uint64_t read, write, del, iter; /* shares of 100, as the options' (batches: the rest) */
+    uint64_t checkpoint_one_in, snapshot_one_in, vacuum_one_in;
+    uint64_t max_key; /* keys of the phase: [0, max_key) */
+} st_phase;
+
 typedef struct worker {
     st_driver *d;
     int id;
@@ -103,6 +115,7 @@ typedef struct worker {
      * the handle epoch it was read in (UINT64_MAX: none), for the next op's
      * ckpt=N without a second stats call. */
     uint64_t ck_after, ck_epoch;
+    st_phase phase; /* the mix of the current phase (--phase_ops; workload.c) */
 } worker;
 
 /* One op of an op trace (trace.c; docs/formats.md, Op trace). */

@@ -372,8 +372,8 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
  * recorded, whatever was written, vacuumed or checkpointed meanwhile. */
 static void snap_take(worker *w) {
     st_driver *d = w->d;
-    uint64_t n = SNAP_KEYS < d->o.max_key ? SNAP_KEYS : d->o.max_key;
-    uint64_t k0 = below(w, d->o.max_key - n + 1);
+    uint64_t n = SNAP_KEYS < w->phase.max_key ? SNAP_KEYS : w->phase.max_key;
+    uint64_t k0 = below(w, w->phase.max_key - n + 1);
     unsigned stripes[SNAP_KEYS];
     size_t ns = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -558,8 +558,71 @@ static void maintenance(worker *w, uint64_t seen, int type, int st) {
     if (needs_reopen(st)) reopen_from_worker(w, seen, 1, OP_REOPEN, NULL);
 }
 
+/* ---- phases (--phase_ops) ----
+ * Phase N's mix is drawn from the options' and N alone (the same for
+ * every thread, and for a replayed op of that index): each op kind with a
+ * share stays on at odds 1/2 (one at least), shares rescaled to 100;
+ * checkpoints, snapshots and vacuums that are on are off, as set or ten
+ * times as frequent, a third each; keys from the whole space or, at odds
+ * 1/2, from its first eighth, the same eighth in every phase so that the
+ * pages one phase worked on are the next hot phase's. */
+static uint64_t phase_rate(uint64_t *r, uint64_t one_in_) {
+    *r = rng_mix64(*r);
+    uint64_t t = *r % 3;
+    if (!one_in_ || t == 1) return one_in_;
+    return t == 0 ? 0 : one_in_ / 10 > 1 ? one_in_ / 10 : 2;
+}
+
+static void phase_draw(const st_options *o, uint64_t index, st_phase *ph) {
+    uint64_t r = rng_mix64(o->seed ^ rng_mix64(index + 1) ^ 0x7068617365000000ull);
+    uint64_t share[5] = {o->readpercent, o->writepercent, o->delpercent, o->iterpercent};
+    share[4] = 100 - share[0] - share[1] - share[2] - share[3];
+    uint64_t kept = 0, on = 0;
+    for (int k = 0; k < 5; k++) {
+        r = rng_mix64(r);
+        if (share[k] && (r & 1)) kept |= 1u << k;
+        if (share[k]) on |= 1u << k;
+    }
+    if (!kept) /* one kind at least: the first on from a drawn start */
+        for (int k = 0, s = (int)(r >> 8) % 5; !kept && k < 5; k++)
+            if (on >> (s + k) % 5 & 1) kept = 1u << (s + k) % 5;
+    uint64_t sum = 0;
+    for (int k = 0; k < 5; k++) share[k] = kept >> k & 1 ? share[k] : 0, sum += share[k];
+    uint64_t *pct[4] = {&ph->read, &ph->write, &ph->del, &ph->iter}, left = 100;
+    for (int k = 0; k < 4; k++) left -= *pct[k] = sum ? share[k] * 100 / sum : 0;
+    if (!share[4]) /* no batches: the rounding's rest to the last kind on */
+        for (int k = 3; k >= 0; k--)
+            if (share[k]) {
+                *pct[k] += left;
+                break;
+            }
+    ph->checkpoint_one_in = phase_rate(&r, o->checkpoint_one_in);
+    ph->snapshot_one_in = phase_rate(&r, o->acquire_snapshot_one_in);
+    ph->vacuum_one_in = phase_rate(&r, o->vacuum_one_in);
+    r = rng_mix64(r);
+    ph->max_key = (r & 1) && o->max_key >= 8 ? o->max_key / 8 : o->max_key;
+}
+
+/* Make W's phase the one of op INDEX (the options' mix without phases). */
+static void phase_at(worker *w, uint64_t index) {
+    const st_options *o = &w->d->o;
+    uint64_t n = o->phase_ops ? index / o->phase_ops : 0;
+    if (w->phase.index == n && w->phase.max_key) return;
+    w->phase = (st_phase){.index = n,
+                          .read = o->readpercent,
+                          .write = o->writepercent,
+                          .del = o->delpercent,
+                          .iter = o->iterpercent,
+                          .checkpoint_one_in = o->checkpoint_one_in,
+                          .snapshot_one_in = o->acquire_snapshot_one_in,
+                          .vacuum_one_in = o->vacuum_one_in,
+                          .max_key = o->max_key};
+    if (o->phase_ops) phase_draw(o, n, &w->phase);
+}
+
 /* The op a worker draws next: its type and key (a batch draws its keys
- * when it runs).  The draws are those of the run's stream. */
+ * when it runs).  The draws are those of the run's stream, in the mix of
+ * the worker's phase. */
 static int choose_op(worker *w, uint64_t i, uint64_t *key) {
     st_driver *d = w->d;
     /* Reopens spread over the run (thread 0): by op count, or by time
@@ -577,16 +640,17 @@ static int choose_op(worker *w, uint64_t i, uint64_t *key) {
             return OP_REOPEN;
         }
     }
-    if (one_in(w, d->o.checkpoint_one_in)) return OP_CHECKPOINT;
+    const st_phase *ph = &w->phase;
+    if (one_in(w, ph->checkpoint_one_in)) return OP_CHECKPOINT;
     if (d->E->snapshot) {
         if (w->snap && w->calls >= w->snap_until) return OP_SNAPSHOT;
-        if (!w->snap && one_in(w, d->o.acquire_snapshot_one_in)) return OP_SNAPSHOT;
+        if (!w->snap && one_in(w, ph->snapshot_one_in)) return OP_SNAPSHOT;
     }
-    if (d->E->vacuum && one_in(w, d->o.vacuum_one_in)) return OP_VACUUM;
+    if (d->E->vacuum && one_in(w, ph->vacuum_one_in)) return OP_VACUUM;
     if (one_in(w, d->o.verify_db_one_in)) return OP_VERIFY;
     uint64_t p = below(w, 100);
-    *key = below(w, d->o.max_key);
-    uint64_t r = d->o.readpercent, wr = r + d->o.writepercent, dl = wr + d->o.delpercent, it = dl + d->o.iterpercent;
+    *key = below(w, ph->max_key);
+    uint64_t r = ph->read, wr = r + ph->write, dl = wr + ph->del, it = dl + ph->iter;
     return p < r ? OP_GET : p < wr ? OP_PUT : p < dl ? OP_DEL : p < it ? OP_SCAN : OP_BATCH;
 }
 
@@ -626,9 +690,9 @@ static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key,
     default: {
         uint64_t keys[MAX_BATCH];
         size_t n = 2 + below(w, MAX_BATCH - 1), m = 0;
-        if (n > d->o.max_key) n = d->o.max_key;
+        if (n > w->phase.max_key) n = w->phase.max_key;
         while (m < n) { /* distinct keys */
-            uint64_t k = below(w, d->o.max_key);
+            uint64_t k = below(w, w->phase.max_key);
             int dup = 0;
             for (size_t j = 0; j < m; j++) dup |= keys[j] == k;
             if (!dup) keys[m++] = k;
@@ -674,6 +738,7 @@ static void one_op(worker *w, uint64_t i) {
         if (rop && rop->kill_point) flt_kill_at(d->flt, rop->kill_point, rop->kill_nth); /* valid: parsed */
     }
     uint64_t key = 0;
+    phase_at(w, rop ? rop->index : i);
     int type = rop ? rop->type : choose_op(w, i, &key);
     if (rop) key = rop->key;
     if (per_op) {

@@ -36,6 +36,7 @@ from crashtest.params import (  # noqa: E402
     ITER_CHOICES,
     OUTCOMES,
     SWARM_FEATURES,
+    SWARM_PHASE_OPS,
     SWARM_TINY_KEYS,
     Config,
     draw_db_params,
@@ -344,6 +345,21 @@ class TestSwarmDraw(unittest.TestCase):
                 for _, _, p in got
             )
         )
+
+    def test_some_swarms_change_their_mix_in_phases_and_say_so(self):
+        got = swarms()
+        phased = [(sw, p) for _, sw, p in got if "phase_ops" in p]
+        self.assertTrue(0.3 * len(got) < len(phased) < 0.7 * len(got), (len(phased), len(got)))
+        self.assertEqual({int(p["phase_ops"]) for _, p in phased}, set(SWARM_PHASE_OPS))
+        for sw, p in phased:
+            self.assertEqual(int(p["phase_ops"]), sw["phase_ops"])
+            rec = swarm_record(sw, p, sw["max_key"], sw["reopen"])
+            self.assertEqual(rec["phase_ops"], sw["phase_ops"])
+            self.assertIn("phases of %d ops" % sw["phase_ops"], swarm_text(rec))
+        # an iteration without a swarm never has phases
+        plain = [s for s in SEEDS[:80] if not draw_swarm(s, Config(max_key=2000))]
+        self.assertTrue(plain)
+        self.assertFalse(any("phase_ops" in draw(s, Config(max_key=2000))[1] for s in plain))
 
     def test_a_feature_off_is_absent_from_the_stress_options(self):
         for s, sw, p in swarms():
