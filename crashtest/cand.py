@@ -296,6 +296,32 @@ def kills_to_crash_at_end(step):
     step["argv"], step["expect"] = opt_set(step["argv"], "crash_at_end", 1), "crash_at_end"
 
 
+def pin_op(c, ops):
+    """C's op step (changed in place) with a fixed op count when it is
+    timed (OPS, what the last kept trial did, per thread: no more than the
+    recorded run did, K10, unless a kill point must still fire: the kill
+    ends it, room is cheap), and its timed SIGKILL a crash after the last
+    op (none when the failure shows in the op step itself, before the
+    kill).  Returns what changed, in words."""
+    s, what = c.op, []
+    threads = max(1, as_int(opt_get(s["argv"], "threads"), 2))
+    if as_int(opt_get(s["argv"], "ops_per_thread"), 10000) == 0:
+        ops = ops or 1000  # killed before its first progress note: a guess
+        n = max(1, ops // threads) * (
+            4 if as_int(opt_get(s["argv"], "kill_random_test")) > 0 else 1
+        )
+        s["argv"] = opt_set(opt_set(s["argv"], "ops_per_thread", n), "duration", None)
+        what.append("ops pinned (%d per thread)" % n)
+    if s.get("kill_after") is not None and c.w == len(c.steps) - 1:
+        s["kill_after"], s["expect"] = None, "exit0"
+        what.append("no SIGKILL (the failure shows before it)")
+    elif s.get("kill_after") is not None:
+        s["kill_after"], s["expect"] = None, "crash_at_end"
+        s["argv"] = opt_set(s["argv"], "crash_at_end", 1)
+        what.append("the timed SIGKILL made a crash after the last op")
+    return what
+
+
 def kill_every(point, ops, argv=()):
     """How many hits a kill drawn in a one-thread run of OPS ops fires 1
     in: a quarter of the ops at a named POINT (the log's write-before-sync

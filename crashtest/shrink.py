@@ -371,25 +371,18 @@ kept or rejected and why; the original and shrunk measures), and the
 final command printed.  The op trace's format is docs/formats.md's
 (stress/trace.c writes and parses it)."""
 
+import functools
 import os
 import shlex
 import shutil
 import subprocess
 import sys
 import time
+from dataclasses import fields
 
+from . import freshpass, multipass, optpass, searchpass, steppass, tracepass, trials
 from .binary import check_binary, stress_info
-from .cand import (
-    Cand,
-    as_int,
-    endings,
-    is_fresh,
-    is_workload,
-    opt_get,
-    opt_set,
-    set_threads,
-    trace_ops_of,
-)
+from .cand import Cand, as_int, is_fresh, is_workload, opt_get, trace_ops_of
 from .common import (
     EXIT_FAIL,
     EXIT_INTERRUPTED,
@@ -402,16 +395,13 @@ from .common import (
 )
 from .executor import subst
 from .folders import WORK_PREFIX, make_work_dir, remove_work_dir
+from .multipass import MT_NEED, MT_TRIALS
 from .output import Printer
 from .procs import STOP, Stopped, die_with_parent
 from .repro import failing_key, read_meta
-from .seeds import derive
-from .freshpass import FreshPasses
-from .steppass import StepPasses, branch_of, end_unkilled
-from .multipass import MT_NEED, MT_TRIALS, MultiPasses
-from .optpass import OptionPasses
-from .tracepass import TracePasses
-from .trials import RAM_DIR, RAM_MIN_FREE, Trials, ram_root
+from .searchpass import FALLBACK_SEEDS, FALLBACK_SHARE
+from .shrinkstate import ShrinkState
+from .trials import RAM_DIR, RAM_MIN_FREE, TrialRunner, ram_root
 
 DEFAULT_BUDGET = 600
 TRIALS = 3  # runs per change when a trial is not deterministic (K2) ...
@@ -419,30 +409,6 @@ BASELINE_TRIALS = 5  # tries of the recorded run when it is not deterministic
 # ... of which this many must fail the same way (a rate kept near the
 # start's, not drifting to rare)
 NEED = 2
-# The seed search (K6): seeds tried besides the recorded one, the share of
-# the budget left that it may spend, and the kill points a timed SIGKILL
-# becomes when a crash after the last op does not fail (None: every one).
-# 15: a failing recovery step's timer gone, each seed is one trial, not
-# three (planted bug witness-at-end-is-damage's one-thread run comes with
-# the 13th).
-SEARCH_SEEDS = 15
-# ... each with at most this many ops (four times it with room for a kill
-# point)
-SEARCH_MAX_OPS = 50000
-SEARCH_SHARE = 0.35
-# ... then, when the recorded run had several threads and held no snapshot
-# of its own, the same seeds with one held 1 in this many ops (200: the
-# least often of the nightly draws, crashtest/params.py): a reader of
-# another thread made the version a freeze or prune must keep, and a
-# snapshot the one thread holds does the same (planted bug
-# freeze-clears-xmax: a four-thread catch that does not fail again in 5
-# tries; without the stand-in its 41 one-thread seeds and the
-# multi-thread path pass with 425 s of the budget left unused; with a
-# held snapshot 4 of 8 one-thread seeds fail).
-STANDIN_SNAPSHOT_ONE_IN = 200
-# ... and when the recorded run did not fail again (nothing else to try).
-FALLBACK_SEEDS = 40
-FALLBACK_SHARE = 0.4
 # Delta debugging inside the rounds (K3) may spend this share of the budget
 # left when it starts: a failure that needs nearly every op of a long list
 # (a tree's shape at a split) would otherwise use all of it, and the
@@ -493,209 +459,147 @@ def recorded_cand(steps, fail_n, d):
     return best
 
 
-class Shrinker(Trials, TracePasses, OptionPasses, FreshPasses, MultiPasses, StepPasses):
-    recorded_threads = 1  # the recorded op step's threads (K6's stand-in; __init__ sets it)
-    # (the recorded run, its tries' ops) when the baseline kept an earlier
-    # step (K8; shrink sets it)
-    cut = None
+def new_state(a, printer):
+    """The state of a shrink of the failure folder A.failure_dir (A: the
+    shrink mode's arguments: budget, stress_binary, powerloss_binary,
+    match, ram_dir), lines to PRINTER, its runner bound to it: the
+    recorded run is the best so far.  A usage error when the folder
+    cannot be shrunk; the work folders are made last."""
+    st = ShrinkState(p=printer, dir=os.path.abspath(a.failure_dir), budget=a.budget)
+    mpath = os.path.join(st.dir, "meta.json")
+    st.meta = read_meta(mpath, a.failure_dir)
+    st.failure = st.meta.get("failure")
+    if not st.failure:
+        raise UsageError("%s records no failure: nothing to shrink" % mpath)
+    st.kind = st.failure["kind"]
+    st.match = getattr(a, "match", "kind") or "kind"
+    st.start = os.path.join(st.dir, "start")
+    if not os.path.isdir(st.start):
+        raise UsageError("%s is missing" % st.start)
+    st.bin = {k: os.path.join(st.dir, v) for k, v in st.meta["binaries"].items()}
+    if a.stress_binary:
+        st.bin["@STRESS@"] = os.path.abspath(a.stress_binary)
+    if a.powerloss_binary:
+        st.bin["@POWERLOSS@"] = os.path.abspath(a.powerloss_binary)
+    st.defaults = binary_defaults(st.bin)
+    st.best = recorded_cand(st.meta["steps"], st.failure["step"], st.dir)
+    st.recorded_threads = as_int(opt_get(st.best.op["argv"], "threads"), 2)
+    st.work = make_work_dir(WORK_PREFIX + "shrink-")
+    # K19: deterministic trials in RAM where there is room.
+    root = ram_root(getattr(a, "ram_dir", RAM_DIR))
+    st.ram = make_work_dir(WORK_PREFIX + "shrink-", root) if root else None
+    st.need, st.runs, st.more = NEED, TRIALS, 0
+    st.hang = st.meta.get("hang_seconds", 120)
+    # K14: the ops the database's earlier iterations did (None: a folder
+    # whose meta.json has no db_ops).
+    st.history = 0 if is_fresh(st.best) else st.meta.get("db_ops")
+    st.runner = TrialRunner(st)
+    return st
+
+
+def blank_state():
+    """A state with every field at its default and a runner bound to it:
+    what a Shrinker made without __init__ holds (a test sets its fields)."""
+    st = ShrinkState()
+    st.runner = TrialRunner(st)
+    return st
+
+
+# The functions of a state a Shrinker runs by name (shrinker.p_focus() is
+# tracepass.p_focus(shrinker.state)): the passes and the helpers tests
+# drive one at a time.  The orchestration below calls them directly.
+def takes_state(f):
+    """F is a function whose first argument is a shrink's state."""
+    code = getattr(getattr(f, "__wrapped__", f), "__code__", None)
+    return code is not None and code.co_varnames[:1] == ("state",)
+
+
+BY_NAME = {
+    name: f
+    for m in (trials, steppass, searchpass, tracepass, freshpass, multipass, optpass)
+    for name, f in vars(m).items()
+    if getattr(f, "__module__", None) == m.__name__ and takes_state(f)
+}
+STATE_FIELDS = {f.name for f in fields(ShrinkState)}
+
+
+class Shrinker:
+    """One shrink (K3's order): builds the state of the failure folder
+    (new_state), runs the baseline and the passes on it (shrink, refine,
+    rounds), writes shrunk/ and shrink.json (finish).  It holds the
+    state only: shrinker.X reads the state's field X, its runner's
+    method X or the pass X bound to the state (BY_NAME), and
+    shrinker.X = V sets the runner's method X (a fake attempt or
+    run_once) or the state's field X; a test builds a Shrinker without
+    __init__ and sets the fields a pass reads."""
 
     def __init__(self, a, printer):
-        self.p = printer
-        self.dir = os.path.abspath(a.failure_dir)
-        self.budget = a.budget
-        self.t0 = time.monotonic()
-        mpath = os.path.join(self.dir, "meta.json")
-        self.meta = read_meta(mpath, a.failure_dir)
-        self.failure = self.meta.get("failure")
-        if not self.failure:
-            raise UsageError("%s records no failure: nothing to shrink" % mpath)
-        self.kind = self.failure["kind"]
-        self.match = getattr(a, "match", "kind") or "kind"
-        self.match_why = None  # why the match is by keys when the shrink chose it (K24)
-        self.start = os.path.join(self.dir, "start")
-        if not os.path.isdir(self.start):
-            raise UsageError("%s is missing" % self.start)
-        self.bin = {k: os.path.join(self.dir, v) for k, v in self.meta["binaries"].items()}
-        if a.stress_binary:
-            self.bin["@STRESS@"] = os.path.abspath(a.stress_binary)
-        if a.powerloss_binary:
-            self.bin["@POWERLOSS@"] = os.path.abspath(a.powerloss_binary)
-        self.defaults = binary_defaults(self.bin)
-        self.best = recorded_cand(self.meta["steps"], self.failure["step"], self.dir)
-        self.recorded_threads = as_int(opt_get(self.best.op["argv"], "threads"), 2)
-        self.best_res = None
-        self.log = []  # shrink.json's steps
-        self.aside = []
-        self.work = make_work_dir(WORK_PREFIX + "shrink-")
-        # K19: deterministic trials in RAM where there is room.
-        root = ram_root(getattr(a, "ram_dir", RAM_DIR))
-        self.ram = make_work_dir(WORK_PREFIX + "shrink-", root) if root else None
-        self.ntrial = 0
-        self.made = {}  # K12: the state a create step left, by its argv
-        self.need = NEED
-        # runs per change when not deterministic (K2; MT_TRIALS once K8 kept one)
-        self.trials = TRIALS
-        self.more = 0  # trials added once one failed (MT_MORE once K8 kept one)
-        self.cap = None  # the recorded run's ops: no kept run is larger (K10)
-        self.searched = False  # the one-thread seed search of p_threads ran (once)
-        self.multi_tried = False  # the multi-thread path ran (once)
-        self.multi = None  # what K8 kept: threads, ops per thread, key space, seed, rate
-        # the state the path started from (K20: resume_multi goes back to it)
-        self.multi_from = None
-        self.multi_judged = set()  # the path's candidates judged (their signatures; K20 skips them)
-        self.last_kept = None  # the shrunk run's last step kept on several trials (settle sets it)
-        # (step n, candidate, result) of each run kept that is not deterministic (K8, K2)
-        self.kept_trials = []
-        self.tried = set()  # candidates run already (their signatures: digests)
-        self.hang = self.meta.get("hang_seconds", 120)
-        # K14: the ops the database's earlier iterations did (None: a folder
-        # whose meta.json has no db_ops), and the recorded op step's.
-        self.history = 0 if is_fresh(self.best) else self.meta.get("db_ops")
-        self.orig_ops = None
+        self.state = new_state(a, printer)
 
-    # ---- the passes (K3); the trials that judge them are Trials' ----
+    def __getattr__(self, name):
+        if name == "state":
+            object.__setattr__(self, "state", blank_state())
+            return self.state
+        st = self.state
+        if hasattr(type(st.runner), name) or name in vars(st.runner):
+            return getattr(st.runner, name)
+        if hasattr(st, name):
+            return getattr(st, name)
+        if name in BY_NAME:
+            return functools.partial(BY_NAME[name], st)
+        raise AttributeError("%s: no field, trial or pass of a shrink" % name)
 
-    def p_threads(self):
-        threads = as_int(opt_get(self.best.op["argv"], "threads"), 2)
-        if threads <= 1:
-            return
-        c = self.best.copy()
-        set_threads(c, 1)
-        what = "threads %d -> 1" % threads
-        if not opt_get(c.op["argv"], "trace_ops") and not opt_get(c.op["argv"], "replay_ops"):
-            # Traced: a try K10 refuses is replayed below, and a run kept
-            # is replayed by p_pin.
-            c.op["argv"] = opt_set(c.op["argv"], "trace_ops", "@ITER@/ops.trace")
-            what += ", traced"
-        if self.attempt(what, c, "threads"):
-            return
-        if self.larger_trace:
-            # K10 refused a try that failed (one thread does more ops in
-            # the time than several did): its trace replayed is its run,
-            # reopens where they came (planted bug page-before-wal: pinned
-            # to a failing try's 332,096 ops, 3 reopens spread over the
-            # count, the run passes, as at five other counts; 335,739
-            # fails).
-            c, more = self.replay_of(c, self.larger_trace[1])
-            if c is not None and self.attempt(
-                "%s, %s (a try that failed)" % (what, ", ".join(more)), c, "threads"
-            ):
+    def __setattr__(self, name, value):
+        if name == "state" or hasattr(type(self), name):
+            object.__setattr__(self, name, value)
+        elif hasattr(TrialRunner, name):
+            setattr(self.state.runner, name, value)
+        elif name in STATE_FIELDS or hasattr(ShrinkState, name):
+            setattr(self.state, name, value)
+        else:
+            raise AttributeError("%s: no field of a shrink's state" % name)
+
+    def __delattr__(self, name):
+        # a fake set as above taken back: the runner's own method again
+        for obj in (self.state.runner, self.state):
+            if name in vars(obj) and name not in ("state",) + tuple(STATE_FIELDS):
+                delattr(obj, name)
                 return
-        # A bug rarely needs threads; it needs a schedule: one thread with
-        # other seeds, as many ops as all threads did (K6).
-        if not self.searched and self.one_thread(self.best, (self.best_res or {}).get("ops")):
-            return
-        half = threads // 2
-        if 1 < half < threads:
-            c = self.best.copy()
-            set_threads(c, half)
-            self.attempt("threads %d -> %d" % (threads, half), c, "threads")
+        object.__delattr__(self, name)
 
-    def one_thread(self, start, ops, **kw):
-        """K6: the seed search on START's database, then from a fresh one
-        (K14's search), before K8 looks for a race.  KW: search's."""
-        self.searched = True
-        return self.search(start, ops, **kw) or (
-            self.left() > 0 and not STOP.is_set() and self.fresh_search(start, ops)
-        )
+    def multi_again(self):
+        """K23 on the state, the rounds again on each keep (multipass)."""
+        return multipass.multi_again(self.state, self.rounds)
 
-    def search(
-        self,
-        start,
-        ops,
-        recorded=True,
-        nseeds=SEARCH_SEEDS,
-        share=SEARCH_SHARE,
-        phase="search",
-        what="",
-    ):
-        """K6: one thread where START has several (or where the recorded
-        run did not fail again): its op step with one thread, OPS ops in all
-        (what all threads did), a timed SIGKILL made a crash after the last
-        op or a kill point (endings), traced, run with the recorded seed
-        (unless RECORDED is False) and then SEARCH_SEEDS others until one
-        fails the same way (NSEEDS others at most).  Every seed tried is in
-        shrink.json (its "seed" field); a different failure met is kept
-        aside, never taken (K1).  Spends at most SHARE of the budget
-        left.  PHASE and WHAT: its steps' phase in shrink.json and what
-        their lines say first (p_fresh's search from a fresh database)."""
-        if not ops:
-            ops = 1000  # killed before its first progress note: a guess
-        # No more than SEARCH_MAX_OPS: one thread doing what four did in a
-        # timed run of 277,000 ops takes 16 s a seed (four times that with
-        # room for a kill point), and eight seeds take 114 s of a 300 s
-        # budget.
-        ops = min(ops, SEARCH_MAX_OPS)
-        # A one-thread run recovers at its own speed: a recovery step's
-        # timed SIGKILL would land elsewhere or not at all, so it crashes
-        # once the database is open (K13).
-        start = self.mid_killed(start, "crash_at_end") or start
-        # ... and a failing recovery step's own timer goes (K11): it can
-        # only hide the failure, and with it no trial is deterministic.
-        start = end_unkilled(start) or start
-        # ... and the variants it does not stand on go (K27).
-        start = branch_of(start)[0] or start
-        a = start.op["argv"]
-        if opt_get(a, "replay_ops"):
-            return False
-        base = as_int(opt_get(a, "seed"))
-        seeds = ([base] if recorded else []) + [
-            derive(base, "shrink", "seed", k) for k in range(nseeds)
-        ]
-        stop = time.monotonic() + self.left() * share
-        shapes = [(start, "")]
-        if self.recorded_threads > 1 and as_int(opt_get(a, "acquire_snapshot_one_in")) == 0:
-            # The stand-in: a snapshot the one thread holds now and then
-            # is the reader another thread was.
-            sc = start.copy()
-            sc.op["argv"] = opt_set(
-                sc.op["argv"], "acquire_snapshot_one_in", STANDIN_SNAPSHOT_ONE_IN
-            )
-            shapes.append(
-                (
-                    sc,
-                    "a snapshot held 1 in %d ops (for the other threads' readers), "
-                    % STANDIN_SNAPSHOT_ONE_IN,
-                )
-            )
-        for shape, held in shapes:
-            for seed in seeds:
-                for end, c in endings(shape, ops):
-                    if time.monotonic() >= stop or self.left() <= 0 or STOP.is_set():
-                        return False
-                    c.op["argv"] = opt_set(
-                        opt_set(c.op["argv"], "seed", seed), "trace_ops", "@ITER@/ops.trace"
-                    )
-                    if self.attempt(
-                        "%sone thread, %s%s, traced, seed %d%s"
-                        % (what, held, end, seed, " (the recorded)" if seed == base else ""),
-                        c,
-                        phase,
-                        extra={"seed": seed},
-                    ):
-                        return True
-        return False
+    def settle(self, dest, doc):
+        """The repro of a shrunk run that is not deterministic, the rounds
+        again after a resume (multipass.settle)."""
+        return multipass.settle(self.state, dest, doc, self.refine)
 
     def shrink(self):
-        p = self.p
-        orig = self.best.copy()
+        """The baseline (the recorded run tried again, K2, K24, K10), then
+        refine when a run that fails was found: (whether one was, the
+        recorded run, its baseline's result)."""
+        st = self.state
+        p = st.p
+        orig = st.best.copy()
         p.line(
             "shrink: %s (%s at step %d, %s), budget %g s"
             % (
-                nice_path(self.dir),
-                self.kind,
-                self.failure["step"],
-                self.failure.get("step_name"),
-                self.budget,
+                nice_path(st.dir),
+                st.kind,
+                st.failure["step"],
+                st.failure.get("step_name"),
+                st.budget,
             )
         )
         # Does it come back at all?  A run that is not deterministic gets up
         # to BASELINE_TRIALS tries; its rate sets how many of each later
         # step's trials must fail (K2).
         runs = 1 if orig.deterministic() else BASELINE_TRIALS
-        self.orig, self.base = orig, None  # what finish() reads if a stop cuts the shrink short
-        n0 = len(self.log)
-        ok = self.attempt(
+        st.orig, st.base = orig, None  # what finish() reads if a stop cuts the shrink short
+        n0 = len(st.log)
+        ok = st.runner.attempt(
             "the recorded run, unchanged",
             orig.copy(),
             "baseline",
@@ -703,57 +607,63 @@ class Shrinker(Trials, TracePasses, OptionPasses, FreshPasses, MultiPasses, Step
             need=1,
             at=len(orig.steps) - 1,
         )
-        ok = ok or (runs > 1 and self.by_keys(orig, runs))  # K24
+        ok = ok or (runs > 1 and st.runner.by_keys(orig, runs))  # K24
         # K10: no kept run is larger than the recorded one (its largest
         # try: a timed run's size varies from try to try, and a change
         # that keeps its timer is no larger for a try that ran longer).
-        e = self.log[-1]
+        e = st.log[-1]
         ops = max([o for o in e["ops"] if o] or [0]) or None  # the most a try's op step did
-        self.cap = (
+        st.cap = (
             max(
-                [o for x in self.log[n0:] for o in x["ops_all"] if o]
-                + [(self.best_res or {}).get("ops_all") or 0]
+                [o for x in st.log[n0:] for o in x["ops_all"] if o]
+                + [(st.best_res or {}).get("ops_all") or 0]
             )
-            + self.grown_ops(orig)
+            + st.grown_ops(orig)
         ) or None
         if ok and runs > 1:
-            self.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
-        base = self.best_res
-        self.base = base
-        if ok and len(self.best.steps) < len(orig.steps):
+            st.need = NEED if e["failures"] / e["trials"] >= 0.5 else 1
+        base = st.best_res
+        st.base = base
+        if ok and len(st.best.steps) < len(orig.steps):
             # The tries failed only at an earlier step (K1 cut the later
             # ones): the multi-thread path starts from the recorded steps,
             # whose endings include the crash the cut form lacks and the
             # cut form itself (p_multi).
-            self.cut = (orig, ops)
-        if not ok and runs > 1 and self.left() > 0 and not STOP.is_set():
-            # K6: the recorded run did not come back in its tries: one
-            # thread, other seeds (its ops, what the tries did).
-            p.line(
-                "shrink: the recorded run did not fail again in %d tries: one thread, other seeds"
-                % e["trials"]
-            )
-            ok = self.one_thread(orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE)
-            if (
-                not ok and self.left() > 0 and not STOP.is_set()
-            ):  # ... then several threads, short runs (K8)
-                p.line(
-                    "shrink: no one-thread seed failed the same way: several threads, short runs"
-                )
-                ok = self.p_multi(start=orig, start_ops=ops) or self.sweeps(
-                    orig, ops, "from the recorded run"
-                )
-            base = {
-                "ops": ops,
-                "ops_all": max([o for o in e["ops_all"] if o] or [0]) or None,
-                "seconds": max(e["seconds"] or [None]),
-                "failed_again": False,
-            }
-            self.base = base
-        self.orig_ops = (base or {}).get("ops")
+            st.cut = (orig, ops)
+        if not ok and runs > 1 and st.left() > 0 and not STOP.is_set():
+            ok, base = self.not_failed_again(orig, ops, e)
+        st.orig_ops = (base or {}).get("ops")
         if ok:
             self.refine()
         return ok, orig, base
+
+    def not_failed_again(self, orig, ops, e):
+        """K6 and K8 for the recorded run ORIG that did not fail again in
+        its tries (E: its baseline's entry; OPS: the most a try's op step
+        did): one thread, other seeds, then several threads, short runs.
+        Returns (whether one was kept, the baseline's result)."""
+        st, p = self.state, self.state.p
+        # K6: the recorded run did not come back in its tries: one
+        # thread, other seeds (its ops, what the tries did).
+        p.line(
+            "shrink: the recorded run did not fail again in %d tries: one thread, other seeds"
+            % e["trials"]
+        )
+        ok = freshpass.one_thread(st, orig, ops, nseeds=FALLBACK_SEEDS, share=FALLBACK_SHARE).kept
+        if not ok and st.left() > 0 and not STOP.is_set():  # ... then several threads (K8)
+            p.line("shrink: no one-thread seed failed the same way: several threads, short runs")
+            ok = (
+                multipass.p_multi(st, start=orig, start_ops=ops).kept
+                or multipass.sweeps(st, orig, ops, "from the recorded run").kept
+            )
+        base = {
+            "ops": ops,
+            "ops_all": max([o for o in e["ops_all"] if o] or [0]) or None,
+            "seconds": max(e["seconds"] or [None]),
+            "failed_again": False,
+        }
+        st.base = base
+        return ok, base
 
     def refine(self):
         """Everything after a run that fails was found: rounds until one
@@ -763,27 +673,27 @@ class Shrinker(Trials, TracePasses, OptionPasses, FreshPasses, MultiPasses, Step
         self.rounds()
         self.multi_again()
         for step in (
-            self.p_replay,
-            self.p_focus,
-            self.p_ddmin,
-            self.p_fold_create,
-            self.p_faults_off,
-            self.p_ddmin,
-            self.p_values,
+            tracepass.p_replay,
+            tracepass.p_focus,
+            tracepass.p_ddmin,
+            freshpass.p_fold_create,
+            tracepass.p_faults_off,
+            tracepass.p_ddmin,
+            tracepass.p_values,
         ):
-            if self.left() <= 0 or STOP.is_set():
+            if self.state.left() <= 0 or STOP.is_set():
                 break
-            step()
+            step(self.state)
 
     def rounds(self):
         """round_steps again while a round keeps something, three at most."""
         for _ in range(3):
-            kept = sum(1 for e in self.log if e["verdict"] == "kept")
+            kept = sum(1 for e in self.state.log if e["verdict"] == "kept")
             for step in self.round_steps():
-                if self.left() <= 0 or STOP.is_set():
+                if self.state.left() <= 0 or STOP.is_set():
                     break
-                step()
-            if kept == sum(1 for e in self.log if e["verdict"] == "kept"):
+                step(self.state)
+            if kept == sum(1 for e in self.state.log if e["verdict"] == "kept"):
                 break
 
     def round_steps(self):
@@ -805,42 +715,43 @@ class Shrinker(Trials, TracePasses, OptionPasses, FreshPasses, MultiPasses, Step
         in 5, and without the second p_branches every one of delta
         debugging's trials runs variant 0's recovery)."""
         return (
-            self.p_branches,
-            self.p_hang,
-            self.p_end_kill,
-            self.p_mid_kill,
-            self.p_threads,
-            self.p_multi,
-            self.p_pin,
-            self.p_fresh,
-            self.p_trace,
-            self.p_crash_end,
-            self.p_end_kill,
-            self.p_branches,
-            self.p_ops,
-            self.p_timer,
-            self.p_short,
-            self.p_replay,
-            self.p_focus,
-            self.p_untied,
-            self.p_volume,
-            lambda: self.p_ddmin(DDMIN_ROUND_SHARE),
-            self.p_classes,
-            self.p_kill,
-            self.p_rates,
-            self.p_mix,
-            self.p_fresh,
-            self.p_create,
-            self.p_history,
-            self.p_keys,
-            self.p_options,
-            self.p_powerloss,
+            steppass.p_branches,
+            trials.p_hang,
+            steppass.p_end_kill,
+            steppass.p_mid_kill,
+            optpass.p_threads,
+            multipass.p_multi,
+            optpass.p_pin,
+            freshpass.p_fresh,
+            optpass.p_trace,
+            steppass.p_crash_end,
+            steppass.p_end_kill,
+            steppass.p_branches,
+            optpass.p_ops,
+            optpass.p_timer,
+            optpass.p_short,
+            tracepass.p_replay,
+            tracepass.p_focus,
+            optpass.p_untied,
+            tracepass.p_volume,
+            lambda state: tracepass.p_ddmin(state, DDMIN_ROUND_SHARE),
+            optpass.p_classes,
+            optpass.p_kill,
+            optpass.p_rates,
+            optpass.p_mix,
+            freshpass.p_fresh,
+            freshpass.p_create,
+            freshpass.p_history,
+            optpass.p_keys,
+            optpass.p_options,
+            steppass.p_powerloss,
         )
 
     def finish(self, ok, orig, base):
         """The shrink's end: shrunk/ written and its repro tried when OK,
         shrink.json written, the work folders removed: (exit code, the
         shrink.json document)."""
+        st = self.state
         doc = self.shrink_doc(ok, orig, base)
         rc = EXIT_FAIL
         stopped = STOP.is_set()
@@ -850,20 +761,20 @@ class Shrinker(Trials, TracePasses, OptionPasses, FreshPasses, MultiPasses, Step
             self.write_shrunk(doc, stopped)
             rc = EXIT_PASS
         elif stopped:
-            self.p.line(
+            st.p.line(
                 "shrink: interrupted before the recorded run failed again (%s): nothing kept"
-                % self.kind
+                % st.kind
             )
         else:
-            self.p.line(
-                "shrink: the recorded run did not fail again (%s): nothing to shrink" % self.kind
+            st.p.line(
+                "shrink: the recorded run did not fail again (%s): nothing to shrink" % st.kind
             )
-        doc["elapsed_s"] = round(time.monotonic() - self.t0, 3)
-        doc["ram_dir"] = os.path.dirname(self.ram) if self.ram else None
-        write_json(os.path.join(self.dir, "shrink.json"), doc)
+        doc["elapsed_s"] = round(time.monotonic() - st.t0, 3)
+        doc["ram_dir"] = os.path.dirname(st.ram) if st.ram else None
+        write_json(os.path.join(st.dir, "shrink.json"), doc)
         self.cleanup()
         if stopped:
-            self.p.line(
+            st.p.line(
                 "shrink: INTERRUPTED: shrink.json%s hold what was found so far"
                 % (" and shrunk/" if ok else "")
             )
@@ -873,19 +784,20 @@ class Shrinker(Trials, TracePasses, OptionPasses, FreshPasses, MultiPasses, Step
     def shrink_doc(self, ok, orig, base):
         """shrink.json's document before its shrunk run: the failure, the
         original run ORIG (BASE: its baseline's result), every step tried."""
+        st = self.state
         return {
             "tool": "crashtest.py",
             "mode": "shrink",
-            "failure_dir": nice_path(self.dir),
-            "kind": self.kind,
-            "budget_s": self.budget,
-            "match": self.match,
-            "match_why": self.match_why,
-            "trials_per_step_when_not_deterministic": self.trials,
-            "need_per_step_when_not_deterministic": self.need,
+            "failure_dir": nice_path(st.dir),
+            "kind": st.kind,
+            "budget_s": st.budget,
+            "match": st.match,
+            "match_why": st.match_why,
+            "trials_per_step_when_not_deterministic": st.runs,
+            "need_per_step_when_not_deterministic": st.need,
             "failing_key": failing_key(
-                (self.meta["steps"][self.failure["step"]].get("result") or {}).get("output_tail"),
-                self.kind,
+                (st.meta["steps"][st.failure["step"]].get("result") or {}).get("output_tail"),
+                st.kind,
             ),
             # 0 is a size when the op step's is known (a kill point in
             # the open, before any op: checksum-skips-last-byte's), else
@@ -895,57 +807,58 @@ class Shrinker(Trials, TracePasses, OptionPasses, FreshPasses, MultiPasses, Step
                 orig.measures(),
                 ops=grown(
                     (base or {}).get("ops_all") or (0 if (base or {}).get("ops") == 0 else None),
-                    self.grown_ops(orig),
+                    st.grown_ops(orig),
                 ),
                 op_step_ops=(base or {}).get("ops"),
-                start_ops=self.history,
+                start_ops=st.history,
                 seconds=(base or {}).get("seconds"),
                 failed_again=(base or {}).get("failed_again", bool(ok)),
             ),
-            "seeds_tried": list(dict.fromkeys(e["seed"] for e in self.log if "seed" in e)),
-            "steps": self.log,
-            "aside": self.aside,
+            "seeds_tried": list(dict.fromkeys(e["seed"] for e in st.log if "seed" in e)),
+            "steps": st.log,
+            "aside": st.aside,
         }
 
     def write_shrunk(self, doc, stopped):
         """The kept run written to shrunk/, its repro tried (unless
         STOPPED), DOC's "shrunk", "multi" and "command" set and the
         result printed; returns None."""
-        dest = os.path.join(self.dir, "shrunk")
+        st = self.state
+        dest = os.path.join(st.dir, "shrunk")
         shutil.rmtree(dest, ignore_errors=True)
-        self.write_folder(dest, self.best, self.best_res)
+        st.runner.write_folder(dest, st.best, st.best_res)
         times, repro_ok, tries = self.shrunk_repro(dest, doc, stopped)
-        ops = self.best_res.get("ops")
-        if self.best.trace is not None:
-            ops = len(self.best.trace)
+        ops = st.best_res.get("ops")
+        if st.best.trace is not None:
+            ops = len(st.best.trace)
         # The run's size: every stress step's ops, its op step's as above.
         ops_all = (
-            (self.best_res.get("ops_all") or 0)
-            - (self.best_res.get("ops") or 0)
+            (st.best_res.get("ops_all") or 0)
+            - (st.best_res.get("ops") or 0)
             + (ops or 0)
-            + self.grown_ops(self.best)
+            + st.grown_ops(st.best)
         )
         doc["shrunk"] = dict(
-            self.best.measures(),
+            st.best.measures(),
             ops=ops_all,
             op_step_ops=ops,
-            judged_as=self.best_res["kind"],
-            start_ops=0 if is_fresh(self.best) else self.history,
-            seconds=self.best_res.get("seconds"),
+            judged_as=st.best_res["kind"],
+            start_ops=0 if is_fresh(st.best) else st.history,
+            seconds=st.best_res.get("seconds"),
             path=nice_path(dest),
             repro_seconds=times,
             repro_reproduced="%d of %d" % (repro_ok, tries),
         )
         if stopped:
             doc["shrunk"]["repro_reproduced"] = "not tried: interrupted"
-        if self.multi:
-            doc["multi"] = dict(self.multi, trials_per_step=MT_TRIALS, need=MT_NEED)
-        if not self.best.deterministic() and self.last_kept:
+        if st.multi:
+            doc["multi"] = dict(st.multi, trials_per_step=MT_TRIALS, need=MT_NEED)
+        if not st.best.deterministic() and st.last_kept:
             # The failure rate of the shrunk run over the trials of its
             # kept steps (K2, K8): each step's are in "steps".
             doc["shrunk"]["last_kept_rate"] = "%d of %d" % (
-                self.last_kept["failures"],
-                self.last_kept["trials"],
+                st.last_kept["failures"],
+                st.last_kept["trials"],
             )
         doc["command"] = "%s repro %s" % (
             nice_path(os.path.join(REPO, "crashtest.py")),
@@ -962,10 +875,10 @@ class Shrinker(Trials, TracePasses, OptionPasses, FreshPasses, MultiPasses, Step
             # the smallest run kept so far, its repro not tried: nothing more
             # runs after a stop
             pass
-        elif not self.best.deterministic():
+        elif not self.state.best.deterministic():
             times, repro_ok, tries = self.settle(dest, doc) or (times, repro_ok, tries)
         if (
-            self.best.deterministic() and not stopped
+            self.state.best.deterministic() and not stopped
         ):  # (also what a resume of the multi-thread path kept: K20)
             for _ in range(3):
                 t0 = time.monotonic()
@@ -984,12 +897,13 @@ class Shrinker(Trials, TracePasses, OptionPasses, FreshPasses, MultiPasses, Step
     def print_shrunk(self, doc, dest, times):
         """The shrink's result lines: the original and shrunk sizes, the
         grown database's ops, the repro command and the op step; returns None."""
+        st = self.state
         o, s = doc["original"], doc["shrunk"]
-        self.p.line(
+        st.p.line(
             "shrink: %s: threads %s -> %s, ops %s -> %s (op step %s -> %s), fault classes %s -> "
             "%s, steps %s -> %s; repro %s s (reproduced %s)"
             % (
-                self.kind,
+                st.kind,
                 o["threads"],
                 s["threads"],
                 o["ops"],
@@ -1004,28 +918,28 @@ class Shrinker(Trials, TracePasses, OptionPasses, FreshPasses, MultiPasses, Step
                 s["repro_reproduced"],
             )
         )
-        if self.history:
-            self.p.line(
+        if st.history:
+            st.p.line(
                 "shrink: the recorded run's database was grown by %d ops of earlier iterations, "
                 "counted in its size; the shrunk run %s"
                 % (
-                    self.history,
+                    st.history,
                     "starts from a fresh database"
-                    if is_fresh(self.best)
+                    if is_fresh(st.best)
                     else "starts from that database: they count in its size too",
                 )
             )
-        self.p.line("shrink: %s" % doc["command"])
+        st.p.line("shrink: %s" % doc["command"])
         env = {
             "@STATE@": "STATE",
             "@ITER@": "ITER",
             "@FOLDER@": nice_path(dest),
             "@STRESS@": nice_path(os.path.join(dest, "bin", "stress")),
         }
-        self.p.line("shrink: its op step: %s" % shlex.join(subst(self.best.op["argv"], env)))
+        st.p.line("shrink: its op step: %s" % shlex.join(subst(st.best.op["argv"], env)))
 
     def cleanup(self):
-        for d in (self.work, self.ram):
+        for d in (self.state.work, self.state.ram):
             if d:
                 remove_work_dir(d)
 
@@ -1063,10 +977,11 @@ def shrink_folder(
     try:
         ok, orig, base = s.shrink()
     except Stopped:  # SIGINT, SIGTERM: the best run so far is still written
-        if getattr(s, "orig", None) is None:
+        st = s.state
+        if st.orig is None:
             s.cleanup()
             raise
-        ok, orig, base = s.best_res is not None, s.orig, s.base
+        ok, orig, base = st.best_res is not None, st.orig, st.base
     except BaseException:
         s.cleanup()
         raise

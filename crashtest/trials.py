@@ -1,14 +1,11 @@
 """The trials of a shrink (crashtest.py shrink; shrink.py has the rules,
-K1-K24, and the passes): one candidate replayed on a copy of the failure's
-start snapshot by the Executor that ran it, judged the same way, kept when
-it fails the same way often enough (K1, K2, K8, K10), a different failure
-kept aside; the folders repro reads, and repro's count of a shrunk run
-that is not deterministic.
-
-Trials is the Shrinker's base: it holds no state of its own; the
-Shrinker's __init__ sets what these use (budget, t0, work, start, bin,
-hang, kind, match, match_why, best, best_res, log, tried, aside, need, trials, more,
-cap, multi, kept_trials, ntrial, made, meta, dir, p)."""
+K1-K28, and the order of the passes): TrialRunner, the state's runner
+(shrinkstate.py), replays one candidate on a copy of the failure's start
+snapshot by the Executor that ran it, judges it the same way, keeps it
+when it fails the same way often enough (K1, K2, K8, K10) and keeps a
+different failure aside; it writes the folders repro reads and counts
+the tries of a shrunk run's repro that is not deterministic.  p_hang,
+the pass on a hang's watchdog (K18), is here too."""
 
 import math
 import os
@@ -20,7 +17,6 @@ import time
 from fractions import Fraction
 
 from .cand import (
-    is_fresh,
     opt_get,
     opt_set,
     ops_of,
@@ -35,6 +31,7 @@ from .executor import Executor, subst
 from .judge import HARNESS_KINDS, shows_kind
 from .params import FAULT_OPTIONS
 from .procs import STOP, die_with_parent
+from .shrinkstate import shrink_pass
 
 MAX_ASIDE = 5  # different failures kept aside (K1)
 # repro of a shrunk run that is not deterministic (K8): at least this
@@ -132,64 +129,55 @@ def trial_paths(t):
     return {"@STATE@": os.path.join(t, "state"), "@ITER@": os.path.join(t, "iter"), "@FOLDER@": t}
 
 
-class Trials:
-    # the ops that grew the recorded run's database (K14; the Shrinker's __init__
-    # sets it)
-    history = 0
-    multi = None  # what the multi-thread path kept, its step among them (K8; multipass sets it)
-    hung = ()  # the changes (attempt's WHAT) a trial of which hung, the failure another kind (K25)
-    # (ops, path): the last attempt's smallest traced try that K10 refused
-    # (p_threads)
-    larger_trace = None
+@shrink_pass
+def p_hang(state):
+    """K18: for a hang, every stress step's --hang_seconds down to
+    HANG_SECONDS, the smallest that still hangs kept: each later trial
+    that hangs ends that much sooner, and so does the shrunk run's
+    repro.  Only for the kind hang; the Executor's own guard stays."""
+    if state.kind != "hang":
+        return
+    for h in HANG_SECONDS:
+        now = min(
+            int(opt_get(s["argv"], "hang_seconds") or state.hang) for s in state.best.stress_steps()
+        )
+        if h >= now or state.left() <= 0 or STOP.is_set():
+            continue
+        c = state.best.copy()
+        for s in c.stress_steps():
+            s["argv"] = opt_set(s["argv"], "hang_seconds", h)
+        state.runner.attempt("hang_seconds %d -> %d (the watchdog sooner)" % (now, h), c, "hang")
 
-    def p_hang(self):
-        """K18: for a hang, every stress step's --hang_seconds down to
-        HANG_SECONDS, the smallest that still hangs kept: each later trial
-        that hangs ends that much sooner, and so does the shrunk run's
-        repro.  Only for the kind hang; the Executor's own guard stays."""
-        if self.kind != "hang":
-            return
-        for h in HANG_SECONDS:
-            now = min(
-                int(opt_get(s["argv"], "hang_seconds") or self.hang)
-                for s in self.best.stress_steps()
-            )
-            if h >= now or self.left() <= 0 or STOP.is_set():
-                continue
-            c = self.best.copy()
-            for s in c.stress_steps():
-                s["argv"] = opt_set(s["argv"], "hang_seconds", h)
-            self.attempt("hang_seconds %d -> %d (the watchdog sooner)" % (now, h), c, "hang")
 
-    def grown_ops(self, cand):
-        """The ops that grew the database CAND starts from: none for a fresh
-        one, else the recorded run's earlier iterations' (K14)."""
-        return 0 if is_fresh(cand) else self.history or 0
+class TrialRunner:
+    """The trials of one shrink, bound to its state (shrinkstate.ShrinkState,
+    whose runner it is): a candidate replayed and judged (run_once,
+    attempt), a different failure kept aside, the folders repro reads and
+    the repro of a shrunk run.  It holds nothing but the state: what a
+    trial changes (best, best_res, log, aside, tried, hung, larger_trace,
+    ntrial, made, kept_trials, match) is the state's, declared there."""
 
-    def size(self, cand, r):
-        """The size of CAND's run R: its stress steps' ops and the ops that
-        grew its database (K14)."""
-        return (r.get("ops_all") or 0) + self.grown_ops(cand)
-
-    def left(self):
-        return self.budget - (time.monotonic() - self.t0)
+    def __init__(self, state):
+        self.state = state
 
     def run_once(self, cand):
         """Replay CAND once on a copy of the start: {'kind', 'step', 'ops',
         'seconds', 'diverged', 'dir', 'results', 'failure'}."""
-        self.ntrial += 1
-        t = os.path.join(self.trial_root(cand), "t%04d" % self.ntrial)
+        self.state.ntrial += 1
+        t = os.path.join(self.trial_root(cand), "t%04d" % self.state.ntrial)
         os.makedirs(os.path.join(t, "iter"))
         if cand.fresh:
             os.makedirs(os.path.join(t, "state"))
         else:
-            shutil.copytree(self.start, os.path.join(t, "state"), symlinks=True)
+            shutil.copytree(self.state.start, os.path.join(t, "state"), symlinks=True)
         if cand.trace is not None:
             write_trace(os.path.join(t, "ops.trace"), cand.trace)
-        env = dict(trial_paths(t), **self.bin)
+        env = dict(trial_paths(t), **self.state.bin)
         # Stopped a minute past the budget: a slow trial is an error, not
         # a failure of the run (a hang needs the watchdog's no progress).
-        ex = Executor(env, self.hang, deadline=time.monotonic() + self.left() + DEADLINE_GRACE)
+        ex = Executor(
+            env, self.state.hang, deadline=time.monotonic() + self.state.left() + DEADLINE_GRACE
+        )
         # ops: the op step's; ops_all: every stress step's (a create step's
         # too), the run's size that original and shrunk are compared by.
         res = {
@@ -205,7 +193,7 @@ class Trials:
         t0 = time.monotonic()
         for n, step in enumerate(cand.steps):
             key = made_key(cand, n, step)
-            if key in self.made:
+            if key in self.state.made:
                 r = self.made_again(key, t, ex, n, step)
             else:
                 r = ex.run(n, step)
@@ -250,24 +238,24 @@ class Trials:
     def trial_root(self, cand):
         """Where a trial of CAND runs (K19): the RAM directory for a
         deterministic one while it has room, else the work directory."""
-        if self.ram and cand.deterministic() and ram_room(self.ram):
-            return self.ram
-        return self.work
+        if self.state.ram and cand.deterministic() and ram_room(self.state.ram):
+            return self.state.ram
+        return self.state.work
 
     def keep_made(self, key, t, r, step):
         """K12: the state a deterministic create step left, kept for the
         trials that run the same step again (most of them: delta
         debugging changes only the op step); next to the trial that made
         it (K19)."""
-        d = os.path.join(os.path.dirname(t), "made%d" % len(self.made))
+        d = os.path.join(os.path.dirname(t), "made%d" % len(self.state.made))
         shutil.copytree(os.path.join(t, "state"), os.path.join(d, "state"), symlinks=True)
         src = subst(step["dir"], {"@ITER@": os.path.join(t, "iter")})
         if os.path.isdir(src):
             shutil.copytree(src, os.path.join(d, "step"), symlinks=True)
-        self.made[key] = (d, r)
+        self.state.made[key] = (d, r)
 
     def made_again(self, key, t, ex, n, step):
-        d, r = self.made[key]
+        d, r = self.state.made[key]
         shutil.rmtree(os.path.join(t, "state"), ignore_errors=True)
         shutil.copytree(os.path.join(d, "state"), os.path.join(t, "state"), symlinks=True)
         if os.path.isdir(os.path.join(d, "step")):
@@ -284,27 +272,27 @@ class Trials:
         if (
             not cand.op_traced()
             or not os.path.isfile(src)
-            or (self.larger_trace and self.larger_trace[0] <= (r["ops"] or 0))
+            or (self.state.larger_trace and self.state.larger_trace[0] <= (r["ops"] or 0))
         ):
             return
-        dst = os.path.join(self.work, "larger.trace")
+        dst = os.path.join(self.state.work, "larger.trace")
         shutil.copyfile(src, dst)
-        self.larger_trace = (r["ops"] or 0, dst)
+        self.state.larger_trace = (r["ops"] or 0, dst)
 
     def new_attempt(self, what, cand, runs):
         """Whether CAND is worth trials: False for no change, a run tried
         and rejected, a change that hung (K25), or no budget left; True
         after recording its signature as tried."""
-        if self.left() <= 0 or STOP.is_set():
+        if self.state.left() <= 0 or STOP.is_set():
             return False
         sig = signature(cand)
-        if runs is None and sig == signature(self.best):
+        if runs is None and sig == signature(self.state.best):
             return False  # no change
-        if sig in self.tried and runs is None:
+        if sig in self.state.tried and runs is None:
             return False  # the same run was tried and rejected
-        if what in self.hung and runs is None:
+        if what in self.state.hung and runs is None:
             return False  # K25: this change hung before, in an earlier round
-        self.tried.add(sig)
+        self.state.tried.add(sig)
         return True
 
     def run_trials(self, what, cand, phase, runs, need, better, more, at):
@@ -318,7 +306,7 @@ class Trials:
             early = at is not None and kept_res is not None and kept_res["step"] < at
             if (
                 len(results) >= most
-                or self.left() <= 0
+                or self.state.left() <= 0
                 or STOP.is_set()
                 or (fails >= need and not early)
                 or len(results) - fails > most - need
@@ -329,13 +317,13 @@ class Trials:
             if (
                 self.same(r)
                 and phase != "baseline"
-                and self.cap
-                and self.size(cand, r) > self.cap
+                and self.state.cap
+                and self.state.size(cand, r) > self.state.cap
                 and not cand.deterministic()
             ):
                 why = "fails the same way, but larger than the recorded run (%d ops; it had %d)" % (
-                    self.size(cand, r),
-                    self.cap,
+                    self.state.size(cand, r),
+                    self.state.cap,
                 )
                 larger.append(r["ops"])
                 self.keep_larger_trace(cand, r)
@@ -353,14 +341,14 @@ class Trials:
                     # --hang_seconds, 60 s in a nightly run, and the
                     # Executor's guard after it): no more trials of this
                     # change, and it is not tried again in a later round.
-                    self.hung = set(self.hung) | {what}
+                    self.state.hung = set(self.state.hung) | {what}
                     break
             elif r["kind"] in HARNESS_KINDS:
                 why = "error: %s" % (r["failure"] or {}).get("message", "")[:200]
                 if (r["failure"] or {}).get("out_of_time"):
                     # K25 too: a trial too slow for its step's time (a
                     # pinned run that fsyncs every commit) costs that time.
-                    self.hung = set(self.hung) | {what}
+                    self.state.hung = set(self.state.hung) | {what}
                     break
             elif r["diverged"]:
                 why = "diverged: " + r["diverged"]
@@ -371,14 +359,16 @@ class Trials:
     def attempt_entry(self, what, cand, phase, kept, why, fails, results, larger, extra, at):
         """shrink.json's record of one attempt (its trials, verdict, why): the dict."""
         entry = {
-            "n": len(self.log),
+            "n": len(self.state.log),
             "phase": phase,
             "what": what,
             "trials": len(results),
             "failures": fails,
             "rate": round(fails / len(results), 3) if results else None,
             "verdict": "kept" if kept else "rejected",
-            "why": "fails the same way (%s)" % self.kind if kept else (why or "out of budget"),
+            "why": "fails the same way (%s)" % self.state.kind
+            if kept
+            else (why or "out of budget"),
             "seconds": [r["seconds"] for r in results],
             "ops": [r["ops"] for r in results],
             "ops_all": [r["ops_all"] for r in results],
@@ -394,9 +384,9 @@ class Trials:
             entry[
                 "larger_ops"
             ] = larger  # the op steps of the trials K10 refused (p_threads replays one)
-        if any(r["kind"] and r["kind"] != self.kind for r in results):
+        if any(r["kind"] and r["kind"] != self.state.kind for r in results):
             entry["other_kinds"] = sorted(
-                set(r["kind"] for r in results if r["kind"] and r["kind"] != self.kind)
+                set(r["kind"] for r in results if r["kind"] and r["kind"] != self.state.kind)
             )
             # The failure's own kind may still be among such a trial's keys
             # (a judge names the first of FAILURE_KEYS): said, never taken (K1).
@@ -404,8 +394,8 @@ class Trials:
                 1
                 for r in results
                 if r["kind"]
-                and r["kind"] != self.kind
-                and self.kind in ((r["failure"] or {}).get("keys") or [])
+                and r["kind"] != self.state.kind
+                and self.state.kind in ((r["failure"] or {}).get("keys") or [])
             )
             if among:
                 entry["kind_among_other_keys"] = among
@@ -419,22 +409,22 @@ class Trials:
         a trial's result), when BETTER holds for it too.  A trial of a
         candidate that is not deterministic with more ops than the recorded
         run (K10) does not count as failing the same way.
-        MORE (default: self.more): trials added once one of RUNS failed but
+        MORE (default: self.state.more): trials added once one of RUNS failed but
         fewer than NEED did (K8).  AT (the baseline's: the recorded failing
         step): a trial that fails the same way at an earlier step counts,
         but the trials go on, up to RUNS, for one that fails at AT, which
         is kept instead (K1 would cut the steps after an earlier one: the
         shrink would start from a form of the failure the recorded run did
         not show).  Returns True if kept."""
-        self.larger_trace = None
+        self.state.larger_trace = None
         if not self.new_attempt(what, cand, runs):
             return False
         if runs is None:
-            runs = 1 if cand.deterministic() else self.trials
+            runs = 1 if cand.deterministic() else self.state.runs
         if need is None:
-            need = 1 if runs == 1 else self.need
+            need = 1 if runs == 1 else self.state.need
         if more is None:
-            more = self.more if runs > 1 else 0
+            more = self.state.more if runs > 1 else 0
         fails, results, why, larger, kept_res = self.run_trials(
             what, cand, phase, runs, need, better, more, at
         )
@@ -448,8 +438,8 @@ class Trials:
         if kept and left is None:
             kept, why = False, "the failure shows before any workload step"
         entry = self.attempt_entry(what, cand, phase, kept, why, fails, results, larger, extra, at)
-        self.log.append(entry)
-        self.p.line(
+        self.state.log.append(entry)
+        self.state.p.line(
             "shrink: %-8s %-60s %s (%d/%d)%s"
             % (
                 phase,
@@ -461,12 +451,12 @@ class Trials:
             )
         )
         if kept:
-            if self.best_res and self.best_res is not kept_res:
-                shutil.rmtree(self.best_res["dir"], ignore_errors=True)
+            if self.state.best_res and self.state.best_res is not kept_res:
+                shutil.rmtree(self.state.best_res["dir"], ignore_errors=True)
             cand = left
-            self.best, self.best_res = cand, kept_res
+            self.state.best, self.state.best_res = cand, kept_res
             if not cand.deterministic():
-                self.kept_trials.append((entry["n"], cand.copy(), kept_res))
+                self.state.kept_trials.append((entry["n"], cand.copy(), kept_res))
         for r in results:
             if r is not kept_res:
                 shutil.rmtree(r["dir"], ignore_errors=True)
@@ -477,7 +467,9 @@ class Trials:
         --match keys, with the kind among its failure keys too (a judge
         names the first of FAILURE_KEYS: a bug that shows as false_alarm
         and wrong_value at once is a wrong_value)."""
-        return shows_kind(dict(r["failure"] or {}, kind=r["kind"]), self.kind, self.match)
+        return shows_kind(
+            dict(r["failure"] or {}, kind=r["kind"]), self.state.kind, self.state.match
+        )
 
     def by_keys(self, orig, runs):
         """K24: after a baseline of ORIG in RUNS tries of which none failed
@@ -485,21 +477,21 @@ class Trials:
         keys, the match goes by keys (K1) and ORIG is tried again so.
         True when it failed the same way; False at once when the match was
         by keys already or no try had the kind among its keys."""
-        e = self.log[-1]
+        e = self.state.log[-1]
         among = e.get("kind_among_other_keys") or 0
-        if not among or self.match == "keys" or self.left() <= 0 or STOP.is_set():
+        if not among or self.state.match == "keys" or self.state.left() <= 0 or STOP.is_set():
             return False
-        self.match = "keys"
-        self.match_why = (
+        self.state.match = "keys"
+        self.state.match_why = (
             "the recorded run failed again only as %s, with %s among the keys in %d of %d tries"
-            % (" or ".join(e["other_kinds"]), self.kind, among, e["trials"])
+            % (" or ".join(e["other_kinds"]), self.state.kind, among, e["trials"])
         )
-        self.p.line(
+        self.state.p.line(
             "shrink: %s: a trial whose failure keys include %s fails the same way from here on "
-            "(K24)" % (self.match_why, self.kind)
+            "(K24)" % (self.state.match_why, self.state.kind)
         )
         return self.attempt(
-            "the recorded run, unchanged, %s among its keys (K24)" % self.kind,
+            "the recorded run, unchanged, %s among its keys (K24)" % self.state.kind,
             orig.copy(),
             "baseline",
             runs=runs,
@@ -508,13 +500,13 @@ class Trials:
         )
 
     def keep_aside(self, cand, r):
-        if len(self.aside) >= MAX_ASIDE:
+        if len(self.state.aside) >= MAX_ASIDE:
             return
-        dest = os.path.join(self.dir, "shrink-aside", str(len(self.aside)))
+        dest = os.path.join(self.state.dir, "shrink-aside", str(len(self.state.aside)))
         shutil.rmtree(dest, ignore_errors=True)
         self.write_folder(dest, cand, r)
-        self.aside.append({"path": nice_path(dest), "kind": r["kind"], "step": r["step"]})
-        self.p.line(
+        self.state.aside.append({"path": nice_path(dest), "kind": r["kind"], "step": r["step"]})
+        self.state.p.line(
             "shrink: a different failure (%s) kept aside: %s" % (r["kind"], nice_path(dest))
         )
 
@@ -525,10 +517,10 @@ class Trials:
         if cand.fresh:
             os.makedirs(os.path.join(dest, "start"))
         else:
-            shutil.copytree(self.start, os.path.join(dest, "start"), symlinks=True)
+            shutil.copytree(self.state.start, os.path.join(dest, "start"), symlinks=True)
         os.makedirs(os.path.join(dest, "bin"))
         for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
-            shutil.copy2(self.bin[k], os.path.join(dest, "bin", name))
+            shutil.copy2(self.state.bin[k], os.path.join(dest, "bin", name))
         if cand.trace is not None:
             write_trace(os.path.join(dest, "ops.trace"), cand.trace)
         steps = []
@@ -539,19 +531,19 @@ class Trials:
             if res and res.get("outcome") == "crashed" and crashed is None:
                 crashed = n
         failure = r["failure"]
-        if r["kind"] != self.kind and self.same(r):
+        if r["kind"] != self.state.kind and self.same(r):
             # A match by keys (K1, K24): the folder is the kind's, and its
             # repro looks for the kind among the keys too.
-            failure = dict(failure, kind=self.kind, judged_as=r["kind"], match="keys")
-        meta = dict(self.meta)
+            failure = dict(failure, kind=self.state.kind, judged_as=r["kind"], match="keys")
+        meta = dict(self.state.meta)
         meta.update(
             {
-                "id": self.meta["id"] + "-shrunk",
+                "id": self.state.meta["id"] + "-shrunk",
                 "steps": steps,
                 "failure": failure,
                 "crashed_after_step": crashed,
                 "replay_from": "start",
-                "shrunk_from": self.meta["id"],
+                "shrunk_from": self.state.meta["id"],
                 "binaries": {"@STRESS@": "bin/stress", "@POWERLOSS@": "bin/powerloss"},
             }
         )
@@ -561,15 +553,13 @@ class Trials:
         for k, name in (("@STRESS@", "stress"), ("@POWERLOSS@", "powerloss")):
             build[name] = dict(
                 {x: v for x, v in (build.get(name) or {}).items() if x != "mtime"},
-                path=self.bin[k],
-                sha256=sha256_of(self.bin[k]),
+                path=self.state.bin[k],
+                sha256=sha256_of(self.state.bin[k]),
             )
         meta["build"] = build
         if not cand.deterministic():
             meta["repro_tries"] = self.repro_tries()  # repro prints the rate over these (K8)
         write_json(os.path.join(dest, "meta.json"), meta)
-
-    # ---- the passes (K3) ----
 
     def repro_tries(self):
         """How many times repro replays a shrunk run that is not
@@ -577,7 +567,11 @@ class Trials:
         reproduce at the observed rate (the least of K8's keep with its
         confirmation and the last step kept with several trials), at most
         MT_REPRO_MAX."""
-        rates = [Fraction(self.multi["failures"], self.multi["trials"])] if self.multi else []
+        rates = (
+            [Fraction(self.state.multi["failures"], self.state.multi["trials"])]
+            if self.state.multi
+            else []
+        )
         last = self.last_kept_on_trials()
         if last:
             rates.append(Fraction(last["failures"], last["trials"]))
@@ -590,7 +584,8 @@ class Trials:
         """The last step kept on several trials (its shrink.json entry),
         or None: the observed rate of a run that is not deterministic."""
         return next(
-            (e for e in reversed(self.log) if e["verdict"] == "kept" and e["trials"] > 1), None
+            (e for e in reversed(self.state.log) if e["verdict"] == "kept" and e["trials"] > 1),
+            None,
         )
 
     def repro_rate(self, dest):
@@ -609,10 +604,10 @@ class Trials:
     def step_back(self, dest, first, need, most, recorded=True, smaller=True):
         """The shrunk run that is not deterministic reproduced FIRST (each
         try's seconds, how many reproduced, tries) in its repro, fewer
-        than NEED: write and try the runs kept before it (self.kept_trials
-        but its last, which is self.best), latest first, MOST at most.
+        than NEED: write and try the runs kept before it (self.state.kept_trials
+        but its last, which is self.state.best), latest first, MOST at most.
         Then the run the multi-thread path kept, if not among them.
-        The first that reproduces NEED times becomes self.best; if none
+        The first that reproduces NEED times becomes self.state.best; if none
         does, the one that reproduced most often does (ties: the latest
         kept, the smallest), so that the folder left is never one that
         reproduced less often than a run it was compared with (a chain
@@ -630,22 +625,24 @@ class Trials:
         resume of the multi-thread path comes first, K20); SMALLER false:
         only it (what no resume found).  Returns (times, reproduced, tries,
         what was tried for shrink.json's stepped_back)."""
-        tried = [(first, self.best, self.best_res)]
+        tried = [(first, self.state.best, self.state.best_res)]
         back = []
-        earlier = list(reversed(self.kept_trials[:-1])) if smaller else list(self.kept_trials)
+        earlier = (
+            list(reversed(self.state.kept_trials[:-1])) if smaller else list(self.state.kept_trials)
+        )
         latest = [e for e in earlier if e[0] != 0][:most] if smaller else []
         # ... then the run the multi-thread path kept (K8: its rate stood
         # on the most trials, its keep's and its confirmation's), when the
         # latest did not reach back to it ...
         anchor = (
-            [e for e in earlier if e[0] == (self.multi or {}).get("step") and e not in latest]
+            [e for e in earlier if e[0] == (self.state.multi or {}).get("step") and e not in latest]
             if smaller
             else []
         )
         recorded = [e for e in earlier if e[0] == 0] if recorded else []
         for n, cand, res in latest + anchor + recorded:
             if n == 0 and any(t[0][1] for t in tried):
-                self.p.line(
+                self.state.p.line(
                     "shrink: a smaller run reproduced: the recorded run is not stepped back to"
                 )
                 break
@@ -653,20 +650,20 @@ class Trials:
             self.write_folder(dest, cand, res)
             got = self.repro_rate(dest)
             back.append({"step": n, "reproduced": "%d of %d" % (got[1], got[2])})
-            self.p.line(
+            self.state.p.line(
                 "shrink: the shrunk run reproduced %d of %d: step %d's run instead: %d of %d"
                 % (first[1], first[2], n, got[1], got[2])
             )
             tried.append((got, cand, res))
             if got[1] >= need:
-                self.best, self.best_res = cand, res
+                self.state.best, self.state.best_res = cand, res
                 return got + (back,)
         got, cand, res = max(tried, key=lambda t: Fraction(t[0][1], t[0][2]) if t[0][2] else 0)
-        self.best, self.best_res = cand, res
+        self.state.best, self.state.best_res = cand, res
         shutil.rmtree(dest, ignore_errors=True)
         self.write_folder(dest, cand, res)
         if back:
-            self.p.line(
+            self.state.p.line(
                 "shrink: no run stepped back to reproduced %d times: the one that reproduced most "
                 "often is the result (%d of %d)" % (need, got[1], got[2])
             )

@@ -31,7 +31,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from crashtest.executor import injected_by_class  # noqa: E402
-from crashtest.shrink import STANDIN_SNAPSHOT_ONE_IN, Shrinker  # noqa: E402
+from crashtest.searchpass import STANDIN_SNAPSHOT_ONE_IN  # noqa: E402
+from crashtest.shrink import Shrinker  # noqa: E402
+from tests.test_shrink_passes import fake  # noqa: E402
 from crashtest.cand import (  # noqa: E402
     LOG_SYNC_POINT,
     SYNC_OFF_KILL_EVERY,
@@ -171,7 +173,7 @@ class TestEndings(unittest.TestCase):
         sh = Shrinker.__new__(Shrinker)
         sh.best, sh.best_res, got, searched = Cand([st], False, None, 0), {"ops": 4776}, [], []
         sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
-        sh.search = lambda start, ops, **kw: searched.append(ops)
+        fake(self, "search", lambda start, ops, **kw: searched.append(ops))
         sh.p_pin()
         (c,) = got
         self.assertEqual(

@@ -20,6 +20,7 @@ from crashtest.cand import Cand, is_fresh, opt_get, opt_set  # noqa: E402
 from crashtest.freshpass import FILL_MAX_OPS, FRESH_SEARCHES, HISTORY_MAX_OPS  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
 from crashtest.shrink import Shrinker, grown  # noqa: E402
+from tests.test_shrink_passes import fake  # noqa: E402
 from crashtest.steps import history_entry  # noqa: E402
 from crashtest.tracepass import VALUES_MIN_OPS, VALUES_SIZE  # noqa: E402
 
@@ -73,7 +74,7 @@ class TestFreshDatabase(unittest.TestCase):
         sh = shrinker(best)
         tried, searched = [], []
         sh.attempt = lambda what, c, phase, **kw: tried.append((what, c)) and False
-        sh.search = lambda start, ops, **kw: searched.append((start, ops, kw)) and False
+        fake(self, "search", lambda start, ops, **kw: searched.append((start, ops, kw)) and False)
         sh.p_fresh()
         self.assertEqual(len(tried), 1)
         self.assertTrue(is_fresh(tried[0][1]))
@@ -119,15 +120,19 @@ class TestFreshDatabase(unittest.TestCase):
         sh.orig_ops = 26962
         searched = []
         sh.attempt = lambda what, c, phase, **kw: False
-        sh.search = (
-            lambda start, ops, **kw: searched.append(
-                (
-                    ops,
-                    opt_get(start.op["argv"], "kill_points"),
-                    opt_get(start.op["argv"], "kill_random_test"),
+        fake(
+            self,
+            "search",
+            (
+                lambda start, ops, **kw: searched.append(
+                    (
+                        ops,
+                        opt_get(start.op["argv"], "kill_points"),
+                        opt_get(start.op["argv"], "kill_random_test"),
+                    )
                 )
-            )
-            and False
+                and False
+            ),
         )
         sh.p_fresh()
         self.assertEqual(
@@ -142,14 +147,18 @@ class TestFreshDatabase(unittest.TestCase):
         sh = shrinker(best)
         searched = []
         sh.attempt = lambda what, c, phase, **kw: False
-        sh.search = (
-            lambda start, ops, **kw: searched.append(
-                (
-                    opt_get(start.op["argv"], "kill_points"),
-                    opt_get(start.op["argv"], "kill_random_test"),
+        fake(
+            self,
+            "search",
+            (
+                lambda start, ops, **kw: searched.append(
+                    (
+                        opt_get(start.op["argv"], "kill_points"),
+                        opt_get(start.op["argv"], "kill_random_test"),
+                    )
                 )
-            )
-            and False
+                and False
+            ),
         )
         sh.p_fresh()
         self.assertEqual(set(searched), {(None, "40")})
@@ -166,7 +175,7 @@ class TestFreshDatabase(unittest.TestCase):
         sh.meta["history"] = [{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()}]
         searched = []
         sh.attempt = lambda what, c, phase, **kw: False
-        sh.search = lambda start, ops, **kw: searched.append((start, kw)) and False
+        fake(self, "search", lambda start, ops, **kw: searched.append((start, kw)) and False)
         sh.p_fresh()
         self.assertEqual(
             len(searched), 5, "the fresh search, filled, at 44 ops and 289, then the regrown one"
@@ -202,7 +211,7 @@ class TestFreshDatabase(unittest.TestCase):
         sh.orig_ops = 9734
         searched = []
         sh.attempt = lambda what, c, phase, **kw: False
-        sh.search = lambda start, ops, **kw: searched.append(ops) or len(searched) == 2
+        fake(self, "search", lambda start, ops, **kw: searched.append(ops) or len(searched) == 2)
         sh.p_fresh()
         self.assertEqual(
             searched, [2, 2], "200 ops then filled, at 2 ops; the kept one ends the pass"
@@ -213,7 +222,7 @@ class TestFreshDatabase(unittest.TestCase):
         sh.orig_ops = 50
         searched = []
         sh.attempt = lambda what, c, phase, **kw: False
-        sh.search = lambda start, ops, **kw: searched.append(ops) and False
+        fake(self, "search", lambda start, ops, **kw: searched.append(ops) and False)
         sh.p_fresh()
         self.assertEqual(searched, [50, 50])
 
@@ -228,7 +237,11 @@ class TestFreshDatabase(unittest.TestCase):
         sh = shrinker(best)
         searched = []
         sh.attempt = lambda what, c, phase, **kw: False
-        sh.search = lambda start, ops, **kw: searched.append((start, kw)) or len(searched) == 2
+        fake(
+            self,
+            "search",
+            lambda start, ops, **kw: searched.append((start, kw)) or len(searched) == 2,
+        )
         sh.p_fresh()
         self.assertEqual(len(searched), 2)
         (small, _), (full, kw) = searched
@@ -277,7 +290,7 @@ class TestFreshDatabase(unittest.TestCase):
         sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
         searched = []
         sh.attempt = lambda what, c, phase, **kw: True
-        sh.search = lambda start, ops, **kw: searched.append(start)
+        fake(self, "search", lambda start, ops, **kw: searched.append(start))
         sh.p_fresh()
         self.assertEqual(searched, [])
 
@@ -291,7 +304,7 @@ class TestFreshDatabase(unittest.TestCase):
         ):
             sh = shrinker(best)
             sh.attempt = lambda what, c, phase, **kw: False
-            sh.search = lambda start, ops, **kw: searched.append(start)
+            fake(self, "search", lambda start, ops, **kw: searched.append(start))
             sh.p_fresh()
         self.assertEqual(searched, [])
 
@@ -344,7 +357,7 @@ class TestPinnedFlipsOnAFreshDatabase(unittest.TestCase):
         sh = shrinker(Cand([op_step()], False, trace, 0, ["failed"]))
         tried = []
         sh.attempt = lambda what, c, phase, **kw: tried.append((what, c)) or len(tried) == 3
-        sh.search = lambda start, ops, **kw: self.fail("a kept move ends the pass")
+        fake(self, "search", lambda start, ops, **kw: self.fail("a kept move ends the pass"))
         sh.p_fresh()
         self.assertEqual(len(tried), 3, [w for w, _ in tried])
         self.assertIsNotNone(tried[0][1].trace)
@@ -362,7 +375,7 @@ class TestPinnedFlipsOnAFreshDatabase(unittest.TestCase):
         sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
         tried = []
         sh.attempt = lambda what, c, phase, **kw: tried.append(what) and False
-        sh.search = lambda start, ops, **kw: False
+        fake(self, "search", lambda start, ops, **kw: False)
         sh.p_fresh()
         self.assertEqual(len(tried), 1, tried)
 
@@ -415,7 +428,8 @@ class TestLargerValues(unittest.TestCase):
             c.trace = c.trace[:left_after_ddmin]
             attempt("ddmin", c, "ddmin")
 
-        sh.attempt, sh.p_ddmin = attempt, ddmin
+        sh.attempt = attempt
+        fake(self, "p_ddmin", ddmin)
         sh.p_values()
         return sh, best, tried
 
@@ -454,7 +468,7 @@ class TestRegrownDatabase(unittest.TestCase):
         sh.meta["history"] = history
         searched = []
         sh.attempt = lambda what, c, phase, **kw: False
-        sh.search = lambda start, ops, **kw: searched.append((start, ops, kw)) and False
+        fake(self, "search", lambda start, ops, **kw: searched.append((start, ops, kw)) and False)
         sh.p_fresh()
         return searched
 

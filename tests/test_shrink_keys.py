@@ -74,10 +74,9 @@ def shrinker(outcomes, kind="lost", match="kind"):
     )
     sh.best_res, sh.kind, sh.match, sh.match_why = None, kind, match, None
     sh.tried, sh.log, sh.kept_trials, sh.aside = set(), [], [], []
-    sh.trials, sh.need, sh.more, sh.cap = 3, 2, 0, None
+    sh.runs, sh.need, sh.more, sh.cap = 3, 2, 0, None
     sh.left = lambda: 100
-    sh.lines = []
-    sh.p = type("P", (), {"line": lambda self, s: sh.lines.append(s)})()
+    sh.p = type("P", (), {"lines": [], "line": lambda self, s: self.lines.append(s)})()
     sh.keep_aside = lambda cand, r: sh.aside.append(r["kind"])
     left = list(outcomes)
 
@@ -130,7 +129,7 @@ class TestMatchByKeysChosen(unittest.TestCase):
         self.assertEqual((again["verdict"], again["trials"], again["failures"]), ("kept", 2, 1))
         self.assertIn("K24", again["what"])
         self.assertEqual(sh.best_res["kind"], "wrong_value")
-        self.assertTrue(any("(K24)" in s for s in sh.lines), sh.lines)
+        self.assertTrue(any("(K24)" in s for s in sh.p.lines), sh.p.lines)
 
     def test_a_recorded_run_matched_by_keys_that_does_not_fail_again_leaves_the_match_for_the_fallback(  # noqa: E501
         self,

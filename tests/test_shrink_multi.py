@@ -19,6 +19,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand, opt_get, opt_set, signature  # noqa: E402
+from crashtest import multipass, optpass  # noqa: E402
 from crashtest.multipass import (  # noqa: E402
     MT_AGAIN_SEEDS,
     MT_AGAIN_SWEEPS,
@@ -32,6 +33,7 @@ from crashtest.multipass import (  # noqa: E402
 )
 from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
+from tests.test_shrink_passes import fake  # noqa: E402
 
 
 def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
@@ -78,7 +80,7 @@ def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
         [],
         [{"n": 7, "trials": 4, "failures": 2}],
     )
-    sh.multi_from, sh.multi_judged, sh.trials, sh.need, sh.more, sh.multi = (
+    sh.multi_from, sh.multi_judged, sh.runs, sh.need, sh.more, sh.multi = (
         None,
         set(),
         3,
@@ -248,7 +250,9 @@ class TestContentionMixes(unittest.TestCase):
 
     def test_a_race_of_scans_and_batches_is_kept_in_their_mix_at_the_smallest_size(self):
         sh = shrinker(5, lambda c: mix_of(c) == (0, 0, 0, 50, 50), self.MIX, max_key=2000)
-        sh.freshened = lambda c: c.copy()  # (a fresh database's create step is test_shrink's)
+        fake(
+            self, "freshened", lambda c: c.copy()
+        )  # (a fresh database's create step is test_shrink's)
         self.assertTrue(sh.p_multi())
         self.assertEqual((shape(sh.best)[:2], mix_of(sh.best)), ((16, 5), (0, 0, 0, 50, 50)))
         self.assertEqual(int(opt_get(sh.best.op["argv"], "max_key")), 8, "the smallest key space")
@@ -332,7 +336,7 @@ class TestConfirmAndResume(unittest.TestCase):
             (sh.multi["trials"], sh.multi["failures"]),
             (MT_NEED + MT_REPRO_NEED, MT_NEED + MT_REPRO_NEED),
         )
-        self.assertEqual((sh.trials, sh.need), (MT_TRIALS, MT_NEED))
+        self.assertEqual((sh.runs, sh.need), (MT_TRIALS, MT_NEED))
 
     def settled(self, kept_seeds, rates, recorded=None, earlier=None):
         """A shrinker whose multi-thread path keeps the candidates whose
@@ -611,12 +615,17 @@ class TestNotFailedAgain(unittest.TestCase):
             )
             return False
 
-        sh.attempt, sh.search = attempt, search
-        sh.p_multi = (
-            lambda start=None, start_ops=None, again=False, sweep=0: calls.append(
-                ("again" if again else "multi", start_ops, sweep if again else None)
-            )
-            and False
+        sh.attempt = attempt
+        fake(self, "search", search)
+        fake(
+            self,
+            "p_multi",
+            (
+                lambda start=None, start_ops=None, again=False, sweep=0: calls.append(
+                    ("again" if again else "multi", start_ops, sweep if again else None)
+                )
+                and False
+            ),
         )
         ok, _, base = sh.shrink()
         self.assertFalse(ok)
@@ -669,7 +678,7 @@ class TestNotFailedAgain(unittest.TestCase):
             calls.append((phase, ops, create and opt_get(create["argv"], "ops_per_thread")))
             return False
 
-        sh.search = search
+        fake(self, "search", search)
         sh.p_threads()
         self.assertEqual(
             [opt_get(c.op["argv"], "threads") for c in sh.tried],
@@ -680,11 +689,13 @@ class TestNotFailedAgain(unittest.TestCase):
             calls, [("search", 337, None), ("fresh", 337, "200"), ("fresh", 337, "200")]
         )
         rounds = sh.round_steps()
-        self.assertLess(rounds.index(sh.p_threads), rounds.index(sh.p_multi))
+        self.assertLess(rounds.index(optpass.p_threads), rounds.index(multipass.p_multi))
         sh.p_threads()
         self.assertEqual(len(calls), 3, "the searches run once")
-        sh.search = (
-            lambda start, ops, phase="search", **kw: calls.append(phase) or phase == "search"
+        fake(
+            self,
+            "search",
+            (lambda start, ops, phase="search", **kw: calls.append(phase) or phase == "search"),
         )
         sh.searched, calls[:] = False, []
         sh.p_threads()

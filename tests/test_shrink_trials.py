@@ -28,7 +28,8 @@ from crashtest.shrink import Shrinker  # noqa: E402
 from crashtest.multipass import MT_MORE, MT_NEED, MT_TRIALS  # noqa: E402
 from crashtest.cand import Cand, set_threads, trimmed  # noqa: E402
 from crashtest import trials  # noqa: E402
-from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, Trials  # noqa: E402
+from crashtest.shrinkstate import ShrinkState  # noqa: E402
+from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, TrialRunner  # noqa: E402
 
 
 class TestTrials(unittest.TestCase):
@@ -43,7 +44,7 @@ class TestTrials(unittest.TestCase):
             set(),
             [],
         )
-        sh.need, sh.trials, sh.more, sh.cap, sh.multi, sh.kept_trials = 2, 4, 0, None, None, []
+        sh.need, sh.runs, sh.more, sh.cap, sh.multi, sh.kept_trials = 2, 4, 0, None, None, []
         sh.left = lambda: 100
         queue = list(outcomes)
 
@@ -90,14 +91,15 @@ class TestTrials(unittest.TestCase):
         # is the result; when none does, the one that reproduced most often
         # is, never D (planted bug writeback-error-cleans can end at 0 of 9
         # while C reproduces 1 of 9).
-        class T(Trials):
+        class T(TrialRunner):
             def __init__(self, rates):
+                super().__init__(ShrinkState())
                 self.rates, self.written, self.lines = rates, [], []
-                self.kept_trials = [
+                self.state.kept_trials = [
                     (n, name, {"ops": n}) for n, name in ((5, "A"), (9, "B"), (17, "C"), (33, "D"))
                 ]
-                self.best, self.best_res = "D", {"ops": 33}
-                self.p = type("P", (), {"line": lambda _, x: self.lines.append(x)})()
+                self.state.best, self.state.best_res = "D", {"ops": 33}
+                self.state.p = type("P", (), {"line": lambda _, x: self.lines.append(x)})()
 
             def write_folder(self, dest, cand, res):
                 self.written.append(cand)
@@ -107,16 +109,18 @@ class TestTrials(unittest.TestCase):
 
         t = T({"C": 1, "B": 0, "A": 3})
         got = t.step_back("dest", ([0.1] * 9, 0, 9), 2, 4)
-        self.assertEqual((t.best, got[1], [b["step"] for b in got[3]]), ("A", 3, [17, 9, 5]))
+        self.assertEqual((t.state.best, got[1], [b["step"] for b in got[3]]), ("A", 3, [17, 9, 5]))
         t = T({"C": 1, "B": 0, "A": 1})
         got = t.step_back("dest", ([0.1] * 9, 0, 9), 2, 4)
-        self.assertEqual((t.best, t.best_res, got[1], t.written[-1]), ("C", {"ops": 17}, 1, "C"))
+        self.assertEqual(
+            (t.state.best, t.state.best_res, got[1], t.written[-1]), ("C", {"ops": 17}, 1, "C")
+        )
         self.assertIn("reproduced most often", t.lines[-1])
         t = T({"C": 0, "B": 0, "A": 0})
         got = t.step_back(
             "dest", ([0.1] * 9, 1, 9), 2, 2
         )  # the shrunk run's 1 of 9 is the best seen
-        self.assertEqual((t.best, got[1], t.written[-1], len(got[3])), ("D", 1, "D", 2))
+        self.assertEqual((t.state.best, got[1], t.written[-1], len(got[3])), ("D", 1, "D", 2))
 
     def test_the_recorded_run_is_stepped_back_to_only_when_no_smaller_run_reproduced(self):
         # The baseline's kept trial (step 0, the recorded run) and the
@@ -125,12 +129,13 @@ class TestTrials(unittest.TestCase):
         # (planted bug checkpoint-redo-at-record would end at 1.0x with the
         # recorded run, 8 of 9, as the result).  When it reproduced 0 of 9,
         # the recorded run is tried and, reaching the need, is the result.
-        class T(Trials):
+        class T(TrialRunner):
             def __init__(self):
+                super().__init__(ShrinkState())
                 self.written, self.lines = [], []
-                self.kept_trials = [(0, "R", {"ops": 12049}), (64, "M", {"ops": 128})]
-                self.best, self.best_res = "M", {"ops": 128}
-                self.p = type("P", (), {"line": lambda _, x: self.lines.append(x)})()
+                self.state.kept_trials = [(0, "R", {"ops": 12049}), (64, "M", {"ops": 128})]
+                self.state.best, self.state.best_res = "M", {"ops": 128}
+                self.state.p = type("P", (), {"line": lambda _, x: self.lines.append(x)})()
 
             def write_folder(self, dest, cand, res):
                 self.written.append(cand)
@@ -140,11 +145,11 @@ class TestTrials(unittest.TestCase):
 
         t = T()
         got = t.step_back("dest", ([0.1] * 9, 1, 9), 2, 4)
-        self.assertEqual((t.best, got[1], got[3], t.written), ("M", 1, [], ["M"]))
+        self.assertEqual((t.state.best, got[1], got[3], t.written), ("M", 1, [], ["M"]))
         self.assertIn("the recorded run is not stepped back to", t.lines[0])
         t = T()
         got = t.step_back("dest", ([0.1] * 9, 0, 9), 2, 4)
-        self.assertEqual((t.best, got[1], [b["step"] for b in got[3]]), ("R", 8, [0]))
+        self.assertEqual((t.state.best, got[1], [b["step"] for b in got[3]]), ("R", 8, [0]))
 
     def test_a_step_back_past_its_latest_runs_tries_the_multi_thread_path_s_own_run(self):
         # Six runs kept after the multi-thread path's (step 50), each on a
@@ -152,13 +157,16 @@ class TestTrials(unittest.TestCase):
         # before it (planted bug hint-aborted-while-in-progress's shrink can
         # end so, at 0 of 8): the path's run, confirmed by the most trials,
         # is tried next, before the recorded run.
-        class T(Trials):
+        class T(TrialRunner):
             def __init__(self, rates):
+                super().__init__(ShrinkState())
                 self.rates, self.written, self.lines = rates, [], []
-                self.kept_trials = [(n, n, {"ops": n}) for n in (0, 50, 52, 55, 57, 61, 64, 66)]
-                self.best, self.best_res = 66, {"ops": 66}
-                self.multi = {"step": 50}
-                self.p = type("P", (), {"line": lambda _, x: self.lines.append(x)})()
+                self.state.kept_trials = [
+                    (n, n, {"ops": n}) for n in (0, 50, 52, 55, 57, 61, 64, 66)
+                ]
+                self.state.best, self.state.best_res = 66, {"ops": 66}
+                self.state.multi = {"step": 50}
+                self.state.p = type("P", (), {"line": lambda _, x: self.lines.append(x)})()
 
             def write_folder(self, dest, cand, res):
                 self.written.append(cand)
@@ -169,11 +177,11 @@ class TestTrials(unittest.TestCase):
         t = T({50: 3, 0: 8})
         got = t.step_back("dest", ([0.1] * 8, 0, 8), 2, 4)
         self.assertEqual(
-            (t.best, got[1], [b["step"] for b in got[3]]), (50, 3, [64, 61, 57, 55, 50])
+            (t.state.best, got[1], [b["step"] for b in got[3]]), (50, 3, [64, 61, 57, 55, 50])
         )
         t = T({0: 8})
         got = t.step_back("dest", ([0.1] * 8, 0, 8), 2, 4)
-        self.assertEqual((t.best, [b["step"] for b in got[3]]), (0, [64, 61, 57, 55, 50, 0]))
+        self.assertEqual((t.state.best, [b["step"] for b in got[3]]), (0, [64, 61, 57, 55, 50, 0]))
 
     def test_a_run_of_several_threads_larger_than_the_recorded_one_is_not_kept(self):
         # K10 (planted bug hint-aborted-while-in-progress: a two-thread run
