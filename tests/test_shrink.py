@@ -24,8 +24,9 @@ K1-K5) and of the op trace it stands on (stress --trace_ops and
 
 The shrinker's passes with their trials stubbed are tested in
 tests/test_shrink_endings.py (a timed run made one to replay and cut:
-K6-K11), tests/test_shrink_ops.py (the passes that take ops away) and
-tests/test_shrink_trials.py (how trials judge and what they keep).
+K6-K11), tests/test_shrink_ops.py (the passes that take ops away),
+tests/test_shrink_trials.py (how trials judge and what they keep) and
+tests/test_shrink_passes.py (passes run alone on a hand-built state).
 
 Binaries come from $BUILD (default build), as in tests/run_all.sh.  The
 planted-bug cases take a few minutes each (SHRINK_BUGS=a,b limits or
