@@ -219,6 +219,18 @@ def judge_stress_step(expect, res, report, kills, lock_ok, db, before_listing):
     return outcome, failure
 
 
+def kill_signal_of(argv):
+    """The signal a planned kill of stress ARGV sends before its SIGKILL:
+    SIGUSR2 when it makes the damage at the crash (--damage_at_kill), else
+    None."""
+    return signal.SIGUSR2 if "--damage_at_kill=1" in argv else None
+
+
+def kill_words(argv):
+    """A planned kill of stress ARGV in words, for the step's log line."""
+    return "SIGUSR2 (damage at the kill), then SIGKILL," if kill_signal_of(argv) else "SIGKILL"
+
+
 class Executor:
     """Runs recorded steps (C2) and judges them; shared by the runs and by
     repro, so a replay runs exactly what the run ran."""
@@ -267,7 +279,7 @@ class Executor:
         cmd = shlex.join(subst(step["argv"], self.env))
         extra = ""
         if step.get("kill_after") is not None:
-            extra = "   # SIGKILL after %.3f s" % step["kill_after"]
+            extra = "   # %s after %.3f s" % (kill_words(step["argv"]), step["kill_after"])
         self.log("$ " + cmd + extra)
 
     def run_stress(self, n, step):
@@ -295,6 +307,7 @@ class Executor:
             os.path.join(d, "output.txt"),
             d,
             kill_after=step.get("kill_after"),
+            kill_signal=kill_signal_of(argv),
             hang_seconds=self.hang_seconds + min(30, self.hang_seconds),
             progress_paths=progress,
             time_limit=limit,

@@ -263,6 +263,18 @@ DELAY_SITES = [
 ]
 DELAY_OPTIONS = tuple(DELAY_CHOICES) + ("delay_sites",)
 
+# Damage at every kind of kill: a kill point makes the flips and zeroed
+# blocks at the crash (crash/data, crash/wal, crash/control) before its
+# SIGKILL, but a blackbox kill is a SIGKILL from outside, which leaves
+# nothing to make them, so the damage at the crash met only the whitebox
+# kills.  In DAMAGE_AT_KILL_SHARE of the iterations with a class that
+# damages at the crash (a stream of their own, derive(seed, "damage at
+# kill")), stress gets --damage_at_kill and the planned kill sends SIGUSR2
+# first: stress makes that damage and dies by SIGKILL (crashtest/procs.py,
+# KILL_SIGNAL_GRACE).
+DAMAGE_AT_KILL_SHARE = 0.5
+CRASH_DAMAGE_CLASSES = ("bitflip_page", "bitflip_wal", "zero_page")
+
 # Option values whose support the binary is asked about before a run
 # (stress exits 2 for a value its engine does not support yet; a kernel
 # without io_uring makes "uring" fail to open).
@@ -871,6 +883,16 @@ def draw_delays(seed, cfg):
     return {k: v for k, v in drawn.items() if cfg.known(k)}
 
 
+def draw_damage_at_kill(seed, cfg, p):
+    """{"damage_at_kill": 1} for iteration SEED when its options P turn a
+    class that damages at the crash on and its stream draws it, else {}."""
+    on = Rng(derive(seed, "damage at kill")).chance(DAMAGE_AT_KILL_SHARE)
+    damages = any(p.get(FAULTS[c][0]) for c in CRASH_DAMAGE_CLASSES)
+    if not on or not damages or not cfg.known("damage_at_kill") or cfg.engine != ENGINES[0]:
+        return {}
+    return {"damage_at_kill": 1}
+
+
 def draw_iter_params(seed, cfg, db):
     """Open-time options, op mix and faults of one iteration (stress
     option -> value), from SEED; DB: the database's creation options.
@@ -940,6 +962,7 @@ def draw_iter_params(seed, cfg, db):
         if cfg.known("bitflip_cache_one_in"):
             p["bitflip_cache_one_in"] = rate
     p.update(draw_delays(seed, cfg))
+    p.update(draw_damage_at_kill(seed, cfg, p))
     for k, v in cfg.pinned.items():
         if k not in DB_CHOICES and k not in DB_EXTRA:
             p[k] = v

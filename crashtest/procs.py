@@ -146,6 +146,8 @@ class ProcResult:
         self.rc = None
         self.elapsed = 0.0
         self.killed_by_us = False
+        self.signalled_at = None  # when the planned kill's first signal went (planned_kill)
+        self.sigkilled = False  # the planned kill's SIGKILL went
         self.hung = None  # why the watchdog ended it
         self.out_of_time = None  # why it was stopped at the caller's deadline (slow, not hung)
         self.output = ""
@@ -189,9 +191,28 @@ class Watchdog:
         return None
 
 
-def wait_watched(p, res, t0, kill_after, deadline, watchdog):
+# A planned kill that sends a signal first (KILL_SIGNAL, stress's
+# --damage_at_kill: SIGUSR2) gives the process this long to make its damage
+# at the crash and SIGKILL itself before the SIGKILL from here.
+KILL_SIGNAL_GRACE = 2.0
+
+
+def planned_kill(p, res, now, kill_signal):
+    """The planned kill of P at NOW: KILL_SIGNAL first when there is one
+    (then SIGKILL after KILL_SIGNAL_GRACE), else SIGKILL."""
+    if kill_signal and res.signalled_at is None:
+        res.signalled_at = now
+        p.send_signal(kill_signal)
+    elif res.signalled_at is None or now - res.signalled_at >= KILL_SIGNAL_GRACE:
+        p.kill()
+        res.sigkilled = True
+    res.killed_by_us = True
+
+
+def wait_watched(p, res, t0, kill_after, deadline, watchdog, kill_signal=None):
     """Wait for process P (started at T0) under WATCHDOG: its exit status.
-    SIGKILL it at KILL_AFTER seconds (res.killed_by_us), at DEADLINE
+    SIGKILL it at KILL_AFTER seconds (res.killed_by_us; KILL_SIGNAL first
+    when given, planned_kill), at DEADLINE
     (res.out_of_time) or when the watchdog finds it hung (res.hung, its
     thread stacks saved next to its output); raise Stopped, P killed, when
     the run is asked to stop."""
@@ -205,9 +226,8 @@ def wait_watched(p, res, t0, kill_after, deadline, watchdog):
             p.kill()
             p.wait()
             raise Stopped()
-        if kill_after is not None and now - t0 >= kill_after and not res.killed_by_us:
-            p.kill()
-            res.killed_by_us = True
+        if kill_after is not None and now - t0 >= kill_after and not res.sigkilled:
+            planned_kill(p, res, now, kill_signal)
             continue
         if deadline is not None and now >= deadline:
             p.kill()
@@ -238,6 +258,7 @@ def run_process(
     time_limit=None,
     env=None,
     deadline=None,
+    kill_signal=None,
 ):
     """Run ARGV with stdout and stderr to OUT_PATH.  KILL_AFTER: SIGKILL it
     after that many seconds (a planned kill).  The watchdog ends it with
@@ -246,8 +267,9 @@ def run_process(
     saves its thread stacks next to OUT_PATH (res.hung says why).
     DEADLINE (a time.monotonic() value): SIGKILL it then, a run the
     watchdog still saw progress in that the caller has no more time for,
-    not a hang (res.out_of_time says so).  Raises Stopped when the run
-    is asked to stop (the process is killed first)."""
+    not a hang (res.out_of_time says so).  KILL_SIGNAL: the planned kill
+    sends it first (planned_kill).  Raises Stopped when the run is asked
+    to stop (the process is killed first)."""
     res = ProcResult()
     t0 = time.monotonic()
     with open(out_path, "wb") as out:
@@ -269,12 +291,17 @@ def run_process(
             return res
         watchdog = Watchdog(p.pid, out_path, t0, hang_seconds, progress_paths, time_limit)
         try:
-            rc = wait_watched(p, res, t0, kill_after, deadline, watchdog)
+            rc = wait_watched(p, res, t0, kill_after, deadline, watchdog, kill_signal)
         except BaseException:
             if p.poll() is None:
                 p.kill()
                 p.wait()
             raise
+    if kill_signal and res.signalled_at is not None and rc == -kill_signal:
+        # The planned kill's signal came before the process could take it
+        # (its default action ends a process as SIGKILL does, running
+        # nothing): an outside kill without the damage.
+        rc = -signal.SIGKILL
     res.rc = rc
     res.elapsed = time.monotonic() - t0
     res.output = read_output(out_path)

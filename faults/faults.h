@@ -164,6 +164,14 @@ void flt_tick(flt_ctx *f, eng_db *db);
  * end of the file; BIT is taken modulo the page's bits. */
 void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit);
 
+/* The crash of a kill from outside that asked for it (stress's
+ * --damage_at_kill: crashtest sends SIGUSR2 before its SIGKILL): the
+ * flips and zeroed blocks a kill point makes at the crash (crash/data,
+ * crash/wal, crash/control, by the classes on), drawn from the shared
+ * streams (thread -1, op -1), then SIGKILL.  No kill line: the restart
+ * counts the kill as any SIGKILL from outside. */
+_Noreturn void flt_crash_now(flt_ctx *f);
+
 /* Flip bit BIT of the cached frame of block BLOCK now, in the calling
  * thread, as a tick's bitflip_cache would (the same ledger line at
  * tick/cache, the damage the oracle then expects), paused or not: a

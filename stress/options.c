@@ -69,6 +69,9 @@ static const opt_def defs[] = {
         "the whole space or its first eighth)"),
     BOOL("destroy_db_initially", destroy_db_initially, "0", "start from an empty database and expected state"),
     BOOL("verification_only", verification_only, "0", "recover and verify every key, run no workload"),
+    BOOL("damage_at_kill", damage_at_kill, "0",
+         "a SIGUSR2 from outside is a kill that damages: the flips and zeroed blocks a kill point makes at the "
+         "crash (by the fault classes on), then SIGKILL (crashtest's planned kills send it first)"),
     BOOL("crash_at_end", crash_at_end, "0",
          "end the workload with SIGKILL instead of settling: the next run checks recovery"),
     U64("value_size_min", value_size_min, "8", 1, 1u << 20, "smallest value (bytes; at least 12 are used)"),

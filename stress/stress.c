@@ -680,6 +680,39 @@ static int open_faults(st_driver *d) {
 
 /* Open the database (recovery) and run the post-open check (after a
  * crash: the post-crash check).  *FAILED: it found a failure. */
+/* --damage_at_kill: a SIGUSR2 from outside (crashtest's planned kill sends
+ * it before its SIGKILL) is taken by one thread of its own, which makes
+ * the damage a kill point makes at the crash (flt_crash_now) and ends the
+ * process by SIGKILL, while the workers run on as they would up to an
+ * outside SIGKILL.  The signal is blocked before the engine or any worker
+ * starts, so every other thread inherits the mask and none is
+ * interrupted by it. */
+static void *damage_main(void *arg) {
+    st_driver *d = arg;
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGUSR2);
+    int sig = 0;
+    while (sigwait(&s, &sig) != 0) {}
+    if (d->flt) flt_crash_now(d->flt);
+    raise(SIGKILL);
+    return NULL;
+}
+
+static int arm_damage_at_kill(st_driver *d) {
+    if (!d->o.damage_at_kill) return GO_ON;
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGUSR2);
+    pthread_t th;
+    if (pthread_sigmask(SIG_BLOCK, &s, NULL) || pthread_create(&th, NULL, damage_main, d)) {
+        fprintf(stderr, "stress: --damage_at_kill: cannot start its thread\n");
+        return EXIT_INFRA;
+    }
+    pthread_detach(th);
+    return GO_ON;
+}
+
 static int open_and_check(st_driver *d, int *failed) {
     /* The main thread is fault-library thread 0 too: its calls are
      * numbered from the top of the range so they never meet worker 0's. */
@@ -985,7 +1018,7 @@ int main(int argc, char **argv) {
     int rc, failed = 0;
     pthread_t wd;
     if ((rc = parse(d, argc, argv)) != GO_ON || (rc = st_trace_open(&d->trace, &d->o)) != GO_ON ||
-        (rc = prepare_run_dir(d)) != GO_ON || (rc = open_faults(d)) != GO_ON ||
+        (rc = prepare_run_dir(d)) != GO_ON || (rc = open_faults(d)) != GO_ON || (rc = arm_damage_at_kill(d)) != GO_ON ||
         (rc = open_and_check(d, &failed)) != GO_ON || (rc = run_workers(d, failed, &wd)) != GO_ON)
         return rc;
     crash_if_asked(d);
