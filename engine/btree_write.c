@@ -393,7 +393,14 @@ static int prune_range(bt_wctx *w, bp_frame *f, uint64_t horizon, uint64_t me, s
         if ((rc = bt_act_begin(w, f, 0, &at))) break;
         pa_put_remove(&w->rec, blk, (unsigned)i);
         if ((rc = bt_act_apply(w, f, at))) break;
+#ifndef ENG_BROKEN_PRUNE_KEEPS_LIVE_INDEX
+        /* planted bug (tests/mutants.txt): the #ifndef leaves this out, so
+         * removing a dead version above the live one (an aborted batch's)
+         * does not move the live slot down with the slots after it: the
+         * writer then ends the version after the live one, an older version
+         * of the key or the next key's, and the live one stays. */
         if (live && *live > i) (*live)--;
+#endif
         if (removed) (*removed)++;
         atomic_fetch_add_explicit(&t->pruned, 1, memory_order_relaxed);
     }

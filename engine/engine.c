@@ -260,6 +260,13 @@ uint64_t eng_last_seq(eng_db *db) { return atomic_load(&db->seq); }
 int eng_checkpoint_as(eng_db *db, int closing) {
     if (atomic_load(&db->poisoned)) return ENG_POISONED;
     eng_lock(&db->ckpt_mu, LK_CKPT);
+#ifdef ENG_BROKEN_CHECKPOINT_REDO_BEFORE_WRITER_LOCK
+    /* planted bug (tests/mutants.txt): the redo point is read before the
+     * writer lock is taken, so a batch another thread is applying may lie
+     * across it (its batch record below, its page records above), and the
+     * pages it changes meanwhile log no image for this checkpoint. */
+    uint64_t redo = wal_insert_lsn(db->wal);
+#endif
     eng_lock(&db->write_mu, LK_WRITE);
     if (atomic_load(&db->poisoned)) {
         /* A write failed half-applied since the check above: its pages
@@ -268,7 +275,9 @@ int eng_checkpoint_as(eng_db *db, int closing) {
         eng_unlock(&db->ckpt_mu, LK_CKPT);
         return ENG_POISONED;
     }
+#ifndef ENG_BROKEN_CHECKPOINT_REDO_BEFORE_WRITER_LOCK
     uint64_t redo = wal_insert_lsn(db->wal);
+#endif
     uint64_t last_seq = atomic_load(&db->seq);
     uint32_t nblocks = bt_nblocks(db->bt);
     /* The redo point only moves forward (open sets it at or below the end
@@ -330,6 +339,13 @@ int eng_checkpoint_as(eng_db *db, int closing) {
         c.checkpoint_lsn = cstart;
         c.last_seq = last_seq;
         if (closing) c.xid_limit = last_seq + 1;
+#ifdef ENG_BROKEN_CHECKPOINT_HWM_COUNTS_LATER_BLOCKS
+        /* planted bug (tests/mutants.txt): the high-water mark is the block
+         * count now, not the one taken with the redo point: blocks allocated
+         * after the checkpoint record, by records not yet durable, count as
+         * written and synced. */
+        nblocks = bt_nblocks(db->bt);
+#endif
         if (nblocks > c.hwm) c.hwm = nblocks;
         rc = control_write(db->io, db->dir, &c);
         if (rc == ENG_OK) db->ctl = c;
@@ -424,6 +440,13 @@ static int lease_xid(eng_db *db, uint64_t seq) {
 static int commit_or_abort(eng_db *db, uint64_t seq, uint64_t bstart, int rc, uint64_t *bend) {
     int status = rc == ENG_OK ? CLOG_COMMITTED : CLOG_ABORTED, cchanged = 0;
     uint64_t cend = 0;
+#ifdef ENG_BROKEN_COMMIT_PUBLISHED_BEFORE_STATUS
+    /* planted bug (tests/mutants.txt): the id is published as the last
+     * commit before bt_commit logs it and sets its status (T2 broken): a
+     * reader in between takes a snapshot that includes the batch, finds
+     * its versions' writer not committed and hints them aborted. */
+    if (status == CLOG_COMMITTED) txn_publish(db->txn, seq);
+#endif
     int crc = bt_commit(db->bt, seq, bstart, status, &cend, &cchanged);
     if (crc != ENG_OK) {
         if (rc == ENG_OK) rc = crc;
@@ -432,7 +455,9 @@ static int commit_or_abort(eng_db *db, uint64_t seq, uint64_t bstart, int rc, ui
         *bend = cend;
         seq_note(db, cend, seq);
         ENG_DELAY_POINT(FP_DELAY_COMMIT_BEFORE_PUBLISH);
+#ifndef ENG_BROKEN_COMMIT_PUBLISHED_BEFORE_STATUS
         txn_publish(db->txn, seq);
+#endif
         atomic_fetch_add_explicit(&db->commits, 1, memory_order_relaxed);
         ENG_KILL_POINT(FP_KILL_COMMIT);
     } else {

@@ -295,7 +295,14 @@ static void rw_progress(int kind, rw_state *s, long res) {
     } else {
         s->pos += (size_t)res;
         assert(s->pos <= s->sent && s->sent <= s->op.len); /* never more than was handed over */
+#ifdef ENG_BROKEN_SHORT_WRITE_COUNTS_AS_DONE
+        /* planted bug (tests/mutants.txt): a write is taken as finished after
+         * its first transfer, as if pwrite never returned short: the rest of
+         * a short write is never issued, and the caller is told it all went. */
+        if (s->pos >= s->op.len || kind == ENG_IO_WRITE) s->state = RW_DONE;
+#else
         if (s->pos >= s->op.len) s->state = RW_DONE;
+#endif
     }
 }
 

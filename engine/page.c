@@ -308,7 +308,14 @@ int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_UPPER_OFF, page_size, upper,
                        "ph_upper %u beyond the page size %zu (P1)", upper, page_size);
     const unsigned base = page_base_for((int)type, page_size);
+#ifdef ENG_BROKEN_FULL_PAGE_FAILS_HEADER_CHECK
+    /* planted bug (tests/mutants.txt): >= instead of >, so a slotted page
+     * filled to its last byte (ph_lower == ph_upper, no free space) fails
+     * P1 as a damaged header. */
+    if (lower < base || lower >= upper)
+#else
     if (lower < base || lower > upper)
+#endif
         return problem(pr, ENG_LAYER_PAGE_HEADER, -1, PH_LOWER_OFF, base, lower,
                        "ph_lower %u not in [%u, ph_upper %u] (P1)", lower, base, upper);
     if (lower != base + 2 * nslots)
@@ -485,8 +492,13 @@ void page_remove_cell(uint8_t *page, unsigned idx) {
     const unsigned base = page_slot_base(page);
     memmove(page + base + 2 * idx, page + base + 2 * (idx + 1), 2 * (size_t)(n - idx - 1));
     if (ph_get_type(page) == PAGE_LEAF) {
+        /* planted bug (tests/mutants.txt): the #ifndef below leaves the
+         * vacated nibble of the old last slot set, a hint beyond the last
+         * slot. */
         for (unsigned i = idx; i + 1 < n; i++) page_hint_set(page, i, page_hint(page, i + 1));
+#ifndef ENG_BROKEN_REMOVE_CELL_KEEPS_LAST_HINT
         page_hint_set(page, n - 1, HINT_NONE);
+#endif
     }
     ph_set_nslots(page, (uint16_t)(n - 1));
     ph_set_lower(page, (uint16_t)(ph_get_lower(page) - 2));

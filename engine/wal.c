@@ -624,10 +624,15 @@ static int load_partial_block(wal *w) {
     memset(w->buf + (done < off ? done : off), 0, WAL_BLOCK - (done < off ? done : off));
 #endif
     uint16_t cont = 0;
+    /* planted bug (tests/mutants.txt): the #ifndef leaves the old header's
+     * continuation out, so the rebuilt header says no record continues into
+     * the block even when the log's last record does. */
+#ifndef ENG_BROKEN_REOPEN_DROPS_BLOCK_CONTINUATION
     wb_hdr h;
     uint64_t e, f;
     if (done >= WAL_BLOCK_HDR && !wal_wb_check_at(w->buf, b, &h, &e, &f) && h.cont <= off - WAL_BLOCK_HDR)
         cont = h.cont;
+#endif
     wal_wb_init(w->buf, b, w->gen, cont);
     return ENG_OK;
 }

@@ -242,7 +242,14 @@ int wal_check_segments(const char *dir, uint64_t seg_size, uint64_t from, uint64
     int rc = wal_list_segments(dir, &v, &n);
     if (rc != ENG_OK) return rc;
     uint64_t mask = seg_size - 1;
+#ifdef ENG_BROKEN_SEGMENT_CHECK_SKIPS_CHECKPOINT_SEGMENT
+    /* planted bug (tests/mutants.txt): < instead of <=, so the segment that
+     * holds the checkpoint record is never required (nor any segment when
+     * the redo point lies in the same one). */
+    for (uint64_t s = from & ~mask; s < (to & ~mask) && rc == ENG_OK; s += seg_size) {
+#else
     for (uint64_t s = from & ~mask; s <= (to & ~mask) && rc == ENG_OK; s += seg_size) {
+#endif
         int found = 0;
         for (size_t i = 0; i < n && !found; i++) found = v[i] == s;
         if (found) continue;
