@@ -505,15 +505,15 @@ def blank_state():
     return st
 
 
-# The functions of a state a Shrinker runs by name (shrinker.p_focus() is
-# tracepass.p_focus(shrinker.state)): the passes and the helpers tests
-# drive one at a time.  The orchestration below calls them directly.
 def takes_state(f):
     """F is a function whose first argument is a shrink's state."""
     code = getattr(getattr(f, "__wrapped__", f), "__code__", None)
     return code is not None and code.co_varnames[:1] == ("state",)
 
 
+# The functions of a state a Shrinker runs by name (shrinker.p_focus() is
+# tracepass.p_focus(shrinker.state)): the passes and the helpers tests
+# drive one at a time.  The orchestration below calls them directly.
 BY_NAME = {
     name: f
     for m in (trials, steppass, searchpass, tracepass, freshpass, multipass, optpass)
