@@ -11,36 +11,35 @@ snapshot by the same Executor that ran them, and judged the same way.
 
 Rules:
   K1  a change is kept only if the trial fails with the failure's own kind
-      (a lost stays a lost).  A trial that fails with another kind is
-      a new failure: its folder is kept aside (FAILURE_DIR/shrink-aside/N,
-      repro reads it), never taken as success.  A trial whose crash step
-      passed instead of crashing (or the reverse) diverged: rejected (a
-      last step has no steps planned on it: it passed, or failed).
-      With --match keys (off by default), a trial whose failure keys
-      include the kind fails the same way too (the judge names a failure
-      by the first of FAILURE_KEYS it shows: a false_alarm that comes
-      with a wrong_value is a wrong_value); the shrunk folder keeps the
-      kind, the trial's own as judged_as (K24).  A kept trial that fails at an
-      earlier step loses the steps after it; when the op step went with
-      them, the last workload step left is the op step (a create step
-      that shows the bug with 7 keys), and with none left it is not kept.
-      The recorded run's own tries go on after one that fails earlier
-      than the recorded step, and the first that fails at it is kept:
-      the shrink starts from the failure the run recorded when its tries
-      show it (planted bug durable-publishes-insert: tries that lose a
-      commit in the op step itself, before the recorded crash, would set
-      the form of the whole shrink; a folder whose tries never fail at
-      the recorded step shrinks no better for this).
+      (a lost stays a lost).  A trial that fails with another kind is a new
+      failure: its folder is kept aside (FAILURE_DIR/shrink-aside/N, repro
+      reads it), never taken as success.  A trial whose crash step passed
+      instead of crashing (or the reverse) diverged: rejected (a last step
+      has no steps planned on it: it passed, or failed).  With --match keys
+      (off by default), a trial whose failure keys include the kind fails
+      the same way too (the judge names a failure by the first of
+      params.FAILURE_KEYS it shows: a false_alarm that comes with a
+      wrong_value is a wrong_value); the shrunk folder keeps the kind, the
+      trial's own as judged_as (K24).  A kept trial that fails at an earlier
+      step loses the steps after it; when the op step went with them, the
+      last workload step left is the op step (a create step that shows the
+      bug with 7 keys), and with none left it is not kept.  The recorded
+      run's own tries go on after one that fails earlier than the recorded
+      step, and the first that fails at it is kept: the shrink starts from
+      the failure the run recorded when its tries show it (planted bug
+      durable-publishes-insert: tries that lose a commit in the op step
+      itself, before the recorded crash, would set the form of the whole
+      shrink; a folder whose tries never fail at the recorded step shrinks
+      no better for this).
   K2  a trial is deterministic when every stress step it runs has one
       thread, a fixed op count (or an op trace) and no SIGKILL on a timer;
-      it runs once.  Otherwise the recorded run gets up to 5 tries (one
-      must fail), and each change up to TRIALS (3) runs (MT_TRIALS once the
-      multi-thread path, K8, kept a run), kept if NEED (2)
-      of them fail the same way (so the failure rate stays near the
-      recorded run's instead of drifting to a rare one; 1 when the recorded
-      run failed in fewer than half its tries); the runs stop once the
-      verdict is decided.  shrink.json has the runs
-      and the observed rate of each step.
+      it runs once.  Otherwise the recorded run gets up to 5 tries (one must
+      fail), and each change up to TRIALS (3) runs (multipass.MT_TRIALS once
+      the multi-thread path, K8, kept a run), kept if NEED (2) of them fail
+      the same way (so the failure rate stays near the recorded run's
+      instead of drifting to a rare one; 1 when the recorded run failed in
+      fewer than half its tries); the runs stop once the verdict is decided.
+      shrink.json has the runs and the observed rate of each step.
   K3  what is reduced, in order of what helps a reader most: threads (to
       one), the op count pinned and a timed SIGKILL made a crash after the
       last op (--crash_at_end; with one thread the same run untraced with
@@ -76,31 +75,31 @@ Rules:
       stopped (an error, not a hang); the best run so far is the result.
   K5  creation-time options and the key space (C3) change only together
       with a fresh database (the step that creates it is then the first).
-  K6  one thread where the bug allows: a bug rarely needs threads, it
-      needs a schedule.  When one thread with the recorded seed does not
-      fail the same way, a seed search: one thread, as many ops as all
-      threads did (at most SEARCH_MAX_OPS), a timed SIGKILL made a crash
+  K6  one thread where the bug allows: a bug rarely needs threads, it needs
+      a schedule.  When one thread with the recorded seed does not fail the
+      same way, a seed search: one thread, as many ops as all threads did
+      (at most searchpass.SEARCH_MAX_OPS), a timed SIGKILL made a crash
       after the last op or else a kill point (the log's write-before-sync
-      point, then any), traced, with the recorded seed and SEARCH_SEEDS
-      others; the first that fails the same way is kept.  A failing
-      recovery step's own timed SIGKILL goes in every seed tried (K11's:
-      it can only hide the failure, and no trial is deterministic with it:
-      with it planted bug witness-at-end-is-damage's eight seeds pass
-      three trials each; without it the 13th fails, one trial each).
-      When every seed passed and the recorded run had several threads and
-      held no snapshot, the same seeds again with a snapshot held 1 in
-      STANDIN_SNAPSHOT_ONE_IN ops: the reader another thread was, which
-      a freeze or a prune must respect, stood in for by one the thread
-      holds itself (planted bug freeze-clears-xmax).
-      The same search runs when the recorded run (several threads, a timed
-      kill) does not fail again in its tries (FALLBACK_SEEDS seeds,
-      FALLBACK_SHARE of the budget).  Either search, when no seed failed,
-      runs again from a fresh database (K14's) before K8 looks for a race
-      (planted bug witness-at-end-is-damage: a four-thread catch whose 16
-      seeds on its grown database pass, and K8's 240 candidates too, 1.0x;
-      from a fresh database the seventh seed fails, 144x).
-      Each seed tried is in shrink.json; a different kind met on the way
-      goes aside (K1), never success.
+      point, then any), traced, with the recorded seed and
+      searchpass.SEARCH_SEEDS others; the first that fails the same way is
+      kept.  A failing recovery step's own timed SIGKILL goes in every seed
+      tried (K11's: it can only hide the failure, and no trial is
+      deterministic with it: with it planted bug witness-at-end-is-damage's
+      eight seeds pass three trials each; without it the 13th fails, one
+      trial each).  When every seed passed and the recorded run had several
+      threads and held no snapshot, the same seeds again with a snapshot
+      held 1 in searchpass.STANDIN_SNAPSHOT_ONE_IN ops: the reader another
+      thread was, which a freeze or a prune must respect, stood in for by
+      one the thread holds itself (planted bug freeze-clears-xmax).  The
+      same search runs when the recorded run (several threads, a timed kill)
+      does not fail again in its tries (searchpass.FALLBACK_SEEDS seeds,
+      searchpass.FALLBACK_SHARE of the budget).  Either search, when no seed
+      failed, runs again from a fresh database (K14's) before K8 looks for a
+      race (planted bug witness-at-end-is-damage: a four-thread catch whose
+      16 seeds on its grown database pass, and K8's 240 candidates too,
+      1.0x; from a fresh database the seventh seed fails, 144x).  Each seed
+      tried is in shrink.json; a different kind met on the way goes aside
+      (K1), never success.
   K7  the op count of a deterministic run (traced, or not when every
       traced run passed) halved while it fails, then short runs with other
       seeds (optpass.SHORT_OPS ops, each at most a tenth of the count
@@ -121,72 +120,74 @@ Rules:
       debugging stops at the first removal that no longer reaches it; a
       crash after the last op stays where the ops end (planted bug
       page-before-wal: 5.6x with its kill point).
-  K8  a failure that one thread does not show (K6's search passed or
-      failed another way) needs a second thread: a reader meeting a
-      writer's running version, an older snapshot held while a newer one
-      sets the horizon, records logged during a checkpoint or a group
-      commit's fsync.  Contention makes such races frequent, so the
-      multi-thread path searches as K6 and K7 do for one thread: MT_THREADS
-      (2) threads, short runs with a pinned op count per thread (MT_OPS,
-      smallest first, in two passes: each size and key space with the
-      recorded seed in each shape first, then the other seeds; never a timed
-      --duration run, which grows as every change makes the run faster), a
-      small key space (MT_KEYS, on a fresh database, then the recorded one),
-      MT_SEEDS seeds each, the endings of mt_endings (a timed SIGKILL made a
-      crash after the last op, then none; kill points rescaled to fire in a
-      short run, then none: a failure a later step found may show in the op
-      step itself, the steps after it gone; only none when none fired in the
-      failing op step), and the rare ops of MT_SCALED that would come
-      less than once in the run every quarter of it, a snapshot held a
-      quarter of it (a snapshot held across 200 ops is never read again
-      in a run of 64); then the same with each fault class that struck
-      the recorded op step (its ledger lines) but would strike less than
-      once in the short run striking about MT_FAULT_TIMES times in it
-      (planted bug control-redo-is-checkpoint: a checkpoint while the
-      other thread writes, then one ENOSPC in 12,000 ops that reopens
-      the database; 4.9x without, 107x with); and, with the recorded seed
-      after every key space in the run's own mix, the smallest key space
-      in each contention mix (multipass.contention_mixes: two kinds of the
-      run's mix, one a writer, half the ops each; planted bug
-      hint-aborted-while-in-progress needs a scan to meet a batch before
-      it commits: 2 x 64 ops with scans at 11% and batches at 48% failed 0
-      of 10 runs, 2 x 16 ops of scans and batches at half each 2 of 20).
-      Each candidate is judged by
-      up to MT_TRIALS trials and kept when MT_NEED of them fail the same way
-      (the stated minimum rate; once one of them failed, up to MT_MORE
-      more trials decide it: a race that short runs show one time in four
-      is still a run a reader can repeat, and the 10x smaller runs are the
-      short ones), then confirmed by up to MT_CONFIRM more trials, of
-      which MT_REPRO_NEED must fail too, as many as its repro will need
-      (two of a few trials can be luck with a rare race among the
-      path's many candidates); the first kept wins, and every later step
-      is judged the same way (the op count halved, the mix, the options
-      ...).  It runs after K6's search, and also when the recorded run did
-      not fail again and K6's fallback found nothing (then K23's sweeps
-      while it keeps none).  When the recorded run's tries failed only at
-      an earlier step (K1's baseline kept it, its later steps cut), its
-      candidates are built from the recorded steps (the cut form lacks the
-      crash they end with: planted bug durable-publishes-insert, whose
-      tries lost commits only in a reopen inside the workload, needs an
-      append during another thread's fsync and then a crash).
-      shrink.json has each candidate's trials, failures and rate, and
-      "multi" what was kept; the shrunk folder's meta.json has repro_tries: its
-      repro replays that many times and prints how many reproduced.  That is
-      MT_REPRO_TRIES, or more (at most MT_REPRO_MAX) where the observed rate
-      (the least of K8's keep with its confirmation and the last step kept)
-      expects fewer than MT_REPRO_EXPECT of them to reproduce: a two-thread run
-      of 711 ops that fails one time in six is a run a reader can repeat, if
-      repro tries it often enough.  A chain of steps each kept on two of a few
-      trials can drift to a rare run: when fewer than MT_REPRO_NEED of the
-      tries reproduce, the runs kept before it that are not deterministic
-      (K8's, or K2's repeated trials of a run with a timed kill) are tried,
-      latest first, MT_STEP_BACK at most, then the run the path itself kept
-      (multi's step), and the first that reaches MT_REPRO_NEED is the
-      result, else the one of them that reproduced most often; the recorded
-      run (the baseline's kept trial) last, only when no smaller run
-      reproduced at all (shrink.json's stepped_back lists each one tried; a
-      one-thread run with its timed kill, each step kept on one of three
-      trials, can end at 0 of 8: planted bug checkpoint-skips-data-fsync).
+  K8  a failure that one thread does not show (K6's search passed or failed
+      another way) needs a second thread: a reader meeting a writer's
+      running version, an older snapshot held while a newer one sets the
+      horizon, records logged during a checkpoint or a group commit's fsync.
+      Contention makes such races frequent, so the multi-thread path
+      searches as K6 and K7 do for one thread: multipass.MT_THREADS (2)
+      threads, short runs with a pinned op count per thread
+      (multipass.MT_OPS, smallest first, in two passes: each size and key
+      space with the recorded seed in each shape first, then the other
+      seeds; never a timed --duration run, which grows as every change makes
+      the run faster), a small key space (multipass.MT_KEYS, on a fresh
+      database, then the recorded one), multipass.MT_SEEDS seeds each, the
+      endings of cand.mt_endings (a timed SIGKILL made a crash after the
+      last op, then none; kill points rescaled to fire in a short run, then
+      none: a failure a later step found may show in the op step itself, the
+      steps after it gone; only none when none fired in the failing op
+      step), and the rare ops of multipass.MT_SCALED that would come less
+      than once in the run every quarter of it, a snapshot held a quarter of
+      it (a snapshot held across 200 ops is never read again in a run of
+      64); then the same with each fault class that struck the recorded op
+      step (its ledger lines) but would strike less than once in the short
+      run striking about multipass.MT_FAULT_TIMES times in it (planted bug
+      control-redo-is-checkpoint: a checkpoint while the other thread
+      writes, then one ENOSPC in 12,000 ops that reopens the database; 4.9x
+      without, 107x with); and, with the recorded seed after every key space
+      in the run's own mix, the smallest key space in each contention mix
+      (multipass.contention_mixes: two kinds of the run's mix, one a writer,
+      half the ops each; planted bug hint-aborted-while-in-progress needs a
+      scan to meet a batch before it commits: 2 x 64 ops with scans at 11%
+      and batches at 48% failed 0 of 10 runs, 2 x 16 ops of scans and
+      batches at half each 2 of 20).  Each candidate is judged by up to
+      multipass.MT_TRIALS trials and kept when multipass.MT_NEED of them
+      fail the same way (the stated minimum rate; once one of them failed,
+      up to multipass.MT_MORE more trials decide it: a race that short runs
+      show one time in four is still a run a reader can repeat, and the 10x
+      smaller runs are the short ones), then confirmed by up to
+      multipass.MT_CONFIRM more trials, of which multipass.MT_REPRO_NEED
+      must fail too, as many as its repro will need (two of a few trials can
+      be luck with a rare race among the path's many candidates); the first
+      kept wins, and every later step is judged the same way (the op count
+      halved, the mix, the options ...).  It runs after K6's search, and
+      also when the recorded run did not fail again and K6's fallback found
+      nothing (then K23's sweeps while it keeps none).  When the recorded
+      run's tries failed only at an earlier step (K1's baseline kept it, its
+      later steps cut), its candidates are built from the recorded steps
+      (the cut form lacks the crash they end with: planted bug
+      durable-publishes-insert, whose tries lost commits only in a reopen
+      inside the workload, needs an append during another thread's fsync and
+      then a crash).  shrink.json has each candidate's trials, failures and
+      rate, and "multi" what was kept; the shrunk folder's meta.json has
+      repro_tries: its repro replays that many times and prints how many
+      reproduced.  That is trials.MT_REPRO_TRIES, or more (at most
+      trials.MT_REPRO_MAX) where the observed rate (the least of K8's keep
+      with its confirmation and the last step kept) expects fewer than
+      trials.MT_REPRO_EXPECT of them to reproduce: a two-thread run of 711
+      ops that fails one time in six is a run a reader can repeat, if repro
+      tries it often enough.  A chain of steps each kept on two of a few
+      trials can drift to a rare run: when fewer than
+      multipass.MT_REPRO_NEED of the tries reproduce, the runs kept before
+      it that are not deterministic (K8's, or K2's repeated trials of a run
+      with a timed kill) are tried, latest first, multipass.MT_STEP_BACK at
+      most, then the run the path itself kept (multi's step), and the first
+      that reaches multipass.MT_REPRO_NEED is the result, else the one of
+      them that reproduced most often; the recorded run (the baseline's kept
+      trial) last, only when no smaller run reproduced at all (shrink.json's
+      stepped_back lists each one tried; a one-thread run with its timed
+      kill, each step kept on one of three trials, can end at 0 of 8:
+      planted bug checkpoint-skips-data-fsync).
   K10 no kept run that is not deterministic is larger than the recorded
       one: such a trial that fails the same way with more ops (every
       stress step's) than the recorded run had (the largest of its tries:
@@ -218,18 +219,18 @@ Rules:
       time: its state is kept after its first run and copied into every
       later trial that runs the same step (trials.made_key).  Delta
       debugging changes only the op step, and the create step would be a
-      third of each trial's time.  The shrunk folder's repro runs every step.
-  K13 a recovery step between the op step and the failing one that a
-      timer SIGKILLs (a restart that recovers, verifies and is killed
-      after a fraction of a second) lands wherever that recovery was at
-      that time; a run with other ops recovers faster or slower and is
-      killed elsewhere or not at all (planted bug page-before-wal: every
-      one-thread run diverges, its recovery done before the kill).  The
-      timer goes, in the order of RECOVERY_KILLS: the step ends by itself
-      (a failure the kill hid shows in it), crashes once the database is
-      open (--crash_at_end), or is killed at one of recovery's kill
-      points at its first hit.  K6's one-thread search crashes such a
-      step once open.
+      third of each trial's time.  The shrunk folder's repro runs every
+      step.
+  K13 a recovery step between the op step and the failing one that a timer
+      SIGKILLs (a restart that recovers, verifies and is killed after a
+      fraction of a second) lands wherever that recovery was at that time; a
+      run with other ops recovers faster or slower and is killed elsewhere
+      or not at all (planted bug page-before-wal: every one-thread run
+      diverges, its recovery done before the kill).  The timer goes, in the
+      order of steppass.RECOVERY_KILLS: the step ends by itself (a failure
+      the kill hid shows in it), crashes once the database is open
+      (--crash_at_end), or is killed at one of recovery's kill points at its
+      first hit.  K6's one-thread search crashes such a step once open.
   K14 a run on a database that earlier iterations grew was made by them
       too: its size counts their ops (meta.json db_ops), the recorded
       run's and every shrunk run's that still starts from that database,
@@ -246,17 +247,17 @@ Rules:
       seal-before-witness, a simple run's second iteration: 289 ops
       shrunk to 44 on the grown database, counted as 6.5x).
   K15 what a fresh database lacks, given back (freshpass.py): pinned page
-      flips moved onto its first blocks (fresh_flips: a flip pinned on
-      block 670 of a grown file lands on nothing, and a failure that rests
-      on which byte of a page it flips shows on any page); and when K14's
-      search from a fresh database fails too, the database grown again
-      as the recorded one was (regrown): each earlier iteration's workload
+      flips moved onto its first blocks (fresh_flips: a flip pinned on block
+      670 of a grown file lands on nothing, and a failure that rests on
+      which byte of a page it flips shows on any page); and when K14's
+      search from a fresh database fails too, the database grown again as
+      the recorded one was (regrown): each earlier iteration's workload
       (meta.json history) redone with one thread, its ops (at most
-      HISTORY_MAX_OPS), options, faults and seed and no kill, after the
-      create step, then K6's search on the op step.  A fault class only
-      an earlier iteration drew (a failed write-back whose page a later
-      iteration reads) comes back with it.  p_history then drops each
-      such step, or cuts its ops as p_create cuts a create step's.
+      freshpass.HISTORY_MAX_OPS), options, faults and seed and no kill,
+      after the create step, then K6's search on the op step.  A fault class
+      only an earlier iteration drew (a failed write-back whose page a later
+      iteration reads) comes back with it.  p_history then drops each such
+      step, or cuts its ops as p_create cuts a create step's.
   K16 an op step that a drawn kill point ends replays with the kill
       pinned in the op it fired in (kill:POINT:N, tracepass.p_pin_kill:
       a drawn kill counts hits, and every removal moves it).
@@ -272,28 +273,26 @@ Rules:
       A trial that is not deterministic runs on the disk of $TMPDIR,
       where its races are timed as the recorded run's were; the shrunk
       folder's repro runs there too (its seconds are docs/shrink-measurements.md's).
-  K20 a shrunk run the multi-thread path (K8) led to that reproduced
-      fewer than MT_REPRO_NEED times resumes the path, whether or not a
-      run stepped back to reproduced enough: the run it kept was kept on
-      a rate its repro did not show again, and everything kept after it
-      stands on it.  The path goes back to
-      the run it started from and goes on with the candidates after the
-      one it kept (each candidate is judged once), the rounds run on what
-      it keeps next, and that run's repro is judged the same way, while
-      MT_RESUME_MIN (60 s) of the budget is left.  The result is the
-      smallest run that reproduced MT_REPRO_NEED times (ties: the
-      latest), else the one that reproduced most often (ties: the
-      latest); the recorded run is
-      stepped back to only when no resume is left and no smaller run
-      reproduced at all (planted bug checkpoint-redo-at-record: 2 x 64
-      ops reproduce 1 of 8 and the 2 x 256 stepped back to 3 of 8; without
-      a resume that run stands and the shrink is over at 169 s of 600
-      with 8.8x).  shrink.json's resumed lists each run left
-      behind (the path's step, its repro's rate, what it stepped back to).
-      Why: planted bug hint-aborted-while-in-progress's keep on 2 of 8
-      trials and 1 of 2 confirmations reproduces 0 of 10 (1 of 100 when
-      tried again), and without a resume the shrink is over at 104 s of
-      600.
+  K20 a shrunk run the multi-thread path (K8) led to that reproduced fewer
+      than multipass.MT_REPRO_NEED times resumes the path, whether or not a
+      run stepped back to reproduced enough: the run it kept was kept on a
+      rate its repro did not show again, and everything kept after it stands
+      on it.  The path goes back to the run it started from and goes on with
+      the candidates after the one it kept (each candidate is judged once),
+      the rounds run on what it keeps next, and that run's repro is judged
+      the same way, while multipass.MT_RESUME_MIN (60 s) of the budget is
+      left.  The result is the smallest run that reproduced
+      multipass.MT_REPRO_NEED times (ties: the latest), else the one that
+      reproduced most often (ties: the latest); the recorded run is stepped
+      back to only when no resume is left and no smaller run reproduced at
+      all (planted bug checkpoint-redo-at-record: 2 x 64 ops reproduce 1 of
+      8 and the 2 x 256 stepped back to 3 of 8; without a resume that run
+      stands and the shrink is over at 169 s of 600 with 8.8x).
+      shrink.json's resumed lists each run left behind (the path's step, its
+      repro's rate, what it stepped back to).  Why: planted bug
+      hint-aborted-while-in-progress's keep on 2 of 8 trials and 1 of 2
+      confirmations reproduces 0 of 10 (1 of 100 when tried again), and
+      without a resume the shrink is over at 104 s of 600.
   K21 a deterministic traced run from a fresh database of 10 ops or more
       whose values are under 1,024 bytes tries them all 1,024 bytes, then
       delta debugging again, last of all (tracepass.p_values): a failure
@@ -306,22 +305,23 @@ Rules:
       faults/powerloss.c PL8): the newest undone write of the block the
       failure names, then that block's, then every one (at most 64).  The
       fewest writes undone, and removing ops no longer moves them.
-  K23 a run of several threads left by the rounds, with MT_RESUME_MIN of
-      the budget left: K8's path again from it (multipass.multi_again: the
-      sizes below its own, smallest first, MT_AGAIN_SEEDS seeds each, and
-      MT_AGAIN_SWEEPS sweeps of others at most), the rounds on each keep.
+  K23 a run of several threads left by the rounds, with
+      multipass.MT_RESUME_MIN of the budget left: K8's path again from it
+      (multipass.multi_again: the sizes below its own, smallest first,
+      multipass.MT_AGAIN_SEEDS seeds each, and multipass.MT_AGAIN_SWEEPS
+      sweeps of others at most), the rounds on each keep.
   K24 a recorded run that failed again in none of its tries with its kind,
-      but in some with another kind that had its kind among its failure
-      keys (the judge names the first of FAILURE_KEYS: a lost beside a
-      wrong_value is a wrong_value), is shrunk with the match by keys of
-      K1 (trials.by_keys): the run shows the kind, named another way.
-      Its tries are run again so matched, and every later trial is judged
-      so.  shrink.json says why ("match_why") and what the judge named the
-      shrunk run ("judged_as"); the shrunk folder keeps the kind, and its
-      repro reproduces when the kind is among the keys (planted bugs
+      but in some with another kind that had its kind among its failure keys
+      (the judge names the first of params.FAILURE_KEYS: a lost beside a
+      wrong_value is a wrong_value), is shrunk with the match by keys of K1
+      (trials.by_keys): the run shows the kind, named another way.  Its
+      tries are run again so matched, and every later trial is judged so.
+      shrink.json says why ("match_why") and what the judge named the shrunk
+      run ("judged_as"); the shrunk folder keeps the kind, and its repro
+      reproduces when the kind is among the keys (planted bugs
       durable-publishes-insert and horizon-newest-snapshot: a lost and a
-      resurrected whose recorded runs fail again only as other kinds,
-      their own among one try's keys each).
+      resurrected whose recorded runs fail again only as other kinds, their
+      own among one try's keys each).
   K25 a trial that hangs when the failure is another kind (kept aside,
       K1), or is stopped as too slow (an error), ends its change's
       trials, and the same change (what it says) is not tried again in a
@@ -371,16 +371,14 @@ kept or rejected and why; the original and shrunk measures), and the
 final command printed.  The op trace's format is docs/formats.md's
 (stress/trace.c writes and parses it)."""
 
-import functools
 import os
 import shlex
 import shutil
 import subprocess
 import sys
 import time
-from dataclasses import fields
 
-from . import freshpass, multipass, optpass, searchpass, steppass, tracepass, trials
+from . import freshpass, multipass, optpass, steppass, tracepass, trials
 from .binary import check_binary, stress_info
 from .cand import Cand, as_int, is_fresh, is_workload, opt_get, trace_ops_of
 from .common import (
@@ -497,75 +495,15 @@ def new_state(a, printer):
     return st
 
 
-def blank_state():
-    """A state with every field at its default and a runner bound to it:
-    what a Shrinker made without __init__ holds (a test sets its fields)."""
-    st = ShrinkState()
-    st.runner = TrialRunner(st)
-    return st
-
-
-def takes_state(f):
-    """F is a function whose first argument is a shrink's state."""
-    code = getattr(getattr(f, "__wrapped__", f), "__code__", None)
-    return code is not None and code.co_varnames[:1] == ("state",)
-
-
-# The functions of a state a Shrinker runs by name (shrinker.p_focus() is
-# tracepass.p_focus(shrinker.state)): the passes and the helpers tests
-# drive one at a time.  The orchestration below calls them directly.
-BY_NAME = {
-    name: f
-    for m in (trials, steppass, searchpass, tracepass, freshpass, multipass, optpass)
-    for name, f in vars(m).items()
-    if getattr(f, "__module__", None) == m.__name__ and takes_state(f)
-}
-STATE_FIELDS = {f.name for f in fields(ShrinkState)}
-
-
 class Shrinker:
-    """One shrink (K3's order): builds the state of the failure folder
-    (new_state), runs the baseline and the passes on it (shrink, refine,
-    rounds), writes shrunk/ and shrink.json (finish).  It holds the
-    state only: shrinker.X reads the state's field X, its runner's
-    method X or the pass X bound to the state (BY_NAME), and
-    shrinker.X = V sets the runner's method X (a fake attempt or
-    run_once) or the state's field X; a test builds a Shrinker without
-    __init__ and sets the fields a pass reads."""
+    """One shrink (K3's order), the orchestration of the passes on STATE
+    (new_state builds it from a failure folder): the baseline and the
+    passes (shrink, refine, rounds), then shrunk/ and shrink.json
+    (finish).  The passes are functions of the state and its runner
+    (shrinkstate.py); the Shrinker holds nothing else."""
 
-    def __init__(self, a, printer):
-        self.state = new_state(a, printer)
-
-    def __getattr__(self, name):
-        if name == "state":
-            object.__setattr__(self, "state", blank_state())
-            return self.state
-        st = self.state
-        if hasattr(type(st.runner), name) or name in vars(st.runner):
-            return getattr(st.runner, name)
-        if hasattr(st, name):
-            return getattr(st, name)
-        if name in BY_NAME:
-            return functools.partial(BY_NAME[name], st)
-        raise AttributeError("%s: no field, trial or pass of a shrink" % name)
-
-    def __setattr__(self, name, value):
-        if name == "state" or hasattr(type(self), name):
-            object.__setattr__(self, name, value)
-        elif hasattr(TrialRunner, name):
-            setattr(self.state.runner, name, value)
-        elif name in STATE_FIELDS or hasattr(ShrinkState, name):
-            setattr(self.state, name, value)
-        else:
-            raise AttributeError("%s: no field of a shrink's state" % name)
-
-    def __delattr__(self, name):
-        # a fake set as above taken back: the runner's own method again
-        for obj in (self.state.runner, self.state):
-            if name in vars(obj) and name not in ("state",) + tuple(STATE_FIELDS):
-                delattr(obj, name)
-                return
-        object.__delattr__(self, name)
+    def __init__(self, state):
+        self.state = state
 
     def multi_again(self):
         """K23 on the state, the rounds again on each keep (multipass)."""
@@ -973,7 +911,7 @@ def shrink_folder(
         powerloss_binary,
     )
     a.match, a.ram_dir = match, ram_dir
-    s = Shrinker(a, printer)
+    s = Shrinker(new_state(a, printer))
     try:
         ok, orig, base = s.shrink()
     except Stopped:  # SIGINT, SIGTERM: the best run so far is still written

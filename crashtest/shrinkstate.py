@@ -5,10 +5,11 @@ object every pass takes, and PassResult, what a pass gives back.
 A pass is a function PASS(state, ...) -> PassResult.  It reads the fields
 below, runs its trials through state.runner (trials.TrialRunner: a
 candidate replayed and judged, kept when it fails the same way), and
-changes no attribute the state does not declare.  The Shrinker
-(shrink.py) builds the state from a failure folder, runs the passes in
-their order and writes the results; a test builds one by hand, with a
-fake runner where a pass can be judged without running stress."""
+changes no attribute the state does not declare.  shrink.new_state
+builds the state from a failure folder, and the Shrinker (shrink.py)
+runs the passes on it in their order and writes the results; a test
+builds one by hand, with a fake runner where a pass can be judged
+without running stress."""
 
 import functools
 import time
@@ -21,8 +22,8 @@ from .cand import is_fresh
 @dataclass
 class ShrinkState:
     """One shrink's state.  "Set by the Shrinker" fields are set once,
-    when it builds the state (shrink.new_state); the others say who
-    changes them."""
+    when shrink.new_state builds the state, or by the Shrinker's
+    baseline; the others say who changes them."""
 
     # ---- the failure and the run's tools (set by the Shrinker) ----
     # the Printer every line of the shrink goes to (output.Printer)

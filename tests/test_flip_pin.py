@@ -28,7 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand, set_faults  # noqa: E402
 from crashtest.executor import ledger_lines_since  # noqa: E402
-from crashtest.shrink import Shrinker  # noqa: E402
+from crashtest import tracepass  # noqa: E402
+from tests.test_shrink_passes import state_of  # noqa: E402
 from tests.stressrun import OneThreadDb  # noqa: E402
 
 
@@ -190,12 +191,12 @@ class TestPinFlipsPass(unittest.TestCase):
             % (k, k, k, k, 1 if k in (5, 6) else 2 if k == 7 else 0)
             for k in range(4, 9)
         ]
-        sh = Shrinker.__new__(Shrinker)
-        sh.best = Cand([{"type": "stress", "argv": [], "state": "@STATE@"}], True, trace, 0)
-        sh.best_res = {"dir": d}
+        st = state_of()
+        st.best = Cand([{"type": "stress", "argv": [], "state": "@STATE@"}], True, trace, 0)
+        st.best_res = {"dir": d}
         tried = []
-        sh.attempt = lambda what, cand, phase: tried.append((what, cand.trace))
-        sh.p_pin_flips()
+        st.runner.attempt = lambda what, cand, phase: tried.append((what, cand.trace))
+        tracepass.p_pin_flips(st)
         self.assertEqual(len(tried), 1)
         what, got = tried[0]
         self.assertEqual(

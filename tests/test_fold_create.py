@@ -26,7 +26,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand, is_fresh, opt_get  # noqa: E402
-from crashtest.shrink import Shrinker  # noqa: E402
+from crashtest import freshpass  # noqa: E402
+from tests.test_shrink_passes import state_of  # noqa: E402
 
 CREATED = [
     "0 put 7 00000000000000a1 on | 7=v1 ok op=1:1 inj=0",
@@ -125,21 +126,21 @@ def regrown_run():
 
 
 class TestFoldCreate(unittest.TestCase):
-    def shrinker(self, fold_kept, cand=None, created=CREATED):
-        """A Shrinker whose trials are judged, not run: the traced steps fail
+    def stub_state(self, fold_kept, cand=None, created=CREATED):
+        """A shrink's state whose trials are judged, not run: the traced steps fail
         the same way (the same run), the create step writing CREATED as its
         trace and a regrowing one GROWN; the folded run (one step before
         its verify) fails the same way when FOLD_KEPT."""
-        sh = Shrinker.__new__(Shrinker)
-        sh.left = lambda: 100
-        sh.best, sh.log, sh.ddmin_size = cand or run(), [], 8
+        st = state_of()
+        st.left = lambda: 100
+        st.best, st.log, st.ddmin_size = cand or run(), [], 8
         d = tempfile.mkdtemp(prefix="test-fold-create-")
         self.addCleanup(shutil.rmtree, d, True)
-        sh.best_res = {"dir": os.path.join(d, "recorded")}
-        os.makedirs(sh.best_res["dir"])
+        st.best_res = {"dir": os.path.join(d, "recorded")}
+        os.makedirs(st.best_res["dir"])
 
         def attempt(what, c, phase):
-            t = os.path.join(d, "t%d" % len(sh.log))
+            t = os.path.join(d, "t%d" % len(st.log))
             os.makedirs(os.path.join(t, "iter"))
             for s, lines in zip(c.steps, (created, GROWN)):
                 name = opt_get(s["argv"], "trace_ops")
@@ -147,7 +148,7 @@ class TestFoldCreate(unittest.TestCase):
                     with open(os.path.join(t, "iter", os.path.basename(name)), "w") as f:
                         f.write("# stress op trace 1\n" + "".join(line + "\n" for line in lines))
             kept = len(c.steps) > 2 or fold_kept
-            sh.log.append(
+            st.log.append(
                 {
                     "what": what,
                     "phase": phase,
@@ -156,23 +157,23 @@ class TestFoldCreate(unittest.TestCase):
                 }
             )
             if kept:
-                sh.best, sh.best_res = c, {"dir": t}
+                st.best, st.best_res = c, {"dir": t}
             return kept
 
-        sh.attempt = attempt
-        return sh
+        st.runner.attempt = attempt
+        return st
 
     def test_the_create_step_folded_into_the_op_step_is_one_list_that_delta_debugging_cuts(self):
-        sh = self.shrinker(True)
-        sh.p_fold_create()
+        st = self.stub_state(True)
+        freshpass.p_fold_create(st)
         self.assertEqual(
-            [(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")]
+            [(e["phase"], e["verdict"]) for e in st.log], [("fold", "kept"), ("fold", "kept")]
         )
         self.assertEqual(
-            sh.log[1]["what"],
+            st.log[1]["what"],
             "the create step's 3 ops folded into the op step (5 -> 6 ops, one step fewer)",
         )
-        b = sh.best
+        b = st.best
         self.assertEqual(
             ([s["name"] for s in b.steps], b.w, b.want),
             (["workload", "verify"], 0, ["crashed", "failed"]),
@@ -201,26 +202,26 @@ class TestFoldCreate(unittest.TestCase):
         self.assertEqual(b.trace[3].split()[1:5], ["restart", "-", "0000000000000000", "off"])
         self.assertEqual(b.trace[4:], OPS)
         self.assertEqual(
-            sh.ddmin_size, 1 << 62, "delta debugging starts again at half the new list"
+            st.ddmin_size, 1 << 62, "delta debugging starts again at half the new list"
         )
 
     def test_the_steps_that_regrow_the_database_fold_too_each_ending_in_a_restart(self):
-        sh = self.shrinker(True, regrown_run())
-        sh.defaults = {"cache_size": "64M", "sync_mode": "commit", "checkpoint_wal_bytes": "64M"}
-        self.assertEqual(sh.best.measures()["regrown"], 1)
-        sh.p_fold_create()
+        st = self.stub_state(True, regrown_run())
+        st.defaults = {"cache_size": "64M", "sync_mode": "commit", "checkpoint_wal_bytes": "64M"}
+        self.assertEqual(st.best.measures()["regrown"], 1)
+        freshpass.p_fold_create(st)
         self.assertEqual(
-            [(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")]
+            [(e["phase"], e["verdict"]) for e in st.log], [("fold", "kept"), ("fold", "kept")]
         )
         self.assertEqual(
-            sh.log[0]["what"], "the create and 1 regrowing step's ops traced (--trace_ops)"
+            st.log[0]["what"], "the create and 1 regrowing step's ops traced (--trace_ops)"
         )
         self.assertEqual(
-            sh.log[1]["what"],
+            st.log[1]["what"],
             "the create and 1 regrowing step's 5 ops folded into the op step "
             "(7 -> 10 ops, 2 steps fewer)",
         )
-        b = sh.best
+        b = st.best
         self.assertEqual(
             ([s["name"] for s in b.steps], b.w, b.want),
             (["workload", "verify"], 0, ["crashed", "failed"]),
@@ -275,18 +276,18 @@ class TestFoldCreate(unittest.TestCase):
         # A create step that p_create cut to one op: its list and the
         # restart after it are two lines, as many as the steps folded, and
         # the fold must not take that count for the steps' own.
-        sh = self.shrinker(True, created=CREATED[:1])
-        sh.p_fold_create()
+        st = self.stub_state(True, created=CREATED[:1])
+        freshpass.p_fold_create(st)
         self.assertEqual(
-            [(e["phase"], e["verdict"]) for e in sh.log], [("fold", "kept"), ("fold", "kept")]
+            [(e["phase"], e["verdict"]) for e in st.log], [("fold", "kept"), ("fold", "kept")]
         )
-        self.assertEqual(sh.best.trace[0], CREATED[0].replace(" on |", " off |"))
-        self.assertEqual(len(sh.best.trace), 1 + 1 + len(OPS))
+        self.assertEqual(st.best.trace[0], CREATED[0].replace(" on |", " off |"))
+        self.assertEqual(len(st.best.trace), 1 + 1 + len(OPS))
 
     def test_a_regrowing_step_that_cannot_fold_leaves_every_step_where_it_was(self):
         for change in ("timed", "killed", "creates its own database"):
-            sh = self.shrinker(True, regrown_run())
-            a = sh.best.steps[1]["argv"]
+            st = self.stub_state(True, regrown_run())
+            a = st.best.steps[1]["argv"]
             a.append(
                 {
                     "timed": "--duration=10",
@@ -294,27 +295,27 @@ class TestFoldCreate(unittest.TestCase):
                     "creates its own database": "--destroy_db_initially=1",
                 }[change]
             )
-            sh.p_fold_create()
-            self.assertEqual(sh.log, [], change)
+            freshpass.p_fold_create(st)
+            self.assertEqual(st.log, [], change)
 
     def test_a_fold_that_does_not_fail_the_same_way_leaves_the_run_as_it_was(self):
-        sh = self.shrinker(False)
-        sh.p_fold_create()
-        self.assertEqual([e["verdict"] for e in sh.log], ["undone", "rejected"])
-        self.assertIn("undone: the fold did not fail the same way", sh.log[0]["why"])
+        st = self.stub_state(False)
+        freshpass.p_fold_create(st)
+        self.assertEqual([e["verdict"] for e in st.log], ["undone", "rejected"])
+        self.assertIn("undone: the fold did not fail the same way", st.log[0]["why"])
         self.assertEqual(
-            ([s["name"] for s in sh.best.steps], sh.best.trace),
+            ([s["name"] for s in st.best.steps], st.best.trace),
             (["create", "workload", "verify"], OPS),
         )
         self.assertIsNone(
-            opt_get(sh.best.steps[0]["argv"], "trace_ops"), "the create step untraced again"
+            opt_get(st.best.steps[0]["argv"], "trace_ops"), "the create step untraced again"
         )
-        self.assertEqual(sh.ddmin_size, 8)
+        self.assertEqual(st.ddmin_size, 8)
 
     def test_no_fold_without_a_create_step_in_front_of_a_replaying_op_step(self):
         for change in ("timed", "untraced", "two threads"):
-            sh = self.shrinker(True)
-            b = sh.best
+            st = self.stub_state(True)
+            b = st.best
             if change == "timed":
                 b.steps[0]["argv"].append("--duration=10")
             elif change == "untraced":
@@ -323,8 +324,8 @@ class TestFoldCreate(unittest.TestCase):
                 b.steps[0]["argv"] = [x for x in b.steps[0]["argv"] if x != "--threads=1"] + [
                     "--threads=2"
                 ]
-            sh.p_fold_create()
-            self.assertEqual(sh.log, [], change)
+            freshpass.p_fold_create(st)
+            self.assertEqual(st.log, [], change)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand, set_faults, trace_kill_pin, trace_killed  # noqa: E402
 from crashtest.executor import ledger_lines_since  # noqa: E402
-from crashtest.shrink import Shrinker  # noqa: E402
+from crashtest import tracepass  # noqa: E402
+from tests.test_shrink_passes import state_of  # noqa: E402
 from tests.stressrun import need_stress, stress, trace_lines as ops_of  # noqa: E402
 
 WAL_POINT = "kill/wal/after_write_before_sync"
@@ -156,9 +157,9 @@ class TestPinnedKillInStress(unittest.TestCase):
 
 
 class TestPinKillPass(unittest.TestCase):
-    """p_pin_kill on a Shrinker whose trials are recorded, not run."""
+    """p_pin_kill on a shrink's state whose trials are recorded, not run."""
 
-    def shrinker(
+    def stub_state(
         self,
         lines,
         expect="kill_point",
@@ -169,8 +170,8 @@ class TestPinKillPass(unittest.TestCase):
         os.makedirs(os.path.join(d, "iter"))
         with open(os.path.join(d, "iter", "ops.trace"), "w") as f:
             f.write("# stress op trace 1\n" + "\n".join(lines) + "\n")
-        sh = Shrinker.__new__(Shrinker)
-        sh.best = Cand(
+        st = state_of()
+        st.best = Cand(
             [
                 {
                     "type": "stress",
@@ -183,10 +184,9 @@ class TestPinKillPass(unittest.TestCase):
             [head(line) + " | old" for line in lines],
             0,
         )
-        sh.best_res = {"dir": d}
-        sh.tried = []
-        sh.attempt = lambda what, cand, phase: sh.tried.append((what, cand, phase))
-        return sh
+        st.best_res = {"dir": d}
+        st.runner.attempt = lambda what, cand, phase: st.runner.attempts.append((what, cand, phase))
+        return st
 
     TRACE = [
         "0 put 3 00000000000000aa on | 3=v1 ok op=1:1 inj=0",
@@ -194,10 +194,10 @@ class TestPinKillPass(unittest.TestCase):
     ]
 
     def test_the_killed_op_is_pinned_and_the_drawn_kills_go(self):
-        sh = self.shrinker(self.TRACE)
-        sh.p_pin_kill()
-        self.assertEqual(len(sh.tried), 1)
-        what, c, phase = sh.tried[0]
+        st = self.stub_state(self.TRACE)
+        tracepass.p_pin_kill(st)
+        self.assertEqual(len(st.runner.attempts), 1)
+        what, c, phase = st.runner.attempts[0]
         self.assertEqual(phase, "pin_kill")
         self.assertIn("op 1", what)
         self.assertEqual([line.split()[4] for line in c.trace], ["on", "kill:%s:1" % WAL_POINT])
@@ -211,13 +211,13 @@ class TestPinKillPass(unittest.TestCase):
         )
 
     def test_nothing_is_pinned_unless_a_kill_point_ended_the_op_step(self):
-        for sh in (
-            self.shrinker(self.TRACE, expect="crash_at_end"),
-            self.shrinker(self.TRACE, argv=("--threads=1",)),
-            self.shrinker([self.TRACE[0], "1 put 4 00000000000000bb on"]),
+        for st in (
+            self.stub_state(self.TRACE, expect="crash_at_end"),
+            self.stub_state(self.TRACE, argv=("--threads=1",)),
+            self.stub_state([self.TRACE[0], "1 put 4 00000000000000bb on"]),
         ):
-            sh.p_pin_kill()
-            self.assertEqual(sh.tried, [])
+            tracepass.p_pin_kill(st)
+            self.assertEqual(st.runner.attempts, [])
 
     def test_the_passes_after_it_keep_the_pinned_line(self):
         pinned = [
@@ -225,16 +225,16 @@ class TestPinKillPass(unittest.TestCase):
             "1 put 5 00000000000000cc on | 5=v2 ok op=1:2 inj=0",
             "2 put 4 00000000000000bb kill:%s:1 | killed=%s:1" % (WAL_POINT, WAL_POINT),
         ]
-        sh = self.shrinker(pinned, argv=("--threads=1", "--read_fault_one_in=9"))
-        sh.best.trace = list(pinned)
-        sh.kind = "lost"
-        sh.best_res["output_tail"] = "stress: FAILURE lost key k3 (3): acknowledged, then gone\n"
-        sh.p_focus()  # key 3's op and the pinned one, though it touches key 4
-        self.assertEqual([c.trace for _, c, _ in sh.tried], [[pinned[0], pinned[2]]])
-        sh.tried = []
-        sh.p_faults_off()
-        self.assertTrue(sh.tried)
-        for _, c, _ in sh.tried:
+        st = self.stub_state(pinned, argv=("--threads=1", "--read_fault_one_in=9"))
+        st.best.trace = list(pinned)
+        st.kind = "lost"
+        st.best_res["output_tail"] = "stress: FAILURE lost key k3 (3): acknowledged, then gone\n"
+        tracepass.p_focus(st)  # key 3's op and the pinned one, though it touches key 4
+        self.assertEqual([c.trace for _, c, _ in st.runner.attempts], [[pinned[0], pinned[2]]])
+        st.runner.attempts = []
+        tracepass.p_faults_off(st)
+        self.assertTrue(st.runner.attempts)
+        for _, c, _ in st.runner.attempts:
             self.assertEqual(c.trace[-1].split()[4], "kill:%s:1" % WAL_POINT)
 
 

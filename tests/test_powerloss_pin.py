@@ -28,7 +28,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand  # noqa: E402
-from crashtest.shrink import Shrinker  # noqa: E402
+from crashtest import tracepass  # noqa: E402
+from tests.test_shrink_passes import state_of  # noqa: E402
 from crashtest.tracepass import PIN_POWERLOSS_MAX  # noqa: E402
 
 
@@ -48,7 +49,7 @@ def line(variant, file, offset, back, kept=None, length=16384):
 
 
 class TestPinPowerloss(unittest.TestCase):
-    def shrinker(self, lines, output, mode="mixed", extra=()):
+    def stub_state(self, lines, output, mode="mixed", extra=()):
         d = tempfile.mkdtemp(prefix="test-shrink-")
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
         os.makedirs(os.path.join(d, "state", "run"))
@@ -92,11 +93,11 @@ class TestPinPowerloss(unittest.TestCase):
             {"type": "variant", "k": 1, "powerloss_step": 2, "to": "@ITER@/v1"},
             {"type": "stress", "argv": ["@STRESS@", "--db=@ITER@/v1/db", "--verification_only=1"]},
         ]
-        sh = Shrinker.__new__(Shrinker)
-        sh.best = Cand(steps, True, ["0 put 1 00 on | 1=v1 ok op=2:1 inj=0"], 1)
-        sh.best_res = {"dir": d, "step": 5, "results": {5: {"output_tail": output}}}
-        sh.meta, sh.defaults = {}, {"page_size": "8192"}
-        sh.left = lambda: 100.0
+        st = state_of()
+        st.best = Cand(steps, True, ["0 put 1 00 on | 1=v1 ok op=2:1 inj=0"], 1)
+        st.best_res = {"dir": d, "step": 5, "results": {5: {"output_tail": output}}}
+        st.meta, st.defaults = {}, {"page_size": "8192"}
+        st.left = lambda: 100.0
         self.tried = []
 
         def attempt(what, cand, phase):
@@ -110,8 +111,8 @@ class TestPinPowerloss(unittest.TestCase):
             )
             return False
 
-        sh.attempt = attempt
-        return sh
+        st.runner.attempt = attempt
+        return st
 
     def test_the_failing_variants_writes_of_the_named_block_are_pinned_first_then_all_it_undid(
         self,
@@ -123,12 +124,12 @@ class TestPinPowerloss(unittest.TestCase):
             line(1, "data", 15 * 16384, 2),
             line(1, "wal/0000000000000000", 8192, 0, "0f", length=4096),
         ]
-        sh = self.shrinker(
+        st = self.stub_state(
             lines,
             "stress: FAILURE unrecoverable: corruption no injection explains: "
             "layer=page_checksum file=data block=15: ",
         )
-        sh.p_pin_powerloss()
+        tracepass.p_pin_powerloss(st)
         # Block 15 of 16 KiB pages (the create step's page size, not the
         # default's 8 KiB: its offset 245760), variant 1's only (the
         # failing step reads v1): its newest undone write, then both;
@@ -163,28 +164,28 @@ class TestPinPowerloss(unittest.TestCase):
         )
 
     def test_a_failure_naming_no_block_pins_every_write_and_none_past_what_powerloss_takes(self):
-        sh = self.shrinker(
+        st = self.stub_state(
             [line(1, "data", 16384 * k, 0, "0f") for k in range(3)],
             "stress: FAILURE lost: key 7 ...",
         )
-        sh.p_pin_powerloss()
+        tracepass.p_pin_powerloss(st)
         self.assertEqual(
             [(w.split(",")[0], len(pins)) for w, _, pins in self.tried],
             [("power loss pinned: the 3 writes it undid", 3)],
         )
         self.tried.clear()
-        sh = self.shrinker(
+        st = self.stub_state(
             [line(1, "data", 16384 * k, 0, "0f") for k in range(PIN_POWERLOSS_MAX + 1)],
             "stress: FAILURE lost: key 7 ...",
         )
-        sh.p_pin_powerloss()
+        tracepass.p_pin_powerloss(st)
         self.assertEqual(self.tried, [])
 
     def test_a_step_pinned_already_or_in_keep_mode_is_left_alone(self):
         lines = [line(1, "data", 0, 0, "0f")]
         for mode, extra in (("keep", ()), ("mixed", ("--pin", "data@0:0=tear:0f"))):
-            sh = self.shrinker(lines, "file=data block=0", mode, extra)
-            sh.p_pin_powerloss()
+            st = self.stub_state(lines, "file=data block=0", mode, extra)
+            tracepass.p_pin_powerloss(st)
             self.assertEqual(self.tried, [], mode)
 
 

@@ -21,7 +21,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand  # noqa: E402
+from crashtest import steppass  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
+from tests.test_shrink_passes import state_of  # noqa: E402
 from crashtest.steppass import branch_of  # noqa: E402
 
 
@@ -152,38 +154,37 @@ class TestBranchOf(unittest.TestCase):
 
 
 class TestBranchesPass(unittest.TestCase):
-    def shrinker(self, kept):
-        sh = Shrinker.__new__(Shrinker)
-        sh.left = lambda: 100
-        sh.best, sh.log = run(), []
+    def stub_state(self, kept):
+        st = state_of()
+        st.left = lambda: 100
+        st.best, st.log = run(), []
 
         def attempt(what, c, phase):
-            sh.log.append({"what": what, "phase": phase, "verdict": "kept" if kept else "rejected"})
+            st.log.append({"what": what, "phase": phase, "verdict": "kept" if kept else "rejected"})
             if kept:
-                sh.best = c
+                st.best = c
             return kept
 
-        sh.attempt = attempt
-        return sh
+        st.runner.attempt = attempt
+        return st
 
     def test_the_pass_keeps_the_run_without_the_other_variant_when_it_fails_the_same_way(self):
-        sh = self.shrinker(True)
-        sh.p_branches()
-        self.assertEqual(len(sh.log), 1)
-        self.assertEqual(sh.log[0]["phase"], "branches")
-        self.assertIn("variant-0, recover-v0", sh.log[0]["what"])
-        self.assertEqual(len(sh.best.steps), 5)
-        sh.p_branches()
-        self.assertEqual(len(sh.log), 1)  # nothing left to drop: no trial
+        st = self.stub_state(True)
+        steppass.p_branches(st)
+        self.assertEqual(len(st.log), 1)
+        self.assertEqual(st.log[0]["phase"], "branches")
+        self.assertIn("variant-0, recover-v0", st.log[0]["what"])
+        self.assertEqual(len(st.best.steps), 5)
+        steppass.p_branches(st)
+        self.assertEqual(len(st.log), 1)  # nothing left to drop: no trial
 
     def test_the_pass_leaves_the_run_when_it_does_not_fail_without_it(self):
-        sh = self.shrinker(False)
-        sh.p_branches()
-        self.assertEqual(len(sh.best.steps), 7)
+        st = self.stub_state(False)
+        steppass.p_branches(st)
+        self.assertEqual(len(st.best.steps), 7)
 
     def test_the_pass_comes_first_in_each_round_and_again_once_the_thread_steps_have_run(self):
-        sh = Shrinker.__new__(Shrinker)
-        names = [getattr(f, "__name__", "") for f in sh.round_steps()]
+        names = [getattr(f, "__name__", "") for f in Shrinker(state_of()).round_steps()]
         self.assertEqual(names[0], "p_branches")
         again = [i for i, n in enumerate(names) if n == "p_branches"][1:]
         self.assertEqual(len(again), 1)

@@ -32,8 +32,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from crashtest.executor import injected_by_class  # noqa: E402
 from crashtest.searchpass import STANDIN_SNAPSHOT_ONE_IN  # noqa: E402
+from crashtest import multipass, optpass, searchpass, steppass  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
-from tests.test_shrink_passes import fake  # noqa: E402
+from tests.test_shrink_passes import fake, state_of  # noqa: E402
 from crashtest.cand import (  # noqa: E402
     LOG_SYNC_POINT,
     SYNC_OFF_KILL_EVERY,
@@ -161,7 +162,7 @@ class TestEndings(unittest.TestCase):
         # timed one-thread run of 4,776 ops and in none of eight traced
         # runs of that many, and ended unshrunk.  The same run pinned
         # (its seed, no trace) comes first, and is deterministic.
-        st = {
+        step = {
             "type": "stress",
             "name": "workload",
             "state": "@STATE@",
@@ -170,11 +171,11 @@ class TestEndings(unittest.TestCase):
             "kill_after": None,
             "argv": ["@STRESS@", "--threads=1", "--ops_per_thread=0", "--duration=60", "--seed=5"],
         }
-        sh = Shrinker.__new__(Shrinker)
-        sh.best, sh.best_res, got, searched = Cand([st], False, None, 0), {"ops": 4776}, [], []
-        sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
+        st = state_of()
+        st.best, st.best_res, got, searched = Cand([step], False, None, 0), {"ops": 4776}, [], []
+        st.runner.attempt = lambda what, c, phase, **kw: got.append(c) and False
         fake(self, "search", lambda start, ops, **kw: searched.append(ops))
-        sh.p_pin()
+        optpass.p_pin(st)
         (c,) = got
         self.assertEqual(
             [opt_get(c.op["argv"], x) for x in ("ops_per_thread", "duration", "seed", "trace_ops")],
@@ -183,8 +184,8 @@ class TestEndings(unittest.TestCase):
         self.assertTrue(c.deterministic())
         self.assertEqual(searched, [4776], "then the traced search")
         got.clear(), searched.clear()
-        sh.attempt = lambda what, c, phase, **kw: got.append(c) or True
-        sh.p_pin()
+        st.runner.attempt = lambda what, c, phase, **kw: got.append(c) or True
+        optpass.p_pin(st)
         self.assertEqual((len(got), searched), (1, []), "kept: no search")
 
     def test_the_seed_search_runs_a_failing_recovery_without_its_timer(self):
@@ -193,20 +194,20 @@ class TestEndings(unittest.TestCase):
         # and eight seeds passed; without the timer the 13th fails, once.
         wl, pl, vf = timed_kill_steps()
         rec = dict(vf, name="recover-v0", expect="sigkill_or_exit0", kill_after=0.391)
-        sh = Shrinker.__new__(Shrinker)
-        sh.best, sh.best_res, got = (
+        st = state_of()
+        st.best, st.best_res, got = (
             Cand([wl, pl, rec], False, None, 0, ["crashed", "passed", "failed"]),
             None,
             [],
         )
-        sh.left = lambda: 100
-        sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
-        self.assertFalse(sh.search(sh.best, 1000, nseeds=1))
+        st.left = lambda: 100
+        st.runner.attempt = lambda what, c, phase, **kw: got.append(c) and False
+        self.assertFalse(searchpass.search(st, st.best, 1000, nseeds=1))
         self.assertEqual(len(got), 6, "two seeds, three endings each")
         for c in got:
             self.assertEqual((c.steps[-1]["kill_after"], c.steps[-1]["expect"]), (None, "exit0"))
             self.assertTrue(c.deterministic(), c.op["argv"])
-        self.assertEqual(sh.best.steps[-1]["kill_after"], 0.391, "the best run is left as it was")
+        self.assertEqual(st.best.steps[-1]["kill_after"], 0.391, "the best run is left as it was")
 
     def test_the_seed_search_holds_a_snapshot_for_the_threads_it_took_away_after_every_seed_passed(
         self,
@@ -215,16 +216,16 @@ class TestEndings(unittest.TestCase):
         # failure needs a reader holding an old version; one thread shows
         # it only when it holds a snapshot itself.
         wl, pl, vf = timed_kill_steps()
-        sh = Shrinker.__new__(Shrinker)
-        sh.best, sh.best_res, got = (
+        st = state_of()
+        st.best, st.best_res, got = (
             Cand([wl, pl, vf], False, None, 0, ["crashed", "passed", "failed"]),
             None,
             [],
         )
-        sh.recorded_threads = 4
-        sh.left = lambda: 100
-        sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
-        self.assertFalse(sh.search(sh.best, 1000, nseeds=1))
+        st.recorded_threads = 4
+        st.left = lambda: 100
+        st.runner.attempt = lambda what, c, phase, **kw: got.append(c) and False
+        self.assertFalse(searchpass.search(st, st.best, 1000, nseeds=1))
         held = [opt_get(c.op["argv"], "acquire_snapshot_one_in") for c in got]
         self.assertEqual(
             held, [None] * 6 + [str(STANDIN_SNAPSHOT_ONE_IN)] * 6, "two seeds, three endings, twice"
@@ -236,11 +237,11 @@ class TestEndings(unittest.TestCase):
             (4, wl["argv"] + ["--acquire_snapshot_one_in=2000"]),
         ):
             got[:] = []
-            sh.recorded_threads = threads
-            sh.best = Cand(
+            st.recorded_threads = threads
+            st.best = Cand(
                 [dict(wl, argv=argv), pl, vf], False, None, 0, ["crashed", "passed", "failed"]
             )
-            sh.search(sh.best, 1000, nseeds=1)
+            searchpass.search(st, st.best, 1000, nseeds=1)
             self.assertEqual(len(got), 6)
             self.assertNotIn(
                 str(STANDIN_SNAPSHOT_ONE_IN),
@@ -284,10 +285,10 @@ class TestEndings(unittest.TestCase):
         self.assertTrue(c.deterministic(), what)
         # The shrink step: one thread, its kill made a crash after the op it
         # fired in (the counted ops and that one).
-        sh = Shrinker.__new__(Shrinker)
-        sh.best, sh.best_res, got = k, {"ops": 57}, []
-        sh.attempt = lambda what, c, phase, **kw: got.append((what, c, phase))
-        sh.p_crash_end()
+        st = state_of()
+        st.best, st.best_res, got = k, {"ops": 57}, []
+        st.runner.attempt = lambda what, c, phase, **kw: got.append((what, c, phase))
+        steppass.p_crash_end(st)
         ((what, c, phase),) = got
         self.assertEqual(phase, "crash_end")
         self.assertEqual(
@@ -302,15 +303,15 @@ class TestEndings(unittest.TestCase):
         )
         # Not when the op step fails itself: the kill may be what it needs.
         got.clear()
-        sh.best = Cand([k.op], False, None, 0)
-        sh.p_crash_end()
+        st.best = Cand([k.op], False, None, 0)
+        steppass.p_crash_end(st)
         self.assertEqual(got, [])
 
     def test_short_runs_are_tried_for_an_untraced_deterministic_step_too(self):
         # K7: a failure in a create step whose traced runs all passed (a
         # traced run is another run) still gets short runs with other
         # seeds (seal-before-witness: 200 -> 150 ops without them, 1 with).
-        st = {
+        step = {
             "type": "stress",
             "name": "create",
             "state": "@STATE@",
@@ -319,11 +320,11 @@ class TestEndings(unittest.TestCase):
             "kill_after": None,
             "argv": ["@STRESS@", "--threads=1", "--ops_per_thread=200", "--seed=5"],
         }
-        sh = Shrinker.__new__(Shrinker)
-        sh.best, sh.best_res, got = Cand([st], True, None, 0), None, []
-        sh.left = lambda: 100
-        sh.attempt = lambda what, c, phase, **kw: got.append((c, phase)) and False
-        sh.p_short()
+        st = state_of()
+        st.best, st.best_res, got = Cand([step], True, None, 0), None, []
+        st.left = lambda: 100
+        st.runner.attempt = lambda what, c, phase, **kw: got.append((c, phase)) and False
+        optpass.p_short(st)
         self.assertTrue(got)
         self.assertEqual({p for _, p in got}, {"short"})
         c = got[0][0]
@@ -335,8 +336,10 @@ class TestEndings(unittest.TestCase):
         # needs a checkpoint before its crash; one in 2,000 ops never comes
         # in 64).
         got.clear()
-        sh.best = Cand([dict(st, argv=st["argv"] + ["--checkpoint_one_in=2000"])], True, None, 0)
-        sh.p_short()
+        st.best = Cand(
+            [dict(step, argv=step["argv"] + ["--checkpoint_one_in=2000"])], True, None, 0
+        )
+        optpass.p_short(st)
         sixteen = [
             opt_get(c.op["argv"], "checkpoint_one_in")
             for c, _ in got
@@ -350,11 +353,11 @@ class TestEndings(unittest.TestCase):
         # 12,000 ops never comes in 2 x 64).  A class that struck often
         # enough, or not at all, keeps its rate.
         got.clear()
-        sh.best = Cand(
+        st.best = Cand(
             [
                 dict(
-                    st,
-                    argv=st["argv"]
+                    step,
+                    argv=step["argv"]
                     + [
                         "--checkpoint_one_in=2000",
                         "--nospace_one_in=10000",
@@ -367,11 +370,11 @@ class TestEndings(unittest.TestCase):
             None,
             0,
         )
-        sh.best_res = {
+        st.best_res = {
             "ops": 10000,
             "results": {0: {"injected": {"nospace": 1, "bitflip_cache": 1000}}},
         }
-        sh.p_short()
+        optpass.p_short(st)
         sixteen = [
             (
                 opt_get(c.op["argv"], "checkpoint_one_in"),
@@ -388,11 +391,11 @@ class TestEndings(unittest.TestCase):
             + [("4", "10000", "10", "100")] * 6
             + [("4", "4", "10", "100")] * 6,
         )
-        sh.best_res = None
+        st.best_res = None
         # Not for a replay (delta debugging works on its list instead).
         got.clear()
-        sh.best = Cand([dict(st, argv=st["argv"] + ["--replay_ops=x"])], True, None, 0)
-        sh.p_short()
+        st.best = Cand([dict(step, argv=step["argv"] + ["--replay_ops=x"])], True, None, 0)
+        optpass.p_short(st)
         self.assertEqual(got, [])
 
     def test_short_runs_of_an_op_step_a_kill_point_ends_keep_the_kill_firing_in_them(self):
@@ -419,11 +422,11 @@ class TestEndings(unittest.TestCase):
             ],
         }
         _, pl, vf = timed_kill_steps()
-        sh = Shrinker.__new__(Shrinker)
-        sh.best, sh.best_res, got = Cand([wl, pl, vf], False, None, 0), None, []
-        sh.left = lambda: 100
-        sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
-        sh.p_short()
+        st = state_of()
+        st.best, st.best_res, got = Cand([wl, pl, vf], False, None, 0), None, []
+        st.left = lambda: 100
+        st.runner.attempt = lambda what, c, phase, **kw: got.append(c) and False
+        optpass.p_short(st)
         kills = {
             (opt_get(c.op["argv"], "ops_per_thread"), opt_get(c.op["argv"], "kill_random_test"))
             for c in got
@@ -438,8 +441,8 @@ class TestEndings(unittest.TestCase):
         )
         # Not when the op step fails itself: its kill may end it before.
         got.clear()
-        sh.best = Cand([wl], False, None, 0)
-        sh.p_short()
+        st.best = Cand([wl], False, None, 0)
+        optpass.p_short(st)
         self.assertEqual(got, [])
 
     def test_a_short_run_checkpoints_by_log_volume_as_often_per_op_as_its_run(self):
@@ -448,9 +451,9 @@ class TestEndings(unittest.TestCase):
         # multi-thread candidate of 2 x 16 ops writes a few kilobytes and
         # never had the checkpoint the race needs.  Scaled, its threshold is
         # 8M times its share of the run's ops.
-        sh = Shrinker.__new__(Shrinker)
-        sh.defaults = {"checkpoint_wal_bytes": "64M", "snapshot_hold_ops": "200"}
-        st = {
+        st = state_of()
+        st.defaults = {"checkpoint_wal_bytes": "64M", "snapshot_hold_ops": "200"}
+        step = {
             "type": "stress",
             "name": "w",
             "state": "@STATE@",
@@ -459,26 +462,27 @@ class TestEndings(unittest.TestCase):
             "kill_after": None,
             "argv": ["@STRESS@", "--threads=2", "--ops_per_thread=16", "--checkpoint_wal_bytes=8M"],
         }
-        c = Cand([st], False, None, 0)
-        got = sh.scaled(c, 16, ops=266520)
+        c = Cand([step], False, None, 0)
+        got = multipass.scaled(st, c, 16, ops=266520)
         self.assertEqual(
             opt_get(got.op["argv"], "checkpoint_wal_bytes"), str((8 << 20) * 32 // 266520)
         )
         self.assertEqual(
-            opt_get(sh.scaled(c, 16, ({}, 266520)).op["argv"], "checkpoint_wal_bytes"), "1007"
+            opt_get(multipass.scaled(st, c, 16, ({}, 266520)).op["argv"], "checkpoint_wal_bytes"),
+            "1007",
         )
         # stress's default when the run did not set it
-        d = Cand([dict(st, argv=st["argv"][:3])], False, None, 0)
+        d = Cand([dict(step, argv=step["argv"][:3])], False, None, 0)
         self.assertEqual(
-            opt_get(sh.scaled(d, 16, ops=32 * 1024).op["argv"], "checkpoint_wal_bytes"),
+            opt_get(multipass.scaled(st, d, 16, ops=32 * 1024).op["argv"], "checkpoint_wal_bytes"),
             str((64 << 20) // 1024),
         )
         # ... not when its op count is unknown, not for a run as long as it,
         # and not for K7's one-thread short runs (volume=False)
         for got in (
-            sh.scaled(c, 16),
-            sh.scaled(c, 16, ops=20),
-            sh.scaled(c, 16, ops=266520, volume=False),
+            multipass.scaled(st, c, 16),
+            multipass.scaled(st, c, 16, ops=20),
+            multipass.scaled(st, c, 16, ops=266520, volume=False),
         ):
             self.assertEqual(opt_get(got.op["argv"], "checkpoint_wal_bytes"), "8M")
 
@@ -514,17 +518,19 @@ class TestEndings(unittest.TestCase):
             )
         with open(os.path.join(d, "steps/00-workload/report.json"), "w") as f:
             json.dump({"ops": {"get": 700, "put": 300, "aborted": 5}}, f)
-        sh = Shrinker.__new__(Shrinker)
-        sh.dir, sh.start = d, os.path.join(d, "start")
-        sh.meta = {
+        st = state_of()
+        st.dir, st.start = d, os.path.join(d, "start")
+        st.meta = {
             "steps": [{"argv": ["@STRESS@", "--report=@ITER@/steps/00-workload/report.json"]}]
         }
-        self.assertEqual(sh.injected_in(None, 0, recorded=True), ({"bitflip_cache": 1}, 1000))
         self.assertEqual(
-            sh.injected_in({"ops": 64, "results": {0: {"injected": {"nospace": 1}}}}, 0),
+            multipass.injected_in(st, None, 0, recorded=True), ({"bitflip_cache": 1}, 1000)
+        )
+        self.assertEqual(
+            multipass.injected_in(st, {"ops": 64, "results": {0: {"injected": {"nospace": 1}}}}, 0),
             ({"nospace": 1}, 64),
         )
-        self.assertEqual(sh.injected_in(None, 0), ({}, None))
+        self.assertEqual(multipass.injected_in(st, None, 0), ({}, None))
 
     def test_a_multi_thread_candidate_is_pinned_and_its_kills_fit_a_short_run(self):
         # K8: two threads, N ops each, no --duration (a timed run grows);
@@ -637,10 +643,10 @@ class TestEndings(unittest.TestCase):
                 "--kill_points=kill/a",
             ],
         }
-        sh = Shrinker.__new__(Shrinker)
-        sh.best, sh.best_res, got = Cand([wk], False, None, 0), {"ops": 5771}, []
-        sh.attempt = lambda what, c, phase, **kw: got.append((what, c)) and False
-        sh.p_pin()
+        st = state_of()
+        st.best, st.best_res, got = Cand([wk], False, None, 0), {"ops": 5771}, []
+        st.runner.attempt = lambda what, c, phase, **kw: got.append((what, c)) and False
+        optpass.p_pin(st)
         (w0, c0), (w1, c1) = got
         self.assertEqual(
             (
@@ -668,22 +674,22 @@ class TestEndings(unittest.TestCase):
             argv=["@STRESS@", "--threads=1", "--ops_per_thread=800", "--crash_at_end=1"],
         )
         rk = dict(vf, expect="sigkill_or_exit0", kill_after=0.136)
-        sh = Shrinker.__new__(Shrinker)
-        sh.best, got = Cand([wc, pl, rk], False, None, 0, ["crashed", "passed", "failed"]), []
-        self.assertFalse(sh.best.deterministic())
-        sh.attempt = lambda what, c, phase, **kw: got.append((what, c, phase))
-        sh.p_end_kill()
+        st = state_of()
+        st.best, got = Cand([wc, pl, rk], False, None, 0, ["crashed", "passed", "failed"]), []
+        self.assertFalse(st.best.deterministic())
+        st.runner.attempt = lambda what, c, phase, **kw: got.append((what, c, phase))
+        steppass.p_end_kill(st)
         ((what, c, phase),) = got
         self.assertEqual(
             (c.steps[-1]["kill_after"], c.steps[-1]["expect"], phase), (None, "exit0", "end_kill")
         )
         self.assertEqual(c.op["expect"], "crash_at_end", "the op step's ending is p_pin's")
         self.assertTrue(c.deterministic(), what)
-        self.assertEqual(sh.best.steps[-1]["kill_after"], 0.136, "the best run is left as it was")
+        self.assertEqual(st.best.steps[-1]["kill_after"], 0.136, "the best run is left as it was")
         # The op step failing itself: its timed kill is p_pin's, not this.
         got.clear()
-        sh.best = Cand([wl], False, None, 0)
-        sh.p_end_kill()
+        st.best = Cand([wl], False, None, 0)
+        steppass.p_end_kill(st)
         self.assertEqual(got, [])
 
     def test_the_failing_recoverys_kill_is_tried_again_once_the_thread_steps_have_run(self):
@@ -691,8 +697,7 @@ class TestEndings(unittest.TestCase):
         # stays after a two-thread try, the seed search keeps a one-thread
         # run, and without a second p_end_kill delta debugging runs every
         # trial twice until the next round.
-        sh = Shrinker.__new__(Shrinker)
-        names = [getattr(f, "__name__", "") for f in sh.round_steps()]
+        names = [getattr(f, "__name__", "") for f in Shrinker(state_of()).round_steps()]
         again = [i for i, n in enumerate(names) if n == "p_end_kill"]
         self.assertEqual(len(again), 2)
         for before in ("p_threads", "p_multi", "p_pin", "p_trace", "p_crash_end"):

@@ -19,8 +19,9 @@ sys.path.insert(0, ROOT)
 from crashtest.cand import Cand, is_fresh, opt_get, opt_set  # noqa: E402
 from crashtest.freshpass import FILL_MAX_OPS, FRESH_SEARCHES, HISTORY_MAX_OPS  # noqa: E402
 from crashtest.report import read_iterations  # noqa: E402
-from crashtest.shrink import Shrinker, grown  # noqa: E402
-from tests.test_shrink_passes import fake  # noqa: E402
+from crashtest.shrink import grown  # noqa: E402
+from crashtest import freshpass, tracepass  # noqa: E402
+from tests.test_shrink_passes import fake, state_of  # noqa: E402
 from crashtest.steps import history_entry  # noqa: E402
 from crashtest.tracepass import VALUES_MIN_OPS, VALUES_SIZE  # noqa: E402
 
@@ -54,14 +55,14 @@ def op_step(threads=1, traced=True):
     }
 
 
-def shrinker(best):
-    sh = Shrinker.__new__(Shrinker)
-    sh.left = lambda: 100
-    sh.meta = {"seed": 9, "db_params": {"page_size": 8192}}
-    sh.hang = 60
-    sh.best = best
-    sh.orig_ops = 289
-    return sh
+def stub_state(best):
+    st = state_of()
+    st.left = lambda: 100
+    st.meta = {"seed": 9, "db_params": {"page_size": 8192}}
+    st.hang = 60
+    st.best = best
+    st.orig_ops = 289
+    return st
 
 
 class TestFreshDatabase(unittest.TestCase):
@@ -71,11 +72,11 @@ class TestFreshDatabase(unittest.TestCase):
         # op step untraced, after a create step, with the recorded op
         # step's ops.
         best = Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 44, 0, ["failed"])
-        sh = shrinker(best)
+        st = stub_state(best)
         tried, searched = [], []
-        sh.attempt = lambda what, c, phase, **kw: tried.append((what, c)) and False
+        st.runner.attempt = lambda what, c, phase, **kw: tried.append((what, c)) and False
         fake(self, "search", lambda start, ops, **kw: searched.append((start, ops, kw)) and False)
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(len(tried), 1)
         self.assertTrue(is_fresh(tried[0][1]))
         self.assertIsNotNone(tried[0][1].trace, "first the run as it is, its trace too")
@@ -99,7 +100,7 @@ class TestFreshDatabase(unittest.TestCase):
         self.assertEqual(ops, 289, "as many ops as the recorded op step did")
         self.assertEqual(kw.get("phase"), "fresh")
         self.assertTrue(best.trace, "the run kept is left as it was")
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(len(searched), 4, "the search runs once")
 
     def test_a_kill_pinned_in_the_trace_is_drawn_again_at_its_point_for_the_fresh_search(self):
@@ -116,10 +117,10 @@ class TestFreshDatabase(unittest.TestCase):
             "6 put 1 5 kill:%s:1 | 1=v1 killed" % point
         ]
         best = Cand([step], False, trace, 0, ["failed"])
-        sh = shrinker(best)
-        sh.orig_ops = 26962
+        st = stub_state(best)
+        st.orig_ops = 26962
         searched = []
-        sh.attempt = lambda what, c, phase, **kw: False
+        st.runner.attempt = lambda what, c, phase, **kw: False
         fake(
             self,
             "search",
@@ -134,7 +135,7 @@ class TestFreshDatabase(unittest.TestCase):
                 and False
             ),
         )
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(
             searched,
             [(5, point, "1"), (5, point, "1"), (26962, point, "6740"), (26962, point, "6740")],
@@ -144,9 +145,9 @@ class TestFreshDatabase(unittest.TestCase):
         )
         # A run that still draws its kill keeps it as it is.
         best = Cand([op_step()], False, trace, 0, ["failed"])
-        sh = shrinker(best)
+        st = stub_state(best)
         searched = []
-        sh.attempt = lambda what, c, phase, **kw: False
+        st.runner.attempt = lambda what, c, phase, **kw: False
         fake(
             self,
             "search",
@@ -160,7 +161,7 @@ class TestFreshDatabase(unittest.TestCase):
                 and False
             ),
         )
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(set(searched), {(None, "40")})
 
     def test_the_fresh_search_runs_again_once_the_kept_options_changed(self):
@@ -171,22 +172,22 @@ class TestFreshDatabase(unittest.TestCase):
         # with the options kept, not the regrown database (once), and no
         # more than FRESH_SEARCHES times in all.
         best = Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 44, 0, ["failed"])
-        sh = shrinker(best)
-        sh.meta["history"] = [{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()}]
+        st = stub_state(best)
+        st.meta["history"] = [{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()}]
         searched = []
-        sh.attempt = lambda what, c, phase, **kw: False
+        st.runner.attempt = lambda what, c, phase, **kw: False
         fake(self, "search", lambda start, ops, **kw: searched.append((start, kw)) and False)
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(
             len(searched), 5, "the fresh search, filled, at 44 ops and 289, then the regrown one"
         )
         for rate in (40, 40, 7, 3, 2):
-            sh.best = sh.best.copy()
-            sh.best.op["argv"] = opt_set(sh.best.op["argv"], "kill_random_test", rate)
-            sh.best.op["argv"] = opt_set(
-                sh.best.op["argv"], "seed", rate
+            st.best = st.best.copy()
+            st.best.op["argv"] = opt_set(st.best.op["argv"], "kill_random_test", rate)
+            st.best.op["argv"] = opt_set(
+                st.best.op["argv"], "seed", rate
             )  # the search sets its own
-            sh.p_fresh()
+            freshpass.p_fresh(st)
         self.assertEqual(
             len(searched), 5 + 4 * (FRESH_SEARCHES - 1), "again for 7 and 3, then no more"
         )
@@ -207,23 +208,23 @@ class TestFreshDatabase(unittest.TestCase):
         # database with 2 ops is lost.  The search at the run's
         # own length comes first; it ends the pass when it keeps one.
         best = Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 2, 0, ["failed"])
-        sh = shrinker(best)
-        sh.orig_ops = 9734
+        st = stub_state(best)
+        st.orig_ops = 9734
         searched = []
-        sh.attempt = lambda what, c, phase, **kw: False
+        st.runner.attempt = lambda what, c, phase, **kw: False
         fake(self, "search", lambda start, ops, **kw: searched.append(ops) or len(searched) == 2)
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(
             searched, [2, 2], "200 ops then filled, at 2 ops; the kept one ends the pass"
         )
         # An untraced run pinned at the recorded count: one search length.
         best = Cand([op_step(traced=False)], False, None, 0, ["failed"])
-        sh = shrinker(best)
-        sh.orig_ops = 50
+        st = stub_state(best)
+        st.orig_ops = 50
         searched = []
-        sh.attempt = lambda what, c, phase, **kw: False
+        st.runner.attempt = lambda what, c, phase, **kw: False
         fake(self, "search", lambda start, ops, **kw: searched.append(ops) and False)
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(searched, [50, 50])
 
     def test_a_fresh_database_with_its_key_space_filled_is_searched_when_200_ops_are_not_enough(
@@ -234,15 +235,15 @@ class TestFreshDatabase(unittest.TestCase):
         # after a create step of 1,000 batches (max_key 2000) six seeds of
         # ten fail.  The filled create step is one thread, batches only.
         best = Cand([op_step(traced=False)], False, None, 0, ["failed"])
-        sh = shrinker(best)
+        st = stub_state(best)
         searched = []
-        sh.attempt = lambda what, c, phase, **kw: False
+        st.runner.attempt = lambda what, c, phase, **kw: False
         fake(
             self,
             "search",
             lambda start, ops, **kw: searched.append((start, kw)) or len(searched) == 2,
         )
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(len(searched), 2)
         (small, _), (full, kw) = searched
         self.assertEqual(opt_get(small.steps[0]["argv"], "ops_per_thread"), "200")
@@ -267,7 +268,8 @@ class TestFreshDatabase(unittest.TestCase):
             ["failed"],
         )
         self.assertEqual(
-            opt_get(sh.freshened(big, fill=True).steps[0]["argv"], "ops_per_thread"), "1000"
+            opt_get(freshpass.freshened(st, big, fill=True).steps[0]["argv"], "ops_per_thread"),
+            "1000",
         )
         huge = Cand(
             [
@@ -282,16 +284,16 @@ class TestFreshDatabase(unittest.TestCase):
             ["failed"],
         )
         self.assertEqual(
-            opt_get(sh.freshened(huge, fill=True).steps[0]["argv"], "ops_per_thread"),
+            opt_get(freshpass.freshened(st, huge, fill=True).steps[0]["argv"], "ops_per_thread"),
             str(FILL_MAX_OPS),
         )
 
     def test_a_fresh_run_that_fails_the_same_way_ends_the_pass(self):
-        sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
+        st = stub_state(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
         searched = []
-        sh.attempt = lambda what, c, phase, **kw: True
+        st.runner.attempt = lambda what, c, phase, **kw: True
         fake(self, "search", lambda start, ops, **kw: searched.append(start))
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(searched, [])
 
     def test_no_fresh_search_while_the_run_has_several_threads_or_is_fresh_already(self):
@@ -302,21 +304,21 @@ class TestFreshDatabase(unittest.TestCase):
             Cand([op_step(threads=2, traced=False)], False, None, 0, ["failed"]),
             Cand([op_step(traced=False)], True, None, 0, ["failed"]),
         ):
-            sh = shrinker(best)
-            sh.attempt = lambda what, c, phase, **kw: False
+            st = stub_state(best)
+            st.runner.attempt = lambda what, c, phase, **kw: False
             fake(self, "search", lambda start, ops, **kw: searched.append(start))
-            sh.p_fresh()
+            freshpass.p_fresh(st)
         self.assertEqual(searched, [])
 
     def test_a_run_on_a_grown_database_counts_the_ops_that_grew_it_until_it_starts_fresh(self):
-        sh = shrinker(None)
-        sh.history = 5000
+        st = stub_state(None)
+        st.history = 5000
         grown_run = Cand([op_step()], False, None, 0)
         fresh_run = Cand([op_step()], True, None, 0)
-        self.assertEqual(sh.size(grown_run, {"ops_all": 44}), 5044)
-        self.assertEqual(sh.size(fresh_run, {"ops_all": 244}), 244)
-        sh.history = None  # a folder from before meta.json kept db_ops: unknown, not counted
-        self.assertEqual(sh.size(grown_run, {"ops_all": 44}), 44)
+        self.assertEqual(st.size(grown_run, {"ops_all": 44}), 5044)
+        self.assertEqual(st.size(fresh_run, {"ops_all": 244}), 244)
+        st.history = None  # a folder from before meta.json kept db_ops: unknown, not counted
+        self.assertEqual(st.size(grown_run, {"ops_all": 44}), 44)
         self.assertEqual(grown(289, 5000), 5289)
         self.assertIsNone(grown(None, 5000), "an unknown size stays unknown")
 
@@ -354,11 +356,11 @@ class TestPinnedFlipsOnAFreshDatabase(unittest.TestCase):
             "5 put 9 655a16326198dd32 flip:900:3 | ok",
             "6 get 9 655a16326198dd33 flip:670:8 | ok",
         ]
-        sh = shrinker(Cand([op_step()], False, trace, 0, ["failed"]))
+        st = stub_state(Cand([op_step()], False, trace, 0, ["failed"]))
         tried = []
-        sh.attempt = lambda what, c, phase, **kw: tried.append((what, c)) or len(tried) == 3
+        st.runner.attempt = lambda what, c, phase, **kw: tried.append((what, c)) or len(tried) == 3
         fake(self, "search", lambda start, ops, **kw: self.fail("a kept move ends the pass"))
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(len(tried), 3, [w for w, _ in tried])
         self.assertIsNotNone(tried[0][1].trace)
         self.assertEqual(tried[0][1].trace, trace, "the run as it is first")
@@ -369,14 +371,14 @@ class TestPinnedFlipsOnAFreshDatabase(unittest.TestCase):
                 ["flip:%d:65530" % first, "on", "flip:%d:3" % (first + 1), "flip:%d:8" % first],
             )
             self.assertIn("moved to blocks %d,%d" % (first, first + 1), what)
-        self.assertEqual(sh.best.trace, trace, "the run kept is left to attempt")
+        self.assertEqual(st.best.trace, trace, "the run kept is left to attempt")
 
     def test_a_trace_without_pinned_flips_moves_nothing(self):
-        sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
+        st = stub_state(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
         tried = []
-        sh.attempt = lambda what, c, phase, **kw: tried.append(what) and False
+        st.runner.attempt = lambda what, c, phase, **kw: tried.append(what) and False
         fake(self, "search", lambda start, ops, **kw: False)
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         self.assertEqual(len(tried), 1, tried)
 
 
@@ -406,56 +408,56 @@ class TestLargerValues(unittest.TestCase):
         best = Cand(
             [step], fresh, ["%d put 1 5 on | 1=v1 ok" % i for i in range(nops)], 0, ["failed"]
         )
-        sh = shrinker(best)
-        sh.defaults = {"value_size_max": "256"}
-        sh.best_res, sh.log, sh.ddmin_size = {"ops": nops, "dir": "/nonexistent"}, [], 7
-        sh.p = type("P", (), {"line": lambda self, x: None})()
+        st = stub_state(best)
+        st.defaults = {"value_size_max": "256"}
+        st.best_res, st.log, st.ddmin_size = {"ops": nops, "dir": "/nonexistent"}, [], 7
+        st.p = type("P", (), {"line": lambda self, x: None})()
         tried = []
 
         def attempt(what, c, phase, **kw):
             tried.append(c)
-            sh.log.append(
+            st.log.append(
                 {"what": what, "verdict": "kept", "why": "fails the same way (false_alarm)"}
             )
-            sh.best, sh.best_res = c, {"ops": len(c.trace)}
+            st.best, st.best_res = c, {"ops": len(c.trace)}
             return True
 
         def ddmin(share=1.0):
             self.assertEqual(
-                sh.ddmin_size, 1 << 62, "delta debugging starts again from the largest chunks"
+                st.ddmin_size, 1 << 62, "delta debugging starts again from the largest chunks"
             )
-            c = sh.best.copy()
+            c = st.best.copy()
             c.trace = c.trace[:left_after_ddmin]
             attempt("ddmin", c, "ddmin")
 
-        sh.attempt = attempt
+        st.runner.attempt = attempt
         fake(self, "p_ddmin", ddmin)
-        sh.p_values()
-        return sh, best, tried
+        tracepass.p_values(st)
+        return st, best, tried
 
     def test_a_fresh_traced_run_is_tried_with_larger_values_then_cut_again(self):
-        sh, best, tried = self.run_values(4)
-        self.assertEqual(len(sh.best.trace), 4)
-        a = sh.best.op["argv"]
+        st, best, tried = self.run_values(4)
+        self.assertEqual(len(st.best.trace), 4)
+        a = st.best.op["argv"]
         self.assertEqual(
             (opt_get(a, "value_size_min"), opt_get(a, "value_size_max")),
             (str(VALUES_SIZE), str(VALUES_SIZE)),
         )
-        self.assertEqual([e["verdict"] for e in sh.log], ["kept", "kept"])
+        self.assertEqual([e["verdict"] for e in st.log], ["kept", "kept"])
 
     def test_larger_values_that_do_not_halve_the_ops_are_undone(self):
-        sh, best, tried = self.run_values(30)
-        self.assertIs(sh.best, best)
-        self.assertEqual(sh.best_res["ops"], 54, "the result it had")
-        self.assertEqual(sh.ddmin_size, 7)
-        self.assertEqual([e["verdict"] for e in sh.log], ["undone", "undone"])
-        self.assertIn("not half", sh.log[0]["why"])
+        st, best, tried = self.run_values(30)
+        self.assertIs(st.best, best)
+        self.assertEqual(st.best_res["ops"], 54, "the result it had")
+        self.assertEqual(st.ddmin_size, 7)
+        self.assertEqual([e["verdict"] for e in st.log], ["undone", "undone"])
+        self.assertIn("not half", st.log[0]["why"])
 
     def test_no_larger_values_for_a_grown_database_large_values_or_few_ops(self):
         for kw in ({"fresh": False}, {"vmax": VALUES_SIZE}, {"nops": VALUES_MIN_OPS - 1}):
-            sh, best, tried = self.run_values(4, **kw)
+            st, best, tried = self.run_values(4, **kw)
             self.assertEqual(tried, [], kw)
-            self.assertIs(sh.best, best)
+            self.assertIs(st.best, best)
 
 
 class TestRegrownDatabase(unittest.TestCase):
@@ -464,12 +466,12 @@ class TestRegrownDatabase(unittest.TestCase):
 
     def regrown_search(self, history):
         # (a trace as long as the recorded op step: one search length)
-        sh = shrinker(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 289, 0, ["failed"]))
-        sh.meta["history"] = history
+        st = stub_state(Cand([op_step()], False, ["0 put 1 5 on | 1=v1 ok"] * 289, 0, ["failed"]))
+        st.meta["history"] = history
         searched = []
-        sh.attempt = lambda what, c, phase, **kw: False
+        st.runner.attempt = lambda what, c, phase, **kw: False
         fake(self, "search", lambda start, ops, **kw: searched.append((start, ops, kw)) and False)
-        sh.p_fresh()
+        freshpass.p_fresh(st)
         return searched
 
     def test_the_earlier_iterations_workloads_are_redone_with_one_thread_before_the_op_step(self):
@@ -515,14 +517,14 @@ class TestRegrownDatabase(unittest.TestCase):
         )
 
     def test_the_steps_that_regrow_a_database_are_dropped_or_cut_like_a_create_step(self):
-        sh = shrinker(None)
+        st = stub_state(None)
         searched = self.regrown_search(
             [{"index": 0, "seed": 1, "ops": 1200, "workload": workload_template()}]
         )
-        sh.best = searched[2][0]
+        st.best = searched[2][0]
         tried = []
-        sh.attempt = lambda what, c, phase, **kw: tried.append((what, c, phase)) and False
-        sh.p_history()
+        st.runner.attempt = lambda what, c, phase, **kw: tried.append((what, c, phase)) and False
+        freshpass.p_history(st)
         what, c, phase = tried[0]
         self.assertEqual(phase, "history")
         self.assertEqual([s["name"] for s in c.steps], ["create", "workload"], what)
@@ -540,11 +542,11 @@ class TestSmallerLogSegments(unittest.TestCase):
 
     def tried(self, fresh, size, keep_at=None):
         steps = [dict(op_step(), argv=op_step()["argv"] + ["--wal_segment_size=%s" % size])]
-        sh = shrinker(Cand(steps, fresh, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
-        sh.defaults = {"wal_segment_size": "16M"}
+        st = stub_state(Cand(steps, fresh, ["0 put 1 5 on | 1=v1 ok"], 0, ["failed"]))
+        st.defaults = {"wal_segment_size": "16M"}
         tried = []
-        sh.attempt = lambda what, c, phase, **kw: tried.append(c) or len(tried) == keep_at
-        sh.smaller_segments()
+        st.runner.attempt = lambda what, c, phase, **kw: tried.append(c) or len(tried) == keep_at
+        tracepass.smaller_segments(st)
         return [[opt_get(x["argv"], "wal_segment_size") for x in c.stress_steps()] for c in tried]
 
     def test_smaller_segments_are_tried_smallest_first_on_every_step_of_a_fresh_run(self):
@@ -557,7 +559,7 @@ class TestSmallerLogSegments(unittest.TestCase):
     def test_smaller_segments_are_tried_once_a_shrink(self):
         # The options pass may take the size back to the default when the
         # ops left do not need it; a later round does not lower it again.
-        sh = shrinker(
+        st = stub_state(
             Cand(
                 [dict(op_step(), argv=op_step()["argv"] + ["--wal_segment_size=16M"])],
                 True,
@@ -566,11 +568,11 @@ class TestSmallerLogSegments(unittest.TestCase):
                 ["failed"],
             )
         )
-        sh.defaults = {"wal_segment_size": "16M"}
+        st.defaults = {"wal_segment_size": "16M"}
         tried = []
-        sh.attempt = lambda what, c, phase, **kw: tried.append(c) and False
-        sh.smaller_segments()
-        sh.smaller_segments()
+        st.runner.attempt = lambda what, c, phase, **kw: tried.append(c) and False
+        tracepass.smaller_segments(st)
+        tracepass.smaller_segments(st)
         self.assertEqual(len(tried), 4)
 
     def test_a_grown_database_keeps_its_segment_size(self):

@@ -43,6 +43,8 @@ from crashtest.judge import shows_kind  # noqa: E402
 from crashtest.mutants import shrink_summary, shrink_table  # noqa: E402
 from crashtest.repro import failing_key, killed_before_judging  # noqa: E402
 from crashtest.shrink import BASELINE_TRIALS, Shrinker  # noqa: E402
+from crashtest import optpass  # noqa: E402
+from tests.test_shrink_passes import state_of  # noqa: E402
 
 # How a stubbed trial fails: (its kind, its failure keys), or None: passed.
 BESIDE = ("wrong_value", ["wrong_value", "lost"])  # a lost, named wrong_value
@@ -50,13 +52,13 @@ ALONE = ("wrong_value", ["wrong_value"])
 OWN = ("lost", ["lost"])
 
 
-def shrinker(outcomes, kind="lost", match="kind"):
-    """A Shrinker of a recorded two-thread run (not deterministic) whose
+def stub_state(outcomes, kind="lost", match="kind"):
+    """A shrink's state of a recorded two-thread run (not deterministic) whose
     trials, in order, end as OUTCOMES say; a trial that fails another way
     is counted as kept aside, not written."""
-    sh = Shrinker.__new__(Shrinker)
+    st = state_of()
     argv = ["@STRESS@", "--threads=2", "--ops_per_thread=0", "--duration=2", "--seed=5"]
-    sh.best = Cand(
+    st.best = Cand(
         [
             {
                 "type": "stress",
@@ -72,12 +74,12 @@ def shrinker(outcomes, kind="lost", match="kind"):
         None,
         0,
     )
-    sh.best_res, sh.kind, sh.match, sh.match_why = None, kind, match, None
-    sh.tried, sh.log, sh.kept_trials, sh.aside = set(), [], [], []
-    sh.runs, sh.need, sh.more, sh.cap = 3, 2, 0, None
-    sh.left = lambda: 100
-    sh.p = type("P", (), {"lines": [], "line": lambda self, s: self.lines.append(s)})()
-    sh.keep_aside = lambda cand, r: sh.aside.append(r["kind"])
+    st.best_res, st.kind, st.match, st.match_why = None, kind, match, None
+    st.tried, st.log, st.kept_trials, st.aside = set(), [], [], []
+    st.runs, st.need, st.more, st.cap = 3, 2, 0, None
+    st.left = lambda: 100
+    st.p = type("P", (), {"lines": [], "line": lambda self, s: self.lines.append(s)})()
+    st.runner.keep_aside = lambda cand, r: st.aside.append(r["kind"])
     left = list(outcomes)
 
     def run_once(cand):
@@ -95,8 +97,8 @@ def shrinker(outcomes, kind="lost", match="kind"):
             "results": {},
         }
 
-    sh.run_once = run_once
-    return sh
+    st.runner.run_once = run_once
+    return st
 
 
 def changed(cand, *opts):
@@ -106,101 +108,103 @@ def changed(cand, *opts):
     return c
 
 
-def baseline(sh):
+def baseline(st):
     """The recorded run's tries, then K24, as Shrinker.shrink runs them."""
-    ok = sh.attempt(
-        "the recorded run, unchanged", sh.best.copy(), "baseline", runs=BASELINE_TRIALS, need=1
+    ok = st.runner.attempt(
+        "the recorded run, unchanged", st.best.copy(), "baseline", runs=BASELINE_TRIALS, need=1
     )
-    return ok or sh.by_keys(sh.best.copy(), BASELINE_TRIALS)
+    return ok or st.runner.by_keys(st.best.copy(), BASELINE_TRIALS)
 
 
 class TestMatchByKeysChosen(unittest.TestCase):
     def test_a_recorded_run_that_fails_again_only_beside_another_kind_is_shrunk_by_keys(self):
-        sh = shrinker([ALONE, BESIDE, ALONE, ALONE, ALONE] + [ALONE, BESIDE])
-        self.assertTrue(baseline(sh))
-        self.assertEqual(sh.match, "keys")
+        st = stub_state([ALONE, BESIDE, ALONE, ALONE, ALONE] + [ALONE, BESIDE])
+        self.assertTrue(baseline(st))
+        self.assertEqual(st.match, "keys")
         self.assertEqual(
-            sh.match_why,
+            st.match_why,
             "the recorded run failed again only as wrong_value, with lost among the keys "
             "in 1 of 5 tries",
         )
-        first, again = sh.log
+        first, again = st.log
         self.assertEqual((first["verdict"], first["kind_among_other_keys"]), ("rejected", 1))
         self.assertEqual((again["verdict"], again["trials"], again["failures"]), ("kept", 2, 1))
         self.assertIn("K24", again["what"])
-        self.assertEqual(sh.best_res["kind"], "wrong_value")
-        self.assertTrue(any("(K24)" in s for s in sh.p.lines), sh.p.lines)
+        self.assertEqual(st.best_res["kind"], "wrong_value")
+        self.assertTrue(any("(K24)" in s for s in st.p.lines), st.p.lines)
 
     def test_a_recorded_run_matched_by_keys_that_does_not_fail_again_leaves_the_match_for_the_fallback(  # noqa: E501
         self,
     ):
         # The seed search and the multi-thread path that follow judge by
         # keys too: the kind was seen among them.
-        sh = shrinker([BESIDE, ALONE, ALONE, ALONE, ALONE] + [ALONE] * 5)
-        self.assertFalse(baseline(sh))
-        self.assertEqual(sh.match, "keys")
-        self.assertEqual(len(sh.log), 2)
+        st = stub_state([BESIDE, ALONE, ALONE, ALONE, ALONE] + [ALONE] * 5)
+        self.assertFalse(baseline(st))
+        self.assertEqual(st.match, "keys")
+        self.assertEqual(len(st.log), 2)
 
     def test_nothing_changes_without_the_kind_among_any_tries_keys_or_with_a_match_by_keys_given(
         self,
     ):
-        sh = shrinker([ALONE] * 5)
-        self.assertFalse(baseline(sh))
-        self.assertEqual((sh.match, sh.match_why, len(sh.log)), ("kind", None, 1))
+        st = stub_state([ALONE] * 5)
+        self.assertFalse(baseline(st))
+        self.assertEqual((st.match, st.match_why, len(st.log)), ("kind", None, 1))
         # --match keys: the first tries matched by keys already; no second.
-        sh = shrinker([ALONE] * 5, match="keys")
-        self.assertFalse(baseline(sh))
-        self.assertEqual((sh.match_why, len(sh.log)), (None, 1))
+        st = stub_state([ALONE] * 5, match="keys")
+        self.assertFalse(baseline(st))
+        self.assertEqual((st.match_why, len(st.log)), (None, 1))
 
     def test_a_recorded_run_that_failed_again_with_its_kind_keeps_the_match_by_kind(self):
-        sh = shrinker([BESIDE, OWN])
-        self.assertTrue(baseline(sh))
-        self.assertEqual((sh.match, len(sh.log)), ("kind", 1))
+        st = stub_state([BESIDE, OWN])
+        self.assertTrue(baseline(st))
+        self.assertEqual((st.match, len(st.log)), ("kind", 1))
         # ... and a later trial that shows it only beside another kind is
         # another failure (K1), not the same one.
         self.assertFalse(
-            sh.same({"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": BESIDE[1]}})
+            st.runner.same(
+                {"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": BESIDE[1]}}
+            )
         )
 
 
 class TestRecordedStep(unittest.TestCase):
     # The stub's recorded run is one step; AT says which step failed.
     def tries(self, outcomes, at):
-        sh = shrinker(outcomes)
-        ok = sh.attempt(
+        st = stub_state(outcomes)
+        ok = st.runner.attempt(
             "the recorded run, unchanged",
-            sh.best.copy(),
+            st.best.copy(),
             "baseline",
             runs=BASELINE_TRIALS,
             need=1,
             at=at,
         )
-        return sh, ok
+        return st, ok
 
     def test_a_try_that_fails_earlier_than_the_recorded_step_is_kept_only_when_none_fails_at_it(
         self,
     ):
         early, late = ("lost", ["lost"], 1), ("lost", ["lost"], 4)
-        sh, ok = self.tries([early, None, late], 4)
+        st, ok = self.tries([early, None, late], 4)
         self.assertTrue(ok)
         self.assertEqual(
-            (sh.best_res["step"], sh.log[-1]["trials"], sh.log[-1]["failures"]), (4, 3, 2)
+            (st.best_res["step"], st.log[-1]["trials"], st.log[-1]["failures"]), (4, 3, 2)
         )
-        self.assertEqual(sh.log[-1]["failed_at"], [1, None, 4])
+        self.assertEqual(st.log[-1]["failed_at"], [1, None, 4])
         # None at the recorded step in the tries: the earlier one (K1 cuts
         # the steps after it).
-        sh, ok = self.tries([None, early, None, None, None], 4)
+        st, ok = self.tries([None, early, None, None, None], 4)
         self.assertTrue(ok)
-        self.assertEqual((sh.best_res["step"], sh.log[-1]["trials"]), (1, 5))
+        self.assertEqual((st.best_res["step"], st.log[-1]["trials"]), (1, 5))
         # One at the recorded step first: no more tries.
-        sh, ok = self.tries([late, early], 4)
-        self.assertEqual((ok, sh.best_res["step"], sh.log[-1]["trials"]), (True, 4, 1))
+        st, ok = self.tries([late, early], 4)
+        self.assertEqual((ok, st.best_res["step"], st.log[-1]["trials"]), (True, 4, 1))
 
     def shrunk(self, outcomes):
         """A shrink of a recorded run of two steps (the op step, a
         verification that failed) whose tries end as OUTCOMES say; the
         rounds after the baseline stubbed."""
-        sh = shrinker(outcomes)
+        st = stub_state(outcomes)
         verify = {
             "type": "stress",
             "name": "verify",
@@ -209,31 +213,33 @@ class TestRecordedStep(unittest.TestCase):
             "expect": "exit0",
             "argv": ["@STRESS@", "--verification_only=1"],
         }
-        sh.best = Cand([sh.best.steps[0], verify], False, None, 0, ["crashed", "failed"])
-        sh.dir, sh.budget, sh.failure = "/nonexistent/f", 600, {"step": 1, "step_name": "verify"}
-        sh.grown_ops, sh.refine = (lambda c: 0), (lambda: None)
-        return sh, sh.shrink()
+        st.best = Cand([st.best.steps[0], verify], False, None, 0, ["crashed", "failed"])
+        st.dir, st.budget, st.failure = "/nonexistent/f", 600, {"step": 1, "step_name": "verify"}
+        st.grown_ops = lambda c: 0
+        sh = Shrinker(st)
+        sh.refine = lambda: None
+        return st, sh.shrink()
 
     def test_a_baseline_kept_at_an_earlier_step_starts_the_multi_thread_path_from_the_recorded_steps(  # noqa: E501
         self,
     ):
         # Planted bug durable-publishes-insert: its tries lose commits only
         # in the op step, and the cut form has no crash.
-        sh, (ok, orig, _) = self.shrunk([("lost", ["lost"], 0)] * BASELINE_TRIALS)
+        st, (ok, orig, _) = self.shrunk([("lost", ["lost"], 0)] * BASELINE_TRIALS)
         self.assertTrue(ok)
-        self.assertEqual((len(sh.best.steps), sh.log[-1]["failed_at"]), (1, [0] * BASELINE_TRIALS))
-        self.assertEqual(sh.cut, (orig, 100))
-        self.assertEqual(len(sh.cut[0].steps), 2)
+        self.assertEqual((len(st.best.steps), st.log[-1]["failed_at"]), (1, [0] * BASELINE_TRIALS))
+        self.assertEqual(st.cut, (orig, 100))
+        self.assertEqual(len(st.cut[0].steps), 2)
         # Kept at the recorded step: nothing cut.
-        sh, (ok, _, _) = self.shrunk([("lost", ["lost"], 1)])
+        st, (ok, _, _) = self.shrunk([("lost", ["lost"], 1)])
         self.assertTrue(ok)
-        self.assertIsNone(sh.cut)
+        self.assertIsNone(st.cut)
 
     def test_other_steps_keep_the_first_failure(self):
-        sh = shrinker([("lost", ["lost"], 1), ("lost", ["lost"], 4)])
-        self.assertTrue(sh.attempt("a change", sh.best.copy(), "ops", runs=2, need=1))
-        self.assertEqual((sh.best_res["step"], sh.log[-1]["trials"]), (1, 1))
-        self.assertNotIn("failed_at", sh.log[-1])
+        st = stub_state([("lost", ["lost"], 1), ("lost", ["lost"], 4)])
+        self.assertTrue(st.runner.attempt("a change", st.best.copy(), "ops", runs=2, need=1))
+        self.assertEqual((st.best_res["step"], st.log[-1]["trials"]), (1, 1))
+        self.assertNotIn("failed_at", st.log[-1])
 
 
 class TestOneThreadLarger(unittest.TestCase):
@@ -243,10 +249,10 @@ class TestOneThreadLarger(unittest.TestCase):
         with the stub's 100 ops or OPS[i] (a traced trial writes that many
         trace lines, the first naming its trial); the seed search done
         already."""
-        sh = shrinker(outcomes)
+        st = stub_state(outcomes)
         d = tempfile.mkdtemp(prefix="test-shrink-larger-")
         self.addCleanup(shutil.rmtree, d, True)
-        sh.work, stub, counts, n = d, sh.run_once, list(ops or []), [0]
+        st.work, stub, counts, n = d, st.runner.run_once, list(ops or []), [0]
 
         def run_once(cand):
             r = stub(cand)
@@ -262,12 +268,12 @@ class TestOneThreadLarger(unittest.TestCase):
                     )
             return r
 
-        sh.run_once = run_once
-        sh.best = changed(sh.best, *opts)
-        sh.best_res, sh.cap, sh.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
-        sh.grown_ops = lambda c: 0
-        sh.p_threads()
-        return sh
+        st.runner.run_once = run_once
+        st.best = changed(st.best, *opts)
+        st.best_res, st.cap, st.searched = {"ops": 80, "dir": "/nonexistent"}, 90, True
+        st.grown_ops = lambda c: 0
+        optpass.p_threads(st)
+        return st
 
     def test_one_thread_that_fails_larger_than_the_recorded_timed_run_is_replayed_from_a_failing_try(  # noqa: E501
         self,
@@ -277,8 +283,8 @@ class TestOneThreadLarger(unittest.TestCase):
         # Its three reopens are spread over the time: pinned to a failing
         # try's op count they move and it passes; the try's trace
         # replayed puts them where they came.
-        sh = self.threads_step([OWN, OWN, OWN], "--reopen=3", ops=[120, 100])
-        first, replayed = sh.log
+        st = self.threads_step([OWN, OWN, OWN], "--reopen=3", ops=[120, 100])
+        first, replayed = st.log
         self.assertEqual(
             (first["what"], first["verdict"], first["trials"]),
             ("threads 2 -> 1, traced", "rejected", 2),
@@ -295,27 +301,27 @@ class TestOneThreadLarger(unittest.TestCase):
         )
         self.assertEqual(
             [
-                opt_get(sh.best.op["argv"], o)
+                opt_get(st.best.op["argv"], o)
                 for o in ("threads", "replay_ops", "ops_per_thread", "duration", "reopen")
             ],
             ["1", "@FOLDER@/ops.trace", None, None, "3"],
         )
-        self.assertEqual(len(sh.best.trace), 100, "the smaller try's list")
+        self.assertEqual(len(st.best.trace), 100, "the smaller try's list")
 
     def test_no_replay_when_one_thread_was_rejected_for_another_reason(self):
-        sh = self.threads_step([None, None])
-        self.assertEqual([e["what"] for e in sh.log], ["threads 2 -> 1, traced"])
-        self.assertIsNone(sh.larger_trace)
+        st = self.threads_step([None, None])
+        self.assertEqual([e["what"] for e in st.log], ["threads 2 -> 1, traced"])
+        self.assertIsNone(st.larger_trace)
 
     def test_a_kept_timed_one_thread_run_is_replayed_by_the_pin_step(self):
         # The thread step traced it: p_pin replays what it did (its
         # reopens where they came), not its op count pinned.
-        sh = self.threads_step([OWN, OWN, OWN], "--reopen=3", ops=[60, 70, 70])
-        self.assertEqual(sh.log[0]["verdict"], "kept")
-        sh.p_pin()
-        self.assertEqual(sh.log[-1]["what"], "the 60 traced ops replayed (--replay_ops)")
+        st = self.threads_step([OWN, OWN, OWN], "--reopen=3", ops=[60, 70, 70])
+        self.assertEqual(st.log[0]["verdict"], "kept")
+        optpass.p_pin(st)
+        self.assertEqual(st.log[-1]["what"], "the 60 traced ops replayed (--replay_ops)")
         self.assertEqual(
-            [opt_get(sh.best.op["argv"], o) for o in ("threads", "replay_ops", "ops_per_thread")],
+            [opt_get(st.best.op["argv"], o) for o in ("threads", "replay_ops", "ops_per_thread")],
             ["1", "@FOLDER@/ops.trace", None],
         )
 
@@ -325,17 +331,19 @@ class TestHang(unittest.TestCase):
         # Planted bug page-before-wal: sync_mode set to its default hangs
         # in two trials and again in a later round, about 123 s each.
         hang = ("hang", ["hang"])
-        sh = shrinker([hang, OWN, OWN, OWN])
+        st = stub_state([hang, OWN, OWN, OWN])
         self.assertFalse(
-            sh.attempt("sync_mode off -> commit", changed(sh.best, "--sync_mode=commit"), "options")
+            st.runner.attempt(
+                "sync_mode off -> commit", changed(st.best, "--sync_mode=commit"), "options"
+            )
         )
-        self.assertEqual((sh.log[-1]["trials"], sh.aside), (1, ["hang"]))
+        self.assertEqual((st.log[-1]["trials"], st.aside), (1, ["hang"]))
         # another run (a later round's), the same change described
-        c = changed(sh.best, "--max_key=100", "--sync_mode=commit")
-        self.assertFalse(sh.attempt("sync_mode off -> commit", c, "options"))
-        self.assertEqual(len(sh.log), 1, "not tried again")
+        c = changed(st.best, "--max_key=100", "--sync_mode=commit")
+        self.assertFalse(st.runner.attempt("sync_mode off -> commit", c, "options"))
+        self.assertEqual(len(st.log), 1, "not tried again")
         self.assertTrue(
-            sh.attempt("another change", changed(sh.best, "--max_key=100"), "options"),
+            st.runner.attempt("another change", changed(st.best, "--max_key=100"), "options"),
             "other changes still are",
         )
 
@@ -343,8 +351,8 @@ class TestHang(unittest.TestCase):
         # Not a hang (the watchdog saw progress): an error, never a new
         # failure folder, but it costs the same time a trial.
         slow = ("error", ["error"])
-        sh = shrinker([slow, OWN, OWN, OWN])
-        run = sh.run_once
+        st = stub_state([slow, OWN, OWN, OWN])
+        run = st.runner.run_once
 
         def run_once(c):
             r = run(c)
@@ -354,25 +362,27 @@ class TestHang(unittest.TestCase):
                 )
             return r
 
-        sh.run_once = run_once
+        st.runner.run_once = run_once
         self.assertFalse(
-            sh.attempt("sync_mode off -> commit", changed(sh.best, "--sync_mode=commit"), "options")
+            st.runner.attempt(
+                "sync_mode off -> commit", changed(st.best, "--sync_mode=commit"), "options"
+            )
         )
-        self.assertEqual((sh.log[-1]["trials"], sh.aside), (1, []))
-        self.assertIn("slow", sh.log[-1]["why"])
+        self.assertEqual((st.log[-1]["trials"], st.aside), (1, []))
+        self.assertIn("slow", st.log[-1]["why"])
         self.assertFalse(
-            sh.attempt(
+            st.runner.attempt(
                 "sync_mode off -> commit",
-                changed(sh.best, "--max_key=100", "--sync_mode=commit"),
+                changed(st.best, "--max_key=100", "--sync_mode=commit"),
                 "options",
             )
         )
-        self.assertEqual(len(sh.log), 1, "not tried again")
+        self.assertEqual(len(st.log), 1, "not tried again")
 
     def test_a_hang_is_judged_as_ever_when_the_failure_is_a_hang(self):
-        sh = shrinker([("hang", ["hang"])] * 3, kind="hang")
-        self.assertTrue(sh.attempt("a change", changed(sh.best, "--max_key=100"), "options"))
-        self.assertEqual(sh.hung, ())
+        st = stub_state([("hang", ["hang"])] * 3, kind="hang")
+        self.assertTrue(st.runner.attempt("a change", changed(st.best, "--max_key=100"), "options"))
+        self.assertEqual(st.hung, ())
 
 
 class TestReproStep(unittest.TestCase):
@@ -418,13 +428,13 @@ class TestLastStepPassing(unittest.TestCase):
     # (K1) is the last step: a trial where it passes has passed, not
     # diverged; with a step after it planned on the crash, it diverged.
     def trial(self, nsteps):
-        sh = Shrinker.__new__(Shrinker)
+        st = state_of()
         d = tempfile.mkdtemp(prefix="test-shrink-last-")
         self.addCleanup(shutil.rmtree, d, True)
         os.makedirs(os.path.join(d, "start"))
-        sh.ntrial, sh.work, sh.ram, sh.bin, sh.hang, sh.made = 0, d, None, {}, 60, {}
-        sh.left = lambda: 100
-        sh.start = os.path.join(d, "start")
+        st.ntrial, st.work, st.ram, st.bin, st.hang, st.made = 0, d, None, {}, 60, {}
+        st.left = lambda: 100
+        st.start = os.path.join(d, "start")
         steps = [
             {
                 "type": "stress",
@@ -442,7 +452,7 @@ class TestLastStepPassing(unittest.TestCase):
                 "failure": None,
                 "report": None,
             }
-            return sh.run_once(cand)
+            return st.runner.run_once(cand)
 
     def test_a_last_step_that_passes_passed(self):
         self.assertEqual((self.trial(1)["diverged"], self.trial(1)["kind"]), (None, None))
@@ -456,32 +466,32 @@ class TestShrunkFolderOfAMatchByKeys(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.d, ignore_errors=True)
 
-    def written(self, sh, r):
-        sh.dir, sh.start = self.d, os.path.join(self.d, "start")
-        os.makedirs(sh.start, exist_ok=True)
+    def written(self, st, r):
+        st.dir, st.start = self.d, os.path.join(self.d, "start")
+        os.makedirs(st.start, exist_ok=True)
         for name in ("stress", "powerloss"):
             with open(os.path.join(self.d, name), "w") as f:
                 f.write("#!/bin/sh\n")
-        sh.bin = {
+        st.bin = {
             "@STRESS@": os.path.join(self.d, "stress"),
             "@POWERLOSS@": os.path.join(self.d, "powerloss"),
         }
-        sh.meta, sh.multi, sh.log = {"id": "r0-i1-5", "steps": []}, None, []
-        sh.repro_tries = lambda: 8
+        st.meta, st.multi, st.log = {"id": "r0-i1-5", "steps": []}, None, []
+        st.runner.repro_tries = lambda: 8
         dest = os.path.join(self.d, "shrunk")
-        sh.write_folder(dest, sh.best, r)
+        st.runner.write_folder(dest, st.best, r)
         with open(os.path.join(dest, "meta.json")) as f:
             return json.load(f)["failure"]
 
     def test_the_folder_keeps_the_kind_and_says_what_the_judge_named_it(self):
-        sh = shrinker([], match="keys")
+        st = stub_state([], match="keys")
         r = {
             "kind": "wrong_value",
             "failure": {"kind": "wrong_value", "keys": BESIDE[1], "message": "m", "step": 0},
             "step": 0,
             "results": {},
         }
-        f = self.written(sh, r)
+        f = self.written(st, r)
         self.assertEqual(
             (f["kind"], f["judged_as"], f["match"], f["keys"]),
             ("lost", "wrong_value", "keys", BESIDE[1]),
@@ -494,7 +504,7 @@ class TestShrunkFolderOfAMatchByKeys(unittest.TestCase):
             "results": {},
         }
         shutil.rmtree(os.path.join(self.d, "shrunk"))
-        f = self.written(sh, r)
+        f = self.written(st, r)
         self.assertEqual((f["kind"], f.get("judged_as"), f.get("match")), ("lost", None, None))
 
     def test_repro_of_such_a_folder_wants_the_kind_among_the_replays_keys(self):

@@ -33,15 +33,15 @@ from crashtest.multipass import (  # noqa: E402
 )
 from crashtest.seeds import derive  # noqa: E402
 from crashtest.shrink import Shrinker  # noqa: E402
-from tests.test_shrink_passes import fake  # noqa: E402
+from tests.test_shrink_passes import fake, state_of  # noqa: E402
 
 
-def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
-    """A Shrinker whose recorded run is a two-thread timed op step on
+def stub_state(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
+    """A shrink's state whose recorded run is a two-thread timed op step on
     MAX_KEY keys, its op MIX, that a sync error struck once in 337 ops,
     and whose trials are judged by FAILS, not run: the candidates tried
-    are in .tried."""
-    sh = Shrinker.__new__(Shrinker)
+    are in its runner's .attempts."""
+    st = state_of()
     argv = [
         "@STRESS@",
         "--threads=2",
@@ -52,7 +52,7 @@ def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
         "--checkpoint_one_in=100",
         "--sync_fault_one_in=1000",
     ] + list(mix)
-    sh.best = Cand(
+    st.best = Cand(
         [
             {
                 "type": "stress",
@@ -68,19 +68,18 @@ def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
         None,
         0,
     )
-    sh.best_res = {
+    st.best_res = {
         "ops": 337,
         "results": {0: {"injected": {"sync_error": 1}, "kill_points_fired": []}},
     }
-    sh.meta = {"steps": [{"argv": argv}]}
-    sh.defaults = {"checkpoint_wal_bytes": "64M", "snapshot_hold_ops": "200"}
-    sh.multi_tried, sh.tried, sh.kept_trials, sh.log = (
+    st.meta = {"steps": [{"argv": argv}]}
+    st.defaults = {"checkpoint_wal_bytes": "64M", "snapshot_hold_ops": "200"}
+    st.multi_tried, st.kept_trials, st.log = (
         False,
-        [],
         [],
         [{"n": 7, "trials": 4, "failures": 2}],
     )
-    sh.multi_from, sh.multi_judged, sh.runs, sh.need, sh.more, sh.multi = (
+    st.multi_from, st.multi_judged, st.runs, st.need, st.more, st.multi = (
         None,
         set(),
         3,
@@ -88,20 +87,20 @@ def shrinker(seed, fails=lambda c: False, mix=("--readpercent=70",), max_key=8):
         0,
         None,
     )
-    sh.left = lambda: 100
-    sh.p = type("P", (), {"line": lambda self, s: None})()
+    st.left = lambda: 100
+    st.p = type("P", (), {"line": lambda self, s: None})()
 
     def attempt(what, c, phase, **kw):
         if what.startswith("confirm: "):
             return True
-        sh.tried.append(c)
+        st.runner.attempts.append(c)
         if fails(c):
-            sh.best = c
+            st.best = c
             return True
         return False
 
-    sh.attempt = attempt
-    return sh
+    st.runner.attempt = attempt
+    return st
 
 
 def mix_of(c):
@@ -124,9 +123,9 @@ def shape(c):
 
 class TestMultiThreadOrder(unittest.TestCase):
     def test_each_size_is_tried_with_its_faults_struck_before_any_other_seed(self):
-        sh = shrinker(5)
-        self.assertFalse(sh.p_multi())
-        got = [shape(c) for c in sh.tried]
+        st = stub_state(5)
+        self.assertFalse(multipass.p_multi(st))
+        got = [shape(c) for c in st.runner.attempts]
         first = [g for g in got if g[1] == 5]
         self.assertEqual(got[: len(first)], first, "the recorded seed's candidates come first")
         for n in MT_OPS:
@@ -146,11 +145,11 @@ class TestMultiThreadOrder(unittest.TestCase):
         # Fails only with 64 ops each or more and the sync error struck in
         # the run (more often than 1 in 1000): kept at 64, never reaching
         # 256 without it.
-        sh = shrinker(5, lambda c: shape(c)[0] >= 64 and shape(c)[2] < 1000)
-        self.assertTrue(sh.p_multi())
-        self.assertEqual(shape(sh.best)[:2], (64, 5))
-        self.assertEqual(max(shape(c)[0] for c in sh.tried), 64)
-        self.assertEqual(sh.multi["ops_per_thread"], 64)
+        st = stub_state(5, lambda c: shape(c)[0] >= 64 and shape(c)[2] < 1000)
+        self.assertTrue(multipass.p_multi(st))
+        self.assertEqual(shape(st.best)[:2], (64, 5))
+        self.assertEqual(max(shape(c)[0] for c in st.runner.attempts), 64)
+        self.assertEqual(st.multi["ops_per_thread"], 64)
 
 
 class TestCutBaseline(unittest.TestCase):
@@ -162,10 +161,10 @@ class TestCutBaseline(unittest.TestCase):
     commits in a reopen inside the workload, and every candidate a path
     built from that cut form would have no crash."""
 
-    def cut(self, sh):
+    def cut(self, st):
         """SH's recorded run as two steps (a timed SIGKILL, a verification),
         its best the cut form: the op step alone."""
-        w = dict(sh.best.steps[0], kill_after=0.74, expect="sigkill")
+        w = dict(st.best.steps[0], kill_after=0.74, expect="sigkill")
         v = {
             "type": "stress",
             "name": "verify",
@@ -175,42 +174,45 @@ class TestCutBaseline(unittest.TestCase):
             "argv": ["@STRESS@", "--verification_only=1"],
         }
         orig = Cand([w, v], False, None, 0, ["crashed", "failed"])
-        sh.cut = (orig, 900)
-        sh.start = sh.dir = "/nonexistent/f"  # the folder's ledgers: none (nothing struck)
+        st.cut = (orig, 900)
+        st.start = st.dir = "/nonexistent/f"  # the folder's ledgers: none (nothing struck)
         return orig
 
     def test_the_path_from_a_cut_baseline_tries_the_recorded_crash_and_keeps_it_when_it_fails(self):
-        sh = shrinker(
+        st = stub_state(
             5, lambda c: len(c.steps) == 2 and opt_get(c.op["argv"], "crash_at_end") == "1"
         )
-        self.cut(sh)
-        self.assertTrue(sh.p_multi())
-        self.assertEqual(len(sh.best.steps), 2, "the verification after the crash is kept")
-        self.assertEqual(sh.best.op["expect"], "crash_at_end")
+        self.cut(st)
+        self.assertTrue(multipass.p_multi(st))
+        self.assertEqual(len(st.best.steps), 2, "the verification after the crash is kept")
+        self.assertEqual(st.best.op["expect"], "crash_at_end")
         self.assertEqual(
-            sh.multi_from["args"][1], 900, "a resume (K20) starts from the recorded steps too"
+            st.multi_from["args"][1], 900, "a resume (K20) starts from the recorded steps too"
         )
 
     def test_a_cut_baseline_whose_search_kept_one_thread_runs_no_path(self):
         # Planted bug fpi-skips-page-at-redo-lsn: K6's search keeps one
         # thread from the cut form; a path run then from the recorded
         # steps, four threads, would spend 60% of the budget for nothing.
-        sh = shrinker(5, lambda c: True)
-        self.cut(sh)
-        sh.best.op["argv"] = opt_set(sh.best.op["argv"], "threads", 1)
-        self.assertFalse(sh.p_multi())
-        self.assertEqual(sh.tried, [])
+        st = stub_state(5, lambda c: True)
+        self.cut(st)
+        st.best.op["argv"] = opt_set(st.best.op["argv"], "threads", 1)
+        self.assertFalse(multipass.p_multi(st))
+        self.assertEqual(st.runner.attempts, [])
 
     def test_without_the_cut_no_candidate_has_a_crash(self):
-        sh = shrinker(5)
-        self.assertFalse(sh.p_multi())
-        self.assertFalse(any(opt_get(c.op["argv"], "crash_at_end") for c in sh.tried))
-        sh = shrinker(5)
-        self.cut(sh)
-        self.assertFalse(sh.p_multi())
-        self.assertTrue(any(opt_get(c.op["argv"], "crash_at_end") == "1" for c in sh.tried))
+        st = stub_state(5)
+        self.assertFalse(multipass.p_multi(st))
+        self.assertFalse(any(opt_get(c.op["argv"], "crash_at_end") for c in st.runner.attempts))
+        st = stub_state(5)
+        self.cut(st)
+        self.assertFalse(multipass.p_multi(st))
         self.assertTrue(
-            any(len(c.steps) == 1 for c in sh.tried), "the cut form is tried too (no later steps)"
+            any(opt_get(c.op["argv"], "crash_at_end") == "1" for c in st.runner.attempts)
+        )
+        self.assertTrue(
+            any(len(c.steps) == 1 for c in st.runner.attempts),
+            "the cut form is tried too (no later steps)",
         )
 
 
@@ -249,26 +251,26 @@ class TestContentionMixes(unittest.TestCase):
         )
 
     def test_a_race_of_scans_and_batches_is_kept_in_their_mix_at_the_smallest_size(self):
-        sh = shrinker(5, lambda c: mix_of(c) == (0, 0, 0, 50, 50), self.MIX, max_key=2000)
+        st = stub_state(5, lambda c: mix_of(c) == (0, 0, 0, 50, 50), self.MIX, max_key=2000)
         fake(
             self, "freshened", lambda c: c.copy()
         )  # (a fresh database's create step is test_shrink's)
-        self.assertTrue(sh.p_multi())
-        self.assertEqual((shape(sh.best)[:2], mix_of(sh.best)), ((16, 5), (0, 0, 0, 50, 50)))
-        self.assertEqual(int(opt_get(sh.best.op["argv"], "max_key")), 8, "the smallest key space")
-        self.assertEqual(sh.multi["mix"]["iterpercent"], 50)
+        self.assertTrue(multipass.p_multi(st))
+        self.assertEqual((shape(st.best)[:2], mix_of(st.best)), ((16, 5), (0, 0, 0, 50, 50)))
+        self.assertEqual(int(opt_get(st.best.op["argv"], "max_key")), 8, "the smallest key space")
+        self.assertEqual(st.multi["mix"]["iterpercent"], 50)
         # Before it, at that size: every key space in the run's own mix.
-        own = [c for c in sh.tried if mix_of(c) == (12, 13, 16, 11, 48)]
+        own = [c for c in st.runner.attempts if mix_of(c) == (12, 13, 16, 11, 48)]
         self.assertEqual({int(opt_get(c.op["argv"], "max_key")) for c in own}, {8, 64, 512, 2000})
-        self.assertEqual(sh.tried[: len(own)], own)
+        self.assertEqual(st.runner.attempts[: len(own)], own)
 
     def test_a_race_the_run_s_own_mix_shows_is_kept_in_it(self):
-        sh = shrinker(5, lambda c: shape(c)[0] >= 64, self.MIX)
-        self.assertTrue(sh.p_multi())
-        self.assertEqual(mix_of(sh.best), (12, 13, 16, 11, 48))
-        self.assertNotIn("mix", sh.multi)
+        st = stub_state(5, lambda c: shape(c)[0] >= 64, self.MIX)
+        self.assertTrue(multipass.p_multi(st))
+        self.assertEqual(mix_of(st.best), (12, 13, 16, 11, 48))
+        self.assertNotIn("mix", st.multi)
         self.assertTrue(
-            all(shape(c)[1] == 5 for c in sh.tried if mix_of(c) != (12, 13, 16, 11, 48)),
+            all(shape(c)[1] == 5 for c in st.runner.attempts if mix_of(c) != (12, 13, 16, 11, 48)),
             "the mixes with the recorded seed only",
         )
 
@@ -279,11 +281,10 @@ class TestConfirmAndResume(unittest.TestCase):
         # trials and confirmed on 1 of 2 can reproduce 0 of 10 (1 of 100
         # tried again).  A confirmation with one failure in MT_CONFIRM is
         # not kept; one with MT_REPRO_NEED is.
-        sh = shrinker(5)
-        sh.kind, sh.match, sh.aside, sh.cap, sh.best_res = "lost", "kind", [], None, None
-        sh.tried = set()
-        sh.log = []
-        del sh.attempt  # the real one (Trials.attempt), its trials stubbed
+        st = stub_state(5)
+        st.kind, st.match, st.aside, st.cap, st.best_res = "lost", "kind", [], None, None
+        st.log = []
+        del st.runner.attempt  # the real one (TrialRunner.attempt), its trials stubbed
         seqs = []  # each candidate's trial outcomes, in the order first run: 1 fails
 
         def run_once(c):
@@ -315,11 +316,11 @@ class TestConfirmAndResume(unittest.TestCase):
             }
 
         run_once.count = {}
-        sh.run_once = run_once
-        self.assertTrue(sh.p_multi())
+        st.runner.run_once = run_once
+        self.assertTrue(multipass.p_multi(st))
         judged = [
             (e["what"].startswith("confirm: "), e["trials"], e["failures"], e["verdict"])
-            for e in sh.log
+            for e in st.log
         ]
         self.assertEqual(
             judged[:4],
@@ -331,90 +332,89 @@ class TestConfirmAndResume(unittest.TestCase):
             ],
         )
         self.assertEqual(len(judged), 4)
-        self.assertEqual(sh.multi["step"], 3)
+        self.assertEqual(st.multi["step"], 3)
         self.assertEqual(
-            (sh.multi["trials"], sh.multi["failures"]),
+            (st.multi["trials"], st.multi["failures"]),
             (MT_NEED + MT_REPRO_NEED, MT_NEED + MT_REPRO_NEED),
         )
-        self.assertEqual((sh.runs, sh.need), (MT_TRIALS, MT_NEED))
+        self.assertEqual((st.runs, st.need), (MT_TRIALS, MT_NEED))
 
     def settled(self, kept_seeds, rates, recorded=None, earlier=None):
-        """A shrinker whose multi-thread path keeps the candidates whose
+        """A stub_state() whose multi-thread path keeps the candidates whose
         (ops each, seed) are in KEPT_SEEDS, each the first of its shape,
         and settle's repro of each reproduces RATES[i] of 8 (the i-th
         kept); with RECORDED, the recorded run is a kept trial (step 0)
         whose repro reproduces that many; with EARLIER, a run the rounds
         kept before the path (step 3) whose repro reproduces that many.
-        Returns (shrinker, what settle returned, shrink.json's doc, the
+        Returns (the state, what settle returned, shrink.json's doc, the
         candidates kept in order, the folder's path)."""
-        sh = shrinker(
+        st = stub_state(
             5,
             lambda c: shape(c)[:2] in kept_seeds
             and not any(shape(k)[:2] == shape(c)[:2] for k in kept),
         )
         kept = []
-        judge = sh.attempt
-        sh.log[0]["verdict"] = "kept"
+        judge = st.runner.attempt
+        st.log[0]["verdict"] = "kept"
         if recorded is not None:
-            sh.kept_trials.append((0, sh.best, {}))
+            st.kept_trials.append((0, st.best, {}))
         if earlier is not None:
-            sh.kept_trials.append((3, sh.best, {}))
+            st.kept_trials.append((3, st.best, {}))
         rates = dict(enumerate(rates), **{"-1": recorded if recorded is not None else earlier})
 
         def attempt(what, c, phase, **kw):
             got = judge(what, c, phase, **kw)
             if got and not what.startswith("confirm: "):
                 kept.append(c)
-                sh.kept_trials.append((7, c, {}))
+                st.kept_trials.append((7, c, {}))
             return got
 
-        sh.attempt = attempt
+        st.runner.attempt = attempt
         work = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, work)
-        sh.work, dest = work, os.path.join(work, "shrunk")
-        sh.refine = lambda: None
-        start = sh.best
+        st.work, dest = work, os.path.join(work, "shrunk")
+        start = st.best
 
         def write_folder(d, c, r):
             os.makedirs(d)
             with open(os.path.join(d, "which"), "w") as f:
                 f.write(str(kept.index(c) if c in kept else -1))
 
-        sh.write_folder = write_folder
+        st.runner.write_folder = write_folder
 
         def repro_rate(d):
             with open(os.path.join(d, "which")) as f:
                 which = int(f.read())
             return [0.1] * 8, rates[which if which >= 0 else "-1"], 8
 
-        sh.repro_rate = repro_rate
-        self.assertTrue(sh.p_multi())
-        self.assertIs(sh.multi_from["best"], start)
-        write_folder(dest, sh.best, sh.best_res)
+        st.runner.repro_rate = repro_rate
+        self.assertTrue(multipass.p_multi(st))
+        self.assertIs(st.multi_from["best"], start)
+        write_folder(dest, st.best, st.best_res)
         doc = {}
-        return sh, sh.settle(dest, doc), doc, kept, dest
+        return st, multipass.settle(st, dest, doc, lambda: None), doc, kept, dest
 
     def test_a_shrunk_race_that_does_not_reproduce_resumes_the_multi_thread_path_after_the_run_it_kept(  # noqa: E501
         self,
     ):
         # K20: the first run kept reproduced 0 of 8; the path goes back to
         # where it started and keeps the next one, which reproduces 5 of 8.
-        sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 5])
+        st, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 5])
         self.assertEqual((got[1], got[2]), (5, 8))
         self.assertEqual([shape(c)[:2] for c in kept], [(16, 5), (64, 5)])
-        self.assertIs(sh.best, kept[1])
+        self.assertIs(st.best, kept[1])
         self.assertEqual(
             doc["resumed"], [{"multi_step": 7, "reproduced": "0 of 8", "stepped_back": []}]
         )
-        sigs = [signature(c) for c in sh.tried]
+        sigs = [signature(c) for c in st.runner.attempts]
         self.assertEqual(len(sigs), len(set(sigs)), "no candidate is judged twice")
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "1")
 
     def test_a_resume_that_keeps_a_rarer_run_leaves_the_one_that_reproduced_most(self):
-        sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [1, 0])
+        st, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [1, 0])
         self.assertEqual(got[1], 1)
-        self.assertIs(sh.best, kept[0])
+        self.assertIs(st.best, kept[0])
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "0", "the folder left is the first run's")
         self.assertEqual(
@@ -424,9 +424,9 @@ class TestConfirmAndResume(unittest.TestCase):
         )
         # ... and when the path keeps nothing more, the run it kept is the
         # result, its folder put back.
-        sh, got, doc, kept, dest = self.settled({(16, 5)}, [1])
+        st, got, doc, kept, dest = self.settled({(16, 5)}, [1])
         self.assertEqual((got[1], len(kept)), (1, 1))
-        self.assertIs(sh.best, kept[0])
+        self.assertIs(st.best, kept[0])
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "0")
 
@@ -438,10 +438,10 @@ class TestConfirmAndResume(unittest.TestCase):
         # reproduces 4 of 8 (enough), is the result, not the earlier run
         # that reproduced more often (planted bug checkpoint-redo-at-record:
         # with 2 x 256 ops standing in, 430 s of 600 go unused, 8.8x).
-        sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 4], earlier=5)
+        st, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 4], earlier=5)
         self.assertEqual([shape(c)[:2] for c in kept], [(16, 5), (64, 5)])
         self.assertEqual(got[1], 4)
-        self.assertIs(sh.best, kept[1])
+        self.assertIs(st.best, kept[1])
         self.assertEqual(
             [(r["reproduced"], [b["step"] for b in r["stepped_back"]]) for r in doc["resumed"]],
             [("0 of 8", [3])],
@@ -449,7 +449,7 @@ class TestConfirmAndResume(unittest.TestCase):
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "1")
         # When the path keeps nothing more, the earlier run stays.
-        sh, got, doc, kept, dest = self.settled({(16, 5)}, [0], earlier=5)
+        st, got, doc, kept, dest = self.settled({(16, 5)}, [0], earlier=5)
         self.assertEqual((got[1], len(kept)), (5, 1))
         self.assertEqual(len(doc["resumed"]), 1)
         with open(os.path.join(dest, "which")) as f:
@@ -459,37 +459,37 @@ class TestConfirmAndResume(unittest.TestCase):
         # The path's keep reproduced 0 of 8 and the path kept nothing after
         # it: only then is the recorded run (a kept trial, 6 of 8) tried,
         # and it is the result.  It is not tried while a resume is left.
-        sh, got, doc, kept, dest = self.settled({(16, 5)}, [0], recorded=6)
+        st, got, doc, kept, dest = self.settled({(16, 5)}, [0], recorded=6)
         self.assertEqual((got[1], len(kept)), (6, 1))
         self.assertEqual([b["step"] for b in doc["stepped_back"]], [0])
         self.assertEqual(doc["resumed"][0]["stepped_back"], [], "not before the resume")
         with open(os.path.join(dest, "which")) as f:
             self.assertEqual(f.read(), "-1")
         # One that reproduced once stays, its rate written down.
-        sh, got, doc, kept, dest = self.settled({(16, 5)}, [1], recorded=6)
+        st, got, doc, kept, dest = self.settled({(16, 5)}, [1], recorded=6)
         self.assertEqual(got[1], 1)
-        self.assertIs(sh.best, kept[0])
+        self.assertIs(st.best, kept[0])
 
     def test_no_resume_once_the_budget_left_is_short(self):
-        sh, got, doc, kept, dest = None, None, None, None, None
+        st, got, doc, kept, dest = None, None, None, None, None
         import crashtest.multipass as multipass_mod
 
         old = multipass_mod.MT_RESUME_MIN
         multipass_mod.MT_RESUME_MIN = 1000  # more than the 100 s the stub has left
         try:
-            sh, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 5])
+            st, got, doc, kept, dest = self.settled({(16, 5), (64, 5)}, [0, 5])
         finally:
             multipass_mod.MT_RESUME_MIN = old
         self.assertEqual((got[1], len(kept)), (0, 1))
         self.assertNotIn("resumed", doc)
 
 
-def pinned(sh, n):
+def pinned(st, n):
     """SH's recorded run made a run of N ops per thread (no timer): what
     the rounds leave after the multi-thread path kept one."""
-    a = [x for x in sh.best.op["argv"] if not x.startswith("--duration=")]
-    sh.best.op["argv"] = opt_set(a, "ops_per_thread", n)
-    return sh
+    a = [x for x in st.best.op["argv"] if not x.startswith("--duration=")]
+    st.best.op["argv"] = opt_set(a, "ops_per_thread", n)
+    return st
 
 
 class TestMultiAgain(unittest.TestCase):
@@ -497,35 +497,40 @@ class TestMultiAgain(unittest.TestCase):
     # control-redo-is-checkpoint: 2 x 1,024 ops kept, 2 x 357 after the
     # rounds, the shrink over at 79 s of 600).
 
+    def no_rounds(self):
+        """The rounds K23 runs on what it keeps: none when it keeps none."""
+        self.fail("the rounds ran: a run was kept")
+
     def test_again_tries_only_the_sizes_below_the_shrunk_run_smallest_first_each_with_every_seed(
         self,
     ):
-        sh = pinned(shrinker(5), 256)
-        self.assertFalse(sh.p_multi(again=True))
-        got = [shape(c) for c in sh.tried]
+        st = pinned(stub_state(5), 256)
+        self.assertFalse(multipass.p_multi(st, again=True))
+        got = [shape(c) for c in st.runner.attempts]
         self.assertEqual(sorted({g[0] for g in got}), [16, 64])
         self.assertEqual([g[0] for g in got], sorted(g[0] for g in got), "every 16 before any 64")
         for n in (16, 64):
             self.assertEqual(len({g[1] for g in got if g[0] == n}), MT_AGAIN_SEEDS)
         self.assertEqual(got[0][1], 5, "the shrunk run's seed first")
         # The first path (not again) runs once: after it, only again runs it.
-        self.assertFalse(sh.p_multi())
-        self.assertEqual(len(sh.tried), len(got))
+        self.assertFalse(multipass.p_multi(st))
+        self.assertEqual(len(st.runner.attempts), len(got))
 
     def test_a_race_another_seed_shows_in_fewer_ops_is_kept_and_the_rounds_run_on_it(self):
         # Fails with 64 ops each or more, only with a seed other than 5,
         # and the rounds left 2 x 1,024 ops with seed 5: again keeps 64
         # with another seed before trying 256, the rounds run once on it,
         # and again from 64 tries 16 and keeps nothing.
-        sh = pinned(shrinker(5, lambda c: shape(c)[0] >= 64 and shape(c)[1] != 5), 1024)
+        st = pinned(stub_state(5, lambda c: shape(c)[0] >= 64 and shape(c)[1] != 5), 1024)
         rounds = []
-        sh.rounds = lambda: rounds.append(shape(sh.best))
-        self.assertTrue(sh.multi_again())
-        self.assertEqual(shape(sh.best)[0], 64)
-        self.assertNotEqual(shape(sh.best)[1], 5)
-        self.assertEqual(rounds, [shape(sh.best)])
-        self.assertEqual(max(shape(c)[0] for c in sh.tried), 64, "256 never tried: 64 kept first")
-        self.assertEqual(sh.multi["ops_per_thread"], 64)
+        self.assertTrue(multipass.multi_again(st, lambda: rounds.append(shape(st.best))))
+        self.assertEqual(shape(st.best)[0], 64)
+        self.assertNotEqual(shape(st.best)[1], 5)
+        self.assertEqual(rounds, [shape(st.best)])
+        self.assertEqual(
+            max(shape(c)[0] for c in st.runner.attempts), 64, "256 never tried: 64 kept first"
+        )
+        self.assertEqual(st.multi["ops_per_thread"], 64)
 
     def test_a_race_only_a_later_sweep_of_seeds_shows_in_fewer_ops_is_met(self):
         # Planted bug control-redo-is-checkpoint: a recorded run of 812
@@ -537,39 +542,39 @@ class TestMultiAgain(unittest.TestCase):
         lots = [
             {derive(5, "shrink", "multi", j) for j in range(k * m, (k + 1) * m)} for k in range(3)
         ]
-        sh = pinned(shrinker(5, lambda c: shape(c)[0] == 16 and shape(c)[1] in lots[2]), 64)
-        sh.rounds = lambda: None
-        self.assertTrue(sh.multi_again())
-        self.assertEqual(shape(sh.best)[0], 16)
-        self.assertIn(shape(sh.best)[1], lots[2])
-        seeds = {shape(c)[1] for c in sh.tried}
+        st = pinned(stub_state(5, lambda c: shape(c)[0] == 16 and shape(c)[1] in lots[2]), 64)
+        self.assertTrue(multipass.multi_again(st, lambda: None))
+        self.assertEqual(shape(st.best)[0], 16)
+        self.assertIn(shape(st.best)[1], lots[2])
+        seeds = {shape(c)[1] for c in st.runner.attempts}
         self.assertLessEqual(lots[0] | lots[1], seeds, "the first two sweeps' seeds, each tried")
         self.assertLessEqual(seeds, {5} | lots[0] | lots[1] | lots[2])
         self.assertEqual(
-            len(set(map(signature, sh.tried))),
-            len(sh.tried),
+            len(set(map(signature, st.runner.attempts))),
+            len(st.runner.attempts),
             "no candidate judged twice (the run's own seed's in the first sweep only)",
         )
 
     def test_sweeps_stop_at_their_count_or_once_the_run_has_no_smaller_size(self):
-        sh = pinned(shrinker(5), 64)
-        self.assertFalse(sh.multi_again())
+        st = pinned(stub_state(5), 64)
+        self.assertFalse(multipass.multi_again(st, self.no_rounds))
         self.assertEqual(
-            len({shape(c)[1] for c in sh.tried}), 1 + MT_AGAIN_SWEEPS * (MT_AGAIN_SEEDS - 1)
+            len({shape(c)[1] for c in st.runner.attempts}),
+            1 + MT_AGAIN_SWEEPS * (MT_AGAIN_SEEDS - 1),
         )
-        self.assertEqual({shape(c)[0] for c in sh.tried}, {16})
-        sh = pinned(shrinker(5), MT_OPS[0])
-        self.assertFalse(sh.multi_again())
-        self.assertEqual(sh.tried, [], "2 x 16: nothing below it")
+        self.assertEqual({shape(c)[0] for c in st.runner.attempts}, {16})
+        st = pinned(stub_state(5), MT_OPS[0])
+        self.assertFalse(multipass.multi_again(st, self.no_rounds))
+        self.assertEqual(st.runner.attempts, [], "2 x 16: nothing below it")
 
     def test_nothing_again_for_one_thread_or_a_short_budget(self):
-        sh = pinned(shrinker(5, lambda c: True), 1024)
-        sh.best.op["argv"] = opt_set(sh.best.op["argv"], "threads", 1)
-        self.assertFalse(sh.multi_again())
-        sh = pinned(shrinker(5, lambda c: True), 1024)
-        sh.left = lambda: MT_RESUME_MIN - 1
-        self.assertFalse(sh.multi_again())
-        self.assertEqual(sh.tried, [])
+        st = pinned(stub_state(5, lambda c: True), 1024)
+        st.best.op["argv"] = opt_set(st.best.op["argv"], "threads", 1)
+        self.assertFalse(multipass.multi_again(st, self.no_rounds))
+        st = pinned(stub_state(5, lambda c: True), 1024)
+        st.left = lambda: MT_RESUME_MIN - 1
+        self.assertFalse(multipass.multi_again(st, self.no_rounds))
+        self.assertEqual(st.runner.attempts, [])
 
 
 class TestNotFailedAgain(unittest.TestCase):
@@ -579,15 +584,15 @@ class TestNotFailedAgain(unittest.TestCase):
         # K6: one thread on the grown database, then (K14's search) one
         # thread from a fresh database after 200 ops and after the key
         # space filled, then the multi-thread path (K8).
-        sh = shrinker(5)
-        sh.dir, sh.kind, sh.budget, sh.hang = "/nonexistent/f", "unrecoverable", 600, 60
-        sh.failure = {"step": 0, "step_name": "workload"}
-        sh.meta.update({"seed": 9, "db_params": {"page_size": 8192}})
-        sh.grown_ops = lambda c: 0
+        st = stub_state(5)
+        st.dir, st.kind, st.budget, st.hang = "/nonexistent/f", "unrecoverable", 600, 60
+        st.failure = {"step": 0, "step_name": "workload"}
+        st.meta.update({"seed": 9, "db_params": {"page_size": 8192}})
+        st.grown_ops = lambda c: 0
         calls = []
 
         def attempt(what, c, phase, **kw):
-            sh.log.append(
+            st.log.append(
                 {
                     "what": what,
                     "trials": 5,
@@ -615,7 +620,7 @@ class TestNotFailedAgain(unittest.TestCase):
             )
             return False
 
-        sh.attempt = attempt
+        st.runner.attempt = attempt
         fake(self, "search", search)
         fake(
             self,
@@ -627,7 +632,7 @@ class TestNotFailedAgain(unittest.TestCase):
                 and False
             ),
         )
-        ok, _, base = sh.shrink()
+        ok, _, base = Shrinker(st).shrink()
         self.assertFalse(ok)
         # (max_key 8: the filled key space's create step is 200 batches,
         # its least, and no single puts; then K23's sweeps of other seeds)
@@ -651,14 +656,16 @@ class TestNotFailedAgain(unittest.TestCase):
         # the second sweep's seeds show is met.
         m = MT_AGAIN_SEEDS - 1
         second = {derive(5, "shrink", "multi", j) for j in range(m, 2 * m)}
-        sh = shrinker(5, lambda c: shape(c)[0] == 64 and shape(c)[1] in second)
-        sh.start = sh.dir = "/nonexistent/f"  # the folder's ledgers: none (nothing struck)
-        start = sh.best
-        self.assertFalse(sh.p_multi(start=start, start_ops=337))
-        self.assertTrue(sh.sweeps(start, 337, "from the recorded run"))
-        self.assertIn(shape(sh.best)[1], second)
+        st = stub_state(5, lambda c: shape(c)[0] == 64 and shape(c)[1] in second)
+        st.start = st.dir = "/nonexistent/f"  # the folder's ledgers: none (nothing struck)
+        start = st.best
+        self.assertFalse(multipass.p_multi(st, start=start, start_ops=337))
+        self.assertTrue(multipass.sweeps(st, start, 337, "from the recorded run"))
+        self.assertIn(shape(st.best)[1], second)
         self.assertEqual(
-            len(set(map(signature, sh.tried))), len(sh.tried), "no candidate judged twice"
+            len(set(map(signature, st.runner.attempts))),
+            len(st.runner.attempts),
+            "no candidate judged twice",
         )
 
     def test_a_run_of_several_threads_that_failed_again_is_searched_from_a_fresh_database_too_before_two_threads(  # noqa: E501
@@ -669,9 +676,9 @@ class TestNotFailedAgain(unittest.TestCase):
         # pass, and K8's 240 candidates too (1.0x); from a fresh database
         # the seventh seed fails.  p_threads (before p_multi in a
         # round) runs K14's search too, once.
-        sh = shrinker(5)
-        sh.meta.update({"seed": 9, "db_params": {"page_size": 8192}})
-        sh.hang, sh.searched, calls = 60, False, []
+        st = stub_state(5)
+        st.meta.update({"seed": 9, "db_params": {"page_size": 8192}})
+        st.hang, st.searched, calls = 60, False, []
 
         def search(start, ops, nseeds=None, share=None, phase="search", what=""):
             create = start.steps[0] if start.fresh else None
@@ -679,26 +686,26 @@ class TestNotFailedAgain(unittest.TestCase):
             return False
 
         fake(self, "search", search)
-        sh.p_threads()
+        optpass.p_threads(st)
         self.assertEqual(
-            [opt_get(c.op["argv"], "threads") for c in sh.tried],
+            [opt_get(c.op["argv"], "threads") for c in st.runner.attempts],
             ["1"],
             "one thread, the recorded seed",
         )
         self.assertEqual(
             calls, [("search", 337, None), ("fresh", 337, "200"), ("fresh", 337, "200")]
         )
-        rounds = sh.round_steps()
+        rounds = Shrinker(st).round_steps()
         self.assertLess(rounds.index(optpass.p_threads), rounds.index(multipass.p_multi))
-        sh.p_threads()
+        optpass.p_threads(st)
         self.assertEqual(len(calls), 3, "the searches run once")
         fake(
             self,
             "search",
             (lambda start, ops, phase="search", **kw: calls.append(phase) or phase == "search"),
         )
-        sh.searched, calls[:] = False, []
-        sh.p_threads()
+        st.searched, calls[:] = False, []
+        optpass.p_threads(st)
         self.assertEqual(calls, ["search"], "a seed kept on the grown database ends it")
 
 

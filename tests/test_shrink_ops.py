@@ -19,7 +19,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from crashtest.shrink import Shrinker  # noqa: E402
+from crashtest import freshpass, tracepass  # noqa: E402
+from tests.test_shrink_passes import state_of  # noqa: E402
 from crashtest.cand import Cand, opt_get, opt_set  # noqa: E402
 
 
@@ -42,30 +43,30 @@ class TestOpPasses(unittest.TestCase):
             name="verify",
             argv=["@STRESS@", "--threads=1", "--checkpoint_wal_bytes=1M", "--verification_only=1"],
         )
-        sh = Shrinker.__new__(Shrinker)
-        sh.defaults = {"checkpoint_wal_bytes": "64M"}
-        sh.left = lambda: 100
+        st = state_of()
+        st.defaults = {"checkpoint_wal_bytes": "64M"}
+        st.left = lambda: 100
         got = []
-        sh.attempt = lambda what, c, phase, **kw: got.append(c) and False
-        sh.best = Cand([wl, vf], False, None, 0)
-        sh.p_volume()
+        st.runner.attempt = lambda what, c, phase, **kw: got.append(c) and False
+        st.best = Cand([wl, vf], False, None, 0)
+        tracepass.p_volume(st)
         self.assertEqual(got, [], "no trace: the volume is left alone")
-        sh.best.trace = ["0 put 1 5 on | 1=v1 ok"]
-        sh.p_volume()
+        st.best.trace = ["0 put 1 5 on | 1=v1 ok"]
+        tracepass.p_volume(st)
         self.assertEqual(
-            [[opt_get(st["argv"], "checkpoint_wal_bytes") for st in c.steps] for c in got],
+            [[opt_get(s["argv"], "checkpoint_wal_bytes") for s in c.steps] for c in got],
             [[str(v)] * 2 for v in (65536, 131072, 262144, 524288)],
         )
         got.clear()
-        sh.attempt = lambda what, c, phase, **kw: got.append(c) or True
-        sh.p_volume()
+        st.runner.attempt = lambda what, c, phase, **kw: got.append(c) or True
+        tracepass.p_volume(st)
         self.assertEqual(len(got), 1, "the first that fails is kept")
         got.clear()
-        sh.best = Cand(
+        st.best = Cand(
             [dict(wl, argv=opt_set(wl["argv"], "checkpoint_wal_bytes", "64M"))], False, None, 0
         )
-        sh.best.trace = ["0 put 1 5 on | 1=v1 ok"]
-        sh.p_volume()
+        st.best.trace = ["0 put 1 5 on | 1=v1 ok"]
+        tracepass.p_volume(st)
         self.assertEqual(got, [], "at the default nothing fires by volume")
 
     def test_a_create_step_that_still_needs_most_of_its_ops_is_tried_as_batches(self):
@@ -98,9 +99,9 @@ class TestOpPasses(unittest.TestCase):
             "kill_after": None,
             "argv": ["@STRESS@", "--threads=1", "--ops_per_thread=10", "--seed=5"],
         }
-        sh = Shrinker.__new__(Shrinker)
-        sh.left = lambda: 100
-        sh.best = Cand([create, wl], False, None, 1)
+        st = state_of()
+        st.left = lambda: 100
+        st.best = Cand([create, wl], False, None, 1)
         tried = []
 
         def attempt(what, c, phase, **kw):
@@ -109,11 +110,11 @@ class TestOpPasses(unittest.TestCase):
             tried.append((n, batches))
             ok = n >= (9 if batches else 150)
             if ok:
-                sh.best = c
+                st.best = c
             return ok
 
-        sh.attempt = attempt
-        sh.p_create()
+        st.runner.attempt = attempt
+        freshpass.p_create(st)
         self.assertEqual(
             tried,
             [
@@ -131,7 +132,7 @@ class TestOpPasses(unittest.TestCase):
                 (9, True),
             ],
         )
-        a = sh.best.steps[0]["argv"]
+        a = st.best.steps[0]["argv"]
         self.assertEqual(
             [
                 opt_get(a, k)
@@ -145,9 +146,9 @@ class TestOpPasses(unittest.TestCase):
             ],
             ["9", "0", "0", "0", "0"],
         )
-        self.assertEqual(sh.best.steps[1], wl, "the op step is left as it was")
+        self.assertEqual(st.best.steps[1], wl, "the op step is left as it was")
         tried.clear()
-        sh.p_create()
+        freshpass.p_create(st)
         self.assertEqual(
             tried,
             [(1, True), (2, True), (4, True), (7, True), (8, True)],
@@ -158,27 +159,27 @@ class TestOpPasses(unittest.TestCase):
         # A stand-in trial: it fails the same way when ops 3, 17 and 40 are
         # all left (in order); ddmin must end with those three.
         need = ["%d put %d 00 on" % (k, k) for k in (3, 17, 40)]
-        sh = Shrinker.__new__(Shrinker)
-        sh.best = Cand(
+        st = state_of()
+        st.best = Cand(
             [{"type": "stress", "argv": []}],
             True,
             ["%d put %d 00 on" % (k, k) for k in range(60)],
             0,
         )
-        sh.best_res = None
-        sh.left = lambda: 1
+        st.best_res = None
+        st.left = lambda: 1
         trials = []
 
         def attempt(what, cand, phase):
             trials.append(len(cand.trace))
             if all(line in cand.trace for line in need):
-                sh.best = cand
+                st.best = cand
                 return True
             return False
 
-        sh.attempt = attempt
-        sh.p_ddmin()
-        self.assertEqual(sh.best.trace, need)
+        st.runner.attempt = attempt
+        tracepass.p_ddmin(st)
+        self.assertEqual(st.best.trace, need)
         self.assertLess(len(trials), 60 * 3)
 
     def test_every_op_of_a_type_the_failure_does_not_need_goes_in_one_trial(self):
@@ -191,10 +192,10 @@ class TestOpPasses(unittest.TestCase):
                 "%d put %d 00 on | %d=v1 ok" % (2 * k, k, k),
                 "%d get %d 00 on | %d ok" % (2 * k + 1, k + 1, k + 1),
             ]
-        sh = Shrinker.__new__(Shrinker)
-        sh.kind = "lost"
-        sh.best = Cand([{"type": "stress", "argv": []}], True, trace, 0)
-        sh.best_res = {"output_tail": "stress: FAILURE lost (get): key k7 (7), thread 1, op 1:9"}
+        st = state_of()
+        st.kind = "lost"
+        st.best = Cand([{"type": "stress", "argv": []}], True, trace, 0)
+        st.best_res = {"output_tail": "stress: FAILURE lost (get): key k7 (7), thread 1, op 1:9"}
         tried = []
 
         def attempt(what, cand, phase):
@@ -203,13 +204,13 @@ class TestOpPasses(unittest.TestCase):
             if all(line in cand.trace for line in puts) and any(
                 " get 7 " in line for line in cand.trace
             ):
-                sh.best = cand
+                st.best = cand
                 return True
             return False
 
-        sh.attempt = attempt
-        sh.p_types()
-        self.assertEqual(len(sh.best.trace), 41)
+        st.runner.attempt = attempt
+        tracepass.p_types(st)
+        self.assertEqual(len(st.best.trace), 41)
         self.assertEqual(
             tried,
             [
@@ -221,26 +222,26 @@ class TestOpPasses(unittest.TestCase):
         )
 
     def test_a_later_ddmin_pass_starts_near_the_chunk_size_the_last_reached(self):
-        sh = Shrinker.__new__(Shrinker)
-        sh.best = Cand(
+        st = state_of()
+        st.best = Cand(
             [{"type": "stress", "argv": []}],
             True,
             ["%d put %d 00 on" % (k, k) for k in range(64)],
             0,
         )
-        sh.best_res = None
-        sh.left = lambda: 1
+        st.best_res = None
+        st.left = lambda: 1
         sizes = []
 
         def attempt(what, cand, phase):
             sizes.append(64 - len(cand.trace))
             return False
 
-        sh.attempt = attempt
-        sh.p_ddmin()
+        st.runner.attempt = attempt
+        tracepass.p_ddmin(st)
         self.assertEqual(sizes[:2], [32, 32])
-        sh.ddmin_size, sizes[:] = 4, []
-        sh.p_ddmin()
+        st.ddmin_size, sizes[:] = 4, []
+        tracepass.p_ddmin(st)
         self.assertEqual(sizes[0], 16)  # four times the last size, not 32 again
 
 

@@ -3,8 +3,10 @@ function of a hand-built ShrinkState whose runner is a fake that judges
 a candidate without running stress, and each returns a PassResult (kept,
 best).  Fast: no binary runs.
 
-Also fake(), which the other test_shrink suites use to stand in for a
-pass a pass calls (a seed search, delta debugging) while they run."""
+Also what the other suites of single rules build on: state_of(), a
+hand-built state whose runner (FakeRunner) runs no stress, and fake(),
+which stands in for a pass a pass calls (a seed search, delta
+debugging) while they run."""
 
 import os
 import sys
@@ -25,17 +27,29 @@ from crashtest import (  # noqa: E402
 )
 from crashtest.cand import Cand, opt_get  # noqa: E402
 from crashtest.shrinkstate import PassResult, ShrinkState  # noqa: E402
+from crashtest.trials import TrialRunner  # noqa: E402
 
 PASS_MODULES = (trials, steppass, searchpass, tracepass, freshpass, multipass, optpass, shrink)
 
 
+def pass_named(name):
+    """The pass or helper of a state NAME, in the module that defines it
+    (the real one while fake() stands in for it)."""
+    for m in PASS_MODULES:
+        f = getattr(vars(m).get(name), "fake_of", vars(m).get(name))
+        if f is not None and getattr(f, "__module__", None) == m.__name__:
+            return f
+    raise KeyError(name)
+
+
 def fake(test, name, fn):
-    """FN in place of the pass or helper NAME (shrink.BY_NAME's) wherever a
-    module calls it, while TEST runs.  FN takes what NAME takes after the
-    state.  For a pass, a true answer from FN is a keep: the state's best
-    becomes a copy of its first argument (the run it started from) unless
-    FN set one, and the caller gets the PassResult."""
-    real = shrink.BY_NAME[name]
+    """FN in place of the pass or helper NAME (a function of a state in one
+    of PASS_MODULES) wherever a module calls it, while TEST runs.  FN takes
+    what NAME takes after the state.  For a pass, a true answer from FN is
+    a keep: the state's best becomes a copy of its first argument (the run
+    it started from) unless FN set one, and the caller gets the
+    PassResult."""
+    real = pass_named(name)
 
     def run(state, *args, **kw):
         if not hasattr(real, "__wrapped__"):
@@ -55,22 +69,36 @@ def fake(test, name, fn):
             test.addCleanup(p.stop)
 
 
-class FakeRunner:
-    """A trial runner that runs nothing: JUDGE(candidate) says whether it
-    fails the same way; every attempt is recorded (what, candidate,
-    phase), and a keep makes the candidate the state's best, as
-    TrialRunner.attempt does."""
+class FakeRunner(TrialRunner):
+    """A trial runner that runs no stress: with JUDGE, JUDGE(candidate)
+    says whether it fails the same way, every attempt is recorded in
+    .attempts (what, candidate, phase), and a keep makes the candidate the
+    state's best, as TrialRunner.attempt does.  Without one, a test sets
+    its own attempt on it (recording what it wants in .attempts) or its
+    own run_once (TrialRunner.attempt then judges those trials); every
+    other method is TrialRunner's."""
 
-    def __init__(self, state, judge):
-        self.state, self.judge, self.attempts = state, judge, []
+    def __init__(self, state, judge=None):
+        super().__init__(state)
+        self.judge, self.attempts = judge, []
 
     def attempt(self, what, cand, phase, **kw):
+        if self.judge is None:
+            return super().attempt(what, cand, phase, **kw)
         self.attempts.append((what, cand, phase))
         kept = bool(self.judge(cand))
         self.state.log.append({"what": what, "phase": phase, "verdict": "kept" if kept else "no"})
         if kept:
             self.state.best, self.state.best_res = cand, {"ops": 10, "dir": "/nonexistent"}
         return kept
+
+
+def state_of(judge=None, **fields):
+    """A hand-built ShrinkState: FIELDS set, every other field at its
+    default, its runner a FakeRunner of JUDGE bound to it."""
+    st = ShrinkState(**fields)
+    st.runner = FakeRunner(st, judge)
+    return st
 
 
 def workload(*opts):
@@ -88,9 +116,7 @@ def workload(*opts):
 def hand_built(best, judge, **fields):
     """A state of candidate BEST, its runner a FakeRunner of JUDGE, a
     budget that never runs out, FIELDS set on it."""
-    st = ShrinkState(best=best, budget=1e9, kind="lost", **fields)
-    st.runner = FakeRunner(st, judge)
-    return st
+    return state_of(judge, best=best, budget=1e9, kind="lost", **fields)
 
 
 class TestPassesOnAHandBuiltState(unittest.TestCase):

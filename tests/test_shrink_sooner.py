@@ -27,7 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from crashtest.cand import Cand, opt_get  # noqa: E402
-from crashtest.shrink import Shrinker  # noqa: E402
+from crashtest import tracepass  # noqa: E402
+from tests.test_shrink_passes import state_of  # noqa: E402
 
 
 def steps(create=True, cache=None, first_xid=None):
@@ -58,27 +59,26 @@ def steps(create=True, cache=None, first_xid=None):
     return first + [op, verify]
 
 
-def shrinker(cand, ops_all=2400, defaults=None, fails=lambda c: False):
-    sh = Shrinker.__new__(Shrinker)
-    sh.best = cand
-    sh.best_res = {"ops_all": ops_all}
-    sh.defaults = (
+def stub_state(cand, ops_all=2400, defaults=None, fails=lambda c: False):
+    st = state_of()
+    st.best = cand
+    st.best_res = {"ops_all": ops_all}
+    st.defaults = (
         defaults
         if defaults is not None
         else {"first_xid": "1", "cache_size": "64M", "page_size": "8192"}
     )
-    sh.left = lambda: 100
-    sh.tried = []
+    st.left = lambda: 100
 
     def attempt(what, c, phase):
-        sh.tried.append((what, c))
+        st.runner.attempts.append((what, c))
         if fails(c):
-            sh.best = c
+            st.best = c
             return True
         return False
 
-    sh.attempt = attempt
-    return sh
+    st.runner.attempt = attempt
+    return st
 
 
 def fresh_cand(**kw):
@@ -92,12 +92,12 @@ def values(c, name):
 
 class TestIdsFurther(unittest.TestCase):
     def test_first_xid_is_tried_at_the_run_s_ops_then_half_on_every_stress_step(self):
-        sh = shrinker(fresh_cand())
-        sh.ids_further()
+        st = stub_state(fresh_cand())
+        tracepass.ids_further(st)
         self.assertEqual(
-            [values(c, "first_xid") for _, c in sh.tried], [["2400"] * 3, ["1200"] * 3]
+            [values(c, "first_xid") for _, c in st.runner.attempts], [["2400"] * 3, ["1200"] * 3]
         )
-        self.assertIn("first_xid 1 -> 2400", sh.tried[0][0])
+        self.assertIn("first_xid 1 -> 2400", st.runner.attempts[0][0])
 
     def test_the_first_that_fails_the_same_way_is_kept_and_the_pass_runs_once_until_the_power_loss_is_pinned(  # noqa: E501
         self,
@@ -107,56 +107,58 @@ class TestIdsFurther(unittest.TestCase):
             2,
             {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "mixed"]},
         )
-        sh = shrinker(c, fails=lambda c: True)
-        sh.ids_further()
-        self.assertEqual(len(sh.tried), 1)
-        self.assertEqual(values(sh.best, "first_xid"), ["2400"] * 3)
-        sh.ids_further()
-        self.assertEqual(len(sh.tried), 1, "once")
+        st = stub_state(c, fails=lambda c: True)
+        tracepass.ids_further(st)
+        self.assertEqual(len(st.runner.attempts), 1)
+        self.assertEqual(values(st.best, "first_xid"), ["2400"] * 3)
+        tracepass.ids_further(st)
+        self.assertEqual(len(st.runner.attempts), 1, "once")
         # Pinned, the tear no longer moves with the ids: again, from the
         # first id the run has now, as far as its ops take them.
-        sh.best.steps[2]["argv"] = ["@POWERLOSS@", "--mode", "keep", "--pin", "data@8192:0=tear:01"]
-        sh.best_res = {"ops_all": 530}
-        sh.ids_further()
-        self.assertEqual(len(sh.tried), 2)
-        self.assertEqual(values(sh.best, "first_xid"), ["2929"] * 3)
-        self.assertIn("first_xid 2400 -> 2929", sh.tried[-1][0])
+        st.best.steps[2]["argv"] = ["@POWERLOSS@", "--mode", "keep", "--pin", "data@8192:0=tear:01"]
+        st.best_res = {"ops_all": 530}
+        tracepass.ids_further(st)
+        self.assertEqual(len(st.runner.attempts), 2)
+        self.assertEqual(values(st.best, "first_xid"), ["2929"] * 3)
+        self.assertIn("first_xid 2400 -> 2929", st.runner.attempts[-1][0])
 
     def test_a_run_that_sets_it_moves_on_from_its_own(self):
-        sh = shrinker(fresh_cand(first_xid=5000))
-        sh.ids_further()
-        self.assertEqual([values(c, "first_xid")[0] for _, c in sh.tried], ["7399", "6199"])
+        st = stub_state(fresh_cand(first_xid=5000))
+        tracepass.ids_further(st)
+        self.assertEqual(
+            [values(c, "first_xid")[0] for _, c in st.runner.attempts], ["7399", "6199"]
+        )
 
     def test_nothing_on_a_grown_database_past_the_engine_s_largest_or_with_a_binary_without_it(
         self,
     ):
-        for sh in (
-            shrinker(fresh_cand(create=False)),
-            shrinker(fresh_cand(first_xid=(1 << 23) - 100)),
-            shrinker(fresh_cand(), defaults={"cache_size": "64M"}),
-            shrinker(fresh_cand(), ops_all=1),
+        for st in (
+            stub_state(fresh_cand(create=False)),
+            stub_state(fresh_cand(first_xid=(1 << 23) - 100)),
+            stub_state(fresh_cand(), defaults={"cache_size": "64M"}),
+            stub_state(fresh_cand(), ops_all=1),
         ):
-            sh.ids_further()
-            self.assertEqual(sh.tried, [])
+            tracepass.ids_further(st)
+            self.assertEqual(st.runner.attempts, [])
 
 
 class TestEvictSooner(unittest.TestCase):
     def test_a_small_cache_is_tried_at_16_pages_then_4_and_16_times_that_below_the_run_s(self):
-        sh = shrinker(fresh_cand(cache=1 << 20))
-        sh.evict_sooner()
+        st = stub_state(fresh_cand(cache=1 << 20))
+        tracepass.evict_sooner(st)
         self.assertEqual(
-            [values(c, "cache_size") for _, c in sh.tried],
+            [values(c, "cache_size") for _, c in st.runner.attempts],
             [[None, "65536", "65536"], [None, "262144", "262144"]],
             "16 pages of 4 KiB, then 4 times that (16 times is the run's own 1 MiB), on every "
             "stress step that names a cache",
         )
 
     def test_the_first_that_fails_is_kept_once_a_shrink(self):
-        sh = shrinker(fresh_cand(cache=1 << 20), fails=lambda c: True)
-        sh.evict_sooner()
-        sh.evict_sooner()
-        self.assertEqual(len(sh.tried), 1)
-        self.assertEqual(values(sh.best, "cache_size")[1], "65536")
+        st = stub_state(fresh_cand(cache=1 << 20), fails=lambda c: True)
+        tracepass.evict_sooner(st)
+        tracepass.evict_sooner(st)
+        self.assertEqual(len(st.runner.attempts), 1)
+        self.assertEqual(values(st.best, "cache_size")[1], "65536")
 
     def test_tried_again_once_the_power_loss_is_pinned(self):
         c = fresh_cand(cache=1 << 20)
@@ -164,22 +166,22 @@ class TestEvictSooner(unittest.TestCase):
             2,
             {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@", "--mode", "mixed"]},
         )
-        sh = shrinker(c)
-        sh.evict_sooner()
-        sh.evict_sooner()
-        self.assertEqual(len(sh.tried), 2, "16 and 64 pages, once")
-        sh.best.steps[2]["argv"] = ["@POWERLOSS@", "--mode", "keep", "--pin", "data@8192:0=tear:01"]
-        sh.evict_sooner()
-        self.assertEqual(len(sh.tried), 4, "again with the tear pinned")
+        st = stub_state(c)
+        tracepass.evict_sooner(st)
+        tracepass.evict_sooner(st)
+        self.assertEqual(len(st.runner.attempts), 2, "16 and 64 pages, once")
+        st.best.steps[2]["argv"] = ["@POWERLOSS@", "--mode", "keep", "--pin", "data@8192:0=tear:01"]
+        tracepass.evict_sooner(st)
+        self.assertEqual(len(st.runner.attempts), 4, "again with the tear pinned")
 
     def test_nothing_when_the_cache_is_stress_s_default_or_already_the_least(self):
-        for sh in (
-            shrinker(fresh_cand()),
-            shrinker(fresh_cand(cache=64 << 20)),
-            shrinker(fresh_cand(cache=65536)),
+        for st in (
+            stub_state(fresh_cand()),
+            stub_state(fresh_cand(cache=64 << 20)),
+            stub_state(fresh_cand(cache=65536)),
         ):
-            sh.evict_sooner()
-            self.assertEqual(sh.tried, [])
+            tracepass.evict_sooner(st)
+            self.assertEqual(st.runner.attempts, [])
 
 
 if __name__ == "__main__":

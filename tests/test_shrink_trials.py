@@ -1,5 +1,5 @@
 """How a shrink's trials judge a candidate and what they keep
-(crashtest/trials.py, the Shrinker's base; crashtest/shrink.py's K1, K8,
+(crashtest/trials.py, the state's runner; crashtest/shrink.py's K1, K8,
 K10, K12, K19, K20):
 
 - the final check steps back from a shrunk run that drifted to a rare one
@@ -24,7 +24,7 @@ from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from crashtest.shrink import Shrinker  # noqa: E402
+from tests.test_shrink_passes import state_of  # noqa: E402
 from crashtest.multipass import MT_MORE, MT_NEED, MT_TRIALS  # noqa: E402
 from crashtest.cand import Cand, set_threads, trimmed  # noqa: E402
 from crashtest import trials  # noqa: E402
@@ -33,19 +33,19 @@ from crashtest.trials import MT_REPRO_MAX, MT_REPRO_TRIES, TrialRunner  # noqa: 
 
 
 class TestTrials(unittest.TestCase):
-    def stub_shrinker(self, outcomes):
-        """A Shrinker whose trials are OUTCOMES, in order: (kind, ops_all)."""
-        sh = Shrinker.__new__(Shrinker)
-        sh.kind, sh.match, sh.p = "lost", "kind", type("P", (), {"line": lambda self, s: None})()
-        sh.best, sh.best_res, sh.log, sh.tried, sh.aside = (
+    def stub_state(self, outcomes):
+        """A shrink's state whose trials are OUTCOMES, in order: (kind, ops_all)."""
+        st = state_of()
+        st.kind, st.match, st.p = "lost", "kind", type("P", (), {"line": lambda self, s: None})()
+        st.best, st.best_res, st.log, st.tried, st.aside = (
             Cand([{"type": "stress", "argv": ["--threads=1"]}], True, None, 0),
             None,
             [],
             set(),
             [],
         )
-        sh.need, sh.runs, sh.more, sh.cap, sh.multi, sh.kept_trials = 2, 4, 0, None, None, []
-        sh.left = lambda: 100
+        st.need, st.runs, st.more, st.cap, st.multi, st.kept_trials = 2, 4, 0, None, None, []
+        st.left = lambda: 100
         queue = list(outcomes)
 
         def run_once(cand):
@@ -62,8 +62,8 @@ class TestTrials(unittest.TestCase):
                 "failure": {"kind": kind},
             }
 
-        sh.run_once = run_once
-        return sh, queue
+        st.runner.run_once = run_once
+        return st, queue
 
     def cand(self, threads, n):
         return Cand(
@@ -187,25 +187,27 @@ class TestTrials(unittest.TestCase):
         # K10 (planted bug hint-aborted-while-in-progress: a two-thread run
         # pinned at four times the recorded ops for its kill points, kept,
         # and the shrunk run had 18,707 ops where the recorded one had 5,771).
-        sh, _ = self.stub_shrinker([("lost", 1500), ("lost", 1500), ("lost", 900), ("lost", 900)])
-        sh.cap, sh.need = 1000, 1
+        st, _ = self.stub_state([("lost", 1500), ("lost", 1500), ("lost", 900), ("lost", 900)])
+        st.cap, st.need = 1000, 1
         self.assertFalse(
-            sh.attempt("two threads, 1500 ops", self.cand(2, 750), "pin", runs=2, need=1)
+            st.runner.attempt("two threads, 1500 ops", self.cand(2, 750), "pin", runs=2, need=1)
         )
-        self.assertIn("larger than the recorded run (1500 ops; it had 1000)", sh.log[-1]["why"])
+        self.assertIn("larger than the recorded run (1500 ops; it had 1000)", st.log[-1]["why"])
         self.assertTrue(
-            sh.attempt("two threads, 900 ops", self.cand(2, 450), "ops", runs=2, need=1)
+            st.runner.attempt("two threads, 900 ops", self.cand(2, 450), "ops", runs=2, need=1)
         )
         # One thread, deterministic: halving cuts it a trial a step, so it
         # may be larger for a while.
-        sh, _ = self.stub_shrinker([("lost", 1500)])
-        sh.cap = 1000
-        self.assertTrue(sh.attempt("one thread, 1500 ops", self.cand(1, 1500), "search"))
+        st, _ = self.stub_state([("lost", 1500)])
+        st.cap = 1000
+        self.assertTrue(st.runner.attempt("one thread, 1500 ops", self.cand(1, 1500), "search"))
         # Several threads: a larger trial is a pass among the trials.
-        sh, q = self.stub_shrinker([("lost", 2000), ("lost", 900), ("lost", 2000), ("lost", 2000)])
-        sh.cap = 1000
-        self.assertFalse(sh.attempt("two threads", self.cand(2, 1000), "multi", runs=4, need=2))
-        self.assertEqual((sh.log[-1]["trials"], sh.log[-1]["failures"]), (4, 1))
+        st, q = self.stub_state([("lost", 2000), ("lost", 900), ("lost", 2000), ("lost", 2000)])
+        st.cap = 1000
+        self.assertFalse(
+            st.runner.attempt("two threads", self.cand(2, 1000), "multi", runs=4, need=2)
+        )
+        self.assertEqual((st.log[-1]["trials"], st.log[-1]["failures"]), (4, 1))
 
     def test_a_failure_that_moves_into_the_create_step_makes_it_the_op_step(self):
         # Planted bug delete-at-snapshot-invisible: with 7 keys the create
@@ -223,8 +225,8 @@ class TestTrials(unittest.TestCase):
         wl = dict(
             cr, name="workload", argv=["@STRESS@", "--threads=1", "--replay_ops=@FOLDER@/ops.trace"]
         )
-        sh, _ = self.stub_shrinker([])
-        sh.best = Cand([cr, wl], True, ["0 put 3 00 on"], 1)
+        st, _ = self.stub_state([])
+        st.best = Cand([cr, wl], True, ["0 put 3 00 on"], 1)
 
         def run_once(cand):
             return {
@@ -239,14 +241,14 @@ class TestTrials(unittest.TestCase):
                 "failure": {"kind": "lost"},
             }
 
-        sh.run_once = run_once
-        c = sh.best.copy()
+        st.runner.run_once = run_once
+        c = st.best.copy()
         c.set_all("max_key", 7)
-        self.assertTrue(sh.attempt("key space 15 -> 7", c, "keys"))
+        self.assertTrue(st.runner.attempt("key space 15 -> 7", c, "keys"))
         self.assertEqual(
-            ([s["name"] for s in sh.best.steps], sh.best.w, sh.best.trace), (["create"], 0, None)
+            ([s["name"] for s in st.best.steps], st.best.w, st.best.trace), (["create"], 0, None)
         )
-        self.assertEqual(sh.best.op["name"], "create")
+        self.assertEqual(st.best.op["name"], "create")
         # No workload step at or before the failing one: not kept.
         pl = {"type": "powerloss", "name": "powerloss", "argv": ["@POWERLOSS@"]}
         self.assertIsNone(trimmed(Cand([pl, wl], False, None, 1), 0))
@@ -254,7 +256,7 @@ class TestTrials(unittest.TestCase):
     def test_a_multi_thread_candidate_that_failed_once_is_decided_by_more_trials(self):
         # K8: 1 of MT_TRIALS failing is a sign; up to MT_MORE more trials
         # decide it, MT_NEED failing still.
-        sh, q = self.stub_shrinker(
+        st, q = self.stub_state(
             [
                 (None, 50),
                 ("lost", 50),
@@ -266,40 +268,46 @@ class TestTrials(unittest.TestCase):
             ]
         )
         self.assertTrue(
-            sh.attempt("c", self.cand(2, 25), "multi", runs=MT_TRIALS, need=MT_NEED, more=MT_MORE)
+            st.runner.attempt(
+                "c", self.cand(2, 25), "multi", runs=MT_TRIALS, need=MT_NEED, more=MT_MORE
+            )
         )
-        self.assertEqual((sh.log[-1]["trials"], sh.log[-1]["failures"]), (6, 2))
+        self.assertEqual((st.log[-1]["trials"], st.log[-1]["failures"]), (6, 2))
         # None failing: decided as before, without the more.
-        sh, q = self.stub_shrinker([(None, 50)] * 8)
+        st, q = self.stub_state([(None, 50)] * 8)
         self.assertFalse(
-            sh.attempt("c", self.cand(2, 25), "multi", runs=MT_TRIALS, need=MT_NEED, more=MT_MORE)
+            st.runner.attempt(
+                "c", self.cand(2, 25), "multi", runs=MT_TRIALS, need=MT_NEED, more=MT_MORE
+            )
         )
-        self.assertEqual(sh.log[-1]["trials"], MT_TRIALS - MT_NEED + 1)
+        self.assertEqual(st.log[-1]["trials"], MT_TRIALS - MT_NEED + 1)
         # One failing and the rest passing: all MT_TRIALS + MT_MORE run.
-        sh, q = self.stub_shrinker([("lost", 50)] + [(None, 50)] * 9)
+        st, q = self.stub_state([("lost", 50)] + [(None, 50)] * 9)
         self.assertFalse(
-            sh.attempt("c", self.cand(2, 25), "multi", runs=MT_TRIALS, need=MT_NEED, more=MT_MORE)
+            st.runner.attempt(
+                "c", self.cand(2, 25), "multi", runs=MT_TRIALS, need=MT_NEED, more=MT_MORE
+            )
         )
-        self.assertEqual((sh.log[-1]["trials"], sh.log[-1]["failures"]), (MT_TRIALS + MT_MORE, 1))
+        self.assertEqual((st.log[-1]["trials"], st.log[-1]["failures"]), (MT_TRIALS + MT_MORE, 1))
         # Not for the confirmation (more=0) nor before K8 kept a run.
-        sh, q = self.stub_shrinker([(None, 50), ("lost", 50), (None, 50), (None, 50), ("lost", 50)])
-        self.assertFalse(sh.attempt("c", self.cand(2, 25), "ops", runs=4, need=2))
-        self.assertEqual(sh.log[-1]["trials"], 4)
+        st, q = self.stub_state([(None, 50), ("lost", 50), (None, 50), (None, 50), ("lost", 50)])
+        self.assertFalse(st.runner.attempt("c", self.cand(2, 25), "ops", runs=4, need=2))
+        self.assertEqual(st.log[-1]["trials"], 4)
 
     def test_every_run_kept_on_trials_is_remembered_for_the_final_check(self):
         # K8's final check steps back through the runs kept before the last
         # that are not deterministic, the multi-thread path's or not (a
         # one-thread run with its timed kill, kept step by step on one of
         # three trials, ended at 0 of 8: checkpoint-skips-data-fsync).
-        sh, _ = self.stub_shrinker([("lost", 50), ("lost", 50), ("lost", 40)])
-        sh.need = 1
+        st, _ = self.stub_state([("lost", 50), ("lost", 50), ("lost", 40)])
+        st.need = 1
         timed = self.cand(1, 25)
         timed.op["kill_after"] = 1.5
-        self.assertTrue(sh.attempt("a timed one-thread run", timed, "threads", runs=3))
-        self.assertTrue(sh.attempt("two threads", self.cand(2, 25), "ops", runs=3))
-        self.assertTrue(sh.attempt("one thread, pinned", self.cand(1, 40), "ops"))
+        self.assertTrue(st.runner.attempt("a timed one-thread run", timed, "threads", runs=3))
+        self.assertTrue(st.runner.attempt("two threads", self.cand(2, 25), "ops", runs=3))
+        self.assertTrue(st.runner.attempt("one thread, pinned", self.cand(1, 40), "ops"))
         self.assertEqual(
-            [c.op["argv"] for _, c, _ in sh.kept_trials],
+            [c.op["argv"] for _, c, _ in st.kept_trials],
             [timed.op["argv"], self.cand(2, 25).op["argv"]],
         )
 
@@ -307,35 +315,37 @@ class TestTrials(unittest.TestCase):
         # K8: a two-thread run that fails one time in six is a run a reader
         # can repeat if repro tries it often enough (the rate: the least of
         # K8's keep and the last step kept with several trials).
-        sh, _ = self.stub_shrinker([])
-        self.assertEqual(sh.repro_tries(), MT_REPRO_TRIES, "nothing kept on trials: the fewest")
-        sh.multi = {"trials": 12, "failures": 3, "rate": 0.25}
-        self.assertEqual(sh.repro_tries(), 12)
-        sh.log.append({"verdict": "kept", "trials": 6, "failures": 1})
-        self.assertEqual(sh.repro_tries(), 18)
-        sh.log.append({"verdict": "kept", "trials": 2, "failures": 2})
-        self.assertEqual(sh.repro_tries(), 12)
-        sh.multi = {"trials": 40, "failures": 1, "rate": 0.025}
-        self.assertEqual(sh.repro_tries(), MT_REPRO_MAX)
-        sh.multi = {"trials": 4, "failures": 4, "rate": 1.0}
-        self.assertEqual(sh.repro_tries(), MT_REPRO_TRIES)
+        st, _ = self.stub_state([])
+        self.assertEqual(
+            st.runner.repro_tries(), MT_REPRO_TRIES, "nothing kept on trials: the fewest"
+        )
+        st.multi = {"trials": 12, "failures": 3, "rate": 0.25}
+        self.assertEqual(st.runner.repro_tries(), 12)
+        st.log.append({"verdict": "kept", "trials": 6, "failures": 1})
+        self.assertEqual(st.runner.repro_tries(), 18)
+        st.log.append({"verdict": "kept", "trials": 2, "failures": 2})
+        self.assertEqual(st.runner.repro_tries(), 12)
+        st.multi = {"trials": 40, "failures": 1, "rate": 0.025}
+        self.assertEqual(st.runner.repro_tries(), MT_REPRO_MAX)
+        st.multi = {"trials": 4, "failures": 4, "rate": 1.0}
+        self.assertEqual(st.runner.repro_tries(), MT_REPRO_TRIES)
 
     def test_match_keys_takes_a_failure_whose_keys_include_the_kind(self):
         # K1: a lost stays a lost; with --match keys, a wrong_value that
         # also shows the recorded false_alarm fails the same way too.
-        sh = Shrinker.__new__(Shrinker)
-        sh.kind, sh.match = "false_alarm", "kind"
+        st = state_of()
+        st.kind, st.match = "false_alarm", "kind"
         both = {
             "kind": "wrong_value",
             "failure": {"kind": "wrong_value", "keys": ["wrong_value", "false_alarm"]},
         }
         alone = {"kind": "wrong_value", "failure": {"kind": "wrong_value", "keys": ["wrong_value"]}}
         own = {"kind": "false_alarm", "failure": {"kind": "false_alarm", "keys": ["false_alarm"]}}
-        self.assertEqual([sh.same(r) for r in (both, alone, own)], [False, False, True])
-        sh.match = "keys"
-        self.assertEqual([sh.same(r) for r in (both, alone, own)], [True, False, True])
+        self.assertEqual([st.runner.same(r) for r in (both, alone, own)], [False, False, True])
+        st.match = "keys"
+        self.assertEqual([st.runner.same(r) for r in (both, alone, own)], [True, False, True])
         self.assertFalse(
-            sh.same({"kind": "error", "failure": {"kind": "error", "keys": ["false_alarm"]}})
+            st.runner.same({"kind": "error", "failure": {"kind": "error", "keys": ["false_alarm"]}})
         )
 
     def test_only_a_create_step_that_leaves_the_same_database_each_time_is_reused(self):
@@ -372,25 +382,25 @@ class TestTrials(unittest.TestCase):
             self.skipTest("%s is not a tmpfs with room" % trials.RAM_DIR)
         self.assertIsNone(trials.ram_root(ROOT))  # the repository's disk is no tmpfs
         self.assertIsNone(trials.ram_root("none"))
-        sh = Shrinker.__new__(Shrinker)
-        sh.work, sh.ram = "/work-dir", trials.RAM_DIR
+        st = state_of()
+        st.work, st.ram = "/work-dir", trials.RAM_DIR
         one = Cand(
             [{"type": "stress", "name": "w", "argv": ["--threads=1", "--ops_per_thread=50"]}],
             True,
             None,
             0,
         )
-        self.assertEqual(sh.trial_root(one), trials.RAM_DIR)
+        self.assertEqual(st.runner.trial_root(one), trials.RAM_DIR)
         two = one.copy()
         set_threads(two, 2)
         self.assertEqual(
-            sh.trial_root(two), "/work-dir"
+            st.runner.trial_root(two), "/work-dir"
         )  # its races timed as the recorded run's were
         timed = one.copy()
         timed.op["kill_after"] = 0.5
-        self.assertEqual(sh.trial_root(timed), "/work-dir")
+        self.assertEqual(st.runner.trial_root(timed), "/work-dir")
         with mock.patch.object(trials, "RAM_MIN_FREE", 1 << 60):  # no room left: disk
-            self.assertEqual(sh.trial_root(one), "/work-dir")
+            self.assertEqual(st.runner.trial_root(one), "/work-dir")
 
 
 if __name__ == "__main__":

@@ -25,25 +25,26 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from crashtest.cand import Cand  # noqa: E402
-from crashtest.shrink import Shrinker  # noqa: E402
+from crashtest import tracepass  # noqa: E402
+from tests.test_shrink_passes import state_of  # noqa: E402
 from tests.stressrun import OneThreadDb, stress, trace_lines as ops_of  # noqa: E402
 
 WAL_POINT = "kill/wal/after_write_before_sync"
 
 
-def shrinker(lines, volume="64K"):
+def stub_state(lines, volume="64K"):
     d = tempfile.mkdtemp(prefix="test-tie-")
     os.makedirs(os.path.join(d, "iter"))
     with open(os.path.join(d, "iter", "ops.trace"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    sh = Shrinker.__new__(Shrinker)
+    st = state_of()
     argv = [
         "@STRESS@",
         "--threads=1",
         "--checkpoint_wal_bytes=" + volume,
         "--replay_ops=@FOLDER@/ops.trace",
     ]
-    sh.best = Cand(
+    st.best = Cand(
         [
             {"type": "stress", "name": "workload", "argv": argv, "expect": "kill_point"},
             {
@@ -56,12 +57,11 @@ def shrinker(lines, volume="64K"):
         list(lines),
         0,
     )
-    sh.best_res = {"dir": d}
-    sh.defaults = {"checkpoint_wal_bytes": "64M"}
-    sh.left = lambda: 100
-    sh.tried = []
-    sh.attempt = lambda what, cand, phase: sh.tried.append((what, cand)) and False
-    return sh, d
+    st.best_res = {"dir": d}
+    st.defaults = {"checkpoint_wal_bytes": "64M"}
+    st.left = lambda: 100
+    st.runner.attempt = lambda what, cand, phase: st.runner.attempts.append((what, cand)) and False
+    return st, d
 
 
 class TestVolumeCheckpointsInStress(OneThreadDb):
@@ -82,10 +82,10 @@ class TestVolumeCheckpointsInStress(OneThreadDb):
         self.assertTrue(
             all(line.split()[1] in ("put", "delete", "batch") for line in noted), noted[:3]
         )
-        sh, d = shrinker(lines)
+        st, d = stub_state(lines)
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
-        sh.p_tie_checkpoints()
-        ((what, c),) = sh.tried
+        tracepass.p_tie_checkpoints(st)
+        ((what, c),) = st.runner.attempts
         with open(t2, "w") as f:
             f.write("\n".join(c.trace) + "\n")
         self.assertIn("checkpoint_wal_bytes 65536 -> 67108864", what)
@@ -110,10 +110,10 @@ class TestVolumeCheckpointsInStress(OneThreadDb):
 
 class TestTiePass(unittest.TestCase):
     def run_pass(self, lines, volume="64K"):
-        sh, d = shrinker(lines, volume)
+        st, d = stub_state(lines, volume)
         self.addCleanup(shutil.rmtree, d, ignore_errors=True)
-        sh.p_tie_checkpoints()
-        return sh.tried
+        tracepass.p_tie_checkpoints(st)
+        return st.runner.attempts
 
     def test_checkpoints_go_right_after_the_write_that_started_them(self):
         lines = [
