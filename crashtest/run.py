@@ -34,7 +34,7 @@ from .report import iteration_line, summarize
 from .repro import rerun_line
 from .seeds import iteration_seed, run_seed_of
 from .shrink import shrink_folder
-from .steps import run_iteration
+from .steps import engine_tool_of, run_iteration
 
 
 class Run:
@@ -145,6 +145,11 @@ class CrashTest:
         }
         shutil.copy2(self.stress, self.bin["@STRESS@"])
         shutil.copy2(self.powerloss, self.bin["@POWERLOSS@"])
+        # The lost-file check names the log segment to remove with it
+        # (steps.py redo_segment), beside the stress copy.
+        tool = engine_tool_of(self.stress)
+        if tool:
+            shutil.copy2(tool, os.path.join(bindir, "engine-tool"))
 
     def probe_values(self, pinned):
         """Ask stress about the draw's values (a tiny run each, in a probe

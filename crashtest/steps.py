@@ -17,11 +17,14 @@ database.  Each function takes what it needs; nothing is nested.
 """
 
 import datetime
+import json
 import os
 import shutil
+import subprocess
 import time
 
 from .cand import ops_of
+from .common import REPO
 from .executor import Executor, copy_state, subst, trim_journal
 from .output import differs
 from .params import (
@@ -44,8 +47,11 @@ from .seeds import Rng, derive
 STATE_DIR, ITER_DIR = "@STATE@", "@ITER@"
 
 # What the lost-file check removes from a recovered database (engine F3:
-# control lost, with data or with only the log left; F4: data lost).
-LOST_FILE_CHOICES = [["control"], ["data"], ["control", "data"]]
+# control lost, with data or with only the log left; F4: data lost, or the
+# log segment holding the redo point, REDO_SEGMENT, which every log from
+# the redo point to the checkpoint record control names must keep).
+REDO_SEGMENT = "wal@redo"
+LOST_FILE_CHOICES = [["control"], ["data"], ["control", "data"], [REDO_SEGMENT]]
 
 
 def state_argv(state):
@@ -467,6 +473,50 @@ def after_second_crash(st, k, to, second, seed, verify_opts, limit):
     return to2
 
 
+def engine_tool_of(stress):
+    """The engine-tool beside the stress binary STRESS, else the
+    repository's build's; None when neither exists."""
+    for d in (os.path.dirname(stress), os.path.join(REPO, "build")):
+        tool = os.path.join(d, "engine-tool")
+        if os.access(tool, os.X_OK):
+            return tool
+    return None
+
+
+def redo_segment(db, stress):
+    """The log segment holding the redo point of the closed database DB
+    ("wal/" + its name), read by `engine-tool stat`, which opens it
+    read-only and changes nothing; None when it cannot tell (no tool, no
+    open, no such file)."""
+    tool = engine_tool_of(stress)
+    if not tool:
+        return None
+    try:
+        p = subprocess.run([tool, "stat", db], capture_output=True, timeout=120)
+        j = json.loads(p.stdout.decode(errors="replace") or "null")
+        redo = int(j["recovery"]["redo_lsn"])
+        size = int(j["options"]["wal_segment_size"])
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError, KeyError):
+        return None
+    rel = "wal/%016x" % (redo & ~(size - 1))
+    return rel if p.returncode == 0 and os.path.isfile(os.path.join(db, rel)) else None
+
+
+def lost_files(remove, state, env):
+    """The files of REMOVE (LOST_FILE_CHOICES) as paths in STATE (a
+    template of ENV), REDO_SEGMENT named by redo_segment: the plan keeps
+    concrete names, so a replay removes what the run removed.  None when
+    REDO_SEGMENT cannot be named."""
+    out = []
+    for r in remove:
+        if r == REDO_SEGMENT:
+            r = redo_segment(os.path.join(subst(state, env), "db"), env.get("@STRESS@", ""))
+            if r is None:
+                return None
+        out.append("db/" + r)
+    return out
+
+
 def lost_file_check(st, seed, primary_state, verify_opts, limit):
     """The lost-file check (engine F1-F5): one crash in six, the recovered
     state (PRIMARY_STATE; None when the restart did not come back) with a
@@ -477,8 +527,10 @@ def lost_file_check(st, seed, primary_state, verify_opts, limit):
     lrng = Rng(derive(seed, "lose"))
     ours = verify_opts.get("engine", "ours") == "ours"
     if st.failure is None and primary_state is not None and lrng.chance(1.0 / 6) and ours:
-        remove = lrng.choice(LOST_FILE_CHOICES)
-        st.lose(primary_state, ITER_DIR + "/lost", ["db/" + r for r in remove])
+        remove = lost_files(lrng.choice(LOST_FILE_CHOICES), primary_state, st.ex.env)
+        if remove is None:
+            return
+        st.lose(primary_state, ITER_DIR + "/lost", remove)
         st.stress(
             "refuse",
             ITER_DIR + "/lost",
