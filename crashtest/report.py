@@ -231,7 +231,14 @@ REGIONS = {
         "overflow",
         "trunk",
     ],
-    "bitflip_wal": ["block_header", "sector_trailer", "record_header", "record_payload", "padding"],
+    "bitflip_wal": [
+        "block_header",
+        "sector_trailer",
+        "record_header",
+        "record_payload",
+        "padding",
+        "synced_sector",
+    ],
     "zero_page": [
         "meta",
         "root",

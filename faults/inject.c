@@ -1073,7 +1073,10 @@ void flt_flip_at_crash(flt_ctx *f, flt_thr *t) {
     if (!f->db_dir) return;
     if (f->o.one_in[FLT_ZERO_PAGE] && flt_below(f, t, FLT_ZERO_PAGE, 2) == 0)
         zero_block(f, t, "crash/data", "at the crash: the block reads back all zero");
-    if (f->o.one_in[FLT_BITFLIP_WAL]) flip_wal_at_crash(f, t);
+    /* A quarter of the WAL's crash damage a synced sector lost as zeros
+     * (walzero.c), when one qualifies; else a flipped bit. */
+    if (f->o.one_in[FLT_BITFLIP_WAL] && !(flt_below(f, t, FLT_BITFLIP_WAL, 4) == 0 && flt_wal_zero_at_crash(f, t)))
+        flip_wal_at_crash(f, t);
     /* A page flipped at the crash is judged after recovery, with nothing
      * of this process left to write the page again: only a full-page
      * image after the redo point may mask it (the ledger's block hashes

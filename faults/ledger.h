@@ -26,7 +26,8 @@
  *           bitflip_page  header, hints, slots, free, cells, meta, clog,
  *                         overflow, trunk (the page's region of the bit)
  *           bitflip_wal   block_header, sector_trailer, record_header,
- *                         record_payload, padding (the byte's class)
+ *                         record_payload, padding (the byte's class);
+ *                         synced_sector (a sector zeroed, walzero.c)
  *           zero_page     meta, root, interior, leaf, clog, overflow,
  *                         trunk, hwm_below, hwm_above, last_written,
  *                         file_end, since_redo (the block's class; unused for a page
