@@ -29,8 +29,8 @@ tests/test_shrink_trials.py (how trials judge and what they keep) and
 tests/test_shrink_passes.py (passes run alone on a hand-built state).
 
 Binaries come from $BUILD (default build), as in tests/run_all.sh.  The
-planted-bug cases take a few minutes each (SHRINK_BUGS=a,b limits or
-extends them; SHRINK_BUGS=none skips them).
+planted-bug cases take from ten seconds to a minute each (SHRINK_BUGS=a,b
+limits or extends the one-thread ones; SHRINK_BUGS=none skips them).
 """
 import json
 import os
@@ -91,6 +91,14 @@ CRASHTEST = os.path.join(ROOT, "crashtest.py")
 # what K7 tries; SHRINK_BUGS=seal-before-witness runs it end to end.
 DEFAULT_BUGS = ["stale-value", "kv-codes-stale-after-in-place-edit"]
 SEED = 20261201
+TWO_THREAD_BUG = "horizon-newest-snapshot"
+# simple's --interval for a bug's catch where it is not the default 3 s.
+# kv-codes-stale-after-in-place-edit is caught by a one-thread run killed
+# on a timer of up to the interval, in the same iteration either way, and
+# its shrink takes as long as that run has ops to pin, trace and halve
+# (780,102 ops at 3 s, a 33 s shrink; 176,118 at 1 s, 19 s; 125,389 at
+# 0.5 s, 13 s), the same passes keeping the same steps to one op.
+INTERVAL = {"kv-codes-stale-after-in-place-edit": 0.5}
 
 
 def bugs():
@@ -101,6 +109,7 @@ def bugs():
 
 
 def make(*targets):
+    """Whether one make of TARGETS (paths) succeeded and made each."""
     r = run_make(
         ["make", "-s"] + [os.path.relpath(t, ROOT) for t in targets],
         cwd=ROOT,
@@ -108,6 +117,21 @@ def make(*targets):
         stderr=subprocess.DEVNULL,
     )
     return r.returncode == 0 and all(os.path.exists(t) for t in targets)
+
+
+def release_build():
+    """Whether $BUILD holds make's default flavour (optimized, no sanitizer,
+    no debug build): the one whose trials run as fast as measured here."""
+    try:
+        with open(os.path.join(ROOT, BUILD, "flavour.txt")) as f:
+            return f.read().split() == ["-O2", "-g", "-DNDEBUG"]
+    except OSError:
+        return False
+
+
+def mutant_binaries(name):
+    b = os.path.join(ROOT, BUILD, "mutants", name)
+    return os.path.join(b, "stress"), os.path.join(b, "powerloss")
 
 
 def summary_field(out, name):
@@ -383,8 +407,31 @@ class TestShrinkTable(unittest.TestCase):
         )
 
 
+def two_thread_budget(meta):
+    """The shrink budget (seconds) of the two-thread bug's catch, META its
+    meta.json.  Before K8 looks for a race, K6's one-thread seed search,
+    which cannot fail for this bug, spends up to searchpass.SEARCH_SHARE
+    (35%) of the budget left; K8 may spend multipass.MT_SHARE (60%) of
+    what is left after it, and keeps a two-thread run 5 to 8 s into it.
+    60 s leaves it about 19 s of a catch from a fresh database, and the
+    shrink ends within the minute.  300 s where the shrink is slower: a
+    catch on a database grown by earlier iterations is searched with one
+    thread on it, then twice from a fresh database (K14) before K8, about
+    70% of the budget; and a sanitizer or debug build (whose catch can be
+    such a one) runs every trial slower, K8 needing about 80 s."""
+    return 60 if release_build() and meta.get("db_ops") == 0 else 300
+
+
 class TestShrinkPlantedBugs(unittest.TestCase):
     """Real failures of planted bugs, caught by simple, shrunk."""
+
+    @classmethod
+    def setUpClass(cls):
+        # One make for every binary the class runs (each make reads the
+        # whole Makefile and waits for build/.make.lock): when it fails,
+        # each catch makes its own and skips what does not build.
+        names = set(bugs()) | {TWO_THREAD_BUG, "stale-value"}
+        cls.made = make(POWERLOSS, *[t for n in sorted(names) for t in mutant_binaries(n)])
 
     def setUp(self):
         self.d = tempfile.mkdtemp(prefix="test-shrink-bug-")
@@ -393,8 +440,8 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         shutil.rmtree(self.d, ignore_errors=True)
 
     def catch(self, name):
-        b = os.path.join(ROOT, BUILD, "mutants", name)
-        if not make(os.path.join(b, "stress"), os.path.join(b, "powerloss")):
+        stress_bin, powerloss_bin = mutant_binaries(name)
+        if not (self.made or make(stress_bin, powerloss_bin)):
             self.skipTest("build/mutants/%s missing" % name)
         # One report directory per bug: the subtests of one test share
         # self.d, and a second run into the same directory read the first
@@ -411,15 +458,17 @@ class TestShrinkPlantedBugs(unittest.TestCase):
             "simple",
             "--duration",
             "120",
+            "--interval",
+            str(INTERVAL.get(name, 3)),
             "--max-failures",
             "1",
             "--no-swarm",
             "--seed",
             str(derive(SEED, "mutant", name)),
             "--stress-binary",
-            os.path.join(b, "stress"),
+            stress_bin,
             "--powerloss-binary",
-            os.path.join(b, "powerloss"),
+            powerloss_bin,
             "--report-dir",
             rd,
         ]
@@ -477,8 +526,8 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         self.assertIn("the op list (%d ops" % s["op_step_ops"], r.stdout)
 
     def test_a_nightly_run_with_shrink_shrinks_its_failure_after_its_iterations(self):
-        b = os.path.join(ROOT, BUILD, "mutants", "stale-value")
-        if not make(os.path.join(b, "stress"), POWERLOSS):
+        stress_bin = mutant_binaries("stale-value")[0]
+        if not (self.made or make(stress_bin, POWERLOSS)):
             self.skipTest("build/mutants/stale-value missing")
         rd = os.path.join(self.d, "r")
         p = subprocess.run(
@@ -499,7 +548,7 @@ class TestShrinkPlantedBugs(unittest.TestCase):
                 "--threads",
                 "1",
                 "--stress-binary",
-                os.path.join(b, "stress"),
+                stress_bin,
                 "--powerloss-binary",
                 POWERLOSS,
                 "--report-dir",
@@ -531,16 +580,12 @@ class TestShrinkPlantedBugs(unittest.TestCase):
         # threads, a pinned op count at least ten times fewer ops, and
         # shrink.json the trials and rate of every step; repro of the
         # shrunk folder replays it several times and prints the rate.
-        # 300 s, not 120: a catch on a database grown by earlier iterations
-        # (as a build under ASan and UBSan can make) is searched with one
-        # thread on it, then from a fresh database (K6) before K8, and those
-        # three searches take about 70% of the budget; 300 s leaves K8 the
-        # 80 s it needs.
-        name = "horizon-newest-snapshot"
+        name = TWO_THREAD_BUG
         folder = self.catch(name)
         with open(os.path.join(folder, "meta.json")) as f:
-            kind = json.load(f)["failure"]["kind"]
-        b = os.path.join(ROOT, BUILD, "mutants", name)
+            recorded = json.load(f)
+        kind = recorded["failure"]["kind"]
+        stress_bin, powerloss_bin = mutant_binaries(name)
         p = subprocess.run(
             [
                 sys.executable,
@@ -548,11 +593,11 @@ class TestShrinkPlantedBugs(unittest.TestCase):
                 "shrink",
                 folder,
                 "--budget",
-                "300",
+                str(two_thread_budget(recorded)),
                 "--stress-binary",
-                os.path.join(b, "stress"),
+                stress_bin,
                 "--powerloss-binary",
-                os.path.join(b, "powerloss"),
+                powerloss_bin,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
