@@ -4,7 +4,8 @@ record a later synced block witnesses durable is zeroed (region
 synced_sector, point crash/wal); the engine must report it at the
 restart (rule W3b of engine/wal.h: a zero sector passes its own check, so
 only the witness tells damage from a torn tail), and the oracle counts it
-detected, the database refused by design, nothing lost."""
+detected (masked when a write in flight rewrote its block whole), nothing
+lost."""
 
 import json
 import os
@@ -55,12 +56,22 @@ class TestSyncedSectorLost(unittest.TestCase):
         return base, d, [j for j in lines if j.get("region") == "synced_sector"]
 
     def test_a_zeroed_synced_sector_is_reported_and_nothing_is_lost(self):
+        # A write in flight when the process dies may rewrite the zeroed
+        # sector's block whole (the damage gone: masked, never lost), so
+        # crashes go on until one's damage is there to report.
+        outcomes = []
         for seed in range(1, TRIES + 1):
             base, d, zeroed = self.crash(seed)
             if zeroed:
-                break
-        else:
-            self.fail("no crash of %d zeroed a synced sector" % TRIES)
+                wal = self.restart_judges(base, d, zeroed)
+                outcomes.append(wal["detected"])
+                if wal["detected"]:
+                    return
+        self.fail("no zeroed synced sector reported in %d crashes (%s)" % (TRIES, outcomes))
+
+    def restart_judges(self, base, d, zeroed):
+        """The restart after a crash that zeroed ZEROED: its bitflip_wal
+        counts, after asserting nothing failed."""
         (z,) = zeroed
         self.assertEqual((z["class"], z["point"]), ("bitflip_wal", "crash/wal"))
         self.assertEqual(z["bit"] % (512 * 8), 0, "a whole sector, from its first bit")
@@ -74,9 +85,11 @@ class TestSyncedSectorLost(unittest.TestCase):
         with open(os.path.join(d, "r.json")) as f:
             rep = json.load(f)
         wal = rep["classes"]["bitflip_wal"]
-        self.assertEqual((wal["injected"], wal["detected"], wal["lost"]), (1, 1, 0), rep)
+        self.assertEqual((wal["injected"], wal["detected"] + wal["masked"], wal["lost"]), (1, 1, 0))
         self.assertEqual(rep["verdict"], "pass")
-        self.assertIn(z["file"], r.stdout + r.stderr, "the report names the segment")
+        if wal["detected"]:
+            self.assertIn(z["file"], r.stdout + r.stderr, "the report names the segment")
+        return wal
 
 
 if __name__ == "__main__":
