@@ -49,7 +49,22 @@ def need_stress():
         raise unittest.SkipTest("build/stress missing")
 
 
-class OneThreadDb(unittest.TestCase):
+class StressDir(unittest.TestCase):
+    """A case whose tests run build/stress (made first, or the class
+    skipped) in a directory of their own, self.d, removed after each."""
+
+    @classmethod
+    def setUpClass(cls):
+        need_stress()
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp(prefix="test-stress-")
+
+    def tearDown(self):
+        shutil.rmtree(self.d, ignore_errors=True)
+
+
+class OneThreadDb(StressDir):
     """A case whose tests run build/stress with one thread on a database in
     a directory of their own (self.d), with FAULTS before their own
     options (a later option wins)."""
@@ -63,16 +78,6 @@ class OneThreadDb(unittest.TestCase):
         "--max_key=500",
         "--threads=1",
     ]
-
-    @classmethod
-    def setUpClass(cls):
-        need_stress()
-
-    def setUp(self):
-        self.d = tempfile.mkdtemp(prefix="test-stress-")
-
-    def tearDown(self):
-        shutil.rmtree(self.d, ignore_errors=True)
 
     def run_db(self, *args):
         return stress("--db=%s/db" % self.d, "--destroy_db_initially", *(self.FAULTS + list(args)))

@@ -27,7 +27,7 @@ from crashtest.params import (  # noqa: E402
 )
 from crashtest.procs import run_process  # noqa: E402
 from crashtest.seeds import iteration_seed  # noqa: E402
-from tests.stressrun import STRESS, need_stress  # noqa: E402
+from tests.stressrun import STRESS, StressDir  # noqa: E402
 
 
 class TestPlannedKillWithASignal(unittest.TestCase):
@@ -71,17 +71,7 @@ class TestPlannedKillWithASignal(unittest.TestCase):
         self.assertTrue(res.killed_by_us)
 
 
-class TestStressDamagesAtAnOutsideKill(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        need_stress()
-
-    def setUp(self):
-        self.d = tempfile.mkdtemp(prefix="test-damage-at-kill-")
-
-    def tearDown(self):
-        shutil.rmtree(self.d, ignore_errors=True)
-
+class TestStressDamagesAtAnOutsideKill(StressDir):
     def kill_with_usr2(self, *args):
         db = os.path.join(self.d, "db")
         shutil.rmtree(db, ignore_errors=True)

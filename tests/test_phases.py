@@ -8,16 +8,14 @@ is the one it would be without phases."""
 
 import os
 import re
-import shutil
 import sys
-import tempfile
 import unittest
 from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tests.stressrun import need_stress, stress  # noqa: E402
+from tests.stressrun import StressDir, stress  # noqa: E402
 
 MAX_KEY = 800
 PHASE = 100
@@ -50,17 +48,7 @@ def phases_of(trace):
     return kinds, top
 
 
-class TestPhases(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        need_stress()
-
-    def setUp(self):
-        self.d = tempfile.mkdtemp(prefix="test-phases-")
-
-    def tearDown(self):
-        shutil.rmtree(self.d, ignore_errors=True)
-
+class TestPhases(StressDir):
     def run_stress(self, name, *args):
         db = os.path.join(self.d, name)
         rc, out, err = stress("--db=" + db, "--destroy_db_initially", *(BASE + args))

@@ -9,33 +9,21 @@ lost."""
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tests.stressrun import STRESS, need_stress  # noqa: E402
+from tests.stressrun import STRESS, StressDir  # noqa: E402
 
 TRIES = 30  # seeds tried until one crash zeroes a sector (the first few do)
 
 
-class TestSyncedSectorLost(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        need_stress()
-
-    def setUp(self):
-        self.d = tempfile.mkdtemp(prefix="test-wal-synced-sector-")
-
-    def tearDown(self):
-        shutil.rmtree(self.d, ignore_errors=True)
-
+class TestSyncedSectorLost(StressDir):
     def crash(self, seed):
         """A run killed by SIGUSR2 after a second: (its state's stress
         arguments, the synced_sector ledger lines)."""
