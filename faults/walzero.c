@@ -109,18 +109,17 @@ static void zero_sector(flt_ctx *f, flt_thr *t, const flt_wal_view *v, uint64_t 
     close(fd);
 }
 
-/* Zero one drawn candidate sector of Z->v.  1 if one was. */
+/* Zero one drawn candidate sector of Z->v (each sector judged once).
+ * 1 if one was. */
 static int zero_one(flt_ctx *f, flt_thr *t, const zero_scope *z) {
-    uint64_t n = 0;
-    for (uint64_t s = z->v->lo; s + WAL_SECTOR <= z->end; s += WAL_SECTOR) n += candidate(z, s);
-    if (!n) return 0;
-    uint64_t pick = flt_below(f, t, FLT_BITFLIP_WAL, n);
+    uint64_t cap = z->end > z->v->lo ? (z->end - z->v->lo) / WAL_SECTOR : 0, n = 0;
+    uint64_t *cand = cap ? malloc(cap * sizeof *cand) : NULL;
+    if (!cand) return 0;
     for (uint64_t s = z->v->lo; s + WAL_SECTOR <= z->end; s += WAL_SECTOR)
-        if (candidate(z, s) && pick-- == 0) {
-            zero_sector(f, t, z->v, s);
-            return 1;
-        }
-    return 0;
+        if (candidate(z, s)) cand[n++] = s;
+    if (n) zero_sector(f, t, z->v, cand[flt_below(f, t, FLT_BITFLIP_WAL, n)]);
+    free(cand);
+    return n > 0;
 }
 
 /* The victims: the last synced write (and the blocks before it), its own
