@@ -584,7 +584,7 @@ static void phase_draw(const st_options *o, uint64_t index, st_phase *ph) {
         if (share[k]) on |= 1u << k;
     }
     if (!kept) /* one kind at least: the first on from a drawn start */
-        for (int k = 0, s = (int)(r >> 8) % 5; !kept && k < 5; k++)
+        for (unsigned k = 0, s = (unsigned)((r >> 8) % 5); !kept && k < 5; k++)
             if (on >> (s + k) % 5 & 1) kept = 1u << (s + k) % 5;
     uint64_t sum = 0;
     for (int k = 0; k < 5; k++) share[k] = kept >> k & 1 ? share[k] : 0, sum += share[k];
