@@ -365,6 +365,15 @@ def width_lines(pl, widths):
     )
 
 
+def add_sweep(into, sweep):
+    """Add a stress report's log sweep (its "wal_sweep") to INTO."""
+    if not isinstance(sweep, dict) or not sweep.get("trials"):
+        return
+    into["restarts"] += 1
+    for k in ("trials", "detected", "swallowed"):
+        into[k] += int(sweep.get(k, 0) or 0)
+
+
 def tally(recs):
     """The sums over the iterations RECS the summary reports: the class
     and region tables, the extra variants judged, the points hit and seen
@@ -377,6 +386,7 @@ def tally(recs):
         "reached": {},
         "delays": 0,
         "delayed": 0,
+        "sweep": {"restarts": 0, "trials": 0, "detected": 0, "swallowed": 0},
     }
     classes = t["classes"]
     for r in recs:
@@ -396,6 +406,7 @@ def tally(recs):
                     row[k] += int((counts or {}).get(k, 0) or 0)
             add_regions(t["regions"], rep.get("regions"))
             paused += int(rep.get("delays", 0) or 0)
+            add_sweep(t["sweep"], rep.get("wal_sweep"))
         t["delays"] += paused  # pauses (faults/delay.c)
         t["delayed"] += paused > 0  # iterations that paused
         for k in unreported(r):
@@ -466,6 +477,7 @@ def summary_of(ct, runs, interrupted, recs):
         "points_reached": t["reached"],
         "delays": t["delays"],
         "iterations_delayed": t["delayed"],
+        "wal_sweep": t["sweep"],
         "engine_points": engine_points,
         "protection_widths": {str(w): v for w, v in sorted(width_table(recs).items())},
         "engine_points_never_hit": [p for p in engine_points if not t["points"].get(p)],
@@ -556,6 +568,18 @@ def print_summary(pl, s):
         "delays: %d pauses in %d of %d iterations (delay_one_in: no fault, race windows widened)"
         % (s["delays"], s["iterations_delayed"], s["iterations_total"])
     )
+    sweep_line(s.get("wal_sweep"), pl)
+
+
+def sweep_line(sw, pl):
+    """The summary's line on the log sweep SW (summary.json's "wal_sweep"),
+    when it made trials."""
+    if (sw or {}).get("trials"):
+        pl(
+            "log sweep: %d bits of replayed log records flipped one at a time in copies of %d "
+            "crashed databases: %d reported, %d swallowed (in bitflip_wal above)"
+            % (sw["trials"], sw["restarts"], sw["detected"], sw["swallowed"])
+        )
 
 
 def summarize(ct, runs, interrupted):

@@ -403,6 +403,25 @@ def after_crash(st, seed, plan, verify_opts, limit):
     return primary_state
 
 
+# The log sweep (stress --wal_sweep, docs/crashtest.md): half the plain
+# restarts after a crash first flip bits of the log records their recovery
+# will replay, one at a time, in a copy of the database, and the engine's
+# read-only recovery must refuse each.  Our engine's: another has no such
+# window.
+WAL_SWEEP_TRIALS = [8, 32]
+
+
+def wal_sweep_args(seed, name, verify_opts):
+    """The log sweep's argument for the restart step NAME, drawn from its
+    own stream (no other draw moves), or none."""
+    if verify_opts.get("engine", "ours") != "ours":
+        return []
+    r = Rng(derive(seed, "wal sweep", name))
+    if not r.chance(0.5):
+        return []
+    return ["--wal_sweep=%d" % r.choice(WAL_SWEEP_TRIALS)]
+
+
 def plan_restart(st, k, to, second, seed, verify_opts, limit):
     """Record the restart of variant K in TO: a plain verification, or with
     the SECOND crash of the plan (a kill point of recovery, or a SIGKILL
@@ -439,7 +458,7 @@ def plan_restart(st, k, to, second, seed, verify_opts, limit):
         st.stress(
             "verify-v%d" % k,
             to,
-            ["--verification_only=1", vseed],
+            ["--verification_only=1", vseed] + wal_sweep_args(seed, "verify-v%d" % k, verify_opts),
             "exit0",
             primary=(k == 0),
             opts=verify_opts,
@@ -463,7 +482,8 @@ def after_second_crash(st, k, to, second, seed, verify_opts, limit):
     st.stress(
         "verify-v%dr" % k,
         to2,
-        ["--verification_only=1", "--seed=%d" % derive(seed, "verify2")],
+        ["--verification_only=1", "--seed=%d" % derive(seed, "verify2")]
+        + wal_sweep_args(seed, "verify-v%dr" % k, verify_opts),
         "exit0",
         primary=True,
         opts=verify_opts,

@@ -279,4 +279,22 @@ size_t flt_damage_present(flt_ctx *f, uint64_t *seqs, size_t cap);
 flt_ledger *flt_get_ledger(flt_ctx *f);
 flt_journal *flt_get_journal(flt_ctx *f);
 
+/* The log sweep (stress --wal_sweep, point "sweep/wal"): a site is one
+ * bit of one record byte of a WAL segment, OFF its file offset, BLOCK
+ * the log block holding it, REGION its region's name (record_header or
+ * record_payload, as the ledger's WAL lines name them). */
+typedef struct flt_sweep_site {
+    uint64_t off, block;
+    int bit;
+    const char *region;
+} flt_sweep_site;
+
+/* Up to CAP sites in segment REL ("wal/" + its name) of DB_DIR, over
+ * the file offsets [LO, HI), which must hold whole records only (the
+ * stretch a recovery replayed): one per sector with record bytes, the
+ * newest three quarters of CAP first, then older sectors drawn from
+ * SEED.  Reads the file, writes nothing; 0 when it cannot be read. */
+size_t flt_wal_sweep_sites(const char *db_dir, const char *rel, uint64_t lo, uint64_t hi, uint64_t seed,
+                           flt_sweep_site *out, size_t cap);
+
 #endif

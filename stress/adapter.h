@@ -114,6 +114,12 @@ typedef struct st_recovery {
     int trimmed;            /* a torn log tail was cut */
 } st_recovery;
 
+/* What a recovery of a closed database read of its log (check_log). */
+typedef struct st_log_extent {
+    uint64_t redo, end;    /* the stretch replayed whole: [redo, end) */
+    uint64_t segment_size; /* the log's, as the database holds it */
+} st_log_extent;
+
 typedef struct st_db st_db;     /* an open handle (adapter-private) */
 typedef struct st_iter st_iter; /* an iterator (adapter-private) */
 typedef struct st_snap st_snap; /* a snapshot (adapter-private) */
@@ -184,6 +190,12 @@ typedef struct st_engine {
      * high-water mark, when it checked.  NULL: the engine has no such
      * window. */
     int (*check_block)(const char *dir, uint64_t block, st_corruption_fn fn, void *ctx, uint64_t *hwm);
+    /* The engine's recovery on a closed database, writing nothing (a
+     * read-only open without hooks: the log replayed into memory only),
+     * then closed: ST_OK when it opened, *EXT the stretch of log it
+     * replayed; ST_CORRUPTION: FN got the reports that refused it; else a
+     * status.  NULL: the engine has no such window. */
+    int (*check_log)(const char *dir, const st_open_options *o, st_corruption_fn fn, void *ctx, st_log_extent *ext);
     /* What opening DIR would find, changing nothing: ST_OK a database,
      * ST_NOTFOUND none (an open creates one), ST_CORRUPTION files of a
      * database the engine refuses to open or to create over (why in WHY).

@@ -72,6 +72,10 @@ static const opt_def defs[] = {
     BOOL("damage_at_kill", damage_at_kill, "0",
          "a SIGUSR2 from outside is a kill that damages: the flips and zeroed blocks a kill point makes at the "
          "crash (by the fault classes on), then SIGKILL (crashtest's planned kills send it first)"),
+    U64("wal_sweep", wal_sweep, "0", 0, 4096,
+        "after a crash, before the open: up to N bits of log records the recovery replays flipped one at a time "
+        "in a copy of the database, the newest sectors first; the engine's read-only recovery must refuse each "
+        "with a report on its segment (bitflip_wal at sweep/wal)"),
     BOOL("crash_at_end", crash_at_end, "0",
          "end the workload with SIGKILL instead of settling: the next run checks recovery"),
     U64("value_size_min", value_size_min, "8", 1, 1u << 20, "smallest value (bytes; at least 12 are used)"),

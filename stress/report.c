@@ -138,6 +138,7 @@ static void write_report_to(FILE *f, st_driver *d, const vd_result *res, vd_ctx 
             json_fput_str(f, names[k]);
             fprintf(f, ": %llu", (unsigned long long)counts[k]);
         }
+        if (d->sweep.trials) fprintf(f, "%s\"sweep/wal\": %llu", np ? ", " : "", (unsigned long long)d->sweep.trials);
     }
     /* Per engine point this process armed: times reached (checked while
      * armed) and fired (the fault library's counts; a point not enabled
@@ -146,6 +147,13 @@ static void write_report_to(FILE *f, st_driver *d, const vd_result *res, vd_ctx 
     flt_get_counts(d->flt, &fc);
     /* Pauses made to widen race windows (faults/delay.c): no class's. */
     fprintf(f, "},\n  \"delays\": %llu", (unsigned long long)fc.delays);
+    if (d->o.wal_sweep) {
+        fprintf(f, ",\n  \"wal_sweep\": {\"trials\": %llu, \"detected\": %llu, \"swallowed\": %llu, \"skipped\": ",
+                (unsigned long long)d->sweep.trials, (unsigned long long)d->sweep.detected,
+                (unsigned long long)d->sweep.swallowed);
+        json_fput_str(f, d->sweep.skipped);
+        fputc('}', f);
+    }
     fprintf(f, ",\n  \"fault_points_reached\": {");
     {
         int first = 1;

@@ -86,7 +86,7 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     return remove(p);
 }
 
-static void rm_rf(const char *p) { nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+void st_rm_rf(const char *p) { nftw(p, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* Makes DIR itself, never a parent: a mistyped path must not grow a tree
  * beside the intended one (check_targets refused a missing parent before
@@ -385,6 +385,11 @@ static int parse(st_driver *d, int argc, char **argv) {
         fprintf(stderr, "stress: this engine carries the planted bug '%s' (tests/mutants.txt): not the real engine\n",
                 d->E->planted_bug());
     st_open_options_from(&d->o, d, &d->eo);
+    if (d->o.wal_sweep && !d->E->check_log) {
+        fprintf(stderr, "stress: --wal_sweep: --engine %s has no read-only recovery to judge the sweep by\n",
+                d->E->name);
+        return EXIT_USAGE;
+    }
     if (d->o.faults_via == 1 && d->E == &st_engine_ours && d->o.io_backend != 1) {
         /* io_uring's reads and writes never pass through libc's file
          * calls, so the door would see the opens and fsyncs alone. */
@@ -514,13 +519,13 @@ static int prepare_run_dir(st_driver *d) {
 
     /* ---- from here on, things are written ---- */
     if (d->o.destroy_db_initially) {
-        rm_rf(d->o.db);
+        st_rm_rf(d->o.db);
         const char *exp_files[] = {"expected", "trace", "values"};
         const char *run_files[] = {"ledger",      "journal", "journal.d", ORC_REPORTS_FILE, ORC_OBSERVATIONS_FILE,
                                    "stress_state"};
         char p[4200];
-        for (size_t i = 0; i < 3; i++) st_path_in(p, sizeof p, d->exp_dir, exp_files[i]), rm_rf(p);
-        for (size_t i = 0; i < 6; i++) st_path_in(p, sizeof p, d->run_dir, run_files[i]), rm_rf(p);
+        for (size_t i = 0; i < 3; i++) st_path_in(p, sizeof p, d->exp_dir, exp_files[i]), st_rm_rf(p);
+        for (size_t i = 0; i < 6; i++) st_path_in(p, sizeof p, d->run_dir, run_files[i]), st_rm_rf(p);
     }
     if (mkdir_one(d->exp_dir) || mkdir_one(d->run_dir)) {
         fprintf(stderr, "stress: cannot create %s or %s: %s\n", d->exp_dir, d->run_dir, strerror(errno));
@@ -615,6 +620,13 @@ static void note_ops_before_kill(const char *point, uint64_t nth) {
 }
 
 /* The fault library, when a fault option asks for it. */
+/* The log sweep (sweep.c) before the fault library arms anything: its
+ * trials' recoveries must meet their own flip alone. */
+static int sweep_log(st_driver *d) {
+    st_wal_sweep(d);
+    return GO_ON;
+}
+
 static int open_faults(st_driver *d) {
     int rc;
     /* A trace's pins inject with no rate drawn (their classes are on:
@@ -929,6 +941,7 @@ static int verdict(st_driver *d, int failed) {
      * database that did not open (for the messages) */
     size_t unopened_judged = judge_unopened_damage(d, v);
     if (unopened_judged) vd_settle(v, &res);
+    st_sweep_judged(d, &res);
 
     /* Reports that matched no injection: each is a failure to explain. */
     for (size_t i = 0; i < vd_false_alarm_count(v) && i < MAX_DETAILED; i++) {
@@ -1018,8 +1031,9 @@ int main(int argc, char **argv) {
     int rc, failed = 0;
     pthread_t wd;
     if ((rc = parse(d, argc, argv)) != GO_ON || (rc = st_trace_open(&d->trace, &d->o)) != GO_ON ||
-        (rc = prepare_run_dir(d)) != GO_ON || (rc = open_faults(d)) != GO_ON || (rc = arm_damage_at_kill(d)) != GO_ON ||
-        (rc = open_and_check(d, &failed)) != GO_ON || (rc = run_workers(d, failed, &wd)) != GO_ON)
+        (rc = prepare_run_dir(d)) != GO_ON || (rc = sweep_log(d)) != GO_ON || (rc = open_faults(d)) != GO_ON ||
+        (rc = arm_damage_at_kill(d)) != GO_ON || (rc = open_and_check(d, &failed)) != GO_ON ||
+        (rc = run_workers(d, failed, &wd)) != GO_ON)
         return rc;
     crash_if_asked(d);
     int closed_ok = settle(d, &failed);

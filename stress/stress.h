@@ -33,6 +33,7 @@ typedef struct st_options {
     int verification_only;
     int crash_at_end;
     int damage_at_kill; /* SIGUSR2: the flips at the crash, then SIGKILL (stress.c) */
+    uint64_t wal_sweep; /* after a crash: trials of the log sweep (sweep.c) */
     uint64_t value_size_min, value_size_max;
     uint64_t large_value_one_in, large_value_size;
     uint64_t hang_seconds;

@@ -15,6 +15,7 @@
  *   report.c    the verdict, the report, the watchdog
  *   options.c   the command line (stress.h)
  *   trace.c     the op trace (--trace_ops) and its replay (--replay_ops)
+ *   sweep.c     the log sweep (--wal_sweep) before an open after a crash
  *
  * The engine is reached only through the adapter (adapter.h): no file
  * here but adapter_engine.c includes engine.h.
@@ -162,6 +163,13 @@ typedef struct st_regions {
 /* The driver's state: one per process, main's (stress.c), handed to
  * whatever needs it: as an argument, through a worker (worker.d), as a
  * thread's start argument or the engine's on_corruption_ctx. */
+/* The log sweep's counts (sweep.c). */
+typedef struct st_sweep {
+    uint64_t trials, detected, swallowed;
+    int broken;       /* a flip could not be undone: no more trials */
+    char skipped[96]; /* why none was made, when so */
+} st_sweep;
+
 struct st_driver {
     st_options o;
     char repro[8192]; /* the exact command line, shell-quoted */
@@ -230,6 +238,7 @@ struct st_driver {
     int nsmall, small_noted;
     st_trace trace;         /* --trace_ops, --replay_ops */
     st_regions regions;     /* of the last judgement (report.c) */
+    st_sweep sweep;         /* --wal_sweep's trials (sweep.c) */
     _Atomic int watch_stop; /* the watchdog ends (report.c) */
     _Atomic int working;    /* the workload's ops have begun: a kill point before
                              * (in the open's recovery) leaves RUN_DIR/progress as it was */
@@ -327,5 +336,14 @@ vd_ctx *st_judge(st_driver *d, vd_result *res, uint64_t *trace_hash);
 uint64_t st_total_done(const st_driver *d);
 void *st_watchdog_main(void *arg);
 void st_write_report(st_driver *d, const vd_result *res, vd_ctx *v, uint64_t trace_hash, int hang);
+
+/* sweep.c.  st_wal_sweep makes its trials on a copy of D's database
+ * (nothing in the database changes) when --wal_sweep is set and the run
+ * follows a crash; st_sweep_judged adds their outcomes to RES. */
+void st_wal_sweep(st_driver *d);
+void st_sweep_judged(const st_driver *d, vd_result *res);
+
+/* stress.c.  Remove P and everything under it. */
+void st_rm_rf(const char *p);
 
 #endif
