@@ -85,10 +85,18 @@ int bt_open(const bt_config *cfg, bt_tree **out) {
                         "meta page counts %u blocks but the data file ends at block %llu "
                         "and the high-water mark is %llu",
                         mf.nblocks, (unsigned long long)cfg->file_blocks, (unsigned long long)cfg->hwm);
-    } else if (mf.nblocks < cfg->hwm) {
+    }
+#ifndef ENG_BROKEN_OPEN_TRUSTS_META_BELOW_HWM
+    /* planted bug (tests/mutants.txt): the #ifndef leaves this check out,
+     * so a meta page older than the last checkpoint (its write lost, and
+     * no allocation since the redo point to redo) opens: it counts fewer
+     * blocks than control says were synced, and the next allocations hand
+     * out blocks the tree still uses (lost keys, wrong values). */
+    else if (mf.nblocks < cfg->hwm) {
         rc = corrupt(t, ENG_LAYER_STRUCTURE, META_BLOCK, -1, cfg->hwm, mf.nblocks,
                      "meta page counts fewer blocks than the high-water mark");
     }
+#endif
     if (rc) {
         free(t);
         return rc;
@@ -604,6 +612,23 @@ static int get_in(bt_tree *t, uint64_t snap, const void *key, size_t klen, eng_b
         return corrupt(t, ENG_LAYER_STRUCTURE, blk, (int32_t)idx, 0, 0, "cell runs off its page in the cache");
     }
     rc = buf_reserve(out, c.vlen ? c.vlen : 1);
+#ifdef ENG_BROKEN_OVERFLOW_READ_AFTER_LEAF_RELEASE
+    /* planted bug (tests/mutants.txt): a large value's chain is read after
+     * the leaf's latch is let go, so the writer is not kept waiting for
+     * the whole chain: it can meanwhile end the version, prune it as dead
+     * (a get without a snapshot holds no place in the horizon), free its
+     * chain and reuse the pages for a new value, and this get copies
+     * whatever the pages hold by then (a wrong value, or a false overflow
+     * report). */
+    if (rc == ENG_OK && (c.cflags & CELL_OVERFLOW)) {
+        uint32_t blk = atomic_load(&f->block);
+        rc = kv_entry(t, f, (int)idx);
+        bp_release(t->bp, f, BP_SHARED);
+        if (rc == ENG_OK) rc = bt_ovfl_walk(t, blk, (int)idx, c.ovfl, c.vlen, out->data, NULL);
+        if (rc == ENG_OK) out->len = c.vlen;
+        return rc;
+    }
+#endif
     if (rc == ENG_OK) rc = cell_value(t, f, (int)idx, &c, out->data);
     /* KV2 after the copy too: a bit flipped between the check and the copy
      * (memory faults do not take latches) is caught, not returned. */

@@ -81,8 +81,16 @@ static size_t key_boundary(const cellref *c, size_t n, size_t m, size_t cap) {
         for (int side = 0; side < 2; side++) {
             size_t b = side ? m + d : m - d;
             if ((side && m + d >= n) || (!side && d > m) || b == 0 || b >= n) continue;
+#ifndef ENG_BROKEN_LEAF_SPLIT_INSIDE_KEY_GROUP
+            /* planted bug (tests/mutants.txt): the #ifndef leaves this test
+             * out, so a leaf split may fall between two versions of one
+             * key: the newer ones stay left, the older go right under a
+             * separator equal to the key, and a get (or the writer) then
+             * sees only the older versions (NOTFOUND or a stale value for
+             * a key a snapshot kept several versions of). */
             if (key_cmp(c[b - 1].p + LEAF_CELL_HDR, rd16(c[b - 1].p), c[b].p + LEAF_CELL_HDR, rd16(c[b].p)) == 0)
                 continue;
+#endif
             size_t left = 0;
             for (size_t i = 0; i < b; i++) left += c[i].size + 2;
             if (left <= cap && total - left <= cap) return b;
@@ -321,7 +329,17 @@ static int writer_resolve(bt_wctx *w, bp_frame *f, unsigned idx, int exact, int 
             return corrupt(t, ENG_LAYER_STRUCTURE, atomic_load(&f->block), (int32_t)i, 0, 0,
                            "cell runs off its page in the cache");
         if (key_cmp(c.key, c.klen, o->key, o->klen) != 0) break;
+#ifdef ENG_BROKEN_WRITER_RESOLVE_STOPS_AT_ABORTED
+        /* planted bug (tests/mutants.txt): the newest version decides even
+         * when its batch aborted (or was cut by a crash): the key reads as
+         * absent to the writer, so a delete answers NOTFOUND and leaves the
+         * key, and a put inserts beside the live version without ending it
+         * (two live versions; once the newer is deleted and vacuumed, the
+         * older one comes back). */
+        if (c.xmin != me && !xid_committed(t, c.xmin)) break; /* aborted */
+#else
         if (c.xmin != me && !xid_committed(t, c.xmin)) continue; /* aborted */
+#endif
 #ifdef ENG_BROKEN_REINSERT_REVIVES_DELETED
         /* planted bug (tests/mutants.txt): only the batch's own delete is
          * taken as ending the version, not a committed one: a put after a

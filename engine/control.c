@@ -122,8 +122,19 @@ int control_write(io_ctx *io, const char *dir, const control *c) {
     io_file f;
     rc = io_open(io, dir, tmp, -1, 1, 0, &f);
     if (rc != ENG_OK) return rc;
+#ifdef ENG_BROKEN_CONTROL_WRITE_ERROR_IGNORED
+    /* planted bug (tests/mutants.txt): the write's status is dropped and
+     * only the fsync's is kept: a write of control.tmp that failed leaves
+     * it empty (or short), the fsync of what is there succeeds, and the
+     * rename puts it in place of the good control file: the caller is told
+     * the checkpoint (or lease) is done, and the next open finds no valid
+     * control file (the database does not reopen). */
+    (void)io_write(io, &f, buf, sizeof buf, 0);
+    rc = io_sync(io, &f);
+#else
     rc = io_write(io, &f, buf, sizeof buf, 0);
     if (rc == ENG_OK) rc = io_sync(io, &f);
+#endif
     io_close(io, &f);
     if (rc == ENG_OK) ENG_KILL_POINT(FP_KILL_CONTROL);
     if (rc == ENG_OK) rc = io_rename(io, dir, tmp, CONTROL_NAME);

@@ -552,6 +552,18 @@ int eng_write(eng_db *db, const eng_op *ops, size_t n, uint64_t *seqp) {
     atomic_fetch_sub(&db->writers_waiting, 1);
     rc = write_locked(db, &batch, rec, blen, &seq, &bend, &notfound);
     eng_unlock(&db->write_mu, LK_WRITE);
+#ifdef ENG_BROKEN_GROUP_DURABLE_BEFORE_FSYNC
+    /* planted bug (tests/mutants.txt): with group commit the batch is
+     * counted durable as soon as it is handed to the group's fsync, not
+     * once that fsync returned: while it runs, eng_durable_seq claims the
+     * batch and readers learn "xmin committed" hints for its versions (a
+     * leaf whose insert record an earlier flush made durable can reach the
+     * disk with them before the commit record does). */
+    if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_GROUP) {
+        uint64_t d0 = atomic_load(&db->durable_seq);
+        while (d0 < seq && !atomic_compare_exchange_weak(&db->durable_seq, &d0, seq)) {}
+    }
+#endif
     if (rc == ENG_OK && db->opts.sync_mode == ENG_SYNC_GROUP) {
         rc = wal_flush(db->wal, bend);
         if (rc) atomic_store(&db->poisoned, 1);

@@ -343,7 +343,15 @@ static int recover_db(eng_db *db) {
 #endif
     atomic_store(&db->seq, rr.max_seq);
     atomic_store(&db->durable_seq, rr.last_seq);
+#ifndef ENG_BROKEN_REOPEN_FORGETS_REDO_POINT
+    /* planted bug (tests/mutants.txt): the #ifndef leaves this out, so a
+     * recovered handle keeps the redo point it was created with (0) until
+     * its first checkpoint: after an open that needs no end-of-recovery
+     * checkpoint (a reopen after a clean close), no page's first change
+     * logs a full-page image, and a write of it torn by a crash cannot be
+     * rebuilt by redo, which starts at control's redo point. */
     atomic_store(&db->redo_lsn, db->ctl.redo_lsn);
+#endif
     if (db->opts.read_only) {
         /* Redo stays in the pool (never written back): a read-only open
          * shows the recovered state and changes nothing on disk.  A replay

@@ -228,7 +228,18 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
                 out->meta_nblocks = mf.nblocks;
             }
         }
+#ifdef ENG_BROKEN_REDO_RELEASES_PAGE_BETWEEN_ACTIONS
+        /* planted bug (tests/mutants.txt): every page is let go after each
+         * action, as if one action were one change (RC1 broken): a page the
+         * record comes back to (the meta page or a free-list trunk, between
+         * the pages a large value allocates) can be written back in between
+         * with the record's end as its LSN and only the first change, and a
+         * recovery after this one (a crash in redo, a failed open) skips
+         * the rest. */
+        {
+#else
         if (hf->last == (size_t)(p - start)) { /* its last action: let go */
+#endif
             bp_release(bp, f, BP_EXCL);
             hf->f = NULL;
         }
