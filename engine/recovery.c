@@ -121,6 +121,29 @@ static int plan_pages(rec_pages *h, const wal_record *rec) {
     return ENG_OK;
 }
 
+/* An action skipped on BLOCK (frame F: its page is newer than the
+ * record).  The meta page on disk newer than this record (written without
+ * an image: full_page_writes off) still says how far the file reaches,
+ * blocks that redo recreates or that were never written (zero, past the
+ * high-water mark). */
+static void skipped_meta(uint32_t block, const bp_frame *f, rec_result *out) {
+    /* planted bug (tests/mutants.txt): the #ifndef below leaves the
+     * block out, as if a skipped action taught nothing; but a meta
+     * page on disk newer than every meta record still says how far
+     * the file reaches, and with the extent left at 0 open compares
+     * that block count with a data file whose new pages were never
+     * written and refuses an intact database. */
+#ifndef ENG_BROKEN_REDO_SKIPPED_META_FORGETS_EXTENT
+    if (block == 0) {
+        meta_fields mf;
+        meta_read(f->data, &mf);
+        if (mf.nblocks > out->meta_nblocks) out->meta_nblocks = mf.nblocks;
+    }
+#else
+    (void)block, (void)f, (void)out;
+#endif
+}
+
 static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
                          const eng_reporter *rep, rec_pages *h, rec_result *out) {
     const uint8_t *start = rec->payload + PA_REC_HDR, *p = start, *end = rec->payload + rec->len;
@@ -177,23 +200,7 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
         if (!creates && atomic_load(&f->lsn) >= rec->end && !hf->applied) {
 #endif
             out->actions_skipped++;
-            /* planted bug (tests/mutants.txt): the #ifndef below leaves the
-             * block out, as if a skipped action taught nothing; but a meta
-             * page on disk newer than every meta record still says how far
-             * the file reaches, and with the extent left at 0 open compares
-             * that block count with a data file whose new pages were never
-             * written and refuses an intact database. */
-#ifndef ENG_BROKEN_REDO_SKIPPED_META_FORGETS_EXTENT
-            if (block == 0) {
-                /* The meta page on disk is newer than this record (written
-                 * without an image: full_page_writes off): it still says
-                 * how far the file reaches, blocks that redo recreates or
-                 * that were never written (zero, past the high-water mark). */
-                meta_fields mf;
-                meta_read(f->data, &mf);
-                if (mf.nblocks > out->meta_nblocks) out->meta_nblocks = mf.nblocks;
-            }
-#endif
+            skipped_meta(block, f, out);
         } else {
             const char *why = "";
             page_problem pr;
