@@ -90,12 +90,10 @@ static inline void count(bp_pool *bp, int which, uint64_t n) {
 
 unsigned bp_kv_width(const bp_pool *bp) { return bp->cfg.kv_width; }
 
-void bp_kv_update(bp_pool *bp, bp_frame *f) {
+/* The pool's accounting of F's codes just made (N0 codes before, D the
+ * change of their memory, HASHED the bytes the coding hashed). */
+static void kv_account(bp_pool *bp, bp_frame *f, int64_t n0, int64_t d, uint64_t hashed) {
     unsigned w = bp->cfg.kv_width;
-    if (!w) return;
-    int64_t n0 = f->kv_on ? (int64_t)f->kv.n : 0;
-    uint64_t hashed = 0;
-    int64_t d = kv_compute(&f->kv, f->data, bp->cfg.page_size, w, &hashed);
     count(bp, C_KV_CODE_BYTES, hashed);
     if (!f->kv_on) {
         d = (int64_t)kv_memory(f->kv.n, w);
@@ -104,6 +102,25 @@ void bp_kv_update(bp_pool *bp, bp_frame *f) {
     atomic_fetch_add(&bp->kv_bytes, d);
     atomic_fetch_add(&bp->kv_keys, (int64_t)f->kv.n - n0);
     f->kv_on = 1;
+}
+
+void bp_kv_update(bp_pool *bp, bp_frame *f) {
+    unsigned w = bp->cfg.kv_width;
+    if (!w) return;
+    int64_t n0 = f->kv_on ? (int64_t)f->kv.n : 0;
+    uint64_t hashed = 0;
+    int64_t d = kv_compute(&f->kv, f->data, bp->cfg.page_size, w, &hashed);
+    kv_account(bp, f, n0, d, hashed);
+}
+
+/* bp_kv_update (width > 0), returning the checksum of F's page at BLOCK
+ * from the same pass over its bytes (kvprot.h kv_compute_checked). */
+static uint64_t kv_update_checked(bp_pool *bp, bp_frame *f, uint32_t block) {
+    int64_t n0 = f->kv_on ? (int64_t)f->kv.n : 0;
+    uint64_t hashed = 0, sum = 0;
+    int64_t d = kv_compute_checked(&f->kv, f->data, bp->cfg.page_size, bp->cfg.kv_width, block, &sum, &hashed);
+    kv_account(bp, f, n0, d, hashed);
+    return sum;
 }
 
 static void kv_drop(bp_pool *bp, bp_frame *f) {
@@ -157,7 +174,9 @@ int bp_kv_code_lazy(bp_pool *bp, bp_frame *f) {
     if (!f->kv_lazy) return ENG_OK;
     /* Codes first, then the checksum over the bytes just coded: a flip
      * since the load fails the checksum, one from now on fails a code; no
-     * moment is left where a flip would be coded as right.  The leaf has
+     * moment is left where a flip would be coded as right.  (Not the one
+     * pass of a load: its checksum is the page's only where the cells tile
+     * the page, which a flip in the cache may have undone.)  The leaf has
      * gone cold since its load: its lines are asked for all at once first,
      * so the coding pass does not wait for them one at a time (measured
      * in bench/README.md, "w = 8 on the CRC"). */
@@ -344,17 +363,57 @@ static int checked_checksums(const bp_pool *bp) {
 #endif
 }
 
-/* Read BLOCK from disk into BUF (zero-filled past end of file) and verify. */
-static int read_verify(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) {
+/* Read BLOCK from disk into BUF (zero-filled past end of file). */
+static int read_page(bp_pool *bp, uint32_t block, uint8_t *buf) {
     size_t ps = bp->cfg.page_size, done = 0;
     int rc = io_read(bp->cfg.io, bp->cfg.file, buf, ps, (uint64_t)block * ps, &done);
     count(bp, C_READS, 1);
     if (rc != ENG_OK) return rc;
     if (done < ps) memset(buf + done, 0, ps - done);
-    int is_zero = 0;
+    return ENG_OK;
+}
+
+/* Read BLOCK from disk into BUF and verify. */
+static int read_verify(bp_pool *bp, uint32_t block, uint8_t *buf, page_problem *pr) {
+    int rc = read_page(bp, block, buf), is_zero = 0;
+    if (rc != ENG_OK) return rc;
+    return page_verify(buf, bp->cfg.page_size, block, atomic_load_explicit(bp->cfg.hwm, memory_order_acquire),
+                       checked_checksums(bp), &is_zero, pr);
+}
+
+/* Read BLOCK into F, a frame being loaded (exclusive latch, LOADING, no
+ * codes), verify it and make its per-KV codes.  KV0: a leaf read for a
+ * reader (MODE BP_SHARED) may stay uncoded (lazy_choice, on the header as
+ * read: a page that fails its checks is not kept), proven by the checksum
+ * just checked.  Any other page with checksums on is coded in the pass
+ * that computes its checksum (kv_compute_checked), each byte read once for
+ * both; with checksums off, right after its checks.  On failure F is left
+ * with no lazy mark (and the caller drops any codes). */
+static int load_frame(bp_pool *bp, uint32_t block, bp_frame *f, int mode, page_problem *pr) {
+    uint32_t ps = bp->cfg.page_size;
+    int rc = read_page(bp, block, f->data), is_zero = 0;
+    if (rc != ENG_OK) return rc;
     const int checksums = checked_checksums(bp);
-    return page_verify(buf, ps, block, atomic_load_explicit(bp->cfg.hwm, memory_order_acquire), checksums, &is_zero,
-                       pr);
+    const uint64_t hwm = atomic_load_explicit(bp->cfg.hwm, memory_order_acquire);
+    const unsigned w = bp->cfg.kv_width;
+    f->kv_lazy = mode == BP_SHARED && w && checksums && ph_get_type(f->data) == PAGE_LEAF &&
+                 ph_get_checksum(f->data) != 0 && lazy_choice(bp);
+    if (w && checksums && !f->kv_lazy) {
+        uint64_t sum = kv_update_checked(bp, f, block);
+        rc = page_verify_summed(f->data, ps, block, hwm, checksums, sum, &is_zero, pr);
+        /* The pass's checksum is the page's only where the structure check
+         * passes; a page that fails is hashed again, so the report names
+         * what page_verify names (the checksum before the structure). */
+        return rc == ENG_CORRUPTION ? page_verify(f->data, ps, block, hwm, checksums, &is_zero, pr) : rc;
+    }
+    rc = page_verify(f->data, ps, block, hwm, checksums, &is_zero, pr);
+    if (rc != ENG_OK)
+        f->kv_lazy = 0;
+    else if (f->kv_lazy)
+        count(bp, C_KV_LAZY, 1);
+    else
+        bp_kv_update(bp, f); /* checksums off: the codes, right after the checks */
+    return rc;
 }
 
 /* Stamp block, LSN and checksum on a private copy about to be written. */
@@ -778,7 +837,7 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
         assert(!nf->kv_on && !nf->kv_lazy); /* a FREE frame carries no codes (kv_drop) */
 
         page_problem pr;
-        rc = read_verify(bp, block, nf->data, &pr);
+        rc = load_frame(bp, block, nf, mode, &pr);
         if (rc != ENG_OK) {
             part_lock(p);
             chain_remove(bp, b, nf);
@@ -791,17 +850,9 @@ int bp_get(bp_pool *bp, uint32_t block, int mode, bp_frame **out) {
             return rc;
         }
         atomic_store(&nf->lsn, ph_get_lsn(nf->data));
-        /* KV0: a leaf read for a reader may stay uncoded (lazy_choice),
-         * proven by the checksum just checked; the reader keeps the
-         * exclusive latch the check ran under (no downgrade: in the gap a
-         * flip could land in bytes no code covers), and the next bp_get
-         * codes it. */
-        nf->kv_lazy = mode == BP_SHARED && bp->cfg.kv_width && checked_checksums(bp) &&
-                      ph_get_type(nf->data) == PAGE_LEAF && ph_get_checksum(nf->data) != 0 && lazy_choice(bp);
-        if (nf->kv_lazy)
-            count(bp, C_KV_LAZY, 1);
-        else
-            bp_kv_update(bp, nf); /* the codes, right after the checksum pass */
+        /* KV0: a lazy leaf's reader keeps the exclusive latch the check ran
+         * under (no downgrade: in the gap a flip could land in bytes no
+         * code covers), and the next bp_get codes it. */
         atomic_store(&nf->state, ST_VALID);
         if (mode == BP_SHARED && !nf->kv_lazy) { /* downgrade: nobody can slip in a write */
             pthread_rwlock_unlock(&nf->latch);

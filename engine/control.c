@@ -55,7 +55,15 @@ int control_decode(const uint8_t buf[CONTROL_SIZE], control *c, const char **why
         *why = "bad magic";
         return ENG_CORRUPTION;
     }
-    if (rd32(buf + CT_VERSION_OFF) != CT_VERSION) {
+    uint32_t version = rd32(buf + CT_VERSION_OFF);
+    if (version == 2) {
+        /* A whole, valid control file of the format before this one: not
+         * damage, a database this engine cannot read. */
+        *why = "format version 2 (XXH3-64 page checksums), not this engine's 3 (the page hash of format.h): "
+               "open it with the engine that wrote it";
+        return ENG_NOTSUP;
+    }
+    if (version != CT_VERSION) {
         *why = "unknown version";
         return ENG_CORRUPTION;
     }
@@ -105,6 +113,12 @@ int control_read(io_ctx *io, const char *dir, control *c, const eng_reporter *re
                           "control file is %zu bytes, expected %u", done, CONTROL_SIZE);
     const char *why = NULL;
     rc = control_decode(buf, c, &why);
+    if (rc == ENG_NOTSUP) {
+        /* The report carries the reason; the status says it is no damage. */
+        eng_report(rep, ENG_LAYER_CONTROL, CONTROL_NAME, -1, CT_VERSION_OFF, -1, CT_VERSION, rd32(buf + CT_VERSION_OFF),
+                   "control file: %s", why);
+        return ENG_NOTSUP;
+    }
     if (rc != ENG_OK)
         return eng_report(rep, ENG_LAYER_CONTROL, CONTROL_NAME, -1, 0, -1, rd64(buf + CT_SUM_OFF),
                           XXH3_64bits(buf, CT_SUMMED), "control file: %s", why);

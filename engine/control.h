@@ -27,15 +27,17 @@ typedef struct control {
 
 /* Read and check DIR/control.  ENG_NOTFOUND if it does not exist;
  * ENG_CORRUPTION (reported, layer control) if it fails its checksum or
- * holds values out of range. */
+ * holds values out of range; ENG_NOTSUP (with a report of layer control
+ * saying why) if it is a valid control file of an earlier format version,
+ * whose pages this engine cannot read. */
 int control_read(io_ctx *io, const char *dir, control *c, const eng_reporter *rep);
 
 /* Replace DIR/control atomically with C (temp file, fsync, rename,
  * directory fsync).  On error the old control file is intact. */
 int control_write(io_ctx *io, const char *dir, const control *c);
 
-/* Encode / decode (decode returns ENG_CORRUPTION without reporting, with a
- * reason in WHY). */
+/* Encode / decode (decode returns ENG_CORRUPTION, or ENG_NOTSUP for an
+ * earlier format version, without reporting, with a reason in WHY). */
 void control_encode(const control *c, uint8_t buf[CONTROL_SIZE]);
 int control_decode(const uint8_t buf[CONTROL_SIZE], control *c, const char **why);
 

@@ -24,10 +24,10 @@
 
 /* ---- pages (checksum.c, page.c) ----------------------------------------------- */
 
-/* XXH3-64 of [PAGE_CHECKSUM_FROM, page_size), seeded with BLOCK (format.h:
- * the seed binds file and block, so a page copied to another block or
- * another paged file fails).  Never returns 0, so 0 can mean "not set"
- * when checksums are off. */
+/* The page hash of [PAGE_CHECKSUM_FROM, page_size), seeded with BLOCK
+ * (format.h: the seed binds file and block, so a page copied to another
+ * block or another paged file fails).  Never returns 0, so 0 can mean "not
+ * set" when checksums are off. */
 uint64_t page_checksum(const uint8_t *page, size_t page_size, uint64_t block);
 int page_is_zero(const uint8_t *page, size_t page_size);
 
@@ -48,6 +48,11 @@ typedef struct page_problem {
  * (never-written block). */
 int page_verify(const uint8_t *page, size_t page_size, uint64_t block, uint64_t hwm, int checksums, int *is_zero,
                 page_problem *pr);
+/* page_verify with the checksum of these bytes at BLOCK already COMPUTED
+ * (the pool's load pass makes the per-KV codes and the checksum at once,
+ * kvprot.h kv_compute_checked); the same checks in the same order. */
+int page_verify_summed(const uint8_t *page, size_t page_size, uint64_t block, uint64_t hwm, int checksums,
+                       uint64_t computed, int *is_zero, page_problem *pr);
 
 /* Structural check only (P1-P3 and type-specific fields), no checksum. */
 int page_check_structure(const uint8_t *page, size_t page_size, page_problem *pr);

@@ -19,13 +19,37 @@
  * Every block is one page of page_size bytes (4096, 8192 or 16384, fixed
  * at creation and recorded in the control file).
  *
+ * The page hash (checksum.c).  Bytes [8j, 8j + 8) of a page are its word
+ * d_j, little-endian; every word has a key K_j (PAGE_HASH_KEYS of them, the
+ * outputs of splitmix64 started at PAGE_HASH_KEY_SEED, K_0 the first).  The
+ * sum of the page is
+ *
+ *   S = xor over j = 1 .. page_size/8 - 1 of clmul(d_j, K_j) mod P,
+ *   P = x^64 + x^4 + x^3 + x + 1   (GF(2^64); PAGE_HASH_POLY its low bits)
+ *
+ * with clmul the 128-bit carry-less product, and
+ *
+ *   ph_checksum = fmix64(S ^ fmix64(seed ^ PAGE_HASH_SEED_MIX)),
+ *   seed = (file id << PAGE_SEED_FILE_SHIFT) ^ block,
+ *
+ * fmix64 being murmur3's 64-bit finalizer, and 1 stored for a result of 0.
+ * S is linear in the bytes and keyed by position, so the sum of any span
+ * of bytes (the words it overlaps, bytes outside it taken as zero) is the
+ * same whoever computes it, and the spans that tile [8, page_size) xor to
+ * S: one pass over a page yields its checksum and the sums of its cells,
+ * which the buffer pool's per key-value codes are made from.  Any change
+ * to the bytes escapes with odds 2^-64 over the keys (a multilinear hash
+ * over a field), one or two flipped bits anywhere in a page never
+ * (tests/test_page_hash_is_one_pass.c checks the 2^17 columns of the map).
+ *
  * Page header (PAGE_HDR = 40 bytes, at the start of every page):
  *
  *   offset size field
- *   0      8    ph_checksum  XXH3-64 of bytes [8, page_size) seeded with
- *                            (file id << 56) ^ block, file id 0 for the
- *                            data file; a result of 0 is stored as 1, and
- *                            0 means "not set" (data checksums off)
+ *   0      8    ph_checksum  the page hash (above) of bytes [8, page_size)
+ *                            seeded with (file id << 56) ^ block, file id
+ *                            0 for the data file; a result of 0 is stored
+ *                            as 1, and 0 means "not set" (data checksums
+ *                            off)
  *   8      8    ph_lsn       LSN of the last change
  *   16     4    ph_block     the block this page was written for
  *   20     1    ph_type      PAGE_META, PAGE_LEAF, PAGE_INTERNAL, ...
@@ -162,7 +186,9 @@
  *
  *   offset size field
  *   0      8    ct_magic          CT_MAGIC, "ENGCTL01"
- *   8      4    ct_version        CT_VERSION (2)
+ *   8      4    ct_version        CT_VERSION (3; version 2 had XXH3-64
+ *                                 page checksums, and an engine refuses a
+ *                                 version not its own with ENG_NOTSUP)
  *   12     4    ct_page_size
  *   16     4    ct_flags          bit 0: data_checksums
  *   20     4    (zero)
@@ -222,10 +248,19 @@ static inline void fmt_put64(uint8_t *p, uint64_t v) {
 #define PH_NEXT_OFF     32u
 #define PH_AUX_OFF      36u
 
+/* Page sizes a data file may have: 4096, 8192 or 16384. */
+#define PAGE_SIZE_MIN 4096u
+#define PAGE_SIZE_MAX 16384u
+
 /* The checksum covers [PAGE_CHECKSUM_FROM, page_size), seeded with
- * (file id << PAGE_SEED_FILE_SHIFT) ^ block; the data file is file id 0. */
+ * (file id << PAGE_SEED_FILE_SHIFT) ^ block; the data file is file id 0.
+ * The page hash's constants (drawn above). */
 #define PAGE_CHECKSUM_FROM   8u
 #define PAGE_SEED_FILE_SHIFT 56
+#define PAGE_HASH_KEYS       (PAGE_SIZE_MAX / 8u)
+#define PAGE_HASH_KEY_SEED   0x7061676568617368ull /* "pagehash" */
+#define PAGE_HASH_POLY       0x1Bull               /* x^4 + x^3 + x + 1 */
+#define PAGE_HASH_SEED_MIX   0x9E3779B97F4A7C15ull
 
 enum page_type {
     PAGE_ZERO = 0, /* never written (all-zero) */
@@ -470,7 +505,7 @@ enum wal_rec_type {
 #define CONTROL_SIZE           512u
 #define CONTROL_FLAG_CHECKSUMS 0x1u
 #define CT_MAGIC               0x31304c5443474e45ull /* "ENGCTL01" */
-#define CT_VERSION             2u
+#define CT_VERSION             3u
 #define CT_MAGIC_OFF           0u
 #define CT_VERSION_OFF         8u
 #define CT_PAGE_SIZE_OFF       12u

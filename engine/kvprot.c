@@ -1,10 +1,13 @@
 /*
  * kvprot.c -- per key-value codes of cached pages (contract in kvprot.h).
  *
- * Speed: the codes are checked on every lookup, so the hashes are small
- * and inlined (XXH_INLINE_ALL: a call per 20-byte separator would cost as
- * much as the hash); only whole-page codes of pages without slots use the
- * dispatching entry point.
+ * An entry code is made from the page hash's sum of its cell (checksum.h:
+ * a span of the page, keyed by position), so the pass that checks a page
+ * read from disk makes the codes of its cells on the way (kv_compute_checked)
+ * and a check recomputes one cell's sum alone.  The page code of a slotted
+ * page covers 24 header bytes, checked on every level of every lookup, and
+ * takes the CRC instruction where the CPU has it (three steps); pages
+ * without slots take the page hash's sum of their bytes from offset 16.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "checksum.h"
 #include "crc32c.h"
 #include "kvprot.h"
 
@@ -27,104 +31,36 @@ static inline unsigned parity(const uint8_t *p, size_t n) {
     return (unsigned)__builtin_parityll(x);
 }
 
-/* The hash part of a code: XXH3 over chunks of at most 240 bytes, which
- * stay on its short-input paths (one long call pays the long path's setup,
- * several times the cost of a 255-byte cell's hash), the seed mixed in
- * after (XXH3 with a seed derives a secret per call on long inputs). */
+/* The slotted page code's hash where the CPU has no CRC32C: XXH3 (a
+ * 24-byte input stays on its short path), the seed mixed in after. */
 static inline uint64_t kv_hash(const uint8_t *p, size_t len, uint64_t seed) {
-    size_t n = len < 240 ? len : 240;
-    uint64_t h = XXH3_64bits(p, n);
-    for (size_t off = n; off < len; off += n) {
-        n = len - off < 240 ? len - off : 240;
-        h = XXH3_64bits_withSeed(p + off, n, h);
-    }
-    return h ^ seed * 0x9E3779B97F4A7C15ull;
-}
-
-/* murmur3's 64-bit finalizer: a bijection that spreads every input bit. */
-static inline uint64_t fmix64(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xFF51AFD7ED558CCDull;
-    k ^= k >> 33;
-    k *= 0xC4CEB9FE1A85EC53ull;
-    k ^= k >> 33;
-    return k;
+    return XXH3_64bits(p, len) ^ seed * 0x9E3779B97F4A7C15ull;
 }
 
 #if CRC32C_HW
-/* The codes' hash where the CPU has it: CRC32C in hardware (SSE 4.2, the
- * step of crc32c.h), three streams over interleaved words so the
- * instructions' latency overlaps; several times cheaper than XXH3 on a
- * 255-byte cell, which matters most when pages enter the pool (every
- * entry of a page is coded then).  The rest after the 24-byte rounds (up
- * to 23 bytes) goes whole words to a and b and its last bytes as one
- * zero-padded word to c, so no stream runs more than one step past the
- * others (a byte at a time on one stream made that stream's chain of
- * dependent steps the longest: 17 steps for a 255-byte cell, now 11).  A
- * change confined to one stream always changes its CRC for errors within
- * 32 bits (and for two flipped bits anywhere in a cell: CRC32C's period is
- * far longer than a page); anything else cancels with odds 2^-32.
- *
- * WIDE (w = 8, the caller's constant) keeps all 96 bits of the three
- * streams: a 64-bit bijection of a and b, another of c and the length,
- * xored.  A flip pattern changes (a, b, c) by a fixed non-zero amount, and
- * the two bijections turn that into a change of the 64 bits that depends
- * on the data; it cancels with odds about 2^-64, so the 61 kept bits give
- * 2^-61 as XXH3's did (w <= 4 fold the streams into 32 bits: 2^-32 is
- * below the 2^-29 they keep). */
-CRC32C_HW_TARGET static inline __attribute__((always_inline)) uint64_t
-crc_core(const uint8_t *p, size_t len, uint64_t seed, unsigned *par, const int wide) {
-    uint64_t a = (uint32_t)seed ^ 0x9E3779B9u, b = 0x85EBCA6Bu, c = 0xC2B2AE35u, x = 0;
+/* The slotted page code's hash: CRC32C in hardware over the 24 header
+ * bytes (three steps), the bytes' parity from the same pass, murmur3's
+ * 32-bit finalizer after it (a CRC is linear: a flip pattern at a given
+ * place would change a truncated CRC by the same bits whatever the data;
+ * the finalizer, a bijection, makes the kept bits of the change depend on
+ * the data).  LEN is at most 64. */
+CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par) {
+    uint64_t a = (uint32_t)seed ^ 0x9E3779B9u, x = 0;
     size_t i = 0;
-    for (; i + 24 <= len; i += 24) {
-        uint64_t w0, w1, w2;
-        memcpy(&w0, p + i, 8);
-        memcpy(&w1, p + i + 8, 8);
-        memcpy(&w2, p + i + 16, 8);
-        a = crc32c_step64(a, w0);
-        b = crc32c_step64(b, w1);
-        c = crc32c_step64(c, w2);
-        x ^= w0 ^ w1 ^ w2;
-    }
-    if (i + 8 <= len) {
+    for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
         a = crc32c_step64(a, w);
         x ^= w;
-        i += 8;
-        if (i + 8 <= len) {
-            memcpy(&w, p + i, 8);
-            b = crc32c_step64(b, w);
-            x ^= w;
-            i += 8;
-        }
     }
     if (i < len) {
-        /* The last r < 8 bytes, zero-padded: from the word that ends at
-         * the cell's end (shifted down) when the cell has 8 bytes. */
-        size_t r = len - i;
         uint64_t w = 0;
-        if (len >= 8) {
-            memcpy(&w, p + len - 8, 8);
-            w >>= 8 * (8 - r);
-        } else {
-            for (size_t k = 0; k < r; k++) w |= (uint64_t)p[i + k] << (8 * k);
-        }
-        c = crc32c_step64(c, w);
+        for (size_t k = 0; i + k < len; k++) w |= (uint64_t)p[i + k] << (8 * k);
+        a = crc32c_step64(a, w);
         x ^= w;
     }
-    *par = (unsigned)__builtin_parityll(x); /* the bytes' parity, from the same pass */
-    if (wide)
-        return fmix64((uint32_t)a | (uint64_t)(uint32_t)b << 32) ^
-               fmix64((uint32_t)c | (uint64_t)(len ^ 0x27D4EB2Fu) << 32);
-    uint32_t h = (uint32_t)a ^ (uint32_t)((b << 11) | (b >> 21)) ^ (uint32_t)((c << 22) | (c >> 10)) ^ (uint32_t)len;
-    /* A CRC is linear: a flip pattern at a given place changes it by the
-     * same bits whatever the data, so a truncated CRC lets some patterns
-     * through every time (crashtest.py protection measured a whole byte
-     * flipped at two places of 16-byte keys escaping w = 1 in over half
-     * the trials, 7% of all key byte flips against 1 in 32).  murmur3's
-     * finalizer (a bijection) makes the kept bits of the change depend on
-     * the data: 2^-(8w-3) per pattern, as kvprot.h claims. */
+    *par = (unsigned)__builtin_parityll(x);
+    uint32_t h = (uint32_t)a ^ (uint32_t)len;
     h ^= h >> 16;
     h *= 0x85EBCA6Bu;
     h ^= h >> 13;
@@ -132,12 +68,7 @@ crc_core(const uint8_t *p, size_t len, uint64_t seed, unsigned *par, const int w
     h ^= h >> 16;
     return (uint64_t)h << 32 | h;
 }
-CRC32C_HW_TARGET static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par, int wide) {
-    return wide ? crc_core(p, len, seed, par, 1) : crc_core(p, len, seed, par, 0);
-}
 static int have_crc_hw = -1; /* crc32c_have_hw(), kept here: asked once per code */
-/* Every width hashes with the CRC where the CPU has it (w = 8 keeps the
- * three streams' 96 bits, crc_core). */
 static inline int use_crc(void) {
     int h = __atomic_load_n(&have_crc_hw, __ATOMIC_RELAXED);
     if (h < 0) {
@@ -148,8 +79,7 @@ static inline int use_crc(void) {
 }
 #else
 static inline int use_crc(void) { return 0; }
-static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par, int wide) {
-    (void)wide;
+static uint64_t crc_hash(const uint8_t *p, size_t len, uint64_t seed, unsigned *par) {
     *par = parity(p, len);
     return kv_hash(p, len, seed);
 }
@@ -173,7 +103,7 @@ uint64_t kv_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w) {
  * cell's 6): three masked words when the cell has 24 bytes, which the
  * compiler folds for a constant HDR. */
 static inline unsigned head_parity(const uint8_t *p, size_t len, size_t hdr) {
-    if (len < 24 || hdr > 24) return parity(p, hdr);
+    if (len < 24 || hdr > 24) return parity(p, hdr < len ? hdr : len);
     uint64_t x = 0;
     for (size_t k = 0; k < 3; k++) {
         uint64_t v;
@@ -188,30 +118,30 @@ static inline unsigned head_parity(const uint8_t *p, size_t len, size_t hdr) {
 
 /* The code from the hash H and the parities of the cell header, the rest
  * of the cell, and the slot offset SEED. */
-static inline uint64_t finish_code(uint64_t h, unsigned phdr, unsigned prest, uint64_t seed, unsigned w) {
+/* The code's bits that are parities (the rest are hash bits); both ways of
+ * making codes (finish_code, codes_512) take them from here. */
 #ifdef ENG_BROKEN_KV_NO_PARITY
-    /* planted bug (tests/mutants.txt): the three parity bits are hash
-     * bits, a truncated hash like RocksDB's: a single flip escapes with
-     * odds 2^-8w. */
-    return (void)phdr, (void)prest, (void)seed, truncate_code(h, w);
+/* planted bug (tests/mutants.txt): the three parity bits are hash bits, a
+ * truncated hash like RocksDB's: a single flip escapes with odds 2^-8w. */
+#define PARITY_BITS 0ull
+#else
+#define PARITY_BITS 7ull
 #endif
+static inline uint64_t finish_code(uint64_t h, unsigned phdr, unsigned prest, uint64_t seed, unsigned w) {
     uint64_t par = (uint64_t)phdr | (uint64_t)__builtin_parityll(seed) << 1 | (uint64_t)prest << 2;
-    return truncate_code((h & ~7ull) | par, w);
+    return truncate_code((h & ~PARITY_BITS) | (par & PARITY_BITS), w);
 }
 
-static inline __attribute__((always_inline)) uint64_t entry_code_of(const uint8_t *p, size_t len, size_t hdr,
-                                                                    uint64_t seed, unsigned w) {
-    if (hdr > len) hdr = len;
-    unsigned phdr = head_parity(p, len, hdr), prest, pall;
-    uint64_t h;
-    if (use_crc()) {
-        h = crc_hash(p, len, seed, &pall, w > 4);
-        prest = pall ^ phdr;
-    } else {
-        h = kv_hash(p, len, seed);
-        prest = parity(p + hdr, len - hdr);
-    }
-    return finish_code(h, phdr, prest, seed, w);
+/* The code of a cell whose page hash sum is SUM (checksum.h: the span of
+ * its bytes, keyed by their place in the page), PALL the parity of all its
+ * bytes, PHDR of its header, SEED its slot's offset.  The sum is linear in
+ * the bytes: a flip pattern changes it by a fixed amount (never zero for
+ * one or two flipped bits, 2^-64 for any other change); murmur3's
+ * finalizer, a bijection, turns that into a change of the 64 bits that
+ * depends on the data, so the 8w - 3 hash bits a code keeps let a pattern
+ * through with odds 2^-(8w-3). */
+static inline uint64_t code_of_sum(uint64_t sum, unsigned phdr, unsigned pall, uint64_t seed, unsigned w) {
+    return finish_code(cs_fmix64(sum ^ seed * 0x9E3779B97F4A7C15ull), phdr, pall ^ phdr, seed, w);
 }
 
 /* A store of the width's size (memcpy of a variable length is a call into
@@ -245,24 +175,43 @@ static inline uint64_t get_code(const uint8_t *src, unsigned w) {
 
 static inline int slotted(int type) { return type == PAGE_LEAF || type == PAGE_INTERNAL; }
 
-/* Header fields that steer reads; for pages without slots, everything. */
-/* A get checks one per level, so a slotted page's 24 header bytes go
- * through the CRC (three steps) where the hardware has it; the parity
- * bit is the same either way. */
-static uint32_t page_code(const uint8_t *page, uint32_t ps, uint64_t *hashed) {
+/* Where the page code of a page without slots starts, and how many bytes
+ * it covers: the page from byte 16 on. */
+#define SLOTLESS_FROM 16u
+static inline uint32_t slotless_len(uint32_t ps) {
 #ifdef ENG_BROKEN_KV_SLOTLESS_PAGE_CODE_SHORT
     /* planted bug (tests/mutants.txt): the length of a page without slots
      * subtracts the header size instead of the code's start offset, so the
      * last 24 bytes of overflow and commit-log pages are covered by no code:
      * a flip there in the cache is returned or written back unseen. */
-    size_t len = slotted(ph_get_type(page)) ? PAGE_HDR - 16 : ps - PAGE_HDR;
+    return ps - PAGE_HDR;
 #else
-    size_t len = slotted(ph_get_type(page)) ? PAGE_HDR - 16 : ps - 16;
+    return ps - SLOTLESS_FROM;
 #endif
-    if (hashed) *hashed += len;
-    if (len <= 64 && use_crc()) {
+}
+/* The page code of a page without slots from the page hash's sum of the
+ * bytes it covers and their parity. */
+static inline uint32_t slotless_code(uint64_t sum, unsigned par) {
+    return (uint32_t)((cs_fmix64(sum ^ 0x6b76) & ~1ull) | par);
+}
+
+/* Header fields that steer reads; for pages without slots, everything. */
+/* A get checks one per level, so a slotted page's 24 header bytes go
+ * through the CRC (three steps) where the hardware has it; the parity
+ * bit is the same either way. */
+static uint32_t page_code(const uint8_t *page, uint32_t ps, uint64_t *hashed) {
+    if (!slotted(ph_get_type(page))) {
         unsigned par;
-        uint64_t h = crc_hash(page + 16, len, 0x6b76, &par, 0);
+        uint32_t len = slotless_len(ps);
+        if (hashed) *hashed += len;
+        uint64_t sum = cs_span(page, SLOTLESS_FROM, SLOTLESS_FROM + len, &par);
+        return slotless_code(sum, par);
+    }
+    size_t len = PAGE_HDR - 16;
+    if (hashed) *hashed += len;
+    if (use_crc()) {
+        unsigned par;
+        uint64_t h = crc_hash(page + 16, len, 0x6b76, &par);
         return (uint32_t)((h & ~1ull) | par);
     }
     return (uint32_t)kv_code(page + 16, len, 0x6b76, 4);
@@ -291,8 +240,17 @@ static inline __attribute__((always_inline)) void cell_span(const uint8_t *page,
     *len = sz;
 }
 
+/* The code of the cell of LEN bytes at P (offset SEED of its page). */
+static inline __attribute__((always_inline)) uint64_t entry_code_of(const uint8_t *page, const uint8_t *p, size_t len,
+                                                                    size_t hdr, uint64_t seed, unsigned w) {
+    unsigned pall, phdr = head_parity(p, len, hdr);
+    uint32_t at = (uint32_t)(p - page);
+    uint64_t sum = cs_span(page, at, at + (uint32_t)len, &pall);
+    return code_of_sum(sum, phdr, pall, seed, w);
+}
+
 uint64_t kv_leaf_entry_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w) {
-    return entry_code_of(p, len, LEAF_CELL_HDR, seed, w);
+    return entry_code_of(p - seed, p, len, LEAF_CELL_HDR, seed, w);
 }
 
 static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsigned w, uint64_t *hashed) {
@@ -302,8 +260,8 @@ static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsi
     cell_span(page, ps, slot, &p, &len, &off);
     if (hashed) *hashed += len;
     /* A constant header size per branch, so head_parity folds. */
-    if (ph_get_type(page) == PAGE_LEAF) return entry_code_of(p, len, LEAF_CELL_HDR, off, w);
-    return entry_code_of(p, len, INTERNAL_CELL_HDR, off, w);
+    if (ph_get_type(page) == PAGE_LEAF) return entry_code_of(page, p, len, LEAF_CELL_HDR, off, w);
+    return entry_code_of(page, p, len, INTERNAL_CELL_HDR, off, w);
 }
 
 /* Keys of leaf cells A and B (clamped spans) are equal: the length, then
@@ -327,48 +285,148 @@ static inline int leaf_keys_equal(const uint8_t *a, size_t alen, const uint8_t *
 /* The page code as stored: the flags flip its parity bit (bit 0). */
 static inline uint32_t page_code_with(uint32_t pc, unsigned flags) { return pc ^ (flags & KV_UNIQUE_KEYS); }
 
-#if CRC32C_HW
-/* kv_compute's loop over a leaf's cells when the codes are CRCs, compiled
- * for the CRC instruction so the hash is inlined and one cell's chains
- * overlap the next cell's start (coding a page that enters the pool is
- * what small caches pay for per-KV protection). */
-CRC32C_HW_TARGET static unsigned code_leaf_crc(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned n, unsigned w,
-                                               uint64_t *bytes) {
-    unsigned flags = KV_UNIQUE_KEYS;
+typedef uint64_t (*span_fn)(const uint8_t *, uint32_t, uint32_t, unsigned *);
+
+/* The codes of the N cells of a slotted page into C, each cell's span,
+ * its sum from the page hash (SPAN: a constant where this is inlined, so
+ * the AVX-512 kernel is compiled into the loop and the scalar work of one
+ * cell overlaps the carry-less products of the next), its code.  Returns
+ * the leaf's flags (KV_UNIQUE_KEYS while no two adjacent entries have one
+ * key; 0 for internal pages); adds the cells' bytes to *BYTES and the xor
+ * of their sums to *SUM_ALL. */
+static inline __attribute__((always_inline)) unsigned code_cells_with(span_fn span, kv_codes *c, const uint8_t *page,
+                                                                      uint32_t ps, unsigned n, unsigned w,
+                                                                      uint64_t *bytes, uint64_t *sum_all) {
+    int leaf = ph_get_type(page) == PAGE_LEAF;
+    unsigned flags = leaf ? KV_UNIQUE_KEYS : 0;
     const uint8_t *prev = NULL;
     size_t prevlen = 0;
+    uint64_t all = 0, total = 0;
     for (unsigned i = 0; i < n; i++) {
         const uint8_t *p;
         size_t len;
-        uint16_t off;
-        cell_span(page, ps, i, &p, &len, &off);
-        *bytes += len;
-        size_t hdr = len < LEAF_CELL_HDR ? len : LEAF_CELL_HDR;
-        unsigned phdr = head_parity(p, len, hdr), pall;
-        uint64_t h = w > 4 ? crc_core(p, len, off, &pall, 1) : crc_core(p, len, off, &pall, 0);
-        put_code(c->code + (size_t)i * w, finish_code(h, phdr, pall ^ phdr, off, w), w);
-        if (prev && leaf_keys_equal(prev, prevlen, p, len)) flags = 0;
+        uint16_t seed;
+        unsigned pall;
+        cell_span(page, ps, i, &p, &len, &seed);
+        total += len;
+        uint32_t at = (uint32_t)(p - page);
+        uint64_t sum = span(page, at, at + (uint32_t)len, &pall);
+        all ^= sum;
+        /* a constant header size per branch, so head_parity folds */
+        unsigned phdr = leaf ? head_parity(p, len, LEAF_CELL_HDR) : head_parity(p, len, INTERNAL_CELL_HDR);
+        put_code(c->code + (size_t)i * w, code_of_sum(sum, phdr, pall, seed, w), w);
+        if (leaf && prev && leaf_keys_equal(prev, prevlen, p, len)) flags = 0;
         prev = p;
         prevlen = len;
     }
+    *bytes += total;
+    *sum_all = all;
+    return flags;
+}
+
+#if CS_HAVE_512
+/* code_of_sum on 8 lanes: the sums as their 128-bit products (LO, HI) not
+ * yet reduced, X the xor of each cell's words (its parity), PHDR the header
+ * parities, SEED the slot offsets; the same codes, bit for bit. */
+CS_TARGET_512 static inline __m512i codes_512(__m512i lo, __m512i hi, __m512i x, __m512i phdr, __m512i seed) {
+    /* cs_gf_reduce */
+    __m512i t = _mm512_ternarylogic_epi64(_mm512_srli_epi64(hi, 63), _mm512_srli_epi64(hi, 61),
+                                          _mm512_srli_epi64(hi, 60), 0x96);
+    __m512i r = _mm512_ternarylogic_epi64(lo, hi, _mm512_slli_epi64(hi, 1), 0x96);
+    r = _mm512_ternarylogic_epi64(r, _mm512_slli_epi64(hi, 3), _mm512_slli_epi64(hi, 4), 0x96);
+    r = _mm512_ternarylogic_epi64(r, t, _mm512_slli_epi64(t, 1), 0x96);
+    r = _mm512_ternarylogic_epi64(r, _mm512_slli_epi64(t, 3), _mm512_slli_epi64(t, 4), 0x96);
+    /* cs_fmix64(sum ^ seed * golden) */
+    __m512i k = _mm512_xor_si512(r, _mm512_mullo_epi64(seed, _mm512_set1_epi64((long long)0x9E3779B97F4A7C15ull)));
+    k = _mm512_xor_si512(k, _mm512_srli_epi64(k, 33));
+    k = _mm512_mullo_epi64(k, _mm512_set1_epi64((long long)0xFF51AFD7ED558CCDull));
+    k = _mm512_xor_si512(k, _mm512_srli_epi64(k, 33));
+    k = _mm512_mullo_epi64(k, _mm512_set1_epi64((long long)0xC4CEB9FE1A85EC53ull));
+    k = _mm512_xor_si512(k, _mm512_srli_epi64(k, 33));
+    /* finish_code */
+    const __m512i one = _mm512_set1_epi64(1);
+    __m512i pall = _mm512_and_si512(_mm512_popcnt_epi64(x), one);
+    __m512i pseed = _mm512_and_si512(_mm512_popcnt_epi64(seed), one);
+    __m512i par = _mm512_ternarylogic_epi64(phdr, _mm512_slli_epi64(pseed, 1),
+                                            _mm512_slli_epi64(_mm512_xor_si512(pall, phdr), 2), 0xFE);
+    const __m512i bits = _mm512_set1_epi64((long long)PARITY_BITS);
+    return _mm512_ternarylogic_epi64(bits, k, par, 0xAC); /* bits ? par : k, bit by bit */
+}
+
+/* Store the K <= 8 codes of V, W bytes each, at DST. */
+CS_TARGET_512 static inline void store_codes_512(uint8_t *dst, __m512i v, unsigned k, unsigned w) {
+    __mmask8 m = (__mmask8)((1u << k) - 1);
+    switch (w) {
+    case 1: _mm512_mask_cvtepi64_storeu_epi8(dst, m, v); break;
+    case 2: _mm512_mask_cvtepi64_storeu_epi16(dst, m, v); break;
+    case 4: _mm512_mask_cvtepi64_storeu_epi32(dst, m, v); break;
+    default: _mm512_mask_storeu_epi64(dst, m, v); break;
+    }
+}
+
+/* code_cells on a CPU with AVX-512: 8 cells at a time, each cell's span
+ * summed by the inline kernel (cs_span_512 without its last steps), the 8
+ * codes made at once (codes_512). */
+CS_TARGET_512 static unsigned code_cells_512(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned n, unsigned w,
+                                             uint64_t *bytes, uint64_t *sum_all) {
+    int leaf = ph_get_type(page) == PAGE_LEAF;
+    unsigned flags = leaf ? KV_UNIQUE_KEYS : 0;
+    const uint8_t *prev = NULL;
+    size_t prevlen = 0;
+    uint64_t total = 0;
+    __m128i all = _mm_setzero_si128();
+    for (unsigned i0 = 0; i0 < n; i0 += 8) {
+        unsigned k = n - i0 < 8 ? n - i0 : 8;
+        __m128i prod[8], xw[8];
+        uint64_t phdr[8] = {0}, seed[8] = {0};
+        for (unsigned j = 0; j < 8; j++) prod[j] = xw[j] = _mm_setzero_si128();
+        for (unsigned j = 0; j < k; j++) {
+            const uint8_t *p;
+            size_t len;
+            uint16_t sd;
+            cell_span(page, ps, i0 + j, &p, &len, &sd);
+            total += len;
+            seed[j] = sd;
+            uint32_t at = (uint32_t)(p - page);
+            cs_span_512_raw(page, at, at + (uint32_t)len, &prod[j], &xw[j]);
+            all = _mm_xor_si128(all, prod[j]);
+            phdr[j] = leaf ? head_parity(p, len, LEAF_CELL_HDR) : head_parity(p, len, INTERNAL_CELL_HDR);
+            if (leaf && prev && leaf_keys_equal(prev, prevlen, p, len)) flags = 0;
+            prev = p;
+            prevlen = len;
+        }
+        /* products and parity words as 8 lanes each: low halves, high halves */
+        const __m512i ev = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0),
+                      od = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
+        __m512i p0 = _mm512_loadu_si512(prod), p1 = _mm512_loadu_si512(prod + 4);
+        __m512i x0 = _mm512_loadu_si512(xw), x1 = _mm512_loadu_si512(xw + 4);
+        __m512i lo = _mm512_permutex2var_epi64(p0, ev, p1), hi = _mm512_permutex2var_epi64(p0, od, p1);
+        __m512i x = _mm512_xor_si512(_mm512_permutex2var_epi64(x0, ev, x1), _mm512_permutex2var_epi64(x0, od, x1));
+        __m512i v = codes_512(lo, hi, x, _mm512_loadu_si512(phdr), _mm512_loadu_si512(seed));
+        store_codes_512(c->code + (size_t)i0 * w, v, k, w);
+    }
+    *bytes += total;
+    *sum_all = cs_gf_reduce((uint64_t)_mm_cvtsi128_si64(all), (uint64_t)_mm_extract_epi64(all, 1));
     return flags;
 }
 #endif
 
-int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *hashed) {
-    int64_t before = c->code || c->n || c->page ? (int64_t)kv_memory(c->n, w) : 0;
-    if (!w) {
-        kv_free(c);
-        return -before;
-    }
-    unsigned n = slotted(ph_get_type(page)) ? ph_get_nslots(page) : 0;
-    if (n > ps / 2) n = 0; /* a page that was proven has fewer; be safe */
-    /* Every code is rewritten, so a buffer that fits is kept and one that
-     * does not is replaced without copying (realloc's copy of the old
-     * codes cost as much as a tenth of the coding when frames cycle
-     * through pages of different sizes); one far too large (an internal
-     * page's, now holding a leaf) is given back.  The size held is kept
-     * in c->cap (asking malloc_usable_size was 7% of the coding's time). */
+static unsigned code_cells(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned n, unsigned w, uint64_t *bytes,
+                           uint64_t *sum_all) {
+#if CS_HAVE_512
+    if (cs_impl() == CS_IMPL_AVX512) return code_cells_512(c, page, ps, n, w, bytes, sum_all);
+#endif
+    return code_cells_with(cs_span, c, page, ps, n, w, bytes, sum_all);
+}
+
+/* A code buffer in C for N codes of width W.  Every code is rewritten, so
+ * a buffer that fits is kept and one that does not is replaced without
+ * copying (realloc's copy of the old codes cost as much as a tenth of the
+ * coding when frames cycle through pages of different sizes); one far too
+ * large (an internal page's, now holding a leaf) is given back.  The size
+ * held is kept in c->cap (asking malloc_usable_size was 7% of the
+ * coding's time).  Returns N, or 0 when no memory was left. */
+static unsigned code_buffer(kv_codes *c, unsigned n, unsigned w) {
     size_t need = (size_t)n * w, have = c->code ? (size_t)c->cap * 64 : 0;
     if (!c->code || have < need || have > need + need / 2 + 64) {
         free(c->code);
@@ -377,36 +435,74 @@ int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, ui
         c->cap = c->code ? (uint16_t)(sz / 64) : 0;
         if (!c->code) n = 0;
     }
-    c->n = (uint16_t)n;
-    int leaf = ph_get_type(page) == PAGE_LEAF;
-    unsigned flags = leaf ? KV_UNIQUE_KEYS : 0;
-    const uint8_t *prev = NULL;
-    size_t prevlen = 0;
-    unsigned todo = n;
-#if CRC32C_HW
-    if (leaf && use_crc()) {
-        uint64_t bytes = 0;
-        flags = code_leaf_crc(c, page, ps, n, w, &bytes);
-        if (hashed) *hashed += bytes;
-        todo = 0; /* done */
+    return n;
+}
+
+/* The page code of PAGE, and with WANT the page hash's sum of all its
+ * bytes into *SUM from the same pass: the sum of the cells (CELLS, from
+ * code_cells) and of the bytes before them, [8, upper), which is the whole
+ * page's when the cells tile [upper, ps): the structure check's PS4 and
+ * PS5 with ph_frag 0.  A slotted page with dead cells is summed again
+ * whole; a page without slots is summed in two spans, its code's and the
+ * rest. */
+static uint32_t page_code_summed(const uint8_t *page, uint32_t ps, int want, uint64_t cells, uint64_t *sum,
+                                 uint64_t *bytes) {
+    if (slotted(ph_get_type(page))) {
+        if (want) {
+            uint32_t upper = ph_get_upper(page);
+            upper = upper < PAGE_CHECKSUM_FROM ? PAGE_CHECKSUM_FROM : upper > ps ? ps : upper;
+            *sum = ph_get_frag(page) ? cs_span(page, PAGE_CHECKSUM_FROM, ps, NULL)
+                                     : cells ^ cs_span(page, PAGE_CHECKSUM_FROM, upper, NULL);
+        }
+        return page_code(page, ps, bytes);
     }
-#endif
-    for (unsigned i = 0; i < todo; i++) {
-        const uint8_t *p;
-        size_t len;
-        uint16_t off;
-        cell_span(page, ps, i, &p, &len, &off);
-        if (hashed) *hashed += len;
-        uint64_t code =
-            leaf ? entry_code_of(p, len, LEAF_CELL_HDR, off, w) : entry_code_of(p, len, INTERNAL_CELL_HDR, off, w);
-        put_code(c->code + (size_t)i * w, code, w);
-        if (leaf && prev && leaf_keys_equal(prev, prevlen, p, len)) flags = 0;
-        prev = p;
-        prevlen = len;
+    uint16_t at = SLOTLESS_FROM, len = (uint16_t)slotless_len(ps);
+    uint64_t s;
+    uint8_t par;
+    cs_spans(page, &at, &len, 1, &s, &par);
+    *bytes += len;
+    if (want)
+        *sum =
+            s ^ cs_span(page, PAGE_CHECKSUM_FROM, SLOTLESS_FROM, NULL) ^ cs_span(page, SLOTLESS_FROM + len, ps, NULL);
+    return slotless_code(s, par);
+}
+
+/* kv_compute, and the page checksum from the same pass when BLOCK is not
+ * NO_CHECKSUM. */
+#define NO_CHECKSUM UINT64_MAX
+static int64_t compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t block, uint64_t *checksum,
+                       uint64_t *hashed) {
+    int64_t before = c->code || c->n || c->page ? (int64_t)kv_memory(c->n, w) : 0;
+    int want = block != NO_CHECKSUM;
+    if (!w) {
+        kv_free(c);
+        if (want) *checksum = page_checksum(page, ps, block);
+        return -before;
     }
+    int type = ph_get_type(page);
+    unsigned n = slotted(type) ? ph_get_nslots(page) : 0;
+    if (n > ps / 2) n = 0; /* a page that was proven has fewer; be safe */
+    c->n = (uint16_t)(n = code_buffer(c, n, w));
+    /* The coding reads the cells in slot order, not in the order they lie
+     * in: the page's lines are asked for all at once first. */
+    for (uint32_t o = 0; o < ps; o += 64) __builtin_prefetch(page + o);
+    uint64_t bytes = 0, cells = 0, sum = 0;
+    unsigned flags = code_cells(c, page, ps, n, w, &bytes, &cells);
+    uint32_t pc = page_code_summed(page, ps, want, cells, &sum, &bytes);
+    if (hashed) *hashed += bytes;
+    if (want) *checksum = cs_checksum_of(sum, page, ps, block);
     c->flags = (uint16_t)(flags & 0xF);
-    c->page = page_code_with(page_code(page, ps, hashed), flags);
+    c->page = page_code_with(pc, flags);
     return (int64_t)kv_memory(n, w) - before;
+}
+
+int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *hashed) {
+    return compute(c, page, ps, w, NO_CHECKSUM, NULL, hashed);
+}
+
+int64_t kv_compute_checked(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint32_t block,
+                           uint64_t *checksum, uint64_t *hashed) {
+    return compute(c, page, ps, w, block, checksum, hashed);
 }
 
 void kv_free(kv_codes *c) {

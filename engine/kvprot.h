@@ -22,19 +22,22 @@
  * another valid state, so readers use a hint only where the transaction
  * status copy agrees (btree.c bt_version_state).
  *
- * Each entry code is a hash of the cell (the slot offset mixed in: CRC32C
- * in three streams where the CPU has it, murmur3's finalizer after it so
- * the change a flip pattern makes depends on the data, the three streams'
- * 96 bits through two 64-bit finalizers for w = 8; XXH3-64 where the CPU
- * has no CRC32C) truncated to 8w bits, its three lowest bits replaced by parities of the
- * cell header, the slot offset, and the key and value: any single flipped
- * bit, in a slot, a length or the bytes, is always caught, whatever w; two
- * flips in one part escape with odds 2^-(8w-3) (1 in 32 at w = 1;
- * RocksDB's truncated hash misses 1 in 256 of all flips at w = 1, single
- * ones included; crashtest.py protection measures these odds per width
- * and flip pattern).  The page code keeps one parity bit (2^-31 otherwise;
- * a slotted page's 24 header bytes go through the same CRC where the CPU
- * has it).
+ * Each entry code is a hash of the cell: the page hash's sum of the cell's
+ * bytes (checksum.h: keyed by their place in the page, so the slot that
+ * points at the cell is bound too) with the slot offset mixed in, through
+ * murmur3's 64-bit finalizer, truncated to 8w bits, its three lowest bits
+ * replaced by parities of the cell header, the slot offset, and the key
+ * and value: any single flipped bit, in a slot, a length or the bytes, is
+ * always caught, whatever w; two flips in one part escape with odds
+ * 2^-(8w-3) (1 in 32 at w = 1; RocksDB's truncated hash misses 1 in 256
+ * of all flips at w = 1, single ones included; crashtest.py protection
+ * measures these odds per width and flip pattern).  A page read from disk
+ * with checksums on is coded in the pass that checks its checksum
+ * (kv_compute_checked): the sums of its cells are parts of the page's
+ * sum.  The page code keeps one parity bit (2^-31 otherwise; a slotted
+ * page's 24 header bytes go through the CRC instruction where the CPU has
+ * it, a page without slots through the page hash's sum of its bytes from
+ * offset 16).
  *
  * The checks (btree*.c, bufpool.c):
  *   KV0  a leaf read from disk for a reader is not coded at load: the page
@@ -100,10 +103,12 @@ typedef struct kv_codes {
 /* The code of LEN bytes at P (SEED binds a cell to its slot), w bytes. */
 uint64_t kv_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w);
 
-/* The entry code of a leaf cell of LEN bytes at P whose slot holds SEED,
- * width W: the code kv_compute stores for it and the checks recompute
- * (hash, three parity bits).  For bench/bench_hashes.c, so the benchmark
- * times the code the engine runs rather than a copy of it. */
+/* The entry code of a leaf cell of LEN bytes at P whose slot holds SEED
+ * (the cell's offset in its page, so the page starts at P - SEED; SEED +
+ * LEN at most PAGE_SIZE_MAX), width W: the code kv_compute stores for it
+ * and the checks recompute (hash, three parity bits).  For
+ * bench/bench_hashes.c, so the benchmark times the code the engine runs
+ * rather than a copy of it. */
 uint64_t kv_leaf_entry_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w);
 
 /* Recompute every code of PAGE (PS bytes) into C for width W (0: free).
@@ -111,6 +116,16 @@ uint64_t kv_leaf_entry_code(const uint8_t *p, size_t len, uint64_t seed, unsigne
  * Every function here that hashes adds the bytes it hashed to *HASHED
  * when HASHED is not NULL (the pool's kv_check_bytes, kv_code_bytes). */
 int64_t kv_compute(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint64_t *hashed);
+/* kv_compute, and in the same pass over the page its checksum at BLOCK
+ * into *CHECKSUM (W may be 0: then only the checksum).  Each byte is read
+ * once for both, so a flip in the page fails the checksum if it landed
+ * before the pass read it, or a code if after: never coded as right and
+ * proven by the checksum at once.  The checksum is page_checksum's for
+ * every page that passes page_check_structure (decode.h); for one that
+ * fails, it may differ, and the caller, which rejects such a page anyway,
+ * hashes it again to say why (bufpool.c load_frame). */
+int64_t kv_compute_checked(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned w, uint32_t block,
+                           uint64_t *checksum, uint64_t *hashed);
 void kv_free(kv_codes *c);
 
 /* The flags the codes in C were made with (0 when W is 0). */

@@ -33,7 +33,6 @@
 
 #include "page.h"
 
-#define PAGE_SIZE_MAX    16384u
 #define CELL_FLAGS_KNOWN CELL_OVERFLOW
 #define OVFL_PTR_BYTES   4u
 
@@ -60,8 +59,11 @@ static int problem(page_problem *pr, int layer, int32_t entry, int64_t offset, u
 
 /* ---- verification ------------------------------------------------------ */
 
-int page_verify(const uint8_t *page, size_t page_size, uint64_t block, uint64_t hwm, int checksums, int *is_zero,
-                page_problem *pr) {
+/* page_verify, with the checksum of the page at BLOCK taken from
+ * *COMPUTED when not NULL (a pass that read the bytes already computed it)
+ * instead of hashing the page here. */
+static int verify(const uint8_t *page, size_t page_size, uint64_t block, uint64_t hwm, int checksums,
+                  const uint64_t *computed_sum, int *is_zero, page_problem *pr) {
     page_problem scratch;
     int zero_scratch;
     uint64_t stored, computed;
@@ -96,7 +98,7 @@ int page_verify(const uint8_t *page, size_t page_size, uint64_t block, uint64_t 
 
     if (checksums) {
         stored = ph_get_checksum(page);
-        computed = page_checksum(page, page_size, block);
+        computed = computed_sum ? *computed_sum : page_checksum(page, page_size, block);
         if (stored != computed)
             return problem(pr, ENG_LAYER_PAGE_CHECKSUM, -1, 0, stored, computed,
                            stored == 0 ? "checksum not set (stored 0), computed %016llx%s"
@@ -112,6 +114,16 @@ int page_verify(const uint8_t *page, size_t page_size, uint64_t block, uint64_t 
                        (unsigned long long)block);
 
     return page_check_structure(page, page_size, pr);
+}
+
+int page_verify(const uint8_t *page, size_t page_size, uint64_t block, uint64_t hwm, int checksums, int *is_zero,
+                page_problem *pr) {
+    return verify(page, page_size, block, hwm, checksums, NULL, is_zero, pr);
+}
+
+int page_verify_summed(const uint8_t *page, size_t page_size, uint64_t block, uint64_t hwm, int checksums,
+                       uint64_t computed, int *is_zero, page_problem *pr) {
+    return verify(page, page_size, block, hwm, checksums, &computed, is_zero, pr);
 }
 
 /* Claim bytes [LO, LO+N) of a page in bitmap BM; return 1 if any of them

@@ -11,8 +11,9 @@
  * Proves:
  *   - the control file: its size, magic, version, page size, flags,
  *     segment size and checksum where format.h puts them;
- *   - the data file: every page's header (block, type, checksum over
- *     [PAGE_CHECKSUM_FROM, ps) seeded with the block), the meta page's
+ *   - the data file: every page's header (block, type, checksum: the page
+ *     hash of [PAGE_CHECKSUM_FROM, ps) seeded with the block, computed
+ *     here from format.h's definition alone), the meta page's
  *     fields, a leaf's slot array right after its hint area
  *     (LEAF_HINT_BYTES: 80, 160, 320 bytes), valid hint nibbles, cells
  *     inside the page, overflow and internal pages where the header says;
@@ -153,9 +154,36 @@ Test(format_shared, control_file_fields_where_format_h_says) {
 
 /* ---- the data file ------------------------------------------------------------ */
 
+/* format.h's page hash, from its words alone: word j times key j (the
+ * splitmix64 outputs from PAGE_HASH_KEY_SEED), carry-less, reduced mod
+ * x^64 + PAGE_HASH_POLY, xored; then murmur3's finalizer with the seed. */
+static uint64_t gf_mul(uint64_t a, uint64_t b) {
+    uint64_t r = 0;
+    for (int i = 0; i < 64; i++) {
+        if (a >> i & 1) r ^= b;
+        b = (b << 1) ^ (b >> 63 ? PAGE_HASH_POLY : 0); /* b * x mod P */
+    }
+    return r;
+}
+static uint64_t fmix(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xFF51AFD7ED558CCDull;
+    k ^= k >> 33;
+    k *= 0xC4CEB9FE1A85EC53ull;
+    return k ^ k >> 33;
+}
 static uint64_t page_sum(const uint8_t *p, uint32_t ps, uint64_t block) {
-    uint64_t h = XXH3_64bits_withSeed(p + PAGE_CHECKSUM_FROM, ps - PAGE_CHECKSUM_FROM,
-                                      ((uint64_t)0 << PAGE_SEED_FILE_SHIFT) ^ block);
+    static uint64_t key[PAGE_HASH_KEYS];
+    if (!key[0])
+        for (uint64_t j = 0, x = PAGE_HASH_KEY_SEED; j < PAGE_HASH_KEYS; j++) {
+            uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            key[j] = z ^ (z >> 31);
+        }
+    uint64_t s = 0;
+    for (uint32_t j = PAGE_CHECKSUM_FROM / 8; j < ps / 8; j++) s ^= gf_mul(fmt_get64(p + 8 * j), key[j]);
+    uint64_t h = fmix(s ^ fmix((((uint64_t)0 << PAGE_SEED_FILE_SHIFT) ^ block) ^ PAGE_HASH_SEED_MIX));
     return h ? h : 1;
 }
 

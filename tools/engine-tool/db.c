@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "format.h"
 #include "tool.h"
 
 /* ---- corruption reports ---------------------------------------------------- */
@@ -107,6 +108,11 @@ static void describe_status(const char *dir, int st, eng_db *db, char *out, size
         describe_ioerr(dir, out, cap);
     } else if (!db && st == ENG_NOTFOUND) {
         snprintf(out, cap, "not found (no database in this directory)");
+    } else if (!db && st == ENG_NOTSUP) {
+        snprintf(out, cap,
+                 "not supported (the database's format version is not this engine's %u: the report below says "
+                 "which; open it with the engine that wrote it)",
+                 CT_VERSION);
     } else if (!db && st == ENG_READONLY) {
         snprintf(out, cap,
                  "read-only (replaying the log needs more cache than a read-only open may fill: "
@@ -121,7 +127,7 @@ void explain_failure(FILE *f, const char *what, const char *dir, int st, eng_db 
     char cause[4400];
     describe_status(dir, st, db, cause, sizeof cause);
     fprintf(stderr, "engine-tool: %s %s: %s\n", what, dir, cause);
-    if (st != ENG_CORRUPTION) return;
+    if (st != ENG_CORRUPTION && st != ENG_NOTSUP) return;
     eng_corruption r;
     if (db && eng_last_corruption(db, &r)) {
         print_report(f, &r);
