@@ -184,7 +184,8 @@ $(FAULT_TESTS): $(BUILD)/tests/%: tests/%.c $(BUILD)/libfaults.a $(BUILD)/libeng
 
 # test_oracle*.c compile oracle/verdict.c into themselves (they test static rules).
 $(BUILD)/tests/test_oracle $(BUILD)/tests/test_oracle_narrow_codes \
-  $(BUILD)/tests/test_oracle_unopenable_database_still_judges_its_damage: $(wildcard oracle/*.c oracle/*.h)
+  $(BUILD)/tests/test_oracle_unopenable_database_still_judges_its_damage \
+  $(BUILD)/tests/test_oracle_an_unpromised_fault_is_counted_apart: $(wildcard oracle/*.c oracle/*.h)
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libengine.a $(wildcard tests/*.h) $(COMMON_H)
 	@mkdir -p $(dir $@)
@@ -334,13 +335,16 @@ $(BUILD)/stress: $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD
 	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $(STRESS_OBJ) $(BUILD)/liboracle.a $(BUILD)/libfaults.a $(BUILD)/libengine-fiu.a $(LDLIBS_FIU) $(STRESS_ENGINE_LIBS)
 
 # The adapters' contract suites: the adapter compiled in with
-# adapter_engine.c (st_status_name, st_buf_free) and the plain engine.
+# adapter_engine.c (st_status_name, st_buf_free), promises.c (the
+# tables' lookup) and the plain engine.
 ADAPTER_TESTS := $(BUILD)/tests/test_adapter_sqlite_keeps_the_contract $(BUILD)/tests/test_adapter_rocksdb_keeps_the_contract
 $(ADAPTER_TESTS): $(BUILD)/tests/test_adapter_%_keeps_the_contract: tests/test_adapter_%_keeps_the_contract.c \
-  stress/adapter_%.c stress/adapter_engine.c stress/adapter.h tests/adapter_helpers.h $(BUILD)/libengine.a
+  stress/adapter_%.c stress/adapter_engine.c stress/promises.c stress/adapter.h stress/promises.h \
+  tests/adapter_helpers.h $(BUILD)/libengine.a
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC $<")
-	$(Q)$(CC) $(CFLAGS_BASE) -Itests -Istress -o $@ $< stress/adapter_$*.c stress/adapter_engine.c $(BUILD)/libengine.a \
+	$(Q)$(CC) $(CFLAGS_BASE) -Itests -Istress -o $@ $< stress/adapter_$*.c stress/adapter_engine.c stress/promises.c \
+	  $(BUILD)/libengine.a \
 	  $(LDLIBS) $(STRESS_ENGINE_LIBS) -lcriterion
 
 # test_report_line links the oracle's library (report_line.o and what it needs).

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "damage_int.h"
+#include "doorio_int.h"
 #include "frame.h"
 #include "fiu_int.h"
 #include "inject_int.h"
@@ -148,6 +149,7 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
     rc = flt_fiu_setup(f);
     if (rc) goto fail;
     flt_kill_hooks(f); /* after the door's kill points are set up */
+    flt_door_io_hooks(f); /* in front of them */
     *out = f;
     return ENG_OK;
 

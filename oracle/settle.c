@@ -79,23 +79,27 @@ static ssize_t escape_before(const vd_ctx *v, const vd_observation *o) {
     return -1;
 }
 
-/* The class an observation of this process is blamed on: the newest
- * corruption-class injection before it, else the newest of any class,
- * else none.  After a crash: the crash's classes first. */
-static int attribute(const vd_ctx *v, const vd_observation *o) {
+/* The injection an observation of this process is blamed on: the newest
+ * corruption-class injection before it, else the newest of any class.
+ * After a crash: the crash's classes first.  Returns its index, or -1
+ * with *CLS VD_KILL for an external kill (no ledger line) or VD_NONE
+ * for nothing; else *CLS is its class. */
+static ssize_t blame(const vd_ctx *v, const vd_observation *o, int *cls) {
+    *cls = VD_NONE;
+#define BLAME(i) return *cls = v->inj[i].cls, (ssize_t)(i)
     if (o->carried && (o->kind == VD_OBS_CRASH || o->kind == VD_OBS_HANG)) {
         /* The dead process's own end: blame what it injected last. */
         for (size_t i = v->ninj; i-- > 0;)
             if (v->inj[i].carried && v->inj[i].cls >= 0 && v->inj[i].cls != VD_POWER_LOSS && v->inj[i].cls != VD_KILL)
-                return v->inj[i].cls;
-        return VD_NONE;
+                BLAME(i);
+        return -1;
     }
     if (o->after_crash || o->carried) {
         for (size_t i = v->ninj; i-- > 0;)
-            if (v->inj[i].carried && (v->inj[i].cls == VD_POWER_LOSS || v->inj[i].cls == VD_KILL)) return v->inj[i].cls;
-        if (v->external_kill) return VD_KILL;
+            if (v->inj[i].carried && (v->inj[i].cls == VD_POWER_LOSS || v->inj[i].cls == VD_KILL)) BLAME(i);
+        if (v->external_kill) return *cls = VD_KILL, -1;
         for (size_t i = v->ninj; i-- > 0;)
-            if (v->inj[i].carried && v->inj[i].cls >= 0) return v->inj[i].cls;
+            if (v->inj[i].carried && v->inj[i].cls >= 0) BLAME(i);
         /* Nothing carried: a reopen of this process's own failed handle
          * (the check after it runs as after a crash), so this process's
          * injections are to blame, as below. */
@@ -106,10 +110,56 @@ static int attribute(const vd_ctx *v, const vd_observation *o) {
     for (size_t i = end; i-- > 0;)
         if (v->inj[i].cls >= 0 && !is_error_class(v->inj[i].cls) && v->inj[i].cls != VD_POWER_LOSS &&
             v->inj[i].cls != VD_KILL)
-            return v->inj[i].cls;
+            BLAME(i);
     for (size_t i = end; i-- > 0;)
-        if (v->inj[i].cls >= 0) return v->inj[i].cls;
-    return VD_NONE;
+        if (v->inj[i].cls >= 0) BLAME(i);
+#undef BLAME
+    return -1;
+}
+
+/* The class an observation of this process is blamed on (blame). */
+static int attribute(const vd_ctx *v, const vd_observation *o) {
+    int c;
+    blame(v, o, &c);
+    return c;
+}
+
+/* V10: what the engine promises for class CLS in FILE (the driver's
+ * table through vd_config.promise_of; without one, to detect). */
+static int promise_of(const vd_ctx *v, int cls, const char *file) {
+    int as_corruption;
+    if (!v->cfg.promise_of || cls < 0 || cls >= VD_CLASS_COUNT) return VD_PROMISE_DETECT;
+    return v->cfg.promise_of(v->cfg.promise_ctx, cls, file ? file : "", &as_corruption);
+}
+
+/* V10: each injection's promise, and whether the engine reports it as
+ * corruption (before V1 matches the reports). */
+static void settle_v10_promises(vd_ctx *v) {
+    for (size_t k = 0; k < v->ninj; k++) {
+        vd_injection *i = &v->inj[k];
+        i->promise = VD_PROMISE_DETECT;
+        i->as_corruption = 0;
+        if (v->cfg.promise_of && i->cls >= 0 && i->cls < VD_CLASS_COUNT)
+            i->promise = v->cfg.promise_of(v->cfg.promise_ctx, i->cls, i->file, &i->as_corruption);
+    }
+}
+
+/* V10 in V1: report R is injection I's: an error class the engine
+ * reports as corruption (its table says so), or a class it promises
+ * nothing for (what follows it is its own), when R is in I's file or
+ * names no place in it (SQLite's reports name the database file, whichever
+ * file the failure struck, and no block). */
+static int reported_as_corruption(const vd_report *r, const vd_injection *i) {
+    return (i->as_corruption || i->promise == VD_PROMISE_NONE) && is_error_class(i->cls) && !r->reader &&
+           i->file[0] && (r->block < 0 || !strcmp(norm_file(r->file), norm_file(i->file)));
+}
+
+/* V10: a symptom blamed on an injection (or a crash) whose class the
+ * engine promises nothing for, in that file. */
+static int symptom_unpromised(const vd_ctx *v, const vd_observation *o) {
+    int c;
+    ssize_t i = blame(v, o, &c);
+    return promise_of(v, c, i >= 0 ? v->inj[i].file : "") == VD_PROMISE_NONE;
 }
 
 /* In a measuring run: the measured class a symptom is counted under. */
@@ -221,9 +271,13 @@ static void settle_v1_reports_match_their_places(vd_ctx *v, settle_state *s) {
     for (size_t r = 0; r < v->nrep; r++) {
         v->rep[r].matched = 0;
         for (size_t i = 0; i < v->ninj; i++) {
-            if (v->inj[i].cls < 0 || !vd_report_matches(&v->cfg, &v->rep[r].r, &v->inj[i])) continue;
+            if (v->inj[i].cls < 0) continue;
+            int own = vd_report_matches(&v->cfg, &v->rep[r].r, &v->inj[i]);
+            if (!own && !reported_as_corruption(&v->rep[r].r, &v->inj[i])) continue;
+            /* V10's match explains the report and credits nothing: the
+             * call that failed says whether the error was returned (V3). */
             const char *det = sole_detector(&v->cfg, &v->inj[i]);
-            if (!det || !strcmp(det, v->rep[r].r.layer)) v->inj[i].reports++;
+            if (own && (!det || !strcmp(det, v->rep[r].r.layer))) v->inj[i].reports++;
             v->rep[r].matched = 1;
             int a = v->rep[r].r.after_crash;
             if (a > 0 && a < 3 && s->design_inj[a] == (size_t)-1) s->design_inj[a] = i;
@@ -424,6 +478,15 @@ static int settle_v9_checked_flip_outcome(const vd_injection *i) {
     return i->reports ? VD_DETECTED : VD_SWALLOWED;
 }
 
+/* V10: outcome O of injection I under the engine's promise for its
+ * class and file: an undetected outcome of what it promises nothing for
+ * counted apart; an error a repair was promised for may be swallowed. */
+static int settle_v10_promise(const vd_injection *i, int o) {
+    if (i->promise == VD_PROMISE_NONE && (o == VD_SWALLOWED || o == VD_LOST)) return VD_UNDETECTED_UNPROMISED;
+    if (i->promise == VD_PROMISE_REPAIR && o == VD_SWALLOWED && is_error_class(i->cls)) return VD_REPAIRED;
+    return o;
+}
+
 /* Count outcome O in CC.  The crash's outcome (settle_v5_v8_opens) is
  * always one of repaired, lost, unrecoverable and unrecoverable by design,
  * so an external kill counted here lands where a kill line's would. */
@@ -437,6 +500,7 @@ static void count_outcome(vd_counts *cc, int o) {
     case VD_LOST: cc->lost++; break;
     case VD_UNRECOVERABLE: cc->unrecoverable++; break;
     case VD_UNRECOVERABLE_BY_DESIGN: cc->unrecoverable_by_design++; break;
+    case VD_UNDETECTED_UNPROMISED: cc->undetected_unpromised++; break;
     default: break;
     }
 }
@@ -466,11 +530,14 @@ static void settle_v3_v4_v5_v9_injections(vd_ctx *v, settle_state *s) {
             i->outcome = settle_v9_checked_flip_outcome(i);
         else
             i->outcome = settle_v4_damage_reported_or_gone(v, i);
+        i->outcome = settle_v10_promise(i, i->outcome);
         count_outcome(&out->cls[c], i->outcome);
     }
     if (v->external_kill) {
         out->cls[VD_KILL].injected++;
-        count_outcome(&out->cls[VD_KILL], s->crash_o);
+        int o = s->crash_o;
+        if (o == VD_LOST && promise_of(v, VD_KILL, "") == VD_PROMISE_NONE) o = VD_UNDETECTED_UNPROMISED; /* V10 */
+        count_outcome(&out->cls[VD_KILL], o);
     }
     if (s->crash_unrec && !crash_judged) {
         if (s->crash_o == VD_UNRECOVERABLE_BY_DESIGN)
@@ -498,7 +565,10 @@ static int settle_v6_symptom(const vd_ctx *v, const vd_observation *o, settle_st
 #else
     if (o->kind == VD_OBS_LOST_COMMIT) {
 #endif
-        out->cls[c].lost++;
+        if (symptom_unpromised(v, o))
+            out->cls[c].undetected_unpromised++; /* V10 */
+        else
+            out->cls[c].lost++;
         return -1;
     }
     if (o->kind == VD_OBS_CRASH) {
@@ -511,6 +581,10 @@ static int settle_v6_symptom(const vd_ctx *v, const vd_observation *o, settle_st
     }
     if (out->measuring) {
         out->cls[measured_class_for(v, c, out->cls)].undetectable++;
+        return -1;
+    }
+    if (value_symptom(o) && symptom_unpromised(v, o)) {
+        out->cls[c].undetected_unpromised++; /* V10 */
         return -1;
     }
     if (misdirected_before(v, o) != (size_t)-1 && value_symptom(o)) {
@@ -761,6 +835,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
     out->measuring = vd_measuring(&v->cfg, out->measuring_why, sizeof out->measuring_why);
     settle_state s = {.out = out, .design_inj = {(size_t)-1, (size_t)-1, (size_t)-1}, .alarm_block = -2};
     settle_one_report_per_place(v);
+    settle_v10_promises(v);
     settle_v1_reports_match_their_places(v, &s);
     for (size_t r = 0; r < v->nrep; r++) settle_report_v1b_v1c_v8_v2(v, r, &s);
     out->false_alarms = v->nalarms;

@@ -37,9 +37,16 @@ int vd_class_from_name(const char *name) {
 }
 
 static const char *outcome_names[VD_OUTCOME_COUNT] = {
-    "pending", "detected",      "repaired",
-    "masked",  "undetectable",  "swallowed",
-    "lost",    "unrecoverable", "unrecoverable_by_design",
+    "pending",
+    "detected",
+    "repaired",
+    "masked",
+    "undetectable",
+    "swallowed",
+    "lost",
+    "unrecoverable",
+    "unrecoverable_by_design",
+    "undetected_unpromised",
 };
 const char *vd_outcome_name(int o) { return o >= 0 && o < VD_OUTCOME_COUNT ? outcome_names[o] : "?"; }
 

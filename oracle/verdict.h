@@ -116,9 +116,30 @@
  *       included) turns every escape of the pattern into swallowed;
  *       within it they are undetectable (the code's design).  Reports
  *       matched to other injections at the block credit nothing here.
+ *   V10 an engine's promises (its adapter's table, stress/promises.h,
+ *       asked through vd_config.promise_of for an injection's class and
+ *       file) decide what an undetected outcome is.  Where the engine
+ *       promises nothing (VD_PROMISE_NONE), an error swallowed (V3),
+ *       damage left unreported (V4b), a crash whose prefix check failed
+ *       (V5), and a wrong, lost or resurrected value or a lost commit
+ *       blamed on the injection are undetected_unpromised: counted in
+ *       the class's column, never a failure.  Where it promises to
+ *       repair (VD_PROMISE_REPAIR), an error class's failure may be
+ *       hidden: a call that returned ok is repaired, and what the engine
+ *       then returns is judged as always.  Where it promises to detect,
+ *       and without a table (promise_of NULL), the rules above stand.
+ *       An error class the engine reports as corruption (the table
+ *       says so: SQLite's EIO on a read is SQLITE_CORRUPT), or one it
+ *       promises nothing for, matches a report in its file, or one that
+ *       names no block (the engine names no place: SQLite names its
+ *       database file whatever file failed), which V0 lets no error class
+ *       do otherwise: explained, not credited (V3 asks the call).
+ *       Crashes and hangs of the engine fail whatever it promises.
  *
  * Settlement order.  The numbers group the rules by topic; vd_settle
  * (settle.c) applies them in the order their inputs need:
+ *   0. V10: each injection's promise, asked of the engine's table (an
+ *      error it reports as corruption may then match in 1);
  *   1. the reports, one per place and layer, each matched to the
  *      injections at its place: V1, with V0 (what may explain at all),
  *      V1e (the layers a cache flip matches) and V1d (what credits);
@@ -132,7 +153,8 @@
  *      the power-loss step's decisions (the outcome of 3), V9 for a
  *      checked pattern flip, V4 and V4b for the rest; then the opens no
  *      ledger line carries (an external kill, an own failed handle);
- *   5. the driver's symptoms: V6, V6b, V6c;
+ *      (each outcome then under V10's promise);
+ *   5. the driver's symptoms: V6, V6b, V6c, V10;
  *   6. the bound on the escapes of the per-KV codes (V6c, and its
  *      estimate for a ledger without pair_check);
  *   7. V9 per pattern: past its bound, a pattern's escapes counted in 4
@@ -182,7 +204,7 @@ int vd_class_from_name(const char *name);
 /* clang-format off */
 #define VD_COUNTERS(X)                                                    \
     X(injected) X(detected) X(repaired) X(masked) X(undetectable)         \
-    X(unrecoverable_by_design)                                            \
+    X(unrecoverable_by_design) X(undetected_unpromised)                   \
     X(wrong_value) X(lost) X(resurrected) X(false_alarm) X(swallowed)     \
     X(unrecoverable) X(crash) X(hang)
 /* clang-format on */
@@ -204,7 +226,18 @@ typedef struct vd_config {
     int protection_bytes; /* block_protection_bytes_per_key (w) */
     uint32_t page_size;
     uint64_t wal_segment_size; /* to place WAL reports given by LSN */
+    /* V10: what the engine promises for an injection of class CLS in
+     * FILE (relative to the database directory; "" for a crash with no
+     * ledger line), enum vd_promise, and in *AS_CORRUPTION 1 when the
+     * engine reports that failure as corruption; NULL: it promises to
+     * detect everything as itself (the usual rules). */
+    int (*promise_of)(void *ctx, int cls, const char *file, int *as_corruption);
+    void *promise_ctx;
 } vd_config;
+
+/* V10: an engine's promise for a class and file kind (stress/promises.h
+ * has the same three, in this order). */
+enum vd_promise { VD_PROMISE_DETECT = 0, VD_PROMISE_REPAIR, VD_PROMISE_NONE };
 
 /* 1 if the options make class CLS undetectable by design (docs/oracle.md,
  * rule V6). */
@@ -246,8 +279,10 @@ typedef struct vd_injection {
     uint64_t page_pre, page_post; /* bitflip_page: XXH64 of the block before and
                                    * after the flip (ledger pre/post; 0 absent) */
     /* verdict, filled by vd_settle */
-    int outcome;      /* enum vd_outcome */
-    uint32_t reports; /* reports that matched it */
+    int outcome;       /* enum vd_outcome */
+    uint32_t reports;  /* reports that matched it */
+    int promise;       /* V10: enum vd_promise, as promise_of said */
+    int as_corruption; /* V10: the engine reports this error as corruption */
 } vd_injection;
 
 enum vd_outcome {
@@ -260,6 +295,7 @@ enum vd_outcome {
     VD_LOST,
     VD_UNRECOVERABLE,
     VD_UNRECOVERABLE_BY_DESIGN,
+    VD_UNDETECTED_UNPROMISED, /* V10 */
     VD_OUTCOME_COUNT
 };
 const char *vd_outcome_name(int outcome);

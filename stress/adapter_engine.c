@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "adapter.h"
+#include "promises.h"
 #include "engine.h"
 #include "inspect.h"
 
@@ -50,7 +51,7 @@ int st_refuse_options(const st_open_options *o, const char *engine, const char *
         snprintf(why, cap,
                  "--engine %s: %s need%s the fault library's hooks in the engine (faults, the power-loss journal, "
                  "kill points, delays), which %s has none of here (the fault door serves it "
-                 "--sync_fault_injection alone, with --faults_via posix)",
+                 "--sync_fault_injection, kill points and its promise table's classes, with --faults_via posix)",
                  engine, names, strchr(o->hook_options, ',') ? "" : "s", words);
         return ST_NOTSUP;
     }
@@ -327,6 +328,67 @@ static void a_stats(st_db *a, st_stats *out) {
 }
 
 static void *a_native(st_db *a) { return a->db; }
+
+/* ---- promises (promises.h) ----
+ *
+ * What our engine promises (docs/engine.md; docs/fault-classes.md gives
+ * each class's detector): every class detected or repaired, except where
+ * its options take the detector away.  Those rows are the oracle's
+ * measured classes (vd_class_measured, rule V6): checksums off, full-page
+ * writes off, per-KV protection off, and lost writes always (an old page
+ * keeps a valid checksum); the oracle measures them instead of counting
+ * them apart. */
+#define EN_PAGES "docs/engine.md#pages-and-checksums-enginepageh-enginechecksumc"
+#define EN_KV    "docs/engine.md#per-key-value-protection-enginekvproth"
+#define EN_WAL   "docs/engine.md#write-path-wal-and-commit-enginewalh-enginepageoph"
+#define EN_IO    "docs/engine.md#io-engineioh"
+#define EN_REC   "docs/engine.md#recovery-enginerecoveryh"
+static const st_promise ours_rows[] = {
+    {"bitflip_page", "any", "data_checksums=0", ST_PROMISE_NONE, -1, EN_PAGES, "no page checksum to verify", NULL, 0},
+    {"bitflip_page", "any", "", ST_PROMISE_DETECT, -1, EN_PAGES,
+     "every page read is checked by its block-seeded checksum; the control file by its own", NULL, 0},
+    {"bitflip_wal", "any", "", ST_PROMISE_DETECT, -1, EN_WAL,
+     "every log sector checks itself (CRC32C), every record its checksum; a synced record is never trimmed as a "
+     "torn tail (W3)",
+     NULL, 0},
+    {"bitflip_cache", "any", "block_protection_bytes_per_key=0", ST_PROMISE_NONE, -1, EN_KV,
+     "no per-KV protection: a flipped cached page is written back under a fresh checksum", NULL, 0},
+    {"bitflip_cache", "any", "", ST_PROMISE_DETECT, -1, EN_KV,
+     "per-KV codes checked on every use and at write-back; escapes within the codes' Poisson bound", NULL, 0},
+    {"bitflip_inflight", "any", "data_checksums=0", ST_PROMISE_NONE, -1, EN_PAGES, "no page checksum to verify", NULL,
+     0},
+    {"bitflip_inflight", "any", "", ST_PROMISE_DETECT, -1, EN_PAGES, "a page read in flipped fails its checksum", NULL,
+     0},
+    {"torn_write", "any", "data_checksums=0", ST_PROMISE_NONE, -1, EN_PAGES, "no page checksum to find the tear", NULL,
+     0},
+    {"torn_write", "any", "full_page_writes=0", ST_PROMISE_NONE, -1, EN_WAL, "no page image to rebuild the page", NULL,
+     0},
+    {"torn_write", "any", "", ST_PROMISE_REPAIR, -1, EN_WAL,
+     "redo rebuilds a torn page from the full-page image logged before its first change since the checkpoint", NULL, 0},
+    {"misdirected_write", "any", "data_checksums=0", ST_PROMISE_NONE, -1, EN_PAGES, "no page checksum to verify", NULL,
+     0},
+    {"misdirected_write", "any", "", ST_PROMISE_DETECT, -1, EN_PAGES,
+     "the checksum is seeded with the block number: a page at the wrong block fails it", NULL, 0},
+    {"lost_write", "any", "", ST_PROMISE_NONE, -1, EN_PAGES, "an old page keeps a valid checksum", NULL, 0},
+    {"zero_page", "any", "data_checksums=0", ST_PROMISE_NONE, -1, EN_PAGES, "no page checksum to verify", NULL, 0},
+    {"zero_page", "any", "", ST_PROMISE_DETECT, -1, EN_PAGES,
+     "a zero page below the durable high-water mark is corruption (P5)", NULL, 0},
+    {"read_error", "any", "", ST_PROMISE_DETECT, -1, EN_IO, "a failed read returns its error", NULL, 0},
+    {"write_error", "any", "", ST_PROMISE_DETECT, -1, EN_IO,
+     "a failed write returns its error and poisons the handle until it is reopened", NULL, 0},
+    {"nospace", "any", "", ST_PROMISE_DETECT, -1, EN_IO,
+     "ENOSPC returns its error and poisons the handle until it is reopened", NULL, 0},
+    {"short_io", "any", "", ST_PROMISE_REPAIR, -1, EN_IO, "a short transfer is finished by the next call", NULL, 0},
+    {"sync_error", "any", "", ST_PROMISE_DETECT, -1, EN_IO,
+     "a failed fsync returns its error and poisons the handle; it is never retried as if the data were safe", NULL, 0},
+    {"power_loss", "any", "", ST_PROMISE_REPAIR, 1, EN_REC,
+     "recovery replays the log to an exact prefix of the history, every synced commit in it", NULL, 0},
+    {"kill", "any", "", ST_PROMISE_REPAIR, 1, EN_REC,
+     "recovery replays the log to an exact prefix of the history, every synced commit in it", NULL, 0},
+};
+static const char *const ours_options[] = {"data_checksums", "full_page_writes", "block_protection_bytes_per_key",
+                                           NULL};
+const st_promises st_promises_ours = {"ours", ours_rows, sizeof ours_rows / sizeof *ours_rows, ours_options, NULL};
 
 const st_engine st_engine_ours = {
     .name = "engine",

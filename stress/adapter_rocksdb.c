@@ -68,6 +68,7 @@
 #include <unistd.h>
 
 #include "adapter.h"
+#include "promises.h"
 
 static const char seq_key[] = "\0stress/seq";
 #define SEQ_KEY_LEN (sizeof seq_key - 1)
@@ -570,6 +571,100 @@ static const char *a_file_kind(const char *rel) {
         return "control";
     return NULL;
 }
+
+/* ---- promises (promises.h) ----
+ *
+ * What RocksDB's documentation promises, for the options this adapter
+ * draws or sets: --rocksdb_wal_recovery_mode, --sync_mode
+ * (WriteOptions.sync), --data_checksums (kNoChecksum for new tables);
+ * paranoid_checks and verify_checksums are always on here.  A row per
+ * page: the WAL recovery modes (crashes, the log read back at open), the
+ * background error handler (failed writes and syncs), the iterator's and
+ * Get's statuses (failed reads), options.h (what mode 0 and 1 refuse). */
+#define RK_WAL   "https://github.com/facebook/rocksdb/wiki/WAL-Recovery-Modes"
+#define RK_BG    "https://github.com/facebook/rocksdb/wiki/Background-Error-Handling"
+#define RK_ITER  "https://github.com/facebook/rocksdb/wiki/Iterator"
+#define RK_OPTS  "https://github.com/facebook/rocksdb/blob/v7.8.3/include/rocksdb/options.h"
+#define RK_TABLE "https://github.com/facebook/rocksdb/wiki/Rocksdb-BlockBasedTable-Format"
+static const st_promise rocksdb_rows[] = {
+    {"power_loss", "any", "rocksdb_wal_recovery_mode=1", ST_PROMISE_DETECT, 1, RK_WAL,
+     "kAbsoluteConsistency: any IO error or incomplete record in the log, a crash's torn tail included, fails the "
+     "open",
+     NULL, 0},
+    {"power_loss", "any", "rocksdb_wal_recovery_mode=0,sync_mode=off", ST_PROMISE_DETECT, 1, RK_OPTS,
+     "kTolerateCorruptedTailRecords tolerates an incomplete record at the log's tail only; a hole that lost "
+     "unsynced writes leave before it is a corruption, and the open is refused",
+     NULL, 0},
+    {"power_loss", "any", "rocksdb_wal_recovery_mode=3,sync_mode=off", ST_PROMISE_NONE, 1, RK_WAL,
+     "kSkipAnyCorruptedRecords ignores any error in the log and replays what follows a hole: recovery after a "
+     "disaster, no consistency promised",
+     NULL, 0},
+    {"power_loss", "any", "rocksdb_wal_recovery_mode=2,sync_mode=off", ST_PROMISE_REPAIR, 1, RK_WAL,
+     "kPointInTimeRecovery stops the replay at the first inconsistency: the state of a point in time",
+     "docs/findings/rocksdb-point-in-time-after-unsynced-writes.md", 0},
+    {"power_loss", "any", "", ST_PROMISE_REPAIR, 1, RK_WAL,
+     "every write acknowledged with WriteOptions.sync is in the log and replayed; an incomplete last record of "
+     "the crash is dropped",
+     NULL, 0},
+    {"kill", "any", "", ST_PROMISE_REPAIR, 1, RK_WAL,
+     "a killed process leaves every committed record in the log (the OS keeps what was written); replayed at "
+     "open",
+     NULL, 0},
+    {"torn_write", "wal", "rocksdb_wal_recovery_mode=0|1", ST_PROMISE_DETECT, -1, RK_OPTS,
+     "a record torn at 512-byte sectors fails its CRC, a corruption: modes 0 and 1 refuse to open (mode 0 "
+     "tolerates a record cut short, not a corrupt one)",
+     NULL, 0},
+    {"torn_write", "any", "", ST_PROMISE_REPAIR, -1, RK_WAL,
+     "a torn log record fails its CRC: point in time recovery stops before it, mode 3 skips it; tables and "
+     "manifest records count only once synced",
+     NULL, 0},
+    {"bitflip_page", "data", "data_checksums=0", ST_PROMISE_NONE, -1, RK_TABLE,
+     "kNoChecksum: the table's blocks carry no checksum to verify", NULL, 0},
+    {"bitflip_page", "data", "", ST_PROMISE_DETECT, -1, RK_TABLE,
+     "every block of a table ends in a checksum, verified on each read with verify_checksums (on here); the "
+     "whole-file checksum needs a generator this adapter has none of",
+     NULL, 0},
+    {"bitflip_wal", "wal", "rocksdb_wal_recovery_mode=2|3", ST_PROMISE_NONE, -1, RK_WAL,
+     "a record that fails its CRC ends the replay (point in time) or is skipped (mode 3): records synced after "
+     "it may be dropped without an error",
+     NULL, 0},
+    {"bitflip_wal", "wal", "", ST_PROMISE_DETECT, -1, RK_WAL,
+     "modes 0 and 1 take a corrupt record before the log's tail for corruption: the open fails", NULL, 0},
+    {"read_error", "wal", "rocksdb_wal_recovery_mode=3", ST_PROMISE_NONE, -1, RK_WAL,
+     "kSkipAnyCorruptedRecords: any IO error while reading the log is ignored", NULL, 0},
+    {"read_error", "wal", "rocksdb_wal_recovery_mode=2", ST_PROMISE_NONE, -1, RK_WAL,
+     "kPointInTimeRecovery: the replay is stopped after an IO error, to the point in time before it", NULL, 0},
+    {"read_error", "wal", "", ST_PROMISE_DETECT, -1, RK_WAL,
+     "modes 0 and 1 take an IO error while reading the log for corruption: the open fails", NULL, 0},
+    {"read_error", "any", "", ST_PROMISE_DETECT, -1, RK_ITER,
+     "Get and Iterator::status() return the error of the read: I/O errors, checksum mismatches", NULL, 0},
+    {"write_error", "wal", "", ST_PROMISE_DETECT, -1, RK_BG,
+     "a failed write of the log fails the write and sets the background error: every later write fails until the "
+     "DB is reopened",
+     NULL, 0},
+    {"write_error", "any", "", ST_PROMISE_REPAIR, -1, RK_OPTS,
+     "a failed flush, compaction or manifest write sets the background error (paranoid_checks on); a failed "
+     "options file is only logged (fail_if_options_file_error is false), a failed delete of an obsolete file "
+     "leaves it behind",
+     NULL, 0},
+    {"nospace", "wal", "", ST_PROMISE_DETECT, -1, RK_BG,
+     "out of space in a write of the log fails the write and sets the background error", NULL, 0},
+    {"nospace", "any", "", ST_PROMISE_REPAIR, -1, RK_BG,
+     "out of space in a flush or compaction sets the background error (recovered automatically once space "
+     "returns); the options file's failure is only logged",
+     NULL, 0},
+    {"sync_error", "wal", "", ST_PROMISE_DETECT, -1, RK_BG,
+     "a failed sync of the log always sets the background error: the write fails", NULL, 0},
+    {"sync_error", "any", "", ST_PROMISE_REPAIR, -1, RK_BG,
+     "a failed sync of a flush, compaction or manifest sets the background error (paranoid_checks on); the options "
+     "file's is only logged",
+     NULL, 0},
+};
+static const char *const rocksdb_options[] = {"rocksdb_wal_recovery_mode", "sync_mode", "data_checksums", NULL};
+static const char *const rocksdb_door[] = {"power_loss", "kill",       "read_error", "write_error",
+                                           "nospace",    "sync_error", NULL};
+const st_promises st_promises_rocksdb = {"rocksdb", rocksdb_rows, sizeof rocksdb_rows / sizeof *rocksdb_rows,
+                                         rocksdb_options, rocksdb_door};
 
 /* RocksDB's version header is C++ (rocksdb/version.h) and its C API has
  * no call that returns the version: the Makefile reads the header's

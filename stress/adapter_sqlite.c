@@ -89,6 +89,7 @@
 #include <unistd.h>
 
 #include "adapter.h"
+#include "promises.h"
 
 #define DB_FILE "db.sqlite"
 #define BUSY_MS 10000
@@ -183,9 +184,96 @@ static const char *const meaningless[] = {"data_checksums",
                                           "rocksdb_wal_recovery_mode",
                                           NULL};
 
-/* Q4: a commit is durable when COMMIT returns (WAL: the log is synced;
- * DELETE: the journal's unlink too). */
-static int commit_durable(int wal, int synchronous) { return wal ? synchronous != 1 : synchronous == 2; }
+/* ---- promises (promises.h) ----
+ *
+ * What SQLite's documentation promises, for --sqlite_journal_mode and
+ * --sqlite_synchronous: atomic commit across a crash or power loss in
+ * every mode (atomiccommit.html, wal.html), durability of a commit at
+ * its return by mode (pragma.html#pragma_synchronous: Q4 reads it), an
+ * SQLITE_IOERR or SQLITE_FULL for a failed call (rescode.html), and no
+ * redundancy against damaged bytes (atomiccommit.html, Hardware
+ * Assumptions; howtocorrupt.html). */
+#define SQ_ATOMIC "https://www.sqlite.org/atomiccommit.html"
+#define SQ_WAL    "https://www.sqlite.org/wal.html"
+#define SQ_SYNC   "https://www.sqlite.org/pragma.html#pragma_synchronous"
+#define SQ_RC     "https://www.sqlite.org/rescode.html"
+#define SQ_HOW    "https://www.sqlite.org/howtocorrupt.html"
+static const st_promise sqlite_rows[] = {
+    {"power_loss", "any", "sqlite_journal_mode=wal,sqlite_synchronous=normal", ST_PROMISE_REPAIR, 0, SQ_SYNC,
+     "WAL with NORMAL is consistent after a power loss, but a commit is synced at a checkpoint only and may roll "
+     "back",
+     NULL, 0},
+    {"power_loss", "any", "sqlite_journal_mode=delete,sqlite_synchronous=full|normal", ST_PROMISE_REPAIR, 0, SQ_SYNC,
+     "the rollback journal's unlink commits; only EXTRA syncs the directory after it, so a commit followed closely "
+     "by a power loss may roll back (NORMAL: probably safe from corruption on a modern file system)",
+     NULL, 0},
+    {"power_loss", "any", "", ST_PROMISE_REPAIR, 1, SQ_ATOMIC,
+     "a transaction is atomic across a power failure; with WAL and FULL or EXTRA, or a rollback journal and "
+     "EXTRA, it is durable once COMMIT returns",
+     NULL, 0},
+    {"kill", "any", "", ST_PROMISE_REPAIR, 1, SQ_SYNC,
+     "transactions are durable across application crashes regardless of the synchronous setting or journal mode", NULL,
+     0},
+    {"torn_write", "any", "", ST_PROMISE_REPAIR, -1, SQ_ATOMIC,
+     "SQLite does not assume a sector write is atomic: the journal's and the log's frames are checked before "
+     "they are played back",
+     NULL, 0},
+    {"bitflip_page", "any", "", ST_PROMISE_NONE, -1, SQ_ATOMIC,
+     "SQLite adds no redundancy to detect damaged bytes: it assumes what it reads is what it wrote (pages carry "
+     "no checksum)",
+     NULL, 0},
+    {"zero_page", "any", "", ST_PROMISE_NONE, -1, SQ_HOW,
+     "a disk that changes content (a lost or misplaced write, a flipped bit) can corrupt the database; nothing "
+     "checks a page against it",
+     NULL, 0},
+    {"read_error", "wal", "sqlite_journal_mode=wal", ST_PROMISE_REPAIR, -1, SQ_WAL,
+     "a reader's failed read of the log fails its statement; an automatic checkpoint that fails leaves the log "
+     "whole, to be copied by the next one (EIO is reported as SQLITE_CORRUPT, below)",
+     NULL, 1},
+    {"read_error", "any", "", ST_PROMISE_DETECT, -1, SQ_RC,
+     "a failed read fails its statement; an EIO is SQLITE_IOERR_CORRUPTFS, which reaches the application as "
+     "SQLITE_CORRUPT",
+     NULL, 1},
+    {"write_error", "dir", "", ST_PROMISE_NONE, -1, SQ_SYNC,
+     "EXTRA syncs the directory after the journal's unlink; nothing says what a failed directory sync does (the "
+     "runs: ignored; docs/findings/sqlite-failed-syncs.md)",
+     NULL, 0},
+    {"write_error", "any", "sqlite_journal_mode=wal", ST_PROMISE_REPAIR, -1, SQ_WAL,
+     "a failed write of a commit's frames fails the COMMIT; an automatic checkpoint that fails leaves the log "
+     "whole, to be copied again by the next",
+     NULL, 0},
+    {"write_error", "any", "", ST_PROMISE_DETECT, -1, SQ_RC,
+     "a failed write fails the statement with SQLITE_IOERR (SQLITE_IOERR_WRITE); the transaction rolls back", NULL, 0},
+    {"nospace", "any", "sqlite_journal_mode=wal", ST_PROMISE_REPAIR, -1, SQ_WAL,
+     "a full disk fails a commit's frames with SQLITE_FULL; an automatic checkpoint that fails leaves the log "
+     "whole",
+     NULL, 0},
+    {"nospace", "any", "", ST_PROMISE_DETECT, -1, SQ_RC,
+     "a full disk fails the statement with SQLITE_FULL; the transaction rolls back", NULL, 0},
+    {"sync_error", "any", "sqlite_journal_mode=wal,sqlite_synchronous=full|extra", ST_PROMISE_REPAIR, -1, SQ_WAL,
+     "every commit syncs the log (a failure is SQLITE_IOERR_FSYNC to COMMIT); an automatic checkpoint whose sync "
+     "fails leaves the log whole",
+     NULL, 0},
+    {"sync_error", "any", "", ST_PROMISE_NONE, -1, SQ_RC,
+     "SQLITE_IOERR_FSYNC names the error; nothing says what a transaction holds once the pages of a failed sync "
+     "are dropped, nor that an automatic checkpoint's failure reaches a statement (docs/findings/sqlite-failed-"
+     "syncs.md)",
+     NULL, 0},
+};
+static const char *const sqlite_options[] = {"sqlite_journal_mode", "sqlite_synchronous", "sync_mode", NULL};
+static const char *const sqlite_door[] = {"power_loss", "kill",       "read_error", "write_error",
+                                          "nospace",    "sync_error", NULL};
+const st_promises st_promises_sqlite = {"sqlite", sqlite_rows, sizeof sqlite_rows / sizeof *sqlite_rows, sqlite_options,
+                                        sqlite_door};
+
+/* Q4: a commit is durable when COMMIT returns: the table's crash row for
+ * the journal mode and synchronous setting says a synced commit survives
+ * a power loss. */
+static int commit_durable(int wal, int synchronous) {
+    st_open_options o = {.sqlite_journal_mode = !wal, .sqlite_synchronous = synchronous};
+    const st_promise *r = st_promise_find(&st_promises_sqlite, "power_loss", "any", st_open_options_value, &o);
+    return r && r->commit_survives == 1;
+}
 
 /* The pairs that cannot work whatever the command line (open checks them
  * too: a trace's restart may set another sync mode). */

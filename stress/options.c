@@ -157,6 +157,10 @@ static const opt_def defs[] = {
         "comma list of the file kinds the I/O classes (read_error, write_error, nospace, short_io, sync_error) "
         "strike: data, wal, control, dir (default: all)"),
     FLAG("list_fault_points", list_fault_points, "print the engine's fault point catalogue and exit"),
+    FLAG("promises", promises,
+         "print the engine's promise table as JSON and exit: per fault class, file kind and engine option, what its "
+         "documentation promises (detect, repair, none; docs/promises.md)"),
+    FLAG("promises_table", promises_table, "print the engine's promise table as Markdown and exit"),
     FLAG("help", help, "this list"),
     FLAG("version", version, "git describe and build options, then exit"),
 };
@@ -316,7 +320,7 @@ int st_parse_options(int argc, char **argv, st_options *o) {
         }
         if (set_opt(o, d, val)) return 2;
     }
-    if (o->help || o->version || o->list_fault_points) return 0;
+    if (o->help || o->version || o->list_fault_points || o->promises || o->promises_table) return 0;
     if (!o->db) {
         fprintf(stderr, "stress: --db is required (try --help)\n");
         return 2;
@@ -357,6 +361,11 @@ int st_parse_options(int argc, char **argv, st_options *o) {
         return 2;
     }
     return 0;
+}
+
+const char *st_option_default(const char *name) {
+    const opt_def *d = find_def(name, strlen(name));
+    return d ? d->def : NULL;
 }
 
 int st_faults_requested(const st_options *o) {

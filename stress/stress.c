@@ -58,6 +58,7 @@
 #include "common/version.h"
 #include "faults/door.h"
 #include "oracle/report_line.h"
+#include "promises.h"
 #include "stress_int.h"
 
 /* The driver, for the two callers that cannot be handed it: on_fatal runs
@@ -348,17 +349,47 @@ const char *st_point_what(const st_driver *d, size_t i) {
     return d->E == &st_engine_ours ? d->E->fault_point_what(i) : flt_door_kill_point_what(door_index(d, i));
 }
 
-static void drop_door_served(char *hooks) {
-    static const char *const served[] = {"sync_fault_injection", "kill_random_test", "kill_points", NULL};
+/* 1 if the door serves hook option NAME (N bytes) to engine E: the
+ * power-loss journal and the kill points, and each fault class its
+ * promise table lets the door serve it (promises.h, PR2). */
+static int door_serves(const st_engine *E, const char *name, size_t n) {
+    static const char *const crash[] = {"sync_fault_injection", "kill_random_test", "kill_points", NULL};
+    for (size_t i = 0; crash[i]; i++)
+        if (strlen(crash[i]) == n && !strncmp(crash[i], name, n)) return 1;
+    for (int c = 0; c < VD_CLASS_COUNT; c++) {
+        const char *opt = flt_class_option(c);
+        if (opt && strlen(opt) == n && !strncmp(opt, name, n))
+            return st_promise_door_serves(st_promises_of(E), vd_class_name(c));
+    }
+    return 0;
+}
+
+static void drop_door_served(const st_engine *E, char *hooks) {
     char out[2048] = "";
     size_t len = 0;
     for (const char *c = hooks; *c; c += strcspn(c, ","), c += *c == ',') {
-        size_t n = strcspn(c, ","), i = 0;
-        while (served[i] && !(strlen(served[i]) == n && !strncmp(served[i], c, n))) i++;
-        if (!served[i] && len + n + 2 < sizeof out)
+        size_t n = strcspn(c, ",");
+        if (!door_serves(E, c, n) && len + n + 2 < sizeof out)
             len += (size_t)snprintf(out + len, sizeof out - len, "%s%.*s", len ? "," : "", (int)n, c);
     }
     memcpy(hooks, out, len + 1);
+}
+
+static int known_class(const char *name) { return vd_class_from_name(name) >= 0; }
+
+/* --promises, --promises_table: the engine's promise table, checked
+ * (PR1-PR3: a table that breaks them is this build's bug). */
+static int print_promises(const st_driver *d) {
+    const st_promises *t = st_promises_of(d->E);
+    char why[256];
+    if (st_promises_check(t, known_class, why, sizeof why)) {
+        fprintf(stderr, "stress: the promise table is broken: %s\n", why);
+        return EXIT_INFRA;
+    }
+    const char *version = d->E->library_version ? d->E->library_version() : NULL;
+    if (d->o.promises) st_promises_json(t, version, st_option_default, stdout);
+    if (d->o.promises_table) st_promises_markdown(t, version, stdout);
+    return EXIT_PASS;
 }
 
 /* Options, the adapter's check of them, the directories' names, the
@@ -381,6 +412,7 @@ static int parse(st_driver *d, int argc, char **argv) {
         for (size_t i = 0; i < st_point_count(d); i++) printf("%-44s %s\n", st_point_name(d, i), st_point_what(d, i));
         return EXIT_PASS;
     }
+    if (d->o.promises || d->o.promises_table) return print_promises(d);
     if (d->E->planted_bug && d->E->planted_bug())
         fprintf(stderr, "stress: this engine carries the planted bug '%s' (tests/mutants.txt): not the real engine\n",
                 d->E->planted_bug());
@@ -402,7 +434,7 @@ static int parse(st_driver *d, int argc, char **argv) {
      * while it checks (no open reads them). */
     char hooks[2048], changed[4096];
     st_options_changed(&d->o, 1, hooks, sizeof hooks);
-    if (d->o.faults_via == 1 && d->E != &st_engine_ours) drop_door_served(hooks);
+    if (d->o.faults_via == 1 && d->E != &st_engine_ours) drop_door_served(d->E, hooks);
     st_options_changed(&d->o, 0, changed, sizeof changed);
     for (const char *c = changed; *c; c += strcspn(c, ","), c += *c == ',') {
         size_t n = strcspn(c, ",");
@@ -448,7 +480,9 @@ static int parse(st_driver *d, int argc, char **argv) {
                                        .full_page_writes = d->o.full_page_writes,
                                        .protection_bytes = (int)d->o.block_protection_bytes_per_key,
                                        .page_size = (uint32_t)d->o.page_size,
-                                       .wal_segment_size = d->o.wal_segment_size};
+                                       .wal_segment_size = d->o.wal_segment_size,
+                                       .promise_of = st_promise_of,
+                                       .promise_ctx = d};
     for (int i = 0; i < VD_CLASS_COUNT; i++) vc.class_on[i] = d->o.one_in[i] != 0;
     vc.class_on[VD_POWER_LOSS] = d->o.sync_fault_injection;
     vc.class_on[VD_KILL] = d->o.kill_random_test != 0;
@@ -931,6 +965,16 @@ static size_t judge_unopened_damage(const st_driver *d, vd_ctx *v) {
     return judged;
 }
 
+/* The promise injection J broke (V10: the engine's table row for its
+ * class and file kind), as a line of its failure's message, in BUF. */
+static void promise_row(const st_driver *d, const vd_injection *j, char *buf, size_t cap) {
+    const st_promise *r = st_promise_judging(d, j->cls, j->file);
+    char line[360];
+    if (!r) return;
+    st_promise_line(r, line, sizeof line);
+    snprintf(buf, cap, "    broken %s\n", line);
+}
+
 /* Judge, print what failed, write the report and the summary line.
  * Returns 1 if the run passed. */
 static int verdict(st_driver *d, int failed) {
@@ -953,23 +997,25 @@ static int verdict(st_driver *d, int failed) {
     }
     for (size_t i = 0; i < vd_injection_count(v); i++) {
         const vd_injection *j = vd_injection_at(v, i);
+        char row[400] = "";
+        if (j->outcome == VD_SWALLOWED && i < 1000) promise_row(d, j, row, sizeof row);
         if (j->outcome == VD_SWALLOWED && j->present && i < 1000)
             fprintf(
                 stderr,
                 "stress: FAILURE swallowed: %s injected at %s (file %s block %lld offset %lld len %lld) is still on "
                 "disk (nothing overwrote it) but no check reported it, not even %s\n"
-                "    repro: %s\n",
+                "%s    repro: %s\n",
                 j->cls_name, j->point, j->file, (long long)j->block, (long long)j->offset, (long long)j->len,
                 unopened_judged ? "the engine's page reader on the closed files of the database that did not open "
                                   "(V4c)"
                                 : "the final verify of every block",
-                d->repro);
+                row, d->repro);
         else if (j->outcome == VD_SWALLOWED && i < 1000)
-            fprintf(
-                stderr,
-                "stress: FAILURE swallowed: %s injected at %s (thread %d, op %lld:%lld) but the call returned ok\n    "
-                "repro: %s\n",
-                j->cls_name, j->point, j->thread, (long long)(j->op >> 32), (long long)(j->op & 0xffffffff), d->repro);
+            fprintf(stderr,
+                    "stress: FAILURE swallowed: %s injected at %s (file %s, thread %d, op %lld:%lld) but the call "
+                    "returned ok\n%s    repro: %s\n",
+                    j->cls_name, j->point, j->file[0] ? j->file : "-", j->thread, (long long)(j->op >> 32),
+                    (long long)(j->op & 0xffffffff), row, d->repro);
     }
     if (res.unrecoverable && res.by_design[0])
         fprintf(stderr, "stress: unrecoverable_by_design: the database did not come back, explained by %s\n",

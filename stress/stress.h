@@ -75,6 +75,7 @@ typedef struct st_options {
     int help;
     int version;
     int list_fault_points;
+    int promises, promises_table; /* print the engine's promise table (promises.h) */
 } st_options;
 
 /* Parse ARGV into O (defaults first).  Returns 0, or 2 after printing a
@@ -87,6 +88,9 @@ int st_apply_open_list(st_options *o, const char *list);
 void st_print_help(FILE *f);
 /* The options as one JSON object (the report's "options"). */
 void st_options_json(const st_options *o, FILE *f);
+/* Option NAME's default as the table writes it ("commit", "2"), or NULL
+ * for no such option. */
+const char *st_option_default(const char *name);
 /* 1 if any fault option is on. */
 int st_faults_requested(const st_options *o);
 /* The options of O set away from their defaults, as a comma list in OUT

@@ -1,0 +1,107 @@
+/*
+ * doorio.c -- the I/O error classes at the door's calls, for an engine
+ * with no fault points of its own (flt_options.via_door with a
+ * file_kind: RocksDB, SQLite).
+ *
+ * Our engine's read, write and meta points (fiu.c) fail its I/O inside
+ * the engine; another engine's calls reach the fault library only as the
+ * door's eng_io_ops, so the draw is made in before(), in front of the
+ * kill points and inject.c's hooks, from the same streams and odds:
+ *
+ *   op kind                               classes drawn          errno
+ *   READ (inside the file)                read_error             EIO
+ *   WRITE                                 write_error, nospace   EIO, ENOSPC
+ *   CREATE RENAME UNLINK TRUNCATE DIRSYNC write_error            EIO
+ *
+ * A failed call issues nothing: no byte moves, the journal records
+ * nothing and no after() follows (the ledger line comes first, FL1).
+ * sync_error stays inject.c's (hook/sync, with the drop of the file's
+ * dirty data), as for every engine; this before() only tells it which
+ * files it may strike (the flag fault_files sets, t->file_off).  Ledger points door/io/read,
+ * door/io/write, door/io/meta; file: the path below the database
+ * directory ("." for a fsync of the directory itself).  A file of no
+ * kind (an info log, a lock file) draws nothing, and with fault_files
+ * only the kinds named draw.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "doorio_int.h"
+#include "inject_int.h"
+
+static const char *point_of(int kind) {
+    return kind == ENG_IO_READ ? "door/io/read" : kind == ENG_IO_WRITE ? "door/io/write" : "door/io/meta";
+}
+
+static int is_db_dir(const flt_ctx *f, const char *path) {
+    return path && !strncmp(path, f->db_dir, f->db_dir_len) &&
+           (!path[f->db_dir_len] || !strcmp(path + f->db_dir_len, "/"));
+}
+
+/* 1 if read OP starts at or past its file's end (a size it cannot learn
+ * counts as inside). */
+static int past_end(const eng_io_op *op) {
+    struct stat st;
+    return op->path && stat(op->path, &st) == 0 && op->offset >= (uint64_t)st.st_size;
+}
+
+/* The class OP fails with (its errno in *ERR), or -1: one draw per class
+ * the op kind may fail with, in a fixed order. */
+static int draw_error(flt_ctx *f, flt_thr *t, const eng_io_op *op, int *err) {
+    switch (op->kind) {
+    case ENG_IO_READ:
+        /* A read at or past the file's end touches no device: it returns
+         * 0 bytes and cannot fail with EIO (the drawn firing is let go). */
+        if (flt_draw(f, t, FLT_READ_ERROR) && !past_end(op)) return *err = EIO, FLT_READ_ERROR;
+        return -1;
+    case ENG_IO_WRITE: {
+        int eio = flt_draw(f, t, FLT_WRITE_ERROR), enospc = flt_draw(f, t, FLT_NOSPACE);
+        if (eio) return *err = EIO, FLT_WRITE_ERROR;
+        if (enospc) return *err = ENOSPC, FLT_NOSPACE;
+        return -1;
+    }
+    case ENG_IO_CREATE:
+    case ENG_IO_RENAME:
+    case ENG_IO_UNLINK:
+    case ENG_IO_TRUNCATE:
+    case ENG_IO_DIRSYNC:
+        if (flt_draw(f, t, FLT_WRITE_ERROR)) return *err = EIO, FLT_WRITE_ERROR;
+        return -1;
+    default: return -1;
+    }
+}
+
+static int doorio_before(void *ctx, eng_io_op *op) {
+    flt_ctx *f = ctx;
+    flt_thr *t = flt_thr_get(f);
+    if (t && !flt_paused(f)) {
+        const char *kind = flt_file_kind(f, op);
+        /* A file of no kind (an info log, a lock file) is not the
+         * database's; fault_files narrows the kinds. */
+        t->file_off = !kind || (f->o.fault_files && !flt_list_has(f->o.fault_files, kind));
+        int err = 0, cls = draw_error(f, t, op, &err);
+        if (cls >= 0) {
+            flt_event e = flt_event_for(f, t, cls, point_of(op->kind));
+            /* A directory's fsync names the directory: "." for the
+             * database's own (its kind, dir, in the promise tables). */
+            e.file = op->kind == ENG_IO_DIRSYNC && is_db_dir(f, op->path) ? "." : flt_rel_path(f, op->path);
+            e.err = err == ENOSPC ? "ENOSPC" : "EIO";
+            if (op->kind == ENG_IO_READ || op->kind == ENG_IO_WRITE) {
+                e.offset = (int64_t)op->offset;
+                e.len = (int64_t)op->len;
+            }
+            if (flt_record(f, cls, &e) == 0) return -err; /* FL1: no line, no fault */
+        }
+    }
+    return f->door_io_next(ctx, op);
+}
+
+void flt_door_io_hooks(flt_ctx *f) {
+    const flt_options *o = &f->o;
+    int on =
+        o->one_in[FLT_READ_ERROR] || o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE] || o->one_in[FLT_SYNC_ERROR];
+    if (!o->via_door || !o->file_kind || !on) return;
+    f->door_io_next = f->hooks.before;
+    f->hooks.before = doorio_before;
+}
