@@ -280,9 +280,9 @@ flt_ledger *flt_get_ledger(flt_ctx *f);
 flt_journal *flt_get_journal(flt_ctx *f);
 
 /* The log sweep (stress --wal_sweep, point "sweep/wal"): a site is one
- * bit of one record byte of a WAL segment, OFF its file offset, BLOCK
- * the log block holding it, REGION its region's name (record_header or
- * record_payload, as the ledger's WAL lines name them). */
+ * bit of one byte of a WAL segment the reader relies on, OFF its file offset, BLOCK
+ * the log block holding it, REGION its region's name (record_header,
+ * record_payload or block_header, as the ledger's WAL lines name them). */
 typedef struct flt_sweep_site {
     uint64_t off, block;
     int bit;

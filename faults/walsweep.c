@@ -5,12 +5,15 @@
  *
  * A bit flipped in a record's byte fails its sector's own check (the
  * trailer's CRC32C covers every byte of the sector but the trailer), and
- * the reader meets it: every record of the stretch is read.  A power loss
- * keeps or loses 512-byte sectors whole, so no torn write looks like
- * that; a recovery that takes it for a torn tail cuts records that were
- * on disk.  The sites are sectors newest first (the tail, where a reader
+ * the reader meets it: every record of the stretch is read, and so is
+ * every block header around them (each has a check of its own).  A power loss keeps or loses 512-byte
+ * sectors whole, so no torn write looks like that; a recovery that takes
+ * it for a torn tail cuts records that were on disk.  The sites are
+ * sectors holding record bytes, newest first (the tail, where a reader
  * decides between torn and damaged, and where the witnesses of W3b are
- * fewest), then older ones drawn, each with one record byte and one bit.
+ * fewest), then older ones drawn; in each, a region present (record
+ * header, payload, block header) drawn alike, then a byte of it and a
+ * bit.
  * Reads the segment; writes nothing.
  */
 #include <stdlib.h>
@@ -21,22 +24,34 @@
 #include "format.h"
 #include "walview.h"
 
-/* Bytes of records in [A, B) of V. */
+/* The regions a sweep flips: every byte the reader relies on.  Not a
+ * sector's trailer: the records it covers still pass their own checksums,
+ * so the trailer is read only when one fails, to tell a tear from damage
+ * (W3a), and a flip there alone changes nothing the log says; nor padding
+ * past a block's last record, never read. */
+static const int swept[] = {FLT_WR_RECORD_HEADER, FLT_WR_RECORD_PAYLOAD, FLT_WR_BLOCK_HEADER};
+#define NSWEPT (sizeof swept / sizeof *swept)
+
+/* Bytes of records in [A, B) of V: a sector the sweep visits holds some. */
 static uint64_t record_bytes(const flt_wal_view *v, uint64_t a, uint64_t b) {
     return flt_wal_view_count(v, a, b, FLT_WR_RECORD_HEADER) + flt_wal_view_count(v, a, b, FLT_WR_RECORD_PAYLOAD);
 }
 
-/* A site in the record bytes of [A, B) of V, drawn from *R. */
+/* A site in [A, B) of V, drawn from *R: a region present there first,
+ * each alike (a block header's few bytes as likely as a record's
+ * payload), then a byte of it and a bit. */
 static flt_sweep_site site_in(const flt_wal_view *v, uint64_t a, uint64_t b, uint64_t *r) {
-    uint64_t h = flt_wal_view_count(v, a, b, FLT_WR_RECORD_HEADER);
-    uint64_t n = h + flt_wal_view_count(v, a, b, FLT_WR_RECORD_PAYLOAD);
+    uint64_t cnt[NSWEPT], present = 0;
+    for (size_t i = 0; i < NSWEPT; i++) present += (cnt[i] = flt_wal_view_count(v, a, b, swept[i])) != 0;
     *r = rng_mix64(*r);
-    uint64_t k = *r % n;
+    uint64_t k = *r % present;
+    size_t i = 0;
+    while (!cnt[i] || k-- > 0) i++; /* the K-th region present */
+    *r = rng_mix64(*r);
     flt_sweep_site s;
-    s.region = flt_wal_region_name(k < h ? FLT_WR_RECORD_HEADER : FLT_WR_RECORD_PAYLOAD);
-    s.off = k < h ? flt_wal_view_nth(v, a, b, FLT_WR_RECORD_HEADER, k)
-                  : flt_wal_view_nth(v, a, b, FLT_WR_RECORD_PAYLOAD, k - h);
+    s.off = flt_wal_view_nth(v, a, b, swept[i], *r % cnt[i]);
     s.block = s.off / WAL_BLOCK;
+    s.region = flt_wal_region_name(swept[i]);
     s.bit = (int)((*r >> 32) % 8);
     return s;
 }

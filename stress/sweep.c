@@ -128,11 +128,16 @@ static void one_trial(st_driver *d, const char *copy, const char *rel, const cha
     }
     d->sweep.swallowed++;
     char said[600];
-    if (rc == ST_OK)
+    if (rc == ST_OK && ext.end < undamaged->end)
         snprintf(said, sizeof said,
-                 "opened it, replaying the log to LSN 0x%llx (undamaged: 0x%llx), and reported "
-                 "nothing: a damaged record taken for a torn tail",
+                 "opened it, replaying the log only to LSN 0x%llx (undamaged: 0x%llx), and reported nothing: a "
+                 "damaged record taken for a torn tail",
                  (unsigned long long)ext.end, (unsigned long long)undamaged->end);
+    else if (rc == ST_OK)
+        snprintf(said, sizeof said,
+                 "opened it, replaying the whole log (to LSN 0x%llx), and reported nothing: damage its checks exist "
+                 "to find passed unseen",
+                 (unsigned long long)ext.end);
     else
         snprintf(said, sizeof said, "refused it without a report at the flip's place (first: %s)", t.first);
     fprintf(stderr,

@@ -85,6 +85,7 @@ class TestWalSweep(StressDir):
                 self.assertEqual(rep["verdict"], "fail")
                 self.assertGreater(rep["classes"]["bitflip_wal"]["swallowed"], 0)
                 self.assertIn("FAILURE swallowed: bitflip_wal injected at sweep/wal", err)
+                self.assertIn("replaying the log only to LSN", err)
                 self.assertIn("reported nothing: a damaged record taken for a torn tail", err)
                 return
         self.fail("the planted bug passed every sweep: %s" % seen)
