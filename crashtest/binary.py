@@ -4,6 +4,7 @@ values it supports, the build identity recorded with every report, and
 checks of the binaries and directories a run is given."""
 
 import datetime
+import json
 import os
 import platform
 import re
@@ -73,6 +74,29 @@ def stress_info(binary, engine_args=()):
             if line.strip():
                 catalogue.append(line.split()[0])
     return {"options": options, "catalogue": catalogue, "engines": engine_versions(binary)}
+
+
+# stress --promises per binary (by its content) and engine: read once.
+_PROMISES = {}
+
+
+def stress_promises(binary, engine):
+    """ENGINE's promise table as BINARY prints it (stress --engine ENGINE
+    --promises: rows, door classes, options and their defaults; JSON), read
+    once per binary and engine; None from a binary without the option."""
+    key = (sha256_of(binary), engine)
+    if key not in _PROMISES:
+        try:
+            r = subprocess.run(
+                [binary, "--engine", engine, "--promises"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                timeout=30,
+            )
+            _PROMISES[key] = json.loads(r.stdout.decode()) if r.returncode == 0 else None
+        except (OSError, subprocess.SubprocessError, ValueError):
+            _PROMISES[key] = None
+    return _PROMISES[key]
 
 
 def engine_versions(binary):

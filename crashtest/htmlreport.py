@@ -51,6 +51,7 @@ SEGMENTS = [
     ("masked", "#bdbdbd"),
     ("undetectable", "#fdae6b"),
     ("unrecoverable_by_design", "#9e9ac8"),
+    ("undetected_unpromised", "#fdd0a2"),
     ("failures", "#de2d26"),
 ]
 
@@ -166,6 +167,7 @@ def table_classes(summary):
         "masked",
         "undetectable",
         "unrecoverable_by_design",
+        "undetected_unpromised",
         "failures",
     ]
     out = [

@@ -7,7 +7,8 @@ A --set of the value reaches it again (a finding's reproduction).
 
 Each row: the engine, the first version with the fix, the option value
 that reaches the bug, what the bug does, and the page in docs/findings/
-with the evidence."""
+with the evidence.  A value of fault_files is a file kind the I/O
+classes are kept away from (params.leave_known_bug_kinds)."""
 
 KNOWN_BUGS = (
     {
@@ -18,6 +19,16 @@ KNOWN_BUGS = (
         "what": "refuses to open a valid compressed WAL after a crash "
         "('Corruption: bad WriteBatch Put')",
         "finding": "docs/findings/rocksdb-compressed-wal-refused-after-a-crash.md",
+    },
+    {
+        "engine": "rocksdb",
+        "fixed_in": "9.1.0",
+        "option": "fault_files",
+        "value": "wal",
+        "what": "aborts on an assertion when a checkpoint's flush meets a log whose write or sync "
+        "just failed (WritableFileWriter used after its error); the I/O classes strike "
+        "its other files",
+        "finding": "docs/findings/rocksdb-writes-a-log-after-its-failed-write.md",
     },
 )
 

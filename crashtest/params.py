@@ -45,7 +45,15 @@ UNSTABLE_FAULTS = []
 # Every class of the report, in the fault library's order (FLT_CLASSES in
 # faults/faults.h; docs/fault-classes.md): the final table.
 CLASS_ORDER = list(FAULTS) + ["power_loss", "kill", "unattributed"]
-OUTCOMES = ["injected", "detected", "repaired", "masked", "undetectable", "unrecoverable_by_design"]
+OUTCOMES = [
+    "injected",
+    "detected",
+    "repaired",
+    "masked",
+    "undetectable",
+    "unrecoverable_by_design",
+    "undetected_unpromised",
+]
 FAILURE_KEYS = [
     "wrong_value",
     "lost",
@@ -82,15 +90,16 @@ DB_CHOICES = {
 
 # The engines stress has adapters for (its --engine), ours first.  The
 # others have no fault hooks: their runs reach them through the fault door
-# (--faults_via posix), which serves power loss alone, and SIGKILL.
+# (--faults_via posix), which serves power loss, SIGKILL and the classes
+# their promise tables list as the door's (stress --promises).
 ENGINES = ("ours", "rocksdb", "sqlite")
 # Each other engine's own options, drawn when a database is created (from
 # a stream of their own, so the other draws stay what they were).
 # RocksDB's WALRecoveryMode: 0 tolerate corrupted tail records, 2 point in
 # time, 3 skip any corrupted record.  1 (absolute consistency) refuses to
-# open after the incomplete tail record a crash may leave (RocksDB wiki,
-# WAL Recovery Modes): it waits for the engine's promise table, which
-# says so, before it is drawn.
+# open after the incomplete tail record a crash may leave: its promise
+# table's power_loss row says detect (an open refused), never repair, so
+# no sync mode makes a crash of it judgeable and it is not drawn.
 ENGINE_CHOICES = {
     "rocksdb": {"rocksdb_wal_recovery_mode": [0, 2, 2, 3]},
     "sqlite": {
@@ -426,19 +435,57 @@ def measured_classes(p):
     return out
 
 
-def powerloss_modes_allowed(p, measure=False):
+def powerloss_modes_allowed(p, measure=False, promises=None):
     """A torn page is rebuilt only from a full-page image and found only by
-    a page checksum: without both, tearing makes the restart measure.
-    RocksDB's WAL recovery mode 0 promises to open after a crash that left
-    the last record incomplete, and to refuse one whose log holds a
-    corruption (WALRecoveryMode in rocksdb/options.h): a torn last write is
-    a checksum mismatch, which it refuses as documented, so it is crashed
-    without tears."""
-    if str(p.get("rocksdb_wal_recovery_mode", "")) == "0" and p.get("engine") == "rocksdb":
+    a page checksum: without both, tearing makes the restart measure.  An
+    engine whose promise table (PROMISES, stress --promises) says it
+    refuses to open over a torn write of one of its files (torn_write:
+    detect, as RocksDB's WAL recovery modes 0 and 1 do: a torn record is a
+    checksum mismatch) is crashed without tears, measuring or not: a
+    refused open is no measurement."""
+    if promises and tears_refused(promises, p):
         return ["rollback", "keep"]
     if measure or (int(p.get("data_checksums", 1)) and int(p.get("full_page_writes", 1))):
         return [m for m, _ in POWERLOSS_MODES]
     return ["rollback", "keep"]
+
+
+def promise_row(promises, cls, kind, p):
+    """The row of PROMISES (stress --promises) that answers class CLS in a
+    file of KIND under options P (promises.h PR1: the first whose class,
+    kind or "any", and options match; an option P lacks has the value
+    stress defaults it to), or None."""
+    defaults = promises.get("defaults") or {}
+    for row in promises.get("rows") or []:
+        if row["class"] != cls or row["file_kind"] not in (kind, "any"):
+            continue
+        if all(
+            str(p.get(name, defaults.get(name))) in [str(v) for v in values]
+            for name, values in row["when"].items()
+        ):
+            return row
+    return None
+
+
+def tears_refused(promises, p):
+    """A torn write of some file kind the engine refuses to open over
+    (its torn_write row: detect)."""
+    for kind in ("data", "wal", "control"):
+        row = promise_row(promises, "torn_write", kind, p)
+        if row and row["promise"] == "detect":
+            return True
+    return False
+
+
+def door_classes(promises, classes):
+    """(the fault classes of CLASSES the door serves this engine, those it
+    does not): its promise table's door list (PR2), crash classes aside.
+    A table without a door list (ours: the hooks serve every class) takes
+    them all."""
+    door = (promises or {}).get("door")
+    if door is None:
+        return list(classes), []
+    return [c for c in classes if c in door], [c for c in classes if c not in door]
 
 
 def sanitize(params, pinned=(), measure=False, protection_widths=(1, 2, 4, 8)):
@@ -499,9 +546,14 @@ class Config:
         engine=ENGINES[0],
         refused=(),
         engine_pins=None,
+        promises=None,
     ):
         self.defaults = dict(defaults or {})
         self.engine = engine
+        # The engine's promise table (stress --promises): which sync modes
+        # its crashes are drawn with, whether they tear (engine_consistent,
+        # powerloss_modes_allowed).  None: no table, nothing kept to it.
+        self.promises = promises
         # The options that choose the engine and its door (--engine,
         # --faults_via, our engine's psync behind the door): part of the
         # database's options, so every step of its life runs them.
@@ -561,7 +613,7 @@ def draw_db_params(seed, cfg):
             p["data_checksums"] = 1
     p.update(draw_engine_params(seed, cfg))
     p.update(cfg.engine_pins)
-    engine_consistent(p, cfg.pinned)
+    engine_consistent(p, cfg.pinned, cfg.promises)
     for k, v in cfg.pinned.items():
         if k in DB_CHOICES or k in DB_EXTRA or k in ENGINE_CHOICES.get(cfg.engine, {}):
             p[k] = v
@@ -594,43 +646,67 @@ def draw_engine_params(seed, cfg):
     return {name: rng.choice(values) for name, values in ENGINE_CHOICES.get(cfg.engine, {}).items()}
 
 
-def engine_consistent(p, pinned):
+def engine_consistent(p, pinned, promises=None):
     """The pairs an engine's adapter refuses, made whole in P (unpinned
     options give way): SQLite's rollback journal (journal_mode delete)
-    holds no snapshot across ops and has no WAL to size.  SQLite promises
-    a commit durable at its return with WAL and synchronous FULL or EXTRA,
-    or a rollback journal and EXTRA: NORMAL with WAL syncs at checkpoints
-    only, and a rollback journal's commit is the journal's unlink, which
-    SQLite makes durable (a directory fsync) under EXTRA alone (SQLite
-    docs, PRAGMA synchronous).  The other pairs promise no commit durable
-    at its return (sync_mode off: stress asks the adapter what is) and are
-    judged for consistency and for what the adapter says is durable.  RocksDB's
-    WAL recovery modes 0 (tolerate a corrupted tail) and 3 (skip any corrupted
-    record) promise a consistent state only when no unsynced write lies before
-    the log's end: with sync off a power loss leaves holes in the middle of the
-    log, which mode 0 refuses to open and mode 3 replays past (RocksDB wiki,
-    WAL Recovery Modes), so they run with every commit synced.  Mode 2 (point
-    in time) with sync off recovered states that are no prefix of the
-    history, an open lead (docs/findings/rocksdb-point-in-time-after-
-    unsynced-writes.md: RocksDB's or the door's power-loss model), so it
-    runs with acknowledged commits synced until that is settled; --set
-    sync_mode=off reproduces it.  Returns P."""
+    holds no snapshot across ops and has no WAL to size.  Then the crash
+    the iteration may end in, kept to what the engine promises
+    (PROMISES: its table, stress --promises; the power_loss row of the
+    drawn options): where a synced commit does not survive a power loss
+    (SQLite's WAL with NORMAL, a rollback journal below EXTRA: COMMIT's
+    return is no sync), sync_mode off, the one mode in which stress asks
+    the adapter what is durable instead of taking every acknowledged
+    commit as durable; where the row promises no repair (RocksDB's WAL
+    recovery modes 0 and 3 with sync off: a hole of lost unsynced writes
+    refuses the open or is replayed past) or names an open lead (mode 2
+    with sync off: docs/findings/), sync_mode rises (off, group, commit)
+    to the first that promises it.  A pinned sync_mode is the user's.
+    Returns P."""
     if p.get("sqlite_journal_mode") == "delete":
         for k in ("acquire_snapshot_one_in", "checkpoint_wal_bytes"):
             if k not in pinned:
                 p.pop(k, None)
-    if p.get("engine") == "rocksdb" and "sync_mode" not in pinned:
-        if str(p.get("rocksdb_wal_recovery_mode", 2)) in ("0", "3"):
-            p["sync_mode"] = "commit"
-        elif p.get("sync_mode") == "off":
-            p["sync_mode"] = "group"
-    sync = p.get("sqlite_synchronous", "full")
-    no_durable_commit = sync == "normal" or (
-        p.get("sqlite_journal_mode") == "delete" and sync != "extra"
-    )
-    if p.get("engine") == "sqlite" and no_durable_commit and "sync_mode" not in pinned:
-        p["sync_mode"] = "off"
+    if promises and "sync_mode" not in pinned:
+        p["sync_mode"] = promised_sync_mode(promises, p)
     return p
+
+
+SYNC_MODES = ("off", "group", "commit")  # weakest first
+
+
+def promised_sync_mode(promises, p):
+    """P's sync_mode, or the one engine_consistent puts in its place."""
+    mode = str(p.get("sync_mode", (promises.get("defaults") or {}).get("sync_mode", "commit")))
+    row = promise_row(promises, "power_loss", "any", p)
+    if row and row["synced_commit_survives"] is False:
+        return "off"
+    for m in SYNC_MODES[SYNC_MODES.index(mode) if mode in SYNC_MODES else 0 :]:
+        row = promise_row(promises, "power_loss", "any", dict(p, sync_mode=m))
+        if row is None or (row["promise"] == "repair" and not row["lead"]):
+            return m
+    return mode
+
+
+def leave_known_bug_kinds(p, cfg):
+    """File kinds a known bug of the engine's version keeps the I/O
+    classes away from (crashtest/knownbugs.py: an unsupported
+    ("fault_files", KIND)), unless fault_files is pinned: P's fault_files
+    without them, or every other kind; with none left, the I/O classes
+    are dropped."""
+    off = {str(v) for n, v in cfg.unsupported if n == "fault_files"}
+    if not off or "fault_files" in cfg.pinned:
+        return
+    if not any(int(p.get(FAULTS[c][0], 0) or 0) for c in IO_CLASSES if c in FAULTS):
+        return
+    kinds = [
+        k for k in (p.get("fault_files") or ",".join(SWARM_FILE_KINDS)).split(",") if k not in off
+    ]
+    if kinds:
+        p["fault_files"] = ",".join(kinds)
+        return
+    p.pop("fault_files", None)
+    for c in IO_CLASSES:
+        p.pop(FAULTS[c][0], None)
 
 
 def draw_swarm(seed, cfg):
@@ -969,7 +1045,8 @@ def draw_iter_params(seed, cfg, db):
     merged = dict(db)
     merged.update(p)
     merged, notes = sanitize(merged, cfg.pinned, cfg.measure, cfg.protection_widths())
-    merged = engine_consistent(merged, cfg.pinned)
+    merged = engine_consistent(merged, cfg.pinned, cfg.promises)
+    leave_known_bug_kinds(merged, cfg)
     out = {k: v for k, v in merged.items() if (k not in db or k in p) and cfg.known(k)}
     return out, notes
 
@@ -987,12 +1064,35 @@ def iteration_kind(mode, seed):
     return "whitebox", (low >> 1) & 3
 
 
+def plan_powerloss_modes(params, measure, powerloss_modes, promises):
+    """The power-loss modes an iteration with PARAMS may draw: those its
+    engine's promises allow (powerloss_modes_allowed) that the user allows
+    (POWERLOSS_MODES, None: all), else rollback or keep."""
+    modes = powerloss_modes_allowed(params, measure, promises)
+    if powerloss_modes:
+        modes = (
+            [m for m in modes if m in powerloss_modes]
+            or [m for m in ("rollback", "keep") if m in powerloss_modes]
+            or ["rollback"]
+        )
+    return modes
+
+
 def draw_plan(
-    seed, mode, interval, params, catalogue, measure=False, max_variants=3, powerloss_modes=None
+    seed,
+    mode,
+    interval,
+    params,
+    catalogue,
+    measure=False,
+    max_variants=3,
+    powerloss_modes=None,
+    promises=None,
 ):
     """The crash plan of one iteration: kind, kill timing or odds, power-loss
     mode and variants, second crash.  Deterministic in SEED.
-    POWERLOSS_MODES: the modes the user allows (None: all)."""
+    POWERLOSS_MODES: the modes the user allows (None: all); PROMISES: the
+    engine's promise table (which crashes may tear)."""
     rng = Rng(derive(seed, "plan"))
     kind, kmode = iteration_kind(mode, seed)
     if kind == "whitebox" and not any(p.startswith("kill/") for p in catalogue):
@@ -1004,13 +1104,7 @@ def draw_plan(
     early = rng.chance(1.0 / 8)
     kill_at = rng.uniform(0.05, 0.6) if early else rng.uniform(0.25 * interval, interval)
     run_for = max(1, int(round(rng.uniform(0.5 * interval, interval))))
-    modes = powerloss_modes_allowed(params, measure)
-    if powerloss_modes:
-        modes = (
-            [m for m in modes if m in powerloss_modes]
-            or [m for m in ("rollback", "keep") if m in powerloss_modes]
-            or ["rollback"]
-        )
+    modes = plan_powerloss_modes(params, measure, powerloss_modes, promises)
     pl_mode = weighted(rng, [(m, w) for m, w in POWERLOSS_MODES if m in modes])
     variants = 1
     if rng.chance(1.0 / 3) and max_variants > 1:

@@ -25,6 +25,20 @@ from .output import differs
 from .params import CLASS_ORDER, FAILURE_KEYS, OUTCOMES, swarm_text
 
 
+# The final table's columns (print_summary).
+CLASS_COLUMNS = (
+    "class",
+    "injected",
+    "detected",
+    "repaired",
+    "masked",
+    "undetect.",
+    "by design",
+    "unpromised",
+    "failures",
+)
+
+
 def reached_of(reports):
     """{point: times reached} from stress's fault_points_reached (armed
     points of processes that wrote a report)."""
@@ -509,19 +523,7 @@ def print_summary(pl, s):
             hms(s["elapsed_s"]),
         )
     )
-    pl(
-        "%-18s %9s %9s %9s %9s %9s %9s %9s"
-        % (
-            "class",
-            "injected",
-            "detected",
-            "repaired",
-            "masked",
-            "undetect.",
-            "by design",
-            "failures",
-        )
-    )
+    pl("%-18s %9s %9s %9s %9s %9s %9s %10s %9s" % CLASS_COLUMNS)
     classes = s["classes"]
     for c in sorted(classes, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99):
         row = classes[c]
@@ -529,7 +531,7 @@ def print_summary(pl, s):
         if not any(row.values()):
             continue
         pl(
-            "%-18s %9d %9d %9d %9d %9d %9d %9d%s"
+            "%-18s %9d %9d %9d %9d %9d %9d %10d %9d%s"
             % (
                 c,
                 row["injected"],
@@ -538,6 +540,7 @@ def print_summary(pl, s):
                 row["masked"],
                 row["undetectable"],
                 row["unrecoverable_by_design"],
+                row.get("undetected_unpromised", 0),
                 f,
                 "  (" + ", ".join("%s=%d" % (k, row[k]) for k in FAILURE_KEYS if row[k]) + ")"
                 if f

@@ -14,7 +14,14 @@ import tempfile
 import threading
 import time
 
-from .binary import build_identity, check_binary, probe_support, stress_info, usable_dir
+from .binary import (
+    build_identity,
+    check_binary,
+    probe_support,
+    stress_info,
+    stress_promises,
+    usable_dir,
+)
 from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, REPO, UsageError, hms, nice_path
 from .knownbugs import bugs_of
 from .folders import claim_report_dir, clean_work_dirs, make_work_dir, release, remove_work_dir
@@ -25,6 +32,7 @@ from .params import (
     PROBED,
     UNSTABLE_FAULTS,
     Config,
+    door_classes,
     drawn_options,
     other_value,
     swarm_text,
@@ -93,6 +101,8 @@ class CrashTest:
         self.prepare_folders()
         self.identity = build_identity({"stress": self.stress, "powerloss": self.powerloss})
         info = stress_info(self.bin["@STRESS@"], self.engine_args)
+        self.promises = stress_promises(self.bin["@STRESS@"], a.engine)
+        classes = self.door_classes(classes)
         self.defaults = info["options"]
         self.catalogue = info["catalogue"]
         self.identity["engines"] = info["engines"]
@@ -113,6 +123,7 @@ class CrashTest:
             engine=a.engine,
             refused=refused,
             engine_pins=self.engine_pins,
+            promises=self.promises,
         )
         self.p.log_f = open(os.path.join(self.report_dir, "log.txt"), "a")
         self.jsonl = open(os.path.join(self.report_dir, "iterations.jsonl"), "a")
@@ -224,9 +235,8 @@ class CrashTest:
     def engine_faults(self, classes):
         """The engine and door of the run (--engine, --faults-via): the
         options every stress step gets for them (self.engine_pins, also
-        self.engine_args), and CLASSES as the engine can take them.  An
-        engine without hooks takes no fault class and no kill point:
-        asking for them is a usage error, the default asks for none."""
+        self.engine_args), and CLASSES (door_classes keeps them to what
+        the door serves an engine without hooks)."""
         a = self.a
         via = a.faults_via or ("hooks" if a.engine == "ours" else "posix")
         self.engine_pins = {}
@@ -236,17 +246,35 @@ class CrashTest:
                     "--engine %s --faults-via hooks: only our engine has the fault library's "
                     "hooks; the others are reached through the door (posix)" % a.engine
                 )
-            if classes and "faults" in getattr(a, "given", ()):
-                raise UsageError(
-                    "--engine %s --faults %s: the door serves %s power loss and SIGKILL only; give "
-                    "--faults none" % (a.engine, a.faults, a.engine)
-                )
-            classes = []
             self.engine_pins["engine"] = a.engine
         if via == "posix":
             self.engine_pins["faults_via"] = "posix"
         self.engine_args = ["--%s=%s" % kv for kv in sorted(self.engine_pins.items())]
         return classes
+
+    def door_classes(self, classes):
+        """CLASSES as the door serves the engine (its promise table's door
+        list, stress --promises): a class it does not serve, asked for by
+        --faults, is a usage error; the default's are left out."""
+        if self.a.engine == "ours":
+            return classes
+        served, refused = door_classes(self.promises or {"door": []}, classes)
+        if refused and "faults" in getattr(self.a, "given", ()):
+            raise UsageError(
+                "--engine %s --faults %s: the door serves %s %s only (its promise table, stress "
+                "--engine %s --promises)"
+                % (
+                    self.a.engine,
+                    self.a.faults,
+                    self.a.engine,
+                    ", ".join(
+                        ["power loss", "SIGKILL"]
+                        + [c for c in (self.promises or {}).get("door") or [] if c in FAULTS]
+                    ),
+                    self.a.engine,
+                )
+            )
+        return served
 
     def engine_refuses(self, probe_dir, pinned):
         """The drawn options the engine refuses away from their defaults

@@ -279,6 +279,7 @@ def draw_iteration(ct, seed, db):
         a.measure,
         a.max_variants,
         a.powerloss_modes,
+        cfg.promises,
     )
     if (
         plan["kind"] == "whitebox"

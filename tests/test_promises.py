@@ -1,0 +1,323 @@
+"""Each engine's promises as data (stress/promises.h): stress --promises
+prints a table every reader shares; crashtest draws by it the same
+configurations it drew by its own copies of the rules; docs/promises.md
+is the table the binary prints; and the door's I/O classes run on RocksDB
+and SQLite, judged by their rows (oracle V10).
+
+    python3 -m unittest tests.test_promises"""
+
+import json
+import os
+import re
+import sys
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from crashtest.params import (  # noqa: E402
+    CLASS_ORDER,
+    POWERLOSS_MODES,
+    Config,
+    draw_db_params,
+    draw_iter_params,
+    draw_plan,
+    powerloss_modes_allowed,
+    promise_row,
+    unjudgeable_reason,
+)
+from tests.stressrun import StressDir, need_stress, stress  # noqa: E402
+
+ENGINES = ("ours", "rocksdb", "sqlite")
+KINDS = ("data", "wal", "control", "dir", "any")
+
+
+def promises(engine):
+    rc, out, err = stress("--engine", engine, "--promises")
+    if rc:
+        raise AssertionError(err)
+    return json.loads(out)
+
+
+def old_engine_consistent(p, pinned):
+    """crashtest's own rules before the tables (the reference the draws
+    are compared with)."""
+    if p.get("sqlite_journal_mode") == "delete":
+        for k in ("acquire_snapshot_one_in", "checkpoint_wal_bytes"):
+            if k not in pinned:
+                p.pop(k, None)
+    if p.get("engine") == "rocksdb" and "sync_mode" not in pinned:
+        if str(p.get("rocksdb_wal_recovery_mode", 2)) in ("0", "3"):
+            p["sync_mode"] = "commit"
+        elif p.get("sync_mode") == "off":
+            p["sync_mode"] = "group"
+    sync = p.get("sqlite_synchronous", "full")
+    no_durable_commit = sync == "normal" or (
+        p.get("sqlite_journal_mode") == "delete" and sync != "extra"
+    )
+    if p.get("engine") == "sqlite" and no_durable_commit and "sync_mode" not in pinned:
+        p["sync_mode"] = "off"
+    return p
+
+
+def old_powerloss_modes(p, measure=False):
+    if str(p.get("rocksdb_wal_recovery_mode", "")) == "0" and p.get("engine") == "rocksdb":
+        return ["rollback", "keep"]
+    if measure or (int(p.get("data_checksums", 1)) and int(p.get("full_page_writes", 1))):
+        return [m for m, _ in POWERLOSS_MODES]
+    return ["rollback", "keep"]
+
+
+def cfg_of(engine, table):
+    pins = {"engine": engine, "faults_via": "posix"} if engine != "ours" else {}
+    return Config(
+        engine=engine,
+        fault_classes=[],
+        pinned=dict(pins),
+        engine_pins=pins,
+        promises=table,
+        max_key=2000,
+    )
+
+
+class TheTablesAreData(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        need_stress()
+        cls.tables = {e: promises(e) for e in ENGINES}
+
+    def test_every_row_names_a_class_a_kind_a_promise_and_a_page(self):
+        for engine, t in self.tables.items():
+            self.assertEqual(t["engine"], engine)
+            self.assertTrue(t["rows"])
+            for row in t["rows"]:
+                self.assertIn(row["class"], CLASS_ORDER, row)
+                self.assertIn(row["file_kind"], KINDS, row)
+                self.assertIn(row["promise"], ("detect", "repair", "none"), row)
+                self.assertIn(row["reported_as"], ("error", "corruption"), row)
+                self.assertTrue(re.match(r"(https://|docs/)", row["doc"]), row)
+                self.assertTrue(row["says"], row)
+                self.assertTrue(set(row["when"]) <= set(t["options"]), row)
+                crash = row["class"] in ("power_loss", "kill")
+                self.assertEqual(row["synced_commit_survives"] is None, not crash, row)
+                if row["lead"]:
+                    self.assertTrue(os.path.isfile(os.path.join(ROOT, row["lead"])), row)
+            self.assertEqual(set(t["defaults"]), set(t["options"]))
+
+    def test_the_other_engines_cite_their_own_documentation_and_name_the_door(self):
+        sites = {"rocksdb": "github.com/facebook/rocksdb", "sqlite": "www.sqlite.org"}
+        for engine, site in sites.items():
+            t = self.tables[engine]
+            self.assertTrue(all(site in row["doc"] for row in t["rows"]), engine)
+            self.assertEqual(
+                set(t["door"]),
+                {"power_loss", "kill", "read_error", "write_error", "nospace", "sync_error"},
+            )
+            for cls in t["door"]:  # PR1: every class served has an answer for any options
+                self.assertTrue(
+                    any(r["class"] == cls and not r["when"] for r in t["rows"]), (engine, cls)
+                )
+        self.assertIsNone(self.tables["ours"]["door"])
+
+    def test_sqlite_commits_are_durable_where_its_synchronous_setting_says(self):
+        t = self.tables["sqlite"]
+        for jm in ("wal", "delete"):
+            for sync in ("full", "normal", "extra"):
+                p = {"sqlite_journal_mode": jm, "sqlite_synchronous": sync}
+                row = promise_row(t, "power_loss", "any", p)
+                durable = sync == "extra" or (jm == "wal" and sync == "full")
+                self.assertEqual(row["synced_commit_survives"], durable, p)
+                self.assertEqual(row["promise"], "repair", p)
+
+    def test_rocksdb_recovery_modes_promise_what_its_wiki_says(self):
+        t = self.tables["rocksdb"]
+
+        def crash(mode, sync):
+            p = {"rocksdb_wal_recovery_mode": mode, "sync_mode": sync}
+            return promise_row(t, "power_loss", "any", p)
+
+        self.assertEqual(crash(1, "commit")["promise"], "detect")
+        self.assertEqual(crash(0, "off")["promise"], "detect")
+        self.assertEqual(crash(3, "off")["promise"], "none")
+        self.assertTrue(crash(2, "off")["lead"])
+        for mode in (0, 2, 3):
+            self.assertEqual(crash(mode, "commit")["promise"], "repair")
+        torn = promise_row(t, "torn_write", "wal", {"rocksdb_wal_recovery_mode": 0})
+        self.assertEqual(torn["promise"], "detect")
+
+    def test_our_table_promises_nothing_exactly_where_the_oracle_measures(self):
+        # Our engine's none rows are the oracle's measured classes (V6,
+        # mirrored by unjudgeable_reason): counted undetectable there,
+        # never apart.
+        t = self.tables["ours"]
+        for cs in (0, 1):
+            for fpw in (0, 1):
+                for w in (0, 1, 4):
+                    p = {
+                        "data_checksums": cs,
+                        "full_page_writes": fpw,
+                        "block_protection_bytes_per_key": w,
+                    }
+                    for cls in CLASS_ORDER[:-1]:
+                        row = promise_row(t, cls, "data", p)
+                        none = row is not None and row["promise"] == "none"
+                        self.assertEqual(none, unjudgeable_reason(cls, p) is not None, (cls, p))
+
+
+class TheDrawsKeepToTheTables(unittest.TestCase):
+    """crashtest reads the tables instead of its own copies: the same seeds
+    draw the same accepted options, but for one difference, explained."""
+
+    @classmethod
+    def setUpClass(cls):
+        need_stress()
+        cls.tables = {e: promises(e) for e in ENGINES}
+
+    def test_the_same_seeds_draw_the_same_configurations(self):
+        differences = 0
+        for engine in ENGINES:
+            cfg = cfg_of(engine, self.tables[engine])
+            for seed in range(300):
+                db = draw_db_params(seed, cfg)
+                p, _ = draw_iter_params(seed, cfg, db)
+                merged = dict(db, **p)
+                old = old_engine_consistent(dict(merged), cfg.pinned)
+                mode = str(merged.get("rocksdb_wal_recovery_mode"))
+                if engine == "rocksdb" and mode in ("0", "3") and old != merged:
+                    # The one difference: modes 0 and 3 used to run with
+                    # sync_mode commit whatever was drawn; the table asks
+                    # for a synced commit, which group gives as well (the
+                    # adapter syncs every write under both, RD4), so a
+                    # drawn group stays and a drawn off rises to group.
+                    self.assertEqual(old["sync_mode"], "commit")
+                    self.assertEqual(merged["sync_mode"], "group", (seed, merged))
+                    self.assertEqual(dict(old, sync_mode="group"), merged)
+                    differences += 1
+                    continue
+                self.assertEqual(old, merged, (engine, seed))
+                for measure in (False, True):
+                    self.assertEqual(
+                        powerloss_modes_allowed(merged, measure, self.tables[engine]),
+                        old_powerloss_modes(merged, measure),
+                        (engine, seed, measure),
+                    )
+                plan = draw_plan(seed, "blackbox", 3.0, merged, [], promises=self.tables[engine])
+                self.assertIn(plan["powerloss_mode"], old_powerloss_modes(merged))
+        self.assertGreater(differences, 0)
+
+    def test_a_pinned_sync_mode_is_the_users(self):
+        t = self.tables["rocksdb"]
+        cfg = cfg_of("rocksdb", t)
+        cfg.pinned.update(rocksdb_wal_recovery_mode="0", sync_mode="off")
+        p, _ = draw_iter_params(1, cfg, draw_db_params(1, cfg))
+        self.assertEqual(p["sync_mode"], "off")
+
+
+class TheDocMatchesTheBinary(unittest.TestCase):
+    def test_docs_promises_md_holds_each_engines_table_as_stress_prints_it(self):
+        need_stress()
+        with open(os.path.join(ROOT, "docs", "promises.md")) as f:
+            doc = f.read()
+        for engine in ENGINES:
+            rc, out, err = stress("--engine", engine, "--promises_table")
+            self.assertEqual(rc, 0, err)
+            self.assertIn(
+                out.strip(),
+                doc,
+                "docs/promises.md is not what stress --engine %s --promises_table prints "
+                "(regenerate it: python3 tools/promises_doc.py)" % engine,
+            )
+
+
+class TheDoorsIOClassesAreJudgedByTheTables(StressDir):
+    def run_engine(self, engine, *args):
+        db = os.path.join(self.d, engine)
+        report = os.path.join(self.d, engine + ".json")
+        rc, out, err = stress(
+            "--engine",
+            engine,
+            "--faults_via",
+            "posix",
+            "--db",
+            db,
+            "--destroy_db_initially",
+            "--threads",
+            "2",
+            "--duration",
+            "4",
+            "--ops_per_thread",
+            "0",
+            "--max_key",
+            "2000",
+            "--checkpoint_one_in",
+            "200",
+            "--report",
+            report,
+            *args
+        )
+        with open(report) as f:
+            return rc, out + err, json.load(f)["classes"]
+
+    def test_sqlite_returns_each_io_error_or_recovers(self):
+        for cls, opt in (
+            ("read_error", "--read_fault_one_in"),
+            ("write_error", "--write_fault_one_in"),
+            ("nospace", "--nospace_one_in"),
+            ("sync_error", "--sync_fault_one_in"),
+        ):
+            rc, out, c = self.run_engine("sqlite", opt, "20")
+            self.assertEqual(rc, 0, out)
+            self.assertGreater(c[cls]["injected"], 0, out)
+            self.assertGreater(c[cls]["detected"], 0, out)
+
+    def test_sqlite_failed_syncs_with_normal_are_counted_apart_never_failed(self):
+        rc, out, c = self.run_engine(
+            "sqlite",
+            "--sqlite_synchronous",
+            "normal",
+            "--sync_mode",
+            "off",
+            "--checkpoint_wal_bytes",
+            "1M",
+            "--sync_fault_one_in",
+            "5",
+        )
+        self.assertEqual(rc, 0, out)
+        self.assertGreater(c["sync_error"]["undetected_unpromised"], 0, out)
+        self.assertEqual(c["sync_error"]["swallowed"], 0, out)
+
+    def test_rocksdb_returns_each_io_error_of_its_tables_and_manifest(self):
+        for cls, opt in (
+            ("read_error", "--read_fault_one_in"),
+            ("write_error", "--write_fault_one_in"),
+            ("sync_error", "--sync_fault_one_in"),
+        ):
+            # The log's writes and syncs are left alone: RocksDB 7.8 aborts
+            # on an assertion after one failed (docs/findings/).
+            rc, out, c = self.run_engine(
+                "rocksdb", opt, "10", "--fault_files", "data,control,dir", "--reopen", "2"
+            )
+            self.assertEqual(rc, 0, out)
+            self.assertGreater(c[cls]["injected"], 0, out)
+
+    def test_a_class_the_door_does_not_serve_is_still_refused(self):
+        for engine in ("rocksdb", "sqlite"):
+            db = os.path.join(self.d, "refused")
+            rc, out, err = stress(
+                "--engine",
+                engine,
+                "--faults_via",
+                "posix",
+                "--db",
+                db,
+                "--destroy_db_initially",
+                "--bitflip_page_one_in",
+                "100",
+            )
+            self.assertEqual(rc, 2, out + err)
+            self.assertIn("--bitflip_page_one_in", err)
+            self.assertFalse(os.path.exists(db))
+
+
+if __name__ == "__main__":
+    unittest.main()
