@@ -4,11 +4,12 @@
  * block_protection_bytes_per_key costs in readrandom, the shape of RocksDB's
  * PR 11287 (32-byte keys, 200-byte values).
  *
- *   bench_protection DIR --phase load --num N
- *       fillseq of N keys into a fresh DIR (sync off), then vacuum (every
- *       version hinted: later reads set no hint and dirty no page) and a
- *       checkpoint, close.  Prints one JSON line: {"num", "data_bytes",
- *       "page_size", "leaves_hinted", "load_s"}.
+ *   bench_protection DIR --phase load --num N [--checksums 1|0]
+ *       fillseq of N keys into a fresh DIR (sync off; data checksums on
+ *       unless --checksums 0), then vacuum (every version hinted: later
+ *       reads set no hint and dirty no page) and a checkpoint, close.
+ *       Prints one JSON line: {"num", "data_bytes", "page_size",
+ *       "leaves_hinted", "load_s", "data_checksums"}.
  *   bench_protection DIR --phase read --num N --width W --cache-size B
  *                    [--reads R] [--warm-reads X] [--threads T] [--seed S]
  *       open DIR read-only with protection width W and a cache of B bytes;
@@ -120,9 +121,10 @@ static double run_gets(eng_db *db, uint64_t num, uint64_t n, int threads, uint64
     return bad ? -1 : t1 - t0;
 }
 
-static int phase_load(const char *dir, uint64_t num) {
+static int phase_load(const char *dir, uint64_t num, int checksums) {
     eng_options o;
     eng_options_init(&o);
+    o.data_checksums = checksums;
     o.sync_mode = ENG_SYNC_OFF;
     o.checkpoint_wal_bytes = 256u << 20;
     o.cache_size = 256u << 20;
@@ -150,9 +152,10 @@ static int phase_load(const char *dir, uint64_t num) {
     eng_stats st;
     eng_get_stats(db, &st);
     if ((rc = eng_close(db))) return fail("close", rc);
-    printf("{\"num\": %llu, \"data_bytes\": %llu, \"page_size\": %u, \"leaves_hinted\": %llu, \"load_s\": %.3f}\n",
+    printf("{\"num\": %llu, \"data_bytes\": %llu, \"page_size\": %u, \"leaves_hinted\": %llu, \"load_s\": %.3f, "
+           "\"data_checksums\": %s}\n",
            (unsigned long long)num, (unsigned long long)st.data_file_bytes, st.page_size, (unsigned long long)vs.leaves,
-           t1 - t0);
+           t1 - t0, checksums ? "true" : "false");
     return 0;
 }
 
@@ -325,13 +328,13 @@ int main(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') {
         fprintf(stderr, "usage: bench_protection DIR --phase load|read|pair --num N [--width W] [--cache-size B] "
                         "[--reads R] [--warm-reads X] [--threads T] [--seed S] [--twin DIR2] [--rounds K] "
-                        "[--kv-lazy auto|always|never]\n");
+                        "[--kv-lazy auto|always|never] [--checksums 1|0]\n");
         return 2;
     }
     const char *dir = argv[1], *phase = NULL;
     const char *twin = NULL;
     uint64_t num = 0, cache = 64u << 20, reads = 200000, warm = UINT64_MAX, seed = 88172645463325252ull;
-    int width = 0, threads = 1, rounds = 20;
+    int width = 0, threads = 1, rounds = 20, checksums = 1;
     for (int i = 2; i < argc; i += 2) {
         if (i + 1 >= argc) {
             fprintf(stderr, "bench_protection: %s needs a value\n", argv[i]);
@@ -358,6 +361,8 @@ int main(int argc, char **argv) {
             twin = v;
         else if (!strcmp(a, "--rounds"))
             rounds = atoi(v);
+        else if (!strcmp(a, "--checksums") && (!strcmp(v, "0") || !strcmp(v, "1")))
+            checksums = atoi(v);
         else if (!strcmp(a, "--kv-lazy") && (!strcmp(v, "auto") || !strcmp(v, "always") || !strcmp(v, "never")))
             kv_lazy = !strcmp(v, "always") ? 1 : !strcmp(v, "never") ? -1 : 0;
         else {
@@ -378,7 +383,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (warm == UINT64_MAX) warm = reads / 4;
-    if (!strcmp(phase, "load")) return phase_load(dir, num);
+    if (!strcmp(phase, "load")) return phase_load(dir, num, checksums);
     if (!strcmp(phase, "read")) return phase_read(dir, num, width, cache, reads, warm, threads, seed);
     if (!strcmp(phase, "pair")) {
         if (!twin || rounds < 1 || rounds > 10000) {

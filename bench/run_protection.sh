@@ -20,6 +20,10 @@
 #   READS        timed gets per side of a pair (default 1,000,000)
 #   ROUNDS       rounds per pair (default 40)
 #   THREADS      reader threads (default 1)
+#   CHECKSUMS    data checksums of the database: on (default) or off.  With
+#                them on a page entering the pool is checked and coded in
+#                one pass; off, coding is a pass of its own
+#   OUT          the JSON's name in build/bench (default protection.json)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup protection
@@ -27,12 +31,16 @@ NUM=${1:-${NUM:-1000000}}
 READS=${READS:-1000000}
 ROUNDS=${ROUNDS:-${REPS:-40}}
 THREADS=${THREADS:-1}
+CHECKSUMS=${CHECKSUMS:-on}
+case "$CHECKSUMS" in on) sums=1 ;; off) sums=0 ;; *) echo "CHECKSUMS is on or off" >&2; exit 2 ;; esac
+OUT=${OUT:-protection.json}
 B=$BUILD/bench/bench_protection
 widths=(1 2 4 8)
 fractions=(1.0 0.9 0.8 0.5 0)   # 0 = 8 MiB
 
-echo "load: $NUM keys (fillseq, vacuum, checkpoint) ..." >&2
-load=$("$B" "$work/db" --phase load --num "$NUM") || { echo "bench_protection load failed" >&2; exit 3; }
+echo "load: $NUM keys (fillseq, vacuum, checkpoint; data checksums $CHECKSUMS) ..." >&2
+load=$("$B" "$work/db" --phase load --num "$NUM" --checksums "$sums") || { echo "bench_protection load failed" >&2; exit 3; }
+loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)
 data_bytes=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["data_bytes"])' "$load")
 cp -r "$work/db" "$work/twin"
 
@@ -56,9 +64,13 @@ done
 [ -t 2 ] && printf '\r%60s\r' '' >&2
 echo "pairs took $((SECONDS - t0)) s" >&2
 
-python3 - "$out/protection.json" "$work/cells.jsonl" "$load" "$NUM" "$READS" "$ROUNDS" "$THREADS" <<'PY'
+loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+python3 - "$out/$OUT" "$work/cells.jsonl" "$load" "$loadavg_start" "$loadavg_end" "$NUM" "$READS" "$ROUNDS" "$THREADS" <<'PY'
 import json, statistics, sys
-path, cells_path, load, num, reads, rounds, threads = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), *map(int, sys.argv[4:])
+path, cells_path, load = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+loadavg = {"start": [float(x) for x in sys.argv[4].split()], "end": [float(x) for x in sys.argv[5].split()]}
+num, reads, rounds, threads = map(int, sys.argv[6:])
 cells = [json.loads(l) for l in open(cells_path)]
 FRACS = [1.0, 0.9, 0.8, 0.5, 0.0]
 WIDTHS = [0, 1, 2, 4, 8]
@@ -82,6 +94,7 @@ for f in FRACS:
         "hit_rate": round(med([x["hits_0"] / max(1, x["hits_0"] + x["misses_0"]) for x in pairs]), 4),
         "checks_per_get": 0.0, "check_bytes_per_get": 0.0, "code_bytes_per_get": 0.0,
         "lazy_fraction": 0.0, "lazy_coded_fraction": 0.0,
+        "data_checksums": load["data_checksums"], "loadavg": loadavg,
     })
     for x in pairs:
         w = x["width"]
@@ -105,6 +118,7 @@ for f in FRACS:
             # coded at a later use (the pool's choice follows the latter)
             "lazy_fraction": round(x["kv_lazy_leaves"] / max(1, x["misses"]), 4),
             "lazy_coded_fraction": round(x["kv_lazy_coded"] / max(1, x["kv_lazy_leaves"]), 4),
+            "data_checksums": load["data_checksums"], "loadavg": loadavg,
         })
 json.dump(rows, open(path, "w"), indent=2)
 
@@ -112,8 +126,11 @@ R = {(r["cache_fraction"], r["width"]): r for r in rows}
 ROCKS = {1.0: -10.0, 0.9: -15.0, 0.8: -10.8, 0.5: -15.0, 0.0: -23.0}
 name = lambda f: "8 MiB" if f == 0 else f"{int(f * 100)}%"
 print(f"Per key-value protection in the buffer pool: readrandom, {num:,} keys (32-byte keys, 200-byte values, "
-      f"{load['data_bytes'] / 2**20:.0f} MiB data file, {load['page_size']} B pages), {threads} thread(s), "
+      f"{load['data_bytes'] / 2**20:.0f} MiB data file, {load['page_size']} B pages, data checksums "
+      f"{'on' if load['data_checksums'] else 'off'}), {threads} thread(s), "
       f"{reads:,} timed gets per side, w = 0 and w side by side in one process, median of {rounds} alternating rounds")
+print(f"load average (2 cores) {' '.join(map(str, loadavg['start']))} at the start, "
+      f"{' '.join(map(str, loadavg['end']))} at the end")
 print("anchor, RocksDB PR 11287 (block_protection_bytes_per_key on vs off, readrandom): "
       + ", ".join(f"{name(f)} {ROCKS[f]:+.1f}%" for f in FRACS)
       + "  (Debian's RocksDB 7.8.3 predates the option: not run here)")

@@ -50,7 +50,8 @@
 /* The keys (a step of 8 words reads 8 of them, aligned). */
 uint64_t cs_keys[PAGE_HASH_KEYS] __attribute__((aligned(64)));
 #define keys cs_keys
-static int impl = -1;
+int cs_impl_chosen = -1;
+#define impl cs_impl_chosen
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void cs_init(void) {

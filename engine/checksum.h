@@ -65,6 +65,13 @@ void cs_spans(const uint8_t *page, const uint16_t *off, const uint16_t *len, uns
 enum cs_impl { CS_IMPL_SCALAR = 0, CS_IMPL_PCLMUL = 1, CS_IMPL_AVX512 = 2 };
 /* The implementation the CPU gets (the fastest it has). */
 int cs_impl(void);
+/* cs_impl without a call once it is known (the per-KV checks ask it on
+ * every lookup level). */
+extern int cs_impl_chosen;
+static inline int cs_impl_fast(void) {
+    int i = __atomic_load_n(&cs_impl_chosen, __ATOMIC_ACQUIRE);
+    return i >= 0 ? i : cs_impl();
+}
 /* 1 if this CPU can run IMPL. */
 int cs_have_impl(int impl);
 /* For tests: every call from now on runs IMPL (which the CPU must have),

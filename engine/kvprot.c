@@ -240,28 +240,50 @@ static inline __attribute__((always_inline)) void cell_span(const uint8_t *page,
     *len = sz;
 }
 
-/* The code of the cell of LEN bytes at P (offset SEED of its page). */
-static inline __attribute__((always_inline)) uint64_t entry_code_of(const uint8_t *page, const uint8_t *p, size_t len,
-                                                                    size_t hdr, uint64_t seed, unsigned w) {
+/* A way to sum a span of a page (cs_span, or the inline AVX-512 kernel). */
+typedef uint64_t (*span_fn)(const uint8_t *, uint32_t, uint32_t, unsigned *);
+
+/* The code of the cell of LEN bytes at P (offset SEED of its page), its
+ * span summed by SPAN (a constant where this is inlined). */
+static inline __attribute__((always_inline)) uint64_t entry_code_of(span_fn span, const uint8_t *page, const uint8_t *p,
+                                                                    size_t len, size_t hdr, uint64_t seed, unsigned w) {
     unsigned pall, phdr = head_parity(p, len, hdr);
     uint32_t at = (uint32_t)(p - page);
-    uint64_t sum = cs_span(page, at, at + (uint32_t)len, &pall);
+    uint64_t sum = span(page, at, at + (uint32_t)len, &pall);
     return code_of_sum(sum, phdr, pall, seed, w);
 }
 
 uint64_t kv_leaf_entry_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w) {
-    return entry_code_of(p - seed, p, len, LEAF_CELL_HDR, seed, w);
+    return entry_code_of(cs_span, p - seed, p, len, LEAF_CELL_HDR, seed, w);
 }
 
-static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsigned w, uint64_t *hashed) {
+int kv_hash_impl(void) { return cs_impl(); }
+
+/* The code of entry SLOT, computed as a check does (one per lookup level:
+ * the kernel inlined where the CPU has AVX-512, so a check makes no call
+ * for its hash). */
+static inline __attribute__((always_inline)) uint64_t entry_code_with(span_fn span, const uint8_t *page, uint32_t ps,
+                                                                      unsigned slot, unsigned w, uint64_t *hashed) {
     const uint8_t *p;
     size_t len;
     uint16_t off;
     cell_span(page, ps, slot, &p, &len, &off);
     if (hashed) *hashed += len;
     /* A constant header size per branch, so head_parity folds. */
-    if (ph_get_type(page) == PAGE_LEAF) return entry_code_of(page, p, len, LEAF_CELL_HDR, off, w);
-    return entry_code_of(page, p, len, INTERNAL_CELL_HDR, off, w);
+    if (ph_get_type(page) == PAGE_LEAF) return entry_code_of(span, page, p, len, LEAF_CELL_HDR, off, w);
+    return entry_code_of(span, page, p, len, INTERNAL_CELL_HDR, off, w);
+}
+#if CS_HAVE_512
+CS_TARGET_512 static uint64_t entry_code_512(const uint8_t *page, uint32_t ps, unsigned slot, unsigned w,
+                                             uint64_t *hashed) {
+    return entry_code_with(cs_span_512, page, ps, slot, w, hashed);
+}
+#endif
+static uint64_t entry_code(const uint8_t *page, uint32_t ps, unsigned slot, unsigned w, uint64_t *hashed) {
+#if CS_HAVE_512
+    if (cs_impl_fast() == CS_IMPL_AVX512) return entry_code_512(page, ps, slot, w, hashed);
+#endif
+    return entry_code_with(cs_span, page, ps, slot, w, hashed);
 }
 
 /* Keys of leaf cells A and B (clamped spans) are equal: the length, then
@@ -285,15 +307,11 @@ static inline int leaf_keys_equal(const uint8_t *a, size_t alen, const uint8_t *
 /* The page code as stored: the flags flip its parity bit (bit 0). */
 static inline uint32_t page_code_with(uint32_t pc, unsigned flags) { return pc ^ (flags & KV_UNIQUE_KEYS); }
 
-typedef uint64_t (*span_fn)(const uint8_t *, uint32_t, uint32_t, unsigned *);
-
 /* The codes of the N cells of a slotted page into C, each cell's span,
- * its sum from the page hash (SPAN: a constant where this is inlined, so
- * the AVX-512 kernel is compiled into the loop and the scalar work of one
- * cell overlaps the carry-less products of the next), its code.  Returns
- * the leaf's flags (KV_UNIQUE_KEYS while no two adjacent entries have one
- * key; 0 for internal pages); adds the cells' bytes to *BYTES and the xor
- * of their sums to *SUM_ALL. */
+ * its sum from the page hash (SPAN), its code.  Returns the leaf's flags
+ * (KV_UNIQUE_KEYS while no two adjacent entries have one key; 0 for
+ * internal pages); adds the cells' bytes to *BYTES and the xor of their
+ * sums to *SUM_ALL.  code_cells_512 is the same on 8 cells at a time. */
 static inline __attribute__((always_inline)) unsigned code_cells_with(span_fn span, kv_codes *c, const uint8_t *page,
                                                                       uint32_t ps, unsigned n, unsigned w,
                                                                       uint64_t *bytes, uint64_t *sum_all) {
@@ -377,33 +395,32 @@ CS_TARGET_512 static unsigned code_cells_512(kv_codes *c, const uint8_t *page, u
     __m128i all = _mm_setzero_si128();
     for (unsigned i0 = 0; i0 < n; i0 += 8) {
         unsigned k = n - i0 < 8 ? n - i0 : 8;
-        __m128i prod[8], xw[8];
-        uint64_t phdr[8] = {0}, seed[8] = {0};
-        for (unsigned j = 0; j < 8; j++) prod[j] = xw[j] = _mm_setzero_si128();
+        /* lane j of each: cell i0 + j (built in registers: a vector load
+         * of 8 separate stores would wait for them to leave the store
+         * buffer) */
+        __m512i lo = _mm512_setzero_si512(), hi = lo, x = lo, phdr = lo, seed = lo;
         for (unsigned j = 0; j < k; j++) {
             const uint8_t *p;
             size_t len;
             uint16_t sd;
+            __m128i prod, xw;
             cell_span(page, ps, i0 + j, &p, &len, &sd);
             total += len;
-            seed[j] = sd;
             uint32_t at = (uint32_t)(p - page);
-            cs_span_512_raw(page, at, at + (uint32_t)len, &prod[j], &xw[j]);
-            all = _mm_xor_si128(all, prod[j]);
-            phdr[j] = leaf ? head_parity(p, len, LEAF_CELL_HDR) : head_parity(p, len, INTERNAL_CELL_HDR);
+            cs_span_512_raw(page, at, at + (uint32_t)len, &prod, &xw);
+            all = _mm_xor_si128(all, prod);
+            __mmask8 m = (__mmask8)(1u << j);
+            lo = _mm512_mask_broadcastq_epi64(lo, m, prod);
+            hi = _mm512_mask_broadcastq_epi64(hi, m, _mm_unpackhi_epi64(prod, prod));
+            x = _mm512_mask_broadcastq_epi64(x, m, _mm_xor_si128(xw, _mm_unpackhi_epi64(xw, xw)));
+            unsigned ph = leaf ? head_parity(p, len, LEAF_CELL_HDR) : head_parity(p, len, INTERNAL_CELL_HDR);
+            phdr = _mm512_mask_set1_epi64(phdr, m, (long long)ph);
+            seed = _mm512_mask_set1_epi64(seed, m, (long long)sd);
             if (leaf && prev && leaf_keys_equal(prev, prevlen, p, len)) flags = 0;
             prev = p;
             prevlen = len;
         }
-        /* products and parity words as 8 lanes each: low halves, high halves */
-        const __m512i ev = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0),
-                      od = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
-        __m512i p0 = _mm512_loadu_si512(prod), p1 = _mm512_loadu_si512(prod + 4);
-        __m512i x0 = _mm512_loadu_si512(xw), x1 = _mm512_loadu_si512(xw + 4);
-        __m512i lo = _mm512_permutex2var_epi64(p0, ev, p1), hi = _mm512_permutex2var_epi64(p0, od, p1);
-        __m512i x = _mm512_xor_si512(_mm512_permutex2var_epi64(x0, ev, x1), _mm512_permutex2var_epi64(x0, od, x1));
-        __m512i v = codes_512(lo, hi, x, _mm512_loadu_si512(phdr), _mm512_loadu_si512(seed));
-        store_codes_512(c->code + (size_t)i0 * w, v, k, w);
+        store_codes_512(c->code + (size_t)i0 * w, codes_512(lo, hi, x, phdr, seed), k, w);
     }
     *bytes += total;
     *sum_all = cs_gf_reduce((uint64_t)_mm_cvtsi128_si64(all), (uint64_t)_mm_extract_epi64(all, 1));
@@ -414,7 +431,7 @@ CS_TARGET_512 static unsigned code_cells_512(kv_codes *c, const uint8_t *page, u
 static unsigned code_cells(kv_codes *c, const uint8_t *page, uint32_t ps, unsigned n, unsigned w, uint64_t *bytes,
                            uint64_t *sum_all) {
 #if CS_HAVE_512
-    if (cs_impl() == CS_IMPL_AVX512) return code_cells_512(c, page, ps, n, w, bytes, sum_all);
+    if (cs_impl_fast() == CS_IMPL_AVX512) return code_cells_512(c, page, ps, n, w, bytes, sum_all);
 #endif
     return code_cells_with(cs_span, c, page, ps, n, w, bytes, sum_all);
 }

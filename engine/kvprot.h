@@ -105,11 +105,15 @@ uint64_t kv_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w);
 
 /* The entry code of a leaf cell of LEN bytes at P whose slot holds SEED
  * (the cell's offset in its page, so the page starts at P - SEED; SEED +
- * LEN at most PAGE_SIZE_MAX), width W: the code kv_compute stores for it
+ * LEN at most PAGE_SIZE_MAX; the page's 64-byte blocks the cell overlaps
+ * readable), width W: the code kv_compute stores for it
  * and the checks recompute (hash, three parity bits).  For
  * bench/bench_hashes.c, so the benchmark times the code the engine runs
  * rather than a copy of it. */
 uint64_t kv_leaf_entry_code(const uint8_t *p, size_t len, uint64_t seed, unsigned w);
+/* The page hash implementation the codes run on this CPU (checksum.h
+ * cs_impl: 0 portable C, 1 PCLMULQDQ, 2 AVX-512), for bench_hashes.c. */
+int kv_hash_impl(void);
 
 /* Recompute every code of PAGE (PS bytes) into C for width W (0: free).
  * Returns the change of allocated bytes (for the pool's accounting).

@@ -443,6 +443,13 @@ unsigned page_search_side(const uint8_t *page, const void *key, size_t klen, int
     unsigned lo = 0, hi = ph_get_nslots(page);
     int found = 0;
 
+    /* SIDE's lines for the whole page, when they are few (a leaf's codes
+     * are 2 to 4 lines): asked for before the first probe, their misses
+     * overlap the search's own. */
+    if (side && (size_t)hi * stride <= 256) {
+        for (size_t o = 0; o <= (size_t)hi * stride; o += 64) __builtin_prefetch(side + o);
+        side = NULL;
+    }
     while (lo < hi) {
         /* Once the range fits one cache line of SIDE, start loading it:
          * the probes left hide the miss. */
