@@ -282,18 +282,22 @@ flt_journal *flt_get_journal(flt_ctx *f);
 /* The log sweep (stress --wal_sweep, point "sweep/wal"): a site is one
  * bit of one byte of a WAL segment the reader relies on, OFF its file offset, BLOCK
  * the log block holding it, REGION its region's name (record_header,
- * record_payload or block_header, as the ledger's WAL lines name them). */
+ * record_payload, block_header, or synced_sector for a zeroed sector, as
+ * the ledger's WAL lines name them). */
 typedef struct flt_sweep_site {
     uint64_t off, block;
     int bit;
+    int zero; /* 1: the whole 512-byte sector at OFF zeroed (no bit) */
     const char *region;
 } flt_sweep_site;
 
 /* Up to CAP sites in segment REL ("wal/" + its name) of DB_DIR, over
  * the file offsets [LO, HI), which must hold whole records only (the
- * stretch a recovery replayed): one per sector with record bytes, the
- * newest three quarters of CAP first, then older sectors drawn from
- * SEED.  Reads the file, writes nothing; 0 when it cannot be read. */
+ * stretch a recovery replayed): up to a quarter of CAP sectors to zero
+ * (newest first) that a later block witnesses durable, then one bit per
+ * sector with record bytes, the newest three quarters of the rest first,
+ * then older sectors drawn from SEED.  Reads the file, writes nothing; 0
+ * when it cannot be read. */
 size_t flt_wal_sweep_sites(const char *db_dir, const char *rel, uint64_t lo, uint64_t hi, uint64_t seed,
                            flt_sweep_site *out, size_t cap);
 

@@ -13,7 +13,10 @@
  * decides between torn and damaged, and where the witnesses of W3b are
  * fewest), then older ones drawn; in each, a region present (record
  * header, payload, block header) drawn alike, then a byte of it and a
- * bit.
+ * bit.  A quarter of the trials first zero a whole sector instead, where
+ * a later block on disk witnesses its record durable: a sector read back
+ * as zeros passes its own check, as a lost write would, and only the
+ * witness rule (W3b) can tell it from a torn tail.
  * Reads the segment; writes nothing.
  */
 #include <stdlib.h>
@@ -48,12 +51,25 @@ static flt_sweep_site site_in(const flt_wal_view *v, uint64_t a, uint64_t b, uin
     size_t i = 0;
     while (!cnt[i] || k-- > 0) i++; /* the K-th region present */
     *r = rng_mix64(*r);
-    flt_sweep_site s;
+    flt_sweep_site s = {.zero = 0};
     s.off = flt_wal_view_nth(v, a, b, swept[i], *r % cnt[i]);
     s.block = s.off / WAL_BLOCK;
     s.region = flt_wal_region_name(swept[i]);
     s.bit = (int)((*r >> 32) % 8);
     return s;
+}
+
+/* Up to CAP sectors of V in [LO, HI) zeroed whole, newest first: those a
+ * later block of V on disk witnesses durable (walzero.c's candidates),
+ * whose loss only the witness rule (W3b) can tell from a torn tail. */
+static size_t zero_sites(const flt_wal_view *v, uint64_t lo, uint64_t hi, flt_sweep_site *out, size_t cap) {
+    uint64_t cand[64];
+    size_t n = 0, m = flt_wal_zero_candidates(v, hi, cand, cap < 64 ? cap : 64);
+    for (size_t i = 0; i < m; i++)
+        if (cand[i] >= lo) /* its records are ones the recovery reads */
+            out[n++] =
+                (flt_sweep_site){.off = cand[i], .block = cand[i] / WAL_BLOCK, .zero = 1, .region = "synced_sector"};
+    return n;
 }
 
 size_t flt_wal_sweep_sites(const char *db_dir, const char *rel, uint64_t lo, uint64_t hi, uint64_t seed,
@@ -62,7 +78,9 @@ size_t flt_wal_sweep_sites(const char *db_dir, const char *rel, uint64_t lo, uin
     if (!cap || hi <= lo || !flt_wal_view_load(db_dir, rel, lo, hi - lo, &v)) return 0;
     if (hi > v.size) hi = v.size;
     uint64_t r = rng_mix64(seed ^ 0x7377656570000000ull), first = lo / WAL_SECTOR * WAL_SECTOR;
-    size_t nsec = hi > first ? (size_t)((hi - first + WAL_SECTOR - 1) / WAL_SECTOR) : 0, n = 0, newest = cap - cap / 4;
+    size_t n = zero_sites(&v, (lo + WAL_SECTOR - 1) / WAL_SECTOR * WAL_SECTOR, hi, out, cap / 4);
+    size_t nsec = hi > first ? (size_t)((hi - first + WAL_SECTOR - 1) / WAL_SECTOR) : 0;
+    size_t newest = n + (cap - n) - (cap - n) / 4;
     uint64_t *older = nsec ? malloc(nsec * sizeof *older) : NULL;
     size_t nold = 0;
     /* Newest first; the older sectors with record bytes kept to draw from. */

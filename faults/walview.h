@@ -36,6 +36,12 @@ uint64_t flt_wal_view_nth(const flt_wal_view *v, uint64_t a, uint64_t b, int l, 
 /* How many bytes of [A, B) are labeled L. */
 uint64_t flt_wal_view_count(const flt_wal_view *v, uint64_t a, uint64_t b, int l);
 
+/* walzero.c: the sectors of V below file offset END, newest first, at
+ * most CAP, that a block of V's own on disk witnesses durable (W3b: a
+ * valid header of the sector's block's generation or newer, durable mark
+ * past the failing record): zeroed, each must be reported. */
+size_t flt_wal_zero_candidates(const flt_wal_view *v, uint64_t end, uint64_t *out, size_t cap);
+
 /* 1 if S is a WAL segment's file name (16 lowercase hex digits). */
 int flt_is_segment_name(const char *s);
 

@@ -90,6 +90,18 @@ static int candidate(const zero_scope *z, uint64_t s) {
     return witnessed(z, l);
 }
 
+size_t flt_wal_zero_candidates(const flt_wal_view *v, uint64_t end, uint64_t *out, size_t cap) {
+    flt_wal_view none;
+    memset(&none, 0, sizeof none);
+    zero_scope z = {.v = v, .w = &none, .base = strtoull(v->rel + 4, NULL, 16), .end = end < v->size ? end : v->size};
+    size_t n = 0;
+    for (uint64_t s = z.end / WAL_SECTOR * WAL_SECTOR; s >= WAL_SECTOR + v->lo && n < cap;) {
+        s -= WAL_SECTOR;
+        if (candidate(&z, s)) out[n++] = s;
+    }
+    return n;
+}
+
 /* Zero sector S of Z->v and write its ledger line. */
 static void zero_sector(flt_ctx *f, flt_thr *t, const flt_wal_view *v, uint64_t s) {
     static const uint8_t zero[WAL_SECTOR];

@@ -148,9 +148,11 @@ static void write_report_to(FILE *f, st_driver *d, const vd_result *res, vd_ctx 
     /* Pauses made to widen race windows (faults/delay.c): no class's. */
     fprintf(f, "},\n  \"delays\": %llu", (unsigned long long)fc.delays);
     if (d->o.wal_sweep) {
-        fprintf(f, ",\n  \"wal_sweep\": {\"trials\": %llu, \"detected\": %llu, \"swallowed\": %llu, \"skipped\": ",
-                (unsigned long long)d->sweep.trials, (unsigned long long)d->sweep.detected,
-                (unsigned long long)d->sweep.swallowed);
+        fprintf(f,
+                ",\n  \"wal_sweep\": {\"trials\": %llu, \"zeroed\": %llu, \"detected\": %llu, \"swallowed\": "
+                "%llu, \"skipped\": ",
+                (unsigned long long)d->sweep.trials, (unsigned long long)d->sweep.zeroed,
+                (unsigned long long)d->sweep.detected, (unsigned long long)d->sweep.swallowed);
         json_fput_str(f, d->sweep.skipped);
         fputc('}', f);
     }

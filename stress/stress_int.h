@@ -165,9 +165,9 @@ typedef struct st_regions {
  * thread's start argument or the engine's on_corruption_ctx. */
 /* The log sweep's counts (sweep.c). */
 typedef struct st_sweep {
-    uint64_t trials, detected, swallowed;
-    int broken;       /* a flip could not be undone: no more trials */
-    char skipped[96]; /* why none was made, when so */
+    uint64_t trials, zeroed, detected, swallowed; /* zeroed: trials that zeroed a sector */
+    int broken;                                   /* a flip could not be undone: no more trials */
+    char skipped[96];                             /* why none was made, when so */
 } st_sweep;
 
 struct st_driver {

@@ -89,12 +89,19 @@ static int own_copy(const char *path) {
     return copy_file(path, tmp) || rename(tmp, path) ? -1 : 0;
 }
 
-static int flip(const char *path, uint64_t off, int bit) {
+/* Damage site S of the segment at PATH, or (UNDO) put back what SAVED
+ * holds: a bit flipped (flipped back), or a sector zeroed (restored). */
+static int damage(const char *path, const flt_sweep_site *s, uint8_t saved[512], int undo) {
     int fd = open(path, O_RDWR | O_CLOEXEC);
-    uint8_t b;
-    int ok = fd >= 0 && pread(fd, &b, 1, (off_t)off) == 1;
-    b ^= (uint8_t)(1u << bit);
-    ok = ok && pwrite(fd, &b, 1, (off_t)off) == 1;
+    size_t len = s->zero ? 512 : 1;
+    uint8_t b[512];
+    int ok = fd >= 0 && pread(fd, b, len, (off_t)s->off) == (ssize_t)len;
+    if (ok && !undo) memcpy(saved, b, len);
+    if (s->zero)
+        memset(b, 0, len);
+    else
+        b[0] ^= (uint8_t)(1u << s->bit);
+    ok = ok && pwrite(fd, undo && s->zero ? saved : b, len, (off_t)s->off) == (ssize_t)len;
     if (fd >= 0) close(fd);
     return ok ? 0 : -1;
 }
@@ -109,19 +116,22 @@ static void one_trial(st_driver *d, const char *copy, const char *rel, const cha
     snprintf(t.j.phase, sizeof t.j.phase, "run");
     snprintf(t.j.point, sizeof t.j.point, "sweep/wal");
     snprintf(t.j.file, sizeof t.j.file, "%s", rel);
-    t.j.block = (int64_t)s->block, t.j.offset = (int64_t)s->off, t.j.len = 1, t.j.bit = s->bit;
+    t.j.block = (int64_t)s->block, t.j.offset = (int64_t)s->off;
+    t.j.len = s->zero ? 512 : 1, t.j.bit = s->zero ? -1 : s->bit;
     st_log_extent ext = {0};
-    if (flip(path, s->off, s->bit)) return;
+    uint8_t saved[512];
+    if (damage(path, s, saved, 0)) return;
     st_open_options eo = d->eo;
     eo.io_hooks = NULL;
     int rc = d->E->check_log(copy, &eo, note_report, &t, &ext);
-    if (flip(path, s->off, s->bit)) d->sweep.broken = 1; /* the copy cannot be trusted further */
+    if (damage(path, s, saved, 1)) d->sweep.broken = 1; /* the copy cannot be trusted further */
     if (rc != ST_OK && rc != ST_CORRUPTION) {
         fprintf(stderr, "stress: wal sweep: the recovery of the copy ended %s: trial not counted\n",
                 st_status_name(rc));
         return;
     }
     d->sweep.trials++;
+    d->sweep.zeroed += s->zero != 0;
     if (rc == ST_CORRUPTION && t.matched) {
         d->sweep.detected++;
         return;
@@ -140,10 +150,15 @@ static void one_trial(st_driver *d, const char *copy, const char *rel, const cha
                  (unsigned long long)ext.end);
     else
         snprintf(said, sizeof said, "refused it without a report at the flip's place (first: %s)", t.first);
+    char what[32];
+    if (s->zero)
+        snprintf(what, sizeof what, "its 512-byte sector zeroed");
+    else
+        snprintf(what, sizeof what, "bit %d", s->bit);
     fprintf(stderr,
-            "stress: FAILURE swallowed: bitflip_wal injected at sweep/wal (file %s block %llu offset %llu bit %d, %s, "
+            "stress: FAILURE swallowed: bitflip_wal injected at sweep/wal (file %s block %llu offset %llu %s, %s, "
             "LSN 0x%llx) in a copy of the crashed database: the engine's recovery %s\n    repro: %s\n",
-            rel, (unsigned long long)s->block, (unsigned long long)s->off, s->bit, s->region,
+            rel, (unsigned long long)s->block, (unsigned long long)s->off, what, s->region,
             (unsigned long long)(base + s->off), said, d->repro);
 }
 

@@ -62,6 +62,7 @@ class TestWalSweep(StressDir):
             self.assertEqual(rc, 0, err)
             self.assertEqual(sweep["trials"], 32, sweep)
             self.assertEqual(sweep["detected"], 32, sweep)
+            self.assertGreater(sweep["zeroed"], 0, sweep)  # witnessed sectors lost as zeros
             self.assertEqual(rep["classes"]["bitflip_wal"]["detected"], 32)
             self.assertEqual(rep["injections_per_point"].get("sweep/wal"), 32)
             # the restart's own recovery met none of the flips: every key
