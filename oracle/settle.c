@@ -146,20 +146,30 @@ static void settle_v10_promises(vd_ctx *v) {
 
 /* V10 in V1: report R is injection I's: an error class the engine
  * reports as corruption (its table says so), or a class it promises
- * nothing for (what follows it is its own), when R is in I's file or
- * names no place in it (SQLite's reports name the database file, whichever
- * file the failure struck, and no block). */
+ * nothing for (what follows it is its own).  Any report of the
+ * database: such an engine's reports do not tell which file's read
+ * failed (SQLite names its database file, and integrity_check a page of
+ * it, when the read that failed was of its log). */
 static int reported_as_corruption(const vd_report *r, const vd_injection *i) {
-    return (i->as_corruption || i->promise == VD_PROMISE_NONE) && is_error_class(i->cls) && !r->reader &&
-           i->file[0] && (r->block < 0 || !strcmp(norm_file(r->file), norm_file(i->file)));
+    return (i->as_corruption || i->promise == VD_PROMISE_NONE) && is_error_class(i->cls) && !r->reader;
 }
 
-/* V10: a symptom blamed on an injection (or a crash) whose class the
- * engine promises nothing for, in that file. */
+/* V10: the class whose column an unpromised symptom O counts in, or -1
+ * when O is judged as always: the class it is blamed on when the engine
+ * promises nothing for that injection (or crash) in its file; else the
+ * newest injection before O (its process's up to O's mark, an earlier
+ * process's all) that the engine promises nothing for: once such a fault
+ * struck, what the engine then does is outside its promises, whichever
+ * injection came after it. */
 static int symptom_unpromised(const vd_ctx *v, const vd_observation *o) {
     int c;
-    ssize_t i = blame(v, o, &c);
-    return promise_of(v, c, i >= 0 ? v->inj[i].file : "") == VD_PROMISE_NONE;
+    ssize_t b = blame(v, o, &c);
+    if (promise_of(v, c, b >= 0 ? v->inj[b].file : "") == VD_PROMISE_NONE) return c;
+    size_t own = vd_first_own(v), end = o->carried ? own : own + (size_t)o->inj_mark;
+    if (end > v->ninj) end = v->ninj;
+    for (size_t i = end; i-- > 0;)
+        if (v->inj[i].cls >= 0 && v->inj[i].promise == VD_PROMISE_NONE) return v->inj[i].cls;
+    return -1;
 }
 
 /* In a measuring run: the measured class a symptom is counted under. */
@@ -565,8 +575,9 @@ static int settle_v6_symptom(const vd_ctx *v, const vd_observation *o, settle_st
 #else
     if (o->kind == VD_OBS_LOST_COMMIT) {
 #endif
-        if (symptom_unpromised(v, o))
-            out->cls[c].undetected_unpromised++; /* V10 */
+        int u = symptom_unpromised(v, o);
+        if (u >= 0)
+            out->cls[u].undetected_unpromised++; /* V10 */
         else
             out->cls[c].lost++;
         return -1;
@@ -583,8 +594,9 @@ static int settle_v6_symptom(const vd_ctx *v, const vd_observation *o, settle_st
         out->cls[measured_class_for(v, c, out->cls)].undetectable++;
         return -1;
     }
-    if (value_symptom(o) && symptom_unpromised(v, o)) {
-        out->cls[c].undetected_unpromised++; /* V10 */
+    int u = value_symptom(o) ? symptom_unpromised(v, o) : -1;
+    if (u >= 0) {
+        out->cls[u].undetected_unpromised++; /* V10 */
         return -1;
     }
     if (misdirected_before(v, o) != (size_t)-1 && value_symptom(o)) {

@@ -122,18 +122,20 @@
  *       promises nothing (VD_PROMISE_NONE), an error swallowed (V3),
  *       damage left unreported (V4b), a crash whose prefix check failed
  *       (V5), and a wrong, lost or resurrected value or a lost commit
- *       blamed on the injection are undetected_unpromised: counted in
- *       the class's column, never a failure.  Where it promises to
- *       repair (VD_PROMISE_REPAIR), an error class's failure may be
- *       hidden: a call that returned ok is repaired, and what the engine
- *       then returns is judged as always.  Where it promises to detect,
- *       and without a table (promise_of NULL), the rules above stand.
- *       An error class the engine reports as corruption (the table
- *       says so: SQLite's EIO on a read is SQLITE_CORRUPT), or one it
- *       promises nothing for, matches a report in its file, or one that
- *       names no block (the engine names no place: SQLite names its
- *       database file whatever file failed), which V0 lets no error class
- *       do otherwise: explained, not credited (V3 asks the call).
+ *       blamed on the injection, or seen after it (whatever injection
+ *       came later: the engine is outside its promises from there on),
+ *       are undetected_unpromised: counted in the class's column, never
+ *       a failure.  Where it promises to repair (VD_PROMISE_REPAIR), an
+ *       error class's failure may be hidden: a call that returned ok is
+ *       repaired, and what the engine then returns is judged as always.
+ *       Where it promises to detect, and without a table (promise_of
+ *       NULL), the rules above stand.  An error class the engine reports
+ *       as corruption (the table says so: SQLite's EIO on a read is
+ *       SQLITE_CORRUPT), or one it promises nothing for, matches any
+ *       report of the database (such a report does not tell which file's
+ *       read failed: SQLite names its database file, and integrity_check
+ *       a page, for a failed read of its log), which V0 lets no error
+ *       class do otherwise: explained, not credited (V3 asks the call).
  *       Crashes and hangs of the engine fail whatever it promises.
  *
  * Settlement order.  The numbers group the rules by topic; vd_settle

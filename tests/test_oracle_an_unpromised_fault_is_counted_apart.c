@@ -78,6 +78,34 @@ Test(oracle_promises, the_same_outcome_of_a_promised_class_is_a_failure) {
     vd_free(v);
 }
 
+Test(oracle_promises, what_follows_an_unpromised_fault_is_unpromised_whatever_came_later) {
+    /* A failed sync SQLite promises nothing for, then a promised write
+     * error, then a wrong value: blamed on the newer error, it is still
+     * the engine's state after the unpromised one (the first line is
+     * this process's, before the observation's mark of two). */
+    vd_config c = with_table();
+    vd_ctx *v = vd_new(&c);
+    vd_add_ledger_line(v, "{\"class\":\"sync_error\",\"file\":\"db.sqlite\",\"op\":5,\"thread\":0}", 0);
+    vd_add_ledger_line(v, "{\"class\":\"read_error\",\"file\":\"db.sqlite\",\"op\":6,\"thread\":0}", 0);
+    vd_observation e = {.kind = VD_OBS_ERROR, .thread = 0, .op = 6, .status = 3};
+    vd_add_observation(v, &e);
+    vd_observation o = {.kind = VD_OBS_LOST, .thread = 0, .op = 9, .key = 3, .inj_mark = 2};
+    vd_add_observation(v, &o);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_SYNC_ERROR].undetected_unpromised, 2); /* its own swallowed call, and the key */
+    cr_assert_eq(res.cls[VD_READ_ERROR].lost, 0);
+    cr_assert(res.pass);
+    /* Seen before the unpromised fault (mark 0: nothing injected yet), the
+     * same loss fails. */
+    vd_observation early = {.kind = VD_OBS_LOST, .thread = 0, .op = 1, .key = 4, .inj_mark = 0};
+    vd_add_observation(v, &early);
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_NONE].lost, 1);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}
+
 Test(oracle_promises, a_repair_promise_may_swallow_the_error_but_not_return_a_wrong_value) {
     vd_config c = with_table();
     vd_ctx *v = vd_new(&c);
