@@ -1,8 +1,8 @@
 """crashtest.py --engine rocksdb|sqlite, --faults-via posix: the nightly
-modes run an engine without fault hooks through the door (power loss and
-SIGKILL), draw only the options its adapter takes, keep each drawn
-configuration inside what the engine's documentation promises, and
-refuse what the door cannot serve.
+modes run an engine without fault hooks through the door (power loss,
+SIGKILL and the I/O classes of its promise table), draw only the options
+its adapter takes, keep each drawn configuration inside what the
+engine's promise table says, and refuse what the door cannot serve.
 
     python3 -m unittest tests.test_crashtest_other_engines"""
 
@@ -18,7 +18,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from crashtest.knownbugs import KNOWN_BUGS, bugs_of  # noqa: E402
-from crashtest.params import Config, draw_db_params, draw_iter_params, draw_plan  # noqa: E402
+from crashtest.params import (  # noqa: E402
+    FAULTS,
+    Config,
+    draw_db_params,
+    draw_iter_params,
+    draw_plan,
+)
 from crashtest.repro import rerun_line  # noqa: E402
 from crashtest.binary import stress_promises  # noqa: E402
 from crashtest.run import CrashTest  # noqa: E402
@@ -300,6 +306,12 @@ class OtherEnginesRunTheNightlyCycle(unittest.TestCase):
             self.assertGreater(s["classes"]["power_loss"]["injected"], 0, out)
             steps = [st for i in its for st in i["steps"] if st["type"] == "stress"]
             self.assertTrue(all("--engine=%s" % engine in st["argv"] for st in steps))
+            # The door's I/O classes of the engine's promise table are drawn.
+            io_options = {
+                FAULTS[c][0] for c in ("read_error", "write_error", "nospace", "sync_error")
+            }
+            drawn = {a.split("=")[0][2:] for st in steps for a in st["argv"]} & io_options
+            self.assertTrue(drawn, out)
 
     def test_rocksdb_whitebox_kills_at_the_doors_calls_and_passes(self):
         with tempfile.TemporaryDirectory(prefix="ct-engines-") as d:
