@@ -975,6 +975,25 @@ static void promise_row(const st_driver *d, const vd_injection *j, char *buf, si
     snprintf(buf, cap, "    broken %s\n", line);
 }
 
+/* Another engine's failed values and opens, per class, with the row of
+ * its promise table they break (the class's row for the run's options;
+ * a swallowed error names its own file's row above). */
+static void broken_promises(const st_driver *d, const vd_result *res) {
+    if (!st_promises_of(d->E)->door) return; /* ours: its rows are the rules of docs/oracle.md */
+    for (int c = 0; c < VD_CLASS_COUNT; c++) {
+        const vd_counts *k = &res->cls[c];
+        uint64_t n = k->wrong_value + k->lost + k->resurrected + k->unrecoverable;
+        const st_promise *r = n ? st_promise_judging(d, c, "") : NULL;
+        char line[360];
+        if (!r) continue;
+        st_promise_line(r, line, sizeof line);
+        fprintf(stderr,
+                "stress: FAILURE %s: %llu wrong, lost or resurrected values or opens that did not come back: "
+                "broken %s\n",
+                vd_class_name(c), (unsigned long long)n, line);
+    }
+}
+
 /* Judge, print what failed, write the report and the summary line.
  * Returns 1 if the run passed. */
 static int verdict(st_driver *d, int failed) {
@@ -1017,6 +1036,7 @@ static int verdict(st_driver *d, int failed) {
                     j->cls_name, j->point, j->file[0] ? j->file : "-", j->thread, (long long)(j->op >> 32),
                     (long long)(j->op & 0xffffffff), row, d->repro);
     }
+    broken_promises(d, &res);
     if (res.unrecoverable && res.by_design[0])
         fprintf(stderr, "stress: unrecoverable_by_design: the database did not come back, explained by %s\n",
                 res.by_design);
