@@ -988,9 +988,9 @@ static void broken_promises(const st_driver *d, const vd_result *res) {
         if (!r) continue;
         st_promise_line(r, line, sizeof line);
         fprintf(stderr,
-                "stress: FAILURE %s: %llu wrong, lost or resurrected values or opens that did not come back: "
+                "stress: FAILURE %s: wrong, lost or resurrected values, or an open that did not come back: "
                 "broken %s\n",
-                vd_class_name(c), (unsigned long long)n, line);
+                vd_class_name(c), line);
     }
 }
 
