@@ -586,6 +586,7 @@ static const char *a_file_kind(const char *rel) {
 #define RK_ITER  "https://github.com/facebook/rocksdb/wiki/Iterator"
 #define RK_OPTS  "https://github.com/facebook/rocksdb/blob/v7.8.3/include/rocksdb/options.h"
 #define RK_TABLE "https://github.com/facebook/rocksdb/wiki/Rocksdb-BlockBasedTable-Format"
+#define RK_FILE  "https://github.com/facebook/rocksdb/wiki/Full-File-Checksum-and-Checksum-Handoff"
 static const st_promise rocksdb_rows[] = {
     {"power_loss", "any", "rocksdb_wal_recovery_mode=1", ST_PROMISE_DETECT, 1, RK_WAL,
      "kAbsoluteConsistency: any IO error or incomplete record in the log, a crash's torn tail included, fails the "
@@ -620,9 +621,9 @@ static const st_promise rocksdb_rows[] = {
      NULL, 0},
     {"bitflip_page", "data", "data_checksums=0", ST_PROMISE_NONE, -1, RK_TABLE,
      "kNoChecksum: the table's blocks carry no checksum to verify", NULL, 0},
-    {"bitflip_page", "data", "", ST_PROMISE_DETECT, -1, RK_TABLE,
-     "every block of a table ends in a checksum, verified on each read with verify_checksums (on here); the "
-     "whole-file checksum needs a generator this adapter has none of",
+    {"bitflip_page", "data", "", ST_PROMISE_DETECT, -1, RK_FILE,
+     "every block of a table carries a checksum in its trailer, verified when the block is read (verify_checksums "
+     "on here); the whole-file checksum needs a generator this adapter sets none of",
      NULL, 0},
     {"bitflip_wal", "wal", "rocksdb_wal_recovery_mode=2|3", ST_PROMISE_NONE, -1, RK_WAL,
      "a record that fails its CRC ends the replay (point in time) or is skipped (mode 3): records synced after "
