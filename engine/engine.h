@@ -69,7 +69,7 @@ const char *eng_planted_bug(void);
 /* Which check noticed the problem.  Names (eng_layer_name) are stable and
  * appear in tool output and stress reports. */
 typedef enum eng_layer {
-    ENG_LAYER_PAGE_CHECKSUM = 0, /* "page_checksum": XXH3 mismatch */
+    ENG_LAYER_PAGE_CHECKSUM = 0, /* "page_checksum": page checksum mismatch */
     ENG_LAYER_ZERO_PAGE,         /* "zero_page": all-zero page below the high-water mark */
     ENG_LAYER_PAGE_HEADER,       /* "page_header": header fields out of range */
     ENG_LAYER_STRUCTURE,         /* "structure": slots, cells, order, tree shape */
