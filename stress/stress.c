@@ -988,8 +988,8 @@ static void broken_promises(const st_driver *d, const vd_result *res) {
         if (!r) continue;
         st_promise_line(r, line, sizeof line);
         fprintf(stderr,
-                "stress: FAILURE %s: wrong, lost or resurrected values, or an open that did not come back: "
-                "broken %s\n",
+                "stress: the failures of %s (wrong, lost or resurrected values, or an open that did not come back) "
+                "break %s\n",
                 vd_class_name(c), line);
     }
 }
