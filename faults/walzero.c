@@ -75,16 +75,26 @@ static int witnessed(const zero_scope *z, uint64_t l) {
     return 0;
 }
 
-/* 1 if sector S of Z->v may be zeroed: record bytes in it, all of it
- * synced, not a block's first sector (its header would go with it), and
- * the record the reader fails on starts in its block or the one before
- * (the report names that block) and is witnessed. */
+/* 1 if a record byte of sector S of V is not zero: zeroing the sector
+ * then changes what the log says.  A sector whose record bytes are all
+ * zero already (an image's free space, a zero-filled value) loses only
+ * its trailer, which no record's checksum covers: nothing to find. */
+static int holds_record_data(const flt_wal_view *v, uint64_t s) {
+    for (uint64_t o = s; o < s + WAL_SECTOR; o++) {
+        int l = v->lab[o - v->lo];
+        if ((l == FLT_WR_RECORD_HEADER || l == FLT_WR_RECORD_PAYLOAD) && v->buf[o - v->lo]) return 1;
+    }
+    return 0;
+}
+
+/* 1 if sector S of Z->v may be zeroed: record bytes in it, not all zero,
+ * all of it synced, not a block's first sector (its header would go with
+ * it), and the record the reader fails on starts in its block or the one
+ * before (the report names that block) and is witnessed. */
 static int candidate(const zero_scope *z, uint64_t s) {
     const flt_wal_view *v = z->v;
-    if (s % WAL_BLOCK == 0 || s + WAL_SECTOR > z->end) return 0;
-    if (!flt_wal_view_count(v, s, s + WAL_SECTOR, FLT_WR_RECORD_HEADER) &&
-        !flt_wal_view_count(v, s, s + WAL_SECTOR, FLT_WR_RECORD_PAYLOAD))
-        return 0;
+    if (s % WAL_BLOCK == 0 || s + WAL_SECTOR > z->end || s < v->lo || s + WAL_SECTOR > v->lo + v->n) return 0;
+    if (!holds_record_data(v, s)) return 0;
     uint64_t l = first_record_in(v, s);
     if (l == UINT64_MAX || l < v->lo || s / WAL_BLOCK - l / WAL_BLOCK > 1) return 0;
     return witnessed(z, l);
