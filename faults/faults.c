@@ -148,7 +148,7 @@ int flt_open(const flt_options *opts, flt_ctx **out) {
     flt_hooks_init(f);
     rc = flt_fiu_setup(f);
     if (rc) goto fail;
-    flt_kill_hooks(f); /* after the door's kill points are set up */
+    flt_kill_hooks(f);    /* after the door's kill points are set up */
     flt_door_io_hooks(f); /* in front of them */
     *out = f;
     return ENG_OK;

@@ -210,7 +210,7 @@ struct flt_ctx {
     /* The door's kill points (via_door): door_kill[i] is the index in
      * points of flt_door_kill_point_name(i), or -1 when not enabled. */
     int door_kill[16];
-    int door_kills;  /* 1 if any is enabled */
+    int door_kills; /* 1 if any is enabled */
     /* doorio.c: the before() the door's I/O error draw calls next. */
     int (*door_io_next)(void *ctx, eng_io_op *op);
     int fsync_point; /* engine/io/fsync is enabled: sync_error

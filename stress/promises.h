@@ -97,8 +97,7 @@ void st_promise_line(const st_promise *r, char *buf, size_t cap);
 /* The table as JSON (stress --promises: its options' defaults from
  * DEFAULT_OF, NULL for none) or as a Markdown table (--promises_table,
  * docs/promises.md), with the engine's library VERSION (NULL: ours). */
-void st_promises_json(const st_promises *t, const char *version, const char *(*default_of)(const char *name),
-                      FILE *f);
+void st_promises_json(const st_promises *t, const char *version, const char *(*default_of)(const char *name), FILE *f);
 void st_promises_markdown(const st_promises *t, const char *version, FILE *f);
 
 /* PR1, PR2, PR3: every row names a class KNOWN_CLASS knows (1: the
