@@ -10,6 +10,7 @@ import sys
 import threading
 
 from .binary import build_identity
+from .compare import compare_mode
 from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_USAGE, REPO, UsageError
 from .folders import clean_report_dirs, clean_work_dirs
 from .htmlreport import render, write_page
@@ -32,6 +33,10 @@ MODE_HELP = {
     "repro": "replay a failed iteration from its artifacts (REPORT_DIR/failures/ID)",
     "mutants": (
         "run simple against each planted bug of tests/mutants.txt: caught or not, time to catch"
+    ),
+    "compare": (
+        "the same run (simple by default) on each engine of --engines, its fault classes kept "
+        "to those every engine is served: one table per engine and class"
     ),
     "report": (
         "one self-contained HTML page from report directories (several: trends) or "
@@ -182,6 +187,7 @@ def make_parser():
     add_shrink_parser(sub, fmt)
     add_mutants_parser(sub, fmt)
     add_protection_parser(sub, fmt)
+    add_compare_parser(sub, fmt)
     add_report_parser(sub, fmt)
     add_clean_parser(sub, fmt)
     return p
@@ -670,6 +676,63 @@ def add_mutants_catalogue_options(m):
         action="store_true",
         help="with --harness: skip the baseline run against the real harness",
     )
+
+
+def add_compare_parser(sub, fmt):
+    """The subparser of compare; returns it."""
+    c = sub.add_parser(
+        "compare",
+        help=MODE_HELP["compare"],
+        formatter_class=fmt,
+        description=MODE_HELP["compare"] + ": `crashtest.py MODE --engine E` for each, the same "
+        "seed, duration and -j, its report folder DIR/E; then DIR/compare.json, "
+        "DIR/compare.html and the table on stdout (crashtest/compare.py).  Exit: 0 every run "
+        "passed, 1 one failed, 2 usage (nothing run, no folder made), " + STOPPED + ".",
+    )
+    c.add_argument(
+        "--engines",
+        required=True,
+        metavar="LIST",
+        help="a comma list of %s, run in that order" % ", ".join(ENGINES),
+    )
+    c.add_argument(
+        "--mode",
+        dest="compare_mode",
+        choices=("blackbox", "whitebox", "simple"),
+        default="simple",
+        help="the run mode of each engine",
+    )
+    c.add_argument(
+        "--duration",
+        type=at_least_one_second,
+        required=True,
+        metavar="S",
+        help="seconds of each engine's run (its --duration)",
+    )
+    c.add_argument("-j", "--jobs", type=at_least_one, default=1, metavar="N", help="each run's -j")
+    c.add_argument(
+        "--seed",
+        type=seed_int,
+        default=None,
+        metavar="N",
+        help="the seed of every engine's run (default: random, printed)",
+    )
+    c.add_argument(
+        "--report-dir",
+        default=None,
+        metavar="DIR",
+        help="compare.json, compare.html, a report folder per engine (default: "
+        "build/crashtest/compare-DATE-PID)",
+    )
+    c.add_argument(
+        "--stress-binary",
+        default=None,
+        metavar="PATH",
+        help="the stress driver (default: build/stress)",
+    )
+    c.add_argument("--powerloss-binary", default=None, metavar="PATH", help="the power-loss step")
+    c.set_defaults(func=compare_mode)
+    return c
 
 
 def add_report_parser(sub, fmt):
