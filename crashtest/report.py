@@ -289,7 +289,7 @@ def region_table(pl, regions):
         return
     keys = OUTCOMES + ["swallowed"]
     pl(
-        "damage by region   %-15s %9s %9s %9s %9s %9s %9s %9s"
+        "damage by region   %-15s %9s %9s %9s %9s %9s %9s %9s %9s"
         % (
             "region",
             "injected",
@@ -298,6 +298,7 @@ def region_table(pl, regions):
             "masked",
             "undetect.",
             "by design",
+            "unpromised",
             "swallowed",
         )
     )

@@ -23,7 +23,14 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from crashtest.params import FAILURE_KEYS, FAULTS, OUTCOMES  # noqa: E402
-from crashtest.report import counted, finish_jsonl, fit, read_iterations, timeline_of  # noqa: E402
+from crashtest.report import (  # noqa: E402
+    counted,
+    finish_jsonl,
+    fit,
+    read_iterations,
+    region_table,
+    timeline_of,
+)
 from crashtest.steps import counted_reports, sum_totals  # noqa: E402
 from tests.crashtestrun import HtmlFacts, check_page_against_summary, run_ct  # noqa: E402
 
@@ -190,6 +197,21 @@ class TestClassTable(unittest.TestCase):
         self.assertEqual(
             [counted(s, r) for s, r in zip(steps, results)], [False, False, True, False, True]
         )
+
+
+class TestRegionTable(unittest.TestCase):
+    def test_every_column_of_the_region_table_has_its_heading(self):
+        # Each outcome the summary counts (undetected_unpromised among
+        # them) and swallowed: as many headings as numbers in a row.
+        lines = []
+        row = {k: i + 1 for i, k in enumerate(OUTCOMES + ["swallowed"])}
+        region_table(lines.append, {"bitflip_wal": {"record_payload": row}})
+        head = lines[0].split()
+        cells = next(x for x in lines if " record_payload " in x).split()
+        # headings past "damage by region region", "by design" one heading
+        self.assertEqual(len(head) - 5, len(cells) - 2, lines)
+        self.assertIn("unpromised", head)
+        self.assertEqual(cells[-1], str(row["swallowed"]))
 
 
 class TestIterationsFile(unittest.TestCase):
