@@ -41,7 +41,7 @@ from .htmlcharts import (
     table_escapes,
     widths_of,
 )
-from .params import CLASS_ORDER, FAILURE_KEYS, swarm_text
+from .params import CLASS_ORDER, FAILURE_KEYS, OUTCOMES, swarm_text
 from .stats import clopper_pearson  # noqa: F401 (report imports it from here)
 
 # Outcome segments of a class bar, in drawing order, with their colours.
@@ -160,16 +160,7 @@ def chart_classes(summary):
 
 def table_classes(summary):
     rows = class_rows(summary)
-    keys = [
-        "injected",
-        "detected",
-        "repaired",
-        "masked",
-        "undetectable",
-        "unrecoverable_by_design",
-        "undetected_unpromised",
-        "failures",
-    ]
+    keys = OUTCOMES + ["failures"]
     out = [
         '<table id="classes-table"><tr><th class="l">class</th>%s<th class="l">failures by '
         "kind</th></tr>"
