@@ -42,11 +42,26 @@ static int header_at(const flt_wal_view *v, uint64_t seg_base, uint64_t x, uint6
     return 1;
 }
 
-/* The start (file offset) of the first record with bytes in [S, S +
- * WAL_SECTOR), or UINT64_MAX: the record the reader fails on. */
+/* 1 if a record byte of V in [A, B) is not zero. */
+static int nonzero_record_bytes(const flt_wal_view *v, uint64_t a, uint64_t b) {
+    for (uint64_t o = a; o < b; o++) {
+        int l = v->lab[o - v->lo];
+        if ((l == FLT_WR_RECORD_HEADER || l == FLT_WR_RECORD_PAYLOAD) && v->buf[o - v->lo]) return 1;
+    }
+    return 0;
+}
+
+/* The start (file offset) of the first record that zeroing sector S
+ * changes, one of its bytes there not zero already, or UINT64_MAX: the
+ * record the reader fails on.  A record whose bytes in S are all zero (an
+ * image's free space, a zero-filled value) reads the same afterwards and
+ * passes; the sector's trailer is no record's. */
 static uint64_t first_record_in(const flt_wal_view *v, uint64_t s) {
-    for (size_t i = 0; i < v->nrec; i++)
-        if (v->recs[i].start < s + WAL_SECTOR && v->recs[i].end > s) return v->recs[i].start;
+    for (size_t i = 0; i < v->nrec; i++) {
+        uint64_t a = v->recs[i].start > s ? v->recs[i].start : s;
+        uint64_t b = v->recs[i].end < s + WAL_SECTOR ? v->recs[i].end : s + WAL_SECTOR;
+        if (a < b && nonzero_record_bytes(v, a, b)) return v->recs[i].start;
+    }
     return UINT64_MAX;
 }
 
@@ -75,26 +90,14 @@ static int witnessed(const zero_scope *z, uint64_t l) {
     return 0;
 }
 
-/* 1 if a record byte of sector S of V is not zero: zeroing the sector
- * then changes what the log says.  A sector whose record bytes are all
- * zero already (an image's free space, a zero-filled value) loses only
- * its trailer, which no record's checksum covers: nothing to find. */
-static int holds_record_data(const flt_wal_view *v, uint64_t s) {
-    for (uint64_t o = s; o < s + WAL_SECTOR; o++) {
-        int l = v->lab[o - v->lo];
-        if ((l == FLT_WR_RECORD_HEADER || l == FLT_WR_RECORD_PAYLOAD) && v->buf[o - v->lo]) return 1;
-    }
-    return 0;
-}
-
-/* 1 if sector S of Z->v may be zeroed: record bytes in it, not all zero,
- * all of it synced, not a block's first sector (its header would go with
- * it), and the record the reader fails on starts in its block or the one
- * before (the report names that block) and is witnessed. */
+/* 1 if sector S of Z->v may be zeroed: a record it changes (not all
+ * zero there already), all of it synced, not a block's first sector (its
+ * header would go with it), and the record the reader fails on starts in
+ * its block or the one before (the report names that block) and is
+ * witnessed. */
 static int candidate(const zero_scope *z, uint64_t s) {
     const flt_wal_view *v = z->v;
     if (s % WAL_BLOCK == 0 || s + WAL_SECTOR > z->end || s < v->lo || s + WAL_SECTOR > v->lo + v->n) return 0;
-    if (!holds_record_data(v, s)) return 0;
     uint64_t l = first_record_in(v, s);
     if (l == UINT64_MAX || l < v->lo || s / WAL_BLOCK - l / WAL_BLOCK > 1) return 0;
     return witnessed(z, l);
