@@ -288,20 +288,9 @@ def region_table(pl, regions):
     if not regions:
         return
     keys = OUTCOMES + ["swallowed"]
-    pl(
-        "damage by region   %-15s %9s %9s %9s %9s %9s %9s %9s %9s"
-        % (
-            "region",
-            "injected",
-            "detected",
-            "repaired",
-            "masked",
-            "undetect.",
-            "by design",
-            "unpromised",
-            "swallowed",
-        )
-    )
+    # The class table's outcome headings, then swallowed: one per key.
+    heads = ("region",) + CLASS_COLUMNS[1:-1] + ("swallowed",)
+    pl(("damage by region   %-15s" + " %9s" * (len(heads) - 1)) % heads)
     never = []
     for c in sorted(regions, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99):
         names = REGIONS.get(c, []) + sorted(r for r in regions[c] if r not in REGIONS.get(c, []))

@@ -279,6 +279,10 @@ size_t flt_damage_present(flt_ctx *f, uint64_t *seqs, size_t cap);
 flt_ledger *flt_get_ledger(flt_ctx *f);
 flt_journal *flt_get_journal(flt_ctx *f);
 
+/* Copy file SRC to DST, a new file (O_EXCL), whole or not at all (a
+ * failed copy is removed).  0 or -errno. */
+int flt_copy_file(const char *src, const char *dst);
+
 /* The log sweep (stress --wal_sweep, point "sweep/wal"): a site is one
  * bit of one byte of a WAL segment the reader relies on, OFF its file offset, BLOCK
  * the log block holding it, REGION its region's name (record_header,

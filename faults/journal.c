@@ -333,9 +333,9 @@ static ssize_t read_old(flt_journal *j, const char *path, const char *rel, void 
 
 /* ---- saved files ------------------------------------------------------------------- */
 
-/* Copy SRC to DST (a new file): for runs whose journal.d is on another
- * file system than the database, where a hard link is impossible. */
-static int copy_file(const char *src, const char *dst) {
+/* faults.h.  Also for runs whose journal.d is on another file system
+ * than the database, where a hard link is impossible. */
+int flt_copy_file(const char *src, const char *dst) {
     int in = open(src, O_RDONLY | O_CLOEXEC);
     if (in < 0) return -errno;
     int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -384,7 +384,7 @@ static int save_file(flt_journal *j, const char *path, uint64_t id, char *name, 
         return 0;
     }
     if (e == EXDEV || e == EPERM || e == EMLINK || e == ENOTSUP) {
-        int rc = copy_file(path, dst);
+        int rc = flt_copy_file(path, dst);
         if (rc == -ENOENT) {
             name[0] = 0;
             return 0;

@@ -44,19 +44,6 @@ static void note_report(void *ctx, const st_corruption *r) {
                  r->detail ? r->detail : "");
 }
 
-static int copy_file(const char *from, const char *to) {
-    int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, rc = -1;
-    if (in >= 0) out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    char buf[1 << 16];
-    ssize_t n = 0;
-    while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n) break;
-    if (out >= 0 && n == 0) rc = 0;
-    if (in >= 0) close(in);
-    if (out >= 0) close(out);
-    return rc;
-}
-
 /* FROM's regular files into TO (made), linked where the file system
  * allows, else copied; its "wal" folder likewise.  0, or -1. */
 static int link_dir(const char *from, const char *to) {
@@ -76,7 +63,7 @@ static int link_dir(const char *from, const char *to) {
         if (S_ISDIR(st.st_mode) && !strcmp(e->d_name, "wal"))
             rc |= link_dir(a, b);
         else if (S_ISREG(st.st_mode) && link(a, b))
-            rc |= copy_file(a, b);
+            rc |= flt_copy_file(a, b) ? -1 : 0;
     }
     closedir(dp);
     return rc;
@@ -86,7 +73,7 @@ static int link_dir(const char *from, const char *to) {
 static int own_copy(const char *path) {
     char tmp[4416];
     snprintf(tmp, sizeof tmp, "%s.own", path);
-    return copy_file(path, tmp) || rename(tmp, path) ? -1 : 0;
+    return flt_copy_file(path, tmp) || rename(tmp, path) ? -1 : 0;
 }
 
 /* Damage site S of the segment at PATH, or (UNDO) put back what SAVED
