@@ -172,6 +172,18 @@ static int symptom_unpromised(const vd_ctx *v, const vd_observation *o) {
     return -1;
 }
 
+/* V10 in V5: the class of the newest injection before the crash (one an
+ * earlier process made) that the engine promises nothing for, or -1.
+ * Once such a fault struck, the state the crash left is outside the
+ * engine's promises, and so is what its recovery makes of it: a failed
+ * sync whose dropped pages a later checkpoint copies into the database
+ * loses keys no write of the crashed process touched. */
+static int crash_after_unpromised(const vd_ctx *v) {
+    for (size_t i = vd_first_own(v); i-- > 0;)
+        if (v->inj[i].cls >= 0 && v->inj[i].promise == VD_PROMISE_NONE) return v->inj[i].cls;
+    return -1;
+}
+
 /* In a measuring run: the measured class a symptom is counted under. */
 static int measured_class_for(const vd_ctx *v, int blamed, const vd_counts *cls) {
     if (blamed >= 0 && blamed < VD_CLASS_COUNT && vd_class_measured(&v->cfg, blamed)) return blamed;
@@ -401,7 +413,10 @@ static void settle_v5_v8_opens(vd_ctx *v, settle_state *s) {
 #ifdef ENG_BROKEN_VERDICT_V5_LOST_CHECK_REPAIRED /* planted bug (tests/harness_mutants.txt): V5, a failed check repaired */
         s->crash_o = VD_REPAIRED;
 #endif
-        if (by_design != (size_t)-1) s->crash_o = VD_UNRECOVERABLE_BY_DESIGN, s->design_inj[1] = by_design;
+        if (by_design != (size_t)-1)
+            s->crash_o = VD_UNRECOVERABLE_BY_DESIGN, s->design_inj[1] = by_design;
+        else if (crash_after_unpromised(v) >= 0)
+            s->crash_o = VD_UNDETECTED_UNPROMISED; /* V10 */
         break;
     case VD_CHECK_NO_OPEN:
         s->crash_o = open_outcome(s->after_unexplained[1], s->after_explained[1], s->design_inj[1]);

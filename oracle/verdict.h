@@ -120,9 +120,10 @@
  *       asked through vd_config.promise_of for an injection's class and
  *       file) decide what an undetected outcome is.  Where the engine
  *       promises nothing (VD_PROMISE_NONE), an error swallowed (V3),
- *       damage left unreported (V4b), a crash whose prefix check failed
- *       (V5), and a wrong, lost or resurrected value or a lost commit
- *       blamed on the injection, or seen after it (whatever injection
+ *       damage left unreported (V4b), a failed prefix check after a
+ *       crash (V5) that is such an injection or came after one, and a
+ *       wrong, lost or resurrected value or a lost commit blamed on the
+ *       injection, or seen after it (whatever injection
  *       came later: the engine is outside its promises from there on),
  *       are undetected_unpromised: counted in the class's column, never
  *       a failure.  Where it promises to repair (VD_PROMISE_REPAIR), an

@@ -683,7 +683,11 @@ static void run_op(worker *w, uint64_t seen, uint64_t i, int type, uint64_t key,
     case OP_VERIFY: {
         uint64_t problems = 0;
         st = d->E->verify(d->db, &problems);
-        st_note_error(w, st == ST_CORRUPTION ? ST_OK : st);
+        /* Corruption is the verify's finding, judged by its reports
+         * (V1); as a status it is also the call failing, so an injected
+         * error an engine reports as corruption (SQLite's EIO on a read)
+         * was not swallowed (V3). */
+        st_note_error(w, st);
         hash_op(w, OP_VERIFY, st, problems, 0, 0);
         atomic_fetch_add_explicit(&d->ops[OP_VERIFY], 1, memory_order_relaxed);
         return;

@@ -270,6 +270,16 @@ class TheDoorsIOClassesAreJudgedByTheTables(StressDir):
             self.assertGreater(c[cls]["injected"], 0, out)
             self.assertGreater(c[cls]["detected"], 0, out)
 
+    def test_sqlite_a_verify_that_meets_a_read_error_returns_it_as_corruption(self):
+        # integrity_check's read that fails is SQLITE_CORRUPT, as its
+        # table says: the verify call failed, the error was not swallowed.
+        rc, out, c = self.run_engine(
+            "sqlite", "--verify_db_one_in", "3", "--read_fault_one_in", "20", "--page_size", "16384"
+        )
+        self.assertEqual(rc, 0, out)
+        self.assertGreater(c["read_error"]["detected"], 0, out)
+        self.assertEqual(c["read_error"]["swallowed"], 0, out)
+
     def test_sqlite_failed_syncs_with_normal_are_counted_apart_never_failed(self):
         rc, out, c = self.run_engine(
             "sqlite",
