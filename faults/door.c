@@ -27,7 +27,7 @@
  *        inside the door (`users`): every reader and writer of a slot's
  *        pointer is counted in `users` first (the relaxed "is the slot
  *        empty" test derefs nothing);
- *   DR3  a slot is trusted only while fstat(fd) still shows its device and
+ *   DR3  a slot is trusted only while statx(fd) still shows its device and
  *        inode, so a descriptor closed behind the door's back (glibc's
  *        internal close in fclose) and reused is never taken for the file
  *        it was;
@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #include "door.h"
+#include "fileid.h"
 #include "paths.h"
 
 /* The _FORTIFY_SOURCE entry points a library built with it calls instead
@@ -265,17 +266,14 @@ static door_slot *slot_at(int fd, int make) {
     return s ? &s[fd & (CHUNK - 1)] : NULL;
 }
 
-/* Point FD at DF (NULL: forget it), opened on ST.  Caller counted in. */
-static void slot_put(int fd, door_file *df, const struct stat *st) {
+/* Point FD at DF (NULL: forget it), open on inode INO of device DEV.
+ * Caller counted in. */
+static void slot_put(int fd, door_file *df, uint64_t dev, uint64_t ino, int is_dir) {
     door_slot *s = slot_at(fd, df != NULL);
     if (!s) return;
     pthread_mutex_t *mu = &slot_mu[fd % NLOCKS];
     pthread_mutex_lock(mu);
-    if (df) {
-        s->dev = (uint64_t)st->st_dev;
-        s->ino = (uint64_t)st->st_ino;
-        s->is_dir = S_ISDIR(st->st_mode);
-    }
+    if (df) s->dev = dev, s->ino = ino, s->is_dir = is_dir;
     atomic_store_explicit(&s->file, df, memory_order_relaxed);
     pthread_mutex_unlock(mu);
     int hwm = atomic_load(&fd_hwm);
@@ -285,11 +283,12 @@ static void slot_put(int fd, door_file *df, const struct stat *st) {
 /* Track FD as DF when it is a regular file or a directory; else forget
  * it.  Caller counted in. */
 static void slot_track(int fd, door_file *df) {
-    struct stat st;
-    if (df && fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-        slot_put(fd, df, &st);
+    uint64_t dev, ino;
+    unsigned type;
+    if (df && flt_fd_ident(fd, &dev, &ino, &type) == 0 && (type == S_IFREG || type == S_IFDIR))
+        slot_put(fd, df, dev, ino, type == S_IFDIR);
     else
-        slot_put(fd, NULL, NULL);
+        slot_put(fd, NULL, 0, 0, 0);
 }
 
 /* FD's slot copied into *OUT; 1 if it names a database file still open on
@@ -305,8 +304,9 @@ static int slot_get(int fd, door_fd *out) {
     out->is_dir = s->is_dir;
     pthread_mutex_unlock(mu);
     if (!df) return 0;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev && (uint64_t)st.st_ino == ino) return 1;
+    uint64_t now_dev, now_ino;
+    unsigned type;
+    if (flt_fd_ident(fd, &now_dev, &now_ino, &type) == 0 && now_dev == dev && now_ino == ino) return 1;
     pthread_mutex_lock(mu); /* stale: forget it, unless it was changed meanwhile */
     if (atomic_load_explicit(&s->file, memory_order_relaxed) == df && s->dev == dev && s->ino == ino)
         atomic_store_explicit(&s->file, NULL, memory_order_relaxed);
@@ -459,8 +459,8 @@ static int door_openat(int dirfd, const char *path, int flags, mode_t mode) {
     if (!df) {
         fd = REAL(openat64)(dirfd, path, flags, mode);
         if (fd >= 0) {
-            slot_put(fd, NULL, NULL); /* whatever a descriptor of that number left */
-            errno = saved;            /* path_file's realpath may have set it */
+            slot_put(fd, NULL, 0, 0, 0); /* whatever a descriptor of that number left */
+            errno = saved;               /* path_file's realpath may have set it */
         }
         door_leave();
         return fd;
@@ -547,7 +547,7 @@ int close(int fd) {
     /* Forgotten before the close: once closed, the number may be some
      * other thread's new descriptor. */
     if (door_on() && door_enter()) {
-        slot_put(fd, NULL, NULL);
+        slot_put(fd, NULL, 0, 0, 0);
         door_leave();
     }
     return REAL(close)(fd);
@@ -594,12 +594,7 @@ int dup3(int old, int nfd, int flags) {
 static int fd_position(int fd, uint64_t *at, int *append, int *flags) {
     *flags = fcntl(fd, F_GETFL);
     *append = *flags >= 0 && (*flags & O_APPEND);
-    if (*append) {
-        struct stat st;
-        if (fstat(fd, &st) != 0) return -errno;
-        *at = (uint64_t)st.st_size;
-        return 0;
-    }
+    if (*append) return flt_size_at(fd, "", AT_EMPTY_PATH, at) ? -errno : 0;
     off_t cur = lseek(fd, 0, SEEK_CUR);
     if (cur < 0) return -errno;
     *at = (uint64_t)cur;
@@ -625,8 +620,7 @@ static ssize_t door_write(int fd, const door_fd *d, const void *buf, size_t n, u
     } else {
         /* pwrite on an O_APPEND descriptor appends (Linux), whatever OFF. */
         fl = fcntl(fd, F_GETFL);
-        struct stat st;
-        if (fl >= 0 && (fl & O_APPEND) && fstat(fd, &st) == 0) append = 1, at = (uint64_t)st.st_size;
+        if (fl >= 0 && (fl & O_APPEND) && !flt_size_at(fd, "", AT_EMPTY_PATH, &at)) append = 1;
     }
     eng_io_op op = {
         .kind = ENG_IO_WRITE, .file_id = d->file->id, .path = d->file->abs, .buf = (void *)buf, .offset = at, .len = n};
@@ -932,11 +926,11 @@ int truncate64(const char *path, off64_t len) ALIAS(truncate);
 /* fallocate's PUNCH_HOLE or ZERO_RANGE of [OFF, OFF + LEN) on D's file: a
  * WRITE of zeros over the bytes it changes.  *HANDLED 0: pass it on. */
 static long zero_range(int fd, const door_fd *d, int mode, off64_t off, off64_t len, int *handled) {
-    struct stat st;
+    uint64_t size;
     *handled = 0;
-    if (fstat(fd, &st) != 0) return 0;
+    if (flt_size_at(fd, "", AT_EMPTY_PATH, &size)) return 0;
     uint64_t lo = (uint64_t)off, hi = (uint64_t)off + (uint64_t)len;
-    if (mode & FALLOC_FL_KEEP_SIZE) hi = hi < (uint64_t)st.st_size ? hi : (uint64_t)st.st_size;
+    if (mode & FALLOC_FL_KEEP_SIZE) hi = hi < size ? hi : size;
     if (hi <= lo || hi - lo > ZERO_MAX) return 0;
     size_t n = (size_t)(hi - lo);
     void *zp = NULL;
@@ -979,12 +973,12 @@ static long door_fallocate(int fd, int mode, off64_t off, off64_t len, int posix
     if (!door_on() || off < 0 || len <= 0 || !fd_enter(fd, &d)) return do_it(&a);
     long rc;
     int handled = 0;
-    struct stat st;
     if (d.is_dir) {
         rc = do_it(&a);
     } else if (mode == 0) {
         uint64_t end = (uint64_t)off + (uint64_t)len;
-        if (fstat(fd, &st) == 0 && end > (uint64_t)st.st_size)
+        uint64_t size;
+        if (!flt_size_at(fd, "", AT_EMPTY_PATH, &size) && end > size)
             rc = truncate_op(d.file, end, do_it, &a);
         else
             rc = do_it(&a);

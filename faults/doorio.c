@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "doorio_int.h"
+#include "fileid.h"
 #include "inject_int.h"
 
 static const char *point_of(int kind) {
@@ -42,8 +43,8 @@ static int is_db_dir(const flt_ctx *f, const char *path) {
 /* 1 if read OP starts at or past its file's end (a size it cannot learn
  * counts as inside). */
 static int past_end(const eng_io_op *op) {
-    struct stat st;
-    return op->path && stat(op->path, &st) == 0 && op->offset >= (uint64_t)st.st_size;
+    uint64_t size;
+    return op->path && !flt_size_at(AT_FDCWD, op->path, 0, &size) && op->offset >= size;
 }
 
 /* The class OP fails with (its errno in *ERR), or -1: one draw per class

@@ -8,8 +8,11 @@
  * issued.  A read at or past the file's end touches no device and never
  * fails (the door once failed it, and SQLite took the EIO of its header
  * read for a corrupt database); and a file of no kind (an info log) draws
- * nothing.
+ * nothing.  A descriptor closed behind the door's back and reused for
+ * another file is not taken for the one it was (DR3).
  */
+#include <sys/syscall.h>
+
 #include "door.h"
 #include "faults_helpers.h"
 
@@ -123,5 +126,32 @@ Test(doorio, a_full_disk_fails_a_write_with_enospc, .timeout = 60, .fini = door_
     cr_assert_eq(errno, ENOSPC);
     close(fd);
     cr_assert_eq(ledger_lines(run, "\"err\":\"ENOSPC\""), 1);
+    flt_close(f);
+}
+
+Test(doorio, a_descriptor_closed_behind_the_doors_back_and_reused_is_not_the_file_it_was, .timeout = 60,
+     .fini = door_fini) {
+    /* glibc's fclose closes without the door seeing it; the number then
+     * names another file, and the door, which asks the descriptor's
+     * device and inode at every call (DR3), must not fail its writes. */
+    const char *run = tu_tmpdir(), *dir = tu_tmpdir(), *elsewhere = tu_tmpdir();
+    char path[4096], other[4096];
+    tu_path(path, sizeof path, dir, "f");
+    tu_path(other, sizeof other, elsewhere, "not-the-database");
+    int fd = open(path, O_WRONLY | O_CREAT, 0644); /* before the door: a create would fail */
+    cr_assert(fd >= 0);
+    close(fd);
+    flt_ctx *f = armed(run, dir, FLT_WRITE_ERROR);
+    fd = open(path, O_WRONLY);
+    cr_assert(fd >= 0);
+    errno = 0;
+    cr_assert_eq(write(fd, "x", 1), -1, "the database's file is failed");
+    cr_assert_eq(errno, EIO);
+    cr_assert_eq(syscall(SYS_close, fd), 0);
+    int again = (int)syscall(SYS_openat, AT_FDCWD, other, O_WRONLY | O_CREAT, 0644);
+    cr_assert_eq(again, fd, "the kernel hands out the lowest free number");
+    cr_assert_eq(write(again, "y", 1), 1, "a write of another file under a reused number passes");
+    close(again);
+    cr_assert_eq(ledger_lines(run, "\"point\":\"door/io/write\""), 1);
     flt_close(f);
 }
