@@ -149,6 +149,13 @@ typedef struct eng_io_op {
      * old and new bytes in [offset, offset + issued), a page torn as a
      * crash tears it.  0 when it failed before anything was issued. */
     uint64_t issued;
+    /* A short count, for callers that return one (the fault door's read
+     * and write calls; engine/io.c's loop finishes every range and leaves
+     * it 0): before, 1 = the call may return a short count; a hook that
+     * cuts len as a kernel's short transfer sets 2, and the call then
+     * returns the bytes moved instead of reporting the range complete
+     * (a len cut with 1 is a torn write, reported complete: IO3). */
+    int short_count;
 } eng_io_op;
 
 typedef struct eng_io_hooks {

@@ -622,8 +622,13 @@ static ssize_t door_write(int fd, const door_fd *d, const void *buf, size_t n, u
         fl = fcntl(fd, F_GETFL);
         if (fl >= 0 && (fl & O_APPEND) && !flt_size_at(fd, "", AT_EMPTY_PATH, &at)) append = 1;
     }
-    eng_io_op op = {
-        .kind = ENG_IO_WRITE, .file_id = d->file->id, .path = d->file->abs, .buf = (void *)buf, .offset = at, .len = n};
+    eng_io_op op = {.kind = ENG_IO_WRITE,
+                    .file_id = d->file->id,
+                    .path = d->file->abs,
+                    .buf = (void *)buf,
+                    .offset = at,
+                    .len = n,
+                    .short_count = 1};
     long rc = hook_before(&op);
     if (rc < 0) {
         if (mu) pthread_mutex_unlock(mu);
@@ -659,10 +664,10 @@ static ssize_t door_write(int fd, const door_fd *d, const void *buf, size_t n, u
     ssize_t ret;
     if (op.result < 0)
         ret = -1;
-    else if (op.skip || (uint64_t)op.result == op.len)
+    else if (op.skip || ((uint64_t)op.result == op.len && op.short_count != 2))
         ret = (ssize_t)n; /* a torn or lost write is reported complete (engine/io.c IO3) */
     else
-        ret = (ssize_t)op.result; /* the kernel's own short write */
+        ret = (ssize_t)op.result; /* the kernel's own short write, or a hook's (short_count 2) */
     if (!positioned && !append && ret >= 0) {
         uint64_t kernel = at + (used_write && r > 0 ? (uint64_t)r : 0);
         if (kernel != at + (uint64_t)ret) lseek(fd, (off_t)(at + (uint64_t)ret), SEEK_SET);
@@ -686,8 +691,13 @@ static ssize_t door_read(int fd, const door_fd *d, void *buf, size_t n, uint64_t
         }
         at = (uint64_t)cur;
     }
-    eng_io_op op = {
-        .kind = ENG_IO_READ, .file_id = d->file->id, .path = d->file->abs, .buf = buf, .offset = at, .len = n};
+    eng_io_op op = {.kind = ENG_IO_READ,
+                    .file_id = d->file->id,
+                    .path = d->file->abs,
+                    .buf = buf,
+                    .offset = at,
+                    .len = n,
+                    .short_count = 1}; /* a cut len comes back as the count read */
     long rc = hook_before(&op);
     if (rc < 0) {
         if (mu) pthread_mutex_unlock(mu);

@@ -72,7 +72,9 @@
  * may be replaced, len only shortened into the caller's buffer), the real
  * call, after() with result (bytes or -errno) and issued.  A write a hook
  * shortened (torn) or skipped (lost) is reported to the caller as
- * complete (IO3 of engine/io.c).
+ * complete (IO3 of engine/io.c), unless the hook marked the cut a short
+ * transfer (short_count 2: a read or write call returns the bytes moved,
+ * as a kernel may; the door offers it with short_count 1).
  *
  * Offsets: read, write, readv and writev use and advance the
  * descriptor's offset (lseek(fd, 0, SEEK_CUR) first; the file's size on an

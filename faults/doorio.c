@@ -15,10 +15,18 @@
  *
  * A failed call issues nothing: no byte moves, the journal records
  * nothing and no after() follows (the ledger line comes first, FL1).
+ * A read inside the file or a write that fails with none of them may be
+ * cut short (short_io, point door/io/short): its len becomes a drawn
+ * part of the range, 1 byte up to all but one, and the door returns that
+ * count to the caller as a kernel may (eng_io_op.short_count); the rest
+ * is not transferred, and the caller must ask again for it.  The line's
+ * offset and len are the bytes not moved, as a torn write's are.  Only a
+ * call that can return a count is cut (the door's fallocate zeroing
+ * cannot).
  * sync_error stays inject.c's (hook/sync, with the drop of the file's
  * dirty data), as for every engine; this before() only tells it which
  * files it may strike (the flag fault_files sets, t->file_off).  Ledger points door/io/read,
- * door/io/write, door/io/meta; file: the path below the database
+ * door/io/write, door/io/meta, door/io/short; file: the path below the database
  * directory ("." for a fsync of the directory itself).  A file of no
  * kind (an info log, a lock file) draws nothing, and with fault_files
  * only the kinds named draw.
@@ -31,7 +39,8 @@
 #include "fileid.h"
 #include "inject_int.h"
 
-static const char *point_of(int kind) {
+static const char *point_of(int cls, int kind) {
+    if (cls == FLT_SHORT_IO) return "door/io/short";
     return kind == ENG_IO_READ ? "door/io/read" : kind == ENG_IO_WRITE ? "door/io/write" : "door/io/meta";
 }
 
@@ -73,6 +82,17 @@ static int draw_error(flt_ctx *f, flt_thr *t, const eng_io_op *op, int *err) {
     }
 }
 
+/* short_io for OP: 1 with its len cut to the bytes that move (the
+ * first CUT of the range), else 0. */
+static int draw_short(flt_ctx *f, flt_thr *t, eng_io_op *op, uint64_t *cut) {
+    if ((op->kind != ENG_IO_READ && op->kind != ENG_IO_WRITE) || op->short_count != 1 || op->len < 2) return 0;
+    if (!flt_draw(f, t, FLT_SHORT_IO)) return 0;
+    /* A read at or past the end moves nothing anyway: no cut to make. */
+    if (op->kind == ENG_IO_READ && past_end(op)) return 0;
+    *cut = 1 + flt_below(f, t, FLT_SHORT_IO, (uint64_t)op->len - 1);
+    return 1;
+}
+
 static int doorio_before(void *ctx, eng_io_op *op) {
     flt_ctx *f = ctx;
     flt_thr *t = flt_thr_get(f);
@@ -82,8 +102,19 @@ static int doorio_before(void *ctx, eng_io_op *op) {
          * database's; fault_files narrows the kinds. */
         t->file_off = !kind || (f->o.fault_files && !flt_list_has(f->o.fault_files, kind));
         int err = 0, cls = draw_error(f, t, op, &err);
-        if (cls >= 0) {
-            flt_event e = flt_event_for(f, t, cls, point_of(op->kind));
+        uint64_t cut = 0;
+        if (cls < 0 && draw_short(f, t, op, &cut)) cls = FLT_SHORT_IO;
+        if (cls == FLT_SHORT_IO) {
+            flt_event e = flt_event_for(f, t, cls, point_of(cls, op->kind));
+            e.file = flt_rel_path(f, op->path);
+            e.offset = (int64_t)(op->offset + cut);
+            e.len = (int64_t)(op->len - cut);
+            if (flt_record(f, cls, &e) == 0) { /* FL1: no line, no fault */
+                op->len = (size_t)cut;
+                op->short_count = 2;
+            }
+        } else if (cls >= 0) {
+            flt_event e = flt_event_for(f, t, cls, point_of(cls, op->kind));
             /* A directory's fsync names the directory: "." for the
              * database's own (its kind, dir, in the promise tables). */
             e.file = op->kind == ENG_IO_DIRSYNC && is_db_dir(f, op->path) ? "." : flt_rel_path(f, op->path);
@@ -100,8 +131,8 @@ static int doorio_before(void *ctx, eng_io_op *op) {
 
 void flt_door_io_hooks(flt_ctx *f) {
     const flt_options *o = &f->o;
-    int on =
-        o->one_in[FLT_READ_ERROR] || o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE] || o->one_in[FLT_SYNC_ERROR];
+    int on = o->one_in[FLT_READ_ERROR] || o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE] ||
+             o->one_in[FLT_SHORT_IO] || o->one_in[FLT_SYNC_ERROR];
     if (!o->via_door || !o->file_kind || !on) return;
     f->door_io_next = f->hooks.before;
     f->hooks.before = doorio_before;

@@ -587,6 +587,7 @@ static const char *a_file_kind(const char *rel) {
 #define RK_OPTS  "https://github.com/facebook/rocksdb/blob/v7.8.3/include/rocksdb/options.h"
 #define RK_TABLE "https://github.com/facebook/rocksdb/wiki/Rocksdb-BlockBasedTable-Format"
 #define RK_FILE  "https://github.com/facebook/rocksdb/wiki/Full-File-Checksum-and-Checksum-Handoff"
+#define RK_POSIX "https://github.com/facebook/rocksdb/blob/v7.8.3/env/io_posix.cc"
 static const st_promise rocksdb_rows[] = {
     {"power_loss", "any", "rocksdb_wal_recovery_mode=1", ST_PROMISE_DETECT, 1, RK_WAL,
      "kAbsoluteConsistency: any IO error or incomplete record in the log, a crash's torn tail included, fails the "
@@ -654,6 +655,11 @@ static const st_promise rocksdb_rows[] = {
      "out of space in a flush or compaction sets the background error (recovered automatically once space "
      "returns); the options file's failure is only logged",
      NULL, 0},
+    {"short_io", "any", "", ST_PROMISE_REPAIR, -1, RK_POSIX,
+     "PosixWrite and PosixPositionedWrite call write or pwrite again until no byte of the range is left, "
+     "PosixRandomAccessFile::Read calls pread again until the range is read or the file ends: a short count is "
+     "finished by the next call",
+     NULL, 0},
     {"sync_error", "wal", "", ST_PROMISE_DETECT, -1, RK_BG,
      "a failed sync of the log always sets the background error: the write fails", NULL, 0},
     {"sync_error", "any", "", ST_PROMISE_REPAIR, -1, RK_BG,
@@ -662,8 +668,8 @@ static const st_promise rocksdb_rows[] = {
      NULL, 0},
 };
 static const char *const rocksdb_options[] = {"rocksdb_wal_recovery_mode", "sync_mode", "data_checksums", NULL};
-static const char *const rocksdb_door[] = {"power_loss", "kill",       "read_error", "write_error",
-                                           "nospace",    "sync_error", NULL};
+static const char *const rocksdb_door[] = {"power_loss", "kill",     "read_error", "write_error",
+                                           "nospace",    "short_io", "sync_error", NULL};
 const st_promises st_promises_rocksdb = {"rocksdb", rocksdb_rows, sizeof rocksdb_rows / sizeof *rocksdb_rows,
                                          rocksdb_options, rocksdb_door};
 

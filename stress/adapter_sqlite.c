@@ -198,6 +198,7 @@ static const char *const meaningless[] = {"data_checksums",
 #define SQ_SYNC   "https://www.sqlite.org/pragma.html#pragma_synchronous"
 #define SQ_RC     "https://www.sqlite.org/rescode.html"
 #define SQ_HOW    "https://www.sqlite.org/howtocorrupt.html"
+#define SQ_UNIX   "https://www.sqlite.org/src/file?name=src/os_unix.c&ci=version-3.40.1"
 static const st_promise sqlite_rows[] = {
     {"power_loss", "any", "sqlite_journal_mode=wal,sqlite_synchronous=normal", ST_PROMISE_REPAIR, 0, SQ_SYNC,
      "WAL with NORMAL is consistent after a power loss, but a commit is synced at a checkpoint only and may roll "
@@ -250,6 +251,11 @@ static const st_promise sqlite_rows[] = {
      NULL, 0},
     {"nospace", "any", "", ST_PROMISE_DETECT, -1, SQ_RC,
      "a full disk fails the statement with SQLITE_FULL; the transaction rolls back", NULL, 0},
+    {"short_io", "any", "", ST_PROMISE_REPAIR, -1, SQ_UNIX,
+     "the unix VFS finishes a short transfer: unixWrite calls seekAndWrite again while it wrote fewer bytes than "
+     "asked and more than none, seekAndRead calls pread again while it got some (only a read that meets the "
+     "file's end is SQLITE_IOERR_SHORT_READ)",
+     NULL, 0},
     {"sync_error", "any", "sqlite_journal_mode=wal,sqlite_synchronous=full|extra", ST_PROMISE_REPAIR, -1, SQ_WAL,
      "every commit syncs the log (a failure is SQLITE_IOERR_FSYNC to COMMIT); an automatic checkpoint whose sync "
      "fails leaves the log whole",
@@ -261,8 +267,8 @@ static const st_promise sqlite_rows[] = {
      NULL, 0},
 };
 static const char *const sqlite_options[] = {"sqlite_journal_mode", "sqlite_synchronous", "sync_mode", NULL};
-static const char *const sqlite_door[] = {"power_loss", "kill",       "read_error", "write_error",
-                                          "nospace",    "sync_error", NULL};
+static const char *const sqlite_door[] = {"power_loss", "kill",     "read_error", "write_error",
+                                          "nospace",    "short_io", "sync_error", NULL};
 const st_promises st_promises_sqlite = {"sqlite", sqlite_rows, sizeof sqlite_rows / sizeof *sqlite_rows, sqlite_options,
                                         sqlite_door};
 
