@@ -28,7 +28,8 @@
 #define TRACE_INITIAL (1u << 16) /* records */
 
 struct orc_state {
-    int fd, tfd;
+    int fd, tfd, ifd;
+    orc_inflight *inflight; /* ORC_INFLIGHT_SLOTS, MAP_SHARED */
     orc_trace_rec *trace;
     size_t trace_cap;          /* records mapped */
     pthread_rwlock_t trace_rw; /* exclusive only to remap */
@@ -73,13 +74,29 @@ static int open_trace(orc_state *s, int truncate) {
     return map_trace(s, cap);
 }
 
+#define INFLIGHT_BYTES (ORC_INFLIGHT_SLOTS * sizeof(orc_inflight))
+_Static_assert(sizeof(orc_inflight) == 144, "expected.h's slot size");
+
+/* Map EXP_DIR/inflight, emptied when FRESH. */
+static int open_inflight(orc_state *s, int fresh) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/inflight", s->dir);
+    s->ifd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (s->ifd < 0) return -errno;
+    if ((fresh && ftruncate(s->ifd, 0) != 0) || ftruncate(s->ifd, (off_t)INFLIGHT_BYTES) != 0) return -errno;
+    void *m = mmap(NULL, INFLIGHT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, s->ifd, 0);
+    if (m == MAP_FAILED) return -errno;
+    s->inflight = m;
+    return 0;
+}
+
 int orc_open(const char *exp_dir, uint64_t max_key, uint64_t seed, int fresh, orc_state **out) {
     *out = NULL;
     if (max_key == 0 || max_key > (1ull << 40)) return -EINVAL;
     if (mkdir(exp_dir, 0755) != 0 && errno != EEXIST) return -errno;
     orc_state *s = calloc(1, sizeof *s);
     if (!s) return -ENOMEM;
-    s->tfd = -1;
+    s->tfd = s->ifd = -1;
     snprintf(s->dir, sizeof s->dir, "%s", exp_dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/expected", exp_dir);
@@ -133,6 +150,7 @@ int orc_open(const char *exp_dir, uint64_t max_key, uint64_t seed, int fresh, or
     pthread_mutex_init(&s->trace_mu, NULL);
     pthread_rwlock_init(&s->trace_rw, NULL);
     int rc = open_trace(s, init);
+    if (!rc) rc = open_inflight(s, init);
     if (rc) {
         orc_close(s);
         return rc;
@@ -148,6 +166,8 @@ void orc_close(orc_state *s) {
     close(s->fd);
     if (s->trace) munmap(s->trace, s->trace_cap * sizeof *s->trace);
     if (s->tfd >= 0) close(s->tfd);
+    if (s->inflight) munmap(s->inflight, INFLIGHT_BYTES);
+    if (s->ifd >= 0) close(s->ifd);
     for (unsigned i = 0; i < NSTRIPE; i++) pthread_mutex_destroy(&s->stripes[i]);
     pthread_mutex_destroy(&s->trace_mu);
     pthread_rwlock_destroy(&s->trace_rw);
@@ -264,6 +284,34 @@ int orc_checkpoint_trace(orc_state *s, uint64_t r) {
 /* ---- values ---- */
 
 /* One splitmix64 step from X (common/rng.h): X is a state, not a stream. */
+void orc_inflight_begin(orc_state *s, unsigned slot, const orc_inflight *b) {
+    if (slot >= ORC_INFLIGHT_SLOTS || b->n < 2 || b->n > ORC_INFLIGHT_KEYS) return;
+    orc_inflight *d = &s->inflight[slot];
+    orc_inflight c = *b;
+    c.n = 0;
+    *d = c;
+    /* The count last: a slot a kill interrupts mid-copy reads as free. */
+    atomic_store_explicit((_Atomic uint32_t *)&d->n, b->n, memory_order_release);
+}
+
+void orc_inflight_end(orc_state *s, unsigned slot) {
+    if (slot < ORC_INFLIGHT_SLOTS)
+        atomic_store_explicit((_Atomic uint32_t *)&s->inflight[slot].n, 0, memory_order_release);
+}
+
+size_t orc_inflight_read(const orc_state *s, orc_inflight *out, size_t cap) {
+    size_t k = 0;
+    for (unsigned i = 0; i < ORC_INFLIGHT_SLOTS && k < cap; i++) {
+        uint32_t n = atomic_load_explicit((_Atomic uint32_t *)&s->inflight[i].n, memory_order_acquire);
+        if (n >= 2 && n <= ORC_INFLIGHT_KEYS) out[k++] = s->inflight[i];
+    }
+    return k;
+}
+
+void orc_inflight_clear(orc_state *s) {
+    for (unsigned i = 0; i < ORC_INFLIGHT_SLOTS; i++) orc_inflight_end(s, i);
+}
+
 static uint64_t mix(uint64_t x) { return rng_next(&x); }
 
 size_t orc_value_len(uint64_t key, uint32_t v, size_t min_len, size_t max_len) {

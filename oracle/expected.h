@@ -17,6 +17,9 @@
  *     cur      0 = absent, else the value seed the key holds
  *     pending  0 = none, ORC_DEL = a delete in flight, else the value seed
  *              of a put in flight
+ * File EXP_DIR/inflight: ORC_INFLIGHT_SLOTS slots of 144 bytes, one per
+ * writer thread (orc_inflight): the batch of two or more keys its engine
+ * call is writing, or n = 0.
  * File EXP_DIR/trace: 24-byte records u64 seq | u64 key | u32 old | u32 new
  * (orc_trace_rec), one per key of each acknowledged write, stored after
  * the engine acknowledged it into a MAP_SHARED mapping (SIGKILL keeps it:
@@ -41,6 +44,8 @@
  *   E3  readers (no lock) take orc_get before and after their engine read:
  *       the engine's answer must match one of the values seen (cur or
  *       pending, before or after)
+ *   E4  a slot of EXP_DIR/inflight holds a batch exactly while its
+ *       thread's engine call for it runs (its keys pending throughout)
  */
 #ifndef ORACLE_EXPECTED_H
 #define ORACLE_EXPECTED_H
@@ -107,6 +112,33 @@ int64_t orc_rewind(orc_state *s, uint64_t r);
 /* After the post-crash check passed: the state is settled, start a new
  * trace (and set durable_seq = last_seq = R). */
 int orc_checkpoint_trace(orc_state *s, uint64_t r);
+
+/* Batches in flight (E4): a batch of two or more keys is stored in its
+ * thread's slot after its keys were marked pending and before the engine
+ * sees it, and the slot is freed when the engine call returned.  A batch
+ * a crash cut is still in its slot for the next process, which must find
+ * all its keys old or all new (a batch is all or nothing across a crash
+ * too); a key's pending value alone allows either for each key.  Stores
+ * to the MAP_SHARED file survive SIGKILL, as the trace's do. */
+#define ORC_INFLIGHT_SLOTS 256
+#define ORC_INFLIGHT_KEYS  8
+typedef struct orc_inflight {
+    uint32_t n;      /* keys; 0: the slot is free (stored last) */
+    uint32_t thread; /* the writer's worker number */
+    uint64_t op;     /* the driver's op id (epoch << 32 | call) */
+    uint64_t key[ORC_INFLIGHT_KEYS];
+    uint32_t old_v[ORC_INFLIGHT_KEYS]; /* value seeds before it, 0 absent */
+    uint32_t new_v[ORC_INFLIGHT_KEYS]; /* value seeds it writes, 0 absent */
+} orc_inflight;
+
+/* Store batch B (B->n of 2 to ORC_INFLIGHT_KEYS keys) in slot SLOT. */
+void orc_inflight_begin(orc_state *s, unsigned slot, const orc_inflight *b);
+/* Free slot SLOT: its engine call returned. */
+void orc_inflight_end(orc_state *s, unsigned slot);
+/* Copy the batches in the slots (at most CAP) into OUT; returns how many. */
+size_t orc_inflight_read(const orc_state *s, orc_inflight *out, size_t cap);
+/* Free every slot (the batches read were judged). */
+void orc_inflight_clear(orc_state *s);
 
 /* Values: derived from (key, value seed) alone, so checking needs no
  * stored copy.  Length in [min_len, max_len]; the first 12 bytes encode

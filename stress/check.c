@@ -393,6 +393,7 @@ int st_post_open_check(worker *w, int after_crash, const char *what) {
         atomic_fetch_add(&d->failures, 1);
         return 1; /* the expected state cannot be rewound below durable */
     }
+    if (after_crash) st_doubt_batches_cut_by_crash(d);
     if (orc_rewind(d->exp, r) > 0) {
         /* Writes after R were undone: a batch in doubt since then was
          * written over values that are gone; its "old" is what the
@@ -407,6 +408,7 @@ int st_post_open_check(worker *w, int after_crash, const char *what) {
     uint64_t before = atomic_load(&d->failures), seen = atomic_load(&d->symptoms);
     st_verify_all(w, after_crash, what);
     st_check_doubts(w, after_crash);
+    orc_inflight_clear(d->exp); /* judged (or kept, unresolved, as doubts) */
     if (d->flt) flt_pause(d->flt, 0);
     if (atomic_load(&d->failures) != before)
         failed = 1;

@@ -106,9 +106,11 @@ static void write_report_to(FILE *f, st_driver *d, const vd_result *res, vd_ctx 
     fprintf(f, "  \"ops\": {");
     for (int i = 0; i < OP_TYPES; i++)
         fprintf(f, "%s\"%s\": %llu", i ? ", " : "", st_op_names[i], (unsigned long long)atomic_load(&d->ops[i]));
-    fprintf(f, "},\n  \"checks\": {\"verified\": %llu, \"ambiguous\": %llu, \"unverifiable\": %llu},\n",
+    fprintf(f,
+            "},\n  \"checks\": {\"verified\": %llu, \"ambiguous\": %llu, \"unverifiable\": %llu, "
+            "\"batches_cut\": %llu},\n",
             (unsigned long long)atomic_load(&d->verified), (unsigned long long)atomic_load(&d->ambiguous),
-            (unsigned long long)atomic_load(&d->unverifiable));
+            (unsigned long long)atomic_load(&d->unverifiable), (unsigned long long)atomic_load(&d->batches_cut));
     fprintf(f, "  \"classes\": {\n");
     for (int c = 0; c <= VD_CLASS_COUNT; c++) {
         fprintf(f, "    \"%s\": ", vd_class_name(c));

@@ -219,6 +219,7 @@ struct st_driver {
     _Atomic uint64_t detections;
     _Atomic uint64_t ops[OP_TYPES];
     _Atomic uint64_t verified, ambiguous, unverifiable;
+    _Atomic uint64_t batches_cut; /* batches a crash cut, judged all or nothing */
     _Atomic uint64_t failures;
     uint64_t detailed;
     worker *w;
@@ -255,6 +256,10 @@ struct st_driver {
 
 /* workload.c */
 void st_check_doubts(worker *w, int after_crash);
+/* The batches of two or more keys a crash cut mid-call (the in-flight
+ * slots of the expected state, E4), each a doubt st_check_doubts judges:
+ * all its keys old or all new. */
+void st_doubt_batches_cut_by_crash(st_driver *d);
 void st_note_error(worker *w, int st);
 double st_now(void);
 int st_open_db(worker *w);

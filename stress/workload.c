@@ -200,27 +200,45 @@ static int cmp_u64(const void *a, const void *b) {
  * once a reopen or the settlement resolved them, it must be wholly there
  * or wholly absent.  Called with the keys' stripes locked: cur is the old
  * value. */
-static void note_doubt(worker *w, int status, const uint64_t *keys, const uint32_t *vs, size_t m) {
-    st_driver *d = w->d;
-    pthread_mutex_lock(&d->mu);
+/* The status of a doubt whose batch a crash cut (no call returned). */
+#define CUT_BY_CRASH (-1)
+
+/* Batch B (its old and new value seeds) in doubt with STATUS.  Caller
+ * holds d->mu. */
+static void add_doubt(st_driver *d, int status, const orc_inflight *b) {
     if (d->ndoubt == d->capdoubt) {
         size_t nc = d->capdoubt ? 2 * d->capdoubt : 16;
         void *p = realloc(d->doubt, nc * sizeof *d->doubt);
         if (p) d->doubt = p, d->capdoubt = nc;
     }
-    if (d->ndoubt < d->capdoubt) {
-        struct doubt *bd = &d->doubt[d->ndoubt++];
-        bd->n = (int)m;
-        bd->thread = w->id;
-        bd->status = status;
-        bd->op = d->epoch << 32 | w->calls;
-        memset(bd->seen, 0, sizeof bd->seen);
-        for (size_t i = 0; i < m; i++) {
-            bd->key[i] = keys[i];
-            bd->old_v[i] = orc_get(d->exp, keys[i]).cur;
-            bd->new_v[i] = vs[i] == ORC_DEL ? 0 : vs[i];
-        }
+    if (d->ndoubt == d->capdoubt) return;
+    struct doubt *bd = &d->doubt[d->ndoubt++];
+    bd->n = (int)b->n;
+    bd->thread = (int)b->thread;
+    bd->status = status;
+    bd->op = b->op;
+    memset(bd->seen, 0, sizeof bd->seen);
+    for (uint32_t i = 0; i < b->n; i++) bd->key[i] = b->key[i], bd->old_v[i] = b->old_v[i], bd->new_v[i] = b->new_v[i];
+}
+
+static void note_doubt(worker *w, int status, const uint64_t *keys, const uint32_t *vs, size_t m) {
+    st_driver *d = w->d;
+    orc_inflight b = {.n = (uint32_t)m, .thread = (uint32_t)w->id, .op = d->epoch << 32 | w->calls};
+    pthread_mutex_lock(&d->mu);
+    for (size_t i = 0; i < m; i++) {
+        b.key[i] = keys[i];
+        b.old_v[i] = orc_get(d->exp, keys[i]).cur;
+        b.new_v[i] = vs[i] == ORC_DEL ? 0 : vs[i];
     }
+    add_doubt(d, status, &b);
+    pthread_mutex_unlock(&d->mu);
+}
+
+void st_doubt_batches_cut_by_crash(st_driver *d) {
+    orc_inflight cut[ORC_INFLIGHT_SLOTS];
+    size_t n = orc_inflight_read(d->exp, cut, ORC_INFLIGHT_SLOTS);
+    pthread_mutex_lock(&d->mu);
+    for (size_t i = 0; i < n; i++) add_doubt(d, CUT_BY_CRASH, &cut[i]);
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -253,6 +271,7 @@ void st_check_doubts(worker *w, int after_crash) {
             d->doubt[keep++] = *bd;
             continue;
         }
+        if (bd->status == CUT_BY_CRASH) atomic_fetch_add_explicit(&d->batches_cut, 1, memory_order_relaxed);
         if (olds && news) {
             pthread_mutex_unlock(&d->mu);
             orc_entry a = {bd->old_v[0], bd->new_v[0]};
@@ -262,11 +281,12 @@ void st_check_doubts(worker *w, int after_crash) {
             st_recovery rec = {0};
             if (d->db) d->E->recovery(d->db, &rec);
             fprintf(stderr,
-                    "    batch of %d keys written by thread %d, op %llu:%llu, failed with %s: %d keys hold the new "
+                    "    batch of %d keys written by thread %d, op %llu:%llu, %s%s: %d keys hold the new "
                     "value, %d the old one (last recovery: seq %llu, %llu records)\n",
                     bd->n, bd->thread, (unsigned long long)(bd->op >> 32), (unsigned long long)(bd->op & 0xffffffffu),
-                    st_status_name(bd->status), news, olds, (unsigned long long)rec.recovered_seq,
-                    (unsigned long long)rec.records);
+                    bd->status == CUT_BY_CRASH ? "cut by a crash" : "failed with ",
+                    bd->status == CUT_BY_CRASH ? "" : st_status_name(bd->status), news, olds,
+                    (unsigned long long)rec.recovered_seq, (unsigned long long)rec.records);
             for (int k = 0; k < bd->n; k++) {
                 orc_entry e = orc_get(d->exp, bd->key[k]);
                 fprintf(stderr, "      key %llu: old 0x%08x new 0x%08x resolved as %s, now 0x%08x\n",
@@ -280,6 +300,22 @@ void st_check_doubts(worker *w, int after_crash) {
     }
     d->ndoubt = keep;
     pthread_mutex_unlock(&d->mu);
+}
+
+_Static_assert(MAX_BATCH <= ORC_INFLIGHT_KEYS, "a batch fits an in-flight slot");
+
+/* E4 of oracle/expected.h: the batch of M keys in this thread's slot
+ * while the engine writes it, so that the process after a crash that
+ * cut it checks it came back all or nothing (batch_cut_by_crash). */
+static void inflight_begin(worker *w, const uint64_t *keys, const uint32_t *vs, size_t m) {
+    st_driver *d = w->d;
+    orc_inflight b = {.n = (uint32_t)m, .thread = (uint32_t)w->id, .op = d->epoch << 32 | w->calls};
+    for (size_t i = 0; i < m; i++) {
+        b.key[i] = keys[i];
+        b.old_v[i] = orc_get(d->exp, keys[i]).cur;
+        b.new_v[i] = vs[i] == ORC_DEL ? 0 : vs[i];
+    }
+    orc_inflight_begin(d->exp, (unsigned)w->id, &b);
 }
 
 /* A write of N keys (1: put or delete; more: a batch, all or nothing).
@@ -330,7 +366,9 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
     uint64_t seq = 0;
     if (m) {
         for (size_t i = 0; i < m; i++) orc_mark_pending(d->exp, keys[i], vs[i]);
+        if (m > 1) inflight_begin(w, keys, vs, m);
         st = d->E->write(d->db, ops, m, &seq);
+        if (m > 1) orc_inflight_end(d->exp, (unsigned)w->id);
         /* ST_POISONED: refused at the door (an earlier failure), nothing
          * of it reached the engine; otherwise the engine says. */
         if (st != ST_OK && st != ST_NOTFOUND && (st == ST_POISONED || (d->E->in_doubt && !d->E->in_doubt(d->db)))) {
