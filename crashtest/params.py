@@ -248,8 +248,9 @@ DELAY_CHOICES = {"delay_one_in": [10, 50, 200, 1000], "delay_max_us": [100, 1000
 # least), paused 1 in one of DELAY_HOT_ONE_IN; the others pause at every
 # site at DELAY_CHOICES' rates.  The engine's delay/ points (its
 # catalogue, engine/faultpoints.h; tests/test_delays.py holds the list
-# against the binary's) and the hooks' six sides of a read, a write and
-# an fsync (faults/delay.c).
+# against the binary's), the hooks' six sides of a read, a write and
+# an fsync, and kill/late, the pause of every kill that fires
+# (faults/delay.c).
 DELAY_SITES_SHARE = 0.75
 DELAY_SITE_ODDS = 0.25
 DELAY_HOT_ONE_IN = [2, 5, 20]
@@ -269,6 +270,7 @@ DELAY_SITES = [
     "hook/write/after",
     "hook/sync/before",
     "hook/sync/after",
+    "kill/late",
 ]
 DELAY_OPTIONS = tuple(DELAY_CHOICES) + ("delay_sites",)
 

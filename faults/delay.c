@@ -10,6 +10,13 @@
  * N: a sleep of a length drawn log-uniform in [1, delay_max_us]
  * microseconds (short pauses are as common per decade as long ones, so
  * both tight and slow races are met), or, one time in four, a yield.
+ * A kill that fires pauses first, always (site kill/late, while delays
+ * are on and the site is not left out): the thread that dies is caught
+ * between what it published and the I/O it was about to issue, while the
+ * other threads act on what it published (a group's durable mark set
+ * before its fsync, a hint taken from it, a page written back after it),
+ * and the crash then lands on what they did.  A kill happens once a
+ * process, so odds of 1 in delay_one_in would almost never pause it.
  * delay_sites narrows the opportunities to the sites it names, as
  * BUGGIFY enables a quarter of its points per simulation run: a race
  * needs its own site to pause often, and pauses spread over every site
@@ -48,6 +55,7 @@ static int is_site(const char *name, size_t n) {
     for (int k = 0; k < 3; k++)
         for (int a = 0; a < 2; a++)
             if (strlen(hook_sites[k][a]) == n && !memcmp(hook_sites[k][a], name, n)) return 1;
+    if (strlen(FLT_DELAY_KILL_SITE) == n && !memcmp(FLT_DELAY_KILL_SITE, name, n)) return 1;
     for (size_t i = 0; i < eng_fault_point_count(); i++) {
         const char *p = eng_fault_point_name(i);
         if (!strncmp(p, "delay/", 6) && strlen(p) == n && !memcmp(p, name, n)) return 1;
@@ -65,12 +73,12 @@ static uint64_t draw_us(flt_ctx *f, flt_thr *t, uint64_t max) {
     return us < 1 ? 1 : us > max ? max : us;
 }
 
-int flt_delay(flt_ctx *f, flt_thr *t, const char *where) {
-    uint64_t n = f->o.delay_one_in;
-    if (!n || flt_paused(f)) return 0;
+/* A pause at WHERE with odds 1 in N (1: always) while delays are on. */
+static int pause_at(flt_ctx *f, flt_thr *t, const char *where, uint64_t n) {
+    if (!f->o.delay_one_in || flt_paused(f)) return 0;
     /* A site left out of delay_sites is no opportunity: nothing drawn. */
     if (f->o.delay_sites && !flt_list_has(f->o.delay_sites, where)) return 0;
-    if (flt_below(f, t, FLT_STREAM_DELAY, n) != 0) return 0;
+    if (n > 1 && flt_below(f, t, FLT_STREAM_DELAY, n) != 0) return 0;
     /* Both draws happen whatever is chosen, so the stream moves alike. */
     int yield = flt_below(f, t, FLT_STREAM_DELAY, YIELD_ONE_IN) == 0;
     uint64_t us = draw_us(f, t, f->o.delay_max_us ? f->o.delay_max_us : FLT_DELAY_MAX_US_DEFAULT);
@@ -92,3 +100,7 @@ int flt_delay(flt_ctx *f, flt_thr *t, const char *where) {
     }
     return 1;
 }
+
+int flt_delay(flt_ctx *f, flt_thr *t, const char *where) { return pause_at(f, t, where, f->o.delay_one_in); }
+
+int flt_delay_kill(flt_ctx *f, flt_thr *t) { return pause_at(f, t, FLT_DELAY_KILL_SITE, 1); }

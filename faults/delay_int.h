@@ -15,6 +15,13 @@
  * delays off.  Returns 1 when it paused. */
 int flt_delay(flt_ctx *f, flt_thr *t, const char *where);
 
+/* The pause of a kill that fires (kill.c, before its ledger line): a
+ * delay at FLT_DELAY_KILL_SITE, made every time (not 1 in delay_one_in)
+ * while delays are on and delay_sites does not leave the site out.
+ * Returns 1 when it paused. */
+#define FLT_DELAY_KILL_SITE "kill/late"
+int flt_delay_kill(flt_ctx *f, flt_thr *t);
+
 /* The delay site on one side (AFTER 0 or 1) of an I/O operation of KIND
  * (enum eng_io_kind) in the hooks: "hook/read/before" ... "hook/sync/after",
  * or NULL for a kind that has none (metadata operations). */

@@ -82,7 +82,8 @@ typedef struct flt_options {
      * write, a read or an fsync and after a write or an fsync, in the I/O
      * hooks) a pause with odds 1 in delay_one_in (0: none), a sleep of
      * up to delay_max_us microseconds (0: FLT_DELAY_MAX_US_DEFAULT) or a
-     * yield.  Each is a ledger line of class "delay". */
+     * yield; and at every kill that fires, before it (kill/late).  Each
+     * is a ledger line of class "delay". */
     uint64_t delay_one_in;
     uint64_t delay_max_us;
     const char *delay_sites; /* comma list of the sites that may pause
@@ -218,7 +219,7 @@ const char *flt_door_kill_point_kind(size_t i);
 
 /* NULL if LIST is a comma list of one or more delay sites (the engine's
  * delay/... points, hook/read/before, hook/read/after, hook/write/before,
- * hook/write/after, hook/sync/before, hook/sync/after); else where in
+ * hook/write/after, hook/sync/before, hook/sync/after, kill/late); else where in
  * LIST the first name that is none begins (LIST itself when it names
  * nothing). */
 const char *flt_delay_sites_invalid(const char *list);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "delay_int.h"
 #include "door.h"
 #include "frame.h"
 #include "inject_int.h"
@@ -64,15 +65,25 @@ int flt_is_door_kill_point(const char *name, size_t n) {
     return 0;
 }
 
+/* Whether the arrival at kill point IDX kills; one that does first lets
+ * the other threads run on for a drawn pause (delay.c, kill/late). */
 int flt_kill_arrival(flt_ctx *f, flt_thr *t, int idx) {
-    if (!t) return flt_draw(f, t, FLT_KILL);
-    /* Count the arrivals of this op (before_kill's NTH); a pinned kill
-     * fires at its NTH and is never drawn. */
-    int64_t op = atomic_load_explicit(&t->op, memory_order_relaxed);
-    if (t->kill_op[idx] != op) t->kill_op[idx] = op, t->kill_n[idx] = 0;
-    t->kill_n[idx]++;
-    if (t->kill_pin == 1 + idx && t->kill_pin_op == op) return t->kill_n[idx] == t->kill_pin_nth;
-    return flt_draw(f, t, FLT_KILL);
+    int fire;
+    if (!t) {
+        fire = flt_draw(f, t, FLT_KILL);
+    } else {
+        /* Count the arrivals of this op (before_kill's NTH); a pinned
+         * kill fires at its NTH and is never drawn. */
+        int64_t op = atomic_load_explicit(&t->op, memory_order_relaxed);
+        if (t->kill_op[idx] != op) t->kill_op[idx] = op, t->kill_n[idx] = 0;
+        t->kill_n[idx]++;
+        if (t->kill_pin == 1 + idx && t->kill_pin_op == op)
+            fire = t->kill_n[idx] == t->kill_pin_nth;
+        else
+            fire = flt_draw(f, t, FLT_KILL);
+    }
+    if (fire) flt_delay_kill(f, t);
+    return fire;
 }
 
 _Noreturn void flt_kill_fire(flt_ctx *f, flt_thr *t, const char *point, uint64_t nth) {

@@ -149,7 +149,8 @@ static const opt_def defs[] = {
     U64("delay_max_us", delay_max_us, "5000", 1, 10000000, "the longest pause (microseconds; log-uniform from 1)"),
     STR("delay_sites", delay_sites, NULL,
         "comma list of the sites that may pause (default: all): the engine's delay/ points (--list_fault_points), "
-        "hook/read/before, hook/read/after, hook/write/before, hook/write/after, hook/sync/before, hook/sync/after"),
+        "hook/read/before, hook/read/after, hook/write/before, hook/write/after, hook/sync/before, hook/sync/after, "
+        "kill/late (a kill that fires pauses first, every time)"),
     ENUM("faults_via", faults_via, "hooks", "hooks|posix",
          "how the fault library's hooks see the engine's I/O: the engine's I/O hooks, or libc's file calls on the "
          "database directory (the door of faults/door.h; our engine needs --io_backend psync)"),

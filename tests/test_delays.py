@@ -126,12 +126,32 @@ class TestDelays(unittest.TestCase):
         }
         self.assertEqual(at, set(sites))
 
+    def test_a_kill_that_fires_pauses_first_while_delays_are_on(self):
+        # Odds of 1 in 10^6 at every other site: the one pause is the kill's.
+        for delays, want in ((["--delay_one_in=1000000", "--delay_max_us=2000"], 1), ([], 0)):
+            rc, err, db = self.run_stress(
+                "k%d" % want,
+                "--threads=2",
+                "--ops_per_thread=100000",
+                "--kill_random_test=300",
+                *delays
+            )
+            self.assertEqual(rc, -9, err)
+            ledger = ledger_of(os.path.join(db + ".expected", "ledger"))
+            late = [i for i, j in enumerate(ledger) if j.get("point") == "kill/late"]
+            self.assertEqual(len(late), want, ledger[-3:])
+            if want:
+                kill = [i for i, j in enumerate(ledger) if j.get("class") == "kill"]
+                self.assertEqual(len(kill), 1)
+                self.assertLess(late[0], kill[0], "the pause comes before the kill's line")
+                self.assertEqual(ledger[late[0]].get("thread"), ledger[kill[0]].get("thread"))
+
     def test_crashtests_sites_are_the_engines_delay_points_and_the_hooks(self):
         rc, out, err = stress("--list_fault_points")
         self.assertEqual(rc, 0, err)
         engine = [w for w in out.split() if w.startswith("delay/")]
         self.assertTrue(engine)
-        self.assertEqual(sorted(DELAY_SITES), sorted(engine + HOOK_SITES))
+        self.assertEqual(sorted(DELAY_SITES), sorted(engine + HOOK_SITES + ["kill/late"]))
 
     def test_a_bad_value_is_a_usage_error_that_creates_nothing(self):
         for bad in (
