@@ -391,6 +391,7 @@ def tally(recs):
         "delays": 0,
         "delayed": 0,
         "sweep": {"restarts": 0, "trials": 0, "detected": 0, "swallowed": 0},
+        "batches_cut": 0,
     }
     classes = t["classes"]
     for r in recs:
@@ -411,6 +412,7 @@ def tally(recs):
             add_regions(t["regions"], rep.get("regions"))
             paused += int(rep.get("delays", 0) or 0)
             add_sweep(t["sweep"], rep.get("wal_sweep"))
+            t["batches_cut"] += int((rep.get("checks") or {}).get("batches_cut", 0) or 0)
         t["delays"] += paused  # pauses (faults/delay.c)
         t["delayed"] += paused > 0  # iterations that paused
         for k in unreported(r):
@@ -482,6 +484,7 @@ def summary_of(ct, runs, interrupted, recs):
         "delays": t["delays"],
         "iterations_delayed": t["delayed"],
         "wal_sweep": t["sweep"],
+        "batches_cut": t["batches_cut"],
         "engine_points": engine_points,
         "protection_widths": {str(w): v for w, v in sorted(width_table(recs).items())},
         "engine_points_never_hit": [p for p in engine_points if not t["points"].get(p)],
@@ -562,6 +565,11 @@ def print_summary(pl, s):
         % (s["delays"], s["iterations_delayed"], s["iterations_total"])
     )
     sweep_line(s.get("wal_sweep"), pl)
+    if "batches_cut" in s:
+        pl(
+            "batches cut by a crash: %d, each found all old or all new after it "
+            "(a half applied one fails as wrong_value)" % s["batches_cut"]
+        )
 
 
 def sweep_line(sw, pl):

@@ -118,5 +118,20 @@ class BatchesCutByACrash(StressDir):
         self.assertGreaterEqual(rep["totals"]["wrong_value"], 1, err)
 
 
+class TheSummaryCountsThem(unittest.TestCase):
+    def test_the_judged_steps_cut_batches_are_summed_and_an_extra_variants_are_not(self):
+        from crashtest.report import tally
+
+        def step(primary, n):
+            return {
+                "type": "stress",
+                "primary": primary,
+                "result": {"report": {"checks": {"batches_cut": n}}},
+            }
+
+        recs = [{"steps": [step(True, 2), step(False, 5), step(True, 1)], "failure": None}]
+        self.assertEqual(tally(recs)["batches_cut"], 3)
+
+
 if __name__ == "__main__":
     unittest.main()
