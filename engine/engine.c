@@ -146,7 +146,17 @@ int eng_pool_wal_flush(void *ctx, uint64_t upto) {
     eng_db *db = ctx;
     if (!db->wal) return ENG_OK;
     int rc = wal_flush(db->wal, upto);
+#ifdef ENG_BROKEN_WRITEBACK_LOG_FLUSH_ERROR_IGNORED
+    /* planted bug (tests/mutants.txt): a failed flush is left to the log,
+     * which poisons itself (W4), and the write-back goes on: its pages
+     * reach the data file though the records up to their LSNs are not
+     * durable (their write or fsync failed), and the handle is not
+     * poisoned, so a checkpoint can still move the redo point. */
+    (void)rc;
+    return ENG_OK;
+#else
     return rc ? poison(db, rc) : ENG_OK;
+#endif
 }
 
 /* A frame whose hint bits changed is about to be written (bufpool.h).
@@ -770,7 +780,15 @@ static int iter_seek_mode(eng_iter *it, const void *k, size_t kl, int mode) {
         it->lc.n = 0;
         return ENG_NOTFOUND;
     } /* before any commit */
+#ifdef ENG_BROKEN_ITER_OWN_SNAPSHOT_READS_LATEST
+    /* planted bug (tests/mutants.txt): an iterator that took its own
+     * snapshot uses it only to hold the horizon and reads each leaf at the
+     * last commit (0): a write committed between two leaf copies of one
+     * scan shows in the later ones, so the scan is no consistent view. */
+    int rc = bt_seek(it->db->bt, it->own ? 0 : S, k, kl, mode, &it->lc);
+#else
     int rc = bt_seek(it->db->bt, S, k, kl, mode, &it->lc);
+#endif
     if (rc) return rc;
     return settle(it);
 }

@@ -109,10 +109,23 @@ void txn_publish(txn_mgr *m, uint64_t xid) {
 }
 
 int txn_snapshot_acquire(txn_mgr *m, eng_snapshot **out) {
+#ifdef ENG_BROKEN_SNAPSHOT_SEQ_READ_BEFORE_REGISTRY_LOCK
+    /* planted bug (tests/mutants.txt): the last commit is read before the
+     * snapshot is allocated and registered under the mutex (it is atomic
+     * anyway): a horizon taken in between (commits go on) does not count
+     * the snapshot, and pruning or vacuum removes versions it then reads
+     * (T4 broken: horizon and acquire no longer see one order). */
+    uint64_t seq = atomic_load(&m->last_committed);
+    eng_snapshot *s = calloc(1, sizeof *s);
+    if (!s) return ENG_NOMEM;
+    pthread_mutex_lock(&m->mu);
+    s->seq = seq;
+#else
     eng_snapshot *s = calloc(1, sizeof *s);
     if (!s) return ENG_NOMEM;
     pthread_mutex_lock(&m->mu);
     s->seq = atomic_load(&m->last_committed);
+#endif
     /* the registry is oldest first: acquired in seq order (T1, T4) */
     assert(!m->tail || m->tail->seq <= s->seq);
     s->prev = m->tail;

@@ -612,7 +612,16 @@ static int load_partial_block(wal *w) {
     if (rc != ENG_OK || off == 0) return rc;
     size_t done = 0;
     rc = io_read(w->io, &s->f, w->buf, WAL_BLOCK, b - s->base, &done);
+#ifdef ENG_BROKEN_PARTIAL_BLOCK_READ_ERROR_AS_EMPTY
+    /* planted bug (tests/mutants.txt): a failed read of the partial block
+     * is taken as a block not on disk yet (done 0, zeros), not returned:
+     * the open succeeds, and the first write of the block puts zeros over
+     * the synced records before the log's end (W1 broken), the checkpoint
+     * record the redo point names among them after a clean close. */
+    if (rc != ENG_OK) done = 0, rc = ENG_OK;
+#else
     if (rc != ENG_OK) return rc;
+#endif
 #ifdef ENG_BROKEN_REOPEN_KEEPS_BYTES_PAST_LOG_END
     /* planted bug (tests/mutants.txt): only what the read did not fill is
      * zeroed, not everything from the log's end: the bytes a torn tail
@@ -786,12 +795,23 @@ int wal_remove_before(wal *w, uint64_t lsn) {
     }
 
     int changed = 0;
-    lock_in_order(&locks_held, &w->write_mu, LK_WRITE);
     uint64_t *all;
     size_t nall;
+#ifdef ENG_BROKEN_RECYCLE_LISTS_BEFORE_WRITER_LOCK
+    /* planted bug (tests/mutants.txt): the directory is listed and the
+     * current segment read before the writer lock is taken (no readdir
+     * under write_mu), so a segment the writer creates while this waits
+     * for the lock is missing from the list: the spare is renamed onto
+     * it, replacing the live file the writer goes on writing (unlinked). */
     rc = wal_seg_list(w->waldir, &all, &nall);
+    uint64_t cur = atomic_load(&w->insert_lsn) & ~(w->seg_size - 1);
+    lock_in_order(&locks_held, &w->write_mu, LK_WRITE);
+#else
+    lock_in_order(&locks_held, &w->write_mu, LK_WRITE);
+    rc = wal_seg_list(w->waldir, &all, &nall);
+    uint64_t cur = atomic_load(&w->insert_lsn) & ~(w->seg_size - 1);
+#endif
     if (rc == ENG_OK) {
-        uint64_t cur = atomic_load(&w->insert_lsn) & ~(w->seg_size - 1);
         uint64_t top = cur;
         int spares = 0;
         for (size_t i = 0; i < nall; i++) {
