@@ -275,7 +275,8 @@ DELAY_SITES = [
 DELAY_OPTIONS = tuple(DELAY_CHOICES) + ("delay_sites",)
 
 # Damage at every kind of kill: a kill point makes the flips and zeroed
-# blocks at the crash (crash/data, crash/wal, crash/control) before its
+# blocks at the crash (crash/data, crash/wal, crash/control; another
+# engine's crash/door, through the fault door) before its
 # SIGKILL, but a blackbox kill is a SIGKILL from outside, which leaves
 # nothing to make them, so the damage at the crash met only the whitebox
 # kills.  In DAMAGE_AT_KILL_SHARE of the iterations with a class that
@@ -966,7 +967,8 @@ def draw_damage_at_kill(seed, cfg, p):
     class that damages at the crash on and its stream draws it, else {}."""
     on = Rng(derive(seed, "damage at kill")).chance(DAMAGE_AT_KILL_SHARE)
     damages = any(p.get(FAULTS[c][0]) for c in CRASH_DAMAGE_CLASSES)
-    if not on or not damages or not cfg.known("damage_at_kill") or cfg.engine != ENGINES[0]:
+    # (Another engine's damage at the crash is the door's, doordisk.c.)
+    if not on or not damages or not cfg.known("damage_at_kill"):
         return {}
     return {"damage_at_kill": 1}
 

@@ -651,6 +651,22 @@ def make_record(
     return record
 
 
+def door_damage(a, report):
+    """1 if stress REPORT judged damage the door put on another engine's
+    files (bitflip_page, zero_page: faults/doordisk.c).  Neither V4b (no
+    such damage is ever called present) nor a report says it is gone, and
+    where the engine promises nothing (SQLite) nothing ever reports it:
+    the next process, which does not judge those lines, would meet it
+    as a failure of its own."""
+    if getattr(a, "engine", "ours") == "ours":
+        return False
+    classes = report.get("classes") or {}
+    return any(
+        int((classes.get(c) or {}).get("injected", 0) or 0) > 0
+        for c in ("bitflip_page", "zero_page")
+    )
+
+
 def conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_state):
     """Keep, promote or clean up: a failure moves to REPORT/failures/ID and
     the run starts a fresh database; a pass carries PRIMARY_STATE on as
@@ -689,6 +705,7 @@ def conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_stat
             r.get("unrecoverable")
             or r.get("unrecoverable_by_design")
             or int(r.get("reports", 0) or 0) > 0
+            or door_damage(a, r)
         ):
             run.fresh = True
     if not a.keep_artifacts:

@@ -107,6 +107,7 @@
 #include "damage_int.h"
 #include "delay_int.h"
 #include "door.h"
+#include "doordisk_int.h"
 #include "frame.h"
 #include "inject_int.h"
 #include "place.h"
@@ -1178,6 +1179,11 @@ void flt_tick(flt_ctx *f, eng_db *db) {
     flt_door_bypass(1);
     flt_thr *t = flt_thr_get(f);
     if (db && flt_draw(f, t, FLT_BITFLIP_CACHE)) flt_tick_cache(f, t, db);
+    if (flt_door_disk(f)) { /* another engine's files: no page format (doordisk.c) */
+        flt_door_disk_tick(f, t);
+        flt_door_bypass(0);
+        return;
+    }
     if (flt_draw(f, t, FLT_BITFLIP_PAGE)) tick_page(f, t);
     if (flt_draw(f, t, FLT_BITFLIP_WAL)) tick_wal(f, t);
     if (flt_draw(f, t, FLT_ZERO_PAGE))

@@ -12,8 +12,10 @@
  * in f->points after the engine's, with no libfiu point behind them:
  * before() draws them (flt_kill_hooks puts it in front of inject.c's),
  * so counting, pinning (flt_kill_at) and the ledger line are the engine
- * points' own.  The kill comes before the call is issued: the call's
- * effect is what the next kill point's "after" would show.
+ * points' own.  A firing damages the files first as every kill does:
+ * another engine's by kind and block (doordisk.c), ours by its format.
+ * The kill comes before the call is issued: the call's effect is what
+ * the next kill point's "after" would show.
  */
 #include <signal.h>
 #include <string.h>
@@ -21,14 +23,25 @@
 
 #include "delay_int.h"
 #include "door.h"
+#include "doordisk_int.h"
 #include "frame.h"
 #include "inject_int.h"
 #include "kill_int.h"
 
+/* The damage at the crash: our engine's pages, log and control file by
+ * their format (inject.c), another engine's files by kind and block
+ * (doordisk.c). */
+static void damage_at_crash(flt_ctx *f, flt_thr *t) {
+    if (flt_door_disk(f))
+        flt_door_disk_at_crash(f, t);
+    else
+        flt_flip_at_crash(f, t);
+}
+
 _Noreturn void flt_crash_now(flt_ctx *f) {
     flt_thr *t = flt_thr_get(f); /* thread -1 unless the caller started one */
     flt_door_bypass(1);          /* as flt_kill_fire: the flips are not the engine's writes */
-    flt_flip_at_crash(f, t);
+    damage_at_crash(f, t);
     raise(SIGKILL);
     for (;;) pause();
 }
@@ -92,7 +105,7 @@ _Noreturn void flt_kill_fire(flt_ctx *f, flt_thr *t, const char *point, uint64_t
      * be taken for the engine's: hooked, and journaled as a write power
      * loss may undo. */
     flt_door_bypass(1);
-    flt_flip_at_crash(f, t);
+    damage_at_crash(f, t);
     flt_door_bypass(0);
     if (f->o.before_kill) f->o.before_kill(point, nth);
     raise(SIGKILL);

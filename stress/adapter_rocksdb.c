@@ -29,8 +29,10 @@
  *
  * Reads have verify_checksums on; the options have paranoid_checks on.
  * Errors come from RocksDB's status strings: "Corruption" -> ST_CORRUPTION
- * (reported through the callback, layer "rocksdb", the file and offset
- * when the message names them), "IO error" -> ST_IOERR ("No space" in it:
+ * (reported through the callback: layer "page_checksum" for a checksum
+ * mismatch, else "rocksdb"; the file the message names, else the log the
+ * info log says it dropped bytes of; the 4 KiB block when the message's
+ * checked range lies in one: locate), "IO error" -> ST_IOERR ("No space" in it:
  * ST_NOSPACE), "Resource busy"/"Busy" -> ST_BUSY, "Invalid argument" ->
  * ST_INVALID, "Not implemented" -> ST_NOTSUP.  A failed write is in doubt
  * when the failure was I/O or corruption (the batch may be in the log).
@@ -106,18 +108,35 @@ struct st_iter {
 
 static __thread int tl_in_doubt;
 
-/* The file and offset a RocksDB message names (" in PATH offset N"). */
-static void locate(const char *msg, const char *dir, char *file, size_t cap, int64_t *off) {
+/* Where a RocksDB message places a corruption (FILE: a path under DIR
+ * anywhere in it, "... in PATH offset N size M", "in file PATH", "from
+ * PATH offset N"; "" when it names none) and *BLOCK, the 4 KiB block of
+ * that file the checked bytes lie in (the units of the door's damage,
+ * faults/doordisk.c), or -1.  A table block's checksum covers its bytes
+ * and 5-byte trailer, [N, N + M + 5): a block only when that range lies
+ * in one 4 KiB block; one that straddles two (about as often as not) is
+ * placed by its file alone, as is every message without "offset N size
+ * M" (a log record's or a manifest's). */
+static void locate(const char *msg, const char *dir, char *file, size_t cap, int64_t *block) {
     file[0] = 0;
-    *off = -1;
-    const char *o = strstr(msg, " offset ");
-    if (!o) return;
-    *off = strtoll(o + 8, NULL, 10);
-    const char *b = o;
-    while (b > msg && b[-1] != ' ') b--;
-    size_t dl = strlen(dir);
-    if (!strncmp(b, dir, dl) && b[dl] == '/') b += dl + 1;
-    snprintf(file, cap, "%.*s", (int)(o - b), b);
+    *block = -1;
+    size_t dl = dir ? strlen(dir) : 0;
+    const char *p = dl ? strstr(msg, dir) : NULL;
+    while (p && p[dl] != '/') p = strstr(p + 1, dir);
+    if (!p) {
+        /* Some messages name the file without its path ("CURRENT file
+         * does not end with newline"). */
+        static const char *const bare[] = {"CURRENT", "IDENTITY", NULL};
+        for (size_t i = 0; bare[i] && !file[0]; i++)
+            if (strstr(msg, bare[i])) snprintf(file, cap, "%s", bare[i]);
+        return;
+    }
+    p += dl + 1;
+    snprintf(file, cap, "%.*s", (int)strcspn(p, " ,;"), p);
+    const char *o = strstr(p, " offset "), *z = strstr(p, " size ");
+    if (!o || !z) return;
+    long long off = strtoll(o + 8, NULL, 10), size = strtoll(z + 6, NULL, 10);
+    if (off >= 0 && size >= 0 && off / 4096 == (off + size + 4) / 4096) *block = off / 4096;
 }
 
 /* The log file RocksDB's info log (DIR/LOG, kept at warnings) last said
@@ -147,10 +166,13 @@ static int st_err(st_corruption_fn fn, void *ctx, const char *dir, char *err) {
         st = ST_CORRUPTION;
         if (fn) {
             char file[512];
-            int64_t off;
-            locate(err, dir, file, sizeof file, &off);
+            int64_t block;
+            locate(err, dir, file, sizeof file, &block);
             if (!file[0] && dir) wal_named_by_info_log(dir, file, sizeof file);
-            st_corruption c = {"rocksdb", file, -1, off, err, -1};
+            /* A checksum that failed (a table block's, a log or manifest
+             * record's) is the check page damage must meet (oracle V1d). */
+            const char *layer = strstr(err, "checksum mismatch") ? "page_checksum" : "rocksdb";
+            st_corruption c = {layer, file, block, -1, err, -1};
             fn(ctx, &c);
         }
     } else if (!strncmp(err, "IO error", 8)) {
@@ -166,6 +188,23 @@ static int st_err(st_corruption_fn fn, void *ctx, const char *dir, char *err) {
     return st;
 }
 #define ST_ERR(db, err) st_err((db)->fn, (db)->ctx, (db)->dir, (err))
+
+/* ERR of an open, as ST_ERR takes it, but for one I/O error that is the
+ * database's own damage: the MANIFEST that CURRENT names does not exist
+ * (ENOENT), which RocksDB reports as "IO error: No such file or
+ * directory" though no device failed.  Only CURRENT names the manifest
+ * to open: the corruption is reported there (a damaged CURRENT names a
+ * file that never was; a lost manifest is no less a broken database). */
+static int open_err(st_db *db, char *err) {
+    if (!err || strncmp(err, "IO error", 8) || !strstr(err, "No such file") || !strstr(err, "MANIFEST-"))
+        return ST_ERR(db, err);
+    if (db->fn) {
+        st_corruption c = {"rocksdb", "CURRENT", -1, -1, err, -1};
+        db->fn(db->ctx, &c);
+    }
+    rocksdb_free(err);
+    return ST_CORRUPTION;
+}
 
 static const char *const meaningless[] = {"full_page_writes",
                                           "wal_log_hints",
@@ -259,7 +298,7 @@ static int a_open(const char *dir, const st_open_options *o, st_db **out) {
     rocksdb_writeoptions_set_sync(db->wo, (unsigned char)db->sync);
     char *err = NULL;
     db->r = rocksdb_open(db->opts, dir, &err);
-    int st = ST_ERR(db, err);
+    int st = open_err(db, err);
     if (st == ST_OK && !db->r) st = ST_OTHER;
     if (st == ST_OK) st = read_seq(db, db->ro, &db->recovered);
     if (st != ST_OK) {
@@ -506,7 +545,7 @@ static int a_verify_dir(const char *dir, const st_open_options *o, uint64_t *pro
     rocksdb_options_set_create_if_missing(db->opts, 0);
     char *err = NULL;
     db->r = rocksdb_open_for_read_only(db->opts, dir, 0, &err);
-    int st = ST_ERR(db, err);
+    int st = open_err(db, err);
     if (st == ST_CORRUPTION) *problems = 1;
     if (st == ST_OK && db->r) st = scan_all(db->r, db->fn, db->ctx, dir, problems);
     release(db);
@@ -588,6 +627,8 @@ static const char *a_file_kind(const char *rel) {
 #define RK_TABLE "https://github.com/facebook/rocksdb/wiki/Rocksdb-BlockBasedTable-Format"
 #define RK_FILE  "https://github.com/facebook/rocksdb/wiki/Full-File-Checksum-and-Checksum-Handoff"
 #define RK_POSIX "https://github.com/facebook/rocksdb/blob/v7.8.3/env/io_posix.cc"
+#define RK_LOG   "https://github.com/facebook/rocksdb/wiki/Write-Ahead-Log-File-Format"
+#define RK_LOGRD "https://github.com/facebook/rocksdb/blob/v7.8.3/db/log_reader.cc"
 static const st_promise rocksdb_rows[] = {
     {"power_loss", "any", "rocksdb_wal_recovery_mode=1", ST_PROMISE_DETECT, 1, RK_WAL,
      "kAbsoluteConsistency: any IO error or incomplete record in the log, a crash's torn tail included, fails the "
@@ -625,6 +666,25 @@ static const st_promise rocksdb_rows[] = {
     {"bitflip_page", "data", "", ST_PROMISE_DETECT, -1, RK_FILE,
      "every block of a table carries a checksum in its trailer, verified when the block is read (verify_checksums "
      "on here); the whole-file checksum needs a generator this adapter sets none of",
+     NULL, 0},
+    {"bitflip_page", "wal", "rocksdb_wal_recovery_mode=1", ST_PROMISE_DETECT, -1, RK_LOG,
+     "every log record carries a CRC32C of its type and payload; kAbsoluteConsistency fails the open on a record "
+     "that fails it or is cut short (the info log names the file: a report at the file, no block)",
+     NULL, 0},
+    {"bitflip_page", "any", "", ST_PROMISE_NONE, -1, RK_LOG,
+     "the log's and the MANIFEST's records carry a CRC32C, but the other recovery modes take a record that "
+     "fails it at the log's end for a crash's (mode 0), stop the replay there (point in time) or skip it (mode "
+     "3), without an error; CURRENT, IDENTITY and OPTIONS carry no checksum",
+     NULL, 0},
+    {"zero_page", "data", "data_checksums=0", ST_PROMISE_NONE, -1, RK_TABLE,
+     "kNoChecksum: the table's blocks carry no checksum to verify", NULL, 0},
+    {"zero_page", "data", "", ST_PROMISE_DETECT, -1, RK_FILE,
+     "a zeroed stretch of a table fails the checksum in its block's trailer when the block is read (verify_checksums "
+     "on here), or the footer's magic number",
+     NULL, 0},
+    {"zero_page", "any", "", ST_PROMISE_NONE, -1, RK_LOGRD,
+     "a record header of zeros in the log or the MANIFEST is taken for preallocated space: the rest of its 32 KiB "
+     "block is skipped without an error, in every recovery mode",
      NULL, 0},
     {"bitflip_wal", "wal", "rocksdb_wal_recovery_mode=2|3", ST_PROMISE_NONE, -1, RK_WAL,
      "a record that fails its CRC ends the replay (point in time) or is skipped (mode 3): records synced after "
@@ -668,8 +728,8 @@ static const st_promise rocksdb_rows[] = {
      NULL, 0},
 };
 static const char *const rocksdb_options[] = {"rocksdb_wal_recovery_mode", "sync_mode", "data_checksums", NULL};
-static const char *const rocksdb_door[] = {"power_loss", "kill",     "read_error", "write_error",
-                                           "nospace",    "short_io", "sync_error", NULL};
+static const char *const rocksdb_door[] = {"power_loss", "kill",       "read_error",   "write_error", "nospace",
+                                           "short_io",   "sync_error", "bitflip_page", "zero_page",   NULL};
 const st_promises st_promises_rocksdb = {"rocksdb", rocksdb_rows, sizeof rocksdb_rows / sizeof *rocksdb_rows,
                                          rocksdb_options, rocksdb_door};
 

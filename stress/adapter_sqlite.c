@@ -56,8 +56,8 @@
  * back (not in doubt); one whose COMMIT failed with anything but BUSY is in
  * doubt (its frames or journal may be on disk).  verify is PRAGMA
  * integrity_check, each line it prints a report (layer
- * "sqlite_integrity_check"; block and offset from "page N" when it names
- * one).
+ * "sqlite_integrity_check", placed by its file alone: the page a line
+ * names is the one its check inspected, often not the damaged one).
  *
  * What SQLite does not have, and this adapter therefore does not fake:
  *   - no fault hooks, no fault points (count 0), no native handle for the
@@ -267,8 +267,8 @@ static const st_promise sqlite_rows[] = {
      NULL, 0},
 };
 static const char *const sqlite_options[] = {"sqlite_journal_mode", "sqlite_synchronous", "sync_mode", NULL};
-static const char *const sqlite_door[] = {"power_loss", "kill",     "read_error", "write_error",
-                                          "nospace",    "short_io", "sync_error", NULL};
+static const char *const sqlite_door[] = {"power_loss", "kill",       "read_error",   "write_error", "nospace",
+                                          "short_io",   "sync_error", "bitflip_page", "zero_page",   NULL};
 const st_promises st_promises_sqlite = {"sqlite", sqlite_rows, sizeof sqlite_rows / sizeof *sqlite_rows, sqlite_options,
                                         sqlite_door};
 
@@ -683,18 +683,8 @@ static int a_checkpoint(st_db *db) {
     return st;
 }
 
-/* SQLite's "page N" in an integrity_check line, as block N-1, or -1. */
-static int64_t page_named(const char *line) {
-    for (const char *p = line; *p; p++)
-        if (!strncasecmp(p, "page ", 5) && isdigit((unsigned char)p[5])) {
-            long long n = strtoll(p + 5, NULL, 10);
-            return n >= 1 ? n - 1 : -1;
-        }
-    return -1;
-}
-
 /* PRAGMA integrity_check on connection C: each line not "ok" a report. */
-static int integrity(sqlite3 *c, uint32_t page_size, st_corruption_fn fn, void *ctx, uint64_t *problems) {
+static int integrity(sqlite3 *c, st_corruption_fn fn, void *ctx, uint64_t *problems) {
     *problems = 0;
     sqlite3_stmt *s;
     int rc = sqlite3_prepare_v2(c, "PRAGMA integrity_check", -1, &s, NULL);
@@ -705,8 +695,12 @@ static int integrity(sqlite3 *c, uint32_t page_size, st_corruption_fn fn, void *
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         const char *line = (const char *)sqlite3_column_text(s, 0);
         if (!line || !strcmp(line, "ok")) continue;
-        int64_t b = page_named(line);
-        report(fn, ctx, "sqlite_integrity_check", b, b >= 0 ? b * (int64_t)page_size : -1, line);
+        /* Placed by the file alone: the page a line names is the one its
+         * check inspected, often not the damaged one (a parent's pointer,
+         * a page "never used" because the pointer to it was damaged), and
+         * SQLite's pages are not the door's 4 KiB blocks; the line, which
+         * names the page, is the report's detail. */
+        report(fn, ctx, "sqlite_integrity_check", -1, -1, line);
         ++*problems;
     }
     int st = rc == SQLITE_DONE ? ST_OK : st_code(rc);
@@ -719,7 +713,7 @@ static int a_verify(st_db *db, uint64_t *problems) {
     int st;
     *problems = 0;
     conn *k = reader(db, &st);
-    return k ? integrity(k->c, db->page_size, db->fn, db->ctx, problems) : st;
+    return k ? integrity(k->c, db->fn, db->ctx, problems) : st;
 }
 
 /* The closed file through a fresh connection (an empty page cache: every
@@ -734,12 +728,7 @@ static int a_verify_dir(const char *dir, const st_open_options *o, uint64_t *pro
     int st = st_code(rc);
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(c, BUSY_MS);
-        sqlite3_stmt *s;
-        uint32_t ps = 4096;
-        if (sqlite3_prepare_v2(c, "PRAGMA page_size", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-            ps = (uint32_t)sqlite3_column_int(s, 0);
-        sqlite3_finalize(s);
-        st = integrity(c, ps, o->on_corruption, o->on_corruption_ctx, problems);
+        st = integrity(c, o->on_corruption, o->on_corruption_ctx, problems);
     } else if (st == ST_CORRUPTION) {
         report(o->on_corruption, o->on_corruption_ctx, "sqlite", -1, -1, c ? sqlite3_errmsg(c) : sqlite3_errstr(rc));
         ++*problems;

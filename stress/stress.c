@@ -778,6 +778,7 @@ static int open_and_check(st_driver *d, int *failed) {
         int after_crash = d->crashed_before;
         int bad = st_post_open_check(&main_w, after_crash, after_crash ? "post-crash check" : "check at start");
         if (bad == 1) *failed = 1;
+        if (bad == 3) *failed = 2; /* no further, no failure: the verdict decides (V10) */
         if (after_crash) d->crash_check = bad ? VD_CHECK_LOST : VD_CHECK_PASSED;
     }
     atomic_store(&d->recovering, 0);
@@ -1043,7 +1044,7 @@ static int verdict(st_driver *d, int failed) {
     else if (res.unrecoverable && res.unrecoverable_why[0])
         fprintf(stderr, "stress: FAILURE unrecoverable: %s\n    repro: %s\n", res.unrecoverable_why, d->repro);
     st_write_report(d, &res, v, trace_hash, 0);
-    int pass = res.pass && !failed && !atomic_load(&d->infra);
+    int pass = res.pass && failed != 1 && !atomic_load(&d->infra);
     uint64_t ops = 0;
     for (int i = 0; i < OP_TYPES; i++) ops += atomic_load(&d->ops[i]);
     uint64_t inj = res.total.injected;

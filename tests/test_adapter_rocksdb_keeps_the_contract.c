@@ -3,7 +3,8 @@
  * meets stress/adapter.h (the scenarios of adapter_helpers.h); its
  * reserved sequence key stays out of the driver's key space; sync_mode
  * off is durable at a checkpoint; a damaged table file is found by the
- * verify's checksummed scan and reported with its file.
+ * verify's checksummed scan and reported with its file; a CURRENT that
+ * names a missing manifest is a corruption reported at CURRENT.
  */
 #include "adapter_helpers.h"
 
@@ -73,7 +74,30 @@ Test(adapter_rocksdb, a_damaged_table_file_is_reported_by_verify_with_its_name) 
     int st = E->verify_dir(a.dir, &a.o, &problems);
     cr_expect_eq(st, ST_CORRUPTION, "%s", st_status_name(st));
     cr_expect_eq(problems, 1);
-    cr_expect_str_eq(a.last_layer, "rocksdb");
+    cr_expect_str_eq(a.last_layer, "page_checksum", "a block checksum mismatch is the checksum's report");
     cr_expect_str_eq(a.last_file, sst);
+    ad_done(&a);
+}
+
+Test(adapter_rocksdb, a_current_file_that_names_a_missing_manifest_is_a_corruption_reported_at_current) {
+    /* RocksDB says "IO error: No such file or directory" when the
+     * MANIFEST that CURRENT names does not exist: no device failed, the
+     * database's own metadata is damaged (a bit flipped in CURRENT), so
+     * the open reports it as corruption at CURRENT. */
+    ad_run a;
+    ad_init(&a, E);
+    ad_open(&a);
+    ad_put(&a, 1, "x");
+    ad_close(&a);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/CURRENT", a.dir);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("MANIFEST-999999\n", f);
+    fclose(f);
+    int st = E->open(a.dir, &a.o, &a.db);
+    cr_expect_eq(st, ST_CORRUPTION, "%s", st_status_name(st));
+    cr_expect_str_eq(a.last_file, "CURRENT");
+    a.db = NULL;
     ad_done(&a);
 }

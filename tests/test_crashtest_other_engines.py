@@ -273,7 +273,7 @@ class WhatTheDoorCannotServeIsAUsageError(unittest.TestCase):
         with tempfile.TemporaryDirectory(prefix="ct-engines-") as d:
             rd = os.path.join(d, "r")
             cases = [
-                ("simple", ["--engine", "rocksdb", "--faults", "bitflip_page"], "door serves"),
+                ("simple", ["--engine", "rocksdb", "--faults", "bitflip_wal"], "door serves"),
                 ("simple", ["--engine", "sqlite", "--faults-via", "hooks"], "door"),
                 ("simple", ["--faults-via", "posix", "--set", "io_backend=uring"], "io_uring"),
             ]
