@@ -233,7 +233,7 @@ class TestRealCompare(unittest.TestCase):
         for k in ("commit", "date", "classes", "table", "runs"):
             self.assertIn(k, doc)
         self.assertTrue(doc["classes"])
-        self.assertNotIn("bitflip_page", doc["classes"])  # the door serves SQLite no flips
+        self.assertNotIn("bitflip_wal", doc["classes"])  # the door serves SQLite no log flips
         self.assertTrue(os.path.isfile(os.path.join(self.rd, "compare.html")))
         self.assertIn("sqlite", self.out)
 

@@ -323,7 +323,7 @@ class OtherEnginesPowerLossThroughTheDoor(unittest.TestCase):
         db = os.path.join(self.d, "db")
         for extra in (
             ["--faults_via=hooks", "--sync_fault_injection=1"],
-            ["--faults_via=posix", "--sync_fault_injection=1", "--bitflip_page_one_in=100"],
+            ["--faults_via=posix", "--sync_fault_injection=1", "--bitflip_wal_one_in=100"],
         ):
             rc, out, err = stress("--db=" + db, "--destroy_db_initially", "--engine=sqlite", *extra)
             self.assertEqual(rc, 2, out + err)
