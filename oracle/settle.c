@@ -184,6 +184,14 @@ static int crash_after_unpromised(const vd_ctx *v) {
     return -1;
 }
 
+/* V10 in V5 and V8: a crash the engine did not come back from, after
+ * (or by) a fault it promises nothing for, is outside its promises too:
+ * SQLite documents that a rollback journal with NORMAL can be corrupted
+ * by a power failure at the wrong time. */
+static int crash_unrecoverable(const vd_ctx *v) {
+    return crash_after_unpromised(v) >= 0 ? VD_UNDETECTED_UNPROMISED : VD_UNRECOVERABLE;
+}
+
 /* In a measuring run: the measured class a symptom is counted under. */
 static int measured_class_for(const vd_ctx *v, int blamed, const vd_counts *cls) {
     if (blamed >= 0 && blamed < VD_CLASS_COUNT && vd_class_measured(&v->cfg, blamed)) return blamed;
@@ -404,7 +412,7 @@ static size_t settle_v6b_v6c_failed_check_explained(const vd_ctx *v, const settl
 static void settle_v5_v8_opens(vd_ctx *v, settle_state *s) {
     size_t by_design = settle_v6b_v6c_failed_check_explained(v, s);
     switch (v->crash_check) {
-    case VD_CHECK_PASSED: s->crash_o = s->after_unexplained[1] ? VD_UNRECOVERABLE : VD_REPAIRED; break;
+    case VD_CHECK_PASSED: s->crash_o = s->after_unexplained[1] ? crash_unrecoverable(v) : VD_REPAIRED; break;
     case VD_CHECK_LOST:
         /* V6b, V6c: the check failed only on values a misdirected write
          * or an escaped cache flip before the crash explains (no synced
@@ -420,6 +428,7 @@ static void settle_v5_v8_opens(vd_ctx *v, settle_state *s) {
         break;
     case VD_CHECK_NO_OPEN:
         s->crash_o = open_outcome(s->after_unexplained[1], s->after_explained[1], s->design_inj[1]);
+        if (s->crash_o == VD_UNRECOVERABLE) s->crash_o = crash_unrecoverable(v);
         break;
     default: s->crash_o = VD_UNRECOVERABLE; break; /* no open after the crash shows it recovered */
     }

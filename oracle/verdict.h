@@ -120,8 +120,9 @@
  *       asked through vd_config.promise_of for an injection's class and
  *       file) decide what an undetected outcome is.  Where the engine
  *       promises nothing (VD_PROMISE_NONE), an error swallowed (V3),
- *       damage left unreported (V4b), a failed prefix check after a
- *       crash (V5) that is such an injection or came after one, and a
+ *       damage left unreported (V4b), a failed prefix check or an
+ *       open that did not come back after a crash (V5, V8) that is such
+ *       an injection or came after one, and a
  *       wrong, lost or resurrected value or a lost commit blamed on the
  *       injection, or seen after it (whatever injection
  *       came later: the engine is outside its promises from there on),

@@ -204,9 +204,14 @@ static const st_promise sqlite_rows[] = {
      "WAL with NORMAL is consistent after a power loss, but a commit is synced at a checkpoint only and may roll "
      "back",
      NULL, 0},
-    {"power_loss", "any", "sqlite_journal_mode=delete,sqlite_synchronous=full|normal", ST_PROMISE_REPAIR, 0, SQ_SYNC,
+    {"power_loss", "any", "sqlite_journal_mode=delete,sqlite_synchronous=normal", ST_PROMISE_NONE, 0, SQ_SYNC,
+     "a rollback journal with NORMAL syncs less often: a power failure at just the wrong time can corrupt the "
+     "database on a file system that does not order its writes (the power-loss model tears and reorders unsynced "
+     "writes; docs/findings/sqlite-rollback-journal-normal-after-a-torn-power-loss.md)",
+     NULL, 0},
+    {"power_loss", "any", "sqlite_journal_mode=delete,sqlite_synchronous=full", ST_PROMISE_REPAIR, 0, SQ_SYNC,
      "the rollback journal's unlink commits; only EXTRA syncs the directory after it, so a commit followed closely "
-     "by a power loss may roll back (NORMAL: probably safe from corruption on a modern file system)",
+     "by a power loss may roll back",
      NULL, 0},
     {"power_loss", "any", "", ST_PROMISE_REPAIR, 1, SQ_ATOMIC,
      "a transaction is atomic across a power failure; with WAL and FULL or EXTRA, or a rollback journal and "
@@ -215,6 +220,10 @@ static const st_promise sqlite_rows[] = {
     {"kill", "any", "", ST_PROMISE_REPAIR, 1, SQ_SYNC,
      "transactions are durable across application crashes regardless of the synchronous setting or journal mode", NULL,
      0},
+    {"torn_write", "any", "sqlite_journal_mode=delete,sqlite_synchronous=normal", ST_PROMISE_NONE, -1, SQ_SYNC,
+     "a power failure at just the wrong time can corrupt a rollback-journal database with NORMAL (the power-loss "
+     "row above): its tears are the power loss's",
+     NULL, 0},
     {"torn_write", "any", "", ST_PROMISE_REPAIR, -1, SQ_ATOMIC,
      "SQLite does not assume a sector write is atomic: the journal's and the log's frames are checked before "
      "they are played back",

@@ -223,3 +223,37 @@ Test(oracle_promises, a_lost_prefix_after_only_promised_faults_or_a_later_unprom
     cr_assert_not(res.pass);
     vd_free(v);
 }
+
+/* A crash by LINE (carried), then an open that fails on a report nothing
+ * injected explains. */
+static vd_ctx *crash_that_does_not_open(const vd_config *c, const char *line) {
+    vd_ctx *v = vd_new(c);
+    vd_add_ledger_line(v, line, 1);
+    vd_report r = {.layer = "sqlite", .file = "db.sqlite", .block = -1, .offset = -1, .entry = -1, .after_crash = 1};
+    vd_add_report(v, &r);
+    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    return v;
+}
+
+Test(oracle_promises, a_database_that_does_not_open_after_an_unpromised_crash_is_counted_apart) {
+    /* SQLite with a rollback journal and synchronous NORMAL: a power
+     * failure at the wrong time may corrupt it (its own words); the open
+     * that fails after one is outside its promises. */
+    vd_config c = with_table();
+    c.class_on[VD_POWER_LOSS] = c.class_on[VD_KILL] = 1;
+    vd_ctx *v =
+        crash_that_does_not_open(&c, "{\"phase\":\"powerloss\",\"class\":\"power_loss\",\"file\":\"db.sqlite\"}");
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].unrecoverable, 0);
+    cr_assert_eq(res.cls[VD_POWER_LOSS].undetected_unpromised, 1);
+    cr_assert(res.pass);
+    vd_free(v);
+    /* The bug it cannot hide: the same open after a crash the engine
+     * promises to survive (a kill: the table's default, detect) fails. */
+    v = crash_that_does_not_open(&c, "{\"class\":\"kill\",\"point\":\"kill/door/write/wal\",\"op\":9}");
+    vd_settle(v, &res);
+    cr_assert_eq(res.cls[VD_KILL].unrecoverable, 1);
+    cr_assert_not(res.pass);
+    vd_free(v);
+}

@@ -141,7 +141,10 @@ class TheTablesAreData(unittest.TestCase):
                 row = promise_row(t, "power_loss", "any", p)
                 durable = sync == "extra" or (jm == "wal" and sync == "full")
                 self.assertEqual(row["synced_commit_survives"], durable, p)
-                self.assertEqual(row["promise"], "repair", p)
+                # pragma.html: NORMAL with a rollback journal may be
+                # corrupted by a power failure at the wrong time.
+                corruptible = jm == "delete" and sync == "normal"
+                self.assertEqual(row["promise"], "none" if corruptible else "repair", p)
 
     def test_rocksdb_recovery_modes_promise_what_its_wiki_says(self):
         t = self.tables["rocksdb"]
