@@ -72,6 +72,15 @@ static inline void lg_free(lg *l) {
     memset(l, 0, sizeof *l);
 }
 
+/* The ledger lines of RUN that contain NEEDLE. */
+static inline size_t lg_lines_with(const char *run, const char *needle) {
+    lg l = lg_read(run);
+    size_t n = 0;
+    for (size_t i = 0; i < l.n; i++) n += strstr(l.lines[i], needle) != NULL;
+    lg_free(&l);
+    return n;
+}
+
 /* The number after "KEY": in LINE, or -1 when absent. */
 static inline int64_t jnum(const char *line, const char *key) {
     char pat[64];

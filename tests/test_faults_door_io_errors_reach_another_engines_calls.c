@@ -24,16 +24,6 @@ static void door_fini(void) {
 /* "data" for the file named "f", NULL (no kind) for the others. */
 static const char *kind_of(const char *rel) { return !strcmp(rel, "f") || !strcmp(rel, "g") ? "data" : NULL; }
 
-static size_t ledger_lines(const char *run, const char *needle) {
-    char p[4200], line[1024];
-    snprintf(p, sizeof p, "%s/ledger", run);
-    FILE *f = fopen(p, "r");
-    size_t n = 0;
-    while (f && fgets(line, sizeof line, f)) n += strstr(line, needle) != NULL;
-    if (f) fclose(f);
-    return n;
-}
-
 static flt_ctx *armed(const char *run, const char *dir, int cls) {
     flt_options fo = fopts(run, dir, cu_seed(0xd01));
     fo.one_in[cls] = 1;
@@ -64,8 +54,8 @@ Test(doorio, a_read_inside_the_file_fails_and_one_at_its_end_does_not, .timeout 
     cr_assert_eq(pread(fd, buf, PS, PS), 0, "a read at the end returns 0 bytes, not EIO");
     cr_assert_eq(pread(fd, buf, 16, 2 * PS), 0);
     close(fd);
-    cr_assert_eq(ledger_lines(run, "\"point\":\"door/io/read\""), 1);
-    cr_assert_eq(ledger_lines(run, "\"file\":\"f\""), 1);
+    cr_assert_eq(lg_lines_with(run, "\"point\":\"door/io/read\""), 1);
+    cr_assert_eq(lg_lines_with(run, "\"file\":\"f\""), 1);
     flt_close(f);
 }
 
@@ -104,9 +94,9 @@ Test(doorio, writes_and_renames_fail_before_anything_is_issued, .timeout = 60, .
     cr_assert_eq(rename(path, other), -1);
     cr_assert_eq(errno, EIO);
     cr_assert_eq(access(path, F_OK), 0);
-    cr_assert_eq(ledger_lines(run, "\"point\":\"door/io/write\""), 1);
-    cr_assert_eq(ledger_lines(run, "\"point\":\"door/io/meta\""), 1);
-    cr_assert_eq(ledger_lines(run, "LOG"), 0);
+    cr_assert_eq(lg_lines_with(run, "\"point\":\"door/io/write\""), 1);
+    cr_assert_eq(lg_lines_with(run, "\"point\":\"door/io/meta\""), 1);
+    cr_assert_eq(lg_lines_with(run, "LOG"), 0);
     flt_close(f);
 }
 
@@ -125,7 +115,7 @@ Test(doorio, a_full_disk_fails_a_write_with_enospc, .timeout = 60, .fini = door_
     cr_assert_eq(write(fd, buf, PS), -1);
     cr_assert_eq(errno, ENOSPC);
     close(fd);
-    cr_assert_eq(ledger_lines(run, "\"err\":\"ENOSPC\""), 1);
+    cr_assert_eq(lg_lines_with(run, "\"err\":\"ENOSPC\""), 1);
     flt_close(f);
 }
 
@@ -152,6 +142,6 @@ Test(doorio, a_descriptor_closed_behind_the_doors_back_and_reused_is_not_the_fil
     cr_assert_eq(again, fd, "the kernel hands out the lowest free number");
     cr_assert_eq(write(again, "y", 1), 1, "a write of another file under a reused number passes");
     close(again);
-    cr_assert_eq(ledger_lines(run, "\"point\":\"door/io/write\""), 1);
+    cr_assert_eq(lg_lines_with(run, "\"point\":\"door/io/write\""), 1);
     flt_close(f);
 }

@@ -22,16 +22,6 @@ static void door_fini(void) {
 /* "data" for the file named "f", NULL (no kind) for the others. */
 static const char *kind_of(const char *rel) { return !strcmp(rel, "f") ? "data" : NULL; }
 
-static size_t ledger_lines(const char *run, const char *needle) {
-    char p[4200], line[1024];
-    snprintf(p, sizeof p, "%s/ledger", run);
-    FILE *f = fopen(p, "r");
-    size_t n = 0;
-    while (f && fgets(line, sizeof line, f)) n += strstr(line, needle) != NULL;
-    if (f) fclose(f);
-    return n;
-}
-
 static flt_ctx *armed(const char *run, const char *dir, uint64_t one_in) {
     flt_options fo = fopts(run, dir, cu_seed(0x5407));
     fo.one_in[FLT_SHORT_IO] = one_in;
@@ -66,8 +56,8 @@ Test(doorshort, a_cut_write_returns_the_bytes_it_moved_and_a_loop_finishes_it, .
         done += (size_t)w;
     }
     close(fd);
-    cr_assert_eq(ledger_lines(run, "\"point\":\"door/io/short\""), cuts, "one line per cut");
-    cr_assert_eq(ledger_lines(run, "\"class\":\"short_io\""), cuts);
+    cr_assert_eq(lg_lines_with(run, "\"point\":\"door/io/short\""), cuts, "one line per cut");
+    cr_assert_eq(lg_lines_with(run, "\"class\":\"short_io\""), cuts);
     flt_close(f);
     flt_door_disarm();
     fd = open(path, O_RDONLY);
@@ -95,7 +85,7 @@ Test(doorshort, a_cut_read_returns_the_bytes_it_read, .timeout = 60, .fini = doo
     cr_assert_eq(back[r], 0xa5, "nothing past the count was read");
     cr_assert_eq(pread(fd, back, 16, sizeof buf), 0, "a read at the end is not cut: it moves nothing");
     close(fd);
-    cr_assert_eq(ledger_lines(run, "\"point\":\"door/io/short\""), 1);
+    cr_assert_eq(lg_lines_with(run, "\"point\":\"door/io/short\""), 1);
     flt_close(f);
 }
 
@@ -132,6 +122,6 @@ Test(doorshort, a_file_of_no_kind_is_never_cut, .timeout = 60, .fini = door_fini
     cr_assert(fd >= 0);
     for (int i = 0; i < 20; i++) cr_assert_eq(write(fd, buf, sizeof buf), (ssize_t)sizeof buf);
     close(fd);
-    cr_assert_eq(ledger_lines(run, "short_io"), 0);
+    cr_assert_eq(lg_lines_with(run, "short_io"), 0);
     flt_close(f);
 }
