@@ -278,7 +278,7 @@ class TheDocMatchesTheBinary(unittest.TestCase):
 
 
 class TheDoorsIOClassesAreJudgedByTheTables(StressDir):
-    def run_engine(self, engine, *args):
+    def run_engine(self, engine, *args, seconds=4):
         db = os.path.join(self.d, engine)
         report = os.path.join(self.d, engine + ".json")
         rc, out, err = stress(
@@ -292,7 +292,7 @@ class TheDoorsIOClassesAreJudgedByTheTables(StressDir):
             "--threads",
             "2",
             "--duration",
-            "4",
+            str(seconds),
             "--ops_per_thread",
             "0",
             "--max_key",
@@ -313,7 +313,7 @@ class TheDoorsIOClassesAreJudgedByTheTables(StressDir):
             ("nospace", "--nospace_one_in"),
             ("sync_error", "--sync_fault_one_in"),
         ):
-            rc, out, c = self.run_engine("sqlite", opt, "20")
+            rc, out, c = self.run_engine("sqlite", opt, "20", seconds=2)
             self.assertEqual(rc, 0, out)
             self.assertGreater(c[cls]["injected"], 0, out)
             self.assertGreater(c[cls]["detected"], 0, out)
@@ -353,7 +353,14 @@ class TheDoorsIOClassesAreJudgedByTheTables(StressDir):
             # The log's writes and syncs are left alone: RocksDB 7.8 aborts
             # on an assertion after one failed (docs/findings/).
             rc, out, c = self.run_engine(
-                "rocksdb", opt, "10", "--fault_files", "data,control,dir", "--reopen", "2"
+                "rocksdb",
+                opt,
+                "10",
+                "--fault_files",
+                "data,control,dir",
+                "--reopen",
+                "2",
+                seconds=2,
             )
             self.assertEqual(rc, 0, out)
             self.assertGreater(c[cls]["injected"], 0, out)
