@@ -221,17 +221,10 @@ static void add_doubt(st_driver *d, int status, const orc_inflight *b) {
     for (uint32_t i = 0; i < b->n; i++) bd->key[i] = b->key[i], bd->old_v[i] = b->old_v[i], bd->new_v[i] = b->new_v[i];
 }
 
-static void note_doubt(worker *w, int status, const uint64_t *keys, const uint32_t *vs, size_t m) {
-    st_driver *d = w->d;
-    orc_inflight b = {.n = (uint32_t)m, .thread = (uint32_t)w->id, .op = d->epoch << 32 | w->calls};
-    pthread_mutex_lock(&d->mu);
-    for (size_t i = 0; i < m; i++) {
-        b.key[i] = keys[i];
-        b.old_v[i] = orc_get(d->exp, keys[i]).cur;
-        b.new_v[i] = vs[i] == ORC_DEL ? 0 : vs[i];
-    }
-    add_doubt(d, status, &b);
-    pthread_mutex_unlock(&d->mu);
+static void note_doubt(worker *w, int status, const orc_inflight *b) {
+    pthread_mutex_lock(&w->d->mu);
+    add_doubt(w->d, status, b);
+    pthread_mutex_unlock(&w->d->mu);
 }
 
 void st_doubt_batches_cut_by_crash(st_driver *d) {
@@ -304,10 +297,12 @@ void st_check_doubts(worker *w, int after_crash) {
 
 _Static_assert(MAX_BATCH <= ORC_INFLIGHT_KEYS, "a batch fits an in-flight slot");
 
-/* E4 of oracle/expected.h: the batch of M keys in this thread's slot
- * while the engine writes it, so that the process after a crash that
- * cut it checks it came back all or nothing (batch_cut_by_crash). */
-static void inflight_begin(worker *w, const uint64_t *keys, const uint32_t *vs, size_t m) {
+/* The batch of M keys this op writes with value seeds VS (ORC_DEL: a
+ * delete): each key's value before it and after it.  Its doubt if the
+ * call fails, and (E4 of oracle/expected.h) what its thread's in-flight
+ * slot holds while the engine writes it, so that the process after a
+ * crash that cut it checks it came back all or nothing. */
+static orc_inflight batch_of(worker *w, const uint64_t *keys, const uint32_t *vs, size_t m) {
     st_driver *d = w->d;
     orc_inflight b = {.n = (uint32_t)m, .thread = (uint32_t)w->id, .op = d->epoch << 32 | w->calls};
     for (size_t i = 0; i < m; i++) {
@@ -315,7 +310,7 @@ static void inflight_begin(worker *w, const uint64_t *keys, const uint32_t *vs, 
         b.old_v[i] = orc_get(d->exp, keys[i]).cur;
         b.new_v[i] = vs[i] == ORC_DEL ? 0 : vs[i];
     }
-    orc_inflight_begin(d->exp, (unsigned)w->id, &b);
+    return b;
 }
 
 /* A write of N keys (1: put or delete; more: a batch, all or nothing).
@@ -366,7 +361,8 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
     uint64_t seq = 0;
     if (m) {
         for (size_t i = 0; i < m; i++) orc_mark_pending(d->exp, keys[i], vs[i]);
-        if (m > 1) inflight_begin(w, keys, vs, m);
+        orc_inflight batch = batch_of(w, keys, vs, m);
+        if (m > 1) orc_inflight_begin(d->exp, (unsigned)w->id, &batch);
         st = d->E->write(d->db, ops, m, &seq);
         if (m > 1) orc_inflight_end(d->exp, (unsigned)w->id);
         /* ST_POISONED: refused at the door (an earlier failure), nothing
@@ -379,7 +375,7 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
             aborted = 1;
             atomic_fetch_add_explicit(&d->ops[OP_ABORTED], 1, memory_order_relaxed);
         } else if (st != ST_OK && m > 1) {
-            note_doubt(w, st, keys, vs, m);
+            note_doubt(w, st, &batch);
         }
         if (st == ST_OK) {
             for (size_t i = 0; i < m; i++) {
