@@ -142,43 +142,53 @@ static flt_event disk_event(flt_ctx *f, flt_thr *t, int cls, const char *point, 
     return e;
 }
 
+/* A block drawn for class CLS: a file of FS[N], a block of it, its path
+ * and its bytes (len read, 0 when nothing could be). */
+typedef struct disk_block {
+    const disk_file *df;
+    uint64_t block;
+    char path[4400];
+    uint8_t buf[DISK_BLOCK];
+    size_t len;
+} disk_block;
+
+/* Draw *B for CLS; 0, or -1 when there is no file to draw. */
+static int draw_block(flt_ctx *f, flt_thr *t, int cls, const disk_file *fs, size_t n, disk_block *b) {
+    b->df = pick_file(f, t, cls, fs, n);
+    if (!b->df) return -1;
+    b->block = flt_below(f, t, cls, (b->df->size + DISK_BLOCK - 1) / DISK_BLOCK);
+    snprintf(b->path, sizeof b->path, "%s/%s", f->db_dir, b->df->name);
+    b->len = read_block(b->path, b->block, b->buf);
+    return 0;
+}
+
 /* One bit of one block of a drawn file flipped, at POINT. */
 static void flip_block(flt_ctx *f, flt_thr *t, const char *point, const disk_file *fs, size_t n) {
-    const disk_file *df = pick_file(f, t, FLT_BITFLIP_PAGE, fs, n);
-    if (!df) return;
-    uint64_t block = flt_below(f, t, FLT_BITFLIP_PAGE, (df->size + DISK_BLOCK - 1) / DISK_BLOCK);
-    char path[4400];
-    snprintf(path, sizeof path, "%s/%s", f->db_dir, df->name);
-    uint8_t buf[DISK_BLOCK];
-    size_t len = read_block(path, block, buf);
-    if (!len) return;
-    uint64_t bit = flt_below(f, t, FLT_BITFLIP_PAGE, (uint64_t)len * 8);
-    flt_event e = disk_event(f, t, FLT_BITFLIP_PAGE, point, df, block, buf);
+    disk_block b;
+    if (draw_block(f, t, FLT_BITFLIP_PAGE, fs, n, &b) || !b.len) return;
+    uint64_t bit = flt_below(f, t, FLT_BITFLIP_PAGE, (uint64_t)b.len * 8);
+    flt_event e = disk_event(f, t, FLT_BITFLIP_PAGE, point, b.df, b.block, b.buf);
     e.bit = (int64_t)bit;
     e.mask = 1u << (bit % 8);
-    buf[bit / 8] ^= (uint8_t)e.mask;
-    e.page_post = XXH64(buf, DISK_BLOCK, DISK_HASH_SEED);
+    b.buf[bit / 8] ^= (uint8_t)e.mask;
+    e.page_post = XXH64(b.buf, DISK_BLOCK, DISK_HASH_SEED);
     e.note = "one bit of a 4 KiB block of the file";
-    if (flt_record(f, FLT_BITFLIP_PAGE, &e) == 0) write_block(path, block, buf, len); /* FL1: no line, no fault */
+    if (flt_record(f, FLT_BITFLIP_PAGE, &e) == 0)
+        write_block(b.path, b.block, b.buf, b.len); /* FL1: no line, no fault */
 }
 
 /* One block of a drawn file zeroed, at POINT: up to four draws for a
  * block not all zero already. */
 static void zero_block(flt_ctx *f, flt_thr *t, const char *point, const disk_file *fs, size_t n) {
     static const uint8_t zeros[DISK_BLOCK];
+    disk_block b;
     for (int k = 0; k < 4; k++) {
-        const disk_file *df = pick_file(f, t, FLT_ZERO_PAGE, fs, n);
-        if (!df) return;
-        uint64_t block = flt_below(f, t, FLT_ZERO_PAGE, (df->size + DISK_BLOCK - 1) / DISK_BLOCK);
-        char path[4400];
-        snprintf(path, sizeof path, "%s/%s", f->db_dir, df->name);
-        uint8_t buf[DISK_BLOCK];
-        size_t len = read_block(path, block, buf);
-        if (!len || !memcmp(buf, zeros, DISK_BLOCK)) continue;
-        flt_event e = disk_event(f, t, FLT_ZERO_PAGE, point, df, block, buf);
+        if (draw_block(f, t, FLT_ZERO_PAGE, fs, n, &b)) return;
+        if (!b.len || !memcmp(b.buf, zeros, DISK_BLOCK)) continue;
+        flt_event e = disk_event(f, t, FLT_ZERO_PAGE, point, b.df, b.block, b.buf);
         e.page_post = XXH64(zeros, DISK_BLOCK, DISK_HASH_SEED);
         e.note = "a 4 KiB block of the file reads back all zero";
-        if (flt_record(f, FLT_ZERO_PAGE, &e) == 0) write_block(path, block, zeros, len);
+        if (flt_record(f, FLT_ZERO_PAGE, &e) == 0) write_block(b.path, b.block, zeros, b.len);
         return;
     }
 }
