@@ -71,6 +71,7 @@
 
 #include "adapter.h"
 #include "promises.h"
+#include "rocksdb_log.h"
 
 static const char seq_key[] = "\0stress/seq";
 #define SEQ_KEY_LEN (sizeof seq_key - 1)
@@ -157,6 +158,45 @@ static void wal_named_by_info_log(const char *dir, char *file, size_t cap) {
     fclose(f);
 }
 
+static int ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), m = strlen(tail);
+    return n >= m && !strcmp(s + n - m, tail);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Where in DIR a record fails its CRC, for a checksum mismatch no message
+ * names the file of (a manifest's replay, a log's in a read-only open,
+ * which writes no info log): the manifest CURRENT names, then the logs in
+ * the order they are replayed (rocksdb_log.h).  FILE and *BLOCK as locate
+ * leaves them: the 4 KiB block only when the record lies in one; FILE
+ * stays "" when every record holds. */
+static void bad_record_in_dir(const char *dir, char *file, size_t cap, int64_t *block) {
+    char p[4200], manifest[256] = "";
+    snprintf(p, sizeof p, "%s/CURRENT", dir);
+    FILE *c = fopen(p, "r");
+    if (c && fgets(manifest, sizeof manifest, c)) manifest[strcspn(manifest, "\n")] = 0;
+    if (c) fclose(c);
+    char *names[256];
+    size_t n = 0;
+    if (manifest[0]) names[n++] = strdup(manifest);
+    DIR *d = opendir(dir);
+    size_t logs = n;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL && n < sizeof names / sizeof *names;)
+        if (ends_with(e->d_name, ".log")) names[n++] = strdup(e->d_name);
+    if (d) closedir(d);
+    qsort(names + logs, n - logs, sizeof *names, by_name);
+    for (size_t i = 0; i < n && !file[0]; i++) {
+        uint64_t off, len;
+        snprintf(p, sizeof p, "%s/%s", dir, names[i] ? names[i] : "");
+        if (names[i] && st_rocksdb_log_bad_record(p, &off, &len) == 1) {
+            snprintf(file, cap, "%s", names[i]);
+            *block = off / 4096 == (off + len - 1) / 4096 ? (int64_t)(off / 4096) : -1;
+        }
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+}
+
 /* ERR (RocksDB's status text, freed here) as an st_status, a corruption
  * reported through FN. */
 static int st_err(st_corruption_fn fn, void *ctx, const char *dir, char *err) {
@@ -169,6 +209,7 @@ static int st_err(st_corruption_fn fn, void *ctx, const char *dir, char *err) {
             int64_t block;
             locate(err, dir, file, sizeof file, &block);
             if (!file[0] && dir) wal_named_by_info_log(dir, file, sizeof file);
+            if (!file[0] && dir && strstr(err, "checksum mismatch")) bad_record_in_dir(dir, file, sizeof file, &block);
             /* A checksum that failed (a table block's, a log or manifest
              * record's) is the check page damage must meet (oracle V1d). */
             const char *layer = strstr(err, "checksum mismatch") ? "page_checksum" : "rocksdb";
@@ -593,11 +634,6 @@ static const char *no_point(size_t i) {
     return "";
 }
 
-static int ends_with(const char *s, const char *tail) {
-    size_t n = strlen(s), m = strlen(tail);
-    return n >= m && !strcmp(s + n - m, tail);
-}
-
 /* RocksDB's files by name (file/filename.cc): tables NNNNNN.sst, logs
  * NNNNNN.log, and what says which of them are live (MANIFEST-NNNNNN,
  * CURRENT and its NNNNNN.dbtmp, OPTIONS-NNNNNN, IDENTITY); the info log
@@ -676,6 +712,20 @@ static const st_promise rocksdb_rows[] = {
      "fails it at the log's end for a crash's (mode 0), stop the replay there (point in time) or skip it (mode "
      "3), without an error; CURRENT, IDENTITY and OPTIONS carry no checksum",
      NULL, 0},
+    {"bitflip_inflight", "data", "data_checksums=0", ST_PROMISE_NONE, -1, RK_TABLE,
+     "kNoChecksum: a block flipped on its way to or from the disk carries no checksum to verify", NULL, 0},
+    {"bitflip_inflight", "data", "", ST_PROMISE_DETECT, -1, RK_FILE,
+     "a block's trailer checksum is computed before the write and verified after every read (verify_checksums on "
+     "here): a bit flipped on the way out or back fails it when the block is read",
+     NULL, 0},
+    {"bitflip_inflight", "wal", "rocksdb_wal_recovery_mode=1", ST_PROMISE_DETECT, -1, RK_LOG,
+     "a log record flipped on its way out or back fails its CRC32C when the log is replayed: kAbsoluteConsistency "
+     "fails the open",
+     NULL, 0},
+    {"bitflip_inflight", "any", "", ST_PROMISE_NONE, -1, RK_LOG,
+     "the other recovery modes end the replay at, or skip, a log record that fails its CRC without an error; "
+     "CURRENT, IDENTITY and OPTIONS carry no checksum",
+     NULL, 0},
     {"zero_page", "data", "data_checksums=0", ST_PROMISE_NONE, -1, RK_TABLE,
      "kNoChecksum: the table's blocks carry no checksum to verify", NULL, 0},
     {"zero_page", "data", "", ST_PROMISE_DETECT, -1, RK_FILE,
@@ -728,8 +778,9 @@ static const st_promise rocksdb_rows[] = {
      NULL, 0},
 };
 static const char *const rocksdb_options[] = {"rocksdb_wal_recovery_mode", "sync_mode", "data_checksums", NULL};
-static const char *const rocksdb_door[] = {"power_loss", "kill",       "read_error",   "write_error", "nospace",
-                                           "short_io",   "sync_error", "bitflip_page", "zero_page",   NULL};
+static const char *const rocksdb_door[] = {
+    "power_loss", "kill",         "read_error", "write_error",      "nospace", "short_io",
+    "sync_error", "bitflip_page", "zero_page",  "bitflip_inflight", NULL};
 const st_promises st_promises_rocksdb = {"rocksdb", rocksdb_rows, sizeof rocksdb_rows / sizeof *rocksdb_rows,
                                          rocksdb_options, rocksdb_door};
 
