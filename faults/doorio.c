@@ -23,6 +23,18 @@
  * offset and len are the bytes not moved, as a torn write's are.  Only a
  * call that can return a count is cut (the door's fallocate zeroing
  * cannot).
+ * A write that none of them fails, or a read that moved bytes, may carry
+ * one flipped bit (bitflip_inflight, points door/inflight/write and
+ * door/inflight/read): a write goes out from a copy of the caller's
+ * bytes with the bit flipped (the caller's buffer is never changed), a
+ * read hands the caller its bytes with the bit flipped after the next
+ * after() saw them; the line names the file (region: its kind), the 4
+ * KiB block of the flipped byte and the bit within that block (as
+ * doordisk.c places its damage), and the transfer in its note.  What is on disk after a
+ * read's flip is unchanged; a write's flip stays until the engine writes
+ * those bytes again, and follows its file through a rename (a ledger
+ * line of class "moved": file, to).  Neither goes into damage.c's table (doordisk.c
+ * says why): the engine's promise table for the file's kind judges.
  * sync_error stays inject.c's (hook/sync, with the drop of the file's
  * dirty data), as for every engine; this before() only tells it which
  * files it may strike (the flag fault_files sets, t->file_off).  Ledger points door/io/read,
@@ -32,12 +44,16 @@
  * only the kinds named draw.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "doorio_int.h"
 #include "fileid.h"
 #include "inject_int.h"
+
+#define DOOR_BLOCK 4096u /* the unit doordisk.c places damage by */
 
 static const char *point_of(int cls, int kind) {
     if (cls == FLT_SHORT_IO) return "door/io/short";
@@ -93,6 +109,76 @@ static int draw_short(flt_ctx *f, flt_thr *t, eng_io_op *op, uint64_t *cut) {
     return 1;
 }
 
+/* The ledger line of bit BIT of OP's transfer flipped at POINT: placed
+ * as doordisk.c places damage, by the 4 KiB block of the flipped byte
+ * and the bit within that block (V1 matches a report there); the
+ * transfer's own range goes into the note (NOTE, CAP). */
+static flt_event flip_event(flt_ctx *f, flt_thr *t, const char *point, const eng_io_op *op, const char *kind,
+                            uint64_t bit, char *note, size_t cap) {
+    uint64_t at = op->offset + bit / 8;
+    flt_event e = flt_event_for(f, t, FLT_BITFLIP_INFLIGHT, point);
+    e.file = flt_rel_path(f, op->path);
+    e.region = kind;
+    e.block = (int64_t)(at / DOOR_BLOCK);
+    e.bit = (int64_t)((at % DOOR_BLOCK) * 8 + bit % 8);
+    e.mask = 1u << (bit % 8);
+    snprintf(note, cap, "one bit of a %s of %llu bytes at offset %llu", op->kind == ENG_IO_READ ? "read" : "write",
+             (unsigned long long)(op->kind == ENG_IO_READ ? (uint64_t)op->result : op->len),
+             (unsigned long long)op->offset);
+    e.note = note;
+    return e;
+}
+
+/* The slot of door_flipped holding NAME, or -1 (caller holds f->mu). */
+static int flipped_index(const flt_ctx *f, const char *name) {
+    unsigned n = f->door_nflipped < 16 ? f->door_nflipped : 16;
+    for (unsigned i = 0; i < n; i++)
+        if (!strcmp(f->door_flipped[i], name)) return (int)i;
+    return -1;
+}
+
+/* bitflip_inflight on a write OP of a file of KIND: its bytes replaced
+ * by T's copy of them with one bit flipped. */
+static void flip_write(flt_ctx *f, flt_thr *t, eng_io_op *op, const char *kind) {
+    if (op->kind != ENG_IO_WRITE || !op->len || !flt_draw(f, t, FLT_BITFLIP_INFLIGHT)) return;
+    uint8_t *copy = flt_buf_take(t, op->len);
+    if (!copy) return;
+    uint64_t bit = flt_below(f, t, FLT_BITFLIP_INFLIGHT, (uint64_t)op->len * 8);
+    char note[96];
+    flt_event e = flip_event(f, t, "door/inflight/write", op, kind, bit, note, sizeof note);
+    if (flt_record(f, FLT_BITFLIP_INFLIGHT, &e) != 0) { /* FL1: no line, no fault */
+        flt_buf_give(t, copy);
+        return;
+    }
+    memcpy(copy, op->buf, op->len);
+    copy[bit / 8] ^= (uint8_t)e.mask;
+    op->buf = copy;
+    pthread_mutex_lock(&f->mu);
+    if (flipped_index(f, e.file) < 0)
+        snprintf(f->door_flipped[f->door_nflipped++ % 16], sizeof f->door_flipped[0], "%s", e.file);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* A rename done of a file a write's flip went to: a ledger line of class
+ * "moved" (no fault: the oracle names the file's flips by its new name,
+ * where a report will place them; RocksDB writes CURRENT as a temporary
+ * it renames). */
+static void note_moved(flt_ctx *f, flt_thr *t, const eng_io_op *op) {
+    if (op->kind != ENG_IO_RENAME || !op->path2) return;
+    const char *from = flt_rel_path(f, op->path);
+    pthread_mutex_lock(&f->mu);
+    int k = from ? flipped_index(f, from) : -1;
+    if (k >= 0) {
+        flt_event e = flt_event_none("moved", "door/rename");
+        e.file = from;
+        e.to = flt_rel_path(f, op->path2);
+        e.thread = t ? t->thread : -1;
+        if (flt_ledger_append_seq(f->ledger, &e, NULL) == 0)
+            snprintf(f->door_flipped[k], sizeof f->door_flipped[0], "%s", e.to);
+    }
+    pthread_mutex_unlock(&f->mu);
+}
+
 static int doorio_before(void *ctx, eng_io_op *op) {
     flt_ctx *f = ctx;
     flt_thr *t = flt_thr_get(f);
@@ -125,15 +211,40 @@ static int doorio_before(void *ctx, eng_io_op *op) {
             }
             if (flt_record(f, cls, &e) == 0) return -err; /* FL1: no line, no fault */
         }
+        if (cls < 0 && !t->file_off) flip_write(f, t, op, kind);
     }
-    return f->door_io_next(ctx, op);
+    const void *mine = op->buf;
+    int rc = f->door_io_next(ctx, op);
+    if (rc < 0) flt_buf_give(t, mine); /* not issued: no after() gives the copy back */
+    return rc;
+}
+
+/* bitflip_inflight on a read OP that moved bytes: one of them flipped in
+ * the caller's hands, after the next after() saw them. */
+static void doorio_after(void *ctx, eng_io_op *op) {
+    flt_ctx *f = ctx;
+    f->door_io_after_next(ctx, op);
+    if (op->kind == ENG_IO_RENAME && op->result == 0) note_moved(f, flt_thr_get(f), op);
+    if (op->kind != ENG_IO_READ || op->result <= 0 || flt_paused(f)) return;
+    flt_thr *t = flt_thr_get(f);
+    const char *kind = flt_file_kind(f, op);
+    if (!t || !kind || (f->o.fault_files && !flt_list_has(f->o.fault_files, kind))) return;
+    if (!flt_draw(f, t, FLT_BITFLIP_INFLIGHT)) return;
+    uint64_t bit = flt_below(f, t, FLT_BITFLIP_INFLIGHT, (uint64_t)op->result * 8);
+    char note[96];
+    flt_event e = flip_event(f, t, "door/inflight/read", op, kind, bit, note, sizeof note);
+    if (flt_record(f, FLT_BITFLIP_INFLIGHT, &e) == 0) ((uint8_t *)op->buf)[bit / 8] ^= (uint8_t)e.mask;
 }
 
 void flt_door_io_hooks(flt_ctx *f) {
     const flt_options *o = &f->o;
     int on = o->one_in[FLT_READ_ERROR] || o->one_in[FLT_WRITE_ERROR] || o->one_in[FLT_NOSPACE] ||
-             o->one_in[FLT_SHORT_IO] || o->one_in[FLT_SYNC_ERROR];
+             o->one_in[FLT_SHORT_IO] || o->one_in[FLT_SYNC_ERROR] || o->one_in[FLT_BITFLIP_INFLIGHT];
     if (!o->via_door || !o->file_kind || !on) return;
     f->door_io_next = f->hooks.before;
     f->hooks.before = doorio_before;
+    if (o->one_in[FLT_BITFLIP_INFLIGHT]) {
+        f->door_io_after_next = f->hooks.after;
+        f->hooks.after = doorio_after;
+    }
 }

@@ -213,6 +213,11 @@ struct flt_ctx {
     int door_kills; /* 1 if any is enabled */
     /* doorio.c: the before() the door's I/O error draw calls next. */
     int (*door_io_next)(void *ctx, eng_io_op *op);
+    void (*door_io_after_next)(void *ctx, eng_io_op *op); /* and the after() its flips call */
+    /* doorio.c: the files a write's in-flight flip went to, by their
+     * names now (a rename carries the flip along; under mu). */
+    char door_flipped[16][64];
+    unsigned door_nflipped;
     int fsync_point; /* engine/io/fsync is enabled: sync_error
                                * splits its firings with hook/sync */
 

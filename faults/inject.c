@@ -269,6 +269,9 @@ static void buf_give(flt_thr *t, const void *p) {
         }
 }
 
+void *flt_buf_take(flt_thr *t, size_t len) { return buf_take(t, len); }
+void flt_buf_give(flt_thr *t, const void *p) { buf_give(t, p); }
+
 void flt_thr_free_bufs(flt_thr *t) {
     for (size_t i = 0; i < t->nbufs; i++) free(t->bufs[i].p);
     free(t->bufs);

@@ -103,6 +103,7 @@ int flt_ledger_append_seq(flt_ledger *l, const flt_event *e, uint64_t *seq) {
     PUTI("thread", (int64_t)e->thread);
     PUTS("err", e->err);
     PUTS("note", e->note);
+    PUTS("to", e->to);
     PUT("}\n");
 #undef PUT
 #undef PUTS

@@ -77,6 +77,7 @@ typedef struct flt_event {
     int thread;                    /* -1: absent */
     const char *err;
     const char *note;
+    const char *to; /* NULL: absent; a "moved" line: the name FILE was renamed to */
     /* bitflip_cache with patterns (cacheflip.c): NULL / -1 absent;
      * region also for bitflip_page, bitflip_wal and zero_page (above) */
     const char *pattern, *region, *bits, *parity, *check;

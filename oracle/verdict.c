@@ -196,6 +196,7 @@ int vd_parse_ledger_line(const char *line, vd_injection *o) {
         STR("phase", phase);
         STR("point", point);
         STR("file", file);
+        STR("to", to);
         STR("err", err);
         STR("mask", mask);
         STR("pattern", pattern);
@@ -337,6 +338,13 @@ int vd_add_ledger_line(vd_ctx *v, const char *line, int carried) {
     /* A pause (faults/delay.c) changes no byte and no result: it explains
      * nothing, so it is no injection. */
     if (!strcmp(i.cls_name, "delay")) return 1;
+    /* A rename of a file with flips in it (faults/doorio.c): the damage
+     * is where the new name is, which is what a report will name. */
+    if (!strcmp(i.cls_name, "moved")) {
+        for (size_t k = 0; k < v->ninj && i.to[0]; k++)
+            if (!strcmp(v->inj[k].file, i.file)) copy_str(v->inj[k].file, sizeof v->inj[k].file, i.to);
+        return 1;
+    }
     i.carried = carried;
     if (!carried && !v->seen_own) {
         v->seen_own = 1;
@@ -460,6 +468,17 @@ static int cache_flip_may_reach_disk(const vd_config *c, const vd_injection *i) 
     return c->protection_bytes == 0 || strcmp(i->part_code, "page");
 }
 
+/* Damage the door put in another engine's file (faults/doordisk.c:
+ * tick/door, crash/door; faults/doorio.c: door/inflight/...) explains a
+ * report anywhere in that file: the oracle does not know that engine's
+ * format, whose pointers route reads (a flipped handle in a RocksDB
+ * table's footer, which no checksum covers, sends the read of its index
+ * to another block, and that block's check is what fails). */
+static int placed_by_file(const vd_injection *i) {
+    return !strncmp(i->point, "door/inflight/", 14) || !strcmp(i->point, "tick/door") ||
+           !strcmp(i->point, "crash/door");
+}
+
 int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection *i) {
     if (!i->file[0] || !vd_injection_explains(c, i)) return 0;
 #ifdef ENG_BROKEN_VERDICT_V1E_CACHE_FLIP_MATCHES_ANY_LAYER /* planted bug (tests/harness_mutants.txt): V1e, page_checksum too */
@@ -507,6 +526,7 @@ int vd_report_matches(const vd_config *c, const vd_report *r, const vd_injection
     }
     if (strcmp(rf, inf)) return 0;
     if (rb < 0) return 1; /* no block in the report: the file is all we know */
+    if (placed_by_file(i)) return 1;
     int64_t ps = c->page_size ? c->page_size : 8192;
     if (i->block >= 0 && i->block == rb) return 1;
     if (i->offset >= 0) {

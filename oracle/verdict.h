@@ -258,6 +258,7 @@ typedef struct vd_injection {
     char phase[16]; /* "run", "powerloss", "recovery" */
     char point[96];
     char file[64];
+    char to[64]; /* a "moved" line: the name FILE was renamed to ("" absent) */
     int64_t block, offset, len, op, bit;
     int64_t part_offset, part_len; /* cache flips: bytes one parity bit of
                                     * the per-KV codes covers (-1: absent) */
@@ -358,8 +359,10 @@ void vd_free(vd_ctx *v);
 /* Feed the judge.  CARRIED: the line was written by an earlier process
  * (a crashed run, or the power-loss step) and is judged here.  Returns 0
  * for an injection added, 1 for a line that is none (class "delay": a
- * pause that widened a race window, faults/delay.c), -1 for a line that
- * does not parse. */
+ * pause that widened a race window, faults/delay.c; class "moved": a
+ * file that carries flips was renamed, and the injections placed in it
+ * are placed under its new name from then on), -1 for a line that does
+ * not parse. */
 int vd_add_ledger_line(vd_ctx *v, const char *line, int carried);
 void vd_add_report(vd_ctx *v, const vd_report *r);
 void vd_add_observation(vd_ctx *v, const vd_observation *o);

@@ -232,6 +232,10 @@ static const st_promise sqlite_rows[] = {
      "SQLite adds no redundancy to detect damaged bytes: it assumes what it reads is what it wrote (pages carry "
      "no checksum)",
      NULL, 0},
+    {"bitflip_inflight", "any", "", ST_PROMISE_NONE, -1, SQ_HOW,
+     "a bit flipped between memory and the disk is not noticed: pages carry no checksum, and the log's frame "
+     "checksums are verified only when the log is recovered, where a frame that fails ends the log",
+     NULL, 0},
     {"zero_page", "any", "", ST_PROMISE_NONE, -1, SQ_HOW,
      "a disk that changes content (a lost or misplaced write, a flipped bit) can corrupt the database; nothing "
      "checks a page against it",
@@ -277,7 +281,8 @@ static const st_promise sqlite_rows[] = {
 };
 static const char *const sqlite_options[] = {"sqlite_journal_mode", "sqlite_synchronous", "sync_mode", NULL};
 static const char *const sqlite_door[] = {"power_loss", "kill",       "read_error",   "write_error", "nospace",
-                                          "short_io",   "sync_error", "bitflip_page", "zero_page",   NULL};
+                                          "short_io",   "sync_error", "bitflip_page", "zero_page",   "bitflip_inflight",
+                                          NULL};
 const st_promises st_promises_sqlite = {"sqlite", sqlite_rows, sizeof sqlite_rows / sizeof *sqlite_rows, sqlite_options,
                                         sqlite_door};
 
