@@ -653,18 +653,22 @@ def make_record(
 
 def door_damage(a, report):
     """1 if stress REPORT judged damage the door put on another engine's
-    files (bitflip_page, zero_page: faults/doordisk.c).  Neither V4b (no
-    such damage is ever called present) nor a report says it is gone, and
-    where the engine promises nothing (SQLite) nothing ever reports it:
-    the next process, which does not judge those lines, would meet it
-    as a failure of its own."""
+    files (bitflip_page, zero_page: faults/doordisk.c; bitflip_inflight:
+    a write's flip stays on disk, a read's may be copied there by a
+    checkpoint), or counted anything the engine promises nothing for
+    (undetected_unpromised: a synced commit lost, a wrong value kept).
+    Neither V4b (no such damage is ever called present) nor a report says
+    the damage is gone, where the engine promises nothing (SQLite)
+    nothing ever reports it, and the expected state cannot be rewound
+    below a commit it holds durable: the next process, which does not
+    judge those lines, would meet it as a failure of its own."""
     if getattr(a, "engine", "ours") == "ours":
         return False
     classes = report.get("classes") or {}
     return any(
         int((classes.get(c) or {}).get("injected", 0) or 0) > 0
-        for c in ("bitflip_page", "zero_page")
-    )
+        for c in ("bitflip_page", "zero_page", "bitflip_inflight")
+    ) or any(int((v or {}).get("undetected_unpromised", 0) or 0) > 0 for v in classes.values())
 
 
 def conclude(ct, run, iter_dir, record, st, primary, crashed_after, primary_state):
