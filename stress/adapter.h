@@ -166,7 +166,9 @@ typedef struct st_engine {
     int (*vacuum)(st_db *db);
     int (*get)(st_db *db, const void *key, size_t klen, st_buf *val);
     /* Iterators over [lower, upper): first, next; key/value valid until
-     * the next move. */
+     * the next move.  One opened without a snapshot sees one point of
+     * history all the same, the commits up to some sequence, as a
+     * snapshot taken at its open would (stress/scan_history.h checks it). */
     int (*iter_open)(st_db *db, const void *lower, size_t llen, const void *upper, size_t ulen, st_iter **out);
     int (*iter_first)(st_iter *it);
     int (*iter_next)(st_iter *it);

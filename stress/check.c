@@ -162,6 +162,29 @@ void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, c
     pthread_mutex_unlock(&d->mu);
 }
 
+void st_check_scan_history(worker *w, const st_scan_key *k, size_t n) {
+    st_driver *d = w->d;
+    size_t newest, oldest;
+    if (!st_scan_history_broken(k, n, &newest, &oldest)) return;
+    st_observe(d, VD_OBS_WRONG_VALUE, w->id, d->epoch << 32 | w->calls, 0, k[newest].key, 0);
+    atomic_fetch_add(&d->symptoms, 1);
+    int escape = escapes_possible(d), unpromised = st_promise_none_possible(d);
+    if (!d->measuring && !escape && !unpromised) atomic_fetch_add(&d->failures, 1);
+    pthread_mutex_lock(&d->mu);
+    if (d->detailed++ < MAX_DETAILED)
+        fprintf(stderr,
+                "stress: %s wrong_value (scan): no point of history: key %llu shows the write of seq %llu, "
+                "key %llu misses the write of seq %llu, thread %d\n"
+                "    repro: %s\n",
+                d->measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
+                : escape     ? "SUSPECT (a key flipped past the per-KV codes? the verdict below decides)"
+                : unpromised ? "SUSPECT (a fault the engine promises nothing for? the verdict below decides)"
+                             : "FAILURE",
+                (unsigned long long)k[newest].key, (unsigned long long)k[newest].seq, (unsigned long long)k[oldest].key,
+                (unsigned long long)k[oldest].seq, w->id, d->repro);
+    pthread_mutex_unlock(&d->mu);
+}
+
 /* ---- the E3 check of one answer ---- */
 
 static int candidate(uint32_t v, orc_entry a, orc_entry b) {

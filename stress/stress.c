@@ -628,6 +628,7 @@ static int prepare_run_dir(st_driver *d) {
     }
     d->nstripes = orc_nstripes(d->exp);
     d->stripe_ver = calloc(d->nstripes, sizeof *d->stripe_ver);
+    d->stripe_seq = calloc(d->nstripes, sizeof *d->stripe_seq);
     value_params(&d->values, &d->o, d->exp_dir);
 
     d->crash_len = (size_t)snprintf(d->crash_msg, sizeof d->crash_msg,
@@ -1084,6 +1085,7 @@ static void finish(st_driver *d, int closed_ok) {
     free(d->doubt);
     free(d->regions.name);
     free((void *)d->stripe_ver);
+    free((void *)d->stripe_seq);
     if (d->reports_fd >= 0) close(d->reports_fd);
     if (d->obs_fd >= 0) close(d->obs_fd);
 }

@@ -36,6 +36,7 @@
 #include "faults/faults.h"
 #include "oracle/expected.h"
 #include "oracle/verdict.h"
+#include "scan_history.h"
 #include "stress.h"
 
 /* Exit codes (docs/architecture.md, One stress process). */
@@ -193,6 +194,8 @@ struct st_driver {
     vd_config vc;                        /* what the options make of each fault class */
     st_value_sizes values;               /* as the expected state keeps them */
     _Atomic uint64_t *stripe_ver;
+    _Atomic uint64_t *stripe_seq; /* the commit sequence of the stripe's last settled write
+                                   * (stored before stripe_ver counts it) */
     unsigned nstripes;
     _Atomic int stop;
     _Atomic int unrecoverable; /* the engine cannot open the database any more */
@@ -285,6 +288,9 @@ int st_post_open_check(worker *w, int after_crash, const char *what);
 void st_settle_durable(orc_state *exp, uint64_t seq);
 uint64_t st_verify_all(worker *w, int after_crash, const char *what);
 void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, const char *what, int after_crash);
+/* st_scan_history_broken's pair of K (scan_history.h) as wrong_value:
+ * a failure, or a symptom where the verdict decides (as st_scan_disorder). */
+void st_check_scan_history(worker *w, const st_scan_key *k, size_t n);
 void st_get_every_key(worker *w, const char *what);
 int st_read_everything(worker *w, const char *what);
 

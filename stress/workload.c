@@ -379,8 +379,10 @@ static int do_write(worker *w, int type, uint64_t *keys, size_t n) {
         }
         if (st == ST_OK) {
             for (size_t i = 0; i < m; i++) {
+                unsigned s = orc_stripe(d->exp, keys[i]);
                 orc_settle(d->exp, keys[i], seq);
-                atomic_fetch_add_explicit(&d->stripe_ver[orc_stripe(d->exp, keys[i])], 1, memory_order_release);
+                atomic_store_explicit(&d->stripe_seq[s], seq, memory_order_relaxed);
+                atomic_fetch_add_explicit(&d->stripe_ver[s], 1, memory_order_release);
             }
         }
     }
@@ -501,6 +503,15 @@ void st_release_snapshots(st_driver *d) {
         }
 }
 
+/* The value seed a scan returned for a key (0: absent, or not a value
+ * of the driver's: the per-key check judged it). */
+static uint32_t seen_seed(int st, const uint8_t *val, size_t len) {
+    uint64_t k;
+    uint32_t v = 0;
+    if (st != ST_OK || orc_value_whose(val, len, &k, &v) != 0) return 0;
+    return v;
+}
+
 static void do_scan(worker *w, uint64_t start) {
     st_driver *d = w->d;
     uint64_t n = 1 + below(w, MAX_SCAN);
@@ -557,9 +568,16 @@ static void do_scan(worker *w, uint64_t start) {
         st = d->E->iter_next(it);
     }
     if (it) d->E->iter_close(it);
+    uint64_t seqs[MAX_SCAN];
     for (uint64_t i = 0; i < n; i++) {
+        /* Under the stripe's lock: no write between its settle and its
+         * count, so a stripe one write changed names that write's seq. */
+        unsigned s = orc_stripe(d->exp, start + i);
+        orc_lock_stripe(d->exp, s);
         b[i] = orc_get(d->exp, start + i);
-        v1[i] = atomic_load_explicit(&d->stripe_ver[orc_stripe(d->exp, start + i)], memory_order_acquire);
+        v1[i] = atomic_load_explicit(&d->stripe_ver[s], memory_order_acquire);
+        seqs[i] = atomic_load_explicit(&d->stripe_seq[s], memory_order_relaxed);
+        orc_unlock_stripe(d->exp, s);
     }
     int final = st == ST_NOTFOUND ? ST_OK : st;
     st_note_error(w, final);
@@ -575,10 +593,14 @@ static void do_scan(worker *w, uint64_t start) {
     } else if (disorder) {
         st_scan_disorder(w, key_of_disorder, last, "again or out of order", "scan", 0);
     } else if (final == ST_OK) {
+        st_scan_key hk[MAX_SCAN];
+        size_t good = 0;
         for (uint64_t i = 0; i < n; i++) {
             if (sts[i] == ST_OK) vals[i] = copies + offs[i];
-            st_check_answer(w, start + i, sts[i], vals[i], lens[i], a[i], b[i], v1[i] - v0[i] > 1, 0, "scan");
+            good += st_check_answer(w, start + i, sts[i], vals[i], lens[i], a[i], b[i], v1[i] - v0[i] > 1, 0, "scan");
+            hk[i] = (st_scan_key){start + i, seen_seed(sts[i], vals[i], lens[i]), a[i], b[i], v1[i] - v0[i], seqs[i]};
         }
+        if (good == n) st_check_scan_history(w, hk, n); /* a wrong value was judged already */
     } else {
         atomic_fetch_add_explicit(&d->unverifiable, n, memory_order_relaxed);
     }
