@@ -134,6 +134,22 @@ void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, in
 }
 
 
+/* A scan's answer at KEY that no state explains: observed, counted as a
+ * symptom, and a failure unless the verdict decides (a measuring run, a
+ * key flipped past the per-KV codes, a fault the engine promises nothing
+ * for: V6c, V10).  Returns the word its line opens with. */
+static const char *scan_symptom(worker *w, uint64_t key, int after_crash) {
+    st_driver *d = w->d;
+    st_observe(d, VD_OBS_WRONG_VALUE, w->id, d->epoch << 32 | w->calls, 0, key, after_crash);
+    atomic_fetch_add(&d->symptoms, 1);
+    int escape = escapes_possible(d), unpromised = st_promise_none_possible(d);
+    if (!d->measuring && !escape && !unpromised) atomic_fetch_add(&d->failures, 1);
+    return d->measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
+           : escape     ? "SUSPECT (a key flipped past the per-KV codes? the verdict below decides)"
+           : unpromised ? "SUSPECT (a fault the engine promises nothing for? the verdict below decides)"
+                        : "FAILURE";
+}
+
 /* A scan broke the order every scan promises: it returned KEY where only
  * keys above PREV were due (a key twice, one out of order, or one
  * outside the scan's bounds: HOW says which).  No state of the tree
@@ -144,21 +160,13 @@ void st_fail_key(worker *w, int kind, uint64_t key, orc_entry a, orc_entry b, in
  * can do it too: then the verdict decides (V6c). */
 void st_scan_disorder(worker *w, uint64_t key, uint64_t prev, const char *how, const char *what, int after_crash) {
     st_driver *d = w->d;
-    int thread = w->id;
-    st_observe(d, VD_OBS_WRONG_VALUE, thread, d->epoch << 32 | w->calls, 0, key, after_crash);
-    atomic_fetch_add(&d->symptoms, 1);
-    int escape = escapes_possible(d), unpromised = st_promise_none_possible(d);
-    if (!d->measuring && !escape && !unpromised) atomic_fetch_add(&d->failures, 1);
+    const char *verdict = scan_symptom(w, key, after_crash);
     pthread_mutex_lock(&d->mu);
     if (d->detailed++ < MAX_DETAILED)
         fprintf(stderr,
                 "stress: %s wrong_value (%s): the scan returned key %llu %s (after key %llu), thread %d\n"
                 "    repro: %s\n",
-                d->measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
-                : escape     ? "SUSPECT (a key flipped past the per-KV codes? the verdict below decides)"
-                : unpromised ? "SUSPECT (a fault the engine promises nothing for? the verdict below decides)"
-                             : "FAILURE",
-                what, (unsigned long long)key, how, (unsigned long long)prev, thread, d->repro);
+                verdict, what, (unsigned long long)key, how, (unsigned long long)prev, w->id, d->repro);
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -166,22 +174,15 @@ void st_check_scan_history(worker *w, const st_scan_key *k, size_t n) {
     st_driver *d = w->d;
     size_t newest, oldest;
     if (!st_scan_history_broken(k, n, &newest, &oldest)) return;
-    st_observe(d, VD_OBS_WRONG_VALUE, w->id, d->epoch << 32 | w->calls, 0, k[newest].key, 0);
-    atomic_fetch_add(&d->symptoms, 1);
-    int escape = escapes_possible(d), unpromised = st_promise_none_possible(d);
-    if (!d->measuring && !escape && !unpromised) atomic_fetch_add(&d->failures, 1);
+    const char *verdict = scan_symptom(w, k[newest].key, 0);
     pthread_mutex_lock(&d->mu);
     if (d->detailed++ < MAX_DETAILED)
         fprintf(stderr,
                 "stress: %s wrong_value (scan): no point of history: key %llu shows the write of seq %llu, "
                 "key %llu misses the write of seq %llu, thread %d\n"
                 "    repro: %s\n",
-                d->measuring ? "MEASURED (undetectable by design in this measuring run, not a failure)"
-                : escape     ? "SUSPECT (a key flipped past the per-KV codes? the verdict below decides)"
-                : unpromised ? "SUSPECT (a fault the engine promises nothing for? the verdict below decides)"
-                             : "FAILURE",
-                (unsigned long long)k[newest].key, (unsigned long long)k[newest].seq, (unsigned long long)k[oldest].key,
-                (unsigned long long)k[oldest].seq, w->id, d->repro);
+                verdict, (unsigned long long)k[newest].key, (unsigned long long)k[newest].seq,
+                (unsigned long long)k[oldest].key, (unsigned long long)k[oldest].seq, w->id, d->repro);
     pthread_mutex_unlock(&d->mu);
 }
 

@@ -51,6 +51,17 @@ Test(adapter_rocksdb, sync_mode_off_is_durable_at_a_checkpoint) {
     ad_done(&a);
 }
 
+/* The first file of A's directory that the shell PATTERN names, into NAME. */
+static void only_file(ad_run *a, const char *pattern, char *name, size_t cap) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "cd '%s' && ls %s | head -1", a->dir, pattern);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    cr_assert_not_null(fgets(name, (int)cap, p));
+    pclose(p);
+    name[strcspn(name, "\n")] = 0;
+}
+
 Test(adapter_rocksdb, a_damaged_table_file_is_reported_by_verify_with_its_name) {
     ad_run a;
     ad_init(&a, E);
@@ -62,13 +73,8 @@ Test(adapter_rocksdb, a_damaged_table_file_is_reported_by_verify_with_its_name) 
     for (unsigned i = 0; i < 2000; i++) ad_put(&a, i, v);
     cr_assert_eq(E->checkpoint(a.db), ST_OK); /* the memtable into a table file */
     ad_close(&a);
-    char cmd[256], sst[64] = "";
-    snprintf(cmd, sizeof cmd, "cd '%s' && ls *.sst | head -1", a.dir);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    cr_assert_not_null(fgets(sst, sizeof sst, p));
-    pclose(p);
-    sst[strcspn(sst, "\n")] = 0;
+    char sst[64];
+    only_file(&a, "*.sst", sst, sizeof sst);
     ad_damage(&a, sst, 2048, 64); /* inside the first data blocks */
     uint64_t problems = 0;
     int st = E->verify_dir(a.dir, &a.o, &problems);
@@ -100,18 +106,6 @@ Test(adapter_rocksdb, a_current_file_that_names_a_missing_manifest_is_a_corrupti
     cr_expect_str_eq(a.last_file, "CURRENT");
     a.db = NULL;
     ad_done(&a);
-}
-
-/* The one file of A's directory whose name ends in TAIL (or starts with
- * it, for MANIFEST-), into NAME. */
-static void only_file(ad_run *a, const char *pattern, char *name, size_t cap) {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "cd '%s' && ls %s | head -1", a->dir, pattern);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    cr_assert_not_null(fgets(name, (int)cap, p));
-    pclose(p);
-    name[strcspn(name, "\n")] = 0;
 }
 
 Test(adapter_rocksdb, a_log_record_that_fails_its_crc_in_a_read_only_open_is_reported_at_its_log) {
