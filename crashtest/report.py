@@ -280,11 +280,12 @@ def add_regions(regions, rep_regions):
                 row[k] = row.get(k, 0) + int(v or 0)
 
 
-def region_table(pl, regions):
+def region_table(pl, regions, engine="ours"):
     """The 'damage by region' table under the class table: per class that
-    was injected, every region it can name (REGIONS) and any other it
-    named, with its injections and outcomes; a region never hit prints
-    zeros and is listed at the end."""
+    was injected, every region it can name (REGIONS: our engine's page
+    format; another engine's damage, placed by the door, names its file
+    kinds alone) and any other it named, with its injections and
+    outcomes; a region never hit prints zeros and is listed at the end."""
     if not regions:
         return
     keys = OUTCOMES + ["swallowed"]
@@ -293,7 +294,8 @@ def region_table(pl, regions):
     pl(("damage by region   %-15s" + " %9s" * (len(heads) - 1)) % heads)
     never = []
     for c in sorted(regions, key=lambda c: CLASS_ORDER.index(c) if c in CLASS_ORDER else 99):
-        names = REGIONS.get(c, []) + sorted(r for r in regions[c] if r not in REGIONS.get(c, []))
+        known = REGIONS.get(c, []) if engine == "ours" else []
+        names = known + sorted(r for r in regions[c] if r not in known)
         for r in names:
             row = regions[c].get(r, {})
             if not row.get("injected"):
@@ -540,7 +542,7 @@ def print_summary(pl, s):
                 else "",
             )
         )
-    region_table(pl, s["regions"])
+    region_table(pl, s["regions"], s.get("engine", "ours"))
     widths = {int(w): row for w, row in s["protection_widths"].items()}
     if any(w for w in widths):
         width_lines(pl, widths)

@@ -213,6 +213,18 @@ class TestRegionTable(unittest.TestCase):
         self.assertIn("unpromised", head)
         self.assertEqual(cells[-1], str(row["swallowed"]))
 
+    def test_another_engines_damage_lists_only_the_file_kinds_it_hit(self):
+        # The door places another engine's damage by file kind: our page
+        # regions are no rows of its table and never "never hit".
+        row = {"injected": 3}
+        for engine, ours_listed in (("rocksdb", False), ("ours", True)):
+            lines = []
+            region_table(lines.append, {"bitflip_page": {"data": row}}, engine)
+            text = "\n".join(lines)
+            self.assertIn(" data ", text)
+            self.assertEqual(" header " in text, ours_listed, engine)
+            self.assertEqual("regions never hit" in text, ours_listed, engine)
+
 
 class TestIterationsFile(unittest.TestCase):
     def test_large_is_gzipped_and_reads_back(self):
