@@ -696,8 +696,20 @@ static int claim_frame(bp_pool *bp, bp_frame **out) {
         struct part *p = part_of(bp, b);
         part_lock(p);
         uint32_t zero = 0;
+#ifdef ENG_BROKEN_EVICT_SKIPS_DIRTY_RECHECK
+        /* planted bug (tests/mutants.txt): the victim is taken as clean
+         * because it was clean, or written back, just above: but the
+         * write-back passes a frame whose latch the writer holds, and the
+         * writer can change the page and let go of it while the batch's
+         * other pages are being written, so a frame dirtied since is
+         * evicted with its change never written (L4 broken): the next read
+         * of the block returns the page as it was before that change. */
+        if (atomic_load(&f->block) == block && atomic_load(&f->state) == ST_VALID &&
+            atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
+#else
         if (atomic_load(&f->block) == block && atomic_load(&f->state) == ST_VALID && !atomic_load(&f->dirty) &&
             atomic_compare_exchange_strong(&f->pin, &zero, 1)) {
+#endif
             chain_remove(bp, b, f);
             kv_drop(bp, f);
             if (f->kv_lazy) lazy_fate(bp, 0);
@@ -730,7 +742,17 @@ static int latch_confirm(bp_pool *bp, bp_frame *f, uint32_t block, int mode) {
         pthread_rwlock_wrlock(&f->latch);
     else
         pthread_rwlock_rdlock(&f->latch);
+#ifdef ENG_BROKEN_LATCH_CONFIRM_TRUSTS_FAILED_LOAD
+    /* planted bug (tests/mutants.txt): only the block number is compared,
+     * as if a pinned frame could not change (it cannot be evicted): but a
+     * thread that found the frame LOADING and waited for its latch gets it
+     * after the loader's read failed or its page failed verification
+     * (FREE, block unchanged), and uses the bytes the loader rejected (or
+     * another block's, left from the frame's last page) as the page. */
+    if (atomic_load(&f->block) == block) {
+#else
     if (atomic_load(&f->state) == ST_VALID && atomic_load(&f->block) == block) {
+#endif
         assert(atomic_load(&f->pin) > 0); /* L1: latched only while pinned */
         return 1;
     }

@@ -373,7 +373,18 @@ int eng_checkpoint_as(eng_db *db, int closing) {
             atomic_store(&db->hwm, c.hwm);
 #endif
             atomic_fetch_add(&db->checkpoints, 1);
+#ifdef ENG_BROKEN_CHECKPOINT_REMOVES_LOG_BELOW_RECORD
+            /* planted bug (tests/mutants.txt): the log is cut at the
+             * checkpoint record, not at its redo point, as if the record
+             * were where replay starts: a segment the writers filled while
+             * the pool was flushed (between the redo point and the record)
+             * is removed or recycled, and after a crash before the next
+             * checkpoint the open refuses the database (F4: a segment
+             * control needs is missing). */
+            rc = wal_remove_before(db->wal, cstart);
+#else
             rc = wal_remove_before(db->wal, redo);
+#endif
         }
     }
     /* Poisoned before the next checkpoint may start: one waiting on
@@ -831,7 +842,17 @@ int eng_iter_next(eng_iter *it) {
 
 int eng_iter_prev(eng_iter *it) {
     if (!it->valid) return ENG_INVALID;
+#ifdef ENG_BROKEN_ITER_PREV_AFTER_NEXT_STAYS_FORWARD
+    /* planted bug (tests/mutants.txt): the copy's direction is not looked
+     * at, as if the copy in hand always ran the way of the call: after
+     * eng_iter_first, eng_iter_seek or eng_iter_next the copy ascends, and
+     * eng_iter_prev steps on through it to the next larger key instead of
+     * re-seeking below the current one: a scan that turns round goes on
+     * the way it came, returning larger keys as the smaller ones. */
+    if (it->pos + 1 < it->lc.n) {
+#else
     if (!it->lc.forward && it->pos + 1 < it->lc.n) {
+#endif
         it->pos++;
         return settle(it);
     }

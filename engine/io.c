@@ -560,6 +560,18 @@ static int file_sync(io_ctx *io, io_file *f, int data) {
     sync_arg a = {.fd = f->fd, .data = data};
     atomic_fetch_add_explicit(&f->syncs_active, 1, memory_order_acq_rel);
     int rc = hooked_op(io, &op, do_sync, &a);
+#ifdef ENG_BROKEN_FSYNC_RETRIED_AFTER_FAILURE
+    /* planted bug (tests/mutants.txt): an fsync that failed with an I/O
+     * error is tried once more, as for a transient error, and the second
+     * answer is kept: the kernel reports a write-back error once, so the
+     * retry says 0 though the dirty pages the first one failed on may be
+     * gone (fsyncgate), and the caller takes them for durable (a commit
+     * acknowledged, a checkpoint completed) with nothing poisoned. */
+    if (rc == ENG_IOERR) {
+        op = (eng_io_op){.kind = ENG_IO_SYNC, .file_id = f->file_id, .path = f->path};
+        rc = hooked_op(io, &op, do_sync, &a);
+    }
+#endif
     if (rc != ENG_OK) /* before the count drops: R1's readers must see it */
         atomic_store_explicit(&f->sync_failed, 1, memory_order_release);
     else if (atomic_load_explicit(&f->sync_failed, memory_order_acquire))

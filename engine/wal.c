@@ -243,10 +243,20 @@ static int wr_blocks(wal *w, uint64_t from, uint64_t to, uint8_t *stage, uint32_
     }
     if (n == 0) return ENG_OK;
     int rc = io_write_batch(w->io, w->reqs, n);
+#ifdef ENG_BROKEN_WAL_WRITE_ERROR_ONLY_POISONS
+    /* planted bug (tests/mutants.txt): a failed write poisons the log (W4)
+     * and is taken as dealt with: the caller is told the blocks were
+     * written, so the flush that wrote them fsyncs the rest and publishes
+     * them durable (their commits acknowledged, never on disk), and a
+     * buffer-full write-out slides them out of the buffer for good; only
+     * the next append or flush says ENG_POISONED. */
+    if (rc != ENG_OK) wal_poison(w);
+#else
     if (rc != ENG_OK) {
         wal_poison(w);
         return rc;
     }
+#endif
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < w->nsegs; j++)
             if (&w->segs[j]->f == w->reqs[i].f) {
