@@ -107,3 +107,25 @@ Test(adapter_sqlite, integrity_check_lines_on_a_damaged_file_reach_the_callback)
     cr_expect_str_eq(a.last_file, "db.sqlite");
     ad_done(&a);
 }
+
+Test(adapter_sqlite, a_database_file_with_a_damaged_header_is_sqlites_to_refuse_not_the_probes) {
+    /* The probe refuses only a directory without db.sqlite that holds
+     * files (another engine's); a damaged header is SQLite's to report
+     * (SQLITE_NOTADB), at the open, as corruption of db.sqlite, so the
+     * oracle judges it by the damage's row. */
+    ad_run a;
+    ad_init(&a, E);
+    ad_open(&a);
+    ad_put(&a, 1, "x");
+    ad_close(&a);
+    ad_damage(&a, "db.sqlite", 0, 16);
+    char why[320];
+    cr_expect_eq(E->probe_dir(a.dir, why, sizeof why), ST_OK, "%s", why);
+    int st = E->open(a.dir, &a.o, &a.db);
+    cr_expect_eq(st, ST_CORRUPTION, "%s", st_status_name(st));
+    cr_expect_gt(a.reports, 0);
+    cr_expect_str_eq(a.last_file, "db.sqlite");
+    if (st == ST_OK) ad_close(&a);
+    a.db = NULL;
+    ad_done(&a);
+}

@@ -59,6 +59,34 @@ Test(oracle_door_places, door_damage_never_explains_a_report_in_another_file) {
     cr_assert_not(res.pass);
 }
 
+/* SQLite's rows: nothing promised for a flip in any of its files. */
+static int nothing_promised(void *ctx, int cls, const char *file, int *as_corruption) {
+    (void)ctx, (void)cls, (void)file;
+    *as_corruption = 0;
+    return VD_PROMISE_NONE;
+}
+
+Test(oracle_door_places, unpromised_door_damage_explains_a_report_in_another_file_of_the_database) {
+    /* A flipped log frame that SQLite's checkpoint copied into the
+     * database file, which integrity_check then reports there. */
+    vd_config c = judging();
+    c.class_on[VD_BITFLIP_INFLIGHT] = 1;
+    c.promise_of = nothing_promised;
+    vd_ctx *v = vd_new(&c);
+    cr_assert_eq(vd_add_ledger_line(v,
+                                    "{\"seq\":0,\"class\":\"bitflip_inflight\",\"point\":\"door/inflight/write\","
+                                    "\"file\":\"db.sqlite-wal\",\"block\":3,\"bit\":9,\"mask\":\"0x2\"}",
+                                    0),
+                 0);
+    vd_report r = rep_at("db.sqlite", -1);
+    vd_add_report(v, &r);
+    vd_result res;
+    vd_settle(v, &res);
+    cr_assert_eq(res.total.false_alarm, 0);
+    cr_assert(res.pass);
+    vd_free(v);
+}
+
 Test(oracle_door_places, our_engines_damage_stays_placed_by_block) {
     vd_result res;
     settle_one("{\"seq\":0,\"class\":\"bitflip_page\",\"point\":\"tick\",\"file\":\"data\",\"block\":7,"
