@@ -551,6 +551,58 @@ class TestJudge(unittest.TestCase):
         finally:
             steps.lost_file_check = saved
 
+    def test_another_engines_unpromised_loss_ends_the_iteration_before_a_second_crash(self):
+        # A restart that counted what the engine promises nothing for
+        # settled the lines that explained it, while the expected state
+        # still holds the lost commit durable: a second crash's verify
+        # would fail on it.  Ours goes on to the second crash.
+        from crashtest import steps
+
+        class FakeSt:
+            def __init__(self, unpromised):
+                self.failure, self.unpromised, self.second = None, unpromised, 0
+
+            def powerloss(self, *a):
+                return 0
+
+            def variant(self, *a):
+                pass
+
+            def execute_pending(self):
+                pass
+
+            def last_outcome(self):
+                return "crashed"
+
+            def last_unpromised(self):
+                return self.unpromised
+
+            def last_by_design(self):
+                return None
+
+        saved = (steps.lost_file_check, steps.plan_restart, steps.after_second_crash)
+
+        def second(st, *a):
+            st.second += 1
+            return "v0r"
+
+        steps.lost_file_check = lambda *a: None
+        steps.plan_restart = lambda *a: None
+        steps.after_second_crash = second
+        try:
+            plan = {"powerloss_mode": "rollback", "powerloss_seed": 1, "variants": 1}
+            plan["second_crash"] = {"how": "sigkill"}
+            for engine, unpromised, seconds in (
+                ("sqlite", True, 0),
+                ("sqlite", False, 1),
+                ("ours", True, 1),
+            ):
+                st = FakeSt(unpromised)
+                steps.after_crash(st, 7, plan, {"engine": engine}, 60)
+                self.assertEqual(st.second, seconds, (engine, unpromised))
+        finally:
+            steps.lost_file_check, steps.plan_restart, steps.after_second_crash = saved
+
     def test_a_database_refused_for_good_may_end_a_blackbox_run(self):
         rep = {"verdict": "pass", "totals": {}, "unrecoverable": True}
         self.assertEqual(self.j("sigkill", 0, report=rep), ("passed", None))
