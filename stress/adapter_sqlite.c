@@ -269,6 +269,11 @@ static const st_promise sqlite_rows[] = {
      "asked and more than none, seekAndRead calls pread again while it got some (only a read that meets the "
      "file's end is SQLITE_IOERR_SHORT_READ)",
      NULL, 0},
+    {"sync_error", "data", "sqlite_journal_mode=wal", ST_PROMISE_NONE, -1, SQ_WAL,
+     "a checkpoint syncs the database file after copying frames into it; nothing says what the database holds "
+     "once the pages of a failed sync are dropped (two connections lost and resurrected keys after a reopen: "
+     "docs/findings/sqlite-failed-syncs.md)",
+     NULL, 0},
     {"sync_error", "any", "sqlite_journal_mode=wal,sqlite_synchronous=full|extra", ST_PROMISE_REPAIR, -1, SQ_WAL,
      "every commit syncs the log (a failure is SQLITE_IOERR_FSYNC to COMMIT); an automatic checkpoint whose sync "
      "fails leaves the log whole",
