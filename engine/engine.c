@@ -264,6 +264,19 @@ uint64_t eng_durable_seq(eng_db *db) {
 uint64_t eng_last_seq(eng_db *db) { return atomic_load(&db->seq); }
 /* ---- checkpoint ---- */
 
+#ifdef ENG_BROKEN_CHECKPOINT_REMOVES_LOG_BELOW_RECORD
+/* planted bug (tests/mutants.txt): the log is cut at the checkpoint
+ * record, not at its redo point, as if the record were where replay
+ * starts: a segment the writers filled while the pool was flushed
+ * (between the redo point and the record) is removed or recycled, and
+ * after a crash before the next checkpoint the open refuses the database
+ * (F4: a segment control needs is missing). */
+#define CKPT_LOG_CUT(redo, record) (record)
+#else
+/* Where a checkpoint cuts the log: its redo point, where replay starts. */
+#define CKPT_LOG_CUT(redo, record) (redo)
+#endif
+
 /* CLOSING: the last checkpoint of the handle (nothing is written after
  * it), which may hand the unused ids of the lease back: every page and
  * record is on disk, so no id above the last one used exists anywhere. */
@@ -373,18 +386,7 @@ int eng_checkpoint_as(eng_db *db, int closing) {
             atomic_store(&db->hwm, c.hwm);
 #endif
             atomic_fetch_add(&db->checkpoints, 1);
-#ifdef ENG_BROKEN_CHECKPOINT_REMOVES_LOG_BELOW_RECORD
-            /* planted bug (tests/mutants.txt): the log is cut at the
-             * checkpoint record, not at its redo point, as if the record
-             * were where replay starts: a segment the writers filled while
-             * the pool was flushed (between the redo point and the record)
-             * is removed or recycled, and after a crash before the next
-             * checkpoint the open refuses the database (F4: a segment
-             * control needs is missing). */
-            rc = wal_remove_before(db->wal, cstart);
-#else
-            rc = wal_remove_before(db->wal, redo);
-#endif
+            rc = wal_remove_before(db->wal, CKPT_LOG_CUT(redo, cstart));
         }
     }
     /* Poisoned before the next checkpoint may start: one waiting on

@@ -144,6 +144,35 @@ static void skipped_meta(uint32_t block, const bp_frame *f, rec_result *out) {
 #endif
 }
 
+#ifdef ENG_BROKEN_REDO_STAMPS_RECORD_START
+/* planted bug (tests/mutants.txt): a page redo changed is stamped with the
+ * record's own LSN, not its end (the writer stamps the end): the skip test
+ * compares with the end, so once such a page is written back (evicted
+ * during redo, or by the end-of-recovery checkpoint) a crash before control
+ * names a new redo point makes the next recovery apply the record to it
+ * again (an insert twice, a remove of the next cell, a free block listed
+ * twice). */
+#define REDO_PAGE_LSN(rec) ((rec)->lsn)
+#else
+/* The LSN a page redo changed is stamped with: its record's end, as the
+ * writer stamps it (the skip test compares with it). */
+#define REDO_PAGE_LSN(rec) ((rec)->end)
+#endif
+#ifdef ENG_BROKEN_REDO_SKIPS_MAINTENANCE_RECORDS
+/* planted bug (tests/mutants.txt): a maintenance record is taken for a hint
+ * record, which redo needs none of (hints are a cache): but vacuum logs its
+ * removals, freezes and freed overflow chains as maintenance records too.
+ * A leaf vacuumed since the checkpoint and not written back is rebuilt
+ * without the removals, and the later records' slot numbers, counted after
+ * them, land on other versions (an xmax set on the wrong key, a cell out
+ * of order); a pop from a trunk vacuum filled finds it empty. */
+#define REDO_MAINT(apply, out) ((out)->actions_skipped++, ENG_OK)
+#else
+/* A maintenance record (hints, vacuum's removals, freezes, freed chains)
+ * is applied as any other. */
+#define REDO_MAINT(apply, out) (apply)
+#endif
+
 static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const pa_batch *batch, uint8_t *zscratch,
                          const eng_reporter *rep, rec_pages *h, rec_result *out) {
     const uint8_t *start = rec->payload + PA_REC_HDR, *p = start, *end = rec->payload + rec->len;
@@ -223,19 +252,7 @@ static int apply_actions(bp_pool *bp, uint32_t ps, const wal_record *rec, const 
              * record made it so).  A creating one defines the whole page
              * as of this record, whatever it held. */
             assert((creates || atomic_load(&f->lsn) <= rec->end) && !bp_frame_lazy(f));
-#ifdef ENG_BROKEN_REDO_STAMPS_RECORD_START
-            /* planted bug (tests/mutants.txt): a page redo changed is
-             * stamped with the record's own LSN, not its end (the writer
-             * stamps the end): the skip test above compares with the end,
-             * so once such a page is written back (evicted during redo, or
-             * by the end-of-recovery checkpoint) a crash before control
-             * names a new redo point makes the next recovery apply the
-             * record to it again (an insert twice, a remove of the next
-             * cell, a free block listed twice). */
-            atomic_store(&f->lsn, rec->lsn);
-#else
-            atomic_store(&f->lsn, rec->end);
-#endif
+            atomic_store(&f->lsn, REDO_PAGE_LSN(rec));
             bp_kv_update(bp, f);
             bp_mark_dirty(f);
             hf->applied = 1;
@@ -352,20 +369,7 @@ int recovery_redo(io_ctx *io, const char *dir, uint64_t seg_size, uint64_t redo_
             uint64_t blsn = rec.len >= PA_REC_HDR ? rd64(rec.payload + PR_BATCH_LSN_OFF) : 0;
             uint32_t op = rec.len >= PA_REC_HDR ? rd32(rec.payload + PR_OP_OFF) : UINT32_MAX - 1;
             if (op == PA_OP_MAINT) {
-#ifdef ENG_BROKEN_REDO_SKIPS_MAINTENANCE_RECORDS
-                /* planted bug (tests/mutants.txt): a maintenance record is
-                 * taken for a hint record, which redo needs none of (hints
-                 * are a cache): but vacuum logs its removals, freezes and
-                 * freed overflow chains as maintenance records too.  A leaf
-                 * vacuumed since the checkpoint and not written back is
-                 * rebuilt without the removals, and the later records'
-                 * slot numbers, counted after them, land on other versions
-                 * (an xmax set on the wrong key, a cell out of order); a
-                 * pop from a trunk vacuum filled finds it empty. */
-                out->actions_skipped++;
-#else
-                rc = apply_pages(bp, page_size, &rec, NULL, zscratch, rep, &h, out);
-#endif
+                rc = REDO_MAINT(apply_pages(bp, page_size, &rec, NULL, zscratch, rep, &h, out), out);
             } else if (!out->batch_payload || blsn != out->batch_lsn ||
                        (op >= out->nops && op != PA_OP_COMMIT && op != PA_OP_ABORT)) {
                 rc = eng_report(rep, ENG_LAYER_WAL, WAL_DIR, -1, (int64_t)rec.lsn, -1, out->batch_lsn, blsn,
