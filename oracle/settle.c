@@ -27,10 +27,34 @@ static int cmp_report(const void *a, const void *b) {
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+static int cmp_op_key(const void *a, const void *b) {
+    const struct vd_op_key *x = a, *y = b;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    return x->op < y->op ? -1 : x->op > y->op;
+}
+
+/* V3's index: the error observations' (thread, op), sorted (none when
+ * memory runs out: find_error_obs then makes its pass). */
+static void index_error_obs(vd_ctx *v) {
+    free(v->err_keys);
+    v->err_keys = NULL;
+    v->nerr_keys = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < v->nobs; i++) n += v->obs[i].kind == VD_OBS_ERROR;
+    if (!n || !(v->err_keys = malloc(n * sizeof *v->err_keys))) return;
+    for (size_t i = 0; i < v->nobs; i++)
+        if (v->obs[i].kind == VD_OBS_ERROR)
+            v->err_keys[v->nerr_keys++] = (struct vd_op_key){v->obs[i].thread, (int64_t)v->obs[i].op};
+    qsort(v->err_keys, v->nerr_keys, sizeof *v->err_keys, cmp_op_key);
+}
+
+/* 1 if THREAD's call OP returned an error (an error observation). */
 static int find_error_obs(const vd_ctx *v, int thread, int64_t op) {
     if (thread < 0 || op < 0) return 0;
+    struct vd_op_key k = {thread, op};
+    if (v->err_keys) return bsearch(&k, v->err_keys, v->nerr_keys, sizeof k, cmp_op_key) != NULL;
     for (size_t i = 0; i < v->nobs; i++)
-        if (v->obs[i].kind == VD_OBS_ERROR && v->obs[i].thread == thread && v->obs[i].op == op) return 1;
+        if (v->obs[i].kind == VD_OBS_ERROR && v->obs[i].thread == thread && (int64_t)v->obs[i].op == op) return 1;
     return 0;
 }
 
@@ -871,6 +895,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
     out->measuring = vd_measuring(&v->cfg, out->measuring_why, sizeof out->measuring_why);
     settle_state s = {.out = out, .design_inj = {(size_t)-1, (size_t)-1, (size_t)-1}, .alarm_block = -2};
     settle_one_report_per_place(v);
+    index_error_obs(v);
     settle_v10_promises(v);
     settle_v1_reports_match_their_places(v, &s);
     for (size_t r = 0; r < v->nrep; r++) settle_report_v1b_v1c_v8_v2(v, r, &s);

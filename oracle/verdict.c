@@ -230,6 +230,11 @@ typedef struct report_rec {
     int matched;
 } report_rec;
 
+struct vd_op_key {
+    int thread;
+    int64_t op;
+};
+
 struct vd_ctx {
     vd_config cfg;
     vd_injection *inj;
@@ -239,6 +244,11 @@ struct vd_ctx {
     size_t nrep, caprep;
     vd_observation *obs;
     size_t nobs, capobs;
+    /* V3: the (thread, op) of each error observation, sorted once at the
+     * settlement: an injection's look-up is a binary search, not a pass
+     * over every observation (short_io at 1 in 2 makes millions of both). */
+    struct vd_op_key *err_keys;
+    size_t nerr_keys;
     int crash_check;
     int external_kill;
     int reopen_failed;  /* this process's own failed handle did not reopen */
@@ -312,6 +322,7 @@ void vd_free(vd_ctx *v) {
     free(v->inj);
     free(v->rep);
     free(v->obs);
+    free(v->err_keys);
     free(v->alarms);
     free(v);
 }
