@@ -55,7 +55,7 @@
 
 #include "doordisk_int.h"
 
-#define DISK_BLOCK     4096u
+#define DISK_BLOCK     FLT_DOOR_BLOCK
 #define DISK_MAX_FILES 256
 #define DISK_HASH_SEED 0x646f6f72u /* "door" */
 

@@ -9,6 +9,10 @@
 
 #include "frame.h"
 
+/* The unit the door places another engine's damage by (ledger block):
+ * doordisk.c's blocks on disk, doorio.c's in-flight flips. */
+#define FLT_DOOR_BLOCK 4096u
+
 /* 1 if the damage on disk is another engine's (via_door with a
  * file_kind: RocksDB, SQLite): doordisk.c makes it instead of inject.c,
  * whose flips are placed by our engine's page format. */

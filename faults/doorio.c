@@ -49,11 +49,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "doordisk_int.h"
 #include "doorio_int.h"
 #include "fileid.h"
 #include "inject_int.h"
 
-#define DOOR_BLOCK 4096u /* the unit doordisk.c places damage by */
 
 static const char *point_of(int cls, int kind) {
     if (cls == FLT_SHORT_IO) return "door/io/short";
@@ -119,8 +119,8 @@ static flt_event flip_event(flt_ctx *f, flt_thr *t, const char *point, const eng
     flt_event e = flt_event_for(f, t, FLT_BITFLIP_INFLIGHT, point);
     e.file = flt_rel_path(f, op->path);
     e.region = kind;
-    e.block = (int64_t)(at / DOOR_BLOCK);
-    e.bit = (int64_t)((at % DOOR_BLOCK) * 8 + bit % 8);
+    e.block = (int64_t)(at / FLT_DOOR_BLOCK);
+    e.bit = (int64_t)((at % FLT_DOOR_BLOCK) * 8 + bit % 8);
     e.mask = 1u << (bit % 8);
     snprintf(note, cap, "one bit of a %s of %llu bytes at offset %llu", op->kind == ENG_IO_READ ? "read" : "write",
              (unsigned long long)(op->kind == ENG_IO_READ ? (uint64_t)op->result : op->len),
@@ -179,14 +179,18 @@ static void note_moved(flt_ctx *f, flt_thr *t, const eng_io_op *op) {
     pthread_mutex_unlock(&f->mu);
 }
 
+/* 1 if a file of KIND draws no class: a file of no kind (an info log, a
+ * lock file) is not the database's, and fault_files narrows the kinds. */
+static int kind_off(const flt_ctx *f, const char *kind) {
+    return !kind || (f->o.fault_files && !flt_list_has(f->o.fault_files, kind));
+}
+
 static int doorio_before(void *ctx, eng_io_op *op) {
     flt_ctx *f = ctx;
     flt_thr *t = flt_thr_get(f);
     if (t && !flt_paused(f)) {
         const char *kind = flt_file_kind(f, op);
-        /* A file of no kind (an info log, a lock file) is not the
-         * database's; fault_files narrows the kinds. */
-        t->file_off = !kind || (f->o.fault_files && !flt_list_has(f->o.fault_files, kind));
+        t->file_off = kind_off(f, kind);
         int err = 0, cls = draw_error(f, t, op, &err);
         uint64_t cut = 0;
         if (cls < 0 && draw_short(f, t, op, &cut)) cls = FLT_SHORT_IO;
@@ -228,7 +232,7 @@ static void doorio_after(void *ctx, eng_io_op *op) {
     if (op->kind != ENG_IO_READ || op->result <= 0 || flt_paused(f)) return;
     flt_thr *t = flt_thr_get(f);
     const char *kind = flt_file_kind(f, op);
-    if (!t || !kind || (f->o.fault_files && !flt_list_has(f->o.fault_files, kind))) return;
+    if (!t || kind_off(f, kind)) return;
     if (!flt_draw(f, t, FLT_BITFLIP_INFLIGHT)) return;
     uint64_t bit = flt_below(f, t, FLT_BITFLIP_INFLIGHT, (uint64_t)op->result * 8);
     char note[96];
