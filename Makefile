@@ -415,10 +415,9 @@ endif
 HMUTANT_SUITES := $(patsubst tests/%.c,tests/%,$(wildcard tests/test_faults*.c tests/test_powerloss*.c \
                     tests/test_lost_files*.c tests/test_oracle*.c tests/test_report_line.c))
 # The engine-bug drivers t_stress.sh runs (its "broken" checks).
-# Suites written to catch harness bugs that compile the oracle in (as
-# test_oracle*.c do) are rebuilt when it changes.
-$(BUILD)/tests/test_oracle_injection_after_an_observation_explains_nothing \
-  $(BUILD)/tests/test_oracle_a_cache_flip_the_codes_must_stop_explains_no_checksum_report: $(wildcard oracle/*.c oracle/*.h)
+# The oracle's suites compile its sources in (oracle_helpers.h): they are
+# rebuilt when it changes.
+$(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_oracle*.c)): $(wildcard oracle/*.c oracle/*.h)
 # The expected state's check links the oracle's library (as test_report_line).
 $(BUILD)/tests/test_oracle_expected_value_damaged_anywhere_is_wrong: tests/test_oracle_expected_value_damaged_anywhere_is_wrong.c \
   $(BUILD)/liboracle.a $(wildcard oracle/*.h)

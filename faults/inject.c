@@ -39,6 +39,8 @@
  *   lost_write          hook/write  data  the block its offset     page size  -
  *   misdirected_write   hook/write  data  INTENDED  where it went  page size  -
  *                                         block     (other block)  (note "to block T")
+ *                       (both: region, the type of the page that missed
+ *                        its block: clog, meta, leaf, ...; ledger.h)
  *   zero_page           hook/write  data  block     its offset     page size  -
  *   torn_write          hook/write  data  block     first byte     bytes not  -
  *                                                   NOT written    written    (note "wrote N of M")
@@ -465,6 +467,22 @@ static uint64_t pick_block_by_class(flt_ctx *f, flt_thr *t, int cls, const blk_v
     return blk;
 }
 
+/* The type of the page a write OP of BLOCK is about to put on disk (meta,
+ * root, interior, leaf, clog, overflow, trunk; "unused" for none): the
+ * ledger's region of a write that missed its block, so the oracle knows
+ * what the block kept old (a commit-log page: commit statuses, V6b). */
+static const char *written_page_type(const eng_io_op *op, uint64_t block) {
+    uint64_t root = UINT64_MAX;
+    uint8_t r[4];
+    int fd = open(op->path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (pread(fd, r, 4, META_OFF_ROOT) == 4) root = fmt_get32(r);
+        close(fd);
+    }
+    int c = flt_block_type_class(op->buf, block, root);
+    return c >= 0 ? flt_block_class_name(c) : "unused";
+}
+
 /* The class of the data block a write OP is about to put on disk (the
  * ledger's region of a zeroed write): a place at the durable boundary
  * first, else the type of the page written ("unused" for none). */
@@ -478,15 +496,7 @@ static const char *written_block_class(flt_ctx *f, const eng_io_op *op, uint64_t
     uint64_t redo = atomic_load_explicit(&f->ctl_redo, memory_order_relaxed);
     if (redo && fmt_get64((const uint8_t *)op->buf + PH_LSN_OFF) >= redo)
         return flt_block_class_name(FLT_BC_SINCE_REDO);
-    uint64_t root = UINT64_MAX;
-    uint8_t r[4];
-    int fd = open(op->path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (pread(fd, r, 4, META_OFF_ROOT) == 4) root = fmt_get32(r);
-        close(fd);
-    }
-    int c = flt_block_type_class(op->buf, block, root);
-    return c >= 0 ? flt_block_class_name(c) : "unused";
+    return written_page_type(op, block);
 }
 
 static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
@@ -499,6 +509,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
 
     if (flt_draw(f, t, FLT_LOST_WRITE) && !done) {
         flt_event e = flt_page_event(f, t, FLT_LOST_WRITE, "hook/write", block, op->offset, len);
+        e.region = written_page_type(op, block);
         if (flt_record(f, FLT_LOST_WRITE, &e) == 0) op->skip = 1, done = 1;
     }
     if (flt_draw(f, t, FLT_MISDIRECTED_WRITE) && !done) {
@@ -509,6 +520,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
             uint64_t target = flt_below(f, t, FLT_MISDIRECTED_WRITE, others);
             if (block < nblocks && target >= block) target++;
             flt_event e = flt_page_event(f, t, FLT_MISDIRECTED_WRITE, "hook/write", block, target * ps, len);
+            e.region = written_page_type(op, block);
             snprintf(note, sizeof note, "meant for block %llu at offset %llu, written to block %llu",
                      (unsigned long long)block, (unsigned long long)op->offset, (unsigned long long)target);
             e.note = note;

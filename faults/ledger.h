@@ -32,6 +32,9 @@
  *                         trunk, hwm_below, hwm_above, last_written,
  *                         file_end, since_redo (the block's class; unused for a page
  *                         of no known type)
+ *           lost_write,   meta, root, interior, leaf, clog, overflow,
+ *           misdirected_write  trunk (the type of the page that missed
+ *                         its block; unused for none)
  *           bitflip_cache with patterns: key, value, version, slot,
  *                         page_header, separator (cacheflip.c)
  */

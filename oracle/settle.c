@@ -226,17 +226,33 @@ static int measured_class_for(const vd_ctx *v, int blamed, const vd_counts *cls)
     return VD_NONE;
 }
 
+/* Whether injection I is a write that missed a page holding commit
+ * statuses (the commit log's, or the meta page that names its pages):
+ * the block keeps an older page with a valid checksum, and once the redo
+ * point has moved past the commits it lacked, nothing on disk says they
+ * committed.  PostgreSQL's commit log loses commits to a lost write the
+ * same way.  A ledger that does not name the page's type (region) is
+ * not one. */
+static int missed_status_page(const vd_injection *i) {
+    return (i->cls == VD_MISDIRECTED_WRITE || i->cls == VD_LOST_WRITE) &&
+           (!strcmp(i->region, "clog") || !strcmp(i->region, "meta"));
+}
+
 /* V6b: the newest misdirected write before observation O (carried ones
  * count whenever O came after a crash or from a carried process, own
- * ones up to O's injection mark), or (size_t)-1. */
+ * ones up to O's injection mark), or (size_t)-1.  For a synced commit
+ * lost (VD_OBS_LOST_COMMIT): the newest write that missed a page of
+ * commit statuses (missed_status_page), lost or misdirected. */
 static size_t misdirected_before(const vd_ctx *v, const vd_observation *o) {
     size_t own = vd_first_own(v), end = own + (size_t)o->inj_mark;
     if (end > v->ninj) end = v->ninj;
 #ifdef ENG_BROKEN_LEDGER_INJECTION_AFTER_OBSERVATION_EXPLAINS /* planted bug (tests/harness_mutants.txt): V6b, later injections too */
     end = v->ninj;
 #endif
-    for (size_t i = end; i-- > 0;)
-        if (v->inj[i].cls == VD_MISDIRECTED_WRITE) return i;
+    for (size_t i = end; i-- > 0;) {
+        if (o->kind == VD_OBS_LOST_COMMIT ? missed_status_page(&v->inj[i]) : v->inj[i].cls == VD_MISDIRECTED_WRITE)
+            return i;
+    }
     return (size_t)-1;
 }
 
@@ -406,8 +422,9 @@ static void settle_report_v1b_v1c_v8_v2(vd_ctx *v, size_t r, settle_state *s) {
 
 /* V6b, V6c for a post-crash check that failed: the misdirected write, or
  * the cache flip that escaped the codes before the crash, that explains
- * its failures when every one is a value symptom one of them explains;
- * else (size_t)-1. */
+ * its failures when every one is a value symptom one of them explains
+ * (or a synced commit lost after a write that missed a page of commit
+ * statuses); else (size_t)-1. */
 static size_t settle_v6b_v6c_failed_check_explained(const vd_ctx *v, const settle_state *s) {
     if (v->crash_check != VD_CHECK_LOST || s->out->measuring) return (size_t)-1;
     size_t first = (size_t)-1;
@@ -416,11 +433,11 @@ static size_t settle_v6b_v6c_failed_check_explained(const vd_ctx *v, const settl
         const vd_observation *o = &v->obs[k];
         if (!o->after_crash || o->carried || o->kind == VD_OBS_ERROR) continue;
         size_t m = misdirected_before(v, o);
-        if (m == (size_t)-1 && s->known) {
+        if (m == (size_t)-1 && s->known && value_symptom(o)) {
             ssize_t e = escape_before(v, o);
             if (e >= 0) m = (size_t)e;
         }
-        if (!value_symptom(o) || m == (size_t)-1) {
+        if (!(value_symptom(o) || o->kind == VD_OBS_LOST_COMMIT) || m == (size_t)-1) {
             all = -1;
             break;
         }
@@ -624,8 +641,11 @@ static int settle_v6_symptom(const vd_ctx *v, const vd_observation *o, settle_st
     if (o->kind == VD_OBS_LOST_COMMIT) {
 #endif
         int u = symptom_unpromised(v, o);
+        size_t m = misdirected_before(v, o);
         if (u >= 0)
             out->cls[u].undetected_unpromised++; /* V10 */
+        else if (m != (size_t)-1)
+            out->cls[v->inj[m].cls].undetectable++; /* V6b: a page of commit statuses kept old */
         else
             out->cls[c].lost++;
         return -1;

@@ -200,6 +200,7 @@ int vd_parse_ledger_line(const char *line, vd_injection *o) {
         STR("err", err);
         STR("mask", mask);
         STR("pattern", pattern);
+        STR("region", region);
         STR("parity", parity);
         STR("check", check);
         STR("part_code", part_code);

@@ -277,6 +277,10 @@ typedef struct vd_injection {
      * check made right after the flip ("detected", "escaped", "none");
      * "" absent */
     char pattern[16], parity[8], check[12];
+    /* where the damage landed by the format (faults/ledger.h); for a
+     * lost or misdirected write, the type of the page that missed its
+     * block ("clog": commit statuses kept old, V6b); "" absent */
+    char region[16];
     char err[16];
     char mask[24];
     int carried;                  /* injected by an earlier process (before a crash) */

@@ -405,9 +405,10 @@ static void print_lost_commits(const char *exp_dir, uint64_t r, uint64_t dur) {
  * holder of the database did not close it (crash, kill, poisoned).
  * Returns 0 ok, 1 failure found, 2 only wrong answers a misdirected
  * write may explain (V6b: the verdict decides), 3 a synced commit lost
- * where a fault the engine promises nothing for may explain it (V10:
- * the verdict decides; the expected state cannot be rewound below
- * durable, so a run goes no further), -1 cannot proceed. */
+ * where a fault the engine promises nothing for (V10) or a write that
+ * missed a commit-log page (V6b) may explain it (the verdict decides;
+ * the expected state cannot be rewound below durable, so a run goes no
+ * further), -1 cannot proceed. */
 int st_post_open_check(worker *w, int after_crash, const char *what) {
     st_driver *d = w->d;
     st_recovery rec;
@@ -417,17 +418,23 @@ int st_post_open_check(worker *w, int after_crash, const char *what) {
     if (r < dur) {
         /* Another engine: a fault it promises nothing for may do it (a
          * log block lost as zeros that its recovery skips): the verdict
-         * decides (V10).  Ours loses no synced commit to any fault (V6). */
+         * decides (V10).  Ours loses no synced commit to any fault but a
+         * write that missed a page of commit statuses (V6b: the verdict
+         * decides, from the page types the ledger names). */
         int unpromised = st_promises_of(d->E)->door && st_promise_none_possible(d);
+        int v6b =
+            !st_promises_of(d->E)->door && (d->vc.class_on[VD_MISDIRECTED_WRITE] || d->vc.class_on[VD_LOST_WRITE]);
         fprintf(stderr,
                 "stress: %s lost (a synced commit): recovery ended at commit seq %llu, but seq %llu was durable "
                 "(last acknowledged %llu)\n",
-                unpromised ? "SUSPECT (a fault the engine promises nothing for? the verdict below decides)" : "FAILURE",
+                unpromised ? "SUSPECT (a fault the engine promises nothing for? the verdict below decides)"
+                : v6b      ? "SUSPECT (a commit-log page a lost or misdirected write missed? the verdict below decides)"
+                           : "FAILURE",
                 (unsigned long long)r, (unsigned long long)dur, (unsigned long long)orc_last_seq(d->exp));
         print_lost_commits(d->exp_dir, r, dur);
         fprintf(stderr, "    repro: %s\n", d->repro);
         st_observe(d, VD_OBS_LOST_COMMIT, w->id, d->epoch << 32, 0, 0, after_crash);
-        if (unpromised) return 3;
+        if (unpromised || v6b) return 3;
         atomic_fetch_add(&d->failures, 1);
         return 1; /* the expected state cannot be rewound below durable */
     }
