@@ -471,9 +471,12 @@ def promise_row(promises, cls, kind, p):
 
 
 def tears_refused(promises, p):
-    """A torn write of some file kind the engine refuses to open over
-    (its torn_write row: detect)."""
-    for kind in ("data", "wal", "control"):
+    """A torn write of the files every crash tears (tables or pages, the
+    log) the engine refuses to open over (its torn_write row: detect).  A
+    control file's record torn (RocksDB's MANIFEST, written at a flush)
+    is met by a few crashes only: there the database ends by design
+    (unrecoverable_by_design) and the tears stay in the draw."""
+    for kind in ("data", "wal"):
         row = promise_row(promises, "torn_write", kind, p)
         if row and row["promise"] == "detect":
             return True

@@ -464,8 +464,10 @@ int vd_injection_explains(const vd_config *c, const vd_injection *i) {
 #endif
     if (!vd_from_powerloss_step(i) && strcmp(i->point, "sync/drop_dirty")) return 1;
     /* With full_page_writes off there is no image to rebuild a torn page:
-     * a tear at the crash is detected at its block, not repaired. */
-    return i->cls == VD_TORN_WRITE && !c->full_page_writes;
+     * a tear at the crash is detected at its block, not repaired.  So is
+     * one the engine's table promises to detect, not repair (RocksDB's
+     * MANIFEST: its reader refuses a record torn inside the file). */
+    return i->cls == VD_TORN_WRITE && (!c->full_page_writes || (c->promise_of && i->promise == VD_PROMISE_DETECT));
 }
 
 /* A cache flip reaches the disk under a valid checksum only past the

@@ -693,6 +693,11 @@ static const st_promise rocksdb_rows[] = {
      "a record torn at 512-byte sectors fails its CRC, a corruption: modes 0 and 1 refuse to open (mode 0 "
      "tolerates a record cut short, not a corrupt one)",
      NULL, 0},
+    {"torn_write", "control", "", ST_PROMISE_DETECT, -1, RK_LOGRD,
+     "the MANIFEST is read back with the log reader and its CRCs in every recovery mode: a last record torn "
+     "inside the file's size fails its CRC and the open is refused (Corruption); one cut short by the file's end "
+     "is taken for a crash's and dropped",
+     "docs/findings/rocksdb-torn-manifest-record-refuses-the-open.md", 0},
     {"torn_write", "any", "", ST_PROMISE_REPAIR, -1, RK_WAL,
      "a torn log record fails its CRC: point in time recovery stops before it, mode 3 skips it; tables and "
      "manifest records count only once synced",

@@ -7,7 +7,9 @@
  * never a report in another file; and a file with an in-flight flip that
  * the engine renames ("moved" line: RocksDB writes CURRENT as a
  * temporary) carries the flip to its new name, where the report names it.
- * Our engine's damage stays placed by block.
+ * Our engine's damage stays placed by block.  A tear of the crash
+ * explains the refused open only where the engine's table promises to
+ * detect it, not to repair it.
  */
 #include "oracle_helpers.h"
 
@@ -120,4 +122,48 @@ Test(oracle_door_places, a_renamed_file_carries_its_flip_to_the_name_the_report_
     cr_assert_eq(res.total.false_alarm, 0);
     cr_assert(res.pass);
     vd_free(v);
+}
+
+/* A tear the power-loss step left in the last, unsynced record of a file
+ * whose row promises to detect it (RocksDB's MANIFEST: the open is
+ * refused) explains the open's report in that file: the database is
+ * unrecoverable by design.  Where the row promises repair (the log),
+ * the same report is the engine's failure. */
+static int tear_table(void *ctx, int cls, const char *file, int *as_corruption) {
+    (void)ctx, (void)cls;
+    *as_corruption = 0;
+    return !strncmp(file, "MANIFEST-", 9) ? VD_PROMISE_DETECT : VD_PROMISE_REPAIR;
+}
+
+static vd_result settle_torn_open(const char *file) {
+    vd_config c = judging();
+    c.promise_of = tear_table;
+    vd_ctx *v = vd_new(&c);
+    char line[256];
+    snprintf(line, sizeof line,
+             "{\"seq\":0,\"phase\":\"powerloss\",\"class\":\"torn_write\",\"point\":\"powerloss/tear\","
+             "\"file\":\"%s\",\"offset\":29078,\"len\":117}",
+             file);
+    cr_assert_eq(vd_add_ledger_line(v, line, 1), 0);
+    vd_report r = rep_at(file, -1);
+    r.after_crash = 1; /* the open after the crash made it */
+    vd_add_report(v, &r);
+    vd_set_crash_check(v, VD_CHECK_NO_OPEN);
+    vd_result res;
+    vd_settle(v, &res);
+    vd_free(v);
+    return res;
+}
+
+Test(oracle_door_places, a_crash_tear_promised_detected_explains_the_refused_open) {
+    vd_result res = settle_torn_open("MANIFEST-000010");
+    cr_assert(res.pass);
+    cr_assert_eq(res.total.false_alarm, 0);
+    cr_assert_eq(res.cls[VD_TORN_WRITE].unrecoverable_by_design, 1);
+}
+
+Test(oracle_door_places, a_crash_tear_promised_repaired_explains_no_report) {
+    vd_result res = settle_torn_open("000403.log");
+    cr_assert_not(res.pass, "the row promises recovery past the tear: a refused open is the engine's");
+    cr_assert_eq(res.cls[VD_TORN_WRITE].unrecoverable_by_design, 0);
 }

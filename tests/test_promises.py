@@ -163,6 +163,17 @@ class TheTablesAreData(unittest.TestCase):
         torn = promise_row(t, "torn_write", "wal", {"rocksdb_wal_recovery_mode": 0})
         self.assertEqual(torn["promise"], "detect")
 
+    def test_a_torn_manifest_refuses_the_open_and_the_crashes_still_tear(self):
+        # RocksDB's MANIFEST reader refuses a record torn inside the file
+        # in every mode (docs/findings): detect.  The log's tears stay
+        # repaired in modes 2 and 3, so their crashes still tear; modes 0
+        # and 1 refuse torn log records, and theirs do not.
+        t = self.tables["rocksdb"]
+        for mode in (0, 1, 2, 3):
+            p = {"rocksdb_wal_recovery_mode": mode, "sync_mode": "commit"}
+            self.assertEqual(promise_row(t, "torn_write", "control", p)["promise"], "detect")
+            self.assertEqual("tear" in powerloss_modes_allowed(p, False, t), mode in (2, 3), mode)
+
     def test_our_table_promises_nothing_exactly_where_the_oracle_measures(self):
         # Our engine's none rows are the oracle's measured classes (V6,
         # mirrored by unjudgeable_reason): counted undetectable there,
