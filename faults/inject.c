@@ -342,26 +342,25 @@ static void note_wal_sync(flt_ctx *f, const eng_io_op *op, int done) {
     pthread_mutex_unlock(&f->dmg_mu);
 }
 
-/* Read block BLOCK (PS bytes) of the file at PATH: 1 if whole. */
-static int read_block(const char *path, uint64_t block, size_t ps, void *buf) {
+/* Read LEN bytes at OFF of the file at PATH: 1 if whole. */
+static int read_at(const char *path, uint64_t off, void *buf, size_t len) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
-    int ok = pread(fd, buf, ps, (off_t)(block * ps)) == (ssize_t)ps;
+    int ok = pread(fd, buf, len, (off_t)off) == (ssize_t)len;
     close(fd);
     return ok;
+}
+static int read_block(const char *path, uint64_t block, size_t ps, void *buf) {
+    return read_at(path, block * ps, buf, ps);
 }
 
 /* Do the LEN bytes at OFF of the file at PATH differ from P?  (A torn
  * write's unwritten tail is damage only when the old bytes there differ
  * from the new page's.)  Unreadable: assume they do not (no claim). */
 static int file_differs(const char *path, uint64_t off, const void *p, size_t len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
     uint8_t *b = malloc(len);
-    int differs = 0;
-    if (b && pread(fd, b, len, (off_t)off) == (ssize_t)len) differs = memcmp(b, p, len) != 0;
+    int differs = b && read_at(path, off, b, len) && memcmp(b, p, len) != 0;
     free(b);
-    close(fd);
     return differs;
 }
 
@@ -467,20 +466,12 @@ static uint64_t pick_block_by_class(flt_ctx *f, flt_thr *t, int cls, const blk_v
     return blk;
 }
 
-/* The type of the page a write OP of BLOCK is about to put on disk (meta,
- * root, interior, leaf, clog, overflow, trunk; "unused" for none): the
- * ledger's region of a write that missed its block, so the oracle knows
- * what the block kept old (a commit-log page: commit statuses, V6b). */
+/* The type of the page a write OP of BLOCK carries (place.h; the root is
+ * the meta page's on disk): the ledger's region of a write that missed
+ * its block, so the oracle knows what the block kept old (V6b). */
 static const char *written_page_type(const eng_io_op *op, uint64_t block) {
-    uint64_t root = UINT64_MAX;
     uint8_t r[4];
-    int fd = open(op->path, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        if (pread(fd, r, 4, META_OFF_ROOT) == 4) root = fmt_get32(r);
-        close(fd);
-    }
-    int c = flt_block_type_class(op->buf, block, root);
-    return c >= 0 ? flt_block_class_name(c) : "unused";
+    return flt_page_type_name(op->buf, block, read_at(op->path, META_OFF_ROOT, r, 4) ? fmt_get32(r) : UINT64_MAX);
 }
 
 /* The class of the data block a write OP is about to put on disk (the

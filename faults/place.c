@@ -182,3 +182,8 @@ int flt_block_type_class(const uint8_t *hdr, uint64_t block, uint64_t root) {
     default: return -1;
     }
 }
+
+const char *flt_page_type_name(const uint8_t *hdr, uint64_t block, uint64_t root) {
+    int c = flt_block_type_class(hdr, block, root);
+    return c >= 0 ? flt_block_class_name(c) : "unused";
+}

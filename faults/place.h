@@ -116,5 +116,7 @@ const char *flt_block_class_name(int c);
  * BLOCK, when the tree's root is ROOT; -1 for a page never written or of
  * no known type. */
 int flt_block_type_class(const uint8_t *hdr, uint64_t block, uint64_t root);
+/* The name of flt_block_type_class ("unused" for none). */
+const char *flt_page_type_name(const uint8_t *hdr, uint64_t block, uint64_t root);
 
 #endif
