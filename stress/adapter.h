@@ -172,6 +172,13 @@ typedef struct st_engine {
     int (*iter_open)(st_db *db, const void *lower, size_t llen, const void *upper, size_t ulen, st_iter **out);
     int (*iter_first)(st_iter *it);
     int (*iter_next)(st_iter *it);
+    /* Backwards: last (the largest key below upper), prev (the key before
+     * the current one); ST_NOTFOUND past the end.  A change of direction
+     * on one iterator retraces the keys it saw, its view being one point
+     * of history.  NULL both when the adapter cannot walk back (SQLite's
+     * statements step one way, and a new one would take a new view). */
+    int (*iter_last)(st_iter *it);
+    int (*iter_prev)(st_iter *it);
     const void *(*iter_key)(st_iter *it, size_t *klen);
     const void *(*iter_value)(st_iter *it, size_t *vlen);
     void (*iter_close)(st_iter *it);

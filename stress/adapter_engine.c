@@ -172,6 +172,8 @@ static int a_iter_open(st_db *a, const void *lo, size_t ll, const void *up, size
 }
 static int a_iter_first(st_iter *it) { return st_of(eng_iter_first((eng_iter *)it)); }
 static int a_iter_next(st_iter *it) { return st_of(eng_iter_next((eng_iter *)it)); }
+static int a_iter_last(st_iter *it) { return st_of(eng_iter_last((eng_iter *)it)); }
+static int a_iter_prev(st_iter *it) { return st_of(eng_iter_prev((eng_iter *)it)); }
 static const void *a_iter_key(st_iter *it, size_t *kl) { return eng_iter_key((eng_iter *)it, kl); }
 static const void *a_iter_value(st_iter *it, size_t *vl) { return eng_iter_value((eng_iter *)it, vl); }
 static void a_iter_close(st_iter *it) { eng_iter_close((eng_iter *)it); }
@@ -407,6 +409,8 @@ const st_engine st_engine_ours = {
     .iter_open = a_iter_open,
     .iter_first = a_iter_first,
     .iter_next = a_iter_next,
+    .iter_last = a_iter_last,
+    .iter_prev = a_iter_prev,
     .iter_key = a_iter_key,
     .iter_value = a_iter_value,
     .iter_close = a_iter_close,

@@ -476,6 +476,16 @@ static int a_iter_next(st_iter *it) {
     rocksdb_iter_next(it->it);
     return iter_status(it);
 }
+/* SeekToLast honours iterate_upper_bound (the largest key below it), and
+ * Prev stops at iterate_lower_bound. */
+static int a_iter_last(st_iter *it) {
+    rocksdb_iter_seek_to_last(it->it);
+    return iter_status(it);
+}
+static int a_iter_prev(st_iter *it) {
+    rocksdb_iter_prev(it->it);
+    return iter_status(it);
+}
 static const void *a_iter_key(st_iter *it, size_t *kl) { return rocksdb_iter_key(it->it, kl); }
 static const void *a_iter_value(st_iter *it, size_t *vl) { return rocksdb_iter_value(it->it, vl); }
 static void a_iter_close(st_iter *it) {
@@ -818,6 +828,8 @@ const st_engine st_engine_rocksdb = {
     .iter_open = a_iter_open,
     .iter_first = a_iter_first,
     .iter_next = a_iter_next,
+    .iter_last = a_iter_last,
+    .iter_prev = a_iter_prev,
     .iter_key = a_iter_key,
     .iter_value = a_iter_value,
     .iter_close = a_iter_close,

@@ -518,10 +518,144 @@ static uint32_t seen_seed(int st, const uint8_t *val, size_t len) {
     return v;
 }
 
+/* How a scan walks its range: forward (first, next), backward (last,
+ * prev), or forward with steps back: at a drawn key a prev, which must
+ * return the key passed just before with the value it had, then a next,
+ * which must return the key again.  An iterator's view is one point of
+ * history (adapter.h), so a change of direction retraces what it saw;
+ * a merging iterator that turns around wrongly (keeps its children
+ * positioned for the old direction) returns another key or skips one. */
+enum { SCAN_FORWARD, SCAN_BACKWARD, SCAN_TURNING };
+
+/* What a walk over [start, start + n) collected: each key's status and a
+ * copy of its value (values are valid only until the iterator's next
+ * move), and what broke the walk, if anything. */
+typedef struct scan_walk {
+    uint64_t start, n;
+    int sts[MAX_SCAN];
+    size_t lens[MAX_SCAN], offs[MAX_SCAN];
+    uint8_t *copies;
+    size_t copy_len, copy_cap;
+    unsigned seen;
+    uint64_t last, before; /* the keys seen last and just before it */
+    int broken;            /* 1 out of bounds, 2 out of order, 3 a turn that did not retrace */
+    uint64_t bad;          /* the key that broke it (UINT64_MAX: none returned) */
+    char how[96];
+} scan_walk;
+
+/* The iterator's entry: its key into *KEY; 0, or 1 when it is not a key
+ * of the walk's range (noted in SW). */
+static int walk_key(const st_driver *d, st_iter *it, scan_walk *sw, uint64_t *key) {
+    size_t kl;
+    const void *k = d->E->iter_key(it, &kl);
+    if (key_parse(k, kl, key) || *key < sw->start || *key >= sw->start + sw->n) {
+        sw->broken = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Take the iterator's entry into SW (keys must rise, or fall when DOWN);
+ * 0 to go on, 1 when the walk broke. */
+static int walk_take(const st_driver *d, st_iter *it, scan_walk *sw, int down) {
+    uint64_t key;
+    if (walk_key(d, it, sw, &key)) return 1;
+    if (sw->seen && (down ? key >= sw->last : key <= sw->last)) {
+        sw->broken = 2, sw->bad = key; /* a key twice, or out of order: each copy would pass the value check */
+        return 1;
+    }
+    size_t vl;
+    const void *v = d->E->iter_value(it, &vl);
+    if (sw->copy_len + vl > sw->copy_cap) {
+        size_t nc = (sw->copy_len + vl) * 2 + 256;
+        uint8_t *p = realloc(sw->copies, nc);
+        if (!p) return 1;
+        sw->copies = p, sw->copy_cap = nc;
+    }
+    memcpy(sw->copies + sw->copy_len, v, vl);
+    sw->offs[key - sw->start] = sw->copy_len;
+    sw->copy_len += vl;
+    sw->sts[key - sw->start] = ST_OK;
+    sw->lens[key - sw->start] = vl;
+    sw->before = sw->last, sw->last = key;
+    sw->seen++;
+    return 0;
+}
+
+/* After a move that returned ST: the iterator must stand on WANT with
+ * the value the walk copied for it.  ST: the move's status (an error
+ * ends the walk as the scan's status); a wrong key or value breaks it. */
+static int walk_is_at(const st_driver *d, st_iter *it, scan_walk *sw, int st, uint64_t want, const char *move) {
+    if (st != ST_OK && st != ST_NOTFOUND) return st;
+    uint64_t key = UINT64_MAX;
+    if (st == ST_OK && walk_key(d, it, sw, &key)) return ST_OK;
+    size_t vl = 0;
+    const void *v = st == ST_OK ? d->E->iter_value(it, &vl) : NULL;
+    size_t i = (size_t)(want - sw->start);
+    if (key == want && vl == sw->lens[i] && !memcmp(v, sw->copies + sw->offs[i], vl)) return ST_OK;
+    sw->broken = 3, sw->bad = key == UINT64_MAX ? sw->last : key;
+    snprintf(sw->how, sizeof sw->how, "%s%s, where key %llu%s was due", key == UINT64_MAX ? "and then nothing " : "",
+             move, (unsigned long long)want, key == want ? " with the value it had" : "");
+    return ST_OK;
+}
+
+/* A step back and forward again at the walk's last key (SCAN_TURNING). */
+static int walk_turn(const st_driver *d, st_iter *it, scan_walk *sw) {
+    uint64_t here = sw->last;
+    int st = walk_is_at(d, it, sw, d->E->iter_prev(it), sw->before, "on a step back (prev after next)");
+    if (st != ST_OK || sw->broken) return st;
+    return walk_is_at(d, it, sw, d->E->iter_next(it), here, "on the step forward again");
+}
+
+/* Walk IT over SW's range in direction DIR (drawing the turns from W's
+ * stream); the walk's final status (ST_NOTFOUND: it reached the end). */
+static int scan_walk_run(worker *w, st_iter *it, scan_walk *sw, int dir) {
+    st_driver *d = w->d;
+    int down = dir == SCAN_BACKWARD;
+    int st = down ? d->E->iter_last(it) : d->E->iter_first(it);
+    while (st == ST_OK) {
+        if (walk_take(d, it, sw, down)) break;
+        if (dir == SCAN_TURNING && sw->seen >= 2 && one_in(w, 4)) {
+            st = walk_turn(d, it, sw);
+            if (st != ST_OK || sw->broken) break;
+        }
+        st = down ? d->E->iter_prev(it) : d->E->iter_next(it);
+    }
+    return st;
+}
+
+/* A walk's direction: forward, or (where the adapter can walk back) one
+ * of the three. */
+static int scan_direction(worker *w) {
+    if (!w->d->E->iter_prev) return SCAN_FORWARD;
+    uint64_t r = below(w, 4);
+    return r < 2 ? SCAN_FORWARD : r == 2 ? SCAN_BACKWARD : SCAN_TURNING;
+}
+
+/* A walk that broke: the symptom it is. */
+static void scan_walk_broken(worker *w, const scan_walk *sw, const char *lo, const char *hi) {
+    st_driver *d = w->d;
+    if (sw->broken == 2) {
+        st_scan_disorder(w, sw->bad, sw->last, "again or out of order", "scan", 0);
+    } else if (sw->broken == 3) {
+        st_scan_disorder(w, sw->bad, sw->last, sw->how, "scan", 0);
+    } else {
+        /* A fault the engine promises nothing for may do it: the verdict
+         * decides (V10). */
+        int unpromised = st_promise_none_possible(d);
+        fprintf(stderr, "stress: %s wrong_value: scan [%s, %s) returned a key outside its bounds\n    repro: %s\n",
+                unpromised ? "SUSPECT (a fault the engine promises nothing for? the verdict below decides)" : "FAILURE",
+                lo, hi, d->repro);
+        st_observe(d, VD_OBS_WRONG_VALUE, w->id, d->epoch << 32 | w->calls, 0, sw->start, 0);
+        if (!unpromised) atomic_fetch_add(&d->failures, 1);
+    }
+}
+
 static void do_scan(worker *w, uint64_t start) {
     st_driver *d = w->d;
     uint64_t n = 1 + below(w, MAX_SCAN);
     if (start + n > d->o.max_key) n = d->o.max_key - start;
+    int dir = scan_direction(w);
     orc_entry a[MAX_SCAN], b[MAX_SCAN];
     uint64_t v0[MAX_SCAN], v1[MAX_SCAN];
     for (uint64_t i = 0; i < n; i++) {
@@ -531,48 +665,11 @@ static void do_scan(worker *w, uint64_t start) {
     char lo[KEY_LEN + 1], hi[KEY_LEN + 1];
     key_format(start, lo);
     key_format(start + n, hi);
-    int sts[MAX_SCAN];
-    const uint8_t *vals[MAX_SCAN];
-    size_t lens[MAX_SCAN];
-    uint8_t *copies = NULL; /* values are valid only until the next move */
-    size_t copy_len = 0, copy_cap = 0;
-    size_t offs[MAX_SCAN];
-    for (uint64_t i = 0; i < n; i++) sts[i] = ST_NOTFOUND, vals[i] = NULL, lens[i] = 0;
+    scan_walk sw = {.start = start, .n = n};
+    for (uint64_t i = 0; i < n; i++) sw.sts[i] = ST_NOTFOUND, sw.lens[i] = 0;
     st_iter *it = NULL;
     int st = d->E->iter_open(d->db, lo, KEY_LEN, hi, KEY_LEN, &it);
-    if (st == ST_OK) st = d->E->iter_first(it);
-    unsigned seen = 0;
-    uint64_t last = 0, key_of_disorder = 0;
-    int bad_key = 0, disorder = 0;
-    while (st == ST_OK) {
-        size_t kl, vl;
-        const void *k = d->E->iter_key(it, &kl);
-        const void *v = d->E->iter_value(it, &vl);
-        uint64_t key;
-        if (key_parse(k, kl, &key) || key < start || key >= start + n) {
-            bad_key = 1;
-            break;
-        }
-        if (seen && key <= last) {
-            disorder = 1; /* a key twice, or out of order: each copy would pass the value check */
-            key_of_disorder = key;
-            break;
-        }
-        last = key;
-        if (copy_len + vl > copy_cap) {
-            size_t nc = (copy_len + vl) * 2 + 256;
-            uint8_t *p = realloc(copies, nc);
-            if (!p) break;
-            copies = p, copy_cap = nc;
-        }
-        memcpy(copies + copy_len, v, vl);
-        offs[key - start] = copy_len;
-        copy_len += vl;
-        sts[key - start] = ST_OK;
-        lens[key - start] = vl;
-        seen++;
-        st = d->E->iter_next(it);
-    }
+    if (st == ST_OK) st = scan_walk_run(w, it, &sw, dir);
     if (it) d->E->iter_close(it);
     uint64_t seqs[MAX_SCAN];
     for (uint64_t i = 0; i < n; i++) {
@@ -587,31 +684,22 @@ static void do_scan(worker *w, uint64_t start) {
     }
     int final = st == ST_NOTFOUND ? ST_OK : st;
     st_note_error(w, final);
-    if (bad_key) {
-        /* A fault the engine promises nothing for may do it: the verdict
-         * decides (V10). */
-        int unpromised = st_promise_none_possible(d);
-        fprintf(stderr, "stress: %s wrong_value: scan [%s, %s) returned a key outside its bounds\n    repro: %s\n",
-                unpromised ? "SUSPECT (a fault the engine promises nothing for? the verdict below decides)" : "FAILURE",
-                lo, hi, d->repro);
-        st_observe(d, VD_OBS_WRONG_VALUE, w->id, d->epoch << 32 | w->calls, 0, start, 0);
-        if (!unpromised) atomic_fetch_add(&d->failures, 1);
-    } else if (disorder) {
-        st_scan_disorder(w, key_of_disorder, last, "again or out of order", "scan", 0);
+    if (sw.broken) {
+        scan_walk_broken(w, &sw, lo, hi);
     } else if (final == ST_OK) {
         st_scan_key hk[MAX_SCAN];
         size_t good = 0;
         for (uint64_t i = 0; i < n; i++) {
-            if (sts[i] == ST_OK) vals[i] = copies + offs[i];
-            good += st_check_answer(w, start + i, sts[i], vals[i], lens[i], a[i], b[i], v1[i] - v0[i] > 1, 0, "scan");
-            hk[i] = (st_scan_key){start + i, seen_seed(sts[i], vals[i], lens[i]), a[i], b[i], v1[i] - v0[i], seqs[i]};
+            const uint8_t *val = sw.sts[i] == ST_OK ? sw.copies + sw.offs[i] : NULL;
+            good += st_check_answer(w, start + i, sw.sts[i], val, sw.lens[i], a[i], b[i], v1[i] - v0[i] > 1, 0, "scan");
+            hk[i] = (st_scan_key){start + i, seen_seed(sw.sts[i], val, sw.lens[i]), a[i], b[i], v1[i] - v0[i], seqs[i]};
         }
         if (good == n) st_check_scan_history(w, hk, n); /* a wrong value was judged already */
     } else {
         atomic_fetch_add_explicit(&d->unverifiable, n, memory_order_relaxed);
     }
-    free(copies);
-    hash_op(w, OP_SCAN, final, start, seen, (unsigned)n);
+    free(sw.copies);
+    hash_op(w, OP_SCAN, final, start, sw.seen, (unsigned)n);
     atomic_fetch_add_explicit(&d->ops[OP_SCAN], 1, memory_order_relaxed);
 }
 

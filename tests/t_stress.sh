@@ -372,6 +372,12 @@ broken stale-value wrong_value \
 broken iter-reseek-includes-last-key wrong_value \
   "$B/iter-reseek-includes-last-key/stress" --db "$T/broken-iter-reseek-includes-last-key/db" --destroy_db_initially \
   --seed 1 "${SMALL[@]}" --readpercent 20 --iterpercent 30 --hang_seconds 30 --report "$T/broken-iter-reseek-includes-last-key/r.json"
+# A prev after a next steps on instead of back: only a scan that turns
+# round on one iterator sees it (the walk's retrace check).
+broken iter-prev-after-next-stays-forward wrong_value \
+  "$B/iter-prev-after-next-stays-forward/stress" --db "$T/broken-iter-prev-after-next-stays-forward/db" \
+  --destroy_db_initially --seed 1 "${SMALL[@]}" --readpercent 20 --iterpercent 30 --hang_seconds 30 \
+  --report "$T/broken-iter-prev-after-next-stays-forward/r.json"
 # Recovery forgets the last committed batch, synced or not.
 recovery_run() {
   local d=$T/broken-drop-synced-commit
