@@ -249,7 +249,8 @@ DELAY_CHOICES = {"delay_one_in": [10, 50, 200, 1000], "delay_max_us": [100, 1000
 # site at DELAY_CHOICES' rates.  The engine's delay/ points (its
 # catalogue, engine/faultpoints.h; tests/test_delays.py holds the list
 # against the binary's), the hooks' six sides of a read, a write and
-# an fsync, and kill/late, the pause of every kill that fires
+# an fsync, kill/late, the pause of every kill that fires, and
+# fault/slow, the pause of every I/O the fault library fails
 # (faults/delay.c).
 DELAY_SITES_SHARE = 0.75
 DELAY_SITE_ODDS = 0.25
@@ -271,6 +272,7 @@ DELAY_SITES = [
     "hook/sync/before",
     "hook/sync/after",
     "kill/late",
+    "fault/slow",
 ]
 DELAY_OPTIONS = tuple(DELAY_CHOICES) + ("delay_sites",)
 

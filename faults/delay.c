@@ -17,6 +17,12 @@
  * before its fsync, a hint taken from it, a page written back after it),
  * and the crash then lands on what they did.  A kill happens once a
  * process, so odds of 1 in delay_one_in would almost never pause it.
+ * An I/O the library fails pauses first, always, too (site fault/slow):
+ * a failing device is slow to say so (an EIO after a timeout), and a
+ * failure's handling is where races hide: a reader waiting on a load
+ * that fails, a commit behind a failed fsync, a page whose write-back
+ * failed.  Failures are rare, so 1 in delay_one_in would almost never
+ * widen those windows either.
  * delay_sites narrows the opportunities to the sites it names, as
  * BUGGIFY enables a quarter of its points per simulation run: a race
  * needs its own site to pause often, and pauses spread over every site
@@ -56,6 +62,7 @@ static int is_site(const char *name, size_t n) {
         for (int a = 0; a < 2; a++)
             if (strlen(hook_sites[k][a]) == n && !memcmp(hook_sites[k][a], name, n)) return 1;
     if (strlen(FLT_DELAY_KILL_SITE) == n && !memcmp(FLT_DELAY_KILL_SITE, name, n)) return 1;
+    if (strlen(FLT_DELAY_FAULT_SITE) == n && !memcmp(FLT_DELAY_FAULT_SITE, name, n)) return 1;
     for (size_t i = 0; i < eng_fault_point_count(); i++) {
         const char *p = eng_fault_point_name(i);
         if (!strncmp(p, "delay/", 6) && strlen(p) == n && !memcmp(p, name, n)) return 1;
@@ -104,3 +111,5 @@ static int pause_at(flt_ctx *f, flt_thr *t, const char *where, uint64_t n) {
 int flt_delay(flt_ctx *f, flt_thr *t, const char *where) { return pause_at(f, t, where, f->o.delay_one_in); }
 
 int flt_delay_kill(flt_ctx *f, flt_thr *t) { return pause_at(f, t, FLT_DELAY_KILL_SITE, 1); }
+
+int flt_delay_fault(flt_ctx *f, flt_thr *t) { return pause_at(f, t, FLT_DELAY_FAULT_SITE, 1); }

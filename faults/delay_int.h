@@ -22,6 +22,13 @@ int flt_delay(flt_ctx *f, flt_thr *t, const char *where);
 #define FLT_DELAY_KILL_SITE "kill/late"
 int flt_delay_kill(flt_ctx *f, flt_thr *t);
 
+/* The pause of an I/O the library fails (an error class's ledger line
+ * written, the failure about to reach the engine): a delay at
+ * FLT_DELAY_FAULT_SITE, made every time while delays are on and
+ * delay_sites does not leave the site out.  Returns 1 when it paused. */
+#define FLT_DELAY_FAULT_SITE "fault/slow"
+int flt_delay_fault(flt_ctx *f, flt_thr *t);
+
 /* The delay site on one side (AFTER 0 or 1) of an I/O operation of KIND
  * (enum eng_io_kind) in the hooks: "hook/read/before" ... "hook/sync/after",
  * or NULL for a kind that has none (metadata operations). */

@@ -49,6 +49,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "delay_int.h"
 #include "doordisk_int.h"
 #include "doorio_int.h"
 #include "fileid.h"
@@ -213,7 +214,10 @@ static int doorio_before(void *ctx, eng_io_op *op) {
                 e.offset = (int64_t)op->offset;
                 e.len = (int64_t)op->len;
             }
-            if (flt_record(f, cls, &e) == 0) return -err; /* FL1: no line, no fault */
+            if (flt_record(f, cls, &e) == 0) { /* FL1: no line, no fault */
+                flt_delay_fault(f, t);         /* a failing device is slow to say so */
+                return -err;
+            }
         }
         if (cls < 0 && !t->file_off) flip_write(f, t, op, kind);
     }

@@ -186,7 +186,10 @@ static int fiu_cb(const char *name, int *failnum, void **failinfo, unsigned int 
     atomic_fetch_add_explicit(&f->point_hits[p->idx], 1, memory_order_relaxed);
     if (cls == FLT_KILL) flt_kill_fire(f, t, p->name, t ? t->kill_n[p->idx] : 1);
     if (cls == FLT_SYNC_ERROR) t->sync_fiu_fired = 1; /* after(SYNC) drops the file's dirty data */
-    if (err) *failnum = err;
+    if (err) {
+        flt_delay_fault(f, t); /* a failing device is slow to say so */
+        *failnum = err;
+    }
     return 1;
 }
 

@@ -614,6 +614,7 @@ static int fire_deferred(flt_ctx *f, flt_thr *t) {
     e.err = err == ENOSPC ? "ENOSPC" : "EIO";
     if (flt_record(f, cls, &e) != 0) return 0; /* FL1: no line, no fault */
     atomic_fetch_add_explicit(&f->point_hits[t->deferred_idx], 1, memory_order_relaxed);
+    flt_delay_fault(f, t);
     return -err;
 }
 
@@ -664,11 +665,10 @@ int flt_hook_before(void *ctx, eng_io_op *op) {
                     /* Not issued, so not journaled: no after() follows. */
                     if (flt_record(f, FLT_SYNC_ERROR, &e) == 0) {
                         drop_dirty(f, t, op->path);
-                        /* The engine hears of the failure late, as after()
-                         * makes it hear of a completion: the window in
-                         * which a concurrent read must not return the
-                         * dropped data widens with the delays. */
-                        maybe_delay(f, op, 1);
+                        /* The engine hears of the failure late: the
+                         * window in which a concurrent read must not
+                         * return the dropped data widens. */
+                        flt_delay_fault(f, t);
                         return -EIO;
                     }
                 }

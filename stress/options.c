@@ -150,7 +150,8 @@ static const opt_def defs[] = {
     STR("delay_sites", delay_sites, NULL,
         "comma list of the sites that may pause (default: all): the engine's delay/ points (--list_fault_points), "
         "hook/read/before, hook/read/after, hook/write/before, hook/write/after, hook/sync/before, hook/sync/after, "
-        "kill/late (a kill that fires pauses first, every time)"),
+        "kill/late (a kill that fires pauses first, every time), fault/slow (an I/O the fault library fails "
+        "pauses first, every time)"),
     ENUM("faults_via", faults_via, "hooks", "hooks|posix",
          "how the fault library's hooks see the engine's I/O: the engine's I/O hooks, or libc's file calls on the "
          "database directory (the door of faults/door.h; our engine needs --io_backend psync)"),

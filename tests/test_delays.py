@@ -80,8 +80,15 @@ class TestDelays(unittest.TestCase):
             "the oracle counted a pause as an injection",
         )
         for j in pauses:
-            self.assertTrue(j["point"].startswith(("delay/", "hook/")), j)
+            self.assertTrue(j["point"].startswith(("delay/", "hook/", "fault/")), j)
             self.assertTrue(0 <= j["len"] <= 500, j)
+        # Every I/O error injected pauses its thread right after its line
+        # (fault/slow, every time): the next line of that thread is it.
+        errors = [i for i, j in enumerate(lines) if j.get("err")]
+        self.assertGreater(len(errors), 0)
+        for i in errors:
+            after = [j for j in lines[i + 1 :] if j.get("thread") == lines[i].get("thread")]
+            self.assertTrue(after and after[0].get("point") == "fault/slow", (lines[i], after[:1]))
         sites = {j["point"] for j in pauses}
         self.assertIn("delay/commit/before_publish", sites)
         self.assertIn("hook/sync/before", sites)
@@ -151,7 +158,7 @@ class TestDelays(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         engine = [w for w in out.split() if w.startswith("delay/")]
         self.assertTrue(engine)
-        self.assertEqual(sorted(DELAY_SITES), sorted(engine + HOOK_SITES + ["kill/late"]))
+        self.assertEqual(sorted(DELAY_SITES), sorted(engine + HOOK_SITES + ["kill/late", "fault/slow"]))
 
     def test_a_bad_value_is_a_usage_error_that_creates_nothing(self):
         for bad in (
