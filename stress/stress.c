@@ -980,19 +980,32 @@ static void promise_row(const st_driver *d, const vd_injection *j, char *buf, si
 /* Another engine's failed values and opens, per class, with the row of
  * its promise table they break (the class's row for the run's options;
  * a swallowed error names its own file's row above). */
-static void broken_promises(const st_driver *d, const vd_result *res) {
+static void broken_promises(const st_driver *d, const vd_ctx *v, const vd_result *res) {
     if (!st_promises_of(d->E)->door) return; /* ours: its rows are the rules of docs/oracle.md */
     for (int c = 0; c < VD_CLASS_COUNT; c++) {
         const vd_counts *k = &res->cls[c];
-        uint64_t n = k->wrong_value + k->lost + k->resurrected + k->unrecoverable;
-        const st_promise *r = n ? st_promise_judging(d, c, "") : NULL;
-        char line[360];
-        if (!r) continue;
-        st_promise_line(r, line, sizeof line);
-        fprintf(stderr,
-                "stress: the failures of %s (wrong, lost or resurrected values, or an open that did not come back) "
-                "break %s\n",
-                vd_class_name(c), line);
+        if (!(k->wrong_value + k->lost + k->resurrected + k->unrecoverable)) continue;
+        /* The rows the class's injections were judged by that promise
+         * something (each once; a class injected nowhere: its row for
+         * any file). */
+        const st_promise *seen[8];
+        size_t nseen = 0;
+        for (size_t i = 0; i <= vd_injection_count(v) && nseen < 8; i++) {
+            const vd_injection *j = i < vd_injection_count(v) ? vd_injection_at(v, i) : NULL;
+            if (j && j->cls != c) continue;
+            if (!j && nseen) break;
+            const st_promise *r = st_promise_judging(d, c, j ? j->file : "");
+            size_t s = 0;
+            while (s < nseen && seen[s] != r) s++;
+            if (!r || s < nseen || (j && r->promise == ST_PROMISE_NONE)) continue;
+            seen[nseen++] = r;
+            char line[360];
+            st_promise_line(r, line, sizeof line);
+            fprintf(stderr,
+                    "stress: the failures of %s (wrong, lost or resurrected values, or an open that did not come "
+                    "back) break %s\n",
+                    vd_class_name(c), line);
+        }
     }
 }
 
@@ -1038,7 +1051,7 @@ static int verdict(st_driver *d, int failed) {
                     j->cls_name, j->point, j->file[0] ? j->file : "-", j->thread, (long long)(j->op >> 32),
                     (long long)(j->op & 0xffffffff), row, d->repro);
     }
-    broken_promises(d, &res);
+    broken_promises(d, v, &res);
     if (res.unrecoverable && res.by_design[0])
         fprintf(stderr, "stress: unrecoverable_by_design: the database did not come back, explained by %s\n",
                 res.by_design);
