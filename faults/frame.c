@@ -1,7 +1,7 @@
 /*
  * frame.c -- the fault library's frame (frame.h): class names, the
- * per-thread state and PRNG streams, the draws, the ledger helper and the
- * counts.  Everything else in faults/ stands on it; it calls none of them.
+ * per-thread state and PRNG streams (with the hooks' own buffers), the
+ * draws, the ledger helper and the counts.  Everything else in faults/ stands on it; it calls none of them.
  * It keeps FL1 (flt_record) and FL2 (flt_thread_start, flt_below) of
  * faults.c.
  */
@@ -172,3 +172,49 @@ void flt_get_counts(flt_ctx *f, flt_counts *out) {
 flt_ledger *flt_get_ledger(flt_ctx *f) { return f ? f->ledger : NULL; }
 
 flt_journal *flt_get_journal(flt_ctx *f) { return f ? f->journal : NULL; }
+
+/* ---- the hooks' own buffers (frame.h) ---- */
+
+void *flt_buf_take(flt_thr *t, size_t len) {
+    if (!t) return NULL;
+    flt_buf *spare = NULL;
+    for (size_t i = 0; i < t->nbufs; i++) {
+        flt_buf *b = &t->bufs[i];
+        if (b->used) continue;
+        if (b->cap >= len) {
+            b->used = 1;
+            return b->p;
+        }
+        spare = b;
+    }
+    if (!spare) {
+        flt_buf *nb = realloc(t->bufs, (t->nbufs + 1) * sizeof *nb);
+        if (!nb) return NULL;
+        t->bufs = nb;
+        spare = &t->bufs[t->nbufs++];
+        *spare = (flt_buf){0};
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, len ? len : 1) != 0) return NULL;
+    free(spare->p);
+    spare->p = p;
+    spare->cap = len;
+    spare->used = 1;
+    return p;
+}
+
+void flt_buf_give(flt_thr *t, const void *p) {
+    if (!t) return;
+    for (size_t i = 0; i < t->nbufs; i++)
+        if (t->bufs[i].used && t->bufs[i].p == p) {
+            t->bufs[i].used = 0;
+            return;
+        }
+}
+
+void flt_thr_free_bufs(flt_thr *t) {
+    for (size_t i = 0; i < t->nbufs; i++) free(t->bufs[i].p);
+    free(t->bufs);
+    t->bufs = NULL;
+    t->nbufs = 0;
+}

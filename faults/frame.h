@@ -252,6 +252,13 @@ struct flt_ctx {
  * its mutexes.  The caller seeds anon_rng. */
 void flt_frame_init(flt_ctx *f);
 flt_thr *flt_thr_get(flt_ctx *f); /* the calling thread's state (created on demand) */
+/* A buffer of LEN bytes of T's own for a write's damaged copy (NULL when
+ * none can be had), and its return (a pointer not T's: nothing): a write
+ * hook never changes the caller's buffer, and the after() of a write
+ * gives back whatever of T's it finds in op->buf. */
+void *flt_buf_take(flt_thr *t, size_t len);
+void flt_buf_give(flt_thr *t, const void *p);
+void flt_thr_free_bufs(flt_thr *t);
 /* One opportunity of class CLS: 1 with odds 1 in one_in[CLS], else 0 (and
  * 0 without drawing when the class is off or injection is paused). */
 int flt_draw(flt_ctx *f, flt_thr *t, int cls);

@@ -11,13 +11,6 @@
 /* Fill F->hooks (flt_open, before anything can call them). */
 void flt_hooks_init(flt_ctx *f);
 const char *flt_rel_path(flt_ctx *f, const char *path); /* for the ledger's file field */
-void flt_thr_free_bufs(flt_thr *t);
-/* A buffer of LEN bytes of T's own for a write's damaged copy (NULL when
- * none can be had), and its return: a write hook never changes the
- * caller's buffer, and the after() of a write gives back whatever of
- * T's it finds in op->buf. */
-void *flt_buf_take(flt_thr *t, size_t len);
-void flt_buf_give(flt_thr *t, const void *p);
 
 /* At every kill, before the SIGKILL (fiu.c's kill points).  With
  * bitflip_wal on, a bit inside a record of the last synced group's last
