@@ -165,6 +165,15 @@ void flt_tick(flt_ctx *f, eng_db *db);
  * end of the file; BIT is taken modulo the page's bits. */
 void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit);
 
+/* With bitflip_page on, N page flips in the closed data file (point
+ * rest/data), each drawn as a tick's (a block by class or coldness, a
+ * bit by the page's format), paused or not: stress's settlement makes
+ * them between a clean close and its verify of the closed files, which
+ * must report every one (oracle V4b), as pg_checksums must.  A flip
+ * between operations stays on disk that long only on a page nothing
+ * writes again; these meet every region of every page type at rest. */
+void flt_flip_at_rest(flt_ctx *f, unsigned n);
+
 /* The crash of a kill from outside that asked for it (stress's
  * --damage_at_kill: crashtest sends SIGUSR2 before its SIGKILL): the
  * flips and zeroed blocks a kill point makes at the crash (crash/data,

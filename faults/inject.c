@@ -231,56 +231,6 @@ static int flip_file_byte(const char *path, uint64_t off, uint8_t mask) {
     return rc;
 }
 
-/* ---- the hooks' own buffers ---- */
-
-static void *buf_take(flt_thr *t, size_t len) {
-    if (!t) return NULL;
-    flt_buf *spare = NULL;
-    for (size_t i = 0; i < t->nbufs; i++) {
-        flt_buf *b = &t->bufs[i];
-        if (b->used) continue;
-        if (b->cap >= len) {
-            b->used = 1;
-            return b->p;
-        }
-        spare = b;
-    }
-    if (!spare) {
-        flt_buf *nb = realloc(t->bufs, (t->nbufs + 1) * sizeof *nb);
-        if (!nb) return NULL;
-        t->bufs = nb;
-        spare = &t->bufs[t->nbufs++];
-        *spare = (flt_buf){0};
-    }
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, len ? len : 1) != 0) return NULL;
-    free(spare->p);
-    spare->p = p;
-    spare->cap = len;
-    spare->used = 1;
-    return p;
-}
-
-/* Give back the buffer P if it is one of ours (else nothing). */
-static void buf_give(flt_thr *t, const void *p) {
-    if (!t) return;
-    for (size_t i = 0; i < t->nbufs; i++)
-        if (t->bufs[i].used && t->bufs[i].p == p) {
-            t->bufs[i].used = 0;
-            return;
-        }
-}
-
-void *flt_buf_take(flt_thr *t, size_t len) { return buf_take(t, len); }
-void flt_buf_give(flt_thr *t, const void *p) { buf_give(t, p); }
-
-void flt_thr_free_bufs(flt_thr *t) {
-    for (size_t i = 0; i < t->nbufs; i++) free(t->bufs[i].p);
-    free(t->bufs);
-    t->bufs = NULL;
-    t->nbufs = 0;
-}
-
 /* after() of a data-file write that failed once part of it was issued (a
  * short transfer, then an error on the rest; or an error the OS gave for
  * bytes it may have written): the range may now hold old and new bytes
@@ -526,7 +476,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
      * blocks at the durable boundary get their share between operations
      * and at the crash (zero_block), drawn by class. */
     if (flt_draw(f, t, FLT_ZERO_PAGE) && !done) {
-        void *z = buf_take(t, len);
+        void *z = flt_buf_take(t, len);
         if (z) {
             memset(z, 0, len);
             flt_event e = flt_page_event(f, t, FLT_ZERO_PAGE, "hook/write", block, op->offset, len);
@@ -536,7 +486,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
                 op->buf = z, done = 1;
                 flt_damage_add(f, seq, op->offset, len, 0, op, 1);
             } else {
-                buf_give(t, z);
+                flt_buf_give(t, z);
             }
         }
     }
@@ -556,7 +506,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
     }
     if (flt_draw(f, t, FLT_BITFLIP_INFLIGHT) && !done) {
         uint64_t bit = flt_below(f, t, FLT_BITFLIP_INFLIGHT, (uint64_t)len * 8);
-        uint8_t *copy = buf_take(t, len);
+        uint8_t *copy = flt_buf_take(t, len);
         if (copy) {
             memcpy(copy, op->buf, len);
             uint8_t mask = (uint8_t)(1u << (bit % 8));
@@ -570,7 +520,7 @@ static void write_faults(flt_ctx *f, flt_thr *t, eng_io_op *op) {
                 done = 1;
                 flt_damage_add(f, seq, op->offset + bit / 8, 1, mask, op, 0); /* mask: D3 */
             } else {
-                buf_give(t, copy);
+                flt_buf_give(t, copy);
             }
         }
     }
@@ -679,7 +629,7 @@ int flt_hook_before(void *ctx, eng_io_op *op) {
         int rc = flt_journal_before(f->journal, op);
         if (rc < 0) {
             /* Not issued after all: no after() will give the buffer back. */
-            buf_give(t, op->buf);
+            flt_buf_give(t, op->buf);
             return rc;
         }
     }
@@ -732,7 +682,7 @@ static void hook_after(void *ctx, eng_io_op *op) {
     else if (op->kind == ENG_IO_WRITE && op->result > 0)
         note_wal_tail(f, op);
     if (f->journal) flt_journal_after(f->journal, op);
-    if (op->kind == ENG_IO_WRITE && op->buf) buf_give(flt_thr_get(f), op->buf);
+    if (op->kind == ENG_IO_WRITE && op->buf) flt_buf_give(flt_thr_get(f), op->buf);
     maybe_delay(f, op, 1); /* the engine hears of the completion late */
 }
 
@@ -873,6 +823,13 @@ void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit) {
     flt_door_bypass(1); /* the library's I/O, as flt_tick's */
     if (block < data_blocks(f, path, &ps))
         flip_page_bit(f, flt_thr_get(f), "tick/data", path, block, bit % ((uint64_t)ps * 8), ps);
+    flt_door_bypass(0);
+}
+
+void flt_flip_at_rest(flt_ctx *f, unsigned n) {
+    if (!f || !f->db_dir || !f->o.one_in[FLT_BITFLIP_PAGE]) return;
+    flt_door_bypass(1); /* the library's I/O, as flt_tick's */
+    for (unsigned i = 0; i < n; i++) flip_page(f, flt_thr_get(f), "rest/data");
     flt_door_bypass(0);
 }
 
