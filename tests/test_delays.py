@@ -158,7 +158,9 @@ class TestDelays(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         engine = [w for w in out.split() if w.startswith("delay/")]
         self.assertTrue(engine)
-        self.assertEqual(sorted(DELAY_SITES), sorted(engine + HOOK_SITES + ["kill/late", "fault/slow"]))
+        self.assertEqual(
+            sorted(DELAY_SITES), sorted(engine + HOOK_SITES + ["kill/late", "fault/slow"])
+        )
 
     def test_a_bad_value_is_a_usage_error_that_creates_nothing(self):
         for bad in (
