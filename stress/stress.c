@@ -1124,7 +1124,6 @@ int main(int argc, char **argv) {
         (rc = run_workers(d, failed, &wd)) != GO_ON)
         return rc;
     crash_if_asked(d);
-    if (!failed && atomic_load(&d->lost_commit_judged)) failed = 2; /* no further, no failure: the verdict decides */
     int closed_ok = settle(d, &failed);
     atomic_store(&d->watch_stop, 1);
     pthread_join(wd, NULL);

@@ -189,9 +189,6 @@ struct st_driver {
     _Atomic int recovering;              /* reports now are V8's: 1 the open at start (after a crash)
                                   * and its check, 2 a reopen and its check, 0 other */
     int reopen_failed;                   /* a reopen of this process's handle did not open */
-    _Atomic int lost_commit_judged;      /* a reopen lost a synced commit the verdict judges
-                                  * (st_post_open_check 3): the expected state is
-                                  * above the engine's, so no final verify */
     int measuring;                       /* wrong values are measured, not failures
                                   * (docs/oracle.md, rule V6) */
     vd_config vc;                        /* what the options make of each fault class */
