@@ -80,8 +80,14 @@ int orc_report_line_format(char *buf, size_t cap, const vd_report *r) {
     put_str(&o, r->layer);
     put(&o, "\",\"file\":\"");
     put_str(&o, r->file);
-    put(&o, "\",\"block\":%lld,\"offset\":%lld,\"entry\":%d,\"after_crash\":%d}\n", (long long)r->block,
+    put(&o, "\",\"block\":%lld,\"offset\":%lld,\"entry\":%d,\"after_crash\":%d", (long long)r->block,
         (long long)r->offset, (int)r->entry, r->after_crash);
+    if (r->detail[0]) { /* the engine's words: a later process prints them for a report it judges */
+        put(&o, ",\"detail\":\"");
+        put_str(&o, r->detail);
+        put(&o, "\"");
+    }
+    put(&o, "}\n");
     return o.over ? -1 : (int)o.n;
 }
 
@@ -242,6 +248,9 @@ static int report_field(void *ctx, const char *key, const val *v) {
     } else if (!strcmp(key, "after_crash")) {
         if (as_int(v, INT_MIN, INT_MAX, &x)) return -1;
         r->after_crash = (int)x;
+    } else if (!strcmp(key, "detail")) {
+        if (!v->is_str) return -1;
+        copy(r->detail, sizeof r->detail, v->s);
     }
     return 0; /* an unknown key: ignored */
 }

@@ -366,6 +366,20 @@ static void settle_v1b_valid_page_explains(vd_ctx *v, size_t r, int a, settle_st
         }
 }
 
+/* V1f: report R, unmatched, names no file (another engine's error that
+ * said nothing of where: RocksDB's "Corruption" from a block it could
+ * not parse): damage the fault door put in any of the engine's files
+ * may be it, which the oracle cannot place, so such damage explains it
+ * without credit (nothing says which injection the engine found). */
+static void settle_v1f_placeless_report_explained(vd_ctx *v, size_t r, int a, settle_state *s) {
+    if (v->rep[r].matched || v->rep[r].r.file[0]) return;
+    for (size_t i = 0; i < v->ninj && !v->rep[r].matched; i++)
+        if (v->inj[i].cls >= 0 && placed_by_file(&v->inj[i])) {
+            v->rep[r].matched = 2;
+            if (a && s->design_inj[a] == (size_t)-1) s->design_inj[a] = i;
+        }
+}
+
 /* V1c: report R, a cross-page check, is the consequence of damage the
  * engine reported at an injection's place in the same file (a reader
  * report does not count: V4c asked it about its own block only). */
@@ -405,11 +419,12 @@ static void settle_v2_false_alarm(vd_ctx *v, size_t r, settle_state *s) {
 /* What report R comes to once V1 has matched exact places: explained by
  * V1b or V1c, else unexplained damage of an open (V8), else a false alarm
  * (V2).  A reader report (V4c) is never more than V1 and V1b make it. */
-static void settle_report_v1b_v1c_v8_v2(vd_ctx *v, size_t r, settle_state *s) {
+static void settle_report_v1b_v1f_v1c_v8_v2(vd_ctx *v, size_t r, settle_state *s) {
     int a = v->rep[r].r.after_crash > 0 && v->rep[r].r.after_crash < 3 ? v->rep[r].r.after_crash : 0;
     if (!v->rep[r].matched) {
         settle_v1b_valid_page_explains(v, r, a, s);
         if (v->rep[r].r.reader) return;
+        settle_v1f_placeless_report_explained(v, r, a, s);
         settle_v1c_neighbour_of_damage_explained(v, r, a, s);
     }
     if (v->rep[r].matched)
@@ -918,7 +933,7 @@ void vd_settle(vd_ctx *v, vd_result *out) {
     index_error_obs(v);
     settle_v10_promises(v);
     settle_v1_reports_match_their_places(v, &s);
-    for (size_t r = 0; r < v->nrep; r++) settle_report_v1b_v1c_v8_v2(v, r, &s);
+    for (size_t r = 0; r < v->nrep; r++) settle_report_v1b_v1f_v1c_v8_v2(v, r, &s);
     out->false_alarms = v->nalarms;
     s.known = v->cfg.protection_bytes > 0 && escapes_known(v);
     settle_v5_v8_opens(v, &s);

@@ -45,6 +45,9 @@
  *       matches only kv_protection reports: another layer at its block
  *       says the flipped page reached the disk past the write-back check
  *       (KV4), which is the engine's failure, never an explanation.
+ *   V1f a report that names no file (another engine's error that said
+ *       nothing of where) is explained, without credit, by damage the
+ *       fault door put in any of that engine's files.
  *   V2  a report that matches no injection is a false_alarm (a failure).
  *   V3  error classes (read_error, write_error, nospace, sync_error):
  *       detected when the driver's call that was running when the error

@@ -167,3 +167,21 @@ Test(oracle_door_places, a_crash_tear_promised_repaired_explains_no_report) {
     cr_assert_not(res.pass, "the row promises recovery past the tear: a refused open is the engine's");
     cr_assert_eq(res.cls[VD_TORN_WRITE].unrecoverable_by_design, 0);
 }
+
+/* V1f: a report that names no file (RocksDB's "Corruption" from a block
+ * it could not parse, with no file in its message) is explained by the
+ * door's damage in any file, crediting nothing; with no such damage in
+ * the run it is a false alarm. */
+Test(oracle_door_places, a_report_naming_no_file_is_explained_by_door_damage_anywhere) {
+    vd_result res;
+    int o = settle_one("{\"seq\":0,\"class\":\"bitflip_inflight\",\"point\":\"door/inflight/read\","
+                       "\"file\":\"000089.sst\",\"block\":5,\"bit\":3,\"mask\":\"0x8\"}",
+                       rep_at("", -1), &res);
+    cr_assert(res.pass);
+    cr_assert_eq(res.total.false_alarm, 0);
+    cr_assert_neq(o, VD_DETECTED, "a report that names no place credits no injection");
+    settle_one("{\"seq\":0,\"class\":\"write_error\",\"point\":\"door/io/write\",\"file\":\"MANIFEST-000010\","
+               "\"err\":\"EIO\",\"op\":5,\"thread\":0}",
+               rep_at("", -1), &res);
+    cr_assert_eq(res.total.false_alarm, 1, "an I/O error changes no byte: it explains no report");
+}

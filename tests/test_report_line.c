@@ -26,6 +26,19 @@ Test(report_line, report_format_is_the_documented_line) {
     cr_assert_eq(n, (int)strlen(buf));
 }
 
+/* The engine's words travel with the report, so a later process that
+ * judges it (a crash's restart) can print them. */
+Test(report_line, a_reports_detail_round_trips) {
+    vd_report r = report("rocksdb", "", -1, -1, -1, 0);
+    snprintf(r.detail, sizeof r.detail, "Corruption: bad entry in block \"x\"\t");
+    char buf[ORC_LINE_MAX];
+    cr_assert_gt(orc_report_line_format(buf, sizeof buf, &r), 0);
+    cr_assert(strstr(buf, ",\"detail\":\"Corruption: bad entry in block \\\"x\\\"\\u0009\"}"), "%s", buf);
+    vd_report back;
+    cr_assert_eq(orc_report_line_parse(buf, &back), 0, "line %s", buf);
+    cr_assert_str_eq(back.detail, r.detail);
+}
+
 Test(report_line, report_round_trip) {
     vd_report cases[] = {
         report("page_checksum", "data", 7, 28672, -1, 0),
