@@ -167,9 +167,11 @@ void flt_flip_page_at(flt_ctx *f, uint64_t block, uint64_t bit);
 
 /* With bitflip_page on, N page flips in the closed data file (point
  * rest/data), each drawn as a tick's (a block by class or coldness, a
- * bit by the page's format), paused or not: stress's settlement makes
- * them between a clean close and its verify of the closed files, which
- * must report every one (oracle V4b), as pg_checksums must.  A flip
+ * bit by the page's format) among the pages recovery will not restore
+ * (LSN below the redo point: no image of them in the log past it),
+ * paused or not: stress's settlement makes them between a clean close
+ * and its verify of the closed files, which must report every one
+ * (oracle V4b), as pg_checksums must.  A flip
  * between operations stays on disk that long only on a page nothing
  * writes again; these meet every region of every page type at rest. */
 void flt_flip_at_rest(flt_ctx *f, unsigned n);
