@@ -183,6 +183,14 @@ class Steps:
             int((v or {}).get("undetected_unpromised", 0) or 0) > 0 for v in classes.values()
         )
 
+    def last_reported(self):
+        """1 if the last step's report counted corruption reports: it
+        judged (and settled) the injections that explain damage still on
+        disk, which the next process would meet again with nothing left
+        to blame it on."""
+        r = self.ex.results[len(self.list) - 1] or {}
+        return int((r.get("report") or {}).get("reports", 0) or 0) > 0
+
     def last_by_design(self):
         """The last step's report says the database did not come back, by
         design (an injection explains it: the oracle's V8), or None."""
@@ -400,13 +408,16 @@ def after_crash(st, seed, plan, verify_opts, limit):
         if st.failure is not None:
             break
         if second and st.last_outcome() == "crashed":
-            if verify_opts.get("engine", "ours") != "ours" and st.last_unpromised():
-                # Another engine's restart counted what it promises
-                # nothing for (a synced commit lost): the expected state
-                # still holds it durable and the lines that explained it
-                # are settled, so a second crash's restart would fail on
-                # it.  The iteration ends here and its database with it
-                # (conclude, door_damage).
+            unpromised = verify_opts.get("engine", "ours") != "ours" and st.last_unpromised()
+            if unpromised or st.last_reported():
+                # The restart finished its judgment before its crash came
+                # and settled the lines that explain what it met: another
+                # engine's loss it promises nothing for (the expected
+                # state still holds the lost commit durable), or damage
+                # it reported (a misdirected write's landing block, still
+                # on disk).  A second crash's restart would meet the same
+                # with nothing left to blame it on.  The iteration ends
+                # here and its database with it (conclude, door_damage).
                 break
             to2 = after_second_crash(st, k, to, second, seed, verify_opts, limit)
             if st.failure is not None:

@@ -551,16 +551,20 @@ class TestJudge(unittest.TestCase):
         finally:
             steps.lost_file_check = saved
 
-    def test_another_engines_unpromised_loss_ends_the_iteration_before_a_second_crash(self):
+    def test_a_restart_that_settled_what_it_met_ends_the_iteration_before_a_second_crash(self):
         # A restart that counted what the engine promises nothing for
         # settled the lines that explained it, while the expected state
-        # still holds the lost commit durable: a second crash's verify
-        # would fail on it.  Ours goes on to the second crash.
+        # still holds the lost commit durable; one that reported damage
+        # settled the lines that explain it, while the damage stays on
+        # disk: a second crash's verify would fail on either.  Otherwise
+        # the second crash comes (ours with nothing reported: even when
+        # unpromised, which ours has no such outcome for).
         from crashtest import steps
 
         class FakeSt:
-            def __init__(self, unpromised):
+            def __init__(self, unpromised, reported=False):
                 self.failure, self.unpromised, self.second = None, unpromised, 0
+                self.reported = reported
 
             def powerloss(self, *a):
                 return 0
@@ -577,6 +581,9 @@ class TestJudge(unittest.TestCase):
             def last_unpromised(self):
                 return self.unpromised
 
+            def last_reported(self):
+                return self.reported
+
             def last_by_design(self):
                 return None
 
@@ -592,14 +599,17 @@ class TestJudge(unittest.TestCase):
         try:
             plan = {"powerloss_mode": "rollback", "powerloss_seed": 1, "variants": 1}
             plan["second_crash"] = {"how": "sigkill"}
-            for engine, unpromised, seconds in (
-                ("sqlite", True, 0),
-                ("sqlite", False, 1),
-                ("ours", True, 1),
+            for engine, unpromised, reported, seconds in (
+                ("sqlite", True, False, 0),
+                ("sqlite", False, False, 1),
+                ("ours", True, False, 1),
+                # a restart that reported damage settled what explains it
+                ("ours", False, True, 0),
+                ("rocksdb", False, True, 0),
             ):
-                st = FakeSt(unpromised)
+                st = FakeSt(unpromised, reported)
                 steps.after_crash(st, 7, plan, {"engine": engine}, 60)
-                self.assertEqual(st.second, seconds, (engine, unpromised))
+                self.assertEqual(st.second, seconds, (engine, unpromised, reported))
         finally:
             steps.lost_file_check, steps.plan_restart, steps.after_second_crash = saved
 
