@@ -379,6 +379,19 @@ static int conn_open(st_db *db, int create, conn **out) {
     return ST_OK;
 }
 
+/* RC of one of the adapter's own statements on connection C: a statement
+ * that no longer compiles (SQLITE_ERROR: no such table or column) means
+ * the schema on disk changed under it (a flipped bit in sqlite_master's
+ * text renames a column), which is damage to db.sqlite, reported as
+ * corruption; anything else as st_of says. */
+static int schema_st(st_db *db, sqlite3 *c, int rc) {
+    if ((rc & 0xff) != SQLITE_ERROR) return st_of(db, c, rc);
+    char d[200];
+    snprintf(d, sizeof d, "the schema no longer holds the adapter's tables: %s", sqlite3_errmsg(c));
+    report(db->fn, db->ctx, "sqlite", 0, -1, d);
+    return ST_CORRUPTION;
+}
+
 static int conn_prepare(st_db *db, conn *k) {
     static const char *const sql[] = {"SELECT v FROM kv WHERE k = ?1",
                                       "INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)", "DELETE FROM kv WHERE k = ?1",
@@ -386,7 +399,7 @@ static int conn_prepare(st_db *db, conn *k) {
     sqlite3_stmt **s[] = {&k->get, &k->put, &k->del, &k->seq_get, &k->seq_set};
     for (size_t i = 0; i < 5; i++) {
         int rc = sqlite3_prepare_v3(k->c, sql[i], -1, SQLITE_PREPARE_PERSISTENT, s[i], NULL);
-        if (rc != SQLITE_OK) return st_of(db, k->c, rc);
+        if (rc != SQLITE_OK) return schema_st(db, k->c, rc);
     }
     return ST_OK;
 }
@@ -469,10 +482,13 @@ static int a_open(const char *dir, const st_open_options *o, st_db **out) {
     snprintf(sql, sizeof sql, "PRAGMA page_size=%u; PRAGMA journal_mode=%s", db->page_size, db->wal ? "WAL" : "DELETE");
     if (st == ST_OK) st = exec(db, db->writer->c, sql);
     if (st == ST_OK)
-        st = exec(db, db->writer->c,
-                  "BEGIN IMMEDIATE; CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID; "
-                  "CREATE TABLE IF NOT EXISTS meta(id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL); "
-                  "INSERT OR IGNORE INTO meta(id, seq) VALUES (1, 0); COMMIT");
+        st =
+            schema_st(db, db->writer->c,
+                      sqlite3_exec(db->writer->c,
+                                   "BEGIN IMMEDIATE; CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT "
+                                   "ROWID; CREATE TABLE IF NOT EXISTS meta(id INTEGER PRIMARY KEY CHECK (id = 1), seq "
+                                   "INTEGER NOT NULL); INSERT OR IGNORE INTO meta(id, seq) VALUES (1, 0); COMMIT",
+                                   NULL, NULL, NULL));
     if (st != ST_OK && db->writer && !sqlite3_get_autocommit(db->writer->c))
         sqlite3_exec(db->writer->c, "ROLLBACK", NULL, NULL, NULL);
     if (st == ST_OK) {

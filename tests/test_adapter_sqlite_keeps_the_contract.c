@@ -129,3 +129,33 @@ Test(adapter_sqlite, a_database_file_with_a_damaged_header_is_sqlites_to_refuse_
     a.db = NULL;
     ad_done(&a);
 }
+
+Test(adapter_sqlite, a_schema_a_flip_renamed_is_corruption_of_the_database_file) {
+    /* One bit of sqlite_master's text ("seq" becomes "req"): the
+     * adapter's statements no longer compile; that is damage to
+     * db.sqlite, reported as corruption at the open, not an error of the
+     * harness. */
+    ad_run a;
+    ad_init(&a, E);
+    ad_open(&a);
+    ad_put(&a, 1, "x");
+    ad_close(&a);
+    char p[4200];
+    snprintf(p, sizeof p, "%s/db.sqlite", a.dir);
+    FILE *f = fopen(p, "r+b");
+    cr_assert_not_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    char *at = memmem(buf, n, "seq INTEGER", 11);
+    cr_assert_not_null(at, "the schema's text names the column");
+    fseek(f, (long)(at - buf), SEEK_SET);
+    fputc('r', f);
+    fclose(f);
+    int st = E->open(a.dir, &a.o, &a.db);
+    cr_expect_eq(st, ST_CORRUPTION, "%s", st_status_name(st));
+    cr_expect_gt(a.reports, 0);
+    cr_expect_str_eq(a.last_file, "db.sqlite", "layer %s, %d reports", a.last_layer, a.reports);
+    if (st == ST_OK) ad_close(&a);
+    a.db = NULL;
+    ad_done(&a);
+}
