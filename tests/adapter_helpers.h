@@ -378,6 +378,17 @@ static void ad_refuses_hook_options(const st_engine *E) {
     ad_done(&a);
 }
 
+/* An open of A's damaged directory: refused as corruption, reported at
+ * FILE (a handle it opened all the same is closed). */
+static inline void ad_open_refused_at(ad_run *a, const char *file) {
+    int st = a->E->open(a->dir, &a->o, &a->db);
+    cr_expect_eq(st, ST_CORRUPTION, "%s", st_status_name(st));
+    cr_expect_gt(a->reports, 0);
+    cr_expect_str_eq(a->last_file, file, "layer %s, %d reports", a->last_layer, a->reports);
+    if (st == ST_OK) ad_close(a);
+    a->db = NULL;
+}
+
 /* Flip bytes at OFF of FILE (under A's directory). */
 static void ad_damage(ad_run *a, const char *file, long off, size_t n) {
     char p[256];
