@@ -992,21 +992,21 @@ static void broken_promises(const st_driver *d, const vd_ctx *v, const vd_result
         const vd_counts *k = &res->cls[c];
         if (!(k->wrong_value + k->lost + k->resurrected + k->unrecoverable)) continue;
         /* The rows the class's injections were judged by that promise
-         * something (each once; a class injected nowhere: its row for
-         * any file). */
-        const st_promise *seen[8];
-        size_t nseen = 0;
-        for (size_t i = 0; i <= vd_injection_count(v) && nseen < 8; i++) {
-            const vd_injection *j = i < vd_injection_count(v) ? vd_injection_at(v, i) : NULL;
-            if (j && j->cls != c) continue;
-            if (!j && nseen) break;
-            const st_promise *r = st_promise_judging(d, c, j ? j->file : "");
+         * something, each once; a class injected nowhere (an outside
+         * kill): its row for any file. */
+        const st_promise *rows[8];
+        size_t n = 0;
+        for (size_t i = 0; i < vd_injection_count(v) && n < 8; i++) {
+            const vd_injection *j = vd_injection_at(v, i);
+            const st_promise *r = j->cls == c ? st_promise_judging(d, c, j->file) : NULL;
             size_t s = 0;
-            while (s < nseen && seen[s] != r) s++;
-            if (!r || s < nseen || (j && r->promise == ST_PROMISE_NONE)) continue;
-            seen[nseen++] = r;
+            while (s < n && rows[s] != r) s++;
+            if (r && s == n && r->promise != ST_PROMISE_NONE) rows[n++] = r;
+        }
+        if (!n && (rows[0] = st_promise_judging(d, c, "")) != NULL) n = 1;
+        for (size_t s = 0; s < n; s++) {
             char line[360];
-            st_promise_line(r, line, sizeof line);
+            st_promise_line(rows[s], line, sizeof line);
             fprintf(stderr,
                     "stress: the failures of %s (wrong, lost or resurrected values, or an open that did not come "
                     "back) break %s\n",
